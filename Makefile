@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: MIT
+# StackPulse: one non-recursive Makefile; every build output is under build/.
+
+OUT ?= build
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+CLANG ?= clang
+LLVM_STRIP ?= llvm-strip
+BPFTOOL ?= bpftool
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+
+PKGS := libbpf libelf libdw jansson libprotobuf-c zlib
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS ?= -O2 -g
+override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+	-MMD -MP -D_GNU_SOURCE -Ilib/include/stackpulse -Ilib -I$(OUT) -Ibpf $(PKG_CFLAGS)
+LDLIBS += $(PKG_LIBS) -lm -lpthread
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/sp-*.c))
+LIB_SRCS := $(wildcard lib/*.c)
+LIB_OBJS := $(patsubst %.c,$(OUT)/%.o,$(LIB_SRCS))
+LIB := $(OUT)/libstackpulse.a
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
+UNIT_SRCS := $(wildcard tests/unit/test-*.c)
+UNITS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRCS))
+ASAN_UNITS := $(patsubst tests/unit/%.c,$(OUT)/asan/%,$(UNIT_SRCS))
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz-*.c)
+FUZZERS := $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(FUZZ_SRCS))
+EXAMPLE_SRCS := $(wildcard tests/fixtures/src/*.c)
+EXAMPLES := $(patsubst tests/fixtures/src/%.c,$(OUT)/examples/%,$(EXAMPLE_SRCS))
+BINS := $(addprefix $(OUT)/bin/,$(TOOLS))
+MANPAGES := $(patsubst docs/%.md,$(OUT)/man/%.1,$(wildcard docs/sp-*.md))
+
+
+.PHONY: all check test man unit bats fuzz fuzz-run demo install clean deps bench
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: $(BINS) $(EXAMPLES)
+
+deps:
+	$(Q)scripts/install-deps.sh
+
+$(OUT)/lib/%.o: lib/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUT)/tools/%.o: tools/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+# Only the BPF loaders (lib/bpf_*.c) and sp-record need clang and BTF.
+$(OUT)/lib/bpf_%.o $(OUT)/tools/sp-record.o: $(SKELS)
+
+$(OUT)/bin/%: $(OUT)/tools/%.o $(LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# BPF: only the programs in bpf/ need clang and the kernel's BTF.
+$(OUT)/vmlinux.h:
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
+
+$(OUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(OUT)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -Ibpf \
+		-I/usr/include/$(MULTIARCH) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(OUT)/%.skel.h: $(OUT)/%.bpf.o
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name sp_$* > $@
+
+# Example and fixture programs: frame pointers and debug info for stable stacks.
+$(OUT)/examples/%: tests/fixtures/src/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline-functions-called-once -Ilib/include \
+		-o $@ $< -lpthread -lm
+
+# Unit tests: plain, and under AddressSanitizer + UndefinedBehaviorSanitizer.
+$(OUT)/unit/%: tests/unit/%.c $(LIB)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB) $(LDLIBS)
+
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+$(OUT)/asan/%: tests/unit/%.c $(LIB_SRCS) $(SKELS)
+	$(call msg,ASAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -O1 $(ASAN_FLAGS) -Itests/unit -o $@ $< $(LIB_SRCS) $(LDLIBS)
+
+unit: $(UNITS) $(ASAN_UNITS)
+
+bats: all
+
+# 'make check' and 'make demo' install what a fresh machine lacks first, then
+# run again so that pkg-config sees the newly installed libraries.
+check:
+	$(Q)scripts/install-deps.sh
+	$(Q)$(MAKE) --no-print-directory test
+
+test: all unit
+	$(Q)scripts/run-tests.sh $(OUT)
+
+# Fuzz targets: clang's libFuzzer, with ASan and UBSan.
+$(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(SKELS)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRCS) $(LDLIBS)
+
+fuzz: $(FUZZERS)
+
+FUZZ_SECONDS ?= 60
+fuzz-run: fuzz
+	$(Q)for f in $(FUZZERS); do n=$${f##*/}; mkdir -p $(OUT)/corpus/$$n; \
+		$$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 $(OUT)/corpus/$$n tests/fuzz/corpus/$$n || exit 1; done
+
+demo:
+	$(Q)scripts/install-deps.sh
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/demo.sh $(OUT)
+
+bench: all
+	$(Q)for b in scripts/bench/*; do [ -x "$$b" ] && "$$b"; done
+
+$(OUT)/man/%.1: docs/%.md scripts/md2man.sh
+	$(Q)mkdir -p $(@D)
+	$(Q)scripts/md2man.sh $< > $@
+
+man: $(MANPAGES)
+
+install: all $(MANPAGES)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stackpulse \
+		$(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 lib/include/stackpulse/*.h $(DESTDIR)$(PREFIX)/include/stackpulse/
+	$(if $(MANPAGES),install -m 644 $(MANPAGES) $(DESTDIR)$(PREFIX)/share/man/man1/)
+
+clean:
+	rm -rf $(OUT)
+
+-include $(shell find $(OUT) -name '*.d' 2>/dev/null)

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+/* Diagnostics: "sp-x: error: ..." on stderr, and out-of-memory handling. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp.h"
+
+const char *sp_progname = "stackpulse";
+int sp_verbose;
+
+static void vreport(const char *prefix, const char *fmt, va_list ap, int errnum)
+{
+	char buf[4096];
+	int n;
+
+	/* One write per message, so messages of parallel tools do not interleave. */
+	n = snprintf(buf, sizeof(buf), "%s: %s", sp_progname, prefix);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		n = 0;
+	n += vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
+	if ((size_t)n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	if (errnum)
+		n += snprintf(buf + n, sizeof(buf) - n, ": %s", strerror(errnum));
+	if ((size_t)n >= sizeof(buf) - 1)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	fflush(stdout);
+	fwrite(buf, 1, n, stderr);
+}
+
+int sp_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap, 0);
+	va_end(ap);
+	return -1;
+}
+
+int sp_error_errno(const char *fmt, ...)
+{
+	int errnum = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap, errnum);
+	va_end(ap);
+	errno = errnum;
+	return -1;
+}
+
+void sp_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("warning: ", fmt, ap, 0);
+	va_end(ap);
+}
+
+void sp_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!sp_verbose)
+		return;
+	va_start(ap, fmt);
+	vreport("", fmt, ap, 0);
+	va_end(ap);
+}
+
+noreturn void sp_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap, 0);
+	va_end(ap);
+	exit(SP_EXIT_FATAL);
+}
+
+void *sp_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		sp_die("out of memory (%zu bytes)", n);
+	return p;
+}
+
+void *sp_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (!p)
+		sp_die("out of memory (%zu x %zu bytes)", n, size);
+	return p;
+}
+
+void *sp_xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		sp_die("out of memory (%zu bytes)", n);
+	return p;
+}
+
+char *sp_xstrdup(const char *s)
+{
+	char *d = strdup(s);
+
+	if (!d)
+		sp_die("out of memory");
+	return d;
+}
+
+void sp_grow(void *pp, size_t *cap, size_t n, size_t sz)
+{
+	void **p = pp;
+	size_t c = *cap;
+
+	if (n <= c)
+		return;
+	if (c < 16)
+		c = 16;
+	while (c < n)
+		c *= 2;
+	*p = sp_xrealloc(*p, c * sz);
+	*cap = c;
+}

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+/* The event vocabulary: names, groups and typed fields of each event kind. */
+#include <string.h>
+
+#include "events.h"
+
+#define U SP_FT_UINT
+#define I SP_FT_INT
+#define S SP_FT_STR
+#define X SP_FT_HEX
+#define A SP_FT_ADDR
+
+static const struct sp_event_schema schemas[SP_EV_KIND_MAX] = {
+	[SP_EV_PROC_FORK] = { "proc_fork", SP_EVG_PROC, 3,
+		{ { "child_pid", U }, { "child_tid", U }, { "flags", U } } },
+	[SP_EV_PROC_EXEC] = { "proc_exec", SP_EVG_PROC, 4,
+		{ { "filename", S }, { "argv", S }, { "truncated", U }, { "old_pid", U } } },
+	[SP_EV_PROC_EXIT] = { "proc_exit", SP_EVG_PROC, 3,
+		{ { "code", I }, { "signal", U }, { "thread", U } } },
+	[SP_EV_PATH_OPEN] = { "path_open", SP_EVG_FILE, 6,
+		{ { "path", S }, { "flags", X }, { "mode", X }, { "result", I },
+		  { "dir", S }, { "truncated", U } } },
+	[SP_EV_FILE_GETDENTS] = { "file_getdents", SP_EVG_FILE, 3,
+		{ { "path", S }, { "fd", U }, { "result", I } } },
+	[SP_EV_FILE_RENAME] = { "file_rename", SP_EVG_FILE, 4,
+		{ { "old", S }, { "new", S }, { "flags", X }, { "result", I } } },
+	[SP_EV_FILE_HARDLINK] = { "file_hardlink", SP_EVG_FILE, 3,
+		{ { "old", S }, { "new", S }, { "result", I } } },
+	[SP_EV_FILE_SYMLINK] = { "file_symlink", SP_EVG_FILE, 3,
+		{ { "target", S }, { "link", S }, { "result", I } } },
+	[SP_EV_FILE_CHMOD] = { "file_chmod", SP_EVG_FILE, 3,
+		{ { "path", S }, { "mode", X }, { "result", I } } },
+	[SP_EV_FILE_CHOWN] = { "file_chown", SP_EVG_FILE, 4,
+		{ { "path", S }, { "uid", I }, { "gid", I }, { "result", I } } },
+	[SP_EV_FILE_UNLINK] = { "file_unlink", SP_EVG_FILE, 3,
+		{ { "path", S }, { "flags", X }, { "result", I } } },
+	[SP_EV_SOCK_CONNECT] = { "sock_connect", SP_EVG_NET, 5,
+		{ { "family", U }, { "addr", A }, { "port", U }, { "result", I },
+		  { "fd", U } } },
+	[SP_EV_SOCK_BIND] = { "sock_bind", SP_EVG_NET, 5,
+		{ { "family", U }, { "addr", A }, { "port", U }, { "result", I },
+		  { "fd", U } } },
+	[SP_EV_SOCK_LISTEN] = { "sock_listen", SP_EVG_NET, 3,
+		{ { "fd", U }, { "backlog", U }, { "result", I } } },
+	[SP_EV_SOCK_ACCEPT] = { "sock_accept", SP_EVG_NET, 5,
+		{ { "family", U }, { "addr", A }, { "port", U }, { "result", I },
+		  { "fd", U } } },
+	[SP_EV_DNS_REQ] = { "dns_req", SP_EVG_DNS, 5,
+		{ { "name", S }, { "qtype", U }, { "server", A }, { "port", U },
+		  { "id", U } } },
+	[SP_EV_TASK_KILL] = { "task_kill", SP_EVG_PRIV, 3,
+		{ { "target", I }, { "signal", U }, { "result", I } } },
+	[SP_EV_PTRACE_CHECK] = { "ptrace_check", SP_EVG_PRIV, 3,
+		{ { "request", U }, { "target", U }, { "result", I } } },
+	[SP_EV_SB_MOUNT] = { "sb_mount", SP_EVG_PRIV, 5,
+		{ { "source", S }, { "target", S }, { "fstype", S }, { "flags", X },
+		  { "result", I } } },
+	[SP_EV_SETID_CHANGE] = { "setid_change", SP_EVG_PRIV, 6,
+		{ { "call", S }, { "old_uid", U }, { "new_uid", U }, { "old_gid", U },
+		  { "new_gid", U }, { "result", I } } },
+	[SP_EV_CAPABLE_CHECK] = { "capable_check", SP_EVG_PRIV, 2,
+		{ { "cap", U }, { "result", I } } },
+	[SP_EV_KERNEL_READ_FILE] = { "kernel_read_file", SP_EVG_PRIV, 3,
+		{ { "path", S }, { "id", U }, { "result", I } } },
+	[SP_EV_AUDIT] = { "audit", SP_EVG_RUNTIME, 3,
+		{ { "name", S }, { "args", S }, { "runtime", U } } },
+};
+
+const struct sp_event_schema *sp_event_schema(uint64_t kind)
+{
+	if (kind >= SP_EV_KIND_MAX || !schemas[kind].name)
+		return NULL;
+	return &schemas[kind];
+}
+
+unsigned int sp_event_kind_by_name(const char *name)
+{
+	unsigned int k;
+
+	for (k = 1; k < SP_EV_KIND_MAX; k++)
+		if (schemas[k].name && !strcmp(schemas[k].name, name))
+			return k;
+	return SP_EV_NONE;
+}
+
+int sp_event_field_index(uint64_t kind, const char *name)
+{
+	const struct sp_event_schema *s = sp_event_schema(kind);
+	unsigned int i;
+
+	if (!s)
+		return -1;
+	for (i = 0; i < s->nfields; i++)
+		if (!strcmp(s->fields[i].name, name))
+			return (int)i;
+	return -1;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sp.h - what every StackPulse tool shares: exit codes, diagnostics and the
+ * common command-line options (-o, -v).
+ */
+#ifndef STACKPULSE_SP_H
+#define STACKPULSE_SP_H
+
+#include <argp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdnoreturn.h>
+
+/* Exit codes, listed at the end of every tool's --help. */
+enum sp_exit {
+	SP_EXIT_OK = 0,		/* all input processed */
+	SP_EXIT_PARTIAL = 1,	/* output written, some records skipped (each reported) */
+	SP_EXIT_FATAL = 2,	/* output missing or cut short */
+	SP_EXIT_USAGE = 64,	/* bad command line (argp exits with it itself) */
+};
+
+#define SP_EXIT_STATUS_DOC \
+	"Exit status: 0 ok, 1 some records skipped (each reported), 2 fatal, 64 usage."
+
+/* The program name used in messages ("sp-decode"); set by sp_common_argp. */
+extern const char *sp_progname;
+/* Verbosity: 0 normal, 1 with -v, 2 with -vv. */
+extern int sp_verbose;
+
+/* "sp-x: error: <fmt>" on stderr; returns -1 so lib code can 'return sp_error(..)'. */
+int sp_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* As sp_error() with ": <strerror(errno)>" appended. */
+int sp_error_errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "sp-x: warning: <fmt>". */
+void sp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "sp-x: <fmt>" when -v was given. */
+void sp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Tools only: print an error and exit(SP_EXIT_FATAL). */
+noreturn void sp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Tools only: out of memory is fatal; these never return NULL. */
+void *sp_xmalloc(size_t n);
+void *sp_xcalloc(size_t n, size_t size);
+void *sp_xrealloc(void *p, size_t n);
+char *sp_xstrdup(const char *s);
+/* Grow *p (of *cap elements of size sz) to hold at least n; doubles. */
+void sp_grow(void *pp, size_t *cap, size_t n, size_t sz);
+
+/* Strict number parsing: the whole string, in [min, max]. 0 ok, -1 bad. */
+int sp_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int sp_parse_uint32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
+/* "1.5s", "200ms", "3m", "10" (seconds) -> nanoseconds. 0 ok, -1 bad. */
+int sp_parse_duration(const char *s, uint64_t *ns);
+
+/* Output format of record-writing tools. */
+enum sp_format {
+	SP_FORMAT_AUTO = 0,	/* spool unless stdout is a terminal, then JSON lines */
+	SP_FORMAT_SPOOL,
+	SP_FORMAT_JSON,
+};
+
+/* Options every tool takes, parsed by the argp child sp_common_argp. */
+struct sp_common_opts {
+	const char *out_path;	/* -o FILE; NULL or "-" = stdout */
+	FILE *out;		/* opened after parsing (stdout by default) */
+	bool out_is_tty;
+	bool color;		/* --color=auto|always|never resolved */
+	int color_mode;		/* 0 auto, 1 always, 2 never */
+};
+
+extern const struct argp sp_common_argp;
+
+/*
+ * Flush and close env.common.out; a failed write turns status into
+ * SP_EXIT_FATAL with a message. Returns the exit status to return from main.
+ */
+int sp_close_output(struct sp_common_opts *o, int status);
+
+/* Worst of two statuses (FATAL > PARTIAL > OK). */
+static inline int sp_status_merge(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+/* Monotonic and wall clocks in nanoseconds. */
+uint64_t sp_now_mono_ns(void);
+uint64_t sp_now_wall_ns(void);
+
+#endif

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+/* The options every tool shares (-o, -v, --color), as an argp child. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sp.h"
+
+enum { OPT_COLOR = 0x1000 };
+
+static const struct argp_option common_options[] = {
+	{ "output", 'o', "FILE", 0, "Write to FILE instead of standard output", -1 },
+	{ "verbose", 'v', NULL, 0, "Say more on standard error (repeat for more)", -1 },
+	{ "color", OPT_COLOR, "WHEN", OPTION_ARG_OPTIONAL,
+	  "Colour output: auto (default: only on a terminal), always, never", -1 },
+	{ NULL, 'h', NULL, OPTION_HIDDEN, NULL, -1 },
+	{ 0 }
+};
+
+static error_t parse_common(int key, char *arg, struct argp_state *state)
+{
+	struct sp_common_opts *o = state->input;
+	const char *slash;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		slash = strrchr(state->name, '/');
+		sp_progname = slash ? slash + 1 : state->name;
+		break;
+	case 'o':
+		o->out_path = arg;
+		break;
+	case 'v':
+		sp_verbose++;
+		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case OPT_COLOR:
+		if (!arg || !strcmp(arg, "auto"))
+			o->color_mode = 0;
+		else if (!strcmp(arg, "always"))
+			o->color_mode = 1;
+		else if (!strcmp(arg, "never"))
+			o->color_mode = 2;
+		else
+			argp_error(state, "invalid --color '%s': use auto, always or never", arg);
+		break;
+	case ARGP_KEY_SUCCESS:
+		if (!o)
+			break;
+		if (o->out_path && strcmp(o->out_path, "-")) {
+			o->out = fopen(o->out_path, "w");
+			if (!o->out) {
+				sp_error_errno("cannot open '%s' for writing", o->out_path);
+				exit(SP_EXIT_FATAL);
+			}
+		} else {
+			o->out = stdout;
+		}
+		o->out_is_tty = isatty(fileno(o->out));
+		o->color = o->color_mode == 1 || (o->color_mode == 0 && o->out_is_tty &&
+						  !getenv("NO_COLOR"));
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp sp_common_argp = {
+	.options = common_options,
+	.parser = parse_common,
+};
+
+int sp_close_output(struct sp_common_opts *o, int status)
+{
+	FILE *f = o->out ? o->out : stdout;
+	int failed;
+
+	failed = fflush(f) != 0 || ferror(f);
+	if (f != stdout)
+		failed |= fclose(f) != 0;
+	if (failed) {
+		sp_error_errno("cannot write '%s'", o->out_path && f != stdout ? o->out_path : "<stdout>");
+		return SP_EXIT_FATAL;
+	}
+	return status;
+}
+
+/* argp's exit status for usage errors. */
+__attribute__((constructor)) static void set_usage_status(void)
+{
+	argp_err_exit_status = SP_EXIT_USAGE;
+}

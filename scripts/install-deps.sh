@@ -1,0 +1,24 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Install what StackPulse needs to build, test and benchmark, from Debian's
+# packages only. Idempotent: installs only what is missing.
+set -e
+PKGS="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev
+libjansson-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
+systemtap-sdt-dev libclang-rt-14-dev bats bats-support bats-assert
+elfutils binutils ruby python3 linux-perf strace hyperfine"
+missing=
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: missing:$missing; run as root (or: sudo $0)" >&2
+	exit 2
+fi
+echo "install-deps: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: MIT
+# Loaded by every .bats file.
+bats_require_minimum_version 1.5.0
+bats_load_library bats-support
+bats_load_library bats-assert
+
+SP_BIN=${SP_BIN:-$BATS_TEST_DIRNAME/../build/bin}
+SP_EXAMPLES=${SP_EXAMPLES:-$BATS_TEST_DIRNAME/../build/examples}
+PATH=$SP_BIN:$PATH
+SP_TOOLS=$(cd "$SP_BIN" && echo sp-*)
+export LC_ALL=C
+f=${BATS_TEST_FILENAME##*/}
+FIXTURES=$BATS_TEST_DIRNAME/fixtures/${f%.bats}
+
+# Skip unless root (recording needs perf_event_open with kernel stacks and BPF).
+require_root() {
+	[ "$(id -u)" = 0 ] || skip "needs root: perf_event_open and BPF"
+}
+
+# Skip unless a command exists.
+require_cmd() {
+	command -v "$1" >/dev/null || skip "needs $1 (${2:-not installed})"
+}
