@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * source.h - how sp-record's event loop talks to the things that produce
+ * records: the perf rings (stack samples, processes, mappings), the BPF ring
+ * buffer of kernel events, the BPF ring buffer of language spans.
+ *
+ * The loop owns one writer and one time-ordered merge. A source interns the
+ * strings, frames and stacks its records need directly with the writer
+ * (definitions may come early, never late), then hands each timed record to
+ * emit(), which copies it into the merge; the merge writes records in time
+ * order once every source has moved past them.
+ *
+ * Lifecycle: created (options parsed, nothing attached) -> start() before the
+ * command execs (the pid is stopped and known) -> poll() whenever fd is
+ * readable or at least every batch interval -> finish() once after the
+ * recording stops (final drain, lost and health records) -> free() detaches
+ * everything, on every exit path.
+ */
+#ifndef STACKPULSE_SOURCE_H
+#define STACKPULSE_SOURCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "record.h"
+#include "writer.h"
+
+/* Copies *rec (and the bytes it points to) into the time-ordered merge. */
+typedef int (*sp_emit_fn)(void *emit_ctx, const struct sp_record *rec);
+
+struct sp_emit {
+	struct sp_writer *w;	/* for sp_writer_str/_frame/_stack */
+	sp_emit_fn emit;
+	void *ctx;
+};
+
+/* What a source is told about the recording it joins. */
+struct sp_target {
+	const uint32_t *pids;	/* root processes (the command, or -p pids) */
+	unsigned int npids;
+	bool system_wide;	/* -a */
+};
+
+struct sp_source {
+	const char *name;	/* "perf", "events", "spans" */
+	int fd;			/* epoll-able descriptor, -1 if none */
+	void *priv;
+	/* Attach for the target. 0, or -1 (reported) when the source cannot run. */
+	int (*start)(struct sp_source *s, const struct sp_target *t, struct sp_emit *out);
+	/* Drain what is ready. Returns records emitted, or -1 on a fatal error. */
+	int (*poll)(struct sp_source *s, struct sp_emit *out);
+	/* Oldest time this source may still emit (the merge holds later records
+	 * back until every source has passed them); UINT64_MAX when it is idle. */
+	uint64_t (*watermark)(struct sp_source *s);
+	/* Final drain, then lost/probe/summary records. 0 or -1. */
+	int (*finish)(struct sp_source *s, struct sp_emit *out);
+	/* Words for the header's "features" and "unavailable" strings. */
+	void (*describe)(struct sp_source *s, char *features, size_t fsize,
+			 char *unavailable, size_t usize);
+	/* Detach and free; safe after a failed start. */
+	void (*free)(struct sp_source *s);
+};
+
+#endif
