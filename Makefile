@@ -19,7 +19,7 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-MMD -MP -D_GNU_SOURCE -Ilib/include/stackpulse -Ilib -I$(OUT) -Ibpf $(PKG_CFLAGS)
-LDLIBS += $(PKG_LIBS) -lm -lpthread
+LDLIBS += $(PKG_LIBS) -liberty -lm -lpthread
 
 ifeq ($(V),1)
 Q =
