@@ -54,7 +54,10 @@ struct sp_source {
 	uint64_t (*watermark)(struct sp_source *s);
 	/* Final drain, then lost/probe/summary records. 0 or -1. */
 	int (*finish)(struct sp_source *s, struct sp_emit *out);
-	/* Words for the header's "features" and "unavailable" strings. */
+	/* Words for the header's "features" and "unavailable" strings. Called
+	 * once, before start(): the header is the first record of the stream and
+	 * start() may already intern and emit, so probe what is available when
+	 * the source is created. */
 	void (*describe)(struct sp_source *s, char *features, size_t fsize,
 			 char *unavailable, size_t usize);
 	/* Detach and free; safe after a failed start. */
