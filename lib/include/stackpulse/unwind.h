@@ -12,6 +12,7 @@
 #ifndef STACKPULSE_UNWIND_H
 #define STACKPULSE_UNWIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,5 +46,55 @@ unsigned int sp_unwinder_unwind(struct sp_unwinder *u, uint32_t pid, uint32_t ti
 				const uint64_t *regs, unsigned int nregs,
 				const uint8_t *stack, size_t size,
 				uint64_t *ips, unsigned int max, enum sp_unwind_status *status);
+
+/*
+ * Extensions (backward compatible).
+ */
+
+/* Number of registers sp_unwind_regs_mask() selects. */
+#define SP_UNWIND_NREGS 17
+/* Hard bound on frames of one unwind, whatever max the caller passes. */
+#define SP_UNWIND_MAX_FRAMES 512
+
+/* The child inherits the parent's mappings (a FORK record). 0 or -1 on no memory. */
+int sp_unwinder_fork(struct sp_unwinder *u, uint32_t ppid, uint32_t pid);
+
+/*
+ * When asked to unwind for a pid it was told nothing about, the unwinder
+ * reads /proc/PID/maps once for it (on by default; a fuzzer or an offline
+ * unwind turns it off).
+ */
+void sp_unwinder_set_proc_fallback(struct sp_unwinder *u, bool on);
+
+/*
+ * Where the last sp_unwinder_unwind() stopped: the path of the module that
+ * holds the outermost pc (NULL when it is in no known mapping) and that pc's
+ * file-relative address (ELF virtual address) in *rel. The string stays
+ * valid until the next call into the unwinder.
+ */
+const char *sp_unwinder_stop_module(const struct sp_unwinder *u, uint64_t *rel);
+
+struct sp_unwind_stats {
+	uint64_t samples;		/* sp_unwinder_unwind() calls */
+	uint64_t frames;		/* addresses returned */
+	uint64_t status[8];		/* per enum sp_unwind_status */
+	uint64_t ns;			/* time spent unwinding (CLOCK_MONOTONIC) */
+	uint64_t files, files_bad;	/* files opened; without usable CFI */
+};
+void sp_unwinder_stats(const struct sp_unwinder *u, struct sp_unwind_stats *st);
+
+/*
+ * --call-graph=auto: splice a frame-pointer chain (perf's
+ * PERF_SAMPLE_CALLCHAIN user part, leaf first) onto a DWARF unwind that
+ * stopped at code without CFI (status NO_CFI, JIT or UNKNOWN_MAP): when the
+ * DWARF unwind's outermost pc occurs in fp[], the frames after it are
+ * appended (up to max). Returns the new count; *status is left alone, as the
+ * spliced part cannot be assessed.
+ */
+unsigned int sp_unwind_splice_fp(uint64_t *ips, unsigned int n, unsigned int max,
+				 const uint64_t *fp, unsigned int nfp);
+
+/* Short name of an unwind status ("complete", "stack-size", ...). */
+const char *sp_unwind_status_name(unsigned int status);
 
 #endif

@@ -1,0 +1,1161 @@
+// SPDX-License-Identifier: MIT
+/*
+ * DWARF (CFI) unwinding of sampled user stacks, x86_64.
+ *
+ * We do not use libdwfl's unwinder: it wants a Dwfl per process with its
+ * modules re-reported as they change, and tells little about why it stopped.
+ * Instead each file's CFI (.eh_frame through .eh_frame_hdr, and .debug_frame
+ * when present) is opened once with libdw (dwarf_getcfi_elf, dwarf_getcfi),
+ * libdw computes the register rules at a pc (dwarf_cfi_addrframe), and the
+ * small DWARF expression evaluator below applies them to the sampled
+ * registers, reading memory only from the copied stack. The rules at a pc
+ * are cached per file when they are plain ("CFA = reg + off", "saved at
+ * CFA + off"), which covers nearly every frame of compiled code, so the
+ * common case costs a hash lookup per frame.
+ *
+ * Every step must move the CFA up, the frame count is bounded, and reads
+ * outside [sp, sp + size) stop the unwind with a status.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sp.h"
+#include "unwind.h"
+
+#define NREGS		17	/* DWARF x86_64: 0..15 GP registers, 16 = return address */
+#define DW_RSP		7
+#define DW_RIP		16
+#define EXPR_STACK	64
+#define EXPR_STEPS	256
+#define PROC_BUCKETS	256
+#define FILE_BUCKETS	256
+#define RULE_CACHE	4096	/* per file, power of two */
+#define MAX_MAPS	65536	/* per process */
+
+/* perf register index (PERF_REG_X86_*) of each DWARF register. */
+static const unsigned char dwarf_to_perf[NREGS] = {
+	0 /* rax=AX */, 3 /* rdx=DX */, 2 /* rcx=CX */, 1 /* rbx=BX */,
+	4 /* rsi=SI */, 5 /* rdi=DI */, 6 /* rbp=BP */, 7 /* rsp=SP */,
+	16, 17, 18, 19, 20, 21, 22, 23 /* r8..r15 */, 8 /* rip=IP */,
+};
+
+enum rule_kind {
+	R_UNDEF = 0,	/* the caller's value is lost */
+	R_SAME,		/* unchanged */
+	R_OFFSET,	/* saved at CFA + off */
+	R_VAL_OFFSET,	/* is CFA + off */
+	R_REG,		/* is the value of register 'reg' */
+};
+
+/* Plain rules at one pc of a file, cached. */
+struct rules {
+	uint64_t vaddr;		/* key; 0 = empty slot */
+	int64_t cfa_off;
+	int64_t off[NREGS];
+	uint8_t cfa_reg;
+	uint8_t kind[NREGS];
+	uint8_t reg[NREGS];
+	uint8_t ra;
+	bool signal;
+};
+
+struct uw_file {
+	struct uw_file *next;
+	char *path;
+	bool loaded, bad;
+	bool vdso;
+	Elf *elf;
+	Dwarf *dw;
+	Dwarf_CFI *eh, *dbg;
+	void *image;		/* vdso copy */
+	struct {
+		uint64_t off, vaddr, filesz;
+	} load[16];
+	unsigned int nload;
+	struct rules *cache;	/* RULE_CACHE slots, allocated on first use */
+};
+
+struct uw_map {
+	uint64_t start, end, pgoff;
+	struct uw_file *file;	/* NULL: anonymous executable memory (JIT) */
+	bool special;		/* [vsyscall] and the like: no CFI */
+};
+
+struct uw_proc {
+	struct uw_proc *next;
+	uint32_t pid;
+	bool told;		/* mappings were reported to us */
+	bool proc_read;		/* /proc/PID/maps was read */
+	struct uw_map *maps;	/* sorted by start, disjoint */
+	size_t n, cap;
+};
+
+struct sp_unwinder {
+	struct uw_proc *procs[PROC_BUCKETS];
+	struct uw_file *files[FILE_BUCKETS];
+	bool proc_fallback;
+	struct sp_unwind_stats st;
+	const char *stop_path;
+	uint64_t stop_rel;
+};
+
+/* State of one unwind. */
+struct uw_ctx {
+	uint64_t regs[NREGS];
+	uint32_t valid;		/* bit per register */
+	const uint8_t *stack;
+	uint64_t lo, hi;	/* copied range [lo, hi) */
+	int fault;		/* status of the first failed read, 0 if none */
+};
+
+uint64_t sp_unwind_regs_mask(void)
+{
+	/* AX..IP (0-8) and R8..R15 (16-23): the sample then carries them in
+	 * this order, which dwarf_to_perf[] relies on after compaction. */
+	return 0x1ffULL | (0xffULL << 16);
+}
+
+/* Index of a perf register in the compacted sample order. */
+static unsigned int perf_slot(unsigned int perf_reg)
+{
+	return perf_reg < 9 ? perf_reg : perf_reg - 16 + 9;
+}
+
+const char *sp_unwind_status_name(unsigned int status)
+{
+	static const char *const names[] = {
+		"unknown", "complete", "depth", "stack-size", "no-cfi",
+		"unknown-map", "jit", "error",
+	};
+
+	return status < sizeof(names) / sizeof(names[0]) ? names[status] : "invalid";
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static unsigned int hash_str(const char *s)
+{
+	unsigned int h = 5381;
+
+	while (*s)
+		h = h * 33 + (unsigned char)*s++;
+	return h;
+}
+
+struct sp_unwinder *sp_unwinder_new(void)
+{
+	struct sp_unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->proc_fallback = true;
+	elf_version(EV_CURRENT);
+	return u;
+}
+
+void sp_unwinder_set_proc_fallback(struct sp_unwinder *u, bool on)
+{
+	u->proc_fallback = on;
+}
+
+static void file_unload(struct uw_file *f)
+{
+	if (f->dw)
+		dwarf_end(f->dw);	/* also ends f->dbg */
+	if (f->eh)
+		dwarf_cfi_end(f->eh);
+	if (f->elf)
+		elf_end(f->elf);
+	free(f->image);
+	free(f->cache);
+}
+
+static void proc_free(struct uw_proc *p)
+{
+	free(p->maps);
+	free(p);
+}
+
+void sp_unwinder_free(struct sp_unwinder *u)
+{
+	unsigned int i;
+
+	if (!u)
+		return;
+	for (i = 0; i < PROC_BUCKETS; i++) {
+		while (u->procs[i]) {
+			struct uw_proc *p = u->procs[i];
+
+			u->procs[i] = p->next;
+			proc_free(p);
+		}
+	}
+	for (i = 0; i < FILE_BUCKETS; i++) {
+		while (u->files[i]) {
+			struct uw_file *f = u->files[i];
+
+			u->files[i] = f->next;
+			file_unload(f);
+			free(f->path);
+			free(f);
+		}
+	}
+	free(u);
+}
+
+void sp_unwinder_stats(const struct sp_unwinder *u, struct sp_unwind_stats *st)
+{
+	*st = u->st;
+}
+
+const char *sp_unwinder_stop_module(const struct sp_unwinder *u, uint64_t *rel)
+{
+	if (rel)
+		*rel = u->stop_rel;
+	return u->stop_path;
+}
+
+static struct uw_proc *proc_find(struct sp_unwinder *u, uint32_t pid, bool create)
+{
+	struct uw_proc **pp = &u->procs[pid % PROC_BUCKETS], *p;
+
+	for (p = *pp; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	if (!create)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->next = *pp;
+	*pp = p;
+	return p;
+}
+
+/* Files are kept for the unwinder's life: mappings of one library in many
+ * processes share its parsed tables. */
+static struct uw_file *file_get(struct sp_unwinder *u, const char *path)
+{
+	struct uw_file **pp = &u->files[hash_str(path) % FILE_BUCKETS], *f;
+
+	for (f = *pp; f; f = f->next)
+		if (!strcmp(f->path, path))
+			return f;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->path = strdup(path);
+	if (!f->path) {
+		free(f);
+		return NULL;
+	}
+	f->vdso = !strcmp(path, "[vdso]");
+	f->next = *pp;
+	*pp = f;
+	return f;
+}
+
+/* Remove [start, end) from p's mappings, splitting one that straddles it. */
+static int maps_punch(struct uw_proc *p, uint64_t start, uint64_t end)
+{
+	size_t i = 0;
+
+	while (i < p->n) {
+		struct uw_map *m = &p->maps[i];
+
+		if (m->end <= start || m->start >= end) {
+			i++;
+			continue;
+		}
+		if (m->start < start && m->end > end) {
+			/* split in two */
+			if (p->n == p->cap) {
+				size_t cap = p->cap ? p->cap * 2 : 16;
+				struct uw_map *n = realloc(p->maps, cap * sizeof(*n));
+
+				if (!n)
+					return -1;
+				p->maps = n;
+				p->cap = cap;
+				m = &p->maps[i];
+			}
+			memmove(m + 1, m, (p->n - i) * sizeof(*m));
+			p->n++;
+			m[0].end = start;
+			m[1].pgoff += end - m[1].start;
+			m[1].start = end;
+			return 0;
+		}
+		if (m->start < start) {
+			m->end = start;
+			i++;
+		} else if (m->end > end) {
+			m->pgoff += end - m->start;
+			m->start = end;
+			i++;
+		} else {
+			memmove(m, m + 1, (p->n - i - 1) * sizeof(*m));
+			p->n--;
+		}
+	}
+	return 0;
+}
+
+static bool is_anon_path(const char *path)
+{
+	return !path || !*path || !strcmp(path, "//anon") || !strncmp(path, "[anon", 5) ||
+	       !strcmp(path, "[heap]") || !strncmp(path, "[stack", 6) ||
+	       !strncmp(path, "/memfd:", 7) || !strncmp(path, "/dev/zero", 9);
+}
+
+static int proc_add_map(struct sp_unwinder *u, struct uw_proc *p, uint64_t start, uint64_t end,
+			uint64_t pgoff, const char *path)
+{
+	struct uw_map m = { .start = start, .end = end, .pgoff = pgoff };
+	size_t lo = 0, hi;
+
+	if (end <= start)
+		return 0;
+	if (is_anon_path(path)) {
+		m.file = NULL;
+	} else if (path[0] == '/' || !strcmp(path, "[vdso]")) {
+		m.file = file_get(u, path);
+		if (!m.file)
+			return -1;
+	} else {
+		m.special = true;	/* [vsyscall], [uprobes], ... */
+	}
+	if (maps_punch(p, start, end))
+		return -1;
+	if (p->n >= MAX_MAPS)
+		return 0;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 16;
+		struct uw_map *n = realloc(p->maps, cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		p->maps = n;
+		p->cap = cap;
+	}
+	hi = p->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (p->maps[mid].start < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(&p->maps[lo + 1], &p->maps[lo], (p->n - lo) * sizeof(m));
+	p->maps[lo] = m;
+	p->n++;
+	return 0;
+}
+
+int sp_unwinder_map(struct sp_unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
+		    uint64_t pgoff, const char *path)
+{
+	struct uw_proc *p = proc_find(u, pid, true);
+
+	if (!p)
+		return -1;
+	p->told = true;
+	return proc_add_map(u, p, start, end, pgoff, path);
+}
+
+void sp_unwinder_unmap(struct sp_unwinder *u, uint32_t pid, uint64_t start, uint64_t end)
+{
+	struct uw_proc *p = proc_find(u, pid, false);
+
+	if (p)
+		maps_punch(p, start, end);
+}
+
+void sp_unwinder_forget(struct sp_unwinder *u, uint32_t pid)
+{
+	struct uw_proc **pp = &u->procs[pid % PROC_BUCKETS], *p;
+
+	for (; (p = *pp); pp = &p->next) {
+		if (p->pid == pid) {
+			*pp = p->next;
+			proc_free(p);
+			return;
+		}
+	}
+}
+
+int sp_unwinder_fork(struct sp_unwinder *u, uint32_t ppid, uint32_t pid)
+{
+	struct uw_proc *pp = proc_find(u, ppid, false), *p;
+
+	if (!pp || ppid == pid)
+		return 0;
+	sp_unwinder_forget(u, pid);
+	p = proc_find(u, pid, true);
+	if (!p)
+		return -1;
+	p->told = true;
+	if (!pp->n)
+		return 0;
+	p->maps = malloc(pp->n * sizeof(*p->maps));
+	if (!p->maps)
+		return -1;
+	memcpy(p->maps, pp->maps, pp->n * sizeof(*p->maps));
+	p->n = p->cap = pp->n;
+	return 0;
+}
+
+/* Executable mappings from /proc/PID/maps, for a process nobody told us about. */
+static void proc_read_maps(struct sp_unwinder *u, struct uw_proc *p)
+{
+	char name[64], line[4096 + 128];
+	FILE *fp;
+
+	p->proc_read = true;
+	snprintf(name, sizeof(name), "/proc/%u/maps", p->pid);
+	fp = fopen(name, "re");
+	if (!fp)
+		return;
+	while (fgets(line, sizeof(line), fp)) {
+		unsigned long long start, end, pgoff;
+		char perms[8];
+		int path_at = 0;
+		char *path, *nl;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &pgoff,
+			   &path_at) < 4 || perms[2] != 'x')
+			continue;
+		path = path_at ? line + path_at : line + strlen(line);
+		nl = strchr(path, '\n');
+		if (nl)
+			*nl = 0;
+		proc_add_map(u, p, start, end, pgoff, path);
+	}
+	fclose(fp);
+}
+
+static const struct uw_map *map_find(const struct uw_proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct uw_map *m = &p->maps[mid];
+
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+/* A copy of our own vDSO: the kernel gives every process of an ABI the same image. */
+static int load_vdso(struct uw_file *f)
+{
+	const uint8_t *base = (const uint8_t *)getauxval(AT_SYSINFO_EHDR);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+	size_t size = 0;
+	unsigned int i;
+
+	if (!base || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return -1;
+	for (i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff) + i;
+
+		if (ph->p_offset + ph->p_filesz > size)
+			size = ph->p_offset + ph->p_filesz;
+	}
+	if (eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize > size)
+		size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	if (!size || size > (1 << 20))
+		return -1;
+	f->image = malloc(size);
+	if (!f->image)
+		return -1;
+	memcpy(f->image, base, size);
+	f->elf = elf_memory(f->image, size);
+	return f->elf ? 0 : -1;
+}
+
+/* Open a file's ELF and CFI once; on failure the file is marked bad. The
+ * mapping's own inode (/proc/PID/map_files) is preferred, so a binary
+ * replaced on disk since it was mapped still unwinds with its own tables. */
+static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, struct sp_unwinder *u)
+{
+	char alt[4200];
+	GElf_Ehdr ehdr;
+	size_t phnum, i, shstrndx;
+	Elf_Scn *scn = NULL;
+	bool has_debug_frame = false;
+	int fd = -1;
+
+	f->loaded = true;
+	f->bad = true;
+	u->st.files++;
+	if (f->vdso) {
+		if (load_vdso(f))
+			goto fail;
+	} else {
+		if (pid) {
+			snprintf(alt, sizeof(alt), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid,
+				 m->start, m->end);
+			fd = open(alt, O_RDONLY | O_CLOEXEC);
+		}
+		if (fd < 0)
+			fd = open(f->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 && pid) {
+			snprintf(alt, sizeof(alt), "/proc/%u/root%s", pid, f->path);
+			fd = open(alt, O_RDONLY | O_CLOEXEC);
+		}
+		if (fd < 0)
+			goto fail;
+		f->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		if (!f->elf)
+			goto fail;
+		/* Everything is mapped: the descriptor is no longer needed. */
+		elf_cntl(f->elf, ELF_C_FDDONE);
+		close(fd);
+		fd = -1;
+	}
+	if (elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &ehdr) ||
+	    ehdr.e_machine != EM_X86_64 || elf_getphdrnum(f->elf, &phnum))
+		goto fail;
+	for (i = 0; i < phnum && f->nload < 16; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(f->elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		f->load[f->nload].off = ph.p_offset;
+		f->load[f->nload].vaddr = ph.p_vaddr;
+		f->load[f->nload].filesz = ph.p_filesz;
+		f->nload++;
+	}
+	if (!f->nload)
+		goto fail;
+	f->eh = dwarf_getcfi_elf(f->elf);
+	if (!elf_getshdrstrndx(f->elf, &shstrndx)) {
+		while ((scn = elf_nextscn(f->elf, scn))) {
+			GElf_Shdr sh;
+			const char *name;
+
+			if (!gelf_getshdr(scn, &sh))
+				continue;
+			name = elf_strptr(f->elf, shstrndx, sh.sh_name);
+			if (name && !strcmp(name, ".debug_frame") && sh.sh_type == SHT_PROGBITS)
+				has_debug_frame = true;
+		}
+	}
+	if (has_debug_frame) {
+		f->dw = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);
+		if (f->dw)
+			f->dbg = dwarf_getcfi(f->dw);
+	}
+	if (!f->eh && !f->dbg)
+		goto fail;
+	f->bad = false;
+	return;
+fail:
+	if (fd >= 0)
+		close(fd);
+	u->st.files_bad++;
+}
+
+/* File-relative (ELF virtual) address of addr in mapping m. */
+static bool map_vaddr(const struct uw_map *m, uint64_t addr, uint64_t *vaddr)
+{
+	const struct uw_file *f = m->file;
+	uint64_t off = addr - m->start + m->pgoff;
+	unsigned int i;
+
+	for (i = 0; i < f->nload; i++) {
+		if (off >= f->load[i].off && off < f->load[i].off + f->load[i].filesz) {
+			*vaddr = off - f->load[i].off + f->load[i].vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int read_u64(struct uw_ctx *c, uint64_t addr, uint64_t *val)
+{
+	if (addr < c->lo || addr > UINT64_MAX - 8) {
+		if (!c->fault)
+			c->fault = SP_UNWIND_ERROR;
+		return -1;
+	}
+	if (addr + 8 > c->hi) {
+		if (!c->fault)
+			c->fault = SP_UNWIND_STACK_SIZE;
+		return -1;
+	}
+	memcpy(val, c->stack + (addr - c->lo), 8);
+	return 0;
+}
+
+static int reg_get(struct uw_ctx *c, uint64_t regno, uint64_t *val)
+{
+	if (regno >= NREGS || !(c->valid & (1u << regno))) {
+		if (!c->fault)
+			c->fault = SP_UNWIND_ERROR;
+		return -1;
+	}
+	*val = c->regs[regno];
+	return 0;
+}
+
+/*
+ * Evaluate a DWARF expression as libdw hands CFI rules over: the result is
+ * a location (read from the stack) once DW_OP_call_frame_cfa has been seen,
+ * unless DW_OP_stack_value follows. cfa is NULL while computing the CFA.
+ */
+static int expr_eval(struct uw_ctx *c, const Dwarf_Op *ops, size_t nops, const uint64_t *cfa,
+		     uint64_t bias, uint64_t *result)
+{
+	uint64_t st[EXPR_STACK], a, b;
+	unsigned int sp = 0, steps = 0;
+	bool is_location = false;
+	size_t i;
+
+#define PUSH(v) do { if (sp >= EXPR_STACK) goto bad; st[sp++] = (v); } while (0)
+#define POP(v) do { if (!sp) goto bad; (v) = st[--sp]; } while (0)
+	if (!nops)
+		goto bad;
+	for (i = 0; i < nops; i++) {
+		const Dwarf_Op *op = &ops[i];
+
+		if (++steps > EXPR_STEPS)
+			goto bad;
+		switch (op->atom) {
+		case DW_OP_lit0 ... DW_OP_lit31:
+			PUSH(op->atom - DW_OP_lit0);
+			break;
+		case DW_OP_addr:
+			PUSH(op->number + bias);
+			break;
+		case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
+		case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
+		case DW_OP_constu: case DW_OP_consts:
+			PUSH(op->number);
+			break;
+		case DW_OP_reg0 ... DW_OP_reg31:
+			if (reg_get(c, op->atom - DW_OP_reg0, &a))
+				return -1;
+			PUSH(a);
+			break;
+		case DW_OP_regx:
+			if (reg_get(c, op->number, &a))
+				return -1;
+			PUSH(a);
+			break;
+		case DW_OP_breg0 ... DW_OP_breg31:
+			if (reg_get(c, op->atom - DW_OP_breg0, &a))
+				return -1;
+			PUSH(a + op->number);
+			break;
+		case DW_OP_bregx:
+			if (reg_get(c, op->number, &a))
+				return -1;
+			PUSH(a + op->number2);
+			break;
+		case DW_OP_dup:
+			POP(a);
+			PUSH(a);
+			PUSH(a);
+			break;
+		case DW_OP_drop:
+			POP(a);
+			break;
+		case DW_OP_pick:
+			if (op->number >= sp)
+				goto bad;
+			a = st[sp - 1 - op->number];
+			PUSH(a);
+			break;
+		case DW_OP_over:
+			if (sp < 2)
+				goto bad;
+			a = st[sp - 2];
+			PUSH(a);
+			break;
+		case DW_OP_swap:
+			if (sp < 2)
+				goto bad;
+			a = st[sp - 1];
+			st[sp - 1] = st[sp - 2];
+			st[sp - 2] = a;
+			break;
+		case DW_OP_rot:
+			if (sp < 3)
+				goto bad;
+			a = st[sp - 1];
+			st[sp - 1] = st[sp - 2];
+			st[sp - 2] = st[sp - 3];
+			st[sp - 3] = a;
+			break;
+		case DW_OP_deref:
+		case DW_OP_deref_size:
+			POP(a);
+			if (read_u64(c, a, &b))
+				return -1;
+			if (op->atom == DW_OP_deref_size) {
+				if (op->number > 8)
+					goto bad;
+				if (op->number < 8)
+					b &= (1ULL << (op->number * 8)) - 1;
+			}
+			PUSH(b);
+			break;
+		case DW_OP_abs:
+			POP(a);
+			PUSH((int64_t)a < 0 ? -a : a);
+			break;
+		case DW_OP_neg:
+			POP(a);
+			PUSH(-a);
+			break;
+		case DW_OP_not:
+			POP(a);
+			PUSH(~a);
+			break;
+		case DW_OP_plus_uconst:
+			POP(a);
+			PUSH(a + op->number);
+			break;
+#define BINOP(atom, expr) case atom: POP(b); POP(a); PUSH(expr); break;
+		BINOP(DW_OP_and, a & b)
+		BINOP(DW_OP_minus, a - b)
+		BINOP(DW_OP_mul, a * b)
+		BINOP(DW_OP_or, a | b)
+		BINOP(DW_OP_plus, a + b)
+		BINOP(DW_OP_shl, b >= 64 ? 0 : a << b)
+		BINOP(DW_OP_shr, b >= 64 ? 0 : a >> b)
+		BINOP(DW_OP_shra, (uint64_t)((int64_t)a >> (b >= 64 ? 63 : b)))
+		BINOP(DW_OP_xor, a ^ b)
+		BINOP(DW_OP_le, (int64_t)a <= (int64_t)b)
+		BINOP(DW_OP_ge, (int64_t)a >= (int64_t)b)
+		BINOP(DW_OP_eq, a == b)
+		BINOP(DW_OP_lt, (int64_t)a < (int64_t)b)
+		BINOP(DW_OP_gt, (int64_t)a > (int64_t)b)
+		BINOP(DW_OP_ne, a != b)
+#undef BINOP
+		case DW_OP_div:
+			POP(b);
+			POP(a);
+			if (!b || ((int64_t)a == INT64_MIN && (int64_t)b == -1))
+				goto bad;
+			PUSH((uint64_t)((int64_t)a / (int64_t)b));
+			break;
+		case DW_OP_mod:
+			POP(b);
+			POP(a);
+			if (!b)
+				goto bad;
+			PUSH(a % b);
+			break;
+		case DW_OP_bra:
+		case DW_OP_skip: {
+			uint64_t target;
+			size_t j;
+
+			if (op->atom == DW_OP_bra) {
+				POP(a);
+				if (!a)
+					break;
+			}
+			target = op->offset + 3 + (int16_t)op->number;
+			for (j = 0; j < nops && ops[j].offset != target; j++)
+				;
+			if (j == nops)
+				goto bad;
+			i = j - 1;	/* the loop's i++ lands on j; steps bound it */
+			break;
+		}
+		case DW_OP_nop:
+			break;
+		case DW_OP_call_frame_cfa:
+			if (!cfa)
+				goto bad;
+			PUSH(*cfa);
+			is_location = true;
+			break;
+		case DW_OP_stack_value:
+			is_location = false;
+			break;
+		default:
+			goto bad;
+		}
+	}
+	POP(a);
+	if (is_location)
+		return read_u64(c, a, result);
+	*result = a;
+	return 0;
+bad:
+	if (!c->fault)
+		c->fault = SP_UNWIND_ERROR;
+	return -1;
+#undef PUSH
+#undef POP
+}
+
+/*
+ * Turn libdw's rules at a pc into plain rules when they all are plain.
+ * Returns false when some rule needs the general evaluator.
+ */
+static bool rules_compile(Dwarf_Frame *fr, struct rules *r)
+{
+	Dwarf_Op *ops, mem[3];
+	size_t nops;
+	bool signal = false;
+	int ra, i;
+
+	ra = dwarf_frame_info(fr, NULL, NULL, &signal);
+	if (ra < 0 || ra >= NREGS)
+		return false;
+	r->ra = ra;
+	r->signal = signal;
+	if (dwarf_frame_cfa(fr, &ops, &nops) || nops != 1)
+		return false;
+	if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		r->cfa_reg = ops[0].atom - DW_OP_breg0;
+		r->cfa_off = (int64_t)ops[0].number;
+	} else if (ops[0].atom == DW_OP_bregx) {
+		r->cfa_reg = ops[0].number;
+		r->cfa_off = (int64_t)ops[0].number2;
+	} else {
+		return false;
+	}
+	if (r->cfa_reg >= NREGS)
+		return false;
+	for (i = 0; i < NREGS; i++) {
+		if (dwarf_frame_register(fr, i, mem, &ops, &nops))
+			return false;
+		r->off[i] = 0;
+		r->reg[i] = 0;
+		if (nops == 0) {
+			r->kind[i] = ops ? R_UNDEF : R_SAME;
+		} else if (ops[0].atom == DW_OP_call_frame_cfa &&
+			   (nops == 1 || (nops >= 2 && ops[1].atom == DW_OP_plus_uconst))) {
+			size_t n = 1;
+
+			if (nops >= 2 && ops[1].atom == DW_OP_plus_uconst)
+				r->off[i] = (int64_t)ops[n++].number;
+			if (n == nops)
+				r->kind[i] = R_OFFSET;
+			else if (n + 1 == nops && ops[n].atom == DW_OP_stack_value)
+				r->kind[i] = R_VAL_OFFSET;
+			else
+				return false;
+		} else if (nops == 1 && ops[0].atom == DW_OP_regx && ops[0].number < NREGS) {
+			r->kind[i] = R_REG;
+			r->reg[i] = ops[0].number;
+		} else {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Apply plain rules: the caller's registers into out. 0, or -1 with c->fault. */
+static int rules_apply(struct uw_ctx *c, const struct rules *r, uint64_t *cfa_out,
+		       uint64_t *out, uint32_t *valid_out)
+{
+	uint64_t cfa, v;
+	uint32_t valid = 0;
+	int i;
+
+	if (reg_get(c, r->cfa_reg, &cfa))
+		return -1;
+	cfa += r->cfa_off;
+	for (i = 0; i < NREGS; i++) {
+		switch (r->kind[i]) {
+		case R_UNDEF:
+			continue;
+		case R_SAME:
+			if (!(c->valid & (1u << i)))
+				continue;
+			v = c->regs[i];
+			break;
+		case R_OFFSET:
+			if (read_u64(c, cfa + r->off[i], &v)) {
+				if (i == r->ra)
+					return -1;
+				c->fault = 0;	/* a lost callee-saved register only matters if used */
+				continue;
+			}
+			break;
+		case R_VAL_OFFSET:
+			v = cfa + r->off[i];
+			break;
+		case R_REG:
+			if (!(c->valid & (1u << r->reg[i])))
+				continue;
+			v = c->regs[r->reg[i]];
+			break;
+		default:
+			continue;
+		}
+		out[i] = v;
+		valid |= 1u << i;
+	}
+	*cfa_out = cfa;
+	*valid_out = valid;
+	return 0;
+}
+
+/* The general path, for frames whose rules are expressions (PLT, signal
+ * trampolines, realigned stacks). */
+static int frame_apply(struct uw_ctx *c, Dwarf_Frame *fr, uint64_t bias, int ra,
+		       uint64_t *cfa_out, uint64_t *out, uint32_t *valid_out, bool *ra_undef)
+{
+	Dwarf_Op *ops, mem[3];
+	size_t nops;
+	uint64_t cfa, v;
+	uint32_t valid = 0;
+	int i;
+
+	*ra_undef = false;
+	if (dwarf_frame_cfa(fr, &ops, &nops) || !nops) {
+		c->fault = SP_UNWIND_NO_CFI;
+		return -1;
+	}
+	if (expr_eval(c, ops, nops, NULL, bias, &cfa))
+		return -1;
+	for (i = 0; i < NREGS; i++) {
+		if (dwarf_frame_register(fr, i, mem, &ops, &nops))
+			continue;
+		if (nops == 0) {
+			if (ops) {
+				if (i == ra)
+					*ra_undef = true;
+				continue;
+			}
+			if (!(c->valid & (1u << i)))
+				continue;
+			v = c->regs[i];
+		} else if (expr_eval(c, ops, nops, &cfa, bias, &v)) {
+			if (i == ra)
+				return -1;
+			c->fault = 0;
+			continue;
+		}
+		out[i] = v;
+		valid |= 1u << i;
+	}
+	*cfa_out = cfa;
+	*valid_out = valid;
+	return 0;
+}
+
+static struct rules *cache_slot(struct uw_file *f, uint64_t vaddr)
+{
+	uint64_t h = vaddr * 0x9e3779b97f4a7c15ULL;
+
+	if (!f->cache) {
+		f->cache = calloc(RULE_CACHE, sizeof(*f->cache));
+		if (!f->cache)
+			return NULL;
+	}
+	return &f->cache[(h >> 40) & (RULE_CACHE - 1)];
+}
+
+/*
+ * One step: from the frame at pc (registers in c) to its caller. Returns
+ * 0 with the caller's registers in c, 1 when this was the outermost frame
+ * (return address undefined), or -1 with *status set.
+ */
+static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const struct uw_proc *p,
+		uint64_t pc, bool exact, uint64_t *cfa_io, bool *signal, int *status)
+{
+	const struct uw_map *m;
+	uint64_t lookup = exact ? pc : pc - 1, vaddr, cfa, out[NREGS];
+	uint32_t valid;
+	struct rules tmp, *slot;
+	Dwarf_Frame *fr = NULL;
+	bool ra_undef = false;
+	int ra, rc;
+
+	m = p ? map_find(p, lookup) : NULL;
+	u->stop_path = NULL;
+	u->stop_rel = pc;
+	if (!m) {
+		*status = SP_UNWIND_UNKNOWN_MAP;
+		return -1;
+	}
+	if (!m->file) {
+		*status = m->special ? SP_UNWIND_NO_CFI : SP_UNWIND_JIT;
+		return -1;
+	}
+	u->stop_path = m->file->path;
+	if (!m->file->loaded)
+		file_load(m->file, pid, m, u);
+	if (m->file->bad || !map_vaddr(m, lookup, &vaddr)) {
+		*status = SP_UNWIND_NO_CFI;
+		return -1;
+	}
+	u->stop_rel = vaddr + (pc - lookup);
+
+	slot = cache_slot(m->file, vaddr);
+	if (slot && slot->vaddr == vaddr + 1) {
+		rc = rules_apply(c, slot, &cfa, out, &valid);
+		ra = slot->ra;
+		*signal = slot->signal;
+		ra_undef = slot->kind[ra] == R_UNDEF;
+	} else {
+		if ((!m->file->eh || dwarf_cfi_addrframe(m->file->eh, vaddr, &fr)) &&
+		    (!m->file->dbg || dwarf_cfi_addrframe(m->file->dbg, vaddr, &fr))) {
+			*status = SP_UNWIND_NO_CFI;
+			return -1;
+		}
+		ra = dwarf_frame_info(fr, NULL, NULL, signal);
+		if (ra < 0 || ra >= NREGS) {
+			free(fr);
+			*status = SP_UNWIND_ERROR;
+			return -1;
+		}
+		memset(&tmp, 0, sizeof(tmp));
+		if (slot && rules_compile(fr, &tmp)) {
+			tmp.vaddr = vaddr + 1;	/* 0 marks an empty slot */
+			*slot = tmp;
+			rc = rules_apply(c, slot, &cfa, out, &valid);
+			ra_undef = slot->kind[ra] == R_UNDEF;
+		} else {
+			rc = frame_apply(c, fr, m->start - m->pgoff, ra, &cfa, out, &valid,
+					 &ra_undef);
+		}
+		free(fr);
+	}
+	if (rc) {
+		*status = c->fault ? c->fault : SP_UNWIND_ERROR;
+		return -1;
+	}
+	if (ra_undef)
+		return 1;	/* _start, clone's child: the thread's first frame */
+	if (!(valid & (1u << ra))) {
+		*status = SP_UNWIND_ERROR;
+		return -1;
+	}
+	if (cfa <= *cfa_io) {
+		*status = SP_UNWIND_ERROR;	/* the stack must grow towards the caller */
+		return -1;
+	}
+	*cfa_io = cfa;
+	if (!(valid & (1u << DW_RSP))) {
+		out[DW_RSP] = cfa;
+		valid |= 1u << DW_RSP;
+	}
+	out[DW_RIP] = out[ra];
+	valid |= 1u << DW_RIP;
+	memcpy(c->regs, out, sizeof(out));
+	c->valid = valid;
+	return 0;
+}
+
+unsigned int sp_unwinder_unwind(struct sp_unwinder *u, uint32_t pid, uint32_t tid,
+				const uint64_t *regs, unsigned int nregs,
+				const uint8_t *stack, size_t size,
+				uint64_t *ips, unsigned int max, enum sp_unwind_status *status)
+{
+	struct uw_ctx c = { .stack = stack };
+	struct uw_proc *p;
+	uint64_t t0 = now_ns(), pc, cfa;
+	unsigned int n = 0, i;
+	bool exact = true, signal = false;
+	int st = SP_UNWIND_ERROR, rc;
+
+	u->st.samples++;
+	u->stop_path = NULL;
+	u->stop_rel = 0;
+	if (max > SP_UNWIND_MAX_FRAMES)
+		max = SP_UNWIND_MAX_FRAMES;
+	for (i = 0; i < NREGS; i++) {
+		unsigned int slot = perf_slot(dwarf_to_perf[i]);
+
+		if (regs && slot < nregs) {
+			c.regs[i] = regs[slot];
+			c.valid |= 1u << i;
+		}
+	}
+	if (!max || !(c.valid & (1u << DW_RIP)) || !(c.valid & (1u << DW_RSP)))
+		goto out;
+	c.lo = c.regs[DW_RSP];
+	c.hi = stack && size <= UINT64_MAX - c.lo ? c.lo + size : c.lo;
+	p = proc_find(u, pid, false);
+	if (!p && u->proc_fallback) {
+		p = proc_find(u, pid, true);
+		if (p)
+			proc_read_maps(u, p);
+	}
+	cfa = c.lo;	/* the first CFA must lie above the sampled sp */
+	pc = c.regs[DW_RIP];
+	for (;;) {
+		ips[n++] = pc;
+		c.fault = 0;
+		rc = step(u, &c, pid, p, pc, exact, &cfa, &signal, &st);
+		if (rc < 0)
+			break;
+		if (rc > 0) {
+			st = SP_UNWIND_COMPLETE;
+			break;
+		}
+		pc = c.regs[DW_RIP];
+		if (!pc) {
+			st = SP_UNWIND_COMPLETE;	/* a zero return address ends the chain */
+			break;
+		}
+		if (n >= max) {
+			st = SP_UNWIND_DEPTH;
+			break;
+		}
+		/* The caller of a signal frame was interrupted, not calling. */
+		exact = signal;
+	}
+out:
+	(void)tid;
+	*status = st;
+	u->st.frames += n;
+	u->st.status[st & 7]++;
+	u->st.ns += now_ns() - t0;
+	return n;
+}
+
+unsigned int sp_unwind_splice_fp(uint64_t *ips, unsigned int n, unsigned int max,
+				 const uint64_t *fp, unsigned int nfp)
+{
+	unsigned int i;
+
+	if (!n || n >= max)
+		return n;
+	for (i = 0; i < nfp; i++) {
+		if (fp[i] == ips[n - 1]) {
+			for (i++; i < nfp && n < max; i++)
+				ips[n++] = fp[i];
+			break;
+		}
+	}
+	return n;
+}

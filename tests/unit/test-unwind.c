@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of lib/unwind.c: unwind this program's own stack, captured the
+ * way perf hands it over (registers in perf's order, bytes from sp up),
+ * through functions built without frame pointers, and compare with the
+ * return addresses the functions saw themselves.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "unwind.h"
+
+#define NOFP __attribute__((noinline, optimize("omit-frame-pointer")))
+#define COPY 16384
+
+struct snap {
+	uint64_t regs[SP_UNWIND_NREGS];	/* perf order: AX..IP, R8..R15 */
+	uint8_t stack[COPY];
+	size_t size;
+	void *ret[5];			/* return addresses seen by level 0..4 */
+};
+
+static struct snap snaps[2];
+static uint64_t stack_top;		/* end of the stack being captured */
+static volatile int sink;
+
+/* Like perf's copy: raw bytes, redzones included (hence no ASan here). */
+static __attribute__((noinline, no_sanitize_address)) void copy_stack(uint8_t *dst,
+								     const uint8_t *src, size_t n)
+{
+	while (n--)
+		*dst++ = *(const volatile uint8_t *)src++;
+}
+
+/* Registers at one point of capture(), then the stack above sp. */
+static NOFP void capture(struct snap *s)
+{
+	uint64_t *r = s->regs;
+	size_t n;
+
+	s->ret[0] = __builtin_return_address(0);
+	__asm__ volatile(
+		"movq %%rax, 0(%0)\n\t"
+		"movq %%rbx, 8(%0)\n\t"
+		"movq %%rcx, 16(%0)\n\t"
+		"movq %%rdx, 24(%0)\n\t"
+		"movq %%rsi, 32(%0)\n\t"
+		"movq %%rdi, 40(%0)\n\t"
+		"movq %%rbp, 48(%0)\n\t"
+		"movq %%rsp, 56(%0)\n\t"
+		"leaq 0(%%rip), %%rax\n\t"
+		"movq %%rax, 64(%0)\n\t"
+		"movq %%r8, 72(%0)\n\t"
+		"movq %%r9, 80(%0)\n\t"
+		"movq %%r10, 88(%0)\n\t"
+		"movq %%r11, 96(%0)\n\t"
+		"movq %%r12, 104(%0)\n\t"
+		"movq %%r13, 112(%0)\n\t"
+		"movq %%r14, 120(%0)\n\t"
+		"movq %%r15, 128(%0)\n\t"
+		: : "r"(r) : "rax", "memory");
+	n = stack_top - r[7];
+	if (n > COPY)
+		n = COPY;
+	copy_stack(s->stack, (const uint8_t *)r[7], n);
+	s->size = n;
+	sink++;
+}
+
+static NOFP void level3(struct snap *s)
+{
+	s->ret[1] = __builtin_return_address(0);
+	capture(s);
+	sink++;		/* no tail call */
+}
+
+static NOFP void level2(struct snap *s)
+{
+	s->ret[2] = __builtin_return_address(0);
+	level3(s);
+	sink++;
+}
+
+static NOFP void level1(struct snap *s)
+{
+	s->ret[3] = __builtin_return_address(0);
+	level2(s);
+	sink++;
+}
+
+static uint64_t main_stack_top(void)
+{
+	char line[512];
+	unsigned long long lo, hi, top = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "[stack]") && sscanf(line, "%llx-%llx", &lo, &hi) == 2)
+			top = hi;
+	if (f)
+		fclose(f);
+	return top;
+}
+
+/* Check that ips[] holds capture's pc region, then level3..level1's callers. */
+static void check_chain(const struct snap *s, const uint64_t *ips, unsigned int n)
+{
+	CHECK(n >= 5);
+	if (n < 5)
+		return;
+	CHECK_EQ_U(ips[0], s->regs[8]);			/* the sampled pc */
+	CHECK_EQ_U(ips[1], (uint64_t)s->ret[0]);	/* in level3 */
+	CHECK_EQ_U(ips[2], (uint64_t)s->ret[1]);	/* in level2 */
+	CHECK_EQ_U(ips[3], (uint64_t)s->ret[2]);	/* in level1 */
+	CHECK_EQ_U(ips[4], (uint64_t)s->ret[3]);	/* in level1's caller */
+}
+
+static void test_unwind_main_thread(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	enum sp_unwind_status st;
+	uint64_t ips[128];
+	unsigned int n;
+
+	stack_top = main_stack_top();
+	CHECK(stack_top != 0);
+	level1(s);
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 128, &st);
+	check_chain(s, ips, n);
+	/* level1 <- test <- TAP_RUN in main <- __libc_start_call_main <- ... <- _start */
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	CHECK(n >= 8 && n < 20);
+	sp_unwinder_free(u);
+}
+
+static void *thread_main(void *arg)
+{
+	level1(arg);
+	return NULL;
+}
+
+static void test_unwind_thread_reaches_clone(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[1];
+	enum sp_unwind_status st;
+	pthread_attr_t attr;
+	pthread_t t;
+	uint64_t ips[128];
+	size_t ssize = 256 * 1024;
+	void *stk = aligned_alloc(4096, ssize);
+	unsigned int n;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstack(&attr, stk, ssize);
+	stack_top = (uint64_t)stk + ssize;
+	CHECK(!pthread_create(&t, &attr, thread_main, s));
+	pthread_join(t, NULL);
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 128, &st);
+	check_chain(s, ips, n);
+	/* thread_main <- start_thread <- clone3, whose CFI ends the chain */
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	CHECK(n >= 6 && n < 12);
+	pthread_attr_destroy(&attr);
+	free(stk);
+	sp_unwinder_free(u);
+}
+
+static void test_unwind_truncations(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	enum sp_unwind_status st;
+	uint64_t ips[128], regs[SP_UNWIND_NREGS];
+	unsigned int n;
+
+	/* depth */
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 3, &st);
+	CHECK_EQ_U(n, 3);
+	CHECK_EQ_U(st, SP_UNWIND_DEPTH);
+	CHECK_EQ_U(ips[2], (uint64_t)s->ret[1]);
+	/* a copy too small for capture()'s own frame */
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, 16,
+			       ips, 128, &st);
+	CHECK_EQ_U(n, 1);
+	CHECK_EQ_U(st, SP_UNWIND_STACK_SIZE);
+	/* no copy at all */
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, NULL, 0,
+			       ips, 128, &st);
+	CHECK_EQ_U(st, SP_UNWIND_STACK_SIZE);
+	/* pc in no mapping */
+	memcpy(regs, s->regs, sizeof(regs));
+	regs[8] = 0x10;
+	n = sp_unwinder_unwind(u, getpid(), getpid(), regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 128, &st);
+	CHECK_EQ_U(n, 1);
+	CHECK_EQ_U(st, SP_UNWIND_UNKNOWN_MAP);
+	CHECK(sp_unwinder_stop_module(u, NULL) == NULL);
+	/* too few registers */
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, 4, s->stack, s->size, ips, 128, &st);
+	CHECK_EQ_U(n, 0);
+	CHECK_EQ_U(st, SP_UNWIND_ERROR);
+	sp_unwinder_free(u);
+}
+
+static void test_unwind_jit_and_reported_maps(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	enum sp_unwind_status st;
+	uint64_t ips[16], regs[SP_UNWIND_NREGS], rel;
+	unsigned int n;
+	const char *path;
+
+	sp_unwinder_set_proc_fallback(u, false);
+	/* Told about nothing, no /proc: the pc is in no known mapping. */
+	n = sp_unwinder_unwind(u, 4242, 4242, s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 16, &st);
+	CHECK_EQ_U(n, 1);
+	CHECK_EQ_U(st, SP_UNWIND_UNKNOWN_MAP);
+	/* Anonymous executable memory is JIT code. */
+	CHECK(!sp_unwinder_map(u, 4242, 0x100000, 0x200000, 0, "//anon"));
+	memcpy(regs, s->regs, sizeof(regs));
+	regs[8] = 0x100010;
+	n = sp_unwinder_unwind(u, 4242, 4242, regs, SP_UNWIND_NREGS, s->stack, s->size, ips, 16, &st);
+	CHECK_EQ_U(st, SP_UNWIND_JIT);
+	/* A mapping of a file that does not exist: no unwind information. */
+	CHECK(!sp_unwinder_map(u, 4242, 0x300000, 0x400000, 0, "/nonexistent/libfoo.so"));
+	regs[8] = 0x300010;
+	n = sp_unwinder_unwind(u, 4242, 4242, regs, SP_UNWIND_NREGS, s->stack, s->size, ips, 16, &st);
+	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	path = sp_unwinder_stop_module(u, &rel);
+	CHECK_STR(path, "/nonexistent/libfoo.so");
+	/* Unmapping the middle splits the mapping; forget drops the process. */
+	sp_unwinder_unmap(u, 4242, 0x340000, 0x350000);
+	regs[8] = 0x345000;
+	n = sp_unwinder_unwind(u, 4242, 4242, regs, SP_UNWIND_NREGS, s->stack, s->size, ips, 16, &st);
+	CHECK_EQ_U(st, SP_UNWIND_UNKNOWN_MAP);
+	regs[8] = 0x355000;
+	n = sp_unwinder_unwind(u, 4242, 4242, regs, SP_UNWIND_NREGS, s->stack, s->size, ips, 16, &st);
+	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	CHECK(!sp_unwinder_fork(u, 4242, 4243));
+	n = sp_unwinder_unwind(u, 4243, 4243, regs, SP_UNWIND_NREGS, s->stack, s->size, ips, 16, &st);
+	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	sp_unwinder_forget(u, 4242);
+	n = sp_unwinder_unwind(u, 4242, 4242, regs, SP_UNWIND_NREGS, s->stack, s->size, ips, 16, &st);
+	CHECK_EQ_U(st, SP_UNWIND_UNKNOWN_MAP);
+	sp_unwinder_free(u);
+}
+
+/* The same mappings reported by hand (as sp-record does from MMAP2
+ * records) unwind as well as the /proc fallback. */
+static void test_unwind_reported_maps_match_proc(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new(), *v = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	enum sp_unwind_status st1, st2;
+	uint64_t a[128], b[128];
+	unsigned int n1, n2;
+	char line[4200];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	sp_unwinder_set_proc_fallback(v, false);
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off;
+		char perms[8], path[4096] = "";
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perms, &off, path) < 4)
+			continue;
+		if (perms[2] == 'x')
+			CHECK(!sp_unwinder_map(v, 777, lo, hi, off, path));
+	}
+	if (f)
+		fclose(f);
+	n1 = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+				a, 128, &st1);
+	n2 = sp_unwinder_unwind(v, 777, 777, s->regs, SP_UNWIND_NREGS, s->stack, s->size, b, 128,
+				&st2);
+	CHECK_EQ_U(n1, n2);
+	CHECK_EQ_U(st1, st2);
+	CHECK(n1 == n2 && !memcmp(a, b, n1 * sizeof(a[0])));
+	sp_unwinder_free(u);
+	sp_unwinder_free(v);
+}
+
+/* Garbage stacks and registers: a status, never a crash or a loop. */
+static void test_unwind_garbage(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	enum sp_unwind_status st;
+	uint64_t ips[64], regs[SP_UNWIND_NREGS];
+	static uint8_t junk[COPY];
+	unsigned int i, k, n, bad = 0;
+
+	srand(1);
+	for (k = 0; k < 200; k++) {
+		for (i = 0; i < sizeof(junk); i++)
+			junk[i] = rand();
+		/* half the time keep real return addresses around */
+		if (k & 1)
+			memcpy(junk + 64, s->stack + 64, 512);
+		memcpy(regs, s->regs, sizeof(regs));
+		if (k & 2)
+			regs[8] = (uint64_t)s->ret[k % 4];
+		n = sp_unwinder_unwind(u, getpid(), getpid(), regs, SP_UNWIND_NREGS, junk,
+				       sizeof(junk), ips, 64, &st);
+		if (n > 64 || st == SP_UNWIND_UNKNOWN)
+			bad++;
+	}
+	CHECK_EQ_U(bad, 0);
+	/* A self-referencing frame: the saved return address points back into
+	 * capture and the stack repeats; the CFA must rise, so it ends. */
+	for (i = 0; i + 16 <= sizeof(junk); i += 16) {
+		uint64_t pc = s->regs[8];
+
+		memcpy(junk + i, &pc, 8);
+		memcpy(junk + i + 8, &pc, 8);
+	}
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, junk,
+			       sizeof(junk), ips, 64, &st);
+	CHECK(n <= 64);
+	CHECK(st != SP_UNWIND_COMPLETE);
+	sp_unwinder_free(u);
+}
+
+static void test_unwind_splice_fp(void)
+{
+	uint64_t ips[8] = { 1, 2, 3 };
+	const uint64_t fp[] = { 9, 3, 4, 5, 6, 7, 8 };
+
+	CHECK_EQ_U(sp_unwind_splice_fp(ips, 3, 6, fp, 7), 6);
+	CHECK_EQ_U(ips[3], 4);
+	CHECK_EQ_U(ips[5], 6);
+	CHECK_EQ_U(sp_unwind_splice_fp(ips, 2, 6, fp, 0), 2);
+	CHECK_STR(sp_unwind_status_name(SP_UNWIND_STACK_SIZE), "stack-size");
+}
+
+int main(void)
+{
+	TAP_RUN(test_unwind_main_thread);
+	TAP_RUN(test_unwind_thread_reaches_clone);
+	TAP_RUN(test_unwind_truncations);
+	TAP_RUN(test_unwind_jit_and_reported_maps);
+	TAP_RUN(test_unwind_reported_maps_match_proc);
+	TAP_RUN(test_unwind_garbage);
+	TAP_RUN(test_unwind_splice_fp);
+	return TAP_DONE();
+}
