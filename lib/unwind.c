@@ -858,8 +858,7 @@ static bool rules_compile(Dwarf_Frame *fr, struct rules *r)
 		r->reg[i] = 0;
 		if (nops == 0) {
 			r->kind[i] = ops ? R_UNDEF : R_SAME;
-		} else if (ops[0].atom == DW_OP_call_frame_cfa &&
-			   (nops == 1 || (nops >= 2 && ops[1].atom == DW_OP_plus_uconst))) {
+		} else if (ops[0].atom == DW_OP_call_frame_cfa) {
 			size_t n = 1;
 
 			if (nops >= 2 && ops[1].atom == DW_OP_plus_uconst)
