@@ -70,7 +70,8 @@ $(OUT)/tools/%.o: tools/%.c
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 # Only the BPF loaders (lib/bpf_*.c) and sp-record need clang and BTF.
-$(OUT)/lib/bpf_%.o $(OUT)/tools/sp-record.o: $(SKELS)
+$(OUT)/lib/bpf_%.o: $(SKELS)
+$(OUT)/tools/sp-record.o: $(SKELS)
 
 $(OUT)/bin/%: $(OUT)/tools/%.o $(LIB)
 	$(call msg,LD,$@)

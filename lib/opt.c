@@ -2,6 +2,7 @@
 /* The options every tool shares (-o, -v, --color), as an argp child. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -25,8 +26,8 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case ARGP_KEY_INIT:
-		slash = strrchr(state->name, '/');
-		sp_progname = slash ? slash + 1 : state->name;
+		slash = strrchr(program_invocation_name, '/');
+		sp_progname = slash ? slash + 1 : program_invocation_name;
 		break;
 	case 'o':
 		o->out_path = arg;

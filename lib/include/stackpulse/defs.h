@@ -26,7 +26,7 @@ void sp_defs_reset(struct sp_defs *d);
 
 /*
  * Take in a record: definitions (header, string, module, frame, stack,
- * symbol) are copied and given the next id; other records are ignored.
+ * symbol, span) are copied and given the next id; other records are ignored.
  * A definition's id in rec, when not 0, must be the next one.
  * Returns 0, or -1 when the record refers to an undefined id (nothing is
  * reported: the caller names the position); *why says which reference.
@@ -52,6 +52,7 @@ uint64_t sp_defs_nstrings(const struct sp_defs *d);
 uint64_t sp_defs_nmodules(const struct sp_defs *d);
 uint64_t sp_defs_nframes(const struct sp_defs *d);
 uint64_t sp_defs_nstacks(const struct sp_defs *d);
+uint64_t sp_defs_nspans(const struct sp_defs *d);
 
 /*
  * Frames of a stack, leaf first, at most max of them, into frames[] (frame

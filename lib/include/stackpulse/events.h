@@ -63,6 +63,7 @@ enum sp_field_type {
 	SP_FT_ID = 8,		/* implicit dense id: in JSON, not in the spool */
 	SP_FT_STRVAL = 9,	/* a string record's own bytes */
 	SP_FT_FLAGS = 10,	/* unsigned; JSON shows the number */
+	SP_FT_TEXT = 11,	/* inline text (struct sp_bytes); JSON shows a string */
 };
 
 struct sp_event_field {

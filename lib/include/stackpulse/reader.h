@@ -52,6 +52,8 @@ struct sp_defs *sp_reader_defs(struct sp_reader *r);
 const char *sp_reader_name(const struct sp_reader *r);
 /* SP_FORMAT_SPOOL or SP_FORMAT_JSON for the input being read. */
 enum sp_format sp_reader_format(const struct sp_reader *r);
+/* Bytes of input consumed so far, over all inputs. */
+uint64_t sp_reader_bytes(const struct sp_reader *r);
 /* True if more input is already buffered or visible (a batch boundary hint). */
 bool sp_reader_more_available(struct sp_reader *r);
 

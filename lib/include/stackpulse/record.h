@@ -61,16 +61,20 @@ struct sp_header {
 	uint64_t clock;		/* enum sp_clock */
 	uint64_t sample_period;	/* in units of the event (ns for cpu-clock), 0 = none */
 	uint64_t sample_freq;	/* Hz when sampling by frequency, 0 otherwise */
-	uint64_t event;		/* str: sampling event ("cpu-clock") */
-	uint64_t hostname;	/* str */
-	uint64_t kernel;	/* str: kernel release */
-	uint64_t machine;	/* str: "x86_64" */
-	uint64_t command;	/* str: recorded command line, shell-quoted */
-	uint64_t producer;	/* str: "sp-record 0.1" */
-	uint64_t features;	/* str: facilities used, "perf=cpu-clock bpf=tp_btf ..." */
-	uint64_t unavailable;	/* str: facilities asked for but missing */
 	uint64_t call_graph;	/* enum sp_call_graph */
 	uint64_t flags;		/* SP_HDR_* */
+	/*
+	 * Text, held inline rather than as string ids: the header opens the
+	 * stream, so no string can be defined before it. Not NUL-terminated.
+	 */
+	struct sp_bytes event;		/* sampling event ("cpu-clock") */
+	struct sp_bytes hostname;
+	struct sp_bytes kernel;		/* kernel release */
+	struct sp_bytes machine;	/* "x86_64" */
+	struct sp_bytes command;	/* recorded command line, shell-quoted */
+	struct sp_bytes producer;	/* "sp-record 0.1" */
+	struct sp_bytes features;	/* facilities used, "perf=cpu-clock bpf=tp_btf ..." */
+	struct sp_bytes unavailable;	/* facilities asked for but missing */
 };
 
 enum sp_clock { SP_CLOCK_MONOTONIC = 1 };
@@ -262,7 +266,7 @@ enum sp_assign_rule {
 
 /* A method span, built by sp-correlate. */
 struct sp_span {
-	uint64_t id;		/* implicit */
+	uint64_t id;		/* implicit: spans are numbered 1, 2, ... in the order written */
 	uint64_t parent;	/* span id, 0 = none */
 	uint64_t pid, tid;
 	uint64_t runtime;
@@ -368,6 +372,7 @@ struct sp_unknown {
 struct sp_record {
 	enum sp_rec_kind kind;	/* SP_REC_KIND_MAX for an unknown kind */
 	uint64_t pos;		/* spool byte offset, or JSON line number */
+	struct sp_bytes extra;	/* trailing fields of a newer writer, kept verbatim */
 	union {
 		struct sp_header header;
 		struct sp_string string;

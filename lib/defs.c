@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: MIT
+/* The definitions of a record stream, and interning by value (defs.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "defs.h"
+#include "hashmap.h"
+#include "schema.h"
+#include "sp.h"
+
+#define SP_MAX_BUILD_ID 64
+
+struct str_ent {
+	size_t off;		/* into arena */
+	uint32_t len;
+};
+
+struct sym_range {
+	uint32_t first;		/* index into syms */
+	uint32_t n;
+};
+
+struct sp_defs {
+	bool have_header;
+	struct sp_header header;
+	uint8_t *header_text;	/* the header's text fields, copied */
+	uint64_t nspans;
+
+	char *arena;
+	size_t arena_len, arena_cap;
+	struct str_ent *strs;	/* [0] unused: ids start at 1 */
+	size_t nstrs, strs_cap;
+	struct sp_idset str_index;
+	bool str_indexed;
+
+	struct sp_module *mods;
+	uint8_t (*mod_build_ids)[SP_MAX_BUILD_ID];
+	size_t nmods, mods_cap, bids_cap;
+
+	struct sp_frame *frames;
+	size_t nframes, frames_cap;
+	struct sp_idset frame_index;
+	bool frame_indexed;
+
+	struct sp_stack *stacks;
+	size_t nstacks, stacks_cap;
+	struct sp_idset stack_index;
+	bool stack_indexed;
+
+	struct sp_symbol *syms;
+	size_t nsyms, syms_cap;
+	struct sym_range *sym_of;	/* per frame id */
+	size_t sym_of_cap;
+};
+
+struct sp_defs *sp_defs_new(void)
+{
+	struct sp_defs *d = sp_xcalloc(1, sizeof(*d));
+
+	sp_defs_reset(d);
+	return d;
+}
+
+void sp_defs_reset(struct sp_defs *d)
+{
+	d->have_header = false;
+	d->arena_len = 0;
+	d->nstrs = d->nmods = d->nframes = d->nstacks = d->nsyms = d->nspans = 0;
+	sp_idset_release(&d->str_index);
+	sp_idset_release(&d->frame_index);
+	sp_idset_release(&d->stack_index);
+	d->str_indexed = d->frame_indexed = d->stack_indexed = false;
+	if (d->sym_of)
+		memset(d->sym_of, 0, d->sym_of_cap * sizeof(*d->sym_of));
+}
+
+void sp_defs_free(struct sp_defs *d)
+{
+	if (!d)
+		return;
+	sp_defs_reset(d);
+	free(d->arena);
+	free(d->header_text);
+	free(d->strs);
+	free(d->mods);
+	free(d->mod_build_ids);
+	free(d->frames);
+	free(d->stacks);
+	free(d->syms);
+	free(d->sym_of);
+	free(d);
+}
+
+/* Hashing and equality of stored definitions, for sp_idset. */
+static uint64_t str_hash(const char *s, size_t len)
+{
+	return sp_hash_bytes(s, len);
+}
+
+struct str_key {
+	const char *s;
+	size_t len;
+};
+
+static bool str_eq(void *ctx, uint32_t id, const void *key)
+{
+	struct sp_defs *d = ctx;
+	const struct str_key *k = key;
+
+	return d->strs[id].len == k->len && !memcmp(d->arena + d->strs[id].off, k->s, k->len);
+}
+
+static uint64_t frame_hash(const struct sp_frame *f)
+{
+	uint64_t h = sp_hash_mix(f->module, f->rel);
+
+	h = sp_hash_mix(h, f->addr);
+	h = sp_hash_mix(h, f->mode);
+	h = sp_hash_mix(h, f->pid);
+	return sp_hash_mix(h, f->flags);
+}
+
+static bool frame_eq(void *ctx, uint32_t id, const void *key)
+{
+	const struct sp_frame *a = &((struct sp_defs *)ctx)->frames[id], *b = key;
+
+	return a->module == b->module && a->rel == b->rel && a->addr == b->addr &&
+	       a->mode == b->mode && a->pid == b->pid && a->flags == b->flags;
+}
+
+static uint64_t stack_hash(uint64_t parent, uint64_t frame)
+{
+	return sp_hash_mix(sp_hash_u64(parent), frame);
+}
+
+static bool stack_eq(void *ctx, uint32_t id, const void *key)
+{
+	const struct sp_stack *a = &((struct sp_defs *)ctx)->stacks[id], *b = key;
+
+	return a->parent == b->parent && a->frame == b->frame;
+}
+
+static void add_string(struct sp_defs *d, const uint8_t *p, uint32_t len)
+{
+	uint64_t id;
+
+	sp_grow(&d->arena, &d->arena_cap, d->arena_len + len + 1, 1);
+	memcpy(d->arena + d->arena_len, p, len);
+	d->arena[d->arena_len + len] = 0;
+	if (d->nstrs == 0)
+		d->nstrs = 1;	/* slot 0 is "no string" */
+	sp_grow(&d->strs, &d->strs_cap, d->nstrs + 1, sizeof(*d->strs));
+	id = d->nstrs++;
+	d->strs[id].off = d->arena_len;
+	d->strs[id].len = len;
+	d->arena_len += len + 1;
+	if (d->str_indexed)
+		sp_idset_add(&d->str_index, str_hash(d->arena + d->strs[id].off, len), id);
+}
+
+static int check_ref(const struct sp_defs *d, uint8_t ref, uint64_t v)
+{
+	switch (ref) {
+	case SP_REF_STRING:
+		return v < (d->nstrs ? d->nstrs : 1) ? 0 : -1;
+	case SP_REF_MODULE:
+		return v <= d->nmods ? 0 : -1;
+	case SP_REF_FRAME:
+		return v <= d->nframes ? 0 : -1;
+	case SP_REF_STACK:
+		return v <= d->nstacks ? 0 : -1;
+	default:
+		return 0;
+	}
+}
+
+int sp_defs_check(const struct sp_defs *d, const struct sp_record *rec, const char **why)
+{
+	static const char *const what[] = { "", "an undefined string", "an undefined module",
+					    "an undefined frame", "an undefined stack" };
+	const struct sp_schema *s = sp_schema(rec->kind);
+	const struct sp_event_schema *es;
+	unsigned int i;
+
+	if (!s)
+		return 0;
+	for (i = 0; i < s->nfields; i++) {
+		const struct sp_schema_field *f = &s->fields[i];
+
+		if (f->ref && check_ref(d, f->ref, *sp_field_u64((void *)&rec->header, f))) {
+			*why = what[f->ref];
+			return -1;
+		}
+	}
+	if (rec->kind == SP_REC_EVENT && (es = sp_event_schema(rec->event.kind))) {
+		for (i = 0; i < rec->event.nfields && i < es->nfields; i++) {
+			if (es->fields[i].type == SP_FT_STR &&
+			    check_ref(d, SP_REF_STRING, rec->event.field[i].u)) {
+				*why = what[SP_REF_STRING];
+				return -1;
+			}
+		}
+	}
+	/* Frames and symbols need a definition that exists, not just any id. */
+	if (rec->kind == SP_REC_STACK && !rec->stack.frame) {
+		*why = "frame 0";
+		return -1;
+	}
+	if (rec->kind == SP_REC_SYMBOL && !rec->symbol.frame) {
+		*why = "frame 0";
+		return -1;
+	}
+	return 0;
+}
+
+/* Keep the header with its text fields copied into one buffer of our own. */
+static void copy_header(struct sp_defs *d, const struct sp_header *h)
+{
+	struct sp_bytes *t[] = { &d->header.event, &d->header.hostname, &d->header.kernel,
+				 &d->header.machine, &d->header.command, &d->header.producer,
+				 &d->header.features, &d->header.unavailable };
+	size_t total = 0, i, off = 0;
+
+	d->header = *h;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		total += t[i]->len + 1;
+	free(d->header_text);
+	d->header_text = sp_xmalloc(total);
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		memcpy(d->header_text + off, t[i]->p, t[i]->len);
+		d->header_text[off + t[i]->len] = 0;
+		t[i]->p = d->header_text + off;
+		off += t[i]->len + 1;
+	}
+	d->have_header = true;
+}
+
+int sp_defs_add(struct sp_defs *d, const struct sp_record *rec, const char **why)
+{
+	static const char *bad_id = "an id out of order";
+
+	if (rec->kind == SP_REC_HEADER) {
+		sp_defs_reset(d);
+		copy_header(d, &rec->header);
+		return 0;
+	}
+	if (sp_defs_check(d, rec, why))
+		return -1;
+	switch (rec->kind) {
+	case SP_REC_STRING:
+		if (rec->string.id && rec->string.id != (d->nstrs ? d->nstrs : 1))
+			return *why = bad_id, -1;
+		add_string(d, rec->string.value.p, rec->string.value.len);
+		break;
+	case SP_REC_MODULE: {
+		struct sp_module *m;
+		uint32_t len = rec->module.build_id.len;
+
+		if (rec->module.id && rec->module.id != d->nmods + 1)
+			return *why = bad_id, -1;
+		sp_grow(&d->mods, &d->mods_cap, d->nmods + 2, sizeof(*d->mods));
+		sp_grow(&d->mod_build_ids, &d->bids_cap, d->nmods + 2, sizeof(*d->mod_build_ids));
+		d->nmods++;
+		m = &d->mods[d->nmods];
+		*m = rec->module;
+		m->id = d->nmods;
+		if (len > SP_MAX_BUILD_ID)
+			len = SP_MAX_BUILD_ID;
+		if (len)
+			memcpy(d->mod_build_ids[d->nmods], rec->module.build_id.p, len);
+		m->build_id.p = d->mod_build_ids[d->nmods];
+		m->build_id.len = len;
+		break;
+	}
+	case SP_REC_FRAME:
+		if (rec->frame.id && rec->frame.id != d->nframes + 1)
+			return *why = bad_id, -1;
+		sp_grow(&d->frames, &d->frames_cap, d->nframes + 2, sizeof(*d->frames));
+		d->nframes++;
+		d->frames[d->nframes] = rec->frame;
+		d->frames[d->nframes].id = d->nframes;
+		if (d->frame_indexed)
+			sp_idset_add(&d->frame_index, frame_hash(&rec->frame), d->nframes);
+		break;
+	case SP_REC_STACK:
+		if (rec->stack.id && rec->stack.id != d->nstacks + 1)
+			return *why = bad_id, -1;
+		sp_grow(&d->stacks, &d->stacks_cap, d->nstacks + 2, sizeof(*d->stacks));
+		d->nstacks++;
+		d->stacks[d->nstacks] = rec->stack;
+		d->stacks[d->nstacks].id = d->nstacks;
+		if (d->stack_indexed)
+			sp_idset_add(&d->stack_index,
+				     stack_hash(rec->stack.parent, rec->stack.frame), d->nstacks);
+		break;
+	case SP_REC_SPAN:
+		if (rec->span.id && rec->span.id != d->nspans + 1)
+			return *why = bad_id, -1;
+		d->nspans++;
+		break;
+	case SP_REC_SYMBOL: {
+		struct sym_range *r;
+		uint64_t f = rec->symbol.frame;
+
+		if (f >= d->sym_of_cap) {
+			size_t old = d->sym_of_cap;
+
+			sp_grow(&d->sym_of, &d->sym_of_cap, f + 1, sizeof(*d->sym_of));
+			memset(d->sym_of + old, 0, (d->sym_of_cap - old) * sizeof(*d->sym_of));
+		}
+		r = &d->sym_of[f];
+		/* A chain is consecutive records; a new index 0 replaces the chain. */
+		if (rec->symbol.index == 0 || !r->n || r->first + r->n != d->nsyms) {
+			r->first = d->nsyms;
+			r->n = 0;
+		}
+		sp_grow(&d->syms, &d->syms_cap, d->nsyms + 1, sizeof(*d->syms));
+		d->syms[d->nsyms++] = rec->symbol;
+		r->n++;
+		break;
+	}
+	default:
+		break;
+	}
+	return 0;
+}
+
+const struct sp_header *sp_defs_header(const struct sp_defs *d)
+{
+	return d->have_header ? &d->header : NULL;
+}
+
+const char *sp_defs_str(const struct sp_defs *d, uint64_t id, size_t *len)
+{
+	if (!id || id >= d->nstrs)
+		return NULL;
+	if (len)
+		*len = d->strs[id].len;
+	return d->arena + d->strs[id].off;
+}
+
+const char *sp_defs_strz(const struct sp_defs *d, uint64_t id)
+{
+	const char *s = sp_defs_str(d, id, NULL);
+
+	return s ? s : "";
+}
+
+const struct sp_module *sp_defs_module(const struct sp_defs *d, uint64_t id)
+{
+	return id && id <= d->nmods ? &d->mods[id] : NULL;
+}
+
+const struct sp_frame *sp_defs_frame(const struct sp_defs *d, uint64_t id)
+{
+	return id && id <= d->nframes ? &d->frames[id] : NULL;
+}
+
+const struct sp_stack *sp_defs_stack(const struct sp_defs *d, uint64_t id)
+{
+	return id && id <= d->nstacks ? &d->stacks[id] : NULL;
+}
+
+const struct sp_symbol *sp_defs_symbols(const struct sp_defs *d, uint64_t frame, unsigned int *n)
+{
+	if (frame >= d->sym_of_cap || !d->sym_of[frame].n) {
+		*n = 0;
+		return NULL;
+	}
+	*n = d->sym_of[frame].n;
+	return &d->syms[d->sym_of[frame].first];
+}
+
+uint64_t sp_defs_nstrings(const struct sp_defs *d)
+{
+	return d->nstrs ? d->nstrs - 1 : 0;
+}
+
+uint64_t sp_defs_nmodules(const struct sp_defs *d)
+{
+	return d->nmods;
+}
+
+uint64_t sp_defs_nframes(const struct sp_defs *d)
+{
+	return d->nframes;
+}
+
+uint64_t sp_defs_nstacks(const struct sp_defs *d)
+{
+	return d->nstacks;
+}
+
+uint64_t sp_defs_nspans(const struct sp_defs *d)
+{
+	return d->nspans;
+}
+
+int sp_defs_stack_frames(const struct sp_defs *d, uint64_t stack, uint64_t *frames,
+			 unsigned int max)
+{
+	unsigned int depth = 0;
+
+	/* Parents always have smaller ids (defined first), so this ends. */
+	while (stack) {
+		if (stack > d->nstacks)
+			return -1;
+		if (depth < max)
+			frames[depth] = d->stacks[stack].frame;
+		depth++;
+		if (d->stacks[stack].parent >= stack)
+			return -1;
+		stack = d->stacks[stack].parent;
+	}
+	return (int)depth;
+}
+
+uint64_t sp_defs_find_str(struct sp_defs *d, const char *s, size_t len)
+{
+	struct str_key k = { s, len };
+	size_t i;
+
+	if (!d->str_indexed) {
+		d->str_indexed = true;
+		for (i = 1; i < d->nstrs; i++)
+			sp_idset_add(&d->str_index,
+				     str_hash(d->arena + d->strs[i].off, d->strs[i].len), i);
+	}
+	return sp_idset_find(&d->str_index, str_hash(s, len), &k, str_eq, d);
+}
+
+uint64_t sp_defs_find_frame(struct sp_defs *d, const struct sp_frame *f)
+{
+	size_t i;
+
+	if (!d->frame_indexed) {
+		d->frame_indexed = true;
+		for (i = 1; i <= d->nframes; i++)
+			sp_idset_add(&d->frame_index, frame_hash(&d->frames[i]), i);
+	}
+	return sp_idset_find(&d->frame_index, frame_hash(f), f, frame_eq, d);
+}
+
+uint64_t sp_defs_find_stack(struct sp_defs *d, uint64_t parent, uint64_t frame)
+{
+	struct sp_stack key = { .parent = parent, .frame = frame };
+	size_t i;
+
+	if (!d->stack_indexed) {
+		d->stack_indexed = true;
+		for (i = 1; i <= d->nstacks; i++)
+			sp_idset_add(&d->stack_index,
+				     stack_hash(d->stacks[i].parent, d->stacks[i].frame), i);
+	}
+	return sp_idset_find(&d->stack_index, stack_hash(parent, frame), &key, stack_eq, d);
+}
+
+void sp_defs_retire_module(struct sp_defs *d, uint64_t module)
+{
+	/* Symbols are small next to the caches of the symbolizer, which frees
+	 * its own; the definitions stay for the records still to come. */
+	(void)d;
+	(void)module;
+}

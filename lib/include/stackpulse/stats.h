@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stats.h - a summary of a record stream: records per kind, samples,
+ * processes, threads, time span, losses, bytes per sample (sp-decode --stats).
+ */
+#ifndef STACKPULSE_STATS_H
+#define STACKPULSE_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "defs.h"
+#include "hashmap.h"
+#include "record.h"
+
+struct sp_stats {
+	uint64_t records;
+	uint64_t per_kind[SP_REC_KIND_MAX + 1];	/* [SP_REC_KIND_MAX]: unknown kinds */
+	uint64_t samples, sample_weight, offcpu_ns;
+	uint64_t unwind[8];	/* samples per enum sp_unwind_status */
+	uint64_t events_per_kind[64];
+	uint64_t lost[3];	/* per enum sp_lost_what */
+	uint64_t first_time, last_time;
+	uint64_t streams;
+	struct sp_u64map pids, tids;
+	uint64_t max_depth, depth_sum;
+	uint32_t *depth;	/* per stack id of the current stream */
+	size_t depth_cap;
+};
+
+void sp_stats_init(struct sp_stats *s);
+void sp_stats_release(struct sp_stats *s);
+/* Count one record; d gives stack depths. */
+void sp_stats_add(struct sp_stats *s, const struct sp_defs *d, const struct sp_record *rec);
+/* Print the summary; input_bytes is what the records took (0 = unknown). */
+void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, bool json);
+
+#endif

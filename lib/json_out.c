@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+/*
+ * JSON-lines rendering of records (docs/json.md). Written by hand rather than
+ * through jansson objects: decoding a spool to JSON is bounded by this code,
+ * and formatting straight into a buffer is several times faster.
+ */
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "json_out.h"
+#include "schema.h"
+#include "sp.h"
+#include "writer.h"
+
+void sp_buf_reserve(struct sp_buf *b, size_t more)
+{
+	sp_grow(&b->p, &b->cap, b->len + more + 1, 1);
+}
+
+void sp_buf_add(struct sp_buf *b, const void *s, size_t n)
+{
+	sp_buf_reserve(b, n);
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+void sp_buf_puts(struct sp_buf *b, const char *s)
+{
+	sp_buf_add(b, s, strlen(s));
+}
+
+void sp_buf_printf(struct sp_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	sp_buf_reserve(b, 64);
+	va_start(ap, fmt);
+	n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= b->cap - b->len) {
+		sp_buf_reserve(b, n + 1);
+		va_start(ap, fmt);
+		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+	}
+	b->len += n;
+}
+
+static void buf_u(struct sp_buf *b, uint64_t v)
+{
+	char tmp[24];
+	int i = sizeof(tmp);
+
+	do {
+		tmp[--i] = '0' + v % 10;
+		v /= 10;
+	} while (v);
+	sp_buf_add(b, tmp + i, sizeof(tmp) - i);
+}
+
+static void buf_i(struct sp_buf *b, int64_t v)
+{
+	if (v < 0) {
+		sp_buf_add(b, "-", 1);
+		buf_u(b, -(uint64_t)v);
+	} else {
+		buf_u(b, v);
+	}
+}
+
+static void buf_x(struct sp_buf *b, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[20];
+	int i = sizeof(tmp);
+
+	do {
+		tmp[--i] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	tmp[--i] = 'x';
+	tmp[--i] = '0';
+	sp_buf_add(b, "\"", 1);
+	sp_buf_add(b, tmp + i, sizeof(tmp) - i);
+	sp_buf_add(b, "\"", 1);
+}
+
+void sp_buf_hex(struct sp_buf *b, const uint8_t *p, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	sp_buf_reserve(b, 2 * n);
+	for (i = 0; i < n; i++) {
+		b->p[b->len++] = digits[p[i] >> 4];
+		b->p[b->len++] = digits[p[i] & 15];
+	}
+}
+
+/* Length of the UTF-8 sequence at s (n bytes left), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len, i;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+bool sp_utf8_valid(const char *s, size_t n)
+{
+	size_t i = 0, k;
+
+	while (i < n) {
+		if (!s[i])
+			return false;
+		k = utf8_seq((const unsigned char *)s + i, n - i);
+		if (!k)
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, k;
+
+	sp_buf_reserve(b, n + 2);
+	b->p[b->len++] = '"';
+	while (i < n) {
+		unsigned char c = u[i];
+
+		sp_buf_reserve(b, 8);
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			b->p[b->len++] = c;
+			i++;
+			continue;
+		}
+		if (c == '"' || c == '\\') {
+			b->p[b->len++] = '\\';
+			b->p[b->len++] = c;
+			i++;
+			continue;
+		}
+		if (c < 0x20) {
+			const char *esc = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
+
+			if (esc) {
+				sp_buf_add(b, esc, 2);
+			} else {
+				char e[6] = { '\\', 'u', '0', '0', digits[c >> 4], digits[c & 15] };
+
+				sp_buf_add(b, e, 6);
+			}
+			i++;
+			continue;
+		}
+		k = utf8_seq(u + i, n - i);
+		if (k) {
+			sp_buf_add(b, u + i, k);
+			i += k;
+		} else {
+			sp_buf_add(b, "\xef\xbf\xbd", 3);	/* U+FFFD */
+			i++;
+		}
+	}
+	sp_buf_add(b, "\"", 1);
+}
+
+static void key(struct sp_buf *b, const char *name)
+{
+	sp_buf_reserve(b, strlen(name) + 4);
+	b->p[b->len++] = ',';
+	b->p[b->len++] = '"';
+	sp_buf_puts(b, name);
+	sp_buf_add(b, "\":", 2);
+}
+
+static void render_str(struct sp_buf *b, const struct sp_defs *d, uint64_t id)
+{
+	size_t len;
+	const char *s = sp_defs_str(d, id, &len);
+
+	if (s)
+		sp_buf_json_str(b, s, len);
+	else
+		sp_buf_puts(b, "null");
+}
+
+static void render_addr(struct sp_buf *b, const struct sp_bytes *v)
+{
+	char text[INET6_ADDRSTRLEN];
+
+	if ((v->len == 4 && inet_ntop(AF_INET, v->p, text, sizeof(text))) ||
+	    (v->len == 16 && inet_ntop(AF_INET6, v->p, text, sizeof(text)))) {
+		sp_buf_json_str(b, text, strlen(text));
+	} else {
+		sp_buf_add(b, "\"", 1);
+		sp_buf_hex(b, v->p, v->len);
+		sp_buf_add(b, "\"", 1);
+	}
+}
+
+/* Render one field; returns false if it was left out. */
+static void render_field(struct sp_buf *b, const struct sp_defs *d, const char *name,
+			 enum sp_field_type t, const struct sp_schema_field *sf, uint64_t u,
+			 const struct sp_bytes *bytes, bool always)
+{
+	const char *ename;
+
+	switch (t) {
+	case SP_FT_STR:
+		if (!u && !always)
+			return;
+		key(b, name);
+		if (u)
+			render_str(b, d, u);
+		else
+			sp_buf_puts(b, "null");
+		return;
+	case SP_FT_ADDR:
+	case SP_FT_BYTES:
+		if (!bytes->len && !always)
+			return;
+		key(b, name);
+		if (t == SP_FT_ADDR) {
+			render_addr(b, bytes);
+		} else {
+			sp_buf_add(b, "\"", 1);
+			sp_buf_hex(b, bytes->p, bytes->len);
+			sp_buf_add(b, "\"", 1);
+		}
+		return;
+	case SP_FT_TEXT:
+		if (!bytes->len && !always)
+			return;
+		key(b, name);
+		sp_buf_json_str(b, (const char *)bytes->p, bytes->len);
+		return;
+	case SP_FT_STRVAL:
+		if (sp_utf8_valid((const char *)bytes->p, bytes->len)) {
+			key(b, "value");
+			sp_buf_json_str(b, (const char *)bytes->p, bytes->len);
+		} else {
+			key(b, "value_hex");
+			sp_buf_add(b, "\"", 1);
+			sp_buf_hex(b, bytes->p, bytes->len);
+			sp_buf_add(b, "\"", 1);
+		}
+		return;
+	default:
+		break;
+	}
+	if (!u && !always)
+		return;
+	key(b, name);
+	if (sf && (ename = sp_schema_enum_name(sf, u)))
+		sp_buf_json_str(b, ename, strlen(ename));
+	else if (t == SP_FT_INT)
+		buf_i(b, (int64_t)u);
+	else if (t == SP_FT_HEX)
+		buf_x(b, u);
+	else
+		buf_u(b, u);
+}
+
+static const char *const mode_names[] = { "user", "kernel", "interp", "jit" };
+
+static void render_frames(struct sp_buf *b, const struct sp_defs *d, uint64_t stack)
+{
+	uint64_t id;
+	bool first = true;
+
+	key(b, "frames");
+	sp_buf_add(b, "[", 1);
+	for (id = stack; id; ) {
+		const struct sp_stack *st = sp_defs_stack(d, id);
+		const struct sp_frame *f = st ? sp_defs_frame(d, st->frame) : NULL;
+		const struct sp_module *m;
+		const struct sp_symbol *sym;
+		unsigned int nsym, i;
+
+		if (!f)
+			break;
+		m = sp_defs_module(d, f->module);
+		sym = sp_defs_symbols(d, f->id, &nsym);
+		for (i = 0; i < (nsym ? nsym : 1); i++) {
+			if (!first)
+				sp_buf_add(b, ",", 1);
+			first = false;
+			sp_buf_puts(b, "{\"frame\":");
+			buf_u(b, f->id);
+			key(b, "addr");
+			buf_x(b, f->addr);
+			if (m) {
+				key(b, "module");
+				render_str(b, d, m->path);
+				key(b, "rel");
+				buf_x(b, f->rel);
+			}
+			key(b, "mode");
+			sp_buf_json_str(b, f->mode < 4 ? mode_names[f->mode] : "user",
+					strlen(f->mode < 4 ? mode_names[f->mode] : "user"));
+			if (nsym && sym[i].func) {
+				key(b, "func");
+				render_str(b, d, sym[i].func);
+			}
+			if (nsym && sym[i].file) {
+				key(b, "file");
+				render_str(b, d, sym[i].file);
+			}
+			if (nsym && sym[i].line) {
+				key(b, "line");
+				buf_u(b, sym[i].line);
+			}
+			if (nsym && i + 1 < nsym)
+				sp_buf_puts(b, ",\"inline\":true");
+			sp_buf_add(b, "}", 1);
+		}
+		if (st->parent >= id)
+			break;
+		id = st->parent;
+	}
+	sp_buf_add(b, "]", 1);
+}
+
+void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec,
+		    unsigned int flags)
+{
+	const struct sp_schema *s = sp_schema(rec->kind);
+	const void *body = &rec->header;
+	unsigned int i;
+
+	if (!s) {
+		sp_buf_puts(b, "{\"type\":\"unknown\",\"kind\":");
+		buf_u(b, rec->unknown.kind);
+		sp_buf_puts(b, ",\"raw\":\"");
+		sp_buf_hex(b, rec->unknown.raw.p, rec->unknown.raw.len);
+		sp_buf_puts(b, "\"}\n");
+		return;
+	}
+	sp_buf_puts(b, "{\"type\":\"");
+	sp_buf_puts(b, s->name);
+	sp_buf_add(b, "\"", 1);
+	for (i = 0; i < s->nfields; i++) {
+		const struct sp_schema_field *f = &s->fields[i];
+		uint64_t u = *sp_field_u64((void *)body, f);
+
+		if (rec->kind == SP_REC_EVENT && !strcmp(f->name, "kind")) {
+			const struct sp_event_schema *es = sp_event_schema(u);
+
+			if (es) {
+				key(b, "event");
+				sp_buf_json_str(b, es->name, strlen(es->name));
+				continue;
+			}
+		}
+		render_field(b, d, f->name, f->type, f, u, sp_field_bytes((void *)body, f),
+			     f->flags & SP_SF_ALWAYS);
+	}
+	if (rec->kind == SP_REC_EVENT) {
+		const struct sp_event_schema *es = sp_event_schema(rec->event.kind);
+
+		for (i = 0; es && i < rec->event.nfields && i < es->nfields; i++)
+			render_field(b, d, es->fields[i].name, es->fields[i].type, NULL,
+				     rec->event.field[i].u, &rec->event.field[i].b, true);
+		if (!es && rec->event.raw.len) {
+			key(b, "raw");
+			sp_buf_add(b, "\"", 1);
+			sp_buf_hex(b, rec->event.raw.p, rec->event.raw.len);
+			sp_buf_add(b, "\"", 1);
+		}
+	}
+	if (rec->kind == SP_REC_SAMPLE && rec->sample.stack && !(flags & SP_JSON_NO_INLINE_FRAMES))
+		render_frames(b, d, rec->sample.stack);
+	if (rec->extra.len) {
+		key(b, "extra");
+		sp_buf_add(b, "\"", 1);
+		sp_buf_hex(b, rec->extra.p, rec->extra.len);
+		sp_buf_add(b, "\"", 1);
+	}
+	sp_buf_puts(b, "}\n");
+}

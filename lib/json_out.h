@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* json_out.h - renders one record as a JSON line (internal to the writer). */
+#ifndef STACKPULSE_JSON_OUT_H
+#define STACKPULSE_JSON_OUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "defs.h"
+#include "record.h"
+
+/* A growable output buffer. */
+struct sp_buf {
+	char *p;
+	size_t len, cap;
+};
+
+void sp_buf_reserve(struct sp_buf *b, size_t more);
+void sp_buf_add(struct sp_buf *b, const void *s, size_t n);
+void sp_buf_puts(struct sp_buf *b, const char *s);
+void sp_buf_printf(struct sp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append s[0..n) as a JSON string literal (quotes included); invalid UTF-8
+ * bytes become U+FFFD. */
+void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n);
+/* True if s[0..n) is valid UTF-8 without NUL bytes. */
+bool sp_utf8_valid(const char *s, size_t n);
+/* Append hex digits of p[0..n). */
+void sp_buf_hex(struct sp_buf *b, const uint8_t *p, size_t n);
+
+/* Append rec as one JSON line (with its newline), using d for strings and
+ * inline frames. flags: SP_JSON_* of writer.h. */
+void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec,
+		    unsigned int flags);
+
+#endif

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+/* A summary of a record stream (stats.h). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "schema.h"
+#include "sp.h"
+#include "stats.h"
+
+void sp_stats_init(struct sp_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+void sp_stats_release(struct sp_stats *s)
+{
+	sp_u64map_release(&s->pids);
+	sp_u64map_release(&s->tids);
+	free(s->depth);
+	memset(s, 0, sizeof(*s));
+}
+
+static void saw_time(struct sp_stats *s, uint64_t t)
+{
+	if (!t)
+		return;
+	if (!s->first_time || t < s->first_time)
+		s->first_time = t;
+	if (t > s->last_time)
+		s->last_time = t;
+}
+
+void sp_stats_add(struct sp_stats *s, const struct sp_defs *d, const struct sp_record *rec)
+{
+	unsigned int k = rec->kind <= SP_REC_KIND_MAX ? rec->kind : SP_REC_KIND_MAX;
+
+	s->records++;
+	s->per_kind[k]++;
+	switch (rec->kind) {
+	case SP_REC_HEADER:
+		s->streams++;
+		break;
+	case SP_REC_STACK: {
+		uint64_t id = sp_defs_nstacks(d), depth;
+
+		if (id >= s->depth_cap) {
+			size_t old = s->depth_cap;
+
+			sp_grow(&s->depth, &s->depth_cap, id + 1, sizeof(*s->depth));
+			memset(s->depth + old, 0, (s->depth_cap - old) * sizeof(*s->depth));
+		}
+		depth = rec->stack.parent < id ? s->depth[rec->stack.parent] + 1u : 1u;
+		s->depth[id] = (uint32_t)depth;
+		break;
+	}
+	case SP_REC_SAMPLE: {
+		uint64_t depth = rec->sample.stack < s->depth_cap ? s->depth[rec->sample.stack] : 0;
+
+		s->samples++;
+		if (rec->sample.kind == SP_SAMPLE_OFFCPU)
+			s->offcpu_ns += rec->sample.weight;
+		else
+			s->sample_weight += rec->sample.weight;
+		s->unwind[rec->sample.unwind < 8 ? rec->sample.unwind : 0]++;
+		s->depth_sum += depth;
+		if (depth > s->max_depth)
+			s->max_depth = depth;
+		sp_u64map_put(&s->pids, rec->sample.pid, 1);
+		sp_u64map_put(&s->tids, rec->sample.tid, 1);
+		saw_time(s, rec->sample.time);
+		break;
+	}
+	case SP_REC_EVENT:
+		s->events_per_kind[rec->event.kind < 64 ? rec->event.kind : 0]++;
+		sp_u64map_put(&s->pids, rec->event.pid, 1);
+		saw_time(s, rec->event.time);
+		break;
+	case SP_REC_PROCESS:
+		sp_u64map_put(&s->pids, rec->process.pid, 1);
+		break;
+	case SP_REC_THREAD:
+		sp_u64map_put(&s->tids, rec->thread.tid, 1);
+		break;
+	case SP_REC_LOST:
+		if (rec->lost.what < 3)
+			s->lost[rec->lost.what] += rec->lost.count;
+		break;
+	case SP_REC_SPAN_START:
+	case SP_REC_SPAN_STOP:
+	case SP_REC_SPAN_RAISE:
+		saw_time(s, rec->mark.time);
+		break;
+	default:
+		break;
+	}
+}
+
+static const char *kind_label(unsigned int k)
+{
+	return k == SP_REC_KIND_MAX ? "unknown" : sp_rec_kind_name(k);
+}
+
+void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, bool json)
+{
+	static const char *const unwind_names[8] = { "unassessed", "complete", "depth",
+		"stack_size", "no_cfi", "unknown_map", "jit", "error" };
+	double span = s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0;
+	unsigned int k;
+	bool first = true;
+
+	if (json) {
+		fprintf(out, "{\"records\":%" PRIu64 ",\"samples\":%" PRIu64
+			",\"processes\":%zu,\"threads\":%zu,\"duration_s\":%.6f"
+			",\"lost_samples\":%" PRIu64 ",\"lost_events\":%" PRIu64
+			",\"lost_spans\":%" PRIu64 ",\"bytes\":%" PRIu64, s->records, s->samples,
+			s->pids.n, s->tids.n, span, s->lost[0], s->lost[1], s->lost[2], input_bytes);
+		if (s->samples && input_bytes)
+			fprintf(out, ",\"bytes_per_sample\":%.2f", (double)input_bytes / s->samples);
+		fprintf(out, ",\"kinds\":{");
+		for (k = 1; k <= SP_REC_KIND_MAX; k++) {
+			if (!s->per_kind[k])
+				continue;
+			fprintf(out, "%s\"%s\":%" PRIu64, first ? "" : ",", kind_label(k),
+				s->per_kind[k]);
+			first = false;
+		}
+		fprintf(out, "},\"events\":{");
+		first = true;
+		for (k = 1; k < 64; k++) {
+			const struct sp_event_schema *es = sp_event_schema(k);
+
+			if (!s->events_per_kind[k])
+				continue;
+			fprintf(out, "%s\"%s\":%" PRIu64, first ? "" : ",", es ? es->name : "other",
+				s->events_per_kind[k]);
+			first = false;
+		}
+		fprintf(out, "},\"unwind\":{");
+		first = true;
+		for (k = 0; k < 8; k++) {
+			if (!s->unwind[k])
+				continue;
+			fprintf(out, "%s\"%s\":%" PRIu64, first ? "" : ",", unwind_names[k],
+				s->unwind[k]);
+			first = false;
+		}
+		fprintf(out, "}}\n");
+		return;
+	}
+	fprintf(out, "records         %" PRIu64 "\n", s->records);
+	for (k = 1; k <= SP_REC_KIND_MAX; k++)
+		if (s->per_kind[k])
+			fprintf(out, "  %-13s %" PRIu64 "\n", kind_label(k), s->per_kind[k]);
+	fprintf(out, "samples         %" PRIu64, s->samples);
+	if (s->offcpu_ns)
+		fprintf(out, " (off-CPU %.3f s)", s->offcpu_ns / 1e9);
+	fprintf(out, "\n");
+	if (s->samples) {
+		fprintf(out, "stack depth     mean %.1f, max %" PRIu64 "\n",
+			(double)s->depth_sum / s->samples, s->max_depth);
+		for (k = 1; k < 8; k++)
+			if (s->unwind[k])
+				fprintf(out, "  %-13s %.1f%%\n", unwind_names[k],
+					100.0 * s->unwind[k] / s->samples);
+	}
+	for (k = 1; k < 64; k++) {
+		const struct sp_event_schema *es = sp_event_schema(k);
+
+		if (s->events_per_kind[k])
+			fprintf(out, "  %-13s %" PRIu64 "\n", es ? es->name : "other",
+				s->events_per_kind[k]);
+	}
+	fprintf(out, "processes       %zu\nthreads         %zu\n", s->pids.n, s->tids.n);
+	fprintf(out, "duration        %.3f s\n", span);
+	fprintf(out, "lost            %" PRIu64 " samples, %" PRIu64 " events, %" PRIu64
+		" spans\n", s->lost[0], s->lost[1], s->lost[2]);
+	if (input_bytes) {
+		fprintf(out, "bytes           %" PRIu64 "\n", input_bytes);
+		if (s->samples)
+			fprintf(out, "bytes/sample    %.2f\n", (double)input_bytes / s->samples);
+	}
+}

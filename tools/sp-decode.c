@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+/* sp-decode - turn a spool into JSON lines and back, follow a growing spool. */
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "reader.h"
+#include "sp.h"
+#include "stats.h"
+#include "writer.h"
+
+enum {
+	OPT_NO_FRAMES = 0x100,
+	OPT_NO_DEFS,
+	OPT_DISCARD,
+	OPT_FORMAT,
+	OPT_STATS_JSON,
+};
+
+static struct env {
+	struct sp_common_opts common;
+	enum sp_format format;
+	bool follow, discard, stats, stats_json;
+	unsigned int json_flags;
+} env;
+
+static const char doc[] = "Turn a spool into JSON lines, JSON lines into a spool, or summarise either.\v"
+	"Reads spool or JSON lines from each FILE, or stdin if none or '-'. The output is JSON "
+	"lines unless --encode or --format=spool is given; a spool is never written to a terminal.\n\n"
+	"Examples:\n"
+	"  sp-decode run.sp | jq -c 'select(.type==\"sample\") | .frames[0].func'\n"
+	"  sp-decode run.sp | sp-decode --encode -o copy.sp     # lossless round trip\n"
+	"  sp-decode --stats run.sp\n"
+	"  sp-record -o live.sp -- ./app & sp-decode --follow live.sp\n\n"
+	SP_EXIT_STATUS_DOC;
+
+static const struct argp_option options[] = {
+	{ "encode", 'e', NULL, 0, "Write a spool (same as --format=spool)", 0 },
+	{ "format", OPT_FORMAT, "FMT", 0, "Output format: json (default) or spool", 0 },
+	{ "follow", 'f', NULL, 0, "Keep reading a growing file until its end record or SIGINT", 0 },
+	{ "discard", OPT_DISCARD, NULL, 0,
+	  "With --follow: punch holes in the part of FILE already read (frees disk)", 0 },
+	{ "stats", 's', NULL, 0, "Print a summary instead of the records", 0 },
+	{ "stats-json", OPT_STATS_JSON, NULL, 0, "Print the summary as one JSON object", 0 },
+	{ "no-frames", OPT_NO_FRAMES, NULL, 0, "JSON: samples without their inline frames", 0 },
+	{ "no-defs", OPT_NO_DEFS, NULL, 0,
+	  "JSON: leave out string, frame, stack and symbol lines (not re-encodable)", 0 },
+	{ 0 }
+};
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &env.common;
+		break;
+	case 'e':
+		env.format = SP_FORMAT_SPOOL;
+		break;
+	case OPT_FORMAT:
+		if (!strcmp(arg, "json"))
+			env.format = SP_FORMAT_JSON;
+		else if (!strcmp(arg, "spool"))
+			env.format = SP_FORMAT_SPOOL;
+		else
+			argp_error(state, "invalid format '%s': use json or spool", arg);
+		break;
+	case 'f':
+		env.follow = true;
+		break;
+	case OPT_DISCARD:
+		env.discard = true;
+		break;
+	case 's':
+		env.stats = true;
+		break;
+	case OPT_STATS_JSON:
+		env.stats = env.stats_json = true;
+		break;
+	case OPT_NO_FRAMES:
+		env.json_flags |= SP_JSON_NO_INLINE_FRAMES;
+		break;
+	case OPT_NO_DEFS:
+		env.json_flags |= SP_JSON_NO_DEFS;
+		break;
+	case ARGP_KEY_END:
+		if (env.discard && !env.follow)
+			argp_error(state, "--discard needs --follow");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static struct sp_reader *reader;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	sp_reader_stop(reader);
+}
+
+static int decode(struct sp_writer *w)
+{
+	struct sp_record rec;
+
+	while (sp_reader_next(reader, &rec) > 0) {
+		if (sp_writer_put(w, &rec))
+			return -1;
+		/* End of a batch: let a live pipeline see it. */
+		if (!sp_reader_more_available(reader) && sp_writer_flush(w))
+			return -1;
+	}
+	return 0;
+}
+
+static void summarise(FILE *out)
+{
+	struct sp_stats stats;
+	struct sp_record rec;
+
+	sp_stats_init(&stats);
+	while (sp_reader_next(reader, &rec) > 0)
+		sp_stats_add(&stats, sp_reader_defs(reader), &rec);
+	sp_stats_print(&stats, out, sp_reader_format(reader) == SP_FORMAT_SPOOL ?
+		       sp_reader_bytes(reader) : 0, env.stats_json);
+	sp_stats_release(&stats);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct argp_child children[] = { { .argp = &sp_common_argp }, { 0 } };
+	static const struct argp argp = {
+		.options = options, .parser = parse_opt, .children = children,
+		.args_doc = "[FILE...]", .doc = doc,
+	};
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct sp_writer *w = NULL;
+	int first, status, werr = 0;
+
+	argp_parse(&argp, argc, argv, 0, &first, NULL);
+	if (env.format == SP_FORMAT_SPOOL && !env.stats && env.common.out_is_tty) {
+		sp_error("refusing to write a binary spool to a terminal: use -o FILE or a pipe");
+		return SP_EXIT_USAGE;
+	}
+	reader = sp_reader_open(argv + first, argc - first);
+	if (!reader)
+		return SP_EXIT_FATAL;
+	if (env.follow) {
+		sp_reader_follow(reader, true, env.discard);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
+	if (env.stats) {
+		summarise(env.common.out);
+	} else {
+		fflush(env.common.out);
+		w = sp_writer_new(fileno(env.common.out),
+				  env.common.out_path ? env.common.out_path : "<stdout>",
+				  env.format == SP_FORMAT_SPOOL ? SP_FORMAT_SPOOL : SP_FORMAT_JSON);
+		sp_writer_set_json_flags(w, env.json_flags);
+		werr = decode(w);
+		werr |= sp_writer_close(w);
+	}
+	status = sp_reader_close(reader);
+	if (werr)
+		status = SP_EXIT_FATAL;
+	return sp_close_output(&env.common, status);
+}
