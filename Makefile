@@ -108,10 +108,19 @@ $(OUT)/unit/%: tests/unit/%.c $(LIB)
 	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB) $(LDLIBS)
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-$(OUT)/asan/%: tests/unit/%.c $(LIB_SRCS) $(SKELS)
+ASAN_LIB := $(OUT)/asan/libstackpulse.a
+ASAN_OBJS := $(patsubst %.c,$(OUT)/asan/%.o,$(LIB_SRCS))
+$(OUT)/asan/lib/%.o: lib/%.c
 	$(call msg,ASAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -O1 $(ASAN_FLAGS) -Itests/unit -o $@ $< $(LIB_SRCS) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -O1 $(ASAN_FLAGS) -c $< -o $@
+$(OUT)/asan/lib/bpf_%.o: $(SKELS)
+$(ASAN_LIB): $(ASAN_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(OUT)/asan/%: tests/unit/%.c $(ASAN_LIB)
+	$(call msg,ASAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -O1 $(ASAN_FLAGS) -Itests/unit -o $@ $< $(ASAN_LIB) $(LDLIBS)
 
 unit: $(UNITS) $(ASAN_UNITS)
 
@@ -126,11 +135,22 @@ check:
 test: all unit
 	$(Q)scripts/run-tests.sh $(OUT)
 
-# Fuzz targets: clang's libFuzzer, with ASan and UBSan.
-$(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(SKELS)
+# Fuzz targets: clang's libFuzzer, with ASan and UBSan, over their own build
+# of the library.
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+FUZZ_LIB := $(OUT)/fuzz/libstackpulse.a
+FUZZ_OBJS := $(patsubst %.c,$(OUT)/fuzz/%.o,$(LIB_SRCS))
+$(OUT)/fuzz/lib/%.o: lib/%.c
+	$(call msg,FUZZCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CFLAGS) -O1 -g $(FUZZ_FLAGS) -c $< -o $@
+$(OUT)/fuzz/lib/bpf_%.o: $(SKELS)
+$(FUZZ_LIB): $(FUZZ_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(OUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRCS) $(LDLIBS)
+	$(Q)$(CLANG) $(CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_LIB) $(LDLIBS)
 
 fuzz: $(FUZZERS)
 
