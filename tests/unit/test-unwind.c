@@ -189,8 +189,13 @@ static void test_unwind_truncations(void)
 	CHECK_EQ_U(n, 3);
 	CHECK_EQ_U(st, SP_UNWIND_DEPTH);
 	CHECK_EQ_U(ips[2], (uint64_t)s->ret[1]);
-	/* a copy too small for capture()'s own frame */
-	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, 16,
+	/* a copy that ends inside the chain: the frames whose return address
+	 * lies in the copy, then the status says why it stopped */
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, 32,
+			       ips, 128, &st);
+	CHECK(n >= 1 && n <= 5);
+	CHECK_EQ_U(st, SP_UNWIND_STACK_SIZE);
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, 4,
 			       ips, 128, &st);
 	CHECK_EQ_U(n, 1);
 	CHECK_EQ_U(st, SP_UNWIND_STACK_SIZE);
