@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: MIT
+/*
+ * spans.bpf.c - method spans from USDT probes (Ruby, Python,
+ * <stackpulse/span.h>) and uprobes (--span-func), for the processes of the
+ * recorded tree only. Loaded and attached by lib/bpf_spans.c.
+ *
+ * The tree is the map 'tgids': seeded by the loader, grown on fork, shrunk on
+ * exit. A tracked process that forks or execs is stopped with SIGSTOP (when
+ * stop_new is set) so that the loader can attach the per-process probes
+ * before it runs a single instruction; the loader sends SIGCONT.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/usdt.bpf.h>
+#include "spans.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define SP_SIGSTOP	19
+
+const volatile __u32 stop_new = 1;	/* stop forked and exec'ing processes */
+const volatile __u32 audit_args = 1;	/* decode the first argument of audit events */
+
+extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
+				__u64 value) __ksym __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} spans SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_BS_MAX_PIDS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tgids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sp_bs_strkey);
+	__type(value, __u64);
+} strcache SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sp_bs_hitkey);
+	__type(value, __u64);
+} hits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_bs_event);
+} scratch SEC(".maps");
+
+static __always_inline void count_lost(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&lost, &zero);
+
+	if (n)
+		*n += 1;
+}
+
+static __always_inline void count_hit(__u32 pid, __u32 probe)
+{
+	struct sp_bs_hitkey k = { .pid = pid, .probe = probe };
+	__u64 one = 1, *n;
+
+	n = bpf_map_lookup_elem(&hits, &k);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&hits, &k, &one, BPF_NOEXIST);
+}
+
+/* A tracked process's event buffer, or NULL. */
+static __always_inline struct sp_bs_event *begin(__u32 kind, __u32 probe)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, zero = 0;
+	struct sp_bs_event *e;
+
+	if (!bpf_map_lookup_elem(&tgids, &pid))
+		return NULL;
+	count_hit(pid, probe);
+	e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		return NULL;
+	e->time_ns = bpf_ktime_get_ns();
+	e->kind = kind;
+	e->probe = probe;
+	e->pid = pid;
+	e->tid = (__u32)id;
+	e->ppid = 0;
+	e->flags = 0;
+	e->cookie = 0;
+	e->line = 0;
+	e->addr[0] = e->addr[1] = e->addr[2] = 0;
+	e->hash[0] = e->hash[1] = e->hash[2] = 0;
+	e->len[0] = e->len[1] = e->len[2] = 0;
+	return e;
+}
+
+/* Read string i from user memory, hash it, and decide whether its bytes
+ * must travel (not sent yet for this address in this process). */
+static __always_inline void get_str(struct sp_bs_event *e, int i, __u64 addr)
+{
+	struct sp_bs_strkey k = { .addr = addr, .pid = e->pid };
+	__u64 h = 0xcbf29ce484222325ull, w, *cached;
+	long n;
+	int j;
+
+	if (i < 0 || i >= SP_BS_NSTR)
+		return;
+	e->addr[i] = addr;
+	if (!addr)
+		return;
+	n = bpf_probe_read_user_str(e->str[i], SP_BS_STRLEN, (void *)addr);
+	if (n <= 0) {
+		e->str[i][0] = 0;
+		n = 1;
+	}
+	n -= 1;		/* without the NUL */
+	e->len[i] = n;
+	for (j = 0; j < SP_BS_STRLEN / 8; j++) {
+		if (j * 8 >= n)
+			break;
+		w = *(__u64 *)&e->str[i][j * 8];
+		if (n - j * 8 < 8)
+			w &= (1ull << ((n - j * 8) * 8)) - 1;
+		h = (h ^ w) * 0x100000001b3ull;
+	}
+	h ^= n;
+	e->hash[i] = h;
+	cached = bpf_map_lookup_elem(&strcache, &k);
+	if (!cached || *cached != h)
+		e->flags |= SP_BSF_SENT(i);
+}
+
+static __always_inline int submit(struct sp_bs_event *e)
+{
+	__u64 size = SP_BS_HEAD_SIZE;
+	int i;
+
+	if (e->flags & (SP_BSF_SENT(0) | SP_BSF_SENT(1) | SP_BSF_SENT(2)))
+		size = sizeof(*e);
+	if (bpf_ringbuf_output(&spans, e, size, 0)) {
+		count_lost();
+		return 0;
+	}
+	/* Only now is the string known to the reader. */
+	for (i = 0; i < SP_BS_NSTR; i++) {
+		struct sp_bs_strkey k = { .addr = e->addr[i], .pid = e->pid };
+
+		if (e->flags & SP_BSF_SENT(i))
+			bpf_map_update_elem(&strcache, &k, &e->hash[i], BPF_ANY);
+	}
+	return 0;
+}
+
+static __always_inline __u32 cookie_probe(__u64 c)
+{
+	return c & 0xff;
+}
+
+static __always_inline __u32 probe_kind(__u32 probe)
+{
+	switch (probe) {
+	case SP_PR_RUBY_METHOD_ENTRY:
+	case SP_PR_RUBY_CMETHOD_ENTRY:
+	case SP_PR_PY_FUNCTION_ENTRY:
+	case SP_PR_SP_BEGIN:
+	case SP_PR_UPROBE_ENTRY:
+		return SP_BS_START;
+	case SP_PR_RUBY_RAISE:
+		return SP_BS_RAISE;
+	case SP_PR_PY_AUDIT:
+		return SP_BS_AUDIT;
+	}
+	return SP_BS_STOP;
+}
+
+/* ruby:method__entry/return, ruby:cmethod__entry/return:
+ * (classname, methodname, filename, lineno) */
+SEC("usdt")
+int BPF_USDT(on_ruby_method, __u64 klass, __u64 method, __u64 file, long line)
+{
+	__u32 probe = cookie_probe(bpf_usdt_cookie(ctx));
+	struct sp_bs_event *e = begin(probe_kind(probe), probe);
+
+	if (!e)
+		return 0;
+	get_str(e, 0, klass);
+	get_str(e, 1, method);
+	get_str(e, 2, file);
+	e->line = line;
+	return submit(e);
+}
+
+/* ruby:raise (classname, filename, lineno) */
+SEC("usdt")
+int BPF_USDT(on_ruby_raise, __u64 klass, __u64 file, long line)
+{
+	struct sp_bs_event *e = begin(SP_BS_RAISE, SP_PR_RUBY_RAISE);
+
+	if (!e)
+		return 0;
+	get_str(e, 0, klass);
+	get_str(e, 2, file);
+	e->line = line;
+	return submit(e);
+}
+
+/* python:function__entry/return (filename, funcname, lineno) */
+SEC("usdt")
+int BPF_USDT(on_py_function, __u64 file, __u64 func, long line)
+{
+	__u32 probe = cookie_probe(bpf_usdt_cookie(ctx));
+	struct sp_bs_event *e = begin(probe_kind(probe), probe);
+
+	if (!e)
+		return 0;
+	get_str(e, 1, func);
+	get_str(e, 2, file);
+	e->line = line;
+	return submit(e);
+}
+
+/*
+ * The first item of a CPython 3.11 tuple when it is a compact ASCII str:
+ * PyTupleObject items start at 24; PyASCIIObject data at 48; the state
+ * word at 32 has compact (bit 5) and ascii (bit 6) set.
+ */
+static __always_inline __u64 py_first_ascii(__u64 tuple)
+{
+	__u64 size = 0, item = 0, type = 0, tp_name = 0;
+	__u32 state = 0;
+	char name[4] = {};
+
+	if (!tuple || bpf_probe_read_user(&size, 8, (void *)(tuple + 16)) || size < 1 ||
+	    size > 1000000)
+		return 0;
+	if (bpf_probe_read_user(&item, 8, (void *)(tuple + 24)) || !item)
+		return 0;
+	if (bpf_probe_read_user(&type, 8, (void *)(item + 8)) || !type)
+		return 0;
+	if (bpf_probe_read_user(&tp_name, 8, (void *)(type + 24)) || !tp_name)
+		return 0;
+	if (bpf_probe_read_user(name, 4, (void *)tp_name))
+		return 0;
+	if (name[0] != 's' || name[1] != 't' || name[2] != 'r' || name[3] != 0)
+		return 0;
+	if (bpf_probe_read_user(&state, 4, (void *)(item + 32)))
+		return 0;
+	if ((state & 0x60) != 0x60)
+		return 0;
+	return item + 48;
+}
+
+/* python:audit (event, args tuple) */
+SEC("usdt")
+int BPF_USDT(on_py_audit, __u64 name, __u64 args)
+{
+	struct sp_bs_event *e = begin(SP_BS_AUDIT, SP_PR_PY_AUDIT);
+
+	if (!e)
+		return 0;
+	get_str(e, 0, name);
+	if (audit_args)
+		get_str(e, 1, py_first_ascii(args));
+	return submit(e);
+}
+
+/* stackpulse:span__begin/end (name, file, line) from <stackpulse/span.h> */
+SEC("usdt")
+int BPF_USDT(on_sp_span, __u64 name, __u64 file, long line)
+{
+	__u32 probe = cookie_probe(bpf_usdt_cookie(ctx));
+	struct sp_bs_event *e = begin(probe_kind(probe), probe);
+
+	if (!e)
+		return 0;
+	get_str(e, 1, name);
+	get_str(e, 2, file);
+	e->line = line;
+	return submit(e);
+}
+
+/* --span-func: the cookie is the function's index in the loader's table. */
+SEC("uprobe")
+int on_func_entry(struct pt_regs *ctx)
+{
+	struct sp_bs_event *e = begin(SP_BS_START, SP_PR_UPROBE_ENTRY);
+
+	if (!e)
+		return 0;
+	e->cookie = bpf_get_attach_cookie(ctx);
+	return submit(e);
+}
+
+SEC("uretprobe")
+int on_func_return(struct pt_regs *ctx)
+{
+	struct sp_bs_event *e = begin(SP_BS_STOP, SP_PR_UPROBE_RETURN);
+
+	if (!e)
+		return 0;
+	e->cookie = bpf_get_attach_cookie(ctx);
+	return submit(e);
+}
+
+static __always_inline void notify(__u32 kind, __u32 pid, __u32 ppid, __u32 flags)
+{
+	struct sp_bs_event *e;
+
+	e = bpf_ringbuf_reserve(&spans, SP_BS_HEAD_SIZE, 0);
+	if (!e) {
+		count_lost();
+		return;
+	}
+	__builtin_memset(e, 0, SP_BS_HEAD_SIZE);
+	e->time_ns = bpf_ktime_get_ns();
+	e->kind = kind;
+	e->pid = pid;
+	e->tid = pid;
+	e->ppid = ppid;
+	e->flags = flags;
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = parent->tgid, pid = child->tgid, one = 1, flags = 0;
+
+	if (child->pid != child->tgid)
+		return 0;	/* a thread: same address space, same probes */
+	if (!bpf_map_lookup_elem(&tgids, &ppid))
+		return 0;
+	if (bpf_map_update_elem(&tgids, &pid, &one, BPF_ANY))
+		return 0;
+	if (stop_new && bpf_send_signal_task &&
+	    !bpf_send_signal_task(child, SP_SIGSTOP, PIDTYPE_TGID, 0))
+		flags |= SP_BSF_STOPPED;
+	notify(SP_BS_FORK, pid, ppid, flags);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 pid = p->tgid, flags = 0;
+
+	if (!bpf_map_lookup_elem(&tgids, &pid))
+		return 0;
+	if (stop_new && !bpf_send_signal(SP_SIGSTOP))
+		flags |= SP_BSF_STOPPED;
+	notify(SP_BS_EXEC, pid, 0, flags);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 pid = p->tgid;
+
+	if (p->pid != p->tgid || !bpf_map_lookup_elem(&tgids, &pid))
+		return 0;
+	bpf_map_delete_elem(&tgids, &pid);
+	notify(SP_BS_EXIT, pid, 0, 0);
+	return 0;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spans.h - records the spans BPF program (bpf/spans.bpf.c) hands to its
+ * loader (lib/bpf_spans.c) through the ring buffer 'spans'.
+ *
+ * A span event carries up to three strings (class, method, file; for Python
+ * file and function; for raise the error class and file). Each string is
+ * identified by its user address and a hash of its bytes; its bytes travel
+ * only the first time the pair is seen in a process (the BPF side keeps an
+ * LRU cache of what it sent), so most events are the fixed head only.
+ */
+#ifndef SP_BPF_SPANS_SHARED_H
+#define SP_BPF_SPANS_SHARED_H
+
+#define SP_BS_NSTR	3
+#define SP_BS_STRLEN	128	/* longer strings are cut */
+#define SP_BS_MAX_PIDS	8192
+
+enum sp_bs_kind {
+	SP_BS_START = 1,	/* a span starts */
+	SP_BS_STOP = 2,		/* a span stops */
+	SP_BS_RAISE = 3,	/* an exception is raised */
+	SP_BS_AUDIT = 4,	/* a Python audit event: str[0] name, str[1] first arg */
+	SP_BS_FORK = 5,		/* a tracked process forked pid (stopped when flags has STOPPED) */
+	SP_BS_EXEC = 6,		/* a tracked process exec'd (stopped when flags has STOPPED) */
+	SP_BS_EXIT = 7,		/* a tracked process exited */
+};
+
+/* Probes, also the index into the hit counters. The USDT cookie is
+ * (probe | func << 8): func is the --span-func index for uprobes. */
+enum sp_bs_probe {
+	SP_PR_RUBY_METHOD_ENTRY = 0,
+	SP_PR_RUBY_METHOD_RETURN,
+	SP_PR_RUBY_CMETHOD_ENTRY,
+	SP_PR_RUBY_CMETHOD_RETURN,
+	SP_PR_RUBY_RAISE,
+	SP_PR_PY_FUNCTION_ENTRY,
+	SP_PR_PY_FUNCTION_RETURN,
+	SP_PR_PY_AUDIT,
+	SP_PR_SP_BEGIN,
+	SP_PR_SP_END,
+	SP_PR_UPROBE_ENTRY,
+	SP_PR_UPROBE_RETURN,
+	SP_PR_MAX,
+};
+
+/* enum sp_bs_event flags */
+#define SP_BSF_STOPPED		(1u << 0)	/* the process waits for SIGCONT */
+#define SP_BSF_SENT(i)		(1u << (4 + (i)))	/* str[i] carries bytes */
+
+struct sp_bs_event {
+	__u64 time_ns;			/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u64 addr[SP_BS_NSTR];		/* user address of each string, 0 = none */
+	__u64 hash[SP_BS_NSTR];		/* hash of its bytes (see sp_bs_hash) */
+	__u64 cookie;			/* uprobe: --span-func index */
+	__s64 line;
+	__u32 kind;			/* enum sp_bs_kind */
+	__u32 probe;			/* enum sp_bs_probe */
+	__u32 pid, tid;			/* tgid and thread id */
+	__u32 ppid;			/* SP_BS_FORK: the parent */
+	__u32 flags;			/* SP_BSF_* */
+	__u16 len[SP_BS_NSTR];		/* bytes of str[i] without the NUL */
+	__u16 pad;
+	char str[SP_BS_NSTR][SP_BS_STRLEN];	/* only sent when a SENT flag is set */
+};
+
+/* Size of an event without the string bytes. */
+#define SP_BS_HEAD_SIZE	__builtin_offsetof(struct sp_bs_event, str)
+
+struct sp_bs_hitkey {
+	__u32 pid;
+	__u32 probe;
+};
+
+struct sp_bs_strkey {
+	__u64 addr;
+	__u32 pid;
+	__u32 pad;
+};
+
+#endif

@@ -1,0 +1,1420 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The "spans" record source: loads bpf/spans.bpf.c, attaches USDT probes
+ * and uprobes per process of the recorded tree, and turns the ring buffer's
+ * events into span, runtime, audit, probe and lost records.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+
+#include "bpf_spans.h"
+#include "events.h"
+#include "hashmap.h"
+#include "sp.h"
+#include "spans.h"
+#include "spans.skel.h"
+
+struct sp_spans_opts sp_spans_opts = { .modes = SP_SPANS_AUTO };
+
+/* ---- options ---- */
+
+enum { OPT_SPANS = 0x2100, OPT_SPAN_FUNC };
+
+static const struct argp_option spans_options[] = {
+	{ "spans", OPT_SPANS, "LIST", 0,
+	  "Record method spans: auto (default: every runtime found), ruby, ruby-c, python, "
+	  "python-audit, usdt, none; comma-separated", 0 },
+	{ "span-func", OPT_SPAN_FUNC, "BINARY:FUNCTION", 0,
+	  "Record a span for each call of FUNCTION (a glob) in BINARY; repeatable", 0 },
+	{ 0 }
+};
+
+static const struct {
+	const char *word;
+	unsigned int bits;
+} span_words[] = {
+	{ "auto", SP_SPANS_AUTO },
+	{ "none", 0 },
+	{ "ruby", SP_SPANS_RUBY },
+	{ "ruby-c", SP_SPANS_RUBY_C },
+	{ "python", SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT },
+	{ "python-audit", SP_SPANS_PY_AUDIT },
+	{ "usdt", SP_SPANS_USDT },
+};
+
+int sp_spans_parse_list(const char *list, unsigned int *modes, const char **bad, size_t *badlen)
+{
+	const char *p = list, *end;
+	unsigned int m = 0, i;
+	size_t n;
+
+	for (;;) {
+		end = strchr(p, ',');
+		n = end ? (size_t)(end - p) : strlen(p);
+		for (i = 0; i < sizeof(span_words) / sizeof(span_words[0]); i++)
+			if (strlen(span_words[i].word) == n && !strncmp(span_words[i].word, p, n))
+				break;
+		if (i == sizeof(span_words) / sizeof(span_words[0])) {
+			*bad = p;
+			*badlen = n;
+			return -1;
+		}
+		m |= span_words[i].bits;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	*modes = m;
+	return 0;
+}
+
+int sp_spans_split_func(const char *spec, char *bin, size_t bsize, char *func, size_t fsize)
+{
+	const char *colon = strrchr(spec, ':');
+	size_t n;
+
+	if (!colon || colon == spec || !colon[1])
+		return -1;
+	n = colon - spec;
+	if (n >= bsize || strlen(colon + 1) >= fsize)
+		return -1;
+	memcpy(bin, spec, n);
+	bin[n] = 0;
+	strcpy(func, colon + 1);
+	return 0;
+}
+
+static error_t parse_spans(int key, char *arg, struct argp_state *state)
+{
+	struct sp_spans_opts *o = state->input ? state->input : &sp_spans_opts;
+	char bin[PATH_MAX], func[512];
+	const char *bad;
+	size_t badlen;
+
+	switch (key) {
+	case OPT_SPANS:
+		if (sp_spans_parse_list(arg, &o->modes, &bad, &badlen))
+			argp_error(state, "invalid --spans word '%.*s': use auto, ruby, ruby-c, python, "
+				   "python-audit, usdt or none", (int)badlen, bad);
+		o->explicit_modes = true;
+		break;
+	case OPT_SPAN_FUNC:
+		if (sp_spans_split_func(arg, bin, sizeof(bin), func, sizeof(func)))
+			argp_error(state, "invalid --span-func '%s': use BINARY:FUNCTION", arg);
+		if (o->nfuncs == SP_SPANS_MAX_FUNCS)
+			argp_error(state, "too many --span-func options (at most %d)",
+				   SP_SPANS_MAX_FUNCS);
+		o->funcs[o->nfuncs++] = arg;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp sp_spans_argp = {
+	.options = spans_options,
+	.parser = parse_spans,
+};
+
+/* ---- activators ---- */
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+const char *sp_spans_runtime_dir(const struct sp_spans_opts *o)
+{
+	static char dir[PATH_MAX];
+	static const char *const rel[] = {
+		"/../share/stackpulse/runtime",	/* installed: PREFIX/bin -> PREFIX/share */
+		"/../../lib/runtime",		/* source tree: build/bin -> lib/runtime */
+	};
+	char exe[PATH_MAX], probe[PATH_MAX + 64], *slash;
+	const char *env = getenv("SP_RUNTIME_DIR");
+	ssize_t n;
+	unsigned int i;
+
+	if (o && o->runtime_dir)
+		return o->runtime_dir;
+	if (env && *env)
+		return env;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = 0;
+	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(probe, sizeof(probe), "%s%s/ruby/stackpulse_activate.rb", exe, rel[i]);
+		if (is_file(probe) && realpath(probe, dir)) {
+			/* cut "/ruby/stackpulse_activate.rb" */
+			*strrchr(dir, '/') = 0;
+			*strrchr(dir, '/') = 0;
+			return dir;
+		}
+	}
+	return NULL;
+}
+
+static int prepend_env(const char *name, const char *value, const char *sep)
+{
+	const char *old = getenv(name);
+	char *buf;
+	int ret;
+
+	if (old && strstr(old, value))
+		return 0;	/* already there (nested sp-record) */
+	if (old && *old) {
+		if (asprintf(&buf, "%s%s%s", value, sep, old) < 0)
+			return sp_error("out of memory");
+	} else {
+		buf = strdup(value);
+		if (!buf)
+			return sp_error("out of memory");
+	}
+	ret = setenv(name, buf, 1);
+	free(buf);
+	return ret ? sp_error_errno("cannot set %s", name) : 0;
+}
+
+int sp_spans_setup_env(const struct sp_spans_opts *o)
+{
+	const char *dir = sp_spans_runtime_dir(o);
+	char path[PATH_MAX + 64];
+
+	if (!(o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
+		return 0;
+	if (!dir) {
+		if (o->explicit_modes)
+			return sp_error("cannot find the Ruby/Python activators "
+					"(share/stackpulse/runtime): set SP_RUNTIME_DIR");
+		sp_warn("cannot find the Ruby/Python activators: Ruby method and Python "
+			"function spans will be missing");
+		return 0;
+	}
+	if (o->modes & SP_SPANS_RUBY) {
+		snprintf(path, sizeof(path), "-r%s/ruby/stackpulse_activate.rb", dir);
+		if (prepend_env("RUBYOPT", path, " "))
+			return -1;
+	}
+	if (o->modes & SP_SPANS_PYTHON) {
+		snprintf(path, sizeof(path), "%s/python", dir);
+		if (prepend_env("PYTHONPATH", path, ":"))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- ELF inspection ---- */
+
+static Elf *elf_open(const char *path, int *fd)
+{
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	e = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		if (e)
+			elf_end(e);
+		close(*fd);
+		errno = ENOEXEC;
+		return NULL;
+	}
+	return e;
+}
+
+static void elf_close(Elf *e, int fd)
+{
+	elf_end(e);
+	close(fd);
+}
+
+int sp_spans_elf_providers(const char *path)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstrndx;
+	int fd, bits = 0;
+	Elf *e = elf_open(path, &fd);
+
+	if (!e)
+		return sp_error_errno("cannot read ELF file '%s'", path);
+	if (elf_getshdrstrndx(e, &shstrndx))
+		goto out;
+	while ((scn = elf_nextscn(e, scn))) {
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t off = 0, noff, doff;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		name = elf_strptr(e, shstrndx, sh.sh_name);
+		if (!name || strcmp(name, ".note.stapsdt"))
+			continue;
+		d = elf_getdata(scn, NULL);
+		while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			const char *desc = (const char *)d->d_buf + doff, *prov;
+			size_t head = gelf_getclass(e) == ELFCLASS64 ? 24 : 12;
+
+			if (nh.n_type != 3 || nh.n_descsz <= head || nh.n_namesz != 8 ||
+			    memcmp((const char *)d->d_buf + noff, "stapsdt", 8))
+				continue;
+			prov = desc + head;
+			if (!memchr(prov, 0, nh.n_descsz - head))
+				continue;
+			if (!strcmp(prov, "ruby"))
+				bits |= SP_SPANS_RUBY;
+			else if (!strcmp(prov, "python"))
+				bits |= SP_SPANS_PYTHON;
+			else if (!strcmp(prov, "stackpulse"))
+				bits |= SP_SPANS_USDT;
+		}
+	}
+out:
+	elf_close(e, fd);
+	return bits;
+}
+
+static bool runtime_lib_name(const char *name)
+{
+	return !strncmp(name, "libruby", 7) || !strncmp(name, "libpython", 9);
+}
+
+int sp_spans_runtime_libs(const char *exe, char paths[][4096], int n)
+{
+	static const char *const std_dirs[] = {
+		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
+		"/usr/local/lib", "/lib", "/usr/lib",
+	};
+	const char *needed[8], *runpath = NULL;
+	char origin[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX * 3], *slash;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	int fd, nneeded = 0, found = 0, i;
+	Elf *e = elf_open(exe, &fd);
+
+	if (!e)
+		return 0;
+	while ((scn = elf_nextscn(e, scn))) {
+		Elf_Data *d;
+		GElf_Dyn dyn;
+		size_t j;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (j = 0; d && sh.sh_entsize && j < sh.sh_size / sh.sh_entsize; j++) {
+			const char *s;
+
+			if (!gelf_getdyn(d, j, &dyn))
+				break;
+			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH)
+				continue;
+			s = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
+			if (!s)
+				continue;
+			if (dyn.d_tag == DT_NEEDED) {
+				if (runtime_lib_name(s) && nneeded < 8)
+					needed[nneeded++] = s;
+			} else {
+				runpath = s;
+			}
+		}
+	}
+	snprintf(origin, sizeof(origin), "%s", exe);
+	slash = strrchr(origin, '/');
+	if (slash)
+		*slash = 0;
+	for (i = 0; i < nneeded && found < n; i++) {
+		const char *p = runpath;
+		bool ok = false;
+
+		while (p && *p && !ok) {
+			const char *end = strchr(p, ':');
+			size_t len = end ? (size_t)(end - p) : strlen(p);
+
+			if (len < sizeof(dir)) {
+				memcpy(dir, p, len);
+				dir[len] = 0;
+				if (!strncmp(dir, "$ORIGIN", 7))
+					snprintf(cand, sizeof(cand), "%s%s/%s", origin, dir + 7, needed[i]);
+				else
+					snprintf(cand, sizeof(cand), "%s/%s", dir, needed[i]);
+				ok = is_file(cand);
+			}
+			p = end ? end + 1 : NULL;
+		}
+		for (size_t d = 0; !ok && d < sizeof(std_dirs) / sizeof(std_dirs[0]); d++) {
+			snprintf(cand, sizeof(cand), "%s/%s", std_dirs[d], needed[i]);
+			ok = is_file(cand);
+		}
+		if (ok && realpath(cand, paths[found]))
+			found++;
+	}
+	elf_close(e, fd);
+	return found;
+}
+
+/* Bytes at a dynamic symbol's address in the file, or -1. */
+static int read_dynsym(const char *path, const char *sym, void *buf, size_t size)
+{
+	Elf_Scn *scn = NULL, *s2;
+	GElf_Shdr sh, sh2;
+	int fd, ret = -1;
+	Elf *e = elf_open(path, &fd);
+
+	if (!e)
+		return -1;
+	while ((scn = elf_nextscn(e, scn)) && ret < 0) {
+		Elf_Data *d;
+		GElf_Sym st;
+		size_t j;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (j = 0; d && j < sh.sh_size / sh.sh_entsize; j++) {
+			const char *name;
+			Elf_Data *d2;
+
+			if (!gelf_getsym(d, j, &st) || st.st_shndx == SHN_UNDEF)
+				continue;
+			name = elf_strptr(e, sh.sh_link, st.st_name);
+			if (!name || strcmp(name, sym))
+				continue;
+			s2 = elf_getscn(e, st.st_shndx);
+			if (!s2 || !gelf_getshdr(s2, &sh2) || sh2.sh_type == SHT_NOBITS)
+				break;
+			d2 = elf_getdata(s2, NULL);
+			if (!d2 || st.st_value < sh2.sh_addr ||
+			    st.st_value - sh2.sh_addr + size > d2->d_size)
+				break;
+			memcpy(buf, (char *)d2->d_buf + (st.st_value - sh2.sh_addr), size);
+			ret = 0;
+			break;
+		}
+	}
+	elf_close(e, fd);
+	return ret;
+}
+
+void sp_spans_runtime_version(const char *path, int runtime, char *buf, size_t size)
+{
+	char v[16] = "";
+	uint32_t hex;
+
+	buf[0] = 0;
+	if (runtime == SP_RT_RUBY && !read_dynsym(path, "ruby_version", v, sizeof(v) - 1)) {
+		v[sizeof(v) - 1] = 0;
+		snprintf(buf, size, "%s", v);
+	} else if (runtime == SP_RT_PYTHON && !read_dynsym(path, "Py_Version", &hex, 4)) {
+		snprintf(buf, size, "%u.%u.%u", hex >> 24, (hex >> 16) & 0xff, (hex >> 8) & 0xff);
+	}
+}
+
+/* ---- the source ---- */
+
+static const char *const probe_names[SP_PR_MAX] = {
+	[SP_PR_RUBY_METHOD_ENTRY] = "ruby:method__entry",
+	[SP_PR_RUBY_METHOD_RETURN] = "ruby:method__return",
+	[SP_PR_RUBY_CMETHOD_ENTRY] = "ruby:cmethod__entry",
+	[SP_PR_RUBY_CMETHOD_RETURN] = "ruby:cmethod__return",
+	[SP_PR_RUBY_RAISE] = "ruby:raise",
+	[SP_PR_PY_FUNCTION_ENTRY] = "python:function__entry",
+	[SP_PR_PY_FUNCTION_RETURN] = "python:function__return",
+	[SP_PR_PY_AUDIT] = "python:audit",
+	[SP_PR_SP_BEGIN] = "stackpulse:span__begin",
+	[SP_PR_SP_END] = "stackpulse:span__end",
+	[SP_PR_UPROBE_ENTRY] = "uprobe",
+	[SP_PR_UPROBE_RETURN] = "uretprobe",
+};
+
+/* What one process image has attached. */
+struct bs_att {
+	uint32_t probe;		/* enum sp_bs_probe */
+	uint32_t func;		/* --span-func index for uprobes */
+	struct bpf_link *link;
+	char bin[];		/* the binary */
+};
+
+/* A --span-func function resolved to one symbol. */
+struct bs_func {
+	char *bin;
+	char *name;
+	uint64_t name_id, bin_id, base_id;	/* interned strings */
+};
+
+struct bs_proc {
+	uint32_t pid;
+	bool exited;
+	unsigned int runtimes;		/* SP_SPANS_RUBY/PYTHON/USDT bits found */
+	unsigned int announced;		/* runtimes with a SP_REC_RUNTIME written */
+	struct bs_att **att;
+	size_t natt, catt;
+	struct sp_u64map strs;		/* mix(addr, hash) -> string id */
+	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
+};
+
+struct bs_ctx {
+	const struct sp_spans_opts *o;
+	struct sp_spans *skel;
+	struct ring_buffer *rb;
+	struct sp_emit *out;		/* during start/poll/finish */
+	struct bs_proc **procs;
+	size_t nprocs, cprocs;
+	struct sp_u64map by_pid;	/* pid -> index + 1 of the live process */
+	struct bs_func *funcs;
+	size_t nfuncs, cfuncs;
+	uint64_t last_poll_ns;
+	uint64_t lost_seen, lost_since;
+	uint64_t spans, raises, audits;
+	bool releasing;			/* spans_free: only let stopped processes go */
+	unsigned int found;		/* runtimes seen anywhere */
+	bool kfunc_stop;
+	int err;			/* fatal error inside the ring callback */
+	char unavailable[256];
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && sp_verbose < 2)
+		return 0;
+	if (level == LIBBPF_INFO && sp_verbose < 1)
+		return 0;
+	fprintf(stderr, "%s: libbpf: ", sp_progname ? sp_progname : "sp-record");
+	return vfprintf(stderr, fmt, ap);
+}
+
+static struct bs_proc *proc_get(struct bs_ctx *c, uint32_t pid)
+{
+	uint64_t *i = sp_u64map_get(&c->by_pid, pid);
+
+	return i ? c->procs[*i - 1] : NULL;
+}
+
+static struct bs_proc *proc_new(struct bs_ctx *c, uint32_t pid)
+{
+	struct bs_proc *p = sp_xcalloc(1, sizeof(*p));
+
+	p->pid = pid;
+	sp_grow(&c->procs, &c->cprocs, c->nprocs + 1, sizeof(*c->procs));
+	c->procs[c->nprocs++] = p;
+	sp_u64map_put(&c->by_pid, pid, c->nprocs);
+	return p;
+}
+
+static void att_add(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
+		    struct bpf_link *link)
+{
+	struct bs_att *a = sp_xmalloc(sizeof(*a) + strlen(bin) + 1);
+
+	a->probe = probe;
+	a->func = func;
+	a->link = link;
+	strcpy(a->bin, bin);
+	sp_grow(&p->att, &p->catt, p->natt + 1, sizeof(*p->att));
+	p->att[p->natt++] = a;
+}
+
+static uint64_t hits_of(struct bs_ctx *c, uint32_t pid, uint32_t probe)
+{
+	struct sp_bs_hitkey k = { .pid = pid, .probe = probe };
+	uint64_t v = 0;
+
+	if (bpf_map__lookup_elem(c->skel->maps.hits, &k, sizeof(k), &v, sizeof(v), 0))
+		return 0;
+	return v;
+}
+
+/* Why a probe looks dead, or "". */
+static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, uint64_t hits,
+		    char *buf, size_t size)
+{
+	uint64_t other;
+
+	buf[0] = 0;
+	switch (probe) {
+	case SP_PR_RUBY_METHOD_ENTRY:
+	case SP_PR_RUBY_METHOD_RETURN:
+		other = hits_of(c, p->pid, SP_PR_RUBY_CMETHOD_ENTRY);
+		if (!hits && other)
+			snprintf(buf, size, "0 hits while ruby:cmethod__entry %llu: method spans "
+				 "not active (no TracePoint in the process: the activator was not "
+				 "loaded)", (unsigned long long)other);
+		else if (!hits)
+			snprintf(buf, size, "0 hits: no Ruby method ran, or method spans not active "
+				 "(the activator was not loaded)");
+		break;
+	case SP_PR_PY_FUNCTION_ENTRY:
+		other = hits_of(c, p->pid, SP_PR_PY_FUNCTION_RETURN);
+		if (other && hits * 10 < other * 9)
+			snprintf(buf, size, "%llu hits while python:function__return %llu: "
+				 "Python-to-Python calls not seen (CPython 3.11 inlines them; the "
+				 "activator was not loaded)", (unsigned long long)hits,
+				 (unsigned long long)other);
+		else if (!hits)
+			snprintf(buf, size, "0 hits: no Python function ran");
+		break;
+	case SP_PR_RUBY_RAISE:
+	case SP_PR_PY_AUDIT:
+		break;		/* silence is normal */
+	default:
+		if (!hits)
+			snprintf(buf, size, "0 hits");
+	}
+}
+
+/* SP_REC_PROBE records (and a line on stderr) for what p has attached. */
+static int emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool only_if_hit)
+{
+	struct sp_record r = { .kind = SP_REC_PROBE };
+	char why[256], line[1024], name[600];
+	uint64_t total = 0;
+	size_t i, j, len = 0;
+	bool dup;
+
+	for (i = 0; i < p->natt; i++)
+		total += hits_of(c, p->pid, p->att[i]->probe);
+	if (!p->natt || (only_if_hit && !total))
+		return 0;
+	len = snprintf(line, sizeof(line), "spans: pid %u:", p->pid);
+	for (i = 0; i < p->natt; i++) {
+		struct bs_att *a = p->att[i];
+		uint64_t hits;
+
+		/* one record per probe (a uprobe per function) */
+		for (dup = false, j = 0; j < i; j++)
+			if (p->att[j]->probe == a->probe && p->att[j]->func == a->func)
+				dup = true;
+		if (dup)
+			continue;
+		if (a->probe == SP_PR_UPROBE_ENTRY || a->probe == SP_PR_UPROBE_RETURN) {
+			/* hits are per probe kind; name the functions */
+			snprintf(name, sizeof(name), "%s:%s", probe_names[a->probe],
+				 c->funcs[a->func].name);
+			if (a->func != 0 && p->att[0]->probe == a->probe)
+				continue;
+		} else {
+			snprintf(name, sizeof(name), "%s", probe_names[a->probe]);
+		}
+		hits = hits_of(c, p->pid, a->probe);
+		verdict(c, p, a->probe, hits, why, sizeof(why));
+		r.probe.time = time;
+		r.probe.pid = p->pid;
+		r.probe.name = sp_writer_strz(c->out->w, name);
+		r.probe.hits = hits;
+		r.probe.verdict = sp_writer_strz(c->out->w, why);
+		if (c->out->emit(c->out->ctx, &r))
+			return -1;
+		if (len < sizeof(line) - 1)
+			len += snprintf(line + len, sizeof(line) - len, " %s %llu", name,
+					(unsigned long long)hits);
+		if (why[0])
+			sp_warn("pid %u: %s: %s", p->pid, name, why);
+	}
+	if (sp_verbose)
+		sp_info("%s", line);
+	return 0;
+}
+
+static void detach_all(struct bs_proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->natt; i++) {
+		bpf_link__destroy(p->att[i]->link);
+		free(p->att[i]);
+	}
+	p->natt = 0;
+}
+
+static int emit_runtime(struct bs_ctx *c, struct bs_proc *p, int rt, const char *lib,
+			const char *mode)
+{
+	struct sp_record r = { .kind = SP_REC_RUNTIME };
+	char ver[32];
+
+	sp_spans_runtime_version(lib, rt, ver, sizeof(ver));
+	r.runtime.time = sp_now_mono_ns();
+	r.runtime.pid = p->pid;
+	r.runtime.runtime = rt;
+	r.runtime.version = sp_writer_strz(c->out->w, ver);
+	r.runtime.library = sp_writer_strz(c->out->w, lib);
+	r.runtime.mode = sp_writer_strz(c->out->w, mode);
+	return c->out->emit(c->out->ctx, &r);
+}
+
+static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
+		       const char *bin, const char *provider, const char *name, uint32_t probe)
+{
+	LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = probe);
+	struct bpf_link *l;
+
+	l = bpf_program__attach_usdt(prog, p->pid, bin, provider, name, &uo);
+	if (!l) {
+		int e = errno;
+
+		if (e == ESRCH)
+			return -1;	/* the process is gone */
+		sp_warn("pid %u: cannot attach %s:%s in '%s': %s", p->pid, provider, name, bin,
+			strerror(e));
+		return -1;
+	}
+	att_add(p, probe, 0, bin, l);
+	return 0;
+}
+
+/* Attach what the modes ask for in binary bin (its USDT providers are
+ * provs) to process p. */
+static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int provs)
+{
+	struct sp_spans *sk = c->skel;
+	unsigned int m = c->o->modes;
+	bool any = false;
+
+	if ((provs & SP_SPANS_RUBY) && (m & (SP_SPANS_RUBY | SP_SPANS_RUBY_C))) {
+		if (m & SP_SPANS_RUBY) {
+			attach_usdt(c, p, sk->progs.on_ruby_method, bin, "ruby", "method__entry",
+				    SP_PR_RUBY_METHOD_ENTRY);
+			attach_usdt(c, p, sk->progs.on_ruby_method, bin, "ruby", "method__return",
+				    SP_PR_RUBY_METHOD_RETURN);
+		}
+		if (m & SP_SPANS_RUBY_C) {
+			attach_usdt(c, p, sk->progs.on_ruby_method, bin, "ruby", "cmethod__entry",
+				    SP_PR_RUBY_CMETHOD_ENTRY);
+			attach_usdt(c, p, sk->progs.on_ruby_method, bin, "ruby", "cmethod__return",
+				    SP_PR_RUBY_CMETHOD_RETURN);
+		}
+		attach_usdt(c, p, sk->progs.on_ruby_raise, bin, "ruby", "raise", SP_PR_RUBY_RAISE);
+		p->runtimes |= SP_SPANS_RUBY;
+		snprintf(p->rlib[0], sizeof(p->rlib[0]), "%s", bin);
+		any = true;
+	}
+	if ((provs & SP_SPANS_PYTHON) && (m & (SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT))) {
+		if (m & SP_SPANS_PYTHON) {
+			attach_usdt(c, p, sk->progs.on_py_function, bin, "python",
+				    "function__entry", SP_PR_PY_FUNCTION_ENTRY);
+			attach_usdt(c, p, sk->progs.on_py_function, bin, "python",
+				    "function__return", SP_PR_PY_FUNCTION_RETURN);
+		}
+		if (m & SP_SPANS_PY_AUDIT)
+			attach_usdt(c, p, sk->progs.on_py_audit, bin, "python", "audit",
+				    SP_PR_PY_AUDIT);
+		p->runtimes |= SP_SPANS_PYTHON;
+		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
+		any = true;
+	}
+	if ((provs & SP_SPANS_USDT) && (m & SP_SPANS_USDT)) {
+		attach_usdt(c, p, sk->progs.on_sp_span, bin, "stackpulse", "span__begin",
+			    SP_PR_SP_BEGIN);
+		attach_usdt(c, p, sk->progs.on_sp_span, bin, "stackpulse", "span__end",
+			    SP_PR_SP_END);
+		p->runtimes |= SP_SPANS_USDT;
+		any = true;
+	}
+	(void)any;
+}
+
+static void attach_funcs(struct bs_ctx *c, struct bs_proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < c->nfuncs; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = c->funcs[i].name, .bpf_cookie = i);
+		struct bpf_link *l;
+
+		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_func_entry, p->pid,
+						    c->funcs[i].bin, 0, &uo);
+		if (!l)
+			continue;
+		att_add(p, SP_PR_UPROBE_ENTRY, i, c->funcs[i].bin, l);
+		uo.retprobe = true;
+		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_func_return, p->pid,
+						    c->funcs[i].bin, 0, &uo);
+		if (l)
+			att_add(p, SP_PR_UPROBE_RETURN, i, c->funcs[i].bin, l);
+	}
+}
+
+/* Provider bits of a binary, cached by path. */
+static int providers_cached(struct bs_ctx *c, const char *path)
+{
+	static struct {
+		char path[PATH_MAX];
+		dev_t dev;
+		ino_t ino;
+		int bits;
+	} cache[32];
+	static unsigned int next;
+	struct stat st;
+	unsigned int i;
+	int bits;
+
+	if (stat(path, &st))
+		return 0;
+	for (i = 0; i < 32; i++)
+		if (cache[i].ino == st.st_ino && cache[i].dev == st.st_dev &&
+		    !strcmp(cache[i].path, path))
+			return cache[i].bits;
+	bits = sp_spans_elf_providers(path);
+	if (bits < 0)
+		bits = 0;
+	i = next++ % 32;
+	snprintf(cache[i].path, sizeof(cache[i].path), "%s", path);
+	cache[i].dev = st.st_dev;
+	cache[i].ino = st.st_ino;
+	cache[i].bits = bits;
+	return bits;
+}
+
+static void announce(struct bs_ctx *c, struct bs_proc *p)
+{
+	unsigned int m = c->o->modes;
+	char mode[64];
+
+	if ((p->runtimes & SP_SPANS_RUBY) && !(p->announced & SP_SPANS_RUBY)) {
+		snprintf(mode, sizeof(mode), "%s%s%s",
+			 m & SP_SPANS_RUBY ? "method" : "",
+			 (m & SP_SPANS_RUBY) && (m & SP_SPANS_RUBY_C) ? "," : "",
+			 m & SP_SPANS_RUBY_C ? "cmethod" : "");
+		emit_runtime(c, p, SP_RT_RUBY, p->rlib[0], mode);
+		p->announced |= SP_SPANS_RUBY;
+	}
+	if ((p->runtimes & SP_SPANS_PYTHON) && !(p->announced & SP_SPANS_PYTHON)) {
+		snprintf(mode, sizeof(mode), "%s%s%s",
+			 m & SP_SPANS_PYTHON ? "eval-frame" : "",
+			 (m & SP_SPANS_PYTHON) && (m & SP_SPANS_PY_AUDIT) ? "," : "",
+			 m & SP_SPANS_PY_AUDIT ? "audit" : "");
+		emit_runtime(c, p, SP_RT_PYTHON, p->rlib[1], mode);
+		p->announced |= SP_SPANS_PYTHON;
+	}
+	c->found |= p->runtimes;
+}
+
+/* Attach everything for the image process p runs now. */
+static void attach_image(struct bs_ctx *c, struct bs_proc *p)
+{
+	char exe[PATH_MAX], link[64], libs[4][4096], line[PATH_MAX + 256];
+	ssize_t n;
+	int nlibs, i;
+	FILE *f;
+
+	snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;		/* gone */
+	exe[n] = 0;
+	if (c->o->modes) {
+		attach_bin(c, p, exe, providers_cached(c, exe));
+		/* Libraries: mapped ones (a running process), else what the
+		 * executable needs (stopped at exec: nothing is mapped yet). */
+		nlibs = 0;
+		snprintf(link, sizeof(link), "/proc/%u/maps", p->pid);
+		f = fopen(link, "re");
+		while (f && fgets(line, sizeof(line), f) && nlibs < 4) {
+			char *path = strchr(line, '/'), *base, *nl;
+
+			if (!path)
+				continue;
+			nl = strchr(path, '\n');
+			if (nl)
+				*nl = 0;
+			base = strrchr(path, '/') + 1;
+			if (!runtime_lib_name(base) || !strcmp(path, exe))
+				continue;
+			for (i = 0; i < nlibs; i++)
+				if (!strcmp(libs[i], path))
+					break;
+			if (i == nlibs)
+				snprintf(libs[nlibs++], sizeof(libs[0]), "%s", path);
+		}
+		if (f)
+			fclose(f);
+		if (!nlibs)
+			nlibs = sp_spans_runtime_libs(exe, libs, 4);
+		for (i = 0; i < nlibs; i++)
+			attach_bin(c, p, libs[i], providers_cached(c, libs[i]));
+	}
+	attach_funcs(c, p);
+	announce(c, p);
+}
+
+/* A forked child: the same image as its parent, attach the same probes. */
+static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent)
+{
+	struct sp_spans *sk = c->skel;
+	size_t i;
+
+	for (i = 0; i < parent->natt; i++) {
+		const struct bs_att *a = parent->att[i];
+		struct bpf_program *prog;
+		struct bpf_link *l;
+
+		if (a->probe == SP_PR_UPROBE_ENTRY || a->probe == SP_PR_UPROBE_RETURN) {
+			LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = c->funcs[a->func].name,
+				    .bpf_cookie = a->func,
+				    .retprobe = a->probe == SP_PR_UPROBE_RETURN);
+
+			prog = uo.retprobe ? sk->progs.on_func_return : sk->progs.on_func_entry;
+			l = bpf_program__attach_uprobe_opts(prog, child->pid, a->bin, 0, &uo);
+		} else {
+			LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = a->probe);
+			const char *prov, *name = strchr(probe_names[a->probe], ':') + 1;
+			char provider[16];
+
+			prov = probe_names[a->probe];
+			snprintf(provider, sizeof(provider), "%.*s", (int)(name - 1 - prov), prov);
+			switch (a->probe) {
+			case SP_PR_RUBY_RAISE:
+				prog = sk->progs.on_ruby_raise;
+				break;
+			case SP_PR_PY_FUNCTION_ENTRY:
+			case SP_PR_PY_FUNCTION_RETURN:
+				prog = sk->progs.on_py_function;
+				break;
+			case SP_PR_PY_AUDIT:
+				prog = sk->progs.on_py_audit;
+				break;
+			case SP_PR_SP_BEGIN:
+			case SP_PR_SP_END:
+				prog = sk->progs.on_sp_span;
+				break;
+			default:
+				prog = sk->progs.on_ruby_method;
+			}
+			l = bpf_program__attach_usdt(prog, child->pid, a->bin, provider, name, &uo);
+		}
+		if (l)
+			att_add(child, a->probe, a->func, a->bin, l);
+	}
+	child->runtimes = parent->runtimes;
+	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));
+	announce(c, child);
+}
+
+static void cont(uint32_t pid)
+{
+	if (kill(pid, SIGCONT) && errno != ESRCH)
+		sp_warn("pid %u: cannot continue: %s", pid, strerror(errno));
+}
+
+/* String id of string i of an event, 0 if none or unknown. */
+static uint64_t str_id(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_event *e,
+		       size_t size, int i)
+{
+	uint64_t key, *id, sid;
+
+	if (!e->addr[i])
+		return 0;
+	key = sp_hash_mix(e->addr[i], e->hash[i]);
+	if ((e->flags & SP_BSF_SENT(i)) && size >= sizeof(*e)) {
+		size_t len = e->len[i];
+
+		if (len >= SP_BS_STRLEN)
+			len = SP_BS_STRLEN - 1;
+		sid = sp_writer_str(c->out->w, e->str[i], strnlen(e->str[i], len));
+		if (sid)
+			sp_u64map_put(&p->strs, key, sid);
+		return sid;
+	}
+	id = sp_u64map_get(&p->strs, key);
+	return id ? *id : 0;
+}
+
+static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
+{
+	struct bs_proc *p = proc_get(c, e->pid), *parent;
+
+	switch (e->kind) {
+	case SP_BS_FORK:
+		if (p) {	/* pid reuse of an exited one */
+			sp_u64map_del(&c->by_pid, e->pid);
+		}
+		p = proc_new(c, e->pid);
+		parent = proc_get(c, e->ppid);
+		if (parent)
+			attach_like(c, p, parent);
+		break;
+	case SP_BS_EXEC:
+		if (!p)
+			p = proc_new(c, e->pid);
+		emit_health(c, p, e->time_ns, true);
+		detach_all(p);
+		p->runtimes = 0;
+		p->announced = 0;
+		attach_image(c, p);
+		break;
+	case SP_BS_EXIT:
+		if (!p)
+			return 0;
+		emit_health(c, p, e->time_ns, false);
+		detach_all(p);
+		p->exited = true;
+		sp_u64map_release(&p->strs);
+		sp_u64map_del(&c->by_pid, e->pid);
+		return 0;
+	}
+	if (e->flags & SP_BSF_STOPPED)
+		cont(e->pid);
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct bs_ctx *c = ctx;
+	const struct sp_bs_event *e = data;
+	struct sp_record r = { 0 };
+	struct bs_proc *p;
+
+	if (size < SP_BS_HEAD_SIZE)
+		return 0;
+	if (c->releasing) {
+		if (e->flags & SP_BSF_STOPPED)
+			cont(e->pid);
+		return 0;
+	}
+	if (e->kind >= SP_BS_FORK)
+		return on_proc_event(c, e);
+	p = proc_get(c, e->pid);
+	if (!p)
+		p = proc_new(c, e->pid);	/* raced with our own bookkeeping */
+	if (e->kind == SP_BS_AUDIT) {
+		r.kind = SP_REC_EVENT;
+		r.event.time = e->time_ns;
+		r.event.pid = e->pid;
+		r.event.tid = e->tid;
+		r.event.kind = SP_EV_AUDIT;
+		r.event.nfields = 3;
+		r.event.field[0].u = str_id(c, p, e, size, 0);
+		r.event.field[1].u = str_id(c, p, e, size, 1);
+		r.event.field[2].u = SP_RT_PYTHON;
+		c->audits++;
+	} else {
+		struct sp_span_mark *m = &r.mark;
+
+		r.kind = e->kind == SP_BS_START ? SP_REC_SPAN_START :
+			 e->kind == SP_BS_STOP ? SP_REC_SPAN_STOP : SP_REC_SPAN_RAISE;
+		m->time = e->time_ns;
+		m->pid = e->pid;
+		m->tid = e->tid;
+		m->line = e->line > 0 ? (uint64_t)e->line : 0;
+		switch (e->probe) {
+		case SP_PR_RUBY_CMETHOD_ENTRY:
+		case SP_PR_RUBY_CMETHOD_RETURN:
+			m->flags = SP_MARK_CMETHOD;
+			/* fall through */
+		case SP_PR_RUBY_METHOD_ENTRY:
+		case SP_PR_RUBY_METHOD_RETURN:
+		case SP_PR_RUBY_RAISE:
+			m->runtime = SP_RT_RUBY;
+			break;
+		case SP_PR_PY_FUNCTION_ENTRY:
+		case SP_PR_PY_FUNCTION_RETURN:
+			m->runtime = SP_RT_PYTHON;
+			break;
+		case SP_PR_SP_BEGIN:
+		case SP_PR_SP_END:
+			m->runtime = SP_RT_USDT;
+			break;
+		default:
+			m->runtime = SP_RT_UPROBE;
+		}
+		if (m->runtime == SP_RT_UPROBE) {
+			if (e->cookie < c->nfuncs) {
+				struct bs_func *f = &c->funcs[e->cookie];
+
+				m->klass = f->base_id;
+				m->method = f->name_id;
+				m->file = f->bin_id;
+			}
+		} else {
+			m->klass = str_id(c, p, e, size, 0);
+			m->method = str_id(c, p, e, size, 1);
+			m->file = str_id(c, p, e, size, 2);
+		}
+		if (e->kind == SP_BS_RAISE)
+			c->raises++;
+		else
+			c->spans++;
+	}
+	if (c->out->emit(c->out->ctx, &r)) {
+		c->err = -1;
+		return -1;
+	}
+	return 0;
+}
+
+static uint64_t lost_total(struct bs_ctx *c)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	uint64_t *v, sum = 0;
+	uint32_t zero = 0;
+
+	if (ncpu <= 0)
+		return 0;
+	v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return 0;
+	if (!bpf_map__lookup_elem(c->skel->maps.lost, &zero, sizeof(zero), v,
+				  sizeof(*v) * ncpu, 0))
+		for (i = 0; i < ncpu; i++)
+			sum += v[i];
+	free(v);
+	return sum;
+}
+
+static int emit_lost(struct bs_ctx *c, uint64_t now)
+{
+	uint64_t total = lost_total(c);
+	struct sp_record r = { .kind = SP_REC_LOST };
+
+	if (total <= c->lost_seen)
+		return 0;
+	r.lost.time = now;
+	r.lost.start = c->lost_since;
+	r.lost.what = SP_LOST_SPANS;
+	r.lost.count = total - c->lost_seen;
+	c->lost_seen = total;
+	c->lost_since = now;
+	return c->out->emit(c->out->ctx, &r);
+}
+
+/* Resolve the --span-func options into functions. */
+static int resolve_funcs(struct bs_ctx *c)
+{
+	char bin[PATH_MAX], pat[512], full[PATH_MAX * 2 + 64];
+	unsigned int k;
+
+	for (k = 0; k < c->o->nfuncs; k++) {
+		Elf_Scn *scn = NULL;
+		GElf_Shdr sh;
+		size_t matched = 0;
+		int fd;
+		Elf *e;
+
+		if (sp_spans_split_func(c->o->funcs[k], bin, sizeof(bin), pat, sizeof(pat)))
+			return sp_error("invalid --span-func '%s'", c->o->funcs[k]);
+		if (!strchr(bin, '/')) {
+			/* a command on PATH, else a library name libbpf resolves */
+			const char *path = getenv("PATH");
+			bool ok = false;
+
+			while (path && *path && !ok) {
+				const char *end = strchr(path, ':');
+				int len = end ? (int)(end - path) : (int)strlen(path);
+
+				snprintf(full, sizeof(full), "%.*s/%s", len, path, bin);
+				ok = access(full, X_OK) == 0 && is_file(full);
+				path = end ? end + 1 : NULL;
+			}
+			if (!ok) {
+				static const char *const dirs[] = {
+					"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+					"/usr/local/lib", "/lib", "/usr/lib" };
+
+				for (size_t d = 0; d < 5 && !ok; d++) {
+					snprintf(full, sizeof(full), "%s/%s", dirs[d], bin);
+					ok = is_file(full);
+				}
+			}
+			if (!ok)
+				return sp_error("--span-func '%s': binary '%s' not found",
+						c->o->funcs[k], bin);
+		} else if (!realpath(bin, full)) {
+			return sp_error_errno("--span-func '%s': cannot open '%s'", c->o->funcs[k],
+					      bin);
+		}
+		e = elf_open(full, &fd);
+		if (!e)
+			return sp_error_errno("--span-func '%s': cannot read ELF file '%s'",
+					      c->o->funcs[k], full);
+		/* .symtab if present, else .dynsym */
+		for (int pass = 0; pass < 2 && !matched; pass++) {
+			scn = NULL;
+			while ((scn = elf_nextscn(e, scn))) {
+				Elf_Data *d;
+				GElf_Sym st;
+				size_t j;
+
+				if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize ||
+				    sh.sh_type != (pass ? SHT_DYNSYM : SHT_SYMTAB))
+					continue;
+				d = elf_getdata(scn, NULL);
+				for (j = 0; d && j < sh.sh_size / sh.sh_entsize; j++) {
+					const char *name;
+					size_t q;
+					bool dup = false;
+
+					if (!gelf_getsym(d, j, &st) || st.st_shndx == SHN_UNDEF ||
+					    GELF_ST_TYPE(st.st_info) != STT_FUNC || !st.st_value)
+						continue;
+					name = elf_strptr(e, sh.sh_link, st.st_name);
+					if (!name || fnmatch(pat, name, 0))
+						continue;
+					for (q = 0; q < c->nfuncs; q++)
+						if (!strcmp(c->funcs[q].name, name) &&
+						    !strcmp(c->funcs[q].bin, full))
+							dup = true;
+					if (dup)
+						continue;
+					if (++matched > SP_SPANS_MAX_MATCHES) {
+						elf_close(e, fd);
+						return sp_error("--span-func '%s': more than %d "
+								"functions match", c->o->funcs[k],
+								SP_SPANS_MAX_MATCHES);
+					}
+					sp_grow(&c->funcs, &c->cfuncs, c->nfuncs + 1,
+						sizeof(*c->funcs));
+					c->funcs[c->nfuncs].bin = sp_xstrdup(full);
+					c->funcs[c->nfuncs].name = sp_xstrdup(name);
+					c->nfuncs++;
+				}
+			}
+		}
+		elf_close(e, fd);
+		if (!matched)
+			return sp_error("--span-func '%s': no function '%s' in '%s'",
+					c->o->funcs[k], pat, full);
+	}
+	return 0;
+}
+
+static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp_emit *out)
+{
+	struct bs_ctx *c = s->priv;
+	char self[PATH_MAX], exe[PATH_MAX], link[64];
+	unsigned int i;
+	ssize_t n;
+	int err;
+
+	c->out = out;
+	if (t->system_wide && (c->o->modes || c->o->nfuncs)) {
+		snprintf(c->unavailable, sizeof(c->unavailable), "spans(system-wide)");
+		sp_warn("spans are recorded for commands and -p pids, not system-wide");
+		return 0;
+	}
+	if (!c->o->modes && !c->o->nfuncs)
+		return 0;
+	if (resolve_funcs(c))
+		return -1;
+	for (i = 0; i < c->nfuncs; i++) {
+		const char *base = strrchr(c->funcs[i].bin, '/');
+
+		c->funcs[i].name_id = sp_writer_strz(out->w, c->funcs[i].name);
+		c->funcs[i].bin_id = sp_writer_strz(out->w, c->funcs[i].bin);
+		c->funcs[i].base_id = sp_writer_strz(out->w, base ? base + 1 : c->funcs[i].bin);
+	}
+	libbpf_set_print(libbpf_print);
+	c->skel = sp_spans__open();
+	if (!c->skel)
+		return sp_error_errno("spans: cannot open the BPF program");
+	c->kfunc_stop = true;
+	err = sp_spans__load(c->skel);
+	if (err)
+		return sp_error("spans: cannot load the BPF program: %s", strerror(-err));
+	err = sp_spans__attach(c->skel);	/* fork, exec, exit tracepoints */
+	if (err)
+		return sp_error("spans: cannot attach the process tracepoints: %s",
+				strerror(-err));
+	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.spans), on_event, c, NULL);
+	if (!c->rb)
+		return sp_error_errno("spans: cannot create the ring buffer");
+	s->fd = ring_buffer__epoll_fd(c->rb);
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = 0;
+	for (i = 0; i < t->npids; i++) {
+		uint32_t pid = t->pids[i], one = 1;
+		struct bs_proc *p;
+
+		if (bpf_map__update_elem(c->skel->maps.tgids, &pid, sizeof(pid), &one,
+					 sizeof(one), BPF_ANY))
+			return sp_error_errno("spans: cannot track pid %u", pid);
+		p = proc_new(c, pid);
+		snprintf(link, sizeof(link), "/proc/%u/exe", pid);
+		n = readlink(link, exe, sizeof(exe) - 1);
+		if (n <= 0)
+			continue;
+		exe[n] = 0;
+		/* Our own child before exec: the exec hook attaches. */
+		if (!strcmp(exe, self))
+			continue;
+		attach_image(c, p);
+		if (c->o->explicit_modes && (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
+			sp_info("pid %u was started without sp-record: Ruby method spans need a "
+				"TracePoint in it, Python 3.11 function entries the eval-frame "
+				"hook (see docs/spans.md)", pid);
+	}
+	c->last_poll_ns = sp_now_mono_ns();
+	c->lost_since = c->last_poll_ns;
+	return 0;
+}
+
+static int spans_poll(struct sp_source *s, struct sp_emit *out)
+{
+	struct bs_ctx *c = s->priv;
+	uint64_t before = c->spans + c->raises + c->audits, now;
+	int n;
+
+	if (!c->rb)
+		return 0;
+	c->out = out;
+	now = sp_now_mono_ns();
+	n = ring_buffer__consume(c->rb);
+	if (c->err)
+		return -1;
+	if (n < 0 && n != -EINTR)
+		return sp_error("spans: ring buffer: %s", strerror(-n));
+	c->last_poll_ns = now;
+	if (emit_lost(c, now))
+		return -1;
+	return (int)(c->spans + c->raises + c->audits - before);
+}
+
+static uint64_t spans_watermark(struct sp_source *s)
+{
+	struct bs_ctx *c = s->priv;
+
+	if (!c->rb)
+		return UINT64_MAX;
+	/* An event stamped just before the last drain may be committed after
+	 * it: hold back a millisecond. */
+	return c->last_poll_ns > 1000000 ? c->last_poll_ns - 1000000 : 0;
+}
+
+static int spans_finish(struct sp_source *s, struct sp_emit *out)
+{
+	struct bs_ctx *c = s->priv;
+	uint64_t now;
+	size_t i;
+
+	if (!c->rb)
+		return 0;
+	if (spans_poll(s, out) < 0)
+		return -1;
+	now = sp_now_mono_ns();
+	for (i = 0; i < c->nprocs; i++) {
+		struct bs_proc *p = c->procs[i];
+
+		if (!p->exited && emit_health(c, p, now, false))
+			return -1;
+	}
+	if (emit_lost(c, now))
+		return -1;
+	if (c->lost_seen)
+		sp_warn("spans: %llu span events lost (ring buffer full)",
+			(unsigned long long)c->lost_seen);
+	sp_info("spans: %llu span marks, %llu raises, %llu audit events",
+		(unsigned long long)c->spans, (unsigned long long)c->raises,
+		(unsigned long long)c->audits);
+	return 0;
+}
+
+static void spans_describe(struct sp_source *s, char *features, size_t fsize,
+			   char *unavailable, size_t usize)
+{
+	struct bs_ctx *c = s->priv;
+	unsigned int m = c->o->modes;
+
+	if (!c->skel) {
+		if (c->unavailable[0])
+			snprintf(unavailable, usize, "%s", c->unavailable);
+		return;
+	}
+	snprintf(features, fsize, "spans=%s%s%s%s%s%s",
+		 m & SP_SPANS_RUBY ? "ruby," : "", m & SP_SPANS_RUBY_C ? "ruby-c," : "",
+		 m & SP_SPANS_PYTHON ? "python," : "", m & SP_SPANS_PY_AUDIT ? "python-audit," : "",
+		 m & SP_SPANS_USDT ? "usdt," : "", c->nfuncs ? "uprobe," : "");
+	if (features[strlen(features) - 1] == ',')
+		features[strlen(features) - 1] = 0;
+	if (c->o->explicit_modes) {
+		size_t len = 0;
+
+		unavailable[0] = 0;
+		if ((m & (SP_SPANS_RUBY | SP_SPANS_RUBY_C)) && !(c->found & SP_SPANS_RUBY))
+			len += snprintf(unavailable + len, usize - len, "spans=ruby ");
+		if ((m & SP_SPANS_PYTHON) && !(c->found & SP_SPANS_PYTHON) && len < usize)
+			len += snprintf(unavailable + len, usize - len, "spans=python ");
+		if (len && len < usize)
+			unavailable[len - 1] = 0;
+	}
+}
+
+static void spans_free(struct sp_source *s)
+{
+	struct bs_ctx *c;
+	size_t i;
+
+	if (!s)
+		return;
+	c = s->priv;
+	if (c->rb) {
+		/* Detach the process hooks first, then continue whoever they stopped. */
+		bpf_link__destroy(c->skel->links.on_fork);
+		bpf_link__destroy(c->skel->links.on_exec);
+		c->skel->links.on_fork = c->skel->links.on_exec = NULL;
+		c->releasing = true;
+		ring_buffer__consume(c->rb);
+	}
+	for (i = 0; i < c->nprocs; i++) {
+		struct bs_proc *p = c->procs[i];
+
+		detach_all(p);
+		free(p->att);
+		sp_u64map_release(&p->strs);
+		free(p);
+	}
+	free(c->procs);
+	sp_u64map_release(&c->by_pid);
+	for (i = 0; i < c->nfuncs; i++) {
+		free(c->funcs[i].bin);
+		free(c->funcs[i].name);
+	}
+	free(c->funcs);
+	ring_buffer__free(c->rb);
+	sp_spans__destroy(c->skel);
+	free(c);
+	free(s);
+}
+
+struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o)
+{
+	struct sp_source *s = sp_xcalloc(1, sizeof(*s));
+	struct bs_ctx *c = sp_xcalloc(1, sizeof(*c));
+
+	c->o = o;
+	s->name = "spans";
+	s->fd = -1;
+	s->priv = c;
+	s->start = spans_start;
+	s->poll = spans_poll;
+	s->watermark = spans_watermark;
+	s->finish = spans_finish;
+	s->describe = spans_describe;
+	s->free = spans_free;
+	return s;
+}

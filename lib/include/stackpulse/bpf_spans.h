@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bpf_spans.h - the "spans" record source of sp-record: method spans from
+ * Ruby and Python (USDT probes of the interpreters), from C programs marked
+ * with <stackpulse/span.h>, and from any native function (--span-func, a
+ * uprobe and uretprobe pair), for the recorded process tree only.
+ *
+ * Records: SP_REC_SPAN_START/STOP/RAISE, SP_REC_EVENT (Python audit events),
+ * SP_REC_RUNTIME when a runtime is first seen in a process, SP_REC_PROBE
+ * (hits per probe per process, with a verdict for dead probes) when a
+ * process exits or the recording ends, SP_REC_LOST what=SP_LOST_SPANS.
+ *
+ * New processes of the tree are held with SIGSTOP from BPF on fork and exec
+ * until their probes are attached (pid-filtered, never system-wide), then
+ * continued; so spans are complete from a process's first instruction.
+ */
+#ifndef STACKPULSE_BPF_SPANS_H
+#define STACKPULSE_BPF_SPANS_H
+
+#include <argp.h>
+#include <stdbool.h>
+
+#include "source.h"
+
+/* --spans= words, as bits. */
+#define SP_SPANS_RUBY		(1u << 0)	/* method spans: activator + method__entry/return + raise */
+#define SP_SPANS_RUBY_C		(1u << 1)	/* C-method spans: cmethod__entry/return + raise */
+#define SP_SPANS_PYTHON		(1u << 2)	/* function spans: activator + function__entry/return */
+#define SP_SPANS_PY_AUDIT	(1u << 3)	/* Python audit events */
+#define SP_SPANS_USDT		(1u << 4)	/* <stackpulse/span.h> markers */
+#define SP_SPANS_AUTO		(SP_SPANS_RUBY | SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT | SP_SPANS_USDT)
+
+#define SP_SPANS_MAX_FUNCS	64	/* --span-func options */
+#define SP_SPANS_MAX_MATCHES	256	/* functions one glob may match */
+
+struct sp_spans_opts {
+	unsigned int modes;		/* SP_SPANS_* */
+	bool explicit_modes;		/* --spans given: a missing runtime is an error */
+	const char *funcs[SP_SPANS_MAX_FUNCS];	/* "BINARY:FUNCTION" (glob) */
+	unsigned int nfuncs;
+	const char *runtime_dir;	/* activators; NULL = found next to the binary */
+};
+
+/* Defaults: auto, no functions. The argp child fills the struct given as its
+ * input (state->child_inputs[i]), or this one when none is given. */
+extern struct sp_spans_opts sp_spans_opts;
+extern const struct argp sp_spans_argp;
+
+/* Parse a --spans= list ("auto", "none", "ruby,python", ...) into SP_SPANS_*
+ * bits. 0, or -1 with *bad pointing at the unknown word. */
+int sp_spans_parse_list(const char *list, unsigned int *modes, const char **bad, size_t *badlen);
+
+/* Where the Ruby/Python activators live (lib/runtime in the source tree,
+ * PREFIX/share/stackpulse/runtime when installed), or NULL. */
+const char *sp_spans_runtime_dir(const struct sp_spans_opts *o);
+
+/*
+ * Prepare the environment of a command sp-record starts (call before fork):
+ * RUBYOPT gets -r<activator> (Ruby method spans), PYTHONPATH the directory
+ * of the Python activator. 0, or -1 (reported) when an activator the modes
+ * need is missing.
+ */
+int sp_spans_setup_env(const struct sp_spans_opts *o);
+
+/* The source; NULL (reported) on failure. o must outlive it. */
+struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o);
+
+/*
+ * Helpers, exposed for the unit test.
+ */
+/* Providers with USDT notes in an ELF file, as bits (SP_SPANS_RUBY for
+ * "ruby", SP_SPANS_PYTHON for "python", SP_SPANS_USDT for "stackpulse").
+ * -1 (reported) if the file cannot be read. */
+int sp_spans_elf_providers(const char *path);
+/* Resolve the libruby/libpython an executable needs (DT_NEEDED, RUNPATH,
+ * standard directories) into paths[], at most n. Returns how many. */
+int sp_spans_runtime_libs(const char *exe, char paths[][4096], int n);
+/* A runtime's version read from its binary ("3.1.2"), or "" when unknown. */
+void sp_spans_runtime_version(const char *path, int runtime, char *buf, size_t size);
+/* Split "BINARY:FUNCTION" at the last ':'. 0, or -1 when malformed. */
+int sp_spans_split_func(const char *spec, char *bin, size_t bsize, char *func, size_t fsize);
+
+#endif
