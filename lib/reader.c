@@ -46,6 +46,8 @@ struct sp_reader {
 	struct sp_json_in *json;
 	int status;
 	bool follow, discard, saw_end;
+	bool nonblock;		/* inside sp_reader_poll() */
+	bool would_block;	/* the visible end was reached, more may come */
 	volatile sig_atomic_t stop;
 	uint64_t warned_kinds;	/* bit per unknown kind % 64 already reported */
 };
@@ -242,6 +244,7 @@ static int fill(struct sp_reader *r, size_t want)
 {
 	ssize_t n;
 
+	discard_consumed(r);
 	if (r->start > 0 && (r->start >= r->cap / 2 || r->end == r->start)) {
 		memmove(r->buf, r->buf + r->start, r->end - r->start);
 		r->base += r->start;
@@ -270,6 +273,20 @@ static int fill(struct sp_reader *r, size_t want)
 			return -1;
 		}
 		r->eof = true;
+		if (r->nonblock && r->is_reg && !r->saw_end) {
+			struct stat st;
+
+			if (fstat(r->fd, &st) == 0 && (uint64_t)st.st_size < r->base + r->end) {
+				sp_error("%s@%llu: the file shrank while being read", r->name,
+					 (unsigned long long)st.st_size);
+				set_status(r, SP_EXIT_FATAL);
+				return -1;
+			}
+			discard_consumed(r);
+			r->would_block = true;
+			r->eof = false;
+			return 0;
+		}
 		if (!r->follow || !r->is_reg || r->saw_end || r->stop)
 			return 0;
 		/* Following: a growing file. Shrinking is an error. */
@@ -303,6 +320,8 @@ static int detect(struct sp_reader *r)
 		if (f == 0)
 			break;
 	}
+	if (r->would_block && r->end - r->start < SP_SPOOL_MAGIC_LEN)
+		return 0;	/* decide once the writer has written more */
 	if (r->end - r->start >= SP_SPOOL_MAGIC_LEN &&
 	    !memcmp(r->buf + r->start, SP_SPOOL_MAGIC, SP_SPOOL_MAGIC_LEN)) {
 		r->format = SP_FORMAT_SPOOL;
@@ -378,9 +397,7 @@ static int next_spool(struct sp_reader *r, struct sp_record *rec)
 			if (f < 0)
 				return -1;
 			if (f == 0) {
-				if (r->end == r->start)
-					return 0;
-				if (r->stop)
+				if (r->end == r->start || r->stop || r->would_block)
 					return 0;
 				sp_error("%s@%llu: record cut short (the spool ends %zu bytes into it)",
 					 r->name, (unsigned long long)(r->base + r->start),
@@ -448,7 +465,7 @@ static int next_json(struct sp_reader *r, struct sp_record *rec)
 				return -1;
 			if (f > 0)
 				continue;
-			if (r->end == r->start || r->stop)
+			if (r->end == r->start || r->stop || r->would_block)
 				return 0;
 			last = true;	/* a last line without its newline */
 			nl = r->buf + r->end;
@@ -477,18 +494,34 @@ int sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 	int got;
 
 	while (r->open || open_next(r)) {
+		r->would_block = false;
 		if (!r->format && detect(r) < 0) {
 			close_input(r);
 			continue;
 		}
+		if (!r->format && r->would_block)
+			return 0;	/* not even the magic is visible yet */
 		got = r->format == SP_FORMAT_SPOOL ? next_spool(r, rec) : next_json(r, rec);
 		if (got > 0)
 			return 1;
+		if (got == 0 && r->would_block)
+			return 0;
 		close_input(r);
 		if (r->stop)
 			break;
 	}
 	return r->status == SP_EXIT_FATAL ? -1 : 0;
+}
+
+int sp_reader_poll(struct sp_reader *r, struct sp_record *rec, bool *at_end)
+{
+	int got;
+
+	r->nonblock = true;
+	got = sp_reader_next(r, rec);
+	r->nonblock = false;
+	*at_end = got <= 0 && !r->would_block;
+	return got;
 }
 
 int sp_reader_close(struct sp_reader *r)

@@ -46,6 +46,14 @@ void sp_reader_stop(struct sp_reader *r);
  */
 int sp_reader_next(struct sp_reader *r, struct sp_record *rec);
 
+/*
+ * As sp_reader_next() but never waits: returns 0 when no complete record is
+ * visible now. *at_end tells whether the input is over (end of a pipe, an
+ * end record, an error) or more may be appended to the file later. A record
+ * cut off at the visible end of a regular file is retried on the next call.
+ */
+int sp_reader_poll(struct sp_reader *r, struct sp_record *rec, bool *at_end);
+
 /* Definitions of the stream being read. */
 struct sp_defs *sp_reader_defs(struct sp_reader *r);
 /* Name of the input being read ("<stdin>" for stdin). */
