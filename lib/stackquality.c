@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+/* How complete recorded stacks are, and why not (stackquality.h). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stackquality.h"
+#include "unwind.h"
+
+struct cause {
+	unsigned int status;
+	char *module;		/* NULL = none / merged */
+	uint64_t rel;
+	uint64_t count;
+};
+
+struct sp_stackq {
+	uint64_t status[8];
+	uint64_t samples;
+	struct cause causes[SP_STACKQ_MAX_CAUSES];
+	unsigned int ncauses;
+	struct cause overflow[8];	/* per status, once the table is full */
+	enum sp_call_graph cg;
+	uint64_t stack_size, max_depth;
+	uint64_t frames[SP_UNWIND_MAX_FRAMES];	/* scratch for add_sample */
+};
+
+struct sp_stackq *sp_stackq_new(void)
+{
+	return calloc(1, sizeof(struct sp_stackq));
+}
+
+void sp_stackq_free(struct sp_stackq *q)
+{
+	unsigned int i;
+
+	if (!q)
+		return;
+	for (i = 0; i < q->ncauses; i++)
+		free(q->causes[i].module);
+	free(q);
+}
+
+void sp_stackq_set_config(struct sp_stackq *q, enum sp_call_graph cg, uint64_t stack_size,
+			  uint64_t max_depth)
+{
+	q->cg = cg;
+	q->stack_size = stack_size;
+	q->max_depth = max_depth;
+}
+
+/* The number after "word" in a string of words, or 0. */
+static uint64_t word_value(const char *s, const char *word)
+{
+	size_t len = strlen(word);
+	const char *p = s;
+
+	while (p && (p = strstr(p, word))) {
+		if ((p == s || p[-1] == ' ') && p[len] >= '0' && p[len] <= '9')
+			return strtoull(p + len, NULL, 10);
+		p += len;
+	}
+	return 0;
+}
+
+void sp_stackq_set_header(struct sp_stackq *q, const struct sp_header *h, const struct sp_defs *d)
+{
+	char features[1024];
+	size_t len = h->features.len < sizeof(features) - 1 ? h->features.len : sizeof(features) - 1;
+
+	(void)d;
+	if (len)
+		memcpy(features, h->features.p, len);
+	features[len] = 0;
+	q->cg = h->call_graph;
+	q->stack_size = word_value(features, "call-graph=dwarf,");
+	if (!q->stack_size)
+		q->stack_size = word_value(features, "call-graph=auto,");
+	q->max_depth = word_value(features, "max-depth=");
+}
+
+void sp_stackq_add(struct sp_stackq *q, unsigned int status, unsigned int kind,
+		   const char *module, uint64_t rel, uint64_t n)
+{
+	struct cause *c = NULL;
+	unsigned int i;
+
+	(void)kind;
+	if (status > 7)
+		status = SP_UNWIND_ERROR;
+	q->samples += n;
+	q->status[status] += n;
+	if (status == SP_UNWIND_COMPLETE || status == SP_UNWIND_UNKNOWN)
+		return;
+	/* Causes that depend on the module are kept per module; the others
+	 * (depth, stack size) once per status, with the last module seen. */
+	if (status != SP_UNWIND_NO_CFI && status != SP_UNWIND_JIT && status != SP_UNWIND_ERROR)
+		module = NULL;
+	for (i = 0; i < q->ncauses; i++) {
+		struct cause *k = &q->causes[i];
+
+		if (k->status == status && (k->module == module ||
+		    (k->module && module && !strcmp(k->module, module)))) {
+			c = k;
+			break;
+		}
+	}
+	if (!c && q->ncauses < SP_STACKQ_MAX_CAUSES) {
+		char *copy = module ? strdup(module) : NULL;
+
+		if (!module || copy) {
+			c = &q->causes[q->ncauses++];
+			c->status = status;
+			c->module = copy;
+			c->rel = rel;
+		}
+	}
+	if (!c) {
+		c = &q->overflow[status];
+		c->status = status;
+	}
+	c->count += n;
+	if (!c->rel)
+		c->rel = rel;
+}
+
+void sp_stackq_add_sample(struct sp_stackq *q, const struct sp_defs *d, const struct sp_sample *s)
+{
+	const char *module = NULL;
+	uint64_t rel = 0;
+	int depth = 0;
+
+	if (s->unwind != SP_UNWIND_COMPLETE && s->unwind != SP_UNWIND_UNKNOWN && s->stack)
+		depth = sp_defs_stack_frames(d, s->stack, q->frames, SP_UNWIND_MAX_FRAMES);
+	if (depth > 0) {
+		/* Leaf first: the outermost frame we have is the last one. */
+		unsigned int last = depth <= SP_UNWIND_MAX_FRAMES ? depth - 1 : SP_UNWIND_MAX_FRAMES - 1;
+		const struct sp_frame *f = sp_defs_frame(d, q->frames[last]);
+		const struct sp_module *m = f ? sp_defs_module(d, f->module) : NULL;
+
+		if (f)
+			rel = f->module ? f->rel : f->addr;
+		if (m)
+			module = sp_defs_str(d, m->path, NULL);
+	}
+	sp_stackq_add(q, s->unwind, s->kind, module, rel, 1);
+}
+
+void sp_stackq_summary(const struct sp_stackq *q, struct sp_stackq_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->samples = q->samples;
+	memcpy(s->status, q->status, sizeof(s->status));
+	s->assessed = q->samples - q->status[SP_UNWIND_UNKNOWN];
+	s->complete = q->status[SP_UNWIND_COMPLETE];
+	s->complete_share = s->assessed ? (double)s->complete / s->assessed : 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+
+	return slash ? slash + 1 : path;
+}
+
+/* The stack copy size to suggest: four times the current one, within
+ * perf's limit (65528 bytes, a multiple of 8 below 64 KiB). */
+static uint64_t bigger_copy(uint64_t size)
+{
+	uint64_t s = size ? size * 4 : 32768;
+
+	return s > 65528 ? 65528 : s;
+}
+
+static void make_hint(const struct sp_stackq *q, const struct cause *c, double share, char *buf,
+		      size_t len)
+{
+	double pct = share * 100;
+	const char *mod = c->module;
+
+	switch (c->status) {
+	case SP_UNWIND_DEPTH:
+		if (q->max_depth)
+			snprintf(buf, len, "%.1f%% of stacks hit the limit of %" PRIu64 " frames: "
+				 "raise it (--max-depth) if the outer frames matter", pct,
+				 q->max_depth);
+		else
+			snprintf(buf, len, "%.1f%% of stacks hit the frame limit: raise it "
+				 "(--max-depth) if the outer frames matter", pct);
+		break;
+	case SP_UNWIND_STACK_SIZE:
+		if (q->stack_size >= 65528)
+			snprintf(buf, len, "%.1f%% of stacks are deeper than the largest stack copy "
+				 "(%" PRIu64 " bytes): build the deep code with "
+				 "-fno-omit-frame-pointer and use --call-graph=auto", pct,
+				 q->stack_size);
+		else if (q->stack_size)
+			snprintf(buf, len, "%.1f%% of stacks hit the %" PRIu64 "-byte stack copy: "
+				 "use --call-graph=dwarf,%" PRIu64, pct, q->stack_size,
+				 bigger_copy(q->stack_size));
+		else
+			snprintf(buf, len, "%.1f%% of stacks hit the stack copy size: use "
+				 "--call-graph=dwarf,%" PRIu64, pct, bigger_copy(0));
+		break;
+	case SP_UNWIND_NO_CFI:
+		if (mod)
+			snprintf(buf, len, "%.1f%% of stacks stopped in %s at 0x%" PRIx64 ", which "
+				 "has no unwind information there: install its debug symbols "
+				 "(.debug_frame) or build it with -fasynchronous-unwind-tables or "
+				 "-fno-omit-frame-pointer", pct, base_name(mod), c->rel);
+		else
+			snprintf(buf, len, "%.1f%% of stacks stopped in code without unwind "
+				 "information: install debug symbols or build with "
+				 "-fno-omit-frame-pointer", pct);
+		break;
+	case SP_UNWIND_UNKNOWN_MAP:
+		snprintf(buf, len, "%.1f%% of stacks stopped at an address in no known mapping "
+			 "(e.g. 0x%" PRIx64 "): the mapping was missed (lost records, or a process "
+			 "gone before it was read); check the lost-record count", pct, c->rel);
+		break;
+	case SP_UNWIND_JIT:
+		snprintf(buf, len, "%.1f%% of stacks stopped in JIT-compiled code (e.g. 0x%" PRIx64
+			 "): enable the runtime's perf map and frame pointers (node "
+			 "--perf-basic-prof, python3.12 -X perf, -XX:+PreserveFramePointer) and "
+			 "use --call-graph=auto", pct, c->rel);
+		break;
+	default:
+		if (mod)
+			snprintf(buf, len, "%.1f%% of stacks stopped on inconsistent data in %s at "
+				 "0x%" PRIx64 " (a return address outside the stack, or CFI that "
+				 "does not match the code: is the file on disk the one that ran?)",
+				 pct, base_name(mod), c->rel);
+		else
+			snprintf(buf, len, "%.1f%% of stacks stopped on inconsistent data (a "
+				 "corrupt stack or registers)", pct);
+		break;
+	}
+}
+
+/* Causes sorted by count, most frequent first; ties by status. */
+static unsigned int sorted_causes(const struct sp_stackq *q, const struct cause **out)
+{
+	unsigned int n = 0, i, j;
+
+	for (i = 0; i < q->ncauses; i++)
+		out[n++] = &q->causes[i];
+	for (i = 0; i < 8; i++)
+		if (q->overflow[i].count)
+			out[n++] = &q->overflow[i];
+	/* insertion sort: n is small */
+	for (i = 1; i < n; i++) {
+		const struct cause *c = out[i];
+
+		for (j = i; j > 0 && (out[j - 1]->count < c->count ||
+		     (out[j - 1]->count == c->count && out[j - 1]->status > c->status)); j--)
+			out[j] = out[j - 1];
+		out[j] = c;
+	}
+	return n;
+}
+
+int sp_stackq_cause(const struct sp_stackq *q, unsigned int i, struct sp_stackq_cause *c)
+{
+	const struct cause *list[SP_STACKQ_MAX_CAUSES + 8];
+	uint64_t assessed = q->samples - q->status[SP_UNWIND_UNKNOWN];
+	unsigned int n = sorted_causes(q, list);
+
+	if (i >= n)
+		return -1;
+	c->status = list[i]->status;
+	c->module = list[i]->module;
+	c->rel = list[i]->rel;
+	c->count = list[i]->count;
+	c->share = assessed ? (double)c->count / assessed : 0;
+	make_hint(q, list[i], c->share, c->hint, sizeof(c->hint));
+	return 0;
+}
+
+void sp_stackq_print(const struct sp_stackq *q, FILE *out, const char *prefix,
+		     unsigned int max_causes)
+{
+	struct sp_stackq_summary s;
+	struct sp_stackq_cause c;
+	unsigned int i;
+
+	sp_stackq_summary(q, &s);
+	if (!s.samples)
+		return;
+	if (!prefix)
+		prefix = "";
+	if (!s.assessed) {
+		fprintf(out, "%sstacks: %" PRIu64 " samples with frame-pointer stacks, completeness "
+			"not assessed (use --call-graph=dwarf or auto to assess it)\n", prefix,
+			s.samples);
+		return;
+	}
+	fprintf(out, "%sstacks: %.1f%% complete (%" PRIu64 " of %" PRIu64 " unwound samples "
+		"reached the thread's first frame)\n", prefix, 100 * s.complete_share, s.complete,
+		s.assessed);
+	for (i = 0; i < max_causes && !sp_stackq_cause(q, i, &c); i++)
+		fprintf(out, "%s  %s: %s\n", prefix, sp_unwind_status_name(c.status), c.hint);
+}

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of lib/stackquality.c: shares, causes and their hints. */
+#include <stdio.h>
+#include <string.h>
+
+#include "defs.h"
+#include "stackquality.h"
+#include "tap.h"
+
+static void test_stackquality_shares_and_order(void)
+{
+	struct sp_stackq *q = sp_stackq_new();
+	struct sp_stackq_summary s;
+	struct sp_stackq_cause c;
+
+	sp_stackq_set_config(q, SP_CG_DWARF, 8192, 127);
+	sp_stackq_add(q, SP_UNWIND_COMPLETE, SP_SAMPLE_CPU, "/usr/bin/x", 0x10, 60);
+	sp_stackq_add(q, SP_UNWIND_STACK_SIZE, SP_SAMPLE_CPU, "/usr/bin/x", 0x20, 34);
+	sp_stackq_add(q, SP_UNWIND_NO_CFI, SP_SAMPLE_CPU, "/opt/lib/libfoo.so", 0x1234, 4);
+	sp_stackq_add(q, SP_UNWIND_NO_CFI, SP_SAMPLE_CPU, "/opt/lib/libbar.so", 0x99, 2);
+	sp_stackq_add(q, SP_UNWIND_UNKNOWN, SP_SAMPLE_CPU, NULL, 0, 50);
+	sp_stackq_summary(q, &s);
+	CHECK_EQ_U(s.samples, 150);
+	CHECK_EQ_U(s.assessed, 100);
+	CHECK_EQ_U(s.complete, 60);
+	CHECK(s.complete_share > 0.599 && s.complete_share < 0.601);
+	CHECK(!sp_stackq_cause(q, 0, &c));
+	CHECK_EQ_U(c.status, SP_UNWIND_STACK_SIZE);
+	CHECK_EQ_U(c.count, 34);
+	CHECK_STR(c.hint, "34.0% of stacks hit the 8192-byte stack copy: use --call-graph=dwarf,32768");
+	CHECK(!sp_stackq_cause(q, 1, &c));
+	CHECK_EQ_U(c.status, SP_UNWIND_NO_CFI);
+	CHECK_STR(c.module, "/opt/lib/libfoo.so");
+	CHECK(strstr(c.hint, "4.0% of stacks stopped in libfoo.so at 0x1234") == c.hint);
+	CHECK(!sp_stackq_cause(q, 2, &c));
+	CHECK_STR(c.module, "/opt/lib/libbar.so");
+	CHECK(sp_stackq_cause(q, 3, &c) == -1);
+	sp_stackq_free(q);
+}
+
+static void test_stackquality_copy_size_limit(void)
+{
+	struct sp_stackq *q = sp_stackq_new();
+	struct sp_stackq_cause c;
+
+	sp_stackq_set_config(q, SP_CG_DWARF, 32768, 0);
+	sp_stackq_add(q, SP_UNWIND_STACK_SIZE, SP_SAMPLE_CPU, NULL, 0, 1);
+	CHECK(!sp_stackq_cause(q, 0, &c));
+	CHECK(strstr(c.hint, "--call-graph=dwarf,65528") != NULL);
+	sp_stackq_set_config(q, SP_CG_DWARF, 65528, 0);
+	CHECK(!sp_stackq_cause(q, 0, &c));
+	CHECK(strstr(c.hint, "-fno-omit-frame-pointer") != NULL);
+	sp_stackq_free(q);
+}
+
+static void test_stackquality_bounded(void)
+{
+	struct sp_stackq *q = sp_stackq_new();
+	struct sp_stackq_summary s;
+	struct sp_stackq_cause c;
+	char path[64];
+	unsigned int i, n = 0;
+	uint64_t total = 0;
+
+	for (i = 0; i < 2 * SP_STACKQ_MAX_CAUSES; i++) {
+		snprintf(path, sizeof(path), "/lib/l%u.so", i);
+		sp_stackq_add(q, SP_UNWIND_NO_CFI, SP_SAMPLE_CPU, path, i, 1);
+	}
+	while (!sp_stackq_cause(q, n, &c)) {
+		total += c.count;
+		n++;
+	}
+	CHECK_EQ_U(n, SP_STACKQ_MAX_CAUSES + 1);	/* the rest merged into one */
+	CHECK_EQ_U(total, 2 * SP_STACKQ_MAX_CAUSES);
+	sp_stackq_summary(q, &s);
+	CHECK_EQ_U(s.complete_share * 1000, 0);
+	sp_stackq_free(q);
+}
+
+/* From records: the module of the outermost frame of a cut stack. */
+static void test_stackquality_from_defs(void)
+{
+	struct sp_defs *d = sp_defs_new();
+	struct sp_stackq *q = sp_stackq_new();
+	struct sp_record r;
+	struct sp_stackq_cause c;
+	const char *why = NULL;
+	static const char *strs[] = { "/usr/lib/libruby.so.3.1", "/usr/bin/ruby" };
+	unsigned int i;
+	char buf[4096];
+	FILE *f;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_HEADER;
+	r.header.call_graph = SP_CG_DWARF;
+	r.header.event.p = r.header.hostname.p = r.header.kernel.p = r.header.machine.p =
+		r.header.command.p = r.header.producer.p = r.header.unavailable.p =
+		(const uint8_t *)"";
+	r.header.features.p = (const uint8_t *)"perf=cpu-clock call-graph=dwarf,16384 max-depth=127";
+	r.header.features.len = strlen((const char *)r.header.features.p);
+	CHECK(!sp_defs_add(d, &r, &why));
+	for (i = 0; i < 2; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_STRING;
+		r.string.value.p = (const uint8_t *)strs[i];
+		r.string.value.len = strlen(strs[i]);
+		CHECK(!sp_defs_add(d, &r, &why));
+	}
+	sp_stackq_set_header(q, sp_defs_header(d), d);
+	for (i = 0; i < 2; i++) {	/* module 1: libruby, 2: ruby */
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_MODULE;
+		r.module.pid = 10;
+		r.module.start = 0x1000 * (i + 1);
+		r.module.end = r.module.start + 0x1000;
+		r.module.path = i + 1;
+		CHECK(!sp_defs_add(d, &r, &why));
+	}
+	for (i = 0; i < 2; i++) {	/* frame 1 in ruby, frame 2 in libruby */
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_FRAME;
+		r.frame.module = 2 - i;
+		r.frame.rel = 0x100 + i;
+		CHECK(!sp_defs_add(d, &r, &why));
+	}
+	/* stack 1 = [frame 2 (libruby, outermost)], stack 2 = stack 1 + frame 1 (leaf) */
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_STACK;
+	r.stack.frame = 2;
+	CHECK(!sp_defs_add(d, &r, &why));
+	r.stack.parent = 1;
+	r.stack.frame = 1;
+	CHECK(!sp_defs_add(d, &r, &why));
+	CHECK(why == NULL);
+
+	memset(&r, 0, sizeof(r));
+	r.sample.stack = 2;
+	r.sample.unwind = SP_UNWIND_NO_CFI;
+	sp_stackq_add_sample(q, d, &r.sample);
+	sp_stackq_add_sample(q, d, &r.sample);
+	r.sample.unwind = SP_UNWIND_COMPLETE;
+	sp_stackq_add_sample(q, d, &r.sample);
+	sp_stackq_add_sample(q, d, &r.sample);
+	r.sample.unwind = SP_UNWIND_STACK_SIZE;
+	sp_stackq_add_sample(q, d, &r.sample);
+	CHECK(!sp_stackq_cause(q, 0, &c));
+	CHECK_EQ_U(c.status, SP_UNWIND_NO_CFI);
+	CHECK_STR(c.module, "/usr/lib/libruby.so.3.1");
+	CHECK_EQ_U(c.rel, 0x101);
+	CHECK(!sp_stackq_cause(q, 1, &c));
+	CHECK_STR(c.hint, "20.0% of stacks hit the 16384-byte stack copy: use --call-graph=dwarf,65528");
+
+	f = fmemopen(buf, sizeof(buf), "w");
+	sp_stackq_print(q, f, "sp-record: ", 1);
+	fclose(f);
+	CHECK(strstr(buf, "sp-record: stacks: 40.0% complete (2 of 5 unwound samples") == buf);
+	CHECK(strstr(buf, "\nsp-record:   no-cfi: 40.0% of stacks stopped in libruby.so.3.1 at 0x101") != NULL);
+	CHECK(strstr(buf, "stack-size") == NULL);	/* only one cause asked for */
+	sp_stackq_free(q);
+	sp_defs_free(d);
+}
+
+int main(void)
+{
+	TAP_RUN(test_stackquality_shares_and_order);
+	TAP_RUN(test_stackquality_copy_size_limit);
+	TAP_RUN(test_stackquality_bounded);
+	TAP_RUN(test_stackquality_from_defs);
+	return TAP_DONE();
+}
