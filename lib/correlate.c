@@ -1,0 +1,1324 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The streaming correlator: method spans per thread from span marks, fork
+ * descendants, and the owner of every event and sample (docs/correlate.md).
+ *
+ * Spans form emission trees: a span's children are the spans started under
+ * it on its thread and the root spans of threads and processes it forked.
+ * The records a span owns are held with it; when the root of a tree closes,
+ * the tree is emitted in pre-order (span record, its own records, then its
+ * children), so every reference points backwards. A child still open at that
+ * moment (another thread's) is detached and becomes a root of its own.
+ * Spans are reference counted: a child, a thread's stack and a thread's fork
+ * origin keep a span's struct (not its records) alive after its emission.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "correlate.h"
+#include "events.h"
+#include "sp.h"
+
+/* A record waiting in the window or held by a span. */
+struct hrec {
+	struct hrec *next;
+	uint64_t key;		/* time it is ordered by */
+	uint64_t seq;		/* input order, breaks ties */
+	uint8_t big;		/* 0 small (pooled), 1 full (pooled), 2 malloc'd with bytes */
+	struct sp_record rec;	/* small ones end after the largest small member */
+};
+
+/* Every held kind but events fits in a small hrec. */
+#define SMALL_REC (offsetof(struct sp_record, sample) + 96)
+#define HREC_SMALL (offsetof(struct hrec, rec) + SMALL_REC)
+#define HREC_FULL (offsetof(struct hrec, rec) + sizeof(struct sp_record))
+
+struct span {
+	struct span *up;	/* parent on the thread, or the fork span of a root */
+	struct span *first_child, *last_child, *next_sibling;	/* not emitted yet */
+	struct span *prev_root, *next_root;	/* in c->roots */
+	struct hrec *held, *held_tail;
+	struct proc *gap_of;	/* a gap span still open: its process */
+	uint64_t child_total;	/* total samples of closed in-tree children */
+	uint64_t depth;		/* the runtime's call depth, 0 = unknown */
+	uint64_t nheld;		/* records held */
+	unsigned int refs;
+	bool open, emitted, up_is_fork, in_tree, is_root, raised, incomplete, gap;
+	struct sp_span s;
+};
+
+struct proc;
+
+struct thr {
+	uint64_t tid, pid;
+	struct span **stack;
+	size_t depth, cap;
+	struct span *origin;	/* span that created the thread, counted */
+	struct proc *proc;
+	struct thr *next_in_proc, *prev_in_proc;
+	uint64_t raise_time, raise_class;
+	bool raising;
+};
+
+struct proc {
+	uint64_t pid, ppid;
+	struct span *origin;	/* span that forked the process, counted */
+	struct span *gap;	/* open <no-span> gap span */
+	struct thr *threads;
+	bool defined, forked;
+};
+
+/* u64 -> pointer, open addressing, backward-shift deletion. */
+struct pmap {
+	uint64_t *keys;
+	void **vals;
+	size_t cap, n;
+};
+
+struct lostwin {
+	uint64_t pid, end;
+};
+
+struct sp_corr {
+	struct sp_corr_opts o;
+	sp_corr_emit_fn emit;
+	void *ctx;
+	int failed;
+	struct sp_corr_stats st;
+
+	struct hrec **heap;	/* the reorder window */
+	size_t nheap, capheap;
+	uint64_t seq, released, max_time;
+	bool any_released;
+
+	struct pmap threads, procs;
+	struct span *roots, *roots_tail;	/* emission roots, by start time */
+	struct hrec *deferred, *deferred_tail;	/* end records waiting for older held ones */
+	uint64_t held;
+	uint64_t next_id;
+	struct lostwin *lost;
+	size_t nlost, caplost;
+
+	struct hrec *free_small, *free_full;
+	struct sp_record scratch;	/* tail stays zero */
+	struct span **work;	/* emission stack */
+	size_t capwork;
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static void *pmap_get(const struct pmap *m, uint64_t key)
+{
+	size_t i;
+
+	if (!m->cap)
+		return NULL;
+	for (i = mix64(key) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1))
+		if (m->keys[i] == key)
+			return m->vals[i];
+	return NULL;
+}
+
+static void pmap_put(struct pmap *m, uint64_t key, void *val);
+
+static void pmap_grow(struct pmap *m)
+{
+	struct pmap old = *m;
+	size_t i;
+
+	m->cap = old.cap ? old.cap * 2 : 64;
+	m->n = 0;
+	m->keys = sp_xcalloc(m->cap, sizeof(*m->keys));
+	m->vals = sp_xcalloc(m->cap, sizeof(*m->vals));
+	for (i = 0; i < old.cap; i++)
+		if (old.vals[i])
+			pmap_put(m, old.keys[i], old.vals[i]);
+	free(old.keys);
+	free(old.vals);
+}
+
+/* Insert or replace; val must not be NULL. */
+static void pmap_put(struct pmap *m, uint64_t key, void *val)
+{
+	size_t i;
+
+	if ((m->n + 1) * 4 > m->cap * 3)
+		pmap_grow(m);
+	for (i = mix64(key) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1))
+		if (m->keys[i] == key) {
+			m->vals[i] = val;
+			return;
+		}
+	m->keys[i] = key;
+	m->vals[i] = val;
+	m->n++;
+}
+
+static void pmap_del(struct pmap *m, uint64_t key)
+{
+	size_t mask = m->cap - 1, i, j, h;
+
+	if (!m->cap)
+		return;
+	for (i = mix64(key) & mask; m->vals[i]; i = (i + 1) & mask)
+		if (m->keys[i] == key)
+			break;
+	if (!m->vals[i])
+		return;
+	m->vals[i] = NULL;
+	m->n--;
+	/* shift later members of the run back into the hole */
+	for (j = (i + 1) & mask; m->vals[j]; j = (j + 1) & mask) {
+		h = mix64(m->keys[j]) & mask;
+		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+			m->keys[i] = m->keys[j];
+			m->vals[i] = m->vals[j];
+			m->vals[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+const char *sp_rule_name(uint64_t rule)
+{
+	static const char *const names[] = { "none", "thread", "fork", "gap" };
+
+	return rule < 4 ? names[rule] : "?";
+}
+
+const char *sp_span_end_name(uint64_t end)
+{
+	static const char *const names[] = { "stopped", "raised", "open", "incomplete",
+					     "synthetic" };
+
+	return end < 5 ? names[end] : "?";
+}
+
+/* ---- held records ----------------------------------------------------- */
+
+static size_t rec_bytes(const struct sp_record *r)
+{
+	size_t n = r->extra.len;
+	unsigned int i;
+
+	if (r->kind == SP_REC_EVENT) {
+		n += r->event.raw.len;
+		for (i = 0; i < r->event.nfields && i < SP_EVENT_MAX_FIELDS; i++)
+			n += r->event.field[i].b.len;
+	}
+	return n;
+}
+
+static uint8_t *copy_bytes(struct sp_bytes *b, uint8_t *to)
+{
+	if (!b->len) {
+		b->p = NULL;
+		return to;
+	}
+	memcpy(to, b->p, b->len);
+	b->p = to;
+	return to + b->len;
+}
+
+static struct hrec *hrec_new(struct sp_corr *c, const struct sp_record *r)
+{
+	size_t nb = rec_bytes(r);
+	struct hrec *h;
+	uint8_t *p;
+	unsigned int i;
+
+	if (r->kind != SP_REC_EVENT && !nb) {
+		if ((h = c->free_small))
+			c->free_small = h->next;
+		else
+			h = sp_xmalloc(HREC_SMALL);
+		h->big = 0;
+		memcpy(&h->rec, r, SMALL_REC);
+	} else if (!nb) {
+		if ((h = c->free_full))
+			c->free_full = h->next;
+		else
+			h = sp_xmalloc(HREC_FULL);
+		h->big = 1;
+		memcpy(&h->rec, r, sizeof(*r));
+	} else {
+		h = sp_xmalloc(HREC_FULL + nb);
+		h->big = 2;
+		memcpy(&h->rec, r, r->kind == SP_REC_EVENT ? sizeof(*r) : SMALL_REC);
+		p = (uint8_t *)h + HREC_FULL;
+		p = copy_bytes(&h->rec.extra, p);
+		if (r->kind == SP_REC_EVENT) {
+			p = copy_bytes(&h->rec.event.raw, p);
+			for (i = 0; i < h->rec.event.nfields && i < SP_EVENT_MAX_FIELDS; i++)
+				p = copy_bytes(&h->rec.event.field[i].b, p);
+		}
+	}
+	h->next = NULL;
+	return h;
+}
+
+static void hrec_free(struct sp_corr *c, struct hrec *h)
+{
+	if (h->big == 0) {
+		h->next = c->free_small;
+		c->free_small = h;
+	} else if (h->big == 1) {
+		h->next = c->free_full;
+		c->free_full = h;
+	} else {
+		free(h);
+	}
+}
+
+static void out(struct sp_corr *c, const struct sp_record *r)
+{
+	if (c->failed)
+		return;
+	if (c->emit(c->ctx, r))
+		c->failed = 1;
+}
+
+/* A small hrec's record is copied out whole: consumers may copy a record. */
+static void out_h(struct sp_corr *c, struct hrec *h)
+{
+	if (h->big) {
+		out(c, &h->rec);
+		return;
+	}
+	memcpy(&c->scratch, &h->rec, SMALL_REC);
+	out(c, &c->scratch);
+}
+
+/* ---- spans ------------------------------------------------------------ */
+
+static void span_get(struct span *s)
+{
+	s->refs++;
+}
+
+static void span_put(struct span *s)
+{
+	struct span *up;
+
+	while (s && !--s->refs) {
+		up = s->up;
+		free(s);
+		s = up;
+	}
+}
+
+static void roots_insert(struct sp_corr *c, struct span *s)
+{
+	struct span *p = c->roots_tail;
+
+	while (p && p->s.start > s->s.start)
+		p = p->prev_root;
+	s->prev_root = p;
+	s->next_root = p ? p->next_root : c->roots;
+	if (s->next_root)
+		s->next_root->prev_root = s;
+	else
+		c->roots_tail = s;
+	if (p)
+		p->next_root = s;
+	else
+		c->roots = s;
+	s->is_root = true;
+}
+
+static void roots_remove(struct sp_corr *c, struct span *s)
+{
+	if (s->prev_root)
+		s->prev_root->next_root = s->next_root;
+	else
+		c->roots = s->next_root;
+	if (s->next_root)
+		s->next_root->prev_root = s->prev_root;
+	else
+		c->roots_tail = s->prev_root;
+	s->prev_root = s->next_root = NULL;
+	s->is_root = false;
+}
+
+static bool in_lost_window(struct sp_corr *c, uint64_t pid, uint64_t time)
+{
+	size_t i;
+
+	for (i = 0; i < c->nlost; i++)
+		if (time <= c->lost[i].end && (!c->lost[i].pid || c->lost[i].pid == pid))
+			return true;
+	return false;
+}
+
+/*
+ * A new span; up (its parent, or fork span when fork) is taken as a counted
+ * reference. It joins up's tree while up is not emitted, else it is a root.
+ */
+static struct span *span_new(struct sp_corr *c, struct span *up, bool fork)
+{
+	struct span *s = sp_xcalloc(1, sizeof(*s));
+
+	s->refs = 1;		/* the tree's (or the roots list's) */
+	s->open = true;
+	s->up = up;
+	s->up_is_fork = fork;
+	if (up)
+		span_get(up);
+	return s;
+}
+
+static void span_link(struct sp_corr *c, struct span *s)
+{
+	struct span *up = s->up;
+
+	if (up && !up->emitted) {
+		if (up->last_child)
+			up->last_child->next_sibling = s;
+		else
+			up->first_child = s;
+		up->last_child = s;
+		s->in_tree = true;
+	} else {
+		if (up && s->up_is_fork)
+			s->s.fork_span = up->s.id;
+		else if (up)
+			s->s.parent = up->s.id;
+		roots_insert(c, s);
+	}
+}
+
+static void flush_deferred(struct sp_corr *c);
+
+/* Emit a span record and its held records, then forget the records. */
+static void emit_one(struct sp_corr *c, struct span *s)
+{
+	struct sp_record r = { .kind = SP_REC_SPAN };
+	struct hrec *h, *next;
+
+	s->s.id = ++c->next_id;
+	if (s->up && s->up->emitted) {
+		if (s->up_is_fork)
+			s->s.fork_span = s->up->s.id;
+		else
+			s->s.parent = s->up->s.id;
+	}
+	if (s->open) {
+		s->s.stop = 0;
+		s->s.end = SP_END_OPEN;
+		s->s.total_samples = s->s.samples + s->child_total;
+	}
+	if (s->incomplete && !s->gap)
+		s->s.end = SP_END_INCOMPLETE;
+	s->emitted = true;
+	r.span = s->s;
+	c->st.spans++;
+	out(c, &r);
+	for (h = s->held; h; h = next) {
+		next = h->next;
+		if (h->rec.kind == SP_REC_SAMPLE)
+			h->rec.sample.span = s->s.id;
+		else if (h->rec.kind == SP_REC_EVENT)
+			h->rec.event.span = s->s.id;
+		out_h(c, h);
+		hrec_free(c, h);
+	}
+	c->held -= s->nheld;
+	s->nheld = 0;
+	s->held = s->held_tail = NULL;
+}
+
+static void work_push(struct sp_corr *c, size_t *n, struct span *s)
+{
+	if (*n == c->capwork)
+		sp_grow(&c->work, &c->capwork, *n + 1, sizeof(*c->work));
+	c->work[(*n)++] = s;
+}
+
+/*
+ * Emit the tree under root (an emission root) in pre-order. Open children
+ * are detached into roots of their own unless with_open (an early flush),
+ * which emits them as they are.
+ */
+static void emit_tree(struct sp_corr *c, struct span *root, bool with_open)
+{
+	struct span *s, *ch, *next, *rev;
+	size_t n = 0;
+
+	if (root->is_root)
+		roots_remove(c, root);
+	work_push(c, &n, root);
+	while (n) {
+		s = c->work[--n];
+		emit_one(c, s);
+		/* push children in reverse so the first is emitted first */
+		rev = NULL;
+		for (ch = s->first_child; ch; ch = next) {
+			next = ch->next_sibling;
+			ch->next_sibling = rev;
+			rev = ch;
+		}
+		s->first_child = s->last_child = NULL;
+		for (ch = rev; ch; ch = next) {
+			next = ch->next_sibling;
+			ch->next_sibling = NULL;
+			ch->in_tree = false;
+			if (ch->open && !with_open) {
+				if (ch->up_is_fork)
+					ch->s.fork_span = s->s.id;
+				else
+					ch->s.parent = s->s.id;
+				roots_insert(c, ch);
+			} else {
+				work_push(c, &n, ch);
+			}
+		}
+		span_put(s);	/* the tree's reference */
+	}
+	flush_deferred(c);
+}
+
+/* Account a held record and take it out of the count of held records. */
+static void hold(struct sp_corr *c, struct span *s, struct hrec *h, uint64_t rule);
+
+static void close_gap(struct sp_corr *c, struct proc *p)
+{
+	struct span *g = p->gap;
+
+	if (!g)
+		return;
+	p->gap = NULL;
+	g->gap_of = NULL;
+	g->open = false;
+	g->s.total_samples = g->s.samples;
+	emit_tree(c, g, false);
+}
+
+/* Close the top span of t's stack. */
+static void close_top(struct sp_corr *c, struct thr *t, uint64_t end, uint64_t time)
+{
+	struct span *s = t->stack[--t->depth];
+
+	s->open = false;
+	s->s.stop = time < s->s.start ? s->s.start : time;
+	s->s.end = end;
+	if (in_lost_window(c, s->s.pid, time))
+		s->incomplete = true;
+	if (s->incomplete)
+		c->st.incomplete++;
+	s->s.total_samples = s->s.samples + s->child_total;
+	if (s->in_tree && s->up && s->up->open)
+		s->up->child_total += s->s.total_samples;
+	if (s->is_root && !s->emitted)
+		emit_tree(c, s, false);
+	span_put(s);	/* the stack's reference */
+}
+
+/* Close every span of a thread: its thread, process or the recording ended. */
+static void close_all(struct sp_corr *c, struct thr *t, uint64_t time)
+{
+	while (t->depth) {
+		c->st.open_at_end++;
+		if (t->raising) {
+			struct span *s = t->stack[t->depth - 1];
+
+			if (!s->s.error)
+				s->s.error = t->raise_class;
+			close_top(c, t, SP_END_RAISED, t->raise_time > s->s.start ?
+				  t->raise_time : time);
+		} else {
+			close_top(c, t, SP_END_OPEN, time);
+		}
+	}
+}
+
+/* ---- threads and processes -------------------------------------------- */
+
+static struct proc *proc_new(struct sp_corr *c, uint64_t pid)
+{
+	struct proc *p = sp_xcalloc(1, sizeof(*p));
+
+	p->pid = pid;
+	pmap_put(&c->procs, pid, p);
+	return p;
+}
+
+static void thr_free(struct sp_corr *c, struct thr *t, uint64_t time)
+{
+	close_all(c, t, time);
+	if (t->prev_in_proc)
+		t->prev_in_proc->next_in_proc = t->next_in_proc;
+	else
+		t->proc->threads = t->next_in_proc;
+	if (t->next_in_proc)
+		t->next_in_proc->prev_in_proc = t->prev_in_proc;
+	pmap_del(&c->threads, t->tid);
+	span_put(t->origin);
+	free(t->stack);
+	free(t);
+}
+
+static void proc_end(struct sp_corr *c, struct proc *p, uint64_t time)
+{
+	while (p->threads)
+		thr_free(c, p->threads, time);
+	close_gap(c, p);
+	pmap_del(&c->procs, p->pid);
+	span_put(p->origin);
+	free(p);
+}
+
+static struct proc *proc_get(struct sp_corr *c, uint64_t pid)
+{
+	struct proc *p = pmap_get(&c->procs, pid);
+
+	if (!p) {
+		p = proc_new(c, pid);
+		c->st.unknown_pids++;
+	}
+	return p;
+}
+
+static struct thr *thr_new(struct sp_corr *c, struct proc *p, uint64_t tid, struct span *origin)
+{
+	struct thr *t = sp_xcalloc(1, sizeof(*t));
+
+	t->tid = tid;
+	t->pid = p->pid;
+	t->proc = p;
+	t->origin = origin;
+	if (origin)
+		span_get(origin);
+	t->next_in_proc = p->threads;
+	if (p->threads)
+		p->threads->prev_in_proc = t;
+	p->threads = t;
+	pmap_put(&c->threads, tid, t);
+	return t;
+}
+
+static struct thr *thr_get(struct sp_corr *c, uint64_t pid, uint64_t tid, uint64_t time)
+{
+	struct thr *t = pmap_get(&c->threads, tid);
+	struct proc *p;
+
+	if (t && t->pid == pid)
+		return t;
+	if (t) {		/* tid reused by another process: the old thread is gone */
+		c->st.pid_reuse++;
+		thr_free(c, t, time);
+	}
+	p = proc_get(c, pid);
+	return thr_new(c, p, tid, p->origin);
+}
+
+/* ---- the rules -------------------------------------------------------- */
+
+/* The innermost open span on the chain of spans that created the thread. */
+static struct span *fork_owner(struct thr *t)
+{
+	struct span *s;
+
+	for (s = t->origin; s; s = s->up)
+		if (s->open)
+			return s;
+	return NULL;
+}
+
+static struct span *gap_get(struct sp_corr *c, struct proc *p, uint64_t time)
+{
+	struct span *g = p->gap;
+
+	if (g && g->nheld >= c->o.gap_max)
+		close_gap(c, p);
+	if (!p->gap) {
+		g = span_new(c, NULL, false);
+		g->gap = true;
+		g->gap_of = p;
+		g->s.pid = p->pid;
+		g->s.tid = p->pid;
+		g->s.start = g->s.stop = time;
+		g->s.end = SP_END_SYNTHETIC;
+		span_link(c, g);
+		p->gap = g;
+		c->st.gap_spans++;
+	}
+	return p->gap;
+}
+
+static struct span *assign(struct sp_corr *c, struct thr *t, uint64_t time, uint64_t *rule)
+{
+	struct span *s;
+
+	if (t->depth) {
+		*rule = SP_RULE_THREAD;
+		return t->stack[t->depth - 1];
+	}
+	s = fork_owner(t);
+	if (s) {
+		*rule = SP_RULE_FORK;
+		return s;
+	}
+	*rule = SP_RULE_GAP;
+	return gap_get(c, t->proc, time);
+}
+
+static void hold(struct sp_corr *c, struct span *s, struct hrec *h, uint64_t rule)
+{
+	struct sp_record *r = &h->rec;
+
+	if (r->kind == SP_REC_SAMPLE) {
+		r->sample.rule = rule;
+		if (r->sample.kind == SP_SAMPLE_OFFCPU)
+			s->s.offcpu_ns += r->sample.weight;
+		else
+			s->s.samples += r->sample.weight ? r->sample.weight : 1;
+		c->st.assigned[rule & 3]++;
+	} else if (r->kind == SP_REC_EVENT) {
+		r->event.rule = rule;
+		s->s.events++;
+		c->st.assigned[rule & 3]++;
+	}
+	if (s->gap && h->key > s->s.stop)
+		s->s.stop = h->key;
+	if (s->emitted) {	/* flushed early: the span's record is out already */
+		if (r->kind == SP_REC_SAMPLE)
+			r->sample.span = s->s.id;
+		else if (r->kind == SP_REC_EVENT)
+			r->event.span = s->s.id;
+		out_h(c, h);
+		hrec_free(c, h);
+		return;
+	}
+	h->next = NULL;
+	if (s->held_tail)
+		s->held_tail->next = h;
+	else
+		s->held = h;
+	s->held_tail = h;
+	s->nheld++;
+	c->held++;
+}
+
+/* Too much held: emit the oldest trees as they are (docs/correlate.md). */
+static void relieve(struct sp_corr *c)
+{
+	struct span *r;
+
+	while (c->held > c->o.max_held / 4 * 3 && (r = c->roots)) {
+		c->st.early_flush++;
+		if (r->gap_of)
+			close_gap(c, r->gap_of);
+		else
+			emit_tree(c, r, true);
+	}
+}
+
+/* ---- processing ------------------------------------------------------- */
+
+static bool mark_matches(const struct span *s, const struct sp_span_mark *m)
+{
+	if (!m->method)
+		return true;
+	if (s->s.method != m->method)
+		return false;
+	return !m->klass || !s->s.klass || s->s.klass == m->klass;
+}
+
+static void do_start(struct sp_corr *c, struct thr *t, struct hrec *h)
+{
+	const struct sp_span_mark *m = &h->rec.mark;
+	struct span *up, *s;
+	bool fork = false;
+
+	/* A runtime that reports depths tells us which frames were unwound. */
+	while (m->depth && t->depth && t->stack[t->depth - 1]->depth >= m->depth) {
+		c->st.unwound++;
+		close_top(c, t, t->raising ? SP_END_RAISED : SP_END_INCOMPLETE,
+			  t->raising ? t->raise_time : m->time);
+	}
+	t->raising = false;
+	up = t->depth ? t->stack[t->depth - 1] : NULL;
+	if (!up) {
+		up = fork_owner(t);
+		fork = up != NULL;
+		close_gap(c, t->proc);
+	}
+	s = span_new(c, up, fork);
+	s->s.pid = t->pid;
+	s->s.tid = t->tid;
+	s->s.runtime = m->runtime;
+	s->s.klass = m->klass;
+	s->s.method = m->method;
+	s->s.file = m->file;
+	s->s.line = m->line;
+	s->s.start = m->time;
+	s->s.end = SP_END_STOPPED;
+	s->depth = m->depth;
+	if (in_lost_window(c, t->pid, m->time))
+		s->incomplete = true;
+	span_link(c, s);
+	if (t->depth == t->cap)
+		sp_grow(&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack));
+	t->stack[t->depth++] = s;
+	span_get(s);
+	hold(c, s, h, 0);
+}
+
+static void do_stop(struct sp_corr *c, struct thr *t, struct hrec *h)
+{
+	const struct sp_span_mark *m = &h->rec.mark;
+	uint64_t rule, time = m->time;
+	struct span *s;
+	int k;
+
+	for (k = (int)t->depth - 1; k >= 0; k--)
+		if (mark_matches(t->stack[k], m))
+			break;
+	if (k < 0) {
+		c->st.stop_without_start++;
+		hold(c, assign(c, t, time, &rule), h, 0);
+		return;
+	}
+	while ((int)t->depth - 1 > k) {	/* frames above it were unwound */
+		s = t->stack[t->depth - 1];
+		c->st.unwound++;
+		if (t->raising) {
+			if (!s->s.error)
+				s->s.error = t->raise_class;
+			close_top(c, t, SP_END_RAISED,
+				  t->raise_time > s->s.start ? t->raise_time : time);
+		} else {
+			close_top(c, t, SP_END_INCOMPLETE, time);
+		}
+	}
+	s = t->stack[k];
+	hold(c, s, h, 0);
+	close_top(c, t, s->raised ? SP_END_RAISED : SP_END_STOPPED, time);
+}
+
+static void do_raise(struct sp_corr *c, struct thr *t, struct hrec *h)
+{
+	const struct sp_span_mark *m = &h->rec.mark;
+	struct span *s;
+	uint64_t rule;
+
+	t->raising = true;
+	t->raise_time = m->time;
+	t->raise_class = m->klass;
+	if (!t->depth) {
+		c->st.raise_without_span++;
+		hold(c, assign(c, t, m->time, &rule), h, 0);
+		return;
+	}
+	s = t->stack[t->depth - 1];
+	s->raised = true;
+	s->s.error = m->klass;
+	hold(c, s, h, 0);
+}
+
+/* Open spans of pid (0 = all) overlap a lost window. */
+static void do_lost(struct sp_corr *c, const struct sp_lost *l)
+{
+	struct thr *t;
+	unsigned int i;
+	size_t j;
+
+	for (j = 0; j < c->threads.cap; j++) {
+		t = c->threads.vals[j];
+		if (!t || (l->pid && t->pid != l->pid))
+			continue;
+		for (i = 0; i < t->depth; i++)
+			t->stack[i]->incomplete = true;
+	}
+	if (c->nlost == 0 || c->lost[c->nlost - 1].pid != l->pid ||
+	    c->lost[c->nlost - 1].end < l->time) {
+		if (c->nlost == c->caplost)
+			sp_grow(&c->lost, &c->caplost, c->nlost + 1, sizeof(*c->lost));
+		c->lost[c->nlost].pid = l->pid;
+		c->lost[c->nlost].end = l->time;
+		c->nlost++;
+	}
+}
+
+static void prune_lost(struct sp_corr *c, uint64_t now)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < c->nlost; i++)
+		if (c->lost[i].end >= now)
+			c->lost[j++] = c->lost[i];
+	c->nlost = j;
+}
+
+/* The image of p was replaced: its threads and their spans are gone. */
+static void do_exec(struct sp_corr *c, struct proc *p, uint64_t time)
+{
+	while (p->threads)
+		thr_free(c, p->threads, time);
+}
+
+static void do_fork(struct sp_corr *c, struct thr *t, const struct sp_event *e,
+		    struct span *owner, uint64_t rule)
+{
+	uint64_t child_pid = e->field[0].u, child_tid = e->field[1].u;
+	struct span *origin = rule == SP_RULE_GAP ? NULL : owner;
+	struct proc *p;
+	struct thr *ct;
+
+	if (e->field[2].u & SP_FORK_THREAD) {
+		if (!child_tid)
+			return;
+		ct = pmap_get(&c->threads, child_tid);
+		if (ct) {
+			c->st.pid_reuse++;
+			thr_free(c, ct, e->time);
+		}
+		thr_new(c, t->proc, child_tid, origin);
+		return;
+	}
+	if (!child_pid)
+		return;
+	p = pmap_get(&c->procs, child_pid);
+	if (p && (p->forked || p->threads)) {
+		/* a live process already has that pid: it ended unseen */
+		c->st.pid_reuse++;
+		proc_end(c, p, e->time);
+		p = NULL;
+	}
+	if (!p)
+		p = proc_new(c, child_pid);
+	p->forked = true;
+	p->ppid = t->pid;
+	span_put(p->origin);
+	p->origin = origin;
+	if (origin)
+		span_get(origin);
+	if (child_tid) {
+		ct = pmap_get(&c->threads, child_tid);
+		if (ct)
+			thr_free(c, ct, e->time);
+		thr_new(c, p, child_tid, origin);
+	}
+}
+
+static void defer(struct sp_corr *c, struct hrec *h)
+{
+	h->next = NULL;
+	if (c->deferred_tail)
+		c->deferred_tail->next = h;
+	else
+		c->deferred = h;
+	c->deferred_tail = h;
+	flush_deferred(c);
+}
+
+static void flush_deferred(struct sp_corr *c)
+{
+	struct hrec *h;
+
+	while ((h = c->deferred) && (!c->roots || h->key < c->roots->s.start || !c->held)) {
+		c->deferred = h->next;
+		if (!c->deferred)
+			c->deferred_tail = NULL;
+		out_h(c, h);
+		hrec_free(c, h);
+	}
+}
+
+/* Take one timed record in time order. h is consumed. */
+static void process(struct sp_corr *c, struct hrec *h)
+{
+	struct sp_record *r = &h->rec;
+	struct span *owner;
+	struct proc *p;
+	struct thr *t;
+	uint64_t rule;
+
+	if (c->nlost)
+		prune_lost(c, h->key);
+	switch (r->kind) {
+	case SP_REC_SAMPLE:
+		t = thr_get(c, r->sample.pid, r->sample.tid, r->sample.time);
+		owner = assign(c, t, r->sample.time, &rule);
+		hold(c, owner, h, rule);
+		break;
+	case SP_REC_EVENT: {
+		struct sp_event e;
+
+		t = thr_get(c, r->event.pid, r->event.tid, r->event.time);
+		owner = assign(c, t, r->event.time, &rule);
+		e = r->event;	/* h may be emitted and freed by hold() */
+		span_get(owner);
+		hold(c, owner, h, rule);
+		switch (e.kind) {
+		case SP_EV_PROC_FORK:
+			do_fork(c, t, &e, owner, rule);
+			break;
+		case SP_EV_PROC_EXEC:
+			do_exec(c, t->proc, e.time);
+			break;
+		case SP_EV_PROC_EXIT:
+			if (e.field[2].u)
+				thr_free(c, t, e.time);
+			else
+				proc_end(c, t->proc, e.time);
+			break;
+		}
+		span_put(owner);
+		break;
+	}
+	case SP_REC_SPAN_START:
+		do_start(c, thr_get(c, r->mark.pid, r->mark.tid, r->mark.time), h);
+		break;
+	case SP_REC_SPAN_STOP:
+		do_stop(c, thr_get(c, r->mark.pid, r->mark.tid, r->mark.time), h);
+		break;
+	case SP_REC_SPAN_RAISE:
+		do_raise(c, thr_get(c, r->mark.pid, r->mark.tid, r->mark.time), h);
+		break;
+	case SP_REC_PROCESS:
+		p = pmap_get(&c->procs, r->process.pid);
+		if (p && (r->process.flags & SP_PROC_EXEC)) {
+			do_exec(c, p, r->process.time);
+		} else if (p && p->defined) {
+			c->st.pid_reuse++;
+			proc_end(c, p, r->process.time);
+			p = NULL;
+		}
+		if (!p)
+			p = proc_new(c, r->process.pid);
+		p->defined = true;
+		if (!p->ppid)
+			p->ppid = r->process.ppid;
+		out_h(c, h);
+		hrec_free(c, h);
+		break;
+	case SP_REC_THREAD:
+		t = pmap_get(&c->threads, r->thread.tid);
+		if (t && t->pid != r->thread.pid) {
+			c->st.pid_reuse++;
+			thr_free(c, t, r->thread.time);
+			t = NULL;
+		}
+		if (!t) {
+			p = pmap_get(&c->procs, r->thread.pid);
+			if (!p)
+				p = proc_new(c, r->thread.pid);
+			thr_new(c, p, r->thread.tid, p->origin);
+		}
+		out_h(c, h);
+		hrec_free(c, h);
+		break;
+	case SP_REC_THREAD_END:
+		t = pmap_get(&c->threads, r->thread_end.tid);
+		if (t)
+			thr_free(c, t, r->thread_end.time);
+		defer(c, h);
+		break;
+	case SP_REC_PROCESS_END:
+		p = pmap_get(&c->procs, r->process_end.pid);
+		if (p)
+			proc_end(c, p, r->process_end.time);
+		defer(c, h);
+		break;
+	case SP_REC_MODULE_END:
+		defer(c, h);
+		break;
+	case SP_REC_LOST:
+		do_lost(c, &r->lost);
+		out_h(c, h);
+		hrec_free(c, h);
+		break;
+	default:
+		out_h(c, h);
+		hrec_free(c, h);
+		break;
+	}
+	if (c->held > c->o.max_held)
+		relieve(c);
+}
+
+/* ---- the reorder window ----------------------------------------------- */
+
+static inline bool hless(const struct hrec *a, const struct hrec *b)
+{
+	return a->key < b->key || (a->key == b->key && a->seq < b->seq);
+}
+
+static void heap_push(struct sp_corr *c, struct hrec *h)
+{
+	size_t i, p;
+
+	if (c->nheap == c->capheap)
+		sp_grow(&c->heap, &c->capheap, c->nheap + 1, sizeof(*c->heap));
+	i = c->nheap++;
+	while (i) {
+		p = (i - 1) / 2;
+		if (!hless(h, c->heap[p]))
+			break;
+		c->heap[i] = c->heap[p];
+		i = p;
+	}
+	c->heap[i] = h;
+}
+
+static struct hrec *heap_pop(struct sp_corr *c)
+{
+	struct hrec *top = c->heap[0], *last = c->heap[--c->nheap];
+	size_t i = 0, ch;
+
+	while ((ch = 2 * i + 1) < c->nheap) {
+		if (ch + 1 < c->nheap && hless(c->heap[ch + 1], c->heap[ch]))
+			ch++;
+		if (!hless(c->heap[ch], last))
+			break;
+		c->heap[i] = c->heap[ch];
+		i = ch;
+	}
+	if (c->nheap)
+		c->heap[i] = last;
+	return top;
+}
+
+static void release(struct sp_corr *c, struct hrec *h)
+{
+	c->released = h->key;
+	c->any_released = true;
+	process(c, h);
+}
+
+static void drain(struct sp_corr *c, bool all)
+{
+	while (c->nheap && !c->failed &&
+	       (all || c->nheap > c->o.max_window ||
+		c->heap[0]->key + c->o.window_ns <= c->max_time))
+		release(c, heap_pop(c));
+}
+
+static uint64_t rec_time(const struct sp_record *r)
+{
+	switch (r->kind) {
+	case SP_REC_SAMPLE:
+		return r->sample.time;
+	case SP_REC_EVENT:
+		return r->event.time;
+	case SP_REC_SPAN_START:
+	case SP_REC_SPAN_STOP:
+	case SP_REC_SPAN_RAISE:
+		return r->mark.time;
+	case SP_REC_PROCESS:
+		return r->process.time;
+	case SP_REC_THREAD:
+		return r->thread.time;
+	case SP_REC_PROCESS_END:
+		return r->process_end.time;
+	case SP_REC_THREAD_END:
+		return r->thread_end.time;
+	case SP_REC_MODULE_END:
+		return r->module_end.time;
+	case SP_REC_LOST:	/* ordered by the start of its window */
+		return r->lost.start && r->lost.start <= r->lost.time ? r->lost.start :
+									 r->lost.time;
+	default:
+		return 0;
+	}
+}
+
+static bool is_timed(unsigned int kind)
+{
+	switch (kind) {
+	case SP_REC_SAMPLE:
+	case SP_REC_EVENT:
+	case SP_REC_SPAN_START:
+	case SP_REC_SPAN_STOP:
+	case SP_REC_SPAN_RAISE:
+	case SP_REC_PROCESS:
+	case SP_REC_THREAD:
+	case SP_REC_PROCESS_END:
+	case SP_REC_THREAD_END:
+	case SP_REC_MODULE_END:
+	case SP_REC_LOST:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ---- public ----------------------------------------------------------- */
+
+struct sp_corr *sp_corr_new(const struct sp_corr_opts *opts, sp_corr_emit_fn emit, void *ctx)
+{
+	struct sp_corr *c = sp_xcalloc(1, sizeof(*c));
+
+	if (opts)
+		c->o = *opts;
+	else
+		c->o.window_ns = SP_CORR_WINDOW_NS;
+	if (!c->o.max_window)
+		c->o.max_window = SP_CORR_MAX_WINDOW;
+	if (!c->o.max_held)
+		c->o.max_held = SP_CORR_MAX_HELD;
+	if (!c->o.gap_max)
+		c->o.gap_max = SP_CORR_GAP_MAX;
+	c->emit = emit;
+	c->ctx = ctx;
+	return c;
+}
+
+/* Close everything, emit everything held: the end of a stream. */
+static void end_stream(struct sp_corr *c)
+{
+	struct thr *t;
+	struct proc *p;
+	size_t j;
+
+	drain(c, true);
+	for (j = 0; j < c->threads.cap; j++) {
+		t = c->threads.vals[j];
+		if (t)
+			close_all(c, t, c->max_time);
+	}
+	for (j = 0; j < c->procs.cap; j++) {
+		p = c->procs.vals[j];
+		if (p)
+			close_gap(c, p);
+	}
+	while (c->roots)
+		emit_tree(c, c->roots, true);
+	flush_deferred(c);
+}
+
+/* Forget the stream: a new header starts new ids and new processes. */
+static void reset_stream(struct sp_corr *c)
+{
+	struct proc *p;
+	size_t j;
+
+	for (j = 0; j < c->procs.cap; j++) {
+		p = c->procs.vals[j];
+		if (p) {
+			proc_end(c, p, c->max_time);
+			j = (size_t)-1;	/* the table changed under us: rescan */
+		}
+	}
+	/* threads of processes never seen are in no process list: none exist,
+	 * every thread belongs to a struct proc. */
+	c->next_id = 0;
+	c->nlost = 0;
+	c->any_released = false;
+	c->released = 0;
+}
+
+int sp_corr_add(struct sp_corr *c, const struct sp_record *rec)
+{
+	struct sp_record hdr;
+	struct hrec *h;
+	uint64_t t;
+
+	if (c->failed)
+		return -1;
+	c->st.records++;
+	switch (rec->kind) {
+	case SP_REC_HEADER:
+		end_stream(c);
+		reset_stream(c);
+		hdr = *rec;
+		hdr.header.flags |= SP_HDR_CORRELATED;
+		out(c, &hdr);
+		return c->failed ? -1 : 0;
+	case SP_REC_END:
+		if (rec->end.time > c->max_time)
+			c->max_time = rec->end.time;
+		end_stream(c);
+		out(c, rec);
+		return c->failed ? -1 : 0;
+	case SP_REC_SPAN:
+		c->st.old_spans++;
+		return 0;
+	default:
+		break;
+	}
+	if (!is_timed(rec->kind)) {
+		out(c, rec);
+		return c->failed ? -1 : 0;
+	}
+	t = rec_time(rec);
+	h = hrec_new(c, rec);
+	h->seq = c->seq++;
+	if (!t)		/* no time: where it stands in the input */
+		t = c->any_released ? c->released : 0;
+	h->key = t;
+	if (c->any_released && t < c->released) {
+		/* later than the window allows: taken where it stands */
+		c->st.late++;
+		h->key = c->released;
+		process(c, h);
+		return c->failed ? -1 : 0;
+	}
+	if (t > c->max_time)
+		c->max_time = t;
+	heap_push(c, h);
+	drain(c, false);
+	return c->failed ? -1 : 0;
+}
+
+int sp_corr_finish(struct sp_corr *c)
+{
+	if (c->failed)
+		return -1;
+	end_stream(c);
+	return c->failed ? -1 : 0;
+}
+
+const struct sp_corr_stats *sp_corr_stats(const struct sp_corr *c)
+{
+	return &c->st;
+}
+
+void sp_corr_free(struct sp_corr *c)
+{
+	struct hrec *h;
+	size_t j;
+
+	if (!c)
+		return;
+	/* Whatever is left (after a failed emit) is dropped without output. */
+	c->failed = 1;
+	while (c->nheap)
+		hrec_free(c, heap_pop(c));
+	end_stream(c);
+	reset_stream(c);
+	while ((h = c->deferred)) {
+		c->deferred = h->next;
+		hrec_free(c, h);
+	}
+	while ((h = c->free_small)) {
+		c->free_small = h->next;
+		free(h);
+	}
+	while ((h = c->free_full)) {
+		c->free_full = h->next;
+		free(h);
+	}
+	for (j = 0; j < c->procs.cap; j++)
+		free(c->procs.vals[j]);
+	free(c->procs.keys);
+	free(c->procs.vals);
+	free(c->threads.keys);
+	free(c->threads.vals);
+	free(c->heap);
+	free(c->work);
+	free(c->lost);
+	free(c);
+}
