@@ -308,3 +308,58 @@ int64_t sp_schema_enum_value(const struct sp_schema_field *f, const char *name)
 			return i;
 	return -1;
 }
+
+static const char *type_doc(enum sp_field_type t)
+{
+	switch (t) {
+	case SP_FT_UINT: return "uint";
+	case SP_FT_INT: return "int (zigzag)";
+	case SP_FT_STR: return "string id";
+	case SP_FT_HEX: return "uint (hex in JSON)";
+	case SP_FT_ADDR: return "bytes (address)";
+	case SP_FT_BYTES: return "bytes (hex in JSON)";
+	case SP_FT_TIME: return "time (delta)";
+	case SP_FT_ID: return "implicit id";
+	case SP_FT_STRVAL: return "bytes (text)";
+	case SP_FT_FLAGS: return "uint";
+	case SP_FT_TEXT: return "bytes (text)";
+	}
+	return "?";
+}
+
+void sp_schema_print_markdown(FILE *out)
+{
+	unsigned int k, i, j;
+
+	fprintf(out, "| kind | type | # | field | encoding | JSON |\n");
+	fprintf(out, "| --- | --- | --- | --- | --- | --- |\n");
+	for (k = 1; k < SP_REC_KIND_MAX; k++) {
+		const struct sp_schema *s = sp_schema(k);
+
+		for (i = 0; s && i < s->nfields; i++) {
+			const struct sp_schema_field *f = &s->fields[i];
+
+			fprintf(out, "| %u | %s | %u | `%s` | %s | %s", k, s->name, i, f->name,
+				type_doc(f->type), f->type == SP_FT_ID ? "shown, not stored" :
+				f->flags & SP_SF_ALWAYS ? "always" : "omitted when 0");
+			for (j = 0; f->names && j < f->nnames; j++)
+				fprintf(out, "%s%u=`%s`", j ? ", " : "; names: ", j, f->names[j]);
+			fprintf(out, " |\n");
+		}
+	}
+	fprintf(out, "\n| event | kind | group | # | field | encoding |\n");
+	fprintf(out, "| --- | --- | --- | --- | --- | --- |\n");
+	for (k = 1; k < SP_EV_KIND_MAX; k++) {
+		static const char *const groups[] = { "proc", "file", "net", "dns", "priv", "runtime" };
+		const struct sp_event_schema *e = sp_event_schema(k);
+		const char *g = "";
+
+		for (j = 0; e && j < 6; j++)
+			if (e->group & (1u << j))
+				g = groups[j];
+		for (i = 0; e && i < e->nfields; i++)
+			fprintf(out, "| %s | %u | %s | %u | `%s` | %s |\n", e->name, k, g,
+				SP_EVENT_COMMON_FIELDS + i, e->fields[i].name,
+				type_doc(e->fields[i].type));
+	}
+}

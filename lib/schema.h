@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "events.h"
 #include "record.h"
@@ -55,6 +56,9 @@ static inline struct sp_bytes *sp_field_bytes(void *rec_body, const struct sp_sc
 {
 	return (struct sp_bytes *)((char *)rec_body + f->off);
 }
+
+/* The schema as markdown tables (docs/spool.md is generated from it). */
+void sp_schema_print_markdown(FILE *out);
 
 /* Enum value name for JSON, or NULL when out of range. */
 const char *sp_schema_enum_name(const struct sp_schema_field *f, uint64_t v);

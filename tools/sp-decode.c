@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* sp-decode - turn a spool into JSON lines and back, follow a growing spool. */
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "reader.h"
+#include "schema.h"
 #include "sp.h"
 #include "stats.h"
 #include "writer.h"
@@ -15,6 +17,7 @@ enum {
 	OPT_DISCARD,
 	OPT_FORMAT,
 	OPT_STATS_JSON,
+	OPT_SCHEMA,
 };
 
 static struct env {
@@ -42,6 +45,7 @@ static const struct argp_option options[] = {
 	  "With --follow: punch holes in the part of FILE already read (frees disk)", 0 },
 	{ "stats", 's', NULL, 0, "Print a summary instead of the records", 0 },
 	{ "stats-json", OPT_STATS_JSON, NULL, 0, "Print the summary as one JSON object", 0 },
+	{ "schema", OPT_SCHEMA, NULL, 0, "Print the record schema as markdown tables and exit", 0 },
 	{ "no-frames", OPT_NO_FRAMES, NULL, 0, "JSON: samples without their inline frames", 0 },
 	{ "no-defs", OPT_NO_DEFS, NULL, 0,
 	  "JSON: leave out string, frame, stack and symbol lines (not re-encodable)", 0 },
@@ -77,6 +81,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_STATS_JSON:
 		env.stats = env.stats_json = true;
 		break;
+	case OPT_SCHEMA:
+		sp_schema_print_markdown(stdout);
+		exit(fflush(stdout) ? SP_EXIT_FATAL : SP_EXIT_OK);
 	case OPT_NO_FRAMES:
 		env.json_flags |= SP_JSON_NO_INLINE_FRAMES;
 		break;
