@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * archive.h - a directory of the exact binaries a recording sampled, one
+ * copy per build-id, so that sp-symbolize resolves frames of files that
+ * were deleted, replaced or never present on the analysing machine.
+ *
+ * Layout: DIR/xx/yyyy... where xxyyyy... is the build-id in lowercase hex
+ * (like /usr/lib/debug/.build-id, without the suffix); a separate debug
+ * file may be put next to it as DIR/xx/yyyy....debug. The copy is taken
+ * through /proc/PID/map_files/START-END while the process runs, so it is
+ * the mapped image even when the path now names another file, and is
+ * checked against the build-id before it is renamed into place.
+ */
+#ifndef STACKPULSE_ARCHIVE_H
+#define STACKPULSE_ARCHIVE_H
+
+#include <stdint.h>
+
+/* DIR/xx/yyyy...suffix, malloc()ed (suffix may be NULL); NULL if len is 0 or on ENOMEM. */
+char *sp_archive_path(const char *dir, const uint8_t *build_id, unsigned int len,
+		      const char *suffix);
+
+/*
+ * Copy the file that process pid maps at [start, end) into dir, unless a
+ * copy with this build-id is there already. path is the mapping's path,
+ * used through /proc/PID/root when map_files cannot be opened. Returns 1
+ * copied, 0 already archived, -1 on failure with errno set (EINVAL: the
+ * file's build-id is not build_id; nothing is reported: the caller
+ * decides how loud to be).
+ */
+int sp_archive_module(const char *dir, uint64_t pid, uint64_t start, uint64_t end,
+		      const char *path, const uint8_t *build_id, unsigned int len);
+
+#endif

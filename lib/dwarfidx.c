@@ -1,0 +1,724 @@
+// SPDX-License-Identifier: MIT
+/* A per-module address index of DWARF functions, inline instances and lines. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <dwarf.h>
+
+#include "demangle.h"
+#include "dwarfidx.h"
+
+#define NONE		UINT32_MAX
+#define MAX_NESTING	256		/* DIE tree depth walked; deeper is hostile */
+#define ARENA_CHUNK	(256 * 1024)
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, cap;
+	char data[];
+};
+
+/* Interned strings: index 0 is "no string". */
+struct strtab {
+	char **s;
+	char **dem;		/* sp_demangle_cached() slots, allocated lazily */
+	uint32_t n, cap;
+	uint32_t *slot;		/* open addressing: string index, 0 = empty */
+	uint32_t nslots;
+	struct arena_chunk *chunks;
+	size_t memory;
+};
+
+/* A subprogram or an inlined instance. */
+struct node {
+	uint64_t entry;
+	uint32_t name, linkage;	/* strtab indexes */
+	uint32_t parent;	/* node index, NONE for a physical function */
+	uint32_t call_file, call_line, call_col;
+};
+
+struct range {
+	uint64_t lo, hi;
+	uint32_t node, depth;
+};
+
+struct row {
+	uint64_t addr;
+	uint32_t file, line;
+	uint32_t col;		/* ROW_END set on the end of a sequence */
+	uint32_t ord;		/* order in the input, for a stable sort */
+};
+#define ROW_END		(1u << 31)
+
+struct sp_dwarfidx {
+	struct strtab str;
+	struct node *nodes;
+	size_t nnodes, capnodes;
+	size_t nfuncs, ninlined;
+	/* Flattened: seg_lo sorted, seg_node[i] owns [seg_lo[i], seg_lo[i + 1]). */
+	uint64_t *seg_lo;
+	uint32_t *seg_node;
+	size_t nsegs;
+	struct row *rows;
+	size_t nrows, caprows;
+	size_t units;
+	uint64_t build_ns;
+};
+
+/* Build-time state. */
+struct builder {
+	struct sp_dwarfidx *x;
+	struct range *ranges;
+	size_t nranges, capranges;
+	uint64_t text_lo, text_hi;
+	/* Per unit: file index -> strtab index (0 = not yet). */
+	Dwarf_Files *files;
+	size_t nfiles;
+	uint32_t *file_str;
+	bool oom;
+};
+
+static void *grow(void *p, size_t *cap, size_t n, size_t sz, size_t *memory)
+{
+	size_t ncap;
+	void *q;
+
+	if (n < *cap)
+		return p;
+	ncap = *cap ? *cap * 2 : 64;
+	while (ncap <= n)
+		ncap *= 2;
+	q = realloc(p, ncap * sz);
+	if (!q)
+		return NULL;
+	if (memory)
+		*memory += (ncap - *cap) * sz;
+	*cap = ncap;
+	return q;
+}
+
+/* ---- strings ---- */
+
+static uint32_t hash_str(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+static char *arena_copy(struct strtab *t, const char *s, size_t len)
+{
+	struct arena_chunk *c = t->chunks;
+	char *p;
+
+	if (!c || c->cap - c->used < len + 1) {
+		size_t cap = len + 1 > ARENA_CHUNK ? len + 1 : ARENA_CHUNK;
+
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		c->next = t->chunks;
+		t->chunks = c;
+		t->memory += sizeof(*c) + cap;
+	}
+	p = c->data + c->used;
+	memcpy(p, s, len);
+	p[len] = 0;
+	c->used += len + 1;
+	return p;
+}
+
+static int strtab_rehash(struct strtab *t, uint32_t nslots)
+{
+	uint32_t *slot = calloc(nslots, sizeof(*slot));
+	uint32_t i;
+
+	if (!slot)
+		return -1;
+	for (i = 1; i < t->n; i++) {
+		uint32_t h = hash_str(t->s[i], strlen(t->s[i])) & (nslots - 1);
+
+		while (slot[h])
+			h = (h + 1) & (nslots - 1);
+		slot[h] = i;
+	}
+	t->memory += (size_t)(nslots - t->nslots) * sizeof(*slot);
+	free(t->slot);
+	t->slot = slot;
+	t->nslots = nslots;
+	return 0;
+}
+
+/* The index of s, added if new; 0 for NULL or "", NONE when out of memory. */
+static uint32_t strtab_intern(struct strtab *t, const char *s)
+{
+	size_t len, cap;
+	uint32_t h;
+	char *copy;
+
+	if (!s || !*s)
+		return 0;
+	if (t->n == 0) {
+		cap = t->cap;
+		t->s = grow(t->s, &cap, 1, sizeof(*t->s), &t->memory);
+		if (!t->s)
+			return NONE;
+		t->cap = (uint32_t)cap;
+		t->s[0] = "";
+		t->n = 1;
+	}
+	if ((t->n + 1) * 2 > t->nslots && strtab_rehash(t, t->nslots ? t->nslots * 2 : 1024) < 0)
+		return NONE;
+	len = strlen(s);
+	h = hash_str(s, len) & (t->nslots - 1);
+	while (t->slot[h]) {
+		if (!strcmp(t->s[t->slot[h]], s))
+			return t->slot[h];
+		h = (h + 1) & (t->nslots - 1);
+	}
+	if (t->n == NONE - 1)
+		return NONE;
+	cap = t->cap;
+	t->s = grow(t->s, &cap, t->n, sizeof(*t->s), &t->memory);
+	if (!t->s)
+		return NONE;
+	t->cap = (uint32_t)cap;
+	copy = arena_copy(t, s, len);
+	if (!copy)
+		return NONE;
+	t->s[t->n] = copy;
+	t->slot[h] = t->n;
+	return t->n++;
+}
+
+static void strtab_release(struct strtab *t)
+{
+	struct arena_chunk *c, *next;
+	uint32_t i;
+
+	if (t->dem) {
+		for (i = 0; i < t->n; i++)
+			if (t->dem[i] && t->dem[i] != t->s[i])
+				free(t->dem[i]);
+		free(t->dem);
+	}
+	for (c = t->chunks; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(t->s);
+	free(t->slot);
+}
+
+static const char *strtab_get(const struct strtab *t, uint32_t i)
+{
+	return i && i < t->n ? t->s[i] : NULL;
+}
+
+/* ---- DIE walk ---- */
+
+static uint32_t intern(struct builder *b, const char *s)
+{
+	uint32_t i = strtab_intern(&b->x->str, s);
+
+	if (i == NONE) {
+		b->oom = true;
+		return 0;
+	}
+	return i;
+}
+
+static uint32_t unit_file(struct builder *b, Dwarf_Word idx)
+{
+	const char *name;
+
+	if (!b->files || idx >= b->nfiles)
+		return 0;
+	if (!b->file_str[idx]) {
+		name = dwarf_filesrc(b->files, idx, NULL, NULL);
+		b->file_str[idx] = intern(b, name);
+	}
+	return b->file_str[idx];
+}
+
+static const char *attr_string(Dwarf_Die *die, unsigned int name)
+{
+	Dwarf_Attribute attr;
+
+	if (!dwarf_attr_integrate(die, name, &attr))
+		return NULL;
+	return dwarf_formstring(&attr);
+}
+
+static uint32_t attr_udata(Dwarf_Die *die, unsigned int name)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word w;
+
+	if (!dwarf_attr(die, name, &attr) || dwarf_formudata(&attr, &w) != 0)
+		return 0;
+	return w > UINT32_MAX ? 0 : (uint32_t)w;
+}
+
+static bool in_text(const struct builder *b, uint64_t lo, uint64_t hi)
+{
+	if (hi <= lo)
+		return false;
+	if (!b->text_hi)
+		return lo != 0;
+	return lo >= b->text_lo && hi <= b->text_hi;
+}
+
+/* Add die as a node with its address ranges; NONE if it has no code here. */
+static uint32_t add_node(struct builder *b, Dwarf_Die *die, uint32_t parent, uint32_t depth)
+{
+	struct sp_dwarfidx *x = b->x;
+	Dwarf_Addr base, start, end, entry = UINT64_MAX;
+	ptrdiff_t off = 0;
+	size_t first = b->nranges;
+	uint32_t id = (uint32_t)x->nnodes;
+	const char *linkage;
+	struct node *n;
+
+	if (x->nnodes >= NONE - 1)
+		return NONE;
+	while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0) {
+		struct range *r;
+
+		if (!in_text(b, start, end))
+			continue;
+		b->ranges = grow(b->ranges, &b->capranges, b->nranges, sizeof(*b->ranges), NULL);
+		if (!b->ranges) {
+			b->oom = true;
+			return NONE;
+		}
+		r = &b->ranges[b->nranges++];
+		r->lo = start;
+		r->hi = end;
+		r->node = id;
+		r->depth = depth;
+		if (start < entry)
+			entry = start;
+	}
+	if (b->nranges == first)
+		return NONE;
+	x->nodes = grow(x->nodes, &x->capnodes, x->nnodes, sizeof(*x->nodes), NULL);
+	if (!x->nodes) {
+		b->oom = true;
+		return NONE;
+	}
+	n = &x->nodes[x->nnodes++];
+	if (dwarf_entrypc(die, &start) == 0 && start >= entry)
+		entry = start;
+	n->entry = entry;
+	linkage = attr_string(die, DW_AT_linkage_name);
+	if (!linkage)
+		linkage = attr_string(die, DW_AT_MIPS_linkage_name);
+	n->linkage = intern(b, linkage);
+	n->name = intern(b, attr_string(die, DW_AT_name));
+	n->parent = parent;
+	if (parent != NONE) {
+		n->call_file = unit_file(b, attr_udata(die, DW_AT_call_file));
+		n->call_line = attr_udata(die, DW_AT_call_line);
+		n->call_col = attr_udata(die, DW_AT_call_column);
+		x->ninlined++;
+	} else {
+		n->call_file = n->call_line = n->call_col = 0;
+		x->nfuncs++;
+	}
+	return id;
+}
+
+static void walk(struct builder *b, Dwarf_Die *die, uint32_t node, uint32_t depth,
+		 unsigned int nesting)
+{
+	Dwarf_Die child;
+	uint32_t id;
+
+	if (nesting > MAX_NESTING || b->oom || dwarf_child(die, &child) != 0)
+		return;
+	do {
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+			/* A nested function is a physical function of its own. */
+			id = add_node(b, &child, NONE, 0);
+			if (id != NONE)
+				walk(b, &child, id, 1, nesting + 1);
+			break;
+		case DW_TAG_inlined_subroutine:
+			if (node == NONE)
+				break;
+			id = add_node(b, &child, node, depth);
+			walk(b, &child, id == NONE ? node : id, id == NONE ? depth : depth + 1,
+			     nesting + 1);
+			break;
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+		case DW_TAG_with_stmt:
+			if (node != NONE)
+				walk(b, &child, node, depth, nesting + 1);
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_interface_type:
+			if (node == NONE)
+				walk(b, &child, NONE, 0, nesting + 1);
+			break;
+		default:
+			break;
+		}
+	} while (!b->oom && dwarf_siblingof(&child, &child) == 0);
+}
+
+/* ---- line tables ---- */
+
+static int add_lines(struct builder *b, Dwarf_Die *cudie)
+{
+	struct sp_dwarfidx *x = b->x;
+	Dwarf_Lines *lines;
+	size_t nlines, i, seq_start = x->nrows;
+	const char *last_src = NULL;
+	uint32_t last_file = 0;
+
+	if (dwarf_getsrclines(cudie, &lines, &nlines) != 0)
+		return -1;
+	x->rows = grow(x->rows, &x->caprows, x->nrows + nlines, sizeof(*x->rows), NULL);
+	if (!x->rows) {
+		b->oom = true;
+		return -1;
+	}
+	for (i = 0; i < nlines; i++) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		Dwarf_Addr addr;
+		const char *src;
+		bool end = false;
+		int line = 0, col = 0;
+		struct row *r;
+
+		if (!l || dwarf_lineaddr(l, &addr) != 0)
+			continue;
+		dwarf_lineendsequence(l, &end);
+		dwarf_lineno(l, &line);
+		dwarf_linecol(l, &col);
+		src = dwarf_linesrc(l, NULL, NULL);
+		if (src != last_src) {
+			last_src = src;
+			last_file = intern(b, src);
+		}
+		r = &x->rows[x->nrows++];
+		r->addr = addr;
+		r->file = last_file;
+		r->line = line > 0 ? (uint32_t)line : 0;
+		r->col = (col > 0 ? (uint32_t)col & ~ROW_END : 0) | (end ? ROW_END : 0);
+		r->ord = 0;
+		if (end) {
+			/* Drop a sequence of discarded code (relocated to 0). */
+			if (!in_text(b, x->rows[seq_start].addr, addr))
+				x->nrows = seq_start;
+			seq_start = x->nrows;
+		}
+	}
+	/* A sequence without its end row is malformed: drop it. */
+	x->nrows = seq_start;
+	return 0;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* At one address, a sequence's end comes before the next one's start. */
+	if ((x->col & ROW_END) != (y->col & ROW_END))
+		return (x->col & ROW_END) ? -1 : 1;
+	return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	if (x->hi != y->hi)
+		return x->hi > y->hi ? -1 : 1;
+	return x->node < y->node ? -1 : x->node > y->node;
+}
+
+static int emit(struct sp_dwarfidx *x, size_t *cap, uint64_t lo, uint32_t node)
+{
+	size_t capn;
+
+	if (x->nsegs && x->seg_lo[x->nsegs - 1] == lo) {
+		x->seg_node[x->nsegs - 1] = node;	/* an empty segment: replace */
+	} else if (x->nsegs && x->seg_node[x->nsegs - 1] == node) {
+		return 0;				/* same owner: merge */
+	} else {
+		capn = *cap;
+		x->seg_lo = grow(x->seg_lo, cap, x->nsegs, sizeof(*x->seg_lo), NULL);
+		if (!x->seg_lo)
+			return -1;
+		x->seg_node = grow(x->seg_node, &capn, x->nsegs, sizeof(*x->seg_node), NULL);
+		if (!x->seg_node)
+			return -1;
+		x->seg_lo[x->nsegs] = lo;
+		x->seg_node[x->nsegs] = node;
+		x->nsegs++;
+	}
+	/* Merging with the segment before (after a replacement). */
+	if (x->nsegs >= 2 && x->seg_node[x->nsegs - 2] == x->seg_node[x->nsegs - 1])
+		x->nsegs--;
+	return 0;
+}
+
+/*
+ * Sweep the ranges sorted by start (outermost first at equal starts) with a
+ * stack of open ranges: every point belongs to the innermost open range.
+ */
+static int flatten(struct builder *b)
+{
+	struct sp_dwarfidx *x = b->x;
+	struct range *stack;
+	size_t sp = 0, i, cap = 0;
+
+	qsort(b->ranges, b->nranges, sizeof(*b->ranges), cmp_range);
+	stack = malloc((MAX_NESTING + 2) * sizeof(*stack));
+	if (!stack)
+		return -1;
+	for (i = 0; i < b->nranges; i++) {
+		struct range r = b->ranges[i];
+
+		while (sp && stack[sp - 1].hi <= r.lo) {
+			sp--;
+			if (emit(x, &cap, stack[sp].hi, sp ? stack[sp - 1].node : NONE) < 0)
+				goto oom;
+		}
+		if (sp && r.hi > stack[sp - 1].hi)
+			r.hi = stack[sp - 1].hi;	/* malformed nesting: clip */
+		if (sp > MAX_NESTING)
+			continue;
+		if (emit(x, &cap, r.lo, r.node) < 0)
+			goto oom;
+		stack[sp++] = r;
+	}
+	while (sp) {
+		sp--;
+		if (emit(x, &cap, stack[sp].hi, sp ? stack[sp - 1].node : NONE) < 0)
+			goto oom;
+	}
+	free(stack);
+	return 0;
+oom:
+	free(stack);
+	return -1;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct sp_dwarfidx *sp_dwarfidx_build(Dwarf *dw, uint64_t text_lo, uint64_t text_hi,
+				      size_t *bad_units, const char **why)
+{
+	struct builder b = { .text_lo = text_lo, .text_hi = text_hi };
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie, subdie;
+	Dwarf_Half version;
+	uint8_t unit_type;
+	uint64_t t0 = now_ns();
+	size_t bad = 0, i;
+	int rc;
+
+	*why = NULL;
+	if (!dw) {
+		*why = "no DWARF";
+		return NULL;
+	}
+	b.x = calloc(1, sizeof(*b.x));
+	if (!b.x) {
+		*why = "out of memory";
+		return NULL;
+	}
+	while ((rc = dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &subdie)) == 0) {
+		if (unit_type != DW_UT_compile || dwarf_tag(&cudie) != DW_TAG_compile_unit) {
+			if (unit_type == DW_UT_skeleton || unit_type == DW_UT_split_compile)
+				bad++;	/* split DWARF (.dwo) is not read */
+			continue;
+		}
+		b.x->units++;
+		b.files = NULL;
+		b.nfiles = 0;
+		if (dwarf_getsrcfiles(&cudie, &b.files, &b.nfiles) != 0) {
+			b.files = NULL;
+			b.nfiles = 0;
+		}
+		free(b.file_str);
+		b.file_str = b.nfiles ? calloc(b.nfiles, sizeof(*b.file_str)) : NULL;
+		if (b.nfiles && !b.file_str) {
+			b.oom = true;
+			break;
+		}
+		walk(&b, &cudie, NONE, 0, 0);
+		if (b.oom)
+			break;
+		if (add_lines(&b, &cudie) < 0 && !b.oom && b.nfiles)
+			bad++;
+		if (b.oom)
+			break;
+	}
+	free(b.file_str);
+	if (rc < 0 && !b.x->units)
+		bad++;
+	if (bad_units)
+		*bad_units = bad;
+	if (!b.oom) {
+		for (i = 0; i < b.x->nrows; i++)
+			b.x->rows[i].ord = (uint32_t)i;
+		qsort(b.x->rows, b.x->nrows, sizeof(*b.x->rows), cmp_row);
+		if (flatten(&b) < 0)
+			b.oom = true;
+	}
+	free(b.ranges);
+	if (b.oom) {
+		sp_dwarfidx_free(b.x);
+		*why = "out of memory";
+		return NULL;
+	}
+	if (!b.x->units) {
+		sp_dwarfidx_free(b.x);
+		*why = "no DWARF compilation units";
+		return NULL;
+	}
+	b.x->build_ns = now_ns() - t0;
+	return b.x;
+}
+
+void sp_dwarfidx_free(struct sp_dwarfidx *x)
+{
+	if (!x)
+		return;
+	strtab_release(&x->str);
+	free(x->nodes);
+	free(x->seg_lo);
+	free(x->seg_node);
+	free(x->rows);
+	free(x);
+}
+
+/* ---- lookups ---- */
+
+int sp_dwarfidx_line(const struct sp_dwarfidx *x, uint64_t addr, const char **file,
+		     uint32_t *line, uint32_t *col)
+{
+	size_t lo = 0, hi = x->nrows;
+	const struct row *r;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->rows[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	r = &x->rows[lo - 1];
+	if (r->col & ROW_END)
+		return -1;
+	*file = strtab_get(&x->str, r->file);
+	*line = r->line;
+	*col = r->col & ~ROW_END;
+	return 0;
+}
+
+static const char *node_name(struct sp_dwarfidx *x, const struct node *n, bool demangle)
+{
+	struct strtab *t = &x->str;
+
+	if (n->linkage) {
+		if (!demangle)
+			return t->s[n->linkage];
+		if (!t->dem) {
+			t->dem = calloc(t->cap, sizeof(*t->dem));
+			if (!t->dem)
+				return t->s[n->linkage];
+			t->memory += t->cap * sizeof(*t->dem);
+		}
+		return sp_demangle_cached(t->s[n->linkage], &t->dem[n->linkage]);
+	}
+	return strtab_get(t, n->name);
+}
+
+int sp_dwarfidx_lookup(struct sp_dwarfidx *x, uint64_t addr, bool demangle,
+		       struct sp_dwarf_loc *out, int max)
+{
+	size_t lo = 0, hi = x->nsegs;
+	uint32_t id;
+	int n = 0;
+
+	if (max < 1)
+		return 0;
+	memset(&out[0], 0, sizeof(out[0]));
+	if (sp_dwarfidx_line(x, addr, &out[0].file, &out[0].line, &out[0].column) < 0)
+		out[0].file = NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->seg_lo[mid] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return 0;
+	id = x->seg_node[lo - 1];
+	while (id != NONE && id < x->nnodes && n < max) {
+		const struct node *nd = &x->nodes[id];
+
+		/* out[n]'s file and line are already set: the line table or a call site. */
+		out[n].func = node_name(x, nd, demangle);
+		out[n].entry = nd->entry;
+		out[n].inlined = nd->parent != NONE;
+		n++;
+		if (nd->parent != NONE && n < max) {
+			memset(&out[n], 0, sizeof(out[n]));
+			out[n].file = strtab_get(&x->str, nd->call_file);
+			out[n].line = nd->call_line;
+			out[n].column = nd->call_col;
+		}
+		id = nd->parent;
+	}
+	return n;
+}
+
+void sp_dwarfidx_stats(const struct sp_dwarfidx *x, struct sp_dwarfidx_stats *st)
+{
+	st->units = x->units;
+	st->functions = x->nfuncs;
+	st->inlined = x->ninlined;
+	st->segments = x->nsegs;
+	st->rows = x->nrows;
+	st->memory = sizeof(*x) + x->str.memory + x->capnodes * sizeof(*x->nodes) +
+		     x->nsegs * (sizeof(*x->seg_lo) + sizeof(*x->seg_node)) +
+		     x->caprows * sizeof(*x->rows);
+	st->build_ns = x->build_ns;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dwarfidx.h - an address index of one module's DWARF: functions, inlined
+ * instances and line tables, built once by a single pass over the debug
+ * information, then looked up in O(log n) per address.
+ *
+ * libdw's own per-address queries (dwarf_addrdie, dwarf_getscopes) walk the
+ * DIE tree of the compilation unit on every call, which costs seconds per
+ * address on large units; this index flattens the nesting of subprograms
+ * and inlined subroutines into non-overlapping address segments, each
+ * pointing at its innermost function, and the line programs of every unit
+ * into one sorted row table.
+ *
+ * The index owns copies of every string it returns: the Dwarf handle may be
+ * closed once sp_dwarfidx_build() has returned.
+ */
+#ifndef STACKPULSE_DWARFIDX_H
+#define STACKPULSE_DWARFIDX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <elfutils/libdw.h>
+
+struct sp_dwarfidx;
+
+/* One level of an inline chain. */
+struct sp_dwarf_loc {
+	const char *func;	/* readable name (see sp_dwarfidx_lookup()), NULL if nameless */
+	const char *file;	/* source file, NULL if unknown */
+	uint32_t line, column;	/* 0 if unknown */
+	uint64_t entry;		/* first address of the function or inlined instance */
+	bool inlined;		/* an inlined instance, not a physical function */
+};
+
+struct sp_dwarfidx_stats {
+	size_t units;		/* compilation units read */
+	size_t functions;	/* subprograms with code */
+	size_t inlined;		/* inlined instances */
+	size_t segments;	/* address segments of the flattened index */
+	size_t rows;		/* line table rows kept */
+	size_t memory;		/* bytes held */
+	uint64_t build_ns;	/* time spent in sp_dwarfidx_build() */
+};
+
+/*
+ * Index the DWARF of dw. Only code in [text_lo, text_hi) is indexed (the
+ * module's executable sections): line sequences and functions of discarded
+ * sections, relocated to 0, are dropped. text_hi 0 keeps everything.
+ * Returns NULL with *why set (a static message) when dw has no usable
+ * DWARF or memory ran out; a unit that cannot be read is skipped and counted
+ * in *bad_units (may be NULL).
+ */
+struct sp_dwarfidx *sp_dwarfidx_build(Dwarf *dw, uint64_t text_lo, uint64_t text_hi,
+				      size_t *bad_units, const char **why);
+void sp_dwarfidx_free(struct sp_dwarfidx *x);
+
+/*
+ * The inline chain at addr, innermost first, at most max levels into out[].
+ * Level 0's file:line comes from the line table at addr; level k+1's is the
+ * call site of level k. func is the demangled linkage name when demangle is
+ * true and there is one, else the linkage name, else DW_AT_name. Returns the
+ * number of levels; 0 when no function covers addr (out[0].file/line may
+ * still be set from the line table, with func NULL).
+ */
+int sp_dwarfidx_lookup(struct sp_dwarfidx *x, uint64_t addr, bool demangle,
+		       struct sp_dwarf_loc *out, int max);
+
+/* The line table row for addr: 0 and *file, *line, *col set, or -1. */
+int sp_dwarfidx_line(const struct sp_dwarfidx *x, uint64_t addr, const char **file,
+		     uint32_t *line, uint32_t *col);
+
+void sp_dwarfidx_stats(const struct sp_dwarfidx *x, struct sp_dwarfidx_stats *st);
+
+#endif

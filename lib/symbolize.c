@@ -1,0 +1,1208 @@
+// SPDX-License-Identifier: MIT
+/* Frame symbolization: finding, checking and indexing the files behind modules. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <zlib.h>
+
+#include "archive.h"
+#include "buildid.h"
+#include "demangle.h"
+#include "dwarfidx.h"
+#include "hashmap.h"
+#include "sp.h"
+#include "symbolize.h"
+#include "symtab.h"
+
+#define NSTATUS		(SP_SYM_BAD_FILE + 1)
+#define MAX_FILE_SIZE	(4ull << 30)	/* larger "ELF files" are not read */
+
+struct file_stats {
+	uint64_t frames;
+	uint64_t by_status[NSTATUS];
+	uint64_t named;		/* frames given a function name */
+	uint64_t with_line;	/* frames given a file:line */
+};
+
+/* A cached result: levels[first .. first + n) of the image. */
+struct cached {
+	uint32_t first, n;
+	uint32_t status;
+};
+
+/* One file identity (build-id, else path + inode), shared by its modules. */
+struct image {
+	struct image *next;		/* all images */
+	char *path;			/* recorded path */
+	uint8_t build_id[SP_BUILD_ID_MAX];
+	unsigned int build_id_len;
+	uint64_t dev, ino, size, mtime_ns;
+	uint64_t pid;			/* for JIT/anon and identity without build-id */
+	bool vdso, kernel, anon;
+	unsigned int refs;		/* live modules */
+
+	/* Loaded on the first lookup. */
+	bool loaded;
+	unsigned int status;		/* SP_SYM_OK, or why nothing resolves */
+	bool stripped;			/* only .dynsym */
+	bool from_archive;
+	char *loaded_from;		/* the file actually read */
+	struct sp_symtab *symtab;
+	struct sp_dwarfidx *dwarf;
+
+	struct sp_u64map cache;		/* (lookup address << 1 | leaf) -> index + 1 */
+	struct cached *results;
+	size_t nresults, capresults;
+	struct sp_sym_level *levels;
+	size_t nlevels, caplevels;
+
+	struct file_stats st;
+};
+
+/* Statistics kept after an image is freed. */
+struct retired {
+	struct retired *next;
+	char *path;
+	struct file_stats st;
+};
+
+struct module_ent {
+	struct image *img;
+	uint64_t pid;
+	uint64_t start;
+	uint64_t next_in_pid;		/* module id, 0 = end */
+	uint64_t flags;
+	bool live;
+};
+
+struct jit_table {
+	struct sp_symtab *st;
+};
+
+struct sp_symbolizer {
+	struct sp_symbolize_opts o;
+	struct image *images;
+	struct retired *retired;
+	struct module_ent *mods;	/* by module id */
+	size_t nmods, capmods;
+	struct sp_u64map pid_mods;	/* pid -> first module id */
+	struct sp_u64map jit;		/* pid -> struct sp_symtab * */
+	struct sp_symtab *ksyms;
+	char kernel_release[128];
+	bool same_kernel;
+	struct sp_sym_result res;
+	struct file_stats kernel_st, jit_st, none_st;
+	uint64_t files_loaded, files_live;
+};
+
+static const char *const status_text[NSTATUS] = {
+	[SP_SYM_OK] = "resolved",
+	[SP_SYM_NO_SYMBOLS] = "no symbols",
+	[SP_SYM_STRIPPED] = "stripped (.dynsym only)",
+	[SP_SYM_BUILD_ID_MISMATCH] = "build-id mismatch",
+	[SP_SYM_FILE_MISSING] = "file missing",
+	[SP_SYM_JIT_NO_MAP] = "JIT without map",
+	[SP_SYM_NO_MODULE] = "no module",
+	[SP_SYM_BAD_FILE] = "bad file",
+};
+
+const char *sp_sym_status_text(unsigned int status)
+{
+	return status < NSTATUS ? status_text[status] : "unknown";
+}
+
+struct sp_symbolizer *sp_symbolizer_new(const struct sp_symbolize_opts *opts)
+{
+	struct sp_symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	if (opts)
+		s->o = *opts;
+	elf_version(EV_CURRENT);
+	sp_symbolizer_reset(s, "");
+	return s;
+}
+
+/* ---- images ---- */
+
+static void image_unload(struct image *img)
+{
+	sp_symtab_free(img->symtab);
+	sp_dwarfidx_free(img->dwarf);
+	img->symtab = NULL;
+	img->dwarf = NULL;
+	sp_u64map_release(&img->cache);
+	free(img->results);
+	free(img->levels);
+	img->results = NULL;
+	img->levels = NULL;
+	img->nresults = img->capresults = img->nlevels = img->caplevels = 0;
+}
+
+static void image_retire(struct sp_symbolizer *s, struct image *img)
+{
+	struct image **pp;
+	struct retired *r;
+
+	for (pp = &s->images; *pp; pp = &(*pp)->next) {
+		if (*pp == img) {
+			*pp = img->next;
+			break;
+		}
+	}
+	if (img->st.frames) {
+		r = calloc(1, sizeof(*r));
+		if (r) {
+			r->path = img->path;
+			img->path = NULL;
+			r->st = img->st;
+			r->next = s->retired;
+			s->retired = r;
+		}
+	}
+	if (img->loaded && s->files_live)
+		s->files_live--;
+	image_unload(img);
+	free(img->path);
+	free(img->loaded_from);
+	free(img);
+}
+
+static bool same_identity(const struct image *img, const struct sp_module *m, const char *path,
+			  bool anon)
+{
+	if (img->anon != anon || img->kernel)
+		return false;
+	if (anon)
+		return img->pid == m->pid;
+	if (m->build_id.len)
+		return img->build_id_len == m->build_id.len &&
+		       !memcmp(img->build_id, m->build_id.p, m->build_id.len) &&
+		       !strcmp(img->path, path);
+	return !img->build_id_len && !strcmp(img->path, path) && img->dev == m->dev &&
+	       img->ino == m->ino && img->size == m->size && img->mtime_ns == m->mtime_ns &&
+	       (!img->vdso || img->pid == m->pid);
+}
+
+/* ---- streams, modules, retirement ---- */
+
+void sp_symbolizer_reset(struct sp_symbolizer *s, const char *kernel_release)
+{
+	struct utsname u;
+	size_t iter = 0;
+	uint64_t k, v;
+
+	while (s->images)
+		image_retire(s, s->images);
+	free(s->mods);
+	s->mods = NULL;
+	s->nmods = s->capmods = 0;
+	sp_u64map_release(&s->pid_mods);
+	while (sp_u64map_next(&s->jit, &iter, &k, &v))
+		sp_symtab_free((struct sp_symtab *)(uintptr_t)v);
+	sp_u64map_release(&s->jit);
+	sp_symtab_free(s->ksyms);
+	s->ksyms = NULL;
+	snprintf(s->kernel_release, sizeof(s->kernel_release), "%s",
+		 kernel_release ? kernel_release : "");
+	s->same_kernel = !s->kernel_release[0] ||
+			 (uname(&u) == 0 && !strcmp(u.release, s->kernel_release));
+}
+
+void sp_symbolizer_module(struct sp_symbolizer *s, const struct sp_module *m, const char *path)
+{
+	struct module_ent *me;
+	struct image *img;
+	bool kernel, anon;
+	uint64_t *head;
+
+	if (!m->id || m->id > (1u << 30))
+		return;
+	if (m->id >= s->capmods) {
+		size_t cap = s->capmods ? s->capmods : 256;
+		struct module_ent *n;
+
+		while (cap <= m->id)
+			cap *= 2;
+		n = realloc(s->mods, cap * sizeof(*n));
+		if (!n)
+			return;
+		memset(n + s->capmods, 0, (cap - s->capmods) * sizeof(*n));
+		s->mods = n;
+		s->capmods = cap;
+	}
+	if (m->id >= s->nmods)
+		s->nmods = m->id + 1;
+	me = &s->mods[m->id];
+	if (me->live)
+		return;		/* defined twice: keep the first */
+	if (!path)
+		path = "";
+	kernel = (m->flags & SP_MOD_KERNEL) || m->pid == 0 || !strncmp(path, "[kernel", 7);
+	anon = !kernel && ((m->flags & (SP_MOD_ANON | SP_MOD_JIT)) || !path[0] ||
+			   !strncmp(path, "//anon", 6) || !strncmp(path, "[anon", 5) ||
+			   !strcmp(path, "[heap]") || !strncmp(path, "[stack", 6));
+	me->pid = m->pid;
+	me->start = m->start;
+	me->flags = m->flags;
+	me->live = true;
+	me->img = NULL;
+	if (kernel)
+		return;		/* kernel frames use the kernel symbols */
+	for (img = s->images; img; img = img->next)
+		if (same_identity(img, m, path, anon))
+			break;
+	if (!img) {
+		img = calloc(1, sizeof(*img));
+		if (!img)
+			return;
+		img->path = strdup(path);
+		if (!img->path) {
+			free(img);
+			return;
+		}
+		img->build_id_len = m->build_id.len > SP_BUILD_ID_MAX ? SP_BUILD_ID_MAX :
+				    m->build_id.len;
+		memcpy(img->build_id, m->build_id.p, img->build_id_len);
+		img->dev = m->dev;
+		img->ino = m->ino;
+		img->size = m->size;
+		img->mtime_ns = m->mtime_ns;
+		img->pid = m->pid;
+		img->anon = anon;
+		img->vdso = !strcmp(path, "[vdso]");
+		img->next = s->images;
+		s->images = img;
+	}
+	img->refs++;
+	me->img = img;
+	head = sp_u64map_get(&s->pid_mods, m->pid);
+	me->next_in_pid = head ? *head : 0;
+	sp_u64map_put(&s->pid_mods, m->pid, m->id);
+}
+
+static void module_retire(struct sp_symbolizer *s, struct module_ent *me)
+{
+	if (!me->live)
+		return;
+	me->live = false;
+	if (me->img && --me->img->refs == 0)
+		image_retire(s, me->img);
+	me->img = NULL;
+}
+
+void sp_symbolizer_module_end(struct sp_symbolizer *s, uint64_t module)
+{
+	if (module < s->nmods)
+		module_retire(s, &s->mods[module]);
+}
+
+void sp_symbolizer_process_end(struct sp_symbolizer *s, uint64_t pid)
+{
+	uint64_t *head = sp_u64map_get(&s->pid_mods, pid);
+	uint64_t id = head ? *head : 0, *jt;
+	unsigned int guard = 0;
+
+	while (id && id < s->nmods && guard++ < (1u << 30)) {
+		struct module_ent *me = &s->mods[id];
+		uint64_t next = me->next_in_pid;
+
+		if (me->pid == pid)
+			module_retire(s, me);
+		id = next;
+	}
+	sp_u64map_del(&s->pid_mods, pid);
+	jt = sp_u64map_get(&s->jit, pid);
+	if (jt) {
+		sp_symtab_free((struct sp_symtab *)(uintptr_t)*jt);
+		sp_u64map_del(&s->jit, pid);
+	}
+}
+
+void sp_symbolizer_ksym(struct sp_symbolizer *s, const struct sp_ksym *k, const char *name,
+			size_t len)
+{
+	if (!name || !len)
+		return;
+	if (!s->ksyms)
+		s->ksyms = sp_symtab_new();
+	if (s->ksyms)
+		sp_symtab_add(s->ksyms, k->addr, k->size, name, len, 0);
+}
+
+void sp_symbolizer_jitsym(struct sp_symbolizer *s, const struct sp_jitsym *j, const char *name,
+			  size_t len)
+{
+	uint64_t *v = sp_u64map_get(&s->jit, j->pid);
+	struct sp_symtab *st;
+
+	if (!name || !len)
+		return;
+	if (v) {
+		st = (struct sp_symtab *)(uintptr_t)*v;
+	} else {
+		st = sp_symtab_new();
+		if (!st)
+			return;
+		sp_u64map_put(&s->jit, j->pid, (uint64_t)(uintptr_t)st);
+	}
+	sp_symtab_add(st, j->addr, j->size, name, len, 0);
+}
+
+/* ---- finding and loading files ---- */
+
+struct elf_file {
+	int fd;
+	Elf *elf;
+	char *path;
+};
+
+static void elf_file_close(struct elf_file *f)
+{
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->path);
+	f->elf = NULL;
+	f->fd = -1;
+	f->path = NULL;
+}
+
+static unsigned int elf_build_id(Elf *elf, uint8_t *id)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	GElf_Phdr ph;
+	size_t i, nph;
+	unsigned int n;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (d && d->d_buf &&
+		    (n = sp_buildid_from_notes(d->d_buf, d->d_size, id, SP_BUILD_ID_MAX)))
+			return n;
+	}
+	if (elf_getphdrnum(elf, &nph) != 0)
+		return 0;
+	for (i = 0; i < nph && i < 256; i++) {
+		Elf_Data *d;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+			continue;
+		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, ELF_T_NHDR);
+		if (d && d->d_buf &&
+		    (n = sp_buildid_from_notes(d->d_buf, d->d_size, id, SP_BUILD_ID_MAX)))
+			return n;
+	}
+	return 0;
+}
+
+/*
+ * Open path as an ELF file: 0, or -1 with *why (a static message; NULL for
+ * a plain "not there", which is not worth a warning).
+ */
+static int elf_file_open(struct elf_file *f, const char *path, const char **why)
+{
+	struct stat st;
+
+	f->fd = -1;
+	f->elf = NULL;
+	f->path = NULL;
+	*why = NULL;
+	/* O_NONBLOCK: a FIFO planted at the path must not hang us. */
+	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (f->fd < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			*why = "cannot open";
+		return -1;
+	}
+	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		goto fail;
+	}
+	if ((uint64_t)st.st_size > MAX_FILE_SIZE) {
+		*why = "file too large";
+		goto fail;
+	}
+	/*
+	 * ELF_C_READ, not mmap: a file truncated while we read it gives short
+	 * reads (errors), where a mapping would give SIGBUS.
+	 */
+	f->elf = elf_begin(f->fd, ELF_C_READ, NULL);
+	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {
+		*why = "not an ELF file";
+		goto fail;
+	}
+	f->path = strdup(path);
+	if (!f->path) {
+		*why = "out of memory";
+		goto fail;
+	}
+	return 0;
+fail:
+	elf_file_close(f);
+	return -1;
+}
+
+static bool has_section(Elf *elf, const char *name, bool with_bits)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (n && !strcmp(n, name) && (!with_bits || (sh.sh_type != SHT_NOBITS && sh.sh_size)))
+			return true;
+	}
+	return false;
+}
+
+/* Bounds of the executable sections, for the DWARF index. */
+static void text_bounds(Elf *elf, uint64_t *lo, uint64_t *hi)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	*lo = UINT64_MAX;
+	*hi = 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR) ||
+		    !(sh.sh_flags & SHF_ALLOC) || !sh.sh_size)
+			continue;
+		if (sh.sh_addr < *lo)
+			*lo = sh.sh_addr;
+		if (sh.sh_addr + sh.sh_size > *hi)
+			*hi = sh.sh_addr + sh.sh_size;
+	}
+	if (*hi == 0)
+		*lo = 0;
+}
+
+static char *join(const char *a, const char *b, const char *c)
+{
+	char *p;
+
+	if (asprintf(&p, "%s%s%s", a, b, c ? c : "") < 0)
+		return NULL;
+	return p;
+}
+
+/* Warn once per image. */
+static void image_warn(struct image *img, const char *file, const char *what)
+{
+	sp_warn("'%s': %s; its frames stay unresolved", file ? file : img->path, what);
+}
+
+/* Open a candidate for the image and check its identity. 1 match, 0 not
+ * there, -1 there but wrong (*why). */
+static int try_image(struct image *img, const char *path, bool check_stat, struct elf_file *f,
+		     const char **why)
+{
+	uint8_t id[SP_BUILD_ID_MAX];
+	unsigned int n;
+	struct stat st;
+
+	if (elf_file_open(f, path, why) < 0)
+		return *why ? -1 : 0;
+	if (img->build_id_len) {
+		n = elf_build_id(f->elf, id);
+		if (n != img->build_id_len || memcmp(id, img->build_id, n)) {
+			*why = "build-id mismatch";
+			elf_file_close(f);
+			return -1;
+		}
+	} else if (check_stat && img->size && fstat(f->fd, &st) == 0 &&
+		   ((uint64_t)st.st_size != img->size ||
+		    (img->mtime_ns && (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+		     (uint64_t)st.st_mtim.tv_nsec != img->mtime_ns))) {
+		*why = "file changed since the recording (size or mtime differ)";
+		elf_file_close(f);
+		return -1;
+	}
+	return 1;
+}
+
+static uint32_t crc_file(int fd)
+{
+	unsigned char buf[65536];
+	uLong crc = crc32(0, NULL, 0);
+	off_t off = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		crc = crc32(crc, buf, (uInt)n);
+		off += n;
+	}
+	return (uint32_t)crc;
+}
+
+/* .gnu_debuglink: name and CRC. */
+static const char *debuglink(Elf *elf, uint32_t *crc)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+		Elf_Data *d;
+		size_t len;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!n || strcmp(n, ".gnu_debuglink"))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size < 8)
+			return NULL;
+		len = strnlen(d->d_buf, d->d_size);
+		if (!len || len >= d->d_size || strchr(d->d_buf, '/'))
+			return NULL;
+		len = (len + 4) & ~(size_t)3;
+		if (len + 4 > d->d_size)
+			return NULL;
+		memcpy(crc, (char *)d->d_buf + len, 4);
+		return d->d_buf;
+	}
+	return NULL;
+}
+
+/* Try a debug file candidate. */
+static bool try_debug(struct image *img, const char *path, bool have_crc, uint32_t crc,
+		      struct elf_file *dbg)
+{
+	uint8_t id[SP_BUILD_ID_MAX];
+	const char *why;
+	unsigned int n;
+
+	if (elf_file_open(dbg, path, &why) < 0)
+		return false;
+	if (img->build_id_len) {
+		n = elf_build_id(dbg->elf, id);
+		if (n != img->build_id_len || memcmp(id, img->build_id, n))
+			goto no;
+	} else if (!have_crc || crc_file(dbg->fd) != crc) {
+		goto no;
+	}
+	if (!has_section(dbg->elf, ".debug_info", true) && !sp_symtab_elf_has_symtab(dbg->elf))
+		goto no;
+	return true;
+no:
+	elf_file_close(dbg);
+	return false;
+}
+
+static bool find_debug(struct sp_symbolizer *s, struct image *img, struct elf_file *f,
+		       struct elf_file *dbg)
+{
+	const char *dirs[SP_SYMBOLIZE_MAX_DIRS + 3];
+	char hex[2 * SP_BUILD_ID_MAX + 1], *sysdbg = NULL, *p, *dir, *slash;
+	const char *link;
+	uint32_t crc = 0;
+	unsigned int nd = 0, i;
+	bool found = false;
+
+	for (i = 0; i < SP_SYMBOLIZE_MAX_DIRS && s->o.debug_dirs[i]; i++)
+		dirs[nd++] = s->o.debug_dirs[i];
+	if (!s->o.no_system_debug) {
+		if (s->o.sysroot && strcmp(s->o.sysroot, "/")) {
+			sysdbg = join(s->o.sysroot, "/usr/lib/debug", NULL);
+			if (sysdbg)
+				dirs[nd++] = sysdbg;
+		}
+		dirs[nd++] = "/usr/lib/debug";
+	}
+	if (img->build_id_len) {
+		sp_buildid_hex(img->build_id, img->build_id_len, hex);
+		for (i = 0; i < nd && !found; i++) {
+			if (asprintf(&p, "%s/.build-id/%.2s/%s.debug", dirs[i], hex, hex + 2) < 0)
+				continue;
+			found = try_debug(img, p, false, 0, dbg);
+			free(p);
+		}
+		if (!found && s->o.archive) {
+			p = sp_archive_path(s->o.archive, img->build_id, img->build_id_len, ".debug");
+			if (p)
+				found = try_debug(img, p, false, 0, dbg);
+			free(p);
+		}
+	}
+	link = found ? NULL : debuglink(f->elf, &crc);
+	if (link) {
+		/* Next to the file read, in its .debug/, under each debug dir. */
+		dir = strdup(f->path);
+		slash = dir ? strrchr(dir, '/') : NULL;
+		if (slash) {
+			*slash = 0;
+			p = join(dir, "/", link);
+			if (p && strcmp(p, f->path))
+				found = try_debug(img, p, true, crc, dbg);
+			free(p);
+			if (!found) {
+				p = join(dir, "/.debug/", link);
+				if (p)
+					found = try_debug(img, p, true, crc, dbg);
+				free(p);
+			}
+		}
+		free(dir);
+		dir = strdup(img->path);
+		slash = dir ? strrchr(dir, '/') : NULL;
+		if (slash) {
+			*slash = 0;
+			for (i = 0; i < nd && !found; i++) {
+				if (asprintf(&p, "%s%s/%s", dirs[i], dir, link) < 0)
+					continue;
+				found = try_debug(img, p, true, crc, dbg);
+				free(p);
+			}
+		}
+		free(dir);
+	}
+	free(sysdbg);
+	return found;
+}
+
+/* The vDSO of this process, when it is the recorded one. */
+static int open_own_vdso(struct sp_symbolizer *s, struct image *img, struct elf_file *f,
+			 const char **why)
+{
+	const unsigned char *base = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+	uint8_t id[SP_BUILD_ID_MAX];
+	size_t size;
+	unsigned int n;
+
+	f->fd = -1;
+	f->elf = NULL;
+	f->path = NULL;
+	*why = NULL;
+	if (!base || memcmp(base, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return 0;
+	/* The vDSO's section headers are its last bytes. */
+	size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	if (size > (1u << 20))
+		return 0;
+	f->elf = elf_memory((char *)base, size);
+	if (!f->elf)
+		return 0;
+	if (img->build_id_len) {
+		n = elf_build_id(f->elf, id);
+		if (n != img->build_id_len || memcmp(id, img->build_id, n)) {
+			elf_file_close(f);
+			*why = "build-id mismatch with this machine's vDSO";
+			return -1;
+		}
+	} else if (!s->same_kernel) {
+		elf_file_close(f);
+		*why = "recorded on another kernel; its vDSO is not here";
+		return -1;
+	}
+	f->path = strdup("[vdso]");
+	return 1;
+}
+
+static void image_load(struct sp_symbolizer *s, struct image *img)
+{
+	struct elf_file f = { .fd = -1 }, dbg = { .fd = -1 };
+	const char *why = NULL, *first_why = NULL, *sysroot = s->o.sysroot;
+	char *p, *first_path = NULL;
+	struct elf_file *symf, *dwf;
+	uint64_t lo, hi;
+	unsigned int i;
+	Dwarf *dw;
+	int rc = 0, nsyms;
+	size_t bad = 0;
+
+	img->loaded = true;
+	s->files_loaded++;
+	s->files_live++;
+	if (img->anon) {
+		img->status = SP_SYM_JIT_NO_MAP;
+		return;
+	}
+	if (img->vdso) {
+		if (s->o.archive && img->build_id_len) {
+			p = sp_archive_path(s->o.archive, img->build_id, img->build_id_len, NULL);
+			rc = p ? try_image(img, p, false, &f, &why) : 0;
+			free(p);
+			img->from_archive = rc > 0;
+		}
+		if (rc <= 0)
+			rc = open_own_vdso(s, img, &f, &why);
+		if (rc <= 0) {
+			img->status = rc < 0 ? SP_SYM_BUILD_ID_MISMATCH : SP_SYM_FILE_MISSING;
+			if (why)
+				image_warn(img, NULL, why);
+			return;
+		}
+		goto found;
+	}
+	if (img->path[0] == '[') {
+		img->status = SP_SYM_NO_SYMBOLS;
+		return;
+	}
+	/* 1. The archive: the exact image, even if deleted or replaced since. */
+	if (s->o.archive && img->build_id_len) {
+		p = sp_archive_path(s->o.archive, img->build_id, img->build_id_len, NULL);
+		rc = p ? try_image(img, p, false, &f, &why) : 0;
+		if (rc > 0) {
+			img->from_archive = true;
+			free(p);
+			goto found;
+		}
+		if (rc < 0 && !first_why) {
+			first_why = why;
+			first_path = p;
+			p = NULL;
+		}
+		free(p);
+	}
+	/* 2. --image-dir: by base name. */
+	for (i = 0; i < SP_SYMBOLIZE_MAX_DIRS && s->o.image_dirs[i]; i++) {
+		const char *base = strrchr(img->path, '/');
+
+		p = join(s->o.image_dirs[i], "/", base ? base + 1 : img->path);
+		rc = p ? try_image(img, p, false, &f, &why) : 0;
+		if (rc > 0) {
+			free(p);
+			goto found;
+		}
+		if (rc < 0 && !first_why) {
+			first_why = why;
+			first_path = p;
+			p = NULL;
+		}
+		free(p);
+	}
+	/* 3. The recorded path, under the sysroot. A deleted file's path ends in " (deleted)". */
+	if (sysroot && strcmp(sysroot, "/"))
+		p = join(sysroot, img->path[0] == '/' ? "" : "/", img->path);
+	else
+		p = strdup(img->path);
+	if (p) {
+		size_t len = strlen(p);
+
+		if (len > 10 && !strcmp(p + len - 10, " (deleted)"))
+			p[len - 10] = 0;
+		rc = try_image(img, p, !sysroot || !strcmp(sysroot, "/"), &f, &why);
+		if (rc > 0) {
+			free(p);
+			free(first_path);
+			goto found;
+		}
+		if (rc < 0 && !first_why) {
+			first_why = why;
+			first_path = p;
+			p = NULL;
+		}
+		free(p);
+	}
+	if (first_why) {
+		img->status = strstr(first_why, "mismatch") || strstr(first_why, "changed") ?
+			      SP_SYM_BUILD_ID_MISMATCH : SP_SYM_BAD_FILE;
+		image_warn(img, first_path, first_why);
+	} else {
+		img->status = SP_SYM_FILE_MISSING;
+		image_warn(img, NULL, "file not found");
+	}
+	free(first_path);
+	return;
+
+found:
+	free(img->loaded_from);
+	img->loaded_from = f.path ? strdup(f.path) : NULL;
+	/* Debug information: the file's own, else a separate debug file. */
+	dwf = &f;
+	symf = &f;
+	if (!has_section(f.elf, ".debug_info", true) && !img->vdso && find_debug(s, img, &f, &dbg))
+		dwf = &dbg;
+	if (dwf == &dbg && sp_symtab_elf_has_symtab(dbg.elf))
+		symf = &dbg;
+	img->symtab = sp_symtab_new();
+	if (!img->symtab) {
+		img->status = SP_SYM_BAD_FILE;
+		goto out;
+	}
+	nsyms = sp_symtab_add_elf(img->symtab, symf->elf, false, &why);
+	if (nsyms < 0 && symf != &f) {
+		nsyms = sp_symtab_add_elf(img->symtab, f.elf, false, &why);
+		symf = &f;
+	}
+	if (nsyms < 0)
+		image_warn(img, symf->path, why);
+	img->stripped = !sp_symtab_elf_has_symtab(symf->elf);
+	text_bounds(f.elf, &lo, &hi);
+	dw = dwarf_begin_elf(dwf->elf, DWARF_C_READ, NULL);
+	if (dw) {
+		img->dwarf = sp_dwarfidx_build(dw, lo, hi, &bad, &why);
+		if (!img->dwarf && why && strcmp(why, "no DWARF compilation units"))
+			sp_warn("'%s': DWARF not used: %s", dwf->path, why);
+		else if (bad)
+			sp_warn("'%s': %zu DWARF units could not be read", dwf->path, bad);
+		dwarf_end(dw);
+	} else if (has_section(dwf->elf, ".debug_info", true)) {
+		sp_warn("'%s': DWARF not used: %s", dwf->path, dwarf_errmsg(-1));
+	}
+	if (sp_symtab_count(img->symtab) == 0 && !img->dwarf) {
+		img->status = nsyms < 0 ? SP_SYM_BAD_FILE : SP_SYM_NO_SYMBOLS;
+		if (nsyms >= 0)
+			sp_info("'%s': no symbols", f.path);
+	}
+	if (sp_verbose) {
+		struct sp_dwarfidx_stats ds = { 0 };
+
+		if (img->dwarf)
+			sp_dwarfidx_stats(img->dwarf, &ds);
+		sp_info("'%s': %zu symbols%s from '%s'; DWARF %s (%zu functions, %zu inlined, "
+			"%zu line rows, %.1f ms)", img->path, sp_symtab_count(img->symtab),
+			img->stripped ? " (.dynsym only)" : "", symf->path,
+			img->dwarf ? dwf->path : "none", ds.functions, ds.inlined, ds.rows,
+			ds.build_ns / 1e6);
+	}
+out:
+	elf_file_close(&dbg);
+	elf_file_close(&f);
+}
+
+/* ---- lookups ---- */
+
+static void count(struct file_stats *st, const struct sp_sym_result *r)
+{
+	st->frames++;
+	st->by_status[r->status < NSTATUS ? r->status : SP_SYM_BAD_FILE]++;
+	if (r->level[0].func)
+		st->named++;
+	if (r->level[0].file)
+		st->with_line++;
+}
+
+/* Resolve in an image into s->res (strings owned by the image). */
+static void image_lookup(struct sp_symbolizer *s, struct image *img, uint64_t rel, bool leaf)
+{
+	struct sp_sym_result *r = &s->res;
+	struct sp_dwarf_loc loc[SP_SYMBOLIZE_MAX_LEVELS];
+	const struct sp_symtab_entry *sym;
+	uint64_t addr = leaf || !rel ? rel : rel - 1;
+	bool demangle = !s->o.no_demangle;
+	int n = 0, i;
+
+	r->status = img->status;
+	r->n = 1;
+	memset(&r->level[0], 0, sizeof(r->level[0]));
+	if (img->status != SP_SYM_OK)
+		return;
+	if (img->dwarf)
+		n = sp_dwarfidx_lookup(img->dwarf, addr, demangle, loc,
+				       s->o.no_inline ? 1 : SP_SYMBOLIZE_MAX_LEVELS);
+	if (s->o.no_inline && n > 0 && loc[0].inlined) {
+		/* Only the physical function, at the line of the outermost call site. */
+		n = sp_dwarfidx_lookup(img->dwarf, addr, demangle, loc, SP_SYMBOLIZE_MAX_LEVELS);
+		loc[0] = loc[n - 1];
+		n = 1;
+	}
+	sym = sp_symtab_lookup(img->symtab, addr);
+	if (n > 0) {
+		for (i = 0; i < n; i++) {
+			struct sp_sym_level *l = &r->level[i];
+
+			l->func = loc[i].func;
+			l->file = loc[i].file;
+			l->line = loc[i].line;
+			l->column = loc[i].column;
+			l->offset = rel >= loc[i].entry ? rel - loc[i].entry : 0;
+			l->flags = SP_SYM_FROM_DWARF | (loc[i].inlined ? SP_SYM_INLINE : 0);
+		}
+		r->n = (unsigned int)n;
+		/*
+		 * The physical function is named as the symbol table names it
+		 * (as llvm-symbolizer does): glibc's public aliases, not its
+		 * internal __GI_ names.
+		 */
+		if (sym && !(sym->flags & SP_SYMTAB_UNSIZED)) {
+			struct sp_sym_level *l = &r->level[n - 1];
+
+			l->func = demangle ? sp_demangle_cached(sym->name,
+						&((struct sp_symtab_entry *)sym)->demangled) :
+				  sym->name;
+			l->offset = rel - sym->addr;
+		}
+	} else {
+		r->level[0].file = loc[0].file;
+		r->level[0].line = loc[0].line;
+		r->level[0].column = loc[0].column;
+		if (loc[0].file)
+			r->level[0].flags |= SP_SYM_FROM_DWARF;
+		if (sym) {
+			r->level[0].func = demangle ?
+				sp_demangle_cached(sym->name,
+						   &((struct sp_symtab_entry *)sym)->demangled) :
+				sym->name;
+			r->level[0].offset = rel - sym->addr;
+			if (sym->flags & SP_SYMTAB_DYNSYM)
+				r->level[0].flags |= SP_SYM_FROM_DYNSYM;
+		}
+	}
+	if (img->stripped && !img->dwarf)
+		r->status = SP_SYM_STRIPPED;
+	else if (!r->level[0].func && !r->level[0].file)
+		r->status = SP_SYM_NO_SYMBOLS;
+	if (img->from_archive)
+		for (i = 0; i < (int)r->n; i++)
+			r->level[i].flags |= SP_SYM_FROM_ARCHIVE;
+}
+
+static void cache_put(struct image *img, uint64_t key, const struct sp_sym_result *r)
+{
+	struct cached *c;
+
+	if (img->nresults >= UINT32_MAX - 1 || img->nlevels + r->n >= UINT32_MAX)
+		return;
+	if (img->nresults == img->capresults) {
+		size_t cap = img->capresults ? img->capresults * 2 : 64;
+		struct cached *n = realloc(img->results, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		img->results = n;
+		img->capresults = cap;
+	}
+	if (img->nlevels + r->n > img->caplevels) {
+		size_t cap = img->caplevels ? img->caplevels * 2 : 128;
+		struct sp_sym_level *n;
+
+		while (cap < img->nlevels + r->n)
+			cap *= 2;
+		n = realloc(img->levels, cap * sizeof(*n));
+		if (!n)
+			return;
+		img->levels = n;
+		img->caplevels = cap;
+	}
+	c = &img->results[img->nresults];
+	c->first = (uint32_t)img->nlevels;
+	c->n = r->n;
+	c->status = r->status;
+	memcpy(img->levels + img->nlevels, r->level, r->n * sizeof(*r->level));
+	img->nlevels += r->n;
+	sp_u64map_put(&img->cache, key, ++img->nresults);
+}
+
+static void table_lookup(struct sp_symbolizer *s, struct sp_symtab *st, uint64_t addr, bool leaf,
+			 unsigned int missing)
+{
+	struct sp_sym_result *r = &s->res;
+	const struct sp_symtab_entry *e;
+	uint64_t a = leaf || !addr ? addr : addr - 1;
+
+	r->n = 1;
+	memset(&r->level[0], 0, sizeof(r->level[0]));
+	e = st ? sp_symtab_lookup(st, a) : NULL;
+	if (!e) {
+		r->status = missing;
+		return;
+	}
+	r->status = SP_SYM_OK;
+	r->level[0].func = s->o.no_demangle ? e->name :
+			   sp_demangle_cached(e->name, &((struct sp_symtab_entry *)e)->demangled);
+	r->level[0].offset = addr - e->addr;
+}
+
+static struct sp_symtab *jit_table(struct sp_symbolizer *s, uint64_t pid)
+{
+	uint64_t *v = sp_u64map_get(&s->jit, pid);
+
+	return v ? (struct sp_symtab *)(uintptr_t)*v : NULL;
+}
+
+static struct module_ent *frame_module(struct sp_symbolizer *s, const struct sp_frame *f)
+{
+	if (f->module && f->module < s->nmods && s->mods[f->module].live)
+		return &s->mods[f->module];
+	return NULL;
+}
+
+bool sp_symbolizer_should_defer(struct sp_symbolizer *s, const struct sp_frame *f)
+{
+	struct module_ent *me = frame_module(s, f);
+	uint64_t pid = me ? me->pid : f->pid;
+
+	if (f->mode == SP_FRAME_KERNEL || (me && !me->img && me->live))
+		return !s->ksyms;
+	if (f->mode == SP_FRAME_JIT || !me || (me->img && me->img->anon))
+		return !jit_table(s, pid);
+	return false;
+}
+
+const struct sp_sym_result *sp_symbolizer_frame(struct sp_symbolizer *s,
+						const struct sp_frame *f)
+{
+	struct sp_sym_result *r = &s->res;
+	struct module_ent *me = frame_module(s, f);
+	bool leaf = f->flags & SP_FRAME_LEAF;
+	struct image *img;
+	uint64_t key, *v;
+
+	if (f->mode == SP_FRAME_KERNEL || (me && !me->img)) {
+		table_lookup(s, s->ksyms, f->addr, leaf, SP_SYM_NO_SYMBOLS);
+		count(&s->kernel_st, r);
+		return r;
+	}
+	if (!me || f->mode == SP_FRAME_JIT || (me->img && me->img->anon)) {
+		struct sp_symtab *jt = jit_table(s, me ? me->pid : f->pid);
+
+		table_lookup(s, jt, f->addr, leaf,
+			     me || f->mode == SP_FRAME_JIT ? SP_SYM_JIT_NO_MAP : SP_SYM_NO_MODULE);
+		count(r->status == SP_SYM_NO_MODULE ? &s->none_st : &s->jit_st, r);
+		return r;
+	}
+	img = me->img;
+	if (!img->loaded)
+		image_load(s, img);
+	key = f->rel << 1 | leaf;
+	v = sp_u64map_get(&img->cache, key);
+	if (v) {
+		const struct cached *c = &img->results[*v - 1];
+
+		r->status = c->status;
+		r->n = c->n;
+		memcpy(r->level, img->levels + c->first, c->n * sizeof(*r->level));
+	} else {
+		image_lookup(s, img, f->rel, leaf);
+		cache_put(img, key, r);
+	}
+	count(&img->st, r);
+	return r;
+}
+
+/* ---- statistics ---- */
+
+static void add_stats(struct file_stats *to, const struct file_stats *from)
+{
+	unsigned int i;
+
+	to->frames += from->frames;
+	to->named += from->named;
+	to->with_line += from->with_line;
+	for (i = 0; i < NSTATUS; i++)
+		to->by_status[i] += from->by_status[i];
+}
+
+static void print_one(FILE *out, const char *what, const struct file_stats *st)
+{
+	unsigned int i;
+	bool first = true;
+
+	fprintf(out, "%s: %s%s%" PRIu64 " frames, %" PRIu64 " named, %" PRIu64 " with file:line",
+		sp_progname, what, what[0] ? ": " : "", st->frames, st->named, st->with_line);
+	for (i = 0; i < NSTATUS; i++) {
+		if (!st->by_status[i] || i == SP_SYM_OK)
+			continue;
+		fprintf(out, "%s%" PRIu64 " %s", first ? "; unresolved or partial: " : ", ",
+			st->by_status[i], status_text[i]);
+		first = false;
+	}
+	fputc('\n', out);
+}
+
+void sp_symbolizer_counts(const struct sp_symbolizer *s, uint64_t *resolved, uint64_t *total)
+{
+	struct file_stats all = { 0 };
+	const struct image *img;
+	const struct retired *r;
+
+	add_stats(&all, &s->kernel_st);
+	add_stats(&all, &s->jit_st);
+	add_stats(&all, &s->none_st);
+	for (img = s->images; img; img = img->next)
+		add_stats(&all, &img->st);
+	for (r = s->retired; r; r = r->next)
+		add_stats(&all, &r->st);
+	*resolved = all.named;
+	*total = all.frames;
+}
+
+void sp_symbolizer_files(const struct sp_symbolizer *s, uint64_t *loaded, uint64_t *live)
+{
+	*loaded = s->files_loaded;
+	*live = s->files_live;
+}
+
+void sp_symbolizer_print_stats(struct sp_symbolizer *s, FILE *out, bool per_module)
+{
+	struct file_stats all = { 0 };
+	const struct image *img;
+	const struct retired *r;
+
+	add_stats(&all, &s->kernel_st);
+	add_stats(&all, &s->jit_st);
+	add_stats(&all, &s->none_st);
+	for (img = s->images; img; img = img->next)
+		add_stats(&all, &img->st);
+	for (r = s->retired; r; r = r->next)
+		add_stats(&all, &r->st);
+	fflush(stdout);
+	print_one(out, "", &all);
+	if (!per_module)
+		return;
+	if (s->kernel_st.frames)
+		print_one(out, "  [kernel]", &s->kernel_st);
+	if (s->jit_st.frames)
+		print_one(out, "  [jit]", &s->jit_st);
+	if (s->none_st.frames)
+		print_one(out, "  [no module]", &s->none_st);
+	for (img = s->images; img; img = img->next)
+		if (img->st.frames) {
+			char what[4200];
+
+			snprintf(what, sizeof(what), "  %s%s", img->path,
+				 img->from_archive ? " (archive)" : "");
+			print_one(out, what, &img->st);
+		}
+	for (r = s->retired; r; r = r->next) {
+		char what[4200];
+
+		snprintf(what, sizeof(what), "  %s", r->path ? r->path : "?");
+		print_one(out, what, &r->st);
+	}
+}
+
+void sp_symbolizer_free(struct sp_symbolizer *s)
+{
+	struct retired *r, *next;
+
+	if (!s)
+		return;
+	sp_symbolizer_reset(s, "");
+	for (r = s->retired; r; r = next) {
+		next = r->next;
+		free(r->path);
+		free(r);
+	}
+	free(s);
+}

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: MIT
+/* Function symbol tables from ELF files or from single additions. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symtab.h"
+
+#define ARENA_CHUNK (64 * 1024)
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, cap;
+	char data[];
+};
+
+struct sp_symtab {
+	struct sp_symtab_entry *e;
+	size_t n, cap;
+	size_t sorted;		/* e[0..sorted) is finished */
+	struct arena_chunk *chunks;
+	size_t memory;
+};
+
+struct sp_symtab *sp_symtab_new(void)
+{
+	return calloc(1, sizeof(struct sp_symtab));
+}
+
+void sp_symtab_free(struct sp_symtab *st)
+{
+	struct arena_chunk *c, *next;
+	size_t i;
+
+	if (!st)
+		return;
+	for (i = 0; i < st->n; i++)
+		if (st->e[i].demangled && st->e[i].demangled != st->e[i].name)
+			free(st->e[i].demangled);
+	for (c = st->chunks; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(st->e);
+	free(st);
+}
+
+static char *arena_copy(struct sp_symtab *st, const char *s, size_t len)
+{
+	struct arena_chunk *c = st->chunks;
+	char *p;
+
+	if (!c || c->cap - c->used < len + 1) {
+		size_t cap = len + 1 > ARENA_CHUNK ? len + 1 : ARENA_CHUNK;
+
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		c->next = st->chunks;
+		st->chunks = c;
+		st->memory += sizeof(*c) + cap;
+	}
+	p = c->data + c->used;
+	memcpy(p, s, len);
+	p[len] = 0;
+	c->used += len + 1;
+	return p;
+}
+
+static int add_entry(struct sp_symtab *st, uint64_t addr, uint64_t size, uint64_t limit,
+		     const char *name, size_t len, uint32_t flags, uint32_t rank)
+{
+	struct sp_symtab_entry *e;
+
+	if (st->n == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 256;
+
+		e = realloc(st->e, cap * sizeof(*e));
+		if (!e)
+			return -1;
+		st->memory += (cap - st->cap) * sizeof(*e);
+		st->e = e;
+		st->cap = cap;
+	}
+	e = &st->e[st->n];
+	e->name = arena_copy(st, name, len);
+	if (!e->name)
+		return -1;
+	e->addr = addr;
+	e->size = size;
+	e->limit = limit;
+	e->demangled = NULL;
+	e->flags = flags | (size ? 0 : SP_SYMTAB_UNSIZED);
+	e->rank = rank;
+	st->n++;
+	return 0;
+}
+
+int sp_symtab_add(struct sp_symtab *st, uint64_t addr, uint64_t size, const char *name,
+		  size_t len, uint32_t flags)
+{
+	if (!name)
+		return -1;
+	/* Kernel and JIT tables: a later addition at the same address wins. */
+	return add_entry(st, addr, size, 0, name, len, flags, (uint32_t)st->n + 1);
+}
+
+bool sp_symtab_elf_has_symtab(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB && sh.sh_entsize &&
+		    sh.sh_size / sh.sh_entsize > 1)
+			return true;
+	return false;
+}
+
+static int add_table(struct sp_symtab *st, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
+		     size_t shnum, bool dyn, const char **why)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t i, nsyms, added = 0;
+
+	if (!data || !sh->sh_entsize) {
+		*why = "unreadable symbol table";
+		return -1;
+	}
+	nsyms = data->d_size / sh->sh_entsize;
+	for (i = 1; i < nsyms; i++) {
+		GElf_Sym sym;
+		GElf_Shdr ssh;
+		Elf_Scn *sscn;
+		const char *name, *at;
+		int type;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		type = GELF_ST_TYPE(sym.st_info);
+		if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
+			continue;
+		if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE ||
+		    sym.st_shndx >= shnum)
+			continue;
+		sscn = elf_getscn(elf, sym.st_shndx);
+		if (!sscn || !gelf_getshdr(sscn, &ssh) || !(ssh.sh_flags & SHF_EXECINSTR))
+			continue;
+		if (sym.st_value < ssh.sh_addr || sym.st_value - ssh.sh_addr >= ssh.sh_size)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!name || !name[0])
+			continue;
+		/* Local labels and mapping symbols are not functions. */
+		if (type == STT_NOTYPE && (name[0] == '.' || name[0] == '$'))
+			continue;
+		/* Versioned names ("memcpy@@GLIBC_2.14") read as the plain name. */
+		at = strchr(name + 1, '@');
+		if (add_entry(st, sym.st_value, sym.st_size, ssh.sh_addr + ssh.sh_size, name,
+			      at ? (size_t)(at - name) : strlen(name),
+			      (dyn ? SP_SYMTAB_DYNSYM : 0) |
+			      (GELF_ST_BIND(sym.st_info) == STB_LOCAL ? SP_SYMTAB_LOCAL : 0),
+			      0) < 0) {
+			*why = "out of memory";
+			return -1;
+		}
+		added++;
+	}
+	return (int)added;
+}
+
+int sp_symtab_add_elf(struct sp_symtab *st, Elf *elf, bool dynsym, const char **why)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shnum;
+	int want = dynsym ? SHT_DYNSYM : SHT_SYMTAB;
+
+	*why = NULL;
+	if (elf_kind(elf) != ELF_K_ELF || elf_getshdrnum(elf, &shnum) < 0) {
+		*why = "not an ELF file";
+		return -1;
+	}
+	if (!dynsym && !sp_symtab_elf_has_symtab(elf))
+		want = SHT_DYNSYM;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != (GElf_Word)want)
+			continue;
+		return add_table(st, elf, scn, &sh, shnum, want == SHT_DYNSYM, why);
+	}
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct sp_symtab_entry *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/*
+	 * Preferred first, so that deduplication keeps it: a later addition
+	 * (kernel, JIT), else a sized symbol, the larger, the greater name
+	 * (as llvm-symbolizer picks: "memcpy" over "__memcpy_avx_unaligned").
+	 */
+	if (x->rank != y->rank)
+		return x->rank > y->rank ? -1 : 1;
+	if ((x->flags & SP_SYMTAB_UNSIZED) != (y->flags & SP_SYMTAB_UNSIZED))
+		return (x->flags & SP_SYMTAB_UNSIZED) ? 1 : -1;
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	return -strcmp(x->name, y->name);
+}
+
+void sp_symtab_finish(struct sp_symtab *st)
+{
+	size_t i, j;
+
+	if (st->sorted == st->n)
+		return;
+	qsort(st->e, st->n, sizeof(*st->e), cmp_entry);
+	/* One symbol per address (aliases: memcpy and __memcpy_avx...). */
+	for (i = 0, j = 0; i < st->n; i++) {
+		if (j && st->e[j - 1].addr == st->e[i].addr) {
+			if (st->e[i].demangled && st->e[i].demangled != st->e[i].name)
+				free(st->e[i].demangled);
+			continue;
+		}
+		st->e[j++] = st->e[i];
+	}
+	st->n = j;
+	for (i = 0; i < st->n; i++) {
+		struct sp_symtab_entry *e = &st->e[i];
+		uint64_t end;
+
+		if (!(e->flags & SP_SYMTAB_UNSIZED))
+			continue;
+		end = i + 1 < st->n ? st->e[i + 1].addr : UINT64_MAX;
+		if (e->limit && e->limit < end)
+			end = e->limit;
+		e->size = end > e->addr ? end - e->addr : 1;
+	}
+	st->sorted = st->n;
+}
+
+const struct sp_symtab_entry *sp_symtab_lookup(struct sp_symtab *st, uint64_t addr)
+{
+	size_t lo = 0, hi, k;
+
+	sp_symtab_finish(st);
+	hi = st->n;
+	/* First entry with e->addr > addr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->e[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* The nearest symbol below may be a small one nested in a larger one. */
+	for (k = 0; k < 16 && lo > k; k++) {
+		const struct sp_symtab_entry *e = &st->e[lo - 1 - k];
+
+		if (addr - e->addr < e->size)
+			return e;
+		if (e->flags & SP_SYMTAB_UNSIZED)
+			break;
+	}
+	return NULL;
+}
+
+size_t sp_symtab_count(const struct sp_symtab *st)
+{
+	return st->n;
+}
+
+size_t sp_symtab_memory(const struct sp_symtab *st)
+{
+	return sizeof(*st) + st->memory;
+}

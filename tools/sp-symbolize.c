@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: MIT
+/* sp-symbolize - add function names, source files and lines to recorded frames. */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "reader.h"
+#include "sp.h"
+#include "strmap.h"
+#include "symbolize.h"
+#include "writer.h"
+
+enum {
+	OPT_FORMAT = 0x1000,
+	OPT_DEBUG_DIR,
+	OPT_SYSROOT,
+	OPT_IMAGE_DIR,
+	OPT_ARCHIVE,
+	OPT_NO_DEMANGLE,
+	OPT_NO_INLINE,
+	OPT_NO_SYSTEM_DEBUG,
+	OPT_STATS,
+	OPT_FORCE,
+	OPT_FOLLOW,
+	OPT_QUIET,
+};
+
+static struct env {
+	struct sp_common_opts common;
+	struct sp_symbolize_opts sym;
+	unsigned int ndebug, nimage;
+	enum sp_format format;
+	bool stats, force, follow, quiet;
+} env;
+
+static const char doc[] = "Add function names, source files and lines to recorded frames.\v"
+	"Reads spool or JSON lines from each FILE, or stdin if none or '-', and writes the "
+	"stream back (in the input's format unless --format says otherwise) with a symbol "
+	"record after each frame: one per level of its inline chain, innermost first. "
+	"A frame that cannot be resolved gets a symbol record saying why (file missing, "
+	"build-id mismatch, stripped, ...); a summary goes to stderr at the end.\n\n"
+	"Example: sp-record -o run.sp -- ./server && sp-symbolize run.sp | sp-decode\n"
+	"Example: sp-symbolize --archive arch --sysroot /srv/img run.sp -o run-sym.sp\n\n"
+	SP_EXIT_STATUS_DOC;
+
+static const struct argp_option options[] = {
+	{ "format", OPT_FORMAT, "FMT", 0, "Output 'spool' or 'json' (default: as the input)", 0 },
+	{ "archive", OPT_ARCHIVE, "DIR", 0,
+	  "Look for binaries in DIR first (made by sp-record --archive DIR)", 0 },
+	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
+	  "Look for separate debug files in DIR (.build-id/xx/... and debuglink; repeatable)", 0 },
+	{ "sysroot", OPT_SYSROOT, "DIR", 0,
+	  "Find recorded paths under DIR (a recording from another machine or container)", 0 },
+	{ "image-dir", OPT_IMAGE_DIR, "DIR", 0,
+	  "Look for binaries by base name in DIR, build-id checked (repeatable)", 0 },
+	{ "no-demangle", OPT_NO_DEMANGLE, NULL, 0, "Keep C++ and Rust names mangled", 0 },
+	{ "no-inline", OPT_NO_INLINE, NULL, 0, "Only the physical function of each frame", 0 },
+	{ "no-system-debug", OPT_NO_SYSTEM_DEBUG, NULL, 0,
+	  "Do not look in /usr/lib/debug (only --debug-dir)", 0 },
+	{ "force", OPT_FORCE, NULL, 0,
+	  "Symbolize an already symbolized stream again (its symbol records are dropped)", 0 },
+	{ "follow", OPT_FOLLOW, NULL, 0,
+	  "Follow a growing spool FILE until the recording ends (or SIGINT)", 0 },
+	{ "stats", OPT_STATS, NULL, 0, "Print the summary per file too", 0 },
+	{ "quiet", OPT_QUIET, NULL, 0, "No summary and no progress on stderr", 0 },
+	{ 0 }
+};
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &env.common;
+		break;
+	case OPT_FORMAT:
+		if (!strcmp(arg, "spool"))
+			env.format = SP_FORMAT_SPOOL;
+		else if (!strcmp(arg, "json"))
+			env.format = SP_FORMAT_JSON;
+		else
+			argp_error(state, "invalid format '%s': use spool or json", arg);
+		break;
+	case OPT_DEBUG_DIR:
+		if (env.ndebug >= SP_SYMBOLIZE_MAX_DIRS - 1)
+			argp_error(state, "at most %d --debug-dir", SP_SYMBOLIZE_MAX_DIRS - 1);
+		env.sym.debug_dirs[env.ndebug++] = arg;
+		break;
+	case OPT_IMAGE_DIR:
+		if (env.nimage >= SP_SYMBOLIZE_MAX_DIRS - 1)
+			argp_error(state, "at most %d --image-dir", SP_SYMBOLIZE_MAX_DIRS - 1);
+		env.sym.image_dirs[env.nimage++] = arg;
+		break;
+	case OPT_SYSROOT:
+		env.sym.sysroot = arg;
+		break;
+	case OPT_ARCHIVE:
+		env.sym.archive = arg;
+		break;
+	case OPT_NO_DEMANGLE:
+		env.sym.no_demangle = true;
+		break;
+	case OPT_NO_INLINE:
+		env.sym.no_inline = true;
+		break;
+	case OPT_NO_SYSTEM_DEBUG:
+		env.sym.no_system_debug = true;
+		break;
+	case OPT_FORCE:
+		env.force = true;
+		break;
+	case OPT_FOLLOW:
+		env.follow = true;
+		break;
+	case OPT_STATS:
+		env.stats = true;
+		break;
+	case OPT_QUIET:
+		env.quiet = true;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* A frame whose symbols may come later in the stream (kernel, JIT). */
+struct pending {
+	struct sp_frame f;
+	uint64_t id, pid;
+};
+
+static struct {
+	struct sp_reader *in;
+	struct sp_writer *w;
+	struct sp_symbolizer *sym;
+	struct sp_strmap map;
+	struct pending *pending;
+	size_t npending, cappending;
+	bool passthrough;	/* the input is symbolized already */
+	uint64_t t0, last_progress, records;
+	bool progress_shown;
+} g = { .map = SP_STRMAP_INIT };
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	sp_reader_stop(g.in);
+}
+
+static int put_symbols(uint64_t frame, const struct sp_frame *f)
+{
+	const struct sp_sym_result *r = sp_symbolizer_frame(g.sym, f);
+	struct sp_record rec = { .kind = SP_REC_SYMBOL };
+	unsigned int i;
+
+	for (i = 0; i < r->n; i++) {
+		const struct sp_sym_level *l = &r->level[i];
+
+		memset(&rec.symbol, 0, sizeof(rec.symbol));
+		rec.symbol.frame = frame;
+		rec.symbol.index = i;
+		rec.symbol.func = l->func ? sp_writer_strz(g.w, l->func) : 0;
+		rec.symbol.file = l->file ? sp_writer_strz(g.w, l->file) : 0;
+		rec.symbol.line = l->line;
+		rec.symbol.column = l->column;
+		rec.symbol.offset = l->offset;
+		rec.symbol.status = i == 0 ? r->status : 0;
+		rec.symbol.flags = l->flags;
+		if (sp_writer_put(g.w, &rec))
+			return -1;
+	}
+	return 0;
+}
+
+/* Resolve the deferred frames of pid (all of them when all). */
+static int flush_pending(uint64_t pid, bool all)
+{
+	size_t i, j = 0;
+	int err = 0;
+
+	for (i = 0; i < g.npending; i++) {
+		struct pending *p = &g.pending[i];
+
+		if (all || p->pid == pid) {
+			if (!err && put_symbols(p->id, &p->f))
+				err = -1;
+		} else {
+			g.pending[j++] = *p;
+		}
+	}
+	g.npending = j;
+	return err;
+}
+
+static void progress(bool done)
+{
+	uint64_t now, resolved, total, loaded, live;
+
+	if (env.quiet || !isatty(STDERR_FILENO))
+		return;
+	now = sp_now_mono_ns();
+	if (done) {
+		if (g.progress_shown)
+			fprintf(stderr, "\r\033[K");
+		return;
+	}
+	if (now - g.t0 < 1000000000ull || now - g.last_progress < 250000000ull)
+		return;
+	g.last_progress = now;
+	g.progress_shown = true;
+	sp_symbolizer_counts(g.sym, &resolved, &total);
+	sp_symbolizer_files(g.sym, &loaded, &live);
+	fprintf(stderr, "\r%s: %" PRIu64 " records, %" PRIu64 " frames (%" PRIu64
+		" named), %" PRIu64 " files loaded, %" PRIu64 " live\033[K", sp_progname,
+		g.records, total, resolved, loaded, live);
+}
+
+static const char *writer_str(uint64_t id, size_t *len)
+{
+	return sp_defs_str(sp_writer_defs(g.w), id, len);
+}
+
+static int handle(struct sp_record *rec)
+{
+	const char *why = NULL, *s;
+	size_t len = 0;
+	uint64_t id;
+
+	switch (rec->kind) {
+	case SP_REC_HEADER:
+		if (flush_pending(0, true))
+			return -1;
+		sp_strmap_reset(&g.map);
+		g.passthrough = (rec->header.flags & SP_HDR_SYMBOLIZED) && !env.force;
+		{
+			char rel[128];
+			size_t n = rec->header.kernel.len < sizeof(rel) - 1 ?
+				   rec->header.kernel.len : sizeof(rel) - 1;
+
+			memcpy(rel, rec->header.kernel.p, n);
+			rel[n] = 0;
+			sp_symbolizer_reset(g.sym, rel);
+		}
+		rec->header.flags |= SP_HDR_SYMBOLIZED;
+		return sp_writer_put(g.w, rec);
+	case SP_REC_STRING:
+		return sp_strmap_put_string(&g.map, g.w, rec);
+	default:
+		break;
+	}
+	if (sp_strmap_apply(&g.map, rec, &why) < 0) {
+		sp_reader_skipped(g.in, rec, "a %s record refers to %s",
+				  sp_rec_kind_name(rec->kind) ?: "unknown", why);
+		return 0;
+	}
+	switch (rec->kind) {
+	case SP_REC_SYMBOL:
+		/* With --force, the input's symbols give way to ours. */
+		if (!g.passthrough && env.force)
+			return 0;
+		break;
+	case SP_REC_PROCESS_END:
+		if (flush_pending(rec->process_end.pid, false))
+			return -1;
+		break;
+	case SP_REC_END:
+		if (flush_pending(0, true))
+			return -1;
+		break;
+	default:
+		break;
+	}
+	if (sp_writer_put(g.w, rec))
+		return -1;
+	if (g.passthrough)
+		return 0;
+	switch (rec->kind) {
+	case SP_REC_MODULE:
+		rec->module.id = sp_defs_nmodules(sp_writer_defs(g.w));
+		sp_symbolizer_module(g.sym, &rec->module, writer_str(rec->module.path, NULL));
+		break;
+	case SP_REC_MODULE_END:
+		sp_symbolizer_module_end(g.sym, rec->module_end.module);
+		break;
+	case SP_REC_PROCESS_END:
+		sp_symbolizer_process_end(g.sym, rec->process_end.pid);
+		break;
+	case SP_REC_KSYM:
+		s = writer_str(rec->ksym.name, &len);
+		sp_symbolizer_ksym(g.sym, &rec->ksym, s, len);
+		break;
+	case SP_REC_JITSYM:
+		s = writer_str(rec->jitsym.name, &len);
+		sp_symbolizer_jitsym(g.sym, &rec->jitsym, s, len);
+		break;
+	case SP_REC_FRAME:
+		id = sp_defs_nframes(sp_writer_defs(g.w));
+		if (sp_symbolizer_should_defer(g.sym, &rec->frame)) {
+			const struct sp_module *m = rec->frame.module ?
+				sp_defs_module(sp_writer_defs(g.w), rec->frame.module) : NULL;
+			struct pending *p;
+
+			sp_grow(&g.pending, &g.cappending, g.npending + 1, sizeof(*g.pending));
+			p = &g.pending[g.npending++];
+			p->f = rec->frame;
+			p->id = id;
+			p->pid = m ? m->pid : rec->frame.pid;
+			/* The module may be retired before we resolve: go by pid. */
+			if (rec->frame.mode != SP_FRAME_KERNEL && !(m && m->pid == 0)) {
+				p->f.module = 0;
+				p->f.pid = p->pid;
+				p->f.mode = SP_FRAME_JIT;
+			}
+			return 0;
+		}
+		return put_symbols(id, &rec->frame);
+	default:
+		break;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct argp_child children[] = { { .argp = &sp_common_argp }, { 0 } };
+	static const struct argp argp = {
+		.options = options, .parser = parse_opt, .children = children,
+		.args_doc = "[FILE...]", .doc = doc,
+	};
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct sp_record rec;
+	int first, status, err = 0, rc;
+	enum sp_format fmt;
+
+	argp_parse(&argp, argc, argv, 0, &first, NULL);
+	g.t0 = sp_now_mono_ns();
+	g.sym = sp_symbolizer_new(&env.sym);
+	if (!g.sym)
+		sp_die("out of memory");
+	g.in = sp_reader_open(argv + first, argc - first);
+	if (!g.in)
+		return SP_EXIT_FATAL;
+	if (env.follow) {
+		sp_reader_follow(g.in, true, false);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
+	while ((rc = sp_reader_next(g.in, &rec)) > 0) {
+		if (!g.w) {
+			fmt = env.format ? env.format : sp_reader_format(g.in);
+			if (fmt == SP_FORMAT_SPOOL && env.common.out_is_tty && !env.format)
+				fmt = SP_FORMAT_JSON;
+			fflush(env.common.out);
+			g.w = sp_writer_new(fileno(env.common.out),
+					    env.common.out_path ? env.common.out_path : "<stdout>",
+					    fmt);
+			if (!g.w) {
+				err = -1;
+				break;
+			}
+		}
+		g.records++;
+		if (handle(&rec)) {
+			err = -1;
+			break;
+		}
+		if (!sp_reader_more_available(g.in) && sp_writer_flush(g.w)) {
+			err = -1;
+			break;
+		}
+		if (!(g.records & 1023))
+			progress(false);
+	}
+	if (g.w && !err && flush_pending(0, true))
+		err = -1;
+	if (g.w && sp_writer_close(g.w))
+		err = -1;
+	progress(true);
+	status = sp_reader_close(g.in);
+	if (err)
+		status = SP_EXIT_FATAL;
+	if (!env.quiet)
+		sp_symbolizer_print_stats(g.sym, stderr, env.stats);
+	sp_symbolizer_free(g.sym);
+	sp_strmap_release(&g.map);
+	free(g.pending);
+	return sp_close_output(&env.common, status);
+}
