@@ -476,6 +476,8 @@ struct bs_proc {
 	struct bs_att **att;
 	size_t natt, catt;
 	struct sp_u64map strs;		/* mix(addr, hash) -> string id */
+	struct sp_u64map depth;		/* tid -> open spans */
+	bool py_active;			/* the Python activator announced itself */
 	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
 };
 
@@ -491,7 +493,7 @@ struct bs_ctx {
 	size_t nfuncs, cfuncs;
 	uint64_t last_poll_ns;
 	uint64_t lost_seen, lost_since;
-	uint64_t spans, raises, audits;
+	uint64_t spans, raises, audits, orphans;
 	bool releasing;			/* spans_free: only let stopped processes go */
 	unsigned int found;		/* runtimes seen anywhere */
 	bool kfunc_stop;
@@ -571,11 +573,11 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 		break;
 	case SP_PR_PY_FUNCTION_ENTRY:
 		other = hits_of(c, p->pid, SP_PR_PY_FUNCTION_RETURN);
-		if (other && hits * 10 < other * 9)
-			snprintf(buf, size, "%llu hits while python:function__return %llu: "
-				 "Python-to-Python calls not seen (CPython 3.11 inlines them; the "
-				 "activator was not loaded)", (unsigned long long)hits,
-				 (unsigned long long)other);
+		if (!p->py_active && other)
+			snprintf(buf, size, "%llu hits while python:function__return %llu: function "
+				 "entries not active (CPython 3.11 fires them only with a profile "
+				 "function set: the activator was not loaded)",
+				 (unsigned long long)hits, (unsigned long long)other);
 		else if (!hits)
 			snprintf(buf, size, "0 hits: no Python function ran");
 		break;
@@ -966,6 +968,8 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		detach_all(p);
 		p->runtimes = 0;
 		p->announced = 0;
+		p->py_active = false;
+		sp_u64map_release(&p->depth);
 		attach_image(c, p);
 		break;
 	case SP_BS_EXIT:
@@ -975,6 +979,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		detach_all(p);
 		p->exited = true;
 		sp_u64map_release(&p->strs);
+		sp_u64map_release(&p->depth);
 		sp_u64map_del(&c->by_pid, e->pid);
 		return 0;
 	}
@@ -1013,6 +1018,9 @@ static int on_event(void *ctx, void *data, size_t size)
 		r.event.field[1].u = str_id(c, p, e, size, 1);
 		r.event.field[2].u = SP_RT_PYTHON;
 		c->audits++;
+		if (!p->py_active && r.event.field[0].u &&
+		    r.event.field[0].u == sp_writer_strz(c->out->w, "stackpulse.activated"))
+			p->py_active = true;
 	} else {
 		struct sp_span_mark *m = &r.mark;
 
@@ -1056,10 +1064,23 @@ static int on_event(void *ctx, void *data, size_t size)
 			m->method = str_id(c, p, e, size, 1);
 			m->file = str_id(c, p, e, size, 2);
 		}
-		if (e->kind == SP_BS_RAISE)
+		if (e->kind == SP_BS_RAISE) {
 			c->raises++;
-		else
+		} else {
+			uint64_t *d = sp_u64map_get(&p->depth, e->tid);
+
+			if (e->kind == SP_BS_START) {
+				m->depth = (d ? *d : 0) + 1;
+				sp_u64map_put(&p->depth, e->tid, m->depth);
+			} else if (!d || !*d) {
+				/* entered before the recording (or the activator) */
+				c->orphans++;
+				return 0;
+			} else {
+				m->depth = (*d)--;
+			}
 			c->spans++;
+		}
 	}
 	if (c->out->emit(c->out->ctx, &r)) {
 		c->err = -1;
@@ -1328,9 +1349,10 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 	if (c->lost_seen)
 		sp_warn("spans: %llu span events lost (ring buffer full)",
 			(unsigned long long)c->lost_seen);
-	sp_info("spans: %llu span marks, %llu raises, %llu audit events",
+	sp_info("spans: %llu span marks, %llu raises, %llu audit events; %llu stops "
+		"without a start dropped (entered before the recording)",
 		(unsigned long long)c->spans, (unsigned long long)c->raises,
-		(unsigned long long)c->audits);
+		(unsigned long long)c->audits, (unsigned long long)c->orphans);
 	return 0;
 }
 
@@ -1386,6 +1408,7 @@ static void spans_free(struct sp_source *s)
 		detach_all(p);
 		free(p->att);
 		sp_u64map_release(&p->strs);
+		sp_u64map_release(&p->depth);
 		free(p);
 	}
 	free(c->procs);

@@ -2,13 +2,14 @@
 #
 # Put first on PYTHONPATH by sp-record for the Python processes it starts.
 #
-# CPython 3.11 runs a Python-to-Python call inside the caller's evaluation
-# loop ("inlined" calls), and its function__entry USDT probe only fires when
-# the loop is entered: almost never. A frame evaluation function (PEP 523)
-# turns the inlining off; installing the default evaluator itself as that
-# function keeps the behaviour and makes every call enter the loop, so
-# function__entry and function__return pair up for each call. No Python code
-# runs per call. STACKPULSE_PY_HOOK=none disables it (for measurements).
+# CPython 3.11 fires its function__entry USDT probe only on the interpreter's
+# tracing path (a trace or profile function is set): without one it almost
+# never fires. This sets a profile function on every thread. The function is
+# the builtin 'slice' (called as slice(frame, event, arg), it builds a small
+# object and returns): no Python frame runs per call, so it adds no
+# function__return hits of its own, and it cannot fail. The cost is the
+# interpreter's tracing path plus one C call per event (docs/spans.md).
+# STACKPULSE_PY_HOOK=none disables it (for measurements).
 #
 # Then the sitecustomize this one shadows (if any) is imported as usual.
 import os
@@ -16,19 +17,13 @@ import sys
 
 
 def _stackpulse_activate():
-    if sys.version_info[:2] != (3, 11) or os.environ.get("STACKPULSE_PY_HOOK") == "none":
+    if os.environ.get("STACKPULSE_PY_HOOK") == "none" or sys.version_info[:2] != (3, 11):
         return
-    try:
-        import ctypes
-        api = ctypes.pythonapi
-        api.PyInterpreterState_Get.restype = ctypes.c_void_p
-        setf = api._PyInterpreterState_SetEvalFrameFunc
-        setf.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        setf.restype = None
-        default = ctypes.cast(api._PyEval_EvalFrameDefault, ctypes.c_void_p).value
-        setf(api.PyInterpreterState_Get(), default)
-    except (ImportError, AttributeError, OSError):
-        pass
+    sys.setprofile(slice)
+    import threading
+    threading.setprofile(slice)
+    # Tells sp-record (audit probe) that function entries fire from here on.
+    sys.audit("stackpulse.activated", "profile=slice")
 
 
 def _stackpulse_chain():
@@ -37,7 +32,7 @@ def _stackpulse_chain():
     saved = sys.path[:]
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     try:
-        import sitecustomize  # noqa: F401  the shadowed one
+        import sitecustomize  # noqa: F401  the one this file shadows
     except ImportError:
         if mine is not None:
             sys.modules["sitecustomize"] = mine
