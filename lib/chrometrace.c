@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Chrome's trace event format (the JSON object form), which Perfetto and
+ * chrome://tracing open: written as records arrive, so memory stays
+ * constant. Spans of correlated input are complete events ("X"); without
+ * them the span_start/span_stop marks become begin/end pairs ("B"/"E").
+ * Kernel and runtime events are thread-scoped instant events ("i").
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "export.h"
+#include "flame.h"
+#include "sp.h"
+
+struct sp_chrome {
+	FILE *out;
+	bool first;
+	bool correlated;	/* spans come as SP_REC_SPAN: ignore the marks */
+	bool have_t0;
+	uint64_t t0;
+};
+
+struct sp_chrome *sp_chrome_new(FILE *out)
+{
+	struct sp_chrome *c = sp_xcalloc(1, sizeof(*c));
+
+	c->out = out;
+	c->first = true;
+	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"sp-flame\"},"
+	      "\"traceEvents\":[", out);
+	return c;
+}
+
+static void sep(struct sp_chrome *c)
+{
+	fputs(c->first ? "\n" : ",\n", c->out);
+	c->first = false;
+}
+
+/* Microseconds since the start, with nanosecond digits. */
+static void put_ts(struct sp_chrome *c, const char *key, uint64_t t)
+{
+	uint64_t rel;
+
+	if (!c->have_t0) {
+		c->t0 = t;
+		c->have_t0 = true;
+	}
+	rel = t > c->t0 ? t - c->t0 : 0;
+	fprintf(c->out, ",\"%s\":%" PRIu64 ".%03" PRIu64, key, rel / 1000, rel % 1000);
+}
+
+static void put_dur(struct sp_chrome *c, uint64_t ns)
+{
+	fprintf(c->out, ",\"dur\":%" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
+}
+
+static void meta(struct sp_chrome *c, const char *what, uint64_t pid, uint64_t tid,
+		 const char *name)
+{
+	sep(c);
+	fprintf(c->out, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64
+		",\"args\":{\"name\":", what, pid, tid);
+	sp_flame_json_str(c->out, name);
+	fputs("}}", c->out);
+}
+
+static void span_name(const struct sp_defs *d, uint64_t runtime, uint64_t klass,
+		      uint64_t method, char *buf, size_t len)
+{
+	const char *k = sp_defs_strz(d, klass), *m = sp_defs_strz(d, method);
+
+	if (*k && *m)
+		snprintf(buf, len, "%s%s%s", k, runtime == SP_RT_RUBY ? "#" : ".", m);
+	else
+		snprintf(buf, len, "%s", *m ? m : *k ? k : "span");
+}
+
+static void hex(FILE *out, const struct sp_bytes *b)
+{
+	uint32_t i;
+
+	putc('"', out);
+	for (i = 0; i < b->len; i++)
+		fprintf(out, "%02x", b->p[i]);
+	putc('"', out);
+}
+
+static void event(struct sp_chrome *c, const struct sp_defs *d, const struct sp_event *e)
+{
+	const struct sp_event_schema *s = sp_event_schema(e->kind);
+	char name[32];
+	unsigned int i;
+
+	if (!s)
+		snprintf(name, sizeof(name), "event-%" PRIu64, e->kind);
+	sep(c);
+	fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"event\",\"name\":", c->out);
+	sp_flame_json_str(c->out, s ? s->name : name);
+	fprintf(c->out, ",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64, e->pid, e->tid);
+	put_ts(c, "ts", e->time);
+	fputs(",\"args\":{", c->out);
+	for (i = 0; s && i < s->nfields && i < e->nfields; i++) {
+		const struct sp_value *v = &e->field[i];
+
+		fprintf(c->out, "%s\"%s\":", i ? "," : "", s->fields[i].name);
+		switch (s->fields[i].type) {
+		case SP_FT_STR:
+			sp_flame_json_str(c->out, sp_defs_strz(d, v->u));
+			break;
+		case SP_FT_INT:
+			fprintf(c->out, "%" PRId64, (int64_t)v->u);
+			break;
+		case SP_FT_HEX:
+			fprintf(c->out, "\"0x%" PRIx64 "\"", v->u);
+			break;
+		case SP_FT_ADDR:
+		case SP_FT_BYTES:
+			hex(c->out, &v->b);
+			break;
+		default:
+			fprintf(c->out, "%" PRIu64, v->u);
+			break;
+		}
+	}
+	if (e->span)
+		fprintf(c->out, "%s\"span\":%" PRIu64, i ? "," : "", e->span);
+	fputs("}}", c->out);
+}
+
+int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_record *rec)
+{
+	char buf[600];
+	const struct sp_span *s;
+	const struct sp_span_mark *m;
+
+	switch (rec->kind) {
+	case SP_REC_HEADER:
+		c->correlated = rec->header.flags & SP_HDR_CORRELATED;
+		if (!c->have_t0 && rec->header.start_mono_ns) {
+			c->t0 = rec->header.start_mono_ns;
+			c->have_t0 = true;
+		}
+		break;
+	case SP_REC_PROCESS:
+		meta(c, "process_name", rec->process.pid, rec->process.pid,
+		     sp_defs_strz(d, rec->process.comm));
+		break;
+	case SP_REC_THREAD:
+		meta(c, "thread_name", rec->thread.pid, rec->thread.tid,
+		     sp_defs_strz(d, rec->thread.name));
+		break;
+	case SP_REC_SPAN:
+		c->correlated = true;
+		s = &rec->span;
+		span_name(d, s->runtime, s->klass, s->method, buf, sizeof(buf));
+		sep(c);
+		fprintf(c->out, "{\"ph\":\"%s\",\"cat\":\"span\",\"name\":",
+			s->stop >= s->start && s->stop ? "X" : "B");
+		sp_flame_json_str(c->out, buf);
+		fprintf(c->out, ",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64, s->pid, s->tid);
+		put_ts(c, "ts", s->start);
+		if (s->stop >= s->start && s->stop)
+			put_dur(c, s->stop - s->start);
+		fputs(",\"args\":{\"file\":", c->out);
+		sp_flame_json_str(c->out, sp_defs_strz(d, s->file));
+		fprintf(c->out, ",\"line\":%" PRIu64 ",\"span\":%" PRIu64, s->line, s->id);
+		if (s->error) {
+			fputs(",\"error\":", c->out);
+			sp_flame_json_str(c->out, sp_defs_strz(d, s->error));
+		}
+		fputs("}}", c->out);
+		break;
+	case SP_REC_SPAN_START:
+	case SP_REC_SPAN_STOP:
+		if (c->correlated)
+			break;
+		m = &rec->mark;
+		span_name(d, m->runtime, m->klass, m->method, buf, sizeof(buf));
+		sep(c);
+		fprintf(c->out, "{\"ph\":\"%s\",\"cat\":\"span\",\"name\":",
+			rec->kind == SP_REC_SPAN_START ? "B" : "E");
+		sp_flame_json_str(c->out, buf);
+		fprintf(c->out, ",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64, m->pid, m->tid);
+		put_ts(c, "ts", m->time);
+		fputs("}", c->out);
+		break;
+	case SP_REC_EVENT:
+		event(c, d, &rec->event);
+		break;
+	default:
+		break;
+	}
+	return ferror(c->out) ? -1 : 0;
+}
+
+int sp_chrome_finish(struct sp_chrome *c)
+{
+	int rc;
+
+	fputs("\n]}\n", c->out);
+	rc = ferror(c->out) ? -1 : 0;
+	free(c);
+	return rc;
+}

@@ -1,0 +1,558 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pprof export: the profile.proto message (lib/profile.proto, compiled by
+ * protoc-c at build time), packed by libprotobuf-c and gzip-compressed by
+ * zlib, as `pprof` and the libraries that read its files expect.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "export.h"
+#include "flame_map.h"
+#include "sp.h"
+
+/*
+ * The generated code is compiled here rather than as a source of its own:
+ * every build of the library (the archive, the sanitizer and fuzzing builds
+ * built from each lib/ source) then carries it without a rule of its own.
+ */
+#include "proto/profile.pb-c.c"
+
+typedef Perftools__Profiles__Profile Profile;
+typedef Perftools__Profiles__ValueType ValueType;
+typedef Perftools__Profiles__Sample Sample;
+typedef Perftools__Profiles__Label Label;
+typedef Perftools__Profiles__Mapping Mapping;
+typedef Perftools__Profiles__Location Location;
+typedef Perftools__Profiles__Line Line;
+typedef Perftools__Profiles__Function Function;
+
+struct pmap {
+	uint32_t gen;
+	uint64_t module;
+	uint64_t start, limit, offset;
+	int64_t filename, build_id;
+	bool has_functions, has_lines, has_inline;
+};
+
+struct pfunc {
+	int64_t name, filename;
+};
+
+struct pline {
+	uint64_t func;
+	int64_t line, column;
+};
+
+struct ploc {
+	uint32_t gen;
+	uint64_t frame;
+	uint64_t mapping;	/* id, 0 = none */
+	uint64_t address;
+	uint32_t line_off, nlines;
+};
+
+struct psample {
+	uint32_t gen;
+	uint64_t stack, pid, tid;
+	uint32_t loc_off, nlocs;
+	uint64_t count, ns;
+};
+
+struct sp_pprof {
+	bool no_inline;
+	uint32_t gen;
+
+	char **strs;
+	size_t nstrs, strs_cap;
+	struct sp_hidx str_idx;
+
+	struct pmap *maps;
+	size_t nmaps, maps_cap;
+	struct sp_hidx map_idx;
+	struct pfunc *funcs;
+	size_t nfuncs, funcs_cap;
+	struct sp_hidx func_idx;
+	struct ploc *locs;
+	size_t nlocs, locs_cap;
+	struct sp_hidx loc_idx;
+	struct pline *lines;
+	size_t nlines, lines_cap;
+	struct psample *samples;
+	size_t nsamples, samples_cap;
+	struct sp_hidx sample_idx;
+	uint64_t *locpool;
+	size_t locpool_len, locpool_cap;
+	uint64_t *fbuf;
+	size_t fbuf_cap;
+
+	uint64_t total_samples, total_ns;
+	uint64_t start_wall, start_mono, first, last;
+	bool have_header, have_sample;
+};
+
+/* ---- strings ---- */
+
+struct skey {
+	const char *s;
+	size_t len;
+};
+
+static bool str_eq(const void *ctx, uint32_t pos, const void *key)
+{
+	const struct sp_pprof *p = ctx;
+	const struct skey *k = key;
+
+	return strlen(p->strs[pos]) == k->len && !memcmp(p->strs[pos], k->s, k->len);
+}
+
+static int64_t str(struct sp_pprof *p, const char *s, size_t len)
+{
+	struct skey k = { s, len };
+	uint32_t h = sp_hash_bytes(s, len);
+	uint32_t pos = sp_hidx_find(&p->str_idx, h, str_eq, p, &k);
+	char *c;
+
+	if (pos != UINT32_MAX)
+		return pos;
+	c = sp_xmalloc(len + 1);
+	memcpy(c, s, len);
+	c[len] = '\0';
+	sp_grow(&p->strs, &p->strs_cap, p->nstrs + 1, sizeof(*p->strs));
+	p->strs[p->nstrs] = c;
+	sp_hidx_insert(&p->str_idx, h, p->nstrs);
+	return p->nstrs++;
+}
+
+static int64_t strz(struct sp_pprof *p, const char *s)
+{
+	return str(p, s, strlen(s));
+}
+
+struct sp_pprof *sp_pprof_new(bool no_inline)
+{
+	struct sp_pprof *p = sp_xcalloc(1, sizeof(*p));
+
+	p->no_inline = no_inline;
+	strz(p, "");		/* string 0 must be empty */
+	return p;
+}
+
+void sp_pprof_free(struct sp_pprof *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->nstrs; i++)
+		free(p->strs[i]);
+	free(p->strs);
+	sp_hidx_release(&p->str_idx);
+	free(p->maps);
+	sp_hidx_release(&p->map_idx);
+	free(p->funcs);
+	sp_hidx_release(&p->func_idx);
+	free(p->locs);
+	sp_hidx_release(&p->loc_idx);
+	free(p->lines);
+	free(p->samples);
+	sp_hidx_release(&p->sample_idx);
+	free(p->locpool);
+	free(p->fbuf);
+	free(p);
+}
+
+void sp_pprof_totals(const struct sp_pprof *p, uint64_t *samples, uint64_t *ns)
+{
+	*samples = p->total_samples;
+	*ns = p->total_ns;
+}
+
+/* ---- mappings, functions, locations ---- */
+
+struct idkey {
+	uint32_t gen;
+	uint64_t id;
+};
+
+static bool map_eq(const void *ctx, uint32_t pos, const void *key)
+{
+	const struct pmap *m = &((const struct pmap *)ctx)[pos];
+	const struct idkey *k = key;
+
+	return m->gen == k->gen && m->module == k->id;
+}
+
+static uint64_t mapping(struct sp_pprof *p, const struct sp_defs *d, uint64_t module)
+{
+	struct idkey k = { p->gen, module };
+	uint32_t h = sp_hash2(p->gen, module);
+	uint32_t pos = sp_hidx_find(&p->map_idx, h, map_eq, p->maps, &k);
+	const struct sp_module *m;
+	struct pmap *x;
+	char hex[2 * 64 + 1];
+	uint32_t i;
+
+	if (pos != UINT32_MAX)
+		return pos + 1;
+	m = sp_defs_module(d, module);
+	if (!m)
+		return 0;
+	sp_grow(&p->maps, &p->maps_cap, p->nmaps + 1, sizeof(*p->maps));
+	x = &p->maps[p->nmaps];
+	memset(x, 0, sizeof(*x));
+	x->gen = p->gen;
+	x->module = module;
+	x->start = m->start;
+	x->limit = m->end;
+	x->offset = m->pgoff;
+	x->filename = strz(p, sp_defs_strz(d, m->path));
+	for (i = 0; i < m->build_id.len && i < 64; i++)
+		snprintf(hex + 2 * i, 3, "%02x", m->build_id.p[i]);
+	hex[2 * i] = '\0';
+	x->build_id = strz(p, hex);
+	sp_hidx_insert(&p->map_idx, h, p->nmaps);
+	return ++p->nmaps;
+}
+
+static bool func_eq(const void *ctx, uint32_t pos, const void *key)
+{
+	const struct pfunc *f = &((const struct pfunc *)ctx)[pos], *k = key;
+
+	return f->name == k->name && f->filename == k->filename;
+}
+
+static uint64_t function(struct sp_pprof *p, int64_t name, int64_t filename)
+{
+	struct pfunc k = { name, filename };
+	uint32_t h = sp_hash2(name, filename);
+	uint32_t pos = sp_hidx_find(&p->func_idx, h, func_eq, p->funcs, &k);
+
+	if (pos != UINT32_MAX)
+		return pos + 1;
+	sp_grow(&p->funcs, &p->funcs_cap, p->nfuncs + 1, sizeof(*p->funcs));
+	p->funcs[p->nfuncs] = k;
+	sp_hidx_insert(&p->func_idx, h, p->nfuncs);
+	return ++p->nfuncs;
+}
+
+static bool loc_eq(const void *ctx, uint32_t pos, const void *key)
+{
+	const struct ploc *l = &((const struct ploc *)ctx)[pos];
+	const struct idkey *k = key;
+
+	return l->gen == k->gen && l->frame == k->id;
+}
+
+static uint64_t location(struct sp_pprof *p, const struct sp_defs *d, uint64_t fid)
+{
+	struct idkey k = { p->gen, fid };
+	uint32_t h = sp_hash2(p->gen, fid);
+	uint32_t pos = sp_hidx_find(&p->loc_idx, h, loc_eq, p->locs, &k);
+	const struct sp_frame *fr;
+	const struct sp_symbol *sym;
+	unsigned int nsym = 0, i;
+	struct ploc *l;
+	struct pmap *m = NULL;
+
+	if (pos != UINT32_MAX)
+		return pos + 1;
+	fr = sp_defs_frame(d, fid);
+	sp_grow(&p->locs, &p->locs_cap, p->nlocs + 1, sizeof(*p->locs));
+	l = &p->locs[p->nlocs];
+	memset(l, 0, sizeof(*l));
+	l->gen = p->gen;
+	l->frame = fid;
+	l->line_off = p->nlines;
+	if (fr) {
+		l->address = fr->addr;
+		l->mapping = fr->module ? mapping(p, d, fr->module) : 0;
+		m = l->mapping ? &p->maps[l->mapping - 1] : NULL;
+		l = &p->locs[p->nlocs];	/* mapping() does not move locs; be plain */
+		sym = sp_defs_symbols(d, fid, &nsym);
+		if (sym && nsym && sym[0].func) {
+			for (i = 0; i < nsym; i++) {
+				struct pline *ln;
+
+				if (p->no_inline && i != nsym - 1)
+					continue;
+				if (!sym[i].func)
+					continue;
+				sp_grow(&p->lines, &p->lines_cap, p->nlines + 1, sizeof(*p->lines));
+				ln = &p->lines[p->nlines++];
+				ln->func = function(p, strz(p, sp_defs_strz(d, sym[i].func)),
+						    strz(p, sp_defs_strz(d, sym[i].file)));
+				ln->line = sym[i].line;
+				ln->column = sym[i].column;
+				l->nlines++;
+			}
+			if (m) {
+				m->has_functions = true;
+				if (sym[0].file)
+					m->has_lines = true;
+				if (nsym > 1 && !p->no_inline)
+					m->has_inline = true;
+			}
+		}
+	}
+	sp_hidx_insert(&p->loc_idx, h, p->nlocs);
+	return ++p->nlocs;
+}
+
+/* ---- samples ---- */
+
+struct sample_key {
+	uint32_t gen;
+	uint64_t stack, pid, tid;
+};
+
+static bool sample_eq(const void *ctx, uint32_t pos, const void *key)
+{
+	const struct psample *s = &((const struct psample *)ctx)[pos];
+	const struct sample_key *k = key;
+
+	return s->gen == k->gen && s->stack == k->stack && s->pid == k->pid && s->tid == k->tid;
+}
+
+static int add_sample(struct sp_pprof *p, const struct sp_defs *d, const struct sp_sample *s,
+		      uint64_t ns)
+{
+	struct sample_key k = { p->gen, s->stack, s->pid, s->tid };
+	uint32_t h = sp_hash2(sp_hash2(p->gen, s->stack), sp_hash2(s->pid, s->tid));
+	uint32_t pos = sp_hidx_find(&p->sample_idx, h, sample_eq, p->samples, &k);
+	struct psample *x;
+	int depth = 0, i;
+
+	if (pos == UINT32_MAX) {
+		if (s->stack) {
+			if (!p->fbuf_cap)
+				sp_grow(&p->fbuf, &p->fbuf_cap, 256, sizeof(*p->fbuf));
+			depth = sp_defs_stack_frames(d, s->stack, p->fbuf, p->fbuf_cap);
+			if (depth > 0 && (size_t)depth > p->fbuf_cap) {
+				sp_grow(&p->fbuf, &p->fbuf_cap, depth, sizeof(*p->fbuf));
+				depth = sp_defs_stack_frames(d, s->stack, p->fbuf, p->fbuf_cap);
+			}
+			if (depth < 0)
+				return -1;
+		}
+		sp_grow(&p->samples, &p->samples_cap, p->nsamples + 1, sizeof(*p->samples));
+		x = &p->samples[p->nsamples];
+		x->gen = p->gen;
+		x->stack = s->stack;
+		x->pid = s->pid;
+		x->tid = s->tid;
+		x->count = x->ns = 0;
+		x->loc_off = p->locpool_len;
+		x->nlocs = depth;
+		sp_grow(&p->locpool, &p->locpool_cap, p->locpool_len + depth, sizeof(*p->locpool));
+		for (i = 0; i < depth; i++)	/* leaf first, as pprof wants */
+			p->locpool[p->locpool_len + i] = location(p, d, p->fbuf[i]);
+		p->locpool_len += depth;
+		sp_hidx_insert(&p->sample_idx, h, p->nsamples);
+		pos = p->nsamples++;
+	}
+	x = &p->samples[pos];
+	x->count++;
+	x->ns += ns;
+	p->total_samples++;
+	p->total_ns += ns;
+	if (!p->have_sample || s->time < p->first)
+		p->first = s->time;
+	if (s->time > p->last)
+		p->last = s->time;
+	p->have_sample = true;
+	return 0;
+}
+
+int sp_pprof_add(struct sp_pprof *p, const struct sp_defs *d, const struct sp_record *rec,
+		 uint64_t ns)
+{
+	switch (rec->kind) {
+	case SP_REC_HEADER:
+		p->gen++;
+		if (!p->have_header) {
+			p->have_header = true;
+			p->start_wall = rec->header.start_wall_ns;
+			p->start_mono = rec->header.start_mono_ns;
+		}
+		return 0;
+	case SP_REC_SAMPLE:
+		return add_sample(p, d, &rec->sample, ns);
+	default:
+		return 0;
+	}
+}
+
+/* ---- writing ---- */
+
+static int gzip_write(const uint8_t *buf, size_t len, FILE *out)
+{
+	unsigned char chunk[65536];
+	z_stream zs;
+	int rc, flush;
+
+	memset(&zs, 0, sizeof(zs));
+	/* 15 + 16: a gzip header and trailer, not a bare zlib stream. */
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return sp_error("pprof: deflateInit2 failed");
+	zs.next_in = (uint8_t *)buf;
+	zs.avail_in = len;
+	do {
+		flush = Z_FINISH;
+		zs.next_out = chunk;
+		zs.avail_out = sizeof(chunk);
+		rc = deflate(&zs, flush);
+		if (rc == Z_STREAM_ERROR) {
+			deflateEnd(&zs);
+			return sp_error("pprof: deflate failed");
+		}
+		if (fwrite(chunk, 1, sizeof(chunk) - zs.avail_out, out) !=
+		    sizeof(chunk) - zs.avail_out) {
+			deflateEnd(&zs);
+			return -1;	/* the caller reports the failed write */
+		}
+	} while (rc != Z_STREAM_END);
+	deflateEnd(&zs);
+	return 0;
+}
+
+int sp_pprof_write(struct sp_pprof *p, FILE *out, uint64_t period_ns, const char *comment)
+{
+	Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
+	ValueType vt[3] = { PERFTOOLS__PROFILES__VALUE_TYPE__INIT,
+			    PERFTOOLS__PROFILES__VALUE_TYPE__INIT,
+			    PERFTOOLS__PROFILES__VALUE_TYPE__INIT };
+	ValueType *vtp[2] = { &vt[0], &vt[1] };
+	Mapping *maps = sp_xcalloc(p->nmaps + 1, sizeof(*maps));
+	Mapping **mapp = sp_xcalloc(p->nmaps + 1, sizeof(*mapp));
+	Function *funcs = sp_xcalloc(p->nfuncs + 1, sizeof(*funcs));
+	Function **funcp = sp_xcalloc(p->nfuncs + 1, sizeof(*funcp));
+	Location *locs = sp_xcalloc(p->nlocs + 1, sizeof(*locs));
+	Location **locp = sp_xcalloc(p->nlocs + 1, sizeof(*locp));
+	Line *lines = sp_xcalloc(p->nlines + 1, sizeof(*lines));
+	Line **linep = sp_xcalloc(p->nlines + 1, sizeof(*linep));
+	Sample *samples = sp_xcalloc(p->nsamples + 1, sizeof(*samples));
+	Sample **samplep = sp_xcalloc(p->nsamples + 1, sizeof(*samplep));
+	Label *labels = sp_xcalloc(2 * p->nsamples + 1, sizeof(*labels));
+	Label **labelp = sp_xcalloc(2 * p->nsamples + 1, sizeof(*labelp));
+	int64_t *values = sp_xcalloc(2 * p->nsamples + 1, sizeof(*values));
+	int64_t comment_idx;
+	int64_t k_samples = strz(p, "samples"), k_count = strz(p, "count");
+	int64_t k_cpu = strz(p, "cpu"), k_ns = strz(p, "nanoseconds");
+	int64_t k_pid = strz(p, "pid"), k_tid = strz(p, "tid");
+	uint8_t *buf;
+	size_t i, len;
+	int rc;
+
+	comment_idx = strz(p, comment ? comment : "");
+	vt[0].type = k_samples;
+	vt[0].unit = k_count;
+	vt[1].type = k_cpu;
+	vt[1].unit = k_ns;
+	vt[2].type = k_cpu;
+	vt[2].unit = k_ns;
+	prof.n_sample_type = 2;
+	prof.sample_type = vtp;
+	prof.period_type = &vt[2];
+	prof.period = period_ns;
+	prof.time_nanos = p->start_wall;
+	prof.duration_nanos = p->have_sample ? p->last - p->first : 0;
+	prof.default_sample_type = 1;	/* cpu/nanoseconds */
+	if (comment && *comment) {
+		prof.n_comment = 1;
+		prof.comment = &comment_idx;
+	}
+	for (i = 0; i < p->nmaps; i++) {
+		perftools__profiles__mapping__init(&maps[i]);
+		maps[i].id = i + 1;
+		maps[i].memory_start = p->maps[i].start;
+		maps[i].memory_limit = p->maps[i].limit;
+		maps[i].file_offset = p->maps[i].offset;
+		maps[i].filename = p->maps[i].filename;
+		maps[i].build_id = p->maps[i].build_id;
+		maps[i].has_functions = p->maps[i].has_functions;
+		maps[i].has_filenames = p->maps[i].has_lines;
+		maps[i].has_line_numbers = p->maps[i].has_lines;
+		maps[i].has_inline_frames = p->maps[i].has_inline;
+		mapp[i] = &maps[i];
+	}
+	for (i = 0; i < p->nfuncs; i++) {
+		perftools__profiles__function__init(&funcs[i]);
+		funcs[i].id = i + 1;
+		funcs[i].name = p->funcs[i].name;
+		funcs[i].system_name = p->funcs[i].name;
+		funcs[i].filename = p->funcs[i].filename;
+		funcp[i] = &funcs[i];
+	}
+	for (i = 0; i < p->nlines; i++) {
+		perftools__profiles__line__init(&lines[i]);
+		lines[i].function_id = p->lines[i].func;
+		lines[i].line = p->lines[i].line;
+		lines[i].column = p->lines[i].column;
+		linep[i] = &lines[i];
+	}
+	for (i = 0; i < p->nlocs; i++) {
+		perftools__profiles__location__init(&locs[i]);
+		locs[i].id = i + 1;
+		locs[i].mapping_id = p->locs[i].mapping;
+		locs[i].address = p->locs[i].address;
+		locs[i].n_line = p->locs[i].nlines;
+		locs[i].line = linep + p->locs[i].line_off;
+		locp[i] = &locs[i];
+	}
+	for (i = 0; i < p->nsamples; i++) {
+		Label *l = &labels[2 * i];
+
+		perftools__profiles__sample__init(&samples[i]);
+		samples[i].n_location_id = p->samples[i].nlocs;
+		samples[i].location_id = p->locpool + p->samples[i].loc_off;
+		values[2 * i] = p->samples[i].count;
+		values[2 * i + 1] = p->samples[i].ns;
+		samples[i].n_value = 2;
+		samples[i].value = &values[2 * i];
+		perftools__profiles__label__init(&l[0]);
+		perftools__profiles__label__init(&l[1]);
+		l[0].key = k_pid;
+		l[0].num = p->samples[i].pid;
+		l[1].key = k_tid;
+		l[1].num = p->samples[i].tid;
+		labelp[2 * i] = &l[0];
+		labelp[2 * i + 1] = &l[1];
+		samples[i].n_label = 2;
+		samples[i].label = &labelp[2 * i];
+		samplep[i] = &samples[i];
+	}
+	prof.n_mapping = p->nmaps;
+	prof.mapping = mapp;
+	prof.n_function = p->nfuncs;
+	prof.function = funcp;
+	prof.n_location = p->nlocs;
+	prof.location = locp;
+	prof.n_sample = p->nsamples;
+	prof.sample = samplep;
+	prof.n_string_table = p->nstrs;
+	prof.string_table = p->strs;
+
+	len = perftools__profiles__profile__get_packed_size(&prof);
+	buf = sp_xmalloc(len ? len : 1);
+	perftools__profiles__profile__pack(&prof, buf);
+	rc = gzip_write(buf, len, out);
+	free(buf);
+	free(maps);
+	free(mapp);
+	free(funcs);
+	free(funcp);
+	free(locs);
+	free(locp);
+	free(lines);
+	free(linep);
+	free(samples);
+	free(samplep);
+	free(labels);
+	free(labelp);
+	free(values);
+	return rc;
+}

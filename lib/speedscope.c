@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+/*
+ * speedscope's file format (https://www.speedscope.app/file-format-schema.json):
+ * the names as shared frames, one sampled profile per thread from the
+ * time-ordered runs, and one evented profile per thread from the spans of
+ * correlated input (opened and closed properly nested, as the format
+ * requires).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flame.h"
+#include "sp.h"
+
+void sp_flame_json_str(FILE *out, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n, k;
+
+	putc('"', out);
+	while (*s) {
+		unsigned char c = *s;
+
+		if (c < 0x80) {
+			if (c == '"' || c == '\\')
+				fprintf(out, "\\%c", c);
+			else if (c < 0x20 || c == 0x7f)
+				fprintf(out, "\\u%04x", c);
+			else
+				putc(c, out);
+			s++;
+			continue;
+		}
+		n = c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
+		for (k = 1; n && k < n; k++)
+			if ((s[k] & 0xc0) != 0x80)
+				n = 0;
+		if (!n) {
+			fputs("\\ufffd", out);
+			s++;
+			continue;
+		}
+		fwrite(s, 1, n, out);
+		s += n;
+	}
+	putc('"', out);
+}
+
+static int cmp_run(const void *a, const void *b, void *arg)
+{
+	const struct sp_folded *f = arg;
+	const struct sp_flame_run *x = sp_folded_seq(f, *(const size_t *)a);
+	const struct sp_flame_run *y = sp_folded_seq(f, *(const size_t *)b);
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+static void thread_title(const struct sp_folded *f, uint64_t pid, uint64_t tid, const char *what,
+			 char *buf, size_t len)
+{
+	const char *tn = sp_folded_thread_name(f, tid), *comm = sp_folded_comm(f, pid);
+
+	snprintf(buf, len, "%s%s%s-%" PRIu64 "/%" PRIu64, what, *what ? " " : "",
+		 *tn ? tn : *comm ? comm : "?", pid, tid);
+}
+
+static void sampled(const struct sp_folded *f, FILE *out, bool *first)
+{
+	size_t n = sp_folded_nseq(f), *ix = sp_xcalloc(n ? n : 1, sizeof(*ix));
+	uint32_t *path = NULL;
+	size_t cap = 0, i, j, k;
+	unsigned int depth, d;
+	uint64_t end;
+	char title[600];
+
+	for (i = 0; i < n; i++)
+		ix[i] = i;
+	qsort_r(ix, n, sizeof(*ix), cmp_run, (void *)f);
+	for (i = 0; i < n; i = j) {
+		const struct sp_flame_run *r0 = sp_folded_seq(f, ix[i]);
+
+		end = 0;
+		for (j = i; j < n; j++) {
+			const struct sp_flame_run *r = sp_folded_seq(f, ix[j]);
+
+			if (r->pid != r0->pid || r->tid != r0->tid)
+				break;
+			end += r->weight;
+		}
+		thread_title(f, r0->pid, r0->tid, "", title, sizeof(title));
+		fputs(*first ? "\n" : ",\n", out);
+		*first = false;
+		fputs("{\"type\":\"sampled\",\"name\":", out);
+		sp_flame_json_str(out, title);
+		fprintf(out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64
+			",\"samples\":[", sp_folded_weight(f) == SP_FLAME_W_TIME ? "nanoseconds" : "none", end);
+		for (k = i; k < j; k++) {
+			const struct sp_flame_run *r = sp_folded_seq(f, ix[k]);
+
+			depth = sp_folded_node_path(f, r->node, NULL, 0);
+			sp_grow(&path, &cap, depth + 1, sizeof(*path));
+			sp_folded_node_path(f, r->node, path, depth);
+			fputs(k > i ? ",[" : "[", out);
+			for (d = 0; d < depth; d++)
+				fprintf(out, d ? ",%u" : "%u", path[d] - 1);
+			putc(']', out);
+		}
+		fputs("],\"weights\":[", out);
+		for (k = i; k < j; k++)
+			fprintf(out, k > i ? ",%" PRIu64 : "%" PRIu64, sp_folded_seq(f, ix[k])->weight);
+		fputs("]}", out);
+	}
+	free(ix);
+	free(path);
+}
+
+static int cmp_span(const void *a, const void *b, void *arg)
+{
+	const struct sp_folded *f = arg;
+	const struct sp_flame_span *x = sp_folded_span(f, *(const size_t *)a);
+	const struct sp_flame_span *y = sp_folded_span(f, *(const size_t *)b);
+
+	if (x->gen != y->gen)
+		return x->gen < y->gen ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->stop != y->stop)		/* the outer (longer) span first */
+		return x->stop > y->stop ? -1 : 1;
+	return x->id < y->id ? -1 : 1;
+}
+
+struct opened {
+	uint32_t frame;
+	uint64_t stop;
+};
+
+static void evented(const struct sp_folded *f, FILE *out, bool *first)
+{
+	size_t n = sp_folded_nspans(f), *ix = sp_xcalloc(n ? n : 1, sizeof(*ix));
+	struct opened *st = sp_xcalloc(n ? n : 1, sizeof(*st));
+	uint64_t last = sp_folded_stats(f)->last_time, lo, hi;
+	size_t i, j, k, ns;
+	char title[600];
+
+	for (i = 0; i < n; i++) {
+		const struct sp_flame_span *s = sp_folded_span(f, i);
+
+		ix[i] = i;
+		if (s->stop > last)
+			last = s->stop;
+		if (s->start > last)
+			last = s->start;
+	}
+	qsort_r(ix, n, sizeof(*ix), cmp_span, (void *)f);
+	for (i = 0; i < n; i = j) {
+		const struct sp_flame_span *s0 = sp_folded_span(f, ix[i]);
+
+		lo = s0->start;
+		hi = lo;
+		for (j = i; j < n; j++) {
+			const struct sp_flame_span *s = sp_folded_span(f, ix[j]);
+
+			if (s->gen != s0->gen || s->pid != s0->pid || s->tid != s0->tid)
+				break;
+			if ((s->stop ? s->stop : last) > hi)
+				hi = s->stop ? s->stop : last;
+		}
+		thread_title(f, s0->pid, s0->tid, "spans", title, sizeof(title));
+		fputs(*first ? "\n" : ",\n", out);
+		*first = false;
+		fputs("{\"type\":\"evented\",\"name\":", out);
+		sp_flame_json_str(out, title);
+		fprintf(out, ",\"unit\":\"nanoseconds\",\"startValue\":%" PRIu64 ",\"endValue\":%"
+			PRIu64 ",\"events\":[", lo, hi);
+		ns = 0;
+		for (k = i; k < j; k++) {
+			const struct sp_flame_span *s = sp_folded_span(f, ix[k]);
+			uint64_t stop = s->stop && s->stop >= s->start ? s->stop : last;
+
+			while (ns && st[ns - 1].stop <= s->start) {
+				ns--;
+				fprintf(out, ",{\"type\":\"C\",\"frame\":%u,\"at\":%" PRIu64 "}",
+					st[ns].frame, st[ns].stop);
+			}
+			if (ns && stop > st[ns - 1].stop)	/* overlaps its parent: clip */
+				stop = st[ns - 1].stop;
+			fprintf(out, "%s{\"type\":\"O\",\"frame\":%u,\"at\":%" PRIu64 "}",
+				k > i ? "," : "", s->name - 1, s->start);
+			st[ns].frame = s->name - 1;
+			st[ns].stop = stop;
+			ns++;
+		}
+		while (ns) {
+			ns--;
+			fprintf(out, ",{\"type\":\"C\",\"frame\":%u,\"at\":%" PRIu64 "}",
+				st[ns].frame, st[ns].stop);
+		}
+		fputs("]}", out);
+	}
+	free(ix);
+	free(st);
+}
+
+int sp_speedscope_write(const struct sp_folded *f, const char *name, FILE *out)
+{
+	uint32_t nn = sp_folded_nnames(f), i;
+	bool first = true;
+
+	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
+	      "\"exporter\":\"sp-flame\",\"name\":", out);
+	sp_flame_json_str(out, name ? name : "");
+	fputs(",\"activeProfileIndex\":0,\"shared\":{\"frames\":[", out);
+	for (i = 1; i < nn; i++) {
+		fputs(i > 1 ? ",\n{\"name\":" : "\n{\"name\":", out);
+		sp_flame_json_str(out, sp_folded_name(f, i, NULL));
+		putc('}', out);
+	}
+	fputs("]},\"profiles\":[", out);
+	sampled(f, out, &first);
+	evented(f, out, &first);
+	fputs("]}\n", out);
+	return ferror(out) ? -1 : 0;
+}
