@@ -73,6 +73,16 @@ $(OUT)/tools/%.o: tools/%.c
 $(OUT)/lib/bpf_%.o: $(SKELS)
 $(OUT)/tools/sp-record.o: $(SKELS)
 
+# sp-flame's pprof export: pprof's profile.proto, compiled by protoc-c into
+# $(OUT)/proto/; lib/pprof.c includes the generated code (so every build of
+# the library, plain, sanitized and fuzzing, carries it).
+PROTOC_C ?= protoc-c
+$(OUT)/proto/profile.pb-c.h: lib/profile.proto
+	$(call msg,PROTOC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(PROTOC_C) --proto_path=lib --c_out=$(@D) $<
+$(OUT)/lib/pprof.o $(OUT)/asan/lib/pprof.o $(OUT)/fuzz/lib/pprof.o: $(OUT)/proto/profile.pb-c.h
+
 $(OUT)/bin/%: $(OUT)/tools/%.o $(LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
