@@ -131,8 +131,11 @@ static __always_inline void get_str(struct sp_bs_event *e, int i, __u64 addr)
 		return;
 	n = bpf_probe_read_user_str(e->str[i], SP_BS_STRLEN, (void *)addr);
 	if (n <= 0) {
+		/* Typically a string literal in a page never touched yet: BPF
+		 * cannot fault it in, the loader reads it. */
+		e->flags |= SP_BSF_UNREAD(i);
 		e->str[i][0] = 0;
-		n = 1;
+		return;
 	}
 	n -= 1;		/* without the NUL */
 	e->len[i] = n;
@@ -166,7 +169,7 @@ static __always_inline int submit(struct sp_bs_event *e)
 	for (i = 0; i < SP_BS_NSTR; i++) {
 		struct sp_bs_strkey k = { .addr = e->addr[i], .pid = e->pid };
 
-		if (e->flags & SP_BSF_SENT(i))
+		if ((e->flags & SP_BSF_SENT(i)) && !(e->flags & SP_BSF_UNREAD(i)))
 			bpf_map_update_elem(&strcache, &k, &e->hash[i], BPF_ANY);
 	}
 	return 0;

@@ -47,6 +47,8 @@ enum sp_bs_probe {
 /* enum sp_bs_event flags */
 #define SP_BSF_STOPPED		(1u << 0)	/* the process waits for SIGCONT */
 #define SP_BSF_SENT(i)		(1u << (4 + (i)))	/* str[i] carries bytes */
+#define SP_BSF_UNREAD(i)	(1u << (8 + (i)))	/* str[i] not readable from BPF (page
+							 * not resident): read it from user space */
 
 struct sp_bs_event {
 	__u64 time_ns;			/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */

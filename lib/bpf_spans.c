@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -924,6 +925,35 @@ static void cont(uint32_t pid)
 		sp_warn("pid %u: cannot continue: %s", pid, strerror(errno));
 }
 
+/* A string BPF could not read (a page not resident yet): read it with
+ * process_vm_readv(), which faults the page in, so BPF reads it next time.
+ * Cached by address: such strings are literals of the binary. */
+static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr)
+{
+	uint64_t key = sp_hash_mix(addr, UINT64_MAX), *id, sid;
+	char buf[SP_BS_STRLEN];
+	struct iovec local = { buf, sizeof(buf) - 1 }, remote = { (void *)addr, sizeof(buf) - 1 };
+	ssize_t n;
+
+	id = sp_u64map_get(&p->strs, key);
+	if (id)
+		return *id;
+	n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
+	if (n <= 0) {
+		/* up to the end of the page only */
+		remote.iov_len = local.iov_len = 4096 - (addr & 4095) < sizeof(buf) - 1 ?
+						 4096 - (addr & 4095) : sizeof(buf) - 1;
+		n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
+	}
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	sid = sp_writer_str(c->out->w, buf, strlen(buf));
+	if (sid)
+		sp_u64map_put(&p->strs, key, sid);
+	return sid;
+}
+
 /* String id of string i of an event, 0 if none or unknown. */
 static uint64_t str_id(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_event *e,
 		       size_t size, int i)
@@ -932,6 +962,8 @@ static uint64_t str_id(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_e
 
 	if (!e->addr[i])
 		return 0;
+	if (e->flags & SP_BSF_UNREAD(i))
+		return str_from_user(c, p, e->addr[i]);
 	key = sp_hash_mix(e->addr[i], e->hash[i]);
 	if ((e->flags & SP_BSF_SENT(i)) && size >= sizeof(*e)) {
 		size_t len = e->len[i];
