@@ -227,7 +227,8 @@ static void copy_header(struct sp_defs *d, const struct sp_header *h)
 	free(d->header_text);
 	d->header_text = sp_xmalloc(total);
 	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		memcpy(d->header_text + off, t[i]->p, t[i]->len);
+		if (t[i]->len)
+			memcpy(d->header_text + off, t[i]->p, t[i]->len);
 		d->header_text[off + t[i]->len] = 0;
 		t[i]->p = d->header_text + off;
 		off += t[i]->len + 1;

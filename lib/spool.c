@@ -63,6 +63,9 @@ enum sp_frame_result sp_spool_frame(const uint8_t *p, size_t n, uint64_t *kind,
 		return *why = "corrupt record kind", SP_FRAME_CORRUPT;
 	if (a == 0)
 		return SP_FRAME_SHORT;
+	/* No writer uses kind 0 (JSON lines cannot carry it): zeroed bytes. */
+	if (*kind == SP_REC_NONE)
+		return *why = "record kind 0", SP_FRAME_CORRUPT;
 	b = sp_varint_get(p + a, n - a, len);
 	if (b < 0)
 		return *why = "corrupt record length", SP_FRAME_CORRUPT;
@@ -265,7 +268,8 @@ size_t sp_spool_encode(struct sp_spool_state *st, const struct sp_record *rec, u
 	bool zero;
 
 	if (rec->kind == SP_REC_KIND_MAX) {
-		memcpy(buf, rec->unknown.raw.p, rec->unknown.raw.len);
+		if (rec->unknown.raw.len)
+			memcpy(buf, rec->unknown.raw.p, rec->unknown.raw.len);
 		return rec->unknown.raw.len;
 	}
 	if (!s)
@@ -283,7 +287,7 @@ size_t sp_spool_encode(struct sp_spool_state *st, const struct sp_record *rec, u
 
 		/* An event's values follow its common part: no trimming before them. */
 		keep = n;
-		if (!es) {
+		if (!es && rec->event.raw.len) {
 			memcpy(buf + n, rec->event.raw.p, rec->event.raw.len);
 			n += rec->event.raw.len;
 		}
