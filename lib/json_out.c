@@ -287,8 +287,8 @@ static void render_field(struct sp_buf *b, const struct sp_defs *d, const char *
 		sp_buf_json_str(b, ename, strlen(ename));
 	else if (t == SP_FT_INT)
 		buf_i(b, (int64_t)u);
-	else if (t == SP_FT_HEX)
-		buf_x(b, u);
+	else if (t == SP_FT_HEX || u > INT64_MAX)
+		buf_x(b, u);	/* JSON parsers stop at int64: big ones as "0x..." */
 	else
 		buf_u(b, u);
 }
