@@ -351,8 +351,9 @@ static void warn_unknown(struct sp_reader *r, const struct sp_record *rec)
 	if (r->warned_kinds & bit)
 		return;
 	r->warned_kinds |= bit;
-	sp_warn("%s@%llu: unknown record kind %llu (from a newer StackPulse?) passed on undecoded",
-		r->name, (unsigned long long)rec->pos, (unsigned long long)rec->unknown.kind);
+	sp_warn("%s%s%llu: unknown record kind %llu (from a newer StackPulse?) passed on undecoded",
+		r->name, r->format == SP_FORMAT_JSON ? ":" : "@", (unsigned long long)rec->pos,
+		(unsigned long long)rec->unknown.kind);
 }
 
 /* 1 record, 0 end of this input, -1 fatal in this input. */
@@ -366,15 +367,12 @@ static int next_spool(struct sp_reader *r, struct sp_record *rec)
 		enum sp_frame_result fr;
 		int f;
 
-		if (avail && p[0] == (uint8_t)SP_SPOOL_MAGIC[0]) {
-			/* The magic opens a stream (spools may be concatenated). */
+		if (avail && !memcmp(p, SP_SPOOL_MAGIC, avail < SP_SPOOL_MAGIC_LEN ? avail :
+				     SP_SPOOL_MAGIC_LEN)) {
+			/* The magic opens a stream (spools may be concatenated).
+			 * Other bytes starting with its first are a record of a
+			 * kind whose varint begins with 0x93 (147, 275, ...). */
 			if (avail >= SP_SPOOL_MAGIC_LEN) {
-				if (memcmp(p, SP_SPOOL_MAGIC, SP_SPOOL_MAGIC_LEN)) {
-					sp_error("%s@%llu: corrupt record kind", r->name,
-						 (unsigned long long)pos);
-					set_status(r, SP_EXIT_FATAL);
-					return -1;
-				}
 				r->start += SP_SPOOL_MAGIC_LEN;
 				r->st.last_time = 0;
 				continue;
