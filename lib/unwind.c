@@ -1142,6 +1142,26 @@ out:
 	return n;
 }
 
+int sp_unwinder_rel(struct sp_unwinder *u, uint32_t pid, uint64_t addr, uint64_t *rel)
+{
+	struct uw_proc *p = proc_find(u, pid, false);
+	const struct uw_map *m;
+
+	if (!p && u->proc_fallback) {
+		p = proc_find(u, pid, true);
+		if (p)
+			proc_read_maps(u, p);
+	}
+	m = p ? map_find(p, addr) : NULL;
+	if (!m || !m->file)
+		return -1;
+	if (!m->file->loaded)
+		file_load(m->file, pid, m, u);
+	if (m->file->bad || !map_vaddr(m, addr, rel))
+		return -1;
+	return 0;
+}
+
 unsigned int sp_unwind_splice_fp(uint64_t *ips, unsigned int n, unsigned int max,
 				 const uint64_t *fp, unsigned int nfp)
 {

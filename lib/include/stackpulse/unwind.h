@@ -74,6 +74,13 @@ void sp_unwinder_set_proc_fallback(struct sp_unwinder *u, bool on);
  */
 const char *sp_unwinder_stop_module(const struct sp_unwinder *u, uint64_t *rel);
 
+/*
+ * The file-relative (ELF virtual) address of addr in pid's mappings as the
+ * unwinder knows them, for frames that name a module. 0 with *rel set, or
+ * -1 (no mapping, anonymous memory, or a file that cannot be read).
+ */
+int sp_unwinder_rel(struct sp_unwinder *u, uint32_t pid, uint64_t addr, uint64_t *rel);
+
 struct sp_unwind_stats {
 	uint64_t samples;		/* sp_unwinder_unwind() calls */
 	uint64_t frames;		/* addresses returned */

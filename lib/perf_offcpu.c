@@ -1,0 +1,884 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Off-CPU time (perf_offcpu.h): context-switch samples paired with the
+ * switch-in that ends each wait.
+ *
+ * The rings of all CPUs are drained into one queue of small records (a
+ * sample's stack is unwound while it is still in the ring, so only its
+ * addresses are kept), and the queue is processed in time order up to the
+ * previous pass, like the perf source does: a thread's switch-out and its
+ * switch-in are often on different CPUs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hashmap.h"
+#include "kallsyms.h"
+#include "perf_offcpu.h"
+#include "perf_ring.h"
+#include "procfs.h"
+#include "sp.h"
+#include "stackquality.h"
+#include "unwind.h"
+#include "writer.h"
+
+#define MAX_FRAMES	127
+#define KERNEL_START	0xffff800000000000ull
+
+#ifndef PERF_RECORD_MISC_SWITCH_OUT_PREEMPT
+#define PERF_RECORD_MISC_SWITCH_OUT_PREEMPT (1 << 14)
+#endif
+
+enum { OPT_OFFCPU = 0x2100, OPT_OFFCPU_MIN };
+
+/* A record taken from a ring, waiting to be processed in time order. */
+struct qrec {
+	uint64_t time, seq;
+	uint32_t type, misc;
+	uint32_t pid, tid, cpu;
+	uint8_t ust;		/* unwind status of a sample */
+	uint16_t nk, nu;	/* kernel and user addresses in ips, each leaf first */
+	uint64_t *ips;
+};
+
+/* A thread that switched out and has not run again yet. */
+struct blocked {
+	uint64_t out_time;
+	uint32_t pid, cpu;
+	bool preempt;
+	uint8_t ust;
+	uint16_t nk, nu;
+	uint64_t *ips;
+};
+
+struct pidmods {
+	uint64_t *ids;		/* module ids of this pid, in order of definition */
+	size_t n, cap;
+};
+
+struct offcpu {
+	struct sp_offcpu_opts o;
+	struct perf_event_attr attr;
+	unsigned int nregs;
+	int epfd;
+	int *fds;
+	struct sp_perf_ring *rings;
+	size_t nfds;
+	struct sp_unwinder *unw;
+	struct sp_emit *out;
+	struct qrec *q;
+	size_t nq, qcap;
+	uint64_t seq, bound, last_pass;
+	bool finished, started;
+	struct sp_u64map blocked;	/* tid -> struct blocked * */
+	struct sp_u64map parent;	/* pid -> ppid (forks seen) */
+	struct sp_u64map pidmods;	/* pid -> struct pidmods * */
+	uint64_t mods_scanned;
+	uint64_t kmod;			/* kernel module id, 0 = none yet */
+	struct sp_u64map kaddrs;	/* kernel addresses used in frames */
+	struct sp_stackq *stackq;
+	struct sp_offcpu_stats st;
+	char why[160];			/* why start() failed */
+};
+
+/* ---- options ---- */
+
+static const struct argp_option offcpu_options[] = {
+	{ "off-cpu", OPT_OFFCPU, NULL, 0,
+	  "Also record where threads block and for how long (off-CPU samples, weight in ns)", 0 },
+	{ "off-cpu-min", OPT_OFFCPU_MIN, "DURATION", 0,
+	  "Record only waits at least this long (default 1ms; shorter ones are counted)", 0 },
+	{ 0 }
+};
+
+static error_t parse_offcpu(int key, char *arg, struct argp_state *state)
+{
+	struct sp_offcpu_opts *o = state->input;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		if (o) {
+			memset(o, 0, sizeof(*o));
+			o->min_ns = SP_OFFCPU_DEFAULT_MIN_NS;
+			o->kernel_frames = true;
+		}
+		break;
+	case OPT_OFFCPU:
+		o->enabled = true;
+		break;
+	case OPT_OFFCPU_MIN:
+		if (sp_parse_duration(arg, &o->min_ns))
+			argp_error(state, "invalid --off-cpu-min '%s': use a duration like 200us, "
+				   "1ms, 0.5s", arg);
+		o->enabled = true;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp sp_offcpu_argp = {
+	.options = offcpu_options,
+	.parser = parse_offcpu,
+};
+
+/* ---- helpers ---- */
+
+static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
+{
+	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int online_cpus(int **out)
+{
+	char buf[256], *s, *end;
+	int *v = NULL, fd;
+	size_t n = 0, cap = 0;
+	long a, b, i;
+	ssize_t len;
+
+	fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+	len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (len <= 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+		len = snprintf(buf, sizeof(buf), "0-%ld", c > 0 ? c - 1 : 0);
+	}
+	buf[len] = 0;
+	for (s = buf; *s && *s != '\n';) {
+		a = strtol(s, &end, 10);
+		if (end == s)
+			break;
+		b = a;
+		s = end;
+		if (*s == '-') {
+			b = strtol(s + 1, &end, 10);
+			s = end;
+		}
+		for (i = a; i <= b && i < 4096; i++) {
+			sp_grow(&v, &cap, n + 1, sizeof(*v));
+			v[n++] = (int)i;
+		}
+		if (*s == ',')
+			s++;
+	}
+	*out = v;
+	return (int)n;
+}
+
+static void blocked_drop(struct offcpu *c, uint64_t tid)
+{
+	uint64_t *v = sp_u64map_get(&c->blocked, tid);
+
+	if (v) {
+		struct blocked *b = (struct blocked *)(uintptr_t)*v;
+
+		free(b->ips);
+		free(b);
+		sp_u64map_del(&c->blocked, tid);
+	}
+}
+
+/* ---- modules: the ones the perf source wrote, found by pid and address ---- */
+
+static void scan_modules(struct offcpu *c)
+{
+	struct sp_defs *d = sp_writer_defs(c->out->w);
+	uint64_t n = sp_defs_nmodules(d), id;
+
+	for (id = c->mods_scanned + 1; id <= n; id++) {
+		const struct sp_module *m = sp_defs_module(d, id);
+		struct pidmods *pm;
+		uint64_t *v;
+
+		if (!m)
+			continue;
+		if (m->flags & SP_MOD_KERNEL) {
+			if (!c->kmod)
+				c->kmod = id;
+			continue;
+		}
+		v = sp_u64map_get(&c->pidmods, m->pid);
+		if (v) {
+			pm = (struct pidmods *)(uintptr_t)*v;
+		} else {
+			pm = sp_xcalloc(1, sizeof(*pm));
+			sp_u64map_put(&c->pidmods, m->pid, (uint64_t)(uintptr_t)pm);
+		}
+		sp_grow(&pm->ids, &pm->cap, pm->n + 1, sizeof(*pm->ids));
+		pm->ids[pm->n++] = id;
+	}
+	c->mods_scanned = n;
+}
+
+/* The newest module of pid (or of the process it was forked from) holding addr. */
+static const struct sp_module *find_module(struct offcpu *c, uint32_t pid, uint64_t addr)
+{
+	struct sp_defs *d = sp_writer_defs(c->out->w);
+	unsigned int hops;
+	uint64_t p = pid, *v;
+	size_t i;
+
+	for (hops = 0; hops < 16; hops++) {
+		v = sp_u64map_get(&c->pidmods, p);
+		if (v) {
+			struct pidmods *pm = (struct pidmods *)(uintptr_t)*v;
+
+			for (i = pm->n; i-- > 0;) {
+				const struct sp_module *m = sp_defs_module(d, pm->ids[i]);
+
+				if (m && addr >= m->start && addr < m->end)
+					return m;
+			}
+		}
+		v = sp_u64map_get(&c->parent, p);
+		if (!v || *v == p)
+			break;
+		p = *v;
+	}
+	return NULL;
+}
+
+static uint64_t intern_frame(struct offcpu *c, uint32_t pid, uint64_t ip, bool kernel, bool leaf)
+{
+	struct sp_frame f = { 0 };
+	const struct sp_module *m;
+
+	f.addr = ip;
+	f.rel = ip;
+	f.flags = leaf ? SP_FRAME_LEAF : 0;
+	if (kernel) {
+		f.mode = SP_FRAME_KERNEL;
+		f.module = c->kmod;
+		if (!f.module)
+			f.pid = 0;
+		sp_u64map_put(&c->kaddrs, ip, 1);
+	} else if ((m = find_module(c, pid, ip))) {
+		f.module = m->id;
+		if (!(m->flags & SP_MOD_ANON) && sp_unwinder_rel(c->unw, pid, ip, &f.rel))
+			f.rel = ip - m->start + m->pgoff;
+	} else {
+		f.pid = pid;
+	}
+	return sp_writer_frame(c->out->w, &f);
+}
+
+static void emit_wait(struct offcpu *c, uint32_t tid, const struct blocked *b, uint64_t t_in)
+{
+	struct sp_record r = { .kind = SP_REC_SAMPLE };
+	uint64_t ids[2 * MAX_FRAMES + 2], id;
+	unsigned int n = 0, i;
+	const char *mod;
+	uint64_t rel;
+
+	scan_modules(c);
+	/* Root first: the user frames from the outermost, then the kernel's. */
+	for (i = b->nu; i-- > 0;) {
+		id = intern_frame(c, b->pid, b->ips[b->nk + i], false, i == 0);
+		if (id)
+			ids[n++] = id;
+	}
+	for (i = b->nk; i-- > 0;) {
+		id = intern_frame(c, b->pid, b->ips[i], true, i == 0);
+		if (id)
+			ids[n++] = id;
+	}
+	r.sample.time = t_in;
+	r.sample.pid = b->pid;
+	r.sample.tid = tid;
+	r.sample.cpu = b->cpu;
+	r.sample.stack = n ? sp_writer_stack_path(c->out->w, ids, n) : 0;
+	r.sample.weight = t_in - b->out_time;
+	r.sample.unwind = b->ust;
+	r.sample.kind = SP_SAMPLE_OFFCPU;
+	if (c->stackq) {
+		mod = NULL;
+		rel = 0;
+		if (b->ust != SP_UNWIND_COMPLETE && b->nu) {
+			const struct sp_module *m = find_module(c, b->pid, b->ips[b->nk + b->nu - 1]);
+
+			mod = m ? sp_defs_strz(sp_writer_defs(c->out->w), m->path) : NULL;
+			rel = b->ips[b->nk + b->nu - 1];
+		}
+		sp_stackq_add(c->stackq, b->ust, SP_SAMPLE_OFFCPU, mod, rel, 1);
+	}
+	c->st.waits++;
+	c->st.wait_ns += r.sample.weight;
+	c->out->emit(c->out->ctx, &r);
+}
+
+/* ---- records, as read from the rings ---- */
+
+static void queue(struct offcpu *c, const struct qrec *r)
+{
+	sp_grow(&c->q, &c->qcap, c->nq + 1, sizeof(*c->q));
+	c->q[c->nq] = *r;
+	c->q[c->nq].seq = c->seq++;
+	c->nq++;
+}
+
+static void read_sample(struct offcpu *c, const struct perf_event_header *h)
+{
+	struct sp_perf_sample s;
+	uint64_t kips[MAX_FRAMES], uips[MAX_FRAMES], fp[MAX_FRAMES];
+	unsigned int nk = 0, nu = 0, nfp = 0, i;
+	enum sp_unwind_status ust = SP_UNWIND_UNKNOWN;
+	struct qrec q = { .type = PERF_RECORD_SAMPLE };
+	int ctx = -1;
+
+	if (sp_perf_parse_sample(h, c->attr.sample_type, c->nregs, &s))
+		return;
+	for (i = 0; s.ips && i < s.nr; i++) {
+		uint64_t ip = s.ips[i];
+
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? 1 :
+			      ip == (uint64_t)PERF_CONTEXT_USER ? 0 : -1;
+			continue;
+		}
+		if (ctx == 1 && nk < MAX_FRAMES && c->o.kernel_frames)
+			kips[nk++] = ip;
+		else if (ctx == 0 && nfp < MAX_FRAMES)
+			fp[nfp++] = ip;
+	}
+	if (s.regs && s.nregs && s.regs_abi) {
+		nu = sp_unwinder_unwind(c->unw, s.pid, s.tid, s.regs, s.nregs, s.stack,
+					s.stack_dyn_size, uips, MAX_FRAMES, &ust);
+		if (c->o.call_graph == SP_CG_AUTO && nfp &&
+		    (ust == SP_UNWIND_NO_CFI || ust == SP_UNWIND_JIT || ust == SP_UNWIND_UNKNOWN_MAP))
+			nu = sp_unwind_splice_fp(uips, nu, MAX_FRAMES, fp, nfp);
+	} else {
+		memcpy(uips, fp, nfp * sizeof(*fp));
+		nu = nfp;
+	}
+	q.time = s.time;
+	q.pid = s.pid;
+	q.tid = s.tid;
+	q.cpu = s.cpu;
+	q.ust = ust;
+	q.nk = nk;
+	q.nu = nu;
+	if (nk + nu) {
+		q.ips = sp_xmalloc((nk + nu) * sizeof(*q.ips));
+		memcpy(q.ips, kips, nk * sizeof(*q.ips));
+		memcpy(q.ips + nk, uips, nu * sizeof(*q.ips));
+	}
+	queue(c, &q);
+}
+
+struct task_body {
+	uint32_t pid, ppid, tid, ptid;
+	uint64_t time;
+};
+
+static void read_record(struct offcpu *c, const struct perf_event_header *h)
+{
+	struct sp_perf_id id;
+	struct qrec q = { .type = h->type, .misc = h->misc };
+
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		read_sample(c, h);
+		return;
+	case PERF_RECORD_MMAP2: {
+		const struct {
+			uint32_t pid, tid;
+			uint64_t addr, len, pgoff;
+			uint8_t ids[24];
+			uint32_t prot, flags;
+			char filename[];
+		} *m = (const void *)(h + 1);
+		size_t max = h->size - sizeof(*h) - sizeof(*m);
+
+		if (h->size < sizeof(*h) + sizeof(*m) || !(m->prot & PROT_EXEC) ||
+		    !memchr(m->filename, 0, max))
+			return;
+		sp_unwinder_map(c->unw, m->pid, m->addr, m->addr + m->len, m->pgoff, m->filename);
+		return;
+	}
+	case PERF_RECORD_MMAP: {
+		const struct {
+			uint32_t pid, tid;
+			uint64_t addr, len, pgoff;
+			char filename[];
+		} *m = (const void *)(h + 1);
+		size_t max = h->size - sizeof(*h) - sizeof(*m);
+
+		if (h->size < sizeof(*h) + sizeof(*m) || !memchr(m->filename, 0, max))
+			return;
+		sp_unwinder_map(c->unw, m->pid, m->addr, m->addr + m->len, m->pgoff, m->filename);
+		return;
+	}
+	case PERF_RECORD_COMM: {
+		const uint32_t *pt = (const void *)(h + 1);
+
+		if (h->size >= sizeof(*h) + 8 && (h->misc & PERF_RECORD_MISC_COMM_EXEC))
+			sp_unwinder_forget(c->unw, pt[0]);
+		return;
+	}
+	case PERF_RECORD_FORK: {
+		const struct task_body *t = (const void *)(h + 1);
+
+		if (h->size < sizeof(*h) + sizeof(*t) || t->pid == t->ppid)
+			return;
+		sp_u64map_put(&c->parent, t->pid, t->ppid);
+		sp_unwinder_fork(c->unw, t->ppid, t->pid);
+		return;
+	}
+	case PERF_RECORD_EXIT: {
+		const struct task_body *t = (const void *)(h + 1);
+
+		if (h->size < sizeof(*h) + sizeof(*t))
+			return;
+		q.pid = t->pid;
+		q.tid = t->tid;
+		q.time = t->time;
+		queue(c, &q);
+		return;
+	}
+	case PERF_RECORD_SWITCH:
+		if (sp_perf_parse_id(h, c->attr.sample_type, &id))
+			return;
+		q.pid = id.pid;
+		q.tid = id.tid;
+		q.time = id.time;
+		q.cpu = id.cpu;
+		queue(c, &q);
+		return;
+	case PERF_RECORD_LOST: {
+		const uint64_t *l = (const void *)(h + 1);
+
+		if (h->size >= sizeof(*h) + 16)
+			c->st.lost += l[1];
+		return;
+	}
+	default:
+		return;
+	}
+}
+
+static void process(struct offcpu *c, struct qrec *r)
+{
+	struct blocked *b;
+	uint64_t *v = sp_u64map_get(&c->blocked, r->tid), d;
+
+	b = v ? (struct blocked *)(uintptr_t)*v : NULL;
+	switch (r->type) {
+	case PERF_RECORD_SAMPLE:
+		if (!b) {
+			b = sp_xcalloc(1, sizeof(*b));
+			sp_u64map_put(&c->blocked, r->tid, (uint64_t)(uintptr_t)b);
+		}
+		free(b->ips);
+		b->out_time = r->time;
+		b->pid = r->pid;
+		b->cpu = r->cpu;
+		b->preempt = false;
+		b->ust = r->ust;
+		b->nk = r->nk;
+		b->nu = r->nu;
+		b->ips = r->ips;
+		r->ips = NULL;
+		break;
+	case PERF_RECORD_SWITCH:
+		if (!b || !b->out_time || r->time < b->out_time)
+			break;
+		if (r->misc & PERF_RECORD_MISC_SWITCH_OUT) {
+			/* The record that follows the sample of the same switch. */
+			if (r->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT)
+				b->preempt = true;
+			break;
+		}
+		d = r->time - b->out_time;
+		c->st.switches++;
+		if (b->preempt) {
+			c->st.preempted++;
+			c->st.preempted_ns += d;
+		} else if (d < c->o.min_ns) {
+			c->st.short_waits++;
+			c->st.short_ns += d;
+		} else {
+			emit_wait(c, r->tid, b, r->time);
+		}
+		b->out_time = 0;
+		break;
+	case PERF_RECORD_EXIT:
+		blocked_drop(c, r->tid);
+		if (r->pid == r->tid)
+			sp_u64map_del(&c->parent, r->pid);
+		break;
+	}
+	free(r->ips);
+	r->ips = NULL;
+}
+
+static int cmp_q(const void *a, const void *b)
+{
+	const struct qrec *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void drain(struct offcpu *c)
+{
+	const struct perf_event_header *h;
+	size_t i;
+
+	for (i = 0; i < c->nfds; i++) {
+		struct sp_perf_ring *r = &c->rings[i];
+
+		if (!r->meta || !sp_perf_ring_begin(r))
+			continue;
+		while ((h = sp_perf_ring_next(r)))
+			read_record(c, h);
+		sp_perf_ring_end(r);
+	}
+}
+
+static void process_upto(struct offcpu *c, uint64_t upto)
+{
+	size_t i, n = 0;
+
+	if (c->nq > 1)
+		qsort(c->q, c->nq, sizeof(*c->q), cmp_q);
+	while (n < c->nq && c->q[n].time <= upto)
+		n++;
+	for (i = 0; i < n; i++)
+		process(c, &c->q[i]);
+	memmove(c->q, c->q + n, (c->nq - n) * sizeof(*c->q));
+	c->nq -= n;
+}
+
+/* ---- the source ---- */
+
+static void setup_attr(struct offcpu *c)
+{
+	struct perf_event_attr *a = &c->attr;
+
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	a->sample_period = 1;
+	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			 PERF_SAMPLE_CALLCHAIN;
+	if (c->o.call_graph >= SP_CG_DWARF) {
+		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a->sample_regs_user = sp_unwind_regs_mask();
+		a->sample_stack_user = c->o.stack_size ? c->o.stack_size : 8192;
+		c->nregs = __builtin_popcountll(a->sample_regs_user);
+		if (c->o.call_graph == SP_CG_DWARF)
+			a->exclude_callchain_user = 1;
+	}
+	if (!c->o.kernel_frames)
+		a->exclude_callchain_kernel = 1;
+	a->sample_id_all = 1;
+	a->context_switch = 1;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->comm = 1;
+	a->comm_exec = 1;
+	a->task = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->inherit = 1;
+	a->watermark = 1;
+	a->wakeup_watermark = 32 << 10;
+	/* The switch happens in the kernel: excluding it would drop every sample. */
+	a->exclude_kernel = 0;
+	a->exclude_hv = 1;
+	if (c->o.enable_on_exec) {
+		a->disabled = 1;
+		a->enable_on_exec = 1;
+	}
+}
+
+static int open_rings(struct offcpu *c, pid_t pid, const int *cpus, int ncpus)
+{
+	unsigned int pages = c->o.pages ? c->o.pages : 64;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int i, fd;
+
+	for (i = 0; i < ncpus; i++) {
+		fd = perf_open(&c->attr, pid, cpus[i]);
+		if (fd < 0) {
+			if (errno == ESRCH)
+				return sp_error("pid %d exited during attach", (int)pid);
+			return sp_error_errno("off-cpu: cannot open the context-switch event "
+					      "for pid %d on cpu %d", (int)pid, cpus[i]);
+		}
+		c->fds = realloc(c->fds, (c->nfds + 1) * sizeof(*c->fds));
+		c->rings = realloc(c->rings, (c->nfds + 1) * sizeof(*c->rings));
+		if (!c->fds || !c->rings)
+			sp_die("out of memory");
+		c->fds[c->nfds] = fd;
+		if (sp_perf_ring_map(&c->rings[c->nfds], fd, pages)) {
+			close(fd);
+			return sp_error_errno("off-cpu: cannot map the ring of cpu %d", cpus[i]);
+		}
+		ev.data.u32 = c->nfds;
+		epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev);
+		c->nfds++;
+	}
+	return 0;
+}
+
+static int preload_map(void *ctx, const struct sp_proc_map *m)
+{
+	struct offcpu *c = ((void **)ctx)[0];
+	uint32_t pid = (uint32_t)(uintptr_t)((void **)ctx)[1];
+
+	if (m->prot & PROT_EXEC)
+		sp_unwinder_map(c->unw, pid, m->start, m->end, m->pgoff, m->path);
+	return 0;
+}
+
+static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct sp_emit *out)
+{
+	struct offcpu *c = s->priv;
+	int *cpus = NULL, ncpus, rc = 0;
+	unsigned int i;
+
+	c->out = out;
+	ncpus = online_cpus(&cpus);
+	if (t->system_wide) {
+		c->attr.inherit = 0;
+		rc = open_rings(c, -1, cpus, ncpus);
+	}
+	for (i = 0; !rc && !t->system_wide && i < t->npids; i++) {
+		rc = open_rings(c, t->pids[i], cpus, ncpus);
+		/* A running process: its mappings so far come from /proc. */
+		if (!rc && !c->o.enable_on_exec) {
+			void *ctx[2] = { c, (void *)(uintptr_t)t->pids[i] };
+
+			sp_procfs_maps(t->pids[i], preload_map, ctx);
+		}
+	}
+	free(cpus);
+	if (rc) {
+		snprintf(c->why, sizeof(c->why), "off-cpu");
+		return -1;
+	}
+	if (!c->o.enable_on_exec)
+		for (i = 0; i < c->nfds; i++)
+			ioctl(c->fds[i], PERF_EVENT_IOC_ENABLE, 0);
+	c->started = true;
+	c->last_pass = sp_now_mono_ns();
+	return 0;
+}
+
+static int offcpu_poll(struct sp_source *s, struct sp_emit *out)
+{
+	struct offcpu *c = s->priv;
+	struct epoll_event evs[64];
+	uint64_t now = sp_now_mono_ns(), upto = c->last_pass, before = c->st.waits;
+
+	while (epoll_wait(c->epfd, evs, 64, 0) == 64)
+		;
+	c->out = out;
+	drain(c);
+	c->last_pass = now;
+	if (upto > c->bound)
+		c->bound = upto;
+	process_upto(c, c->bound);
+	return (int)(c->st.waits - before);
+}
+
+static uint64_t offcpu_watermark(struct sp_source *s)
+{
+	struct offcpu *c = s->priv;
+
+	return c->finished ? UINT64_MAX : c->bound;
+}
+
+/* Symbols of the kernel frames we wrote, so another machine can name them. */
+static void emit_ksyms(struct offcpu *c)
+{
+	struct sp_record r = { .kind = SP_REC_KSYM };
+	struct sp_kallsyms k = { 0 };
+	struct sp_u64map done = SP_U64MAP_INIT;
+	const struct sp_kallsym *sym;
+	uint64_t addr, v, size;
+	size_t it = 0;
+
+	if (!c->kaddrs.n || sp_kallsyms_load(&k, NULL) || k.zero) {
+		sp_kallsyms_release(&k);
+		return;
+	}
+	while (sp_u64map_next(&c->kaddrs, &it, &addr, &v)) {
+		sym = sp_kallsyms_find(&k, addr, &size);
+		if (!sym || sp_u64map_get(&done, sym->addr))
+			continue;
+		sp_u64map_put(&done, sym->addr, 1);
+		r.ksym.addr = sym->addr;
+		r.ksym.size = size;
+		r.ksym.name = sp_writer_strz(c->out->w, sp_kallsyms_str(&k, sym->name));
+		r.ksym.kmod = sym->kmod ? sp_writer_strz(c->out->w, sp_kallsyms_str(&k, sym->kmod))
+					: 0;
+		c->out->emit(c->out->ctx, &r);
+	}
+	sp_u64map_release(&done);
+	sp_kallsyms_release(&k);
+}
+
+static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
+{
+	struct offcpu *c = s->priv;
+	struct sp_record r = { .kind = SP_REC_LOST };
+	size_t i;
+
+	c->out = out;
+	for (i = 0; i < c->nfds; i++)
+		ioctl(c->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	drain(c);
+	process_upto(c, UINT64_MAX);
+	/* Threads still blocked when the recording stopped are not recorded:
+	 * their wait has no end. */
+	if (c->st.lost) {
+		r.lost.time = c->last_pass;
+		r.lost.what = SP_LOST_SAMPLES;
+		r.lost.count = c->st.lost;
+		out->emit(out->ctx, &r);
+	}
+	emit_ksyms(c);
+	c->finished = true;
+	return 0;
+}
+
+static void offcpu_describe(struct sp_source *s, char *features, size_t fsize,
+			    char *unavailable, size_t usize)
+{
+	struct offcpu *c = s->priv;
+
+	if (c->started)
+		snprintf(features, fsize, "off-cpu=context-switch,min-ns=%" PRIu64, c->o.min_ns);
+	else
+		snprintf(unavailable, usize, "%s", c->why[0] ? c->why : "off-cpu");
+}
+
+static void offcpu_free(struct sp_source *s)
+{
+	struct offcpu *c;
+	size_t i, it = 0;
+	uint64_t k, v;
+
+	if (!s)
+		return;
+	c = s->priv;
+	for (i = 0; i < c->nfds; i++) {
+		sp_perf_ring_unmap(&c->rings[i]);
+		close(c->fds[i]);
+	}
+	for (i = 0; i < c->nq; i++)
+		free(c->q[i].ips);
+	while (sp_u64map_next(&c->blocked, &it, &k, &v)) {
+		struct blocked *b = (struct blocked *)(uintptr_t)v;
+
+		free(b->ips);
+		free(b);
+	}
+	it = 0;
+	while (sp_u64map_next(&c->pidmods, &it, &k, &v)) {
+		struct pidmods *pm = (struct pidmods *)(uintptr_t)v;
+
+		free(pm->ids);
+		free(pm);
+	}
+	sp_u64map_release(&c->blocked);
+	sp_u64map_release(&c->parent);
+	sp_u64map_release(&c->pidmods);
+	sp_u64map_release(&c->kaddrs);
+	if (c->epfd >= 0)
+		close(c->epfd);
+	sp_unwinder_free(c->unw);
+	free(c->q);
+	free(c->fds);
+	free(c->rings);
+	free(c);
+	free(s);
+}
+
+struct sp_source *sp_offcpu_source_new(const struct sp_offcpu_opts *o)
+{
+	struct sp_source *s = sp_xcalloc(1, sizeof(*s));
+	struct offcpu *c = sp_xcalloc(1, sizeof(*c));
+	int fd;
+
+	c->o = *o;
+	if (!c->o.min_ns && !o->enabled)
+		c->o.min_ns = SP_OFFCPU_DEFAULT_MIN_NS;
+	c->epfd = -1;
+	s->name = "offcpu";
+	s->priv = c;
+	s->fd = -1;
+	s->start = offcpu_start;
+	s->poll = offcpu_poll;
+	s->watermark = offcpu_watermark;
+	s->finish = offcpu_finish;
+	s->describe = offcpu_describe;
+	s->free = offcpu_free;
+	setup_attr(c);
+	/* Can we? Try on ourselves. */
+	c->attr.disabled = 1;
+	fd = perf_open(&c->attr, 0, -1);
+	c->attr.disabled = c->o.enable_on_exec;
+	if (fd < 0) {
+		if (errno == EACCES || errno == EPERM)
+			sp_error("--off-cpu needs kernel samples of context switches: run as root "
+				 "or set kernel.perf_event_paranoid to 1 or less");
+		else
+			sp_error_errno("--off-cpu: cannot open the context-switch event");
+		offcpu_free(s);
+		return NULL;
+	}
+	close(fd);
+	c->unw = sp_unwinder_new();
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (!c->unw || c->epfd < 0) {
+		sp_error_errno("--off-cpu: cannot set up");
+		offcpu_free(s);
+		return NULL;
+	}
+	s->fd = c->epfd;
+	return s;
+}
+
+void sp_offcpu_source_set_stackq(struct sp_source *s, struct sp_stackq *q)
+{
+	((struct offcpu *)s->priv)->stackq = q;
+}
+
+void sp_offcpu_source_stats(struct sp_source *s, struct sp_offcpu_stats *st)
+{
+	*st = ((struct offcpu *)s->priv)->st;
+}
+
+void sp_offcpu_print_summary(struct sp_source *s, FILE *out, const char *prefix)
+{
+	const struct offcpu *c = s->priv;
+	const struct sp_offcpu_stats *st = &c->st;
+
+	fprintf(out, "%soff-cpu: %" PRIu64 " waits recorded, %.3f s off the CPU; %" PRIu64
+		" shorter than %.3f ms (%.3f s) counted only; %" PRIu64 " preemptions (%.3f s) "
+		"not counted as waiting", prefix ? prefix : "", st->waits, st->wait_ns / 1e9,
+		st->short_waits, c->o.min_ns / 1e6, st->short_ns / 1e9, st->preempted,
+		st->preempted_ns / 1e9);
+	if (st->lost)
+		fprintf(out, "; %" PRIu64 " records lost", st->lost);
+	fputc('\n', out);
+}
