@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kallsyms.h - the kernel's code symbols from /proc/kallsyms, read once and
+ * kept sorted, to find the symbol holding a kernel address (sp-record writes
+ * the symbols of the kernel frames it saw, so another machine can symbolize
+ * them).
+ */
+#ifndef STACKPULSE_KALLSYMS_H
+#define STACKPULSE_KALLSYMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sp_kallsym {
+	uint64_t addr;
+	uint32_t name;		/* offset in names */
+	uint32_t kmod;		/* offset in names, 0 = vmlinux ("") */
+};
+
+struct sp_kallsyms {
+	struct sp_kallsym *sym;	/* sorted by addr */
+	size_t n, cap;
+	char *names;
+	size_t names_len, names_cap;
+	bool zero;		/* every address was 0: not allowed to see them */
+};
+
+/* Parse one line ("ADDR TYPE NAME [MODULE]"). Returns 1 for a code symbol
+ * (type t, T, w, W), 0 for another symbol, -1 for a malformed line. *name
+ * and *kmod point into line (which is modified); *kmod is "" for vmlinux. */
+int sp_kallsyms_parse_line(char *line, uint64_t *addr, char **name, char **kmod);
+
+/* Read path (NULL: /proc/kallsyms). 0, or -1 with errno set (nothing reported). */
+int sp_kallsyms_load(struct sp_kallsyms *k, const char *path);
+void sp_kallsyms_release(struct sp_kallsyms *k);
+
+/* The symbol holding addr (the last one at or below it), NULL if none;
+ * *size (may be NULL) gets the distance to the next symbol, 0 for the last. */
+const struct sp_kallsym *sp_kallsyms_find(const struct sp_kallsyms *k, uint64_t addr,
+					  uint64_t *size);
+
+static inline const char *sp_kallsyms_str(const struct sp_kallsyms *k, uint32_t off)
+{
+	return k->names + off;
+}
+
+#endif

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * launch.h - start a command stopped before exec, so that perf events can be
+ * attached to its pid first; then let it exec, watch for its exit with a
+ * pidfd, and turn its wait status into an exit status.
+ */
+#ifndef STACKPULSE_LAUNCH_H
+#define STACKPULSE_LAUNCH_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct sp_launch {
+	pid_t pid;		/* the child, 0 before prepare */
+	int go_fd;		/* write end: one byte lets the child exec */
+	int err_fd;		/* read end: the child's errno if exec failed */
+	int pidfd;		/* readable once the child exited, -1 if unsupported */
+	bool reaped;
+	int wstatus;		/* valid when reaped */
+};
+
+/*
+ * Fork a child that waits (before exec) for sp_launch_go(). The child sets
+ * its signal mask to *mask (NULL: nothing blocked), undoing what sp-record
+ * blocked for its signalfd. 0, or -1 (reported) when fork fails.
+ */
+int sp_launch_prepare(struct sp_launch *l, char *const argv[], const sigset_t *mask);
+
+/*
+ * Let the child exec argv. Returns 0 once it has exec'd, or -1 with errno
+ * set to the exec error (ENOENT: command not found; EACCES, ENOEXEC: not
+ * executable) after reaping the child; nothing is reported.
+ */
+int sp_launch_go(struct sp_launch *l);
+
+/* Give up before go: the child exits without running anything. */
+void sp_launch_abort(struct sp_launch *l);
+
+/* Reap the child if it has exited (block: wait for it). 1 reaped, 0 still running. */
+int sp_launch_reap(struct sp_launch *l, bool block);
+
+/* A wait status as a shell would report it: the exit code, or 128 + signal. */
+int sp_launch_exit_code(int wstatus);
+
+/* Close the descriptors (does not kill or wait for the child). */
+void sp_launch_release(struct sp_launch *l);
+
+/* An open pidfd for pid (pidfd_open), or -1 with errno set. */
+int sp_pidfd_open(pid_t pid);
+
+#endif

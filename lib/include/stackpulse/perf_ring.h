@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_ring.h - reading perf_event_open ring buffers and decoding the
+ * records in them.
+ *
+ * A ring is drained in passes: sp_perf_ring_begin() takes a snapshot of the
+ * kernel's head, sp_perf_ring_next() returns the records up to it one by
+ * one (a record that wraps around the end of the ring is copied into a
+ * buffer the ring owns, so every record is contiguous), sp_perf_ring_end()
+ * hands the space back to the kernel. A record returned by next() is valid
+ * until the following next() or end().
+ */
+#ifndef STACKPULSE_PERF_RING_H
+#define STACKPULSE_PERF_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/perf_event.h>
+
+struct sp_perf_ring {
+	struct perf_event_mmap_page *meta;	/* NULL when not mapped */
+	uint8_t *data;
+	uint64_t size;		/* data size, a power of two */
+	uint64_t head;		/* snapshot taken by begin() */
+	uint64_t tail;		/* next byte to read */
+	size_t map_len;		/* 0 when not owned by an mmap (tests) */
+	uint8_t *copy;		/* a wrapped record made contiguous */
+	size_t copy_cap;
+	uint64_t bad;		/* records with an impossible size (ring reset) */
+};
+
+/* Map the ring of a perf event fd: 1 + pages pages (pages a power of two).
+ * 0, or -1 with errno set (nothing reported). */
+int sp_perf_ring_map(struct sp_perf_ring *r, int fd, unsigned int pages);
+/* Use memory the caller owns (unit tests): meta followed by size bytes. */
+void sp_perf_ring_init(struct sp_perf_ring *r, struct perf_event_mmap_page *meta,
+		       uint8_t *data, uint64_t size);
+void sp_perf_ring_unmap(struct sp_perf_ring *r);
+
+/* Start a pass. Returns the number of bytes ready. */
+uint64_t sp_perf_ring_begin(struct sp_perf_ring *r);
+/* The next whole record of this pass, or NULL at its end. */
+const struct perf_event_header *sp_perf_ring_next(struct sp_perf_ring *r);
+/* Give the bytes read back to the kernel. */
+void sp_perf_ring_end(struct sp_perf_ring *r);
+
+/* The fields of a PERF_RECORD_SAMPLE that sp-record asks for. */
+struct sp_perf_sample {
+	uint64_t ip;
+	uint32_t pid, tid;
+	uint64_t time;
+	uint64_t id;
+	uint32_t cpu;
+	uint64_t period;
+	uint64_t nr;			/* callchain entries, with context markers */
+	const uint64_t *ips;
+	uint64_t regs_abi;		/* PERF_SAMPLE_REGS_ABI_*, 0 = no registers */
+	unsigned int nregs;
+	const uint64_t *regs;
+	uint64_t stack_size;		/* bytes of the user stack copy */
+	const uint8_t *stack;
+	uint64_t stack_dyn_size;	/* valid bytes of the copy */
+};
+
+/* The sample_id trailer of a non-sample record (attr.sample_id_all). */
+struct sp_perf_id {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint32_t cpu;
+};
+
+/*
+ * Decode a sample of the given sample_type (only IDENTIFIER, IP, TID, TIME,
+ * ID, CPU, PERIOD, CALLCHAIN, REGS_USER and STACK_USER are understood; any
+ * other bit makes it fail). nregs is the number of bits set in
+ * attr.sample_regs_user. 0, or -1 when the record is malformed.
+ */
+int sp_perf_parse_sample(const struct perf_event_header *h, uint64_t sample_type,
+			 unsigned int nregs, struct sp_perf_sample *s);
+/* Decode the sample_id trailer of a non-sample record. 0 or -1. */
+int sp_perf_parse_id(const struct perf_event_header *h, uint64_t sample_type,
+		     struct sp_perf_id *id);
+/* Bytes of the sample_id trailer for sample_type. */
+size_t sp_perf_id_size(uint64_t sample_type);
+
+#endif

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_source.h - the "perf" record source of sp-record: CPU stack samples
+ * from perf_event_open (one event per CPU, inherited by every descendant of
+ * the target, rings merged by time), plus the processes, threads and
+ * executable mappings the kernel reports alongside them, kernel symbols for
+ * the kernel frames seen, and JIT perf maps.
+ */
+#ifndef STACKPULSE_PERF_SOURCE_H
+#define STACKPULSE_PERF_SOURCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "record.h"
+#include "source.h"
+
+struct sp_perf_opts {
+	const char *event;		/* "cpu-clock" when NULL */
+	uint64_t freq;			/* Hz; used when period is 0 */
+	uint64_t period;		/* events per sample */
+	bool user_only, kernel_only;
+	enum sp_call_graph call_graph;	/* NONE, FP (default), DWARF, AUTO */
+	uint32_t stack_size;		/* bytes of user stack copied for DWARF */
+	uint32_t pages;			/* ring pages per CPU, power of two; 0 = default */
+	bool enable_on_exec;		/* the target is a command stopped before exec */
+	const char *args;		/* command line of the command, for its process record */
+};
+
+/* An event name: its perf type and config. 0, or -1 for an unknown name. */
+int sp_perf_event_lookup(const char *name, uint32_t *type, uint64_t *config, bool *hardware);
+/* Names of the events sp_perf_event_lookup() knows, space-separated. */
+const char *sp_perf_event_names(void);
+
+/*
+ * Create the source: checks that the event can be opened here (reported
+ * otherwise, NULL), decides whether kernel stacks are allowed (without
+ * permission it records user stacks only and says so once).
+ */
+struct sp_source *sp_perf_source_new(const struct sp_perf_opts *o);
+
+/* What the header says about sampling, known after sp_perf_source_new(). */
+struct sp_perf_info {
+	const char *event;
+	uint64_t freq, period;
+	enum sp_call_graph call_graph;
+	unsigned int flags;		/* SP_HDR_KERNEL_STACKS | SP_HDR_USER_STACKS */
+};
+void sp_perf_source_info(struct sp_source *s, struct sp_perf_info *info);
+
+/* Counters for the end record and the summary line. */
+struct sp_perf_stats {
+	uint64_t samples, lost, bad, processes, modules;
+};
+void sp_perf_source_stats(struct sp_source *s, struct sp_perf_stats *st);
+
+/* Print what this machine supports (sp-record --check). Returns the number
+ * of facilities that are missing. */
+int sp_perf_check(FILE *out);
+
+#endif

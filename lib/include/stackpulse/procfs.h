@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * procfs.h - what sp-record reads from /proc about processes that already
+ * exist when it attaches: threads, names, parents, executable mappings, and
+ * JIT perf maps (/tmp/perf-PID.map).
+ *
+ * Functions return 0, or -1 with errno set and nothing reported (a process
+ * may exit at any moment; the caller decides whether that is an error).
+ * The root directory can be changed for tests (sp_procfs_root).
+ */
+#ifndef STACKPULSE_PROCFS_H
+#define STACKPULSE_PROCFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "/proc" unless changed; "/tmp" for perf maps. */
+extern const char *sp_procfs_root;
+extern const char *sp_procfs_perfmap_dir;
+
+struct sp_proc_map {
+	uint64_t start, end, pgoff;
+	uint32_t prot;		/* PROT_* */
+	uint64_t dev;		/* makedev(major, minor) */
+	uint64_t ino;
+	const char *path;	/* "" for anonymous; "[vdso]"; may end in " (deleted)" */
+};
+
+/* Parse one line of /proc/PID/maps (without its newline). 0 or -1. */
+int sp_procfs_parse_map(char *line, struct sp_proc_map *m);
+/* Call fn for each mapping of pid; stops early when fn returns non-zero
+ * (returned). 0 or -1. */
+int sp_procfs_maps(uint32_t pid, int (*fn)(void *ctx, const struct sp_proc_map *m), void *ctx);
+
+/* Thread ids of pid (a malloc'd array of *n, sorted). */
+int sp_procfs_tasks(uint32_t pid, uint32_t **tids, size_t *n);
+/* Every process id (a malloc'd array of *n, sorted). */
+int sp_procfs_pids(uint32_t **pids, size_t *n);
+/* comm of a thread (NUL-terminated, newline removed). */
+int sp_procfs_comm(uint32_t pid, uint32_t tid, char *buf, size_t size);
+/* Parent pid and tgid from /proc/PID/status. */
+int sp_procfs_status(uint32_t pid, uint32_t *tgid, uint32_t *ppid);
+/* Target of /proc/PID/exe. */
+int sp_procfs_exe(uint32_t pid, char *buf, size_t size);
+/* Command line, arguments joined by spaces (truncated to size). */
+int sp_procfs_cmdline(uint32_t pid, char *buf, size_t size);
+
+/* One line of a perf map: "START SIZE name" (hex numbers). 0 or -1. */
+int sp_procfs_parse_perfmap(char *line, uint64_t *addr, uint64_t *size, const char **name);
+/* Call fn for each symbol of /tmp/perf-PID.map. -1 (errno ENOENT) if none. */
+int sp_procfs_perfmap(uint32_t pid, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
+					      const char *name), void *ctx);
+
+#endif

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+/* Start a command stopped before exec; let it go; reap it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "launch.h"
+#include "sp.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+int sp_pidfd_open(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static void child(int go, int err, char *const argv[], const sigset_t *mask)
+{
+	sigset_t none;
+	int e;
+	char c = 0;
+
+	/* sp-record blocks the signals it reads with a signalfd; the command
+	 * starts with the mask sp-record itself was started with (exec resets
+	 * handled signals; ignored ones stay ignored, as with any launcher). */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, mask ? mask : &none, NULL);
+	while (read(go, &c, 1) < 0 && errno == EINTR)
+		;
+	if (c != 'g')		/* EOF: sp-record went away or aborted */
+		_exit(127);
+	close(go);
+	execvp(argv[0], argv);
+	e = errno;
+	while (write(err, &e, sizeof(e)) < 0 && errno == EINTR)
+		;
+	_exit(127);
+}
+
+int sp_launch_prepare(struct sp_launch *l, char *const argv[], const sigset_t *mask)
+{
+	int go[2], err[2];
+	pid_t pid;
+
+	memset(l, 0, sizeof(*l));
+	l->go_fd = l->err_fd = l->pidfd = -1;
+	if (pipe2(go, O_CLOEXEC))
+		return sp_error_errno("pipe");
+	if (pipe2(err, O_CLOEXEC)) {
+		close(go[0]);
+		close(go[1]);
+		return sp_error_errno("pipe");
+	}
+	pid = fork();
+	if (pid < 0) {
+		sp_error_errno("cannot fork to run '%s'", argv[0]);
+		close(go[0]);
+		close(go[1]);
+		close(err[0]);
+		close(err[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(go[1]);
+		close(err[0]);
+		child(go[0], err[1], argv, mask);
+	}
+	close(go[0]);
+	close(err[1]);
+	l->pid = pid;
+	l->go_fd = go[1];
+	l->err_fd = err[0];
+	l->pidfd = sp_pidfd_open(pid);
+	return 0;
+}
+
+int sp_launch_go(struct sp_launch *l)
+{
+	ssize_t n;
+	int e = 0;
+
+	if (write(l->go_fd, "g", 1) != 1) {
+		e = errno;
+		sp_launch_reap(l, true);
+		errno = e;
+		return -1;
+	}
+	close(l->go_fd);
+	l->go_fd = -1;
+	/* EOF once exec succeeded (close-on-exec), else the child's errno. */
+	do
+		n = read(l->err_fd, &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(l->err_fd);
+	l->err_fd = -1;
+	if (n == sizeof(e)) {
+		sp_launch_reap(l, true);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+void sp_launch_abort(struct sp_launch *l)
+{
+	if (l->go_fd >= 0) {
+		close(l->go_fd);
+		l->go_fd = -1;
+	}
+	if (l->pid > 0)
+		sp_launch_reap(l, true);
+}
+
+int sp_launch_reap(struct sp_launch *l, bool block)
+{
+	pid_t r;
+
+	if (l->reaped)
+		return 1;
+	if (l->pid <= 0)
+		return 0;
+	do
+		r = waitpid(l->pid, &l->wstatus, block ? 0 : WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r == l->pid) {
+		l->reaped = true;
+		return 1;
+	}
+	return 0;
+}
+
+int sp_launch_exit_code(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return 255;
+}
+
+void sp_launch_release(struct sp_launch *l)
+{
+	if (l->go_fd >= 0)
+		close(l->go_fd);
+	if (l->err_fd >= 0)
+		close(l->err_fd);
+	if (l->pidfd >= 0)
+		close(l->pidfd);
+	l->go_fd = l->err_fd = l->pidfd = -1;
+}

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+/* perf_event_open ring buffers: draining them and decoding their records. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "perf_ring.h"
+
+int sp_perf_ring_map(struct sp_perf_ring *r, int fd, unsigned int pages)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len = (size_t)(pages + 1) * page;
+	void *p;
+
+	memset(r, 0, sizeof(*r));
+	if (!pages || (pages & (pages - 1))) {
+		errno = EINVAL;
+		return -1;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	r->meta = p;
+	r->data = (uint8_t *)p + page;
+	r->size = (uint64_t)pages * page;
+	r->map_len = len;
+	r->tail = __atomic_load_n(&r->meta->data_tail, __ATOMIC_ACQUIRE);
+	r->head = r->tail;
+	return 0;
+}
+
+void sp_perf_ring_init(struct sp_perf_ring *r, struct perf_event_mmap_page *meta,
+		       uint8_t *data, uint64_t size)
+{
+	memset(r, 0, sizeof(*r));
+	r->meta = meta;
+	r->data = data;
+	r->size = size;
+	r->tail = meta->data_tail;
+	r->head = r->tail;
+}
+
+void sp_perf_ring_unmap(struct sp_perf_ring *r)
+{
+	if (r->map_len && r->meta)
+		munmap(r->meta, r->map_len);
+	free(r->copy);
+	memset(r, 0, sizeof(*r));
+}
+
+uint64_t sp_perf_ring_begin(struct sp_perf_ring *r)
+{
+	if (!r->meta)
+		return 0;
+	/* Pairs with the kernel's store of data_head after writing records. */
+	r->head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
+	if (r->head - r->tail > r->size) {
+		/* Cannot happen with a writable mapping; resynchronise rather than
+		 * read garbage. */
+		r->bad++;
+		r->tail = r->head;
+	}
+	return r->head - r->tail;
+}
+
+const struct perf_event_header *sp_perf_ring_next(struct sp_perf_ring *r)
+{
+	struct perf_event_header h;
+	uint64_t off, avail = r->head - r->tail;
+	size_t first;
+
+	if (avail < sizeof(h))
+		return NULL;
+	off = r->tail & (r->size - 1);
+	first = r->size - off;
+	if (first >= sizeof(h)) {
+		memcpy(&h, r->data + off, sizeof(h));
+	} else {
+		memcpy(&h, r->data + off, first);
+		memcpy((uint8_t *)&h + first, r->data, sizeof(h) - first);
+	}
+	if (h.size < sizeof(h) || h.size > avail || (h.size & 7)) {
+		/* A torn ring: skip everything that is there. */
+		r->bad++;
+		r->tail = r->head;
+		return NULL;
+	}
+	r->tail += h.size;
+	if (first >= h.size)
+		return (const struct perf_event_header *)(r->data + off);
+	if (r->copy_cap < h.size) {
+		uint8_t *p = realloc(r->copy, h.size);
+
+		if (!p) {
+			r->bad++;
+			return NULL;
+		}
+		r->copy = p;
+		r->copy_cap = h.size;
+	}
+	memcpy(r->copy, r->data + off, first);
+	memcpy(r->copy + first, r->data, h.size - first);
+	return (const struct perf_event_header *)r->copy;
+}
+
+void sp_perf_ring_end(struct sp_perf_ring *r)
+{
+	if (!r->meta)
+		return;
+	/* Pairs with the kernel's check of data_tail before it overwrites. */
+	__atomic_store_n(&r->meta->data_tail, r->tail, __ATOMIC_RELEASE);
+}
+
+#define KNOWN_SAMPLE_BITS (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | \
+	PERF_SAMPLE_TIME | PERF_SAMPLE_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | \
+	PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
+
+struct cursor {
+	const uint8_t *p, *end;
+	int bad;
+};
+
+static uint64_t take(struct cursor *c)
+{
+	uint64_t v;
+
+	if (c->end - c->p < 8) {
+		c->bad = 1;
+		return 0;
+	}
+	memcpy(&v, c->p, 8);
+	c->p += 8;
+	return v;
+}
+
+static const void *take_n(struct cursor *c, uint64_t n)
+{
+	const void *p = c->p;
+
+	if ((uint64_t)(c->end - c->p) < n) {
+		c->bad = 1;
+		return NULL;
+	}
+	c->p += n;
+	return p;
+}
+
+int sp_perf_parse_sample(const struct perf_event_header *h, uint64_t st,
+			 unsigned int nregs, struct sp_perf_sample *s)
+{
+	struct cursor c = { (const uint8_t *)(h + 1), (const uint8_t *)h + h->size, 0 };
+	uint64_t v;
+
+	memset(s, 0, sizeof(*s));
+	if (st & ~KNOWN_SAMPLE_BITS)
+		return -1;
+	if (st & PERF_SAMPLE_IDENTIFIER)
+		s->id = take(&c);
+	if (st & PERF_SAMPLE_IP)
+		s->ip = take(&c);
+	if (st & PERF_SAMPLE_TID) {
+		v = take(&c);
+		s->pid = (uint32_t)v;
+		s->tid = (uint32_t)(v >> 32);
+	}
+	if (st & PERF_SAMPLE_TIME)
+		s->time = take(&c);
+	if (st & PERF_SAMPLE_ID)
+		s->id = take(&c);
+	if (st & PERF_SAMPLE_CPU)
+		s->cpu = (uint32_t)take(&c);
+	if (st & PERF_SAMPLE_PERIOD)
+		s->period = take(&c);
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		s->nr = take(&c);
+		if (s->nr > ((uint64_t)(c.end - c.p)) / 8)
+			return -1;
+		s->ips = take_n(&c, s->nr * 8);
+	}
+	if (st & PERF_SAMPLE_REGS_USER) {
+		s->regs_abi = take(&c);
+		if (s->regs_abi) {
+			s->nregs = nregs;
+			s->regs = take_n(&c, (uint64_t)nregs * 8);
+		}
+	}
+	if (st & PERF_SAMPLE_STACK_USER) {
+		s->stack_size = take(&c);
+		if (s->stack_size) {
+			s->stack = take_n(&c, s->stack_size);
+			s->stack_dyn_size = take(&c);
+			if (s->stack_dyn_size > s->stack_size)
+				return -1;
+		}
+	}
+	return c.bad ? -1 : 0;
+}
+
+size_t sp_perf_id_size(uint64_t st)
+{
+	size_t n = 0;
+
+	n += !!(st & PERF_SAMPLE_TID) + !!(st & PERF_SAMPLE_TIME) + !!(st & PERF_SAMPLE_ID);
+	n += !!(st & PERF_SAMPLE_STREAM_ID) + !!(st & PERF_SAMPLE_CPU);
+	n += !!(st & PERF_SAMPLE_IDENTIFIER);
+	return n * 8;
+}
+
+int sp_perf_parse_id(const struct perf_event_header *h, uint64_t st, struct sp_perf_id *id)
+{
+	size_t n = sp_perf_id_size(st);
+	struct cursor c;
+	uint64_t v;
+
+	memset(id, 0, sizeof(*id));
+	if (h->size < sizeof(*h) + n)
+		return -1;
+	c.p = (const uint8_t *)h + h->size - n;
+	c.end = (const uint8_t *)h + h->size;
+	c.bad = 0;
+	if (st & PERF_SAMPLE_TID) {
+		v = take(&c);
+		id->pid = (uint32_t)v;
+		id->tid = (uint32_t)(v >> 32);
+	}
+	if (st & PERF_SAMPLE_TIME)
+		id->time = take(&c);
+	if (st & PERF_SAMPLE_ID)
+		take(&c);
+	if (st & PERF_SAMPLE_STREAM_ID)
+		take(&c);
+	if (st & PERF_SAMPLE_CPU)
+		id->cpu = (uint32_t)take(&c);
+	return c.bad ? -1 : 0;
+}

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+/* Reading processes, threads and mappings from /proc. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "procfs.h"
+
+const char *sp_procfs_root = "/proc";
+const char *sp_procfs_perfmap_dir = "/tmp";
+
+static int hexval(const char **s, uint64_t *v)
+{
+	const char *p = *s;
+	uint64_t x = 0;
+	int n = 0;
+
+	while (isxdigit((unsigned char)*p)) {
+		if (n++ >= 16)
+			return -1;
+		x = x * 16 + (isdigit((unsigned char)*p) ? *p - '0' : (tolower(*p) - 'a' + 10));
+		p++;
+	}
+	if (!n)
+		return -1;
+	*s = p;
+	*v = x;
+	return 0;
+}
+
+static int expect(const char **s, char c)
+{
+	if (**s != c)
+		return -1;
+	(*s)++;
+	return 0;
+}
+
+int sp_procfs_parse_map(char *line, struct sp_proc_map *m)
+{
+	const char *s = line;
+	uint64_t maj, min;
+
+	memset(m, 0, sizeof(*m));
+	if (hexval(&s, &m->start) || expect(&s, '-') || hexval(&s, &m->end) || expect(&s, ' '))
+		return -1;
+	if (m->end < m->start || strlen(s) < 5)
+		return -1;
+	m->prot = (s[0] == 'r' ? PROT_READ : 0) | (s[1] == 'w' ? PROT_WRITE : 0) |
+		  (s[2] == 'x' ? PROT_EXEC : 0);
+	s += 4;
+	if (expect(&s, ' ') || hexval(&s, &m->pgoff) || expect(&s, ' ') ||
+	    hexval(&s, &maj) || expect(&s, ':') || hexval(&s, &min) || expect(&s, ' '))
+		return -1;
+	m->dev = makedev(maj, min);
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	m->ino = strtoull(s, (char **)&s, 10);
+	while (*s == ' ')
+		s++;
+	m->path = s;
+	return 0;
+}
+
+static FILE *open_proc(uint32_t pid, const char *what)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%u/%s", sp_procfs_root, pid, what);
+	return fopen(path, "re");
+}
+
+int sp_procfs_maps(uint32_t pid, int (*fn)(void *ctx, const struct sp_proc_map *m), void *ctx)
+{
+	struct sp_proc_map m;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int ret = 0;
+	FILE *f;
+
+	f = open_proc(pid, "maps");
+	if (!f)
+		return -1;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[len - 1] = 0;
+		if (sp_procfs_parse_map(line, &m))
+			continue;
+		ret = fn(ctx, &m);
+		if (ret)
+			break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int list_numeric(const char *dir, uint32_t **out, size_t *n)
+{
+	uint32_t *v = NULL, *nv;
+	size_t cnt = 0, cap = 0;
+	struct dirent *de;
+	char *end;
+	DIR *d;
+	unsigned long x;
+
+	d = opendir(dir);
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		x = strtoul(de->d_name, &end, 10);
+		if (*end || x > UINT32_MAX)
+			continue;
+		if (cnt == cap) {
+			cap = cap ? 2 * cap : 64;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				closedir(d);
+				errno = ENOMEM;
+				return -1;
+			}
+			v = nv;
+		}
+		v[cnt++] = (uint32_t)x;
+	}
+	closedir(d);
+	if (cnt)
+		qsort(v, cnt, sizeof(*v), cmp_u32);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+int sp_procfs_tasks(uint32_t pid, uint32_t **tids, size_t *n)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%u/task", sp_procfs_root, pid);
+	return list_numeric(path, tids, n);
+}
+
+int sp_procfs_pids(uint32_t **pids, size_t *n)
+{
+	return list_numeric(sp_procfs_root, pids, n);
+}
+
+static int read_small(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return (int)n;
+}
+
+int sp_procfs_comm(uint32_t pid, uint32_t tid, char *buf, size_t size)
+{
+	char path[256];
+	int n;
+
+	snprintf(path, sizeof(path), "%s/%u/task/%u/comm", sp_procfs_root, pid, tid);
+	n = read_small(path, buf, size);
+	if (n < 0)
+		return -1;
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	return 0;
+}
+
+int sp_procfs_status(uint32_t pid, uint32_t *tgid, uint32_t *ppid)
+{
+	char line[256];
+	int found = 0;
+	FILE *f;
+
+	f = open_proc(pid, "status");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Tgid:", 5)) {
+			*tgid = (uint32_t)strtoul(line + 5, NULL, 10);
+			found |= 1;
+		} else if (!strncmp(line, "PPid:", 5)) {
+			*ppid = (uint32_t)strtoul(line + 5, NULL, 10);
+			found |= 2;
+		}
+	}
+	fclose(f);
+	if (found != 3) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+int sp_procfs_exe(uint32_t pid, char *buf, size_t size)
+{
+	char path[256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%u/exe", sp_procfs_root, pid);
+	n = readlink(path, buf, size - 1);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return 0;
+}
+
+int sp_procfs_cmdline(uint32_t pid, char *buf, size_t size)
+{
+	char path[256];
+	int n, i;
+
+	snprintf(path, sizeof(path), "%s/%u/cmdline", sp_procfs_root, pid);
+	n = read_small(path, buf, size);
+	if (n < 0)
+		return -1;
+	while (n > 0 && buf[n - 1] == 0)
+		n--;
+	for (i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[n] = 0;
+	return 0;
+}
+
+int sp_procfs_parse_perfmap(char *line, uint64_t *addr, uint64_t *size, const char **name)
+{
+	const char *s = line;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	if (hexval(&s, addr) || expect(&s, ' '))
+		return -1;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	if (hexval(&s, size) || expect(&s, ' ') || !*s)
+		return -1;
+	*name = s;
+	return 0;
+}
+
+int sp_procfs_perfmap(uint32_t pid, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
+					      const char *name), void *ctx)
+{
+	char path[256], *line = NULL;
+	uint64_t addr, size;
+	const char *name;
+	size_t cap = 0;
+	ssize_t len;
+	int ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/perf-%u.map", sp_procfs_perfmap_dir, pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[--len] = 0;
+		if (sp_procfs_parse_perfmap(line, &addr, &size, &name))
+			continue;
+		ret = fn(ctx, addr, size, name);
+		if (ret)
+			break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
