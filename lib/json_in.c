@@ -173,6 +173,18 @@ static int get_field(struct ctx *c, json_t *obj, const char *name, enum sp_field
 {
 	json_t *v = json_object_get(obj, name);
 
+	if ((!v || json_is_null(v)) && t == SP_FT_TEXT) {
+		/* Text that is not valid UTF-8 comes as "<name>_hex". */
+		char hname[64];
+
+		snprintf(hname, sizeof(hname), "%s_hex", name);
+		v = json_object_get(obj, hname);
+		if (!v || json_is_null(v))
+			return 0;
+		if (!json_is_string(v))
+			return fail(c, "field '%s' must be a hex string", hname);
+		return parse_hex_bytes(c, hname, json_string_value(v), b);
+	}
 	if (!v || json_is_null(v))
 		return 0;
 	switch (t) {
@@ -184,8 +196,13 @@ static int get_field(struct ctx *c, json_t *obj, const char *name, enum sp_field
 		*u = (uint64_t)json_integer_value(v);
 		return 0;
 	case SP_FT_STR:
+		if (json_is_integer(v) && json_integer_value(v) >= 0) {
+			/* A string id: checked when the record is defined. */
+			*u = (uint64_t)json_integer_value(v);
+			return 0;
+		}
 		if (!json_is_string(v))
-			return fail(c, "field '%s' must be a string", name);
+			return fail(c, "field '%s' must be a string or a string id", name);
 		*u = intern(c, json_string_value(v), json_string_length(v));
 		return c->err ? -1 : 0;
 	case SP_FT_BYTES:

@@ -230,6 +230,23 @@ static void render_addr(struct sp_buf *b, const struct sp_bytes *v)
 	}
 }
 
+/*
+ * A string field: its text, or its id when the text would not lead a JSON
+ * reader back to it (not valid UTF-8, or an equal string defined earlier).
+ */
+static void render_str_ref(struct sp_buf *b, const struct sp_defs *d, uint64_t id)
+{
+	size_t len;
+	const char *s = sp_defs_str(d, id, &len);
+
+	if (!s)
+		sp_buf_puts(b, "null");
+	else if (sp_utf8_valid(s, len) && sp_defs_find_str((struct sp_defs *)d, s, len) == id)
+		sp_buf_json_str(b, s, len);
+	else
+		buf_u(b, id);
+}
+
 /* Render one field; returns false if it was left out. */
 static void render_field(struct sp_buf *b, const struct sp_defs *d, const char *name,
 			 enum sp_field_type t, const struct sp_schema_field *sf, uint64_t u,
@@ -243,7 +260,7 @@ static void render_field(struct sp_buf *b, const struct sp_defs *d, const char *
 			return;
 		key(b, name);
 		if (u)
-			render_str(b, d, u);
+			render_str_ref(b, d, u);
 		else
 			sp_buf_puts(b, "null");
 		return;
@@ -263,8 +280,17 @@ static void render_field(struct sp_buf *b, const struct sp_defs *d, const char *
 	case SP_FT_TEXT:
 		if (!bytes->len && !always)
 			return;
-		key(b, name);
-		sp_buf_json_str(b, (const char *)bytes->p, bytes->len);
+		if (sp_utf8_valid((const char *)bytes->p, bytes->len)) {
+			key(b, name);
+			sp_buf_json_str(b, (const char *)bytes->p, bytes->len);
+		} else {
+			/* Not text JSON can hold as it is: "<name>_hex", as for strings. */
+			sp_buf_add(b, ",\"", 2);
+			sp_buf_puts(b, name);
+			sp_buf_puts(b, "_hex\":\"");
+			sp_buf_hex(b, bytes->p, bytes->len);
+			sp_buf_add(b, "\"", 1);
+		}
 		return;
 	case SP_FT_STRVAL:
 		if (sp_utf8_valid((const char *)bytes->p, bytes->len)) {
