@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tree.h - the recording as a tree a person can read and a CI job can diff:
+ * processes, their method spans, the events each span caused, and the
+ * processes it started, nested under the fork that started them.
+ * docs/sp-tree.md fixes the text and JSON forms.
+ *
+ * The tree takes correlated records (sp-correlate's output, or the emit side
+ * of an sp_corr) and keeps spans and events, not samples (a span record
+ * carries its sample counts). Strings are copied: records may come from
+ * several streams one after the other.
+ */
+#ifndef STACKPULSE_TREE_H
+#define STACKPULSE_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "record.h"
+
+struct sp_tree;
+
+struct sp_tree_opts {
+	bool stable;		/* no times, durations, pids, tids; deterministic order */
+	bool json;		/* the tree as one nested JSON document */
+	bool color;		/* ANSI colours (text only) */
+	bool no_collapse;	/* keep repeated identical siblings apart */
+	unsigned int max_depth;	/* levels below a process, 0 = all */
+	uint64_t min_dur_ns;	/* hide closed spans shorter than this */
+	const uint64_t *pids;	/* show only these processes (and what they started) */
+	size_t npids;
+	const uint64_t *tids;	/* show only spans of these threads */
+	size_t ntids;
+	const char *const *spans;	/* fnmatch(3) patterns of span names to show */
+	size_t nspans;
+	uint64_t event_kinds;	/* bit per enum sp_event_kind to show; 0 = all */
+	bool no_events;		/* spans and processes only */
+};
+
+struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts);
+/* Take in a correlated record. */
+void sp_tree_add(struct sp_tree *t, const struct sp_record *rec);
+/* Print the whole tree. 0, or -1 if writing failed. */
+int sp_tree_print(struct sp_tree *t, FILE *out);
+/* Records the tree could not place (their count; each is shown under the process). */
+uint64_t sp_tree_orphans(const struct sp_tree *t);
+void sp_tree_free(struct sp_tree *t);
+
+/*
+ * Render an event's kind-specific fields as one line of text, e.g.
+ * "/etc/app.conf (O_RDONLY|O_CLOEXEC) = 3" or "127.0.0.1:8080 = 0".
+ * vals[i] holds field i of the kind (lib/events.c): the number for
+ * UINT/INT/HEX fields; for STR fields a (uintptr_t) pointer to a
+ * NUL-terminated string or 0; for ADDR and BYTES fields a (uintptr_t)
+ * pointer to a length byte followed by the bytes, or 0. With stable, values
+ * that change from run to run (pids, fds, ports of ephemeral sockets) are
+ * left out. Returns the length written (truncated to size - 1, always
+ * NUL-terminated).
+ */
+size_t sp_event_text(char *buf, size_t size, uint64_t kind, const uint64_t *vals,
+		     unsigned int nvals, bool stable);
+
+/* Open flags as "O_WRONLY|O_CREAT|O_TRUNC" (unknown bits in hex). */
+size_t sp_open_flags_text(char *buf, size_t size, uint64_t flags);
+
+#endif

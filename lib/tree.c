@@ -1,0 +1,1320 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The recording as a tree (docs/sp-tree.md): processes, their spans, the
+ * events of each span, and child processes and threads under the fork or
+ * clone that started them.
+ *
+ * Placement: a span goes under its parent span; a root span under the
+ * thread container of its thread when it was started under a fork span and
+ * the clone was seen, else under its process. An event goes under its span
+ * (rules thread and gap); an event assigned by the fork rule goes under the
+ * container of its thread or process, which hangs under the fork event that
+ * started it. A process whose fork was not seen is a top-level root.
+ */
+#include <arpa/inet.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "correlate.h"
+#include "events.h"
+#include "hashmap.h"
+#include "sp.h"
+#include "tree.h"
+
+enum { N_PROC = 1, N_THREAD, N_SPAN, N_EVENT };
+
+struct tnode {
+	struct tnode *first, *last, *next;
+	uint64_t time, seq;	/* sort key */
+	uint64_t sig;		/* subtree signature for collapsing, 0 = not yet */
+	uint8_t type;
+	bool keep, sorted;
+};
+
+struct tproc {
+	struct tnode n;
+	uint64_t pid, ppid, status, flags;
+	const char *comm, *exe;
+	bool defined, attached, exited;
+	struct tproc *next_root;
+};
+
+struct tthread {
+	struct tnode n;
+	uint64_t tid, pid;
+};
+
+struct tspan {
+	struct tnode n;
+	uint64_t tid, pid, start, stop, end, samples, total, offcpu, line, runtime, raises;
+	const char *klass, *method, *file, *error, *message;
+};
+
+struct tevent {
+	struct tnode n;
+	uint64_t pid, tid, kind, rule;
+	uint32_t nvals;
+	uint64_t vals[];
+};
+
+struct arena {
+	struct arena *next;
+	size_t used, size;
+	char data[];
+};
+
+struct sp_tree {
+	struct sp_tree_opts o;
+	struct arena *arena;
+	uint64_t seq;
+
+	/* per stream */
+	char **strs;
+	size_t nstrs, capstrs;
+	struct tspan **spans;
+	size_t nspans, capspans;
+	struct sp_u64map procs, threads;
+	struct tspan *last_span;
+
+	/* whole recording */
+	struct tproc *roots, *roots_tail;
+	bool have_header;
+	uint64_t start_wall, start_mono, period_ns, end_time, max_time, lost[3];
+	char *command;
+	uint64_t nprocs, nspans_total, nevents, orphans;
+
+	/* printing */
+	FILE *out;
+	bool stable, color, json;
+	struct tnode **sortbuf;
+	size_t capsort;
+};
+
+/* ---- memory ----------------------------------------------------------- */
+
+static void *alloc(struct sp_tree *t, size_t n)
+{
+	struct arena *a = t->arena;
+	void *p;
+
+	n = (n + 7) & ~(size_t)7;
+	if (!a || a->used + n > a->size) {
+		size_t size = n > (1u << 20) ? n : (1u << 20);
+
+		a = sp_xmalloc(sizeof(*a) + size);
+		a->size = size;
+		a->used = 0;
+		a->next = t->arena;
+		t->arena = a;
+	}
+	p = a->data + a->used;
+	a->used += n;
+	memset(p, 0, n);
+	return p;
+}
+
+static char *copy_str(struct sp_tree *t, const void *p, size_t len)
+{
+	char *s = alloc(t, len + 1);
+
+	memcpy(s, p, len);
+	s[len] = 0;
+	return s;
+}
+
+static const char *tstr(struct sp_tree *t, uint64_t id)
+{
+	return id && id <= t->nstrs ? t->strs[id - 1] : NULL;
+}
+
+static void *node_new(struct sp_tree *t, size_t size, uint8_t type, uint64_t time)
+{
+	struct tnode *n = alloc(t, size);
+
+	n->type = type;
+	n->time = time;
+	n->seq = t->seq++;
+	return n;
+}
+
+static void append(struct tnode *parent, struct tnode *child)
+{
+	child->next = NULL;
+	if (parent->last)
+		parent->last->next = child;
+	else
+		parent->first = child;
+	parent->last = child;
+	parent->sorted = false;
+}
+
+/* ---- building --------------------------------------------------------- */
+
+struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts)
+{
+	struct sp_tree *t = sp_xcalloc(1, sizeof(*t));
+
+	if (opts)
+		t->o = *opts;
+	return t;
+}
+
+static void add_root(struct sp_tree *t, struct tproc *p)
+{
+	if (t->roots_tail)
+		t->roots_tail->next_root = p;
+	else
+		t->roots = p;
+	t->roots_tail = p;
+}
+
+static struct tproc *proc_new(struct sp_tree *t, uint64_t pid, uint64_t time)
+{
+	struct tproc *p = node_new(t, sizeof(*p), N_PROC, time);
+
+	p->pid = pid;
+	sp_u64map_put(&t->procs, pid, (uint64_t)(uintptr_t)p);
+	add_root(t, p);
+	t->nprocs++;
+	return p;
+}
+
+static struct tproc *proc_get(struct sp_tree *t, uint64_t pid, uint64_t time)
+{
+	uint64_t *v = sp_u64map_get(&t->procs, pid);
+
+	return v ? (struct tproc *)(uintptr_t)*v : proc_new(t, pid, time);
+}
+
+static struct tthread *thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
+{
+	uint64_t *v = sp_u64map_get(&t->threads, tid);
+	struct tthread *th = v ? (struct tthread *)(uintptr_t)*v : NULL;
+
+	return th && th->pid == pid ? th : NULL;
+}
+
+static void reset_stream(struct sp_tree *t)
+{
+	t->nstrs = 0;
+	t->nspans = 0;
+	t->last_span = NULL;
+	sp_u64map_release(&t->procs);
+	sp_u64map_release(&t->threads);
+}
+
+static void add_header(struct sp_tree *t, const struct sp_header *h)
+{
+	reset_stream(t);
+	if (t->have_header)
+		return;
+	t->have_header = true;
+	t->start_wall = h->start_wall_ns;
+	t->start_mono = h->start_mono_ns;
+	if (h->sample_freq)
+		t->period_ns = 1000000000ull / h->sample_freq;
+	else if (h->event.len == 9 && !memcmp(h->event.p, "cpu-clock", 9))
+		t->period_ns = h->sample_period;
+	else if (h->event.len == 10 && !memcmp(h->event.p, "task-clock", 10))
+		t->period_ns = h->sample_period;
+	if (h->command.len)
+		t->command = copy_str(t, h->command.p, h->command.len);
+}
+
+static void add_process(struct sp_tree *t, const struct sp_process *r)
+{
+	uint64_t *v = sp_u64map_get(&t->procs, r->pid);
+	struct tproc *p = v ? (struct tproc *)(uintptr_t)*v : NULL;
+
+	if (p && p->defined && !(r->flags & SP_PROC_EXEC))
+		p = NULL;	/* the pid was reused */
+	if (!p)
+		p = proc_new(t, r->pid, r->time);
+	p->defined = true;
+	if (r->ppid)
+		p->ppid = r->ppid;
+	if (tstr(t, r->comm))
+		p->comm = tstr(t, r->comm);
+	if (tstr(t, r->exe))
+		p->exe = tstr(t, r->exe);
+}
+
+static void add_span(struct sp_tree *t, const struct sp_span *r)
+{
+	struct tspan *s = node_new(t, sizeof(*s), N_SPAN, r->start);
+	struct tnode *parent = NULL;
+	struct tthread *th;
+
+	s->tid = r->tid;
+	s->pid = r->pid;
+	s->start = r->start;
+	s->stop = r->stop;
+	s->end = r->end;
+	s->samples = r->samples;
+	s->total = r->total_samples;
+	s->offcpu = r->offcpu_ns;
+	s->line = r->line;
+	s->runtime = r->runtime;
+	s->klass = tstr(t, r->klass);
+	s->method = tstr(t, r->method);
+	s->file = tstr(t, r->file);
+	s->error = tstr(t, r->error);
+	if (t->nspans == t->capspans)
+		sp_grow(&t->spans, &t->capspans, t->nspans + 1, sizeof(*t->spans));
+	t->spans[t->nspans++] = s;
+	t->nspans_total++;
+	t->last_span = s;
+	if (r->stop > t->max_time)
+		t->max_time = r->stop;
+	if (r->parent && r->parent <= t->nspans - 1)
+		parent = &t->spans[r->parent - 1]->n;
+	else if (r->fork_span && (th = thread_of(t, r->tid, r->pid)))
+		parent = &th->n;
+	else
+		parent = &proc_get(t, r->pid, r->start)->n;
+	append(parent, &s->n);
+}
+
+static struct tspan *span_by_id(struct sp_tree *t, uint64_t id)
+{
+	return id && id <= t->nspans ? t->spans[id - 1] : NULL;
+}
+
+static void add_event(struct sp_tree *t, const struct sp_event *r)
+{
+	const struct sp_event_schema *es = sp_event_schema(r->kind);
+	unsigned int i, n = es ? es->nfields : 0;
+	struct tevent *e;
+	struct tnode *parent = NULL;
+	struct tthread *th;
+	struct tspan *s;
+	uint64_t *v;
+
+	if (n > r->nfields)
+		n = r->nfields;
+	e = node_new(t, sizeof(*e) + n * sizeof(uint64_t), N_EVENT, r->time);
+	e->pid = r->pid;
+	e->tid = r->tid;
+	e->kind = r->kind;
+	e->rule = r->rule;
+	e->nvals = n;
+	for (i = 0; i < n; i++) {
+		const struct sp_value *f = &r->field[i];
+		uint8_t *b;
+
+		switch (es->fields[i].type) {
+		case SP_FT_STR:
+			e->vals[i] = (uintptr_t)tstr(t, f->u);
+			break;
+		case SP_FT_ADDR:
+		case SP_FT_BYTES:
+			if (!f->b.len || f->b.len > 255)
+				break;
+			b = alloc(t, f->b.len + 1u);
+			b[0] = (uint8_t)f->b.len;
+			memcpy(b + 1, f->b.p, f->b.len);
+			e->vals[i] = (uintptr_t)b;
+			break;
+		default:
+			e->vals[i] = f->u;
+			break;
+		}
+	}
+	t->nevents++;
+	if (r->time > t->max_time)
+		t->max_time = r->time;
+	if (r->rule == SP_RULE_FORK) {
+		th = thread_of(t, r->tid, r->pid);
+		parent = th ? &th->n : &proc_get(t, r->pid, r->time)->n;
+	} else if ((s = span_by_id(t, r->span))) {
+		parent = &s->n;
+	} else {
+		if (r->rule)
+			t->orphans++;
+		parent = &proc_get(t, r->pid, r->time)->n;
+	}
+	append(parent, &e->n);
+
+	if (r->kind == SP_EV_PROC_FORK && n >= 3) {
+		uint64_t child = r->field[0].u, ctid = r->field[1].u;
+
+		if (r->field[2].u & SP_FORK_THREAD) {
+			th = node_new(t, sizeof(*th), N_THREAD, r->time);
+			th->tid = ctid;
+			th->pid = r->pid;
+			sp_u64map_put(&t->threads, ctid, (uint64_t)(uintptr_t)th);
+			append(&e->n, &th->n);
+		} else if (child) {
+			struct tproc *p;
+
+			v = sp_u64map_get(&t->procs, child);
+			p = v ? (struct tproc *)(uintptr_t)*v : NULL;
+			if (!p || p->attached)
+				p = proc_new(t, child, r->time);
+			p->attached = true;
+			if (!p->ppid)
+				p->ppid = r->pid;
+			if (p->n.time > r->time)
+				p->n.time = r->time;
+			append(&e->n, &p->n);
+		}
+	}
+}
+
+void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
+{
+	struct tproc *p;
+	uint64_t *v;
+
+	switch (rec->kind) {
+	case SP_REC_HEADER:
+		add_header(t, &rec->header);
+		break;
+	case SP_REC_STRING:
+		if (t->nstrs == t->capstrs)
+			sp_grow(&t->strs, &t->capstrs, t->nstrs + 1, sizeof(*t->strs));
+		t->strs[t->nstrs++] = copy_str(t, rec->string.value.p, rec->string.value.len);
+		break;
+	case SP_REC_PROCESS:
+		add_process(t, &rec->process);
+		break;
+	case SP_REC_SPAN:
+		add_span(t, &rec->span);
+		break;
+	case SP_REC_EVENT:
+		add_event(t, &rec->event);
+		break;
+	case SP_REC_SPAN_RAISE:
+		/* a raise follows the span that owns it (docs/correlate.md) */
+		if (t->last_span && t->last_span->tid == rec->mark.tid) {
+			t->last_span->raises++;
+			if (!t->last_span->error)
+				t->last_span->error = tstr(t, rec->mark.klass);
+			t->last_span->message = tstr(t, rec->mark.method);
+		}
+		break;
+	case SP_REC_PROCESS_END:
+		v = sp_u64map_get(&t->procs, rec->process_end.pid);
+		if (v) {
+			p = (struct tproc *)(uintptr_t)*v;
+			p->exited = true;
+			p->status = rec->process_end.status;
+			p->flags = rec->process_end.flags;
+		}
+		break;
+	case SP_REC_LOST:
+		if (rec->lost.what < 3)
+			t->lost[rec->lost.what] += rec->lost.count;
+		break;
+	case SP_REC_END:
+		t->end_time = rec->end.time;
+		break;
+	default:
+		break;
+	}
+}
+
+uint64_t sp_tree_orphans(const struct sp_tree *t)
+{
+	return t->orphans;
+}
+
+void sp_tree_free(struct sp_tree *t)
+{
+	struct arena *a, *next;
+
+	if (!t)
+		return;
+	for (a = t->arena; a; a = next) {
+		next = a->next;
+		free(a);
+	}
+	free(t->strs);
+	free(t->spans);
+	free(t->sortbuf);
+	sp_u64map_release(&t->procs);
+	sp_u64map_release(&t->threads);
+	free(t);
+}
+
+/* ---- rendering one line ----------------------------------------------- */
+
+struct lb {
+	char buf[4096];
+	size_t len;
+};
+
+static void lb_add(struct lb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void lb_add(struct lb *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->len + 1 >= sizeof(b->buf))
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(b->buf + b->len, sizeof(b->buf) - b->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		b->len += (size_t)n;
+	if (b->len >= sizeof(b->buf))
+		b->len = sizeof(b->buf) - 1;
+}
+
+static void lb_color(struct lb *b, bool on, const char *code)
+{
+	if (on)
+		lb_add(b, "\033[%sm", code);
+}
+
+static void fmt_dur(char *buf, size_t size, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, size, "%lluns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, size, "%.1fus", ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, size, "%.1fms", ns / 1e6);
+	else
+		snprintf(buf, size, "%.3fs", ns / 1e9);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
+/* "Foo#bar", "bar", or "<no-span>". */
+static void span_name(struct lb *b, const struct tspan *s)
+{
+	if (s->end == SP_END_SYNTHETIC) {
+		lb_add(b, "<no-span>");
+		return;
+	}
+	if (s->klass && *s->klass && s->runtime == SP_RT_RUBY)
+		lb_add(b, "%s#%s", s->klass, s->method ? s->method : "?");
+	else if (s->klass && *s->klass)
+		lb_add(b, "%s.%s", s->klass, s->method ? s->method : "?");
+	else
+		lb_add(b, "%s", s->method ? s->method : "?");
+}
+
+static const char *group_tag(uint64_t kind)
+{
+	const struct sp_event_schema *es = sp_event_schema(kind);
+
+	if (!es)
+		return "EVT";
+	switch (es->group) {
+	case SP_EVG_PROC: return "PROC";
+	case SP_EVG_FILE: return "FILE";
+	case SP_EVG_NET: return "NET";
+	case SP_EVG_DNS: return "DNS";
+	case SP_EVG_PRIV: return "PRIV";
+	case SP_EVG_RUNTIME: return "RT";
+	default: return "EVT";
+	}
+}
+
+static const char *group_name(uint64_t kind)
+{
+	const struct sp_event_schema *es = sp_event_schema(kind);
+
+	switch (es ? es->group : 0) {
+	case SP_EVG_PROC: return "proc";
+	case SP_EVG_FILE: return "file";
+	case SP_EVG_NET: return "net";
+	case SP_EVG_DNS: return "dns";
+	case SP_EVG_PRIV: return "priv";
+	case SP_EVG_RUNTIME: return "runtime";
+	default: return "unknown";
+	}
+}
+
+static const char *group_color(uint64_t kind)
+{
+	const struct sp_event_schema *es = sp_event_schema(kind);
+
+	switch (es ? es->group : 0) {
+	case SP_EVG_PROC: return "32";
+	case SP_EVG_FILE: return "34";
+	case SP_EVG_NET: return "35";
+	case SP_EVG_DNS: return "33";
+	case SP_EVG_PRIV: return "31";
+	default: return "0";
+	}
+}
+
+/* Sums over a collapsed group of spans. */
+struct agg {
+	uint64_t count, dur, total, samples;
+	bool open;
+};
+
+static void render_cpu(struct sp_tree *t, struct lb *b, uint64_t total, uint64_t self)
+{
+	char x[32], y[32];
+
+	if (!total)
+		return;
+	if (t->period_ns) {
+		fmt_dur(x, sizeof(x), total * t->period_ns);
+		fmt_dur(y, sizeof(y), self * t->period_ns);
+		if (self != total)
+			lb_add(b, " cpu=%s self=%s", x, y);
+		else
+			lb_add(b, " cpu=%s", x);
+	} else if (self != total) {
+		lb_add(b, " samples=%llu self=%llu", (unsigned long long)total,
+		       (unsigned long long)self);
+	} else {
+		lb_add(b, " samples=%llu", (unsigned long long)total);
+	}
+}
+
+/*
+ * One line for node n (without tree connector). base is the time offsets
+ * count from; ag is set for a collapsed group.
+ */
+static void render(struct sp_tree *t, struct lb *b, const struct tnode *n, uint64_t base,
+		   const struct agg *ag, bool stable, bool color)
+{
+	char d[32], txt[2048];
+
+	b->len = 0;
+	b->buf[0] = 0;
+	if (ag && ag->count > 1)
+		lb_add(b, "×%llu ", (unsigned long long)ag->count);
+	switch (n->type) {
+	case N_PROC: {
+		const struct tproc *p = (const void *)n;
+
+		lb_color(b, color, "1");
+		lb_add(b, "[PROC");
+		if (!stable)
+			lb_add(b, " pid=%llu", (unsigned long long)p->pid);
+		lb_add(b, " comm=%s", p->comm ? p->comm : "?");
+		if (!stable && p->ppid)
+			lb_add(b, " parent=%llu", (unsigned long long)p->ppid);
+		if (p->exited && (p->flags & SP_PEND_SIGNALED))
+			lb_add(b, " killed=%llu", (unsigned long long)(p->status - 128));
+		else if (p->exited && !(p->flags & SP_PEND_EXEC))
+			lb_add(b, " exit=%llu", (unsigned long long)p->status);
+		lb_add(b, "]");
+		lb_color(b, color, "0");
+		break;
+	}
+	case N_THREAD: {
+		const struct tthread *th = (const void *)n;
+
+		lb_add(b, "[THREAD");
+		if (!stable)
+			lb_add(b, " tid=%llu", (unsigned long long)th->tid);
+		lb_add(b, "]");
+		break;
+	}
+	case N_SPAN: {
+		const struct tspan *s = (const void *)n;
+		bool gap = s->end == SP_END_SYNTHETIC;
+
+		lb_add(b, "[SPAN");
+		if (!stable)
+			lb_add(b, " tid=%llu", (unsigned long long)s->tid);
+		lb_add(b, " ");
+		lb_color(b, color, gap ? "2" : "1;36");
+		span_name(b, s);
+		lb_color(b, color, "0");
+		if (s->file && !gap) {
+			lb_add(b, " at=%s", base_name(s->file));
+			if (s->line)
+				lb_add(b, ":%llu", (unsigned long long)s->line);
+		}
+		if (!stable) {
+			if (ag && ag->count > 1) {
+				fmt_dur(d, sizeof(d), ag->dur);
+				lb_add(b, " dur=%s%s", ag->open ? ">" : "", d);
+				render_cpu(t, b, ag->total, ag->samples);
+			} else {
+				if (s->stop >= s->start && (s->stop || !s->start)) {
+					fmt_dur(d, sizeof(d), s->stop - s->start);
+					lb_add(b, " dur=%s", d);
+				} else {
+					lb_add(b, " dur=?");
+				}
+				render_cpu(t, b, s->total, s->samples);
+			}
+		}
+		lb_add(b, "]");
+		if (s->end == SP_END_OPEN) {
+			lb_color(b, color, "33");
+			lb_add(b, " (open)");
+			lb_color(b, color, "0");
+		} else if (s->end == SP_END_INCOMPLETE) {
+			lb_color(b, color, "33");
+			lb_add(b, " (incomplete)");
+			lb_color(b, color, "0");
+		}
+		if (s->end == SP_END_RAISED || s->error) {
+			lb_color(b, color, "31");
+			lb_add(b, " (raise %s", s->error ? s->error : "?");
+			if (s->message && *s->message)
+				lb_add(b, ": \"%.200s\"", s->message);
+			lb_add(b, ")");
+			lb_color(b, color, "0");
+		}
+		break;
+	}
+	case N_EVENT: {
+		const struct tevent *e = (const void *)n;
+		const struct sp_event_schema *es = sp_event_schema(e->kind);
+		const char *eq;
+
+		sp_event_text(txt, sizeof(txt), e->kind, e->vals, e->nvals, stable);
+		lb_color(b, color, group_color(e->kind));
+		lb_add(b, "%-4s %s", group_tag(e->kind), es ? es->name : "event");
+		lb_color(b, color, "0");
+		eq = color ? strstr(txt, " = -") : NULL;
+		if (eq) {
+			lb_add(b, " → %.*s", (int)(eq - txt), txt);
+			lb_color(b, color, "31");
+			lb_add(b, "%s", eq);
+			lb_color(b, color, "0");
+		} else {
+			lb_add(b, " → %s", txt);
+		}
+		if (!stable && !(ag && ag->count > 1)) {
+			fmt_dur(d, sizeof(d), e->n.time >= base ? e->n.time - base : 0);
+			lb_color(b, color, "2");
+			lb_add(b, "  @+%s%s", e->n.time >= base ? "" : "-", d);
+			lb_color(b, color, "0");
+		}
+		break;
+	}
+	}
+}
+
+/* ---- ordering, filtering, collapsing ---------------------------------- */
+
+static uint64_t node_tid(const struct tnode *n)
+{
+	switch (n->type) {
+	case N_SPAN: return ((const struct tspan *)n)->tid;
+	case N_EVENT: return ((const struct tevent *)n)->tid;
+	case N_PROC: return ((const struct tproc *)n)->pid;
+	case N_THREAD: return ((const struct tthread *)n)->tid;
+	}
+	return 0;
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+	const struct tnode *x = *(const struct tnode *const *)a, *y = *(const struct tnode *const *)b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+struct gitem {
+	struct tnode *n;
+	uint64_t tid;
+	size_t group, idx;
+	char *key;		/* group's key: stable text of its first item */
+};
+
+static int cmp_group(const void *a, const void *b)
+{
+	const struct gitem *x = a, *y = b;
+	int c;
+
+	if (x->group == 0 || y->group == 0) {
+		if (x->group != y->group)
+			return x->group == 0 ? -1 : 1;
+		return x->idx < y->idx ? -1 : x->idx > y->idx;
+	}
+	if (x->group != y->group) {
+		c = strcmp(x->key, y->key);
+		if (c)
+			return c;
+		return x->group < y->group ? -1 : 1;
+	}
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * Sort n's children by time. With stable, the node's own thread comes
+ * first in time order, then each other thread's items in time order, the
+ * threads ordered by the text of their first item (tids and interleaving
+ * change from run to run; what each thread did does not).
+ */
+static void sort_children(struct sp_tree *t, struct tnode *n)
+{
+	struct tnode *c;
+	size_t k = 0, i, j, ngroups = 1;
+	struct gitem *g;
+	uint64_t own;
+
+	if (n->sorted)
+		return;
+	n->sorted = true;
+	for (c = n->first; c; c = c->next)
+		k++;
+	if (k < 2)
+		return;
+	if (k > t->capsort)
+		sp_grow(&t->sortbuf, &t->capsort, k, sizeof(*t->sortbuf));
+	for (i = 0, c = n->first; c; c = c->next)
+		t->sortbuf[i++] = c;
+	qsort(t->sortbuf, k, sizeof(*t->sortbuf), cmp_time);
+	if (t->stable && n->type != N_EVENT) {
+		struct lb lb;
+
+		own = node_tid(n);
+		g = sp_xcalloc(k, sizeof(*g));
+		for (i = 0; i < k; i++) {
+			g[i].n = t->sortbuf[i];
+			g[i].idx = i;
+			g[i].tid = node_tid(t->sortbuf[i]);
+			if (g[i].tid == own)
+				continue;
+			for (j = 0; j < i; j++)
+				if (g[j].tid == g[i].tid && g[j].group)
+					break;
+			if (j < i) {
+				g[i].group = g[j].group;
+				g[i].key = g[j].key;
+			} else {
+				g[i].group = ngroups++;
+				render(t, &lb, g[i].n, 0, NULL, true, false);
+				g[i].key = sp_xstrdup(lb.buf);
+			}
+		}
+		qsort(g, k, sizeof(*g), cmp_group);
+		for (i = 0; i < k; i++)
+			t->sortbuf[i] = g[i].n;
+		for (i = 0; i < k; i++)
+			if (g[i].key && (i == 0 || g[i].group != g[i - 1].group)) {
+				/* free each group's key once: they are shared */
+				size_t m;
+				bool seen = false;
+
+				for (m = 0; m < i; m++)
+					if (g[m].key == g[i].key)
+						seen = true;
+				if (!seen)
+					free(g[i].key);
+			}
+		free(g);
+	}
+	n->first = t->sortbuf[0];
+	for (i = 0; i + 1 < k; i++)
+		t->sortbuf[i]->next = t->sortbuf[i + 1];
+	t->sortbuf[k - 1]->next = NULL;
+	n->last = t->sortbuf[k - 1];
+}
+
+static bool in_list(const uint64_t *v, size_t n, uint64_t x)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static bool name_matches(struct sp_tree *t, const struct tspan *s)
+{
+	struct lb b = { .len = 0 };
+	size_t i;
+
+	span_name(&b, s);
+	for (i = 0; i < t->o.nspans; i++)
+		if (!fnmatch(t->o.spans[i], b.buf, 0) ||
+		    (s->method && !fnmatch(t->o.spans[i], s->method, 0)))
+			return true;
+	return false;
+}
+
+/*
+ * Decide what is shown under n: a node is kept when it matches the filters
+ * itself or something under it does. name_ok: a span above matched --span;
+ * tid_ok: the span above is of a --tid thread.
+ */
+static bool compute_keep(struct sp_tree *t, struct tnode *n, bool name_ok, bool tid_ok)
+{
+	bool selective = t->o.nspans || t->o.ntids || t->o.event_kinds;
+	bool self = !selective, any = false;
+	struct tnode *c;
+
+	switch (n->type) {
+	case N_SPAN: {
+		const struct tspan *s = (const void *)n;
+
+		if (t->o.min_dur_ns && s->stop && s->stop - s->start < t->o.min_dur_ns &&
+		    s->end != SP_END_OPEN) {
+			n->keep = false;
+			return false;
+		}
+		name_ok = name_ok || !t->o.nspans || name_matches(t, s);
+		tid_ok = !t->o.ntids || in_list(t->o.tids, t->o.ntids, s->tid);
+		if (selective)
+			self = name_ok && tid_ok && !t->o.event_kinds;
+		break;
+	}
+	case N_EVENT: {
+		const struct tevent *e = (const void *)n;
+		bool kind_ok = !t->o.event_kinds ||
+			       (e->kind < 64 && (t->o.event_kinds & (1ull << e->kind)));
+
+		self = !t->o.no_events && kind_ok && (name_ok || !t->o.nspans) &&
+		       (tid_ok || !t->o.ntids);
+		break;
+	}
+	default:
+		break;
+	}
+	for (c = n->first; c; c = c->next)
+		any |= compute_keep(t, c, name_ok, tid_ok);
+	n->keep = self || any;
+	return n->keep;
+}
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
+	return h;
+}
+
+/* A hash of what the node and its kept children print in stable form. */
+static uint64_t signature(struct sp_tree *t, struct tnode *n)
+{
+	struct lb b;
+	struct tnode *c;
+	uint64_t h;
+
+	if (n->sig)
+		return n->sig;
+	sort_children(t, n);
+	render(t, &b, n, 0, NULL, true, false);
+	h = hash_str(0xcbf29ce484222325ull ^ n->type, b.buf);
+	for (c = n->first; c; c = c->next)
+		if (c->keep)
+			h = sp_hash_mix(h, signature(t, c));
+	n->sig = h ? h : 1;
+	return n->sig;
+}
+
+/* ---- text ------------------------------------------------------------- */
+
+struct prefix {
+	char buf[8192];
+	size_t len;
+};
+
+static void print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, bool root,
+		       bool last, unsigned int depth, uint64_t base, const struct agg *ag);
+
+static void print_children_text(struct sp_tree *t, struct tnode *n, struct prefix *pf,
+				unsigned int depth, uint64_t base)
+{
+	struct tnode *c, *d, *next;
+	struct agg ag;
+	size_t hidden = 0;
+
+	sort_children(t, n);
+	if (t->o.max_depth && depth >= t->o.max_depth) {
+		for (c = n->first; c; c = c->next)
+			hidden += c->keep;
+		if (hidden)
+			fprintf(t->out, "%.*s└─ … %zu more\n", (int)pf->len, pf->buf, hidden);
+		return;
+	}
+	for (c = n->first; c && !c->keep; c = c->next)
+		;
+	while (c) {
+		memset(&ag, 0, sizeof(ag));
+		ag.count = 1;
+		if (c->type == N_SPAN) {
+			const struct tspan *s = (const void *)c;
+
+			ag.dur = s->stop > s->start ? s->stop - s->start : 0;
+			ag.total = s->total;
+			ag.samples = s->samples;
+			ag.open = !s->stop;
+		}
+		/* the next kept sibling, absorbing identical ones */
+		for (next = c->next; next; next = next->next) {
+			if (!next->keep)
+				continue;
+			if (t->o.no_collapse || next->type != c->type || next->type == N_PROC ||
+			    signature(t, next) != signature(t, c))
+				break;
+			ag.count++;
+			if (next->type == N_SPAN) {
+				const struct tspan *s = (const void *)next;
+
+				ag.dur += s->stop > s->start ? s->stop - s->start : 0;
+				ag.total += s->total;
+				ag.samples += s->samples;
+				ag.open |= !s->stop;
+			}
+		}
+		for (d = next; d && !d->keep; d = d->next)
+			;
+		print_text(t, c, pf, false, d == NULL, depth, base, &ag);
+		c = d;
+	}
+}
+
+static void print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, bool root,
+		       bool last, unsigned int depth, uint64_t base, const struct agg *ag)
+{
+	struct lb b;
+	size_t save = pf->len;
+
+	render(t, &b, n, base, ag, t->stable, t->color);
+	if (root)
+		fprintf(t->out, "%s\n", b.buf);
+	else
+		fprintf(t->out, "%.*s%s%s\n", (int)pf->len, pf->buf, last ? "└─ " : "├─ ",
+			b.buf);
+	if (!root && pf->len + 8 < sizeof(pf->buf)) {
+		strcpy(pf->buf + pf->len, last ? "   " : "│  ");
+		pf->len += strlen(pf->buf + pf->len);
+	}
+	if (n->type == N_SPAN)
+		base = ((const struct tspan *)n)->start;
+	print_children_text(t, n, pf, depth + 1, base);
+	pf->len = save;
+}
+
+/* ---- JSON ------------------------------------------------------------- */
+
+static void json_str(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	fputc('"', f);
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static void print_json(struct sp_tree *t, struct tnode *n, unsigned int depth, uint64_t base,
+		       const struct agg *ag);
+
+static void print_children_json(struct sp_tree *t, struct tnode *n, unsigned int depth,
+				uint64_t base)
+{
+	struct tnode *c, *next;
+	struct agg ag;
+	bool first = true;
+
+	sort_children(t, n);
+	for (c = n->first; c && !c->keep; c = c->next)
+		;
+	if (!c && n->type == N_EVENT)
+		return;
+	fputs(",\"children\":[", t->out);
+	if (!t->o.max_depth || depth < t->o.max_depth) {
+		for (c = n->first; c && !c->keep; c = c->next)
+			;
+		while (c) {
+			memset(&ag, 0, sizeof(ag));
+			ag.count = 1;
+			for (next = c->next; next; next = next->next) {
+				if (!next->keep)
+					continue;
+				if (t->o.no_collapse || next->type != c->type ||
+				    next->type == N_PROC || signature(t, next) != signature(t, c))
+					break;
+				ag.count++;
+				if (next->type == N_SPAN) {
+					const struct tspan *s = (const void *)next;
+
+					ag.dur += s->stop > s->start ? s->stop - s->start : 0;
+					ag.total += s->total;
+				}
+			}
+			if (c->type == N_SPAN) {
+				const struct tspan *s = (const void *)c;
+
+				ag.dur += s->stop > s->start ? s->stop - s->start : 0;
+				ag.total += s->total;
+			}
+			if (!first)
+				fputc(',', t->out);
+			first = false;
+			print_json(t, c, depth, base, &ag);
+			for (c = next; c && !c->keep; c = c->next)
+				;
+		}
+	}
+	fputc(']', t->out);
+}
+
+static void print_json(struct sp_tree *t, struct tnode *n, unsigned int depth, uint64_t base,
+		       const struct agg *ag)
+{
+	FILE *f = t->out;
+	char txt[2048];
+	struct lb b;
+
+	switch (n->type) {
+	case N_PROC: {
+		const struct tproc *p = (const void *)n;
+
+		fputs("{\"type\":\"process\"", f);
+		if (!t->stable)
+			fprintf(f, ",\"pid\":%llu,\"ppid\":%llu", (unsigned long long)p->pid,
+				(unsigned long long)p->ppid);
+		fputs(",\"comm\":", f);
+		json_str(f, p->comm);
+		if (p->exe) {
+			fputs(",\"exe\":", f);
+			json_str(f, p->exe);
+		}
+		if (p->exited && (p->flags & SP_PEND_SIGNALED))
+			fprintf(f, ",\"signal\":%llu", (unsigned long long)(p->status - 128));
+		else if (p->exited && !(p->flags & SP_PEND_EXEC))
+			fprintf(f, ",\"exit\":%llu", (unsigned long long)p->status);
+		break;
+	}
+	case N_THREAD:
+		fputs("{\"type\":\"thread\"", f);
+		if (!t->stable)
+			fprintf(f, ",\"tid\":%llu", (unsigned long long)((const struct tthread *)n)->tid);
+		break;
+	case N_SPAN: {
+		const struct tspan *s = (const void *)n;
+
+		b.len = 0;
+		span_name(&b, s);
+		fputs("{\"type\":\"span\",\"name\":", f);
+		json_str(f, b.buf);
+		if (s->klass) {
+			fputs(",\"class\":", f);
+			json_str(f, s->klass);
+		}
+		if (s->method) {
+			fputs(",\"method\":", f);
+			json_str(f, s->method);
+		}
+		if (s->file) {
+			fputs(",\"file\":", f);
+			json_str(f, s->file);
+			fprintf(f, ",\"line\":%llu", (unsigned long long)s->line);
+		}
+		fprintf(f, ",\"end\":\"%s\"", sp_span_end_name(s->end));
+		if (s->error) {
+			fputs(",\"error\":", f);
+			json_str(f, s->error);
+		}
+		if (s->message) {
+			fputs(",\"message\":", f);
+			json_str(f, s->message);
+		}
+		if (ag && ag->count > 1)
+			fprintf(f, ",\"count\":%llu", (unsigned long long)ag->count);
+		if (!t->stable) {
+			fprintf(f, ",\"tid\":%llu,\"offset_ns\":%lld", (unsigned long long)s->tid,
+				(long long)(s->start - base));
+			if (s->stop)
+				fprintf(f, ",\"dur_ns\":%llu", (unsigned long long)(ag && ag->count > 1 ?
+					ag->dur : s->stop - s->start));
+			fprintf(f, ",\"samples\":%llu,\"total_samples\":%llu",
+				(unsigned long long)s->samples,
+				(unsigned long long)(ag && ag->count > 1 ? ag->total : s->total));
+			if (t->period_ns)
+				fprintf(f, ",\"cpu_ns\":%llu", (unsigned long long)
+					((ag && ag->count > 1 ? ag->total : s->total) * t->period_ns));
+		}
+		base = s->start;
+		break;
+	}
+	case N_EVENT: {
+		const struct tevent *e = (const void *)n;
+		const struct sp_event_schema *es = sp_event_schema(e->kind);
+		unsigned int i;
+
+		sp_event_text(txt, sizeof(txt), e->kind, e->vals, e->nvals, t->stable);
+		fprintf(f, "{\"type\":\"event\",\"kind\":\"%s\",\"group\":\"%s\",\"text\":",
+			es ? es->name : "unknown", group_name(e->kind));
+		json_str(f, txt);
+		if (ag && ag->count > 1)
+			fprintf(f, ",\"count\":%llu", (unsigned long long)ag->count);
+		if (!t->stable) {
+			fprintf(f, ",\"pid\":%llu,\"tid\":%llu,\"offset_ns\":%lld,\"rule\":\"%s\"",
+				(unsigned long long)e->pid, (unsigned long long)e->tid,
+				(long long)(e->n.time - base), sp_rule_name(e->rule));
+			if (es) {
+				fputs(",\"fields\":{", f);
+				for (i = 0; i < e->nvals; i++) {
+					fprintf(f, "%s\"%s\":", i ? "," : "", es->fields[i].name);
+					switch (es->fields[i].type) {
+					case SP_FT_STR:
+						json_str(f, (const char *)(uintptr_t)e->vals[i]);
+						break;
+					case SP_FT_ADDR: {
+						const uint8_t *p = (const uint8_t *)(uintptr_t)e->vals[i];
+						char a[64];
+
+						if (p && p[0] == 4)
+							inet_ntop(AF_INET, p + 1, a, sizeof(a));
+						else if (p && p[0] == 16)
+							inet_ntop(AF_INET6, p + 1, a, sizeof(a));
+						else
+							a[0] = 0;
+						json_str(f, a);
+						break;
+					}
+					case SP_FT_BYTES: {
+						const uint8_t *p = (const uint8_t *)(uintptr_t)e->vals[i];
+						unsigned int k;
+
+						fputc('"', f);
+						for (k = 0; p && k < p[0]; k++)
+							fprintf(f, "%02x", p[1 + k]);
+						fputc('"', f);
+						break;
+					}
+					case SP_FT_INT:
+						fprintf(f, "%lld", (long long)(int64_t)e->vals[i]);
+						break;
+					default:
+						fprintf(f, "%llu", (unsigned long long)e->vals[i]);
+						break;
+					}
+				}
+				fputc('}', f);
+			}
+		}
+		break;
+	}
+	}
+	print_children_json(t, n, depth + 1, base);
+	fputc('}', f);
+}
+
+/* ---- the whole tree --------------------------------------------------- */
+
+static void print_header(struct sp_tree *t)
+{
+	uint64_t end = t->end_time ? t->end_time : t->max_time;
+	uint64_t lost = t->lost[0] + t->lost[1] + t->lost[2];
+	char when[64] = "?", d[32];
+	time_t secs;
+	struct tm tm;
+
+	if (t->json) {
+		fputs("{\"type\":\"recording\"", t->out);
+		if (!t->stable) {
+			fprintf(t->out, ",\"start_wall_ns\":%llu,\"duration_ns\":%llu",
+				(unsigned long long)t->start_wall,
+				(unsigned long long)(end > t->start_mono && t->start_mono ?
+						     end - t->start_mono : 0));
+			fprintf(t->out, ",\"lost_samples\":%llu,\"lost_events\":%llu,"
+				"\"lost_spans\":%llu", (unsigned long long)t->lost[0],
+				(unsigned long long)t->lost[1], (unsigned long long)t->lost[2]);
+		}
+		if (t->command) {
+			fputs(",\"command\":", t->out);
+			json_str(t->out, t->command);
+		}
+		return;
+	}
+	if (t->stable) {
+		fputs("# stackpulse recording\n", t->out);
+		return;
+	}
+	if (t->start_wall) {
+		secs = (time_t)(t->start_wall / 1000000000ull);
+		gmtime_r(&secs, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+		snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03lluZ",
+			 (unsigned long long)(t->start_wall / 1000000ull % 1000));
+	}
+	if (t->start_mono && end > t->start_mono)
+		fmt_dur(d, sizeof(d), end - t->start_mono);
+	else
+		strcpy(d, "?");
+	fprintf(t->out, "# stackpulse recording  started %s  duration %s  lost %llu\n", when, d,
+		(unsigned long long)lost);
+	if (t->command)
+		fprintf(t->out, "# command: %s\n", t->command);
+	fprintf(t->out, "# processes %llu  spans %llu  events %llu\n",
+		(unsigned long long)t->nprocs, (unsigned long long)t->nspans_total,
+		(unsigned long long)t->nevents);
+}
+
+/* Top-level processes: those not under a fork, or every --pid process. */
+static size_t collect_roots(struct sp_tree *t, struct tnode ***out)
+{
+	struct tnode **v = NULL;
+	size_t n = 0, cap = 0;
+	struct tproc *p;
+
+	for (p = t->roots; p; p = p->next_root) {
+		if (t->o.npids ? !in_list(t->o.pids, t->o.npids, p->pid) : p->attached)
+			continue;
+		if (n == cap)
+			sp_grow(&v, &cap, n + 1, sizeof(*v));
+		v[n++] = &p->n;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_time);
+	*out = v;
+	return n;
+}
+
+int sp_tree_print(struct sp_tree *t, FILE *out)
+{
+	struct prefix *pf = sp_xmalloc(sizeof(*pf));
+	struct tnode **roots;
+	size_t i, n;
+	bool first = true;
+
+	t->out = out;
+	t->stable = t->o.stable;
+	t->color = t->o.color && !t->o.json;
+	t->json = t->o.json;
+	print_header(t);
+	n = collect_roots(t, &roots);
+	if (t->json)
+		fputs(",\"processes\":[", out);
+	for (i = 0; i < n; i++) {
+		if (!compute_keep(t, roots[i], false, false) &&
+		    (t->o.nspans || t->o.ntids || t->o.event_kinds))
+			continue;
+		if (t->json) {
+			if (!first)
+				fputc(',', out);
+			print_json(t, roots[i], 0, t->start_mono ? t->start_mono : roots[i]->time,
+				   NULL);
+		} else {
+			pf->len = 0;
+			print_text(t, roots[i], pf, true, true, 0, t->start_mono ?
+				   t->start_mono : roots[i]->time, NULL);
+		}
+		first = false;
+	}
+	if (t->json)
+		fputs("]}\n", out);
+	free(roots);
+	free(pf);
+	return ferror(out) ? -1 : 0;
+}

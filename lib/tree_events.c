@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: MIT
+/* A readable rendering of every event kind of lib/events.c (see tree.h). */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "events.h"
+#include "tree.h"
+
+/* Linux's generic open flag bits that glibc does not export on its own. */
+#define SP_O_SYNC_BIT	04000000	/* SP_O_SYNC_BIT: O_SYNC is this plus O_DSYNC */
+#define SP_O_TMPFILE_BIT	020000000	/* SP_O_TMPFILE_BIT: O_TMPFILE adds O_DIRECTORY */
+
+struct tb {
+	char *p;
+	size_t size, len;
+};
+
+static void tb_add(struct tb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void tb_add(struct tb *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->len + 1 >= b->size)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(b->p + b->len, b->size - b->len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	b->len += (size_t)n;
+	if (b->len >= b->size)
+		b->len = b->size - 1;
+}
+
+static const char *str(uint64_t v)
+{
+	return v ? (const char *)(uintptr_t)v : NULL;
+}
+
+/* A string shown quoted when it is empty or has blanks or controls. */
+static void tb_str(struct tb *b, const char *s)
+{
+	const unsigned char *p;
+	bool plain = s && *s;
+
+	if (!s) {
+		tb_add(b, "?");
+		return;
+	}
+	for (p = (const unsigned char *)s; plain && *p; p++)
+		if (*p <= ' ' || *p == '"' || *p == '\\' || *p == 0x7f)
+			plain = false;
+	if (plain) {
+		tb_add(b, "%s", s);
+		return;
+	}
+	tb_add(b, "\"");
+	for (p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			tb_add(b, "\\%c", *p);
+		else if (*p < ' ' || *p == 0x7f)
+			tb_add(b, "\\x%02x", *p);
+		else
+			tb_add(b, "%c", *p);
+	}
+	tb_add(b, "\"");
+}
+
+static void tb_result(struct tb *b, uint64_t v)
+{
+	int64_t r = (int64_t)v;
+	const char *name;
+
+	if (r >= 0) {
+		tb_add(b, " = %lld", (long long)r);
+		return;
+	}
+	name = r >= -4095 ? strerrorname_np((int)-r) : NULL;
+	if (name)
+		tb_add(b, " = -%s", name);
+	else
+		tb_add(b, " = %lld", (long long)r);
+}
+
+static void tb_addr(struct tb *b, uint64_t family, uint64_t v, uint64_t port, bool stable_port)
+{
+	const uint8_t *a = (const uint8_t *)(uintptr_t)v;
+	char txt[INET6_ADDRSTRLEN];
+
+	if (family == AF_UNIX) {
+		tb_add(b, "unix");
+		return;
+	}
+	if (!a || (a[0] != 4 && a[0] != 16)) {
+		tb_add(b, "?");
+	} else if (a[0] == 4) {
+		inet_ntop(AF_INET, a + 1, txt, sizeof(txt));
+		tb_add(b, "%s", txt);
+	} else {
+		inet_ntop(AF_INET6, a + 1, txt, sizeof(txt));
+		tb_add(b, "[%s]", txt);
+	}
+	if (stable_port)
+		tb_add(b, ":%llu", (unsigned long long)port);
+}
+
+size_t sp_open_flags_text(char *buf, size_t size, uint64_t flags)
+{
+	static const struct {
+		uint64_t bit;
+		const char *name;
+	} names[] = {
+		{ O_CREAT, "O_CREAT" }, { O_EXCL, "O_EXCL" }, { O_NOCTTY, "O_NOCTTY" },
+		{ O_TRUNC, "O_TRUNC" }, { O_APPEND, "O_APPEND" }, { O_NONBLOCK, "O_NONBLOCK" },
+		{ SP_O_SYNC_BIT, "O_SYNC" }, { O_DSYNC, "O_DSYNC" }, { O_ASYNC, "O_ASYNC" },
+		{ O_DIRECT, "O_DIRECT" }, { O_LARGEFILE, "O_LARGEFILE" },
+		{ SP_O_TMPFILE_BIT, "O_TMPFILE" }, { O_DIRECTORY, "O_DIRECTORY" },
+		{ O_NOFOLLOW, "O_NOFOLLOW" }, { O_NOATIME, "O_NOATIME" },
+		{ O_CLOEXEC, "O_CLOEXEC" }, { O_PATH, "O_PATH" },
+	};
+	static const char *const acc[] = { "O_RDONLY", "O_WRONLY", "O_RDWR", "O_ACCMODE" };
+	struct tb b = { buf, size, 0 };
+	uint64_t rest = flags;
+	unsigned int i;
+
+	if (size)
+		buf[0] = 0;
+	if (!(flags & O_PATH))
+		tb_add(&b, "%s", acc[flags & O_ACCMODE]);
+	rest &= ~(uint64_t)O_ACCMODE;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(rest & names[i].bit))
+			continue;
+		tb_add(&b, "%s%s", b.len ? "|" : "", names[i].name);
+		rest &= ~names[i].bit;
+	}
+	if (rest)
+		tb_add(&b, "%s0x%llx", b.len ? "|" : "", (unsigned long long)rest);
+	return b.len;
+}
+
+static const char *signame(uint64_t sig)
+{
+	static char buf[32];
+	const char *n = sig < 65 ? sigabbrev_np((int)sig) : NULL;
+
+	if (n) {
+		snprintf(buf, sizeof(buf), "SIG%s", n);
+		return buf;
+	}
+	snprintf(buf, sizeof(buf), "signal %llu", (unsigned long long)sig);
+	return buf;
+}
+
+static const char *qtype_name(uint64_t q)
+{
+	switch (q) {
+	case 1: return "A";
+	case 2: return "NS";
+	case 5: return "CNAME";
+	case 6: return "SOA";
+	case 12: return "PTR";
+	case 15: return "MX";
+	case 16: return "TXT";
+	case 28: return "AAAA";
+	case 33: return "SRV";
+	case 64: return "SVCB";
+	case 65: return "HTTPS";
+	case 255: return "ANY";
+	default: return NULL;
+	}
+}
+
+static const char *cap_name(uint64_t cap)
+{
+	static const char *const names[] = {
+		"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
+		"CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP",
+		"CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
+		"CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER",
+		"CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE",
+		"CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
+		"CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD",
+		"CAP_LEASE", "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP",
+		"CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM",
+		"CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF",
+		"CAP_CHECKPOINT_RESTORE",
+	};
+
+	return cap < sizeof(names) / sizeof(names[0]) ? names[cap] : NULL;
+}
+
+static const char *ptrace_name(uint64_t req)
+{
+	switch (req) {
+	case 0: return "PTRACE_TRACEME";
+	case 16: return "PTRACE_ATTACH";
+	case 0x4206: return "PTRACE_SEIZE";
+	default: return NULL;
+	}
+}
+
+static const char *read_file_id(uint64_t id)
+{
+	static const char *const names[] = { "unknown", "firmware", NULL, "module",
+		"kexec-image", "kexec-initramfs", "security-policy", "x509-certificate" };
+
+	return id < sizeof(names) / sizeof(names[0]) ? names[id] : NULL;
+}
+
+/* "/bin/sh -c 'cat x'": the file, then argv after argv[0] when argv[0] names it. */
+static void tb_exec(struct tb *b, const char *file, const char *argv, uint64_t truncated)
+{
+	const char *base, *sp, *a0;
+	size_t n;
+
+	tb_add(b, "%s", file ? file : "?");
+	if (argv && *argv) {
+		sp = strchr(argv, ' ');
+		n = sp ? (size_t)(sp - argv) : strlen(argv);
+		base = file ? strrchr(file, '/') : NULL;
+		base = base ? base + 1 : file;
+		a0 = memchr(argv, '/', n) ? argv : NULL;
+		if ((base && n == strlen(base) && !strncmp(argv, base, n)) ||
+		    (a0 && file && n == strlen(file) && !strncmp(argv, file, n))) {
+			if (sp)
+				tb_add(b, "%s", sp);
+		} else {
+			tb_add(b, " [%s]", argv);
+		}
+	}
+	if (truncated)
+		tb_add(b, " …");
+}
+
+size_t sp_event_text(char *buf, size_t size, uint64_t kind, const uint64_t *vals,
+		     unsigned int nvals, bool stable)
+{
+	struct tb b = { buf, size, 0 };
+	uint64_t v[SP_EVENT_MAX_FIELDS] = { 0 };
+	char flags[256];
+	unsigned int i;
+
+	if (size)
+		buf[0] = 0;
+	for (i = 0; i < nvals && i < SP_EVENT_MAX_FIELDS; i++)
+		v[i] = vals[i];
+	switch (kind) {
+	case SP_EV_PROC_FORK:
+		if (v[2] & SP_FORK_THREAD)
+			tb_add(&b, stable ? "thread" : "thread %llu", (unsigned long long)v[1]);
+		else
+			tb_add(&b, stable ? "child" : "%llu", (unsigned long long)v[0]);
+		break;
+	case SP_EV_PROC_EXEC:
+		tb_exec(&b, str(v[0]), str(v[1]), v[2]);
+		break;
+	case SP_EV_PROC_EXIT:
+		if (v[1])
+			tb_add(&b, "%skilled by %s", v[2] ? "thread " : "", signame(v[1]));
+		else
+			tb_add(&b, "%sexit %lld", v[2] ? "thread " : "", (long long)(int64_t)v[0]);
+		break;
+	case SP_EV_PATH_OPEN:
+		if (str(v[4]) && str(v[0]) && str(v[0])[0] != '/')
+			tb_add(&b, "%s/", str(v[4]));
+		tb_str(&b, str(v[0]));
+		sp_open_flags_text(flags, sizeof(flags), v[1]);
+		tb_add(&b, " (%s", flags);
+		if (v[1] & (O_CREAT | SP_O_TMPFILE_BIT))
+			tb_add(&b, ", 0%llo", (unsigned long long)v[2]);
+		tb_add(&b, ")");
+		if (v[5])
+			tb_add(&b, " …");
+		if ((int64_t)v[3] >= 0 && stable)
+			tb_add(&b, " = fd");
+		else
+			tb_result(&b, v[3]);
+		break;
+	case SP_EV_FILE_GETDENTS:
+		tb_str(&b, str(v[0]));
+		tb_result(&b, v[2]);
+		break;
+	case SP_EV_FILE_RENAME:
+		tb_str(&b, str(v[0]));
+		tb_add(&b, " → ");
+		tb_str(&b, str(v[1]));
+		if (v[2])
+			tb_add(&b, " (flags 0x%llx)", (unsigned long long)v[2]);
+		tb_result(&b, v[3]);
+		break;
+	case SP_EV_FILE_HARDLINK:
+		tb_str(&b, str(v[1]));
+		tb_add(&b, " => ");
+		tb_str(&b, str(v[0]));
+		tb_result(&b, v[2]);
+		break;
+	case SP_EV_FILE_SYMLINK:
+		tb_str(&b, str(v[1]));
+		tb_add(&b, " -> ");
+		tb_str(&b, str(v[0]));
+		tb_result(&b, v[2]);
+		break;
+	case SP_EV_FILE_CHMOD:
+		tb_str(&b, str(v[0]));
+		tb_add(&b, " mode 0%llo", (unsigned long long)v[1]);
+		tb_result(&b, v[2]);
+		break;
+	case SP_EV_FILE_CHOWN:
+		tb_str(&b, str(v[0]));
+		tb_add(&b, " owner %lld:%lld", (long long)(int64_t)v[1], (long long)(int64_t)v[2]);
+		tb_result(&b, v[3]);
+		break;
+	case SP_EV_FILE_UNLINK:
+		tb_str(&b, str(v[0]));
+		if (v[1] & AT_REMOVEDIR)
+			tb_add(&b, " (AT_REMOVEDIR)");
+		tb_result(&b, v[2]);
+		break;
+	case SP_EV_SOCK_CONNECT:
+	case SP_EV_SOCK_BIND:
+		tb_addr(&b, v[0], v[1], v[2], true);
+		tb_result(&b, v[3]);
+		break;
+	case SP_EV_SOCK_ACCEPT:
+		/* the peer's port is ephemeral: not stable */
+		tb_add(&b, "from ");
+		tb_addr(&b, v[0], v[1], v[2], !stable);
+		if ((int64_t)v[3] >= 0 && stable)
+			tb_add(&b, " = fd");
+		else
+			tb_result(&b, v[3]);
+		break;
+	case SP_EV_SOCK_LISTEN:
+		if (stable)
+			tb_add(&b, "backlog %llu", (unsigned long long)v[1]);
+		else
+			tb_add(&b, "fd %llu backlog %llu", (unsigned long long)v[0],
+			       (unsigned long long)v[1]);
+		tb_result(&b, v[2]);
+		break;
+	case SP_EV_DNS_REQ:
+		tb_str(&b, str(v[0]));
+		if (qtype_name(v[1]))
+			tb_add(&b, " %s", qtype_name(v[1]));
+		else
+			tb_add(&b, " type %llu", (unsigned long long)v[1]);
+		if (v[2]) {
+			tb_add(&b, " via ");
+			tb_addr(&b, 0, v[2], v[3], true);
+		}
+		break;
+	case SP_EV_TASK_KILL:
+		if (stable)
+			tb_add(&b, "%s", signame(v[1]));
+		else
+			tb_add(&b, "%s to %lld", signame(v[1]), (long long)(int64_t)v[0]);
+		tb_result(&b, v[2]);
+		break;
+	case SP_EV_PTRACE_CHECK:
+		if (ptrace_name(v[0]))
+			tb_add(&b, "%s", ptrace_name(v[0]));
+		else
+			tb_add(&b, "request %llu", (unsigned long long)v[0]);
+		if (!stable)
+			tb_add(&b, " %llu", (unsigned long long)v[1]);
+		tb_result(&b, v[2]);
+		break;
+	case SP_EV_SB_MOUNT:
+		tb_str(&b, str(v[0]));
+		tb_add(&b, " on ");
+		tb_str(&b, str(v[1]));
+		if (str(v[2]))
+			tb_add(&b, " type %s", str(v[2]));
+		if (v[3])
+			tb_add(&b, " (flags 0x%llx)", (unsigned long long)v[3]);
+		tb_result(&b, v[4]);
+		break;
+	case SP_EV_SETID_CHANGE:
+		tb_add(&b, "%s", str(v[0]) ? str(v[0]) : "set*id");
+		if (v[1] != v[2])
+			tb_add(&b, " uid %llu→%llu", (unsigned long long)v[1], (unsigned long long)v[2]);
+		if (v[3] != v[4])
+			tb_add(&b, " gid %llu→%llu", (unsigned long long)v[3], (unsigned long long)v[4]);
+		tb_result(&b, v[5]);
+		break;
+	case SP_EV_CAPABLE_CHECK:
+		if (cap_name(v[0]))
+			tb_add(&b, "%s", cap_name(v[0]));
+		else
+			tb_add(&b, "capability %llu", (unsigned long long)v[0]);
+		tb_result(&b, v[1]);
+		break;
+	case SP_EV_KERNEL_READ_FILE:
+		tb_str(&b, str(v[0]));
+		if (read_file_id(v[1]))
+			tb_add(&b, " (%s)", read_file_id(v[1]));
+		tb_result(&b, v[2]);
+		break;
+	case SP_EV_AUDIT:
+		tb_add(&b, "%s", str(v[0]) ? str(v[0]) : "?");
+		if (str(v[1]) && *str(v[1]))
+			tb_add(&b, " %s", str(v[1]));
+		break;
+	default:
+		tb_add(&b, "kind %llu", (unsigned long long)kind);
+		break;
+	}
+	return b.len;
+}

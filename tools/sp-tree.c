@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: MIT
+/* sp-tree - print recorded processes, spans and events as a tree. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "correlate.h"
+#include "events.h"
+#include "reader.h"
+#include "sp.h"
+#include "tree.h"
+
+enum {
+	OPT_FORMAT = 0x100, OPT_STABLE, OPT_MIN_DUR, OPT_PID, OPT_TID, OPT_SPAN, OPT_EVENTS,
+	OPT_NO_COLLAPSE, OPT_NO_EVENTS, OPT_WINDOW,
+};
+
+#define MAX_FILTERS 64
+
+static struct env {
+	struct sp_common_opts common;
+	struct sp_tree_opts tree;
+	uint64_t pids[MAX_FILTERS], tids[MAX_FILTERS];
+	const char *spans[MAX_FILTERS];
+	uint64_t window_ns;
+} env = { .window_ns = SP_CORR_WINDOW_NS };
+
+static const char doc[] = "Print recorded processes, method spans, the events each span "
+	"caused and the processes it started, as a tree.\v"
+	"Reads spool or JSON lines from each FILE, or stdin if none or '-'. Records that "
+	"sp-correlate has not seen are correlated on the fly.\n\n"
+	"Examples:\n"
+	"  sp-record -- ruby app.rb | sp-correlate | sp-tree\n"
+	"  sp-tree --stable run.sp > tree.txt && diff -u expected.txt tree.txt\n"
+	"  sp-tree --span='Foo#*' --events=file,net --min-dur=1ms run.sp\n"
+	"  sp-tree --format=json run.sp | jq '.processes[0].children[].name'\n\n"
+	SP_EXIT_STATUS_DOC;
+
+static const struct argp_option options[] = {
+	{ "format", OPT_FORMAT, "FMT", 0, "Output: text (default) or json", 0 },
+	{ "stable", OPT_STABLE, NULL, 0,
+	  "Leave out what changes from run to run (times, durations, pids, tids) and order "
+	  "siblings deterministically, for diffs", 0 },
+	{ "depth", 'd', "N", 0, "Print at most N levels below each process", 0 },
+	{ "min-dur", OPT_MIN_DUR, "DURATION", 0, "Hide spans shorter than DURATION (e.g. 1ms)", 0 },
+	{ "pid", OPT_PID, "PID", 0, "Show only this process and what it started (repeatable)", 0 },
+	{ "tid", OPT_TID, "TID", 0, "Show only spans of this thread (repeatable)", 0 },
+	{ "span", OPT_SPAN, "GLOB", 0,
+	  "Show only spans whose name ('Foo#bar' or 'bar') matches GLOB, with what is under "
+	  "them (repeatable)", 0 },
+	{ "events", OPT_EVENTS, "LIST", 0,
+	  "Show only these event kinds or groups (proc,file,net,dns,priv,runtime or "
+	  "path_open,...), and the spans that hold them", 0 },
+	{ "no-events", OPT_NO_EVENTS, NULL, 0, "Processes and spans only", 0 },
+	{ "no-collapse", OPT_NO_COLLAPSE, NULL, 0,
+	  "Print repeated identical siblings one by one instead of as '×N'", 0 },
+	{ "window", OPT_WINDOW, "DURATION", 0,
+	  "When correlating on the fly: the reorder window (default 100ms)", 0 },
+	{ 0 }
+};
+
+static uint64_t parse_events(const char *list)
+{
+	static const struct {
+		const char *name;
+		unsigned int group;
+	} groups[] = {
+		{ "proc", SP_EVG_PROC }, { "file", SP_EVG_FILE }, { "net", SP_EVG_NET },
+		{ "dns", SP_EVG_DNS }, { "priv", SP_EVG_PRIV }, { "runtime", SP_EVG_RUNTIME },
+	};
+	char *copy = sp_xstrdup(list), *tok, *save = NULL;
+	uint64_t mask = 0;
+	unsigned int i, k;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		k = sp_event_kind_by_name(tok);
+		if (k) {
+			mask |= 1ull << k;
+			continue;
+		}
+		for (i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+			if (!strcmp(tok, groups[i].name))
+				break;
+		if (i == sizeof(groups) / sizeof(groups[0])) {
+			free(copy);
+			return 0;
+		}
+		for (k = 1; k < SP_EV_KIND_MAX; k++)
+			if (sp_event_schema(k) && (sp_event_schema(k)->group & groups[i].group))
+				mask |= 1ull << k;
+	}
+	free(copy);
+	return mask;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct sp_tree_opts *o = &env.tree;
+	uint64_t v;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &env.common;
+		break;
+	case OPT_FORMAT:
+		if (!strcmp(arg, "json"))
+			o->json = true;
+		else if (!strcmp(arg, "text"))
+			o->json = false;
+		else
+			argp_error(state, "invalid format '%s': use text or json", arg);
+		break;
+	case OPT_STABLE:
+		o->stable = true;
+		break;
+	case 'd':
+		if (sp_parse_uint(arg, 1, 100000, &v))
+			argp_error(state, "invalid depth '%s'", arg);
+		o->max_depth = (unsigned int)v;
+		break;
+	case OPT_MIN_DUR:
+		if (sp_parse_duration(arg, &o->min_dur_ns))
+			argp_error(state, "invalid duration '%s'", arg);
+		break;
+	case OPT_PID:
+	case OPT_TID:
+		if (sp_parse_uint(arg, 1, UINT32_MAX, &v))
+			argp_error(state, "invalid %s '%s'", key == OPT_PID ? "pid" : "tid", arg);
+		if ((key == OPT_PID ? o->npids : o->ntids) == MAX_FILTERS)
+			argp_error(state, "at most %d of each filter", MAX_FILTERS);
+		if (key == OPT_PID)
+			env.pids[o->npids++] = v;
+		else
+			env.tids[o->ntids++] = v;
+		break;
+	case OPT_SPAN:
+		if (o->nspans == MAX_FILTERS)
+			argp_error(state, "at most %d of each filter", MAX_FILTERS);
+		env.spans[o->nspans++] = arg;
+		break;
+	case OPT_EVENTS:
+		o->event_kinds = parse_events(arg);
+		if (!o->event_kinds)
+			argp_error(state, "invalid event list '%s': event kinds or groups "
+				   "(proc,file,net,dns,priv,runtime)", arg);
+		break;
+	case OPT_NO_EVENTS:
+		o->no_events = true;
+		break;
+	case OPT_NO_COLLAPSE:
+		o->no_collapse = true;
+		break;
+	case OPT_WINDOW:
+		if (!strcmp(arg, "0"))
+			env.window_ns = 0;
+		else if (sp_parse_duration(arg, &env.window_ns))
+			argp_error(state, "invalid window '%s'", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static int to_tree(void *ctx, const struct sp_record *rec)
+{
+	sp_tree_add(ctx, rec);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct argp_child children[] = { { .argp = &sp_common_argp }, { 0 } };
+	static const struct argp argp = {
+		.options = options, .parser = parse_opt, .children = children,
+		.args_doc = "[FILE...]", .doc = doc,
+	};
+	struct sp_corr_opts copts = { 0 };
+	struct sp_corr *corr = NULL;
+	struct sp_reader *in;
+	struct sp_record rec;
+	struct sp_tree *tree;
+	int first, status;
+	bool direct = false;
+
+	argp_parse(&argp, argc, argv, 0, &first, NULL);
+	env.tree.pids = env.pids;
+	env.tree.tids = env.tids;
+	env.tree.spans = env.spans;
+	env.tree.color = env.common.color;
+	in = sp_reader_open(argv + first, argc - first);
+	if (!in)
+		return SP_EXIT_FATAL;
+	tree = sp_tree_new(&env.tree);
+	copts.window_ns = env.window_ns;
+	while (sp_reader_next(in, &rec) > 0) {
+		if (rec.kind == SP_REC_HEADER) {
+			/* each stream says whether sp-correlate has seen it */
+			if (corr)
+				sp_corr_finish(corr);
+			direct = rec.header.flags & SP_HDR_CORRELATED;
+		}
+		if (direct) {
+			sp_tree_add(tree, &rec);
+			continue;
+		}
+		if (!corr)
+			corr = sp_corr_new(&copts, to_tree, tree);
+		sp_corr_add(corr, &rec);
+	}
+	if (corr) {
+		sp_corr_finish(corr);
+		sp_corr_free(corr);
+	}
+	status = sp_reader_close(in);
+	if (sp_tree_orphans(tree))
+		sp_warn("%llu events named a span that was not in the input",
+			(unsigned long long)sp_tree_orphans(tree));
+	if (sp_tree_print(tree, env.common.out))
+		status = SP_EXIT_FATAL;
+	sp_tree_free(tree);
+	return sp_close_output(&env.common, status);
+}
