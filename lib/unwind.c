@@ -44,6 +44,7 @@
 #define FILE_BUCKETS	256
 #define RULE_CACHE	4096	/* per file, power of two */
 #define MAX_MAPS	65536	/* per process */
+#define ENTRY_CODE	64	/* bytes after e_entry taken as the process's first frame */
 
 /* perf register index (PERF_REG_X86_*) of each DWARF register. */
 static const unsigned char dwarf_to_perf[NREGS] = {
@@ -85,6 +86,7 @@ struct uw_file {
 		uint64_t off, vaddr, filesz;
 	} load[16];
 	unsigned int nload;
+	uint64_t entry;		/* e_entry: the process's first code, when this is its entry file */
 	struct rules *cache;	/* RULE_CACHE slots, allocated on first use */
 };
 
@@ -544,6 +546,7 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 	if (elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &ehdr) ||
 	    ehdr.e_machine != EM_X86_64 || elf_getphdrnum(f->elf, &phnum))
 		goto fail;
+	f->entry = ehdr.e_entry;
 	for (i = 0; i < phnum && f->nload < 16; i++) {
 		GElf_Phdr ph;
 
@@ -1027,6 +1030,11 @@ static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const str
 	} else {
 		if ((!m->file->eh || dwarf_cfi_addrframe(m->file->eh, vaddr, &fr)) &&
 		    (!m->file->dbg || dwarf_cfi_addrframe(m->file->dbg, vaddr, &fr))) {
+			/* The entry code of ld.so or of a static executable (_start)
+			 * often has no CFI: there the stack is complete anyway. */
+			if (m->file->entry && vaddr >= m->file->entry &&
+			    vaddr < m->file->entry + ENTRY_CODE)
+				return 1;
 			*status = SP_UNWIND_NO_CFI;
 			return -1;
 		}
