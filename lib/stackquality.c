@@ -76,6 +76,8 @@ void sp_stackq_set_header(struct sp_stackq *q, const struct sp_header *h, const 
 	q->stack_size = word_value(features, "call-graph=dwarf,");
 	if (!q->stack_size)
 		q->stack_size = word_value(features, "call-graph=auto,");
+	if (!q->stack_size)
+		q->stack_size = word_value(features, "stack-size=");
 	q->max_depth = word_value(features, "max-depth=");
 }
 

@@ -35,8 +35,8 @@ void sp_stackq_free(struct sp_stackq *q);
  * limit (0 = unknown). */
 void sp_stackq_set_config(struct sp_stackq *q, enum sp_call_graph cg, uint64_t stack_size,
 			  uint64_t max_depth);
-/* The same, read from a header: call_graph, and the "call-graph=dwarf,SIZE" and
- * "max-depth=N" words of its features string. */
+/* The same, read from a header: call_graph, and the "call-graph=dwarf,SIZE"
+ * (or "stack-size=SIZE") and "max-depth=N" words of its features string. */
 void sp_stackq_set_header(struct sp_stackq *q, const struct sp_header *h, const struct sp_defs *d);
 
 /*
