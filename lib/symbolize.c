@@ -917,6 +917,7 @@ static void image_lookup(struct sp_symbolizer *s, struct image *img, uint64_t re
 	memset(&r->level[0], 0, sizeof(r->level[0]));
 	if (img->status != SP_SYM_OK)
 		return;
+	memset(&loc[0], 0, sizeof(loc[0]));
 	if (img->dwarf)
 		n = sp_dwarfidx_lookup(img->dwarf, addr, demangle, loc,
 				       s->o.no_inline ? 1 : SP_SYMBOLIZE_MAX_LEVELS);

@@ -307,8 +307,8 @@ static int handle(struct sp_record *rec)
 			p->f = rec->frame;
 			p->id = id;
 			p->pid = m ? m->pid : rec->frame.pid;
-			/* The module may be retired before we resolve: go by pid. */
-			if (rec->frame.mode != SP_FRAME_KERNEL && !(m && m->pid == 0)) {
+			/* A JIT module may be retired before we resolve: go by pid. */
+			if (rec->frame.mode != SP_FRAME_KERNEL && m && m->pid != 0) {
 				p->f.module = 0;
 				p->f.pid = p->pid;
 				p->f.mode = SP_FRAME_JIT;

@@ -1,0 +1,340 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# sp-symbolize: fixtures are built here with -g; expected names and lines come
+# from nm, readelf and addr2line, never from sp-symbolize itself.
+
+load helper
+
+BASE=$((0x500000000000))
+
+setup() {
+	require_cmd gcc
+	require_cmd jq
+	T=$BATS_TEST_TMPDIR
+}
+
+build_c() {	# build_c OUT [cc flags...]: the C fixture
+	local out=$1; shift
+	gcc -O2 -g "$@" -o "$out" "$FIXTURES/inl.c"
+}
+
+buildid() {
+	readelf -n "$1" | awk '/Build ID/ { print $3 }'
+}
+
+fn_addr() {	# fn_addr BIN NAME -> 0x... (ELF address, from nm)
+	nm "$1" | awk -v n="$2" '$3 == n { print "0x" $1; exit }' | sed 's/^0x0*/0x/'
+}
+
+fn_size() {	# fn_size BIN NAME -> decimal size from nm -S
+	nm -S "$1" | awk -v n="$2" '$4 == n { print $2; exit }' | { read -r s; echo $((16#$s)); }
+}
+
+dyn_cover() {	# dyn_cover BIN ADDR -> the .dynsym function covering ADDR by its size, or ??
+	local a=$(($2)) s z t n
+	while read -r s z t n; do
+		[ "$t" = T ] || [ "$t" = t ] || [ "$t" = W ] || continue
+		if ((a >= 16#$s && a < 16#$s + 16#$z)); then
+			echo "$n"
+			return
+		fi
+	done < <(nm -D -S "$1" 2>/dev/null | awk 'NF == 4')
+	echo "??"
+}
+
+# stream BIN BUILDID FLAGS ADDR...: JSON lines with one module mapping BIN and
+# one frame per ELF address (FLAGS: 0x1 = leaf, 0x0 = return address).
+stream() {
+	local bin=$1 bid=$2 flags=$3 a
+	shift 3
+	printf '{"type":"header","version":1,"clock":"monotonic"}\n'
+	printf '{"type":"module","time":1,"pid":100,"start":"0x%x","end":"0x%x","path":"%s"%s}\n' \
+		"$BASE" $((BASE + 0x1000000)) "$bin" "${bid:+,\"build_id\":\"$bid\"}"
+	for a in "$@"; do
+		printf '{"type":"frame","module":1,"rel":"%s","addr":"0x%x","flags":"%s"}\n' \
+			"$a" $((BASE + a)) "$flags"
+	done
+	printf '{"type":"process_end","time":2,"pid":100}\n'
+}
+
+# syms FILE: one line per symbol record: rel|index|func|basename:line|status|flags
+syms() {
+	jq -rs '(map(select(.type == "frame")) | map({key: (.id | tostring), value: .rel})
+		| from_entries) as $f
+		| .[] | select(.type == "symbol")
+		| "\($f[.frame | tostring])|\(.index)|\(.func // "??")|\((.file // "??")
+		  | split("/") | last):\(.line // 0)|\(.status // "ok")|\(.flags // "0x0")"' "$1"
+}
+
+@test "sp-symbolize: every address of the fixture's functions agrees with addr2line -f -i" {
+	local bin=$T/inl addrs=() f a s n
+	build_c "$bin"
+	for f in walk exported_work main; do
+		a=$(fn_addr "$bin" "$f")
+		s=$(fn_size "$bin" "$f")
+		[ -n "$a" ] && [ "$s" -gt 0 ]
+		for ((n = 0; n < s; n++)); do
+			addrs+=("$(printf '0x%x' $((a + n)))")
+		done
+	done
+	stream "$bin" "$(buildid "$bin")" 0x1 "${addrs[@]}" > "$T/in.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	syms "$T/out.jsonl" | cut -d'|' -f1-4 > "$T/ours"
+	# addr2line: "0x<addr>" then (function, file:line) per inline level.
+	addr2line -f -i -a -e "$bin" "${addrs[@]}" | awk '
+		/^0x/ { sub(/^0x0*/, "0x"); if ($0 == "0x") $0 = "0x0"; a = $0; i = 0; next }
+		{ f = $0; getline loc; sub(/ \(discriminator.*/, "", loc)
+		  n = split(loc, p, "/"); loc = p[n]; sub(/:\?$/, ":0", loc)
+		  print a "|" i++ "|" f "|" loc }' > "$T/ref"
+	[ "$(wc -l < "$T/ref")" -ge "${#addrs[@]}" ]
+	diff -u "$T/ref" "$T/ours"
+	# The inlined function shows up as its own frame, inside walk().
+	grep -q '|0|mix|inl.c:' "$T/ours"
+	grep -q '|1|walk|inl.c:' "$T/ours"
+}
+
+@test "sp-symbolize: an inline level is flagged inline and from DWARF, the function it sits in is not" {
+	local bin=$T/inl
+	build_c "$bin"
+	# Every address of walk() that addr2line puts in mix() (first line of a chain).
+	local a s n hit=
+	a=$(fn_addr "$bin" walk)
+	s=$(fn_size "$bin" walk)
+	for ((n = 0; n < s; n++)); do
+		if addr2line -f -i -e "$bin" "$(printf '0x%x' $((a + n)))" | head -1 | grep -qx mix; then
+			hit=$(printf '0x%x' $((a + n)))
+			break
+		fi
+	done
+	[ -n "$hit" ]
+	stream "$bin" "$(buildid "$bin")" 0x1 "$hit" > "$T/in.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --format json "$T/in.jsonl"
+	echo "$output" > "$T/out.jsonl"
+	run syms "$T/out.jsonl"
+	assert_line --partial "$hit|0|mix|inl.c:"
+	assert_line --partial "$hit|1|walk|inl.c:"
+	# flags: inline 0x1 | dwarf 0x4 on level 0, dwarf only on level 1.
+	[[ "${lines[0]}" == *"|ok|0x5" ]]
+	[[ "${lines[1]}" == *"|ok|0x4" ]]
+}
+
+@test "sp-symbolize: C++ templates are demangled as nm -C prints them, --no-demangle keeps them" {
+	require_cmd g++
+	local bin=$T/tmpl a name mangled
+	g++ -O2 -g -o "$bin" "$FIXTURES/tmpl.cpp"
+	mangled=$(nm "$bin" | awk '$3 ~ /^_ZN2fx5twiceIiEET_S1_$/ { print $3 }')
+	[ -n "$mangled" ]
+	a=$(fn_addr "$bin" "$mangled")
+	name=$(nm -C "$bin" | awk -v a="$(printf '%016x' "$a")" '$1 == a { $1 = $2 = ""; sub(/^  /, ""); print; exit }')
+	assert_equal "$name" "int fx::twice<int>(int)"
+	stream "$bin" "$(buildid "$bin")" 0x1 "$a" > "$T/in.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	run syms "$T/out.jsonl"
+	assert_line --partial "$a|0|$name|tmpl.cpp:"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --no-demangle --format json -o "$T/out2.jsonl" "$T/in.jsonl"
+	run syms "$T/out2.jsonl"
+	assert_line --partial "$a|0|$mangled|tmpl.cpp:"
+}
+
+@test "sp-symbolize: a stripped binary finds its debug file by build-id in --debug-dir" {
+	local bin=$T/inl bid a line
+	build_c "$bin"
+	bid=$(buildid "$bin")
+	a=$(fn_addr "$bin" walk)
+	line=$(addr2line -e "$bin" "$a" | sed 's/.*://; s/ .*//')
+	mkdir -p "$T/dbg/.build-id/${bid:0:2}"
+	objcopy --only-keep-debug "$bin" "$T/dbg/.build-id/${bid:0:2}/${bid:2}.debug"
+	strip --strip-all -o "$T/inl.stripped" "$bin"
+	# The stripped file has no symbols of its own.
+	run nm "$T/inl.stripped"
+	assert_output --partial "no symbols"
+	stream "$T/inl.stripped" "$bid" 0x1 "$a" > "$T/in.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --debug-dir "$T/dbg" --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	run syms "$T/out.jsonl"
+	assert_output "$a|0|walk|inl.c:$line|ok|0x4"
+}
+
+@test "sp-symbolize: a stripped binary finds its debug file through .gnu_debuglink" {
+	local bin=$T/inl a line
+	build_c "$bin"
+	a=$(fn_addr "$bin" exported_work)
+	line=$(addr2line -e "$bin" "$a" | sed 's/.*://; s/ .*//')
+	mkdir -p "$T/app/.debug"
+	objcopy --only-keep-debug "$bin" "$T/app/.debug/inl.dbg"
+	strip --strip-all -o "$T/app/inl" "$bin"
+	(cd "$T/app/.debug" && objcopy --add-gnu-debuglink=inl.dbg "$T/app/inl")
+	readelf -S "$T/app/inl" | grep -q gnu_debuglink
+	# A build-id-less lookup would also work; use the debuglink path only.
+	stream "$T/app/inl" "$(buildid "$bin")" 0x1 "$a" > "$T/in.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	run syms "$T/out.jsonl"
+	assert_output "$a|0|exported_work|inl.c:$line|ok|0x4"
+}
+
+@test "sp-symbolize: a stripped binary without debug file falls back to .dynsym and says so" {
+	local bin=$T/inl ex wk size after
+	build_c "$bin" -rdynamic
+	strip --strip-all -o "$T/inl.stripped" "$bin"
+	ex=$(fn_addr "$bin" exported_work)
+	wk=$(fn_addr "$bin" walk)
+	size=$(fn_size "$bin" exported_work)
+	after=$(printf '0x%x' $((ex + size)))
+	# Independently: exported_work is in .dynsym, walk is not.
+	nm -D "$T/inl.stripped" | grep -q ' T exported_work$'
+	! nm -D "$T/inl.stripped" | grep -q ' walk$'
+	stream "$T/inl.stripped" "$(buildid "$bin")" 0x1 "$ex" "$wk" "$after" > "$T/in.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	run syms "$T/out.jsonl"
+	# flags 0x2: from .dynsym
+	assert_line "$ex|0|exported_work|??:0|stripped|0x2"
+	# walk() is static: not named after a neighbouring exported symbol.
+	assert_equal "$(dyn_cover "$T/inl.stripped" "$wk")" "??"
+	assert_line "$wk|0|??|??:0|stripped|0x0"
+	# The byte after exported_work: whatever .dynsym's sizes say covers it.
+	local exp
+	exp=$(dyn_cover "$T/inl.stripped" "$after")
+	[ "$exp" != exported_work ]
+	if [ "$exp" = "??" ]; then
+		assert_line "$after|0|??|??:0|stripped|0x0"
+	else
+		assert_line "$after|0|$exp|??:0|stripped|0x2"
+	fi
+}
+
+@test "sp-symbolize: a return address is looked up at pc - 1, a sampled pc at pc" {
+	local bin=$T/inl c size ret before
+	# Without hot/cold splitting, checked() itself ends in its call to abort().
+	build_c "$bin" -fno-reorder-blocks-and-partition
+	c=$(fn_addr "$bin" checked)
+	size=$(fn_size "$bin" checked)
+	ret=$(printf '0x%x' $((c + size)))
+	before=$(printf '0x%x' $((c + size - 1)))
+	# checked() ends with a call to abort(): its return address is the byte after it.
+	objdump -d --start-address="$c" --stop-address="$ret" "$bin" | tail -1 | grep -q 'call.*abort'
+	# What addr2line says about the last byte of checked() and about the byte after it.
+	[ "$(addr2line -f -e "$bin" "$before" | head -1)" = checked ]
+	[ "$(addr2line -f -e "$bin" "$ret" | head -1)" != checked ]
+	stream "$bin" "$(buildid "$bin")" 0x0 "$ret" > "$T/ret.jsonl"
+	stream "$bin" "$(buildid "$bin")" 0x1 "$ret" > "$T/leaf.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --format json -o "$T/ret.out" "$T/ret.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --format json -o "$T/leaf.out" "$T/leaf.jsonl"
+	run syms "$T/ret.out"
+	assert_output --partial "$ret|0|checked|inl.c:$(addr2line -e "$bin" "$before" | sed 's/.*://; s/ .*//')|ok"
+	run syms "$T/leaf.out"
+	refute_output --partial "$ret|0|checked|"
+}
+
+@test "sp-symbolize: a build-id mismatch leaves the frame unresolved and warns once" {
+	local bin=$T/inl a
+	build_c "$bin"
+	a=$(fn_addr "$bin" walk)
+	stream "$bin" 0123456789abcdef0123456789abcdef01234567 0x1 "$a" "$a" > "$T/in.jsonl"
+	sed -i 's/"flags":"0x1"}$/"flags":"0x1"}/' "$T/in.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	[ "$(grep -c 'build-id mismatch' <<< "$stderr")" -ge 1 ]
+	[[ "$stderr" == *"'$bin': build-id mismatch; its frames stay unresolved"* ]]
+	run syms "$T/out.jsonl"
+	assert_output "$a|0|??|??:0|build_id_mismatch|0x0
+$a|0|??|??:0|build_id_mismatch|0x0"
+}
+
+@test "sp-symbolize: bad files warn, leave their frames unresolved, and the stream goes on" {
+	local bin=$T/inl a
+	build_c "$bin"
+	a=$(fn_addr "$bin" walk)
+	mkdir "$T/dir"
+	mkfifo "$T/fifo"
+	head -c 3000 "$bin" > "$T/trunc"
+	head -c 4096 /dev/urandom > "$T/garbage"
+	{
+		printf '{"type":"header","version":1,"clock":"monotonic"}\n'
+		local i=1 p
+		for p in "$T/dir" "$T/fifo" "$T/trunc" "$T/garbage" "$T/missing" "$bin"; do
+			printf '{"type":"module","time":1,"pid":100,"start":"0x%x","end":"0x%x","path":"%s"}\n' \
+				$((BASE + i * 0x1000000)) $((BASE + (i + 1) * 0x1000000)) "$p"
+			printf '{"type":"frame","module":%d,"rel":"%s","addr":"0x1","flags":"0x1"}\n' "$i" "$a"
+			i=$((i + 1))
+		done
+	} > "$T/in.jsonl"
+	run --separate-stderr -0 timeout 20 sp-symbolize --no-system-debug --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	[[ "$stderr" == *"'$T/dir': not a regular file"* ]]
+	[[ "$stderr" == *"'$T/fifo': not a regular file"* ]]
+	[[ "$stderr" == *"'$T/garbage': not an ELF file"* ]]
+	[[ "$stderr" == *"'$T/missing': file not found"* ]]
+	run syms "$T/out.jsonl"
+	assert_equal "${#lines[@]}" 6
+	assert_line --index 0 "$a|0|??|??:0|bad_file|0x0"
+	assert_line --index 1 "$a|0|??|??:0|bad_file|0x0"
+	assert_line --index 4 "$a|0|??|??:0|file_missing|0x0"
+	assert_line --index 5 --partial "$a|0|walk|inl.c:"
+}
+
+@test "sp-symbolize: kernel frames from ksym records, JIT frames from jitsym records" {
+	cat > "$T/in.jsonl" <<'EOF'
+{"type":"header","version":1,"clock":"monotonic"}
+{"type":"ksym","addr":"0xffffffff81000000","size":256,"name":"do_syscall_64"}
+{"type":"ksym","addr":"0xffffffff81000100","name":"entry_SYSCALL_64"}
+{"type":"ksym","addr":"0xffffffff81000200","name":"zzz_end"}
+{"type":"module","time":1,"pid":0,"start":"0xffffffff81000000","end":"0xffffffff82000000","path":"[kernel.kallsyms]","flags":"0x1"}
+{"type":"frame","module":1,"rel":"0x10","addr":"0xffffffff81000010","mode":"kernel","flags":"0x1"}
+{"type":"frame","module":1,"rel":"0x101","addr":"0xffffffff81000101","mode":"kernel"}
+{"type":"jitsym","pid":7,"addr":"0x7000000","size":64,"name":"LazyCompile:foo"}
+{"type":"module","time":1,"pid":7,"start":"0x7000000","end":"0x7100000","flags":"0x2"}
+{"type":"frame","module":2,"rel":"0x8","addr":"0x7000008","flags":"0x1"}
+{"type":"frame","module":2,"rel":"0x80","addr":"0x7000080","flags":"0x1"}
+{"type":"frame","module":0,"rel":"0x80","addr":"0x9000080","pid":8,"flags":"0x1"}
+EOF
+	run --separate-stderr -0 sp-symbolize --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	run syms "$T/out.jsonl"
+	assert_line "0x10|0|do_syscall_64|??:0|ok|0x0"
+	assert_line "0x101|0|entry_SYSCALL_64|??:0|ok|0x0"
+	assert_line "0x8|0|LazyCompile:foo|??:0|ok|0x0"
+	assert_line "0x80|0|??|??:0|jit_no_map|0x0"
+	assert_line "0x80|0|??|??:0|no_module|0x0"
+	# The offsets: 0x10 into do_syscall_64.
+	[ "$(jq -r 'select(.type == "symbol" and .frame == 1) | .offset' "$T/out.jsonl")" = 0x10 ]
+}
+
+@test "sp-symbolize: spool in, spool out, the header says symbolized, a second run adds nothing" {
+	local bin=$T/inl a
+	build_c "$bin"
+	a=$(fn_addr "$bin" walk)
+	stream "$bin" "$(buildid "$bin")" 0x1 "$a" | sp-decode --encode -o "$T/in.sp"
+	run --separate-stderr -0 sp-symbolize --no-system-debug -o "$T/out.sp" "$T/in.sp"
+	[ "$(head -c 4 "$T/in.sp" | od -An -c)" = "$(head -c 4 "$T/out.sp" | od -An -c)" ]
+	sp-decode "$T/out.sp" > "$T/out.jsonl"
+	[ $(( $(jq -r 'select(.type == "header") | .flags' "$T/out.jsonl") & 4 )) = 4 ]
+	[ "$(syms "$T/out.jsonl" | cut -d'|' -f3)" = walk ]
+	run --separate-stderr -0 sp-symbolize --no-system-debug -o "$T/again.sp" "$T/out.sp"
+	sp-decode "$T/again.sp" > "$T/again.jsonl"
+	[ "$(grep -c '"type":"symbol"' "$T/again.jsonl")" = 1 ]
+	cmp "$T/out.jsonl" "$T/again.jsonl"
+}
+
+@test "sp-symbolize: strings after an added one keep their meaning (ids are remapped)" {
+	local bin=$T/inl a
+	build_c "$bin"
+	a=$(fn_addr "$bin" walk)
+	{
+		stream "$bin" "$(buildid "$bin")" 0x1 "$a" | head -n -1
+		printf '{"type":"process","time":3,"pid":101,"ppid":1,"comm":"later-comm","exe":"/later/exe"}\n'
+		printf '{"type":"thread","time":3,"tid":101,"pid":101,"name":"later-thread"}\n'
+	} | sp-decode --encode -o "$T/in.sp"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --format json -o "$T/out.jsonl" "$T/in.sp"
+	run jq -r 'select(.type == "process") | "\(.comm) \(.exe)"' "$T/out.jsonl"
+	assert_output "later-comm /later/exe"
+	run jq -r 'select(.type == "thread") | .name' "$T/out.jsonl"
+	assert_output "later-thread"
+}
+
+@test "sp-symbolize: --stats prints resolved and unresolved frames per file" {
+	local bin=$T/inl a
+	build_c "$bin"
+	a=$(fn_addr "$bin" walk)
+	stream "$bin" "$(buildid "$bin")" 0x1 "$a" "0x1" > "$T/in.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --stats -o /dev/null "$T/in.jsonl"
+	[[ "$stderr" == *"sp-symbolize: 2 frames, 1 named, 1 with file:line; unresolved or partial: 1 no symbols"* ]]
+	[[ "$stderr" == *"  $bin: 2 frames"* ]]
+	run --separate-stderr -0 sp-symbolize --quiet --no-system-debug -o /dev/null "$T/in.jsonl"
+	assert_equal "$stderr" ""
+}
