@@ -133,13 +133,14 @@ static bool name_eq(const void *ctx, uint32_t pos, const void *key)
 	const struct name_key *k = key;
 	const struct fname *n = &f->names[pos];
 
-	return n->len == k->len && n->kind == k->kind && !memcmp(f->arena + n->off, k->s, k->len);
+	return n->len == k->len && !memcmp(f->arena + n->off, k->s, k->len);
 }
 
+/* A name's identity is its spelling; its kind is that of its first use. */
 static uint32_t intern(struct sp_folded *f, const char *s, size_t len, unsigned int kind)
 {
 	struct name_key k = { s, len, kind };
-	uint32_t h = sp_hash_bytes(s, len) ^ (kind * 0x9e3779b9u);
+	uint32_t h = sp_hash_bytes(s, len);
 	uint32_t pos = sp_hidx_find(&f->name_idx, h, name_eq, f, &k);
 	struct fname *n;
 
@@ -874,6 +875,37 @@ static unsigned int guess_kind(const char *s, size_t len)
 	return SP_FN_USER;
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* A frame of folded text, its \xHH escapes undone. */
+static uint32_t intern_escaped(struct sp_folded *f, const char *p, size_t len)
+{
+	char buf[1024];
+	size_t i, n = 0;
+
+	if (len >= sizeof(buf) || !memchr(p, '\\', len))
+		return intern(f, p, len, guess_kind(p, len));
+	for (i = 0; i < len; i++) {
+		if (p[i] == '\\' && i + 3 < len && p[i + 1] == 'x' && hexval(p[i + 2]) >= 0 &&
+		    hexval(p[i + 3]) >= 0) {
+			buf[n++] = hexval(p[i + 2]) * 16 + hexval(p[i + 3]);
+			i += 3;
+		} else {
+			buf[n++] = p[i];
+		}
+	}
+	return intern(f, buf, n, guess_kind(buf, n));
+}
+
 int sp_folded_add_line(struct sp_folded *f, const char *line, size_t len)
 {
 	const char *sp, *p, *end, *semi;
@@ -899,7 +931,7 @@ int sp_folded_add_line(struct sp_folded *f, const char *line, size_t len)
 		if (!semi)
 			semi = end;
 		if (semi > p)
-			node = child(f, node, intern(f, p, semi - p, guess_kind(p, semi - p)));
+			node = child(f, node, intern_escaped(f, p, semi - p));
 	}
 	if (!node)
 		return -1;
