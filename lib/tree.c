@@ -153,6 +153,13 @@ static void append(struct tnode *parent, struct tnode *child)
 
 /* ---- building --------------------------------------------------------- */
 
+static const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
 struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts)
 {
 	struct sp_tree *t = sp_xcalloc(1, sizeof(*t));
@@ -338,6 +345,11 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 	}
 	append(parent, &e->n);
 
+	if (r->kind == SP_EV_PROC_EXEC && n >= 1 && e->vals[0]) {
+		const char *file = (const char *)(uintptr_t)e->vals[0];
+
+		proc_get(t, r->pid, r->time)->comm = base_name(file);
+	}
 	if (r->kind == SP_EV_PROC_FORK && n >= 3) {
 		uint64_t child = r->field[0].u, ctid = r->field[1].u;
 
@@ -483,12 +495,6 @@ static void fmt_dur(char *buf, size_t size, uint64_t ns)
 		snprintf(buf, size, "%.3fs", ns / 1e9);
 }
 
-static const char *base_name(const char *path)
-{
-	const char *s = path ? strrchr(path, '/') : NULL;
-
-	return s ? s + 1 : path;
-}
 
 /* "Foo#bar", "bar", or "<no-span>". */
 static void span_name(struct lb *b, const struct tspan *s)
@@ -723,10 +729,12 @@ static int cmp_time(const void *a, const void *b)
 
 struct gitem {
 	struct tnode *n;
-	uint64_t tid;
+	uint64_t tid, hash;	/* hash: of the whole group's signatures */
 	size_t group, idx;
 	char *key;		/* group's key: stable text of its first item */
 };
+
+static uint64_t signature(struct sp_tree *t, struct tnode *n);
 
 static int cmp_group(const void *a, const void *b)
 {
@@ -742,6 +750,8 @@ static int cmp_group(const void *a, const void *b)
 		c = strcmp(x->key, y->key);
 		if (c)
 			return c;
+		if (x->hash != y->hash)
+			return x->hash < y->hash ? -1 : 1;
 		return x->group < y->group ? -1 : 1;
 	}
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
@@ -794,6 +804,19 @@ static void sort_children(struct sp_tree *t, struct tnode *n)
 				render(t, &lb, g[i].n, 0, NULL, true, false);
 				g[i].key = sp_xstrdup(lb.buf);
 			}
+		}
+		/* a group's hash covers all it did, so equal first lines still sort */
+		for (i = 0; i < k; i++) {
+			uint64_t h = 0;
+
+			if (!g[i].group || (i && g[i].hash))
+				continue;
+			for (j = i; j < k; j++)
+				if (g[j].group == g[i].group)
+					h = sp_hash_mix(h, signature(t, g[j].n));
+			for (j = i; j < k; j++)
+				if (g[j].group == g[i].group)
+					g[j].hash = h ? h : 1;
 		}
 		qsort(g, k, sizeof(*g), cmp_group);
 		for (i = 0; i < k; i++)
@@ -858,7 +881,7 @@ static bool compute_keep(struct sp_tree *t, struct tnode *n, bool name_ok, bool 
 		const struct tspan *s = (const void *)n;
 
 		if (t->o.min_dur_ns && s->stop && s->stop - s->start < t->o.min_dur_ns &&
-		    s->end != SP_END_OPEN) {
+		    s->end != SP_END_OPEN && s->end != SP_END_SYNTHETIC) {
 			n->keep = false;
 			return false;
 		}
@@ -930,7 +953,7 @@ static void print_children_text(struct sp_tree *t, struct tnode *n, struct prefi
 	size_t hidden = 0;
 
 	sort_children(t, n);
-	if (t->o.max_depth && depth >= t->o.max_depth) {
+	if (t->o.max_depth && depth > t->o.max_depth) {
 		for (c = n->first; c; c = c->next)
 			hidden += c->keep;
 		if (hidden)
@@ -1030,7 +1053,7 @@ static void print_children_json(struct sp_tree *t, struct tnode *n, unsigned int
 	if (!c && n->type == N_EVENT)
 		return;
 	fputs(",\"children\":[", t->out);
-	if (!t->o.max_depth || depth < t->o.max_depth) {
+	if (!t->o.max_depth || depth <= t->o.max_depth) {
 		for (c = n->first; c && !c->keep; c = c->next)
 			;
 		while (c) {

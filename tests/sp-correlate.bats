@@ -1,0 +1,109 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# sp-correlate: golden outputs, the stream's rules checked with jq, bad input.
+
+load helper
+
+setup() {
+	require_cmd jq
+}
+
+@test "sp-correlate: every golden case gives its .out" {
+	cd "$FIXTURES"
+	for in in *.in; do
+		case=${in%.in}
+		args="--format=json"
+		[ -f "$case.args" ] && args=$(cat "$case.args")
+		run --separate-stderr sp-correlate $args "$in"
+		[ "$status" -eq 0 ] || { echo "$in: exit $status: $stderr"; false; }
+		diff -u "$case.out" <(printf '%s\n' "$output") || { echo "$in differs"; false; }
+	done
+}
+
+@test "sp-correlate: span ids are dense from 1 and defined before every use" {
+	run -0 bash -c "sp-correlate --format=json '$FIXTURES/app.in' | jq -r '
+		if .type == \"span\" then \"S \(.id) \(.parent) \(.fork_span // 0)\"
+		elif .type == \"sample\" or .type == \"event\" then \"U \(.span)\" else empty end'"
+	next=1
+	while read -r kind a b c; do
+		if [ "$kind" = S ]; then
+			[ "$a" -eq "$next" ] || { echo "span $a where $next expected"; false; }
+			[ "$b" -lt "$a" ] && [ "$c" -lt "$a" ]
+			next=$((next + 1))
+		else
+			[ "$a" -gt 0 ] && [ "$a" -lt "$next" ] || { echo "use of span $a before it"; false; }
+		fi
+	done <<< "$output"
+	[ "$next" -eq 9 ]	# 8 spans: load connect tick*3 gap boom serve
+}
+
+@test "sp-correlate: nothing is dropped: every sample, event and mark comes out once" {
+	for t in sample event span_start span_stop span_raise process process_end; do
+		in=$(grep -c "\"type\":\"$t\"" "$FIXTURES/app.in" || true)
+		out=$(sp-correlate --format=json "$FIXTURES/app.in" | grep -c "\"type\":\"$t\"" || true)
+		[ "$in" = "$out" ] || { echo "$t: $in in, $out out"; false; }
+	done
+}
+
+@test "sp-correlate: a span's counts add up to what carries its id" {
+	sp-correlate --format=json "$FIXTURES/app.in" > "$BATS_TEST_TMPDIR/c.jsonl"
+	run -0 jq -rs '
+		[.[] | select(.type == "span")] as $spans
+		| [.[] | select(.type == "event")] as $ev
+		| [.[] | select(.type == "sample")] as $sa
+		| $spans[] | . as $s
+		| [($ev | map(select(.span == $s.id)) | length), ($s.events // 0),
+		   ($sa | map(select(.span == $s.id)) | length), ($s.samples // 0)]
+		| select(.[0] != .[1] or .[2] != .[3]) | tostring' "$BATS_TEST_TMPDIR/c.jsonl"
+	assert_output ""
+}
+
+@test "sp-correlate: spool in, spool out, same records as JSON in" {
+	sp-decode --encode "$FIXTURES/app.in" > "$BATS_TEST_TMPDIR/app.sp"
+	sp-correlate "$BATS_TEST_TMPDIR/app.sp" > "$BATS_TEST_TMPDIR/out.sp"
+	run -0 sp-decode "$BATS_TEST_TMPDIR/out.sp"
+	diff -u "$FIXTURES/app.out" <(printf '%s\n' "$output")
+}
+
+@test "sp-correlate: correlating twice gives the same stream" {
+	sp-correlate "$FIXTURES/app.in" | sp-correlate --format=json > "$BATS_TEST_TMPDIR/twice"
+	diff -u "$FIXTURES/app.out" "$BATS_TEST_TMPDIR/twice"
+}
+
+@test "sp-correlate: records out of order are reordered within the window, late ones reported" {
+	run --separate-stderr -0 sp-correlate --format=json "$FIXTURES/order.in"
+	# the event at 3ms came after the stop at 4ms: still inside handler
+	[ "$(jq -c 'select(.type=="event" and .path=="/srv/data") | [.span,.rule]' <<< "$output")" = '[1,"thread"]' ]
+	[[ "$stderr" == *"1 records came later than the reorder window (--window) allows"* ]]
+	[[ "$stderr" == *"1 span stops matched no open span"* ]]
+	[[ "$stderr" == *"1 pids had records but no process record before them"* ]]
+	# without a window the same event is late and falls in the gap
+	run --separate-stderr -0 sp-correlate --format=json --window=0 "$FIXTURES/order.in"
+	[ "$(jq -c 'select(.type=="event" and .path=="/srv/data") | .rule' <<< "$output")" = '"gap"' ]
+}
+
+@test "sp-correlate: a span overlapping lost records ends incomplete" {
+	run --separate-stderr -0 sp-correlate --format=json "$FIXTURES/lost.in"
+	[ "$(jq -r 'select(.type=="span") | "\(.method)=\(.end // "stopped")"' <<< "$output" | tr '\n' ' ')" = "before=stopped across=incomplete after=stopped " ]
+	[[ "$stderr" == *"1 spans overlap lost records"* ]]
+}
+
+@test "sp-correlate: a bad JSON line is reported with its line, the rest still comes out" {
+	{ head -3 "$FIXTURES/app.in"; echo '{"type":"sample","time":"x"}'; tail -n +4 "$FIXTURES/app.in"; } \
+		> "$BATS_TEST_TMPDIR/bad.jsonl"
+	run --separate-stderr -1 sp-correlate --format=json "$BATS_TEST_TMPDIR/bad.jsonl"
+	[[ "$stderr" == *"bad.jsonl:4: "* ]]
+	[ "$(grep -c '"type":"span"' <<< "$output")" -eq 8 ]
+}
+
+@test "sp-correlate: a stream without spans gives gap spans only" {
+	grep -v '"span_' "$FIXTURES/app.in" > "$BATS_TEST_TMPDIR/nospans.jsonl"
+	run -0 bash -c "sp-correlate --format=json '$BATS_TEST_TMPDIR/nospans.jsonl' | jq -r 'select(.type==\"span\") | .end' | sort -u"
+	assert_output "synthetic"
+}
+
+@test "sp-correlate: bad options exit 64" {
+	run -64 sp-correlate --window=abc "$FIXTURES/app.in"
+	run -64 sp-correlate --format=xml "$FIXTURES/app.in"
+	run -64 sp-correlate --max-held=3 "$FIXTURES/app.in"
+}
