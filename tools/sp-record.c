@@ -14,10 +14,12 @@
 
 #include "launch.h"
 #include "merge.h"
+#include "perf_offcpu.h"
 #include "perf_source.h"
 #include "source.h"
 #include "sp.h"
 #include "spool.h"
+#include "stackquality.h"
 #include "writer.h"
 
 #define MAX_SOURCES	8
@@ -27,6 +29,7 @@
 static struct env {
 	struct sp_common_opts common;	/* -o, -v: lib/opt.c */
 	struct sp_perf_opts perf;
+	struct sp_offcpu_opts offcpu;	/* --off-cpu: lib/perf_offcpu.c */
 	uint32_t pids[MAX_PIDS];
 	unsigned int npids;
 	bool system_wide;
@@ -114,6 +117,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &env.common;
+		state->child_inputs[1] = &env.offcpu;
 		break;
 	case 'p':
 		if (parse_pids(arg))
@@ -219,9 +223,23 @@ static void add_source(struct sp_source *s)
 	sources[nsources++] = s;
 }
 
+static struct sp_stackq *stackq;
+
 static void make_sources(void)
 {
 	add_source(sp_perf_source_new(&env.perf));
+	if (env.offcpu.enabled) {
+		env.offcpu.call_graph = env.perf.call_graph;
+		env.offcpu.stack_size = env.perf.stack_size;
+		env.offcpu.kernel_frames = !env.perf.user_only;
+		env.offcpu.enable_on_exec = env.perf.enable_on_exec;
+		add_source(sp_offcpu_source_new(&env.offcpu));
+	}
+	/* Unwind statuses of every sample, for the summary (stackquality.h). */
+	stackq = sp_stackq_new();
+	if (stackq)
+		sp_stackq_set_config(stackq, env.perf.call_graph,
+				     env.perf.stack_size ? env.perf.stack_size : 8192, 0);
 }
 
 /* ---- output ---- */
@@ -241,8 +259,11 @@ static int put_record(void *ctx, const struct sp_record *rec)
 {
 	struct out *o = ctx;
 
-	if (rec->kind == SP_REC_SAMPLE)
+	if (rec->kind == SP_REC_SAMPLE) {
 		o->samples++;
+		if (stackq)
+			sp_stackq_add_sample(stackq, sp_writer_defs(o->w), &rec->sample);
+	}
 	else if (rec->kind == SP_REC_EVENT)
 		o->events++;
 	else if (rec->kind == SP_REC_LOST && rec->lost.what == SP_LOST_SAMPLES)
@@ -494,6 +515,7 @@ int main(int argc, char **argv)
 {
 	static const struct argp_child children[] = {
 		{ .argp = &sp_common_argp },
+		{ .argp = &sp_offcpu_argp, .group = 2 },
 		{ 0 }
 	};
 	static const struct argp argp = {
@@ -622,6 +644,13 @@ int main(int argc, char **argv)
 			o.failed = true;
 	}
 	sp_perf_source_stats(sources[0], &pst);
+	/* How complete the stacks are, with hints (DWARF/auto: always; else -v). */
+	if (stackq && !o.failed && (env.perf.call_graph >= SP_CG_DWARF || sp_verbose))
+		sp_stackq_print(stackq, stderr, "sp-record: ", 3);
+	for (i = 1; i < nsources; i++)
+		if (env.offcpu.enabled && !strcmp(sources[i]->name, "offcpu") && !o.failed)
+			sp_offcpu_print_summary(sources[i], stderr, "sp-record: ");
+	sp_stackq_free(stackq);
 	for (i = 0; i < nsources; i++)
 		sources[i]->free(sources[i]);
 	sp_writer_close(o.w);
