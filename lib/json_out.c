@@ -388,7 +388,10 @@ void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_r
 
 	if (!s) {
 		sp_buf_puts(b, "{\"type\":\"unknown\",\"kind\":");
-		buf_u(b, rec->unknown.kind);
+		if (rec->unknown.kind > INT64_MAX)
+			buf_x(b, rec->unknown.kind);
+		else
+			buf_u(b, rec->unknown.kind);
 		sp_buf_puts(b, ",\"raw\":\"");
 		sp_buf_hex(b, rec->unknown.raw.p, rec->unknown.raw.len);
 		sp_buf_puts(b, "\"}\n");
