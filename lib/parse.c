@@ -16,7 +16,8 @@ int sp_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	if (!s || !isdigit((unsigned char)*s))
 		return -1;
 	errno = 0;
-	v = strtoull(s, &end, 0);
+	/* Decimal, or hex after "0x"; never octal: "010" is ten. */
+	v = strtoull(s, &end, s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10);
 	if (errno || *end || v < min || v > max)
 		return -1;
 	*out = v;
@@ -54,7 +55,7 @@ int sp_parse_duration(const char *s, uint64_t *ns)
 			v *= units[i].mult;
 			if (v > 1.8e19)
 				return -1;
-			*ns = (uint64_t)v;
+			*ns = (uint64_t)(v + 0.5);	/* "1.001s" is 1001000000, not ...999 */
 			return 0;
 		}
 	}
