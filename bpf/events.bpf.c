@@ -1,0 +1,872 @@
+// SPDX-License-Identifier: MIT
+/*
+ * events.bpf.c - kernel events of the recorded process tree: fork, exec and
+ * exit from the scheduler's tracepoints, file, socket and privilege system
+ * calls from sys_enter/sys_exit (paired per thread), DNS queries from the
+ * payload of outgoing UDP datagrams to port 53, capability checks from
+ * cap_capable.
+ *
+ * Every hook exists three times, one per attach strategy (tp_btf, raw_tp,
+ * classic tracepoint); lib/bpf_events.c loads one set and records which.
+ * All of them read kernel memory with CO-RE probe reads so that they share
+ * one body.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include <asm/unistd.h>
+
+#include "events.h"
+
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+
+#define AT_FDCWD_VAL	-100
+#define AF_INET_VAL	2
+#define AF_INET6_VAL	10
+#define IPPROTO_UDP_VAL	17
+#define S_IFMT_VAL	00170000
+#define S_IFSOCK_VAL	0140000
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Set by user space at start(): 1 records every process, not a tree. */
+__u32 trace_all = 0;
+
+/* Set before load. */
+const volatile __u32 want_fork = 0;
+const volatile __u32 want_exec = 0;
+const volatile __u32 want_exit = 0;
+const volatile __u32 want_capable = 0;
+const volatile __u32 wake_bytes = 65536;	/* wake the reader past this much data */
+
+/* Processes (tgids) of the recorded tree: seeded by user space, kept
+ * current by fork and exit below. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} tgids SEC(".maps");
+
+/* Per system call number: SP_WANT_* (set by user space). */
+#define SP_WANT_PAIR	1	/* record at exit, with the arguments of entry */
+#define SP_WANT_DNS	2	/* look at the payload at entry */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SP_BPF_NR_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} wanted SEC(".maps");
+
+struct sp_bpf_pending {
+	__u64 arg[6];
+	__u64 nr;
+	__u32 old_uid, old_gid;
+};
+
+/* System calls in progress, by thread id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct sp_bpf_pending);
+} pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);	/* resized by user space */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_bpf_lost);
+} lost SEC(".maps");
+
+/* The record being built; busy guards against a preempting program on
+ * the same CPU (its record is counted as lost). */
+struct sp_bpf_scratch {
+	struct sp_bpf_ev ev;
+	char data[SP_BPF_SCRATCH - sizeof(struct sp_bpf_ev) - 8];	/* per-CPU max is 32 KiB */
+	__u32 off;
+	__u32 busy;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_bpf_scratch);
+} scratch SEC(".maps");
+
+static __always_inline void count_lost(void)
+{
+	__u32 zero = 0;
+	struct sp_bpf_lost *l = bpf_map_lookup_elem(&lost, &zero);
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!l)
+		return;
+	if (!l->count)
+		l->first_ns = now;
+	l->count++;
+	l->last_ns = now;
+}
+
+static __always_inline int in_tree(__u32 tgid)
+{
+	if (trace_all)
+		return 1;
+	return bpf_map_lookup_elem(&tgids, &tgid) != NULL;
+}
+
+static __always_inline struct sp_bpf_scratch *rec_begin(__u32 kind)
+{
+	__u32 zero = 0;
+	struct sp_bpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!s)
+		return NULL;
+	if (s->busy) {
+		count_lost();
+		return NULL;
+	}
+	s->busy = 1;
+	__builtin_memset(&s->ev, 0, sizeof(s->ev));
+	s->ev.kind = kind;
+	s->ev.pid = id >> 32;
+	s->ev.tid = (__u32)id;
+	s->off = 0;
+	return s;
+}
+
+static __always_inline void rec_emit(struct sp_bpf_scratch *s)
+{
+	__u64 size = (sizeof(s->ev) + s->off) & (SP_BPF_SCRATCH - 1);
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	s->ev.time_ns = bpf_ktime_get_ns();
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&events, s, size, flags))
+		count_lost();
+	s->busy = 0;
+}
+
+static __always_inline void str_end(struct sp_bpf_scratch *s, int slot, __u32 off, long n)
+{
+	if (slot < 0 || slot >= SP_BPF_NSTR)
+		return;
+	s->ev.str_len[slot] = n - 1;
+	s->off = off + n;
+}
+
+static __always_inline void put_user_str(struct sp_bpf_scratch *s, int slot, __u64 p)
+{
+	__u32 off = s->off & SP_BPF_DATA_MASK;
+	long n = -1;
+
+	if (p)
+		n = bpf_probe_read_user_str(&s->data[off], SP_BPF_PATH_MAX, (void *)p);
+	if (n <= 0) {
+		s->data[off] = 0;
+		n = 1;
+		s->ev.flags |= SP_BPF_FAULT(slot);
+	} else if (n >= SP_BPF_PATH_MAX) {
+		s->ev.flags |= SP_BPF_TRUNC(slot);
+	}
+	str_end(s, slot, off, n);
+}
+
+static __always_inline void put_kernel_str(struct sp_bpf_scratch *s, int slot, const void *p)
+{
+	__u32 off = s->off & SP_BPF_DATA_MASK;
+	long n = bpf_probe_read_kernel_str(&s->data[off], SP_BPF_PATH_MAX, p);
+
+	if (n <= 0) {
+		s->data[off] = 0;
+		n = 1;
+		s->ev.flags |= SP_BPF_FAULT(slot);
+	} else if (n >= SP_BPF_PATH_MAX) {
+		s->ev.flags |= SP_BPF_TRUNC(slot);
+	}
+	str_end(s, slot, off, n);
+}
+
+/* Raw user bytes (a sockaddr, a DNS payload), at most max. */
+static __always_inline void put_user_bytes(struct sp_bpf_scratch *s, int slot, __u64 p,
+					   __u64 len, __u64 max)
+{
+	__u32 off = s->off & SP_BPF_DATA_MASK;
+
+	if (len > max) {
+		len = max;
+		s->ev.flags |= SP_BPF_TRUNC(slot);
+	}
+	len &= 1023;
+	s->ev.flags |= SP_BPF_BYTES(slot);
+	if (!p || bpf_probe_read_user(&s->data[off], len, (void *)p)) {
+		len = 0;
+		s->ev.flags |= SP_BPF_FAULT(slot);
+	}
+	s->data[(off + len) & (SP_BPF_SCRATCH - 1)] = 0;
+	str_end(s, slot, off, len + 1);
+}
+
+/*
+ * The path of (mnt, dentry) as dentry names, leaf first, each NUL-terminated
+ * (user space reverses them). Crosses mount points; stops at the root of the
+ * mount namespace, or cuts the path (truncated flag) after SP_BPF_DIR_DEPTH
+ * components or SP_BPF_DIR_MAX bytes.
+ */
+static __noinline int put_dentry_path(struct sp_bpf_scratch *s, int slot, struct vfsmount *vfsmnt,
+				      struct dentry *d)
+{
+	volatile __u32 *voff;
+	struct mount *mnt;
+	__u32 start, off;
+	int i;
+
+	if (!s || slot < 0 || slot >= SP_BPF_NSTR)
+		return 0;
+	/* the offset lives in the map value, not in a register: the verifier
+	 * then sees the same state at each turn of the loop and prunes */
+	voff = &s->off;
+	start = *voff & SP_BPF_DATA_MASK;
+	*voff = start;
+	s->ev.flags |= SP_BPF_REVPATH(slot);
+	if (!d || !vfsmnt) {
+		s->ev.flags |= SP_BPF_FAULT(slot);
+		goto end;
+	}
+	mnt = container_of(vfsmnt, struct mount, mnt);
+	for (i = 0; i < SP_BPF_DIR_DEPTH; i++) {
+		struct dentry *root = BPF_CORE_READ(vfsmnt, mnt_root);
+		struct dentry *parent = BPF_CORE_READ(d, d_parent);
+		const unsigned char *name;
+		long n;
+
+		if (d == root || d == parent) {
+			struct mount *mp = BPF_CORE_READ(mnt, mnt_parent);
+
+			if (d != root || mp == mnt)
+				goto end;
+			d = BPF_CORE_READ(mnt, mnt_mountpoint);
+			mnt = mp;
+			vfsmnt = (struct vfsmount *)__builtin_preserve_access_index(&mp->mnt);
+			continue;
+		}
+		off = *voff & SP_BPF_DATA_MASK;
+		if (off - start > SP_BPF_DIR_MAX - SP_BPF_NAME_MAX)
+			break;
+		name = BPF_CORE_READ(d, d_name.name);
+		n = bpf_probe_read_kernel_str(&s->data[off], SP_BPF_NAME_MAX, name);
+		if (n <= 0) {
+			s->ev.flags |= SP_BPF_FAULT(slot);
+			goto end;
+		}
+		*voff = off + n;
+		d = parent;
+	}
+	s->ev.flags |= SP_BPF_TRUNC(slot);
+end:
+	off = *voff & SP_BPF_DATA_MASK;
+	if (off == start) {
+		s->data[off] = 0;
+		off++;
+	}
+	str_end(s, slot, start, off - start);
+	return 0;
+}
+
+static __always_inline struct file *fd_file(__u64 fd)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	struct file **fds;
+	struct file *f = NULL;
+
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+static __always_inline void put_fd_path(struct sp_bpf_scratch *s, int slot, __u64 fd)
+{
+	struct file *f = fd_file(fd);
+
+	put_dentry_path(s, slot, f ? BPF_CORE_READ(f, f_path.mnt) : NULL,
+			f ? BPF_CORE_READ(f, f_path.dentry) : NULL);
+}
+
+/* The directory a relative path given with dirfd is looked up from. */
+static __always_inline void put_dir_of(struct sp_bpf_scratch *s, int slot, __s64 dirfd, __u64 path)
+{
+	struct task_struct *t;
+	char c = '/';
+
+	if (path)
+		bpf_probe_read_user(&c, 1, (void *)path);
+	if (c == '/')
+		return;
+	if ((int)dirfd != AT_FDCWD_VAL) {
+		put_fd_path(s, slot, (__u32)dirfd);
+		return;
+	}
+	t = (struct task_struct *)bpf_get_current_task();
+	put_dentry_path(s, slot, BPF_CORE_READ(t, fs, pwd.mnt), BPF_CORE_READ(t, fs, pwd.dentry));
+}
+
+/* The socket behind fd, or NULL. */
+static __always_inline struct sock *fd_sock(__u64 fd)
+{
+	struct file *f = fd_file(fd);
+	struct socket *sock;
+	umode_t mode;
+
+	if (!f)
+		return NULL;
+	mode = BPF_CORE_READ(f, f_inode, i_mode);
+	if ((mode & S_IFMT_VAL) != S_IFSOCK_VAL)
+		return NULL;
+	sock = BPF_CORE_READ(f, private_data);
+	return BPF_CORE_READ(sock, sk);
+}
+
+/* The peer of a socket into ev.family/addr/port. */
+static __always_inline void put_peer(struct sp_bpf_scratch *s, struct sock *sk)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+
+	s->ev.family = family;
+	s->ev.port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (family == AF_INET_VAL)
+		BPF_CORE_READ_INTO(&s->ev.addr, sk, __sk_common.skc_daddr);
+	else if (family == AF_INET6_VAL)
+		BPF_CORE_READ_INTO(&s->ev.addr, sk, __sk_common.skc_v6_daddr);
+}
+
+static __always_inline void cred_ids(__u32 *uid, __u32 *gid)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+	*uid = BPF_CORE_READ(t, cred, euid.val);
+	*gid = BPF_CORE_READ(t, cred, egid.val);
+}
+
+/* ---- process events ---- */
+
+static __always_inline void do_fork(struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	__u32 ctid = BPF_CORE_READ(child, pid);
+	struct sp_bpf_scratch *s;
+	__u8 one = 1;
+
+	if (!in_tree(ptgid))
+		return;
+	if (ctgid != ptgid && !trace_all)
+		bpf_map_update_elem(&tgids, &ctgid, &one, BPF_ANY);
+	if (!want_fork)
+		return;
+	s = rec_begin(SP_BPF_FORK);
+	if (!s)
+		return;
+	s->ev.arg[0] = ctgid;
+	s->ev.arg[1] = ctid;
+	s->ev.arg[2] = ctgid == ptgid;
+	rec_emit(s);
+}
+
+static __always_inline void do_exec(const void *filename, int kernel_str, __u32 old_pid)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct sp_bpf_scratch *s;
+	__u64 start, end, len;
+	__u32 off;
+
+	if (!want_exec || !in_tree(bpf_get_current_pid_tgid() >> 32))
+		return;
+	s = rec_begin(SP_BPF_EXEC);
+	if (!s)
+		return;
+	s->ev.arg[0] = old_pid;
+	put_kernel_str(s, 0, filename);
+	start = BPF_CORE_READ(t, mm, arg_start);
+	end = BPF_CORE_READ(t, mm, arg_end);
+	len = end > start ? end - start : 0;
+	if (len > SP_BPF_ARGV_MAX) {
+		len = SP_BPF_ARGV_MAX;
+		s->ev.flags |= SP_BPF_TRUNC(1);
+	}
+	len &= 8191;
+	off = s->off & SP_BPF_DATA_MASK;
+	s->ev.flags |= SP_BPF_BYTES(1);
+	if (bpf_probe_read_user(&s->data[off], len, (void *)start)) {
+		len = 0;
+		s->ev.flags |= SP_BPF_FAULT(1);
+	}
+	s->data[(off + len) & (SP_BPF_SCRATCH - 1)] = 0;
+	str_end(s, 1, off, len + 1);
+	rec_emit(s);
+}
+
+static __always_inline void do_exit(struct task_struct *t)
+{
+	__u32 tgid = BPF_CORE_READ(t, tgid);
+	__u32 tid = BPF_CORE_READ(t, pid);
+	int live = BPF_CORE_READ(t, signal, live.counter);
+	struct sp_bpf_scratch *s;
+
+	if (!in_tree(tgid))
+		return;
+	bpf_map_delete_elem(&pending, &tid);
+	if (want_exit) {
+		s = rec_begin(SP_BPF_EXIT);
+		if (s) {
+			s->ev.arg[0] = BPF_CORE_READ(t, exit_code);
+			s->ev.arg[1] = live > 0;
+			rec_emit(s);
+		}
+	}
+	if (live <= 0 && !trace_all)
+		bpf_map_delete_elem(&tgids, &tgid);
+}
+
+static __always_inline void do_capable(int cap, int ret)
+{
+	struct sp_bpf_scratch *s;
+
+	if (!want_capable || !in_tree(bpf_get_current_pid_tgid() >> 32))
+		return;
+	s = rec_begin(SP_BPF_CAPABLE);
+	if (!s)
+		return;
+	s->ev.arg[0] = cap;
+	s->ev.result = ret;
+	rec_emit(s);
+}
+
+/* ---- DNS: outgoing UDP datagrams to port 53 ---- */
+
+/* One datagram of fd: buf/len its payload, addr/alen its destination (0 if
+ * the socket is connected). */
+static __noinline int dns_send(__u64 fd, __u64 buf, __u64 len, __u64 addr, __u64 alen)
+{
+	struct sp_bpf_scratch *s;
+	struct sock *sk;
+	__u16 sa[2] = {};
+	__u16 family, port;
+
+	if (addr) {
+		if (bpf_probe_read_user(sa, sizeof(sa), (void *)addr))
+			return 0;
+		if ((sa[0] != AF_INET_VAL && sa[0] != AF_INET6_VAL) || bpf_ntohs(sa[1]) != 53)
+			return 0;
+	}
+	sk = fd_sock(fd);
+	if (!sk || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_UDP_VAL)
+		return 0;
+	if (!addr) {
+		family = BPF_CORE_READ(sk, __sk_common.skc_family);
+		port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+		if ((family != AF_INET_VAL && family != AF_INET6_VAL) || port != 53)
+			return 0;
+	}
+	s = rec_begin(SP_BPF_DNS);
+	if (!s)
+		return 0;
+	s->ev.arg[0] = fd;
+	put_user_bytes(s, 0, buf, len, SP_BPF_DNS_MAX);
+	if (addr)
+		put_user_bytes(s, 1, addr, alen, SP_BPF_SOCKADDR_MAX);
+	else
+		put_peer(s, sk);
+	rec_emit(s);
+	return 0;
+}
+
+static __noinline int dns_msghdr(__u64 fd, __u64 umsg)
+{
+	struct user_msghdr mh = {};
+	struct iovec iov = {};
+
+	if (bpf_probe_read_user(&mh, sizeof(mh), (void *)umsg) || !mh.msg_iovlen)
+		return 0;
+	if (bpf_probe_read_user(&iov, sizeof(iov), mh.msg_iov))
+		return 0;
+	return dns_send(fd, (__u64)iov.iov_base, iov.iov_len, (__u64)mh.msg_name, mh.msg_namelen);
+}
+
+static __always_inline void do_dns(__u64 nr, const __u64 *a)
+{
+	int i;
+
+	switch (nr) {
+	case __NR_sendto:
+		dns_send(a[0], a[1], a[2], a[4], a[5]);
+		break;
+	case __NR_sendmsg:
+		dns_msghdr(a[0], a[1]);
+		break;
+	case __NR_sendmmsg:
+		for (i = 0; i < SP_BPF_DNS_MSGS && i < a[2]; i++)
+			dns_msghdr(a[0], a[1] + i * sizeof(struct mmsghdr));
+		break;
+	}
+}
+
+/* ---- system calls ---- */
+
+static __always_inline __u32 want_nr(__u64 nr)
+{
+	__u32 key = nr;
+	__u32 *w;
+
+	if (nr >= SP_BPF_NR_MAX)
+		return 0;
+	w = bpf_map_lookup_elem(&wanted, &key);
+	return w ? *w : 0;
+}
+
+static __always_inline void sys_enter(__u64 nr, const __u64 *a)
+{
+	struct sp_bpf_pending p = {};
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 w = want_nr(nr);
+	int i;
+
+	if (w & SP_WANT_DNS)
+		do_dns(nr, a);
+	if (!(w & SP_WANT_PAIR))
+		return;
+	for (i = 0; i < 6; i++)
+		p.arg[i] = a[i];
+	p.nr = nr;
+	switch (nr) {
+	case __NR_setuid: case __NR_setgid: case __NR_setreuid: case __NR_setregid:
+	case __NR_setresuid: case __NR_setresgid: case __NR_setfsuid: case __NR_setfsgid:
+		cred_ids(&p.old_uid, &p.old_gid);
+		break;
+	}
+	if (bpf_map_update_elem(&pending, &tid, &p, BPF_ANY))
+		count_lost();
+}
+
+static __always_inline void sys_exit(__u64 nr, __s64 ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct sp_bpf_pending *p = bpf_map_lookup_elem(&pending, &tid);
+	struct sp_bpf_scratch *s;
+	struct sock *sk;
+	__u64 a[6];
+	int i;
+
+	if (!p)
+		return;
+	if (p->nr != nr) {
+		bpf_map_delete_elem(&pending, &tid);
+		return;
+	}
+	for (i = 0; i < 6; i++)
+		a[i] = p->arg[i];
+	s = rec_begin(SP_BPF_SYSCALL);
+	if (!s) {
+		bpf_map_delete_elem(&pending, &tid);
+		return;
+	}
+	s->ev.nr = nr;
+	s->ev.result = ret;
+	for (i = 0; i < 6; i++)
+		s->ev.arg[i] = a[i];
+
+	switch (nr) {
+	case __NR_open:
+	case __NR_creat:
+		put_user_str(s, 0, a[0]);
+		put_dir_of(s, 1, AT_FDCWD_VAL, a[0]);
+		break;
+	case __NR_openat:
+		put_user_str(s, 0, a[1]);
+		put_dir_of(s, 1, a[0], a[1]);
+		break;
+	case __NR_openat2: {
+		struct open_how how = {};
+
+		put_user_str(s, 0, a[1]);
+		put_dir_of(s, 1, a[0], a[1]);
+		bpf_probe_read_user(&how, sizeof(how), (void *)a[2]);
+		s->ev.arg[2] = how.flags;
+		s->ev.arg[3] = how.mode;
+		break;
+	}
+	case __NR_getdents:
+	case __NR_getdents64:
+	case __NR_fchmod:
+	case __NR_fchown:
+		put_fd_path(s, 0, a[0]);
+		break;
+	case __NR_rename:
+	case __NR_link:
+	case __NR_symlink:
+		put_user_str(s, 0, a[0]);
+		put_user_str(s, 1, a[1]);
+		break;
+	case __NR_renameat:
+	case __NR_renameat2:
+	case __NR_linkat:
+		put_user_str(s, 0, a[1]);
+		put_user_str(s, 1, a[3]);
+		break;
+	case __NR_symlinkat:
+		put_user_str(s, 0, a[0]);
+		put_user_str(s, 1, a[2]);
+		break;
+	case __NR_chmod:
+	case __NR_chown:
+	case __NR_lchown:
+	case __NR_unlink:
+	case __NR_rmdir:
+		put_user_str(s, 0, a[0]);
+		break;
+	case __NR_fchmodat:
+	case __NR_fchmodat2:
+	case __NR_fchownat:
+	case __NR_unlinkat:
+		put_user_str(s, 0, a[1]);
+		break;
+	case __NR_connect:
+	case __NR_bind:
+		put_user_bytes(s, 0, a[1], a[2], SP_BPF_SOCKADDR_MAX);
+		break;
+	case __NR_accept:
+	case __NR_accept4:
+		if (ret >= 0) {
+			sk = fd_sock(ret);
+			if (sk)
+				put_peer(s, sk);
+		}
+		break;
+	case __NR_mount:
+		put_user_str(s, 0, a[0]);
+		put_user_str(s, 1, a[1]);
+		put_user_str(s, 2, a[2]);
+		break;
+	case __NR_setuid: case __NR_setgid: case __NR_setreuid: case __NR_setregid:
+	case __NR_setresuid: case __NR_setresgid: case __NR_setfsuid: case __NR_setfsgid: {
+		__u32 uid, gid;
+
+		cred_ids(&uid, &gid);
+		s->ev.arg[0] = p->old_uid;
+		s->ev.arg[1] = uid;
+		s->ev.arg[2] = p->old_gid;
+		s->ev.arg[3] = gid;
+		break;
+	}
+	}
+	bpf_map_delete_elem(&pending, &tid);
+	rec_emit(s);
+}
+
+static __always_inline void regs_args(struct pt_regs *regs, __u64 *a)
+{
+	a[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	a[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	a[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	a[3] = PT_REGS_PARM4_CORE_SYSCALL(regs);
+	a[4] = PT_REGS_PARM5_CORE_SYSCALL(regs);
+#ifdef PT_REGS_PARM6_CORE_SYSCALL
+	a[5] = PT_REGS_PARM6_CORE_SYSCALL(regs);
+#else
+	a[5] = BPF_CORE_READ(regs, r9);	/* x86-64: libbpf < 1.2 lacks PARM6 */
+#endif
+}
+
+static __always_inline int enter_regs(struct pt_regs *regs, long id)
+{
+	__u64 a[6];
+
+	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	regs_args(regs, a);
+	sys_enter(id, a);
+	return 0;
+}
+
+static __always_inline int exit_regs(struct pt_regs *regs, long ret)
+{
+	long id = BPF_CORE_READ(regs, orig_ax);
+
+	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	sys_exit(id, ret);
+	return 0;
+}
+
+/* ---- strategy 1: tp_btf ---- */
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter_btf, struct pt_regs *regs, long id)
+{
+	return enter_regs(regs, id);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit_btf, struct pt_regs *regs, long ret)
+{
+	return exit_regs(regs, ret);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork_btf, struct task_struct *parent, struct task_struct *child)
+{
+	do_fork(parent, child);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec_btf, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	do_exec(BPF_CORE_READ(bprm, filename), 1, old_pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit_btf, struct task_struct *p)
+{
+	do_exit(p);
+	return 0;
+}
+
+SEC("tp_btf/cap_capable")
+int BPF_PROG(on_capable_btf, const struct cred *cred, struct user_namespace *target_ns,
+	     const struct user_namespace *capable_ns, int cap, int ret)
+{
+	do_capable(cap, ret);
+	return 0;
+}
+
+/* ---- strategy 2: raw_tp ---- */
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(on_sys_enter_raw, struct pt_regs *regs, long id)
+{
+	return enter_regs(regs, id);
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(on_sys_exit_raw, struct pt_regs *regs, long ret)
+{
+	return exit_regs(regs, ret);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(on_fork_raw, struct task_struct *parent, struct task_struct *child)
+{
+	do_fork(parent, child);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(on_exec_raw, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	do_exec(BPF_CORE_READ(bprm, filename), 1, old_pid);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(on_exit_raw, struct task_struct *p)
+{
+	do_exit(p);
+	return 0;
+}
+
+SEC("raw_tp/cap_capable")
+int BPF_PROG(on_capable_raw, const struct cred *cred, struct user_namespace *target_ns,
+	     const struct user_namespace *capable_ns, int cap, int ret)
+{
+	do_capable(cap, ret);
+	return 0;
+}
+
+/* ---- strategy 3: classic tracepoints (need tracefs) ---- */
+
+SEC("tracepoint/raw_syscalls/sys_enter")
+int on_sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 a[6];
+	long id = ctx->id;
+
+	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	a[0] = ctx->args[0];	/* ctx only takes constant offsets */
+	a[1] = ctx->args[1];
+	a[2] = ctx->args[2];
+	a[3] = ctx->args[3];
+	a[4] = ctx->args[4];
+	a[5] = ctx->args[5];
+	sys_enter(id, a);
+	return 0;
+}
+
+SEC("tracepoint/raw_syscalls/sys_exit")
+int on_sys_exit_tp(struct trace_event_raw_sys_exit *ctx)
+{
+	long id = ctx->id;
+
+	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	sys_exit(id, ctx->ret);
+	return 0;
+}
+
+/* The record only has pids: the parent is the current task; a thread's
+ * tid lands in the tgid map too (harmless), and the thread flag is unknown. */
+SEC("tracepoint/sched/sched_process_fork")
+int on_fork_tp(struct trace_event_raw_sched_process_fork *ctx)
+{
+	__u32 ptgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 child = ctx->child_pid;
+	struct sp_bpf_scratch *s;
+	__u8 one = 1;
+
+	if (!in_tree(ptgid))
+		return 0;
+	if (!trace_all)
+		bpf_map_update_elem(&tgids, &child, &one, BPF_NOEXIST);
+	if (!want_fork)
+		return 0;
+	s = rec_begin(SP_BPF_FORK);
+	if (!s)
+		return 0;
+	s->ev.arg[0] = child;
+	s->ev.arg[1] = child;
+	s->ev.arg[2] = 2;	/* unknown */
+	rec_emit(s);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exec")
+int on_exec_tp(struct trace_event_raw_sched_process_exec *ctx)
+{
+	unsigned int loc = ctx->__data_loc_filename;
+
+	do_exec((void *)ctx + (loc & 0xffff), 1, ctx->old_pid);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exit")
+int on_exit_tp(void *ctx)
+{
+	do_exit((struct task_struct *)bpf_get_current_task());
+	return 0;
+}
