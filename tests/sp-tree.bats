@@ -1,0 +1,95 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# sp-tree: golden trees, stable output across runs, JSON, filters, colour.
+
+load helper
+
+@test "sp-tree: every golden case gives its .out" {
+	cd "$FIXTURES"
+	for in in *.in; do
+		case=${in%.in}
+		args="--stable"
+		[ -f "$case.args" ] && args=$(cat "$case.args")
+		run --separate-stderr sp-tree $args "$in"
+		[ "$status" -eq 0 ] || { echo "$in: exit $status: $stderr"; false; }
+		diff -u "$case.out" <(printf '%s\n' "$output") || { echo "$in differs"; false; }
+	done
+}
+
+@test "sp-tree: correlated input and raw input give the same tree" {
+	sp-correlate "$FIXTURES/app.in" > "$BATS_TEST_TMPDIR/c.sp"
+	run -0 sp-tree "$BATS_TEST_TMPDIR/c.sp"
+	diff -u "$FIXTURES/app-full.out" <(printf '%s\n' "$output")
+}
+
+@test "sp-tree: --stable is the same for two runs with other tids, times and interleaving" {
+	run -0 sp-tree --stable "$FIXTURES/threads-a.in"
+	a=$output
+	run -0 sp-tree --stable "$FIXTURES/threads-b.in"
+	[ "$a" = "$output" ]
+	# and the plain trees do differ
+	[ "$(sp-tree "$FIXTURES/threads-a.in")" != "$(sp-tree "$FIXTURES/threads-b.in")" ]
+	# nothing run-dependent is left in the stable form
+	! grep -E 'pid=|tid=|dur=|@\+|started' <<< "$a"
+}
+
+@test "sp-tree: JSON has every event, the fork nesting and the raise" {
+	require_cmd jq
+	run -0 bash -c "sp-tree --format=json --no-collapse '$FIXTURES/app.in' |
+		jq '[.. | objects | select(.type == \"event\")] | length'"
+	[ "$output" = "$(grep -c '"type":"event"' "$FIXTURES/app.in")" ]
+	run -0 bash -c "sp-tree --format=json '$FIXTURES/app.in' | jq -r '
+		.processes[0].children[0].children[] | select(.kind == \"proc_fork\")
+		| .children[0] | \"\(.comm) \(.pid) \(.exit)\"'"
+	assert_output "sh 4712 0"
+	run -0 bash -c "sp-tree --format=json '$FIXTURES/app.in' | jq -r '
+		.. | objects | select(.name? == \"Foo#boom\") | \"\(.end) \(.error) \(.message)\"'"
+	assert_output "raised RuntimeError no config"
+	run -0 bash -c "sp-tree --format=json '$FIXTURES/app.in' | jq -r '
+		.. | objects | select(.count? == 3) | \"\(.name) \(.dur_ns)\"'"
+	assert_output "Foo#tick 4000000"
+}
+
+@test "sp-tree: durations and offsets are computed from the records" {
+	run -0 sp-tree "$FIXTURES/app.in"
+	# load: 1.0010s to 1.0134s; the open 0.2ms in; the fork 3.1ms in
+	assert_output --partial "[SPAN tid=4711 Foo#load at=app.rb:12 dur=12.4ms cpu=3.0ms self=2.0ms]"
+	assert_output --partial "FILE path_open → /etc/app.conf (O_RDONLY|O_CLOEXEC) = 3  @+200.0us"
+	assert_output --partial "PROC proc_fork → 4712  @+3.1ms"
+	# open at the end: stopped by the end record at 1.204s
+	assert_output --partial "Foo#serve at=app.rb:50 dur=154.0ms cpu=1.0ms] (open)"
+	assert_output --partial "duration 204.0ms  lost 0"
+}
+
+@test "sp-tree: colour only when asked or on a terminal" {
+	run -0 sp-tree "$FIXTURES/app.in"
+	[[ "$output" != *$'\033['* ]]
+	run -0 sp-tree --color=always "$FIXTURES/app.in"
+	[[ "$output" == *$'\033[1;36mFoo#load'* ]]
+	[[ "$output" == *$'\033[31m = -ENOENT'* ]]
+}
+
+@test "sp-tree: a stream without spans still shows processes and events" {
+	grep -v '"span_' "$FIXTURES/app.in" > "$BATS_TEST_TMPDIR/nospans.jsonl"
+	run -0 sp-tree --stable --no-collapse "$BATS_TEST_TMPDIR/nospans.jsonl"
+	assert_output --partial "[PROC comm=ruby]"
+	assert_output --partial "[SPAN <no-span>]"
+	assert_output --partial "PROC proc_exec → /usr/bin/cat /etc/hostname"
+	[ "$(grep -c '→' <<< "$output")" -eq 16 ]
+}
+
+@test "sp-tree: bad options exit 64" {
+	run -64 sp-tree --events=bogus "$FIXTURES/app.in"
+	run -64 sp-tree --format=xml "$FIXTURES/app.in"
+	run -64 sp-tree --depth=0 "$FIXTURES/app.in"
+	run -64 sp-tree --min-dur=soon "$FIXTURES/app.in"
+}
+
+@test "sp-tree: a truncated spool still prints what came before, exit 2" {
+	sp-decode --encode "$FIXTURES/app.in" > "$BATS_TEST_TMPDIR/app.sp"
+	size=$(stat -c %s "$BATS_TEST_TMPDIR/app.sp")
+	head -c $((size - 5)) "$BATS_TEST_TMPDIR/app.sp" > "$BATS_TEST_TMPDIR/cut.sp"
+	run --separate-stderr -2 sp-tree --stable "$BATS_TEST_TMPDIR/cut.sp"
+	[[ "$stderr" == *"cut.sp@"* ]]
+	[[ "$output" == *"[SPAN Foo#load at=app.rb:12]"* ]]
+}
