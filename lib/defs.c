@@ -145,7 +145,8 @@ static void add_string(struct sp_defs *d, const uint8_t *p, uint32_t len)
 	uint64_t id;
 
 	sp_grow(&d->arena, &d->arena_cap, d->arena_len + len + 1, 1);
-	memcpy(d->arena + d->arena_len, p, len);
+	if (len)
+		memcpy(d->arena + d->arena_len, p, len);
 	d->arena[d->arena_len + len] = 0;
 	if (d->nstrs == 0)
 		d->nstrs = 1;	/* slot 0 is "no string" */
