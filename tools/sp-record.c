@@ -15,6 +15,7 @@
 #include "launch.h"
 #include "merge.h"
 #include "perf_offcpu.h"
+#include "bpf_events.h"
 #include "perf_source.h"
 #include "source.h"
 #include "sp.h"
@@ -30,6 +31,7 @@ static struct env {
 	struct sp_common_opts common;	/* -o, -v: lib/opt.c */
 	struct sp_perf_opts perf;
 	struct sp_offcpu_opts offcpu;	/* --off-cpu: lib/perf_offcpu.c */
+	struct sp_events_opts events;	/* --events: lib/bpf_events.c */
 	uint32_t pids[MAX_PIDS];
 	unsigned int npids;
 	bool system_wide;
@@ -118,6 +120,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &env.common;
 		state->child_inputs[1] = &env.offcpu;
+		state->child_inputs[2] = &env.events;
 		break;
 	case 'p':
 		if (parse_pids(arg))
@@ -227,7 +230,25 @@ static struct sp_stackq *stackq;
 
 static void make_sources(void)
 {
+	struct sp_source *ev;
+	uint32_t type;
+	uint64_t config;
+	bool hw;
+
+	if (env.events.no_samples) {
+		/* side-band records (processes, mappings) without any sample */
+		if (!sp_perf_event_lookup("dummy", &type, &config, &hw))
+			env.perf.event = "dummy";
+		else
+			env.perf.period = UINT64_C(1) << 62;
+	}
 	add_source(sp_perf_source_new(&env.perf));
+	/* Kernel events: attached before the header, which describes them; an
+	 * event the user named that cannot be had stops here. */
+	ev = sp_events_source_new(&env.events);
+	if (sp_events_prepare(ev) < 0)
+		exit(SP_EXIT_USAGE);
+	add_source(ev);
 	if (env.offcpu.enabled) {
 		env.offcpu.call_graph = env.perf.call_graph;
 		env.offcpu.stack_size = env.perf.stack_size;
@@ -516,6 +537,7 @@ int main(int argc, char **argv)
 	static const struct argp_child children[] = {
 		{ .argp = &sp_common_argp },
 		{ .argp = &sp_offcpu_argp, .group = 2 },
+		{ .argp = &sp_events_argp, .group = 4 },
 		{ 0 }
 	};
 	static const struct argp argp = {
@@ -538,6 +560,12 @@ int main(int argc, char **argv)
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &first, NULL);
 	if (env.check) {
 		sp_perf_check(stdout);
+		{
+			struct sp_source *ev = sp_events_source_new(&env.events);
+
+			sp_events_print_check(ev, stdout);
+			ev->free(ev);
+		}
 		return sp_close_output(&env.common, SP_EXIT_OK);
 	}
 	for (i = 0; i < env.npids; i++)
