@@ -273,7 +273,8 @@ void sp_symbolizer_module(struct sp_symbolizer *s, const struct sp_module *m, co
 		}
 		img->build_id_len = m->build_id.len > SP_BUILD_ID_MAX ? SP_BUILD_ID_MAX :
 				    m->build_id.len;
-		memcpy(img->build_id, m->build_id.p, img->build_id_len);
+		if (img->build_id_len)
+			memcpy(img->build_id, m->build_id.p, img->build_id_len);
 		img->dev = m->dev;
 		img->ino = m->ino;
 		img->size = m->size;
