@@ -6,7 +6,8 @@ set -e
 PKGS="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev
 libjansson-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
 systemtap-sdt-dev libclang-rt-14-dev bats bats-support bats-assert
-elfutils binutils ruby python3 linux-perf strace hyperfine libiberty-dev jq g++"
+elfutils binutils ruby python3 linux-perf strace hyperfine libiberty-dev jq g++
+libxml2-utils"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
