@@ -80,7 +80,7 @@ static const struct argp_option options[] = {
 	{ "count", 'c', "PERIOD", 0, "Sample every PERIOD events instead", 2 },
 	{ "event", 'e', "EVENT", 0, "Sampling event: cpu-clock (default), task-clock, "
 	  "page-faults, context-switches, ...; cycles, instructions where there is a PMU", 2 },
-	{ "call-graph", 'g', "MODE", 0, "fp (frame pointers, default), dwarf (unwind copies "
+	{ "call-graph", 'g', "MODE", 0, "fp (frame pointers, default), dwarf[,SIZE] (unwind copies "
 	  "of the user stack), auto (dwarf, then frame pointers where CFI is missing), none", 2 },
 	{ "stack-size", OPT_STACK_SIZE, "BYTES", 0, "User stack bytes copied per sample for "
 	  "dwarf (default 8192)", 2 },
@@ -154,8 +154,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			env.perf.call_graph = SP_CG_AUTO;
 		else if (!strcmp(arg, "none"))
 			env.perf.call_graph = SP_CG_NONE;
-		else
-			argp_error(state, "invalid call graph '%s': use fp, dwarf, auto or none", arg);
+		else if ((!strncmp(arg, "dwarf,", 6) || !strncmp(arg, "auto,", 5)) &&
+			 !sp_parse_uint(strchr(arg, ',') + 1, 8, 65528, &v) && !(v & 7)) {
+			/* dwarf,SIZE as perf spells it: the same as --stack-size=SIZE */
+			env.perf.call_graph = arg[0] == 'd' ? SP_CG_DWARF : SP_CG_AUTO;
+			env.perf.stack_size = (uint32_t)v;
+		} else
+			argp_error(state, "invalid call graph '%s': use fp, dwarf[,SIZE], auto[,SIZE] "
+				   "or none (SIZE: 8 to 65528, a multiple of 8)", arg);
 		break;
 	case OPT_STACK_SIZE:
 		if (sp_parse_uint(arg, 8, 65528, &v) || (v & 7))
