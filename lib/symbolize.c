@@ -318,7 +318,12 @@ void sp_symbolizer_process_end(struct sp_symbolizer *s, uint64_t pid)
 		struct module_ent *me = &s->mods[id];
 		uint64_t next = me->next_in_pid;
 
-		if (me->pid == pid)
+		/*
+		 * A file's module may be shared by every process that maps the
+		 * file (sp-record retires it with SP_REC_MODULE_END when the
+		 * last one goes); a process's anonymous (JIT) memory is its own.
+		 */
+		if (me->pid == pid && me->img && me->img->anon)
 			module_retire(s, me);
 		id = next;
 	}

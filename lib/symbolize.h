@@ -10,8 +10,10 @@
  * file identity (build-id, else path and inode), and is used only if its
  * build-id matches the recorded one. Its symbol table and DWARF index, and
  * the results of its lookups, are kept while a module that maps it is live
- * and freed when the stream retires the last one (SP_REC_MODULE_END, or
- * SP_REC_PROCESS_END of its process).
+ * and freed when the stream retires the last one: SP_REC_MODULE_END (a
+ * file's module may serve several processes, as sp-record shares them), or
+ * SP_REC_PROCESS_END for the process's anonymous (JIT) modules and JIT
+ * symbols.
  *
  * Where a file is looked for, first match wins:
  *   1. the archive directory: ARCHIVE/xx/yyyy... (build-id in hex), see archive.h

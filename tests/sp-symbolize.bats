@@ -338,3 +338,35 @@ EOF
 	run --separate-stderr -0 sp-symbolize --quiet --no-system-debug -o /dev/null "$T/in.jsonl"
 	assert_equal "$stderr" ""
 }
+
+@test "sp-symbolize: sp-record -- prog | sp-symbolize | sp-decode shows names, files and lines" {
+	require_root
+	[ -x "$SP_BIN/sp-record" ] || skip "sp-record is not built"
+	local bin=$T/inlfp
+	gcc -O1 -g -fno-omit-frame-pointer -o "$bin" "$FIXTURES/inl.c"
+	sp-record -F 1999 -o "$T/run.sp" -- "$bin" 200000000 2> "$T/rec.err" || {
+		cat "$T/rec.err"
+		skip "sp-record could not record here"
+	}
+	run --separate-stderr -0 sp-symbolize --no-system-debug -o "$T/sym.sp" "$T/run.sp"
+	sp-decode "$T/sym.sp" > "$T/sym.jsonl"
+	# The fixture's hot function, with its file and a line that addr2line gives for it.
+	run jq -r 'select(.type == "symbol" and .func == "walk") | "\(.file):\(.line)"' "$T/sym.jsonl"
+	assert_output --partial "$FIXTURES/inl.c:"
+	local wk size line ok=
+	wk=$(fn_addr "$bin" walk)
+	size=$(fn_size "$bin" walk)
+	for line in $(jq -r 'select(.type == "symbol" and .func == "walk" and .index == 0) | .line' "$T/sym.jsonl" | sort -u); do
+		# Every line we give walk() is one addr2line gives for some address in it.
+		addr2line -e "$bin" $(for ((n = 0; n < size; n++)); do printf '0x%x ' $((wk + n)); done) |
+			sed 's/.*://; s/ .*//' | grep -qx "$line" || { echo "line $line not in walk"; false; }
+		ok=1
+	done
+	[ -n "$ok" ]
+	# Samples carry the symbolized frames; the header says so.
+	[ $(( $(jq -r 'select(.type == "header") | .flags' "$T/sym.jsonl") & 4 )) = 4 ]
+	# The same through pipes.
+	sp-record -F 1999 -- "$bin" 100000000 2>/dev/null | sp-symbolize --quiet --no-system-debug |
+		sp-decode > "$T/pipe.jsonl"
+	grep -q '"func":"walk"' "$T/pipe.jsonl"
+}

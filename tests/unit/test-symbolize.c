@@ -106,8 +106,12 @@ static void test_symbolize_self(void)
 	CHECK_STR(r->level[0].func, "sym_helper");
 	sp_symbolizer_files(s, &loaded, &live);
 	CHECK_EQ_U(loaded, 1);
-	/* Retiring: the file stays while one module maps it. */
+	/* Retiring: a file module outlives the process it was first seen in
+	 * (sp-record shares it); the file stays while one module maps it. */
 	sp_symbolizer_process_end(s, 10);
+	sp_symbolizer_files(s, &loaded, &live);
+	CHECK_EQ_U(live, 1);
+	sp_symbolizer_module_end(s, 1);
 	sp_symbolizer_files(s, &loaded, &live);
 	CHECK_EQ_U(live, 1);
 	sp_symbolizer_module_end(s, 2);
