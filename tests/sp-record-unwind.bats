@@ -1,0 +1,144 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# sp-record --call-graph=dwarf (stacks unwound at record time with the
+# binaries' CFI) and --off-cpu, on real programs: a C workload built without
+# frame pointers, CPython and Ruby loops, a program that sleeps 200 ms.
+# Stacks are checked after sp-symbolize by tests/fixtures/sp-record-unwind/
+# stacks.py, against call chains fixed by the programs' source.
+
+load helper
+
+setup_file() {
+	export UW_TMP=$BATS_FILE_TMPDIR
+	# The Makefile builds fixtures with frame pointers; these need them gone.
+	cc -O1 -g -fomit-frame-pointer -fno-inline-functions-called-once \
+		-o "$UW_TMP/unwind_workload" "$BATS_TEST_DIRNAME/fixtures/src/unwind_workload.c"
+	cc -O1 -g -fomit-frame-pointer \
+		-o "$UW_TMP/offcpu_sleeper" "$BATS_TEST_DIRNAME/fixtures/src/offcpu_sleeper.c"
+}
+
+stacks() {
+	"$FIXTURES/stacks.py" "$@"
+}
+
+# Record, symbolize, decode: JSON lines of the symbolized recording in $1.jsonl.
+record_json() {
+	local name=$1
+	shift
+	run --separate-stderr sp-record -o "$UW_TMP/$name.sp" "$@"
+	assert_success
+	echo "$stderr" > "$UW_TMP/$name.err"
+	sp-symbolize "$UW_TMP/$name.sp" 2>/dev/null | sp-decode > "$UW_TMP/$name.jsonl"
+}
+
+@test "sp-record-unwind: the C workload really has no frame pointers" {
+	# Independent of StackPulse: the functions never set up %rbp.
+	run objdump -d --no-show-raw-insn "$UW_TMP/unwind_workload"
+	assert_success
+	for f in uw_run uw_outer uw_middle uw_inner; do
+		body=$(printf '%s\n' "$output" | awk -v f="<$f>:" '$2 == f {p = 1; next} /^$/ {p = 0} p')
+		[ -n "$body" ]
+		! grep -q 'mov *%rsp,%rbp' <<< "$body"
+	done
+}
+
+@test "sp-record-unwind: dwarf stacks of code without frame pointers reach main in >= 95% of samples" {
+	require_root
+	record_json c --call-graph=dwarf -- "$UW_TMP/unwind_workload" 1
+	read -r uw main inner full < <(stacks chain < "$UW_TMP/c.jsonl")
+	echo "samples in uw_*: $uw, through uw_run to main: $main; in uw_inner: $inner, full chain: $full"
+	[ "$uw" -ge 50 ]
+	[ $((main * 100)) -ge $((uw * 95)) ]
+	# Where uw_inner is on the stack, so is the whole known chain, in order.
+	[ "$inner" -ge 20 ]
+	[ $((full * 100)) -ge $((inner * 95)) ]
+	# The end-of-run summary says how complete the stacks were.
+	grep -Eq '^sp-record: stacks: (9[5-9]|100)\.[0-9]% complete' "$UW_TMP/c.err"
+}
+
+@test "sp-record-unwind: the same program with frame pointers only does not reach main" {
+	require_root
+	# The control: proves the test above measures the unwinder, not luck.
+	record_json cfp --call-graph=fp -- "$UW_TMP/unwind_workload" 0.5
+	read -r uw main inner full < <(stacks chain < "$UW_TMP/cfp.jsonl")
+	echo "fp: samples in uw_*: $uw, to main: $main"
+	[ "$uw" -ge 20 ]
+	[ $((main * 100)) -lt $((uw * 50)) ]
+}
+
+@test "sp-record-unwind: Python stacks pass through the interpreter into libc and back to main" {
+	require_root
+	[ -x /usr/bin/python3 ] || skip "needs /usr/bin/python3"
+	record_json py --call-graph=dwarf -- /usr/bin/python3 "$FIXTURES/loop.py" 1
+	# Debian's python3.11 holds the interpreter itself (no libpython); its
+	# main tail-calls Py_BytesMain, so main's caller marks the bottom.
+	read -r total complete through < <(stacks through /usr/bin/python3 __libc_start_call_main \
+		< "$UW_TMP/py.jsonl")
+	echo "python samples: $total, complete: $complete, libc<-interpreter<-main: $through"
+	[ "$total" -ge 50 ]
+	[ "$through" -ge 5 ]
+	[ $((complete * 100)) -ge $((total * 90)) ]
+}
+
+@test "sp-record-unwind: Ruby stacks pass through libruby into libc and back to main" {
+	require_root
+	require_cmd ruby
+	# Ruby's VM frames are large: 8 KiB copies cut about a quarter of the
+	# stacks (the summary says so); 32 KiB hold them.
+	record_json rb --call-graph=dwarf --stack-size=32768 -- ruby "$FIXTURES/loop.rb" 1
+	read -r total complete through < <(stacks through libruby __libc_start_call_main \
+		< "$UW_TMP/rb.jsonl")
+	echo "ruby samples: $total, complete: $complete, libc<-libruby<-main: $through"
+	[ "$total" -ge 50 ]
+	[ "$through" -ge 5 ]
+	[ $((complete * 100)) -ge $((total * 90)) ]
+}
+
+@test "sp-record-unwind: the summary names the copy size when stacks are cut by it" {
+	require_root
+	require_cmd ruby
+	run --separate-stderr sp-record --call-graph=dwarf --stack-size=1024 -o "$UW_TMP/small.sp" \
+		-- ruby "$FIXTURES/loop.rb" 0.3
+	assert_success
+	assert_regex "$stderr" "stack-size: [0-9.]+% of stacks hit the 1024-byte stack copy: use --call-graph=dwarf,4096"
+}
+
+@test "sp-record-unwind: 200 ms asleep in a known function is 200 ms off-CPU in that stack" {
+	require_root
+	record_json off --call-graph=dwarf --off-cpu -- "$UW_TMP/offcpu_sleeper" 200
+	read -r waits ns_in ns_total < <(stacks offcpu oc_wait_here < "$UW_TMP/off.jsonl")
+	echo "waits in oc_wait_here: $waits, $ns_in ns; all off-CPU: $ns_total ns"
+	# Tolerance: not less than the sleep minus 5% (timer slack can only
+	# lengthen it), at most 50% more (wake-up latency on a loaded machine).
+	[ "$waits" -ge 1 ]
+	[ "$ns_in" -ge 190000000 ]
+	[ "$ns_in" -le 300000000 ]
+	# And the whole stack is there: oc_wait_here called from oc_run from main.
+	python3 - "$UW_TMP/off.jsonl" <<-'EOF'
+		import json, sys
+		for line in open(sys.argv[1]):
+		    r = json.loads(line)
+		    if r.get("type") == "sample" and r.get("kind") == "offcpu":
+		        fs = [f.get("func") for f in r["frames"] if f.get("mode", "user") == "user"]
+		        if "oc_wait_here" in fs:
+		            i = fs.index("oc_wait_here")
+		            assert fs[i:i + 3] == ["oc_wait_here", "oc_run", "main"], fs
+		            assert r["unwind"] == "complete", r["unwind"]
+	EOF
+	grep -q '^sp-record: off-cpu: [1-9][0-9]* waits recorded' "$UW_TMP/off.err"
+}
+
+@test "sp-record-unwind: --off-cpu-min drops shorter waits but counts them" {
+	require_root
+	record_json offmin --call-graph=fp --off-cpu-min=500ms -- "$UW_TMP/offcpu_sleeper" 200
+	read -r waits ns_in ns_total < <(stacks offcpu oc_wait_here < "$UW_TMP/offmin.jsonl")
+	[ "$waits" = 0 ]
+	[ "$ns_total" = 0 ]
+	grep -Eq '^sp-record: off-cpu: 0 waits recorded.* [1-9][0-9]* shorter than 500.000 ms' \
+		"$UW_TMP/offmin.err"
+}
+
+@test "sp-record-unwind: a bad --off-cpu-min is a usage error" {
+	run -64 sp-record --off-cpu-min=soon -- true
+	assert_output --partial "invalid --off-cpu-min 'soon'"
+}
