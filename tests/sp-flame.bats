@@ -166,15 +166,26 @@ need_npm() {
 	assert_output --partial ">Flame Chart</text>"
 }
 
-@test "sp-flame: the SVG renders in headless chromium and its script runs" {
+@test "sp-flame: the SVG renders in headless chromium; its script zooms and searches" {
 	browser=$(command -v chromium || command -v chromium-browser || true)
 	[ -n "$browser" ] || skip "needs chromium (not installed)"
 	sp-flame -q --svg -o "$BATS_TEST_TMPDIR/b.svg" "$basic"
-	run timeout 60 "$browser" --headless --no-sandbox --disable-gpu --disable-background-networking \
-		--dump-dom "file://$BATS_TEST_TMPDIR/b.svg"
+	chrome() {
+		timeout 90 "$browser" --headless --no-sandbox --disable-gpu \
+			--disable-background-networking --dump-dom "file://$BATS_TEST_TMPDIR/b.svg$1" 2>/dev/null
+	}
 	# init() replaces "sorted by name" with the number of frames
+	run chrome ""
 	assert_output --partial ">9 frames</text>"
 	assert_output --partial "compute (3 samples"
+	# zoomed into work (6 of 8 samples), compute (3) takes half of 1180 px
+	run chrome "#zoom=work"
+	assert_output --regexp '<title>compute [^<]*</title><rect [^>]*width="590"'
+	assert_output --partial 'id="unzoom" class="btn"'
+	# compute and square: 3 of 8 samples (nested frames are not counted twice)
+	run chrome "#search=%5E(compute%7Csquare)%24"
+	assert_output --partial ">Matched: 37.5%</text>"
+	[ "$(grep -o 'fill="rgb(230,0,230)"' <<< "$output" | wc -l)" = 2 ]
 }
 
 @test "sp-flame: a named file of folded stacks is read as such" {
