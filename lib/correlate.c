@@ -25,7 +25,7 @@ struct hrec {
 	struct hrec *next;
 	uint64_t key;		/* time it is ordered by */
 	uint64_t seq;		/* input order, breaks ties */
-	uint8_t big;		/* 0 small (pooled), 1 full (pooled), 2 malloc'd with bytes */
+	uint8_t big;		/* 0 small, 1 full, 3 full + HREC_BYTES (pooled); 2 malloc'd */
 	struct sp_record rec;	/* small ones end after the largest small member */
 };
 
@@ -33,6 +33,7 @@ struct hrec {
 #define SMALL_REC (offsetof(struct sp_record, sample) + 96)
 #define HREC_SMALL (offsetof(struct hrec, rec) + SMALL_REC)
 #define HREC_FULL (offsetof(struct hrec, rec) + sizeof(struct sp_record))
+#define HREC_BYTES 64		/* pooled room for an event's few bytes (addresses) */
 
 struct span {
 	struct span *up;	/* parent on the thread, or the fork span of a root */
@@ -76,6 +77,11 @@ struct pmap {
 	size_t cap, n;
 };
 
+struct rslot {
+	uint64_t key;		/* copied from the record: draining reads only the ring */
+	struct hrec *h;
+};
+
 struct lostwin {
 	uint64_t pid, end;
 };
@@ -87,8 +93,11 @@ struct sp_corr {
 	int failed;
 	struct sp_corr_stats st;
 
-	struct hrec **heap;	/* the reorder window */
+	/* the reorder window: records in order queue in a ring, the others in a heap */
+	struct hrec **heap;
 	size_t nheap, capheap;
+	struct rslot *ring;
+	size_t rhead, rlen, rcap;
 	uint64_t seq, released, max_time;
 	bool any_released;
 
@@ -100,7 +109,7 @@ struct sp_corr {
 	struct lostwin *lost;
 	size_t nlost, caplost;
 
-	struct hrec *free_small, *free_full;
+	struct hrec *free_small, *free_full, *free_bytes;
 	struct sp_record scratch;	/* tail stays zero */
 	struct span **work;	/* emission stack */
 	size_t capwork;
@@ -253,8 +262,12 @@ static struct hrec *hrec_new(struct sp_corr *c, const struct sp_record *r)
 		h->big = 1;
 		memcpy(&h->rec, r, sizeof(*r));
 	} else {
-		h = sp_xmalloc(HREC_FULL + nb);
-		h->big = 2;
+		if (nb <= HREC_BYTES && (h = c->free_bytes)) {
+			c->free_bytes = h->next;
+		} else {
+			h = sp_xmalloc(HREC_FULL + (nb <= HREC_BYTES ? HREC_BYTES : nb));
+		}
+		h->big = nb <= HREC_BYTES ? 3 : 2;
 		memcpy(&h->rec, r, r->kind == SP_REC_EVENT ? sizeof(*r) : SMALL_REC);
 		p = (uint8_t *)h + HREC_FULL;
 		p = copy_bytes(&h->rec.extra, p);
@@ -276,6 +289,9 @@ static void hrec_free(struct sp_corr *c, struct hrec *h)
 	} else if (h->big == 1) {
 		h->next = c->free_full;
 		c->free_full = h;
+	} else if (h->big == 3) {
+		h->next = c->free_bytes;
+		c->free_bytes = h;
 	} else {
 		free(h);
 	}
@@ -1091,6 +1107,73 @@ static struct hrec *heap_pop(struct sp_corr *c)
 	return top;
 }
 
+static void ring_push(struct sp_corr *c, struct hrec *h)
+{
+	size_t i;
+
+	if (c->rlen == c->rcap) {
+		size_t cap = c->rcap ? c->rcap * 2 : 1024;
+		struct rslot *v = sp_xmalloc(cap * sizeof(*v));
+
+		for (i = 0; i < c->rlen; i++)
+			v[i] = c->ring[(c->rhead + i) & (c->rcap - 1)];
+		free(c->ring);
+		c->ring = v;
+		c->rcap = cap;
+		c->rhead = 0;
+	}
+	i = (c->rhead + c->rlen++) & (c->rcap - 1);
+	c->ring[i].key = h->key;
+	c->ring[i].h = h;
+}
+
+/* Keys in the ring never decrease; the heap holds what came out of order.
+ * Ties go to the ring when its record came first (seq). */
+static bool heap_first(const struct sp_corr *c)
+{
+	const struct rslot *r;
+
+	if (!c->nheap)
+		return false;
+	if (!c->rlen)
+		return true;
+	r = &c->ring[c->rhead];
+	return c->heap[0]->key < r->key ||
+	       (c->heap[0]->key == r->key && c->heap[0]->seq < r->h->seq);
+}
+
+/* The key of the oldest record waiting; false if none. */
+static bool window_min(const struct sp_corr *c, uint64_t *key)
+{
+	if (heap_first(c))
+		*key = c->heap[0]->key;
+	else if (c->rlen)
+		*key = c->ring[c->rhead].key;
+	else
+		return false;
+	return true;
+}
+
+static struct hrec *window_pop(struct sp_corr *c)
+{
+	struct hrec *h;
+
+	if (heap_first(c))
+		return heap_pop(c);
+	h = c->ring[c->rhead].h;
+	c->rhead = (c->rhead + 1) & (c->rcap - 1);
+	c->rlen--;
+	return h;
+}
+
+static void window_push(struct sp_corr *c, struct hrec *h)
+{
+	if (!c->rlen || h->key >= c->ring[(c->rhead + c->rlen - 1) & (c->rcap - 1)].key)
+		ring_push(c, h);	/* in order: the common case */
+	else
+		heap_push(c, h);
+}
+
 static void release(struct sp_corr *c, struct hrec *h)
 {
 	c->released = h->key;
@@ -1100,10 +1183,12 @@ static void release(struct sp_corr *c, struct hrec *h)
 
 static void drain(struct sp_corr *c, bool all)
 {
-	while (c->nheap && !c->failed &&
-	       (all || c->nheap > c->o.max_window ||
-		c->heap[0]->key + c->o.window_ns <= c->max_time))
-		release(c, heap_pop(c));
+	uint64_t key;
+
+	while (window_min(c, &key) && !c->failed &&
+	       (all || c->nheap + c->rlen > c->o.max_window ||
+		key + c->o.window_ns <= c->max_time))
+		release(c, window_pop(c));
 }
 
 static uint64_t rec_time(const struct sp_record *r)
@@ -1268,7 +1353,7 @@ int sp_corr_add(struct sp_corr *c, const struct sp_record *rec)
 	}
 	if (t > c->max_time)
 		c->max_time = t;
-	heap_push(c, h);
+	window_push(c, h);
 	drain(c, false);
 	return c->failed ? -1 : 0;
 }
@@ -1295,8 +1380,8 @@ void sp_corr_free(struct sp_corr *c)
 		return;
 	/* Whatever is left (after a failed emit) is dropped without output. */
 	c->failed = 1;
-	while (c->nheap)
-		hrec_free(c, heap_pop(c));
+	while (c->nheap || c->rlen)
+		hrec_free(c, window_pop(c));
 	end_stream(c);
 	reset_stream(c);
 	while ((h = c->deferred)) {
@@ -1311,6 +1396,10 @@ void sp_corr_free(struct sp_corr *c)
 		c->free_full = h->next;
 		free(h);
 	}
+	while ((h = c->free_bytes)) {
+		c->free_bytes = h->next;
+		free(h);
+	}
 	for (j = 0; j < c->procs.cap; j++)
 		free(c->procs.vals[j]);
 	free(c->procs.keys);
@@ -1318,6 +1407,7 @@ void sp_corr_free(struct sp_corr *c)
 	free(c->threads.keys);
 	free(c->threads.vals);
 	free(c->heap);
+	free(c->ring);
 	free(c->work);
 	free(c->lost);
 	free(c);

@@ -978,6 +978,7 @@ static void print_children_text(struct sp_tree *t, struct tnode *n, struct prefi
 			if (!next->keep)
 				continue;
 			if (t->o.no_collapse || next->type != c->type || next->type == N_PROC ||
+			    (!t->stable && node_tid(next) != node_tid(c)) ||
 			    signature(t, next) != signature(t, c))
 				break;
 			ag.count++;
@@ -1063,7 +1064,9 @@ static void print_children_json(struct sp_tree *t, struct tnode *n, unsigned int
 				if (!next->keep)
 					continue;
 				if (t->o.no_collapse || next->type != c->type ||
-				    next->type == N_PROC || signature(t, next) != signature(t, c))
+				    next->type == N_PROC ||
+				    (!t->stable && node_tid(next) != node_tid(c)) ||
+				    signature(t, next) != signature(t, c))
 					break;
 				ag.count++;
 				if (next->type == N_SPAN) {

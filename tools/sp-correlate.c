@@ -34,7 +34,7 @@ static const char doc[] = "Build method spans from span marks and assign every e
 static const struct argp_option options[] = {
 	{ "format", OPT_FORMAT, "FMT", 0, "Output format: spool (default unless a terminal) or json", 0 },
 	{ "window", OPT_WINDOW, "DURATION", 0,
-	  "Reorder records up to DURATION apart (default 100ms; 0: take them as they come)", 0 },
+	  "Reorder records up to DURATION apart (default 1ms; 0: take them as they come)", 0 },
 	{ "max-held", OPT_MAX_HELD, "N", 0,
 	  "Hold at most about N records in open spans; beyond, the oldest span tree is "
 	  "written early (default 1048576)", 0 },

@@ -54,7 +54,7 @@ static const struct argp_option options[] = {
 	{ "no-collapse", OPT_NO_COLLAPSE, NULL, 0,
 	  "Print repeated identical siblings one by one instead of as '×N'", 0 },
 	{ "window", OPT_WINDOW, "DURATION", 0,
-	  "When correlating on the fly: the reorder window (default 100ms)", 0 },
+	  "When correlating on the fly: the reorder window (default 1ms)", 0 },
 	{ 0 }
 };
 

@@ -44,7 +44,7 @@ struct sp_corr_opts {
 	uint64_t gap_max;	/* records per <no-span> gap span before a new one starts */
 };
 
-#define SP_CORR_WINDOW_NS	(100 * 1000 * 1000ull)
+#define SP_CORR_WINDOW_NS	(1000 * 1000ull)	/* sp-record already merges by time */
 #define SP_CORR_MAX_WINDOW	(1u << 20)
 #define SP_CORR_MAX_HELD	(1u << 20)
 #define SP_CORR_GAP_MAX		4096u
