@@ -23,7 +23,8 @@
 #define FONT_SIZE	12
 #define FONT_W		0.59
 #define PAD		10
-#define TOP		84	/* title, subtitle, footer, controls */
+#define TOP		84	/* title, subtitle, one footer line, controls */
+#define LINE_H		15
 #define BOTTOM		30	/* details line */
 #define MIN_WIDTH_PX	0.1
 
@@ -42,6 +43,7 @@ struct svg {
 	double scale;		/* px per weight unit */
 	unsigned int maxdepth;
 	unsigned int height;
+	unsigned int top;	/* y of the frames' area */
 	double maxdelta;	/* diff: largest |share change| of a frame */
 	bool pass_emit;		/* false: measuring pass */
 };
@@ -186,7 +188,7 @@ static void emit(struct svg *s, const struct open *fr, unsigned int depth)
 	if (width < MIN_WIDTH_PX)
 		return;
 	if (s->o->inverted)
-		y = TOP + depth * FRAME_H;
+		y = s->top + depth * FRAME_H;
 	else
 		y = s->height - BOTTOM - (depth + 1) * FRAME_H;
 	if (s->o->diff)
@@ -383,7 +385,8 @@ int sp_flame_svg(const struct sp_folded *f, const struct sp_flame_paths *p,
 	struct sp_svg_opts opts = *o;
 	struct svg s = { .f = f, .o = &opts, .out = out };
 	unsigned int width = o->width ? o->width : 1200;
-	const char *title = o->title;
+	const char *title = o->title, *p0, *semi;
+	unsigned int nfoot, i;
 
 	if (!opts.unit)
 		opts.unit = "samples";
@@ -395,7 +398,12 @@ int sp_flame_svg(const struct sp_folded *f, const struct sp_flame_paths *p,
 	s.col = o->diff ? 1 : 0;
 	s.scale = s.total[s.col] ? (double)(width - 2 * PAD) / s.total[s.col] : 0;
 	walk(&s, p);		/* measure: depth and largest change */
-	s.height = TOP + s.maxdepth * FRAME_H + BOTTOM + 10;
+	/* The footer's parts ("; "-separated) each get a line of their own. */
+	nfoot = 0;
+	for (p0 = o->footer; p0 && *p0; p0 = strstr(p0, "; ") ? strstr(p0, "; ") + 2 : "")
+		nfoot++;
+	s.top = TOP + (nfoot > 1 ? (nfoot - 1) * LINE_H : 0);
+	s.height = s.top + s.maxdepth * FRAME_H + BOTTOM + 10;
 	s.pass_emit = true;
 
 	fprintf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
@@ -418,19 +426,26 @@ int sp_flame_svg(const struct sp_folded *f, const struct sp_flame_paths *p,
 	if (o->footer && *o->footer) {
 		fprintf(out, "<text id=\"footer\" class=\"sub%s\" x=\"%u\" y=\"58\">",
 			strstr(o->footer, "hint:") ? " warn" : "", width / 2);
-		put_xml(out, o->footer, SIZE_MAX);
+		for (p0 = o->footer, i = 0; *p0; i++) {
+			semi = strstr(p0, "; ");
+			fprintf(out, "<tspan x=\"%u\" dy=\"%d\">", width / 2, i ? LINE_H : 0);
+			put_xml(out, p0, semi ? (size_t)(semi - p0 + 1) : SIZE_MAX);
+			fputs("</tspan>", out);
+			p0 = semi ? semi + 2 : "";
+		}
 		fputs("</text>\n", out);
 	}
 	fprintf(out, "<text id=\"unzoom\" class=\"btn hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n"
 		"<text id=\"search\" class=\"btn\" x=\"%u\" y=\"24\" text-anchor=\"end\">Search</text>\n"
-		"<text class=\"ready\" x=\"%u\" y=\"76\" text-anchor=\"end\">%s</text>\n"
+		"<text class=\"ready\" x=\"%u\" y=\"%u\" text-anchor=\"end\">%s</text>\n"
 		"<text id=\"matched\" x=\"%u\" y=\"%u\" text-anchor=\"end\"> </text>\n"
 		"<text id=\"details\" x=\"%d\" y=\"%u\"> </text>\n",
-		PAD, width - PAD, width - PAD, o->flamechart ? "time order" : "sorted by name",
+		PAD, width - PAD, width - PAD, s.top - 8,
+		o->flamechart ? "time order" : "sorted by name",
 		width - PAD, s.height - 12, PAD, s.height - 12);
 	if (!p->n || !s.total[s.col])
 		fprintf(out, "<text class=\"sub\" x=\"%u\" y=\"%u\">no samples</text>\n", width / 2,
-			TOP + 20);
+			s.top + 20);
 	fputs("<g id=\"frames\">\n", out);
 	walk(&s, p);
 	fputs("</g>\n</svg>\n", out);
