@@ -479,6 +479,7 @@ struct bs_proc {
 	struct sp_u64map strs;		/* mix(addr, hash) -> string id */
 	struct sp_u64map depth;		/* tid -> open spans */
 	bool py_active;			/* the Python activator announced itself */
+	bool cm_pending;		/* C-method probes wait for the first method entry */
 	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
 };
 
@@ -691,6 +692,14 @@ static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 	return 0;
 }
 
+static void attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
+{
+	struct bpf_program *prog = c->skel->progs.on_ruby_method;
+
+	attach_usdt(c, p, prog, bin, "ruby", "cmethod__entry", SP_PR_RUBY_CMETHOD_ENTRY);
+	attach_usdt(c, p, prog, bin, "ruby", "cmethod__return", SP_PR_RUBY_CMETHOD_RETURN);
+}
+
 /* Attach what the modes ask for in binary bin (its USDT providers are
  * provs) to process p. */
 static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int provs)
@@ -706,12 +715,17 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			attach_usdt(c, p, sk->progs.on_ruby_method, bin, "ruby", "method__return",
 				    SP_PR_RUBY_METHOD_RETURN);
 		}
-		if (m & SP_SPANS_RUBY_C) {
-			attach_usdt(c, p, sk->progs.on_ruby_method, bin, "ruby", "cmethod__entry",
-				    SP_PR_RUBY_CMETHOD_ENTRY);
-			attach_usdt(c, p, sk->progs.on_ruby_method, bin, "ruby", "cmethod__return",
-				    SP_PR_RUBY_CMETHOD_RETURN);
-		}
+		/*
+		 * Ruby 3.1.2 crashes at start-up (monitor.rb, 8 runs in 80) when
+		 * the cmethod probes are set while the activator's event hook is
+		 * being installed: with both families, the cmethod probes are
+		 * attached once the process's first method__entry shows that
+		 * the hook is in (docs/spans.md).
+		 */
+		if ((m & SP_SPANS_RUBY_C) && (m & SP_SPANS_RUBY))
+			p->cm_pending = true;
+		else if (m & SP_SPANS_RUBY_C)
+			attach_cmethod(c, p, bin);
 		attach_usdt(c, p, sk->progs.on_ruby_raise, bin, "ruby", "raise", SP_PR_RUBY_RAISE);
 		p->runtimes |= SP_SPANS_RUBY;
 		snprintf(p->rlib[0], sizeof(p->rlib[0]), "%s", bin);
@@ -915,6 +929,7 @@ static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs
 			att_add(child, a->probe, a->func, a->bin, l);
 	}
 	child->runtimes = parent->runtimes;
+	child->cm_pending = parent->cm_pending;
 	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));
 	announce(c, child);
 }
@@ -1001,6 +1016,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->runtimes = 0;
 		p->announced = 0;
 		p->py_active = false;
+		p->cm_pending = false;
 		sp_u64map_release(&p->depth);
 		attach_image(c, p);
 		break;
@@ -1101,6 +1117,10 @@ static int on_event(void *ctx, void *data, size_t size)
 		} else {
 			uint64_t *d = sp_u64map_get(&p->depth, e->tid);
 
+			if (p->cm_pending && e->probe == SP_PR_RUBY_METHOD_ENTRY) {
+				p->cm_pending = false;
+				attach_cmethod(c, p, p->rlib[0]);
+			}
 			if (e->kind == SP_BS_START) {
 				m->depth = (d ? *d : 0) + 1;
 				sp_u64map_put(&p->depth, e->tid, m->depth);
@@ -1393,29 +1413,26 @@ static void spans_describe(struct sp_source *s, char *features, size_t fsize,
 {
 	struct bs_ctx *c = s->priv;
 	unsigned int m = c->o->modes;
+	size_t len;
 
-	if (!c->skel) {
-		if (c->unavailable[0])
-			snprintf(unavailable, usize, "%s", c->unavailable);
+	if (!m && !c->o->nfuncs)
 		return;
-	}
 	snprintf(features, fsize, "spans=%s%s%s%s%s%s",
 		 m & SP_SPANS_RUBY ? "ruby," : "", m & SP_SPANS_RUBY_C ? "ruby-c," : "",
 		 m & SP_SPANS_PYTHON ? "python," : "", m & SP_SPANS_PY_AUDIT ? "python-audit," : "",
-		 m & SP_SPANS_USDT ? "usdt," : "", c->nfuncs ? "uprobe," : "");
-	if (features[strlen(features) - 1] == ',')
-		features[strlen(features) - 1] = 0;
-	if (c->o->explicit_modes) {
-		size_t len = 0;
+		 m & SP_SPANS_USDT ? "usdt," : "", c->o->nfuncs ? "uprobe," : "");
+	len = strlen(features);
+	if (len && features[len - 1] == ',')
+		features[len - 1] = 0;
+	if (c->unavailable[0])
+		snprintf(unavailable, usize, "%s", c->unavailable);
+}
 
-		unavailable[0] = 0;
-		if ((m & (SP_SPANS_RUBY | SP_SPANS_RUBY_C)) && !(c->found & SP_SPANS_RUBY))
-			len += snprintf(unavailable + len, usize - len, "spans=ruby ");
-		if ((m & SP_SPANS_PYTHON) && !(c->found & SP_SPANS_PYTHON) && len < usize)
-			len += snprintf(unavailable + len, usize - len, "spans=python ");
-		if (len && len < usize)
-			unavailable[len - 1] = 0;
-	}
+static int spans_prepare_env(struct sp_source *s)
+{
+	struct bs_ctx *c = s->priv;
+
+	return sp_spans_setup_env(c->o);
 }
 
 static void spans_free(struct sp_source *s)
@@ -1471,5 +1488,6 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o)
 	s->finish = spans_finish;
 	s->describe = spans_describe;
 	s->free = spans_free;
+	s->prepare_env = spans_prepare_env;
 	return s;
 }

@@ -16,6 +16,7 @@
 #include "merge.h"
 #include "perf_offcpu.h"
 #include "bpf_events.h"
+#include "bpf_spans.h"
 #include "perf_source.h"
 #include "source.h"
 #include "sp.h"
@@ -262,6 +263,7 @@ static void make_sources(void)
 		env.offcpu.enable_on_exec = env.perf.enable_on_exec;
 		add_source(sp_offcpu_source_new(&env.offcpu));
 	}
+	add_source(sp_spans_source_new(&sp_spans_opts));	/* --spans: lib/bpf_spans.c */
 	/* Unwind statuses of every sample, for the summary (stackquality.h). */
 	stackq = sp_stackq_new();
 	if (stackq)
@@ -544,6 +546,7 @@ int main(int argc, char **argv)
 		{ .argp = &sp_common_argp },
 		{ .argp = &sp_offcpu_argp, .group = 2 },
 		{ .argp = &sp_events_argp, .group = 4 },
+		{ .argp = &sp_spans_argp, .group = 5 },
 		{ 0 }
 	};
 	static const struct argp argp = {
@@ -612,6 +615,9 @@ int main(int argc, char **argv)
 
 	/* The command waits before exec while the sources attach to its pid. */
 	if (first < argc) {
+		for (i = 0; i < nsources; i++)
+			if (sources[i]->prepare_env && sources[i]->prepare_env(sources[i]))
+				return SP_EXIT_FATAL;
 		if (sp_launch_prepare(&cmd, argv + first, &orig))
 			return SP_EXIT_FATAL;
 		l.cmd = &cmd;

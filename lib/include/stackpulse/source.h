@@ -62,6 +62,11 @@ struct sp_source {
 			 char *unavailable, size_t usize);
 	/* Detach and free; safe after a failed start. */
 	void (*free)(struct sp_source *s);
+	/* Optional (NULL: nothing to do). Adjust the environment of the command
+	 * sp-record starts (setenv), once, before the command is forked; not
+	 * called for -p or -a. The spans source puts its Ruby and Python
+	 * activators in RUBYOPT and PYTHONPATH. 0, or -1 (reported) to stop. */
+	int (*prepare_env)(struct sp_source *s);
 };
 
 #endif
