@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of lib/pprof.c (decoded back with zlib and protobuf-c's
+ * unpacker) and lib/chrometrace.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "defs.h"
+#include "export.h"
+#include "proto/profile.pb-c.h"
+#include "sp.h"
+#include "tap.h"
+
+static struct sp_defs *d;
+
+static void def(struct sp_record *r)
+{
+	const char *why = NULL;
+
+	CHECK(sp_defs_add(d, r, &why) == 0);
+}
+
+static uint64_t str(const char *s)
+{
+	struct sp_record r = { .kind = SP_REC_STRING };
+
+	r.string.value.p = (const uint8_t *)s;
+	r.string.value.len = strlen(s);
+	def(&r);
+	return sp_defs_nstrings(d);
+}
+
+/* Module 1 "/bin/app" with a 2-byte build-id; frames 1 (main), 2 (inl inlined
+ * into leaf, with lines), 3 unresolved; stacks 1 main, 2 main;2, 3 main;3. */
+static void setup(void)
+{
+	static const uint8_t bid[] = { 0xab, 0x01 };
+	struct sp_record r = { .kind = SP_REC_MODULE };
+	uint64_t i;
+
+	d = sp_defs_new();
+	r.module.pid = 7;
+	r.module.start = 0x400000;
+	r.module.end = 0x401000;
+	r.module.path = str("/bin/app");
+	r.module.build_id.p = bid;
+	r.module.build_id.len = 2;
+	def(&r);
+	for (i = 1; i <= 3; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_FRAME;
+		r.frame.module = 1;
+		r.frame.rel = 0x10 * i;
+		r.frame.addr = 0x400000 + 0x10 * i;
+		def(&r);
+	}
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SYMBOL;
+	r.symbol.frame = 1;
+	r.symbol.func = str("main");
+	def(&r);
+	r.symbol.frame = 2;
+	r.symbol.func = str("inl");
+	r.symbol.file = str("a.c");
+	r.symbol.line = 5;
+	def(&r);
+	r.symbol.index = 1;
+	r.symbol.func = str("leaf");
+	r.symbol.line = 9;
+	def(&r);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_STACK;
+	r.stack.frame = 1;
+	def(&r);
+	r.stack.parent = 1;
+	r.stack.frame = 2;
+	def(&r);
+	r.stack.frame = 3;
+	def(&r);
+}
+
+static Perftools__Profiles__Profile *decode(const char *buf, size_t len)
+{
+	uint8_t out[1 << 16];
+	z_stream zs;
+
+	memset(&zs, 0, sizeof(zs));
+	if (inflateInit2(&zs, 15 + 16) != Z_OK)
+		return NULL;
+	zs.next_in = (uint8_t *)buf;
+	zs.avail_in = len;
+	zs.next_out = out;
+	zs.avail_out = sizeof(out);
+	if (inflate(&zs, Z_FINISH) != Z_STREAM_END) {
+		inflateEnd(&zs);
+		return NULL;
+	}
+	inflateEnd(&zs);
+	return perftools__profiles__profile__unpack(NULL, sizeof(out) - zs.avail_out, out);
+}
+
+static void test_pprof_roundtrip(void)
+{
+	struct sp_pprof *p = sp_pprof_new(false);
+	struct sp_record r = { .kind = SP_REC_SAMPLE };
+	Perftools__Profiles__Profile *pr;
+	uint64_t n, ns;
+	char *buf = NULL;
+	size_t len = 0, i;
+	FILE *m;
+
+	setup();
+	r.sample.pid = 7;
+	r.sample.tid = 8;
+	r.sample.stack = 2;
+	r.sample.time = 100;
+	CHECK(sp_pprof_add(p, d, &r, 1000) == 0);
+	r.sample.time = 300;
+	CHECK(sp_pprof_add(p, d, &r, 1000) == 0);
+	r.sample.stack = 3;
+	CHECK(sp_pprof_add(p, d, &r, 1000) == 0);
+	r.sample.stack = 42;
+	CHECK(sp_pprof_add(p, d, &r, 1000) == -1);
+	sp_pprof_totals(p, &n, &ns);
+	CHECK_EQ_U(n, 3);
+	CHECK_EQ_U(ns, 3000);
+	m = open_memstream(&buf, &len);
+	CHECK(sp_pprof_write(p, m, 1000, "test") == 0);
+	fclose(m);
+	CHECK(len > 2 && (uint8_t)buf[0] == 0x1f && (uint8_t)buf[1] == 0x8b);	/* gzip */
+	pr = decode(buf, len);
+	CHECK(pr != NULL);
+	if (pr) {
+		CHECK_STR(pr->string_table[0], "");
+		CHECK_EQ_U(pr->n_sample_type, 2);
+		CHECK_STR(pr->string_table[pr->sample_type[0]->type], "samples");
+		CHECK_STR(pr->string_table[pr->sample_type[0]->unit], "count");
+		CHECK_STR(pr->string_table[pr->sample_type[1]->type], "cpu");
+		CHECK_STR(pr->string_table[pr->sample_type[1]->unit], "nanoseconds");
+		CHECK_EQ_U(pr->period, 1000);
+		CHECK_EQ_U(pr->duration_nanos, 200);
+		CHECK_EQ_U(pr->n_sample, 2);
+		/* the first sample: main;leaf(inl), twice: leaf first */
+		CHECK_EQ_U(pr->sample[0]->value[0], 2);
+		CHECK_EQ_U(pr->sample[0]->value[1], 2000);
+		CHECK_EQ_U(pr->sample[0]->n_location_id, 2);
+		CHECK_EQ_U(pr->n_mapping, 1);
+		CHECK_STR(pr->string_table[pr->mapping[0]->filename], "/bin/app");
+		CHECK_STR(pr->string_table[pr->mapping[0]->build_id], "ab01");
+		CHECK(pr->mapping[0]->has_functions && pr->mapping[0]->has_inline_frames);
+		CHECK_EQ_U(pr->n_location, 3);
+		for (i = 0; i < pr->n_location; i++) {
+			Perftools__Profiles__Location *l = pr->location[i];
+
+			CHECK_EQ_U(l->id, i + 1);
+			if (l->address == 0x400020) {
+				/* innermost first: inl (a.c:5), then leaf (a.c:9) */
+				CHECK_EQ_U(l->n_line, 2);
+				CHECK_STR(pr->string_table[pr->function[l->line[0]->function_id - 1]->name],
+					  "inl");
+				CHECK_EQ_U(l->line[0]->line, 5);
+				CHECK_STR(pr->string_table[pr->function[l->line[1]->function_id - 1]->name],
+					  "leaf");
+			}
+			if (l->address == 0x400030)
+				CHECK_EQ_U(l->n_line, 0);	/* unresolved: address only */
+		}
+		perftools__profiles__profile__free_unpacked(pr, NULL);
+	}
+	free(buf);
+	sp_pprof_free(p);
+	sp_defs_free(d);
+}
+
+static void test_chrometrace_spans_and_events(void)
+{
+	struct sp_record r = { .kind = SP_REC_HEADER };
+	struct sp_chrome *c;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	d = sp_defs_new();
+	r.header.start_mono_ns = 1000000;
+	r.header.flags = SP_HDR_CORRELATED;
+	def(&r);
+	c = sp_chrome_new(m);
+	sp_chrome_add(c, d, &r);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SPAN;
+	r.span.id = 1;
+	r.span.pid = 3;
+	r.span.tid = 4;
+	r.span.runtime = SP_RT_RUBY;
+	r.span.klass = str("A\"B");
+	r.span.method = str("m");
+	r.span.start = 1001500;
+	r.span.stop = 1003000;
+	sp_chrome_add(c, d, &r);
+	r.span.stop = 0;	/* still open */
+	sp_chrome_add(c, d, &r);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SPAN_START;	/* ignored: spans come as span records */
+	sp_chrome_add(c, d, &r);
+	CHECK(sp_chrome_finish(c) == 0);
+	fclose(m);
+	CHECK(strstr(buf, "{\"ph\":\"X\",\"cat\":\"span\",\"name\":\"A\\\"B#m\",\"pid\":3,\"tid\":4,"
+			  "\"ts\":1.500,\"dur\":1.500,"));
+	CHECK(strstr(buf, "{\"ph\":\"B\",\"cat\":\"span\",\"name\":\"A\\\"B#m\""));
+	CHECK(!strstr(buf, "\"ph\":\"E\""));
+	CHECK(len > 4 && !strcmp(buf + len - 4, "\n]}\n"));
+	free(buf);
+	sp_defs_free(d);
+}
+
+int main(void)
+{
+	TAP_RUN(test_pprof_roundtrip);
+	TAP_RUN(test_chrometrace_spans_and_events);
+	return TAP_DONE();
+}
