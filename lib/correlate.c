@@ -91,6 +91,7 @@ struct sp_corr {
 	sp_corr_emit_fn emit;
 	void *ctx;
 	int failed;
+	bool passthrough;	/* the stream is correlated already */
 	struct sp_corr_stats st;
 
 	/* the reorder window: records in order queue in a ring, the others in a heap */
@@ -1314,10 +1315,16 @@ int sp_corr_add(struct sp_corr *c, const struct sp_record *rec)
 	if (c->failed)
 		return -1;
 	c->st.records++;
+	if (c->passthrough && rec->kind != SP_REC_HEADER) {
+		out(c, rec);
+		return c->failed ? -1 : 0;
+	}
 	switch (rec->kind) {
 	case SP_REC_HEADER:
 		end_stream(c);
 		reset_stream(c);
+		/* correlated already: its spans stand, its order is theirs */
+		c->passthrough = rec->header.flags & SP_HDR_CORRELATED;
 		hdr = *rec;
 		hdr.header.flags |= SP_HDR_CORRELATED;
 		out(c, &hdr);

@@ -18,6 +18,9 @@
  * - process, thread, lost records when processed; process_end, thread_end
  *   and module_end once no held record older than them is left.
  *
+ * A stream whose header says it is correlated already (SP_HDR_CORRELATED)
+ * passes through unchanged.
+ *
  * The emit callback's record (and its bytes) is valid only during the call.
  * A non-zero return from emit stops the correlator: every later call returns
  * -1. Memory grows with open spans, live threads and processes, the reorder
@@ -64,7 +67,7 @@ struct sp_corr_stats {
 	uint64_t unknown_pids;	/* pids seen in records before any process/fork record */
 	uint64_t pid_reuse;	/* a process or thread started again while alive */
 	uint64_t early_flush;	/* span trees emitted before they closed (max_held) */
-	uint64_t old_spans;	/* span records in the input, dropped and rebuilt */
+	uint64_t old_spans;	/* span records in an uncorrelated input, dropped */
 };
 
 /* Defaults for every zero field of opts (opts may be NULL). */
