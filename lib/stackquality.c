@@ -217,8 +217,9 @@ static void make_hint(const struct sp_stackq *q, const struct cause *c, double s
 		break;
 	case SP_UNWIND_UNKNOWN_MAP:
 		snprintf(buf, len, "%.1f%% of stacks stopped at an address in no known mapping "
-			 "(e.g. 0x%" PRIx64 "): the mapping was missed (lost records, or a process "
-			 "gone before it was read); check the lost-record count", pct, c->rel);
+			 "(e.g. 0x%" PRIx64 "): a sample inside execve (registers of the old image), "
+			 "or a missed mapping (lost records, a process gone before it was read)",
+			 pct, c->rel);
 		break;
 	case SP_UNWIND_JIT:
 		snprintf(buf, len, "%.1f%% of stacks stopped in JIT-compiled code (e.g. 0x%" PRIx64

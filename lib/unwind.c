@@ -139,8 +139,8 @@ static unsigned int perf_slot(unsigned int perf_reg)
 const char *sp_unwind_status_name(unsigned int status)
 {
 	static const char *const names[] = {
-		"unknown", "complete", "depth", "stack-size", "no-cfi",
-		"unknown-map", "jit", "error",
+		"unknown", "complete", "depth", "stack_size", "no_cfi",
+		"unknown_map", "jit", "error",
 	};
 
 	return status < sizeof(names) / sizeof(names[0]) ? names[status] : "invalid";

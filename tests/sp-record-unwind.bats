@@ -100,7 +100,7 @@ record_json() {
 	run --separate-stderr sp-record --call-graph=dwarf --stack-size=1024 -o "$UW_TMP/small.sp" \
 		-- ruby "$FIXTURES/loop.rb" 0.3
 	assert_success
-	assert_regex "$stderr" "stack-size: [0-9.]+% of stacks hit the 1024-byte stack copy: use --call-graph=dwarf,4096"
+	assert_regex "$stderr" "stack_size: [0-9.]+% of stacks hit the 1024-byte stack copy: use --call-graph=dwarf,4096"
 }
 
 @test "sp-record-unwind: 200 ms asleep in a known function is 200 ms off-CPU in that stack" {

@@ -154,8 +154,8 @@ static void test_stackquality_from_defs(void)
 	sp_stackq_print(q, f, "sp-record: ", 1);
 	fclose(f);
 	CHECK(strstr(buf, "sp-record: stacks: 40.0% complete (2 of 5 unwound samples") == buf);
-	CHECK(strstr(buf, "\nsp-record:   no-cfi: 40.0% of stacks stopped in libruby.so.3.1 at 0x101") != NULL);
-	CHECK(strstr(buf, "stack-size") == NULL);	/* only one cause asked for */
+	CHECK(strstr(buf, "\nsp-record:   no_cfi: 40.0% of stacks stopped in libruby.so.3.1 at 0x101") != NULL);
+	CHECK(strstr(buf, "stack_size") == NULL);	/* only one cause asked for */
 	sp_stackq_free(q);
 	sp_defs_free(d);
 }

@@ -348,7 +348,7 @@ static void test_unwind_splice_fp(void)
 	CHECK_EQ_U(ips[3], 4);
 	CHECK_EQ_U(ips[5], 6);
 	CHECK_EQ_U(sp_unwind_splice_fp(ips, 2, 6, fp, 0), 2);
-	CHECK_STR(sp_unwind_status_name(SP_UNWIND_STACK_SIZE), "stack-size");
+	CHECK_STR(sp_unwind_status_name(SP_UNWIND_STACK_SIZE), "stack_size");
 }
 
 int main(void)
