@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of lib/tree.c and lib/tree_events.c: renderings and tree shape. */
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "tap.h"
+#include "tree.h"
+
+static char buf[4096];
+
+static const char *text(uint64_t kind, const uint64_t *v, unsigned int n, bool stable)
+{
+	sp_event_text(buf, sizeof(buf), kind, v, n, stable);
+	return buf;
+}
+
+#define S(x) ((uint64_t)(uintptr_t)(x))
+
+static void test_tree_open_flags(void)
+{
+	sp_open_flags_text(buf, sizeof(buf), O_RDONLY | O_CLOEXEC);
+	CHECK_STR(buf, "O_RDONLY|O_CLOEXEC");
+	sp_open_flags_text(buf, sizeof(buf), O_WRONLY | O_CREAT | O_TRUNC);
+	CHECK_STR(buf, "O_WRONLY|O_CREAT|O_TRUNC");
+	sp_open_flags_text(buf, sizeof(buf), O_RDWR | O_APPEND | O_NOFOLLOW | O_DIRECTORY);
+	CHECK_STR(buf, "O_RDWR|O_APPEND|O_DIRECTORY|O_NOFOLLOW");
+	sp_open_flags_text(buf, sizeof(buf), O_SYNC);	/* two bits, one name each */
+	CHECK_STR(buf, "O_RDONLY|O_SYNC|O_DSYNC");
+	sp_open_flags_text(buf, sizeof(buf), O_PATH | O_CLOEXEC);
+	CHECK_STR(buf, "O_CLOEXEC|O_PATH");
+	sp_open_flags_text(buf, sizeof(buf), 0x40000000 | O_WRONLY);
+	CHECK_STR(buf, "O_WRONLY|0x40000000");
+}
+
+static void test_tree_event_texts(void)
+{
+	static const uint8_t v4[] = { 4, 127, 0, 0, 1 };
+	static const uint8_t v6[] = { 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+	uint64_t v[SP_EVENT_MAX_FIELDS];
+
+	v[0] = S("/etc/app.conf"), v[1] = O_RDONLY | O_CLOEXEC, v[2] = 0, v[3] = 3;
+	CHECK_STR(text(SP_EV_PATH_OPEN, v, 4, false), "/etc/app.conf (O_RDONLY|O_CLOEXEC) = 3");
+	CHECK_STR(text(SP_EV_PATH_OPEN, v, 4, true), "/etc/app.conf (O_RDONLY|O_CLOEXEC) = fd");
+	v[3] = (uint64_t)-2;
+	CHECK_STR(text(SP_EV_PATH_OPEN, v, 4, true), "/etc/app.conf (O_RDONLY|O_CLOEXEC) = -ENOENT");
+	v[0] = S("my file"), v[1] = O_WRONLY | O_CREAT, v[2] = 0640, v[3] = 4, v[4] = S("/tmp");
+	CHECK_STR(text(SP_EV_PATH_OPEN, v, 5, false), "/tmp/\"my file\" (O_WRONLY|O_CREAT, 0640) = 4");
+
+	v[0] = 2, v[1] = S(v4), v[2] = 8080, v[3] = 0, v[4] = 5;
+	CHECK_STR(text(SP_EV_SOCK_CONNECT, v, 5, false), "127.0.0.1:8080 = 0");
+	v[0] = 10, v[1] = S(v6), v[2] = 53, v[3] = (uint64_t)-111;
+	CHECK_STR(text(SP_EV_SOCK_CONNECT, v, 5, false), "[::1]:53 = -ECONNREFUSED");
+	v[0] = 2, v[1] = S(v4), v[2] = 40123, v[3] = 7;
+	CHECK_STR(text(SP_EV_SOCK_ACCEPT, v, 5, false), "from 127.0.0.1:40123 = 7");
+	CHECK_STR(text(SP_EV_SOCK_ACCEPT, v, 5, true), "from 127.0.0.1 = fd");
+
+	v[0] = S("localhost"), v[1] = 1, v[2] = S(v4), v[3] = 53, v[4] = 99;
+	CHECK_STR(text(SP_EV_DNS_REQ, v, 5, false), "localhost A via 127.0.0.1:53");
+	v[1] = 28, v[2] = 0;
+	CHECK_STR(text(SP_EV_DNS_REQ, v, 5, false), "localhost AAAA");
+
+	v[0] = 4712, v[1] = 4712, v[2] = 0;
+	CHECK_STR(text(SP_EV_PROC_FORK, v, 3, false), "4712");
+	CHECK_STR(text(SP_EV_PROC_FORK, v, 3, true), "child");
+	v[2] = SP_FORK_THREAD, v[1] = 4713;
+	CHECK_STR(text(SP_EV_PROC_FORK, v, 3, false), "thread 4713");
+
+	v[0] = S("/bin/sh"), v[1] = S("sh -c 'cat /etc/hostname'"), v[2] = 0;
+	CHECK_STR(text(SP_EV_PROC_EXEC, v, 4, false), "/bin/sh -c 'cat /etc/hostname'");
+	v[1] = S("/bin/sh -c true");
+	CHECK_STR(text(SP_EV_PROC_EXEC, v, 4, false), "/bin/sh -c true");
+	v[1] = S("busybox sh"), v[2] = 1;
+	CHECK_STR(text(SP_EV_PROC_EXEC, v, 4, false), "/bin/sh [busybox sh] …");
+
+	v[0] = 0, v[1] = 9, v[2] = 0;
+	CHECK_STR(text(SP_EV_PROC_EXIT, v, 3, false), "killed by SIGKILL");
+	v[0] = (uint64_t)-1 & 0xff, v[1] = 0, v[2] = 1;
+	CHECK_STR(text(SP_EV_PROC_EXIT, v, 3, false), "thread exit 255");
+
+	v[0] = (uint64_t)4712, v[1] = 15, v[2] = 0;
+	CHECK_STR(text(SP_EV_TASK_KILL, v, 3, false), "SIGTERM to 4712 = 0");
+	CHECK_STR(text(SP_EV_TASK_KILL, v, 3, true), "SIGTERM = 0");
+	v[0] = 12, v[1] = (uint64_t)-1;
+	CHECK_STR(text(SP_EV_CAPABLE_CHECK, v, 2, false), "CAP_NET_ADMIN = -EPERM");
+	v[0] = S("setuid"), v[1] = 0, v[2] = 1000, v[3] = 5, v[4] = 5, v[5] = 0;
+	CHECK_STR(text(SP_EV_SETID_CHANGE, v, 6, false), "setuid uid 0→1000 = 0");
+	v[0] = S("/a"), v[1] = S("/b"), v[2] = 0, v[3] = 0;
+	CHECK_STR(text(SP_EV_FILE_RENAME, v, 4, false), "/a → /b = 0");
+	v[0] = S("/x"), v[1] = 0755, v[2] = 0;
+	CHECK_STR(text(SP_EV_FILE_CHMOD, v, 3, false), "/x mode 0755 = 0");
+	v[0] = S("open"), v[1] = S("('/etc/passwd', 'r')"), v[2] = 2;
+	CHECK_STR(text(SP_EV_AUDIT, v, 3, false), "open ('/etc/passwd', 'r')");
+	CHECK_STR(text(999, v, 0, false), "kind 999");
+}
+
+/* Every kind of lib/events.c renders without "?" when its fields are set. */
+static void test_tree_every_kind(void)
+{
+	static const uint8_t v4[] = { 4, 10, 0, 0, 1 };
+	uint64_t v[SP_EVENT_MAX_FIELDS];
+	unsigned int k, i;
+
+	for (k = 1; k < SP_EV_KIND_MAX; k++) {
+		const struct sp_event_schema *es = sp_event_schema(k);
+
+		CHECK(es != NULL);
+		if (!es)
+			continue;
+		for (i = 0; i < es->nfields; i++)
+			v[i] = es->fields[i].type == SP_FT_STR ? S("s") :
+			       es->fields[i].type == SP_FT_ADDR ? S(v4) : 1;
+		text(k, v, es->nfields, false);
+		if (!*buf || strstr(buf, "?") || !strncmp(buf, "kind", 4))
+			printf("#   %s: \"%s\"\n", es->name, buf);
+		CHECK(*buf && !strstr(buf, "?") && strncmp(buf, "kind", 4));
+	}
+}
+
+/* ---- tree shape ------------------------------------------------------- */
+
+static struct sp_tree *tree;
+static uint64_t nstr;
+
+static uint64_t str(const char *s)
+{
+	struct sp_record r = { .kind = SP_REC_STRING };
+
+	r.string.value.p = (const uint8_t *)s;
+	r.string.value.len = (uint32_t)strlen(s);
+	sp_tree_add(tree, &r);
+	return ++nstr;
+}
+
+static void header(void)
+{
+	struct sp_record r = { .kind = SP_REC_HEADER };
+
+	r.header.start_mono_ns = 1000;
+	r.header.sample_period = 1000000;
+	r.header.event.p = (const uint8_t *)"cpu-clock";
+	r.header.event.len = 9;
+	nstr = 0;
+	sp_tree_add(tree, &r);
+}
+
+static void proc(uint64_t pid, uint64_t ppid, const char *comm)
+{
+	struct sp_record r = { .kind = SP_REC_PROCESS };
+
+	r.process.pid = pid;
+	r.process.ppid = ppid;
+	r.process.comm = str(comm);
+	sp_tree_add(tree, &r);
+}
+
+static void span(uint64_t parent, uint64_t fork, uint64_t pid, uint64_t tid, uint64_t method,
+		 uint64_t start, uint64_t stop, uint64_t end, uint64_t samples, uint64_t total)
+{
+	struct sp_record r = { .kind = SP_REC_SPAN };
+
+	r.span.parent = parent;
+	r.span.fork_span = fork;
+	r.span.pid = pid;
+	r.span.tid = tid;
+	r.span.method = method;
+	r.span.start = start;
+	r.span.stop = stop;
+	r.span.end = end;
+	r.span.samples = samples;
+	r.span.total_samples = total;
+	sp_tree_add(tree, &r);
+}
+
+static void ev(uint64_t t, uint64_t pid, uint64_t tid, uint64_t span, uint64_t rule,
+	       uint64_t kind, uint64_t f0, uint64_t f1, uint64_t f2, uint64_t f3)
+{
+	struct sp_record r = { .kind = SP_REC_EVENT };
+
+	r.event.time = t;
+	r.event.pid = pid;
+	r.event.tid = tid;
+	r.event.span = span;
+	r.event.rule = rule;
+	r.event.kind = kind;
+	r.event.nfields = sp_event_schema(kind)->nfields;
+	r.event.field[0].u = f0;
+	r.event.field[1].u = f1;
+	r.event.field[2].u = f2;
+	r.event.field[3].u = f3;
+	sp_tree_add(tree, &r);
+}
+
+static char *print(void)
+{
+	char *p = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&p, &n);
+
+	CHECK(sp_tree_print(tree, f) == 0);
+	fclose(f);
+	return p;
+}
+
+/* A small recording: main span with a child, a fork whose child opens a file. */
+static void build(const struct sp_tree_opts *o)
+{
+	uint64_t m_main, m_child, path;
+
+	tree = sp_tree_new(o);
+	header();
+	proc(10, 1, "app");
+	m_main = str("main");
+	m_child = str("child");
+	path = str("/etc/x");
+	span(0, 0, 10, 10, m_main, 1000, 5001000, SP_END_STOPPED, 2, 5);	/* id 1 */
+	ev(2000, 10, 10, 1, SP_RULE_THREAD, SP_EV_PROC_FORK, 20, 20, 0, 0);
+	ev(3000, 20, 20, 1, SP_RULE_FORK, SP_EV_PATH_OPEN, path, 0, 0, 3);
+	span(1, 0, 10, 10, m_child, 4000, 1004000, SP_END_STOPPED, 3, 3);	/* id 2 */
+	span(1, 0, 10, 10, m_child, 1005000, 2005000, SP_END_STOPPED, 0, 0);	/* id 3 */
+	span(0, 0, 10, 10, 0, 6000000, 6000000, SP_END_SYNTHETIC, 0, 0);	/* gap, id 4 */
+	ev(6000000, 10, 10, 4, SP_RULE_GAP, SP_EV_PATH_OPEN, path, 0, 0, (uint64_t)-13);
+}
+
+static void test_tree_shape(void)
+{
+	struct sp_tree_opts o = { .stable = false };
+	char *p;
+
+	/* two identical child spans collapse; dur and cpu are their sums */
+	build(&o);
+	p = print();
+	CHECK_STR(p,
+		"# stackpulse recording  started ?  duration 6.0ms  lost 0\n"
+		"# processes 2  spans 4  events 3\n"
+		"[PROC pid=10 comm=app parent=1]\n"
+		"├─ [SPAN tid=10 main dur=5.0ms cpu=5.0ms self=2.0ms]\n"
+		"│  ├─ PROC proc_fork → 20  @+1.0us\n"
+		"│  │  └─ [PROC pid=20 comm=? parent=10]\n"
+		"│  │     └─ FILE path_open → /etc/x (O_RDONLY) = 3  @+2.0us\n"
+		"│  └─ ×2 [SPAN tid=10 child dur=2.0ms cpu=3.0ms]\n"
+		"└─ [SPAN tid=10 <no-span> dur=0ns]\n"
+		"   └─ FILE path_open → /etc/x (O_RDONLY) = -EACCES  @+0ns\n");
+	free(p);
+	sp_tree_free(tree);
+}
+
+static void test_tree_stable_collapse(void)
+{
+	struct sp_tree_opts o = { .stable = true };
+	char *p;
+
+	build(&o);
+	p = print();
+	/* the two child spans differ only in samples and times: one line */
+	CHECK_STR(p,
+		"# stackpulse recording\n"
+		"[PROC comm=app]\n"
+		"├─ [SPAN main]\n"
+		"│  ├─ PROC proc_fork → child\n"
+		"│  │  └─ [PROC comm=?]\n"
+		"│  │     └─ FILE path_open → /etc/x (O_RDONLY) = fd\n"
+		"│  └─ ×2 [SPAN child]\n"
+		"└─ [SPAN <no-span>]\n"
+		"   └─ FILE path_open → /etc/x (O_RDONLY) = -EACCES\n");
+	free(p);
+	sp_tree_free(tree);
+}
+
+static void test_tree_filters(void)
+{
+	struct sp_tree_opts o = { .stable = true, .min_dur_ns = 2000000 };
+	static const char *const pat[] = { "chi*" };
+	char *p;
+
+	build(&o);
+	p = print();
+	CHECK(strstr(p, "[SPAN main]") != NULL);
+	CHECK(strstr(p, "child]") == NULL);	/* 1ms < 2ms */
+	CHECK(strstr(p, "<no-span>") != NULL);	/* gaps are never hidden */
+	free(p);
+	sp_tree_free(tree);
+
+	memset(&o, 0, sizeof(o));
+	o.stable = true;
+	o.spans = pat;
+	o.nspans = 1;
+	build(&o);
+	p = print();
+	CHECK_STR(p,
+		"# stackpulse recording\n"
+		"[PROC comm=app]\n"
+		"└─ [SPAN main]\n"
+		"   └─ ×2 [SPAN child]\n");
+	free(p);
+	sp_tree_free(tree);
+
+	memset(&o, 0, sizeof(o));
+	o.stable = true;
+	o.event_kinds = 1ull << SP_EV_PATH_OPEN;
+	o.max_depth = 2;
+	build(&o);
+	p = print();
+	CHECK_STR(p,
+		"# stackpulse recording\n"
+		"[PROC comm=app]\n"
+		"├─ [SPAN main]\n"
+		"│  └─ PROC proc_fork → child\n"
+		"│     └─ … 1 more\n"
+		"└─ [SPAN <no-span>]\n"
+		"   └─ FILE path_open → /etc/x (O_RDONLY) = -EACCES\n");
+	free(p);
+	sp_tree_free(tree);
+}
+
+static void test_tree_json(void)
+{
+	struct sp_tree_opts o = { .json = true, .no_collapse = true };
+	json_error_t err;
+	json_t *j, *main_span, *fork;
+	char *p;
+
+	build(&o);
+	p = print();
+	j = json_loads(p, 0, &err);
+	CHECK(j != NULL);
+	if (!j) {
+		printf("#   %s: %s\n", err.text, p);
+		goto out;
+	}
+	main_span = json_array_get(json_object_get(json_array_get(json_object_get(j, "processes"), 0),
+						   "children"), 0);
+	CHECK_STR(json_string_value(json_object_get(main_span, "name")), "main");
+	CHECK_EQ_U(json_integer_value(json_object_get(main_span, "dur_ns")), 5000000);
+	CHECK_EQ_U(json_integer_value(json_object_get(main_span, "cpu_ns")), 5000000);
+	CHECK_EQ_U(json_array_size(json_object_get(main_span, "children")), 3);
+	fork = json_array_get(json_object_get(main_span, "children"), 0);
+	CHECK_STR(json_string_value(json_object_get(fork, "kind")), "proc_fork");
+	CHECK_EQ_U(json_integer_value(json_object_get(json_array_get(json_object_get(fork, "children"),
+								      0), "pid")), 20);
+	json_decref(j);
+out:
+	free(p);
+	sp_tree_free(tree);
+}
+
+/* A raise mark names the error and message of the span just before it. */
+static void test_tree_raise(void)
+{
+	struct sp_tree_opts o = { .stable = true };
+	struct sp_record r = { .kind = SP_REC_SPAN_RAISE };
+	uint64_t m;
+	char *p;
+
+	tree = sp_tree_new(&o);
+	header();
+	proc(10, 1, "app");
+	m = str("boom");
+	span(0, 0, 10, 10, m, 1000, 2000, SP_END_RAISED, 0, 0);
+	r.mark.tid = 10;
+	r.mark.klass = str("KeyError");
+	r.mark.method = str("key not found: :x");
+	sp_tree_add(tree, &r);
+	p = print();
+	CHECK(strstr(p, "[SPAN boom] (raise KeyError: \"key not found: :x\")\n") != NULL);
+	free(p);
+	sp_tree_free(tree);
+}
+
+int main(void)
+{
+	TAP_RUN(test_tree_open_flags);
+	TAP_RUN(test_tree_event_texts);
+	TAP_RUN(test_tree_every_kind);
+	TAP_RUN(test_tree_shape);
+	TAP_RUN(test_tree_stable_collapse);
+	TAP_RUN(test_tree_filters);
+	TAP_RUN(test_tree_json);
+	TAP_RUN(test_tree_raise);
+	return TAP_DONE();
+}
