@@ -495,7 +495,8 @@ static int flatten(struct builder *b)
 	struct range *stack;
 	size_t sp = 0, i, cap = 0;
 
-	qsort(b->ranges, b->nranges, sizeof(*b->ranges), cmp_range);
+	if (b->nranges > 1)
+		qsort(b->ranges, b->nranges, sizeof(*b->ranges), cmp_range);
 	stack = malloc((MAX_NESTING + 2) * sizeof(*stack));
 	if (!stack)
 		return -1;
@@ -525,6 +526,39 @@ static int flatten(struct builder *b)
 oom:
 	free(stack);
 	return -1;
+}
+
+bool sp_dwarfidx_elf_sane(Elf *elf, const char **why)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
+		*why = "no section names";
+		return false;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || strncmp(name, ".debug_", 7) ||
+		    (strcmp(name + 7, "str") && strcmp(name + 7, "line_str")))
+			continue;
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) {
+			*why = "cannot decompress a string section";
+			return false;
+		}
+		d = elf_getdata(scn, NULL);
+		if (!d || (d->d_size && (!d->d_buf || ((const char *)d->d_buf)[d->d_size - 1]))) {
+			*why = "a DWARF string section does not end with a NUL";
+			return false;
+		}
+	}
+	return true;
 }
 
 static uint64_t now_ns(void)
@@ -592,7 +626,8 @@ struct sp_dwarfidx *sp_dwarfidx_build(Dwarf *dw, uint64_t text_lo, uint64_t text
 	if (!b.oom) {
 		for (i = 0; i < b.x->nrows; i++)
 			b.x->rows[i].ord = (uint32_t)i;
-		qsort(b.x->rows, b.x->nrows, sizeof(*b.x->rows), cmp_row);
+		if (b.x->nrows > 1)
+			qsort(b.x->rows, b.x->nrows, sizeof(*b.x->rows), cmp_row);
 		if (flatten(&b) < 0)
 			b.oom = true;
 	}

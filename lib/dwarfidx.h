@@ -22,8 +22,18 @@
 #include <stdint.h>
 
 #include <elfutils/libdw.h>
+#include <gelf.h>
 
 struct sp_dwarfidx;
+
+/*
+ * Check what libdw trusts blindly before handing elf to dwarf_begin_elf():
+ * that its string sections (.debug_str, .debug_line_str) end with a NUL,
+ * so that no string read from them runs past their end. Decompresses
+ * compressed debug sections in place. false with *why set if elf must not
+ * be read as DWARF.
+ */
+bool sp_dwarfidx_elf_sane(Elf *elf, const char **why);
 
 /* One level of an inline chain. */
 struct sp_dwarf_loc {

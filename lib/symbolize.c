@@ -744,6 +744,7 @@ static void image_load(struct sp_symbolizer *s, struct image *img)
 	Dwarf *dw;
 	int rc = 0, nsyms;
 	size_t bad = 0;
+	bool insane;
 
 	img->loaded = true;
 	s->files_loaded++;
@@ -864,7 +865,12 @@ found:
 		image_warn(img, symf->path, why);
 	img->stripped = !sp_symtab_elf_has_symtab(symf->elf);
 	text_bounds(f.elf, &lo, &hi);
-	dw = dwarf_begin_elf(dwf->elf, DWARF_C_READ, NULL);
+	dw = NULL;
+	insane = !sp_dwarfidx_elf_sane(dwf->elf, &why);
+	if (insane)
+		sp_warn("'%s': DWARF not used: %s", dwf->path, why);
+	else
+		dw = dwarf_begin_elf(dwf->elf, DWARF_C_READ, NULL);
 	if (dw) {
 		img->dwarf = sp_dwarfidx_build(dw, lo, hi, &bad, &why);
 		if (!img->dwarf && why && strcmp(why, "no DWARF compilation units"))
@@ -872,7 +878,7 @@ found:
 		else if (bad)
 			sp_warn("'%s': %zu DWARF units could not be read", dwf->path, bad);
 		dwarf_end(dw);
-	} else if (has_section(dwf->elf, ".debug_info", true)) {
+	} else if (!insane && has_section(dwf->elf, ".debug_info", true)) {
 		sp_warn("'%s': DWARF not used: %s", dwf->path, dwarf_errmsg(-1));
 	}
 	if (sp_symtab_count(img->symtab) == 0 && !img->dwarf) {

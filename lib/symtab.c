@@ -219,7 +219,8 @@ void sp_symtab_finish(struct sp_symtab *st)
 
 	if (st->sorted == st->n)
 		return;
-	qsort(st->e, st->n, sizeof(*st->e), cmp_entry);
+	if (st->n > 1)
+		qsort(st->e, st->n, sizeof(*st->e), cmp_entry);
 	/* One symbol per address (aliases: memcpy and __memcpy_avx...). */
 	for (i = 0, j = 0; i < st->n; i++) {
 		if (j && st->e[j - 1].addr == st->e[i].addr) {
