@@ -480,6 +480,8 @@ struct bs_proc {
 	struct sp_u64map depth;		/* tid -> open spans */
 	bool py_active;			/* the Python activator announced itself */
 	bool cm_pending;		/* C-method probes wait for the first method entry */
+	bool attached;			/* running before the recording (-p): no activator */
+	uint32_t ppid;			/* forked from, until it execs: same addresses */
 	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
 };
 
@@ -722,7 +724,7 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		 * attached once the process's first method__entry shows that
 		 * the hook is in (docs/spans.md).
 		 */
-		if ((m & SP_SPANS_RUBY_C) && (m & SP_SPANS_RUBY))
+		if ((m & SP_SPANS_RUBY_C) && (m & SP_SPANS_RUBY) && !p->attached)
 			p->cm_pending = true;
 		else if (m & SP_SPANS_RUBY_C)
 			attach_cmethod(c, p, bin);
@@ -930,6 +932,7 @@ static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs
 	}
 	child->runtimes = parent->runtimes;
 	child->cm_pending = parent->cm_pending;
+	child->attached = parent->attached;
 	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));
 	announce(c, child);
 }
@@ -940,6 +943,21 @@ static void cont(uint32_t pid)
 		sp_warn("pid %u: cannot continue: %s", pid, strerror(errno));
 }
 
+static ssize_t read_remote(uint32_t pid, uint64_t addr, char *buf, size_t size)
+{
+	struct iovec local = { buf, size }, remote = { (void *)addr, size };
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+	if (n <= 0) {
+		/* up to the end of the page only */
+		size_t room = 4096 - (addr & 4095);
+
+		remote.iov_len = local.iov_len = room < size ? room : size;
+		n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	}
+	return n;
+}
+
 /* A string BPF could not read (a page not resident yet): read it with
  * process_vm_readv(), which faults the page in, so BPF reads it next time.
  * Cached by address: such strings are literals of the binary. */
@@ -947,19 +965,15 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 {
 	uint64_t key = sp_hash_mix(addr, UINT64_MAX), *id, sid;
 	char buf[SP_BS_STRLEN];
-	struct iovec local = { buf, sizeof(buf) - 1 }, remote = { (void *)addr, sizeof(buf) - 1 };
 	ssize_t n;
 
 	id = sp_u64map_get(&p->strs, key);
 	if (id)
 		return *id;
-	n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
-	if (n <= 0) {
-		/* up to the end of the page only */
-		remote.iov_len = local.iov_len = 4096 - (addr & 4095) < sizeof(buf) - 1 ?
-						 4096 - (addr & 4095) : sizeof(buf) - 1;
-		n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
-	}
+	n = read_remote(p->pid, addr, buf, sizeof(buf) - 1);
+	/* A forked child that is gone already: its parent has the same bytes. */
+	if (n <= 0 && p->ppid)
+		n = read_remote(p->ppid, addr, buf, sizeof(buf) - 1);
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
@@ -1004,6 +1018,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 			sp_u64map_del(&c->by_pid, e->pid);
 		}
 		p = proc_new(c, e->pid);
+		p->ppid = e->ppid;
 		parent = proc_get(c, e->ppid);
 		if (parent)
 			attach_like(c, p, parent);
@@ -1017,6 +1032,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->announced = 0;
 		p->py_active = false;
 		p->cm_pending = false;
+		p->ppid = 0;
 		sp_u64map_release(&p->depth);
 		attach_image(c, p);
 		break;
@@ -1336,6 +1352,7 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 		/* Our own child before exec: the exec hook attaches. */
 		if (!strcmp(exe, self))
 			continue;
+		p->attached = true;
 		attach_image(c, p);
 		if (c->o->explicit_modes && (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
 			sp_info("pid %u was started without sp-record: Ruby method spans need a "

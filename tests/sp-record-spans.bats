@@ -1,0 +1,239 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# sp-record --spans: method spans of Ruby, Python and C programs with known
+# call trees (tests/fixtures/{ruby,python,src}), compared with the trees
+# read off the fixtures' source by hand, names and lines included.
+load helper
+
+RUBY_FIX=$BATS_TEST_DIRNAME/fixtures/ruby/calls.rb
+PY_FIX=$BATS_TEST_DIRNAME/fixtures/python/calls.py
+PY=/usr/bin/python3.11
+
+setup() {
+	OUT=$BATS_TEST_TMPDIR/run.sp
+}
+
+# The spans of one source file as "proc/thread kind class#method line depth",
+# processes and threads named by order of appearance (p1 = the command).
+tree() {
+	sp-decode "$OUT" | jq -r --arg f "$1" '
+		select((.type | startswith("span_")) and (.file // "" | endswith($f)))
+		| [.pid, .tid, .type, (.klass // ""), (.method // ""), (.line // 0), (.depth // 0)]
+		| @tsv' | awk -F'\t' '
+		!($1 in P) { P[$1] = "p" (++np) }
+		!($2 in T) { T[$2] = ($1 == $2) ? "main" : "t" (++nt) }
+		{ printf "%s/%s %s %s#%s %s %s\n", P[$1], T[$2], $3, $4, $5, $6, $7 }'
+}
+
+probe_hits() {
+	sp-decode "$OUT" | jq -r --arg n "$1" 'select(.type == "probe" and .name == $n) | .hits' |
+		head -1
+}
+
+require_ruby() {
+	require_root
+	require_cmd ruby
+	readelf -n /usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 2>/dev/null | grep -q method__entry ||
+		skip "needs Debian's libruby 3.1 with USDT probes"
+}
+
+require_python() {
+	require_root
+	[ -x $PY ] || skip "needs Debian's $PY"
+	readelf -n $PY | grep -q function__entry || skip "$PY has no USDT probes"
+}
+
+@test "sp-record --spans=ruby: the Ruby call tree, nesting, recursion, raise, thread, fork" {
+	require_ruby
+	run -0 sp-record --spans=ruby -o "$OUT" -- ruby "$RUBY_FIX"
+	run -0 tree calls.rb
+	# Entry lines are each method's first body line, stop lines the line
+	# running when it returned (the raise and call lines when unwound).
+	assert_output "p1/main span_start Tree#run 6 1
+p1/main span_start Tree#nest 14 2
+p1/main span_start Tree#inner 18 3
+p1/main span_stop Tree#inner 19 3
+p1/main span_stop Tree#nest 15 2
+p1/main span_start Tree#fact 22 2
+p1/main span_start Tree#fact 22 3
+p1/main span_start Tree#fact 22 4
+p1/main span_stop Tree#fact 22 4
+p1/main span_stop Tree#fact 24 3
+p1/main span_stop Tree#fact 24 2
+p1/main span_start Tree#catcher 27 2
+p1/main span_start Tree#middle 33 3
+p1/main span_start Tree#thrower 37 4
+p1/main span_raise ArgumentError# 37 0
+p1/main span_stop Tree#thrower 37 4
+p1/main span_stop Tree#middle 33 3
+p1/main span_stop Tree#catcher 30 2
+p1/main span_start Tree#thread 41 2
+p1/t1 span_start Tree#inner 18 1
+p1/t1 span_stop Tree#inner 19 1
+p1/main span_stop Tree#thread 42 2
+p1/main span_start Tree#child 45 2
+p2/main span_start Tree#inner 18 1
+p2/main span_stop Tree#inner 19 1
+p1/main span_stop Tree#child 47 2
+p1/main span_stop Tree#run 11 1"
+	# the runtime is named, with the version the interpreter reports
+	run -0 sp-decode "$OUT"
+	want=$(ruby -e 'print RUBY_VERSION')
+	run -0 jq -r 'select(.type == "runtime") | "\(.runtime) \(.version) \(.mode)"' <<<"$output"
+	assert_line "ruby $want method"
+}
+
+@test "sp-record --spans=python: the Python call tree, nesting, recursion, raise, thread, child" {
+	require_python
+	run -0 sp-record --spans=python -o "$OUT" -- $PY "$PY_FIX"
+	run -0 tree calls.py
+	# Entry lines are the def lines, stop lines the line that returned.
+	assert_output "p1/main span_start #<module> 0 1
+p1/main span_start #run 9 2
+p1/main span_start #nest 17 3
+p1/main span_start #inner 21 4
+p1/main span_stop #inner 22 4
+p1/main span_stop #nest 18 3
+p1/main span_start #fact 25 3
+p1/main span_start #fact 25 4
+p1/main span_start #fact 25 5
+p1/main span_stop #fact 27 5
+p1/main span_stop #fact 28 4
+p1/main span_stop #fact 28 3
+p1/main span_start #catcher 31 3
+p1/main span_start #middle 38 4
+p1/main span_start #thrower 42 5
+p1/main span_stop #thrower 43 5
+p1/main span_stop #middle 39 4
+p1/main span_stop #catcher 35 3
+p1/main span_start #thread 46 3
+p1/t1 span_start #inner 21 2
+p1/t1 span_stop #inner 22 2
+p1/main span_stop #thread 49 3
+p1/main span_start #child 52 3
+p2/main span_start #<module> 0 1
+p2/main span_start #inner 21 2
+p2/main span_stop #inner 22 2
+p2/main span_stop #<module> 58 1
+p1/main span_stop #child 53 3
+p1/main span_stop #run 14 2
+p1/main span_stop #<module> 60 1"
+	# audit events: the script's own open, and the child's exec
+	run -0 sp-decode "$OUT"
+	run -0 jq -r 'select(.type == "event" and .event == "audit") | "\(.name) \(.args)"' <<<"$output"
+	assert_line "open $PY_FIX"
+	assert_line "subprocess.Popen $PY"
+	assert_line "stackpulse.activated profile=slice"
+}
+
+@test "sp-record --spans=usdt --span-func: the C call tree from <stackpulse/span.h> markers and a uprobe" {
+	require_root
+	prog=$SP_EXAMPLES/spans_c
+	src=tests/fixtures/src/spans_c.c
+	[ -x "$prog" ] || skip "build/examples/spans_c not built"
+	run -0 readelf -n "$prog"
+	assert_output --partial "Name: span__begin"
+	run -0 sp-record --spans=usdt --span-func="$prog:leaf_work" -o "$OUT" -- "$prog"
+	# markers: name, file and line of each SP_SPAN_* in the source
+	run -0 tree spans_c.c
+	assert_output "p1/main span_start #main 84 1
+p1/main span_start #nest 26 2
+p1/main span_stop #nest 28 2
+p1/main span_start #fact 36 2
+p1/main span_start #fact 36 3
+p1/main span_start #fact 36 4
+p1/main span_stop #fact 38 4
+p1/main span_stop #fact 38 3
+p1/main span_stop #fact 38 2
+p1/main span_start #catcher 64 2
+p1/main span_start #middle 51 3
+p1/main span_start #thrower 44 4
+p1/main span_stop #thrower 45 4
+p1/main span_stop #middle 53 3
+p1/main span_stop #catcher 66 2
+p1/t1 span_start #thread 72 1
+p1/t1 span_stop #thread 74 1
+p2/main span_start #child 92 1
+p2/main span_stop #child 94 1
+p1/main span_stop #main 99 1"
+	# the lines really are those of the markers
+	for l in 26 28 36 38 44 45 51 53 64 66 72 74 84 92 94 99; do
+		sed -n "${l}p" "$BATS_TEST_DIRNAME/fixtures/src/spans_c.c" | grep -q 'SP_SPAN_\(BEGIN\|END\)'
+	done
+	# the uprobe pair: leaf_work nested in nest, thread and child
+	run -0 tree spans_c
+	assert_output "p1/main span_start spans_c#leaf_work 0 3
+p1/main span_stop spans_c#leaf_work 0 3
+p1/t1 span_start spans_c#leaf_work 0 2
+p1/t1 span_stop spans_c#leaf_work 0 2
+p2/main span_start spans_c#leaf_work 0 2
+p2/main span_stop spans_c#leaf_work 0 2"
+	# 9 SP_SPAN_BEGIN on the command's path, 1 in the child
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"probe\" and .name == \"stackpulse:span__begin\") | .hits' | sort -n | paste -sd' '"
+	assert_output "1 9"
+}
+
+@test "sp-record --spans=ruby: the default Ruby mode does not crash Ruby (50 runs in a row)" {
+	require_ruby
+	for i in $(seq 50); do
+		run sp-record --spans=ruby -o "$OUT" -- ruby -e 'def f; 1; end; 100.times { f }'
+		[ "$status" -eq 0 ] || fail "run $i: exit $status: $output"
+		[[ "$output" != *"[BUG]"* ]] || fail "run $i: $output"
+	done
+	run -0 probe_hits "ruby:method__entry"
+	(( output >= 100 ))
+}
+
+@test "sp-record --spans: a dead probe gets a verdict (Python without the activator)" {
+	require_python
+	STACKPULSE_PY_HOOK=none run -0 --separate-stderr sp-record --spans=python -o "$OUT" -- $PY "$PY_FIX"
+	assert_output ""
+	[[ "$stderr" == *"python:function__entry"*"entries not active"* ]]
+	run -0 sp-decode "$OUT"
+	run -0 jq -r 'select(.type == "probe" and .name == "python:function__entry") | .verdict' <<<"$output"
+	assert_output --partial "the activator was not loaded"
+}
+
+@test "sp-record --spans=ruby,ruby-c -p: an attached Ruby has C-method spans, and method spans are called dead" {
+	require_ruby
+	ruby -e '$stdout.sync = true; def f; [1].map { 2 }; end; loop { f; sleep 0.01 }' &
+	rpid=$!
+	sleep 1
+	run -0 sp-record --spans=ruby,ruby-c -p $rpid -d 1 -o "$OUT"
+	kill $rpid; wait $rpid || true
+	run -0 probe_hits "ruby:cmethod__entry"
+	(( output > 10 ))
+	run -0 sp-decode "$OUT"
+	run -0 jq -r 'select(.type == "probe" and .name == "ruby:method__entry") | .verdict' <<<"$output"
+	assert_output --partial "method spans not active"
+	run -0 sp-decode "$OUT"
+	run -0 jq -r 'select(.type == "span_start" and .klass == "Array") | .method' <<<"$output"
+	assert_line map
+}
+
+@test "sp-record --span-func: a missing binary or function is an error naming it" {
+	require_root
+	run -2 --separate-stderr sp-record --span-func=/nonexistent/bin:main -o "$OUT" -- true
+	assert_equal "$stderr" "sp-record: error: --span-func '/nonexistent/bin:main': cannot open '/nonexistent/bin': No such file or directory"
+	run -2 --separate-stderr sp-record --span-func=/bin/true:no_such_function_xyz -o "$OUT" -- true
+	[[ "$stderr" == *"no function 'no_such_function_xyz' in '"*"true'"* ]]
+}
+
+@test "sp-record --spans: bad words and malformed --span-func are usage errors" {
+	run -64 --separate-stderr sp-record --spans=ruby,bogus -- true
+	[[ "$stderr" == *"invalid --spans word 'bogus'"* ]]
+	run -64 --separate-stderr sp-record --span-func=nocolon -- true
+	[[ "$stderr" == *"invalid --span-func 'nocolon'"* ]]
+}
+
+@test "sp-record --spans: a span record costs a few bytes in the spool" {
+	require_ruby
+	run -0 sp-record --spans=ruby --no-samples -o "$OUT" -- ruby -e 'def f; 1; end; 20000.times { f }'
+	n=$(sp-decode "$OUT" | jq -c 'select(.type | startswith("span_"))' | wc -l)
+	(( n >= 40000 ))
+	# class, method and file are interned once, not carried by each mark
+	strings=$(sp-decode "$OUT" | jq -c 'select(.type == "string")' | wc -l)
+	(( strings < 1000 ))
+	size=$(stat -c %s "$OUT")
+	(( size / n < 24 ))
+}
