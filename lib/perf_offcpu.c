@@ -117,9 +117,11 @@ static error_t parse_offcpu(int key, char *arg, struct argp_state *state)
 		o->enabled = true;
 		break;
 	case OPT_OFFCPU_MIN:
-		if (sp_parse_duration(arg, &o->min_ns))
+		if (sp_parse_duration(arg, &o->min_ns)) {
 			argp_error(state, "invalid --off-cpu-min '%s': use a duration like 200us, "
 				   "1ms, 0.5s", arg);
+			return EINVAL;
+		}
 		o->enabled = true;
 		break;
 	default:
