@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of lib/bpf_spans.c: option words, --span-func specs, USDT
+ * providers in ELF notes, runtime libraries and versions. The recording
+ * itself is tested for real in tests/sp-record-spans.bats. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bpf_spans.h"
+#include "tap.h"
+
+#define LIBRUBY "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
+#define PYTHON "/usr/bin/python3.11"
+
+static void test_bpf_spans_parse_list(void)
+{
+	unsigned int m = 12345;
+	const char *bad = NULL;
+	size_t badlen = 0;
+
+	CHECK(!sp_spans_parse_list("auto", &m, &bad, &badlen));
+	CHECK_EQ_U(m, SP_SPANS_AUTO);
+	CHECK(!sp_spans_parse_list("none", &m, &bad, &badlen));
+	CHECK_EQ_U(m, 0);
+	CHECK(!sp_spans_parse_list("ruby-c,usdt", &m, &bad, &badlen));
+	CHECK_EQ_U(m, SP_SPANS_RUBY_C | SP_SPANS_USDT);
+	CHECK(!sp_spans_parse_list("python", &m, &bad, &badlen));
+	CHECK_EQ_U(m, SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT);
+	CHECK(sp_spans_parse_list("ruby,rubyx,usdt", &m, &bad, &badlen) == -1);
+	CHECK_EQ_U(badlen, 5);
+	CHECK(!strncmp(bad, "rubyx", 5));
+	CHECK(sp_spans_parse_list("ruby,", &m, &bad, &badlen) == -1);
+	CHECK_EQ_U(badlen, 0);
+	CHECK(sp_spans_parse_list("", &m, &bad, &badlen) == -1);
+}
+
+static void test_bpf_spans_split_func(void)
+{
+	char bin[64], func[32];
+
+	CHECK(!sp_spans_split_func("/usr/bin/x:main", bin, sizeof(bin), func, sizeof(func)));
+	CHECK_STR(bin, "/usr/bin/x");
+	CHECK_STR(func, "main");
+	/* the last colon splits: C++ names are globs here, paths may hold ':' */
+	CHECK(!sp_spans_split_func("a:b:f*", bin, sizeof(bin), func, sizeof(func)));
+	CHECK_STR(bin, "a:b");
+	CHECK_STR(func, "f*");
+	CHECK(sp_spans_split_func("nocolon", bin, sizeof(bin), func, sizeof(func)) == -1);
+	CHECK(sp_spans_split_func(":main", bin, sizeof(bin), func, sizeof(func)) == -1);
+	CHECK(sp_spans_split_func("bin:", bin, sizeof(bin), func, sizeof(func)) == -1);
+	CHECK(sp_spans_split_func("bin:0123456789012345678901234567890123456789", bin,
+				  sizeof(bin), func, sizeof(func)) == -1);
+}
+
+/* A file with a note that looks like USDT but is not: not a provider. */
+static void test_bpf_spans_elf_providers(void)
+{
+	char exe[4096];
+	ssize_t n;
+
+	/* this test binary has no USDT notes */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	CHECK(n > 0);
+	exe[n > 0 ? n : 0] = 0;
+	CHECK_EQ_U(sp_spans_elf_providers(exe), 0);
+	CHECK(sp_spans_elf_providers("/nonexistent/file") == -1);
+	CHECK(sp_spans_elf_providers("/etc/hostname") == -1);
+	if (!access("build/examples/spans_c", R_OK))
+		CHECK_EQ_U(sp_spans_elf_providers("build/examples/spans_c"), SP_SPANS_USDT);
+	else
+		printf("# skipped spans_c: not built\n");
+	if (!access(LIBRUBY, R_OK))
+		CHECK_EQ_U(sp_spans_elf_providers(LIBRUBY), SP_SPANS_RUBY);
+	if (!access(PYTHON, R_OK))
+		CHECK_EQ_U(sp_spans_elf_providers(PYTHON), SP_SPANS_PYTHON);
+}
+
+static void test_bpf_spans_runtime_libs(void)
+{
+	char libs[4][4096];
+	int n;
+
+	if (access("/usr/bin/ruby3.1", R_OK) || access(LIBRUBY, R_OK)) {
+		printf("# skipped: no Debian ruby3.1\n");
+		return;
+	}
+	n = sp_spans_runtime_libs("/usr/bin/ruby3.1", libs, 4);
+	CHECK_EQ_U(n, 1);
+	/* realpath of the soname link */
+	CHECK(n == 1 && !strncmp(libs[0], LIBRUBY, strlen(LIBRUBY)));
+	/* python3.11 is linked statically with libpython: no library */
+	if (!access(PYTHON, R_OK))
+		CHECK_EQ_U(sp_spans_runtime_libs(PYTHON, libs, 4), 0);
+	CHECK_EQ_U(sp_spans_runtime_libs("/nonexistent", libs, 4), 0);
+}
+
+static void test_bpf_spans_runtime_version(void)
+{
+	char v[32], want[32] = "";
+	FILE *f;
+
+	sp_spans_runtime_version("/nonexistent", 1, v, sizeof(v));
+	CHECK_STR(v, "");
+	if (!access(LIBRUBY, R_OK) && (f = popen("ruby -e 'print RUBY_VERSION' 2>/dev/null", "r"))) {
+		if (!fgets(want, sizeof(want), f))
+			want[0] = 0;
+		pclose(f);
+		sp_spans_runtime_version(LIBRUBY, 1, v, sizeof(v));
+		CHECK_STR(v, want);
+	}
+	if (!access(PYTHON, R_OK) && (f = popen(PYTHON " -c 'import platform; "
+						"print(platform.python_version(), end=\"\")'", "r"))) {
+		if (!fgets(want, sizeof(want), f))
+			want[0] = 0;
+		pclose(f);
+		sp_spans_runtime_version(PYTHON, 2, v, sizeof(v));
+		CHECK_STR(v, want);
+	}
+}
+
+static void test_bpf_spans_setup_env(void)
+{
+	struct sp_spans_opts o = { .modes = SP_SPANS_RUBY | SP_SPANS_PYTHON,
+				   .runtime_dir = "/opt/sp/runtime" };
+
+	setenv("RUBYOPT", "-w", 1);
+	unsetenv("PYTHONPATH");
+	CHECK(!sp_spans_setup_env(&o));
+	CHECK_STR(getenv("RUBYOPT"), "-r/opt/sp/runtime/ruby/stackpulse_activate.rb -w");
+	CHECK_STR(getenv("PYTHONPATH"), "/opt/sp/runtime/python");
+	/* twice (nested sp-record): not added again */
+	CHECK(!sp_spans_setup_env(&o));
+	CHECK_STR(getenv("RUBYOPT"), "-r/opt/sp/runtime/ruby/stackpulse_activate.rb -w");
+	CHECK_STR(getenv("PYTHONPATH"), "/opt/sp/runtime/python");
+	/* C-method spans and audit events need no activator */
+	o.modes = SP_SPANS_RUBY_C | SP_SPANS_PY_AUDIT;
+	unsetenv("RUBYOPT");
+	CHECK(!sp_spans_setup_env(&o));
+	CHECK(getenv("RUBYOPT") == NULL);
+}
+
+int main(void)
+{
+	TAP_RUN(test_bpf_spans_parse_list);
+	TAP_RUN(test_bpf_spans_split_func);
+	TAP_RUN(test_bpf_spans_elf_providers);
+	TAP_RUN(test_bpf_spans_runtime_libs);
+	TAP_RUN(test_bpf_spans_runtime_version);
+	TAP_RUN(test_bpf_spans_setup_env);
+	return TAP_DONE();
+}
