@@ -180,7 +180,8 @@ struct proc {
 	bool pending_exec;	/* exec'd: the record waits for the executable's path */
 	bool root;		/* the command sp-record started */
 	bool ended;
-	uint64_t exec_time;
+	bool end_deferred;	/* the command's end waits for its exit status */
+	uint64_t exec_time, end_time;
 	char comm[17];
 	uint64_t exe;		/* string id */
 	struct vma *vmas;	/* sorted by start, not overlapping */
@@ -266,6 +267,7 @@ static const struct event_name {
 	uint64_t config;
 } events[] = {
 	{ "cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK },
+	{ "dummy", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY },	/* side-band records only */
 	{ "task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
 	{ "page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS },
 	{ "faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS },
@@ -586,6 +588,7 @@ static void vma_add(struct perf *p, struct proc *pr, uint64_t start, uint64_t en
 
 	if (!mod || end <= start)
 		return;
+	mod->refs++;	/* held before the mappings it replaces let go of it */
 	/* First vma with end > start. */
 	while (lo < hi) {
 		mid = (lo + hi) / 2;
@@ -601,7 +604,6 @@ static void vma_add(struct perf *p, struct proc *pr, uint64_t start, uint64_t en
 	memmove(&pr->vmas[i + 1], &pr->vmas[i], (pr->nvmas - i) * sizeof(*pr->vmas));
 	pr->vmas[i] = (struct vma){ start, end, pgoff, mod };
 	pr->nvmas++;
-	mod->refs++;
 }
 
 static const struct vma *vma_find(const struct proc *pr, uint64_t addr)
@@ -705,11 +707,16 @@ static void proc_end(struct perf *p, struct proc *pr, uint64_t time, bool exec)
 	flush_pending_exec(p, pr);
 	r.process_end.time = time;
 	r.process_end.pid = pr->pid;
-	if (exec)
+	if (exec) {
 		r.process_end.flags = SP_PEND_EXEC;
-	else
-		root_status(pr, &r.process_end.status, &r.process_end.flags);
-	if (pr->defined)
+	} else if (pr->root && !root_status(pr, &r.process_end.status, &r.process_end.flags)) {
+		/* The kernel reports the exit before the parent can wait for it:
+		 * finish() writes this end, with the status, once the loop saw the
+		 * command go. */
+		pr->end_deferred = true;
+		pr->end_time = time;
+	}
+	if (pr->defined && !pr->end_deferred)
 		emit(p, &r);
 	if (!exec)
 		capture_jit(p, pr);
@@ -1429,6 +1436,15 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 		flush_pending_exec(p, pr);
 		if (!pr->ended)
 			capture_jit(p, pr);
+		if (pr->end_deferred && pr->defined) {
+			struct sp_record r = { .kind = SP_REC_PROCESS_END };
+
+			r.process_end.time = pr->end_time;
+			r.process_end.pid = pr->pid;
+			root_status(pr, &r.process_end.status, &r.process_end.flags);
+			emit(p, &r);
+			pr->end_deferred = false;
+		}
 	}
 	emit_ksyms(p);
 	if (p->st.bad)

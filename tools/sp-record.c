@@ -532,6 +532,8 @@ static int open_pidfd(struct loop *l, pid_t pid)
 {
 	int fd = sp_pidfd_open(pid);
 
+	if (fd < 0 && errno == ESRCH)
+		return sp_error("pid %d: no such process", (int)pid);
 	if (fd < 0)
 		return sp_error_errno("pid %d: pidfd_open", (int)pid);
 	l->pidfds[l->npidfds] = fd;
@@ -577,14 +579,14 @@ int main(int argc, char **argv)
 		}
 		return sp_close_output(&env.common, SP_EXIT_OK);
 	}
-	for (i = 0; i < env.npids; i++)
-		if (kill((pid_t)env.pids[i], 0) && errno == ESRCH)
-			sp_die("pid %u: no such process", env.pids[i]);
 	if (first < argc && !strcmp(argv[first], "--"))
 		first++;
 	env.perf.enable_on_exec = first < argc;
 
-	/* SIGINT and SIGTERM are read from a signalfd in the loop. */
+	/* SIGINT and SIGTERM are read from a signalfd in the loop, even when
+	 * sp-record was started with them ignored (a background job). */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
@@ -594,6 +596,10 @@ int main(int argc, char **argv)
 	if (l.sigfd < 0 || l.ep < 0)
 		sp_die("signalfd/epoll: %s", strerror(errno));
 	watch(&l, l.sigfd, TAG_SIGNAL, 0);
+	/* Hold the attached processes first: a pidfd cannot name another. */
+	for (i = 0; i < env.npids; i++)
+		if (open_pidfd(&l, (pid_t)env.pids[i]))
+			return SP_EXIT_FATAL;
 
 	if (first < argc) {
 		command = quote_args(argv + first, argc - first);
@@ -632,9 +638,6 @@ int main(int argc, char **argv)
 	} else {
 		target.pids = env.pids;
 		target.npids = env.npids;
-		for (i = 0; i < env.npids; i++)
-			if (open_pidfd(&l, (pid_t)env.pids[i]))
-				return SP_EXIT_FATAL;
 	}
 	target.system_wide = env.system_wide;
 

@@ -1,0 +1,325 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# sp-record: real perf_event_open recordings of the bundled workload.
+
+load helper
+
+WL=$SP_EXAMPLES/workload
+
+setup() {
+	require_cmd jq
+	[ -x "$WL" ] || skip "build/examples/workload is not built (make)"
+	OUT=$BATS_TEST_TMPDIR
+}
+
+teardown() {
+	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT"; then
+		umount "$MNT"
+	fi
+	[ -n "${BGPIDS:-}" ] && kill $BGPIDS 2>/dev/null
+	true
+}
+
+# Decode a spool to JSON lines (checked: the spool must be readable).
+decode() {
+	sp-decode "$1" > "$1.json"
+}
+
+# Whether jq prints anything (jq 1.6's -e only looks at the last input).
+has() {
+	[ -n "$(jq -c "$@" | head -c 1)" ]
+}
+
+@test "sp-record: --check says what the machine supports" {
+	run --separate-stderr -0 sp-record --check
+	assert_output --partial "software events"
+	assert_output --partial "kernel stacks"
+	assert_output --regexp "(yes|no) +hardware events"
+}
+
+@test "sp-record: nothing to record is a usage error" {
+	run --separate-stderr -64 sp-record
+	[[ "$stderr" == *"nothing to record"* ]]
+	run --separate-stderr -64 sp-record -p 1 -a
+	[[ "$stderr" == *"exclude each other"* ]]
+	run --separate-stderr -64 sp-record -F 0 -- true
+	[[ "$stderr" == *"invalid frequency '0'"* ]]
+}
+
+@test "sp-record: a command that does not exist exits 127 with one message" {
+	require_root
+	run --separate-stderr -127 sp-record -o "$OUT/x.sp" -- /nonexistent/cmd
+	assert_equal "$stderr" "sp-record: error: cannot run '/nonexistent/cmd': No such file or directory"
+	# The spool is still complete: header and end record.
+	decode "$OUT/x.sp"
+	run jq -r 'select(.type=="end") | .reason' "$OUT/x.sp.json"
+	assert_output "error"
+}
+
+@test "sp-record: an unwritable output path is reported and nothing runs" {
+	run --separate-stderr -2 sp-record -o /nonexistent/dir/x.sp -- touch "$OUT/ran"
+	[[ "$stderr" == *"'/nonexistent/dir/x.sp'"* ]]
+	[ ! -e "$OUT/ran" ]
+}
+
+@test "sp-record: a pid that does not exist" {
+	run --separate-stderr -2 sp-record -o "$OUT/x.sp" -p 999999999
+	[[ "$stderr" == *"pid 999999999: no such process"* ]]
+}
+
+@test "sp-record: every thread and the child process of the workload have samples" {
+	require_root
+	run --separate-stderr -0 sp-record -o "$OUT/w.sp" -- "$WL" 0.6
+	decode "$OUT/w.sp"
+	J=$OUT/w.sp.json
+	root=$(jq -r 'select(.type=="process" and .args != null) | .pid' "$J" | head -1)
+	child=$(jq -r "select(.type==\"process\" and .ppid==$root) | .pid" "$J" | head -1)
+	backend=$(jq -r "select(.type==\"thread\" and .pid==$root and .name==\"backend\") | .tid" "$J" | tail -1)
+	[ -n "$root" ] && [ -n "$child" ] && [ -n "$backend" ]
+	# Samples on the main thread, the backend thread and in the child.
+	for tid in "$root" "$backend" "$child"; do
+		n=$(jq "select(.type==\"sample\" and .tid==$tid)" "$J" | jq -s length)
+		echo "tid $tid: $n samples"
+		[ "$n" -ge 5 ]
+	done
+	# The child's name change (prctl) was recorded.
+	has "select(.type==\"thread\" and .tid==$child and .name==\"wl-child\")" "$J"
+	# Both processes ended, the command with status 0, and the recording ended.
+	has "select(.type==\"process_end\" and .pid==$child)" "$J"
+	has "select(.type==\"process_end\" and .pid==$root and (.status // 0)==0)" "$J"
+	run jq -r 'select(.type=="end") | "\(.reason // "exited") \(.samples)"' "$J"
+	[[ "$output" == "exited "* ]]
+	# The end record counts what is in the spool.
+	n=$(jq -s '[.[] | select(.type=="sample")] | length' "$J")
+	assert_output "exited $n"
+}
+
+@test "sp-record: the workload's hot functions are in the stacks, at nm's addresses" {
+	require_root
+	require_cmd nm binutils
+	run --separate-stderr -0 sp-record -o "$OUT/w.sp" -- "$WL" 0.6
+	decode "$OUT/w.sp"
+	exe=$(readlink -f "$WL")
+	# rel of every frame of the workload in every sample, leaf and callers.
+	jq -r --arg exe "$exe" 'select(.type=="sample") | .frames[] |
+		select(.module==$exe) | .rel' "$OUT/w.sp.json" | sort | uniq -c > "$OUT/rels"
+	[ -s "$OUT/rels" ]
+	# Symbol ranges from nm, checked independently of sp-record.
+	nm -S --defined-only "$WL" | awk '$3 ~ /^[tT]$/ { print $1, $2, $4 }' > "$OUT/syms"
+	hits() {	# samples whose frames fall in function $1
+		local addr size name lo hi n=0 count rel
+		read -r addr size name < <(awk -v fn="$1" '$3 == fn' "$OUT/syms")
+		lo=$((16#$addr)) hi=$((16#$addr + 16#$size))
+		while read -r count rel; do
+			((rel >= lo && rel < hi)) && n=$((n + count))
+		done < "$OUT/rels"
+		echo $n
+	}
+	for fn in hash_token fold_constants draw_line mix_pixels child_checksum walk_tree; do
+		echo "$fn: $(hits $fn)"
+		[ "$(hits $fn)" -gt 0 ]
+	done
+	# Leaves: most user leaf frames of the workload are in the five leaves.
+	jq -r --arg exe "$exe" 'select(.type=="sample") | .frames[0] |
+		select(.module==$exe) | .rel' "$OUT/w.sp.json" | sort | uniq -c > "$OUT/rels"
+	leaf=0
+	for fn in hash_token fold_constants draw_line mix_pixels child_checksum; do
+		leaf=$((leaf + $(hits $fn)))
+	done
+	all=$(awk '{ n += $1 } END { print n }' "$OUT/rels")
+	echo "leaves in hot functions: $leaf of $all"
+	[ $((leaf * 10)) -ge $((all * 8)) ]
+}
+
+@test "sp-record: build-ids match readelf -n" {
+	require_root
+	require_cmd readelf binutils
+	run --separate-stderr -0 sp-record -o "$OUT/w.sp" -- "$WL" 0.2
+	decode "$OUT/w.sp"
+	n=0
+	while read -r path bid; do
+		[ -f "$path" ] || continue
+		want=$(readelf -n "$path" | awk '/Build ID:/ { print $3 }')
+		echo "$path: $bid vs $want"
+		assert_equal "$bid" "$want"
+		n=$((n + 1))
+	done < <(jq -r 'select(.type=="module" and .build_id != null and (.path|startswith("/")))
+		| "\(.path) \(.build_id)"' "$OUT/w.sp.json" | sort -u)
+	# At least the workload, the dynamic linker and libc.
+	[ "$n" -ge 3 ]
+}
+
+@test "sp-record: kernel frames come with kernel symbols from /proc/kallsyms" {
+	require_root
+	run --separate-stderr -0 sp-record -o "$OUT/w.sp" -- "$WL" 0.3
+	decode "$OUT/w.sp"
+	# vmlinux symbols (those of modules and BPF programs come and go) are
+	# real kallsyms lines: address and name.
+	jq -r 'select(.type=="ksym" and .kmod == null) | "\(.addr[2:]) \(.name)"' \
+		"$OUT/w.sp.json" | sort -u > "$OUT/ksyms"
+	[ -s "$OUT/ksyms" ]
+	awk '{ print $1, $3 }' /proc/kallsyms | sort -u > "$OUT/kallsyms"
+	run comm -23 "$OUT/ksyms" "$OUT/kallsyms"
+	assert_output ""
+	# Every kernel frame falls in one of them.
+	jq -r 'select(.type=="frame" and .mode=="kernel") | .addr' "$OUT/w.sp.json" > "$OUT/kf"
+	jq -r 'select(.type=="ksym") | "\(.addr) \(.size)"' "$OUT/w.sp.json" > "$OUT/kr"
+	bad=0
+	while read -r a; do
+		ok=0
+		while read -r lo size; do
+			((a >= lo && a < lo + (size ? size : 1))) && { ok=1; break; }
+		done < "$OUT/kr"
+		[ $ok = 1 ] || bad=$((bad + 1))
+	done < <(sort -u "$OUT/kf" | head -60)
+	run echo $bad
+	assert_output "0"
+}
+
+@test "sp-record: exits with the command's status, or 128 + its signal" {
+	require_root
+	run --separate-stderr -7 sp-record -o "$OUT/a.sp" -- "$WL" 0.05 7
+	decode "$OUT/a.sp"
+	run jq -r 'select(.type=="end") | .status' "$OUT/a.sp.json"
+	assert_output "7"
+	run --separate-stderr -143 sp-record -o "$OUT/b.sp" -- sh -c 'kill -TERM $$'
+	decode "$OUT/b.sp"
+	has 'select(.type=="process_end" and .status==143)' "$OUT/b.sp.json"
+}
+
+@test "sp-record: SIGINT is passed to the command and the spool ends cleanly" {
+	require_root
+	sp-record -o "$OUT/i.sp" -- "$WL" 20 2> "$OUT/err" &
+	rec=$!
+	BGPIDS=$rec
+	# Wait until the workload runs (its samples are on disk), then interrupt.
+	for i in $(seq 50); do
+		[ -s "$OUT/i.sp" ] && sp-decode "$OUT/i.sp" 2>/dev/null | grep -q '"sample"' && break
+		sleep 0.1
+	done
+	kill -INT $rec
+	st=0
+	wait $rec || st=$?
+	assert_equal "$st" 130	# the workload died of the SIGINT it was passed
+	decode "$OUT/i.sp"
+	run jq -r 'select(.type=="end") | .reason' "$OUT/i.sp.json"
+	assert_output "signal"
+	has 'select(.type=="sample")' "$OUT/i.sp.json"
+}
+
+@test "sp-record: a recording through a pipe is readable while it grows" {
+	require_root
+	mkfifo "$OUT/fifo"
+	sp-record --batch 50ms -o "$OUT/fifo" -- "$WL" 3 2>/dev/null &
+	rec=$!
+	BGPIDS=$rec
+	# The first sample must reach the reader while the recorder still runs.
+	sp-decode "$OUT/fifo" | {
+		grep -m1 '"type":"sample"' > "$OUT/first"
+		kill -0 $rec 2>/dev/null && echo alive > "$OUT/alive"
+		cat > /dev/null
+	}
+	wait $rec
+	[ -s "$OUT/first" ]
+	[ -e "$OUT/alive" ]
+}
+
+@test "sp-record: SIGKILL of the recorder leaves a readable spool" {
+	require_root
+	sp-record --batch 50ms -o "$OUT/k.sp" -- "$WL" 20 2>/dev/null &
+	rec=$!
+	BGPIDS=$rec
+	for i in $(seq 100); do
+		[ -s "$OUT/k.sp" ] && sp-decode "$OUT/k.sp" 2>/dev/null | grep -q '"sample"' && break
+		sleep 0.1
+	done
+	kill -KILL $rec
+	wait $rec || true
+	run --separate-stderr sp-decode "$OUT/k.sp"
+	# The workload goes on without the recorder: stop it (its pids are in the spool).
+	BGPIDS=$(printf '%s\n' "$output" | jq -r 'select(.type=="process") | .pid' | sort -u)
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"type":"sample"'* ]]
+	[[ "$output" != *'"type":"end"'* ]]
+}
+
+@test "sp-record: a full disk gives one clear error and a readable spool" {
+	require_root
+	MNT=$OUT/full
+	mkdir -p "$MNT"
+	mount -t tmpfs -o size=8k tmpfs "$MNT" || skip "cannot mount a tmpfs"
+	run --separate-stderr -2 sp-record --batch 20ms -o "$MNT/x.sp" -- "$WL" 2
+	[[ "$stderr" == *"cannot write '$MNT/x.sp': No space left on device"* ]]
+	[ "$(grep -c 'error:' <<< "$stderr")" = 1 ]
+	run --separate-stderr -0 sp-decode "$MNT/x.sp"
+	[[ "$output" == *'"type":"header"'* ]]
+	umount "$MNT"
+	MNT=
+}
+
+@test "sp-record: -p records a running process and its existing threads" {
+	require_root
+	"$WL" 20 &	# long enough for the BPF sources to load first
+	wl=$!
+	BGPIDS=$wl
+	sleep 0.3	# let it start its thread and child
+	run --separate-stderr -0 sp-record -o "$OUT/p.sp" -p $wl -d 0.5
+	kill $wl 2>/dev/null || true
+	decode "$OUT/p.sp"
+	J=$OUT/p.sp.json
+	has "select(.type==\"process\" and .pid==$wl and .flags==\"0x1\")" "$J"
+	# The backend thread existed before sp-record attached: it has samples.
+	n=$(jq -s "[.[] | select(.type==\"sample\" and .pid==$wl)] | map(.tid) | unique | length" "$J")
+	[ "$n" -ge 2 ]
+	# Its executable mapping came from /proc/PID/maps, with the build-id.
+	want=$(readelf -n "$WL" | awk '/Build ID:/ { print $3 }')
+	has --arg b "$want" 'select(.type=="module" and .build_id==$b)' "$J"
+	run jq -r 'select(.type=="end") | .reason' "$J"
+	assert_output "duration"
+}
+
+@test "sp-record: -a records the whole machine for --duration" {
+	require_root
+	run --separate-stderr -0 sp-record -o "$OUT/a.sp" -a -d 0.3 -F 199
+	decode "$OUT/a.sp"
+	has 'select(.type=="sample")' "$OUT/a.sp.json"
+	has 'select(.type=="process" and .pid==1)' "$OUT/a.sp.json"
+}
+
+@test "sp-record: without permission for kernel stacks it says so once and records user stacks" {
+	require_root
+	require_cmd setpriv util-linux
+	[ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 2 ] || skip "perf_event_paranoid < 2"
+	run --separate-stderr -0 bash -c 'setpriv --reuid=65534 --regid=65534 --clear-groups \
+		sp-record --spans=none --events=none -- "$1" 0.3 > "$2"' _ "$WL" "$OUT/u.sp"
+	echo "$stderr"
+	[ "$(grep -c 'kernel stacks' <<< "$stderr")" = 1 ]
+	decode "$OUT/u.sp"
+	has 'select(.type=="sample")' "$OUT/u.sp.json"
+	! has 'select(.type=="frame" and .mode=="kernel")' "$OUT/u.sp.json"
+}
+
+@test "sp-record: a JIT perf map is captured when its process ends" {
+	require_root
+	run --separate-stderr -0 sp-record --format=json -- sh -c \
+		'printf "7f0000001000 40 jitted_hello\n7f0000002000 10 jitted_bye\n" > /tmp/perf-$$.map; echo $$ >&2'
+	pid=$stderr
+	rm -f "/tmp/perf-$pid.map"
+	printf '%s\n' "$output" > "$OUT/j.json"
+	run jq -r 'select(.type=="jitsym") | "\(.pid) \(.addr) \(.size) \(.name)"' "$OUT/j.json"
+	assert_output "$pid 0x7f0000001000 64 jitted_hello
+$pid 0x7f0000002000 16 jitted_bye"
+}
+
+@test "sp-record: --call-graph=dwarf unwinds the workload with its CFI" {
+	require_root
+	run --separate-stderr -0 sp-record -g dwarf -o "$OUT/d.sp" -- "$WL" 0.3
+	decode "$OUT/d.sp"
+	exe=$(readlink -f "$WL")
+	main=$(nm "$WL" | awk '$3 == "main" { print $1 }')
+	# Some stacks reach main (or the thread entry) through the unwound frames.
+	n=$(jq -r --arg exe "$exe" 'select(.type=="sample") | [.frames[] | select(.module==$exe)] | length' \
+		"$OUT/d.sp.json" | awk '$1 >= 6' | wc -l)
+	echo "samples with >= 6 workload frames: $n"
+	[ "$n" -gt 0 ]
+}
