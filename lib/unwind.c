@@ -1107,8 +1107,12 @@ unsigned int sp_unwinder_unwind(struct sp_unwinder *u, uint32_t pid, uint32_t ti
 			c.valid |= 1u << i;
 		}
 	}
-	if (!max || !(c.valid & (1u << DW_RIP)) || !(c.valid & (1u << DW_RSP)))
+	if (!(c.valid & (1u << DW_RIP)) || !(c.valid & (1u << DW_RSP)))
 		goto out;
+	if (!max) {
+		st = SP_UNWIND_DEPTH;	/* the caller's frames (kernel ones) took all room */
+		goto out;
+	}
 	c.lo = c.regs[DW_RSP];
 	c.hi = stack && size <= UINT64_MAX - c.lo ? c.lo + size : c.lo;
 	p = proc_find(u, pid, false);

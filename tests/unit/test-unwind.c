@@ -211,6 +211,11 @@ static void test_unwind_truncations(void)
 	CHECK_EQ_U(n, 1);
 	CHECK_EQ_U(st, SP_UNWIND_UNKNOWN_MAP);
 	CHECK(sp_unwinder_stop_module(u, NULL) == NULL);
+	/* no room left at all */
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 0, &st);
+	CHECK_EQ_U(n, 0);
+	CHECK_EQ_U(st, SP_UNWIND_DEPTH);
 	/* too few registers */
 	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, 4, s->stack, s->size, ips, 128, &st);
 	CHECK_EQ_U(n, 0);
