@@ -443,8 +443,10 @@ static void take_header(struct sp_folded *f, const struct sp_defs *d, const stru
 
 	f->gen++;
 	/* Ids start again: the caches by frame and stack id are stale. */
-	memset(f->fc, 0, f->fc_cap * sizeof(*f->fc));
-	memset(f->sc, 0, f->sc_cap * sizeof(*f->sc));
+	if (f->fc)
+		memset(f->fc, 0, f->fc_cap * sizeof(*f->fc));
+	if (f->sc)
+		memset(f->sc, 0, f->sc_cap * sizeof(*f->sc));
 	f->next_span_id = 0;
 	if (f->have_header)
 		return;
