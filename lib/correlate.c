@@ -885,6 +885,16 @@ static void do_exec(struct sp_corr *c, struct proc *p, uint64_t time)
 		thr_free(c, p->threads, time);
 }
 
+static bool thread_in(const struct proc *p, uint64_t tid)
+{
+	const struct thr *t;
+
+	for (t = p->threads; t; t = t->next_in_proc)
+		if (t->tid == tid)
+			return true;
+	return false;
+}
+
 static void do_fork(struct sp_corr *c, struct thr *t, const struct sp_event *e,
 		    struct span *owner, uint64_t rule)
 {
@@ -907,8 +917,8 @@ static void do_fork(struct sp_corr *c, struct thr *t, const struct sp_event *e,
 	if (!child_pid)
 		return;
 	p = pmap_get(&c->procs, child_pid);
-	if (p && (p->forked || p->threads)) {
-		/* a live process already has that pid: it ended unseen */
+	if (p && p->forked) {
+		/* a live process already came from a fork with that pid: it ended unseen */
 		c->st.pid_reuse++;
 		proc_end(c, p, e->time);
 		p = NULL;
@@ -921,7 +931,18 @@ static void do_fork(struct sp_corr *c, struct thr *t, const struct sp_event *e,
 	p->origin = origin;
 	if (origin)
 		span_get(origin);
-	if (child_tid) {
+	/*
+	 * The child may have been seen first (sp-record's process and thread
+	 * records can carry an earlier time than the fork event): its threads
+	 * without an origin get this one.
+	 */
+	for (ct = p->threads; ct; ct = ct->next_in_proc) {
+		if (!ct->origin && origin) {
+			ct->origin = origin;
+			span_get(origin);
+		}
+	}
+	if (child_tid && !thread_in(p, child_tid)) {
 		ct = pmap_get(&c->threads, child_tid);
 		if (ct)
 			thr_free(c, ct, e->time);
@@ -1045,7 +1066,9 @@ static void process(struct sp_corr *c, struct hrec *h)
 		break;
 	case SP_REC_PROCESS_END:
 		p = pmap_get(&c->procs, r->process_end.pid);
-		if (p)
+		if (p && (r->process_end.flags & SP_PEND_EXEC))
+			do_exec(c, p, r->process_end.time);	/* the pid lives on */
+		else if (p)
 			proc_end(c, p, r->process_end.time);
 		defer(c, h);
 		break;

@@ -93,3 +93,17 @@ load helper
 	[[ "$stderr" == *"cut.sp@"* ]]
 	[[ "$output" == *"[SPAN Foo#load at=app.rb:12]"* ]]
 }
+
+# The headline pipeline on a real Ruby program, as root: sp-record's spans and
+# kernel events, correlated, printed stable. The child's dynamic loader and
+# locale opens depend on the system, so they are left out of the comparison.
+@test "sp-tree: live: sp-record -- ruby app.rb | sp-correlate | sp-tree --stable" {
+	require_root
+	require_cmd ruby
+	readelf -n /usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 2>/dev/null | grep -q method__entry ||
+		skip "needs Debian's libruby 3.1 with USDT probes"
+	run --separate-stderr -0 bash -c "sp-record --no-samples -- ruby '$FIXTURES/live/app.rb' |
+		sp-correlate | sp-tree --stable --span='App#*'"
+	got=$(grep -v -E 'path_open → /(etc/ld\.so\.cache|lib/|usr/)' <<< "$output")
+	diff -u "$FIXTURES/live/app.tree" <(printf '%s\n' "$got")
+}

@@ -555,6 +555,43 @@ static void test_correlate_exit_exec(void)
 	sp_corr_free(c);
 }
 
+/*
+ * As sp-record writes a vfork+exec: the child's process and thread records
+ * come before the fork event, and the exec is a process_end with the exec
+ * flag followed by a new process record. The child stays the span's.
+ */
+static void test_correlate_child_seen_first(void)
+{
+	struct sp_corr *c = corr(0);
+	struct sp_record th = { .kind = SP_REC_THREAD }, pe = { .kind = SP_REC_PROCESS_END };
+	struct sp_record px;
+
+	add(c, process(1, 10, 1));
+	add(c, START(10, 10, 10, 1));
+	add(c, process(11, 20, 10));
+	th.thread.time = 11;
+	th.thread.tid = 20;
+	th.thread.pid = 20;
+	add(c, th);
+	add(c, fork_ev(12, 10, 10, 20, 0));
+	pe.process_end.time = 13;
+	pe.process_end.pid = 20;
+	pe.process_end.flags = SP_PEND_EXEC;
+	add(c, pe);
+	px = process(13, 20, 10);
+	px.process.flags = SP_PROC_EXEC;
+	add(c, px);
+	add(c, event(14, 20, 20, SP_EV_PROC_EXEC));
+	add(c, event(15, 20, 20, SP_EV_PATH_OPEN));
+	add(c, STOP(20, 10, 10, 1));
+	done(c);
+	CHECK_EQ_U(EV_RULE(14), SP_RULE_FORK);
+	CHECK_EQ_U(EV_RULE(15), SP_RULE_FORK);
+	CHECK(span_of(1) && EV_SPAN(15) == span_of(1)->id);
+	CHECK_EQ_U(sp_corr_stats(c)->pid_reuse, 0);
+	sp_corr_free(c);
+}
+
 static void test_correlate_pid_reuse(void)
 {
 	struct sp_corr *c = corr(0);
@@ -807,6 +844,7 @@ int main(void)
 	TAP_RUN(test_correlate_depth_unwind);
 	TAP_RUN(test_correlate_thread_exit);
 	TAP_RUN(test_correlate_exit_exec);
+	TAP_RUN(test_correlate_child_seen_first);
 	TAP_RUN(test_correlate_pid_reuse);
 	TAP_RUN(test_correlate_lost);
 	TAP_RUN(test_correlate_lost_other_pid);
