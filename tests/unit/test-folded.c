@@ -212,6 +212,44 @@ static void test_folded_time_order(void)
 	teardown(f);
 }
 
+static void test_folded_header(void)
+{
+	struct sp_flame_opts o = { .weight = SP_FLAME_W_TIME };
+	struct sp_folded *f = sp_folded_new(&o);
+	struct sp_record r = { .kind = SP_REC_HEADER };
+	struct sp_flame_opts o2 = { 0 };
+	uint64_t s[6], f1, st;
+	char *t;
+
+	/* a header before anything else: the caches do not exist yet */
+	r.header.sample_freq = 1000;
+	r.header.event.p = (const uint8_t *)"cpu-clock";
+	r.header.event.len = 9;
+	r.header.command.p = (const uint8_t *)"./x";
+	r.header.command.len = 3;
+	d = sp_defs_new();
+	put(f, &r);
+	CHECK_STR(sp_folded_describe(f), "cpu-clock at 1000 Hz: ./x");
+	CHECK_EQ_U(sp_folded_period_ns(f), 1000000);
+	sp_defs_free(d);
+	sp_folded_free(f);
+
+	/* a second stream reuses ids for other frames: names are looked up again */
+	f = setup(&o2, s);
+	sample(f, 10, s[1], 1);
+	sp_defs_reset(d);
+	put(f, &r);
+	f1 = frame(f, 0, 0x99, SP_FRAME_USER);
+	symbol(f, f1, 0, "other");
+	st = stack(f, 0, f1);
+	CHECK_EQ_U(st, s[1]);
+	sample(f, 10, st, 2);
+	t = folded_text(f, false);
+	CHECK_STR(t, "main 1\nother 1\n");
+	free(t);
+	teardown(f);
+}
+
 static void test_folded_text_roundtrip(void)
 {
 	struct sp_flame_opts o = { 0 };
@@ -308,6 +346,7 @@ int main(void)
 	TAP_RUN(test_folded_options);
 	TAP_RUN(test_folded_undefined_stack);
 	TAP_RUN(test_folded_time_order);
+	TAP_RUN(test_folded_header);
 	TAP_RUN(test_folded_text_roundtrip);
 	TAP_RUN(test_flamediff_changes);
 	TAP_RUN(test_flamesvg_escapes);
