@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of lib/launch.c: a command held before exec, its exec errors,
+ * its exit status as a shell reports it, and the signal mask it starts with. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "launch.h"
+
+static void test_launch_status(void)
+{
+	char *argv[] = { "sh", "-c", "exit 3", NULL };
+	struct sp_launch l;
+	struct pollfd p;
+
+	CHECK(sp_launch_prepare(&l, argv, NULL) == 0);
+	CHECK(l.pid > 0);
+	/* Held: it has not run yet. */
+	CHECK(sp_launch_reap(&l, false) == 0);
+	CHECK(sp_launch_go(&l) == 0);
+	/* The pidfd becomes readable when it exits. */
+	p.fd = l.pidfd;
+	p.events = POLLIN;
+	CHECK(poll(&p, 1, 10000) == 1);
+	CHECK(sp_launch_reap(&l, true) == 1);
+	CHECK_EQ_U(sp_launch_exit_code(l.wstatus), 3);
+	sp_launch_release(&l);
+}
+
+static void test_launch_not_found(void)
+{
+	char *argv[] = { "/nonexistent/command", NULL };
+	char *argv2[] = { "/etc/passwd", NULL };
+	struct sp_launch l;
+
+	CHECK(sp_launch_prepare(&l, argv, NULL) == 0);
+	CHECK(sp_launch_go(&l) == -1 && errno == ENOENT);
+	CHECK(l.reaped);
+	sp_launch_release(&l);
+	CHECK(sp_launch_prepare(&l, argv2, NULL) == 0);
+	CHECK(sp_launch_go(&l) == -1 && errno == EACCES);
+	sp_launch_release(&l);
+}
+
+static void test_launch_abort(void)
+{
+	char *argv[] = { "sh", "-c", "echo ran > /dev/null; exit 0", NULL };
+	struct sp_launch l;
+
+	CHECK(sp_launch_prepare(&l, argv, NULL) == 0);
+	sp_launch_abort(&l);
+	CHECK(l.reaped);
+	/* It never ran the command: the child's own exit code. */
+	CHECK_EQ_U(sp_launch_exit_code(l.wstatus), 127);
+	sp_launch_release(&l);
+}
+
+static void test_launch_signals(void)
+{
+	/* Killed by a signal: 128 + its number. */
+	char *argv[] = { "sh", "-c", "kill -TERM $$", NULL };
+	/* The mask sp-record blocked for its signalfd is not inherited. */
+	char *argv2[] = { "sh", "-c", "grep -q '^SigBlk:[[:space:]]*0*$' /proc/$$/status", NULL };
+	sigset_t block, orig;
+	struct sp_launch l;
+
+	CHECK(sp_launch_prepare(&l, argv, NULL) == 0);
+	CHECK(sp_launch_go(&l) == 0);
+	CHECK(sp_launch_reap(&l, true) == 1);
+	CHECK_EQ_U(sp_launch_exit_code(l.wstatus), 128 + SIGTERM);
+	sp_launch_release(&l);
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &orig);
+	CHECK(sp_launch_prepare(&l, argv2, &orig) == 0);
+	CHECK(sp_launch_go(&l) == 0);
+	CHECK(sp_launch_reap(&l, true) == 1);
+	CHECK_EQ_U(sp_launch_exit_code(l.wstatus), 0);
+	sp_launch_release(&l);
+	sigprocmask(SIG_SETMASK, &orig, NULL);
+}
+
+int main(void)
+{
+	TAP_RUN(test_launch_status);
+	TAP_RUN(test_launch_not_found);
+	TAP_RUN(test_launch_abort);
+	TAP_RUN(test_launch_signals);
+	return TAP_DONE();
+}

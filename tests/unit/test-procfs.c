@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of lib/procfs.c: /proc/PID/maps and perf-map lines, a fake
+ * /proc tree, and this very process read from the real /proc. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "procfs.h"
+
+static void test_procfs_parse_map(void)
+{
+	char l1[] = "55e0c5a01000-55e0c5a05000 r-xp 00001000 fe:00 5309031    /usr/bin/true";
+	char l2[] = "7ffd1e9f2000-7ffd1e9f4000 r-xp 00000000 00:00 0                  [vdso]";
+	char l3[] = "7f0000000000-7f0000001000 rwxp 00000000 00:00 0 ";
+	char l4[] = "7f00-7e00 r-xp 00000000 00:00 0 /x";
+	char l5[] = "7f0000000000-7f0000001000 r-xp 00000000 08:01 12 /tmp/a b (deleted)";
+	char l6[] = "garbage";
+	struct sp_proc_map m;
+
+	CHECK(sp_procfs_parse_map(l1, &m) == 0);
+	CHECK_EQ_U(m.start, 0x55e0c5a01000);
+	CHECK_EQ_U(m.end, 0x55e0c5a05000);
+	CHECK_EQ_U(m.pgoff, 0x1000);
+	CHECK_EQ_U(m.prot, PROT_READ | PROT_EXEC);
+	CHECK_EQ_U(m.dev, makedev(0xfe, 0));
+	CHECK_EQ_U(m.ino, 5309031);
+	CHECK_STR(m.path, "/usr/bin/true");
+	CHECK(sp_procfs_parse_map(l2, &m) == 0);
+	CHECK_STR(m.path, "[vdso]");
+	CHECK(sp_procfs_parse_map(l3, &m) == 0);
+	CHECK_EQ_U(m.prot, PROT_READ | PROT_WRITE | PROT_EXEC);
+	CHECK_STR(m.path, "");
+	CHECK(sp_procfs_parse_map(l4, &m) == -1);	/* end before start */
+	CHECK(sp_procfs_parse_map(l5, &m) == 0);
+	CHECK_STR(m.path, "/tmp/a b (deleted)");
+	CHECK(sp_procfs_parse_map(l6, &m) == -1);
+}
+
+static void test_procfs_parse_perfmap(void)
+{
+	char l1[] = "7f0000001000 40 LazyCompile:~main /app.js:1";
+	char l2[] = "0x10 0x20 x";
+	char l3[] = "7f0000001000 40";
+	char l4[] = "zz 10 x";
+	uint64_t a, s;
+	const char *n;
+
+	CHECK(sp_procfs_parse_perfmap(l1, &a, &s, &n) == 0);
+	CHECK_EQ_U(a, 0x7f0000001000);
+	CHECK_EQ_U(s, 0x40);
+	CHECK_STR(n, "LazyCompile:~main /app.js:1");
+	CHECK(sp_procfs_parse_perfmap(l2, &a, &s, &n) == 0);
+	CHECK_EQ_U(a, 0x10);
+	CHECK_EQ_U(s, 0x20);
+	CHECK(sp_procfs_parse_perfmap(l3, &a, &s, &n) == -1);
+	CHECK(sp_procfs_parse_perfmap(l4, &a, &s, &n) == -1);
+}
+
+static void put_file(const char *path, const char *text, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	fwrite(text, 1, len, f);
+	fclose(f);
+}
+
+static int count_jit(void *ctx, uint64_t addr, uint64_t size, const char *name)
+{
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static void test_procfs_fake_root(void)
+{
+	char dir[] = "/tmp/test-procfs-XXXXXX", p[512], buf[256];
+	uint32_t *tids = NULL, tgid = 0, ppid = 0;
+	size_t n = 0;
+	int jit = 0;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(p, sizeof(p), "%s/42", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/42/task", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/42/task/43", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/42/task/42", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/42/task/43/comm", dir);
+	put_file(p, "worker\n", 7);
+	snprintf(p, sizeof(p), "%s/42/cmdline", dir);
+	put_file(p, "ruby\0-e\0puts 1\0", 15);
+	snprintf(p, sizeof(p), "%s/42/status", dir);
+	put_file(p, "Name:\truby\nTgid:\t42\nPPid:\t7\n", 28);
+	snprintf(p, sizeof(p), "%s/perf-42.map", dir);
+	put_file(p, "1000 10 a\nbad line\n2000 20 b\n", 29);
+
+	sp_procfs_root = dir;
+	sp_procfs_perfmap_dir = dir;
+	CHECK(sp_procfs_tasks(42, &tids, &n) == 0);
+	CHECK_EQ_U(n, 2);
+	CHECK_EQ_U(tids[0], 42);
+	CHECK_EQ_U(tids[1], 43);
+	free(tids);
+	CHECK(sp_procfs_comm(42, 43, buf, sizeof(buf)) == 0);
+	CHECK_STR(buf, "worker");
+	CHECK(sp_procfs_cmdline(42, buf, sizeof(buf)) == 0);
+	CHECK_STR(buf, "ruby -e puts 1");
+	CHECK(sp_procfs_status(42, &tgid, &ppid) == 0);
+	CHECK_EQ_U(tgid, 42);
+	CHECK_EQ_U(ppid, 7);
+	CHECK(sp_procfs_perfmap(42, count_jit, &jit) == 0);
+	CHECK_EQ_U(jit, 2);
+	errno = 0;
+	CHECK(sp_procfs_perfmap(43, count_jit, &jit) == -1 && errno == ENOENT);
+	CHECK(sp_procfs_comm(99, 99, buf, sizeof(buf)) == -1);
+	sp_procfs_root = "/proc";
+	sp_procfs_perfmap_dir = "/tmp";
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	CHECK(system(p) == 0);
+}
+
+struct self_ctx {
+	char exe[4096];
+	int exec_maps_of_exe;
+	uint64_t sample;	/* an address of this function's code */
+	int holds_sample;
+};
+
+static int self_map(void *ctx, const struct sp_proc_map *m)
+{
+	struct self_ctx *c = ctx;
+
+	if ((m->prot & PROT_EXEC) && !strcmp(m->path, c->exe))
+		c->exec_maps_of_exe++;
+	if (c->sample >= m->start && c->sample < m->end && (m->prot & PROT_EXEC))
+		c->holds_sample = 1;
+	return 0;
+}
+
+static void test_procfs_self(void)
+{
+	struct self_ctx c = { .sample = (uint64_t)(uintptr_t)&self_map };
+	uint32_t *tids = NULL, tgid, ppid, pid = (uint32_t)getpid();
+	size_t n = 0, i;
+	int found = 0;
+
+	CHECK(sp_procfs_exe(pid, c.exe, sizeof(c.exe)) == 0);
+	CHECK(c.exe[0] == '/');
+	CHECK(sp_procfs_maps(pid, self_map, &c) == 0);
+	CHECK(c.exec_maps_of_exe >= 1);
+	CHECK(c.holds_sample);
+	CHECK(sp_procfs_status(pid, &tgid, &ppid) == 0);
+	CHECK_EQ_U(tgid, pid);
+	CHECK_EQ_U(ppid, (uint32_t)getppid());
+	CHECK(sp_procfs_tasks(pid, &tids, &n) == 0);
+	for (i = 0; i < n; i++)
+		found |= tids[i] == pid;
+	CHECK(found);
+	free(tids);
+	CHECK(sp_procfs_pids(&tids, &n) == 0);
+	found = 0;
+	for (i = 0; i < n; i++)
+		found |= tids[i] == pid;
+	CHECK(found);
+	for (i = 1; i < n; i++)
+		CHECK(tids[i - 1] < tids[i]);
+	free(tids);
+}
+
+int main(void)
+{
+	TAP_RUN(test_procfs_parse_map);
+	TAP_RUN(test_procfs_parse_perfmap);
+	TAP_RUN(test_procfs_fake_root);
+	TAP_RUN(test_procfs_self);
+	return TAP_DONE();
+}
