@@ -280,3 +280,23 @@ need_npm() {
 	assert_output --regexp "(hash_token|fold_constants|draw_line|mix_pixels|child_checksum)"
 	[[ "$stderr" == *" samples, "*"% with a broken-looking stack"* ]]
 }
+
+@test "sp-flame: memory follows distinct stacks, not samples (100x the samples, same stacks)" {
+	[ -x /usr/bin/time ] || skip "needs /usr/bin/time (package time)"
+	gen() {	# the definitions of basic.jsonl, then $1 samples over its 6 stacks
+		grep -v '"type":"sample"\|"type":"end"' "$basic"
+		awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++)
+			printf "{\"type\":\"sample\",\"time\":%d,\"pid\":100,\"tid\":%d,\"cpu\":0,\"stack\":%d,\"weight\":1}\n",
+				1000000000 + i * 1000, 100 + i % 2, 3 + i % 6 }'
+	}
+	gen 1000 | sp-decode --encode -o "$BATS_TEST_TMPDIR/few.sp"
+	gen 100000 | sp-decode --encode -o "$BATS_TEST_TMPDIR/many.sp"
+	/usr/bin/time -f %M -o "$BATS_TEST_TMPDIR/few.rss" sp-flame -q "$BATS_TEST_TMPDIR/few.sp" > /dev/null
+	/usr/bin/time -f %M -o "$BATS_TEST_TMPDIR/many.rss" sp-flame -q "$BATS_TEST_TMPDIR/many.sp" > "$BATS_TEST_TMPDIR/many.folded"
+	# 100000 samples over 6 stacks: 100000 / 6 = 16666 or 16667 each
+	run -0 awk '{ s += $NF } END { print NR, s }' "$BATS_TEST_TMPDIR/many.folded"
+	assert_output "6 100000"
+	few=$(cat "$BATS_TEST_TMPDIR/few.rss") many=$(cat "$BATS_TEST_TMPDIR/many.rss")
+	echo "peak RSS: $few KiB for 1000 samples, $many KiB for 100000"
+	[ "$many" -lt $((few + 2048)) ]
+}
