@@ -154,6 +154,12 @@ static __always_inline void get_str(struct sp_bs_event *e, int i, __u64 addr)
 		e->flags |= SP_BSF_SENT(i);
 }
 
+static __always_inline __u64 wake_flags(void)
+{
+	return bpf_ringbuf_query(&spans, BPF_RB_AVAIL_DATA) > (2 << 20) ?
+	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline int submit(struct sp_bs_event *e)
 {
 	__u64 size = SP_BS_HEAD_SIZE;
@@ -161,7 +167,10 @@ static __always_inline int submit(struct sp_bs_event *e)
 
 	if (e->flags & (SP_BSF_SENT(0) | SP_BSF_SENT(1) | SP_BSF_SENT(2)))
 		size = sizeof(*e);
-	if (bpf_ringbuf_output(&spans, e, size, 0)) {
+	/* Waking the reader per event costs more than the event itself: wake
+	 * it only when a quarter of the ring is used (it also drains every
+	 * batch interval). */
+	if (bpf_ringbuf_output(&spans, e, size, wake_flags())) {
 		count_lost();
 		return 0;
 	}
@@ -342,7 +351,7 @@ static __always_inline void notify(__u32 kind, __u32 pid, __u32 ppid, __u32 flag
 	e->tid = pid;
 	e->ppid = ppid;
 	e->flags = flags;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);	/* a process may be waiting */
 }
 
 SEC("tp_btf/sched_process_fork")
