@@ -1,0 +1,256 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# sp-record --events: kernel events of the recorded process tree, recorded
+# with BPF, of build/examples/evtest (tests/fixtures/src/evtest.c), whose
+# child does each event once at a known point.
+
+load helper
+
+EV=$SP_EXAMPLES/evtest
+
+setup() {
+	require_cmd jq
+	[ -x "$EV" ] || skip "build/examples/evtest is not built (make)"
+	OUT=$BATS_TEST_TMPDIR
+	D=$(mktemp -d /tmp/sp-evtest.XXXXXX)
+}
+
+teardown() {
+	[ -n "${BGPIDS:-}" ] && kill $BGPIDS 2>/dev/null
+	[ -n "${D:-}" ] && rm -rf "$D"
+	true
+}
+
+# The header of JSON lines on stdin.
+header() {
+	jq -c 'select(.type=="header")'
+}
+
+need_bpf() {
+	require_root
+	[ -r /sys/kernel/btf/vmlinux ] || skip "needs kernel BTF (/sys/kernel/btf/vmlinux)"
+}
+
+# Our programs, by name (bpftool shows at most 15 characters).
+OURS='on_(sys_enter|sys_exit|fork|exec|exit|capable)_(btf|raw|tp)|on_sys_enter_bt|on_sys_exit_btf|on_capable_btf|on_capable_raw'
+
+# Ids of the BPF programs a process holds (its program and link fds).
+prog_ids_of() {
+	cat /proc/"$1"/fdinfo/* 2>/dev/null | sed -n 's/^prog_id:[[:space:]]*//p' | sort -u
+}
+
+@test "sp-record-events: an unknown event name is a usage error" {
+	run --separate-stderr -64 sp-record --events=path_open,bogus -o "$OUT/x.sp" -- true
+	assert_equal "${stderr%%$'\n'*}" "sp-record: --events: unknown event or group 'bogus' (groups: all, none, default, proc, file, net, dns, priv, runtime; or an event name such as path_open)"
+	run --separate-stderr -64 sp-record --event-buffer=100 -o "$OUT/x.sp" -- true
+	assert_equal "${stderr%%$'\n'*}" "sp-record: invalid --event-buffer '100': KiB, a power of 2 from 4 to 2097152"
+}
+
+@test "sp-record-events: a named event the kernel cannot give stops before the command runs" {
+	need_bpf
+	run --separate-stderr -64 sp-record --events=proc,kernel_read_file -o "$OUT/x.sp" -- touch "$D/ran"
+	assert_equal "$stderr" "sp-record: error: event kernel_read_file not available on this kernel (see docs/events.md)"
+	[ ! -e "$D/ran" ]
+}
+
+@test "sp-record-events: without root, events are skipped with a warning unless named" {
+	require_root
+	command -v setpriv >/dev/null || skip "needs setpriv"
+	chmod 777 "$D"
+	run --separate-stderr -0 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$SP_BIN/sp-record" -o "$D/x.sp" -- true
+	assert_output ""
+	[[ $stderr == *"sp-record: warning: kernel events unavailable: loading BPF programs needs root (CAP_BPF and CAP_PERFMON): Operation not permitted; recording without them"* ]]
+	sp-decode "$D/x.sp" | header | jq -e '.unavailable | test("bpf-events")'
+	run --separate-stderr -64 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$SP_BIN/sp-record" --events=file -o "$D/y.sp" -- touch "$D/ran"
+	[[ $stderr == *"sp-record: error: kernel events unavailable: loading BPF programs needs root"* ]]
+	[ ! -e "$D/ran" ]
+}
+
+# Record evtest's "run" mode with the given extra options; sets CHILD, PARENT, PORT.
+record_run() {
+	run --separate-stderr -0 sp-record --no-samples "$@" -o "$OUT/run.sp" -- "$EV" run "$D"
+	sp-decode "$OUT/run.sp" > "$OUT/run.json"
+	read -r CHILD PORT < <(sed -E 's/child=([0-9]+) thread=[0-9]+ port=([0-9]+).*/\1 \2/' "$D/info")
+	PARENT=$(jq -r --argjson c "$CHILD" 'select(.type=="event" and .event=="proc_fork" and .child_pid==$c and .pid!=$c) | .pid' "$OUT/run.json")
+	[ -n "$PARENT" ]
+}
+
+# The child's events (capability checks apart), as "kind field..." lines.
+child_events() {
+	jq -r --argjson c "$CHILD" 'select(.type=="event" and .pid==$c and .event!="capable_check") |
+		[.event, (.path // .old // .link // .name // .filename // .call // .source // "" | tostring)] | join(" ")' \
+		"$OUT/run.json"
+}
+
+check_run() {
+	local dir real uid gid
+	dir=$D
+	real=$(realpath "$D")
+	uid=$(id -u)
+	gid=$(id -g)
+
+	# the exact sequence of the child, up to its exec, then the loader, then the exit
+	child_events > "$OUT/seq"
+	sed -n '1,/^proc_exec/p' "$OUT/seq" > "$OUT/before"
+	cat > "$OUT/want" <<-EOF
+	proc_fork 
+	proc_exit 
+	path_open $dir/a
+	path_open b
+	path_open $dir
+	file_getdents $real
+	file_rename a
+	file_hardlink c
+	file_symlink e
+	file_chmod c
+	file_chown c
+	file_unlink d
+	sock_bind 
+	sock_listen 
+	sock_connect 
+	sock_accept 
+	path_open info
+	dns_req evtest.example.com
+	sock_connect 
+	dns_req second.example.org
+	task_kill 
+	ptrace_check 
+	sb_mount evsrc
+	setid_change setgid
+	proc_exec /proc/self/exe
+	EOF
+	diff -u "$OUT/want" "$OUT/before"
+	[ "$(tail -n 1 "$OUT/seq")" = "proc_exit " ]
+	# everything between the exec and the exit is the dynamic loader opening libraries
+	sed -n '/^proc_exec/,$p' "$OUT/seq" | sed '1d;$d' | grep -v -E '^path_open /(etc/ld.so.cache|lib|usr/lib)' && false
+
+	q() { jq -c --argjson c "$CHILD" "select(.type==\"event\" and .pid==\$c and .event==\"$1\")${2:-}" "$OUT/run.json"; }
+	# fields, against what the program did (tests/fixtures/src/evtest.c)
+	[ "$(q proc_fork '|[.child_pid==$c, .child_tid!=$c, .flags]')" = "[true,true,1]" ]
+	[ "$(q proc_exit '|select(.thread==1)|[.code,.signal,.tid!=$c]')" = "[0,0,true]" ]
+	[ "$(q proc_exit '|select(.thread==0)|[.code,.signal,.tid==$c]')" = "[7,0,true]" ]
+	[ "$(q path_open "|select(.path==\"$dir/a\")|[.flags,.mode,.result>=0,.dir]")" = '["0x41","0x1a0",true,null]' ]
+	[ "$(q path_open '|select(.path=="b")|[.flags,.mode,.dir]')" = "[\"0x42\",\"0x180\",\"$real\"]" ]
+	[ "$(q file_getdents '|[.result>0]')" = "[true]" ]
+	[ "$(q file_rename '|[.old,.new,.result]')" = '["a","c",0]' ]
+	[ "$(q file_hardlink '|[.old,.new,.result]')" = '["c","d",0]' ]
+	[ "$(q file_symlink '|[.target,.link,.result]')" = '["c","e",0]' ]
+	[ "$(q file_chmod '|[.mode,.result]')" = '["0x184",0]' ]
+	[ "$(q file_chown '|[.uid,.gid,.result]')" = "[$uid,$gid,0]" ]
+	[ "$(q file_unlink '|[.path,.result]')" = '["d",0]' ]
+	[ "$(q sock_bind '|[.family,.addr,.port,.result]')" = '[2,"127.0.0.1",0,0]' ]
+	[ "$(q sock_listen '|[.backlog,.result]')" = '[5,0]' ]
+	[ "$(q sock_connect "|select(.port==$PORT)|[.family,.addr,.result]")" = '[2,"127.0.0.1",0]' ]
+	[ "$(q sock_accept "|[.family,.addr,.result>=0,.port!=$PORT]")" = '[2,"127.0.0.1",true,true]' ]
+	[ "$(q dns_req '|[.name,.qtype,.server,.port,.id]' | tr '\n' ' ')" = '["evtest.example.com",1,"127.0.0.1",53,4660] ["second.example.org",28,"127.0.0.1",53,4661] ' ]
+	[ "$(q task_kill '|[.target==$c,.signal,.result]')" = "[true,0,0]" ]
+	[ "$(q ptrace_check "|[.request,.target==$PARENT,.result]")" = "[2,true,-3]" ]
+	[ "$(q sb_mount '|[.source,.target,.fstype,.flags,.result]')" = "[\"evsrc\",\"$dir\",\"spnofs\",\"0x2\",-19]" ]
+	[ "$(q setid_change '|[.call,.old_gid,.new_gid,.result]')" = "[\"setgid\",$gid,$gid,0]" ]
+	[ "$(q proc_exec '|[.filename,.argv,.truncated,.old_pid==$c]')" = "[\"/proc/self/exe\",\"/proc/self/exe done 'two words' x\",0,true]" ]
+	# the parent: its exec (argv as given), the fork, its exit
+	[ "$(jq -r --argjson p "$PARENT" 'select(.type=="event" and .pid==$p and .event=="proc_exec") | .argv' "$OUT/run.json")" = "$EV run $D" ]
+	# no one else, no loss, and time order
+	[ "$(jq -r --argjson p "$PARENT" --argjson c "$CHILD" 'select(.type=="event" and .pid!=$p and .pid!=$c)' "$OUT/run.json")" = "" ]
+	[ "$(jq -r 'select(.type=="lost")' "$OUT/run.json")" = "" ]
+	jq -s -e '[.[]|select(.type=="event")|.time] as $t | $t == ($t|sort)' "$OUT/run.json"
+	[ "$(jq -r 'select(.type=="sample")' "$OUT/run.json")" = "" ]
+}
+
+@test "sp-record-events: each event of the child once, with its fields, in order (tp_btf)" {
+	need_bpf
+	record_run --events=all
+	header < "$OUT/run.json" | jq -e '(.features | test("bpf-events=tp_btf")) and (.unavailable | test("kernel_read_file"))'
+	check_run
+	# mount(2) checked CAP_SYS_ADMIN
+	[ -n "$(jq -c --argjson c "$CHILD" 'select(.type=="event" and .pid==$c and .event=="capable_check" and .cap==21)' "$OUT/run.json")" ]
+}
+
+@test "sp-record-events: the same with raw_tp programs" {
+	need_bpf
+	record_run --events=all --event-attach=raw_tp
+	header < "$OUT/run.json" | jq -e '.features | test("bpf-events=raw_tp")'
+	check_run
+}
+
+@test "sp-record-events: the default set leaves out privilege events" {
+	need_bpf
+	record_run
+	header < "$OUT/run.json" | jq -e '.features | test("events=proc_fork,proc_exec,proc_exit,path_open,.*dns_req( |$)")'
+	[ "$(jq -r 'select(.type=="event" and (.event=="task_kill" or .event=="sb_mount" or .event=="capable_check"))' "$OUT/run.json")" = "" ]
+	[ "$(jq -r --argjson c "$CHILD" 'select(.type=="event" and .pid==$c and .event=="dns_req") | .name' "$OUT/run.json" | tr '\n' ' ')" = "evtest.example.com second.example.org " ]
+}
+
+@test "sp-record-events: events of a process outside the tree are absent" {
+	need_bpf
+	"$EV" noise "$D" 5 &
+	BGPIDS=$!
+	sleep 0.2
+	run --separate-stderr -0 sp-record --no-samples --events=all -o "$OUT/run.sp" -- "$EV" run "$D"
+	sp-decode "$OUT/run.sp" > "$OUT/run.json"
+	# the noise process opened $D/noise every millisecond all along
+	[ "$(jq -r --argjson n "$BGPIDS" 'select(.pid==$n)' "$OUT/run.json")" = "" ]
+	[ "$(jq -r 'select(.type=="event" and ((.path // "") | test("noise")))' "$OUT/run.json")" = "" ]
+	[ "$(jq -r 'select(.type=="event" and .event=="file_rename") | .old' "$OUT/run.json")" = "a" ]
+}
+
+@test "sp-record-events: a flood beyond the ring buffer: delivered plus lost add up" {
+	need_bpf
+	# the same program without the flood gives its baseline of events
+	run --separate-stderr -0 sp-record --no-samples --events=all --event-buffer=16 -o "$OUT/base.sp" -- "$EV" flood 0
+	sp-decode "$OUT/base.sp" > "$OUT/base.json"
+	base=$(jq -s '[.[]|select(.type=="event")]|length' "$OUT/base.json")
+	[ "$(jq -r 'select(.type=="lost")' "$OUT/base.json")" = "" ]
+	[ "$base" -gt 0 ]
+	run --separate-stderr -0 sp-record --no-samples --events=all --event-buffer=16 -o "$OUT/flood.sp" -- "$EV" flood 200000
+	sp-decode "$OUT/flood.sp" > "$OUT/flood.json"
+	got=$(jq -s '[.[]|select(.type=="event")]|length' "$OUT/flood.json")
+	lost=$(jq -s '[.[]|select(.type=="lost" and .what=="events")|.count]|add // 0' "$OUT/flood.json")
+	echo "delivered $got lost $lost baseline $base" >&3
+	[ "$lost" -gt 0 ]
+	[ $((got + lost)) -eq $((base + 200000)) ]
+	# each lost record has a window and a cpu; the end record and the summary agree
+	jq -s -e '[.[]|select(.type=="lost")|(.start <= .time and .cpu >= 1)]|all' "$OUT/flood.json"
+	[ "$(jq -r 'select(.type=="end") | .lost_events' "$OUT/flood.json")" = "$lost" ]
+	[[ $stderr == *"sp-record: warning: $lost kernel events lost ($got recorded)"* ]]
+}
+
+@test "sp-record-events: no program of ours stays attached, whatever the exit" {
+	need_bpf
+	command -v bpftool >/dev/null || skip "needs bpftool"
+	# normal exit, SIGINT to sp-record, SIGKILL to sp-record
+	for how in exit INT KILL; do
+		secs=30
+		[ "$how" = exit ] && secs=3
+		rm -f "$OUT/pid"
+		sh -c 'echo $$ > "$1"; shift; exec "$@"' sh "$OUT/pid" \
+			sp-record --no-samples --events=all -o "$OUT/a.sp" -- sleep $secs &
+		job=$!
+		# loading takes a while on a busy machine: wait until the command runs
+		ids=
+		for i in $(seq 200); do
+			rec=$(cat "$OUT/pid" 2>/dev/null || true)
+			if [ -n "$rec" ]; then
+				cmd=$(cat /proc/$rec/task/$rec/children 2>/dev/null || true)
+				ids=$(prog_ids_of "$rec")
+				[ -n "$cmd" ] && [ -n "$ids" ] && break
+			fi
+			sleep 0.1
+		done
+		# sp-record holds our programs (and maybe others: all must go)
+		[ -n "$ids" ]
+		for id in $ids; do bpftool prog show id "$id"; done | grep -q -E "name ($OURS) "
+		[ "$how" = exit ] || kill -"$how" "$rec"
+		wait "$job" || true
+		[ "$how" != KILL ] || kill "$cmd" 2>/dev/null || true
+		sleep 0.2
+		for id in $ids; do
+			if bpftool prog show id "$id" >/dev/null 2>&1; then
+				echo "program $id still loaded after $how" >&2
+				false
+			fi
+		done
+	done
+}
