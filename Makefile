@@ -189,6 +189,9 @@ install: all $(MANPAGES)
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 lib/include/stackpulse/*.h $(DESTDIR)$(PREFIX)/include/stackpulse/
+	install -d $(DESTDIR)$(PREFIX)/share/stackpulse/runtime/ruby $(DESTDIR)$(PREFIX)/share/stackpulse/runtime/python
+	install -m 644 lib/runtime/ruby/*.rb $(DESTDIR)$(PREFIX)/share/stackpulse/runtime/ruby/
+	install -m 644 lib/runtime/python/*.py $(DESTDIR)$(PREFIX)/share/stackpulse/runtime/python/
 	$(if $(MANPAGES),install -m 644 $(MANPAGES) $(DESTDIR)$(PREFIX)/share/man/man1/)
 
 clean:

@@ -825,7 +825,7 @@ static void announce(struct bs_ctx *c, struct bs_proc *p)
 	}
 	if ((p->runtimes & SP_SPANS_PYTHON) && !(p->announced & SP_SPANS_PYTHON)) {
 		snprintf(mode, sizeof(mode), "%s%s%s",
-			 m & SP_SPANS_PYTHON ? "eval-frame" : "",
+			 m & SP_SPANS_PYTHON ? "profile" : "",
 			 (m & SP_SPANS_PYTHON) && (m & SP_SPANS_PY_AUDIT) ? "," : "",
 			 m & SP_SPANS_PY_AUDIT ? "audit" : "");
 		emit_runtime(c, p, SP_RT_PYTHON, p->rlib[1], mode);
@@ -1415,6 +1415,12 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 	}
 	if (emit_lost(c, now))
 		return -1;
+	if (c->o->explicit_modes && (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_RUBY_C)) &&
+	    !(c->found & SP_SPANS_RUBY))
+		sp_warn("--spans=ruby: no Ruby with USDT probes ran in the recorded processes");
+	if (c->o->explicit_modes && (c->o->modes & (SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT)) &&
+	    !(c->found & SP_SPANS_PYTHON))
+		sp_warn("--spans=python: no Python with USDT probes ran in the recorded processes");
 	if (c->lost_seen)
 		sp_warn("spans: %llu span events lost (ring buffer full)",
 			(unsigned long long)c->lost_seen);
