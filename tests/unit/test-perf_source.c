@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of lib/perf_source.c: event names, and (as root) the source
+ * driven as sp-record drives it, on build/examples/workload started by
+ * lib/launch.c: its samples, processes and threads, modules with build-ids,
+ * frames at file-relative addresses that nm would show, time order.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/perf_event.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "launch.h"
+#include "merge.h"
+#include "perf_source.h"
+#include "reader.h"
+#include "writer.h"
+
+#define WORKLOAD "build/examples/workload"
+
+static void test_perf_source_events(void)
+{
+	uint32_t type;
+	uint64_t config;
+	bool hw;
+
+	CHECK(sp_perf_event_lookup("cpu-clock", &type, &config, &hw) == 0);
+	CHECK(type == PERF_TYPE_SOFTWARE && config == PERF_COUNT_SW_CPU_CLOCK && !hw);
+	CHECK(sp_perf_event_lookup("cycles", &type, &config, &hw) == 0);
+	CHECK(type == PERF_TYPE_HARDWARE && hw);
+	CHECK(sp_perf_event_lookup("dummy", &type, &config, &hw) == 0);
+	CHECK(sp_perf_event_lookup("no-such-event", &type, &config, &hw) == -1);
+	CHECK(strstr(sp_perf_event_names(), "task-clock") != NULL);
+	CHECK(sp_perf_source_new(&(struct sp_perf_opts){ .event = "bogus" }) == NULL);
+}
+
+/* The address and size of a function in the workload, from nm (not from us). */
+static uint64_t nm_addr(const char *fn, uint64_t *size)
+{
+	char cmd[256], line[256], *end;
+	unsigned long long a = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm -S " WORKLOAD " | awk '$4 == \"%s\" { print $1, $2 }'", fn);
+	p = popen(cmd, "r");
+	if (p && fgets(line, sizeof(line), p)) {
+		a = strtoull(line, &end, 16);
+		*size = strtoull(end, NULL, 16);
+	}
+	if (p)
+		pclose(p);
+	return a;
+}
+
+static void test_perf_source_record(void)
+{
+	char *argv[] = { WORKLOAD, "0.4", NULL };
+	struct sp_perf_opts o = { .freq = 999, .call_graph = SP_CG_FP, .enable_on_exec = true };
+	struct sp_record h = { .kind = SP_REC_HEADER }, r;
+	struct sp_source *s;
+	struct sp_writer *w;
+	struct sp_merge *m;
+	struct sp_reader *rd;
+	struct sp_launch l;
+	struct sp_target t = { 0 };
+	uint32_t pid;
+	uint64_t last = 0, samples = 0, in_hash = 0, hash_lo, hash_size = 0, workload_mod = 0;
+	unsigned int procs = 0, threads = 0, ordered = 1;
+	int fd, ep;
+	struct epoll_event ev;
+
+	if (geteuid() != 0 || access(WORKLOAD, X_OK)) {
+		printf("# needs root and " WORKLOAD ": skipped\n");
+		return;
+	}
+	hash_lo = nm_addr("hash_token", &hash_size);
+	CHECK(hash_lo != 0 && hash_size != 0);
+	fd = memfd_create("spool", 0);
+	w = sp_writer_new(fd, "memfd", SP_FORMAT_SPOOL);
+	m = sp_merge_new((sp_merge_put_fn)sp_writer_put, w);
+	s = sp_perf_source_new(&o);
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	CHECK(sp_writer_put(w, &h) == 0);
+	CHECK(sp_launch_prepare(&l, argv, NULL) == 0);
+	pid = (uint32_t)l.pid;
+	t.pids = &pid;
+	t.npids = 1;
+	{
+		struct sp_emit em = { w, sp_merge_add, m };
+
+		CHECK(s->start(s, &t, &em) == 0);
+		CHECK(s->fd >= 0);
+		CHECK(sp_launch_go(&l) == 0);
+		ep = epoll_create1(0);
+		ev.events = EPOLLIN;
+		epoll_ctl(ep, EPOLL_CTL_ADD, l.pidfd, &ev);
+		/* The loop: until the command exits, every 50 ms. */
+		while (epoll_wait(ep, &ev, 1, 50) == 0) {
+			CHECK(s->poll(s, &em) >= 0);
+			CHECK(sp_merge_flush(m, s->watermark(s)) >= 0);
+		}
+		CHECK(s->finish(s, &em) == 0);
+		CHECK_EQ_U(s->watermark(s), UINT64_MAX);
+		CHECK(sp_merge_flush(m, UINT64_MAX) >= 0);
+		close(ep);
+	}
+	sp_launch_reap(&l, true);
+	sp_launch_release(&l);
+	CHECK(sp_writer_close(w) == 0);
+	sp_merge_free(m);
+	s->free(s);
+
+	lseek(fd, 0, SEEK_SET);
+	rd = sp_reader_open_fd(fd, "memfd");
+	while (sp_reader_next(rd, &r) > 0) {
+		uint64_t time = 0;
+
+		if (r.kind == SP_REC_PROCESS)
+			procs++;
+		if (r.kind == SP_REC_THREAD)
+			threads++;
+		if (r.kind == SP_REC_MODULE && r.module.build_id.len == 20) {
+			size_t len;
+			const char *path = sp_defs_str(sp_reader_defs(rd), r.module.path, &len);
+
+			if (path && strstr(path, "/workload"))
+				workload_mod = sp_defs_nmodules(sp_reader_defs(rd));
+		}
+		if (r.kind == SP_REC_SAMPLE) {
+			uint64_t frames[256];
+			int n, i;
+
+			time = r.sample.time;
+			samples++;
+			n = sp_defs_stack_frames(sp_reader_defs(rd), r.sample.stack, frames, 256);
+			for (i = 0; i < n && i < 256; i++) {
+				const struct sp_frame *f = sp_defs_frame(sp_reader_defs(rd), frames[i]);
+
+				if (f && f->module == workload_mod && f->rel >= hash_lo &&
+				    f->rel < hash_lo + hash_size)
+					in_hash++;
+			}
+		}
+		if (r.kind == SP_REC_PROCESS)
+			time = r.process.time;
+		if (time) {
+			ordered &= time >= last;
+			last = time;
+		}
+	}
+	CHECK_EQ_U(sp_reader_close(rd), SP_EXIT_OK);
+	close(fd);
+	printf("# %llu samples, %llu in hash_token, %u processes, %u threads\n",
+	       (unsigned long long)samples, (unsigned long long)in_hash, procs, threads);
+	CHECK(samples > 20);
+	CHECK(in_hash > 0);
+	CHECK(workload_mod != 0);
+	CHECK_EQ_U(procs, 2);		/* the workload and its child */
+	CHECK(threads >= 3);
+	CHECK(ordered);
+}
+
+int main(void)
+{
+	TAP_RUN(test_perf_source_events);
+	TAP_RUN(test_perf_source_record);
+	return TAP_DONE();
+}
