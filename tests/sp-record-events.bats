@@ -54,16 +54,17 @@ prog_ids_of() {
 }
 
 @test "sp-record-events: without root, events are skipped with a warning unless named" {
+	# (--spans=none: this is about kernel events only)
 	require_root
 	command -v setpriv >/dev/null || skip "needs setpriv"
 	chmod 777 "$D"
 	run --separate-stderr -0 setpriv --reuid=65534 --regid=65534 --clear-groups \
-		"$SP_BIN/sp-record" -o "$D/x.sp" -- true
+		"$SP_BIN/sp-record" --spans=none -o "$D/x.sp" -- true
 	assert_output ""
 	[[ $stderr == *"sp-record: warning: kernel events unavailable: loading BPF programs needs root (CAP_BPF and CAP_PERFMON): Operation not permitted; recording without them"* ]]
 	sp-decode "$D/x.sp" | header | jq -e '.unavailable | test("bpf-events")'
 	run --separate-stderr -64 setpriv --reuid=65534 --regid=65534 --clear-groups \
-		"$SP_BIN/sp-record" --events=file -o "$D/y.sp" -- touch "$D/ran"
+		"$SP_BIN/sp-record" --spans=none --events=file -o "$D/y.sp" -- touch "$D/ran"
 	[[ $stderr == *"sp-record: error: kernel events unavailable: loading BPF programs needs root"* ]]
 	[ ! -e "$D/ran" ]
 }
