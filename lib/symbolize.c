@@ -56,7 +56,8 @@ struct image {
 	bool stripped;			/* only .dynsym */
 	bool from_archive;
 	char *loaded_from;		/* the file actually read */
-	struct sp_symtab *symtab;
+	struct sp_symtab *symtab;	/* the file's own: .symtab, else .dynsym */
+	struct sp_symtab *dbgsyms;	/* a separate debug file's .symtab, if the file has none */
 	struct sp_dwarfidx *dwarf;
 
 	struct sp_u64map cache;		/* (lookup address << 1 | leaf) -> index + 1 */
@@ -138,8 +139,10 @@ struct sp_symbolizer *sp_symbolizer_new(const struct sp_symbolize_opts *opts)
 static void image_unload(struct image *img)
 {
 	sp_symtab_free(img->symtab);
+	sp_symtab_free(img->dbgsyms);
 	sp_dwarfidx_free(img->dwarf);
 	img->symtab = NULL;
+	img->dbgsyms = NULL;
 	img->dwarf = NULL;
 	sp_u64map_release(&img->cache);
 	free(img->results);
@@ -849,21 +852,27 @@ found:
 	symf = &f;
 	if (!has_section(f.elf, ".debug_info", true) && !img->vdso && find_debug(s, img, &f, &dbg))
 		dwf = &dbg;
-	if (dwf == &dbg && sp_symtab_elf_has_symtab(dbg.elf))
-		symf = &dbg;
 	img->symtab = sp_symtab_new();
 	if (!img->symtab) {
 		img->status = SP_SYM_BAD_FILE;
 		goto out;
 	}
-	nsyms = sp_symtab_add_elf(img->symtab, symf->elf, false, &why);
-	if (nsyms < 0 && symf != &f) {
-		nsyms = sp_symtab_add_elf(img->symtab, f.elf, false, &why);
-		symf = &f;
-	}
+	/*
+	 * The file's own table names the physical function (as llvm-symbolizer
+	 * does: public names of exported functions); a debug file's .symtab
+	 * names what DWARF does not cover when the file is stripped.
+	 */
+	nsyms = sp_symtab_add_elf(img->symtab, f.elf, false, &why);
 	if (nsyms < 0)
-		image_warn(img, symf->path, why);
-	img->stripped = !sp_symtab_elf_has_symtab(symf->elf);
+		image_warn(img, f.path, why);
+	img->stripped = !sp_symtab_elf_has_symtab(f.elf);
+	if (img->stripped && dwf == &dbg && sp_symtab_elf_has_symtab(dbg.elf)) {
+		img->dbgsyms = sp_symtab_new();
+		if (img->dbgsyms && sp_symtab_add_elf(img->dbgsyms, dbg.elf, false, &why) > 0) {
+			symf = &dbg;
+			img->stripped = false;
+		}
+	}
 	text_bounds(f.elf, &lo, &hi);
 	dw = NULL;
 	insane = !sp_dwarfidx_elf_sane(dwf->elf, &why);
@@ -881,7 +890,8 @@ found:
 	} else if (!insane && has_section(dwf->elf, ".debug_info", true)) {
 		sp_warn("'%s': DWARF not used: %s", dwf->path, dwarf_errmsg(-1));
 	}
-	if (sp_symtab_count(img->symtab) == 0 && !img->dwarf) {
+	if (sp_symtab_count(img->symtab) == 0 && !img->dwarf &&
+	    (!img->dbgsyms || !sp_symtab_count(img->dbgsyms))) {
 		img->status = nsyms < 0 ? SP_SYM_BAD_FILE : SP_SYM_NO_SYMBOLS;
 		if (nsyms >= 0)
 			sp_info("'%s': no symbols", f.path);
@@ -940,6 +950,8 @@ static void image_lookup(struct sp_symbolizer *s, struct image *img, uint64_t re
 		n = 1;
 	}
 	sym = sp_symtab_lookup(img->symtab, addr);
+	if (!sym && n == 0 && img->dbgsyms)
+		sym = sp_symtab_lookup(img->dbgsyms, addr);
 	if (n > 0) {
 		for (i = 0; i < n; i++) {
 			struct sp_sym_level *l = &r->level[i];
@@ -953,9 +965,9 @@ static void image_lookup(struct sp_symbolizer *s, struct image *img, uint64_t re
 		}
 		r->n = (unsigned int)n;
 		/*
-		 * The physical function is named as the symbol table names it
-		 * (as llvm-symbolizer does): glibc's public aliases, not its
-		 * internal __GI_ names.
+		 * The physical function is named as the file's own symbol table
+		 * names it (as llvm-symbolizer does): glibc's public aliases, not
+		 * its internal __GI_ names.
 		 */
 		if (sym && !(sym->flags & SP_SYMTAB_UNSIZED)) {
 			struct sp_sym_level *l = &r->level[n - 1];

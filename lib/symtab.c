@@ -104,7 +104,8 @@ int sp_symtab_add(struct sp_symtab *st, uint64_t addr, uint64_t size, const char
 	if (!name)
 		return -1;
 	/* Kernel and JIT tables: a later addition at the same address wins. */
-	return add_entry(st, addr, size, 0, name, len, flags, (uint32_t)st->n + 1);
+	return add_entry(st, addr, size, 0, name, len, flags | SP_SYMTAB_ADDED,
+			 (uint32_t)st->n + 1);
 }
 
 bool sp_symtab_elf_has_symtab(Elf *elf)
@@ -162,7 +163,7 @@ static int add_table(struct sp_symtab *st, Elf *elf, Elf_Scn *scn, const GElf_Sh
 			      at ? (size_t)(at - name) : strlen(name),
 			      (dyn ? SP_SYMTAB_DYNSYM : 0) |
 			      (GELF_ST_BIND(sym.st_info) == STB_LOCAL ? SP_SYMTAB_LOCAL : 0),
-			      0) < 0) {
+			      (uint32_t)i) < 0) {
 			*why = "out of memory";
 			return -1;
 		}
@@ -200,17 +201,17 @@ static int cmp_entry(const void *a, const void *b)
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	/*
-	 * Preferred first, so that deduplication keeps it: a later addition
-	 * (kernel, JIT), else a sized symbol, the larger, the greater name
-	 * (as llvm-symbolizer picks: "memcpy" over "__memcpy_avx_unaligned").
+	 * Preferred first, so that deduplication keeps it: a sized symbol,
+	 * the larger, then the later in the table (as llvm-symbolizer picks
+	 * among aliases; kernel and JIT reloads replace older entries).
 	 */
-	if (x->rank != y->rank)
+	if ((x->flags & y->flags & SP_SYMTAB_ADDED) && x->rank != y->rank)
 		return x->rank > y->rank ? -1 : 1;
 	if ((x->flags & SP_SYMTAB_UNSIZED) != (y->flags & SP_SYMTAB_UNSIZED))
 		return (x->flags & SP_SYMTAB_UNSIZED) ? 1 : -1;
 	if (x->size != y->size)
 		return x->size > y->size ? -1 : 1;
-	return -strcmp(x->name, y->name);
+	return x->rank > y->rank ? -1 : x->rank < y->rank;
 }
 
 void sp_symtab_finish(struct sp_symtab *st)

@@ -21,6 +21,7 @@
 #define SP_SYMTAB_DYNSYM	(1u << 0)	/* from .dynsym */
 #define SP_SYMTAB_UNSIZED	(1u << 1)	/* size was 0; extended to the next symbol */
 #define SP_SYMTAB_LOCAL		(1u << 2)	/* STB_LOCAL */
+#define SP_SYMTAB_ADDED		(1u << 3)	/* by sp_symtab_add(): the latest wins */
 
 struct sp_symtab_entry {
 	uint64_t addr, size;	/* size after sp_symtab_finish(), never 0 for a hit */
