@@ -69,14 +69,14 @@ static void meta(struct sp_chrome *c, const char *what, uint64_t pid, uint64_t t
 }
 
 static void span_name(const struct sp_defs *d, uint64_t runtime, uint64_t klass,
-		      uint64_t method, char *buf, size_t len)
+		      uint64_t method, bool gap, char *buf, size_t len)
 {
 	const char *k = sp_defs_strz(d, klass), *m = sp_defs_strz(d, method);
 
 	if (*k && *m)
 		snprintf(buf, len, "%s%s%s", k, runtime == SP_RT_RUBY ? "#" : ".", m);
 	else
-		snprintf(buf, len, "%s", *m ? m : *k ? k : "span");
+		snprintf(buf, len, "%s", *m ? m : *k ? k : gap ? "[no span]" : "span");
 }
 
 static void hex(FILE *out, const struct sp_bytes *b)
@@ -156,7 +156,8 @@ int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_
 	case SP_REC_SPAN:
 		c->correlated = true;
 		s = &rec->span;
-		span_name(d, s->runtime, s->klass, s->method, buf, sizeof(buf));
+		span_name(d, s->runtime, s->klass, s->method, s->end == SP_END_SYNTHETIC, buf,
+			  sizeof(buf));
 		sep(c);
 		fprintf(c->out, "{\"ph\":\"%s\",\"cat\":\"span\",\"name\":",
 			s->stop >= s->start && s->stop ? "X" : "B");
@@ -179,7 +180,7 @@ int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_
 		if (c->correlated)
 			break;
 		m = &rec->mark;
-		span_name(d, m->runtime, m->klass, m->method, buf, sizeof(buf));
+		span_name(d, m->runtime, m->klass, m->method, false, buf, sizeof(buf));
 		sep(c);
 		fprintf(c->out, "{\"ph\":\"%s\",\"cat\":\"span\",\"name\":",
 			rec->kind == SP_REC_SPAN_START ? "B" : "E");

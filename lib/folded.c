@@ -393,6 +393,8 @@ static void add_span(struct sp_folded *f, const struct sp_defs *d, const struct 
 			 s->runtime == SP_RT_RUBY ? "#" : ".", method);
 	else if (*method || *klass)
 		snprintf(buf, sizeof(buf), "%s", *method ? method : klass);
+	else if (s->end == SP_END_SYNTHETIC)
+		snprintf(buf, sizeof(buf), "[no span]");	/* sp-correlate's gap */
 	else
 		snprintf(buf, sizeof(buf), "span-%" PRIu64, id);
 	if (span_find(f, f->gen, id))
