@@ -25,7 +25,8 @@ stacks() {
 record_json() {
 	local name=$1
 	shift
-	run --separate-stderr sp-record -o "$UW_TMP/$name.sp" "$@"
+	# Stack samples only: no BPF events or spans, which are tested elsewhere.
+	run --separate-stderr sp-record --events=none --spans=none -o "$UW_TMP/$name.sp" "$@"
 	assert_success
 	echo "$stderr" > "$UW_TMP/$name.err"
 	sp-symbolize "$UW_TMP/$name.sp" 2>/dev/null | sp-decode > "$UW_TMP/$name.jsonl"
