@@ -22,6 +22,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 const volatile __u32 stop_new = 1;	/* stop forked and exec'ing processes */
 const volatile __u32 audit_args = 1;	/* decode the first argument of audit events */
+const volatile __u32 count_hits = 1;	/* hits per probe per process (probe health) */
 
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) __ksym __weak;
@@ -96,7 +97,8 @@ static __always_inline struct sp_bs_event *begin(__u32 kind, __u32 probe)
 
 	if (!bpf_map_lookup_elem(&tgids, &pid))
 		return NULL;
-	count_hit(pid, probe);
+	if (count_hits)
+		count_hit(pid, probe);
 	e = bpf_map_lookup_elem(&scratch, &zero);
 	if (!e)
 		return NULL;
