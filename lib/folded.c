@@ -1257,8 +1257,13 @@ void sp_folded_footer(const struct sp_folded *f, char *buf, size_t len)
 	buf[0] = '\0';
 	if (!total)
 		return;
-	o = snprintf(buf, len, "%" PRIu64 " samples, %.1f%% with a broken-looking stack", total,
-		     100.0 * s->broken / total);
+	if (s->samples[1])
+		o = snprintf(buf, len, "%" PRIu64 " + %" PRIu64 " samples (base + new), %.1f%% with "
+			     "a broken-looking stack", s->samples[0], s->samples[1],
+			     100.0 * s->broken / total);
+	else
+		o = snprintf(buf, len, "%" PRIu64 " samples, %.1f%% with a broken-looking stack",
+			     total, 100.0 * s->broken / total);
 	for (i = 0; i < sizeof(cause) / sizeof(cause[0]) && o < len; i++) {
 		if (!cause[i].n)
 			continue;
