@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* The kernel's code symbols from /proc/kallsyms. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "kallsyms.h"
 
@@ -114,6 +117,10 @@ int sp_kallsyms_load(struct sp_kallsyms *k, const char *path)
 		}
 		k->sym[k->n].addr = addr;
 		nonzero += addr != 0;
+		if (!*kmod && !strcmp(name, "_stext"))
+			k->text_lo = addr;
+		else if (!*kmod && !strcmp(name, "_etext"))
+			k->text_hi = addr;
 		k->n++;
 	}
 	free(line);
@@ -159,4 +166,134 @@ const struct sp_kallsym *sp_kallsyms_find(const struct sp_kallsyms *k, uint64_t 
 		*size = hi < k->n ? k->sym[hi].addr - k->sym[lo].addr : 0;
 	}
 	return &k->sym[lo];
+}
+
+/* The cache: a header, the symbols, the names. */
+#define CACHE_MAGIC "SPKSYMS1"
+
+struct cache_head {
+	char magic[8];
+	char boot_id[40];
+	uint64_t n, names_len, text_lo, text_hi;
+};
+
+static int boot_id(char *buf)
+{
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	memset(buf, 0, 40);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, 39);
+	close(fd);
+	if (n < 32)
+		return -1;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+	ssize_t r;
+
+	while (n) {
+		r = read(fd, p, n);
+		if (r <= 0)
+			return -1;
+		p = (char *)p + r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int load_cache(struct sp_kallsyms *k, const char *path, const char *id)
+{
+	struct cache_head h;
+	struct stat st;
+	size_t i;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 022) ||
+	    !S_ISREG(st.st_mode) || read_all(fd, &h, sizeof(h)) ||
+	    memcmp(h.magic, CACHE_MAGIC, 8) || strncmp(h.boot_id, id, 40) ||
+	    h.n > (1u << 24) || h.names_len > (1u << 28) ||
+	    (uint64_t)st.st_size != sizeof(h) + h.n * sizeof(*k->sym) + h.names_len)
+		goto bad;
+	k->sym = malloc(h.n * sizeof(*k->sym) + 1);
+	k->names = malloc(h.names_len + 1);
+	if (!k->sym || !k->names || read_all(fd, k->sym, h.n * sizeof(*k->sym)) ||
+	    read_all(fd, k->names, h.names_len))
+		goto bad;
+	k->n = k->cap = h.n;
+	k->names_len = k->names_cap = h.names_len;
+	/* Offsets inside the names, each name terminated, sorted addresses. */
+	if (!h.names_len || k->names[h.names_len - 1])
+		goto bad;
+	for (i = 0; i < k->n; i++)
+		if (k->sym[i].name >= h.names_len || k->sym[i].kmod >= h.names_len ||
+		    (i && k->sym[i].addr < k->sym[i - 1].addr))
+			goto bad;
+	k->text_lo = h.text_lo;
+	k->text_hi = h.text_hi;
+	k->from_cache = true;
+	close(fd);
+	return 0;
+bad:
+	close(fd);
+	sp_kallsyms_release(k);
+	errno = EINVAL;
+	return -1;
+}
+
+static void save_cache(const struct sp_kallsyms *k, const char *dir, const char *path,
+		       const char *id)
+{
+	struct cache_head h = { .magic = CACHE_MAGIC };
+	char tmp[4200];
+	FILE *f;
+	int fd, ok;
+
+	mkdir(dir, 0700);
+	memcpy(h.boot_id, id, 40);
+	h.n = k->n;
+	h.names_len = k->names_len;
+	h.text_lo = k->text_lo;
+	h.text_hi = k->text_hi;
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		return;
+	}
+	ok = fwrite(&h, sizeof(h), 1, f) == 1 &&
+	     fwrite(k->sym, sizeof(*k->sym), k->n, f) == k->n &&
+	     fwrite(k->names, 1, k->names_len, f) == k->names_len;
+	ok &= fclose(f) == 0;
+	if (!ok || rename(tmp, path))
+		unlink(tmp);
+}
+
+int sp_kallsyms_load_cached(struct sp_kallsyms *k, const char *dir)
+{
+	char id[40], path[4096];
+
+	memset(k, 0, sizeof(*k));
+	if (!dir || boot_id(id) || strlen(dir) > 4000)
+		return sp_kallsyms_load(k, NULL);
+	snprintf(path, sizeof(path), "%s/kallsyms-%s", dir, id);
+	if (load_cache(k, path, id) == 0)
+		return 0;
+	if (sp_kallsyms_load(k, NULL))
+		return -1;
+	if (!k->zero && k->text_lo && k->text_hi > k->text_lo)
+		save_cache(k, dir, path, id);
+	return 0;
 }

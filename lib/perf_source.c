@@ -1190,11 +1190,34 @@ static int process_upto(struct perf *p, uint64_t upto)
 
 /* ---- the sp_source interface ---- */
 
+/* Where the parsed kallsyms of this boot are kept: $SP_CACHE_DIR, else
+ * $XDG_CACHE_HOME/stackpulse, else ~/.cache/stackpulse; NULL for none. */
+static const char *cache_dir(char *buf, size_t size)
+{
+	const char *d = getenv("SP_CACHE_DIR"), *home;
+
+	if (d)
+		return *d ? d : NULL;
+	d = getenv("XDG_CACHE_HOME");
+	if (d && *d == '/') {
+		snprintf(buf, size, "%s/stackpulse", d);
+		return buf;
+	}
+	home = getenv("HOME");
+	if (!home || *home != '/')
+		return NULL;
+	snprintf(buf, size, "%s/.cache", home);
+	mkdir(buf, 0700);
+	snprintf(buf, size, "%s/.cache/stackpulse", home);
+	return buf;
+}
+
 static void *load_kallsyms(void *arg)
 {
 	struct perf *p = arg;
+	char dir[4096];
 
-	p->ksyms_err = sp_kallsyms_load(&p->ksyms, NULL) ? errno : 0;
+	p->ksyms_err = sp_kallsyms_load_cached(&p->ksyms, cache_dir(dir, sizeof(dir))) ? errno : 0;
 	return NULL;
 }
 
@@ -1393,6 +1416,15 @@ static int emit_ksyms(struct perf *p)
 		p->ksyms_started = false;
 	} else {
 		return 0;
+	}
+	/* A cached table is exact for vmlinux only: modules and BPF programs
+	 * come and go, so for their frames read the kernel's table now. */
+	for (i = 0; !p->ksyms_err && p->ksyms.from_cache && i < p->nkaddrs; i++) {
+		if (!sp_kallsyms_in_text(&p->ksyms, p->kaddrs[i])) {
+			sp_kallsyms_release(&p->ksyms);
+			p->ksyms_err = sp_kallsyms_load(&p->ksyms, NULL) ? errno : 0;
+			break;
+		}
 	}
 	if (p->ksyms_err || p->ksyms.zero) {
 		sp_warn("kernel symbols not recorded: /proc/kallsyms %s",

@@ -24,6 +24,8 @@ struct sp_kallsyms {
 	char *names;
 	size_t names_len, names_cap;
 	bool zero;		/* every address was 0: not allowed to see them */
+	bool from_cache;	/* read from sp_kallsyms_load_cached()'s cache */
+	uint64_t text_lo, text_hi;	/* vmlinux text: _stext .. _etext, 0 if unknown */
 };
 
 /* Parse one line ("ADDR TYPE NAME [MODULE]"). Returns 1 for a code symbol
@@ -34,6 +36,23 @@ int sp_kallsyms_parse_line(char *line, uint64_t *addr, char **name, char **kmod)
 /* Read path (NULL: /proc/kallsyms). 0, or -1 with errno set (nothing reported). */
 int sp_kallsyms_load(struct sp_kallsyms *k, const char *path);
 void sp_kallsyms_release(struct sp_kallsyms *k);
+
+/*
+ * The same, through a cache of the parsed table in dir (created 0700 if
+ * missing), one file per boot (/proc/sys/kernel/random/boot_id): reading
+ * /proc/kallsyms costs tens of milliseconds of kernel time, the cache a
+ * read. vmlinux's symbols do not change during a boot; those of modules and
+ * BPF programs do, so a cached table is only to be trusted for addresses in
+ * [text_lo, text_hi) (sp_kallsyms_in_text()); for others, load afresh. A
+ * cache file not owned by the caller or writable by others is ignored.
+ * dir NULL: no cache. 0, or -1 with errno set.
+ */
+int sp_kallsyms_load_cached(struct sp_kallsyms *k, const char *dir);
+
+static inline int sp_kallsyms_in_text(const struct sp_kallsyms *k, uint64_t addr)
+{
+	return addr >= k->text_lo && addr < k->text_hi;
+}
 
 /* The symbol holding addr (the last one at or below it), NULL if none;
  * *size (may be NULL) gets the distance to the next symbol, 0 for the last. */
