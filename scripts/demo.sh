@@ -56,5 +56,16 @@ while read -r addr size name; do
 	[ "$n" -gt 0 ] && echo "$n $name"
 done < "$out/demo/syms" | sort -rn | head -6 | awk '{ printf "  %5d samples  %s\n", $1, $2 }'
 
+if [ -x "$bin/sp-flame" ]; then
+	step "A flame graph of the recording: sp-symbolize | sp-flame --svg"
+	svg=$out/demo/workload.svg
+	if [ -x "$bin/sp-symbolize" ]; then
+		"$bin/sp-symbolize" "$spool" 2>/dev/null | "$bin/sp-flame" --svg -o "$svg" || true
+	else
+		"$bin/sp-flame" --svg -o "$svg" "$spool" || true
+	fi
+	echo "The flame graph is in $svg: open it in a browser (it needs no network)."
+fi
+
 echo
 echo "Next: sp-decode $spool | less   (every record as JSON lines)"
