@@ -52,6 +52,19 @@ struct row {
 };
 #define ROW_END		(1u << 31)
 
+/*
+ * Searching a large sorted array: a binary search over every FANOUT-th key
+ * (small, stays in cache) picks the block, a second one searches the block:
+ * two or three cache misses per lookup instead of one per halving.
+ */
+#define FANOUT 32
+struct search {
+	const uint64_t *v;
+	size_t n;
+	uint64_t *top;
+	size_t ntop;
+};
+
 struct sp_dwarfidx {
 	struct strtab str;
 	struct node *nodes;
@@ -63,6 +76,8 @@ struct sp_dwarfidx {
 	size_t nsegs;
 	struct row *rows;
 	size_t nrows, caprows;
+	uint64_t *row_addr;	/* rows[i].addr, for searching */
+	struct search seg_search, row_search;
 	size_t units;
 	uint64_t build_ns;
 };
@@ -561,6 +576,47 @@ bool sp_dwarfidx_elf_sane(Elf *elf, const char **why)
 	return true;
 }
 
+static int search_init(struct search *sr, const uint64_t *v, size_t n)
+{
+	size_t i;
+
+	sr->v = v;
+	sr->n = n;
+	sr->ntop = (n + FANOUT - 1) / FANOUT;
+	sr->top = sr->ntop ? malloc(sr->ntop * sizeof(*sr->top)) : NULL;
+	if (sr->ntop && !sr->top)
+		return -1;
+	for (i = 0; i < sr->ntop; i++)
+		sr->top[i] = v[i * FANOUT];
+	return 0;
+}
+
+/* The number of keys <= key. */
+static size_t search_upper(const struct search *sr, uint64_t key)
+{
+	size_t lo = 0, hi = sr->ntop, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (sr->top[mid] <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return 0;
+	hi = lo * FANOUT < sr->n ? lo * FANOUT : sr->n;
+	lo = (lo - 1) * FANOUT;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (sr->v[mid] <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -630,6 +686,14 @@ struct sp_dwarfidx *sp_dwarfidx_build(Dwarf *dw, uint64_t text_lo, uint64_t text
 			qsort(b.x->rows, b.x->nrows, sizeof(*b.x->rows), cmp_row);
 		if (flatten(&b) < 0)
 			b.oom = true;
+		b.x->row_addr = b.x->nrows ? malloc(b.x->nrows * sizeof(*b.x->row_addr)) : NULL;
+		if (b.x->nrows && !b.x->row_addr)
+			b.oom = true;
+		for (i = 0; !b.oom && i < b.x->nrows; i++)
+			b.x->row_addr[i] = b.x->rows[i].addr;
+		if (!b.oom && (search_init(&b.x->row_search, b.x->row_addr, b.x->nrows) < 0 ||
+			       search_init(&b.x->seg_search, b.x->seg_lo, b.x->nsegs) < 0))
+			b.oom = true;
 	}
 	free(b.ranges);
 	if (b.oom) {
@@ -653,6 +717,9 @@ void sp_dwarfidx_free(struct sp_dwarfidx *x)
 	strtab_release(&x->str);
 	free(x->nodes);
 	free(x->seg_lo);
+	free(x->row_addr);
+	free(x->row_search.top);
+	free(x->seg_search.top);
 	free(x->seg_node);
 	free(x->rows);
 	free(x);
@@ -663,17 +730,9 @@ void sp_dwarfidx_free(struct sp_dwarfidx *x)
 int sp_dwarfidx_line(const struct sp_dwarfidx *x, uint64_t addr, const char **file,
 		     uint32_t *line, uint32_t *col)
 {
-	size_t lo = 0, hi = x->nrows;
+	size_t lo = search_upper(&x->row_search, addr);
 	const struct row *r;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (x->rows[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return -1;
 	r = &x->rows[lo - 1];
@@ -706,7 +765,7 @@ static const char *node_name(struct sp_dwarfidx *x, const struct node *n, bool d
 int sp_dwarfidx_lookup(struct sp_dwarfidx *x, uint64_t addr, bool demangle,
 		       struct sp_dwarf_loc *out, int max)
 {
-	size_t lo = 0, hi = x->nsegs;
+	size_t lo;
 	uint32_t id;
 	int n = 0;
 
@@ -715,14 +774,7 @@ int sp_dwarfidx_lookup(struct sp_dwarfidx *x, uint64_t addr, bool demangle,
 	memset(&out[0], 0, sizeof(out[0]));
 	if (sp_dwarfidx_line(x, addr, &out[0].file, &out[0].line, &out[0].column) < 0)
 		out[0].file = NULL;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (x->seg_lo[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = search_upper(&x->seg_search, addr);
 	if (!lo)
 		return 0;
 	id = x->seg_node[lo - 1];
@@ -754,6 +806,7 @@ void sp_dwarfidx_stats(const struct sp_dwarfidx *x, struct sp_dwarfidx_stats *st
 	st->rows = x->nrows;
 	st->memory = sizeof(*x) + x->str.memory + x->capnodes * sizeof(*x->nodes) +
 		     x->nsegs * (sizeof(*x->seg_lo) + sizeof(*x->seg_node)) +
-		     x->caprows * sizeof(*x->rows);
+		     x->caprows * sizeof(*x->rows) + x->nrows * sizeof(*x->row_addr) +
+		     (x->row_search.ntop + x->seg_search.ntop) * sizeof(uint64_t);
 	st->build_ns = x->build_ns;
 }

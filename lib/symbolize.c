@@ -49,6 +49,7 @@ struct image {
 	uint64_t pid;			/* for JIT/anon and identity without build-id */
 	bool vdso, kernel, anon;
 	unsigned int refs;		/* live modules */
+	bool shared;			/* has had several modules: worth caching results */
 
 	/* Loaded on the first lookup. */
 	bool loaded;
@@ -103,6 +104,7 @@ struct sp_symbolizer {
 	struct sp_sym_result res;
 	struct file_stats kernel_st, jit_st, none_st;
 	uint64_t files_loaded, files_live;
+	uint64_t generation;
 };
 
 static const char *const status_text[NSTATUS] = {
@@ -157,6 +159,7 @@ static void image_retire(struct sp_symbolizer *s, struct image *img)
 	struct image **pp;
 	struct retired *r;
 
+	s->generation++;
 	for (pp = &s->images; *pp; pp = &(*pp)->next) {
 		if (*pp == img) {
 			*pp = img->next;
@@ -216,6 +219,7 @@ void sp_symbolizer_reset(struct sp_symbolizer *s, const char *kernel_release)
 	sp_u64map_release(&s->jit);
 	sp_symtab_free(s->ksyms);
 	s->ksyms = NULL;
+	s->generation++;
 	snprintf(s->kernel_release, sizeof(s->kernel_release), "%s",
 		 kernel_release ? kernel_release : "");
 	s->same_kernel = !s->kernel_release[0] ||
@@ -288,7 +292,8 @@ void sp_symbolizer_module(struct sp_symbolizer *s, const struct sp_module *m, co
 		img->next = s->images;
 		s->images = img;
 	}
-	img->refs++;
+	if (++img->refs > 1)
+		img->shared = true;
 	me->img = img;
 	head = sp_u64map_get(&s->pid_mods, m->pid);
 	me->next_in_pid = head ? *head : 0;
@@ -333,6 +338,7 @@ void sp_symbolizer_process_end(struct sp_symbolizer *s, uint64_t pid)
 	sp_u64map_del(&s->pid_mods, pid);
 	jt = sp_u64map_get(&s->jit, pid);
 	if (jt) {
+		s->generation++;
 		sp_symtab_free((struct sp_symtab *)(uintptr_t)*jt);
 		sp_u64map_del(&s->jit, pid);
 	}
@@ -1109,8 +1115,13 @@ const struct sp_sym_result *sp_symbolizer_frame(struct sp_symbolizer *s,
 	img = me->img;
 	if (!img->loaded)
 		image_load(s, img);
+	/*
+	 * The stream interns frames, so a frame is looked up once per module;
+	 * the same address again comes only through another module of the
+	 * same file (another process): cache results for shared files only.
+	 */
 	key = f->rel << 1 | leaf;
-	v = sp_u64map_get(&img->cache, key);
+	v = img->shared ? sp_u64map_get(&img->cache, key) : NULL;
 	if (v) {
 		const struct cached *c = &img->results[*v - 1];
 
@@ -1119,10 +1130,16 @@ const struct sp_sym_result *sp_symbolizer_frame(struct sp_symbolizer *s,
 		memcpy(r->level, img->levels + c->first, c->n * sizeof(*r->level));
 	} else {
 		image_lookup(s, img, f->rel, leaf);
-		cache_put(img, key, r);
+		if (img->shared)
+			cache_put(img, key, r);
 	}
 	count(&img->st, r);
 	return r;
+}
+
+uint64_t sp_symbolizer_generation(const struct sp_symbolizer *s)
+{
+	return s->generation;
 }
 
 /* ---- statistics ---- */

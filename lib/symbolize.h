@@ -103,6 +103,11 @@ bool sp_symbolizer_should_defer(struct sp_symbolizer *s, const struct sp_frame *
 const struct sp_sym_result *sp_symbolizer_frame(struct sp_symbolizer *s,
 						const struct sp_frame *f);
 
+/* Changes whenever strings returned earlier may have been freed (a file or
+ * JIT table retired, a reset): a caller caching by string pointer drops its
+ * cache then. */
+uint64_t sp_symbolizer_generation(const struct sp_symbolizer *s);
+
 /* Statistics: resolved and unresolved frames by reason, in total and per
  * file; per file only when per_module. */
 void sp_symbolizer_print_stats(struct sp_symbolizer *s, FILE *out, bool per_module);

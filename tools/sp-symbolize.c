@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hashmap.h"
 #include "reader.h"
 #include "sp.h"
 #include "strmap.h"
@@ -136,6 +137,8 @@ static struct {
 	struct sp_writer *w;
 	struct sp_symbolizer *sym;
 	struct sp_strmap map;
+	struct sp_u64map str_ids;	/* symbolizer string pointer -> output string id */
+	uint64_t str_gen;		/* sp_symbolizer_generation() str_ids is valid for */
 	struct pending *pending;
 	size_t npending, cappending;
 	bool passthrough;	/* the input is symbolized already */
@@ -147,6 +150,26 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	sp_reader_stop(g.in);
+}
+
+/* The output id of a symbolizer string, interned once per string. */
+static uint64_t str_id(const char *p)
+{
+	uint64_t *v, id;
+
+	if (!p)
+		return 0;
+	if (g.str_gen != sp_symbolizer_generation(g.sym)) {
+		sp_u64map_release(&g.str_ids);
+		g.str_gen = sp_symbolizer_generation(g.sym);
+	}
+	v = sp_u64map_get(&g.str_ids, (uintptr_t)p);
+	if (v)
+		return *v;
+	id = sp_writer_strz(g.w, p);
+	if (id)
+		sp_u64map_put(&g.str_ids, (uintptr_t)p, id);
+	return id;
 }
 
 static int put_symbols(uint64_t frame, const struct sp_frame *f)
@@ -161,8 +184,8 @@ static int put_symbols(uint64_t frame, const struct sp_frame *f)
 		memset(&rec.symbol, 0, sizeof(rec.symbol));
 		rec.symbol.frame = frame;
 		rec.symbol.index = i;
-		rec.symbol.func = l->func ? sp_writer_strz(g.w, l->func) : 0;
-		rec.symbol.file = l->file ? sp_writer_strz(g.w, l->file) : 0;
+		rec.symbol.func = str_id(l->func);
+		rec.symbol.file = str_id(l->file);
 		rec.symbol.line = l->line;
 		rec.symbol.column = l->column;
 		rec.symbol.offset = l->offset;
@@ -233,6 +256,7 @@ static int handle(struct sp_record *rec)
 		if (flush_pending(0, true))
 			return -1;
 		sp_strmap_reset(&g.map);
+		sp_u64map_release(&g.str_ids);
 		g.passthrough = (rec->header.flags & SP_HDR_SYMBOLIZED) && !env.force;
 		{
 			char rel[128];
@@ -385,6 +409,7 @@ int main(int argc, char **argv)
 		sp_symbolizer_print_stats(g.sym, stderr, env.stats);
 	sp_symbolizer_free(g.sym);
 	sp_strmap_release(&g.map);
+	sp_u64map_release(&g.str_ids);
 	free(g.pending);
 	return sp_close_output(&env.common, status);
 }
