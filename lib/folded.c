@@ -113,6 +113,7 @@ struct sp_folded {
 
 	struct sp_flame_stats st;
 	bool have_header, have_start;
+	bool symbolized;		/* sp-symbolize has run on the stream */
 	uint64_t start_mono;
 	uint64_t period_ns;
 	char describe[512];
@@ -444,6 +445,7 @@ static void take_header(struct sp_folded *f, const struct sp_defs *d, const stru
 	struct tm tm;
 
 	f->gen++;
+	f->symbolized = h->flags & SP_HDR_SYMBOLIZED;
 	/* Ids start again: the caches by frame and stack id are stale. */
 	if (f->fc)
 		memset(f->fc, 0, f->fc_cap * sizeof(*f->fc));
@@ -1283,7 +1285,8 @@ void sp_folded_footer(const struct sp_folded *f, char *buf, size_t len)
 		o += snprintf(buf + o, len - o, "; hint: %s", hint);
 	}
 	if (s->unresolved_frames && o < len)
-		snprintf(buf + o, len - o, "; %" PRIu64 " frame%s unresolved (run sp-symbolize, or "
-			 "install debug symbols)", s->unresolved_frames,
-			 s->unresolved_frames == 1 ? "" : "s");
+		snprintf(buf + o, len - o, "; %" PRIu64 " frame%s unresolved (%s)",
+			 s->unresolved_frames, s->unresolved_frames == 1 ? "" : "s",
+			 f->symbolized ? "sp-symbolize found no symbol for them" :
+			 "run sp-symbolize first");
 }
