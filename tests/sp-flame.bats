@@ -300,3 +300,15 @@ need_npm() {
 	echo "peak RSS: $few KiB for 1000 samples, $many KiB for 100000"
 	[ "$many" -lt $((few + 2048)) ]
 }
+
+@test "sp-flame: Chrome trace of uncorrelated input pairs span marks as begin/end" {
+	require_cmd jq
+	{
+		head -1 "$basic"
+		echo '{"type":"span_start","time":1000001000,"pid":100,"tid":101,"runtime":"python","klass":"mod","method":"f"}'
+		echo '{"type":"span_stop","time":1000003000,"pid":100,"tid":101,"runtime":"python","klass":"mod","method":"f"}'
+	} > "$BATS_TEST_TMPDIR/marks.jsonl"
+	run --separate-stderr -0 sp-flame --chrome "$BATS_TEST_TMPDIR/marks.jsonl"
+	run -0 jq -c '[.traceEvents[] | [.ph, .name, .tid, .ts]]' <<< "$output"
+	assert_output '[["B","mod.f",101,1],["E","mod.f",101,3]]'
+}
