@@ -70,8 +70,8 @@ $(OUT)/tools/%.o: tools/%.c
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 # Only the BPF loaders (lib/bpf_*.c) and sp-record need clang and BTF.
-$(OUT)/lib/bpf_%.o: $(SKELS)
-$(OUT)/tools/sp-record.o: $(SKELS)
+$(filter $(OUT)/lib/bpf_%.o,$(LIB_OBJS)): | $(SKELS)
+$(OUT)/tools/sp-record.o: | $(SKELS)
 
 # sp-flame's pprof export: pprof's profile.proto, compiled by protoc-c into
 # $(OUT)/proto/; lib/pprof.c includes the generated code (so every build of
@@ -124,7 +124,7 @@ $(OUT)/asan/lib/%.o: lib/%.c
 	$(call msg,ASAN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -O1 $(ASAN_FLAGS) -c $< -o $@
-$(OUT)/asan/lib/bpf_%.o: $(SKELS)
+$(filter $(OUT)/asan/lib/bpf_%.o,$(ASAN_OBJS)): | $(SKELS)
 $(ASAN_LIB): $(ASAN_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 $(OUT)/asan/%: tests/unit/%.c $(ASAN_LIB)
@@ -154,7 +154,7 @@ $(OUT)/fuzz/lib/%.o: lib/%.c
 	$(call msg,FUZZCC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CFLAGS) -O1 -g $(FUZZ_FLAGS) -c $< -o $@
-$(OUT)/fuzz/lib/bpf_%.o: $(SKELS)
+$(filter $(OUT)/fuzz/lib/bpf_%.o,$(FUZZ_OBJS)): | $(SKELS)
 $(FUZZ_LIB): $(FUZZ_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 $(OUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB)
