@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "archive.h"
 #include "buildid.h"
 #include "kallsyms.h"
 #include "perf_ring.h"
@@ -248,8 +249,16 @@ struct perf {
 
 	pthread_t ksyms_thread;
 	bool ksyms_started;
+	int ksyms_done;		/* atomic: the thread has finished */
 	struct sp_kallsyms ksyms;
 	int ksyms_err;
+	/* A fresh read of /proc/kallsyms, started in the background once a
+	 * kernel frame outside the cached vmlinux text shows up. */
+	pthread_t fresh_thread;
+	bool fresh_started;
+	struct sp_kallsyms fresh;
+	int fresh_err;
+	size_t kchecked;	/* kaddrs[] checked against the text so far */
 
 	uint32_t *roots;
 	unsigned int nroots;
@@ -479,6 +488,15 @@ static struct mod *mod_get(struct perf *p, uint32_t pid, uint64_t time, uint64_t
 			m.build_id.p = e->info.build_id;
 			m.build_id.len = e->info.build_id_len;
 			m.flags |= SP_MOD_BUILD_ID_FILE;
+		}
+		/* sp-record --archive: a copy of the exact image, taken while it is mapped. */
+		if (p->o.archive && m.build_id.len) {
+			if (sp_archive_module(p->o.archive, pid, start, end, path, m.build_id.p,
+					      m.build_id.len) >= 0)
+				m.flags |= SP_MOD_ARCHIVED;
+			else
+				sp_warn("cannot archive '%s' of pid %u into '%s': %s", path, pid,
+					p->o.archive, strerror(errno));
 		}
 		if (e->have_st) {
 			if (!dev && !ino) {
@@ -1218,7 +1236,38 @@ static void *load_kallsyms(void *arg)
 	char dir[4096];
 
 	p->ksyms_err = sp_kallsyms_load_cached(&p->ksyms, cache_dir(dir, sizeof(dir))) ? errno : 0;
+	__atomic_store_n(&p->ksyms_done, 1, __ATOMIC_RELEASE);
 	return NULL;
+}
+
+static void *load_fresh(void *arg)
+{
+	struct perf *p = arg;
+
+	p->fresh_err = sp_kallsyms_load(&p->fresh, NULL) ? errno : 0;
+	return NULL;
+}
+
+/* A cached table is exact for vmlinux only: modules and BPF programs come
+ * and go. Once a frame of theirs is seen, read the kernel's table afresh,
+ * in the background. Returns whether one is needed. */
+static bool want_fresh(struct perf *p)
+{
+	if (p->fresh_started)
+		return true;
+	if (!p->ksyms_started || !__atomic_load_n(&p->ksyms_done, __ATOMIC_ACQUIRE) ||
+	    p->ksyms_err || !p->ksyms.from_cache)
+		return false;
+	for (; p->kchecked < p->nkaddrs; p->kchecked++) {
+		if (!sp_kallsyms_in_text(&p->ksyms, p->kaddrs[p->kchecked])) {
+			if (pthread_create(&p->fresh_thread, NULL, load_fresh, p) == 0)
+				p->fresh_started = true;
+			else
+				p->fresh_err = sp_kallsyms_load(&p->fresh, NULL) ? errno : 0;
+			return true;
+		}
+	}
+	return false;
 }
 
 static int add_fd(struct perf *p, int fd)
@@ -1382,6 +1431,7 @@ static int perf_poll(struct sp_source *s, struct sp_emit *out)
 	struct perf *p = s->priv;
 	struct epoll_event evs[64];
 	uint64_t now = sp_now_mono_ns(), upto = p->last_pass;
+	int n;
 
 	/* Clear readiness; the rings are drained below either way. */
 	while (epoll_wait(p->epfd, evs, 64, 0) == 64)
@@ -1391,7 +1441,9 @@ static int perf_poll(struct sp_source *s, struct sp_emit *out)
 	p->last_pass = now;
 	if (upto > p->bound)
 		p->bound = upto;
-	return process_upto(p, p->bound);
+	n = process_upto(p, p->bound);
+	want_fresh(p);
+	return n;
 }
 
 static uint64_t perf_watermark(struct sp_source *s)
@@ -1417,14 +1469,16 @@ static int emit_ksyms(struct perf *p)
 	} else {
 		return 0;
 	}
-	/* A cached table is exact for vmlinux only: modules and BPF programs
-	 * come and go, so for their frames read the kernel's table now. */
-	for (i = 0; !p->ksyms_err && p->ksyms.from_cache && i < p->nkaddrs; i++) {
-		if (!sp_kallsyms_in_text(&p->ksyms, p->kaddrs[i])) {
-			sp_kallsyms_release(&p->ksyms);
-			p->ksyms_err = sp_kallsyms_load(&p->ksyms, NULL) ? errno : 0;
-			break;
+	__atomic_store_n(&p->ksyms_done, 1, __ATOMIC_RELEASE);	/* joined */
+	if (want_fresh(p)) {
+		if (p->fresh_started) {
+			pthread_join(p->fresh_thread, NULL);
+			p->fresh_started = false;
 		}
+		sp_kallsyms_release(&p->ksyms);
+		p->ksyms = p->fresh;
+		p->ksyms_err = p->fresh_err;
+		memset(&p->fresh, 0, sizeof(p->fresh));
 	}
 	if (p->ksyms_err || p->ksyms.zero) {
 		sp_warn("kernel symbols not recorded: /proc/kallsyms %s",
@@ -1512,7 +1566,10 @@ static void perf_free(struct sp_source *s)
 	if (p) {
 		if (p->ksyms_started)
 			pthread_join(p->ksyms_thread, NULL);
+		if (p->fresh_started)
+			pthread_join(p->fresh_thread, NULL);
 		sp_kallsyms_release(&p->ksyms);
+		sp_kallsyms_release(&p->fresh);
 		for (i = 0; i < p->ncpus; i++)
 			sp_perf_ring_unmap(&p->cpus[i].ring);
 		for (i = 0; i < p->nfds; i++)

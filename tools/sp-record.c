@@ -69,6 +69,7 @@ enum {
 	OPT_STACK_SIZE,
 	OPT_FORMAT,
 	OPT_CHECK,
+	OPT_ARCHIVE,
 };
 
 static const struct argp_option options[] = {
@@ -93,6 +94,8 @@ static const struct argp_option options[] = {
 	{ "batch", OPT_BATCH, "TIME", 0, "Write records at least this often (default 100ms)", 3 },
 	{ "format", OPT_FORMAT, "FORMAT", 0, "spool (default) or json (JSON lines)", 3 },
 	{ "check", OPT_CHECK, NULL, 0, "Say what this machine supports and exit", 3 },
+	{ "archive", OPT_ARCHIVE, "DIR", 0, "Copy each sampled binary into DIR once per build-id "
+	  "(for sp-symbolize --archive DIR; off by default)", 3 },
 	{ 0 }
 };
 
@@ -196,6 +199,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_CHECK:
 		env.check = true;
+		break;
+	case OPT_ARCHIVE:
+		env.perf.archive = arg;
 		break;
 	case ARGP_KEY_END:
 		if (env.perf.user_only && env.perf.kernel_only)
