@@ -312,3 +312,18 @@ need_npm() {
 	run -0 jq -c '[.traceEvents[] | [.ph, .name, .tid, .ts]]' <<< "$output"
 	assert_output '[["B","mod.f",101,1],["E","mod.f",101,3]]'
 }
+
+@test "sp-flame: a spool cut short gives the stacks read so far, names the offset, exits 2" {
+	sp-decode --encode -o "$BATS_TEST_TMPDIR/basic.sp" "$basic"
+	size=$(stat -c %s "$BATS_TEST_TMPDIR/basic.sp")
+	head -c $((size - 30)) "$BATS_TEST_TMPDIR/basic.sp" > "$BATS_TEST_TMPDIR/cut.sp"
+	run --separate-stderr -2 sp-flame "$BATS_TEST_TMPDIR/cut.sp"
+	[[ "$stderr" == *"sp-flame: error: $BATS_TEST_TMPDIR/cut.sp@"*": record cut short"* ]]
+	[ -n "$output" ]
+	# every line is one of the complete recording's, with at most its count
+	while read -r line; do
+		stack=${line% *} n=${line##* }
+		full=$(grep -F "$stack " "$FIXTURES/basic.folded" | awk -v s="$stack" 'substr($0, 1, length(s) + 1) == s " " { print $NF }')
+		[ -n "$full" ] && [ "$n" -le "$full" ]
+	done <<< "$output"
+}
