@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -139,8 +140,12 @@ nomem:
 
 void sp_kallsyms_release(struct sp_kallsyms *k)
 {
-	free(k->sym);
-	free(k->names);
+	if (k->map) {
+		munmap(k->map, k->map_len);
+	} else {
+		free(k->sym);
+		free(k->names);
+	}
 	memset(k, 0, sizeof(*k));
 }
 
@@ -211,7 +216,7 @@ static int load_cache(struct sp_kallsyms *k, const char *path, const char *id)
 {
 	struct cache_head h;
 	struct stat st;
-	size_t i;
+	uint8_t *p;
 	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -220,23 +225,21 @@ static int load_cache(struct sp_kallsyms *k, const char *path, const char *id)
 	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 022) ||
 	    !S_ISREG(st.st_mode) || read_all(fd, &h, sizeof(h)) ||
 	    memcmp(h.magic, CACHE_MAGIC, 8) || strncmp(h.boot_id, id, 40) ||
-	    h.n > (1u << 24) || h.names_len > (1u << 28) ||
+	    h.n > (1u << 24) || !h.names_len || h.names_len > (1u << 28) ||
 	    (uint64_t)st.st_size != sizeof(h) + h.n * sizeof(*k->sym) + h.names_len)
 		goto bad;
-	k->sym = malloc(h.n * sizeof(*k->sym) + 1);
-	k->names = malloc(h.names_len + 1);
-	if (!k->sym || !k->names || read_all(fd, k->sym, h.n * sizeof(*k->sym)) ||
-	    read_all(fd, k->names, h.names_len))
+	/* Mapped, not read: a lookup touches a few pages of it. */
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
 		goto bad;
-	k->n = k->cap = h.n;
-	k->names_len = k->names_cap = h.names_len;
-	/* Offsets inside the names, each name terminated, sorted addresses. */
-	if (!h.names_len || k->names[h.names_len - 1])
+	k->map = p;
+	k->map_len = (size_t)st.st_size;
+	k->sym = (struct sp_kallsym *)(p + sizeof(h));
+	k->names = (char *)(p + sizeof(h) + h.n * sizeof(*k->sym));
+	k->n = h.n;
+	k->names_len = h.names_len;
+	if (k->names[h.names_len - 1])	/* every name ends inside */
 		goto bad;
-	for (i = 0; i < k->n; i++)
-		if (k->sym[i].name >= h.names_len || k->sym[i].kmod >= h.names_len ||
-		    (i && k->sym[i].addr < k->sym[i - 1].addr))
-			goto bad;
 	k->text_lo = h.text_lo;
 	k->text_hi = h.text_hi;
 	k->from_cache = true;

@@ -25,6 +25,8 @@ struct sp_kallsyms {
 	size_t names_len, names_cap;
 	bool zero;		/* every address was 0: not allowed to see them */
 	bool from_cache;	/* read from sp_kallsyms_load_cached()'s cache */
+	void *map;		/* the cache file, mapped (sym and names point in) */
+	size_t map_len;
 	uint64_t text_lo, text_hi;	/* vmlinux text: _stext .. _etext, 0 if unknown */
 };
 
@@ -59,9 +61,10 @@ static inline int sp_kallsyms_in_text(const struct sp_kallsyms *k, uint64_t addr
 const struct sp_kallsym *sp_kallsyms_find(const struct sp_kallsyms *k, uint64_t addr,
 					  uint64_t *size);
 
+/* A name by offset; "" for an offset outside the table (a damaged cache). */
 static inline const char *sp_kallsyms_str(const struct sp_kallsyms *k, uint32_t off)
 {
-	return k->names + off;
+	return off < k->names_len ? k->names + off : "";
 }
 
 #endif
