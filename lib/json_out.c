@@ -17,7 +17,8 @@
 
 void sp_buf_reserve(struct sp_buf *b, size_t more)
 {
-	sp_grow(&b->p, &b->cap, b->len + more + 1, 1);
+	if (b->len + more + 1 > b->cap)	/* the common case is a compare, not a call */
+		sp_grow(&b->p, &b->cap, b->len + more + 1, 1);
 }
 
 void sp_buf_add(struct sp_buf *b, const void *s, size_t n)
@@ -159,12 +160,16 @@ void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n)
 	while (i < n) {
 		unsigned char c = u[i];
 
-		sp_buf_reserve(b, 8);
 		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-			b->p[b->len++] = c;
-			i++;
+			/* A run of plain ASCII, copied at once. */
+			for (k = i + 1; k < n && u[k] >= 0x20 && u[k] < 0x80 && u[k] != '"' &&
+			     u[k] != '\\'; k++)
+				;
+			sp_buf_add(b, u + i, k - i);
+			i = k;
 			continue;
 		}
+		sp_buf_reserve(b, 8);
 		if (c == '"' || c == '\\') {
 			b->p[b->len++] = '\\';
 			b->p[b->len++] = c;
