@@ -62,6 +62,16 @@ has() {
 	[ ! -e "$OUT/ran" ]
 }
 
+@test "sp-record: with a terminal on stdout it writes ./stackpulse.sp and says so" {
+	require_root
+	require_cmd script util-linux
+	cd "$OUT"
+	run script -qec "sp-record --events=none --spans=none -- true" /dev/null
+	assert_output --partial "writing 'stackpulse.sp'"
+	run --separate-stderr -0 sp-decode stackpulse.sp
+	[[ "$output" == *'"type":"end"'* ]]
+}
+
 @test "sp-record: a pid that does not exist" {
 	run --separate-stderr -2 sp-record -o "$OUT/x.sp" -p 999999999
 	[[ "$stderr" == *"pid 999999999: no such process"* ]]

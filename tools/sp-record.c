@@ -419,7 +419,8 @@ static int open_output(struct out *o)
 		if (o->fd < 0)
 			return sp_error_errno("cannot open '%s' for writing", DEFAULT_OUTPUT);
 		o->name = DEFAULT_OUTPUT;
-		sp_warn("standard output is a terminal: writing '%s'", DEFAULT_OUTPUT);
+		fprintf(stderr, "%s: standard output is a terminal: writing '%s'\n", sp_progname,
+			DEFAULT_OUTPUT);
 	}
 	o->regular = fstat(o->fd, &st) == 0 && S_ISREG(st.st_mode);
 	o->good = o->regular ? (uint64_t)lseek(o->fd, 0, SEEK_CUR) : 0;
