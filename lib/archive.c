@@ -113,6 +113,10 @@ int sp_archive_module(const char *dir, uint64_t pid, uint64_t start, uint64_t en
 		snprintf(src, sizeof(src), "/proc/%llu/root%s", (unsigned long long)pid, path);
 		in = open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	}
+	/* The process is gone already (short-lived): the path as we see it,
+	 * used only if its build-id still matches (checked below). */
+	if (in < 0 && path && path[0] == '/')
+		in = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (in < 0)
 		goto out;
 	if (fstat(in, &st) < 0)

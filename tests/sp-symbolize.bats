@@ -370,3 +370,37 @@ EOF
 		sp-decode > "$T/pipe.jsonl"
 	grep -q '"func":"walk"' "$T/pipe.jsonl"
 }
+
+@test "sp-symbolize: a binary replaced on disk after it started resolves from sp-record's archive, never from the new file" {
+	require_root
+	[ -x "$SP_BIN/sp-record" ] || skip "sp-record is not built"
+	local app=$T/app rec old_bid i
+	mkdir -p "$app"
+	gcc -O1 -g -fno-omit-frame-pointer -o "$app/sp-sym-victim" "$FIXTURES/inl.c"
+	old_bid=$(buildid "$app/sp-sym-victim")
+	# The program works, then sleeps 3 s; once it runs, its file is replaced.
+	sp-record -F 1999 --archive "$T/arch" -o "$T/run.sp" -- "$app/sp-sym-victim" 150000000 3 \
+		2> "$T/rec.err" &
+	rec=$!
+	for ((i = 0; i < 200; i++)); do
+		pgrep -x sp-sym-victim > /dev/null && break
+		sleep 0.1
+	done
+	cp /bin/true "$app/prog.new"
+	mv "$app/prog.new" "$app/sp-sym-victim"
+	wait "$rec" || { cat "$T/rec.err"; skip "sp-record could not record here"; }
+	[ "$(buildid "$app/sp-sym-victim")" != "$old_bid" ]
+	# The archive holds the old image under its build-id.
+	[ "$(buildid "$T/arch/${old_bid:0:2}/${old_bid:2}")" = "$old_bid" ]
+	sp-decode "$T/run.sp" | grep -q '"path":"'"$app/sp-sym-victim"'"'
+	# Without the archive: the new file is refused, nothing is named after it.
+	run --separate-stderr -0 sp-symbolize --no-system-debug --format json -o "$T/noarch.jsonl" "$T/run.sp"
+	[[ "$stderr" == *"'$app/sp-sym-victim': build-id mismatch; its frames stay unresolved"* ]]
+	grep -q '"status":"build_id_mismatch"' "$T/noarch.jsonl"
+	! grep -q '"func":"walk"' "$T/noarch.jsonl"
+	# With it: the old image's names, flagged as from the archive (0x8) and DWARF (0x4).
+	run --separate-stderr -0 sp-symbolize --no-system-debug --archive "$T/arch" --format json -o "$T/arch.jsonl" "$T/run.sp"
+	run jq -r 'select(.type == "symbol" and .func == "walk") | .flags' "$T/arch.jsonl"
+	assert_line "0xc"
+	! grep -q '"status":"build_id_mismatch"' "$T/arch.jsonl"
+}
