@@ -405,6 +405,28 @@ static struct bpf_program *role_prog(struct sp_events *skel, int role, const cha
 	return bpf_object__find_program_by_name(skel->obj, name);
 }
 
+/* Programs not needed for the kinds asked: every system call of the machine
+ * passes sys_enter/sys_exit, so they are attached only for system call events.
+ * fork and exit always are: they keep the process map. */
+static bool skip_role(const struct ev_priv *p, int role, bool want_cap)
+{
+	unsigned int i;
+
+	switch (role) {
+	case P_CAP:
+		return !want_cap;
+	case P_EXEC:
+		return !(p->o.kinds & SP_EV_BIT(SP_EV_PROC_EXEC));
+	case P_ENTER:
+	case P_EXIT:
+		for (i = 0; i < sizeof(sys_kinds) / sizeof(sys_kinds[0]); i++)
+			if (p->o.kinds & SP_EV_BIT(sys_kinds[i].kind))
+				return false;
+		return true;
+	}
+	return false;
+}
+
 /* Open, configure, load and attach one strategy. 0, or -errno. */
 static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_cap)
 {
@@ -427,7 +449,7 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	bpf_object__for_each_program(prog, skel->obj)
 		bpf_program__set_autoload(prog, false);
 	for (role = 0; role < P_NUM; role++) {
-		if (role == P_CAP && !want_cap)
+		if (skip_role(p, role, want_cap))
 			continue;
 		prog = role_prog(skel, role, ps->suffix);
 		if (prog)
@@ -439,7 +461,7 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	for (role = 0; role < P_NUM; role++) {
 		struct bpf_link *link;
 
-		if (role == P_CAP && !want_cap)
+		if (skip_role(p, role, want_cap))
 			continue;
 		prog = role_prog(skel, role, ps->suffix);
 		if (!prog)
