@@ -72,6 +72,19 @@ has() {
 	[[ "$output" == *'"type":"end"'* ]]
 }
 
+@test "sp-record: an unknown event, and a hardware event without a PMU, are one clear error" {
+	run --separate-stderr -2 sp-record -e bogus -o "$OUT/x.sp" -- true
+	[[ "$stderr" == *"unknown event 'bogus'"* ]]
+	require_root
+	if sp-record --check | grep -q '^  no  hardware events'; then
+		run --separate-stderr -2 sp-record -e cycles -o "$OUT/x.sp" -- true
+		[[ "$stderr" == *"event 'cycles' is not available: this machine has no hardware PMU"* ]]
+		[ "$(grep -c . <<< "$stderr")" = 1 ]
+	else
+		run --separate-stderr -0 sp-record -e cycles -o "$OUT/x.sp" -- true
+	fi
+}
+
 @test "sp-record: a pid that does not exist" {
 	run --separate-stderr -2 sp-record -o "$OUT/x.sp" -p 999999999
 	[[ "$stderr" == *"pid 999999999: no such process"* ]]
