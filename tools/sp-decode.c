@@ -90,7 +90,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_DEFS:
 		env.json_flags |= SP_JSON_NO_DEFS;
 		break;
-	case ARGP_KEY_END:
+	case ARGP_KEY_SUCCESS:	/* ARGP_KEY_END is not seen when FILEs are given */
 		if (env.discard && !env.follow)
 			argp_error(state, "--discard needs --follow");
 		break;
