@@ -28,6 +28,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -1400,6 +1401,14 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 						      errno == EACCES || errno == EPERM ?
 						      " (needs root or perf_event_paranoid <= 0)" : "");
 	} else {
+		/* One event per thread and CPU: many descriptors for a big process. */
+		struct rlimit rl;
+
+		if (!p->o.enable_on_exec && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 		for (i = 0; i < t->npids; i++)
 			if (attach_pid(p, t->pids[i], !p->o.enable_on_exec))
 				return -1;
@@ -1703,7 +1712,17 @@ struct sp_source *sp_perf_source_new(const struct sp_perf_opts *o)
 	a->exclude_guest = 1;
 	a->inherit = 1;
 	a->watermark = 1;
-	a->wakeup_watermark = 64 << 10;
+	/* Wake the loop when a ring is a quarter full (64 KiB of the default
+	 * 512), well before it overflows between two batches. */
+	{
+		uint64_t ring = (uint64_t)(p->o.pages ? p->o.pages :
+			p->o.call_graph >= SP_CG_DWARF ? DWARF_PAGES : DEFAULT_PAGES) *
+			(uint64_t)sysconf(_SC_PAGESIZE);
+
+		a->wakeup_watermark = (uint32_t)(ring / 4 < (64 << 10) ? ring / 4 : 64 << 10);
+		if (!a->wakeup_watermark)
+			a->wakeup_watermark = 1;
+	}
 	if (p->o.user_only)
 		a->exclude_kernel = 1;
 	if (p->o.kernel_only) {

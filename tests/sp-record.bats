@@ -85,6 +85,24 @@ has() {
 	fi
 }
 
+@test "sp-record: samples the kernel drops are counted, never silently" {
+	require_root
+	# A one-page ring at 10 kHz overflows unless the loop keeps up.
+	run --separate-stderr -0 sp-record --events=none --spans=none -m 1 -F 10000 \
+		-o "$OUT/l.sp" -- "$WL" 0.5
+	decode "$OUT/l.sp"
+	lost=$(jq -s '[.[] | select(.type=="lost" and (.what // "samples")=="samples") | .count] | add // 0' \
+		"$OUT/l.sp.json")
+	run jq -r 'select(.type=="end") | .lost_samples // 0' "$OUT/l.sp.json"
+	assert_output "$lost"
+	echo "lost: $lost"
+	if [ "$lost" -gt 0 ]; then
+		[[ "$stderr" == *"$lost samples lost"* ]]
+		# Each lost record names its CPU.
+		! has 'select(.type=="lost" and .cpu == null)' "$OUT/l.sp.json"
+	fi
+}
+
 @test "sp-record: a pid that does not exist" {
 	run --separate-stderr -2 sp-record -o "$OUT/x.sp" -p 999999999
 	[[ "$stderr" == *"pid 999999999: no such process"* ]]
