@@ -404,3 +404,21 @@ EOF
 	assert_line "0xc"
 	! grep -q '"status":"build_id_mismatch"' "$T/arch.jsonl"
 }
+
+@test "sp-symbolize: --follow symbolizes a spool while sp-record is still writing it" {
+	require_root
+	[ -x "$SP_BIN/sp-record" ] || skip "sp-record is not built"
+	local bin=$T/inlfp rec
+	gcc -O1 -g -fno-omit-frame-pointer -o "$bin" "$FIXTURES/inl.c"
+	sp-record -F 999 -o "$T/live.sp" -- "$bin" 200000000 1 2> "$T/rec.err" &
+	rec=$!
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$T/live.sp" ] && break
+		sleep 0.1
+	done
+	run --separate-stderr -0 timeout 120 sp-symbolize --follow --no-system-debug --format json -o "$T/live.jsonl" "$T/live.sp"
+	wait "$rec" || skip "sp-record could not record here"
+	# It stopped at the recording's end record, with the fixture's names.
+	tail -1 "$T/live.jsonl" | grep -q '"type":"end"'
+	grep -q '"func":"walk"' "$T/live.jsonl"
+}
