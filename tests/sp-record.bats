@@ -234,7 +234,7 @@ has() {
 	rec=$!
 	BGPIDS=$rec
 	# Wait until the workload runs (its samples are on disk), then interrupt.
-	for i in $(seq 50); do
+	for i in $(seq 150); do
 		[ -s "$OUT/i.sp" ] && sp-decode "$OUT/i.sp" 2>/dev/null | grep -q '"sample"' && break
 		sleep 0.1
 	done
@@ -304,8 +304,8 @@ has() {
 	wl=$!
 	BGPIDS=$wl
 	sleep 0.3	# let it start its thread and child
+	BGPIDS="$wl $(pgrep -P $wl || true)"	# stopped by teardown
 	run --separate-stderr -0 sp-record -o "$OUT/p.sp" -p $wl -d 0.5
-	kill $wl 2>/dev/null || true
 	decode "$OUT/p.sp"
 	J=$OUT/p.sp.json
 	has "select(.type==\"process\" and .pid==$wl and .flags==\"0x1\")" "$J"
