@@ -92,6 +92,9 @@ struct builder {
 	Dwarf_Files *files;
 	size_t nfiles;
 	uint32_t *file_str;
+	/* Line sequences kept: rows[first .. first + n). */
+	struct seq { uint64_t addr; size_t first, n; } *seqs;
+	size_t nseqs, capseqs;
 	bool oom;
 };
 
@@ -439,8 +442,19 @@ static int add_lines(struct builder *b, Dwarf_Die *cudie)
 		r->ord = 0;
 		if (end) {
 			/* Drop a sequence of discarded code (relocated to 0). */
-			if (!in_text(b, x->rows[seq_start].addr, addr))
+			if (!in_text(b, x->rows[seq_start].addr, addr)) {
 				x->nrows = seq_start;
+			} else {
+				b->seqs = grow(b->seqs, &b->capseqs, b->nseqs, sizeof(*b->seqs), NULL);
+				if (!b->seqs) {
+					b->oom = true;
+					return -1;
+				}
+				b->seqs[b->nseqs].addr = x->rows[seq_start].addr;
+				b->seqs[b->nseqs].first = seq_start;
+				b->seqs[b->nseqs].n = x->nrows - seq_start;
+				b->nseqs++;
+			}
 			seq_start = x->nrows;
 		}
 	}
@@ -459,6 +473,51 @@ static int cmp_row(const void *a, const void *b)
 	if ((x->col & ROW_END) != (y->col & ROW_END))
 		return (x->col & ROW_END) ? -1 : 1;
 	return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
+static int cmp_seq(const void *a, const void *b)
+{
+	const struct seq *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/*
+ * Sort the rows: sequences are each sorted already (libdw sorts them) and
+ * do not overlap in sane DWARF, so ordering whole sequences by their start
+ * is enough; if the result is not sorted after all, sort the rows.
+ */
+static int sort_rows(struct builder *b)
+{
+	struct sp_dwarfidx *x = b->x;
+	struct row *rows;
+	size_t i, k = 0;
+	bool sorted = true;
+
+	if (b->nseqs > 1)
+		qsort(b->seqs, b->nseqs, sizeof(*b->seqs), cmp_seq);
+	rows = x->nrows ? malloc(x->nrows * sizeof(*rows)) : NULL;
+	if (x->nrows && !rows)
+		return -1;
+	for (i = 0; i < b->nseqs; i++) {
+		memcpy(rows + k, x->rows + b->seqs[i].first, b->seqs[i].n * sizeof(*rows));
+		k += b->seqs[i].n;
+	}
+	for (i = 0; i < k; i++) {
+		rows[i].ord = (uint32_t)i;
+		if (i && (rows[i].addr < rows[i - 1].addr ||
+			  (rows[i].addr == rows[i - 1].addr && (rows[i].col & ROW_END) &&
+			   !(rows[i - 1].col & ROW_END))))
+			sorted = false;
+	}
+	free(x->rows);
+	x->rows = rows;
+	x->nrows = x->caprows = k;
+	if (!sorted && k > 1)
+		qsort(x->rows, x->nrows, sizeof(*x->rows), cmp_row);
+	return 0;
 }
 
 static int cmp_range(const void *a, const void *b)
@@ -680,11 +739,7 @@ struct sp_dwarfidx *sp_dwarfidx_build(Dwarf *dw, uint64_t text_lo, uint64_t text
 	if (bad_units)
 		*bad_units = bad;
 	if (!b.oom) {
-		for (i = 0; i < b.x->nrows; i++)
-			b.x->rows[i].ord = (uint32_t)i;
-		if (b.x->nrows > 1)
-			qsort(b.x->rows, b.x->nrows, sizeof(*b.x->rows), cmp_row);
-		if (flatten(&b) < 0)
+		if (sort_rows(&b) < 0 || flatten(&b) < 0)
 			b.oom = true;
 		b.x->row_addr = b.x->nrows ? malloc(b.x->nrows * sizeof(*b.x->row_addr)) : NULL;
 		if (b.x->nrows && !b.x->row_addr)
@@ -696,6 +751,7 @@ struct sp_dwarfidx *sp_dwarfidx_build(Dwarf *dw, uint64_t text_lo, uint64_t text
 			b.oom = true;
 	}
 	free(b.ranges);
+	free(b.seqs);
 	if (b.oom) {
 		sp_dwarfidx_free(b.x);
 		*why = "out of memory";
