@@ -67,6 +67,35 @@ record_json() {
 	[ $((main * 100)) -lt $((uw * 50)) ]
 }
 
+# Folded stacks of a recording: "frames count" lines.
+folded() {
+	sp-symbolize "$1" 2>/dev/null | sp-flame --no-addresses 2>/dev/null
+}
+
+@test "sp-record-unwind: dwarf stops at code without CFI (jit), auto goes on with frame pointers" {
+	require_root
+	[ -x "$SP_EXAMPLES/jit_frames" ] || skip "build/examples/jit_frames missing: run make"
+	# jit_frames calls back into itself from anonymous executable memory that
+	# keeps a frame pointer (built with frame pointers, like all examples).
+	run --separate-stderr sp-record --events=none --spans=none --call-graph=dwarf \
+		-o "$UW_TMP/jd.sp" -- "$SP_EXAMPLES/jit_frames" 0.5
+	assert_success
+	assert_regex "$stderr" "jit: [0-9.]+% of stacks stopped in JIT-compiled code"
+	read -r hot through < <(folded "$UW_TMP/jd.sp" |
+		awk '/jf_hot/ { h += $NF } /main;jf_run;\[anon\];jf_hot/ { t += $NF } END { print h + 0, t + 0 }')
+	echo "dwarf: samples in jf_hot: $hot, through the anonymous code to main: $through"
+	[ "$hot" -ge 20 ]
+	[ "$through" = 0 ]
+	run --separate-stderr sp-record --events=none --spans=none --call-graph=auto \
+		-o "$UW_TMP/ja.sp" -- "$SP_EXAMPLES/jit_frames" 0.5
+	assert_success
+	read -r hot through < <(folded "$UW_TMP/ja.sp" |
+		awk '/jf_hot/ { h += $NF } /main;jf_run;\[anon\];jf_hot/ { t += $NF } END { print h + 0, t + 0 }')
+	echo "auto: samples in jf_hot: $hot, through the anonymous code to main: $through"
+	[ "$hot" -ge 20 ]
+	[ $((through * 100)) -ge $((hot * 90)) ]
+}
+
 @test "sp-record-unwind: Python stacks pass through the interpreter into libc and back to main" {
 	require_root
 	[ -x /usr/bin/python3 ] || skip "needs /usr/bin/python3"
