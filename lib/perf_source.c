@@ -266,7 +266,7 @@ struct perf {
 	bool system_wide;
 
 	struct sp_perf_stats st;
-	uint64_t lost_bad_reported;
+	const char *failed_call;	/* what open_on() failed at */
 };
 
 /* ---- events ---- */
@@ -888,7 +888,8 @@ static void on_sample(struct perf *p, const struct perf_event_header *h)
 		if (ctx < 0)
 			continue;
 		if (ctx == 0 && p->unw) {
-			fp[nfp++] = ip;
+			if (nfp < MAX_FRAMES)
+				fp[nfp++] = ip;
 			continue;
 		}
 		id = intern_frame(p, pr, s.pid, ip, ctx == 1, first);
@@ -1288,11 +1289,14 @@ static int open_on(struct perf *p, pid_t pid, unsigned int i)
 			     p->o.call_graph >= SP_CG_DWARF ? DWARF_PAGES : DEFAULT_PAGES;
 	int fd;
 
+	p->failed_call = "perf_event_open";
 	fd = perf_open(&p->attr, pid, c->cpu, -1);
 	if (fd < 0)
 		return -1;
 	add_fd(p, fd);
 	if (c->fd < 0) {
+		p->failed_call = geteuid() ? "mmap of the ring buffer (over perf_event_mlock_kb? "
+					     "try a smaller -m)" : "mmap of the ring buffer";
 		if (sp_perf_ring_map(&c->ring, fd, pages))
 			return -1;
 		c->fd = fd;
@@ -1314,7 +1318,7 @@ static int attach_pid(struct perf *p, uint32_t pid, bool all_threads)
 	if (!all_threads) {
 		for (c = 0; c < p->ncpus; c++)
 			if (open_on(p, pid, c))
-				return sp_error_errno("pid %u: perf_event_open", pid);
+				return sp_error_errno("pid %u: %s", pid, p->failed_call);
 		return 0;
 	}
 	/* Existing threads each need their own events; re-read the list until
@@ -1340,11 +1344,12 @@ static int attach_pid(struct perf *p, uint32_t pid, bool all_threads)
 					break;	/* the thread ended meanwhile */
 				free(tids);
 				free(seen);
-				if (errno == EACCES || errno == EPERM)
+				if ((errno == EACCES || errno == EPERM) &&
+				    !strcmp(p->failed_call, "perf_event_open"))
 					return sp_error_errno("pid %u: perf_event_open (needs root or "
 							      "the same user and perf_event_paranoid "
 							      "<= 2)", pid);
-				return sp_error_errno("pid %u: perf_event_open", pid);
+				return sp_error_errno("pid %u: %s", pid, p->failed_call);
 			}
 		}
 		free(tids);
@@ -1396,7 +1401,7 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		p->attr.inherit = 0;
 		for (c = 0; c < p->ncpus; c++)
 			if (open_on(p, -1, c))
-				return sp_error_errno("system-wide perf_event_open on cpu %d%s",
+				return sp_error_errno("system-wide %s on cpu %d%s", p->failed_call,
 						      p->cpus[c].cpu,
 						      errno == EACCES || errno == EPERM ?
 						      " (needs root or perf_event_paranoid <= 0)" : "");
