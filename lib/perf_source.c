@@ -1398,7 +1398,10 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 			return sp_error("cannot set up DWARF unwinding");
 	}
 	if (t->system_wide) {
+		/* CPU-wide events: on from the start, even with a command. */
 		p->attr.inherit = 0;
+		p->attr.disabled = 0;
+		p->attr.enable_on_exec = 0;
 		for (c = 0; c < p->ncpus; c++)
 			if (open_on(p, -1, c))
 				return sp_error_errno("system-wide %s on cpu %d%s", p->failed_call,
@@ -1422,7 +1425,7 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		if (pthread_create(&p->ksyms_thread, NULL, load_kallsyms, p) == 0)
 			p->ksyms_started = true;
 	}
-	if (p->o.enable_on_exec)
+	if (p->o.enable_on_exec && !t->system_wide)
 		return 0;
 	/* Processes that exist already: their records come from /proc. The
 	 * events are open, so nothing that happens from now on is missed. */

@@ -327,6 +327,19 @@ has() {
 	has 'select(.type=="process" and .pid==1)' "$OUT/a.sp.json"
 }
 
+@test "sp-record: -a with a command records the machine until the command ends" {
+	require_root
+	run --separate-stderr -3 sp-record --events=none --spans=none -o "$OUT/ac.sp" -a -- "$WL" 0.3 3
+	decode "$OUT/ac.sp"
+	root=$(jq -r 'select(.type=="process" and .args != null and (.exe // "" | endswith("/workload"))) | .pid' \
+		"$OUT/ac.sp.json" | head -1)
+	[ -n "$root" ]
+	has "select(.type==\"sample\" and .pid==$root)" "$OUT/ac.sp.json"
+	has "select(.type==\"sample\" and .pid!=$root)" "$OUT/ac.sp.json"
+	run jq -r 'select(.type=="end") | "\(.reason // "exited") \(.status)"' "$OUT/ac.sp.json"
+	assert_output "exited 3"
+}
+
 @test "sp-record: without permission for kernel stacks it says so once and records user stacks" {
 	require_root
 	require_cmd setpriv util-linux
