@@ -410,7 +410,7 @@ int sp_json_in_parse(struct sp_json_in *j, struct sp_defs *d, const char *line, 
 
 	release_owned(j);
 	j->nq = j->next = 0;
-	obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	obj = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	if (!obj) {
 		snprintf(j->msg, sizeof(j->msg), "invalid JSON: %s", jerr.text);
 		*why = j->msg;
