@@ -201,6 +201,12 @@ static void test_json_strings_that_json_cannot_name(void)
 	/* A string id that is not defined is an error. */
 	CHECK(parse(j, d, "{\"type\":\"process\",\"pid\":1,\"comm\":4}", &got, &why) < 0);
 	CHECK(why && strstr(why, "undefined string"));
+	/* Text with NUL inside (inline frames show module paths as text) is
+	 * still a line the reader takes. */
+	CHECK_EQ_U(parse(j, d, "{\"type\":\"process\",\"pid\":1,\"comm\":3,"
+			 "\"note\":\"a\\u0000b\"}", &got, &why), 1);
+	CHECK_EQ_U(parse(j, d, "{\"type\":\"string\",\"value\":\"a\\u0000b\"}", &got, &why), 1);
+	CHECK(got && got->string.value.len == 3 && !memcmp(got->string.value.p, "a\0b", 3));
 	/* Header text that is not UTF-8 goes out as <name>_hex and comes back. */
 	memset(&r, 0, sizeof(r));
 	r.kind = SP_REC_HEADER;
