@@ -903,8 +903,9 @@ static void do_fork(struct sp_corr *c, struct thr *t, const struct sp_event *e,
 	struct proc *p;
 	struct thr *ct;
 
+	/* a fork that names its own thread or process is nonsense: ignored */
 	if (e->field[2].u & SP_FORK_THREAD) {
-		if (!child_tid)
+		if (!child_tid || child_tid == t->tid)
 			return;
 		ct = pmap_get(&c->threads, child_tid);
 		if (ct) {
@@ -914,7 +915,7 @@ static void do_fork(struct sp_corr *c, struct thr *t, const struct sp_event *e,
 		thr_new(c, t->proc, child_tid, origin);
 		return;
 	}
-	if (!child_pid)
+	if (!child_pid || child_pid == t->pid || (child_tid && child_tid == t->tid))
 		return;
 	p = pmap_get(&c->procs, child_pid);
 	if (p && p->forked) {
