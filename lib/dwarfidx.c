@@ -13,6 +13,7 @@
 #define NONE		UINT32_MAX
 #define MAX_NESTING	256		/* DIE tree depth walked; deeper is hostile */
 #define ARENA_CHUNK	(256 * 1024)
+#define MAX_INFLATED	(2ull << 30)	/* largest decompressed debug section */
 
 struct arena_chunk {
 	struct arena_chunk *next;
@@ -618,6 +619,16 @@ bool sp_dwarfidx_elf_sane(Elf *elf, const char **why)
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
 			continue;
+		/* A compressed section claiming to inflate beyond reason is a bomb. */
+		if (sh.sh_flags & SHF_COMPRESSED) {
+			GElf_Chdr ch;
+
+			if (!gelf_getchdr(scn, &ch) || ch.ch_size > MAX_INFLATED ||
+			    ch.ch_size / 1024 > sh.sh_size) {
+				*why = "a compressed section claims an absurd size";
+				return false;
+			}
+		}
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (!name || strncmp(name, ".debug_", 7) ||
 		    (strcmp(name + 7, "str") && strcmp(name + 7, "line_str")))

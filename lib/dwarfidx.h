@@ -29,8 +29,9 @@ struct sp_dwarfidx;
 /*
  * Check what libdw trusts blindly before handing elf to dwarf_begin_elf():
  * that its string sections (.debug_str, .debug_line_str) end with a NUL,
- * so that no string read from them runs past their end. Decompresses
- * compressed debug sections in place. false with *why set if elf must not
+ * so that no string read from them runs past their end, and that no
+ * compressed section claims to inflate to more than 2 GiB or 1024 times its
+ * size. Decompresses those string sections in place. false with *why set if elf must not
  * be read as DWARF.
  */
 bool sp_dwarfidx_elf_sane(Elf *elf, const char **why);
