@@ -7,11 +7,14 @@
  * sp_folded takes a record stream (samples, and the processes, threads and
  * spans that name them) and aggregates samples by distinct stack. Memory is
  * proportional to distinct stacks (and, for the time-ordered views, to runs
- * of equal consecutive stacks): every distinct stack's names are resolved
+ * of equal consecutive stacks), plus a few bytes per frame and stack id of
+ * the stream for the caches: every distinct stack's names are resolved
  * once, through the definitions table, the first time a sample uses it.
  *
- * Frame names are interned once; a name id (1..) indexes them. Node 0 is the
- * root of the stack trie; every other node is (parent node, name id).
+ * Frame names are interned once; a name id (1..) indexes them. A name is
+ * identified by its spelling; its kind (colour) is that of its first use.
+ * Node 0 is the root of the stack trie; every other node is (parent node,
+ * name id).
  * Two weight columns exist so that a difference is one aggregation fed
  * twice: column 0 (the default) and column 1.
  */
