@@ -337,14 +337,16 @@ int on_func_return(struct pt_regs *ctx)
 	return submit(e);
 }
 
-static __always_inline void notify(__u32 kind, __u32 pid, __u32 ppid, __u32 flags)
+/* Reserve a process notification first: a process is stopped only when
+ * the loader is sure to hear of it (else it would wait for ever). */
+static __always_inline struct sp_bs_event *notify_reserve(__u32 kind, __u32 pid, __u32 ppid)
 {
 	struct sp_bs_event *e;
 
 	e = bpf_ringbuf_reserve(&spans, SP_BS_HEAD_SIZE, 0);
 	if (!e) {
 		count_lost();
-		return;
+		return NULL;
 	}
 	__builtin_memset(e, 0, SP_BS_HEAD_SIZE);
 	e->time_ns = bpf_ktime_get_ns();
@@ -352,14 +354,14 @@ static __always_inline void notify(__u32 kind, __u32 pid, __u32 ppid, __u32 flag
 	e->pid = pid;
 	e->tid = pid;
 	e->ppid = ppid;
-	e->flags = flags;
-	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);	/* a process may be waiting */
+	return e;
 }
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ppid = parent->tgid, pid = child->tgid, one = 1, flags = 0;
+	__u32 ppid = parent->tgid, pid = child->tgid, one = 1;
+	struct sp_bs_event *e;
 
 	if (child->pid != child->tgid)
 		return 0;	/* a thread: same address space, same probes */
@@ -367,23 +369,30 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	if (bpf_map_update_elem(&tgids, &pid, &one, BPF_ANY))
 		return 0;
+	e = notify_reserve(SP_BS_FORK, pid, ppid);
+	if (!e)
+		return 0;
 	if (stop_new && bpf_send_signal_task &&
 	    !bpf_send_signal_task(child, SP_SIGSTOP, PIDTYPE_TGID, 0))
-		flags |= SP_BSF_STOPPED;
-	notify(SP_BS_FORK, pid, ppid, flags);
+		e->flags |= SP_BSF_STOPPED;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);	/* the child waits */
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 pid = p->tgid, flags = 0;
+	__u32 pid = p->tgid;
+	struct sp_bs_event *e;
 
 	if (!bpf_map_lookup_elem(&tgids, &pid))
 		return 0;
+	e = notify_reserve(SP_BS_EXEC, pid, 0);
+	if (!e)
+		return 0;
 	if (stop_new && !bpf_send_signal(SP_SIGSTOP))
-		flags |= SP_BSF_STOPPED;
-	notify(SP_BS_EXEC, pid, 0, flags);
+		e->flags |= SP_BSF_STOPPED;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);	/* the process waits */
 	return 0;
 }
 
@@ -391,10 +400,13 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 pid = p->tgid;
+	struct sp_bs_event *e;
 
 	if (p->pid != p->tgid || !bpf_map_lookup_elem(&tgids, &pid))
 		return 0;
 	bpf_map_delete_elem(&tgids, &pid);
-	notify(SP_BS_EXIT, pid, 0, 0);
+	e = notify_reserve(SP_BS_EXIT, pid, 0);
+	if (e)
+		bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -483,6 +483,9 @@ struct bs_proc {
 	bool attached;			/* running before the recording (-p): no activator */
 	uint32_t ppid;			/* forked from, until it execs: same addresses */
 	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
+	char exe[PATH_MAX];		/* the executable and where it is mapped: */
+	struct { uint64_t start, end, off; } map[8];	/* strings of gone processes */
+	unsigned int nmap;
 };
 
 struct bs_ctx {
@@ -847,6 +850,8 @@ static void attach_image(struct bs_ctx *c, struct bs_proc *p)
 	if (n <= 0)
 		return;		/* gone */
 	exe[n] = 0;
+	snprintf(p->exe, sizeof(p->exe), "%s", exe);
+	p->nmap = 0;
 	if (c->o->modes) {
 		attach_bin(c, p, exe, providers_cached(c, exe));
 		/* Libraries: mapped ones (a running process), else what the
@@ -863,7 +868,18 @@ static void attach_image(struct bs_ctx *c, struct bs_proc *p)
 			if (nl)
 				*nl = 0;
 			base = strrchr(path, '/') + 1;
-			if (!runtime_lib_name(base) || !strcmp(path, exe))
+			if (!strcmp(path, exe) && p->nmap < 8) {
+				unsigned long long lo, hi, off;
+
+				if (sscanf(line, "%llx-%llx %*s %llx", &lo, &hi, &off) == 3) {
+					p->map[p->nmap].start = lo;
+					p->map[p->nmap].end = hi;
+					p->map[p->nmap].off = off;
+					p->nmap++;
+				}
+				continue;
+			}
+			if (!runtime_lib_name(base))
 				continue;
 			for (i = 0; i < nlibs; i++)
 				if (!strcmp(libs[i], path))
@@ -930,6 +946,9 @@ static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs
 		if (l)
 			att_add(child, a->probe, a->func, a->bin, l);
 	}
+	memcpy(child->exe, parent->exe, sizeof(child->exe));
+	memcpy(child->map, parent->map, sizeof(child->map));
+	child->nmap = parent->nmap;
 	child->runtimes = parent->runtimes;
 	child->cm_pending = parent->cm_pending;
 	child->attached = parent->attached;
@@ -965,6 +984,7 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 {
 	uint64_t key = sp_hash_mix(addr, UINT64_MAX), *id, sid;
 	char buf[SP_BS_STRLEN];
+	unsigned int i;
 	ssize_t n;
 
 	id = sp_u64map_get(&p->strs, key);
@@ -974,6 +994,18 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 	/* A forked child that is gone already: its parent has the same bytes. */
 	if (n <= 0 && p->ppid)
 		n = read_remote(p->ppid, addr, buf, sizeof(buf) - 1);
+	/* Both gone (short-lived): a literal of the executable, read the file. */
+	for (i = 0; n <= 0 && i < p->nmap; i++) {
+		int fd;
+
+		if (addr < p->map[i].start || addr >= p->map[i].end)
+			continue;
+		fd = open(p->exe, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			break;
+		n = pread(fd, buf, sizeof(buf) - 1, addr - p->map[i].start + p->map[i].off);
+		close(fd);
+	}
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
