@@ -691,20 +691,36 @@ static __always_inline void regs_args(struct pt_regs *regs, __u64 *a)
 #endif
 }
 
-static __always_inline int enter_regs(struct pt_regs *regs, long id)
+/* direct: regs is a BTF pointer (tp_btf), read it with plain loads rather
+ * than probe-read helper calls. */
+static __always_inline int enter_regs(struct pt_regs *regs, long id, const int direct)
 {
 	__u64 a[6];
 
 	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	regs_args(regs, a);
+#ifdef __TARGET_ARCH_x86
+	if (direct) {
+		a[0] = regs->di;
+		a[1] = regs->si;
+		a[2] = regs->dx;
+		a[3] = regs->r10;
+		a[4] = regs->r8;
+		a[5] = regs->r9;
+	} else
+#endif
+		regs_args(regs, a);
 	sys_enter(id, a);
 	return 0;
 }
 
-static __always_inline int exit_regs(struct pt_regs *regs, long ret)
+static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int direct)
 {
+#ifdef __TARGET_ARCH_x86
+	long id = direct ? regs->orig_ax : BPF_CORE_READ(regs, orig_ax);
+#else
 	long id = BPF_CORE_READ(regs, orig_ax);
+#endif
 
 	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
 		return 0;
@@ -717,13 +733,13 @@ static __always_inline int exit_regs(struct pt_regs *regs, long ret)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter_btf, struct pt_regs *regs, long id)
 {
-	return enter_regs(regs, id);
+	return enter_regs(regs, id, 1);
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit_btf, struct pt_regs *regs, long ret)
 {
-	return exit_regs(regs, ret);
+	return exit_regs(regs, ret, 1);
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -760,13 +776,13 @@ int BPF_PROG(on_capable_btf, const struct cred *cred, struct user_namespace *tar
 SEC("raw_tp/sys_enter")
 int BPF_PROG(on_sys_enter_raw, struct pt_regs *regs, long id)
 {
-	return enter_regs(regs, id);
+	return enter_regs(regs, id, 0);
 }
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(on_sys_exit_raw, struct pt_regs *regs, long ret)
 {
-	return exit_regs(regs, ret);
+	return exit_regs(regs, ret, 0);
 }
 
 SEC("raw_tp/sched_process_fork")

@@ -548,8 +548,6 @@ int sp_events_prepare(struct sp_source *s)
 			}
 		}
 		err = try_strategy(p, ps, cap);
-		if (!err && cap)
-			p->how = ps->how;
 		if (!err) {
 			p->how = ps->how;
 			if (!cap)
@@ -1045,7 +1043,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct strs st;
 	struct peer pe;
 	size_t off = sizeof(*e), name_len;
-	uint64_t *f = NULL, qtype, id;
+	uint64_t qtype, id;
 	uint32_t nr = e->nr;
 	int i;
 
@@ -1068,7 +1066,6 @@ static int on_record(void *ctx, void *data, size_t size)
 	ev->tid = e->tid;
 	for (i = 0; i < SP_EVENT_MAX_FIELDS; i++)
 		ev->field[i].u = 0;
-	f = NULL;
 #define F(i) ev->field[i].u
 
 	switch (e->kind) {
@@ -1253,6 +1250,5 @@ static int on_record(void *ctx, void *data, size_t size)
 		return -1;
 	}
 	p->delivered++;
-	(void)f;
 	return 0;
 }
