@@ -727,48 +727,108 @@ static int cmp_time(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-struct gitem {
-	struct tnode *n;
-	uint64_t tid, hash;	/* hash: of the whole group's signatures */
-	size_t group, idx;
-	char *key;		/* group's key: stable text of its first item */
+/* A thread's run of siblings, for the stable order. */
+struct sgroup {
+	char *key;		/* stable text of its first item */
+	uint64_t hash;		/* of the signatures of all its items */
+	size_t first, rank;
 };
 
-static uint64_t signature(struct sp_tree *t, struct tnode *n);
+struct sitem {
+	struct tnode *n;
+	size_t rank, idx;
+};
+
+static struct sgroup *cmp_groups;
 
 static int cmp_group(const void *a, const void *b)
 {
-	const struct gitem *x = a, *y = b;
+	const struct sgroup *x = &cmp_groups[*(const size_t *)a];
+	const struct sgroup *y = &cmp_groups[*(const size_t *)b];
 	int c;
 
-	if (x->group == 0 || y->group == 0) {
-		if (x->group != y->group)
-			return x->group == 0 ? -1 : 1;
-		return x->idx < y->idx ? -1 : x->idx > y->idx;
-	}
-	if (x->group != y->group) {
-		c = strcmp(x->key, y->key);
-		if (c)
-			return c;
-		if (x->hash != y->hash)
-			return x->hash < y->hash ? -1 : 1;
-		return x->group < y->group ? -1 : 1;
-	}
+	if (!x->key || !y->key)		/* group 0: the node's own thread */
+		return !x->key ? (!y->key ? 0 : -1) : 1;
+	c = strcmp(x->key, y->key);
+	if (c)
+		return c;
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct sitem *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+static uint64_t signature(struct sp_tree *t, struct tnode *n);
+
 /*
- * Sort n's children by time. With stable, the node's own thread comes
- * first in time order, then each other thread's items in time order, the
- * threads ordered by the text of their first item (tids and interleaving
- * change from run to run; what each thread did does not).
+ * Reorder the time-sorted t->sortbuf[0..k) for --stable: the node's own
+ * thread first in time order, then each other thread's items in time order,
+ * the threads ordered by what they did (the text of their first item, then
+ * a hash of all of it), not by tid or interleaving.
  */
+static void stable_order(struct sp_tree *t, struct tnode *n, size_t k)
+{
+	struct sp_u64map groups_of = SP_U64MAP_INIT;
+	struct sgroup *g = sp_xcalloc(k + 1, sizeof(*g));
+	struct sitem *it = sp_xcalloc(k, sizeof(*it));
+	size_t *order, ng = 1, i, gi;
+	uint64_t own = node_tid(n), *v;
+	struct lb lb;
+
+	/* signature() sorts grandchildren with t->sortbuf: work on a copy */
+	for (i = 0; i < k; i++)
+		it[i].n = t->sortbuf[i];
+	for (i = 0; i < k; i++) {
+		uint64_t tid = node_tid(it[i].n);
+
+		if (tid == own) {
+			gi = 0;
+		} else if ((v = sp_u64map_get(&groups_of, tid))) {
+			gi = *v;
+		} else {
+			gi = ng++;
+			sp_u64map_put(&groups_of, tid, gi);
+			g[gi].first = i;
+			render(t, &lb, it[i].n, 0, NULL, true, false);
+			g[gi].key = sp_xstrdup(lb.buf);
+		}
+		g[gi].hash = sp_hash_mix(g[gi].hash, signature(t, it[i].n));
+		it[i].idx = i;
+		it[i].rank = gi;	/* group index for now */
+	}
+	order = sp_xmalloc(ng * sizeof(*order));
+	for (i = 0; i < ng; i++)
+		order[i] = i;
+	cmp_groups = g;
+	qsort(order, ng, sizeof(*order), cmp_group);
+	for (i = 0; i < ng; i++)
+		g[order[i]].rank = i;
+	for (i = 0; i < k; i++)
+		it[i].rank = g[it[i].rank].rank;
+	qsort(it, k, sizeof(*it), cmp_item);
+	for (i = 0; i < k; i++)
+		t->sortbuf[i] = it[i].n;
+	for (i = 0; i < ng; i++)
+		free(g[i].key);
+	free(order);
+	free(it);
+	free(g);
+	sp_u64map_release(&groups_of);
+}
+
+/* Sort n's children by time (--stable: see stable_order()). */
 static void sort_children(struct sp_tree *t, struct tnode *n)
 {
 	struct tnode *c;
-	size_t k = 0, i, j, ngroups = 1;
-	struct gitem *g;
-	uint64_t own;
+	size_t k = 0, i;
 
 	if (n->sorted)
 		return;
@@ -782,59 +842,8 @@ static void sort_children(struct sp_tree *t, struct tnode *n)
 	for (i = 0, c = n->first; c; c = c->next)
 		t->sortbuf[i++] = c;
 	qsort(t->sortbuf, k, sizeof(*t->sortbuf), cmp_time);
-	if (t->stable && n->type != N_EVENT) {
-		struct lb lb;
-
-		own = node_tid(n);
-		g = sp_xcalloc(k, sizeof(*g));
-		for (i = 0; i < k; i++) {
-			g[i].n = t->sortbuf[i];
-			g[i].idx = i;
-			g[i].tid = node_tid(t->sortbuf[i]);
-			if (g[i].tid == own)
-				continue;
-			for (j = 0; j < i; j++)
-				if (g[j].tid == g[i].tid && g[j].group)
-					break;
-			if (j < i) {
-				g[i].group = g[j].group;
-				g[i].key = g[j].key;
-			} else {
-				g[i].group = ngroups++;
-				render(t, &lb, g[i].n, 0, NULL, true, false);
-				g[i].key = sp_xstrdup(lb.buf);
-			}
-		}
-		/* a group's hash covers all it did, so equal first lines still sort */
-		for (i = 0; i < k; i++) {
-			uint64_t h = 0;
-
-			if (!g[i].group || (i && g[i].hash))
-				continue;
-			for (j = i; j < k; j++)
-				if (g[j].group == g[i].group)
-					h = sp_hash_mix(h, signature(t, g[j].n));
-			for (j = i; j < k; j++)
-				if (g[j].group == g[i].group)
-					g[j].hash = h ? h : 1;
-		}
-		qsort(g, k, sizeof(*g), cmp_group);
-		for (i = 0; i < k; i++)
-			t->sortbuf[i] = g[i].n;
-		for (i = 0; i < k; i++)
-			if (g[i].key && (i == 0 || g[i].group != g[i - 1].group)) {
-				/* free each group's key once: they are shared */
-				size_t m;
-				bool seen = false;
-
-				for (m = 0; m < i; m++)
-					if (g[m].key == g[i].key)
-						seen = true;
-				if (!seen)
-					free(g[i].key);
-			}
-		free(g);
-	}
+	if (t->stable && n->type != N_EVENT)
+		stable_order(t, n, k);
 	n->first = t->sortbuf[0];
 	for (i = 0; i + 1 < k; i++)
 		t->sortbuf[i]->next = t->sortbuf[i + 1];
