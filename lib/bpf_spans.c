@@ -503,7 +503,6 @@ struct bs_ctx {
 	uint64_t spans, raises, audits, orphans;
 	bool releasing;			/* spans_free: only let stopped processes go */
 	unsigned int found;		/* runtimes seen anywhere */
-	bool kfunc_stop;
 	int err;			/* fatal error inside the ring callback */
 	char unavailable[256];
 };
@@ -1327,7 +1326,7 @@ static int resolve_funcs(struct bs_ctx *c)
 static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp_emit *out)
 {
 	struct bs_ctx *c = s->priv;
-	char self[PATH_MAX], exe[PATH_MAX], link[64];
+	char self[PATH_MAX], exe[PATH_MAX], link[64], why[256] = "";
 	unsigned int i;
 	ssize_t n;
 	int err;
@@ -1350,20 +1349,28 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 		c->funcs[i].base_id = sp_writer_strz(out->w, base ? base + 1 : c->funcs[i].bin);
 	}
 	libbpf_set_print(libbpf_print);
+	err = 0;
 	c->skel = sp_spans__open();
 	if (!c->skel)
-		return sp_error_errno("spans: cannot open the BPF program");
-	c->kfunc_stop = true;
-	err = sp_spans__load(c->skel);
-	if (err)
-		return sp_error("spans: cannot load the BPF program: %s", strerror(-err));
-	err = sp_spans__attach(c->skel);	/* fork, exec, exit tracepoints */
-	if (err)
-		return sp_error("spans: cannot attach the process tracepoints: %s",
-				strerror(-err));
-	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.spans), on_event, c, NULL);
-	if (!c->rb)
-		return sp_error_errno("spans: cannot create the ring buffer");
+		snprintf(why, sizeof(why), "cannot open the BPF program: %s", strerror(errno));
+	else if ((err = sp_spans__load(c->skel)))
+		snprintf(why, sizeof(why), "cannot load the BPF program: %s", strerror(-err));
+	else if ((err = sp_spans__attach(c->skel)))	/* fork, exec, exit tracepoints */
+		snprintf(why, sizeof(why), "cannot attach the process tracepoints: %s",
+			 strerror(-err));
+	else if (!(c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.spans), on_event, c,
+					    NULL)))
+		snprintf(why, sizeof(why), "cannot create the ring buffer: %s", strerror(errno));
+	if (!c->rb) {
+		sp_spans__destroy(c->skel);
+		c->skel = NULL;
+		/* Only what the user named is worth stopping for. */
+		if (c->o->explicit_modes || c->o->nfuncs)
+			return sp_error("spans: %s", why);
+		sp_warn("spans: %s: recording without method spans", why);
+		snprintf(c->unavailable, sizeof(c->unavailable), "spans");
+		return 0;
+	}
 	s->fd = ring_buffer__epoll_fd(c->rb);
 
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
