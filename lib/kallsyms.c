@@ -284,6 +284,19 @@ static void save_cache(const struct sp_kallsyms *k, const char *dir, const char 
 		unlink(tmp);
 }
 
+int sp_kallsyms_open_cache(struct sp_kallsyms *k, const char *dir)
+{
+	char id[40], path[4096];
+
+	memset(k, 0, sizeof(*k));
+	if (!dir || boot_id(id) || strlen(dir) > 4000) {
+		errno = ENOENT;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/kallsyms-%s", dir, id);
+	return load_cache(k, path, id);
+}
+
 int sp_kallsyms_load_cached(struct sp_kallsyms *k, const char *dir)
 {
 	char id[40], path[4096];

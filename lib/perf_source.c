@@ -248,18 +248,23 @@ struct perf {
 
 	struct sp_unwinder *unw;
 
+	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
+	 * table read by a thread; a fresh read, in the background, once a frame
+	 * outside the cached vmlinux text shows up. */
+	bool ksyms_wanted;
 	pthread_t ksyms_thread;
-	bool ksyms_started;
-	int ksyms_done;		/* atomic: the thread has finished */
+	bool ksyms_started;	/* the thread is to be joined */
+	int ksyms_done;		/* atomic: p->ksyms is loaded (or failed) */
 	struct sp_kallsyms ksyms;
 	int ksyms_err;
-	/* A fresh read of /proc/kallsyms, started in the background once a
-	 * kernel frame outside the cached vmlinux text shows up. */
 	pthread_t fresh_thread;
 	bool fresh_started;
+	int fresh_done;		/* atomic */
 	struct sp_kallsyms fresh;
 	int fresh_err;
-	size_t kchecked;	/* kaddrs[] checked against the text so far */
+	size_t kresolved;	/* kaddrs[] whose ksym is written */
+	struct map ksym_written;	/* symbol address -> 1 */
+	bool ksym_warned;
 
 	uint32_t *roots;
 	unsigned int nroots;
@@ -807,6 +812,8 @@ static int scan_process(struct perf *p, uint32_t pid)
 
 /* ---- records from the rings ---- */
 
+static void resolve_ksyms(struct perf *p, bool final);
+
 static uint64_t intern_frame(struct perf *p, struct proc *pr, uint32_t pid, uint64_t ip,
 			     bool kernel, bool leaf)
 {
@@ -839,15 +846,16 @@ static uint64_t intern_frame(struct perf *p, struct proc *pr, uint32_t pid, uint
 	f.rel = rel;
 	f.addr = ip;
 	f.flags = flags;
+	if (kernel) {
+		sp_grow(&p->kaddrs, &p->kaddrs_cap, p->nkaddrs + 1, sizeof(*p->kaddrs));
+		p->kaddrs[p->nkaddrs++] = ip;
+		resolve_ksyms(p, false);	/* its symbol before it, when known */
+	}
 	f.id = sp_writer_frame(p->out->w, &f);
 	if (!f.id)
 		return 0;
 	if (mod) {
 		map_put(&p->frames, mod->id << 4 | flags << 2 | f.mode, rel, f.id);
-		if (kernel) {
-			sp_grow(&p->kaddrs, &p->kaddrs_cap, p->nkaddrs + 1, sizeof(*p->kaddrs));
-			p->kaddrs[p->nkaddrs++] = ip;
-		}
 	} else {
 		map_put(&p->frames_raw, (uint64_t)pid << 4 | flags << 2, ip, f.id);
 	}
@@ -1247,29 +1255,87 @@ static void *load_fresh(void *arg)
 	struct perf *p = arg;
 
 	p->fresh_err = sp_kallsyms_load(&p->fresh, NULL) ? errno : 0;
+	__atomic_store_n(&p->fresh_done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
-/* A cached table is exact for vmlinux only: modules and BPF programs come
- * and go. Once a frame of theirs is seen, read the kernel's table afresh,
- * in the background. Returns whether one is needed. */
-static bool want_fresh(struct perf *p)
+static void use_fresh(struct perf *p)
 {
-	if (p->fresh_started)
-		return true;
-	if (!p->ksyms_started || !__atomic_load_n(&p->ksyms_done, __ATOMIC_ACQUIRE) ||
-	    p->ksyms_err || !p->ksyms.from_cache)
-		return false;
-	for (; p->kchecked < p->nkaddrs; p->kchecked++) {
-		if (!sp_kallsyms_in_text(&p->ksyms, p->kaddrs[p->kchecked])) {
-			if (pthread_create(&p->fresh_thread, NULL, load_fresh, p) == 0)
-				p->fresh_started = true;
-			else
-				p->fresh_err = sp_kallsyms_load(&p->fresh, NULL) ? errno : 0;
-			return true;
-		}
+	sp_kallsyms_release(&p->ksyms);
+	p->ksyms = p->fresh;
+	p->ksyms_err = p->fresh_err;
+	memset(&p->fresh, 0, sizeof(p->fresh));
+}
+
+/* Written straight to the writer (a ksym has no time), so that it comes
+ * before the frame that needs it and a streaming symbolizer can use it. */
+static void put_ksym(struct perf *p, uint64_t addr)
+{
+	struct sp_record r = { .kind = SP_REC_KSYM };
+	const struct sp_kallsym *k;
+	uint64_t size;
+
+	k = sp_kallsyms_find(&p->ksyms, addr, &size);
+	if (!k || map_get(&p->ksym_written, k->addr, 0))
+		return;
+	map_put(&p->ksym_written, k->addr, 0, 1);
+	r.ksym.addr = k->addr;
+	r.ksym.size = size;
+	r.ksym.name = sp_writer_strz(p->out->w, sp_kallsyms_str(&p->ksyms, k->name));
+	r.ksym.kmod = k->kmod ? sp_writer_strz(p->out->w, sp_kallsyms_str(&p->ksyms, k->kmod)) : 0;
+	sp_writer_put(p->out->w, &r);
+}
+
+/*
+ * Write the ksyms of the kernel frames seen so far that the table can
+ * answer for. A cached table is exact for vmlinux only (modules and BPF
+ * programs come and go): a frame outside its text waits for a fresh read.
+ * final: wait for whatever is still loading.
+ */
+static void resolve_ksyms(struct perf *p, bool final)
+{
+	uint64_t a;
+
+	if (!p->ksyms_wanted || p->kresolved == p->nkaddrs)
+		goto out;
+	if (final && p->ksyms_started) {
+		pthread_join(p->ksyms_thread, NULL);
+		p->ksyms_started = false;
 	}
-	return false;
+	if (!__atomic_load_n(&p->ksyms_done, __ATOMIC_ACQUIRE) || p->ksyms_err || p->ksyms.zero)
+		goto out;
+	if (p->fresh_started && (final || __atomic_load_n(&p->fresh_done, __ATOMIC_ACQUIRE))) {
+		pthread_join(p->fresh_thread, NULL);
+		p->fresh_started = false;
+		use_fresh(p);
+		if (p->ksyms_err)
+			goto out;
+	}
+	while (p->kresolved < p->nkaddrs) {
+		a = p->kaddrs[p->kresolved];
+		if (p->ksyms.from_cache && !sp_kallsyms_in_text(&p->ksyms, a)) {
+			if (final) {
+				p->fresh_err = sp_kallsyms_load(&p->fresh, NULL) ? errno : 0;
+				use_fresh(p);
+				if (p->ksyms_err)
+					goto out;
+				continue;
+			}
+			if (!p->fresh_started &&
+			    pthread_create(&p->fresh_thread, NULL, load_fresh, p) == 0)
+				p->fresh_started = true;
+			return;
+		}
+		put_ksym(p, a);
+		p->kresolved++;
+	}
+out:
+	if (final && p->kresolved < p->nkaddrs && p->ksyms_wanted && !p->ksym_warned) {
+		p->ksym_warned = true;
+		sp_warn("kernel symbols not recorded: /proc/kallsyms %s",
+			p->ksyms.zero ? "shows no addresses" :
+			p->ksyms_err ? strerror(p->ksyms_err) : "was not read");
+	}
 }
 
 static int add_fd(struct perf *p, int fd)
@@ -1422,8 +1488,15 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 				return -1;
 	}
 	if (p->kernel_ok && geteuid() == 0 && !p->o.user_only) {
-		if (pthread_create(&p->ksyms_thread, NULL, load_kallsyms, p) == 0)
+		char dir[4096];
+
+		p->ksyms_wanted = true;
+		if (sp_kallsyms_open_cache(&p->ksyms, cache_dir(dir, sizeof(dir))) == 0)
+			__atomic_store_n(&p->ksyms_done, 1, __ATOMIC_RELEASE);
+		else if (pthread_create(&p->ksyms_thread, NULL, load_kallsyms, p) == 0)
 			p->ksyms_started = true;
+		else
+			load_kallsyms(p);
 	}
 	if (p->o.enable_on_exec && !t->system_wide)
 		return 0;
@@ -1459,7 +1532,7 @@ static int perf_poll(struct sp_source *s, struct sp_emit *out)
 	if (upto > p->bound)
 		p->bound = upto;
 	n = process_upto(p, p->bound);
-	want_fresh(p);
+	resolve_ksyms(p, false);
 	return n;
 }
 
@@ -1468,54 +1541,6 @@ static uint64_t perf_watermark(struct sp_source *s)
 	struct perf *p = s->priv;
 
 	return p->finished ? UINT64_MAX : p->bound;
-}
-
-static int emit_ksyms(struct perf *p)
-{
-	struct sp_record r = { .kind = SP_REC_KSYM };
-	const struct sp_kallsym *k;
-	struct map done = { 0 };
-	uint64_t size;
-	size_t i;
-
-	if (!p->nkaddrs)
-		return 0;
-	if (p->ksyms_started) {
-		pthread_join(p->ksyms_thread, NULL);
-		p->ksyms_started = false;
-	} else {
-		return 0;
-	}
-	__atomic_store_n(&p->ksyms_done, 1, __ATOMIC_RELEASE);	/* joined */
-	if (want_fresh(p)) {
-		if (p->fresh_started) {
-			pthread_join(p->fresh_thread, NULL);
-			p->fresh_started = false;
-		}
-		sp_kallsyms_release(&p->ksyms);
-		p->ksyms = p->fresh;
-		p->ksyms_err = p->fresh_err;
-		memset(&p->fresh, 0, sizeof(p->fresh));
-	}
-	if (p->ksyms_err || p->ksyms.zero) {
-		sp_warn("kernel symbols not recorded: /proc/kallsyms %s",
-			p->ksyms.zero ? "shows no addresses" : strerror(p->ksyms_err));
-		return 0;
-	}
-	for (i = 0; i < p->nkaddrs; i++) {
-		k = sp_kallsyms_find(&p->ksyms, p->kaddrs[i], &size);
-		if (!k || map_get(&done, k->addr, 0))
-			continue;
-		map_put(&done, k->addr, 0, 1);
-		r.ksym.addr = k->addr;
-		r.ksym.size = size;
-		r.ksym.name = sp_writer_strz(p->out->w, sp_kallsyms_str(&p->ksyms, k->name));
-		r.ksym.kmod = k->kmod ? sp_writer_strz(p->out->w,
-						      sp_kallsyms_str(&p->ksyms, k->kmod)) : 0;
-		emit(p, &r);
-	}
-	map_free(&done);
-	return 0;
 }
 
 static int perf_finish(struct sp_source *s, struct sp_emit *out)
@@ -1549,7 +1574,7 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 			pr->end_deferred = false;
 		}
 	}
-	emit_ksyms(p);
+	resolve_ksyms(p, true);
 	if (p->st.bad)
 		sp_warn("%" PRIu64 " malformed perf records skipped", p->st.bad);
 	p->bound = UINT64_MAX;
@@ -1587,6 +1612,7 @@ static void perf_free(struct sp_source *s)
 			pthread_join(p->fresh_thread, NULL);
 		sp_kallsyms_release(&p->ksyms);
 		sp_kallsyms_release(&p->fresh);
+		map_free(&p->ksym_written);
 		for (i = 0; i < p->ncpus; i++)
 			sp_perf_ring_unmap(&p->cpus[i].ring);
 		for (i = 0; i < p->nfds; i++)

@@ -331,9 +331,10 @@ has() {
 	require_root
 	run --separate-stderr -3 sp-record --events=none --spans=none -o "$OUT/ac.sp" -a -- "$WL" 0.3 3
 	decode "$OUT/ac.sp"
-	root=$(jq -r 'select(.type=="process" and .args != null and (.exe // "" | endswith("/workload"))) | .pid' \
-		"$OUT/ac.sp.json" | head -1)
-	[ -n "$root" ]
+	# The command after its exec (flag 0x2); other workloads may run too.
+	root=$(jq -rs --arg a "$WL 0.3 3" 'map(select(.type=="process" and .args==$a and
+		.flags=="0x2")) | .[0].pid' "$OUT/ac.sp.json")
+	[ "$root" != null ]
 	has "select(.type==\"sample\" and .pid==$root)" "$OUT/ac.sp.json"
 	has "select(.type==\"sample\" and .pid!=$root)" "$OUT/ac.sp.json"
 	run jq -r 'select(.type=="end") | "\(.reason // "exited") \(.status)"' "$OUT/ac.sp.json"

@@ -50,6 +50,8 @@ void sp_kallsyms_release(struct sp_kallsyms *k);
  * dir NULL: no cache. 0, or -1 with errno set.
  */
 int sp_kallsyms_load_cached(struct sp_kallsyms *k, const char *dir);
+/* Only the cache: 0, or -1 when there is none for this boot (or it is bad). */
+int sp_kallsyms_open_cache(struct sp_kallsyms *k, const char *dir);
 
 static inline int sp_kallsyms_in_text(const struct sp_kallsyms *k, uint64_t addr)
 {
