@@ -592,6 +592,23 @@ static void test_correlate_child_seen_first(void)
 	sp_corr_free(c);
 }
 
+/* A fork naming its own thread or process creates and ends nothing. */
+static void test_correlate_self_fork(void)
+{
+	struct sp_corr *c = corr(0);
+
+	add(c, START(10, 10, 10, 1));
+	add(c, fork_ev(11, 10, 10, 10, SP_FORK_THREAD));
+	add(c, fork_ev(12, 10, 10, 10, 0));
+	add(c, sample(13, 10, 10));
+	add(c, STOP(20, 10, 10, 1));
+	done(c);
+	CHECK(span_of(1) && span_of(1)->end == SP_END_STOPPED && span_of(1)->samples == 1);
+	CHECK_EQ_U(SA_RULE(13), SP_RULE_THREAD);
+	CHECK_EQ_U(sp_corr_stats(c)->pid_reuse, 0);
+	sp_corr_free(c);
+}
+
 static void test_correlate_pid_reuse(void)
 {
 	struct sp_corr *c = corr(0);
@@ -845,6 +862,7 @@ int main(void)
 	TAP_RUN(test_correlate_thread_exit);
 	TAP_RUN(test_correlate_exit_exec);
 	TAP_RUN(test_correlate_child_seen_first);
+	TAP_RUN(test_correlate_self_fork);
 	TAP_RUN(test_correlate_pid_reuse);
 	TAP_RUN(test_correlate_lost);
 	TAP_RUN(test_correlate_lost_other_pid);
