@@ -237,3 +237,54 @@ p2/main span_stop spans_c#leaf_work 0 2"
 	size=$(stat -c %s "$OUT")
 	(( size / n < 24 ))
 }
+
+@test "sp-record --spans=python: a Python built without probes is named at the end" {
+	require_root
+	# a copy of a binary without USDT notes stands for a runtime built
+	# without --enable-dtrace
+	readelf -n /bin/true | grep -q stapsdt && skip "/bin/true has USDT notes"
+	run -0 --separate-stderr sp-record --no-samples --spans=python -o "$OUT" -- /bin/true
+	assert_equal "$stderr" "sp-record: warning: --spans=python: no Python with USDT probes ran in the recorded processes"
+	run -0 sp-decode "$OUT"
+	refute_output --partial '"type":"runtime"'
+}
+
+@test "sp-record --spans=python: generators nest, each resume a start and each yield a stop" {
+	require_python
+	cat > "$BATS_TEST_TMPDIR/gen.py" <<'PY'
+def gen():
+    yield 1
+    yield 2
+
+
+def consume():
+    for x in gen():
+        leaf(x)
+
+
+def leaf(x):
+    return x
+
+
+consume()
+PY
+	run -0 sp-record --no-samples --spans=python -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/gen.py"
+	run -0 tree gen.py
+	assert_output "p1/main span_start #<module> 0 1
+p1/main span_start #consume 6 2
+p1/main span_start #gen 1 3
+p1/main span_stop #gen 2 3
+p1/main span_start #leaf 11 3
+p1/main span_stop #leaf 12 3
+p1/main span_start #gen 2 3
+p1/main span_stop #gen 3 3
+p1/main span_start #leaf 11 3
+p1/main span_stop #leaf 12 3
+p1/main span_start #gen 3 3
+p1/main span_stop #gen 3 3
+p1/main span_stop #consume 7 2
+p1/main span_stop #<module> 15 1"
+	# consume's implicit return is on the for line (dis agrees)
+	run -0 $PY -c "import dis; ns = {}; exec(open('$BATS_TEST_TMPDIR/gen.py').read(), ns); print([i.positions.lineno for i in dis.get_instructions(ns['consume']) if i.opname == 'RETURN_VALUE'])"
+	assert_output "[7]"
+}
