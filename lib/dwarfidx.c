@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* A per-module address index of DWARF functions, inline instances and lines. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -486,9 +487,9 @@ static int cmp_seq(const void *a, const void *b)
 }
 
 /*
- * Sort the rows: sequences are each sorted already (libdw sorts them) and
- * do not overlap in sane DWARF, so ordering whole sequences by their start
- * is enough; if the result is not sorted after all, sort the rows.
+ * Sort the rows: sequences are each sorted already (libdw sorts them), and
+ * when they do not overlap (small programs) ordering whole sequences by
+ * their start is enough; otherwise (libc's units interleave) sort the rows.
  */
 static int sort_rows(struct builder *b)
 {
@@ -508,9 +509,9 @@ static int sort_rows(struct builder *b)
 	}
 	for (i = 0; i < k; i++) {
 		rows[i].ord = (uint32_t)i;
-		if (i && (rows[i].addr < rows[i - 1].addr ||
-			  (rows[i].addr == rows[i - 1].addr && (rows[i].col & ROW_END) &&
-			   !(rows[i - 1].col & ROW_END))))
+		/* Equal addresses keep the line program's order: the last row
+		 * at an address is the one a lookup finds. */
+		if (i && rows[i].addr < rows[i - 1].addr)
 			sorted = false;
 	}
 	free(x->rows);
