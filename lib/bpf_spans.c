@@ -501,6 +501,7 @@ struct bs_ctx {
 	uint64_t last_poll_ns;
 	uint64_t lost_seen, lost_since;
 	uint64_t spans, raises, audits, orphans;
+	uint64_t idle;			/* probes without hits and without a reason */
 	bool releasing;			/* spans_free: only let stopped processes go */
 	unsigned int found;		/* runtimes seen anywhere */
 	int err;			/* fatal error inside the ring callback */
@@ -641,8 +642,12 @@ static int emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool 
 		if (len < sizeof(line) - 1)
 			len += snprintf(line + len, sizeof(line) - len, " %s %llu", name,
 					(unsigned long long)hits);
-		if (why[0])
+		/* Evidence of a dead probe ("0 hits while ... N") is worth a
+		 * warning; a short-lived process that ran no method is not. */
+		if (why[0] && strstr(why, " while "))
 			sp_warn("pid %u: %s: %s", p->pid, name, why);
+		else if (why[0])
+			c->idle++;
 	}
 	if (sp_verbose)
 		sp_info("%s", line);
@@ -1464,9 +1469,11 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 		sp_warn("spans: %llu span events lost (ring buffer full)",
 			(unsigned long long)c->lost_seen);
 	sp_info("spans: %llu span marks, %llu raises, %llu audit events; %llu stops "
-		"without a start dropped (entered before the recording)",
+		"without a start dropped (entered before the recording); %llu idle probes "
+		"(see the probe records)",
 		(unsigned long long)c->spans, (unsigned long long)c->raises,
-		(unsigned long long)c->audits, (unsigned long long)c->orphans);
+		(unsigned long long)c->audits, (unsigned long long)c->orphans,
+		(unsigned long long)c->idle);
 	return 0;
 }
 
