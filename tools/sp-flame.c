@@ -241,7 +241,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'q':
 		env.quiet = true;
 		break;
-	case ARGP_KEY_END:
+	case ARGP_KEY_SUCCESS:	/* ARGP_KEY_END is not seen when FILEs are given */
 		if (env.diff && env.fmt != FMT_FOLDED && env.fmt != FMT_SVG)
 			argp_error(state, "--diff writes folded differences or --svg");
 		if (!env.diff && (env.has_fail_above || env.diff_all))
