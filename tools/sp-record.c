@@ -203,7 +203,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_ARCHIVE:
 		env.perf.archive = arg;
 		break;
-	case ARGP_KEY_END:
+	case ARGP_KEY_SUCCESS:	/* ARGP_KEY_END is not seen when a command is given */
 		if (env.perf.user_only && env.perf.kernel_only)
 			argp_error(state, "--user-only and --kernel-only exclude each other");
 		if (env.check)
