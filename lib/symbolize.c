@@ -191,10 +191,11 @@ static bool same_identity(const struct image *img, const struct sp_module *m, co
 		return false;
 	if (anon)
 		return img->pid == m->pid;
+	/* One build-id, one image, whatever path it was mapped from
+	 * (/lib/... and /usr/lib/... are often the same file). */
 	if (m->build_id.len)
 		return img->build_id_len == m->build_id.len &&
-		       !memcmp(img->build_id, m->build_id.p, m->build_id.len) &&
-		       !strcmp(img->path, path);
+		       !memcmp(img->build_id, m->build_id.p, m->build_id.len);
 	return !img->build_id_len && !strcmp(img->path, path) && img->dev == m->dev &&
 	       img->ino == m->ino && img->size == m->size && img->mtime_ns == m->mtime_ns &&
 	       (!img->vdso || img->pid == m->pid);
