@@ -422,3 +422,30 @@ EOF
 	tail -1 "$T/live.jsonl" | grep -q '"type":"end"'
 	grep -q '"func":"walk"' "$T/live.jsonl"
 }
+
+@test "sp-symbolize: --sysroot and --image-dir find a recording's files elsewhere, build-id checked" {
+	local bin=$T/inl a line
+	build_c "$bin"
+	a=$(fn_addr "$bin" walk)
+	line=$(addr2line -e "$bin" "$a" | sed 's/.*://; s/ .*//')
+	# Recorded as /opt/app/inl on another machine; here under a copied root.
+	mkdir -p "$T/root/opt/app" "$T/images"
+	cp "$bin" "$T/root/opt/app/inl"
+	cp "$bin" "$T/images/inl"
+	stream /opt/app/inl "$(buildid "$bin")" 0x1 "$a" > "$T/in.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --format json -o "$T/none.jsonl" "$T/in.jsonl"
+	run syms "$T/none.jsonl"
+	assert_output "$a|0|??|??:0|file_missing|0x0"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --sysroot "$T/root" --format json -o "$T/root.jsonl" "$T/in.jsonl"
+	run syms "$T/root.jsonl"
+	assert_output "$a|0|walk|inl.c:$line|ok|0x4"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --image-dir "$T/images" --format json -o "$T/img.jsonl" "$T/in.jsonl"
+	run syms "$T/img.jsonl"
+	assert_output "$a|0|walk|inl.c:$line|ok|0x4"
+	# Another build under that name is refused.
+	gcc -O1 -g -o "$T/images/inl" "$FIXTURES/inl.c"
+	[ "$(buildid "$T/images/inl")" != "$(buildid "$bin")" ] || skip "the rebuild has the same build-id"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --image-dir "$T/images" --format json -o "$T/img2.jsonl" "$T/in.jsonl"
+	run syms "$T/img2.jsonl"
+	assert_output "$a|0|??|??:0|build_id_mismatch|0x0"
+}
