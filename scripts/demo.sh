@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# make demo: record the bundled example program and show what was recorded.
+# make demo: record the bundled examples and show what StackPulse makes of
+# them: which method did what (a Ruby program, as a tree), where the time
+# went (a C program, as hot functions and a flame graph).
 # Usage: scripts/demo.sh [BUILD_DIR]   (default build)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -8,64 +10,57 @@ out=${1:-build}
 case $out in /*) ;; *) out=$top/$out ;; esac
 bin=$out/bin
 wl=$out/examples/workload
-spool=${DEMO_SPOOL:-$out/demo/workload.sp}
+shop=$top/scripts/examples/shop.rb
+demo=$out/demo
 
-for t in sp-record sp-decode; do
+for t in sp-record sp-decode sp-symbolize sp-correlate sp-tree sp-flame; do
 	[ -x "$bin/$t" ] || { echo "demo: $bin/$t is missing: run make" >&2; exit 2; }
 done
 [ -x "$wl" ] || { echo "demo: $wl is missing: run make" >&2; exit 2; }
 command -v jq >/dev/null || { echo "demo: needs jq (scripts/install-deps.sh)" >&2; exit 2; }
 if [ "$(id -u)" != 0 ]; then
-	echo "demo: not root: sp-record records user stacks only (perf_event_paranoid" \
-		"is $(cat /proc/sys/kernel/perf_event_paranoid))" >&2
+	echo "demo: not root: sp-record records user stacks only, without kernel events" \
+		"or spans (perf_event_paranoid is $(cat /proc/sys/kernel/perf_event_paranoid))" >&2
 fi
-mkdir -p "$(dirname "$spool")"
+mkdir -p "$demo"
+PATH=$bin:$PATH
 
 if [ -t 1 ]; then b=$'\033[1m' n=$'\033[0m'; else b= n=; fi
 step() { printf '\n%s== %s%s\n' "$b" "$*" "$n"; }
+show() { printf '$ %s\n' "$*"; }
 
-step "Recording $wl (two threads and a child process, 1 s) at 999 Hz"
-echo "\$ sp-record -o $spool -- $wl"
-status=0
-"$bin/sp-record" -o "$spool" -- "$wl" || status=$?
-echo "The recording is in $spool ($(stat -c %s "$spool") bytes); sp-record exited $status, as the workload did."
-
-step "Summary: sp-decode --stats"
-"$bin/sp-decode" --stats "$spool"
-
-step "The processes and threads it saw"
-"$bin/sp-decode" "$spool" | jq -c 'select(.type=="process" or .type=="thread")
-	| {type, pid, tid, ppid, comm, name}' | sed 's/,"[a-z]*":null//g'
-
-step "A few samples as JSON lines (frames leaf first; rel is the address nm shows)"
-"$bin/sp-decode" "$spool" | jq -c 'select(.type=="sample")
-	| {time, pid, tid, cpu, frames: [.frames[:4][] | {rel, module: (.module // "?" | split("/") | last), mode}]}' \
-	| awk 'NR % 40 == 1' | head -4
-
-step "The hottest leaf functions (rel from the spool, names from nm)"
-"$bin/sp-decode" "$spool" | jq -r --arg exe "$(readlink -f "$wl")" \
-	'select(.type=="sample") | .frames[0] | select(.module==$exe) | .rel' |
-	sort | uniq -c | sort -rn > "$out/demo/leaves"
-nm -S --defined-only "$wl" | awk '$3 ~ /^[tT]$/ { print $1, $2, $4 }' > "$out/demo/syms"
-while read -r addr size name; do
-	n=0
-	lo=$((16#$addr)) hi=$((16#$addr + 16#$size))
-	while read -r count rel; do
-		((rel >= lo && rel < hi)) && n=$((n + count))
-	done < "$out/demo/leaves"
-	[ "$n" -gt 0 ] && echo "$n $name"
-done < "$out/demo/syms" | sort -rn | head -6 | awk '{ printf "  %5d samples  %s\n", $1, $2 }'
-
-if [ -x "$bin/sp-flame" ]; then
-	step "A flame graph of the recording: sp-symbolize | sp-flame --svg"
-	svg=$out/demo/workload.svg
-	if [ -x "$bin/sp-symbolize" ]; then
-		"$bin/sp-symbolize" "$spool" 2>/dev/null | "$bin/sp-flame" --svg -o "$svg" || true
-	else
-		"$bin/sp-flame" --svg -o "$svg" "$spool" || true
-	fi
-	echo "The flame graph is in $svg: open it in a browser (it needs no network)."
+step "Which method did what: a Ruby program, its method spans and kernel events"
+show "sp-record -o $demo/shop.sp -- ruby scripts/examples/shop.rb"
+if command -v ruby >/dev/null; then
+	sp-record -o "$demo/shop.sp" -- ruby "$shop"
+	show "sp-correlate $demo/shop.sp | sp-tree --span 'Shop#run'"
+	sp-correlate "$demo/shop.sp" 2>/dev/null | sp-tree --span 'Shop#run'
+	echo "(every method of the run, the files, sockets, names and processes it caused, its CPU time)"
+else
+	echo "ruby is not installed: skipped (scripts/install-deps.sh installs it)"
 fi
 
+step "Where the time went: a C program with two threads and a child process"
+show "sp-record -o $demo/workload.sp -- $wl"
+status=0
+sp-record -o "$demo/workload.sp" -- "$wl" || status=$?
+echo "sp-record exited $status, as the program did; the recording takes $(stat -c %s "$demo/workload.sp") bytes."
+show "sp-decode --stats $demo/workload.sp"
+sp-decode --stats "$demo/workload.sp"
+
+step "The hottest functions (sp-symbolize adds names, files and lines)"
+show "sp-symbolize $demo/workload.sp | sp-decode | jq -r 'select(.type==\"sample\") | .frames[0] | \"\\(.func) \\(.file):\\(.line)\"' | sort | uniq -c | sort -rn"
+sp-symbolize -o "$demo/workload.sym.sp" "$demo/workload.sp" 2>/dev/null
+sp-decode "$demo/workload.sym.sp" |
+	jq -r 'select(.type=="sample") | .frames[0] | "\(.func) \(.file):\(.line)"' |
+	sort | uniq -c | sort -rn | head -6
+
+step "A flame graph"
+show "sp-flame --svg -o $demo/workload.svg $demo/workload.sym.sp"
+sp-flame --svg -o "$demo/workload.svg" "$demo/workload.sym.sp"
+echo "The flame graph is in $demo/workload.svg: open it in a browser (it needs no network)."
+
 echo
-echo "Next: sp-decode $spool | less   (every record as JSON lines)"
+echo "Next: sp-decode $demo/workload.sp | less     every record as JSON lines"
+echo "      sp-tree $demo/shop.sp                   the whole Ruby run, Ruby's start-up included"
+echo "      sp-flame --speedscope -o p.json $demo/workload.sym.sp   for https://speedscope.app"
