@@ -246,8 +246,12 @@ check_run() {
 		[ "$how" = exit ] || kill -"$how" "$rec"
 		wait "$job" || true
 		[ "$how" != KILL ] || kill "$cmd" 2>/dev/null || true
-		sleep 0.2
+		# the kernel frees a program after an RCU grace period: allow 10 s
 		for id in $ids; do
+			for i in $(seq 100); do
+				bpftool prog show id "$id" >/dev/null 2>&1 || break
+				sleep 0.1
+			done
 			if bpftool prog show id "$id" >/dev/null 2>&1; then
 				echo "program $id still loaded after $how" >&2
 				false
