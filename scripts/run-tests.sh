@@ -31,8 +31,11 @@ done
 if command -v bats >/dev/null; then
 	echo "== bats tests/"
 	SP_BIN=$top/$out/bin SP_EXAMPLES=$top/$out/examples \
-		bats --tap ${BATS_JOBS:+--jobs "$BATS_JOBS"} tests/ > "$log" 2>&1
+		bats --tap --timing ${BATS_JOBS:+--jobs "$BATS_JOBS"} tests/ > "$log" 2>&1
 	count_tap
+	echo "== slowest tests"
+	sed -n 's/^ok [0-9]* \(.*\) in \([0-9]*\)ms$/\2 \1/p' "$log" | sort -rn | head -8 |
+		awk '{ printf "  %6.1f s  %s\n", $1 / 1000, substr($0, index($0, " ") + 1) }'
 else
 	echo "not ok - bats is not installed (run scripts/install-deps.sh)"
 	failed=$((failed + 1))
