@@ -62,6 +62,17 @@ int sp_parse_duration(const char *s, uint64_t *ns)
 	return -1;
 }
 
+int sp_parse_format(const char *s, enum sp_format *out)
+{
+	if (!strcmp(s, "spool"))
+		*out = SP_FORMAT_SPOOL;
+	else if (!strcmp(s, "json"))
+		*out = SP_FORMAT_JSON;
+	else
+		return -1;
+	return 0;
+}
+
 static uint64_t now_ns(clockid_t id)
 {
 	struct timespec ts;

@@ -62,12 +62,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		env.format = SP_FORMAT_SPOOL;
 		break;
 	case OPT_FORMAT:
-		if (!strcmp(arg, "json"))
-			env.format = SP_FORMAT_JSON;
-		else if (!strcmp(arg, "spool"))
-			env.format = SP_FORMAT_SPOOL;
-		else
-			argp_error(state, "invalid format '%s': use json or spool", arg);
+		if (sp_parse_format(arg, &env.format))
+			argp_error(state, "invalid format '%s': use spool or json", arg);
 		break;
 	case 'f':
 		env.follow = true;

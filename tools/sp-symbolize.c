@@ -76,11 +76,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->child_inputs[0] = &env.common;
 		break;
 	case OPT_FORMAT:
-		if (!strcmp(arg, "spool"))
-			env.format = SP_FORMAT_SPOOL;
-		else if (!strcmp(arg, "json"))
-			env.format = SP_FORMAT_JSON;
-		else
+		if (sp_parse_format(arg, &env.format))
 			argp_error(state, "invalid format '%s': use spool or json", arg);
 		break;
 	case OPT_DEBUG_DIR:

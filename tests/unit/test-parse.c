@@ -125,6 +125,19 @@ static void test_parse_duration_exact(void)
 	CHECK_EQ_U(bad, 0);
 }
 
+static void test_parse_format(void)
+{
+	enum sp_format f = SP_FORMAT_AUTO;
+
+	CHECK(sp_parse_format("spool", &f) == 0 && f == SP_FORMAT_SPOOL);
+	CHECK(sp_parse_format("json", &f) == 0 && f == SP_FORMAT_JSON);
+	f = SP_FORMAT_AUTO;
+	CHECK(sp_parse_format("JSON", &f) == -1);
+	CHECK(sp_parse_format("", &f) == -1);
+	CHECK(sp_parse_format("jsonl", &f) == -1);
+	CHECK(f == SP_FORMAT_AUTO);
+}
+
 static void test_parse_clocks(void)
 {
 	uint64_t a = sp_now_mono_ns(), b = sp_now_mono_ns();
@@ -139,6 +152,7 @@ int main(void)
 	TAP_RUN(test_parse_uint32);
 	TAP_RUN(test_parse_duration);
 	TAP_RUN(test_parse_duration_exact);
+	TAP_RUN(test_parse_format);
 	TAP_RUN(test_parse_clocks);
 	return TAP_DONE();
 }

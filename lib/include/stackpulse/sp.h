@@ -60,6 +60,9 @@ enum sp_format {
 	SP_FORMAT_JSON,
 };
 
+/* "spool" or "json" -> *out. 0 ok, -1 anything else. */
+int sp_parse_format(const char *s, enum sp_format *out);
+
 /* Options every tool takes, parsed by the argp child sp_common_argp. */
 struct sp_common_opts {
 	const char *out_path;	/* -o FILE; NULL or "-" = stdout */
