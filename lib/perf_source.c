@@ -772,7 +772,7 @@ static int scan_map(void *ctx, const struct sp_proc_map *m)
 	mod = mod_get(c->p, c->pr->pid, c->time, m->start, m->end, m->pgoff, m->path, m->prot,
 		      m->dev, m->ino, NULL, 0);
 	vma_add(c->p, c->pr, m->start, m->end, m->pgoff, mod, c->time);
-	if (c->p->unw && m->path[0] == '/')
+	if (c->p->unw)	/* all of them: [vdso] has CFI, anonymous code is "jit" */
 		sp_unwinder_map(c->p->unw, c->pr->pid, m->start, m->end, m->pgoff, m->path);
 	return 0;
 }
@@ -1091,7 +1091,7 @@ static void on_mmap2(struct perf *p, const struct perf_event_header *h, const st
 	mod = mod_get(p, m->pid, id->time, m->addr, m->addr + m->len, m->pgoff, path, m->prot,
 		      dev, ino, bid, bid_len);
 	vma_add(p, pr, m->addr, m->addr + m->len, m->pgoff, mod, id->time);
-	if (p->unw && path[0] == '/')
+	if (p->unw)	/* all of them: [vdso] has CFI, anonymous code is "jit" */
 		sp_unwinder_map(p->unw, m->pid, m->addr, m->addr + m->len, m->pgoff, path);
 }
 
