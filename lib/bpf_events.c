@@ -15,6 +15,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <netinet/in.h>
@@ -352,24 +353,33 @@ static void appendf(char *buf, size_t size, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* What the kernel offers above and below the strategies, probed once. */
+struct kfeat {
+	char magic[8];
+	char boot_id[40];
+	uint32_t euid;
+	int32_t fentry_err;		/* 0, or -errno of a do-nothing fentry load */
+	int32_t lsm_err;		/* same for a BPF LSM program */
+	uint8_t tp_exec;		/* btf_trace_sched_process_exec exists */
+	uint8_t tp_cap;			/* btf_trace_cap_capable exists */
+	uint8_t pad[2];
+};
+
+#define KFEAT_MAGIC "SPBPFF01"
+
 /* Can a do-nothing program of this type load (and so attach) here? */
-static int probe_trampoline(enum bpf_prog_type type, enum bpf_attach_type at, const char *func)
+static int probe_prog(enum bpf_prog_type type, enum bpf_attach_type at, int btf_id)
 {
 	struct bpf_insn insns[2] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
 	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = at);
-	struct btf *btf = btf__load_vmlinux_btf();
-	int id, fd;
+	int fd;
 
-	if (!btf)
+	if (btf_id < 0)
 		return -ENOENT;
-	id = btf__find_by_name_kind(btf, func, BTF_KIND_FUNC);
-	btf__free(btf);
-	if (id < 0)
-		return -ENOENT;
-	opts.attach_btf_id = id;
+	opts.attach_btf_id = btf_id;
 	fd = bpf_prog_load(type, NULL, "GPL", insns, 2, &opts);
 	if (fd < 0)
 		return -errno;
@@ -377,18 +387,117 @@ static int probe_trampoline(enum bpf_prog_type type, enum bpf_attach_type at, co
 	return 0;
 }
 
-static bool has_btf_tracepoint(const char *name)
+static int read_boot_id(char *buf)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
-	char type[128];
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	memset(buf, 0, 40);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, 39);
+	close(fd);
+	if (n < 32)
+		return -1;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+/* $XDG_CACHE_HOME/stackpulse/bpf-features, else ~/.cache/stackpulse/...;
+ * 0, or -1 when there is no home to cache in. */
+static int kfeat_path(char *buf, size_t size, char *dir, size_t dsize)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+
+	if (x && *x == '/')
+		snprintf(dir, dsize, "%s/stackpulse", x);
+	else if (home && *home == '/')
+		snprintf(dir, dsize, "%s/.cache/stackpulse", home);
+	else
+		return -1;
+	if (strlen(dir) > 3900)
+		return -1;
+	snprintf(buf, size, "%s/bpf-features", dir);
+	return 0;
+}
+
+static bool kfeat_load(struct kfeat *f, const char *path, const char *id)
+{
+	struct stat st;
+	struct kfeat c;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	bool ok;
 
-	if (!btf)
+	if (fd < 0)
 		return false;
-	snprintf(type, sizeof(type), "btf_trace_%s", name);
-	ok = btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) >= 0;
-	btf__free(btf);
+	ok = !fstat(fd, &st) && st.st_uid == geteuid() && !(st.st_mode & 022) &&
+	     S_ISREG(st.st_mode) && read(fd, &c, sizeof(c)) == (ssize_t)sizeof(c) &&
+	     !memcmp(c.magic, KFEAT_MAGIC, 8) && !strncmp(c.boot_id, id, 40) &&
+	     c.euid == geteuid() && c.fentry_err <= 0 && c.lsm_err <= 0;
+	close(fd);
+	if (ok)
+		*f = c;
 	return ok;
+}
+
+static void kfeat_save(const struct kfeat *f, const char *dir, const char *path)
+{
+	char tmp[4200], parent[4096];
+	char *slash;
+	int fd;
+
+	snprintf(parent, sizeof(parent), "%s", dir);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = 0;
+		mkdir(parent, 0700);
+	}
+	mkdir(dir, 0700);
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, f, sizeof(*f)) != (ssize_t)sizeof(*f) || close(fd) || rename(tmp, path))
+		unlink(tmp);
+}
+
+/* The verdicts, from the per-boot cache or from one parse of the kernel BTF
+ * (each parse costs tens of milliseconds: never more than one). */
+static void kfeat_get(struct kfeat *f)
+{
+	char id[40], path[4096], dir[4000];
+	bool cache = !read_boot_id(id) && !kfeat_path(path, sizeof(path), dir, sizeof(dir));
+	struct btf *btf;
+	int fentry = -1, lsm = -1;
+
+	if (cache && kfeat_load(f, path, id))
+		return;
+	memset(f, 0, sizeof(*f));
+	memcpy(f->magic, KFEAT_MAGIC, 8);
+	if (cache)
+		memcpy(f->boot_id, id, 40);
+	f->euid = geteuid();
+	btf = btf__load_vmlinux_btf();
+	if (btf) {
+		fentry = btf__find_by_name_kind(btf, "do_sys_openat2", BTF_KIND_FUNC);
+		lsm = btf__find_by_name_kind(btf, "bpf_lsm_file_open", BTF_KIND_FUNC);
+		f->tp_exec = btf__find_by_name_kind(btf, "btf_trace_sched_process_exec",
+						    BTF_KIND_TYPEDEF) >= 0;
+		f->tp_cap = btf__find_by_name_kind(btf, "btf_trace_cap_capable",
+						   BTF_KIND_TYPEDEF) >= 0;
+		btf__free(btf);
+	}
+	f->fentry_err = probe_prog(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, fentry);
+	f->lsm_err = probe_prog(BPF_PROG_TYPE_LSM, BPF_LSM_MAC, lsm);
+	if (cache && btf)
+		kfeat_save(f, dir, path);
+}
+
+/* May this process load tracing programs at all? A two-instruction
+ * tracepoint program answers in microseconds, without any BTF. */
+static int probe_tracing_allowed(void)
+{
+	return probe_prog(BPF_PROG_TYPE_TRACEPOINT, 0, 0);
 }
 
 static bool tracefs_ready(void)
@@ -500,7 +609,8 @@ int sp_events_prepare(struct sp_source *s)
 	struct ev_priv *p = s->priv;
 	uint64_t kernel = group_kinds(KERNEL_GROUPS);
 	uint64_t want = p->o.kinds & kernel, missing;
-	bool want_cap, cap_hook;
+	bool want_cap, cap_hook, denied;
+	struct kfeat kf;
 	unsigned int i;
 	int err = 0;
 	char names[512];
@@ -512,29 +622,40 @@ int sp_events_prepare(struct sp_source *s)
 	if (!want)
 		return 0;
 
-	err = probe_trampoline(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, "do_sys_openat2");
-	if (err)
+	/* Not allowed to load tracing programs at all: say so at once, without
+	 * parsing the kernel BTF for probes whose answer is EPERM too. */
+	err = probe_tracing_allowed();
+	if (err == -EPERM || err == -EACCES) {
+		memset(&kf, 0, sizeof(kf));
+		kf.fentry_err = kf.lsm_err = err;
+		appendf(p->tried, sizeof(p->tried), " tracepoint(%s)", strerror(-err));
+	} else {
+		err = 0;
+		kfeat_get(&kf);
+	}
+	if (kf.fentry_err)
 		appendf(p->probes, sizeof(p->probes), "%sbpf-fentry(%s)", *p->probes ? " " : "",
-			strerrorname_np(-err) ? strerrorname_np(-err) : "error");
-	err = probe_trampoline(BPF_PROG_TYPE_LSM, BPF_LSM_MAC, "bpf_lsm_file_open");
-	if (err)
+			strerrorname_np(-kf.fentry_err) ? strerrorname_np(-kf.fentry_err) : "error");
+	if (kf.lsm_err)
 		appendf(p->probes, sizeof(p->probes), "%sbpf-lsm(%s)", *p->probes ? " " : "",
-			strerrorname_np(-err) ? strerrorname_np(-err) : "error");
+			strerrorname_np(-kf.lsm_err) ? strerrorname_np(-kf.lsm_err) : "error");
 
 	/* what this kernel and object can give at all */
 	p->avail = kernel & ~SP_EV_BIT(SP_EV_KERNEL_READ_FILE);
-	cap_hook = has_btf_tracepoint("cap_capable") ||
+	cap_hook = kf.tp_cap ||
 		   !access("/sys/kernel/tracing/events/capability/cap_capable", F_OK);
 	want_cap = cap_hook && (want & SP_EV_BIT(SP_EV_CAPABLE_CHECK));
 
-	err = -ENOENT;
-	for (i = 0; i < sizeof(strategies) / sizeof(strategies[0]); i++) {
+	denied = err != 0;
+	if (!denied)
+		err = -ENOENT;
+	for (i = 0; !denied && i < sizeof(strategies) / sizeof(strategies[0]); i++) {
 		const struct prog_set *ps = &strategies[i];
 		bool cap = want_cap && strcmp(ps->how, "tracepoint");
 
 		if (p->o.attach && strcmp(p->o.attach, ps->how))
 			continue;
-		if (!strcmp(ps->how, "tp_btf") && !has_btf_tracepoint("sched_process_exec")) {
+		if (!strcmp(ps->how, "tp_btf") && !kf.tp_exec) {
 			appendf(p->tried, sizeof(p->tried), " tp_btf(no BTF)");
 			continue;
 		}

@@ -1,22 +1,59 @@
 // SPDX-License-Identifier: MIT
-/* Time-ordered merge of the records of sp-record's sources: a binary heap. */
+/*
+ * Time-ordered merge of the records of sp-record's sources.
+ *
+ * Each source hands its records over in batches that are almost always in
+ * time order already (one perf ring, one BPF ring buffer), so the records are
+ * kept in sorted runs: a record goes to the end of the run it was last added
+ * to when it is not older than that run's last record, else to the run whose
+ * last record is the latest one not newer than it, else it starts a run. A
+ * flush repeatedly takes the oldest head of the few runs. Records and the
+ * bytes they point to are copied into chunks that are reused once read out:
+ * no allocation per record once the chunks exist. Past MAX_RUNS runs (input
+ * in no order at all), records go to a binary heap instead.
+ */
 #include <stdlib.h>
 #include <string.h>
 
 #include "merge.h"
 #include "sp.h"
 
+#define CHUNK_SIZE	(256u << 10)
+#define MAX_RUNS	32
+#define MAX_FREE_CHUNKS	16
+
 struct entry {
 	uint64_t time, seq;
+	uint32_t size;		/* of the whole entry, aligned */
 	struct sp_record rec;
 	uint8_t bytes[];	/* copies of what rec's sp_bytes point to */
+};
+
+struct chunk {
+	struct chunk *next;
+	size_t cap, used;	/* bytes of data[] */
+	uint8_t data[];
+};
+
+/* A run: records in (time, seq) order, in a list of chunks. */
+struct run {
+	struct chunk *head, *tail;
+	size_t read;		/* offset of the first held entry in head */
+	size_t n;
+	uint64_t last;		/* time of the last record added */
 };
 
 struct sp_merge {
 	sp_merge_put_fn put;
 	void *ctx;
-	struct entry **heap;
-	size_t n, cap;
+	struct run runs[MAX_RUNS];
+	unsigned int nruns;	/* runs[0..nruns) may hold records */
+	unsigned int cur;	/* run last added to */
+	struct chunk *free_chunks;
+	unsigned int nfree;
+	struct entry **heap;	/* overflow when every run is newer */
+	size_t nheap, heap_cap;
+	size_t n;
 	uint64_t seq;
 };
 
@@ -33,13 +70,26 @@ struct sp_merge *sp_merge_new(sp_merge_put_fn put, void *ctx)
 	return m;
 }
 
+static void free_list(struct chunk *c)
+{
+	struct chunk *next;
+
+	for (; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+}
+
 void sp_merge_free(struct sp_merge *m)
 {
 	size_t i;
 
 	if (!m)
 		return;
-	for (i = 0; i < m->n; i++)
+	for (i = 0; i < MAX_RUNS; i++)
+		free_list(m->runs[i].head);
+	free_list(m->free_chunks);
+	for (i = 0; i < m->nheap; i++)
 		free(m->heap[i]);
 	free(m->heap);
 	free(m);
@@ -104,52 +154,87 @@ static unsigned int bytes_of(struct sp_record *r, struct sp_bytes **out)
 	default:
 		break;
 	}
+	if (r->extra.len)
+		out[n++] = &r->extra;
 	return n;
 }
 
-static int before(const struct entry *a, const struct entry *b)
+static bool before(const struct entry *a, const struct entry *b)
 {
 	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
 }
 
-int sp_merge_add(void *merge, const struct sp_record *rec)
+/* Room for size bytes at the end of run r, or NULL (reported). */
+static struct entry *run_room(struct sp_merge *m, struct run *r, size_t size)
 {
-	struct sp_merge *m = merge;
-	struct sp_bytes *b[SP_EVENT_MAX_FIELDS + 2];
-	struct sp_record tmp = *rec;
-	struct entry *e;
-	size_t total = 0, off = 0, i;
-	unsigned int nb;
+	struct chunk *c = r->tail;
 
-	nb = bytes_of(&tmp, b);
-	for (i = 0; i < nb; i++)
-		total += b[i]->p ? b[i]->len : 0;
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? 2 * m->cap : 1024;
+	if (c && c->cap - c->used >= size)
+		goto have;
+	if (size <= CHUNK_SIZE && m->free_chunks) {
+		c = m->free_chunks;
+		m->free_chunks = c->next;
+		m->nfree--;
+	} else {
+		size_t cap = size > CHUNK_SIZE ? size : CHUNK_SIZE;
+
+		c = malloc(sizeof(*c) + cap);
+		if (!c) {
+			sp_error("out of memory holding %zu records", m->n);
+			return NULL;
+		}
+		c->cap = cap;
+	}
+	c->next = NULL;
+	c->used = 0;
+	if (r->tail)
+		r->tail->next = c;
+	else
+		r->head = c;
+	r->tail = c;
+	if (r->head == c)
+		r->read = 0;
+have:
+	c->used += size;
+	return (struct entry *)(c->data + c->used - size);
+}
+
+/* The run a record of time t goes to, or -1 (heap). */
+static int pick_run(struct sp_merge *m, uint64_t t)
+{
+	unsigned int i;
+	int best = -1;
+
+	if (m->cur < m->nruns && m->runs[m->cur].n && m->runs[m->cur].last <= t)
+		return (int)m->cur;
+	for (i = 0; i < m->nruns; i++) {
+		const struct run *r = &m->runs[i];
+
+		if (r->n && r->last <= t && (best < 0 || r->last > m->runs[best].last))
+			best = (int)i;
+	}
+	if (best >= 0)
+		return best;
+	for (i = 0; i < m->nruns; i++)
+		if (!m->runs[i].n)
+			return (int)i;
+	return m->nruns < MAX_RUNS ? (int)m->nruns++ : -1;
+}
+
+static int heap_add(struct sp_merge *m, struct entry *e)
+{
+	size_t i;
+
+	if (m->nheap == m->heap_cap) {
+		size_t cap = m->heap_cap ? 2 * m->heap_cap : 256;
 		struct entry **h = realloc(m->heap, cap * sizeof(*h));
 
 		if (!h)
 			return sp_error("out of memory holding %zu records", m->n);
 		m->heap = h;
-		m->cap = cap;
+		m->heap_cap = cap;
 	}
-	e = malloc(sizeof(*e) + total);
-	if (!e)
-		return sp_error("out of memory holding %zu records", m->n);
-	e->rec = tmp;
-	nb = bytes_of(&e->rec, b);
-	for (i = 0; i < nb; i++) {
-		if (!b[i]->p || !b[i]->len)
-			continue;
-		memcpy(e->bytes + off, b[i]->p, b[i]->len);
-		b[i]->p = e->bytes + off;
-		off += b[i]->len;
-	}
-	e->time = sp_record_time(rec);
-	e->seq = m->seq++;
-
-	/* Sift up. */
-	i = m->n++;
+	i = m->nheap++;
 	while (i > 0 && before(e, m->heap[(i - 1) / 2])) {
 		m->heap[i] = m->heap[(i - 1) / 2];
 		i = (i - 1) / 2;
@@ -158,38 +243,156 @@ int sp_merge_add(void *merge, const struct sp_record *rec)
 	return 0;
 }
 
-static struct entry *pop(struct sp_merge *m)
+static struct entry *heap_pop(struct sp_merge *m)
 {
-	struct entry *top = m->heap[0], *last = m->heap[--m->n];
+	struct entry *top = m->heap[0], *last = m->heap[--m->nheap];
 	size_t i = 0, c;
 
-	while ((c = 2 * i + 1) < m->n) {
-		if (c + 1 < m->n && before(m->heap[c + 1], m->heap[c]))
+	while ((c = 2 * i + 1) < m->nheap) {
+		if (c + 1 < m->nheap && before(m->heap[c + 1], m->heap[c]))
 			c++;
 		if (!before(m->heap[c], last))
 			break;
 		m->heap[i] = m->heap[c];
 		i = c;
 	}
-	if (m->n)
+	if (m->nheap)
 		m->heap[i] = last;
 	return top;
 }
 
+int sp_merge_add(void *merge, const struct sp_record *rec)
+{
+	struct sp_merge *m = merge;
+	struct sp_bytes *b[SP_EVENT_MAX_FIELDS + 3];
+	struct sp_bytes *src[SP_EVENT_MAX_FIELDS + 3];
+	uint64_t t = sp_record_time(rec);
+	size_t total = 0, off = 0, size, i;
+	unsigned int nb;
+	struct entry *e;
+	int ri;
+
+	/* (read only: bytes_of() hands out pointers into the record) */
+	nb = bytes_of((struct sp_record *)rec, src);
+	for (i = 0; i < nb; i++)
+		total += src[i]->p ? src[i]->len : 0;
+	size = (sizeof(*e) + total + 7) & ~(size_t)7;
+	ri = pick_run(m, t);
+	if (ri < 0) {
+		e = malloc(size);
+		if (!e)
+			return sp_error("out of memory holding %zu records", m->n);
+	} else {
+		e = run_room(m, &m->runs[ri], size);
+		if (!e)
+			return -1;
+	}
+	e->time = t;
+	e->seq = m->seq++;
+	e->size = (uint32_t)size;
+	e->rec = *rec;
+	if (nb) {
+		nb = bytes_of(&e->rec, b);
+		for (i = 0; i < nb; i++) {
+			if (!b[i]->p || !b[i]->len)
+				continue;
+			memcpy(e->bytes + off, b[i]->p, b[i]->len);
+			b[i]->p = e->bytes + off;
+			off += b[i]->len;
+		}
+	}
+	m->n++;
+	if (ri < 0) {
+		if (heap_add(m, e)) {
+			free(e);
+			m->n--;
+			return -1;
+		}
+		return 0;
+	}
+	m->runs[ri].n++;
+	m->runs[ri].last = t;
+	m->cur = (unsigned int)ri;
+	return 0;
+}
+
+static struct entry *run_head(const struct run *r)
+{
+	return (struct entry *)(r->head->data + r->read);
+}
+
+/* Drop the head entry of run r (read out). */
+static void run_pop(struct sp_merge *m, struct run *r)
+{
+	struct entry *e = run_head(r);
+	struct chunk *c;
+
+	r->read += e->size;
+	r->n--;
+	m->n--;
+	if (r->read < r->head->used)
+		return;
+	/* head chunk read out: to the free list (or free it) */
+	c = r->head;
+	r->head = c->next;
+	r->read = 0;
+	if (!r->head)
+		r->tail = NULL;
+	if (c->cap == CHUNK_SIZE && m->nfree < MAX_FREE_CHUNKS) {
+		c->next = m->free_chunks;
+		m->free_chunks = c;
+		m->nfree++;
+	} else {
+		free(c);
+	}
+}
+
+/* The run holding the oldest record (-1: the heap; -2: none). */
+static int oldest(const struct sp_merge *m, const struct entry **out)
+{
+	const struct entry *best = m->nheap ? m->heap[0] : NULL;
+	int which = m->nheap ? -1 : -2;
+	unsigned int i;
+
+	for (i = 0; i < m->nruns; i++) {
+		const struct entry *e;
+
+		if (!m->runs[i].n)
+			continue;
+		e = run_head(&m->runs[i]);
+		if (!best || before(e, best)) {
+			best = e;
+			which = (int)i;
+		}
+	}
+	*out = best;
+	return which;
+}
+
 long sp_merge_flush(struct sp_merge *m, uint64_t upto)
 {
-	struct entry *e;
+	const struct entry *e;
 	long n = 0;
-	int err;
+	int which, err;
 
-	while (m->n && m->heap[0]->time <= upto) {
-		e = pop(m);
+	while (m->n) {
+		which = oldest(m, &e);
+		if (e->time > upto)
+			break;
 		err = m->put(m->ctx, &e->rec);
-		free(e);
+		if (which == -1) {
+			free(heap_pop(m));
+			m->n--;
+		} else {
+			run_pop(m, &m->runs[which]);
+		}
 		if (err)
 			return -1;
 		n++;
 	}
+	/* trailing empty runs are not scanned */
+	while (m->nruns && !m->runs[m->nruns - 1].n)
+		m->nruns--;
 	return n;
 }
 
@@ -200,5 +403,7 @@ size_t sp_merge_pending(const struct sp_merge *m)
 
 uint64_t sp_merge_oldest(const struct sp_merge *m)
 {
-	return m->n ? m->heap[0]->time : UINT64_MAX;
+	const struct entry *e;
+
+	return oldest(m, &e) == -2 ? UINT64_MAX : e->time;
 }
