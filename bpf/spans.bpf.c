@@ -36,8 +36,15 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SP_BS_MAX_PIDS);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct sp_bs_proc);
 } tgids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct sp_bs_imgkey);
+	__type(value, __u32);
+} images SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -88,14 +95,17 @@ static __always_inline void count_hit(__u32 pid, __u32 probe)
 		bpf_map_update_elem(&hits, &k, &one, BPF_NOEXIST);
 }
 
-/* A tracked process's event buffer, or NULL. */
-static __always_inline struct sp_bs_event *begin(__u32 kind, __u32 probe)
+/* A tracked process's event buffer, or NULL (not tracked, or a probe of
+ * an image the process has left by exec: its generation is stale). */
+static __always_inline struct sp_bs_event *begin(__u32 kind, __u32 probe, __u64 cookie)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, zero = 0;
+	struct sp_bs_proc *t;
 	struct sp_bs_event *e;
 
-	if (!bpf_map_lookup_elem(&tgids, &pid))
+	t = bpf_map_lookup_elem(&tgids, &pid);
+	if (!t || t->gen != (__u32)(cookie >> 32))
 		return NULL;
 	if (count_hits)
 		count_hit(pid, probe);
@@ -109,7 +119,7 @@ static __always_inline struct sp_bs_event *begin(__u32 kind, __u32 probe)
 	e->tid = (__u32)id;
 	e->ppid = 0;
 	e->flags = 0;
-	e->cookie = 0;
+	e->cookie = (__u32)cookie;
 	e->line = 0;
 	e->addr[0] = e->addr[1] = e->addr[2] = 0;
 	e->hash[0] = e->hash[1] = e->hash[2] = 0;
@@ -213,8 +223,9 @@ static __always_inline __u32 probe_kind(__u32 probe)
 SEC("usdt")
 int BPF_USDT(on_ruby_method, __u64 klass, __u64 method, __u64 file, long line)
 {
-	__u32 probe = cookie_probe(bpf_usdt_cookie(ctx));
-	struct sp_bs_event *e = begin(probe_kind(probe), probe);
+	__u64 cookie = bpf_usdt_cookie(ctx);
+	__u32 probe = cookie_probe(cookie);
+	struct sp_bs_event *e = begin(probe_kind(probe), probe, cookie);
 
 	if (!e)
 		return 0;
@@ -229,7 +240,7 @@ int BPF_USDT(on_ruby_method, __u64 klass, __u64 method, __u64 file, long line)
 SEC("usdt")
 int BPF_USDT(on_ruby_raise, __u64 klass, __u64 file, long line)
 {
-	struct sp_bs_event *e = begin(SP_BS_RAISE, SP_PR_RUBY_RAISE);
+	struct sp_bs_event *e = begin(SP_BS_RAISE, SP_PR_RUBY_RAISE, bpf_usdt_cookie(ctx));
 
 	if (!e)
 		return 0;
@@ -243,8 +254,9 @@ int BPF_USDT(on_ruby_raise, __u64 klass, __u64 file, long line)
 SEC("usdt")
 int BPF_USDT(on_py_function, __u64 file, __u64 func, long line)
 {
-	__u32 probe = cookie_probe(bpf_usdt_cookie(ctx));
-	struct sp_bs_event *e = begin(probe_kind(probe), probe);
+	__u64 cookie = bpf_usdt_cookie(ctx);
+	__u32 probe = cookie_probe(cookie);
+	struct sp_bs_event *e = begin(probe_kind(probe), probe, cookie);
 
 	if (!e)
 		return 0;
@@ -289,7 +301,7 @@ static __always_inline __u64 py_first_ascii(__u64 tuple)
 SEC("usdt")
 int BPF_USDT(on_py_audit, __u64 name, __u64 args)
 {
-	struct sp_bs_event *e = begin(SP_BS_AUDIT, SP_PR_PY_AUDIT);
+	struct sp_bs_event *e = begin(SP_BS_AUDIT, SP_PR_PY_AUDIT, bpf_usdt_cookie(ctx));
 
 	if (!e)
 		return 0;
@@ -303,8 +315,9 @@ int BPF_USDT(on_py_audit, __u64 name, __u64 args)
 SEC("usdt")
 int BPF_USDT(on_sp_span, __u64 name, __u64 file, long line)
 {
-	__u32 probe = cookie_probe(bpf_usdt_cookie(ctx));
-	struct sp_bs_event *e = begin(probe_kind(probe), probe);
+	__u64 cookie = bpf_usdt_cookie(ctx);
+	__u32 probe = cookie_probe(cookie);
+	struct sp_bs_event *e = begin(probe_kind(probe), probe, cookie);
 
 	if (!e)
 		return 0;
@@ -318,22 +331,22 @@ int BPF_USDT(on_sp_span, __u64 name, __u64 file, long line)
 SEC("uprobe")
 int on_func_entry(struct pt_regs *ctx)
 {
-	struct sp_bs_event *e = begin(SP_BS_START, SP_PR_UPROBE_ENTRY);
+	struct sp_bs_event *e = begin(SP_BS_START, SP_PR_UPROBE_ENTRY,
+				      bpf_get_attach_cookie(ctx));
 
 	if (!e)
 		return 0;
-	e->cookie = bpf_get_attach_cookie(ctx);
 	return submit(e);
 }
 
 SEC("uretprobe")
 int on_func_return(struct pt_regs *ctx)
 {
-	struct sp_bs_event *e = begin(SP_BS_STOP, SP_PR_UPROBE_RETURN);
+	struct sp_bs_event *e = begin(SP_BS_STOP, SP_PR_UPROBE_RETURN,
+				      bpf_get_attach_cookie(ctx));
 
 	if (!e)
 		return 0;
-	e->cookie = bpf_get_attach_cookie(ctx);
 	return submit(e);
 }
 
@@ -360,39 +373,76 @@ static __always_inline struct sp_bs_event *notify_reserve(__u32 kind, __u32 pid,
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ppid = parent->tgid, pid = child->tgid, one = 1;
+	__u32 ppid = parent->tgid, pid = child->tgid;
+	struct sp_bs_proc *pp, np = { .gen = 1 };
 	struct sp_bs_event *e;
+	bool stop;
 
 	if (child->pid != child->tgid)
 		return 0;	/* a thread: same address space, same probes */
-	if (!bpf_map_lookup_elem(&tgids, &ppid))
+	pp = bpf_map_lookup_elem(&tgids, &ppid);
+	if (!pp)
 		return 0;
-	if (bpf_map_update_elem(&tgids, &pid, &one, BPF_ANY))
+	stop = pp->probed;
+	if (bpf_map_update_elem(&tgids, &pid, &np, BPF_ANY))
 		return 0;
 	e = notify_reserve(SP_BS_FORK, pid, ppid);
 	if (!e)
 		return 0;
-	if (stop_new && bpf_send_signal_task &&
+	e->cookie = np.gen;
+	if (child->mm == parent->mm) {
+		/* vfork: it execs or exits, and runs no code of the image */
+		e->flags |= SP_BSF_SHARED_MM;
+		stop = false;
+	}
+	/* Only a child of a probed image needs probes before it runs. */
+	if (stop && stop_new && bpf_send_signal_task &&
 	    !bpf_send_signal_task(child, SP_SIGSTOP, PIDTYPE_TGID, 0))
 		e->flags |= SP_BSF_STOPPED;
-	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);	/* the child waits */
+	/* A stopped process waits for the loader: wake it now. Else the
+	 * notification waits for the next drain like span events. */
+	bpf_ringbuf_submit(e, e->flags & SP_BSF_STOPPED ? BPF_RB_FORCE_WAKEUP : wake_flags());
 	return 0;
+}
+
+/* An executable the loader already found without probes? */
+static __always_inline bool image_plain(struct linux_binprm *bprm)
+{
+	struct sp_bs_imgkey k = {};
+	struct inode *ino = bprm->file->f_inode;
+
+	if (!bpf_core_field_exists(ino->i_mtime_sec))
+		return false;
+	k.ino = ino->i_ino;
+	k.dev = ino->i_sb->s_dev;
+	k.mtime = ino->i_mtime_sec;
+	return bpf_map_lookup_elem(&images, &k) != NULL;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 pid = p->tgid;
+	struct sp_bs_proc *t;
 	struct sp_bs_event *e;
 
-	if (!bpf_map_lookup_elem(&tgids, &pid))
+	t = bpf_map_lookup_elem(&tgids, &pid);
+	if (!t)
 		return 0;
+	/* The probes of the old image are stale from now on. */
+	t->gen++;
+	t->probed = 0;
 	e = notify_reserve(SP_BS_EXEC, pid, 0);
 	if (!e)
 		return 0;
-	if (stop_new && !bpf_send_signal(SP_SIGSTOP))
+	e->cookie = t->gen;
+	if (image_plain(bprm))
+		e->flags |= SP_BSF_PLAIN;
+	else if (stop_new && !bpf_send_signal(SP_SIGSTOP))
 		e->flags |= SP_BSF_STOPPED;
-	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);	/* the process waits */
+	/* A stopped process waits for the loader: wake it now. Else the
+	 * notification waits for the next drain like span events. */
+	bpf_ringbuf_submit(e, e->flags & SP_BSF_STOPPED ? BPF_RB_FORCE_WAKEUP : wake_flags());
 	return 0;
 }
 
@@ -407,6 +457,6 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	bpf_map_delete_elem(&tgids, &pid);
 	e = notify_reserve(SP_BS_EXIT, pid, 0);
 	if (e)
-		bpf_ringbuf_submit(e, 0);
+		bpf_ringbuf_submit(e, wake_flags());
 	return 0;
 }

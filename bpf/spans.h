@@ -26,8 +26,11 @@ enum sp_bs_kind {
 	SP_BS_EXIT = 7,		/* a tracked process exited */
 };
 
-/* Probes, also the index into the hit counters. The USDT cookie is
- * (probe | func << 8): func is the --span-func index for uprobes. */
+/* Probes, also the index into the hit counters. The attach cookie is
+ * (gen << 32 | probe) for USDT probes and (gen << 32 | func) for uprobes
+ * (func: the --span-func index); gen is the image generation of the
+ * process it was attached to (struct sp_bs_proc): a probe of an image the
+ * process has left by exec is ignored until the loader detaches it. */
 enum sp_bs_probe {
 	SP_PR_RUBY_METHOD_ENTRY = 0,
 	SP_PR_RUBY_METHOD_RETURN,
@@ -46,6 +49,10 @@ enum sp_bs_probe {
 
 /* enum sp_bs_event flags */
 #define SP_BSF_STOPPED		(1u << 0)	/* the process waits for SIGCONT */
+#define SP_BSF_PLAIN		(1u << 1)	/* SP_BS_EXEC: an image known to have no
+						 * probes (map 'images'): not stopped */
+#define SP_BSF_SHARED_MM	(1u << 2)	/* SP_BS_FORK: a CLONE_VM child (vfork): not
+						 * stopped, gets no probes */
 #define SP_BSF_SENT(i)		(1u << (4 + (i)))	/* str[i] carries bytes */
 #define SP_BSF_UNREAD(i)	(1u << (8 + (i)))	/* str[i] not readable from BPF (page
 							 * not resident): read it from user space */
@@ -54,7 +61,8 @@ struct sp_bs_event {
 	__u64 time_ns;			/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 	__u64 addr[SP_BS_NSTR];		/* user address of each string, 0 = none */
 	__u64 hash[SP_BS_NSTR];		/* hash of its bytes (see sp_bs_hash) */
-	__u64 cookie;			/* uprobe: --span-func index */
+	__u64 cookie;			/* uprobe: --span-func index; FORK, EXEC:
+					 * the process's new image generation */
 	__s64 line;
 	__u32 kind;			/* enum sp_bs_kind */
 	__u32 probe;			/* enum sp_bs_probe */
@@ -68,6 +76,23 @@ struct sp_bs_event {
 
 /* Size of an event without the string bytes. */
 #define SP_BS_HEAD_SIZE	__builtin_offsetof(struct sp_bs_event, str)
+
+/* Value of the map 'tgids' (key: tgid). */
+struct sp_bs_proc {
+	__u32 gen;		/* image generation: 1 at fork, +1 at each exec */
+	__u32 probed;		/* the loader attached probes to this image: stop
+				 * its fork children until they get theirs */
+};
+
+/* Key of the map 'images': an executable the loader found without
+ * probes for the modes asked (no runtime, no stackpulse USDT notes).
+ * An exec of such a file is not stopped. */
+struct sp_bs_imgkey {
+	__u64 ino;
+	__s64 mtime;		/* seconds */
+	__u32 dev;		/* kernel encoding: major << 20 | minor */
+	__u32 pad;
+};
 
 struct sp_bs_hitkey {
 	__u32 pid;

@@ -11,10 +11,12 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -99,6 +101,8 @@ int sp_spans_split_func(const char *spec, char *bin, size_t bsize, char *func, s
 	return 0;
 }
 
+static void preload_start(const struct sp_spans_opts *o);
+
 static error_t parse_spans(int key, char *arg, struct argp_state *state)
 {
 	struct sp_spans_opts *o = state->input ? state->input : &sp_spans_opts;
@@ -111,7 +115,8 @@ static error_t parse_spans(int key, char *arg, struct argp_state *state)
 		if (sp_spans_parse_list(arg, &o->modes, &bad, &badlen))
 			argp_error(state, "invalid --spans word '%.*s': use auto, ruby, ruby-c, python, "
 				   "python-audit, usdt or none", (int)badlen, bad);
-		o->explicit_modes = true;
+		/* "auto" is the default spelled out: nothing named */
+		o->explicit_modes = strcmp(arg, "auto") != 0;
 		break;
 	case OPT_SPAN_FUNC:
 		if (sp_spans_split_func(arg, bin, sizeof(bin), func, sizeof(func)))
@@ -120,6 +125,10 @@ static error_t parse_spans(int key, char *arg, struct argp_state *state)
 			argp_error(state, "too many --span-func options (at most %d)",
 				   SP_SPANS_MAX_FUNCS);
 		o->funcs[o->nfuncs++] = arg;
+		break;
+	case ARGP_KEY_SUCCESS:
+		/* Load the BPF object now, while sp-record sets up the rest. */
+		preload_start(o);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -471,6 +480,7 @@ struct bs_func {
 
 struct bs_proc {
 	uint32_t pid;
+	uint32_t gen;			/* image generation (struct sp_bs_proc) */
 	bool exited;
 	unsigned int runtimes;		/* SP_SPANS_RUBY/PYTHON/USDT bits found */
 	unsigned int announced;		/* runtimes with a SP_REC_RUNTIME written */
@@ -505,6 +515,21 @@ struct bs_ctx {
 	bool releasing;			/* spans_free: only let stopped processes go */
 	unsigned int found;		/* runtimes seen anywhere */
 	int err;			/* fatal error inside the ring callback */
+	/*
+	 * Detaching a uprobe waits for an RCU grace period in the kernel
+	 * (50-90 ms each here): links of an image a process left (exec,
+	 * exit) are destroyed by a reaper thread, so the process and the
+	 * loop go on at once. The stale probes are ignored in BPF meanwhile
+	 * (image generation). libbpf's USDT manager is not thread-safe:
+	 * every attach and detach holds bpf_lock.
+	 */
+	pthread_mutex_t bpf_lock, rq_lock;
+	pthread_cond_t rq_cond;
+	pthread_t reaper;
+	bool reaper_on, reaper_stop;
+	struct bpf_link **rq;
+	size_t nrq, crq;
+	uint64_t plain_execs, stopped_execs;
 	char unavailable[256];
 };
 
@@ -514,8 +539,97 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 		return 0;
 	if (level == LIBBPF_INFO && sp_verbose < 1)
 		return 0;
-	fprintf(stderr, "%s: libbpf: ", sp_progname ? sp_progname : "sp-record");
-	return vfprintf(stderr, fmt, ap);
+	/* A failed load is reported once by the caller; details with -v. */
+	if (level == LIBBPF_WARN && sp_verbose < 1)
+		return 0;
+	fprintf(stderr, "%s: ", sp_progname ? sp_progname : "sp-record");
+	return vfprintf(stderr, fmt, ap);	/* fmt starts with "libbpf: " */
+}
+
+/* Whether this process may load tracing BPF programs: CAP_BPF and
+ * CAP_PERFMON, or CAP_SYS_ADMIN, in the effective set. */
+static bool may_bpf(void)
+{
+	static int cached = -1;
+	unsigned long long eff = 0;
+	char line[256];
+	FILE *f;
+
+	if (cached >= 0)
+		return cached;
+	f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "CapEff:", 7))
+			eff = strtoull(line + 7, NULL, 16);
+	if (f)
+		fclose(f);
+	cached = (eff >> 21 & 1) || ((eff >> 38 & 1) && (eff >> 39 & 1));
+	return cached;
+}
+
+/*
+ * Open, load and attach (the fork/exec/exit hooks) the BPF object: about
+ * 0.2 s here, most of it libbpf parsing the kernel's BTF. sp-record starts
+ * it in a thread as soon as its options are parsed (preload), so it runs
+ * while the other sources load theirs.
+ */
+static struct sp_spans *load_skel(char *why, size_t size)
+{
+	struct sp_spans *sk;
+	int err;
+
+	libbpf_set_print(libbpf_print);
+	sk = sp_spans__open();
+	if (!sk) {
+		snprintf(why, size, "cannot open the BPF program: %s", strerror(errno));
+		return NULL;
+	}
+	if ((err = sp_spans__load(sk)))
+		snprintf(why, size, "cannot load the BPF program: %s", strerror(-err));
+	else if ((err = sp_spans__attach(sk)))	/* fork, exec, exit tracepoints */
+		snprintf(why, size, "cannot attach the process tracepoints: %s", strerror(-err));
+	if (err) {
+		sp_spans__destroy(sk);
+		return NULL;
+	}
+	return sk;
+}
+
+static struct {
+	pthread_t th;
+	bool on;
+	struct sp_spans *skel;
+	char why[256];
+} preload;
+
+static void *preload_main(void *arg)
+{
+	(void)arg;
+	preload.skel = load_skel(preload.why, sizeof(preload.why));
+	return NULL;
+}
+
+static void preload_start(const struct sp_spans_opts *o)
+{
+	if (preload.on || (!o->modes && !o->nfuncs) || !may_bpf())
+		return;
+	preload.on = !pthread_create(&preload.th, NULL, preload_main, NULL);
+}
+
+/* The preloaded object (NULL and why set if it failed), or a fresh load. */
+static struct sp_spans *preload_take(char *why, size_t size)
+{
+	struct sp_spans *sk;
+
+	if (!preload.on)
+		return load_skel(why, size);
+	pthread_join(preload.th, NULL);
+	preload.on = false;
+	sk = preload.skel;
+	preload.skel = NULL;
+	if (!sk)
+		snprintf(why, size, "%s", preload.why);
+	return sk;
 }
 
 static struct bs_proc *proc_get(struct bs_ctx *c, uint32_t pid)
@@ -654,15 +768,67 @@ static int emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool 
 	return 0;
 }
 
-static void detach_all(struct bs_proc *p)
+static void *reaper_main(void *arg)
+{
+	struct bs_ctx *c = arg;
+	struct bpf_link *l;
+
+	for (;;) {
+		pthread_mutex_lock(&c->rq_lock);
+		while (!c->nrq && !c->reaper_stop)
+			pthread_cond_wait(&c->rq_cond, &c->rq_lock);
+		if (!c->nrq) {
+			pthread_mutex_unlock(&c->rq_lock);
+			return NULL;
+		}
+		l = c->rq[--c->nrq];
+		pthread_mutex_unlock(&c->rq_lock);
+		pthread_mutex_lock(&c->bpf_lock);
+		bpf_link__destroy(l);
+		pthread_mutex_unlock(&c->bpf_lock);
+	}
+}
+
+/* Detach everything p has attached: now (sync) or by the reaper. */
+static void detach_all_how(struct bs_ctx *c, struct bs_proc *p, bool sync)
 {
 	size_t i;
 
+	if (!p->natt)
+		return;
+	if (!sync && !c->reaper_on && !pthread_create(&c->reaper, NULL, reaper_main, c))
+		c->reaper_on = true;
 	for (i = 0; i < p->natt; i++) {
-		bpf_link__destroy(p->att[i]->link);
+		if (sync || !c->reaper_on) {
+			pthread_mutex_lock(&c->bpf_lock);
+			bpf_link__destroy(p->att[i]->link);
+			pthread_mutex_unlock(&c->bpf_lock);
+		} else {
+			pthread_mutex_lock(&c->rq_lock);
+			sp_grow(&c->rq, &c->crq, c->nrq + 1, sizeof(*c->rq));
+			c->rq[c->nrq++] = p->att[i]->link;
+			pthread_cond_signal(&c->rq_cond);
+			pthread_mutex_unlock(&c->rq_lock);
+		}
 		free(p->att[i]);
 	}
 	p->natt = 0;
+}
+
+static void detach_all(struct bs_ctx *c, struct bs_proc *p)
+{
+	detach_all_how(c, p, false);
+}
+
+/* Tell BPF the generation of p's image and whether it has probes (p is
+ * stopped, or not started yet: BPF changes the entry only at its fork and
+ * exec). */
+static void set_tracked(struct bs_ctx *c, struct bs_proc *p)
+{
+	struct sp_bs_proc v = { .gen = p->gen, .probed = p->natt > 0 };
+
+	bpf_map__update_elem(c->skel->maps.tgids, &p->pid, sizeof(p->pid), &v, sizeof(v),
+			     BPF_EXIST);
 }
 
 static int emit_runtime(struct bs_ctx *c, struct bs_proc *p, int rt, const char *lib,
@@ -684,10 +850,12 @@ static int emit_runtime(struct bs_ctx *c, struct bs_proc *p, int rt, const char 
 static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
 		       const char *bin, const char *provider, const char *name, uint32_t probe)
 {
-	LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = probe);
+	LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = (uint64_t)p->gen << 32 | probe);
 	struct bpf_link *l;
 
+	pthread_mutex_lock(&c->bpf_lock);
 	l = bpf_program__attach_usdt(prog, p->pid, bin, provider, name, &uo);
+	pthread_mutex_unlock(&c->bpf_lock);
 	if (!l) {
 		int e = errno;
 
@@ -770,17 +938,22 @@ static void attach_funcs(struct bs_ctx *c, struct bs_proc *p)
 	size_t i;
 
 	for (i = 0; i < c->nfuncs; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = c->funcs[i].name, .bpf_cookie = i);
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = c->funcs[i].name,
+			    .bpf_cookie = (uint64_t)p->gen << 32 | i);
 		struct bpf_link *l;
 
+		pthread_mutex_lock(&c->bpf_lock);
 		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_func_entry, p->pid,
 						    c->funcs[i].bin, 0, &uo);
+		pthread_mutex_unlock(&c->bpf_lock);
 		if (!l)
 			continue;
 		att_add(p, SP_PR_UPROBE_ENTRY, i, c->funcs[i].bin, l);
 		uo.retprobe = true;
+		pthread_mutex_lock(&c->bpf_lock);
 		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_func_return, p->pid,
 						    c->funcs[i].bin, 0, &uo);
+		pthread_mutex_unlock(&c->bpf_lock);
 		if (l)
 			att_add(p, SP_PR_UPROBE_RETURN, i, c->funcs[i].bin, l);
 	}
@@ -902,26 +1075,31 @@ static void attach_image(struct bs_ctx *c, struct bs_proc *p)
 	announce(c, p);
 }
 
-/* A forked child: the same image as its parent, attach the same probes. */
-static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent)
+/* A forked child: the same image as its parent; with probes: attach the
+ * same probes (the child is stopped). */
+static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent,
+			bool probes)
 {
 	struct sp_spans *sk = c->skel;
 	size_t i;
 
-	for (i = 0; i < parent->natt; i++) {
+	for (i = 0; probes && i < parent->natt; i++) {
 		const struct bs_att *a = parent->att[i];
 		struct bpf_program *prog;
 		struct bpf_link *l;
 
 		if (a->probe == SP_PR_UPROBE_ENTRY || a->probe == SP_PR_UPROBE_RETURN) {
 			LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = c->funcs[a->func].name,
-				    .bpf_cookie = a->func,
+				    .bpf_cookie = (uint64_t)child->gen << 32 | a->func,
 				    .retprobe = a->probe == SP_PR_UPROBE_RETURN);
 
 			prog = uo.retprobe ? sk->progs.on_func_return : sk->progs.on_func_entry;
+			pthread_mutex_lock(&c->bpf_lock);
 			l = bpf_program__attach_uprobe_opts(prog, child->pid, a->bin, 0, &uo);
+			pthread_mutex_unlock(&c->bpf_lock);
 		} else {
-			LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = a->probe);
+			LIBBPF_OPTS(bpf_usdt_opts, uo,
+				    .usdt_cookie = (uint64_t)child->gen << 32 | a->probe);
 			const char *prov, *name = strchr(probe_names[a->probe], ':') + 1;
 			char provider[16];
 
@@ -945,7 +1123,9 @@ static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs
 			default:
 				prog = sk->progs.on_ruby_method;
 			}
+			pthread_mutex_lock(&c->bpf_lock);
 			l = bpf_program__attach_usdt(prog, child->pid, a->bin, provider, name, &uo);
+			pthread_mutex_unlock(&c->bpf_lock);
 		}
 		if (l)
 			att_add(child, a->probe, a->func, a->bin, l);
@@ -958,6 +1138,26 @@ static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs
 	child->attached = parent->attached;
 	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));
 	announce(c, child);
+}
+
+/* p runs an image without probes for the modes asked: let BPF release
+ * later execs of the same file (dev, inode, mtime) without stopping them. */
+static void mark_plain(struct bs_ctx *c, struct bs_proc *p)
+{
+	struct sp_bs_imgkey k = { 0 };
+	uint32_t one = 1;
+	char link[64];
+	struct stat st;
+
+	if (p->runtimes || p->natt || c->nfuncs)
+		return;
+	snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
+	if (stat(link, &st))
+		return;
+	k.ino = st.st_ino;
+	k.dev = major(st.st_dev) << 20 | minor(st.st_dev);
+	k.mtime = st.st_mtim.tv_sec;
+	bpf_map__update_elem(c->skel->maps.images, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
 }
 
 static void cont(uint32_t pid)
@@ -1055,28 +1255,47 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		}
 		p = proc_new(c, e->pid);
 		p->ppid = e->ppid;
+		p->gen = (uint32_t)e->cookie;
 		parent = proc_get(c, e->ppid);
+		/* BPF stops a child only when its parent has probes */
 		if (parent)
-			attach_like(c, p, parent);
+			attach_like(c, p, parent, (e->flags & SP_BSF_STOPPED) &&
+				    !(e->flags & SP_BSF_SHARED_MM));
+		if (p->natt)
+			set_tracked(c, p);
 		break;
 	case SP_BS_EXEC:
 		if (!p)
 			p = proc_new(c, e->pid);
 		emit_health(c, p, e->time_ns, true);
-		detach_all(p);
+		/* stale from now on (generation): the reaper detaches them */
+		detach_all(c, p);
+		p->gen = (uint32_t)e->cookie;
 		p->runtimes = 0;
 		p->announced = 0;
 		p->py_active = false;
 		p->cm_pending = false;
 		p->ppid = 0;
 		sp_u64map_release(&p->depth);
+		if (e->flags & SP_BSF_PLAIN) {
+			/* known without probes: BPF did not stop it */
+			c->plain_execs++;
+			p->exe[0] = 0;
+			p->nmap = 0;
+			break;
+		}
+		c->stopped_execs++;
 		attach_image(c, p);
+		if (p->natt)
+			set_tracked(c, p);
+		else
+			mark_plain(c, p);
 		break;
 	case SP_BS_EXIT:
 		if (!p)
 			return 0;
 		emit_health(c, p, e->time_ns, false);
-		detach_all(p);
+		detach_all(c, p);
 		p->exited = true;
 		sp_u64map_release(&p->strs);
 		sp_u64map_release(&p->depth);
@@ -1334,7 +1553,6 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 	char self[PATH_MAX], exe[PATH_MAX], link[64], why[256] = "";
 	unsigned int i;
 	ssize_t n;
-	int err;
 
 	c->out = out;
 	if (t->system_wide && (c->o->modes || c->o->nfuncs)) {
@@ -1353,16 +1571,11 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 		c->funcs[i].bin_id = sp_writer_strz(out->w, c->funcs[i].bin);
 		c->funcs[i].base_id = sp_writer_strz(out->w, base ? base + 1 : c->funcs[i].bin);
 	}
-	libbpf_set_print(libbpf_print);
-	err = 0;
-	c->skel = sp_spans__open();
-	if (!c->skel)
-		snprintf(why, sizeof(why), "cannot open the BPF program: %s", strerror(errno));
-	else if ((err = sp_spans__load(c->skel)))
-		snprintf(why, sizeof(why), "cannot load the BPF program: %s", strerror(-err));
-	else if ((err = sp_spans__attach(c->skel)))	/* fork, exec, exit tracepoints */
-		snprintf(why, sizeof(why), "cannot attach the process tracepoints: %s",
-			 strerror(-err));
+	if (!may_bpf())
+		snprintf(why, sizeof(why), "loading BPF programs needs root (CAP_BPF and "
+			 "CAP_PERFMON)");
+	else if (!(c->skel = preload_take(why, sizeof(why))))
+		;
 	else if (!(c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.spans), on_event, c,
 					    NULL)))
 		snprintf(why, sizeof(why), "cannot create the ring buffer: %s", strerror(errno));
@@ -1381,13 +1594,15 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[n > 0 ? n : 0] = 0;
 	for (i = 0; i < t->npids; i++) {
-		uint32_t pid = t->pids[i], one = 1;
+		uint32_t pid = t->pids[i];
+		struct sp_bs_proc one = { .gen = 1 };
 		struct bs_proc *p;
 
 		if (bpf_map__update_elem(c->skel->maps.tgids, &pid, sizeof(pid), &one,
 					 sizeof(one), BPF_ANY))
 			return sp_error_errno("spans: cannot track pid %u", pid);
 		p = proc_new(c, pid);
+		p->gen = 1;
 		snprintf(link, sizeof(link), "/proc/%u/exe", pid);
 		n = readlink(link, exe, sizeof(exe) - 1);
 		if (n <= 0)
@@ -1398,6 +1613,8 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 			continue;
 		p->attached = true;
 		attach_image(c, p);
+		if (p->natt)
+			set_tracked(c, p);
 		if (c->o->explicit_modes && (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
 			sp_info("pid %u was started without sp-record: Ruby method spans need a "
 				"TracePoint in it, Python 3.11 function entries the eval-frame "
@@ -1501,6 +1718,11 @@ static int spans_prepare_env(struct sp_source *s)
 {
 	struct bs_ctx *c = s->priv;
 
+	/* No spans without BPF: spare Ruby and Python the activators' cost
+	 * (start() says why). */
+	if (!may_bpf() && !c->o->explicit_modes)
+		return 0;
+
 	return sp_spans_setup_env(c->o);
 }
 
@@ -1520,10 +1742,18 @@ static void spans_free(struct sp_source *s)
 		c->releasing = true;
 		ring_buffer__consume(c->rb);
 	}
+	if (c->reaper_on) {
+		pthread_mutex_lock(&c->rq_lock);
+		c->reaper_stop = true;
+		pthread_cond_signal(&c->rq_cond);
+		pthread_mutex_unlock(&c->rq_lock);
+		pthread_join(c->reaper, NULL);
+	}
+	free(c->rq);
 	for (i = 0; i < c->nprocs; i++) {
 		struct bs_proc *p = c->procs[i];
 
-		detach_all(p);
+		detach_all_how(c, p, true);
 		free(p->att);
 		sp_u64map_release(&p->strs);
 		sp_u64map_release(&p->depth);
@@ -1538,6 +1768,11 @@ static void spans_free(struct sp_source *s)
 	free(c->funcs);
 	ring_buffer__free(c->rb);
 	sp_spans__destroy(c->skel);
+	if (preload.on) {	/* never started */
+		char why[256];
+
+		sp_spans__destroy(preload_take(why, sizeof(why)));
+	}
 	free(c);
 	free(s);
 }
@@ -1548,6 +1783,9 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o)
 	struct bs_ctx *c = sp_xcalloc(1, sizeof(*c));
 
 	c->o = o;
+	pthread_mutex_init(&c->bpf_lock, NULL);
+	pthread_mutex_init(&c->rq_lock, NULL);
+	pthread_cond_init(&c->rq_cond, NULL);
 	s->name = "spans";
 	s->fd = -1;
 	s->priv = c;
