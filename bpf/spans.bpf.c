@@ -129,7 +129,8 @@ static __always_inline struct sp_bs_event *begin(__u32 kind, __u32 probe, __u64 
 
 /* Read string i from user memory, hash it, and decide whether its bytes
  * must travel (not sent yet for this address in this process). */
-static __always_inline void get_str(struct sp_bs_event *e, int i, __u64 addr)
+static __always_inline void get_str_how(struct sp_bs_event *e, int i, __u64 addr,
+					bool literal)
 {
 	struct sp_bs_strkey k = { .addr = addr, .pid = e->pid };
 	__u64 h = 0xcbf29ce484222325ull, w, *cached;
@@ -141,6 +142,15 @@ static __always_inline void get_str(struct sp_bs_event *e, int i, __u64 addr)
 	e->addr[i] = addr;
 	if (!addr)
 		return;
+	if (literal) {
+		/* A string literal of the binary (<stackpulse/span.h>): its
+		 * bytes never change, known by address once sent. */
+		cached = bpf_map_lookup_elem(&strcache, &k);
+		if (cached) {
+			e->hash[i] = *cached;
+			return;
+		}
+	}
 	n = bpf_probe_read_user_str(e->str[i], SP_BS_STRLEN, (void *)addr);
 	if (n <= 0) {
 		/* Typically a string literal in a page never touched yet: BPF
@@ -216,6 +226,11 @@ static __always_inline __u32 probe_kind(__u32 probe)
 		return SP_BS_AUDIT;
 	}
 	return SP_BS_STOP;
+}
+
+static __always_inline void get_str(struct sp_bs_event *e, int i, __u64 addr)
+{
+	get_str_how(e, i, addr, false);
 }
 
 /* ruby:method__entry/return, ruby:cmethod__entry/return:
@@ -321,8 +336,8 @@ int BPF_USDT(on_sp_span, __u64 name, __u64 file, long line)
 
 	if (!e)
 		return 0;
-	get_str(e, 1, name);
-	get_str(e, 2, file);
+	get_str_how(e, 1, name, true);
+	get_str_how(e, 2, file, true);
 	e->line = line;
 	return submit(e);
 }
