@@ -217,6 +217,7 @@ struct perf {
 	bool hardware;
 	bool kernel_ok;		/* kernel samples and callchains allowed */
 	bool build_id_ok;	/* attr.build_id works */
+	bool sideband;		/* the "dummy" event: side-band records, no sample */
 	unsigned int nregs;	/* registers in attr.sample_regs_user */
 	int epfd;
 
@@ -1587,6 +1588,13 @@ static void perf_describe(struct sp_source *s, char *f, size_t fsize, char *u, s
 	struct perf *p = s->priv;
 	static const char *const cg[] = { "none", "fp", "dwarf", "auto" };
 
+	if (p->sideband) {
+		/* no samples, so no stacks: only what tracks processes and mappings */
+		snprintf(f, fsize, "perf=dummy samples=none%s",
+			 p->build_id_ok ? " mmap2-build-id" : "");
+		snprintf(u, usize, "%s", p->build_id_ok ? "" : "mmap2-build-id");
+		return;
+	}
 	snprintf(f, fsize, "perf=%s callchain=%s%s%s%s", p->o.event,
 		 cg[p->o.call_graph & 3],
 		 p->kernel_ok && !p->o.user_only ? " kernel-stacks" : "",
@@ -1715,7 +1723,13 @@ struct sp_source *sp_perf_source_new(const struct sp_perf_opts *o)
 	a->size = sizeof(*a);
 	a->type = p->type;
 	a->config = p->config;
-	if (p->o.period) {
+	p->sideband = p->type == PERF_TYPE_SOFTWARE && p->config == PERF_COUNT_SW_DUMMY;
+	if (p->sideband) {
+		/* never samples: no period, no frequency; processes, threads and
+		 * mappings still come as COMM/FORK/EXIT/MMAP2 records */
+		p->o.freq = 0;
+		p->o.period = 0;
+	} else if (p->o.period) {
 		a->sample_period = p->o.period;
 	} else {
 		a->freq = 1;
@@ -1801,7 +1815,7 @@ struct sp_source *sp_perf_source_new(const struct sp_perf_opts *o)
 		sp_error_errno("perf_event_open of event '%s'", p->o.event);
 		goto fail;
 	}
-	if (!p->kernel_ok && !p->o.user_only)
+	if (!p->kernel_ok && !p->o.user_only && !p->sideband)
 		sp_warn("kernel stacks need root or perf_event_paranoid <= 1 (it is %d): "
 			"recording user stacks only", paranoid_level());
 	read_vdso(p);
@@ -1818,8 +1832,9 @@ void sp_perf_source_info(struct sp_source *s, struct sp_perf_info *info)
 	info->event = p->o.event;
 	info->freq = p->o.period ? 0 : p->o.freq;
 	info->period = p->o.period;
-	info->call_graph = p->o.call_graph;
-	info->flags = (p->kernel_ok && !p->o.user_only ? SP_HDR_KERNEL_STACKS : 0) |
+	info->call_graph = p->sideband ? SP_CG_NONE : p->o.call_graph;
+	info->flags = p->sideband ? 0 :
+		      (p->kernel_ok && !p->o.user_only ? SP_HDR_KERNEL_STACKS : 0) |
 		      (p->o.kernel_only || p->o.call_graph == SP_CG_NONE ? 0 : SP_HDR_USER_STACKS);
 }
 

@@ -259,3 +259,19 @@ check_run() {
 		done
 	done
 }
+
+@test "sp-record-events: --no-samples keeps processes and mappings with the perf dummy event, no sample" {
+	# the pid and the binary are checked against what the shell itself says
+	run --separate-stderr -0 sp-record --no-samples --events=none --spans=none -o "$OUT/d.sp" -- \
+		sh -c 'echo $$ > "$1"; exec /bin/sleep 0.01' sh "$D/pid"
+	sp-decode "$OUT/d.sp" > "$OUT/d.json"
+	pid=$(cat "$D/pid")
+	assert_equal "$(header < "$OUT/d.json" | jq -r .event)" "dummy"
+	header < "$OUT/d.json" | jq -e '.features | split(" ") | index("perf=dummy") and index("samples=none")'
+	header < "$OUT/d.json" | jq -e '(.sample_freq // 0) == 0 and (.sample_period // 0) == 0'
+	assert_equal "$(jq -s '[.[] | select(.type=="sample")] | length' "$OUT/d.json")" 0
+	jq -e -s --argjson p "$pid" 'any(.[]; .type=="process" and .pid==$p)' "$OUT/d.json"
+	# the exec'd sleep is mapped: its module record names the real file
+	sleep_path=$(readlink -f /bin/sleep)
+	jq -e -s --arg f "$sleep_path" 'any(.[]; .type=="module" and (.path==$f or .path=="/bin/sleep" or .path=="/usr/bin/sleep"))' "$OUT/d.json"
+}
