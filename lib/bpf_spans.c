@@ -15,6 +15,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
@@ -529,7 +531,14 @@ struct bs_ctx {
 	bool reaper_on, reaper_stop;
 	struct bpf_link **rq;
 	size_t nrq, crq;
-	uint64_t plain_execs, stopped_execs;
+	uint64_t plain_execs, stopped_execs;	/* execs released by BPF / looked at */
+	uint64_t forks, stopped_forks;		/* forks, and those held for probes */
+	uint64_t probed_images;			/* images that got probes */
+	uint32_t *pids;			/* the target */
+	bool *pid_cmd;			/* started by sp-record */
+	unsigned int npids;
+	bool deferred;			/* auto: waiting for the preloaded object */
+	int epfd;			/* s->fd while deferred: preload.efd, then the ring */
 	char unavailable[256];
 };
 
@@ -598,20 +607,35 @@ static struct sp_spans *load_skel(char *why, size_t size)
 static struct {
 	pthread_t th;
 	bool on;
+	int efd;		/* written once loaded (or failed) */
+	int done;		/* atomic */
 	struct sp_spans *skel;
 	char why[256];
-} preload;
+} preload = { .efd = -1 };
 
 static void *preload_main(void *arg)
 {
+	uint64_t one = 1;
+
 	(void)arg;
 	preload.skel = load_skel(preload.why, sizeof(preload.why));
+	__atomic_store_n(&preload.done, 1, __ATOMIC_RELEASE);
+	if (write(preload.efd, &one, sizeof(one)) < 0)
+		return NULL;
 	return NULL;
+}
+
+static bool preload_ready(void)
+{
+	return __atomic_load_n(&preload.done, __ATOMIC_ACQUIRE);
 }
 
 static void preload_start(const struct sp_spans_opts *o)
 {
 	if (preload.on || (!o->modes && !o->nfuncs) || !may_bpf())
+		return;
+	preload.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (preload.efd < 0)
 		return;
 	preload.on = !pthread_create(&preload.th, NULL, preload_main, NULL);
 }
@@ -1263,6 +1287,9 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 				    !(e->flags & SP_BSF_SHARED_MM));
 		if (p->natt)
 			set_tracked(c, p);
+		c->forks++;
+		if (e->flags & SP_BSF_STOPPED)
+			c->stopped_forks++;
 		break;
 	case SP_BS_EXEC:
 		if (!p)
@@ -1286,10 +1313,12 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		}
 		c->stopped_execs++;
 		attach_image(c, p);
-		if (p->natt)
+		if (p->natt) {
 			set_tracked(c, p);
-		else
+			c->probed_images++;
+		} else {
 			mark_plain(c, p);
+		}
 		break;
 	case SP_BS_EXIT:
 		if (!p)
@@ -1547,6 +1576,180 @@ static int resolve_funcs(struct bs_ctx *c)
 	return 0;
 }
 
+/* Whether an executable (or the interpreter of a script) is a runtime or
+ * has <stackpulse/span.h> markers for the modes asked; depth: #! levels. */
+static bool file_has_probes(struct bs_ctx *c, const char *path, int depth)
+{
+	char head[256], libs[4][4096], *nl, *interp, *arg;
+	ssize_t n;
+	int fd, i, nlibs;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, head, sizeof(head) - 1);
+	close(fd);
+	if (n < 4)
+		return false;
+	head[n] = 0;
+	if (head[0] == '#' && head[1] == '!') {
+		if (depth > 2)
+			return false;
+		nl = strchr(head, '\n');
+		if (nl)
+			*nl = 0;
+		interp = strtok(head + 2, " \t");
+		arg = interp ? strtok(NULL, " \t") : NULL;
+		if (!interp)
+			return false;
+		/* #!/usr/bin/env ruby: the name says it */
+		if (arg && !strcmp(strrchr(interp, '/') ? strrchr(interp, '/') + 1 : interp, "env"))
+			return strstr(arg, "ruby") || strstr(arg, "python");
+		return file_has_probes(c, interp, depth + 1);
+	}
+	if (memcmp(head, "\177ELF", 4))
+		return false;
+	if (providers_cached(c, path) & c->o->modes)
+		return true;
+	nlibs = sp_spans_runtime_libs(path, libs, 4);
+	for (i = 0; i < nlibs; i++)
+		if (providers_cached(c, libs[i]) & c->o->modes)
+			return true;
+	return false;
+}
+
+/* The command sp-record runs, from its own arguments after "--". false
+ * when it is known not to be a runtime; true when it is or is unknown. */
+static bool command_has_probes(struct bs_ctx *c)
+{
+	static char args[65536];
+	char full[PATH_MAX + 256];
+	const char *a, *cmd = NULL, *path;
+	ssize_t n;
+	int fd;
+
+	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, args, sizeof(args) - 1);
+	close(fd);
+	if (n <= 0 || n == sizeof(args) - 1)
+		return true;
+	args[n] = 0;
+	for (a = args + strlen(args) + 1; a < args + n; a += strlen(a) + 1)
+		if (!strcmp(a, "--")) {
+			cmd = a + 3;
+			break;
+		}
+	if (!cmd || cmd >= args + n || !*cmd)
+		return true;
+	if (strchr(cmd, '/'))
+		return file_has_probes(c, cmd, 0);
+	for (path = getenv("PATH"); path && *path;) {
+		const char *end = strchr(path, ':');
+		int len = end ? (int)(end - path) : (int)strlen(path);
+
+		snprintf(full, sizeof(full), "%.*s/%s", len, path, cmd);
+		if (!access(full, X_OK) && is_file(full))
+			return file_has_probes(c, full, 0);
+		path = end ? end + 1 : NULL;
+	}
+	return true;
+}
+
+/* Track pid (and, with walk, its descendants, found running) in BPF.
+ * cmd: started by sp-record (the activators are in its environment). */
+static int seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool walk)
+{
+	struct sp_bs_proc one = { .gen = 1 };
+	char exe[PATH_MAX], link[64], path[96], buf[4096];
+	struct bs_proc *p;
+	struct dirent *de;
+	ssize_t n;
+	DIR *d;
+
+	if (bpf_map__update_elem(c->skel->maps.tgids, &pid, sizeof(pid), &one, sizeof(one),
+				 BPF_ANY))
+		return sp_error_errno("spans: cannot track pid %u", pid);
+	if (proc_get(c, pid))
+		return 0;
+	p = proc_new(c, pid);
+	p->gen = 1;
+	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = 0;
+	/* Our own child before exec: the exec hook attaches. */
+	if (!strcmp(exe, self))
+		return 0;
+	p->attached = !cmd;
+	attach_image(c, p);
+	if (p->natt)
+		set_tracked(c, p);
+	if (!cmd && c->o->explicit_modes && (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
+		sp_info("pid %u was started without sp-record: Ruby method spans need a "
+			"TracePoint in it, Python 3.11 function entries the eval-frame "
+			"hook (see docs/spans.md)", pid);
+	if (!walk)
+		return 0;
+	/* Children forked before the fork hook knew the parent. */
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		char cpath[128], *q, *end;
+		int fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(cpath, sizeof(cpath), "/proc/%u/task/%.20s/children", pid, de->d_name);
+		fd = open(cpath, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		for (q = buf; *q; q = end) {
+			unsigned long child = strtoul(q, &end, 10);
+
+			if (end == q)
+				break;
+			if (child && child < UINT32_MAX && seed(c, child, self, cmd, true))
+				break;
+		}
+	}
+	if (d)
+		closedir(d);
+	return 0;
+}
+
+/* The BPF object is there: track the target and listen. */
+static int start_tracking(struct sp_source *s, struct bs_ctx *c)
+{
+	char self[PATH_MAX];
+	unsigned int i;
+	ssize_t n;
+
+	if (!(c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.spans), on_event, c, NULL)))
+		return -1;
+	if (c->epfd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(c->rb), &ev))
+			return -1;
+	} else {
+		s->fd = ring_buffer__epoll_fd(c->rb);
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = 0;
+	for (i = 0; i < c->npids; i++)
+		if (seed(c, c->pids[i], self, c->pid_cmd[i], c->epfd >= 0))
+			return -1;
+	c->last_poll_ns = sp_now_mono_ns();
+	c->lost_since = c->last_poll_ns;
+	return 0;
+}
+
 static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp_emit *out)
 {
 	struct bs_ctx *c = s->priv;
@@ -1571,57 +1774,75 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 		c->funcs[i].bin_id = sp_writer_strz(out->w, c->funcs[i].bin);
 		c->funcs[i].base_id = sp_writer_strz(out->w, base ? base + 1 : c->funcs[i].bin);
 	}
-	if (!may_bpf())
-		snprintf(why, sizeof(why), "loading BPF programs needs root (CAP_BPF and "
-			 "CAP_PERFMON)");
-	else if (!(c->skel = preload_take(why, sizeof(why))))
-		;
-	else if (!(c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.spans), on_event, c,
-					    NULL)))
-		snprintf(why, sizeof(why), "cannot create the ring buffer: %s", strerror(errno));
-	if (!c->rb) {
-		sp_spans__destroy(c->skel);
-		c->skel = NULL;
-		/* Only what the user named is worth stopping for. */
-		if (c->o->explicit_modes || c->o->nfuncs)
-			return sp_error("spans: %s", why);
-		sp_warn("spans: %s: recording without method spans", why);
-		snprintf(c->unavailable, sizeof(c->unavailable), "spans");
-		return 0;
-	}
-	s->fd = ring_buffer__epoll_fd(c->rb);
-
+	/* The target, and which of it is our command (not exec'd yet). */
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[n > 0 ? n : 0] = 0;
+	c->pids = sp_xcalloc(t->npids + 1, sizeof(*c->pids));
+	c->pid_cmd = sp_xcalloc(t->npids + 1, sizeof(*c->pid_cmd));
 	for (i = 0; i < t->npids; i++) {
-		uint32_t pid = t->pids[i];
-		struct sp_bs_proc one = { .gen = 1 };
-		struct bs_proc *p;
-
-		if (bpf_map__update_elem(c->skel->maps.tgids, &pid, sizeof(pid), &one,
-					 sizeof(one), BPF_ANY))
-			return sp_error_errno("spans: cannot track pid %u", pid);
-		p = proc_new(c, pid);
-		p->gen = 1;
-		snprintf(link, sizeof(link), "/proc/%u/exe", pid);
+		c->pids[i] = t->pids[i];
+		snprintf(link, sizeof(link), "/proc/%u/exe", t->pids[i]);
 		n = readlink(link, exe, sizeof(exe) - 1);
-		if (n <= 0)
-			continue;
-		exe[n] = 0;
-		/* Our own child before exec: the exec hook attaches. */
-		if (!strcmp(exe, self))
-			continue;
-		p->attached = true;
-		attach_image(c, p);
-		if (p->natt)
-			set_tracked(c, p);
-		if (c->o->explicit_modes && (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
-			sp_info("pid %u was started without sp-record: Ruby method spans need a "
-				"TracePoint in it, Python 3.11 function entries the eval-frame "
-				"hook (see docs/spans.md)", pid);
+		exe[n > 0 ? n : 0] = 0;
+		c->pid_cmd[i] = n > 0 && !strcmp(exe, self);
 	}
-	c->last_poll_ns = sp_now_mono_ns();
-	c->lost_since = c->last_poll_ns;
+	c->npids = t->npids;
+	if (!may_bpf()) {
+		snprintf(why, sizeof(why), "loading BPF programs needs root (CAP_BPF and "
+			 "CAP_PERFMON)");
+	} else if (!c->o->explicit_modes && !c->o->nfuncs && preload.on && !preload_ready() &&
+		   c->npids == 1 && c->pid_cmd[0] && !command_has_probes(c)) {
+		/*
+		 * --spans=auto and a command that is no runtime: nobody asked
+		 * for spans, so nobody waits for the BPF object. The recording
+		 * starts now; the processes of the tree are tracked once it is
+		 * loaded (those running by then are attached as found, their
+		 * first spans missed). A command that ends before that costs
+		 * no more than without spans. A runtime command waits.
+		 */
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		c->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (c->epfd < 0 || epoll_ctl(c->epfd, EPOLL_CTL_ADD, preload.efd, &ev))
+			return sp_error_errno("spans: epoll");
+		s->fd = c->epfd;
+		c->deferred = true;
+		return 0;
+	} else if ((c->skel = preload_take(why, sizeof(why))) && !start_tracking(s, c)) {
+		return 0;
+	} else if (c->skel && !why[0]) {
+		snprintf(why, sizeof(why), "cannot create the ring buffer: %s", strerror(errno));
+	}
+	ring_buffer__free(c->rb);
+	c->rb = NULL;
+	sp_spans__destroy(c->skel);
+	c->skel = NULL;
+	/* Only what the user named is worth stopping for. */
+	if (c->o->explicit_modes || c->o->nfuncs)
+		return sp_error("spans: %s", why);
+	sp_warn("spans: %s: recording without method spans", why);
+	snprintf(c->unavailable, sizeof(c->unavailable), "spans");
+	return 0;
+}
+
+/* --spans=auto: the BPF object loaded in the background is ready. */
+static int finish_deferred(struct sp_source *s, struct bs_ctx *c)
+{
+	char why[256] = "";
+
+	c->deferred = false;
+	/* it stays readable: stop watching it */
+	epoll_ctl(c->epfd, EPOLL_CTL_DEL, preload.efd, NULL);
+	c->skel = preload_take(why, sizeof(why));
+	if (c->skel && !start_tracking(s, c))
+		return 0;
+	if (c->skel && !why[0])
+		snprintf(why, sizeof(why), "cannot create the ring buffer: %s", strerror(errno));
+	ring_buffer__free(c->rb);
+	c->rb = NULL;
+	sp_spans__destroy(c->skel);
+	c->skel = NULL;
+	sp_warn("spans: %s: recording without method spans", why);
 	return 0;
 }
 
@@ -1631,9 +1852,11 @@ static int spans_poll(struct sp_source *s, struct sp_emit *out)
 	uint64_t before = c->spans + c->raises + c->audits, now;
 	int n;
 
+	c->out = out;
+	if (c->deferred && preload_ready() && finish_deferred(s, c))
+		return -1;
 	if (!c->rb)
 		return 0;
-	c->out = out;
 	now = sp_now_mono_ns();
 	n = ring_buffer__consume(c->rb);
 	if (c->err)
@@ -1651,7 +1874,7 @@ static uint64_t spans_watermark(struct sp_source *s)
 	struct bs_ctx *c = s->priv;
 
 	if (!c->rb)
-		return UINT64_MAX;
+		return UINT64_MAX;	/* also while the object loads: nothing before */
 	/* An event stamped just before the last drain may be committed after
 	 * it: hold back a millisecond. */
 	return c->last_poll_ns > 1000000 ? c->last_poll_ns - 1000000 : 0;
@@ -1663,10 +1886,15 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 	uint64_t now;
 	size_t i;
 
-	if (!c->rb)
-		return 0;
 	if (spans_poll(s, out) < 0)
 		return -1;
+	if (c->deferred) {
+		sp_info("spans: the recording ended before the BPF program was loaded: "
+			"no spans");
+		return 0;
+	}
+	if (!c->rb)
+		return 0;
 	now = sp_now_mono_ns();
 	for (i = 0; i < c->nprocs; i++) {
 		struct bs_proc *p = c->procs[i];
@@ -1691,6 +1919,11 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 		(unsigned long long)c->spans, (unsigned long long)c->raises,
 		(unsigned long long)c->audits, (unsigned long long)c->orphans,
 		(unsigned long long)c->idle);
+	sp_info("spans: execs: %llu held to look for runtimes, %llu released at once (file known "
+		"without probes); %llu got probes; forks: %llu, %llu held for their parent's probes",
+		(unsigned long long)c->stopped_execs, (unsigned long long)c->plain_execs,
+		(unsigned long long)c->probed_images, (unsigned long long)c->forks,
+		(unsigned long long)c->stopped_forks);
 	return 0;
 }
 
@@ -1768,11 +2001,17 @@ static void spans_free(struct sp_source *s)
 	free(c->funcs);
 	ring_buffer__free(c->rb);
 	sp_spans__destroy(c->skel);
-	if (preload.on) {	/* never started */
+	if (preload.on && !c->deferred) {	/* never started */
 		char why[256];
 
 		sp_spans__destroy(preload_take(why, sizeof(why)));
 	}
+	/* Still loading at the end (a short command under --spans=auto): do
+	 * not wait for it, the exit closes whatever it made. */
+	if (c->epfd >= 0)
+		close(c->epfd);
+	free(c->pids);
+	free(c->pid_cmd);
 	free(c);
 	free(s);
 }
@@ -1786,6 +2025,7 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o)
 	pthread_mutex_init(&c->bpf_lock, NULL);
 	pthread_mutex_init(&c->rq_lock, NULL);
 	pthread_cond_init(&c->rq_cond, NULL);
+	c->epfd = -1;
 	s->name = "spans";
 	s->fd = -1;
 	s->priv = c;

@@ -176,7 +176,7 @@ p2/main span_stop spans_c#leaf_work 0 2"
 @test "sp-record --spans=ruby: the default Ruby mode does not crash Ruby (50 runs in a row)" {
 	require_ruby
 	for i in $(seq 50); do
-		run sp-record --spans=ruby -o "$OUT" -- ruby -e 'def f; 1; end; 100.times { f }'
+		run sp-record --spans=ruby --events=none -o "$OUT" -- ruby -e 'def f; 1; end; 100.times { f }'
 		[ "$status" -eq 0 ] || fail "run $i: exit $status: $output"
 		[[ "$output" != *"[BUG]"* ]] || fail "run $i: $output"
 	done
@@ -287,4 +287,36 @@ p1/main span_stop #<module> 15 1"
 	# consume's implicit return is on the for line (dis agrees)
 	run -0 $PY -c "import dis; ns = {}; exec(open('$BATS_TEST_TMPDIR/gen.py').read(), ns); print([i.positions.lineno for i in dis.get_instructions(ns['consume']) if i.opname == 'RETURN_VALUE'])"
 	assert_output "[7]"
+}
+
+@test "sp-record --spans: a process that is no runtime gets no probes and is not held at exec or fork" {
+	require_python
+	# Python is no runtime for --spans=ruby: nothing to attach, its forks
+	# run at once. It counts how often its children were seen stopped
+	# (waitpid WUNTRACED): the first exec of /bin/true is held while
+	# sp-record reads the file, the four after it are not held at all.
+	cat >"$BATS_TEST_TMPDIR/spawn.py" <<-'EOF'
+	import os
+	stops = 0
+	for i in range(5):
+	    pid = os.fork()
+	    if pid == 0:
+	        os.execv("/bin/true", ["true"])
+	    while True:
+	        _, st = os.waitpid(pid, os.WUNTRACED)
+	        if os.WIFSTOPPED(st):
+	            stops += 1
+	            continue
+	        break
+	print("stops", stops)
+	EOF
+	run -0 --separate-stderr sp-record -v --spans=ruby --events=none -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/spawn.py"
+	# at most the first exec (it is continued at once, so even that one
+	# is often gone before the parent looks)
+	[[ "$output" == "stops 0" || "$output" == "stops 1" ]] || fail "$output"
+	[[ "$stderr" == *"execs: 2 held to look for runtimes, 4 released at once"*"0 got probes; forks: 5, 0 held"* ]] ||
+		fail "$stderr"
+	# no runtime and no probe records: nothing was attached
+	run -0 bash -c "sp-decode '$OUT' | jq -c 'select(.type == \"runtime\" or .type == \"probe\")'"
+	assert_output ""
 }
