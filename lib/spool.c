@@ -233,16 +233,46 @@ static size_t put_field(uint8_t *p, struct sp_spool_state *st, enum sp_field_typ
 	return sp_varint_put(p, v);
 }
 
+/* Per kind: 10 bytes per field, and whether any field has bytes (else the
+ * bound is that constant plus the extra bytes and, for events, their values).
+ * Filled on first use; every thread computes the same values. */
+static struct {
+	uint32_t fixed;
+	uint8_t known, has_bytes;
+} bound_of[SP_REC_KIND_MAX];
+
+static void bound_init(unsigned int kind, const struct sp_schema *s)
+{
+	unsigned int i;
+	uint8_t has = 0;
+
+	for (i = 0; i < s->nfields; i++) {
+		enum sp_field_type t = s->fields[i].type;
+
+		has |= t == SP_FT_BYTES || t == SP_FT_ADDR || t == SP_FT_STRVAL || t == SP_FT_TEXT;
+	}
+	bound_of[kind].fixed = 10 + 10 * s->nfields;
+	bound_of[kind].has_bytes = has;
+	bound_of[kind].known = 1;
+}
+
 size_t sp_spool_bound(const struct sp_record *rec)
 {
-	const struct sp_schema *s = sp_schema(rec->kind);
+	const struct sp_schema *s;
 	size_t n = rec->extra.len + 10;
 	unsigned int i;
 
 	if (rec->kind == SP_REC_KIND_MAX)
 		return rec->unknown.raw.len;
+	if ((unsigned int)rec->kind < SP_REC_KIND_MAX && bound_of[rec->kind].known &&
+	    !bound_of[rec->kind].has_bytes) {
+		n = rec->extra.len + bound_of[rec->kind].fixed;
+		goto event;
+	}
+	s = sp_schema(rec->kind);
 	if (!s)
 		return 0;
+	bound_init(rec->kind, s);
 	for (i = 0; i < s->nfields; i++) {
 		const struct sp_schema_field *f = &s->fields[i];
 
@@ -251,6 +281,7 @@ size_t sp_spool_bound(const struct sp_record *rec)
 		    f->type == SP_FT_TEXT)
 			n += sp_field_bytes((void *)&rec->header, f)->len;
 	}
+event:
 	if (rec->kind == SP_REC_EVENT) {
 		n += rec->event.raw.len;
 		for (i = 0; i < rec->event.nfields && i < SP_EVENT_MAX_FIELDS; i++)
