@@ -378,3 +378,26 @@ $pid 0x7f0000002000 16 jitted_bye"
 	echo "samples with >= 6 workload frames: $n"
 	[ "$n" -gt 0 ]
 }
+
+@test "sp-record: without root, the default options record with one warning per missing facility" {
+	require_root
+	command -v setpriv >/dev/null || skip "needs setpriv"
+	D=$(mktemp -d /tmp/sp-nr.XXXXXX)
+	chmod 777 "$D"
+	run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$SP_BIN/sp-record" -o "$D/nr.sp" -- "$WL" 0.3
+	st=$status
+	err=$stderr
+	sp-decode "$D/nr.sp" > "$OUT/nr.json"
+	rm -rf "$D"
+	assert_equal "$st" 0
+	[[ $err != *"error"* ]]
+	# each facility it lacks is named once, and nothing is said twice
+	assert_equal "$(grep -c 'kernel stacks need root' <<< "$err")" 1
+	assert_equal "$(grep -c 'kernel events unavailable' <<< "$err")" 1
+	assert_equal "$(sort <<< "$err" | uniq -d)" ""
+	jq -e -s '.[0].type == "header" and (.[0].unavailable | split(" ") | index("kernel-stacks") and index("bpf-events"))' "$OUT/nr.json"
+	jq -e -s '.[-1].type == "end"' "$OUT/nr.json"
+	# user stacks still come: the workload burns CPU for a while
+	jq -e -s 'any(.[]; .type == "sample")' "$OUT/nr.json"
+}
