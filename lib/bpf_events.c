@@ -403,13 +403,19 @@ static int read_boot_id(char *buf)
 	return 0;
 }
 
-/* $XDG_CACHE_HOME/stackpulse/bpf-features, else ~/.cache/stackpulse/...;
- * 0, or -1 when there is no home to cache in. */
+/* bpf-features in $SP_CACHE_DIR (empty: no cache), else
+ * $XDG_CACHE_HOME/stackpulse, else ~/.cache/stackpulse (as kallsyms);
+ * 0, or -1 when there is nowhere to cache. */
 static int kfeat_path(char *buf, size_t size, char *dir, size_t dsize)
 {
+	const char *sp = getenv("SP_CACHE_DIR");
 	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 
-	if (x && *x == '/')
+	if (sp && !*sp)
+		return -1;	/* the cache is off */
+	if (sp)
+		snprintf(dir, dsize, "%s", sp);
+	else if (x && *x == '/')
 		snprintf(dir, dsize, "%s/stackpulse", x);
 	else if (home && *home == '/')
 		snprintf(dir, dsize, "%s/.cache/stackpulse", home);

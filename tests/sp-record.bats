@@ -401,3 +401,15 @@ $pid 0x7f0000002000 16 jitted_bye"
 	# user stacks still come: the workload burns CPU for a while
 	jq -e -s 'any(.[]; .type == "sample")' "$OUT/nr.json"
 }
+
+@test "sp-record: every option --help prints is in docs/sp-record.md" {
+	run -0 sp-record --help
+	# the option lines only (the examples name other tools' options)
+	opts=$(grep -E '^ +(-., )?--[a-z]' <<< "$output" | grep -oE -- '--[a-z][a-z-]+' | sort -u)
+	[ -n "$opts" ]
+	missing=""
+	for o in $opts; do
+		grep -qF -- "\`$o" "$BATS_TEST_DIRNAME/../docs/sp-record.md" || missing="$missing $o"
+	done
+	assert_equal "$missing" ""
+}
