@@ -20,7 +20,7 @@
 
 #define CHUNK_SIZE	(256u << 10)
 #define MAX_RUNS	32
-#define MAX_FREE_CHUNKS	16
+#define MAX_FREE_CHUNKS	256	/* 64 MiB: what a burst held, kept for the next */
 
 struct entry {
 	uint64_t time, seq;
