@@ -103,7 +103,7 @@ int sp_spans_split_func(const char *spec, char *bin, size_t bsize, char *func, s
 	return 0;
 }
 
-static void preload_start(const struct sp_spans_opts *o);
+static void preload_start(const struct sp_spans_opts *o, bool now);
 
 static error_t parse_spans(int key, char *arg, struct argp_state *state)
 {
@@ -129,8 +129,10 @@ static error_t parse_spans(int key, char *arg, struct argp_state *state)
 		o->funcs[o->nfuncs++] = arg;
 		break;
 	case ARGP_KEY_SUCCESS:
-		/* Load the BPF object now, while sp-record sets up the rest. */
-		preload_start(o);
+		/* Load the BPF object now, while sp-record sets up the rest,
+		 * unless it is --spans=auto for a command that is no runtime:
+		 * then start() loads it in the background. */
+		preload_start(o, false);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -538,6 +540,7 @@ struct bs_ctx {
 	bool *pid_cmd;			/* started by sp-record */
 	unsigned int npids;
 	bool deferred;			/* auto: waiting for the preloaded object */
+	bool finishing;
 	int epfd;			/* s->fd while deferred: preload.efd, then the ring */
 	char unavailable[256];
 };
@@ -630,11 +633,16 @@ static bool preload_ready(void)
 	return __atomic_load_n(&preload.done, __ATOMIC_ACQUIRE);
 }
 
-static void preload_start(const struct sp_spans_opts *o)
+static bool command_has_probes(unsigned int modes);
+
+static void preload_start(const struct sp_spans_opts *o, bool now)
 {
 	if (preload.on || (!o->modes && !o->nfuncs) || !may_bpf())
 		return;
-	preload.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!now && !o->explicit_modes && !o->nfuncs && !command_has_probes(o->modes))
+		return;
+	if (preload.efd < 0)
+		preload.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (preload.efd < 0)
 		return;
 	preload.on = !pthread_create(&preload.th, NULL, preload_main, NULL);
@@ -1578,7 +1586,7 @@ static int resolve_funcs(struct bs_ctx *c)
 
 /* Whether an executable (or the interpreter of a script) is a runtime or
  * has <stackpulse/span.h> markers for the modes asked; depth: #! levels. */
-static bool file_has_probes(struct bs_ctx *c, const char *path, int depth)
+static bool file_has_probes(unsigned int modes, const char *path, int depth)
 {
 	char head[256], libs[4][4096], *nl, *interp, *arg;
 	ssize_t n;
@@ -1605,22 +1613,22 @@ static bool file_has_probes(struct bs_ctx *c, const char *path, int depth)
 		/* #!/usr/bin/env ruby: the name says it */
 		if (arg && !strcmp(strrchr(interp, '/') ? strrchr(interp, '/') + 1 : interp, "env"))
 			return strstr(arg, "ruby") || strstr(arg, "python");
-		return file_has_probes(c, interp, depth + 1);
+		return file_has_probes(modes, interp, depth + 1);
 	}
 	if (memcmp(head, "\177ELF", 4))
 		return false;
-	if (providers_cached(c, path) & c->o->modes)
+	if (providers_cached(NULL, path) & modes)
 		return true;
 	nlibs = sp_spans_runtime_libs(path, libs, 4);
 	for (i = 0; i < nlibs; i++)
-		if (providers_cached(c, libs[i]) & c->o->modes)
+		if (providers_cached(NULL, libs[i]) & modes)
 			return true;
 	return false;
 }
 
 /* The command sp-record runs, from its own arguments after "--". false
  * when it is known not to be a runtime; true when it is or is unknown. */
-static bool command_has_probes(struct bs_ctx *c)
+static bool command_has_probes(unsigned int modes)
 {
 	static char args[65536];
 	char full[PATH_MAX + 256];
@@ -1644,14 +1652,14 @@ static bool command_has_probes(struct bs_ctx *c)
 	if (!cmd || cmd >= args + n || !*cmd)
 		return true;
 	if (strchr(cmd, '/'))
-		return file_has_probes(c, cmd, 0);
+		return file_has_probes(modes, cmd, 0);
 	for (path = getenv("PATH"); path && *path;) {
 		const char *end = strchr(path, ':');
 		int len = end ? (int)(end - path) : (int)strlen(path);
 
 		snprintf(full, sizeof(full), "%.*s/%s", len, path, cmd);
 		if (!access(full, X_OK) && is_file(full))
-			return file_has_probes(c, full, 0);
+			return file_has_probes(modes, full, 0);
 		path = end ? end + 1 : NULL;
 	}
 	return true;
@@ -1790,8 +1798,10 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 	if (!may_bpf()) {
 		snprintf(why, sizeof(why), "loading BPF programs needs root (CAP_BPF and "
 			 "CAP_PERFMON)");
-	} else if (!c->o->explicit_modes && !c->o->nfuncs && preload.on && !preload_ready() &&
-		   c->npids == 1 && c->pid_cmd[0] && !command_has_probes(c)) {
+	} else if (!c->o->explicit_modes && !c->o->nfuncs && c->npids == 1 && c->pid_cmd[0] &&
+		   (!preload.on || !preload_ready()) && !command_has_probes(c->o->modes) &&
+		   (preload.efd >= 0 ||
+		    (preload.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) >= 0)) {
 		/*
 		 * --spans=auto and a command that is no runtime: nobody asked
 		 * for spans, so nobody waits for the BPF object. The recording
@@ -1807,6 +1817,9 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 			return sp_error_errno("spans: epoll");
 		s->fd = c->epfd;
 		c->deferred = true;
+		/* A command that is done in a few milliseconds (/bin/true)
+		 * should not even share the CPU with the load: it starts at
+		 * the first poll (the first batch, or the first event). */
 		return 0;
 	} else if ((c->skel = preload_take(why, sizeof(why))) && !start_tracking(s, c)) {
 		return 0;
@@ -1823,6 +1836,24 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 	sp_warn("spans: %s: recording without method spans", why);
 	snprintf(c->unavailable, sizeof(c->unavailable), "spans");
 	return 0;
+}
+
+/* The command still runs (not a zombie). */
+static bool tree_alive(struct bs_ctx *c)
+{
+	char path[64], buf[256], *paren;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", c->pids[0]);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
 }
 
 /* --spans=auto: the BPF object loaded in the background is ready. */
@@ -1853,6 +1884,17 @@ static int spans_poll(struct sp_source *s, struct sp_emit *out)
 	int n;
 
 	c->out = out;
+	if (c->deferred && !preload.on && !c->finishing && tree_alive(c)) {
+		preload_start(c->o, true);
+		if (!preload.on) {	/* no thread: load here */
+			char why[256] = "";
+
+			c->deferred = false;
+			if (!(c->skel = load_skel(why, sizeof(why))) || start_tracking(s, c))
+				sp_warn("spans: %s: recording without method spans",
+					why[0] ? why : "cannot start");
+		}
+	}
 	if (c->deferred && preload_ready() && finish_deferred(s, c))
 		return -1;
 	if (!c->rb)
@@ -1886,6 +1928,7 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 	uint64_t now;
 	size_t i;
 
+	c->finishing = true;
 	if (spans_poll(s, out) < 0)
 		return -1;
 	if (c->deferred) {
