@@ -558,7 +558,11 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	skel->rodata->want_exec = !!(p->o.kinds & SP_EV_BIT(SP_EV_PROC_EXEC));
 	skel->rodata->want_exit = !!(p->o.kinds & SP_EV_BIT(SP_EV_PROC_EXIT));
 	skel->rodata->want_capable = want_cap;
+	/* Wake the reader every 256 KiB (or a quarter of a smaller buffer):
+	 * what it holds for the merge between two passes then stays in cache. */
 	skel->rodata->wake_bytes = (p->o.buffer_kib ? p->o.buffer_kib : 8192) * 1024 / 4;
+	if (skel->rodata->wake_bytes > 256 * 1024)
+		skel->rodata->wake_bytes = 256 * 1024;
 	bpf_map__set_max_entries(skel->maps.events,
 				 (p->o.buffer_kib ? p->o.buffer_kib : 8192) * 1024);
 	bpf_object__for_each_program(prog, skel->obj)
