@@ -8,7 +8,7 @@ in=$1
 name=$(basename "$in" .md)
 awk -v name="$name" -v date="$(date -u -r "$in" +%Y-%m-%d 2>/dev/null || echo 2026-01-01)" '
 function esc(s) {
-	gsub(/\\/, "\\\\", s)
+	gsub(/\\/, "\\e", s)
 	gsub(/^\./, "\\\\\\&.", s)
 	gsub(/^'\''/, "\\\\\\&'\''", s)
 	return s
