@@ -394,3 +394,10 @@ discard_in() {
 	run -0 sp-decode --follow --stats "$T/big.sp"
 	assert_equal "$(stat -c %b "$T/big.sp")" "$before"
 }
+
+@test "sp-decode --stats says how complete the stacks are and what to do" {
+	# 3 of 4 unwound samples are complete (75.0%), 1 hit the 8192-byte copy (25.0%).
+	run --separate-stderr -0 sp-decode --stats "$FIXTURES/unwind.jsonl"
+	assert_line --partial "stacks: 75.0% complete (3 of 4 unwound samples"
+	assert_line --regexp "stack_size: 25.0% of stacks hit the 8192-byte stack copy.*--call-graph=dwarf,"
+}

@@ -8,6 +8,7 @@
 #include "reader.h"
 #include "schema.h"
 #include "sp.h"
+#include "stackquality.h"
 #include "stats.h"
 #include "writer.h"
 
@@ -123,11 +124,26 @@ static void summarise(FILE *out)
 	struct sp_stats stats;
 	struct sp_record rec;
 
+	struct sp_stackq *quality = sp_stackq_new();
+
+	if (!quality)
+		sp_die("out of memory");
 	sp_stats_init(&stats);
-	while (sp_reader_next(reader, &rec) > 0)
-		sp_stats_add(&stats, sp_reader_defs(reader), &rec);
+	while (sp_reader_next(reader, &rec) > 0) {
+		struct sp_defs *d = sp_reader_defs(reader);
+
+		sp_stats_add(&stats, d, &rec);
+		if (rec.kind == SP_REC_HEADER)
+			sp_stackq_set_header(quality, sp_defs_header(d), d);
+		else if (rec.kind == SP_REC_SAMPLE)
+			sp_stackq_add_sample(quality, d, &rec.sample);
+	}
 	sp_stats_print(&stats, out, sp_reader_format(reader) == SP_FORMAT_SPOOL ?
 		       sp_reader_bytes(reader) : 0, env.stats_json);
+	/* How complete the stacks are, and what to do about the rest. */
+	if (!env.stats_json)
+		sp_stackq_print(quality, out, "", 3);
+	sp_stackq_free(quality);
 	sp_stats_release(&stats);
 }
 
