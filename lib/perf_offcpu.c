@@ -142,45 +142,6 @@ static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
 	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static int online_cpus(int **out)
-{
-	char buf[256], *s, *end;
-	int *v = NULL, fd;
-	size_t n = 0, cap = 0;
-	long a, b, i;
-	ssize_t len;
-
-	fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
-	len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (len <= 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-
-		len = snprintf(buf, sizeof(buf), "0-%ld", c > 0 ? c - 1 : 0);
-	}
-	buf[len] = 0;
-	for (s = buf; *s && *s != '\n';) {
-		a = strtol(s, &end, 10);
-		if (end == s)
-			break;
-		b = a;
-		s = end;
-		if (*s == '-') {
-			b = strtol(s + 1, &end, 10);
-			s = end;
-		}
-		for (i = a; i <= b && i < 4096; i++) {
-			sp_grow(&v, &cap, n + 1, sizeof(*v));
-			v[n++] = (int)i;
-		}
-		if (*s == ',')
-			s++;
-	}
-	*out = v;
-	return (int)n;
-}
-
 static void blocked_drop(struct offcpu *c, uint64_t tid)
 {
 	uint64_t *v = sp_u64map_get(&c->blocked, tid);
@@ -657,7 +618,7 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 	unsigned int i;
 
 	c->out = out;
-	ncpus = online_cpus(&cpus);
+	ncpus = sp_online_cpus(&cpus);
 	if (t->system_wide) {
 		c->attr.inherit = 0;
 		rc = open_rings(c, -1, cpus, ncpus);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "procfs.h"
+#include "sp.h"
 
 const char *sp_procfs_root = "/proc";
 const char *sp_procfs_perfmap_dir = "/tmp";
@@ -293,4 +294,54 @@ int sp_procfs_perfmap(uint32_t pid, int (*fn)(void *ctx, uint64_t addr, uint64_t
 	free(line);
 	fclose(f);
 	return ret;
+}
+
+int sp_parse_cpu_list(const char *list, int **out)
+{
+	const char *s = list;
+	char *end;
+	int *v = NULL;
+	size_t n = 0, cap = 0;
+	long a, b, i;
+
+	while (*s && *s != '\n') {
+		a = strtol(s, &end, 10);
+		if (end == s || a < 0)
+			break;
+		b = a;
+		s = end;
+		if (*s == '-') {
+			b = strtol(s + 1, &end, 10);
+			s = end;
+		}
+		/* A kernel supports at most a few thousand CPUs: bound the list. */
+		for (i = a; i <= b && i < 4096; i++) {
+			sp_grow(&v, &cap, n + 1, sizeof(*v));
+			v[n++] = (int)i;
+		}
+		if (*s != ',')
+			break;
+		s++;
+	}
+	*out = v;
+	return (int)n;
+}
+
+int sp_online_cpus(int **out)
+{
+	char buf[256];
+	ssize_t len;
+	int fd;
+
+	fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+	len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (len <= 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+		len = snprintf(buf, sizeof(buf), "0-%ld", c > 0 ? c - 1 : 0);
+	}
+	buf[len] = 0;
+	return sp_parse_cpu_list(buf, out);
 }

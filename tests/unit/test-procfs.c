@@ -174,8 +174,32 @@ static void test_procfs_self(void)
 	free(tids);
 }
 
+static void test_procfs_cpu_list(void)
+{
+	int *v = NULL;
+	int n;
+
+	n = sp_parse_cpu_list("0-3,8,10-11\n", &v);
+	CHECK_EQ_U(n, 7);
+	CHECK(n == 7 && v[0] == 0 && v[3] == 3 && v[4] == 8 && v[5] == 10 && v[6] == 11);
+	free(v);
+	n = sp_parse_cpu_list("5", &v);
+	CHECK(n == 1 && v[0] == 5);
+	free(v);
+	n = sp_parse_cpu_list("0-100000", &v);
+	CHECK_EQ_U(n, 4096);
+	free(v);
+	n = sp_parse_cpu_list("garbage", &v);
+	CHECK_EQ_U(n, 0);
+	free(v);
+	n = sp_online_cpus(&v);
+	CHECK(n >= 1);
+	free(v);
+}
+
 int main(void)
 {
+	TAP_RUN(test_procfs_cpu_list);
 	TAP_RUN(test_procfs_parse_map);
 	TAP_RUN(test_procfs_parse_perfmap);
 	TAP_RUN(test_procfs_fake_root);

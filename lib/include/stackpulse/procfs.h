@@ -51,4 +51,10 @@ int sp_procfs_parse_perfmap(char *line, uint64_t *addr, uint64_t *size, const ch
 int sp_procfs_perfmap(uint32_t pid, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
 					      const char *name), void *ctx);
 
+/* CPUs of a list like "0-3,8,10-11" into a new array *out (caller frees);
+ * returns how many. */
+int sp_parse_cpu_list(const char *list, int **out);
+/* The online CPUs (/sys/devices/system/cpu/online, else all configured). */
+int sp_online_cpus(int **out);
+
 #endif
