@@ -1289,10 +1289,10 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->ppid = e->ppid;
 		p->gen = (uint32_t)e->cookie;
 		parent = proc_get(c, e->ppid);
-		/* BPF stops a child only when its parent has probes */
+		/* BPF stops a child when its parent has probes (if the kernel
+		 * can: bpf_send_signal_task), never a vfork child */
 		if (parent)
-			attach_like(c, p, parent, (e->flags & SP_BSF_STOPPED) &&
-				    !(e->flags & SP_BSF_SHARED_MM));
+			attach_like(c, p, parent, parent->natt && !(e->flags & SP_BSF_SHARED_MM));
 		if (p->natt)
 			set_tracked(c, p);
 		c->forks++;
@@ -2002,10 +2002,54 @@ static int spans_prepare_env(struct sp_source *s)
 	return sp_spans_setup_env(c->o);
 }
 
+/*
+ * Closing a uprobe's perf event waits for the kernel (about 75 ms each
+ * here), and so would sp-record's exit with the descriptors still open:
+ * a child inherits them and closes them after sp-record has exited; our
+ * own copies then close at once. The child first closes everything that
+ * is not a kernel object (the output, the terminal, pipes), so nobody
+ * waits for it. Only async-signal-safe calls after fork().
+ */
+static void handoff_close(void)
+{
+	char path[32] = "/proc/self/fd/", target[32];
+	int fd, pass, k, maxfd = 4096;
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return;		/* the parent, or no child: close them ourselves */
+	for (pass = 0; pass < 2; pass++) {
+		for (fd = 0; fd < maxfd; fd++) {
+			char num[12];
+			int n = 0, v = fd;
+			ssize_t len;
+
+			if (pass == 1) {
+				close(fd);
+				continue;
+			}
+			do {
+				num[n++] = '0' + v % 10;
+				v /= 10;
+			} while (v);
+			for (k = 0; k < n; k++)
+				path[14 + k] = num[n - 1 - k];
+			path[14 + n] = 0;
+			len = readlink(path, target, sizeof(target));
+			if (len < 0)
+				continue;
+			if (len < 11 || memcmp(target, "anon_inode:", 11))
+				close(fd);
+		}
+	}
+	_exit(0);
+}
+
 static void spans_free(struct sp_source *s)
 {
 	struct bs_ctx *c;
-	size_t i;
+	struct bpf_link **queued = NULL;
+	size_t i, nqueued = 0, left;
 
 	if (!s)
 		return;
@@ -2020,11 +2064,27 @@ static void spans_free(struct sp_source *s)
 	}
 	if (c->reaper_on) {
 		pthread_mutex_lock(&c->rq_lock);
+		queued = c->rq;
+		nqueued = c->nrq;
+		c->rq = NULL;
+		c->nrq = c->crq = 0;
 		c->reaper_stop = true;
 		pthread_cond_signal(&c->rq_cond);
 		pthread_mutex_unlock(&c->rq_lock);
-		pthread_join(c->reaper, NULL);
 	}
+	for (i = 0, left = nqueued; i < c->nprocs; i++)
+		left += c->procs[i]->natt;
+	/* What is left to detach is closed by a helper after we are gone. */
+	if (left)
+		handoff_close();
+	for (i = 0; i < nqueued; i++) {
+		pthread_mutex_lock(&c->bpf_lock);
+		bpf_link__destroy(queued[i]);
+		pthread_mutex_unlock(&c->bpf_lock);
+	}
+	free(queued);
+	if (c->reaper_on)
+		pthread_join(c->reaper, NULL);
 	free(c->rq);
 	for (i = 0; i < c->nprocs; i++) {
 		struct bs_proc *p = c->procs[i];
