@@ -1626,6 +1626,11 @@ static bool file_has_probes(unsigned int modes, const char *path, int depth)
 	return false;
 }
 
+bool sp_spans_file_has_probes(unsigned int modes, const char *path)
+{
+	return file_has_probes(modes, path, 0);
+}
+
 /* The command sp-record runs, from its own arguments after "--". false
  * when it is known not to be a runtime; true when it is or is unknown. */
 static bool command_has_probes(unsigned int modes)

@@ -2,6 +2,7 @@
 /* Unit tests of lib/bpf_spans.c: option words, --span-func specs, USDT
  * providers in ELF notes, runtime libraries and versions. The recording
  * itself is tested for real in tests/sp-record-spans.bats. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -139,6 +140,47 @@ static void test_bpf_spans_setup_env(void)
 	CHECK(getenv("RUBYOPT") == NULL);
 }
 
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	CHECK(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static void test_bpf_spans_file_has_probes(void)
+{
+	char dir[] = "/tmp/test-bpf_spans.XXXXXX", path[64];
+
+	/* coreutils: no runtime, no notes of ours */
+	CHECK(!sp_spans_file_has_probes(SP_SPANS_AUTO, "/bin/true"));
+	CHECK(!sp_spans_file_has_probes(SP_SPANS_AUTO, "/nonexistent/ruby"));
+	/* Debian's ruby: /usr/bin/ruby has DT_NEEDED libruby-3.1.so.3.1
+	 * (readelf -d), which has the ruby USDT notes (readelf -n) */
+	if (!access(LIBRUBY, R_OK) && !access("/usr/bin/ruby", X_OK)) {
+		CHECK(sp_spans_file_has_probes(SP_SPANS_RUBY, "/usr/bin/ruby"));
+		CHECK(!sp_spans_file_has_probes(SP_SPANS_PYTHON | SP_SPANS_USDT, "/usr/bin/ruby"));
+	}
+	if (!access(PYTHON, X_OK))
+		CHECK(sp_spans_file_has_probes(SP_SPANS_PYTHON, PYTHON));
+	if (!mkdtemp(dir))
+		return;
+	snprintf(path, sizeof(path), "%s/a", dir);
+	write_file(path, "#!/usr/bin/env ruby\nputs 1\n");
+	CHECK(sp_spans_file_has_probes(SP_SPANS_RUBY, path));
+	write_file(path, "#!/bin/sh\necho 1\n");
+	CHECK(!sp_spans_file_has_probes(SP_SPANS_AUTO, path));
+	write_file(path, "#!" PYTHON " -u\nprint(1)\n");
+	CHECK(sp_spans_file_has_probes(SP_SPANS_PYTHON, path) == !access(PYTHON, X_OK));
+	write_file(path, "plain text");
+	CHECK(!sp_spans_file_has_probes(SP_SPANS_AUTO, path));
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	TAP_RUN(test_bpf_spans_parse_list);
@@ -147,5 +189,6 @@ int main(void)
 	TAP_RUN(test_bpf_spans_runtime_libs);
 	TAP_RUN(test_bpf_spans_runtime_version);
 	TAP_RUN(test_bpf_spans_setup_env);
+	TAP_RUN(test_bpf_spans_file_has_probes);
 	return TAP_DONE();
 }

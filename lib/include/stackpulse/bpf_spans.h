@@ -72,6 +72,11 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o);
  * "ruby", SP_SPANS_PYTHON for "python", SP_SPANS_USDT for "stackpulse").
  * -1 (reported) if the file cannot be read. */
 int sp_spans_elf_providers(const char *path);
+/* Whether executing path runs something with probes for modes: an ELF
+ * file with the USDT providers, or needing a libruby/libpython that has
+ * them, or a "#!" script whose interpreter is one ("#!/usr/bin/env ruby"
+ * counts by name). --spans=auto decides from it whether to wait for BPF. */
+bool sp_spans_file_has_probes(unsigned int modes, const char *path);
 /* Resolve the libruby/libpython an executable needs (DT_NEEDED, RUNPATH,
  * standard directories) into paths[], at most n. Returns how many. */
 int sp_spans_runtime_libs(const char *exe, char paths[][4096], int n);
