@@ -34,12 +34,14 @@ struct tnode {
 	bool keep, sorted;
 };
 
+/* Nodes are allocated one by one and freed once printed (streaming). */
+
 struct tproc {
 	struct tnode n;
 	uint64_t pid, ppid, status, flags;
 	const char *comm, *exe;
-	bool defined, attached, exited;
-	struct tproc *next_root;
+	bool defined, attached, exited, streamed;
+	struct tproc *next_root, *prev_root;
 };
 
 struct tthread {
@@ -49,7 +51,7 @@ struct tthread {
 
 struct tspan {
 	struct tnode n;
-	uint64_t tid, pid, start, stop, end, samples, total, offcpu, line, runtime, raises;
+	uint64_t id, tid, pid, start, stop, end, samples, total, offcpu, line, runtime, raises;
 	const char *klass, *method, *file, *error, *message;
 };
 
@@ -74,9 +76,8 @@ struct sp_tree {
 	/* per stream */
 	char **strs;
 	size_t nstrs, capstrs;
-	struct tspan **spans;
-	size_t nspans, capspans;
-	struct sp_u64map procs, threads;
+	uint64_t nspans;		/* span ids given so far */
+	struct sp_u64map procs, threads, spans;	/* pid, tid, span id -> live node */
 	struct tspan *last_span;
 
 	/* whole recording */
@@ -85,6 +86,13 @@ struct sp_tree {
 	uint64_t start_wall, start_mono, period_ns, end_time, max_time, lost[3];
 	char *command;
 	uint64_t nprocs, nspans_total, nevents, orphans;
+
+	/* streaming (docs/sp-tree.md): nodes held, the process being printed */
+	uint64_t live, limit;
+	struct tproc *streaming;
+	bool head_done;		/* the opening lines are out */
+	uint64_t emitted;	/* top-level items of streaming written (JSON commas) */
+	uint64_t emitted_procs;
 
 	/* printing */
 	FILE *out;
@@ -132,8 +140,9 @@ static const char *tstr(struct sp_tree *t, uint64_t id)
 
 static void *node_new(struct sp_tree *t, size_t size, uint8_t type, uint64_t time)
 {
-	struct tnode *n = alloc(t, size);
+	struct tnode *n = sp_xcalloc(1, size);
 
+	t->live++;
 	n->type = type;
 	n->time = time;
 	n->seq = t->seq++;
@@ -153,6 +162,9 @@ static void append(struct tnode *parent, struct tnode *child)
 
 /* ---- building --------------------------------------------------------- */
 
+static void stream_proc(struct sp_tree *t, struct tproc *p);
+static bool is_root(const struct sp_tree *t, const struct tproc *p);
+
 static const char *base_name(const char *path)
 {
 	const char *s = path ? strrchr(path, '/') : NULL;
@@ -166,16 +178,64 @@ struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts)
 
 	if (opts)
 		t->o = *opts;
+	t->limit = t->o.buffer_nodes;
 	return t;
 }
 
 static void add_root(struct sp_tree *t, struct tproc *p)
 {
+	p->prev_root = t->roots_tail;
 	if (t->roots_tail)
 		t->roots_tail->next_root = p;
 	else
 		t->roots = p;
 	t->roots_tail = p;
+}
+
+static void del_root(struct sp_tree *t, struct tproc *p)
+{
+	if (p->prev_root)
+		p->prev_root->next_root = p->next_root;
+	else
+		t->roots = p->next_root;
+	if (p->next_root)
+		p->next_root->prev_root = p->prev_root;
+	else
+		t->roots_tail = p->prev_root;
+}
+
+/* Free a printed subtree and forget the ids, pids and tids that named it. */
+static void free_tree(struct sp_tree *t, struct tnode *n)
+{
+	struct tnode *c, *next;
+	uint64_t key = 0, *v;
+	struct sp_u64map *m = NULL;
+
+	for (c = n->first; c; c = next) {
+		next = c->next;
+		free_tree(t, c);
+	}
+	switch (n->type) {
+	case N_PROC:
+		m = &t->procs;
+		key = ((struct tproc *)n)->pid;
+		del_root(t, (struct tproc *)n);
+		break;
+	case N_THREAD:
+		m = &t->threads;
+		key = ((struct tthread *)n)->tid;
+		break;
+	case N_SPAN:
+		m = &t->spans;
+		key = ((struct tspan *)n)->id;
+		if (t->last_span == (struct tspan *)n)
+			t->last_span = NULL;
+		break;
+	}
+	if (m && (v = sp_u64map_get(m, key)) && *v == (uint64_t)(uintptr_t)n)
+		sp_u64map_del(m, key);
+	t->live--;
+	free(n);
 }
 
 static struct tproc *proc_new(struct sp_tree *t, uint64_t pid, uint64_t time)
@@ -211,6 +271,7 @@ static void reset_stream(struct sp_tree *t)
 	t->last_span = NULL;
 	sp_u64map_release(&t->procs);
 	sp_u64map_release(&t->threads);
+	sp_u64map_release(&t->spans);
 }
 
 static void add_header(struct sp_tree *t, const struct sp_header *h)
@@ -254,6 +315,7 @@ static void add_span(struct sp_tree *t, const struct sp_span *r)
 	struct tspan *s = node_new(t, sizeof(*s), N_SPAN, r->start);
 	struct tnode *parent = NULL;
 	struct tthread *th;
+	uint64_t *v;
 
 	s->tid = r->tid;
 	s->pid = r->pid;
@@ -269,31 +331,42 @@ static void add_span(struct sp_tree *t, const struct sp_span *r)
 	s->method = tstr(t, r->method);
 	s->file = tstr(t, r->file);
 	s->error = tstr(t, r->error);
-	if (t->nspans == t->capspans)
-		sp_grow(&t->spans, &t->capspans, t->nspans + 1, sizeof(*t->spans));
-	t->spans[t->nspans++] = s;
+	s->id = ++t->nspans;
+	sp_u64map_put(&t->spans, s->id, (uint64_t)(uintptr_t)s);
 	t->nspans_total++;
 	t->last_span = s;
 	if (r->stop > t->max_time)
 		t->max_time = r->stop;
-	if (r->parent && r->parent <= t->nspans - 1)
-		parent = &t->spans[r->parent - 1]->n;
+	if (r->parent && r->parent < s->id && (v = sp_u64map_get(&t->spans, r->parent)))
+		parent = (struct tnode *)(uintptr_t)*v;
 	else if (r->fork_span && (th = thread_of(t, r->tid, r->pid)))
 		parent = &th->n;
 	else
 		parent = &proc_get(t, r->pid, r->start)->n;
+	/*
+	 * A top-level span: sp-correlate writes a span tree whole once its
+	 * outermost span closes, so what the process held before it is finished.
+	 */
+	if (parent->type == N_PROC && t->out && t->limit && t->live > t->limit &&
+	    (!t->streaming || t->streaming == (struct tproc *)parent) &&
+	    is_root(t, (struct tproc *)parent))
+		stream_proc(t, (struct tproc *)parent);
 	append(parent, &s->n);
 }
 
 static struct tspan *span_by_id(struct sp_tree *t, uint64_t id)
 {
-	return id && id <= t->nspans ? t->spans[id - 1] : NULL;
+	uint64_t *v = id ? sp_u64map_get(&t->spans, id) : NULL;
+
+	return v ? (struct tspan *)(uintptr_t)*v : NULL;
 }
 
 static void add_event(struct sp_tree *t, const struct sp_event *r)
 {
 	const struct sp_event_schema *es = sp_event_schema(r->kind);
 	unsigned int i, n = es ? es->nfields : 0;
+	size_t extra = 0;
+	uint8_t *bytes;
 	struct tevent *e;
 	struct tnode *parent = NULL;
 	struct tthread *th;
@@ -302,7 +375,13 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 
 	if (n > r->nfields)
 		n = r->nfields;
-	e = node_new(t, sizeof(*e) + n * sizeof(uint64_t), N_EVENT, r->time);
+	for (i = 0; i < n; i++)
+		if ((es->fields[i].type == SP_FT_ADDR || es->fields[i].type == SP_FT_BYTES) &&
+		    r->field[i].b.len && r->field[i].b.len <= 255)
+			extra += r->field[i].b.len + 1u;
+	/* the event and its address and byte fields in one allocation */
+	e = node_new(t, sizeof(*e) + n * sizeof(uint64_t) + extra, N_EVENT, r->time);
+	bytes = (uint8_t *)&e->vals[n];
 	e->pid = r->pid;
 	e->tid = r->tid;
 	e->kind = r->kind;
@@ -320,7 +399,8 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 		case SP_FT_BYTES:
 			if (!f->b.len || f->b.len > 255)
 				break;
-			b = alloc(t, f->b.len + 1u);
+			b = bytes;
+			bytes += f->b.len + 1u;
 			b[0] = (uint8_t)f->b.len;
 			memcpy(b + 1, f->b.p, f->b.len);
 			e->vals[i] = (uintptr_t)b;
@@ -359,7 +439,7 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 			th->pid = r->pid;
 			sp_u64map_put(&t->threads, ctid, (uint64_t)(uintptr_t)th);
 			append(&e->n, &th->n);
-		} else if (child) {
+		} else if (child && child != r->pid) {
 			struct tproc *p;
 
 			v = sp_u64map_get(&t->procs, child);
@@ -429,6 +509,11 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 	}
 }
 
+uint64_t sp_tree_nodes_held(const struct sp_tree *t)
+{
+	return t->live;
+}
+
 uint64_t sp_tree_orphans(const struct sp_tree *t)
 {
 	return t->orphans;
@@ -438,17 +523,26 @@ void sp_tree_free(struct sp_tree *t)
 {
 	struct arena *a, *next;
 
+	struct tproc *p;
+
 	if (!t)
 		return;
+	for (;;) {
+		for (p = t->roots; p && p->attached; p = p->next_root)
+			;
+		if (!p)
+			break;
+		free_tree(t, &p->n);
+	}
 	for (a = t->arena; a; a = next) {
 		next = a->next;
 		free(a);
 	}
 	free(t->strs);
-	free(t->spans);
 	free(t->sortbuf);
 	sp_u64map_release(&t->procs);
 	sp_u64map_release(&t->threads);
+	sp_u64map_release(&t->spans);
 	free(t);
 }
 
@@ -944,6 +1038,52 @@ static uint64_t signature(struct sp_tree *t, struct tnode *n)
 	return n->sig;
 }
 
+/*
+ * The kept sibling run that starts at kept node c: c and the identical kept
+ * siblings that follow it (unless --no-collapse), summed into ag. Returns
+ * the node after the run (maybe not kept).
+ */
+static struct tnode *group_end(struct sp_tree *t, struct tnode *c, struct agg *ag)
+{
+	struct tnode *next;
+
+	memset(ag, 0, sizeof(*ag));
+	ag->count = 1;
+	if (c->type == N_SPAN) {
+		const struct tspan *s = (const void *)c;
+
+		ag->dur = s->stop > s->start ? s->stop - s->start : 0;
+		ag->total = s->total;
+		ag->samples = s->samples;
+		ag->open = !s->stop;
+	}
+	for (next = c->next; next; next = next->next) {
+		if (!next->keep)
+			continue;
+		if (t->o.no_collapse || next->type != c->type || next->type == N_PROC ||
+		    (!t->stable && node_tid(next) != node_tid(c)) ||
+		    signature(t, next) != signature(t, c))
+			break;
+		ag->count++;
+		if (next->type == N_SPAN) {
+			const struct tspan *s = (const void *)next;
+
+			ag->dur += s->stop > s->start ? s->stop - s->start : 0;
+			ag->total += s->total;
+			ag->samples += s->samples;
+			ag->open |= !s->stop;
+		}
+	}
+	return next;
+}
+
+static struct tnode *next_kept(struct tnode *c)
+{
+	while (c && !c->keep)
+		c = c->next;
+	return c;
+}
+
 /* ---- text ------------------------------------------------------------- */
 
 struct prefix {
@@ -954,11 +1094,26 @@ struct prefix {
 static void print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, bool root,
 		       bool last, unsigned int depth, uint64_t base, const struct agg *ag);
 
+/*
+ * Print the sorted children of n from c up to stop (NULL: all). final: the
+ * run printed last is n's last child (└─); else more follow (streaming).
+ */
+static void print_range_text(struct sp_tree *t, struct tnode *c, struct tnode *stop,
+			     bool final, struct prefix *pf, unsigned int depth, uint64_t base)
+{
+	struct tnode *d;
+	struct agg ag;
+
+	for (c = next_kept(c); c && c != stop; c = d) {
+		d = next_kept(group_end(t, c, &ag));
+		print_text(t, c, pf, false, final && d == NULL, depth, base, &ag);
+	}
+}
+
 static void print_children_text(struct sp_tree *t, struct tnode *n, struct prefix *pf,
 				unsigned int depth, uint64_t base)
 {
-	struct tnode *c, *d, *next;
-	struct agg ag;
+	struct tnode *c;
 	size_t hidden = 0;
 
 	sort_children(t, n);
@@ -969,42 +1124,7 @@ static void print_children_text(struct sp_tree *t, struct tnode *n, struct prefi
 			fprintf(t->out, "%.*s└─ … %zu more\n", (int)pf->len, pf->buf, hidden);
 		return;
 	}
-	for (c = n->first; c && !c->keep; c = c->next)
-		;
-	while (c) {
-		memset(&ag, 0, sizeof(ag));
-		ag.count = 1;
-		if (c->type == N_SPAN) {
-			const struct tspan *s = (const void *)c;
-
-			ag.dur = s->stop > s->start ? s->stop - s->start : 0;
-			ag.total = s->total;
-			ag.samples = s->samples;
-			ag.open = !s->stop;
-		}
-		/* the next kept sibling, absorbing identical ones */
-		for (next = c->next; next; next = next->next) {
-			if (!next->keep)
-				continue;
-			if (t->o.no_collapse || next->type != c->type || next->type == N_PROC ||
-			    (!t->stable && node_tid(next) != node_tid(c)) ||
-			    signature(t, next) != signature(t, c))
-				break;
-			ag.count++;
-			if (next->type == N_SPAN) {
-				const struct tspan *s = (const void *)next;
-
-				ag.dur += s->stop > s->start ? s->stop - s->start : 0;
-				ag.total += s->total;
-				ag.samples += s->samples;
-				ag.open |= !s->stop;
-			}
-		}
-		for (d = next; d && !d->keep; d = d->next)
-			;
-		print_text(t, c, pf, false, d == NULL, depth, base, &ag);
-		c = d;
-	}
+	print_range_text(t, n->first, NULL, true, pf, depth, base);
 }
 
 static void print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, bool root,
@@ -1050,56 +1170,57 @@ static void json_str(FILE *f, const char *s)
 static void print_json(struct sp_tree *t, struct tnode *n, unsigned int depth, uint64_t base,
 		       const struct agg *ag);
 
+/* The JSON items of the sorted siblings from c up to stop; *count: items written before. */
+static void print_range_json(struct sp_tree *t, struct tnode *c, struct tnode *stop,
+			     unsigned int depth, uint64_t base, uint64_t *count)
+{
+	struct tnode *d;
+	struct agg ag;
+
+	for (c = next_kept(c); c && c != stop; c = d) {
+		d = next_kept(group_end(t, c, &ag));
+		if ((*count)++)
+			fputc(',', t->out);
+		print_json(t, c, depth, base, &ag);
+	}
+}
+
 static void print_children_json(struct sp_tree *t, struct tnode *n, unsigned int depth,
 				uint64_t base)
 {
-	struct tnode *c, *next;
-	struct agg ag;
-	bool first = true;
+	uint64_t count = 0;
 
 	sort_children(t, n);
-	for (c = n->first; c && !c->keep; c = c->next)
-		;
-	if (!c && n->type == N_EVENT)
+	if (!next_kept(n->first) && n->type == N_EVENT)
 		return;
 	fputs(",\"children\":[", t->out);
-	if (!t->o.max_depth || depth <= t->o.max_depth) {
-		for (c = n->first; c && !c->keep; c = c->next)
-			;
-		while (c) {
-			memset(&ag, 0, sizeof(ag));
-			ag.count = 1;
-			for (next = c->next; next; next = next->next) {
-				if (!next->keep)
-					continue;
-				if (t->o.no_collapse || next->type != c->type ||
-				    next->type == N_PROC ||
-				    (!t->stable && node_tid(next) != node_tid(c)) ||
-				    signature(t, next) != signature(t, c))
-					break;
-				ag.count++;
-				if (next->type == N_SPAN) {
-					const struct tspan *s = (const void *)next;
-
-					ag.dur += s->stop > s->start ? s->stop - s->start : 0;
-					ag.total += s->total;
-				}
-			}
-			if (c->type == N_SPAN) {
-				const struct tspan *s = (const void *)c;
-
-				ag.dur += s->stop > s->start ? s->stop - s->start : 0;
-				ag.total += s->total;
-			}
-			if (!first)
-				fputc(',', t->out);
-			first = false;
-			print_json(t, c, depth, base, &ag);
-			for (c = next; c && !c->keep; c = c->next)
-				;
-		}
-	}
+	if (!t->o.max_depth || depth <= t->o.max_depth)
+		print_range_json(t, n->first, NULL, depth, base, &count);
 	fputc(']', t->out);
+}
+
+static void json_proc_head(struct sp_tree *t, const struct tproc *p)
+{
+	FILE *f = t->out;
+
+	fputs("{\"type\":\"process\"", f);
+	if (!t->stable)
+		fprintf(f, ",\"pid\":%llu,\"ppid\":%llu", (unsigned long long)p->pid,
+			(unsigned long long)p->ppid);
+	fputs(",\"comm\":", f);
+	json_str(f, p->comm);
+	if (p->exe) {
+		fputs(",\"exe\":", f);
+		json_str(f, p->exe);
+	}
+}
+
+static void json_proc_exit(struct sp_tree *t, const struct tproc *p)
+{
+	if (p->exited && (p->flags & SP_PEND_SIGNALED))
+		fprintf(t->out, ",\"signal\":%llu", (unsigned long long)(p->status - 128));
+	else if (p->exited && !(p->flags & SP_PEND_EXEC))
+		fprintf(t->out, ",\"exit\":%llu", (unsigned long long)p->status);
 }
 
 static void print_json(struct sp_tree *t, struct tnode *n, unsigned int depth, uint64_t base,
@@ -1110,25 +1231,10 @@ static void print_json(struct sp_tree *t, struct tnode *n, unsigned int depth, u
 	struct lb b;
 
 	switch (n->type) {
-	case N_PROC: {
-		const struct tproc *p = (const void *)n;
-
-		fputs("{\"type\":\"process\"", f);
-		if (!t->stable)
-			fprintf(f, ",\"pid\":%llu,\"ppid\":%llu", (unsigned long long)p->pid,
-				(unsigned long long)p->ppid);
-		fputs(",\"comm\":", f);
-		json_str(f, p->comm);
-		if (p->exe) {
-			fputs(",\"exe\":", f);
-			json_str(f, p->exe);
-		}
-		if (p->exited && (p->flags & SP_PEND_SIGNALED))
-			fprintf(f, ",\"signal\":%llu", (unsigned long long)(p->status - 128));
-		else if (p->exited && !(p->flags & SP_PEND_EXEC))
-			fprintf(f, ",\"exit\":%llu", (unsigned long long)p->status);
+	case N_PROC:
+		json_proc_head(t, (const void *)n);
+		json_proc_exit(t, (const void *)n);
 		break;
-	}
 	case N_THREAD:
 		fputs("{\"type\":\"thread\"", f);
 		if (!t->stable)
@@ -1247,6 +1353,87 @@ static void print_json(struct sp_tree *t, struct tnode *n, unsigned int depth, u
 
 /* ---- the whole tree --------------------------------------------------- */
 
+static void fmt_when(const struct sp_tree *t, char *when, size_t size)
+{
+	time_t secs;
+	struct tm tm;
+
+	snprintf(when, size, "?");
+	if (!t->start_wall)
+		return;
+	secs = (time_t)(t->start_wall / 1000000000ull);
+	gmtime_r(&secs, &tm);
+	strftime(when, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(when + strlen(when), size - strlen(when), ".%03lluZ",
+		 (unsigned long long)(t->start_wall / 1000000ull % 1000));
+}
+
+static void fmt_duration(const struct sp_tree *t, char *d, size_t size, uint64_t *ns)
+{
+	uint64_t end = t->end_time ? t->end_time : t->max_time;
+
+	*ns = end > t->start_mono && t->start_mono ? end - t->start_mono : 0;
+	if (*ns)
+		fmt_dur(d, size, *ns);
+	else
+		snprintf(d, size, "?");
+}
+
+/*
+ * Streaming: the opening lines, before the first process is printed, hold
+ * what is known at the start; the totals come in a trailer (print_trailer).
+ */
+static void print_opening(struct sp_tree *t)
+{
+	char when[64];
+
+	t->head_done = true;
+	if (t->json) {
+		fputs("{\"type\":\"recording\"", t->out);
+		if (!t->stable)
+			fprintf(t->out, ",\"start_wall_ns\":%llu", (unsigned long long)t->start_wall);
+		if (t->command) {
+			fputs(",\"command\":", t->out);
+			json_str(t->out, t->command);
+		}
+		fputs(",\"processes\":[", t->out);
+		return;
+	}
+	if (t->stable) {
+		fputs("# stackpulse recording\n", t->out);
+		return;
+	}
+	fmt_when(t, when, sizeof(when));
+	fprintf(t->out, "# stackpulse recording  started %s  (streamed: totals at the end)\n", when);
+	if (t->command)
+		fprintf(t->out, "# command: %s\n", t->command);
+}
+
+static void print_trailer(struct sp_tree *t)
+{
+	uint64_t ns;
+	char d[32];
+
+	fmt_duration(t, d, sizeof(d), &ns);
+	if (t->json) {
+		fputc(']', t->out);
+		if (!t->stable)
+			fprintf(t->out, ",\"duration_ns\":%llu,\"lost_samples\":%llu,"
+				"\"lost_events\":%llu,\"lost_spans\":%llu", (unsigned long long)ns,
+				(unsigned long long)t->lost[0], (unsigned long long)t->lost[1],
+				(unsigned long long)t->lost[2]);
+		fputs("}\n", t->out);
+		return;
+	}
+	if (t->stable)
+		return;
+	fprintf(t->out, "# duration %s  lost %llu\n", d,
+		(unsigned long long)(t->lost[0] + t->lost[1] + t->lost[2]));
+	fprintf(t->out, "# processes %llu  spans %llu  events %llu\n",
+		(unsigned long long)t->nprocs, (unsigned long long)t->nspans_total,
+		(unsigned long long)t->nevents);
+}
+
 static void print_header(struct sp_tree *t)
 {
 	uint64_t end = t->end_time ? t->end_time : t->max_time;
@@ -1296,6 +1483,151 @@ static void print_header(struct sp_tree *t)
 		(unsigned long long)t->nevents);
 }
 
+static bool is_root(const struct sp_tree *t, const struct tproc *p)
+{
+	return t->o.npids ? in_list(t->o.pids, t->o.npids, p->pid) : !p->attached;
+}
+
+static uint64_t root_base(const struct sp_tree *t, const struct tnode *n)
+{
+	return t->start_mono ? t->start_mono : n->time;
+}
+
+/* Does the subtree hold a process that has not ended (records may still come)? */
+static bool has_live(const struct tnode *n)
+{
+	const struct tnode *c;
+
+	if (n->type == N_PROC && !((const struct tproc *)n)->exited)
+		return true;
+	for (c = n->first; c; c = c->next)
+		if (has_live(c))
+			return true;
+	return false;
+}
+
+static uint64_t tree_nodes(const struct tnode *n)
+{
+	const struct tnode *c;
+	uint64_t k = 1;
+
+	for (c = n->first; c; c = c->next)
+		k += tree_nodes(c);
+	return k;
+}
+
+/* Nodes held by a run of count identical siblings starting at c. */
+static uint64_t run_nodes(const struct tnode *c, uint64_t count)
+{
+	return count * tree_nodes(c);
+}
+
+/* The line or JSON opening of the process being streamed. */
+static void open_proc(struct sp_tree *t, struct tproc *p)
+{
+	struct lb b;
+
+	if (!t->head_done)
+		print_opening(t);
+	p->streamed = true;
+	t->streaming = p;
+	if (t->json) {
+		if (t->emitted_procs++)
+			fputc(',', t->out);
+		json_proc_head(t, p);
+		fputs(",\"children\":[", t->out);
+		return;
+	}
+	render(t, &b, &p->n, root_base(t, &p->n), NULL, t->stable, t->color);
+	fprintf(t->out, "%s\n", b.buf);
+}
+
+/*
+ * Print the finished top-level subtrees of root process p, sorted (and, with
+ * --stable, ordered) among themselves, and free them. Subtrees holding a
+ * live process wait; so does the last run of identical siblings, which may
+ * grow and which decides the └─ of the process.
+ */
+static void stream_proc(struct sp_tree *t, struct tproc *p)
+{
+	struct tnode *c, *next, *held = NULL, **hp = &held, *ready = NULL, **rp = &ready;
+	struct tnode *stop = NULL, *last_ready = NULL, *d;
+	struct prefix *pf;
+	size_t ngroups = 0;
+	struct agg ag;
+
+	for (c = p->n.first; c; c = next) {
+		next = c->next;
+		c->next = NULL;
+		if (has_live(c)) {
+			*hp = c;
+			hp = &c->next;
+		} else {
+			*rp = c;
+			rp = &c->next;
+			last_ready = c;
+		}
+	}
+	p->n.first = ready;
+	p->n.last = last_ready;
+	p->n.sorted = false;
+	if (ready) {
+		compute_keep(t, &p->n, false, false);
+		sort_children(t, &p->n);
+		for (c = next_kept(p->n.first); c; c = d) {
+			d = next_kept(group_end(t, c, &ag));
+			ngroups++;
+			if (!d && (ngroups > 1 || run_nodes(c, ag.count) <= t->limit))
+				stop = c;
+		}
+		if (next_kept(p->n.first) != stop) {
+			if (!p->streamed)
+				open_proc(t, p);
+			if (t->json) {
+				print_range_json(t, p->n.first, stop, 1, root_base(t, &p->n),
+						 &t->emitted);
+			} else {
+				pf = sp_xmalloc(sizeof(*pf));
+				pf->len = 0;
+				print_range_text(t, p->n.first, stop, false, pf, 1,
+						 root_base(t, &p->n));
+				free(pf);
+			}
+		}
+		for (c = p->n.first; c != stop; c = next) {
+			next = c->next;
+			free_tree(t, c);
+		}
+		p->n.first = stop;
+		if (!stop)
+			p->n.last = NULL;
+	}
+	/* what waits: the carried run, then the live subtrees */
+	if (held) {
+		if (p->n.last)
+			p->n.last->next = held;
+		else
+			p->n.first = held;
+		for (c = held; c->next; c = c->next)
+			;
+		p->n.last = c;
+	}
+	p->n.sorted = false;
+}
+
+static void setup_output(struct sp_tree *t, FILE *out)
+{
+	t->out = out;
+	t->stable = t->o.stable;
+	t->color = t->o.color && !t->o.json;
+	t->json = t->o.json;
+}
+
+void sp_tree_set_output(struct sp_tree *t, FILE *out)
+{
+	setup_output(t, out);
+}
+
 /* Top-level processes: those not under a fork, or every --pid process. */
 static size_t collect_roots(struct sp_tree *t, struct tnode ***out)
 {
@@ -1304,7 +1636,7 @@ static size_t collect_roots(struct sp_tree *t, struct tnode ***out)
 	struct tproc *p;
 
 	for (p = t->roots; p; p = p->next_root) {
-		if (t->o.npids ? !in_list(t->o.pids, t->o.npids, p->pid) : p->attached)
+		if (!is_root(t, p) || p->streamed)
 			continue;
 		if (n == cap)
 			sp_grow(&v, &cap, n + 1, sizeof(*v));
@@ -1319,18 +1651,36 @@ static size_t collect_roots(struct sp_tree *t, struct tnode ***out)
 int sp_tree_print(struct sp_tree *t, FILE *out)
 {
 	struct prefix *pf = sp_xmalloc(sizeof(*pf));
+	struct tproc *sp = t->streaming;
 	struct tnode **roots;
+	struct lb b;
 	size_t i, n;
 	bool first = true;
 
-	t->out = out;
-	t->stable = t->o.stable;
-	t->color = t->o.color && !t->o.json;
-	t->json = t->o.json;
-	print_header(t);
+	setup_output(t, out);
+	if (sp) {
+		/* the rest of the process being streamed, then its end */
+		compute_keep(t, &sp->n, false, false);
+		sort_children(t, &sp->n);
+		if (t->json) {
+			print_range_json(t, sp->n.first, NULL, 1, root_base(t, &sp->n),
+					 &t->emitted);
+			fputc(']', out);
+			json_proc_exit(t, sp);
+			fputc('}', out);
+		} else {
+			pf->len = 0;
+			print_range_text(t, sp->n.first, NULL, true, pf, 1, root_base(t, &sp->n));
+			render(t, &b, &sp->n, 0, NULL, t->stable, t->color);
+			fprintf(out, "# end of %s\n", b.buf);
+		}
+		first = false;
+	} else {
+		print_header(t);
+		if (t->json)
+			fputs(",\"processes\":[", out);
+	}
 	n = collect_roots(t, &roots);
-	if (t->json)
-		fputs(",\"processes\":[", out);
 	for (i = 0; i < n; i++) {
 		if (!compute_keep(t, roots[i], false, false) &&
 		    (t->o.nspans || t->o.ntids || t->o.event_kinds))
@@ -1347,7 +1697,9 @@ int sp_tree_print(struct sp_tree *t, FILE *out)
 		}
 		first = false;
 	}
-	if (t->json)
+	if (t->head_done)
+		print_trailer(t);
+	else if (t->json)
 		fputs("]}\n", out);
 	free(roots);
 	free(pf);

@@ -11,7 +11,7 @@
 
 enum {
 	OPT_FORMAT = 0x100, OPT_STABLE, OPT_MIN_DUR, OPT_PID, OPT_TID, OPT_SPAN, OPT_EVENTS,
-	OPT_NO_COLLAPSE, OPT_NO_EVENTS, OPT_WINDOW,
+	OPT_NO_COLLAPSE, OPT_NO_EVENTS, OPT_WINDOW, OPT_BUFFER,
 };
 
 #define MAX_FILTERS 64
@@ -22,7 +22,7 @@ static struct env {
 	uint64_t pids[MAX_FILTERS], tids[MAX_FILTERS];
 	const char *spans[MAX_FILTERS];
 	uint64_t window_ns;
-} env = { .window_ns = SP_CORR_WINDOW_NS };
+} env = { .window_ns = SP_CORR_WINDOW_NS, .tree.buffer_nodes = 65536 };
 
 static const char doc[] = "Print recorded processes, method spans, the events each span "
 	"caused and the processes it started, as a tree.\v"
@@ -53,6 +53,9 @@ static const struct argp_option options[] = {
 	{ "no-events", OPT_NO_EVENTS, NULL, 0, "Processes and spans only", 0 },
 	{ "no-collapse", OPT_NO_COLLAPSE, NULL, 0,
 	  "Print repeated identical siblings one by one instead of as '×N'", 0 },
+	{ "buffer", OPT_BUFFER, "NODES", 0,
+	  "Hold about NODES tree nodes before printing the finished top-level spans of a "
+	  "process (default 65536); 0 holds the whole tree", 0 },
 	{ "window", OPT_WINDOW, "DURATION", 0,
 	  "When correlating on the fly: the reorder window (default 1ms)", 0 },
 	{ 0 }
@@ -149,6 +152,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_COLLAPSE:
 		o->no_collapse = true;
 		break;
+	case OPT_BUFFER:
+		if (sp_parse_uint(arg, 0, UINT64_MAX, &env.tree.buffer_nodes))
+			argp_error(state, "invalid node count '%s'", arg);
+		break;
 	case OPT_WINDOW:
 		if (!strcmp(arg, "0"))
 			env.window_ns = 0;
@@ -191,6 +198,7 @@ int main(int argc, char **argv)
 	if (!in)
 		return SP_EXIT_FATAL;
 	tree = sp_tree_new(&env.tree);
+	sp_tree_set_output(tree, env.common.out);
 	copts.window_ns = env.window_ns;
 	while (sp_reader_next(in, &rec) > 0) {
 		if (rec.kind == SP_REC_HEADER) {

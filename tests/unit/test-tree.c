@@ -369,6 +369,123 @@ static void test_tree_raise(void)
 	sp_tree_free(tree);
 }
 
+static void proc_end(uint64_t pid, uint64_t status)
+{
+	struct sp_record r = { .kind = SP_REC_PROCESS_END };
+
+	r.process_end.pid = pid;
+	r.process_end.status = status;
+	sp_tree_add(tree, &r);
+}
+
+/* Records with a forked child that outlives its span; names a, b, c. */
+static void build_stream(const struct sp_tree_opts *o, FILE *out)
+{
+	uint64_t a, b, c, path;
+
+	tree = sp_tree_new(o);
+	if (out)
+		sp_tree_set_output(tree, out);
+	header();
+	proc(10, 1, "app");
+	a = str("a");
+	b = str("b");
+	c = str("c");
+	path = str("/etc/x");
+	span(0, 0, 10, 10, a, 1000, 2000, SP_END_STOPPED, 0, 0);	/* id 1 */
+	ev(1500, 10, 10, 1, SP_RULE_THREAD, SP_EV_PATH_OPEN, path, 0, 0, 3);
+	span(0, 0, 10, 10, b, 3000, 4000, SP_END_STOPPED, 0, 0);	/* id 2 */
+	ev(3500, 10, 10, 2, SP_RULE_THREAD, SP_EV_PROC_FORK, 20, 20, 0, 0);
+	span(0, 0, 10, 10, a, 5000, 6000, SP_END_STOPPED, 0, 0);	/* id 3 */
+	/* the child of span 2 opens a file after span 2 ended, then exits */
+	ev(6500, 20, 20, 2, SP_RULE_FORK, SP_EV_PATH_OPEN, path, 0, 0, 4);
+	proc_end(20, 7);
+	span(0, 0, 10, 10, c, 7000, 8000, SP_END_STOPPED, 0, 0);	/* id 4 */
+	span(0, 0, 10, 10, a, 9000, 10000, SP_END_STOPPED, 0, 0);	/* id 5 */
+	ev(9500, 10, 10, 5, SP_RULE_THREAD, SP_EV_PATH_OPEN, path, 0, 0, 3);
+}
+
+/*
+ * With a buffer of one node, finished top-level spans are printed while
+ * records come in, the forked child's subtree waits until the child ended,
+ * and the result is the tree printed at the end, plus the process's end line.
+ */
+static void test_tree_streaming(void)
+{
+	struct sp_tree_opts o = { .stable = true };
+	char *whole, *streamed = NULL, *early;
+	size_t n = 0, k;
+	FILE *f;
+
+	build_stream(&o, NULL);
+	whole = print();
+	sp_tree_free(tree);
+
+	o.buffer_nodes = 1;
+	f = open_memstream(&streamed, &n);
+	build_stream(&o, f);
+	fflush(f);
+	early = strndup(streamed, n);
+	/* spans a (1) and b (2, its child has ended) are out before the end */
+	CHECK(strstr(early, "[PROC comm=app]\n├─ [SPAN a]\n") != NULL);
+	CHECK(strstr(early, "exit=7]\n") != NULL);
+	CHECK(sp_tree_nodes_held(tree) <= 6);
+	CHECK(sp_tree_print(tree, f) == 0);
+	fclose(f);
+	k = strlen(whole);
+	CHECK(n == k + strlen("# end of [PROC comm=app]\n"));
+	CHECK(!strncmp(streamed, whole, k));
+	CHECK_STR(streamed + k, "# end of [PROC comm=app]\n");
+	/* the child's late open is under the child, not a process of its own */
+	CHECK(strstr(streamed, "exit=7]\n│        └─ FILE path_open → /etc/x (O_RDONLY) = fd\n") != NULL);
+	free(early);
+	free(streamed);
+	free(whole);
+	sp_tree_free(tree);
+}
+
+/* Many distinct top-level spans: what is held stays near the buffer size. */
+static void test_tree_streaming_memory(void)
+{
+	struct sp_tree_opts o = { .buffer_nodes = 16 };
+	uint64_t names[7], i, max = 0;
+	char name[8], *p = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&p, &n);
+
+	tree = sp_tree_new(&o);
+	sp_tree_set_output(tree, f);
+	header();
+	proc(10, 1, "app");
+	for (i = 0; i < 7; i++) {
+		snprintf(name, sizeof(name), "m%llu", (unsigned long long)i);
+		names[i] = str(name);
+	}
+	for (i = 0; i < 5000; i++) {
+		span(0, 0, 10, 10, names[i % 7], 1000 + i * 10, 1005 + i * 10, SP_END_STOPPED,
+		     0, 0);
+		ev(1001 + i * 10, 10, 10, i + 1, SP_RULE_THREAD, SP_EV_PATH_OPEN, names[0], 0, 0, 3);
+		if (sp_tree_nodes_held(tree) > max)
+			max = sp_tree_nodes_held(tree);
+	}
+	CHECK(max <= 16 + 4);
+	CHECK(sp_tree_print(tree, f) == 0);
+	fclose(f);
+	/* every span is printed once, the last one closes the process */
+	{
+		size_t spans = 0;
+		char *s;
+
+		for (s = p; (s = strstr(s, "[SPAN ")); s++)
+			spans++;
+		CHECK_EQ_U(spans, 5000);
+	}
+	CHECK(strstr(p, "└─ [SPAN tid=10 m1 ") != NULL);
+	CHECK(strstr(p, "# processes 1  spans 5000  events 5000\n") != NULL);
+	free(p);
+	sp_tree_free(tree);
+}
+
 int main(void)
 {
 	TAP_RUN(test_tree_open_flags);
@@ -379,5 +496,7 @@ int main(void)
 	TAP_RUN(test_tree_filters);
 	TAP_RUN(test_tree_json);
 	TAP_RUN(test_tree_raise);
+	TAP_RUN(test_tree_streaming);
+	TAP_RUN(test_tree_streaming_memory);
 	return TAP_DONE();
 }

@@ -37,13 +37,23 @@ struct sp_tree_opts {
 	size_t nspans;
 	uint64_t event_kinds;	/* bit per enum sp_event_kind to show; 0 = all */
 	bool no_events;		/* spans and processes only */
+	/*
+	 * Streaming: once more than this many nodes are held, print the
+	 * finished top-level subtrees of the process being printed and free
+	 * them (needs sp_tree_set_output()). 0 = hold the whole tree.
+	 */
+	uint64_t buffer_nodes;
 };
 
 struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts);
 /* Take in a correlated record. */
 void sp_tree_add(struct sp_tree *t, const struct sp_record *rec);
-/* Print the whole tree. 0, or -1 if writing failed. */
+/* Where sp_tree_print() will write: lets the tree stream while records come in. */
+void sp_tree_set_output(struct sp_tree *t, FILE *out);
+/* Print the (rest of the) tree. 0, or -1 if writing failed. */
 int sp_tree_print(struct sp_tree *t, FILE *out);
+/* Tree nodes held now (processes, threads, spans, events not yet printed and freed). */
+uint64_t sp_tree_nodes_held(const struct sp_tree *t);
 /* Records the tree could not place (their count; each is shown under the process). */
 uint64_t sp_tree_orphans(const struct sp_tree *t);
 void sp_tree_free(struct sp_tree *t);
