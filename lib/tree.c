@@ -1546,7 +1546,9 @@ static void open_proc(struct sp_tree *t, struct tproc *p)
  * Print the finished top-level subtrees of root process p, sorted (and, with
  * --stable, ordered) among themselves, and free them. Subtrees holding a
  * live process wait; so does the last run of identical siblings, which may
- * grow and which decides the └─ of the process.
+ * grow and which decides the └─ of the process (unless the only run is
+ * larger than the buffer: then it is printed, and an identical sibling that
+ * comes later starts a run of its own).
  */
 static void stream_proc(struct sp_tree *t, struct tproc *p)
 {
@@ -1577,7 +1579,8 @@ static void stream_proc(struct sp_tree *t, struct tproc *p)
 		for (c = next_kept(p->n.first); c; c = d) {
 			d = next_kept(group_end(t, c, &ag));
 			ngroups++;
-			if (!d && (ngroups > 1 || run_nodes(c, ag.count) <= t->limit))
+			if (!d && (ngroups > 1 || ag.count == 1 ||
+				   run_nodes(c, ag.count) <= t->limit))
 				stop = c;
 		}
 		if (next_kept(p->n.first) != stop) {

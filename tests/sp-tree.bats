@@ -107,3 +107,38 @@ load helper
 	got=$(grep -v -E 'path_open → /(etc/ld\.so\.cache|lib/|usr/)' <<< "$output")
 	diff -u "$FIXTURES/live/app.tree" <(printf '%s\n' "$got")
 }
+
+@test "sp-tree: streaming with a small --buffer prints the same tree as holding it whole" {
+	require_cmd jq
+	cd "$FIXTURES"
+	local n=0
+	for in in *.in; do
+		case=${in%.in}
+		args="--stable"
+		[ -f "$case.args" ] && args=$(cat "$case.args")
+		if grep -q -- --format=json <<< "$args"; then
+			run -0 bash -c "sp-tree $args --buffer=8 '$in' | jq -S .processes"
+			[ "$output" = "$(jq -S .processes "$case.out")" ] || { echo "$in differs"; false; }
+			continue
+		fi
+		# the tree lines are the golden's; only the '#' lines move
+		run -0 sp-tree $args --buffer=8 "$in"
+		diff -u <(grep -v '^#' "$case.out") <(grep -v '^#' <<< "$output") ||
+			{ echo "$in differs"; false; }
+		grep -q '^# end of \[PROC' <<< "$output" && n=$((n + 1))
+	done
+	# the buffer was small enough to stream most cases
+	[ "$n" -ge 5 ]
+}
+
+@test "sp-tree: when it streams, the totals come at the end and JSON stays one document" {
+	require_cmd jq
+	run -0 sp-tree --buffer=1 --no-collapse "$FIXTURES/app.in"
+	[ "${lines[0]}" = "# stackpulse recording  started 2025-12-02T10:00:00.000Z  (streamed: totals at the end)" ]
+	[ "${lines[-3]}" = "# end of [PROC pid=4711 comm=ruby parent=4700]" ]
+	[ "${lines[-2]}" = "# duration 204.0ms  lost 0" ]
+	[ "${lines[-1]}" = "# processes 3  spans 8  events 16" ]
+	run -0 bash -c "sp-tree --format=json --buffer=1 --no-collapse '$FIXTURES/app.in' |
+		jq -c '[.duration_ns, .lost_events, (.processes | length), ([.. | objects | select(.type == \"event\")] | length)]'"
+	[ "$output" = "[204000000,0,1,16]" ]
+}
