@@ -35,6 +35,10 @@
 
 struct sp_spans_opts sp_spans_opts = { .modes = SP_SPANS_AUTO };
 
+/* --spans=auto, a command that is no runtime: load BPF only if it still
+ * runs this long after the start. */
+#define SP_SPANS_DEFER_NS	50000000ull
+
 /* ---- options ---- */
 
 enum { OPT_SPANS = 0x2100, OPT_SPAN_FUNC };
@@ -540,6 +544,7 @@ struct bs_ctx {
 	bool *pid_cmd;			/* started by sp-record */
 	unsigned int npids;
 	bool deferred;			/* auto: waiting for the preloaded object */
+	uint64_t defer_since;
 	bool finishing;
 	int epfd;			/* s->fd while deferred: preload.efd, then the ring */
 	char unavailable[256];
@@ -1824,7 +1829,8 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 		c->deferred = true;
 		/* A command that is done in a few milliseconds (/bin/true)
 		 * should not even share the CPU with the load: it starts at
-		 * the first poll (the first batch, or the first event). */
+		 * the first poll (an event, or the batch timer) after 50 ms. */
+		c->defer_since = sp_now_mono_ns();
 		return 0;
 	} else if ((c->skel = preload_take(why, sizeof(why))) && !start_tracking(s, c)) {
 		return 0;
@@ -1889,7 +1895,8 @@ static int spans_poll(struct sp_source *s, struct sp_emit *out)
 	int n;
 
 	c->out = out;
-	if (c->deferred && !preload.on && !c->finishing && tree_alive(c)) {
+	if (c->deferred && !preload.on && !c->finishing &&
+	    sp_now_mono_ns() - c->defer_since >= SP_SPANS_DEFER_NS && tree_alive(c)) {
 		preload_start(c->o, true);
 		if (!preload.on) {	/* no thread: load here */
 			char why[256] = "";
