@@ -67,7 +67,7 @@ struct search {
 	size_t ntop;
 };
 
-struct sp_dwarfidx {
+struct part {
 	struct strtab str;
 	struct node *nodes;
 	size_t nnodes, capnodes;
@@ -81,12 +81,11 @@ struct sp_dwarfidx {
 	uint64_t *row_addr;	/* rows[i].addr, for searching */
 	struct search seg_search, row_search;
 	size_t units;
-	uint64_t build_ns;
 };
 
 /* Build-time state. */
 struct builder {
-	struct sp_dwarfidx *x;
+	struct part *x;
 	struct range *ranges;
 	size_t nranges, capranges;
 	uint64_t text_lo, text_hi;
@@ -299,7 +298,7 @@ static bool in_text(const struct builder *b, uint64_t lo, uint64_t hi)
 /* Add die as a node with its address ranges; NONE if it has no code here. */
 static uint32_t add_node(struct builder *b, Dwarf_Die *die, uint32_t parent, uint32_t depth)
 {
-	struct sp_dwarfidx *x = b->x;
+	struct part *x = b->x;
 	Dwarf_Addr base, start, end, entry = UINT64_MAX;
 	ptrdiff_t off = 0;
 	size_t first = b->nranges;
@@ -405,7 +404,7 @@ static void walk(struct builder *b, Dwarf_Die *die, uint32_t node, uint32_t dept
 
 static int add_lines(struct builder *b, Dwarf_Die *cudie)
 {
-	struct sp_dwarfidx *x = b->x;
+	struct part *x = b->x;
 	Dwarf_Lines *lines;
 	size_t nlines, i, seq_start = x->nrows;
 	const char *last_src = NULL;
@@ -493,7 +492,7 @@ static int cmp_seq(const void *a, const void *b)
  */
 static int sort_rows(struct builder *b)
 {
-	struct sp_dwarfidx *x = b->x;
+	struct part *x = b->x;
 	struct row *rows;
 	size_t i, k = 0;
 	bool sorted = true;
@@ -535,7 +534,7 @@ static int cmp_range(const void *a, const void *b)
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 
-static int emit(struct sp_dwarfidx *x, size_t *cap, uint64_t lo, uint32_t node)
+static int emit(struct part *x, size_t *cap, uint64_t lo, uint32_t node)
 {
 	size_t capn;
 
@@ -567,7 +566,7 @@ static int emit(struct sp_dwarfidx *x, size_t *cap, uint64_t lo, uint32_t node)
  */
 static int flatten(struct builder *b)
 {
-	struct sp_dwarfidx *x = b->x;
+	struct part *x = b->x;
 	struct range *stack;
 	size_t sp = 0, i, cap = 0;
 
@@ -696,89 +695,9 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-struct sp_dwarfidx *sp_dwarfidx_build(Dwarf *dw, uint64_t text_lo, uint64_t text_hi,
-				      size_t *bad_units, const char **why)
-{
-	struct builder b = { .text_lo = text_lo, .text_hi = text_hi };
-	Dwarf_CU *cu = NULL;
-	Dwarf_Die cudie, subdie;
-	Dwarf_Half version;
-	uint8_t unit_type;
-	uint64_t t0 = now_ns();
-	size_t bad = 0, i;
-	int rc;
+/* ---- parts: the index of a set of compilation units ---- */
 
-	*why = NULL;
-	if (!dw) {
-		*why = "no DWARF";
-		return NULL;
-	}
-	b.x = calloc(1, sizeof(*b.x));
-	if (!b.x) {
-		*why = "out of memory";
-		return NULL;
-	}
-	while ((rc = dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &subdie)) == 0) {
-		if (unit_type != DW_UT_compile || dwarf_tag(&cudie) != DW_TAG_compile_unit) {
-			if (unit_type == DW_UT_skeleton || unit_type == DW_UT_split_compile)
-				bad++;	/* split DWARF (.dwo) is not read */
-			continue;
-		}
-		b.x->units++;
-		b.files = NULL;
-		b.nfiles = 0;
-		if (dwarf_getsrcfiles(&cudie, &b.files, &b.nfiles) != 0) {
-			b.files = NULL;
-			b.nfiles = 0;
-		}
-		free(b.file_str);
-		b.file_str = b.nfiles ? calloc(b.nfiles, sizeof(*b.file_str)) : NULL;
-		if (b.nfiles && !b.file_str) {
-			b.oom = true;
-			break;
-		}
-		walk(&b, &cudie, NONE, 0, 0);
-		if (b.oom)
-			break;
-		if (add_lines(&b, &cudie) < 0 && !b.oom && b.nfiles)
-			bad++;
-		if (b.oom)
-			break;
-	}
-	free(b.file_str);
-	if (rc < 0 && !b.x->units)
-		bad++;
-	if (bad_units)
-		*bad_units = bad;
-	if (!b.oom) {
-		if (sort_rows(&b) < 0 || flatten(&b) < 0)
-			b.oom = true;
-		b.x->row_addr = b.x->nrows ? malloc(b.x->nrows * sizeof(*b.x->row_addr)) : NULL;
-		if (b.x->nrows && !b.x->row_addr)
-			b.oom = true;
-		for (i = 0; !b.oom && i < b.x->nrows; i++)
-			b.x->row_addr[i] = b.x->rows[i].addr;
-		if (!b.oom && (search_init(&b.x->row_search, b.x->row_addr, b.x->nrows) < 0 ||
-			       search_init(&b.x->seg_search, b.x->seg_lo, b.x->nsegs) < 0))
-			b.oom = true;
-	}
-	free(b.ranges);
-	free(b.seqs);
-	if (b.oom) {
-		sp_dwarfidx_free(b.x);
-		*why = "out of memory";
-		return NULL;
-	}
-	if (!b.x->units) {
-		sp_dwarfidx_free(b.x);
-		*why = "no DWARF compilation units";
-		return NULL;
-	}
-	b.x->build_ns = now_ns() - t0;
-	return b.x;
-}
-
-void sp_dwarfidx_free(struct sp_dwarfidx *x)
+static void part_free(struct part *x)
 {
 	if (!x)
 		return;
@@ -793,9 +712,350 @@ void sp_dwarfidx_free(struct sp_dwarfidx *x)
 	free(x);
 }
 
+/* Index one compilation unit into b; false when out of memory. */
+static bool index_unit(struct builder *b, Dwarf_Die *cudie, size_t *bad)
+{
+	b->x->units++;
+	b->files = NULL;
+	b->nfiles = 0;
+	if (dwarf_getsrcfiles(cudie, &b->files, &b->nfiles) != 0) {
+		b->files = NULL;
+		b->nfiles = 0;
+	}
+	free(b->file_str);
+	b->file_str = b->nfiles ? calloc(b->nfiles, sizeof(*b->file_str)) : NULL;
+	if (b->nfiles && !b->file_str) {
+		b->oom = true;
+		return false;
+	}
+	walk(b, cudie, NONE, 0, 0);
+	if (b->oom)
+		return false;
+	if (add_lines(b, cudie) < 0 && !b->oom && b->nfiles)
+		(*bad)++;
+	return !b->oom;
+}
+
+/* Sort, flatten and make searchable what b collected; NULL when out of memory. */
+static struct part *part_finish(struct builder *b)
+{
+	struct part *x = b->x;
+	size_t i;
+
+	free(b->file_str);
+	b->file_str = NULL;
+	if (!b->oom) {
+		if (sort_rows(b) < 0 || flatten(b) < 0)
+			b->oom = true;
+		x->row_addr = x->nrows ? malloc(x->nrows * sizeof(*x->row_addr)) : NULL;
+		if (x->nrows && !x->row_addr)
+			b->oom = true;
+		for (i = 0; !b->oom && i < x->nrows; i++)
+			x->row_addr[i] = x->rows[i].addr;
+		if (!b->oom && (search_init(&x->row_search, x->row_addr, x->nrows) < 0 ||
+				search_init(&x->seg_search, x->seg_lo, x->nsegs) < 0))
+			b->oom = true;
+	}
+	free(b->ranges);
+	free(b->seqs);
+	b->ranges = NULL;
+	b->seqs = NULL;
+	if (b->oom) {
+		part_free(x);
+		return NULL;
+	}
+	return x;
+}
+
+/* ---- the index: clusters of units with overlapping address ranges ---- */
+
+/*
+ * A cluster is a maximal address interval made of overlapping unit ranges;
+ * its part indexes every unit with a range in it, and is built on the first
+ * lookup that falls in the interval. Units' code lies within their ranges,
+ * so a cluster's part answers exactly what an index of every unit would.
+ */
+struct cluster {
+	uint64_t lo, hi;
+	size_t first, n;	/* unit offsets: x->cu_off[first .. first + n) */
+	struct part *part;
+	bool failed;
+};
+
+struct sp_dwarfidx {
+	Dwarf *dw;		/* owned; NULL once every part is built */
+	uint64_t text_lo, text_hi;
+	struct cluster *cl;
+	size_t ncl;
+	Dwarf_Off *cu_off;
+	size_t units, bad;
+	uint64_t build_ns;
+};
+
+struct cu_range {
+	uint64_t lo, hi;
+	size_t cu;
+};
+
+static int cmp_cu_range(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->cu < y->cu ? -1 : x->cu > y->cu;
+}
+
+static int cmp_off(const void *a, const void *b)
+{
+	const Dwarf_Off *x = a, *y = b;
+
+	return *x < *y ? -1 : *x > *y;
+}
+
+/* Build the part of cluster c; false if it cannot be. */
+static bool cluster_build(struct sp_dwarfidx *x, struct cluster *c)
+{
+	struct builder b = { .text_lo = x->text_lo, .text_hi = x->text_hi };
+	uint64_t t0 = now_ns();
+	Dwarf_Die cudie;
+	size_t i;
+
+	if (c->part || c->failed)
+		return c->part != NULL;
+	b.x = calloc(1, sizeof(*b.x));
+	if (!b.x) {
+		c->failed = true;
+		return false;
+	}
+	for (i = 0; i < c->n && !b.oom; i++) {
+		if (!dwarf_offdie(x->dw, x->cu_off[c->first + i], &cudie)) {
+			x->bad++;
+			continue;
+		}
+		index_unit(&b, &cudie, &x->bad);
+	}
+	c->part = part_finish(&b);
+	c->failed = !c->part;
+	x->build_ns += now_ns() - t0;
+	return c->part != NULL;
+}
+
+/* The code ranges of a unit, from its DIE, else from its line sequences. */
+static bool unit_ranges(struct builder *b, Dwarf_Die *cudie, size_t cu,
+			struct cu_range **r, size_t *n, size_t *cap)
+{
+	Dwarf_Addr base, start, end;
+	ptrdiff_t off = 0;
+	size_t first = *n, nlines, i;
+	Dwarf_Lines *lines;
+
+	while ((off = dwarf_ranges(cudie, off, &base, &start, &end)) > 0) {
+		if (!in_text(b, start, end))
+			continue;
+		*r = grow(*r, cap, *n, sizeof(**r), NULL);
+		if (!*r)
+			return false;
+		(*r)[(*n)++] = (struct cu_range){ start, end, cu };
+	}
+	if (*n > first || dwarf_getsrclines(cudie, &lines, &nlines) != 0)
+		return true;
+	start = UINT64_MAX;
+	for (i = 0; i < nlines; i++) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		Dwarf_Addr addr;
+		bool endseq = false;
+
+		if (!l || dwarf_lineaddr(l, &addr) != 0)
+			continue;
+		if (start == UINT64_MAX)
+			start = addr;
+		dwarf_lineendsequence(l, &endseq);
+		if (!endseq)
+			continue;
+		if (in_text(b, start, addr)) {
+			*r = grow(*r, cap, *n, sizeof(**r), NULL);
+			if (!*r)
+				return false;
+			(*r)[(*n)++] = (struct cu_range){ start, addr, cu };
+		}
+		start = UINT64_MAX;
+	}
+	return true;
+}
+
+static struct sp_dwarfidx *index_new(Dwarf *dw, uint64_t text_lo, uint64_t text_hi,
+				     bool lazy, size_t *bad_units, const char **why)
+{
+	struct builder b = { .text_lo = text_lo, .text_hi = text_hi };
+	struct cu_range *r = NULL;
+	size_t nr = 0, capr = 0, capoff = 0, i, j, k;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie, subdie;
+	Dwarf_Half version;
+	uint8_t unit_type;
+	uint64_t t0 = now_ns();
+	struct sp_dwarfidx *x;
+	Dwarf_Off *offs = NULL;
+	bool oom = false;
+	int rc;
+
+	*why = NULL;
+	if (!dw) {
+		*why = "no DWARF";
+		return NULL;
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		*why = "out of memory";
+		return NULL;
+	}
+	x->dw = dw;
+	x->text_lo = text_lo;
+	x->text_hi = text_hi;
+	while ((rc = dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &subdie)) == 0) {
+		if (unit_type != DW_UT_compile || dwarf_tag(&cudie) != DW_TAG_compile_unit) {
+			if (unit_type == DW_UT_skeleton || unit_type == DW_UT_split_compile)
+				x->bad++;	/* split DWARF (.dwo) is not read */
+			continue;
+		}
+		offs = grow(offs, &capoff, x->units, sizeof(*offs), NULL);
+		if (!offs || (lazy && !unit_ranges(&b, &cudie, x->units, &r, &nr, &capr))) {
+			oom = true;
+			break;
+		}
+		offs[x->units++] = dwarf_dieoffset(&cudie);
+	}
+	if (rc < 0 && !x->units)
+		x->bad++;
+	if (!oom && x->units) {
+		if (!lazy) {
+			/* One cluster covering everything, of every unit. */
+			r = malloc(sizeof(*r));
+			if (r) {
+				r[0] = (struct cu_range){ 0, UINT64_MAX, 0 };
+				nr = 1;
+			}
+		}
+		x->cl = nr ? calloc(nr, sizeof(*x->cl)) : NULL;
+		x->cu_off = malloc((lazy ? nr : x->units) * sizeof(*x->cu_off) + 1);
+		oom = (nr && !x->cl) || !x->cu_off || (!lazy && !r);
+	}
+	if (!oom && x->units && !lazy) {
+		memcpy(x->cu_off, offs, x->units * sizeof(*offs));
+		x->cl[0] = (struct cluster){ 0, UINT64_MAX, 0, x->units, NULL, false };
+		x->ncl = 1;
+	} else if (!oom && x->units) {
+		qsort(r, nr, sizeof(*r), cmp_cu_range);
+		for (i = 0, k = 0; i < nr; i = j) {
+			struct cluster *c = &x->cl[x->ncl++];
+			uint64_t hi = r[i].hi;
+			size_t m;
+
+			for (j = i + 1; j < nr && r[j].lo < hi; j++)
+				if (r[j].hi > hi)
+					hi = r[j].hi;
+			c->lo = r[i].lo;
+			c->hi = hi;
+			c->first = k;
+			for (m = i; m < j; m++)
+				x->cu_off[k + m - i] = offs[r[m].cu];
+			qsort(x->cu_off + k, j - i, sizeof(*x->cu_off), cmp_off);
+			/* A unit with several ranges in one cluster is read once. */
+			for (m = 0, c->n = 0; m < j - i; m++)
+				if (!c->n || x->cu_off[k + c->n - 1] != x->cu_off[k + m])
+					x->cu_off[k + c->n++] = x->cu_off[k + m];
+			k += c->n;
+		}
+	}
+	free(r);
+	free(offs);
+	if (bad_units)
+		*bad_units = x->bad;
+	if (oom) {
+		x->dw = NULL;
+		sp_dwarfidx_free(x);
+		*why = "out of memory";
+		return NULL;
+	}
+	if (!x->units) {
+		x->dw = NULL;
+		sp_dwarfidx_free(x);
+		*why = "no DWARF compilation units";
+		return NULL;
+	}
+	x->build_ns = now_ns() - t0;
+	if (!lazy) {
+		if (!cluster_build(x, &x->cl[0])) {
+			x->dw = NULL;
+			sp_dwarfidx_free(x);
+			*why = "out of memory";
+			return NULL;
+		}
+		if (bad_units)
+			*bad_units = x->bad;
+		x->dw = NULL;
+	}
+	return x;
+}
+
+struct sp_dwarfidx *sp_dwarfidx_build(Dwarf *dw, uint64_t text_lo, uint64_t text_hi,
+				      size_t *bad_units, const char **why)
+{
+	return index_new(dw, text_lo, text_hi, false, bad_units, why);
+}
+
+struct sp_dwarfidx *sp_dwarfidx_open(Dwarf *dw, uint64_t text_lo, uint64_t text_hi,
+				     size_t *bad_units, const char **why)
+{
+	struct sp_dwarfidx *x = index_new(dw, text_lo, text_hi, true, bad_units, why);
+
+	if (!x)
+		dwarf_end(dw);
+	return x;
+}
+
+void sp_dwarfidx_free(struct sp_dwarfidx *x)
+{
+	size_t i;
+
+	if (!x)
+		return;
+	for (i = 0; i < x->ncl; i++)
+		part_free(x->cl[i].part);
+	free(x->cl);
+	free(x->cu_off);
+	if (x->dw)
+		dwarf_end(x->dw);
+	free(x);
+}
+
 /* ---- lookups ---- */
 
-int sp_dwarfidx_line(const struct sp_dwarfidx *x, uint64_t addr, const char **file,
+/* The part covering addr, built if need be; NULL if none. */
+static struct part *part_at(struct sp_dwarfidx *x, uint64_t addr)
+{
+	size_t lo = 0, hi = x->ncl, mid;
+	struct cluster *c;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (x->cl[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	c = &x->cl[lo - 1];
+	if (addr >= c->hi)
+		return NULL;
+	if (!c->part && (!x->dw || !cluster_build(x, c)))
+		return NULL;
+	return c->part;
+}
+
+static int part_line(const struct part *x, uint64_t addr, const char **file,
 		     uint32_t *line, uint32_t *col)
 {
 	size_t lo = search_upper(&x->row_search, addr);
@@ -812,7 +1072,15 @@ int sp_dwarfidx_line(const struct sp_dwarfidx *x, uint64_t addr, const char **fi
 	return 0;
 }
 
-static const char *node_name(struct sp_dwarfidx *x, const struct node *n, bool demangle)
+int sp_dwarfidx_line(struct sp_dwarfidx *x, uint64_t addr, const char **file,
+		     uint32_t *line, uint32_t *col)
+{
+	struct part *p = part_at(x, addr);
+
+	return p ? part_line(p, addr, file, line, col) : -1;
+}
+
+static const char *node_name(struct part *x, const struct node *n, bool demangle)
 {
 	struct strtab *t = &x->str;
 
@@ -830,9 +1098,10 @@ static const char *node_name(struct sp_dwarfidx *x, const struct node *n, bool d
 	return strtab_get(t, n->name);
 }
 
-int sp_dwarfidx_lookup(struct sp_dwarfidx *x, uint64_t addr, bool demangle,
+int sp_dwarfidx_lookup(struct sp_dwarfidx *ix, uint64_t addr, bool demangle,
 		       struct sp_dwarf_loc *out, int max)
 {
+	struct part *x;
 	size_t lo;
 	uint32_t id;
 	int n = 0;
@@ -840,7 +1109,10 @@ int sp_dwarfidx_lookup(struct sp_dwarfidx *x, uint64_t addr, bool demangle,
 	if (max < 1)
 		return 0;
 	memset(&out[0], 0, sizeof(out[0]));
-	if (sp_dwarfidx_line(x, addr, &out[0].file, &out[0].line, &out[0].column) < 0)
+	x = part_at(ix, addr);
+	if (!x)
+		return 0;
+	if (part_line(x, addr, &out[0].file, &out[0].line, &out[0].column) < 0)
 		out[0].file = NULL;
 	lo = search_upper(&x->seg_search, addr);
 	if (!lo)
@@ -865,16 +1137,27 @@ int sp_dwarfidx_lookup(struct sp_dwarfidx *x, uint64_t addr, bool demangle,
 	return n;
 }
 
-void sp_dwarfidx_stats(const struct sp_dwarfidx *x, struct sp_dwarfidx_stats *st)
+void sp_dwarfidx_stats(const struct sp_dwarfidx *ix, struct sp_dwarfidx_stats *st)
 {
-	st->units = x->units;
-	st->functions = x->nfuncs;
-	st->inlined = x->ninlined;
-	st->segments = x->nsegs;
-	st->rows = x->nrows;
-	st->memory = sizeof(*x) + x->str.memory + x->capnodes * sizeof(*x->nodes) +
-		     x->nsegs * (sizeof(*x->seg_lo) + sizeof(*x->seg_node)) +
-		     x->caprows * sizeof(*x->rows) + x->nrows * sizeof(*x->row_addr) +
-		     (x->row_search.ntop + x->seg_search.ntop) * sizeof(uint64_t);
-	st->build_ns = x->build_ns;
+	size_t i;
+
+	memset(st, 0, sizeof(*st));
+	st->units = ix->units;
+	st->memory = sizeof(*ix) + ix->ncl * sizeof(*ix->cl) + ix->units * sizeof(*ix->cu_off);
+	for (i = 0; i < ix->ncl; i++) {
+		const struct part *x = ix->cl[i].part;
+
+		if (!x)
+			continue;
+		st->units_indexed += x->units;
+		st->functions += x->nfuncs;
+		st->inlined += x->ninlined;
+		st->segments += x->nsegs;
+		st->rows += x->nrows;
+		st->memory += sizeof(*x) + x->str.memory + x->capnodes * sizeof(*x->nodes) +
+			      x->nsegs * (sizeof(*x->seg_lo) + sizeof(*x->seg_node)) +
+			      x->caprows * sizeof(*x->rows) + x->nrows * sizeof(*x->row_addr) +
+			      (x->row_search.ntop + x->seg_search.ntop) * sizeof(uint64_t);
+	}
+	st->build_ns = ix->build_ns;
 }

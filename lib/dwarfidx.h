@@ -11,8 +11,13 @@
  * pointing at its innermost function, and the line programs of every unit
  * into one sorted row table.
  *
- * The index owns copies of every string it returns: the Dwarf handle may be
- * closed once sp_dwarfidx_build() has returned.
+ * sp_dwarfidx_open() indexes lazily: it reads only the address ranges of
+ * the compilation units up front, groups units whose ranges overlap into
+ * clusters, and indexes a cluster's functions, inlines and lines on the first
+ * lookup of an address in it. A program that touches a few functions of libc
+ * reads a few of its units, not all of them.
+ *
+ * The index owns copies of every string it returns.
  */
 #ifndef STACKPULSE_DWARFIDX_H
 #define STACKPULSE_DWARFIDX_H
@@ -46,13 +51,15 @@ struct sp_dwarf_loc {
 };
 
 struct sp_dwarfidx_stats {
-	size_t units;		/* compilation units read */
+	size_t units;		/* compilation units */
+	size_t units_indexed;	/* units indexed so far (lazy: those looked up; a
+				 * unit with code in two clusters counts twice) */
 	size_t functions;	/* subprograms with code */
 	size_t inlined;		/* inlined instances */
 	size_t segments;	/* address segments of the flattened index */
 	size_t rows;		/* line table rows kept */
 	size_t memory;		/* bytes held */
-	uint64_t build_ns;	/* time spent in sp_dwarfidx_build() */
+	uint64_t build_ns;	/* time spent indexing so far */
 };
 
 /*
@@ -61,10 +68,21 @@ struct sp_dwarfidx_stats {
  * sections, relocated to 0, are dropped. text_hi 0 keeps everything.
  * Returns NULL with *why set (a static message) when dw has no usable
  * DWARF or memory ran out; a unit that cannot be read is skipped and counted
- * in *bad_units (may be NULL).
+ * in *bad_units (may be NULL). The Dwarf handle may be closed once
+ * sp_dwarfidx_build() has returned.
  */
 struct sp_dwarfidx *sp_dwarfidx_build(Dwarf *dw, uint64_t text_lo, uint64_t text_hi,
 				      size_t *bad_units, const char **why);
+
+/*
+ * The same index, built lazily: reads the units' ranges (DW_AT_ranges or
+ * low/high pc, else their line sequences) now and a cluster of units at its
+ * first lookup. Takes ownership of dw (dwarf_end() in sp_dwarfidx_free(), or
+ * here on failure); the Elf behind it must outlive the index. Units that
+ * cannot be read at lookup time are counted in stats, not reported.
+ */
+struct sp_dwarfidx *sp_dwarfidx_open(Dwarf *dw, uint64_t text_lo, uint64_t text_hi,
+				     size_t *bad_units, const char **why);
 void sp_dwarfidx_free(struct sp_dwarfidx *x);
 
 /*
@@ -79,7 +97,7 @@ int sp_dwarfidx_lookup(struct sp_dwarfidx *x, uint64_t addr, bool demangle,
 		       struct sp_dwarf_loc *out, int max);
 
 /* The line table row for addr: 0 and *file, *line, *col set, or -1. */
-int sp_dwarfidx_line(const struct sp_dwarfidx *x, uint64_t addr, const char **file,
+int sp_dwarfidx_line(struct sp_dwarfidx *x, uint64_t addr, const char **file,
 		     uint32_t *line, uint32_t *col);
 
 void sp_dwarfidx_stats(const struct sp_dwarfidx *x, struct sp_dwarfidx_stats *st);

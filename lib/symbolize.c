@@ -59,7 +59,9 @@ struct image {
 	char *loaded_from;		/* the file actually read */
 	struct sp_symtab *symtab;	/* the file's own: .symtab, else .dynsym */
 	struct sp_symtab *dbgsyms;	/* a separate debug file's .symtab, if the file has none */
-	struct sp_dwarfidx *dwarf;
+	struct sp_dwarfidx *dwarf;	/* lazy: reads dw_elf at lookups */
+	Elf *dw_elf;			/* the file of the DWARF, held open for it */
+	int dw_fd;
 
 	struct sp_u64map cache;		/* (lookup address << 1 | leaf) -> index + 1 */
 	struct cached *results;
@@ -142,7 +144,20 @@ static void image_unload(struct image *img)
 {
 	sp_symtab_free(img->symtab);
 	sp_symtab_free(img->dbgsyms);
+	if (img->dwarf && sp_verbose) {
+		struct sp_dwarfidx_stats ds;
+
+		sp_dwarfidx_stats(img->dwarf, &ds);
+		sp_info("'%s': DWARF: %zu of %zu units indexed (%zu functions, %zu inlined, "
+			"%zu line rows), %.1f ms in all", img->loaded_from ? img->loaded_from : "?", ds.units_indexed, ds.units,
+			ds.functions, ds.inlined, ds.rows, ds.build_ns / 1e6);
+	}
 	sp_dwarfidx_free(img->dwarf);
+	if (img->dw_elf) {
+		elf_end(img->dw_elf);
+		close(img->dw_fd);
+	}
+	img->dw_elf = NULL;
 	img->symtab = NULL;
 	img->dbgsyms = NULL;
 	img->dwarf = NULL;
@@ -888,12 +903,12 @@ found:
 	else
 		dw = dwarf_begin_elf(dwf->elf, DWARF_C_READ, NULL);
 	if (dw) {
-		img->dwarf = sp_dwarfidx_build(dw, lo, hi, &bad, &why);
+		/* Lazily: a unit is indexed when an address falls in it. */
+		img->dwarf = sp_dwarfidx_open(dw, lo, hi, &bad, &why);
 		if (!img->dwarf && why && strcmp(why, "no DWARF compilation units"))
 			sp_warn("'%s': DWARF not used: %s", dwf->path, why);
 		else if (bad)
 			sp_warn("'%s': %zu DWARF units could not be read", dwf->path, bad);
-		dwarf_end(dw);
 	} else if (!insane && has_section(dwf->elf, ".debug_info", true)) {
 		sp_warn("'%s': DWARF not used: %s", dwf->path, dwarf_errmsg(-1));
 	}
@@ -908,11 +923,17 @@ found:
 
 		if (img->dwarf)
 			sp_dwarfidx_stats(img->dwarf, &ds);
-		sp_info("'%s': %zu symbols%s from '%s'; DWARF %s (%zu functions, %zu inlined, "
-			"%zu line rows, %.1f ms)", img->path, sp_symtab_count(img->symtab),
+		sp_info("'%s': %zu symbols%s from '%s'; DWARF %s (%zu units, their ranges read "
+			"in %.1f ms)", img->path, sp_symtab_count(img->symtab),
 			img->stripped ? " (.dynsym only)" : "", symf->path,
-			img->dwarf ? dwf->path : "none", ds.functions, ds.inlined, ds.rows,
-			ds.build_ns / 1e6);
+			img->dwarf ? dwf->path : "none", ds.units, ds.build_ns / 1e6);
+	}
+	if (img->dwarf) {
+		/* The index reads the file at lookups: keep it open with it. */
+		img->dw_elf = dwf->elf;
+		img->dw_fd = dwf->fd;
+		dwf->elf = NULL;
+		dwf->fd = -1;
 	}
 out:
 	elf_file_close(&dbg);

@@ -107,13 +107,14 @@ static int ref_chain(Dwarf *dw, uint64_t addr, struct ref_level *out, int max)
 static void compare_file(const char *path, const char *symtab_path, unsigned int step,
 			 unsigned int max_addrs)
 {
-	struct sp_dwarf_loc loc[64];
+	struct sp_dwarf_loc loc[64], lz[64];
 	struct ref_level ref[64];
 	struct sp_symtab *st = sp_symtab_new();
-	struct sp_dwarfidx *x;
+	struct sp_dwarfidx *x, *y;
+	struct sp_dwarfidx_stats ys;
 	const char *why = NULL;
-	unsigned int tried = 0, agreed = 0;
-	int fd, sfd, n, k, j;
+	unsigned int tried = 0, agreed = 0, lazy_tried = 0, lazy_agreed = 0;
+	int fd, sfd, n, k, j, m;
 	Elf *elf, *selfelf;
 	Dwarf *dw;
 	size_t bad = 0;
@@ -130,6 +131,11 @@ static void compare_file(const char *path, const char *symtab_path, unsigned int
 	CHECK(dw != NULL);
 	x = sp_dwarfidx_build(dw, 0, 0, &bad, &why);
 	CHECK(x != NULL);
+	/* The lazy index, on a handle of its own, must answer exactly the same. */
+	y = sp_dwarfidx_open(dwarf_begin_elf(elf, DWARF_C_READ, NULL), 0, 0, &bad, &why);
+	CHECK(y != NULL);
+	if (!y)
+		x = NULL;
 	CHECK(sp_symtab_add_elf(st, selfelf, false, &why) > 0);
 	sp_symtab_finish(st);
 	/* Walk every function: entries are sorted; reach them through lookups. */
@@ -147,6 +153,22 @@ static void compare_file(const char *path, const char *symtab_path, unsigned int
 				break;
 			for (a = s->addr; a < s->addr + s->size && tried < max_addrs; a += step) {
 				n = sp_dwarfidx_lookup(x, a, false, loc, 64);
+				m = sp_dwarfidx_lookup(y, a, false, lz, 64);
+				lazy_tried++;
+				for (j = 0; j < n && m == n; j++)
+					if ((loc[j].func != lz[j].func &&
+					     (!loc[j].func || !lz[j].func || strcmp(loc[j].func, lz[j].func))) ||
+					    (loc[j].file != lz[j].file &&
+					     (!loc[j].file || !lz[j].file || strcmp(loc[j].file, lz[j].file))) ||
+					    loc[j].line != lz[j].line || loc[j].column != lz[j].column ||
+					    loc[j].entry != lz[j].entry || loc[j].inlined != lz[j].inlined)
+						break;
+				if (m == n && j == n) {
+					lazy_agreed++;
+				} else if (lazy_tried - lazy_agreed == 1) {
+					printf("#   %s 0x%lx: lazy %d levels, eager %d, differ at %d\n", path,
+					       (unsigned long)a, m, n, j);
+				}
 				k = ref_chain(dw, a, ref, 64);
 				if (k <= 0)
 					continue;
@@ -177,8 +199,16 @@ static void compare_file(const char *path, const char *symtab_path, unsigned int
 		}
 	}
 	printf("#   %s: %u addresses compared with libdw, %u agree\n", path, tried, agreed);
+	printf("#   %s: %u addresses compared lazy with eager, %u agree\n", path, lazy_tried,
+	       lazy_agreed);
 	CHECK(tried > 100);
 	CHECK_EQ_U(agreed, tried);
+	CHECK_EQ_U(lazy_agreed, lazy_tried);
+	if (y) {
+		sp_dwarfidx_stats(y, &ys);
+		CHECK(ys.units > 0 && ys.units_indexed > 0);
+	}
+	sp_dwarfidx_free(y);
 	sp_dwarfidx_free(x);
 	sp_symtab_free(st);
 	dwarf_end(dw);
@@ -244,6 +274,46 @@ static void test_dwarfidx_lines(void)
 	close(fd);
 }
 
+/* One lookup in libc's debug file indexes a few of its units, not all. */
+static void test_dwarfidx_lazy_reads_little(void)
+{
+	struct sp_symtab *st = sp_symtab_new();
+	const struct sp_symtab_entry *s;
+	struct sp_dwarfidx_stats ds;
+	struct sp_dwarf_loc loc[8];
+	struct sp_dwarfidx *y;
+	const char *why = NULL;
+	int fd = open(libc_debug, O_RDONLY);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	uint64_t a;
+
+	y = sp_dwarfidx_open(dwarf_begin_elf(elf, DWARF_C_READ, NULL), 0, 0, NULL, &why);
+	CHECK(y != NULL);
+	CHECK(sp_symtab_add_elf(st, elf, false, &why) > 0);
+	sp_symtab_finish(st);
+	if (y) {
+		sp_dwarfidx_stats(y, &ds);
+		CHECK(ds.units > 100);
+		CHECK_EQ_U(ds.units_indexed, 0);
+		/* malloc is in libc's symbol table and in its DWARF. */
+		for (a = 0, s = NULL; a < 0x400000 && !s; a += 16) {
+			s = sp_symtab_lookup(st, a);
+			if (s && strcmp(s->name, "__libc_malloc") && strcmp(s->name, "malloc"))
+				s = NULL;
+		}
+		CHECK(s != NULL);
+		if (s)
+			CHECK(sp_dwarfidx_lookup(y, s->addr, false, loc, 8) >= 1);
+		sp_dwarfidx_stats(y, &ds);
+		printf("#   one lookup indexed %zu of %zu units\n", ds.units_indexed, ds.units);
+		CHECK(ds.units_indexed >= 1 && ds.units_indexed * 10 < ds.units);
+	}
+	sp_dwarfidx_free(y);
+	sp_symtab_free(st);
+	elf_end(elf);
+	close(fd);
+}
+
 static void test_dwarfidx_no_dwarf(void)
 {
 	const char *why = NULL;
@@ -258,6 +328,8 @@ int main(void)
 	TAP_RUN(test_dwarfidx_self_against_libdw);
 	if (find_libc_debug())
 		TAP_RUN(test_dwarfidx_libc_against_libdw);
+	if (libc_debug[0] && access(libc_debug, R_OK) == 0)
+		TAP_RUN(test_dwarfidx_lazy_reads_little);
 	else
 		TAP_SKIP(test_dwarfidx_libc_against_libdw, "libc6-dbg is not installed");
 	TAP_RUN(test_dwarfidx_lines);
