@@ -320,3 +320,21 @@ p1/main span_stop #<module> 15 1"
 	run -0 bash -c "sp-decode '$OUT' | jq -c 'select(.type == \"runtime\" or .type == \"probe\")'"
 	assert_output ""
 }
+
+@test "sp-record --spans: without BPF privileges the default warns once and records; a named mode fails" {
+	require_root
+	require_cmd setpriv
+	d=$(mktemp -d /tmp/sp-nonroot.XXXXXX)
+	chmod 777 "$d"
+	nobody=(env -u RUBYOPT setpriv --reuid=65534 --regid=65534 --clear-groups)
+	run -0 --separate-stderr "${nobody[@]}" "$SP_BIN/sp-record" -o "$d/a.sp" --events=none -- \
+		/bin/sh -c 'echo "RUBYOPT=$RUBYOPT"'
+	# no activator is set when no spans can be recorded
+	assert_output "RUBYOPT="
+	run -0 grep -c "spans" <<<"$stderr"
+	assert_output 1
+	run -0 sp-decode "$d/a.sp"
+	run -2 "${nobody[@]}" "$SP_BIN/sp-record" -o "$d/b.sp" --events=none --spans=ruby -- /bin/true
+	assert_output --partial "spans: loading BPF programs needs root"
+	rm -rf "$d"
+}
