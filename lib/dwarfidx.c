@@ -603,6 +603,22 @@ oom:
 	return -1;
 }
 
+/* Debug sections the index never reads: location lists, macros, CFI, name tables. */
+static bool unread_section(const char *name)
+{
+	static const char *const unread[] = {
+		".debug_loc", ".debug_loclists", ".debug_macro", ".debug_macinfo",
+		".debug_frame", ".debug_pubnames", ".debug_pubtypes", ".debug_gnu_pubnames",
+		".debug_gnu_pubtypes", ".debug_names", ".debug_cu_index", ".debug_tu_index",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(unread) / sizeof(unread[0]); i++)
+		if (!strcmp(name, unread[i]))
+			return true;
+	return false;
+}
+
 bool sp_dwarfidx_elf_sane(Elf *elf, const char **why)
 {
 	Elf_Scn *scn = NULL;
@@ -619,6 +635,17 @@ bool sp_dwarfidx_elf_sane(Elf *elf, const char **why)
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
 			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && unread_section(name)) {
+			/*
+			 * dwarf_begin_elf() inflates every compressed debug
+			 * section up front; it skips NOBITS ones. The change is
+			 * in memory only (the file is read, never written).
+			 */
+			sh.sh_type = SHT_NOBITS;
+			if (gelf_update_shdr(scn, &sh))
+				continue;
+		}
 		/* A compressed section claiming to inflate beyond reason is a bomb. */
 		if (sh.sh_flags & SHF_COMPRESSED) {
 			GElf_Chdr ch;
@@ -629,7 +656,6 @@ bool sp_dwarfidx_elf_sane(Elf *elf, const char **why)
 				return false;
 			}
 		}
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (!name || strncmp(name, ".debug_", 7) ||
 		    (strcmp(name + 7, "str") && strcmp(name + 7, "line_str")))
 			continue;

@@ -36,8 +36,12 @@ struct sp_dwarfidx;
  * that its string sections (.debug_str, .debug_line_str) end with a NUL,
  * so that no string read from them runs past their end, and that no
  * compressed section claims to inflate to more than 2 GiB or 1024 times its
- * size. Decompresses those string sections in place. false with *why set if elf must not
- * be read as DWARF.
+ * size. Decompresses those string sections in place, and hides from libdw
+ * (in memory: marked SHT_NOBITS) the debug sections the index never reads,
+ * location lists, macros, CFI and name tables, which dwarf_begin_elf() would
+ * otherwise inflate up front (call it after reading what else the Elf is
+ * for, e.g. its symbol table). false with *why set if elf must not be read
+ * as DWARF.
  */
 bool sp_dwarfidx_elf_sane(Elf *elf, const char **why);
 

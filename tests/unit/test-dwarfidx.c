@@ -115,7 +115,7 @@ static void compare_file(const char *path, const char *symtab_path, unsigned int
 	const char *why = NULL;
 	unsigned int tried = 0, agreed = 0, lazy_tried = 0, lazy_agreed = 0;
 	int fd, sfd, n, k, j, m;
-	Elf *elf, *selfelf;
+	Elf *elf, *selfelf, *lelf;
 	Dwarf *dw;
 	size_t bad = 0;
 
@@ -131,8 +131,13 @@ static void compare_file(const char *path, const char *symtab_path, unsigned int
 	CHECK(dw != NULL);
 	x = sp_dwarfidx_build(dw, 0, 0, &bad, &why);
 	CHECK(x != NULL);
-	/* The lazy index, on a handle of its own, must answer exactly the same. */
-	y = sp_dwarfidx_open(dwarf_begin_elf(elf, DWARF_C_READ, NULL), 0, 0, &bad, &why);
+	/*
+	 * The lazy index, on an Elf of its own prepared as sp-symbolize does
+	 * (unread sections hidden from libdw), must answer exactly the same.
+	 */
+	lelf = elf_begin(fd, ELF_C_READ, NULL);
+	CHECK(sp_dwarfidx_elf_sane(lelf, &why));
+	y = sp_dwarfidx_open(dwarf_begin_elf(lelf, DWARF_C_READ, NULL), 0, 0, &bad, &why);
 	CHECK(y != NULL);
 	if (!y)
 		x = NULL;
@@ -209,6 +214,7 @@ static void compare_file(const char *path, const char *symtab_path, unsigned int
 		CHECK(ys.units > 0 && ys.units_indexed > 0);
 	}
 	sp_dwarfidx_free(y);
+	elf_end(lelf);
 	sp_dwarfidx_free(x);
 	sp_symtab_free(st);
 	dwarf_end(dw);
