@@ -1031,6 +1031,17 @@ struct sp_dwarfidx *sp_dwarfidx_build(Dwarf *dw, uint64_t text_lo, uint64_t text
 	return index_new(dw, text_lo, text_hi, false, bad_units, why);
 }
 
+int sp_dwarfidx_index_all(struct sp_dwarfidx *x)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < x->ncl; i++)
+		if (!x->cl[i].part && (!x->dw || !cluster_build(x, &x->cl[i])))
+			rc = -1;
+	return rc;
+}
+
 struct sp_dwarfidx *sp_dwarfidx_open(Dwarf *dw, uint64_t text_lo, uint64_t text_hi,
 				     size_t *bad_units, const char **why)
 {

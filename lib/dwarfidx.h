@@ -101,6 +101,9 @@ int sp_dwarfidx_lookup(struct sp_dwarfidx *x, uint64_t addr, bool demangle,
 		       struct sp_dwarf_loc *out, int max);
 
 /* The line table row for addr: 0 and *file, *line, *col set, or -1. */
+/* Index every cluster of a lazy index now; -1 if one could not be. */
+int sp_dwarfidx_index_all(struct sp_dwarfidx *x);
+
 int sp_dwarfidx_line(struct sp_dwarfidx *x, uint64_t addr, const char **file,
 		     uint32_t *line, uint32_t *col);
 

@@ -905,6 +905,8 @@ found:
 	if (dw) {
 		/* Lazily: a unit is indexed when an address falls in it. */
 		img->dwarf = sp_dwarfidx_open(dw, lo, hi, &bad, &why);
+		if (img->dwarf && s->o.index_all && sp_dwarfidx_index_all(img->dwarf) < 0)
+			sp_warn("'%s': DWARF: some units could not be indexed", dwf->path);
 		if (!img->dwarf && why && strcmp(why, "no DWARF compilation units"))
 			sp_warn("'%s': DWARF not used: %s", dwf->path, why);
 		else if (bad)

@@ -47,6 +47,7 @@ struct sp_symbolize_opts {
 	bool no_demangle;
 	bool no_inline;			/* only the physical function */
 	bool no_system_debug;		/* skip /usr/lib/debug (tests) */
+	bool index_all;			/* index a file's whole DWARF at load */
 };
 
 /* One level of a frame's inline chain. Strings are owned by the symbolizer

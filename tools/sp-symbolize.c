@@ -22,6 +22,7 @@ enum {
 	OPT_NO_DEMANGLE,
 	OPT_NO_INLINE,
 	OPT_NO_SYSTEM_DEBUG,
+	OPT_INDEX_ALL,
 	OPT_STATS,
 	OPT_FORCE,
 	OPT_FOLLOW,
@@ -60,6 +61,8 @@ static const struct argp_option options[] = {
 	{ "no-inline", OPT_NO_INLINE, NULL, 0, "Only the physical function of each frame", 0 },
 	{ "no-system-debug", OPT_NO_SYSTEM_DEBUG, NULL, 0,
 	  "Do not look in /usr/lib/debug (only --debug-dir)", 0 },
+	{ "index-all", OPT_INDEX_ALL, NULL, 0,
+	  "Index each file's whole DWARF when the file is loaded, not a unit at a time", 0 },
 	{ "force", OPT_FORCE, NULL, 0,
 	  "Symbolize an already symbolized stream again (its symbol records are dropped)", 0 },
 	{ "follow", OPT_FOLLOW, NULL, 0,
@@ -103,6 +106,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_SYSTEM_DEBUG:
 		env.sym.no_system_debug = true;
+		break;
+	case OPT_INDEX_ALL:
+		env.sym.index_all = true;
 		break;
 	case OPT_FORCE:
 		env.force = true;
