@@ -136,7 +136,11 @@ static char *arena_copy(struct strtab *t, const char *s, size_t len)
 	char *p;
 
 	if (!c || c->cap - c->used < len + 1) {
-		size_t cap = len + 1 > ARENA_CHUNK ? len + 1 : ARENA_CHUNK;
+		/* Small first: a lazy index has a string table per cluster. */
+		size_t cap = c ? (c->cap * 2 < ARENA_CHUNK ? c->cap * 2 : ARENA_CHUNK) : 4096;
+
+		if (cap < len + 1)
+			cap = len + 1;
 
 		c = malloc(sizeof(*c) + cap);
 		if (!c)
