@@ -22,6 +22,7 @@ struct sym_range {
 
 struct sp_defs {
 	bool have_header;
+	bool drop_symbols;	/* sp_defs_keep_symbols(false) */
 	struct sp_header header;
 	uint8_t *header_text;	/* the header's text fields, copied */
 	uint64_t nspans;
@@ -304,6 +305,9 @@ int sp_defs_add(struct sp_defs *d, const struct sp_record *rec, const char **why
 		struct sym_range *r;
 		uint64_t f = rec->symbol.frame;
 
+		if (d->drop_symbols)
+			break;
+
 		if (f >= d->sym_of_cap) {
 			size_t old = d->sym_of_cap;
 
@@ -325,6 +329,11 @@ int sp_defs_add(struct sp_defs *d, const struct sp_record *rec, const char **why
 		break;
 	}
 	return 0;
+}
+
+void sp_defs_keep_symbols(struct sp_defs *d, bool keep)
+{
+	d->drop_symbols = !keep;
 }
 
 const struct sp_header *sp_defs_header(const struct sp_defs *d)

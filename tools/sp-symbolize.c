@@ -386,6 +386,9 @@ int main(int argc, char **argv)
 				err = -1;
 				break;
 			}
+			/* Nothing here reads back a spool's symbols: do not store them. */
+			if (fmt == SP_FORMAT_SPOOL)
+				sp_defs_keep_symbols(sp_writer_defs(g.w), false);
 		}
 		g.records++;
 		if (handle(&rec)) {

@@ -47,6 +47,12 @@ const struct sp_frame *sp_defs_frame(const struct sp_defs *d, uint64_t id);
 const struct sp_stack *sp_defs_stack(const struct sp_defs *d, uint64_t id);
 /* The inline chain of a frame's symbols (innermost first), *n of them; NULL if none. */
 const struct sp_symbol *sp_defs_symbols(const struct sp_defs *d, uint64_t frame, unsigned int *n);
+/*
+ * Whether symbol records are kept for sp_defs_symbols() (default true); a
+ * writer of a spool that nobody asks about symbols may turn it off: they are
+ * then checked (their frame must exist) but not stored.
+ */
+void sp_defs_keep_symbols(struct sp_defs *d, bool keep);
 
 uint64_t sp_defs_nstrings(const struct sp_defs *d);
 uint64_t sp_defs_nmodules(const struct sp_defs *d);
