@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "archive.h"
+#include "defs.h"
 #include "buildid.h"
 #include "symbolize.h"
 #include "tap.h"
@@ -350,6 +351,37 @@ static void test_symbolize_vdso(void)
 	sp_symbolizer_free(s);
 }
 
+/* What sp-symbolize asks of its spool writer's definitions: symbols checked, not kept. */
+static void test_symbolize_defs_drop_symbols(void)
+{
+	struct sp_record mod = { .kind = SP_REC_MODULE }, fr = { .kind = SP_REC_FRAME };
+	struct sp_record sym = { .kind = SP_REC_SYMBOL };
+	const char *why = NULL;
+	unsigned int n = 9;
+	int keep;
+
+	for (keep = 1; keep >= 0; keep--) {
+		struct sp_defs *d = sp_defs_new();
+
+		sp_defs_keep_symbols(d, keep);
+		fr.frame.module = 1;
+		fr.frame.rel = 0x1234;
+		sym.symbol.frame = 1;
+		sym.symbol.line = 42;
+		CHECK(sp_defs_add(d, &mod, &why) == 0);
+		CHECK(sp_defs_add(d, &fr, &why) == 0);
+		CHECK(sp_defs_add(d, &sym, &why) == 0);
+		if (keep)
+			CHECK(sp_defs_symbols(d, 1, &n) != NULL && n == 1);
+		else
+			CHECK(sp_defs_symbols(d, 1, &n) == NULL);
+		/* A symbol of an undefined frame is refused either way. */
+		sym.symbol.frame = 7;
+		CHECK(sp_defs_add(d, &sym, &why) == -1);
+		sp_defs_free(d);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	char cmd[256];
@@ -373,6 +405,7 @@ int main(int argc, char **argv)
 	TAP_RUN(test_symbolize_kernel_and_jit);
 	TAP_RUN(test_symbolize_archive_replaced);
 	TAP_RUN(test_symbolize_vdso);
+	TAP_RUN(test_symbolize_defs_drop_symbols);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	if (system(cmd))
 		printf("# could not remove %s\n", tmpdir);
