@@ -817,6 +817,9 @@ struct sp_dwarfidx {
 	uint64_t text_lo, text_hi;
 	struct cluster *cl;
 	size_t ncl;
+	struct search cl_search;	/* over cl_lo: dense, for the first step of a lookup */
+	uint64_t *cl_lo;
+	struct cluster *last;		/* the cluster of the previous lookup */
 	Dwarf_Off *cu_off;
 	size_t units, bad;
 	uint64_t build_ns;
@@ -1000,6 +1003,12 @@ static struct sp_dwarfidx *index_new(Dwarf *dw, uint64_t text_lo, uint64_t text_
 	}
 	free(r);
 	free(offs);
+	if (!oom && x->ncl) {
+		x->cl_lo = malloc(x->ncl * sizeof(*x->cl_lo));
+		for (i = 0; x->cl_lo && i < x->ncl; i++)
+			x->cl_lo[i] = x->cl[i].lo;
+		oom = !x->cl_lo || search_init(&x->cl_search, x->cl_lo, x->ncl) < 0;
+	}
 	if (bad_units)
 		*bad_units = x->bad;
 	if (oom) {
@@ -1065,6 +1074,8 @@ void sp_dwarfidx_free(struct sp_dwarfidx *x)
 	for (i = 0; i < x->ncl; i++)
 		part_free(x->cl[i].part);
 	free(x->cl);
+	free(x->cl_lo);
+	free(x->cl_search.top);
 	free(x->cu_off);
 	if (x->dw)
 		dwarf_end(x->dw);
@@ -1076,19 +1087,16 @@ void sp_dwarfidx_free(struct sp_dwarfidx *x)
 /* The part covering addr, built if need be; NULL if none. */
 static struct part *part_at(struct sp_dwarfidx *x, uint64_t addr)
 {
-	size_t lo = 0, hi = x->ncl, mid;
-	struct cluster *c;
+	struct cluster *c = x->last;
+	size_t lo;
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (x->cl[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	if (c && addr >= c->lo && addr < c->hi && c->part)
+		return c->part;
+	lo = search_upper(&x->cl_search, addr);
 	if (!lo)
 		return NULL;
 	c = &x->cl[lo - 1];
+	x->last = c;
 	if (addr >= c->hi)
 		return NULL;
 	if (!c->part && (!x->dw || !cluster_build(x, c)))
