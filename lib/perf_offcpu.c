@@ -728,10 +728,12 @@ static void offcpu_describe(struct sp_source *s, char *features, size_t fsize,
 {
 	struct offcpu *c = s->priv;
 
-	if (c->started)
+	/* Called before start(), since the header goes first: a source that has
+	 * not failed yet is one that will record (sp-record stops if it fails). */
+	if (c->started || !c->why[0])
 		snprintf(features, fsize, "off-cpu=context-switch,min-ns=%" PRIu64, c->o.min_ns);
 	else
-		snprintf(unavailable, usize, "%s", c->why[0] ? c->why : "off-cpu");
+		snprintf(unavailable, usize, "%s", c->why);
 }
 
 static void offcpu_free(struct sp_source *s)
