@@ -156,6 +156,9 @@ folded() {
 		            assert r["unwind"] == "complete", r["unwind"]
 	EOF
 	grep -q '^sp-record: off-cpu: [1-9][0-9]* waits recorded' "$UW_TMP/off.err"
+	# The header says off-CPU time was recorded, and not that it was missing.
+	head -1 "$UW_TMP/off.jsonl" | jq -e '(.features | test("off-cpu=context-switch"))
+		and ((.unavailable // "") | test("off-cpu") | not)'
 }
 
 @test "sp-record-unwind: --off-cpu-min drops shorter waits but counts them" {
