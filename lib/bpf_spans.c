@@ -1991,6 +1991,11 @@ static void spans_describe(struct sp_source *s, char *features, size_t fsize,
 
 	if (!m && !c->o->nfuncs)
 		return;
+	if (!may_bpf()) {
+		/* start() will record without spans: do not claim them. */
+		snprintf(unavailable, usize, "spans(needs CAP_BPF and CAP_PERFMON)");
+		return;
+	}
 	snprintf(features, fsize, "spans=%s%s%s%s%s%s",
 		 m & SP_SPANS_RUBY ? "ruby," : "", m & SP_SPANS_RUBY_C ? "ruby-c," : "",
 		 m & SP_SPANS_PYTHON ? "python," : "", m & SP_SPANS_PY_AUDIT ? "python-audit," : "",

@@ -334,6 +334,10 @@ p1/main span_stop #<module> 15 1"
 	run -0 grep -c "spans" <<<"$stderr"
 	assert_output 1
 	run -0 sp-decode "$d/a.sp"
+	# the header does not claim spans, and says why they are missing
+	run -0 jq -r 'select(.type == "header") | "\(.features) | \(.unavailable)"' <<<"$output"
+	refute_output --partial "spans=ruby"
+	assert_output --partial "spans(needs CAP_BPF"
 	run -2 "${nobody[@]}" "$SP_BIN/sp-record" -o "$d/b.sp" --events=none --spans=ruby -- /bin/true
 	assert_output --partial "spans: loading BPF programs needs root"
 	rm -rf "$d"
