@@ -347,46 +347,6 @@ static int paranoid_level(void)
 	return n > 0 ? atoi(buf) : 2;
 }
 
-static int online_cpus(int **out)
-{
-	char buf[256], *s, *end;
-	int *v = NULL, n = 0, fd;
-	size_t cap = 0;
-	long a, b, i;
-	ssize_t len;
-
-	fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
-	len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (len <= 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-
-		snprintf(buf, sizeof(buf), "0-%ld", c > 0 ? c - 1 : 0);
-		len = (ssize_t)strlen(buf);
-	}
-	buf[len] = 0;
-	for (s = buf; *s && *s != '\n';) {
-		a = strtol(s, &end, 10);
-		if (end == s)
-			break;
-		b = a;
-		s = end;
-		if (*s == '-') {
-			b = strtol(s + 1, &end, 10);
-			s = end;
-		}
-		for (i = a; i <= b && i < 4096; i++) {
-			sp_grow(&v, &cap, n + 1, sizeof(*v));
-			v[n++] = (int)i;
-		}
-		if (*s == ',')
-			s++;
-	}
-	*out = v;
-	return n;
-}
-
 /* ---- modules and frames ---- */
 
 static const struct elf_entry *elf_lookup(struct perf *p, const char *path,
@@ -1448,7 +1408,7 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 	if (p->epfd < 0)
 		return sp_error_errno("epoll_create1");
 	s->fd = p->epfd;
-	n = online_cpus(&cpus);
+	n = sp_online_cpus(&cpus);
 	if (n <= 0)
 		return sp_error("cannot read the online CPUs");
 	p->cpus = sp_xcalloc(n, sizeof(*p->cpus));
