@@ -50,7 +50,7 @@ MANPAGES := $(patsubst docs/%.md,$(OUT)/man/%.1,$(wildcard docs/sp-*.md))
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-all: $(BINS) $(EXAMPLES)
+all: $(BINS) $(EXAMPLES) $(OUT)/examples/spans_cxx
 
 deps:
 	$(Q)scripts/install-deps.sh
@@ -105,11 +105,20 @@ $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name sp_$* > $@
 
 # Example and fixture programs: frame pointers and debug info for stable stacks.
-$(OUT)/examples/%: tests/fixtures/src/%.c
+$(OUT)/examples/%: tests/fixtures/src/%.c lib/include/stackpulse/span.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline-functions-called-once -Ilib/include \
 		-o $@ $< -lpthread -lm
+
+# The span markers as a C++ program gets them (generic USDT operands, not
+# the fixed registers of C on x86-64): the same call tree, the other BPF path.
+CXX ?= c++
+$(OUT)/examples/spans_cxx: tests/fixtures/src/spans_c.c lib/include/stackpulse/span.h
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -x c++ -O1 -g -fno-omit-frame-pointer -fno-inline-functions-called-once \
+		-Ilib/include -o $@ $< -lpthread
 
 # Unit tests: plain, and under AddressSanitizer + UndefinedBehaviorSanitizer.
 $(OUT)/unit/%: tests/unit/%.c $(LIB)

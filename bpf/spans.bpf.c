@@ -22,7 +22,6 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 const volatile __u32 stop_new = 1;	/* stop forked and exec'ing processes */
 const volatile __u32 audit_args = 1;	/* decode the first argument of audit events */
-const volatile __u32 count_hits = 1;	/* hits per probe per process (probe health) */
 
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) __ksym __weak;
@@ -54,13 +53,6 @@ struct {
 } strcache SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct sp_bs_hitkey);
-	__type(value, __u64);
-} hits SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
@@ -74,6 +66,14 @@ struct {
 	__type(value, struct sp_bs_event);
 } scratch SEC(".maps");
 
+/* Events sent per CPU, to look at the ring's fill level only now and then. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sent SEC(".maps");
+
 static __always_inline void count_lost(void)
 {
 	__u32 zero = 0;
@@ -83,39 +83,27 @@ static __always_inline void count_lost(void)
 		*n += 1;
 }
 
-static __always_inline void count_hit(__u32 pid, __u32 probe)
+/*
+ * Whether the probe hit counts: the current process is tracked and the
+ * probe belongs to the image it runs (not one it has left by exec: its
+ * generation is stale). Hits are counted by the loader, per event it
+ * reads (probe health): a hash update per hit here cost more than the
+ * rest of a span event.
+ */
+static __always_inline bool tracked(__u32 pid, __u64 cookie)
 {
-	struct sp_bs_hitkey k = { .pid = pid, .probe = probe };
-	__u64 one = 1, *n;
+	struct sp_bs_proc *t = bpf_map_lookup_elem(&tgids, &pid);
 
-	n = bpf_map_lookup_elem(&hits, &k);
-	if (n)
-		__sync_fetch_and_add(n, 1);
-	else
-		bpf_map_update_elem(&hits, &k, &one, BPF_NOEXIST);
+	return t && t->gen == (__u32)(cookie >> 32);
 }
 
-/* A tracked process's event buffer, or NULL (not tracked, or a probe of
- * an image the process has left by exec: its generation is stale). */
-static __always_inline struct sp_bs_event *begin(__u32 kind, __u32 probe, __u64 cookie)
+static __always_inline void fill_head(struct sp_bs_event *e, __u64 id, __u32 kind,
+				      __u32 probe, __u64 cookie)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, zero = 0;
-	struct sp_bs_proc *t;
-	struct sp_bs_event *e;
-
-	t = bpf_map_lookup_elem(&tgids, &pid);
-	if (!t || t->gen != (__u32)(cookie >> 32))
-		return NULL;
-	if (count_hits)
-		count_hit(pid, probe);
-	e = bpf_map_lookup_elem(&scratch, &zero);
-	if (!e)
-		return NULL;
 	e->time_ns = bpf_ktime_get_ns();
 	e->kind = kind;
 	e->probe = probe;
-	e->pid = pid;
+	e->pid = id >> 32;
 	e->tid = (__u32)id;
 	e->ppid = 0;
 	e->flags = 0;
@@ -123,14 +111,29 @@ static __always_inline struct sp_bs_event *begin(__u32 kind, __u32 probe, __u64 
 	e->line = 0;
 	e->addr[0] = e->addr[1] = e->addr[2] = 0;
 	e->hash[0] = e->hash[1] = e->hash[2] = 0;
-	e->len[0] = e->len[1] = e->len[2] = 0;
+	e->len[0] = e->len[1] = e->len[2] = e->pad = 0;
+}
+
+/* A tracked process's event buffer for strings read here (scratch, copied
+ * into the ring by submit()), or NULL. */
+static __always_inline struct sp_bs_event *begin(__u32 kind, __u32 probe, __u64 cookie)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sp_bs_event *e;
+	__u32 zero = 0;
+
+	if (!tracked(id >> 32, cookie))
+		return NULL;
+	e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		return NULL;
+	fill_head(e, id, kind, probe, cookie);
 	return e;
 }
 
 /* Read string i from user memory, hash it, and decide whether its bytes
  * must travel (not sent yet for this address in this process). */
-static __always_inline void get_str_how(struct sp_bs_event *e, int i, __u64 addr,
-					bool literal)
+static __always_inline void get_str(struct sp_bs_event *e, int i, __u64 addr)
 {
 	struct sp_bs_strkey k = { .addr = addr, .pid = e->pid };
 	__u64 h = 0xcbf29ce484222325ull, w, *cached;
@@ -142,15 +145,6 @@ static __always_inline void get_str_how(struct sp_bs_event *e, int i, __u64 addr
 	e->addr[i] = addr;
 	if (!addr)
 		return;
-	if (literal) {
-		/* A string literal of the binary (<stackpulse/span.h>): its
-		 * bytes never change, known by address once sent. */
-		cached = bpf_map_lookup_elem(&strcache, &k);
-		if (cached) {
-			e->hash[i] = *cached;
-			return;
-		}
-	}
 	n = bpf_probe_read_user_str(e->str[i], SP_BS_STRLEN, (void *)addr);
 	if (n <= 0) {
 		/* Typically a string literal in a page never touched yet: BPF
@@ -176,10 +170,47 @@ static __always_inline void get_str_how(struct sp_bs_event *e, int i, __u64 addr
 		e->flags |= SP_BSF_SENT(i);
 }
 
+/*
+ * Waking the reader per event costs more than the event itself: wake it
+ * when a quarter of the ring is used (it also drains every batch interval).
+ * Reading the fill level touches the consumer position, a cache line the
+ * reader writes from another CPU (about 100 ns a miss here), so it is read
+ * only every 64th event of a CPU; the ring has room for far more than that.
+ */
 static __always_inline __u64 wake_flags(void)
 {
+	__u32 zero = 0, *n = bpf_map_lookup_elem(&sent, &zero);
+
+	if (n && (++*n & 63))
+		return BPF_RB_NO_WAKEUP;
 	return bpf_ringbuf_query(&spans, BPF_RB_AVAIL_DATA) > (2 << 20) ?
 	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/*
+ * An event without string bytes (strings known by address only), reserved
+ * in the ring itself: no scratch buffer, no copy. Sent by submit_head().
+ */
+static __always_inline struct sp_bs_event *begin_head(__u32 kind, __u32 probe, __u64 cookie)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sp_bs_event *e;
+
+	if (!tracked(id >> 32, cookie))
+		return NULL;
+	e = bpf_ringbuf_reserve(&spans, SP_BS_HEAD_SIZE, 0);
+	if (!e) {
+		count_lost();
+		return NULL;
+	}
+	fill_head(e, id, kind, probe, cookie);
+	return e;
+}
+
+static __always_inline int submit_head(struct sp_bs_event *e)
+{
+	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
 }
 
 static __always_inline int submit(struct sp_bs_event *e)
@@ -189,9 +220,6 @@ static __always_inline int submit(struct sp_bs_event *e)
 
 	if (e->flags & (SP_BSF_SENT(0) | SP_BSF_SENT(1) | SP_BSF_SENT(2)))
 		size = sizeof(*e);
-	/* Waking the reader per event costs more than the event itself: wake
-	 * it only when a quarter of the ring is used (it also drains every
-	 * batch interval). */
 	if (bpf_ringbuf_output(&spans, e, size, wake_flags())) {
 		count_lost();
 		return 0;
@@ -226,11 +254,6 @@ static __always_inline __u32 probe_kind(__u32 probe)
 		return SP_BS_AUDIT;
 	}
 	return SP_BS_STOP;
-}
-
-static __always_inline void get_str(struct sp_bs_event *e, int i, __u64 addr)
-{
-	get_str_how(e, i, addr, false);
 }
 
 /* ruby:method__entry/return, ruby:cmethod__entry/return:
@@ -332,37 +355,71 @@ int BPF_USDT(on_sp_span, __u64 name, __u64 file, long line)
 {
 	__u64 cookie = bpf_usdt_cookie(ctx);
 	__u32 probe = cookie_probe(cookie);
-	struct sp_bs_event *e = begin(probe_kind(probe), probe, cookie);
+	struct sp_bs_event *e = begin_head(probe_kind(probe), probe, cookie);
 
 	if (!e)
 		return 0;
-	get_str_how(e, 1, name, true);
-	get_str_how(e, 2, file, true);
+	/* String literals of the binary: their bytes never change, so the
+	 * loader reads each address once per process; nothing is read here. */
+	e->addr[1] = name;
+	e->addr[2] = file;
+	e->flags = SP_BSF_UNREAD(1) | SP_BSF_UNREAD(2);
 	e->line = line;
-	return submit(e);
+	return submit_head(e);
+}
+
+/*
+ * The same markers from a <stackpulse/span.h> that passes its arguments in
+ * fixed registers (x86-64: the note reads "8@%rdi 8@%rsi -4@%edx", checked
+ * by the loader): read straight from pt_regs. libbpf's generic argument
+ * fetch, a function call, a helper call and a spec lookup per argument,
+ * cost more here than the rest of the event.
+ */
+SEC("usdt")
+int on_sp_span_regs(struct pt_regs *ctx)
+{
+	int spec_id = __bpf_usdt_spec_id(ctx);
+	struct __bpf_usdt_spec *spec;
+	struct sp_bs_event *e;
+	__u32 probe;
+
+	if (spec_id < 0)
+		return 0;
+	spec = bpf_map_lookup_elem(&__bpf_usdt_specs, &spec_id);
+	if (!spec)
+		return 0;
+	probe = cookie_probe(spec->usdt_cookie);
+	e = begin_head(probe_kind(probe), probe, spec->usdt_cookie);
+	if (!e)
+		return 0;
+	e->addr[1] = PT_REGS_PARM1(ctx);
+	e->addr[2] = PT_REGS_PARM2(ctx);
+	e->flags = SP_BSF_UNREAD(1) | SP_BSF_UNREAD(2);
+	e->line = (int)PT_REGS_PARM3(ctx);
+	return submit_head(e);
 }
 
 /* --span-func: the cookie is the function's index in the loader's table. */
 SEC("uprobe")
 int on_func_entry(struct pt_regs *ctx)
 {
-	struct sp_bs_event *e = begin(SP_BS_START, SP_PR_UPROBE_ENTRY,
-				      bpf_get_attach_cookie(ctx));
+	struct sp_bs_event *e = begin_head(SP_BS_START, SP_PR_UPROBE_ENTRY,
+					   bpf_get_attach_cookie(ctx));
 
 	if (!e)
 		return 0;
-	return submit(e);
+	return submit_head(e);
 }
 
 SEC("uretprobe")
 int on_func_return(struct pt_regs *ctx)
 {
-	struct sp_bs_event *e = begin(SP_BS_STOP, SP_PR_UPROBE_RETURN,
-				      bpf_get_attach_cookie(ctx));
+	struct sp_bs_event *e = begin_head(SP_BS_STOP, SP_PR_UPROBE_RETURN,
+					   bpf_get_attach_cookie(ctx));
 
 	if (!e)
 		return 0;
-	return submit(e);
+	return submit_head(e);
 }
 
 /* Reserve a process notification first: a process is stopped only when

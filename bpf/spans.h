@@ -54,8 +54,9 @@ enum sp_bs_probe {
 #define SP_BSF_SHARED_MM	(1u << 2)	/* SP_BS_FORK: a CLONE_VM child (vfork): not
 						 * stopped, gets no probes */
 #define SP_BSF_SENT(i)		(1u << (4 + (i)))	/* str[i] carries bytes */
-#define SP_BSF_UNREAD(i)	(1u << (8 + (i)))	/* str[i] not readable from BPF (page
-							 * not resident): read it from user space */
+#define SP_BSF_UNREAD(i)	(1u << (8 + (i)))	/* str[i] not read by BPF (a literal of
+							 * the binary, or a page not resident):
+							 * the loader reads it by address */
 
 struct sp_bs_event {
 	__u64 time_ns;			/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
@@ -92,11 +93,6 @@ struct sp_bs_imgkey {
 	__s64 mtime;		/* seconds */
 	__u32 dev;		/* kernel encoding: major << 20 | minor */
 	__u32 pad;
-};
-
-struct sp_bs_hitkey {
-	__u32 pid;
-	__u32 probe;
 };
 
 struct sp_bs_strkey {

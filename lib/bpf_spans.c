@@ -276,6 +276,7 @@ int sp_spans_elf_providers(const char *path)
 	GElf_Shdr sh;
 	size_t shstrndx;
 	int fd, bits = 0;
+	unsigned int regs = 0, other = 0;
 	Elf *e = elf_open(path, &fd);
 
 	if (!e)
@@ -308,10 +309,23 @@ int sp_spans_elf_providers(const char *path)
 				bits |= SP_SPANS_RUBY;
 			else if (!strcmp(prov, "python"))
 				bits |= SP_SPANS_PYTHON;
-			else if (!strcmp(prov, "stackpulse"))
+			else if (!strcmp(prov, "stackpulse")) {
+				/* provider, name, arguments: NUL-terminated in a row */
+				const char *end = desc + nh.n_descsz, *name, *args;
+
 				bits |= SP_SPANS_USDT;
+				name = prov + strlen(prov) + 1;
+				args = name < end ? memchr(name, 0, end - name) : NULL;
+				if (args && ++args < end && memchr(args, 0, end - args) &&
+				    !strcmp(args, SP_SPANS_USDT_REGS_ARGS))
+					regs++;
+				else
+					other++;
+			}
 		}
 	}
+	if (regs && !other)
+		bits |= SP_SPANS_USDT_REGS;
 out:
 	elf_close(e, fd);
 	return bits;
@@ -475,6 +489,7 @@ static const char *const probe_names[SP_PR_MAX] = {
 struct bs_att {
 	uint32_t probe;		/* enum sp_bs_probe */
 	uint32_t func;		/* --span-func index for uprobes */
+	struct bpf_program *prog;	/* attached to, for a fork child's copy */
 	struct bpf_link *link;
 	char bin[];		/* the binary */
 };
@@ -501,6 +516,7 @@ struct bs_proc {
 	bool attached;			/* running before the recording (-p): no activator */
 	uint32_t ppid;			/* forked from, until it execs: same addresses */
 	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
+	uint64_t hits[SP_PR_MAX];	/* events read per probe (probe health) */
 	char exe[PATH_MAX];		/* the executable and where it is mapped: */
 	struct { uint64_t start, end, off; } map[8];	/* strings of gone processes */
 	unsigned int nmap;
@@ -688,26 +704,24 @@ static struct bs_proc *proc_new(struct bs_ctx *c, uint32_t pid)
 }
 
 static void att_add(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
-		    struct bpf_link *link)
+		    struct bpf_program *prog, struct bpf_link *link)
 {
 	struct bs_att *a = sp_xmalloc(sizeof(*a) + strlen(bin) + 1);
 
 	a->probe = probe;
 	a->func = func;
+	a->prog = prog;
 	a->link = link;
 	strcpy(a->bin, bin);
 	sp_grow(&p->att, &p->catt, p->natt + 1, sizeof(*p->att));
 	p->att[p->natt++] = a;
 }
 
-static uint64_t hits_of(struct bs_ctx *c, uint32_t pid, uint32_t probe)
+/* Hits of a probe in p: the events read from it (lost ones are counted
+ * apart, in lost records). */
+static uint64_t hits_of(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe)
 {
-	struct sp_bs_hitkey k = { .pid = pid, .probe = probe };
-	uint64_t v = 0;
-
-	if (bpf_map__lookup_elem(c->skel->maps.hits, &k, sizeof(k), &v, sizeof(v), 0))
-		return 0;
-	return v;
+	return probe < SP_PR_MAX ? p->hits[probe] : 0;
 }
 
 /* Why a probe looks dead, or "". */
@@ -720,7 +734,7 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 	switch (probe) {
 	case SP_PR_RUBY_METHOD_ENTRY:
 	case SP_PR_RUBY_METHOD_RETURN:
-		other = hits_of(c, p->pid, SP_PR_RUBY_CMETHOD_ENTRY);
+		other = hits_of(c, p, SP_PR_RUBY_CMETHOD_ENTRY);
 		if (!hits && other)
 			snprintf(buf, size, "0 hits while ruby:cmethod__entry %llu: method spans "
 				 "not active (no TracePoint in the process: the activator was not "
@@ -730,7 +744,7 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 				 "(the activator was not loaded)");
 		break;
 	case SP_PR_PY_FUNCTION_ENTRY:
-		other = hits_of(c, p->pid, SP_PR_PY_FUNCTION_RETURN);
+		other = hits_of(c, p, SP_PR_PY_FUNCTION_RETURN);
 		if (!p->py_active && other)
 			snprintf(buf, size, "%llu hits while python:function__return %llu: function "
 				 "entries not active (CPython 3.11 fires them only with a profile "
@@ -758,7 +772,7 @@ static int emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool 
 	bool dup;
 
 	for (i = 0; i < p->natt; i++)
-		total += hits_of(c, p->pid, p->att[i]->probe);
+		total += hits_of(c, p, p->att[i]->probe);
 	if (!p->natt || (only_if_hit && !total))
 		return 0;
 	len = snprintf(line, sizeof(line), "spans: pid %u:", p->pid);
@@ -781,7 +795,7 @@ static int emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool 
 		} else {
 			snprintf(name, sizeof(name), "%s", probe_names[a->probe]);
 		}
-		hits = hits_of(c, p->pid, a->probe);
+		hits = hits_of(c, p, a->probe);
 		verdict(c, p, a->probe, hits, why, sizeof(why));
 		r.probe.time = time;
 		r.probe.pid = p->pid;
@@ -902,7 +916,7 @@ static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 			strerror(e));
 		return -1;
 	}
-	att_add(p, probe, 0, bin, l);
+	att_add(p, probe, 0, bin, prog, l);
 	return 0;
 }
 
@@ -960,10 +974,11 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		any = true;
 	}
 	if ((provs & SP_SPANS_USDT) && (m & SP_SPANS_USDT)) {
-		attach_usdt(c, p, sk->progs.on_sp_span, bin, "stackpulse", "span__begin",
-			    SP_PR_SP_BEGIN);
-		attach_usdt(c, p, sk->progs.on_sp_span, bin, "stackpulse", "span__end",
-			    SP_PR_SP_END);
+		struct bpf_program *prog = provs & SP_SPANS_USDT_REGS ? sk->progs.on_sp_span_regs :
+					   sk->progs.on_sp_span;
+
+		attach_usdt(c, p, prog, bin, "stackpulse", "span__begin", SP_PR_SP_BEGIN);
+		attach_usdt(c, p, prog, bin, "stackpulse", "span__end", SP_PR_SP_END);
 		p->runtimes |= SP_SPANS_USDT;
 		any = true;
 	}
@@ -985,14 +1000,15 @@ static void attach_funcs(struct bs_ctx *c, struct bs_proc *p)
 		pthread_mutex_unlock(&c->bpf_lock);
 		if (!l)
 			continue;
-		att_add(p, SP_PR_UPROBE_ENTRY, i, c->funcs[i].bin, l);
+		att_add(p, SP_PR_UPROBE_ENTRY, i, c->funcs[i].bin, c->skel->progs.on_func_entry, l);
 		uo.retprobe = true;
 		pthread_mutex_lock(&c->bpf_lock);
 		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_func_return, p->pid,
 						    c->funcs[i].bin, 0, &uo);
 		pthread_mutex_unlock(&c->bpf_lock);
 		if (l)
-			att_add(p, SP_PR_UPROBE_RETURN, i, c->funcs[i].bin, l);
+			att_add(p, SP_PR_UPROBE_RETURN, i, c->funcs[i].bin,
+				c->skel->progs.on_func_return, l);
 	}
 }
 
@@ -1142,30 +1158,13 @@ static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs
 
 			prov = probe_names[a->probe];
 			snprintf(provider, sizeof(provider), "%.*s", (int)(name - 1 - prov), prov);
-			switch (a->probe) {
-			case SP_PR_RUBY_RAISE:
-				prog = sk->progs.on_ruby_raise;
-				break;
-			case SP_PR_PY_FUNCTION_ENTRY:
-			case SP_PR_PY_FUNCTION_RETURN:
-				prog = sk->progs.on_py_function;
-				break;
-			case SP_PR_PY_AUDIT:
-				prog = sk->progs.on_py_audit;
-				break;
-			case SP_PR_SP_BEGIN:
-			case SP_PR_SP_END:
-				prog = sk->progs.on_sp_span;
-				break;
-			default:
-				prog = sk->progs.on_ruby_method;
-			}
+			prog = a->prog;
 			pthread_mutex_lock(&c->bpf_lock);
 			l = bpf_program__attach_usdt(prog, child->pid, a->bin, provider, name, &uo);
 			pthread_mutex_unlock(&c->bpf_lock);
 		}
 		if (l)
-			att_add(child, a->probe, a->func, a->bin, l);
+			att_add(child, a->probe, a->func, a->bin, prog, l);
 	}
 	memcpy(child->exe, parent->exe, sizeof(child->exe));
 	memcpy(child->map, parent->map, sizeof(child->map));
@@ -1308,6 +1307,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		if (!p)
 			p = proc_new(c, e->pid);
 		emit_health(c, p, e->time_ns, true);
+		memset(p->hits, 0, sizeof(p->hits));	/* a new image's probes */
 		/* stale from now on (generation): the reaper detaches them */
 		detach_all(c, p);
 		p->gen = (uint32_t)e->cookie;
@@ -1368,6 +1368,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	p = proc_get(c, e->pid);
 	if (!p)
 		p = proc_new(c, e->pid);	/* raced with our own bookkeeping */
+	if (e->probe < SP_PR_MAX)
+		p->hits[e->probe]++;
 	if (e->kind == SP_BS_AUDIT) {
 		r.kind = SP_REC_EVENT;
 		r.event.time = e->time_ns;

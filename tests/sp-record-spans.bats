@@ -126,15 +126,9 @@ p1/main span_stop #<module> 60 1"
 	assert_line "stackpulse.activated profile=slice"
 }
 
-@test "sp-record --spans=usdt --span-func: the C call tree from <stackpulse/span.h> markers and a uprobe" {
-	require_root
-	prog=$SP_EXAMPLES/spans_c
-	src=tests/fixtures/src/spans_c.c
-	[ -x "$prog" ] || skip "build/examples/spans_c not built"
-	run -0 readelf -n "$prog"
-	assert_output --partial "Name: span__begin"
-	run -0 sp-record --spans=usdt --span-func="$prog:leaf_work" -o "$OUT" -- "$prog"
-	# markers: name, file and line of each SP_SPAN_* in the source
+# The call tree of tests/fixtures/src/spans_c.c as its markers give it in
+# the recording $OUT (name, line, depth per thread and process).
+assert_c_marker_tree() {
 	run -0 tree spans_c.c
 	assert_output "p1/main span_start #main 84 1
 p1/main span_start #nest 26 2
@@ -156,6 +150,18 @@ p1/t1 span_stop #thread 74 1
 p2/main span_start #child 92 1
 p2/main span_stop #child 94 1
 p1/main span_stop #main 99 1"
+}
+
+@test "sp-record --spans=usdt --span-func: the C call tree from <stackpulse/span.h> markers and a uprobe" {
+	require_root
+	prog=$SP_EXAMPLES/spans_c
+	src=tests/fixtures/src/spans_c.c
+	[ -x "$prog" ] || skip "build/examples/spans_c not built"
+	run -0 readelf -n "$prog"
+	assert_output --partial "Name: span__begin"
+	run -0 sp-record --spans=usdt --span-func="$prog:leaf_work" -o "$OUT" -- "$prog"
+	# markers: name, file and line of each SP_SPAN_* in the source
+	assert_c_marker_tree
 	# the lines really are those of the markers
 	for l in 26 28 36 38 44 45 51 53 64 66 72 74 84 92 94 99; do
 		sed -n "${l}p" "$BATS_TEST_DIRNAME/fixtures/src/spans_c.c" | grep -q 'SP_SPAN_\(BEGIN\|END\)'
@@ -171,6 +177,20 @@ p2/main span_stop spans_c#leaf_work 0 2"
 	# 9 SP_SPAN_BEGIN on the command's path, 1 in the child
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"probe\" and .name == \"stackpulse:span__begin\") | .hits' | sort -n | paste -sd' '"
 	assert_output "1 9"
+}
+
+@test "sp-record --spans=usdt: markers with generic operands (C++) give the same tree as the fixed registers of C" {
+	require_root
+	prog=$SP_EXAMPLES/spans_cxx
+	[ -x "$prog" ] || skip "build/examples/spans_cxx not built (no C++ compiler)"
+	# C on x86-64 passes the arguments in fixed registers, C++ does not:
+	# sp-record reads the two kinds with different BPF programs
+	run -0 bash -c "readelf -n '$SP_EXAMPLES/spans_c' | grep -c 'Arguments: 8@%rdi 8@%rsi -4@%edx'"
+	assert_output 17
+	run -0 bash -c "readelf -n '$prog' | grep 'Arguments:' | grep -vc 'Arguments: 8@%rdi 8@%rsi -4@%edx'"
+	assert_output 17
+	run -0 sp-record --spans=usdt -o "$OUT" -- "$prog"
+	assert_c_marker_tree
 }
 
 @test "sp-record --spans=ruby: the default Ruby mode does not crash Ruby (50 runs in a row)" {

@@ -66,10 +66,17 @@ static void test_bpf_spans_elf_providers(void)
 	CHECK_EQ_U(sp_spans_elf_providers(exe), 0);
 	CHECK(sp_spans_elf_providers("/nonexistent/file") == -1);
 	CHECK(sp_spans_elf_providers("/etc/hostname") == -1);
+	/* C on x86-64: every marker passes its arguments in fixed registers */
 	if (!access("build/examples/spans_c", R_OK))
-		CHECK_EQ_U(sp_spans_elf_providers("build/examples/spans_c"), SP_SPANS_USDT);
+		CHECK_EQ_U(sp_spans_elf_providers("build/examples/spans_c"),
+			   SP_SPANS_USDT | SP_SPANS_USDT_REGS);
 	else
 		printf("# skipped spans_c: not built\n");
+	/* the same markers compiled as C++: generic operands */
+	if (!access("build/examples/spans_cxx", R_OK))
+		CHECK_EQ_U(sp_spans_elf_providers("build/examples/spans_cxx"), SP_SPANS_USDT);
+	else
+		printf("# skipped spans_cxx: not built\n");
 	if (!access(LIBRUBY, R_OK))
 		CHECK_EQ_U(sp_spans_elf_providers(LIBRUBY), SP_SPANS_RUBY);
 	if (!access(PYTHON, R_OK))

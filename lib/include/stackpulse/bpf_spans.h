@@ -28,6 +28,10 @@
 #define SP_SPANS_PYTHON		(1u << 2)	/* function spans: activator + function__entry/return */
 #define SP_SPANS_PY_AUDIT	(1u << 3)	/* Python audit events */
 #define SP_SPANS_USDT		(1u << 4)	/* <stackpulse/span.h> markers */
+/* sp_spans_elf_providers(): every "stackpulse" probe of the file passes its
+ * arguments in %rdi, %rsi, %edx (<stackpulse/span.h> on x86-64) */
+#define SP_SPANS_USDT_REGS	(1u << 8)
+#define SP_SPANS_USDT_REGS_ARGS	"8@%rdi 8@%rsi -4@%edx"
 #define SP_SPANS_AUTO		(SP_SPANS_RUBY | SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT | SP_SPANS_USDT)
 
 #define SP_SPANS_MAX_FUNCS	64	/* --span-func options */
@@ -69,8 +73,9 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o);
  * Helpers, exposed for the unit test.
  */
 /* Providers with USDT notes in an ELF file, as bits (SP_SPANS_RUBY for
- * "ruby", SP_SPANS_PYTHON for "python", SP_SPANS_USDT for "stackpulse").
- * -1 (reported) if the file cannot be read. */
+ * "ruby", SP_SPANS_PYTHON for "python", SP_SPANS_USDT for "stackpulse",
+ * with SP_SPANS_USDT_REGS when each of those passes its arguments as
+ * SP_SPANS_USDT_REGS_ARGS). -1 (reported) if the file cannot be read. */
 int sp_spans_elf_providers(const char *path);
 /* Whether executing path runs something with probes for modes: an ELF
  * file with the USDT providers, or needing a libruby/libpython that has
