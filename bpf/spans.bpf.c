@@ -49,7 +49,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct sp_bs_strkey);
-	__type(value, __u64);
+	__type(value, struct sp_bs_strval);
 } strcache SEC(".maps");
 
 struct {
@@ -131,12 +131,11 @@ static __always_inline struct sp_bs_event *begin(__u32 kind, __u32 probe, __u64 
 	return e;
 }
 
-/* Read string i from user memory, hash it, and decide whether its bytes
- * must travel (not sent yet for this address in this process). */
+/* Read string i from user memory and hash it; submit() decides whether
+ * its bytes must travel. */
 static __always_inline void get_str(struct sp_bs_event *e, int i, __u64 addr)
 {
-	struct sp_bs_strkey k = { .addr = addr, .pid = e->pid };
-	__u64 h = 0xcbf29ce484222325ull, w, *cached;
+	__u64 h = 0xcbf29ce484222325ull, w;
 	long n;
 	int j;
 
@@ -165,9 +164,6 @@ static __always_inline void get_str(struct sp_bs_event *e, int i, __u64 addr)
 	}
 	h ^= n;
 	e->hash[i] = h;
-	cached = bpf_map_lookup_elem(&strcache, &k);
-	if (!cached || *cached != h)
-		e->flags |= SP_BSF_SENT(i);
 }
 
 /*
@@ -213,24 +209,34 @@ static __always_inline int submit_head(struct sp_bs_event *e)
 	return 0;
 }
 
+/* Send the event read by get_str(), with the bytes of each string read
+ * that this process has not sent from that address with these bytes in
+ * the same combination of addresses (a new combination resends its
+ * strings: the writer interns them by content, the spool does not grow). */
 static __always_inline int submit(struct sp_bs_event *e)
 {
+	struct sp_bs_strkey k = {
+		.addr = { e->addr[0], e->addr[1], e->addr[2] }, .pid = e->pid,
+	};
+	struct sp_bs_strval *v = bpf_map_lookup_elem(&strcache, &k), nv;
 	__u64 size = SP_BS_HEAD_SIZE;
 	int i;
 
+	for (i = 0; i < SP_BS_NSTR; i++) {
+		nv.hash[i] = e->hash[i];
+		if (e->addr[i] && !(e->flags & SP_BSF_UNREAD(i)) &&
+		    (!v || v->hash[i] != e->hash[i]))
+			e->flags |= SP_BSF_SENT(i);
+	}
 	if (e->flags & (SP_BSF_SENT(0) | SP_BSF_SENT(1) | SP_BSF_SENT(2)))
 		size = sizeof(*e);
 	if (bpf_ringbuf_output(&spans, e, size, wake_flags())) {
 		count_lost();
 		return 0;
 	}
-	/* Only now is the string known to the reader. */
-	for (i = 0; i < SP_BS_NSTR; i++) {
-		struct sp_bs_strkey k = { .addr = e->addr[i], .pid = e->pid };
-
-		if ((e->flags & SP_BSF_SENT(i)) && !(e->flags & SP_BSF_UNREAD(i)))
-			bpf_map_update_elem(&strcache, &k, &e->hash[i], BPF_ANY);
-	}
+	/* Only now are the strings known to the reader. */
+	if (size == sizeof(*e))
+		bpf_map_update_elem(&strcache, &k, &nv, BPF_ANY);
 	return 0;
 }
 
@@ -256,51 +262,162 @@ static __always_inline __u32 probe_kind(__u32 probe)
 	return SP_BS_STOP;
 }
 
+/*
+ * A register of the probed thread by its offset in struct pt_regs, as
+ * libbpf's USDT specs give it: a direct context load (the verifier wants a
+ * constant offset, hence the switch) instead of a helper call.
+ */
+static __always_inline int reg_value(struct pt_regs *ctx, short off, __u64 *v)
+{
+#if defined(__TARGET_ARCH_x86)
+	switch (off) {
+	case __builtin_offsetof(struct pt_regs, ax): *v = ctx->ax; return 0;
+	case __builtin_offsetof(struct pt_regs, bx): *v = ctx->bx; return 0;
+	case __builtin_offsetof(struct pt_regs, cx): *v = ctx->cx; return 0;
+	case __builtin_offsetof(struct pt_regs, dx): *v = ctx->dx; return 0;
+	case __builtin_offsetof(struct pt_regs, si): *v = ctx->si; return 0;
+	case __builtin_offsetof(struct pt_regs, di): *v = ctx->di; return 0;
+	case __builtin_offsetof(struct pt_regs, bp): *v = ctx->bp; return 0;
+	case __builtin_offsetof(struct pt_regs, sp): *v = ctx->sp; return 0;
+	case __builtin_offsetof(struct pt_regs, r8): *v = ctx->r8; return 0;
+	case __builtin_offsetof(struct pt_regs, r9): *v = ctx->r9; return 0;
+	case __builtin_offsetof(struct pt_regs, r10): *v = ctx->r10; return 0;
+	case __builtin_offsetof(struct pt_regs, r11): *v = ctx->r11; return 0;
+	case __builtin_offsetof(struct pt_regs, r12): *v = ctx->r12; return 0;
+	case __builtin_offsetof(struct pt_regs, r13): *v = ctx->r13; return 0;
+	case __builtin_offsetof(struct pt_regs, r14): *v = ctx->r14; return 0;
+	case __builtin_offsetof(struct pt_regs, r15): *v = ctx->r15; return 0;
+	}
+#endif
+	return bpf_probe_read_kernel(v, sizeof(*v), (void *)ctx + off);
+}
+
+static __always_inline long arg_cast(const struct __bpf_usdt_arg_spec *s, __u64 v)
+{
+	v <<= s->arg_bitshift;
+	return s->arg_signed ? (long)v >> s->arg_bitshift : (long)(v >> s->arg_bitshift);
+}
+
+#define SP_USDT_MAX_ARGS 4
+
+/*
+ * The first n (<= 4) arguments of the USDT probe that fired, and its
+ * cookie: what libbpf's bpf_usdt_arg() gives, with one spec lookup for all
+ * of them instead of one each, registers read from the context, and one
+ * user read when they are consecutive words of memory at one register
+ * (Ruby's: "8@(%rsp) 8@8(%rsp) 8@16(%rsp) -4@24(%rsp)"). Measured here:
+ * libbpf's way took about 60 ns an argument, a stack argument more.
+ * Returns 0, or -1 (args zeroed) when the spec is missing or short.
+ */
+static __always_inline int usdt_args(struct pt_regs *ctx, long *a, int n, __u64 *cookie)
+{
+	struct __bpf_usdt_spec *spec;
+	__u64 w[SP_USDT_MAX_ARGS] = {}, base = 0, v;
+	int id = __bpf_usdt_spec_id(ctx), i;
+	bool block = true;
+
+	for (i = 0; i < SP_USDT_MAX_ARGS; i++)
+		a[i] = 0;
+	*cookie = 0;
+	if (id < 0 || n > SP_USDT_MAX_ARGS)
+		return -1;
+	spec = bpf_map_lookup_elem(&__bpf_usdt_specs, &id);
+	if (!spec || spec->arg_cnt < n)
+		return -1;
+	*cookie = spec->usdt_cookie;
+	for (i = 0; i < SP_USDT_MAX_ARGS; i++)
+		if (i < n && (spec->args[i].arg_type != BPF_USDT_ARG_REG_DEREF ||
+			      spec->args[i].reg_off != spec->args[0].reg_off ||
+			      spec->args[i].val_off != spec->args[0].val_off + 8 * i))
+			block = false;
+	if (block) {
+		if (reg_value(ctx, spec->args[0].reg_off, &base) ||
+		    bpf_probe_read_user(w, n * 8, (void *)(base + spec->args[0].val_off)))
+			return -1;
+		for (i = 0; i < SP_USDT_MAX_ARGS; i++)
+			if (i < n)
+				a[i] = arg_cast(&spec->args[i], w[i]);
+		return 0;
+	}
+	for (i = 0; i < SP_USDT_MAX_ARGS; i++) {
+		const struct __bpf_usdt_arg_spec *s = &spec->args[i];
+
+		if (i >= n)
+			break;
+		v = 0;
+		if (s->arg_type == BPF_USDT_ARG_CONST) {
+			v = s->val_off;
+		} else if (reg_value(ctx, s->reg_off, &v)) {
+			v = 0;
+		} else if (s->arg_type == BPF_USDT_ARG_REG_DEREF &&
+			   bpf_probe_read_user(&v, sizeof(v), (void *)(v + s->val_off))) {
+			v = 0;
+		}
+		a[i] = arg_cast(s, v);
+	}
+	return 0;
+}
+
 /* ruby:method__entry/return, ruby:cmethod__entry/return:
  * (classname, methodname, filename, lineno) */
 SEC("usdt")
-int BPF_USDT(on_ruby_method, __u64 klass, __u64 method, __u64 file, long line)
+int on_ruby_method(struct pt_regs *ctx)
 {
-	__u64 cookie = bpf_usdt_cookie(ctx);
-	__u32 probe = cookie_probe(cookie);
-	struct sp_bs_event *e = begin(probe_kind(probe), probe, cookie);
+	long a[SP_USDT_MAX_ARGS];
+	struct sp_bs_event *e;
+	__u64 cookie;
+	__u32 probe;
 
+	if (usdt_args(ctx, a, 4, &cookie))
+		return 0;
+	probe = cookie_probe(cookie);
+	e = begin(probe_kind(probe), probe, cookie);
 	if (!e)
 		return 0;
-	get_str(e, 0, klass);
-	get_str(e, 1, method);
-	get_str(e, 2, file);
-	e->line = line;
+	get_str(e, 0, a[0]);
+	get_str(e, 1, a[1]);
+	get_str(e, 2, a[2]);
+	e->line = a[3];
 	return submit(e);
 }
 
 /* ruby:raise (classname, filename, lineno) */
 SEC("usdt")
-int BPF_USDT(on_ruby_raise, __u64 klass, __u64 file, long line)
+int on_ruby_raise(struct pt_regs *ctx)
 {
-	struct sp_bs_event *e = begin(SP_BS_RAISE, SP_PR_RUBY_RAISE, bpf_usdt_cookie(ctx));
+	long a[SP_USDT_MAX_ARGS];
+	struct sp_bs_event *e;
+	__u64 cookie;
 
+	if (usdt_args(ctx, a, 3, &cookie))
+		return 0;
+	e = begin(SP_BS_RAISE, SP_PR_RUBY_RAISE, cookie);
 	if (!e)
 		return 0;
-	get_str(e, 0, klass);
-	get_str(e, 2, file);
-	e->line = line;
+	get_str(e, 0, a[0]);
+	get_str(e, 2, a[1]);
+	e->line = a[2];
 	return submit(e);
 }
 
 /* python:function__entry/return (filename, funcname, lineno) */
 SEC("usdt")
-int BPF_USDT(on_py_function, __u64 file, __u64 func, long line)
+int on_py_function(struct pt_regs *ctx)
 {
-	__u64 cookie = bpf_usdt_cookie(ctx);
-	__u32 probe = cookie_probe(cookie);
-	struct sp_bs_event *e = begin(probe_kind(probe), probe, cookie);
+	long a[SP_USDT_MAX_ARGS];
+	struct sp_bs_event *e;
+	__u64 cookie;
+	__u32 probe;
 
+	if (usdt_args(ctx, a, 3, &cookie))
+		return 0;
+	probe = cookie_probe(cookie);
+	e = begin(probe_kind(probe), probe, cookie);
 	if (!e)
 		return 0;
-	get_str(e, 1, func);
-	get_str(e, 2, file);
-	e->line = line;
+	get_str(e, 1, a[1]);
+	get_str(e, 2, a[0]);
+	e->line = a[2];
 	return submit(e);
 }
 
@@ -337,34 +454,44 @@ static __always_inline __u64 py_first_ascii(__u64 tuple)
 
 /* python:audit (event, args tuple) */
 SEC("usdt")
-int BPF_USDT(on_py_audit, __u64 name, __u64 args)
+int on_py_audit(struct pt_regs *ctx)
 {
-	struct sp_bs_event *e = begin(SP_BS_AUDIT, SP_PR_PY_AUDIT, bpf_usdt_cookie(ctx));
+	long a[SP_USDT_MAX_ARGS];
+	struct sp_bs_event *e;
+	__u64 cookie;
 
+	if (usdt_args(ctx, a, 2, &cookie))
+		return 0;
+	e = begin(SP_BS_AUDIT, SP_PR_PY_AUDIT, cookie);
 	if (!e)
 		return 0;
-	get_str(e, 0, name);
+	get_str(e, 0, a[0]);
 	if (audit_args)
-		get_str(e, 1, py_first_ascii(args));
+		get_str(e, 1, py_first_ascii(a[1]));
 	return submit(e);
 }
 
 /* stackpulse:span__begin/end (name, file, line) from <stackpulse/span.h> */
 SEC("usdt")
-int BPF_USDT(on_sp_span, __u64 name, __u64 file, long line)
+int on_sp_span(struct pt_regs *ctx)
 {
-	__u64 cookie = bpf_usdt_cookie(ctx);
-	__u32 probe = cookie_probe(cookie);
-	struct sp_bs_event *e = begin_head(probe_kind(probe), probe, cookie);
+	long a[SP_USDT_MAX_ARGS];
+	struct sp_bs_event *e;
+	__u64 cookie;
+	__u32 probe;
 
+	if (usdt_args(ctx, a, 3, &cookie))
+		return 0;
+	probe = cookie_probe(cookie);
+	e = begin_head(probe_kind(probe), probe, cookie);
 	if (!e)
 		return 0;
 	/* String literals of the binary: their bytes never change, so the
 	 * loader reads each address once per process; nothing is read here. */
-	e->addr[1] = name;
-	e->addr[2] = file;
+	e->addr[1] = a[0];
+	e->addr[2] = a[1];
 	e->flags = SP_BSF_UNREAD(1) | SP_BSF_UNREAD(2);
-	e->line = line;
+	e->line = a[2];
 	return submit_head(e);
 }
 

@@ -95,10 +95,18 @@ struct sp_bs_imgkey {
 	__u32 pad;
 };
 
+/* Key of the map 'strcache': the string addresses of an event of a process
+ * (class, method, file: the strings of one method), value: struct
+ * sp_bs_strval, the hashes of the bytes last sent from them. One lookup
+ * per event, not one per string: in a large map each is a cache miss. */
 struct sp_bs_strkey {
-	__u64 addr;
+	__u64 addr[SP_BS_NSTR];
 	__u32 pid;
 	__u32 pad;
+};
+
+struct sp_bs_strval {
+	__u64 hash[SP_BS_NSTR];
 };
 
 #endif
