@@ -27,6 +27,7 @@
 #include <linux/types.h>
 
 #include "bpf_spans.h"
+#include "launch.h"
 #include "events.h"
 #include "hashmap.h"
 #include "sp.h"
@@ -123,6 +124,7 @@ static error_t parse_spans(int key, char *arg, struct argp_state *state)
 				   "python-audit, usdt or none", (int)badlen, bad);
 		/* "auto" is the default spelled out: nothing named */
 		o->explicit_modes = strcmp(arg, "auto") != 0;
+		o->given = true;
 		break;
 	case OPT_SPAN_FUNC:
 		if (sp_spans_split_func(arg, bin, sizeof(bin), func, sizeof(func)))
@@ -1508,17 +1510,8 @@ static int resolve_funcs(struct bs_ctx *c)
 			return sp_error("invalid --span-func '%s'", c->o->funcs[k]);
 		if (!strchr(bin, '/')) {
 			/* a command on PATH, else a library name libbpf resolves */
-			const char *path = getenv("PATH");
-			bool ok = false;
+			bool ok = sp_launch_find(bin, full, sizeof(full));
 
-			while (path && *path && !ok) {
-				const char *end = strchr(path, ':');
-				int len = end ? (int)(end - path) : (int)strlen(path);
-
-				snprintf(full, sizeof(full), "%.*s/%s", len, path, bin);
-				ok = access(full, X_OK) == 0 && is_file(full);
-				path = end ? end + 1 : NULL;
-			}
 			if (!ok) {
 				static const char *const dirs[] = {
 					"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
@@ -1644,7 +1637,7 @@ static bool command_has_probes(unsigned int modes)
 {
 	static char args[65536];
 	char full[PATH_MAX + 256];
-	const char *a, *cmd = NULL, *path;
+	const char *a, *cmd = NULL;
 	ssize_t n;
 	int fd;
 
@@ -1663,17 +1656,8 @@ static bool command_has_probes(unsigned int modes)
 		}
 	if (!cmd || cmd >= args + n || !*cmd)
 		return true;
-	if (strchr(cmd, '/'))
-		return file_has_probes(modes, cmd, 0);
-	for (path = getenv("PATH"); path && *path;) {
-		const char *end = strchr(path, ':');
-		int len = end ? (int)(end - path) : (int)strlen(path);
-
-		snprintf(full, sizeof(full), "%.*s/%s", len, path, cmd);
-		if (!access(full, X_OK) && is_file(full))
-			return file_has_probes(modes, full, 0);
-		path = end ? end + 1 : NULL;
-	}
+	if (sp_launch_find(cmd, full, sizeof(full)))
+		return file_has_probes(modes, full, 0);
 	return true;
 }
 

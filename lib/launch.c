@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -154,4 +156,26 @@ void sp_launch_release(struct sp_launch *l)
 	if (l->pidfd >= 0)
 		close(l->pidfd);
 	l->go_fd = l->err_fd = l->pidfd = -1;
+}
+
+bool sp_launch_find(const char *cmd, char *full, size_t size)
+{
+	const char *path = getenv("PATH"), *end;
+	struct stat st;
+	int len;
+
+	if (strchr(cmd, '/')) {
+		snprintf(full, size, "%s", cmd);
+		return !stat(full, &st) && S_ISREG(st.st_mode);
+	}
+	for (; path && *path; path = end ? end + 1 : NULL) {
+		end = strchr(path, ':');
+		len = end ? (int)(end - path) : (int)strlen(path);
+		/* an empty entry is the current directory, as for execvp() */
+		if (snprintf(full, size, "%.*s%s%s", len, path, len ? "/" : "", cmd) >= (int)size)
+			continue;
+		if (!access(full, X_OK) && !stat(full, &st) && S_ISREG(st.st_mode))
+			return true;
+	}
+	return false;
 }

@@ -362,3 +362,24 @@ p1/main span_stop #<module> 15 1"
 	assert_output --partial "spans: loading BPF programs needs root"
 	rm -rf "$d"
 }
+
+@test "sp-record --check --spans: a canary program per mode says whether its spans arrive" {
+	require_root
+	require_ruby
+	require_python
+	run -0 sp-record --check --spans=ruby,usdt
+	assert_line --regexp '^  ruby +ok: stackpulse_canary seen \(ruby 3\.1\.[0-9]+, [^;]*libruby[^;]*; ruby:method__entry [1-9][0-9]*, ruby:method__return [1-9]'
+	assert_line '  usdt          ok: stackpulse_canary seen (stackpulse:span__begin 1, stackpulse:span__end 1)'
+	refute_line --partial python
+	# Debian's Python first on PATH, and a dead probe: without the
+	# activator, CPython 3.11 fires no function entries; exit 1
+	run -1 env PATH="${PY%/*}:$PATH" STACKPULSE_PY_HOOK=none sp-record --check --spans=python
+	assert_line --regexp '^  python +no spans: stackpulse_canary not seen: python:function__entry: [0-9]+ hits while python:function__return [1-9][0-9]*: function entries not active'
+	assert_line --regexp '^  python-audit +ok: open seen \(python 3\.11\.[0-9]+, /usr/bin/python3\.11; '
+	# a program that is not installed is skipped, not failed
+	run -0 env PATH=/nonexistent "$SP_BIN/sp-record" --check --spans=ruby
+	assert_line "  ruby          skipped: 'ruby' not found"
+	# without --spans, no canary runs
+	run -0 sp-record --check
+	refute_line --partial canary
+}

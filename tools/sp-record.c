@@ -20,6 +20,8 @@
 #include "perf_source.h"
 #include "source.h"
 #include "sp.h"
+#include "span.h"
+#include "spans_canary.h"
 #include "spool.h"
 #include "stackquality.h"
 #include "writer.h"
@@ -93,7 +95,8 @@ static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "batch", OPT_BATCH, "TIME", 0, "Write records at least this often (default 100ms)", 3 },
 	{ "format", OPT_FORMAT, "FORMAT", 0, "spool (default) or json (JSON lines)", 3 },
-	{ "check", OPT_CHECK, NULL, 0, "Say what this machine supports and exit", 3 },
+	{ "check", OPT_CHECK, NULL, 0, "Say what this machine supports and exit; with --spans, also record a canary "
+	  "program per span mode", 3 },
 	{ "archive", OPT_ARCHIVE, "DIR", 0, "Copy each sampled binary into DIR once per build-id "
 	  "(for sp-symbolize --archive DIR; off by default)", 3 },
 	{ 0 }
@@ -575,8 +578,17 @@ int main(int argc, char **argv)
 	unsigned int i;
 	uint32_t root;
 
+	/* The program of the usdt canary (--check --spans=usdt): one span. */
+	if (argc == 2 && !strcmp(argv[1], SP_CANARY_USDT_OPTION)) {
+		SP_SPAN_BEGIN(SP_CANARY_METHOD);
+		SP_SPAN_END(SP_CANARY_METHOD);
+		return SP_EXIT_OK;
+	}
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &first, NULL);
 	if (env.check) {
+		char self[4096];
+		ssize_t n;
+
 		sp_perf_check(stdout);
 		{
 			struct sp_source *ev = sp_events_source_new(&env.events);
@@ -584,7 +596,16 @@ int main(int argc, char **argv)
 			sp_events_print_check(ev, stdout);
 			ev->free(ev);
 		}
-		return sp_close_output(&env.common, SP_EXIT_OK);
+		if (!sp_spans_opts.given)
+			return sp_close_output(&env.common, SP_EXIT_OK);
+		fflush(stdout);
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n <= 0)
+			sp_die("cannot find sp-record's own binary: %s", strerror(errno));
+		self[n] = 0;
+		status = sp_spans_canary(self, sp_spans_opts.modes, stdout) ? SP_EXIT_PARTIAL :
+			 SP_EXIT_OK;
+		return sp_close_output(&env.common, status);
 	}
 	if (first < argc && !strcmp(argv[first], "--"))
 		first++;

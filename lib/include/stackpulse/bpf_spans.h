@@ -40,6 +40,7 @@
 struct sp_spans_opts {
 	unsigned int modes;		/* SP_SPANS_* */
 	bool explicit_modes;		/* --spans given: a missing runtime is an error */
+	bool given;			/* --spans given, even as "auto" */
 	const char *funcs[SP_SPANS_MAX_FUNCS];	/* "BINARY:FUNCTION" (glob) */
 	unsigned int nfuncs;
 	const char *runtime_dir;	/* activators; NULL = found next to the binary */

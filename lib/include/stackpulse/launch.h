@@ -46,6 +46,13 @@ int sp_launch_exit_code(int wstatus);
 /* Close the descriptors (does not kill or wait for the child). */
 void sp_launch_release(struct sp_launch *l);
 
+/*
+ * The file execvp() would run for cmd: cmd itself when it has a '/', else
+ * the first executable regular file named cmd in a directory of $PATH.
+ * true with full (size bytes) set, false when there is none.
+ */
+bool sp_launch_find(const char *cmd, char *full, size_t size);
+
 /* An open pidfd for pid (pidfd_open), or -1 with errno set. */
 int sp_pidfd_open(pid_t pid);
 

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+/* Canary runs of the span modes for `sp-record --check --spans=LIST`. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bpf_spans.h"
+#include "defs.h"
+#include "events.h"
+#include "launch.h"
+#include "record.h"
+#include "sp.h"
+#include "spans_canary.h"
+
+/* Append "sep fmt" to buf (size), cutting what does not fit. */
+static void append(char *buf, size_t size, const char *sep, const char *s)
+{
+	size_t len = strlen(buf);
+
+	if (len + 1 >= size)
+		return;
+	snprintf(buf + len, size - len, "%s%s", len ? sep : "", s);
+}
+
+int sp_canary_scan(struct sp_reader *r, const char *want, bool audit,
+		   struct sp_canary_result *res)
+{
+	struct sp_record rec;
+	char item[400];
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	while ((rc = sp_reader_next(r, &rec)) > 0) {
+		const struct sp_defs *d = sp_reader_defs(r);
+
+		switch (rec.kind) {
+		case SP_REC_SPAN_START:
+			if (!audit && !strcmp(sp_defs_strz(d, rec.mark.method), want))
+				res->seen++;
+			break;
+		case SP_REC_EVENT:
+			if (audit && rec.event.kind == SP_EV_AUDIT && rec.event.nfields > 0 &&
+			    !strcmp(sp_defs_strz(d, rec.event.field[0].u), want))
+				res->seen++;
+			break;
+		case SP_REC_RUNTIME:
+			if (res->runtime[0])
+				break;
+			snprintf(res->runtime, sizeof(res->runtime), "%s %s, %s",
+				 rec.runtime.runtime == SP_RT_RUBY ? "ruby" :
+				 rec.runtime.runtime == SP_RT_PYTHON ? "python" : "runtime",
+				 sp_defs_strz(d, rec.runtime.version),
+				 sp_defs_strz(d, rec.runtime.library));
+			break;
+		case SP_REC_PROBE:
+			snprintf(item, sizeof(item), "%s %llu", sp_defs_strz(d, rec.probe.name),
+				 (unsigned long long)rec.probe.hits);
+			append(res->probes, sizeof(res->probes), ", ", item);
+			if (!res->verdict[0] && *sp_defs_strz(d, rec.probe.verdict))
+				snprintf(res->verdict, sizeof(res->verdict), "%s: %s",
+					 sp_defs_strz(d, rec.probe.name),
+					 sp_defs_strz(d, rec.probe.verdict));
+			break;
+		default:
+			break;
+		}
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+struct canary {
+	unsigned int mode;	/* SP_SPANS_* */
+	const char *name;	/* as --spans= spells it */
+	const char *want;	/* the method (or audit event) that must be seen */
+	bool audit;
+	const char *argv[4];	/* the program; NULL argv[0]: sp-record itself */
+};
+
+static const struct canary canaries[] = {
+	{ SP_SPANS_RUBY, "ruby", SP_CANARY_METHOD, false,
+	  { "ruby", "-e", "def " SP_CANARY_METHOD "; end; " SP_CANARY_METHOD, NULL } },
+	{ SP_SPANS_RUBY_C, "ruby-c", "upcase", false,
+	  { "ruby", "-e", "'" SP_CANARY_METHOD "'.upcase", NULL } },
+	{ SP_SPANS_PYTHON, "python", SP_CANARY_METHOD, false,
+	  { "python3", "-c", "def " SP_CANARY_METHOD "(): pass\n" SP_CANARY_METHOD "()", NULL } },
+	{ SP_SPANS_PY_AUDIT, "python-audit", "open", true,
+	  { "python3", "-c", "open('/dev/null').close()", NULL } },
+	{ SP_SPANS_USDT, "usdt", SP_CANARY_METHOD, false,
+	  { NULL, SP_CANARY_USDT_OPTION, NULL, NULL } },
+};
+
+/* Record c's program with sp-record self into spool; the wait status. */
+static int record(const char *self, const struct canary *c, const char *spool)
+{
+	char spans[32];
+	const char *argv[16];
+	int n = 0, i, status;
+	pid_t pid;
+
+	snprintf(spans, sizeof(spans), "--spans=%s", c->name);
+	argv[n++] = self;
+	argv[n++] = "--no-samples";
+	argv[n++] = "--events=none";
+	argv[n++] = spans;
+	argv[n++] = "-o";
+	argv[n++] = spool;
+	argv[n++] = "--";
+	argv[n++] = c->argv[0] ? c->argv[0] : self;
+	for (i = 1; i < 4 && c->argv[i]; i++)
+		argv[n++] = c->argv[i];
+	argv[n] = NULL;
+	pid = fork();
+	if (pid < 0)
+		return sp_error_errno("cannot fork"), -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		execv(self, (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return status;
+}
+
+/* One canary: prints its line; 1 when it recorded nothing, else 0. */
+static int run_one(const char *self, const struct canary *c, FILE *out)
+{
+	const char *tmp = getenv("TMPDIR");
+	const char *prog = c->argv[0] ? c->argv[0] : self;
+	struct sp_canary_result res;
+	struct sp_reader *r;
+	char spool[4096], full[4096];
+	int fd, status, failed = 0;
+
+	if (!sp_launch_find(prog, full, sizeof(full))) {
+		fprintf(out, "  %-13s skipped: '%s' not found\n", c->name, prog);
+		return 0;
+	}
+
+	snprintf(spool, sizeof(spool), "%s/sp-canary-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	fd = mkstemp(spool);
+	if (fd < 0) {
+		fprintf(out, "  %-13s not run: cannot create '%s': %s\n", c->name, spool,
+			strerror(errno));
+		return 1;
+	}
+	close(fd);
+	status = record(self, c, spool);
+	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fprintf(out, "  %-13s note: the recording of '%s' exited with status %d\n",
+			c->name, full, status < 0 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) :
+			128 + WTERMSIG(status));
+	r = sp_reader_open((char *[]){ spool }, 1);
+	if (!r || sp_canary_scan(r, c->want, c->audit, &res) < 0) {
+		fprintf(out, "  %-13s failed: the canary recording is unreadable\n", c->name);
+		failed = 1;
+	} else if (res.seen) {
+		fprintf(out, "  %-13s ok: %s seen%s%s%s%s%s\n", c->name, c->want,
+			res.runtime[0] || res.probes[0] ? " (" : "", res.runtime,
+			res.runtime[0] && res.probes[0] ? "; " : "", res.probes,
+			res.runtime[0] || res.probes[0] ? ")" : "");
+	} else if (!res.runtime[0] && !res.probes[0]) {
+		fprintf(out, "  %-13s no spans: no probes in '%s' (%s built without USDT "
+			"probes? Debian's are in /usr/bin)\n", c->name, full, prog);
+		failed = 1;
+	} else {
+		fprintf(out, "  %-13s no spans: %s not seen%s%s%s%s\n", c->name, c->want,
+			res.verdict[0] ? ": " : "", res.verdict,
+			res.probes[0] ? "; probes: " : "", res.probes[0] ? res.probes : "");
+		failed = 1;
+	}
+	if (r)
+		sp_reader_close(r);
+	unlink(spool);
+	return failed;
+}
+
+int sp_spans_canary(const char *self, unsigned int modes, FILE *out)
+{
+	size_t i;
+	int failed = 0;
+
+	fprintf(out, "spans (a canary program recorded per mode):\n");
+	for (i = 0; i < sizeof(canaries) / sizeof(canaries[0]); i++)
+		if (modes & canaries[i].mode)
+			failed += run_one(self, &canaries[i], out);
+	fflush(out);
+	return failed;
+}
