@@ -358,6 +358,24 @@ static __always_inline int usdt_args(struct pt_regs *ctx, long *a, int n, __u64 
 	return 0;
 }
 
+/*
+ * The event of the USDT probe that fired, its first n arguments in a[]:
+ * the probe (and so the kind of event) is the one its attach cookie names.
+ * head: strings known by address only, reserved in the ring (begin_head).
+ */
+static __always_inline struct sp_bs_event *usdt_begin(struct pt_regs *ctx, long *a, int n,
+						      bool head)
+{
+	__u64 cookie;
+	__u32 probe;
+
+	if (usdt_args(ctx, a, n, &cookie))
+		return NULL;
+	probe = cookie_probe(cookie);
+	return head ? begin_head(probe_kind(probe), probe, cookie) :
+		      begin(probe_kind(probe), probe, cookie);
+}
+
 /* ruby:method__entry/return, ruby:cmethod__entry/return:
  * (classname, methodname, filename, lineno) */
 SEC("usdt")
@@ -365,13 +383,8 @@ int on_ruby_method(struct pt_regs *ctx)
 {
 	long a[SP_USDT_MAX_ARGS];
 	struct sp_bs_event *e;
-	__u64 cookie;
-	__u32 probe;
 
-	if (usdt_args(ctx, a, 4, &cookie))
-		return 0;
-	probe = cookie_probe(cookie);
-	e = begin(probe_kind(probe), probe, cookie);
+	e = usdt_begin(ctx, a, 4, false);
 	if (!e)
 		return 0;
 	get_str(e, 0, a[0]);
@@ -387,11 +400,8 @@ int on_ruby_raise(struct pt_regs *ctx)
 {
 	long a[SP_USDT_MAX_ARGS];
 	struct sp_bs_event *e;
-	__u64 cookie;
 
-	if (usdt_args(ctx, a, 3, &cookie))
-		return 0;
-	e = begin(SP_BS_RAISE, SP_PR_RUBY_RAISE, cookie);
+	e = usdt_begin(ctx, a, 3, false);
 	if (!e)
 		return 0;
 	get_str(e, 0, a[0]);
@@ -406,13 +416,8 @@ int on_py_function(struct pt_regs *ctx)
 {
 	long a[SP_USDT_MAX_ARGS];
 	struct sp_bs_event *e;
-	__u64 cookie;
-	__u32 probe;
 
-	if (usdt_args(ctx, a, 3, &cookie))
-		return 0;
-	probe = cookie_probe(cookie);
-	e = begin(probe_kind(probe), probe, cookie);
+	e = usdt_begin(ctx, a, 3, false);
 	if (!e)
 		return 0;
 	get_str(e, 1, a[1]);
@@ -458,11 +463,8 @@ int on_py_audit(struct pt_regs *ctx)
 {
 	long a[SP_USDT_MAX_ARGS];
 	struct sp_bs_event *e;
-	__u64 cookie;
 
-	if (usdt_args(ctx, a, 2, &cookie))
-		return 0;
-	e = begin(SP_BS_AUDIT, SP_PR_PY_AUDIT, cookie);
+	e = usdt_begin(ctx, a, 2, false);
 	if (!e)
 		return 0;
 	get_str(e, 0, a[0]);
@@ -477,13 +479,8 @@ int on_sp_span(struct pt_regs *ctx)
 {
 	long a[SP_USDT_MAX_ARGS];
 	struct sp_bs_event *e;
-	__u64 cookie;
-	__u32 probe;
 
-	if (usdt_args(ctx, a, 3, &cookie))
-		return 0;
-	probe = cookie_probe(cookie);
-	e = begin_head(probe_kind(probe), probe, cookie);
+	e = usdt_begin(ctx, a, 3, true);
 	if (!e)
 		return 0;
 	/* String literals of the binary: their bytes never change, so the
