@@ -48,6 +48,8 @@ struct sp_symbolize_opts {
 	bool no_inline;			/* only the physical function */
 	bool no_system_debug;		/* skip /usr/lib/debug (tests) */
 	bool index_all;			/* index a file's whole DWARF at load */
+	const char *cache_dir;		/* DWARF index cache (symcache.h); NULL = default */
+	bool no_cache;			/* neither read nor write the cache */
 };
 
 /* One level of a frame's inline chain. Strings are owned by the symbolizer
@@ -103,6 +105,10 @@ bool sp_symbolizer_should_defer(struct sp_symbolizer *s, const struct sp_frame *
  */
 const struct sp_sym_result *sp_symbolizer_frame(struct sp_symbolizer *s,
 						const struct sp_frame *f);
+
+/* Save the DWARF indexes that grew since they were loaded or last saved to
+ * the cache (also done when a file is retired); failures are warnings. */
+void sp_symbolizer_save(struct sp_symbolizer *s);
 
 /* Changes whenever strings returned earlier may have been freed (a file or
  * JIT table retired, a reset): a caller caching by string pointer drops its
