@@ -295,7 +295,7 @@ struct sp_dwarfidx *sp_symcache_decode(const void *map, size_t size,
 		return NULL;
 	}
 	if (h.nclusters == 0 || h.nclusters > (size - sizeof(h)) / sizeof(*fc) ||
-	    h.ncu > (size - sizeof(h) - h.nclusters * sizeof(*fc)) / 8 || h.units > size) {
+	    h.ncu > (size - sizeof(h) - h.nclusters * sizeof(*fc)) / 8) {
 		*why = "counts larger than the file";
 		return NULL;
 	}
