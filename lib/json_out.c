@@ -246,7 +246,7 @@ static void render_str_ref(struct sp_buf *b, const struct sp_defs *d, uint64_t i
 
 	if (!s)
 		sp_buf_puts(b, "null");
-	else if (sp_utf8_valid(s, len) && sp_defs_find_str((struct sp_defs *)d, s, len) == id)
+	else if (sp_defs_str_is_text((struct sp_defs *)d, id))
 		sp_buf_json_str(b, s, len);
 	else
 		buf_u(b, id);
