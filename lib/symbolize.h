@@ -26,6 +26,12 @@
  *   directory followed by the file's directory; ARCHIVE/xx/yyyy....debug.
  * A debug file is used only if its build-id (or, without one, the
  * debuglink's CRC) matches.
+ *
+ * DWARF indexes are kept in a cache (symcache.h) unless opts->no_cache: a
+ * file with a build-id whose index is cached is not looked for debug
+ * information at all until a lookup needs a cluster the cache lacks (or, in
+ * a stripped file, the debug file's symbol table); what grew is saved when
+ * the file is retired, or by sp_symbolizer_save().
  */
 #ifndef STACKPULSE_SYMBOLIZE_H
 #define STACKPULSE_SYMBOLIZE_H
