@@ -42,16 +42,18 @@ struct range {
 #define ROW_END		SP_DWARFIDX_ROW_END
 
 /*
- * Searching a large sorted array: a binary search over every FANOUT-th key
- * (small, stays in cache) picks the block, a second one searches the block:
- * two or three cache misses per lookup instead of one per halving.
+ * Searching a large sorted array: a table of equal-width buckets over its
+ * key range, each holding the index of its first key, narrows the search to
+ * the two or so keys of one bucket: two cache misses per lookup instead of
+ * one per halving. About one bucket per two keys.
  */
-#define FANOUT 32
 struct search {
 	const uint64_t *v;
 	size_t n;
-	uint64_t *top;
+	uint32_t *top;		/* top[k]: keys below first + (k << shift); NULL: small */
 	size_t ntop;
+	uint64_t first, last;	/* v[0], v[n - 1]: no cache miss to compare with them */
+	unsigned int shift;
 };
 
 struct part {
@@ -666,35 +668,51 @@ bool sp_dwarfidx_elf_sane(Elf *elf, const char **why)
 
 static int search_init(struct search *sr, const uint64_t *v, size_t n)
 {
-	size_t i;
+	uint64_t range;
+	size_t k, j;
 
 	sr->v = v;
 	sr->n = n;
-	sr->ntop = (n + FANOUT - 1) / FANOUT;
-	sr->top = sr->ntop ? malloc(sr->ntop * sizeof(*sr->top)) : NULL;
-	if (sr->ntop && !sr->top)
+	sr->top = NULL;
+	sr->ntop = 0;
+	sr->shift = 0;
+	if (n < 16 || n >= UINT32_MAX)
+		return 0;
+	sr->first = v[0];
+	sr->last = v[n - 1];
+	range = v[n - 1] - v[0];
+	while ((range >> sr->shift) >= n / 2)
+		sr->shift++;
+	sr->ntop = (range >> sr->shift) + 2;
+	sr->top = malloc(sr->ntop * sizeof(*sr->top));
+	if (!sr->top)
 		return -1;
-	for (i = 0; i < sr->ntop; i++)
-		sr->top[i] = v[i * FANOUT];
+	for (k = 0, j = 0; k < sr->ntop; k++) {
+		if (k > (range >> sr->shift)) {
+			sr->top[k] = (uint32_t)n;
+			continue;
+		}
+		while (j < n && v[j] < v[0] + ((uint64_t)k << sr->shift))
+			j++;
+		sr->top[k] = (uint32_t)j;
+	}
 	return 0;
 }
 
 /* The number of keys <= key. */
 static size_t search_upper(const struct search *sr, uint64_t key)
 {
-	size_t lo = 0, hi = sr->ntop, mid;
+	size_t lo = 0, hi = sr->n, mid, k;
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (sr->top[mid] <= key)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (sr->top) {
+		if (key < sr->first)
+			return 0;
+		if (key >= sr->last)
+			return sr->n;
+		k = (key - sr->first) >> sr->shift;
+		lo = sr->top[k];
+		hi = sr->top[k + 1];
 	}
-	if (!lo)
-		return 0;
-	hi = lo * FANOUT < sr->n ? lo * FANOUT : sr->n;
-	lo = (lo - 1) * FANOUT;
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		if (sr->v[mid] <= key)
@@ -1248,7 +1266,7 @@ void sp_dwarfidx_stats(const struct sp_dwarfidx *ix, struct sp_dwarfidx_stats *s
 		st->memory += sizeof(*x) + x->str.memory + x->capnodes * sizeof(*x->nodes) +
 			      x->nsegs * (sizeof(*x->seg_lo) + sizeof(*x->seg_node)) +
 			      x->caprows * sizeof(*x->rows) + x->nrows * sizeof(*x->row_addr) +
-			      (x->row_search.ntop + x->seg_search.ntop) * sizeof(uint64_t);
+			      (x->row_search.ntop + x->seg_search.ntop) * sizeof(uint32_t);
 	}
 	st->build_ns = ix->build_ns;
 }
