@@ -545,3 +545,32 @@ cache_fixture() {
 	run syms "$T/out.jsonl"
 	assert_line --partial "|walk|inl.c:"
 }
+
+@test "sp-symbolize: a cluster the cache lacks is built from DWARF, and the cache then holds both" {
+	local bin=$T/two bid w x
+	printf 'int extra_fn(int x)\n{\n\treturn x * 7 + 1;\n}\n' > "$T/extra.c"
+	gcc -O2 -g -o "$bin" "$FIXTURES/inl.c" "$T/extra.c"
+	bid=$(buildid "$bin")
+	mkdir -p "$T/dbg/.build-id/${bid:0:2}"
+	objcopy --only-keep-debug "$bin" "$T/dbg/.build-id/${bid:0:2}/${bid:2}.debug"
+	strip --strip-all -o "$T/two.stripped" "$bin"
+	w=$(fn_addr "$bin" walk)
+	x=$(fn_addr "$bin" extra_fn)
+	stream "$T/two.stripped" "$bid" 0x1 "$w" > "$T/one.jsonl"
+	stream "$T/two.stripped" "$bid" 0x1 "$w" "$x" > "$T/both.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-cache --no-system-debug --debug-dir "$T/dbg" \
+		--format json -o "$T/ref.jsonl" "$T/both.jsonl"
+	run --separate-stderr -0 sp-symbolize --cache-dir "$T/cache" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o /dev/null "$T/one.jsonl"
+	run --separate-stderr -0 sp-symbolize -v --cache-dir "$T/cache" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out1.jsonl" "$T/both.jsonl"
+	[[ "$stderr" == *"DWARF index from the cache"* ]]
+	[[ "$stderr" == *"DWARF from '$T/dbg/.build-id/"*"' for units not in the cache"* ]]
+	cmp "$T/ref.jsonl" "$T/out1.jsonl"
+	rm -r "$T/dbg"
+	run --separate-stderr -0 sp-symbolize --cache-dir "$T/cache" --no-system-debug \
+		--format json -o "$T/out2.jsonl" "$T/both.jsonl"
+	cmp "$T/ref.jsonl" "$T/out2.jsonl"
+	run syms "$T/out2.jsonl"
+	assert_line --partial "$x|0|extra_fn|extra.c:"
+}
