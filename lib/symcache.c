@@ -433,7 +433,8 @@ struct sp_dwarfidx *sp_symcache_load(struct sp_symcache *c, const struct sp_symc
 
 	if (!path)
 		return NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO in its place must not hang us (it is refused below). */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno != ENOENT && errno != ENOTDIR)
 			sp_warn("cache '%s': cannot open: %s", path, strerror(errno));

@@ -529,6 +529,13 @@ cache_fixture() {
 	[[ "$stderr" != *warning* ]]
 	[[ "$stderr" == *"DWARF index from the cache"* ]]
 	cmp "$T/out1.jsonl" "$T/out4.jsonl"
+	# A FIFO in its place: refused at once, not waited on.
+	rm "$f"
+	mkfifo "$f"
+	run --separate-stderr -0 timeout 20 sp-symbolize --cache-dir "$T/cache" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out5.jsonl" "$T/in.jsonl"
+	[[ "$stderr" == "sp-symbolize: warning: cache '$f': not a regular file"$'\n'* ]]
+	cmp "$T/out1.jsonl" "$T/out5.jsonl"
 }
 
 @test "sp-symbolize: a cache directory that cannot be written is a warning, not a failure" {
