@@ -210,9 +210,9 @@ void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n)
 	sp_buf_add(b, "\"", 1);
 }
 
-static void key(struct sp_buf *b, const char *name)
+static inline __attribute__((always_inline)) void
+key_n(struct sp_buf *b, const char *name, size_t n)
 {
-	size_t n = strlen(name);
 	char *p;
 
 	sp_buf_reserve(b, n + 4);
@@ -224,6 +224,14 @@ static void key(struct sp_buf *b, const char *name)
 	p[n + 3] = ':';
 	b->len += n + 4;
 }
+
+static void key(struct sp_buf *b, const char *name)
+{
+	key_n(b, name, strlen(name));
+}
+
+/* A literal key: its length known at compile time. */
+#define KEY(b, lit)	key_n(b, lit, sizeof(lit) - 1)
 
 static void render_str(struct sp_buf *b, const struct sp_defs *d, uint64_t id)
 {
@@ -399,16 +407,65 @@ static void render_frames(struct sp_buf *b, const struct sp_defs *d, uint64_t st
 	sp_buf_add(b, "]", 1);
 }
 
-/* A number field as render_field() writes it: nothing for 0 unless always. */
-static void render_num(struct sp_buf *b, const char *name, uint64_t u, bool hex, bool always)
+/*
+ * A number field as render_field() writes it: nothing for 0 unless always.
+ * Inlined: with a literal name, the key's copy is a few stores.
+ */
+static inline __attribute__((always_inline)) void
+render_num(struct sp_buf *b, const char *name, size_t len, uint64_t u, bool hex, bool always)
 {
 	if (!u && !always)
 		return;
-	key(b, name);
+	key_n(b, name, len);
 	if (hex || u > INT64_MAX)
 		buf_x(b, u);
 	else
 		buf_u(b, u);
+}
+#define NUM(b, lit, u, hex, always)	render_num(b, lit, sizeof(lit) - 1, u, hex, always)
+
+/* An enum field (index in the schema's field list): its name, else its number. */
+static void render_enum(struct sp_buf *b, enum sp_rec_kind kind, unsigned int field,
+			const char *name, size_t len, uint64_t u)
+{
+	const char *ename;
+
+	if (!u)
+		return;
+	ename = sp_schema_enum_name(&sp_schema(kind)->fields[field], u);
+	if (ename) {
+		key_n(b, name, len);
+		sp_buf_json_str(b, ename, strlen(ename));
+	} else {
+		render_num(b, name, len, u, false, false);
+	}
+}
+
+static void render_extra(struct sp_buf *b, const struct sp_record *rec)
+{
+	if (rec->extra.len) {
+		KEY(b, "extra");
+		sp_buf_add(b, "\"", 1);
+		sp_buf_hex(b, rec->extra.p, rec->extra.len);
+		sp_buf_add(b, "\"", 1);
+	}
+	sp_buf_add(b, "}\n", 2);
+}
+
+/* A frame record, as the generic rendering writes it (frame_f[] of schema.c). */
+static void render_frame(struct sp_buf *b, const struct sp_record *rec)
+{
+	const struct sp_frame *f = &rec->frame;
+
+	sp_buf_add(b, "{\"type\":\"frame\"", 15);
+	NUM(b, "id", f->id, false, true);
+	NUM(b, "module", f->module, false, true);
+	NUM(b, "rel", f->rel, true, true);
+	NUM(b, "addr", f->addr, true, true);
+	render_enum(b, SP_REC_FRAME, 4, "mode", 4, f->mode);
+	NUM(b, "pid", f->pid, false, false);
+	NUM(b, "flags", f->flags, true, false);
+	render_extra(b, rec);
 }
 
 /*
@@ -419,37 +476,24 @@ static void render_num(struct sp_buf *b, const char *name, uint64_t u, bool hex,
 static void render_symbol(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec)
 {
 	const struct sp_symbol *y = &rec->symbol;
-	const struct sp_schema_field *st = &sp_schema(SP_REC_SYMBOL)->fields[7];
-	const char *ename;
 
 	sp_buf_add(b, "{\"type\":\"symbol\"", 16);
-	render_num(b, "frame", y->frame, false, true);
-	render_num(b, "index", y->index, false, true);
+	NUM(b, "frame", y->frame, false, true);
+	NUM(b, "index", y->index, false, true);
 	if (y->func) {
-		key(b, "func");
+		KEY(b, "func");
 		render_str_ref(b, d, y->func);
 	}
 	if (y->file) {
-		key(b, "file");
+		KEY(b, "file");
 		render_str_ref(b, d, y->file);
 	}
-	render_num(b, "line", y->line, false, false);
-	render_num(b, "column", y->column, false, false);
-	render_num(b, "offset", y->offset, true, false);
-	if (y->status && (ename = sp_schema_enum_name(st, y->status))) {
-		key(b, "status");
-		sp_buf_json_str(b, ename, strlen(ename));
-	} else {
-		render_num(b, "status", y->status, false, false);
-	}
-	render_num(b, "flags", y->flags, true, false);
-	if (rec->extra.len) {
-		key(b, "extra");
-		sp_buf_add(b, "\"", 1);
-		sp_buf_hex(b, rec->extra.p, rec->extra.len);
-		sp_buf_add(b, "\"", 1);
-	}
-	sp_buf_add(b, "}\n", 2);
+	NUM(b, "line", y->line, false, false);
+	NUM(b, "column", y->column, false, false);
+	NUM(b, "offset", y->offset, true, false);
+	render_enum(b, SP_REC_SYMBOL, 7, "status", 6, y->status);
+	NUM(b, "flags", y->flags, true, false);
+	render_extra(b, rec);
 }
 
 void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec,
@@ -461,6 +505,10 @@ void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_r
 
 	if (rec->kind == SP_REC_SYMBOL && !(flags & SP_JSON_GENERIC)) {
 		render_symbol(b, d, rec);
+		return;
+	}
+	if (rec->kind == SP_REC_FRAME && !(flags & SP_JSON_GENERIC)) {
+		render_frame(b, rec);
 		return;
 	}
 

@@ -365,8 +365,8 @@ static void test_json_reader_skips_bad_lines(void)
 	close(fd);
 }
 
-/* The unrolled symbol renderer writes what the schema-driven one does. */
-static void test_json_symbol_fast_path(void)
+/* The unrolled symbol and frame renderers write what the schema-driven one does. */
+static void test_json_unrolled_renderers(void)
 {
 	static const uint64_t vals[] = { 0, 1, 9, 10, 12345, INT64_MAX, (uint64_t)INT64_MAX + 1,
 					 UINT64_MAX };
@@ -409,6 +409,16 @@ static void test_json_symbol_fast_path(void)
 			if (!bad++)
 				printf("#   %.*s#   generic: %.*s", (int)a.len, a.p, (int)g.len, g.p);
 		}
+		/* The same numbers as a frame record. */
+		r.kind = SP_REC_FRAME;
+		r.frame.mode = r.symbol.status % 6;
+		a.len = g.len = 0;
+		sp_json_render(&a, d, &r, 0);
+		sp_json_render(&g, d, &r, SP_JSON_GENERIC);
+		if (a.len != g.len || memcmp(a.p, g.p, a.len)) {
+			if (!bad++)
+				printf("#   %.*s#   generic: %.*s", (int)a.len, a.p, (int)g.len, g.p);
+		}
 	}
 	CHECK_EQ_U(bad, 0);
 	free(a.p);
@@ -426,6 +436,6 @@ int main(void)
 	TAP_RUN(test_json_missing_fields_and_defaults);
 	TAP_RUN(test_json_sample_from_frames);
 	TAP_RUN(test_json_reader_skips_bad_lines);
-	TAP_RUN(test_json_symbol_fast_path);
+	TAP_RUN(test_json_unrolled_renderers);
 	return TAP_DONE();
 }
