@@ -155,8 +155,10 @@ test: all unit
 	$(Q)scripts/run-tests.sh $(OUT)
 
 # Fuzz targets: clang's libFuzzer, with ASan and UBSan, over their own build
-# of the library.
-FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+# of the library (in which lib/symcache.c skips its checksums, so that mutated
+# cache files reach the checks behind them).
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 FUZZ_LIB := $(OUT)/fuzz/libstackpulse.a
 FUZZ_OBJS := $(patsubst %.c,$(OUT)/fuzz/%.o,$(LIB_SRCS))
 $(OUT)/fuzz/lib/%.o: lib/%.c

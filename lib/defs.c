@@ -5,6 +5,7 @@
 
 #include "defs.h"
 #include "hashmap.h"
+#include "json_out.h"
 #include "schema.h"
 #include "sp.h"
 
@@ -13,6 +14,7 @@
 struct str_ent {
 	size_t off;		/* into arena */
 	uint32_t len;
+	uint8_t text;		/* sp_defs_str_is_text(): 0 not known yet, 1 yes, 2 no */
 };
 
 struct sym_range {
@@ -155,6 +157,7 @@ static void add_string(struct sp_defs *d, const uint8_t *p, uint32_t len)
 	id = d->nstrs++;
 	d->strs[id].off = d->arena_len;
 	d->strs[id].len = len;
+	d->strs[id].text = 0;
 	d->arena_len += len + 1;
 	if (d->str_indexed)
 		sp_idset_add(&d->str_index, str_hash(d->arena + d->strs[id].off, len), id);
@@ -438,6 +441,22 @@ uint64_t sp_defs_find_str(struct sp_defs *d, const char *s, size_t len)
 				     str_hash(d->arena + d->strs[i].off, d->strs[i].len), i);
 	}
 	return sp_idset_find(&d->str_index, str_hash(s, len), &k, str_eq, d);
+}
+
+bool sp_defs_str_is_text(struct sp_defs *d, uint64_t id)
+{
+	struct str_ent *e;
+	const char *s;
+
+	if (!id || id >= d->nstrs)
+		return false;
+	e = &d->strs[id];
+	if (!e->text) {
+		/* Stable: a string defined later never comes first for its text. */
+		s = d->arena + e->off;
+		e->text = sp_utf8_valid(s, e->len) && sp_defs_find_str(d, s, e->len) == id ? 1 : 2;
+	}
+	return e->text == 1;
 }
 
 uint64_t sp_defs_find_frame(struct sp_defs *d, const struct sp_frame *f)

@@ -11,7 +11,7 @@
 #include "demangle.h"
 #include "dwarfidx.h"
 
-#define NONE		UINT32_MAX
+#define NONE		SP_DWARFIDX_NONE
 #define MAX_NESTING	256		/* DIE tree depth walked; deeper is hostile */
 #define ARENA_CHUNK	(256 * 1024)
 #define MAX_INFLATED	(2ull << 30)	/* largest decompressed debug section */
@@ -33,54 +33,44 @@ struct strtab {
 	size_t memory;
 };
 
-/* A subprogram or an inlined instance. */
-struct node {
-	uint64_t entry;
-	uint32_t name, linkage;	/* strtab indexes */
-	uint32_t parent;	/* node index, NONE for a physical function */
-	uint32_t call_file, call_line, call_col;
-};
 
 struct range {
 	uint64_t lo, hi;
 	uint32_t node, depth;
 };
 
-struct row {
-	uint64_t addr;
-	uint32_t file, line;
-	uint32_t col;		/* ROW_END set on the end of a sequence */
-	uint32_t ord;		/* order in the input, for a stable sort */
-};
-#define ROW_END		(1u << 31)
+#define ROW_END		SP_DWARFIDX_ROW_END
 
 /*
- * Searching a large sorted array: a binary search over every FANOUT-th key
- * (small, stays in cache) picks the block, a second one searches the block:
- * two or three cache misses per lookup instead of one per halving.
+ * Searching a large sorted array: a table of equal-width buckets over its
+ * key range, each holding the index of its first key, narrows the search to
+ * the two or so keys of one bucket: two cache misses per lookup instead of
+ * one per halving. About one bucket per two keys.
  */
-#define FANOUT 32
 struct search {
 	const uint64_t *v;
 	size_t n;
-	uint64_t *top;
+	uint32_t *top;		/* top[k]: keys below first + (k << shift); NULL: small */
 	size_t ntop;
+	uint64_t first, last;	/* v[0], v[n - 1]: no cache miss to compare with them */
+	unsigned int shift;
 };
 
 struct part {
 	struct strtab str;
-	struct node *nodes;
+	struct sp_dwarfidx_node *nodes;
 	size_t nnodes, capnodes;
 	size_t nfuncs, ninlined;
 	/* Flattened: seg_lo sorted, seg_node[i] owns [seg_lo[i], seg_lo[i + 1]). */
 	uint64_t *seg_lo;
 	uint32_t *seg_node;
 	size_t nsegs;
-	struct row *rows;
+	struct sp_dwarfidx_row *rows;
 	size_t nrows, caprows;
 	uint64_t *row_addr;	/* rows[i].addr, for searching */
 	struct search seg_search, row_search;
 	size_t units;
+	bool borrowed;		/* imported: the arrays are someone else's memory */
 };
 
 /* Build-time state. */
@@ -308,7 +298,7 @@ static uint32_t add_node(struct builder *b, Dwarf_Die *die, uint32_t parent, uin
 	size_t first = b->nranges;
 	uint32_t id = (uint32_t)x->nnodes;
 	const char *linkage;
-	struct node *n;
+	struct sp_dwarfidx_node *n;
 
 	if (x->nnodes >= NONE - 1)
 		return NONE;
@@ -427,7 +417,7 @@ static int add_lines(struct builder *b, Dwarf_Die *cudie)
 		const char *src;
 		bool end = false;
 		int line = 0, col = 0;
-		struct row *r;
+		struct sp_dwarfidx_row *r;
 
 		if (!l || dwarf_lineaddr(l, &addr) != 0)
 			continue;
@@ -470,7 +460,7 @@ static int add_lines(struct builder *b, Dwarf_Die *cudie)
 
 static int cmp_row(const void *a, const void *b)
 {
-	const struct row *x = a, *y = b;
+	const struct sp_dwarfidx_row *x = a, *y = b;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
@@ -497,7 +487,7 @@ static int cmp_seq(const void *a, const void *b)
 static int sort_rows(struct builder *b)
 {
 	struct part *x = b->x;
-	struct row *rows;
+	struct sp_dwarfidx_row *rows;
 	size_t i, k = 0;
 	bool sorted = true;
 
@@ -678,35 +668,51 @@ bool sp_dwarfidx_elf_sane(Elf *elf, const char **why)
 
 static int search_init(struct search *sr, const uint64_t *v, size_t n)
 {
-	size_t i;
+	uint64_t range;
+	size_t k, j;
 
 	sr->v = v;
 	sr->n = n;
-	sr->ntop = (n + FANOUT - 1) / FANOUT;
-	sr->top = sr->ntop ? malloc(sr->ntop * sizeof(*sr->top)) : NULL;
-	if (sr->ntop && !sr->top)
+	sr->top = NULL;
+	sr->ntop = 0;
+	sr->shift = 0;
+	if (n < 16 || n >= UINT32_MAX)
+		return 0;
+	sr->first = v[0];
+	sr->last = v[n - 1];
+	range = v[n - 1] - v[0];
+	while ((range >> sr->shift) >= n / 2)
+		sr->shift++;
+	sr->ntop = (range >> sr->shift) + 2;
+	sr->top = malloc(sr->ntop * sizeof(*sr->top));
+	if (!sr->top)
 		return -1;
-	for (i = 0; i < sr->ntop; i++)
-		sr->top[i] = v[i * FANOUT];
+	for (k = 0, j = 0; k < sr->ntop; k++) {
+		if (k > (range >> sr->shift)) {
+			sr->top[k] = (uint32_t)n;
+			continue;
+		}
+		while (j < n && v[j] < v[0] + ((uint64_t)k << sr->shift))
+			j++;
+		sr->top[k] = (uint32_t)j;
+	}
 	return 0;
 }
 
 /* The number of keys <= key. */
 static size_t search_upper(const struct search *sr, uint64_t key)
 {
-	size_t lo = 0, hi = sr->ntop, mid;
+	size_t lo = 0, hi = sr->n, mid, k;
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (sr->top[mid] <= key)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (sr->top) {
+		if (key < sr->first)
+			return 0;
+		if (key >= sr->last)
+			return sr->n;
+		k = (key - sr->first) >> sr->shift;
+		lo = sr->top[k];
+		hi = sr->top[k + 1];
 	}
-	if (!lo)
-		return 0;
-	hi = lo * FANOUT < sr->n ? lo * FANOUT : sr->n;
-	lo = (lo - 1) * FANOUT;
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		if (sr->v[mid] <= key)
@@ -732,13 +738,15 @@ static void part_free(struct part *x)
 	if (!x)
 		return;
 	strtab_release(&x->str);
-	free(x->nodes);
-	free(x->seg_lo);
-	free(x->row_addr);
 	free(x->row_search.top);
 	free(x->seg_search.top);
-	free(x->seg_node);
-	free(x->rows);
+	if (!x->borrowed) {
+		free(x->nodes);
+		free(x->seg_lo);
+		free(x->row_addr);
+		free(x->seg_node);
+		free(x->rows);
+	}
 	free(x);
 }
 
@@ -823,6 +831,12 @@ struct sp_dwarfidx {
 	Dwarf_Off *cu_off;
 	size_t units, bad;
 	uint64_t build_ns;
+	size_t built;			/* clusters built here (not imported) */
+	Dwarf *(*open)(void *);		/* gives dw when a cluster needs it */
+	void *open_arg;
+	bool open_tried;
+	void (*release)(void *);	/* the memory behind imported parts */
+	void *release_arg;
 };
 
 struct cu_range {
@@ -870,6 +884,8 @@ static bool cluster_build(struct sp_dwarfidx *x, struct cluster *c)
 	}
 	c->part = part_finish(&b);
 	c->failed = !c->part;
+	if (c->part)
+		x->built++;
 	x->build_ns += now_ns() - t0;
 	return c->part != NULL;
 }
@@ -914,6 +930,48 @@ static bool unit_ranges(struct builder *b, Dwarf_Die *cudie, size_t cu,
 		}
 		start = UINT64_MAX;
 	}
+	return true;
+}
+
+/*
+ * The Dwarf of an imported index, opened at the first cluster that needs it.
+ * The cached unit offsets of the clusters still to build must be units of
+ * this Dwarf: dwarf_offdie() trusts the offset it is given.
+ */
+static bool index_dwarf(struct sp_dwarfidx *x)
+{
+	Dwarf_Die cudie, subdie;
+	Dwarf_Off *offs = NULL;
+	size_t n = 0, cap = 0, i, j;
+	Dwarf_Half version;
+	uint8_t unit_type;
+	Dwarf_CU *cu = NULL;
+
+	if (x->dw || !x->open || x->open_tried)
+		return x->dw != NULL;
+	x->open_tried = true;
+	x->dw = x->open(x->open_arg);
+	if (!x->dw)
+		return false;
+	while (dwarf_get_units(x->dw, cu, &cu, &version, &unit_type, &cudie, &subdie) == 0) {
+		if (unit_type != DW_UT_compile || dwarf_tag(&cudie) != DW_TAG_compile_unit)
+			continue;
+		offs = grow(offs, &cap, n, sizeof(*offs), NULL);
+		if (!offs)
+			break;
+		offs[n++] = dwarf_dieoffset(&cudie);
+	}
+	if (n > 1)
+		qsort(offs, n, sizeof(*offs), cmp_off);
+	for (i = 0; i < x->ncl; i++) {
+		struct cluster *c = &x->cl[i];
+
+		for (j = 0; !c->part && !c->failed && j < c->n; j++)
+			if (!offs || !bsearch(&x->cu_off[c->first + j], offs, n, sizeof(*offs),
+					      cmp_off))
+				c->failed = true;
+	}
+	free(offs);
 	return true;
 }
 
@@ -1050,7 +1108,7 @@ int sp_dwarfidx_index_all(struct sp_dwarfidx *x)
 	int rc = 0;
 
 	for (i = 0; i < x->ncl; i++)
-		if (!x->cl[i].part && (!x->dw || !cluster_build(x, &x->cl[i])))
+		if (!x->cl[i].part && (!index_dwarf(x) || !cluster_build(x, &x->cl[i])))
 			rc = -1;
 	return rc;
 }
@@ -1079,6 +1137,8 @@ void sp_dwarfidx_free(struct sp_dwarfidx *x)
 	free(x->cu_off);
 	if (x->dw)
 		dwarf_end(x->dw);
+	if (x->release)
+		x->release(x->release_arg);
 	free(x);
 }
 
@@ -1099,7 +1159,7 @@ static struct part *part_at(struct sp_dwarfidx *x, uint64_t addr)
 	x->last = c;
 	if (addr >= c->hi)
 		return NULL;
-	if (!c->part && (!x->dw || !cluster_build(x, c)))
+	if (!c->part && (!index_dwarf(x) || !cluster_build(x, c)))
 		return NULL;
 	return c->part;
 }
@@ -1108,7 +1168,7 @@ static int part_line(const struct part *x, uint64_t addr, const char **file,
 		     uint32_t *line, uint32_t *col)
 {
 	size_t lo = search_upper(&x->row_search, addr);
-	const struct row *r;
+	const struct sp_dwarfidx_row *r;
 
 	if (!lo)
 		return -1;
@@ -1129,7 +1189,7 @@ int sp_dwarfidx_line(struct sp_dwarfidx *x, uint64_t addr, const char **file,
 	return p ? part_line(p, addr, file, line, col) : -1;
 }
 
-static const char *node_name(struct part *x, const struct node *n, bool demangle)
+static const char *node_name(struct part *x, const struct sp_dwarfidx_node *n, bool demangle)
 {
 	struct strtab *t = &x->str;
 
@@ -1168,7 +1228,7 @@ int sp_dwarfidx_lookup(struct sp_dwarfidx *ix, uint64_t addr, bool demangle,
 		return 0;
 	id = x->seg_node[lo - 1];
 	while (id != NONE && id < x->nnodes && n < max) {
-		const struct node *nd = &x->nodes[id];
+		const struct sp_dwarfidx_node *nd = &x->nodes[id];
 
 		/* out[n]'s file and line are already set: the line table or a call site. */
 		out[n].func = node_name(x, nd, demangle);
@@ -1206,7 +1266,204 @@ void sp_dwarfidx_stats(const struct sp_dwarfidx *ix, struct sp_dwarfidx_stats *s
 		st->memory += sizeof(*x) + x->str.memory + x->capnodes * sizeof(*x->nodes) +
 			      x->nsegs * (sizeof(*x->seg_lo) + sizeof(*x->seg_node)) +
 			      x->caprows * sizeof(*x->rows) + x->nrows * sizeof(*x->row_addr) +
-			      (x->row_search.ntop + x->seg_search.ntop) * sizeof(uint64_t);
+			      (x->row_search.ntop + x->seg_search.ntop) * sizeof(uint32_t);
 	}
 	st->build_ns = ix->build_ns;
+}
+
+/* ---- persisting: export and import (lib/symcache.c) ---- */
+
+void sp_dwarfidx_counts(const struct sp_dwarfidx *x, size_t *nclusters, size_t *units,
+			size_t *bad)
+{
+	*nclusters = x->ncl;
+	*units = x->units;
+	*bad = x->bad;
+}
+
+size_t sp_dwarfidx_built(const struct sp_dwarfidx *x)
+{
+	return x->built;
+}
+
+void sp_dwarfidx_cluster(const struct sp_dwarfidx *x, size_t i, struct sp_dwarfidx_cluster *c,
+			 struct sp_dwarfidx_part *part)
+{
+	const struct cluster *cl = &x->cl[i];
+	const struct part *p = cl->part;
+
+	c->lo = cl->lo;
+	c->hi = cl->hi;
+	c->cu_off = x->cu_off + cl->first;
+	c->ncu = cl->n;
+	c->part = NULL;
+	memset(part, 0, sizeof(*part));
+	if (!p)
+		return;
+	part->nodes = p->nodes;
+	part->nnodes = p->nnodes;
+	part->seg_lo = p->seg_lo;
+	part->seg_node = p->seg_node;
+	part->nsegs = p->nsegs;
+	part->rows = p->rows;
+	part->row_addr = p->row_addr;
+	part->nrows = p->nrows;
+	part->strs = (const char *const *)p->str.s;
+	part->nstrs = p->str.n;
+	part->units = p->units;
+	part->nfuncs = p->nfuncs;
+	part->ninlined = p->ninlined;
+	c->part = part;
+}
+
+void sp_dwarfidx_set_release(struct sp_dwarfidx *x, void (*release)(void *), void *arg)
+{
+	x->release = release;
+	x->release_arg = arg;
+}
+
+void sp_dwarfidx_set_opener(struct sp_dwarfidx *x, Dwarf *(*open)(void *), void *arg)
+{
+	x->open = open;
+	x->open_arg = arg;
+}
+
+static bool str_ok(uint32_t i, uint64_t nstrs)
+{
+	return i == 0 || i < nstrs;
+}
+
+/* A part using d's arrays in place, once every index in them is checked. */
+static struct part *part_import(const struct sp_dwarfidx_part *d, const char **why)
+{
+	struct part *x;
+	uint64_t i;
+
+	*why = "out of memory";
+	if (d->nnodes >= NONE || d->nstrs >= NONE || (d->nstrs && !d->blob_len)) {
+		*why = "a count out of range";
+		return NULL;
+	}
+	if (d->blob_len && d->blob[d->blob_len - 1]) {
+		*why = "strings not ended by a NUL";
+		return NULL;
+	}
+	for (i = 0; i < d->nstrs; i++)
+		if (d->str_off[i] >= d->blob_len) {
+			*why = "a string offset out of range";
+			return NULL;
+		}
+	for (i = 0; i < d->nnodes; i++) {
+		const struct sp_dwarfidx_node *n = &d->nodes[i];
+
+		if (!str_ok(n->name, d->nstrs) || !str_ok(n->linkage, d->nstrs) ||
+		    !str_ok(n->call_file, d->nstrs) || (n->parent != NONE && n->parent >= i)) {
+			*why = "a function refers to what is not there";
+			return NULL;
+		}
+	}
+	for (i = 0; i < d->nsegs; i++)
+		if ((d->seg_node[i] != NONE && d->seg_node[i] >= d->nnodes) ||
+		    (i && d->seg_lo[i] < d->seg_lo[i - 1])) {
+			*why = "an address segment out of order or range";
+			return NULL;
+		}
+	for (i = 0; i < d->nrows; i++)
+		if (!str_ok(d->rows[i].file, d->nstrs) ||
+		    (i && d->row_addr[i] < d->row_addr[i - 1])) {
+			*why = "a line row out of order or range";
+			return NULL;
+		}
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->borrowed = true;
+	x->nodes = (struct sp_dwarfidx_node *)d->nodes;
+	x->nnodes = x->capnodes = d->nnodes;
+	x->seg_lo = (uint64_t *)d->seg_lo;
+	x->seg_node = (uint32_t *)d->seg_node;
+	x->nsegs = d->nsegs;
+	x->rows = (struct sp_dwarfidx_row *)d->rows;
+	x->row_addr = (uint64_t *)d->row_addr;
+	x->nrows = x->caprows = d->nrows;
+	x->units = d->units;
+	x->nfuncs = d->nfuncs;
+	x->ninlined = d->ninlined;
+	if (d->nstrs) {
+		x->str.s = malloc(d->nstrs * sizeof(*x->str.s));
+		if (!x->str.s)
+			goto fail;
+		for (i = 0; i < d->nstrs; i++)
+			x->str.s[i] = (char *)d->blob + d->str_off[i];
+		x->str.n = x->str.cap = (uint32_t)d->nstrs;
+		x->str.memory = d->nstrs * sizeof(*x->str.s);
+	}
+	if (search_init(&x->row_search, x->row_addr, x->nrows) < 0 ||
+	    search_init(&x->seg_search, x->seg_lo, x->nsegs) < 0)
+		goto fail;
+	return x;
+fail:
+	part_free(x);
+	return NULL;
+}
+
+struct sp_dwarfidx *sp_dwarfidx_import(uint64_t text_lo, uint64_t text_hi,
+				       const struct sp_dwarfidx_cluster *cl, size_t ncl,
+				       size_t units, size_t bad, const char **why)
+{
+	struct sp_dwarfidx *x;
+	size_t i, ncu = 0;
+
+	*why = "out of memory";
+	for (i = 0; i < ncl; i++) {
+		if (cl[i].lo >= cl[i].hi || (i && cl[i].lo < cl[i - 1].hi) ||
+		    cl[i].ncu > units || (!cl[i].part && !cl[i].ncu)) {
+			*why = "clusters out of order or range";
+			return NULL;
+		}
+		ncu += cl[i].ncu;
+	}
+	if (!ncl || units < 1 || ncu / ncl > units) {
+		*why = "clusters out of order or range";
+		return NULL;
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->text_lo = text_lo;
+	x->text_hi = text_hi;
+	x->units = units;
+	x->bad = bad;
+	x->cl = calloc(ncl, sizeof(*x->cl));
+	x->cl_lo = malloc(ncl * sizeof(*x->cl_lo));
+	x->cu_off = malloc(ncu * sizeof(*x->cu_off) + 1);
+	if (!x->cl || !x->cl_lo || !x->cu_off)
+		goto fail;
+	x->ncl = ncl;
+	for (i = 0, ncu = 0; i < ncl; i++) {
+		struct cluster *c = &x->cl[i];
+
+		c->lo = cl[i].lo;
+		c->hi = cl[i].hi;
+		c->first = ncu;
+		c->n = cl[i].ncu;
+		if (c->n)
+			memcpy(x->cu_off + ncu, cl[i].cu_off, c->n * sizeof(*x->cu_off));
+		ncu += c->n;
+		x->cl_lo[i] = c->lo;
+		if (cl[i].part) {
+			c->part = part_import(cl[i].part, why);
+			if (!c->part)
+				goto fail;
+		}
+	}
+	if (search_init(&x->cl_search, x->cl_lo, x->ncl) < 0) {
+		*why = "out of memory";
+		goto fail;
+	}
+	*why = NULL;
+	return x;
+fail:
+	sp_dwarfidx_free(x);
+	return NULL;
 }

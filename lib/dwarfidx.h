@@ -100,13 +100,89 @@ void sp_dwarfidx_free(struct sp_dwarfidx *x);
 int sp_dwarfidx_lookup(struct sp_dwarfidx *x, uint64_t addr, bool demangle,
 		       struct sp_dwarf_loc *out, int max);
 
-/* The line table row for addr: 0 and *file, *line, *col set, or -1. */
 /* Index every cluster of a lazy index now; -1 if one could not be. */
 int sp_dwarfidx_index_all(struct sp_dwarfidx *x);
 
+/* The line table row for addr: 0 and *file, *line, *col set, or -1. */
 int sp_dwarfidx_line(struct sp_dwarfidx *x, uint64_t addr, const char **file,
 		     uint32_t *line, uint32_t *col);
 
 void sp_dwarfidx_stats(const struct sp_dwarfidx *x, struct sp_dwarfidx_stats *st);
+
+/*
+ * ---- Persisting the index (lib/symcache.c writes and maps the files) ----
+ *
+ * A lazy index is a table of clusters, each with the offsets of its units'
+ * DIEs and, once built, its part: the records below, fixed-width and in host
+ * byte order, which a cache file holds as they are and an imported index
+ * uses in place (zero-copy).
+ */
+#define SP_DWARFIDX_NONE	UINT32_MAX
+#define SP_DWARFIDX_ROW_END	(1u << 31)
+
+/* A subprogram or an inlined instance. */
+struct sp_dwarfidx_node {
+	uint64_t entry;
+	uint32_t name, linkage;	/* string indexes, 0 = none */
+	uint32_t parent;	/* node index (lower than this one's), NONE: physical */
+	uint32_t call_file, call_line, call_col;
+};
+
+/* A line table row; rows are sorted by addr. */
+struct sp_dwarfidx_row {
+	uint64_t addr;
+	uint32_t file, line;
+	uint32_t col;		/* SP_DWARFIDX_ROW_END set on the end of a sequence */
+	uint32_t ord;		/* order in the input, for a stable sort */
+};
+
+/*
+ * A built cluster's part. Exported, strs[i] is string i (strs[0] is "");
+ * imported, string i is blob + str_off[i], and blob ends with a NUL.
+ * seg_node[i] (a node index or NONE) owns [seg_lo[i], seg_lo[i + 1]).
+ */
+struct sp_dwarfidx_part {
+	const struct sp_dwarfidx_node *nodes;
+	const uint64_t *seg_lo;
+	const uint32_t *seg_node;
+	const struct sp_dwarfidx_row *rows;
+	const uint64_t *row_addr;	/* rows[i].addr */
+	const char *const *strs;
+	const uint32_t *str_off;
+	const char *blob;
+	uint64_t blob_len;
+	uint64_t nnodes, nsegs, nrows, nstrs;
+	uint64_t units, nfuncs, ninlined;	/* for statistics */
+};
+
+struct sp_dwarfidx_cluster {
+	uint64_t lo, hi;		/* [lo, hi): sorted, disjoint */
+	const uint64_t *cu_off;		/* DIE offsets of its units */
+	uint64_t ncu;
+	const struct sp_dwarfidx_part *part;	/* NULL: not built */
+};
+
+/* Clusters, units and unreadable units of x. */
+void sp_dwarfidx_counts(const struct sp_dwarfidx *x, size_t *nclusters, size_t *units,
+			size_t *bad);
+/* Cluster i of x; its pointers are valid until x changes or is freed. */
+void sp_dwarfidx_cluster(const struct sp_dwarfidx *x, size_t i, struct sp_dwarfidx_cluster *c,
+			 struct sp_dwarfidx_part *part);
+/* Clusters built since x was opened or imported (worth saving when not 0). */
+size_t sp_dwarfidx_built(const struct sp_dwarfidx *x);
+
+/*
+ * An index made of ncl clusters, the parts given used in place: every index,
+ * offset and order in them is checked first (NULL and *why, a static
+ * message, if one is wrong). release(arg) is called by sp_dwarfidx_free(),
+ * which is when the memory behind the parts may go. A cluster without part
+ * is built on its first lookup from the Dwarf that open(open_arg) returns,
+ * called at most once (NULL: such clusters stay empty); the index owns it.
+ */
+struct sp_dwarfidx *sp_dwarfidx_import(uint64_t text_lo, uint64_t text_hi,
+				       const struct sp_dwarfidx_cluster *cl, size_t ncl,
+				       size_t units, size_t bad, const char **why);
+void sp_dwarfidx_set_release(struct sp_dwarfidx *x, void (*release)(void *), void *arg);
+void sp_dwarfidx_set_opener(struct sp_dwarfidx *x, Dwarf *(*open)(void *), void *arg);
 
 #endif

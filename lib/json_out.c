@@ -58,6 +58,11 @@ static void buf_u(struct sp_buf *b, uint64_t v)
 	char tmp[24];
 	int i = sizeof(tmp);
 
+	if (v < 10) {
+		sp_buf_reserve(b, 1);
+		b->p[b->len++] = '0' + v;
+		return;
+	}
 	do {
 		tmp[--i] = '0' + v % 10;
 		v /= 10;
@@ -78,18 +83,18 @@ static void buf_i(struct sp_buf *b, int64_t v)
 static void buf_x(struct sp_buf *b, uint64_t v)
 {
 	static const char digits[] = "0123456789abcdef";
-	char tmp[20];
+	char tmp[22];
 	int i = sizeof(tmp);
 
+	tmp[--i] = '"';
 	do {
 		tmp[--i] = digits[v & 15];
 		v >>= 4;
 	} while (v);
 	tmp[--i] = 'x';
 	tmp[--i] = '0';
-	sp_buf_add(b, "\"", 1);
+	tmp[--i] = '"';
 	sp_buf_add(b, tmp + i, sizeof(tmp) - i);
-	sp_buf_add(b, "\"", 1);
 }
 
 void sp_buf_hex(struct sp_buf *b, const uint8_t *p, size_t n)
@@ -149,6 +154,11 @@ bool sp_utf8_valid(const char *s, size_t n)
 	return true;
 }
 
+/* Bytes JSON takes as they are: printable ASCII but the quote and backslash. */
+static const bool plain[256] = {
+	[0x20 ... '"' - 1] = true, ['"' + 1 ... '\\' - 1] = true, ['\\' + 1 ... 0x7f] = true,
+};
+
 void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n)
 {
 	static const char digits[] = "0123456789abcdef";
@@ -160,10 +170,9 @@ void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n)
 	while (i < n) {
 		unsigned char c = u[i];
 
-		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+		if (plain[c]) {
 			/* A run of plain ASCII, copied at once. */
-			for (k = i + 1; k < n && u[k] >= 0x20 && u[k] < 0x80 && u[k] != '"' &&
-			     u[k] != '\\'; k++)
+			for (k = i + 1; k < n && plain[u[k]]; k++)
 				;
 			sp_buf_add(b, u + i, k - i);
 			i = k;
@@ -201,14 +210,28 @@ void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n)
 	sp_buf_add(b, "\"", 1);
 }
 
+static inline __attribute__((always_inline)) void
+key_n(struct sp_buf *b, const char *name, size_t n)
+{
+	char *p;
+
+	sp_buf_reserve(b, n + 4);
+	p = b->p + b->len;
+	p[0] = ',';
+	p[1] = '"';
+	memcpy(p + 2, name, n);
+	p[n + 2] = '"';
+	p[n + 3] = ':';
+	b->len += n + 4;
+}
+
 static void key(struct sp_buf *b, const char *name)
 {
-	sp_buf_reserve(b, strlen(name) + 4);
-	b->p[b->len++] = ',';
-	b->p[b->len++] = '"';
-	sp_buf_puts(b, name);
-	sp_buf_add(b, "\":", 2);
+	key_n(b, name, strlen(name));
 }
+
+/* A literal key: its length known at compile time. */
+#define KEY(b, lit)	key_n(b, lit, sizeof(lit) - 1)
 
 static void render_str(struct sp_buf *b, const struct sp_defs *d, uint64_t id)
 {
@@ -246,7 +269,7 @@ static void render_str_ref(struct sp_buf *b, const struct sp_defs *d, uint64_t i
 
 	if (!s)
 		sp_buf_puts(b, "null");
-	else if (sp_utf8_valid(s, len) && sp_defs_find_str((struct sp_defs *)d, s, len) == id)
+	else if (sp_defs_str_is_text((struct sp_defs *)d, id))
 		sp_buf_json_str(b, s, len);
 	else
 		buf_u(b, id);
@@ -384,12 +407,110 @@ static void render_frames(struct sp_buf *b, const struct sp_defs *d, uint64_t st
 	sp_buf_add(b, "]", 1);
 }
 
+/*
+ * A number field as render_field() writes it: nothing for 0 unless always.
+ * Inlined: with a literal name, the key's copy is a few stores.
+ */
+static inline __attribute__((always_inline)) void
+render_num(struct sp_buf *b, const char *name, size_t len, uint64_t u, bool hex, bool always)
+{
+	if (!u && !always)
+		return;
+	key_n(b, name, len);
+	if (hex || u > INT64_MAX)
+		buf_x(b, u);
+	else
+		buf_u(b, u);
+}
+#define NUM(b, lit, u, hex, always)	render_num(b, lit, sizeof(lit) - 1, u, hex, always)
+
+/* An enum field (index in the schema's field list): its name, else its number. */
+static void render_enum(struct sp_buf *b, enum sp_rec_kind kind, unsigned int field,
+			const char *name, size_t len, uint64_t u)
+{
+	const char *ename;
+
+	if (!u)
+		return;
+	ename = sp_schema_enum_name(&sp_schema(kind)->fields[field], u);
+	if (ename) {
+		key_n(b, name, len);
+		sp_buf_json_str(b, ename, strlen(ename));
+	} else {
+		render_num(b, name, len, u, false, false);
+	}
+}
+
+static void render_extra(struct sp_buf *b, const struct sp_record *rec)
+{
+	if (rec->extra.len) {
+		KEY(b, "extra");
+		sp_buf_add(b, "\"", 1);
+		sp_buf_hex(b, rec->extra.p, rec->extra.len);
+		sp_buf_add(b, "\"", 1);
+	}
+	sp_buf_add(b, "}\n", 2);
+}
+
+/* A frame record, as the generic rendering writes it (frame_f[] of schema.c). */
+static void render_frame(struct sp_buf *b, const struct sp_record *rec)
+{
+	const struct sp_frame *f = &rec->frame;
+
+	sp_buf_add(b, "{\"type\":\"frame\"", 15);
+	NUM(b, "id", f->id, false, true);
+	NUM(b, "module", f->module, false, true);
+	NUM(b, "rel", f->rel, true, true);
+	NUM(b, "addr", f->addr, true, true);
+	render_enum(b, SP_REC_FRAME, 4, "mode", 4, f->mode);
+	NUM(b, "pid", f->pid, false, false);
+	NUM(b, "flags", f->flags, true, false);
+	render_extra(b, rec);
+}
+
+/*
+ * A symbol record, the commonest of a symbolized stream, without the walk
+ * over its schema: the same bytes as the generic rendering (test-json.c
+ * compares them), in the order of the schema's symbol_f[].
+ */
+static void render_symbol(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec)
+{
+	const struct sp_symbol *y = &rec->symbol;
+
+	sp_buf_add(b, "{\"type\":\"symbol\"", 16);
+	NUM(b, "frame", y->frame, false, true);
+	NUM(b, "index", y->index, false, true);
+	if (y->func) {
+		KEY(b, "func");
+		render_str_ref(b, d, y->func);
+	}
+	if (y->file) {
+		KEY(b, "file");
+		render_str_ref(b, d, y->file);
+	}
+	NUM(b, "line", y->line, false, false);
+	NUM(b, "column", y->column, false, false);
+	NUM(b, "offset", y->offset, true, false);
+	render_enum(b, SP_REC_SYMBOL, 7, "status", 6, y->status);
+	NUM(b, "flags", y->flags, true, false);
+	render_extra(b, rec);
+}
+
 void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec,
 		    unsigned int flags)
 {
 	const struct sp_schema *s = sp_schema(rec->kind);
 	const void *body = &rec->header;
 	unsigned int i;
+
+	if (rec->kind == SP_REC_SYMBOL && !(flags & SP_JSON_GENERIC)) {
+		render_symbol(b, d, rec);
+		return;
+	}
+	if (rec->kind == SP_REC_FRAME && !(flags & SP_JSON_GENERIC)) {
+		render_frame(b, rec);
+		return;
+	}
 
 	if (!s) {
 		sp_buf_puts(b, "{\"type\":\"unknown\",\"kind\":");

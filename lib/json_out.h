@@ -29,7 +29,9 @@ bool sp_utf8_valid(const char *s, size_t n);
 void sp_buf_hex(struct sp_buf *b, const uint8_t *p, size_t n);
 
 /* Append rec as one JSON line (with its newline), using d for strings and
- * inline frames. flags: SP_JSON_* of writer.h. */
+ * inline frames. flags: SP_JSON_* of writer.h, or SP_JSON_GENERIC: every
+ * kind through the schema (tests compare the unrolled renderers with it). */
+#define SP_JSON_GENERIC		(1u << 30)
 void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec,
 		    unsigned int flags);
 

@@ -21,6 +21,7 @@
 #include "hashmap.h"
 #include "sp.h"
 #include "symbolize.h"
+#include "symcache.h"
 #include "symtab.h"
 
 #define NSTATUS		(SP_SYM_BAD_FILE + 1)
@@ -62,6 +63,11 @@ struct image {
 	struct sp_dwarfidx *dwarf;	/* lazy: reads dw_elf at lookups */
 	Elf *dw_elf;			/* the file of the DWARF, held open for it */
 	int dw_fd;
+	uint64_t text_lo, text_hi;	/* what the index covers: the cache key */
+	bool dwarf_cached;		/* dwarf came from the cache: no debug file yet */
+	bool debug_tried;		/* ... and it has been looked for since */
+	size_t saved_built;		/* clusters built when last saved to the cache */
+	struct sp_symbolizer *sym;
 
 	struct sp_u64map cache;		/* (lookup address << 1 | leaf) -> index + 1 */
 	struct cached *results;
@@ -107,6 +113,7 @@ struct sp_symbolizer {
 	struct file_stats kernel_st, jit_st, none_st;
 	uint64_t files_loaded, files_live;
 	uint64_t generation;
+	struct sp_symcache *cache;	/* NULL: --no-cache */
 };
 
 static const char *const status_text[NSTATUS] = {
@@ -133,6 +140,12 @@ struct sp_symbolizer *sp_symbolizer_new(const struct sp_symbolize_opts *opts)
 		return NULL;
 	if (opts)
 		s->o = *opts;
+	if (!s->o.no_cache) {
+		char *dir = s->o.cache_dir ? strdup(s->o.cache_dir) : sp_symcache_default_dir();
+
+		s->cache = dir ? sp_symcache_new(dir) : NULL;
+		free(dir);
+	}
 	elf_version(EV_CURRENT);
 	sp_symbolizer_reset(s, "");
 	return s;
@@ -140,8 +153,41 @@ struct sp_symbolizer *sp_symbolizer_new(const struct sp_symbolize_opts *opts)
 
 /* ---- images ---- */
 
+static void cache_key(const struct image *img, struct sp_symcache_key *k)
+{
+	k->build_id = img->build_id;
+	k->build_id_len = img->build_id_len;
+	k->text_lo = img->text_lo;
+	k->text_hi = img->text_hi;
+}
+
+/* What was indexed here is kept for the next run. */
+static void image_save(struct image *img)
+{
+	struct sp_symcache_key k;
+	size_t built;
+
+	if (!img->dwarf || !img->sym || !img->sym->cache || !img->build_id_len || img->vdso)
+		return;
+	built = sp_dwarfidx_built(img->dwarf);
+	if (built == img->saved_built)
+		return;
+	img->saved_built = built;
+	cache_key(img, &k);
+	sp_symcache_save(img->sym->cache, &k, img->dwarf);
+}
+
+void sp_symbolizer_save(struct sp_symbolizer *s)
+{
+	struct image *img;
+
+	for (img = s->images; img; img = img->next)
+		image_save(img);
+}
+
 static void image_unload(struct image *img)
 {
+	image_save(img);
 	sp_symtab_free(img->symtab);
 	sp_symtab_free(img->dbgsyms);
 	if (img->dwarf && sp_verbose) {
@@ -305,6 +351,7 @@ void sp_symbolizer_module(struct sp_symbolizer *s, const struct sp_module *m, co
 		img->pid = m->pid;
 		img->anon = anon;
 		img->vdso = !strcmp(path, "[vdso]");
+		img->sym = s;
 		img->next = s->images;
 		s->images = img;
 	}
@@ -758,18 +805,89 @@ static int open_own_vdso(struct sp_symbolizer *s, struct image *img, struct elf_
 	return 1;
 }
 
+/*
+ * The file holding img's DWARF: f itself, else its separate debug file,
+ * opened into dbg. A stripped file gets the debug file's .symtab too.
+ */
+static struct elf_file *debug_find(struct sp_symbolizer *s, struct image *img,
+				   struct elf_file *f, struct elf_file *dbg)
+{
+	const char *why;
+
+	img->debug_tried = true;
+	if (has_section(f->elf, ".debug_info", true) || img->vdso || !find_debug(s, img, f, dbg))
+		return f;
+	if (img->stripped && !img->dbgsyms && sp_symtab_elf_has_symtab(dbg->elf)) {
+		img->dbgsyms = sp_symtab_new();
+		if (img->dbgsyms && sp_symtab_add_elf(img->dbgsyms, dbg->elf, false, &why) > 0)
+			img->stripped = false;
+	}
+	return dbg;
+}
+
+/* libdw's handle on f's DWARF, NULL (warned) if it has none that is usable. */
+static Dwarf *dwarf_open(struct elf_file *f)
+{
+	const char *why;
+	Dwarf *dw;
+
+	if (!sp_dwarfidx_elf_sane(f->elf, &why)) {
+		sp_warn("'%s': DWARF not used: %s", f->path, why);
+		return NULL;
+	}
+	dw = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);
+	if (!dw && has_section(f->elf, ".debug_info", true))
+		sp_warn("'%s': DWARF not used: %s", f->path, dwarf_errmsg(-1));
+	return dw;
+}
+
+/*
+ * For an index from the cache: find the debug file after all (a lookup
+ * needs a cluster the cache lacks, or the debug file's symbols), and give
+ * its DWARF when want_dwarf, holding the file open for the index.
+ */
+static Dwarf *image_debug(struct image *img, bool want_dwarf)
+{
+	struct elf_file f = { .fd = -1 }, dbg = { .fd = -1 }, *dwf;
+	const char *why = NULL;
+	Dwarf *dw = NULL;
+
+	if (!img->loaded_from || try_image(img, img->loaded_from, false, &f, &why) <= 0) {
+		img->debug_tried = true;
+		return NULL;
+	}
+	dwf = debug_find(img->sym, img, &f, &dbg);
+	if (want_dwarf && !img->dw_elf) {
+		dw = dwarf_open(dwf);
+		if (dw) {
+			img->dw_elf = dwf->elf;
+			img->dw_fd = dwf->fd;
+			dwf->elf = NULL;
+			dwf->fd = -1;
+			sp_info("'%s': DWARF from '%s' for units not in the cache", img->path,
+				dwf->path);
+		}
+	}
+	elf_file_close(&dbg);
+	elf_file_close(&f);
+	return dw;
+}
+
+static Dwarf *image_dwarf(void *arg)
+{
+	return image_debug(arg, true);
+}
+
 static void image_load(struct sp_symbolizer *s, struct image *img)
 {
 	struct elf_file f = { .fd = -1 }, dbg = { .fd = -1 };
 	const char *why = NULL, *first_why = NULL, *sysroot = s->o.sysroot;
 	char *p, *first_path = NULL;
 	struct elf_file *symf, *dwf;
-	uint64_t lo, hi;
 	unsigned int i;
 	Dwarf *dw;
 	int rc = 0, nsyms;
 	size_t bad = 0;
-	bool insane;
 
 	img->loaded = true;
 	s->files_loaded++;
@@ -869,11 +987,6 @@ static void image_load(struct sp_symbolizer *s, struct image *img)
 found:
 	free(img->loaded_from);
 	img->loaded_from = f.path ? strdup(f.path) : NULL;
-	/* Debug information: the file's own, else a separate debug file. */
-	dwf = &f;
-	symf = &f;
-	if (!has_section(f.elf, ".debug_info", true) && !img->vdso && find_debug(s, img, &f, &dbg))
-		dwf = &dbg;
 	img->symtab = sp_symtab_new();
 	if (!img->symtab) {
 		img->status = SP_SYM_BAD_FILE;
@@ -888,31 +1001,45 @@ found:
 	if (nsyms < 0)
 		image_warn(img, f.path, why);
 	img->stripped = !sp_symtab_elf_has_symtab(f.elf);
-	if (img->stripped && dwf == &dbg && sp_symtab_elf_has_symtab(dbg.elf)) {
-		img->dbgsyms = sp_symtab_new();
-		if (img->dbgsyms && sp_symtab_add_elf(img->dbgsyms, dbg.elf, false, &why) > 0) {
-			symf = &dbg;
-			img->stripped = false;
-		}
+	text_bounds(f.elf, &img->text_lo, &img->text_hi);
+	/* An index kept from an earlier run: no debug file read until it lacks a cluster. */
+	if (s->cache && img->build_id_len && !img->vdso) {
+		struct sp_symcache_key k;
+
+		cache_key(img, &k);
+		img->dwarf = sp_symcache_load(s->cache, &k);
 	}
-	text_bounds(f.elf, &lo, &hi);
-	dw = NULL;
-	insane = !sp_dwarfidx_elf_sane(dwf->elf, &why);
-	if (insane)
-		sp_warn("'%s': DWARF not used: %s", dwf->path, why);
-	else
-		dw = dwarf_begin_elf(dwf->elf, DWARF_C_READ, NULL);
+	if (img->dwarf) {
+		img->dwarf_cached = true;
+		sp_dwarfidx_set_opener(img->dwarf, image_dwarf, img);
+		if (s->o.index_all && sp_dwarfidx_index_all(img->dwarf) < 0)
+			sp_warn("'%s': DWARF: some units could not be indexed", img->path);
+		if (sp_verbose) {
+			struct sp_dwarfidx_stats ds;
+
+			sp_dwarfidx_stats(img->dwarf, &ds);
+			sp_info("'%s': %zu symbols%s; DWARF index from the cache (%zu of %zu "
+				"units indexed)", img->path, sp_symtab_count(img->symtab),
+				img->stripped ? " (.dynsym only)" : "", ds.units_indexed,
+				ds.units);
+		}
+		goto out;
+	}
+	/* Debug information: the file's own, else a separate debug file. */
+	symf = &f;
+	dwf = debug_find(s, img, &f, &dbg);
+	if (dwf == &dbg && img->dbgsyms)
+		symf = &dbg;
+	dw = dwarf_open(dwf);
 	if (dw) {
 		/* Lazily: a unit is indexed when an address falls in it. */
-		img->dwarf = sp_dwarfidx_open(dw, lo, hi, &bad, &why);
+		img->dwarf = sp_dwarfidx_open(dw, img->text_lo, img->text_hi, &bad, &why);
 		if (img->dwarf && s->o.index_all && sp_dwarfidx_index_all(img->dwarf) < 0)
 			sp_warn("'%s': DWARF: some units could not be indexed", dwf->path);
 		if (!img->dwarf && why && strcmp(why, "no DWARF compilation units"))
 			sp_warn("'%s': DWARF not used: %s", dwf->path, why);
 		else if (bad)
 			sp_warn("'%s': %zu DWARF units could not be read", dwf->path, bad);
-	} else if (!insane && has_section(dwf->elf, ".debug_info", true)) {
-		sp_warn("'%s': DWARF not used: %s", dwf->path, dwarf_errmsg(-1));
 	}
 	if (sp_symtab_count(img->symtab) == 0 && !img->dwarf &&
 	    (!img->dbgsyms || !sp_symtab_count(img->dbgsyms))) {
@@ -980,6 +1107,8 @@ static void image_lookup(struct sp_symbolizer *s, struct image *img, uint64_t re
 		n = 1;
 	}
 	sym = sp_symtab_lookup(img->symtab, addr);
+	if (!sym && n == 0 && img->stripped && img->dwarf_cached && !img->debug_tried)
+		image_debug(img, false);
 	if (!sym && n == 0 && img->dbgsyms)
 		sym = sp_symtab_lookup(img->dbgsyms, addr);
 	if (n > 0) {
@@ -1265,6 +1394,7 @@ void sp_symbolizer_free(struct sp_symbolizer *s)
 	if (!s)
 		return;
 	sp_symbolizer_reset(s, "");
+	sp_symcache_free(s->cache);
 	for (r = s->retired; r; r = next) {
 		next = r->next;
 		free(r->path);

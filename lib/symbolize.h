@@ -26,6 +26,12 @@
  *   directory followed by the file's directory; ARCHIVE/xx/yyyy....debug.
  * A debug file is used only if its build-id (or, without one, the
  * debuglink's CRC) matches.
+ *
+ * DWARF indexes are kept in a cache (symcache.h) unless opts->no_cache: a
+ * file with a build-id whose index is cached is not looked for debug
+ * information at all until a lookup needs a cluster the cache lacks (or, in
+ * a stripped file, the debug file's symbol table); what grew is saved when
+ * the file is retired, or by sp_symbolizer_save().
  */
 #ifndef STACKPULSE_SYMBOLIZE_H
 #define STACKPULSE_SYMBOLIZE_H
@@ -48,6 +54,8 @@ struct sp_symbolize_opts {
 	bool no_inline;			/* only the physical function */
 	bool no_system_debug;		/* skip /usr/lib/debug (tests) */
 	bool index_all;			/* index a file's whole DWARF at load */
+	const char *cache_dir;		/* DWARF index cache (symcache.h); NULL = default */
+	bool no_cache;			/* neither read nor write the cache */
 };
 
 /* One level of a frame's inline chain. Strings are owned by the symbolizer
@@ -103,6 +111,10 @@ bool sp_symbolizer_should_defer(struct sp_symbolizer *s, const struct sp_frame *
  */
 const struct sp_sym_result *sp_symbolizer_frame(struct sp_symbolizer *s,
 						const struct sp_frame *f);
+
+/* Save the DWARF indexes that grew since they were loaded or last saved to
+ * the cache (also done when a file is retired); failures are warnings. */
+void sp_symbolizer_save(struct sp_symbolizer *s);
 
 /* Changes whenever strings returned earlier may have been freed (a file or
  * JIT table retired, a reset): a caller caching by string pointer drops its

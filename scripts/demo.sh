@@ -24,6 +24,9 @@ if [ "$(id -u)" != 0 ]; then
 fi
 mkdir -p "$demo"
 PATH=$bin:$PATH
+# The demo's caches (sp-symbolize's DWARF indexes, sp-record's kallsyms) stay
+# in its directory, not in ~/.cache.
+export SP_CACHE_DIR=${SP_CACHE_DIR-$demo/cache}
 
 if [ -t 1 ]; then b=$'\033[1m' n=$'\033[0m'; else b= n=; fi
 step() { printf '\n%s== %s%s\n' "$b" "$*" "$n"; }

@@ -9,6 +9,9 @@ SP_EXAMPLES=${SP_EXAMPLES:-$BATS_TEST_DIRNAME/../build/examples}
 PATH=$SP_BIN:$PATH
 SP_TOOLS=$(cd "$SP_BIN" && echo sp-*)
 export LC_ALL=C
+# Caches (sp-symbolize's DWARF indexes, sp-record's kallsyms) go to this run's
+# temporary directory, never to ~/.cache.
+export SP_CACHE_DIR=${BATS_RUN_TMPDIR:-${TMPDIR:-/tmp}}/sp-cache
 f=${BATS_TEST_FILENAME##*/}
 FIXTURES=$BATS_TEST_DIRNAME/fixtures/${f%.bats}
 

@@ -449,3 +449,135 @@ EOF
 	run syms "$T/img2.jsonl"
 	assert_output "$a|0|??|??:0|build_id_mismatch|0x0"
 }
+
+# cache_fixture: a stripped fixture with its debug file in $T/dbg, and a stream
+# of every 7th address of walk and main in $T/in.jsonl.
+cache_fixture() {
+	local bin=$T/inl bid a s n addrs=() f
+	build_c "$bin"
+	bid=$(buildid "$bin")
+	mkdir -p "$T/dbg/.build-id/${bid:0:2}"
+	objcopy --only-keep-debug "$bin" "$T/dbg/.build-id/${bid:0:2}/${bid:2}.debug"
+	strip --strip-all -o "$T/inl.stripped" "$bin"
+	for f in walk main; do
+		a=$(fn_addr "$bin" "$f")
+		s=$(fn_size "$bin" "$f")
+		for ((n = 0; n < s; n += 7)); do
+			addrs+=("$(printf '0x%x' $((a + n)))")
+		done
+	done
+	stream "$T/inl.stripped" "$bid" 0x1 "${addrs[@]}" > "$T/in.jsonl"
+	CACHE_FILE=$T/cache/$bid-*.idx
+}
+
+@test "sp-symbolize: a second run reads the DWARF index from the cache, even without the debug file" {
+	cache_fixture
+	run --separate-stderr -0 sp-symbolize -v --cache-dir "$T/cache" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out1.jsonl" "$T/in.jsonl"
+	[[ "$stderr" != *"from the cache"* ]]
+	ls $CACHE_FILE
+	run --separate-stderr -0 sp-symbolize -v --cache-dir "$T/cache" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out2.jsonl" "$T/in.jsonl"
+	[[ "$stderr" == *"'$T/inl.stripped': "*"DWARF index from the cache"* ]]
+	cmp "$T/out1.jsonl" "$T/out2.jsonl"
+	# The index alone gives the same functions, files and lines.
+	rm -r "$T/dbg"
+	run --separate-stderr -0 sp-symbolize --cache-dir "$T/cache" --no-system-debug \
+		--format json -o "$T/out3.jsonl" "$T/in.jsonl"
+	cmp "$T/out1.jsonl" "$T/out3.jsonl"
+	run syms "$T/out3.jsonl"
+	assert_line --partial "|walk|inl.c:"
+	refute_output --partial "|??|"
+}
+
+@test "sp-symbolize: --no-cache and an empty SP_CACHE_DIR write no cache, and answer the same" {
+	cache_fixture
+	run --separate-stderr -0 sp-symbolize --no-cache --cache-dir "$T/cache" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out1.jsonl" "$T/in.jsonl"
+	[ ! -e "$T/cache" ]
+	SP_CACHE_DIR= run --separate-stderr -0 sp-symbolize --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out2.jsonl" "$T/in.jsonl"
+	cmp "$T/out1.jsonl" "$T/out2.jsonl"
+	# SP_CACHE_DIR set: its symbols/ directory.
+	SP_CACHE_DIR=$T/c run --separate-stderr -0 sp-symbolize --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out3.jsonl" "$T/in.jsonl"
+	ls "$T/c/symbols/"*.idx
+	cmp "$T/out1.jsonl" "$T/out3.jsonl"
+}
+
+@test "sp-symbolize: a corrupt cache file warns once naming it, is rebuilt, and the output does not change" {
+	local f
+	cache_fixture
+	run --separate-stderr -0 sp-symbolize --cache-dir "$T/cache" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out1.jsonl" "$T/in.jsonl"
+	f=$(echo $CACHE_FILE)
+	# Garbage in the middle, then a file cut short: both refused.
+	printf 'garbage!' | dd of="$f" bs=1 seek=300 conv=notrunc status=none
+	run --separate-stderr -0 sp-symbolize --cache-dir "$T/cache" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out2.jsonl" "$T/in.jsonl"
+	assert_equal "${stderr%%$'\n'*}" "sp-symbolize: warning: cache '$f': checksum mismatch"
+	assert_equal "$(grep -c warning <<< "$stderr")" 1
+	cmp "$T/out1.jsonl" "$T/out2.jsonl"
+	truncate -s 1000 "$f"
+	run --separate-stderr -0 sp-symbolize --cache-dir "$T/cache" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out3.jsonl" "$T/in.jsonl"
+	[[ "$stderr" == "sp-symbolize: warning: cache '$f': truncated"$'\n'* ]]
+	cmp "$T/out1.jsonl" "$T/out3.jsonl"
+	# Rebuilt: the next run reads it without a word.
+	run --separate-stderr -0 sp-symbolize -v --cache-dir "$T/cache" --no-system-debug \
+		--format json -o "$T/out4.jsonl" "$T/in.jsonl"
+	[[ "$stderr" != *warning* ]]
+	[[ "$stderr" == *"DWARF index from the cache"* ]]
+	cmp "$T/out1.jsonl" "$T/out4.jsonl"
+	# A FIFO in its place: refused at once, not waited on.
+	rm "$f"
+	mkfifo "$f"
+	run --separate-stderr -0 timeout 20 sp-symbolize --cache-dir "$T/cache" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out5.jsonl" "$T/in.jsonl"
+	[[ "$stderr" == "sp-symbolize: warning: cache '$f': not a regular file"$'\n'* ]]
+	cmp "$T/out1.jsonl" "$T/out5.jsonl"
+}
+
+@test "sp-symbolize: a cache directory that cannot be written is a warning, not a failure" {
+	local dir=$T/plain/sub
+	cache_fixture
+	: > "$T/plain"
+	if [ "$(id -u)" != 0 ]; then
+		mkdir "$T/ro" && chmod 555 "$T/ro"
+		dir=$T/ro
+	fi
+	run --separate-stderr -0 sp-symbolize --cache-dir "$dir" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	[[ "$stderr" == "sp-symbolize: warning: cache '$dir': cannot create files there: "* ]]
+	run syms "$T/out.jsonl"
+	assert_line --partial "|walk|inl.c:"
+}
+
+@test "sp-symbolize: a cluster the cache lacks is built from DWARF, and the cache then holds both" {
+	local bin=$T/two bid w x
+	printf 'int extra_fn(int x)\n{\n\treturn x * 7 + 1;\n}\n' > "$T/extra.c"
+	gcc -O2 -g -o "$bin" "$FIXTURES/inl.c" "$T/extra.c"
+	bid=$(buildid "$bin")
+	mkdir -p "$T/dbg/.build-id/${bid:0:2}"
+	objcopy --only-keep-debug "$bin" "$T/dbg/.build-id/${bid:0:2}/${bid:2}.debug"
+	strip --strip-all -o "$T/two.stripped" "$bin"
+	w=$(fn_addr "$bin" walk)
+	x=$(fn_addr "$bin" extra_fn)
+	stream "$T/two.stripped" "$bid" 0x1 "$w" > "$T/one.jsonl"
+	stream "$T/two.stripped" "$bid" 0x1 "$w" "$x" > "$T/both.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-cache --no-system-debug --debug-dir "$T/dbg" \
+		--format json -o "$T/ref.jsonl" "$T/both.jsonl"
+	run --separate-stderr -0 sp-symbolize --cache-dir "$T/cache" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o /dev/null "$T/one.jsonl"
+	run --separate-stderr -0 sp-symbolize -v --cache-dir "$T/cache" --no-system-debug \
+		--debug-dir "$T/dbg" --format json -o "$T/out1.jsonl" "$T/both.jsonl"
+	[[ "$stderr" == *"DWARF index from the cache"* ]]
+	[[ "$stderr" == *"DWARF from '$T/dbg/.build-id/"*"' for units not in the cache"* ]]
+	cmp "$T/ref.jsonl" "$T/out1.jsonl"
+	rm -r "$T/dbg"
+	run --separate-stderr -0 sp-symbolize --cache-dir "$T/cache" --no-system-debug \
+		--format json -o "$T/out2.jsonl" "$T/both.jsonl"
+	cmp "$T/ref.jsonl" "$T/out2.jsonl"
+	run syms "$T/out2.jsonl"
+	assert_line --partial "$x|0|extra_fn|extra.c:"
+}

@@ -23,6 +23,8 @@ enum {
 	OPT_NO_INLINE,
 	OPT_NO_SYSTEM_DEBUG,
 	OPT_INDEX_ALL,
+	OPT_CACHE_DIR,
+	OPT_NO_CACHE,
 	OPT_STATS,
 	OPT_FORCE,
 	OPT_FOLLOW,
@@ -63,6 +65,10 @@ static const struct argp_option options[] = {
 	  "Do not look in /usr/lib/debug (only --debug-dir)", 0 },
 	{ "index-all", OPT_INDEX_ALL, NULL, 0,
 	  "Index each file's whole DWARF when the file is loaded, not a unit at a time", 0 },
+	{ "cache-dir", OPT_CACHE_DIR, "DIR", 0,
+	  "Keep DWARF indexes in DIR (default $SP_CACHE_DIR/symbols, else "
+	  "~/.cache/stackpulse/symbols)", 0 },
+	{ "no-cache", OPT_NO_CACHE, NULL, 0, "Neither read nor write the DWARF index cache", 0 },
 	{ "force", OPT_FORCE, NULL, 0,
 	  "Symbolize an already symbolized stream again (its symbol records are dropped)", 0 },
 	{ "follow", OPT_FOLLOW, NULL, 0,
@@ -109,6 +115,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_INDEX_ALL:
 		env.sym.index_all = true;
+		break;
+	case OPT_CACHE_DIR:
+		if (!*arg)
+			argp_error(state, "empty cache directory");
+		env.sym.cache_dir = arg;
+		break;
+	case OPT_NO_CACHE:
+		env.sym.no_cache = true;
 		break;
 	case OPT_FORCE:
 		env.force = true;
@@ -410,6 +424,7 @@ int main(int argc, char **argv)
 	status = sp_reader_close(g.in);
 	if (err)
 		status = SP_EXIT_FATAL;
+	sp_symbolizer_save(g.sym);
 	if (!env.quiet)
 		sp_symbolizer_print_stats(g.sym, stderr, env.stats);
 	sp_symbolizer_free(g.sym);

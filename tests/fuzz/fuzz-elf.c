@@ -65,7 +65,7 @@ static void direct(const uint8_t *data, size_t size, uint64_t *addrs, unsigned i
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct sp_symbolize_opts o = { .no_system_debug = true };
+	struct sp_symbolize_opts o = { .no_system_debug = true, .no_cache = true };
 	struct sp_module m = { .id = 1, .pid = 1, .start = 0x400000, .end = 0x10000000 };
 	uint64_t addrs[24];
 	unsigned int naddrs = 0, i;

@@ -365,6 +365,68 @@ static void test_json_reader_skips_bad_lines(void)
 	close(fd);
 }
 
+/* The unrolled symbol and frame renderers write what the schema-driven one does. */
+static void test_json_unrolled_renderers(void)
+{
+	static const uint64_t vals[] = { 0, 1, 9, 10, 12345, INT64_MAX, (uint64_t)INT64_MAX + 1,
+					 UINT64_MAX };
+	static const uint8_t extra[] = { 0xab, 0x01 };
+	struct sp_defs *d = sp_defs_new();
+	struct sp_json_in *j = sp_json_in_new();
+	struct sp_buf a = { 0 }, g = { 0 };
+	const struct sp_record *got;
+	struct sp_record r;
+	unsigned int i, k, bad = 0;
+	const char *why;
+	uint64_t x = 88172645463325252ull;
+
+	/* Strings 1-4: text, text, a second "a" (by id), not UTF-8 (by id). */
+	CHECK_EQ_U(parse(j, d, "{\"type\":\"string\",\"value\":\"a\"}", &got, &why), 1);
+	CHECK_EQ_U(parse(j, d, "{\"type\":\"string\",\"value\":\"q\\\"\\u0001\"}", &got, &why),
+		   1);
+	CHECK_EQ_U(parse(j, d, "{\"type\":\"string\",\"value\":\"a\"}", &got, &why), 1);
+	CHECK_EQ_U(parse(j, d, "{\"type\":\"string\",\"value_hex\":\"ff\"}", &got, &why), 1);
+	for (i = 0; i < 20000; i++) {
+		uint64_t *f;
+
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_SYMBOL;
+		f = &r.symbol.frame;
+		for (k = 0; k < 9; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			f[k] = (k == 2 || k == 3) ? x % 5 : (k == 7 ? x % 12 : vals[x % 8]);
+		}
+		if (i % 7 == 0) {
+			r.extra.p = extra;
+			r.extra.len = sizeof(extra);
+		}
+		a.len = g.len = 0;
+		sp_json_render(&a, d, &r, 0);
+		sp_json_render(&g, d, &r, SP_JSON_GENERIC);
+		if (a.len != g.len || memcmp(a.p, g.p, a.len)) {
+			if (!bad++)
+				printf("#   %.*s#   generic: %.*s", (int)a.len, a.p, (int)g.len, g.p);
+		}
+		/* The same numbers as a frame record. */
+		r.kind = SP_REC_FRAME;
+		r.frame.mode = r.symbol.status % 6;
+		a.len = g.len = 0;
+		sp_json_render(&a, d, &r, 0);
+		sp_json_render(&g, d, &r, SP_JSON_GENERIC);
+		if (a.len != g.len || memcmp(a.p, g.p, a.len)) {
+			if (!bad++)
+				printf("#   %.*s#   generic: %.*s", (int)a.len, a.p, (int)g.len, g.p);
+		}
+	}
+	CHECK_EQ_U(bad, 0);
+	free(a.p);
+	free(g.p);
+	sp_json_in_free(j);
+	sp_defs_free(d);
+}
+
 int main(void)
 {
 	TAP_RUN(test_json_every_kind_render_parse);
@@ -374,5 +436,6 @@ int main(void)
 	TAP_RUN(test_json_missing_fields_and_defaults);
 	TAP_RUN(test_json_sample_from_frames);
 	TAP_RUN(test_json_reader_skips_bad_lines);
+	TAP_RUN(test_json_unrolled_renderers);
 	return TAP_DONE();
 }

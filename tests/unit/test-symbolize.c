@@ -390,6 +390,8 @@ int main(int argc, char **argv)
 		sleep(30);
 		return 0;
 	}
+	/* No DWARF index cache in ~/.cache (tests/unit/test-symcache.c tests it). */
+	setenv("SP_CACHE_DIR", "", 1);
 	dl_iterate_phdr(find_bias, NULL);
 	if (readlink("/proc/self/exe", self_path, sizeof(self_path) - 1) < 0 ||
 	    sp_elf_info_file(self_path, &self_info) < 0 || !self_info.build_id_len) {

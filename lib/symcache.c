@@ -1,0 +1,566 @@
+// SPDX-License-Identifier: MIT
+/* A persistent cache of DWARF indexes: one mapped file per build-id. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buildid.h"
+#include "sp.h"
+#include "symcache.h"
+
+#define MAGIC		"SPDWIDX"	/* and its NUL: 8 bytes */
+#define BOM		0x01020304u
+#define MAX_FILE	(4ull << 30)
+
+struct file_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t bom;			/* BOM as the writer stored it */
+	uint32_t header_size;		/* sizeof(struct file_header) */
+	uint32_t build_id_len;
+	uint8_t build_id[SP_BUILD_ID_MAX];
+	uint64_t text_lo, text_hi;
+	uint64_t file_size;
+	uint64_t nclusters, ncu;
+	uint64_t units, bad;
+	uint64_t sum;			/* of all up to the parts, with this field 0 */
+};
+
+struct file_cluster {
+	uint64_t lo, hi;
+	uint64_t cu_first, ncu;		/* into the unit offsets after the table */
+	uint64_t part_off, part_size;	/* 0 size: not built */
+	uint64_t part_sum;
+};
+
+struct file_part {
+	uint64_t nnodes, nsegs, nrows, nstrs, blob_len;
+	uint64_t units, nfuncs, ninlined;
+};
+
+_Static_assert(sizeof(struct file_header) % 8 == 0, "header size");
+_Static_assert(sizeof(struct file_cluster) == 56, "cluster size");
+_Static_assert(sizeof(struct sp_dwarfidx_node) == 32, "node size");
+_Static_assert(sizeof(struct sp_dwarfidx_row) == 24, "row size");
+
+struct sp_symcache {
+	char *dir;
+	bool write_failed;
+};
+
+struct mapping {
+	void *p;
+	size_t size;
+};
+
+static uint64_t pad8(uint64_t n)
+{
+	return (n + 7) & ~(uint64_t)7;
+}
+
+/* A fast checksum of 8-byte words (n a multiple of 8), chained through h. */
+static uint64_t sum64(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t w;
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		memcpy(&w, b + i, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 31;
+	}
+	return h;
+}
+
+static bool checksums_checked(void)
+{
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+	return false;	/* let the fuzzer reach the checks behind them */
+#else
+	return true;
+#endif
+}
+
+/* ---- layout ---- */
+
+static uint64_t part_size(const struct file_part *fp)
+{
+	return sizeof(*fp) + fp->nnodes * sizeof(struct sp_dwarfidx_node) +
+	       fp->nsegs * 8 + pad8(fp->nsegs * 4) + fp->nrows * (24 + 8) +
+	       pad8(fp->nstrs * 4) + pad8(fp->blob_len);
+}
+
+/* Point d at the arrays of the part at p (size checked by the caller). */
+static void part_arrays(const unsigned char *p, const struct file_part *fp,
+			struct sp_dwarfidx_part *d)
+{
+	p += sizeof(*fp);
+	memset(d, 0, sizeof(*d));
+	d->nnodes = fp->nnodes;
+	d->nsegs = fp->nsegs;
+	d->nrows = fp->nrows;
+	d->nstrs = fp->nstrs;
+	d->blob_len = fp->blob_len;
+	d->units = fp->units;
+	d->nfuncs = fp->nfuncs;
+	d->ninlined = fp->ninlined;
+	d->nodes = (const void *)p;
+	p += fp->nnodes * sizeof(struct sp_dwarfidx_node);
+	d->seg_lo = (const void *)p;
+	p += fp->nsegs * 8;
+	d->seg_node = (const void *)p;
+	p += pad8(fp->nsegs * 4);
+	d->rows = (const void *)p;
+	p += fp->nrows * 24;
+	d->row_addr = (const void *)p;
+	p += fp->nrows * 8;
+	d->str_off = (const void *)p;
+	p += pad8(fp->nstrs * 4);
+	d->blob = (const char *)p;
+}
+
+/* ---- encoding ---- */
+
+static uint64_t blob_len(const struct sp_dwarfidx_part *d)
+{
+	uint64_t i, n = 0;
+
+	for (i = 0; i < d->nstrs; i++)
+		n += strlen(d->strs[i]) + 1;
+	return n;
+}
+
+static unsigned char *encode_part(unsigned char *p, const struct sp_dwarfidx_part *d,
+				  uint64_t blen)
+{
+	struct file_part fp = {
+		.nnodes = d->nnodes, .nsegs = d->nsegs, .nrows = d->nrows, .nstrs = d->nstrs,
+		.blob_len = blen, .units = d->units, .nfuncs = d->nfuncs,
+		.ninlined = d->ninlined,
+	};
+	uint64_t i, off = 0;
+	uint32_t o;
+
+	memcpy(p, &fp, sizeof(fp));
+	p += sizeof(fp);
+	memcpy(p, d->nodes, d->nnodes * sizeof(*d->nodes));
+	p += d->nnodes * sizeof(*d->nodes);
+	memcpy(p, d->seg_lo, d->nsegs * 8);
+	p += d->nsegs * 8;
+	memcpy(p, d->seg_node, d->nsegs * 4);
+	p += pad8(d->nsegs * 4);
+	memcpy(p, d->rows, d->nrows * sizeof(*d->rows));
+	p += d->nrows * sizeof(*d->rows);
+	memcpy(p, d->row_addr, d->nrows * 8);
+	p += d->nrows * 8;
+	for (i = 0; i < d->nstrs; i++) {
+		o = (uint32_t)off;
+		memcpy(p + i * 4, &o, 4);
+		off += strlen(d->strs[i]) + 1;
+	}
+	p += pad8(d->nstrs * 4);
+	for (i = 0, off = 0; i < d->nstrs; i++) {
+		size_t len = strlen(d->strs[i]) + 1;
+
+		memcpy(p + off, d->strs[i], len);
+		off += len;
+	}
+	p += pad8(blen);
+	return p;
+}
+
+void *sp_symcache_encode(const struct sp_symcache_key *k, const struct sp_dwarfidx *x,
+			 size_t *size)
+{
+	struct sp_dwarfidx_cluster c;
+	struct sp_dwarfidx_part d;
+	struct file_header h = { .version = SP_SYMCACHE_VERSION, .bom = BOM };
+	struct file_cluster *fc;
+	uint64_t total, off, *cu, *blens;
+	size_t ncl, units, bad, i;
+	unsigned char *buf, *p;
+
+	sp_dwarfidx_counts(x, &ncl, &units, &bad);
+	if (k->build_id_len > SP_BUILD_ID_MAX)
+		return NULL;
+	blens = calloc(ncl + 1, sizeof(*blens));
+	if (!blens)
+		return NULL;
+	memcpy(h.magic, MAGIC, 8);
+	h.header_size = sizeof(h);
+	h.build_id_len = k->build_id_len;
+	memcpy(h.build_id, k->build_id, k->build_id_len);
+	h.text_lo = k->text_lo;
+	h.text_hi = k->text_hi;
+	h.nclusters = ncl;
+	h.units = units;
+	h.bad = bad;
+	for (i = 0; i < ncl; i++) {
+		sp_dwarfidx_cluster(x, i, &c, &d);
+		h.ncu += c.ncu;
+	}
+	total = sizeof(h) + ncl * sizeof(*fc) + h.ncu * 8;
+	for (i = 0; i < ncl; i++) {
+		struct file_part fp;
+
+		sp_dwarfidx_cluster(x, i, &c, &d);
+		if (!c.part)
+			continue;
+		blens[i] = blob_len(&d);
+		if (blens[i] > UINT32_MAX) {
+			free(blens);
+			errno = EOVERFLOW;
+			return NULL;
+		}
+		fp = (struct file_part){ .nnodes = d.nnodes, .nsegs = d.nsegs, .nrows = d.nrows,
+					 .nstrs = d.nstrs, .blob_len = blens[i] };
+		total += part_size(&fp);
+	}
+	h.file_size = total;
+	buf = calloc(1, total);
+	if (!buf) {
+		free(blens);
+		return NULL;
+	}
+	fc = (struct file_cluster *)(buf + sizeof(h));
+	cu = (uint64_t *)(fc + ncl);
+	off = sizeof(h) + ncl * sizeof(*fc) + h.ncu * 8;
+	p = buf + off;
+	for (i = 0, h.ncu = 0; i < ncl; i++) {
+		unsigned char *q;
+
+		sp_dwarfidx_cluster(x, i, &c, &d);
+		fc[i].lo = c.lo;
+		fc[i].hi = c.hi;
+		fc[i].cu_first = h.ncu;
+		fc[i].ncu = c.ncu;
+		memcpy(cu + h.ncu, c.cu_off, c.ncu * 8);
+		h.ncu += c.ncu;
+		if (!c.part)
+			continue;
+		q = encode_part(p, &d, blens[i]);
+		fc[i].part_off = (uint64_t)(p - buf);
+		fc[i].part_size = (uint64_t)(q - p);
+		fc[i].part_sum = sum64(0, p, q - p);
+		p = q;
+	}
+	memcpy(buf, &h, sizeof(h));
+	h.sum = sum64(0, buf, sizeof(h) + ncl * sizeof(*fc) + h.ncu * 8);
+	memcpy(buf, &h, sizeof(h));
+	free(blens);
+	*size = total;
+	return buf;
+}
+
+/* ---- decoding: everything checked before use ---- */
+
+struct sp_dwarfidx *sp_symcache_decode(const void *map, size_t size,
+				       const struct sp_symcache_key *k, const char **why)
+{
+	const unsigned char *base = map;
+	struct sp_dwarfidx_cluster *cl = NULL;
+	struct sp_dwarfidx_part *parts = NULL;
+	const struct file_cluster *fc;
+	struct sp_dwarfidx *x = NULL;
+	struct file_header h;
+	uint64_t i, table, sum;
+
+	if (size < sizeof(h)) {
+		*why = "shorter than its header";
+		return NULL;
+	}
+	memcpy(&h, base, sizeof(h));
+	if (memcmp(h.magic, MAGIC, 8)) {
+		*why = "not a symbol cache file";
+		return NULL;
+	}
+	if (h.version != SP_SYMCACHE_VERSION || h.bom != BOM) {
+		*why = "another format version";
+		return NULL;
+	}
+	if (h.header_size != sizeof(h) || h.file_size != size) {
+		*why = h.file_size > size ? "truncated" : "its size is not the recorded one";
+		return NULL;
+	}
+	if (h.build_id_len != k->build_id_len ||
+	    memcmp(h.build_id, k->build_id, k->build_id_len) || h.text_lo != k->text_lo ||
+	    h.text_hi != k->text_hi) {
+		*why = "made for another file";
+		return NULL;
+	}
+	if (h.nclusters == 0 || h.nclusters > (size - sizeof(h)) / sizeof(*fc) ||
+	    h.ncu > (size - sizeof(h) - h.nclusters * sizeof(*fc)) / 8) {
+		*why = "counts larger than the file";
+		return NULL;
+	}
+	table = sizeof(h) + h.nclusters * sizeof(*fc) + h.ncu * 8;
+	sum = h.sum;
+	h.sum = 0;
+	if (checksums_checked() &&
+	    sum64(sum64(0, &h, sizeof(h)), base + sizeof(h), table - sizeof(h)) != sum) {
+		*why = "checksum mismatch";
+		return NULL;
+	}
+	fc = (const struct file_cluster *)(base + sizeof(h));
+	cl = calloc(h.nclusters, sizeof(*cl));
+	parts = calloc(h.nclusters, sizeof(*parts));
+	if (!cl || !parts) {
+		*why = "out of memory";
+		goto out;
+	}
+	for (i = 0; i < h.nclusters; i++) {
+		struct file_cluster f;
+		struct file_part fp;
+
+		memcpy(&f, &fc[i], sizeof(f));
+		if (f.cu_first > h.ncu || f.ncu > h.ncu - f.cu_first) {
+			*why = "a cluster's units out of range";
+			goto out;
+		}
+		cl[i].lo = f.lo;
+		cl[i].hi = f.hi;
+		cl[i].ncu = f.ncu;
+		cl[i].cu_off = (const uint64_t *)(base + sizeof(h) + h.nclusters * sizeof(*fc)) +
+			       f.cu_first;
+		if (!f.part_size)
+			continue;
+		if (f.part_off < table || f.part_off % 8 || f.part_off > size ||
+		    f.part_size > size - f.part_off || f.part_size < sizeof(fp)) {
+			*why = "a cluster's part out of the file";
+			goto out;
+		}
+		memcpy(&fp, base + f.part_off, sizeof(fp));
+		if (fp.nnodes > f.part_size || fp.nsegs > f.part_size ||
+		    fp.nrows > f.part_size || fp.nstrs > f.part_size ||
+		    fp.blob_len > f.part_size || part_size(&fp) != f.part_size) {
+			*why = "a part's counts do not match its size";
+			goto out;
+		}
+		if (checksums_checked() && sum64(0, base + f.part_off, f.part_size) != f.part_sum) {
+			*why = "checksum mismatch";
+			goto out;
+		}
+		part_arrays(base + f.part_off, &fp, &parts[i]);
+		cl[i].part = &parts[i];
+	}
+	x = sp_dwarfidx_import(h.text_lo, h.text_hi, cl, h.nclusters, h.units, h.bad, why);
+out:
+	free(cl);
+	free(parts);
+	return x;
+}
+
+/* ---- files ---- */
+
+char *sp_symcache_default_dir(void)
+{
+	const char *d = getenv("SP_CACHE_DIR"), *home;
+	char *p = NULL;
+
+	if (d) {
+		if (!*d || asprintf(&p, "%s/symbols", d) < 0)
+			return NULL;
+		return p;
+	}
+	d = getenv("XDG_CACHE_HOME");
+	if (d && *d == '/')
+		return asprintf(&p, "%s/stackpulse/symbols", d) < 0 ? NULL : p;
+	home = getenv("HOME");
+	if (!home || *home != '/')
+		return NULL;
+	return asprintf(&p, "%s/.cache/stackpulse/symbols", home) < 0 ? NULL : p;
+}
+
+struct sp_symcache *sp_symcache_new(const char *dir)
+{
+	struct sp_symcache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->dir = strdup(dir);
+	if (!c->dir) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void sp_symcache_free(struct sp_symcache *c)
+{
+	if (!c)
+		return;
+	free(c->dir);
+	free(c);
+}
+
+static char *entry_path(const struct sp_symcache *c, const struct sp_symcache_key *k)
+{
+	char hex[2 * SP_BUILD_ID_MAX + 1];
+	char *p;
+
+	if (!k->build_id_len || k->build_id_len > SP_BUILD_ID_MAX)
+		return NULL;
+	sp_buildid_hex(k->build_id, k->build_id_len, hex);
+	if (asprintf(&p, "%s/%s-%llx-%llx.idx", c->dir, hex, (unsigned long long)k->text_lo,
+		     (unsigned long long)k->text_hi) < 0)
+		return NULL;
+	return p;
+}
+
+static void unmap(void *arg)
+{
+	struct mapping *m = arg;
+
+	munmap(m->p, m->size);
+	free(m);
+}
+
+struct sp_dwarfidx *sp_symcache_load(struct sp_symcache *c, const struct sp_symcache_key *k)
+{
+	struct sp_dwarfidx *x = NULL;
+	struct mapping *m = NULL;
+	const char *why = NULL;
+	char *path = entry_path(c, k);
+	struct stat st;
+	void *p;
+	int fd;
+
+	if (!path)
+		return NULL;
+	/* O_NONBLOCK: a FIFO in its place must not hang us (it is refused below). */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			sp_warn("cache '%s': cannot open: %s", path, strerror(errno));
+		free(path);
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		why = "not a regular file";
+		goto out;
+	}
+	if ((uint64_t)st.st_size > MAX_FILE || !st.st_size) {
+		why = st.st_size ? "larger than 4 GiB" : "empty";
+		goto out;
+	}
+	/* Populated: every page is read by the checks anyway, faulting one by one is slower. */
+	p = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+	if (p == MAP_FAILED) {
+		sp_warn("cache '%s': mmap: %s", path, strerror(errno));
+		goto out;
+	}
+	x = sp_symcache_decode(p, st.st_size, k, &why);
+	m = x ? malloc(sizeof(*m)) : NULL;
+	if (!m) {
+		sp_dwarfidx_free(x);
+		x = NULL;
+		munmap(p, st.st_size);
+		if (!why)
+			why = "out of memory";
+		goto out;
+	}
+	m->p = p;
+	m->size = st.st_size;
+	sp_dwarfidx_set_release(x, unmap, m);
+out:
+	if (!x && why && strcmp(why, "another format version"))
+		sp_warn("cache '%s': %s", path, why);
+	else if (!x && why)
+		sp_info("cache '%s': %s: it will be replaced", path, why);
+	close(fd);
+	free(path);
+	return x;
+}
+
+/* mkdir -p, mode 0700 for what it creates. */
+static int make_dirs(const char *dir)
+{
+	char *p = strdup(dir), *s;
+	int rc = 0;
+
+	if (!p)
+		return -1;
+	for (s = p + 1; ; s++) {
+		if (*s && *s != '/')
+			continue;
+		if (s[-1] != '/') {
+			char save = *s;
+
+			*s = 0;
+			if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+				rc = -1;
+				break;
+			}
+			*s = save;
+		}
+		if (!*s)
+			break;
+	}
+	free(p);
+	return rc;
+}
+
+int sp_symcache_save(struct sp_symcache *c, const struct sp_symcache_key *k,
+		     const struct sp_dwarfidx *x)
+{
+	char *path = NULL, *tmp = NULL;
+	unsigned char *buf = NULL;
+	size_t size = 0, done;
+	int fd = -1, rc = -1;
+	bool created = false;
+
+	if (c->write_failed)
+		return -1;
+	path = entry_path(c, k);
+	if (!path)
+		return -1;
+	buf = sp_symcache_encode(k, x, &size);
+	if (!buf) {
+		sp_warn("cache '%s': cannot encode the index: %s", path, strerror(errno));
+		goto out;
+	}
+	if (make_dirs(c->dir) < 0 || asprintf(&tmp, "%s/.tmp-XXXXXX", c->dir) < 0 ||
+	    (fd = mkstemp(tmp)) < 0) {
+		sp_warn("cache '%s': cannot create files there: %s", c->dir, strerror(errno));
+		c->write_failed = true;
+		goto out;
+	}
+	created = true;
+	for (done = 0; done < size;) {
+		ssize_t n = write(fd, buf + done, size - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			sp_warn("cache '%s': write: %s", tmp, n < 0 ? strerror(errno) : "no space");
+			goto out;
+		}
+		done += (size_t)n;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		sp_warn("cache '%s': close: %s", tmp, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		sp_warn("cache '%s': rename: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0 && created)
+		unlink(tmp);
+	free(tmp);
+	free(buf);
+	free(path);
+	return rc;
+}
