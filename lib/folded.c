@@ -476,9 +476,12 @@ static void take_header(struct sp_folded *f, const struct sp_defs *d, const stru
 		if (gmtime_r(&t, &tm))
 			strftime(when, sizeof(when), ", %Y-%m-%d %H:%M:%S UTC", &tm);
 	}
-	snprintf(f->describe, sizeof(f->describe), "%s%s%s%s%s%s%s%s%s%s",
-		 *ev ? ev : "samples", rate, *cmd ? ": " : "", cmd, *host ? " on " : "", host,
-		 *kern ? " (Linux " : "", kern, *kern ? ")" : "", when);
+	/* A long command line is cut: say so. */
+	if (snprintf(f->describe, sizeof(f->describe), "%s%s%s%s%s%s%s%s%s%s",
+		     *ev ? ev : "samples", rate, *cmd ? ": " : "", cmd, *host ? " on " : "", host,
+		     *kern ? " (Linux " : "", kern, *kern ? ")" : "", when) >=
+	    (int)sizeof(f->describe))
+		memcpy(f->describe + sizeof(f->describe) - 4, "...", 4);
 }
 
 /* ---- naming frames ---- */

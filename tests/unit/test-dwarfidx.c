@@ -14,6 +14,7 @@
 #include "buildid.h"
 #include "dwarfidx.h"
 #include "symtab.h"
+#include "libc_debug.h"
 #include "tap.h"
 
 struct ref_level {
@@ -231,20 +232,6 @@ static void test_dwarfidx_self_against_libdw(void)
 
 static char libc_debug[256];
 
-/* libc's separate debug file (libc6-dbg), by the build-id of the libc we run. */
-static bool find_libc_debug(void)
-{
-	struct sp_elf_info info;
-	char hex[2 * SP_BUILD_ID_MAX + 1];
-
-	if (sp_elf_info_file("/lib/x86_64-linux-gnu/libc.so.6", &info) < 0 ||
-	    info.build_id_len < 2)
-		return false;
-	sp_buildid_hex(info.build_id, info.build_id_len, hex);
-	snprintf(libc_debug, sizeof(libc_debug), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex,
-		 hex + 2);
-	return access(libc_debug, R_OK) == 0;
-}
 
 static void test_dwarfidx_libc_against_libdw(void)
 {
@@ -332,7 +319,7 @@ int main(void)
 {
 	elf_version(EV_CURRENT);
 	TAP_RUN(test_dwarfidx_self_against_libdw);
-	if (find_libc_debug())
+	if (find_libc_debug(libc_debug, sizeof(libc_debug)))
 		TAP_RUN(test_dwarfidx_libc_against_libdw);
 	if (libc_debug[0] && access(libc_debug, R_OK) == 0)
 		TAP_RUN(test_dwarfidx_lazy_reads_little);

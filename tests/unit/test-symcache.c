@@ -17,6 +17,7 @@
 #include "dwarfidx.h"
 #include "sp.h"
 #include "symcache.h"
+#include "libc_debug.h"
 #include "tap.h"
 
 static char libc_debug[256];
@@ -342,26 +343,13 @@ static void test_symcache_default_dir(void)
 	free(d);
 }
 
-static bool find_libc_debug(void)
-{
-	struct sp_elf_info info;
-	char hex[2 * SP_BUILD_ID_MAX + 1];
-
-	if (sp_elf_info_file("/lib/x86_64-linux-gnu/libc.so.6", &info) < 0 ||
-	    info.build_id_len < 2)
-		return false;
-	sp_buildid_hex(info.build_id, info.build_id_len, hex);
-	snprintf(libc_debug, sizeof(libc_debug), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex,
-		 hex + 2);
-	return access(libc_debug, R_OK) == 0;
-}
 
 int main(void)
 {
 	elf_version(EV_CURRENT);
 	sp_progname = "test-symcache";
 	TAP_RUN(test_symcache_self_roundtrip);
-	if (find_libc_debug())
+	if (find_libc_debug(libc_debug, sizeof(libc_debug)))
 		TAP_RUN(test_symcache_libc_roundtrip);
 	else
 		TAP_SKIP(test_symcache_libc_roundtrip, "libc6-dbg is not installed");
