@@ -41,7 +41,8 @@ const volatile __u32 want_fork = 0;
 const volatile __u32 want_exec = 0;
 const volatile __u32 want_exit = 0;
 const volatile __u32 want_capable = 0;
-const volatile __u32 wake_bytes = 65536;	/* wake the reader past this much data */
+const volatile __u32 wake_bytes = 65536;	/* wake the reader at each multiple of
+						 * this much data (a power of 2) */
 
 /* Processes (tgids) of the recorded tree: seeded by user space, kept
  * current by fork and exit below. */
@@ -146,13 +147,19 @@ static __always_inline struct sp_bpf_scratch *rec_begin(__u32 kind)
 	return s;
 }
 
+/* The reader is woken when the data waiting crosses a multiple of
+ * wake_bytes, not by every record past it: a wake-up is an interrupt
+ * (irq_work) on this CPU, and until the reader has run, every record would
+ * ask for one. */
 static __always_inline void rec_emit(struct sp_bpf_scratch *s)
 {
 	__u64 size = (sizeof(s->ev) + s->off) & (SP_BPF_SCRATCH - 1);
 	__u64 flags = BPF_RB_NO_WAKEUP;
+	__u64 avail, mask = ~((__u64)wake_bytes - 1);
 
 	s->ev.time_ns = bpf_ktime_get_ns();
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes)
+	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	if ((avail & mask) != ((avail + size + 8) & mask))
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, s, size, flags))
 		count_lost();
