@@ -54,8 +54,6 @@ struct {
 } tgids SEC(".maps");
 
 /* Per system call number: SP_WANT_* (set by user space). */
-#define SP_WANT_PAIR	1	/* record at exit, with the arguments of entry */
-#define SP_WANT_DNS	2	/* look at the payload at entry */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SP_BPF_NR_MAX);
@@ -69,7 +67,8 @@ struct sp_bpf_pending {
 	__u32 old_uid, old_gid;
 };
 
-/* System calls in progress, by thread id. */
+/* System calls in progress whose entry had to be kept (SP_WANT_ENTRY), by
+ * thread id. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -545,16 +544,15 @@ static __always_inline __u32 want_nr(__u64 nr)
 	return w ? *w : 0;
 }
 
-static __always_inline void sys_enter(__u64 nr, const __u64 *a)
+static __always_inline void sys_enter(__u64 nr, const __u64 *a, __u32 w)
 {
 	struct sp_bpf_pending p = {};
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u32 w = want_nr(nr);
 	int i;
 
 	if (w & SP_WANT_DNS)
 		do_dns(nr, a);
-	if (!(w & SP_WANT_PAIR))
+	if (!(w & SP_WANT_ENTRY))
 		return;
 	for (i = 0; i < 6; i++)
 		p.arg[i] = a[i];
@@ -569,26 +567,34 @@ static __always_inline void sys_enter(__u64 nr, const __u64 *a)
 		count_lost();
 }
 
-static __always_inline void sys_exit(__u64 nr, __s64 ret)
+/* regs: the arguments, still in the task's saved registers at exit (NULL:
+ * from pending, with w & SP_WANT_ENTRY). */
+static __always_inline void sys_exit(__u64 nr, __s64 ret, const __u64 *regs, __u32 w)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct sp_bpf_pending *p = bpf_map_lookup_elem(&pending, &tid);
+	struct sp_bpf_pending *p = NULL;
 	struct sp_bpf_scratch *s;
 	struct sock *sk;
 	__u64 a[6];
 	int i;
 
-	if (!p)
-		return;
-	if (p->nr != nr) {
-		bpf_map_delete_elem(&pending, &tid);
-		return;
+	if (w & SP_WANT_ENTRY) {
+		p = bpf_map_lookup_elem(&pending, &tid);
+		if (!p)
+			return;
+		if (p->nr != nr) {
+			bpf_map_delete_elem(&pending, &tid);
+			return;
+		}
 	}
+	if (!regs && !p)
+		return;
 	for (i = 0; i < 6; i++)
-		a[i] = p->arg[i];
+		a[i] = regs ? regs[i] : p ? p->arg[i] : 0;
 	s = rec_begin(SP_BPF_SYSCALL);
 	if (!s) {
-		bpf_map_delete_elem(&pending, &tid);
+		if (p)
+			bpf_map_delete_elem(&pending, &tid);
 		return;
 	}
 	s->ev.nr = nr;
@@ -673,14 +679,15 @@ static __always_inline void sys_exit(__u64 nr, __s64 ret)
 		__u32 uid, gid;
 
 		cred_ids(&uid, &gid);
-		s->ev.arg[0] = p->old_uid;
+		s->ev.arg[0] = p ? p->old_uid : uid;
 		s->ev.arg[1] = uid;
-		s->ev.arg[2] = p->old_gid;
+		s->ev.arg[2] = p ? p->old_gid : gid;
 		s->ev.arg[3] = gid;
 		break;
 	}
 	}
-	bpf_map_delete_elem(&pending, &tid);
+	if (p)
+		bpf_map_delete_elem(&pending, &tid);
 	rec_emit(s);
 }
 
@@ -700,12 +707,8 @@ static __always_inline void regs_args(struct pt_regs *regs, __u64 *a)
 
 /* direct: regs is a BTF pointer (tp_btf), read it with plain loads rather
  * than probe-read helper calls. */
-static __always_inline int enter_regs(struct pt_regs *regs, long id, const int direct)
+static __always_inline void read_args(struct pt_regs *regs, __u64 *a, const int direct)
 {
-	__u64 a[6];
-
-	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
-		return 0;
 #ifdef __TARGET_ARCH_x86
 	if (direct) {
 		a[0] = regs->di;
@@ -714,13 +717,29 @@ static __always_inline int enter_regs(struct pt_regs *regs, long id, const int d
 		a[3] = regs->r10;
 		a[4] = regs->r8;
 		a[5] = regs->r9;
-	} else
+		return;
+	}
 #endif
-		regs_args(regs, a);
-	sys_enter(id, a);
+	regs_args(regs, a);
+}
+
+/* Most wanted system calls need nothing at entry: their arguments are
+ * read from the registers at exit. */
+static __always_inline int enter_regs(struct pt_regs *regs, long id, const int direct)
+{
+	__u32 w = want_nr(id);
+	__u64 a[6];
+
+	if (!(w & (SP_WANT_DNS | SP_WANT_ENTRY)) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	read_args(regs, a, direct);
+	sys_enter(id, a, w);
 	return 0;
 }
 
+/* The registers a system call saw are still there at its exit: no system
+ * call recorded here changes its caller's argument registers, and signal
+ * delivery and ptrace's syscall-exit stop come after this tracepoint. */
 static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int direct)
 {
 #ifdef __TARGET_ARCH_x86
@@ -728,10 +747,13 @@ static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int d
 #else
 	long id = BPF_CORE_READ(regs, orig_ax);
 #endif
+	__u32 w = want_nr(id);
+	__u64 a[6];
 
-	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+	if (!(w & SP_WANT_PAIR) || !in_tree(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	sys_exit(id, ret);
+	read_args(regs, a, direct);
+	sys_exit(id, ret, a, w);
 	return 0;
 }
 
@@ -828,8 +850,9 @@ int on_sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 {
 	__u64 a[6];
 	long id = ctx->id;
+	__u32 w = want_nr(id);
 
-	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+	if (!(w & (SP_WANT_DNS | SP_WANT_ENTRY)) || !in_tree(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	a[0] = ctx->args[0];	/* ctx only takes constant offsets */
 	a[1] = ctx->args[1];
@@ -837,7 +860,7 @@ int on_sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 	a[3] = ctx->args[3];
 	a[4] = ctx->args[4];
 	a[5] = ctx->args[5];
-	sys_enter(id, a);
+	sys_enter(id, a, w);
 	return 0;
 }
 
@@ -845,10 +868,11 @@ SEC("tracepoint/raw_syscalls/sys_exit")
 int on_sys_exit_tp(struct trace_event_raw_sys_exit *ctx)
 {
 	long id = ctx->id;
+	__u32 w = want_nr(id);
 
-	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+	if (!(w & SP_WANT_PAIR) || !in_tree(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	sys_exit(id, ctx->ret);
+	sys_exit(id, ctx->ret, NULL, w);
 	return 0;
 }
 

@@ -549,7 +549,7 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	struct bpf_program *prog;
 	unsigned int i;
 	int role, err;
-	uint32_t one = 1, two = 2;
+	bool tp = !strcmp(ps->how, "tracepoint");
 
 	skel = sp_events__open();
 	if (!skel)
@@ -595,13 +595,18 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 			if (*skel->skeleton->progs[i].prog == prog)
 				*skel->skeleton->progs[i].link = link;
 	}
+	/* tp_btf and raw_tp read a system call's arguments from the registers
+	 * at exit; classic tracepoints must keep them from the entry. */
 	for (i = 0; i < sizeof(sys_kinds) / sizeof(sys_kinds[0]); i++) {
-		uint32_t nr = sys_kinds[i].nr;
+		uint32_t nr = sys_kinds[i].nr, w = SP_WANT_PAIR;
 
 		if (!(p->o.kinds & SP_EV_BIT(sys_kinds[i].kind)))
 			continue;
-		err = bpf_map__update_elem(skel->maps.wanted, &nr, sizeof(nr),
-					   sys_kinds[i].enter ? &two : &one, sizeof(one), 0);
+		if (sys_kinds[i].enter)
+			w = SP_WANT_DNS;
+		else if (tp || sys_kinds[i].kind == SP_EV_SETID_CHANGE)
+			w |= SP_WANT_ENTRY;
+		err = bpf_map__update_elem(skel->maps.wanted, &nr, sizeof(nr), &w, sizeof(w), 0);
 		if (err)
 			goto fail;
 	}
