@@ -173,21 +173,27 @@ static __always_inline void str_end(struct sp_bpf_scratch *s, int slot, __u32 of
 	s->off = off + n;
 }
 
-static __always_inline void put_user_str(struct sp_bpf_scratch *s, int slot, __u64 p)
+/* Returns the string's first byte, '/' when it could not be read. */
+static __always_inline char put_user_str(struct sp_bpf_scratch *s, int slot, __u64 p)
 {
 	__u32 off = s->off & SP_BPF_DATA_MASK;
 	long n = -1;
+	char c;
 
 	if (p)
 		n = bpf_probe_read_user_str(&s->data[off], SP_BPF_PATH_MAX, (void *)p);
 	if (n <= 0) {
 		s->data[off] = 0;
 		n = 1;
+		c = '/';
 		s->ev.flags |= SP_BPF_FAULT(slot);
-	} else if (n >= SP_BPF_PATH_MAX) {
-		s->ev.flags |= SP_BPF_TRUNC(slot);
+	} else {
+		c = s->data[off];
+		if (n >= SP_BPF_PATH_MAX)
+			s->ev.flags |= SP_BPF_TRUNC(slot);
 	}
 	str_end(s, slot, off, n);
+	return c;
 }
 
 static __always_inline void put_kernel_str(struct sp_bpf_scratch *s, int slot, const void *p)
@@ -313,14 +319,12 @@ static __always_inline void put_fd_path(struct sp_bpf_scratch *s, int slot, __u6
 			f ? BPF_CORE_READ(f, f_path.dentry) : NULL);
 }
 
-/* The directory a relative path given with dirfd is looked up from. */
-static __always_inline void put_dir_of(struct sp_bpf_scratch *s, int slot, __s64 dirfd, __u64 path)
+/* The directory a relative path given with dirfd is looked up from; c is
+ * the path's first byte, as put_user_str() returned it ('/': none needed). */
+static __always_inline void put_dir_of(struct sp_bpf_scratch *s, int slot, __s64 dirfd, char c)
 {
 	struct task_struct *t;
-	char c = '/';
 
-	if (path)
-		bpf_probe_read_user(&c, 1, (void *)path);
 	if (c == '/')
 		return;
 	if ((int)dirfd != AT_FDCWD_VAL) {
@@ -605,18 +609,15 @@ static __always_inline void sys_exit(__u64 nr, __s64 ret, const __u64 *regs, __u
 	switch (nr) {
 	case __NR_open:
 	case __NR_creat:
-		put_user_str(s, 0, a[0]);
-		put_dir_of(s, 1, AT_FDCWD_VAL, a[0]);
+		put_dir_of(s, 1, AT_FDCWD_VAL, put_user_str(s, 0, a[0]));
 		break;
 	case __NR_openat:
-		put_user_str(s, 0, a[1]);
-		put_dir_of(s, 1, a[0], a[1]);
+		put_dir_of(s, 1, a[0], put_user_str(s, 0, a[1]));
 		break;
 	case __NR_openat2: {
 		struct open_how how = {};
 
-		put_user_str(s, 0, a[1]);
-		put_dir_of(s, 1, a[0], a[1]);
+		put_dir_of(s, 1, a[0], put_user_str(s, 0, a[1]));
 		bpf_probe_read_user(&how, sizeof(how), (void *)a[2]);
 		s->ev.arg[2] = how.flags;
 		s->ev.arg[3] = how.mode;
