@@ -125,11 +125,11 @@ static __always_inline int in_tree(__u32 tgid)
 	return bpf_map_lookup_elem(&tgids, &tgid) != NULL;
 }
 
-static __always_inline struct sp_bpf_scratch *rec_begin(__u32 kind)
+/* id: bpf_get_current_pid_tgid(), when the caller has it already */
+static __always_inline struct sp_bpf_scratch *rec_begin_id(__u32 kind, __u64 id)
 {
 	__u32 zero = 0;
 	struct sp_bpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	__u64 id = bpf_get_current_pid_tgid();
 
 	if (!s)
 		return NULL;
@@ -144,6 +144,11 @@ static __always_inline struct sp_bpf_scratch *rec_begin(__u32 kind)
 	s->ev.tid = (__u32)id;
 	s->off = 0;
 	return s;
+}
+
+static __always_inline struct sp_bpf_scratch *rec_begin(__u32 kind)
+{
+	return rec_begin_id(kind, bpf_get_current_pid_tgid());
 }
 
 /* The reader is woken when the data waiting crosses a multiple of
@@ -572,10 +577,10 @@ static __always_inline void sys_enter(__u64 nr, const __u64 *a, __u32 w)
 }
 
 /* regs: the arguments, still in the task's saved registers at exit (NULL:
- * from pending, with w & SP_WANT_ENTRY). */
-static __always_inline void sys_exit(__u64 nr, __s64 ret, const __u64 *regs, __u32 w)
+ * from pending, with w & SP_WANT_ENTRY); id: bpf_get_current_pid_tgid(). */
+static __always_inline void sys_exit(__u64 nr, __s64 ret, const __u64 *regs, __u32 w, __u64 id)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
 	struct sp_bpf_pending *p = NULL;
 	struct sp_bpf_scratch *s;
 	struct sock *sk;
@@ -595,7 +600,7 @@ static __always_inline void sys_exit(__u64 nr, __s64 ret, const __u64 *regs, __u
 		return;
 	for (i = 0; i < 6; i++)
 		a[i] = regs ? regs[i] : p ? p->arg[i] : 0;
-	s = rec_begin(SP_BPF_SYSCALL);
+	s = rec_begin_id(SP_BPF_SYSCALL, id);
 	if (!s) {
 		if (p)
 			bpf_map_delete_elem(&pending, &tid);
@@ -749,12 +754,15 @@ static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int d
 	long id = BPF_CORE_READ(regs, orig_ax);
 #endif
 	__u32 w = want_nr(id);
-	__u64 a[6];
+	__u64 a[6], pid_tgid;
 
-	if (!(w & SP_WANT_PAIR) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+	if (!(w & SP_WANT_PAIR))
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!in_tree(pid_tgid >> 32))
 		return 0;
 	read_args(regs, a, direct);
-	sys_exit(id, ret, a, w);
+	sys_exit(id, ret, a, w, pid_tgid);
 	return 0;
 }
 
@@ -870,10 +878,14 @@ int on_sys_exit_tp(struct trace_event_raw_sys_exit *ctx)
 {
 	long id = ctx->id;
 	__u32 w = want_nr(id);
+	__u64 pid_tgid;
 
-	if (!(w & SP_WANT_PAIR) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+	if (!(w & SP_WANT_PAIR))
 		return 0;
-	sys_exit(id, ctx->ret, NULL, w);
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!in_tree(pid_tgid >> 32))
+		return 0;
+	sys_exit(id, ctx->ret, NULL, w, pid_tgid);
 	return 0;
 }
 
