@@ -241,16 +241,25 @@ static __always_inline void put_user_bytes(struct sp_bpf_scratch *s, int slot, _
  * (user space reverses them). Crosses mount points; stops at the root of the
  * mount namespace, or cuts the path (truncated flag) after SP_BPF_DIR_DEPTH
  * components or SP_BPF_DIR_MAX bytes.
+ *
+ * A global function: the verifier checks it once, not once per caller
+ * (sys_exit has seven), which was most of its time at start-up. Its
+ * kernel pointers come as integers, as global functions take them.
  */
-static __noinline int put_dentry_path(struct sp_bpf_scratch *s, int slot, struct vfsmount *vfsmnt,
-				      struct dentry *d)
+__noinline int put_dentry_path(struct sp_bpf_scratch *s, int slot, __u64 mnt_addr, __u64 d_addr)
 {
+	struct vfsmount *vfsmnt = (struct vfsmount *)mnt_addr;
+	struct dentry *d = (struct dentry *)d_addr;
 	volatile __u32 *voff;
 	struct mount *mnt;
 	__u32 start, off;
 	int i;
 
-	if (!s || slot < 0 || slot >= SP_BPF_NSTR)
+	/* bounded where the verifier sees it: a global function's argument is
+	 * any int */
+	slot &= 3;
+	barrier_var(slot);
+	if (!s || slot >= SP_BPF_NSTR)
 		return 0;
 	/* the offset lives in the map value, not in a register: the verifier
 	 * then sees the same state at each turn of the loop and prunes */
@@ -320,8 +329,8 @@ static __always_inline void put_fd_path(struct sp_bpf_scratch *s, int slot, __u6
 {
 	struct file *f = fd_file(fd);
 
-	put_dentry_path(s, slot, f ? BPF_CORE_READ(f, f_path.mnt) : NULL,
-			f ? BPF_CORE_READ(f, f_path.dentry) : NULL);
+	put_dentry_path(s, slot, f ? (__u64)BPF_CORE_READ(f, f_path.mnt) : 0,
+			f ? (__u64)BPF_CORE_READ(f, f_path.dentry) : 0);
 }
 
 /* The directory a relative path given with dirfd is looked up from; c is
@@ -337,7 +346,8 @@ static __always_inline void put_dir_of(struct sp_bpf_scratch *s, int slot, __s64
 		return;
 	}
 	t = (struct task_struct *)bpf_get_current_task();
-	put_dentry_path(s, slot, BPF_CORE_READ(t, fs, pwd.mnt), BPF_CORE_READ(t, fs, pwd.dentry));
+	put_dentry_path(s, slot, (__u64)BPF_CORE_READ(t, fs, pwd.mnt),
+			(__u64)BPF_CORE_READ(t, fs, pwd.dentry));
 }
 
 /* The socket behind fd, or NULL. */
@@ -474,8 +484,9 @@ static __always_inline void do_capable(int cap, int ret)
 /* ---- DNS: outgoing UDP datagrams to port 53 ---- */
 
 /* One datagram of fd: buf/len its payload, addr/alen its destination (0 if
- * the socket is connected). */
-static __noinline int dns_send(__u64 fd, __u64 buf, __u64 len, __u64 addr, __u64 alen)
+ * the socket is connected). Global, as dns_msghdr(): verified once, not at
+ * each of their call sites. */
+__noinline int dns_send(__u64 fd, __u64 buf, __u64 len, __u64 addr, __u64 alen)
 {
 	struct sp_bpf_scratch *s;
 	struct sock *sk;
@@ -510,7 +521,7 @@ static __noinline int dns_send(__u64 fd, __u64 buf, __u64 len, __u64 addr, __u64
 	return 0;
 }
 
-static __noinline int dns_msghdr(__u64 fd, __u64 umsg)
+__noinline int dns_msghdr(__u64 fd, __u64 umsg)
 {
 	struct user_msghdr mh = {};
 	struct iovec iov = {};
