@@ -41,7 +41,8 @@ const volatile __u32 want_fork = 0;
 const volatile __u32 want_exec = 0;
 const volatile __u32 want_exit = 0;
 const volatile __u32 want_capable = 0;
-const volatile __u32 wake_bytes = 65536;	/* wake the reader past this much data */
+const volatile __u32 wake_bytes = 65536;	/* wake the reader at each multiple of
+						 * this much data (a power of 2) */
 
 /* Processes (tgids) of the recorded tree: seeded by user space, kept
  * current by fork and exit below. */
@@ -53,8 +54,6 @@ struct {
 } tgids SEC(".maps");
 
 /* Per system call number: SP_WANT_* (set by user space). */
-#define SP_WANT_PAIR	1	/* record at exit, with the arguments of entry */
-#define SP_WANT_DNS	2	/* look at the payload at entry */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SP_BPF_NR_MAX);
@@ -68,7 +67,8 @@ struct sp_bpf_pending {
 	__u32 old_uid, old_gid;
 };
 
-/* System calls in progress, by thread id. */
+/* System calls in progress whose entry had to be kept (SP_WANT_ENTRY), by
+ * thread id. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -125,11 +125,11 @@ static __always_inline int in_tree(__u32 tgid)
 	return bpf_map_lookup_elem(&tgids, &tgid) != NULL;
 }
 
-static __always_inline struct sp_bpf_scratch *rec_begin(__u32 kind)
+/* id: bpf_get_current_pid_tgid(), when the caller has it already */
+static __always_inline struct sp_bpf_scratch *rec_begin_id(__u32 kind, __u64 id)
 {
 	__u32 zero = 0;
 	struct sp_bpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	__u64 id = bpf_get_current_pid_tgid();
 
 	if (!s)
 		return NULL;
@@ -146,13 +146,24 @@ static __always_inline struct sp_bpf_scratch *rec_begin(__u32 kind)
 	return s;
 }
 
+static __always_inline struct sp_bpf_scratch *rec_begin(__u32 kind)
+{
+	return rec_begin_id(kind, bpf_get_current_pid_tgid());
+}
+
+/* The reader is woken when the data waiting crosses a multiple of
+ * wake_bytes, not by every record past it: a wake-up is an interrupt
+ * (irq_work) on this CPU, and until the reader has run, every record would
+ * ask for one. */
 static __always_inline void rec_emit(struct sp_bpf_scratch *s)
 {
 	__u64 size = (sizeof(s->ev) + s->off) & (SP_BPF_SCRATCH - 1);
 	__u64 flags = BPF_RB_NO_WAKEUP;
+	__u64 avail, mask = ~((__u64)wake_bytes - 1);
 
 	s->ev.time_ns = bpf_ktime_get_ns();
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes)
+	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	if ((avail & mask) != ((avail + size + 8) & mask))
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, s, size, flags))
 		count_lost();
@@ -167,21 +178,27 @@ static __always_inline void str_end(struct sp_bpf_scratch *s, int slot, __u32 of
 	s->off = off + n;
 }
 
-static __always_inline void put_user_str(struct sp_bpf_scratch *s, int slot, __u64 p)
+/* Returns the string's first byte, '/' when it could not be read. */
+static __always_inline char put_user_str(struct sp_bpf_scratch *s, int slot, __u64 p)
 {
 	__u32 off = s->off & SP_BPF_DATA_MASK;
 	long n = -1;
+	char c;
 
 	if (p)
 		n = bpf_probe_read_user_str(&s->data[off], SP_BPF_PATH_MAX, (void *)p);
 	if (n <= 0) {
 		s->data[off] = 0;
 		n = 1;
+		c = '/';
 		s->ev.flags |= SP_BPF_FAULT(slot);
-	} else if (n >= SP_BPF_PATH_MAX) {
-		s->ev.flags |= SP_BPF_TRUNC(slot);
+	} else {
+		c = s->data[off];
+		if (n >= SP_BPF_PATH_MAX)
+			s->ev.flags |= SP_BPF_TRUNC(slot);
 	}
 	str_end(s, slot, off, n);
+	return c;
 }
 
 static __always_inline void put_kernel_str(struct sp_bpf_scratch *s, int slot, const void *p)
@@ -224,16 +241,25 @@ static __always_inline void put_user_bytes(struct sp_bpf_scratch *s, int slot, _
  * (user space reverses them). Crosses mount points; stops at the root of the
  * mount namespace, or cuts the path (truncated flag) after SP_BPF_DIR_DEPTH
  * components or SP_BPF_DIR_MAX bytes.
+ *
+ * A global function: the verifier checks it once, not once per caller
+ * (sys_exit has seven), which was most of its time at start-up. Its
+ * kernel pointers come as integers, as global functions take them.
  */
-static __noinline int put_dentry_path(struct sp_bpf_scratch *s, int slot, struct vfsmount *vfsmnt,
-				      struct dentry *d)
+__noinline int put_dentry_path(struct sp_bpf_scratch *s, int slot, __u64 mnt_addr, __u64 d_addr)
 {
+	struct vfsmount *vfsmnt = (struct vfsmount *)mnt_addr;
+	struct dentry *d = (struct dentry *)d_addr;
 	volatile __u32 *voff;
 	struct mount *mnt;
 	__u32 start, off;
 	int i;
 
-	if (!s || slot < 0 || slot >= SP_BPF_NSTR)
+	/* bounded where the verifier sees it: a global function's argument is
+	 * any int */
+	slot &= 3;
+	barrier_var(slot);
+	if (!s || slot >= SP_BPF_NSTR)
 		return 0;
 	/* the offset lives in the map value, not in a register: the verifier
 	 * then sees the same state at each turn of the loop and prunes */
@@ -303,18 +329,16 @@ static __always_inline void put_fd_path(struct sp_bpf_scratch *s, int slot, __u6
 {
 	struct file *f = fd_file(fd);
 
-	put_dentry_path(s, slot, f ? BPF_CORE_READ(f, f_path.mnt) : NULL,
-			f ? BPF_CORE_READ(f, f_path.dentry) : NULL);
+	put_dentry_path(s, slot, f ? (__u64)BPF_CORE_READ(f, f_path.mnt) : 0,
+			f ? (__u64)BPF_CORE_READ(f, f_path.dentry) : 0);
 }
 
-/* The directory a relative path given with dirfd is looked up from. */
-static __always_inline void put_dir_of(struct sp_bpf_scratch *s, int slot, __s64 dirfd, __u64 path)
+/* The directory a relative path given with dirfd is looked up from; c is
+ * the path's first byte, as put_user_str() returned it ('/': none needed). */
+static __always_inline void put_dir_of(struct sp_bpf_scratch *s, int slot, __s64 dirfd, char c)
 {
 	struct task_struct *t;
-	char c = '/';
 
-	if (path)
-		bpf_probe_read_user(&c, 1, (void *)path);
 	if (c == '/')
 		return;
 	if ((int)dirfd != AT_FDCWD_VAL) {
@@ -322,7 +346,8 @@ static __always_inline void put_dir_of(struct sp_bpf_scratch *s, int slot, __s64
 		return;
 	}
 	t = (struct task_struct *)bpf_get_current_task();
-	put_dentry_path(s, slot, BPF_CORE_READ(t, fs, pwd.mnt), BPF_CORE_READ(t, fs, pwd.dentry));
+	put_dentry_path(s, slot, (__u64)BPF_CORE_READ(t, fs, pwd.mnt),
+			(__u64)BPF_CORE_READ(t, fs, pwd.dentry));
 }
 
 /* The socket behind fd, or NULL. */
@@ -459,8 +484,9 @@ static __always_inline void do_capable(int cap, int ret)
 /* ---- DNS: outgoing UDP datagrams to port 53 ---- */
 
 /* One datagram of fd: buf/len its payload, addr/alen its destination (0 if
- * the socket is connected). */
-static __noinline int dns_send(__u64 fd, __u64 buf, __u64 len, __u64 addr, __u64 alen)
+ * the socket is connected). Global, as dns_msghdr(): verified once, not at
+ * each of their call sites. */
+__noinline int dns_send(__u64 fd, __u64 buf, __u64 len, __u64 addr, __u64 alen)
 {
 	struct sp_bpf_scratch *s;
 	struct sock *sk;
@@ -495,7 +521,7 @@ static __noinline int dns_send(__u64 fd, __u64 buf, __u64 len, __u64 addr, __u64
 	return 0;
 }
 
-static __noinline int dns_msghdr(__u64 fd, __u64 umsg)
+__noinline int dns_msghdr(__u64 fd, __u64 umsg)
 {
 	struct user_msghdr mh = {};
 	struct iovec iov = {};
@@ -538,16 +564,15 @@ static __always_inline __u32 want_nr(__u64 nr)
 	return w ? *w : 0;
 }
 
-static __always_inline void sys_enter(__u64 nr, const __u64 *a)
+static __always_inline void sys_enter(__u64 nr, const __u64 *a, __u32 w)
 {
 	struct sp_bpf_pending p = {};
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u32 w = want_nr(nr);
 	int i;
 
 	if (w & SP_WANT_DNS)
 		do_dns(nr, a);
-	if (!(w & SP_WANT_PAIR))
+	if (!(w & SP_WANT_ENTRY))
 		return;
 	for (i = 0; i < 6; i++)
 		p.arg[i] = a[i];
@@ -562,26 +587,34 @@ static __always_inline void sys_enter(__u64 nr, const __u64 *a)
 		count_lost();
 }
 
-static __always_inline void sys_exit(__u64 nr, __s64 ret)
+/* regs: the arguments, still in the task's saved registers at exit (NULL:
+ * from pending, with w & SP_WANT_ENTRY); id: bpf_get_current_pid_tgid(). */
+static __always_inline void sys_exit(__u64 nr, __s64 ret, const __u64 *regs, __u32 w, __u64 id)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct sp_bpf_pending *p = bpf_map_lookup_elem(&pending, &tid);
+	__u32 tid = (__u32)id;
+	struct sp_bpf_pending *p = NULL;
 	struct sp_bpf_scratch *s;
 	struct sock *sk;
 	__u64 a[6];
 	int i;
 
-	if (!p)
-		return;
-	if (p->nr != nr) {
-		bpf_map_delete_elem(&pending, &tid);
-		return;
+	if (w & SP_WANT_ENTRY) {
+		p = bpf_map_lookup_elem(&pending, &tid);
+		if (!p)
+			return;
+		if (p->nr != nr) {
+			bpf_map_delete_elem(&pending, &tid);
+			return;
+		}
 	}
+	if (!regs && !p)
+		return;
 	for (i = 0; i < 6; i++)
-		a[i] = p->arg[i];
-	s = rec_begin(SP_BPF_SYSCALL);
+		a[i] = regs ? regs[i] : p ? p->arg[i] : 0;
+	s = rec_begin_id(SP_BPF_SYSCALL, id);
 	if (!s) {
-		bpf_map_delete_elem(&pending, &tid);
+		if (p)
+			bpf_map_delete_elem(&pending, &tid);
 		return;
 	}
 	s->ev.nr = nr;
@@ -592,18 +625,15 @@ static __always_inline void sys_exit(__u64 nr, __s64 ret)
 	switch (nr) {
 	case __NR_open:
 	case __NR_creat:
-		put_user_str(s, 0, a[0]);
-		put_dir_of(s, 1, AT_FDCWD_VAL, a[0]);
+		put_dir_of(s, 1, AT_FDCWD_VAL, put_user_str(s, 0, a[0]));
 		break;
 	case __NR_openat:
-		put_user_str(s, 0, a[1]);
-		put_dir_of(s, 1, a[0], a[1]);
+		put_dir_of(s, 1, a[0], put_user_str(s, 0, a[1]));
 		break;
 	case __NR_openat2: {
 		struct open_how how = {};
 
-		put_user_str(s, 0, a[1]);
-		put_dir_of(s, 1, a[0], a[1]);
+		put_dir_of(s, 1, a[0], put_user_str(s, 0, a[1]));
 		bpf_probe_read_user(&how, sizeof(how), (void *)a[2]);
 		s->ev.arg[2] = how.flags;
 		s->ev.arg[3] = how.mode;
@@ -666,14 +696,15 @@ static __always_inline void sys_exit(__u64 nr, __s64 ret)
 		__u32 uid, gid;
 
 		cred_ids(&uid, &gid);
-		s->ev.arg[0] = p->old_uid;
+		s->ev.arg[0] = p ? p->old_uid : uid;
 		s->ev.arg[1] = uid;
-		s->ev.arg[2] = p->old_gid;
+		s->ev.arg[2] = p ? p->old_gid : gid;
 		s->ev.arg[3] = gid;
 		break;
 	}
 	}
-	bpf_map_delete_elem(&pending, &tid);
+	if (p)
+		bpf_map_delete_elem(&pending, &tid);
 	rec_emit(s);
 }
 
@@ -693,12 +724,8 @@ static __always_inline void regs_args(struct pt_regs *regs, __u64 *a)
 
 /* direct: regs is a BTF pointer (tp_btf), read it with plain loads rather
  * than probe-read helper calls. */
-static __always_inline int enter_regs(struct pt_regs *regs, long id, const int direct)
+static __always_inline void read_args(struct pt_regs *regs, __u64 *a, const int direct)
 {
-	__u64 a[6];
-
-	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
-		return 0;
 #ifdef __TARGET_ARCH_x86
 	if (direct) {
 		a[0] = regs->di;
@@ -707,13 +734,29 @@ static __always_inline int enter_regs(struct pt_regs *regs, long id, const int d
 		a[3] = regs->r10;
 		a[4] = regs->r8;
 		a[5] = regs->r9;
-	} else
+		return;
+	}
 #endif
-		regs_args(regs, a);
-	sys_enter(id, a);
+	regs_args(regs, a);
+}
+
+/* Most wanted system calls need nothing at entry: their arguments are
+ * read from the registers at exit. */
+static __always_inline int enter_regs(struct pt_regs *regs, long id, const int direct)
+{
+	__u32 w = want_nr(id);
+	__u64 a[6];
+
+	if (!(w & (SP_WANT_DNS | SP_WANT_ENTRY)) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	read_args(regs, a, direct);
+	sys_enter(id, a, w);
 	return 0;
 }
 
+/* The registers a system call saw are still there at its exit: no system
+ * call recorded here changes its caller's argument registers, and signal
+ * delivery and ptrace's syscall-exit stop come after this tracepoint. */
 static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int direct)
 {
 #ifdef __TARGET_ARCH_x86
@@ -721,10 +764,16 @@ static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int d
 #else
 	long id = BPF_CORE_READ(regs, orig_ax);
 #endif
+	__u32 w = want_nr(id);
+	__u64 a[6], pid_tgid;
 
-	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+	if (!(w & SP_WANT_PAIR))
 		return 0;
-	sys_exit(id, ret);
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!in_tree(pid_tgid >> 32))
+		return 0;
+	read_args(regs, a, direct);
+	sys_exit(id, ret, a, w, pid_tgid);
 	return 0;
 }
 
@@ -821,8 +870,9 @@ int on_sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 {
 	__u64 a[6];
 	long id = ctx->id;
+	__u32 w = want_nr(id);
 
-	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+	if (!(w & (SP_WANT_DNS | SP_WANT_ENTRY)) || !in_tree(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	a[0] = ctx->args[0];	/* ctx only takes constant offsets */
 	a[1] = ctx->args[1];
@@ -830,7 +880,7 @@ int on_sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 	a[3] = ctx->args[3];
 	a[4] = ctx->args[4];
 	a[5] = ctx->args[5];
-	sys_enter(id, a);
+	sys_enter(id, a, w);
 	return 0;
 }
 
@@ -838,10 +888,15 @@ SEC("tracepoint/raw_syscalls/sys_exit")
 int on_sys_exit_tp(struct trace_event_raw_sys_exit *ctx)
 {
 	long id = ctx->id;
+	__u32 w = want_nr(id);
+	__u64 pid_tgid;
 
-	if (!want_nr(id) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+	if (!(w & SP_WANT_PAIR))
 		return 0;
-	sys_exit(id, ctx->ret);
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!in_tree(pid_tgid >> 32))
+		return 0;
+	sys_exit(id, ctx->ret, NULL, w, pid_tgid);
 	return 0;
 }
 

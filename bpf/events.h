@@ -26,6 +26,15 @@
 #define SP_BPF_DATA_MASK	16383	/* a string starts below this offset */
 #define SP_BPF_NR_MAX		512	/* syscall numbers the filter table covers */
 
+/* What the programs do with a system call number: the "wanted" array map,
+ * filled by user space. */
+#define SP_WANT_PAIR	1	/* record it at exit */
+#define SP_WANT_DNS	2	/* look at the payload at entry */
+#define SP_WANT_ENTRY	4	/* keep something of the entry for the exit, in the
+				 * "pending" map: the arguments (classic tracepoints,
+				 * whose sys_exit has no registers), the ids before a
+				 * setid call */
+
 /* Record kinds that are not system calls (those use SP_BPF_SYSCALL). */
 enum sp_bpf_kind {
 	SP_BPF_FORK = 1,	/* arg0 child tgid, arg1 child tid, arg2 1 = thread */

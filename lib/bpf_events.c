@@ -520,10 +520,19 @@ static struct bpf_program *role_prog(struct sp_events *skel, int role, const cha
 	return bpf_object__find_program_by_name(skel->obj, name);
 }
 
+/* Does system call i need anything at entry? With tp_btf and raw_tp only
+ * DNS (the payload) and setid calls (the ids before) do: the others' arguments
+ * are read from the registers at exit. */
+static bool needs_entry(unsigned int i, bool tp)
+{
+	return tp || sys_kinds[i].enter || sys_kinds[i].kind == SP_EV_SETID_CHANGE;
+}
+
 /* Programs not needed for the kinds asked: every system call of the machine
- * passes sys_enter/sys_exit, so they are attached only for system call events.
- * fork and exit always are: they keep the process map. */
-static bool skip_role(const struct ev_priv *p, int role, bool want_cap)
+ * passes sys_enter/sys_exit, so each is attached only when a system call
+ * event asked for needs it (DNS only looks at entry). fork and exit always
+ * are: they keep the process map. */
+static bool skip_role(const struct ev_priv *p, int role, bool want_cap, bool tp)
 {
 	unsigned int i;
 
@@ -535,7 +544,8 @@ static bool skip_role(const struct ev_priv *p, int role, bool want_cap)
 	case P_ENTER:
 	case P_EXIT:
 		for (i = 0; i < sizeof(sys_kinds) / sizeof(sys_kinds[0]); i++)
-			if (p->o.kinds & SP_EV_BIT(sys_kinds[i].kind))
+			if ((p->o.kinds & SP_EV_BIT(sys_kinds[i].kind)) &&
+			    (role == P_EXIT ? !sys_kinds[i].enter : needs_entry(i, tp)))
 				return false;
 		return true;
 	}
@@ -549,7 +559,7 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	struct bpf_program *prog;
 	unsigned int i;
 	int role, err;
-	uint32_t one = 1, two = 2;
+	bool tp = !strcmp(ps->how, "tracepoint");
 
 	skel = sp_events__open();
 	if (!skel)
@@ -568,7 +578,7 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	bpf_object__for_each_program(prog, skel->obj)
 		bpf_program__set_autoload(prog, false);
 	for (role = 0; role < P_NUM; role++) {
-		if (skip_role(p, role, want_cap))
+		if (skip_role(p, role, want_cap, tp))
 			continue;
 		prog = role_prog(skel, role, ps->suffix);
 		if (prog)
@@ -580,7 +590,7 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	for (role = 0; role < P_NUM; role++) {
 		struct bpf_link *link;
 
-		if (skip_role(p, role, want_cap))
+		if (skip_role(p, role, want_cap, tp))
 			continue;
 		prog = role_prog(skel, role, ps->suffix);
 		if (!prog)
@@ -595,13 +605,18 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 			if (*skel->skeleton->progs[i].prog == prog)
 				*skel->skeleton->progs[i].link = link;
 	}
+	/* tp_btf and raw_tp read a system call's arguments from the registers
+	 * at exit; classic tracepoints must keep them from the entry. */
 	for (i = 0; i < sizeof(sys_kinds) / sizeof(sys_kinds[0]); i++) {
-		uint32_t nr = sys_kinds[i].nr;
+		uint32_t nr = sys_kinds[i].nr, w = SP_WANT_PAIR;
 
 		if (!(p->o.kinds & SP_EV_BIT(sys_kinds[i].kind)))
 			continue;
-		err = bpf_map__update_elem(skel->maps.wanted, &nr, sizeof(nr),
-					   sys_kinds[i].enter ? &two : &one, sizeof(one), 0);
+		if (sys_kinds[i].enter)
+			w = SP_WANT_DNS;
+		else if (needs_entry(i, tp))
+			w |= SP_WANT_ENTRY;
+		err = bpf_map__update_elem(skel->maps.wanted, &nr, sizeof(nr), &w, sizeof(w), 0);
 		if (err)
 			goto fail;
 	}
