@@ -148,7 +148,7 @@ bats: all
 # 'make check' and 'make demo' install what a fresh machine lacks first, then
 # run again so that pkg-config sees the newly installed libraries.
 check:
-	$(Q)scripts/install-deps.sh
+	$(Q)scripts/install-deps.sh --test
 	$(Q)$(MAKE) --no-print-directory test
 
 test: all unit

@@ -2,12 +2,17 @@
 # SPDX-License-Identifier: MIT
 # Install what StackPulse needs to build, test and benchmark, from Debian's
 # packages only. Idempotent: installs only what is missing.
+#   --test  also what only the tests use: chromium, to render the SVG flame
+#           graph in a headless browser (make check passes it; make demo not)
 set -e
 PKGS="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev
 libjansson-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
 systemtap-sdt-dev libclang-rt-14-dev bats bats-support bats-assert
 elfutils binutils ruby python3 linux-perf strace hyperfine libiberty-dev jq g++
 libxml2-utils"
+if [ "${1:-}" = --test ]; then
+	PKGS="$PKGS chromium"
+fi
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
