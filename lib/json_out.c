@@ -53,21 +53,51 @@ void sp_buf_printf(struct sp_buf *b, const char *fmt, ...)
 	b->len += n;
 }
 
+/* Decimal digits of v (at least 1). */
+static inline unsigned int dec_len(uint64_t v)
+{
+	unsigned int n = 1;
+
+	while (v >= 100) {
+		v /= 100;
+		n += 2;
+	}
+	return n + (v >= 10);
+}
+
+/* Written straight into the buffer, two digits a division. */
 static void buf_u(struct sp_buf *b, uint64_t v)
 {
-	char tmp[24];
-	int i = sizeof(tmp);
+	static const char pairs[] =
+		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
+	unsigned int n;
+	char *p;
 
+	sp_buf_reserve(b, 20);
 	if (v < 10) {
-		sp_buf_reserve(b, 1);
 		b->p[b->len++] = '0' + v;
 		return;
 	}
-	do {
-		tmp[--i] = '0' + v % 10;
-		v /= 10;
-	} while (v);
-	sp_buf_add(b, tmp + i, sizeof(tmp) - i);
+	n = dec_len(v);
+	p = b->p + b->len + n;
+	b->len += n;
+	while (v >= 100) {
+		unsigned int r = v % 100;
+
+		v /= 100;
+		p -= 2;
+		p[0] = pairs[2 * r];
+		p[1] = pairs[2 * r + 1];
+	}
+	if (v >= 10) {
+		p -= 2;
+		p[0] = pairs[2 * v];
+		p[1] = pairs[2 * v + 1];
+	} else {
+		*--p = '0' + v;
+	}
 }
 
 static void buf_i(struct sp_buf *b, int64_t v)
@@ -83,18 +113,21 @@ static void buf_i(struct sp_buf *b, int64_t v)
 static void buf_x(struct sp_buf *b, uint64_t v)
 {
 	static const char digits[] = "0123456789abcdef";
-	char tmp[22];
-	int i = sizeof(tmp);
+	unsigned int n = v ? (64 - __builtin_clzll(v) + 3) / 4 : 1;
+	char *p;
 
-	tmp[--i] = '"';
+	sp_buf_reserve(b, 22);
+	p = b->p + b->len;
+	p[0] = '"';
+	p[1] = '0';
+	p[2] = 'x';
+	p[n + 3] = '"';
+	b->len += n + 4;
+	p += n + 3;
 	do {
-		tmp[--i] = digits[v & 15];
+		*--p = digits[v & 15];
 		v >>= 4;
 	} while (v);
-	tmp[--i] = 'x';
-	tmp[--i] = '0';
-	tmp[--i] = '"';
-	sp_buf_add(b, tmp + i, sizeof(tmp) - i);
 }
 
 void sp_buf_hex(struct sp_buf *b, const uint8_t *p, size_t n)
@@ -158,6 +191,17 @@ bool sp_utf8_valid(const char *s, size_t n)
 static const bool plain[256] = {
 	[0x20 ... '"' - 1] = true, ['"' + 1 ... '\\' - 1] = true, ['\\' + 1 ... 0x7f] = true,
 };
+
+bool sp_json_plain(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!plain[u[i]])
+			return false;
+	return true;
+}
 
 void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n)
 {
@@ -267,12 +311,26 @@ static void render_str_ref(struct sp_buf *b, const struct sp_defs *d, uint64_t i
 	size_t len;
 	const char *s = sp_defs_str(d, id, &len);
 
-	if (!s)
+	if (!s) {
 		sp_buf_puts(b, "null");
-	else if (sp_defs_str_is_text((struct sp_defs *)d, id))
+		return;
+	}
+	switch (sp_defs_str_text((struct sp_defs *)d, id)) {
+	case SP_STR_PLAIN:
+		/* Nothing to escape: copied as it is. */
+		sp_buf_reserve(b, len + 2);
+		b->p[b->len] = '"';
+		memcpy(b->p + b->len + 1, s, len);
+		b->p[b->len + len + 1] = '"';
+		b->len += len + 2;
+		break;
+	case SP_STR_TEXT:
 		sp_buf_json_str(b, s, len);
-	else
+		break;
+	default:
 		buf_u(b, id);
+		break;
+	}
 }
 
 /* Render one field; returns false if it was left out. */
