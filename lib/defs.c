@@ -183,10 +183,31 @@ int sp_defs_check(const struct sp_defs *d, const struct sp_record *rec, const ch
 {
 	static const char *const what[] = { "", "an undefined string", "an undefined module",
 					    "an undefined frame", "an undefined stack" };
-	const struct sp_schema *s = sp_schema(rec->kind);
+	const struct sp_schema *s;
 	const struct sp_event_schema *es;
 	unsigned int i;
 
+	/* The commonest kinds without the walk over their schema (same checks, same order). */
+	switch (rec->kind) {
+	case SP_REC_STRING:
+		return 0;
+	case SP_REC_FRAME:
+		if (check_ref(d, SP_REF_MODULE, rec->frame.module))
+			return *why = what[SP_REF_MODULE], -1;
+		return 0;
+	case SP_REC_SYMBOL:
+		if (check_ref(d, SP_REF_FRAME, rec->symbol.frame))
+			return *why = what[SP_REF_FRAME], -1;
+		if (check_ref(d, SP_REF_STRING, rec->symbol.func) ||
+		    check_ref(d, SP_REF_STRING, rec->symbol.file))
+			return *why = what[SP_REF_STRING], -1;
+		if (!rec->symbol.frame)
+			return *why = "frame 0", -1;
+		return 0;
+	default:
+		break;
+	}
+	s = sp_schema(rec->kind);
 	if (!s)
 		return 0;
 	for (i = 0; i < s->nfields; i++) {
