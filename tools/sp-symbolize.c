@@ -148,6 +148,28 @@ struct pending {
 	uint64_t id, pid;
 };
 
+/*
+ * Consecutive frame records are held back, up to BATCH of them, and looked
+ * up in address order (random addresses one after the other miss the caches
+ * in every table of the index); they are then written in their own order,
+ * each followed by its symbols, as one at a time would write them.
+ */
+#define BATCH 65536
+#define PREFETCH 16
+
+struct batched {
+	struct sp_frame f;
+	uint32_t first, n;	/* levels in g.levels */
+	unsigned int status;
+	bool defer;
+};
+
+/* A frame to look up, in the sorted copy: its lookups read memory in order. */
+struct order {
+	struct sp_frame f;
+	uint32_t i;		/* index in the batch */
+};
+
 static struct {
 	struct sp_reader *in;
 	struct sp_writer *w;
@@ -157,6 +179,11 @@ static struct {
 	uint64_t str_gen;		/* sp_symbolizer_generation() str_ids is valid for */
 	struct pending *pending;
 	size_t npending, cappending;
+	struct batched *batch;
+	struct order *order, *order_tmp;
+	size_t nbatch, capbatch, caporder, caporder_tmp;
+	struct sp_sym_level *levels;
+	size_t nlevels, caplevels;
 	bool passthrough;	/* the input is symbolized already */
 	uint64_t t0, last_progress, records;
 	bool progress_shown;
@@ -188,14 +215,14 @@ static uint64_t str_id(const char *p)
 	return id;
 }
 
-static int put_symbols(uint64_t frame, const struct sp_frame *f)
+static int put_levels(uint64_t frame, unsigned int status, const struct sp_sym_level *level,
+		      unsigned int n)
 {
-	const struct sp_sym_result *r = sp_symbolizer_frame(g.sym, f);
 	struct sp_record rec = { .kind = SP_REC_SYMBOL };
 	unsigned int i;
 
-	for (i = 0; i < r->n; i++) {
-		const struct sp_sym_level *l = &r->level[i];
+	for (i = 0; i < n; i++) {
+		const struct sp_sym_level *l = &level[i];
 
 		memset(&rec.symbol, 0, sizeof(rec.symbol));
 		rec.symbol.frame = frame;
@@ -205,12 +232,19 @@ static int put_symbols(uint64_t frame, const struct sp_frame *f)
 		rec.symbol.line = l->line;
 		rec.symbol.column = l->column;
 		rec.symbol.offset = l->offset;
-		rec.symbol.status = i == 0 ? r->status : 0;
+		rec.symbol.status = i == 0 ? status : 0;
 		rec.symbol.flags = l->flags;
 		if (sp_writer_put(g.w, &rec))
 			return -1;
 	}
 	return 0;
+}
+
+static int put_symbols(uint64_t frame, const struct sp_frame *f)
+{
+	const struct sp_sym_result *r = sp_symbolizer_frame(g.sym, f);
+
+	return put_levels(frame, r->status, r->level, r->n);
 }
 
 /* Resolve the deferred frames of pid (all of them when all). */
@@ -231,6 +265,128 @@ static int flush_pending(uint64_t pid, bool all)
 	}
 	g.npending = j;
 	return err;
+}
+
+static void defer_frame(uint64_t id, const struct sp_frame *f)
+{
+	const struct sp_module *m = f->module ? sp_defs_module(sp_writer_defs(g.w), f->module) :
+				    NULL;
+	struct pending *p;
+
+	sp_grow(&g.pending, &g.cappending, g.npending + 1, sizeof(*g.pending));
+	p = &g.pending[g.npending++];
+	p->f = *f;
+	p->id = id;
+	p->pid = m ? m->pid : f->pid;
+	/* A JIT module may be retired before we resolve: go by pid. */
+	if (f->mode != SP_FRAME_KERNEL && m && m->pid != 0) {
+		p->f.module = 0;
+		p->f.pid = p->pid;
+		p->f.mode = SP_FRAME_JIT;
+	}
+}
+
+/* One stable pass of a radix sort: by byte 'shift' of key (rel, else module). */
+static void radix_pass(struct order *from, struct order *to, size_t n, bool by_module,
+		       unsigned int shift)
+{
+	size_t count[256] = { 0 }, i, sum = 0, c;
+
+	for (i = 0; i < n; i++)
+		count[((by_module ? from[i].f.module : from[i].f.rel) >> shift) & 255]++;
+	for (i = 0; i < 256; i++) {
+		c = count[i];
+		count[i] = sum;
+		sum += c;
+	}
+	for (i = 0; i < n; i++)
+		to[count[((by_module ? from[i].f.module : from[i].f.rel) >> shift) & 255]++] = from[i];
+}
+
+/*
+ * Sort g.order[0..n) by module, then rel, keeping the frames' order among
+ * equals: LSD radix over the bytes in which the keys differ at all.
+ */
+static void sort_order(size_t n)
+{
+	struct order *a = g.order, *b = g.order_tmp, *t;
+	uint64_t rel_or = 0, rel_and = UINT64_MAX, mod_or = 0, mod_and = UINT64_MAX;
+	unsigned int pass, shift;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		rel_or |= a[i].f.rel;
+		rel_and &= a[i].f.rel;
+		mod_or |= a[i].f.module;
+		mod_and &= a[i].f.module;
+	}
+	for (pass = 0; pass < 16; pass++) {
+		bool by_module = pass >= 8;
+		uint64_t diff = by_module ? mod_or ^ mod_and : rel_or ^ rel_and;
+
+		shift = (pass % 8) * 8;
+		if (!((diff >> shift) & 255))
+			continue;
+		radix_pass(a, b, n, by_module, shift);
+		t = a;
+		a = b;
+		b = t;
+	}
+	if (a != g.order)
+		memcpy(g.order, a, n * sizeof(*a));
+}
+
+/* Resolve the held-back frames in address order, then write them in theirs. */
+static int flush_batch(void)
+{
+	struct sp_record rec = { .kind = SP_REC_FRAME };
+	size_t i, n = g.nbatch, k = 0;
+	uint64_t id;
+
+	if (!n)
+		return 0;
+	g.nbatch = 0;
+	g.nlevels = 0;
+	sp_grow(&g.order, &g.caporder, n, sizeof(*g.order));
+	sp_grow(&g.order_tmp, &g.caporder_tmp, n, sizeof(*g.order_tmp));
+	for (i = 0; i < n; i++) {
+		struct batched *b = &g.batch[i];
+
+		/* No record comes between them: what defers one is the same for all. */
+		b->defer = sp_symbolizer_should_defer(g.sym, &b->f);
+		if (!b->defer) {
+			g.order[k].f = b->f;
+			g.order[k++].i = (uint32_t)i;
+		}
+	}
+	sort_order(k);
+	for (i = 0; i < k; i++) {
+		struct batched *b = &g.batch[g.order[i].i];
+		const struct sp_sym_result *r = sp_symbolizer_frame(g.sym, &g.order[i].f);
+
+		sp_grow(&g.levels, &g.caplevels, g.nlevels + r->n, sizeof(*g.levels));
+		memcpy(g.levels + g.nlevels, r->level, r->n * sizeof(*r->level));
+		b->first = (uint32_t)g.nlevels;
+		b->n = r->n;
+		b->status = r->status;
+		g.nlevels += r->n;
+	}
+	for (i = 0; i < n; i++) {
+		struct batched *b = &g.batch[i];
+
+		/* The levels are in lookup order: fetch them ahead of their turn. */
+		if (i + PREFETCH < n && !g.batch[i + PREFETCH].defer)
+			__builtin_prefetch(g.levels + g.batch[i + PREFETCH].first);
+		rec.frame = b->f;
+		if (sp_writer_put(g.w, &rec))
+			return -1;
+		id = sp_defs_nframes(sp_writer_defs(g.w));
+		if (b->defer)
+			defer_frame(id, &b->f);
+		else if (put_levels(id, b->status, g.levels + b->first, b->n))
+			return -1;
+	}
+	return 0;
 }
 
 static void progress(bool done)
@@ -267,6 +423,21 @@ static int handle(struct sp_record *rec)
 	size_t len = 0;
 	uint64_t id;
 
+	/* A frame without bytes of a newer writer waits in the batch. */
+	if (rec->kind == SP_REC_FRAME && !g.passthrough && !rec->extra.len) {
+		if (sp_strmap_apply(&g.map, rec, &why) < 0) {
+			sp_reader_skipped(g.in, rec, "a %s record refers to %s",
+					  sp_rec_kind_name(rec->kind) ?: "unknown", why);
+			return 0;
+		}
+		if (g.nbatch == BATCH && flush_batch())
+			return -1;
+		sp_grow(&g.batch, &g.capbatch, g.nbatch + 1, sizeof(*g.batch));
+		g.batch[g.nbatch++].f = rec->frame;
+		return 0;
+	}
+	if (flush_batch())
+		return -1;
 	switch (rec->kind) {
 	case SP_REC_HEADER:
 		if (flush_pending(0, true))
@@ -338,21 +509,7 @@ static int handle(struct sp_record *rec)
 	case SP_REC_FRAME:
 		id = sp_defs_nframes(sp_writer_defs(g.w));
 		if (sp_symbolizer_should_defer(g.sym, &rec->frame)) {
-			const struct sp_module *m = rec->frame.module ?
-				sp_defs_module(sp_writer_defs(g.w), rec->frame.module) : NULL;
-			struct pending *p;
-
-			sp_grow(&g.pending, &g.cappending, g.npending + 1, sizeof(*g.pending));
-			p = &g.pending[g.npending++];
-			p->f = rec->frame;
-			p->id = id;
-			p->pid = m ? m->pid : rec->frame.pid;
-			/* A JIT module may be retired before we resolve: go by pid. */
-			if (rec->frame.mode != SP_FRAME_KERNEL && m && m->pid != 0) {
-				p->f.module = 0;
-				p->f.pid = p->pid;
-				p->f.mode = SP_FRAME_JIT;
-			}
+			defer_frame(id, &rec->frame);
 			return 0;
 		}
 		return put_symbols(id, &rec->frame);
@@ -409,14 +566,14 @@ int main(int argc, char **argv)
 			err = -1;
 			break;
 		}
-		if (!sp_reader_more_available(g.in) && sp_writer_flush(g.w)) {
+		if (!sp_reader_more_available(g.in) && (flush_batch() || sp_writer_flush(g.w))) {
 			err = -1;
 			break;
 		}
 		if (!(g.records & 1023))
 			progress(false);
 	}
-	if (g.w && !err && flush_pending(0, true))
+	if (g.w && !err && (flush_batch() || flush_pending(0, true)))
 		err = -1;
 	if (g.w && sp_writer_close(g.w))
 		err = -1;
@@ -431,5 +588,9 @@ int main(int argc, char **argv)
 	sp_strmap_release(&g.map);
 	sp_u64map_release(&g.str_ids);
 	free(g.pending);
+	free(g.batch);
+	free(g.order);
+	free(g.order_tmp);
+	free(g.levels);
 	return sp_close_output(&env.common, status);
 }
