@@ -154,7 +154,7 @@ struct pending {
  * in every table of the index); they are then written in their own order,
  * each followed by its symbols, as one at a time would write them.
  */
-#define BATCH 65536
+#define BATCH 16384
 #define PREFETCH 16
 
 struct batched {
@@ -164,10 +164,10 @@ struct batched {
 	bool defer;
 };
 
-/* A frame to look up, in the sorted copy: its lookups read memory in order. */
+/* The sort key of a batched frame. */
 struct order {
-	struct sp_frame f;
-	uint32_t i;		/* index in the batch */
+	uint64_t module, rel;
+	uint64_t i;		/* index in the batch */
 };
 
 static struct {
@@ -293,14 +293,14 @@ static void radix_pass(struct order *from, struct order *to, size_t n, bool by_m
 	size_t count[256] = { 0 }, i, sum = 0, c;
 
 	for (i = 0; i < n; i++)
-		count[((by_module ? from[i].f.module : from[i].f.rel) >> shift) & 255]++;
+		count[((by_module ? from[i].module : from[i].rel) >> shift) & 255]++;
 	for (i = 0; i < 256; i++) {
 		c = count[i];
 		count[i] = sum;
 		sum += c;
 	}
 	for (i = 0; i < n; i++)
-		to[count[((by_module ? from[i].f.module : from[i].f.rel) >> shift) & 255]++] = from[i];
+		to[count[((by_module ? from[i].module : from[i].rel) >> shift) & 255]++] = from[i];
 }
 
 /*
@@ -315,10 +315,10 @@ static void sort_order(size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		rel_or |= a[i].f.rel;
-		rel_and &= a[i].f.rel;
-		mod_or |= a[i].f.module;
-		mod_and &= a[i].f.module;
+		rel_or |= a[i].rel;
+		rel_and &= a[i].rel;
+		mod_or |= a[i].module;
+		mod_and &= a[i].module;
 	}
 	for (pass = 0; pass < 16; pass++) {
 		bool by_module = pass >= 8;
@@ -355,14 +355,20 @@ static int flush_batch(void)
 		/* No record comes between them: what defers one is the same for all. */
 		b->defer = sp_symbolizer_should_defer(g.sym, &b->f);
 		if (!b->defer) {
-			g.order[k].f = b->f;
-			g.order[k++].i = (uint32_t)i;
+			g.order[k].module = b->f.module;
+			g.order[k].rel = b->f.rel;
+			g.order[k++].i = i;
 		}
 	}
 	sort_order(k);
 	for (i = 0; i < k; i++) {
 		struct batched *b = &g.batch[g.order[i].i];
-		const struct sp_sym_result *r = sp_symbolizer_frame(g.sym, &g.order[i].f);
+		const struct sp_sym_result *r;
+
+		/* In address order the batch is read at random: fetch ahead. */
+		if (i + PREFETCH < k)
+			__builtin_prefetch(&g.batch[g.order[i + PREFETCH].i]);
+		r = sp_symbolizer_frame(g.sym, &b->f);
 
 		sp_grow(&g.levels, &g.caplevels, g.nlevels + r->n, sizeof(*g.levels));
 		memcpy(g.levels + g.nlevels, r->level, r->n * sizeof(*r->level));
