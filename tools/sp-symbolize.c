@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hashmap.h"
 #include "reader.h"
 #include "sp.h"
 #include "strmap.h"
@@ -170,12 +169,19 @@ struct order {
 	uint64_t i;		/* index in the batch */
 };
 
+/* One slot of str_id()'s table: pointer and id side by side, one cache line a probe. */
+struct str_slot {
+	const char *p;		/* NULL: empty */
+	uint64_t id;
+};
+
 static struct {
 	struct sp_reader *in;
 	struct sp_writer *w;
 	struct sp_symbolizer *sym;
 	struct sp_strmap map;
-	struct sp_u64map str_ids;	/* symbolizer string pointer -> output string id */
+	struct str_slot *str_ids;	/* symbolizer string pointer -> output string id */
+	size_t str_cap, str_n;		/* str_cap a power of 2 (or 0), at most half used */
 	uint64_t str_gen;		/* sp_symbolizer_generation() str_ids is valid for */
 	struct pending *pending;
 	size_t npending, cappending;
@@ -195,23 +201,59 @@ static void on_signal(int sig)
 	sp_reader_stop(g.in);
 }
 
+static void str_ids_release(void)
+{
+	free(g.str_ids);
+	g.str_ids = NULL;
+	g.str_cap = g.str_n = 0;
+}
+
+static struct str_slot *str_slot(const char *p)
+{
+	size_t mask = g.str_cap - 1;
+	size_t i = (size_t)(((uintptr_t)p * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+
+	while (g.str_ids[i].p && g.str_ids[i].p != p)
+		i = (i + 1) & mask;
+	return &g.str_ids[i];
+}
+
 /* The output id of a symbolizer string, interned once per string. */
 static uint64_t str_id(const char *p)
 {
-	uint64_t *v, id;
+	struct str_slot *sl;
+	uint64_t id;
+	size_t i;
 
 	if (!p)
 		return 0;
 	if (g.str_gen != sp_symbolizer_generation(g.sym)) {
-		sp_u64map_release(&g.str_ids);
+		str_ids_release();
 		g.str_gen = sp_symbolizer_generation(g.sym);
 	}
-	v = sp_u64map_get(&g.str_ids, (uintptr_t)p);
-	if (v)
-		return *v;
+	if (g.str_cap) {
+		sl = str_slot(p);
+		if (sl->p)
+			return sl->id;
+	}
 	id = sp_writer_strz(g.w, p);
-	if (id)
-		sp_u64map_put(&g.str_ids, (uintptr_t)p, id);
+	if (!id)
+		return 0;
+	if ((g.str_n + 1) * 2 > g.str_cap) {
+		struct str_slot *old = g.str_ids;
+		size_t cap = g.str_cap;
+
+		g.str_cap = cap ? cap * 2 : 1024;
+		g.str_ids = sp_xcalloc(g.str_cap, sizeof(*g.str_ids));
+		for (i = 0; i < cap; i++)
+			if (old[i].p)
+				*str_slot(old[i].p) = old[i];
+		free(old);
+	}
+	sl = str_slot(p);
+	sl->p = p;
+	sl->id = id;
+	g.str_n++;
 	return id;
 }
 
@@ -449,7 +491,7 @@ static int handle(struct sp_record *rec)
 		if (flush_pending(0, true))
 			return -1;
 		sp_strmap_reset(&g.map);
-		sp_u64map_release(&g.str_ids);
+		str_ids_release();
 		g.passthrough = (rec->header.flags & SP_HDR_SYMBOLIZED) && !env.force;
 		{
 			char rel[128];
@@ -592,7 +634,7 @@ int main(int argc, char **argv)
 		sp_symbolizer_print_stats(g.sym, stderr, env.stats);
 	sp_symbolizer_free(g.sym);
 	sp_strmap_release(&g.map);
-	sp_u64map_release(&g.str_ids);
+	str_ids_release();
 	free(g.pending);
 	free(g.batch);
 	free(g.order);
