@@ -14,7 +14,7 @@
 struct str_ent {
 	size_t off;		/* into arena */
 	uint32_t len;
-	uint8_t text;		/* sp_defs_str_is_text(): 0 not known yet, 1 yes, 2 no */
+	uint8_t text;		/* sp_defs_str_text() + 1; 0 not known yet */
 };
 
 struct sym_range {
@@ -183,10 +183,31 @@ int sp_defs_check(const struct sp_defs *d, const struct sp_record *rec, const ch
 {
 	static const char *const what[] = { "", "an undefined string", "an undefined module",
 					    "an undefined frame", "an undefined stack" };
-	const struct sp_schema *s = sp_schema(rec->kind);
+	const struct sp_schema *s;
 	const struct sp_event_schema *es;
 	unsigned int i;
 
+	/* The commonest kinds without the walk over their schema (same checks, same order). */
+	switch (rec->kind) {
+	case SP_REC_STRING:
+		return 0;
+	case SP_REC_FRAME:
+		if (check_ref(d, SP_REF_MODULE, rec->frame.module))
+			return *why = what[SP_REF_MODULE], -1;
+		return 0;
+	case SP_REC_SYMBOL:
+		if (check_ref(d, SP_REF_FRAME, rec->symbol.frame))
+			return *why = what[SP_REF_FRAME], -1;
+		if (check_ref(d, SP_REF_STRING, rec->symbol.func) ||
+		    check_ref(d, SP_REF_STRING, rec->symbol.file))
+			return *why = what[SP_REF_STRING], -1;
+		if (!rec->symbol.frame)
+			return *why = "frame 0", -1;
+		return 0;
+	default:
+		break;
+	}
+	s = sp_schema(rec->kind);
 	if (!s)
 		return 0;
 	for (i = 0; i < s->nfields; i++) {
@@ -443,20 +464,28 @@ uint64_t sp_defs_find_str(struct sp_defs *d, const char *s, size_t len)
 	return sp_idset_find(&d->str_index, str_hash(s, len), &k, str_eq, d);
 }
 
-bool sp_defs_str_is_text(struct sp_defs *d, uint64_t id)
+enum sp_str_text sp_defs_str_text(struct sp_defs *d, uint64_t id)
 {
 	struct str_ent *e;
 	const char *s;
 
 	if (!id || id >= d->nstrs)
-		return false;
+		return SP_STR_ID;
 	e = &d->strs[id];
 	if (!e->text) {
 		/* Stable: a string defined later never comes first for its text. */
 		s = d->arena + e->off;
-		e->text = sp_utf8_valid(s, e->len) && sp_defs_find_str(d, s, e->len) == id ? 1 : 2;
+		if (!sp_utf8_valid(s, e->len) || sp_defs_find_str(d, s, e->len) != id)
+			e->text = 1 + SP_STR_ID;
+		else
+			e->text = 1 + (sp_json_plain(s, e->len) ? SP_STR_PLAIN : SP_STR_TEXT);
 	}
-	return e->text == 1;
+	return e->text - 1;
+}
+
+bool sp_defs_str_is_text(struct sp_defs *d, uint64_t id)
+{
+	return sp_defs_str_text(d, id) != SP_STR_ID;
 }
 
 uint64_t sp_defs_find_frame(struct sp_defs *d, const struct sp_frame *f)

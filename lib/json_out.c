@@ -53,21 +53,74 @@ void sp_buf_printf(struct sp_buf *b, const char *fmt, ...)
 	b->len += n;
 }
 
-static void buf_u(struct sp_buf *b, uint64_t v)
+/* Decimal digits of v (at least 1). */
+static inline unsigned int dec_len(uint64_t v)
 {
-	char tmp[24];
-	int i = sizeof(tmp);
+	unsigned int n = 1;
+
+	while (v >= 100) {
+		v /= 100;
+		n += 2;
+	}
+	return n + (v >= 10);
+}
+
+/* v in decimal at p, two digits a division; returns the end. At most 20 bytes. */
+static inline __attribute__((always_inline)) char *put_u(char *p, uint64_t v)
+{
+	static const char pairs[] =
+		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
+	char *end;
 
 	if (v < 10) {
-		sp_buf_reserve(b, 1);
-		b->p[b->len++] = '0' + v;
-		return;
+		*p = '0' + v;
+		return p + 1;
 	}
+	end = p + dec_len(v);
+	p = end;
+	while (v >= 100) {
+		unsigned int r = v % 100;
+
+		v /= 100;
+		p -= 2;
+		p[0] = pairs[2 * r];
+		p[1] = pairs[2 * r + 1];
+	}
+	if (v >= 10) {
+		p -= 2;
+		p[0] = pairs[2 * v];
+		p[1] = pairs[2 * v + 1];
+	} else {
+		*--p = '0' + v;
+	}
+	return end;
+}
+
+/* v as a quoted "0x..." at p; returns the end. At most 20 bytes. */
+static inline __attribute__((always_inline)) char *put_x(char *p, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned int n = v ? (64 - __builtin_clzll(v) + 3) / 4 : 1;
+	char *end = p + n + 4;
+
+	p[0] = '"';
+	p[1] = '0';
+	p[2] = 'x';
+	p[n + 3] = '"';
+	p += n + 3;
 	do {
-		tmp[--i] = '0' + v % 10;
-		v /= 10;
+		*--p = digits[v & 15];
+		v >>= 4;
 	} while (v);
-	sp_buf_add(b, tmp + i, sizeof(tmp) - i);
+	return end;
+}
+
+static void buf_u(struct sp_buf *b, uint64_t v)
+{
+	sp_buf_reserve(b, 20);
+	b->len = put_u(b->p + b->len, v) - b->p;
 }
 
 static void buf_i(struct sp_buf *b, int64_t v)
@@ -82,19 +135,8 @@ static void buf_i(struct sp_buf *b, int64_t v)
 
 static void buf_x(struct sp_buf *b, uint64_t v)
 {
-	static const char digits[] = "0123456789abcdef";
-	char tmp[22];
-	int i = sizeof(tmp);
-
-	tmp[--i] = '"';
-	do {
-		tmp[--i] = digits[v & 15];
-		v >>= 4;
-	} while (v);
-	tmp[--i] = 'x';
-	tmp[--i] = '0';
-	tmp[--i] = '"';
-	sp_buf_add(b, tmp + i, sizeof(tmp) - i);
+	sp_buf_reserve(b, 20);
+	b->len = put_x(b->p + b->len, v) - b->p;
 }
 
 void sp_buf_hex(struct sp_buf *b, const uint8_t *p, size_t n)
@@ -158,6 +200,17 @@ bool sp_utf8_valid(const char *s, size_t n)
 static const bool plain[256] = {
 	[0x20 ... '"' - 1] = true, ['"' + 1 ... '\\' - 1] = true, ['\\' + 1 ... 0x7f] = true,
 };
+
+bool sp_json_plain(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!plain[u[i]])
+			return false;
+	return true;
+}
 
 void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n)
 {
@@ -267,12 +320,26 @@ static void render_str_ref(struct sp_buf *b, const struct sp_defs *d, uint64_t i
 	size_t len;
 	const char *s = sp_defs_str(d, id, &len);
 
-	if (!s)
+	if (!s) {
 		sp_buf_puts(b, "null");
-	else if (sp_defs_str_is_text((struct sp_defs *)d, id))
+		return;
+	}
+	switch (sp_defs_str_text((struct sp_defs *)d, id)) {
+	case SP_STR_PLAIN:
+		/* Nothing to escape: copied as it is. */
+		sp_buf_reserve(b, len + 2);
+		b->p[b->len] = '"';
+		memcpy(b->p + b->len + 1, s, len);
+		b->p[b->len + len + 1] = '"';
+		b->len += len + 2;
+		break;
+	case SP_STR_TEXT:
 		sp_buf_json_str(b, s, len);
-	else
+		break;
+	default:
 		buf_u(b, id);
+		break;
+	}
 }
 
 /* Render one field; returns false if it was left out. */
@@ -452,19 +519,49 @@ static void render_extra(struct sp_buf *b, const struct sp_record *rec)
 	sp_buf_add(b, "}\n", 2);
 }
 
+/*
+ * render_num() at p, in room the caller reserved: at most 4 + len + 20 bytes.
+ * Returns the end.
+ */
+static inline __attribute__((always_inline)) char *
+put_num(char *p, const char *name, size_t len, uint64_t u, bool hex, bool always)
+{
+	if (!u && !always)
+		return p;
+	p[0] = ',';
+	p[1] = '"';
+	memcpy(p + 2, name, len);
+	p[len + 2] = '"';
+	p[len + 3] = ':';
+	p += len + 4;
+	return hex || u > INT64_MAX ? put_x(p, u) : put_u(p, u);
+}
+#define PUT_NUM(p, lit, u, hex, always)	put_num(p, lit, sizeof(lit) - 1, u, hex, always)
+
+/* Room for a record's opening and up to four numbers of put_num(). */
+#define NUMS_ROOM	160
+
 /* A frame record, as the generic rendering writes it (frame_f[] of schema.c). */
 static void render_frame(struct sp_buf *b, const struct sp_record *rec)
 {
 	const struct sp_frame *f = &rec->frame;
+	char *p;
 
-	sp_buf_add(b, "{\"type\":\"frame\"", 15);
-	NUM(b, "id", f->id, false, true);
-	NUM(b, "module", f->module, false, true);
-	NUM(b, "rel", f->rel, true, true);
-	NUM(b, "addr", f->addr, true, true);
+	sp_buf_reserve(b, NUMS_ROOM);
+	p = b->p + b->len;
+	memcpy(p, "{\"type\":\"frame\"", 15);
+	p += 15;
+	p = PUT_NUM(p, "id", f->id, false, true);
+	p = PUT_NUM(p, "module", f->module, false, true);
+	p = PUT_NUM(p, "rel", f->rel, true, true);
+	p = PUT_NUM(p, "addr", f->addr, true, true);
+	b->len = p - b->p;
 	render_enum(b, SP_REC_FRAME, 4, "mode", 4, f->mode);
-	NUM(b, "pid", f->pid, false, false);
-	NUM(b, "flags", f->flags, true, false);
+	sp_buf_reserve(b, NUMS_ROOM);
+	p = b->p + b->len;
+	p = PUT_NUM(p, "pid", f->pid, false, false);
+	p = PUT_NUM(p, "flags", f->flags, true, false);
+	b->len = p - b->p;
 	render_extra(b, rec);
 }
 
@@ -476,10 +573,15 @@ static void render_frame(struct sp_buf *b, const struct sp_record *rec)
 static void render_symbol(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec)
 {
 	const struct sp_symbol *y = &rec->symbol;
+	char *p;
 
-	sp_buf_add(b, "{\"type\":\"symbol\"", 16);
-	NUM(b, "frame", y->frame, false, true);
-	NUM(b, "index", y->index, false, true);
+	sp_buf_reserve(b, NUMS_ROOM);
+	p = b->p + b->len;
+	memcpy(p, "{\"type\":\"symbol\"", 16);
+	p += 16;
+	p = PUT_NUM(p, "frame", y->frame, false, true);
+	p = PUT_NUM(p, "index", y->index, false, true);
+	b->len = p - b->p;
 	if (y->func) {
 		KEY(b, "func");
 		render_str_ref(b, d, y->func);
@@ -488,9 +590,12 @@ static void render_symbol(struct sp_buf *b, const struct sp_defs *d, const struc
 		KEY(b, "file");
 		render_str_ref(b, d, y->file);
 	}
-	NUM(b, "line", y->line, false, false);
-	NUM(b, "column", y->column, false, false);
-	NUM(b, "offset", y->offset, true, false);
+	sp_buf_reserve(b, NUMS_ROOM);
+	p = b->p + b->len;
+	p = PUT_NUM(p, "line", y->line, false, false);
+	p = PUT_NUM(p, "column", y->column, false, false);
+	p = PUT_NUM(p, "offset", y->offset, true, false);
+	b->len = p - b->p;
 	render_enum(b, SP_REC_SYMBOL, 7, "status", 6, y->status);
 	NUM(b, "flags", y->flags, true, false);
 	render_extra(b, rec);
@@ -499,7 +604,7 @@ static void render_symbol(struct sp_buf *b, const struct sp_defs *d, const struc
 void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec,
 		    unsigned int flags)
 {
-	const struct sp_schema *s = sp_schema(rec->kind);
+	const struct sp_schema *s;
 	const void *body = &rec->header;
 	unsigned int i;
 
@@ -511,6 +616,7 @@ void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_r
 		render_frame(b, rec);
 		return;
 	}
+	s = sp_schema(rec->kind);
 
 	if (!s) {
 		sp_buf_puts(b, "{\"type\":\"unknown\",\"kind\":");

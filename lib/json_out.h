@@ -25,6 +25,8 @@ void sp_buf_printf(struct sp_buf *b, const char *fmt, ...) __attribute__((format
 void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n);
 /* True if s[0..n) is valid UTF-8 without NUL bytes. */
 bool sp_utf8_valid(const char *s, size_t n);
+/* True if s[0..n) goes into a JSON string as it is: printable ASCII, no '"' or '\\'. */
+bool sp_json_plain(const char *s, size_t n);
 /* Append hex digits of p[0..n). */
 void sp_buf_hex(struct sp_buf *b, const uint8_t *p, size_t n);
 

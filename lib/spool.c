@@ -86,13 +86,11 @@ struct cur {
 	const char *err;
 };
 
-static uint64_t get_u(struct cur *c)
+static uint64_t get_u_slow(struct cur *c)
 {
 	uint64_t v = 0;
 	int k;
 
-	if (c->i >= c->n)
-		return 0;
 	k = sp_varint_get(c->p + c->i, c->n - c->i, &v);
 	if (k <= 0) {
 		c->err = "corrupt varint";
@@ -101,6 +99,28 @@ static uint64_t get_u(struct cur *c)
 	}
 	c->i += k;
 	return v;
+}
+
+/* Inlined for varints of up to four bytes, the common ones. */
+static inline __attribute__((always_inline)) uint64_t get_u(struct cur *c)
+{
+	const uint8_t *p = c->p + c->i;
+	size_t left = c->n - c->i;
+	uint64_t x;
+	unsigned int k;
+
+	if (c->i >= c->n)
+		return 0;
+	x = p[0] & 0x7f;
+	for (k = 0; k < 4 && k < left; k++) {
+		if (k)
+			x |= (uint64_t)(p[k] & 0x7f) << (7 * k);
+		if (!(p[k] & 0x80)) {
+			c->i += k + 1;
+			return x;
+		}
+	}
+	return get_u_slow(c);
 }
 
 static struct sp_bytes get_b(struct cur *c)
@@ -119,7 +139,7 @@ static struct sp_bytes get_b(struct cur *c)
 	return b;
 }
 
-static void get_field(struct cur *c, struct sp_spool_state *st, enum sp_field_type t,
+static inline __attribute__((always_inline)) void get_field(struct cur *c, struct sp_spool_state *st, enum sp_field_type t,
 		      uint64_t *u, struct sp_bytes *b)
 {
 	switch (t) {

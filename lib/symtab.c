@@ -7,6 +7,8 @@
 #include "symtab.h"
 
 #define ARENA_CHUNK (64 * 1024)
+/* Entries a lookup tries below the address: small symbols nest in larger ones. */
+#define LOOKBACK 16
 
 struct arena_chunk {
 	struct arena_chunk *next;
@@ -18,6 +20,14 @@ struct sp_symtab {
 	struct sp_symtab_entry *e;
 	size_t n, cap;
 	size_t sorted;		/* e[0..sorted) is finished */
+	/*
+	 * reach[i]: the end of the furthest reaching entry that a lookup whose
+	 * nearest symbol below is e[i] tries (see LOOKBACK), UINT64_MAX if it
+	 * does not fit: an address at or past it has no symbol without a scan.
+	 * NULL when out of memory (then every lookup scans).
+	 */
+	uint64_t *reach;
+	size_t reach_cap;
 	struct arena_chunk *chunks;
 	size_t memory;
 };
@@ -42,6 +52,7 @@ void sp_symtab_free(struct sp_symtab *st)
 		free(c);
 	}
 	free(st->e);
+	free(st->reach);
 	free(st);
 }
 
@@ -214,6 +225,46 @@ static int cmp_entry(const void *a, const void *b)
 	return x->rank > y->rank ? -1 : x->rank < y->rank;
 }
 
+static void set_reach(struct sp_symtab *st)
+{
+	size_t i, k;
+
+	if (st->n > st->reach_cap) {
+		uint64_t *r = realloc(st->reach, st->n * sizeof(*r));
+
+		if (!r) {
+			free(st->reach);
+			st->reach = NULL;
+			st->reach_cap = 0;
+			return;
+		}
+		st->memory += (st->n - st->reach_cap) * sizeof(*r);
+		st->reach = r;
+		st->reach_cap = st->n;
+	}
+	if (!st->reach)
+		return;
+	/* The entries sp_symtab_lookup() tries, in its order, for lo - 1 = i. */
+	for (i = 0; i < st->n; i++) {
+		uint64_t reach = 0;
+
+		for (k = 0; k < LOOKBACK && i >= k; k++) {
+			const struct sp_symtab_entry *e = &st->e[i - k];
+			uint64_t end = e->addr + e->size;
+
+			if (end < e->addr) {
+				reach = UINT64_MAX;
+				break;
+			}
+			if (end > reach)
+				reach = end;
+			if (e->flags & SP_SYMTAB_UNSIZED)
+				break;
+		}
+		st->reach[i] = reach;
+	}
+}
+
 void sp_symtab_finish(struct sp_symtab *st)
 {
 	size_t i, j;
@@ -244,6 +295,7 @@ void sp_symtab_finish(struct sp_symtab *st)
 		e->size = end > e->addr ? end - e->addr : 1;
 	}
 	st->sorted = st->n;
+	set_reach(st);
 }
 
 const struct sp_symtab_entry *sp_symtab_lookup(struct sp_symtab *st, uint64_t addr)
@@ -261,8 +313,13 @@ const struct sp_symtab_entry *sp_symtab_lookup(struct sp_symtab *st, uint64_t ad
 		else
 			hi = mid;
 	}
+	if (!lo)
+		return NULL;
+	/* Most misses (static functions of a .dynsym-only file) end here. */
+	if (st->reach && addr >= st->reach[lo - 1] && st->reach[lo - 1] != UINT64_MAX)
+		return NULL;
 	/* The nearest symbol below may be a small one nested in a larger one. */
-	for (k = 0; k < 16 && lo > k; k++) {
+	for (k = 0; k < LOOKBACK && lo > k; k++) {
 		const struct sp_symtab_entry *e = &st->e[lo - 1 - k];
 
 		if (addr - e->addr < e->size)

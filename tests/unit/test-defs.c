@@ -81,6 +81,29 @@ static void test_defs_strings(void)
 	sp_defs_free(d);
 }
 
+/* How a string may be written in JSON: as plain text, escaped text, or its id. */
+static void test_defs_str_text(void)
+{
+	struct sp_defs *d = sp_defs_new();
+
+	CHECK_EQ_U(add_str(d, "main"), 1);
+	CHECK_EQ_U(add_str(d, "say \"hi\""), 2);
+	CHECK_EQ_U(add_str(d, "caf\xc3\xa9"), 3);
+	CHECK_EQ_U(add_str(d, "bad \xff"), 4);
+	CHECK_EQ_U(add_str(d, "main"), 5);
+	CHECK_EQ_U(add_str(d, "tab\there"), 6);
+	CHECK_EQ_U(sp_defs_str_text(d, 1), SP_STR_PLAIN);
+	CHECK_EQ_U(sp_defs_str_text(d, 2), SP_STR_TEXT);
+	CHECK_EQ_U(sp_defs_str_text(d, 3), SP_STR_TEXT);
+	CHECK_EQ_U(sp_defs_str_text(d, 4), SP_STR_ID);
+	CHECK_EQ_U(sp_defs_str_text(d, 5), SP_STR_ID);	/* not the first "main" */
+	CHECK_EQ_U(sp_defs_str_text(d, 6), SP_STR_TEXT);
+	CHECK_EQ_U(sp_defs_str_text(d, 7), SP_STR_ID);
+	CHECK(sp_defs_str_is_text(d, 1) && sp_defs_str_is_text(d, 2));
+	CHECK(!sp_defs_str_is_text(d, 4) && !sp_defs_str_is_text(d, 5));
+	sp_defs_free(d);
+}
+
 static void test_defs_undefined_references(void)
 {
 	struct sp_defs *d = sp_defs_new();
@@ -377,6 +400,7 @@ static void test_defs_symbol_chains(void)
 int main(void)
 {
 	TAP_RUN(test_defs_strings);
+	TAP_RUN(test_defs_str_text);
 	TAP_RUN(test_defs_undefined_references);
 	TAP_RUN(test_defs_every_reference_checked);
 	TAP_RUN(test_defs_ids_out_of_order);

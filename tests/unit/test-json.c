@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests of JSON lines in and out (lib/json_in.c, lib/json_out.c). */
+#include <inttypes.h>
+
 #include "json_in.h"
 #include "json_out.h"
 #include "records.h"
@@ -173,6 +175,45 @@ static void test_json_rendering(void)
 	r.extra.len = 1;
 	expect_line(d, &r, 0, "{\"type\":\"module_end\",\"time\":3,\"module\":1,\"extra\":\"05\"}\n");
 	sp_json_in_free(j);
+	sp_defs_free(d);
+}
+
+/* A number as JSON holds it: decimal up to INT64_MAX, else "0x...". */
+static void json_u(char *buf, size_t size, uint64_t v)
+{
+	if (v > INT64_MAX)
+		snprintf(buf, size, "\"0x%" PRIx64 "\"", v);
+	else
+		snprintf(buf, size, "%" PRIu64, v);
+}
+
+/* Decimal and hex numbers of every width, as printf writes them. */
+static void test_json_numbers(void)
+{
+	struct sp_defs *d = sp_defs_new();
+	struct sp_record r;
+	char want[256], u1[24], u2[24];
+	uint64_t v = 0;
+	unsigned int i;
+
+	for (i = 0; i < 70; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_FRAME;
+		r.frame.id = r.frame.module = r.frame.rel = v;
+		r.frame.addr = ~v;
+		r.frame.pid = v | 1;
+		json_u(u1, sizeof(u1), v);
+		json_u(u2, sizeof(u2), v | 1);
+		snprintf(want, sizeof(want), "{\"type\":\"frame\",\"id\":%s,\"module\":%s,"
+			 "\"rel\":\"0x%" PRIx64 "\",\"addr\":\"0x%" PRIx64 "\",\"pid\":%s}\n",
+			 u1, u1, v, ~v, u2);
+		expect_line(d, &r, 0, want);
+		expect_line(d, &r, SP_JSON_GENERIC, want);
+		/* 9, 99, ... then 0xf, 0xff, ... then a mix */
+		v = i < 20 ? v * 10 + 9 : i < 40 ? (v << 4) | 15 : v * 7 + 3;
+		if (i == 19 || i == 39)
+			v = 0;
+	}
 	sp_defs_free(d);
 }
 
@@ -434,6 +475,7 @@ int main(void)
 {
 	TAP_RUN(test_json_every_kind_render_parse);
 	TAP_RUN(test_json_rendering);
+	TAP_RUN(test_json_numbers);
 	TAP_RUN(test_json_strings_that_json_cannot_name);
 	TAP_RUN(test_json_bad_lines);
 	TAP_RUN(test_json_missing_fields_and_defaults);

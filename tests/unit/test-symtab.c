@@ -59,6 +59,52 @@ static void test_symtab_sizes(void)
 	sp_symtab_free(st);
 }
 
+/*
+ * Random sized, unsized and nested symbols: every lookup gives what a scan
+ * of up to 16 entries below the address gives (the reach filter only skips
+ * scans that find nothing).
+ */
+static void test_symtab_lookup_matches_scan(void)
+{
+	enum { N = 2000 };
+	static uint64_t addr[N], size[N];
+	struct sp_symtab *st = sp_symtab_new();
+	unsigned int seed = 12345, i, bad = 0;
+	uint64_t a;
+
+	for (i = 0; i < N; i++) {
+		addr[i] = 0x1000 + 16 * (uint64_t)i + rand_r(&seed) % 16;
+		size[i] = rand_r(&seed) % 8 == 0 ? 0 : 1 + rand_r(&seed) % (i % 50 == 0 ? 4000 : 40);
+		CHECK_EQ_U(sp_symtab_add(st, addr[i], size[i], "f", 1, 0), 0);
+	}
+	for (a = 0xff0; a < 0x1000 + 16 * N + 64; a++) {
+		const struct sp_symtab_entry *e = sp_symtab_lookup(st, a);
+		uint64_t want = 0;
+		int lo, k;
+
+		for (lo = 0; lo < N && addr[lo] <= a; lo++)
+			;
+		for (k = 0; k < 16 && lo > k; k++) {
+			unsigned int j = lo - 1 - k;
+			uint64_t sz = size[j] ? size[j] : j + 1 < N ? addr[j + 1] - addr[j] :
+				      UINT64_MAX - addr[j];
+
+			if (a - addr[j] < sz) {
+				want = addr[j];
+				break;
+			}
+			if (!size[j])
+				break;
+		}
+		if ((e ? e->addr : 0) != want)
+			bad++;
+		if (a >= 0x1000 + 64 && a % 4096 == 0)
+			a += 1024;	/* a sample of the range is enough */
+	}
+	CHECK_EQ_U(bad, 0);
+	sp_symtab_free(st);
+}
+
 static void test_symtab_duplicates(void)
 {
 	struct sp_symtab *st = sp_symtab_new();
@@ -139,6 +185,7 @@ static void test_symtab_not_elf(void)
 int main(void)
 {
 	TAP_RUN(test_symtab_sizes);
+	TAP_RUN(test_symtab_lookup_matches_scan);
 	TAP_RUN(test_symtab_duplicates);
 	TAP_RUN(test_symtab_elf_self);
 	TAP_RUN(test_symtab_not_elf);

@@ -73,6 +73,9 @@ uint64_t sp_defs_find_str(struct sp_defs *d, const char *s, size_t len);
 /* Whether string id can be written as its text: valid UTF-8 and the first
  * string with that text (sp_defs_find_str() gives id). Remembered per id. */
 bool sp_defs_str_is_text(struct sp_defs *d, uint64_t id);
+/* The same, and whether its text needs no JSON escapes (sp_json_plain()). */
+enum sp_str_text { SP_STR_ID, SP_STR_TEXT, SP_STR_PLAIN };
+enum sp_str_text sp_defs_str_text(struct sp_defs *d, uint64_t id);
 uint64_t sp_defs_find_frame(struct sp_defs *d, const struct sp_frame *f);
 uint64_t sp_defs_find_stack(struct sp_defs *d, uint64_t parent, uint64_t frame);
 
