@@ -333,7 +333,8 @@ int sp_symstream_put(struct sp_symstream *s, struct sp_reader *in, struct sp_rec
 			size_t n = rec->header.kernel.len < sizeof(rel) - 1 ?
 				   rec->header.kernel.len : sizeof(rel) - 1;
 
-			memcpy(rel, rec->header.kernel.p, n);
+			if (n)	/* kernel.p is NULL when the header has no release */
+				memcpy(rel, rec->header.kernel.p, n);
 			rel[n] = 0;
 			sp_symbolizer_reset(s->sym, rel);
 		}
