@@ -379,6 +379,44 @@ static __always_inline void put_peer(struct sp_bpf_scratch *s, struct sock *sk)
 		BPF_CORE_READ_INTO(&s->ev.addr, sk, __sk_common.skc_v6_daddr);
 }
 
+/* Makes a kernel pointer held as an integer a BTF pointer: the verifier
+ * turns the call into a move, and loads through the result into faulting
+ * loads, cheaper than a probe-read helper call each. Weak: without it
+ * (before Linux 6.2) only the tp_btf programs fail to load. */
+extern void *bpf_rdonly_cast(void *obj, __u32 btf_id) __ksym __weak;
+
+/* put_peer(fd_sock(fd)) for tp_btf, where the task is a BTF pointer: the
+ * same reads as plain loads but for the fd array's slot (a pointer to
+ * pointers, which BTF loads cannot index). */
+static __always_inline void put_fd_peer_btf(struct sp_bpf_scratch *s, __u64 fd)
+{
+	struct fdtable *fdt = bpf_get_current_task_btf()->files->fdt;
+	struct file *f = NULL;
+	struct socket *sock;
+	struct sock *sk;
+	__u16 family;
+
+	if (!fdt || fd >= fdt->max_fds)
+		return;
+	bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]);
+	if (!f)
+		return;
+	f = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+	if ((f->f_inode->i_mode & S_IFMT_VAL) != S_IFSOCK_VAL)
+		return;
+	sock = bpf_rdonly_cast(f->private_data, bpf_core_type_id_kernel(struct socket));
+	sk = sock->sk;
+	if (!sk)
+		return;
+	family = sk->__sk_common.skc_family;
+	s->ev.family = family;
+	s->ev.port = bpf_ntohs(sk->__sk_common.skc_dport);
+	if (family == AF_INET_VAL)
+		__builtin_memcpy(s->ev.addr, &sk->__sk_common.skc_daddr, 4);
+	else if (family == AF_INET6_VAL)
+		__builtin_memcpy(s->ev.addr, &sk->__sk_common.skc_v6_daddr, 16);
+}
+
 static __always_inline void cred_ids(__u32 *uid, __u32 *gid)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
@@ -588,8 +626,10 @@ static __always_inline void sys_enter(__u64 nr, const __u64 *a, __u32 w)
 }
 
 /* regs: the arguments, still in the task's saved registers at exit (NULL:
- * from pending, with w & SP_WANT_ENTRY); id: bpf_get_current_pid_tgid(). */
-static __always_inline void sys_exit(__u64 nr, __s64 ret, const __u64 *regs, __u32 w, __u64 id)
+ * from pending, with w & SP_WANT_ENTRY); id: bpf_get_current_pid_tgid();
+ * direct: tp_btf, whose kernel pointers can be read with plain loads. */
+static __always_inline void sys_exit(__u64 nr, __s64 ret, const __u64 *regs, __u32 w, __u64 id,
+				     const int direct)
 {
 	__u32 tid = (__u32)id;
 	struct sp_bpf_pending *p = NULL;
@@ -680,7 +720,9 @@ static __always_inline void sys_exit(__u64 nr, __s64 ret, const __u64 *regs, __u
 		break;
 	case __NR_accept:
 	case __NR_accept4:
-		if (ret >= 0) {
+		if (ret >= 0 && direct) {
+			put_fd_peer_btf(s, ret);
+		} else if (ret >= 0) {
 			sk = fd_sock(ret);
 			if (sk)
 				put_peer(s, sk);
@@ -773,7 +815,7 @@ static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int d
 	if (!in_tree(pid_tgid >> 32))
 		return 0;
 	read_args(regs, a, direct);
-	sys_exit(id, ret, a, w, pid_tgid);
+	sys_exit(id, ret, a, w, pid_tgid, direct);
 	return 0;
 }
 
@@ -896,7 +938,7 @@ int on_sys_exit_tp(struct trace_event_raw_sys_exit *ctx)
 	pid_tgid = bpf_get_current_pid_tgid();
 	if (!in_tree(pid_tgid >> 32))
 		return 0;
-	sys_exit(id, ctx->ret, NULL, w, pid_tgid);
+	sys_exit(id, ctx->ret, NULL, w, pid_tgid, 0);
 	return 0;
 }
 

@@ -93,14 +93,28 @@ static const struct sys_kind {
 	{ __NR_setfsgid, SP_EV_SETID_CHANGE, 0, "setfsgid" },
 };
 
-static const struct sys_kind *sys_kind(uint32_t nr)
+#define NSYS_KINDS (sizeof(sys_kinds) / sizeof(sys_kinds[0]))
+
+/* sys_kinds[] by call number (index + 1, 0 = none): one load per record
+ * instead of a walk over the table. Filled once, before any use. */
+static unsigned char sys_kind_of[SP_BPF_NR_MAX];
+
+static void sys_kind_index(void)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(sys_kinds) / sizeof(sys_kinds[0]); i++)
-		if (sys_kinds[i].nr == (int)nr)
-			return &sys_kinds[i];
-	return NULL;
+	if (sys_kind_of[sys_kinds[0].nr])
+		return;
+	for (i = NSYS_KINDS; i-- > 0;)
+		if (sys_kinds[i].nr >= 0 && sys_kinds[i].nr < SP_BPF_NR_MAX)
+			sys_kind_of[sys_kinds[i].nr] = (unsigned char)(i + 1);
+}
+
+static const struct sys_kind *sys_kind(uint32_t nr)
+{
+	unsigned int i = nr < SP_BPF_NR_MAX ? sys_kind_of[nr] : 0;
+
+	return i ? &sys_kinds[i - 1] : NULL;
 }
 
 /* ---- --events lists ---- */
@@ -330,6 +344,8 @@ struct ev_priv {
 	int err;
 	char *text;			/* argv and DNS name scratch */
 	size_t text_cap;
+	struct sp_writer *str_w;	/* the writer last_str[] ids are of */
+	uint64_t last_str[SP_BPF_NSTR];	/* string i of the last record, as an id */
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -996,6 +1012,7 @@ struct sp_source *sp_events_source_new(const struct sp_events_opts *o)
 	struct sp_source *s = sp_xcalloc(1, sizeof(*s));
 	struct ev_priv *p = sp_xcalloc(1, sizeof(*p));
 
+	sys_kind_index();
 	p->o = *o;
 	s->name = "events";
 	s->fd = -1;
@@ -1022,6 +1039,30 @@ static char *text_room(struct ev_priv *p, size_t n)
 	return p->text;
 }
 
+/* The id of s as string i of a record. Records repeat their strings (a loop
+ * opens the same path again and again): when s is what string i of the
+ * previous record was, its id is checked against the writer's definitions
+ * by one comparison instead of a hash and a lookup. */
+static uint64_t slot_str(struct ev_priv *p, int i, const char *s, size_t len)
+{
+	struct sp_writer *w = p->out->w;
+	uint64_t id = p->last_str[i];
+	const char *t;
+	size_t tlen;
+
+	if (p->str_w != w) {
+		memset(p->last_str, 0, sizeof(p->last_str));
+		p->str_w = w;
+		id = 0;
+	}
+	if (id && (t = sp_defs_str(sp_writer_defs(w), id, &tlen)) && tlen == len &&
+	    !memcmp(t, s, len))
+		return id;
+	id = sp_writer_str(w, s, len);
+	p->last_str[i] = id;
+	return id;
+}
+
 /* String i as a string id: 0 when absent or unreadable. */
 static uint64_t str_id(struct ev_priv *p, const struct sp_bpf_ev *e, const struct strs *st, int i)
 {
@@ -1031,7 +1072,7 @@ static uint64_t str_id(struct ev_priv *p, const struct sp_bpf_ev *e, const struc
 	if (e->flags & SP_BPF_FAULT(i))
 		return 0;
 	if (!(e->flags & SP_BPF_REVPATH(i)))
-		return sp_writer_str(p->out->w, st->p[i], st->len[i]);
+		return slot_str(p, i, st->p[i], st->len[i]);
 	/* dentry names, leaf first: reverse into "/a/b/c" */
 	len = st->len[i];
 	t = text_room(p, len + 2);
@@ -1051,7 +1092,7 @@ static uint64_t str_id(struct ev_priv *p, const struct sp_bpf_ev *e, const struc
 	}
 	if (!n)
 		t[n++] = '/';
-	return sp_writer_str(p->out->w, t, n);
+	return slot_str(p, i, t, n);
 }
 
 /* argv, NUL-separated, as a shell-quoted command line. */
