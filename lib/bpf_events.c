@@ -25,6 +25,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf_events.h"
+#include "procfs.h"
 #include "sp.h"
 #include <linux/types.h>
 #include "../bpf/events.h"	/* struct sp_bpf_ev */
@@ -403,22 +404,6 @@ static int probe_prog(enum bpf_prog_type type, enum bpf_attach_type at, int btf_
 	return 0;
 }
 
-static int read_boot_id(char *buf)
-{
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	memset(buf, 0, 40);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, 39);
-	close(fd);
-	if (n < 32)
-		return -1;
-	buf[strcspn(buf, "\n")] = 0;
-	return 0;
-}
-
 /* bpf-features in $SP_CACHE_DIR (empty: no cache), else
  * $XDG_CACHE_HOME/stackpulse, else ~/.cache/stackpulse (as kallsyms);
  * 0, or -1 when there is nowhere to cache. */
@@ -488,7 +473,7 @@ static void kfeat_save(const struct kfeat *f, const char *dir, const char *path)
 static void kfeat_get(struct kfeat *f)
 {
 	char id[40], path[4096], dir[4000];
-	bool cache = !read_boot_id(id) && !kfeat_path(path, sizeof(path), dir, sizeof(dir));
+	bool cache = !sp_procfs_boot_id(id) && !kfeat_path(path, sizeof(path), dir, sizeof(dir));
 	struct btf *btf;
 	int fentry = -1, lsm = -1;
 

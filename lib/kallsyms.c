@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kallsyms.h"
+#include "procfs.h"
 
 int sp_kallsyms_parse_line(char *line, uint64_t *addr, char **name, char **kmod)
 {
@@ -188,22 +189,6 @@ struct cache_head {
 	uint64_t n, names_len, text_lo, text_hi;
 };
 
-static int boot_id(char *buf)
-{
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	memset(buf, 0, 40);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, 39);
-	close(fd);
-	if (n < 32)
-		return -1;
-	buf[strcspn(buf, "\n")] = 0;
-	return 0;
-}
-
 static int read_all(int fd, void *p, size_t n)
 {
 	ssize_t r;
@@ -295,7 +280,7 @@ int sp_kallsyms_open_cache(struct sp_kallsyms *k, const char *dir)
 	char id[40], path[4096];
 
 	memset(k, 0, sizeof(*k));
-	if (!dir || boot_id(id) || strlen(dir) > 4000) {
+	if (!dir || sp_procfs_boot_id(id) || strlen(dir) > 4000) {
 		errno = ENOENT;
 		return -1;
 	}
@@ -308,7 +293,7 @@ int sp_kallsyms_load_cached(struct sp_kallsyms *k, const char *dir)
 	char id[40], path[4096];
 
 	memset(k, 0, sizeof(*k));
-	if (!dir || boot_id(id) || strlen(dir) > 4000)
+	if (!dir || sp_procfs_boot_id(id) || strlen(dir) > 4000)
 		return sp_kallsyms_load(k, NULL);
 	snprintf(path, sizeof(path), "%s/kallsyms-%s", dir, id);
 	if (load_cache(k, path, id) == 0)

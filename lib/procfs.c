@@ -345,3 +345,19 @@ int sp_online_cpus(int **out)
 	buf[len] = 0;
 	return sp_parse_cpu_list(buf, out);
 }
+
+int sp_procfs_boot_id(char *buf)
+{
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	memset(buf, 0, 40);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, 39);
+	close(fd);
+	if (n < 32)
+		return -1;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}

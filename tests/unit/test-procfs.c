@@ -197,6 +197,18 @@ static void test_procfs_cpu_list(void)
 	free(v);
 }
 
+/* The boot id: 36 characters of a UUID, the same at each read. */
+static void test_procfs_boot_id(void)
+{
+	char a[40], b[40];
+
+	CHECK(sp_procfs_boot_id(a) == 0);
+	CHECK(sp_procfs_boot_id(b) == 0);
+	CHECK_EQ_U(strlen(a), 36);
+	CHECK(a[8] == '-' && a[13] == '-' && a[18] == '-' && a[23] == '-');
+	CHECK_STR(a, b);
+}
+
 int main(void)
 {
 	TAP_RUN(test_procfs_cpu_list);
@@ -204,5 +216,6 @@ int main(void)
 	TAP_RUN(test_procfs_parse_perfmap);
 	TAP_RUN(test_procfs_fake_root);
 	TAP_RUN(test_procfs_self);
+	TAP_RUN(test_procfs_boot_id);
 	return TAP_DONE();
 }

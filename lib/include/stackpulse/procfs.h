@@ -42,6 +42,9 @@ int sp_procfs_comm(uint32_t pid, uint32_t tid, char *buf, size_t size);
 int sp_procfs_status(uint32_t pid, uint32_t *tgid, uint32_t *ppid);
 /* Target of /proc/PID/exe. */
 int sp_procfs_exe(uint32_t pid, char *buf, size_t size);
+/* This boot's id (/proc/sys/kernel/random/boot_id, newline removed) into
+ * buf[40], which keys caches valid for one boot. 0, or -1 (buf zeroed). */
+int sp_procfs_boot_id(char *buf);
 /* Command line, arguments joined by spaces (truncated to size). */
 int sp_procfs_cmdline(uint32_t pid, char *buf, size_t size);
 
