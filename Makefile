@@ -120,6 +120,40 @@ $(OUT)/examples/spans_cxx: tests/fixtures/src/spans_c.c lib/include/stackpulse/s
 	$(Q)$(CXX) -x c++ -O1 -g -fno-omit-frame-pointer -fno-inline-functions-called-once \
 		-Ilib/include -o $@ $< -lpthread
 
+# The runtime directory of the build tree, $(OUT)/runtime: the activators,
+# and on x86-64 the runtime hooks, a Ruby 3.1 and a CPython 3.11 extension
+# that mark spans with markers of their own (lib/runtime/hook/marker.h).
+# Each hook is built when its headers are there (ruby-dev, python3-dev);
+# without it sp-record uses the runtime's own probes.
+RUNTIME := $(patsubst lib/%,$(OUT)/%,$(wildcard lib/runtime/ruby/*.rb lib/runtime/python/*.py))
+HOOK_DEPS := $(wildcard lib/runtime/hook/*.[ch])
+HOOK_CFLAGS := -O2 -g -fPIC -shared -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+RUBY_HOOK_CFLAGS := $(shell pkg-config --cflags ruby-3.1 2>/dev/null)
+PY_HOOK_CFLAGS := $(shell pkg-config --cflags python-3.11 2>/dev/null)
+PY_EXT_SUFFIX := $(shell python3.11 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+ifeq ($(ARCH),x86)
+ifneq ($(RUBY_HOOK_CFLAGS),)
+RUNTIME += $(OUT)/runtime/ruby/3.1/stackpulse_hook.so
+endif
+ifneq ($(PY_HOOK_CFLAGS),)
+ifneq ($(PY_EXT_SUFFIX),)
+RUNTIME += $(OUT)/runtime/python/_stackpulse_hook$(PY_EXT_SUFFIX)
+endif
+endif
+endif
+all: $(RUNTIME)
+$(OUT)/runtime/%: lib/runtime/%
+	$(Q)mkdir -p $(@D)
+	$(Q)cp $< $@
+$(OUT)/runtime/ruby/3.1/stackpulse_hook.so: lib/runtime/ruby/stackpulse_hook.c $(HOOK_DEPS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(HOOK_CFLAGS) $(RUBY_HOOK_CFLAGS) -o $@ $< lib/runtime/hook/names.c
+$(OUT)/runtime/python/_stackpulse_hook$(PY_EXT_SUFFIX): lib/runtime/python/stackpulse_hook.c $(HOOK_DEPS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(HOOK_CFLAGS) $(PY_HOOK_CFLAGS) -o $@ $< lib/runtime/hook/names.c
+
 # Unit tests: plain, and under AddressSanitizer + UndefinedBehaviorSanitizer.
 $(OUT)/unit/%: tests/unit/%.c $(LIB)
 	$(call msg,CC,$@)
@@ -200,9 +234,8 @@ install: all $(MANPAGES)
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 lib/include/stackpulse/*.h $(DESTDIR)$(PREFIX)/include/stackpulse/
-	install -d $(DESTDIR)$(PREFIX)/share/stackpulse/runtime/ruby $(DESTDIR)$(PREFIX)/share/stackpulse/runtime/python
-	install -m 644 lib/runtime/ruby/*.rb $(DESTDIR)$(PREFIX)/share/stackpulse/runtime/ruby/
-	install -m 644 lib/runtime/python/*.py $(DESTDIR)$(PREFIX)/share/stackpulse/runtime/python/
+	install -d $(DESTDIR)$(PREFIX)/share/stackpulse
+	cp -R $(OUT)/runtime $(DESTDIR)$(PREFIX)/share/stackpulse/
 	$(if $(MANPAGES),install -m 644 $(MANPAGES) $(DESTDIR)$(PREFIX)/share/man/man1/)
 
 clean:

@@ -253,7 +253,11 @@ static __always_inline __u32 probe_kind(__u32 probe)
 	case SP_PR_PY_FUNCTION_ENTRY:
 	case SP_PR_SP_BEGIN:
 	case SP_PR_UPROBE_ENTRY:
+	case SP_PR_RB_HOOK_CALL:
+	case SP_PR_PY_HOOK_CALL:
 		return SP_BS_START;
+	case SP_PR_RT_NAME:
+		return SP_BS_NAME;
 	case SP_PR_RUBY_RAISE:
 		return SP_BS_RAISE;
 	case SP_PR_PY_AUDIT:
@@ -492,6 +496,30 @@ int on_sp_span(struct pt_regs *ctx)
 	return submit_head(e);
 }
 
+/* The attach cookie of the USDT probe that fired, 0 if unknown. */
+static __always_inline __u64 usdt_cookie(struct pt_regs *ctx)
+{
+	int spec_id = __bpf_usdt_spec_id(ctx);
+	struct __bpf_usdt_spec *spec;
+
+	if (spec_id < 0)
+		return 0;
+	spec = bpf_map_lookup_elem(&__bpf_usdt_specs, &spec_id);
+	return spec ? spec->usdt_cookie : 0;
+}
+
+/* The head-only event of a marker whose arguments are read from fixed
+ * registers (the loader checked its note): no argument spec to decode. */
+static __always_inline struct sp_bs_event *marker_begin(struct pt_regs *ctx)
+{
+	__u64 cookie = usdt_cookie(ctx);
+	__u32 probe = cookie_probe(cookie);
+
+	if (!cookie)
+		return NULL;
+	return begin_head(probe_kind(probe), probe, cookie);
+}
+
 /*
  * The same markers from a <stackpulse/span.h> that passes its arguments in
  * fixed registers (x86-64: the note reads "8@%rdi 8@%rsi -4@%edx", checked
@@ -502,18 +530,8 @@ int on_sp_span(struct pt_regs *ctx)
 SEC("usdt")
 int on_sp_span_regs(struct pt_regs *ctx)
 {
-	int spec_id = __bpf_usdt_spec_id(ctx);
-	struct __bpf_usdt_spec *spec;
-	struct sp_bs_event *e;
-	__u32 probe;
+	struct sp_bs_event *e = marker_begin(ctx);
 
-	if (spec_id < 0)
-		return 0;
-	spec = bpf_map_lookup_elem(&__bpf_usdt_specs, &spec_id);
-	if (!spec)
-		return 0;
-	probe = cookie_probe(spec->usdt_cookie);
-	e = begin_head(probe_kind(probe), probe, spec->usdt_cookie);
 	if (!e)
 		return 0;
 	e->addr[1] = PT_REGS_PARM1(ctx);
@@ -521,6 +539,52 @@ int on_sp_span_regs(struct pt_regs *ctx)
 	e->flags = SP_BSF_UNREAD(1) | SP_BSF_UNREAD(2);
 	e->line = (int)PT_REGS_PARM3(ctx);
 	return submit_head(e);
+}
+
+/*
+ * The runtime hooks' span markers (lib/runtime/hook/marker.h): class,
+ * method, file and line in %rdi, %rsi, %rdx and %ecx. The strings are the
+ * hook's own, never freed or changed: the loader knows them by address
+ * from the hook's rt__name marker, so nothing is read here.
+ */
+SEC("usdt")
+int on_rt_hook(struct pt_regs *ctx)
+{
+	struct sp_bs_event *e = marker_begin(ctx);
+
+	if (!e)
+		return 0;
+	e->addr[0] = PT_REGS_PARM1(ctx);
+	e->addr[1] = PT_REGS_PARM2(ctx);
+	e->addr[2] = PT_REGS_PARM3(ctx);
+	e->flags = SP_BSF_UNREAD(0) | SP_BSF_UNREAD(1) | SP_BSF_UNREAD(2);
+	e->line = (int)PT_REGS_PARM4(ctx);
+	return submit_head(e);
+}
+
+/* stackpulse:rt__name: a name the hook has just made, so its strings are
+ * resident: read them all and send them, once per name. */
+SEC("usdt")
+int on_rt_name(struct pt_regs *ctx)
+{
+	__u64 cookie = usdt_cookie(ctx);
+	struct sp_bs_event *e;
+	int i;
+
+	if (!cookie)
+		return 0;
+	e = begin(SP_BS_NAME, SP_PR_RT_NAME, cookie);
+	if (!e)
+		return 0;
+	get_str(e, 0, PT_REGS_PARM1(ctx));
+	get_str(e, 1, PT_REGS_PARM2(ctx));
+	get_str(e, 2, PT_REGS_PARM3(ctx));
+	for (i = 0; i < SP_BS_NSTR; i++)
+		if (e->addr[i] && !(e->flags & SP_BSF_UNREAD(i)))
+			e->flags |= SP_BSF_SENT(i);
+	if (bpf_ringbuf_output(&spans, e, sizeof(*e), wake_flags()))
+		count_lost();
+	return 0;
 }
 
 /* --span-func: the cookie is the function's index in the loader's table. */

@@ -24,6 +24,7 @@ enum sp_bs_kind {
 	SP_BS_FORK = 5,		/* a tracked process forked pid (stopped when flags has STOPPED) */
 	SP_BS_EXEC = 6,		/* a tracked process exec'd (stopped when flags has STOPPED) */
 	SP_BS_EXIT = 7,		/* a tracked process exited */
+	SP_BS_NAME = 8,		/* a runtime hook made a name: its strings, all sent */
 };
 
 /* Probes, also the index into the hit counters. The attach cookie is
@@ -44,6 +45,11 @@ enum sp_bs_probe {
 	SP_PR_SP_END,
 	SP_PR_UPROBE_ENTRY,
 	SP_PR_UPROBE_RETURN,
+	SP_PR_RB_HOOK_CALL,	/* the runtime hooks' markers (lib/runtime/hook) */
+	SP_PR_RB_HOOK_RETURN,
+	SP_PR_PY_HOOK_CALL,
+	SP_PR_PY_HOOK_RETURN,
+	SP_PR_RT_NAME,
 	SP_PR_MAX,
 };
 

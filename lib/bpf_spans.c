@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <gelf.h>
+#include <glob.h>
 #include <libelf.h>
 #include <limits.h>
 #include <pthread.h>
@@ -165,7 +166,8 @@ const char *sp_spans_runtime_dir(const struct sp_spans_opts *o)
 	static char dir[PATH_MAX];
 	static const char *const rel[] = {
 		"/../share/stackpulse/runtime",	/* installed: PREFIX/bin -> PREFIX/share */
-		"/../../lib/runtime",		/* source tree: build/bin -> lib/runtime */
+		"/../runtime",			/* build tree: build/bin -> build/runtime */
+		"/../../lib/runtime",		/* source tree, without the hooks */
 	};
 	char exe[PATH_MAX], probe[PATH_MAX + 64], *slash;
 	const char *env = getenv("SP_RUNTIME_DIR");
@@ -485,6 +487,11 @@ static const char *const probe_names[SP_PR_MAX] = {
 	[SP_PR_SP_END] = "stackpulse:span__end",
 	[SP_PR_UPROBE_ENTRY] = "uprobe",
 	[SP_PR_UPROBE_RETURN] = "uretprobe",
+	[SP_PR_RB_HOOK_CALL] = "stackpulse:rb__call",
+	[SP_PR_RB_HOOK_RETURN] = "stackpulse:rb__return",
+	[SP_PR_PY_HOOK_CALL] = "stackpulse:py__call",
+	[SP_PR_PY_HOOK_RETURN] = "stackpulse:py__return",
+	[SP_PR_RT_NAME] = "stackpulse:rt__name",
 };
 
 /* What one process image has attached. */
@@ -755,8 +762,25 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 		else if (!hits)
 			snprintf(buf, size, "0 hits: no Python function ran");
 		break;
+	case SP_PR_RB_HOOK_CALL:
+	case SP_PR_RB_HOOK_RETURN:
+		if (!hits)
+			snprintf(buf, size, "0 hits: no Ruby method ran, or the hook was not loaded "
+				 "(the activator, RUBYOPT)");
+		break;
+	case SP_PR_PY_HOOK_CALL:
+	case SP_PR_PY_HOOK_RETURN:
+		if (!hits && !p->py_active && hits_of(c, p, SP_PR_PY_AUDIT))
+			snprintf(buf, size, "0 hits while python:audit %llu: the hook was not loaded "
+				 "(the activator, PYTHONPATH)",
+				 (unsigned long long)hits_of(c, p, SP_PR_PY_AUDIT));
+		else if (!hits)
+			snprintf(buf, size, "0 hits: no Python function ran, or the hook was not "
+				 "loaded (the activator, PYTHONPATH)");
+		break;
 	case SP_PR_RUBY_RAISE:
 	case SP_PR_PY_AUDIT:
+	case SP_PR_RT_NAME:
 		break;		/* silence is normal */
 	default:
 		if (!hits)
@@ -922,6 +946,57 @@ static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 	return 0;
 }
 
+/*
+ * The runtime hook the activator of runtime rt loads into a process that
+ * runs the library bin, in path: the extension built for bin's version,
+ * when it exists and the activator's environment variable asks for it
+ * (unset or "hook"). The activators make the same choice (lib/runtime).
+ * Not for attached processes: they have no activator.
+ */
+static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const char *bin,
+		     char *path, size_t size)
+{
+	const char *dir = sp_spans_runtime_dir(c->o), *env;
+	char ver[32], pat[PATH_MAX + 64];
+	unsigned int major, minor;
+	glob_t g;
+	bool ok;
+
+	env = getenv(rt == SP_RT_RUBY ? "STACKPULSE_RUBY_HOOK" : "STACKPULSE_PY_HOOK");
+	if (p->attached || !dir || (env && *env && strcmp(env, "hook")))
+		return false;
+	sp_spans_runtime_version(bin, rt, ver, sizeof(ver));
+	if (sscanf(ver, "%u.%u", &major, &minor) != 2)
+		return false;
+	if (rt == SP_RT_RUBY) {
+		snprintf(path, size, "%s/ruby/%u.%u/stackpulse_hook.so", dir, major, minor);
+		return is_file(path);
+	}
+	/* CPython imports only the extension of its own version's tag */
+	snprintf(pat, sizeof(pat), "%s/python/_stackpulse_hook.cpython-%u%u-*.so", dir, major,
+		 minor);
+	if (glob(pat, 0, NULL, &g))
+		return false;
+	ok = g.gl_pathc >= 1 && is_file(g.gl_pathv[0]);
+	if (ok)
+		snprintf(path, size, "%s", g.gl_pathv[0]);
+	globfree(&g);
+	return ok;
+}
+
+/* The markers of a runtime hook (rb__ or py__ call, return; rt__name). */
+static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, uint32_t call)
+{
+	struct sp_spans *sk = c->skel;
+	const char *name;
+
+	name = strchr(probe_names[call], ':') + 1;
+	attach_usdt(c, p, sk->progs.on_rt_hook, hook, "stackpulse", name, call);
+	name = strchr(probe_names[call + 1], ':') + 1;
+	attach_usdt(c, p, sk->progs.on_rt_hook, hook, "stackpulse", name, call + 1);
+	attach_usdt(c, p, sk->progs.on_rt_name, hook, "stackpulse", "rt__name", SP_PR_RT_NAME);
+}
+
 static void attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
 {
 	struct bpf_program *prog = c->skel->progs.on_ruby_method;
@@ -936,10 +1011,13 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 {
 	struct sp_spans *sk = c->skel;
 	unsigned int m = c->o->modes;
+	char hook[PATH_MAX + 64];
 	bool any = false;
 
 	if ((provs & SP_SPANS_RUBY) && (m & (SP_SPANS_RUBY | SP_SPANS_RUBY_C))) {
-		if (m & SP_SPANS_RUBY) {
+		if ((m & SP_SPANS_RUBY) && hook_for(c, p, SP_RT_RUBY, bin, hook, sizeof(hook))) {
+			attach_hook(c, p, hook, SP_PR_RB_HOOK_CALL);
+		} else if (m & SP_SPANS_RUBY) {
 			attach_usdt(c, p, sk->progs.on_ruby_method, bin, "ruby", "method__entry",
 				    SP_PR_RUBY_METHOD_ENTRY);
 			attach_usdt(c, p, sk->progs.on_ruby_method, bin, "ruby", "method__return",
@@ -962,7 +1040,9 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		any = true;
 	}
 	if ((provs & SP_SPANS_PYTHON) && (m & (SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT))) {
-		if (m & SP_SPANS_PYTHON) {
+		if ((m & SP_SPANS_PYTHON) && hook_for(c, p, SP_RT_PYTHON, bin, hook, sizeof(hook))) {
+			attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL);
+		} else if (m & SP_SPANS_PYTHON) {
 			attach_usdt(c, p, sk->progs.on_py_function, bin, "python",
 				    "function__entry", SP_PR_PY_FUNCTION_ENTRY);
 			attach_usdt(c, p, sk->progs.on_py_function, bin, "python",
@@ -1257,6 +1337,22 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 	return sid;
 }
 
+/*
+ * A fork child has its parent's memory as it was at the fork, which is
+ * where its events stand in the ring: what the parent's strings were at
+ * their addresses then, the child's are (runtime hooks' names are made
+ * once and never freed; a child that exits before it is read leaves no
+ * memory to read them from).
+ */
+static void copy_strs(struct bs_proc *child, const struct bs_proc *parent)
+{
+	uint64_t k, v;
+	size_t i;
+
+	for (i = 0; sp_u64map_next(&parent->strs, &i, &k, &v);)
+		sp_u64map_put(&child->strs, k, v);
+}
+
 /* String id of string i of an event, 0 if none or unknown. */
 static uint64_t str_id(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_event *e,
 		       size_t size, int i)
@@ -1282,6 +1378,31 @@ static uint64_t str_id(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_e
 	return id ? *id : 0;
 }
 
+/* A runtime hook's new name: its strings, known by address from now on
+ * (the hook never frees or changes them). */
+static int on_name(struct bs_ctx *c, const struct sp_bs_event *e, size_t size)
+{
+	struct bs_proc *p = proc_get(c, e->pid);
+	int i;
+
+	if (!p)
+		p = proc_new(c, e->pid);
+	p->hits[SP_PR_RT_NAME]++;
+	for (i = 0; i < SP_BS_NSTR && size >= sizeof(*e); i++) {
+		size_t len = e->len[i];
+		uint64_t sid;
+
+		if (!e->addr[i] || !(e->flags & SP_BSF_SENT(i)))
+			continue;
+		if (len >= SP_BS_STRLEN)
+			len = SP_BS_STRLEN - 1;
+		sid = sp_writer_str(c->out->w, e->str[i], strnlen(e->str[i], len));
+		if (sid)
+			sp_u64map_put(&p->strs, sp_hash_mix(e->addr[i], UINT64_MAX), sid);
+	}
+	return 0;
+}
+
 static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 {
 	struct bs_proc *p = proc_get(c, e->pid), *parent;
@@ -1299,6 +1420,8 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		 * can: bpf_send_signal_task), never a vfork child */
 		if (parent)
 			attach_like(c, p, parent, parent->natt && !(e->flags & SP_BSF_SHARED_MM));
+		if (parent && !(e->flags & SP_BSF_SHARED_MM))
+			copy_strs(p, parent);
 		if (p->natt)
 			set_tracked(c, p);
 		c->forks++;
@@ -1365,6 +1488,8 @@ static int on_event(void *ctx, void *data, size_t size)
 			cont(e->pid);
 		return 0;
 	}
+	if (e->kind == SP_BS_NAME)
+		return on_name(c, e, size);
 	if (e->kind >= SP_BS_FORK)
 		return on_proc_event(c, e);
 	p = proc_get(c, e->pid);
@@ -1403,10 +1528,14 @@ static int on_event(void *ctx, void *data, size_t size)
 		case SP_PR_RUBY_METHOD_ENTRY:
 		case SP_PR_RUBY_METHOD_RETURN:
 		case SP_PR_RUBY_RAISE:
+		case SP_PR_RB_HOOK_CALL:
+		case SP_PR_RB_HOOK_RETURN:
 			m->runtime = SP_RT_RUBY;
 			break;
 		case SP_PR_PY_FUNCTION_ENTRY:
 		case SP_PR_PY_FUNCTION_RETURN:
+		case SP_PR_PY_HOOK_CALL:
+		case SP_PR_PY_HOOK_RETURN:
 			m->runtime = SP_RT_PYTHON;
 			break;
 		case SP_PR_SP_BEGIN:
@@ -1434,7 +1563,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		} else {
 			uint64_t *d = sp_u64map_get(&p->depth, e->tid);
 
-			if (p->cm_pending && e->probe == SP_PR_RUBY_METHOD_ENTRY) {
+			if (p->cm_pending && (e->probe == SP_PR_RUBY_METHOD_ENTRY ||
+					      e->probe == SP_PR_RB_HOOK_CALL)) {
 				p->cm_pending = false;
 				attach_cmethod(c, p, p->rlib[0]);
 			}

@@ -9,7 +9,7 @@ PKGS="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev
 libjansson-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
 systemtap-sdt-dev libclang-rt-14-dev bats bats-support bats-assert
 elfutils binutils ruby python3 linux-perf strace hyperfine libiberty-dev jq g++
-libxml2-utils"
+libxml2-utils ruby-dev python3-dev"
 if [ "${1:-}" = --test ]; then
 	PKGS="$PKGS chromium"
 fi

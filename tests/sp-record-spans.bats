@@ -25,9 +25,10 @@ tree() {
 		{ printf "%s/%s %s %s#%s %s %s\n", P[$1], T[$2], $3, $4, $5, $6, $7 }'
 }
 
+# The most hits of probe $1 in one process of $OUT (nothing: not attached).
 probe_hits() {
-	sp-decode "$OUT" | jq -r --arg n "$1" 'select(.type == "probe" and .name == $n) | .hits' |
-		head -1
+	sp-decode "$OUT" | jq -rs --arg n "$1" \
+		'[.[] | select(.type == "probe" and .name == $n) | .hits] | max // empty'
 }
 
 require_ruby() {
@@ -43,9 +44,8 @@ require_python() {
 	readelf -n $PY | grep -q function__entry || skip "$PY has no USDT probes"
 }
 
-@test "sp-record --spans=ruby: the Ruby call tree, nesting, recursion, raise, thread, fork" {
-	require_ruby
-	run -0 sp-record --spans=ruby -o "$OUT" -- ruby "$RUBY_FIX"
+# The call tree of tests/fixtures/ruby/calls.rb in the recording $OUT.
+assert_ruby_tree() {
 	run -0 tree calls.rb
 	# Entry lines are each method's first body line, stop lines the line
 	# running when it returned (the raise and call lines when unwound).
@@ -76,6 +76,21 @@ p2/main span_start Tree#inner 18 1
 p2/main span_stop Tree#inner 19 1
 p1/main span_stop Tree#child 47 2
 p1/main span_stop Tree#run 11 1"
+}
+
+@test "sp-record --spans=ruby: the Ruby call tree, nesting, recursion, raise, thread, fork" {
+	require_ruby
+	run -0 --separate-stderr sp-record -v --spans=ruby -o "$OUT" -- ruby "$RUBY_FIX"
+	assert_ruby_tree
+	# by the hook's markers (the default), not Ruby's own probes
+	[[ "$stderr" != *"ruby:method__entry"* ]] || fail "Ruby's probes attached: $stderr"
+	run -0 probe_hits "stackpulse:rb__call"
+	(( output >= 10 ))
+	# the same tree from Ruby's own probes, with the activator's other hook
+	STACKPULSE_RUBY_HOOK=c run -0 sp-record --spans=ruby -o "$OUT" -- ruby "$RUBY_FIX"
+	assert_ruby_tree
+	run -0 probe_hits "ruby:method__entry"
+	(( output >= 10 ))
 	# the runtime is named, with the version the interpreter reports
 	run -0 sp-decode "$OUT"
 	want=$(ruby -e 'print RUBY_VERSION')
@@ -83,9 +98,8 @@ p1/main span_stop Tree#run 11 1"
 	assert_line "ruby $want method"
 }
 
-@test "sp-record --spans=python: the Python call tree, nesting, recursion, raise, thread, child" {
-	require_python
-	run -0 sp-record --spans=python -o "$OUT" -- $PY "$PY_FIX"
+# The call tree of tests/fixtures/python/calls.py in the recording $OUT.
+assert_python_tree() {
 	run -0 tree calls.py
 	# Entry lines are the def lines, stop lines the line that returned.
 	assert_output "p1/main span_start #<module> 0 1
@@ -118,12 +132,28 @@ p2/main span_stop #<module> 58 1
 p1/main span_stop #child 53 3
 p1/main span_stop #run 14 2
 p1/main span_stop #<module> 60 1"
+}
+
+@test "sp-record --spans=python: the Python call tree, nesting, recursion, raise, thread, child" {
+	require_python
+	# the same tree from CPython's own probes, with the builtin profile function
+	STACKPULSE_PY_HOOK=slice run -0 sp-record --spans=python -o "$OUT" -- $PY "$PY_FIX"
+	assert_python_tree
+	run -0 probe_hits "python:function__entry"
+	(( output >= 20 ))
+	# by the hook's markers (the default)
+	run -0 sp-record --spans=python -o "$OUT" -- $PY "$PY_FIX"
+	assert_python_tree
+	run -0 probe_hits "stackpulse:py__call"
+	(( output >= 20 ))
+	run -0 probe_hits "python:function__entry"
+	assert_output ""
 	# audit events: the script's own open, and the child's exec
 	run -0 sp-decode "$OUT"
 	run -0 jq -r 'select(.type == "event" and .event == "audit") | "\(.name) \(.args)"' <<<"$output"
 	assert_line "open $PY_FIX"
 	assert_line "subprocess.Popen $PY"
-	assert_line "stackpulse.activated profile=slice"
+	assert_line "stackpulse.activated profile=hook"
 }
 
 # The call tree of tests/fixtures/src/spans_c.c as its markers give it in
@@ -200,7 +230,7 @@ p2/main span_stop spans_c#leaf_work 0 2"
 		[ "$status" -eq 0 ] || fail "run $i: exit $status: $output"
 		[[ "$output" != *"[BUG]"* ]] || fail "run $i: $output"
 	done
-	run -0 probe_hits "ruby:method__entry"
+	run -0 probe_hits "stackpulse:rb__call"
 	(( output >= 100 ))
 }
 
@@ -368,10 +398,13 @@ p1/main span_stop #<module> 15 1"
 	require_ruby
 	require_python
 	run -0 sp-record --check --spans=ruby,usdt
-	assert_line --regexp '^  ruby +ok: stackpulse_canary seen \(ruby 3\.1\.[0-9]+, [^;]*libruby[^;]*; ruby:method__entry [1-9][0-9]*, ruby:method__return [1-9]'
+	assert_line --regexp '^  ruby +ok: stackpulse_canary seen \(ruby 3\.1\.[0-9]+, [^;]*libruby[^;]*; stackpulse:rb__call [1-9][0-9]*, stackpulse:rb__return [1-9]'
 	assert_line '  usdt          ok: stackpulse_canary seen (stackpulse:span__begin 1, stackpulse:span__end 1)'
 	refute_line --partial python
-	# Debian's Python first on PATH, and a dead probe: without the
+	# Debian's Python first on PATH: spans from the hook's markers
+	run -0 env PATH="${PY%/*}:$PATH" sp-record --check --spans=python
+	assert_line --regexp '^  python +ok: stackpulse_canary seen \(python 3\.11\.[0-9]+, /usr/bin/python3\.11; stackpulse:py__call [1-9][0-9]*, stackpulse:py__return [1-9]'
+	# and a dead probe: without the
 	# activator, CPython 3.11 fires no function entries; exit 1
 	run -1 env PATH="${PY%/*}:$PATH" STACKPULSE_PY_HOOK=none sp-record --check --spans=python
 	assert_line --regexp '^  python +no spans: stackpulse_canary not seen: python:function__entry: [0-9]+ hits while python:function__return [1-9][0-9]*: function entries not active'

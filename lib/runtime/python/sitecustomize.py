@@ -2,14 +2,20 @@
 #
 # Put first on PYTHONPATH by sp-record for the Python processes it starts.
 #
-# CPython 3.11 fires its function__entry USDT probe only on the interpreter's
+# The default: the C extension beside this file, _stackpulse_hook (built for
+# CPython 3.11), a profile function that marks each function's start and
+# stop with markers of its own, which sp-record records (docs/spans.md).
+# sp-record looks for the same file to decide which probes to attach.
+#
+# Otherwise CPython's own probes are used. CPython 3.11 fires its function__entry USDT probe only on the interpreter's
 # tracing path (a trace or profile function is set): without one it almost
 # never fires. This sets a profile function on every thread. The function is
 # the builtin 'slice' (called as slice(frame, event, arg), it builds a small
 # object and returns): no Python frame runs per call, so it adds no
 # function__return hits of its own, and it cannot fail. The cost is the
 # interpreter's tracing path plus one C call per event (docs/spans.md).
-# STACKPULSE_PY_HOOK=none disables it (for measurements).
+# STACKPULSE_PY_HOOK: unset or "hook" the extension, "slice" the builtin,
+# "none" no activator (for measurements).
 #
 # Then the sitecustomize this one shadows (if any) is imported as usual.
 import os
@@ -17,8 +23,20 @@ import sys
 
 
 def _stackpulse_activate():
-    if os.environ.get("STACKPULSE_PY_HOOK") == "none" or sys.version_info[:2] != (3, 11):
+    mode = os.environ.get("STACKPULSE_PY_HOOK", "")
+    if mode == "none" or sys.version_info[:2] != (3, 11):
         return
+    if mode in ("", "hook"):
+        try:
+            import _stackpulse_hook
+        except ImportError:
+            pass
+        else:
+            _stackpulse_hook.install()
+            import threading
+            threading.setprofile(_stackpulse_hook.thread_start)
+            sys.audit("stackpulse.activated", "profile=hook")
+            return
     sys.setprofile(slice)
     import threading
     threading.setprofile(slice)

@@ -2,16 +2,27 @@
 #
 # Loaded by sp-record into the Ruby processes it starts (RUBYOPT=-r<this>).
 #
-# Ruby 3.1's method__entry/method__return USDT probes fire only while an event
-# hook for :call/:return is installed in the process. This installs the
-# cheapest one there is: a C function that does nothing, registered with
-# rb_add_event_hook() through Fiddle, so no Ruby code runs per call. It falls
-# back to an empty TracePoint block (about twice as slow) when Fiddle or the
-# symbols are missing. STACKPULSE_RUBY_HOOK=tracepoint forces the fallback,
-# =none disables the activator (for measurements).
+# The default: the C extension beside this file, 3.1/stackpulse_hook.so (for
+# Ruby 3.1), an event hook that marks each method's start and stop with
+# markers of its own, which sp-record records (docs/spans.md). sp-record
+# looks for the same file to decide which probes to attach, so the two agree.
+#
+# Otherwise Ruby's own method__entry/method__return USDT probes are used;
+# they fire only while an event hook for :call/:return is installed in the
+# process. This installs the cheapest one there is: a C function that does
+# nothing, registered with rb_add_event_hook() through Fiddle, so no Ruby
+# code runs per call; or an empty TracePoint block (about twice as slow)
+# when Fiddle or the symbols are missing.
+#
+# STACKPULSE_RUBY_HOOK: unset or "hook" the extension, "c" the Fiddle hook,
+# "tracepoint" the block, "none" no activator (for measurements).
 module StackPulseActivate
   RUBY_EVENT_CALL = 0x0008
   RUBY_EVENT_RETURN = 0x0010
+
+  def self.hook_path
+    File.join(__dir__, RUBY_VERSION[/\A\d+\.\d+/].to_s, 'stackpulse_hook.so')
+  end
 
   def self.c_hook
     require 'fiddle'
@@ -26,8 +37,12 @@ module StackPulseActivate
   end
 
   def self.activate
-    mode = ENV['STACKPULSE_RUBY_HOOK']
+    mode = ENV['STACKPULSE_RUBY_HOOK'].to_s
     return if mode == 'none'
+    if (mode.empty? || mode == 'hook') && File.file?(hook_path)
+      require hook_path
+      return
+    end
     if mode != 'tracepoint'
       begin
         return if c_hook

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * marker.h - the USDT markers of the runtime hooks, provider "stackpulse":
+ *
+ *	rb__call, rb__return	a Ruby method starts, returns (or unwinds)
+ *	py__call, py__return	a Python function starts, returns (or unwinds)
+ *	rt__name		a name was made (names.h): its strings, to be
+ *				read once, now, while they are surely resident
+ *
+ * Arguments (class, method, file, line): the three strings of a struct
+ * sp_rt_name and a line, in %rdi, %rsi, %rdx and %ecx; the note says so
+ * ("8@%rdi 8@%rsi 8@%rdx -4@%ecx", SP_SPANS_HOOK_ARGS in bpf_spans.h) and
+ * sp-record attaches a BPF program that reads the registers directly. Each
+ * marker is a 5-byte nop, which Linux 6.18 and later turn at its first hit
+ * into a call of the uprobe trampoline (a system call) instead of a
+ * breakpoint trap per hit, as <stackpulse/span.h> does for C programs.
+ *
+ * x86-64 only: the hooks are not built elsewhere, and the runtimes' own
+ * probes are used there.
+ */
+#ifndef SP_RT_MARKER_H
+#define SP_RT_MARKER_H
+
+#include <sys/sdt.h>
+
+#if !defined(__x86_64__)
+#error "the runtime hooks are built for x86-64 only"
+#endif
+
+/* <sys/sdt.h> expands _SDT_NOP where a probe is written. */
+#undef _SDT_NOP
+#define _SDT_NOP	.nops 5
+
+#define SP_RT_MARK(probe, cls, method, file, line)					\
+	__asm__ __volatile__(STAP_PROBE_ASM(stackpulse, probe,				\
+					    8@%%rdi 8@%%rsi 8@%%rdx -4@%%ecx)		\
+			     : : "D"(cls), "S"(method), "d"(file), "c"(line))
+
+#define SP_RT_MARK_NAME(n)	SP_RT_MARK(rt__name, (n)->str[0], (n)->str[1], (n)->str[2], 0)
+
+#endif

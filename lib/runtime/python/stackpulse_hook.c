@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+/*
+ * stackpulse_hook.c - the CPython 3.11 extension _stackpulse_hook: a C
+ * profile function that marks each Python function's start and stop with
+ * a USDT marker of its own (lib/runtime/hook/marker.h), for sp-record.
+ *
+ * Why not the interpreter's probes: CPython 3.11 fires function__entry only
+ * with a profile function set, and each of its probes is a 1-byte nop (a
+ * breakpoint trap per hit) whose three strings BPF must read from user
+ * memory per event. A profile function in C sees every call and return
+ * anyway; here it names the code object once (names.h) and fires a 5-byte
+ * nop marker with the name's addresses in registers.
+ *
+ * Lines are what the interpreter's probes gave: the line running when a
+ * frame starts (its first line, or where a generator resumes) and stops.
+ *
+ * Loaded by sitecustomize.py (sp-record puts its directory first on
+ * PYTHONPATH): install() sets the profile function of the calling thread,
+ * thread_start is given to threading.setprofile() for threads to come.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "../hook/marker.h"
+#include "../hook/names.h"
+
+static struct sp_rt_names names;
+
+static const char *utf8(PyObject *s, size_t *len)
+{
+	Py_ssize_t n = 0;
+	const char *p = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8AndSize(s, &n) : NULL;
+
+	if (!p) {
+		PyErr_Clear();
+		*len = 1;
+		return "?";
+	}
+	*len = (size_t)n;
+	return p;
+}
+
+/* The name of a code object: keyed by the code object and its name and
+ * file objects, so a code object freed and another made at its address
+ * gets a name of its own. */
+static struct sp_rt_name *code_name(PyCodeObject *co)
+{
+	struct sp_rt_name *n = sp_rt_names_find(&names, (uintptr_t)co, (uintptr_t)co->co_name,
+						(uintptr_t)co->co_filename);
+	const char *s[3];
+	size_t len[3] = { 0 };
+
+	if (n)
+		return n;
+	s[0] = NULL;
+	s[1] = utf8(co->co_name, &len[1]);
+	s[2] = utf8(co->co_filename, &len[2]);
+	n = sp_rt_names_add(&names, (uintptr_t)co, (uintptr_t)co->co_name,
+			    (uintptr_t)co->co_filename, s, len, 0);
+	if (n)
+		SP_RT_MARK_NAME(n);
+	return n;
+}
+
+static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	struct sp_rt_name *n;
+	PyCodeObject *co;
+	int line;
+
+	if (what != PyTrace_CALL && what != PyTrace_RETURN)
+		return 0;	/* C calls */
+	co = PyFrame_GetCode(frame);
+	n = code_name(co);
+	Py_DECREF(co);
+	if (!n)
+		return 0;
+	line = PyFrame_GetLineNumber(frame);
+	if (what == PyTrace_CALL)
+		SP_RT_MARK(py__call, NULL, n->str[1], n->str[2], line);
+	else
+		SP_RT_MARK(py__return, NULL, n->str[1], n->str[2], line);
+	return 0;
+}
+
+static PyObject *install(PyObject *self, PyObject *unused)
+{
+	PyEval_SetProfile(profile, NULL);
+	Py_RETURN_NONE;
+}
+
+/*
+ * threading.setprofile(thread_start): a new thread calls it through
+ * sys.setprofile's Python-level trampoline for its first event; it puts the
+ * C profile function in its place and handles that event itself.
+ */
+static PyObject *thread_start(PyObject *self, PyObject *args)
+{
+	PyObject *frame, *event, *arg;
+	const char *ev;
+
+	if (!PyArg_ParseTuple(args, "OOO", &frame, &event, &arg))
+		return NULL;
+	PyEval_SetProfile(profile, NULL);
+	ev = PyUnicode_Check(event) ? PyUnicode_AsUTF8(event) : NULL;
+	if (!ev)
+		PyErr_Clear();
+	else if (PyFrame_Check(frame) && !strcmp(ev, "call"))
+		profile(NULL, (PyFrameObject *)frame, PyTrace_CALL, arg);
+	else if (PyFrame_Check(frame) && !strcmp(ev, "return"))
+		profile(NULL, (PyFrameObject *)frame, PyTrace_RETURN, arg);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+	{ "install", install, METH_NOARGS, "Set the profile function of this thread." },
+	{ "thread_start", thread_start, METH_VARARGS,
+	  "For threading.setprofile(): sets the profile function of a new thread." },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef module = {
+	PyModuleDef_HEAD_INIT, "_stackpulse_hook",
+	"StackPulse's profile function: span markers for sp-record.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__stackpulse_hook(void)
+{
+	return PyModule_Create(&module);
+}

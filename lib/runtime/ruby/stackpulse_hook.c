@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+/*
+ * stackpulse_hook.c - the Ruby 3.1 extension stackpulse_hook: an event
+ * hook in C that marks each Ruby method's start and stop with a USDT marker
+ * of its own (lib/runtime/hook/marker.h), for sp-record.
+ *
+ * Why not the interpreter's probes: Ruby fires method__entry/return only
+ * while a :call/:return hook is installed anyway, each is a 1-byte nop (a
+ * breakpoint trap per hit), and its three strings (class, method, file)
+ * must be read from user memory by BPF per event. This hook is called in
+ * the same place; it names each (class, method, file) once (names.h) and
+ * fires a 5-byte nop marker with the name's addresses in registers.
+ *
+ * Names and lines are what the interpreter's probes gave: the class is the
+ * method's owner (a module for its methods, the attached class for a
+ * singleton method), the line is the line running when the method starts
+ * (its first body line) and stops.
+ *
+ * Loaded by stackpulse_activate.rb (RUBYOPT=-r... for the Ruby processes
+ * sp-record starts); Init_stackpulse_hook installs the hook for every
+ * thread.
+ */
+#include <ruby.h>
+#include <ruby/debug.h>
+#include <string.h>
+
+#include "../hook/marker.h"
+#include "../hook/names.h"
+
+static struct sp_rt_names names;
+static ID id_attached;
+
+static const char *cstr(VALUE s, size_t *len)
+{
+	if (!RB_TYPE_P(s, T_STRING)) {
+		*len = 1;
+		return "?";
+	}
+	*len = RSTRING_LEN(s);
+	return RSTRING_PTR(s);
+}
+
+/* What Ruby's probes call the owner of a method (vm.c, rb_dtrace_setup). */
+static VALUE owner_path(VALUE klass)
+{
+	if (RB_TYPE_P(klass, T_ICLASS))
+		klass = RBASIC(klass)->klass;
+	else if (FL_TEST(klass, FL_SINGLETON)) {
+		VALUE o = rb_attr_get(klass, id_attached);
+
+		klass = RB_TYPE_P(o, T_CLASS) || RB_TYPE_P(o, T_MODULE) ? o : rb_obj_class(o);
+	}
+	return rb_class_path(klass);
+}
+
+/* Keyed by the owner, the method's symbol and the file's bytes (the
+ * iseq's path string, alive as long as the method's code). */
+static struct sp_rt_name *method_name(VALUE klass, VALUE mid, const char *file)
+{
+	struct sp_rt_name *n = sp_rt_names_find(&names, klass, mid, (uintptr_t)file);
+	const char *s[3];
+	size_t len[3];
+	VALUE cls, meth;
+
+	if (n)
+		return n;
+	cls = klass && !NIL_P(klass) ? owner_path(klass) : Qnil;
+	meth = SYMBOL_P(mid) ? rb_sym2str(mid) : Qnil;
+	s[0] = cstr(cls, &len[0]);
+	s[1] = cstr(meth, &len[1]);
+	s[2] = file ? file : "?";
+	len[2] = strlen(s[2]);
+	n = sp_rt_names_add(&names, klass, mid, (uintptr_t)file, s, len, 0);
+	if (n)
+		SP_RT_MARK_NAME(n);
+	return n;
+}
+
+/*
+ * File and line as Ruby's probes give them: the method's own frame, the
+ * line it runs (at a call its first body line; rb_tracearg_lineno() would
+ * give the def line).
+ */
+static void on_event(VALUE data, rb_trace_arg_t *ta)
+{
+	rb_event_flag_t ev = rb_tracearg_event_flag(ta);
+	struct sp_rt_name *n;
+	int line;
+
+	n = method_name(rb_tracearg_defined_class(ta), rb_tracearg_method_id(ta),
+			rb_sourcefile());
+	if (!n)
+		return;
+	line = rb_sourceline();
+	if (ev == RUBY_EVENT_CALL)
+		SP_RT_MARK(rb__call, n->str[0], n->str[1], n->str[2], line);
+	else
+		SP_RT_MARK(rb__return, n->str[0], n->str[1], n->str[2], line);
+}
+
+void Init_stackpulse_hook(void)
+{
+	id_attached = rb_intern("__attached__");
+	rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))on_event, RUBY_EVENT_CALL | RUBY_EVENT_RETURN,
+			   Qnil, RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);
+}
