@@ -274,6 +274,20 @@ static void elf_close(Elf *e, int fd)
 	close(fd);
 }
 
+static int read_dynsym(const char *path, const char *sym, void *buf, size_t size);
+
+/* A python* or libpython* ELF file that defines Py_Version (3.11 on). */
+static bool is_cpython_file(const char *path)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	uint32_t v;
+
+	if (strncmp(base, "python", 6) && strncmp(base, "libpython", 9))
+		return false;
+	return !read_dynsym(path, "Py_Version", &v, sizeof(v)) && (v >> 24) == 3 &&
+	       ((v >> 16) & 0xff) >= 11;
+}
+
 int sp_spans_elf_providers(const char *path)
 {
 	Elf_Scn *scn = NULL;
@@ -332,6 +346,8 @@ int sp_spans_elf_providers(const char *path)
 		bits |= SP_SPANS_USDT_REGS;
 out:
 	elf_close(e, fd);
+	if (!(bits & SP_SPANS_PYTHON) && is_cpython_file(path))
+		bits |= SP_SPANS_PY_HOOKABLE;
 	return bits;
 }
 
@@ -1039,6 +1055,14 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		snprintf(p->rlib[0], sizeof(p->rlib[0]), "%s", bin);
 		any = true;
 	}
+	if ((provs & SP_SPANS_PY_HOOKABLE) && (m & SP_SPANS_PYTHON) &&
+	    hook_for(c, p, SP_RT_PYTHON, bin, hook, sizeof(hook))) {
+		/* no probes of its own: the hook's markers only, no audit */
+		attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL);
+		p->runtimes |= SP_SPANS_PYTHON;
+		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
+		any = true;
+	}
 	if ((provs & SP_SPANS_PYTHON) && (m & (SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT))) {
 		if ((m & SP_SPANS_PYTHON) && hook_for(c, p, SP_RT_PYTHON, bin, hook, sizeof(hook))) {
 			attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL);
@@ -1716,6 +1740,14 @@ static int resolve_funcs(struct bs_ctx *c)
 
 /* Whether an executable (or the interpreter of a script) is a runtime or
  * has <stackpulse/span.h> markers for the modes asked; depth: #! levels. */
+/* Provider bits of a file that the modes have something for. */
+static bool providers_match(int bits, unsigned int modes)
+{
+	if ((bits & SP_SPANS_PY_HOOKABLE) && (modes & SP_SPANS_PYTHON))
+		return true;
+	return bits & modes & ~(SP_SPANS_USDT_REGS | SP_SPANS_PY_HOOKABLE);
+}
+
 static bool file_has_probes(unsigned int modes, const char *path, int depth)
 {
 	char head[256], libs[4][4096], *nl, *interp, *arg;
@@ -1747,11 +1779,11 @@ static bool file_has_probes(unsigned int modes, const char *path, int depth)
 	}
 	if (memcmp(head, "\177ELF", 4))
 		return false;
-	if (providers_cached(NULL, path) & modes)
+	if (providers_match(providers_cached(NULL, path), modes))
 		return true;
 	nlibs = sp_spans_runtime_libs(path, libs, 4);
 	for (i = 0; i < nlibs; i++)
-		if (providers_cached(NULL, libs[i]) & modes)
+		if (providers_match(providers_cached(NULL, libs[i]), modes))
 			return true;
 	return false;
 }

@@ -156,6 +156,24 @@ p1/main span_stop #<module> 60 1"
 	assert_line "stackpulse.activated profile=hook"
 }
 
+@test "sp-record --spans=python: a CPython 3.11 built without probes (pyenv's) has its spans from the hook" {
+	require_root
+	local py=
+	for cand in /root/.pyenv/versions/3.11*/bin/python3.11 /usr/local/bin/python3.11 /opt/*/bin/python3.11; do
+		[ -x "$cand" ] || continue
+		lib=$(ldd "$cand" | awk '/libpython/ {print $3}')
+		if ! readelf -n "$cand" ${lib:+"$lib"} 2>/dev/null | grep -q function__entry; then
+			py=$cand
+			break
+		fi
+	done
+	[ -n "$py" ] || skip "no CPython 3.11 without USDT probes here (pyenv's, for one)"
+	run -0 --separate-stderr sp-record --spans=python -o "$OUT" -- "$py" "$PY_FIX"
+	assert_python_tree
+	run -0 probe_hits "stackpulse:py__call"
+	(( output >= 10 ))
+}
+
 # The call tree of tests/fixtures/src/spans_c.c as its markers give it in
 # the recording $OUT (name, line, depth per thread and process).
 assert_c_marker_tree() {

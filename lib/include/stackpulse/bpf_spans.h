@@ -32,6 +32,13 @@
  * arguments in %rdi, %rsi, %edx (<stackpulse/span.h> on x86-64) */
 #define SP_SPANS_USDT_REGS	(1u << 8)
 #define SP_SPANS_USDT_REGS_ARGS	"8@%rdi 8@%rsi -4@%edx"
+/* sp_spans_elf_providers(): a CPython 3.11 or later without USDT probes
+ * (built without --enable-dtrace, as pyenv's are; known by its dynamic
+ * symbol Py_Version): the Python hook alone gives its spans */
+#define SP_SPANS_PY_HOOKABLE	(1u << 9)
+/* The runtime hooks' markers (lib/runtime/hook/marker.h) pass class,
+ * method, file and line so. */
+#define SP_SPANS_HOOK_ARGS	"8@%rdi 8@%rsi 8@%rdx -4@%ecx"
 #define SP_SPANS_AUTO		(SP_SPANS_RUBY | SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT | SP_SPANS_USDT)
 
 #define SP_SPANS_MAX_FUNCS	64	/* --span-func options */
@@ -76,7 +83,8 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o);
 /* Providers with USDT notes in an ELF file, as bits (SP_SPANS_RUBY for
  * "ruby", SP_SPANS_PYTHON for "python", SP_SPANS_USDT for "stackpulse",
  * with SP_SPANS_USDT_REGS when each of those passes its arguments as
- * SP_SPANS_USDT_REGS_ARGS). -1 (reported) if the file cannot be read. */
+ * SP_SPANS_USDT_REGS_ARGS; SP_SPANS_PY_HOOKABLE for a CPython without
+ * probes). -1 (reported) if the file cannot be read. */
 int sp_spans_elf_providers(const char *path);
 /* Whether executing path runs something with probes for modes: an ELF
  * file with the USDT providers, or needing a libruby/libpython that has
