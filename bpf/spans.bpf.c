@@ -509,10 +509,11 @@ static __always_inline __u64 usdt_cookie(struct pt_regs *ctx)
 }
 
 /* The head-only event of a marker whose arguments are read from fixed
- * registers (the loader checked its note): no argument spec to decode. */
-static __always_inline struct sp_bs_event *marker_begin(struct pt_regs *ctx)
+ * registers (the loader checked its note): no argument spec to decode.
+ * multi: attached by a uprobe_multi link, whose cookie is ours directly. */
+static __always_inline struct sp_bs_event *marker_begin(struct pt_regs *ctx, bool multi)
 {
-	__u64 cookie = usdt_cookie(ctx);
+	__u64 cookie = multi ? bpf_get_attach_cookie(ctx) : usdt_cookie(ctx);
 	__u32 probe = cookie_probe(cookie);
 
 	if (!cookie)
@@ -527,10 +528,9 @@ static __always_inline struct sp_bs_event *marker_begin(struct pt_regs *ctx)
  * fetch, a function call, a helper call and a spec lookup per argument,
  * cost more here than the rest of the event.
  */
-SEC("usdt")
-int on_sp_span_regs(struct pt_regs *ctx)
+static __always_inline int sp_span_regs(struct pt_regs *ctx, bool multi)
 {
-	struct sp_bs_event *e = marker_begin(ctx);
+	struct sp_bs_event *e = marker_begin(ctx, multi);
 
 	if (!e)
 		return 0;
@@ -541,16 +541,21 @@ int on_sp_span_regs(struct pt_regs *ctx)
 	return submit_head(e);
 }
 
+SEC("usdt")
+int on_sp_span_regs(struct pt_regs *ctx)
+{
+	return sp_span_regs(ctx, false);
+}
+
 /*
  * The runtime hooks' span markers (lib/runtime/hook/marker.h): class,
  * method, file and line in %rdi, %rsi, %rdx and %ecx. The strings are the
  * hook's own, never freed or changed: the loader knows them by address
  * from the hook's rt__name marker, so nothing is read here.
  */
-SEC("usdt")
-int on_rt_hook(struct pt_regs *ctx)
+static __always_inline int rt_hook(struct pt_regs *ctx, bool multi)
 {
-	struct sp_bs_event *e = marker_begin(ctx);
+	struct sp_bs_event *e = marker_begin(ctx, multi);
 
 	if (!e)
 		return 0;
@@ -562,12 +567,17 @@ int on_rt_hook(struct pt_regs *ctx)
 	return submit_head(e);
 }
 
+SEC("usdt")
+int on_rt_hook(struct pt_regs *ctx)
+{
+	return rt_hook(ctx, false);
+}
+
 /* stackpulse:rt__name: a name the hook has just made, so its strings are
  * resident: read them all and send them, once per name. */
-SEC("usdt")
-int on_rt_name(struct pt_regs *ctx)
+static __always_inline int rt_name(struct pt_regs *ctx, bool multi)
 {
-	__u64 cookie = usdt_cookie(ctx);
+	__u64 cookie = multi ? bpf_get_attach_cookie(ctx) : usdt_cookie(ctx);
 	struct sp_bs_event *e;
 	int i;
 
@@ -585,6 +595,36 @@ int on_rt_name(struct pt_regs *ctx)
 	if (bpf_ringbuf_output(&spans, e, sizeof(*e), wake_flags()))
 		count_lost();
 	return 0;
+}
+
+SEC("usdt")
+int on_rt_name(struct pt_regs *ctx)
+{
+	return rt_name(ctx, false);
+}
+
+/*
+ * The same three, attached by uprobe_multi links (Linux 6.6 and later;
+ * the loader sets their attach type before loading): the kernel runs them
+ * straight from the uprobe, without the perf event (and its per-hit
+ * filter of the attached processes) that a libbpf USDT link goes through.
+ */
+SEC("uprobe")
+int on_sp_span_multi(struct pt_regs *ctx)
+{
+	return sp_span_regs(ctx, true);
+}
+
+SEC("uprobe")
+int on_rt_hook_multi(struct pt_regs *ctx)
+{
+	return rt_hook(ctx, true);
+}
+
+SEC("uprobe")
+int on_rt_name_multi(struct pt_regs *ctx)
+{
+	return rt_name(ctx, true);
 }
 
 /* --span-func: the cookie is the function's index in the loader's table. */

@@ -19,6 +19,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -34,6 +35,15 @@
 #include "sp.h"
 #include "spans.h"
 #include "spans.skel.h"
+
+/* union bpf_attr's link_create for a uprobe_multi link (Linux 6.6), which
+ * the system headers here predate. */
+#define SP_BPF_TRACE_UPROBE_MULTI	48
+struct sp_uprobe_multi_attr {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, uflags, pid;
+};
 
 struct sp_spans_opts sp_spans_opts = { .modes = SP_SPANS_AUTO };
 
@@ -351,6 +361,90 @@ out:
 	return bits;
 }
 
+/* The file offset of virtual address va in e's executable segments, or
+ * -1. */
+static int64_t va_to_offset(Elf *e, uint64_t va)
+{
+	size_t i, n;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(e, &n))
+		return -1;
+	for (i = 0; i < n; i++)
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
+		    va >= ph.p_vaddr && va < ph.p_vaddr + ph.p_filesz)
+			return (int64_t)(va - ph.p_vaddr + ph.p_offset);
+	return -1;
+}
+
+int sp_spans_usdt_offsets(const char *path, const char *provider, const char *name,
+			  const char *args, uint64_t *offs, int max)
+{
+	uint64_t base_addr = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstrndx;
+	int fd, n = 0;
+	Elf *e = elf_open(path, &fd);
+
+	if (!e)
+		return -1;
+	if (elf_getshdrstrndx(e, &shstrndx) || gelf_getclass(e) != ELFCLASS64)
+		goto fail;
+	while ((scn = elf_nextscn(e, scn))) {
+		const char *sn;
+
+		if (gelf_getshdr(scn, &sh) && (sn = elf_strptr(e, shstrndx, sh.sh_name)) &&
+		    !strcmp(sn, ".stapsdt.base"))
+			base_addr = sh.sh_addr;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t off = 0, noff, doff;
+		const char *sn;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    !(sn = elf_strptr(e, shstrndx, sh.sh_name)) || strcmp(sn, ".note.stapsdt"))
+			continue;
+		d = elf_getdata(scn, NULL);
+		while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			const char *desc = (const char *)d->d_buf + doff, *end = desc + nh.n_descsz;
+			const char *prov = desc + 24, *pname, *pargs;
+			uint64_t pc, base, sem;
+			int64_t fo;
+
+			if (nh.n_type != 3 || nh.n_descsz <= 24 || !memchr(prov, 0, end - prov))
+				continue;
+			pname = prov + strlen(prov) + 1;
+			if (pname >= end || !memchr(pname, 0, end - pname))
+				continue;
+			pargs = pname + strlen(pname) + 1;
+			if (strcmp(prov, provider) || strcmp(pname, name))
+				continue;
+			memcpy(&pc, desc, 8);
+			memcpy(&base, desc + 8, 8);
+			memcpy(&sem, desc + 16, 8);
+			/* a semaphore needs a reference counter; other operands
+			 * need another BPF program: not for this attachment */
+			if (sem || pargs >= end || !memchr(pargs, 0, end - pargs) ||
+			    (args && strcmp(pargs, args)))
+				goto fail;
+			if (base_addr && base)
+				pc += base_addr - base;	/* prelinked */
+			fo = va_to_offset(e, pc);
+			if (fo < 0 || n >= max)
+				goto fail;
+			offs[n++] = (uint64_t)fo;
+		}
+	}
+	elf_close(e, fd);
+	return n;
+fail:
+	elf_close(e, fd);
+	return -1;
+}
+
 static bool runtime_lib_name(const char *name)
 {
 	return !strncmp(name, "libruby", 7) || !strncmp(name, "libpython", 9);
@@ -511,11 +605,19 @@ static const char *const probe_names[SP_PR_MAX] = {
 };
 
 /* What one process image has attached. */
+/* An attachment to destroy: libbpf's link, or the file descriptor of a
+ * uprobe_multi link (libbpf 1.1 cannot make those). */
+struct bs_link {
+	struct bpf_link *link;
+	int fd;			/* -1 with a libbpf link */
+};
+
 struct bs_att {
 	uint32_t probe;		/* enum sp_bs_probe */
 	uint32_t func;		/* --span-func index for uprobes */
 	struct bpf_program *prog;	/* attached to, for a fork child's copy */
-	struct bpf_link *link;
+	struct bs_link link;
+	bool multi;		/* by a uprobe_multi link (attach_multi) */
 	char bin[];		/* the binary */
 };
 
@@ -576,8 +678,9 @@ struct bs_ctx {
 	pthread_cond_t rq_cond;
 	pthread_t reaper;
 	bool reaper_on, reaper_stop;
-	struct bpf_link **rq;
+	struct bs_link *rq;
 	size_t nrq, crq;
+	bool no_multi;			/* uprobe_multi links refused: USDT links */
 	uint64_t plain_execs, stopped_execs;	/* execs released by BPF / looked at */
 	uint64_t forks, stopped_forks;		/* forks, and those held for probes */
 	uint64_t probed_images;			/* images that got probes */
@@ -642,6 +745,13 @@ static struct sp_spans *load_skel(char *why, size_t size)
 		snprintf(why, size, "cannot open the BPF program: %s", strerror(errno));
 		return NULL;
 	}
+	/* uprobe_multi programs: an attach type libbpf 1.1 has no section for */
+	bpf_program__set_expected_attach_type(sk->progs.on_sp_span_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(sk->progs.on_rt_hook_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(sk->progs.on_rt_name_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
 	if ((err = sp_spans__load(sk)))
 		snprintf(why, size, "cannot load the BPF program: %s", strerror(-err));
 	else if ((err = sp_spans__attach(sk)))	/* fork, exec, exit tracepoints */
@@ -728,8 +838,8 @@ static struct bs_proc *proc_new(struct bs_ctx *c, uint32_t pid)
 	return p;
 }
 
-static void att_add(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
-		    struct bpf_program *prog, struct bpf_link *link)
+static void att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
+			 struct bpf_program *prog, struct bs_link link, bool multi)
 {
 	struct bs_att *a = sp_xmalloc(sizeof(*a) + strlen(bin) + 1);
 
@@ -737,9 +847,27 @@ static void att_add(struct bs_proc *p, uint32_t probe, uint32_t func, const char
 	a->func = func;
 	a->prog = prog;
 	a->link = link;
+	a->multi = multi;
 	strcpy(a->bin, bin);
 	sp_grow(&p->att, &p->catt, p->natt + 1, sizeof(*p->att));
 	p->att[p->natt++] = a;
+}
+
+static void att_add(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
+		    struct bpf_program *prog, struct bpf_link *link)
+{
+	att_add_link(p, probe, func, bin, prog, (struct bs_link){ .link = link, .fd = -1 }, false);
+}
+
+static void link_destroy(struct bs_ctx *c, struct bs_link l)
+{
+	if (l.link) {
+		pthread_mutex_lock(&c->bpf_lock);
+		bpf_link__destroy(l.link);
+		pthread_mutex_unlock(&c->bpf_lock);
+	} else if (l.fd >= 0) {
+		close(l.fd);
+	}
 }
 
 /* Hits of a probe in p: the events read from it (lost ones are counted
@@ -864,7 +992,7 @@ static int emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool 
 static void *reaper_main(void *arg)
 {
 	struct bs_ctx *c = arg;
-	struct bpf_link *l;
+	struct bs_link l;
 
 	for (;;) {
 		pthread_mutex_lock(&c->rq_lock);
@@ -876,9 +1004,7 @@ static void *reaper_main(void *arg)
 		}
 		l = c->rq[--c->nrq];
 		pthread_mutex_unlock(&c->rq_lock);
-		pthread_mutex_lock(&c->bpf_lock);
-		bpf_link__destroy(l);
-		pthread_mutex_unlock(&c->bpf_lock);
+		link_destroy(c, l);
 	}
 }
 
@@ -893,9 +1019,7 @@ static void detach_all_how(struct bs_ctx *c, struct bs_proc *p, bool sync)
 		c->reaper_on = true;
 	for (i = 0; i < p->natt; i++) {
 		if (sync || !c->reaper_on) {
-			pthread_mutex_lock(&c->bpf_lock);
-			bpf_link__destroy(p->att[i]->link);
-			pthread_mutex_unlock(&c->bpf_lock);
+			link_destroy(c, p->att[i]->link);
 		} else {
 			pthread_mutex_lock(&c->rq_lock);
 			sp_grow(&c->rq, &c->crq, c->nrq + 1, sizeof(*c->rq));
@@ -1000,17 +1124,79 @@ static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const ch
 	return ok;
 }
 
+static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
+			const char *bin, const char *provider, const char *name,
+			const char *args, uint32_t probe);
+
+/* A marker with fixed-register operands: by a uprobe_multi link, else by
+ * a USDT link. */
+static void attach_marker(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
+			  struct bpf_program *usdt, const char *bin, const char *args,
+			  uint32_t probe)
+{
+	const char *name = strchr(probe_names[probe], ':') + 1;
+
+	if (attach_multi(c, p, multi, bin, "stackpulse", name, args, probe))
+		attach_usdt(c, p, usdt, bin, "stackpulse", name, probe);
+}
+
 /* The markers of a runtime hook (rb__ or py__ call, return; rt__name). */
 static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, uint32_t call)
 {
 	struct sp_spans *sk = c->skel;
-	const char *name;
+	const char *args = SP_SPANS_HOOK_ARGS;
 
-	name = strchr(probe_names[call], ':') + 1;
-	attach_usdt(c, p, sk->progs.on_rt_hook, hook, "stackpulse", name, call);
-	name = strchr(probe_names[call + 1], ':') + 1;
-	attach_usdt(c, p, sk->progs.on_rt_hook, hook, "stackpulse", name, call + 1);
-	attach_usdt(c, p, sk->progs.on_rt_name, hook, "stackpulse", "rt__name", SP_PR_RT_NAME);
+	attach_marker(c, p, sk->progs.on_rt_hook_multi, sk->progs.on_rt_hook, hook, args, call);
+	attach_marker(c, p, sk->progs.on_rt_hook_multi, sk->progs.on_rt_hook, hook, args,
+		      call + 1);
+	attach_marker(c, p, sk->progs.on_rt_name_multi, sk->progs.on_rt_name, hook, args,
+		      SP_PR_RT_NAME);
+}
+
+/*
+ * USDT probe provider:name of bin for p, by a uprobe_multi link (every
+ * location of the probe in one link; the cookie is ours, no libbpf spec).
+ * For markers without semaphore whose operands are args. 0, or -1: use a
+ * USDT link (the kernel refuses these links: c->no_multi).
+ */
+static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
+			const char *bin, const char *provider, const char *name,
+			const char *args, uint32_t probe)
+{
+	union bpf_attr attr;
+	struct sp_uprobe_multi_attr *u = (void *)&attr;
+	uint64_t offs[64], cookies[64];
+	int n, i, fd;
+
+	if (c->no_multi)
+		return -1;
+	n = sp_spans_usdt_offsets(bin, provider, name, args, offs, 64);
+	if (n <= 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		cookies[i] = (uint64_t)p->gen << 32 | probe;
+	memset(&attr, 0, sizeof(attr));
+	u->prog_fd = bpf_program__fd(prog);
+	u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
+	u->path = (uintptr_t)bin;
+	u->offsets = (uintptr_t)offs;
+	u->cookies = (uintptr_t)cookies;
+	u->cnt = n;
+	u->pid = p->pid;
+	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	if (fd < 0) {
+		if (errno == ESRCH)
+			return 0;	/* gone: nothing to attach */
+		if (errno == EINVAL || errno == EOPNOTSUPP || errno == E2BIG)
+			c->no_multi = true;
+		if (sp_verbose)
+			sp_info("spans: uprobe_multi link for %s:%s in '%s' refused (%s): USDT links",
+				provider, name, bin, strerror(errno));
+		return -1;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .fd = fd }, true);
+	return 0;
 }
 
 static void attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
@@ -1080,11 +1266,17 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		any = true;
 	}
 	if ((provs & SP_SPANS_USDT) && (m & SP_SPANS_USDT)) {
-		struct bpf_program *prog = provs & SP_SPANS_USDT_REGS ? sk->progs.on_sp_span_regs :
-					   sk->progs.on_sp_span;
-
-		attach_usdt(c, p, prog, bin, "stackpulse", "span__begin", SP_PR_SP_BEGIN);
-		attach_usdt(c, p, prog, bin, "stackpulse", "span__end", SP_PR_SP_END);
+		if (provs & SP_SPANS_USDT_REGS) {
+			attach_marker(c, p, sk->progs.on_sp_span_multi, sk->progs.on_sp_span_regs,
+				      bin, SP_SPANS_USDT_REGS_ARGS, SP_PR_SP_BEGIN);
+			attach_marker(c, p, sk->progs.on_sp_span_multi, sk->progs.on_sp_span_regs,
+				      bin, SP_SPANS_USDT_REGS_ARGS, SP_PR_SP_END);
+		} else {
+			attach_usdt(c, p, sk->progs.on_sp_span, bin, "stackpulse", "span__begin",
+				    SP_PR_SP_BEGIN);
+			attach_usdt(c, p, sk->progs.on_sp_span, bin, "stackpulse", "span__end",
+				    SP_PR_SP_END);
+		}
 		p->runtimes |= SP_SPANS_USDT;
 		any = true;
 	}
@@ -1256,6 +1448,13 @@ static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs
 			pthread_mutex_lock(&c->bpf_lock);
 			l = bpf_program__attach_uprobe_opts(prog, child->pid, a->bin, 0, &uo);
 			pthread_mutex_unlock(&c->bpf_lock);
+		} else if (a->multi) {
+			const char *name = strchr(probe_names[a->probe], ':') + 1;
+			const char *args = a->probe == SP_PR_SP_BEGIN || a->probe == SP_PR_SP_END ?
+					   SP_SPANS_USDT_REGS_ARGS : SP_SPANS_HOOK_ARGS;
+
+			attach_multi(c, child, a->prog, a->bin, "stackpulse", name, args, a->probe);
+			continue;
 		} else {
 			LIBBPF_OPTS(bpf_usdt_opts, uo,
 				    .usdt_cookie = (uint64_t)child->gen << 32 | a->probe);
@@ -2213,7 +2412,7 @@ static void handoff_close(void)
 static void spans_free(struct sp_source *s)
 {
 	struct bs_ctx *c;
-	struct bpf_link **queued = NULL;
+	struct bs_link *queued = NULL;
 	size_t i, nqueued = 0, left;
 
 	if (!s)
@@ -2242,11 +2441,8 @@ static void spans_free(struct sp_source *s)
 	/* What is left to detach is closed by a helper after we are gone. */
 	if (left)
 		handoff_close();
-	for (i = 0; i < nqueued; i++) {
-		pthread_mutex_lock(&c->bpf_lock);
-		bpf_link__destroy(queued[i]);
-		pthread_mutex_unlock(&c->bpf_lock);
-	}
+	for (i = 0; i < nqueued; i++)
+		link_destroy(c, queued[i]);
 	free(queued);
 	if (c->reaper_on)
 		pthread_join(c->reaper, NULL);

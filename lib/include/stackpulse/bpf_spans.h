@@ -19,6 +19,7 @@
 
 #include <argp.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "source.h"
 
@@ -86,6 +87,12 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o);
  * SP_SPANS_USDT_REGS_ARGS; SP_SPANS_PY_HOOKABLE for a CPython without
  * probes). -1 (reported) if the file cannot be read. */
 int sp_spans_elf_providers(const char *path);
+/* File offsets of the locations of USDT probe provider:name in path, into
+ * offs (at most max): how many, or -1 when one has a semaphore, operands
+ * other than args (NULL: any), more than max, or the file is no 64-bit
+ * ELF. */
+int sp_spans_usdt_offsets(const char *path, const char *provider, const char *name,
+			  const char *args, uint64_t *offs, int max);
 /* Whether executing path runs something with probes for modes: an ELF
  * file with the USDT providers, or needing a libruby/libpython that has
  * them, or a "#!" script whose interpreter is one ("#!/usr/bin/env ruby"
