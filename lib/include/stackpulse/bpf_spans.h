@@ -63,8 +63,9 @@ extern const struct argp sp_spans_argp;
  * bits. 0, or -1 with *bad pointing at the unknown word. */
 int sp_spans_parse_list(const char *list, unsigned int *modes, const char **bad, size_t *badlen);
 
-/* Where the Ruby/Python activators live (lib/runtime in the source tree,
- * PREFIX/share/stackpulse/runtime when installed), or NULL. */
+/* Where the Ruby/Python activators and hooks live (build/runtime in the
+ * build tree, PREFIX/share/stackpulse/runtime when installed; $SP_RUNTIME_DIR
+ * first), or NULL. */
 const char *sp_spans_runtime_dir(const struct sp_spans_opts *o);
 
 /*
