@@ -625,6 +625,7 @@ struct bs_att {
 struct bs_func {
 	char *bin;
 	char *name;
+	unsigned int skip;	/* bytes after the symbol where the uprobe goes */
 	uint64_t name_id, bin_id, base_id;	/* interned strings */
 };
 
@@ -1294,7 +1295,7 @@ static void attach_funcs(struct bs_ctx *c, struct bs_proc *p)
 
 		pthread_mutex_lock(&c->bpf_lock);
 		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_func_entry, p->pid,
-						    c->funcs[i].bin, 0, &uo);
+						    c->funcs[i].bin, c->funcs[i].skip, &uo);
 		pthread_mutex_unlock(&c->bpf_lock);
 		if (!l)
 			continue;
@@ -1302,7 +1303,7 @@ static void attach_funcs(struct bs_ctx *c, struct bs_proc *p)
 		uo.retprobe = true;
 		pthread_mutex_lock(&c->bpf_lock);
 		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_func_return, p->pid,
-						    c->funcs[i].bin, 0, &uo);
+						    c->funcs[i].bin, c->funcs[i].skip, &uo);
 		pthread_mutex_unlock(&c->bpf_lock);
 		if (l)
 			att_add(p, SP_PR_UPROBE_RETURN, i, c->funcs[i].bin,
@@ -1446,7 +1447,8 @@ static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs
 
 			prog = uo.retprobe ? sk->progs.on_func_return : sk->progs.on_func_entry;
 			pthread_mutex_lock(&c->bpf_lock);
-			l = bpf_program__attach_uprobe_opts(prog, child->pid, a->bin, 0, &uo);
+			l = bpf_program__attach_uprobe_opts(prog, child->pid, a->bin,
+							    c->funcs[a->func].skip, &uo);
 			pthread_mutex_unlock(&c->bpf_lock);
 		} else if (a->multi) {
 			const char *name = strchr(probe_names[a->probe], ':') + 1;
@@ -1847,6 +1849,39 @@ static int emit_lost(struct bs_ctx *c, uint64_t now)
 }
 
 /* Resolve the --span-func options into functions. */
+/*
+ * Where a --span-func uprobe goes in function st of e: past an endbr64
+ * (the first instruction of every function in a CET build, -fcf-protection)
+ * when a "push %reg" follows. The kernel emulates a push (and branches and
+ * nops) but runs any other instruction by single-stepping it out of line,
+ * and a single step on this VM costs about 13 µs (a debug trap the
+ * hypervisor takes) against about 1.4 µs for the whole span. endbr64 does
+ * nothing; the return address is still on top of the stack after it, as
+ * the return probe needs.
+ */
+static unsigned int entry_skip(Elf *e, const GElf_Sym *st)
+{
+	static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	Elf_Scn *scn = elf_getscn(e, st->st_shndx);
+	const unsigned char *b;
+	Elf_Data *d;
+	GElf_Shdr sh;
+	uint64_t at;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+	    st->st_value < sh.sh_addr || (d = elf_getdata(scn, NULL)) == NULL)
+		return 0;
+	at = st->st_value - sh.sh_addr;
+	if (at + 6 > d->d_size)
+		return 0;
+	b = (const unsigned char *)d->d_buf + at;
+	if (memcmp(b, endbr64, 4))
+		return 0;
+	if ((b[4] >= 0x50 && b[4] <= 0x57) || (b[4] == 0x41 && b[5] >= 0x50 && b[5] <= 0x57))
+		return 4;
+	return 0;
+}
+
 static int resolve_funcs(struct bs_ctx *c)
 {
 	char bin[PATH_MAX], pat[512], full[PATH_MAX * 2 + 64];
@@ -1925,6 +1960,7 @@ static int resolve_funcs(struct bs_ctx *c)
 						sizeof(*c->funcs));
 					c->funcs[c->nfuncs].bin = sp_xstrdup(full);
 					c->funcs[c->nfuncs].name = sp_xstrdup(name);
+					c->funcs[c->nfuncs].skip = entry_skip(e, &st);
 					c->nfuncs++;
 				}
 			}

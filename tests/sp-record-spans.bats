@@ -227,6 +227,30 @@ p2/main span_stop spans_c#leaf_work 0 2"
 	assert_output "1 9"
 }
 
+@test "sp-record --span-func: a CET function (endbr64, push) is probed past its endbr64, spans intact" {
+	require_root
+	cat > "$BATS_TEST_TMPDIR/cet.c" <<'C'
+#include <stdlib.h>
+__attribute__((noinline)) long leaf(long x) { __asm__ volatile("" ::: "memory"); return x + 1; }
+__attribute__((noinline)) long outer(long x) { return leaf(x) + leaf(x + 1); }
+int main(int argc, char **argv) { long s = 0; for (int i = 0; i < 1000; i++) s = outer(s); return s == 0; }
+C
+	cc -O1 -g -fno-omit-frame-pointer -fcf-protection=full -o "$BATS_TEST_TMPDIR/cet" \
+		"$BATS_TEST_TMPDIR/cet.c" || skip "no compiler with -fcf-protection"
+	# the pattern this is about: outer starts with endbr64, then push %rbp
+	run -0 bash -c "objdump -d --no-show-raw-insn '$BATS_TEST_TMPDIR/cet' | grep -A2 '<outer>:' | awk 'NR == 2 {print \$2} NR == 3 {print \$2}' | paste -sd' '"
+	assert_output "endbr64 push"
+	run -0 sp-record --no-samples --spans=none --span-func="$BATS_TEST_TMPDIR/cet:outer" \
+		--span-func="$BATS_TEST_TMPDIR/cet:leaf" -o "$OUT" -- "$BATS_TEST_TMPDIR/cet"
+	# every call, nested: 1000 outer at depth 1, 2000 leaf at depth 2
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | \"\\(.method) \\(.depth)\"' | sort | uniq -c | awk '{print \$1, \$2, \$3}'"
+	assert_output "2000 leaf 2
+1000 outer 1"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_stop\") | .method' | sort | uniq -c | awk '{print \$1, \$2}'"
+	assert_output "2000 leaf
+1000 outer"
+}
+
 @test "sp-record --spans=usdt: markers with generic operands (C++) give the same tree as the fixed registers of C" {
 	require_root
 	prog=$SP_EXAMPLES/spans_cxx
