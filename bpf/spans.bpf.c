@@ -258,6 +258,8 @@ static __always_inline __u32 probe_kind(__u32 probe)
 		return SP_BS_START;
 	case SP_PR_RT_NAME:
 		return SP_BS_NAME;
+	case SP_PR_RB_HOOK_FIBER:
+		return SP_BS_FIBER;
 	case SP_PR_RUBY_RAISE:
 		return SP_BS_RAISE;
 	case SP_PR_PY_AUDIT:

@@ -25,6 +25,7 @@ enum sp_bs_kind {
 	SP_BS_EXEC = 6,		/* a tracked process exec'd (stopped when flags has STOPPED) */
 	SP_BS_EXIT = 7,		/* a tracked process exited */
 	SP_BS_NAME = 8,		/* a runtime hook made a name: its strings, all sent */
+	SP_BS_FIBER = 9,	/* a fiber switch: addr[0] from, addr[1] to, addr[2] fresh */
 };
 
 /* Probes, also the index into the hit counters. The attach cookie is
@@ -50,6 +51,7 @@ enum sp_bs_probe {
 	SP_PR_PY_HOOK_CALL,
 	SP_PR_PY_HOOK_RETURN,
 	SP_PR_RT_NAME,
+	SP_PR_RB_HOOK_FIBER,
 	SP_PR_MAX,
 };
 

@@ -602,6 +602,7 @@ static const char *const probe_names[SP_PR_MAX] = {
 	[SP_PR_PY_HOOK_CALL] = "stackpulse:py__call",
 	[SP_PR_PY_HOOK_RETURN] = "stackpulse:py__return",
 	[SP_PR_RT_NAME] = "stackpulse:rt__name",
+	[SP_PR_RB_HOOK_FIBER] = "stackpulse:rb__fiber",
 };
 
 /* What one process image has attached. */
@@ -638,7 +639,12 @@ struct bs_proc {
 	struct bs_att **att;
 	size_t natt, catt;
 	struct sp_u64map strs;		/* mix(addr, hash) -> string id */
-	struct sp_u64map depth;		/* tid -> open spans */
+	struct sp_u64map depth;		/* depth_key() -> open spans */
+	/* Ruby fibers (the hook's rb__fiber), each with its own open spans:
+	 * per thread the fiber it runs (0 = its root fiber), the root's id
+	 * once known, and the fibers seen starting (mix(tid, fiber)). */
+	bool fibers;
+	struct sp_u64map fib_cur, fib_root, fib_known;
 	bool py_active;			/* the Python activator announced itself */
 	bool cm_pending;		/* C-method probes wait for the first method entry */
 	bool attached;			/* running before the recording (-p): no activator */
@@ -662,7 +668,7 @@ struct bs_ctx {
 	size_t nfuncs, cfuncs;
 	uint64_t last_poll_ns;
 	uint64_t lost_seen, lost_since;
-	uint64_t spans, raises, audits, orphans;
+	uint64_t spans, raises, audits, orphans, fiber_switches;
 	uint64_t idle;			/* probes without hits and without a reason */
 	bool releasing;			/* spans_free: only let stopped processes go */
 	unsigned int found;		/* runtimes seen anywhere */
@@ -926,6 +932,7 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 	case SP_PR_RUBY_RAISE:
 	case SP_PR_PY_AUDIT:
 	case SP_PR_RT_NAME:
+	case SP_PR_RB_HOOK_FIBER:
 		break;		/* silence is normal */
 	default:
 		if (!hits)
@@ -1152,6 +1159,9 @@ static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, u
 		      call + 1);
 	attach_marker(c, p, sk->progs.on_rt_name_multi, sk->progs.on_rt_name, hook, args,
 		      SP_PR_RT_NAME);
+	if (call == SP_PR_RB_HOOK_CALL)
+		attach_marker(c, p, sk->progs.on_rt_hook_multi, sk->progs.on_rt_hook, hook, args,
+			      SP_PR_RB_HOOK_FIBER);
 }
 
 /*
@@ -1603,6 +1613,67 @@ static uint64_t str_id(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_e
 	return id ? *id : 0;
 }
 
+static void fibers_release(struct bs_proc *p)
+{
+	p->fibers = false;
+	sp_u64map_release(&p->fib_cur);
+	sp_u64map_release(&p->fib_root);
+	sp_u64map_release(&p->fib_known);
+}
+
+/* The key of a thread's open-span count: per fiber once p has fibers. */
+static uint64_t depth_key(const struct bs_proc *p, uint32_t tid)
+{
+	uint64_t *f;
+
+	if (!p->fibers)
+		return tid;
+	f = sp_u64map_get(&p->fib_cur, tid);
+	return f && *f ? sp_hash_mix(tid, *f) : tid;
+}
+
+/*
+ * stackpulse:rb__fiber (from, to, fresh): written as a fiber switch record
+ * with the thread's root fiber as 0. The hook knows the root only as "the
+ * first fiber left"; its id is the first fiber come back to that was not
+ * seen starting.
+ */
+static int on_fiber(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_event *e)
+{
+	struct sp_record r = { .kind = SP_REC_FIBER_SWITCH };
+	uint64_t from = e->addr[0], to = e->addr[1], *root, known;
+	bool fresh = e->addr[2] != 0;
+
+	p->fibers = true;
+	root = sp_u64map_get(&p->fib_root, e->tid);
+	if (root && from == *root)
+		from = 0;
+	known = to ? sp_u64map_get(&p->fib_known, sp_hash_mix(e->tid, to)) != NULL : true;
+	if (root && to == *root) {
+		to = 0;
+	} else if (fresh) {
+		sp_u64map_put(&p->fib_known, sp_hash_mix(e->tid, to), 1);
+	} else if (!root && !known) {
+		sp_u64map_put(&p->fib_root, e->tid, to);
+		to = 0;
+	}
+	sp_u64map_put(&p->fib_cur, e->tid, to);
+	if (fresh)	/* a fiber id reused: its old spans are gone */
+		sp_u64map_del(&p->depth, sp_hash_mix(e->tid, to));
+	r.fiber_switch.time = e->time_ns;
+	r.fiber_switch.pid = e->pid;
+	r.fiber_switch.tid = e->tid;
+	r.fiber_switch.from = from;
+	r.fiber_switch.to = to;
+	r.fiber_switch.flags = fresh ? SP_FIBER_NEW : 0;
+	c->fiber_switches++;
+	if (c->out->emit(c->out->ctx, &r)) {
+		c->err = -1;
+		return -1;
+	}
+	return 0;
+}
+
 /* A runtime hook's new name: its strings, known by address from now on
  * (the hook never frees or changes them). */
 static int on_name(struct bs_ctx *c, const struct sp_bs_event *e, size_t size)
@@ -1667,6 +1738,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->cm_pending = false;
 		p->ppid = 0;
 		sp_u64map_release(&p->depth);
+		fibers_release(p);
 		if (e->flags & SP_BSF_PLAIN) {
 			/* known without probes: BPF did not stop it */
 			c->plain_execs++;
@@ -1691,6 +1763,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->exited = true;
 		sp_u64map_release(&p->strs);
 		sp_u64map_release(&p->depth);
+		fibers_release(p);
 		sp_u64map_del(&c->by_pid, e->pid);
 		return 0;
 	}
@@ -1715,13 +1788,15 @@ static int on_event(void *ctx, void *data, size_t size)
 	}
 	if (e->kind == SP_BS_NAME)
 		return on_name(c, e, size);
-	if (e->kind >= SP_BS_FORK)
+	if (e->kind >= SP_BS_FORK && e->kind <= SP_BS_EXIT)
 		return on_proc_event(c, e);
 	p = proc_get(c, e->pid);
 	if (!p)
 		p = proc_new(c, e->pid);	/* raced with our own bookkeeping */
 	if (e->probe < SP_PR_MAX)
 		p->hits[e->probe]++;
+	if (e->kind == SP_BS_FIBER)
+		return on_fiber(c, p, e);
 	if (e->kind == SP_BS_AUDIT) {
 		r.kind = SP_REC_EVENT;
 		r.event.time = e->time_ns;
@@ -1786,7 +1861,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		if (e->kind == SP_BS_RAISE) {
 			c->raises++;
 		} else {
-			uint64_t *d = sp_u64map_get(&p->depth, e->tid);
+			uint64_t key = depth_key(p, e->tid), *d = sp_u64map_get(&p->depth, key);
 
 			if (p->cm_pending && (e->probe == SP_PR_RUBY_METHOD_ENTRY ||
 					      e->probe == SP_PR_RB_HOOK_CALL)) {
@@ -1795,7 +1870,7 @@ static int on_event(void *ctx, void *data, size_t size)
 			}
 			if (e->kind == SP_BS_START) {
 				m->depth = (d ? *d : 0) + 1;
-				sp_u64map_put(&p->depth, e->tid, m->depth);
+				sp_u64map_put(&p->depth, key, m->depth);
 			} else if (!d || !*d) {
 				/* entered before the recording (or the activator) */
 				c->orphans++;
@@ -2351,12 +2426,12 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 	if (c->lost_seen)
 		sp_warn("spans: %llu span events lost (ring buffer full)",
 			(unsigned long long)c->lost_seen);
-	sp_info("spans: %llu span marks, %llu raises, %llu audit events; %llu stops "
-		"without a start dropped (entered before the recording); %llu idle probes "
-		"(see the probe records)",
+	sp_info("spans: %llu span marks, %llu raises, %llu audit events, %llu fiber switches; "
+		"%llu stops without a start dropped (entered before the recording); %llu idle "
+		"probes (see the probe records)",
 		(unsigned long long)c->spans, (unsigned long long)c->raises,
-		(unsigned long long)c->audits, (unsigned long long)c->orphans,
-		(unsigned long long)c->idle);
+		(unsigned long long)c->audits, (unsigned long long)c->fiber_switches,
+		(unsigned long long)c->orphans, (unsigned long long)c->idle);
 	sp_info("spans: execs: %llu held to look for runtimes, %llu released at once (file known "
 		"without probes); %llu got probes; forks: %llu, %llu held for their parent's probes",
 		(unsigned long long)c->stopped_execs, (unsigned long long)c->plain_execs,
@@ -2490,6 +2565,7 @@ static void spans_free(struct sp_source *s)
 		free(p->att);
 		sp_u64map_release(&p->strs);
 		sp_u64map_release(&p->depth);
+		fibers_release(p);
 		free(p);
 	}
 	free(c->procs);

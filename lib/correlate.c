@@ -51,10 +51,25 @@ struct span {
 
 struct proc;
 
-struct thr {
-	uint64_t tid, pid;
+/* The open spans of one fiber (coroutine) of a thread. */
+struct fib {
+	uint64_t id;		/* the runtime's, 0 = the thread's root fiber */
 	struct span **stack;
 	size_t depth, cap;
+	struct span *base;	/* counted: parent of its outermost spans (the
+				 * span that first resumed it), or NULL */
+};
+
+struct thr {
+	uint64_t tid, pid;
+	/* The running fiber's stack (the root fiber's, without switches);
+	 * the others are parked in fibs. */
+	struct span **stack;
+	size_t depth, cap;
+	struct span *base;	/* struct fib's, for the running fiber */
+	uint64_t fiber;
+	struct fib *fibs;
+	size_t nfibs, cfibs;
 	struct span *origin;	/* span that created the thread, counted */
 	struct proc *proc;
 	struct thr *next_in_proc, *prev_in_proc;
@@ -541,8 +556,38 @@ static void close_top(struct sp_corr *c, struct thr *t, uint64_t end, uint64_t t
 	span_put(s);	/* the stack's reference */
 }
 
-/* Close every span of a thread: its thread, process or the recording ended. */
+static void close_stack(struct sp_corr *c, struct thr *t, uint64_t time);
+
+/* Swap the running fiber's stack of t with f. */
+static void fib_swap(struct thr *t, struct fib *f)
+{
+	struct fib cur = { t->fiber, t->stack, t->depth, t->cap, t->base };
+
+	t->fiber = f->id;
+	t->stack = f->stack;
+	t->depth = f->depth;
+	t->cap = f->cap;
+	t->base = f->base;
+	*f = cur;
+}
+
+/* Close every span of a thread, in every fiber: its thread, process or the
+ * recording ended. */
 static void close_all(struct sp_corr *c, struct thr *t, uint64_t time)
+{
+	close_stack(c, t, time);
+	while (t->nfibs) {
+		struct fib *f = &t->fibs[--t->nfibs];
+
+		fib_swap(t, f);
+		close_stack(c, t, time);
+		free(f->stack);		/* the stack that was running */
+		span_put(f->base);
+	}
+}
+
+/* Close the running fiber's spans as open at time. */
+static void close_stack(struct sp_corr *c, struct thr *t, uint64_t time)
 {
 	while (t->depth) {
 		c->st.open_at_end++;
@@ -581,7 +626,9 @@ static void thr_free(struct sp_corr *c, struct thr *t, uint64_t time)
 		t->next_in_proc->prev_in_proc = t->prev_in_proc;
 	pmap_del(&c->threads, t->tid);
 	span_put(t->origin);
+	span_put(t->base);
 	free(t->stack);
+	free(t->fibs);
 	free(t);
 }
 
@@ -681,6 +728,10 @@ static struct span *assign(struct sp_corr *c, struct thr *t, uint64_t time, uint
 		*rule = SP_RULE_THREAD;
 		return t->stack[t->depth - 1];
 	}
+	if (t->base && t->base->open) {	/* a fiber between its spans */
+		*rule = SP_RULE_THREAD;
+		return t->base;
+	}
 	s = fork_owner(t);
 	if (s) {
 		*rule = SP_RULE_FORK;
@@ -765,7 +816,7 @@ static void do_start(struct sp_corr *c, struct thr *t, struct hrec *h)
 			  t->raising ? t->raise_time : m->time);
 	}
 	t->raising = false;
-	up = t->depth ? t->stack[t->depth - 1] : NULL;
+	up = t->depth ? t->stack[t->depth - 1] : t->base;
 	if (!up) {
 		up = fork_owner(t);
 		fork = up != NULL;
@@ -844,12 +895,61 @@ static void do_raise(struct sp_corr *c, struct thr *t, struct hrec *h)
 	hold(c, s, h, 0);
 }
 
+/*
+ * A fiber switch: park the running fiber's stack, take the other's. A new
+ * fiber's outermost spans nest in the span that started it (the resumer's
+ * innermost); a new fiber with the id of a parked one (the runtime reused
+ * a dead fiber's id) ends the old one's spans as incomplete.
+ */
+static void do_fiber(struct sp_corr *c, struct thr *t, const struct sp_fiber_switch *fs)
+{
+	struct span *resumer = t->depth ? t->stack[t->depth - 1] : t->base;
+	struct fib f = { 0 };
+	size_t i;
+
+	if (fs->to == t->fiber && !(fs->flags & SP_FIBER_NEW))
+		return;
+	if (resumer)
+		span_get(resumer);
+	/* park the running one (an empty root fiber parks too: it comes back) */
+	if (t->depth || t->base || !t->fiber) {
+		if (t->nfibs == t->cfibs)
+			sp_grow(&t->fibs, &t->cfibs, t->nfibs + 1, sizeof(*t->fibs));
+		t->fibs[t->nfibs++] = f;
+		fib_swap(t, &t->fibs[t->nfibs - 1]);
+	} else {
+		free(t->stack);
+		t->stack = NULL;
+		t->depth = t->cap = 0;
+	}
+	for (i = 0; i < t->nfibs; i++)
+		if (t->fibs[i].id == fs->to)
+			break;
+	if (i < t->nfibs) {
+		fib_swap(t, &t->fibs[i]);	/* t->fibs[i] is now the empty one */
+		t->fibs[i] = t->fibs[--t->nfibs];
+		if (fs->flags & SP_FIBER_NEW) {
+			while (t->depth)
+				close_top(c, t, SP_END_INCOMPLETE, fs->time);
+			span_put(t->base);
+			t->base = NULL;
+		}
+	}
+	t->fiber = fs->to;
+	if (!t->depth && !t->base && (fs->flags & SP_FIBER_NEW)) {
+		t->base = resumer;
+		resumer = NULL;
+	}
+	span_put(resumer);
+	c->st.fiber_switches++;
+}
+
 /* Open spans of pid (0 = all) overlap a lost window. */
 static void do_lost(struct sp_corr *c, const struct sp_lost *l)
 {
 	struct thr *t;
 	unsigned int i;
-	size_t j;
+	size_t j, k;
 
 	for (j = 0; j < c->threads.cap; j++) {
 		t = c->threads.vals[j];
@@ -857,6 +957,9 @@ static void do_lost(struct sp_corr *c, const struct sp_lost *l)
 			continue;
 		for (i = 0; i < t->depth; i++)
 			t->stack[i]->incomplete = true;
+		for (k = 0; k < t->nfibs; k++)
+			for (i = 0; i < t->fibs[k].depth; i++)
+				t->fibs[k].stack[i]->incomplete = true;
 	}
 	if (c->nlost == 0 || c->lost[c->nlost - 1].pid != l->pid ||
 	    c->lost[c->nlost - 1].end < l->time) {
@@ -1081,6 +1184,12 @@ static void process(struct sp_corr *c, struct hrec *h)
 		out_h(c, h);
 		hrec_free(c, h);
 		break;
+	case SP_REC_FIBER_SWITCH:
+		do_fiber(c, thr_get(c, r->fiber_switch.pid, r->fiber_switch.tid,
+				    r->fiber_switch.time), &r->fiber_switch);
+		out_h(c, h);
+		hrec_free(c, h);
+		break;
 	default:
 		out_h(c, h);
 		hrec_free(c, h);
@@ -1235,6 +1344,8 @@ static uint64_t rec_time(const struct sp_record *r)
 		return r->process_end.time;
 	case SP_REC_THREAD_END:
 		return r->thread_end.time;
+	case SP_REC_FIBER_SWITCH:
+		return r->fiber_switch.time;
 	case SP_REC_MODULE_END:
 		return r->module_end.time;
 	case SP_REC_LOST:	/* ordered by the start of its window */
@@ -1257,6 +1368,7 @@ static bool is_timed(unsigned int kind)
 	case SP_REC_THREAD:
 	case SP_REC_PROCESS_END:
 	case SP_REC_THREAD_END:
+	case SP_REC_FIBER_SWITCH:
 	case SP_REC_MODULE_END:
 	case SP_REC_LOST:
 		return true;

@@ -117,6 +117,8 @@ uint64_t sp_record_time(const struct sp_record *r)
 		return r->process_end.time;
 	case SP_REC_THREAD_END:
 		return r->thread_end.time;
+	case SP_REC_FIBER_SWITCH:
+		return r->fiber_switch.time;
 	case SP_REC_MODULE_END:
 		return r->module_end.time;
 	case SP_REC_LOST:

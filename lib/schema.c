@@ -187,6 +187,15 @@ static const struct sp_schema_field thread_end_f[] = {
 	FA(sp_thread_end, pid, SP_FT_UINT),
 };
 
+static const struct sp_schema_field fiber_switch_f[] = {
+	FA(sp_fiber_switch, time, SP_FT_TIME),
+	FA(sp_fiber_switch, pid, SP_FT_UINT),
+	FA(sp_fiber_switch, tid, SP_FT_UINT),
+	FA(sp_fiber_switch, from, SP_FT_HEX),
+	FA(sp_fiber_switch, to, SP_FT_HEX),
+	F(sp_fiber_switch, flags, SP_FT_HEX),
+};
+
 static const struct sp_schema_field module_end_f[] = {
 	FA(sp_module_end, time, SP_FT_TIME),
 	FRA(sp_module_end, module, SP_FT_UINT, SP_REF_MODULE),
@@ -268,6 +277,7 @@ static const struct sp_schema schemas[SP_REC_KIND_MAX] = {
 	S(SP_REC_PROBE, "probe", probe_f),
 	S(SP_REC_RUNTIME, "runtime", runtime_f),
 	S(SP_REC_THREAD_END, "thread_end", thread_end_f),
+	S(SP_REC_FIBER_SWITCH, "fiber_switch", fiber_switch_f),
 };
 
 const struct sp_schema *sp_schema(unsigned int kind)

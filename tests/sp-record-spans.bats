@@ -265,6 +265,43 @@ C
 	assert_c_marker_tree
 }
 
+@test "sp-record --spans=ruby: fibers each have their own stack of spans" {
+	require_ruby
+	run -0 sp-record --spans=ruby -o "$OUT" -- ruby "$BATS_TEST_DIRNAME/fixtures/ruby/fibers.rb"
+	# depths per fiber: producer is the outermost span of its fiber, and
+	# consumer, run while step waits in Fiber.yield, is not inside step
+	run -0 tree fibers.rb
+	assert_output "p1/main span_start Fib#run 6 1
+p1/main span_start Fib#producer 18 1
+p1/main span_start Fib#step 23 2
+p1/main span_start Fib#consumer 27 2
+p1/main span_start Fib#work 31 3
+p1/main span_stop Fib#work 32 3
+p1/main span_stop Fib#consumer 28 2
+p1/main span_stop Fib#step 24 2
+p1/main span_start Fib#step 23 2
+p1/main span_start Fib#consumer 27 2
+p1/main span_start Fib#work 31 3
+p1/main span_stop Fib#work 32 3
+p1/main span_stop Fib#consumer 28 2
+p1/main span_stop Fib#step 24 2
+p1/main span_stop Fib#producer 20 1
+p1/main span_stop Fib#run 15 1"
+	# the switches: root (0) to a new fiber and back, three resumes, then
+	# the enumerator's fiber for two next calls
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"fiber_switch\") | \"\\(.from == \"0x0\") \\(.to == \"0x0\") \\(.flags // \"0x0\")\"' | paste -sd' '"
+	assert_output "true false 0x1 false true 0x0 true false 0x0 false true 0x0 true false 0x0 false true 0x0 true false 0x1 false true 0x0 true false 0x0 false true 0x0"
+	# correlated: the fiber's spans under the span that started it, and the
+	# file open in work
+	run -0 bash -c "sp-correlate '$OUT' 2>/dev/null | sp-tree --stable | sed -n '/Fib#run/,/fibers.rb (O_/p'"
+	assert_output "├─ [SPAN Fib#run at=fibers.rb:6]
+│  ├─ [SPAN Fib#producer at=fibers.rb:18]
+│  │  └─ ×2 [SPAN Fib#step at=fibers.rb:23]
+│  └─ ×2 [SPAN Fib#consumer at=fibers.rb:27]
+│     └─ [SPAN Fib#work at=fibers.rb:31]
+│        └─ FILE path_open → $BATS_TEST_DIRNAME/fixtures/ruby/fibers.rb (O_RDONLY|O_CLOEXEC) = fd"
+}
+
 @test "sp-record --spans=ruby: the default Ruby mode does not crash Ruby (50 runs in a row)" {
 	require_ruby
 	for i in $(seq 50); do

@@ -252,6 +252,105 @@ out:
 	sp_corr_free(c);
 }
 
+static struct sp_record fiber(uint64_t t, uint64_t pid, uint64_t tid, uint64_t from, uint64_t to,
+			       bool fresh)
+{
+	struct sp_record r = { .kind = SP_REC_FIBER_SWITCH };
+
+	r.fiber_switch.time = t;
+	r.fiber_switch.pid = pid;
+	r.fiber_switch.tid = tid;
+	r.fiber_switch.from = from;
+	r.fiber_switch.to = to;
+	r.fiber_switch.flags = fresh ? SP_FIBER_NEW : 0;
+	return r;
+}
+
+/*
+ * Fibers: each has its own stack. run (root fiber) starts fiber 7, whose
+ * producer -> step yields back; consumer runs in run, not in step; the
+ * second resume finishes step and producer. An event between spans of the
+ * fiber goes to the span that started it. A fiber left with a span open
+ * and its id then reused by a new fiber: the old span ends incomplete.
+ */
+static void test_correlate_fibers(void)
+{
+	struct sp_corr *c = corr(0);
+	const struct sp_span *run, *prod, *step, *cons, *old;
+
+	add(c, process(1, 10, 1));
+	add(c, START(10, 10, 10, 1));		/* run */
+	add(c, fiber(11, 10, 10, 0, 7, true));
+	add(c, event(12, 10, 10, SP_EV_PATH_OPEN));
+	add(c, START(13, 10, 10, 2));		/* producer */
+	add(c, START(14, 10, 10, 3));		/* step */
+	add(c, fiber(15, 10, 10, 7, 0, false));
+	add(c, START(16, 10, 10, 4));		/* consumer */
+	add(c, event(17, 10, 10, SP_EV_PATH_OPEN));
+	add(c, STOP(18, 10, 10, 4));
+	add(c, fiber(19, 10, 10, 0, 7, false));
+	add(c, STOP(20, 10, 10, 3));
+	add(c, STOP(21, 10, 10, 2));
+	add(c, fiber(22, 10, 10, 7, 0, false));
+	add(c, fiber(23, 10, 10, 0, 8, true));
+	add(c, START(24, 10, 10, 5));		/* old: left open in fiber 8 */
+	add(c, fiber(25, 10, 10, 8, 0, false));
+	add(c, fiber(26, 10, 10, 0, 8, true));	/* id 8 again: a new fiber */
+	add(c, fiber(27, 10, 10, 8, 0, false));
+	add(c, STOP(30, 10, 10, 1));
+	done(c);
+	run = span_of(1);
+	prod = span_of(2);
+	step = span_of(3);
+	cons = span_of(4);
+	old = span_of(5);
+	CHECK(run && prod && step && cons && old);
+	if (!run || !prod || !step || !cons || !old)
+		goto out;
+	CHECK_EQ_U(prod->parent, run->id);	/* the span that started the fiber */
+	CHECK_EQ_U(step->parent, prod->id);
+	CHECK_EQ_U(cons->parent, run->id);	/* not step: another fiber */
+	CHECK_EQ_U(step->end, SP_END_STOPPED);
+	CHECK_EQ_U(step->stop, 20);
+	CHECK_EQ_U(prod->end, SP_END_STOPPED);
+	CHECK_EQ_U(cons->stop, 18);
+	CHECK_EQ_U(run->end, SP_END_STOPPED);
+	CHECK_EQ_U(run->stop, 30);
+	CHECK_EQ_U(old->parent, run->id);
+	CHECK_EQ_U(old->end, SP_END_INCOMPLETE);
+	CHECK_EQ_U(old->stop, 26);
+	CHECK_EQ_U(EV_SPAN(12), run->id);	/* the new fiber before its first span */
+	CHECK_EQ_U(EV_SPAN(17), cons->id);
+	CHECK_EQ_U(count_kind(SP_REC_FIBER_SWITCH), 8);	/* kept */
+	CHECK_EQ_U(sp_corr_stats(c)->fiber_switches, 8);
+out:
+	sp_corr_free(c);
+}
+
+/* A thread that ends with spans open in a parked fiber: closed as open. */
+static void test_correlate_fiber_open_at_end(void)
+{
+	struct sp_corr *c = corr(0);
+	const struct sp_span *a, *b;
+
+	add(c, process(1, 10, 1));
+	add(c, START(10, 10, 10, 1));
+	add(c, fiber(11, 10, 10, 0, 7, true));
+	add(c, START(12, 10, 10, 2));
+	add(c, fiber(13, 10, 10, 7, 0, false));
+	add(c, STOP(14, 10, 10, 1));
+	done(c);
+	a = span_of(1);
+	b = span_of(2);
+	CHECK(a && b);
+	if (a && b) {
+		CHECK_EQ_U(a->end, SP_END_STOPPED);
+		CHECK_EQ_U(b->end, SP_END_OPEN);
+		CHECK_EQ_U(b->parent, a->id);
+	}
+	sp_corr_free(c);
+}
+
 static void test_correlate_fork_rule(void)
 {
 	struct sp_corr *c = corr(0);
@@ -848,6 +947,8 @@ static void test_correlate_many(void)
 int main(void)
 {
 	TAP_RUN(test_correlate_thread_rule);
+	TAP_RUN(test_correlate_fibers);
+	TAP_RUN(test_correlate_fiber_open_at_end);
 	TAP_RUN(test_correlate_fork_rule);
 	TAP_RUN(test_correlate_fork_ancestor);
 	TAP_RUN(test_correlate_fork_spans);

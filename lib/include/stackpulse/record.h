@@ -45,6 +45,7 @@ enum sp_rec_kind {
 	SP_REC_PROBE = 21,
 	SP_REC_RUNTIME = 22,
 	SP_REC_THREAD_END = 23,
+	SP_REC_FIBER_SWITCH = 24,
 	SP_REC_KIND_MAX,	/* kinds >= this are unknown: kept as raw bytes */
 };
 
@@ -296,6 +297,17 @@ struct sp_thread_end {
 	uint64_t tid, pid;
 };
 
+/* A thread switched from one fiber (coroutine) to another: the span marks
+ * after it belong to fiber 'to' of the thread, which has its own stack of
+ * open spans. Fiber ids are the runtime's, 0 = the thread's root fiber. */
+struct sp_fiber_switch {
+	uint64_t time;
+	uint64_t pid, tid;
+	uint64_t from, to;
+	uint64_t flags;		/* SP_FIBER_* */
+};
+#define SP_FIBER_NEW	(1u << 0)	/* 'to' starts here: it ran no method yet */
+
 struct sp_module_end {
 	uint64_t time;
 	uint64_t module;	/* module id */
@@ -388,6 +400,7 @@ struct sp_record {
 		struct sp_span span;
 		struct sp_process_end process_end;
 		struct sp_thread_end thread_end;
+		struct sp_fiber_switch fiber_switch;
 		struct sp_module_end module_end;
 		struct sp_lost lost;
 		struct sp_end end;

@@ -6,6 +6,7 @@
  *	py__call, py__return	a Python function starts, returns (or unwinds)
  *	rt__name		a name was made (names.h): its strings, to be
  *				read once, now, while they are surely resident
+ *	rb__fiber		a Ruby thread switched fibers: (from, to, fresh)
  *
  * Arguments (class, method, file, line): the three strings of a struct
  * sp_rt_name and a line, in %rdi, %rsi, %rdx and %ecx; the note says so

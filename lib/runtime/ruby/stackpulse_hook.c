@@ -81,12 +81,37 @@ static struct sp_rt_name *method_name(VALUE klass, VALUE mid, const char *file)
  * line it runs (at a call its first body line; rb_tracearg_lineno() would
  * give the def line).
  */
+/* The fiber this thread runs, as the last switch said (0 before one). */
+static __thread VALUE cur_fiber __attribute__((tls_model("initial-exec")));
+
+/*
+ * A fiber switch, reported in the fiber switched to: the fiber left, the
+ * fiber entered, and whether the latter starts now (no method frame on
+ * its stack yet: a fresh fiber, not one resumed). The first switch of a
+ * thread leaves its root fiber, reported as 0; sp-record learns the root's
+ * id when the thread comes back to a fiber that is not fresh and it never
+ * saw start.
+ */
+static void on_fiber_switch(void)
+{
+	VALUE to = rb_fiber_current(), klass;
+	ID mid;
+	long fresh = !rb_frame_method_id_and_class(&mid, &klass);
+
+	SP_RT_MARK(rb__fiber, cur_fiber, to, fresh, 0);
+	cur_fiber = to;
+}
+
 static void on_event(VALUE data, rb_trace_arg_t *ta)
 {
 	rb_event_flag_t ev = rb_tracearg_event_flag(ta);
 	struct sp_rt_name *n;
 	int line;
 
+	if (ev == RUBY_EVENT_FIBER_SWITCH) {
+		on_fiber_switch();
+		return;
+	}
 	n = method_name(rb_tracearg_defined_class(ta), rb_tracearg_method_id(ta),
 			rb_sourcefile());
 	if (!n)
@@ -101,6 +126,7 @@ static void on_event(VALUE data, rb_trace_arg_t *ta)
 void Init_stackpulse_hook(void)
 {
 	id_attached = rb_intern("__attached__");
-	rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))on_event, RUBY_EVENT_CALL | RUBY_EVENT_RETURN,
-			   Qnil, RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);
+	rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))on_event,
+			   RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_FIBER_SWITCH, Qnil,
+			   RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);
 }
