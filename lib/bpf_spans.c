@@ -1352,6 +1352,16 @@ static int providers_cached(struct bs_ctx *c, const char *path)
 	return bits;
 }
 
+static bool has_probe(const struct bs_proc *p, uint32_t probe)
+{
+	size_t i;
+
+	for (i = 0; i < p->natt; i++)
+		if (p->att[i]->probe == probe)
+			return true;
+	return false;
+}
+
 static void announce(struct bs_ctx *c, struct bs_proc *p)
 {
 	unsigned int m = c->o->modes;
@@ -1366,10 +1376,13 @@ static void announce(struct bs_ctx *c, struct bs_proc *p)
 		p->announced |= SP_SPANS_RUBY;
 	}
 	if ((p->runtimes & SP_SPANS_PYTHON) && !(p->announced & SP_SPANS_PYTHON)) {
+		/* a CPython without probes has no audit events */
+		bool audit = has_probe(p, SP_PR_PY_AUDIT);
+
 		snprintf(mode, sizeof(mode), "%s%s%s",
 			 m & SP_SPANS_PYTHON ? "profile" : "",
-			 (m & SP_SPANS_PYTHON) && (m & SP_SPANS_PY_AUDIT) ? "," : "",
-			 m & SP_SPANS_PY_AUDIT ? "audit" : "");
+			 (m & SP_SPANS_PYTHON) && audit ? "," : "",
+			 audit ? "audit" : "");
 		emit_runtime(c, p, SP_RT_PYTHON, p->rlib[1], mode);
 		p->announced |= SP_SPANS_PYTHON;
 	}

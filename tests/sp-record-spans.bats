@@ -172,6 +172,9 @@ p1/main span_stop #<module> 60 1"
 	assert_python_tree
 	run -0 probe_hits "stackpulse:py__call"
 	(( output >= 10 ))
+	# named as a Python, recorded by the hook only: no audit probe
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"runtime\") | .mode' | sort -u"
+	assert_output "profile"
 }
 
 # The call tree of tests/fixtures/src/spans_c.c as its markers give it in
