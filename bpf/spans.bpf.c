@@ -263,6 +263,7 @@ static __always_inline __u32 probe_kind(__u32 probe)
 	case SP_PR_RUBY_RAISE:
 		return SP_BS_RAISE;
 	case SP_PR_PY_AUDIT:
+	case SP_PR_PY_HOOK_AUDIT:
 		return SP_BS_AUDIT;
 	}
 	return SP_BS_STOP;
@@ -605,6 +606,30 @@ int on_rt_name(struct pt_regs *ctx)
 	return rt_name(ctx, false);
 }
 
+/* stackpulse:py__audit (event, first argument when a str): the Python
+ * hook's audit hook, for a CPython without the audit probe. Both strings
+ * may be the interpreter's own, freed and reused: read like the probe's. */
+static __always_inline int rt_audit(struct pt_regs *ctx, bool multi)
+{
+	__u64 cookie = multi ? bpf_get_attach_cookie(ctx) : usdt_cookie(ctx);
+	struct sp_bs_event *e;
+
+	if (!cookie)
+		return 0;
+	e = begin(SP_BS_AUDIT, SP_PR_PY_HOOK_AUDIT, cookie);
+	if (!e)
+		return 0;
+	get_str(e, 0, PT_REGS_PARM1(ctx));
+	get_str(e, 1, PT_REGS_PARM2(ctx));
+	return submit(e);
+}
+
+SEC("usdt")
+int on_rt_audit(struct pt_regs *ctx)
+{
+	return rt_audit(ctx, false);
+}
+
 /*
  * The same three, attached by uprobe_multi links (Linux 6.6 and later;
  * the loader sets their attach type before loading): the kernel runs them
@@ -627,6 +652,12 @@ SEC("uprobe")
 int on_rt_name_multi(struct pt_regs *ctx)
 {
 	return rt_name(ctx, true);
+}
+
+SEC("uprobe")
+int on_rt_audit_multi(struct pt_regs *ctx)
+{
+	return rt_audit(ctx, true);
 }
 
 /* --span-func: the cookie is the function's index in the loader's table. */

@@ -52,6 +52,7 @@ enum sp_bs_probe {
 	SP_PR_PY_HOOK_RETURN,
 	SP_PR_RT_NAME,
 	SP_PR_RB_HOOK_FIBER,
+	SP_PR_PY_HOOK_AUDIT,
 	SP_PR_MAX,
 };
 

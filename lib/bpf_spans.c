@@ -603,6 +603,7 @@ static const char *const probe_names[SP_PR_MAX] = {
 	[SP_PR_PY_HOOK_RETURN] = "stackpulse:py__return",
 	[SP_PR_RT_NAME] = "stackpulse:rt__name",
 	[SP_PR_RB_HOOK_FIBER] = "stackpulse:rb__fiber",
+	[SP_PR_PY_HOOK_AUDIT] = "stackpulse:py__audit",
 };
 
 /* What one process image has attached. */
@@ -758,6 +759,8 @@ static struct sp_spans *load_skel(char *why, size_t size)
 	bpf_program__set_expected_attach_type(sk->progs.on_rt_hook_multi,
 					      SP_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(sk->progs.on_rt_name_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(sk->progs.on_rt_audit_multi,
 					      SP_BPF_TRACE_UPROBE_MULTI);
 	if ((err = sp_spans__load(sk)))
 		snprintf(why, size, "cannot load the BPF program: %s", strerror(-err));
@@ -933,6 +936,7 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 	case SP_PR_PY_AUDIT:
 	case SP_PR_RT_NAME:
 	case SP_PR_RB_HOOK_FIBER:
+	case SP_PR_PY_HOOK_AUDIT:
 		break;		/* silence is normal */
 	default:
 		if (!hits)
@@ -1254,8 +1258,12 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 	}
 	if ((provs & SP_SPANS_PY_HOOKABLE) && (m & SP_SPANS_PYTHON) &&
 	    hook_for(c, p, SP_RT_PYTHON, bin, hook, sizeof(hook))) {
-		/* no probes of its own: the hook's markers only, no audit */
+		/* no probes of its own: the hook's markers only, audit too */
 		attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL);
+		if (m & SP_SPANS_PY_AUDIT)
+			attach_marker(c, p, c->skel->progs.on_rt_audit_multi,
+				      c->skel->progs.on_rt_audit, hook, SP_SPANS_HOOK_ARGS,
+				      SP_PR_PY_HOOK_AUDIT);
 		p->runtimes |= SP_SPANS_PYTHON;
 		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
 		any = true;
@@ -1376,8 +1384,7 @@ static void announce(struct bs_ctx *c, struct bs_proc *p)
 		p->announced |= SP_SPANS_RUBY;
 	}
 	if ((p->runtimes & SP_SPANS_PYTHON) && !(p->announced & SP_SPANS_PYTHON)) {
-		/* a CPython without probes has no audit events */
-		bool audit = has_probe(p, SP_PR_PY_AUDIT);
+		bool audit = has_probe(p, SP_PR_PY_AUDIT) || has_probe(p, SP_PR_PY_HOOK_AUDIT);
 
 		snprintf(mode, sizeof(mode), "%s%s%s",
 			 m & SP_SPANS_PYTHON ? "profile" : "",
@@ -1503,7 +1510,8 @@ static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs
 	child->cm_pending = parent->cm_pending;
 	child->attached = parent->attached;
 	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));
-	announce(c, child);
+	if (probes)	/* not a vfork child: it runs no code of the image */
+		announce(c, child);
 }
 
 /* p runs an image without probes for the modes asked: let BPF release

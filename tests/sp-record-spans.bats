@@ -172,9 +172,16 @@ p1/main span_stop #<module> 60 1"
 	assert_python_tree
 	run -0 probe_hits "stackpulse:py__call"
 	(( output >= 10 ))
-	# named as a Python, recorded by the hook only: no audit probe
+	# audit events from the hook's audit hook: the script's open, the child
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"runtime\") | .mode' | sort -u"
-	assert_output "profile"
+	assert_output "profile,audit"
+	run -0 probe_hits "stackpulse:py__audit"
+	(( output >= 10 ))
+	run -0 sp-decode "$OUT"
+	run -0 jq -r 'select(.type == "event" and .event == "audit") | "\(.name) \(.args)"' <<<"$output"
+	assert_line "open $PY_FIX"
+	assert_line "subprocess.Popen $py"
+	assert_line "stackpulse.activated profile=hook"
 }
 
 # The call tree of tests/fixtures/src/spans_c.c as its markers give it in

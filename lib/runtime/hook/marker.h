@@ -7,6 +7,8 @@
  *	rt__name		a name was made (names.h): its strings, to be
  *				read once, now, while they are surely resident
  *	rb__fiber		a Ruby thread switched fibers: (from, to, fresh)
+ *	py__audit		a Python audit event: (event, its first argument
+ *				when a str), for Pythons without the audit probe
  *
  * Arguments (class, method, file, line): the three strings of a struct
  * sp_rt_name and a line, in %rdi, %rsi, %rdx and %ecx; the note says so

@@ -83,9 +83,35 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 	return 0;
 }
 
+/*
+ * An audit hook: the event and its first argument when it is a str, as the
+ * interpreter's audit probe gives them (sp-record attaches this marker only
+ * to a CPython built without probes). Never fails the event.
+ */
+static int audit(const char *event, PyObject *args, void *unused)
+{
+	const char *arg = NULL;
+
+	if (args && PyTuple_Check(args) && PyTuple_GET_SIZE(args) >= 1 &&
+	    PyUnicode_CheckExact(PyTuple_GET_ITEM(args, 0))) {
+		arg = PyUnicode_AsUTF8(PyTuple_GET_ITEM(args, 0));
+		if (!arg)
+			PyErr_Clear();
+	}
+	SP_RT_MARK(py__audit, event, arg, NULL, 0);
+	return 0;
+}
+
+/* The profile function of this thread; the audit hook, once. */
 static PyObject *install(PyObject *self, PyObject *unused)
 {
+	static int audit_on;
+
 	PyEval_SetProfile(profile, NULL);
+	if (!audit_on && PySys_AddAuditHook(audit, NULL) == 0)
+		audit_on = 1;
+	else if (!audit_on)
+		PyErr_Clear();
 	Py_RETURN_NONE;
 }
 
