@@ -1098,12 +1098,39 @@ static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 	return 0;
 }
 
+/* The runtime hook of rt that process pid has mapped (an attached process
+ * started with the activator in its environment), into path. */
+static bool hook_mapped(uint32_t pid, int rt, char *path, size_t size)
+{
+	const char *name = rt == SP_RT_RUBY ? "/stackpulse_hook.so" : "/_stackpulse_hook.cpython-";
+	char maps[64], line[PATH_MAX + 256], *at, *nl;
+	bool found = false;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
+	f = fopen(maps, "re");
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		at = strchr(line, '/');
+		if (!at || !strstr(at, name))
+			continue;
+		nl = strchr(at, '\n');
+		if (nl)
+			*nl = 0;
+		snprintf(path, size, "%s", at);
+		found = is_file(path);
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
 /*
  * The runtime hook the activator of runtime rt loads into a process that
  * runs the library bin, in path: the extension built for bin's version,
  * when it exists and the activator's environment variable asks for it
  * (unset or "hook"). The activators make the same choice (lib/runtime).
- * Not for attached processes: they have no activator.
+ * An attached process has no activator from us: the hook if it has one
+ * loaded (started with the activator in its environment).
  */
 static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const char *bin,
 		     char *path, size_t size)
@@ -1114,8 +1141,10 @@ static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const ch
 	glob_t g;
 	bool ok;
 
+	if (p->attached)
+		return hook_mapped(p->pid, rt, path, size);
 	env = getenv(rt == SP_RT_RUBY ? "STACKPULSE_RUBY_HOOK" : "STACKPULSE_PY_HOOK");
-	if (p->attached || !dir || (env && *env && strcmp(env, "hook")))
+	if (!dir || (env && *env && strcmp(env, "hook")))
 		return false;
 	sp_spans_runtime_version(bin, rt, ver, sizeof(ver));
 	if (sscanf(ver, "%u.%u", &major, &minor) != 2)

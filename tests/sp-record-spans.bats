@@ -350,6 +350,31 @@ p1/main span_stop Fib#run 15 1"
 	assert_line map
 }
 
+@test "sp-record -p: a Ruby and a Python started with the activator have method spans when attached" {
+	require_ruby
+	require_python
+	RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" \
+		ruby -e 'def f; [1].map { 2 }; end; loop { f; sleep 0.01 }' &
+	rpid=$!
+	PYTHONPATH="$SP_BIN/../runtime/python" $PY -c '
+import time
+def f(): return 1
+while True:
+    f(); time.sleep(0.01)' &
+	ppid=$!
+	sleep 1
+	run -0 sp-record --no-samples --spans=ruby,python -p $rpid -p $ppid -d 1 -o "$OUT"
+	kill $rpid $ppid; wait $rpid $ppid || true
+	run -0 probe_hits "stackpulse:rb__call"
+	(( output > 10 ))
+	run -0 probe_hits "stackpulse:py__call"
+	(( output > 10 ))
+	# named although the names were made before the recording
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | \"\\(.klass // \"\")#\\(.method)\"' | sort | uniq -c | awk '\$1 > 10 {print \$2}'"
+	assert_output "#f
+Object#f"
+}
+
 @test "sp-record --span-func: a missing binary or function is an error naming it" {
 	require_root
 	run -2 --separate-stderr sp-record --span-func=/nonexistent/bin:main -o "$OUT" -- true
