@@ -29,8 +29,12 @@ def _stackpulse_activate():
     if mode in ("", "hook"):
         try:
             import _stackpulse_hook
-        except ImportError:
-            pass
+        except ImportError as e:
+            here = os.path.dirname(os.path.abspath(__file__))
+            if any(n.startswith("_stackpulse_hook.cpython-%d%d" % sys.version_info[:2])
+                   for n in os.listdir(here)):
+                # sp-record expected the hook: say why its spans will be missing
+                sys.stderr.write("stackpulse: cannot load _stackpulse_hook: %s\n" % e)
         else:
             _stackpulse_hook.install()
             import threading

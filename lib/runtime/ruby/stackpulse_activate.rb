@@ -40,8 +40,13 @@ module StackPulseActivate
     mode = ENV['STACKPULSE_RUBY_HOOK'].to_s
     return if mode == 'none'
     if (mode.empty? || mode == 'hook') && File.file?(hook_path)
-      require hook_path
-      return
+      begin
+        require hook_path
+        return
+      rescue LoadError => e
+        # sp-record expected the hook: say why its spans will be missing
+        warn "stackpulse: cannot load #{hook_path}: #{e.message}"
+      end
     end
     if mode != 'tracepoint'
       begin

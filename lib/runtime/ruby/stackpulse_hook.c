@@ -81,8 +81,10 @@ static struct sp_rt_name *method_name(VALUE klass, VALUE mid, const char *file)
  * line it runs (at a call its first body line; rb_tracearg_lineno() would
  * give the def line).
  */
-/* The fiber this thread runs, as the last switch said (0 before one). */
-static __thread VALUE cur_fiber __attribute__((tls_model("initial-exec")));
+/* The fiber this thread runs, as the last switch said (0 before one).
+ * Dynamic TLS: a dlopen'ed library may find no static TLS left, and only
+ * fiber switches (rare) read it. */
+static __thread VALUE cur_fiber;
 
 /*
  * A fiber switch, reported in the fiber switched to: the fiber left, the
