@@ -107,6 +107,7 @@ struct sp_corr {
 	void *ctx;
 	int failed;
 	bool passthrough;	/* the stream is correlated already */
+	uint64_t pass_spans;	/* span records passed through in this stream */
 	struct sp_corr_stats st;
 
 	/* the reorder window: records in order queue in a ring, the others in a heap */
@@ -1442,6 +1443,47 @@ static void reset_stream(struct sp_corr *c)
 	c->released = 0;
 }
 
+/*
+ * A record of a stream correlated already, as it is, but for references to
+ * spans not defined before it (a damaged or forged input): a span's parent
+ * or fork span becomes none, a sample or event without a valid span is
+ * dropped and counted, so that the output keeps the stream's rules.
+ */
+static void pass_through(struct sp_corr *c, const struct sp_record *rec)
+{
+	struct sp_record r;
+
+	switch (rec->kind) {
+	case SP_REC_SPAN:
+		r = *rec;
+		r.span.id = ++c->pass_spans;	/* ids are implicit: the n-th span */
+		if (r.span.parent >= c->pass_spans || r.span.fork_span >= c->pass_spans) {
+			if (r.span.parent >= c->pass_spans)
+				r.span.parent = 0;
+			if (r.span.fork_span >= c->pass_spans)
+				r.span.fork_span = 0;
+			c->st.bad_refs++;
+		}
+		out(c, &r);
+		return;
+	case SP_REC_SAMPLE:
+		if (!rec->sample.span || rec->sample.span > c->pass_spans) {
+			c->st.bad_refs++;
+			return;
+		}
+		break;
+	case SP_REC_EVENT:
+		if (!rec->event.span || rec->event.span > c->pass_spans) {
+			c->st.bad_refs++;
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	out(c, rec);
+}
+
 int sp_corr_add(struct sp_corr *c, const struct sp_record *rec)
 {
 	struct sp_record hdr;
@@ -1452,7 +1494,7 @@ int sp_corr_add(struct sp_corr *c, const struct sp_record *rec)
 		return -1;
 	c->st.records++;
 	if (c->passthrough && rec->kind != SP_REC_HEADER) {
-		out(c, rec);
+		pass_through(c, rec);
 		return c->failed ? -1 : 0;
 	}
 	switch (rec->kind) {
@@ -1461,6 +1503,7 @@ int sp_corr_add(struct sp_corr *c, const struct sp_record *rec)
 		reset_stream(c);
 		/* correlated already: its spans stand, its order is theirs */
 		c->passthrough = rec->header.flags & SP_HDR_CORRELATED;
+		c->pass_spans = 0;
 		hdr = *rec;
 		hdr.header.flags |= SP_HDR_CORRELATED;
 		out(c, &hdr);

@@ -82,7 +82,8 @@ static int put(void *ctx, const struct sp_record *rec)
 	return sp_writer_put(ctx, rec);
 }
 
-/* Say what was unusual in the input; none of it drops a record. */
+/* Say what was unusual in the input; only broken references of a
+ * correlated input drop records. */
 static void report(const struct sp_corr_stats *st)
 {
 	static const struct {
@@ -103,6 +104,9 @@ static void report(const struct sp_corr_stats *st)
 		  "span trees were written before they closed (--max-held)" },
 		{ offsetof(struct sp_corr_stats, unknown_pids),
 		  "pids had records but no process record before them" },
+		{ offsetof(struct sp_corr_stats, bad_refs),
+		  "records of the correlated input referred to spans not defined before "
+		  "them (samples and events dropped, parents cut)" },
 	};
 	unsigned int i;
 

@@ -898,6 +898,36 @@ static void test_correlate_old_spans_dropped(void)
 	sp_corr_free(c);
 }
 
+/* A correlated input passes through, but for references to spans not
+ * defined before: parents cut, samples and events dropped, counted. */
+static void test_correlate_passthrough_bad_refs(void)
+{
+	struct sp_corr *c = corr(0);
+	struct sp_record h = { .kind = SP_REC_HEADER }, s = { .kind = SP_REC_SPAN };
+	struct sp_record ok = sample(12, 10, 10), bad = sample(13, 10, 10), ev;
+
+	h.header.flags = SP_HDR_CORRELATED;
+	add(c, h);
+	s.span.method = 9;
+	s.span.parent = 5;		/* forward: cut */
+	add(c, s);
+	ok.sample.span = 1;
+	ok.sample.rule = SP_RULE_THREAD;
+	add(c, ok);
+	bad.sample.span = 2;		/* not defined yet: dropped */
+	add(c, bad);
+	ev = event(14, 10, 10, SP_EV_PATH_OPEN);	/* span 0: dropped */
+	add(c, ev);
+	done(c);
+	CHECK_EQ_U(count_kind(SP_REC_SPAN), 1);
+	CHECK(span_id(1) && span_id(1)->parent == 0);
+	CHECK_EQ_U(count_kind(SP_REC_SAMPLE), 1);
+	CHECK_EQ_U(SA_SPAN(12), 1);
+	CHECK_EQ_U(count_kind(SP_REC_EVENT), 0);
+	CHECK_EQ_U(sp_corr_stats(c)->bad_refs, 3);
+	sp_corr_free(c);
+}
+
 /* Events keep their byte fields (addresses) when held. */
 static void test_correlate_event_bytes(void)
 {
@@ -973,6 +1003,7 @@ int main(void)
 	TAP_RUN(test_correlate_early_flush);
 	TAP_RUN(test_correlate_headers);
 	TAP_RUN(test_correlate_old_spans_dropped);
+	TAP_RUN(test_correlate_passthrough_bad_refs);
 	TAP_RUN(test_correlate_event_bytes);
 	TAP_RUN(test_correlate_many);
 	return TAP_DONE();

@@ -69,6 +69,7 @@ struct sp_corr_stats {
 	uint64_t early_flush;	/* span trees emitted before they closed (max_held) */
 	uint64_t old_spans;	/* span records in an uncorrelated input, dropped */
 	uint64_t fiber_switches;	/* fiber switch records followed */
+	uint64_t bad_refs;	/* correlated input: broken span references (dropped or cut) */
 };
 
 /* Defaults for every zero field of opts (opts may be NULL). */
