@@ -544,7 +544,7 @@ static bool tracefs_ready(void)
 }
 
 /* tracefs, which libbpf needs to attach classic tracepoints: mounted on
- * /sys/kernel/tracing (and unmounted at the end) when missing. false, and
+ * /sys/kernel/tracing (and unmounted once attached) when missing. false, and
  * why in tried under what, when it cannot be had. */
 static bool need_tracefs(struct ev_priv *p, const char *what)
 {
@@ -818,6 +818,10 @@ int sp_events_prepare(struct sp_source *s)
 		if (err == -EPERM || (err == -EACCES && geteuid()))
 			break;	/* no rung below helps */
 	}
+	/* attached tracepoints need tracefs no more: unmounted at once, so that
+	 * it is not left behind however sp-record ends */
+	if (p->mounted_tracefs)
+		umount("/sys/kernel/tracing");
 	if (!p->skel) {
 		if (err == -EPERM || (err == -EACCES && geteuid()))
 			snprintf(p->why, sizeof(p->why), "loading BPF programs needs root "
@@ -1066,8 +1070,6 @@ static void ev_free(struct sp_source *s)
 		ring_buffer__free(p->rb);
 		detach_setid(p);
 		sp_events__destroy(p->skel);
-		if (p->mounted_tracefs)
-			umount("/sys/kernel/tracing");
 		free(p->lost_seen);
 		free(p->text);
 		free(p);

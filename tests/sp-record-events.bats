@@ -208,6 +208,7 @@ check_run() {
 	need_bpf
 	command -v setpriv >/dev/null || skip "needs setpriv"
 	command -v bpftool >/dev/null || skip "needs bpftool"
+	mountpoint -q /sys/kernel/tracing && had_tracefs=1 || had_tracefs=0
 	for how in tp_btf raw_tp tp_btf,sys_enter; do
 		entry=setid-tracepoints
 		[ "$how" != tp_btf,sys_enter ] || entry=sys_enter
@@ -220,6 +221,12 @@ check_run() {
 		q() { jq -c "select(.type==\"event\" and .event==\"setid_change\" and .call==\"$1\") | $2" "$OUT/s.json"; }
 		assert_equal "$(q setresuid '[.old_uid,.new_uid,.result]')" "[0,65534,0]"
 		assert_equal "$(q setresgid '[.old_gid,.new_gid,.result]')" "[0,65534,0]"
+		# tracefs, mounted to attach them when it was missing, is gone again
+		if [ $had_tracefs = 0 ] && [ $entry = setid-tracepoints ]; then
+			header < "$OUT/s.json" | jq -e '.features | split(" ") | index("tracefs=mounted")'
+		fi
+		mountpoint -q /sys/kernel/tracing && has_tracefs=1 || has_tracefs=0
+		[ $has_tracefs = $had_tracefs ]
 	done
 	# and only the program that gives them is attached
 	[[ "$(held_progs --events=all)" == *" on_setid_tp "* ]]
