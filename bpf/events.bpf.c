@@ -2,9 +2,9 @@
 /*
  * events.bpf.c - kernel events of the recorded process tree: fork, exec and
  * exit from the scheduler's tracepoints, file, socket and privilege system
- * calls from sys_enter/sys_exit (paired per thread), DNS queries from the
- * payload of outgoing UDP datagrams to port 53, capability checks from
- * cap_capable.
+ * calls from sys_exit (the setid calls paired per thread with their entry),
+ * DNS queries from the payload of outgoing UDP datagrams to port 53,
+ * capability checks from cap_capable.
  *
  * Every hook exists three times, one per attach strategy (tp_btf, raw_tp,
  * classic tracepoint); lib/bpf_events.c loads one set and records which.
@@ -783,16 +783,18 @@ static __always_inline void read_args(struct pt_regs *regs, __u64 *a, const int 
 }
 
 /* Most wanted system calls need nothing at entry: their arguments are
- * read from the registers at exit. */
+ * read from the registers at exit, DNS payloads too. This program is only
+ * attached when per-call tracepoints for the setid calls are not to be had
+ * (on_setid_tp). */
 static __always_inline int enter_regs(struct pt_regs *regs, long id, const int direct)
 {
 	__u32 w = want_nr(id);
 	__u64 a[6];
 
-	if (!(w & (SP_WANT_DNS | SP_WANT_ENTRY)) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+	if (!(w & SP_WANT_ENTRY) || !in_tree(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	read_args(regs, a, direct);
-	sys_enter(id, a, w);
+	sys_enter(id, a, w & ~SP_WANT_DNS);
 	return 0;
 }
 
@@ -809,13 +811,42 @@ static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int d
 	__u32 w = want_nr(id);
 	__u64 a[6], pid_tgid;
 
-	if (!(w & SP_WANT_PAIR))
+	if (!(w & (SP_WANT_PAIR | SP_WANT_DNS)))
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
 	if (!in_tree(pid_tgid >> 32))
 		return 0;
 	read_args(regs, a, direct);
+	/* the payload is still in the caller's memory: sending does not
+	 * change it */
+	if (w & SP_WANT_DNS) {
+		do_dns(id, a);
+		return 0;
+	}
 	sys_exit(id, ret, a, w, pid_tgid, direct);
+	return 0;
+}
+
+/*
+ * The ids before a setid call, for tp_btf and raw_tp: attached by user
+ * space to the classic per-call tracepoints syscalls:sys_enter_setuid and
+ * the like, one program for all eight. The kernel runs it only for those
+ * calls (a bit per call number, tested before anything else), where a raw
+ * sys_enter program would run for every system call of the machine.
+ */
+SEC("tracepoint")
+int on_setid_tp(struct syscall_trace_enter *ctx)
+{
+	struct sp_bpf_pending p = {};
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+
+	if (!in_tree(id >> 32))
+		return 0;
+	p.nr = ctx->nr;
+	cred_ids(&p.old_uid, &p.old_gid);
+	if (bpf_map_update_elem(&pending, &tid, &p, BPF_ANY))
+		count_lost();
 	return 0;
 }
 

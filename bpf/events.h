@@ -29,11 +29,12 @@
 /* What the programs do with a system call number: the "wanted" array map,
  * filled by user space. */
 #define SP_WANT_PAIR	1	/* record it at exit */
-#define SP_WANT_DNS	2	/* look at the payload at entry */
+#define SP_WANT_DNS	2	/* look at the payload: at exit, from the registers;
+				 * with classic tracepoints at entry */
 #define SP_WANT_ENTRY	4	/* keep something of the entry for the exit, in the
 				 * "pending" map: the arguments (classic tracepoints,
 				 * whose sys_exit has no registers), the ids before a
-				 * setid call */
+				 * setid call (on_setid_tp, or sys_enter) */
 
 /* Record kinds that are not system calls (those use SP_BPF_SYSCALL). */
 enum sp_bpf_kind {

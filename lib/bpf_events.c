@@ -40,11 +40,12 @@
 
 #define KERNEL_GROUPS (SP_EVG_PROC | SP_EVG_FILE | SP_EVG_NET | SP_EVG_DNS | SP_EVG_PRIV)
 
-/* System calls behind each event kind; enter = look at it on entry only. */
+/* System calls behind each event kind; dns = only its payload is looked
+ * at (a DNS query or not), the call itself is no event. */
 static const struct sys_kind {
 	int nr;
 	unsigned char kind;
-	unsigned char enter;
+	unsigned char dns;
 	const char *name;
 } sys_kinds[] = {
 	{ __NR_open, SP_EV_PATH_OPEN, 0, "open" },
@@ -258,9 +259,34 @@ static const struct argp_option event_options[] = {
 	  0, "Size of the kernel event ring buffer in KiB, a power of 2 (default 8192)", 0 },
 	{ "event-attach", OPT_EVENT_ATTACH, "HOW", 0,
 	  "Attach kernel events with tp_btf, raw_tp or tracepoint only (default: the best "
-	  "that works)", 0 },
+	  "that works); with sys_enter (comma-separated), take the ids before a setid call "
+	  "from the raw sys_enter tracepoint, not from per-call tracepoints", 0 },
 	{ 0 }
 };
+
+/* --event-attach: a strategy, sys_enter, or both, comma-separated. */
+static int parse_attach(const char *arg, struct sp_events_opts *o)
+{
+	static const char *const rungs[] = { "tp_btf", "raw_tp", "tracepoint" };
+	const char *p = arg;
+	size_t i, len;
+
+	do {
+		len = strcspn(p, ",");
+		if (len == strlen("sys_enter") && !strncmp(p, "sys_enter", len)) {
+			o->raw_entry = true;
+		} else {
+			for (i = 0; i < sizeof(rungs) / sizeof(rungs[0]); i++)
+				if (len == strlen(rungs[i]) && !strncmp(p, rungs[i], len))
+					break;
+			if (i == sizeof(rungs) / sizeof(rungs[0]))
+				return -1;
+			o->attach = rungs[i];
+		}
+		p += len;
+	} while (*p++ == ',');
+	return 0;
+}
 
 static error_t parse_events_opt(int key, char *arg, struct argp_state *state)
 {
@@ -288,10 +314,9 @@ static error_t parse_events_opt(int key, char *arg, struct argp_state *state)
 				   "to 2097152", arg);
 		break;
 	case OPT_EVENT_ATTACH:
-		if (strcmp(arg, "tp_btf") && strcmp(arg, "raw_tp") && strcmp(arg, "tracepoint"))
+		if (parse_attach(arg, o))
 			argp_error(state, "invalid --event-attach '%s': use tp_btf, raw_tp or "
-				   "tracepoint", arg);
-		o->attach = arg;
+				   "tracepoint, and/or sys_enter", arg);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -336,6 +361,11 @@ struct ev_priv {
 	uint64_t avail;			/* kinds this kernel gives */
 	uint64_t active;		/* kinds recorded */
 	bool mounted_tracefs;
+	const char *entry;		/* what gives entry-time data: "setid-tracepoints",
+					 * "sys_enter", NULL = nothing attached */
+	struct bpf_link *setid_links[8];	/* on_setid_tp on each setid call */
+	int nsetid_links;
+	int setid_err;			/* try_strategy(): attaching those failed */
 	bool started;
 	int ncpu;
 	uint64_t *lost_seen;		/* per CPU */
@@ -513,6 +543,68 @@ static bool tracefs_ready(void)
 	       !access("/sys/kernel/debug/tracing/events/sched", F_OK);
 }
 
+/* tracefs, which libbpf needs to attach classic tracepoints: mounted on
+ * /sys/kernel/tracing (and unmounted once attached) when missing. false, and
+ * why in tried under what, when it cannot be had. */
+static bool need_tracefs(struct ev_priv *p, const char *what)
+{
+	if (tracefs_ready())
+		return true;
+	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0) {
+		p->mounted_tracefs = true;
+		return true;
+	}
+	appendf(p->tried, sizeof(p->tried), " %s(cannot mount tracefs: %s)", what,
+		strerror(errno));
+	return false;
+}
+
+/* Can the setid calls' own entry tracepoints (syscalls:sys_enter_setuid
+ * ...) be used? They need tracefs and a kernel with syscall events. */
+static bool setid_tps_ready(struct ev_priv *p)
+{
+	if (!need_tracefs(p, "setid-tracepoints"))
+		return false;
+	if (!access("/sys/kernel/tracing/events/syscalls/sys_enter_setuid", F_OK) ||
+	    !access("/sys/kernel/debug/tracing/events/syscalls/sys_enter_setuid", F_OK))
+		return true;
+	appendf(p->tried, sizeof(p->tried), " setid-tracepoints(no syscall events)");
+	return false;
+}
+
+static void detach_setid(struct ev_priv *p)
+{
+	while (p->nsetid_links > 0)
+		bpf_link__destroy(p->setid_links[--p->nsetid_links]);
+}
+
+/* on_setid_tp on the entry tracepoint of each setid call. 0, or -errno
+ * (and nothing attached). */
+static int attach_setid(struct ev_priv *p, struct bpf_program *prog)
+{
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < NSYS_KINDS; i++) {
+		struct bpf_link *link;
+		char name[64];
+
+		if (sys_kinds[i].kind != SP_EV_SETID_CHANGE)
+			continue;
+		snprintf(name, sizeof(name), "sys_enter_%s", sys_kinds[i].name);
+		link = bpf_program__attach_tracepoint(prog, "syscalls", name);
+		if (!link || p->nsetid_links == (int)(sizeof(p->setid_links) /
+						       sizeof(p->setid_links[0]))) {
+			err = link ? -E2BIG : -errno;
+			bpf_link__destroy(link);
+			detach_setid(p);
+			return err;
+		}
+		p->setid_links[p->nsetid_links++] = link;
+	}
+	return 0;
+}
+
 static struct bpf_program *role_prog(struct sp_events *skel, int role, const char *suffix)
 {
 	char name[64];
@@ -522,18 +614,21 @@ static struct bpf_program *role_prog(struct sp_events *skel, int role, const cha
 }
 
 /* Does system call i need anything at entry? With tp_btf and raw_tp only
- * DNS (the payload) and setid calls (the ids before) do: the others' arguments
- * are read from the registers at exit. */
+ * the setid calls do (the ids before): the others' arguments, DNS payloads
+ * included, are read from the registers at exit. */
 static bool needs_entry(unsigned int i, bool tp)
 {
-	return tp || sys_kinds[i].enter || sys_kinds[i].kind == SP_EV_SETID_CHANGE;
+	return tp || sys_kinds[i].kind == SP_EV_SETID_CHANGE;
 }
 
 /* Programs not needed for the kinds asked: every system call of the machine
  * passes sys_enter/sys_exit, so each is attached only when a system call
- * event asked for needs it (DNS only looks at entry). fork and exit always
- * are: they keep the process map. */
-static bool skip_role(const struct ev_priv *p, int role, bool want_cap, bool tp)
+ * event asked for needs it. sys_exit: all of them, but with classic
+ * tracepoints DNS (looked at on entry, where the arguments are); sys_enter:
+ * with classic tracepoints, or for setid calls unless their own
+ * tracepoints do (setid_tp). fork and exit always are: they keep the
+ * process map. */
+static bool skip_role(const struct ev_priv *p, int role, bool want_cap, bool tp, bool setid_tp)
 {
 	unsigned int i;
 
@@ -544,17 +639,21 @@ static bool skip_role(const struct ev_priv *p, int role, bool want_cap, bool tp)
 		return !(p->o.kinds & SP_EV_BIT(SP_EV_PROC_EXEC));
 	case P_ENTER:
 	case P_EXIT:
-		for (i = 0; i < sizeof(sys_kinds) / sizeof(sys_kinds[0]); i++)
+		for (i = 0; i < NSYS_KINDS; i++)
 			if ((p->o.kinds & SP_EV_BIT(sys_kinds[i].kind)) &&
-			    (role == P_EXIT ? !sys_kinds[i].enter : needs_entry(i, tp)))
+			    (role == P_EXIT ? !(tp && sys_kinds[i].dns) :
+			     needs_entry(i, tp) && (tp || !setid_tp)))
 				return false;
 		return true;
 	}
 	return false;
 }
 
-/* Open, configure, load and attach one strategy. 0, or -errno. */
-static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_cap)
+/* Open, configure, load and attach one strategy; setid_tp: the setid
+ * calls' entry from their own tracepoints (p->setid_err says when that
+ * failed). 0, or -errno. */
+static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_cap,
+			bool setid_tp)
 {
 	struct sp_events *skel;
 	struct bpf_program *prog;
@@ -579,19 +678,20 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	bpf_object__for_each_program(prog, skel->obj)
 		bpf_program__set_autoload(prog, false);
 	for (role = 0; role < P_NUM; role++) {
-		if (skip_role(p, role, want_cap, tp))
+		if (skip_role(p, role, want_cap, tp, setid_tp))
 			continue;
 		prog = role_prog(skel, role, ps->suffix);
 		if (prog)
 			bpf_program__set_autoload(prog, true);
 	}
+	bpf_program__set_autoload(skel->progs.on_setid_tp, setid_tp);
 	err = sp_events__load(skel);
 	if (err)
 		goto fail;
 	for (role = 0; role < P_NUM; role++) {
 		struct bpf_link *link;
 
-		if (skip_role(p, role, want_cap, tp))
+		if (skip_role(p, role, want_cap, tp, setid_tp))
 			continue;
 		prog = role_prog(skel, role, ps->suffix);
 		if (!prog)
@@ -606,14 +706,21 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 			if (*skel->skeleton->progs[i].prog == prog)
 				*skel->skeleton->progs[i].link = link;
 	}
+	if (setid_tp) {
+		err = attach_setid(p, skel->progs.on_setid_tp);
+		if (err) {
+			p->setid_err = err;
+			goto fail;
+		}
+	}
 	/* tp_btf and raw_tp read a system call's arguments from the registers
 	 * at exit; classic tracepoints must keep them from the entry. */
-	for (i = 0; i < sizeof(sys_kinds) / sizeof(sys_kinds[0]); i++) {
+	for (i = 0; i < NSYS_KINDS; i++) {
 		uint32_t nr = sys_kinds[i].nr, w = SP_WANT_PAIR;
 
 		if (!(p->o.kinds & SP_EV_BIT(sys_kinds[i].kind)))
 			continue;
-		if (sys_kinds[i].enter)
+		if (sys_kinds[i].dns)
 			w = SP_WANT_DNS;
 		else if (needs_entry(i, tp))
 			w |= SP_WANT_ENTRY;
@@ -622,8 +729,11 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 			goto fail;
 	}
 	p->skel = skel;
+	p->entry = setid_tp ? "setid-tracepoints" :
+		   !skip_role(p, P_ENTER, want_cap, tp, false) ? "sys_enter" : NULL;
 	return 0;
 fail:
+	detach_setid(p);
 	sp_events__destroy(skel);
 	return err < 0 ? err : -EINVAL;
 }
@@ -635,7 +745,7 @@ int sp_events_prepare(struct sp_source *s)
 	struct ev_priv *p = s->priv;
 	uint64_t kernel = group_kinds(KERNEL_GROUPS);
 	uint64_t want = p->o.kinds & kernel, missing;
-	bool want_cap, cap_hook, denied;
+	bool want_cap, cap_hook, denied, setid_tps;
 	struct kfeat kf;
 	unsigned int i;
 	int err = 0;
@@ -675,6 +785,10 @@ int sp_events_prepare(struct sp_source *s)
 	denied = err != 0;
 	if (!denied)
 		err = -ENOENT;
+	/* the setid calls' entry: from their own tracepoints when they can be
+	 * had, else (and when attaching them fails) from sys_enter */
+	setid_tps = !denied && !p->o.raw_entry && (want & SP_EV_BIT(SP_EV_SETID_CHANGE)) &&
+		    (!p->o.attach || strcmp(p->o.attach, "tracepoint")) && setid_tps_ready(p);
 	for (i = 0; !denied && i < sizeof(strategies) / sizeof(strategies[0]); i++) {
 		const struct prog_set *ps = &strategies[i];
 		bool cap = want_cap && strcmp(ps->how, "tracepoint");
@@ -685,16 +799,15 @@ int sp_events_prepare(struct sp_source *s)
 			appendf(p->tried, sizeof(p->tried), " tp_btf(no BTF)");
 			continue;
 		}
-		if (!strcmp(ps->how, "tracepoint") && !tracefs_ready()) {
-			if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0) {
-				p->mounted_tracefs = true;
-			} else {
-				appendf(p->tried, sizeof(p->tried), " tracepoint(cannot mount "
-					"tracefs: %s)", strerror(errno));
-				continue;
-			}
+		if (!strcmp(ps->how, "tracepoint") && !need_tracefs(p, "tracepoint"))
+			continue;
+		p->setid_err = 0;
+		err = try_strategy(p, ps, cap, setid_tps && strcmp(ps->how, "tracepoint"));
+		if (err && p->setid_err) {
+			appendf(p->tried, sizeof(p->tried), " setid-tracepoints(%s)",
+				strerror(-p->setid_err));
+			err = try_strategy(p, ps, cap, false);
 		}
-		err = try_strategy(p, ps, cap);
 		if (!err) {
 			p->how = ps->how;
 			if (!cap)
@@ -705,6 +818,10 @@ int sp_events_prepare(struct sp_source *s)
 		if (err == -EPERM || (err == -EACCES && geteuid()))
 			break;	/* no rung below helps */
 	}
+	/* attached tracepoints need tracefs no more: unmounted at once, so that
+	 * it is not left behind however sp-record ends */
+	if (p->mounted_tracefs)
+		umount("/sys/kernel/tracing");
 	if (!p->skel) {
 		if (err == -EPERM || (err == -EACCES && geteuid()))
 			snprintf(p->why, sizeof(p->why), "loading BPF programs needs root "
@@ -723,8 +840,10 @@ int sp_events_prepare(struct sp_source *s)
 	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), on_record, p, NULL);
 	if (!p->rb) {
 		snprintf(p->why, sizeof(p->why), "ring_buffer__new: %s", strerror(errno));
+		detach_setid(p);
 		sp_events__destroy(p->skel);
 		p->skel = NULL;
+		p->entry = NULL;
 		p->avail = 0;
 		if (p->o.given) {
 			sp_error("kernel events unavailable: %s", p->why);
@@ -923,6 +1042,8 @@ static void ev_describe(struct sp_source *s, char *features, size_t fsize, char 
 		appendf(features, fsize, "%sbpf-events=%s", *features ? " " : "", p->how);
 		if (p->mounted_tracefs)
 			appendf(features, fsize, " tracefs=mounted");
+		if (p->entry)
+			appendf(features, fsize, " entry=%s", p->entry);
 		sp_events_format(p->active, names, sizeof(names));
 		appendf(features, fsize, " events=%s", names);
 	} else {
@@ -947,9 +1068,8 @@ static void ev_free(struct sp_source *s)
 	p = s->priv;
 	if (p) {
 		ring_buffer__free(p->rb);
+		detach_setid(p);
 		sp_events__destroy(p->skel);
-		if (p->mounted_tracefs)
-			umount("/sys/kernel/tracing");
 		free(p->lost_seen);
 		free(p->text);
 		free(p);
@@ -977,8 +1097,10 @@ void sp_events_print_check(struct sp_source *s, FILE *f)
 		sp_events_prepare(s);
 		p->o.kinds = saved;
 	}
-	fprintf(f, "kernel events: %s%s%s\n", p->state == ST_READY ? "attached with " : "off: ",
-		p->state == ST_READY ? p->how : p->why, "");
+	fprintf(f, "kernel events: %s%s%s%s\n", p->state == ST_READY ? "attached with " : "off: ",
+		p->state == ST_READY ? p->how : p->why,
+		p->state == ST_READY && p->entry ? ", system call entry from " : "",
+		p->state == ST_READY && p->entry ? p->entry : "");
 	for (k = 1; k < SP_EV_KIND_MAX; k++) {
 		const struct sp_event_schema *sc = sp_event_schema(k);
 

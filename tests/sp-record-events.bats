@@ -32,7 +32,7 @@ need_bpf() {
 }
 
 # Our programs, by name (bpftool shows at most 15 characters).
-OURS='on_(sys_enter|sys_exit|fork|exec|exit|capable)_(btf|raw|tp)|on_sys_enter_bt|on_sys_exit_btf|on_capable_btf|on_capable_raw'
+OURS='on_(sys_enter|sys_exit|fork|exec|exit|capable)_(btf|raw|tp)|on_sys_enter_bt|on_sys_exit_btf|on_capable_btf|on_capable_raw|on_setid_tp'
 
 # Ids of the BPF programs a process holds (its program and link fds).
 prog_ids_of() {
@@ -67,6 +67,15 @@ prog_ids_of() {
 		"$SP_BIN/sp-record" --spans=none --events=file -o "$D/y.sp" -- touch "$D/ran"
 	[[ $stderr == *"sp-record: error: kernel events unavailable: loading BPF programs needs root"* ]]
 	[ ! -e "$D/ran" ]
+}
+
+# The names of the BPF programs sp-record holds while it records with the
+# given options, sorted, on one line.
+held_progs() {
+	sp-record --no-samples --spans=none "$@" -o "$OUT/held.sp" -- sh -c \
+		'for id in $(sed -n "s/^prog_id:[[:space:]]*//p" /proc/$PPID/fdinfo/*); do
+			bpftool prog show id "$id" --json | jq -r .name
+		done' | sort -u | tr '\n' ' '
 }
 
 # Record evtest's "run" mode with the given extra options; sets CHILD, PARENT, PORT.
@@ -182,6 +191,48 @@ check_run() {
 	header < "$OUT/run.json" | jq -e '.features | test("events=proc_fork,proc_exec,proc_exit,path_open,.*dns_req( |$)")'
 	[ "$(jq -r 'select(.type=="event" and (.event=="task_kill" or .event=="sb_mount" or .event=="capable_check"))' "$OUT/run.json")" = "" ]
 	[ "$(jq -r --argjson c "$CHILD" 'select(.type=="event" and .pid==$c and .event=="dns_req") | .name' "$OUT/run.json" | tr '\n' ' ')" = "evtest.example.com second.example.org " ]
+}
+
+@test "sp-record-events: the default set runs no program at system call entry" {
+	need_bpf
+	command -v bpftool >/dev/null || skip "needs bpftool"
+	# DNS payloads are read at exit: every system call of the machine
+	# passes one program, not two
+	assert_equal "$(held_progs)" "on_exec_btf on_exit_btf on_fork_btf on_sys_exit_btf "
+	sp-decode "$OUT/held.sp" | header | jq -e '.features | test("entry=") | not'
+	assert_equal "$(held_progs --events=file,dns --event-attach=raw_tp)" \
+		"on_exit_raw on_fork_raw on_sys_exit_raw "
+}
+
+@test "sp-record-events: setid_change's ids before come from the setid calls' own tracepoints, else sys_enter" {
+	need_bpf
+	command -v setpriv >/dev/null || skip "needs setpriv"
+	command -v bpftool >/dev/null || skip "needs bpftool"
+	mountpoint -q /sys/kernel/tracing && had_tracefs=1 || had_tracefs=0
+	for how in tp_btf raw_tp tp_btf,sys_enter; do
+		entry=setid-tracepoints
+		[ "$how" != tp_btf,sys_enter ] || entry=sys_enter
+		run --separate-stderr -0 sp-record --no-samples --spans=none --events=setid_change \
+			--event-attach="$how" -o "$OUT/s.sp" -- \
+			setpriv --regid=65534 --reuid=65534 --clear-groups true
+		sp-decode "$OUT/s.sp" > "$OUT/s.json"
+		header < "$OUT/s.json" | jq -e --arg e "entry=$entry" '.features | split(" ") | index($e)'
+		# the ids change: the old ones were read before the call
+		q() { jq -c "select(.type==\"event\" and .event==\"setid_change\" and .call==\"$1\") | $2" "$OUT/s.json"; }
+		assert_equal "$(q setresuid '[.old_uid,.new_uid,.result]')" "[0,65534,0]"
+		assert_equal "$(q setresgid '[.old_gid,.new_gid,.result]')" "[0,65534,0]"
+		# tracefs, mounted to attach them when it was missing, is gone again
+		if [ $had_tracefs = 0 ] && [ $entry = setid-tracepoints ]; then
+			header < "$OUT/s.json" | jq -e '.features | split(" ") | index("tracefs=mounted")'
+		fi
+		mountpoint -q /sys/kernel/tracing && has_tracefs=1 || has_tracefs=0
+		[ $has_tracefs = $had_tracefs ]
+	done
+	# and only the program that gives them is attached
+	[[ "$(held_progs --events=all)" == *" on_setid_tp "* ]]
+	[[ "$(held_progs --events=all)" != *on_sys_enter* ]]
+	[[ "$(held_progs --events=all --event-attach=sys_enter)" == *" on_sys_enter_btf "* ]]
+	[[ "$(held_progs --events=all --event-attach=sys_enter)" != *on_setid_tp* ]]
 }
 
 @test "sp-record-events: events of a process outside the tree are absent" {

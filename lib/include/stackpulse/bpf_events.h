@@ -36,6 +36,8 @@ struct sp_events_opts {
 	bool no_samples;	/* --no-samples: sp-record skips stack sampling */
 	uint64_t buffer_kib;	/* ring buffer size in KiB (power of 2), 0 = 8192 */
 	const char *attach;	/* "tp_btf", "raw_tp", "tracepoint", NULL = best */
+	bool raw_entry;		/* --event-attach=sys_enter: setid entries from the raw
+				 * sys_enter tracepoint, not per-call tracepoints */
 };
 
 /*
@@ -50,7 +52,7 @@ int sp_events_parse(const char *list, uint64_t *kinds, uint64_t *named, char *er
 /* "proc_fork,proc_exec" for a mask; returns the length it needed. */
 size_t sp_events_format(uint64_t kinds, char *buf, size_t size);
 
-/* argp child: --events=LIST, --no-samples, --event-buffer=KIB, --event-attach=HOW.
+/* argp child: --events=LIST, --no-samples, --event-buffer=KIB, --event-attach=HOW[,sys_enter].
  * Its input is a struct sp_events_opts *, zeroed by the caller; after
  * parsing, kinds holds the default set unless --events was given. */
 extern const struct argp sp_events_argp;
