@@ -256,6 +256,26 @@ static struct tproc *proc_get(struct sp_tree *t, uint64_t pid, uint64_t time)
 	return v ? (struct tproc *)(uintptr_t)*v : proc_new(t, pid, time);
 }
 
+/* Whether process pid descends from process anc, by the parents known. */
+static bool is_ancestor(struct sp_tree *t, uint64_t anc, uint64_t pid)
+{
+	unsigned int hops;
+	uint64_t *v;
+
+	for (hops = 0; pid && hops < 4096; hops++) {
+		struct tproc *p;
+
+		if (pid == anc)
+			return true;
+		v = sp_u64map_get(&t->procs, pid);
+		p = v ? (struct tproc *)(uintptr_t)*v : NULL;
+		if (!p || !p->attached)
+			return false;
+		pid = p->ppid;
+	}
+	return hops >= 4096;
+}
+
 static struct tthread *thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
 {
 	uint64_t *v = sp_u64map_get(&t->threads, tid);
@@ -444,7 +464,10 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 
 			v = sp_u64map_get(&t->procs, child);
 			p = v ? (struct tproc *)(uintptr_t)*v : NULL;
-			if (!p || p->attached)
+			/* attached, or an ancestor of the forking process (a pid
+			 * reused, or a forged stream): a process of its own, never
+			 * a cycle */
+			if (!p || p->attached || is_ancestor(t, child, r->pid))
 				p = proc_new(t, child, r->time);
 			p->attached = true;
 			if (!p->ppid)

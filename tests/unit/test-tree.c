@@ -247,6 +247,30 @@ static void test_tree_shape(void)
 	sp_tree_free(tree);
 }
 
+/* Fork events that make a cycle (20 forks 10, which forked 20: a forged or
+ * garbled stream): 10 stays a root, the second fork gets a process of its
+ * own; nothing is lost or leaked (ASan) and printing ends. */
+static void test_tree_fork_cycle(void)
+{
+	struct sp_tree_opts o = { .stable = true };
+	char *p;
+
+	tree = sp_tree_new(&o);
+	header();
+	proc(10, 1, "app");
+	ev(2000, 10, 10, 0, SP_RULE_GAP, SP_EV_PROC_FORK, 20, 20, 0, 0);
+	ev(3000, 20, 20, 0, SP_RULE_GAP, SP_EV_PROC_FORK, 10, 10, 0, 0);
+	p = print();
+	CHECK_STR(p, "# stackpulse recording\n"
+		  "[PROC comm=app]\n"
+		  "└─ PROC proc_fork → child\n"
+		  "   └─ [PROC comm=?]\n"
+		  "      └─ PROC proc_fork → child\n"
+		  "         └─ [PROC comm=?]\n");
+	free(p);
+	sp_tree_free(tree);
+}
+
 static void test_tree_stable_collapse(void)
 {
 	struct sp_tree_opts o = { .stable = true };
@@ -493,6 +517,7 @@ int main(void)
 	TAP_RUN(test_tree_every_kind);
 	TAP_RUN(test_tree_shape);
 	TAP_RUN(test_tree_stable_collapse);
+	TAP_RUN(test_tree_fork_cycle);
 	TAP_RUN(test_tree_filters);
 	TAP_RUN(test_tree_json);
 	TAP_RUN(test_tree_raise);
