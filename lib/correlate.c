@@ -75,6 +75,7 @@ struct thr {
 	struct thr *next_in_proc, *prev_in_proc;
 	uint64_t raise_time, raise_class;
 	bool raising;
+	bool forked;		/* created by (or matched to) its fork event */
 };
 
 struct proc {
@@ -1012,11 +1013,21 @@ static void do_fork(struct sp_corr *c, struct thr *t, const struct sp_event *e,
 		if (!child_tid || child_tid == t->tid)
 			return;
 		ct = pmap_get(&c->threads, child_tid);
+		if (ct && !ct->forked && ct->pid == t->pid) {
+			/* seen first: sp-record's thread record can carry an
+			 * earlier time than the fork event */
+			ct->forked = true;
+			if (!ct->origin && origin) {
+				ct->origin = origin;
+				span_get(origin);
+			}
+			return;
+		}
 		if (ct) {
 			c->st.pid_reuse++;
 			thr_free(c, ct, e->time);
 		}
-		thr_new(c, t->proc, child_tid, origin);
+		thr_new(c, t->proc, child_tid, origin)->forked = true;
 		return;
 	}
 	if (!child_pid || child_pid == t->pid || (child_tid && child_tid == t->tid))

@@ -691,6 +691,35 @@ static void test_correlate_child_seen_first(void)
 	sp_corr_free(c);
 }
 
+/* A thread's record before its fork event (a thread record carries the
+ * time perf saw it): not a reuse, and its events get the fork rule. A
+ * second fork event naming the live thread is a reuse. */
+static void test_correlate_thread_seen_first(void)
+{
+	struct sp_corr *c = corr(0);
+	struct sp_record th = { .kind = SP_REC_THREAD };
+	struct sp_record f = fork_ev(12, 10, 10, 10, SP_FORK_THREAD);
+
+	add(c, process(1, 10, 1));
+	add(c, START(10, 10, 10, 1));
+	th.thread.time = 11;
+	th.thread.tid = 11;
+	th.thread.pid = 10;
+	add(c, th);
+	f.event.field[1].u = 11;	/* child tid */
+	add(c, f);
+	add(c, event(15, 10, 11, SP_EV_PATH_OPEN));
+	CHECK_EQ_U(sp_corr_stats(c)->pid_reuse, 0);
+	f.event.time = 16;
+	add(c, f);
+	add(c, STOP(20, 10, 10, 1));
+	done(c);
+	CHECK_EQ_U(EV_RULE(15), SP_RULE_FORK);
+	CHECK(span_of(1) && EV_SPAN(15) == span_of(1)->id);
+	CHECK_EQ_U(sp_corr_stats(c)->pid_reuse, 1);
+	sp_corr_free(c);
+}
+
 /* A fork naming its own thread or process creates and ends nothing. */
 static void test_correlate_self_fork(void)
 {
@@ -993,6 +1022,7 @@ int main(void)
 	TAP_RUN(test_correlate_thread_exit);
 	TAP_RUN(test_correlate_exit_exec);
 	TAP_RUN(test_correlate_child_seen_first);
+	TAP_RUN(test_correlate_thread_seen_first);
 	TAP_RUN(test_correlate_self_fork);
 	TAP_RUN(test_correlate_pid_reuse);
 	TAP_RUN(test_correlate_lost);
