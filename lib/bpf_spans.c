@@ -1198,6 +1198,61 @@ static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, u
 }
 
 /*
+ * sp_spans_usdt_offsets(), cached by file (path, device, inode, mtime) and
+ * probe: a forking runtime's children each get their links while they
+ * wait, stopped, and the ELF notes need not be read again for each.
+ */
+static int offsets_cached(const char *path, const char *provider, const char *name,
+			  const char *args, uint64_t *offs, int max)
+{
+	static struct {
+		char path[PATH_MAX], probe[128];
+		dev_t dev;
+		ino_t ino;
+		struct timespec mtime;
+		int n;
+		uint64_t offs[64];
+	} cache[32];
+	static unsigned int next;
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	char probe[128];
+	struct stat st;
+	unsigned int i;
+	int n;
+
+	if (stat(path, &st) || max > 64)
+		return sp_spans_usdt_offsets(path, provider, name, args, offs, max);
+	snprintf(probe, sizeof(probe), "%s:%s:%s", provider, name, args ? args : "");
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < 32; i++) {
+		if (cache[i].ino != st.st_ino || cache[i].dev != st.st_dev ||
+		    cache[i].mtime.tv_sec != st.st_mtim.tv_sec ||
+		    cache[i].mtime.tv_nsec != st.st_mtim.tv_nsec || strcmp(cache[i].probe, probe) ||
+		    strcmp(cache[i].path, path))
+			continue;
+		n = cache[i].n;
+		if (n > 0)
+			memcpy(offs, cache[i].offs, n * sizeof(*offs));
+		pthread_mutex_unlock(&lock);
+		return n;
+	}
+	pthread_mutex_unlock(&lock);
+	n = sp_spans_usdt_offsets(path, provider, name, args, offs, max);
+	pthread_mutex_lock(&lock);
+	i = next++ % 32;
+	snprintf(cache[i].path, sizeof(cache[i].path), "%s", path);
+	snprintf(cache[i].probe, sizeof(cache[i].probe), "%s", probe);
+	cache[i].dev = st.st_dev;
+	cache[i].ino = st.st_ino;
+	cache[i].mtime = st.st_mtim;
+	cache[i].n = n;
+	if (n > 0)
+		memcpy(cache[i].offs, offs, n * sizeof(*offs));
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+/*
  * USDT probe provider:name of bin for p, by a uprobe_multi link (every
  * location of the probe in one link; the cookie is ours, no libbpf spec).
  * For markers without semaphore whose operands are args. 0, or -1: use a
@@ -1214,7 +1269,7 @@ static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program 
 
 	if (c->no_multi)
 		return -1;
-	n = sp_spans_usdt_offsets(bin, provider, name, args, offs, 64);
+	n = offsets_cached(bin, provider, name, args, offs, 64);
 	if (n <= 0)
 		return -1;
 	for (i = 0; i < n; i++)
