@@ -154,6 +154,16 @@ $(OUT)/runtime/python/_stackpulse_hook$(PY_EXT_SUFFIX): lib/runtime/python/stack
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(HOOK_CFLAGS) $(PY_HOOK_CFLAGS) -o $@ $< lib/runtime/hook/names.c
 
+# A library with span markers and a program that needs it (rpath: beside it).
+$(OUT)/examples/libspans_lib.so: tests/fixtures/lib/spans_lib.c lib/include/stackpulse/span.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 -g -fPIC -shared -Ilib/include -o $@ $<
+$(OUT)/examples/spans_uselib: tests/fixtures/lib/spans_uselib.c $(OUT)/examples/libspans_lib.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Ilib/include -o $@ $< -L$(OUT)/examples -lspans_lib '-Wl,-rpath,$$ORIGIN'
+all: $(OUT)/examples/spans_uselib
+
 # Unit tests: plain, and under AddressSanitizer + UndefinedBehaviorSanitizer.
 $(OUT)/unit/%: tests/unit/%.c $(LIB)
 	$(call msg,CC,$@)

@@ -541,6 +541,9 @@ static __always_inline int sp_span_regs(struct pt_regs *ctx, bool multi)
 	e->addr[2] = PT_REGS_PARM2(ctx);
 	e->flags = SP_BSF_UNREAD(1) | SP_BSF_UNREAD(2);
 	e->line = (int)PT_REGS_PARM3(ctx);
+	/* where the marker is: with its location's number in the cookie, the
+	 * loader finds the binary's load address (its literals, from the file) */
+	e->hash[0] = PT_REGS_IP(ctx);
 	return submit_head(e);
 }
 

@@ -29,7 +29,8 @@ enum sp_bs_kind {
 };
 
 /* Probes, also the index into the hit counters. The attach cookie is
- * (gen << 32 | probe) for USDT probes and (gen << 32 | func) for uprobes
+ * (gen << 32 | probe) for USDT probes, with bits 8-31 the number of the
+ * marker's location for uprobe_multi links, and (gen << 32 | func) for uprobes
  * (func: the --span-func index); gen is the image generation of the
  * process it was attached to (struct sp_bs_proc): a probe of an image the
  * process has left by exec is ignored until the loader detaches it. */
@@ -70,7 +71,8 @@ enum sp_bs_probe {
 struct sp_bs_event {
 	__u64 time_ns;			/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 	__u64 addr[SP_BS_NSTR];		/* user address of each string, 0 = none */
-	__u64 hash[SP_BS_NSTR];		/* hash of its bytes (see sp_bs_hash) */
+	__u64 hash[SP_BS_NSTR];		/* hash of its bytes (see sp_bs_hash); a
+					 * marker's head event: hash[0] its address */
 	__u64 cookie;			/* uprobe: --span-func index; FORK, EXEC:
 					 * the process's new image generation */
 	__s64 line;

@@ -361,9 +361,9 @@ out:
 	return bits;
 }
 
-/* The file offset of virtual address va in e's executable segments, or
- * -1. */
-static int64_t va_to_offset(Elf *e, uint64_t va)
+/* The file offset of virtual address va in e's loaded segments (only the
+ * executable ones with exec), or -1. */
+static int64_t va_to_offset(Elf *e, uint64_t va, bool exec)
 {
 	size_t i, n;
 	GElf_Phdr ph;
@@ -371,10 +371,27 @@ static int64_t va_to_offset(Elf *e, uint64_t va)
 	if (elf_getphdrnum(e, &n))
 		return -1;
 	for (i = 0; i < n; i++)
-		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
-		    va >= ph.p_vaddr && va < ph.p_vaddr + ph.p_filesz)
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    (!exec || (ph.p_flags & PF_X)) && va >= ph.p_vaddr &&
+		    va < ph.p_vaddr + ph.p_filesz)
 			return (int64_t)(va - ph.p_vaddr + ph.p_offset);
 	return -1;
+}
+
+/* The virtual address of file offset off in e's executable segments, or
+ * UINT64_MAX. */
+static uint64_t offset_to_va(Elf *e, uint64_t off)
+{
+	size_t i, n;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(e, &n))
+		return UINT64_MAX;
+	for (i = 0; i < n; i++)
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
+		    off >= ph.p_offset && off < ph.p_offset + ph.p_filesz)
+			return off - ph.p_offset + ph.p_vaddr;
+	return UINT64_MAX;
 }
 
 int sp_spans_usdt_offsets(const char *path, const char *provider, const char *name,
@@ -432,7 +449,7 @@ int sp_spans_usdt_offsets(const char *path, const char *provider, const char *na
 				goto fail;
 			if (base_addr && base)
 				pc += base_addr - base;	/* prelinked */
-			fo = va_to_offset(e, pc);
+			fo = va_to_offset(e, pc, true);
 			if (fo < 0 || n >= max)
 				goto fail;
 			offs[n++] = (uint64_t)fo;
@@ -452,11 +469,16 @@ static bool runtime_lib_name(const char *name)
 
 int sp_spans_runtime_libs(const char *exe, char paths[][4096], int n)
 {
+	return sp_spans_needed_libs(exe, false, paths, n);
+}
+
+int sp_spans_needed_libs(const char *exe, bool all, char paths[][4096], int n)
+{
 	static const char *const std_dirs[] = {
 		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
 		"/usr/local/lib", "/lib", "/usr/lib",
 	};
-	const char *needed[8], *runpath = NULL;
+	const char *needed[16], *runpath = NULL;
 	char origin[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX * 3], *slash;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
@@ -484,7 +506,7 @@ int sp_spans_runtime_libs(const char *exe, char paths[][4096], int n)
 			if (!s)
 				continue;
 			if (dyn.d_tag == DT_NEEDED) {
-				if (runtime_lib_name(s) && nneeded < 8)
+				if ((all || runtime_lib_name(s)) && nneeded < 16)
 					needed[nneeded++] = s;
 			} else {
 				runpath = s;
@@ -700,6 +722,16 @@ struct bs_ctx {
 	bool finishing;
 	int epfd;			/* s->fd while deferred: preload.efd, then the ring */
 	char unavailable[256];
+	/*
+	 * Marker locations attached by uprobe_multi links, numbered from 1 in
+	 * their cookies (bits 8-31): the binary and the file offset, so that
+	 * a marker's address (sent by BPF) gives where its binary is loaded,
+	 * and its string literals can be read from the file when the process
+	 * is gone (a library's: sp-record never sees its mapping).
+	 */
+	struct bs_loc { char *bin; uint64_t off; } *locs;
+	size_t nlocs, clocs;
+	struct sp_u64map loc_ids;	/* mix(hash(bin), off) -> number */
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -1197,6 +1229,60 @@ static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, u
 			      SP_PR_RB_HOOK_FIBER);
 }
 
+/* The number of a marker location (struct bs_loc), 0 when there are too
+ * many to number in a cookie. */
+static uint32_t loc_id(struct bs_ctx *c, const char *bin, uint64_t off)
+{
+	uint64_t key = sp_hash_mix(sp_hash_bytes(bin, strlen(bin)), off), *v;
+
+	v = sp_u64map_get(&c->loc_ids, key);
+	if (v && c->locs[*v - 1].off == off && !strcmp(c->locs[*v - 1].bin, bin))
+		return (uint32_t)*v;
+	if (c->nlocs >= 0xffffff)
+		return 0;
+	sp_grow(&c->locs, &c->clocs, c->nlocs + 1, sizeof(*c->locs));
+	c->locs[c->nlocs].bin = sp_xstrdup(bin);
+	c->locs[c->nlocs].off = off;
+	c->nlocs++;
+	if (!v)
+		sp_u64map_put(&c->loc_ids, key, c->nlocs);
+	return (uint32_t)c->nlocs;
+}
+
+/*
+ * A string literal at addr of the binary whose marker sent event e (by
+ * its location's number and the marker's address), read from the file:
+ * for a process gone before sp-record read its strings. -1 if unknown.
+ */
+static ssize_t read_literal(struct bs_ctx *c, const struct sp_bs_event *e, uint64_t addr,
+			    char *buf, size_t size)
+{
+	uint32_t id = (uint32_t)(e->cookie >> 8) & 0xffffff;
+	uint64_t ip = e->hash[0], va, base;
+	const struct bs_loc *l;
+	ssize_t n = -1;
+	int64_t off;
+	int fd;
+	Elf *el;
+
+	if ((e->probe != SP_PR_SP_BEGIN && e->probe != SP_PR_SP_END) || !id || id > c->nlocs ||
+	    !ip)
+		return -1;
+	l = &c->locs[id - 1];
+	el = elf_open(l->bin, &fd);
+	if (!el)
+		return -1;
+	va = offset_to_va(el, l->off);
+	/* the marker's address is its own (or one past a breakpoint): the
+	 * binary is loaded at a page boundary */
+	base = (ip - va) & ~(uint64_t)4095;
+	off = va != UINT64_MAX ? va_to_offset(el, addr - base, false) : -1;
+	if (off >= 0)
+		n = pread(fd, buf, size, off);
+	elf_close(el, fd);
+	return n;
+}
+
 /*
  * sp_spans_usdt_offsets(), cached by file (path, device, inode, mtime) and
  * probe: a forking runtime's children each get their links while they
@@ -1273,7 +1359,7 @@ static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program 
 	if (n <= 0)
 		return -1;
 	for (i = 0; i < n; i++)
-		cookies[i] = (uint64_t)p->gen << 32 | probe;
+		cookies[i] = (uint64_t)p->gen << 32 | (uint64_t)loc_id(c, bin, offs[i]) << 8 | probe;
 	memset(&attr, 0, sizeof(attr));
 	u->prog_fd = bpf_program__fd(prog);
 	u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
@@ -1413,7 +1499,9 @@ static void attach_funcs(struct bs_ctx *c, struct bs_proc *p)
 	}
 }
 
-/* Provider bits of a binary, cached by path. */
+/* Provider bits of a binary, cached by path (an executable and the
+ * libraries it needs: markers may be in any of them). */
+#define PROVIDERS_CACHE	128
 static int providers_cached(struct bs_ctx *c, const char *path)
 {
 	static struct {
@@ -1421,7 +1509,7 @@ static int providers_cached(struct bs_ctx *c, const char *path)
 		dev_t dev;
 		ino_t ino;
 		int bits;
-	} cache[32];
+	} cache[PROVIDERS_CACHE];
 	static unsigned int next;
 	struct stat st;
 	unsigned int i;
@@ -1429,14 +1517,14 @@ static int providers_cached(struct bs_ctx *c, const char *path)
 
 	if (stat(path, &st))
 		return 0;
-	for (i = 0; i < 32; i++)
+	for (i = 0; i < PROVIDERS_CACHE; i++)
 		if (cache[i].ino == st.st_ino && cache[i].dev == st.st_dev &&
 		    !strcmp(cache[i].path, path))
 			return cache[i].bits;
 	bits = sp_spans_elf_providers(path);
 	if (bits < 0)
 		bits = 0;
-	i = next++ % 32;
+	i = next++ % PROVIDERS_CACHE;
 	snprintf(cache[i].path, sizeof(cache[i].path), "%s", path);
 	cache[i].dev = st.st_dev;
 	cache[i].ino = st.st_ino;
@@ -1483,7 +1571,7 @@ static void announce(struct bs_ctx *c, struct bs_proc *p)
 /* Attach everything for the image process p runs now. */
 static void attach_image(struct bs_ctx *c, struct bs_proc *p)
 {
-	char exe[PATH_MAX], link[64], libs[4][4096], line[PATH_MAX + 256];
+	char exe[PATH_MAX], link[64], line[PATH_MAX + 256], (*libs)[4096];
 	ssize_t n;
 	int nlibs, i;
 	FILE *f;
@@ -1496,13 +1584,14 @@ static void attach_image(struct bs_ctx *c, struct bs_proc *p)
 	snprintf(p->exe, sizeof(p->exe), "%s", exe);
 	p->nmap = 0;
 	if (c->o->modes) {
+		libs = sp_xmalloc(16 * sizeof(*libs));
 		attach_bin(c, p, exe, providers_cached(c, exe));
 		/* Libraries: mapped ones (a running process), else what the
 		 * executable needs (stopped at exec: nothing is mapped yet). */
 		nlibs = 0;
 		snprintf(link, sizeof(link), "/proc/%u/maps", p->pid);
 		f = fopen(link, "re");
-		while (f && fgets(line, sizeof(line), f) && nlibs < 4) {
+		while (f && fgets(line, sizeof(line), f) && nlibs < 16) {
 			char *path = strchr(line, '/'), *base, *nl;
 
 			if (!path)
@@ -1522,7 +1611,9 @@ static void attach_image(struct bs_ctx *c, struct bs_proc *p)
 				}
 				continue;
 			}
-			if (!runtime_lib_name(base))
+			/* <stackpulse/span.h> markers may be in any library */
+			if (!runtime_lib_name(base) &&
+			    !((c->o->modes & SP_SPANS_USDT) && strstr(base, ".so")))
 				continue;
 			for (i = 0; i < nlibs; i++)
 				if (!strcmp(libs[i], path))
@@ -1532,10 +1623,23 @@ static void attach_image(struct bs_ctx *c, struct bs_proc *p)
 		}
 		if (f)
 			fclose(f);
-		if (!nlibs)
-			nlibs = sp_spans_runtime_libs(exe, libs, 4);
+		/* stopped at exec, only the executable and ld.so are mapped */
+		if (!p->attached) {
+			char (*need)[4096] = sp_xmalloc(16 * sizeof(*need));
+			int nn = sp_spans_needed_libs(exe, c->o->modes & SP_SPANS_USDT, need, 16), k;
+
+			for (k = 0; k < nn && nlibs < 16; k++) {
+				for (i = 0; i < nlibs; i++)
+					if (!strcmp(libs[i], need[k]))
+						break;
+				if (i == nlibs)
+					memcpy(libs[nlibs++], need[k], sizeof(need[k]));
+			}
+			free(need);
+		}
 		for (i = 0; i < nlibs; i++)
 			attach_bin(c, p, libs[i], providers_cached(c, libs[i]));
+		free(libs);
 	}
 	attach_funcs(c, p);
 	announce(c, p);
@@ -1642,7 +1746,8 @@ static ssize_t read_remote(uint32_t pid, uint64_t addr, char *buf, size_t size)
 /* A string BPF could not read (a page not resident yet): read it with
  * process_vm_readv(), which faults the page in, so BPF reads it next time.
  * Cached by address: such strings are literals of the binary. */
-static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr)
+static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr,
+			      const struct sp_bs_event *e)
 {
 	uint64_t key = sp_hash_mix(addr, UINT64_MAX), *id, sid;
 	char buf[SP_BS_STRLEN];
@@ -1668,6 +1773,9 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 		n = pread(fd, buf, sizeof(buf) - 1, addr - p->map[i].start + p->map[i].off);
 		close(fd);
 	}
+	/* A literal of a library: its marker said where the library was. */
+	if (n <= 0 && e)
+		n = read_literal(c, e, addr, buf, sizeof(buf) - 1);
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
@@ -1702,7 +1810,7 @@ static uint64_t str_id(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_e
 	if (!e->addr[i])
 		return 0;
 	if (e->flags & SP_BSF_UNREAD(i))
-		return str_from_user(c, p, e->addr[i]);
+		return str_from_user(c, p, e->addr[i], e);
 	key = sp_hash_mix(e->addr[i], e->hash[i]);
 	if ((e->flags & SP_BSF_SENT(i)) && size >= sizeof(*e)) {
 		size_t len = e->len[i];
@@ -2165,7 +2273,8 @@ static bool providers_match(int bits, unsigned int modes)
 
 static bool file_has_probes(unsigned int modes, const char *path, int depth)
 {
-	char head[256], libs[4][4096], *nl, *interp, *arg;
+	char head[256], (*libs)[4096], *nl, *interp, *arg;
+	bool found = false;
 	ssize_t n;
 	int fd, i, nlibs;
 
@@ -2196,11 +2305,12 @@ static bool file_has_probes(unsigned int modes, const char *path, int depth)
 		return false;
 	if (providers_match(providers_cached(NULL, path), modes))
 		return true;
-	nlibs = sp_spans_runtime_libs(path, libs, 4);
-	for (i = 0; i < nlibs; i++)
-		if (providers_match(providers_cached(NULL, libs[i]), modes))
-			return true;
-	return false;
+	libs = sp_xmalloc(16 * sizeof(*libs));
+	nlibs = sp_spans_needed_libs(path, modes & SP_SPANS_USDT, libs, 16);
+	for (i = 0; i < nlibs && !found; i++)
+		found = providers_match(providers_cached(NULL, libs[i]), modes);
+	free(libs);
+	return found;
 }
 
 bool sp_spans_file_has_probes(unsigned int modes, const char *path)
@@ -2675,6 +2785,10 @@ static void spans_free(struct sp_source *s)
 	}
 	free(c->procs);
 	sp_u64map_release(&c->by_pid);
+	for (i = 0; i < c->nlocs; i++)
+		free(c->locs[i].bin);
+	free(c->locs);
+	sp_u64map_release(&c->loc_ids);
 	for (i = 0; i < c->nfuncs; i++) {
 		free(c->funcs[i].bin);
 		free(c->funcs[i].name);

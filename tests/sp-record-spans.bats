@@ -237,6 +237,28 @@ p2/main span_stop spans_c#leaf_work 0 2"
 	assert_output "1 9"
 }
 
+@test "sp-record --spans=usdt: markers in a library the program needs, named after the process is gone" {
+	require_root
+	prog=$SP_EXAMPLES/spans_uselib
+	[ -x "$prog" ] || skip "build/examples/spans_uselib not built"
+	run -0 sp-record --no-samples --spans=usdt -o "$OUT" -- "$prog"
+	# main in the executable, lib_outer and lib_leaf in libspans_lib.so;
+	# the program is gone long before sp-record reads the names: they come
+	# from the library's file, found by where its markers were
+	run -0 tree spans_lib.c
+	run -0 bash -c "sort | uniq -c | awk '{print \$1, \$2, \$3, \$4, \$5, \$6}'" <<<"$output"
+	assert_output "6 p1/main span_start #lib_leaf 11 3
+3 p1/main span_start #lib_outer 19 2
+6 p1/main span_stop #lib_leaf 13 3
+3 p1/main span_stop #lib_outer 21 2"
+	for l in 11 13 19 21; do
+		sed -n "${l}p" "$BATS_TEST_DIRNAME/fixtures/lib/spans_lib.c" | grep -q 'SP_SPAN_\(BEGIN\|END\)'
+	done
+	run -0 tree spans_uselib.c
+	assert_output "p1/main span_start #main 11 1
+p1/main span_stop #main 14 1"
+}
+
 @test "sp-record --span-func: a CET function (endbr64, push) is probed past its endbr64, spans intact" {
 	require_root
 	cat > "$BATS_TEST_TMPDIR/cet.c" <<'C'

@@ -102,6 +102,9 @@ bool sp_spans_file_has_probes(unsigned int modes, const char *path);
 /* Resolve the libruby/libpython an executable needs (DT_NEEDED, RUNPATH,
  * standard directories) into paths[], at most n. Returns how many. */
 int sp_spans_runtime_libs(const char *exe, char paths[][4096], int n);
+/* The same for every library it needs directly when all is true (for
+ * <stackpulse/span.h> markers in libraries), at most 16 of them. */
+int sp_spans_needed_libs(const char *exe, bool all, char paths[][4096], int n);
 /* A runtime's version read from its binary ("3.1.2"), or "" when unknown. */
 void sp_spans_runtime_version(const char *path, int runtime, char *buf, size_t size);
 /* Split "BINARY:FUNCTION" at the last ':'. 0, or -1 when malformed. */
