@@ -397,8 +397,9 @@ static uint64_t offset_to_va(Elf *e, uint64_t off)
 int sp_spans_usdt_offsets(const char *path, const char *provider, const char *name,
 			  const char *args, uint64_t *offs, int max)
 {
-	uint64_t base_addr = 0;
+	uint64_t base_addr = 0, fsize;
 	Elf_Scn *scn = NULL;
+	struct stat st;
 	GElf_Shdr sh;
 	size_t shstrndx;
 	int fd, n = 0;
@@ -406,8 +407,9 @@ int sp_spans_usdt_offsets(const char *path, const char *provider, const char *na
 
 	if (!e)
 		return -1;
-	if (elf_getshdrstrndx(e, &shstrndx) || gelf_getclass(e) != ELFCLASS64)
+	if (elf_getshdrstrndx(e, &shstrndx) || gelf_getclass(e) != ELFCLASS64 || fstat(fd, &st))
 		goto fail;
+	fsize = (uint64_t)st.st_size;	/* a location must be in the file */
 	while ((scn = elf_nextscn(e, scn))) {
 		const char *sn;
 
@@ -450,7 +452,7 @@ int sp_spans_usdt_offsets(const char *path, const char *provider, const char *na
 			if (base_addr && base)
 				pc += base_addr - base;	/* prelinked */
 			fo = va_to_offset(e, pc, true);
-			if (fo < 0 || n >= max)
+			if (fo < 0 || (uint64_t)fo >= fsize || n >= max)
 				goto fail;
 			offs[n++] = (uint64_t)fo;
 		}

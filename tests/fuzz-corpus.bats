@@ -1,9 +1,11 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
-# The record-stream fuzz targets (tests/fuzz/fuzz-spool.c, fuzz-json.c) run
-# once over their committed corpora: every seed still decodes, re-encodes
-# and round-trips through JSON lines without a sanitizer report. Longer
-# runs: make fuzz-run FUZZ_SECONDS=600.
+# Fuzz targets run once over their committed corpora: the record-stream
+# decoders (tests/fuzz/fuzz-spool.c, fuzz-json.c: every seed still decodes,
+# re-encodes and round-trips through JSON lines), the correlator and the
+# tree (fuzz-correlate.c), and the ELF notes sp-record reads to attach span
+# probes (fuzz-usdt.c), all without a sanitizer report. Longer runs:
+# make fuzz-run FUZZ_SECONDS=600.
 
 load helper
 
@@ -38,4 +40,14 @@ run_corpus() {
 @test "fuzz-json: its corpus runs clean" {
 	need_fuzzer fuzz-json
 	run_corpus fuzz-json
+}
+
+@test "fuzz-correlate: its corpus runs clean (the correlator and the tree)" {
+	need_fuzzer fuzz-correlate
+	run_corpus fuzz-correlate
+}
+
+@test "fuzz-usdt: its corpus runs clean (the ELF notes sp-record reads for spans)" {
+	need_fuzzer fuzz-usdt
+	run_corpus fuzz-usdt
 }
