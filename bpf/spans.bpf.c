@@ -511,12 +511,18 @@ static __always_inline __u64 usdt_cookie(struct pt_regs *ctx)
 	return spec ? spec->usdt_cookie : 0;
 }
 
+/* The cookie of a fixed-register marker: a uprobe_multi link's is ours
+ * directly, a USDT link's is in its spec. */
+static __always_inline __u64 marker_cookie(struct pt_regs *ctx, bool multi)
+{
+	return multi ? bpf_get_attach_cookie(ctx) : usdt_cookie(ctx);
+}
+
 /* The head-only event of a marker whose arguments are read from fixed
- * registers (the loader checked its note): no argument spec to decode.
- * multi: attached by a uprobe_multi link, whose cookie is ours directly. */
+ * registers (the loader checked its note): no argument spec to decode. */
 static __always_inline struct sp_bs_event *marker_begin(struct pt_regs *ctx, bool multi)
 {
-	__u64 cookie = multi ? bpf_get_attach_cookie(ctx) : usdt_cookie(ctx);
+	__u64 cookie = marker_cookie(ctx, multi);
 	__u32 probe = cookie_probe(cookie);
 
 	if (!cookie)
@@ -583,7 +589,7 @@ int on_rt_hook(struct pt_regs *ctx)
  * resident: read them all and send them, once per name. */
 static __always_inline int rt_name(struct pt_regs *ctx, bool multi)
 {
-	__u64 cookie = multi ? bpf_get_attach_cookie(ctx) : usdt_cookie(ctx);
+	__u64 cookie = marker_cookie(ctx, multi);
 	struct sp_bs_event *e;
 	int i;
 
@@ -614,7 +620,7 @@ int on_rt_name(struct pt_regs *ctx)
  * may be the interpreter's own, freed and reused: read like the probe's. */
 static __always_inline int rt_audit(struct pt_regs *ctx, bool multi)
 {
-	__u64 cookie = multi ? bpf_get_attach_cookie(ctx) : usdt_cookie(ctx);
+	__u64 cookie = marker_cookie(ctx, multi);
 	struct sp_bs_event *e;
 
 	if (!cookie)

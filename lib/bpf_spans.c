@@ -643,7 +643,8 @@ struct bs_att {
 	uint32_t func;		/* --span-func index for uprobes */
 	struct bpf_program *prog;	/* attached to, for a fork child's copy */
 	struct bs_link link;
-	bool multi;		/* by a uprobe_multi link (attach_multi) */
+	const char *args;	/* by a uprobe_multi link (attach_multi): the
+				 * operands its notes had to have; else NULL */
 	char bin[];		/* the binary */
 };
 
@@ -883,7 +884,7 @@ static struct bs_proc *proc_new(struct bs_ctx *c, uint32_t pid)
 }
 
 static void att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
-			 struct bpf_program *prog, struct bs_link link, bool multi)
+			 struct bpf_program *prog, struct bs_link link, const char *args)
 {
 	struct bs_att *a = sp_xmalloc(sizeof(*a) + strlen(bin) + 1);
 
@@ -891,7 +892,7 @@ static void att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const
 	a->func = func;
 	a->prog = prog;
 	a->link = link;
-	a->multi = multi;
+	a->args = args;
 	strcpy(a->bin, bin);
 	sp_grow(&p->att, &p->catt, p->natt + 1, sizeof(*p->att));
 	p->att[p->natt++] = a;
@@ -900,7 +901,7 @@ static void att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const
 static void att_add(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
 		    struct bpf_program *prog, struct bpf_link *link)
 {
-	att_add_link(p, probe, func, bin, prog, (struct bs_link){ .link = link, .fd = -1 }, false);
+	att_add_link(p, probe, func, bin, prog, (struct bs_link){ .link = link, .fd = -1 }, NULL);
 }
 
 static void link_destroy(struct bs_ctx *c, struct bs_link l)
@@ -1343,7 +1344,8 @@ static int offsets_cached(const char *path, const char *provider, const char *na
 /*
  * USDT probe provider:name of bin for p, by a uprobe_multi link (every
  * location of the probe in one link; the cookie is ours, no libbpf spec).
- * For markers without semaphore whose operands are args. 0, or -1: use a
+ * For markers without semaphore whose operands are args (a string that
+ * lives for ever: the attachment keeps it for fork children). 0, or -1: use a
  * USDT link (the kernel refuses these links: c->no_multi).
  */
 static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
@@ -1382,7 +1384,7 @@ static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program 
 		return -1;
 	}
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
-	att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .fd = fd }, true);
+	att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .fd = fd }, args);
 	return 0;
 }
 
@@ -1670,12 +1672,10 @@ static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs
 			l = bpf_program__attach_uprobe_opts(prog, child->pid, a->bin,
 							    c->funcs[a->func].skip, &uo);
 			pthread_mutex_unlock(&c->bpf_lock);
-		} else if (a->multi) {
+		} else if (a->args) {	/* a uprobe_multi link */
 			const char *name = strchr(probe_names[a->probe], ':') + 1;
-			const char *args = a->probe == SP_PR_SP_BEGIN || a->probe == SP_PR_SP_END ?
-					   SP_SPANS_USDT_REGS_ARGS : SP_SPANS_HOOK_ARGS;
 
-			attach_multi(c, child, a->prog, a->bin, "stackpulse", name, args, a->probe);
+			attach_multi(c, child, a->prog, a->bin, "stackpulse", name, a->args, a->probe);
 			continue;
 		} else {
 			LIBBPF_OPTS(bpf_usdt_opts, uo,
