@@ -1159,6 +1159,30 @@ static bool hook_mapped(uint32_t pid, int rt, char *path, size_t size)
 	return found;
 }
 
+static int offsets_cached(const char *path, const char *provider, const char *name,
+			  const char *args, uint64_t *offs, int max);
+
+/*
+ * Whether the hook file at path has its markers (a damaged or foreign file
+ * does not): else the runtime's own probes are attached, which still fire
+ * with the activator's fallback hook, and sp-record says so once.
+ */
+static bool hook_usable(int rt, const char *path)
+{
+	static bool warned[2];
+	uint64_t offs[64];
+	const char *call = rt == SP_RT_RUBY ? "rb__call" : "py__call";
+
+	if (offsets_cached(path, "stackpulse", call, SP_SPANS_HOOK_ARGS, offs, 64) > 0)
+		return true;
+	if (!warned[rt == SP_RT_RUBY]) {
+		warned[rt == SP_RT_RUBY] = true;
+		sp_warn("spans: '%s' has no stackpulse:%s marker: recording %s's own probes "
+			"instead (rebuild with make)", path, call, rt == SP_RT_RUBY ? "Ruby" : "Python");
+	}
+	return false;
+}
+
 /*
  * The runtime hook the activator of runtime rt loads into a process that
  * runs the library bin, in path: the extension built for bin's version,
@@ -1186,18 +1210,19 @@ static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const ch
 		return false;
 	if (rt == SP_RT_RUBY) {
 		snprintf(path, size, "%s/ruby/%u.%u/stackpulse_hook.so", dir, major, minor);
-		return is_file(path);
+		ok = is_file(path);
+	} else {
+		/* CPython imports only the extension of its own version's tag */
+		snprintf(pat, sizeof(pat), "%s/python/_stackpulse_hook.cpython-%u%u-*.so", dir,
+			 major, minor);
+		if (glob(pat, 0, NULL, &g))
+			return false;
+		ok = g.gl_pathc >= 1 && is_file(g.gl_pathv[0]);
+		if (ok)
+			snprintf(path, size, "%s", g.gl_pathv[0]);
+		globfree(&g);
 	}
-	/* CPython imports only the extension of its own version's tag */
-	snprintf(pat, sizeof(pat), "%s/python/_stackpulse_hook.cpython-%u%u-*.so", dir, major,
-		 minor);
-	if (glob(pat, 0, NULL, &g))
-		return false;
-	ok = g.gl_pathc >= 1 && is_file(g.gl_pathv[0]);
-	if (ok)
-		snprintf(path, size, "%s", g.gl_pathv[0]);
-	globfree(&g);
-	return ok;
+	return ok && hook_usable(rt, path);
 }
 
 static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,

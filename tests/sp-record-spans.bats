@@ -397,6 +397,27 @@ while True:
 Object#f"
 }
 
+@test "sp-record --spans: a damaged hook file: one warning naming it, the runtimes' own probes instead" {
+	require_ruby
+	require_python
+	rt=$BATS_TEST_TMPDIR/runtime
+	cp -r "$SP_BIN/../runtime" "$rt"
+	echo garbage > "$rt/ruby/3.1/stackpulse_hook.so"
+	for f in "$rt"/python/_stackpulse_hook.cpython-*.so; do echo garbage > "$f"; done
+	SP_RUNTIME_DIR=$rt run -0 --separate-stderr sp-record --no-samples --spans=ruby \
+		-o "$OUT" -- ruby "$RUBY_FIX"
+	[[ "$stderr" == *"spans: '$rt/ruby/3.1/stackpulse_hook.so' has no stackpulse:rb__call marker: recording Ruby's own probes instead"* ]]
+	[[ "$stderr" == *"stackpulse: cannot load $rt/ruby/3.1/stackpulse_hook.so"* ]]
+	# nothing lost: the same tree, from Ruby's probes and the activator's fallback hook
+	assert_ruby_tree
+	run -0 probe_hits "ruby:method__entry"
+	(( output >= 10 ))
+	SP_RUNTIME_DIR=$rt run -0 --separate-stderr sp-record --no-samples --spans=python \
+		-o "$OUT" -- $PY "$PY_FIX"
+	[[ "$stderr" == *"has no stackpulse:py__call marker: recording Python's own probes instead"* ]]
+	assert_python_tree
+}
+
 @test "sp-record --span-func: a missing binary or function is an error naming it" {
 	require_root
 	run -2 --separate-stderr sp-record --span-func=/nonexistent/bin:main -o "$OUT" -- true
