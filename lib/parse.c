@@ -90,3 +90,8 @@ uint64_t sp_now_wall_ns(void)
 {
 	return now_ns(CLOCK_REALTIME);
 }
+
+uint64_t sp_now_cpu_ns(void)
+{
+	return now_ns(CLOCK_PROCESS_CPUTIME_ID);
+}

@@ -740,9 +740,11 @@ int main(int argc, char **argv)
 			}
 		}
 	} else if (status == SP_EXIT_OK && l.reason != SP_ENDR_ERROR) {
-		sp_info("%llu samples, %llu lost, %llu processes, %llu bytes to '%s'",
+		sp_info("%llu samples, %llu lost, %llu processes, %llu bytes to '%s'; "
+			"sp-record used %.3f s of CPU",
 			(unsigned long long)o.samples, (unsigned long long)o.lost_samples,
-			(unsigned long long)pst.processes, (unsigned long long)o.good, o.name);
+			(unsigned long long)pst.processes, (unsigned long long)o.good, o.name,
+			(double)sp_now_cpu_ns() / 1e9);
 		if (o.lost_samples)
 			sp_warn("%llu samples lost (the ring buffers overflowed: try -m or a lower -F)",
 				(unsigned long long)o.lost_samples);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests of command-line number and duration parsing (lib/parse.c). */
 #include <stdint.h>
+#include <unistd.h>
 
 #include "sp.h"
 #include "tap.h"
@@ -146,6 +147,21 @@ static void test_parse_clocks(void)
 	CHECK(sp_now_wall_ns() > 1600000000ull * 1000000000ull);	/* after 2020 */
 }
 
+/* CPU time grows with work done, not with time slept. */
+static void test_parse_cpu_clock(void)
+{
+	uint64_t a = sp_now_cpu_ns(), b, t = sp_now_mono_ns();
+	volatile uint64_t x = 0;
+
+	while (sp_now_mono_ns() - t < 20000000)	/* 20 ms of spinning */
+		x++;
+	b = sp_now_cpu_ns();
+	CHECK(b - a >= 5000000);
+	a = sp_now_cpu_ns();
+	usleep(20000);
+	CHECK(sp_now_cpu_ns() - a < 10000000);
+}
+
 int main(void)
 {
 	TAP_RUN(test_parse_uint);
@@ -154,5 +170,6 @@ int main(void)
 	TAP_RUN(test_parse_duration_exact);
 	TAP_RUN(test_parse_format);
 	TAP_RUN(test_parse_clocks);
+	TAP_RUN(test_parse_cpu_clock);
 	return TAP_DONE();
 }

@@ -86,8 +86,10 @@ static inline int sp_status_merge(int a, int b)
 	return a > b ? a : b;
 }
 
-/* Monotonic and wall clocks in nanoseconds. */
+/* Monotonic and wall clocks in nanoseconds; the CPU time this process
+ * has used, all its threads. */
 uint64_t sp_now_mono_ns(void);
 uint64_t sp_now_wall_ns(void);
+uint64_t sp_now_cpu_ns(void);
 
 #endif
