@@ -126,7 +126,8 @@ $(OUT)/examples/spans_cxx: tests/fixtures/src/spans_c.c lib/include/stackpulse/s
 # Each hook is built when its headers are there (ruby-dev, python3-dev);
 # without it sp-record uses the runtime's own probes.
 RUNTIME := $(patsubst lib/%,$(OUT)/%,$(wildcard lib/runtime/ruby/*.rb lib/runtime/python/*.py))
-HOOK_DEPS := $(wildcard lib/runtime/hook/*.[ch])
+HOOK_DEPS := $(wildcard lib/runtime/hook/*.[ch]) bpf/spans.h
+HOOK_SRCS := lib/runtime/hook/names.c lib/runtime/hook/ring.c
 HOOK_CFLAGS := -O2 -g -fPIC -shared -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 RUBY_HOOK_CFLAGS := $(shell pkg-config --cflags ruby-3.1 2>/dev/null)
 PY_HOOK_CFLAGS := $(shell pkg-config --cflags python-3.11 2>/dev/null)
@@ -148,11 +149,11 @@ $(OUT)/runtime/%: lib/runtime/%
 $(OUT)/runtime/ruby/3.1/stackpulse_hook.so: lib/runtime/ruby/stackpulse_hook.c $(HOOK_DEPS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(HOOK_CFLAGS) $(RUBY_HOOK_CFLAGS) -o $@ $< lib/runtime/hook/names.c
+	$(Q)$(CC) $(HOOK_CFLAGS) $(RUBY_HOOK_CFLAGS) -o $@ $< $(HOOK_SRCS) -lpthread
 $(OUT)/runtime/python/_stackpulse_hook$(PY_EXT_SUFFIX): lib/runtime/python/stackpulse_hook.c $(HOOK_DEPS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(HOOK_CFLAGS) $(PY_HOOK_CFLAGS) -o $@ $< lib/runtime/hook/names.c
+	$(Q)$(CC) $(HOOK_CFLAGS) $(PY_HOOK_CFLAGS) -o $@ $< $(HOOK_SRCS) -lpthread
 
 # A library with span markers and a program that needs it (rpath: beside it).
 $(OUT)/examples/libspans_lib.so: tests/fixtures/lib/spans_lib.c lib/include/stackpulse/span.h

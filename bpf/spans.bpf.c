@@ -66,6 +66,14 @@ struct {
 	__type(value, struct sp_bs_event);
 } scratch SEC(".maps");
 
+/* The span ring of each thread that announced one (rt__ring), key: tid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct sp_bs_ring);
+} rings SEC(".maps");
+
 /* Events sent per CPU, to look at the ring's fill level only now and then. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -261,7 +269,10 @@ static __always_inline __u32 probe_kind(__u32 probe)
 	case SP_PR_RB_HOOK_FIBER:
 		return SP_BS_FIBER;
 	case SP_PR_RUBY_RAISE:
+	case SP_PR_PY_HOOK_RAISE:
 		return SP_BS_RAISE;
+	case SP_PR_RT_RING:
+		return SP_BS_RING;
 	case SP_PR_PY_AUDIT:
 	case SP_PR_PY_HOOK_AUDIT:
 		return SP_BS_AUDIT;
@@ -639,6 +650,159 @@ int on_rt_audit(struct pt_regs *ctx)
 	return rt_audit(ctx, false);
 }
 
+/* What ring_piece() copies: entries [from, to) of the ring at addr. */
+struct ring_copy_ctx {
+	__u64 ring, base, from, to;
+	__u32 pid, tid, flags;
+};
+
+/*
+ * Piece i of a copy (a bpf_loop() callback, so that the verifier checks
+ * it once): the entries of [from, to) in the i-th SP_RING_CHUNK-aligned
+ * piece from base, which never wraps round the ring's end, as one
+ * SP_BS_CHUNK record; the last says the ring is gone (SP_BSF_LAST), and is
+ * sent even when there is nothing to copy. 1 stops the loop.
+ */
+static long ring_piece(__u32 i, void *arg)
+{
+	struct ring_copy_ctx *x = arg;
+	__u64 lo = x->base + (__u64)i * SP_RING_CHUNK, hi = lo + SP_RING_CHUNK;
+	struct sp_bs_event *e;
+	__u32 n, size;
+
+	if (lo < x->from)
+		lo = x->from;
+	if (hi > x->to)
+		hi = x->to;
+	if (lo >= hi && (i || x->from < x->to))
+		return 1;
+	n = lo < hi ? (__u32)(hi - lo) : 0;
+	e = bpf_ringbuf_reserve(&spans, SP_BS_CHUNK_SIZE, 0);
+	if (!e) {
+		count_lost();
+		return 1;
+	}
+	__builtin_memset(e, 0, SP_BS_HEAD_SIZE);
+	e->time_ns = bpf_ktime_get_ns();
+	e->kind = SP_BS_CHUNK;
+	e->probe = SP_PR_RT_FLUSH;
+	e->pid = x->pid;
+	e->tid = x->tid;
+	e->addr[0] = x->ring;
+	e->cookie = lo;
+	e->line = n;
+	e->flags = x->flags | (hi >= x->to ? SP_BSF_LAST : 0);
+	/* n entries only: the pages after them may never have been touched,
+	 * and a read here cannot fault them in */
+	size = n - 1;
+	asm volatile("" : "+r"(size));	/* keep the mask for the verifier */
+	size = ((size & (SP_RING_CHUNK - 1)) + 1) * sizeof(struct sp_ring_entry);
+	if (n && bpf_probe_read_user((void *)e + SP_BS_HEAD_SIZE, size,
+				     (void *)(x->ring + sizeof(struct sp_ring_head) +
+					      (lo % SP_RING_CAP) * sizeof(struct sp_ring_entry)))) {
+		e->flags |= SP_BSF_FAULT;
+		e->line = 0;
+	}
+	bpf_ringbuf_submit(e, wake_flags());
+	return hi >= x->to;
+}
+
+/* Copy entries [from, to) of the span ring at address ring into
+ * SP_BS_CHUNK records, the last of them SP_BSF_LAST. */
+static __always_inline void ring_copy(__u64 ring, __u32 pid, __u32 tid, __u64 from, __u64 to,
+				      __u32 flags)
+{
+	struct ring_copy_ctx x = {
+		.ring = ring, .from = from, .to = to, .pid = pid, .tid = tid, .flags = flags,
+	};
+
+	if (to < from || to - from > SP_RING_CAP)
+		x.from = to;
+	x.base = x.from & ~(__u64)(SP_RING_CHUNK - 1);
+	bpf_loop(SP_RING_CAP / SP_RING_CHUNK + 1, ring_piece, &x, 0);
+}
+
+/* The thread's ring at its end (exit, exec, or the hook's last rt__flush):
+ * what sp-record has not read, and BPF forgets the ring. Its memory is
+ * still there at sched_process_exit (Linux 6.16 and later run it before
+ * the address space goes; before, the read fails: SP_BSF_FAULT). */
+static __always_inline void ring_drain(__u32 pid, __u32 tid)
+{
+	struct sp_bs_ring *r = bpf_map_lookup_elem(&rings, &tid);
+	struct sp_ring_head h;
+	__u64 addr, from;
+
+	if (!r)
+		return;
+	addr = r->addr;
+	bpf_map_delete_elem(&rings, &tid);
+	if (bpf_probe_read_user(&h, sizeof(h), (void *)addr) || h.magic != SP_RING_MAGIC) {
+		ring_copy(addr, pid, tid, 0, 0, SP_BSF_FAULT);
+		return;
+	}
+	from = h.consumed;
+	if (from > h.head || h.head - from > SP_RING_CAP)
+		from = h.head > SP_RING_CAP ? h.head - SP_RING_CAP : 0;
+	ring_copy(addr, pid, tid, from, h.head, 0);
+}
+
+/* stackpulse:rt__ring (ring, capacity, entry size): a thread made its
+ * span ring. Kept for its exit, and the loader reads it now and then. */
+static __always_inline int rt_ring(struct pt_regs *ctx, bool multi)
+{
+	__u64 cookie = marker_cookie(ctx, multi), id = bpf_get_current_pid_tgid();
+	struct sp_bs_ring r = { .addr = PT_REGS_PARM1(ctx), .pid = id >> 32 };
+	__u32 tid = (__u32)id;
+	struct sp_bs_event *e;
+
+	if (!cookie || PT_REGS_PARM2(ctx) != SP_RING_CAP ||
+	    PT_REGS_PARM3(ctx) != sizeof(struct sp_ring_entry))
+		return 0;
+	e = begin_head(SP_BS_RING, SP_PR_RT_RING, cookie);
+	if (!e)
+		return 0;
+	bpf_map_update_elem(&rings, &tid, &r, BPF_ANY);
+	e->addr[0] = r.addr;
+	return submit_head(e);
+}
+
+SEC("usdt")
+int on_rt_ring(struct pt_regs *ctx)
+{
+	return rt_ring(ctx, false);
+}
+
+/* stackpulse:rt__flush (ring, 0, 0, last): half the ring is unread, so
+ * wake the loader to read it; or the thread ends (last). */
+static __always_inline int rt_flush(struct pt_regs *ctx, bool multi)
+{
+	__u64 cookie = marker_cookie(ctx, multi), id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct sp_bs_event *e;
+
+	if (!cookie || !tracked(pid, cookie))
+		return 0;
+	if ((__u32)PT_REGS_PARM4(ctx)) {
+		ring_drain(pid, tid);
+		return 0;
+	}
+	e = bpf_ringbuf_reserve(&spans, SP_BS_HEAD_SIZE, 0);
+	if (!e) {
+		count_lost();
+		return 0;
+	}
+	fill_head(e, id, SP_BS_RING_WAKE, SP_PR_RT_FLUSH, cookie);
+	e->addr[0] = PT_REGS_PARM1(ctx);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+SEC("usdt")
+int on_rt_flush(struct pt_regs *ctx)
+{
+	return rt_flush(ctx, false);
+}
+
 /*
  * The same three, attached by uprobe_multi links (Linux 6.6 and later;
  * the loader sets their attach type before loading): the kernel runs them
@@ -661,6 +825,18 @@ SEC("uprobe")
 int on_rt_name_multi(struct pt_regs *ctx)
 {
 	return rt_name(ctx, true);
+}
+
+SEC("uprobe")
+int on_rt_ring_multi(struct pt_regs *ctx)
+{
+	return rt_ring(ctx, true);
+}
+
+SEC("uprobe")
+int on_rt_flush_multi(struct pt_regs *ctx)
+{
+	return rt_flush(ctx, true);
 }
 
 SEC("uprobe")
@@ -788,12 +964,27 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	return 0;
 }
 
+/* Linux 6.10 and later: before the old image goes (the loader leaves it
+ * out on older kernels, where the rest of an exec'ing thread's ring is
+ * what sp-record read last). */
+SEC("tp_btf/sched_prepare_exec")
+int BPF_PROG(on_prepare_exec, struct task_struct *p, struct linux_binprm *bprm)
+{
+	__u32 pid = p->tgid;
+
+	if (bpf_map_lookup_elem(&tgids, &pid))
+		ring_drain(pid, p->pid);
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 pid = p->tgid;
 	struct sp_bs_event *e;
 
+	/* a thread's ring even after its leader: it may exit first */
+	ring_drain(pid, p->pid);
 	if (p->pid != p->tgid || !bpf_map_lookup_elem(&tgids, &pid))
 		return 0;
 	bpf_map_delete_elem(&tgids, &pid);

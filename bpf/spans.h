@@ -26,6 +26,11 @@ enum sp_bs_kind {
 	SP_BS_EXIT = 7,		/* a tracked process exited */
 	SP_BS_NAME = 8,		/* a runtime hook made a name: its strings, all sent */
 	SP_BS_FIBER = 9,	/* a fiber switch: addr[0] from, addr[1] to, addr[2] fresh */
+	SP_BS_RING = 10,	/* a thread's span ring: addr[0] its address (struct sp_ring) */
+	SP_BS_CHUNK = 11,	/* entries of a span ring: addr[0] the ring, cookie the first
+				 * entry's number, line how many (up to SP_RING_CHUNK) follow
+				 * the head; flags SP_BSF_LAST: the ring's last */
+	SP_BS_RING_WAKE = 12,	/* half a span ring is unread: read the rings now */
 };
 
 /* Probes, also the index into the hit counters. The attach cookie is
@@ -54,6 +59,9 @@ enum sp_bs_probe {
 	SP_PR_RT_NAME,
 	SP_PR_RB_HOOK_FIBER,
 	SP_PR_PY_HOOK_AUDIT,
+	SP_PR_PY_HOOK_RAISE,	/* a Python frame unwound by an exception */
+	SP_PR_RT_RING,		/* a thread's span ring is made (rt__ring) */
+	SP_PR_RT_FLUSH,		/* half a span ring is unread, or its thread ends (rt__flush) */
 	SP_PR_MAX,
 };
 
@@ -67,6 +75,8 @@ enum sp_bs_probe {
 #define SP_BSF_UNREAD(i)	(1u << (8 + (i)))	/* str[i] not read by BPF (a literal of
 							 * the binary, or a page not resident):
 							 * the loader reads it by address */
+#define SP_BSF_LAST		(1u << 12)	/* SP_BS_CHUNK: the ring's last: it is gone */
+#define SP_BSF_FAULT		(1u << 13)	/* SP_BS_CHUNK: the ring could not be read */
 
 struct sp_bs_event {
 	__u64 time_ns;			/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
@@ -118,6 +128,63 @@ struct sp_bs_strkey {
 
 struct sp_bs_strval {
 	__u64 hash[SP_BS_NSTR];
+};
+
+/*
+ * A span ring: where a runtime hook (lib/runtime/hook/ring.h) writes the
+ * span marks of one thread when sp-record asks for it, instead of firing
+ * a marker per mark. Only its thread writes entries; sp-record reads them
+ * from the process's memory (process_vm_readv) and writes back how far it
+ * has read ('consumed', process_vm_writev). The thread never overwrites
+ * what sp-record has not read while sp-record reads the ring: it waits for
+ * room (bounded), so nothing is lost. When half the ring is unread it
+ * fires rt__flush (ring, 0, 0, 0), which only wakes sp-record; at the
+ * thread's end rt__flush (ring, 0, 0, 1), and at its exit or exec BPF
+ * itself, copies what is unread into SP_BS_CHUNK records. Each entry has a
+ * number (its position in the thread's sequence), so one delivered twice
+ * is dropped.
+ */
+#define SP_RING_CAP	4096u	/* entries; a multiple of SP_RING_CHUNK */
+#define SP_RING_HALF	(SP_RING_CAP / 2)
+#define SP_RING_CHUNK	128u	/* entries per SP_BS_CHUNK record, aligned */
+#define SP_RING_MAGIC	0x32525053u	/* "SPR2" */
+
+/* struct sp_ring_head reader */
+#define SP_RING_READING	1u	/* sp-record reads the ring: wait for room */
+#define SP_RING_LEFT	2u	/* sp-record is done: do not wait */
+#define SP_RING_ASKED	3u	/* the hook: sp-record asked for rings and should
+				 * come to read this one: wait, a little */
+
+struct sp_ring_entry {
+	__u64 time;		/* CLOCK_MONOTONIC, as bpf_ktime_get_ns() */
+	__u64 arg[3];		/* a marker's %rdi, %rsi, %rdx (addr[] of an event) */
+	__s32 line;		/* its %ecx */
+	__u32 probe;		/* enum sp_bs_probe of the marker it stands for */
+};
+
+struct sp_ring_head {
+	__u64 head;		/* the thread: entries written; entry n is at
+				 * e[n % SP_RING_CAP] */
+	__u64 notified;		/* the thread: entries rt__flush told of */
+	__u64 consumed;		/* sp-record: entries it has read */
+	__u32 magic;		/* SP_RING_MAGIC */
+	__u32 pid, tid;		/* the owner */
+	__u32 reader;		/* SP_RING_ASKED, then sp-record's READING, LEFT */
+	__u32 pad[6];
+};
+
+struct sp_ring {
+	struct sp_ring_head h;
+	struct sp_ring_entry e[SP_RING_CAP];
+};
+
+#define SP_BS_CHUNK_SIZE	(SP_BS_HEAD_SIZE + SP_RING_CHUNK * sizeof(struct sp_ring_entry))
+
+/* Value of the map 'rings' (key: tid): the span ring of a thread. */
+struct sp_bs_ring {
+	__u64 addr;
+	__u32 pid;
+	__u32 pad;
 };
 
 #endif

@@ -29,6 +29,7 @@
 #include <linux/types.h>
 
 #include "bpf_spans.h"
+#include "span_rings.h"
 #include "launch.h"
 #include "events.h"
 #include "hashmap.h"
@@ -254,6 +255,15 @@ int sp_spans_setup_env(const struct sp_spans_opts *o)
 		if (prepend_env("PYTHONPATH", path, ":"))
 			return -1;
 	}
+	/*
+	 * The hooks' span rings (lib/runtime/hook/ring.h), unless Ruby's
+	 * C-method probes are recorded too: their marks come at once, and a
+	 * thread's marks must reach the loader in their order. An explicit
+	 * STACKPULSE_SPAN_RING (0: a marker per mark) is left alone.
+	 */
+	if (!getenv("STACKPULSE_SPAN_RING") &&
+	    setenv("STACKPULSE_SPAN_RING", (o->modes & SP_SPANS_RUBY_C) ? "0" : "1", 1))
+		return sp_error_errno("cannot set STACKPULSE_SPAN_RING");
 	return 0;
 }
 
@@ -628,6 +638,9 @@ static const char *const probe_names[SP_PR_MAX] = {
 	[SP_PR_RT_NAME] = "stackpulse:rt__name",
 	[SP_PR_RB_HOOK_FIBER] = "stackpulse:rb__fiber",
 	[SP_PR_PY_HOOK_AUDIT] = "stackpulse:py__audit",
+	[SP_PR_PY_HOOK_RAISE] = "stackpulse:py__raise",
+	[SP_PR_RT_RING] = "stackpulse:rt__ring",
+	[SP_PR_RT_FLUSH] = "stackpulse:rt__flush",
 };
 
 /* What one process image has attached. */
@@ -674,6 +687,7 @@ struct bs_proc {
 	bool py_active;			/* the Python activator announced itself */
 	bool cm_pending;		/* C-method probes wait for the first method entry */
 	bool attached;			/* running before the recording (-p): no activator */
+	bool gone_seen;			/* exited: forget_gone() saw it once */
 	uint32_t ppid;			/* forked from, until it execs: same addresses */
 	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
 	uint64_t hits[SP_PR_MAX];	/* events read per probe (probe health) */
@@ -735,6 +749,13 @@ struct bs_ctx {
 	struct bs_loc { char *bin; uint64_t off; } *locs;
 	size_t nlocs, clocs;
 	struct sp_u64map loc_ids;	/* mix(hash(bin), off) -> number */
+	struct sp_span_rings rings;	/* the runtime hooks' span rings */
+	bool rings_unread;		/* SP_SPAN_RINGS_UNREAD=1 (tests): only what
+					 * BPF copies at the threads' ends */
+	/* Processes that exited: their bookkeeping goes at the next poll, as
+	 * their other threads' last ring chunks may come after the exit. */
+	struct bs_proc **gone;
+	size_t ngone, cgone;
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -797,6 +818,13 @@ static struct sp_spans *load_skel(char *why, size_t size)
 					      SP_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(sk->progs.on_rt_audit_multi,
 					      SP_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(sk->progs.on_rt_ring_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(sk->progs.on_rt_flush_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	/* sched_prepare_exec: Linux 6.10 and later */
+	if (libbpf_find_vmlinux_btf_id("sched_prepare_exec", BPF_TRACE_RAW_TP) < 0)
+		bpf_program__set_autoload(sk->progs.on_prepare_exec, false);
 	if ((err = sp_spans__load(sk)))
 		snprintf(why, size, "cannot load the BPF program: %s", strerror(-err));
 	else if ((err = sp_spans__attach(sk)))	/* fork, exec, exit tracepoints */
@@ -972,6 +1000,9 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 	case SP_PR_RT_NAME:
 	case SP_PR_RB_HOOK_FIBER:
 	case SP_PR_PY_HOOK_AUDIT:
+	case SP_PR_PY_HOOK_RAISE:
+	case SP_PR_RT_RING:
+	case SP_PR_RT_FLUSH:
 		break;		/* silence is normal */
 	default:
 		if (!hits)
@@ -1255,6 +1286,14 @@ static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, u
 	if (call == SP_PR_RB_HOOK_CALL)
 		attach_marker(c, p, sk->progs.on_rt_hook_multi, sk->progs.on_rt_hook, hook, args,
 			      SP_PR_RB_HOOK_FIBER);
+	else
+		attach_marker(c, p, sk->progs.on_rt_hook_multi, sk->progs.on_rt_hook, hook, args,
+			      SP_PR_PY_HOOK_RAISE);
+	/* a hook with span rings (STACKPULSE_SPAN_RING=1) marks through these */
+	attach_marker(c, p, sk->progs.on_rt_ring_multi, sk->progs.on_rt_ring, hook, args,
+		      SP_PR_RT_RING);
+	attach_marker(c, p, sk->progs.on_rt_flush_multi, sk->progs.on_rt_flush, hook, args,
+		      SP_PR_RT_FLUSH);
 }
 
 /* The number of a marker location (struct bs_loc), 0 when there are too
@@ -2001,15 +2040,58 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		emit_health(c, p, e->time_ns, false);
 		detach_all(c, p);
 		p->exited = true;
-		sp_u64map_release(&p->strs);
-		sp_u64map_release(&p->depth);
-		fibers_release(p);
-		sp_u64map_del(&c->by_pid, e->pid);
+		sp_grow(&c->gone, &c->cgone, c->ngone + 1, sizeof(*c->gone));
+		c->gone[c->ngone++] = p;
 		return 0;
 	}
 	if (e->flags & SP_BSF_STOPPED)
 		cont(e->pid);
 	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t size);
+
+/* The kind of event a runtime hook's mark stands for; 0: not a hook's. */
+static uint32_t hook_mark_kind(uint32_t probe)
+{
+	switch (probe) {
+	case SP_PR_RB_HOOK_CALL:
+	case SP_PR_PY_HOOK_CALL:
+		return SP_BS_START;
+	case SP_PR_RB_HOOK_RETURN:
+	case SP_PR_PY_HOOK_RETURN:
+		return SP_BS_STOP;
+	case SP_PR_PY_HOOK_RAISE:
+		return SP_BS_RAISE;
+	case SP_PR_RB_HOOK_FIBER:
+		return SP_BS_FIBER;
+	}
+	return 0;
+}
+
+/* One entry of a span ring: the event its marker would have sent. */
+static int ring_put(void *ctx, uint32_t pid, uint32_t tid, const struct sp_ring_entry *re)
+{
+	struct bs_ctx *c = ctx;
+	struct sp_bs_event e = { 0 };
+	int i;
+
+	e.kind = hook_mark_kind(re->probe);
+	if (!e.kind) {
+		c->rings.bad++;
+		return 0;
+	}
+	e.time_ns = re->time;
+	e.probe = re->probe;
+	e.pid = pid;
+	e.tid = tid;
+	e.line = re->line;
+	for (i = 0; i < SP_BS_NSTR; i++) {
+		e.addr[i] = re->arg[i];
+		if (e.kind != SP_BS_FIBER)
+			e.flags |= SP_BSF_UNREAD(i);
+	}
+	return on_event(c, &e, SP_BS_HEAD_SIZE);
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -2037,6 +2119,24 @@ static int on_event(void *ctx, void *data, size_t size)
 		p->hits[e->probe]++;
 	if (e->kind == SP_BS_FIBER)
 		return on_fiber(c, p, e);
+	if (e->kind == SP_BS_RING) {
+		sp_span_rings_add(&c->rings, e->pid, e->tid, e->addr[0], e->time_ns);
+		return 0;
+	}
+	if (e->kind == SP_BS_RING_WAKE) {
+		sp_span_rings_wake(&c->rings);
+		return 0;
+	}
+	if (e->kind == SP_BS_CHUNK) {
+		if (size < SP_BS_CHUNK_SIZE)
+			return 0;
+		if (sp_span_rings_chunk(&c->rings, e->pid, e->tid, e->addr[0], e->cookie,
+					(uint32_t)e->line, e->flags, e->time_ns,
+					(const void *)((const char *)e + SP_BS_HEAD_SIZE),
+					ring_put, c))
+			return -1;
+		return 0;
+	}
 	if (e->kind == SP_BS_AUDIT) {
 		r.kind = SP_REC_EVENT;
 		r.event.time = e->time_ns;
@@ -2076,6 +2176,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		case SP_PR_PY_FUNCTION_RETURN:
 		case SP_PR_PY_HOOK_CALL:
 		case SP_PR_PY_HOOK_RETURN:
+		case SP_PR_PY_HOOK_RAISE:
 			m->runtime = SP_RT_PYTHON;
 			break;
 		case SP_PR_SP_BEGIN:
@@ -2098,6 +2199,9 @@ static int on_event(void *ctx, void *data, size_t size)
 			m->method = str_id(c, p, e, size, 1);
 			m->file = str_id(c, p, e, size, 2);
 		}
+		/* a frame unwound: its file and line, no class, no message */
+		if (e->probe == SP_PR_PY_HOOK_RAISE)
+			m->method = 0;
 		if (e->kind == SP_BS_RAISE) {
 			c->raises++;
 		} else {
@@ -2588,6 +2692,29 @@ static int finish_deferred(struct sp_source *s, struct bs_ctx *c)
 	return 0;
 }
 
+/* The processes that exited before the last poll: their chunks are in. */
+static void forget_gone(struct bs_ctx *c)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < c->ngone; i++) {
+		struct bs_proc *p = c->gone[i];
+		uint64_t *at = sp_u64map_get(&c->by_pid, p->pid);
+
+		if (!p->gone_seen) {	/* exited during this poll: the next one */
+			p->gone_seen = true;
+			c->gone[k++] = p;
+			continue;
+		}
+		sp_u64map_release(&p->strs);
+		sp_u64map_release(&p->depth);
+		fibers_release(p);
+		if (at && c->procs[*at - 1] == p)
+			sp_u64map_del(&c->by_pid, p->pid);
+	}
+	c->ngone = k;
+}
+
 static int spans_poll(struct sp_source *s, struct sp_emit *out)
 {
 	struct bs_ctx *c = s->priv;
@@ -2618,6 +2745,11 @@ static int spans_poll(struct sp_source *s, struct sp_emit *out)
 	if (n < 0 && n != -EINTR)
 		return sp_error("spans: ring buffer: %s", strerror(-n));
 	c->last_poll_ns = now;
+	if (!c->rings_unread && (sp_span_rings_poll(&c->rings, now, ring_put, c) || c->err))
+		return -1;
+	if (c->err)
+		return -1;
+	forget_gone(c);
 	if (emit_lost(c, now))
 		return -1;
 	return (int)(c->spans + c->raises + c->audits - before);
@@ -2626,12 +2758,16 @@ static int spans_poll(struct sp_source *s, struct sp_emit *out)
 static uint64_t spans_watermark(struct sp_source *s)
 {
 	struct bs_ctx *c = s->priv;
+	uint64_t w;
 
 	if (!c->rb)
 		return UINT64_MAX;	/* also while the object loads: nothing before */
 	/* An event stamped just before the last drain may be committed after
 	 * it: hold back a millisecond. */
-	return c->last_poll_ns > 1000000 ? c->last_poll_ns - 1000000 : 0;
+	w = sp_span_rings_watermark(&c->rings);
+	if (c->last_poll_ns < w)
+		w = c->last_poll_ns;
+	return w > 1000000 ? w - 1000000 : 0;
 }
 
 static int spans_finish(struct sp_source *s, struct sp_emit *out)
@@ -2641,8 +2777,10 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 	size_t i;
 
 	c->finishing = true;
+	sp_span_rings_wake(&c->rings);	/* read the rings now, whenever last */
 	if (spans_poll(s, out) < 0)
 		return -1;
+	sp_span_rings_leave(&c->rings);	/* their threads wait for us no more */
 	if (c->deferred) {
 		sp_info("spans: the recording ended before the BPF program was loaded: "
 			"no spans");
@@ -2674,6 +2812,16 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 		(unsigned long long)c->spans, (unsigned long long)c->raises,
 		(unsigned long long)c->audits, (unsigned long long)c->fiber_switches,
 		(unsigned long long)c->orphans, (unsigned long long)c->idle);
+	if (c->rings.n || c->rings.reading)
+		sp_info("spans: span rings: %llu read; %llu not readable at their thread's "
+			"end, %llu chunks after lost ones, %llu bad entries, %llu entries read "
+			"twice", (unsigned long long)c->rings.reading,
+			(unsigned long long)c->rings.faults, (unsigned long long)c->rings.gaps,
+			(unsigned long long)c->rings.bad, (unsigned long long)c->rings.dups);
+	if (c->rings.lost)
+		sp_warn("spans: %llu span marks lost: threads gave up waiting for sp-record "
+			"to read their span rings (a loaded machine?)",
+			(unsigned long long)c->rings.lost);
 	sp_info("spans: execs: %llu held to look for runtimes, %llu released at once (file known "
 		"without probes); %llu got probes; forks: %llu, %llu held for their parent's probes",
 		(unsigned long long)c->stopped_execs, (unsigned long long)c->plain_execs,
@@ -2811,6 +2959,8 @@ static void spans_free(struct sp_source *s)
 		free(p);
 	}
 	free(c->procs);
+	free(c->gone);
+	sp_span_rings_release(&c->rings);
 	sp_u64map_release(&c->by_pid);
 	for (i = 0; i < c->nlocs; i++)
 		free(c->locs[i].bin);
@@ -2844,6 +2994,8 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o)
 	struct bs_ctx *c = sp_xcalloc(1, sizeof(*c));
 
 	c->o = o;
+	c->rings_unread = getenv("SP_SPAN_RINGS_UNREAD") &&
+			  !strcmp(getenv("SP_SPAN_RINGS_UNREAD"), "1");
 	pthread_mutex_init(&c->bpf_lock, NULL);
 	pthread_mutex_init(&c->rq_lock, NULL);
 	pthread_cond_init(&c->rq_cond, NULL);

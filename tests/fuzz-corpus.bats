@@ -3,8 +3,9 @@
 # Fuzz targets run once over their committed corpora: the record-stream
 # decoders (tests/fuzz/fuzz-spool.c, fuzz-json.c: every seed still decodes,
 # re-encodes and round-trips through JSON lines), the correlator and the
-# tree (fuzz-correlate.c), and the ELF notes sp-record reads to attach span
-# probes (fuzz-usdt.c), all without a sanitizer report. Longer runs:
+# tree (fuzz-correlate.c), the ELF notes sp-record reads to attach span
+# probes (fuzz-usdt.c) and the hooks' span rings it reads (fuzz-span_rings.c),
+# all without a sanitizer report. Longer runs:
 # make fuzz-run FUZZ_SECONDS=600.
 
 load helper
@@ -50,4 +51,9 @@ run_corpus() {
 @test "fuzz-usdt: its corpus runs clean (the ELF notes sp-record reads for spans)" {
 	need_fuzzer fuzz-usdt
 	run_corpus fuzz-usdt
+}
+
+@test "fuzz-span_rings: its corpus runs clean" {
+	need_fuzzer fuzz-span_rings
+	run_corpus fuzz-span_rings
 }

@@ -25,6 +25,13 @@ tree() {
 		{ printf "%s/%s %s %s#%s %s %s\n", P[$1], T[$2], $3, $4, $5, $6, $7 }'
 }
 
+# "method end" of each correlated span of source file $1 in $OUT.
+span_ends() {
+	sp-correlate "$OUT" | sp-decode | jq -r --arg f "$1" '
+		select(.type == "span" and (.file // "" | endswith($f)))
+		| "\(.method) \(.end // "stopped")"'
+}
+
 # The most hits of probe $1 in one process of $OUT (nothing: not attached).
 probe_hits() {
 	sp-decode "$OUT" | jq -rs --arg n "$1" \
@@ -82,10 +89,24 @@ p1/main span_stop Tree#run 11 1"
 	require_ruby
 	run -0 --separate-stderr sp-record -v --spans=ruby -o "$OUT" -- ruby "$RUBY_FIX"
 	assert_ruby_tree
-	# by the hook's markers (the default), not Ruby's own probes
+	# by the hook's span rings (the default), not Ruby's own probes
 	[[ "$stderr" != *"ruby:method__entry"* ]] || fail "Ruby's probes attached: $stderr"
 	run -0 probe_hits "stackpulse:rb__call"
 	(( output >= 10 ))
+	run -0 probe_hits "stackpulse:rt__ring"
+	(( output >= 1 ))
+	# the thread's and the fork child's last marks come from their ends
+	run -0 probe_hits "stackpulse:rt__flush"
+	(( output >= 1 ))
+	# the raise is Ruby's own probe, placed among the ring's marks by time
+	run -0 span_ends calls.rb
+	assert_line "thrower raised"
+	assert_line "catcher stopped"
+	# the same tree by the hook's markers, one per mark
+	STACKPULSE_SPAN_RING=0 run -0 sp-record --spans=ruby -o "$OUT" -- ruby "$RUBY_FIX"
+	assert_ruby_tree
+	run -0 probe_hits "stackpulse:rt__ring"
+	assert_output 0
 	# the same tree from Ruby's own probes, with the activator's other hook
 	STACKPULSE_RUBY_HOOK=c run -0 sp-record --spans=ruby -o "$OUT" -- ruby "$RUBY_FIX"
 	assert_ruby_tree
@@ -98,8 +119,16 @@ p1/main span_stop Tree#run 11 1"
 	assert_line "ruby $want method"
 }
 
-# The call tree of tests/fixtures/python/calls.py in the recording $OUT.
+# The call tree of tests/fixtures/python/calls.py in the recording $OUT;
+# "raise": with the hook's marks of the frames an exception unwound (at
+# the raise line and the call it passed through, no class: CPython hides
+# it from a profile function).
 assert_python_tree() {
+	local r1= r2=
+	if [ "${1:-}" = raise ]; then
+		r1=$'\np1/main span_raise # 43 0'
+		r2=$'\np1/main span_raise # 39 0'
+	fi
 	run -0 tree calls.py
 	# Entry lines are the def lines, stop lines the line that returned.
 	assert_output "p1/main span_start #<module> 0 1
@@ -116,8 +145,8 @@ p1/main span_stop #fact 28 4
 p1/main span_stop #fact 28 3
 p1/main span_start #catcher 31 3
 p1/main span_start #middle 38 4
-p1/main span_start #thrower 42 5
-p1/main span_stop #thrower 43 5
+p1/main span_start #thrower 42 5$r1
+p1/main span_stop #thrower 43 5$r2
 p1/main span_stop #middle 39 4
 p1/main span_stop #catcher 35 3
 p1/main span_start #thread 46 3
@@ -141,13 +170,25 @@ p1/main span_stop #<module> 60 1"
 	assert_python_tree
 	run -0 probe_hits "python:function__entry"
 	(( output >= 20 ))
-	# by the hook's markers (the default)
+	# by the hook's markers, one per mark
+	STACKPULSE_SPAN_RING=0 run -0 sp-record --spans=python -o "$OUT" -- $PY "$PY_FIX"
+	assert_python_tree raise
+	run -0 probe_hits "stackpulse:rt__ring"
+	assert_output 0
+	# by the hook's span rings (the default)
 	run -0 sp-record --spans=python -o "$OUT" -- $PY "$PY_FIX"
-	assert_python_tree
+	assert_python_tree raise
 	run -0 probe_hits "stackpulse:py__call"
 	(( output >= 20 ))
+	run -0 probe_hits "stackpulse:rt__ring"
+	(( output >= 1 ))
 	run -0 probe_hits "python:function__entry"
 	assert_output ""
+	# the frames the exception left end raised, the one that caught it not
+	run -0 span_ends calls.py
+	assert_line "thrower raised"
+	assert_line "middle raised"
+	assert_line "catcher stopped"
 	# audit events: the script's own open, and the child's exec
 	run -0 sp-decode "$OUT"
 	run -0 jq -r 'select(.type == "event" and .event == "audit") | "\(.name) \(.args)"' <<<"$output"
@@ -169,7 +210,7 @@ p1/main span_stop #<module> 60 1"
 	done
 	[ -n "$py" ] || skip "no CPython 3.11 without USDT probes here (pyenv's, for one)"
 	run -0 --separate-stderr sp-record --spans=python -o "$OUT" -- "$py" "$PY_FIX"
-	assert_python_tree
+	assert_python_tree raise
 	run -0 probe_hits "stackpulse:py__call"
 	(( output >= 10 ))
 	# audit events from the hook's audit hook: the script's open, the child
@@ -332,6 +373,85 @@ p1/main span_stop Fib#run 15 1"
 │  └─ ×2 [SPAN Fib#consumer at=fibers.rb:27]
 │     └─ [SPAN Fib#work at=fibers.rb:31]
 │        └─ FILE path_open → $BATS_TEST_DIRNAME/fixtures/ruby/fibers.rb (O_RDONLY|O_CLOEXEC) = fd"
+}
+
+# Spans of method $1 in $OUT: "starts stops".
+count_spans() {
+	sp-decode "$OUT" | jq -rs --arg m "$1" '
+		[.[] | select(.method == $m)] as $s
+		| "\([$s[] | select(.type == "span_start")] | length) \([$s[] | select(.type == "span_stop")] | length)"'
+}
+
+@test "sp-record --spans: span rings: a hot loop's spans are all there, its thread waiting for sp-record" {
+	require_ruby
+	require_python
+	# 30000 calls make 60000 marks: the 4096-mark ring fills many times over
+	run -0 --separate-stderr sp-record -v --no-samples --spans=ruby -o "$OUT" -- \
+		ruby -e 'def f(x) = x + 1; s = 0; 30000.times { s = f(s) }'
+	run -0 count_spans f
+	assert_output "30000 30000"
+	[[ "$stderr" != *"span marks lost"* ]] || fail "$stderr"
+	run -0 probe_hits "stackpulse:rt__flush"
+	(( output >= 10 ))
+	run -0 --separate-stderr sp-record -v --no-samples --spans=python -o "$OUT" -- \
+		$PY -c 'def f(x): return x + 1
+s = 0
+for _ in range(30000): s = f(s)'
+	run -0 count_spans f
+	assert_output "30000 30000"
+	[[ "$stderr" != *"span marks lost"* ]] || fail "$stderr"
+}
+
+@test "sp-record --spans: span rings: marks not read yet survive exit!, os._exit and a thread's end" {
+	require_ruby
+	require_python
+	# exit! skips at_exit and every hook: what the ring holds unread at the
+	# exit is copied by BPF at sched_process_exit. sp-record does not read
+	# the rings itself here (SP_SPAN_RINGS_UNREAD, for tests): the marks
+	# can only have come from the copies at the ends.
+	export SP_SPAN_RINGS_UNREAD=1
+	run -0 sp-record --no-samples --spans=ruby -o "$OUT" -- \
+		ruby -e 'def g = 1; def f = g; f; 200.times { f }; exit!(0)'
+	run -0 count_spans f
+	assert_output "201 201"
+	run -0 count_spans g
+	assert_output "201 201"
+	# a forked child that leaves by os._exit, and a thread that ends
+	run -0 sp-record --no-samples --spans=python -o "$OUT" -- $PY -c '
+import os, threading
+def g(): return 1
+def f(): return g()
+def h(): return f()
+t = threading.Thread(target=h); t.start(); t.join()
+pid = os.fork()
+if pid == 0:
+    for _ in range(50): f()
+    os._exit(0)
+os.waitpid(pid, 0)'
+	run -0 count_spans f
+	assert_output "51 51"
+	run -0 count_spans h
+	assert_output "1 1"
+}
+
+@test "sp-record --spans: span rings: a program outlives a killed sp-record without hanging" {
+	require_ruby
+	sp-record --no-samples --spans=ruby -o "$OUT" -- ruby -e '
+		def f(x) = x + 1
+		s = 0
+		t = Time.now
+		s = f(s) while Time.now - t < 3
+		File.write(ARGV[0], "done") ' "$BATS_TEST_TMPDIR/done" &
+	local rec=$!
+	sleep 1.5
+	kill -KILL $rec
+	wait $rec || true
+	# the loop runs on (its threads wait once, then no more) and finishes
+	for i in $(seq 100); do
+		[ -e "$BATS_TEST_TMPDIR/done" ] && break
+		sleep 0.1
+	done
+	[ "$(cat "$BATS_TEST_TMPDIR/done")" = done ]
 }
 
 @test "sp-record --spans=ruby: the default Ruby mode does not crash Ruby (50 runs in a row)" {

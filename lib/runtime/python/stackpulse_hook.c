@@ -13,6 +13,9 @@
  *
  * Lines are what the interpreter's probes gave: the line running when a
  * frame starts (its first line, or where a generator resumes) and stops.
+ * A frame unwound by an exception also gets a py__raise mark before its
+ * stop. With STACKPULSE_SPAN_RING=1 (sp-record sets it) the marks go to
+ * the thread's span ring instead (lib/runtime/hook/ring.h).
  *
  * Loaded by sitecustomize.py (sp-record puts its directory first on
  * PYTHONPATH): install() sets the profile function of the calling thread,
@@ -23,6 +26,7 @@
 
 #include "../hook/marker.h"
 #include "../hook/names.h"
+#include "../hook/ring.h"
 
 static struct sp_rt_names names;
 
@@ -76,9 +80,22 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 	if (!n)
 		return 0;
 	line = PyFrame_GetLineNumber(frame);
-	if (what == PyTrace_CALL)
-		SP_RT_MARK(py__call, NULL, n->str[1], n->str[2], line);
-	else
+	if (what == PyTrace_CALL) {
+		if (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_CALL, NULL, n->str[1],
+						      n->str[2], line))
+			SP_RT_MARK(py__call, NULL, n->str[1], n->str[2], line);
+		return 0;
+	}
+	/*
+	 * A frame left by an exception returns nothing (arg NULL): CPython
+	 * calls the profile function so only while unwinding, with the
+	 * exception put aside, so its class is not to be had here.
+	 */
+	if (!arg && (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_RAISE, NULL, n->str[1],
+						       n->str[2], line)))
+		SP_RT_MARK(py__raise, NULL, n->str[1], n->str[2], line);
+	if (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_RETURN, NULL, n->str[1], n->str[2],
+					      line))
 		SP_RT_MARK(py__return, NULL, n->str[1], n->str[2], line);
 	return 0;
 }
@@ -152,5 +169,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__stackpulse_hook(void)
 {
+	sp_rt_ring_init();
 	return PyModule_Create(&module);
 }

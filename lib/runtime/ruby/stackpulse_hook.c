@@ -16,6 +16,9 @@
  * singleton method), the line is the line running when the method starts
  * (its first body line) and stops.
  *
+ * With STACKPULSE_SPAN_RING=1 (sp-record sets it) the marks go to the
+ * thread's span ring instead (lib/runtime/hook/ring.h).
+ *
  * Loaded by stackpulse_activate.rb (RUBYOPT=-r... for the Ruby processes
  * sp-record starts); Init_stackpulse_hook installs the hook for every
  * thread.
@@ -26,6 +29,7 @@
 
 #include "../hook/marker.h"
 #include "../hook/names.h"
+#include "../hook/ring.h"
 
 static struct sp_rt_names names;
 static ID id_attached;
@@ -100,7 +104,9 @@ static void on_fiber_switch(void)
 	ID mid;
 	long fresh = !rb_frame_method_id_and_class(&mid, &klass);
 
-	SP_RT_MARK(rb__fiber, cur_fiber, to, fresh, 0);
+	if (!sp_rt_ring_on ||
+	    !sp_rt_ring_put(SP_PR_RB_HOOK_FIBER, (void *)cur_fiber, (void *)to, (void *)fresh, 0))
+		SP_RT_MARK(rb__fiber, cur_fiber, to, fresh, 0);
 	cur_fiber = to;
 }
 
@@ -119,6 +125,10 @@ static void on_event(VALUE data, rb_trace_arg_t *ta)
 	if (!n)
 		return;
 	line = rb_sourceline();
+	if (sp_rt_ring_on &&
+	    sp_rt_ring_put(ev == RUBY_EVENT_CALL ? SP_PR_RB_HOOK_CALL : SP_PR_RB_HOOK_RETURN,
+			   n->str[0], n->str[1], n->str[2], line))
+		return;
 	if (ev == RUBY_EVENT_CALL)
 		SP_RT_MARK(rb__call, n->str[0], n->str[1], n->str[2], line);
 	else
@@ -128,6 +138,7 @@ static void on_event(VALUE data, rb_trace_arg_t *ta)
 void Init_stackpulse_hook(void)
 {
 	id_attached = rb_intern("__attached__");
+	sp_rt_ring_init();
 	rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))on_event,
 			   RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_FIBER_SWITCH, Qnil,
 			   RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);

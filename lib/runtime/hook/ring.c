@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ring.c - the slow paths of a runtime hook's span ring (ring.h): making
+ * and announcing a thread's ring, waking and waiting for sp-record, a
+ * thread's end, a fork.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "marker.h"
+#include "ring.h"
+
+bool sp_rt_ring_on;
+__thread struct sp_ring *sp_rt_ring_cur;
+
+/* 'consumed' when a wait for sp-record last ran out: not waited for again
+ * until it moves (a reader killed, or stopped, leaves READING behind). */
+static __thread uint64_t stale_consumed = UINT64_MAX;
+
+/* Naps taken waiting for sp-record, for the tests. */
+static uint64_t naps;
+
+static pthread_key_t key;
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sp_ring **spare;	/* rings of ended threads, for new ones */
+static size_t nspare, cspare;
+
+/* A ring's entries have their own pages, touched only as they are used. */
+static struct sp_ring *ring_alloc(void)
+{
+	struct sp_ring *r = NULL;
+
+	pthread_mutex_lock(&spare_lock);
+	if (nspare)
+		r = spare[--nspare];
+	pthread_mutex_unlock(&spare_lock);
+	if (!r && posix_memalign((void **)&r, 4096, sizeof(*r)))
+		return NULL;
+	return r;
+}
+
+static void announce(struct sp_ring *r)
+{
+	r->h.head = r->h.notified = r->h.consumed = 0;
+	r->h.reader = SP_RING_ASKED;
+	r->h.magic = SP_RING_MAGIC;
+	r->h.pid = (uint32_t)getpid();
+	r->h.tid = (uint32_t)syscall(SYS_gettid);
+	stale_consumed = UINT64_MAX;
+	SP_RT_MARK(rt__ring, r, SP_RING_CAP, sizeof(struct sp_ring_entry), 0);
+}
+
+struct sp_ring *sp_rt_ring_start(void)
+{
+	struct sp_ring *r = ring_alloc();
+
+	if (!r)
+		return NULL;
+	announce(r);
+	sp_rt_ring_cur = r;
+	pthread_setspecific(key, r);
+	return r;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Entries of r not read yet, h written ('consumed' past h: a reader's
+ * stale write, as good as none). */
+static uint64_t unread(const struct sp_ring *r, uint64_t h)
+{
+	uint64_t c = __atomic_load_n(&r->h.consumed, __ATOMIC_ACQUIRE);
+
+	return c > h ? 0 : h - c;
+}
+
+/*
+ * Every SP_RING_HALF entries: wake sp-record, then make room for the next
+ * SP_RING_HALF (the fast path checks nothing until then): while more than
+ * half the ring is unread and sp-record reads it, sleep a little, waking
+ * it again now and then.
+ */
+void sp_rt_ring_slow(struct sp_ring *r, uint64_t h)
+{
+	const struct timespec nap = { 0, 50000 };
+	uint64_t start = 0, woke = 0, t, c;
+	uint32_t reader;
+
+	SP_RT_MARK(rt__flush, r, 0, 0, 0);
+	r->h.notified = h;
+	while (unread(r, h) > SP_RING_HALF &&
+	       ((reader = __atomic_load_n(&r->h.reader, __ATOMIC_RELAXED)) == SP_RING_READING ||
+		reader == SP_RING_ASKED)) {
+		c = __atomic_load_n(&r->h.consumed, __ATOMIC_RELAXED);
+		if (c == stale_consumed)
+			return;
+		t = now_ns();
+		if (!start)
+			start = woke = t;
+		if (t - start > (reader == SP_RING_READING ? SP_RT_RING_WAIT_NS :
+				 SP_RT_RING_ASKED_WAIT_NS)) {
+			stale_consumed = c;
+			return;
+		}
+		if (t - woke > 10000000) {	/* a wake lost in a full buffer */
+			SP_RT_MARK(rt__flush, r, 0, 0, 0);
+			woke = t;
+		}
+		nanosleep(&nap, NULL);
+		naps++;
+	}
+}
+
+/* A thread ends: BPF copies what is unread and forgets the ring (last =
+ * 1); the ring goes to the spares. */
+static void thread_end(void *arg)
+{
+	struct sp_ring *r = arg;
+
+	SP_RT_MARK(rt__flush, r, 0, 0, 1);
+	r->h.magic = 0;
+	sp_rt_ring_cur = NULL;
+	pthread_mutex_lock(&spare_lock);
+	if (nspare == cspare) {
+		size_t n = cspare ? 2 * cspare : 16;
+		struct sp_ring **s = realloc(spare, n * sizeof(*s));
+
+		if (s) {
+			spare = s;
+			cspare = n;
+		}
+	}
+	if (nspare < cspare)
+		spare[nspare++] = r;
+	else
+		free(r);
+	pthread_mutex_unlock(&spare_lock);
+}
+
+/* In a fork child the forking thread's ring holds its parent's marks:
+ * start it again as the child's. */
+static void after_fork_child(void)
+{
+	struct sp_ring *r = sp_rt_ring_cur;
+
+	if (r)
+		announce(r);
+}
+
+void sp_rt_ring_init(void)
+{
+	const char *v = getenv("STACKPULSE_SPAN_RING");
+
+	if (!v || strcmp(v, "1") || pthread_key_create(&key, thread_end))
+		return;
+	pthread_atfork(NULL, NULL, after_fork_child);
+	sp_rt_ring_on = true;
+}

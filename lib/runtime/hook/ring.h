@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring.h - a runtime hook's span ring (struct sp_ring, bpf/spans.h): the
+ * span marks of a thread written to memory, for sp-record to collect,
+ * instead of one marker (a system call into the uprobe trampoline, about
+ * half a microsecond) per mark. A mark costs a clock read and a store.
+ *
+ * sp-record asks for it with STACKPULSE_SPAN_RING=1 in the environment of
+ * the commands it starts, and always attaches the markers rt__ring and
+ * rt__flush beside the span markers. Without it (a process attached with
+ * -p, or Ruby C-method spans, which come from the interpreter's probes and
+ * must interleave with the hook's), each mark is a marker as before.
+ *
+ * Each thread gets its ring at its first mark (rt__ring announces it); the
+ * thread alone writes entries, so no atomics but the release of 'head'.
+ * sp-record reads them and writes back how far it has read; when half the
+ * ring is unread, rt__flush wakes it, and when the ring is full the thread
+ * waits for it (nothing is lost; a reader gone quiet is waited for once,
+ * for SP_RT_RING_WAIT_NS). At the end of a thread (its key's destructor)
+ * rt__flush has BPF copy the rest and the ring is kept for the next
+ * thread; at a process's exit, exec or death BPF copies what is unread. A
+ * fork child starts its thread's ring afresh.
+ */
+#ifndef SP_RT_RING_H
+#define SP_RT_RING_H
+
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "../../../bpf/spans.h"
+
+/* Set by sp_rt_ring_init() from the environment. */
+extern bool sp_rt_ring_on;
+
+/* The running thread's ring, NULL until its first mark (or after a fork,
+ * for the child's other threads, which do not exist there). */
+extern __thread struct sp_ring *sp_rt_ring_cur;
+
+/* Read the environment, register the fork handler: once, at load. */
+void sp_rt_ring_init(void);
+
+/* The running thread's ring, made and announced now; NULL when out of
+ * memory (the caller fires a marker instead). */
+struct sp_ring *sp_rt_ring_start(void);
+
+/* How long a full ring waits for sp-record before it stops waiting: one
+ * sp-record reads, one it has not come to yet. */
+#define SP_RT_RING_WAIT_NS	200000000ull
+#define SP_RT_RING_ASKED_WAIT_NS	20000000ull
+
+/* Half of r is unread: wake sp-record (rt__flush); and wait while r is
+ * full and sp-record reads it. */
+void sp_rt_ring_slow(struct sp_ring *r, uint64_t h);
+
+/*
+ * Put one mark of the probe (enum sp_bs_probe) with its marker's operands
+ * into the running thread's ring. False when there is no ring (the caller
+ * fires the marker itself).
+ */
+static inline bool sp_rt_ring_put(uint32_t probe, const void *a, const void *b,
+				  const void *c, int line)
+{
+	struct sp_ring *r = sp_rt_ring_cur;
+	struct sp_ring_entry *e;
+	struct timespec ts;
+	uint64_t h;
+
+	if (__builtin_expect(!r, 0) && !(r = sp_rt_ring_start()))
+		return false;
+	h = r->h.head;
+	/* sp-record writes 'consumed' (a plain load: it only grows) */
+	if (__builtin_expect(h - r->h.notified >= SP_RING_HALF, 0))
+		sp_rt_ring_slow(r, h);
+	e = &r->e[h % SP_RING_CAP];
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	e->time = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	e->arg[0] = (uintptr_t)a;
+	e->arg[1] = (uintptr_t)b;
+	e->arg[2] = (uintptr_t)c;
+	e->line = line;
+	e->probe = probe;
+	/* the entry is whole before sp-record can see it counted */
+	__atomic_store_n(&r->h.head, h + 1, __ATOMIC_RELEASE);
+	return true;
+}
+
+#endif
