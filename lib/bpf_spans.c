@@ -2073,25 +2073,27 @@ static uint32_t hook_mark_kind(uint32_t probe)
 static int ring_put(void *ctx, uint32_t pid, uint32_t tid, const struct sp_ring_entry *re)
 {
 	struct bs_ctx *c = ctx;
-	struct sp_bs_event e = { 0 };
+	struct sp_bs_event ev, *e = &ev;
 	int i;
 
-	e.kind = hook_mark_kind(re->probe);
-	if (!e.kind) {
+	/* the head only (strings by address): a whole event is 500 bytes */
+	memset(e, 0, SP_BS_HEAD_SIZE);
+	e->kind = hook_mark_kind(re->probe);
+	if (!e->kind) {
 		c->rings.bad++;
 		return 0;
 	}
-	e.time_ns = re->time;
-	e.probe = re->probe;
-	e.pid = pid;
-	e.tid = tid;
-	e.line = re->line;
+	e->time_ns = re->time;
+	e->probe = re->probe;
+	e->pid = pid;
+	e->tid = tid;
+	e->line = re->line;
 	for (i = 0; i < SP_BS_NSTR; i++) {
-		e.addr[i] = re->arg[i];
-		if (e.kind != SP_BS_FIBER)
-			e.flags |= SP_BSF_UNREAD(i);
+		e->addr[i] = re->arg[i];
+		if (e->kind != SP_BS_FIBER)
+			e->flags |= SP_BSF_UNREAD(i);
 	}
-	return on_event(c, &e, SP_BS_HEAD_SIZE);
+	return on_event(c, e, SP_BS_HEAD_SIZE);
 }
 
 static int on_event(void *ctx, void *data, size_t size)
