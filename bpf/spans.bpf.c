@@ -724,8 +724,8 @@ static __always_inline void ring_copy(__u64 ring, __u32 pid, __u32 tid, __u64 fr
 
 /* The thread's ring at its end (exit, exec, or the hook's last rt__flush):
  * what sp-record has not read, and BPF forgets the ring. Its memory is
- * still there at sched_process_exit (Linux 6.16 and later run it before
- * the address space goes; before, the read fails: SP_BSF_FAULT). */
+ * still there at sched_process_exit on Linux 6.18 (a kernel that runs it
+ * after the address space goes fails the read: SP_BSF_FAULT). */
 static __always_inline void ring_drain(__u32 pid, __u32 tid)
 {
 	struct sp_bs_ring *r = bpf_map_lookup_elem(&rings, &tid);
