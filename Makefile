@@ -155,7 +155,8 @@ $(OUT)/runtime/python/_stackpulse_hook$(PY_EXT_SUFFIX): lib/runtime/python/stack
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(HOOK_CFLAGS) $(PY_HOOK_CFLAGS) -o $@ $< $(HOOK_SRCS) -lpthread
 
-# A library with span markers and a program that needs it (rpath: beside it).
+# A library with span markers, a program that needs it (rpath: beside it)
+# and one that loads it with dlopen().
 $(OUT)/examples/libspans_lib.so: tests/fixtures/lib/spans_lib.c lib/include/stackpulse/span.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -163,7 +164,10 @@ $(OUT)/examples/libspans_lib.so: tests/fixtures/lib/spans_lib.c lib/include/stac
 $(OUT)/examples/spans_uselib: tests/fixtures/lib/spans_uselib.c $(OUT)/examples/libspans_lib.so
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Ilib/include -o $@ $< -L$(OUT)/examples -lspans_lib '-Wl,-rpath,$$ORIGIN'
-all: $(OUT)/examples/spans_uselib
+$(OUT)/examples/spans_dlopen: tests/fixtures/lib/spans_dlopen.c $(OUT)/examples/libspans_lib.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -o $@ $< -ldl
+all: $(OUT)/examples/spans_uselib $(OUT)/examples/spans_dlopen
 
 # Unit tests: plain, and under AddressSanitizer + UndefinedBehaviorSanitizer.
 $(OUT)/unit/%: tests/unit/%.c $(LIB)

@@ -964,6 +964,29 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	return 0;
 }
 
+/*
+ * ld.so's _dl_debug_state(), the debuggers' breakpoint: called before and
+ * after it changes its list of libraries (start-up, dlopen, dlclose).
+ * Attached once for every process; a tracked one's loader looks for new
+ * libraries with probes (woken now: the sooner, the fewer marks missed).
+ */
+SEC("uprobe")
+int on_dl_state(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32;
+	struct sp_bs_event *e;
+
+	if (!bpf_map_lookup_elem(&tgids, &pid))
+		return 0;
+	e = notify_reserve(SP_BS_DLOPEN, pid, 0);
+	if (!e)
+		return 0;
+	e->tid = (__u32)id;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
 /* Linux 6.10 and later: before the old image goes (the loader leaves it
  * out on older kernels, where the rest of an exec'ing thread's ring is
  * what sp-record read last). */

@@ -31,6 +31,8 @@ enum sp_bs_kind {
 				 * entry's number, line how many (up to SP_RING_CHUNK) follow
 				 * the head; flags SP_BSF_LAST: the ring's last */
 	SP_BS_RING_WAKE = 12,	/* half a span ring is unread: read the rings now */
+	SP_BS_DLOPEN = 13,	/* a tracked process's ld.so changed its list of
+				 * libraries (dlopen, dlclose): look at its mappings */
 };
 
 /* Probes, also the index into the hit counters. The attach cookie is

@@ -750,6 +750,9 @@ struct bs_ctx {
 	size_t nlocs, clocs;
 	struct sp_u64map loc_ids;	/* mix(hash(bin), off) -> number */
 	struct sp_span_rings rings;	/* the runtime hooks' span rings */
+	struct bpf_link *dl_link;	/* ld.so's _dl_debug_state (dlopen) */
+	uint64_t dlopens, late_libs;	/* ld.so's changes looked at; libraries
+					 * given probes that way */
 	bool rings_unread;		/* SP_SPAN_RINGS_UNREAD=1 (tests): only what
 					 * BPF copies at the threads' ends */
 	/* Processes that exited: their bookkeeping goes at the next poll, as
@@ -1600,6 +1603,16 @@ static int providers_cached(struct bs_ctx *c, const char *path)
 	return bits;
 }
 
+static bool has_bin(const struct bs_proc *p, const char *bin)
+{
+	size_t i;
+
+	for (i = 0; i < p->natt; i++)
+		if (!strcmp(p->att[i]->bin, bin))
+			return true;
+	return false;
+}
+
 static bool has_probe(const struct bs_proc *p, uint32_t probe)
 {
 	size_t i;
@@ -1634,6 +1647,51 @@ static void announce(struct bs_ctx *c, struct bs_proc *p)
 		p->announced |= SP_SPANS_PYTHON;
 	}
 	c->found |= p->runtimes;
+}
+
+/*
+ * ld.so of process p has changed its libraries: the mapped ones that have
+ * probes for the modes asked and none yet (their markers from now on;
+ * what ran between the dlopen and now is missed). The runtime hooks
+ * (lib/runtime) have theirs attached at exec.
+ */
+static void on_dlopen(struct bs_ctx *c, const struct sp_bs_event *e)
+{
+	const char *rt = sp_spans_runtime_dir(c->o);
+	struct bs_proc *p = proc_get(c, e->pid);
+	char name[64], line[PATH_MAX + 256];
+	bool any = false;
+	FILE *f;
+
+	c->dlopens++;
+	if (!p || p->exited)
+		return;
+	snprintf(name, sizeof(name), "/proc/%u/maps", p->pid);
+	f = fopen(name, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char perms[8], *path = strchr(line, '/'), *nl, *base;
+		int provs;
+
+		if (!path || sscanf(line, "%*x-%*x %7s", perms) != 1 || !strchr(perms, 'x'))
+			continue;
+		nl = strchr(path, '\n');
+		if (nl)
+			*nl = 0;
+		base = strrchr(path, '/') + 1;
+		if (!strstr(base, ".so") || !strcmp(path, p->exe) || has_bin(p, path) ||
+		    (rt && !strncmp(path, rt, strlen(rt))))
+			continue;
+		provs = providers_cached(c, path);
+		if (!(provs & SP_SPANS_USDT))
+			continue;
+		attach_bin(c, p, path, provs & (SP_SPANS_USDT | SP_SPANS_USDT_REGS));
+		c->late_libs++;
+		any = true;
+	}
+	if (f)
+		fclose(f);
+	if (any)
+		announce(c, p);
 }
 
 /* Attach everything for the image process p runs now. */
@@ -2114,6 +2172,10 @@ static int on_event(void *ctx, void *data, size_t size)
 		return on_name(c, e, size);
 	if (e->kind >= SP_BS_FORK && e->kind <= SP_BS_EXIT)
 		return on_proc_event(c, e);
+	if (e->kind == SP_BS_DLOPEN) {
+		on_dlopen(c, e);
+		return 0;
+	}
 	p = proc_get(c, e->pid);
 	if (!p)
 		p = proc_new(c, e->pid);	/* raced with our own bookkeeping */
@@ -2547,6 +2609,37 @@ static int seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool
 	return 0;
 }
 
+/*
+ * <stackpulse/span.h> markers in libraries loaded later (dlopen): ld.so
+ * calls _dl_debug_state() when its list of libraries changes, for
+ * debuggers. One uprobe there for every process (the system's ld.so), a
+ * trap at each start-up, dlopen and dlclose; BPF passes on those of
+ * tracked processes.
+ */
+static void attach_dl_state(struct bs_ctx *c)
+{
+	static const char *const ldsos[] = {
+		"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1",
+	};
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "_dl_debug_state");
+	char path[PATH_MAX];
+	size_t i;
+
+	if (!(c->o->modes & SP_SPANS_USDT))
+		return;
+	for (i = 0; i < sizeof(ldsos) / sizeof(ldsos[0]) && !c->dl_link; i++) {
+		if (!realpath(ldsos[i], path))
+			continue;
+		pthread_mutex_lock(&c->bpf_lock);
+		c->dl_link = bpf_program__attach_uprobe_opts(c->skel->progs.on_dl_state, -1, path,
+							     0, &uo);
+		pthread_mutex_unlock(&c->bpf_lock);
+		if (!c->dl_link)
+			sp_info("spans: cannot probe %s's _dl_debug_state: libraries loaded "
+				"with dlopen() get no probes", path);
+	}
+}
+
 /* The BPF object is there: track the target and listen. */
 static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 {
@@ -2564,6 +2657,7 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 	} else {
 		s->fd = ring_buffer__epoll_fd(c->rb);
 	}
+	attach_dl_state(c);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[n > 0 ? n : 0] = 0;
 	for (i = 0; i < c->npids; i++)
@@ -2825,10 +2919,12 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 			"to read their span rings (a loaded machine?)",
 			(unsigned long long)c->rings.lost);
 	sp_info("spans: execs: %llu held to look for runtimes, %llu released at once (file known "
-		"without probes); %llu got probes; forks: %llu, %llu held for their parent's probes",
+		"without probes); %llu got probes; forks: %llu, %llu held for their parent's probes; "
+		"ld.so changes: %llu, %llu libraries given probes then (dlopen)",
 		(unsigned long long)c->stopped_execs, (unsigned long long)c->plain_execs,
 		(unsigned long long)c->probed_images, (unsigned long long)c->forks,
-		(unsigned long long)c->stopped_forks);
+		(unsigned long long)c->stopped_forks, (unsigned long long)c->dlopens,
+		(unsigned long long)c->late_libs);
 	return 0;
 }
 
@@ -2939,13 +3035,14 @@ static void spans_free(struct sp_source *s)
 		pthread_cond_signal(&c->rq_cond);
 		pthread_mutex_unlock(&c->rq_lock);
 	}
-	for (i = 0, left = nqueued; i < c->nprocs; i++)
+	for (i = 0, left = nqueued + (c->dl_link != NULL); i < c->nprocs; i++)
 		left += c->procs[i]->natt;
 	/* What is left to detach is closed by a helper after we are gone. */
 	if (left)
 		handoff_close();
 	for (i = 0; i < nqueued; i++)
 		link_destroy(c, queued[i]);
+	bpf_link__destroy(c->dl_link);
 	free(queued);
 	if (c->reaper_on)
 		pthread_join(c->reaper, NULL);

@@ -300,6 +300,20 @@ p2/main span_stop spans_c#leaf_work 0 2"
 p1/main span_stop #main 14 1"
 }
 
+@test "sp-record --spans=usdt: markers in a library loaded with dlopen(), by a program without markers" {
+	require_root
+	prog=$SP_EXAMPLES/spans_dlopen
+	[ -x "$prog" ] || skip "build/examples/spans_dlopen not built"
+	run -0 --separate-stderr sp-record -v --no-samples --spans=usdt -o "$OUT" -- "$prog"
+	[[ "$stderr" == *", 1 libraries given probes then (dlopen)"* ]] || fail "$stderr"
+	run -0 tree spans_lib.c
+	run -0 bash -c "sort | uniq -c | awk '{print \$1, \$2, \$3, \$4, \$5, \$6}'" <<<"$output"
+	assert_output "6 p1/main span_start #lib_leaf 11 2
+3 p1/main span_start #lib_outer 19 1
+6 p1/main span_stop #lib_leaf 13 2
+3 p1/main span_stop #lib_outer 21 1"
+}
+
 @test "sp-record --span-func: a CET function (endbr64, push) is probed past its endbr64, spans intact" {
 	require_root
 	cat > "$BATS_TEST_TMPDIR/cet.c" <<'C'
