@@ -32,6 +32,11 @@ span_ends() {
 		| "\(.method) \(.end // "stopped")"'
 }
 
+# The spans of tests/fixtures/lib/spans_lib.c in $OUT, counted.
+lib_spans() {
+	tree spans_lib.c | sort | uniq -c | awk '{print $1, $2, $3, $4, $5, $6}'
+}
+
 # The most hits of probe $1 in one process of $OUT (nothing: not attached).
 probe_hits() {
 	sp-decode "$OUT" | jq -rs --arg n "$1" \
@@ -286,8 +291,7 @@ p2/main span_stop spans_c#leaf_work 0 2"
 	# main in the executable, lib_outer and lib_leaf in libspans_lib.so;
 	# the program is gone long before sp-record reads the names: they come
 	# from the library's file, found by where its markers were
-	run -0 tree spans_lib.c
-	run -0 bash -c "sort | uniq -c | awk '{print \$1, \$2, \$3, \$4, \$5, \$6}'" <<<"$output"
+	run -0 lib_spans
 	assert_output "6 p1/main span_start #lib_leaf 11 3
 3 p1/main span_start #lib_outer 19 2
 6 p1/main span_stop #lib_leaf 13 3
@@ -306,8 +310,7 @@ p1/main span_stop #main 14 1"
 	[ -x "$prog" ] || skip "build/examples/spans_dlopen not built"
 	run -0 --separate-stderr sp-record -v --no-samples --spans=usdt -o "$OUT" -- "$prog"
 	[[ "$stderr" == *", 1 libraries given probes then (dlopen)"* ]] || fail "$stderr"
-	run -0 tree spans_lib.c
-	run -0 bash -c "sort | uniq -c | awk '{print \$1, \$2, \$3, \$4, \$5, \$6}'" <<<"$output"
+	run -0 lib_spans
 	assert_output "6 p1/main span_start #lib_leaf 11 2
 3 p1/main span_start #lib_outer 19 1
 6 p1/main span_stop #lib_leaf 13 2
