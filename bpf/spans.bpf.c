@@ -746,8 +746,9 @@ static __always_inline void ring_drain(__u32 pid, __u32 tid)
 	ring_copy(addr, pid, tid, from, h.head, 0);
 }
 
-/* stackpulse:rt__ring (ring, capacity, entry size): a thread made its
- * span ring. Kept for its exit, and the loader reads it now and then. */
+/* stackpulse:rt__ring (ring, capacity, entry size, again): a thread made
+ * its span ring, or says again that it has it (every second it is used).
+ * Kept for its exit, and the loader reads it now and then. */
 static __always_inline int rt_ring(struct pt_regs *ctx, bool multi)
 {
 	__u64 cookie = marker_cookie(ctx, multi), id = bpf_get_current_pid_tgid();
@@ -763,6 +764,7 @@ static __always_inline int rt_ring(struct pt_regs *ctx, bool multi)
 		return 0;
 	bpf_map_update_elem(&rings, &tid, &r, BPF_ANY);
 	e->addr[0] = r.addr;
+	e->line = (__u32)PT_REGS_PARM4(ctx);	/* 1: announced again */
 	return submit_head(e);
 }
 
@@ -778,6 +780,7 @@ static __always_inline int rt_flush(struct pt_regs *ctx, bool multi)
 {
 	__u64 cookie = marker_cookie(ctx, multi), id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
+	struct sp_bs_ring r = {};
 	struct sp_bs_event *e;
 
 	if (!cookie || !tracked(pid, cookie))
@@ -786,6 +789,11 @@ static __always_inline int rt_flush(struct pt_regs *ctx, bool multi)
 		ring_drain(pid, tid);
 		return 0;
 	}
+	/* a ring announced before the recording (an attached process) is
+	 * known from its first wake on */
+	r.addr = PT_REGS_PARM1(ctx);
+	r.pid = pid;
+	bpf_map_update_elem(&rings, &tid, &r, BPF_ANY);
 	e = bpf_ringbuf_reserve(&spans, SP_BS_HEAD_SIZE, 0);
 	if (!e) {
 		count_lost();

@@ -172,7 +172,8 @@ struct sp_ring_head {
 	__u32 magic;		/* SP_RING_MAGIC */
 	__u32 pid, tid;		/* the owner */
 	__u32 reader;		/* SP_RING_ASKED, then sp-record's READING, LEFT */
-	__u32 pad[6];
+	__u64 announced;	/* the thread: when it last fired rt__ring */
+	__u32 pad[4];
 };
 
 struct sp_ring {

@@ -2184,11 +2184,11 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (e->kind == SP_BS_FIBER)
 		return on_fiber(c, p, e);
 	if (e->kind == SP_BS_RING) {
-		sp_span_rings_add(&c->rings, e->pid, e->tid, e->addr[0], e->time_ns);
+		sp_span_rings_add(&c->rings, e->pid, e->tid, e->addr[0], e->time_ns, e->line != 0);
 		return 0;
 	}
 	if (e->kind == SP_BS_RING_WAKE) {
-		sp_span_rings_wake(&c->rings);
+		sp_span_rings_wake(&c->rings, e->pid, e->tid, e->addr[0], e->time_ns);
 		return 0;
 	}
 	if (e->kind == SP_BS_CHUNK) {
@@ -2665,6 +2665,7 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 			return -1;
 	c->last_poll_ns = sp_now_mono_ns();
 	c->lost_since = c->last_poll_ns;
+	c->rings.since = c->last_poll_ns;
 	return 0;
 }
 
@@ -2873,7 +2874,7 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 	size_t i;
 
 	c->finishing = true;
-	sp_span_rings_wake(&c->rings);	/* read the rings now, whenever last */
+	sp_span_rings_wake(&c->rings, 0, 0, 0, 0);	/* read the rings now, whenever last */
 	if (spans_poll(s, out) < 0)
 		return -1;
 	sp_span_rings_leave(&c->rings);	/* their threads wait for us no more */

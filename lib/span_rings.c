@@ -19,6 +19,7 @@ struct sp_span_ring {
 	uint64_t next;		/* number of the next entry to deliver */
 	uint64_t good_ns;	/* entries stamped before were delivered */
 	bool dead;		/* its process could not be read: drop next time */
+	bool late;		/* not read yet: start where its thread says */
 };
 
 void sp_span_rings_init(struct sp_span_rings *rs)
@@ -76,14 +77,29 @@ static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uin
 	return r;
 }
 
+/* A ring new to us starts where its thread says it was read up to (0 for
+ * a new ring; an older one's: what an earlier reader left), or at what it
+ * still holds: its past before we knew it is not counted lost. */
+static void ring_seen(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
+		      uint64_t time)
+{
+	struct sp_span_ring *r = find(rs, tid);
+
+	if (!r || r->addr != addr || r->pid != pid)
+		ring_new(rs, pid, tid, addr, time)->late = true;
+}
+
 void sp_span_rings_add(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
-		       uint64_t time)
+		       uint64_t time, bool again)
 {
 	if (!addr) {
 		rs->bad++;
 		return;
 	}
-	ring_new(rs, pid, tid, addr, time);
+	if (again)
+		ring_seen(rs, pid, tid, addr, time);
+	else
+		ring_new(rs, pid, tid, addr, time);
 }
 
 /* Deliver entries numbered [from, to) of r, e[0] being number base. */
@@ -96,7 +112,7 @@ static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t ba
 		rs->dups += (r->next < to ? r->next : to) - base;
 	for (k = r->next > base ? r->next : base; k < to; k++) {
 		r->next = k + 1;
-		if (put(ctx, r->pid, r->tid, &e[k - base]))
+		if (e[k - base].time >= rs->since && put(ctx, r->pid, r->tid, &e[k - base]))
 			return -1;
 	}
 	return 0;
@@ -121,6 +137,10 @@ int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 	}
 	if (flags & SP_BSF_FAULT)
 		rs->faults++;
+	if (r->late) {		/* never read: it starts here */
+		r->late = false;
+		r->next = first;
+	}
 	if (first > r->next) {
 		rs->gaps++;
 		r->next = first;
@@ -193,6 +213,13 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 	    write_head(r, offsetof(struct sp_ring_head, reader), &reading, sizeof(reading)))
 		rs->reading++;
 	head = h.head;
+	if (head < r->next)	/* started again at the same address (exec) */
+		r->late = true;
+	if (r->late) {
+		r->late = false;
+		r->next = h.consumed <= head && head - h.consumed <= SP_RING_CAP ? h.consumed :
+			  head > SP_RING_CAP ? head - SP_RING_CAP : 0;
+	}
 	if (head <= r->next) {
 		r->good_ns = now;
 		return 0;
@@ -218,9 +245,12 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 	return deliver(rs, r, from, head, rs->buf, put, ctx);
 }
 
-void sp_span_rings_wake(struct sp_span_rings *rs)
+void sp_span_rings_wake(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
+			uint64_t time)
 {
 	rs->polled_ns = 0;
+	if (addr)
+		ring_seen(rs, pid, tid, addr, time);
 }
 
 void sp_span_rings_leave(struct sp_span_rings *rs)

@@ -34,6 +34,8 @@ struct sp_span_rings {
 	struct sp_u64map by_tid;	/* tid -> index + 1 */
 	struct sp_ring_entry *buf;	/* SP_RING_CAP entries read by a poll */
 	uint64_t polled_ns;		/* the last poll */
+	uint64_t since;			/* marks before this time (before the recording,
+					 * in an attached process's ring) are skipped */
 	/* what went wrong, for the statistics */
 	uint64_t dups;			/* entries delivered both ways: dropped once */
 	uint64_t gaps;			/* chunks after a missing one (records lost) */
@@ -48,9 +50,11 @@ void sp_span_rings_init(struct sp_span_rings *rs);
 void sp_span_rings_release(struct sp_span_rings *rs);
 
 /* Thread tid of pid announced its ring at addr at time (its rt__ring):
- * a new ring, or one started again (a fork child's, a new thread's). */
+ * a new ring, or one started again (a fork child's, a new thread's); or,
+ * again, a ring it has had for a while (known from then on, if it was not:
+ * an attached process's). */
 void sp_span_rings_add(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
-		       uint64_t time);
+		       uint64_t time, bool again);
 
 /*
  * An SP_BS_CHUNK record: n entries numbered from first of the ring at addr
@@ -71,8 +75,11 @@ int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 int sp_span_rings_poll(struct sp_span_rings *rs, uint64_t now, sp_span_ring_put_fn put,
 		       void *ctx);
 
-/* A thread's ring is half unread (SP_BS_RING_WAKE): the next poll reads. */
-void sp_span_rings_wake(struct sp_span_rings *rs);
+/* A thread's ring at addr is half unread (SP_BS_RING_WAKE): the next poll
+ * reads. A ring not known yet (announced before the recording: an attached
+ * process) is read from what it still holds on. */
+void sp_span_rings_wake(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
+			uint64_t time);
 
 /* The recording ends: tell every ring's thread not to wait for us. */
 void sp_span_rings_leave(struct sp_span_rings *rs);

@@ -534,6 +534,32 @@ while True:
 Object#f"
 }
 
+@test "sp-record -p: processes whose hooks write span rings (an earlier sp-record's) are read when attached" {
+	require_ruby
+	require_python
+	STACKPULSE_SPAN_RING=1 RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" \
+		ruby -e 'def f; [1].map { 2 }; end; loop { f; sleep 0.01 }' &
+	rpid=$!
+	STACKPULSE_SPAN_RING=1 PYTHONPATH="$SP_BIN/../runtime/python" $PY -c '
+import time
+def f(): return 1
+while True:
+    f(); time.sleep(0.01)' &
+	ppid=$!
+	sleep 1
+	# their rings were announced before: found when announced again (each
+	# second a ring is used)
+	run -0 --separate-stderr sp-record -v --no-samples --spans=ruby,python -p $rpid -p $ppid \
+		-d 2.5 -o "$OUT"
+	kill $rpid $ppid; wait $rpid $ppid || true
+	[[ "$stderr" != *"span marks lost"* ]] || fail "$stderr"
+	run -0 probe_hits "stackpulse:rt__ring"
+	(( output >= 1 ))
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | \"\\(.klass // \"\")#\\(.method)\"' | sort | uniq -c | awk '\$1 > 10 {print \$2}'"
+	assert_output "#f
+Object#f"
+}
+
 @test "sp-record --spans: a damaged hook file: one warning naming it, the runtimes' own probes instead" {
 	require_ruby
 	require_python

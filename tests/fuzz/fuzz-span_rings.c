@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	scribbled = false;
 	delivered = 0;
 	sp_span_rings_init(&rs);
-	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t);
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, false);
 	while (i < size) {
 		uint8_t op = data[i++], arg = i < size ? data[i++] : 0;
 		unsigned int k;
@@ -91,9 +91,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (arg & 1)
 				scribbled = true;	/* a ring known again after its end */
 			break;
-		case 3:		/* the thread's ring announced (again) */
-			sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t);
-			if (r->h.head)
+		case 3:		/* the thread's ring announced: anew, or again */
+			sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, arg & 1);
+			if (r->h.head && !(arg & 1))
 				scribbled = true;	/* numbers start over, as after a fork */
 			break;
 		case 4:		/* bytes over the head */
@@ -104,7 +104,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			break;
 		case 5:
-			sp_span_rings_wake(&rs);
+			if (arg & 1)	/* found again by a wake */
+				sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t);
+			else
+				sp_span_rings_wake(&rs, 0, 0, 0, 0);
 			break;
 		case 6:		/* a chunk of any numbers, any count */
 			if (i + 8 <= size) {

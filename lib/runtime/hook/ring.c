@@ -42,15 +42,26 @@ static struct sp_ring *ring_alloc(void)
 	return r;
 }
 
+static uint64_t now_ns(void);
+
+void sp_rt_ring_announce(struct sp_ring *r, uint64_t now)
+{
+	int again = r->h.announced != 0;
+
+	r->h.announced = now;
+	SP_RT_MARK(rt__ring, r, SP_RING_CAP, sizeof(struct sp_ring_entry), again);
+}
+
+/* r starts (again) as the running thread's ring. */
 static void announce(struct sp_ring *r)
 {
-	r->h.head = r->h.notified = r->h.consumed = 0;
+	r->h.head = r->h.notified = r->h.consumed = r->h.announced = 0;
 	r->h.reader = SP_RING_ASKED;
 	r->h.magic = SP_RING_MAGIC;
 	r->h.pid = (uint32_t)getpid();
 	r->h.tid = (uint32_t)syscall(SYS_gettid);
 	stale_consumed = UINT64_MAX;
-	SP_RT_MARK(rt__ring, r, SP_RING_CAP, sizeof(struct sp_ring_entry), 0);
+	sp_rt_ring_announce(r, now_ns());
 }
 
 struct sp_ring *sp_rt_ring_start(void)

@@ -11,7 +11,8 @@
  * -p, or Ruby C-method spans, which come from the interpreter's probes and
  * must interleave with the hook's), each mark is a marker as before.
  *
- * Each thread gets its ring at its first mark (rt__ring announces it); the
+ * Each thread gets its ring at its first mark (rt__ring announces it, and
+ * again every second it is used, for an sp-record attached later); the
  * thread alone writes entries, so no atomics but the release of 'head'.
  * sp-record reads them and writes back how far it has read; when half the
  * ring is unread, rt__flush wakes it, and when the ring is full the thread
@@ -54,6 +55,11 @@ struct sp_ring *sp_rt_ring_start(void);
  * full and sp-record reads it. */
 void sp_rt_ring_slow(struct sp_ring *r, uint64_t h);
 
+/* A ring is announced again (rt__ring) every SP_RT_RING_ANNOUNCE_NS it is
+ * written: an sp-record that attaches to the process later finds it. */
+#define SP_RT_RING_ANNOUNCE_NS	1000000000ull
+void sp_rt_ring_announce(struct sp_ring *r, uint64_t now);
+
 /*
  * Put one mark of the probe (enum sp_bs_probe) with its marker's operands
  * into the running thread's ring. False when there is no ring (the caller
@@ -83,6 +89,8 @@ static inline bool sp_rt_ring_put(uint32_t probe, const void *a, const void *b,
 	e->probe = probe;
 	/* the entry is whole before sp-record can see it counted */
 	__atomic_store_n(&r->h.head, h + 1, __ATOMIC_RELEASE);
+	if (__builtin_expect(e->time - r->h.announced > SP_RT_RING_ANNOUNCE_NS, 0))
+		sp_rt_ring_announce(r, e->time);
 	return true;
 }
 
