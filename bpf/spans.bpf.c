@@ -726,15 +726,16 @@ static __always_inline void ring_copy(__u64 ring, __u32 pid, __u32 tid, __u64 fr
  * what sp-record has not read, and BPF forgets the ring. Its memory is
  * still there at sched_process_exit on Linux 6.18 (a kernel that runs it
  * after the address space goes fails the read: SP_BSF_FAULT). */
-static __always_inline void ring_drain(__u32 pid, __u32 tid)
+static __always_inline void ring_drain(__u32 pid, __u32 tid, __u64 addr)
 {
 	struct sp_bs_ring *r = bpf_map_lookup_elem(&rings, &tid);
 	struct sp_ring_head h;
-	__u64 addr, from;
+	__u64 from;
 
-	if (!r)
+	if (r)
+		addr = r->addr;
+	if (!addr)
 		return;
-	addr = r->addr;
 	bpf_map_delete_elem(&rings, &tid);
 	if (bpf_probe_read_user(&h, sizeof(h), (void *)addr) || h.magic != SP_RING_MAGIC) {
 		ring_copy(addr, pid, tid, 0, 0, SP_BSF_FAULT);
@@ -757,12 +758,13 @@ static __always_inline int rt_ring(struct pt_regs *ctx, bool multi)
 	struct sp_bs_event *e;
 
 	if (!cookie || PT_REGS_PARM2(ctx) != SP_RING_CAP ||
-	    PT_REGS_PARM3(ctx) != sizeof(struct sp_ring_entry))
+	    PT_REGS_PARM3(ctx) != sizeof(struct sp_ring_entry) || !tracked(r.pid, cookie))
 		return 0;
+	/* known for the thread's end even when the record is lost */
+	bpf_map_update_elem(&rings, &tid, &r, BPF_ANY);
 	e = begin_head(SP_BS_RING, SP_PR_RT_RING, cookie);
 	if (!e)
 		return 0;
-	bpf_map_update_elem(&rings, &tid, &r, BPF_ANY);
 	e->addr[0] = r.addr;
 	e->line = (__u32)PT_REGS_PARM4(ctx);	/* 1: announced again */
 	return submit_head(e);
@@ -786,7 +788,7 @@ static __always_inline int rt_flush(struct pt_regs *ctx, bool multi)
 	if (!cookie || !tracked(pid, cookie))
 		return 0;
 	if ((__u32)PT_REGS_PARM4(ctx)) {
-		ring_drain(pid, tid);
+		ring_drain(pid, tid, PT_REGS_PARM1(ctx));
 		return 0;
 	}
 	/* a ring announced before the recording (an attached process) is
@@ -1004,7 +1006,7 @@ int BPF_PROG(on_prepare_exec, struct task_struct *p, struct linux_binprm *bprm)
 	__u32 pid = p->tgid;
 
 	if (bpf_map_lookup_elem(&tgids, &pid))
-		ring_drain(pid, p->pid);
+		ring_drain(pid, p->pid, 0);
 	return 0;
 }
 
@@ -1015,7 +1017,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	struct sp_bs_event *e;
 
 	/* a thread's ring even after its leader: it may exit first */
-	ring_drain(pid, p->pid);
+	ring_drain(pid, p->pid, 0);
 	if (p->pid != p->tgid || !bpf_map_lookup_elem(&tgids, &pid))
 		return 0;
 	bpf_map_delete_elem(&tgids, &pid);

@@ -2864,7 +2864,11 @@ static uint64_t spans_watermark(struct sp_source *s)
 	w = sp_span_rings_watermark(&c->rings);
 	if (c->last_poll_ns < w)
 		w = c->last_poll_ns;
-	return w > 1000000 ? w - 1000000 : 0;
+	w = w > 1000000 ? w - 1000000 : 0;
+	/* promised: no ring mark older than this may come out any more */
+	if (w > c->rings.released)
+		c->rings.released = w;
+	return w;
 }
 
 static int spans_finish(struct sp_source *s, struct sp_emit *out)
@@ -2911,10 +2915,13 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 		(unsigned long long)c->orphans, (unsigned long long)c->idle);
 	if (c->rings.n || c->rings.reading)
 		sp_info("spans: span rings: %llu read; %llu not readable at their thread's "
-			"end, %llu chunks after lost ones, %llu bad entries, %llu entries read "
-			"twice", (unsigned long long)c->rings.reading,
-			(unsigned long long)c->rings.faults, (unsigned long long)c->rings.gaps,
-			(unsigned long long)c->rings.bad, (unsigned long long)c->rings.dups);
+			"end, %llu ended without their last copy, %llu chunks after lost ones, "
+			"%llu bad entries, %llu entries read twice, %llu marks of rings found "
+			"late dropped (older than what was written)",
+			(unsigned long long)c->rings.reading, (unsigned long long)c->rings.faults,
+			(unsigned long long)c->rings.unended, (unsigned long long)c->rings.gaps,
+			(unsigned long long)c->rings.bad, (unsigned long long)c->rings.dups,
+			(unsigned long long)c->rings.late);
 	if (c->rings.lost)
 		sp_warn("spans: %llu span marks lost: threads gave up waiting for sp-record "
 			"to read their span rings (a loaded machine?)",

@@ -19,6 +19,8 @@ struct sp_span_ring {
 	uint64_t next;		/* number of the next entry to deliver */
 	uint64_t good_ns;	/* entries stamped before were delivered */
 	bool dead;		/* its process could not be read: drop next time */
+	bool ended;		/* its thread's end was seen in its head, but not
+				 * its last chunk (lost): drop next time */
 	bool late;		/* not read yet: start where its thread says */
 };
 
@@ -111,8 +113,16 @@ static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t ba
 	if (r->next > base)
 		rs->dups += (r->next < to ? r->next : to) - base;
 	for (k = r->next > base ? r->next : base; k < to; k++) {
+		const struct sp_ring_entry *m = &e[k - base];
+
 		r->next = k + 1;
-		if (e[k - base].time >= rs->since && put(ctx, r->pid, r->tid, &e[k - base]))
+		if (m->time < rs->since)
+			continue;	/* before the recording */
+		if (m->time < rs->released) {
+			rs->late++;	/* would come after records it precedes */
+			continue;
+		}
+		if (put(ctx, r->pid, r->tid, m))
 			return -1;
 	}
 	return 0;
@@ -201,14 +211,19 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 {
 	const uint32_t reading = SP_RING_READING;
 	struct sp_ring_head h, again;
-	uint64_t head, from;
+	uint64_t head, from, sure;
 
 	if (!read_head(r->pid, r->addr, &h)) {
 		r->dead = true;
 		return 0;
 	}
-	if (h.magic != SP_RING_MAGIC || h.tid != r->tid)
-		return 0;	/* ended, or started again: its chunks tell */
+	if (h.magic != SP_RING_MAGIC || h.tid != r->tid) {
+		/* ended, or another thread's now: its last chunk, committed
+		 * before, ends it; without one (lost), it goes next time */
+		r->ended = true;
+		return 0;
+	}
+	r->ended = false;
 	if (h.reader != SP_RING_READING &&
 	    write_head(r, offsetof(struct sp_ring_head, reader), &reading, sizeof(reading)))
 		rs->reading++;
@@ -230,19 +245,22 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 	if (!read_entries(r->pid, r->addr, from, head, rs->buf) ||
 	    !read_head(r->pid, r->addr, &again))
 		return 0;
-	if (again.magic != SP_RING_MAGIC || again.tid != r->tid)
-		return 0;
-	if (again.head - from > SP_RING_CAP) {
-		/* some of what was read was overwritten while it was read */
-		rs->lost += again.head - SP_RING_CAP - from;
-		r->next = again.head - SP_RING_CAP;
-		return 0;
-	}
-	rs->lost += from - r->next;
-	r->next = from;
+	if (again.magic != SP_RING_MAGIC || again.tid != r->tid || again.head < head)
+		return 0;	/* ended or started again meanwhile: next time */
+	/*
+	 * Entries the thread overwrote while they were read, when it gave up
+	 * waiting: not delivered. A full ring (head a ring ahead of what was
+	 * read) is whole: its thread waits before it writes the next entry.
+	 * (One that gave up could be writing that entry, unseen, just then.)
+	 */
+	sure = again.head - from > SP_RING_CAP ? again.head - SP_RING_CAP : from;
+	if (sure > head)
+		sure = head;
+	rs->lost += sure - r->next;
+	r->next = sure;
 	write_head(r, offsetof(struct sp_ring_head, consumed), &head, sizeof(head));
 	r->good_ns = now;
-	return deliver(rs, r, from, head, rs->buf, put, ctx);
+	return deliver(rs, r, sure, head, rs->buf + (sure - from), put, ctx);
 }
 
 void sp_span_rings_wake(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
@@ -258,10 +276,15 @@ void sp_span_rings_leave(struct sp_span_rings *rs)
 	const uint32_t left = SP_RING_LEFT;
 	size_t i;
 
-	for (i = 0; i < rs->n; i++)
-		if (!rs->r[i]->dead)
-			write_head(rs->r[i], offsetof(struct sp_ring_head, reader), &left,
-				   sizeof(left));
+	for (i = 0; i < rs->n; i++) {
+		struct sp_span_ring *r = rs->r[i];
+		struct sp_ring_head h;
+
+		/* only where the ring still is this thread's */
+		if (!r->dead && read_head(r->pid, r->addr, &h) && h.magic == SP_RING_MAGIC &&
+		    h.tid == r->tid && h.pid == r->pid)
+			write_head(r, offsetof(struct sp_ring_head, reader), &left, sizeof(left));
+	}
 }
 
 int sp_span_rings_poll(struct sp_span_rings *rs, uint64_t now, sp_span_ring_put_fn put,
@@ -275,8 +298,10 @@ int sp_span_rings_poll(struct sp_span_rings *rs, uint64_t now, sp_span_ring_put_
 	if (!rs->buf)
 		rs->buf = sp_xcalloc(SP_RING_CAP, sizeof(*rs->buf));
 	for (i = rs->n; i-- > 0;)
-		if (rs->r[i]->dead)
+		if (rs->r[i]->dead || rs->r[i]->ended) {
+			rs->unended += rs->r[i]->ended;
 			drop(rs, i);
+		}
 	for (i = 0; i < rs->n; i++)
 		if (poll_one(rs, rs->r[i], now, put, ctx))
 			return -1;

@@ -76,6 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			from = to - (uint64_t)arg * 41;
 			if (to > r->h.head || from > to || to - from > SP_RING_CAP)
 				break;
+			if (r->h.head > SP_RING_CAP && from < r->h.head - SP_RING_CAP)
+				from = r->h.head - SP_RING_CAP;	/* BPF copies what the ring holds */
 			while (from < to) {
 				uint64_t end = (from / SP_RING_CHUNK + 1) * SP_RING_CHUNK;
 

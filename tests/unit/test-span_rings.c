@@ -216,6 +216,45 @@ static void test_span_rings_late(void)
 	finish(&rs, r);
 }
 
+/* A ring whose thread ended without its last chunk (lost) is dropped at
+ * the poll after the one that saw it end, so the watermark moves on; one
+ * whose marks come after what was written is cut, counted. */
+static void test_span_rings_ended(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r = start(&rs);
+
+	mark(1);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 1);
+	r->h.magic = 0;		/* as thread_end leaves it */
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(rs.n, 1);
+	CHECK(sp_span_rings_watermark(&rs) < UINT64_MAX);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(rs.n, 0);
+	CHECK_EQ_U(rs.unended, 1);
+	CHECK_EQ_U(sp_span_rings_watermark(&rs), UINT64_MAX);
+	/* leave() writes only to rings still their threads' */
+	r->h.reader = SP_RING_READING;
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false);
+	sp_span_rings_leave(&rs);
+	CHECK_EQ_U(r->h.reader, SP_RING_READING);
+	r->h.magic = SP_RING_MAGIC;
+	sp_span_rings_leave(&rs);
+	CHECK_EQ_U(r->h.reader, SP_RING_LEFT);
+	/* marks older than what the caller has written out already */
+	r->h.reader = SP_RING_READING;
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false);
+	mark(2);
+	rs.released = UINT64_MAX - 1;
+	got.n = 0;
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 0);
+	CHECK_EQ_U(rs.late, 2);
+	finish(&rs, r);
+}
+
 /* What came by a poll and by a chunk is delivered once; a chunk carries
  * on where a poll stopped; the last chunk forgets the ring. */
 static void test_span_rings_chunks(void)
@@ -366,6 +405,7 @@ int main(void)
 	TAP_RUN(test_span_rings_wait);
 	TAP_RUN(test_span_rings_chunks);
 	TAP_RUN(test_span_rings_late);
+	TAP_RUN(test_span_rings_ended);
 	TAP_RUN(test_span_rings_overrun);
 	TAP_RUN(test_span_rings_watermark);
 	TAP_RUN(test_span_rings_fork_thread);

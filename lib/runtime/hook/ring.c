@@ -23,6 +23,10 @@ static __thread uint64_t stale_consumed = UINT64_MAX;
 /* Naps taken waiting for sp-record, for the tests. */
 static uint64_t naps;
 
+/* A ring said sp-record is done with this process: new rings do not wait
+ * for it (a reader that comes later marks the rings it reads). */
+static bool reader_left;
+
 static pthread_key_t key;
 static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_ring **spare;	/* rings of ended threads, for new ones */
@@ -56,7 +60,7 @@ void sp_rt_ring_announce(struct sp_ring *r, uint64_t now)
 static void announce(struct sp_ring *r)
 {
 	r->h.head = r->h.notified = r->h.consumed = r->h.announced = 0;
-	r->h.reader = SP_RING_ASKED;
+	r->h.reader = reader_left ? SP_RING_LEFT : SP_RING_ASKED;
 	r->h.magic = SP_RING_MAGIC;
 	r->h.pid = (uint32_t)getpid();
 	r->h.tid = (uint32_t)syscall(SYS_gettid);
@@ -85,12 +89,13 @@ static uint64_t now_ns(void)
 }
 
 /* Entries of r not read yet, h written ('consumed' past h: a reader's
- * stale write, as good as none). */
+ * write meant for the ring's previous owner: all of them, until the
+ * reader reads this one). */
 static uint64_t unread(const struct sp_ring *r, uint64_t h)
 {
 	uint64_t c = __atomic_load_n(&r->h.consumed, __ATOMIC_ACQUIRE);
 
-	return c > h ? 0 : h - c;
+	return c > h ? h : h - c;
 }
 
 /*
@@ -107,6 +112,8 @@ void sp_rt_ring_slow(struct sp_ring *r, uint64_t h)
 
 	SP_RT_MARK(rt__flush, r, 0, 0, 0);
 	r->h.notified = h;
+	if (__atomic_load_n(&r->h.reader, __ATOMIC_RELAXED) == SP_RING_LEFT)
+		reader_left = true;
 	while (unread(r, h) > SP_RING_HALF &&
 	       ((reader = __atomic_load_n(&r->h.reader, __ATOMIC_RELAXED)) == SP_RING_READING ||
 		reader == SP_RING_ASKED)) {
@@ -156,12 +163,25 @@ static void thread_end(void *arg)
 	pthread_mutex_unlock(&spare_lock);
 }
 
+/* The spares' lock is held across a fork, so that the child does not
+ * inherit it locked by a thread it does not have. */
+static void before_fork(void)
+{
+	pthread_mutex_lock(&spare_lock);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&spare_lock);
+}
+
 /* In a fork child the forking thread's ring holds its parent's marks:
  * start it again as the child's. */
 static void after_fork_child(void)
 {
 	struct sp_ring *r = sp_rt_ring_cur;
 
+	pthread_mutex_unlock(&spare_lock);
 	if (r)
 		announce(r);
 }
@@ -172,6 +192,6 @@ void sp_rt_ring_init(void)
 
 	if (!v || strcmp(v, "1") || pthread_key_create(&key, thread_end))
 		return;
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	sp_rt_ring_on = true;
 }
