@@ -688,6 +688,7 @@ struct bs_proc {
 	bool cm_pending;		/* C-method probes wait for the first method entry */
 	bool attached;			/* running before the recording (-p): no activator */
 	bool gone_seen;			/* exited: forget_gone() saw it once */
+	uint64_t gone_ns;		/* when its exit was read */
 	uint32_t ppid;			/* forked from, until it execs: same addresses */
 	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
 	uint64_t hits[SP_PR_MAX];	/* events read per probe (probe health) */
@@ -2098,6 +2099,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		emit_health(c, p, e->time_ns, false);
 		detach_all(c, p);
 		p->exited = true;
+		p->gone_ns = sp_now_mono_ns();
 		sp_grow(&c->gone, &c->cgone, c->ngone + 1, sizeof(*c->gone));
 		c->gone[c->ngone++] = p;
 		return 0;
@@ -2789,8 +2791,12 @@ static int finish_deferred(struct sp_source *s, struct bs_ctx *c)
 	return 0;
 }
 
-/* The processes that exited before the last poll: their chunks are in. */
-static void forget_gone(struct bs_ctx *c)
+/*
+ * The processes whose exit was read before the last poll and at least
+ * 200 ms ago: the last chunks of their other threads (which may exit
+ * after the leader, under load well after) are in by then.
+ */
+static void forget_gone(struct bs_ctx *c, uint64_t now)
 {
 	size_t i, k = 0;
 
@@ -2798,7 +2804,7 @@ static void forget_gone(struct bs_ctx *c)
 		struct bs_proc *p = c->gone[i];
 		uint64_t *at = sp_u64map_get(&c->by_pid, p->pid);
 
-		if (!p->gone_seen) {	/* exited during this poll: the next one */
+		if (!p->gone_seen || now - p->gone_ns < 200000000 || c->finishing) {
 			p->gone_seen = true;
 			c->gone[k++] = p;
 			continue;
@@ -2846,7 +2852,7 @@ static int spans_poll(struct sp_source *s, struct sp_emit *out)
 		return -1;
 	if (c->err)
 		return -1;
-	forget_gone(c);
+	forget_gone(c, now);
 	if (emit_lost(c, now))
 		return -1;
 	return (int)(c->spans + c->raises + c->audits - before);
