@@ -2922,8 +2922,8 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 	if (c->rings.n || c->rings.reading)
 		sp_info("spans: span rings: %llu read; %llu not readable at their thread's "
 			"end, %llu ended without their last copy, %llu chunks after lost ones, "
-			"%llu bad entries, %llu entries read twice, %llu marks of rings found "
-			"late dropped (older than what was written)",
+			"%llu bad entries, %llu entries read twice, %llu marks older than what "
+			"was written (of rings found late: out of order)",
 			(unsigned long long)c->rings.reading, (unsigned long long)c->rings.faults,
 			(unsigned long long)c->rings.unended, (unsigned long long)c->rings.gaps,
 			(unsigned long long)c->rings.bad, (unsigned long long)c->rings.dups,

@@ -118,10 +118,10 @@ static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t ba
 		r->next = k + 1;
 		if (m->time < rs->since)
 			continue;	/* before the recording */
-		if (m->time < rs->released) {
-			rs->late++;	/* would come after records it precedes */
-			continue;
-		}
+		/* after records it precedes (a ring found late): counted, and
+		 * kept, for the merge and sp-correlate's window to place */
+		if (m->time < rs->released)
+			rs->late++;
 		if (put(ctx, r->pid, r->tid, m))
 			return -1;
 	}

@@ -38,14 +38,14 @@ struct sp_span_rings {
 					 * in an attached process's ring) are skipped */
 	uint64_t released;		/* the caller's output is written up to here:
 					 * older marks (of a ring found late) are
-					 * dropped, counted in late */
+					 * counted in late */
 	/* what went wrong, for the statistics */
 	uint64_t dups;			/* entries delivered both ways: dropped once */
 	uint64_t gaps;			/* chunks after a missing one (records lost) */
 	uint64_t lost;			/* entries overwritten before they were read
 					 * (the thread gave up waiting for us) */
 	uint64_t reading;		/* rings told they are read */
-	uint64_t late;			/* marks older than released, dropped */
+	uint64_t late;			/* marks older than released (out of order) */
 	uint64_t unended;		/* rings whose last chunk never came */
 	uint64_t faults;		/* rings BPF could not read at an exit */
 	uint64_t bad;			/* entries or rings that make no sense */

@@ -638,8 +638,11 @@ def leaf(x):
 
 consume()
 PY
-	run -0 sp-record --no-samples --spans=python -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/gen.py"
+	run -0 --separate-stderr sp-record -v --no-samples --spans=python -o "$OUT" -- \
+		$PY "$BATS_TEST_TMPDIR/gen.py"
+	local rec_err=$stderr
 	run -0 tree gen.py
+	[ -n "$output" ] || fail "no spans; sp-record said: $rec_err"
 	assert_output "p1/main span_start #<module> 0 1
 p1/main span_start #consume 6 2
 p1/main span_start #gen 1 3
