@@ -183,7 +183,9 @@ struct proc {
 	bool root;		/* the command sp-record started */
 	bool ended;
 	bool end_deferred;	/* the command's end waits for its exit status */
-	uint64_t exec_time, end_time;
+	bool leader_exited;	/* its first thread exited before threads it made */
+	uint32_t live_threads;	/* threads seen made (not the first) and not ended */
+	uint64_t exec_time, end_time, leader_exit;
 	char comm[17];
 	uint64_t exe;		/* string id */
 	struct vma *vmas;	/* sorted by start, not overlapping */
@@ -925,6 +927,7 @@ static void on_fork(struct perf *p, const struct perf_event_header *h)
 		/* A new thread of an existing process. */
 		pr = proc_get(p, t->pid);
 		flush_pending_exec(p, pr);
+		pr->live_threads++;
 		emit_thread(p, t->pid, t->tid, pr->comm, t->time);
 		return;
 	}
@@ -946,6 +949,17 @@ static void on_fork(struct perf *p, const struct perf_event_header *h)
 	emit_thread(p, t->pid, t->tid, pr->comm, t->time);
 }
 
+/* The last thread of pr ended at time. */
+static void proc_exited(struct perf *p, struct proc *pr, uint64_t time)
+{
+	pr->leader_exited = false;
+	proc_end(p, pr, time, false);
+	pr->ended = true;
+	/* Keep the entry while it may still matter for the command's status. */
+	if (!pr->root)
+		proc_free(p, pr);
+}
+
 static void on_exit_rec(struct perf *p, const struct perf_event_header *h)
 {
 	const struct task_rec *t = (const void *)(h + 1);
@@ -961,13 +975,26 @@ static void on_exit_rec(struct perf *p, const struct perf_event_header *h)
 	r.thread_end.tid = t->tid;
 	r.thread_end.pid = t->pid;
 	emit(p, &r);
-	if (t->pid != t->tid || !pr)
+	if (!pr)
 		return;
-	proc_end(p, pr, t->time, false);
-	pr->ended = true;
-	/* Keep the entry while it may still matter for the command's status. */
-	if (!pr->root)
-		proc_free(p, pr);
+	if (t->pid != t->tid) {
+		if (pr->live_threads)
+			pr->live_threads--;
+		if (pr->leader_exited && !pr->live_threads)
+			proc_exited(p, pr, t->time);
+		return;
+	}
+	/*
+	 * The first thread ends. In an exit_group() it is often the first to
+	 * go, while the threads it made still end (their events come after):
+	 * the process ends with the last of those it saw made.
+	 */
+	if (pr->live_threads) {
+		pr->leader_exited = true;
+		pr->leader_exit = t->time;
+		return;
+	}
+	proc_exited(p, pr, t->time);
 }
 
 static void on_comm(struct perf *p, const struct perf_event_header *h, const struct sp_perf_id *id)
@@ -996,6 +1023,8 @@ static void on_comm(struct perf *p, const struct perf_event_header *h, const str
 		pr->exe = 0;
 		pr->pending_exec = true;
 		pr->exec_time = id->time;
+		pr->live_threads = 0;	/* an exec ends the other threads */
+		pr->leader_exited = false;
 		return;
 	}
 	flush_pending_exec(p, pr);
@@ -1523,6 +1552,13 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 			continue;
 		pr = (struct proc *)(uintptr_t)p->procs.t[i].v;
 		flush_pending_exec(p, pr);
+		/* its first thread exited, an end of a thread it made was not
+		 * seen (lost): it ends there */
+		if (pr->leader_exited) {
+			pr->leader_exited = false;
+			proc_end(p, pr, pr->leader_exit, false);
+			pr->ended = true;
+		}
 		if (!pr->ended)
 			capture_jit(p, pr);
 		if (pr->end_deferred && pr->defined) {

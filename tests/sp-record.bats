@@ -220,6 +220,30 @@ has() {
 	assert_output "0"
 }
 
+@test "sp-record: a process ends with the last of its threads (exit_group: the first thread often goes first)" {
+	require_root
+	[ -x /usr/bin/python3.11 ] || skip "needs /usr/bin/python3.11"
+	run --separate-stderr -3 sp-record --no-samples --spans=none -o "$OUT/t.sp" -- /usr/bin/python3.11 -c '
+import os, threading, time
+for _ in range(3):
+    threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+time.sleep(0.2)
+os._exit(3)'
+	decode "$OUT/t.sp"
+	# no record of the process's threads after its end
+	run -0 jq -s '[.[] | select(.type == "process_end")] | length' "$OUT/t.sp.json"
+	assert_output 1
+	run -0 jq -s '
+		([.[] | select(.type == "process_end")][0]) as $fin
+		| [.[] | select(.pid == $fin.pid and .time > $fin.time and .type != "module")] | length' \
+		"$OUT/t.sp.json"
+	assert_output 0
+	run -0 jq -s '[.[] | select(.type == "thread_end")] | length' "$OUT/t.sp.json"
+	(( output >= 4 ))
+	run --separate-stderr -0 sp-correlate -o /dev/null "$OUT/t.sp"
+	[[ "$stderr" != *"no process record"* ]] || fail "$stderr"
+}
+
 @test "sp-record: exits with the command's status, or 128 + its signal" {
 	require_root
 	run --separate-stderr -7 sp-record -o "$OUT/a.sp" -- "$WL" 0.05 7
