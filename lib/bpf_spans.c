@@ -2848,9 +2848,7 @@ static int spans_poll(struct sp_source *s, struct sp_emit *out)
 	if (n < 0 && n != -EINTR)
 		return sp_error("spans: ring buffer: %s", strerror(-n));
 	c->last_poll_ns = now;
-	if (!c->rings_unread && (sp_span_rings_poll(&c->rings, now, ring_put, c) || c->err))
-		return -1;
-	if (c->err)
+	if ((!c->rings_unread && sp_span_rings_poll(&c->rings, now, ring_put, c)) || c->err)
 		return -1;
 	forget_gone(c, now);
 	if (emit_lost(c, now))
