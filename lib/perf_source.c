@@ -185,6 +185,7 @@ struct proc {
 	bool end_deferred;	/* the command's end waits for its exit status */
 	bool leader_exited;	/* its first thread exited before threads it made */
 	uint32_t live_threads;	/* threads seen made (not the first) and not ended */
+	uid_t uid;		/* its user when last seen, (uid_t)-1 unknown: whose JIT map to trust */
 	uint64_t exec_time, end_time, leader_exit;
 	char comm[17];
 	uint64_t exe;		/* string id */
@@ -542,6 +543,7 @@ static struct proc *proc_get(struct perf *p, uint32_t pid)
 		return pr;
 	pr = sp_xcalloc(1, sizeof(*pr));
 	pr->pid = pid;
+	pr->uid = (uid_t)-1;
 	for (i = 0; i < p->nroots; i++)
 		pr->root |= p->roots[i] == pid;
 	map_put(&p->procs, pid, 0, (uintptr_t)pr);
@@ -661,13 +663,28 @@ static int jit_cb(void *ctx, uint64_t addr, uint64_t size, const char *name)
 	return emit(p, &r);
 }
 
-/* JIT perf maps outlive their process in /tmp but may be rewritten by the
- * next process with the same pid: take them when the process ends. */
+/*
+ * JIT perf maps outlive their process in /tmp but may be rewritten by the
+ * next process with the same pid: take them when the process ends. The
+ * process, or anyone, may have put anything there: a map not owned by the
+ * process's user or root, a link, a FIFO is refused, and a map is read up
+ * to a bound (sp_procfs_perfmap()); each such map is named once.
+ */
 static void capture_jit(struct perf *p, struct proc *pr)
 {
+	struct sp_perfmap_result res;
 	void *ctx[2] = { p, pr };
+	char who[64] = "";
 
-	sp_procfs_perfmap(pr->pid, jit_cb, ctx);
+	if (sp_procfs_perfmap(pr->pid, pr->uid, jit_cb, ctx, &res) == 0 && !res.cut)
+		return;
+	if (!res.why)
+		return;		/* none (the usual case), or stopped by the output */
+	if (res.owner != (uid_t)-1 && !strcmp(res.why, "owned by another user"))
+		snprintf(who, sizeof(who), " (uid %u; the process's user is %d)",
+			 (unsigned int)res.owner, res.user == (uid_t)-1 ? -1 : (int)res.user);
+	sp_warn("pid %u: JIT perf map '%s/perf-%u.map' %s: %s%s", pr->pid, sp_procfs_perfmap_dir,
+		pr->pid, res.cut ? "read in part" : "not read", res.why, who);
 }
 
 /* Exit status of the command sp-record started, without reaping it. */
@@ -755,6 +772,7 @@ static int scan_process(struct perf *p, uint32_t pid)
 	if (pr->defined)
 		return 0;
 	pr->ppid = ppid;
+	sp_procfs_uid(pid, &pr->uid);
 	if (sp_procfs_comm(pid, pid, comm, sizeof(comm)) == 0)
 		snprintf(pr->comm, sizeof(pr->comm), "%.16s", comm);
 	if (sp_procfs_exe(pid, buf, sizeof(buf)) == 0)
@@ -938,6 +956,7 @@ static void on_fork(struct perf *p, const struct perf_event_header *h)
 	}
 	pr = proc_get(p, t->pid);
 	pr->ppid = t->ppid;
+	pr->uid = parent->uid;
 	memcpy(pr->comm, parent->comm, sizeof(pr->comm));
 	pr->exe = parent->exe;
 	for (i = 0; i < parent->nvmas; i++)
@@ -1019,6 +1038,7 @@ static void on_comm(struct perf *p, const struct perf_event_header *h, const str
 
 			sp_procfs_status(pr->pid, &tgid, &pr->ppid);
 		}
+		sp_procfs_uid(pr->pid, &pr->uid);	/* a set-user-ID program changes it */
 		memcpy(pr->comm, name, sizeof(name));
 		pr->exe = 0;
 		pr->pending_exec = true;
