@@ -43,6 +43,7 @@
 #include "perf_ring.h"
 #include "perf_source.h"
 #include "procfs.h"
+#include "safefile.h"
 #include "sp.h"
 #include "unwind.h"
 
@@ -1228,34 +1229,13 @@ static int process_upto(struct perf *p, uint64_t upto)
 
 /* ---- the sp_source interface ---- */
 
-/* Where the parsed kallsyms of this boot are kept: $SP_CACHE_DIR, else
- * $XDG_CACHE_HOME/stackpulse, else ~/.cache/stackpulse; NULL for none. */
-static const char *cache_dir(char *buf, size_t size)
-{
-	const char *d = getenv("SP_CACHE_DIR"), *home;
-
-	if (d)
-		return *d ? d : NULL;
-	d = getenv("XDG_CACHE_HOME");
-	if (d && *d == '/') {
-		snprintf(buf, size, "%s/stackpulse", d);
-		return buf;
-	}
-	home = getenv("HOME");
-	if (!home || *home != '/')
-		return NULL;
-	snprintf(buf, size, "%s/.cache", home);
-	mkdir(buf, 0700);
-	snprintf(buf, size, "%s/.cache/stackpulse", home);
-	return buf;
-}
-
 static void *load_kallsyms(void *arg)
 {
 	struct perf *p = arg;
-	char dir[4096];
+	char *dir = sp_cache_dir(NULL);	/* the parsed kallsyms of this boot */
 
-	p->ksyms_err = sp_kallsyms_load_cached(&p->ksyms, cache_dir(dir, sizeof(dir))) ? errno : 0;
+	p->ksyms_err = sp_kallsyms_load_cached(&p->ksyms, dir) ? errno : 0;
+	free(dir);
 	__atomic_store_n(&p->ksyms_done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -1498,15 +1478,16 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 				return -1;
 	}
 	if (p->kernel_ok && geteuid() == 0 && !p->o.user_only) {
-		char dir[4096];
+		char *dir = sp_cache_dir(NULL);
 
 		p->ksyms_wanted = true;
-		if (sp_kallsyms_open_cache(&p->ksyms, cache_dir(dir, sizeof(dir))) == 0)
+		if (sp_kallsyms_open_cache(&p->ksyms, dir) == 0)
 			__atomic_store_n(&p->ksyms_done, 1, __ATOMIC_RELEASE);
 		else if (pthread_create(&p->ksyms_thread, NULL, load_kallsyms, p) == 0)
 			p->ksyms_started = true;
 		else
 			load_kallsyms(p);
+		free(dir);
 	}
 	if (p->o.enable_on_exec && !t->system_wide)
 		return 0;
