@@ -462,10 +462,12 @@ static struct mod *mod_get(struct perf *p, uint32_t pid, uint64_t time, uint64_t
 		}
 		/* sp-record --archive: a copy of the exact image, taken while it is mapped. */
 		if (p->o.archive && m.build_id.len) {
-			if (sp_archive_module(p->o.archive, pid, start, end, path, m.build_id.p,
-					      m.build_id.len) >= 0)
+			int rc = sp_archive_module(p->o.archive, pid, start, end, path,
+						   m.build_id.p, m.build_id.len);
+
+			if (rc >= 0)
 				m.flags |= SP_MOD_ARCHIVED;
-			else
+			else if (rc != SP_ARCHIVE_REFUSED)	/* that one is said once */
 				sp_warn("cannot archive '%s' of pid %u into '%s': %s", path, pid,
 					p->o.archive, strerror(errno));
 		}
