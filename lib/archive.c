@@ -111,10 +111,31 @@ static int archive_dir(const char *dir)
 	return fd;
 }
 
+/* DIR/xx was refused: true the first time (for one DIR at a time). */
+static bool sub_refused(const char *dir, const char *sub)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static uint64_t said[4];
+	static char *last;
+	unsigned int i = (unsigned int)strtoul(sub, NULL, 16) & 255;
+	bool first;
+
+	pthread_mutex_lock(&lock);
+	if (!last || strcmp(last, dir)) {
+		free(last);
+		last = strdup(dir);
+		memset(said, 0, sizeof(said));
+	}
+	first = !(said[i / 64] & (1ull << (i % 64)));
+	said[i / 64] |= 1ull << (i % 64);
+	pthread_mutex_unlock(&lock);
+	return first;
+}
+
 int sp_archive_module(const char *dir, uint64_t pid, uint64_t start, uint64_t end,
 		      const char *path, const uint8_t *build_id, unsigned int len)
 {
-	char src[4200], hex[2 * SP_BUILD_ID_MAX + 1], sub[3];
+	char src[4200], hex[2 * SP_BUILD_ID_MAX + 1], sub[3], why[256];
 	int in = -1, dfd = -1, sfd = -1, ret = -1, e;
 	struct sp_safe_tmp t = { .fd = -1 };
 	const char *name;
@@ -132,9 +153,15 @@ int sp_archive_module(const char *dir, uint64_t pid, uint64_t start, uint64_t en
 	if (dfd < 0)
 		return errno == EPERM ? SP_ARCHIVE_REFUSED : -1;
 	/* DIR/xx, ours and checked as DIR is: nobody else can put a name in it. */
-	sfd = sp_safe_dir(dfd, sub, SP_SAFE_MKDIR, 0755, NULL, 0);
-	if (sfd < 0)
+	sfd = sp_safe_dir(dfd, sub, SP_SAFE_MKDIR, 0755, why, sizeof(why));
+	if (sfd < 0) {
+		if (errno == EPERM) {
+			if (sub_refused(dir, sub))
+				sp_warn("archive directory '%s/%s' not used: %s", dir, sub, why);
+			ret = SP_ARCHIVE_REFUSED;
+		}
 		goto out;
+	}
 	if (fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
 		ret = 0;
 		goto out;
@@ -161,7 +188,8 @@ int sp_archive_module(const char *dir, uint64_t pid, uint64_t start, uint64_t en
 		errno = EINVAL;
 		goto out;
 	}
-	if (sp_safe_tmp_open(&t, sfd, 0644) < 0)
+	/* Readable by others only if the original was (DIR is 0755). */
+	if (sp_safe_tmp_open(&t, sfd, st.st_mode & S_IROTH ? 0644 : 0600) < 0)
 		goto out;
 	if (copy_fd(in, t.fd) < 0)
 		goto out;

@@ -35,9 +35,9 @@ char *sp_archive_path(const char *dir, const uint8_t *build_id, unsigned int len
  * it must be owned by root or the caller and not writable by others unless
  * sticky (safefile.h); DIR/xx is made and checked the same way, and a copy
  * is written to a new temporary (O_EXCL, O_NOFOLLOW) and renamed into
- * place, so no link another user left there is ever followed. A dir that
- * fails the checks is named once (a warning) and SP_ARCHIVE_REFUSED (errno
- * EPERM) returned for it from then on.
+ * place, so no link another user left there is ever followed. A dir, or a
+ * DIR/xx, that fails the checks is named once (a warning) and
+ * SP_ARCHIVE_REFUSED (errno EPERM) is returned for what goes there.
  */
 #define SP_ARCHIVE_REFUSED	(-2)
 int sp_archive_module(const char *dir, uint64_t pid, uint64_t start, uint64_t end,
