@@ -294,14 +294,36 @@ static int perfmap_line(void *arg, char *line, size_t len)
 	return c->fn(c->ctx, addr, size, name);
 }
 
+int sp_procfs_perfmap_fd(int fd, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
+					    const char *name), void *ctx,
+			 struct sp_perfmap_result *res)
+{
+	struct sp_safe_lines l = { .max_bytes = SP_PERFMAP_MAX_BYTES,
+				   .max_line = SP_PERFMAP_MAX_LINE };
+	struct perfmap_ctx c = { fn, ctx, res, false };
+	int ret;
+
+	res->syms = res->skipped = 0;
+	res->cut = false;
+	res->why = NULL;
+	ret = sp_safe_read_lines(fd, &l, perfmap_line, &c);
+	res->skipped += l.long_lines;
+	if (c.full) {
+		ret = 0;
+		res->cut = true;
+		res->why = "more symbols than " SP_PERFMAP_MAX_SYMS_TEXT;
+	} else if (!ret && l.cut) {
+		res->cut = true;
+		res->why = "larger than " SP_PERFMAP_MAX_BYTES_TEXT;
+	}
+	return ret;
+}
+
 int sp_procfs_perfmap(uint32_t pid, uid_t uid, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
 							  const char *name), void *ctx,
 		      struct sp_perfmap_result *res)
 {
 	struct sp_safe_want w = { SP_SAFE_NOFOLLOW | SP_SAFE_OWNER, uid, 0 };
-	struct sp_safe_lines l = { .max_bytes = SP_PERFMAP_MAX_BYTES,
-				   .max_line = SP_PERFMAP_MAX_LINE };
-	struct perfmap_ctx c = { fn, ctx, res, false };
 	struct stat st;
 	char path[256];
 	int fd, ret, e;
@@ -321,18 +343,9 @@ int sp_procfs_perfmap(uint32_t pid, uid_t uid, int (*fn)(void *ctx, uint64_t add
 		return -1;
 	}
 	res->owner = st.st_uid;
-	ret = sp_safe_read_lines(fd, &l, perfmap_line, &c);
+	ret = sp_procfs_perfmap_fd(fd, fn, ctx, res);
 	e = errno;
 	close(fd);
-	res->skipped += l.long_lines;
-	if (c.full) {
-		ret = 0;
-		res->cut = true;
-		res->why = "more symbols than " SP_PERFMAP_MAX_SYMS_TEXT;
-	} else if (!ret && l.cut) {
-		res->cut = true;
-		res->why = "larger than " SP_PERFMAP_MAX_BYTES_TEXT;
-	}
 	errno = e;
 	return ret;
 }

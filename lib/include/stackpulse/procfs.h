@@ -85,6 +85,11 @@ struct sp_perfmap_result {
 int sp_procfs_perfmap(uint32_t pid, uid_t uid, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
 							  const char *name), void *ctx,
 		      struct sp_perfmap_result *res);
+/* The reading alone, of a map opened already (bounded as above); the
+ * same returns, and res->owner and res->user are left alone. */
+int sp_procfs_perfmap_fd(int fd, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
+					    const char *name), void *ctx,
+			 struct sp_perfmap_result *res);
 /* The file-system user a process runs as (the Uid: line of /proc/PID/status). */
 int sp_procfs_uid(uint32_t pid, uid_t *uid);
 
