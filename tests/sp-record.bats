@@ -505,6 +505,22 @@ plant_and_record() {
 	[ "$n" -gt 0 ]
 }
 
+@test "sp-record: a cache directory that is another user's link is not used, and nothing is made through it" {
+	require_root
+	require_cmd setpriv util-linux
+	local S R=$OUT/rootonly
+	mkdir -m 700 "$R"
+	S=$(mktemp -d /tmp/sp-cache.XXXXXX)
+	chmod 1777 "$S"
+	setpriv --reuid=65534 --regid=65534 --clear-groups ln -s "$R" "$S/c"
+	SP_CACHE_DIR=$S/c run --separate-stderr -0 sp-record -o "$OUT/c.sp" -- "$WL" 0.1
+	rm -rf "$S"
+	echo "$stderr"
+	assert_equal "$(ls -A "$R")" ""
+	assert_equal "$(grep -c "cache directory" <<< "$stderr")" 1
+	[[ "$stderr" == *"cache directory '$S/c' not used: '$S/c' is a symbolic link owned by another user (uid 65534"* ]]
+}
+
 @test "sp-record: a mapped file replaced by a FIFO does not hang it" {
 	require_root
 	require_cmd setpriv util-linux
