@@ -683,9 +683,13 @@ static void capture_jit(struct perf *p, struct proc *pr)
 		return;
 	if (!res.why)
 		return;		/* none (the usual case), or stopped by the output */
-	if (res.owner != (uid_t)-1 && !strcmp(res.why, "owned by another user"))
-		snprintf(who, sizeof(who), " (uid %u; the process's user is %d)",
-			 (unsigned int)res.owner, res.user == (uid_t)-1 ? -1 : (int)res.user);
+	if (res.owner != (uid_t)-1 && !strcmp(res.why, "owned by another user") &&
+	    res.user != (uid_t)-1)
+		snprintf(who, sizeof(who), " (uid %u; the process's user is %u)",
+			 (unsigned int)res.owner, (unsigned int)res.user);
+	else if (res.owner != (uid_t)-1 && !strcmp(res.why, "owned by another user"))
+		snprintf(who, sizeof(who), " (uid %u; the process's user is not known)",
+			 (unsigned int)res.owner);
 	sp_warn("pid %u: JIT perf map '%s/perf-%u.map' %s: %s%s", pr->pid, sp_procfs_perfmap_dir,
 		pr->pid, res.cut ? "read in part" : "not read", res.why, who);
 }
