@@ -25,11 +25,21 @@ char *sp_archive_path(const char *dir, const uint8_t *build_id, unsigned int len
  * copy with this build-id is there already. path is the mapping's path,
  * used through /proc/PID/root when map_files cannot be opened, and as it is
  * when the process is gone (a short-lived one); every copy is checked
- * against build_id, so a replaced file is never archived. Returns 1
- * copied, 0 already archived, -1 on failure with errno set (EINVAL: the
- * file's build-id is not build_id; nothing is reported: the caller
- * decides how loud to be).
+ * against build_id, so a replaced file is never archived, and only a
+ * regular file is opened (never a device or a FIFO). Returns 1 copied, 0
+ * already archived, -1 on failure with errno set (EINVAL: not a regular
+ * file, or its build-id is not build_id; nothing is reported: the caller
+ * decides how loud to be), or SP_ARCHIVE_REFUSED.
+ *
+ * sp-record is root and dir may be shared: dir and every directory above
+ * it must be owned by root or the caller and not writable by others unless
+ * sticky (safefile.h); DIR/xx is made and checked the same way, and a copy
+ * is written to a new temporary (O_EXCL, O_NOFOLLOW) and renamed into
+ * place, so no link another user left there is ever followed. A dir, or a
+ * DIR/xx, that fails the checks is named once (a warning) and
+ * SP_ARCHIVE_REFUSED (errno EPERM) is returned for what goes there.
  */
+#define SP_ARCHIVE_REFUSED	(-2)
 int sp_archive_module(const char *dir, uint64_t pid, uint64_t start, uint64_t end,
 		      const char *path, const uint8_t *build_id, unsigned int len);
 

@@ -26,6 +26,7 @@
 
 #include "bpf_events.h"
 #include "procfs.h"
+#include "safefile.h"
 #include "sp.h"
 #include <linux/types.h>
 #include "../bpf/events.h"	/* struct sp_bpf_ev */
@@ -434,41 +435,31 @@ static int probe_prog(enum bpf_prog_type type, enum bpf_attach_type at, int btf_
 	return 0;
 }
 
-/* bpf-features in $SP_CACHE_DIR (empty: no cache), else
- * $XDG_CACHE_HOME/stackpulse, else ~/.cache/stackpulse (as kallsyms);
- * 0, or -1 when there is nowhere to cache. */
-static int kfeat_path(char *buf, size_t size, char *dir, size_t dsize)
-{
-	const char *sp = getenv("SP_CACHE_DIR");
-	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+#define KFEAT_FILE "bpf-features"
 
-	if (sp && !*sp)
-		return -1;	/* the cache is off */
-	if (sp)
-		snprintf(dir, dsize, "%s", sp);
-	else if (x && *x == '/')
-		snprintf(dir, dsize, "%s/stackpulse", x);
-	else if (home && *home == '/')
-		snprintf(dir, dsize, "%s/.cache/stackpulse", home);
-	else
-		return -1;
-	if (strlen(dir) > 3900)
-		return -1;
-	snprintf(buf, size, "%s/bpf-features", dir);
-	return 0;
-}
-
-static bool kfeat_load(struct kfeat *f, const char *path, const char *id)
+/* bpf-features in the cache directory (sp_cache_dir(), as kallsyms), read
+ * only if it is ours and private (safefile.h). */
+static bool kfeat_load(struct kfeat *f, const char *dir, const char *id)
 {
-	struct stat st;
+	struct sp_safe_want w = {
+		SP_SAFE_NOFOLLOW | SP_SAFE_OWNER | SP_SAFE_PRIVATE, geteuid(), sizeof(*f)
+	};
+	const char *why;
 	struct kfeat c;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int dfd, fd;
 	bool ok;
 
-	if (fd < 0)
+	dfd = sp_cache_dir_open(dir, false);
+	if (dfd < 0)
 		return false;
-	ok = !fstat(fd, &st) && st.st_uid == geteuid() && !(st.st_mode & 022) &&
-	     S_ISREG(st.st_mode) && read(fd, &c, sizeof(c)) == (ssize_t)sizeof(c) &&
+	fd = sp_safe_open(dfd, KFEAT_FILE, &w, NULL, &why);
+	close(dfd);
+	if (fd < 0) {
+		if (why)
+			sp_warn("cache '%s/%s': %s: not used", dir, KFEAT_FILE, why);
+		return false;
+	}
+	ok = read(fd, &c, sizeof(c)) == (ssize_t)sizeof(c) &&
 	     !memcmp(c.magic, KFEAT_MAGIC, 8) && !strncmp(c.boot_id, id, 40) &&
 	     c.euid == geteuid() && c.fentry_err <= 0 && c.lsm_err <= 0;
 	close(fd);
@@ -477,38 +468,29 @@ static bool kfeat_load(struct kfeat *f, const char *path, const char *id)
 	return ok;
 }
 
-static void kfeat_save(const struct kfeat *f, const char *dir, const char *path)
+static void kfeat_save(const struct kfeat *f, const char *dir)
 {
-	char tmp[4200], parent[4096];
-	char *slash;
-	int fd;
+	int dfd = sp_cache_dir_open(dir, true);
 
-	snprintf(parent, sizeof(parent), "%s", dir);
-	slash = strrchr(parent, '/');
-	if (slash && slash != parent) {
-		*slash = 0;
-		mkdir(parent, 0700);
-	}
-	mkdir(dir, 0700);
-	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
+	if (dfd < 0)
 		return;
-	if (write(fd, f, sizeof(*f)) != (ssize_t)sizeof(*f) || close(fd) || rename(tmp, path))
-		unlink(tmp);
+	sp_safe_write_file(dfd, KFEAT_FILE, f, sizeof(*f), 0600);
+	close(dfd);
 }
 
 /* The verdicts, from the per-boot cache or from one parse of the kernel BTF
  * (each parse costs tens of milliseconds: never more than one). */
 static void kfeat_get(struct kfeat *f)
 {
-	char id[40], path[4096], dir[4000];
-	bool cache = !sp_procfs_boot_id(id) && !kfeat_path(path, sizeof(path), dir, sizeof(dir));
+	char id[40], *dir = sp_procfs_boot_id(id) ? NULL : sp_cache_dir(NULL);
+	bool cache = dir != NULL;
 	struct btf *btf;
 	int fentry = -1, lsm = -1;
 
-	if (cache && kfeat_load(f, path, id))
+	if (cache && kfeat_load(f, dir, id)) {
+		free(dir);
 		return;
+	}
 	memset(f, 0, sizeof(*f));
 	memcpy(f->magic, KFEAT_MAGIC, 8);
 	if (cache)
@@ -527,7 +509,8 @@ static void kfeat_get(struct kfeat *f)
 	f->fentry_err = probe_prog(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, fentry);
 	f->lsm_err = probe_prog(BPF_PROG_TYPE_LSM, BPF_LSM_MAC, lsm);
 	if (cache && btf)
-		kfeat_save(f, dir, path);
+		kfeat_save(f, dir);
+	free(dir);
 }
 
 /* May this process load tracing programs at all? A two-instruction

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "buildid.h"
+#include "safefile.h"
 
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
@@ -86,10 +87,15 @@ int sp_elf_info_file(const char *path, struct sp_elf_info *info)
 	int fd, ret, e;
 
 	elf_version(EV_CURRENT);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Only a regular file is opened: the path is another process's, and
+	 * may name a FIFO (which would block) or a device (opening it may do
+	 * something) by now. */
+	fd = sp_safe_open(AT_FDCWD, path, NULL, NULL, NULL);
 	if (fd < 0)
 		return -1;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* Read, not mapped: a file its owner truncates meanwhile gives read
+	 * errors, where a mapping would give SIGBUS. */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	ret = from_elf(elf, info);
 	e = errno;
 	if (elf)

@@ -11,6 +11,8 @@
 
 #include "kallsyms.h"
 #include "procfs.h"
+#include "safefile.h"
+#include "sp.h"
 
 int sp_kallsyms_parse_line(char *line, uint64_t *addr, char **name, char **kmod)
 {
@@ -203,18 +205,33 @@ static int read_all(int fd, void *p, size_t n)
 	return 0;
 }
 
-static int load_cache(struct sp_kallsyms *k, const char *path, const char *id)
+static bool refused_said;
+
+/* The cache file: only ours (or root's), private, regular, in a directory
+ * that is ours (safefile.h). */
+static int load_cache(struct sp_kallsyms *k, const char *dir, const char *name, const char *id)
 {
+	struct sp_safe_want w = {
+		SP_SAFE_NOFOLLOW | SP_SAFE_OWNER | SP_SAFE_PRIVATE, geteuid(), 1ull << 32
+	};
 	struct cache_head h;
+	const char *why;
 	struct stat st;
 	uint8_t *p;
-	int fd;
+	int dfd, fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
+	dfd = sp_cache_dir_open(dir, false);
+	if (dfd < 0)
 		return -1;
-	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 022) ||
-	    !S_ISREG(st.st_mode) || read_all(fd, &h, sizeof(h)) ||
+	fd = sp_safe_open(dfd, name, &w, &st, &why);
+	close(dfd);
+	if (fd < 0) {
+		/* (sp-record tries the cache twice: say it once) */
+		if (why && !__atomic_exchange_n(&refused_said, true, __ATOMIC_RELAXED))
+			sp_warn("cache '%s/%s': %s: not used", dir, name, why);
+		return -1;
+	}
+	if (read_all(fd, &h, sizeof(h)) ||
 	    memcmp(h.magic, CACHE_MAGIC, 8) || strncmp(h.boot_id, id, 40) ||
 	    h.n > (1u << 24) || !h.names_len || h.names_len > (1u << 28) ||
 	    (uint64_t)st.st_size != sizeof(h) + h.n * sizeof(*k->sym) + h.names_len)
@@ -243,64 +260,58 @@ bad:
 	return -1;
 }
 
-static void save_cache(const struct sp_kallsyms *k, const char *dir, const char *path,
+static void save_cache(const struct sp_kallsyms *k, const char *dir, const char *name,
 		       const char *id)
 {
 	struct cache_head h = { .magic = CACHE_MAGIC };
-	char tmp[4200];
-	FILE *f;
-	int fd, ok;
+	struct sp_safe_tmp t;
+	int dfd;
 
-	mkdir(dir, 0700);
 	memcpy(h.boot_id, id, 40);
 	h.n = k->n;
 	h.names_len = k->names_len;
 	h.text_lo = k->text_lo;
 	h.text_hi = k->text_hi;
-	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
+	dfd = sp_cache_dir_open(dir, true);
+	if (dfd < 0)
 		return;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(tmp);
-		return;
+	if (sp_safe_tmp_open(&t, dfd, 0600) == 0) {
+		if (sp_safe_write_all(t.fd, &h, sizeof(h)) ||
+		    sp_safe_write_all(t.fd, k->sym, k->n * sizeof(*k->sym)) ||
+		    sp_safe_write_all(t.fd, k->names, k->names_len))
+			sp_safe_tmp_abort(&t);
+		else
+			sp_safe_tmp_commit(&t, name);
 	}
-	ok = fwrite(&h, sizeof(h), 1, f) == 1 &&
-	     fwrite(k->sym, sizeof(*k->sym), k->n, f) == k->n &&
-	     fwrite(k->names, 1, k->names_len, f) == k->names_len;
-	ok &= fclose(f) == 0;
-	if (!ok || rename(tmp, path))
-		unlink(tmp);
+	close(dfd);
 }
 
 int sp_kallsyms_open_cache(struct sp_kallsyms *k, const char *dir)
 {
-	char id[40], path[4096];
+	char id[40], name[64];
 
 	memset(k, 0, sizeof(*k));
-	if (!dir || sp_procfs_boot_id(id) || strlen(dir) > 4000) {
+	if (!dir || sp_procfs_boot_id(id)) {
 		errno = ENOENT;
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s/kallsyms-%s", dir, id);
-	return load_cache(k, path, id);
+	snprintf(name, sizeof(name), "kallsyms-%s", id);
+	return load_cache(k, dir, name, id);
 }
 
 int sp_kallsyms_load_cached(struct sp_kallsyms *k, const char *dir)
 {
-	char id[40], path[4096];
+	char id[40], name[64];
 
 	memset(k, 0, sizeof(*k));
-	if (!dir || sp_procfs_boot_id(id) || strlen(dir) > 4000)
+	if (!dir || sp_procfs_boot_id(id))
 		return sp_kallsyms_load(k, NULL);
-	snprintf(path, sizeof(path), "%s/kallsyms-%s", dir, id);
-	if (load_cache(k, path, id) == 0)
+	snprintf(name, sizeof(name), "kallsyms-%s", id);
+	if (load_cache(k, dir, name, id) == 0)
 		return 0;
 	if (sp_kallsyms_load(k, NULL))
 		return -1;
 	if (!k->zero && k->text_lo && k->text_hi > k->text_lo)
-		save_cache(k, dir, path, id);
+		save_cache(k, dir, name, id);
 	return 0;
 }

@@ -43,6 +43,7 @@
 #include "perf_ring.h"
 #include "perf_source.h"
 #include "procfs.h"
+#include "safefile.h"
 #include "sp.h"
 #include "unwind.h"
 
@@ -185,6 +186,7 @@ struct proc {
 	bool end_deferred;	/* the command's end waits for its exit status */
 	bool leader_exited;	/* its first thread exited before threads it made */
 	uint32_t live_threads;	/* threads seen made (not the first) and not ended */
+	uid_t uid;		/* its user when last seen, (uid_t)-1 unknown: whose JIT map to trust */
 	uint64_t exec_time, end_time, leader_exit;
 	char comm[17];
 	uint64_t exe;		/* string id */
@@ -460,10 +462,12 @@ static struct mod *mod_get(struct perf *p, uint32_t pid, uint64_t time, uint64_t
 		}
 		/* sp-record --archive: a copy of the exact image, taken while it is mapped. */
 		if (p->o.archive && m.build_id.len) {
-			if (sp_archive_module(p->o.archive, pid, start, end, path, m.build_id.p,
-					      m.build_id.len) >= 0)
+			int rc = sp_archive_module(p->o.archive, pid, start, end, path,
+						   m.build_id.p, m.build_id.len);
+
+			if (rc >= 0)
 				m.flags |= SP_MOD_ARCHIVED;
-			else
+			else if (rc != SP_ARCHIVE_REFUSED)	/* that one is said once */
 				sp_warn("cannot archive '%s' of pid %u into '%s': %s", path, pid,
 					p->o.archive, strerror(errno));
 		}
@@ -542,6 +546,7 @@ static struct proc *proc_get(struct perf *p, uint32_t pid)
 		return pr;
 	pr = sp_xcalloc(1, sizeof(*pr));
 	pr->pid = pid;
+	pr->uid = (uid_t)-1;
 	for (i = 0; i < p->nroots; i++)
 		pr->root |= p->roots[i] == pid;
 	map_put(&p->procs, pid, 0, (uintptr_t)pr);
@@ -661,13 +666,32 @@ static int jit_cb(void *ctx, uint64_t addr, uint64_t size, const char *name)
 	return emit(p, &r);
 }
 
-/* JIT perf maps outlive their process in /tmp but may be rewritten by the
- * next process with the same pid: take them when the process ends. */
+/*
+ * JIT perf maps outlive their process in /tmp but may be rewritten by the
+ * next process with the same pid: take them when the process ends. The
+ * process, or anyone, may have put anything there: a map not owned by the
+ * process's user or root, a link, a FIFO is refused, and a map is read up
+ * to a bound (sp_procfs_perfmap()); each such map is named once.
+ */
 static void capture_jit(struct perf *p, struct proc *pr)
 {
+	struct sp_perfmap_result res;
 	void *ctx[2] = { p, pr };
+	char who[64] = "";
 
-	sp_procfs_perfmap(pr->pid, jit_cb, ctx);
+	if (sp_procfs_perfmap(pr->pid, pr->uid, jit_cb, ctx, &res) == 0 && !res.cut)
+		return;
+	if (!res.why)
+		return;		/* none (the usual case), or stopped by the output */
+	if (res.owner != (uid_t)-1 && !strcmp(res.why, "owned by another user") &&
+	    res.user != (uid_t)-1)
+		snprintf(who, sizeof(who), " (uid %u; the process's user is %u)",
+			 (unsigned int)res.owner, (unsigned int)res.user);
+	else if (res.owner != (uid_t)-1 && !strcmp(res.why, "owned by another user"))
+		snprintf(who, sizeof(who), " (uid %u; the process's user is not known)",
+			 (unsigned int)res.owner);
+	sp_warn("pid %u: JIT perf map '%s/perf-%u.map' %s: %s%s", pr->pid, sp_procfs_perfmap_dir,
+		pr->pid, res.cut ? "read in part" : "not read", res.why, who);
 }
 
 /* Exit status of the command sp-record started, without reaping it. */
@@ -755,6 +779,7 @@ static int scan_process(struct perf *p, uint32_t pid)
 	if (pr->defined)
 		return 0;
 	pr->ppid = ppid;
+	sp_procfs_uid(pid, &pr->uid);
 	if (sp_procfs_comm(pid, pid, comm, sizeof(comm)) == 0)
 		snprintf(pr->comm, sizeof(pr->comm), "%.16s", comm);
 	if (sp_procfs_exe(pid, buf, sizeof(buf)) == 0)
@@ -938,6 +963,7 @@ static void on_fork(struct perf *p, const struct perf_event_header *h)
 	}
 	pr = proc_get(p, t->pid);
 	pr->ppid = t->ppid;
+	pr->uid = parent->uid;
 	memcpy(pr->comm, parent->comm, sizeof(pr->comm));
 	pr->exe = parent->exe;
 	for (i = 0; i < parent->nvmas; i++)
@@ -1019,6 +1045,7 @@ static void on_comm(struct perf *p, const struct perf_event_header *h, const str
 
 			sp_procfs_status(pr->pid, &tgid, &pr->ppid);
 		}
+		sp_procfs_uid(pr->pid, &pr->uid);	/* a set-user-ID program changes it */
 		memcpy(pr->comm, name, sizeof(name));
 		pr->exe = 0;
 		pr->pending_exec = true;
@@ -1208,34 +1235,13 @@ static int process_upto(struct perf *p, uint64_t upto)
 
 /* ---- the sp_source interface ---- */
 
-/* Where the parsed kallsyms of this boot are kept: $SP_CACHE_DIR, else
- * $XDG_CACHE_HOME/stackpulse, else ~/.cache/stackpulse; NULL for none. */
-static const char *cache_dir(char *buf, size_t size)
-{
-	const char *d = getenv("SP_CACHE_DIR"), *home;
-
-	if (d)
-		return *d ? d : NULL;
-	d = getenv("XDG_CACHE_HOME");
-	if (d && *d == '/') {
-		snprintf(buf, size, "%s/stackpulse", d);
-		return buf;
-	}
-	home = getenv("HOME");
-	if (!home || *home != '/')
-		return NULL;
-	snprintf(buf, size, "%s/.cache", home);
-	mkdir(buf, 0700);
-	snprintf(buf, size, "%s/.cache/stackpulse", home);
-	return buf;
-}
-
 static void *load_kallsyms(void *arg)
 {
 	struct perf *p = arg;
-	char dir[4096];
+	char *dir = sp_cache_dir(NULL);	/* the parsed kallsyms of this boot */
 
-	p->ksyms_err = sp_kallsyms_load_cached(&p->ksyms, cache_dir(dir, sizeof(dir))) ? errno : 0;
+	p->ksyms_err = sp_kallsyms_load_cached(&p->ksyms, dir) ? errno : 0;
+	free(dir);
 	__atomic_store_n(&p->ksyms_done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -1478,15 +1484,16 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 				return -1;
 	}
 	if (p->kernel_ok && geteuid() == 0 && !p->o.user_only) {
-		char dir[4096];
+		char *dir = sp_cache_dir(NULL);
 
 		p->ksyms_wanted = true;
-		if (sp_kallsyms_open_cache(&p->ksyms, cache_dir(dir, sizeof(dir))) == 0)
+		if (sp_kallsyms_open_cache(&p->ksyms, dir) == 0)
 			__atomic_store_n(&p->ksyms_done, 1, __ATOMIC_RELEASE);
 		else if (pthread_create(&p->ksyms_thread, NULL, load_kallsyms, p) == 0)
 			p->ksyms_started = true;
 		else
 			load_kallsyms(p);
+		free(dir);
 	}
 	if (p->o.enable_on_exec && !t->system_wide)
 		return 0;

@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "procfs.h"
+#include "safefile.h"
 #include "sp.h"
 
 const char *sp_procfs_root = "/proc";
@@ -267,33 +269,109 @@ int sp_procfs_parse_perfmap(char *line, uint64_t *addr, uint64_t *size, const ch
 	return 0;
 }
 
-int sp_procfs_perfmap(uint32_t pid, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
-					      const char *name), void *ctx)
+struct perfmap_ctx {
+	int (*fn)(void *ctx, uint64_t addr, uint64_t size, const char *name);
+	void *ctx;
+	struct sp_perfmap_result *res;
+	bool full;
+};
+
+static int perfmap_line(void *arg, char *line, size_t len)
 {
-	char path[256], *line = NULL;
+	struct perfmap_ctx *c = arg;
 	uint64_t addr, size;
 	const char *name;
-	size_t cap = 0;
-	ssize_t len;
-	int ret = 0;
+
+	if (sp_procfs_parse_perfmap(line, &addr, &size, &name)) {
+		c->res->skipped++;
+		return 0;
+	}
+	if (c->res->syms >= SP_PERFMAP_MAX_SYMS) {
+		c->full = true;
+		return 1;
+	}
+	c->res->syms++;
+	return c->fn(c->ctx, addr, size, name);
+}
+
+int sp_procfs_perfmap_fd(int fd, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
+					    const char *name), void *ctx,
+			 struct sp_perfmap_result *res)
+{
+	struct sp_safe_lines l = { .max_bytes = SP_PERFMAP_MAX_BYTES,
+				   .max_line = SP_PERFMAP_MAX_LINE };
+	struct perfmap_ctx c = { fn, ctx, res, false };
+	int ret;
+
+	res->syms = res->skipped = 0;
+	res->cut = false;
+	res->why = NULL;
+	ret = sp_safe_read_lines(fd, &l, perfmap_line, &c);
+	res->skipped += l.long_lines;
+	if (c.full) {
+		ret = 0;
+		res->cut = true;
+		res->why = "more symbols than " SP_PERFMAP_MAX_SYMS_TEXT;
+	} else if (!ret && l.cut) {
+		res->cut = true;
+		res->why = "larger than " SP_PERFMAP_MAX_BYTES_TEXT;
+	}
+	return ret;
+}
+
+int sp_procfs_perfmap(uint32_t pid, uid_t uid, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
+							  const char *name), void *ctx,
+		      struct sp_perfmap_result *res)
+{
+	struct sp_safe_want w = { SP_SAFE_NOFOLLOW | SP_SAFE_OWNER, uid, 0 };
+	struct stat st;
+	char path[256];
+	int fd, ret, e;
+	uid_t now;
+
+	memset(res, 0, sizeof(*res));
+	/* The user the process runs as now; else as it was last seen. */
+	if (sp_procfs_uid(pid, &now) == 0)
+		w.owner = now;
+	res->user = w.owner;
+	res->owner = (uid_t)-1;
+	snprintf(path, sizeof(path), "%s/perf-%u.map", sp_procfs_perfmap_dir, pid);
+	fd = sp_safe_open(AT_FDCWD, path, &w, &st, &res->why);
+	if (fd < 0) {
+		if (errno == EPERM)
+			res->owner = st.st_uid;
+		return -1;
+	}
+	res->owner = st.st_uid;
+	ret = sp_procfs_perfmap_fd(fd, fn, ctx, res);
+	e = errno;
+	close(fd);
+	errno = e;
+	return ret;
+}
+
+int sp_procfs_uid(uint32_t pid, uid_t *uid)
+{
+	char line[256];
+	unsigned long r, e, s, fs;
+	int found = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/perf-%u.map", sp_procfs_perfmap_dir, pid);
-	f = fopen(path, "re");
+	f = open_proc(pid, "status");
 	if (!f)
 		return -1;
-	while ((len = getline(&line, &cap, f)) > 0) {
-		if (line[len - 1] == '\n')
-			line[--len] = 0;
-		if (sp_procfs_parse_perfmap(line, &addr, &size, &name))
-			continue;
-		ret = fn(ctx, addr, size, name);
-		if (ret)
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Uid:", 4)) {
+			found = sscanf(line + 4, "%lu %lu %lu %lu", &r, &e, &s, &fs) == 4;
 			break;
-	}
-	free(line);
+		}
 	fclose(f);
-	return ret;
+	if (!found) {
+		errno = EINVAL;
+		return -1;
+	}
+	*uid = (uid_t)fs;	/* files it creates are its file-system user's */
+	return 0;
 }
 
 int sp_parse_cpu_list(const char *list, int **out)

@@ -19,6 +19,7 @@
 #include "demangle.h"
 #include "dwarfidx.h"
 #include "hashmap.h"
+#include "safefile.h"
 #include "sp.h"
 #include "symbolize.h"
 #include "symcache.h"
@@ -496,26 +497,21 @@ static unsigned int elf_build_id(Elf *elf, uint8_t *id)
  */
 static int elf_file_open(struct elf_file *f, const char *path, const char **why)
 {
-	struct stat st;
+	/* The path comes from the input: a FIFO there must not hang us, and a
+	 * device is not even opened (opening one may do something). */
+	const struct sp_safe_want w = { 0, 0, MAX_FILE_SIZE };
 
 	f->fd = -1;
 	f->elf = NULL;
 	f->path = NULL;
 	*why = NULL;
-	/* O_NONBLOCK: a FIFO planted at the path must not hang us. */
-	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	f->fd = sp_safe_open(AT_FDCWD, path, &w, NULL, why);
 	if (f->fd < 0) {
-		if (errno != ENOENT && errno != ENOTDIR)
+		if (*why && !strcmp(*why, "too large"))
+			*why = "file too large";
+		else if (!*why && errno != ENOENT && errno != ENOTDIR)
 			*why = "cannot open";
 		return -1;
-	}
-	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		*why = "not a regular file";
-		goto fail;
-	}
-	if ((uint64_t)st.st_size > MAX_FILE_SIZE) {
-		*why = "file too large";
-		goto fail;
 	}
 	/*
 	 * ELF_C_READ, not mmap: a file truncated while we read it gives short

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "buildid.h"
+#include "safefile.h"
 #include "sp.h"
 #include "symcache.h"
 
@@ -51,6 +52,7 @@ _Static_assert(sizeof(struct sp_dwarfidx_row) == 24, "row size");
 struct sp_symcache {
 	char *dir;
 	bool write_failed;
+	bool dir_refused;	/* by sp_cache_dir_open(), which said why */
 };
 
 struct mapping {
@@ -360,21 +362,7 @@ out:
 
 char *sp_symcache_default_dir(void)
 {
-	const char *d = getenv("SP_CACHE_DIR"), *home;
-	char *p = NULL;
-
-	if (d) {
-		if (!*d || asprintf(&p, "%s/symbols", d) < 0)
-			return NULL;
-		return p;
-	}
-	d = getenv("XDG_CACHE_HOME");
-	if (d && *d == '/')
-		return asprintf(&p, "%s/stackpulse/symbols", d) < 0 ? NULL : p;
-	home = getenv("HOME");
-	if (!home || *home != '/')
-		return NULL;
-	return asprintf(&p, "%s/.cache/stackpulse/symbols", home) < 0 ? NULL : p;
+	return sp_cache_dir("symbols");
 }
 
 struct sp_symcache *sp_symcache_new(const char *dir)
@@ -399,7 +387,9 @@ void sp_symcache_free(struct sp_symcache *c)
 	free(c);
 }
 
-static char *entry_path(const struct sp_symcache *c, const struct sp_symcache_key *k)
+/* The file's path (for messages), and its name in the directory. */
+static char *entry_path(const struct sp_symcache *c, const struct sp_symcache_key *k,
+			const char **name)
 {
 	char hex[2 * SP_BUILD_ID_MAX + 1];
 	char *p;
@@ -410,6 +400,7 @@ static char *entry_path(const struct sp_symcache *c, const struct sp_symcache_ke
 	if (asprintf(&p, "%s/%s-%llx-%llx.idx", c->dir, hex, (unsigned long long)k->text_lo,
 		     (unsigned long long)k->text_hi) < 0)
 		return NULL;
+	*name = p + strlen(c->dir) + 1;
 	return p;
 }
 
@@ -423,30 +414,41 @@ static void unmap(void *arg)
 
 struct sp_dwarfidx *sp_symcache_load(struct sp_symcache *c, const struct sp_symcache_key *k)
 {
+	/* Only our own (or root's) private regular file, in a directory that
+	 * is ours: another user's file could name functions as it likes. */
+	struct sp_safe_want w = {
+		SP_SAFE_NOFOLLOW | SP_SAFE_OWNER | SP_SAFE_PRIVATE, geteuid(), MAX_FILE
+	};
 	struct sp_dwarfidx *x = NULL;
 	struct mapping *m = NULL;
-	const char *why = NULL;
-	char *path = entry_path(c, k);
+	const char *why = NULL, *name;
+	char *path = entry_path(c, k, &name);
 	struct stat st;
 	void *p;
-	int fd;
+	int fd, dfd;
 
 	if (!path)
 		return NULL;
-	/* O_NONBLOCK: a FIFO in its place must not hang us (it is refused below). */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	dfd = c->dir_refused ? -1 : sp_cache_dir_open(c->dir, false);
+	if (dfd < 0) {
+		if (errno == EPERM)
+			c->dir_refused = true;	/* sp_cache_dir_open() said why */
+		free(path);
+		return NULL;
+	}
+	fd = sp_safe_open(dfd, name, &w, &st, &why);
+	close(dfd);
 	if (fd < 0) {
-		if (errno != ENOENT && errno != ENOTDIR)
+		if (why)
+			sp_warn("cache '%s': %s%s", path, why,
+				strcmp(why, "too large") ? "" : " (over 4 GiB)");
+		else if (errno != ENOENT && errno != ENOTDIR)
 			sp_warn("cache '%s': cannot open: %s", path, strerror(errno));
 		free(path);
 		return NULL;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		why = "not a regular file";
-		goto out;
-	}
-	if ((uint64_t)st.st_size > MAX_FILE || !st.st_size) {
-		why = st.st_size ? "larger than 4 GiB" : "empty";
+	if (!st.st_size) {
+		why = "empty";
 		goto out;
 	}
 	/* Populated: every page is read by the checks anyway, faulting one by one is slower. */
@@ -478,46 +480,19 @@ out:
 	return x;
 }
 
-/* mkdir -p, mode 0700 for what it creates. */
-static int make_dirs(const char *dir)
-{
-	char *p = strdup(dir), *s;
-	int rc = 0;
-
-	if (!p)
-		return -1;
-	for (s = p + 1; ; s++) {
-		if (*s && *s != '/')
-			continue;
-		if (s[-1] != '/') {
-			char save = *s;
-
-			*s = 0;
-			if (mkdir(p, 0700) < 0 && errno != EEXIST) {
-				rc = -1;
-				break;
-			}
-			*s = save;
-		}
-		if (!*s)
-			break;
-	}
-	free(p);
-	return rc;
-}
-
 int sp_symcache_save(struct sp_symcache *c, const struct sp_symcache_key *k,
 		     const struct sp_dwarfidx *x)
 {
-	char *path = NULL, *tmp = NULL;
 	unsigned char *buf = NULL;
-	size_t size = 0, done;
-	int fd = -1, rc = -1;
-	bool created = false;
+	struct sp_safe_tmp t;
+	const char *name;
+	char *path = NULL;
+	int dfd = -1, rc = -1;
+	size_t size = 0;
 
-	if (c->write_failed)
+	if (c->write_failed || c->dir_refused)
 		return -1;
-	path = entry_path(c, k);
+	path = entry_path(c, k, &name);
 	if (!path)
 		return -1;
 	buf = sp_symcache_encode(k, x, &size);
@@ -525,41 +500,31 @@ int sp_symcache_save(struct sp_symcache *c, const struct sp_symcache_key *k,
 		sp_warn("cache '%s': cannot encode the index: %s", path, strerror(errno));
 		goto out;
 	}
-	if (make_dirs(c->dir) < 0 || asprintf(&tmp, "%s/.tmp-XXXXXX", c->dir) < 0 ||
-	    (fd = mkstemp(tmp)) < 0) {
-		sp_warn("cache '%s': cannot create files there: %s", c->dir, strerror(errno));
+	/* The directories made and checked without following others' links;
+	 * the file made anew, never written through a name others chose. */
+	dfd = sp_cache_dir_open(c->dir, true);
+	if (dfd < 0 || sp_safe_tmp_open(&t, dfd, 0600) < 0) {
+		if (dfd < 0 && errno == EPERM)
+			c->dir_refused = true;	/* sp_cache_dir_open() said why */
+		else
+			sp_warn("cache '%s': cannot create files there: %s", c->dir,
+				strerror(errno));
 		c->write_failed = true;
 		goto out;
 	}
-	created = true;
-	for (done = 0; done < size;) {
-		ssize_t n = write(fd, buf + done, size - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			sp_warn("cache '%s': write: %s", tmp, n < 0 ? strerror(errno) : "no space");
-			goto out;
-		}
-		done += (size_t)n;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		sp_warn("cache '%s': close: %s", tmp, strerror(errno));
+	if (sp_safe_write_all(t.fd, buf, size) < 0) {
+		sp_warn("cache '%s': write: %s", path, strerror(errno));
+		sp_safe_tmp_abort(&t);
 		goto out;
 	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		sp_warn("cache '%s': rename: %s", path, strerror(errno));
+	if (sp_safe_tmp_commit(&t, name) < 0) {
+		sp_warn("cache '%s': %s", path, strerror(errno));
 		goto out;
 	}
 	rc = 0;
 out:
-	if (fd >= 0)
-		close(fd);
-	if (rc < 0 && created)
-		unlink(tmp);
-	free(tmp);
+	if (dfd >= 0)
+		close(dfd);
 	free(buf);
 	free(path);
 	return rc;

@@ -31,6 +31,15 @@
  * renamed over the old one: a reader sees the old file or the new one,
  * never a torn one; of two concurrent writers the last rename wins. Files
  * are never written in place, so a mapping never sees its file shrink.
+ *
+ * Trust: a cache file names functions, so it is used only from a
+ * directory that is the caller's or root's and that others cannot change
+ * (DIR and every directory above it, safefile.h), and only if it is a
+ * regular file of the caller (or root) that others cannot write, reached
+ * without a link. DIR's missing directories are made (0700) the same way,
+ * and files are created anew (O_EXCL, O_NOFOLLOW), never through a name
+ * another user chose. A directory that fails the checks is named once and
+ * not used.
  */
 #ifndef STACKPULSE_SYMCACHE_H
 #define STACKPULSE_SYMCACHE_H
@@ -50,10 +59,10 @@ struct sp_symcache_key {
 };
 
 /*
- * The default directory: $SP_CACHE_DIR/symbols (an empty SP_CACHE_DIR
- * turns caching off), else $XDG_CACHE_HOME/stackpulse/symbols, else
- * ~/.cache/stackpulse/symbols. A new string, caller free()s it; NULL when
- * there is none.
+ * The default directory: sp_cache_dir("symbols") (safefile.h):
+ * $SP_CACHE_DIR/symbols (an empty SP_CACHE_DIR turns caching off), else
+ * $XDG_CACHE_HOME/stackpulse/symbols, else ~/.cache/stackpulse/symbols. A
+ * new string, caller free()s it; NULL when there is none.
  */
 char *sp_symcache_default_dir(void);
 
@@ -65,7 +74,7 @@ void sp_symcache_free(struct sp_symcache *c);
 
 /*
  * The cached index for key, or NULL: no file (silently), or a file that is
- * unusable (one warning "cache '<path>': <what>"). The index keeps the file
+ * unusable or not trusted (one warning "cache '<path>': <what>"). The index keeps the file
  * mapped until sp_dwarfidx_free(); its clusters not in the file are built
  * from the Dwarf of sp_dwarfidx_set_opener(), if the caller sets one.
  */

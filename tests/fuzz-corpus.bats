@@ -4,7 +4,8 @@
 # decoders (tests/fuzz/fuzz-spool.c, fuzz-json.c: every seed still decodes,
 # re-encodes and round-trips through JSON lines), the correlator and the
 # tree (fuzz-correlate.c), the ELF notes sp-record reads to attach span
-# probes (fuzz-usdt.c) and the hooks' span rings it reads (fuzz-span_rings.c),
+# probes (fuzz-usdt.c), the hooks' span rings it reads (fuzz-span_rings.c) and
+# the JIT perf maps it reads (fuzz-perfmap.c),
 # all without a sanitizer report. Longer runs:
 # make fuzz-run FUZZ_SECONDS=600.
 
@@ -56,4 +57,9 @@ run_corpus() {
 @test "fuzz-span_rings: its corpus runs clean" {
 	need_fuzzer fuzz-span_rings
 	run_corpus fuzz-span_rings
+}
+
+@test "fuzz-perfmap: its corpus runs clean (the JIT perf maps sp-record reads as root)" {
+	need_fuzzer fuzz-perfmap
+	run_corpus fuzz-perfmap
 }

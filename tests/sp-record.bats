@@ -393,6 +393,158 @@ os._exit(3)'
 $pid 0x7f0000002000 16 jitted_bye"
 }
 
+@test "sp-record: a JIT perf map of another user's process is read when that user owns it" {
+	require_root
+	require_cmd setpriv util-linux
+	# the inner shell is often reaped before its end is read: its user is
+	# then the one sp-record saw it start as
+	run --separate-stderr -0 sp-record --events=none --spans=none --format=json -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+		'sh -c '\''printf "7f0000001000 40 nobody_jit\n" > /tmp/perf-$$.map; echo $$ >&2'\''; sleep 0.3'
+	pid=${stderr%%$'\n'*}
+	rm -f "/tmp/perf-$pid.map"
+	printf '%s\n' "$output" > "$OUT/n.json"
+	run jq -r 'select(.type=="jitsym") | "\(.pid) \(.name)"' "$OUT/n.json"
+	assert_output "$pid nobody_jit"
+}
+
+@test "sp-record: a JIT perf map that is a FIFO is refused at once with one warning, not waited on" {
+	require_root
+	require_cmd setpriv util-linux
+	# (before, sp-record blocked in open() for good, deaf to SIGTERM: -k)
+	run --separate-stderr timeout -k 5 60 sp-record --events=none --spans=none -o "$OUT/f.sp" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+		'mkfifo /tmp/perf-$$.map; echo $$ >&2; exec sleep 0.5'
+	pid=${stderr%%$'\n'*}
+	rm -f "/tmp/perf-$pid.map"
+	echo "$stderr"
+	assert_equal "$status" 0
+	assert_equal "$(grep -c "JIT perf map" <<< "$stderr")" 1
+	[[ "$stderr" == *"sp-record: warning: pid $pid: JIT perf map '/tmp/perf-$pid.map' not read: not a regular file: a FIFO"* ]]
+	decode "$OUT/f.sp"
+	jq -e -s '.[-1].type == "end"' "$OUT/f.sp.json"
+}
+
+@test "sp-record: an 8 GiB sparse JIT perf map is read only to its bound, in little memory" {
+	require_root
+	require_cmd setpriv util-linux
+	require_cmd /usr/bin/time time
+	run --separate-stderr timeout -k 5 120 /usr/bin/time -f 'maxrss %M' \
+		sp-record --events=none --spans=none -o "$OUT/s.sp" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+		'truncate -s 8G /tmp/perf-$$.map; echo $$ >&2; exec sleep 0.3'
+	pid=${stderr%%$'\n'*}
+	rm -f "/tmp/perf-$pid.map"
+	echo "$stderr"
+	assert_equal "$status" 0
+	[[ "$stderr" == *"pid $pid: JIT perf map '/tmp/perf-$pid.map' read in part: larger than 64 MiB"* ]]
+	rss=$(sed -n 's/^maxrss //p' <<< "$stderr")
+	echo "sp-record's largest resident size: $rss KiB"
+	# about 50 MiB without any map; reading the map whole takes gigabytes
+	[ "$rss" -lt $((256 * 1024)) ]
+}
+
+@test "sp-record: a JIT perf map that is a link to a root-only file is not followed" {
+	require_root
+	require_cmd setpriv util-linux
+	printf '1000 10 secret_symbol\n' > "$OUT/secret"
+	chmod 600 "$OUT/secret"
+	run --separate-stderr -0 sp-record --events=none --spans=none -o "$OUT/l.sp" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+		'ln -s "$1" /tmp/perf-$$.map; echo $$ >&2; exec sleep 0.3' _ "$OUT/secret"
+	pid=${stderr%%$'\n'*}
+	rm -f "/tmp/perf-$pid.map"
+	[[ "$stderr" == *"pid $pid: JIT perf map '/tmp/perf-$pid.map' not read: a symbolic link"* ]]
+	! grep -q secret_symbol "$OUT/l.sp"
+	decode "$OUT/l.sp"
+	! has 'select(.type=="jitsym")' "$OUT/l.sp.json"
+}
+
+# plant_and_record DIR VICTIM: as nobody, make DIR/xx/ and a link to VICTIM
+# named as sp-record's temporary copy of the workload would be (its pid is
+# this shell's: exec), then record the workload with --archive DIR.
+plant_and_record() {
+	local bid
+	bid=$(readelf -n "$WL" | awk '/Build ID/ { print $3 }')
+	[ -n "$bid" ] || return 99
+	bash -c 'setpriv --reuid=65534 --regid=65534 --clear-groups \
+			sh -c "mkdir -p \"\$1\" && ln -s \"\$2\" \"\$3\"" _ "$1/${2:0:2}" "$3" \
+			"$1/${2:0:2}/${2:2}.tmp.$$" || exit 99
+		exec sp-record --events=none --spans=none --archive "$1" -o "$4" -- "$5" 0.2' \
+		_ "$1" "$bid" "$2" "$OUT/a.sp" "$WL"
+}
+
+@test "sp-record --archive: links another user left in a shared archive are not followed" {
+	require_root
+	require_cmd setpriv util-linux
+	require_cmd readelf binutils
+	local D victim=$OUT/victim
+	printf 'precious\n' > "$victim"
+	chmod 600 "$victim"
+	# Writable by all: refused as a whole, said once.
+	D=$(mktemp -d /tmp/sp-arch.XXXXXX)
+	chmod 777 "$D"
+	run --separate-stderr plant_and_record "$D" "$victim"
+	rm -rf "$D"
+	echo "$stderr"
+	assert_equal "$status" 0
+	assert_equal "$(cat "$victim")" "precious"
+	assert_equal "$(grep -c "archive directory" <<< "$stderr")" 1
+	[[ "$stderr" == *"archive directory '$D' not used: '$D' is writable by group or others (uid 0, mode 0777)"* ]]
+	# Sticky, as /tmp: used, but not the directory nobody made in it.
+	D=$(mktemp -d /tmp/sp-arch.XXXXXX)
+	chmod 1777 "$D"
+	run --separate-stderr plant_and_record "$D" "$victim"
+	echo "$stderr"
+	assert_equal "$status" 0
+	assert_equal "$(cat "$victim")" "precious"
+	[[ "$stderr" == *"archive directory '$D/"??"' not used: '"??"' is owned by another user (uid 65534"* ]]
+	# the other modules (libc, ld.so) are archived in directories of root
+	n=$(find "$D" -mindepth 2 -type f -user root | wc -l)
+	rm -rf "$D"
+	[ "$n" -gt 0 ]
+}
+
+@test "sp-record: a cache directory that is another user's link is not used, and nothing is made through it" {
+	require_root
+	require_cmd setpriv util-linux
+	local S R=$OUT/rootonly
+	mkdir -m 700 "$R"
+	S=$(mktemp -d /tmp/sp-cache.XXXXXX)
+	chmod 1777 "$S"
+	setpriv --reuid=65534 --regid=65534 --clear-groups ln -s "$R" "$S/c"
+	SP_CACHE_DIR=$S/c run --separate-stderr -0 sp-record -o "$OUT/c.sp" -- "$WL" 0.1
+	rm -rf "$S"
+	echo "$stderr"
+	assert_equal "$(ls -A "$R")" ""
+	assert_equal "$(grep -c "cache directory" <<< "$stderr")" 1
+	[[ "$stderr" == *"cache directory '$S/c' not used: '$S/c' is a symbolic link owned by another user (uid 65534"* ]]
+}
+
+@test "sp-record: a mapped file replaced by a FIFO does not hang it" {
+	require_root
+	require_cmd setpriv util-linux
+	[ -x /usr/bin/python3 ] || skip "needs /usr/bin/python3"
+	# nobody maps a file executable, then puts a FIFO at its path before
+	# sp-record reads the mapping's ELF headers
+	run --separate-stderr timeout -k 5 60 sp-record --events=none --spans=none -o "$OUT/m.sp" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+import mmap, os, time
+p = "/tmp/sp-mapped-%d" % os.getpid()
+with open(p, "wb") as f:
+    f.write(b"\x7fELF" + bytes(4092))
+fd = os.open(p, os.O_RDONLY)
+m = mmap.mmap(fd, 4096, prot=mmap.PROT_READ | mmap.PROT_EXEC)
+os.mkfifo(p + ".f")
+os.rename(p + ".f", p)
+time.sleep(0.5)
+os.unlink(p)'
+	echo "$stderr"
+	assert_equal "$status" 0
+	decode "$OUT/m.sp"
+	has 'select(.type=="module" and (.path | startswith("/tmp/sp-mapped-")))' "$OUT/m.sp.json"
+}
+
 @test "sp-record: --call-graph=dwarf unwinds the workload with its CFI" {
 	require_root
 	run --separate-stderr -0 sp-record -g dwarf -o "$OUT/d.sp" -- "$WL" 0.3

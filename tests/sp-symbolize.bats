@@ -11,6 +11,11 @@ setup() {
 	require_cmd gcc
 	require_cmd jq
 	T=$BATS_TEST_TMPDIR
+	CLEANUP=
+}
+
+teardown() {
+	[ -z "$CLEANUP" ] || rm -rf $CLEANUP
 }
 
 build_c() {	# build_c OUT [cc flags...]: the C fixture
@@ -534,7 +539,7 @@ cache_fixture() {
 	mkfifo "$f"
 	run --separate-stderr -0 timeout 20 sp-symbolize --cache-dir "$T/cache" --no-system-debug \
 		--debug-dir "$T/dbg" --format json -o "$T/out5.jsonl" "$T/in.jsonl"
-	[[ "$stderr" == "sp-symbolize: warning: cache '$f': not a regular file"$'\n'* ]]
+	[[ "$stderr" == "sp-symbolize: warning: cache '$f': not a regular file: a FIFO"$'\n'* ]]
 	cmp "$T/out1.jsonl" "$T/out5.jsonl"
 }
 
@@ -580,4 +585,79 @@ cache_fixture() {
 	cmp "$T/ref.jsonl" "$T/out2.jsonl"
 	run syms "$T/out2.jsonl"
 	assert_line --partial "$x|0|extra_fn|extra.c:"
+}
+
+@test "sp-symbolize: a device or a FIFO named as a module is refused without being opened" {
+	require_cmd strace
+	mkfifo "$T/fifo"
+	{
+		printf '{"type":"header","version":1,"clock":"monotonic"}\n'
+		printf '{"type":"module","time":1,"pid":100,"start":"0x1000","end":"0x2000","path":"/dev/ptmx"}\n'
+		printf '{"type":"module","time":1,"pid":100,"start":"0x3000","end":"0x4000","path":"%s"}\n' "$T/fifo"
+		printf '{"type":"frame","module":1,"rel":"0x10","addr":"0x1010","flags":"0x1"}\n'
+		printf '{"type":"frame","module":2,"rel":"0x10","addr":"0x3010","flags":"0x1"}\n'
+		printf '{"type":"process_end","time":2,"pid":100}\n'
+	} > "$T/dev.jsonl"
+	sp-decode --encode -o "$T/dev.sp" "$T/dev.jsonl"
+	run --separate-stderr -0 timeout -k 5 60 strace -f -qq -e trace=open,openat -o "$T/trace" \
+		sp-symbolize --no-system-debug --no-cache --format json -o "$T/out.jsonl" "$T/dev.sp"
+	echo "$stderr"
+	# looked at (O_PATH), never opened
+	grep -E "\"(/dev/ptmx|$T/fifo)\"" "$T/trace"
+	assert_equal "$(grep -E "\"(/dev/ptmx|$T/fifo)\"" "$T/trace" | grep -vc O_PATH)" 0
+	assert_equal "$(grep -c "'/dev/ptmx': not a regular file: a character device; its frames stay unresolved" <<< "$stderr")" 1
+	assert_equal "$(grep -c "'$T/fifo': not a regular file: a FIFO; its frames stay unresolved" <<< "$stderr")" 1
+}
+
+# as_nobody CMD...: the hostile side of a test.
+as_nobody() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+
+@test "sp-symbolize: a symbol cache others can write is not used: no forged names, nothing made through a link" {
+	require_cmd setpriv util-linux
+	[ "$(id -u)" = 0 ] || skip "needs root: files of user nobody"
+	local bid S E R
+	cache_fixture
+	bid=$(buildid "$T/inl")
+	# nobody builds the same code under the same build-id with walk() named
+	# evil(), and lets sp-symbolize index it in a directory of its own
+	E=$(mktemp -d /tmp/sp-evil.XXXXXX)
+	CLEANUP="$E"
+	cp "$FIXTURES/inl.c" "$E/"
+	chown -R 65534:65534 "$E"
+	as_nobody gcc -O2 -g -Dwalk=evil -Wl,--build-id=0x$bid -o "$E/fake" "$E/inl.c"
+	stream "$E/fake" "$bid" 0x1 "$(fn_addr "$E/fake" evil)" > "$E/in.jsonl"
+	as_nobody sp-symbolize --no-system-debug --cache-dir "$E/cache" --format json \
+		-o "$E/out.jsonl" "$E/in.jsonl"
+	grep -q '"evil"' "$E/out.jsonl"
+	# ... and puts that index in a cache directory all can write
+	S=$(mktemp -d /tmp/sp-shared.XXXXXX)
+	CLEANUP="$CLEANUP $S"
+	chmod 777 "$S"
+	as_nobody mkdir "$S/symbols"
+	as_nobody cp "$E"/cache/*.idx "$S/symbols/"
+	SP_CACHE_DIR=$S run --separate-stderr -0 sp-symbolize --no-system-debug --format json \
+		-o "$T/out.jsonl" "$T/in.jsonl"
+	echo "$stderr"
+	! grep -q evil "$T/out.jsonl"
+	[[ "$stderr" == *"sp-symbolize: warning: cache directory '$S/symbols' not used: '$S' is writable by group or others (uid 0, mode 0777)"* ]]
+	run syms "$T/out.jsonl"
+	assert_line --partial "|??|"
+	# Sticky, as /tmp, with a link of nobody's to a directory of root's:
+	# not followed, nothing made there; the symbols come from the debug file.
+	rm -rf "$S"
+	S=$(mktemp -d /tmp/sp-shared.XXXXXX)
+	CLEANUP="$CLEANUP $S"
+	chmod 1777 "$S"
+	R=$T/rootonly
+	mkdir -m 700 "$R"
+	as_nobody ln -s "$R" "$S/symbols"
+	SP_CACHE_DIR=$S run --separate-stderr -0 sp-symbolize --no-system-debug --debug-dir "$T/dbg" \
+		--format json -o "$T/out2.jsonl" "$T/in.jsonl"
+	echo "$stderr"
+	assert_equal "$(ls -A "$R")" ""
+	[[ "$stderr" == *"cache directory '$S/symbols' not used: '$S/symbols' is a symbolic link owned by another user (uid 65534"* ]]
+	run syms "$T/out2.jsonl"
+	assert_line --partial "|walk|inl.c:"
 }

@@ -2,6 +2,7 @@
 /* Unit tests of lib/procfs.c: /proc/PID/maps and perf-map lines, a fake
  * /proc tree, and this very process read from the real /proc. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +81,10 @@ static void test_procfs_fake_root(void)
 {
 	char dir[] = "/tmp/test-procfs-XXXXXX", p[512], buf[256];
 	uint32_t *tids = NULL, tgid = 0, ppid = 0;
+	struct sp_perfmap_result res;
 	size_t n = 0;
 	int jit = 0;
+	uid_t uid;
 
 	CHECK(mkdtemp(dir) != NULL);
 	snprintf(p, sizeof(p), "%s/42", dir);
@@ -97,7 +100,9 @@ static void test_procfs_fake_root(void)
 	snprintf(p, sizeof(p), "%s/42/cmdline", dir);
 	put_file(p, "ruby\0-e\0puts 1\0", 15);
 	snprintf(p, sizeof(p), "%s/42/status", dir);
-	put_file(p, "Name:\truby\nTgid:\t42\nPPid:\t7\n", 28);
+	n = (size_t)snprintf(buf, sizeof(buf), "Name:\truby\nTgid:\t42\nPPid:\t7\n"
+			     "Uid:\t%u\t%u\t%u\t%u\n", 1u, 2u, 3u, (unsigned int)getuid());
+	put_file(p, buf, n);
 	snprintf(p, sizeof(p), "%s/perf-42.map", dir);
 	put_file(p, "1000 10 a\nbad line\n2000 20 b\n", 29);
 
@@ -115,10 +120,17 @@ static void test_procfs_fake_root(void)
 	CHECK(sp_procfs_status(42, &tgid, &ppid) == 0);
 	CHECK_EQ_U(tgid, 42);
 	CHECK_EQ_U(ppid, 7);
-	CHECK(sp_procfs_perfmap(42, count_jit, &jit) == 0);
+	CHECK(sp_procfs_uid(42, &uid) == 0);
+	CHECK_EQ_U(uid, getuid());	/* the file-system user, the 4th */
+	/* 42's user (from its status) owns the map */
+	CHECK(sp_procfs_perfmap(42, (uid_t)-1, count_jit, &jit, &res) == 0);
 	CHECK_EQ_U(jit, 2);
+	CHECK_EQ_U(res.syms, 2);
+	CHECK_EQ_U(res.skipped, 1);
+	CHECK(!res.cut && !res.why);
 	errno = 0;
-	CHECK(sp_procfs_perfmap(43, count_jit, &jit) == -1 && errno == ENOENT);
+	CHECK(sp_procfs_perfmap(43, (uid_t)-1, count_jit, &jit, &res) == -1 && errno == ENOENT);
+	CHECK(res.why == NULL);
 	CHECK(sp_procfs_comm(99, 99, buf, sizeof(buf)) == -1);
 	sp_procfs_root = "/proc";
 	sp_procfs_perfmap_dir = "/tmp";
@@ -197,6 +209,96 @@ static void test_procfs_cpu_list(void)
 	free(v);
 }
 
+/* A perf map is read only if it is a regular file of the process's user
+ * or root, and only so far. */
+static void test_procfs_perfmap_refused(void)
+{
+	char dir[] = "/tmp/test-procfs-XXXXXX", p[512], q[512];
+	struct sp_perfmap_result res;
+	uid_t me = getuid();
+	int jit = 0, fd;
+	size_t i;
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	sp_procfs_perfmap_dir = dir;
+	sp_procfs_root = dir;		/* no /proc entries: the uid given is used */
+	/* A FIFO: refused at once, never opened (it would block). */
+	snprintf(p, sizeof(p), "%s/perf-50.map", dir);
+	CHECK(mkfifo(p, 0666) == 0);
+	CHECK(sp_procfs_perfmap(50, me, count_jit, &jit, &res) == -1 && errno == EPERM);
+	CHECK_STR(res.why, "not a regular file: a FIFO");
+	/* A symbolic link, to a good map even: refused. */
+	snprintf(q, sizeof(q), "%s/good", dir);
+	put_file(q, "1000 10 a\n", 10);
+	snprintf(p, sizeof(p), "%s/perf-51.map", dir);
+	CHECK(symlink(q, p) == 0);
+	CHECK(sp_procfs_perfmap(51, me, count_jit, &jit, &res) == -1 && errno == EPERM);
+	CHECK_STR(res.why, "a symbolic link");
+	CHECK_EQ_U(jit, 0);
+	/* Lines longer than the bound are skipped, the others read. */
+	snprintf(p, sizeof(p), "%s/perf-52.map", dir);
+	f = fopen(p, "w");
+	fprintf(f, "1000 10 a\n2000 10 ");
+	for (i = 0; i < SP_PERFMAP_MAX_LINE; i++)
+		fputc('x', f);
+	fprintf(f, "\n3000 10 c");
+	fclose(f);
+	CHECK(sp_procfs_perfmap(52, me, count_jit, &jit, &res) == 0);
+	CHECK_EQ_U(jit, 2);
+	CHECK_EQ_U(res.skipped, 1);
+	CHECK(!res.cut);
+	/* An 8 GiB sparse file: its first 64 MiB are read, then it is cut. */
+	snprintf(p, sizeof(p), "%s/perf-53.map", dir);
+	fd = open(p, O_WRONLY | O_CREAT, 0644);
+	CHECK(fd >= 0 && ftruncate(fd, 8ll << 30) == 0 && pwrite(fd, "1000 10 a\n", 10, 0) == 10);
+	close(fd);
+	jit = 0;
+	CHECK(sp_procfs_perfmap(53, me, count_jit, &jit, &res) == 0);
+	CHECK(res.cut);
+	CHECK_STR(res.why, "larger than 64 MiB");
+	CHECK_EQ_U(jit, 1);
+	/* More symbols than the bound: the first ones. */
+	snprintf(p, sizeof(p), "%s/perf-54.map", dir);
+	f = fopen(p, "w");
+	for (i = 0; i < SP_PERFMAP_MAX_SYMS + 10; i++)
+		fprintf(f, "%zx 1 s\n", i);
+	fclose(f);
+	jit = 0;
+	CHECK(sp_procfs_perfmap(54, me, count_jit, &jit, &res) == 0);
+	CHECK(res.cut);
+	CHECK_EQ_U(jit, SP_PERFMAP_MAX_SYMS);
+	if (me == 0) {
+		/* Another user's map, for a process of root or of user 1000. */
+		snprintf(p, sizeof(p), "%s/perf-55.map", dir);
+		put_file(p, "1000 10 a\n", 10);
+		CHECK(chown(p, 65534, 65534) == 0);
+		CHECK(sp_procfs_perfmap(55, 0, count_jit, &jit, &res) == -1 && errno == EPERM);
+		CHECK_STR(res.why, "owned by another user");
+		CHECK_EQ_U(res.owner, 65534);
+		CHECK(sp_procfs_perfmap(55, 1000, count_jit, &jit, &res) == -1);
+		CHECK(sp_procfs_perfmap(55, (uid_t)-1, count_jit, &jit, &res) == -1);
+		jit = 0;
+		CHECK(sp_procfs_perfmap(55, 65534, count_jit, &jit, &res) == 0);
+		CHECK_EQ_U(jit, 1);
+		/* A hard link to a file of root, for a process of another user. */
+		snprintf(p, sizeof(p), "%s/perf-56.map", dir);
+		CHECK(link(q, p) == 0);
+		CHECK(sp_procfs_perfmap(56, 65534, count_jit, &jit, &res) == -1);
+		CHECK_STR(res.why, "a hard link to a file of root");
+		/* root's own map of one name is fine for anyone's process */
+		snprintf(p, sizeof(p), "%s/perf-57.map", dir);
+		put_file(p, "1000 10 a\n", 10);
+		CHECK(sp_procfs_perfmap(57, 65534, count_jit, &jit, &res) == 0);
+	} else {
+		printf("# not root: another user's map not tried\n");
+	}
+	sp_procfs_perfmap_dir = "/tmp";
+	sp_procfs_root = "/proc";
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	CHECK(system(p) == 0);
+}
+
 /* The boot id: 36 characters of a UUID, the same at each read. */
 static void test_procfs_boot_id(void)
 {
@@ -215,6 +317,7 @@ int main(void)
 	TAP_RUN(test_procfs_parse_map);
 	TAP_RUN(test_procfs_parse_perfmap);
 	TAP_RUN(test_procfs_fake_root);
+	TAP_RUN(test_procfs_perfmap_refused);
 	TAP_RUN(test_procfs_self);
 	TAP_RUN(test_procfs_boot_id);
 	return TAP_DONE();

@@ -24,7 +24,9 @@ struct sp_elf_info {
 	struct sp_elf_load load[SP_ELF_MAX_LOADS];
 };
 
-/* Read an ELF file. 0, or -1 with errno set (EINVAL: not ELF); nothing reported. */
+/* Read an ELF file, if it is a regular file (a FIFO or a device is never
+ * opened, safefile.h). 0, or -1 with errno set (EINVAL: not ELF; EPERM: not
+ * a regular file); nothing reported. */
 int sp_elf_info_file(const char *path, struct sp_elf_info *info);
 /* The same from an image in memory (the vDSO). */
 int sp_elf_info_mem(const void *image, size_t size, struct sp_elf_info *info);

@@ -40,14 +40,16 @@ int sp_kallsyms_load(struct sp_kallsyms *k, const char *path);
 void sp_kallsyms_release(struct sp_kallsyms *k);
 
 /*
- * The same, through a cache of the parsed table in dir (created 0700 if
- * missing), one file per boot (/proc/sys/kernel/random/boot_id): reading
- * /proc/kallsyms costs tens of milliseconds of kernel time, the cache a
+ * The same, through a cache of the parsed table in dir (created 0700, with
+ * its missing parents), one file per boot (/proc/sys/kernel/random/boot_id):
+ * reading /proc/kallsyms costs tens of milliseconds of kernel time, the cache a
  * read. vmlinux's symbols do not change during a boot; those of modules and
  * BPF programs do, so a cached table is only to be trusted for addresses in
- * [text_lo, text_hi) (sp_kallsyms_in_text()); for others, load afresh. A
- * cache file not owned by the caller or writable by others is ignored.
- * dir NULL: no cache. 0, or -1 with errno set.
+ * [text_lo, text_hi) (sp_kallsyms_in_text()); for others, load afresh.
+ * The directory and the file are checked as safefile.h says: a directory
+ * another user could change, or a cache file that is a link, not owned by
+ * the caller (or root) or writable by others, is not used (one warning)
+ * and the file is replaced. dir NULL: no cache. 0, or -1 with errno set.
  */
 int sp_kallsyms_load_cached(struct sp_kallsyms *k, const char *dir);
 /* Only the cache: 0, or -1 when there is none for this boot (or it is bad). */

@@ -11,8 +11,10 @@
 #ifndef STACKPULSE_PROCFS_H
 #define STACKPULSE_PROCFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* "/proc" unless changed; "/tmp" for perf maps. */
 extern const char *sp_procfs_root;
@@ -50,9 +52,46 @@ int sp_procfs_cmdline(uint32_t pid, char *buf, size_t size);
 
 /* One line of a perf map: "START SIZE name" (hex numbers). 0 or -1. */
 int sp_procfs_parse_perfmap(char *line, uint64_t *addr, uint64_t *size, const char **name);
-/* Call fn for each symbol of /tmp/perf-PID.map. -1 (errno ENOENT) if none. */
-int sp_procfs_perfmap(uint32_t pid, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
-					      const char *name), void *ctx);
+
+/*
+ * A perf map is written by the process it describes, which may be any
+ * user's, in a directory every user can write: it is read only if it is a
+ * regular file (not a link, a FIFO or a device) owned by the process's user
+ * or root, and only so far.
+ */
+#define SP_PERFMAP_MAX_BYTES	(64u << 20)	/* read no further */
+#define SP_PERFMAP_MAX_BYTES_TEXT "64 MiB"
+#define SP_PERFMAP_MAX_LINE	4096		/* longer lines are skipped */
+#define SP_PERFMAP_MAX_SYMS	(1u << 20)	/* symbols given per map */
+#define SP_PERFMAP_MAX_SYMS_TEXT "1048576"
+
+struct sp_perfmap_result {
+	uint64_t syms;		/* given to fn */
+	uint64_t skipped;	/* lines that are not a symbol, or too long */
+	bool cut;		/* stopped at a bound (why says which) */
+	const char *why;	/* refused or cut: a static reason */
+	uid_t owner;		/* the file's owner, (uid_t)-1 if not seen */
+	uid_t user;		/* the process's user it was checked against */
+};
+
+/*
+ * Call fn for each symbol of /tmp/perf-PID.map. The file must belong to
+ * the user the process runs as (from /proc/PID/status, else uid: how it was
+ * last seen; (uid_t)-1: root only) or to root. Returns 0 (res->cut: only
+ * its first part was read), fn's non-zero return value, or -1 with errno
+ * set: ENOENT when there is none, EPERM when it is refused (res->why),
+ * another on a read error. Nothing is reported.
+ */
+int sp_procfs_perfmap(uint32_t pid, uid_t uid, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
+							  const char *name), void *ctx,
+		      struct sp_perfmap_result *res);
+/* The reading alone, of a map opened already (bounded as above); the
+ * same returns, and res->owner and res->user are left alone. */
+int sp_procfs_perfmap_fd(int fd, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
+					    const char *name), void *ctx,
+			 struct sp_perfmap_result *res);
+/* The file-system user a process runs as (the Uid: line of /proc/PID/status). */
+int sp_procfs_uid(uint32_t pid, uid_t *uid);
 
 /* CPUs of a list like "0-3,8,10-11" into a new array *out (caller frees);
  * returns how many. */
