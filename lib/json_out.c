@@ -167,13 +167,37 @@ bool sp_json_plain(const char *s, size_t n)
 	return true;
 }
 
-/* s[0..n) as a JSON string literal, by sp_esc_json(): at most 6 bytes a byte
- * (measured first for a long string). */
+/* s[0..n) in quotes, as it is. */
+static void buf_quoted(struct sp_buf *b, const char *s, size_t n)
+{
+	sp_buf_reserve(b, n + 2);
+	b->p[b->len] = '"';
+	memcpy(b->p + b->len + 1, s, n);
+	b->p[b->len + n + 1] = '"';
+	b->len += n + 2;
+}
+
+/*
+ * s[0..n) as a JSON string literal: its plain start copied at once, the rest
+ * by sp_esc_json() (at most 6 bytes a byte; measured first when long).
+ */
 static void buf_json(struct sp_buf *b, const char *s, size_t n, unsigned int flags)
 {
-	sp_buf_reserve(b, (n <= 4096 ? 6 * n : sp_esc_json(NULL, 0, s, n, flags)) + 2);
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < n && plain[u[i]])
+		i++;
+	if (i == n) {
+		buf_quoted(b, s, n);
+		return;
+	}
+	n -= i;
+	sp_buf_reserve(b, i + (n <= 4096 ? 6 * n : sp_esc_json(NULL, 0, s + i, n, flags)) + 2);
 	b->p[b->len++] = '"';
-	b->len += sp_esc_json(b->p + b->len, b->cap - b->len, s, n, flags);
+	memcpy(b->p + b->len, s, i);
+	b->len += i;
+	b->len += sp_esc_json(b->p + b->len, b->cap - b->len, s + i, n, flags);
 	b->p[b->len++] = '"';
 }
 
@@ -216,10 +240,12 @@ static void render_str(struct sp_buf *b, const struct sp_defs *d, uint64_t id)
 	size_t len;
 	const char *s = sp_defs_str(d, id, &len);
 
-	if (s)
-		sp_buf_json_text(b, s, len);
-	else
+	if (!s)
 		sp_buf_puts(b, "null");
+	else if (sp_defs_str_text((struct sp_defs *)d, id) == SP_STR_PLAIN)
+		buf_quoted(b, s, len);	/* known to need no escape */
+	else
+		sp_buf_json_text(b, s, len);
 }
 
 static void render_addr(struct sp_buf *b, const struct sp_bytes *v)
@@ -251,12 +277,7 @@ static void render_str_ref(struct sp_buf *b, const struct sp_defs *d, uint64_t i
 	}
 	switch (sp_defs_str_text((struct sp_defs *)d, id)) {
 	case SP_STR_PLAIN:
-		/* Nothing to escape: copied as it is. */
-		sp_buf_reserve(b, len + 2);
-		b->p[b->len] = '"';
-		memcpy(b->p + b->len + 1, s, len);
-		b->p[b->len + len + 1] = '"';
-		b->len += len + 2;
+		buf_quoted(b, s, len);	/* nothing to escape */
 		break;
 	case SP_STR_TEXT:
 		sp_buf_json_str(b, s, len);
