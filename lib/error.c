@@ -25,6 +25,8 @@ static void vreport(const char *prefix, const char *fmt, va_list ap, int errnum)
 		m = 0;
 	if ((size_t)m >= sizeof(msg))
 		m = sp_esc_text_trim(msg, sizeof(msg) - 1);	/* whole characters */
+	if (!*prefix && m && msg[m - 1] == '\n')
+		m--;		/* a library's message: its line, our newline */
 	/* One write per message, so messages of parallel tools do not interleave. */
 	n = snprintf(buf, sizeof(buf), "%s: %s", sp_progname, prefix);
 	if (n < 0 || (size_t)n >= sizeof(buf))
@@ -80,6 +82,11 @@ void sp_info(const char *fmt, ...)
 	va_start(ap, fmt);
 	vreport("", fmt, ap, 0);
 	va_end(ap);
+}
+
+void sp_vmessage(const char *fmt, va_list ap)
+{
+	vreport("", fmt, ap, 0);
 }
 
 noreturn void sp_die(const char *fmt, ...)
