@@ -16,6 +16,11 @@ setup() {
 	FORGED='FILE path_open → /etc/ok'
 }
 
+teardown() {
+	[ -n "${D:-}" ] && rm -rf "$D"
+	true
+}
+
 # No raw control byte (C0 but TAB and LF, DEL) and no C1 control in file $1.
 CONTROLS='[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]'
 no_controls() {
@@ -215,23 +220,24 @@ need_npm() {
 	dir="$D/"$'\e[2J\e]0;t\a'd
 	mkdir "$dir"
 	chown 65534:65534 "$dir"
-	# its comm is the name it was started by
+	# its comm is the name it was started by, then the one it writes to
+	# /proc/self/comm, which a subshell (a fork without exec) keeps
 	ln -s /bin/sh "$D/"$'\e[2J\rforged'
 	# shellcheck disable=SC2016
 	run --separate-stderr -0 timeout 60 sp-record --no-samples --spans=none --events=file,proc \
 		-o "$T/r.sp" -- setpriv --reuid=65534 --regid=65534 --clear-groups \
 		"$D/"$'\e[2J\rforged' -c 'printf "\033[2J\r\nFILE x" > /proc/self/comm
 			f="$1/x
-'"$FORGED"'"; mkdir -p "${f%/ok}" && : > "$f"' sh "$dir"
+'"$FORGED"'"; mkdir -p "${f%/ok}" && (: > "$f")' sh "$dir"
 	[ -e "$dir/x"$'\n'"${FORGED%/ok}/ok" ] || fail "the hostile side did not create its file"
 	sp-correlate "$T/r.sp" | sp-tree > "$T/r.txt"
-	rm -rf "$D"
 	no_controls "$T/r.txt"
 	utf8 "$T/r.txt"
-	run grep -c "^FILE path_open" "$T/r.txt"
+	run grep -c "^FILE" "$T/r.txt"
 	assert_output 0
 	run -0 cat "$T/r.txt"
 	assert_line --regexp '^\[PROC pid=[0-9]+ comm=\\x1b\[2J\\x0dforged '
+	assert_output --partial ' comm=\x1b[2J\x0d\x0aFILE x '
 	assert_output --partial 'FILE path_open → "/tmp/sp-escape.'
 	assert_output --partial '/\x1b[2J\x1b]0;t\x07d/x\x0aFILE path_open → /etc/ok" (O_WRONLY|O_CREAT|O_TRUNC, 0666) = '
 }
