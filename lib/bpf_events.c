@@ -386,7 +386,8 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 		return 0;
 	if (sp_verbose < 1)
 		return 0;
-	return vfprintf(stderr, fmt, ap);
+	sp_vmessage(fmt, ap);	/* its names (paths) escaped like ours */
+	return 0;
 }
 
 static void appendf(char *buf, size_t size, const char *fmt, ...)

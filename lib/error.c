@@ -4,23 +4,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "sp.h"
 
 const char *sp_progname = "stackpulse";
 int sp_verbose;
 
+/*
+ * Messages name others' files, processes and symbols: the message is written
+ * in its text form (escape.h), so that no name can move the cursor, clear the
+ * terminal or start a line of its own.
+ */
 static void vreport(const char *prefix, const char *fmt, va_list ap, int errnum)
 {
-	char buf[4096];
-	int n;
+	char msg[4096], buf[4096];
+	int n, m;
 
+	m = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (m < 0)
+		m = 0;
+	if ((size_t)m >= sizeof(msg))
+		m = sp_esc_text_trim(msg, sizeof(msg) - 1);	/* whole characters */
+	if (!*prefix && m && msg[m - 1] == '\n')
+		m--;		/* a library's message: its line, our newline */
 	/* One write per message, so messages of parallel tools do not interleave. */
 	n = snprintf(buf, sizeof(buf), "%s: %s", sp_progname, prefix);
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		n = 0;
-	n += vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
-	if ((size_t)n >= sizeof(buf))
-		n = sizeof(buf) - 1;
+	sp_esc_text(buf + n, sizeof(buf) - n, msg, m, 0);
+	n += strlen(buf + n);
 	if (errnum)
 		n += snprintf(buf + n, sizeof(buf) - n, ": %s", strerror(errnum));
 	if ((size_t)n >= sizeof(buf) - 1)
@@ -70,6 +82,11 @@ void sp_info(const char *fmt, ...)
 	va_start(ap, fmt);
 	vreport("", fmt, ap, 0);
 	va_end(ap);
+}
+
+void sp_vmessage(const char *fmt, va_list ap)
+{
+	vreport("", fmt, ap, 0);
 }
 
 noreturn void sp_die(const char *fmt, ...)

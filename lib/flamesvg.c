@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "flame.h"
 #include "flame_map.h"
 #include "sp.h"
@@ -48,46 +49,13 @@ struct svg {
 	bool pass_emit;		/* false: measuring pass */
 };
 
-/* XML text: escapes markup, replaces control characters and bytes that
- * are not valid UTF-8 with '?'. At most max bytes of s. */
+/* XML text: the text form of the first max bytes of str (escape.h), markup
+ * escaped; max is cut back to a whole character. */
 static void put_xml(FILE *out, const char *str, size_t max)
 {
-	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0, n, k;
+	size_t n = strlen(str);
 
-	while (s[i] && i < max) {
-		unsigned char c = s[i];
-
-		if (c < 0x80) {
-			if (c == '&')
-				fputs("&amp;", out);
-			else if (c == '<')
-				fputs("&lt;", out);
-			else if (c == '>')
-				fputs("&gt;", out);
-			else if (c == '"')
-				fputs("&quot;", out);
-			else if (c < 0x20 || c == 0x7f)
-				putc('?', out);
-			else
-				putc(c, out);
-			i++;
-			continue;
-		}
-		n = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-		if (c >= 0xf5)
-			n = 0;
-		for (k = 1; n && k < n; k++)
-			if ((s[i + k] & 0xc0) != 0x80)
-				n = 0;
-		if (!n || i + n > max) {
-			putc('?', out);
-			i++;
-			continue;
-		}
-		fwrite(s + i, 1, n, out);
-		i += n;
-	}
+	sp_esc_xml_put(out, str, sp_utf8_cut(str, n, max), 0);
 }
 
 static uint32_t fnv(const char *s)
@@ -172,7 +140,7 @@ static void emit(struct svg *s, const struct open *fr, unsigned int depth)
 	double x = PAD + fr->x * s->scale, width = w * s->scale, y;
 	unsigned int kind, chars;
 	const char *name = sp_folded_name(s->f, fr->name, &kind);
-	char color[32], cnt[40];
+	char color[32], cnt[40], label[1024];
 	size_t nlen;
 
 	if (!s->pass_emit) {
@@ -213,12 +181,15 @@ static void emit(struct svg *s, const struct open *fr, unsigned int depth)
 		"fill=\"%s\" rx=\"2\" ry=\"2\"/><text x=\"%.1f\" y=\"%.1f\">", x, y, width,
 		FRAME_H - 1, color, x + 3, y + FRAME_H - 4.5);
 	chars = width / (FONT_SIZE * FONT_W);
-	nlen = strlen(name);
 	if (chars >= 3) {
+		/* the label: the text form, cut to fit (whole characters and
+		 * escapes, by sp_esc_text()) */
+		nlen = sp_esc_text(label, chars - 1 < sizeof(label) ? chars - 1 : sizeof(label),
+				   name, strlen(name), 0);
 		if (nlen <= chars) {
 			put_xml(s->out, name, SIZE_MAX);
 		} else {
-			put_xml(s->out, name, chars - 2);
+			sp_esc_xml_put(s->out, label, strlen(label), SP_ESC_EXACT);
 			fputs("..", s->out);
 		}
 	}

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "escape.h"
 #include "flame.h"
 #include "flame_map.h"
 #include "sp.h"
@@ -895,14 +896,11 @@ static int hexval(char c)
 	return -1;
 }
 
-/* A frame of folded text, its \xHH escapes undone. */
-static uint32_t intern_escaped(struct sp_folded *f, const char *p, size_t len)
+/* p[0..len) with its \xHH escapes undone (escape.h) into buf; the length. */
+static size_t unescape(char *buf, const char *p, size_t len)
 {
-	char buf[1024];
 	size_t i, n = 0;
 
-	if (len >= sizeof(buf) || !memchr(p, '\\', len))
-		return intern(f, p, len, guess_kind(p, len));
 	for (i = 0; i < len; i++) {
 		if (p[i] == '\\' && i + 3 < len && p[i + 1] == 'x' && hexval(p[i + 2]) >= 0 &&
 		    hexval(p[i + 3]) >= 0) {
@@ -912,7 +910,27 @@ static uint32_t intern_escaped(struct sp_folded *f, const char *p, size_t len)
 			buf[n++] = p[i];
 		}
 	}
-	return intern(f, buf, n, guess_kind(buf, n));
+	return n;
+}
+
+/* A frame of folded text, its escapes undone. */
+static uint32_t intern_escaped(struct sp_folded *f, const char *p, size_t len)
+{
+	char small[1024], *buf;
+	size_t n;
+	uint32_t id;
+
+	if (!memchr(p, '\\', len))
+		return intern(f, p, len, guess_kind(p, len));
+	if (len <= sizeof(small)) {
+		n = unescape(small, p, len);
+		return intern(f, small, n, guess_kind(small, n));
+	}
+	buf = sp_xmalloc(len);
+	n = unescape(buf, p, len);
+	id = intern(f, buf, n, guess_kind(buf, n));
+	free(buf);
+	return id;
 }
 
 int sp_folded_add_line(struct sp_folded *f, const char *line, size_t len)
@@ -1202,15 +1220,7 @@ const struct sp_flame_run *sp_folded_seq(const struct sp_folded *f, size_t i)
 
 int sp_folded_put_name(FILE *out, const char *name)
 {
-	const unsigned char *s;
-
-	for (s = (const unsigned char *)name; *s; s++) {
-		if (*s == ';' || *s < 0x20 || *s == 0x7f)
-			fprintf(out, "\\x%02x", *s);
-		else
-			putc(*s, out);
-	}
-	return ferror(out) ? -1 : 0;
+	return sp_esc_text_put(out, name, strlen(name), SP_ESC_SEMI);
 }
 
 int sp_folded_print(const struct sp_folded *f, const struct sp_flame_paths *p, FILE *out,

@@ -151,54 +151,9 @@ void sp_buf_hex(struct sp_buf *b, const uint8_t *p, size_t n)
 	}
 }
 
-/* Length of the UTF-8 sequence at s (n bytes left), or 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len, i;
-	uint32_t cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
-}
-
-bool sp_utf8_valid(const char *s, size_t n)
-{
-	size_t i = 0, k;
-
-	while (i < n) {
-		if (!s[i])
-			return false;
-		k = utf8_seq((const unsigned char *)s + i, n - i);
-		if (!k)
-			return false;
-		i += k;
-	}
-	return true;
-}
-
 /* Bytes JSON takes as they are: printable ASCII but the quote and backslash. */
 static const bool plain[256] = {
-	[0x20 ... '"' - 1] = true, ['"' + 1 ... '\\' - 1] = true, ['\\' + 1 ... 0x7f] = true,
+	[0x20 ... '"' - 1] = true, ['"' + 1 ... '\\' - 1] = true, ['\\' + 1 ... 0x7e] = true,
 };
 
 bool sp_json_plain(const char *s, size_t n)
@@ -212,55 +167,48 @@ bool sp_json_plain(const char *s, size_t n)
 	return true;
 }
 
+/* s[0..n) in quotes, as it is. */
+static void buf_quoted(struct sp_buf *b, const char *s, size_t n)
+{
+	sp_buf_reserve(b, n + 2);
+	b->p[b->len] = '"';
+	memcpy(b->p + b->len + 1, s, n);
+	b->p[b->len + n + 1] = '"';
+	b->len += n + 2;
+}
+
+/*
+ * s[0..n) as a JSON string literal: its plain start copied at once, the rest
+ * by sp_esc_json() (at most 6 bytes a byte; measured first when long).
+ */
+static void buf_json(struct sp_buf *b, const char *s, size_t n, unsigned int flags)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < n && plain[u[i]])
+		i++;
+	if (i == n) {
+		buf_quoted(b, s, n);
+		return;
+	}
+	n -= i;
+	sp_buf_reserve(b, i + (n <= 4096 ? 6 * n : sp_esc_json(NULL, 0, s + i, n, flags)) + 2);
+	b->p[b->len++] = '"';
+	memcpy(b->p + b->len, s, i);
+	b->len += i;
+	b->len += sp_esc_json(b->p + b->len, b->cap - b->len, s + i, n, flags);
+	b->p[b->len++] = '"';
+}
+
 void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n)
 {
-	static const char digits[] = "0123456789abcdef";
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, k;
+	buf_json(b, s, n, SP_ESC_EXACT);
+}
 
-	sp_buf_reserve(b, n + 2);
-	b->p[b->len++] = '"';
-	while (i < n) {
-		unsigned char c = u[i];
-
-		if (plain[c]) {
-			/* A run of plain ASCII, copied at once. */
-			for (k = i + 1; k < n && plain[u[k]]; k++)
-				;
-			sp_buf_add(b, u + i, k - i);
-			i = k;
-			continue;
-		}
-		sp_buf_reserve(b, 8);
-		if (c == '"' || c == '\\') {
-			b->p[b->len++] = '\\';
-			b->p[b->len++] = c;
-			i++;
-			continue;
-		}
-		if (c < 0x20) {
-			const char *esc = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
-
-			if (esc) {
-				sp_buf_add(b, esc, 2);
-			} else {
-				char e[6] = { '\\', 'u', '0', '0', digits[c >> 4], digits[c & 15] };
-
-				sp_buf_add(b, e, 6);
-			}
-			i++;
-			continue;
-		}
-		k = utf8_seq(u + i, n - i);
-		if (k) {
-			sp_buf_add(b, u + i, k);
-			i += k;
-		} else {
-			sp_buf_add(b, "\xef\xbf\xbd", 3);	/* U+FFFD */
-			i++;
-		}
-	}
-	sp_buf_add(b, "\"", 1);
+void sp_buf_json_text(struct sp_buf *b, const char *s, size_t n)
+{
+	buf_json(b, s, n, 0);
 }
 
 static inline __attribute__((always_inline)) void
@@ -286,15 +234,18 @@ static void key(struct sp_buf *b, const char *name)
 /* A literal key: its length known at compile time. */
 #define KEY(b, lit)	key_n(b, lit, sizeof(lit) - 1)
 
+/* A string shown, not carried (inline frames): its text form (escape.h). */
 static void render_str(struct sp_buf *b, const struct sp_defs *d, uint64_t id)
 {
 	size_t len;
 	const char *s = sp_defs_str(d, id, &len);
 
-	if (s)
-		sp_buf_json_str(b, s, len);
-	else
+	if (!s)
 		sp_buf_puts(b, "null");
+	else if (sp_defs_str_text((struct sp_defs *)d, id) == SP_STR_PLAIN)
+		buf_quoted(b, s, len);	/* known to need no escape */
+	else
+		sp_buf_json_text(b, s, len);
 }
 
 static void render_addr(struct sp_buf *b, const struct sp_bytes *v)
@@ -326,12 +277,7 @@ static void render_str_ref(struct sp_buf *b, const struct sp_defs *d, uint64_t i
 	}
 	switch (sp_defs_str_text((struct sp_defs *)d, id)) {
 	case SP_STR_PLAIN:
-		/* Nothing to escape: copied as it is. */
-		sp_buf_reserve(b, len + 2);
-		b->p[b->len] = '"';
-		memcpy(b->p + b->len + 1, s, len);
-		b->p[b->len + len + 1] = '"';
-		b->len += len + 2;
+		buf_quoted(b, s, len);	/* nothing to escape */
 		break;
 	case SP_STR_TEXT:
 		sp_buf_json_str(b, s, len);

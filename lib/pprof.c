@@ -9,6 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "escape.h"
 #include "export.h"
 #include "flame_map.h"
 #include "sp.h"
@@ -108,18 +109,32 @@ static bool str_eq(const void *ctx, uint32_t pos, const void *key)
 	return strlen(p->strs[pos]) == k->len && !memcmp(p->strs[pos], k->s, k->len);
 }
 
-static int64_t str(struct sp_pprof *p, const char *s, size_t len)
+/*
+ * A string's index in the table: the table holds text forms (escape.h), so
+ * that pprof's strings are valid UTF-8, as protobuf wants, and a terminal
+ * showing `pprof -top` gets no control character.
+ */
+static int64_t str(struct sp_pprof *p, const char *raw, size_t rlen)
 {
+	size_t len = sp_esc_text(NULL, 0, raw, rlen, 0);
+	char *c = len == rlen ? NULL : sp_xmalloc(len + 1);
+	const char *s = c ? c : raw;
 	struct skey k = { s, len };
-	uint32_t h = sp_hash_bytes(s, len);
-	uint32_t pos = sp_hidx_find(&p->str_idx, h, str_eq, p, &k);
-	char *c;
+	uint32_t h, pos;
 
-	if (pos != UINT32_MAX)
+	if (c)
+		sp_esc_text(c, len + 1, raw, rlen, 0);
+	h = sp_hash_bytes(s, len);
+	pos = sp_hidx_find(&p->str_idx, h, str_eq, p, &k);
+	if (pos != UINT32_MAX) {
+		free(c);
 		return pos;
-	c = sp_xmalloc(len + 1);
-	memcpy(c, s, len);
-	c[len] = '\0';
+	}
+	if (!c) {
+		c = sp_xmalloc(len + 1);
+		memcpy(c, s, len);
+		c[len] = '\0';
+	}
 	sp_grow(&p->strs, &p->strs_cap, p->nstrs + 1, sizeof(*p->strs));
 	p->strs[p->nstrs] = c;
 	sp_hidx_insert(&p->str_idx, h, p->nstrs);

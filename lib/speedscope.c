@@ -10,41 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "flame.h"
 #include "sp.h"
 
 void sp_flame_json_str(FILE *out, const char *str)
 {
-	const unsigned char *s = (const unsigned char *)str;
-	size_t n, k;
-
-	putc('"', out);
-	while (*s) {
-		unsigned char c = *s;
-
-		if (c < 0x80) {
-			if (c == '"' || c == '\\')
-				fprintf(out, "\\%c", c);
-			else if (c < 0x20 || c == 0x7f)
-				fprintf(out, "\\u%04x", c);
-			else
-				putc(c, out);
-			s++;
-			continue;
-		}
-		n = c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
-		for (k = 1; n && k < n; k++)
-			if ((s[k] & 0xc0) != 0x80)
-				n = 0;
-		if (!n) {
-			fputs("\\ufffd", out);
-			s++;
-			continue;
-		}
-		fwrite(s, 1, n, out);
-		s += n;
-	}
-	putc('"', out);
+	sp_esc_json_put(out, str, strlen(str), 0);
 }
 
 static int cmp_run(const void *a, const void *b, void *arg)

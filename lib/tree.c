@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "correlate.h"
+#include "escape.h"
 #include "events.h"
 #include "hashmap.h"
 #include "sp.h"
@@ -124,12 +125,21 @@ static void *alloc(struct sp_tree *t, size_t n)
 	return p;
 }
 
+/*
+ * A string of the input, kept in its text form (escape.h): what sp-tree
+ * shows, matches and sorts is that, so no name reaches a line raw.
+ */
 static char *copy_str(struct sp_tree *t, const void *p, size_t len)
 {
-	char *s = alloc(t, len + 1);
+	size_t n = sp_esc_text(NULL, 0, p, len, 0);
+	char *s = alloc(t, n + 1);
 
-	memcpy(s, p, len);
-	s[len] = 0;
+	if (n == len) {
+		memcpy(s, p, len);
+		s[len] = 0;
+	} else {
+		sp_esc_text(s, n + 1, p, len, 0);
+	}
 	return s;
 }
 
@@ -590,8 +600,10 @@ static void lb_add(struct lb *b, const char *fmt, ...)
 	va_end(ap);
 	if (n > 0)
 		b->len += (size_t)n;
-	if (b->len >= sizeof(b->buf))
-		b->len = sizeof(b->buf) - 1;
+	if (b->len >= sizeof(b->buf)) {
+		b->len = sp_esc_text_trim(b->buf, sizeof(b->buf) - 1);
+		b->buf[b->len] = 0;
+	}
 }
 
 static void lb_color(struct lb *b, bool on, const char *code)
@@ -786,8 +798,13 @@ static void render(struct sp_tree *t, struct lb *b, const struct tnode *n, uint6
 		if (s->end == SP_END_RAISED || s->error) {
 			lb_color(b, color, "31");
 			lb_add(b, " (raise %s", s->error ? s->error : "?");
-			if (s->message && *s->message)
-				lb_add(b, ": \"%.200s\"", s->message);
+			if (s->message && *s->message) {
+				size_t m = strnlen(s->message, 201);
+
+				if (m > 200)	/* the first 200 bytes, whole characters */
+					m = sp_esc_text_trim(s->message, 200);
+				lb_add(b, ": \"%.*s\"", (int)m, s->message);
+			}
 			lb_add(b, ")");
 			lb_color(b, color, "0");
 		}
@@ -1174,20 +1191,11 @@ static void print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, bo
 
 /* ---- JSON ------------------------------------------------------------- */
 
+/* A string in its text form (copy_str()), as JSON gives it back. */
 static void json_str(FILE *f, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-
-	fputc('"', f);
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
+	s = s ? s : "";
+	sp_esc_json_put(f, s, strlen(s), SP_ESC_EXACT);
 }
 
 static void print_json(struct sp_tree *t, struct tnode *n, unsigned int depth, uint64_t base,

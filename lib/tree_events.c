@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* A readable rendering of every event kind of lib/events.c (see tree.h). */
+/*
+ * A readable rendering of every event kind of lib/events.c (see tree.h). Its
+ * strings come in their text form (escape.h: lib/tree.c keeps them so), so
+ * they are written as they are.
+ */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -8,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "escape.h"
 #include "events.h"
 #include "tree.h"
 
@@ -35,8 +40,10 @@ static void tb_add(struct tb *b, const char *fmt, ...)
 	if (n < 0)
 		return;
 	b->len += (size_t)n;
-	if (b->len >= b->size)
-		b->len = b->size - 1;
+	if (b->len >= b->size) {	/* cut short: whole characters and escapes */
+		b->len = sp_esc_text_trim(b->p, b->size - 1);
+		b->p[b->len] = 0;
+	}
 }
 
 static const char *str(uint64_t v)
@@ -44,33 +51,26 @@ static const char *str(uint64_t v)
 	return v ? (const char *)(uintptr_t)v : NULL;
 }
 
-/* A string shown quoted when it is empty or has blanks or controls. */
+/*
+ * A string, in its text form (escape.h), quoted when it is empty or has a
+ * blank, a quote or an escape; a quote inside is written \x22.
+ */
 static void tb_str(struct tb *b, const char *s)
 {
-	const unsigned char *p;
-	bool plain = s && *s;
+	const char *q;
 
 	if (!s) {
 		tb_add(b, "?");
 		return;
 	}
-	for (p = (const unsigned char *)s; plain && *p; p++)
-		if (*p <= ' ' || *p == '"' || *p == '\\' || *p == 0x7f)
-			plain = false;
-	if (plain) {
+	if (*s && !strpbrk(s, " \"\\")) {
 		tb_add(b, "%s", s);
 		return;
 	}
 	tb_add(b, "\"");
-	for (p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			tb_add(b, "\\%c", *p);
-		else if (*p < ' ' || *p == 0x7f)
-			tb_add(b, "\\x%02x", *p);
-		else
-			tb_add(b, "%c", *p);
-	}
-	tb_add(b, "\"");
+	for (; (q = strchr(s, '"')); s = q + 1)
+		tb_add(b, "%.*s\\x22", (int)(q - s), s);
+	tb_add(b, "%s\"", s);
 }
 
 static void tb_result(struct tb *b, uint64_t v)

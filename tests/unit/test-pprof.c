@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "defs.h"
+#include "escape.h"
 #include "export.h"
 #include "proto/profile.pb-c.h"
 #include "sp.h"
@@ -173,6 +174,71 @@ static void test_pprof_roundtrip(void)
 	sp_defs_free(d);
 }
 
+/* Others' names in the string table: their text form (escape.h), valid
+ * UTF-8 as protobuf wants, no control character for a terminal. */
+static void test_pprof_strings_text_form(void)
+{
+	struct sp_pprof *p = sp_pprof_new(false);
+	struct sp_record r = { .kind = SP_REC_MODULE };
+	Perftools__Profiles__Profile *pr;
+	char *buf = NULL;
+	size_t len = 0, i, k;
+	FILE *m;
+
+	d = sp_defs_new();
+	r.module.pid = 7;
+	r.module.start = 0x400000;
+	r.module.end = 0x401000;
+	r.module.path = str("/tmp/\x1b[2J/\xff\xc2\x85lib.so");
+	def(&r);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_FRAME;
+	r.frame.module = 1;
+	r.frame.rel = 0x10;
+	r.frame.addr = 0x400010;
+	def(&r);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SYMBOL;
+	r.symbol.frame = 1;
+	r.symbol.func = str("f\r\nFILE path_open \xe2\x86\x92 /etc/ok \xed\xa0\x80 \xe6\xbc\xa2");
+	r.symbol.file = str("C:\\x41.c");
+	def(&r);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_STACK;
+	r.stack.frame = 1;
+	def(&r);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SAMPLE;
+	r.sample.pid = 7;
+	r.sample.tid = 7;
+	r.sample.stack = 1;
+	CHECK(sp_pprof_add(p, d, &r, 1000) == 0);
+	m = open_memstream(&buf, &len);
+	CHECK(sp_pprof_write(p, m, 1000, "sh -c '\x1b]0;x\x07'") == 0);
+	fclose(m);
+	pr = decode(buf, len);
+	CHECK(pr != NULL);
+	if (pr) {
+		for (i = 0; i < pr->n_string_table; i++) {
+			const char *t = pr->string_table[i];
+
+			CHECK(sp_utf8_valid(t, strlen(t)));
+			for (k = 0; t[k]; k++)
+				CHECK((unsigned char)t[k] >= 0x20 && t[k] != 0x7f);
+		}
+		CHECK_STR(pr->string_table[pr->mapping[0]->filename],
+			  "/tmp/\\x1b[2J/\\xff\\xc2\\x85lib.so");
+		CHECK_STR(pr->string_table[pr->function[0]->name],
+			  "f\\x0d\\x0aFILE path_open \xe2\x86\x92 /etc/ok \\xed\\xa0\\x80 \xe6\xbc\xa2");
+		CHECK_STR(pr->string_table[pr->function[0]->filename], "C:\\x5cx41.c");
+		CHECK_STR(pr->string_table[pr->comment[0]], "sh -c '\\x1b]0;x\\x07'");
+		perftools__profiles__profile__free_unpacked(pr, NULL);
+	}
+	free(buf);
+	sp_pprof_free(p);
+	sp_defs_free(d);
+}
+
 static void test_chrometrace_spans_and_events(void)
 {
 	struct sp_record r = { .kind = SP_REC_HEADER };
@@ -217,6 +283,7 @@ static void test_chrometrace_spans_and_events(void)
 int main(void)
 {
 	TAP_RUN(test_pprof_roundtrip);
+	TAP_RUN(test_pprof_strings_text_form);
 	TAP_RUN(test_chrometrace_spans_and_events);
 	return TAP_DONE();
 }

@@ -153,8 +153,8 @@ struct sp_flame_paths {
 void sp_folded_paths(struct sp_folded *f, bool time_order, struct sp_flame_paths *out);
 void sp_flame_paths_release(struct sp_flame_paths *p);
 
-/* Write a name escaped for folded text: ';', control characters and DEL as
- * \xHH. Returns -1 if the write failed. */
+/* Write a name for folded text: its text form (escape.h) with ';' as \x3b
+ * too. Returns -1 if the write failed. */
 int sp_folded_put_name(FILE *out, const char *name);
 /* Folded text: "a;b;c 12\n" a line; with both columns, "a;b;c 10 12\n". */
 int sp_folded_print(const struct sp_folded *f, const struct sp_flame_paths *p, FILE *out,
@@ -228,8 +228,8 @@ int sp_flame_diff_print(const struct sp_folded *f, const struct sp_flame_paths *
 /* A speedscope file: one sampled profile per thread (keep_sequence) and,
  * when spans were kept, one evented profile per thread. name: the file's. */
 int sp_speedscope_write(const struct sp_folded *f, const char *name, FILE *out);
-/* A JSON string literal: quotes, escapes; bytes that are not UTF-8 become
- * U+FFFD. */
+/* A JSON string literal of the text form of s (escape.h): what the exports
+ * show of a name, as sp-tree and the folded stacks show it. */
 void sp_flame_json_str(FILE *out, const char *s);
 
 #endif

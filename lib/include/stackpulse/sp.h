@@ -37,6 +37,9 @@ int sp_error_errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "sp-x: <fmt>" when -v was given. */
 void sp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "sp-x: <fmt>" for a library's own message (libbpf's print callback), with
+ * its trailing newline, if any, replaced by ours. */
+void sp_vmessage(const char *fmt, va_list ap);
 /* Tools only: print an error and exit(SP_EXIT_FATAL). */
 noreturn void sp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Tools only: out of memory is fatal; these never return NULL. */

@@ -63,7 +63,8 @@ void sp_tree_free(struct sp_tree *t);
  * "/etc/app.conf (O_RDONLY|O_CLOEXEC) = 3" or "127.0.0.1:8080 = 0".
  * vals[i] holds field i of the kind (lib/events.c): the number for
  * UINT/INT/HEX fields; for STR fields a (uintptr_t) pointer to a
- * NUL-terminated string or 0; for ADDR and BYTES fields a (uintptr_t)
+ * NUL-terminated string in its text form (escape.h: no control character,
+ * valid UTF-8; sp-tree keeps every string so) or 0; for ADDR and BYTES fields a (uintptr_t)
  * pointer to a length byte followed by the bytes, or 0. With stable, values
  * that change from run to run (pids, fds, ports of ephemeral sockets) are
  * left out. Returns the length written (truncated to size - 1, always
