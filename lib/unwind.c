@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "sp.h"
+#include "safefile.h"
 #include "unwind.h"
 
 #define NREGS		17	/* DWARF x86_64: 0..15 GP registers, 16 = return address */
@@ -522,16 +523,18 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 		if (load_vdso(f))
 			goto fail;
 	} else {
+		/* Regular files only (sp_safe_open): a path another user
+		 * controls may name a FIFO or a device by now. */
 		if (pid) {
 			snprintf(alt, sizeof(alt), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid,
 				 m->start, m->end);
-			fd = open(alt, O_RDONLY | O_CLOEXEC);
+			fd = sp_safe_open(AT_FDCWD, alt, NULL, NULL, NULL);
 		}
 		if (fd < 0)
-			fd = open(f->path, O_RDONLY | O_CLOEXEC);
+			fd = sp_safe_open(AT_FDCWD, f->path, NULL, NULL, NULL);
 		if (fd < 0 && pid) {
 			snprintf(alt, sizeof(alt), "/proc/%u/root%s", pid, f->path);
-			fd = open(alt, O_RDONLY | O_CLOEXEC);
+			fd = sp_safe_open(AT_FDCWD, alt, NULL, NULL, NULL);
 		}
 		if (fd < 0)
 			goto fail;
