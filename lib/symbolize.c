@@ -21,6 +21,7 @@
 #include "hashmap.h"
 #include "safefile.h"
 #include "sp.h"
+#include "escape.h"
 #include "symbolize.h"
 #include "symcache.h"
 #include "symtab.h"
@@ -1309,8 +1310,11 @@ static void print_one(FILE *out, const char *what, const struct file_stats *st)
 	unsigned int i;
 	bool first = true;
 
-	fprintf(out, "%s: %s%s%" PRIu64 " frames, %" PRIu64 " named, %" PRIu64 " with file:line",
-		sp_progname, what, what[0] ? ": " : "", st->frames, st->named, st->with_line);
+	/* what: a path from the spool, so another's string (docs/escaping.md) */
+	fprintf(out, "%s: ", sp_progname);
+	sp_esc_text_put(out, what, strlen(what), 0);
+	fprintf(out, "%s%" PRIu64 " frames, %" PRIu64 " named, %" PRIu64 " with file:line",
+		what[0] ? ": " : "", st->frames, st->named, st->with_line);
 	for (i = 0; i < NSTATUS; i++) {
 		if (!st->by_status[i] || i == SP_SYM_OK)
 			continue;
