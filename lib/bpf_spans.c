@@ -681,12 +681,12 @@ struct bs_att {
 	uint32_t func;		/* --span-func index for uprobes */
 	struct bpf_program *prog;	/* attached to, for a fork child's copy */
 	struct bs_link link;
-	bool multi;		/* by a uprobe_multi link (attach_multi) */
+	bool multi;		/* by a uprobe_multi link */
 	uint32_t group;		/* attach_markers(): the markers of one link, which
 				 * the first of them holds; 0: a link of its own */
-	const char *args;	/* with multi: the operands its notes had to
-				 * have (fixed registers), or NULL (any, by
-				 * their specs in 'usdt_specs') */
+	const char *args;	/* with group: the operands their notes had to
+				 * have (fixed registers; a string that lives
+				 * for ever, for fork children's links) */
 	char bin[];		/* the binary */
 };
 
@@ -1365,10 +1365,6 @@ static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const ch
 	return ok && hook_usable(rt, path);
 }
 
-static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
-			const char *bin, const char *provider, const char *name,
-			const char *args, uint32_t probe);
-
 static uint32_t loc_id(struct bs_ctx *c, const char *bin, uint64_t off);
 
 /* The USDT-link program of a marker with fixed-register operands. */
@@ -1817,21 +1813,18 @@ static const struct usdt_probe_cache *usdt_probe(struct bs_ctx *c, const char *p
 
 /*
  * USDT probe provider:name of bin for p, by a uprobe_multi link (every
- * location of the probe in one link; the cookie is ours, no libbpf spec).
- * With args: markers without semaphore whose operands are args (a string
- * that lives for ever: the attachment keeps it for fork children), read
- * from fixed registers by prog. Without: any probe, semaphores (reference
- * counters) and operands included, each location's operands in the map
- * 'usdt_specs' at its number (bits 8-31 of the cookie). 0, or -1: use a
- * USDT link (the kernel refuses these links: c->no_multi).
+ * location of the probe in one link; the cookie is ours, no libbpf spec):
+ * semaphores (reference counters) and operands included, each location's
+ * operands in the map 'usdt_specs' at its number (bits 8-31 of the
+ * cookie). 0, or -1: use a USDT link (operands it cannot read, or the
+ * kernel refuses these links: c->no_multi).
  */
 static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
-			const char *bin, const char *provider, const char *name,
-			const char *args, uint32_t probe)
+			const char *bin, const char *provider, const char *name, uint32_t probe)
 {
 	union bpf_attr attr;
 	struct sp_uprobe_multi_attr *u = (void *)&attr;
-	const struct usdt_probe_cache *uc = NULL;
+	const struct usdt_probe_cache *uc;
 	uint64_t offs[SP_USDT_LOCS], cookies[SP_USDT_LOCS];
 	bool refs = false;
 	int n, i, fd;
@@ -1839,30 +1832,23 @@ static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program 
 
 	if (c->no_multi)
 		return -1;
-	if (args) {
-		n = offsets_cached(bin, provider, name, args, offs, SP_USDT_LOCS);
-	} else {
-		uc = usdt_probe(c, bin, provider, name);
-		n = uc ? uc->n : -1;
-	}
+	uc = usdt_probe(c, bin, provider, name);
+	n = uc ? uc->n : -1;
 	if (n <= 0)
 		return -1;
 	for (i = 0; i < n; i++) {
-		if (uc)
-			offs[i] = uc->off[i];
-		id = loc_id(c, bin, offs[i]);
-		if (uc) {
-			struct bs_loc *l = id ? &c->locs[id - 1] : NULL;
+		struct bs_loc *l;
 
-			if (!l || id >= SP_BS_MAX_SPECS)
-				return -1;
-			if (!l->spec && bpf_map__update_elem(c->skel->maps.usdt_specs, &id,
-							     sizeof(id), &uc->spec[i],
-							     sizeof(uc->spec[i]), BPF_ANY))
-				return -1;
-			l->spec = true;
-			refs |= uc->ref[i] != 0;
-		}
+		offs[i] = uc->off[i];
+		id = loc_id(c, bin, offs[i]);
+		l = id ? &c->locs[id - 1] : NULL;
+		if (!l || id >= SP_BS_MAX_SPECS)
+			return -1;
+		if (!l->spec && bpf_map__update_elem(c->skel->maps.usdt_specs, &id, sizeof(id),
+						     &uc->spec[i], sizeof(uc->spec[i]), BPF_ANY))
+			return -1;
+		l->spec = true;
+		refs |= uc->ref[i] != 0;
 		cookies[i] = (uint64_t)p->gen << 32 | (uint64_t)id << 8 | probe;
 	}
 	memset(&attr, 0, sizeof(attr));
@@ -1886,7 +1872,7 @@ static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program 
 		return -1;
 	}
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
-	att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .fd = fd }, true, args);
+	att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .fd = fd }, true, NULL);
 	return 0;
 }
 
@@ -1896,7 +1882,7 @@ static void attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 		       struct bpf_program *usdt, const char *bin, const char *provider,
 		       const char *name, uint32_t probe)
 {
-	if (attach_multi(c, p, multi, bin, provider, name, NULL, probe))
+	if (attach_multi(c, p, multi, bin, provider, name, probe))
 		attach_usdt(c, p, usdt, bin, provider, name, probe);
 }
 
@@ -2262,7 +2248,7 @@ static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs
 			char provider[16];
 
 			snprintf(provider, sizeof(provider), "%.*s", (int)(name - 1 - prov), prov);
-			attach_multi(c, child, a->prog, a->bin, provider, name, a->args, a->probe);
+			attach_multi(c, child, a->prog, a->bin, provider, name, a->probe);
 			continue;
 		} else {	/* libbpf's USDT link */
 			const char *prov, *name = strchr(probe_names[a->probe], ':') + 1;
