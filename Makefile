@@ -46,7 +46,7 @@ BINS := $(addprefix $(OUT)/bin/,$(TOOLS))
 MANPAGES := $(patsubst docs/%.md,$(OUT)/man/%.1,$(wildcard docs/sp-*.md))
 
 
-.PHONY: all check test man unit bats fuzz fuzz-run demo install clean deps bench
+.PHONY: all check test man unit bats fuzz fuzz-run demo install clean deps bench asan-record
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -190,6 +190,15 @@ $(OUT)/asan/%: tests/unit/%.c $(ASAN_LIB)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -O1 $(ASAN_FLAGS) -Itests/unit -o $@ $< $(ASAN_LIB) $(LDLIBS)
 
+# sp-record itself under the sanitizers (its threads and libbpf's USDT
+# manager: tests/sp-record-safety.bats); its runtime directory is the build
+# tree's (SP_RUNTIME_DIR).
+$(OUT)/asan/bin/sp-record: tools/sp-record.c $(ASAN_LIB) | $(SKELS)
+	$(call msg,ASAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -O1 $(ASAN_FLAGS) -o $@ $< $(ASAN_LIB) $(LDLIBS)
+asan-record: $(OUT)/asan/bin/sp-record
+
 unit: $(UNITS) $(ASAN_UNITS)
 
 bats: all
@@ -200,7 +209,7 @@ check:
 	$(Q)scripts/install-deps.sh --test
 	$(Q)$(MAKE) --no-print-directory test
 
-test: all unit
+test: all unit asan-record
 	$(Q)scripts/run-tests.sh $(OUT)
 
 # Fuzz targets: clang's libFuzzer, with ASan and UBSan, over their own build

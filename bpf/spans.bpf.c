@@ -7,12 +7,18 @@
  * The tree is the map 'tgids': seeded by the loader, grown on fork, shrunk on
  * exit. A tracked process that forks or execs is stopped with SIGSTOP (when
  * stop_new is set) so that the loader can attach the per-process probes
- * before it runs a single instruction; the loader sends SIGCONT.
+ * before it runs a single instruction; the loader sends SIGCONT. Each
+ * process stopped is in the map 'held' until the loader continues it, so
+ * that sp-record's guardian (lib/hold_guard.c) continues whoever is left
+ * when sp-record is gone, however it went.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+/* libbpf's USDT links (on kernels without uprobe_multi links): room for
+ * the specs of many processes' links at once (libbpf's default is 256) */
+#define BPF_USDT_MAX_SPEC_CNT	4096
 #include <bpf/usdt.bpf.h>
 #include "spans.h"
 
@@ -20,7 +26,9 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define SP_SIGSTOP	19
 
-const volatile __u32 stop_new = 1;	/* stop forked and exec'ing processes */
+/* Stop forked and exec'ing processes: set by the loader once the guardian
+ * that continues them after sp-record runs (not before). */
+__u32 stop_new;
 const volatile __u32 audit_args = 1;	/* decode the first argument of audit events */
 
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
@@ -37,6 +45,26 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sp_bs_proc);
 } tgids SEC(".maps");
+
+/* The processes stopped here and not continued yet by the loader (key:
+ * tgid, value: when it was stopped); an exit deletes its entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_BS_MAX_PIDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} held SEC(".maps");
+
+/* Operands of the USDT probes attached by uprobe_multi links. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SP_BS_MAX_SPECS);
+	__type(key, __u32);
+	__type(value, struct __bpf_usdt_spec);
+} usdt_specs SEC(".maps");
+
+_Static_assert(sizeof(struct sp_bs_usdt_spec) == sizeof(struct __bpf_usdt_spec),
+	       "struct sp_bs_usdt_spec is libbpf's struct __bpf_usdt_spec");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -325,24 +353,41 @@ static __always_inline long arg_cast(const struct __bpf_usdt_arg_spec *s, __u64 
  * user read when they are consecutive words of memory at one register
  * (Ruby's: "8@(%rsp) 8@8(%rsp) 8@16(%rsp) -4@24(%rsp)"). Measured here:
  * libbpf's way took about 60 ns an argument, a stack argument more.
- * Returns 0, or -1 (args zeroed) when the spec is missing or short.
+ * multi: attached by a uprobe_multi link, whose cookie is ours and names
+ * the spec in 'usdt_specs'; else a libbpf USDT link (the spec has the
+ * cookie). Returns 0, or -1 (args zeroed) when the spec is missing or short.
  */
-static __always_inline int usdt_args(struct pt_regs *ctx, long *a, int n, __u64 *cookie)
+static __always_inline int usdt_args(struct pt_regs *ctx, long *a, int n, __u64 *cookie,
+				     bool multi)
 {
 	struct __bpf_usdt_spec *spec;
 	__u64 w[SP_USDT_MAX_ARGS] = {}, base = 0, v;
-	int id = __bpf_usdt_spec_id(ctx), i;
 	bool block = true;
+	int i;
 
 	for (i = 0; i < SP_USDT_MAX_ARGS; i++)
 		a[i] = 0;
 	*cookie = 0;
-	if (id < 0 || n > SP_USDT_MAX_ARGS)
+	if (n > SP_USDT_MAX_ARGS)
 		return -1;
-	spec = bpf_map_lookup_elem(&__bpf_usdt_specs, &id);
-	if (!spec || spec->arg_cnt < n)
-		return -1;
-	*cookie = spec->usdt_cookie;
+	if (multi) {
+		__u64 c = bpf_get_attach_cookie(ctx);
+		__u32 sid = (__u32)(c >> 8) & 0xffffff;
+
+		spec = bpf_map_lookup_elem(&usdt_specs, &sid);
+		if (!spec || spec->arg_cnt < n)
+			return -1;
+		*cookie = c;
+	} else {
+		int id = __bpf_usdt_spec_id(ctx);
+
+		if (id < 0)
+			return -1;
+		spec = bpf_map_lookup_elem(&__bpf_usdt_specs, &id);
+		if (!spec || spec->arg_cnt < n)
+			return -1;
+		*cookie = spec->usdt_cookie;
+	}
 	for (i = 0; i < SP_USDT_MAX_ARGS; i++)
 		if (i < n && (spec->args[i].arg_type != BPF_USDT_ARG_REG_DEREF ||
 			      spec->args[i].reg_off != spec->args[0].reg_off ||
@@ -382,27 +427,34 @@ static __always_inline int usdt_args(struct pt_regs *ctx, long *a, int n, __u64 
  * head: strings known by address only, reserved in the ring (begin_head).
  */
 static __always_inline struct sp_bs_event *usdt_begin(struct pt_regs *ctx, long *a, int n,
-						      bool head)
+						      bool head, bool multi)
 {
 	__u64 cookie;
 	__u32 probe;
 
-	if (usdt_args(ctx, a, n, &cookie))
+	if (usdt_args(ctx, a, n, &cookie, multi))
 		return NULL;
 	probe = cookie_probe(cookie);
 	return head ? begin_head(probe_kind(probe), probe, cookie) :
 		      begin(probe_kind(probe), probe, cookie);
 }
 
+/*
+ * Each USDT program comes twice: for libbpf's USDT links (SEC("usdt")) and
+ * for uprobe_multi links (the _multi twin; the loader sets its attach type
+ * before loading), which the loader prefers where the kernel has them
+ * (Linux 6.6): they cost one link per probe and process, with no libbpf
+ * state shared between threads.
+ */
+
 /* ruby:method__entry/return, ruby:cmethod__entry/return:
  * (classname, methodname, filename, lineno) */
-SEC("usdt")
-int on_ruby_method(struct pt_regs *ctx)
+static __always_inline int ruby_method(struct pt_regs *ctx, bool multi)
 {
 	long a[SP_USDT_MAX_ARGS];
 	struct sp_bs_event *e;
 
-	e = usdt_begin(ctx, a, 4, false);
+	e = usdt_begin(ctx, a, 4, false, multi);
 	if (!e)
 		return 0;
 	get_str(e, 0, a[0]);
@@ -412,14 +464,25 @@ int on_ruby_method(struct pt_regs *ctx)
 	return submit(e);
 }
 
-/* ruby:raise (classname, filename, lineno) */
 SEC("usdt")
-int on_ruby_raise(struct pt_regs *ctx)
+int on_ruby_method(struct pt_regs *ctx)
+{
+	return ruby_method(ctx, false);
+}
+
+SEC("uprobe")
+int on_ruby_method_multi(struct pt_regs *ctx)
+{
+	return ruby_method(ctx, true);
+}
+
+/* ruby:raise (classname, filename, lineno) */
+static __always_inline int ruby_raise(struct pt_regs *ctx, bool multi)
 {
 	long a[SP_USDT_MAX_ARGS];
 	struct sp_bs_event *e;
 
-	e = usdt_begin(ctx, a, 3, false);
+	e = usdt_begin(ctx, a, 3, false, multi);
 	if (!e)
 		return 0;
 	get_str(e, 0, a[0]);
@@ -428,20 +491,43 @@ int on_ruby_raise(struct pt_regs *ctx)
 	return submit(e);
 }
 
-/* python:function__entry/return (filename, funcname, lineno) */
 SEC("usdt")
-int on_py_function(struct pt_regs *ctx)
+int on_ruby_raise(struct pt_regs *ctx)
+{
+	return ruby_raise(ctx, false);
+}
+
+SEC("uprobe")
+int on_ruby_raise_multi(struct pt_regs *ctx)
+{
+	return ruby_raise(ctx, true);
+}
+
+/* python:function__entry/return (filename, funcname, lineno) */
+static __always_inline int py_function(struct pt_regs *ctx, bool multi)
 {
 	long a[SP_USDT_MAX_ARGS];
 	struct sp_bs_event *e;
 
-	e = usdt_begin(ctx, a, 3, false);
+	e = usdt_begin(ctx, a, 3, false, multi);
 	if (!e)
 		return 0;
 	get_str(e, 1, a[1]);
 	get_str(e, 2, a[0]);
 	e->line = a[2];
 	return submit(e);
+}
+
+SEC("usdt")
+int on_py_function(struct pt_regs *ctx)
+{
+	return py_function(ctx, false);
+}
+
+SEC("uprobe")
+int on_py_function_multi(struct pt_regs *ctx)
+{
+	return py_function(ctx, true);
 }
 
 /*
@@ -476,13 +562,12 @@ static __always_inline __u64 py_first_ascii(__u64 tuple)
 }
 
 /* python:audit (event, args tuple) */
-SEC("usdt")
-int on_py_audit(struct pt_regs *ctx)
+static __always_inline int py_audit(struct pt_regs *ctx, bool multi)
 {
 	long a[SP_USDT_MAX_ARGS];
 	struct sp_bs_event *e;
 
-	e = usdt_begin(ctx, a, 2, false);
+	e = usdt_begin(ctx, a, 2, false, multi);
 	if (!e)
 		return 0;
 	get_str(e, 0, a[0]);
@@ -491,14 +576,25 @@ int on_py_audit(struct pt_regs *ctx)
 	return submit(e);
 }
 
-/* stackpulse:span__begin/end (name, file, line) from <stackpulse/span.h> */
 SEC("usdt")
-int on_sp_span(struct pt_regs *ctx)
+int on_py_audit(struct pt_regs *ctx)
+{
+	return py_audit(ctx, false);
+}
+
+SEC("uprobe")
+int on_py_audit_multi(struct pt_regs *ctx)
+{
+	return py_audit(ctx, true);
+}
+
+/* stackpulse:span__begin/end (name, file, line) from <stackpulse/span.h> */
+static __always_inline int sp_span(struct pt_regs *ctx, bool multi)
 {
 	long a[SP_USDT_MAX_ARGS];
 	struct sp_bs_event *e;
 
-	e = usdt_begin(ctx, a, 3, true);
+	e = usdt_begin(ctx, a, 3, true, multi);
 	if (!e)
 		return 0;
 	/* String literals of the binary: their bytes never change, so the
@@ -508,6 +604,18 @@ int on_sp_span(struct pt_regs *ctx)
 	e->flags = SP_BSF_UNREAD(1) | SP_BSF_UNREAD(2);
 	e->line = a[2];
 	return submit_head(e);
+}
+
+SEC("usdt")
+int on_sp_span(struct pt_regs *ctx)
+{
+	return sp_span(ctx, false);
+}
+
+SEC("uprobe")
+int on_sp_span_any_multi(struct pt_regs *ctx)
+{
+	return sp_span(ctx, true);
 }
 
 /* The attach cookie of the USDT probe that fired, 0 if unknown. */
@@ -814,45 +922,30 @@ int on_rt_flush(struct pt_regs *ctx)
 }
 
 /*
- * The same three, attached by uprobe_multi links (Linux 6.6 and later;
- * the loader sets their attach type before loading): the kernel runs them
+ * The same markers, attached by uprobe_multi links (Linux 6.6 and later;
+ * the loader sets the attach type before loading): the kernel runs them
  * straight from the uprobe, without the perf event (and its per-hit
  * filter of the attached processes) that a libbpf USDT link goes through.
+ * One link holds every marker of a binary (a process's fork child gets
+ * one link per binary, not one per marker): the cookie tells them apart.
  */
 SEC("uprobe")
-int on_sp_span_multi(struct pt_regs *ctx)
+int on_marker_multi(struct pt_regs *ctx)
 {
-	return sp_span_regs(ctx, true);
-}
-
-SEC("uprobe")
-int on_rt_hook_multi(struct pt_regs *ctx)
-{
+	switch (cookie_probe(bpf_get_attach_cookie(ctx))) {
+	case SP_PR_SP_BEGIN:
+	case SP_PR_SP_END:
+		return sp_span_regs(ctx, true);
+	case SP_PR_RT_NAME:
+		return rt_name(ctx, true);
+	case SP_PR_RT_RING:
+		return rt_ring(ctx, true);
+	case SP_PR_RT_FLUSH:
+		return rt_flush(ctx, true);
+	case SP_PR_PY_HOOK_AUDIT:
+		return rt_audit(ctx, true);
+	}
 	return rt_hook(ctx, true);
-}
-
-SEC("uprobe")
-int on_rt_name_multi(struct pt_regs *ctx)
-{
-	return rt_name(ctx, true);
-}
-
-SEC("uprobe")
-int on_rt_ring_multi(struct pt_regs *ctx)
-{
-	return rt_ring(ctx, true);
-}
-
-SEC("uprobe")
-int on_rt_flush_multi(struct pt_regs *ctx)
-{
-	return rt_flush(ctx, true);
-}
-
-SEC("uprobe")
-int on_rt_audit_multi(struct pt_regs *ctx)
-{
-	return rt_audit(ctx, true);
 }
 
 /* --span-func: the cookie is the function's index in the loader's table. */
@@ -876,6 +969,15 @@ int on_func_return(struct pt_regs *ctx)
 	if (!e)
 		return 0;
 	return submit_head(e);
+}
+
+/* Note that pid is about to be stopped: false if the map is full (then it
+ * is not stopped). */
+static __always_inline bool hold(__u32 pid)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	return !bpf_map_update_elem(&held, &pid, &now, BPF_ANY);
 }
 
 /* Reserve a process notification first: a process is stopped only when
@@ -923,10 +1025,14 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		e->flags |= SP_BSF_SHARED_MM;
 		stop = false;
 	}
-	/* Only a child of a probed image needs probes before it runs. */
-	if (stop && stop_new && bpf_send_signal_task &&
-	    !bpf_send_signal_task(child, SP_SIGSTOP, PIDTYPE_TGID, 0))
-		e->flags |= SP_BSF_STOPPED;
+	/* Only a child of a probed image needs probes before it runs; held
+	 * first, so that the guardian knows of it before it is stopped. */
+	if (stop && stop_new && bpf_send_signal_task && hold(pid)) {
+		if (!bpf_send_signal_task(child, SP_SIGSTOP, PIDTYPE_TGID, 0))
+			e->flags |= SP_BSF_STOPPED;
+		else
+			bpf_map_delete_elem(&held, &pid);
+	}
 	/* A stopped process waits for the loader: wake it now. Else the
 	 * notification waits for the next drain like span events. */
 	bpf_ringbuf_submit(e, e->flags & SP_BSF_STOPPED ? BPF_RB_FORCE_WAKEUP : wake_flags());
@@ -964,10 +1070,14 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	if (!e)
 		return 0;
 	e->cookie = t->gen;
-	if (image_plain(bprm))
+	if (image_plain(bprm)) {
 		e->flags |= SP_BSF_PLAIN;
-	else if (stop_new && !bpf_send_signal(SP_SIGSTOP))
-		e->flags |= SP_BSF_STOPPED;
+	} else if (stop_new && hold(pid)) {
+		if (!bpf_send_signal(SP_SIGSTOP))
+			e->flags |= SP_BSF_STOPPED;
+		else
+			bpf_map_delete_elem(&held, &pid);
+	}
 	/* A stopped process waits for the loader: wake it now. Else the
 	 * notification waits for the next drain like span events. */
 	bpf_ringbuf_submit(e, e->flags & SP_BSF_STOPPED ? BPF_RB_FORCE_WAKEUP : wake_flags());
@@ -977,11 +1087,12 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 /*
  * ld.so's _dl_debug_state(), the debuggers' breakpoint: called before and
  * after it changes its list of libraries (start-up, dlopen, dlclose).
- * Attached once for every process; a tracked one's loader looks for new
- * libraries with probes (woken now: the sooner, the fewer marks missed).
+ * Attached to each process of the tree (never to others: a breakpoint in
+ * ld.so of every process breaks debuggers and valgrind), by a uprobe_multi
+ * link (the _multi twin) or a uprobe; the loader looks for new libraries
+ * with probes (woken now: the sooner, the fewer marks missed).
  */
-SEC("uprobe")
-int on_dl_state(struct pt_regs *ctx)
+static __always_inline int dl_state(void)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32;
@@ -995,6 +1106,18 @@ int on_dl_state(struct pt_regs *ctx)
 	e->tid = (__u32)id;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
+}
+
+SEC("uprobe")
+int on_dl_state(struct pt_regs *ctx)
+{
+	return dl_state();
+}
+
+SEC("uprobe")
+int on_dl_state_multi(struct pt_regs *ctx)
+{
+	return dl_state();
 }
 
 /* Linux 6.10 and later: before the old image goes (the loader leaves it
@@ -1021,6 +1144,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	if (p->pid != p->tgid || !bpf_map_lookup_elem(&tgids, &pid))
 		return 0;
 	bpf_map_delete_elem(&tgids, &pid);
+	bpf_map_delete_elem(&held, &pid);	/* killed while stopped */
 	e = notify_reserve(SP_BS_EXIT, pid, 0);
 	if (e)
 		bpf_ringbuf_submit(e, wake_flags());

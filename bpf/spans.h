@@ -15,6 +15,7 @@
 #define SP_BS_NSTR	3
 #define SP_BS_STRLEN	128	/* longer strings are cut */
 #define SP_BS_MAX_PIDS	8192
+#define SP_BS_MAX_SPECS	4096	/* USDT operand specs of uprobe_multi links */
 
 enum sp_bs_kind {
 	SP_BS_START = 1,	/* a span starts */
@@ -65,6 +66,31 @@ enum sp_bs_probe {
 	SP_PR_RT_RING,		/* a thread's span ring is made (rt__ring) */
 	SP_PR_RT_FLUSH,		/* half a span ring is unread, or its thread ends (rt__flush) */
 	SP_PR_MAX,
+};
+
+/*
+ * How to fetch the operands of a USDT probe attached by a uprobe_multi link
+ * (value of the map 'usdt_specs', key: bits 8-31 of the attach cookie),
+ * parsed by the loader from the probe's ELF note as libbpf parses it: the
+ * layout of libbpf's struct __bpf_usdt_spec (<bpf/usdt.bpf.h>), so that
+ * one BPF function reads both.
+ */
+#define SP_BS_USDT_CONST	0	/* val_off is the value */
+#define SP_BS_USDT_REG		1	/* the register at reg_off */
+#define SP_BS_USDT_DEREF	2	/* the word at the register + val_off */
+struct sp_bs_usdt_arg {
+	__u64 val_off;
+	__u32 type;		/* SP_BS_USDT_* */
+	__s16 reg_off;		/* offset in struct pt_regs */
+	__u8 sign;		/* a signed operand */
+	__u8 shift;		/* 64 - 8 * its size in bytes */
+};
+
+struct sp_bs_usdt_spec {
+	struct sp_bs_usdt_arg args[12];
+	__u64 cookie;		/* unused: the link's cookie says it */
+	__s16 nargs;
+	__u16 pad[3];
 };
 
 /* enum sp_bs_event flags */

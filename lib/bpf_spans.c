@@ -27,9 +27,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/types.h>
+#if defined(__x86_64__)
+#include <asm/ptrace.h>		/* struct pt_regs: USDT operands */
+#endif
 
 #include "bpf_spans.h"
 #include "span_rings.h"
+#include "hold_guard.h"
 #include "launch.h"
 #include "events.h"
 #include "hashmap.h"
@@ -121,6 +125,7 @@ int sp_spans_split_func(const char *spec, char *bin, size_t bsize, char *func, s
 }
 
 static void preload_start(const struct sp_spans_opts *o, bool now);
+static bool may_bpf(void);
 
 static error_t parse_spans(int key, char *arg, struct argp_state *state)
 {
@@ -147,6 +152,9 @@ static error_t parse_spans(int key, char *arg, struct argp_state *state)
 		o->funcs[o->nfuncs++] = arg;
 		break;
 	case ARGP_KEY_SUCCESS:
+		/* the guardian's pipe among the first descriptors */
+		if ((o->modes || o->nfuncs) && may_bpf())
+			sp_hold_guard_prepare();
 		/* Load the BPF object now, while sp-record sets up the rest,
 		 * unless it is --spans=auto for a command that is no runtime:
 		 * then start() loads it in the background. */
@@ -246,9 +254,25 @@ int sp_spans_setup_env(const struct sp_spans_opts *o)
 		return 0;
 	}
 	if (o->modes & SP_SPANS_RUBY) {
-		snprintf(path, sizeof(path), "-r%s/ruby/stackpulse_activate.rb", dir);
-		if (prepend_env("RUBYOPT", path, " "))
-			return -1;
+		/*
+		 * Ruby splits RUBYOPT at white space and knows no quoting: a
+		 * directory with a space goes into RUBYLIB (split at colons),
+		 * and RUBYOPT names the activator without its directory.
+		 */
+		if (!strpbrk(dir, " \t\n\v\f\r")) {
+			snprintf(path, sizeof(path), "-r%s/ruby/stackpulse_activate.rb", dir);
+			if (prepend_env("RUBYOPT", path, " "))
+				return -1;
+		} else if (strchr(dir, ':')) {
+			sp_warn("the activators' directory has both white space and a colon in its "
+				"name, which Ruby cannot load from (RUBYOPT, RUBYLIB): Ruby method "
+				"spans will be missing (set SP_RUNTIME_DIR)");
+		} else {
+			snprintf(path, sizeof(path), "%s/ruby", dir);
+			if (prepend_env("RUBYLIB", path, ":") ||
+			    prepend_env("RUBYOPT", "-rstackpulse_activate", " "))
+				return -1;
+		}
 	}
 	if (o->modes & SP_SPANS_PYTHON) {
 		snprintf(path, sizeof(path), "%s/python", dir);
@@ -649,6 +673,7 @@ static const char *const probe_names[SP_PR_MAX] = {
 struct bs_link {
 	struct bpf_link *link;
 	int fd;			/* -1 with a libbpf link */
+	bool usdt;		/* a libbpf USDT link: its manager is shared */
 };
 
 struct bs_att {
@@ -656,8 +681,12 @@ struct bs_att {
 	uint32_t func;		/* --span-func index for uprobes */
 	struct bpf_program *prog;	/* attached to, for a fork child's copy */
 	struct bs_link link;
-	const char *args;	/* by a uprobe_multi link (attach_multi): the
-				 * operands its notes had to have; else NULL */
+	bool multi;		/* by a uprobe_multi link */
+	uint32_t group;		/* attach_markers(): the markers of one link, which
+				 * the first of them holds; 0: a link of its own */
+	const char *args;	/* with group: the operands their notes had to
+				 * have (fixed registers; a string that lives
+				 * for ever, for fork children's links) */
 	char bin[];		/* the binary */
 };
 
@@ -692,10 +721,20 @@ struct bs_proc {
 	uint32_t ppid;			/* forked from, until it execs: same addresses */
 	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
 	uint64_t hits[SP_PR_MAX];	/* events read per probe (probe health) */
+	struct bs_link dl;		/* its ld.so's _dl_debug_state (dlopen) */
 	char exe[PATH_MAX];		/* the executable and where it is mapped: */
 	struct { uint64_t start, end, off; } map[8];	/* strings of gone processes */
 	unsigned int nmap;
 };
+
+/*
+ * Detaching a uprobe waits for the kernel's grace periods (tens of ms
+ * each, more on a loaded machine); the reapers' waits overlap. Until its
+ * link is gone, a detached process's probe costs every hit of the same
+ * probe in the live processes a call: a fork storm's links must go as
+ * fast as they come.
+ */
+#define SP_REAPERS	4
 
 struct bs_ctx {
 	const struct sp_spans_opts *o;
@@ -717,18 +756,21 @@ struct bs_ctx {
 	/*
 	 * Detaching a uprobe waits for an RCU grace period in the kernel
 	 * (50-90 ms each here): links of an image a process left (exec,
-	 * exit) are destroyed by a reaper thread, so the process and the
+	 * exit) are destroyed by reaper threads, so the process and the
 	 * loop go on at once. The stale probes are ignored in BPF meanwhile
 	 * (image generation). libbpf's USDT manager is not thread-safe:
-	 * every attach and detach holds bpf_lock.
+	 * every attach and detach of a libbpf USDT link holds bpf_lock (and
+	 * only those: a uprobe_multi link is a file descriptor of ours).
 	 */
 	pthread_mutex_t bpf_lock, rq_lock;
 	pthread_cond_t rq_cond;
-	pthread_t reaper;
+	pthread_t reaper[SP_REAPERS];
+	unsigned int reapers;		/* threads running reaper_main() */
 	bool reaper_on, reaper_stop;
 	struct bs_link *rq;
 	size_t nrq, crq;
 	bool no_multi;			/* uprobe_multi links refused: USDT links */
+	uint32_t groups;		/* attach_markers() links made */
 	uint64_t plain_execs, stopped_execs;	/* execs released by BPF / looked at */
 	uint64_t forks, stopped_forks;		/* forks, and those held for probes */
 	uint64_t probed_images;			/* images that got probes */
@@ -747,13 +789,24 @@ struct bs_ctx {
 	 * and its string literals can be read from the file when the process
 	 * is gone (a library's: sp-record never sees its mapping).
 	 */
-	struct bs_loc { char *bin; uint64_t off; } *locs;
+	struct bs_loc { char *bin; uint64_t off; bool spec; } *locs;
 	size_t nlocs, clocs;
 	struct sp_u64map loc_ids;	/* mix(hash(bin), off) -> number */
 	struct sp_span_rings rings;	/* the runtime hooks' span rings */
-	struct bpf_link *dl_link;	/* ld.so's _dl_debug_state (dlopen) */
+	struct { char path[PATH_MAX]; uint64_t off; } ldso[2];	/* ld.so's
+					 * _dl_debug_state, by file (0: none) */
+	unsigned int nldso;
 	uint64_t dlopens, late_libs;	/* ld.so's changes looked at; libraries
 					 * given probes that way */
+	int guard_fd;			/* the guardian's pipe (hold_guard.h) */
+	unsigned int usdt_live;		/* libbpf USDT links (atomic) */
+	bool usdt_full;			/* too many of them: said so */
+	bool dl_warned;			/* an ld.so could not be probed: said so */
+	/* Processes whose ld.so probe waits (attach_dl_later()) */
+	struct dl_wait { struct bs_proc *p; uint64_t due; } *dlw;
+	size_t ndlw, cdlw;
+	struct usdt_probe_cache *ucache;	/* USDT locations by file and probe */
+	size_t nucache;
 	bool rings_unread;		/* SP_SPAN_RINGS_UNREAD=1 (tests): only what
 					 * BPF copies at the threads' ends */
 	/* Processes that exited: their bookkeeping goes at the next poll, as
@@ -814,17 +867,19 @@ static struct sp_spans *load_skel(char *why, size_t size)
 		return NULL;
 	}
 	/* uprobe_multi programs: an attach type libbpf 1.1 has no section for */
-	bpf_program__set_expected_attach_type(sk->progs.on_sp_span_multi,
+	bpf_program__set_expected_attach_type(sk->progs.on_marker_multi,
 					      SP_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(sk->progs.on_rt_hook_multi,
+	bpf_program__set_expected_attach_type(sk->progs.on_ruby_method_multi,
 					      SP_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(sk->progs.on_rt_name_multi,
+	bpf_program__set_expected_attach_type(sk->progs.on_ruby_raise_multi,
 					      SP_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(sk->progs.on_rt_audit_multi,
+	bpf_program__set_expected_attach_type(sk->progs.on_py_function_multi,
 					      SP_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(sk->progs.on_rt_ring_multi,
+	bpf_program__set_expected_attach_type(sk->progs.on_py_audit_multi,
 					      SP_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(sk->progs.on_rt_flush_multi,
+	bpf_program__set_expected_attach_type(sk->progs.on_sp_span_any_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(sk->progs.on_dl_state_multi,
 					      SP_BPF_TRACE_UPROBE_MULTI);
 	/* sched_prepare_exec: Linux 6.10 and later */
 	if (libbpf_find_vmlinux_btf_id("sched_prepare_exec", BPF_TRACE_RAW_TP) < 0)
@@ -909,6 +964,7 @@ static struct bs_proc *proc_new(struct bs_ctx *c, uint32_t pid)
 	struct bs_proc *p = sp_xcalloc(1, sizeof(*p));
 
 	p->pid = pid;
+	p->dl.fd = -1;
 	sp_grow(&c->procs, &c->cprocs, c->nprocs + 1, sizeof(*c->procs));
 	c->procs[c->nprocs++] = p;
 	sp_u64map_put(&c->by_pid, pid, c->nprocs);
@@ -916,7 +972,8 @@ static struct bs_proc *proc_new(struct bs_ctx *c, uint32_t pid)
 }
 
 static void att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
-			 struct bpf_program *prog, struct bs_link link, const char *args)
+			 struct bpf_program *prog, struct bs_link link, bool multi,
+			 const char *args)
 {
 	struct bs_att *a = sp_xmalloc(sizeof(*a) + strlen(bin) + 1);
 
@@ -924,6 +981,8 @@ static void att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const
 	a->func = func;
 	a->prog = prog;
 	a->link = link;
+	a->multi = multi;
+	a->group = 0;
 	a->args = args;
 	strcpy(a->bin, bin);
 	sp_grow(&p->att, &p->catt, p->natt + 1, sizeof(*p->att));
@@ -933,15 +992,24 @@ static void att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const
 static void att_add(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
 		    struct bpf_program *prog, struct bpf_link *link)
 {
-	att_add_link(p, probe, func, bin, prog, (struct bs_link){ .link = link, .fd = -1 }, NULL);
+	att_add_link(p, probe, func, bin, prog, (struct bs_link){ .link = link, .fd = -1 }, false,
+		     NULL);
 }
 
+/*
+ * Destroy an attachment: a uprobe's takes the kernel an RCU grace period
+ * or two (tens of milliseconds), so only libbpf's USDT links, whose
+ * manager the attaching thread shares, hold bpf_lock meanwhile.
+ */
 static void link_destroy(struct bs_ctx *c, struct bs_link l)
 {
-	if (l.link) {
+	if (l.link && l.usdt) {
 		pthread_mutex_lock(&c->bpf_lock);
 		bpf_link__destroy(l.link);
 		pthread_mutex_unlock(&c->bpf_lock);
+		__atomic_sub_fetch(&c->usdt_live, 1, __ATOMIC_RELAXED);
+	} else if (l.link) {
+		bpf_link__destroy(l.link);
 	} else if (l.fd >= 0) {
 		close(l.fd);
 	}
@@ -1071,6 +1139,7 @@ static int emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool 
 	return 0;
 }
 
+/* Destroy l now (sync) or by the reapers. */
 static void *reaper_main(void *arg)
 {
 	struct bs_ctx *c = arg;
@@ -1090,25 +1159,35 @@ static void *reaper_main(void *arg)
 	}
 }
 
+/* Destroy l now (sync) or by the reapers. */
+static void detach_link(struct bs_ctx *c, struct bs_link l, bool sync)
+{
+	while (!sync && c->reapers < SP_REAPERS &&
+	       !pthread_create(&c->reaper[c->reapers], NULL, reaper_main, c))
+		c->reaper_on = ++c->reapers > 0;
+	if (sync || !c->reaper_on) {
+		link_destroy(c, l);
+		return;
+	}
+	pthread_mutex_lock(&c->rq_lock);
+	sp_grow(&c->rq, &c->crq, c->nrq + 1, sizeof(*c->rq));
+	c->rq[c->nrq++] = l;
+	pthread_cond_signal(&c->rq_cond);
+	pthread_mutex_unlock(&c->rq_lock);
+}
+
 /* Detach everything p has attached: now (sync) or by the reaper. */
 static void detach_all_how(struct bs_ctx *c, struct bs_proc *p, bool sync)
 {
 	size_t i;
 
-	if (!p->natt)
-		return;
-	if (!sync && !c->reaper_on && !pthread_create(&c->reaper, NULL, reaper_main, c))
-		c->reaper_on = true;
+	if (p->dl.link || p->dl.fd >= 0) {
+		detach_link(c, p->dl, sync);
+		p->dl = (struct bs_link){ .fd = -1 };
+	}
 	for (i = 0; i < p->natt; i++) {
-		if (sync || !c->reaper_on) {
-			link_destroy(c, p->att[i]->link);
-		} else {
-			pthread_mutex_lock(&c->rq_lock);
-			sp_grow(&c->rq, &c->crq, c->nrq + 1, sizeof(*c->rq));
-			c->rq[c->nrq++] = p->att[i]->link;
-			pthread_cond_signal(&c->rq_cond);
-			pthread_mutex_unlock(&c->rq_lock);
-		}
+		if (p->att[i]->link.link || p->att[i]->link.fd >= 0)
+			detach_link(c, p->att[i]->link, sync);
 		free(p->att[i]);
 	}
 	p->natt = 0;
@@ -1146,26 +1225,52 @@ static int emit_runtime(struct bs_ctx *c, struct bs_proc *p, int rt, const char 
 	return c->out->emit(c->out->ctx, &r);
 }
 
-static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
-		       const char *bin, const char *provider, const char *name, uint32_t probe)
+/*
+ * libbpf's USDT links, for kernels without uprobe_multi links (and
+ * operands attach_multi() cannot read). Each takes one or more of the
+ * 4096 specs of the BPF object until the reaper has destroyed it; libbpf
+ * 1.1 frees memory twice when an attach finds none left (its detach
+ * reallocates its free list to 0 bytes), so at most SP_SPANS_USDT_LIVE
+ * such links live at once: beyond that a process gets none, said once.
+ */
+#define SP_SPANS_USDT_LIVE	512
+static int attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
+			   const char *bin, const char *provider, const char *name,
+			   uint32_t probe, bool quiet)
 {
 	LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = (uint64_t)p->gen << 32 | probe);
 	struct bpf_link *l;
 
+	if (__atomic_load_n(&c->usdt_live, __ATOMIC_RELAXED) >= SP_SPANS_USDT_LIVE) {
+		if (!c->usdt_full)
+			sp_warn("spans: %u USDT links wait to be detached: pid %u and later "
+				"processes get no %s:%s until they are", SP_SPANS_USDT_LIVE,
+				p->pid, provider, name);
+		c->usdt_full = true;
+		return -1;
+	}
 	pthread_mutex_lock(&c->bpf_lock);
 	l = bpf_program__attach_usdt(prog, p->pid, bin, provider, name, &uo);
 	pthread_mutex_unlock(&c->bpf_lock);
 	if (!l) {
 		int e = errno;
 
-		if (e == ESRCH)
+		if (e == ESRCH || quiet)
 			return -1;	/* the process is gone */
 		sp_warn("pid %u: cannot attach %s:%s in '%s': %s", p->pid, provider, name, bin,
 			strerror(e));
 		return -1;
 	}
-	att_add(p, probe, 0, bin, prog, l);
+	__atomic_add_fetch(&c->usdt_live, 1, __ATOMIC_RELAXED);
+	att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .link = l, .fd = -1, .usdt = true },
+		     false, NULL);
 	return 0;
+}
+
+static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
+		       const char *bin, const char *provider, const char *name, uint32_t probe)
+{
+	return attach_usdt_how(c, p, prog, bin, provider, name, probe, false);
 }
 
 /* The runtime hook of rt that process pid has mapped (an attached process
@@ -1260,44 +1365,113 @@ static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const ch
 	return ok && hook_usable(rt, path);
 }
 
-static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
-			const char *bin, const char *provider, const char *name,
-			const char *args, uint32_t probe);
+static uint32_t loc_id(struct bs_ctx *c, const char *bin, uint64_t off);
 
-/* A marker with fixed-register operands: by a uprobe_multi link, else by
- * a USDT link. */
-static void attach_marker(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
-			  struct bpf_program *usdt, const char *bin, const char *args,
-			  uint32_t probe)
-{
-	const char *name = strchr(probe_names[probe], ':') + 1;
-
-	if (attach_multi(c, p, multi, bin, "stackpulse", name, args, probe))
-		attach_usdt(c, p, usdt, bin, "stackpulse", name, probe);
-}
-
-/* The markers of a runtime hook (rb__ or py__ call, return; rt__name). */
-static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, uint32_t call)
+/* The USDT-link program of a marker with fixed-register operands. */
+static struct bpf_program *marker_prog(struct bs_ctx *c, uint32_t probe)
 {
 	struct sp_spans *sk = c->skel;
-	const char *args = SP_SPANS_HOOK_ARGS;
 
-	attach_marker(c, p, sk->progs.on_rt_hook_multi, sk->progs.on_rt_hook, hook, args, call);
-	attach_marker(c, p, sk->progs.on_rt_hook_multi, sk->progs.on_rt_hook, hook, args,
-		      call + 1);
-	attach_marker(c, p, sk->progs.on_rt_name_multi, sk->progs.on_rt_name, hook, args,
-		      SP_PR_RT_NAME);
-	if (call == SP_PR_RB_HOOK_CALL)
-		attach_marker(c, p, sk->progs.on_rt_hook_multi, sk->progs.on_rt_hook, hook, args,
-			      SP_PR_RB_HOOK_FIBER);
-	else
-		attach_marker(c, p, sk->progs.on_rt_hook_multi, sk->progs.on_rt_hook, hook, args,
-			      SP_PR_PY_HOOK_RAISE);
-	/* a hook with span rings (STACKPULSE_SPAN_RING=1) marks through these */
-	attach_marker(c, p, sk->progs.on_rt_ring_multi, sk->progs.on_rt_ring, hook, args,
-		      SP_PR_RT_RING);
-	attach_marker(c, p, sk->progs.on_rt_flush_multi, sk->progs.on_rt_flush, hook, args,
-		      SP_PR_RT_FLUSH);
+	switch (probe) {
+	case SP_PR_SP_BEGIN:
+	case SP_PR_SP_END:
+		return sk->progs.on_sp_span_regs;
+	case SP_PR_RT_NAME:
+		return sk->progs.on_rt_name;
+	case SP_PR_RT_RING:
+		return sk->progs.on_rt_ring;
+	case SP_PR_RT_FLUSH:
+		return sk->progs.on_rt_flush;
+	case SP_PR_PY_HOOK_AUDIT:
+		return sk->progs.on_rt_audit;
+	}
+	return sk->progs.on_rt_hook;
+}
+
+#define SP_MARKER_LOCS	256
+/*
+ * Markers probes[0..n) of bin whose operands are args (fixed registers):
+ * one uprobe_multi link for them all, on_marker_multi telling them apart
+ * by the cookie (a fork child gets one link per binary, not one per
+ * marker). A marker the binary lacks is left out; one whose operands are
+ * others, and all of them where the kernel has no such links, get a USDT
+ * link each. Each gets its struct bs_att (its probe's health), the first
+ * the link, all the same group.
+ */
+static void attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
+			   const char *args, const uint32_t *probes, int n)
+{
+	uint64_t offs[SP_MARKER_LOCS], cookies[SP_MARKER_LOCS], o[64];
+	int found[16], total = 0, k, i, fd = -1;
+	union bpf_attr attr;
+	struct sp_uprobe_multi_attr *u = (void *)&attr;
+	uint32_t group, id;
+	bool first = true;
+
+	for (k = 0; k < n && k < 16; k++) {
+		const char *name = strchr(probe_names[probes[k]], ':') + 1;
+
+		found[k] = c->no_multi ? -1 : offsets_cached(bin, "stackpulse", name, args, o, 64);
+		if (found[k] <= 0)
+			continue;
+		for (i = 0; i < found[k] && total < SP_MARKER_LOCS; i++) {
+			id = loc_id(c, bin, o[i]);
+			offs[total] = o[i];
+			cookies[total++] = (uint64_t)p->gen << 32 | (uint64_t)id << 8 | probes[k];
+		}
+	}
+	if (total && total < SP_MARKER_LOCS) {
+		memset(&attr, 0, sizeof(attr));
+		u->prog_fd = bpf_program__fd(c->skel->progs.on_marker_multi);
+		u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
+		u->path = (uintptr_t)bin;
+		u->offsets = (uintptr_t)offs;
+		u->cookies = (uintptr_t)cookies;
+		u->cnt = total;
+		u->pid = p->pid;
+		fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+		if (fd < 0 && errno == ESRCH)
+			return;		/* gone: nothing to attach */
+		if (fd < 0 && (errno == EINVAL || errno == EOPNOTSUPP || errno == E2BIG))
+			c->no_multi = true;
+		if (fd < 0 && sp_verbose)
+			sp_info("spans: uprobe_multi link for the markers in '%s' refused (%s): "
+				"USDT links", bin, strerror(errno));
+	}
+	if (fd >= 0) {
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		group = ++c->groups;
+		for (k = 0; k < n && k < 16; k++) {
+			if (found[k] <= 0)
+				continue;
+			att_add_link(p, probes[k], 0, bin, c->skel->progs.on_marker_multi,
+				     (struct bs_link){ .fd = first ? fd : -1 }, true, args);
+			p->att[p->natt - 1]->group = group;
+			first = false;
+		}
+	}
+	for (k = 0; k < n && k < 16; k++) {
+		const char *name = strchr(probe_names[probes[k]], ':') + 1;
+
+		if (fd < 0 || found[k] < 0)
+			attach_usdt(c, p, marker_prog(c, probes[k]), bin, "stackpulse", name,
+				    probes[k]);
+	}
+}
+
+/* The markers of a runtime hook (rb__ or py__ call, return; rt__name;
+ * rb__fiber or py__raise; the span rings'; with audit, py__audit). */
+static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, uint32_t call,
+			bool audit)
+{
+	uint32_t probes[] = {
+		call, call + 1, SP_PR_RT_NAME,
+		call == SP_PR_RB_HOOK_CALL ? SP_PR_RB_HOOK_FIBER : SP_PR_PY_HOOK_RAISE,
+		/* a hook with span rings (STACKPULSE_SPAN_RING=1) marks through these */
+		SP_PR_RT_RING, SP_PR_RT_FLUSH, SP_PR_PY_HOOK_AUDIT,
+	};
+
+	attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, probes, audit ? 7 : 6);
 }
 
 /* The number of a marker location (struct bs_loc), 0 when there are too
@@ -1314,6 +1488,7 @@ static uint32_t loc_id(struct bs_ctx *c, const char *bin, uint64_t off)
 	sp_grow(&c->locs, &c->clocs, c->nlocs + 1, sizeof(*c->locs));
 	c->locs[c->nlocs].bin = sp_xstrdup(bin);
 	c->locs[c->nlocs].off = off;
+	c->locs[c->nlocs].spec = false;
 	c->nlocs++;
 	if (!v)
 		sp_u64map_put(&c->loc_ids, key, c->nlocs);
@@ -1409,34 +1584,279 @@ static int offsets_cached(const char *path, const char *provider, const char *na
 	return n;
 }
 
+#if defined(__x86_64__)
+/* The offset in struct pt_regs of an x86-64 register named as in a USDT
+ * note's operands (any width), or -1; as libbpf reads them. */
+static int reg_offset(const char *name)
+{
+	static const struct {
+		const char *names[4];
+		size_t off;
+	} regs[] = {
+#define R(f) offsetof(struct pt_regs, f)
+		{ { "rip", "eip", "", "" }, R(rip) },
+		{ { "rax", "eax", "ax", "al" }, R(rax) },
+		{ { "rbx", "ebx", "bx", "bl" }, R(rbx) },
+		{ { "rcx", "ecx", "cx", "cl" }, R(rcx) },
+		{ { "rdx", "edx", "dx", "dl" }, R(rdx) },
+		{ { "rsi", "esi", "si", "sil" }, R(rsi) },
+		{ { "rdi", "edi", "di", "dil" }, R(rdi) },
+		{ { "rbp", "ebp", "bp", "bpl" }, R(rbp) },
+		{ { "rsp", "esp", "sp", "spl" }, R(rsp) },
+		{ { "r8", "r8d", "r8w", "r8b" }, R(r8) },
+		{ { "r9", "r9d", "r9w", "r9b" }, R(r9) },
+		{ { "r10", "r10d", "r10w", "r10b" }, R(r10) },
+		{ { "r11", "r11d", "r11w", "r11b" }, R(r11) },
+		{ { "r12", "r12d", "r12w", "r12b" }, R(r12) },
+		{ { "r13", "r13d", "r13w", "r13b" }, R(r13) },
+		{ { "r14", "r14d", "r14w", "r14b" }, R(r14) },
+		{ { "r15", "r15d", "r15w", "r15b" }, R(r15) },
+#undef R
+	};
+	size_t i, j;
+
+	for (i = 0; i < sizeof(regs) / sizeof(regs[0]); i++)
+		for (j = 0; j < 4; j++)
+			if (regs[i].names[j][0] && !strcmp(regs[i].names[j], name))
+				return (int)regs[i].off;
+	return -1;
+}
+
+int sp_spans_usdt_parse_args(const char *args, struct sp_bs_usdt_spec *spec)
+{
+	const char *s = args;
+	char reg[16];
+	long off;
+	int size, len, n = 0, r;
+
+	memset(spec, 0, sizeof(*spec));
+	while (*s) {
+		struct sp_bs_usdt_arg *a;
+
+		while (*s == ' ')
+			s++;
+		if (!*s)
+			break;
+		if (n == (int)(sizeof(spec->args) / sizeof(spec->args[0])))
+			return -1;
+		a = &spec->args[n];
+		len = 0;
+		if (sscanf(s, " %d @ %ld ( %%%15[^)] ) %n", &size, &off, reg, &len) == 3 && len) {
+			a->type = SP_BS_USDT_DEREF;
+			a->val_off = (uint64_t)off;
+		} else if ((len = 0, sscanf(s, " %d @ ( %%%15[^)] ) %n", &size, reg, &len)) == 2 &&
+			   len) {
+			a->type = SP_BS_USDT_DEREF;
+		} else if ((len = 0, sscanf(s, " %d @ %%%15s %n", &size, reg, &len)) == 2 && len) {
+			a->type = SP_BS_USDT_REG;
+		} else if ((len = 0, sscanf(s, " %d @ $%ld %n", &size, &off, &len)) == 2 && len) {
+			a->type = SP_BS_USDT_CONST;
+			a->val_off = (uint64_t)off;
+			reg[0] = 0;
+		} else {
+			return -1;
+		}
+		if (a->type != SP_BS_USDT_CONST) {
+			r = reg_offset(reg);
+			if (r < 0)
+				return -1;
+			a->reg_off = (int16_t)r;
+		}
+		switch (size) {
+		case -1: case -2: case -4: case -8:
+			a->sign = 1;
+			size = -size;
+			/* fall through */
+		case 1: case 2: case 4: case 8:
+			a->shift = (uint8_t)(64 - size * 8);
+			break;
+		default:
+			return -1;
+		}
+		n++;
+		s += len;
+	}
+	spec->nargs = (int16_t)n;
+	return n;
+}
+#else
+int sp_spans_usdt_parse_args(const char *args, struct sp_bs_usdt_spec *spec)
+{
+	(void)args;
+	memset(spec, 0, sizeof(*spec));
+	return -1;	/* libbpf's USDT links read them */
+}
+#endif
+
+/*
+ * Every location of USDT probe provider:name in path: file offset, the file
+ * offset of its semaphore (0: none) and its operands, parsed. Cached by
+ * file (path, device, inode, mtime) and probe: a forking runtime's
+ * children each get their links while they wait, stopped. NULL when the
+ * probe is not there or its notes or operands cannot be read here.
+ */
+#define SP_USDT_LOCS	64
+struct usdt_probe_cache {
+	char path[PATH_MAX], probe[128];
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+	int n;			/* -1: unusable */
+	uint64_t off[SP_USDT_LOCS], ref[SP_USDT_LOCS];
+	struct sp_bs_usdt_spec spec[SP_USDT_LOCS];
+};
+
+static int usdt_probe_read(const char *path, const char *provider, const char *name,
+			   struct usdt_probe_cache *u)
+{
+	uint64_t base_addr = 0, fsize;
+	Elf_Scn *scn = NULL;
+	struct stat st;
+	GElf_Shdr sh;
+	size_t shstrndx;
+	int fd, n = 0;
+	Elf *e = elf_open(path, &fd);
+
+	if (!e)
+		return -1;
+	if (elf_getshdrstrndx(e, &shstrndx) || gelf_getclass(e) != ELFCLASS64 || fstat(fd, &st))
+		goto fail;
+	fsize = (uint64_t)st.st_size;
+	while ((scn = elf_nextscn(e, scn))) {
+		const char *sn;
+
+		if (gelf_getshdr(scn, &sh) && (sn = elf_strptr(e, shstrndx, sh.sh_name)) &&
+		    !strcmp(sn, ".stapsdt.base"))
+			base_addr = sh.sh_addr;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t off = 0, noff, doff;
+		const char *sn;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    !(sn = elf_strptr(e, shstrndx, sh.sh_name)) || strcmp(sn, ".note.stapsdt"))
+			continue;
+		d = elf_getdata(scn, NULL);
+		while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			const char *desc = (const char *)d->d_buf + doff, *end = desc + nh.n_descsz;
+			const char *prov = desc + 24, *pname, *pargs;
+			uint64_t pc, base, sem;
+			int64_t fo, so = 0;
+
+			if (nh.n_type != 3 || nh.n_descsz <= 24 || !memchr(prov, 0, end - prov))
+				continue;
+			pname = prov + strlen(prov) + 1;
+			if (pname >= end || !memchr(pname, 0, end - pname))
+				continue;
+			pargs = pname + strlen(pname) + 1;
+			if (strcmp(prov, provider) || strcmp(pname, name))
+				continue;
+			if (pargs >= end || !memchr(pargs, 0, end - pargs) || n >= SP_USDT_LOCS)
+				goto fail;
+			memcpy(&pc, desc, 8);
+			memcpy(&base, desc + 8, 8);
+			memcpy(&sem, desc + 16, 8);
+			if (base_addr && base)
+				pc += base_addr - base;	/* prelinked */
+			fo = va_to_offset(e, pc, true);
+			if (sem)
+				so = va_to_offset(e, sem, false);
+			if (fo < 0 || (uint64_t)fo >= fsize || so < 0 || (uint64_t)so >= fsize ||
+			    sp_spans_usdt_parse_args(pargs, &u->spec[n]) < 0)
+				goto fail;
+			u->off[n] = (uint64_t)fo;
+			u->ref[n] = (uint64_t)so;
+			n++;
+		}
+	}
+	elf_close(e, fd);
+	return n ? n : -1;
+fail:
+	elf_close(e, fd);
+	return -1;
+}
+
+static const struct usdt_probe_cache *usdt_probe(struct bs_ctx *c, const char *path,
+						 const char *provider, const char *name)
+{
+	struct usdt_probe_cache *u;
+	char probe[128];
+	struct stat st;
+	size_t i;
+
+	if (stat(path, &st))
+		return NULL;
+	snprintf(probe, sizeof(probe), "%s:%s", provider, name);
+	for (i = 0; i < c->nucache; i++) {
+		u = &c->ucache[i];
+		if (u->ino == st.st_ino && u->dev == st.st_dev &&
+		    u->mtime.tv_sec == st.st_mtim.tv_sec && u->mtime.tv_nsec == st.st_mtim.tv_nsec &&
+		    !strcmp(u->probe, probe) && !strcmp(u->path, path))
+			return u->n > 0 ? u : NULL;
+	}
+	if (c->nucache == 32)
+		c->nucache = 0;		/* forget them all: rare */
+	if (!c->ucache)
+		c->ucache = sp_xcalloc(32, sizeof(*c->ucache));
+	u = &c->ucache[c->nucache++];
+	memset(u, 0, sizeof(*u));
+	snprintf(u->path, sizeof(u->path), "%s", path);
+	snprintf(u->probe, sizeof(u->probe), "%s", probe);
+	u->dev = st.st_dev;
+	u->ino = st.st_ino;
+	u->mtime = st.st_mtim;
+	u->n = usdt_probe_read(path, provider, name, u);
+	return u->n > 0 ? u : NULL;
+}
+
 /*
  * USDT probe provider:name of bin for p, by a uprobe_multi link (every
- * location of the probe in one link; the cookie is ours, no libbpf spec).
- * For markers without semaphore whose operands are args (a string that
- * lives for ever: the attachment keeps it for fork children). 0, or -1: use a
- * USDT link (the kernel refuses these links: c->no_multi).
+ * location of the probe in one link; the cookie is ours, no libbpf spec):
+ * semaphores (reference counters) and operands included, each location's
+ * operands in the map 'usdt_specs' at its number (bits 8-31 of the
+ * cookie). 0, or -1: use a USDT link (operands it cannot read, or the
+ * kernel refuses these links: c->no_multi).
  */
 static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
-			const char *bin, const char *provider, const char *name,
-			const char *args, uint32_t probe)
+			const char *bin, const char *provider, const char *name, uint32_t probe)
 {
 	union bpf_attr attr;
 	struct sp_uprobe_multi_attr *u = (void *)&attr;
-	uint64_t offs[64], cookies[64];
+	const struct usdt_probe_cache *uc;
+	uint64_t offs[SP_USDT_LOCS], cookies[SP_USDT_LOCS];
+	bool refs = false;
 	int n, i, fd;
+	uint32_t id;
 
 	if (c->no_multi)
 		return -1;
-	n = offsets_cached(bin, provider, name, args, offs, 64);
+	uc = usdt_probe(c, bin, provider, name);
+	n = uc ? uc->n : -1;
 	if (n <= 0)
 		return -1;
-	for (i = 0; i < n; i++)
-		cookies[i] = (uint64_t)p->gen << 32 | (uint64_t)loc_id(c, bin, offs[i]) << 8 | probe;
+	for (i = 0; i < n; i++) {
+		struct bs_loc *l;
+
+		offs[i] = uc->off[i];
+		id = loc_id(c, bin, offs[i]);
+		l = id ? &c->locs[id - 1] : NULL;
+		if (!l || id >= SP_BS_MAX_SPECS)
+			return -1;
+		if (!l->spec && bpf_map__update_elem(c->skel->maps.usdt_specs, &id, sizeof(id),
+						     &uc->spec[i], sizeof(uc->spec[i]), BPF_ANY))
+			return -1;
+		l->spec = true;
+		refs |= uc->ref[i] != 0;
+		cookies[i] = (uint64_t)p->gen << 32 | (uint64_t)id << 8 | probe;
+	}
 	memset(&attr, 0, sizeof(attr));
 	u->prog_fd = bpf_program__fd(prog);
 	u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
 	u->path = (uintptr_t)bin;
 	u->offsets = (uintptr_t)offs;
+	u->ref_ctr_offsets = refs ? (uintptr_t)uc->ref : 0;
 	u->cookies = (uintptr_t)cookies;
 	u->cnt = n;
 	u->pid = p->pid;
@@ -1452,16 +1872,27 @@ static int attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program 
 		return -1;
 	}
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
-	att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .fd = fd }, args);
+	att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .fd = fd }, true, NULL);
 	return 0;
+}
+
+/* USDT probe provider:name of bin for p: by a uprobe_multi link (prog
+ * multi), else by libbpf's USDT link (prog usdt). */
+static void attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
+		       struct bpf_program *usdt, const char *bin, const char *provider,
+		       const char *name, uint32_t probe)
+{
+	if (attach_multi(c, p, multi, bin, provider, name, probe))
+		attach_usdt(c, p, usdt, bin, provider, name, probe);
 }
 
 static void attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
 {
+	struct bpf_program *multi = c->skel->progs.on_ruby_method_multi;
 	struct bpf_program *prog = c->skel->progs.on_ruby_method;
 
-	attach_usdt(c, p, prog, bin, "ruby", "cmethod__entry", SP_PR_RUBY_CMETHOD_ENTRY);
-	attach_usdt(c, p, prog, bin, "ruby", "cmethod__return", SP_PR_RUBY_CMETHOD_RETURN);
+	attach_any(c, p, multi, prog, bin, "ruby", "cmethod__entry", SP_PR_RUBY_CMETHOD_ENTRY);
+	attach_any(c, p, multi, prog, bin, "ruby", "cmethod__return", SP_PR_RUBY_CMETHOD_RETURN);
 }
 
 /* Attach what the modes ask for in binary bin (its USDT providers are
@@ -1475,12 +1906,12 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 
 	if ((provs & SP_SPANS_RUBY) && (m & (SP_SPANS_RUBY | SP_SPANS_RUBY_C))) {
 		if ((m & SP_SPANS_RUBY) && hook_for(c, p, SP_RT_RUBY, bin, hook, sizeof(hook))) {
-			attach_hook(c, p, hook, SP_PR_RB_HOOK_CALL);
+			attach_hook(c, p, hook, SP_PR_RB_HOOK_CALL, false);
 		} else if (m & SP_SPANS_RUBY) {
-			attach_usdt(c, p, sk->progs.on_ruby_method, bin, "ruby", "method__entry",
-				    SP_PR_RUBY_METHOD_ENTRY);
-			attach_usdt(c, p, sk->progs.on_ruby_method, bin, "ruby", "method__return",
-				    SP_PR_RUBY_METHOD_RETURN);
+			attach_any(c, p, sk->progs.on_ruby_method_multi, sk->progs.on_ruby_method,
+				   bin, "ruby", "method__entry", SP_PR_RUBY_METHOD_ENTRY);
+			attach_any(c, p, sk->progs.on_ruby_method_multi, sk->progs.on_ruby_method,
+				   bin, "ruby", "method__return", SP_PR_RUBY_METHOD_RETURN);
 		}
 		/*
 		 * Ruby 3.1.2 crashes at start-up (monitor.rb, 8 runs in 80) when
@@ -1493,7 +1924,8 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			p->cm_pending = true;
 		else if (m & SP_SPANS_RUBY_C)
 			attach_cmethod(c, p, bin);
-		attach_usdt(c, p, sk->progs.on_ruby_raise, bin, "ruby", "raise", SP_PR_RUBY_RAISE);
+		attach_any(c, p, sk->progs.on_ruby_raise_multi, sk->progs.on_ruby_raise, bin, "ruby",
+			   "raise", SP_PR_RUBY_RAISE);
 		p->runtimes |= SP_SPANS_RUBY;
 		snprintf(p->rlib[0], sizeof(p->rlib[0]), "%s", bin);
 		any = true;
@@ -1501,42 +1933,37 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 	if ((provs & SP_SPANS_PY_HOOKABLE) && (m & SP_SPANS_PYTHON) &&
 	    hook_for(c, p, SP_RT_PYTHON, bin, hook, sizeof(hook))) {
 		/* no probes of its own: the hook's markers only, audit too */
-		attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL);
-		if (m & SP_SPANS_PY_AUDIT)
-			attach_marker(c, p, c->skel->progs.on_rt_audit_multi,
-				      c->skel->progs.on_rt_audit, hook, SP_SPANS_HOOK_ARGS,
-				      SP_PR_PY_HOOK_AUDIT);
+		attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL, m & SP_SPANS_PY_AUDIT);
 		p->runtimes |= SP_SPANS_PYTHON;
 		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
 		any = true;
 	}
 	if ((provs & SP_SPANS_PYTHON) && (m & (SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT))) {
 		if ((m & SP_SPANS_PYTHON) && hook_for(c, p, SP_RT_PYTHON, bin, hook, sizeof(hook))) {
-			attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL);
+			attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL, false);
 		} else if (m & SP_SPANS_PYTHON) {
-			attach_usdt(c, p, sk->progs.on_py_function, bin, "python",
-				    "function__entry", SP_PR_PY_FUNCTION_ENTRY);
-			attach_usdt(c, p, sk->progs.on_py_function, bin, "python",
-				    "function__return", SP_PR_PY_FUNCTION_RETURN);
+			attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
+				   bin, "python", "function__entry", SP_PR_PY_FUNCTION_ENTRY);
+			attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
+				   bin, "python", "function__return", SP_PR_PY_FUNCTION_RETURN);
 		}
 		if (m & SP_SPANS_PY_AUDIT)
-			attach_usdt(c, p, sk->progs.on_py_audit, bin, "python", "audit",
-				    SP_PR_PY_AUDIT);
+			attach_any(c, p, sk->progs.on_py_audit_multi, sk->progs.on_py_audit, bin,
+				   "python", "audit", SP_PR_PY_AUDIT);
 		p->runtimes |= SP_SPANS_PYTHON;
 		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
 		any = true;
 	}
 	if ((provs & SP_SPANS_USDT) && (m & SP_SPANS_USDT)) {
 		if (provs & SP_SPANS_USDT_REGS) {
-			attach_marker(c, p, sk->progs.on_sp_span_multi, sk->progs.on_sp_span_regs,
-				      bin, SP_SPANS_USDT_REGS_ARGS, SP_PR_SP_BEGIN);
-			attach_marker(c, p, sk->progs.on_sp_span_multi, sk->progs.on_sp_span_regs,
-				      bin, SP_SPANS_USDT_REGS_ARGS, SP_PR_SP_END);
+			static const uint32_t marks[] = { SP_PR_SP_BEGIN, SP_PR_SP_END };
+
+			attach_markers(c, p, bin, SP_SPANS_USDT_REGS_ARGS, marks, 2);
 		} else {
-			attach_usdt(c, p, sk->progs.on_sp_span, bin, "stackpulse", "span__begin",
-				    SP_PR_SP_BEGIN);
-			attach_usdt(c, p, sk->progs.on_sp_span, bin, "stackpulse", "span__end",
-				    SP_PR_SP_END);
+			attach_any(c, p, sk->progs.on_sp_span_any_multi, sk->progs.on_sp_span, bin,
+				   "stackpulse", "span__begin", SP_PR_SP_BEGIN);
+			attach_any(c, p, sk->progs.on_sp_span_any_multi, sk->progs.on_sp_span, bin,
+				   "stackpulse", "span__end", SP_PR_SP_END);
 		}
 		p->runtimes |= SP_SPANS_USDT;
 		any = true;
@@ -1656,17 +2083,13 @@ static void announce(struct bs_ctx *c, struct bs_proc *p)
  * what ran between the dlopen and now is missed). The runtime hooks
  * (lib/runtime) have theirs attached at exec.
  */
-static void on_dlopen(struct bs_ctx *c, const struct sp_bs_event *e)
+static void scan_libs(struct bs_ctx *c, struct bs_proc *p)
 {
 	const char *rt = sp_spans_runtime_dir(c->o);
-	struct bs_proc *p = proc_get(c, e->pid);
 	char name[64], line[PATH_MAX + 256];
 	bool any = false;
 	FILE *f;
 
-	c->dlopens++;
-	if (!p || p->exited)
-		return;
 	snprintf(name, sizeof(name), "/proc/%u/maps", p->pid);
 	f = fopen(name, "re");
 	while (f && fgets(line, sizeof(line), f)) {
@@ -1693,6 +2116,18 @@ static void on_dlopen(struct bs_ctx *c, const struct sp_bs_event *e)
 		fclose(f);
 	if (any)
 		announce(c, p);
+}
+
+static void attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan);
+static void attach_dl_later(struct bs_ctx *c, struct bs_proc *p);
+
+static void on_dlopen(struct bs_ctx *c, const struct sp_bs_event *e)
+{
+	struct bs_proc *p = proc_get(c, e->pid);
+
+	c->dlopens++;
+	if (p && !p->exited)
+		scan_libs(c, p);
 }
 
 /* Attach everything for the image process p runs now. */
@@ -1795,23 +2230,34 @@ static void attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs
 			l = bpf_program__attach_uprobe_opts(prog, child->pid, a->bin,
 							    c->funcs[a->func].skip, &uo);
 			pthread_mutex_unlock(&c->bpf_lock);
-		} else if (a->args) {	/* a uprobe_multi link */
-			const char *name = strchr(probe_names[a->probe], ':') + 1;
+		} else if (a->group) {	/* markers in one link: the same, once */
+			uint32_t probes[16];
+			size_t j;
+			int n = 0;
 
-			attach_multi(c, child, a->prog, a->bin, "stackpulse", name, a->args, a->probe);
+			if (a->link.fd < 0)
+				continue;	/* its group's link is another's */
+			for (j = i; j < parent->natt && n < 16; j++)
+				if (parent->att[j]->group == a->group)
+					probes[n++] = parent->att[j]->probe;
+			attach_markers(c, child, a->bin, a->args, probes, n);
 			continue;
-		} else {
-			LIBBPF_OPTS(bpf_usdt_opts, uo,
-				    .usdt_cookie = (uint64_t)child->gen << 32 | a->probe);
+		} else if (a->multi) {	/* a uprobe_multi link: the same */
+			const char *prov = probe_names[a->probe];
+			const char *name = strchr(prov, ':') + 1;
+			char provider[16];
+
+			snprintf(provider, sizeof(provider), "%.*s", (int)(name - 1 - prov), prov);
+			attach_multi(c, child, a->prog, a->bin, provider, name, a->probe);
+			continue;
+		} else {	/* libbpf's USDT link */
 			const char *prov, *name = strchr(probe_names[a->probe], ':') + 1;
 			char provider[16];
 
 			prov = probe_names[a->probe];
 			snprintf(provider, sizeof(provider), "%.*s", (int)(name - 1 - prov), prov);
-			prog = a->prog;
-			pthread_mutex_lock(&c->bpf_lock);
-			l = bpf_program__attach_usdt(prog, child->pid, a->bin, provider, name, &uo);
-			pthread_mutex_unlock(&c->bpf_lock);
+			attach_usdt_how(c, child, a->prog, a->bin, provider, name, a->probe, true);
+			continue;
 		}
 		if (l)
 			att_add(child, a->probe, a->func, a->bin, prog, l);
@@ -1847,10 +2293,13 @@ static void mark_plain(struct bs_ctx *c, struct bs_proc *p)
 	bpf_map__update_elem(c->skel->maps.images, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
 }
 
-static void cont(uint32_t pid)
+/* Let a process BPF stopped go: continued first, then no longer held (so
+ * that the guardian continues it should sp-record die in between). */
+static void cont(struct bs_ctx *c, uint32_t pid)
 {
 	if (kill(pid, SIGCONT) && errno != ESRCH)
 		sp_warn("pid %u: cannot continue: %s", pid, strerror(errno));
+	bpf_map__delete_elem(c->skel->maps.held, &pid, sizeof(pid), 0);
 }
 
 static ssize_t read_remote(uint32_t pid, uint64_t addr, char *buf, size_t size)
@@ -2058,6 +2507,9 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 			copy_strs(p, parent);
 		if (p->natt)
 			set_tracked(c, p);
+		/* its own ld.so probe: a vfork child gets one when it execs */
+		if (!(e->flags & SP_BSF_SHARED_MM))
+			attach_dl_later(c, p);
 		c->forks++;
 		if (e->flags & SP_BSF_STOPPED)
 			c->stopped_forks++;
@@ -2082,10 +2534,12 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 			c->plain_execs++;
 			p->exe[0] = 0;
 			p->nmap = 0;
+			attach_dl_later(c, p);
 			break;
 		}
 		c->stopped_execs++;
 		attach_image(c, p);
+		attach_dl(c, p, false);
 		if (p->natt) {
 			set_tracked(c, p);
 			c->probed_images++;
@@ -2105,7 +2559,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		return 0;
 	}
 	if (e->flags & SP_BSF_STOPPED)
-		cont(e->pid);
+		cont(c, e->pid);
 	return 0;
 }
 
@@ -2167,7 +2621,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	if (c->releasing) {
 		if (e->flags & SP_BSF_STOPPED)
-			cont(e->pid);
+			cont(c, e->pid);
 		return 0;
 	}
 	if (e->kind == SP_BS_NAME)
@@ -2573,6 +3027,7 @@ static int seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool
 		return 0;
 	p->attached = !cmd;
 	attach_image(c, p);
+	attach_dl(c, p, false);
 	if (p->natt)
 		set_tracked(c, p);
 	if (!cmd && c->o->explicit_modes && (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
@@ -2611,35 +3066,213 @@ static int seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool
 	return 0;
 }
 
+/* The file offset of function sym in the ELF file at path (its .dynsym,
+ * else .symtab), 0 if none. */
+static uint64_t elf_func_offset(const char *path, const char *sym)
+{
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	int64_t off = -1;
+	int fd, pass;
+	Elf *e = elf_open(path, &fd);
+
+	if (!e)
+		return 0;
+	for (pass = 0; pass < 2 && off < 0; pass++) {
+		scn = NULL;
+		while (off < 0 && (scn = elf_nextscn(e, scn))) {
+			Elf_Data *d;
+			GElf_Sym st;
+			size_t j;
+
+			if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize ||
+			    sh.sh_type != (pass ? SHT_SYMTAB : SHT_DYNSYM))
+				continue;
+			d = elf_getdata(scn, NULL);
+			for (j = 0; d && j < sh.sh_size / sh.sh_entsize; j++) {
+				const char *name;
+
+				if (!gelf_getsym(d, j, &st) || st.st_shndx == SHN_UNDEF ||
+				    GELF_ST_TYPE(st.st_info) != STT_FUNC)
+					continue;
+				name = elf_strptr(e, sh.sh_link, st.st_name);
+				if (name && !strcmp(name, sym)) {
+					off = va_to_offset(e, st.st_value, true);
+					break;
+				}
+			}
+		}
+	}
+	elf_close(e, fd);
+	return off > 0 ? (uint64_t)off : 0;
+}
+
+/* The ld.so process pid maps (its program interpreter), into path: false
+ * when there is none (a static program) or the process is gone. */
+static bool ldso_of(uint32_t pid, char *path, size_t size)
+{
+	char maps[64], line[PATH_MAX + 256], *at, *nl, *base;
+	bool found = false;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
+	f = fopen(maps, "re");
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		at = strchr(line, '/');
+		if (!at)
+			continue;
+		nl = strchr(at, '\n');
+		if (nl)
+			*nl = 0;
+		base = strrchr(at, '/') + 1;
+		if (strncmp(base, "ld-", 3) || !strstr(base, ".so"))
+			continue;
+		snprintf(path, size, "%s", at);
+		found = true;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
 /*
  * <stackpulse/span.h> markers in libraries loaded later (dlopen): ld.so
  * calls _dl_debug_state() when its list of libraries changes, for
- * debuggers. One uprobe there for every process (the system's ld.so), a
- * trap at each start-up, dlopen and dlclose; BPF passes on those of
- * tracked processes.
+ * debuggers. A uprobe there in each process of the tree (a trap at its
+ * start-up, each dlopen and dlclose), never in others: its breakpoint in
+ * every process that maps ld.so would stop debuggers and valgrind, which
+ * take it for their own. scan: look at the libraries p has mapped now (it
+ * ran before the probe was there).
  */
-static void attach_dl_state(struct bs_ctx *c)
+static void attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan)
 {
-	static const char *const ldsos[] = {
-		"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1",
-	};
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "_dl_debug_state");
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 	char path[PATH_MAX];
-	size_t i;
+	struct bpf_link *l;
+	uint64_t off = 0;
+	unsigned int i;
 
+	if (!(c->o->modes & SP_SPANS_USDT) || p->exited || p->dl.link || p->dl.fd >= 0 ||
+	    !ldso_of(p->pid, path, sizeof(path)))
+		return;
+	for (i = 0; i < c->nldso && !off; i++)
+		if (!strcmp(c->ldso[i].path, path))
+			off = c->ldso[i].off;
+	if (i == c->nldso) {
+		off = elf_func_offset(path, "_dl_debug_state");
+		if (!off)
+			sp_info("spans: no _dl_debug_state in '%s': libraries loaded with "
+				"dlopen() get no probes", path);
+		i = c->nldso < 2 ? c->nldso++ : 1;
+		snprintf(c->ldso[i].path, sizeof(c->ldso[i].path), "%s", path);
+		c->ldso[i].off = off;
+	}
+	if (!off)
+		return;
+	if (!c->no_multi) {
+		union bpf_attr attr;
+		struct sp_uprobe_multi_attr *u = (void *)&attr;
+		uint64_t cookie = 0;
+		int fd;
+
+		memset(&attr, 0, sizeof(attr));
+		u->prog_fd = bpf_program__fd(c->skel->progs.on_dl_state_multi);
+		u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
+		u->path = (uintptr_t)path;
+		u->offsets = (uintptr_t)&off;
+		u->cookies = (uintptr_t)&cookie;
+		u->cnt = 1;
+		u->pid = p->pid;
+		fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+		if (fd >= 0) {
+			fcntl(fd, F_SETFD, FD_CLOEXEC);
+			p->dl.fd = fd;
+		} else if (errno == ESRCH) {
+			return;
+		} else if (errno == EINVAL || errno == EOPNOTSUPP || errno == E2BIG) {
+			c->no_multi = true;
+		}
+	}
+	if (p->dl.fd < 0) {
+		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_dl_state, p->pid, path, off,
+						    &uo);
+		if (!l && errno != ESRCH && errno != ENOENT && !c->dl_warned) {
+			c->dl_warned = true;
+			sp_info("spans: cannot probe %s's _dl_debug_state (pid %u: %s): libraries "
+				"loaded with dlopen() get no probes", path, p->pid, strerror(errno));
+		}
+		p->dl.link = l;
+	}
+	if (scan && (p->dl.link || p->dl.fd >= 0))
+		scan_libs(c, p);
+}
+
+/*
+ * The guardian of the processes BPF will stop (hold_guard.h), before
+ * anything is stopped: BPF stops none until it runs. Without it, nothing
+ * is held: a process may run a little before its probes are there.
+ */
+static void start_guard(struct bs_ctx *c)
+{
+	uint32_t ids[3] = { 0 };
+	struct bpf_link_info info;
+	struct bpf_link *links[2] = { c->skel->links.on_fork, c->skel->links.on_exec };
+	__u32 len;
+	int i, k = 0;
+
+	for (i = 0; i < 2; i++) {
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (links[i] && !bpf_obj_get_info_by_fd(bpf_link__fd(links[i]), &info, &len))
+			ids[k++] = info.id;
+	}
+	c->guard_fd = sp_hold_guard_start(bpf_map__fd(c->skel->maps.held), ids);
+	if (c->guard_fd < 0) {
+		sp_warn("spans: processes are not held at fork and exec: their first "
+			"spans may be missed");
+		return;
+	}
+	c->skel->bss->stop_new = 1;
+}
+
+/*
+ * Each ld.so probe is a consumer of the one uprobe on ld.so's inode, which
+ * every process maps: the kernel checks each consumer's filter for each
+ * process that maps it (an exec anywhere) and at each attach and detach,
+ * so that thousands of short-lived processes (a fork storm, a shell loop
+ * of plain programs) each with its own would cost in proportion to their
+ * square. A fork child, and a process that execs a program known to have
+ * no probes, gets its probe only once it has lived SP_DL_AFTER_NS, with a
+ * look at what it loaded meanwhile (markers that fired in that time are
+ * missed). A process held at exec gets it at once.
+ */
+#define SP_DL_AFTER_NS	100000000ull
+static void attach_dl_later(struct bs_ctx *c, struct bs_proc *p)
+{
 	if (!(c->o->modes & SP_SPANS_USDT))
 		return;
-	for (i = 0; i < sizeof(ldsos) / sizeof(ldsos[0]) && !c->dl_link; i++) {
-		if (!realpath(ldsos[i], path))
+	sp_grow(&c->dlw, &c->cdlw, c->ndlw + 1, sizeof(*c->dlw));
+	c->dlw[c->ndlw].p = p;
+	c->dlw[c->ndlw++].due = sp_now_mono_ns() + SP_DL_AFTER_NS;
+}
+
+/* The waiting ld.so probes that are due. */
+static void attach_dl_due(struct bs_ctx *c, uint64_t now)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < c->ndlw; i++) {
+		struct bs_proc *p = c->dlw[i].p;
+
+		if (p->exited || proc_get(c, p->pid) != p)
 			continue;
-		pthread_mutex_lock(&c->bpf_lock);
-		c->dl_link = bpf_program__attach_uprobe_opts(c->skel->progs.on_dl_state, -1, path,
-							     0, &uo);
-		pthread_mutex_unlock(&c->bpf_lock);
-		if (!c->dl_link)
-			sp_info("spans: cannot probe %s's _dl_debug_state: libraries loaded "
-				"with dlopen() get no probes", path);
+		if (now < c->dlw[i].due) {
+			c->dlw[k++] = c->dlw[i];
+			continue;
+		}
+		attach_dl(c, p, true);
 	}
+	c->ndlw = k;
 }
 
 /* The BPF object is there: track the target and listen. */
@@ -2651,6 +3284,7 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 
 	if (!(c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.spans), on_event, c, NULL)))
 		return -1;
+	start_guard(c);
 	if (c->epfd >= 0) {
 		struct epoll_event ev = { .events = EPOLLIN };
 
@@ -2659,7 +3293,6 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 	} else {
 		s->fd = ring_buffer__epoll_fd(c->rb);
 	}
-	attach_dl_state(c);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[n > 0 ? n : 0] = 0;
 	for (i = 0; i < c->npids; i++)
@@ -2850,6 +3483,7 @@ static int spans_poll(struct sp_source *s, struct sp_emit *out)
 	c->last_poll_ns = now;
 	if ((!c->rings_unread && sp_span_rings_poll(&c->rings, now, ring_put, c)) || c->err)
 		return -1;
+	attach_dl_due(c, now);
 	forget_gone(c, now);
 	if (emit_lost(c, now))
 		return -1;
@@ -3036,7 +3670,17 @@ static void spans_free(struct sp_source *s)
 		c->skel->links.on_fork = c->skel->links.on_exec = NULL;
 		c->releasing = true;
 		ring_buffer__consume(c->rb);
+		/* and whoever is held still (the map is the truth) */
+		sp_hold_guard_sweep(bpf_map__fd(c->skel->maps.held));
+		/* not finished (the output failed): threads wait for us no more */
+		if (!c->finishing)
+			sp_span_rings_leave(&c->rings);
 	}
+	/* The guardian sweeps a little longer: a program that was running
+	 * as its link went may stop one more. */
+	if (c->guard_fd >= 0)
+		close(c->guard_fd);
+	c->guard_fd = -1;
 	if (c->reaper_on) {
 		pthread_mutex_lock(&c->rq_lock);
 		queued = c->rq;
@@ -3044,20 +3688,19 @@ static void spans_free(struct sp_source *s)
 		c->rq = NULL;
 		c->nrq = c->crq = 0;
 		c->reaper_stop = true;
-		pthread_cond_signal(&c->rq_cond);
+		pthread_cond_broadcast(&c->rq_cond);
 		pthread_mutex_unlock(&c->rq_lock);
 	}
-	for (i = 0, left = nqueued + (c->dl_link != NULL); i < c->nprocs; i++)
-		left += c->procs[i]->natt;
+	for (i = 0, left = nqueued; i < c->nprocs; i++)
+		left += c->procs[i]->natt + (c->procs[i]->dl.link || c->procs[i]->dl.fd >= 0);
 	/* What is left to detach is closed by a helper after we are gone. */
 	if (left)
 		handoff_close();
 	for (i = 0; i < nqueued; i++)
 		link_destroy(c, queued[i]);
-	bpf_link__destroy(c->dl_link);
 	free(queued);
-	if (c->reaper_on)
-		pthread_join(c->reaper, NULL);
+	for (i = 0; i < c->reapers; i++)
+		pthread_join(c->reaper[i], NULL);
 	free(c->rq);
 	for (i = 0; i < c->nprocs; i++) {
 		struct bs_proc *p = c->procs[i];
@@ -3071,11 +3714,13 @@ static void spans_free(struct sp_source *s)
 	}
 	free(c->procs);
 	free(c->gone);
+	free(c->dlw);
 	sp_span_rings_release(&c->rings);
 	sp_u64map_release(&c->by_pid);
 	for (i = 0; i < c->nlocs; i++)
 		free(c->locs[i].bin);
 	free(c->locs);
+	free(c->ucache);
 	sp_u64map_release(&c->loc_ids);
 	for (i = 0; i < c->nfuncs; i++) {
 		free(c->funcs[i].bin);
@@ -3111,6 +3756,7 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o)
 	pthread_mutex_init(&c->rq_lock, NULL);
 	pthread_cond_init(&c->rq_cond, NULL);
 	c->epfd = -1;
+	c->guard_fd = -1;
 	s->name = "spans";
 	s->fd = -1;
 	s->priv = c;

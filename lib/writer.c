@@ -18,6 +18,7 @@ struct sp_writer {
 	enum sp_format format;
 	unsigned int json_flags;
 	bool failed;
+	int err;		/* errno of the write that failed */
 	bool started;		/* a header has been written */
 	struct sp_buf out;
 	uint8_t *scratch;
@@ -48,6 +49,11 @@ struct sp_defs *sp_writer_defs(struct sp_writer *w)
 	return w->defs;
 }
 
+int sp_writer_errno(const struct sp_writer *w)
+{
+	return w->err;
+}
+
 uint64_t sp_writer_bytes(const struct sp_writer *w)
 {
 	return w->flushed + w->out.len;
@@ -68,8 +74,12 @@ int sp_writer_flush(struct sp_writer *w)
 			if (n == 0)
 				errno = EIO;
 			w->failed = true;
+			w->err = errno;
 			w->flushed += done;
 			w->out.len = 0;
+			/* the reader went away: the caller says what that means */
+			if (errno == EPIPE)
+				return -1;
 			return sp_error_errno("cannot write '%s'", w->name);
 		}
 		done += n;

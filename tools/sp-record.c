@@ -29,6 +29,9 @@
 #define MAX_SOURCES	8
 #define MAX_PIDS	256
 #define DEFAULT_OUTPUT	"stackpulse.sp"
+/* The reader of the output went away (a broken pipe): as a shell reports
+ * a program that SIGPIPE killed, 128 + 13. */
+#define EXIT_OUTPUT_CLOSED	141
 
 static struct env {
 	struct sp_common_opts common;	/* -o, -v: lib/opt.c */
@@ -62,6 +65,8 @@ static const char doc[] =
 	"With a COMMAND, sp-record exits with the command's status (128 + signal "
 	"when it was killed), 126 when it cannot be run, 127 when it is not found. "
 	"SIGINT and SIGTERM sent to sp-record are passed on to the command.\n\n"
+	"When the reader of its output goes away (a broken pipe), sp-record says "
+	"so, stops recording, leaves the command running and exits 141.\n\n"
 	SP_EXIT_STATUS_DOC;
 
 enum {
@@ -290,6 +295,8 @@ struct out {
 	bool regular;
 	uint64_t good;		/* bytes of the output that end with a whole batch */
 	bool failed;
+	bool closed;		/* failed: its reader went away (EPIPE) */
+	bool has_command;	/* sp-record started the command */
 	uint64_t samples, events, lost_samples, lost_events;
 };
 
@@ -318,6 +325,12 @@ static int write_batch(struct out *o, uint64_t upto, bool flush)
 		return -1;
 	if (sp_merge_flush(o->merge, upto) < 0 || (flush && sp_writer_flush(o->w))) {
 		o->failed = true;
+		if (sp_writer_errno(o->w) == EPIPE) {
+			o->closed = true;
+			sp_warn("output closed (broken pipe): recording stopped%s",
+				o->has_command ? "; the command goes on running" : "");
+			return -1;
+		}
 		/* Keep whole records only: cut the file back to the last batch. */
 		if (o->regular && ftruncate(o->fd, (off_t)o->good) == 0)
 			sp_warn("'%s' ends with the records written before the error", o->name);
@@ -571,7 +584,7 @@ int main(int argc, char **argv)
 	struct out o = { .fd = -1 };
 	struct sp_target target = { 0 };
 	struct sp_perf_stats pst;
-	sigset_t block, orig;
+	sigset_t block, mask, orig;
 	uint64_t wall, mono, deadline;
 	char *command;
 	int first, status = SP_EXIT_OK, err, child_status = -1;
@@ -618,7 +631,12 @@ int main(int argc, char **argv)
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
-	sigprocmask(SIG_BLOCK, &block, &orig);
+	/* A closed output pipe is an EPIPE to handle (the command goes on),
+	 * not a SIGPIPE that kills sp-record with processes held stopped.
+	 * The command starts with the mask sp-record was started with. */
+	mask = block;
+	sigaddset(&mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &mask, &orig);
 	l.sigfd = signalfd(-1, &block, SFD_CLOEXEC | SFD_NONBLOCK);
 	l.ep = epoll_create1(EPOLL_CLOEXEC);
 	if (l.sigfd < 0 || l.ep < 0)
@@ -644,6 +662,7 @@ int main(int argc, char **argv)
 	}
 
 	make_sources();
+	o.has_command = first < argc;
 	if (open_output(&o))
 		return SP_EXIT_FATAL;
 
@@ -727,7 +746,11 @@ int main(int argc, char **argv)
 	sp_writer_close(o.w);
 	sp_merge_free(o.merge);
 
-	if (o.failed) {
+	if (o.closed) {
+		/* Nobody reads what we record: the command goes on without us
+		 * (its held processes were let go by the sources' free). */
+		status = EXIT_OUTPUT_CLOSED;
+	} else if (o.failed) {
 		status = SP_EXIT_FATAL;
 		/* The command goes on without us; wait for it, passing signals. */
 		if (l.cmd && !cmd.reaped) {

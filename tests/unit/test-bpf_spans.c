@@ -7,7 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/types.h>
+
 #include "bpf_spans.h"
+#include "spans.h"
 #include "tap.h"
 
 #define LIBRUBY "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
@@ -215,6 +218,58 @@ static void test_bpf_spans_setup_env(void)
 	unsetenv("RUBYOPT");
 	CHECK(!sp_spans_setup_env(&o));
 	CHECK(getenv("RUBYOPT") == NULL);
+	/* a directory with a space: Ruby splits RUBYOPT at white space */
+	o.modes = SP_SPANS_RUBY;
+	o.runtime_dir = "/opt/stack pulse/runtime";
+	setenv("RUBYLIB", "/usr/local/lib/ruby", 1);
+	CHECK(!sp_spans_setup_env(&o));
+	CHECK_STR(getenv("RUBYOPT"), "-rstackpulse_activate");
+	CHECK_STR(getenv("RUBYLIB"), "/opt/stack pulse/runtime/ruby:/usr/local/lib/ruby");
+	unsetenv("RUBYOPT");
+	unsetenv("RUBYLIB");
+}
+
+/* Operands of USDT notes as readelf -n prints them, read as libbpf reads
+ * them (x86-64 struct pt_regs offsets: rbx 40, r15 0, rsp 152, eax 80). */
+static void test_bpf_spans_usdt_parse_args(void)
+{
+	struct sp_bs_usdt_spec sp;
+
+#if defined(__x86_64__)
+	/* python:audit in Debian's python3.11 */
+	CHECK_EQ_U(sp_spans_usdt_parse_args("8@%rbx 8@%r15", &sp), 2);
+	CHECK_EQ_U(sp.nargs, 2);
+	CHECK_EQ_U(sp.args[0].type, SP_BS_USDT_REG);
+	CHECK_EQ_U(sp.args[0].reg_off, 40);
+	CHECK_EQ_U(sp.args[0].shift, 0);
+	CHECK_EQ_U(sp.args[1].reg_off, 0);
+	/* ruby:cmethod__entry in libruby 3.1 */
+	CHECK_EQ_U(sp_spans_usdt_parse_args("8@32(%rsp) 8@40(%rsp) 8@48(%rsp) -4@56(%rsp)", &sp),
+		   4);
+	CHECK_EQ_U(sp.args[0].type, SP_BS_USDT_DEREF);
+	CHECK_EQ_U(sp.args[0].reg_off, 152);
+	CHECK_EQ_U(sp.args[0].val_off, 32);
+	CHECK_EQ_U(sp.args[3].val_off, 56);
+	CHECK_EQ_U(sp.args[3].sign, 1);
+	CHECK_EQ_U(sp.args[3].shift, 32);
+	/* python:function__entry; a constant; no offset */
+	CHECK_EQ_U(sp_spans_usdt_parse_args("8@%rbp 8@%r12 -4@%eax", &sp), 3);
+	CHECK_EQ_U(sp.args[2].reg_off, 80);
+	CHECK_EQ_U(sp.args[2].sign, 1);
+	CHECK_EQ_U(sp_spans_usdt_parse_args("-4@$-9 2@(%rdi)", &sp), 2);
+	CHECK_EQ_U(sp.args[0].type, SP_BS_USDT_CONST);
+	CHECK(sp.args[0].val_off == (uint64_t)-9);
+	CHECK_EQ_U(sp.args[1].type, SP_BS_USDT_DEREF);
+	CHECK_EQ_U(sp.args[1].val_off, 0);
+	CHECK_EQ_U(sp.args[1].shift, 48);
+	CHECK_EQ_U(sp_spans_usdt_parse_args("", &sp), 0);
+	/* what it cannot read: libbpf's links read it */
+	CHECK(sp_spans_usdt_parse_args("8@%xmm0", &sp) == -1);
+	CHECK(sp_spans_usdt_parse_args("3@%rax", &sp) == -1);
+	CHECK(sp_spans_usdt_parse_args("8@%rax junk", &sp) == -1);
+#else
+	CHECK(sp_spans_usdt_parse_args("8@%rbx", &sp) == -1);
+#endif
 }
 
 static void write_file(const char *path, const char *text)
@@ -267,6 +322,7 @@ int main(void)
 	TAP_RUN(test_bpf_spans_runtime_libs);
 	TAP_RUN(test_bpf_spans_runtime_version);
 	TAP_RUN(test_bpf_spans_setup_env);
+	TAP_RUN(test_bpf_spans_usdt_parse_args);
 	TAP_RUN(test_bpf_spans_file_has_probes);
 	return TAP_DONE();
 }

@@ -94,6 +94,11 @@ int sp_spans_elf_providers(const char *path);
  * ELF. */
 int sp_spans_usdt_offsets(const char *path, const char *provider, const char *name,
 			  const char *args, uint64_t *offs, int max);
+/* A USDT note's operands ("8@%rbx -4@24(%rsp) 4@$1") as libbpf reads
+ * them (struct sp_bs_usdt_spec, bpf/spans.h; x86-64 only): how many, or -1
+ * when one cannot be read here (then libbpf's USDT links read them). */
+struct sp_bs_usdt_spec;
+int sp_spans_usdt_parse_args(const char *args, struct sp_bs_usdt_spec *spec);
 /* Whether executing path runs something with probes for modes: an ELF
  * file with the USDT providers, or needing a libruby/libpython that has
  * them, or a "#!" script whose interpreter is one ("#!/usr/bin/env ruby"

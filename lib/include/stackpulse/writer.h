@@ -37,7 +37,8 @@ void sp_writer_set_json_flags(struct sp_writer *w, unsigned int flags);
 /*
  * Write one record. Definitions get the next id (rec's id field is ignored
  * when 0, must be the next id otherwise). Returns 0, or -1 on a write error
- * (reported once; every later call fails too).
+ * (reported once, but for EPIPE: sp_writer_errno(); every later call fails
+ * too).
  */
 int sp_writer_put(struct sp_writer *w, const struct sp_record *rec);
 
@@ -55,6 +56,10 @@ struct sp_defs *sp_writer_defs(struct sp_writer *w);
 
 /* Hand buffered whole records to the output (end of a batch). 0 or -1. */
 int sp_writer_flush(struct sp_writer *w);
+/* The errno of the write that failed, 0 if none. A closed pipe (EPIPE,
+ * with SIGPIPE blocked or ignored) is not reported by the writer: it is
+ * the end of the output, which the caller words as it means it. */
+int sp_writer_errno(const struct sp_writer *w);
 /* Bytes written so far (including the buffered ones). */
 uint64_t sp_writer_bytes(const struct sp_writer *w);
 /* Flush and free. 0, or -1 if any write failed. */

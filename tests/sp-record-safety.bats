@@ -1,0 +1,170 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# sp-record never freezes or crashes what it records, nor touches what it
+# does not record: the processes it holds stopped at fork and exec go on
+# whatever becomes of sp-record (SIGKILL, a closed output pipe), thousands
+# of forks neither crash nor stall it, other users' processes never meet
+# its probes, and the activators work from any directory.
+load helper
+
+PY=/usr/bin/python3.11
+
+setup() {
+	OUT=$BATS_TEST_TMPDIR/run.sp
+}
+
+require_python() {
+	require_root
+	[ -x $PY ] || skip "needs Debian's $PY"
+	readelf -n $PY | grep -q function__entry || skip "$PY has no USDT probes"
+}
+
+# A program that forks and execs for $1 seconds: each child execs Python
+# (a runtime: held at exec; its forks are held for its probes), then
+# writes "done" to $2. Its pid in $2.pid.
+fork_exec_loop() {
+	cat >"$BATS_TEST_TMPDIR/loop.py" <<-'EOF'
+	import os, sys, time
+	open(sys.argv[2] + ".pid", "w").write(str(os.getpid()))
+	end = time.time() + float(sys.argv[1])
+	while time.time() < end:
+	    pid = os.fork()
+	    if pid == 0:
+	        os.execv(sys.executable, [sys.executable, "-c", "pass"])
+	    os.waitpid(pid, 0)
+	open(sys.argv[2], "w").write("done")
+	EOF
+	echo "$BATS_TEST_TMPDIR/loop.py"
+}
+
+# pid $1 and its descendants
+tree_of() {
+	local c
+
+	echo "$1"
+	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		tree_of "$c"
+	done
+}
+
+# The processes of $1's tree stopped (state T), as "pid comm"
+stopped_in() {
+	local p
+
+	for p in $(tree_of "$1"); do
+		awk '{ i = index($0, ") "); if (substr($0, i + 2, 1) == "T") print $1, $2 }' \
+			/proc/"$p"/stat 2>/dev/null
+	done
+}
+
+# Wait (at most 10 s) until none of $1's tree is stopped; print those still
+# stopped then. sp-record's guardian continues them once sp-record is gone.
+settle() {
+	local i s
+
+	for i in $(seq 100); do
+		s=$(stopped_in "$1")
+		[ -z "$s" ] && return 0
+		sleep 0.1
+	done
+	echo "$s"
+}
+
+@test "sp-record: SIGKILL while it records forks and execs leaves no process of the tree stopped" {
+	require_python
+	loop=$(fork_exec_loop)
+	for run in 1 2 3; do
+		rm -f "$BATS_TEST_TMPDIR/done" "$BATS_TEST_TMPDIR/done.pid"
+		sp-record --events=none -o "$OUT" -- $PY "$loop" 30 "$BATS_TEST_TMPDIR/done" 3>&- &
+		rec=$!
+		for i in $(seq 100); do
+			[ -s "$BATS_TEST_TMPDIR/done.pid" ] && break
+			sleep 0.1
+		done
+		root=$(cat "$BATS_TEST_TMPDIR/done.pid")
+		sleep 1		# forks and execs held and let go meanwhile
+		kill -KILL $rec
+		wait $rec || true
+		left=$(settle "$root")
+		kill -KILL $(tree_of "$root") 2>/dev/null || true
+		[ -z "$left" ] || fail "run $run: stopped after sp-record's SIGKILL: $left"
+	done
+}
+
+@test "sp-record: a closed output pipe: one message, exit 141, holds released, the command goes on" {
+	require_python
+	loop=$(fork_exec_loop)
+	# stderr to a file: the command, left running, has it too
+	run bash -c "sp-record --events=none -- $PY '$loop' 3 '$BATS_TEST_TMPDIR/done' \
+		2>'$BATS_TEST_TMPDIR/err' | head -c 100 >/dev/null; echo \"status \${PIPESTATUS[0]}\"" 3>&-
+	assert_output "status 141"
+	run cat "$BATS_TEST_TMPDIR/err"
+	assert_output "sp-record: warning: output closed (broken pipe): recording stopped; the command goes on running"
+	for i in $(seq 100); do
+		[ -s "$BATS_TEST_TMPDIR/done.pid" ] && break
+		sleep 0.1
+	done
+	root=$(cat "$BATS_TEST_TMPDIR/done.pid")
+	left=$(settle "$root")
+	if [ -n "$left" ]; then
+		kill -KILL $(tree_of "$root") 2>/dev/null || true
+		fail "stopped after the pipe closed: $left"
+	fi
+	# and the command finishes its work on its own
+	for i in $(seq 200); do
+		[ -e "$BATS_TEST_TMPDIR/done" ] && break
+		sleep 0.1
+	done
+	[ "$(cat "$BATS_TEST_TMPDIR/done")" = done ]
+}
+
+@test "sp-record: 2,000 forks of a Python under the default spans (ASan build): no crash, no stall" {
+	require_python
+	# the sanitized sp-record (make asan-record), with the build tree's runtime
+	rec=$SP_BIN/../asan/bin/sp-record
+	[ -x "$rec" ] || skip "needs $rec (make asan-record)"
+	export SP_RUNTIME_DIR=$SP_BIN/../runtime
+	# every child is held at its fork for its parent's probes (the
+	# runtime hook's markers and python:audit), given the same probes,
+	# let go, and detached at its exit
+	run --separate-stderr -0 "$rec" -v --events=none -o "$OUT" -- $PY -c '
+import os
+for i in range(2000):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)'
+	[[ "$stderr" == *"forks: 2000, 2000 held for their parent's probes"* ]] || fail "$stderr"
+	[[ "$stderr" != *"AddressSanitizer"* && "$stderr" != *"runtime error"* ]] || fail "$stderr"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"process\") | .pid' | sort -u | wc -l"
+	(( output >= 2001 ))
+}
+
+@test "sp-record: another user's valgrind runs while sp-record records something else" {
+	require_root
+	require_cmd valgrind
+	require_cmd setpriv
+	sp-record -o "$OUT" -- sleep 4 3>&- &
+	rec=$!
+	sleep 1.5	# recording (its BPF object is loaded after 50 ms)
+	# valgrind takes a breakpoint in ld.so for its own: a probe of ours
+	# there would kill it with SIGTRAP
+	run setpriv --reuid=65534 --regid=65534 --clear-groups valgrind -q /bin/true
+	wait $rec
+	assert_success
+	assert_output ""
+}
+
+@test "sp-record: a runtime directory with a space in its path: Ruby starts and has its spans" {
+	require_root
+	require_cmd ruby
+	dir="$BATS_TEST_TMPDIR/stack pulse"
+	mkdir -p "$dir"
+	cp -R "$SP_BIN" "$dir/bin"
+	cp -R "$SP_BIN/../runtime" "$dir/runtime"
+	run --separate-stderr -0 "$dir/bin/sp-record" --spans=ruby --events=none -o "$OUT" -- \
+		ruby -e 'def f = 1; 3.times { f }; puts "ran"'
+	assert_output "ran"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | .method' | sort | uniq -c"
+	assert_line --regexp '^ +3 f$'
+}
