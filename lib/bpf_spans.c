@@ -32,6 +32,7 @@
 #endif
 
 #include "bpf_spans.h"
+#include "safefile.h"
 #include "span_rings.h"
 #include "hold_guard.h"
 #include "launch.h"
@@ -298,10 +299,13 @@ static Elf *elf_open(const char *path, int *fd)
 	Elf *e;
 
 	elf_version(EV_CURRENT);
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A path a traced process names: a regular file only (no FIFO to
+	 * block on, no device to open), read rather than mapped (a file cut
+	 * short under us is an error, not SIGBUS). */
+	*fd = sp_safe_open(AT_FDCWD, path, NULL, NULL, NULL);
 	if (*fd < 0)
 		return NULL;
-	e = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	e = elf_begin(*fd, ELF_C_READ, NULL);
 	if (!e || elf_kind(e) != ELF_K_ELF) {
 		if (e)
 			elf_end(e);
@@ -824,8 +828,8 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	/* A failed load is reported once by the caller; details with -v. */
 	if (level == LIBBPF_WARN && sp_verbose < 1)
 		return 0;
-	fprintf(stderr, "%s: ", sp_progname ? sp_progname : "sp-record");
-	return vfprintf(stderr, fmt, ap);	/* fmt starts with "libbpf: " */
+	sp_vmessage(fmt, ap);	/* "libbpf: ...": its names (paths) escaped like ours */
+	return 0;
 }
 
 /* Whether this process may load tracing BPF programs: CAP_BPF and
