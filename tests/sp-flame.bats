@@ -327,3 +327,48 @@ need_npm() {
 		[ -n "$full" ] && [ "$n" -le "$full" ]
 	done <<< "$output"
 }
+
+# 100 modules with build-ids, all defined before the first sample (the
+# definitions once kept build-ids in an array that moved from the 17th
+# module on, and the pprof writer read them after the move), then one
+# sample in each.
+modules_100() {
+	awk 'BEGIN {
+		print "{\"type\":\"header\",\"version\":1,\"start_mono_ns\":1000,\"clock\":\"monotonic\"}"
+		for (i = 1; i <= 100; i++)
+			printf "{\"type\":\"module\",\"time\":1000,\"pid\":7,\"start\":\"0x%x\",\"end\":\"0x%x\",\"path\":\"/lib/m%d.so\",\"build_id\":\"%040x\"}\n",
+				i * 65536, i * 65536 + 4096, i, 1000003 * i
+		for (i = 1; i <= 100; i++) {
+			printf "{\"type\":\"frame\",\"module\":%d,\"rel\":\"0x10\",\"addr\":\"0x%x\"}\n", i, i * 65536 + 16
+			printf "{\"type\":\"stack\",\"parent\":0,\"frame\":%d}\n", i
+		}
+		for (i = 1; i <= 100; i++)
+			printf "{\"type\":\"sample\",\"time\":%d,\"pid\":7,\"tid\":7,\"stack\":%d}\n", 2000 + i, i
+	}'
+}
+
+@test "sp-flame: --pprof carries each of 100 modules' own build-id" {
+	modules_100 | sp-decode --encode -o "$BATS_TEST_TMPDIR/m.sp"
+	out=$BATS_TEST_TMPDIR/m.pb.gz
+	if command -v valgrind >/dev/null; then
+		# a read of freed memory is an error here, whatever it happens to hold
+		run --separate-stderr -0 valgrind -q --error-exitcode=99 sp-flame --pprof -o "$out" \
+			"$BATS_TEST_TMPDIR/m.sp"
+		[[ "$stderr" != *"Invalid read"* ]]
+	else
+		run --separate-stderr -0 sp-flame --pprof -o "$out" "$BATS_TEST_TMPDIR/m.sp"
+	fi
+	# every build-id is in the profile's string table, as pprof's hex
+	for i in $(seq 100); do
+		printf '%040x\n' $((1000003 * i))
+	done > "$BATS_TEST_TMPDIR/want"
+	run -0 bash -c "gzip -dc '$out' | grep -aoE '[0-9a-f]{40}' | sort -u | diff - <(sort '$BATS_TEST_TMPDIR/want')"
+	# and each mapping has its own, read back by an independent decoder
+	if command -v npm >/dev/null && command -v node >/dev/null; then
+		need_npm
+		run -0 node "$FIXTURES/pprof-folded.js" "$out"
+		for i in $(seq 100); do
+			assert_line --partial "/lib/m$i.so@$(printf '%040x' $((1000003 * i)))"
+		done
+	fi
+}
