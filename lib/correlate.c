@@ -11,6 +11,13 @@
  * moment (another thread's) is detached and becomes a root of its own.
  * Spans are reference counted: a child, a thread's stack and a thread's fork
  * origin keep a span's struct (not its records) alive after its emission.
+ *
+ * Nothing here costs the depth of a thread's stack per record: stacks a
+ * million spans deep come from real recursions and from forged input. A
+ * stop mark looks down the stack only when an open span can match it (a
+ * count per method, thread and fiber says so), and closes every span above
+ * the one it matches; a lost window marks only the spans opened since the
+ * last one; a thread's fork origin moves up to the open span it finds.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -58,6 +65,7 @@ struct fib {
 	size_t depth, cap;
 	struct span *base;	/* counted: parent of its outermost spans (the
 				 * span that first resumed it), or NULL */
+	size_t marked;		/* stack[0..marked) are marked incomplete */
 };
 
 struct thr {
@@ -67,6 +75,7 @@ struct thr {
 	struct span **stack;
 	size_t depth, cap;
 	struct span *base;	/* struct fib's, for the running fiber */
+	size_t marked;		/* struct fib's, for the running fiber */
 	uint64_t fiber;
 	struct fib *fibs;
 	size_t nfibs, cfibs;
@@ -102,6 +111,27 @@ struct lostwin {
 	uint64_t pid, end;
 };
 
+/*
+ * Open spans per (thread, fiber, method, class), and per (thread, fiber,
+ * method) under the class ANY_CLASS: whether a stop mark can match any
+ * span of a stack, without looking at the stack.
+ */
+#define ANY_CLASS UINT64_MAX
+
+struct mkey {
+	uint64_t tid, fiber, method, klass;
+};
+
+struct mslot {
+	struct mkey k;
+	uint64_t n;		/* 0: a free slot */
+};
+
+struct mcount {
+	struct mslot *v;
+	size_t cap, used;
+};
+
 struct sp_corr {
 	struct sp_corr_opts o;
 	sp_corr_emit_fn emit;
@@ -120,6 +150,7 @@ struct sp_corr {
 	bool any_released;
 
 	struct pmap threads, procs;
+	struct mcount open;	/* open spans by method, for stop marks */
 	struct span *roots, *roots_tail;	/* emission roots, by start time */
 	struct hrec *deferred, *deferred_tail;	/* end records waiting for older held ones */
 	uint64_t held;
@@ -212,6 +243,87 @@ static void pmap_del(struct pmap *m, uint64_t key)
 			m->keys[i] = m->keys[j];
 			m->vals[i] = m->vals[j];
 			m->vals[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+static size_t mkey_slot(const struct mcount *m, const struct mkey *k)
+{
+	uint64_t h = mix64(k->tid ^ mix64(k->fiber ^ mix64(k->method ^ mix64(k->klass))));
+
+	return h & (m->cap - 1);
+}
+
+static bool mkey_eq(const struct mkey *a, const struct mkey *b)
+{
+	return a->tid == b->tid && a->fiber == b->fiber && a->method == b->method &&
+	       a->klass == b->klass;
+}
+
+static uint64_t mcount_get(const struct mcount *m, const struct mkey *k)
+{
+	size_t i;
+
+	if (!m->cap)
+		return 0;
+	for (i = mkey_slot(m, k); m->v[i].n; i = (i + 1) & (m->cap - 1))
+		if (mkey_eq(&m->v[i].k, k))
+			return m->v[i].n;
+	return 0;
+}
+
+static void mcount_add(struct mcount *m, const struct mkey *k);
+
+static void mcount_grow(struct mcount *m)
+{
+	struct mcount old = *m;
+	size_t i;
+	uint64_t j;
+
+	m->cap = old.cap ? old.cap * 2 : 64;
+	m->used = 0;
+	m->v = sp_xcalloc(m->cap, sizeof(*m->v));
+	for (i = 0; i < old.cap; i++)
+		for (j = 0; j < old.v[i].n; j++)
+			mcount_add(m, &old.v[i].k);
+	free(old.v);
+}
+
+static void mcount_add(struct mcount *m, const struct mkey *k)
+{
+	size_t i;
+
+	if ((m->used + 1) * 4 > m->cap * 3)
+		mcount_grow(m);
+	for (i = mkey_slot(m, k); m->v[i].n; i = (i + 1) & (m->cap - 1))
+		if (mkey_eq(&m->v[i].k, k)) {
+			m->v[i].n++;
+			return;
+		}
+	m->v[i].k = *k;
+	m->v[i].n = 1;
+	m->used++;
+}
+
+static void mcount_sub(struct mcount *m, const struct mkey *k)
+{
+	size_t mask = m->cap - 1, i, j, h;
+
+	if (!m->cap)
+		return;
+	for (i = mkey_slot(m, k); m->v[i].n; i = (i + 1) & mask)
+		if (mkey_eq(&m->v[i].k, k))
+			break;
+	if (!m->v[i].n || --m->v[i].n)
+		return;
+	m->used--;
+	/* shift later members of the run back into the hole */
+	for (j = (i + 1) & mask; m->v[j].n; j = (j + 1) & mask) {
+		h = mkey_slot(m, &m->v[j].k);
+		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+			m->v[i] = m->v[j];
+			m->v[j].n = 0;
 			i = j;
 		}
 	}
@@ -538,11 +650,32 @@ static void close_gap(struct sp_corr *c, struct proc *p)
 	emit_tree(c, g, false);
 }
 
+/* Count span s in or out of the open spans of t's running fiber. */
+static void count_open(struct sp_corr *c, const struct thr *t, const struct span *s, bool in)
+{
+	struct mkey k = { t->tid, t->fiber, s->s.method, ANY_CLASS };
+
+	if (!s->s.method)
+		return;		/* only a stop without a method matches it: the top */
+	if (in)
+		mcount_add(&c->open, &k);
+	else
+		mcount_sub(&c->open, &k);
+	k.klass = s->s.klass;
+	if (in)
+		mcount_add(&c->open, &k);
+	else
+		mcount_sub(&c->open, &k);
+}
+
 /* Close the top span of t's stack. */
 static void close_top(struct sp_corr *c, struct thr *t, uint64_t end, uint64_t time)
 {
 	struct span *s = t->stack[--t->depth];
 
+	if (t->marked > t->depth)
+		t->marked = t->depth;
+	count_open(c, t, s, false);
 	s->open = false;
 	s->s.stop = time < s->s.start ? s->s.start : time;
 	s->s.end = end;
@@ -563,13 +696,14 @@ static void close_stack(struct sp_corr *c, struct thr *t, uint64_t time);
 /* Swap the running fiber's stack of t with f. */
 static void fib_swap(struct thr *t, struct fib *f)
 {
-	struct fib cur = { t->fiber, t->stack, t->depth, t->cap, t->base };
+	struct fib cur = { t->fiber, t->stack, t->depth, t->cap, t->base, t->marked };
 
 	t->fiber = f->id;
 	t->stack = f->stack;
 	t->depth = f->depth;
 	t->cap = f->cap;
 	t->base = f->base;
+	t->marked = f->marked;
 	*f = cur;
 }
 
@@ -655,10 +789,16 @@ static struct proc *proc_get(struct sp_corr *c, uint64_t pid)
 	return p;
 }
 
+static struct span *first_open(struct span **origin);
+
 static struct thr *thr_new(struct sp_corr *c, struct proc *p, uint64_t tid, struct span *origin)
 {
 	struct thr *t = sp_xcalloc(1, sizeof(*t));
 
+	if (origin && origin == p->origin) {	/* its threads start where it is now */
+		first_open(&p->origin);
+		origin = p->origin;
+	}
 	t->tid = tid;
 	t->pid = p->pid;
 	t->proc = p;
@@ -690,15 +830,33 @@ static struct thr *thr_get(struct sp_corr *c, uint64_t pid, uint64_t tid, uint64
 
 /* ---- the rules -------------------------------------------------------- */
 
+/*
+ * The innermost open span on the chain of spans from *origin up. A span
+ * that closed never opens again: *origin (a counted reference) moves up to
+ * the span found, or to the top of the chain, so that the next look starts
+ * there and no closed span is passed over twice.
+ */
+static struct span *first_open(struct span **origin)
+{
+	struct span *s, *last = NULL;
+
+	for (s = *origin; s; s = s->up) {
+		last = s;
+		if (s->open)
+			break;
+	}
+	if (last && last != *origin) {
+		span_get(last);
+		span_put(*origin);
+		*origin = last;
+	}
+	return s;
+}
+
 /* The innermost open span on the chain of spans that created the thread. */
 static struct span *fork_owner(struct thr *t)
 {
-	struct span *s;
-
-	for (s = t->origin; s; s = s->up)
-		if (s->open)
-			return s;
-	return NULL;
+	return first_open(&t->origin);
 }
 
 static struct span *gap_get(struct sp_corr *c, struct proc *p, uint64_t time)
@@ -841,8 +999,27 @@ static void do_start(struct sp_corr *c, struct thr *t, struct hrec *h)
 	if (t->depth == t->cap)
 		sp_grow(&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack));
 	t->stack[t->depth++] = s;
+	count_open(c, t, s, true);
 	span_get(s);
 	hold(c, s, h, 0);
+}
+
+/* Whether an open span of t's running fiber can match stop mark m. */
+static bool stop_may_match(struct sp_corr *c, const struct thr *t, const struct sp_span_mark *m)
+{
+	struct mkey k = { t->tid, t->fiber, m->method, ANY_CLASS };
+
+	if (!m->method || !t->depth)
+		return t->depth > 0;
+	if (!mcount_get(&c->open, &k))
+		return false;
+	if (!m->klass)
+		return true;
+	k.klass = m->klass;	/* its class, or a span without one */
+	if (mcount_get(&c->open, &k))
+		return true;
+	k.klass = 0;
+	return mcount_get(&c->open, &k) > 0;
 }
 
 static void do_stop(struct sp_corr *c, struct thr *t, struct hrec *h)
@@ -852,9 +1029,20 @@ static void do_stop(struct sp_corr *c, struct thr *t, struct hrec *h)
 	struct span *s;
 	int k;
 
-	for (k = (int)t->depth - 1; k >= 0; k--)
-		if (mark_matches(t->stack[k], m))
-			break;
+	/* A match closes every span above it: each one is passed over once. */
+	k = -1;
+	if (stop_may_match(c, t, m)) {
+		for (k = (int)t->depth - 1; k >= 0; k--)
+			if (mark_matches(t->stack[k], m))
+				break;
+	}
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+	else if (t->depth <= 256) {	/* what the fuzzer makes, not the deep seeds */
+		for (k = (int)t->depth - 1; k >= 0; k--)
+			if (mark_matches(t->stack[k], m))
+				abort();	/* the counts of open spans are wrong */
+	}
+#endif
 	if (k < 0) {
 		c->st.stop_without_start++;
 		hold(c, assign(c, t, time, &rule), h, 0);
@@ -922,7 +1110,7 @@ static void do_fiber(struct sp_corr *c, struct thr *t, const struct sp_fiber_swi
 	} else {
 		free(t->stack);
 		t->stack = NULL;
-		t->depth = t->cap = 0;
+		t->depth = t->cap = t->marked = 0;
 	}
 	for (i = 0; i < t->nfibs; i++)
 		if (t->fibs[i].id == fs->to)
@@ -946,22 +1134,30 @@ static void do_fiber(struct sp_corr *c, struct thr *t, const struct sp_fiber_swi
 	c->st.fiber_switches++;
 }
 
+/* Mark the spans of a stack opened since it was last marked: the others
+ * are marked already (a span stays incomplete, and stays below them). */
+static void mark_incomplete(struct span **stack, size_t depth, size_t *marked)
+{
+	size_t i;
+
+	for (i = *marked; i < depth; i++)
+		stack[i]->incomplete = true;
+	*marked = depth;
+}
+
 /* Open spans of pid (0 = all) overlap a lost window. */
 static void do_lost(struct sp_corr *c, const struct sp_lost *l)
 {
 	struct thr *t;
-	unsigned int i;
 	size_t j, k;
 
 	for (j = 0; j < c->threads.cap; j++) {
 		t = c->threads.vals[j];
 		if (!t || (l->pid && t->pid != l->pid))
 			continue;
-		for (i = 0; i < t->depth; i++)
-			t->stack[i]->incomplete = true;
+		mark_incomplete(t->stack, t->depth, &t->marked);
 		for (k = 0; k < t->nfibs; k++)
-			for (i = 0; i < t->fibs[k].depth; i++)
-				t->fibs[k].stack[i]->incomplete = true;
+			mark_incomplete(t->fibs[k].stack, t->fibs[k].depth, &t->fibs[k].marked);
 	}
 	if (c->nlost == 0 || c->lost[c->nlost - 1].pid != l->pid ||
 	    c->lost[c->nlost - 1].end < l->time) {
@@ -1603,6 +1799,7 @@ void sp_corr_free(struct sp_corr *c)
 	free(c->procs.vals);
 	free(c->threads.keys);
 	free(c->threads.vals);
+	free(c->open.v);
 	free(c->heap);
 	free(c->ring);
 	free(c->work);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The definitions of a record stream, and interning by value (defs.h). */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,10 +10,21 @@
 #include "schema.h"
 #include "sp.h"
 
-#define SP_MAX_BUILD_ID 64
+/*
+ * Strings and build-ids live in blocks that never move (a longer string
+ * gets a block of its own), so that the pointers sp_defs_str() and
+ * sp_defs_module() give out stay valid for the life of the stream.
+ */
+#define BLOCK_SIZE (1u << 20)
+
+struct block {
+	struct block *next;
+	size_t used, size;
+	char data[];
+};
 
 struct str_ent {
-	size_t off;		/* into arena */
+	const char *p;		/* in a block */
 	uint32_t len;
 	uint8_t text;		/* sp_defs_str_text() + 1; 0 not known yet */
 };
@@ -29,16 +41,16 @@ struct sp_defs {
 	uint8_t *header_text;	/* the header's text fields, copied */
 	uint64_t nspans;
 
-	char *arena;
-	size_t arena_len, arena_cap;
+	struct block *blocks;	/* newest first */
 	struct str_ent *strs;	/* [0] unused: ids start at 1 */
 	size_t nstrs, strs_cap;
 	struct sp_idset str_index;
 	bool str_indexed;
 
-	struct sp_module *mods;
-	uint8_t (*mod_build_ids)[SP_MAX_BUILD_ID];
-	size_t nmods, mods_cap, bids_cap;
+	/* One allocation per module, kept across streams and reused: a
+	 * module's address (and its build-id's) never changes. */
+	struct sp_module **mods;
+	size_t nmods, mods_cap, mods_alloc;
 
 	struct sp_frame *frames;
 	size_t nframes, frames_cap;
@@ -46,9 +58,11 @@ struct sp_defs {
 	bool frame_indexed;
 
 	struct sp_stack *stacks;
-	size_t nstacks, stacks_cap;
+	uint32_t *stack_depth;	/* frames from the root, per stack id */
+	size_t nstacks, stacks_cap, depth_cap;
 	struct sp_idset stack_index;
 	bool stack_indexed;
+	unsigned int limits_hit;	/* SP_DEFS_LIMIT_*, until read */
 
 	struct sp_symbol *syms;
 	size_t nsyms, syms_cap;
@@ -64,10 +78,30 @@ struct sp_defs *sp_defs_new(void)
 	return d;
 }
 
+static void free_blocks(struct block *b)
+{
+	struct block *next;
+
+	for (; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+}
+
 void sp_defs_reset(struct sp_defs *d)
 {
 	d->have_header = false;
-	d->arena_len = 0;
+	/* Keep the newest block of the usual size for the next stream. */
+	if (d->blocks) {
+		free_blocks(d->blocks->next);
+		d->blocks->next = NULL;
+		d->blocks->used = 0;
+		if (d->blocks->size != BLOCK_SIZE) {
+			free(d->blocks);
+			d->blocks = NULL;
+		}
+	}
+	d->limits_hit = 0;
 	d->nstrs = d->nmods = d->nframes = d->nstacks = d->nsyms = d->nspans = 0;
 	sp_idset_release(&d->str_index);
 	sp_idset_release(&d->frame_index);
@@ -79,16 +113,20 @@ void sp_defs_reset(struct sp_defs *d)
 
 void sp_defs_free(struct sp_defs *d)
 {
+	size_t i;
+
 	if (!d)
 		return;
 	sp_defs_reset(d);
-	free(d->arena);
+	free_blocks(d->blocks);
 	free(d->header_text);
 	free(d->strs);
+	for (i = 0; i < d->mods_alloc; i++)
+		free(d->mods[i]);
 	free(d->mods);
-	free(d->mod_build_ids);
 	free(d->frames);
 	free(d->stacks);
+	free(d->stack_depth);
 	free(d->syms);
 	free(d->sym_of);
 	free(d);
@@ -110,7 +148,7 @@ static bool str_eq(void *ctx, uint32_t id, const void *key)
 	struct sp_defs *d = ctx;
 	const struct str_key *k = key;
 
-	return d->strs[id].len == k->len && !memcmp(d->arena + d->strs[id].off, k->s, k->len);
+	return d->strs[id].len == k->len && !memcmp(d->strs[id].p, k->s, k->len);
 }
 
 static uint64_t frame_hash(const struct sp_frame *f)
@@ -143,24 +181,48 @@ static bool stack_eq(void *ctx, uint32_t id, const void *key)
 	return a->parent == b->parent && a->frame == b->frame;
 }
 
+/* A copy of p[0..len), NUL-terminated, in a block that never moves. */
+static char *copy_stable(struct sp_defs *d, const void *p, size_t len)
+{
+	struct block *b = d->blocks;
+	char *c;
+
+	if (!b || b->size - b->used < len + 1) {
+		size_t size = len + 1 > BLOCK_SIZE ? len + 1 : BLOCK_SIZE;
+
+		b = sp_xmalloc(sizeof(*b) + size);
+		b->size = size;
+		b->used = 0;
+		/* A big one goes behind the current block, which has room left. */
+		if (size > BLOCK_SIZE && d->blocks) {
+			b->next = d->blocks->next;
+			d->blocks->next = b;
+		} else {
+			b->next = d->blocks;
+			d->blocks = b;
+		}
+	}
+	c = b->data + b->used;
+	if (len)
+		memcpy(c, p, len);
+	c[len] = 0;
+	b->used += len + 1;
+	return c;
+}
+
 static void add_string(struct sp_defs *d, const uint8_t *p, uint32_t len)
 {
 	uint64_t id;
 
-	sp_grow(&d->arena, &d->arena_cap, d->arena_len + len + 1, 1);
-	if (len)
-		memcpy(d->arena + d->arena_len, p, len);
-	d->arena[d->arena_len + len] = 0;
 	if (d->nstrs == 0)
 		d->nstrs = 1;	/* slot 0 is "no string" */
 	sp_grow(&d->strs, &d->strs_cap, d->nstrs + 1, sizeof(*d->strs));
 	id = d->nstrs++;
-	d->strs[id].off = d->arena_len;
+	d->strs[id].p = copy_stable(d, p, len);
 	d->strs[id].len = len;
 	d->strs[id].text = 0;
-	d->arena_len += len + 1;
 	if (d->str_indexed)
-		sp_idset_add(&d->str_index, str_hash(d->arena + d->strs[id].off, len), id);
+		sp_idset_add(&d->str_index, str_hash(d->strs[id].p, len), id);
 }
 
 static int check_ref(const struct sp_defs *d, uint8_t ref, uint64_t v)
@@ -281,22 +343,24 @@ int sp_defs_add(struct sp_defs *d, const struct sp_record *rec, const char **why
 		break;
 	case SP_REC_MODULE: {
 		struct sp_module *m;
-		uint32_t len = rec->module.build_id.len;
 
 		if (rec->module.id && rec->module.id != d->nmods + 1)
 			return *why = bad_id, -1;
-		sp_grow(&d->mods, &d->mods_cap, d->nmods + 2, sizeof(*d->mods));
-		sp_grow(&d->mod_build_ids, &d->bids_cap, d->nmods + 2, sizeof(*d->mod_build_ids));
+		if (d->nmods + 1 >= d->mods_alloc) {
+			sp_grow(&d->mods, &d->mods_cap, d->nmods + 2, sizeof(*d->mods));
+			while (d->mods_alloc < d->nmods + 2)
+				d->mods[d->mods_alloc++] = NULL;
+		}
 		d->nmods++;
-		m = &d->mods[d->nmods];
+		if (!d->mods[d->nmods])
+			d->mods[d->nmods] = sp_xmalloc(sizeof(**d->mods));
+		m = d->mods[d->nmods];
 		*m = rec->module;
 		m->id = d->nmods;
-		if (len > SP_MAX_BUILD_ID)
-			len = SP_MAX_BUILD_ID;
-		if (len)
-			memcpy(d->mod_build_ids[d->nmods], rec->module.build_id.p, len);
-		m->build_id.p = d->mod_build_ids[d->nmods];
-		m->build_id.len = len;
+		/* Its bytes are the reader's until the next record: copied. */
+		m->build_id.p = rec->module.build_id.len ?
+				(const uint8_t *)copy_stable(d, rec->module.build_id.p,
+							     rec->module.build_id.len) : NULL;
 		break;
 	}
 	case SP_REC_FRAME:
@@ -313,9 +377,16 @@ int sp_defs_add(struct sp_defs *d, const struct sp_record *rec, const char **why
 		if (rec->stack.id && rec->stack.id != d->nstacks + 1)
 			return *why = bad_id, -1;
 		sp_grow(&d->stacks, &d->stacks_cap, d->nstacks + 2, sizeof(*d->stacks));
+		sp_grow(&d->stack_depth, &d->depth_cap, d->nstacks + 2, sizeof(*d->stack_depth));
 		d->nstacks++;
 		d->stacks[d->nstacks] = rec->stack;
 		d->stacks[d->nstacks].id = d->nstacks;
+		/* The parent is defined (checked above), so its depth is known. */
+		d->stack_depth[d->nstacks] = !rec->stack.parent ? 1 :
+			d->stack_depth[rec->stack.parent] < UINT32_MAX ?
+			d->stack_depth[rec->stack.parent] + 1 : UINT32_MAX;
+		if (d->stack_depth[d->nstacks] == SP_MAX_STACK_DEPTH + 1)
+			d->limits_hit |= SP_DEFS_LIMIT_STACK;
 		if (d->stack_indexed)
 			sp_idset_add(&d->stack_index,
 				     stack_hash(rec->stack.parent, rec->stack.frame), d->nstacks);
@@ -344,6 +415,13 @@ int sp_defs_add(struct sp_defs *d, const struct sp_record *rec, const char **why
 			r->first = d->nsyms;
 			r->n = 0;
 		}
+		if (r->n == SP_MAX_INLINE_DEPTH) {
+			/* The innermost levels stay, and the last one (the
+			 * function the code belongs to): the ones between go. */
+			d->syms[r->first + r->n - 1] = rec->symbol;
+			d->limits_hit |= SP_DEFS_LIMIT_INLINE;
+			break;
+		}
 		sp_grow(&d->syms, &d->syms_cap, d->nsyms + 1, sizeof(*d->syms));
 		d->syms[d->nsyms++] = rec->symbol;
 		r->n++;
@@ -371,7 +449,7 @@ const char *sp_defs_str(const struct sp_defs *d, uint64_t id, size_t *len)
 		return NULL;
 	if (len)
 		*len = d->strs[id].len;
-	return d->arena + d->strs[id].off;
+	return d->strs[id].p;
 }
 
 const char *sp_defs_strz(const struct sp_defs *d, uint64_t id)
@@ -383,7 +461,7 @@ const char *sp_defs_strz(const struct sp_defs *d, uint64_t id)
 
 const struct sp_module *sp_defs_module(const struct sp_defs *d, uint64_t id)
 {
-	return id && id <= d->nmods ? &d->mods[id] : NULL;
+	return id && id <= d->nmods ? d->mods[id] : NULL;
 }
 
 const struct sp_frame *sp_defs_frame(const struct sp_defs *d, uint64_t id)
@@ -431,23 +509,35 @@ uint64_t sp_defs_nspans(const struct sp_defs *d)
 	return d->nspans;
 }
 
+unsigned int sp_defs_stack_depth(const struct sp_defs *d, uint64_t stack)
+{
+	return stack && stack <= d->nstacks ? d->stack_depth[stack] : 0;
+}
+
 int sp_defs_stack_frames(const struct sp_defs *d, uint64_t stack, uint64_t *frames,
 			 unsigned int max)
 {
-	unsigned int depth = 0;
+	uint32_t depth;
+	unsigned int n;
 
-	/* Parents always have smaller ids (defined first), so this ends. */
-	while (stack) {
-		if (stack > d->nstacks)
-			return -1;
-		if (depth < max)
-			frames[depth] = d->stacks[stack].frame;
-		depth++;
-		if (d->stacks[stack].parent >= stack)
-			return -1;
+	if (stack > d->nstacks)
+		return -1;
+	depth = sp_defs_stack_depth(d, stack);
+	/* Parents always have smaller ids (defined first), so this ends;
+	 * only the frames asked for are visited. */
+	for (n = 0; stack && n < max; n++) {
+		frames[n] = d->stacks[stack].frame;
 		stack = d->stacks[stack].parent;
 	}
-	return (int)depth;
+	return depth > INT_MAX ? INT_MAX : (int)depth;
+}
+
+unsigned int sp_defs_limits_hit(struct sp_defs *d)
+{
+	unsigned int hit = d->limits_hit;
+
+	d->limits_hit = 0;
+	return hit;
 }
 
 uint64_t sp_defs_find_str(struct sp_defs *d, const char *s, size_t len)
@@ -458,8 +548,7 @@ uint64_t sp_defs_find_str(struct sp_defs *d, const char *s, size_t len)
 	if (!d->str_indexed) {
 		d->str_indexed = true;
 		for (i = 1; i < d->nstrs; i++)
-			sp_idset_add(&d->str_index,
-				     str_hash(d->arena + d->strs[i].off, d->strs[i].len), i);
+			sp_idset_add(&d->str_index, str_hash(d->strs[i].p, d->strs[i].len), i);
 	}
 	return sp_idset_find(&d->str_index, str_hash(s, len), &k, str_eq, d);
 }
@@ -474,7 +563,7 @@ enum sp_str_text sp_defs_str_text(struct sp_defs *d, uint64_t id)
 	e = &d->strs[id];
 	if (!e->text) {
 		/* Stable: a string defined later never comes first for its text. */
-		s = d->arena + e->off;
+		s = e->p;
 		if (!sp_utf8_valid(s, e->len) || sp_defs_find_str(d, s, e->len) != id)
 			e->text = 1 + SP_STR_ID;
 		else

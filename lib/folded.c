@@ -19,6 +19,7 @@
 /* Stacks at least this deep, unwound by frame pointers, hit perf's default
  * limit (kernel.perf_event_max_stack). */
 #define SP_FLAME_DEPTH_LIMIT	127
+/* Spans of a --by=span prefix: the innermost ones of a deeper path. */
 #define SPAN_DEPTH_MAX		4096
 
 struct fname {
@@ -47,15 +48,21 @@ struct fcache {
 #define BR_SINGLE	(1u << 2)
 #define BR_UNWIND	(1u << 3)
 
+#define SC_NOMAP	(1u << 0)	/* the outermost frame is in no known mapping */
+#define SC_CUT		(1u << 1)	/* deeper than SP_MAX_STACK_DEPTH: the outer frames left out */
+
+/* A stack id resolved: its node, and what its parent's resolution gives it. */
 struct scache {
-	uint32_t node1;		/* node + 1; 0 = not resolved yet */
-	uint32_t broken;
+	uint32_t node1;		/* node + 1 (1: the root, no names); 0 = not resolved yet */
+	uint8_t flags;		/* SC_* */
+	uint8_t nuser;		/* user-space frames, 2 for two or more */
 };
 
 struct ctx {
 	uint32_t gen;
 	uint32_t pname, tname;	/* name ids, 0 = none */
 	uint64_t pid, tid, span;
+	bool cut;		/* the span path is deeper than SPAN_DEPTH_MAX */
 };
 
 struct agg {
@@ -243,6 +250,7 @@ struct sp_folded *sp_folded_new(const struct sp_flame_opts *o)
 	f->nodes_cap = 1;
 	f->nnodes = 1;
 	sp_grow(&f->ctxs, &f->ctxs_cap, 1, sizeof(*f->ctxs));	/* ctx 0: no prefix */
+	memset(f->ctxs, 0, sizeof(*f->ctxs));
 	f->nctxs = 1;
 	f->nostack_name = internz(f, "[no stack]", SP_FN_NOSTACK);
 	return f;
@@ -386,7 +394,9 @@ static void add_span(struct sp_folded *f, const struct sp_defs *d, const struct 
 {
 	const char *klass = sp_defs_strz(d, s->klass), *method = sp_defs_strz(d, s->method);
 	uint64_t id = s->id ? s->id : f->next_span_id + 1;
+	const struct sp_flame_span *up;
 	struct sp_flame_span *x;
+	uint32_t depth = 1;
 	char buf[512];
 
 	f->next_span_id = id;
@@ -401,6 +411,9 @@ static void add_span(struct sp_folded *f, const struct sp_defs *d, const struct 
 		snprintf(buf, sizeof(buf), "span-%" PRIu64, id);
 	if (span_find(f, f->gen, id))
 		return;
+	/* parents come first (the stream's rule), so a depth is one lookup */
+	if (s->parent && (up = span_find(f, f->gen, s->parent)))
+		depth = up->depth < UINT32_MAX ? up->depth + 1 : UINT32_MAX;
 	sp_grow(&f->spans, &f->spans_cap, f->nspans + 1, sizeof(*f->spans));
 	x = &f->spans[f->nspans];
 	x->gen = f->gen;
@@ -411,6 +424,7 @@ static void add_span(struct sp_folded *f, const struct sp_defs *d, const struct 
 	x->tid = s->tid;
 	x->start = s->start;
 	x->stop = s->stop;
+	x->depth = depth;
 	sp_hidx_insert(&f->span_idx, sp_hash2(f->gen, id), f->nspans);
 	f->nspans++;
 }
@@ -587,55 +601,92 @@ one:
 	return c;
 }
 
-/* Resolve a stack id to a trie node; -1 if undefined. */
-static int resolve_stack(struct sp_folded *f, const struct sp_defs *d, uint64_t sid,
-			 const struct scache **out)
+static struct scache *scache_slot(struct sp_folded *f, uint64_t sid)
 {
-	unsigned int nuser = 0, j;
-	uint32_t node = 0, broken = 0;
-	struct scache *c;
-	int depth, i;
-
-	if (sid < f->sc_cap && f->sc[sid].node1) {
-		*out = &f->sc[sid];
-		return 0;
-	}
-	if (!f->fbuf_cap)
-		sp_grow(&f->fbuf, &f->fbuf_cap, 256, sizeof(*f->fbuf));
-	depth = sp_defs_stack_frames(d, sid, f->fbuf, f->fbuf_cap);
-	if (depth < 0)
-		return -1;
-	if ((size_t)depth > f->fbuf_cap) {
-		sp_grow(&f->fbuf, &f->fbuf_cap, depth, sizeof(*f->fbuf));
-		depth = sp_defs_stack_frames(d, sid, f->fbuf, f->fbuf_cap);
-		if (depth < 0)
-			return -1;
-	}
-	for (i = depth - 1; i >= 0; i--) {
-		const struct fcache *fc = frame_names(f, d, f->fbuf[i]);
-
-		for (j = 0; j < fc->n; j++)
-			node = child(f, node, f->fpool[fc->off + j]);
-		if (fc->flags & FC_USER)
-			nuser++;
-		if (i == depth - 1 && (fc->flags & FC_NOMAP))
-			broken |= BR_NOMAP;
-	}
-	if (depth >= SP_FLAME_DEPTH_LIMIT)
-		broken |= BR_TRUNC;
-	if (nuser == 1)
-		broken |= BR_SINGLE;
-	if (!node)
-		node = child(f, 0, f->nostack_name);
 	if (sid >= f->sc_cap) {
 		size_t old = f->sc_cap;
 
 		sp_grow(&f->sc, &f->sc_cap, sid + 1, sizeof(*f->sc));
 		memset(f->sc + old, 0, (f->sc_cap - old) * sizeof(*f->sc));
 	}
-	c = &f->sc[sid];
+	return &f->sc[sid];
+}
+
+/* The trie node of a frame's names under node; counts user frames. */
+static uint32_t frame_under(struct sp_folded *f, const struct sp_defs *d, uint32_t node,
+			    uint64_t fid, uint8_t *nuser, bool outermost, uint8_t *flags)
+{
+	const struct fcache *fc = frame_names(f, d, fid);
+	unsigned int j;
+
+	for (j = 0; j < fc->n; j++)
+		node = child(f, node, f->fpool[fc->off + j]);
+	if ((fc->flags & FC_USER) && *nuser < 2)
+		(*nuser)++;
+	if (outermost && (fc->flags & FC_NOMAP))
+		*flags |= SC_NOMAP;
+	return node;
+}
+
+/*
+ * Resolve a stack id to a trie node (the root when no frame has a name);
+ * -1 if undefined. A stack is its parent's node plus its own frame, so
+ * each stack id is resolved once, from its nearest resolved ancestor: the
+ * cost is the stack ids of the stream, not the depth of every stack. A
+ * stack deeper than SP_MAX_STACK_DEPTH keeps its innermost frames
+ * (defs.h), resolved on their own.
+ */
+static int resolve_stack(struct sp_folded *f, const struct sp_defs *d, uint64_t sid,
+			 const struct scache **out)
+{
+	const struct sp_stack *st;
+	uint8_t flags = 0, nuser = 0;
+	uint32_t node = 0;
+	unsigned int depth, k = 0, i;
+	struct scache *c;
+	uint64_t x;
+
+	if (sid < f->sc_cap && f->sc[sid].node1) {
+		*out = &f->sc[sid];
+		return 0;
+	}
+	if (!sp_defs_stack(d, sid))
+		return -1;
+	if (!f->fbuf_cap)
+		sp_grow(&f->fbuf, &f->fbuf_cap, SP_MAX_STACK_DEPTH, sizeof(*f->fbuf));
+	depth = sp_defs_stack_depth(d, sid);
+	if (depth > SP_MAX_STACK_DEPTH) {
+		sp_defs_stack_frames(d, sid, f->fbuf, SP_MAX_STACK_DEPTH);
+		flags = SC_CUT;
+		for (i = SP_MAX_STACK_DEPTH; i-- > 0;)
+			node = frame_under(f, d, node, f->fbuf[i], &nuser,
+					   i == SP_MAX_STACK_DEPTH - 1, &flags);
+	} else {
+		/* the stack ids not resolved yet, leaf first, into fbuf */
+		for (x = sid; x && !(x < f->sc_cap && f->sc[x].node1); x = st->parent) {
+			st = sp_defs_stack(d, x);
+			f->fbuf[k++] = x;
+		}
+		if (x) {
+			node = f->sc[x].node1 - 1;
+			flags = f->sc[x].flags & SC_NOMAP;
+			nuser = f->sc[x].nuser;
+		}
+		while (k-- > 0) {
+			st = sp_defs_stack(d, f->fbuf[k]);
+			node = frame_under(f, d, node, st->frame, &nuser, !st->parent, &flags);
+			c = scache_slot(f, f->fbuf[k]);
+			c->node1 = node + 1;
+			c->flags = flags;
+			c->nuser = nuser;
+		}
+		*out = &f->sc[sid];
+		return 0;
+	}
+	c = scache_slot(f, sid);
 	c->node1 = node + 1;
-	c->broken = broken;
+	c->flags = flags;
+	c->nuser = nuser;
 	*out = c;
 	return 0;
 }
@@ -671,6 +722,11 @@ static uint32_t get_ctx(struct sp_folded *f, const struct sp_sample *s)
 	pos = sp_hidx_find(&f->ctx_idx, h, ctx_eq, f->ctxs, &k);
 	if (pos != UINT32_MAX)
 		return pos;
+	if (k.span) {
+		const struct sp_flame_span *sp = span_find(f, k.gen, k.span);
+
+		k.cut = sp && sp->depth > SPAN_DEPTH_MAX;
+	}
 	comm = sp_folded_comm(f, s->pid);
 	if (k.pid) {
 		snprintf(buf, sizeof(buf), "%s-%" PRIu64, *comm ? comm : "?", s->pid);
@@ -771,10 +827,19 @@ static int add_sample(struct sp_folded *f, const struct sp_defs *d, const struct
 			return SP_FOLDED_BAD;
 		}
 		node = sc->node1 - 1;
-		broken = sc->broken;
-		if (broken & BR_TRUNC && s->unwind != SP_UNWIND_UNKNOWN &&
-		    s->unwind != SP_UNWIND_DEPTH)
-			broken &= ~BR_TRUNC;	/* the unwinder says it was not cut */
+		if (!node)
+			node = child(f, 0, f->nostack_name);
+		if (sc->flags & SC_NOMAP)
+			broken |= BR_NOMAP;
+		if (sc->nuser == 1)
+			broken |= BR_SINGLE;
+		/* Stacks this deep, unwound by frame pointers, hit perf's limit,
+		 * unless the unwinder says they were not cut. */
+		if (sp_defs_stack_depth(d, s->stack) >= SP_FLAME_DEPTH_LIMIT &&
+		    (s->unwind == SP_UNWIND_UNKNOWN || s->unwind == SP_UNWIND_DEPTH))
+			broken |= BR_TRUNC;
+		if (sc->flags & SC_CUT)
+			broken |= BR_TRUNC;	/* cut here, whatever the unwinder says */
 	} else {
 		node = child(f, 0, f->nostack_name);
 		f->st.no_stack++;
@@ -812,6 +877,8 @@ static int add_sample(struct sp_folded *f, const struct sp_defs *d, const struct
 		w = 1;
 	ctx = get_ctx(f, s);
 	count(f, ctx, node, w);
+	if (f->ctxs[ctx].cut)
+		f->st.span_cut++;
 	if (!f->st.samples[0] && !f->st.samples[1])
 		f->st.first_time = s->time;
 	if (s->time > f->st.last_time)
@@ -1298,8 +1365,12 @@ void sp_folded_footer(const struct sp_folded *f, char *buf, size_t len)
 		o += snprintf(buf + o, len - o, "; hint: %s", hint);
 	}
 	if (s->unresolved_frames && o < len)
-		snprintf(buf + o, len - o, "; %" PRIu64 " frame%s unresolved (%s)",
-			 s->unresolved_frames, s->unresolved_frames == 1 ? "" : "s",
-			 f->symbolized ? "sp-symbolize found no symbol for them" :
-			 "run sp-symbolize first");
+		o += snprintf(buf + o, len - o, "; %" PRIu64 " frame%s unresolved (%s)",
+			      s->unresolved_frames, s->unresolved_frames == 1 ? "" : "s",
+			      f->symbolized ? "sp-symbolize found no symbol for them" :
+			      "run sp-symbolize first");
+	if (s->span_cut && o < len)
+		snprintf(buf + o, len - o, "; %" PRIu64 " sample%s under more than %u spans: "
+			 "the outermost left out", s->span_cut, s->span_cut == 1 ? "" : "s",
+			 SPAN_DEPTH_MAX);
 }

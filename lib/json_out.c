@@ -362,22 +362,30 @@ static void render_field(struct sp_buf *b, const struct sp_defs *d, const char *
 
 static const char *const mode_names[] = { "user", "kernel", "interp", "jit" };
 
+/*
+ * A sample's frames, leaf first: at most SP_MAX_STACK_DEPTH of them, so a
+ * line stays within a bound whatever the stack (docs/json.md); the frames
+ * left out, the outermost, are counted in "truncated".
+ */
 static void render_frames(struct sp_buf *b, const struct sp_defs *d, uint64_t stack)
 {
+	unsigned int n = 0;
 	uint64_t id;
 	bool first = true;
 
 	key(b, "frames");
 	sp_buf_add(b, "[", 1);
-	for (id = stack; id; ) {
+	for (id = stack; id && n < SP_MAX_STACK_DEPTH; n++) {
 		const struct sp_stack *st = sp_defs_stack(d, id);
 		const struct sp_frame *f = st ? sp_defs_frame(d, st->frame) : NULL;
 		const struct sp_module *m;
 		const struct sp_symbol *sym;
 		unsigned int nsym, i;
 
-		if (!f)
+		if (!f) {
+			id = 0;
 			break;
+		}
 		m = sp_defs_module(d, f->module);
 		sym = sp_defs_symbols(d, f->id, &nsym);
 		for (i = 0; i < (nsym ? nsym : 1); i++) {
@@ -413,11 +421,17 @@ static void render_frames(struct sp_buf *b, const struct sp_defs *d, uint64_t st
 				sp_buf_puts(b, ",\"inline\":true");
 			sp_buf_add(b, "}", 1);
 		}
-		if (st->parent >= id)
+		if (st->parent >= id) {
+			id = 0;
 			break;
+		}
 		id = st->parent;
 	}
 	sp_buf_add(b, "]", 1);
+	if (id) {
+		key(b, "truncated");
+		buf_u(b, sp_defs_stack_depth(d, stack) - n);
+	}
 }
 
 /*

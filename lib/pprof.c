@@ -342,15 +342,14 @@ static int add_sample(struct sp_pprof *p, const struct sp_defs *d, const struct 
 
 	if (pos == UINT32_MAX) {
 		if (s->stack) {
+			/* A deeper stack keeps its innermost frames (defs.h). */
 			if (!p->fbuf_cap)
-				sp_grow(&p->fbuf, &p->fbuf_cap, 256, sizeof(*p->fbuf));
-			depth = sp_defs_stack_frames(d, s->stack, p->fbuf, p->fbuf_cap);
-			if (depth > 0 && (size_t)depth > p->fbuf_cap) {
-				sp_grow(&p->fbuf, &p->fbuf_cap, depth, sizeof(*p->fbuf));
-				depth = sp_defs_stack_frames(d, s->stack, p->fbuf, p->fbuf_cap);
-			}
+				sp_grow(&p->fbuf, &p->fbuf_cap, SP_MAX_STACK_DEPTH, sizeof(*p->fbuf));
+			depth = sp_defs_stack_frames(d, s->stack, p->fbuf, SP_MAX_STACK_DEPTH);
 			if (depth < 0)
 				return -1;
+			if (depth > SP_MAX_STACK_DEPTH)
+				depth = SP_MAX_STACK_DEPTH;
 		}
 		sp_grow(&p->samples, &p->samples_cap, p->nsamples + 1, sizeof(*p->samples));
 		x = &p->samples[p->nsamples];

@@ -50,6 +50,7 @@ struct sp_reader {
 	bool would_block;	/* the visible end was reached, more may come */
 	volatile sig_atomic_t stop;
 	uint64_t warned_kinds;	/* bit per unknown kind % 64 already reported */
+	unsigned int warned_limits;	/* SP_DEFS_LIMIT_* reported for this input */
 };
 
 static void set_status(struct sp_reader *r, int s)
@@ -87,6 +88,7 @@ static void start_input(struct sp_reader *r, int fd, bool own, const char *name)
 	r->punched = 0;
 	r->pending_json = false;
 	r->saw_end = false;
+	r->warned_limits = 0;
 }
 
 /* Open the next path; false when there is none left. */
@@ -343,6 +345,31 @@ static int detect(struct sp_reader *r)
 	return -1;
 }
 
+/*
+ * Definitions past a limit of the defs (defs.h): said once per input, at
+ * the first one. Nothing is dropped from the stream; what is derived from
+ * the stack or frame is cut, and the outputs say so where they can.
+ */
+static void warn_limits(struct sp_reader *r, uint64_t pos)
+{
+	unsigned int hit = sp_defs_limits_hit(r->defs) & ~r->warned_limits;
+	const char *sep = r->format == SP_FORMAT_JSON ? ":" : "@";
+
+	if (!hit)
+		return;
+	r->warned_limits |= hit;
+	if (hit & SP_DEFS_LIMIT_STACK)
+		sp_warn("%s%s%llu: stack %llu is deeper than %u frames: its frames past the %u "
+			"innermost are left out wherever stacks are shown or counted",
+			r->name, sep, (unsigned long long)pos,
+			(unsigned long long)sp_defs_nstacks(r->defs), SP_MAX_STACK_DEPTH,
+			SP_MAX_STACK_DEPTH);
+	if (hit & SP_DEFS_LIMIT_INLINE)
+		sp_warn("%s%s%llu: a frame has more than %u inline levels: the ones between "
+			"the %u innermost and the last are left out", r->name, sep,
+			(unsigned long long)pos, SP_MAX_INLINE_DEPTH, SP_MAX_INLINE_DEPTH - 1);
+}
+
 static void warn_unknown(struct sp_reader *r, const struct sp_record *rec)
 {
 	uint64_t bit = 1ull << (rec->unknown.kind % 64);
@@ -423,6 +450,8 @@ static int next_spool(struct sp_reader *r, struct sp_record *rec)
 			set_status(r, SP_EXIT_PARTIAL);
 			continue;
 		}
+		if (rec->kind == SP_REC_STACK || rec->kind == SP_REC_SYMBOL)
+			warn_limits(r, pos);
 		if (rec->kind == SP_REC_END)
 			r->saw_end = true;
 		return 1;
@@ -481,6 +510,8 @@ static int next_json(struct sp_reader *r, struct sp_record *rec)
 					 (unsigned long long)r->pending_pos, why);
 				set_status(r, SP_EXIT_PARTIAL);
 			}
+			if (i < len)
+				warn_limits(r, r->pending_pos);
 			r->pending_json = i < len;
 		}
 		r->start += len + (last ? 0 : 1);

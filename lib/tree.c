@@ -10,6 +10,10 @@
  * (rules thread and gap); an event assigned by the fork rule goes under the
  * container of its thread or process, which hangs under the fork event that
  * started it. A process whose fork was not seen is a top-level root.
+ *
+ * The depth of the tree is the input's (a recursion a million calls deep is
+ * a million nested spans): every walk over it keeps its own stack on the
+ * heap, none recurses.
  */
 #include <arpa/inet.h>
 #include <fnmatch.h>
@@ -100,6 +104,10 @@ struct sp_tree {
 	bool stable, color, json;
 	struct tnode **sortbuf;
 	size_t capsort;
+
+	/* the nodes still to visit of has_live() and tree_nodes() */
+	struct tnode **walk;
+	size_t capwalk;
 };
 
 /* ---- memory ----------------------------------------------------------- */
@@ -214,17 +222,12 @@ static void del_root(struct sp_tree *t, struct tproc *p)
 		t->roots_tail = p->prev_root;
 }
 
-/* Free a printed subtree and forget the ids, pids and tids that named it. */
-static void free_tree(struct sp_tree *t, struct tnode *n)
+/* Forget the id, pid or tid that names node n, and free it. */
+static void free_node(struct sp_tree *t, struct tnode *n)
 {
-	struct tnode *c, *next;
 	uint64_t key = 0, *v;
 	struct sp_u64map *m = NULL;
 
-	for (c = n->first; c; c = next) {
-		next = c->next;
-		free_tree(t, c);
-	}
 	switch (n->type) {
 	case N_PROC:
 		m = &t->procs;
@@ -246,6 +249,30 @@ static void free_tree(struct sp_tree *t, struct tnode *n)
 		sp_u64map_del(m, key);
 	t->live--;
 	free(n);
+}
+
+/*
+ * Free a printed subtree and forget the ids, pids and tids that named it.
+ * The nodes still to free are one list: a node's children go in front of
+ * the rest as it is freed (root's siblings are not touched).
+ */
+static void free_tree(struct sp_tree *t, struct tnode *root)
+{
+	struct tnode *n = root, *todo = NULL, *c;
+
+	for (;;) {
+		if (n->first) {
+			for (c = n->first; c->next; c = c->next)
+				;
+			c->next = todo;
+			todo = n->first;
+		}
+		free_node(t, n);
+		if (!todo)
+			break;
+		n = todo;
+		todo = n->next;
+	}
 }
 
 static struct tproc *proc_new(struct sp_tree *t, uint64_t pid, uint64_t time)
@@ -573,6 +600,7 @@ void sp_tree_free(struct sp_tree *t)
 	}
 	free(t->strs);
 	free(t->sortbuf);
+	free(t->walk);
 	sp_u64map_release(&t->procs);
 	sp_u64map_release(&t->threads);
 	sp_u64map_release(&t->spans);
@@ -1008,17 +1036,24 @@ static bool name_matches(struct sp_tree *t, const struct tspan *s)
 	return false;
 }
 
+/* A node of compute_keep()'s walk: what holds for it and what is under it. */
+struct kframe {
+	struct tnode *n, *next;	/* next: the child to visit next */
+	bool name_ok, tid_ok, self, any;
+};
+
 /*
- * Decide what is shown under n: a node is kept when it matches the filters
- * itself or something under it does. name_ok: a span above matched --span;
- * tid_ok: the span above is of a --tid thread.
+ * What node f->n decides by itself, before its children; false when it is
+ * hidden with everything under it (shorter than --min-dur).
  */
-static bool compute_keep(struct sp_tree *t, struct tnode *n, bool name_ok, bool tid_ok)
+static bool keep_enter(struct sp_tree *t, struct kframe *f)
 {
 	bool selective = t->o.nspans || t->o.ntids || t->o.event_kinds;
-	bool self = !selective, any = false;
-	struct tnode *c;
+	struct tnode *n = f->n;
 
+	f->self = !selective;
+	f->any = false;
+	f->next = n->first;
 	switch (n->type) {
 	case N_SPAN: {
 		const struct tspan *s = (const void *)n;
@@ -1028,10 +1063,10 @@ static bool compute_keep(struct sp_tree *t, struct tnode *n, bool name_ok, bool 
 			n->keep = false;
 			return false;
 		}
-		name_ok = name_ok || !t->o.nspans || name_matches(t, s);
-		tid_ok = !t->o.ntids || in_list(t->o.tids, t->o.ntids, s->tid);
+		f->name_ok = f->name_ok || !t->o.nspans || name_matches(t, s);
+		f->tid_ok = !t->o.ntids || in_list(t->o.tids, t->o.ntids, s->tid);
 		if (selective)
-			self = name_ok && tid_ok && !t->o.event_kinds;
+			f->self = f->name_ok && f->tid_ok && !t->o.event_kinds;
 		break;
 	}
 	case N_EVENT: {
@@ -1039,17 +1074,50 @@ static bool compute_keep(struct sp_tree *t, struct tnode *n, bool name_ok, bool 
 		bool kind_ok = !t->o.event_kinds ||
 			       (e->kind < 64 && (t->o.event_kinds & (1ull << e->kind)));
 
-		self = !t->o.no_events && kind_ok && (name_ok || !t->o.nspans) &&
-		       (tid_ok || !t->o.ntids);
+		f->self = !t->o.no_events && kind_ok && (f->name_ok || !t->o.nspans) &&
+			  (f->tid_ok || !t->o.ntids);
 		break;
 	}
 	default:
 		break;
 	}
-	for (c = n->first; c; c = c->next)
-		any |= compute_keep(t, c, name_ok, tid_ok);
-	n->keep = self || any;
-	return n->keep;
+	return true;
+}
+
+/*
+ * Decide what is shown under root: a node is kept when it matches the
+ * filters itself or something under it does. name_ok: a span above matched
+ * --span; tid_ok: the span above is of a --tid thread.
+ */
+static bool compute_keep(struct sp_tree *t, struct tnode *root, bool name_ok, bool tid_ok)
+{
+	struct kframe *st = sp_xmalloc(16 * sizeof(*st)), *f;
+	size_t n = 1, cap = 16;
+	struct tnode *c;
+	bool keep;
+
+	st[0] = (struct kframe){ .n = root, .name_ok = name_ok, .tid_ok = tid_ok };
+	if (!keep_enter(t, &st[0])) {
+		free(st);
+		return false;
+	}
+	while (n) {
+		f = &st[n - 1];
+		if ((c = f->next)) {
+			f->next = c->next;
+			sp_grow(&st, &cap, n + 1, sizeof(*st));
+			st[n] = (struct kframe){ .n = c, .name_ok = st[n - 1].name_ok,
+						 .tid_ok = st[n - 1].tid_ok };
+			if (keep_enter(t, &st[n]))
+				n++;
+			continue;
+		}
+		keep = f->n->keep = f->self || f->any;
+		if (--n)
+			st[n - 1].any |= keep;
+	}
+	free(st);
+	return root->keep;
 }
 
 static uint64_t hash_str(uint64_t h, const char *s)
@@ -1059,23 +1127,67 @@ static uint64_t hash_str(uint64_t h, const char *s)
 	return h;
 }
 
-/* A hash of what the node and its kept children print in stable form. */
-static uint64_t signature(struct sp_tree *t, struct tnode *n)
+/* n's signature, once its children's are known. */
+static void sign(struct sp_tree *t, struct tnode *n)
 {
 	struct lb b;
 	struct tnode *c;
 	uint64_t h;
 
-	if (n->sig)
-		return n->sig;
 	sort_children(t, n);
 	render(t, &b, n, 0, NULL, true, false);
 	h = hash_str(0xcbf29ce484222325ull ^ n->type, b.buf);
 	for (c = n->first; c; c = c->next)
 		if (c->keep)
-			h = sp_hash_mix(h, signature(t, c));
+			h = sp_hash_mix(h, c->sig);
 	n->sig = h ? h : 1;
-	return n->sig;
+}
+
+/*
+ * A hash of what the node and its kept children print in stable form.
+ * Children first (every child: sorting them for --stable needs theirs),
+ * by a walk of its own; a node's signature is kept once computed.
+ */
+static uint64_t signature(struct sp_tree *t, struct tnode *root)
+{
+	struct tnode **st, *n, *c;
+	size_t k = 1, cap = 16;
+
+	if (root->sig)
+		return root->sig;
+	if (!root->first) {
+		sign(t, root);
+		return root->sig;
+	}
+	/* each entry: a node whose children are being signed, and the next */
+	st = sp_xmalloc(2 * cap * sizeof(*st));
+	st[0] = root;
+	st[1] = root->first;
+	while (k) {
+		n = st[2 * (k - 1)];
+		c = st[2 * (k - 1) + 1];
+		while (c && c->sig)
+			c = c->next;
+		if (c) {
+			st[2 * (k - 1) + 1] = c->next;
+			if (!c->first) {
+				sign(t, c);
+				continue;
+			}
+			if (k == cap) {
+				cap *= 2;
+				st = sp_xrealloc(st, 2 * cap * sizeof(*st));
+			}
+			st[2 * k] = c;
+			st[2 * k + 1] = c->first;
+			k++;
+			continue;
+		}
+		sign(t, n);
+		k--;
+	}
+	free(st);
+	return root->sig;
 }
 
 /*
@@ -1126,32 +1238,59 @@ static struct tnode *next_kept(struct tnode *c)
 
 /* ---- text ------------------------------------------------------------- */
 
+/* Levels of a line's prefix drawn in full; a deeper line starts with
+ * "… +N " for the N levels above those. */
+#define INDENT_LEVELS 100
+
+/* The tree drawing in front of a line: one segment per level above it. */
 struct prefix {
-	char buf[8192];
-	size_t len;
+	char *txt;		/* the segments, "│  " or "   " */
+	size_t *off;		/* off[i]: where level i's segment starts in txt */
+	size_t len, cap;	/* levels */
 };
 
-static void print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, bool root,
-		       bool last, unsigned int depth, uint64_t base, const struct agg *ag);
-
-/*
- * Print the sorted children of n from c up to stop (NULL: all). final: the
- * run printed last is n's last child (└─); else more follow (streaming).
- */
-static void print_range_text(struct sp_tree *t, struct tnode *c, struct tnode *stop,
-			     bool final, struct prefix *pf, unsigned int depth, uint64_t base)
+static void prefix_push(struct prefix *pf, bool last)
 {
-	struct tnode *d;
-	struct agg ag;
+	const char *seg = last ? "   " : "│  ";
+	size_t at;
 
-	for (c = next_kept(c); c && c != stop; c = d) {
-		d = next_kept(group_end(t, c, &ag));
-		print_text(t, c, pf, false, final && d == NULL, depth, base, &ag);
+	if (pf->len + 2 > pf->cap) {
+		pf->cap = pf->cap ? 2 * pf->cap : 64;
+		pf->off = sp_xrealloc(pf->off, pf->cap * sizeof(*pf->off));
+		pf->txt = sp_xrealloc(pf->txt, pf->cap * 5);	/* 5: the bytes of "│  " */
+		if (!pf->len)
+			pf->off[0] = 0;
 	}
+	at = pf->off[pf->len];
+	memcpy(pf->txt + at, seg, strlen(seg));
+	pf->off[++pf->len] = at + strlen(seg);
 }
 
-static void print_children_text(struct sp_tree *t, struct tnode *n, struct prefix *pf,
-				unsigned int depth, uint64_t base)
+static void prefix_release(struct prefix *pf)
+{
+	free(pf->txt);
+	free(pf->off);
+}
+
+static void put_prefix(struct sp_tree *t, const struct prefix *pf)
+{
+	size_t from = 0;
+
+	if (!pf->len)
+		return;
+	if (pf->len > INDENT_LEVELS) {
+		from = pf->len - INDENT_LEVELS;
+		fprintf(t->out, "… +%zu ", from);
+	}
+	fwrite(pf->txt + pf->off[from], 1, pf->off[pf->len] - pf->off[from], t->out);
+}
+
+/*
+ * Sort n's children and say whether they are printed, at depth: below
+ * -d, the kept ones are counted on one line instead.
+ */
+static bool children_text(struct sp_tree *t, struct tnode *n, struct prefix *pf,
+			  unsigned int depth)
 {
 	struct tnode *c;
 	size_t hidden = 0;
@@ -1160,33 +1299,81 @@ static void print_children_text(struct sp_tree *t, struct tnode *n, struct prefi
 	if (t->o.max_depth && depth > t->o.max_depth) {
 		for (c = n->first; c; c = c->next)
 			hidden += c->keep;
-		if (hidden)
-			fprintf(t->out, "%.*s└─ … %zu more\n", (int)pf->len, pf->buf, hidden);
-		return;
+		if (hidden) {
+			put_prefix(t, pf);
+			fprintf(t->out, "└─ … %zu more\n", hidden);
+		}
+		return false;
 	}
-	print_range_text(t, n->first, NULL, true, pf, depth, base);
+	return true;
 }
 
-static void print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, bool root,
-		       bool last, unsigned int depth, uint64_t base, const struct agg *ag)
+/* A run of siblings being printed: the next kept one and where to stop. */
+struct tframe {
+	struct tnode *next, *stop;
+	uint64_t base;		/* offsets of events count from it */
+	size_t plen;		/* levels of the prefix of its lines */
+	unsigned int depth;
+	bool final;		/* the run ends with the parent's last child */
+};
+
+/*
+ * Print the sorted children of a node from c up to stop (NULL: all) at
+ * depth, each with what is under it, depth first. final: the run printed
+ * last is the node's last child (└─); else more follow (streaming).
+ */
+static void print_range_text(struct sp_tree *t, struct tnode *c, struct tnode *stop,
+			     bool final, struct prefix *pf, unsigned int depth, uint64_t base)
+{
+	struct tframe *st = sp_xmalloc(16 * sizeof(*st)), *f;
+	size_t n = 1, cap = 16, plen = pf->len;
+	struct tnode *d;
+	struct agg ag;
+	struct lb b;
+	bool last;
+
+	st[0] = (struct tframe){ next_kept(c), stop, base, pf->len, depth, final };
+	while (n) {
+		f = &st[n - 1];
+		pf->len = f->plen;
+		if (!f->next || f->next == f->stop) {
+			n--;
+			continue;
+		}
+		c = f->next;
+		d = next_kept(group_end(t, c, &ag));
+		f->next = d;
+		last = f->final && d == NULL;
+		render(t, &b, c, f->base, &ag, t->stable, t->color);
+		put_prefix(t, pf);
+		fprintf(t->out, "%s%s\n", last ? "└─ " : "├─ ", b.buf);
+		prefix_push(pf, last);
+		if (c->type == N_SPAN)
+			base = ((const struct tspan *)c)->start;
+		else
+			base = f->base;
+		depth = f->depth + 1;
+		if (!children_text(t, c, pf, depth))
+			continue;
+		sp_grow(&st, &cap, n + 1, sizeof(*st));
+		st[n++] = (struct tframe){ next_kept(c->first), NULL, base, pf->len, depth, true };
+	}
+	pf->len = plen;
+	free(st);
+}
+
+/* A top-level node and everything under it. */
+static void print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, uint64_t base)
 {
 	struct lb b;
-	size_t save = pf->len;
 
-	render(t, &b, n, base, ag, t->stable, t->color);
-	if (root)
-		fprintf(t->out, "%s\n", b.buf);
-	else
-		fprintf(t->out, "%.*s%s%s\n", (int)pf->len, pf->buf, last ? "└─ " : "├─ ",
-			b.buf);
-	if (!root && pf->len + 8 < sizeof(pf->buf)) {
-		strcpy(pf->buf + pf->len, last ? "   " : "│  ");
-		pf->len += strlen(pf->buf + pf->len);
-	}
+	render(t, &b, n, base, NULL, t->stable, t->color);
+	fprintf(t->out, "%s\n", b.buf);
+	pf->len = 0;
 	if (n->type == N_SPAN)
 		base = ((const struct tspan *)n)->start;
-	print_children_text(t, n, pf, depth + 1, base);
-	pf->len = save;
+	if (children_text(t, n, pf, 1))
+		print_range_text(t, n->first, NULL, true, pf, 1, base);
 }
 
 /* ---- JSON ------------------------------------------------------------- */
@@ -1198,36 +1385,71 @@ static void json_str(FILE *f, const char *s)
 	sp_esc_json_put(f, s, strlen(s), SP_ESC_EXACT);
 }
 
-static void print_json(struct sp_tree *t, struct tnode *n, unsigned int depth, uint64_t base,
-		       const struct agg *ag);
+static uint64_t print_json(struct sp_tree *t, struct tnode *n, uint64_t base,
+			   const struct agg *ag);
 
-/* The JSON items of the sorted siblings from c up to stop; *count: items written before. */
+/*
+ * Sort n's children and open their array at depth; false when there is
+ * none to print (an event without children has no member; below -d, the
+ * array is empty and closed).
+ */
+static bool children_json(struct sp_tree *t, struct tnode *n, unsigned int depth)
+{
+	sort_children(t, n);
+	if (!next_kept(n->first) && n->type == N_EVENT)
+		return false;
+	fputs(",\"children\":[", t->out);
+	if (t->o.max_depth && depth > t->o.max_depth) {
+		fputc(']', t->out);
+		return false;
+	}
+	return true;
+}
+
+/* A run of siblings being written: the next kept one and where to stop. */
+struct jframe {
+	struct tnode *next, *stop;
+	uint64_t base, count;	/* count: items written in the array */
+	unsigned int depth;
+};
+
+/*
+ * The JSON items of the sorted siblings from c up to stop at depth, each
+ * with what is under it, depth first; *count: items written before.
+ */
 static void print_range_json(struct sp_tree *t, struct tnode *c, struct tnode *stop,
 			     unsigned int depth, uint64_t base, uint64_t *count)
 {
+	struct jframe *st = sp_xmalloc(16 * sizeof(*st)), *f;
+	size_t n = 1, cap = 16;
 	struct tnode *d;
 	struct agg ag;
 
-	for (c = next_kept(c); c && c != stop; c = d) {
+	st[0] = (struct jframe){ next_kept(c), stop, base, *count, depth };
+	while (n) {
+		f = &st[n - 1];
+		if (!f->next || f->next == f->stop) {
+			if (--n)
+				fputs("]}", t->out);	/* its array, then the node */
+			else
+				*count = f->count;
+			continue;
+		}
+		c = f->next;
 		d = next_kept(group_end(t, c, &ag));
-		if ((*count)++)
+		f->next = d;
+		if (f->count++)
 			fputc(',', t->out);
-		print_json(t, c, depth, base, &ag);
+		base = print_json(t, c, f->base, &ag);
+		depth = f->depth + 1;
+		if (!children_json(t, c, depth)) {
+			fputc('}', t->out);
+			continue;
+		}
+		sp_grow(&st, &cap, n + 1, sizeof(*st));
+		st[n++] = (struct jframe){ next_kept(c->first), NULL, base, 0, depth };
 	}
-}
-
-static void print_children_json(struct sp_tree *t, struct tnode *n, unsigned int depth,
-				uint64_t base)
-{
-	uint64_t count = 0;
-
-	sort_children(t, n);
-	if (!next_kept(n->first) && n->type == N_EVENT)
-		return;
-	fputs(",\"children\":[", t->out);
-	if (!t->o.max_depth || depth <= t->o.max_depth)
-		print_range_json(t, n->first, NULL, depth, base, &count);
-	fputc(']', t->out);
+	free(st);
 }
 
 static void json_proc_head(struct sp_tree *t, const struct tproc *p)
@@ -1254,8 +1476,9 @@ static void json_proc_exit(struct sp_tree *t, const struct tproc *p)
 		fprintf(t->out, ",\"exit\":%llu", (unsigned long long)p->status);
 }
 
-static void print_json(struct sp_tree *t, struct tnode *n, unsigned int depth, uint64_t base,
-		       const struct agg *ag)
+/* The node's object up to its children; returns the base of their offsets. */
+static uint64_t print_json(struct sp_tree *t, struct tnode *n, uint64_t base,
+			   const struct agg *ag)
 {
 	FILE *f = t->out;
 	char txt[2048];
@@ -1378,8 +1601,20 @@ static void print_json(struct sp_tree *t, struct tnode *n, unsigned int depth, u
 		break;
 	}
 	}
-	print_children_json(t, n, depth + 1, base);
-	fputc('}', f);
+	return base;
+}
+
+/* A top-level node and everything under it. */
+static void print_root_json(struct sp_tree *t, struct tnode *n, uint64_t base)
+{
+	uint64_t count = 0;
+
+	base = print_json(t, n, base, NULL);
+	if (children_json(t, n, 1)) {
+		print_range_json(t, n->first, NULL, 1, base, &count);
+		fputc(']', t->out);
+	}
+	fputc('}', t->out);
 }
 
 /* ---- the whole tree --------------------------------------------------- */
@@ -1524,33 +1759,60 @@ static uint64_t root_base(const struct sp_tree *t, const struct tnode *n)
 	return t->start_mono ? t->start_mono : n->time;
 }
 
-/* Does the subtree hold a process that has not ended (records may still come)? */
-static bool has_live(const struct tnode *n)
+/*
+ * Visit the subtree of root, node by node, until visit() says stop; true
+ * if it did. The nodes still to visit are kept in t->walk.
+ */
+static bool walk_tree(struct sp_tree *t, const struct tnode *root,
+		      bool (*visit)(const struct tnode *n, void *ctx), void *ctx)
 {
-	const struct tnode *c;
+	const struct tnode *n, *c;
+	size_t k = 0;
 
-	if (n->type == N_PROC && !((const struct tproc *)n)->exited)
-		return true;
-	for (c = n->first; c; c = c->next)
-		if (has_live(c))
+	sp_grow(&t->walk, &t->capwalk, 1, sizeof(*t->walk));
+	t->walk[k++] = (struct tnode *)root;
+	while (k) {
+		n = t->walk[--k];
+		if (visit(n, ctx))
 			return true;
+		for (c = n->first; c; c = c->next) {
+			if (k == t->capwalk)
+				sp_grow(&t->walk, &t->capwalk, k + 1, sizeof(*t->walk));
+			t->walk[k++] = (struct tnode *)c;
+		}
+	}
 	return false;
 }
 
-static uint64_t tree_nodes(const struct tnode *n)
+static bool is_live(const struct tnode *n, void *ctx)
 {
-	const struct tnode *c;
-	uint64_t k = 1;
+	return n->type == N_PROC && !((const struct tproc *)n)->exited;
+}
 
-	for (c = n->first; c; c = c->next)
-		k += tree_nodes(c);
+/* Does the subtree hold a process that has not ended (records may still come)? */
+static bool has_live(struct sp_tree *t, const struct tnode *n)
+{
+	return walk_tree(t, n, is_live, NULL);
+}
+
+static bool count_node(const struct tnode *n, void *ctx)
+{
+	++*(uint64_t *)ctx;
+	return false;
+}
+
+static uint64_t tree_nodes(struct sp_tree *t, const struct tnode *n)
+{
+	uint64_t k = 0;
+
+	walk_tree(t, n, count_node, &k);
 	return k;
 }
 
 /* Nodes held by a run of count identical siblings starting at c. */
-static uint64_t run_nodes(const struct tnode *c, uint64_t count)
+static uint64_t run_nodes(struct sp_tree *t, const struct tnode *c, uint64_t count)
 {
-	return count * tree_nodes(c);
+	return count * tree_nodes(t, c);
 }
 
 /* The line or JSON opening of the process being streamed. */
@@ -1585,14 +1847,14 @@ static void stream_proc(struct sp_tree *t, struct tproc *p)
 {
 	struct tnode *c, *next, *held = NULL, **hp = &held, *ready = NULL, **rp = &ready;
 	struct tnode *stop = NULL, *last_ready = NULL, *d;
-	struct prefix *pf;
+	struct prefix pf = { 0 };
 	size_t ngroups = 0;
 	struct agg ag;
 
 	for (c = p->n.first; c; c = next) {
 		next = c->next;
 		c->next = NULL;
-		if (has_live(c)) {
+		if (has_live(t, c)) {
 			*hp = c;
 			hp = &c->next;
 		} else {
@@ -1611,7 +1873,7 @@ static void stream_proc(struct sp_tree *t, struct tproc *p)
 			d = next_kept(group_end(t, c, &ag));
 			ngroups++;
 			if (!d && (ngroups > 1 || ag.count == 1 ||
-				   run_nodes(c, ag.count) <= t->limit))
+				   run_nodes(t, c, ag.count) <= t->limit))
 				stop = c;
 		}
 		if (next_kept(p->n.first) != stop) {
@@ -1621,11 +1883,9 @@ static void stream_proc(struct sp_tree *t, struct tproc *p)
 				print_range_json(t, p->n.first, stop, 1, root_base(t, &p->n),
 						 &t->emitted);
 			} else {
-				pf = sp_xmalloc(sizeof(*pf));
-				pf->len = 0;
-				print_range_text(t, p->n.first, stop, false, pf, 1,
+				print_range_text(t, p->n.first, stop, false, &pf, 1,
 						 root_base(t, &p->n));
-				free(pf);
+				prefix_release(&pf);
 			}
 		}
 		for (c = p->n.first; c != stop; c = next) {
@@ -1684,7 +1944,7 @@ static size_t collect_roots(struct sp_tree *t, struct tnode ***out)
 
 int sp_tree_print(struct sp_tree *t, FILE *out)
 {
-	struct prefix *pf = sp_xmalloc(sizeof(*pf));
+	struct prefix pf = { 0 };
 	struct tproc *sp = t->streaming;
 	struct tnode **roots;
 	struct lb b;
@@ -1703,8 +1963,7 @@ int sp_tree_print(struct sp_tree *t, FILE *out)
 			json_proc_exit(t, sp);
 			fputc('}', out);
 		} else {
-			pf->len = 0;
-			print_range_text(t, sp->n.first, NULL, true, pf, 1, root_base(t, &sp->n));
+			print_range_text(t, sp->n.first, NULL, true, &pf, 1, root_base(t, &sp->n));
 			render(t, &b, &sp->n, 0, NULL, t->stable, t->color);
 			fprintf(out, "# end of %s\n", b.buf);
 		}
@@ -1722,12 +1981,11 @@ int sp_tree_print(struct sp_tree *t, FILE *out)
 		if (t->json) {
 			if (!first)
 				fputc(',', out);
-			print_json(t, roots[i], 0, t->start_mono ? t->start_mono : roots[i]->time,
-				   NULL);
+			print_root_json(t, roots[i], t->start_mono ? t->start_mono :
+					roots[i]->time);
 		} else {
-			pf->len = 0;
-			print_text(t, roots[i], pf, true, true, 0, t->start_mono ?
-				   t->start_mono : roots[i]->time, NULL);
+			print_text(t, roots[i], &pf, t->start_mono ? t->start_mono :
+				   roots[i]->time);
 		}
 		first = false;
 	}
@@ -1736,6 +1994,6 @@ int sp_tree_print(struct sp_tree *t, FILE *out)
 	else if (t->json)
 		fputs("]}\n", out);
 	free(roots);
-	free(pf);
+	prefix_release(&pf);
 	return ferror(out) ? -1 : 0;
 }

@@ -3,11 +3,13 @@
 # Fuzz targets run once over their committed corpora: the record-stream
 # decoders (tests/fuzz/fuzz-spool.c, fuzz-json.c: every seed still decodes,
 # re-encodes and round-trips through JSON lines), the correlator and the
-# tree (fuzz-correlate.c), the ELF notes sp-record reads to attach span
+# tree (fuzz-correlate.c), the flame graph aggregation and every renderer
+# (fuzz-flame.c), the ELF notes sp-record reads to attach span
 # probes (fuzz-usdt.c), the hooks' span rings it reads (fuzz-span_rings.c) and
 # the JIT perf maps it reads (fuzz-perfmap.c),
-# all without a sanitizer report. Longer runs:
-# make fuzz-run FUZZ_SECONDS=600.
+# all without a sanitizer report. The deep seeds (nestings and stacks deeper
+# than any recursion may go, tests/fuzz/deep-seeds.sh) run with them. Longer
+# runs: make fuzz-run FUZZ_SECONDS=600.
 
 load helper
 
@@ -47,6 +49,11 @@ run_corpus() {
 @test "fuzz-correlate: its corpus runs clean (the correlator and the tree)" {
 	need_fuzzer fuzz-correlate
 	run_corpus fuzz-correlate
+}
+
+@test "fuzz-flame: its corpus runs clean (folded stacks, SVG, diff, speedscope, pprof, Chrome)" {
+	need_fuzzer fuzz-flame
+	run_corpus fuzz-flame
 }
 
 @test "fuzz-usdt: its corpus runs clean (the ELF notes sp-record reads for spans)" {

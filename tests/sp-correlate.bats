@@ -115,3 +115,63 @@ setup() {
 	run -64 sp-correlate --format=xml "$FIXTURES/app.in"
 	run -64 sp-correlate --max-held=3 "$FIXTURES/app.in"
 }
+
+# $1 copies of the bytes printf makes of $2, appended to $3 (doubling, so
+# a million records take twenty steps).
+repeat_bytes() {
+	local n=$1 one=$BATS_TEST_TMPDIR/rep.one two=$BATS_TEST_TMPDIR/rep.two
+	printf "$2" > "$one"
+	while [ "$n" -gt 0 ]; do
+		[ $((n & 1)) -eq 1 ] && cat "$one" >> "$3"
+		cat "$one" "$one" > "$two" && mv "$two" "$one"
+		n=$((n >> 1))
+	done
+}
+
+# Append $2 span records of method string 1 on thread 7 of process 7 to the
+# spool $3, each 1 ns after the one before: span_start ($1 = start, kind 10)
+# or span_stop ($1 = stop, kind 11); payload: time +1, pid 7, tid 7,
+# runtime 0, class 0, method 1.
+span_marks() {
+	if [ "$1" = start ]; then
+		repeat_bytes "$2" '\012\006\002\007\007\000\000\001' "$3"
+	else
+		repeat_bytes "$2" '\013\006\002\007\007\000\000\001' "$3"
+	fi
+}
+
+# Run a command with a 1 MiB stack: a recursion as deep as its input would
+# crash it.
+small_stack() {
+	bash -c 'ulimit -s 1024 && exec "$@"' small_stack "$@"
+}
+
+@test "sp-correlate: 1,000,000 nested spans within a 1 MiB stack; a sample in the innermost keeps 4096 of its 100000 frames" {
+	awk 'BEGIN {
+		print "{\"type\":\"header\",\"version\":1,\"start_mono_ns\":1,\"clock\":\"monotonic\"}"
+		print "{\"type\":\"string\",\"value\":\"f\"}"
+		print "{\"type\":\"process\",\"time\":1,\"pid\":7,\"ppid\":1,\"comm\":\"deep\"}"
+		print "{\"type\":\"frame\",\"module\":0,\"rel\":\"0x20\",\"addr\":\"0x20\",\"pid\":7}"
+		for (i = 1; i <= 100000; i++)
+			printf "{\"type\":\"stack\",\"parent\":%d,\"frame\":1}\n", i - 1
+	}' | sp-decode --encode -o "$BATS_TEST_TMPDIR/deep.sp" 2>/dev/null
+	span_marks start 1000000 "$BATS_TEST_TMPDIR/deep.sp"
+	# a sample: time +1, pid 7, tid 7, cpu 0, stack 100000, weight 1
+	printf '\010\010\002\007\007\000\240\215\006\001' >> "$BATS_TEST_TMPDIR/deep.sp"
+	span_marks stop 1000000 "$BATS_TEST_TMPDIR/deep.sp"
+	printf '\022\001\002' >> "$BATS_TEST_TMPDIR/deep.sp"	# end, 1 ns later
+	run --separate-stderr -0 small_stack sp-correlate --stats --format=json --max-held=4000000 \
+		-o "$BATS_TEST_TMPDIR/out.jsonl" "$BATS_TEST_TMPDIR/deep.sp"
+	[[ "$stderr" == *"1000000 spans (0 gaps)"* ]]
+	[[ "$stderr" == *"deep.sp@"*": stack 4097 is deeper than 4096 frames"* ]]
+	# span n is the parent of span n + 1; the tree is written whole once
+	# its outermost span stops (--max-held: all its records are held till then),
+	# and every span stopped
+	run -0 awk -F'"parent":' '/"type":"span"/ { n++; split($2, a, ","); if (a[1] != n - 1) bad++
+		if ($0 ~ /"end":/) notstopped++ } END { print n, bad + 0, notstopped + 0 }' \
+		"$BATS_TEST_TMPDIR/out.jsonl"
+	assert_output "1000000 0 0"
+	grep '"type":"sample"' "$BATS_TEST_TMPDIR/out.jsonl" > "$BATS_TEST_TMPDIR/sample.jsonl"
+	run -0 jq -c '[.span, .rule, (.frames | length), .truncated]' "$BATS_TEST_TMPDIR/sample.jsonl"
+	assert_output '[1000000,"thread",4096,95904]'
+}

@@ -401,3 +401,38 @@ discard_in() {
 	assert_line --partial "stacks: 75.0% complete (3 of 4 unwound samples"
 	assert_line --regexp "stack_size: 25.0% of stacks hit the 8192-byte stack copy.*--call-graph=dwarf,"
 }
+
+# A stack $1 frames deep as JSON lines: main (frame 1) at the root, then
+# frame 2 over and over; a sample on the deepest stack and one on stack 10.
+deep_stack() {
+	awk -v n="$1" 'BEGIN {
+		print "{\"type\":\"header\",\"version\":1,\"start_mono_ns\":1000,\"clock\":\"monotonic\"}"
+		print "{\"type\":\"frame\",\"module\":0,\"rel\":\"0x10\",\"addr\":\"0x10\",\"pid\":7}"
+		print "{\"type\":\"frame\",\"module\":0,\"rel\":\"0x20\",\"addr\":\"0x20\",\"pid\":7}"
+		for (i = 1; i <= n; i++)
+			printf "{\"type\":\"stack\",\"parent\":%d,\"frame\":%d}\n", i - 1, i == 1 ? 1 : 2
+		printf "{\"type\":\"sample\",\"time\":2000,\"pid\":7,\"tid\":7,\"stack\":%d}\n", n
+		print "{\"type\":\"sample\",\"time\":2001,\"pid\":7,\"tid\":7,\"stack\":10}"
+	}'
+}
+
+@test "sp-decode: a 100000-frame stack shows its 4096 innermost frames, says how many are left out, warns once" {
+	deep_stack 100000 | sp-decode --encode -o "$T/deep.sp"
+	run --separate-stderr -0 sp-decode -o "$T/deep.jsonl" "$T/deep.sp"
+	# one warning, naming the file, the offset and the first stack past the limit
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "sp-decode: warning: $T/deep.sp@"*": stack 4097 is deeper than 4096 frames: "* ]]
+	run -0 jq -c 'select(.type == "sample") | [.stack, (.frames | length), .truncated,
+		.frames[0].addr, .frames[-1].addr]' "$T/deep.jsonl"
+	assert_line --index 0 '[100000,4096,95904,"0x20","0x20"]'
+	assert_line --index 1 '[10,10,null,"0x20","0x10"]'
+	# the output keeps to the bound: the stack definitions, and 4096 frames a sample
+	[ "$(stat -c %s "$T/deep.jsonl")" -lt $((100000 * 60 + 2 * 4096 * 80)) ]
+	# JSON lines in, the same (the line number instead of the offset)
+	deep_stack 100000 > "$T/deep.in.jsonl"
+	run --separate-stderr -0 sp-decode --no-frames -o /dev/null "$T/deep.in.jsonl"
+	[[ "$stderr" == "sp-decode: warning: $T/deep.in.jsonl:4100: stack 4097 is deeper than 4096 frames: "* ]]
+	# nothing is lost from the stream itself: it encodes back byte for byte
+	run -0 sp-decode --encode -o "$T/back.sp" "$T/deep.jsonl"
+	cmp "$T/deep.sp" "$T/back.sp"
+}

@@ -327,3 +327,131 @@ need_npm() {
 		[ -n "$full" ] && [ "$n" -le "$full" ]
 	done <<< "$output"
 }
+
+# 100 modules with build-ids, all defined before the first sample (the
+# definitions once kept build-ids in an array that moved from the 17th
+# module on, and the pprof writer read them after the move), then one
+# sample in each.
+modules_100() {
+	awk 'BEGIN {
+		print "{\"type\":\"header\",\"version\":1,\"start_mono_ns\":1000,\"clock\":\"monotonic\"}"
+		for (i = 1; i <= 100; i++)
+			printf "{\"type\":\"module\",\"time\":1000,\"pid\":7,\"start\":\"0x%x\",\"end\":\"0x%x\",\"path\":\"/lib/m%d.so\",\"build_id\":\"%040x\"}\n",
+				i * 65536, i * 65536 + 4096, i, 1000003 * i
+		for (i = 1; i <= 100; i++) {
+			printf "{\"type\":\"frame\",\"module\":%d,\"rel\":\"0x10\",\"addr\":\"0x%x\"}\n", i, i * 65536 + 16
+			printf "{\"type\":\"stack\",\"parent\":0,\"frame\":%d}\n", i
+		}
+		for (i = 1; i <= 100; i++)
+			printf "{\"type\":\"sample\",\"time\":%d,\"pid\":7,\"tid\":7,\"stack\":%d}\n", 2000 + i, i
+	}'
+}
+
+@test "sp-flame: --pprof carries each of 100 modules' own build-id" {
+	modules_100 | sp-decode --encode -o "$BATS_TEST_TMPDIR/m.sp"
+	out=$BATS_TEST_TMPDIR/m.pb.gz
+	if command -v valgrind >/dev/null; then
+		# a read of freed memory is an error here, whatever it happens to hold
+		run --separate-stderr -0 valgrind -q --error-exitcode=99 sp-flame --pprof -o "$out" \
+			"$BATS_TEST_TMPDIR/m.sp"
+		[[ "$stderr" != *"Invalid read"* ]]
+	else
+		run --separate-stderr -0 sp-flame --pprof -o "$out" "$BATS_TEST_TMPDIR/m.sp"
+	fi
+	# every build-id is in the profile's string table, as pprof's hex
+	for i in $(seq 100); do
+		printf '%040x\n' $((1000003 * i))
+	done > "$BATS_TEST_TMPDIR/want"
+	run -0 bash -c "gzip -dc '$out' | grep -aoE '[0-9a-f]{40}' | sort -u | diff - <(sort '$BATS_TEST_TMPDIR/want')"
+	# and each mapping has its own, read back by an independent decoder
+	if command -v npm >/dev/null && command -v node >/dev/null; then
+		need_npm
+		run -0 node "$FIXTURES/pprof-folded.js" "$out"
+		for i in $(seq 100); do
+			assert_line --partial "/lib/m$i.so@$(printf '%040x' $((1000003 * i)))"
+		done
+	fi
+}
+
+# $1 copies of the bytes printf makes of $2, appended to $3 (doubling, so
+# a million records take twenty steps).
+repeat_bytes() {
+	local n=$1 one=$BATS_TEST_TMPDIR/rep.one two=$BATS_TEST_TMPDIR/rep.two
+	printf "$2" > "$one"
+	while [ "$n" -gt 0 ]; do
+		[ $((n & 1)) -eq 1 ] && cat "$one" >> "$3"
+		cat "$one" "$one" > "$two" && mv "$two" "$one"
+		n=$((n >> 1))
+	done
+}
+
+# Append $2 span records of method string 1 on thread 7 of process 7 to the
+# spool $3, each 1 ns after the one before: span_start ($1 = start, kind 10)
+# or span_stop ($1 = stop, kind 11); payload: time +1, pid 7, tid 7,
+# runtime 0, class 0, method 1.
+span_marks() {
+	if [ "$1" = start ]; then
+		repeat_bytes "$2" '\012\006\002\007\007\000\000\001' "$3"
+	else
+		repeat_bytes "$2" '\013\006\002\007\007\000\000\001' "$3"
+	fi
+}
+
+# Run a command with a 1 MiB stack: a recursion as deep as its input would
+# crash it.
+small_stack() {
+	bash -c 'ulimit -s 1024 && exec "$@"' small_stack "$@"
+}
+
+@test "sp-flame: a 100000-frame stack folds to its 4096 innermost frames, counted as truncated" {
+	awk 'BEGIN {
+		print "{\"type\":\"header\",\"version\":1,\"start_mono_ns\":1000,\"clock\":\"monotonic\"}"
+		print "{\"type\":\"frame\",\"module\":0,\"rel\":\"0x10\",\"addr\":\"0x10\",\"pid\":7}"
+		print "{\"type\":\"symbol\",\"frame\":1,\"index\":0,\"func\":\"main\"}"
+		print "{\"type\":\"frame\",\"module\":0,\"rel\":\"0x20\",\"addr\":\"0x20\",\"pid\":7}"
+		print "{\"type\":\"symbol\",\"frame\":2,\"index\":0,\"func\":\"rec\"}"
+		for (i = 1; i <= 100000; i++)
+			printf "{\"type\":\"stack\",\"parent\":%d,\"frame\":%d}\n", i - 1, i == 1 ? 1 : 2
+		# one sample every 1000 levels, and three on the deepest
+		for (i = 1000; i <= 100000; i += 1000)
+			printf "{\"type\":\"sample\",\"time\":%d,\"pid\":7,\"tid\":7,\"stack\":%d}\n", 2000 + i, i
+		for (i = 0; i < 2; i++)
+			print "{\"type\":\"sample\",\"time\":200000,\"pid\":7,\"tid\":7,\"stack\":100000}"
+	}' | sp-decode --encode -o "$BATS_TEST_TMPDIR/deep.sp" 2>/dev/null
+	run --separate-stderr -0 small_stack sp-flame "$BATS_TEST_TMPDIR/deep.sp"
+	# stacks 1000..4000 are whole (main at the root); the deeper ones
+	# keep 4096 frames of rec, and all of those are one stack
+	run -0 awk '{ n = split($1, f, ";"); print n, f[1], $2 }' <<< "$output"
+	assert_line "1000 main 1"
+	assert_line "4000 main 1"
+	assert_line "4096 rec 98"
+	[ "${#lines[@]}" -eq 5 ]
+	[[ "$stderr" == *"warning: $BATS_TEST_TMPDIR/deep.sp@"*": stack 4097 is deeper than 4096 frames"* ]]
+	[[ "$stderr" == *"102 samples, 100.0% with a broken-looking stack (102 truncated at the depth limit"* ]]
+}
+
+@test "sp-flame: 1,000,000 nested spans: --by=span keeps the 4096 innermost and says so; speedscope and Chrome hold every span" {
+	printf '%s\n' '{"type":"header","version":1,"start_mono_ns":1,"clock":"monotonic"}' \
+		'{"type":"string","value":"f"}' \
+		'{"type":"process","time":1,"pid":7,"ppid":1,"comm":"deep"}' \
+		'{"type":"frame","module":0,"rel":"0x10","addr":"0x10","pid":7}' \
+		'{"type":"symbol","frame":1,"index":0,"func":"work"}' \
+		'{"type":"stack","parent":0,"frame":1}' | sp-decode --encode -o "$BATS_TEST_TMPDIR/deep.sp"
+	span_marks start 1000000 "$BATS_TEST_TMPDIR/deep.sp"
+	# a sample in the innermost: time +1, pid 7, tid 7, cpu 0, stack 1, weight 1
+	printf '\010\006\002\007\007\000\001\001' >> "$BATS_TEST_TMPDIR/deep.sp"
+	printf '\022\001\002' >> "$BATS_TEST_TMPDIR/deep.sp"	# end, 1 ns later
+	sp-correlate -o "$BATS_TEST_TMPDIR/c.sp" "$BATS_TEST_TMPDIR/deep.sp"
+	run --separate-stderr -0 small_stack sp-flame --by=span "$BATS_TEST_TMPDIR/c.sp"
+	run -0 awk -F';' '{ print NF, $1, $NF }' <<< "$output"
+	assert_output "4097 f work 1"
+	[[ "$stderr" == *"; 1 sample under more than 4096 spans: the outermost left out"* ]]
+	run --separate-stderr -0 small_stack sp-flame -q --speedscope -o "$BATS_TEST_TMPDIR/s.json" \
+		"$BATS_TEST_TMPDIR/c.sp"
+	run -0 bash -c "grep -o '{\"type\":\"[OC]\"' '$BATS_TEST_TMPDIR/s.json' | sort | uniq -c"
+	assert_line --regexp '^ *1000000 \{"type":"C"$'
+	assert_line --regexp '^ *1000000 \{"type":"O"$'
+	run --separate-stderr -0 small_stack sp-flame -q --chrome -o "$BATS_TEST_TMPDIR/c.json" \
+		"$BATS_TEST_TMPDIR/c.sp"
+	[ "$(grep -c '"cat":"span"' "$BATS_TEST_TMPDIR/c.json")" -eq 1000000 ]
+}

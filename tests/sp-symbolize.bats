@@ -661,3 +661,19 @@ as_nobody() {
 	run syms "$T/out2.jsonl"
 	assert_line --partial "|walk|inl.c:"
 }
+
+@test "sp-symbolize: a 100000-frame stack's sample shows its 4096 innermost frames in JSON lines" {
+	awk 'BEGIN {
+		print "{\"type\":\"header\",\"version\":1,\"start_mono_ns\":1000,\"clock\":\"monotonic\"}"
+		print "{\"type\":\"frame\",\"module\":0,\"rel\":\"0x10\",\"addr\":\"0x10\",\"pid\":7}"
+		for (i = 1; i <= 100000; i++)
+			printf "{\"type\":\"stack\",\"parent\":%d,\"frame\":1}\n", i - 1
+		print "{\"type\":\"sample\",\"time\":2000,\"pid\":7,\"tid\":7,\"stack\":100000}"
+	}' | sp-decode --encode -o "$BATS_TEST_TMPDIR/deep.sp" 2>/dev/null
+	run --separate-stderr -0 sp-symbolize --format=json -o "$BATS_TEST_TMPDIR/out.jsonl" \
+		"$BATS_TEST_TMPDIR/deep.sp"
+	[[ "$stderr" == *"warning: $BATS_TEST_TMPDIR/deep.sp@"*": stack 4097 is deeper than 4096 frames"* ]]
+	grep '"type":"sample"' "$BATS_TEST_TMPDIR/out.jsonl" > "$BATS_TEST_TMPDIR/sample.jsonl"
+	run -0 jq -c '[(.frames | length), .truncated]' "$BATS_TEST_TMPDIR/sample.jsonl"
+	assert_output '[4096,95904]'
+}

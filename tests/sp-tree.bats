@@ -142,3 +142,65 @@ load helper
 		jq -c '[.duration_ns, .lost_events, (.processes | length), ([.. | objects | select(.type == \"event\")] | length)]'"
 	[ "$output" = "[204000000,0,1,16]" ]
 }
+
+# $1 copies of the bytes printf makes of $2, appended to $3 (doubling, so
+# a million records take twenty steps).
+repeat_bytes() {
+	local n=$1 one=$BATS_TEST_TMPDIR/rep.one two=$BATS_TEST_TMPDIR/rep.two
+	printf "$2" > "$one"
+	while [ "$n" -gt 0 ]; do
+		[ $((n & 1)) -eq 1 ] && cat "$one" >> "$3"
+		cat "$one" "$one" > "$two" && mv "$two" "$one"
+		n=$((n >> 1))
+	done
+}
+
+# Append $2 span records of method string 1 on thread 7 of process 7 to the
+# spool $3, each 1 ns after the one before: span_start ($1 = start, kind 10)
+# or span_stop ($1 = stop, kind 11); payload: time +1, pid 7, tid 7,
+# runtime 0, class 0, method 1.
+span_marks() {
+	if [ "$1" = start ]; then
+		repeat_bytes "$2" '\012\006\002\007\007\000\000\001' "$3"
+	else
+		repeat_bytes "$2" '\013\006\002\007\007\000\000\001' "$3"
+	fi
+}
+
+# Run a command with a 1 MiB stack: a recursion as deep as its input would
+# crash it (2000 nested spans were enough).
+small_stack() {
+	bash -c 'ulimit -s 1024 && exec "$@"' small_stack "$@"
+}
+
+@test "sp-tree: 1,000,000 nested spans print within a 1 MiB stack, as -d says, whole, and as JSON" {
+	printf '%s\n' '{"type":"header","version":1,"start_mono_ns":1,"clock":"monotonic"}' \
+		'{"type":"string","value":"f"}' \
+		'{"type":"process","time":1,"pid":7,"ppid":1,"comm":"deep"}' |
+		sp-decode --encode -o "$BATS_TEST_TMPDIR/deep.sp"
+	span_marks start 1000000 "$BATS_TEST_TMPDIR/deep.sp"
+	printf '\022\001\002' >> "$BATS_TEST_TMPDIR/deep.sp"	# end, 1 ns later
+	run --separate-stderr -0 small_stack sp-tree -d 3 "$BATS_TEST_TMPDIR/deep.sp"
+	[ "${#lines[@]}" -eq 7 ]
+	assert_line --index 3 "└─ [SPAN tid=7 f dur=1.0ms] (open)"
+	assert_line --index 6 "         └─ … 1 more"
+	# every level; past 100 the line says how many levels are above its drawing
+	run --separate-stderr -0 small_stack sp-tree --stable -o "$BATS_TEST_TMPDIR/all.txt" \
+		"$BATS_TEST_TMPDIR/deep.sp"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/all.txt")" -eq 1000002 ]
+	sed -n '103p;104p;$p' "$BATS_TEST_TMPDIR/all.txt" > "$BATS_TEST_TMPDIR/some.txt"
+	indent=$(printf '%300s' '')
+	run -0 cat "$BATS_TEST_TMPDIR/some.txt"
+	assert_line --index 0 "$indent└─ [SPAN f] (open)"
+	assert_line --index 1 "… +1 $indent└─ [SPAN f] (open)"
+	assert_line --index 2 "… +999899 $indent└─ [SPAN f] (open)"
+	# one JSON document, every span in it, every bracket closed
+	run --separate-stderr -0 small_stack sp-tree --format=json -o "$BATS_TEST_TMPDIR/all.json" \
+		"$BATS_TEST_TMPDIR/deep.sp"
+	[ "$(grep -o '"type":"span"' "$BATS_TEST_TMPDIR/all.json" | wc -l)" -eq 1000000 ]
+	[ "$(tr -cd '[' < "$BATS_TEST_TMPDIR/all.json" | wc -c)" -eq 1000002 ]
+	[ "$(tr -cd ']' < "$BATS_TEST_TMPDIR/all.json" | wc -c)" -eq 1000002 ]
+	[ "$(tr -cd '{' < "$BATS_TEST_TMPDIR/all.json" | wc -c)" -eq 1000002 ]
+	[ "$(tr -cd '}' < "$BATS_TEST_TMPDIR/all.json" | wc -c)" -eq 1000002 ]
+	[ "$(tail -c 5 "$BATS_TEST_TMPDIR/all.json")" = ']}]}' ]
+}

@@ -534,6 +534,87 @@ static void test_correlate_stop_without_start(void)
 	sp_corr_free(c);
 }
 
+static struct sp_record klass(struct sp_record r, uint64_t k)
+{
+	r.mark.klass = k;
+	return r;
+}
+
+/* A stop matches the innermost open span of its method whose class is its
+ * own or none, or any class when it has none; on its own fiber only. */
+static void test_correlate_stop_classes(void)
+{
+	struct sp_corr *c = corr(0);
+	const struct sp_corr_stats *st;
+	int i, stopped = 0, incomplete = 0;
+
+	add(c, klass(START(10, 10, 10, 1), 100));	/* span 1: A.m1 */
+	add(c, klass(START(11, 10, 10, 1), 200));	/* span 2: B.m1 */
+	add(c, klass(START(12, 10, 10, 2), 0));	/* span 3: m2, no class */
+	add(c, klass(START(13, 10, 10, 3), 100));	/* span 4: A.m3 */
+	add(c, klass(STOP(14, 10, 10, 1), 300));	/* no m1 of class 300 or none */
+	add(c, klass(STOP(15, 10, 10, 4), 0));		/* no m4 at all */
+	add(c, klass(STOP(16, 10, 10, 2), 555));	/* m2 without class: stops, A.m3 unwound */
+	add(c, fiber(17, 10, 10, 0, 9, true));
+	add(c, klass(STOP(18, 10, 10, 1), 0));		/* fiber 9 has no m1 */
+	add(c, fiber(19, 10, 10, 9, 0, false));
+	add(c, klass(STOP(20, 10, 10, 1), 0));		/* any class: B.m1 */
+	add(c, klass(STOP(21, 10, 10, 1), 100));	/* A.m1 */
+	done(c);
+	st = sp_corr_stats(c);
+	CHECK_EQ_U(st->stop_without_start, 3);
+	CHECK_EQ_U(st->unwound, 1);
+	for (i = 0; i < nout; i++) {
+		if (outv[i].kind != SP_REC_SPAN)
+			continue;
+		stopped += outv[i].span.end == SP_END_STOPPED;
+		incomplete += outv[i].span.end == SP_END_INCOMPLETE;
+		if (outv[i].span.method == 1 && outv[i].span.klass == 200)
+			CHECK_EQ_U(outv[i].span.stop, 20);
+		if (outv[i].span.method == 1 && outv[i].span.klass == 100)
+			CHECK_EQ_U(outv[i].span.stop, 21);
+		if (outv[i].span.method == 3)
+			CHECK_EQ_U(outv[i].span.stop, 16);
+	}
+	CHECK_EQ_U(stopped, 3);
+	CHECK_EQ_U(incomplete, 1);
+	sp_corr_free(c);
+}
+
+/*
+ * 100000 nested spans: stops that match none of them, lost records over
+ * them, and the stop of the outermost, which closes them all. (Each of
+ * these once looked at the whole stack.)
+ */
+static void test_correlate_deep_stack(void)
+{
+	struct sp_corr *c = corr(0);
+	struct sp_record l = { .kind = SP_REC_LOST };
+	const struct sp_corr_stats *st;
+	uint64_t t = 10, i;
+
+	for (i = 0; i < 100000; i++)
+		add(c, START(t++, 10, 10, 1));
+	for (i = 0; i < 100000; i++)
+		add(c, STOP(t++, 10, 10, 2));
+	for (i = 0; i < 1000; i++) {
+		l.lost.time = l.lost.start = t++;
+		l.lost.count = 1;
+		add(c, l);
+	}
+	add(c, START(t++, 10, 10, 3));
+	add(c, STOP(t++, 10, 10, 3));	/* after the lost windows: complete */
+	add(c, STOP(t++, 10, 10, 1));	/* the innermost m1 */
+	done(c);
+	st = sp_corr_stats(c);
+	CHECK_EQ_U(st->spans, 100001);
+	CHECK_EQ_U(st->stop_without_start, 100000);
+	CHECK_EQ_U(st->unwound, 0);
+	CHECK_EQ_U(st->open_at_end, 99999);
+	CHECK_EQ_U(st->incomplete, 100000);
+	sp_corr_free(c);
+}
+
 static void test_correlate_start_without_stop(void)
 {
 	struct sp_corr *c = corr(0);
@@ -1015,6 +1096,8 @@ int main(void)
 	TAP_RUN(test_correlate_gap);
 	TAP_RUN(test_correlate_gap_cap);
 	TAP_RUN(test_correlate_stop_without_start);
+	TAP_RUN(test_correlate_stop_classes);
+	TAP_RUN(test_correlate_deep_stack);
 	TAP_RUN(test_correlate_start_without_stop);
 	TAP_RUN(test_correlate_raise_unwinds);
 	TAP_RUN(test_correlate_raise_then_stop);

@@ -397,6 +397,112 @@ static void test_defs_symbol_chains(void)
 	sp_defs_free(d);
 }
 
+/*
+ * What sp_defs_module() and sp_defs_str() give stays where it is while the
+ * stream grows: a module's build-id bytes were once kept in an array that
+ * moved from the 17th module on, and pprof read them after the move.
+ */
+static void test_defs_stable_pointers(void)
+{
+	struct sp_defs *d = sp_defs_new();
+	const struct sp_module *mods[101];
+	const char *strs[101];
+	uint8_t bid[101][20];
+	struct sp_record r;
+	const char *why;
+	char s[32];
+	unsigned int i, k, bad = 0;
+
+	for (i = 1; i <= 100; i++) {
+		snprintf(s, sizeof(s), "/lib/m%u.so", i);
+		add_str(d, s);
+		for (k = 0; k < sizeof(bid[i]); k++)
+			bid[i][k] = (uint8_t)(i * 7 + k);
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_MODULE;
+		r.module.pid = 7;
+		r.module.start = 0x100000ull * i;
+		r.module.end = r.module.start + 0x10000;
+		r.module.path = i;
+		r.module.build_id.p = bid[i];
+		r.module.build_id.len = sizeof(bid[i]);
+		CHECK_EQ_U(add(d, &r, &why), 0);
+		bid[i][0] ^= 0xff;	/* the record's bytes are not the defs' */
+		bid[i][0] ^= 0xff;
+		mods[i] = sp_defs_module(d, i);
+		strs[i] = sp_defs_str(d, i, NULL);
+	}
+	/* Many more strings and modules: the tables grow under the pointers. */
+	for (i = 0; i < 100000; i++) {
+		snprintf(s, sizeof(s), "s%u", i);
+		add_str(d, s);
+	}
+	for (i = 1; i <= 100; i++) {
+		const struct sp_module *m = sp_defs_module(d, i);
+
+		snprintf(s, sizeof(s), "/lib/m%u.so", i);
+		/* read as pprof reads it: the build-id of the module it looks up */
+		if (!m || m->build_id.len != sizeof(bid[i]) ||
+		    memcmp(m->build_id.p, bid[i], sizeof(bid[i])))
+			bad++;
+		else if (m != mods[i] || sp_defs_str(d, i, NULL) != strs[i] ||
+			 strcmp(strs[i], s) || m->start != 0x100000ull * i || m->path != i)
+			bad++;
+	}
+	CHECK_EQ_U(bad, 0);
+	sp_defs_free(d);
+}
+
+/* Depths are kept per stack; walking costs the frames asked for only. */
+static void test_defs_deep_stacks(void)
+{
+	struct sp_defs *d = sp_defs_new();
+	uint64_t f, s = 0, out[4];
+	unsigned int i;
+
+	f = add_frame(d, 0, 0x1000);
+	for (i = 0; i < SP_MAX_STACK_DEPTH; i++)
+		s = add_stack(d, s, f);
+	CHECK_EQ_U(sp_defs_stack_depth(d, s), SP_MAX_STACK_DEPTH);
+	CHECK_EQ_U(sp_defs_limits_hit(d), 0);
+	s = add_stack(d, s, f);
+	CHECK_EQ_U(sp_defs_limits_hit(d), SP_DEFS_LIMIT_STACK);
+	CHECK_EQ_U(sp_defs_limits_hit(d), 0);	/* reported once */
+	for (i = 0; i < 100000; i++)
+		s = add_stack(d, s, f);
+	CHECK_EQ_U(sp_defs_limits_hit(d), 0);	/* only the first one past */
+	CHECK_EQ_U(sp_defs_stack_depth(d, s), SP_MAX_STACK_DEPTH + 100001);
+	CHECK_EQ_U(sp_defs_stack_frames(d, s, out, 4), SP_MAX_STACK_DEPTH + 100001);
+	CHECK_EQ_U(out[3], f);
+	CHECK_EQ_U(sp_defs_stack_depth(d, 0), 0);
+	CHECK_EQ_U(sp_defs_stack_depth(d, s + 1), 0);
+	sp_defs_free(d);
+}
+
+/* A frame keeps its innermost inline levels and the function the code is in. */
+static void test_defs_inline_limit(void)
+{
+	struct sp_defs *d = sp_defs_new();
+	struct sp_record r = { .kind = SP_REC_SYMBOL };
+	const struct sp_symbol *sym;
+	const char *why;
+	unsigned int i, n;
+
+	add_frame(d, 0, 0x10);
+	r.symbol.frame = 1;
+	for (i = 0; i < 1000; i++) {
+		r.symbol.index = i;
+		r.symbol.line = i + 1;
+		CHECK_EQ_U(add(d, &r, &why), 0);
+	}
+	sym = sp_defs_symbols(d, 1, &n);
+	CHECK_EQ_U(n, SP_MAX_INLINE_DEPTH);
+	CHECK(sym && sym[0].line == 1 && sym[n - 2].line == SP_MAX_INLINE_DEPTH - 1);
+	CHECK(sym && sym[n - 1].line == 1000);
+	CHECK_EQ_U(sp_defs_limits_hit(d), SP_DEFS_LIMIT_INLINE);
+	sp_defs_free(d);
+}
+
 int main(void)
 {
 	TAP_RUN(test_defs_strings);
@@ -408,5 +514,8 @@ int main(void)
 	TAP_RUN(test_defs_many_interned);
 	TAP_RUN(test_defs_header_resets);
 	TAP_RUN(test_defs_symbol_chains);
+	TAP_RUN(test_defs_stable_pointers);
+	TAP_RUN(test_defs_deep_stacks);
+	TAP_RUN(test_defs_inline_limit);
 	return TAP_DONE();
 }

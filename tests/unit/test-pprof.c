@@ -239,6 +239,121 @@ static void test_pprof_strings_text_form(void)
 	sp_defs_free(d);
 }
 
+/* 100 modules with build-ids, all defined before the first sample: every
+ * mapping carries its own (the defs once moved them from the 17th on). */
+static void test_pprof_many_modules(void)
+{
+	struct sp_pprof *p = sp_pprof_new(false);
+	struct sp_record r;
+	Perftools__Profiles__Profile *pr;
+	uint8_t bid[20];
+	char hex[41], path[32];
+	char *buf = NULL;
+	size_t len = 0, i, k, bad = 0;
+	FILE *m;
+
+	d = sp_defs_new();
+	for (i = 1; i <= 100; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_MODULE;
+		snprintf(path, sizeof(path), "/lib/m%zu.so", i);
+		r.module.path = str(path);
+		r.module.pid = 7;
+		r.module.start = 0x1000000 * i;
+		r.module.end = r.module.start + 0x10000;
+		for (k = 0; k < sizeof(bid); k++)
+			bid[k] = (uint8_t)(i + 3 * k);
+		r.module.build_id.p = bid;
+		r.module.build_id.len = sizeof(bid);
+		def(&r);
+	}
+	for (i = 1; i <= 100; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_FRAME;
+		r.frame.module = i;
+		r.frame.rel = 0x10;
+		r.frame.addr = 0x1000000 * i + 0x10;
+		def(&r);
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_STACK;
+		r.stack.frame = i;
+		def(&r);
+	}
+	for (i = 1; i <= 100; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_SAMPLE;
+		r.sample.pid = r.sample.tid = 7;
+		r.sample.stack = i;
+		CHECK(sp_pprof_add(p, d, &r, 1000) == 0);
+	}
+	m = open_memstream(&buf, &len);
+	CHECK(sp_pprof_write(p, m, 1000, "test") == 0);
+	fclose(m);
+	pr = decode(buf, len);
+	CHECK(pr != NULL);
+	if (pr) {
+		CHECK_EQ_U(pr->n_mapping, 100);
+		for (i = 0; i < pr->n_mapping; i++) {
+			size_t id;
+
+			if (sscanf(pr->string_table[pr->mapping[i]->filename], "/lib/m%zu.so",
+				   &id) != 1) {
+				bad++;
+				continue;
+			}
+			for (k = 0; k < sizeof(bid); k++)
+				snprintf(hex + 2 * k, 3, "%02x", (uint8_t)(id + 3 * k));
+			if (strcmp(pr->string_table[pr->mapping[i]->build_id], hex))
+				bad++;
+		}
+		CHECK_EQ_U(bad, 0);
+		perftools__profiles__profile__free_unpacked(pr, NULL);
+	}
+	free(buf);
+	sp_pprof_free(p);
+	sp_defs_free(d);
+}
+
+/* A stack deeper than SP_MAX_STACK_DEPTH keeps its innermost frames. */
+static void test_pprof_deep_stack(void)
+{
+	struct sp_pprof *p = sp_pprof_new(false);
+	struct sp_record r;
+	Perftools__Profiles__Profile *pr;
+	char *buf = NULL;
+	size_t len = 0, i;
+	FILE *m;
+
+	setup();
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_STACK;
+	r.stack.parent = 1;	/* main, then frame 3 100000 times */
+	r.stack.frame = 3;
+	for (i = 0; i < 100000; i++) {
+		def(&r);
+		r.stack.parent = sp_defs_nstacks(d);
+	}
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SAMPLE;
+	r.sample.pid = r.sample.tid = 7;
+	r.sample.stack = sp_defs_nstacks(d);
+	CHECK(sp_pprof_add(p, d, &r, 1000) == 0);
+	m = open_memstream(&buf, &len);
+	CHECK(sp_pprof_write(p, m, 1000, "test") == 0);
+	fclose(m);
+	pr = decode(buf, len);
+	CHECK(pr != NULL);
+	if (pr) {
+		CHECK_EQ_U(pr->n_sample, 1);
+		CHECK_EQ_U(pr->sample[0]->n_location_id, SP_MAX_STACK_DEPTH);
+		CHECK_EQ_U(pr->n_location, 1);	/* frame 3 only: main is cut */
+		perftools__profiles__profile__free_unpacked(pr, NULL);
+	}
+	free(buf);
+	sp_pprof_free(p);
+	sp_defs_free(d);
+}
+
 static void test_chrometrace_spans_and_events(void)
 {
 	struct sp_record r = { .kind = SP_REC_HEADER };
@@ -283,6 +398,8 @@ static void test_chrometrace_spans_and_events(void)
 int main(void)
 {
 	TAP_RUN(test_pprof_roundtrip);
+	TAP_RUN(test_pprof_many_modules);
+	TAP_RUN(test_pprof_deep_stack);
 	TAP_RUN(test_pprof_strings_text_form);
 	TAP_RUN(test_chrometrace_spans_and_events);
 	return TAP_DONE();

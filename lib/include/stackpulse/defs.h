@@ -5,8 +5,16 @@
  * ones. A reader keeps one for what it has read, a writer one for what it
  * has written.
  *
- * All returned pointers are owned by the defs and stay valid until
- * sp_defs_reset() or sp_defs_free(); a string is NUL-terminated.
+ * All returned pointers are owned by the defs. The header, strings and
+ * modules (with a module's build-id bytes) stay where they are until
+ * sp_defs_reset() or sp_defs_free(); frames, stacks and symbols are kept in
+ * arrays that grow: their pointers are valid until the next sp_defs_add().
+ * A string is NUL-terminated.
+ *
+ * Every definition comes from input that nobody vouches for: the defs keep
+ * the depth of every stack and at most SP_MAX_INLINE_DEPTH symbols per
+ * frame, so that what is derived from a stack or a frame has a bound
+ * (docs/spool.md, "Limits").
  */
 #ifndef STACKPULSE_DEFS_H
 #define STACKPULSE_DEFS_H
@@ -18,6 +26,17 @@
 #include "record.h"
 
 struct sp_defs;
+
+/*
+ * The deepest stack whose frames are used: a deeper one keeps its
+ * SP_MAX_STACK_DEPTH innermost frames wherever frames are walked (inline
+ * frames of JSON lines, flame graphs, pprof), the way a stack cut by the
+ * unwinder keeps its leaf. sp-record writes at most 1024 frames.
+ */
+#define SP_MAX_STACK_DEPTH	4096
+/* Inline levels kept per frame: the innermost ones and the last (the
+ * function the code belongs to). sp-symbolize writes at most 32. */
+#define SP_MAX_INLINE_DEPTH	64
 
 struct sp_defs *sp_defs_new(void);
 void sp_defs_free(struct sp_defs *d);
@@ -45,7 +64,8 @@ const char *sp_defs_strz(const struct sp_defs *d, uint64_t id);
 const struct sp_module *sp_defs_module(const struct sp_defs *d, uint64_t id);
 const struct sp_frame *sp_defs_frame(const struct sp_defs *d, uint64_t id);
 const struct sp_stack *sp_defs_stack(const struct sp_defs *d, uint64_t id);
-/* The inline chain of a frame's symbols (innermost first), *n of them; NULL if none. */
+/* The inline chain of a frame's symbols (innermost first), *n of them (at
+ * most SP_MAX_INLINE_DEPTH); NULL if none. */
 const struct sp_symbol *sp_defs_symbols(const struct sp_defs *d, uint64_t frame, unsigned int *n);
 /*
  * Whether symbol records are kept for sp_defs_symbols() (default true); a
@@ -62,11 +82,23 @@ uint64_t sp_defs_nspans(const struct sp_defs *d);
 
 /*
  * Frames of a stack, leaf first, at most max of them, into frames[] (frame
- * ids). Returns the stack's full depth (which may exceed max), or -1 for an
- * undefined stack. Stack 0 has depth 0.
+ * ids). Returns the stack's full depth (which may exceed max; INT_MAX at
+ * most), or -1 for an undefined stack. Stack 0 has depth 0. Costs the
+ * frames copied, not the depth.
  */
 int sp_defs_stack_frames(const struct sp_defs *d, uint64_t stack, uint64_t *frames,
 			 unsigned int max);
+/* Frames from the root to stack (0 for stack 0 or an undefined stack). */
+unsigned int sp_defs_stack_depth(const struct sp_defs *d, uint64_t stack);
+
+/*
+ * Limits the definitions added since the last call went past (and forget
+ * them): a stack deeper than SP_MAX_STACK_DEPTH, a frame with more than
+ * SP_MAX_INLINE_DEPTH symbols. The reader reports them once per input.
+ */
+#define SP_DEFS_LIMIT_STACK	(1u << 0)
+#define SP_DEFS_LIMIT_INLINE	(1u << 1)
+unsigned int sp_defs_limits_hit(struct sp_defs *d);
 
 /* Lookups by value: the id of an equal definition, or 0. */
 uint64_t sp_defs_find_str(struct sp_defs *d, const char *s, size_t len);

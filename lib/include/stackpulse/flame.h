@@ -84,6 +84,7 @@ struct sp_flame_stats {
 	uint64_t single_user;		/* a single user-space frame */
 	uint64_t bad_unwind;		/* the unwinder gave up (no CFI, stack copy, garbage) */
 	uint64_t no_stack;		/* a sample without any stack */
+	uint64_t span_cut;		/* more spans above it than a prefix holds (--by=span) */
 	uint64_t unresolved_frames;	/* frames printed as addresses (distinct stacks) */
 	uint64_t first_time, last_time;	/* of the samples taken */
 };
@@ -181,6 +182,7 @@ struct sp_flame_span {
 	uint64_t id, parent;
 	uint64_t pid, tid;
 	uint64_t start, stop;	/* stop 0: open at the end */
+	uint32_t depth;		/* spans from the outermost known one, 1 for it */
 };
 size_t sp_folded_nspans(const struct sp_folded *f);
 const struct sp_flame_span *sp_folded_span(const struct sp_folded *f, size_t i);
