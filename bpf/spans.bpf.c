@@ -2,7 +2,7 @@
 /*
  * spans.bpf.c - method spans from USDT probes (Ruby, Python,
  * <stackpulse/span.h>) and uprobes (--span-func), for the processes of the
- * recorded tree only. Loaded and attached by lib/bpf_spans.c.
+ * recorded tree only. Loaded and attached by lib/record/bpf_spans.c.
  *
  * The tree is the map 'tgids': seeded by the loader, grown on fork, shrunk on
  * exit. A tracked process that forks or execs is stopped with SIGSTOP (when
@@ -571,7 +571,7 @@ int on_sp_span_regs(struct pt_regs *ctx)
 }
 
 /*
- * The runtime hooks' span markers (lib/runtime/hook/marker.h): class,
+ * The runtime hooks' span markers (runtime/hook/marker.h): class,
  * method, file and line in %rdi, %rsi, %rdx and %ecx. The strings are the
  * hook's own, never freed or changed: the loader knows them by address
  * from the hook's rt__name marker, so nothing is read here.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for lib/dwarfidx.c: the flat index must give, for every address
+ * Unit tests for lib/symbolize/dwarfidx.c: the flat index must give, for every address
  * tried, the same inline chain and lines as libdw's own (slow) scope walk.
  */
 #include <dwarf.h>
@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "buildid.h"
-#include "dwarfidx.h"
-#include "symtab.h"
+#include "symbolize/dwarfidx.h"
+#include "elf/symtab.h"
 #include "libc_debug.h"
 #include "tap.h"
 

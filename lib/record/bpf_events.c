@@ -28,7 +28,7 @@
 #include "procfs.h"
 #include "sp.h"
 #include <linux/types.h>
-#include "../bpf/events.h"	/* struct sp_bpf_ev */
+#include "../../bpf/events.h"	/* struct sp_bpf_ev */
 #include "events.skel.h"
 
 #ifndef __NR_fchmodat2

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* A readable rendering of every event kind of lib/events.c (see tree.h). */
+/* A readable rendering of every event kind of lib/stream/events.c (see tree.h). */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -1271,7 +1271,7 @@ void sp_dwarfidx_stats(const struct sp_dwarfidx *ix, struct sp_dwarfidx_stats *s
 	st->build_ns = ix->build_ns;
 }
 
-/* ---- persisting: export and import (lib/symcache.c) ---- */
+/* ---- persisting: export and import (lib/symbolize/symcache.c) ---- */
 
 void sp_dwarfidx_counts(const struct sp_dwarfidx *x, size_t *nclusters, size_t *units,
 			size_t *bad)
