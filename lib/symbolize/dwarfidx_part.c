@@ -12,6 +12,7 @@
 #include <dwarf.h>
 
 #include "dwarfidx_part.h"
+#include "hashmap.h"
 
 #define MAX_NESTING	256		/* DIE tree depth walked; deeper is hostile */
 #define ARENA_CHUNK	(256 * 1024)
@@ -45,16 +46,6 @@ struct builder {
 };
 
 /* ---- strings ---- */
-
-static uint32_t hash_str(const char *s, size_t len)
-{
-	uint32_t h = 2166136261u;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 16777619u;
-	return h;
-}
 
 static char *arena_copy(struct strtab *t, const char *s, size_t len)
 {
@@ -92,7 +83,7 @@ static int strtab_rehash(struct strtab *t, uint32_t nslots)
 	if (!slot)
 		return -1;
 	for (i = 1; i < t->n; i++) {
-		uint32_t h = hash_str(t->s[i], strlen(t->s[i])) & (nslots - 1);
+		uint32_t h = sp_hash_bytes(t->s[i], strlen(t->s[i])) & (nslots - 1);
 
 		while (slot[h])
 			h = (h + 1) & (nslots - 1);
@@ -126,7 +117,7 @@ static uint32_t strtab_intern(struct strtab *t, const char *s)
 	if ((t->n + 1) * 2 > t->nslots && strtab_rehash(t, t->nslots ? t->nslots * 2 : 1024) < 0)
 		return NONE;
 	len = strlen(s);
-	h = hash_str(s, len) & (t->nslots - 1);
+	h = sp_hash_bytes(s, len) & (t->nslots - 1);
 	while (t->slot[h]) {
 		if (!strcmp(t->s[t->slot[h]], s))
 			return t->slot[h];
