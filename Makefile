@@ -81,6 +81,12 @@ $(1)/lib/libsp-$(2).a: $$(patsubst %.c,$(1)/%.o,$$(wildcard lib/$(2)/*.c))
 	$$(Q)rm -f $$@ && ar rcs $$@ $$^
 endef
 $(foreach s,$(STAGES),$(eval $(call stage_archive,$(OUT),$(s))))
+# The whole library in one archive, for programs outside the tree (it is
+# what `make install` installs; the benchmarks' generators link it).
+$(OUT)/libstackpulse.a: $(patsubst %.c,$(OUT)/%.o,$(LIB_SRCS))
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+all: $(OUT)/libstackpulse.a
 $(foreach s,$(STAGES),$(eval $(call stage_archive,$(OUT)/asan,$(s))))
 $(foreach s,$(STAGES),$(eval $(call stage_archive,$(OUT)/fuzz,$(s))))
 $(OUT)/lib/record/%.o $(OUT)/asan/lib/record/%.o $(OUT)/fuzz/lib/record/%.o: \
@@ -295,7 +301,7 @@ install: all $(MANPAGES)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stackpulse \
 		$(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(OUT)/libstackpulse.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 lib/include/stackpulse/*.h $(DESTDIR)$(PREFIX)/include/stackpulse/
 	install -d $(DESTDIR)$(PREFIX)/share/stackpulse
 	cp -R $(OUT)/runtime $(DESTDIR)$(PREFIX)/share/stackpulse/
