@@ -18,7 +18,12 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-	-MMD -MP -D_GNU_SOURCE -Ilib/include/stackpulse -Ilib -I$(OUT) -Ibpf $(PKG_CFLAGS)
+	-MMD -MP -D_GNU_SOURCE -Ilib/include/stackpulse $(PKG_CFLAGS)
+# The library's own files also reach the stages' private headers
+# ("elf/symtab.h"); the tools see only lib/include/stackpulse; the recording
+# stage also needs the BPF skeletons and the headers it shares with bpf/.
+LIB_CFLAGS := -Ilib
+RECORD_CFLAGS := -Ilib -I$(OUT) -Ibpf
 LDLIBS += $(PKG_LIBS) -liberty -lm -lpthread
 
 ifeq ($(V),1)
@@ -30,9 +35,17 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/sp-*.c))
-LIB_SRCS := $(wildcard lib/*.c)
-LIB_OBJS := $(patsubst %.c,$(OUT)/%.o,$(LIB_SRCS))
-LIB := $(OUT)/libstackpulse.a
+# The library, by stage: one folder and one archive each (docs/hacking.md).
+# Listed so that a stage comes before every stage it uses (the link order);
+# only 'record' needs BPF (clang, bpftool and the kernel's BTF).
+STAGES := record render correlate symbolize elf stream base
+FILTER_STAGES := $(filter-out record,$(STAGES))
+LIB_SRCS := $(wildcard $(patsubst %,lib/%/*.c,$(STAGES)))
+stage_libs = $(patsubst %,$(1)/lib/libsp-%.a,$(2))
+LIBS := $(call stage_libs,$(OUT),$(STAGES))
+FILTER_LIBS := $(call stage_libs,$(OUT),$(FILTER_STAGES))
+# sp-record records; the other tools only read records and build without BPF.
+tool_libs = $(if $(filter sp-record,$(1)),$(LIBS),$(FILTER_LIBS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test-*.c)
@@ -46,7 +59,8 @@ BINS := $(addprefix $(OUT)/bin/,$(TOOLS))
 MANPAGES := $(patsubst docs/%.md,$(OUT)/man/%.1,$(wildcard docs/sp-*.md))
 
 
-.PHONY: all check test man unit bats fuzz fuzz-run demo install clean deps bench asan-record
+.PHONY: all check test man unit bats fuzz fuzz-run fuzz-standalone filters demo install clean deps bench \
+	asan-record
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -58,32 +72,51 @@ deps:
 $(OUT)/lib/%.o: lib/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
 
-$(LIB): $(LIB_OBJS)
+# One archive per stage and build flavour (plain, sanitized, fuzzing):
+# $(1) is the flavour's output directory, $(2) the stage.
+define stage_archive
+$(1)/lib/libsp-$(2).a: $$(patsubst %.c,$(1)/%.o,$$(wildcard lib/$(2)/*.c))
+	$$(call msg,AR,$$@)
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach s,$(STAGES),$(eval $(call stage_archive,$(OUT),$(s))))
+# The whole library in one archive, for programs outside the tree (it is
+# what `make install` installs; the benchmarks' generators link it).
+$(OUT)/libstackpulse.a: $(patsubst %.c,$(OUT)/%.o,$(LIB_SRCS))
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
+all: $(OUT)/libstackpulse.a
+$(foreach s,$(STAGES),$(eval $(call stage_archive,$(OUT)/asan,$(s))))
+$(foreach s,$(STAGES),$(eval $(call stage_archive,$(OUT)/fuzz,$(s))))
+$(OUT)/lib/record/%.o $(OUT)/asan/lib/record/%.o $(OUT)/fuzz/lib/record/%.o: \
+	LIB_CFLAGS = $(RECORD_CFLAGS)
 
 $(OUT)/tools/%.o: tools/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-# Only the BPF loaders (lib/bpf_*.c) and sp-record need clang and BTF.
-$(filter $(OUT)/lib/bpf_%.o,$(LIB_OBJS)): | $(SKELS)
-$(OUT)/tools/sp-record.o: | $(SKELS)
+# Only the BPF loaders (lib/record/bpf_*.c) need clang and BTF.
+$(patsubst %,$(OUT)/%.o,$(basename $(wildcard lib/record/bpf_*.c))): | $(SKELS)
 
 # sp-flame's pprof export: pprof's profile.proto, compiled by protoc-c into
-# $(OUT)/proto/; lib/pprof.c includes the generated code (so every build of
+# $(OUT)/proto/; lib/render/pprof.c includes the generated code (so every build of
 # the library, plain, sanitized and fuzzing, carries it).
 PROTOC_C ?= protoc-c
-$(OUT)/proto/profile.pb-c.h: lib/profile.proto
+$(OUT)/proto/profile.pb-c.h: lib/render/profile.proto
 	$(call msg,PROTOC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(PROTOC_C) --proto_path=lib --c_out=$(@D) $<
-$(OUT)/lib/pprof.o $(OUT)/asan/lib/pprof.o $(OUT)/fuzz/lib/pprof.o: $(OUT)/proto/profile.pb-c.h
+	$(Q)$(PROTOC_C) --proto_path=lib/render --c_out=$(@D) $<
+$(OUT)/lib/render/pprof.o $(OUT)/asan/lib/render/pprof.o $(OUT)/fuzz/lib/render/pprof.o: \
+	$(OUT)/proto/profile.pb-c.h
+$(OUT)/lib/render/pprof.o $(OUT)/asan/lib/render/pprof.o $(OUT)/fuzz/lib/render/pprof.o: \
+	LIB_CFLAGS += -I$(OUT)
 
-$(OUT)/bin/%: $(OUT)/tools/%.o $(LIB)
+$(OUT)/bin/sp-record: $(LIBS)
+$(addprefix $(OUT)/bin/,$(filter-out sp-record,$(TOOLS))): $(FILTER_LIBS)
+$(OUT)/bin/%: $(OUT)/tools/%.o
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -122,12 +155,12 @@ $(OUT)/examples/spans_cxx: tests/fixtures/src/spans_c.c lib/include/stackpulse/s
 
 # The runtime directory of the build tree, $(OUT)/runtime: the activators,
 # and on x86-64 the runtime hooks, a Ruby 3.1 and a CPython 3.11 extension
-# that mark spans with markers of their own (lib/runtime/hook/marker.h).
+# that mark spans with markers of their own (runtime/hook/marker.h).
 # Each hook is built when its headers are there (ruby-dev, python3-dev);
 # without it sp-record uses the runtime's own probes.
-RUNTIME := $(patsubst lib/%,$(OUT)/%,$(wildcard lib/runtime/ruby/*.rb lib/runtime/python/*.py))
-HOOK_DEPS := $(wildcard lib/runtime/hook/*.[ch]) bpf/spans.h
-HOOK_SRCS := lib/runtime/hook/names.c lib/runtime/hook/ring.c
+RUNTIME := $(addprefix $(OUT)/,$(wildcard runtime/ruby/*.rb runtime/python/*.py))
+HOOK_DEPS := $(wildcard runtime/hook/*.[ch]) bpf/spans.h
+HOOK_SRCS := runtime/hook/names.c runtime/hook/ring.c
 HOOK_CFLAGS := -O2 -g -fPIC -shared -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 RUBY_HOOK_CFLAGS := $(shell pkg-config --cflags ruby-3.1 2>/dev/null)
 PY_HOOK_CFLAGS := $(shell pkg-config --cflags python-3.11 2>/dev/null)
@@ -143,14 +176,14 @@ endif
 endif
 endif
 all: $(RUNTIME)
-$(OUT)/runtime/%: lib/runtime/%
+$(OUT)/runtime/%: runtime/%
 	$(Q)mkdir -p $(@D)
 	$(Q)cp $< $@
-$(OUT)/runtime/ruby/3.1/stackpulse_hook.so: lib/runtime/ruby/stackpulse_hook.c $(HOOK_DEPS)
+$(OUT)/runtime/ruby/3.1/stackpulse_hook.so: runtime/ruby/stackpulse_hook.c $(HOOK_DEPS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(HOOK_CFLAGS) $(RUBY_HOOK_CFLAGS) -o $@ $< $(HOOK_SRCS) -lpthread
-$(OUT)/runtime/python/_stackpulse_hook$(PY_EXT_SUFFIX): lib/runtime/python/stackpulse_hook.c $(HOOK_DEPS)
+$(OUT)/runtime/python/_stackpulse_hook$(PY_EXT_SUFFIX): runtime/python/stackpulse_hook.c $(HOOK_DEPS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(HOOK_CFLAGS) $(PY_HOOK_CFLAGS) -o $@ $< $(HOOK_SRCS) -lpthread
@@ -170,33 +203,38 @@ $(OUT)/examples/spans_dlopen: tests/fixtures/lib/spans_dlopen.c $(OUT)/examples/
 all: $(OUT)/examples/spans_uselib $(OUT)/examples/spans_dlopen
 
 # Unit tests: plain, and under AddressSanitizer + UndefinedBehaviorSanitizer.
-$(OUT)/unit/%: tests/unit/%.c $(LIB)
+# A test of a recording module (tests/unit/test-X.c for lib/record/X.c, and
+# the hooks' tests) links every stage; the others only the filters' stages,
+# so that they build without BPF. Tests reach the stages' private headers.
+RECORD_TESTS := $(patsubst lib/record/%.c,test-%,$(wildcard lib/record/*.c)) test-rt_names
+unit_libs = $(call stage_libs,$(1),$(if $(filter $(RECORD_TESTS),$(2)),$(STAGES),$(FILTER_STAGES)))
+UNIT_CFLAGS := $(RECORD_CFLAGS) -Itests/unit
+.SECONDEXPANSION:
+$(OUT)/unit/%: tests/unit/%.c $$(call unit_libs,$(OUT),%)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(UNIT_CFLAGS) -o $@ $< $(call unit_libs,$(OUT),$*) $(LDLIBS)
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-ASAN_LIB := $(OUT)/asan/libstackpulse.a
-ASAN_OBJS := $(patsubst %.c,$(OUT)/asan/%.o,$(LIB_SRCS))
 $(OUT)/asan/lib/%.o: lib/%.c
 	$(call msg,ASAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -O1 $(ASAN_FLAGS) -c $< -o $@
-$(filter $(OUT)/asan/lib/bpf_%.o,$(ASAN_OBJS)): | $(SKELS)
-$(ASAN_LIB): $(ASAN_OBJS)
-	$(Q)rm -f $@ && ar rcs $@ $^
-$(OUT)/asan/%: tests/unit/%.c $(ASAN_LIB)
+	$(Q)$(CC) $(CFLAGS) $(LIB_CFLAGS) -O1 $(ASAN_FLAGS) -c $< -o $@
+$(patsubst %,$(OUT)/asan/%.o,$(basename $(wildcard lib/record/bpf_*.c))): | $(SKELS)
+$(OUT)/asan/%: tests/unit/%.c $$(call unit_libs,$(OUT)/asan,%)
 	$(call msg,ASAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -O1 $(ASAN_FLAGS) -Itests/unit -o $@ $< $(ASAN_LIB) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(UNIT_CFLAGS) -O1 $(ASAN_FLAGS) -o $@ $< \
+		$(call unit_libs,$(OUT)/asan,$*) $(LDLIBS)
 
 # sp-record itself under the sanitizers (its threads and libbpf's USDT
 # manager: tests/sp-record-safety.bats); its runtime directory is the build
 # tree's (SP_RUNTIME_DIR).
-$(OUT)/asan/bin/sp-record: tools/sp-record.c $(ASAN_LIB) | $(SKELS)
+$(OUT)/asan/bin/sp-record: tools/sp-record.c $(call stage_libs,$(OUT)/asan,$(STAGES))
 	$(call msg,ASAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -O1 $(ASAN_FLAGS) -o $@ $< $(ASAN_LIB) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -O1 $(ASAN_FLAGS) -o $@ $< $(call stage_libs,$(OUT)/asan,$(STAGES)) \
+		$(LDLIBS)
 asan-record: $(OUT)/asan/bin/sp-record
 
 unit: $(UNITS) $(ASAN_UNITS)
@@ -213,25 +251,43 @@ test: all unit asan-record
 	$(Q)scripts/run-tests.sh $(OUT)
 
 # Fuzz targets: clang's libFuzzer, with ASan and UBSan, over their own build
-# of the library (in which lib/symcache.c skips its checksums, so that mutated
+# of the library (in which lib/symbolize/symcache.c skips its checksums, so that mutated
 # cache files reach the checks behind them).
 FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
 	-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-FUZZ_LIB := $(OUT)/fuzz/libstackpulse.a
-FUZZ_OBJS := $(patsubst %.c,$(OUT)/fuzz/%.o,$(LIB_SRCS))
 $(OUT)/fuzz/lib/%.o: lib/%.c
 	$(call msg,FUZZCC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CFLAGS) -O1 -g $(FUZZ_FLAGS) -c $< -o $@
-$(filter $(OUT)/fuzz/lib/bpf_%.o,$(FUZZ_OBJS)): | $(SKELS)
-$(FUZZ_LIB): $(FUZZ_OBJS)
-	$(Q)rm -f $@ && ar rcs $@ $^
-$(OUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB)
+	$(Q)$(CLANG) $(CFLAGS) $(LIB_CFLAGS) -O1 -g $(FUZZ_FLAGS) -c $< -o $@
+$(patsubst %,$(OUT)/fuzz/%.o,$(basename $(wildcard lib/record/bpf_*.c))): | $(SKELS)
+# A fuzz target of a recording input (the span rings, the ELF notes, perf
+# rings, the unwinder) links every stage; the others only the filters'.
+RECORD_FUZZERS := fuzz-span_rings fuzz-usdt fuzz-perf_ring fuzz-unwind
+fuzz_libs = $(call stage_libs,$(OUT)/fuzz,$(if $(filter $(RECORD_FUZZERS),$(1)),$(STAGES),$(FILTER_STAGES)))
+$(OUT)/fuzz/%: tests/fuzz/%.c $$(call fuzz_libs,%)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_LIB) $(LDLIBS)
+	$(Q)$(CLANG) $(CFLAGS) $(UNIT_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $< \
+		$(call fuzz_libs,$*) $(LDLIBS)
 
 fuzz: $(FUZZERS)
+
+# The filters' fuzz targets without libFuzzer: the C compiler, ASan and UBSan,
+# and tests/fuzz/standalone.c's main() to run a corpus once (no clang needed).
+FILTER_FUZZERS := $(filter-out $(RECORD_FUZZERS),$(patsubst tests/fuzz/%.c,%,$(FUZZ_SRCS)))
+$(OUT)/fuzz-standalone/%: tests/fuzz/%.c tests/fuzz/standalone.c \
+		$(call stage_libs,$(OUT)/asan,$(FILTER_STAGES))
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(UNIT_CFLAGS) -O1 $(ASAN_FLAGS) -o $@ $< tests/fuzz/standalone.c \
+		$(call stage_libs,$(OUT)/asan,$(FILTER_STAGES)) $(LDLIBS)
+fuzz-standalone: $(addprefix $(OUT)/fuzz-standalone/,$(FILTER_FUZZERS))
+
+# What reads records, built alone: the filters, their unit tests and their
+# fuzz targets need neither clang, nor bpftool, nor the kernel's BTF
+# (tests/build.bats builds this with those taken away).
+FILTER_BINS := $(addprefix $(OUT)/bin/,$(filter-out sp-record,$(TOOLS)))
+filters: $(FILTER_BINS) $(filter-out $(foreach t,$(RECORD_TESTS),$(OUT)/unit/$(t) $(OUT)/asan/$(t)),$(UNITS) $(ASAN_UNITS)) fuzz-standalone
 
 FUZZ_SECONDS ?= 60
 fuzz-run: fuzz
@@ -256,7 +312,7 @@ install: all $(MANPAGES)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stackpulse \
 		$(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(OUT)/libstackpulse.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 lib/include/stackpulse/*.h $(DESTDIR)$(PREFIX)/include/stackpulse/
 	install -d $(DESTDIR)$(PREFIX)/share/stackpulse
 	cp -R $(OUT)/runtime $(DESTDIR)$(PREFIX)/share/stackpulse/

@@ -7,7 +7,7 @@
  * capability checks from cap_capable.
  *
  * Every hook exists three times, one per attach strategy (tp_btf, raw_tp,
- * classic tracepoint); lib/bpf_events.c loads one set and records which.
+ * classic tracepoint); lib/record/bpf_events.c loads one set and records which.
  * All of them read kernel memory with CO-RE probe reads so that they share
  * one body.
  */

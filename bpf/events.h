@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * events.h - what bpf/events.bpf.c hands to lib/bpf_events.c through the
+ * events.h - what bpf/events.bpf.c hands to lib/record/bpf_events.c through the
  * "events" ring buffer, and the maps they share. Kernel-side and user-side
  * code include it; vmlinux.h defines every kernel type, so ours are sp_bpf_*.
  *
  * A ring-buffer record is a struct sp_bpf_ev followed by its strings, back
  * to back, each NUL-terminated (str_len[] excludes the NUL). Which raw values
  * and strings a record carries depends on kind and, for system calls, on the
- * call number nr: lib/bpf_events.c turns them into typed event fields.
+ * call number nr: lib/record/bpf_events.c turns them into typed event fields.
  */
 #ifndef SP_BPF_EVENTS_SHARED_H
 #define SP_BPF_EVENTS_SHARED_H

@@ -2,14 +2,14 @@
 /*
  * spans.bpf.c - method spans from USDT probes (Ruby, Python,
  * <stackpulse/span.h>) and uprobes (--span-func), for the processes of the
- * recorded tree only. Loaded and attached by lib/bpf_spans.c.
+ * recorded tree only. Loaded and attached by lib/record/bpf_spans.c.
  *
  * The tree is the map 'tgids': seeded by the loader, grown on fork, shrunk on
  * exit. A tracked process that forks or execs is stopped with SIGSTOP (when
  * stop_new is set) so that the loader can attach the per-process probes
  * before it runs a single instruction; the loader sends SIGCONT. Each
  * process stopped is in the map 'held' until the loader continues it, so
- * that sp-record's guardian (lib/hold_guard.c) continues whoever is left
+ * that sp-record's guardian (lib/record/hold_guard.c) continues whoever is left
  * when sp-record is gone, however it went.
  */
 #include "vmlinux.h"
@@ -679,7 +679,7 @@ int on_sp_span_regs(struct pt_regs *ctx)
 }
 
 /*
- * The runtime hooks' span markers (lib/runtime/hook/marker.h): class,
+ * The runtime hooks' span markers (runtime/hook/marker.h): class,
  * method, file and line in %rdi, %rsi, %rdx and %ecx. The strings are the
  * hook's own, never freed or changed: the loader knows them by address
  * from the hook's rt__name marker, so nothing is read here.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * spans.h - records the spans BPF program (bpf/spans.bpf.c) hands to its
- * loader (lib/bpf_spans.c) through the ring buffer 'spans'.
+ * loader (lib/record/bpf_spans.c) through the ring buffer 'spans'.
  *
  * A span event carries up to three strings (class, method, file; for Python
  * file and function; for raise the error class and file). Each string is
@@ -55,7 +55,7 @@ enum sp_bs_probe {
 	SP_PR_SP_END,
 	SP_PR_UPROBE_ENTRY,
 	SP_PR_UPROBE_RETURN,
-	SP_PR_RB_HOOK_CALL,	/* the runtime hooks' markers (lib/runtime/hook) */
+	SP_PR_RB_HOOK_CALL,	/* the runtime hooks' markers (runtime/hook) */
 	SP_PR_RB_HOOK_RETURN,
 	SP_PR_PY_HOOK_CALL,
 	SP_PR_PY_HOOK_RETURN,
@@ -159,7 +159,7 @@ struct sp_bs_strval {
 };
 
 /*
- * A span ring: where a runtime hook (lib/runtime/hook/ring.h) writes the
+ * A span ring: where a runtime hook (runtime/hook/ring.h) writes the
  * span marks of one thread when sp-record asks for it, instead of firing
  * a marker per mark. Only its thread writes entries; sp-record reads them
  * from the process's memory (process_vm_readv) and writes back how far it

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "reader.h"
-#include "schema.h"
 #include "sp.h"
 #include "stackquality.h"
 #include "stats.h"

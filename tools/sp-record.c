@@ -34,10 +34,10 @@
 #define EXIT_OUTPUT_CLOSED	141
 
 static struct env {
-	struct sp_common_opts common;	/* -o, -v: lib/opt.c */
+	struct sp_common_opts common;	/* -o, -v: lib/base/opt.c */
 	struct sp_perf_opts perf;
-	struct sp_offcpu_opts offcpu;	/* --off-cpu: lib/perf_offcpu.c */
-	struct sp_events_opts events;	/* --events: lib/bpf_events.c */
+	struct sp_offcpu_opts offcpu;	/* --off-cpu: lib/record/perf_offcpu.c */
+	struct sp_events_opts events;	/* --events: lib/record/bpf_events.c */
 	uint32_t pids[MAX_PIDS];
 	unsigned int npids;
 	bool system_wide;
@@ -277,7 +277,7 @@ static void make_sources(void)
 		env.offcpu.enable_on_exec = env.perf.enable_on_exec;
 		add_source(sp_offcpu_source_new(&env.offcpu));
 	}
-	add_source(sp_spans_source_new(&sp_spans_opts));	/* --spans: lib/bpf_spans.c */
+	add_source(sp_spans_source_new(&sp_spans_opts));	/* --spans: lib/record/bpf_spans.c */
 	/* Unwind statuses of every sample, for the summary (stackquality.h). */
 	stackq = sp_stackq_new();
 	if (stackq)

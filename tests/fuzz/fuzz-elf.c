@@ -16,10 +16,10 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 
-#include "dwarfidx.h"
+#include "symbolize/dwarfidx.h"
 #include "sp.h"
 #include "symbolize.h"
-#include "symtab.h"
+#include "elf/symtab.h"
 
 static int memfd = -1;
 static char path[64];

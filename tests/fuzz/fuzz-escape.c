@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Fuzz the escapers of lib/escape.c with any bytes, checking the rule of
+ * Fuzz the escapers of lib/base/escape.c with any bytes, checking the rule of
  * docs/escaping.md rather than only the absence of crashes: the text form
  * has no control byte and no unsafe character, is valid UTF-8 and leads back
  * to the input; cut to a buffer it is a prefix of the whole form ending on a

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Fuzz sp-record's reader of the runtime hooks' span rings
- * (lib/span_rings.c): the rings are memory of the traced processes, which
+ * (lib/record/span_rings.c): the rings are memory of the traced processes, which
  * may scribble on them, and the chunks BPF copies of them. The input is a
  * program of operations on a ring in this process, written by the hooks'
- * own writer (lib/runtime/hook/ring.c): marks, reads, chunks as BPF copies
+ * own writer (runtime/hook/ring.c): marks, reads, chunks as BPF copies
  * them at a thread's end (any range), a thread starting its ring again,
  * and writes of any bytes over the ring's head. Nothing may crash, hang or
  * grow without bound; until the head is scribbled on, every mark is
@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../lib/runtime/hook/ring.c"
-#include "span_rings.h"
+#include "../../runtime/hook/ring.c"
+#include "record/span_rings.h"
 
 static int64_t last_line;
 static bool scribbled;

@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "buildid.h"
-#include "dwarfidx.h"
+#include "symbolize/dwarfidx.h"
 #include "sp.h"
-#include "symcache.h"
+#include "symbolize/symcache.h"
 
 static bool same(const char *a, const char *b)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Fuzz what sp-record reads from the ELF files of the processes it records
- * to find and attach span probes (lib/bpf_spans.c): USDT notes and their
+ * to find and attach span probes (lib/record/bpf_spans.c): USDT notes and their
  * providers, the file offsets of a probe's locations, a runtime's version
  * from its dynamic symbols, the libraries it needs. The input is an ELF
  * file (seeds in tests/fuzz/corpus/fuzz-usdt/: small binaries and

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of lib/bpf_events.c: the --events list parser, and (as root)
+ * Unit tests of lib/record/bpf_events.c: the --events list parser, and (as root)
  * the source itself driven like sp-record drives it, on build/examples/evtest:
  * the exact events of its child, nothing from a process outside the tree,
  * and a flood whose delivered plus lost events add up.

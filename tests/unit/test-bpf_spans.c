@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/bpf_spans.c: option words, --span-func specs, USDT
+/* Unit tests of lib/record/bpf_spans.c: option words, --span-func specs, USDT
  * providers in ELF notes, runtime libraries and versions. The recording
  * itself is tested for real in tests/sp-record-spans.bats. */
 #include <stdio.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/buildid.c: note parsing (including malformed notes), and
+/* Unit tests of lib/elf/buildid.c: note parsing (including malformed notes), and
  * ELF files built at test time with a build-id and load addresses chosen
  * here, so the expected values do not come from the code under test. */
 #include <errno.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of a stream's definitions (lib/defs.c). */
+/* Unit tests of a stream's definitions (lib/stream/defs.c). */
 #include "defs.h"
 #include "records.h"
 #include "tap.h"

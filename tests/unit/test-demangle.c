@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for lib/demangle.c: C++ and Rust names, expected as c++filt prints them. */
+/* Unit tests for lib/symbolize/demangle.c: C++ and Rust names, expected as c++filt prints them. */
 #include <stdlib.h>
 
-#include "demangle.h"
+#include "symbolize/demangle.h"
 #include "tap.h"
 
 static void test_demangle_names(void)

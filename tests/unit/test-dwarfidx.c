@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for lib/dwarfidx.c: the flat index must give, for every address
- * tried, the same inline chain and lines as libdw's own (slow) scope walk.
+ * Unit tests for the DWARF index (lib/symbolize/dwarfidx.c, dwarfidx_part.c): the
+ * flat index must give, for every address tried, the same inline chain and lines as
+ * libdw's own (slow) scope walk.
  */
 #include <dwarf.h>
 #include <fcntl.h>
@@ -12,8 +13,8 @@
 #include <unistd.h>
 
 #include "buildid.h"
-#include "dwarfidx.h"
-#include "symtab.h"
+#include "symbolize/dwarfidx.h"
+#include "elf/symtab.h"
 #include "libc_debug.h"
 #include "tap.h"
 

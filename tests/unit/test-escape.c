@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of lib/escape.c: every class of byte and sequence in each
+ * Unit tests of lib/base/escape.c: every class of byte and sequence in each
  * output language, cutting to a buffer, and exhaustive checks that the text
  * form has no control character, is valid UTF-8 and leads back to the bytes.
  */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/folded.c, lib/flamediff.c and lib/flamesvg.c: records
+/* Unit tests of lib/render/folded.c, lib/render/flamediff.c and lib/render/flamesvg.c: records
  * built in memory, expectations computed by hand. */
 #include <stdio.h>
 #include <stdlib.h>

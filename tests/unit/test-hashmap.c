@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of the hash tables (lib/hashmap.c). */
+/* Unit tests of the hash tables (lib/base/hashmap.c). */
 #include <stdint.h>
 
 #include "hashmap.h"

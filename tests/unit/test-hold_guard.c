@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/hold_guard.c: the guardian continues the processes a
+/* Unit tests of lib/record/hold_guard.c: the guardian continues the processes a
  * BPF map holds once its pipe ends, and only those; a sweep does the same
  * at once. Real processes, a real BPF map (root). */
 #include <errno.h>
@@ -13,7 +13,7 @@
 
 #include <bpf/bpf.h>
 
-#include "hold_guard.h"
+#include "record/hold_guard.h"
 #include "tap.h"
 
 /* A child that waits for ever, stopped. */

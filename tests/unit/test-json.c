@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of JSON lines in and out (lib/json_in.c, lib/json_out.c). */
+/* Unit tests of JSON lines in and out (lib/stream/json_in.c, lib/stream/json_out.c). */
 #include <inttypes.h>
 
-#include "json_in.h"
-#include "json_out.h"
+#include "stream/json_in.h"
+#include "stream/json_out.h"
 #include "records.h"
 #include "reader.h"
 #include "tap.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/kallsyms.c: line parsing, lookups in a kallsyms file
+/* Unit tests of lib/record/kallsyms.c: line parsing, lookups in a kallsyms file
  * written here, hidden (zero) addresses, and the real /proc/kallsyms. */
 #include <stdio.h>
 #include <stdlib.h>

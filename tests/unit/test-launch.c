@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/launch.c: a command held before exec, its exec errors,
+/* Unit tests of lib/record/launch.c: a command held before exec, its exec errors,
  * its exit status as a shell reports it, and the signal mask it starts with. */
 #include <errno.h>
 #include <poll.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/merge.c: records come out in time order (ties in the
+/* Unit tests of lib/record/merge.c: records come out in time order (ties in the
  * order they went in), only up to the bound asked for, with copies of the
  * bytes they point to; a failing put() stops the flush. */
 #include <stdint.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of command-line number and duration parsing (lib/parse.c). */
+/* Unit tests of command-line number and duration parsing (lib/base/parse.c). */
 #include <stdint.h>
 #include <unistd.h>
 

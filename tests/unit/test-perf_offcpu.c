@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of lib/perf_offcpu.c: its options, and (as root) a real
+ * Unit tests of lib/record/perf_offcpu.c: its options, and (as root) a real
  * recording of a forked child that blocks three times for 60 ms in a known
  * function, whose return address the child reports itself. Without
  * permission for kernel samples the recording is skipped.

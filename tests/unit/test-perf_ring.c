@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/perf_ring.c: draining a ring (records that wrap around
+/* Unit tests of lib/record/perf_ring.c: draining a ring (records that wrap around
  * its end, a torn ring) and decoding samples and sample_id trailers, on
  * rings built in memory. */
 #include <stdint.h>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of lib/perf_source.c: event names, and (as root) the source
+ * Unit tests of lib/record/perf_source.c: event names, and (as root) the source
  * driven as sp-record drives it, on build/examples/workload started by
- * lib/launch.c: its samples, processes and threads, modules with build-ids,
+ * lib/record/launch.c: its samples, processes and threads, modules with build-ids,
  * frames at file-relative addresses that nm would show, time order.
  */
 #include <errno.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/pprof.c (decoded back with zlib and protobuf-c's
- * unpacker) and lib/chrometrace.c. */
+/* Unit tests of lib/render/pprof.c (decoded back with zlib and protobuf-c's
+ * unpacker) and lib/render/chrometrace.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/procfs.c: /proc/PID/maps and perf-map lines, a fake
+/* Unit tests of lib/record/procfs.c: /proc/PID/maps and perf-map lines, a fake
  * /proc tree, and this very process read from the real /proc. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of the runtime hooks' interned names (lib/runtime/hook/names.c,
+ * Unit tests of the runtime hooks' interned names (runtime/hook/names.c,
  * compiled into the hook extensions, not into the library: included here).
  */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../../lib/runtime/hook/names.c"
+#include "../../runtime/hook/names.c"
 #include "tap.h"
 
 /* Many names: each found again by its objects, with its own strings, at

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of lib/safefile.c with real files: links, FIFOs, devices,
+ * Unit tests of lib/base/safefile.c with real files: links, FIFOs, devices,
  * another user's files (as root: chown to 65534), files too large,
  * directories others can write, links on the way to a directory.
  */

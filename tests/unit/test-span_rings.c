@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of the span rings: the hooks' writer (lib/runtime/hook/ring.c,
+ * Unit tests of the span rings: the hooks' writer (runtime/hook/ring.c,
  * compiled into the hook extensions, not into the library: included here)
- * and sp-record's reader (lib/span_rings.c), which reads this process's own
+ * and sp-record's reader (lib/record/span_rings.c), which reads this process's own
  * rings with process_vm_readv (and writes back with process_vm_writev) as
  * it does a traced process's. What BPF would copy at a thread's end is
  * handed over as chunks by hand.
@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../lib/runtime/hook/ring.c"
-#include "span_rings.h"
+#include "../../runtime/hook/ring.c"
+#include "record/span_rings.h"
 #include "tap.h"
 
 /* What the reader delivered: the entries' lines, in order. */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for lib/spans_canary.c: reading a canary recording. */
+/* Unit tests for lib/record/spans_canary.c: reading a canary recording. */
 #include <string.h>
 #include <unistd.h>
 

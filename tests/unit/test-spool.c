@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of the spool codec (lib/spool.c): varints, framing, payloads. */
+/* Unit tests of the spool codec (lib/stream/spool.c): varints, framing, payloads. */
 #include "records.h"
 #include "spool.h"
 #include "tap.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/stackquality.c: shares, causes and their hints. */
+/* Unit tests of lib/stream/stackquality.c: shares, causes and their hints. */
 #include <stdio.h>
 #include <string.h>
 

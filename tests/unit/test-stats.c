@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of the stream summary (lib/stats.c). */
+/* Unit tests of the stream summary (lib/stream/stats.c). */
 #include "records.h"
 #include "stats.h"
 #include "tap.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of the record stream end to end: the writer (lib/writer.c) and
- * the reader (lib/reader.c) over spools and JSON lines, in files and pipes.
+ * Unit tests of the record stream end to end: the writer (lib/stream/writer.c) and
+ * the reader (lib/stream/reader.c) over spools and JSON lines, in files and pipes.
  */
 #include <signal.h>
 

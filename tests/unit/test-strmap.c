@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for lib/strmap.c: string ids stay right when a filter adds strings. */
+/* Unit tests for lib/stream/strmap.c: string ids stay right when a filter adds strings. */
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "strmap.h"
+#include "stream/strmap.h"
 #include "tap.h"
 #include "writer.h"
 

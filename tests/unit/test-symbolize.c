@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for lib/symbolize.c and lib/archive.c, on this test program's
+ * Unit tests for lib/symbolize/symbolize.c and lib/elf/archive.c, on this test program's
  * own ELF file (built with -g): names and lines of its functions, build-id
  * checks, retirement, kernel and JIT tables, and the archive that keeps a
  * binary replaced on disk.
@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "archive.h"
+#include "elf/archive.h"
 #include "defs.h"
 #include "buildid.h"
 #include "symbolize.h"

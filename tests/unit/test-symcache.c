@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for lib/symcache.c: an index read back from a cache file must
+ * Unit tests for lib/symbolize/symcache.c: an index read back from a cache file must
  * answer every lookup as the index it was saved from, whether the file holds
  * every cluster or some (the others then built from DWARF); a damaged file
  * must be refused, never crash.
@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "buildid.h"
-#include "dwarfidx.h"
+#include "symbolize/dwarfidx.h"
 #include "sp.h"
-#include "symcache.h"
+#include "symbolize/symcache.h"
 #include "libc_debug.h"
 #include "tap.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for lib/symstream.c: JSON lines in, through the stream over a
+ * Unit tests for lib/symbolize/symstream.c: JSON lines in, through the stream over a
  * symbolizer of this test program's own ELF file (built with -g), JSON lines
  * out, checked line by line: symbols after their frame, the order of the
  * records kept through batches, frames without a module, and kernel frames

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for lib/symtab.c: lookups by address with sizes, ELF tables. */
+/* Unit tests for lib/elf/symtab.c: lookups by address with sizes, ELF tables. */
 #include <fcntl.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "symtab.h"
+#include "elf/symtab.h"
 #include "tap.h"
 
 static __attribute__((noinline)) int local_helper(int x)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of the growing-spool reader (lib/tail.c). */
+/* Unit tests of the growing-spool reader (lib/stream/tail.c). */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/tree.c and lib/tree_events.c: renderings and tree shape. */
+/* Unit tests of lib/render/tree.c and lib/render/tree_events.c: renderings and tree shape. */
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -96,7 +96,7 @@ static void test_tree_event_texts(void)
 	CHECK_STR(text(999, v, 0, false), "kind 999");
 }
 
-/* Every kind of lib/events.c renders without "?" when its fields are set. */
+/* Every kind of lib/stream/events.c renders without "?" when its fields are set. */
 static void test_tree_every_kind(void)
 {
 	static const uint8_t v4[] = { 4, 10, 0, 0, 1 };

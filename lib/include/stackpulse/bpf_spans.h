@@ -37,7 +37,7 @@
  * (built without --enable-dtrace, as pyenv's are; known by its dynamic
  * symbol Py_Version): the Python hook alone gives its spans */
 #define SP_SPANS_PY_HOOKABLE	(1u << 9)
-/* The runtime hooks' markers (lib/runtime/hook/marker.h) pass class,
+/* The runtime hooks' markers (runtime/hook/marker.h) pass class,
  * method, file and line so. */
 #define SP_SPANS_HOOK_ARGS	"8@%rdi 8@%rsi 8@%rdx -4@%ecx"
 #define SP_SPANS_AUTO		(SP_SPANS_RUBY | SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT | SP_SPANS_USDT)

@@ -19,7 +19,7 @@
  * The text form has no control character and is valid UTF-8, and it leads
  * back to the bytes it shows. Text outputs write it as it is; JSON and XML
  * outputs write it in their own quoting (sp_esc_json(), sp_esc_xml()). Only
- * the record stream's JSON (sp-decode, lib/json_out.c) carries strings
+ * the record stream's JSON (sp-decode, lib/stream/json_out.c) carries strings
  * exactly instead: SP_ESC_EXACT, and hex for what is not valid UTF-8.
  *
  * Every sp_esc_*() that fills a buffer works like snprintf(): it writes at

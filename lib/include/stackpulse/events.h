@@ -51,7 +51,7 @@ enum sp_event_kind {
 #define SP_EVG_PRIV	(1u << 4)
 #define SP_EVG_RUNTIME	(1u << 5)
 
-/* Types of event fields (and of record fields, lib/schema.h). */
+/* Types of event fields (and of record fields, lib/stream/schema.h). */
 enum sp_field_type {
 	SP_FT_UINT = 1,		/* unsigned integer */
 	SP_FT_INT = 2,		/* signed integer (results, exit codes) */

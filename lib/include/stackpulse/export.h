@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * export.h - profiles and traces in formats other viewers open:
- * pprof (lib/pprof.c) and Chrome's trace event JSON for Perfetto
- * (lib/chrometrace.c). speedscope is in flame.h (it renders an sp_folded).
+ * pprof (lib/render/pprof.c) and Chrome's trace event JSON for Perfetto
+ * (lib/render/chrometrace.c). speedscope is in flame.h (it renders an sp_folded).
  */
 #ifndef STACKPULSE_EXPORT_H
 #define STACKPULSE_EXPORT_H

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * flame.h - stack aggregation for flame graphs (lib/folded.c) and what is
- * rendered from it: folded text, SVG flame graphs (lib/flamesvg.c),
- * differences (lib/flamediff.c), speedscope JSON (lib/speedscope.c).
+ * flame.h - stack aggregation for flame graphs (lib/render/folded.c) and what is
+ * rendered from it: folded text, SVG flame graphs (lib/render/flamesvg.c),
+ * differences (lib/render/flamediff.c), speedscope JSON (lib/render/speedscope.c).
  *
  * sp_folded takes a record stream (samples, and the processes, threads and
  * spans that name them) and aggregates samples by distinct stack. Memory is
@@ -191,7 +191,7 @@ const struct sp_flame_span *sp_folded_span(const struct sp_folded *f, size_t i);
  * newline) into buf; "" when there were no samples. */
 void sp_folded_footer(const struct sp_folded *f, char *buf, size_t len);
 
-/* ---- SVG (lib/flamesvg.c) ---- */
+/* ---- SVG (lib/render/flamesvg.c) ---- */
 
 struct sp_svg_opts {
 	const char *title;		/* default "Flame Graph" (or "Flame Chart", "Differential ...") */
@@ -209,7 +209,7 @@ int sp_flame_svg(const struct sp_folded *f, const struct sp_flame_paths *p,
 /* A name's colour, deterministic: "rgb(r,g,b)" into buf (>= 24 bytes). */
 void sp_flame_color(const char *name, unsigned int kind, char *buf, size_t len);
 
-/* ---- Differences (lib/flamediff.c) ---- */
+/* ---- Differences (lib/render/flamediff.c) ---- */
 
 struct sp_flame_change {
 	uint32_t name;			/* name id */
@@ -225,7 +225,7 @@ struct sp_flame_change *sp_flame_changes(const struct sp_folded *f,
 int sp_flame_diff_print(const struct sp_folded *f, const struct sp_flame_paths *p, FILE *out,
 			bool all);
 
-/* ---- speedscope (lib/speedscope.c) ---- */
+/* ---- speedscope (lib/render/speedscope.c) ---- */
 
 /* A speedscope file: one sampled profile per thread (keep_sequence) and,
  * when spans were kept, one evented profile per thread. name: the file's. */

@@ -26,7 +26,7 @@ struct sp_perf_opts {
 	uint32_t pages;			/* ring pages per CPU, power of two; 0 = default */
 	bool enable_on_exec;		/* the target is a command stopped before exec */
 	const char *args;		/* command line of the command, for its process record */
-	const char *archive;		/* copy each sampled file here (lib/archive.h), NULL = no */
+	const char *archive;		/* copy each sampled file here (lib/elf/archive.h), NULL = no */
 };
 
 /* An event name: its perf type and config. 0, or -1 for an unknown name. */

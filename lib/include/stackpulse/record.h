@@ -2,7 +2,7 @@
 /*
  * record.h - the record stream: every kind of record a recording carries,
  * in memory. docs/spool.md fixes their byte layout and docs/json.md their
- * JSON-lines form; both are generated from one table (lib/schema.c), so a
+ * JSON-lines form; both are generated from one table (lib/stream/schema.c), so a
  * field added here and there shows up in both encodings.
  *
  * Conventions:
@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Record kinds; the numbers are the spool's and never change meaning. */
 enum sp_rec_kind {
@@ -162,6 +163,9 @@ enum sp_unwind_status {
 	SP_UNWIND_ERROR = 7,	/* garbage: loop, pc 0, sp outside the stack */
 };
 
+/* Name of an unwind status as in JSON lines ("complete", "stack_size", ...). */
+const char *sp_unwind_status_name(unsigned int status);
+
 enum sp_sample_kind {
 	SP_SAMPLE_CPU = 0,	/* weight = number of periods */
 	SP_SAMPLE_OFFCPU = 1,	/* weight = ns off the CPU */
@@ -189,7 +193,7 @@ struct sp_value {
 struct sp_event {
 	uint64_t time;
 	uint64_t pid, tid;
-	uint64_t kind;		/* enum sp_event_kind (lib/events.h) */
+	uint64_t kind;		/* enum sp_event_kind (events.h) */
 	uint64_t span;		/* owning span id (sp-correlate), 0 = none */
 	uint64_t rule;		/* enum sp_assign_rule */
 	uint32_t nfields;	/* values present (missing trailing ones are 0) */
@@ -416,5 +420,8 @@ struct sp_record {
 const char *sp_rec_kind_name(unsigned int kind);
 /* Record kind of a JSON type name, or SP_REC_NONE. */
 unsigned int sp_rec_kind_by_name(const char *name);
+
+/* The schema as markdown tables (docs/spool.md is generated from it). */
+void sp_schema_print_markdown(FILE *out);
 
 #endif

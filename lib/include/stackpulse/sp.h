@@ -42,12 +42,18 @@ void sp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sp_vmessage(const char *fmt, va_list ap);
 /* Tools only: print an error and exit(SP_EXIT_FATAL). */
 noreturn void sp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Tools only: out of memory is fatal; these never return NULL. */
+/*
+ * Out of memory is fatal, in the library as in the tools (docs/hacking.md):
+ * these print "out of memory" and exit(SP_EXIT_FATAL); they never return
+ * NULL. A size that comes from input is bounded before it is allocated, so
+ * that hostile input gets a message naming it, never this exit.
+ */
 void *sp_xmalloc(size_t n);
 void *sp_xcalloc(size_t n, size_t size);
 void *sp_xrealloc(void *p, size_t n);
 char *sp_xstrdup(const char *s);
-/* Grow *p (of *cap elements of size sz) to hold at least n; doubles. */
+/* Grow *p (of *cap elements of size sz) to hold at least n; doubles. A size
+ * that overflows size_t is out of memory (fatal, as above). */
 void sp_grow(void *pp, size_t *cap, size_t n, size_t sz);
 
 /* Strict number parsing: the whole string, in [min, max]. 0 ok, -1 bad. */

@@ -61,7 +61,7 @@ void sp_tree_free(struct sp_tree *t);
 /*
  * Render an event's kind-specific fields as one line of text, e.g.
  * "/etc/app.conf (O_RDONLY|O_CLOEXEC) = 3" or "127.0.0.1:8080 = 0".
- * vals[i] holds field i of the kind (lib/events.c): the number for
+ * vals[i] holds field i of the kind (lib/stream/events.c): the number for
  * UINT/INT/HEX fields; for STR fields a (uintptr_t) pointer to a
  * NUL-terminated string in its text form (escape.h: no control character,
  * valid UTF-8; sp-tree keeps every string so) or 0; for ADDR and BYTES fields a (uintptr_t)

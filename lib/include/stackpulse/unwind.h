@@ -101,7 +101,4 @@ void sp_unwinder_stats(const struct sp_unwinder *u, struct sp_unwind_stats *st);
 unsigned int sp_unwind_splice_fp(uint64_t *ips, unsigned int n, unsigned int max,
 				 const uint64_t *fp, unsigned int nfp);
 
-/* Name of an unwind status as in JSON lines ("complete", "stack_size", ...). */
-const char *sp_unwind_status_name(unsigned int status);
-
 #endif

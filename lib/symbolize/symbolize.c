@@ -14,7 +14,7 @@
 #include <gelf.h>
 #include <zlib.h>
 
-#include "archive.h"
+#include "elf/archive.h"
 #include "buildid.h"
 #include "demangle.h"
 #include "dwarfidx.h"
@@ -24,7 +24,7 @@
 #include "escape.h"
 #include "symbolize.h"
 #include "symcache.h"
-#include "symtab.h"
+#include "elf/symtab.h"
 
 #define NSTATUS		(SP_SYM_BAD_FILE + 1)
 #define MAX_FILE_SIZE	(4ull << 30)	/* larger "ELF files" are not read */

@@ -22,6 +22,11 @@ static const char *const cg_names[] = { "none", "fp", "dwarf", "auto" };
 static const char *const mode_names[] = { "user", "kernel", "interp", "jit" };
 static const char *const unwind_names[] = { "unknown", "complete", "depth", "stack_size",
 	"no_cfi", "unknown_map", "jit", "error" };
+const char *sp_unwind_status_name(unsigned int status)
+{
+	return status < N(unwind_names) ? unwind_names[status] : "invalid";
+}
+
 static const char *const sample_kind_names[] = { "cpu", "offcpu" };
 static const char *const rule_names[] = { "none", "thread", "fork", "gap" };
 static const char *const runtime_names[] = { "unknown", "ruby", "python", "usdt", "uprobe" };
@@ -118,7 +123,7 @@ static const struct sp_schema_field sample_f[] = {
 	FE(sp_sample, rule, rule_names),
 };
 
-/* An event's common part; its kind-specific values follow (lib/events.c). */
+/* An event's common part; its kind-specific values follow (lib/stream/events.c). */
 static const struct sp_schema_field event_f[SP_EVENT_COMMON_FIELDS] = {
 	FA(sp_event, time, SP_FT_TIME),
 	FA(sp_event, pid, SP_FT_UINT),

@@ -110,7 +110,7 @@ int sp_dwarfidx_line(struct sp_dwarfidx *x, uint64_t addr, const char **file,
 void sp_dwarfidx_stats(const struct sp_dwarfidx *x, struct sp_dwarfidx_stats *st);
 
 /*
- * ---- Persisting the index (lib/symcache.c writes and maps the files) ----
+ * ---- Persisting the index (lib/symbolize/symcache.c writes and maps the files) ----
  *
  * A lazy index is a table of clusters, each with the offsets of its units'
  * DIEs and, once built, its part: the records below, fixed-width and in host

@@ -2,7 +2,7 @@
 /*
  * schema.h - the table that drives both encodings: for each record kind, its
  * JSON name and its fields in spool order, with type and place in the
- * in-memory struct. lib/spool.c and lib/json*.c read it; nothing else needs to.
+ * in-memory struct. lib/stream/spool.c and lib/json*.c read it; nothing else needs to.
  */
 #ifndef STACKPULSE_SCHEMA_H
 #define STACKPULSE_SCHEMA_H
@@ -56,9 +56,6 @@ static inline struct sp_bytes *sp_field_bytes(void *rec_body, const struct sp_sc
 {
 	return (struct sp_bytes *)((char *)rec_body + f->off);
 }
-
-/* The schema as markdown tables (docs/spool.md is generated from it). */
-void sp_schema_print_markdown(FILE *out);
 
 /* Enum value name for JSON, or NULL when out of range. */
 const char *sp_schema_enum_name(const struct sp_schema_field *f, uint64_t v);

@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "archive.h"
+#include "elf/archive.h"
 #include "buildid.h"
 #include "kallsyms.h"
 #include "perf_ring.h"

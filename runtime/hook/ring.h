@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "../../../bpf/spans.h"
+#include "../../bpf/spans.h"
 
 /* Set by sp_rt_ring_init() from the environment. */
 extern bool sp_rt_ring_on;

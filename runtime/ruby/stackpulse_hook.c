@@ -2,7 +2,7 @@
 /*
  * stackpulse_hook.c - the Ruby 3.1 extension stackpulse_hook: an event
  * hook in C that marks each Ruby method's start and stop with a USDT marker
- * of its own (lib/runtime/hook/marker.h), for sp-record.
+ * of its own (runtime/hook/marker.h), for sp-record.
  *
  * Why not the interpreter's probes: Ruby fires method__entry/return only
  * while a :call/:return hook is installed anyway, each is a 1-byte nop (a
@@ -17,7 +17,7 @@
  * (its first body line) and stops.
  *
  * With STACKPULSE_SPAN_RING=1 (sp-record sets it) the marks go to the
- * thread's span ring instead (lib/runtime/hook/ring.h).
+ * thread's span ring instead (runtime/hook/ring.h).
  *
  * Loaded by stackpulse_activate.rb (RUBYOPT=-r... for the Ruby processes
  * sp-record starts); Init_stackpulse_hook installs the hook for every

@@ -137,16 +137,6 @@ static unsigned int perf_slot(unsigned int perf_reg)
 	return perf_reg < 9 ? perf_reg : perf_reg - 16 + 9;
 }
 
-const char *sp_unwind_status_name(unsigned int status)
-{
-	static const char *const names[] = {
-		"unknown", "complete", "depth", "stack_size", "no_cfi",
-		"unknown_map", "jit", "error",
-	};
-
-	return status < sizeof(names) / sizeof(names[0]) ? names[status] : "invalid";
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * A readable rendering of every event kind of lib/events.c (see tree.h). Its
- * strings come in their text form (escape.h: lib/tree.c keeps them so), so
- * they are written as they are.
+ * A readable rendering of every event kind of lib/stream/events.c (see
+ * tree.h). Its strings come in their text form (escape.h: lib/render/tree.c
+ * keeps them so), so they are written as they are.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>

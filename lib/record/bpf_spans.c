@@ -187,7 +187,7 @@ const char *sp_spans_runtime_dir(const struct sp_spans_opts *o)
 	static const char *const rel[] = {
 		"/../share/stackpulse/runtime",	/* installed: PREFIX/bin -> PREFIX/share */
 		"/../runtime",			/* build tree: build/bin -> build/runtime */
-		"/../../lib/runtime",		/* source tree, without the hooks */
+		"/../../runtime",		/* source tree, without the hooks */
 	};
 	char exe[PATH_MAX], probe[PATH_MAX + 64], *slash;
 	const char *env = getenv("SP_RUNTIME_DIR");
@@ -281,7 +281,7 @@ int sp_spans_setup_env(const struct sp_spans_opts *o)
 			return -1;
 	}
 	/*
-	 * The hooks' span rings (lib/runtime/hook/ring.h), unless Ruby's
+	 * The hooks' span rings (runtime/hook/ring.h), unless Ruby's
 	 * C-method probes are recorded too: their marks come at once, and a
 	 * thread's marks must reach the loader in their order. An explicit
 	 * STACKPULSE_SPAN_RING (0: a marker per mark) is left alone.
@@ -1331,7 +1331,7 @@ static bool hook_usable(int rt, const char *path)
  * The runtime hook the activator of runtime rt loads into a process that
  * runs the library bin, in path: the extension built for bin's version,
  * when it exists and the activator's environment variable asks for it
- * (unset or "hook"). The activators make the same choice (lib/runtime).
+ * (unset or "hook"). The activators make the same choice (runtime).
  * An attached process has no activator from us: the hook if it has one
  * loaded (started with the activator in its environment).
  */
@@ -2085,7 +2085,7 @@ static void announce(struct bs_ctx *c, struct bs_proc *p)
  * ld.so of process p has changed its libraries: the mapped ones that have
  * probes for the modes asked and none yet (their markers from now on;
  * what ran between the dlopen and now is missed). The runtime hooks
- * (lib/runtime) have theirs attached at exec.
+ * (runtime) have theirs attached at exec.
  */
 static void scan_libs(struct bs_ctx *c, struct bs_proc *p)
 {

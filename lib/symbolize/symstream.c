@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "sp.h"
-#include "strmap.h"
+#include "stream/strmap.h"
 #include "symstream.h"
 
 /* A frame whose symbols may come later in the stream (kernel, JIT). */

@@ -143,8 +143,10 @@ void sp_grow(void *pp, size_t *cap, size_t n, size_t sz)
 		return;
 	if (c < 16)
 		c = 16;
-	while (c < n)
+	while (c < n && c <= SIZE_MAX / 2)
 		c *= 2;
+	if (c < n || (sz && c > SIZE_MAX / sz))
+		sp_die("out of memory (%zu x %zu bytes)", n, sz);
 	*p = sp_xrealloc(*p, c * sz);
 	*cap = c;
 }

@@ -2,7 +2,7 @@
 /*
  * stackpulse_hook.c - the CPython 3.11 extension _stackpulse_hook: a C
  * profile function that marks each Python function's start and stop with
- * a USDT marker of its own (lib/runtime/hook/marker.h), for sp-record.
+ * a USDT marker of its own (runtime/hook/marker.h), for sp-record.
  *
  * Why not the interpreter's probes: CPython 3.11 fires function__entry only
  * with a profile function set, and each of its probes is a 1-byte nop (a
@@ -15,7 +15,7 @@
  * frame starts (its first line, or where a generator resumes) and stops.
  * A frame unwound by an exception also gets a py__raise mark before its
  * stop. With STACKPULSE_SPAN_RING=1 (sp-record sets it) the marks go to
- * the thread's span ring instead (lib/runtime/hook/ring.h).
+ * the thread's span ring instead (runtime/hook/ring.h).
  *
  * Loaded by sitecustomize.py (sp-record puts its directory first on
  * PYTHONPATH): install() sets the profile function of the calling thread,

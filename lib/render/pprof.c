@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pprof export: the profile.proto message (lib/profile.proto, compiled by
+ * pprof export: the profile.proto message (lib/render/profile.proto, compiled by
  * protoc-c at build time), packed by libprotobuf-c and gzip-compressed by
  * zlib, as `pprof` and the libraries that read its files expect.
  */

@@ -29,7 +29,7 @@
 #include "safefile.h"
 #include "sp.h"
 #include <linux/types.h>
-#include "../bpf/events.h"	/* struct sp_bpf_ev */
+#include "../../bpf/events.h"	/* struct sp_bpf_ev */
 #include "events.skel.h"
 
 #ifndef __NR_fchmodat2
