@@ -300,7 +300,7 @@ demo:
 	$(Q)scripts/demo.sh $(OUT)
 
 bench: all
-	$(Q)for b in scripts/bench/*; do [ -x "$$b" ] && "$$b"; done
+	$(Q)for b in scripts/bench/*; do [ -x "$$b" ] && [ "$${b##*/}" != builds ] && "$$b"; done
 
 $(OUT)/man/%.1: docs/%.md scripts/md2man.sh
 	$(Q)mkdir -p $(@D)
