@@ -15,44 +15,6 @@
 #include "sp.h"
 #include "writer.h"
 
-void sp_buf_reserve(struct sp_buf *b, size_t more)
-{
-	if (b->len + more + 1 > b->cap)	/* the common case is a compare, not a call */
-		sp_grow(&b->p, &b->cap, b->len + more + 1, 1);
-}
-
-void sp_buf_add(struct sp_buf *b, const void *s, size_t n)
-{
-	sp_buf_reserve(b, n);
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
-void sp_buf_puts(struct sp_buf *b, const char *s)
-{
-	sp_buf_add(b, s, strlen(s));
-}
-
-void sp_buf_printf(struct sp_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	sp_buf_reserve(b, 64);
-	va_start(ap, fmt);
-	n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= b->cap - b->len) {
-		sp_buf_reserve(b, n + 1);
-		va_start(ap, fmt);
-		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-	}
-	b->len += n;
-}
-
 /* Decimal digits of v (at least 1). */
 static inline unsigned int dec_len(uint64_t v)
 {
@@ -120,7 +82,7 @@ static inline __attribute__((always_inline)) char *put_x(char *p, uint64_t v)
 static void buf_u(struct sp_buf *b, uint64_t v)
 {
 	sp_buf_reserve(b, 20);
-	b->len = put_u(b->p + b->len, v) - b->p;
+	sp_buf_setlen(b, put_u(b->p + b->len, v) - b->p);
 }
 
 static void buf_i(struct sp_buf *b, int64_t v)
@@ -136,19 +98,7 @@ static void buf_i(struct sp_buf *b, int64_t v)
 static void buf_x(struct sp_buf *b, uint64_t v)
 {
 	sp_buf_reserve(b, 20);
-	b->len = put_x(b->p + b->len, v) - b->p;
-}
-
-void sp_buf_hex(struct sp_buf *b, const uint8_t *p, size_t n)
-{
-	static const char digits[] = "0123456789abcdef";
-	size_t i;
-
-	sp_buf_reserve(b, 2 * n);
-	for (i = 0; i < n; i++) {
-		b->p[b->len++] = digits[p[i] >> 4];
-		b->p[b->len++] = digits[p[i] & 15];
-	}
+	sp_buf_setlen(b, put_x(b->p + b->len, v) - b->p);
 }
 
 /* Bytes JSON takes as they are: printable ASCII but the quote and backslash. */
@@ -174,7 +124,7 @@ static void buf_quoted(struct sp_buf *b, const char *s, size_t n)
 	b->p[b->len] = '"';
 	memcpy(b->p + b->len + 1, s, n);
 	b->p[b->len + n + 1] = '"';
-	b->len += n + 2;
+	sp_buf_setlen(b, b->len + n + 2);
 }
 
 /*
@@ -198,7 +148,8 @@ static void buf_json(struct sp_buf *b, const char *s, size_t n, unsigned int fla
 	memcpy(b->p + b->len, s, i);
 	b->len += i;
 	b->len += sp_esc_json(b->p + b->len, b->cap - b->len, s + i, n, flags);
-	b->p[b->len++] = '"';
+	b->p[b->len] = '"';
+	sp_buf_setlen(b, b->len + 1);
 }
 
 void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n)
@@ -223,7 +174,7 @@ key_n(struct sp_buf *b, const char *name, size_t n)
 	memcpy(p + 2, name, n);
 	p[n + 2] = '"';
 	p[n + 3] = ':';
-	b->len += n + 4;
+	sp_buf_setlen(b, b->len + n + 4);
 }
 
 static void key(struct sp_buf *b, const char *name)
@@ -515,13 +466,13 @@ static void render_frame(struct sp_buf *b, const struct sp_record *rec)
 	p = PUT_NUM(p, "module", f->module, false, true);
 	p = PUT_NUM(p, "rel", f->rel, true, true);
 	p = PUT_NUM(p, "addr", f->addr, true, true);
-	b->len = p - b->p;
+	sp_buf_setlen(b, p - b->p);
 	render_enum(b, SP_REC_FRAME, 4, "mode", 4, f->mode);
 	sp_buf_reserve(b, NUMS_ROOM);
 	p = b->p + b->len;
 	p = PUT_NUM(p, "pid", f->pid, false, false);
 	p = PUT_NUM(p, "flags", f->flags, true, false);
-	b->len = p - b->p;
+	sp_buf_setlen(b, p - b->p);
 	render_extra(b, rec);
 }
 
@@ -541,7 +492,7 @@ static void render_symbol(struct sp_buf *b, const struct sp_defs *d, const struc
 	p += 16;
 	p = PUT_NUM(p, "frame", y->frame, false, true);
 	p = PUT_NUM(p, "index", y->index, false, true);
-	b->len = p - b->p;
+	sp_buf_setlen(b, p - b->p);
 	if (y->func) {
 		KEY(b, "func");
 		render_str_ref(b, d, y->func);
@@ -555,7 +506,7 @@ static void render_symbol(struct sp_buf *b, const struct sp_defs *d, const struc
 	p = PUT_NUM(p, "line", y->line, false, false);
 	p = PUT_NUM(p, "column", y->column, false, false);
 	p = PUT_NUM(p, "offset", y->offset, true, false);
-	b->len = p - b->p;
+	sp_buf_setlen(b, p - b->p);
 	render_enum(b, SP_REC_SYMBOL, 7, "status", 6, y->status);
 	NUM(b, "flags", y->flags, true, false);
 	render_extra(b, rec);
