@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "elf/archive.h"
+#include "elf/elffile.h"
 #include "buildid.h"
 #include "demangle.h"
 #include "dwarfidx.h"
@@ -449,47 +450,11 @@ struct elf_file {
 
 static void elf_file_close(struct elf_file *f)
 {
-	if (f->elf)
-		elf_end(f->elf);
-	if (f->fd >= 0)
-		close(f->fd);
+	sp_elf_close(f->elf, f->fd);
 	free(f->path);
 	f->elf = NULL;
 	f->fd = -1;
 	f->path = NULL;
-}
-
-static unsigned int elf_build_id(Elf *elf, uint8_t *id)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	GElf_Phdr ph;
-	size_t i, nph;
-	unsigned int n;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		d = elf_getdata(scn, NULL);
-		if (d && d->d_buf &&
-		    (n = sp_buildid_from_notes(d->d_buf, d->d_size, id, SP_BUILD_ID_MAX)))
-			return n;
-	}
-	if (elf_getphdrnum(elf, &nph) != 0)
-		return 0;
-	for (i = 0; i < nph && i < 256; i++) {
-		Elf_Data *d;
-
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
-			continue;
-		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, ELF_T_NHDR);
-		if (d && d->d_buf &&
-		    (n = sp_buildid_from_notes(d->d_buf, d->d_size, id, SP_BUILD_ID_MAX)))
-			return n;
-	}
-	return 0;
 }
 
 /*
@@ -499,59 +464,20 @@ static unsigned int elf_build_id(Elf *elf, uint8_t *id)
 static int elf_file_open(struct elf_file *f, const char *path, const char **why)
 {
 	/* The path comes from the input: a FIFO there must not hang us, and a
-	 * device is not even opened (opening one may do something). */
-	const struct sp_safe_want w = { 0, 0, MAX_FILE_SIZE };
-
-	f->fd = -1;
-	f->elf = NULL;
+	 * device is not even opened (opening one may do something). Read, not
+	 * mapped: a file truncated while we read it gives short reads
+	 * (errors), where a mapping would give SIGBUS. */
 	f->path = NULL;
-	*why = NULL;
-	f->fd = sp_safe_open(AT_FDCWD, path, &w, NULL, why);
-	if (f->fd < 0) {
+	f->elf = sp_elf_open(path, SP_ELF_READ, MAX_FILE_SIZE, &f->fd, why);
+	if (!f->elf) {
 		if (*why && !strcmp(*why, "too large"))
 			*why = "file too large";
 		else if (!*why && errno != ENOENT && errno != ENOTDIR)
 			*why = "cannot open";
 		return -1;
 	}
-	/*
-	 * ELF_C_READ, not mmap: a file truncated while we read it gives short
-	 * reads (errors), where a mapping would give SIGBUS.
-	 */
-	f->elf = elf_begin(f->fd, ELF_C_READ, NULL);
-	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {
-		*why = "not an ELF file";
-		goto fail;
-	}
-	f->path = strdup(path);
-	if (!f->path) {
-		*why = "out of memory";
-		goto fail;
-	}
+	f->path = sp_xstrdup(path);
 	return 0;
-fail:
-	elf_file_close(f);
-	return -1;
-}
-
-static bool has_section(Elf *elf, const char *name, bool with_bits)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *n;
-
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		n = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (n && !strcmp(n, name) && (!with_bits || (sh.sh_type != SHT_NOBITS && sh.sh_size)))
-			return true;
-	}
-	return false;
 }
 
 /* Bounds of the executable sections, for the DWARF index. */
@@ -602,7 +528,7 @@ static int try_image(struct image *img, const char *path, bool check_stat, struc
 	if (elf_file_open(f, path, why) < 0)
 		return *why ? -1 : 0;
 	if (img->build_id_len) {
-		n = elf_build_id(f->elf, id);
+		n = sp_elf_build_id(f->elf, id);
 		if (n != img->build_id_len || memcmp(id, img->build_id, n)) {
 			*why = "build-id mismatch";
 			elf_file_close(f);
@@ -678,13 +604,13 @@ static bool try_debug(struct image *img, const char *path, bool have_crc, uint32
 	if (elf_file_open(dbg, path, &why) < 0)
 		return false;
 	if (img->build_id_len) {
-		n = elf_build_id(dbg->elf, id);
+		n = sp_elf_build_id(dbg->elf, id);
 		if (n != img->build_id_len || memcmp(id, img->build_id, n))
 			goto no;
 	} else if (!have_crc || crc_file(dbg->fd) != crc) {
 		goto no;
 	}
-	if (!has_section(dbg->elf, ".debug_info", true) && !sp_symtab_elf_has_symtab(dbg->elf))
+	if (!sp_elf_has_section(dbg->elf, ".debug_info", true) && !sp_symtab_elf_has_symtab(dbg->elf))
 		goto no;
 	return true;
 no:
@@ -787,7 +713,7 @@ static int open_own_vdso(struct sp_symbolizer *s, struct image *img, struct elf_
 	if (!f->elf)
 		return 0;
 	if (img->build_id_len) {
-		n = elf_build_id(f->elf, id);
+		n = sp_elf_build_id(f->elf, id);
 		if (n != img->build_id_len || memcmp(id, img->build_id, n)) {
 			elf_file_close(f);
 			*why = "build-id mismatch with this machine's vDSO";
@@ -812,7 +738,7 @@ static struct elf_file *debug_find(struct sp_symbolizer *s, struct image *img,
 	const char *why;
 
 	img->debug_tried = true;
-	if (has_section(f->elf, ".debug_info", true) || img->vdso || !find_debug(s, img, f, dbg))
+	if (sp_elf_has_section(f->elf, ".debug_info", true) || img->vdso || !find_debug(s, img, f, dbg))
 		return f;
 	if (img->stripped && !img->dbgsyms && sp_symtab_elf_has_symtab(dbg->elf)) {
 		img->dbgsyms = sp_symtab_new();
@@ -833,7 +759,7 @@ static Dwarf *dwarf_open(struct elf_file *f)
 		return NULL;
 	}
 	dw = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);
-	if (!dw && has_section(f->elf, ".debug_info", true))
+	if (!dw && sp_elf_has_section(f->elf, ".debug_info", true))
 		sp_warn("'%s': DWARF not used: %s", f->path, dwarf_errmsg(-1));
 	return dw;
 }
