@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp.h"
 #include "symtab.h"
 
 #define ARENA_CHUNK (64 * 1024)
@@ -24,7 +25,7 @@ struct sp_symtab {
 	 * reach[i]: the end of the furthest reaching entry that a lookup whose
 	 * nearest symbol below is e[i] tries (see LOOKBACK), UINT64_MAX if it
 	 * does not fit: an address at or past it has no symbol without a scan.
-	 * NULL when out of memory (then every lookup scans).
+	 * NULL before the first sp_symtab_finish() of a table with entries.
 	 */
 	uint64_t *reach;
 	size_t reach_cap;
@@ -34,7 +35,7 @@ struct sp_symtab {
 
 struct sp_symtab *sp_symtab_new(void)
 {
-	return calloc(1, sizeof(struct sp_symtab));
+	return sp_xcalloc(1, sizeof(struct sp_symtab));
 }
 
 void sp_symtab_free(struct sp_symtab *st)
@@ -64,9 +65,7 @@ static char *arena_copy(struct sp_symtab *st, const char *s, size_t len)
 	if (!c || c->cap - c->used < len + 1) {
 		size_t cap = len + 1 > ARENA_CHUNK ? len + 1 : ARENA_CHUNK;
 
-		c = malloc(sizeof(*c) + cap);
-		if (!c)
-			return NULL;
+		c = sp_xmalloc(sizeof(*c) + cap);
 		c->used = 0;
 		c->cap = cap;
 		c->next = st->chunks;
@@ -80,25 +79,16 @@ static char *arena_copy(struct sp_symtab *st, const char *s, size_t len)
 	return p;
 }
 
-static int add_entry(struct sp_symtab *st, uint64_t addr, uint64_t size, uint64_t limit,
-		     const char *name, size_t len, uint32_t flags, uint32_t rank)
+static void add_entry(struct sp_symtab *st, uint64_t addr, uint64_t size, uint64_t limit,
+		      const char *name, size_t len, uint32_t flags, uint32_t rank)
 {
 	struct sp_symtab_entry *e;
+	size_t cap = st->cap;
 
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 256;
-
-		e = realloc(st->e, cap * sizeof(*e));
-		if (!e)
-			return -1;
-		st->memory += (cap - st->cap) * sizeof(*e);
-		st->e = e;
-		st->cap = cap;
-	}
+	sp_grow(&st->e, &st->cap, st->n + 1, sizeof(*st->e));
+	st->memory += (st->cap - cap) * sizeof(*st->e);
 	e = &st->e[st->n];
 	e->name = arena_copy(st, name, len);
-	if (!e->name)
-		return -1;
 	e->addr = addr;
 	e->size = size;
 	e->limit = limit;
@@ -106,7 +96,6 @@ static int add_entry(struct sp_symtab *st, uint64_t addr, uint64_t size, uint64_
 	e->flags = flags | (size ? 0 : SP_SYMTAB_UNSIZED);
 	e->rank = rank;
 	st->n++;
-	return 0;
 }
 
 int sp_symtab_add(struct sp_symtab *st, uint64_t addr, uint64_t size, const char *name,
@@ -115,8 +104,8 @@ int sp_symtab_add(struct sp_symtab *st, uint64_t addr, uint64_t size, const char
 	if (!name)
 		return -1;
 	/* Kernel and JIT tables: a later addition at the same address wins. */
-	return add_entry(st, addr, size, 0, name, len, flags | SP_SYMTAB_ADDED,
-			 (uint32_t)st->n + 1);
+	add_entry(st, addr, size, 0, name, len, flags | SP_SYMTAB_ADDED, (uint32_t)st->n + 1);
+	return 0;
 }
 
 bool sp_symtab_elf_has_symtab(Elf *elf)
@@ -170,14 +159,11 @@ static int add_table(struct sp_symtab *st, Elf *elf, Elf_Scn *scn, const GElf_Sh
 			continue;
 		/* Versioned names ("memcpy@@GLIBC_2.14") read as the plain name. */
 		at = strchr(name + 1, '@');
-		if (add_entry(st, sym.st_value, sym.st_size, ssh.sh_addr + ssh.sh_size, name,
-			      at ? (size_t)(at - name) : strlen(name),
-			      (dyn ? SP_SYMTAB_DYNSYM : 0) |
-			      (GELF_ST_BIND(sym.st_info) == STB_LOCAL ? SP_SYMTAB_LOCAL : 0),
-			      (uint32_t)i) < 0) {
-			*why = "out of memory";
-			return -1;
-		}
+		add_entry(st, sym.st_value, sym.st_size, ssh.sh_addr + ssh.sh_size, name,
+			  at ? (size_t)(at - name) : strlen(name),
+			  (dyn ? SP_SYMTAB_DYNSYM : 0) |
+			  (GELF_ST_BIND(sym.st_info) == STB_LOCAL ? SP_SYMTAB_LOCAL : 0),
+			  (uint32_t)i);
 		added++;
 	}
 	return (int)added;
@@ -230,20 +216,10 @@ static void set_reach(struct sp_symtab *st)
 	size_t i, k;
 
 	if (st->n > st->reach_cap) {
-		uint64_t *r = realloc(st->reach, st->n * sizeof(*r));
-
-		if (!r) {
-			free(st->reach);
-			st->reach = NULL;
-			st->reach_cap = 0;
-			return;
-		}
-		st->memory += (st->n - st->reach_cap) * sizeof(*r);
-		st->reach = r;
+		st->reach = sp_xrealloc(st->reach, st->n * sizeof(*st->reach));
+		st->memory += (st->n - st->reach_cap) * sizeof(*st->reach);
 		st->reach_cap = st->n;
 	}
-	if (!st->reach)
-		return;
 	/* The entries sp_symtab_lookup() tries, in its order, for lo - 1 = i. */
 	for (i = 0; i < st->n; i++) {
 		uint64_t reach = 0;
