@@ -16,6 +16,7 @@
 
 #include "elf/archive.h"
 #include "elf/elffile.h"
+#include "buf.h"
 #include "buildid.h"
 #include "demangle.h"
 #include "dwarfidx.h"
@@ -137,14 +138,12 @@ const char *sp_sym_status_text(unsigned int status)
 
 struct sp_symbolizer *sp_symbolizer_new(const struct sp_symbolize_opts *opts)
 {
-	struct sp_symbolizer *s = calloc(1, sizeof(*s));
+	struct sp_symbolizer *s = sp_xcalloc(1, sizeof(*s));
 
-	if (!s)
-		return NULL;
 	if (opts)
 		s->o = *opts;
 	if (!s->o.no_cache) {
-		char *dir = s->o.cache_dir ? strdup(s->o.cache_dir) : sp_symcache_default_dir();
+		char *dir = s->o.cache_dir ? sp_xstrdup(s->o.cache_dir) : sp_symcache_default_dir();
 
 		s->cache = dir ? sp_symcache_new(dir) : NULL;
 		free(dir);
@@ -231,14 +230,12 @@ static void image_retire(struct sp_symbolizer *s, struct image *img)
 		}
 	}
 	if (img->st.frames) {
-		r = calloc(1, sizeof(*r));
-		if (r) {
-			r->path = img->path;
-			img->path = NULL;
-			r->st = img->st;
-			r->next = s->retired;
-			s->retired = r;
-		}
+		r = sp_xcalloc(1, sizeof(*r));
+		r->path = img->path;
+		img->path = NULL;
+		r->st = img->st;
+		r->next = s->retired;
+		s->retired = r;
 	}
 	if (img->loaded && s->files_live)
 		s->files_live--;
@@ -301,17 +298,10 @@ void sp_symbolizer_module(struct sp_symbolizer *s, const struct sp_module *m, co
 	if (!m->id || m->id > (1u << 30))
 		return;
 	if (m->id >= s->capmods) {
-		size_t cap = s->capmods ? s->capmods : 256;
-		struct module_ent *n;
+		size_t old = s->capmods;
 
-		while (cap <= m->id)
-			cap *= 2;
-		n = realloc(s->mods, cap * sizeof(*n));
-		if (!n)
-			return;
-		memset(n + s->capmods, 0, (cap - s->capmods) * sizeof(*n));
-		s->mods = n;
-		s->capmods = cap;
+		sp_grow(&s->mods, &s->capmods, m->id + 1, sizeof(*s->mods));
+		memset(s->mods + old, 0, (s->capmods - old) * sizeof(*s->mods));
 	}
 	if (m->id >= s->nmods)
 		s->nmods = m->id + 1;
@@ -335,14 +325,8 @@ void sp_symbolizer_module(struct sp_symbolizer *s, const struct sp_module *m, co
 		if (same_identity(img, m, path, anon))
 			break;
 	if (!img) {
-		img = calloc(1, sizeof(*img));
-		if (!img)
-			return;
-		img->path = strdup(path);
-		if (!img->path) {
-			free(img);
-			return;
-		}
+		img = sp_xcalloc(1, sizeof(*img));
+		img->path = sp_xstrdup(path);
 		img->build_id_len = m->build_id.len > SP_BUILD_ID_MAX ? SP_BUILD_ID_MAX :
 				    m->build_id.len;
 		if (img->build_id_len)
@@ -417,8 +401,7 @@ void sp_symbolizer_ksym(struct sp_symbolizer *s, const struct sp_ksym *k, const 
 		return;
 	if (!s->ksyms)
 		s->ksyms = sp_symtab_new();
-	if (s->ksyms)
-		sp_symtab_add(s->ksyms, k->addr, k->size, name, len, 0);
+	sp_symtab_add(s->ksyms, k->addr, k->size, name, len, 0);
 }
 
 void sp_symbolizer_jitsym(struct sp_symbolizer *s, const struct sp_jitsym *j, const char *name,
@@ -433,8 +416,6 @@ void sp_symbolizer_jitsym(struct sp_symbolizer *s, const struct sp_jitsym *j, co
 		st = (struct sp_symtab *)(uintptr_t)*v;
 	} else {
 		st = sp_symtab_new();
-		if (!st)
-			return;
 		sp_u64map_put(&s->jit, j->pid, (uint64_t)(uintptr_t)st);
 	}
 	sp_symtab_add(st, j->addr, j->size, name, len, 0);
@@ -499,15 +480,6 @@ static void text_bounds(Elf *elf, uint64_t *lo, uint64_t *hi)
 	}
 	if (*hi == 0)
 		*lo = 0;
-}
-
-static char *join(const char *a, const char *b, const char *c)
-{
-	char *p;
-
-	if (asprintf(&p, "%s%s%s", a, b, c ? c : "") < 0)
-		return NULL;
-	return p;
 }
 
 /* Warn once per image. */
@@ -632,17 +604,15 @@ static bool find_debug(struct sp_symbolizer *s, struct image *img, struct elf_fi
 		dirs[nd++] = s->o.debug_dirs[i];
 	if (!s->o.no_system_debug) {
 		if (s->o.sysroot && strcmp(s->o.sysroot, "/")) {
-			sysdbg = join(s->o.sysroot, "/usr/lib/debug", NULL);
-			if (sysdbg)
-				dirs[nd++] = sysdbg;
+			sysdbg = sp_xstrfmt("%s/usr/lib/debug", s->o.sysroot);
+			dirs[nd++] = sysdbg;
 		}
 		dirs[nd++] = "/usr/lib/debug";
 	}
 	if (img->build_id_len) {
 		sp_buildid_hex(img->build_id, img->build_id_len, hex);
 		for (i = 0; i < nd && !found; i++) {
-			if (asprintf(&p, "%s/.build-id/%.2s/%s.debug", dirs[i], hex, hex + 2) < 0)
-				continue;
+			p = sp_xstrfmt("%s/.build-id/%.2s/%s.debug", dirs[i], hex, hex + 2);
 			found = try_debug(img, p, false, 0, dbg);
 			free(p);
 		}
@@ -656,29 +626,27 @@ static bool find_debug(struct sp_symbolizer *s, struct image *img, struct elf_fi
 	link = found ? NULL : debuglink(f->elf, &crc);
 	if (link) {
 		/* Next to the file read, in its .debug/, under each debug dir. */
-		dir = strdup(f->path);
-		slash = dir ? strrchr(dir, '/') : NULL;
+		dir = sp_xstrdup(f->path);
+		slash = strrchr(dir, '/');
 		if (slash) {
 			*slash = 0;
-			p = join(dir, "/", link);
-			if (p && strcmp(p, f->path))
+			p = sp_xstrfmt("%s/%s", dir, link);
+			if (strcmp(p, f->path))
 				found = try_debug(img, p, true, crc, dbg);
 			free(p);
 			if (!found) {
-				p = join(dir, "/.debug/", link);
-				if (p)
-					found = try_debug(img, p, true, crc, dbg);
+				p = sp_xstrfmt("%s/.debug/%s", dir, link);
+				found = try_debug(img, p, true, crc, dbg);
 				free(p);
 			}
 		}
 		free(dir);
-		dir = strdup(img->path);
-		slash = dir ? strrchr(dir, '/') : NULL;
+		dir = sp_xstrdup(img->path);
+		slash = strrchr(dir, '/');
 		if (slash) {
 			*slash = 0;
 			for (i = 0; i < nd && !found; i++) {
-				if (asprintf(&p, "%s%s/%s", dirs[i], dir, link) < 0)
-					continue;
+				p = sp_xstrfmt("%s%s/%s", dirs[i], dir, link);
 				found = try_debug(img, p, true, crc, dbg);
 				free(p);
 			}
@@ -724,7 +692,7 @@ static int open_own_vdso(struct sp_symbolizer *s, struct image *img, struct elf_
 		*why = "recorded on another kernel; its vDSO is not here";
 		return -1;
 	}
-	f->path = strdup("[vdso]");
+	f->path = sp_xstrdup("[vdso]");
 	return 1;
 }
 
@@ -742,7 +710,7 @@ static struct elf_file *debug_find(struct sp_symbolizer *s, struct image *img,
 		return f;
 	if (img->stripped && !img->dbgsyms && sp_symtab_elf_has_symtab(dbg->elf)) {
 		img->dbgsyms = sp_symtab_new();
-		if (img->dbgsyms && sp_symtab_add_elf(img->dbgsyms, dbg->elf, false, &why) > 0)
+		if (sp_symtab_add_elf(img->dbgsyms, dbg->elf, false, &why) > 0)
 			img->stripped = false;
 	}
 	return dbg;
@@ -860,8 +828,8 @@ static void image_load(struct sp_symbolizer *s, struct image *img)
 	for (i = 0; i < SP_SYMBOLIZE_MAX_DIRS && s->o.image_dirs[i]; i++) {
 		const char *base = strrchr(img->path, '/');
 
-		p = join(s->o.image_dirs[i], "/", base ? base + 1 : img->path);
-		rc = p ? try_image(img, p, false, &f, &why) : 0;
+		p = sp_xstrfmt("%s/%s", s->o.image_dirs[i], base ? base + 1 : img->path);
+		rc = try_image(img, p, false, &f, &why);
 		if (rc > 0) {
 			free(p);
 			goto found;
@@ -875,10 +843,10 @@ static void image_load(struct sp_symbolizer *s, struct image *img)
 	}
 	/* 3. The recorded path, under the sysroot. A deleted file's path ends in " (deleted)". */
 	if (sysroot && strcmp(sysroot, "/"))
-		p = join(sysroot, img->path[0] == '/' ? "" : "/", img->path);
+		p = sp_xstrfmt("%s%s%s", sysroot, img->path[0] == '/' ? "" : "/", img->path);
 	else
-		p = strdup(img->path);
-	if (p) {
+		p = sp_xstrdup(img->path);
+	{
 		size_t len = strlen(p);
 
 		if (len > 10 && !strcmp(p + len - 10, " (deleted)"))
@@ -909,12 +877,8 @@ static void image_load(struct sp_symbolizer *s, struct image *img)
 
 found:
 	free(img->loaded_from);
-	img->loaded_from = f.path ? strdup(f.path) : NULL;
+	img->loaded_from = f.path ? sp_xstrdup(f.path) : NULL;
 	img->symtab = sp_symtab_new();
-	if (!img->symtab) {
-		img->status = SP_SYM_BAD_FILE;
-		goto out;
-	}
 	/*
 	 * The file's own table names the physical function (as llvm-symbolizer
 	 * does: public names of exported functions); a debug file's .symtab
@@ -1090,27 +1054,8 @@ static void cache_put(struct image *img, uint64_t key, const struct sp_sym_resul
 
 	if (img->nresults >= UINT32_MAX - 1 || img->nlevels + r->n >= UINT32_MAX)
 		return;
-	if (img->nresults == img->capresults) {
-		size_t cap = img->capresults ? img->capresults * 2 : 64;
-		struct cached *n = realloc(img->results, cap * sizeof(*n));
-
-		if (!n)
-			return;
-		img->results = n;
-		img->capresults = cap;
-	}
-	if (img->nlevels + r->n > img->caplevels) {
-		size_t cap = img->caplevels ? img->caplevels * 2 : 128;
-		struct sp_sym_level *n;
-
-		while (cap < img->nlevels + r->n)
-			cap *= 2;
-		n = realloc(img->levels, cap * sizeof(*n));
-		if (!n)
-			return;
-		img->levels = n;
-		img->caplevels = cap;
-	}
+	sp_grow(&img->results, &img->capresults, img->nresults + 1, sizeof(*img->results));
+	sp_grow(&img->levels, &img->caplevels, img->nlevels + r->n, sizeof(*img->levels));
 	c = &img->results[img->nresults];
 	c->first = (uint32_t)img->nlevels;
 	c->n = r->n;
