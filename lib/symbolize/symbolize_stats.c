@@ -60,19 +60,26 @@ static void print_one(FILE *out, const char *what, const struct file_stats *st)
 	fputc('\n', out);
 }
 
-void sp_symbolizer_counts(const struct sp_symbolizer *s, uint64_t *resolved, uint64_t *total)
+/* Every frame looked up: the kernel's, JIT code's, without a module, every file's. */
+static void all_stats(const struct sp_symbolizer *s, struct file_stats *all)
 {
-	struct file_stats all = { 0 };
 	const struct image *img;
 	const struct retired *r;
 
-	add_stats(&all, &s->kernel_st);
-	add_stats(&all, &s->jit_st);
-	add_stats(&all, &s->none_st);
+	add_stats(all, &s->kernel_st);
+	add_stats(all, &s->jit_st);
+	add_stats(all, &s->none_st);
 	for (img = s->images; img; img = img->next)
-		add_stats(&all, &img->st);
+		add_stats(all, &img->st);
 	for (r = s->retired; r; r = r->next)
-		add_stats(&all, &r->st);
+		add_stats(all, &r->st);
+}
+
+void sp_symbolizer_counts(const struct sp_symbolizer *s, uint64_t *resolved, uint64_t *total)
+{
+	struct file_stats all = { 0 };
+
+	all_stats(s, &all);
 	*resolved = all.named;
 	*total = all.frames;
 }
@@ -89,13 +96,7 @@ void sp_symbolizer_print_stats(struct sp_symbolizer *s, FILE *out, bool per_modu
 	const struct image *img;
 	const struct retired *r;
 
-	add_stats(&all, &s->kernel_st);
-	add_stats(&all, &s->jit_st);
-	add_stats(&all, &s->none_st);
-	for (img = s->images; img; img = img->next)
-		add_stats(&all, &img->st);
-	for (r = s->retired; r; r = r->next)
-		add_stats(&all, &r->st);
+	all_stats(s, &all);
 	fflush(stdout);
 	print_one(out, "", &all);
 	if (!per_module)
