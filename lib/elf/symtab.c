@@ -4,18 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "sp.h"
 #include "symtab.h"
 
-#define ARENA_CHUNK (64 * 1024)
 /* Entries a lookup tries below the address: small symbols nest in larger ones. */
 #define LOOKBACK 16
-
-struct arena_chunk {
-	struct arena_chunk *next;
-	size_t used, cap;
-	char data[];
-};
 
 struct sp_symtab {
 	struct sp_symtab_entry *e;
@@ -29,8 +23,8 @@ struct sp_symtab {
 	 */
 	uint64_t *reach;
 	size_t reach_cap;
-	struct arena_chunk *chunks;
-	size_t memory;
+	struct sp_arena names;
+	size_t memory;		/* of the arrays (the names' is the arena's) */
 };
 
 struct sp_symtab *sp_symtab_new(void)
@@ -40,7 +34,6 @@ struct sp_symtab *sp_symtab_new(void)
 
 void sp_symtab_free(struct sp_symtab *st)
 {
-	struct arena_chunk *c, *next;
 	size_t i;
 
 	if (!st)
@@ -48,35 +41,10 @@ void sp_symtab_free(struct sp_symtab *st)
 	for (i = 0; i < st->n; i++)
 		if (st->e[i].demangled && st->e[i].demangled != st->e[i].name)
 			free(st->e[i].demangled);
-	for (c = st->chunks; c; c = next) {
-		next = c->next;
-		free(c);
-	}
+	sp_arena_release(&st->names);
 	free(st->e);
 	free(st->reach);
 	free(st);
-}
-
-static char *arena_copy(struct sp_symtab *st, const char *s, size_t len)
-{
-	struct arena_chunk *c = st->chunks;
-	char *p;
-
-	if (!c || c->cap - c->used < len + 1) {
-		size_t cap = len + 1 > ARENA_CHUNK ? len + 1 : ARENA_CHUNK;
-
-		c = sp_xmalloc(sizeof(*c) + cap);
-		c->used = 0;
-		c->cap = cap;
-		c->next = st->chunks;
-		st->chunks = c;
-		st->memory += sizeof(*c) + cap;
-	}
-	p = c->data + c->used;
-	memcpy(p, s, len);
-	p[len] = 0;
-	c->used += len + 1;
-	return p;
 }
 
 static void add_entry(struct sp_symtab *st, uint64_t addr, uint64_t size, uint64_t limit,
@@ -88,7 +56,7 @@ static void add_entry(struct sp_symtab *st, uint64_t addr, uint64_t size, uint64
 	sp_grow(&st->e, &st->cap, st->n + 1, sizeof(*st->e));
 	st->memory += (st->cap - cap) * sizeof(*st->e);
 	e = &st->e[st->n];
-	e->name = arena_copy(st, name, len);
+	e->name = sp_arena_copy(&st->names, name, len);
 	e->addr = addr;
 	e->size = size;
 	e->limit = limit;
@@ -313,5 +281,5 @@ size_t sp_symtab_count(const struct sp_symtab *st)
 
 size_t sp_symtab_memory(const struct sp_symtab *st)
 {
-	return sizeof(*st) + st->memory;
+	return sizeof(*st) + st->memory + st->names.memory;
 }
