@@ -17,11 +17,6 @@ void sp_buf_grow(struct sp_buf *b, size_t more)
 	b->p[b->len] = 0;	/* the first allocation's NUL */
 }
 
-void sp_buf_puts(struct sp_buf *b, const char *s)
-{
-	sp_buf_add(b, s, strlen(s));
-}
-
 void sp_buf_vprintf(struct sp_buf *b, const char *fmt, va_list ap)
 {
 	va_list again;

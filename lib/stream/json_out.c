@@ -15,6 +15,12 @@
 #include "sp.h"
 #include "writer.h"
 
+/*
+ * The renderers write straight into b->p after sp_buf_reserve() and move
+ * b->len on; the functions other files call put the NUL back once, at
+ * their end (buf.h), not after every number and key.
+ */
+
 /* Decimal digits of v (at least 1). */
 static inline unsigned int dec_len(uint64_t v)
 {
@@ -82,7 +88,7 @@ static inline __attribute__((always_inline)) char *put_x(char *p, uint64_t v)
 static void buf_u(struct sp_buf *b, uint64_t v)
 {
 	sp_buf_reserve(b, 20);
-	sp_buf_setlen(b, put_u(b->p + b->len, v) - b->p);
+	b->len = put_u(b->p + b->len, v) - b->p;
 }
 
 static void buf_i(struct sp_buf *b, int64_t v)
@@ -98,7 +104,7 @@ static void buf_i(struct sp_buf *b, int64_t v)
 static void buf_x(struct sp_buf *b, uint64_t v)
 {
 	sp_buf_reserve(b, 20);
-	sp_buf_setlen(b, put_x(b->p + b->len, v) - b->p);
+	b->len = put_x(b->p + b->len, v) - b->p;
 }
 
 /* Bytes JSON takes as they are: printable ASCII but the quote and backslash. */
@@ -124,7 +130,7 @@ static void buf_quoted(struct sp_buf *b, const char *s, size_t n)
 	b->p[b->len] = '"';
 	memcpy(b->p + b->len + 1, s, n);
 	b->p[b->len + n + 1] = '"';
-	sp_buf_setlen(b, b->len + n + 2);
+	b->len += n + 2;
 }
 
 /*
@@ -148,18 +154,19 @@ static void buf_json(struct sp_buf *b, const char *s, size_t n, unsigned int fla
 	memcpy(b->p + b->len, s, i);
 	b->len += i;
 	b->len += sp_esc_json(b->p + b->len, b->cap - b->len, s + i, n, flags);
-	b->p[b->len] = '"';
-	sp_buf_setlen(b, b->len + 1);
+	b->p[b->len++] = '"';
 }
 
 void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n)
 {
 	buf_json(b, s, n, SP_ESC_EXACT);
+	sp_buf_setlen(b, b->len);
 }
 
 void sp_buf_json_text(struct sp_buf *b, const char *s, size_t n)
 {
 	buf_json(b, s, n, 0);
+	sp_buf_setlen(b, b->len);
 }
 
 static inline __attribute__((always_inline)) void
@@ -174,7 +181,7 @@ key_n(struct sp_buf *b, const char *name, size_t n)
 	memcpy(p + 2, name, n);
 	p[n + 2] = '"';
 	p[n + 3] = ':';
-	sp_buf_setlen(b, b->len + n + 4);
+	b->len += n + 4;
 }
 
 static void key(struct sp_buf *b, const char *name)
@@ -466,13 +473,13 @@ static void render_frame(struct sp_buf *b, const struct sp_record *rec)
 	p = PUT_NUM(p, "module", f->module, false, true);
 	p = PUT_NUM(p, "rel", f->rel, true, true);
 	p = PUT_NUM(p, "addr", f->addr, true, true);
-	sp_buf_setlen(b, p - b->p);
+	b->len = p - b->p;
 	render_enum(b, SP_REC_FRAME, 4, "mode", 4, f->mode);
 	sp_buf_reserve(b, NUMS_ROOM);
 	p = b->p + b->len;
 	p = PUT_NUM(p, "pid", f->pid, false, false);
 	p = PUT_NUM(p, "flags", f->flags, true, false);
-	sp_buf_setlen(b, p - b->p);
+	b->len = p - b->p;
 	render_extra(b, rec);
 }
 
@@ -492,7 +499,7 @@ static void render_symbol(struct sp_buf *b, const struct sp_defs *d, const struc
 	p += 16;
 	p = PUT_NUM(p, "frame", y->frame, false, true);
 	p = PUT_NUM(p, "index", y->index, false, true);
-	sp_buf_setlen(b, p - b->p);
+	b->len = p - b->p;
 	if (y->func) {
 		KEY(b, "func");
 		render_str_ref(b, d, y->func);
@@ -506,14 +513,14 @@ static void render_symbol(struct sp_buf *b, const struct sp_defs *d, const struc
 	p = PUT_NUM(p, "line", y->line, false, false);
 	p = PUT_NUM(p, "column", y->column, false, false);
 	p = PUT_NUM(p, "offset", y->offset, true, false);
-	sp_buf_setlen(b, p - b->p);
+	b->len = p - b->p;
 	render_enum(b, SP_REC_SYMBOL, 7, "status", 6, y->status);
 	NUM(b, "flags", y->flags, true, false);
 	render_extra(b, rec);
 }
 
-void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec,
-		    unsigned int flags)
+static void render(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec,
+		   unsigned int flags)
 {
 	const struct sp_schema *s;
 	const void *body = &rec->header;
@@ -581,4 +588,11 @@ void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_r
 		sp_buf_add(b, "\"", 1);
 	}
 	sp_buf_puts(b, "}\n");
+}
+
+void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec,
+		    unsigned int flags)
+{
+	render(b, d, rec, flags);
+	sp_buf_setlen(b, b->len);	/* the NUL after the renderers' own writes */
 }

@@ -12,7 +12,9 @@
  *    NUL of its own; len, not strlen(), says how many bytes there are).
  *  - The functions below keep both. Writing straight into p is allowed
  *    after sp_buf_reserve(b, n) (then p[len .. len + n] is free), and ends
- *    with sp_buf_setlen(), which puts the NUL back.
+ *    with sp_buf_setlen(), which puts the NUL back, before the buffer is
+ *    handed on (a writer of many small pieces may move len on by itself
+ *    and call it once at the end, as the JSON renderer does).
  *  - p moves when the buffer grows: keep offsets, not pointers into it,
  *    across additions.
  *  - Out of memory is fatal (sp.h): nothing here fails or returns NULL.
@@ -47,18 +49,18 @@ static inline void sp_buf_reserve(struct sp_buf *b, size_t more)
 		sp_buf_grow(b, more);
 }
 
-/* Set the length after writing into p (len < cap, or 0), and the NUL. */
+/* Set the length after writing into p, and the NUL: len < cap (reserved). */
 static inline void sp_buf_setlen(struct sp_buf *b, size_t len)
 {
 	b->len = len;
-	if (b->cap)
-		b->p[len] = 0;
+	b->p[len] = 0;
 }
 
 /* Empty it, keeping the allocation. */
 static inline void sp_buf_reset(struct sp_buf *b)
 {
-	sp_buf_setlen(b, 0);
+	if (b->cap)
+		sp_buf_setlen(b, 0);
 }
 
 /* Append s[0..n) (any bytes). */
@@ -76,7 +78,11 @@ static inline void sp_buf_addch(struct sp_buf *b, char c)
 	sp_buf_setlen(b, b->len + 1);
 }
 
-void sp_buf_puts(struct sp_buf *b, const char *s);
+static inline void sp_buf_puts(struct sp_buf *b, const char *s)
+{
+	sp_buf_add(b, s, strlen(s));
+}
+
 void sp_buf_printf(struct sp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sp_buf_vprintf(struct sp_buf *b, const char *fmt, va_list ap);
 /* Append the lowercase hex digits of p[0..n). */
