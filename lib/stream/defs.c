@@ -109,12 +109,10 @@ void sp_defs_free(struct sp_defs *d)
 	free(d);
 }
 
-/* Hashing and equality of stored definitions, for sp_idset. */
-static uint64_t str_hash(const char *s, size_t len)
-{
-	return sp_hash_bytes(s, len);
-}
-
+/*
+ * Equality of stored definitions, and the hashes of those that are not
+ * bytes (a string's is sp_hash_bytes()), for sp_idset.
+ */
 struct str_key {
 	const char *s;
 	size_t len;
@@ -170,7 +168,7 @@ static void add_string(struct sp_defs *d, const uint8_t *p, uint32_t len)
 	d->strs[id].len = len;
 	d->strs[id].text = 0;
 	if (d->str_indexed)
-		sp_idset_add(&d->str_index, str_hash(d->strs[id].p, len), id);
+		sp_idset_add(&d->str_index, sp_hash_bytes(d->strs[id].p, len), id);
 }
 
 static int check_ref(const struct sp_defs *d, uint8_t ref, uint64_t v)
@@ -496,9 +494,9 @@ uint64_t sp_defs_find_str(struct sp_defs *d, const char *s, size_t len)
 	if (!d->str_indexed) {
 		d->str_indexed = true;
 		for (i = 1; i < d->nstrs; i++)
-			sp_idset_add(&d->str_index, str_hash(d->strs[i].p, d->strs[i].len), i);
+			sp_idset_add(&d->str_index, sp_hash_bytes(d->strs[i].p, d->strs[i].len), i);
 	}
-	return sp_idset_find(&d->str_index, str_hash(s, len), &k, str_eq, d);
+	return sp_idset_find(&d->str_index, sp_hash_bytes(s, len), &k, str_eq, d);
 }
 
 enum sp_str_text sp_defs_str_text(struct sp_defs *d, uint64_t id)
