@@ -166,6 +166,9 @@ Dwarf *sp_image_dwarf_open(struct image_file *f);
 Dwarf *sp_image_debug_late(struct image *img, bool want_dwarf);
 
 /* symbolize_load.c */
+/* On img's first lookup: find its file, read its symbol table, take its
+ * DWARF index from the cache or open it lazily; img->status says why
+ * nothing resolves when that is so. */
 void sp_image_load(struct sp_symbolizer *s, struct image *img);
 /* Keep what was indexed for the next run (symcache.h). */
 void sp_image_save(struct image *img);
