@@ -13,7 +13,8 @@ int sp_verbose;
 /*
  * Messages name others' files, processes and symbols: the message is written
  * in its text form (escape.h), so that no name can move the cursor, clear the
- * terminal or start a line of its own.
+ * terminal or start a line of its own. Built in arrays on the stack, not in
+ * an sp_buf: "out of memory" itself is said through here.
  */
 static void vreport(const char *prefix, const char *fmt, va_list ap, int errnum)
 {

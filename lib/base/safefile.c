@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "safefile.h"
 #include "sp.h"
 
@@ -129,9 +130,7 @@ int sp_safe_read_lines(int fd, struct sp_safe_lines *l,
 
 	l->bytes = l->lines = l->long_lines = 0;
 	l->cut = false;
-	buf = malloc(bufsize + l->max_line + 1);
-	if (!buf)
-		return -1;
+	buf = sp_xmalloc(bufsize + l->max_line + 1);
 	line = buf + bufsize;
 	for (;;) {
 		size_t want = bufsize;
@@ -245,21 +244,43 @@ static int open_root(char *why, size_t size)
 	return fd;
 }
 
-/* where += "/" name, bounded. */
-static void append(char *where, size_t size, const char *name)
+/* where += "/" name */
+static void append(struct sp_buf *where, const char *name)
 {
-	size_t n = strlen(where);
+	if (where->len && where->p[where->len - 1] != '/')
+		sp_buf_addch(where, '/');
+	sp_buf_puts(where, name);
+}
 
-	if (n && where[n - 1] != '/' && n + 1 < size)
-		where[n++] = '/';
-	snprintf(where + n, size - n, "%s", name);
+/*
+ * Where sp_safe_dir() starts: at "/", checked, for an absolute path or one
+ * relative to the working directory (made absolute), else at dirfd. The
+ * descriptor, with *rest the path to walk from there (a new string).
+ */
+static int walk_start(int dirfd, const char *path, char **rest, struct sp_buf *where,
+		      char *why, size_t size)
+{
+	char cwd[PATH_MAX];
+
+	if (path[0] != '/' && dirfd != AT_FDCWD) {
+		*rest = sp_xstrdup(path);
+		return fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	}
+	if (path[0] != '/' && !getcwd(cwd, sizeof(cwd))) {
+		say(why, size, path, "cannot find the working directory", NULL);
+		return -1;
+	}
+	*rest = sp_xstrfmt("%s/%s", path[0] == '/' ? "" : cwd, path);
+	sp_buf_puts(where, "/");
+	return open_root(why, size);
 }
 
 int sp_safe_dir(int dirfd, const char *path, unsigned int flags, mode_t mode, char *why,
 		size_t size)
 {
-	char where[PATH_MAX + 64] = "", target[PATH_MAX], *rest = NULL, *p, *name, *nrest;
-	int cur = -1, fd = -1, links = 0, e;
+	struct sp_buf where = SP_BUF_INIT;	/* the path walked, for messages */
+	char target[PATH_MAX], *rest = NULL, *p, *name;
+	int cur, fd = -1, links = 0, e;
 	size_t mark;
 	struct stat st;
 	const char *bad;
@@ -271,22 +292,8 @@ int sp_safe_dir(int dirfd, const char *path, unsigned int flags, mode_t mode, ch
 		errno = ENOENT;
 		return -1;
 	}
-	if (path[0] == '/' || dirfd == AT_FDCWD) {
-		char cwd[PATH_MAX];
-
-		if (path[0] != '/' && !getcwd(cwd, sizeof(cwd))) {
-			say(why, size, path, "cannot find the working directory", NULL);
-			return -1;
-		}
-		if (asprintf(&rest, "%s/%s", path[0] == '/' ? "" : cwd, path) < 0)
-			return -1;
-		cur = open_root(why, size);
-		strcpy(where, "/");
-	} else {
-		rest = strdup(path);
-		cur = rest ? fcntl(dirfd, F_DUPFD_CLOEXEC, 0) : -1;
-	}
-	if (!rest || cur < 0)
+	cur = walk_start(dirfd, path, &rest, &where, why, size);
+	if (cur < 0)
 		goto fail;
 	p = rest;
 	for (;;) {
@@ -304,60 +311,62 @@ int sp_safe_dir(int dirfd, const char *path, unsigned int flags, mode_t mode, ch
 		if (fd < 0 && errno == ENOENT && (flags & SP_SAFE_MKDIR)) {
 			if (mkdirat(cur, name, mode) < 0 && errno != EEXIST) {
 				e = errno;
-				append(where, sizeof(where), name);
-				say(why, size, where, strerror(e), NULL);
+				append(&where, name);
+				say(why, size, sp_buf_str(&where), strerror(e), NULL);
 				errno = e;
 				goto fail;
 			}
 			fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		}
-		mark = strlen(where);
-		append(where, sizeof(where), name);
+		mark = where.len;
+		append(&where, name);
 		if (fd < 0 || fstat(fd, &st) < 0) {
 			e = errno;
-			say(why, size, where, strerror(e), NULL);
+			say(why, size, sp_buf_str(&where), strerror(e), NULL);
 			errno = e;
 			goto fail;
 		}
 		if (S_ISLNK(st.st_mode)) {
 			/* Its directory is trusted; the link must be as well. */
 			if (st.st_uid != 0 && st.st_uid != geteuid()) {
-				say(why, size, where, "a symbolic link owned by another user", &st);
+				say(why, size, sp_buf_str(&where), "a symbolic link owned by another user",
+				    &st);
 				errno = EPERM;
 				goto fail;
 			}
 			n = readlinkat(fd, "", target, sizeof(target) - 1);
 			if (n <= 0 || ++links > MAX_LINKS) {
 				e = n <= 0 ? errno : ELOOP;
-				say(why, size, where, strerror(e), NULL);
+				say(why, size, sp_buf_str(&where), strerror(e), NULL);
 				errno = e;
 				goto fail;
 			}
 			target[n] = 0;
 			close(fd);
 			fd = -1;
-			if (asprintf(&nrest, "%s/%s", target, p) < 0)
-				goto fail;
+			/* The target takes the link's place in what is left. */
+			p = sp_xstrfmt("%s/%s", target, p);
 			free(rest);
-			rest = p = nrest;
-			where[mark] = 0;
+			rest = p;
+			sp_buf_setlen(&where, mark);
 			if (target[0] == '/') {
 				close(cur);
 				cur = open_root(why, size);
 				if (cur < 0)
 					goto fail;
-				strcpy(where, "/");
+				sp_buf_reset(&where);
+				sp_buf_puts(&where, "/");
 			}
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode)) {
-			say(why, size, where, strerror(ENOTDIR), NULL);
+			say(why, size, sp_buf_str(&where), strerror(ENOTDIR), NULL);
 			errno = ENOTDIR;
 			goto fail;
 		}
 		bad = sp_safe_dir_check(&st);
 		if (bad) {
-			say(why, size, where, bad, &st);
+			say(why, size, sp_buf_str(&where), bad, &st);
 			errno = EPERM;
 			goto fail;
 		}
@@ -366,6 +375,7 @@ int sp_safe_dir(int dirfd, const char *path, unsigned int flags, mode_t mode, ch
 		fd = -1;
 	}
 	free(rest);
+	sp_buf_release(&where);
 	return cur;
 fail:
 	e = errno;
@@ -374,6 +384,7 @@ fail:
 	if (cur >= 0)
 		close(cur);
 	free(rest);
+	sp_buf_release(&where);
 	errno = e;
 	return -1;
 }
@@ -483,26 +494,20 @@ int sp_safe_write_file(int dirfd, const char *name, const void *p, size_t n, mod
 char *sp_cache_dir(const char *sub)
 {
 	const char *d = getenv("SP_CACHE_DIR"), *slash = sub ? "/" : "";
-	char *p = NULL;
-	int n;
-
 	if (!sub)
 		sub = "";
 	if (d && !*d) {
 		errno = ENOENT;	/* the cache is off */
 		return NULL;
 	}
-	if (d) {
-		n = asprintf(&p, "%s%s%s", d, slash, sub);
-	} else if ((d = getenv("XDG_CACHE_HOME")) && *d == '/') {
-		n = asprintf(&p, "%s/stackpulse%s%s", d, slash, sub);
-	} else if ((d = getenv("HOME")) && *d == '/') {
-		n = asprintf(&p, "%s/.cache/stackpulse%s%s", d, slash, sub);
-	} else {
-		errno = ENOENT;
-		return NULL;
-	}
-	return n < 0 ? NULL : p;
+	if (d)
+		return sp_xstrfmt("%s%s%s", d, slash, sub);
+	if ((d = getenv("XDG_CACHE_HOME")) && *d == '/')
+		return sp_xstrfmt("%s/stackpulse%s%s", d, slash, sub);
+	if ((d = getenv("HOME")) && *d == '/')
+		return sp_xstrfmt("%s/.cache/stackpulse%s%s", d, slash, sub);
+	errno = ENOENT;
+	return NULL;
 }
 
 /* Each refused directory is named once per process. */
@@ -519,7 +524,7 @@ static void warn_once(const char *dir, const char *why)
 		if (!strcmp(warned[i], dir))
 			say_it = false;
 	if (say_it && i < sizeof(warned) / sizeof(*warned))
-		warned[i] = strdup(dir);
+		warned[i] = sp_xstrdup(dir);
 	pthread_mutex_unlock(&warned_lock);
 	if (say_it)
 		sp_warn("cache directory '%s' not used: %s", dir, why);

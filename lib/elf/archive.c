@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "archive.h"
+#include "buf.h"
 #include "buildid.h"
 #include "safefile.h"
 #include "sp.h"
@@ -23,14 +24,11 @@ char *sp_archive_path(const char *dir, const uint8_t *build_id, unsigned int len
 		      const char *suffix)
 {
 	char hex[2 * SP_BUILD_ID_MAX + 1];
-	char *p;
 
 	if (!dir || !len || len > SP_BUILD_ID_MAX || len < 2)
 		return NULL;
 	sp_buildid_hex(build_id, len, hex);
-	if (asprintf(&p, "%s/%.2s/%s%s", dir, hex, hex + 2, suffix ? suffix : "") < 0)
-		return NULL;
-	return p;
+	return sp_xstrfmt("%s/%.2s/%s%s", dir, hex, hex + 2, suffix ? suffix : "");
 }
 
 static int copy_fd(int in, int out)
@@ -103,7 +101,7 @@ static int archive_dir(const char *dir)
 	free(last);
 	if (last_fd >= 0)
 		close(last_fd);
-	last = strdup(dir);
+	last = sp_xstrdup(dir);
 	last_fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
 	pthread_mutex_unlock(&lock);
 	if (fd < 0)
@@ -123,7 +121,7 @@ static bool sub_refused(const char *dir, const char *sub)
 	pthread_mutex_lock(&lock);
 	if (!last || strcmp(last, dir)) {
 		free(last);
-		last = strdup(dir);
+		last = sp_xstrdup(dir);
 		memset(said, 0, sizeof(said));
 	}
 	first = !(said[i / 64] & (1ull << (i % 64)));

@@ -16,7 +16,8 @@
 
 #include <stdint.h>
 
-/* DIR/xx/yyyy...suffix, malloc()ed (suffix may be NULL); NULL if len is 0 or on ENOMEM. */
+/* DIR/xx/yyyy...suffix, malloc()ed (suffix may be NULL); NULL if dir is NULL or len
+ * is not that of a build-id. */
 char *sp_archive_path(const char *dir, const uint8_t *build_id, unsigned int len,
 		      const char *suffix);
 

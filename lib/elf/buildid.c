@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "buildid.h"
-#include "safefile.h"
+#include "elffile.h"
 
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
@@ -84,24 +84,20 @@ static int from_elf(Elf *elf, struct sp_elf_info *info)
 int sp_elf_info_file(const char *path, struct sp_elf_info *info)
 {
 	Elf *elf;
-	int fd, ret, e;
+	int fd, ret;
 
-	elf_version(EV_CURRENT);
-	/* Only a regular file is opened: the path is another process's, and
-	 * may name a FIFO (which would block) or a device (opening it may do
-	 * something) by now. */
-	fd = sp_safe_open(AT_FDCWD, path, NULL, NULL, NULL);
-	if (fd < 0)
+	/* The path is another process's: a regular file only, read rather
+	 * than mapped, as its owner may truncate it meanwhile (elffile.h). */
+	elf = sp_elf_open(path, SP_ELF_READ, 0, &fd, NULL);
+	if (!elf) {
+		if (errno == ENOEXEC) {
+			memset(info, 0, sizeof(*info));
+			errno = EINVAL;
+		}
 		return -1;
-	/* Read, not mapped: a file its owner truncates meanwhile gives read
-	 * errors, where a mapping would give SIGBUS. */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	}
 	ret = from_elf(elf, info);
-	e = errno;
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	errno = e;
+	sp_elf_close(elf, fd);
 	return ret;
 }
 

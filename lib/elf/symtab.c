@@ -4,17 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
+#include "sp.h"
 #include "symtab.h"
 
-#define ARENA_CHUNK (64 * 1024)
 /* Entries a lookup tries below the address: small symbols nest in larger ones. */
 #define LOOKBACK 16
-
-struct arena_chunk {
-	struct arena_chunk *next;
-	size_t used, cap;
-	char data[];
-};
 
 struct sp_symtab {
 	struct sp_symtab_entry *e;
@@ -24,22 +19,21 @@ struct sp_symtab {
 	 * reach[i]: the end of the furthest reaching entry that a lookup whose
 	 * nearest symbol below is e[i] tries (see LOOKBACK), UINT64_MAX if it
 	 * does not fit: an address at or past it has no symbol without a scan.
-	 * NULL when out of memory (then every lookup scans).
+	 * NULL before the first sp_symtab_finish() of a table with entries.
 	 */
 	uint64_t *reach;
 	size_t reach_cap;
-	struct arena_chunk *chunks;
-	size_t memory;
+	struct sp_arena names;
+	size_t memory;		/* of the arrays (the names' is the arena's) */
 };
 
 struct sp_symtab *sp_symtab_new(void)
 {
-	return calloc(1, sizeof(struct sp_symtab));
+	return sp_xcalloc(1, sizeof(struct sp_symtab));
 }
 
 void sp_symtab_free(struct sp_symtab *st)
 {
-	struct arena_chunk *c, *next;
 	size_t i;
 
 	if (!st)
@@ -47,58 +41,22 @@ void sp_symtab_free(struct sp_symtab *st)
 	for (i = 0; i < st->n; i++)
 		if (st->e[i].demangled && st->e[i].demangled != st->e[i].name)
 			free(st->e[i].demangled);
-	for (c = st->chunks; c; c = next) {
-		next = c->next;
-		free(c);
-	}
+	sp_arena_release(&st->names);
 	free(st->e);
 	free(st->reach);
 	free(st);
 }
 
-static char *arena_copy(struct sp_symtab *st, const char *s, size_t len)
-{
-	struct arena_chunk *c = st->chunks;
-	char *p;
-
-	if (!c || c->cap - c->used < len + 1) {
-		size_t cap = len + 1 > ARENA_CHUNK ? len + 1 : ARENA_CHUNK;
-
-		c = malloc(sizeof(*c) + cap);
-		if (!c)
-			return NULL;
-		c->used = 0;
-		c->cap = cap;
-		c->next = st->chunks;
-		st->chunks = c;
-		st->memory += sizeof(*c) + cap;
-	}
-	p = c->data + c->used;
-	memcpy(p, s, len);
-	p[len] = 0;
-	c->used += len + 1;
-	return p;
-}
-
-static int add_entry(struct sp_symtab *st, uint64_t addr, uint64_t size, uint64_t limit,
-		     const char *name, size_t len, uint32_t flags, uint32_t rank)
+static void add_entry(struct sp_symtab *st, uint64_t addr, uint64_t size, uint64_t limit,
+		      const char *name, size_t len, uint32_t flags, uint32_t rank)
 {
 	struct sp_symtab_entry *e;
+	size_t cap = st->cap;
 
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 256;
-
-		e = realloc(st->e, cap * sizeof(*e));
-		if (!e)
-			return -1;
-		st->memory += (cap - st->cap) * sizeof(*e);
-		st->e = e;
-		st->cap = cap;
-	}
+	sp_grow(&st->e, &st->cap, st->n + 1, sizeof(*st->e));
+	st->memory += (st->cap - cap) * sizeof(*st->e);
 	e = &st->e[st->n];
-	e->name = arena_copy(st, name, len);
-	if (!e->name)
-		return -1;
+	e->name = sp_arena_copy(&st->names, name, len);
 	e->addr = addr;
 	e->size = size;
 	e->limit = limit;
@@ -106,7 +64,6 @@ static int add_entry(struct sp_symtab *st, uint64_t addr, uint64_t size, uint64_
 	e->flags = flags | (size ? 0 : SP_SYMTAB_UNSIZED);
 	e->rank = rank;
 	st->n++;
-	return 0;
 }
 
 int sp_symtab_add(struct sp_symtab *st, uint64_t addr, uint64_t size, const char *name,
@@ -115,8 +72,8 @@ int sp_symtab_add(struct sp_symtab *st, uint64_t addr, uint64_t size, const char
 	if (!name)
 		return -1;
 	/* Kernel and JIT tables: a later addition at the same address wins. */
-	return add_entry(st, addr, size, 0, name, len, flags | SP_SYMTAB_ADDED,
-			 (uint32_t)st->n + 1);
+	add_entry(st, addr, size, 0, name, len, flags | SP_SYMTAB_ADDED, (uint32_t)st->n + 1);
+	return 0;
 }
 
 bool sp_symtab_elf_has_symtab(Elf *elf)
@@ -170,14 +127,11 @@ static int add_table(struct sp_symtab *st, Elf *elf, Elf_Scn *scn, const GElf_Sh
 			continue;
 		/* Versioned names ("memcpy@@GLIBC_2.14") read as the plain name. */
 		at = strchr(name + 1, '@');
-		if (add_entry(st, sym.st_value, sym.st_size, ssh.sh_addr + ssh.sh_size, name,
-			      at ? (size_t)(at - name) : strlen(name),
-			      (dyn ? SP_SYMTAB_DYNSYM : 0) |
-			      (GELF_ST_BIND(sym.st_info) == STB_LOCAL ? SP_SYMTAB_LOCAL : 0),
-			      (uint32_t)i) < 0) {
-			*why = "out of memory";
-			return -1;
-		}
+		add_entry(st, sym.st_value, sym.st_size, ssh.sh_addr + ssh.sh_size, name,
+			  at ? (size_t)(at - name) : strlen(name),
+			  (dyn ? SP_SYMTAB_DYNSYM : 0) |
+			  (GELF_ST_BIND(sym.st_info) == STB_LOCAL ? SP_SYMTAB_LOCAL : 0),
+			  (uint32_t)i);
 		added++;
 	}
 	return (int)added;
@@ -230,20 +184,10 @@ static void set_reach(struct sp_symtab *st)
 	size_t i, k;
 
 	if (st->n > st->reach_cap) {
-		uint64_t *r = realloc(st->reach, st->n * sizeof(*r));
-
-		if (!r) {
-			free(st->reach);
-			st->reach = NULL;
-			st->reach_cap = 0;
-			return;
-		}
-		st->memory += (st->n - st->reach_cap) * sizeof(*r);
-		st->reach = r;
+		st->reach = sp_xrealloc(st->reach, st->n * sizeof(*st->reach));
+		st->memory += (st->n - st->reach_cap) * sizeof(*st->reach);
 		st->reach_cap = st->n;
 	}
-	if (!st->reach)
-		return;
 	/* The entries sp_symtab_lookup() tries, in its order, for lo - 1 = i. */
 	for (i = 0; i < st->n; i++) {
 		uint64_t reach = 0;
@@ -337,5 +281,5 @@ size_t sp_symtab_count(const struct sp_symtab *st)
 
 size_t sp_symtab_memory(const struct sp_symtab *st)
 {
-	return sizeof(*st) + st->memory;
+	return sizeof(*st) + st->memory + st->names.memory;
 }

@@ -34,7 +34,7 @@ struct sp_symtab_entry {
 
 struct sp_symtab;
 
-/* NULL only when out of memory. */
+/* Out of memory is fatal here as everywhere (sp.h): nothing returns NULL or -1 for it. */
 struct sp_symtab *sp_symtab_new(void);
 void sp_symtab_free(struct sp_symtab *st);
 
@@ -48,7 +48,7 @@ int sp_symtab_add_elf(struct sp_symtab *st, Elf *elf, bool dynsym, const char **
 /* True if elf has a SHT_SYMTAB section with at least one symbol. */
 bool sp_symtab_elf_has_symtab(Elf *elf);
 
-/* Add one symbol (name copied, len bytes, need not be NUL-terminated). 0 or -1 (ENOMEM). */
+/* Add one symbol (name copied, len bytes, need not be NUL-terminated). 0, or -1 if name is NULL. */
 int sp_symtab_add(struct sp_symtab *st, uint64_t addr, uint64_t size, const char *name,
 		  size_t len, uint32_t flags);
 

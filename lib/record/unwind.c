@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "elf/elffile.h"
 #include "sp.h"
 #include "safefile.h"
 #include "unwind.h"
@@ -528,11 +529,10 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 		}
 		if (fd < 0)
 			goto fail;
-		f->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		/* Mapped (elf/elffile.h): the descriptor is no longer needed. */
+		f->elf = sp_elf_begin(fd, SP_ELF_MAP);
 		if (!f->elf)
 			goto fail;
-		/* Everything is mapped: the descriptor is no longer needed. */
-		elf_cntl(f->elf, ELF_C_FDDONE);
 		close(fd);
 		fd = -1;
 	}

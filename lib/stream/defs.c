@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "defs.h"
 #include "hashmap.h"
 #include "json_out.h"
@@ -11,17 +12,11 @@
 #include "sp.h"
 
 /*
- * Strings and build-ids live in blocks that never move (a longer string
- * gets a block of its own), so that the pointers sp_defs_str() and
- * sp_defs_module() give out stay valid for the life of the stream.
+ * Strings and build-ids are copied into an arena (arena.h): they never
+ * move, so that the pointers sp_defs_str() and sp_defs_module() give out
+ * stay valid for the life of the stream.
  */
 #define BLOCK_SIZE (1u << 20)
-
-struct block {
-	struct block *next;
-	size_t used, size;
-	char data[];
-};
 
 struct str_ent {
 	const char *p;		/* in a block */
@@ -41,7 +36,7 @@ struct sp_defs {
 	uint8_t *header_text;	/* the header's text fields, copied */
 	uint64_t nspans;
 
-	struct block *blocks;	/* newest first */
+	struct sp_arena strings;	/* strings and build-ids */
 	struct str_ent *strs;	/* [0] unused: ids start at 1 */
 	size_t nstrs, strs_cap;
 	struct sp_idset str_index;
@@ -74,33 +69,15 @@ struct sp_defs *sp_defs_new(void)
 {
 	struct sp_defs *d = sp_xcalloc(1, sizeof(*d));
 
+	d->strings.block_size = BLOCK_SIZE;
 	sp_defs_reset(d);
 	return d;
-}
-
-static void free_blocks(struct block *b)
-{
-	struct block *next;
-
-	for (; b; b = next) {
-		next = b->next;
-		free(b);
-	}
 }
 
 void sp_defs_reset(struct sp_defs *d)
 {
 	d->have_header = false;
-	/* Keep the newest block of the usual size for the next stream. */
-	if (d->blocks) {
-		free_blocks(d->blocks->next);
-		d->blocks->next = NULL;
-		d->blocks->used = 0;
-		if (d->blocks->size != BLOCK_SIZE) {
-			free(d->blocks);
-			d->blocks = NULL;
-		}
-	}
+	sp_arena_reset(&d->strings);
 	d->limits_hit = 0;
 	d->nstrs = d->nmods = d->nframes = d->nstacks = d->nsyms = d->nspans = 0;
 	sp_idset_release(&d->str_index);
@@ -118,7 +95,7 @@ void sp_defs_free(struct sp_defs *d)
 	if (!d)
 		return;
 	sp_defs_reset(d);
-	free_blocks(d->blocks);
+	sp_arena_release(&d->strings);
 	free(d->header_text);
 	free(d->strs);
 	for (i = 0; i < d->mods_alloc; i++)
@@ -132,12 +109,10 @@ void sp_defs_free(struct sp_defs *d)
 	free(d);
 }
 
-/* Hashing and equality of stored definitions, for sp_idset. */
-static uint64_t str_hash(const char *s, size_t len)
-{
-	return sp_hash_bytes(s, len);
-}
-
+/*
+ * Equality of stored definitions, and the hashes of those that are not
+ * bytes (a string's is sp_hash_bytes()), for sp_idset.
+ */
 struct str_key {
 	const char *s;
 	size_t len;
@@ -181,35 +156,6 @@ static bool stack_eq(void *ctx, uint32_t id, const void *key)
 	return a->parent == b->parent && a->frame == b->frame;
 }
 
-/* A copy of p[0..len), NUL-terminated, in a block that never moves. */
-static char *copy_stable(struct sp_defs *d, const void *p, size_t len)
-{
-	struct block *b = d->blocks;
-	char *c;
-
-	if (!b || b->size - b->used < len + 1) {
-		size_t size = len + 1 > BLOCK_SIZE ? len + 1 : BLOCK_SIZE;
-
-		b = sp_xmalloc(sizeof(*b) + size);
-		b->size = size;
-		b->used = 0;
-		/* A big one goes behind the current block, which has room left. */
-		if (size > BLOCK_SIZE && d->blocks) {
-			b->next = d->blocks->next;
-			d->blocks->next = b;
-		} else {
-			b->next = d->blocks;
-			d->blocks = b;
-		}
-	}
-	c = b->data + b->used;
-	if (len)
-		memcpy(c, p, len);
-	c[len] = 0;
-	b->used += len + 1;
-	return c;
-}
-
 static void add_string(struct sp_defs *d, const uint8_t *p, uint32_t len)
 {
 	uint64_t id;
@@ -218,11 +164,11 @@ static void add_string(struct sp_defs *d, const uint8_t *p, uint32_t len)
 		d->nstrs = 1;	/* slot 0 is "no string" */
 	sp_grow(&d->strs, &d->strs_cap, d->nstrs + 1, sizeof(*d->strs));
 	id = d->nstrs++;
-	d->strs[id].p = copy_stable(d, p, len);
+	d->strs[id].p = sp_arena_copy(&d->strings, p, len);
 	d->strs[id].len = len;
 	d->strs[id].text = 0;
 	if (d->str_indexed)
-		sp_idset_add(&d->str_index, str_hash(d->strs[id].p, len), id);
+		sp_idset_add(&d->str_index, sp_hash_bytes(d->strs[id].p, len), id);
 }
 
 static int check_ref(const struct sp_defs *d, uint8_t ref, uint64_t v)
@@ -359,7 +305,7 @@ int sp_defs_add(struct sp_defs *d, const struct sp_record *rec, const char **why
 		m->id = d->nmods;
 		/* Its bytes are the reader's until the next record: copied. */
 		m->build_id.p = rec->module.build_id.len ?
-				(const uint8_t *)copy_stable(d, rec->module.build_id.p,
+				(const uint8_t *)sp_arena_copy(&d->strings, rec->module.build_id.p,
 							     rec->module.build_id.len) : NULL;
 		break;
 	}
@@ -548,9 +494,9 @@ uint64_t sp_defs_find_str(struct sp_defs *d, const char *s, size_t len)
 	if (!d->str_indexed) {
 		d->str_indexed = true;
 		for (i = 1; i < d->nstrs; i++)
-			sp_idset_add(&d->str_index, str_hash(d->strs[i].p, d->strs[i].len), i);
+			sp_idset_add(&d->str_index, sp_hash_bytes(d->strs[i].p, d->strs[i].len), i);
 	}
-	return sp_idset_find(&d->str_index, str_hash(s, len), &k, str_eq, d);
+	return sp_idset_find(&d->str_index, sp_hash_bytes(s, len), &k, str_eq, d);
 }
 
 enum sp_str_text sp_defs_str_text(struct sp_defs *d, uint64_t id)

@@ -15,43 +15,11 @@
 #include "sp.h"
 #include "writer.h"
 
-void sp_buf_reserve(struct sp_buf *b, size_t more)
-{
-	if (b->len + more + 1 > b->cap)	/* the common case is a compare, not a call */
-		sp_grow(&b->p, &b->cap, b->len + more + 1, 1);
-}
-
-void sp_buf_add(struct sp_buf *b, const void *s, size_t n)
-{
-	sp_buf_reserve(b, n);
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
-void sp_buf_puts(struct sp_buf *b, const char *s)
-{
-	sp_buf_add(b, s, strlen(s));
-}
-
-void sp_buf_printf(struct sp_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	sp_buf_reserve(b, 64);
-	va_start(ap, fmt);
-	n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= b->cap - b->len) {
-		sp_buf_reserve(b, n + 1);
-		va_start(ap, fmt);
-		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-	}
-	b->len += n;
-}
+/*
+ * The renderers write straight into b->p after sp_buf_reserve() and move
+ * b->len on; the functions other files call put the NUL back once, at
+ * their end (buf.h), not after every number and key.
+ */
 
 /* Decimal digits of v (at least 1). */
 static inline unsigned int dec_len(uint64_t v)
@@ -139,18 +107,6 @@ static void buf_x(struct sp_buf *b, uint64_t v)
 	b->len = put_x(b->p + b->len, v) - b->p;
 }
 
-void sp_buf_hex(struct sp_buf *b, const uint8_t *p, size_t n)
-{
-	static const char digits[] = "0123456789abcdef";
-	size_t i;
-
-	sp_buf_reserve(b, 2 * n);
-	for (i = 0; i < n; i++) {
-		b->p[b->len++] = digits[p[i] >> 4];
-		b->p[b->len++] = digits[p[i] & 15];
-	}
-}
-
 /* Bytes JSON takes as they are: printable ASCII but the quote and backslash. */
 static const bool plain[256] = {
 	[0x20 ... '"' - 1] = true, ['"' + 1 ... '\\' - 1] = true, ['\\' + 1 ... 0x7e] = true,
@@ -204,11 +160,13 @@ static void buf_json(struct sp_buf *b, const char *s, size_t n, unsigned int fla
 void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n)
 {
 	buf_json(b, s, n, SP_ESC_EXACT);
+	sp_buf_setlen(b, b->len);
 }
 
 void sp_buf_json_text(struct sp_buf *b, const char *s, size_t n)
 {
 	buf_json(b, s, n, 0);
+	sp_buf_setlen(b, b->len);
 }
 
 static inline __attribute__((always_inline)) void
@@ -561,8 +519,8 @@ static void render_symbol(struct sp_buf *b, const struct sp_defs *d, const struc
 	render_extra(b, rec);
 }
 
-void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec,
-		    unsigned int flags)
+static void render(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec,
+		   unsigned int flags)
 {
 	const struct sp_schema *s;
 	const void *body = &rec->header;
@@ -630,4 +588,11 @@ void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_r
 		sp_buf_add(b, "\"", 1);
 	}
 	sp_buf_puts(b, "}\n");
+}
+
+void sp_json_render(struct sp_buf *b, const struct sp_defs *d, const struct sp_record *rec,
+		    unsigned int flags)
+{
+	render(b, d, rec, flags);
+	sp_buf_setlen(b, b->len);	/* the NUL after the renderers' own writes */
 }

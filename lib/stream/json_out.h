@@ -7,20 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "defs.h"
 #include "escape.h"
 #include "record.h"
 
-/* A growable output buffer. */
-struct sp_buf {
-	char *p;
-	size_t len, cap;
-};
-
-void sp_buf_reserve(struct sp_buf *b, size_t more);
-void sp_buf_add(struct sp_buf *b, const void *s, size_t n);
-void sp_buf_puts(struct sp_buf *b, const char *s);
-void sp_buf_printf(struct sp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Append s[0..n), valid UTF-8, as a JSON string literal (quotes included)
  * that a reader gets back exactly: sp_esc_json(SP_ESC_EXACT) of escape.h. */
 void sp_buf_json_str(struct sp_buf *b, const char *s, size_t n);
@@ -30,8 +21,6 @@ void sp_buf_json_text(struct sp_buf *b, const char *s, size_t n);
 /* True if s[0..n) goes into a JSON string as it is: printable ASCII (no DEL),
  * no '"' or '\\'. */
 bool sp_json_plain(const char *s, size_t n);
-/* Append hex digits of p[0..n). */
-void sp_buf_hex(struct sp_buf *b, const uint8_t *p, size_t n);
 
 /* Append rec as one JSON line (with its newline), using d for strings and
  * inline frames. flags: SP_JSON_* of writer.h, or SP_JSON_GENERIC: every

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp.h"
 #include "stackquality.h"
 #include "unwind.h"
 
@@ -27,7 +28,7 @@ struct sp_stackq {
 
 struct sp_stackq *sp_stackq_new(void)
 {
-	return calloc(1, sizeof(struct sp_stackq));
+	return sp_xcalloc(1, sizeof(struct sp_stackq));
 }
 
 void sp_stackq_free(struct sp_stackq *q)
@@ -108,14 +109,10 @@ void sp_stackq_add(struct sp_stackq *q, unsigned int status, unsigned int kind,
 		}
 	}
 	if (!c && q->ncauses < SP_STACKQ_MAX_CAUSES) {
-		char *copy = module ? strdup(module) : NULL;
-
-		if (!module || copy) {
-			c = &q->causes[q->ncauses++];
-			c->status = status;
-			c->module = copy;
-			c->rel = rel;
-		}
+		c = &q->causes[q->ncauses++];
+		c->status = status;
+		c->module = module ? sp_xstrdup(module) : NULL;
+		c->rel = rel;
 	}
 	if (!c) {
 		c = &q->overflow[status];

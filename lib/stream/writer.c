@@ -76,7 +76,7 @@ int sp_writer_flush(struct sp_writer *w)
 			w->failed = true;
 			w->err = errno;
 			w->flushed += done;
-			w->out.len = 0;
+			sp_buf_reset(&w->out);
 			/* the reader went away: the caller says what that means */
 			if (errno == EPIPE)
 				return -1;
@@ -85,7 +85,7 @@ int sp_writer_flush(struct sp_writer *w)
 		done += n;
 	}
 	w->flushed += done;
-	w->out.len = 0;
+	sp_buf_reset(&w->out);
 	return 0;
 }
 
@@ -245,7 +245,7 @@ int sp_writer_close(struct sp_writer *w)
 	err = sp_writer_flush(w);
 	err = w->failed ? -1 : err;
 	sp_defs_free(w->defs);
-	free(w->out.p);
+	sp_buf_release(&w->out);
 	free(w->scratch);
 	free(w->name);
 	free(w);

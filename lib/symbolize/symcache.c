@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "buildid.h"
 #include "safefile.h"
 #include "sp.h"
@@ -191,9 +192,7 @@ void *sp_symcache_encode(const struct sp_symcache_key *k, const struct sp_dwarfi
 	sp_dwarfidx_counts(x, &ncl, &units, &bad);
 	if (k->build_id_len > SP_BUILD_ID_MAX)
 		return NULL;
-	blens = calloc(ncl + 1, sizeof(*blens));
-	if (!blens)
-		return NULL;
+	blens = sp_xcalloc(ncl + 1, sizeof(*blens));
 	memcpy(h.magic, MAGIC, 8);
 	h.header_size = sizeof(h);
 	h.build_id_len = k->build_id_len;
@@ -225,7 +224,7 @@ void *sp_symcache_encode(const struct sp_symcache_key *k, const struct sp_dwarfi
 		total += part_size(&fp);
 	}
 	h.file_size = total;
-	buf = calloc(1, total);
+	buf = calloc(1, total);	/* as large as the index: not fatal (symcache.h) */
 	if (!buf) {
 		free(blens);
 		return NULL;
@@ -310,6 +309,7 @@ struct sp_dwarfidx *sp_symcache_decode(const void *map, size_t size,
 		return NULL;
 	}
 	fc = (const struct file_cluster *)(base + sizeof(h));
+	/* As many as the file says, up to 4 GiB of it: not fatal (symcache.h). */
 	cl = calloc(h.nclusters, sizeof(*cl));
 	parts = calloc(h.nclusters, sizeof(*parts));
 	if (!cl || !parts) {
@@ -367,15 +367,9 @@ char *sp_symcache_default_dir(void)
 
 struct sp_symcache *sp_symcache_new(const char *dir)
 {
-	struct sp_symcache *c = calloc(1, sizeof(*c));
+	struct sp_symcache *c = sp_xcalloc(1, sizeof(*c));
 
-	if (!c)
-		return NULL;
-	c->dir = strdup(dir);
-	if (!c->dir) {
-		free(c);
-		return NULL;
-	}
+	c->dir = sp_xstrdup(dir);
 	return c;
 }
 
@@ -397,9 +391,8 @@ static char *entry_path(const struct sp_symcache *c, const struct sp_symcache_ke
 	if (!k->build_id_len || k->build_id_len > SP_BUILD_ID_MAX)
 		return NULL;
 	sp_buildid_hex(k->build_id, k->build_id_len, hex);
-	if (asprintf(&p, "%s/%s-%llx-%llx.idx", c->dir, hex, (unsigned long long)k->text_lo,
-		     (unsigned long long)k->text_hi) < 0)
-		return NULL;
+	p = sp_xstrfmt("%s/%s-%llx-%llx.idx", c->dir, hex, (unsigned long long)k->text_lo,
+		       (unsigned long long)k->text_hi);
 	*name = p + strlen(c->dir) + 1;
 	return p;
 }
@@ -458,15 +451,13 @@ struct sp_dwarfidx *sp_symcache_load(struct sp_symcache *c, const struct sp_symc
 		goto out;
 	}
 	x = sp_symcache_decode(p, st.st_size, k, &why);
-	m = x ? malloc(sizeof(*m)) : NULL;
-	if (!m) {
-		sp_dwarfidx_free(x);
-		x = NULL;
+	if (!x) {
 		munmap(p, st.st_size);
 		if (!why)
 			why = "out of memory";
 		goto out;
 	}
+	m = sp_xmalloc(sizeof(*m));
 	m->p = p;
 	m->size = st.st_size;
 	sp_dwarfidx_set_release(x, unmap, m);

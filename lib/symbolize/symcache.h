@@ -40,6 +40,13 @@
  * and files are created anew (O_EXCL, O_NOFOLLOW), never through a name
  * another user chose. A directory that fails the checks is named once and
  * not used.
+ *
+ * Memory: the encoding of a whole index, and the tables that decoding
+ * one builds, are as large as the index. Like the index's parts
+ * (dwarfidx_part.h), they are given up when memory runs out: the index is
+ * not saved (a warning), or not loaded from the cache (then built again),
+ * and the run goes on. Every other allocation here is fatal when it fails,
+ * as everywhere (sp.h).
  */
 #ifndef STACKPULSE_SYMCACHE_H
 #define STACKPULSE_SYMCACHE_H
@@ -68,7 +75,7 @@ char *sp_symcache_default_dir(void);
 
 struct sp_symcache;
 
-/* A cache in dir (created on the first save). NULL only on ENOMEM. */
+/* A cache in dir (created on the first save). */
 struct sp_symcache *sp_symcache_new(const char *dir);
 void sp_symcache_free(struct sp_symcache *c);
 
@@ -90,7 +97,8 @@ int sp_symcache_save(struct sp_symcache *c, const struct sp_symcache_key *k,
 
 /*
  * The same in memory, for tests and fuzzing: sp_symcache_encode() gives a
- * malloc()ed file image (caller free()s it) and its size, NULL on ENOMEM;
+ * malloc()ed file image (caller free()s it) and its size, NULL on ENOMEM
+ * (or EOVERFLOW: a part's strings over 4 GiB);
  * sp_symcache_decode() an index using p in place (p must outlive it), or
  * NULL with *why (a static message) set.
  */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashmap.h"
 #include "sp.h"
 #include "stream/strmap.h"
 #include "symstream.h"
@@ -35,19 +36,12 @@ struct order {
 	uint64_t i;		/* index in the batch */
 };
 
-/* One slot of str_id()'s table: pointer and id side by side, one cache line a probe. */
-struct str_slot {
-	const char *p;		/* NULL: empty */
-	uint64_t id;
-};
-
 struct sp_symstream {
 	struct sp_writer *w;
 	struct sp_symbolizer *sym;
 	bool force;
 	struct sp_strmap map;
-	struct str_slot *str_ids;	/* symbolizer string pointer -> output string id */
-	size_t str_cap, str_n;		/* str_cap a power of 2 (or 0), at most half used */
+	struct sp_u64map str_ids;	/* symbolizer string pointer -> output string id */
 	uint64_t str_gen;		/* sp_symbolizer_generation() str_ids is valid for */
 	struct pending *pending;
 	size_t npending, cappending;
@@ -59,59 +53,23 @@ struct sp_symstream {
 	bool passthrough;	/* the input is symbolized already */
 };
 
-static void str_ids_release(struct sp_symstream *s)
-{
-	free(s->str_ids);
-	s->str_ids = NULL;
-	s->str_cap = s->str_n = 0;
-}
-
-static struct str_slot *str_slot(struct sp_symstream *s, const char *p)
-{
-	size_t mask = s->str_cap - 1;
-	size_t i = (size_t)(((uintptr_t)p * 0x9e3779b97f4a7c15ull) >> 32) & mask;
-
-	while (s->str_ids[i].p && s->str_ids[i].p != p)
-		i = (i + 1) & mask;
-	return &s->str_ids[i];
-}
-
 /* The output id of a symbolizer string, interned once per string. */
 static uint64_t str_id(struct sp_symstream *s, const char *p)
 {
-	struct str_slot *sl;
-	uint64_t id;
-	size_t i;
+	uint64_t *v, id;
 
 	if (!p)
 		return 0;
 	if (s->str_gen != sp_symbolizer_generation(s->sym)) {
-		str_ids_release(s);
+		sp_u64map_release(&s->str_ids);
 		s->str_gen = sp_symbolizer_generation(s->sym);
 	}
-	if (s->str_cap) {
-		sl = str_slot(s, p);
-		if (sl->p)
-			return sl->id;
-	}
+	v = sp_u64map_get(&s->str_ids, (uintptr_t)p);
+	if (v)
+		return *v;
 	id = sp_writer_strz(s->w, p);
-	if (!id)
-		return 0;
-	if ((s->str_n + 1) * 2 > s->str_cap) {
-		struct str_slot *old = s->str_ids;
-		size_t cap = s->str_cap;
-
-		s->str_cap = cap ? cap * 2 : 1024;
-		s->str_ids = sp_xcalloc(s->str_cap, sizeof(*s->str_ids));
-		for (i = 0; i < cap; i++)
-			if (old[i].p)
-				*str_slot(s, old[i].p) = old[i];
-		free(old);
-	}
-	sl = str_slot(s, p);
-	sl->p = p;
-	sl->id = id;
-	s->str_n++;
+	if (id)
+		sp_u64map_put(&s->str_ids, (uintptr_t)p, id);
 	return id;
 }
 
@@ -326,7 +284,7 @@ int sp_symstream_put(struct sp_symstream *s, struct sp_reader *in, struct sp_rec
 		if (flush_pending(s, 0, true))
 			return -1;
 		sp_strmap_reset(&s->map);
-		str_ids_release(s);
+		sp_u64map_release(&s->str_ids);
 		s->passthrough = (rec->header.flags & SP_HDR_SYMBOLIZED) && !s->force;
 		{
 			char rel[128];
@@ -432,7 +390,7 @@ void sp_symstream_free(struct sp_symstream *s)
 	if (!s)
 		return;
 	sp_strmap_release(&s->map);
-	str_ids_release(s);
+	sp_u64map_release(&s->str_ids);
 	free(s->pending);
 	free(s->batch);
 	free(s->order);

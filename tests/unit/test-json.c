@@ -30,7 +30,7 @@ static void test_json_every_kind_render_parse(void)
 {
 	struct sp_defs *out = sp_defs_new(), *in = sp_defs_new();
 	struct sp_json_in *j = sp_json_in_new();
-	struct sp_buf b = { 0 };
+	struct sp_buf b = SP_BUF_INIT;
 	struct sp_record rec;
 	const struct sp_record *got = NULL;
 	const char *why;
@@ -59,9 +59,9 @@ static void test_json_every_kind_render_parse(void)
 			memset(rec.event.field, 0, sizeof(rec.event.field));
 			rec_fill_event(&rec, ev, ev);
 		}
-		b.len = 0;
+		sp_buf_reset(&b);
 		sp_json_render(&b, out, &rec, 0);
-		b.p[b.len] = 0;	/* sp_buf keeps room for it */
+		CHECK(b.p[b.len] == 0);	/* buf.h: always NUL-terminated */
 		CHECK(b.len > 0 && b.p[b.len - 1] == '\n');
 		CHECK(memchr(b.p, '\n', b.len) == b.p + b.len - 1);	/* one line */
 		CHECK_EQ_U(sp_defs_add(out, &rec, &why), 0);
@@ -76,7 +76,7 @@ static void test_json_every_kind_render_parse(void)
 			tap_case_failed = 1;
 		}
 	}
-	free(b.p);
+	sp_buf_release(&b);
 	sp_json_in_free(j);
 	sp_defs_free(in);
 	sp_defs_free(out);
@@ -86,12 +86,11 @@ static void test_json_every_kind_render_parse(void)
 static void expect_line(const struct sp_defs *d, const struct sp_record *rec, unsigned int flags,
 			const char *want)
 {
-	struct sp_buf b = { 0 };
+	struct sp_buf b = SP_BUF_INIT;
 
 	sp_json_render(&b, d, rec, flags);
-	sp_buf_add(&b, "", 1);
-	CHECK_STR(b.p, want);
-	free(b.p);
+	CHECK_STR(sp_buf_str(&b), want);
+	sp_buf_release(&b);
 }
 
 static void test_json_rendering(void)
@@ -412,7 +411,8 @@ static void test_json_reader_skips_bad_lines(void)
 static int render_differs(struct sp_defs *d, const struct sp_record *r, struct sp_buf *a,
 			  struct sp_buf *g, bool show)
 {
-	a->len = g->len = 0;
+	sp_buf_reset(a);
+	sp_buf_reset(g);
 	sp_json_render(a, d, r, 0);
 	sp_json_render(g, d, r, SP_JSON_GENERIC);
 	if (a->len == g->len && !memcmp(a->p, g->p, a->len))
@@ -429,7 +429,7 @@ static void test_json_unrolled_renderers(void)
 	static const uint8_t extra[] = { 0xab, 0x01 };
 	struct sp_defs *d = sp_defs_new();
 	struct sp_json_in *j = sp_json_in_new();
-	struct sp_buf a = { 0 }, g = { 0 };
+	struct sp_buf a = SP_BUF_INIT, g = SP_BUF_INIT;
 	const struct sp_record *got;
 	struct sp_record r;
 	unsigned int i, k, bad = 0;
@@ -465,8 +465,8 @@ static void test_json_unrolled_renderers(void)
 		bad += render_differs(d, &r, &a, &g, !bad);
 	}
 	CHECK_EQ_U(bad, 0);
-	free(a.p);
-	free(g.p);
+	sp_buf_release(&a);
+	sp_buf_release(&g);
 	sp_json_in_free(j);
 	sp_defs_free(d);
 }

@@ -120,7 +120,7 @@ int sp_safe_write_file(int dirfd, const char *name, const void *p, size_t n, mod
  * and empty: no cache), else $XDG_CACHE_HOME/stackpulse, else
  * $HOME/.cache/stackpulse (XDG_CACHE_HOME and HOME only when absolute),
  * with "/sub" appended when sub is not NULL. A new string (caller free()s
- * it), or NULL when there is none (errno ENOENT) or on ENOMEM.
+ * it), or NULL when there is none (errno ENOENT).
  */
 char *sp_cache_dir(const char *sub);
 

@@ -26,7 +26,6 @@
 
 struct sp_stackq;
 
-/* NULL on no memory. */
 struct sp_stackq *sp_stackq_new(void);
 void sp_stackq_free(struct sp_stackq *q);
 

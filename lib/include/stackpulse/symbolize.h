@@ -76,7 +76,7 @@ struct sp_sym_result {
 
 struct sp_symbolizer;
 
-/* opts is copied (not the strings it points to). NULL only on ENOMEM. */
+/* opts is copied (not the strings it points to). */
 struct sp_symbolizer *sp_symbolizer_new(const struct sp_symbolize_opts *opts);
 void sp_symbolizer_free(struct sp_symbolizer *s);
 

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * elffile.h - opening an ELF file: the one way every stage does it, and two
+ * questions asked of every file opened (a section, the build-id).
+ *
+ * The path is someone else's (a traced process's mapping, a module path
+ * in a spool, a debug link), so it is opened only if it is a regular file
+ * (sp_safe_open(), safefile.h): a FIFO would block the opener, a device may
+ * act on being opened. libelf then gets it in one of two ways, chosen by
+ * the caller:
+ *
+ *  SP_ELF_READ  libelf reads what it is asked for through the descriptor
+ *               (ELF_C_READ), which stays open with the handle. A file cut
+ *               short while it is read gives read errors, never a signal:
+ *               the choice for files others can change under us.
+ *  SP_ELF_MAP   the file is mapped (ELF_C_READ_MMAP) and the descriptor is
+ *               not used again (ELF_C_FDDONE). Nothing is copied, but a file
+ *               truncated while mapped raises SIGBUS at the next read past
+ *               its new end.
+ *
+ * Nothing here is reported: the callers say what a failure means to them.
+ */
+#ifndef STACKPULSE_ELF_ELFFILE_H
+#define STACKPULSE_ELF_ELFFILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libelf.h>
+
+enum sp_elf_access {
+	SP_ELF_READ,
+	SP_ELF_MAP,
+};
+
+/*
+ * Open path as an ELF file if it is a regular file of at most max_size
+ * bytes (0: any size). Returns libelf's handle and in *fd the descriptor
+ * behind it (-1 with SP_ELF_MAP: closed already); sp_elf_close() releases
+ * both. NULL on failure with errno set (ENOEXEC: not an ELF file; EPERM: a
+ * refused file) and *why (may be NULL) a static reason: safefile.h's for a
+ * refused file ("too large", "not a regular file: a FIFO", ...), "not an
+ * ELF file", or NULL when a system call failed (ENOENT: not there).
+ */
+Elf *sp_elf_open(const char *path, enum sp_elf_access how, uint64_t max_size, int *fd,
+		 const char **why);
+
+/*
+ * The same for a descriptor the caller opened (with sp_safe_open()) and
+ * keeps: with SP_ELF_READ it must stay open until elf_end(); with
+ * SP_ELF_MAP it may be closed as soon as this returns. NULL (errno
+ * ENOEXEC) if it is not an ELF file.
+ */
+Elf *sp_elf_begin(int fd, enum sp_elf_access how);
+
+/* elf_end() and close(); either may be NULL or -1. errno is kept. */
+void sp_elf_close(Elf *elf, int fd);
+
+/* Whether elf has a section of this name (with file contents, when with_bits). */
+bool sp_elf_has_section(Elf *elf, const char *name, bool with_bits);
+
+/*
+ * The GNU build-id of elf into id (SP_BUILD_ID_MAX bytes): its length, 0
+ * if none. Note sections are looked at before program headers: a separate
+ * debug file keeps the program headers of the file it was stripped from,
+ * whose notes are not where they point.
+ */
+unsigned int sp_elf_build_id(Elf *elf, uint8_t *id);
+
+#endif
