@@ -40,6 +40,7 @@
 #include "elf/archive.h"
 #include "buildid.h"
 #include "kallsyms.h"
+#include "perf_queue.h"
 #include "perf_ring.h"
 #include "perf_source.h"
 #include "procfs.h"
@@ -204,12 +205,12 @@ struct elf_entry {
 
 struct cpu_ring {
 	int cpu;
-	int fd;			/* the event that owns the ring */
-	struct sp_perf_ring ring;
+	int fd;			/* the event that owns the ring (its ring: rings[i]) */
 };
 
+/* A record copied out of its ring, waiting for its turn. */
 struct pending {
-	uint64_t time, seq;
+	struct sp_perf_qitem head;
 	struct perf_event_header *h;
 };
 
@@ -226,15 +227,12 @@ struct perf {
 	int epfd;
 
 	struct cpu_ring *cpus;
+	struct sp_perf_ring *rings;	/* one per CPU */
 	unsigned int ncpus;
 	int *fds;		/* every event fd (ring owners too) */
 	size_t nfds, fds_cap;
 
-	struct pending *pend;
-	size_t npend, pend_cap;
-	uint64_t seq;
-	uint64_t bound;		/* everything up to here has been processed */
-	uint64_t last_pass;	/* start of the previous pass over the rings */
+	struct sp_perf_queue q;	/* records copied out of the rings */
 	bool finished;
 
 	struct sp_emit *out;
@@ -1171,66 +1169,46 @@ static uint64_t record_time(struct perf *p, const struct perf_event_header *h)
 	return sp_perf_parse_id(h, p->attr.sample_type, &id) ? 0 : id.time;
 }
 
-static int cmp_pending(const void *a, const void *b)
+/* Each record is copied out of its ring (so the kernel can reuse the space). */
+static void read_record(void *ctx, const struct perf_event_header *h)
 {
-	const struct pending *x = a, *y = b;
+	struct perf *p = ctx;
+	struct perf_event_header *c = sp_xmalloc(h->size);
+	struct pending *it;
 
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	memcpy(c, h, h->size);
+	it = sp_perf_queue_push(&p->q, record_time(p, c));
+	it->h = c;
 }
 
-/* Copy every record out of the rings (so the kernel can reuse the space). */
-static void drain(struct perf *p)
+static void handle_record(void *ctx, void *item)
 {
-	const struct perf_event_header *h;
-	struct perf_event_header *c;
-	unsigned int i;
+	struct pending *it = item;
 
-	for (i = 0; i < p->ncpus; i++) {
-		struct sp_perf_ring *r = &p->cpus[i].ring;
-
-		if (!sp_perf_ring_begin(r))
-			continue;
-		while ((h = sp_perf_ring_next(r))) {
-			c = sp_xmalloc(h->size);
-			memcpy(c, h, h->size);
-			sp_grow(&p->pend, &p->pend_cap, p->npend + 1, sizeof(*p->pend));
-			p->pend[p->npend++] = (struct pending){ record_time(p, c), p->seq++, c };
-		}
-		sp_perf_ring_end(r);
-		p->st.bad += r->bad;
-		r->bad = 0;
-	}
+	process_record(ctx, it->h);
+	free(it->h);
 }
 
-/* Process the copied records stamped up to 'upto', in time order. */
-static int process_upto(struct perf *p, uint64_t upto)
+static void drop_record(void *ctx, void *item)
 {
-	size_t i, n = 0;
-	uint64_t *v;
+	free(((struct pending *)item)->h);
+}
 
-	if (p->npend > 1)
-		qsort(p->pend, p->npend, sizeof(*p->pend), cmp_pending);
-	while (n < p->npend && p->pend[n].time <= upto)
-		n++;
-	for (i = 0; i < n; i++) {
-		process_record(p, p->pend[i].h);
-		free(p->pend[i].h);
-	}
-	memmove(p->pend, p->pend + n, (p->npend - n) * sizeof(*p->pend));
-	p->npend -= n;
-	/* A process whose executable never showed up (a script run by an
-	 * interpreter already mapped, say) gets its record now. */
+/* A process whose executable never showed up (a script run by an
+ * interpreter already mapped, say) gets its record once its exec is
+ * older than what has been processed. */
+static void flush_pending_execs(struct perf *p, uint64_t upto)
+{
+	struct proc *pr;
+	size_t i;
+
 	for (i = 0; i < p->procs.cap; i++) {
 		if (!p->procs.t[i].used)
 			continue;
-		v = &p->procs.t[i].v;
-		if (((struct proc *)(uintptr_t)*v)->pending_exec &&
-		    ((struct proc *)(uintptr_t)*v)->exec_time <= upto)
-			flush_pending_exec(p, (struct proc *)(uintptr_t)*v);
+		pr = (struct proc *)(uintptr_t)p->procs.t[i].v;
+		if (pr->pending_exec && pr->exec_time <= upto)
+			flush_pending_exec(p, pr);
 	}
-	return (int)n;
 }
 
 /* ---- the sp_source interface ---- */
@@ -1359,7 +1337,7 @@ static int open_on(struct perf *p, pid_t pid, unsigned int i)
 	if (c->fd < 0) {
 		p->failed_call = geteuid() ? "mmap of the ring buffer (over perf_event_mlock_kb? "
 					     "try a smaller -m)" : "mmap of the ring buffer";
-		if (sp_perf_ring_map(&c->ring, fd, pages))
+		if (sp_perf_ring_map(&p->rings[i], fd, pages))
 			return -1;
 		c->fd = fd;
 		ev.data.u32 = i;
@@ -1434,7 +1412,7 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 	int *cpus = NULL, n;
 
 	p->out = out;
-	p->last_pass = p->bound = sp_now_mono_ns();
+	p->q.last_pass = p->q.bound = sp_now_mono_ns();
 	p->roots = sp_xcalloc(t->npids + 1, sizeof(*p->roots));
 	memcpy(p->roots, t->pids, t->npids * sizeof(*p->roots));
 	p->nroots = t->npids;
@@ -1447,6 +1425,7 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 	if (n <= 0)
 		return sp_error("cannot read the online CPUs");
 	p->cpus = sp_xcalloc(n, sizeof(*p->cpus));
+	p->rings = sp_xcalloc(n, sizeof(*p->rings));
 	p->ncpus = n;
 	for (c = 0; c < p->ncpus; c++) {
 		p->cpus[c].cpu = cpus[c];
@@ -1516,19 +1495,11 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 static int perf_poll(struct sp_source *s, struct sp_emit *out)
 {
 	struct perf *p = s->priv;
-	struct epoll_event evs[64];
-	uint64_t now = sp_now_mono_ns(), upto = p->last_pass;
 	int n;
 
-	/* Clear readiness; the rings are drained below either way. */
-	while (epoll_wait(p->epfd, evs, 64, 0) == 64)
-		;
 	p->out = out;
-	drain(p);
-	p->last_pass = now;
-	if (upto > p->bound)
-		p->bound = upto;
-	n = process_upto(p, p->bound);
+	n = (int)sp_perf_queue_poll(&p->q, p->epfd, p->rings, p->ncpus);
+	flush_pending_execs(p, p->q.bound);
 	resolve_ksyms(p, false);
 	return n;
 }
@@ -1537,7 +1508,7 @@ static uint64_t perf_watermark(struct sp_source *s)
 {
 	struct perf *p = s->priv;
 
-	return p->finished ? UINT64_MAX : p->bound;
+	return p->finished ? UINT64_MAX : p->q.bound;
 }
 
 static int perf_finish(struct sp_source *s, struct sp_emit *out)
@@ -1550,8 +1521,8 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	p->out = out;
 	for (i = 0; i < p->nfds; i++)
 		ioctl(p->fds[i], PERF_EVENT_IOC_DISABLE, 0);
-	drain(p);
-	n = process_upto(p, UINT64_MAX);
+	n = (int)sp_perf_queue_finish(&p->q, p->rings, p->ncpus);
+	flush_pending_execs(p, UINT64_MAX);
 	/* Live processes: their JIT maps now; the command's end if the kernel
 	 * reported its exit before it could be waited for. */
 	for (i = 0; i < p->procs.cap; i++) {
@@ -1579,9 +1550,9 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 		}
 	}
 	resolve_ksyms(p, true);
-	if (p->st.bad)
-		sp_warn("%" PRIu64 " malformed perf records skipped", p->st.bad);
-	p->bound = UINT64_MAX;
+	if (p->st.bad + p->q.bad)
+		sp_warn("%" PRIu64 " malformed perf records skipped", p->st.bad + p->q.bad);
+	p->q.bound = UINT64_MAX;
 	p->finished = true;
 	return n < 0 ? -1 : 0;
 }
@@ -1625,13 +1596,12 @@ static void perf_free(struct sp_source *s)
 		sp_kallsyms_release(&p->fresh);
 		map_free(&p->ksym_written);
 		for (i = 0; i < p->ncpus; i++)
-			sp_perf_ring_unmap(&p->cpus[i].ring);
+			sp_perf_ring_unmap(&p->rings[i]);
 		for (i = 0; i < p->nfds; i++)
 			close(p->fds[i]);
 		if (p->epfd >= 0)
 			close(p->epfd);
-		for (i = 0; i < p->npend; i++)
-			free(p->pend[i].h);
+		sp_perf_queue_release(&p->q, drop_record);
 		for (i = 0; i < p->procs.cap; i++) {
 			if (p->procs.t[i].used) {
 				struct proc *pr = (struct proc *)(uintptr_t)p->procs.t[i].v;
@@ -1659,8 +1629,8 @@ static void perf_free(struct sp_source *s)
 		map_free(&p->frames);
 		map_free(&p->frames_raw);
 		map_free(&p->elfs);
-		free(p->pend);
 		free(p->cpus);
+		free(p->rings);
 		free(p->fds);
 		free(p->kaddrs);
 		free(p->roots);
@@ -1713,6 +1683,7 @@ struct sp_source *sp_perf_source_new(const struct sp_perf_opts *o)
 	s->describe = perf_describe;
 	s->free = perf_free;
 	p->epfd = -1;
+	sp_perf_queue_init(&p->q, sizeof(struct pending), read_record, handle_record, p);
 	p->o = *o;
 	if (!p->o.event)
 		p->o.event = "cpu-clock";
@@ -1843,7 +1814,10 @@ void sp_perf_source_info(struct sp_source *s, struct sp_perf_info *info)
 
 void sp_perf_source_stats(struct sp_source *s, struct sp_perf_stats *st)
 {
-	*st = ((struct perf *)s->priv)->st;
+	const struct perf *p = s->priv;
+
+	*st = p->st;
+	st->bad += p->q.bad;	/* the rings' malformed records, with the samples' */
 }
 
 /* ---- --check ---- */
