@@ -39,6 +39,7 @@
 
 #include "elf/archive.h"
 #include "buildid.h"
+#include "hashmap.h"
 #include "kallsyms.h"
 #include "perf_queue.h"
 #include "perf_ring.h"
@@ -152,15 +153,6 @@ static void map_free(struct map *m)
 {
 	free(m->t);
 	memset(m, 0, sizeof(*m));
-}
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const uint8_t *s = p;
-
-	while (n--)
-		h = (h ^ *s++) * 0x100000001b3ull;
-	return h;
 }
 
 /* ---- state ---- */
@@ -354,7 +346,7 @@ static int paranoid_level(void)
 static const struct elf_entry *elf_lookup(struct perf *p, const char *path,
 					  const uint8_t *bid, unsigned int bid_len)
 {
-	uint64_t h = fnv(0xcbf29ce484222325ull, path, strlen(path));
+	uint64_t h = sp_hash_bytes(path, strlen(path));
 	uint64_t *v = map_get(&p->elfs, h, 0);
 	struct elf_entry *e;
 
@@ -416,13 +408,13 @@ static struct mod *mod_get(struct perf *p, uint32_t pid, uint64_t time, uint64_t
 			 !strncmp(path, "/memfd:", 7) || !strcmp(path, "/dev/zero (deleted)"));
 	if (anon) {
 		/* Code without a file (JIT): one module per process and address. */
-		ka = fnv(0x51ed270b27ull, &pid, sizeof(pid)) | 1;
+		ka = sp_hash_u64(pid) | 1;
 		kb = start;
 	} else {
-		ka = fnv(0xcbf29ce484222325ull, path, strlen(path));
-		ka = fnv(ka, &dev, sizeof(dev));
-		ka = fnv(ka, &ino, sizeof(ino));
-		ka = fnv(ka, bid, bid_len);
+		ka = sp_hash_bytes(path, strlen(path));
+		ka = sp_hash_mix(ka, dev);
+		ka = sp_hash_mix(ka, ino);
+		ka = sp_hash_mix(ka, sp_hash_bytes(bid, bid_len));
 		ka &= ~1ull;
 		kb = pgoff;
 	}

@@ -32,8 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sp.h"
+#include "hashmap.h"
 #include "safefile.h"
+#include "sp.h"
 #include "unwind.h"
 
 #define NREGS		17	/* DWARF x86_64: 0..15 GP registers, 16 = return address */
@@ -145,15 +146,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static unsigned int hash_str(const char *s)
-{
-	unsigned int h = 5381;
-
-	while (*s)
-		h = h * 33 + (unsigned char)*s++;
-	return h;
-}
-
 struct sp_unwinder *sp_unwinder_new(void)
 {
 	struct sp_unwinder *u = calloc(1, sizeof(*u));
@@ -249,7 +241,7 @@ static struct uw_proc *proc_find(struct sp_unwinder *u, uint32_t pid, bool creat
  * processes share its parsed tables. */
 static struct uw_file *file_get(struct sp_unwinder *u, const char *path)
 {
-	struct uw_file **pp = &u->files[hash_str(path) % FILE_BUCKETS], *f;
+	struct uw_file **pp = &u->files[sp_hash_bytes(path, strlen(path)) % FILE_BUCKETS], *f;
 
 	for (f = *pp; f; f = f->next)
 		if (!strcmp(f->path, path))
