@@ -99,7 +99,8 @@ static struct mod *mod_get(struct perf *p, uint32_t pid, uint64_t time, uint64_t
 		ka = sp_hash_bytes(path, strlen(path));
 		ka = sp_hash_mix(ka, dev);
 		ka = sp_hash_mix(ka, ino);
-		ka = sp_hash_mix(ka, sp_hash_bytes(bid, bid_len));
+		if (bid_len)
+			ka = sp_hash_mix(ka, sp_hash_bytes(bid, bid_len));
 		ka &= ~1ull;
 		kb = pgoff;
 	}
