@@ -96,3 +96,16 @@ void sp_perf_map_free(struct perf_map *m)
 	free(m->t);
 	memset(m, 0, sizeof(*m));
 }
+
+bool sp_perf_map_next(const struct perf_map *m, size_t *iter, uint64_t *v)
+{
+	while (*iter < m->cap) {
+		const struct perf_kv *kv = &m->t[(*iter)++];
+
+		if (kv->used) {
+			*v = kv->v;
+			return true;
+		}
+	}
+	return false;
+}

@@ -327,17 +327,15 @@ void sp_perf_flush_pending_exec(struct perf *p, struct proc *pr)
 void sp_perf_flush_pending_execs(struct perf *p, uint64_t upto)
 {
 	struct proc *pr;
-	size_t i;
+	size_t i = 0;
+	uint64_t v;
 
-	for (i = 0; i < p->procs.cap; i++) {
-		if (!p->procs.t[i].used)
-			continue;
-		pr = (struct proc *)(uintptr_t)p->procs.t[i].v;
+	while (sp_perf_map_next(&p->procs, &i, &v)) {
+		pr = (struct proc *)(uintptr_t)v;
 		if (pr->pending_exec && pr->exec_time <= upto)
 			sp_perf_flush_pending_exec(p, pr);
 	}
 }
-
 /* Exit status of the command sp-record started, without reaping it. */
 static bool root_status(struct proc *pr, uint64_t *status, uint64_t *flags)
 {
@@ -617,14 +615,13 @@ void sp_perf_on_mmap2(struct perf *p, const struct perf_event_header *h, const s
 void sp_perf_procs_finish(struct perf *p)
 {
 	struct proc *pr;
-	size_t i;
+	size_t i = 0;
+	uint64_t v;
 
 	/* Live processes: their JIT maps now; the command's end if the kernel
 	 * reported its exit before it could be waited for. */
-	for (i = 0; i < p->procs.cap; i++) {
-		if (!p->procs.t[i].used)
-			continue;
-		pr = (struct proc *)(uintptr_t)p->procs.t[i].v;
+	while (sp_perf_map_next(&p->procs, &i, &v)) {
+		pr = (struct proc *)(uintptr_t)v;
 		sp_perf_flush_pending_exec(p, pr);
 		/* its first thread exited, an end of a thread it made was not
 		 * seen (lost): it ends there */
@@ -649,26 +646,22 @@ void sp_perf_procs_finish(struct perf *p)
 
 void sp_perf_procs_free(struct perf *p)
 {
-	size_t i;
+	size_t i = 0;
+	uint64_t v;
 
-	for (i = 0; i < p->procs.cap; i++) {
-		if (p->procs.t[i].used) {
-			struct proc *pr = (struct proc *)(uintptr_t)p->procs.t[i].v;
+	while (sp_perf_map_next(&p->procs, &i, &v)) {
+		struct proc *pr = (struct proc *)(uintptr_t)v;
 
-			free(pr->vmas);
-			free(pr);
-		}
+		free(pr->vmas);
+		free(pr);
 	}
-	for (i = 0; i < p->mods_by_id.cap; i++)
-		if (p->mods_by_id.t[i].used)
-			free((void *)(uintptr_t)p->mods_by_id.t[i].v);
-	for (i = 0; i < p->elfs.cap; i++) {
-		if (p->elfs.t[i].used) {
-			struct elf_entry *e = (void *)(uintptr_t)p->elfs.t[i].v;
+	for (i = 0; sp_perf_map_next(&p->mods_by_id, &i, &v);)
+		free((void *)(uintptr_t)v);
+	for (i = 0; sp_perf_map_next(&p->elfs, &i, &v);) {
+		struct elf_entry *e = (void *)(uintptr_t)v;
 
-			free(e->path);
-			free(e);
-		}
+		free(e->path);
+		free(e);
 	}
 	sp_perf_map_free(&p->procs);
 	sp_perf_map_free(&p->mods_by_key);

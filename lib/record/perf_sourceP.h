@@ -60,6 +60,8 @@ struct perf_map {
 uint64_t *sp_perf_map_get(const struct perf_map *m, uint64_t a, uint64_t b);
 void sp_perf_map_put(struct perf_map *m, uint64_t a, uint64_t b, uint64_t v);
 void sp_perf_map_del(struct perf_map *m, uint64_t a, uint64_t b);
+/* The values in slot order: for (i = 0; sp_perf_map_next(m, &i, &v); ) */
+bool sp_perf_map_next(const struct perf_map *m, size_t *iter, uint64_t *v);
 void sp_perf_map_free(struct perf_map *m);
 
 /* ---- state ---- */
