@@ -248,16 +248,11 @@ int sp_perf_open_events(struct perf *p, const struct sp_target *t)
 
 /* ---- the attribute, and what this machine allows of it ---- */
 
-static unsigned int popcount64(uint64_t v)
-{
-	return (unsigned int)__builtin_popcountll(v);
-}
-
 void sp_perf_attr_setup(struct perf *p)
 {
 	struct perf_event_attr *a = &p->attr;
 
-	a->size = sizeof(*a);
+	sp_perf_attr_records(a, p->o.enable_on_exec);
 	a->type = p->type;
 	a->config = p->config;
 	p->sideband = p->type == PERF_TYPE_SOFTWARE && p->config == PERF_COUNT_SW_DUMMY;
@@ -276,27 +271,10 @@ void sp_perf_attr_setup(struct perf *p)
 			 PERF_SAMPLE_PERIOD;
 	if (p->o.call_graph != SP_CG_NONE)
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
-	if (p->o.call_graph >= SP_CG_DWARF && !p->o.kernel_only) {
-		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-		a->sample_regs_user = sp_unwind_regs_mask();
-		a->sample_stack_user = p->o.stack_size ? p->o.stack_size : 8192;
-		p->nregs = popcount64(a->sample_regs_user);
-		if (p->o.call_graph == SP_CG_DWARF)
-			a->exclude_callchain_user = 1;
-	}
-	a->sample_id_all = 1;
-	a->mmap = 1;
-	a->mmap2 = 1;
-	a->comm = 1;
-	a->comm_exec = 1;
-	a->task = 1;
+	if (!p->o.kernel_only)
+		p->nregs = sp_perf_attr_user_stack(a, p->o.call_graph, p->o.stack_size);
 	a->build_id = 1;
-	a->use_clockid = 1;
-	a->clockid = CLOCK_MONOTONIC;
-	a->exclude_hv = 1;
 	a->exclude_guest = 1;
-	a->inherit = 1;
-	a->watermark = 1;
 	/* Wake the loop when a ring is a quarter full (64 KiB of the default
 	 * 512), well before it overflows between two batches. */
 	{
@@ -313,10 +291,6 @@ void sp_perf_attr_setup(struct perf *p)
 	if (p->o.kernel_only) {
 		a->exclude_user = 1;
 		a->exclude_callchain_user = 1;
-	}
-	if (p->o.enable_on_exec) {
-		a->disabled = 1;
-		a->enable_on_exec = 1;
 	}
 }
 

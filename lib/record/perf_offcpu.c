@@ -504,41 +504,19 @@ static void setup_attr(struct offcpu *c)
 	struct perf_event_attr *a = &c->attr;
 
 	memset(a, 0, sizeof(*a));
-	a->size = sizeof(*a);
+	sp_perf_attr_records(a, c->o.enable_on_exec);
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
 	a->sample_period = 1;
 	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			 PERF_SAMPLE_CALLCHAIN;
-	if (c->o.call_graph >= SP_CG_DWARF) {
-		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-		a->sample_regs_user = sp_unwind_regs_mask();
-		a->sample_stack_user = c->o.stack_size ? c->o.stack_size : 8192;
-		c->nregs = __builtin_popcountll(a->sample_regs_user);
-		if (c->o.call_graph == SP_CG_DWARF)
-			a->exclude_callchain_user = 1;
-	}
+	c->nregs = sp_perf_attr_user_stack(a, c->o.call_graph, c->o.stack_size);
 	if (!c->o.kernel_frames)
 		a->exclude_callchain_kernel = 1;
-	a->sample_id_all = 1;
 	a->context_switch = 1;
-	a->mmap = 1;
-	a->mmap2 = 1;
-	a->comm = 1;
-	a->comm_exec = 1;
-	a->task = 1;
-	a->use_clockid = 1;
-	a->clockid = CLOCK_MONOTONIC;
-	a->inherit = 1;
-	a->watermark = 1;
 	a->wakeup_watermark = 32 << 10;
 	/* The switch happens in the kernel: excluding it would drop every sample. */
 	a->exclude_kernel = 0;
-	a->exclude_hv = 1;
-	if (c->o.enable_on_exec) {
-		a->disabled = 1;
-		a->enable_on_exec = 1;
-	}
 }
 
 static int open_rings(struct offcpu *c, pid_t pid, const int *cpus, int ncpus)
