@@ -261,7 +261,7 @@ static struct uw_file *file_get(struct sp_unwinder *u, const char *path)
 }
 
 /* Remove [start, end) from p's mappings, splitting one that straddles it. */
-static int maps_punch(struct uw_proc *p, uint64_t start, uint64_t end)
+static void maps_punch(struct uw_proc *p, uint64_t start, uint64_t end)
 {
 	size_t i = 0;
 
@@ -274,22 +274,14 @@ static int maps_punch(struct uw_proc *p, uint64_t start, uint64_t end)
 		}
 		if (m->start < start && m->end > end) {
 			/* split in two */
-			if (p->n == p->cap) {
-				size_t cap = p->cap ? p->cap * 2 : 16;
-				struct uw_map *n = realloc(p->maps, cap * sizeof(*n));
-
-				if (!n)
-					return -1;
-				p->maps = n;
-				p->cap = cap;
-				m = &p->maps[i];
-			}
+			sp_grow(&p->maps, &p->cap, p->n + 1, sizeof(*p->maps));
+			m = &p->maps[i];
 			memmove(m + 1, m, (p->n - i) * sizeof(*m));
 			p->n++;
 			m[0].end = start;
 			m[1].pgoff += end - m[1].start;
 			m[1].start = end;
-			return 0;
+			return;
 		}
 		if (m->start < start) {
 			m->end = start;
@@ -303,7 +295,6 @@ static int maps_punch(struct uw_proc *p, uint64_t start, uint64_t end)
 			p->n--;
 		}
 	}
-	return 0;
 }
 
 static bool is_anon_path(const char *path)
@@ -330,19 +321,10 @@ static int proc_add_map(struct sp_unwinder *u, struct uw_proc *p, uint64_t start
 	} else {
 		m.special = true;	/* [vsyscall], [uprobes], ... */
 	}
-	if (maps_punch(p, start, end))
-		return -1;
+	maps_punch(p, start, end);
 	if (p->n >= MAX_MAPS)
 		return 0;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 16;
-		struct uw_map *n = realloc(p->maps, cap * sizeof(*n));
-
-		if (!n)
-			return -1;
-		p->maps = n;
-		p->cap = cap;
-	}
+	sp_grow(&p->maps, &p->cap, p->n + 1, sizeof(*p->maps));
 	hi = p->n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
