@@ -89,11 +89,8 @@ static int open_pidfd(struct sp_recorder *r, pid_t pid)
 		return sp_error("pid %d: no such process", (int)pid);
 	if (fd < 0)
 		return sp_error_errno("pid %d: pidfd_open", (int)pid);
-	r->pidfds[r->npidfds] = fd;
-	if (watch(r, fd, TAG_PIDFD, r->npidfds))
-		return -1;
-	r->npidfds++;
-	return 0;
+	r->pidfds[r->npidfds++] = fd;
+	return watch(r, fd, TAG_PIDFD, r->npidfds - 1);
 }
 
 /* SIGINT and SIGTERM are read from a signalfd in the loop, even when
@@ -658,7 +655,7 @@ void sp_recorder_free(struct sp_recorder *r)
 		close(r->sigfd);
 	if (r->ep >= 0)
 		close(r->ep);
-	if (r->fd >= 0 && r->fd != fileno(r->o.common->out))
+	if (r->fd >= 0 && r->o.common && r->fd != fileno(r->o.common->out))
 		close(r->fd);
 	free(r->command);
 	free(r);
