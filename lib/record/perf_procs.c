@@ -28,6 +28,8 @@
 #define PERF_RECORD_MISC_MMAP_BUILD_ID (1 << 14)
 #endif
 
+/* ---- modules ---- */
+
 static const struct elf_entry *elf_lookup(struct perf *p, const char *path,
 					  const uint8_t *bid, unsigned int bid_len)
 {
@@ -198,6 +200,8 @@ struct mod *sp_perf_kernel_mod(struct perf *p)
 		p->kmod->refs = 1;	/* never retired */
 	return p->kmod;
 }
+
+/* ---- processes and their mappings ---- */
 
 struct proc *sp_perf_proc_find(struct perf *p, uint32_t pid)
 {
@@ -383,6 +387,8 @@ static void proc_free(struct perf *p, struct proc *pr)
 	free(pr);
 }
 
+/* ---- processes that exist at attach, from /proc ---- */
+
 struct scan_ctx {
 	struct perf *p;
 	struct proc *pr;
@@ -437,6 +443,8 @@ int sp_perf_scan_process(struct perf *p, uint32_t pid)
 	sp_procfs_maps(pid, scan_map, &c);
 	return 0;
 }
+
+/* ---- the kernel's records ---- */
 
 void sp_perf_on_fork(struct perf *p, const struct perf_event_header *h)
 {
@@ -611,6 +619,8 @@ void sp_perf_on_mmap2(struct perf *p, const struct perf_event_header *h, const s
 	if (p->unw)	/* all of them: [vdso] has CFI, anonymous code is "jit" */
 		sp_unwinder_map(p->unw, m->pid, m->addr, m->addr + m->len, m->pgoff, path);
 }
+
+/* ---- the end ---- */
 
 void sp_perf_procs_finish(struct perf *p)
 {
