@@ -6,8 +6,8 @@
  * The rings of all CPUs are drained into one queue of small records (a
  * sample's stack is unwound while it is still in the ring, so only its
  * addresses are kept), and the queue is processed in time order up to the
- * previous pass, like the perf source does: a thread's switch-out and its
- * switch-in are often on different CPUs.
+ * previous pass (perf_queue.c, as for the perf source): a thread's
+ * switch-out and its switch-in are often on different CPUs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +25,7 @@
 #include "hashmap.h"
 #include "kallsyms.h"
 #include "perf_offcpu.h"
+#include "perf_queue.h"
 #include "perf_ring.h"
 #include "procfs.h"
 #include "sp.h"
@@ -43,7 +44,7 @@ enum { OPT_OFFCPU = 0x2100, OPT_OFFCPU_MIN };
 
 /* A record taken from a ring, waiting to be processed in time order. */
 struct qrec {
-	uint64_t time, seq;
+	struct sp_perf_qitem head;	/* time */
 	uint32_t type, misc;
 	uint32_t pid, tid, cpu;
 	uint8_t ust;		/* unwind status of a sample */
@@ -76,9 +77,7 @@ struct offcpu {
 	size_t nfds;
 	struct sp_unwinder *unw;
 	struct sp_emit *out;
-	struct qrec *q;
-	size_t nq, qcap;
-	uint64_t seq, bound, last_pass;
+	struct sp_perf_queue q;		/* struct qrec */
 	bool finished, started;
 	struct sp_u64map blocked;	/* tid -> struct blocked * */
 	struct sp_u64map parent;	/* pid -> ppid (forks seen) */
@@ -285,12 +284,14 @@ static void emit_wait(struct offcpu *c, uint32_t tid, const struct blocked *b, u
 
 /* ---- records, as read from the rings ---- */
 
+/* Queue r (stamped r->head.time) in its place in the time order. */
 static void queue(struct offcpu *c, const struct qrec *r)
 {
-	sp_grow(&c->q, &c->qcap, c->nq + 1, sizeof(*c->q));
-	c->q[c->nq] = *r;
-	c->q[c->nq].seq = c->seq++;
-	c->nq++;
+	struct qrec *it = sp_perf_queue_push(&c->q, r->head.time);
+	struct sp_perf_qitem head = it->head;
+
+	*it = *r;
+	it->head = head;
 }
 
 static void read_sample(struct offcpu *c, const struct perf_event_header *h)
@@ -327,7 +328,7 @@ static void read_sample(struct offcpu *c, const struct perf_event_header *h)
 		memcpy(uips, fp, nfp * sizeof(*fp));
 		nu = nfp;
 	}
-	q.time = s.time;
+	q.head.time = s.time;
 	q.pid = s.pid;
 	q.tid = s.tid;
 	q.cpu = s.cpu;
@@ -347,8 +348,9 @@ struct task_body {
 	uint64_t time;
 };
 
-static void read_record(struct offcpu *c, const struct perf_event_header *h)
+static void read_record(void *ctx, const struct perf_event_header *h)
 {
+	struct offcpu *c = ctx;
 	struct sp_perf_id id;
 	struct qrec q = { .type = h->type, .misc = h->misc };
 
@@ -408,7 +410,7 @@ static void read_record(struct offcpu *c, const struct perf_event_header *h)
 			return;
 		q.pid = t->pid;
 		q.tid = t->tid;
-		q.time = t->time;
+		q.head.time = t->time;
 		queue(c, &q);
 		return;
 	}
@@ -417,7 +419,7 @@ static void read_record(struct offcpu *c, const struct perf_event_header *h)
 			return;
 		q.pid = id.pid;
 		q.tid = id.tid;
-		q.time = id.time;
+		q.head.time = id.time;
 		q.cpu = id.cpu;
 		queue(c, &q);
 		return;
@@ -433,8 +435,10 @@ static void read_record(struct offcpu *c, const struct perf_event_header *h)
 	}
 }
 
-static void process(struct offcpu *c, struct qrec *r)
+static void process(void *ctx, void *item)
 {
+	struct offcpu *c = ctx;
+	struct qrec *r = item;
 	struct blocked *b;
 	uint64_t *v = sp_u64map_get(&c->blocked, r->tid), d;
 
@@ -446,7 +450,7 @@ static void process(struct offcpu *c, struct qrec *r)
 			sp_u64map_put(&c->blocked, r->tid, (uint64_t)(uintptr_t)b);
 		}
 		free(b->ips);
-		b->out_time = r->time;
+		b->out_time = r->head.time;
 		b->pid = r->pid;
 		b->cpu = r->cpu;
 		b->preempt = false;
@@ -457,7 +461,7 @@ static void process(struct offcpu *c, struct qrec *r)
 		r->ips = NULL;
 		break;
 	case PERF_RECORD_SWITCH:
-		if (!b || !b->out_time || r->time < b->out_time)
+		if (!b || !b->out_time || r->head.time < b->out_time)
 			break;
 		if (r->misc & PERF_RECORD_MISC_SWITCH_OUT) {
 			/* The record that follows the sample of the same switch. */
@@ -465,7 +469,7 @@ static void process(struct offcpu *c, struct qrec *r)
 				b->preempt = true;
 			break;
 		}
-		d = r->time - b->out_time;
+		d = r->head.time - b->out_time;
 		c->st.switches++;
 		if (b->preempt) {
 			c->st.preempted++;
@@ -474,7 +478,7 @@ static void process(struct offcpu *c, struct qrec *r)
 			c->st.short_waits++;
 			c->st.short_ns += d;
 		} else {
-			emit_wait(c, r->tid, b, r->time);
+			emit_wait(c, r->tid, b, r->head.time);
 		}
 		b->out_time = 0;
 		break;
@@ -488,43 +492,9 @@ static void process(struct offcpu *c, struct qrec *r)
 	r->ips = NULL;
 }
 
-static int cmp_q(const void *a, const void *b)
+static void drop(void *ctx, void *item)
 {
-	const struct qrec *x = a, *y = b;
-
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static void drain(struct offcpu *c)
-{
-	const struct perf_event_header *h;
-	size_t i;
-
-	for (i = 0; i < c->nfds; i++) {
-		struct sp_perf_ring *r = &c->rings[i];
-
-		if (!r->meta || !sp_perf_ring_begin(r))
-			continue;
-		while ((h = sp_perf_ring_next(r)))
-			read_record(c, h);
-		sp_perf_ring_end(r);
-	}
-}
-
-static void process_upto(struct offcpu *c, uint64_t upto)
-{
-	size_t i, n = 0;
-
-	if (c->nq > 1)
-		qsort(c->q, c->nq, sizeof(*c->q), cmp_q);
-	while (n < c->nq && c->q[n].time <= upto)
-		n++;
-	for (i = 0; i < n; i++)
-		process(c, &c->q[i]);
-	memmove(c->q, c->q + n, (c->nq - n) * sizeof(*c->q));
-	c->nq -= n;
+	free(((struct qrec *)item)->ips);
 }
 
 /* ---- the source ---- */
@@ -534,41 +504,19 @@ static void setup_attr(struct offcpu *c)
 	struct perf_event_attr *a = &c->attr;
 
 	memset(a, 0, sizeof(*a));
-	a->size = sizeof(*a);
+	sp_perf_attr_records(a, c->o.enable_on_exec);
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
 	a->sample_period = 1;
 	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			 PERF_SAMPLE_CALLCHAIN;
-	if (c->o.call_graph >= SP_CG_DWARF) {
-		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-		a->sample_regs_user = sp_unwind_regs_mask();
-		a->sample_stack_user = c->o.stack_size ? c->o.stack_size : 8192;
-		c->nregs = __builtin_popcountll(a->sample_regs_user);
-		if (c->o.call_graph == SP_CG_DWARF)
-			a->exclude_callchain_user = 1;
-	}
+	c->nregs = sp_perf_attr_user_stack(a, c->o.call_graph, c->o.stack_size);
 	if (!c->o.kernel_frames)
 		a->exclude_callchain_kernel = 1;
-	a->sample_id_all = 1;
 	a->context_switch = 1;
-	a->mmap = 1;
-	a->mmap2 = 1;
-	a->comm = 1;
-	a->comm_exec = 1;
-	a->task = 1;
-	a->use_clockid = 1;
-	a->clockid = CLOCK_MONOTONIC;
-	a->inherit = 1;
-	a->watermark = 1;
 	a->wakeup_watermark = 32 << 10;
 	/* The switch happens in the kernel: excluding it would drop every sample. */
 	a->exclude_kernel = 0;
-	a->exclude_hv = 1;
-	if (c->o.enable_on_exec) {
-		a->disabled = 1;
-		a->enable_on_exec = 1;
-	}
 }
 
 static int open_rings(struct offcpu *c, pid_t pid, const int *cpus, int ncpus)
@@ -641,24 +589,17 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 		for (i = 0; i < c->nfds; i++)
 			ioctl(c->fds[i], PERF_EVENT_IOC_ENABLE, 0);
 	c->started = true;
-	c->last_pass = sp_now_mono_ns();
+	c->q.last_pass = sp_now_mono_ns();
 	return 0;
 }
 
 static int offcpu_poll(struct sp_source *s, struct sp_emit *out)
 {
 	struct offcpu *c = s->priv;
-	struct epoll_event evs[64];
-	uint64_t now = sp_now_mono_ns(), upto = c->last_pass, before = c->st.waits;
+	uint64_t before = c->st.waits;
 
-	while (epoll_wait(c->epfd, evs, 64, 0) == 64)
-		;
 	c->out = out;
-	drain(c);
-	c->last_pass = now;
-	if (upto > c->bound)
-		c->bound = upto;
-	process_upto(c, c->bound);
+	sp_perf_queue_poll(&c->q, c->epfd, c->rings, c->nfds);
 	return (int)(c->st.waits - before);
 }
 
@@ -666,7 +607,7 @@ static uint64_t offcpu_watermark(struct sp_source *s)
 {
 	struct offcpu *c = s->priv;
 
-	return c->finished ? UINT64_MAX : c->bound;
+	return c->finished ? UINT64_MAX : c->q.bound;
 }
 
 /* Symbols of the kernel frames we wrote, so another machine can name them. */
@@ -708,12 +649,11 @@ static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 	c->out = out;
 	for (i = 0; i < c->nfds; i++)
 		ioctl(c->fds[i], PERF_EVENT_IOC_DISABLE, 0);
-	drain(c);
-	process_upto(c, UINT64_MAX);
+	sp_perf_queue_finish(&c->q, c->rings, c->nfds);
 	/* Threads still blocked when the recording stopped are not recorded:
 	 * their wait has no end. */
 	if (c->st.lost) {
-		r.lost.time = c->last_pass;
+		r.lost.time = c->q.last_pass;
 		r.lost.what = SP_LOST_SAMPLES;
 		r.lost.count = c->st.lost;
 		out->emit(out->ctx, &r);
@@ -749,8 +689,7 @@ static void offcpu_free(struct sp_source *s)
 		sp_perf_ring_unmap(&c->rings[i]);
 		close(c->fds[i]);
 	}
-	for (i = 0; i < c->nq; i++)
-		free(c->q[i].ips);
+	sp_perf_queue_release(&c->q, drop);
 	while (sp_u64map_next(&c->blocked, &it, &k, &v)) {
 		struct blocked *b = (struct blocked *)(uintptr_t)v;
 
@@ -771,7 +710,6 @@ static void offcpu_free(struct sp_source *s)
 	if (c->epfd >= 0)
 		close(c->epfd);
 	sp_unwinder_free(c->unw);
-	free(c->q);
 	free(c->fds);
 	free(c->rings);
 	free(c);
@@ -788,6 +726,7 @@ struct sp_source *sp_offcpu_source_new(const struct sp_offcpu_opts *o)
 	if (!c->o.min_ns && !o->enabled)
 		c->o.min_ns = SP_OFFCPU_DEFAULT_MIN_NS;
 	c->epfd = -1;
+	sp_perf_queue_init(&c->q, sizeof(struct qrec), read_record, process, c);
 	s->name = "offcpu";
 	s->priv = c;
 	s->fd = -1;

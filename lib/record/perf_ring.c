@@ -1,12 +1,48 @@
 // SPDX-License-Identifier: MIT
-/* perf_event_open ring buffers: draining them and decoding their records. */
+/* perf_event_open ring buffers: the records asked for, draining the rings
+ * and decoding their records. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "perf_ring.h"
+#include "unwind.h"
+
+void sp_perf_attr_records(struct perf_event_attr *a, bool enable_on_exec)
+{
+	a->size = sizeof(*a);
+	a->sample_id_all = 1;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->comm = 1;
+	a->comm_exec = 1;
+	a->task = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->inherit = 1;
+	a->watermark = 1;
+	a->exclude_hv = 1;
+	if (enable_on_exec) {
+		a->disabled = 1;
+		a->enable_on_exec = 1;
+	}
+}
+
+unsigned int sp_perf_attr_user_stack(struct perf_event_attr *a, enum sp_call_graph cg,
+				     uint32_t stack_size)
+{
+	if (cg < SP_CG_DWARF)
+		return 0;
+	a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	a->sample_regs_user = sp_unwind_regs_mask();
+	a->sample_stack_user = stack_size ? stack_size : 8192;
+	if (cg == SP_CG_DWARF)
+		a->exclude_callchain_user = 1;
+	return (unsigned int)__builtin_popcountll(a->sample_regs_user);
+}
 
 int sp_perf_ring_map(struct sp_perf_ring *r, int fd, unsigned int pages)
 {

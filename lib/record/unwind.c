@@ -33,8 +33,9 @@
 #include <unistd.h>
 
 #include "elf/elffile.h"
-#include "sp.h"
+#include "hashmap.h"
 #include "safefile.h"
+#include "sp.h"
 #include "unwind.h"
 
 #define NREGS		17	/* DWARF x86_64: 0..15 GP registers, 16 = return address */
@@ -146,15 +147,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static unsigned int hash_str(const char *s)
-{
-	unsigned int h = 5381;
-
-	while (*s)
-		h = h * 33 + (unsigned char)*s++;
-	return h;
-}
-
 struct sp_unwinder *sp_unwinder_new(void)
 {
 	struct sp_unwinder *u = calloc(1, sizeof(*u));
@@ -250,7 +242,7 @@ static struct uw_proc *proc_find(struct sp_unwinder *u, uint32_t pid, bool creat
  * processes share its parsed tables. */
 static struct uw_file *file_get(struct sp_unwinder *u, const char *path)
 {
-	struct uw_file **pp = &u->files[hash_str(path) % FILE_BUCKETS], *f;
+	struct uw_file **pp = &u->files[sp_hash_bytes(path, strlen(path)) % FILE_BUCKETS], *f;
 
 	for (f = *pp; f; f = f->next)
 		if (!strcmp(f->path, path))
@@ -270,7 +262,7 @@ static struct uw_file *file_get(struct sp_unwinder *u, const char *path)
 }
 
 /* Remove [start, end) from p's mappings, splitting one that straddles it. */
-static int maps_punch(struct uw_proc *p, uint64_t start, uint64_t end)
+static void maps_punch(struct uw_proc *p, uint64_t start, uint64_t end)
 {
 	size_t i = 0;
 
@@ -283,22 +275,14 @@ static int maps_punch(struct uw_proc *p, uint64_t start, uint64_t end)
 		}
 		if (m->start < start && m->end > end) {
 			/* split in two */
-			if (p->n == p->cap) {
-				size_t cap = p->cap ? p->cap * 2 : 16;
-				struct uw_map *n = realloc(p->maps, cap * sizeof(*n));
-
-				if (!n)
-					return -1;
-				p->maps = n;
-				p->cap = cap;
-				m = &p->maps[i];
-			}
+			sp_grow(&p->maps, &p->cap, p->n + 1, sizeof(*p->maps));
+			m = &p->maps[i];
 			memmove(m + 1, m, (p->n - i) * sizeof(*m));
 			p->n++;
 			m[0].end = start;
 			m[1].pgoff += end - m[1].start;
 			m[1].start = end;
-			return 0;
+			return;
 		}
 		if (m->start < start) {
 			m->end = start;
@@ -312,7 +296,6 @@ static int maps_punch(struct uw_proc *p, uint64_t start, uint64_t end)
 			p->n--;
 		}
 	}
-	return 0;
 }
 
 static bool is_anon_path(const char *path)
@@ -339,19 +322,10 @@ static int proc_add_map(struct sp_unwinder *u, struct uw_proc *p, uint64_t start
 	} else {
 		m.special = true;	/* [vsyscall], [uprobes], ... */
 	}
-	if (maps_punch(p, start, end))
-		return -1;
+	maps_punch(p, start, end);
 	if (p->n >= MAX_MAPS)
 		return 0;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 16;
-		struct uw_map *n = realloc(p->maps, cap * sizeof(*n));
-
-		if (!n)
-			return -1;
-		p->maps = n;
-		p->cap = cap;
-	}
+	sp_grow(&p->maps, &p->cap, p->n + 1, sizeof(*p->maps));
 	hi = p->n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -623,6 +597,194 @@ static int reg_get(struct uw_ctx *c, uint64_t regno, uint64_t *val)
 	return 0;
 }
 
+/* One evaluation of a DWARF expression: its operations, what it may use,
+ * and its stack. */
+struct expr {
+	struct uw_ctx *c;
+	const Dwarf_Op *ops;
+	size_t nops;
+	const uint64_t *cfa;	/* NULL while computing the CFA */
+	uint64_t bias;
+	uint64_t st[EXPR_STACK];
+	unsigned int sp;
+	bool is_location;	/* the result is where the value is */
+};
+
+#define PUSH(v) do { if (x->sp >= EXPR_STACK) return -1; x->st[x->sp++] = (v); } while (0)
+#define POP(v) do { if (!x->sp) return -1; (v) = x->st[--x->sp]; } while (0)
+
+/* Operation ops[*i] on the stack; a branch sets *i to the operation before
+ * its target. 0, or -1 when it cannot be done (c->fault may say why). */
+static int expr_op(struct expr *x, size_t *i)
+{
+	const Dwarf_Op *op = &x->ops[*i];
+	uint64_t a, b;
+
+	switch (op->atom) {
+	case DW_OP_lit0 ... DW_OP_lit31:
+		PUSH(op->atom - DW_OP_lit0);
+		break;
+	case DW_OP_addr:
+		PUSH(op->number + x->bias);
+		break;
+	case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
+	case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
+	case DW_OP_constu: case DW_OP_consts:
+		PUSH(op->number);
+		break;
+	case DW_OP_reg0 ... DW_OP_reg31:
+		if (reg_get(x->c, op->atom - DW_OP_reg0, &a))
+			return -1;
+		PUSH(a);
+		break;
+	case DW_OP_regx:
+		if (reg_get(x->c, op->number, &a))
+			return -1;
+		PUSH(a);
+		break;
+	case DW_OP_breg0 ... DW_OP_breg31:
+		if (reg_get(x->c, op->atom - DW_OP_breg0, &a))
+			return -1;
+		PUSH(a + op->number);
+		break;
+	case DW_OP_bregx:
+		if (reg_get(x->c, op->number, &a))
+			return -1;
+		PUSH(a + op->number2);
+		break;
+	case DW_OP_dup:
+		POP(a);
+		PUSH(a);
+		PUSH(a);
+		break;
+	case DW_OP_drop:
+		POP(a);
+		break;
+	case DW_OP_pick:
+		if (op->number >= x->sp)
+			return -1;
+		a = x->st[x->sp - 1 - op->number];
+		PUSH(a);
+		break;
+	case DW_OP_over:
+		if (x->sp < 2)
+			return -1;
+		a = x->st[x->sp - 2];
+		PUSH(a);
+		break;
+	case DW_OP_swap:
+		if (x->sp < 2)
+			return -1;
+		a = x->st[x->sp - 1];
+		x->st[x->sp - 1] = x->st[x->sp - 2];
+		x->st[x->sp - 2] = a;
+		break;
+	case DW_OP_rot:
+		if (x->sp < 3)
+			return -1;
+		a = x->st[x->sp - 1];
+		x->st[x->sp - 1] = x->st[x->sp - 2];
+		x->st[x->sp - 2] = x->st[x->sp - 3];
+		x->st[x->sp - 3] = a;
+		break;
+	case DW_OP_deref:
+	case DW_OP_deref_size:
+		POP(a);
+		if (read_u64(x->c, a, &b))
+			return -1;
+		if (op->atom == DW_OP_deref_size) {
+			if (op->number > 8)
+				return -1;
+			if (op->number < 8)
+				b &= (1ULL << (op->number * 8)) - 1;
+		}
+		PUSH(b);
+		break;
+	case DW_OP_abs:
+		POP(a);
+		PUSH((int64_t)a < 0 ? -a : a);
+		break;
+	case DW_OP_neg:
+		POP(a);
+		PUSH(-a);
+		break;
+	case DW_OP_not:
+		POP(a);
+		PUSH(~a);
+		break;
+	case DW_OP_plus_uconst:
+		POP(a);
+		PUSH(a + op->number);
+		break;
+#define BINOP(atom, expr) case atom: POP(b); POP(a); PUSH(expr); break;
+	BINOP(DW_OP_and, a & b)
+	BINOP(DW_OP_minus, a - b)
+	BINOP(DW_OP_mul, a * b)
+	BINOP(DW_OP_or, a | b)
+	BINOP(DW_OP_plus, a + b)
+	BINOP(DW_OP_shl, b >= 64 ? 0 : a << b)
+	BINOP(DW_OP_shr, b >= 64 ? 0 : a >> b)
+	BINOP(DW_OP_shra, (uint64_t)((int64_t)a >> (b >= 64 ? 63 : b)))
+	BINOP(DW_OP_xor, a ^ b)
+	BINOP(DW_OP_le, (int64_t)a <= (int64_t)b)
+	BINOP(DW_OP_ge, (int64_t)a >= (int64_t)b)
+	BINOP(DW_OP_eq, a == b)
+	BINOP(DW_OP_lt, (int64_t)a < (int64_t)b)
+	BINOP(DW_OP_gt, (int64_t)a > (int64_t)b)
+	BINOP(DW_OP_ne, a != b)
+#undef BINOP
+	case DW_OP_div:
+		POP(b);
+		POP(a);
+		if (!b || ((int64_t)a == INT64_MIN && (int64_t)b == -1))
+			return -1;
+		PUSH((uint64_t)((int64_t)a / (int64_t)b));
+		break;
+	case DW_OP_mod:
+		POP(b);
+		POP(a);
+		if (!b)
+			return -1;
+		PUSH(a % b);
+		break;
+	case DW_OP_bra:
+	case DW_OP_skip: {
+		uint64_t target;
+		size_t j;
+
+		if (op->atom == DW_OP_bra) {
+			POP(a);
+			if (!a)
+				break;
+		}
+		target = op->offset + 3 + (int16_t)op->number;
+		for (j = 0; j < x->nops && x->ops[j].offset != target; j++)
+			;
+		if (j == x->nops)
+			return -1;
+		*i = j - 1;	/* the loop's i++ lands on j; steps bound it */
+		break;
+	}
+	case DW_OP_nop:
+		break;
+	case DW_OP_call_frame_cfa:
+		if (!x->cfa)
+			return -1;
+		PUSH(*x->cfa);
+		x->is_location = true;
+		break;
+	case DW_OP_stack_value:
+		x->is_location = false;
+		break;
+	default:
+		return -1;
+	}
+	return 0;
+}
+
+#undef PUSH
+#undef POP
+
 /*
  * Evaluate a DWARF expression as libdw hands CFI rules over: the result is
  * a location (read from the stack) once DW_OP_call_frame_cfa has been seen,
@@ -631,191 +793,32 @@ static int reg_get(struct uw_ctx *c, uint64_t regno, uint64_t *val)
 static int expr_eval(struct uw_ctx *c, const Dwarf_Op *ops, size_t nops, const uint64_t *cfa,
 		     uint64_t bias, uint64_t *result)
 {
-	uint64_t st[EXPR_STACK], a, b;
-	unsigned int sp = 0, steps = 0;
-	bool is_location = false;
+	struct expr x;
+	unsigned int steps = 0;
 	size_t i;
 
-#define PUSH(v) do { if (sp >= EXPR_STACK) goto bad; st[sp++] = (v); } while (0)
-#define POP(v) do { if (!sp) goto bad; (v) = st[--sp]; } while (0)
+	x.c = c;
+	x.ops = ops;
+	x.nops = nops;
+	x.cfa = cfa;
+	x.bias = bias;
+	x.sp = 0;
+	x.is_location = false;
 	if (!nops)
 		goto bad;
-	for (i = 0; i < nops; i++) {
-		const Dwarf_Op *op = &ops[i];
-
-		if (++steps > EXPR_STEPS)
+	for (i = 0; i < nops; i++)
+		if (++steps > EXPR_STEPS || expr_op(&x, &i))
 			goto bad;
-		switch (op->atom) {
-		case DW_OP_lit0 ... DW_OP_lit31:
-			PUSH(op->atom - DW_OP_lit0);
-			break;
-		case DW_OP_addr:
-			PUSH(op->number + bias);
-			break;
-		case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
-		case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
-		case DW_OP_constu: case DW_OP_consts:
-			PUSH(op->number);
-			break;
-		case DW_OP_reg0 ... DW_OP_reg31:
-			if (reg_get(c, op->atom - DW_OP_reg0, &a))
-				return -1;
-			PUSH(a);
-			break;
-		case DW_OP_regx:
-			if (reg_get(c, op->number, &a))
-				return -1;
-			PUSH(a);
-			break;
-		case DW_OP_breg0 ... DW_OP_breg31:
-			if (reg_get(c, op->atom - DW_OP_breg0, &a))
-				return -1;
-			PUSH(a + op->number);
-			break;
-		case DW_OP_bregx:
-			if (reg_get(c, op->number, &a))
-				return -1;
-			PUSH(a + op->number2);
-			break;
-		case DW_OP_dup:
-			POP(a);
-			PUSH(a);
-			PUSH(a);
-			break;
-		case DW_OP_drop:
-			POP(a);
-			break;
-		case DW_OP_pick:
-			if (op->number >= sp)
-				goto bad;
-			a = st[sp - 1 - op->number];
-			PUSH(a);
-			break;
-		case DW_OP_over:
-			if (sp < 2)
-				goto bad;
-			a = st[sp - 2];
-			PUSH(a);
-			break;
-		case DW_OP_swap:
-			if (sp < 2)
-				goto bad;
-			a = st[sp - 1];
-			st[sp - 1] = st[sp - 2];
-			st[sp - 2] = a;
-			break;
-		case DW_OP_rot:
-			if (sp < 3)
-				goto bad;
-			a = st[sp - 1];
-			st[sp - 1] = st[sp - 2];
-			st[sp - 2] = st[sp - 3];
-			st[sp - 3] = a;
-			break;
-		case DW_OP_deref:
-		case DW_OP_deref_size:
-			POP(a);
-			if (read_u64(c, a, &b))
-				return -1;
-			if (op->atom == DW_OP_deref_size) {
-				if (op->number > 8)
-					goto bad;
-				if (op->number < 8)
-					b &= (1ULL << (op->number * 8)) - 1;
-			}
-			PUSH(b);
-			break;
-		case DW_OP_abs:
-			POP(a);
-			PUSH((int64_t)a < 0 ? -a : a);
-			break;
-		case DW_OP_neg:
-			POP(a);
-			PUSH(-a);
-			break;
-		case DW_OP_not:
-			POP(a);
-			PUSH(~a);
-			break;
-		case DW_OP_plus_uconst:
-			POP(a);
-			PUSH(a + op->number);
-			break;
-#define BINOP(atom, expr) case atom: POP(b); POP(a); PUSH(expr); break;
-		BINOP(DW_OP_and, a & b)
-		BINOP(DW_OP_minus, a - b)
-		BINOP(DW_OP_mul, a * b)
-		BINOP(DW_OP_or, a | b)
-		BINOP(DW_OP_plus, a + b)
-		BINOP(DW_OP_shl, b >= 64 ? 0 : a << b)
-		BINOP(DW_OP_shr, b >= 64 ? 0 : a >> b)
-		BINOP(DW_OP_shra, (uint64_t)((int64_t)a >> (b >= 64 ? 63 : b)))
-		BINOP(DW_OP_xor, a ^ b)
-		BINOP(DW_OP_le, (int64_t)a <= (int64_t)b)
-		BINOP(DW_OP_ge, (int64_t)a >= (int64_t)b)
-		BINOP(DW_OP_eq, a == b)
-		BINOP(DW_OP_lt, (int64_t)a < (int64_t)b)
-		BINOP(DW_OP_gt, (int64_t)a > (int64_t)b)
-		BINOP(DW_OP_ne, a != b)
-#undef BINOP
-		case DW_OP_div:
-			POP(b);
-			POP(a);
-			if (!b || ((int64_t)a == INT64_MIN && (int64_t)b == -1))
-				goto bad;
-			PUSH((uint64_t)((int64_t)a / (int64_t)b));
-			break;
-		case DW_OP_mod:
-			POP(b);
-			POP(a);
-			if (!b)
-				goto bad;
-			PUSH(a % b);
-			break;
-		case DW_OP_bra:
-		case DW_OP_skip: {
-			uint64_t target;
-			size_t j;
-
-			if (op->atom == DW_OP_bra) {
-				POP(a);
-				if (!a)
-					break;
-			}
-			target = op->offset + 3 + (int16_t)op->number;
-			for (j = 0; j < nops && ops[j].offset != target; j++)
-				;
-			if (j == nops)
-				goto bad;
-			i = j - 1;	/* the loop's i++ lands on j; steps bound it */
-			break;
-		}
-		case DW_OP_nop:
-			break;
-		case DW_OP_call_frame_cfa:
-			if (!cfa)
-				goto bad;
-			PUSH(*cfa);
-			is_location = true;
-			break;
-		case DW_OP_stack_value:
-			is_location = false;
-			break;
-		default:
-			goto bad;
-		}
-	}
-	POP(a);
-	if (is_location)
-		return read_u64(c, a, result);
-	*result = a;
+	if (!x.sp)
+		goto bad;
+	if (x.is_location)
+		return read_u64(c, x.st[x.sp - 1], result);
+	*result = x.st[x.sp - 1];
 	return 0;
 bad:
 	if (!c->fault)
 		c->fault = SP_UNWIND_ERROR;
 	return -1;
-#undef PUSH
-#undef POP
 }
 
 /*

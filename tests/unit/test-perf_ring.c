@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests of lib/record/perf_ring.c: draining a ring (records that wrap around
  * its end, a torn ring) and decoding samples and sample_id trailers, on
- * rings built in memory. */
+ * rings built in memory; the attribute bits every recording event sets. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tap.h"
 #include "perf_ring.h"
@@ -168,11 +169,44 @@ static void test_perf_ring_parse_id(void)
 	CHECK(sp_perf_parse_id(h, st, &id) == -1);
 }
 
+/* What every recording event asks for, and the user stack for DWARF. */
+static void test_perf_ring_attr(void)
+{
+	struct perf_event_attr a;
+	unsigned int n;
+
+	memset(&a, 0, sizeof(a));
+	sp_perf_attr_records(&a, false);
+	CHECK_EQ_U(a.size, sizeof(a));
+	CHECK(a.sample_id_all && a.mmap && a.mmap2 && a.comm && a.comm_exec && a.task);
+	CHECK(a.use_clockid && a.clockid == CLOCK_MONOTONIC && a.inherit && a.watermark);
+	CHECK(a.exclude_hv && !a.disabled && !a.enable_on_exec);
+	sp_perf_attr_records(&a, true);
+	CHECK(a.disabled && a.enable_on_exec);
+
+	memset(&a, 0, sizeof(a));
+	a.sample_type = PERF_SAMPLE_IP;
+	CHECK_EQ_U(sp_perf_attr_user_stack(&a, SP_CG_FP, 4096), 0);
+	CHECK_EQ_U(sp_perf_attr_user_stack(&a, SP_CG_NONE, 4096), 0);
+	CHECK_EQ_U(a.sample_type, PERF_SAMPLE_IP);
+	n = sp_perf_attr_user_stack(&a, SP_CG_DWARF, 0);
+	CHECK_EQ_U(n, (unsigned int)__builtin_popcountll(a.sample_regs_user));
+	CHECK(n > 0);
+	CHECK_EQ_U(a.sample_type, PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
+	CHECK_EQ_U(a.sample_stack_user, 8192);
+	CHECK(a.exclude_callchain_user);	/* dwarf: the unwinder makes the user stack */
+	memset(&a, 0, sizeof(a));
+	CHECK_EQ_U(sp_perf_attr_user_stack(&a, SP_CG_AUTO, 4096), n);
+	CHECK_EQ_U(a.sample_stack_user, 4096);
+	CHECK(!a.exclude_callchain_user);	/* auto: frame pointers where CFI is missing */
+}
+
 int main(void)
 {
 	TAP_RUN(test_perf_ring_wrap);
 	TAP_RUN(test_perf_ring_torn);
 	TAP_RUN(test_perf_ring_parse_sample);
 	TAP_RUN(test_perf_ring_parse_id);
+	TAP_RUN(test_perf_ring_attr);
 	return TAP_DONE();
 }

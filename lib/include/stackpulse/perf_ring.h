@@ -13,9 +13,12 @@
 #ifndef STACKPULSE_PERF_RING_H
 #define STACKPULSE_PERF_RING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/perf_event.h>
+
+#include "record.h"
 
 struct sp_perf_ring {
 	struct perf_event_mmap_page *meta;	/* NULL when not mapped */
@@ -28,6 +31,24 @@ struct sp_perf_ring {
 	size_t copy_cap;
 	uint64_t bad;		/* records with an impossible size (ring reset) */
 };
+
+/*
+ * What every event of a recording asks the kernel for, besides its
+ * samples: the records that track processes and mappings (MMAP2 with
+ * MMAP, COMM with exec, FORK and EXIT), a sample_id trailer on each,
+ * CLOCK_MONOTONIC time stamps, inheritance by the children, wake-ups by
+ * watermark, nothing of the hypervisor; with enable_on_exec, off until the
+ * command execs. Sets a->size.
+ */
+void sp_perf_attr_records(struct perf_event_attr *a, bool enable_on_exec);
+/*
+ * For --call-graph=dwarf and auto: the user registers unwind.c needs and
+ * stack_size bytes of the user stack (0: 8192) with each sample, and for
+ * dwarf no user callchain. Nothing for fp and none. Returns the number of
+ * registers, for sp_perf_parse_sample().
+ */
+unsigned int sp_perf_attr_user_stack(struct perf_event_attr *a, enum sp_call_graph cg,
+				     uint32_t stack_size);
 
 /* Map the ring of a perf event fd: 1 + pages pages (pages a power of two).
  * 0, or -1 with errno set (nothing reported). */

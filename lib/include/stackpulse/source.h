@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * source.h - how sp-record's event loop talks to the things that produce
- * records: the perf rings (stack samples, processes, mappings), the BPF ring
- * buffer of kernel events, the BPF ring buffer of language spans.
+ * records: the perf rings (stack samples, processes, mappings; off-CPU
+ * waits), the BPF ring buffer of kernel events, the BPF ring buffer of
+ * language spans.
  *
- * The loop owns one writer and one time-ordered merge. A source interns the
- * strings, frames and stacks its records need directly with the writer
- * (definitions may come early, never late), then hands each timed record to
- * emit(), which copies it into the merge; the merge writes records in time
- * order once every source has moved past them.
+ * The loop (recorder.h) owns one writer and one time-ordered merge. A
+ * source interns the strings, frames and stacks its records need directly
+ * with the writer (definitions may come early, never late), then hands
+ * each timed record to emit(), which copies it into the merge; the merge
+ * writes records in time order once every source has moved past them.
  *
  * Lifecycle: created (options parsed, nothing attached) -> start() before the
  * command execs (the pid is stopped and known) -> poll() whenever fd is
@@ -24,6 +25,17 @@
 
 #include "record.h"
 #include "writer.h"
+
+/* The kinds of source, by which the recorder (recorder.h) finds one: the
+ * header's sampling fields come from the perf source, the closing summary
+ * from the perf and off-CPU sources. */
+enum sp_source_kind {
+	SP_SOURCE_PERF,		/* stack samples, processes, mappings: perf_source.h */
+	SP_SOURCE_EVENTS,	/* kernel events: bpf_events.h */
+	SP_SOURCE_OFFCPU,	/* off-CPU waits: perf_offcpu.h */
+	SP_SOURCE_SPANS,	/* method and marker spans: bpf_spans.h */
+	SP_SOURCE_KINDS
+};
 
 /* Copies *rec (and the bytes it points to) into the time-ordered merge. */
 typedef int (*sp_emit_fn)(void *emit_ctx, const struct sp_record *rec);

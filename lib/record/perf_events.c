@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The perf source's sampling event (perf_sourceP.h): event names, the
+ * perf_event_attr, what this kernel and our permissions allow (probed on
+ * ourselves when the source is made), and the events themselves: one per
+ * online CPU that follows the target and, through inherit=1, its
+ * descendants (cpu=-1 with inherit cannot be mmapped), the first on each
+ * CPU owning the ring the others write into. The event clock is
+ * CLOCK_MONOTONIC (use_clockid), the clock of every other source. Also
+ * sp-record --check's table of what this machine supports.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perf_sourceP.h"
+#include "procfs.h"
+#include "sp.h"
+#include "unwind.h"
+
+/* ---- names ---- */
+
+static const struct event_name {
+	const char *name;
+	uint32_t type;
+	uint64_t config;
+} events[] = {
+	{ "cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK },
+	{ "dummy", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY },	/* side-band records only */
+	{ "task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
+	{ "page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS },
+	{ "faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS },
+	{ "minor-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN },
+	{ "major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ },
+	{ "context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
+	{ "cs", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
+	{ "cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
+	{ "migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
+	{ "alignment-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_ALIGNMENT_FAULTS },
+	{ "emulation-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_EMULATION_FAULTS },
+	{ "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+	{ "cpu-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+	{ "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
+	{ "cache-references", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES },
+	{ "cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES },
+	{ "branches", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
+	{ "branch-instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
+	{ "branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES },
+	{ "bus-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BUS_CYCLES },
+	{ "ref-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES },
+};
+
+int sp_perf_event_lookup(const char *name, uint32_t *type, uint64_t *config, bool *hardware)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		if (!strcmp(name, events[i].name)) {
+			*type = events[i].type;
+			*config = events[i].config;
+			*hardware = events[i].type == PERF_TYPE_HARDWARE;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+const char *sp_perf_event_names(void)
+{
+	return "cpu-clock task-clock page-faults minor-faults major-faults context-switches "
+	       "cpu-migrations alignment-faults emulation-faults cycles instructions "
+	       "cache-references cache-misses branches branch-misses bus-cycles ref-cycles";
+}
+
+int sp_perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group)
+{
+	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+}
+
+int sp_perf_paranoid_level(void)
+{
+	char buf[32] = "";
+	int fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 2;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? atoi(buf) : 2;
+}
+
+/* ---- the events of a recording ---- */
+
+static int add_fd(struct perf *p, int fd)
+{
+	sp_grow(&p->fds, &p->fds_cap, p->nfds + 1, sizeof(*p->fds));
+	p->fds[p->nfds++] = fd;
+	return fd;
+}
+
+/* Open the event for (pid, cpu i): the first on a CPU owns its ring, the
+ * others write into it. 0, or -1 with errno set. */
+static int open_on(struct perf *p, pid_t pid, unsigned int i)
+{
+	struct cpu_ring *c = &p->cpus[i];
+	struct epoll_event ev = { .events = EPOLLIN };
+	unsigned int pages = p->o.pages ? p->o.pages :
+			     p->o.call_graph >= SP_CG_DWARF ? DWARF_PAGES : DEFAULT_PAGES;
+	int fd;
+
+	p->failed_call = "perf_event_open";
+	fd = sp_perf_open(&p->attr, pid, c->cpu, -1);
+	if (fd < 0)
+		return -1;
+	add_fd(p, fd);
+	if (c->fd < 0) {
+		p->failed_call = geteuid() ? "mmap of the ring buffer (over perf_event_mlock_kb? "
+					     "try a smaller -m)" : "mmap of the ring buffer";
+		if (sp_perf_ring_map(&p->rings[i], fd, pages))
+			return -1;
+		c->fd = fd;
+		ev.data.u32 = i;
+		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev))
+			return -1;
+		return 0;
+	}
+	return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, c->fd);
+}
+
+static int attach_pid(struct perf *p, uint32_t pid, bool all_threads)
+{
+	uint32_t *tids = NULL, *seen = NULL;
+	size_t n = 0, nseen = 0, seen_cap = 0, i, k;
+	unsigned int c, round;
+	bool added;
+
+	if (!all_threads) {
+		for (c = 0; c < p->ncpus; c++)
+			if (open_on(p, pid, c))
+				return sp_error_errno("pid %u: %s", pid, p->failed_call);
+		return 0;
+	}
+	/* Existing threads each need their own events; re-read the list until
+	 * no thread appeared meanwhile (new ones inherit the events). */
+	for (round = 0; round < 8; round++) {
+		if (sp_procfs_tasks(pid, &tids, &n)) {
+			free(seen);
+			return round ? 0 : sp_error("pid %u: no such process", pid);
+		}
+		added = false;
+		for (i = 0; i < n; i++) {
+			for (k = 0; k < nseen && seen[k] != tids[i]; k++)
+				;
+			if (k < nseen)
+				continue;
+			sp_grow(&seen, &seen_cap, nseen + 1, sizeof(*seen));
+			seen[nseen++] = tids[i];
+			added = true;
+			for (c = 0; c < p->ncpus; c++) {
+				if (open_on(p, tids[i], c) == 0)
+					continue;
+				if (errno == ESRCH)
+					break;	/* the thread ended meanwhile */
+				free(tids);
+				free(seen);
+				if ((errno == EACCES || errno == EPERM) &&
+				    !strcmp(p->failed_call, "perf_event_open"))
+					return sp_error_errno("pid %u: perf_event_open (needs root or "
+							      "the same user and perf_event_paranoid "
+							      "<= 2)", pid);
+				return sp_error_errno("pid %u: %s", pid, p->failed_call);
+			}
+		}
+		free(tids);
+		tids = NULL;
+		if (!added)
+			break;
+	}
+	free(seen);
+	if (kill((pid_t)pid, 0) && errno == ESRCH)
+		return sp_error("pid %u exited during attach", pid);
+	return 0;
+}
+
+int sp_perf_cpus(struct perf *p)
+{
+	unsigned int c;
+	int *cpus = NULL, n;
+
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (p->epfd < 0)
+		return sp_error_errno("epoll_create1");
+	n = sp_online_cpus(&cpus);
+	if (n <= 0)
+		return sp_error("cannot read the online CPUs");
+	p->cpus = sp_xcalloc(n, sizeof(*p->cpus));
+	p->rings = sp_xcalloc(n, sizeof(*p->rings));
+	p->ncpus = n;
+	for (c = 0; c < p->ncpus; c++) {
+		p->cpus[c].cpu = cpus[c];
+		p->cpus[c].fd = -1;
+	}
+	free(cpus);
+	return 0;
+}
+
+int sp_perf_open_events(struct perf *p, const struct sp_target *t)
+{
+	struct rlimit rl;
+	unsigned int c;
+	size_t i;
+
+	if (t->system_wide) {
+		/* CPU-wide events: on from the start, even with a command. */
+		p->attr.inherit = 0;
+		p->attr.disabled = 0;
+		p->attr.enable_on_exec = 0;
+		for (c = 0; c < p->ncpus; c++)
+			if (open_on(p, -1, c))
+				return sp_error_errno("system-wide %s on cpu %d%s", p->failed_call,
+						      p->cpus[c].cpu,
+						      errno == EACCES || errno == EPERM ?
+						      " (needs root or perf_event_paranoid <= 0)" : "");
+		return 0;
+	}
+	/* One event per thread and CPU: many descriptors for a big process. */
+	if (!p->o.enable_on_exec && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	for (i = 0; i < t->npids; i++)
+		if (attach_pid(p, t->pids[i], !p->o.enable_on_exec))
+			return -1;
+	return 0;
+}
+
+/* ---- the attribute, and what this machine allows of it ---- */
+
+void sp_perf_attr_setup(struct perf *p)
+{
+	struct perf_event_attr *a = &p->attr;
+
+	sp_perf_attr_records(a, p->o.enable_on_exec);
+	a->type = p->type;
+	a->config = p->config;
+	p->sideband = p->type == PERF_TYPE_SOFTWARE && p->config == PERF_COUNT_SW_DUMMY;
+	if (p->sideband) {
+		/* never samples: no period, no frequency; processes, threads and
+		 * mappings still come as COMM/FORK/EXIT/MMAP2 records */
+		p->o.freq = 0;
+		p->o.period = 0;
+	} else if (p->o.period) {
+		a->sample_period = p->o.period;
+	} else {
+		a->freq = 1;
+		a->sample_freq = p->o.freq;
+	}
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			 PERF_SAMPLE_PERIOD;
+	if (p->o.call_graph != SP_CG_NONE)
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	if (!p->o.kernel_only)
+		p->nregs = sp_perf_attr_user_stack(a, p->o.call_graph, p->o.stack_size);
+	a->build_id = 1;
+	a->exclude_guest = 1;
+	/* Wake the loop when a ring is a quarter full (64 KiB of the default
+	 * 512), well before it overflows between two batches. */
+	{
+		uint64_t ring = (uint64_t)(p->o.pages ? p->o.pages :
+			p->o.call_graph >= SP_CG_DWARF ? DWARF_PAGES : DEFAULT_PAGES) *
+			(uint64_t)sysconf(_SC_PAGESIZE);
+
+		a->wakeup_watermark = (uint32_t)(ring / 4 < (64 << 10) ? ring / 4 : 64 << 10);
+		if (!a->wakeup_watermark)
+			a->wakeup_watermark = 1;
+	}
+	if (p->o.user_only)
+		a->exclude_kernel = 1;
+	if (p->o.kernel_only) {
+		a->exclude_user = 1;
+		a->exclude_callchain_user = 1;
+	}
+}
+
+int sp_perf_attr_probe(struct perf *p)
+{
+	struct perf_event_attr *a = &p->attr;
+	int fd;
+
+	/* Probe on ourselves what this kernel and our permissions allow. */
+	p->kernel_ok = !p->o.user_only;
+	p->build_id_ok = true;
+	for (;;) {
+		fd = sp_perf_open(a, 0, -1, -1);
+		if (fd >= 0) {
+			close(fd);
+			break;
+		}
+		if (errno == EINVAL && a->build_id) {
+			a->build_id = 0;
+			p->build_id_ok = false;
+			continue;
+		}
+		if ((errno == EACCES || errno == EPERM) && !a->exclude_kernel && !p->o.kernel_only) {
+			a->exclude_kernel = 1;
+			a->exclude_callchain_kernel = 1;
+			p->kernel_ok = false;
+			continue;
+		}
+		if (p->hardware && (errno == ENOENT || errno == EOPNOTSUPP || errno == ENODEV)) {
+			sp_error("event '%s' is not available: this machine has no hardware PMU "
+				 "(use a software event: cpu-clock, task-clock)", p->o.event);
+			return -1;
+		}
+		if (errno == EACCES || errno == EPERM) {
+			sp_error_errno("cannot sample '%s' (perf_event_paranoid is %d)", p->o.event,
+				       sp_perf_paranoid_level());
+			return -1;
+		}
+		sp_error_errno("perf_event_open of event '%s'", p->o.event);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- sp-record --check ---- */
+
+static bool try_open(uint32_t type, uint64_t config, uint64_t extra_type, bool kernel,
+		     bool build_id, int *err)
+{
+	struct perf_event_attr a = { 0 };
+	int fd;
+
+	a.size = sizeof(a);
+	a.type = type;
+	a.config = config;
+	a.sample_period = 1000000;
+	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | extra_type;
+	a.exclude_kernel = !kernel;
+	a.exclude_hv = 1;
+	a.disabled = 1;
+	a.mmap2 = build_id;
+	a.build_id = build_id;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC;
+	if (extra_type & PERF_SAMPLE_REGS_USER) {
+		a.sample_regs_user = sp_unwind_regs_mask();
+		a.sample_stack_user = 8192;
+	}
+	fd = sp_perf_open(&a, 0, -1, -1);
+	*err = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+static bool path_exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+int sp_perf_check(FILE *out)
+{
+	struct {
+		const char *what;
+		bool ok;
+		const char *note;
+	} rows[16];
+	struct utsname u;
+	int n = 0, missing = 0, err, i, par = sp_perf_paranoid_level();
+	bool sw, hw, kern, regs, bid;
+	char pnote[96];
+
+	uname(&u);
+	sw = try_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, 0, false, false, &err);
+	rows[n++] = (typeof(rows[0])){ "software events (cpu-clock, task-clock, ...)", sw,
+		sw ? "" : strerror(err) };
+	hw = try_open(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 0, false, false, &err);
+	rows[n++] = (typeof(rows[0])){ "hardware events (cycles, instructions, ...)", hw,
+		hw ? "" : err == ENOENT || err == EOPNOTSUPP ? "no hardware PMU" : strerror(err) };
+	kern = try_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, PERF_SAMPLE_CALLCHAIN, true,
+			false, &err);
+	snprintf(pnote, sizeof(pnote), "needs root or perf_event_paranoid <= 1 (it is %d)", par);
+	rows[n++] = (typeof(rows[0])){ "kernel stacks", kern, kern ? "" : pnote };
+	rows[n++] = (typeof(rows[0])){ "user stacks by frame pointers", sw, "" };
+	regs = try_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK,
+			PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER, false, false, &err);
+	rows[n++] = (typeof(rows[0])){ "user registers and stack copies (--call-graph=dwarf)",
+		regs, regs ? "" : strerror(err) };
+	bid = try_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, 0, false, true, &err);
+	rows[n++] = (typeof(rows[0])){ "build-ids in MMAP2 records", bid,
+		bid ? "" : "build-ids are read from the files instead" };
+	rows[n++] = (typeof(rows[0])){ "system-wide recording (-a)", geteuid() == 0 || par <= 0,
+		geteuid() == 0 || par <= 0 ? "" : "needs root or perf_event_paranoid <= 0" };
+	rows[n++] = (typeof(rows[0])){ "kernel symbols (/proc/kallsyms addresses)",
+		geteuid() == 0, geteuid() == 0 ? "" : "addresses are hidden from non-root" };
+	rows[n++] = (typeof(rows[0])){ "BPF type information (/sys/kernel/btf/vmlinux)",
+		path_exists("/sys/kernel/btf/vmlinux"), "kernel events and spans need it" };
+	rows[n++] = (typeof(rows[0])){ "tracefs (/sys/kernel/tracing/events)",
+		path_exists("/sys/kernel/tracing/events"),
+		"tracepoint/ programs need it; tp_btf/raw_tp do not" };
+	rows[n++] = (typeof(rows[0])){ "kprobes", path_exists("/sys/bus/event_source/devices/kprobe"),
+		"not built into this kernel" };
+	rows[n++] = (typeof(rows[0])){ "uprobes (USDT spans)",
+		path_exists("/sys/bus/event_source/devices/uprobe"), "not built into this kernel" };
+
+	fprintf(out, "sp-record on %s %s %s, %ld CPUs online, perf_event_paranoid %d, %s\n",
+		u.sysname, u.release, u.machine, sysconf(_SC_NPROCESSORS_ONLN), par,
+		geteuid() == 0 ? "root" : "not root");
+	for (i = 0; i < n; i++) {
+		fprintf(out, "  %-3s %s%s%s\n", rows[i].ok ? "yes" : "no", rows[i].what,
+			!rows[i].ok && rows[i].note[0] ? ": " : "", rows[i].ok ? "" : rows[i].note);
+		missing += !rows[i].ok;
+	}
+	return missing;
+}

@@ -1,0 +1,680 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The perf source's processes, threads and mappings (perf_sourceP.h): what
+ * the kernel reports in FORK, EXIT, COMM and MMAP2 records, and what /proc
+ * says of the processes that exist when the recording starts, become
+ * process, thread, module and module_end records; each process keeps its
+ * executable mappings, by which its frames find their module. A process
+ * that exec'd is written once its executable's mapping shows up (its path),
+ * the command's end once its exit status can be had.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+
+#include "elf/archive.h"
+#include "hashmap.h"
+#include "perf_sourceP.h"
+#include "procfs.h"
+#include "sp.h"
+#include "unwind.h"
+
+#ifndef PERF_RECORD_MISC_MMAP_BUILD_ID
+#define PERF_RECORD_MISC_MMAP_BUILD_ID (1 << 14)
+#endif
+
+/* ---- modules ---- */
+
+static const struct elf_entry *elf_lookup(struct perf *p, const char *path,
+					  const uint8_t *bid, unsigned int bid_len)
+{
+	uint64_t h = sp_hash_bytes(path, strlen(path));
+	uint64_t *v = sp_perf_map_get(&p->elfs, h, 0);
+	struct elf_entry *e;
+
+	if (v) {
+		e = (struct elf_entry *)(uintptr_t)*v;
+		/* The file at that path was replaced: read it again. */
+		if (!bid_len || !e->ok || (e->info.build_id_len == bid_len &&
+					  !memcmp(e->info.build_id, bid, bid_len)))
+			return e;
+		free(e->path);
+		free(e);
+	}
+	e = sp_xcalloc(1, sizeof(*e));
+	e->path = sp_xstrdup(path);
+	if (path[0] == '/' && !strstr(path, " (deleted)") && strncmp(path, "/memfd:", 7)) {
+		e->ok = sp_elf_info_file(path, &e->info) == 0;
+		e->have_st = stat(path, &e->st) == 0;
+	}
+	sp_perf_map_put(&p->elfs, h, 0, (uintptr_t)e);
+	return e;
+}
+
+/* Write a module record now (definitions come early) and remember it. */
+static struct mod *mod_new(struct perf *p, uint64_t ka, uint64_t kb, struct sp_module *m,
+			   int64_t bias)
+{
+	struct sp_record r = { .kind = SP_REC_MODULE };
+	struct mod *mod;
+
+	r.module = *m;
+	r.module.id = 0;
+	if (sp_writer_put(p->out->w, &r))
+		return NULL;
+	mod = sp_xcalloc(1, sizeof(*mod));
+	mod->id = sp_defs_nmodules(sp_writer_defs(p->out->w));
+	mod->ka = ka;
+	mod->kb = kb;
+	mod->bias = bias;
+	mod->flags = m->flags;
+	sp_perf_map_put(&p->mods_by_key, ka, kb, (uintptr_t)mod);
+	sp_perf_map_put(&p->mods_by_id, mod->id, 0, (uintptr_t)mod);
+	p->st.modules++;
+	return mod;
+}
+
+/* The module of a mapping, created on first sight. */
+static struct mod *mod_get(struct perf *p, uint32_t pid, uint64_t time, uint64_t start,
+			   uint64_t end, uint64_t pgoff, const char *path, uint32_t prot,
+			   uint64_t dev, uint64_t ino, const uint8_t *bid, unsigned int bid_len)
+{
+	struct sp_module m = { 0 };
+	const struct elf_entry *e = NULL;
+	uint64_t ka, kb, *v;
+	bool anon, vdso;
+	int64_t bias = 0;
+
+	vdso = !strcmp(path, "[vdso]");
+	anon = !vdso && (!path[0] || path[0] == '[' || !strncmp(path, "//anon", 6) ||
+			 !strncmp(path, "/memfd:", 7) || !strcmp(path, "/dev/zero (deleted)"));
+	if (anon) {
+		/* Code without a file (JIT): one module per process and address. */
+		ka = sp_hash_u64(pid) | 1;
+		kb = start;
+	} else {
+		ka = sp_hash_bytes(path, strlen(path));
+		ka = sp_hash_mix(ka, dev);
+		ka = sp_hash_mix(ka, ino);
+		if (bid_len)
+			ka = sp_hash_mix(ka, sp_hash_bytes(bid, bid_len));
+		ka &= ~1ull;
+		kb = pgoff;
+	}
+	v = sp_perf_map_get(&p->mods_by_key, ka, kb);
+	if (v)
+		return (struct mod *)(uintptr_t)*v;
+
+	m.time = time;
+	m.pid = pid;
+	m.start = start;
+	m.end = end;
+	m.pgoff = pgoff;
+	m.prot = prot;
+	m.dev = dev;
+	m.ino = ino;
+	if (anon) {
+		m.flags = SP_MOD_ANON;
+	} else if (vdso) {
+		if (p->vdso_ok) {
+			bias = sp_elf_bias(&p->vdso, pgoff);
+			m.build_id.p = p->vdso.build_id;
+			m.build_id.len = p->vdso.build_id_len;
+		}
+	} else {
+		e = elf_lookup(p, path, bid, bid_len);
+		if (e->ok)
+			bias = sp_elf_bias(&e->info, pgoff);
+		if (bid_len) {
+			m.build_id.p = bid;
+			m.build_id.len = bid_len;
+		} else if (e->ok && e->info.build_id_len) {
+			m.build_id.p = e->info.build_id;
+			m.build_id.len = e->info.build_id_len;
+			m.flags |= SP_MOD_BUILD_ID_FILE;
+		}
+		/* sp-record --archive: a copy of the exact image, taken while it is mapped. */
+		if (p->o.archive && m.build_id.len) {
+			int rc = sp_archive_module(p->o.archive, pid, start, end, path,
+						   m.build_id.p, m.build_id.len);
+
+			if (rc >= 0)
+				m.flags |= SP_MOD_ARCHIVED;
+			else if (rc != SP_ARCHIVE_REFUSED)	/* that one is said once */
+				sp_warn("cannot archive '%s' of pid %u into '%s': %s", path, pid,
+					p->o.archive, strerror(errno));
+		}
+		if (e->have_st) {
+			if (!dev && !ino) {
+				m.dev = e->st.st_dev;
+				m.ino = e->st.st_ino;
+			}
+			m.size = e->st.st_size;
+			m.mtime_ns = (uint64_t)e->st.st_mtim.tv_sec * 1000000000ull +
+				     e->st.st_mtim.tv_nsec;
+		}
+	}
+	m.path = sp_writer_strz(p->out->w, anon && !path[0] ? "//anon" : path);
+	return mod_new(p, ka, kb, &m, bias);
+}
+
+static void mod_put(struct perf *p, struct mod *mod, uint64_t time)
+{
+	struct sp_record r = { .kind = SP_REC_MODULE_END };
+
+	if (!mod || --mod->refs)
+		return;
+	if (!p->finished) {
+		r.module_end.time = time;
+		r.module_end.module = mod->id;
+		sp_perf_emit(p, &r);
+	}
+	sp_perf_map_del(&p->mods_by_key, mod->ka, mod->kb);
+	sp_perf_map_del(&p->mods_by_id, mod->id, 0);
+	free(mod);
+}
+
+struct mod *sp_perf_kernel_mod(struct perf *p)
+{
+	struct sp_module m = { 0 };
+	uint8_t bid[SP_BUILD_ID_MAX];
+	unsigned int len;
+
+	if (p->kmod)
+		return p->kmod;
+	len = sp_buildid_kernel(bid, sizeof(bid));
+	m.start = KERNEL_START;
+	m.end = UINT64_MAX;
+	m.path = sp_writer_strz(p->out->w, "[kernel.kallsyms]");
+	m.build_id.p = bid;
+	m.build_id.len = len;
+	m.prot = PROT_READ | PROT_EXEC;
+	m.flags = SP_MOD_KERNEL;
+	p->kmod = mod_new(p, 2, 0, &m, 0);
+	if (p->kmod)
+		p->kmod->refs = 1;	/* never retired */
+	return p->kmod;
+}
+
+/* ---- processes and their mappings ---- */
+
+struct proc *sp_perf_proc_find(struct perf *p, uint32_t pid)
+{
+	uint64_t *v = sp_perf_map_get(&p->procs, pid, 0);
+
+	return v ? (struct proc *)(uintptr_t)*v : NULL;
+}
+
+static struct proc *proc_get(struct perf *p, uint32_t pid)
+{
+	struct proc *pr = sp_perf_proc_find(p, pid);
+	unsigned int i;
+
+	if (pr)
+		return pr;
+	pr = sp_xcalloc(1, sizeof(*pr));
+	pr->pid = pid;
+	pr->uid = (uid_t)-1;
+	for (i = 0; i < p->nroots; i++)
+		pr->root |= p->roots[i] == pid;
+	sp_perf_map_put(&p->procs, pid, 0, (uintptr_t)pr);
+	return pr;
+}
+
+static void vma_remove(struct perf *p, struct proc *pr, size_t i, uint64_t time)
+{
+	struct vma *v = &pr->vmas[i];
+
+	if (p->unw)
+		sp_unwinder_unmap(p->unw, pr->pid, v->start, v->end);
+	mod_put(p, v->mod, time);
+	memmove(v, v + 1, (pr->nvmas - i - 1) * sizeof(*v));
+	pr->nvmas--;
+}
+
+static void vma_clear(struct perf *p, struct proc *pr, uint64_t time)
+{
+	while (pr->nvmas)
+		vma_remove(p, pr, pr->nvmas - 1, time);
+	if (p->unw)
+		sp_unwinder_forget(p->unw, pr->pid);
+}
+
+/* Insert a mapping; mappings it overlaps are gone (perf reports no munmap). */
+static void vma_add(struct perf *p, struct proc *pr, uint64_t start, uint64_t end,
+		    uint64_t pgoff, struct mod *mod, uint64_t time)
+{
+	size_t i, lo = 0, hi = pr->nvmas, mid;
+
+	if (!mod || end <= start)
+		return;
+	mod->refs++;	/* held before the mappings it replaces let go of it */
+	/* First vma with end > start. */
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		if (pr->vmas[mid].end <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	i = lo;
+	while (i < pr->nvmas && pr->vmas[i].start < end)
+		vma_remove(p, pr, i, time);
+	sp_grow(&pr->vmas, &pr->cap, pr->nvmas + 1, sizeof(*pr->vmas));
+	memmove(&pr->vmas[i + 1], &pr->vmas[i], (pr->nvmas - i) * sizeof(*pr->vmas));
+	pr->vmas[i] = (struct vma){ start, end, pgoff, mod };
+	pr->nvmas++;
+}
+
+const struct vma *sp_perf_vma_find(const struct proc *pr, uint64_t addr)
+{
+	size_t lo = 0, hi = pr ? pr->nvmas : 0, mid;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		if (pr->vmas[mid].end <= addr)
+			lo = mid + 1;
+		else if (pr->vmas[mid].start > addr)
+			hi = mid;
+		else
+			return &pr->vmas[mid];
+	}
+	return NULL;
+}
+
+static int emit_process(struct perf *p, struct proc *pr, uint64_t time, uint64_t flags,
+			const char *args)
+{
+	struct sp_record r = { .kind = SP_REC_PROCESS };
+
+	r.process.time = time;
+	r.process.pid = pr->pid;
+	r.process.ppid = pr->ppid;
+	r.process.comm = sp_writer_strz(p->out->w, pr->comm);
+	r.process.exe = pr->exe;
+	r.process.flags = flags | (pr->defined ? SP_PROC_EXEC : 0);
+	r.process.args = args && *args ? sp_writer_strz(p->out->w, args) : 0;
+	pr->defined = true;
+	pr->pending_exec = false;
+	p->st.processes++;
+	return sp_perf_emit(p, &r);
+}
+
+static int emit_thread(struct perf *p, uint32_t pid, uint32_t tid, const char *name,
+		       uint64_t time)
+{
+	struct sp_record r = { .kind = SP_REC_THREAD };
+
+	r.thread.time = time;
+	r.thread.tid = tid;
+	r.thread.pid = pid;
+	r.thread.name = sp_writer_strz(p->out->w, name);
+	return sp_perf_emit(p, &r);
+}
+
+void sp_perf_flush_pending_exec(struct perf *p, struct proc *pr)
+{
+	if (pr->pending_exec) {
+		emit_process(p, pr, pr->exec_time, 0, pr->root ? p->o.args : NULL);
+		emit_thread(p, pr->pid, pr->pid, pr->comm, pr->exec_time);
+	}
+}
+
+/* A process whose executable never showed up (a script run by an
+ * interpreter already mapped, say) gets its record once its exec is
+ * older than what has been processed. */
+void sp_perf_flush_pending_execs(struct perf *p, uint64_t upto)
+{
+	struct proc *pr;
+	size_t i = 0;
+	uint64_t v;
+
+	while (sp_perf_map_next(&p->procs, &i, &v)) {
+		pr = (struct proc *)(uintptr_t)v;
+		if (pr->pending_exec && pr->exec_time <= upto)
+			sp_perf_flush_pending_exec(p, pr);
+	}
+}
+/* Exit status of the command sp-record started, without reaping it. */
+static bool root_status(struct proc *pr, uint64_t *status, uint64_t *flags)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	if (!pr->root || waitid(P_PID, pr->pid, &si, WEXITED | WNOHANG | WNOWAIT) || !si.si_pid)
+		return false;
+	if (si.si_code == CLD_EXITED) {
+		*status = (uint64_t)si.si_status;
+	} else {
+		*status = 128 + (uint64_t)si.si_status;
+		*flags |= SP_PEND_SIGNALED;
+	}
+	return true;
+}
+
+static void proc_end(struct perf *p, struct proc *pr, uint64_t time, bool exec)
+{
+	struct sp_record r = { .kind = SP_REC_PROCESS_END };
+
+	sp_perf_flush_pending_exec(p, pr);
+	r.process_end.time = time;
+	r.process_end.pid = pr->pid;
+	if (exec) {
+		r.process_end.flags = SP_PEND_EXEC;
+	} else if (pr->root && !root_status(pr, &r.process_end.status, &r.process_end.flags)) {
+		/* The kernel reports the exit before the parent can wait for it:
+		 * finish() writes this end, with the status, once the loop saw the
+		 * command go. */
+		pr->end_deferred = true;
+		pr->end_time = time;
+	}
+	if (pr->defined && !pr->end_deferred)
+		sp_perf_emit(p, &r);
+	if (!exec)
+		sp_perf_capture_jit(p, pr);
+	vma_clear(p, pr, time);
+}
+
+static void proc_free(struct perf *p, struct proc *pr)
+{
+	sp_perf_map_del(&p->procs, pr->pid, 0);
+	free(pr->vmas);
+	free(pr);
+}
+
+/* ---- processes that exist at attach, from /proc ---- */
+
+struct scan_ctx {
+	struct perf *p;
+	struct proc *pr;
+	uint64_t time;
+};
+
+static int scan_map(void *ctx, const struct sp_proc_map *m)
+{
+	struct scan_ctx *c = ctx;
+	struct mod *mod;
+
+	if (!(m->prot & PROT_EXEC) || !strcmp(m->path, "[vsyscall]"))
+		return 0;
+	mod = mod_get(c->p, c->pr->pid, c->time, m->start, m->end, m->pgoff, m->path, m->prot,
+		      m->dev, m->ino, NULL, 0);
+	vma_add(c->p, c->pr, m->start, m->end, m->pgoff, mod, c->time);
+	if (c->p->unw)	/* all of them: [vdso] has CFI, anonymous code is "jit" */
+		sp_unwinder_map(c->p->unw, c->pr->pid, m->start, m->end, m->pgoff, m->path);
+	return 0;
+}
+
+/* Define a process that exists already (from /proc). 0, or -1 if it is gone. */
+int sp_perf_scan_process(struct perf *p, uint32_t pid)
+{
+	char buf[4096], comm[64];
+	struct scan_ctx c = { p, NULL, sp_now_mono_ns() };
+	uint32_t tgid = 0, ppid = 0, *tids = NULL;
+	size_t n = 0, i;
+	struct proc *pr;
+
+	if (sp_procfs_status(pid, &tgid, &ppid) || tgid != pid)
+		return -1;
+	pr = proc_get(p, pid);
+	if (pr->defined)
+		return 0;
+	pr->ppid = ppid;
+	sp_procfs_uid(pid, &pr->uid);
+	if (sp_procfs_comm(pid, pid, comm, sizeof(comm)) == 0)
+		snprintf(pr->comm, sizeof(pr->comm), "%.16s", comm);
+	if (sp_procfs_exe(pid, buf, sizeof(buf)) == 0)
+		pr->exe = sp_writer_strz(p->out->w, buf);
+	if (sp_procfs_cmdline(pid, buf, sizeof(buf)))
+		buf[0] = 0;
+	emit_process(p, pr, c.time, SP_PROC_FROM_PROC, buf);
+	if (sp_procfs_tasks(pid, &tids, &n) == 0) {
+		for (i = 0; i < n; i++)
+			if (sp_procfs_comm(pid, tids[i], comm, sizeof(comm)) == 0)
+				emit_thread(p, pid, tids[i], comm, c.time);
+		free(tids);
+	}
+	c.pr = pr;
+	sp_procfs_maps(pid, scan_map, &c);
+	return 0;
+}
+
+/* ---- the kernel's records ---- */
+
+void sp_perf_on_fork(struct perf *p, const struct perf_event_header *h)
+{
+	const struct perf_task_rec *t = (const void *)(h + 1);
+	struct proc *parent, *pr;
+	size_t i;
+
+	if (h->size < sizeof(*h) + sizeof(*t))
+		return;
+	parent = proc_get(p, t->ppid);
+	sp_perf_flush_pending_exec(p, parent);
+	if (t->pid != t->tid) {
+		/* A new thread of an existing process. */
+		pr = proc_get(p, t->pid);
+		sp_perf_flush_pending_exec(p, pr);
+		pr->live_threads++;
+		emit_thread(p, t->pid, t->tid, pr->comm, t->time);
+		return;
+	}
+	pr = sp_perf_proc_find(p, t->pid);
+	if (pr) {		/* a stale entry for a reused pid */
+		vma_clear(p, pr, t->time);
+		proc_free(p, pr);
+	}
+	pr = proc_get(p, t->pid);
+	pr->ppid = t->ppid;
+	pr->uid = parent->uid;
+	memcpy(pr->comm, parent->comm, sizeof(pr->comm));
+	pr->exe = parent->exe;
+	for (i = 0; i < parent->nvmas; i++)
+		vma_add(p, pr, parent->vmas[i].start, parent->vmas[i].end, parent->vmas[i].pgoff,
+			parent->vmas[i].mod, t->time);
+	if (p->unw)
+		sp_unwinder_fork(p->unw, t->ppid, t->pid);
+	emit_process(p, pr, t->time, 0, NULL);
+	emit_thread(p, t->pid, t->tid, pr->comm, t->time);
+}
+
+/* The last thread of pr ended at time. */
+static void proc_exited(struct perf *p, struct proc *pr, uint64_t time)
+{
+	pr->leader_exited = false;
+	proc_end(p, pr, time, false);
+	pr->ended = true;
+	/* Keep the entry while it may still matter for the command's status. */
+	if (!pr->root)
+		proc_free(p, pr);
+}
+
+void sp_perf_on_exit(struct perf *p, const struct perf_event_header *h)
+{
+	const struct perf_task_rec *t = (const void *)(h + 1);
+	struct sp_record r = { .kind = SP_REC_THREAD_END };
+	struct proc *pr;
+
+	if (h->size < sizeof(*h) + sizeof(*t))
+		return;
+	pr = sp_perf_proc_find(p, t->pid);
+	if (pr)
+		sp_perf_flush_pending_exec(p, pr);
+	r.thread_end.time = t->time;
+	r.thread_end.tid = t->tid;
+	r.thread_end.pid = t->pid;
+	sp_perf_emit(p, &r);
+	if (!pr)
+		return;
+	if (t->pid != t->tid) {
+		if (pr->live_threads)
+			pr->live_threads--;
+		if (pr->leader_exited && !pr->live_threads)
+			proc_exited(p, pr, t->time);
+		return;
+	}
+	/*
+	 * The first thread ends. In an exit_group() it is often the first to
+	 * go, while the threads it made still end (their events come after):
+	 * the process ends with the last of those it saw made.
+	 */
+	if (pr->live_threads) {
+		pr->leader_exited = true;
+		pr->leader_exit = t->time;
+		return;
+	}
+	proc_exited(p, pr, t->time);
+}
+
+void sp_perf_on_comm(struct perf *p, const struct perf_event_header *h, const struct sp_perf_id *id)
+{
+	const uint32_t *ids = (const void *)(h + 1);
+	const char *comm = (const char *)(ids + 2);
+	size_t max = h->size - sizeof(*h) - 8;
+	struct proc *pr;
+	char name[17];
+
+	if (h->size < sizeof(*h) + 16)
+		return;
+	snprintf(name, sizeof(name), "%.*s", (int)strnlen(comm, max < 16 ? max : 16), comm);
+	pr = proc_get(p, ids[0]);
+	if (h->misc & PERF_RECORD_MISC_COMM_EXEC) {
+		if (pr->defined && !pr->pending_exec)
+			proc_end(p, pr, id->time, true);
+		else
+			vma_clear(p, pr, id->time);
+		if (!pr->ppid) {
+			uint32_t tgid;
+
+			sp_procfs_status(pr->pid, &tgid, &pr->ppid);
+		}
+		sp_procfs_uid(pr->pid, &pr->uid);	/* a set-user-ID program changes it */
+		memcpy(pr->comm, name, sizeof(name));
+		pr->exe = 0;
+		pr->pending_exec = true;
+		pr->exec_time = id->time;
+		pr->live_threads = 0;	/* an exec ends the other threads */
+		pr->leader_exited = false;
+		return;
+	}
+	sp_perf_flush_pending_exec(p, pr);
+	if (ids[0] == ids[1])
+		memcpy(pr->comm, name, sizeof(name));
+	emit_thread(p, ids[0], ids[1], name, id->time);
+}
+
+void sp_perf_on_mmap2(struct perf *p, const struct perf_event_header *h, const struct sp_perf_id *id)
+{
+	const struct perf_record_mmap2 {
+		uint32_t pid, tid;
+		uint64_t addr, len, pgoff;
+		union {
+			struct {
+				uint32_t maj, min;
+				uint64_t ino, ino_generation;
+			};
+			struct {
+				uint8_t build_id_size, r1;
+				uint16_t r2;
+				uint8_t build_id[20];
+			};
+		};
+		uint32_t prot, flags;
+		char filename[];
+	} *m = (const void *)(h + 1);
+	size_t idsz = sp_perf_id_size(p->attr.sample_type), max;
+	uint64_t dev = 0, ino = 0;
+	const uint8_t *bid = NULL;
+	unsigned int bid_len = 0;
+	char path[4096];
+	struct proc *pr;
+	struct mod *mod;
+
+	if (h->size < sizeof(*h) + sizeof(*m) + idsz)
+		return;
+	max = h->size - sizeof(*h) - sizeof(*m) - idsz;
+	snprintf(path, sizeof(path), "%.*s", (int)strnlen(m->filename, max), m->filename);
+	if (!(m->prot & PROT_EXEC))
+		return;
+	if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+		bid = m->build_id;
+		bid_len = m->build_id_size <= 20 ? m->build_id_size : 20;
+	} else {
+		dev = makedev(m->maj, m->min);
+		ino = m->ino;
+	}
+	pr = proc_get(p, m->pid);
+	if (pr->pending_exec && path[0] == '/' && !pr->exe) {
+		pr->exe = sp_writer_strz(p->out->w, path);
+		sp_perf_flush_pending_exec(p, pr);
+	}
+	mod = mod_get(p, m->pid, id->time, m->addr, m->addr + m->len, m->pgoff, path, m->prot,
+		      dev, ino, bid, bid_len);
+	vma_add(p, pr, m->addr, m->addr + m->len, m->pgoff, mod, id->time);
+	if (p->unw)	/* all of them: [vdso] has CFI, anonymous code is "jit" */
+		sp_unwinder_map(p->unw, m->pid, m->addr, m->addr + m->len, m->pgoff, path);
+}
+
+/* ---- the end ---- */
+
+void sp_perf_procs_finish(struct perf *p)
+{
+	struct proc *pr;
+	size_t i = 0;
+	uint64_t v;
+
+	/* Live processes: their JIT maps now; the command's end if the kernel
+	 * reported its exit before it could be waited for. */
+	while (sp_perf_map_next(&p->procs, &i, &v)) {
+		pr = (struct proc *)(uintptr_t)v;
+		sp_perf_flush_pending_exec(p, pr);
+		/* its first thread exited, an end of a thread it made was not
+		 * seen (lost): it ends there */
+		if (pr->leader_exited) {
+			pr->leader_exited = false;
+			proc_end(p, pr, pr->leader_exit, false);
+			pr->ended = true;
+		}
+		if (!pr->ended)
+			sp_perf_capture_jit(p, pr);
+		if (pr->end_deferred && pr->defined) {
+			struct sp_record r = { .kind = SP_REC_PROCESS_END };
+
+			r.process_end.time = pr->end_time;
+			r.process_end.pid = pr->pid;
+			root_status(pr, &r.process_end.status, &r.process_end.flags);
+			sp_perf_emit(p, &r);
+			pr->end_deferred = false;
+		}
+	}
+}
+
+void sp_perf_procs_free(struct perf *p)
+{
+	size_t i = 0;
+	uint64_t v;
+
+	while (sp_perf_map_next(&p->procs, &i, &v)) {
+		struct proc *pr = (struct proc *)(uintptr_t)v;
+
+		free(pr->vmas);
+		free(pr);
+	}
+	for (i = 0; sp_perf_map_next(&p->mods_by_id, &i, &v);)
+		free((void *)(uintptr_t)v);
+	for (i = 0; sp_perf_map_next(&p->elfs, &i, &v);) {
+		struct elf_entry *e = (void *)(uintptr_t)v;
+
+		free(e->path);
+		free(e);
+	}
+	sp_perf_map_free(&p->procs);
+	sp_perf_map_free(&p->mods_by_key);
+	sp_perf_map_free(&p->mods_by_id);
+	sp_perf_map_free(&p->elfs);
+}

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The perf source's samples (perf_sourceP.h): each PERF_RECORD_SAMPLE
+ * becomes a sample record whose stack is interned with the writer, frame
+ * by frame. Kernel frames come from the kernel's callchain; user frames
+ * from the callchain (frame pointers) or from unwinding the copy of the
+ * user stack by DWARF (unwind.c), or both spliced (--call-graph=auto). A
+ * frame is interned by (module, file-relative address), or by (pid,
+ * address) where no module holds it.
+ */
+#include <string.h>
+
+#include "perf_sourceP.h"
+#include "sp.h"
+#include "unwind.h"
+
+static uint64_t intern_frame(struct perf *p, struct proc *pr, uint32_t pid, uint64_t ip,
+			     bool kernel, bool leaf)
+{
+	struct sp_frame f = { 0 };
+	const struct vma *v;
+	struct mod *mod = NULL;
+	uint64_t *id, rel = ip, flags = leaf ? SP_FRAME_LEAF : 0;
+
+	if (kernel) {
+		mod = sp_perf_kernel_mod(p);
+		if (!mod)
+			return 0;
+		f.mode = SP_FRAME_KERNEL;
+	} else if ((v = sp_perf_vma_find(pr, ip))) {
+		mod = v->mod;
+		if (!(mod->flags & SP_MOD_ANON))
+			rel = ip - v->start + v->pgoff + (uint64_t)mod->bias;
+	}
+	if (mod) {
+		id = sp_perf_map_get(&p->frames, mod->id << 4 | flags << 2 | f.mode, rel);
+		if (id)
+			return *id;
+		f.module = mod->id;
+	} else {
+		id = sp_perf_map_get(&p->frames_raw, (uint64_t)pid << 4 | flags << 2, ip);
+		if (id)
+			return *id;
+		f.pid = pid;
+	}
+	f.rel = rel;
+	f.addr = ip;
+	f.flags = flags;
+	if (kernel) {
+		sp_grow(&p->kaddrs, &p->kaddrs_cap, p->nkaddrs + 1, sizeof(*p->kaddrs));
+		p->kaddrs[p->nkaddrs++] = ip;
+		sp_perf_resolve_ksyms(p, false);	/* its symbol before it, when known */
+	}
+	f.id = sp_writer_frame(p->out->w, &f);
+	if (!f.id)
+		return 0;
+	if (mod) {
+		sp_perf_map_put(&p->frames, mod->id << 4 | flags << 2 | f.mode, rel, f.id);
+	} else {
+		sp_perf_map_put(&p->frames_raw, (uint64_t)pid << 4 | flags << 2, ip, f.id);
+	}
+	return f.id;
+}
+
+void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
+{
+	struct sp_record r = { .kind = SP_REC_SAMPLE };
+	uint64_t ids[MAX_FRAMES], user[MAX_FRAMES], fp[MAX_FRAMES], ip, id;
+	enum sp_unwind_status ust = SP_UNWIND_UNKNOWN;
+	unsigned int n = 0, nu = 0, nfp = 0, i, j;
+	struct sp_perf_sample s;
+	int ctx = -1;		/* 0 user, 1 kernel, -1 other */
+	bool first = true;
+	struct proc *pr;
+	uint64_t tmp;
+
+	if (sp_perf_parse_sample(h, p->attr.sample_type, p->nregs, &s)) {
+		p->st.bad++;
+		return;
+	}
+	pr = sp_perf_proc_find(p, s.pid);
+	if (pr && pr->pending_exec)
+		sp_perf_flush_pending_exec(p, pr);
+	if (!s.ips) {
+		/* No callchain: the sampled ip alone. */
+		s.nr = 0;
+	}
+	for (i = 0; i < s.nr && n < MAX_FRAMES; i++) {
+		ip = s.ips[i];
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? 1 :
+			      ip == (uint64_t)PERF_CONTEXT_USER ? 0 : -1;
+			first = true;
+			continue;
+		}
+		if (ctx < 0)
+			continue;
+		if (ctx == 0 && p->unw) {
+			if (nfp < MAX_FRAMES)
+				fp[nfp++] = ip;
+			continue;
+		}
+		id = intern_frame(p, pr, s.pid, ip, ctx == 1, first);
+		first = false;
+		if (id)
+			ids[n++] = id;
+	}
+	if (!s.ips && s.ip) {
+		id = intern_frame(p, pr, s.pid, s.ip, s.ip >= KERNEL_START, true);
+		if (id)
+			ids[n++] = id;
+	}
+	if (p->unw && s.regs && s.nregs) {
+		nu = sp_unwinder_unwind(p->unw, s.pid, s.tid, s.regs, s.nregs, s.stack,
+					s.stack_dyn_size, user, MAX_FRAMES - n, &ust);
+		if (p->o.call_graph == SP_CG_AUTO && nfp &&
+		    (ust == SP_UNWIND_NO_CFI || ust == SP_UNWIND_JIT ||
+		     ust == SP_UNWIND_UNKNOWN_MAP))
+			nu = sp_unwind_splice_fp(user, nu, MAX_FRAMES - n, fp, nfp);
+	} else if (p->unw && nfp) {
+		/* No user registers (a kernel thread, or in auto mode): the chain. */
+		memcpy(user, fp, nfp * sizeof(*fp));
+		nu = nfp;
+	}
+	for (j = 0; j < nu && n < MAX_FRAMES; j++) {
+		id = intern_frame(p, pr, s.pid, user[j], false, j == 0);
+		if (id)
+			ids[n++] = id;
+	}
+	/* Leaf first from perf; the trie wants the root first. */
+	for (i = 0; i < n / 2; i++) {
+		tmp = ids[i];
+		ids[i] = ids[n - 1 - i];
+		ids[n - 1 - i] = tmp;
+	}
+	r.sample.time = s.time;
+	r.sample.pid = s.pid;
+	r.sample.tid = s.tid;
+	r.sample.cpu = s.cpu;
+	r.sample.stack = n ? sp_writer_stack_path(p->out->w, ids, n) : 0;
+	r.sample.weight = 1;
+	r.sample.unwind = p->unw ? ust : (n >= MAX_FRAMES ? SP_UNWIND_DEPTH : SP_UNWIND_UNKNOWN);
+	r.sample.kind = SP_SAMPLE_CPU;
+	p->st.samples++;
+	sp_perf_emit(p, &r);
+}
+
+void sp_perf_on_lost(struct perf *p, const struct perf_event_header *h, const struct sp_perf_id *id)
+{
+	const uint64_t *v = (const void *)(h + 1);
+	struct sp_record r = { .kind = SP_REC_LOST };
+
+	if (h->size < sizeof(*h) + 16)
+		return;
+	r.lost.time = id->time;
+	r.lost.what = SP_LOST_SAMPLES;
+	r.lost.count = v[1];
+	r.lost.cpu = (uint64_t)id->cpu + 1;
+	p->st.lost += v[1];
+	sp_perf_emit(p, &r);
+}

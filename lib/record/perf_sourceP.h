@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_sourceP.h - the state the files of the "perf" source share
+ * (perf_source.h is its public face). Read it as the map of the source:
+ *
+ *   perf_source.c   the sp_source vtable: creating, starting, polling,
+ *                   finishing, describing and freeing the source; records
+ *                   out of the rings (perf_queue.c) to their handlers
+ *   perf_events.c   the sampling event: names, its perf_event_attr, what
+ *                   this kernel and our permissions allow, one event per
+ *                   CPU (and per thread), sp-record --check
+ *   perf_procs.c    processes, threads, mappings and the modules behind
+ *                   them, from the kernel's records and from /proc
+ *   perf_samples.c  samples: their stacks interned as frames and stacks
+ *   perf_ksyms.c    kernel symbols for the kernel frames seen
+ *   perf_jit.c      JIT perf maps (/tmp/perf-PID.map) of ended processes
+ *   perf_map.c      the map of (a, b) pairs the files above keep state in
+ *
+ * Modules are interned by file identity (path, device, inode or build-id,
+ * file offset), so the same library mapped at different addresses in many
+ * processes is one module, and a frame is interned by (module,
+ * file-relative address): stacks are shared across processes.
+ */
+#ifndef STACKPULSE_RECORD_PERF_SOURCEP_H
+#define STACKPULSE_RECORD_PERF_SOURCEP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <linux/perf_event.h>
+
+#include "buildid.h"
+#include "kallsyms.h"
+#include "perf_queue.h"
+#include "perf_ring.h"
+#include "perf_source.h"
+#include "source.h"
+
+#define DEFAULT_PAGES		128	/* 512 KiB per CPU: ~2 s of 999 Hz samples */
+#define DWARF_PAGES		512
+#define MAX_FRAMES		1024
+#define KERNEL_START		0xffff800000000000ull
+
+/* ---- a small open-addressing map: (a, b) -> v (perf_map.c) ---- */
+
+struct perf_kv {
+	uint64_t a, b, v;
+	bool used;
+};
+
+/* Iterated in slot order (t[0..cap)), which the end of a recording
+ * follows: what it writes for each live process comes in that order. */
+struct perf_map {
+	struct perf_kv *t;
+	size_t cap, n;		/* cap a power of two */
+};
+
+uint64_t *sp_perf_map_get(const struct perf_map *m, uint64_t a, uint64_t b);
+void sp_perf_map_put(struct perf_map *m, uint64_t a, uint64_t b, uint64_t v);
+void sp_perf_map_del(struct perf_map *m, uint64_t a, uint64_t b);
+/* The values in slot order: for (i = 0; sp_perf_map_next(m, &i, &v); ) */
+bool sp_perf_map_next(const struct perf_map *m, size_t *iter, uint64_t *v);
+void sp_perf_map_free(struct perf_map *m);
+
+/* ---- state ---- */
+
+struct mod {
+	uint64_t id;		/* module id in the stream */
+	uint64_t ka, kb;	/* key in perf->mods_by_key */
+	int64_t bias;		/* ELF vaddr - file offset */
+	uint64_t flags;		/* SP_MOD_* */
+	unsigned long refs;	/* vmas that use it */
+};
+
+struct vma {
+	uint64_t start, end, pgoff;
+	struct mod *mod;
+};
+
+struct proc {
+	uint32_t pid, ppid;
+	bool defined;		/* a process record was emitted */
+	bool pending_exec;	/* exec'd: the record waits for the executable's path */
+	bool root;		/* the command sp-record started */
+	bool ended;
+	bool end_deferred;	/* the command's end waits for its exit status */
+	bool leader_exited;	/* its first thread exited before threads it made */
+	uint32_t live_threads;	/* threads seen made (not the first) and not ended */
+	uid_t uid;		/* its user when last seen, (uid_t)-1 unknown: whose JIT map to trust */
+	uint64_t exec_time, end_time, leader_exit;
+	char comm[17];
+	uint64_t exe;		/* string id */
+	struct vma *vmas;	/* sorted by start, not overlapping */
+	size_t nvmas, cap;
+};
+
+struct elf_entry {
+	char *path;
+	bool ok;
+	struct sp_elf_info info;
+	struct stat st;
+	bool have_st;
+};
+
+struct cpu_ring {
+	int cpu;
+	int fd;			/* the event that owns the ring (its ring: rings[i]) */
+};
+
+/* The body of PERF_RECORD_FORK and PERF_RECORD_EXIT. */
+struct perf_task_rec {
+	uint32_t pid, ppid, tid, ptid;
+	uint64_t time;
+};
+
+struct perf {
+	struct sp_perf_opts o;
+	struct perf_event_attr attr;
+	uint32_t type;
+	uint64_t config;
+	bool hardware;
+	bool kernel_ok;		/* kernel samples and callchains allowed */
+	bool build_id_ok;	/* attr.build_id works */
+	bool sideband;		/* the "dummy" event: side-band records, no sample */
+	unsigned int nregs;	/* registers in attr.sample_regs_user */
+	int epfd;
+
+	struct cpu_ring *cpus;
+	struct sp_perf_ring *rings;	/* one per CPU */
+	unsigned int ncpus;
+	int *fds;		/* every event fd (ring owners too) */
+	size_t nfds, fds_cap;
+
+	struct sp_perf_queue q;	/* records copied out of the rings */
+	bool finished;
+
+	struct sp_emit *out;
+	struct perf_map procs;	/* (pid, 0) -> struct proc * */
+	struct perf_map mods_by_key;	/* key -> struct mod * */
+	struct perf_map mods_by_id;	/* (id, 0) -> struct mod * */
+	struct perf_map frames;	/* (module << 4 | flags, rel) -> frame id */
+	struct perf_map frames_raw;	/* (pid << 4 | flags, addr) -> frame id (no module) */
+	struct perf_map elfs;	/* (hash of path, 0) -> struct elf_entry * */
+	struct mod *kmod;	/* [kernel.kallsyms] */
+	uint64_t *kaddrs;	/* kernel frame addresses seen (once each) */
+	size_t nkaddrs, kaddrs_cap;
+
+	bool vdso_ok;
+	struct sp_elf_info vdso;
+
+	struct sp_unwinder *unw;
+
+	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
+	 * table read by a thread; a fresh read, in the background, once a frame
+	 * outside the cached vmlinux text shows up. */
+	bool ksyms_wanted;
+	pthread_t ksyms_thread;
+	bool ksyms_started;	/* the thread is to be joined */
+	int ksyms_done;		/* atomic: p->ksyms is loaded (or failed) */
+	struct sp_kallsyms ksyms;
+	int ksyms_err;
+	pthread_t fresh_thread;
+	bool fresh_started;
+	int fresh_done;		/* atomic */
+	struct sp_kallsyms fresh;
+	int fresh_err;
+	size_t kresolved;	/* kaddrs[] whose ksym is written */
+	struct perf_map ksym_written;	/* symbol address -> 1 */
+	bool ksym_warned;
+
+	uint32_t *roots;
+	unsigned int nroots;
+	bool system_wide;
+
+	struct sp_perf_stats st;
+	const char *failed_call;	/* what open_on() failed at */
+};
+
+static inline int sp_perf_emit(struct perf *p, const struct sp_record *r)
+{
+	return p->out->emit(p->out->ctx, r);
+}
+
+/* ---- the sampling event (perf_events.c) ---- */
+
+int sp_perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group);
+int sp_perf_paranoid_level(void);
+/* p->attr from p->o and the event's type and config. */
+void sp_perf_attr_setup(struct perf *p);
+/* Open p->attr on ourselves, giving up build-ids and kernel stacks where
+ * the kernel or our permissions refuse them. 0, or -1 (reported). */
+int sp_perf_attr_probe(struct perf *p);
+/* The online CPUs, each with its ring to be; p->epfd is made first. 0 or -1
+ * (reported). */
+int sp_perf_cpus(struct perf *p);
+/* The events of the target, one per CPU (and per thread of a running
+ * process), each CPU's first owning its ring. 0 or -1 (reported). */
+int sp_perf_open_events(struct perf *p, const struct sp_target *t);
+
+/* ---- processes, threads, mappings, modules (perf_procs.c) ---- */
+
+struct proc *sp_perf_proc_find(struct perf *p, uint32_t pid);
+const struct vma *sp_perf_vma_find(const struct proc *pr, uint64_t addr);
+/* [kernel.kallsyms], written once; NULL when the output failed. */
+struct mod *sp_perf_kernel_mod(struct perf *p);
+/* An exec'd process's record, held for its executable's path, goes out. */
+void sp_perf_flush_pending_exec(struct perf *p, struct proc *pr);
+/* The same for every process whose exec is no later than upto (the
+ * executable of a script run by an interpreter already mapped never
+ * shows up). */
+void sp_perf_flush_pending_execs(struct perf *p, uint64_t upto);
+/* Define a process that exists already (from /proc). 0, or -1 if gone. */
+int sp_perf_scan_process(struct perf *p, uint32_t pid);
+void sp_perf_on_fork(struct perf *p, const struct perf_event_header *h);
+void sp_perf_on_exit(struct perf *p, const struct perf_event_header *h);
+void sp_perf_on_comm(struct perf *p, const struct perf_event_header *h,
+		     const struct sp_perf_id *id);
+void sp_perf_on_mmap2(struct perf *p, const struct perf_event_header *h,
+		      const struct sp_perf_id *id);
+/* At the end: every live process's pending record, lost end, JIT map and
+ * the command's deferred end. */
+void sp_perf_procs_finish(struct perf *p);
+/* Free the processes, modules and files known. */
+void sp_perf_procs_free(struct perf *p);
+
+/* ---- samples (perf_samples.c) ---- */
+
+void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h);
+void sp_perf_on_lost(struct perf *p, const struct perf_event_header *h,
+		     const struct sp_perf_id *id);
+
+/* ---- kernel symbols (perf_ksyms.c) ---- */
+
+/* Start loading the kernel's symbols (as root, with kernel stacks). */
+void sp_perf_ksyms_start(struct perf *p);
+/* Write the ksym records of the kernel frames seen so far that the table
+ * can answer for; final: wait for whatever is still loading. */
+void sp_perf_resolve_ksyms(struct perf *p, bool final);
+void sp_perf_ksyms_release(struct perf *p);
+
+/* ---- JIT maps (perf_jit.c) ---- */
+
+/* The JIT perf map of pr as SP_REC_JITSYM records (when it ends). */
+void sp_perf_capture_jit(struct perf *p, struct proc *pr);
+
+#endif

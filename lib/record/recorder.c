@@ -1,0 +1,662 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A recording as sp-record makes it (recorder.h): the sources by kind, the
+ * output and its batches, the header, the loop, the end record, and the
+ * closing report with the exit status. sp-record itself only parses its
+ * options, makes the sources they ask for, and takes these steps in order.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "launch.h"
+#include "merge.h"
+#include "perf_offcpu.h"
+#include "perf_source.h"
+#include "recorder.h"
+#include "spool.h"
+#include "stackquality.h"
+#include "writer.h"
+
+/* What an epoll event is about: data.u64 is tag << 32 | index. */
+enum tag { TAG_SIGNAL = 1, TAG_PIDFD = 2, TAG_SOURCE = 3 };
+
+struct sp_recorder {
+	struct sp_recorder_opts o;
+	int status;			/* SP_EXIT_OK until a step fails */
+	char *command;			/* sp_recorder_describe() */
+
+	struct {
+		enum sp_source_kind kind;
+		struct sp_source *s;
+	} src[SP_RECORDER_MAX_SOURCES];
+	unsigned int nsrc;
+	struct sp_stackq *stackq;	/* unwind statuses of every sample */
+
+	/* the output */
+	struct sp_writer *w;
+	struct sp_merge *merge;
+	int fd;
+	const char *name;
+	bool regular;
+	uint64_t good;			/* bytes of the output that end with a whole batch */
+	bool failed;
+	bool closed;			/* failed: its reader went away (EPIPE) */
+	uint64_t samples, events, lost_samples, lost_events;
+
+	/* the loop */
+	int ep, sigfd;
+	sigset_t orig_mask;		/* before sp_recorder_new(): the command's */
+	int pidfds[SP_RECORDER_MAX_PIDS];
+	bool exited[SP_RECORDER_MAX_PIDS];
+	unsigned int npidfds, nexited;
+	int signals;			/* SIGINT/SIGTERM received */
+	int last_signal;
+	struct sp_launch cmd;
+	bool has_command;		/* sp-record starts a command */
+	bool launched;			/* cmd is forked */
+	const char *argv0;		/* its name, for "cannot run" */
+	int child_status;		/* its exit status once reaped, else -1 */
+	enum sp_end_reason reason;
+	bool stop;
+};
+
+/* ---- the loop's descriptors ---- */
+
+static int watch(struct sp_recorder *r, int fd, enum tag tag, unsigned int idx)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	ev.data.u64 = (uint64_t)tag << 32 | idx;
+	if (epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev))
+		return sp_error("epoll_ctl: %s", strerror(errno));
+	return 0;
+}
+
+/* Without pidfds (old kernels), notice exits at each batch instead. */
+static int open_pidfd(struct sp_recorder *r, pid_t pid)
+{
+	int fd = sp_pidfd_open(pid);
+
+	if (fd < 0 && errno == ESRCH)
+		return sp_error("pid %d: no such process", (int)pid);
+	if (fd < 0)
+		return sp_error_errno("pid %d: pidfd_open", (int)pid);
+	r->pidfds[r->npidfds++] = fd;
+	return watch(r, fd, TAG_PIDFD, r->npidfds - 1);
+}
+
+/* SIGINT and SIGTERM are read from a signalfd in the loop, even when
+ * sp-record was started with them ignored (a background job). A closed
+ * output pipe is an EPIPE to handle (the command goes on), not a SIGPIPE
+ * that kills sp-record with processes held stopped. */
+static int catch_signals(struct sp_recorder *r)
+{
+	sigset_t block, mask;
+
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	mask = block;
+	sigaddset(&mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &mask, &r->orig_mask);
+	r->sigfd = signalfd(-1, &block, SFD_CLOEXEC | SFD_NONBLOCK);
+	r->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (r->sigfd < 0 || r->ep < 0)
+		return sp_error("signalfd/epoll: %s", strerror(errno));
+	return watch(r, r->sigfd, TAG_SIGNAL, 0);
+}
+
+struct sp_recorder *sp_recorder_new(const struct sp_recorder_opts *o)
+{
+	struct sp_recorder *r = sp_xcalloc(1, sizeof(*r));
+	unsigned int i;
+
+	r->o = *o;
+	r->fd = r->ep = r->sigfd = -1;
+	r->cmd = (struct sp_launch){ .pid = 0, .go_fd = -1, .err_fd = -1, .pidfd = -1 };
+	r->child_status = -1;
+	r->reason = SP_ENDR_EXITED;
+	if (catch_signals(r))
+		goto fail;
+	/* Hold the attached processes first: a pidfd cannot name another. */
+	for (i = 0; i < o->npids; i++)
+		if (open_pidfd(r, (pid_t)o->pids[i]))
+			goto fail;
+	r->stackq = sp_stackq_new();
+	if (r->stackq)
+		sp_stackq_set_config(r->stackq, o->call_graph, o->stack_size ? o->stack_size : 8192,
+				     0);
+	return r;
+fail:
+	sp_recorder_free(r);
+	return NULL;
+}
+
+/* ---- the command line ---- */
+
+/* The command line, shell-quoted where needed. */
+static char *quote_args(char **argv, int argc)
+{
+	size_t cap = 1, len = 0, n;
+	char *buf = sp_xmalloc(1), *p;
+	const char *a;
+	int i;
+
+	buf[0] = 0;
+	for (i = 0; i < argc; i++) {
+		a = argv[i];
+		n = strlen(a) * 4 + 4;
+		sp_grow(&buf, &cap, len + n + 1, 1);
+		p = buf + len;
+		if (i)
+			*p++ = ' ';
+		if (*a && !a[strcspn(a, " \t\n'\"\\$`!*?[]{}()<>|&;#~")]) {
+			p = stpcpy(p, a);
+		} else {
+			*p++ = '\'';
+			for (; *a; a++) {
+				if (*a == '\'')
+					p = stpcpy(p, "'\\''");
+				else
+					*p++ = *a;
+			}
+			*p++ = '\'';
+			*p = 0;
+		}
+		len = p - buf;
+	}
+	return buf;
+}
+
+const char *sp_recorder_describe(struct sp_recorder *r, char **argv, int argc)
+{
+	char buf[64];
+	unsigned int i;
+
+	free(r->command);
+	if (argc > 0) {
+		r->command = quote_args(argv, argc);
+		return r->command;
+	}
+	r->command = sp_xmalloc(32 + 12 * r->o.npids);
+	strcpy(r->command, r->o.system_wide ? "-a" : "-p ");
+	for (i = 0; i < r->o.npids; i++) {
+		snprintf(buf, sizeof(buf), "%s%u", i ? "," : "", r->o.pids[i]);
+		strcat(r->command, buf);
+	}
+	return r->command;
+}
+
+/* ---- sources ---- */
+
+int sp_recorder_add(struct sp_recorder *r, enum sp_source_kind kind, struct sp_source *s)
+{
+	if (!s)
+		return -1;
+	if (r->nsrc == SP_RECORDER_MAX_SOURCES) {
+		s->free(s);
+		return sp_error("more than %d record sources", SP_RECORDER_MAX_SOURCES);
+	}
+	r->src[r->nsrc].kind = kind;
+	r->src[r->nsrc].s = s;
+	r->nsrc++;
+	return 0;
+}
+
+struct sp_source *sp_recorder_source(struct sp_recorder *r, enum sp_source_kind kind)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->nsrc; i++)
+		if (r->src[i].kind == kind)
+			return r->src[i].s;
+	return NULL;
+}
+
+/* ---- the output ---- */
+
+/* Each record on its way to the writer: counted for the end record. */
+static int put_record(void *ctx, const struct sp_record *rec)
+{
+	struct sp_recorder *r = ctx;
+
+	if (rec->kind == SP_REC_SAMPLE) {
+		r->samples++;
+		if (r->stackq)
+			sp_stackq_add_sample(r->stackq, sp_writer_defs(r->w), &rec->sample);
+	}
+	else if (rec->kind == SP_REC_EVENT)
+		r->events++;
+	else if (rec->kind == SP_REC_LOST && rec->lost.what == SP_LOST_SAMPLES)
+		r->lost_samples += rec->lost.count;
+	else if (rec->kind == SP_REC_LOST)
+		r->lost_events += rec->lost.count;
+	return sp_writer_put(r->w, rec);
+}
+
+/* End of a batch: every record the sources have all moved past, then out. */
+static int write_batch(struct sp_recorder *r, uint64_t upto, bool flush)
+{
+	if (r->failed)
+		return -1;
+	if (sp_merge_flush(r->merge, upto) < 0 || (flush && sp_writer_flush(r->w))) {
+		r->failed = true;
+		if (sp_writer_errno(r->w) == EPIPE) {
+			r->closed = true;
+			sp_warn("output closed (broken pipe): recording stopped%s",
+				r->has_command ? "; the command goes on running" : "");
+			return -1;
+		}
+		/* Keep whole records only: cut the file back to the last batch. */
+		if (r->regular && ftruncate(r->fd, (off_t)r->good) == 0)
+			sp_warn("'%s' ends with the records written before the error", r->name);
+		return -1;
+	}
+	if (flush)
+		r->good = sp_writer_bytes(r->w);
+	return 0;
+}
+
+int sp_recorder_open_output(struct sp_recorder *r)
+{
+	const struct sp_common_opts *c = r->o.common;
+	struct stat st;
+
+	r->fd = fileno(c->out);
+	r->name = c->out_path && strcmp(c->out_path, "-") ? c->out_path : "<stdout>";
+	if (c->out == stdout && c->out_is_tty && r->o.format == SP_FORMAT_SPOOL) {
+		rename(SP_RECORDER_DEFAULT_OUTPUT, SP_RECORDER_DEFAULT_OUTPUT ".old");
+		r->fd = open(SP_RECORDER_DEFAULT_OUTPUT, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			     0644);
+		if (r->fd < 0)
+			return sp_error_errno("cannot open '%s' for writing",
+					      SP_RECORDER_DEFAULT_OUTPUT);
+		r->name = SP_RECORDER_DEFAULT_OUTPUT;
+		fprintf(stderr, "%s: standard output is a terminal: writing '%s'\n", sp_progname,
+			SP_RECORDER_DEFAULT_OUTPUT);
+	}
+	r->regular = fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
+	r->good = r->regular ? (uint64_t)lseek(r->fd, 0, SEEK_CUR) : 0;
+	r->w = sp_writer_new(r->fd, r->name, r->o.format);
+	r->merge = sp_merge_new(put_record, r);
+	return r->w && r->merge ? 0 : -1;
+}
+
+/* The sources' words for the header's "features" and "unavailable". */
+static void describe_sources(struct sp_recorder *r, char *feat, size_t fsize, char *unav,
+			     size_t usize)
+{
+	char f[512], u[512];
+	unsigned int i;
+
+	for (i = 0; i < r->nsrc; i++) {
+		struct sp_source *s = r->src[i].s;
+
+		f[0] = u[0] = 0;
+		if (s->describe)
+			s->describe(s, f, sizeof(f), u, sizeof(u));
+		if (f[0])
+			snprintf(feat + strlen(feat), fsize - strlen(feat), "%s%s",
+				 feat[0] ? " " : "", f);
+		if (u[0])
+			snprintf(unav + strlen(unav), usize - strlen(unav), "%s%s",
+				 unav[0] ? " " : "", u);
+	}
+}
+
+static int write_header(struct sp_recorder *r, uint64_t wall, uint64_t mono)
+{
+	struct sp_record rec = { .kind = SP_REC_HEADER };
+	struct sp_header *h = &rec.header;
+	char feat[1024] = "", unav[1024] = "", host[256] = "";
+	struct sp_source *perf = sp_recorder_source(r, SP_SOURCE_PERF);
+	struct sp_perf_info pi = { .event = "" };
+	struct utsname un;
+
+	if (perf)
+		sp_perf_source_info(perf, &pi);
+	describe_sources(r, feat, sizeof(feat), unav, sizeof(unav));
+	uname(&un);
+	gethostname(host, sizeof(host) - 1);
+	h->version = SP_SPOOL_VERSION;
+	h->start_wall_ns = wall;
+	h->start_mono_ns = mono;
+	h->clock = SP_CLOCK_MONOTONIC;
+	h->sample_period = pi.period;
+	h->sample_freq = pi.freq;
+	h->call_graph = pi.call_graph;
+	h->flags = pi.flags;
+#define TEXT(field, str) (h->field.p = (const uint8_t *)(str), \
+			 h->field.len = (uint32_t)strlen(str))
+	TEXT(event, pi.event);
+	TEXT(hostname, host);
+	TEXT(kernel, un.release);
+	TEXT(machine, un.machine);
+	TEXT(command, r->command ? r->command : "");
+	TEXT(producer, "sp-record 0.1");
+	TEXT(features, feat);
+	TEXT(unavailable, unav);
+#undef TEXT
+	return sp_writer_put(r->w, &rec);
+}
+
+/* ---- the steps ---- */
+
+int sp_recorder_launch(struct sp_recorder *r, char *const argv[])
+{
+	unsigned int i;
+
+	r->has_command = true;
+	for (i = 0; i < r->nsrc; i++) {
+		struct sp_source *s = r->src[i].s;
+
+		if (s->prepare_env && s->prepare_env(s))
+			return -1;
+	}
+	if (sp_launch_prepare(&r->cmd, argv, &r->orig_mask))
+		return -1;
+	r->launched = true;
+	r->argv0 = argv[0];
+	if (r->cmd.pidfd < 0)
+		return sp_error("pidfd_open: %s", strerror(errno));
+	r->pidfds[0] = r->cmd.pidfd;
+	r->npidfds = 1;
+	return watch(r, r->cmd.pidfd, TAG_PIDFD, 0);
+}
+
+void sp_recorder_start(struct sp_recorder *r)
+{
+	struct sp_emit em = { r->w, sp_merge_add, r->merge };
+	struct sp_target target = { .system_wide = r->o.system_wide };
+	uint64_t wall, mono;
+	uint32_t root;
+	unsigned int i;
+
+	if (r->launched) {
+		root = (uint32_t)r->cmd.pid;
+		target.pids = &root;
+		target.npids = 1;
+	} else {
+		target.pids = r->o.pids;
+		target.npids = r->o.npids;
+	}
+	mono = sp_now_mono_ns();
+	wall = sp_now_wall_ns();
+	if (write_header(r, wall, mono))
+		r->status = SP_EXIT_FATAL;
+	for (i = 0; i < r->nsrc && r->status == SP_EXIT_OK; i++) {
+		struct sp_source *s = r->src[i].s;
+
+		if (s->start(s, &target, &em) ||
+		    (s->fd >= 0 && watch(r, s->fd, TAG_SOURCE, i)))
+			r->status = SP_EXIT_FATAL;
+	}
+	if (r->status != SP_EXIT_OK) {
+		if (r->launched)
+			sp_launch_abort(&r->cmd);
+		r->reason = SP_ENDR_ERROR;
+	}
+}
+
+void sp_recorder_go(struct sp_recorder *r)
+{
+	int err;
+
+	if (r->status != SP_EXIT_OK || !r->launched || !sp_launch_go(&r->cmd))
+		return;
+	err = errno;
+	sp_error("cannot run '%s': %s", r->argv0, strerror(err));
+	r->status = err == ENOENT ? 127 : 126;
+	r->reason = SP_ENDR_ERROR;
+}
+
+/* ---- the loop ---- */
+
+static void on_signal(struct sp_recorder *r)
+{
+	struct signalfd_siginfo si;
+
+	while (read(r->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		r->signals++;
+		r->last_signal = (int)si.ssi_signo;
+		if (r->launched && !r->cmd.reaped && r->signals == 1) {
+			/* A terminal's ^C reaches the command by itself; pass on
+			 * only what was sent to sp-record alone. */
+			if (si.ssi_code != SI_KERNEL)
+				kill(r->cmd.pid, (int)si.ssi_signo);
+			r->reason = SP_ENDR_SIGNAL;
+			continue;	/* record until the command ends */
+		}
+		r->reason = SP_ENDR_SIGNAL;
+		r->stop = true;
+	}
+}
+
+/* Wait for whatever woke us (a source, a signal, a process that exited)
+ * until the next batch or the deadline. */
+static void wait_events(struct sp_recorder *r, uint64_t wake)
+{
+	struct epoll_event evs[16];
+	uint64_t now = sp_now_mono_ns();
+	int n, k, timeout;
+
+	timeout = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
+	n = epoll_wait(r->ep, evs, 16, timeout);
+	if (n < 0 && errno != EINTR) {
+		sp_error("epoll_wait: %s", strerror(errno));
+		r->reason = SP_ENDR_ERROR;
+		r->stop = true;
+		return;
+	}
+	for (k = 0; k < n; k++) {
+		enum tag tag = (enum tag)(evs[k].data.u64 >> 32);
+		unsigned int idx = (unsigned int)evs[k].data.u64;
+
+		if (tag == TAG_SIGNAL) {
+			on_signal(r);
+		} else if (tag == TAG_PIDFD && !r->exited[idx]) {
+			r->exited[idx] = true;
+			r->nexited++;
+			epoll_ctl(r->ep, EPOLL_CTL_DEL, r->pidfds[idx], NULL);
+		}
+	}
+}
+
+/* Drain every source, each time round: cheap, and their rings are what
+ * woke us or the batch timer did. Returns the oldest time a source may
+ * still emit. */
+static uint64_t poll_sources(struct sp_recorder *r)
+{
+	struct sp_emit em = { r->w, sp_merge_add, r->merge };
+	uint64_t watermark = UINT64_MAX, w;
+	unsigned int i;
+
+	for (i = 0; i < r->nsrc; i++) {
+		struct sp_source *s = r->src[i].s;
+
+		if (s->poll(s, &em) < 0) {
+			r->reason = SP_ENDR_ERROR;
+			r->stop = true;
+		}
+		w = s->watermark(s);
+		if (w < watermark)
+			watermark = w;
+	}
+	return watermark;
+}
+
+void sp_recorder_run(struct sp_recorder *r)
+{
+	uint64_t now, next_batch, deadline, watermark;
+
+	if (r->status != SP_EXIT_OK)
+		return;
+	deadline = r->o.duration_ns ? sp_now_mono_ns() + r->o.duration_ns : UINT64_MAX;
+	next_batch = sp_now_mono_ns() + r->o.batch_ns;
+	while (!r->stop) {
+		wait_events(r, next_batch < deadline ? next_batch : deadline);
+		watermark = poll_sources(r);
+		now = sp_now_mono_ns();
+		if (write_batch(r, watermark, now >= next_batch)) {
+			r->reason = SP_ENDR_ERROR;
+			r->stop = true;
+		}
+		if (now >= next_batch)
+			next_batch = now + r->o.batch_ns;
+		if (r->npidfds && r->nexited == r->npidfds) {
+			if (r->reason != SP_ENDR_SIGNAL)
+				r->reason = SP_ENDR_EXITED;
+			r->stop = true;
+		}
+		if (now >= deadline) {
+			r->reason = SP_ENDR_DURATION;
+			r->stop = true;
+		}
+	}
+}
+
+/* ---- the end ---- */
+
+void sp_recorder_end(struct sp_recorder *r)
+{
+	struct sp_emit em = { r->w, sp_merge_add, r->merge };
+	struct sp_record end = { .kind = SP_REC_END };
+	unsigned int i;
+
+	for (i = 0; i < r->nsrc; i++) {
+		struct sp_source *s = r->src[i].s;
+
+		if (!r->failed && s->finish(s, &em))
+			r->reason = SP_ENDR_ERROR;
+	}
+	if (r->launched && r->status == SP_EXIT_OK && sp_launch_reap(&r->cmd, false))
+		r->child_status = sp_launch_exit_code(r->cmd.wstatus);
+	end.end.time = sp_now_mono_ns();
+	end.end.reason = r->reason;
+	end.end.status = r->child_status >= 0 ? (uint64_t)r->child_status : 0;
+	if (!r->failed && write_batch(r, UINT64_MAX, false) == 0) {
+		end.end.samples = r->samples;
+		end.end.events = r->events;
+		end.end.lost_samples = r->lost_samples;
+		end.end.lost_events = r->lost_events;
+		if (sp_writer_put(r->w, &end) || write_batch(r, UINT64_MAX, true))
+			r->failed = true;
+	}
+}
+
+/* The summaries, before the sources go. */
+static void print_summaries(struct sp_recorder *r)
+{
+	struct sp_source *offcpu = sp_recorder_source(r, SP_SOURCE_OFFCPU);
+
+	/* How complete the stacks are, with hints (DWARF/auto: always; else -v). */
+	if (r->stackq && !r->failed && (r->o.call_graph >= SP_CG_DWARF || sp_verbose))
+		sp_stackq_print(r->stackq, stderr, "sp-record: ", 3);
+	if (offcpu && !r->failed)
+		sp_offcpu_print_summary(offcpu, stderr, "sp-record: ");
+}
+
+/* The output failed and the command goes on without us: wait for it,
+ * passing signals on. */
+static void wait_command(struct sp_recorder *r)
+{
+	struct epoll_event ev;
+
+	r->stop = false;
+	while (!sp_launch_reap(&r->cmd, false) && !r->stop)
+		if (epoll_wait(r->ep, &ev, 1, -1) == 1 && ev.data.u64 >> 32 == TAG_SIGNAL)
+			on_signal(r);
+}
+
+/* The command's exit status, once the recording is well over. */
+static int command_status(struct sp_recorder *r)
+{
+	if (r->child_status < 0 &&
+	    sp_launch_reap(&r->cmd, r->reason != SP_ENDR_DURATION && r->reason != SP_ENDR_SIGNAL))
+		r->child_status = sp_launch_exit_code(r->cmd.wstatus);
+	if (r->child_status >= 0)
+		return r->child_status;
+	if (r->reason == SP_ENDR_SIGNAL)
+		return 128 + r->last_signal;
+	return SP_EXIT_OK;
+}
+
+int sp_recorder_report(struct sp_recorder *r)
+{
+	struct sp_source *perf = sp_recorder_source(r, SP_SOURCE_PERF);
+	struct sp_perf_stats pst = { 0 };
+	int status = r->status;
+	unsigned int i;
+
+	if (perf)
+		sp_perf_source_stats(perf, &pst);
+	print_summaries(r);
+	sp_stackq_free(r->stackq);
+	r->stackq = NULL;
+	for (i = 0; i < r->nsrc; i++)
+		r->src[i].s->free(r->src[i].s);
+	r->nsrc = 0;
+	sp_writer_close(r->w);
+	r->w = NULL;
+	sp_merge_free(r->merge);
+	r->merge = NULL;
+
+	if (r->closed) {
+		/* Nobody reads what we record: the command goes on without us
+		 * (its held processes were let go by the sources' free). */
+		status = SP_RECORDER_EXIT_OUTPUT_CLOSED;
+	} else if (r->failed) {
+		status = SP_EXIT_FATAL;
+		if (r->launched && !r->cmd.reaped)
+			wait_command(r);
+	} else if (status == SP_EXIT_OK && r->reason != SP_ENDR_ERROR) {
+		sp_info("%llu samples, %llu lost, %llu processes, %llu bytes to '%s'; "
+			"sp-record used %.3f s of CPU",
+			(unsigned long long)r->samples, (unsigned long long)r->lost_samples,
+			(unsigned long long)pst.processes, (unsigned long long)r->good, r->name,
+			(double)sp_now_cpu_ns() / 1e9);
+		if (r->lost_samples)
+			sp_warn("%llu samples lost (the ring buffers overflowed: try -m or a lower -F)",
+				(unsigned long long)r->lost_samples);
+	} else if (status == SP_EXIT_OK) {
+		status = SP_EXIT_FATAL;
+	}
+	if (r->launched && status == SP_EXIT_OK)
+		status = command_status(r);
+	r->status = status;
+	return status;
+}
+
+void sp_recorder_free(struct sp_recorder *r)
+{
+	unsigned int i;
+
+	if (!r)
+		return;
+	sp_stackq_free(r->stackq);
+	for (i = 0; i < r->nsrc; i++)
+		r->src[i].s->free(r->src[i].s);
+	sp_writer_close(r->w);
+	sp_merge_free(r->merge);
+	sp_launch_release(&r->cmd);
+	for (i = r->launched ? 1 : 0; i < r->npidfds; i++)
+		close(r->pidfds[i]);
+	if (r->sigfd >= 0)
+		close(r->sigfd);
+	if (r->ep >= 0)
+		close(r->ep);
+	if (r->fd >= 0 && r->o.common && r->fd != fileno(r->o.common->out))
+		close(r->fd);
+	free(r->command);
+	free(r);
+}
