@@ -2317,11 +2317,28 @@ static uint64_t lost_total(struct bs_ctx *c)
 	return sum;
 }
 
+/* Span marks of process pid lost from its span rings since: a lost record
+ * of its own. */
+static int emit_ring_lost(void *ctx, uint32_t pid, uint64_t n, uint64_t since)
+{
+	struct bs_ctx *c = ctx;
+	struct sp_record r = { .kind = SP_REC_LOST };
+
+	r.lost.time = sp_now_mono_ns();
+	r.lost.start = since;
+	r.lost.what = SP_LOST_SPANS;
+	r.lost.count = n;
+	r.lost.pid = pid;
+	return c->out->emit(c->out->ctx, &r);
+}
+
 static int emit_lost(struct bs_ctx *c, uint64_t now)
 {
 	uint64_t total = lost_total(c);
 	struct sp_record r = { .kind = SP_REC_LOST };
 
+	if (sp_span_rings_take_lost(&c->rings, now, emit_ring_lost, c))
+		return -1;
 	if (total <= c->lost_seen)
 		return 0;
 	r.lost.time = now;
@@ -2668,6 +2685,7 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 	c->last_poll_ns = sp_now_mono_ns();
 	c->lost_since = c->last_poll_ns;
 	c->rings.since = c->last_poll_ns;
+	c->rings.lost_since = c->last_poll_ns;
 	return 0;
 }
 
@@ -2917,19 +2935,26 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 		(unsigned long long)c->spans, (unsigned long long)c->raises,
 		(unsigned long long)c->audits, (unsigned long long)c->fiber_switches,
 		(unsigned long long)c->orphans, (unsigned long long)c->idle);
-	if (c->rings.n || c->rings.reading)
-		sp_info("spans: span rings: %llu read; %llu not readable at their thread's "
-			"end, %llu ended without their last copy, %llu chunks after lost ones, "
-			"%llu bad entries, %llu entries read twice, %llu marks older than what "
-			"was written (of rings found late: out of order)",
-			(unsigned long long)c->rings.reading, (unsigned long long)c->rings.faults,
-			(unsigned long long)c->rings.unended, (unsigned long long)c->rings.gaps,
-			(unsigned long long)c->rings.bad, (unsigned long long)c->rings.dups,
-			(unsigned long long)c->rings.late);
+	if (c->rings.n || c->rings.reading || c->rings.shared || c->rings.given_up)
+		sp_info("spans: span rings: %llu read; %llu read beside another sp-record, "
+			"%llu given up, %llu past the bounds; %llu not readable at their "
+			"thread's end, %llu ended without their last copy, %llu chunks after "
+			"lost ones, %llu bad entries, %llu entries read twice, %llu marks older "
+			"than what was written (of rings found late: out of order)",
+			(unsigned long long)c->rings.reading, (unsigned long long)c->rings.shared,
+			(unsigned long long)c->rings.given_up, (unsigned long long)c->rings.refused,
+			(unsigned long long)c->rings.faults, (unsigned long long)c->rings.unended,
+			(unsigned long long)c->rings.gaps, (unsigned long long)c->rings.bad,
+			(unsigned long long)c->rings.dups, (unsigned long long)c->rings.late);
 	if (c->rings.lost)
-		sp_warn("spans: %llu span marks lost: threads gave up waiting for sp-record "
-			"to read their span rings (a loaded machine?)",
-			(unsigned long long)c->rings.lost);
+		sp_warn("spans: %llu span marks lost from span rings (counted in the spool): "
+			"%llu overwritten by threads that gave up waiting for sp-record (a loaded "
+			"machine?), %llu missed beside another sp-record, %llu in rings given up, "
+			"%llu not readable at their thread's end",
+			(unsigned long long)c->rings.lost, (unsigned long long)c->rings.lost_waited,
+			(unsigned long long)c->rings.lost_shared,
+			(unsigned long long)c->rings.lost_given_up,
+			(unsigned long long)c->rings.lost_at_end);
 	sp_info("spans: execs: %llu held to look for runtimes, %llu released at once (file known "
 		"without probes); %llu got probes; forks: %llu, %llu held for their parent's probes; "
 		"ld.so changes: %llu, %llu libraries given probes then (dlopen)",
@@ -3105,6 +3130,7 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o)
 	struct bs_ctx *c = sp_xcalloc(1, sizeof(*c));
 
 	c->o = o;
+	sp_span_rings_init(&c->rings);	/* our claim on the rings we read */
 	c->rings_unread = getenv("SP_SPAN_RINGS_UNREAD") &&
 			  !strcmp(getenv("SP_SPAN_RINGS_UNREAD"), "1");
 	pthread_mutex_init(&c->bpf_lock, NULL);
