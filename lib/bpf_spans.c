@@ -690,6 +690,8 @@ struct bs_proc {
 	bool gone_seen;			/* exited: forget_gone() saw it once */
 	uint64_t gone_ns;		/* when its exit was read */
 	uint32_t ppid;			/* forked from, until it execs: same addresses */
+	uint32_t by_addr;		/* strings looked up by address (str_from_user) */
+	bool capped;			/* told it reached SP_SPANS_*_PER_PROC */
 	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
 	uint64_t hits[SP_PR_MAX];	/* events read per probe (probe health) */
 	char exe[PATH_MAX];		/* the executable and where it is mapped: */
@@ -708,6 +710,7 @@ struct bs_ctx {
 	struct bs_func *funcs;
 	size_t nfuncs, cfuncs;
 	uint64_t last_poll_ns;
+	uint64_t addr_strs;		/* new strings str_from_user() made */
 	uint64_t lost_seen, lost_since;
 	uint64_t spans, raises, audits, orphans, fiber_switches;
 	uint64_t idle;			/* probes without hits and without a reason */
@@ -1868,13 +1871,37 @@ static ssize_t read_remote(uint32_t pid, uint64_t addr, char *buf, size_t size)
 	return n;
 }
 
+/*
+ * What a process's marks may make sp-record keep, whatever its span rings
+ * say (docs/spans.md): strings looked up by address, per process and new
+ * ones in all, and fibers (with their open-span counts) per process.
+ */
+#define SP_SPANS_ADDR_STRS_PER_PROC	16384u
+#define SP_SPANS_ADDR_STRS_MAX		65536u
+#define SP_SPANS_FIBERS_PER_PROC	65536u
+
+/* p reached a bound: said once. */
+static void proc_capped(struct bs_proc *p, const char *what, unsigned int bound)
+{
+	char name[80];
+
+	if (p->capped)
+		return;
+	p->capped = true;
+	sp_span_rings_comm(p->pid, name, sizeof(name));
+	sp_warn("spans: pid %u (%s): more than %u %s: later ones are not kept (its marks "
+		"go on without them)", p->pid, name, bound, what);
+}
+
 /* A string BPF could not read (a page not resident yet): read it with
  * process_vm_readv(), which faults the page in, so BPF reads it next time.
- * Cached by address: such strings are literals of the binary. */
+ * Cached by address: such strings are literals of the binary (or names a
+ * hook made before the recording), and so is an address that cannot be
+ * read. Span ring marks carry any address their process writes: bounded. */
 static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr,
 			      const struct sp_bs_event *e)
 {
-	uint64_t key = sp_hash_mix(addr, UINT64_MAX), *id, sid;
+	uint64_t key = sp_hash_mix(addr, UINT64_MAX), *id, sid, before;
 	char buf[SP_BS_STRLEN];
 	unsigned int i;
 	ssize_t n;
@@ -1882,6 +1909,12 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 	id = sp_u64map_get(&p->strs, key);
 	if (id)
 		return *id;
+	if (p->by_addr >= SP_SPANS_ADDR_STRS_PER_PROC || c->addr_strs >= SP_SPANS_ADDR_STRS_MAX) {
+		proc_capped(p, "strings read by address", p->by_addr >= SP_SPANS_ADDR_STRS_PER_PROC ?
+			    SP_SPANS_ADDR_STRS_PER_PROC : SP_SPANS_ADDR_STRS_MAX);
+		return 0;
+	}
+	p->by_addr++;
 	n = read_remote(p->pid, addr, buf, sizeof(buf) - 1);
 	/* A forked child that is gone already: its parent has the same bytes. */
 	if (n <= 0 && p->ppid)
@@ -1901,12 +1934,16 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 	/* A literal of a library: its marker said where the library was. */
 	if (n <= 0 && e)
 		n = read_literal(c, e, addr, buf, sizeof(buf) - 1);
-	if (n <= 0)
+	if (n <= 0) {
+		sp_u64map_put(&p->strs, key, 0);
 		return 0;
+	}
 	buf[n] = 0;
+	before = sp_defs_nstrings(sp_writer_defs(c->out->w));
 	sid = sp_writer_str(c->out->w, buf, strlen(buf));
-	if (sid)
-		sp_u64map_put(&p->strs, key, sid);
+	if (sp_defs_nstrings(sp_writer_defs(c->out->w)) > before)
+		c->addr_strs++;
+	sp_u64map_put(&p->strs, key, sid);
 	return sid;
 }
 
@@ -1989,6 +2026,8 @@ static int on_fiber(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_even
 	known = to ? sp_u64map_get(&p->fib_known, sp_hash_mix(e->tid, to)) != NULL : true;
 	if (root && to == *root) {
 		to = 0;
+	} else if (fresh && p->fib_known.n >= SP_SPANS_FIBERS_PER_PROC) {
+		proc_capped(p, "fibers", SP_SPANS_FIBERS_PER_PROC);
 	} else if (fresh) {
 		sp_u64map_put(&p->fib_known, sp_hash_mix(e->tid, to), 1);
 	} else if (!root && !known) {
@@ -2280,7 +2319,11 @@ static int on_event(void *ctx, void *data, size_t size)
 			}
 			if (e->kind == SP_BS_START) {
 				m->depth = (d ? *d : 0) + 1;
-				sp_u64map_put(&p->depth, key, m->depth);
+				/* a count per thread, and per fiber it ran */
+				if (d || p->depth.n < SP_SPANS_FIBERS_PER_PROC)
+					sp_u64map_put(&p->depth, key, m->depth);
+				else
+					proc_capped(p, "fibers", SP_SPANS_FIBERS_PER_PROC);
 			} else if (!d || !*d) {
 				/* entered before the recording (or the activator) */
 				c->orphans++;
