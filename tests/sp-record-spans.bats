@@ -471,6 +471,126 @@ os.waitpid(pid, 0)'
 	[ "$(cat "$BATS_TEST_TMPDIR/done")" = done ]
 }
 
+# A Python of user nobody that lies in its span ring the way $1 says
+# (tests/fixtures/python/hostile_ring.py), beside an honest Python making
+# spans, under one recording: sp-record's stderr, the recording in $OUT,
+# the hostile pid in $hpid and sp-record's peak RSS (KiB) in $rss.
+record_hostile_ring() {
+	local honest='import time
+def f(x): return x + 1
+s, t = 0, time.monotonic()
+while time.monotonic() - t < 4:
+    for _ in range(1000): s = f(s)'
+	# the program on stdin: its file need not be readable by nobody
+	run -0 --separate-stderr /usr/bin/time -f 'sp-record maxrss %M' timeout 120 \
+		sp-record --spans=python --no-samples -d 5 -o "$OUT" -- sh -c "
+		setpriv --reuid=65534 --regid=65534 --clear-groups $PY - $1 8 \
+			<'$BATS_TEST_DIRNAME/fixtures/python/hostile_ring.py' &
+		$PY -c '$honest'; wait"
+	hpid=$(sed -n 's/^ring .* pid \([0-9]*\)$/\1/p' <<<"$output")
+	[ -n "$hpid" ] || fail "the hostile Python found no ring: $output $stderr"
+	rss=$(sed -n 's/^sp-record maxrss //p' <<<"$stderr")
+}
+
+# Span marks (starts and stops) of method $1 in $OUT.
+marks_of() {
+	sp-decode "$OUT" | jq -rs --arg m "$1" '
+		[.[] | select(.method == $m and (.type == "span_start" or .type == "span_stop"))]
+		| length'
+}
+
+@test "sp-record --spans: a span ring that lies (head run ahead, entries mprotected) is given up: the output goes on, memory stays bounded" {
+	require_python
+	require_cmd setpriv util-linux
+	[ -x /usr/bin/time ] || skip "needs GNU time (/usr/bin/time) for the peak RSS"
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		test -r "$SP_BIN/../runtime/python/sitecustomize.py" ||
+		skip "user nobody cannot read $SP_BIN/../runtime/python"
+	# before: the watermark waited for the unreadable ring, nothing was
+	# written until the end and sp-record grew past 1 GB
+	record_hostile_ring mprotect
+	[[ "$stderr" == *"spans: pid $hpid (python3"*"): the span ring of thread $hpid at 0x"*" cannot be read (its entries: Bad address): given up"* ]] ||
+		fail "$stderr"
+	[ "$(grep -c "pid $hpid (" <<<"$stderr")" = 1 ]
+	(( rss < 300000 )) || fail "sp-record's peak RSS: $rss KiB"
+	# the honest Python's spans, and what the ring said it held counted lost
+	run -0 marks_of f
+	(( output > 100000 ))
+	run -0 sp-decode "$OUT"
+	run -0 jq -rs --argjson p "$hpid" \
+		'[.[] | select(.type == "lost" and .what == "spans" and .pid == $p) | .count] | add' <<<"$output"
+	(( output >= 3000 && output < 100000 ))
+}
+
+@test "sp-record --spans: garbage heads and marks stamped an hour ahead: the ring is given up, no wrapped lost count, nothing held back" {
+	require_python
+	require_cmd setpriv util-linux
+	[ -x /usr/bin/time ] || skip "needs GNU time (/usr/bin/time) for the peak RSS"
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		test -r "$SP_BIN/../runtime/python/sitecustomize.py" ||
+		skip "user nobody cannot read $SP_BIN/../runtime/python"
+	# before: "4374699644935229379 span marks lost"
+	record_hostile_ring garbage
+	[[ "$stderr" == *"spans: pid $hpid (python3"*"more than a thread can write: given up"* ]] ||
+		fail "$stderr"
+	! grep -E '[0-9]{12,} span marks lost' <<<"$stderr"
+	run -0 sp-decode "$OUT"
+	run -0 jq -rs '[.[] | select(.type == "lost") | .count] | max // 0' <<<"$output"
+	(( output < 1000000000 ))
+	# before: the merge held every mark after the first stamped ahead
+	record_hostile_ring future
+	[[ "$stderr" == *"spans: pid $hpid (python3"*"stamped "*" ns ahead of now: given up"* ]] ||
+		fail "$stderr"
+	(( rss < 300000 )) || fail "sp-record's peak RSS: $rss KiB"
+	run -0 marks_of f
+	(( output > 100000 ))
+}
+
+@test "sp-record -p: two sp-records on one Python with span rings: the first owns the rings and misses nothing, the second reads beside it and counts every mark it misses" {
+	require_python
+	local go=$BATS_TEST_TMPDIR/go done=$BATS_TEST_TMPDIR/done
+	STACKPULSE_SPAN_RING=1 PYTHONPATH="$SP_BIN/../runtime/python" $PY -c '
+import os, sys, time
+def f(x): return x + 1
+while not os.path.exists(sys.argv[1]): time.sleep(0.01)
+s = 0
+for _ in range(200000): s = f(s)
+open(sys.argv[2], "w").close()
+time.sleep(1.5)' "$go" "$done" &
+	local py=$! a b
+	sleep 0.5
+	sp-record -v --no-samples -p $py -o "$BATS_TEST_TMPDIR/a.sp" 2>"$BATS_TEST_TMPDIR/a.err" &
+	a=$!
+	sleep 1.5
+	sp-record -v --no-samples -p $py -o "$BATS_TEST_TMPDIR/b.sp" 2>"$BATS_TEST_TMPDIR/b.err" &
+	b=$!
+	# the ring is announced again each second it is used: both know it
+	sleep 3
+	touch "$go"
+	wait $a
+	wait $b
+	wait $py
+	# before: both wrote how far they had read; 28-45% of the marks were
+	# missing from each spool and none was counted lost
+	for x in a b; do
+		OUT=$BATS_TEST_TMPDIR/$x.sp
+		run -0 marks_of f
+		local got=$output
+		run -0 sp-decode "$OUT"
+		run -0 jq -rs '[.[] | select(.type == "lost" and .what == "spans") | .count] | add // 0' <<<"$output"
+		(( got + output >= 400000 && got + output <= 401000 )) ||
+			fail "$x: $got marks of f and $output lost of 400000: $(cat "$BATS_TEST_TMPDIR/$x.err")"
+		# the owner (the first, unless the second found the ring first)
+		grep -q "read by another sp-record" "$BATS_TEST_TMPDIR/$x.err" ||
+			(( output == 0 && got == 400000 )) ||
+			fail "the owner missed marks: $(cat "$BATS_TEST_TMPDIR/$x.err")"
+	done
+	# one reads beside the other, and says so once
+	run -0 cat "$BATS_TEST_TMPDIR/a.err" "$BATS_TEST_TMPDIR/b.err"
+	run -0 grep -c "spans: pid $py (python3.11): its span rings are read by another sp-record (pid \($a\|$b\))" <<<"$output"
+	assert_output 1
+}
+
 @test "sp-record --spans=ruby: the default Ruby mode does not crash Ruby (50 runs in a row)" {
 	require_ruby
 	for i in $(seq 50); do
