@@ -711,6 +711,8 @@ struct bs_ctx {
 	size_t nfuncs, cfuncs;
 	uint64_t last_poll_ns;
 	uint64_t addr_strs;		/* new strings str_from_user() made */
+	uint64_t addr_live;		/* by_addr of the processes known */
+	uint64_t fibers_live;		/* fib_known and depth entries of those */
 	uint64_t lost_seen, lost_since;
 	uint64_t spans, raises, audits, orphans, fiber_switches;
 	uint64_t idle;			/* probes without hits and without a reason */
@@ -1877,8 +1879,10 @@ static ssize_t read_remote(uint32_t pid, uint64_t addr, char *buf, size_t size)
  * ones in all, and fibers (with their open-span counts) per process.
  */
 #define SP_SPANS_ADDR_STRS_PER_PROC	16384u
-#define SP_SPANS_ADDR_STRS_MAX		65536u
+#define SP_SPANS_ADDR_STRS_LIVE		262144u	/* of the processes known */
+#define SP_SPANS_ADDR_STRS_MAX		65536u	/* new strings, in all */
 #define SP_SPANS_FIBERS_PER_PROC	65536u
+#define SP_SPANS_FIBERS_LIVE		262144u	/* of the processes known */
 
 /* p reached a bound: said once. */
 static void proc_capped(struct bs_proc *p, const char *what, unsigned int bound)
@@ -1909,12 +1913,15 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 	id = sp_u64map_get(&p->strs, key);
 	if (id)
 		return *id;
-	if (p->by_addr >= SP_SPANS_ADDR_STRS_PER_PROC || c->addr_strs >= SP_SPANS_ADDR_STRS_MAX) {
+	if (p->by_addr >= SP_SPANS_ADDR_STRS_PER_PROC || c->addr_live >= SP_SPANS_ADDR_STRS_LIVE ||
+	    c->addr_strs >= SP_SPANS_ADDR_STRS_MAX) {
 		proc_capped(p, "strings read by address", p->by_addr >= SP_SPANS_ADDR_STRS_PER_PROC ?
-			    SP_SPANS_ADDR_STRS_PER_PROC : SP_SPANS_ADDR_STRS_MAX);
+			    SP_SPANS_ADDR_STRS_PER_PROC : c->addr_live >= SP_SPANS_ADDR_STRS_LIVE ?
+			    SP_SPANS_ADDR_STRS_LIVE : SP_SPANS_ADDR_STRS_MAX);
 		return 0;
 	}
 	p->by_addr++;
+	c->addr_live++;
 	n = read_remote(p->pid, addr, buf, sizeof(buf) - 1);
 	/* A forked child that is gone already: its parent has the same bytes. */
 	if (n <= 0 && p->ppid)
@@ -1954,11 +1961,13 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
  * once and never freed; a child that exits before it is read leaves no
  * memory to read them from).
  */
-static void copy_strs(struct bs_proc *child, const struct bs_proc *parent)
+static void copy_strs(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent)
 {
 	uint64_t k, v;
 	size_t i;
 
+	child->by_addr = parent->by_addr;	/* counted in the bounds as its own */
+	c->addr_live += parent->by_addr;
 	for (i = 0; sp_u64map_next(&parent->strs, &i, &k, &v);)
 		sp_u64map_put(&child->strs, k, v);
 }
@@ -1996,6 +2005,14 @@ static void fibers_release(struct bs_proc *p)
 	sp_u64map_release(&p->fib_known);
 }
 
+/* p's open-span counts and fibers go (an exec, its end). */
+static void spans_state_release(struct bs_ctx *c, struct bs_proc *p)
+{
+	c->fibers_live -= p->depth.n + p->fib_known.n;
+	sp_u64map_release(&p->depth);
+	fibers_release(p);
+}
+
 /* The key of a thread's open-span count: per fiber once p has fibers. */
 static uint64_t depth_key(const struct bs_proc *p, uint32_t tid)
 {
@@ -2017,6 +2034,7 @@ static int on_fiber(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_even
 {
 	struct sp_record r = { .kind = SP_REC_FIBER_SWITCH };
 	uint64_t from = e->addr[0], to = e->addr[1], *root, known;
+	uint64_t kept = p->fib_known.n + p->depth.n;
 	bool fresh = e->addr[2] != 0;
 
 	p->fibers = true;
@@ -2026,8 +2044,10 @@ static int on_fiber(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_even
 	known = to ? sp_u64map_get(&p->fib_known, sp_hash_mix(e->tid, to)) != NULL : true;
 	if (root && to == *root) {
 		to = 0;
-	} else if (fresh && p->fib_known.n >= SP_SPANS_FIBERS_PER_PROC) {
-		proc_capped(p, "fibers", SP_SPANS_FIBERS_PER_PROC);
+	} else if (fresh && (p->fib_known.n >= SP_SPANS_FIBERS_PER_PROC ||
+			     c->fibers_live >= SP_SPANS_FIBERS_LIVE)) {
+		proc_capped(p, "fibers", p->fib_known.n >= SP_SPANS_FIBERS_PER_PROC ?
+			    SP_SPANS_FIBERS_PER_PROC : SP_SPANS_FIBERS_LIVE);
 	} else if (fresh) {
 		sp_u64map_put(&p->fib_known, sp_hash_mix(e->tid, to), 1);
 	} else if (!root && !known) {
@@ -2037,6 +2057,7 @@ static int on_fiber(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_even
 	sp_u64map_put(&p->fib_cur, e->tid, to);
 	if (fresh)	/* a fiber id reused: its old spans are gone */
 		sp_u64map_del(&p->depth, sp_hash_mix(e->tid, to));
+	c->fibers_live += p->fib_known.n + p->depth.n - kept;
 	r.fiber_switch.time = e->time_ns;
 	r.fiber_switch.pid = e->pid;
 	r.fiber_switch.tid = e->tid;
@@ -2094,7 +2115,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		if (parent)
 			attach_like(c, p, parent, parent->natt && !(e->flags & SP_BSF_SHARED_MM));
 		if (parent && !(e->flags & SP_BSF_SHARED_MM))
-			copy_strs(p, parent);
+			copy_strs(c, p, parent);
 		if (p->natt)
 			set_tracked(c, p);
 		c->forks++;
@@ -2114,8 +2135,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->py_active = false;
 		p->cm_pending = false;
 		p->ppid = 0;
-		sp_u64map_release(&p->depth);
-		fibers_release(p);
+		spans_state_release(c, p);
 		if (e->flags & SP_BSF_PLAIN) {
 			/* known without probes: BPF did not stop it */
 			c->plain_execs++;
@@ -2319,11 +2339,17 @@ static int on_event(void *ctx, void *data, size_t size)
 			}
 			if (e->kind == SP_BS_START) {
 				m->depth = (d ? *d : 0) + 1;
-				/* a count per thread, and per fiber it ran */
-				if (d || p->depth.n < SP_SPANS_FIBERS_PER_PROC)
+				/* a count per thread, and per fiber it ran (the
+				 * fibers are the process's word: bounded) */
+				if (d) {
+					*d = m->depth;
+				} else if (key == e->tid || (p->depth.n < SP_SPANS_FIBERS_PER_PROC &&
+							    c->fibers_live < SP_SPANS_FIBERS_LIVE)) {
 					sp_u64map_put(&p->depth, key, m->depth);
-				else
+					c->fibers_live++;	/* a new key */
+				} else {
 					proc_capped(p, "fibers", SP_SPANS_FIBERS_PER_PROC);
+				}
 			} else if (!d || !*d) {
 				/* entered before the recording (or the activator) */
 				c->orphans++;
@@ -2871,8 +2897,8 @@ static void forget_gone(struct bs_ctx *c, uint64_t now)
 			continue;
 		}
 		sp_u64map_release(&p->strs);
-		sp_u64map_release(&p->depth);
-		fibers_release(p);
+		c->addr_live -= p->by_addr;
+		spans_state_release(c, p);
 		if (at && c->procs[*at - 1] == p)
 			sp_u64map_del(&c->by_pid, p->pid);
 	}
@@ -3133,8 +3159,7 @@ static void spans_free(struct sp_source *s)
 		detach_all_how(c, p, true);
 		free(p->att);
 		sp_u64map_release(&p->strs);
-		sp_u64map_release(&p->depth);
-		fibers_release(p);
+		spans_state_release(c, p);
 		free(p);
 	}
 	free(c->procs);

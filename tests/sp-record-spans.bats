@@ -546,6 +546,24 @@ marks_of() {
 	(( output > 100000 ))
 }
 
+@test "sp-record --spans: marks whose names point anywhere: sp-record keeps at most 16384 strings of a process" {
+	require_python
+	require_cmd setpriv util-linux
+	[ -x /usr/bin/time ] || skip "needs GNU time (/usr/bin/time) for the peak RSS"
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		test -r "$SP_BIN/../runtime/python/sitecustomize.py" ||
+		skip "user nobody cannot read $SP_BIN/../runtime/python"
+	# before: a string read and kept for every address (190,000 in 5 s)
+	record_hostile_ring names
+	[[ "$stderr" == *"spans: pid $hpid (python3"*"): more than 16384 strings read by address: later ones are not kept"* ]] ||
+		fail "$stderr"
+	run -0 sp-decode "$OUT"
+	run -0 jq -rs '[.[] | select(.type == "string")] | length' <<<"$output"
+	(( output < 20000 ))
+	run -0 marks_of f
+	(( output > 100000 ))
+}
+
 @test "sp-record -p: two sp-records on one Python with span rings: the first owns the rings and misses nothing, the second reads beside it and counts every mark it misses" {
 	require_python
 	local go=$BATS_TEST_TMPDIR/go done=$BATS_TEST_TMPDIR/done
