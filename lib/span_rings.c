@@ -413,8 +413,8 @@ int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 	return ret;
 }
 
-/* Read len bytes at addr of pid into buf: 0 or an errno (ESRCH: the
- * process is gone). */
+/* Read remote (nr pieces) of process pid into local, whole: 0, or an
+ * errno (ESRCH: the process is gone; EFAULT: a part cannot be read). */
 static int read_remote(uint32_t pid, struct iovec *local, struct iovec *remote, int nr)
 {
 	size_t len = local->iov_len;
