@@ -110,13 +110,18 @@ struct {
 	__type(value, __u32);
 } sent SEC(".maps");
 
-static __always_inline void count_lost(void)
+static __always_inline void count_lost_n(__u64 k)
 {
 	__u32 zero = 0;
 	__u64 *n = bpf_map_lookup_elem(&lost, &zero);
 
 	if (n)
-		*n += 1;
+		*n += k;
+}
+
+static __always_inline void count_lost(void)
+{
+	count_lost_n(1);
 }
 
 /*
@@ -769,7 +774,10 @@ struct ring_copy_ctx {
  * it once): the entries of [from, to) in the i-th SP_RING_CHUNK-aligned
  * piece from base, which never wraps round the ring's end, as one
  * SP_BS_CHUNK record; the last says the ring is gone (SP_BSF_LAST), and is
- * sent even when there is nothing to copy. 1 stops the loop.
+ * sent even when there is nothing to copy. 1 stops the loop. A piece that
+ * finds no room stops the copy: the marks not sent are counted lost (a
+ * mark each, not an event per piece); one that cannot be read keeps its
+ * count, with SP_BSF_FAULT, for the loader to count.
  */
 static long ring_piece(__u32 i, void *arg)
 {
@@ -787,7 +795,7 @@ static long ring_piece(__u32 i, void *arg)
 	n = lo < hi ? (__u32)(hi - lo) : 0;
 	e = bpf_ringbuf_reserve(&spans, SP_BS_CHUNK_SIZE, 0);
 	if (!e) {
-		count_lost();
+		count_lost_n(x->to > lo ? x->to - lo : 0);
 		return 1;
 	}
 	__builtin_memset(e, 0, SP_BS_HEAD_SIZE);
@@ -807,10 +815,8 @@ static long ring_piece(__u32 i, void *arg)
 	size = ((size & (SP_RING_CHUNK - 1)) + 1) * sizeof(struct sp_ring_entry);
 	if (n && bpf_probe_read_user((void *)e + SP_BS_HEAD_SIZE, size,
 				     (void *)(x->ring + sizeof(struct sp_ring_head) +
-					      (lo % SP_RING_CAP) * sizeof(struct sp_ring_entry)))) {
+					      (lo % SP_RING_CAP) * sizeof(struct sp_ring_entry))))
 		e->flags |= SP_BSF_FAULT;
-		e->line = 0;
-	}
 	bpf_ringbuf_submit(e, wake_flags());
 	return hi >= x->to;
 }

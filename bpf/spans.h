@@ -104,7 +104,8 @@ struct sp_bs_usdt_spec {
 							 * the binary, or a page not resident):
 							 * the loader reads it by address */
 #define SP_BSF_LAST		(1u << 12)	/* SP_BS_CHUNK: the ring's last: it is gone */
-#define SP_BSF_FAULT		(1u << 13)	/* SP_BS_CHUNK: the ring could not be read */
+#define SP_BSF_FAULT		(1u << 13)	/* SP_BS_CHUNK: its entries (line of them)
+						 * could not be read: lost */
 
 struct sp_bs_event {
 	__u64 time_ns;			/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
@@ -171,6 +172,15 @@ struct sp_bs_strval {
  * itself, copies what is unread into SP_BS_CHUNK records. Each entry has a
  * number (its position in the thread's sequence), so one delivered twice
  * is dropped.
+ *
+ * One sp-record at a time owns a ring: its 'claim' names it (its pid and
+ * start time, SP_RING_CLAIM()). Only the owner writes 'consumed' and
+ * 'reader', so the thread waits for one reader only; another sp-record
+ * reads the ring beside it without writing, and counts what the thread
+ * overwrote before it read it (docs/spans.md). The thread zeroes the
+ * claim when it starts the ring; an owner that is gone is taken over.
+ * Everything here is the traced process's memory: sp-record checks it
+ * (lib/record/span_rings.c).
  */
 #define SP_RING_CAP	4096u	/* entries; a multiple of SP_RING_CHUNK */
 #define SP_RING_HALF	(SP_RING_CAP / 2)
@@ -196,11 +206,18 @@ struct sp_ring_head {
 	__u64 notified;		/* the thread: entries rt__flush told of */
 	__u64 consumed;		/* sp-record: entries it has read */
 	__u32 magic;		/* SP_RING_MAGIC */
-	__u32 pid, tid;		/* the owner */
+	__u32 pid, tid;		/* its thread */
 	__u32 reader;		/* SP_RING_ASKED, then sp-record's READING, LEFT */
 	__u64 announced;	/* the thread: when it last fired rt__ring */
-	__u32 pad[4];
+	__u64 claim;		/* the owning sp-record (SP_RING_CLAIM), 0: none */
+	__u32 pad[2];
 };
+
+/* A reader's claim: its pid (up to 2^22, the kernel's largest) and its
+ * start time (clock ticks after boot, /proc/PID/stat), which tells it
+ * from a later process with the same pid. */
+#define SP_RING_CLAIM_PID_BITS	22
+#define SP_RING_CLAIM(pid, start)	((__u64)(start) << SP_RING_CLAIM_PID_BITS | (__u64)(pid))
 
 struct sp_ring {
 	struct sp_ring_head h;

@@ -471,6 +471,160 @@ os.waitpid(pid, 0)'
 	[ "$(cat "$BATS_TEST_TMPDIR/done")" = done ]
 }
 
+# A Python of user nobody that lies in its span ring the way $1 says
+# (tests/fixtures/python/hostile_ring.py, for 6 s), beside an honest Python
+# making 2,000,000 span marks (of g) while it lies, under one recording
+# that ends with them:
+# sp-record's stderr, the recording in $OUT, the hostile pid in $hpid and
+# sp-record's peak RSS (KiB) in $rss.
+record_hostile_ring() {
+	local honest='def g(x): return x + 1
+s = 0
+for _ in range(1000000): s = g(s)'
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		test -r "$SP_BIN/../runtime/python/sitecustomize.py" ||
+		skip "user nobody cannot read $SP_BIN/../runtime/python"
+	# the program on stdin: its file need not be readable by nobody
+	run -0 --separate-stderr /usr/bin/time -f 'sp-record maxrss %M' timeout 120 \
+		sp-record --spans=python --no-samples -o "$OUT" -- sh -c "
+		setpriv --reuid=65534 --regid=65534 --clear-groups $PY - $1 6 \
+			<'$BATS_TEST_DIRNAME/fixtures/python/hostile_ring.py' &
+		sleep 2; $PY -c '$honest'; wait"
+	hpid=$(sed -n 's/^ring .* pid \([0-9]*\)$/\1/p' <<<"$output")
+	[ -n "$hpid" ] || fail "the hostile Python found no ring: $output $stderr"
+	rss=$(sed -n 's/^sp-record maxrss //p' <<<"$stderr")
+}
+
+# Span marks (starts and stops) of method $1 in $OUT (streamed: these
+# recordings are large).
+marks_of() {
+	sp-decode "$OUT" | jq -n --arg m "$1" 'reduce (inputs | select(.method == $m and
+		(.type == "span_start" or .type == "span_stop"))) as $x (0; . + 1)'
+}
+
+# Span marks counted lost in $OUT: "of pid $1, of the others, the largest
+# count of one record".
+spans_lost() {
+	sp-decode "$OUT" | jq -rn --argjson p "$1" '
+		reduce (inputs | select(.type == "lost" and .what == "spans")) as $l
+			({mine: 0, others: 0, max: 0};
+			 (if $l.pid == $p then .mine += $l.count else .others += $l.count end)
+			 | .max = ([.max, $l.count] | max))
+		| "\(.mine) \(.others) \(.max)"'
+}
+
+# The honest Python's 2,000,000 marks (of g) are all in $OUT, or counted
+# lost.
+assert_honest_spans() {
+	local g lost
+	run -0 marks_of g
+	g=$output
+	run -0 spans_lost "$hpid"
+	lost=$(cut -d' ' -f2 <<<"$output")
+	(( g + lost >= 2000000 && g + lost <= 2010000 )) ||
+		fail "the honest Python's g: $g marks, $lost lost (of 2000000)"
+}
+
+@test "sp-record --spans: a span ring that lies (head run ahead, entries mprotected) is given up: the output goes on, memory stays bounded" {
+	require_python
+	require_cmd setpriv util-linux
+	[ -x /usr/bin/time ] || skip "needs GNU time (/usr/bin/time) for the peak RSS"
+	# before: the watermark waited for the unreadable ring, nothing was
+	# written until the end and sp-record grew to about 1 GB
+	record_hostile_ring mprotect
+	[[ "$stderr" == *"spans: pid $hpid (python3"*"): the span ring of thread $hpid at 0x"*" cannot be read (its entries: Bad address): given up"* ]] ||
+		fail "$stderr"
+	[ "$(grep -c "pid $hpid (" <<<"$stderr")" = 1 ]
+	(( rss < 300000 )) || fail "sp-record's peak RSS: $rss KiB"
+	assert_honest_spans
+	# what the ring said it held is counted lost, under its pid
+	run -0 spans_lost "$hpid"
+	read -r mine others max <<<"$output"
+	(( mine >= 3000 && mine < 100000 )) || fail "lost: $output"
+}
+
+@test "sp-record --spans: garbage heads and marks stamped an hour ahead: the ring is given up, no wrapped lost count, nothing held back" {
+	require_python
+	require_cmd setpriv util-linux
+	[ -x /usr/bin/time ] || skip "needs GNU time (/usr/bin/time) for the peak RSS"
+	# before: "4374699644935229379 span marks lost" on stderr
+	record_hostile_ring garbage
+	[[ "$stderr" == *"spans: pid $hpid (python3"*"more than a thread can write: given up"* ]] ||
+		fail "$stderr"
+	if grep -E '[0-9]{12,} span marks lost' <<<"$stderr"; then
+		fail "$stderr"
+	fi
+	run -0 spans_lost "$hpid"
+	read -r mine others max <<<"$output"
+	(( max < 1000000000 )) || fail "lost: $output"
+	assert_honest_spans
+	# before: the merge held every mark after the first stamped ahead
+	record_hostile_ring future
+	[[ "$stderr" == *"spans: pid $hpid (python3"*"stamped "*" ns ahead of now: given up"* ]] ||
+		fail "$stderr"
+	(( rss < 300000 )) || fail "sp-record's peak RSS: $rss KiB"
+	assert_honest_spans
+}
+
+@test "sp-record --spans: marks whose names point anywhere: sp-record keeps at most 16384 strings of a process" {
+	require_python
+	require_cmd setpriv util-linux
+	[ -x /usr/bin/time ] || skip "needs GNU time (/usr/bin/time) for the peak RSS"
+	# before: a string read and kept for every address, 190,000 in 5 s
+	record_hostile_ring names
+	[[ "$stderr" == *"spans: pid $hpid (python3"*"): more than 16384 strings read by address: later ones are not kept"* ]] ||
+		fail "$stderr"
+	run -0 bash -c "sp-decode '$OUT' | jq -n 'reduce (inputs | select(.type == \"string\")) as \$x (0; . + 1)'"
+	(( output < 20000 )) || fail "$output strings"
+	assert_honest_spans
+}
+
+@test "sp-record -p: two sp-records on one Python with span rings: the first owns the rings and misses nothing, the second reads beside it and counts every mark it misses" {
+	require_python
+	local go=$BATS_TEST_TMPDIR/go done=$BATS_TEST_TMPDIR/done
+	STACKPULSE_SPAN_RING=1 PYTHONPATH="$SP_BIN/../runtime/python" $PY -c '
+import os, sys, time
+def f(x): return x + 1
+while not os.path.exists(sys.argv[1]): time.sleep(0.01)
+s = 0
+for _ in range(200000): s = f(s)
+open(sys.argv[2], "w").close()
+time.sleep(1.5)' "$go" "$done" &
+	local py=$! a b
+	sleep 0.5
+	sp-record -v --no-samples -p $py -o "$BATS_TEST_TMPDIR/a.sp" 2>"$BATS_TEST_TMPDIR/a.err" &
+	a=$!
+	sleep 1.5
+	sp-record -v --no-samples -p $py -o "$BATS_TEST_TMPDIR/b.sp" 2>"$BATS_TEST_TMPDIR/b.err" &
+	b=$!
+	# the ring is announced again each second it is used: both know it
+	sleep 3
+	touch "$go"
+	wait $a
+	wait $b
+	wait $py
+	# before: both wrote how far they had read; 28-45% of the marks were
+	# missing from each spool and none was counted lost
+	for x in a b; do
+		OUT=$BATS_TEST_TMPDIR/$x.sp
+		run -0 marks_of f
+		local got=$output
+		run -0 spans_lost "$py"
+		read -r mine others max <<<"$output"
+		output=$((mine + others))
+		(( got + output >= 400000 && got + output <= 401000 )) ||
+			fail "$x: $got marks of f and $output lost of 400000: $(cat "$BATS_TEST_TMPDIR/$x.err")"
+		# the owner (the first, unless the second found the ring first)
+		grep -q "read by another sp-record" "$BATS_TEST_TMPDIR/$x.err" ||
+			(( output == 0 && got == 400000 )) ||
+			fail "the owner missed marks: $(cat "$BATS_TEST_TMPDIR/$x.err")"
+	done
+	# one reads beside the other, and says so once
+	run -0 cat "$BATS_TEST_TMPDIR/a.err" "$BATS_TEST_TMPDIR/b.err"
+	run -0 grep -c "spans: pid $py (python3.11): its span rings are read by another sp-record (pid \($a\|$b\))" <<<"$output"
+	assert_output 1
+}
+
 @test "sp-record --spans=ruby: the default Ruby mode does not crash Ruby (50 runs in a row)" {
 	require_ruby
 	for i in $(seq 50); do

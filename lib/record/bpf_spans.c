@@ -723,6 +723,8 @@ struct bs_proc {
 	bool gone_seen;			/* exited: forget_gone() saw it once */
 	uint64_t gone_ns;		/* when its exit was read */
 	uint32_t ppid;			/* forked from, until it execs: same addresses */
+	uint32_t by_addr;		/* strings looked up by address (str_from_user) */
+	bool capped;			/* told it reached SP_SPANS_*_PER_PROC */
 	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
 	uint64_t hits[SP_PR_MAX];	/* events read per probe (probe health) */
 	struct bs_link dl;		/* its ld.so's _dl_debug_state (dlopen) */
@@ -751,6 +753,9 @@ struct bs_ctx {
 	struct bs_func *funcs;
 	size_t nfuncs, cfuncs;
 	uint64_t last_poll_ns;
+	uint64_t addr_strs;		/* new strings str_from_user() made */
+	uint64_t addr_live;		/* by_addr of the processes known */
+	uint64_t fibers_live;		/* fib_known and depth entries of those */
 	uint64_t lost_seen, lost_since;
 	uint64_t spans, raises, audits, orphans, fiber_switches;
 	uint64_t idle;			/* probes without hits and without a reason */
@@ -2321,13 +2326,39 @@ static ssize_t read_remote(uint32_t pid, uint64_t addr, char *buf, size_t size)
 	return n;
 }
 
+/*
+ * What a process's marks may make sp-record keep, whatever its span rings
+ * say (docs/spans.md): strings looked up by address, per process and new
+ * ones in all, and fibers (with their open-span counts) per process.
+ */
+#define SP_SPANS_ADDR_STRS_PER_PROC	16384u
+#define SP_SPANS_ADDR_STRS_LIVE		262144u	/* of the processes known */
+#define SP_SPANS_ADDR_STRS_MAX		65536u	/* new strings, in all */
+#define SP_SPANS_FIBERS_PER_PROC	65536u
+#define SP_SPANS_FIBERS_LIVE		262144u	/* of the processes known */
+
+/* p reached a bound: said once. */
+static void proc_capped(struct bs_proc *p, const char *what, unsigned int bound)
+{
+	char name[80];
+
+	if (p->capped)
+		return;
+	p->capped = true;
+	sp_span_rings_comm(p->pid, name, sizeof(name));
+	sp_warn("spans: pid %u (%s): more than %u %s: later ones are not kept (its marks "
+		"go on without them)", p->pid, name, bound, what);
+}
+
 /* A string BPF could not read (a page not resident yet): read it with
  * process_vm_readv(), which faults the page in, so BPF reads it next time.
- * Cached by address: such strings are literals of the binary. */
+ * Cached by address: such strings are literals of the binary (or names a
+ * hook made before the recording), and so is an address that cannot be
+ * read. Span ring marks carry any address their process writes: bounded. */
 static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr,
 			      const struct sp_bs_event *e)
 {
-	uint64_t key = sp_hash_mix(addr, UINT64_MAX), *id, sid;
+	uint64_t key = sp_hash_mix(addr, UINT64_MAX), *id, sid, before;
 	char buf[SP_BS_STRLEN];
 	unsigned int i;
 	ssize_t n;
@@ -2335,6 +2366,15 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 	id = sp_u64map_get(&p->strs, key);
 	if (id)
 		return *id;
+	if (p->by_addr >= SP_SPANS_ADDR_STRS_PER_PROC || c->addr_live >= SP_SPANS_ADDR_STRS_LIVE ||
+	    c->addr_strs >= SP_SPANS_ADDR_STRS_MAX) {
+		proc_capped(p, "strings read by address", p->by_addr >= SP_SPANS_ADDR_STRS_PER_PROC ?
+			    SP_SPANS_ADDR_STRS_PER_PROC : c->addr_live >= SP_SPANS_ADDR_STRS_LIVE ?
+			    SP_SPANS_ADDR_STRS_LIVE : SP_SPANS_ADDR_STRS_MAX);
+		return 0;
+	}
+	p->by_addr++;
+	c->addr_live++;
 	n = read_remote(p->pid, addr, buf, sizeof(buf) - 1);
 	/* A forked child that is gone already: its parent has the same bytes. */
 	if (n <= 0 && p->ppid)
@@ -2354,12 +2394,16 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 	/* A literal of a library: its marker said where the library was. */
 	if (n <= 0 && e)
 		n = read_literal(c, e, addr, buf, sizeof(buf) - 1);
-	if (n <= 0)
+	if (n <= 0) {
+		sp_u64map_put(&p->strs, key, 0);
 		return 0;
+	}
 	buf[n] = 0;
+	before = sp_defs_nstrings(sp_writer_defs(c->out->w));
 	sid = sp_writer_str(c->out->w, buf, strlen(buf));
-	if (sid)
-		sp_u64map_put(&p->strs, key, sid);
+	if (sp_defs_nstrings(sp_writer_defs(c->out->w)) > before)
+		c->addr_strs++;
+	sp_u64map_put(&p->strs, key, sid);
 	return sid;
 }
 
@@ -2370,11 +2414,13 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
  * once and never freed; a child that exits before it is read leaves no
  * memory to read them from).
  */
-static void copy_strs(struct bs_proc *child, const struct bs_proc *parent)
+static void copy_strs(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent)
 {
 	uint64_t k, v;
 	size_t i;
 
+	child->by_addr = parent->by_addr;	/* counted in the bounds as its own */
+	c->addr_live += parent->by_addr;
 	for (i = 0; sp_u64map_next(&parent->strs, &i, &k, &v);)
 		sp_u64map_put(&child->strs, k, v);
 }
@@ -2412,6 +2458,14 @@ static void fibers_release(struct bs_proc *p)
 	sp_u64map_release(&p->fib_known);
 }
 
+/* p's open-span counts and fibers go (an exec, its end). */
+static void spans_state_release(struct bs_ctx *c, struct bs_proc *p)
+{
+	c->fibers_live -= p->depth.n + p->fib_known.n;
+	sp_u64map_release(&p->depth);
+	fibers_release(p);
+}
+
 /* The key of a thread's open-span count: per fiber once p has fibers. */
 static uint64_t depth_key(const struct bs_proc *p, uint32_t tid)
 {
@@ -2433,6 +2487,7 @@ static int on_fiber(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_even
 {
 	struct sp_record r = { .kind = SP_REC_FIBER_SWITCH };
 	uint64_t from = e->addr[0], to = e->addr[1], *root, known;
+	uint64_t kept = p->fib_known.n + p->depth.n;
 	bool fresh = e->addr[2] != 0;
 
 	p->fibers = true;
@@ -2442,6 +2497,10 @@ static int on_fiber(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_even
 	known = to ? sp_u64map_get(&p->fib_known, sp_hash_mix(e->tid, to)) != NULL : true;
 	if (root && to == *root) {
 		to = 0;
+	} else if (fresh && (p->fib_known.n >= SP_SPANS_FIBERS_PER_PROC ||
+			     c->fibers_live >= SP_SPANS_FIBERS_LIVE)) {
+		proc_capped(p, "fibers", p->fib_known.n >= SP_SPANS_FIBERS_PER_PROC ?
+			    SP_SPANS_FIBERS_PER_PROC : SP_SPANS_FIBERS_LIVE);
 	} else if (fresh) {
 		sp_u64map_put(&p->fib_known, sp_hash_mix(e->tid, to), 1);
 	} else if (!root && !known) {
@@ -2451,6 +2510,7 @@ static int on_fiber(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_even
 	sp_u64map_put(&p->fib_cur, e->tid, to);
 	if (fresh)	/* a fiber id reused: its old spans are gone */
 		sp_u64map_del(&p->depth, sp_hash_mix(e->tid, to));
+	c->fibers_live += p->fib_known.n + p->depth.n - kept;
 	r.fiber_switch.time = e->time_ns;
 	r.fiber_switch.pid = e->pid;
 	r.fiber_switch.tid = e->tid;
@@ -2508,7 +2568,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		if (parent)
 			attach_like(c, p, parent, parent->natt && !(e->flags & SP_BSF_SHARED_MM));
 		if (parent && !(e->flags & SP_BSF_SHARED_MM))
-			copy_strs(p, parent);
+			copy_strs(c, p, parent);
 		if (p->natt)
 			set_tracked(c, p);
 		/* its own ld.so probe: a vfork child gets one when it execs */
@@ -2531,8 +2591,7 @@ static int on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->py_active = false;
 		p->cm_pending = false;
 		p->ppid = 0;
-		sp_u64map_release(&p->depth);
-		fibers_release(p);
+		spans_state_release(c, p);
 		if (e->flags & SP_BSF_PLAIN) {
 			/* known without probes: BPF did not stop it */
 			c->plain_execs++;
@@ -2738,7 +2797,17 @@ static int on_event(void *ctx, void *data, size_t size)
 			}
 			if (e->kind == SP_BS_START) {
 				m->depth = (d ? *d : 0) + 1;
-				sp_u64map_put(&p->depth, key, m->depth);
+				/* a count per thread, and per fiber it ran (the
+				 * fibers are the process's word: bounded) */
+				if (d) {
+					*d = m->depth;
+				} else if (key == e->tid || (p->depth.n < SP_SPANS_FIBERS_PER_PROC &&
+							    c->fibers_live < SP_SPANS_FIBERS_LIVE)) {
+					sp_u64map_put(&p->depth, key, m->depth);
+					c->fibers_live++;	/* a new key */
+				} else {
+					proc_capped(p, "fibers", SP_SPANS_FIBERS_PER_PROC);
+				}
 			} else if (!d || !*d) {
 				/* entered before the recording (or the activator) */
 				c->orphans++;
@@ -2775,11 +2844,28 @@ static uint64_t lost_total(struct bs_ctx *c)
 	return sum;
 }
 
+/* Span marks of process pid lost from its span rings since: a lost record
+ * of its own. */
+static int emit_ring_lost(void *ctx, uint32_t pid, uint64_t n, uint64_t since)
+{
+	struct bs_ctx *c = ctx;
+	struct sp_record r = { .kind = SP_REC_LOST };
+
+	r.lost.time = sp_now_mono_ns();
+	r.lost.start = since;
+	r.lost.what = SP_LOST_SPANS;
+	r.lost.count = n;
+	r.lost.pid = pid;
+	return c->out->emit(c->out->ctx, &r);
+}
+
 static int emit_lost(struct bs_ctx *c, uint64_t now)
 {
 	uint64_t total = lost_total(c);
 	struct sp_record r = { .kind = SP_REC_LOST };
 
+	if (sp_span_rings_take_lost(&c->rings, now, emit_ring_lost, c))
+		return -1;
 	if (total <= c->lost_seen)
 		return 0;
 	r.lost.time = now;
@@ -3305,6 +3391,7 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 	c->last_poll_ns = sp_now_mono_ns();
 	c->lost_since = c->last_poll_ns;
 	c->rings.since = c->last_poll_ns;
+	c->rings.lost_since = c->last_poll_ns;
 	return 0;
 }
 
@@ -3447,8 +3534,8 @@ static void forget_gone(struct bs_ctx *c, uint64_t now)
 			continue;
 		}
 		sp_u64map_release(&p->strs);
-		sp_u64map_release(&p->depth);
-		fibers_release(p);
+		c->addr_live -= p->by_addr;
+		spans_state_release(c, p);
 		if (at && c->procs[*at - 1] == p)
 			sp_u64map_del(&c->by_pid, p->pid);
 	}
@@ -3555,19 +3642,26 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 		(unsigned long long)c->spans, (unsigned long long)c->raises,
 		(unsigned long long)c->audits, (unsigned long long)c->fiber_switches,
 		(unsigned long long)c->orphans, (unsigned long long)c->idle);
-	if (c->rings.n || c->rings.reading)
-		sp_info("spans: span rings: %llu read; %llu not readable at their thread's "
-			"end, %llu ended without their last copy, %llu chunks after lost ones, "
-			"%llu bad entries, %llu entries read twice, %llu marks older than what "
-			"was written (of rings found late: out of order)",
-			(unsigned long long)c->rings.reading, (unsigned long long)c->rings.faults,
-			(unsigned long long)c->rings.unended, (unsigned long long)c->rings.gaps,
-			(unsigned long long)c->rings.bad, (unsigned long long)c->rings.dups,
-			(unsigned long long)c->rings.late);
+	if (c->rings.n || c->rings.reading || c->rings.shared || c->rings.given_up)
+		sp_info("spans: span rings: %llu read; %llu read beside another sp-record, "
+			"%llu given up, %llu past the bounds; %llu not readable at their "
+			"thread's end, %llu ended without their last copy, %llu chunks after "
+			"lost ones, %llu bad entries, %llu entries read twice, %llu marks older "
+			"than what was written (of rings found late: out of order)",
+			(unsigned long long)c->rings.reading, (unsigned long long)c->rings.shared,
+			(unsigned long long)c->rings.given_up, (unsigned long long)c->rings.refused,
+			(unsigned long long)c->rings.faults, (unsigned long long)c->rings.unended,
+			(unsigned long long)c->rings.gaps, (unsigned long long)c->rings.bad,
+			(unsigned long long)c->rings.dups, (unsigned long long)c->rings.late);
 	if (c->rings.lost)
-		sp_warn("spans: %llu span marks lost: threads gave up waiting for sp-record "
-			"to read their span rings (a loaded machine?)",
-			(unsigned long long)c->rings.lost);
+		sp_warn("spans: %llu span marks lost from span rings (counted in the spool): "
+			"%llu overwritten by threads that gave up waiting for sp-record (a loaded "
+			"machine?), %llu missed beside another sp-record, %llu in rings given up, "
+			"%llu not readable at their thread's end",
+			(unsigned long long)c->rings.lost, (unsigned long long)c->rings.lost_waited,
+			(unsigned long long)c->rings.lost_shared,
+			(unsigned long long)c->rings.lost_given_up,
+			(unsigned long long)c->rings.lost_at_end);
 	sp_info("spans: execs: %llu held to look for runtimes, %llu released at once (file known "
 		"without probes); %llu got probes; forks: %llu, %llu held for their parent's probes; "
 		"ld.so changes: %llu, %llu libraries given probes then (dlopen)",
@@ -3712,8 +3806,7 @@ static void spans_free(struct sp_source *s)
 		detach_all_how(c, p, true);
 		free(p->att);
 		sp_u64map_release(&p->strs);
-		sp_u64map_release(&p->depth);
-		fibers_release(p);
+		spans_state_release(c, p);
 		free(p);
 	}
 	free(c->procs);
@@ -3754,6 +3847,7 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o)
 	struct bs_ctx *c = sp_xcalloc(1, sizeof(*c));
 
 	c->o = o;
+	sp_span_rings_init(&c->rings);	/* our claim on the rings we read */
 	c->rings_unread = getenv("SP_SPAN_RINGS_UNREAD") &&
 			  !strcmp(getenv("SP_SPAN_RINGS_UNREAD"), "1");
 	pthread_mutex_init(&c->bpf_lock, NULL);

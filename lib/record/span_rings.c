@@ -1,32 +1,59 @@
 // SPDX-License-Identifier: MIT
 /*
  * span_rings.c - the runtime hooks' span rings, read and de-duplicated
- * for sp-record (span_rings.h).
+ * for sp-record (span_rings.h). A ring is the traced process's memory:
+ * every number in it is checked before it is used, and a ring that lies
+ * is given up.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
+#include "procfs.h"
 #include "sp.h"
 #include "span_rings.h"
 
-#define POLL_EVERY_NS	1000000ull
+#define POLL_EVERY_NS		1000000ull
+#define CLAIM_CHECK_NS		1000000000ull	/* a foreign claim believed this long */
+#define CLAIM_CHECKS_PER_POLL	64		/* /proc reads for claims, at most */
+#define GONE_CHECK_NS		1000000000ull	/* a given-up ring's process looked for */
+
+/* What rs->warned holds per pid: what it was told about already. */
+#define WARNED_LIED	1u
+#define WARNED_SHARED	2u
+#define WARNED_REFUSED	4u
 
 struct sp_span_ring {
 	uint32_t pid, tid;
 	uint64_t addr;
 	uint64_t next;		/* number of the next entry to deliver */
 	uint64_t good_ns;	/* entries stamped before were delivered */
-	bool dead;		/* its process could not be read: drop next time */
+	uint64_t last_ns;	/* the stamp of the last entry delivered */
+	uint64_t seen, seen_ns;	/* its head when we last looked, and when: it
+				 * grows by a mark per SP_SPAN_RINGS_MARK_NS at most */
+	uint64_t consumed;	/* its 'consumed' then (another owner's) */
+	unsigned int fails;	/* looks in a row that could not read it */
+	bool dead;		/* its process is gone: drop next time */
 	bool ended;		/* its thread's end was seen in its head, but not
 				 * its last chunk (lost): drop next time */
 	bool late;		/* not read yet: start where its thread says */
+	bool shared;		/* another sp-record owns it: read, never written */
+	bool given_up;		/* it lied or cannot be read: left alone */
 };
+
+static unsigned int claim_checks;	/* this poll's */
 
 void sp_span_rings_init(struct sp_span_rings *rs)
 {
 	memset(rs, 0, sizeof(*rs));
+	rs->claim = sp_span_rings_claim_of((uint32_t)getpid());
 }
 
 void sp_span_rings_release(struct sp_span_rings *rs)
@@ -38,7 +65,133 @@ void sp_span_rings_release(struct sp_span_rings *rs)
 	free(rs->r);
 	free(rs->buf);
 	sp_u64map_release(&rs->by_tid);
+	sp_u64map_release(&rs->per_pid);
+	sp_u64map_release(&rs->warned);
+	sp_u64map_release(&rs->lost_by_pid);
 	memset(rs, 0, sizeof(*rs));
+}
+
+uint64_t sp_span_rings_claim_of(uint32_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start;
+	ssize_t n;
+	int fd, i;
+
+	if (!pid || pid >= 1u << SP_RING_CLAIM_PID_BITS)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%u/stat", sp_procfs_root, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* after the name, which may hold anything: state is field 3,
+	 * starttime field 22 */
+	p = strrchr(buf, ')');
+	for (i = 3; p && i <= 22; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu", &start) != 1)
+		return 0;
+	start &= (1ull << (64 - SP_RING_CLAIM_PID_BITS)) - 1;
+	return SP_RING_CLAIM(pid, start);
+}
+
+/* Whether claim names a process that runs (the pid and its start time):
+ * another sp-record reading the ring. Believed for a second; at most
+ * CLAIM_CHECKS_PER_POLL looks in /proc a poll, beyond which a claim is
+ * taken to be good (we then only read, which harms nobody). */
+static bool claim_alive(struct sp_span_rings *rs, uint64_t claim, uint64_t now)
+{
+	size_t i, slot = 0;
+
+	for (i = 0; i < sizeof(rs->claims) / sizeof(rs->claims[0]); i++) {
+		if (rs->claims[i].claim == claim && now - rs->claims[i].at < CLAIM_CHECK_NS)
+			return rs->claims[i].alive;
+		if (rs->claims[i].at < rs->claims[slot].at)
+			slot = i;
+	}
+	if (claim_checks >= CLAIM_CHECKS_PER_POLL)
+		return true;
+	claim_checks++;
+	rs->claims[slot].claim = claim;
+	rs->claims[slot].at = now;
+	rs->claims[slot].alive =
+		sp_span_rings_claim_of((uint32_t)(claim & ((1u << SP_RING_CLAIM_PID_BITS) - 1))) ==
+		claim;
+	return rs->claims[slot].alive;
+}
+
+void sp_span_rings_comm(uint32_t pid, char *out, size_t size)
+{
+	char raw[64];
+	size_t i, o = 0;
+
+	if (sp_procfs_comm(pid, pid, raw, sizeof(raw))) {
+		snprintf(out, size, "gone");
+		return;
+	}
+	for (i = 0; raw[i] && o + 5 < size; i++) {
+		unsigned char c = (unsigned char)raw[i];
+
+		if (c < 0x20 || c >= 0x7f || c == '\\')
+			o += (size_t)snprintf(out + o, size - o, "\\x%02x", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o] = 0;
+}
+
+/* Whether pid is to be told about what (WARNED_*) now: once per process,
+ * for SP_SPAN_RINGS_WARNED_MAX processes. */
+static bool first_time(struct sp_span_rings *rs, uint32_t pid, unsigned int what)
+{
+	uint64_t *w = sp_u64map_get(&rs->warned, pid);
+
+	if (w && (*w & what))
+		return false;
+	if (!w && rs->warned.n >= SP_SPAN_RINGS_WARNED_MAX)
+		return false;
+	sp_u64map_put(&rs->warned, pid, (w ? *w : 0) | what);
+	return true;
+}
+
+static void count_lost(struct sp_span_rings *rs, uint32_t pid, uint64_t n, uint64_t *why)
+{
+	uint64_t *v;
+
+	if (!n)
+		return;
+	*why += n;
+	rs->lost += n;
+	v = sp_u64map_get(&rs->lost_by_pid, pid);
+	sp_u64map_put(&rs->lost_by_pid, pid, (v ? *v : 0) + n);
+}
+
+/* r lied, or cannot be read: no more reads, no more holding the output
+ * back; lost marks it is known to have had; one warning per process. */
+static void give_up(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t lost,
+		    const char *fmt, ...)
+{
+	char why[256], comm[80];
+	va_list ap;
+
+	r->given_up = true;
+	r->seen_ns = 0;
+	rs->given_up++;
+	count_lost(rs, r->pid, lost, &rs->lost_given_up);
+	if (!first_time(rs, r->pid, WARNED_LIED))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	sp_span_rings_comm(r->pid, comm, sizeof(comm));
+	sp_warn("spans: pid %u (%s): the span ring of thread %u at 0x%llx %s: given up, "
+		"its later marks are not recorded", r->pid, comm, r->tid,
+		(unsigned long long)r->addr, why);
 }
 
 static struct sp_span_ring *find(const struct sp_span_rings *rs, uint32_t tid)
@@ -48,34 +201,77 @@ static struct sp_span_ring *find(const struct sp_span_rings *rs, uint32_t tid)
 	return i ? rs->r[*i - 1] : NULL;
 }
 
+static void per_pid_add(struct sp_span_rings *rs, uint32_t pid, int d)
+{
+	uint64_t *v = sp_u64map_get(&rs->per_pid, pid);
+	uint64_t n = (v ? *v : 0) + (uint64_t)(int64_t)d;
+
+	if (n)
+		sp_u64map_put(&rs->per_pid, pid, n);
+	else
+		sp_u64map_del(&rs->per_pid, pid);
+}
+
 static void drop(struct sp_span_rings *rs, size_t i)
 {
 	struct sp_span_ring *r = rs->r[i];
 
 	sp_u64map_del(&rs->by_tid, r->tid);
+	per_pid_add(rs, r->pid, -1);
 	free(r);
 	rs->r[i] = rs->r[--rs->n];
 	if (i < rs->n)
 		sp_u64map_put(&rs->by_tid, rs->r[i]->tid, i + 1);
 }
 
+static void drop_ring(struct sp_span_rings *rs, struct sp_span_ring *r)
+{
+	drop(rs, (size_t)(*sp_u64map_get(&rs->by_tid, r->tid) - 1));
+}
+
+/* A ring past the bounds is not read; its process is told once. */
+static void refuse(struct sp_span_rings *rs, uint32_t pid, uint32_t tid)
+{
+	char comm[80];
+
+	rs->refused++;
+	if (!first_time(rs, pid, WARNED_REFUSED))
+		return;
+	sp_span_rings_comm(pid, comm, sizeof(comm));
+	sp_warn("spans: pid %u (%s): the span ring of thread %u is not read: %zu rings are "
+		"known (at most %u, %u per process): that thread's marks are not recorded",
+		pid, comm, tid, rs->n, SP_SPAN_RINGS_MAX, SP_SPAN_RINGS_PER_PROC);
+}
+
+/* The ring of tid, new or started again; NULL when past the bounds. */
 static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uint32_t tid,
 				     uint64_t addr, uint64_t time)
 {
 	struct sp_span_ring *r = find(rs, tid);
+	uint64_t *np = sp_u64map_get(&rs->per_pid, pid);
+	uint64_t mine = np ? *np : 0;
 
+	if (r && r->pid != pid) {	/* the tid of a process gone */
+		drop_ring(rs, r);
+		r = NULL;
+	}
 	if (!r) {
+		if (rs->n >= SP_SPAN_RINGS_MAX || mine >= SP_SPAN_RINGS_PER_PROC) {
+			refuse(rs, pid, tid);
+			return NULL;
+		}
 		r = sp_xcalloc(1, sizeof(*r));
 		sp_grow(&rs->r, &rs->cap, rs->n + 1, sizeof(*rs->r));
 		rs->r[rs->n++] = r;
 		sp_u64map_put(&rs->by_tid, tid, rs->n);
+		per_pid_add(rs, pid, 1);
 	}
+	memset(r, 0, sizeof(*r));
 	r->pid = pid;
 	r->tid = tid;
 	r->addr = addr;
-	r->next = 0;
 	r->good_ns = time;
-	r->dead = false;
+	r->seen_ns = time;
 	return r;
 }
 
@@ -87,14 +283,24 @@ static void ring_seen(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint
 {
 	struct sp_span_ring *r = find(rs, tid);
 
-	if (!r || r->addr != addr || r->pid != pid)
-		ring_new(rs, pid, tid, addr, time)->late = true;
+	if (!r || r->addr != addr || r->pid != pid) {
+		r = ring_new(rs, pid, tid, addr, time);
+		if (r)
+			r->late = true;
+	}
+}
+
+/* A ring's address as its thread gave it: the whole ring in the address
+ * space, aligned. */
+static bool addr_ok(uint64_t addr)
+{
+	return addr && !(addr % 8) && addr + sizeof(struct sp_ring) > addr;
 }
 
 void sp_span_rings_add(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
 		       uint64_t time, bool again)
 {
-	if (!addr) {
+	if (!addr_ok(addr)) {
 		rs->bad++;
 		return;
 	}
@@ -104,17 +310,40 @@ void sp_span_rings_add(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uin
 		ring_new(rs, pid, tid, addr, time);
 }
 
-/* Deliver entries numbered [from, to) of r, e[0] being number base. */
+/* Whether r's head may be at number n at time t: a thread writes a mark
+ * per SP_SPAN_RINGS_MARK_NS at most since we last looked, and may have
+ * overwritten a ring's worth we did not see. */
+static bool plausible(const struct sp_span_ring *r, uint64_t n, uint64_t t)
+{
+	uint64_t most = t > r->seen_ns ? (t - r->seen_ns) / SP_SPAN_RINGS_MARK_NS : 0;
+
+	return n <= r->seen || n - r->seen <= most + SP_RING_CAP;
+}
+
+/* Deliver entries numbered [from, to) of r, e[0] being number base. Their
+ * stamps only grow, and none is ahead of now: a ring that says otherwise
+ * is given up. */
 static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t base,
 		   uint64_t to, const struct sp_ring_entry *e, sp_span_ring_put_fn put, void *ctx)
 {
-	uint64_t k;
+	uint64_t k, now = sp_now_mono_ns();
 
 	if (r->next > base)
 		rs->dups += (r->next < to ? r->next : to) - base;
 	for (k = r->next > base ? r->next : base; k < to; k++) {
 		const struct sp_ring_entry *m = &e[k - base];
 
+		if (m->time > now) {
+			give_up(rs, r, to - k, "has mark %llu stamped %llu ns ahead of now",
+				(unsigned long long)k, (unsigned long long)(m->time - now));
+			return 0;
+		}
+		if (m->time < r->last_ns) {
+			give_up(rs, r, to - k, "has mark %llu stamped %llu ns before the one it follows",
+				(unsigned long long)k, (unsigned long long)(r->last_ns - m->time));
+			return 0;
+		}
+		r->last_ns = m->time;
 		r->next = k + 1;
 		if (m->time < rs->since)
 			continue;	/* before the recording */
@@ -132,46 +361,80 @@ int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 			uint64_t first, uint32_t n, uint32_t flags, uint64_t time,
 			const struct sp_ring_entry *e, sp_span_ring_put_fn put, void *ctx)
 {
-	struct sp_span_ring *r = find(rs, tid);
+	struct sp_span_ring *r = find(rs, tid), alone;
 	int ret = 0;
 
-
-	if (n > SP_RING_CHUNK) {
+	if (n > SP_RING_CHUNK || first + n < first) {
 		rs->bad++;
 		n = 0;
 	}
+	if ((flags & SP_BSF_FAULT) && (flags & SP_BSF_LAST))
+		rs->faults++;
 	/* a ring not announced (its rt__ring record lost): known from now */
 	if (!r || r->addr != addr || r->pid != pid) {
-		r = ring_new(rs, pid, tid, addr, time);
-		r->next = first;
+		r = (flags & SP_BSF_LAST) ? NULL : ring_new(rs, pid, tid, addr, time);
+		if (!r) {	/* its last, or past the bounds: deliver, forget */
+			memset(&alone, 0, sizeof(alone));
+			alone.pid = pid;
+			alone.tid = tid;
+			alone.addr = addr;
+			r = &alone;
+		}
+		r->next = r->seen = first;
 	}
-	if (flags & SP_BSF_FAULT)
-		rs->faults++;
 	if (r->late) {		/* never read: it starts here */
 		r->late = false;
-		r->next = first;
+		r->next = r->seen = first;
 	}
-	if (first > r->next) {
-		rs->gaps++;
-		r->next = first;
+	if (!r->given_up && first > r->next) {
+		if (!plausible(r, first, time)) {
+			give_up(rs, r, 0, "was copied at its thread's end from mark %llu, %llu "
+				"after the last one read", (unsigned long long)first,
+				(unsigned long long)(first - r->next));
+		} else {
+			rs->gaps++;
+			count_lost(rs, pid, first - r->next,
+				   r->shared ? &rs->lost_shared : &rs->lost_waited);
+			r->next = first;
+		}
 	}
-	if (n)
+	if (!r->given_up && (flags & SP_BSF_FAULT)) {
+		/* BPF could not read these n: lost */
+		if (first + n > r->next) {
+			count_lost(rs, pid, first + n - (first > r->next ? first : r->next),
+				   &rs->lost_at_end);
+			r->next = first + n;
+		}
+	} else if (!r->given_up && n) {
 		ret = deliver(rs, r, first, first + n, e, put, ctx);
-	if (flags & SP_BSF_LAST)
-		drop(rs, (size_t)(*sp_u64map_get(&rs->by_tid, tid) - 1));
+	}
+	if (r != &alone && (flags & SP_BSF_LAST))
+		drop_ring(rs, r);
 	return ret;
 }
 
-static bool read_head(uint32_t pid, uint64_t addr, struct sp_ring_head *h)
+/* Read remote (nr pieces) of process pid into local, whole: 0, or an
+ * errno (ESRCH: the process is gone; EFAULT: a part cannot be read). */
+static int read_remote(uint32_t pid, struct iovec *local, struct iovec *remote, int nr)
+{
+	size_t len = local->iov_len;
+	ssize_t n = process_vm_readv((pid_t)pid, local, 1, remote, (unsigned long)nr, 0);
+
+	if (n == (ssize_t)len)
+		return 0;
+	return n < 0 ? errno : EFAULT;
+}
+
+static int read_head(uint32_t pid, uint64_t addr, struct sp_ring_head *h)
 {
 	struct iovec local = { h, sizeof(*h) }, remote = { (void *)(uintptr_t)addr, sizeof(*h) };
 
-	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(*h);
+	return read_remote(pid, &local, &remote, 1);
 }
 
 /* Entries [from, to) of the ring at addr into buf (at most a ring). */
-static bool read_entries(uint32_t pid, uint64_t addr, uint64_t from, uint64_t to,
-			 struct sp_ring_entry *buf)
+static int read_entries(uint32_t pid, uint64_t addr, uint64_t from, uint64_t to,
+			struct sp_ring_entry *buf)
 {
 	uint64_t slot = from % SP_RING_CAP, n = to - from, first = SP_RING_CAP - slot;
 	uint64_t base = addr + sizeof(struct sp_ring_head);
@@ -187,8 +450,7 @@ static bool read_entries(uint32_t pid, uint64_t addr, uint64_t from, uint64_t to
 		remote[1].iov_len = (n - first) * sizeof(*buf);
 		nr = 2;
 	}
-	return process_vm_readv((pid_t)pid, &local, 1, remote, (unsigned long)nr, 0) ==
-	       (ssize_t)local.iov_len;
+	return read_remote(pid, &local, remote, nr);
 }
 
 /* Write v at offset off of the ring's head in its process. */
@@ -200,33 +462,81 @@ static bool write_head(const struct sp_span_ring *r, size_t off, const void *v, 
 	return process_vm_writev((pid_t)r->pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
 }
 
+/* Whether h is still the head of r's thread's ring. */
+static bool same_ring(const struct sp_span_ring *r, const struct sp_ring_head *h)
+{
+	return h->magic == SP_RING_MAGIC && h->tid == r->tid && h->pid == r->pid;
+}
+
+/* Another sp-record owns r: said once per process. */
+static void note_shared(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t claim)
+{
+	char comm[80];
+
+	if (r->shared)
+		return;
+	r->shared = true;
+	rs->shared++;
+	if (!first_time(rs, r->pid, WARNED_SHARED))
+		return;
+	sp_span_rings_comm(r->pid, comm, sizeof(comm));
+	sp_warn("spans: pid %u (%s): its span rings are read by another sp-record (pid %llu): "
+		"read beside it, the marks its threads overwrite before they are read here are "
+		"counted lost", r->pid, comm,
+		(unsigned long long)(claim & ((1u << SP_RING_CLAIM_PID_BITS) - 1)));
+}
+
+/* A read of r that failed: another try at the next poll, then r is given
+ * up (the output is held back a poll at most). */
+static void failed(struct sp_span_rings *rs, struct sp_span_ring *r, int err, uint64_t lost,
+		   const char *what)
+{
+	if (err == ESRCH) {
+		r->dead = true;
+		return;
+	}
+	if (++r->fails > 1) {
+		if (err)
+			give_up(rs, r, lost, "cannot be read (its %s: %s)", what, strerror(err));
+		else
+			give_up(rs, r, lost, "%s", what);
+	}
+}
+
 /*
  * What is new in r: the head, the entries up to it, the head again (to be
  * sure none was overwritten meanwhile: the thread overwrites unread entries
- * only when it gave up waiting for us); then tell the thread how far we
- * have read, before the entries are handled, so that it goes on at once.
+ * only when it gave up waiting for us, or for the ring's owner when that is
+ * another sp-record); then, when the ring is ours, tell the thread how far
+ * we have read, before the entries are handled, so that it goes on at
+ * once. 1: not read, the poll's budget is spent.
  */
 static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t now,
-		    sp_span_ring_put_fn put, void *ctx)
+		    uint64_t *budget, sp_span_ring_put_fn put, void *ctx)
 {
 	const uint32_t reading = SP_RING_READING;
 	struct sp_ring_head h, again;
-	uint64_t head, from, sure;
+	uint64_t head, from, sure, last;
+	bool own, claiming = false;
+	int err;
 
-	if (!read_head(r->pid, r->addr, &h)) {
-		r->dead = true;
+	if ((err = read_head(r->pid, r->addr, &h))) {
+		failed(rs, r, err, 0, "head");
 		return 0;
 	}
-	if (h.magic != SP_RING_MAGIC || h.tid != r->tid) {
+	if (!same_ring(r, &h)) {
 		/* ended, or another thread's now: its last chunk, committed
 		 * before, ends it; without one (lost), it goes next time */
+		if (!h.magic && h.tid == r->tid)
+			r->consumed = h.consumed;	/* as its thread left it */
 		r->ended = true;
 		return 0;
 	}
 	r->ended = false;
-	if (h.reader != SP_RING_READING &&
-	    write_head(r, offsetof(struct sp_ring_head, reader), &reading, sizeof(reading)))
-		rs->reading++;
+	own = h.claim == rs->claim;
+	if (!own && (!h.claim || !claim_alive(rs, h.claim, now)))
+		claiming = write_head(r, offsetof(struct sp_ring_head, claim), &rs->claim,
+				      sizeof(rs->claim));
 	head = h.head;
 	if (head < r->next)	/* started again at the same address (exec) */
 		r->late = true;
@@ -234,77 +544,154 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 		r->late = false;
 		r->next = h.consumed <= head && head - h.consumed <= SP_RING_CAP ? h.consumed :
 			  head > SP_RING_CAP ? head - SP_RING_CAP : 0;
+		r->seen = r->next;
+		r->seen_ns = now;
 	}
-	if (head <= r->next) {
-		r->good_ns = now;
+	if (!plausible(r, head, now)) {
+		give_up(rs, r, 0, "said its head went from %llu to %llu in %llu ms, more than a "
+			"thread can write", (unsigned long long)r->seen, (unsigned long long)head,
+			(unsigned long long)((now > r->seen_ns ? now - r->seen_ns : 0) / 1000000));
 		return 0;
 	}
-	from = r->next;
-	if (head - from > SP_RING_CAP)
-		from = head - SP_RING_CAP;	/* overwritten: lost */
-	if (!read_entries(r->pid, r->addr, from, head, rs->buf) ||
-	    !read_head(r->pid, r->addr, &again))
+	from = head - r->next > SP_RING_CAP ? head - SP_RING_CAP : r->next;	/* overwritten: lost */
+	if (head - from > *budget)
+		return 1;
+	if (head > from && (err = read_entries(r->pid, r->addr, from, head, rs->buf))) {
+		failed(rs, r, err, head - r->next, "entries");
 		return 0;
-	if (again.magic != SP_RING_MAGIC || again.tid != r->tid || again.head < head)
-		return 0;	/* ended or started again meanwhile: next time */
+	}
+	*budget -= head - from;
+	if ((head > from || claiming) && (err = read_head(r->pid, r->addr, &again))) {
+		failed(rs, r, err, head - r->next, "head");
+		return 0;
+	}
+	if (head == from && !claiming)
+		again = h;
+	if (!same_ring(r, &again) || again.head < head) {
+		/* ended or started again meanwhile: next time, once */
+		failed(rs, r, 0, 0, "changed under every read");
+		return 0;
+	}
+	r->fails = 0;
+	if (claiming && again.claim == rs->claim) {
+		own = true;
+	} else if (!own && again.claim && again.claim != rs->claim) {
+		note_shared(rs, r, again.claim);
+	}
+	if (own)
+		r->shared = false;	/* ours now (the owner left) */
 	/*
-	 * Entries the thread overwrote while they were read, when it gave up
-	 * waiting: not delivered. A full ring (head a ring ahead of what was
-	 * read) is whole: its thread waits before it writes the next entry.
-	 * (One that gave up could be writing that entry, unseen, just then.)
+	 * Entries the thread overwrote while they were read: not delivered. A
+	 * full ring (head a ring ahead of what was read) is whole when it is
+	 * ours: its thread waits before it writes the next entry. (One that
+	 * gave up could be writing that entry, unseen, just then; a thread
+	 * that waits for another reader surely can.)
 	 */
-	sure = again.head - from > SP_RING_CAP ? again.head - SP_RING_CAP : from;
+	last = own ? again.head : again.head + 1;
+	sure = last - from > SP_RING_CAP ? last - SP_RING_CAP : from;
 	if (sure > head)
 		sure = head;
-	rs->lost += sure - r->next;
-	r->next = sure;
-	write_head(r, offsetof(struct sp_ring_head, consumed), &head, sizeof(head));
+	if (sure > r->next)
+		count_lost(rs, r->pid, sure - r->next, own ? &rs->lost_waited : &rs->lost_shared);
+	if (sure > r->next)
+		r->next = sure;
+	if (own) {
+		if (h.reader != SP_RING_READING &&
+		    write_head(r, offsetof(struct sp_ring_head, reader), &reading, sizeof(reading)))
+			rs->reading++;
+		if (head > from)
+			write_head(r, offsetof(struct sp_ring_head, consumed), &head, sizeof(head));
+	}
+	r->consumed = again.consumed;
 	r->good_ns = now;
-	return deliver(rs, r, sure, head, rs->buf + (sure - from), put, ctx);
+	r->seen = head;
+	r->seen_ns = now;
+	return head > r->next ? deliver(rs, r, from, head, rs->buf, put, ctx) : 0;
 }
 
 void sp_span_rings_wake(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
 			uint64_t time)
 {
 	rs->polled_ns = 0;
-	if (addr)
+	if (addr_ok(addr))
 		ring_seen(rs, pid, tid, addr, time);
 }
 
 void sp_span_rings_leave(struct sp_span_rings *rs)
 {
 	const uint32_t left = SP_RING_LEFT;
+	const uint64_t none = 0;
 	size_t i;
 
 	for (i = 0; i < rs->n; i++) {
 		struct sp_span_ring *r = rs->r[i];
 		struct sp_ring_head h;
 
-		/* only where the ring still is this thread's */
-		if (!r->dead && read_head(r->pid, r->addr, &h) && h.magic == SP_RING_MAGIC &&
-		    h.tid == r->tid && h.pid == r->pid)
-			write_head(r, offsetof(struct sp_ring_head, reader), &left, sizeof(left));
+		/* only where the ring still is this thread's, and ours (or
+		 * nobody's) */
+		if (r->dead || r->given_up || read_head(r->pid, r->addr, &h) || !same_ring(r, &h) ||
+		    (h.claim && h.claim != rs->claim))
+			continue;
+		write_head(r, offsetof(struct sp_ring_head, reader), &left, sizeof(left));
+		if (h.claim)
+			write_head(r, offsetof(struct sp_ring_head, claim), &none, sizeof(none));
 	}
+}
+
+/* A ring gone for good: its process's, or its thread's end seen without
+ * its last copy. What the other sp-record read of a ring it owned before
+ * we did, and we never saw, is lost here. */
+static void forget(struct sp_span_rings *rs, size_t i)
+{
+	struct sp_span_ring *r = rs->r[i];
+
+	if (r->ended)
+		rs->unended++;
+	if (r->shared && r->consumed > r->next && r->consumed - r->next <= SP_RING_CAP)
+		count_lost(rs, r->pid, r->consumed - r->next, &rs->lost_shared);
+	drop(rs, i);
 }
 
 int sp_span_rings_poll(struct sp_span_rings *rs, uint64_t now, sp_span_ring_put_fn put,
 		       void *ctx)
 {
-	size_t i;
+	uint64_t budget = SP_SPAN_RINGS_POLL_ENTRIES, start;
+	size_t i, k, n;
+	int ret;
 
 	if (!rs->n || (rs->polled_ns && now - rs->polled_ns < POLL_EVERY_NS))
 		return 0;
 	rs->polled_ns = now;
+	claim_checks = 0;
 	if (!rs->buf)
 		rs->buf = sp_xcalloc(SP_RING_CAP, sizeof(*rs->buf));
-	for (i = rs->n; i-- > 0;)
-		if (rs->r[i]->dead || rs->r[i]->ended) {
-			rs->unended += rs->r[i]->ended;
-			drop(rs, i);
+	for (i = rs->n; i-- > 0;) {
+		struct sp_span_ring *r = rs->r[i];
+
+		if (r->dead || r->ended) {
+			forget(rs, i);
+		} else if (r->given_up && now - r->seen_ns >= GONE_CHECK_NS) {
+			/* left alone, until its process is gone */
+			r->seen_ns = now;
+			if (kill((pid_t)r->pid, 0) && errno == ESRCH)
+				drop(rs, i);
 		}
-	for (i = 0; i < rs->n; i++)
-		if (poll_one(rs, rs->r[i], now, put, ctx))
+	}
+	start = sp_now_mono_ns();
+	n = rs->n;
+	for (k = 0; k < n; k++) {
+		i = (rs->cursor + k) % n;
+		if (rs->r[i]->given_up)
+			continue;
+		ret = poll_one(rs, rs->r[i], now, &budget, put, ctx);
+		if (ret < 0)
 			return -1;
+		if (ret > 0 || sp_now_mono_ns() - start > SP_SPAN_RINGS_POLL_NS) {
+			/* enough for one poll: the rest first next time */
+			rs->cursor = ret > 0 ? i : i + 1;
+			return 0;
+		}
+	}
 	return 0;
 }
 
@@ -314,7 +701,22 @@ uint64_t sp_span_rings_watermark(const struct sp_span_rings *rs)
 	size_t i;
 
 	for (i = 0; i < rs->n; i++)
-		if (rs->r[i]->good_ns < w)
+		if (!rs->r[i]->given_up && rs->r[i]->good_ns < w)
 			w = rs->r[i]->good_ns;
 	return w;
+}
+
+int sp_span_rings_take_lost(struct sp_span_rings *rs, uint64_t now,
+			    int (*fn)(void *ctx, uint32_t pid, uint64_t n, uint64_t since),
+			    void *ctx)
+{
+	uint64_t pid, n;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; !ret && sp_u64map_next(&rs->lost_by_pid, &i, &pid, &n);)
+		ret = fn(ctx, (uint32_t)pid, n, rs->lost_since);
+	sp_u64map_release(&rs->lost_by_pid);
+	rs->lost_since = now;
+	return ret;
 }

@@ -10,6 +10,20 @@
  * or exit, BPF copies what is unread into SP_BS_CHUNK records. Entries are
  * numbered; each is delivered once, in order per ring, whichever way comes
  * first.
+ *
+ * A ring is memory of the traced process, which may write anything there
+ * at any moment: every number read from it is checked (docs/spans.md, "What
+ * a ring may say"). A ring that cannot be read, or that says what its
+ * thread cannot have written (a head that runs ahead faster than a thread
+ * writes, marks stamped in the future or out of order), is given up: one
+ * warning naming the process, no more reads, and it no longer holds the
+ * output back. Memory and work are bounded whatever the rings say (the
+ * SP_SPAN_RINGS_* bounds below).
+ *
+ * One sp-record owns a ring (its claim in the ring's head): it alone tells
+ * the thread how far it has read. A second sp-record on the same process
+ * reads beside it without writing and counts the marks the thread
+ * overwrote before it could read them.
  */
 #ifndef SP_SPAN_RINGS_H
 #define SP_SPAN_RINGS_H
@@ -22,6 +36,20 @@
 #include "hashmap.h"
 #include "spans.h"
 
+/* Rings known at once, in all and per process: beyond, a thread's ring is
+ * not read (one warning naming the process). */
+#define SP_SPAN_RINGS_MAX		16384u
+#define SP_SPAN_RINGS_PER_PROC		4096u
+/* What one poll reads at most (entries, time): the rings it did not come
+ * to are read first by the next. */
+#define SP_SPAN_RINGS_POLL_ENTRIES	(16u * SP_RING_CAP)
+#define SP_SPAN_RINGS_POLL_NS		20000000ull
+/* A thread writes at most a mark per this many ns (a clock read and a few
+ * stores take more): a ring whose head runs ahead faster lies. */
+#define SP_SPAN_RINGS_MARK_NS		10u
+/* Processes warned about by name: beyond, counted only. */
+#define SP_SPAN_RINGS_WARNED_MAX	1024u
+
 /* One entry of thread tid of process pid, in order. Nonzero stops. */
 typedef int (*sp_span_ring_put_fn)(void *ctx, uint32_t pid, uint32_t tid,
 				   const struct sp_ring_entry *e);
@@ -31,9 +59,19 @@ struct sp_span_ring;
 struct sp_span_rings {
 	struct sp_span_ring **r;
 	size_t n, cap;
+	size_t cursor;			/* the ring the next poll reads first */
 	struct sp_u64map by_tid;	/* tid -> index + 1 */
+	struct sp_u64map per_pid;	/* pid -> rings known */
+	struct sp_u64map warned;	/* pids warned about */
+	struct sp_u64map lost_by_pid;	/* pid -> marks lost, not reported yet */
+	struct {
+		uint64_t claim, at;	/* a foreign claim checked at 'at' */
+		bool alive;
+	} claims[8];
 	struct sp_ring_entry *buf;	/* SP_RING_CAP entries read by a poll */
+	uint64_t claim;			/* ours: SP_RING_CLAIM(pid, start) */
 	uint64_t polled_ns;		/* the last poll */
+	uint64_t lost_since;		/* the last sp_span_rings_take_lost() */
 	uint64_t since;			/* marks before this time (before the recording,
 					 * in an attached process's ring) are skipped */
 	uint64_t released;		/* the caller's output is written up to here:
@@ -41,18 +79,35 @@ struct sp_span_rings {
 					 * counted in late */
 	/* what went wrong, for the statistics */
 	uint64_t dups;			/* entries delivered both ways: dropped once */
-	uint64_t gaps;			/* chunks after a missing one (records lost) */
-	uint64_t lost;			/* entries overwritten before they were read
-					 * (the thread gave up waiting for us) */
+	uint64_t gaps;			/* chunks after a missing one */
+	uint64_t lost;			/* marks lost, all of them in lost_by_pid: */
+	uint64_t lost_waited;		/* overwritten before they were read (the
+					 * thread gave up waiting for us) */
+	uint64_t lost_shared;		/* overwritten or read by the owner before we
+					 * read them, in rings another sp-record owns */
+	uint64_t lost_given_up;		/* unread in rings given up */
+	uint64_t lost_at_end;		/* not readable by BPF at their thread's end */
 	uint64_t reading;		/* rings told they are read */
+	uint64_t shared;		/* rings another sp-record owned */
+	uint64_t given_up;		/* rings that lied or could not be read */
+	uint64_t refused;		/* rings beyond SP_SPAN_RINGS_MAX/_PER_PROC */
 	uint64_t late;			/* marks older than released (out of order) */
 	uint64_t unended;		/* rings whose last chunk never came */
 	uint64_t faults;		/* rings BPF could not read at an exit */
 	uint64_t bad;			/* entries or rings that make no sense */
 };
 
+/* Our claim is this process's (pid and start time). */
 void sp_span_rings_init(struct sp_span_rings *rs);
 void sp_span_rings_release(struct sp_span_rings *rs);
+
+/* The claim of process pid as a ring's owner (SP_RING_CLAIM), 0 if it
+ * cannot be read. */
+uint64_t sp_span_rings_claim_of(uint32_t pid);
+
+/* The name of process pid for a message (its comm, which it chooses):
+ * control bytes, backslashes and bytes outside ASCII as \xNN; "gone". */
+void sp_span_rings_comm(uint32_t pid, char *out, size_t size);
 
 /* Thread tid of pid announced its ring at addr at time (its rt__ring):
  * a new ring, or one started again (a fork child's, a new thread's); or,
@@ -72,10 +127,11 @@ int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 
 /*
  * Read each ring from its process's memory (process_vm_readv), tell the
- * thread how far (process_vm_writev) and deliver what is new; at most once
- * per millisecond unless woken. A ring whose process cannot be read any
- * more is dropped at the next poll: what BPF copied at its end has been
- * read by then.
+ * thread how far (process_vm_writev, when the ring is ours) and deliver
+ * what is new; at most once per millisecond unless woken, at most
+ * SP_SPAN_RINGS_POLL_ENTRIES entries and about SP_SPAN_RINGS_POLL_NS. A
+ * ring whose process cannot be read any more is dropped at the next poll:
+ * what BPF copied at its end has been read by then.
  */
 int sp_span_rings_poll(struct sp_span_rings *rs, uint64_t now, sp_span_ring_put_fn put,
 		       void *ctx);
@@ -86,11 +142,19 @@ int sp_span_rings_poll(struct sp_span_rings *rs, uint64_t now, sp_span_ring_put_
 void sp_span_rings_wake(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
 			uint64_t time);
 
-/* The recording ends: tell every ring's thread not to wait for us. */
+/* The recording ends: tell every ring's thread not to wait any more for
+ * us, and give up our claims. */
 void sp_span_rings_leave(struct sp_span_rings *rs);
 
 /* Every entry stamped before this has been delivered, or will never be
- * (UINT64_MAX without rings). */
+ * (UINT64_MAX without rings). Rings given up do not count. */
 uint64_t sp_span_rings_watermark(const struct sp_span_rings *rs);
+
+/* Hand the marks lost since the last call to fn, per process (for the
+ * spool's lost records, which cover [lost_since, now]), and forget them.
+ * Nonzero from fn stops and is returned. */
+int sp_span_rings_take_lost(struct sp_span_rings *rs, uint64_t now,
+			    int (*fn)(void *ctx, uint32_t pid, uint64_t n, uint64_t since),
+			    void *ctx);
 
 #endif

@@ -60,6 +60,7 @@ void sp_rt_ring_announce(struct sp_ring *r, uint64_t now)
 static void announce(struct sp_ring *r)
 {
 	r->h.head = r->h.notified = r->h.consumed = r->h.announced = 0;
+	r->h.claim = 0;		/* no sp-record owns it yet (a spare's, a fork's) */
 	r->h.reader = reader_left ? SP_RING_LEFT : SP_RING_ASKED;
 	r->h.magic = SP_RING_MAGIC;
 	r->h.pid = (uint32_t)getpid();

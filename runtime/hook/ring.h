@@ -14,7 +14,9 @@
  * Each thread gets its ring at its first mark (rt__ring announces it, and
  * again every second it is used, for an sp-record attached later); the
  * thread alone writes entries, so no atomics but the release of 'head'.
- * sp-record reads them and writes back how far it has read; when half the
+ * sp-record reads them and writes back how far it has read (one sp-record
+ * owns a ring: its claim in the head, which the thread zeroes when it
+ * starts the ring; a second one reads without writing); when half the
  * ring is unread, rt__flush wakes it, and when the ring is full the thread
  * waits for it (nothing is lost; a reader gone quiet is waited for once,
  * for SP_RT_RING_WAIT_NS). At the end of a thread (its key's destructor)

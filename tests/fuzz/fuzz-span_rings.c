@@ -6,15 +6,22 @@
  * program of operations on a ring in this process, written by the hooks'
  * own writer (runtime/hook/ring.c): marks, reads, chunks as BPF copies
  * them at a thread's end (any range), a thread starting its ring again,
- * and writes of any bytes over the ring's head. Nothing may crash, hang or
- * grow without bound; until the head is scribbled on, every mark is
- * delivered at most once and in order.
+ * and, as a hostile process would: writes of any bytes over the ring's
+ * head, heads and 'consumed' set to any number, marks stamped at any time,
+ * claims of other readers, entries made unreadable (mprotect) during a
+ * read. Nothing may crash, hang or grow without bound; until the head is
+ * scribbled on, every mark is delivered at most once and in order; the
+ * marks counted lost stay within what a thread can write in the time the
+ * input spans (no wrapped numbers); and no ring holds the watermark back
+ * for more than one poll after it stops making sense.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "../../runtime/hook/ring.c"
+#include "sp.h"
 #include "record/span_rings.h"
 
 static int64_t last_line;
@@ -33,11 +40,22 @@ static int put(void *ctx, uint32_t pid, uint32_t tid, const struct sp_ring_entry
 	return 0;
 }
 
+/* The ring's pages past the one of its head (entries the hostile side
+ * makes unreadable). */
+static void protect(struct sp_ring *r, int prot)
+{
+	size_t len = (sizeof(*r) + 4095) / 4096 * 4096 - 4096;
+
+	if (mprotect((char *)r + 4096, len, prot))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sp_span_rings rs;
 	struct sp_ring *r;
-	uint64_t t = 1000000000ull, from, to;
+	uint64_t t = 1000000000ull, t0 = t, from, to, v, polled = 0;
+	unsigned int in_row = 0;
 	int line = 0;
 	size_t i = 0;
 
@@ -49,6 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = sp_rt_ring_start();
 	if (!r)
 		return 0;
+	if ((uintptr_t)r % 4096)
+		abort();	/* the hook's rings are page-aligned */
 	r->h.reader = SP_RING_LEFT;	/* the writer never waits here */
 	last_line = 0;
 	scribbled = false;
@@ -59,7 +79,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t op = data[i++], arg = i < size ? data[i++] : 0;
 		unsigned int k;
 
-		switch (op % 7) {
+		if (op % 10 != 1)
+			in_row = 0;
+		switch (op % 10) {
 		case 0:		/* marks */
 			for (k = 0; k < 64u * arg + 1; k++)
 				sp_rt_ring_put(SP_PR_RB_HOOK_CALL, "C", "m", "f", ++line);
@@ -70,6 +92,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (sp_span_rings_poll(&rs, t, put, NULL))
 				abort();
 			r->h.reader = SP_RING_LEFT;
+			/* two reads in a row: no ring holds the output back
+			 * from before the first (one that stopped making
+			 * sense is dropped or given up by the second) */
+			if (++in_row >= 2 && sp_span_rings_watermark(&rs) < polled)
+				abort();
+			polled = t;
 			break;
 		case 2:		/* chunks of [from, to), as BPF sends them */
 			to = r->h.head - (arg % 8) * 37;
@@ -117,14 +145,53 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				i += 8;
 				scribbled = true;
 				if (sp_span_rings_chunk(&rs, r->h.pid, (arg & 2) ? r->h.tid + 1 : r->h.tid,
-							(uintptr_t)r, from, arg, 0, t, r->e, put, NULL))
+							(uintptr_t)r, from, arg,
+							(arg & 4) ? SP_BSF_FAULT : 0, t, r->e, put, NULL))
 					abort();
 			}
+			break;
+		case 7:		/* a number in the head: head, consumed, claim */
+			if (i + 8 <= size) {
+				memcpy(&v, data + i, 8);
+				i += 8;
+				scribbled = true;
+				if (arg % 3 == 0)
+					r->h.head = (arg & 4) ? r->h.head + (v & 0xffff) : v;
+				else if (arg % 3 == 1)
+					r->h.consumed = v;
+				else
+					r->h.claim = (arg & 8) ? rs.claim + 1 : v;
+			}
+			break;
+		case 8:		/* a mark stamped at any time */
+			if (i + 8 <= size && r->h.head) {
+				memcpy(&v, data + i, 8);
+				i += 8;
+				scribbled = true;
+				r->e[(r->h.head - 1 - arg % 64) % SP_RING_CAP].time =
+					(arg & 64) ? sp_now_mono_ns() + v % 100000000000ull : v;
+			}
+			break;
+		case 9:		/* a read while the entries cannot be read */
+			scribbled = true;
+			protect(r, PROT_NONE);
+			t += 2000000;
+			k = (unsigned int)sp_span_rings_poll(&rs, t, put, NULL);
+			protect(r, PROT_READ | PROT_WRITE);
+			r->h.reader = SP_RING_LEFT;
+			if (k)
+				abort();
 			break;
 		}
 		if (rs.n > i)
 			abort();	/* a ring at most per operation (each names one) */
-		if (r->h.head > 1u << 22)
+		/* what is counted lost: at most a mark per SP_SPAN_RINGS_MARK_NS
+		 * of the input's time and a ring per operation, never a
+		 * wrapped number */
+		if (rs.lost > (t - t0 + 2000000) / SP_SPAN_RINGS_MARK_NS * 2 +
+			      (uint64_t)(i + 1) * 2 * SP_RING_CAP + r->h.head)
+			abort();
+		if (line > 1 << 22)
 			break;		/* enough marks */
 	}
 	sp_span_rings_leave(&rs);

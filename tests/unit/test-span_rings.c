@@ -7,9 +7,12 @@
  * it does a traced process's. What BPF would copy at a thread's end is
  * handed over as chunks by hand.
  */
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -394,6 +397,431 @@ static void test_span_rings_fork_thread(void)
 	finish(&rs, r);
 }
 
+/* ---- rings that lie: made by hand, as a hostile process would ---- */
+
+/* Stderr of what runs between quiet() and said(), which returns it. */
+static int saved_err = -1, err_fd = -1;
+static char err_text[8192];
+
+static void quiet(void)
+{
+	fflush(stderr);
+	saved_err = dup(2);
+	err_fd = memfd_create("stderr", 0);
+	dup2(err_fd, 2);
+}
+
+static const char *said(void)
+{
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(saved_err, 2);
+	close(saved_err);
+	n = pread(err_fd, err_text, sizeof(err_text) - 1, 0);
+	err_text[n > 0 ? n : 0] = 0;
+	close(err_fd);
+	return err_text;
+}
+
+static size_t count_of(const char *text, const char *what)
+{
+	size_t n = 0;
+
+	for (; (text = strstr(text, what)); text++)
+		n++;
+	return n;
+}
+
+#define RING_MAP	((sizeof(struct sp_ring) + 4095) / 4096 * 4096)
+
+/* A ring of thread tid of this process with n marks stamped in the last
+ * millisecond, lines 1..n, made the way the hook lays it out. */
+static struct sp_ring *fake_ring(uint32_t tid, uint64_t n)
+{
+	struct sp_ring *r = mmap(NULL, RING_MAP, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t k, t = now_ns() - 1000000;
+
+	if (r == MAP_FAILED)
+		return NULL;
+	r->h.magic = SP_RING_MAGIC;
+	r->h.pid = (uint32_t)getpid();
+	r->h.tid = tid;
+	r->h.reader = SP_RING_LEFT;
+	for (k = 0; k < n; k++) {
+		r->e[k % SP_RING_CAP].time = t + k * 10;
+		r->e[k % SP_RING_CAP].line = (int)k + 1;
+		r->e[k % SP_RING_CAP].probe = SP_PR_RB_HOOK_CALL;
+	}
+	r->h.head = n;
+	return r;
+}
+
+/* Known to rs from now (its rt__ring). */
+static void announce_fake(struct sp_span_rings *rs, struct sp_ring *r)
+{
+	sp_span_rings_add(rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false);
+}
+
+static uint64_t lost_pid, lost_n;
+
+static int take(void *ctx, uint32_t pid, uint64_t n, uint64_t since)
+{
+	(void)ctx;
+	(void)since;
+	lost_pid = pid;
+	lost_n += n;
+	return 0;
+}
+
+/* A head that runs ahead of what a thread can write (garbage, as a
+ * process scribbling on its ring leaves it): the ring is given up with
+ * one warning naming the process, holds the output back no more, and no
+ * wrapped number is counted lost. Announcing it again does not bring it
+ * back; a new ring of the thread is read. */
+static void test_span_rings_lying_head(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r = fake_ring(900001, 10);
+	char want[64];
+	const char *err;
+
+	sp_span_rings_init(&rs);
+	memset(&got, 0, sizeof(got));
+	announce_fake(&rs, r);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK(got_in_order(10));
+	CHECK(sp_span_rings_watermark(&rs) < UINT64_MAX);
+	r->h.head = 0x7ffffffffffffff0ull;
+	quiet();
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	r->h.head = 11;
+	CHECK_EQ_U(poll_now(&rs), 0);
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, true);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	err = said();
+	snprintf(want, sizeof(want), "pid %d (", getpid());
+	CHECK_EQ_U(count_of(err, want), 1);
+	CHECK(strstr(err, "thread 900001") && strstr(err, "more than a thread can write"));
+	CHECK(strstr(err, "given up"));
+	CHECK_EQ_U(rs.given_up, 1);
+	CHECK_EQ_U(got.n, 10);
+	CHECK_EQ_U(rs.lost, 0);
+	CHECK_EQ_U(sp_span_rings_watermark(&rs), UINT64_MAX);
+	/* the thread starts a ring again (rt__ring, not again): read */
+	r->h.head = 0;
+	announce_fake(&rs, r);
+	r->h.head = 10;
+	got.n = 0;
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK(got_in_order(10));
+	munmap(r, RING_MAP);
+	sp_span_rings_release(&rs);
+}
+
+/* A head that says there is more where the process made the entries
+ * unreadable (mprotect): one more try, then given up; the marks it said
+ * it had are counted lost, in the spool's per-process counts. */
+static void test_span_rings_unreadable(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r = fake_ring(900002, 10);
+	uint64_t held;
+	const char *err;
+
+	sp_span_rings_init(&rs);
+	memset(&got, 0, sizeof(got));
+	announce_fake(&rs, r);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK(got_in_order(10));
+	held = sp_span_rings_watermark(&rs);
+	r->h.head += 3000;
+	CHECK(mprotect((char *)r + 4096, RING_MAP - 4096, PROT_NONE) == 0);
+	quiet();
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(rs.given_up, 0);
+	CHECK_EQ_U(sp_span_rings_watermark(&rs), held);	/* one poll more */
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	err = said();
+	CHECK(mprotect((char *)r + 4096, RING_MAP - 4096, PROT_READ | PROT_WRITE) == 0);
+	CHECK_EQ_U(count_of(err, "given up"), 1);
+	CHECK(strstr(err, "cannot be read (its entries: Bad address)"));
+	CHECK_EQ_U(rs.given_up, 1);
+	CHECK_EQ_U(sp_span_rings_watermark(&rs), UINT64_MAX);
+	CHECK_EQ_U(rs.lost, 3000);
+	CHECK_EQ_U(rs.lost_given_up, 3000);
+	lost_n = 0;
+	CHECK_EQ_U(sp_span_rings_take_lost(&rs, t_ns, take, NULL), 0);
+	CHECK_EQ_U(lost_pid, (uint64_t)getpid());
+	CHECK_EQ_U(lost_n, 3000);
+	lost_n = 0;
+	CHECK_EQ_U(sp_span_rings_take_lost(&rs, t_ns, take, NULL), 0);
+	CHECK_EQ_U(lost_n, 0);		/* reported once */
+	munmap(r, RING_MAP);
+	sp_span_rings_release(&rs);
+}
+
+/* Marks stamped ahead of now (the merge would hold them, and everything
+ * after them, to the end) or before the mark they follow: the ring is
+ * given up at that mark, the rest of the read counted lost. */
+static void test_span_rings_stamps(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r = fake_ring(900003, 10), *o = fake_ring(900004, 10);
+
+	sp_span_rings_init(&rs);
+	memset(&got, 0, sizeof(got));
+	r->e[5].time = now_ns() + 3600000000000ull;
+	o->e[5].time = o->e[4].time - 1;
+	announce_fake(&rs, r);
+	announce_fake(&rs, o);
+	quiet();
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(count_of(said(), "given up"), 1);	/* once per process */
+	CHECK(strstr(err_text, "ahead of now") || strstr(err_text, "before the one it follows"));
+	CHECK_EQ_U(got.n, 10);		/* five of each */
+	CHECK_EQ_U(rs.given_up, 2);
+	CHECK_EQ_U(rs.lost, 10);
+	CHECK_EQ_U(sp_span_rings_watermark(&rs), UINT64_MAX);
+	munmap(r, RING_MAP);
+	munmap(o, RING_MAP);
+	sp_span_rings_release(&rs);
+}
+
+/* Chunks (BPF's copies at a thread's end) are the ring's numbers too: one
+ * that starts implausibly far on gives the ring up, counting nothing; one
+ * after a gap counts the gap lost; one BPF could not read counts its
+ * marks lost. */
+static void test_span_rings_chunk_numbers(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r = fake_ring(900005, 300);
+
+	sp_span_rings_init(&rs);
+	memset(&got, 0, sizeof(got));
+	announce_fake(&rs, r);
+	CHECK_EQ_U(chunk(&rs, r, 0, 100, 0), 0);
+	CHECK_EQ_U(chunk(&rs, r, 150, 50, SP_BSF_FAULT), 0);	/* 100..149 missed */
+	CHECK_EQ_U(got.n, 100);
+	CHECK_EQ_U(rs.lost, 100);
+	CHECK_EQ_U(rs.lost_waited, 50);
+	CHECK_EQ_U(rs.lost_at_end, 50);
+	CHECK_EQ_U(chunk(&rs, r, 200, 50, 0), 0);
+	CHECK_EQ_U(got.n, 150);
+	quiet();
+	CHECK_EQ_U(sp_span_rings_chunk(&rs, r->h.pid, r->h.tid, (uintptr_t)r, 1ull << 62, 10, 0,
+				       t_ns, r->e, put, NULL), 0);
+	CHECK(strstr(said(), "copied at its thread's end"));
+	CHECK_EQ_U(rs.given_up, 1);
+	CHECK_EQ_U(rs.lost, 100);
+	CHECK_EQ_U(got.n, 150);
+	CHECK_EQ_U(chunk(&rs, r, 250, 50, SP_BSF_LAST), 0);	/* given up: not delivered */
+	CHECK_EQ_U(got.n, 150);
+	CHECK_EQ_U(rs.n, 0);
+	munmap(r, RING_MAP);
+	sp_span_rings_release(&rs);
+}
+
+/* However many rings the processes announce, sp-record knows at most
+ * SP_SPAN_RINGS_PER_PROC of one process and SP_SPAN_RINGS_MAX in all (one
+ * warning per process; a refused ring's last copy is still delivered); a
+ * poll reads at most SP_SPAN_RINGS_POLL_ENTRIES and the rest next time. */
+static void test_span_rings_bounds(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r[20];
+	uint32_t pid, tid;
+	size_t i, polls;
+	const char *err;
+
+	sp_span_rings_init(&rs);
+	memset(&got, 0, sizeof(got));
+	quiet();
+	for (tid = 1; tid <= SP_SPAN_RINGS_PER_PROC + 10; tid++)
+		sp_span_rings_add(&rs, 7, tid, 4096ull * tid, t_ns, false);
+	CHECK_EQ_U(rs.n, SP_SPAN_RINGS_PER_PROC);
+	CHECK_EQ_U(rs.refused, 10);
+	for (pid = 8; rs.n < SP_SPAN_RINGS_MAX; pid++)
+		for (i = 0; i < SP_SPAN_RINGS_PER_PROC && rs.n < SP_SPAN_RINGS_MAX; i++, tid++)
+			sp_span_rings_add(&rs, pid, tid, 4096ull * tid, t_ns, false);
+	sp_span_rings_add(&rs, pid, tid, 4096ull * tid, t_ns, false);
+	CHECK_EQ_U(rs.n, SP_SPAN_RINGS_MAX);
+	CHECK_EQ_U(rs.refused, 11);
+	err = said();
+	CHECK_EQ_U(count_of(err, "pid 7 ("), 1);
+	CHECK_EQ_U(count_of(err, "is not read"), 2);
+	sp_span_rings_release(&rs);
+
+	/* a refused ring's copy at its thread's end */
+	sp_span_rings_init(&rs);
+	r[0] = fake_ring(900100, 5);
+	for (tid = 1; tid <= SP_SPAN_RINGS_PER_PROC; tid++)
+		sp_span_rings_add(&rs, r[0]->h.pid, tid, 4096ull * tid, t_ns, false);
+	quiet();
+	announce_fake(&rs, r[0]);
+	said();
+	CHECK_EQ_U(rs.refused, 1);
+	CHECK_EQ_U(chunk(&rs, r[0], 0, 5, SP_BSF_LAST), 0);
+	CHECK(got_in_order(5));
+	munmap(r[0], RING_MAP);
+	sp_span_rings_release(&rs);
+
+	/* twenty full rings: more than a poll reads */
+	sp_span_rings_init(&rs);
+	memset(&got, 0, sizeof(got));
+	for (i = 0; i < 20; i++) {
+		r[i] = fake_ring(900200 + (uint32_t)i, SP_RING_CAP);
+		announce_fake(&rs, r[i]);
+	}
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK(got.n <= SP_SPAN_RINGS_POLL_ENTRIES);
+	CHECK(sp_span_rings_watermark(&rs) < t_ns);	/* some wait for the next */
+	for (polls = 1; got.n < 20 * SP_RING_CAP && polls < 20; polls++)
+		CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 20 * SP_RING_CAP);
+	CHECK_EQ_U(sp_span_rings_watermark(&rs), t_ns);
+	CHECK_EQ_U(rs.lost, 0);
+	for (i = 0; i < 20; i++)
+		munmap(r[i], RING_MAP);
+	sp_span_rings_release(&rs);
+}
+
+static size_t got_a, got_b;
+
+static int put_count(void *ctx, uint32_t pid, uint32_t tid, const struct sp_ring_entry *e)
+{
+	(void)pid;
+	(void)tid;
+	(void)e;
+	++*(size_t *)ctx;
+	return 0;
+}
+
+/* A process that waits on a pipe until it is closed: another reader. */
+static pid_t other_reader(int *fd)
+{
+	char c;
+	pid_t pid;
+
+	if (pipe(fd))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		close(fd[1]);
+		_exit(read(fd[0], &c, 1) < 0);
+	}
+	close(fd[0]);
+	return pid;
+}
+
+/*
+ * Two sp-records on one process: the first to claim a ring owns it (it
+ * tells the thread how far it read); the second reads beside it without a
+ * word to the thread, says so once, and counts what the thread overwrote
+ * before it read it, exactly; when the owner leaves, the second takes the
+ * ring over. A claim of a reader that is gone is taken over at once.
+ */
+static void test_span_rings_two_readers(void)
+{
+	struct sp_span_rings a, b;
+	struct sp_ring *r = start(&a);
+	uint64_t consumed;
+	int fd[2], line = 0;
+	pid_t other = other_reader(fd);
+	char want[64];
+
+	CHECK(other > 0);
+	sp_span_rings_init(&b);
+	b.claim = sp_span_rings_claim_of((uint32_t)other);
+	CHECK(b.claim != 0 && b.claim != a.claim);
+	sp_span_rings_add(&b, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false);
+	got_a = got_b = 0;
+	while (line < 10)
+		mark(++line);
+	t_ns += 2000000;
+	CHECK_EQ_U(sp_span_rings_poll(&a, t_ns, put_count, &got_a), 0);
+	CHECK_EQ_U(r->h.claim, a.claim);
+	CHECK_EQ_U(r->h.reader, SP_RING_READING);
+	CHECK_EQ_U(r->h.consumed, 10);
+	mark(++line);
+	quiet();
+	CHECK_EQ_U(sp_span_rings_poll(&b, t_ns, put_count, &got_b), 0);
+	CHECK_EQ_U(sp_span_rings_poll(&b, t_ns + 2000000, put_count, &got_b), 0);
+	snprintf(want, sizeof(want), "pid %d (", getpid());
+	CHECK_EQ_U(count_of(said(), want), 1);
+	CHECK(strstr(err_text, "read by another sp-record"));
+	CHECK_EQ_U(b.shared, 1);
+	CHECK_EQ_U(got_b, 11);
+	CHECK_EQ_U(r->h.consumed, 10);	/* b never writes */
+	CHECK_EQ_U(r->h.claim, a.claim);
+	/* the owner keeps up, b falls two rings behind */
+	while (line < 11 + 2 * (int)SP_RING_CAP) {
+		mark(++line);
+		if (line % 1000 == 0) {
+			t_ns += 2000000;
+			CHECK_EQ_U(sp_span_rings_poll(&a, t_ns, put_count, &got_a), 0);
+		}
+	}
+	t_ns += 2000000;
+	CHECK_EQ_U(sp_span_rings_poll(&a, t_ns, put_count, &got_a), 0);
+	CHECK_EQ_U(got_a, (size_t)line);
+	CHECK_EQ_U(a.lost, 0);
+	CHECK_EQ_U(naps, 0);	/* the thread never waited for b */
+	CHECK_EQ_U(sp_span_rings_poll(&b, t_ns, put_count, &got_b), 0);
+	CHECK_EQ_U(got_b + b.lost_shared, (size_t)line);
+	CHECK_EQ_U(b.lost, b.lost_shared);
+	CHECK(b.lost_shared > SP_RING_CAP);
+	/* a leaves: b owns the ring from its next read */
+	consumed = r->h.consumed;
+	sp_span_rings_leave(&a);
+	CHECK_EQ_U(r->h.reader, SP_RING_LEFT);
+	CHECK_EQ_U(r->h.claim, 0);
+	mark(++line);
+	t_ns += 2000000;
+	CHECK_EQ_U(sp_span_rings_poll(&b, t_ns, put_count, &got_b), 0);
+	CHECK_EQ_U(r->h.claim, b.claim);
+	CHECK_EQ_U(r->h.reader, SP_RING_READING);
+	CHECK_EQ_U(r->h.consumed, consumed + 1);
+	CHECK_EQ_U(got_b + b.lost_shared, (size_t)line);
+	/* b's claim holds while its process runs: a only reads */
+	mark(++line);
+	t_ns += 2000000;
+	quiet();
+	CHECK_EQ_U(sp_span_rings_poll(&a, t_ns, put_count, &got_a), 0);
+	CHECK(strstr(said(), "read by another sp-record"));
+	CHECK_EQ_U(r->h.claim, b.claim);
+	CHECK_EQ_U(r->h.consumed, consumed + 1);
+	/* b's process is gone: a takes the ring over */
+	close(fd[1]);
+	waitpid(other, NULL, 0);
+	memset(a.claims, 0, sizeof(a.claims));	/* believed for a second: forget */
+	mark(++line);
+	t_ns += 2000000;
+	CHECK_EQ_U(sp_span_rings_poll(&a, t_ns, put_count, &got_a), 0);
+	CHECK_EQ_U(r->h.claim, a.claim);
+	CHECK_EQ_U(r->h.consumed, (uint64_t)line);
+	sp_span_rings_release(&b);
+	sp_rt_ring_cur->h.reader = SP_RING_LEFT;
+	finish(&a, r);
+}
+
+/* A process names itself: its name in a message has no control bytes. */
+static void test_span_rings_comm(void)
+{
+	char name[16] = "", out[80];
+
+	prctl(PR_GET_NAME, name);
+	prctl(PR_SET_NAME, "a\x1b[2J\nb\\\xff");
+	sp_span_rings_comm((uint32_t)getpid(), out, sizeof(out));
+	CHECK_STR(out, "a\\x1b[2J\\x0ab\\x5c\\xff");
+	prctl(PR_SET_NAME, name);
+	sp_span_rings_comm(0x3fffff, out, sizeof(out));
+	CHECK_STR(out, "gone");
+}
+
 int main(void)
 {
 	setenv("STACKPULSE_SPAN_RING", "1", 1);
@@ -410,5 +838,12 @@ int main(void)
 	TAP_RUN(test_span_rings_overrun);
 	TAP_RUN(test_span_rings_watermark);
 	TAP_RUN(test_span_rings_fork_thread);
+	TAP_RUN(test_span_rings_lying_head);
+	TAP_RUN(test_span_rings_unreadable);
+	TAP_RUN(test_span_rings_stamps);
+	TAP_RUN(test_span_rings_chunk_numbers);
+	TAP_RUN(test_span_rings_bounds);
+	TAP_RUN(test_span_rings_two_readers);
+	TAP_RUN(test_span_rings_comm);
 	return TAP_DONE();
 }
