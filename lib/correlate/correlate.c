@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/heap.h"
 #include "correlate.h"
 #include "events.h"
 #include "sp.h"
@@ -142,8 +143,7 @@ struct sp_corr {
 	struct sp_corr_stats st;
 
 	/* the reorder window: records in order queue in a ring, the others in a heap */
-	struct hrec **heap;
-	size_t nheap, capheap;
+	struct sp_heap heap;
 	struct rslot *ring;
 	size_t rhead, rlen, rcap;
 	uint64_t seq, released, max_time;
@@ -1409,46 +1409,6 @@ static void process(struct sp_corr *c, struct hrec *h)
 
 /* ---- the reorder window ----------------------------------------------- */
 
-static inline bool hless(const struct hrec *a, const struct hrec *b)
-{
-	return a->key < b->key || (a->key == b->key && a->seq < b->seq);
-}
-
-static void heap_push(struct sp_corr *c, struct hrec *h)
-{
-	size_t i, p;
-
-	if (c->nheap == c->capheap)
-		sp_grow(&c->heap, &c->capheap, c->nheap + 1, sizeof(*c->heap));
-	i = c->nheap++;
-	while (i) {
-		p = (i - 1) / 2;
-		if (!hless(h, c->heap[p]))
-			break;
-		c->heap[i] = c->heap[p];
-		i = p;
-	}
-	c->heap[i] = h;
-}
-
-static struct hrec *heap_pop(struct sp_corr *c)
-{
-	struct hrec *top = c->heap[0], *last = c->heap[--c->nheap];
-	size_t i = 0, ch;
-
-	while ((ch = 2 * i + 1) < c->nheap) {
-		if (ch + 1 < c->nheap && hless(c->heap[ch + 1], c->heap[ch]))
-			ch++;
-		if (!hless(c->heap[ch], last))
-			break;
-		c->heap[i] = c->heap[ch];
-		i = ch;
-	}
-	if (c->nheap)
-		c->heap[i] = last;
-	return top;
-}
-
 static void ring_push(struct sp_corr *c, struct hrec *h)
 {
 	size_t i;
@@ -1473,22 +1433,22 @@ static void ring_push(struct sp_corr *c, struct hrec *h)
  * Ties go to the ring when its record came first (seq). */
 static bool heap_first(const struct sp_corr *c)
 {
+	const struct sp_heap_item *top = sp_heap_top(&c->heap);
 	const struct rslot *r;
 
-	if (!c->nheap)
+	if (!top)
 		return false;
 	if (!c->rlen)
 		return true;
 	r = &c->ring[c->rhead];
-	return c->heap[0]->key < r->key ||
-	       (c->heap[0]->key == r->key && c->heap[0]->seq < r->h->seq);
+	return sp_heap_before(top->key, top->seq, r->key, r->h->seq);
 }
 
 /* The key of the oldest record waiting; false if none. */
 static bool window_min(const struct sp_corr *c, uint64_t *key)
 {
 	if (heap_first(c))
-		*key = c->heap[0]->key;
+		*key = sp_heap_top(&c->heap)->key;
 	else if (c->rlen)
 		*key = c->ring[c->rhead].key;
 	else
@@ -1501,7 +1461,7 @@ static struct hrec *window_pop(struct sp_corr *c)
 	struct hrec *h;
 
 	if (heap_first(c))
-		return heap_pop(c);
+		return sp_heap_pop(&c->heap);
 	h = c->ring[c->rhead].h;
 	c->rhead = (c->rhead + 1) & (c->rcap - 1);
 	c->rlen--;
@@ -1513,7 +1473,7 @@ static void window_push(struct sp_corr *c, struct hrec *h)
 	if (!c->rlen || h->key >= c->ring[(c->rhead + c->rlen - 1) & (c->rcap - 1)].key)
 		ring_push(c, h);	/* in order: the common case */
 	else
-		heap_push(c, h);
+		sp_heap_push(&c->heap, h->key, h->seq, h);
 }
 
 static void release(struct sp_corr *c, struct hrec *h)
@@ -1528,7 +1488,7 @@ static void drain(struct sp_corr *c, bool all)
 	uint64_t key;
 
 	while (window_min(c, &key) && !c->failed &&
-	       (all || c->nheap + c->rlen > c->o.max_window ||
+	       (all || c->heap.n + c->rlen > c->o.max_window ||
 		key + c->o.window_ns <= c->max_time))
 		release(c, window_pop(c));
 }
@@ -1773,7 +1733,7 @@ void sp_corr_free(struct sp_corr *c)
 		return;
 	/* Whatever is left (after a failed emit) is dropped without output. */
 	c->failed = 1;
-	while (c->nheap || c->rlen)
+	while (c->heap.n || c->rlen)
 		hrec_free(c, window_pop(c));
 	end_stream(c);
 	reset_stream(c);
@@ -1800,7 +1760,7 @@ void sp_corr_free(struct sp_corr *c)
 	free(c->threads.keys);
 	free(c->threads.vals);
 	free(c->open.v);
-	free(c->heap);
+	sp_heap_release(&c->heap);
 	free(c->ring);
 	free(c->work);
 	free(c->lost);
