@@ -26,6 +26,7 @@
 #include "base/heap.h"
 #include "correlate.h"
 #include "events.h"
+#include "hashmap.h"
 #include "sp.h"
 
 /* A record waiting in the window or held by a span. */
@@ -96,13 +97,6 @@ struct proc {
 	bool defined, forked;
 };
 
-/* u64 -> pointer, open addressing, backward-shift deletion. */
-struct pmap {
-	uint64_t *keys;
-	void **vals;
-	size_t cap, n;
-};
-
 struct rslot {
 	uint64_t key;		/* copied from the record: draining reads only the ring */
 	struct hrec *h;
@@ -125,12 +119,16 @@ struct mkey {
 
 struct mslot {
 	struct mkey k;
-	uint64_t n;		/* 0: a free slot */
+	uint64_t n;		/* open spans; a free entry: the next free id */
 };
 
+/* The counts, in an array indexed by key; an entry whose count drops to 0
+ * leaves the index and is chained for reuse. */
 struct mcount {
-	struct mslot *v;
-	size_t cap, used;
+	struct mslot *v;	/* v[id - 1] */
+	size_t n, cap;
+	uint32_t free;		/* first free id, 0 = none */
+	struct sp_idset idx;
 };
 
 struct sp_corr {
@@ -149,7 +147,7 @@ struct sp_corr {
 	uint64_t seq, released, max_time;
 	bool any_released;
 
-	struct pmap threads, procs;
+	struct sp_u64map threads, procs;	/* tid, pid -> struct thr, struct proc */
 	struct mcount open;	/* open spans by method, for stop marks */
 	struct span *roots, *roots_tail;	/* emission roots, by start time */
 	struct hrec *deferred, *deferred_tail;	/* end records waiting for older held ones */
@@ -166,167 +164,71 @@ struct sp_corr {
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static inline uint64_t mix64(uint64_t x)
+static struct thr *thr_find(const struct sp_corr *c, uint64_t tid)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
+	uint64_t *v = sp_u64map_get(&c->threads, tid);
+
+	return v ? (struct thr *)(uintptr_t)*v : NULL;
 }
 
-static void *pmap_get(const struct pmap *m, uint64_t key)
+static struct proc *proc_find(const struct sp_corr *c, uint64_t pid)
 {
-	size_t i;
+	uint64_t *v = sp_u64map_get(&c->procs, pid);
 
-	if (!m->cap)
-		return NULL;
-	for (i = mix64(key) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1))
-		if (m->keys[i] == key)
-			return m->vals[i];
-	return NULL;
+	return v ? (struct proc *)(uintptr_t)*v : NULL;
 }
 
-static void pmap_put(struct pmap *m, uint64_t key, void *val);
-
-static void pmap_grow(struct pmap *m)
+static uint64_t mkey_hash(const struct mkey *k)
 {
-	struct pmap old = *m;
-	size_t i;
-
-	m->cap = old.cap ? old.cap * 2 : 64;
-	m->n = 0;
-	m->keys = sp_xcalloc(m->cap, sizeof(*m->keys));
-	m->vals = sp_xcalloc(m->cap, sizeof(*m->vals));
-	for (i = 0; i < old.cap; i++)
-		if (old.vals[i])
-			pmap_put(m, old.keys[i], old.vals[i]);
-	free(old.keys);
-	free(old.vals);
+	return sp_hash_mix(sp_hash_mix(sp_hash_mix(sp_hash_u64(k->tid), k->fiber), k->method),
+			   k->klass);
 }
 
-/* Insert or replace; val must not be NULL. */
-static void pmap_put(struct pmap *m, uint64_t key, void *val)
+static bool mkey_eq(void *ctx, uint32_t id, const void *key)
 {
-	size_t i;
+	const struct mkey *a = &((const struct mcount *)ctx)->v[id - 1].k, *b = key;
 
-	if ((m->n + 1) * 4 > m->cap * 3)
-		pmap_grow(m);
-	for (i = mix64(key) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1))
-		if (m->keys[i] == key) {
-			m->vals[i] = val;
-			return;
-		}
-	m->keys[i] = key;
-	m->vals[i] = val;
-	m->n++;
-}
-
-static void pmap_del(struct pmap *m, uint64_t key)
-{
-	size_t mask = m->cap - 1, i, j, h;
-
-	if (!m->cap)
-		return;
-	for (i = mix64(key) & mask; m->vals[i]; i = (i + 1) & mask)
-		if (m->keys[i] == key)
-			break;
-	if (!m->vals[i])
-		return;
-	m->vals[i] = NULL;
-	m->n--;
-	/* shift later members of the run back into the hole */
-	for (j = (i + 1) & mask; m->vals[j]; j = (j + 1) & mask) {
-		h = mix64(m->keys[j]) & mask;
-		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
-			m->keys[i] = m->keys[j];
-			m->vals[i] = m->vals[j];
-			m->vals[j] = NULL;
-			i = j;
-		}
-	}
-}
-
-static size_t mkey_slot(const struct mcount *m, const struct mkey *k)
-{
-	uint64_t h = mix64(k->tid ^ mix64(k->fiber ^ mix64(k->method ^ mix64(k->klass))));
-
-	return h & (m->cap - 1);
-}
-
-static bool mkey_eq(const struct mkey *a, const struct mkey *b)
-{
 	return a->tid == b->tid && a->fiber == b->fiber && a->method == b->method &&
 	       a->klass == b->klass;
 }
 
-static uint64_t mcount_get(const struct mcount *m, const struct mkey *k)
+static uint64_t mcount_get(struct mcount *m, const struct mkey *k)
 {
-	size_t i;
+	uint32_t id = sp_idset_find(&m->idx, mkey_hash(k), k, mkey_eq, m);
 
-	if (!m->cap)
-		return 0;
-	for (i = mkey_slot(m, k); m->v[i].n; i = (i + 1) & (m->cap - 1))
-		if (mkey_eq(&m->v[i].k, k))
-			return m->v[i].n;
-	return 0;
-}
-
-static void mcount_add(struct mcount *m, const struct mkey *k);
-
-static void mcount_grow(struct mcount *m)
-{
-	struct mcount old = *m;
-	size_t i;
-	uint64_t j;
-
-	m->cap = old.cap ? old.cap * 2 : 64;
-	m->used = 0;
-	m->v = sp_xcalloc(m->cap, sizeof(*m->v));
-	for (i = 0; i < old.cap; i++)
-		for (j = 0; j < old.v[i].n; j++)
-			mcount_add(m, &old.v[i].k);
-	free(old.v);
+	return id ? m->v[id - 1].n : 0;
 }
 
 static void mcount_add(struct mcount *m, const struct mkey *k)
 {
-	size_t i;
+	uint64_t h = mkey_hash(k);
+	uint32_t id = sp_idset_find(&m->idx, h, k, mkey_eq, m);
 
-	if ((m->used + 1) * 4 > m->cap * 3)
-		mcount_grow(m);
-	for (i = mkey_slot(m, k); m->v[i].n; i = (i + 1) & (m->cap - 1))
-		if (mkey_eq(&m->v[i].k, k)) {
-			m->v[i].n++;
-			return;
+	if (!id) {
+		if (m->free) {
+			id = m->free;
+			m->free = (uint32_t)m->v[id - 1].n;
+		} else {
+			sp_grow(&m->v, &m->cap, m->n + 1, sizeof(*m->v));
+			id = (uint32_t)++m->n;
 		}
-	m->v[i].k = *k;
-	m->v[i].n = 1;
-	m->used++;
+		m->v[id - 1].k = *k;
+		m->v[id - 1].n = 0;
+		sp_idset_add(&m->idx, h, id);
+	}
+	m->v[id - 1].n++;
 }
 
 static void mcount_sub(struct mcount *m, const struct mkey *k)
 {
-	size_t mask = m->cap - 1, i, j, h;
+	uint64_t h = mkey_hash(k);
+	uint32_t id = sp_idset_find(&m->idx, h, k, mkey_eq, m);
 
-	if (!m->cap)
+	if (!id || --m->v[id - 1].n)
 		return;
-	for (i = mkey_slot(m, k); m->v[i].n; i = (i + 1) & mask)
-		if (mkey_eq(&m->v[i].k, k))
-			break;
-	if (!m->v[i].n || --m->v[i].n)
-		return;
-	m->used--;
-	/* shift later members of the run back into the hole */
-	for (j = (i + 1) & mask; m->v[j].n; j = (j + 1) & mask) {
-		h = mkey_slot(m, &m->v[j].k);
-		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
-			m->v[i] = m->v[j];
-			m->v[j].n = 0;
-			i = j;
-		}
-	}
+	sp_idset_del(&m->idx, h, id);
+	m->v[id - 1].n = m->free;
+	m->free = id;
 }
 
 const char *sp_rule_name(uint64_t rule)
@@ -747,7 +649,7 @@ static struct proc *proc_new(struct sp_corr *c, uint64_t pid)
 	struct proc *p = sp_xcalloc(1, sizeof(*p));
 
 	p->pid = pid;
-	pmap_put(&c->procs, pid, p);
+	sp_u64map_put(&c->procs, pid, (uintptr_t)p);
 	return p;
 }
 
@@ -760,7 +662,7 @@ static void thr_free(struct sp_corr *c, struct thr *t, uint64_t time)
 		t->proc->threads = t->next_in_proc;
 	if (t->next_in_proc)
 		t->next_in_proc->prev_in_proc = t->prev_in_proc;
-	pmap_del(&c->threads, t->tid);
+	sp_u64map_del(&c->threads, t->tid);
 	span_put(t->origin);
 	span_put(t->base);
 	free(t->stack);
@@ -773,14 +675,14 @@ static void proc_end(struct sp_corr *c, struct proc *p, uint64_t time)
 	while (p->threads)
 		thr_free(c, p->threads, time);
 	close_gap(c, p);
-	pmap_del(&c->procs, p->pid);
+	sp_u64map_del(&c->procs, p->pid);
 	span_put(p->origin);
 	free(p);
 }
 
 static struct proc *proc_get(struct sp_corr *c, uint64_t pid)
 {
-	struct proc *p = pmap_get(&c->procs, pid);
+	struct proc *p = proc_find(c, pid);
 
 	if (!p) {
 		p = proc_new(c, pid);
@@ -809,13 +711,13 @@ static struct thr *thr_new(struct sp_corr *c, struct proc *p, uint64_t tid, stru
 	if (p->threads)
 		p->threads->prev_in_proc = t;
 	p->threads = t;
-	pmap_put(&c->threads, tid, t);
+	sp_u64map_put(&c->threads, tid, (uintptr_t)t);
 	return t;
 }
 
 static struct thr *thr_get(struct sp_corr *c, uint64_t pid, uint64_t tid, uint64_t time)
 {
-	struct thr *t = pmap_get(&c->threads, tid);
+	struct thr *t = thr_find(c, tid);
 	struct proc *p;
 
 	if (t && t->pid == pid)
@@ -1149,11 +1051,12 @@ static void mark_incomplete(struct span **stack, size_t depth, size_t *marked)
 static void do_lost(struct sp_corr *c, const struct sp_lost *l)
 {
 	struct thr *t;
-	size_t j, k;
+	size_t it, k;
+	uint64_t v;
 
-	for (j = 0; j < c->threads.cap; j++) {
-		t = c->threads.vals[j];
-		if (!t || (l->pid && t->pid != l->pid))
+	for (it = 0; sp_u64map_next(&c->threads, &it, NULL, &v);) {
+		t = (struct thr *)(uintptr_t)v;
+		if (l->pid && t->pid != l->pid)
 			continue;
 		mark_incomplete(t->stack, t->depth, &t->marked);
 		for (k = 0; k < t->nfibs; k++)
@@ -1208,7 +1111,7 @@ static void do_fork(struct sp_corr *c, struct thr *t, const struct sp_event *e,
 	if (e->field[2].u & SP_FORK_THREAD) {
 		if (!child_tid || child_tid == t->tid)
 			return;
-		ct = pmap_get(&c->threads, child_tid);
+		ct = thr_find(c, child_tid);
 		if (ct && !ct->forked && ct->pid == t->pid) {
 			/* seen first: sp-record's thread record can carry an
 			 * earlier time than the fork event */
@@ -1228,7 +1131,7 @@ static void do_fork(struct sp_corr *c, struct thr *t, const struct sp_event *e,
 	}
 	if (!child_pid || child_pid == t->pid || (child_tid && child_tid == t->tid))
 		return;
-	p = pmap_get(&c->procs, child_pid);
+	p = proc_find(c, child_pid);
 	if (p && p->forked) {
 		/* a live process already came from a fork with that pid: it ended unseen */
 		c->st.pid_reuse++;
@@ -1255,7 +1158,7 @@ static void do_fork(struct sp_corr *c, struct thr *t, const struct sp_event *e,
 		}
 	}
 	if (child_tid && !thread_in(p, child_tid)) {
-		ct = pmap_get(&c->threads, child_tid);
+		ct = thr_find(c, child_tid);
 		if (ct)
 			thr_free(c, ct, e->time);
 		thr_new(c, p, child_tid, origin);
@@ -1338,7 +1241,7 @@ static void process(struct sp_corr *c, struct hrec *h)
 		do_raise(c, thr_get(c, r->mark.pid, r->mark.tid, r->mark.time), h);
 		break;
 	case SP_REC_PROCESS:
-		p = pmap_get(&c->procs, r->process.pid);
+		p = proc_find(c, r->process.pid);
 		if (p && (r->process.flags & SP_PROC_EXEC)) {
 			do_exec(c, p, r->process.time);
 		} else if (p && p->defined) {
@@ -1355,14 +1258,14 @@ static void process(struct sp_corr *c, struct hrec *h)
 		hrec_free(c, h);
 		break;
 	case SP_REC_THREAD:
-		t = pmap_get(&c->threads, r->thread.tid);
+		t = thr_find(c, r->thread.tid);
 		if (t && t->pid != r->thread.pid) {
 			c->st.pid_reuse++;
 			thr_free(c, t, r->thread.time);
 			t = NULL;
 		}
 		if (!t) {
-			p = pmap_get(&c->procs, r->thread.pid);
+			p = proc_find(c, r->thread.pid);
 			if (!p)
 				p = proc_new(c, r->thread.pid);
 			thr_new(c, p, r->thread.tid, p->origin);
@@ -1371,13 +1274,13 @@ static void process(struct sp_corr *c, struct hrec *h)
 		hrec_free(c, h);
 		break;
 	case SP_REC_THREAD_END:
-		t = pmap_get(&c->threads, r->thread_end.tid);
+		t = thr_find(c, r->thread_end.tid);
 		if (t)
 			thr_free(c, t, r->thread_end.time);
 		defer(c, h);
 		break;
 	case SP_REC_PROCESS_END:
-		p = pmap_get(&c->procs, r->process_end.pid);
+		p = proc_find(c, r->process_end.pid);
 		if (p && (r->process_end.flags & SP_PEND_EXEC))
 			do_exec(c, p, r->process_end.time);	/* the pid lives on */
 		else if (p)
@@ -1569,21 +1472,15 @@ struct sp_corr *sp_corr_new(const struct sp_corr_opts *opts, sp_corr_emit_fn emi
 /* Close everything, emit everything held: the end of a stream. */
 static void end_stream(struct sp_corr *c)
 {
-	struct thr *t;
-	struct proc *p;
-	size_t j;
+	size_t it;
+	uint64_t v;
 
 	drain(c, true);
-	for (j = 0; j < c->threads.cap; j++) {
-		t = c->threads.vals[j];
-		if (t)
-			close_all(c, t, c->max_time);
-	}
-	for (j = 0; j < c->procs.cap; j++) {
-		p = c->procs.vals[j];
-		if (p)
-			close_gap(c, p);
-	}
+	/* in the tables' order (hashmap.h): it decides which tree comes first */
+	for (it = 0; sp_u64map_next(&c->threads, &it, NULL, &v);)
+		close_all(c, (struct thr *)(uintptr_t)v, c->max_time);
+	for (it = 0; sp_u64map_next(&c->procs, &it, NULL, &v);)
+		close_gap(c, (struct proc *)(uintptr_t)v);
 	while (c->roots)
 		emit_tree(c, c->roots, true);
 	flush_deferred(c);
@@ -1592,15 +1489,13 @@ static void end_stream(struct sp_corr *c)
 /* Forget the stream: a new header starts new ids and new processes. */
 static void reset_stream(struct sp_corr *c)
 {
-	struct proc *p;
-	size_t j;
+	size_t it = 0;
+	uint64_t v;
 
-	for (j = 0; j < c->procs.cap; j++) {
-		p = c->procs.vals[j];
-		if (p) {
-			proc_end(c, p, c->max_time);
-			j = (size_t)-1;	/* the table changed under us: rescan */
-		}
+	/* the table changes under us at each: rescan */
+	while (sp_u64map_next(&c->procs, &it, NULL, &v)) {
+		proc_end(c, (struct proc *)(uintptr_t)v, c->max_time);
+		it = 0;
 	}
 	/* threads of processes never seen are in no process list: none exist,
 	 * every thread belongs to a struct proc. */
@@ -1727,7 +1622,8 @@ const struct sp_corr_stats *sp_corr_stats(const struct sp_corr *c)
 void sp_corr_free(struct sp_corr *c)
 {
 	struct hrec *h;
-	size_t j;
+	size_t it;
+	uint64_t v;
 
 	if (!c)
 		return;
@@ -1753,13 +1649,12 @@ void sp_corr_free(struct sp_corr *c)
 		c->free_bytes = h->next;
 		free(h);
 	}
-	for (j = 0; j < c->procs.cap; j++)
-		free(c->procs.vals[j]);
-	free(c->procs.keys);
-	free(c->procs.vals);
-	free(c->threads.keys);
-	free(c->threads.vals);
+	for (it = 0; sp_u64map_next(&c->procs, &it, NULL, &v);)
+		free((struct proc *)(uintptr_t)v);
+	sp_u64map_release(&c->procs);
+	sp_u64map_release(&c->threads);
 	free(c->open.v);
+	sp_idset_release(&c->open.idx);
 	sp_heap_release(&c->heap);
 	free(c->ring);
 	free(c->work);
