@@ -13,7 +13,7 @@
 
 #include "escape.h"
 #include "flame.h"
-#include "flame_map.h"
+#include "hashmap.h"
 #include "sp.h"
 
 /* Stacks at least this deep, unwound by frame pointers, hit perf's default
@@ -24,7 +24,6 @@
 
 struct fname {
 	uint32_t off, len;
-	uint32_t hash;
 	uint32_t kind;
 };
 
@@ -84,11 +83,11 @@ struct sp_folded {
 	size_t nnames, names_cap;
 	char *arena;
 	size_t arena_len, arena_cap;
-	struct sp_hidx name_idx;
+	struct sp_idset name_idx;
 
 	struct tnode *nodes;
 	size_t nnodes, nodes_cap;
-	struct sp_hidx node_idx;
+	struct sp_idset node_idx;
 
 	struct fcache *fc;
 	size_t fc_cap;
@@ -101,22 +100,22 @@ struct sp_folded {
 
 	struct ctx *ctxs;
 	size_t nctxs, ctxs_cap;
-	struct sp_hidx ctx_idx;
+	struct sp_idset ctx_idx;
 
 	struct agg *aggs;
 	size_t naggs, aggs_cap;
-	struct sp_hidx agg_idx;
+	struct sp_idset agg_idx;
 
 	struct sp_flame_run *seq;
 	size_t nseq, seq_cap;
 
 	struct who *procs, *threads;
 	size_t nprocs, procs_cap, nthreads, threads_cap;
-	struct sp_hidx proc_idx, thread_idx;
+	struct sp_idset proc_idx, thread_idx;
 
 	struct sp_flame_span *spans;
 	size_t nspans, spans_cap;
-	struct sp_hidx span_idx;
+	struct sp_idset span_idx;
 	uint64_t next_span_id;
 
 	struct sp_flame_stats st;
@@ -136,11 +135,11 @@ struct name_key {
 	unsigned int kind;
 };
 
-static bool name_eq(const void *ctx, uint32_t pos, const void *key)
+static bool name_eq(void *ctx, uint32_t id, const void *key)
 {
 	const struct sp_folded *f = ctx;
 	const struct name_key *k = key;
-	const struct fname *n = &f->names[pos];
+	const struct fname *n = &f->names[id - 1];
 
 	return n->len == k->len && !memcmp(f->arena + n->off, k->s, k->len);
 }
@@ -149,12 +148,12 @@ static bool name_eq(const void *ctx, uint32_t pos, const void *key)
 static uint32_t intern(struct sp_folded *f, const char *s, size_t len, unsigned int kind)
 {
 	struct name_key k = { s, len, kind };
-	uint32_t h = sp_hash_bytes(s, len);
-	uint32_t pos = sp_hidx_find(&f->name_idx, h, name_eq, f, &k);
+	uint64_t h = sp_hash_bytes(s, len);
+	uint32_t id = sp_idset_find(&f->name_idx, h, &k, name_eq, f);
 	struct fname *n;
 
-	if (pos != UINT32_MAX)
-		return pos;
+	if (id)
+		return id - 1;
 	sp_grow(&f->arena, &f->arena_cap, f->arena_len + len + 1, 1);
 	memcpy(f->arena + f->arena_len, s, len);
 	f->arena[f->arena_len + len] = '\0';
@@ -162,10 +161,9 @@ static uint32_t intern(struct sp_folded *f, const char *s, size_t len, unsigned 
 	n = &f->names[f->nnames];
 	n->off = f->arena_len;
 	n->len = len;
-	n->hash = h;
 	n->kind = kind;
 	f->arena_len += len + 1;
-	sp_hidx_insert(&f->name_idx, h, f->nnames);
+	sp_idset_add(&f->name_idx, h, f->nnames + 1);
 	return f->nnames++;
 }
 
@@ -197,26 +195,26 @@ struct node_key {
 	uint32_t parent, name;
 };
 
-static bool node_eq(const void *ctx, uint32_t pos, const void *key)
+static bool node_eq(void *ctx, uint32_t id, const void *key)
 {
 	const struct sp_folded *f = ctx;
 	const struct node_key *k = key;
 
-	return f->nodes[pos].parent == k->parent && f->nodes[pos].name == k->name;
+	return f->nodes[id - 1].parent == k->parent && f->nodes[id - 1].name == k->name;
 }
 
 static uint32_t child(struct sp_folded *f, uint32_t parent, uint32_t name)
 {
 	struct node_key k = { parent, name };
-	uint32_t h = sp_hash2(parent, name);
-	uint32_t pos = sp_hidx_find(&f->node_idx, h, node_eq, f, &k);
+	uint64_t h = sp_hash_mix(parent, name);
+	uint32_t id = sp_idset_find(&f->node_idx, h, &k, node_eq, f);
 
-	if (pos != UINT32_MAX)
-		return pos;
+	if (id)
+		return id - 1;
 	sp_grow(&f->nodes, &f->nodes_cap, f->nnodes + 1, sizeof(*f->nodes));
 	f->nodes[f->nnodes].parent = parent;
 	f->nodes[f->nnodes].name = name;
-	sp_hidx_insert(&f->node_idx, h, f->nnodes);
+	sp_idset_add(&f->node_idx, h, f->nnodes + 1);
 	return f->nnodes++;
 }
 
@@ -271,24 +269,24 @@ void sp_folded_free(struct sp_folded *f)
 		return;
 	free(f->names);
 	free(f->arena);
-	sp_hidx_release(&f->name_idx);
+	sp_idset_release(&f->name_idx);
 	free(f->nodes);
-	sp_hidx_release(&f->node_idx);
+	sp_idset_release(&f->node_idx);
 	free(f->fc);
 	free(f->fpool);
 	free(f->sc);
 	free(f->fbuf);
 	free(f->ctxs);
-	sp_hidx_release(&f->ctx_idx);
+	sp_idset_release(&f->ctx_idx);
 	free(f->aggs);
-	sp_hidx_release(&f->agg_idx);
+	sp_idset_release(&f->agg_idx);
 	free(f->seq);
 	free_who(f->procs, f->nprocs);
 	free_who(f->threads, f->nthreads);
-	sp_hidx_release(&f->proc_idx);
-	sp_hidx_release(&f->thread_idx);
+	sp_idset_release(&f->proc_idx);
+	sp_idset_release(&f->thread_idx);
 	free(f->spans);
-	sp_hidx_release(&f->span_idx);
+	sp_idset_release(&f->span_idx);
 	free(f);
 }
 
@@ -319,21 +317,21 @@ enum sp_flame_weight sp_folded_weight(const struct sp_folded *f)
 
 /* ---- processes and threads ---- */
 
-static bool who_eq(const void *ctx, uint32_t pos, const void *key)
+static bool who_eq(void *ctx, uint32_t id, const void *key)
 {
 	const struct who *w = ctx;
 
-	return w[pos].id == *(const uint64_t *)key;
+	return w[id - 1].id == *(const uint64_t *)key;
 }
 
-static struct who *who_find(struct who *w, const struct sp_hidx *idx, uint64_t id)
+static struct who *who_find(struct who *w, const struct sp_idset *idx, uint64_t id)
 {
-	uint32_t pos = sp_hidx_find(idx, sp_hash2(id, 0), who_eq, w, &id);
+	uint32_t i = sp_idset_find(idx, sp_hash_u64(id), &id, who_eq, w);
 
-	return pos == UINT32_MAX ? NULL : &w[pos];
+	return i ? &w[i - 1] : NULL;
 }
 
-static void who_set(struct who **w, size_t *n, size_t *cap, struct sp_hidx *idx, uint64_t id,
+static void who_set(struct who **w, size_t *n, size_t *cap, struct sp_idset *idx, uint64_t id,
 		    uint64_t pid, const char *name)
 {
 	struct who *x = who_find(*w, idx, id);
@@ -343,7 +341,7 @@ static void who_set(struct who **w, size_t *n, size_t *cap, struct sp_hidx *idx,
 		x = &(*w)[*n];
 		x->id = id;
 		x->name = NULL;
-		sp_hidx_insert(idx, sp_hash2(id, 0), *n);
+		sp_idset_add(idx, sp_hash_u64(id), *n + 1);
 		(*n)++;
 	}
 	x->pid = pid;
@@ -374,20 +372,20 @@ struct span_key {
 	uint64_t id;
 };
 
-static bool span_eq(const void *ctx, uint32_t pos, const void *key)
+static bool span_eq(void *ctx, uint32_t id, const void *key)
 {
 	const struct sp_flame_span *s = ctx;
 	const struct span_key *k = key;
 
-	return s[pos].gen == k->gen && s[pos].id == k->id;
+	return s[id - 1].gen == k->gen && s[id - 1].id == k->id;
 }
 
 static const struct sp_flame_span *span_find(const struct sp_folded *f, uint32_t gen, uint64_t id)
 {
 	struct span_key k = { gen, id };
-	uint32_t pos = sp_hidx_find(&f->span_idx, sp_hash2(gen, id), span_eq, f->spans, &k);
+	uint32_t i = sp_idset_find(&f->span_idx, sp_hash_mix(gen, id), &k, span_eq, f->spans);
 
-	return pos == UINT32_MAX ? NULL : &f->spans[pos];
+	return i ? &f->spans[i - 1] : NULL;
 }
 
 static void add_span(struct sp_folded *f, const struct sp_defs *d, const struct sp_span *s)
@@ -425,7 +423,7 @@ static void add_span(struct sp_folded *f, const struct sp_defs *d, const struct 
 	x->start = s->start;
 	x->stop = s->stop;
 	x->depth = depth;
-	sp_hidx_insert(&f->span_idx, sp_hash2(f->gen, id), f->nspans);
+	sp_idset_add(&f->span_idx, sp_hash_mix(f->gen, id), f->nspans + 1);
 	f->nspans++;
 }
 
@@ -693,9 +691,9 @@ static int resolve_stack(struct sp_folded *f, const struct sp_defs *d, uint64_t 
 
 /* ---- prefix contexts and aggregation ---- */
 
-static bool ctx_eq(const void *cx, uint32_t pos, const void *key)
+static bool ctx_eq(void *cx, uint32_t id, const void *key)
 {
-	const struct ctx *a = &((const struct ctx *)cx)[pos], *b = key;
+	const struct ctx *a = &((const struct ctx *)cx)[id - 1], *b = key;
 
 	return a->gen == b->gen && a->pid == b->pid && a->tid == b->tid && a->span == b->span;
 }
@@ -704,7 +702,8 @@ static uint32_t get_ctx(struct sp_folded *f, const struct sp_sample *s)
 {
 	struct ctx k = { 0 };
 	char buf[600];
-	uint32_t h, pos;
+	uint32_t id;
+	uint64_t h;
 	const char *comm;
 	struct ctx *c;
 
@@ -718,10 +717,10 @@ static uint32_t get_ctx(struct sp_folded *f, const struct sp_sample *s)
 		k.span = s->span;
 		k.gen = f->gen;
 	}
-	h = sp_hash2(sp_hash2(k.gen, k.pid), sp_hash2(k.tid, k.span));
-	pos = sp_hidx_find(&f->ctx_idx, h, ctx_eq, f->ctxs, &k);
-	if (pos != UINT32_MAX)
-		return pos;
+	h = sp_hash_mix(sp_hash_mix(sp_hash_mix(sp_hash_u64(k.gen), k.pid), k.tid), k.span);
+	id = sp_idset_find(&f->ctx_idx, h, &k, ctx_eq, f->ctxs);
+	if (id)
+		return id - 1;
 	if (k.span) {
 		const struct sp_flame_span *sp = span_find(f, k.gen, k.span);
 
@@ -741,13 +740,13 @@ static uint32_t get_ctx(struct sp_folded *f, const struct sp_sample *s)
 	sp_grow(&f->ctxs, &f->ctxs_cap, f->nctxs + 1, sizeof(*f->ctxs));
 	c = &f->ctxs[f->nctxs];
 	*c = k;
-	sp_hidx_insert(&f->ctx_idx, h, f->nctxs);
+	sp_idset_add(&f->ctx_idx, h, f->nctxs + 1);
 	return f->nctxs++;
 }
 
-static bool agg_eq(const void *cx, uint32_t pos, const void *key)
+static bool agg_eq(void *cx, uint32_t id, const void *key)
 {
-	const struct agg *a = &((const struct agg *)cx)[pos], *b = key;
+	const struct agg *a = &((const struct agg *)cx)[id - 1], *b = key;
 
 	return a->ctx == b->ctx && a->node == b->node;
 }
@@ -755,16 +754,16 @@ static bool agg_eq(const void *cx, uint32_t pos, const void *key)
 static void count(struct sp_folded *f, uint32_t ctx, uint32_t node, uint64_t w)
 {
 	struct agg k = { ctx, node, { 0, 0 } };
-	uint32_t h = sp_hash2(ctx, node);
-	uint32_t pos = sp_hidx_find(&f->agg_idx, h, agg_eq, f->aggs, &k);
+	uint64_t h = sp_hash_mix(ctx, node);
+	uint32_t id = sp_idset_find(&f->agg_idx, h, &k, agg_eq, f->aggs);
 
-	if (pos == UINT32_MAX) {
+	if (!id) {
 		sp_grow(&f->aggs, &f->aggs_cap, f->naggs + 1, sizeof(*f->aggs));
 		f->aggs[f->naggs] = k;
-		sp_hidx_insert(&f->agg_idx, h, f->naggs);
-		pos = f->naggs++;
+		id = ++f->naggs;
+		sp_idset_add(&f->agg_idx, h, id);
 	}
-	f->aggs[pos].w[f->col] += w;
+	f->aggs[id - 1].w[f->col] += w;
 }
 
 static bool in_list(const uint64_t *v, unsigned int n, uint64_t x)
@@ -1046,13 +1045,13 @@ struct fnode {
 struct ftree {
 	struct fnode *v;
 	size_t n, cap;
-	struct sp_hidx idx;
+	struct sp_idset idx;
 	uint32_t *kids;
 };
 
-static bool fnode_eq(const void *cx, uint32_t pos, const void *key)
+static bool fnode_eq(void *cx, uint32_t id, const void *key)
 {
-	const struct fnode *a = &((const struct fnode *)cx)[pos];
+	const struct fnode *a = &((const struct fnode *)cx)[id - 1];
 	const struct node_key *k = key;
 
 	return a->parent == k->parent && a->name == k->name;
@@ -1061,16 +1060,16 @@ static bool fnode_eq(const void *cx, uint32_t pos, const void *key)
 static uint32_t fchild(struct ftree *t, uint32_t parent, uint32_t name)
 {
 	struct node_key k = { parent, name };
-	uint32_t h = sp_hash2(parent, name);
-	uint32_t pos = sp_hidx_find(&t->idx, h, fnode_eq, t->v, &k);
+	uint64_t h = sp_hash_mix(parent, name);
+	uint32_t id = sp_idset_find(&t->idx, h, &k, fnode_eq, t->v);
 
-	if (pos != UINT32_MAX)
-		return pos;
+	if (id)
+		return id - 1;
 	sp_grow(&t->v, &t->cap, t->n + 1, sizeof(*t->v));
 	memset(&t->v[t->n], 0, sizeof(t->v[t->n]));
 	t->v[t->n].parent = parent;
 	t->v[t->n].name = name;
-	sp_hidx_insert(&t->idx, h, t->n);
+	sp_idset_add(&t->idx, h, t->n + 1);
 	return t->n++;
 }
 
@@ -1224,7 +1223,7 @@ static void sorted_paths(struct sp_folded *f, struct sp_flame_paths *out)
 	free(pbuf);
 	free(t.kids);
 	free(t.v);
-	sp_hidx_release(&t.idx);
+	sp_idset_release(&t.idx);
 }
 
 static void time_paths(struct sp_folded *f, struct sp_flame_paths *out)

@@ -1120,7 +1120,13 @@ static bool compute_keep(struct sp_tree *t, struct tnode *root, bool name_ok, bo
 	return root->keep;
 }
 
-static uint64_t hash_str(uint64_t h, const char *s)
+/*
+ * A node's fingerprint: 64-bit FNV-1a of its stable text, from seed h. Not a
+ * table hash (those are hashmap.h's): through the signatures it goes into,
+ * its values order --stable's thread groups whose first lines are the same
+ * (cmp_group()), so they are part of sp-tree's output: never change it.
+ */
+static uint64_t text_fingerprint(uint64_t h, const char *s)
 {
 	while (*s)
 		h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
@@ -1136,7 +1142,7 @@ static void sign(struct sp_tree *t, struct tnode *n)
 
 	sort_children(t, n);
 	render(t, &b, n, 0, NULL, true, false);
-	h = hash_str(0xcbf29ce484222325ull ^ n->type, b.buf);
+	h = text_fingerprint(0xcbf29ce484222325ull ^ n->type, b.buf);
 	for (c = n->first; c; c = c->next)
 		if (c->keep)
 			h = sp_hash_mix(h, c->sig);
