@@ -435,6 +435,139 @@ static int gzip_write(const uint8_t *buf, size_t len, FILE *out)
 	return 0;
 }
 
+/*
+ * The profile.proto message's repeated fields, built from the tables: for
+ * each, the messages and the array of pointers to them protobuf-c wants.
+ */
+struct pb {
+	Mapping *maps, **mapp;
+	Function *funcs, **funcp;
+	Location *locs, **locp;
+	Line *lines, **linep;
+	Sample *samples, **samplep;
+	Label *labels, **labelp;
+	int64_t *values;
+};
+
+static void pb_mappings(const struct sp_pprof *p, struct pb *b)
+{
+	size_t i;
+
+	b->maps = sp_xcalloc(p->nmaps + 1, sizeof(*b->maps));
+	b->mapp = sp_xcalloc(p->nmaps + 1, sizeof(*b->mapp));
+	for (i = 0; i < p->nmaps; i++) {
+		Mapping *m = &b->maps[i];
+
+		perftools__profiles__mapping__init(m);
+		m->id = i + 1;
+		m->memory_start = p->maps[i].start;
+		m->memory_limit = p->maps[i].limit;
+		m->file_offset = p->maps[i].offset;
+		m->filename = p->maps[i].filename;
+		m->build_id = p->maps[i].build_id;
+		m->has_functions = p->maps[i].has_functions;
+		m->has_filenames = p->maps[i].has_lines;
+		m->has_line_numbers = p->maps[i].has_lines;
+		m->has_inline_frames = p->maps[i].has_inline;
+		b->mapp[i] = m;
+	}
+}
+
+static void pb_functions(const struct sp_pprof *p, struct pb *b)
+{
+	size_t i;
+
+	b->funcs = sp_xcalloc(p->nfuncs + 1, sizeof(*b->funcs));
+	b->funcp = sp_xcalloc(p->nfuncs + 1, sizeof(*b->funcp));
+	for (i = 0; i < p->nfuncs; i++) {
+		perftools__profiles__function__init(&b->funcs[i]);
+		b->funcs[i].id = i + 1;
+		b->funcs[i].name = p->funcs[i].name;
+		b->funcs[i].system_name = p->funcs[i].name;
+		b->funcs[i].filename = p->funcs[i].filename;
+		b->funcp[i] = &b->funcs[i];
+	}
+}
+
+/* Locations and the lines each points into. */
+static void pb_locations(const struct sp_pprof *p, struct pb *b)
+{
+	size_t i;
+
+	b->lines = sp_xcalloc(p->nlines + 1, sizeof(*b->lines));
+	b->linep = sp_xcalloc(p->nlines + 1, sizeof(*b->linep));
+	for (i = 0; i < p->nlines; i++) {
+		perftools__profiles__line__init(&b->lines[i]);
+		b->lines[i].function_id = p->lines[i].func;
+		b->lines[i].line = p->lines[i].line;
+		b->lines[i].column = p->lines[i].column;
+		b->linep[i] = &b->lines[i];
+	}
+	b->locs = sp_xcalloc(p->nlocs + 1, sizeof(*b->locs));
+	b->locp = sp_xcalloc(p->nlocs + 1, sizeof(*b->locp));
+	for (i = 0; i < p->nlocs; i++) {
+		perftools__profiles__location__init(&b->locs[i]);
+		b->locs[i].id = i + 1;
+		b->locs[i].mapping_id = p->locs[i].mapping;
+		b->locs[i].address = p->locs[i].address;
+		b->locs[i].n_line = p->locs[i].nlines;
+		b->locs[i].line = b->linep + p->locs[i].line_off;
+		b->locp[i] = &b->locs[i];
+	}
+}
+
+/* Samples with their two values and their pid and tid labels. */
+static void pb_samples(const struct sp_pprof *p, struct pb *b, int64_t k_pid, int64_t k_tid)
+{
+	size_t i;
+
+	b->samples = sp_xcalloc(p->nsamples + 1, sizeof(*b->samples));
+	b->samplep = sp_xcalloc(p->nsamples + 1, sizeof(*b->samplep));
+	b->labels = sp_xcalloc(2 * p->nsamples + 1, sizeof(*b->labels));
+	b->labelp = sp_xcalloc(2 * p->nsamples + 1, sizeof(*b->labelp));
+	b->values = sp_xcalloc(2 * p->nsamples + 1, sizeof(*b->values));
+	for (i = 0; i < p->nsamples; i++) {
+		Sample *s = &b->samples[i];
+		Label *l = &b->labels[2 * i];
+
+		perftools__profiles__sample__init(s);
+		s->n_location_id = p->samples[i].nlocs;
+		s->location_id = p->locpool + p->samples[i].loc_off;
+		b->values[2 * i] = p->samples[i].count;
+		b->values[2 * i + 1] = p->samples[i].ns;
+		s->n_value = 2;
+		s->value = &b->values[2 * i];
+		perftools__profiles__label__init(&l[0]);
+		perftools__profiles__label__init(&l[1]);
+		l[0].key = k_pid;
+		l[0].num = p->samples[i].pid;
+		l[1].key = k_tid;
+		l[1].num = p->samples[i].tid;
+		b->labelp[2 * i] = &l[0];
+		b->labelp[2 * i + 1] = &l[1];
+		s->n_label = 2;
+		s->label = &b->labelp[2 * i];
+		b->samplep[i] = s;
+	}
+}
+
+static void pb_free(struct pb *b)
+{
+	free(b->maps);
+	free(b->mapp);
+	free(b->funcs);
+	free(b->funcp);
+	free(b->locs);
+	free(b->locp);
+	free(b->lines);
+	free(b->linep);
+	free(b->samples);
+	free(b->samplep);
+	free(b->labels);
+	free(b->labelp);
+	free(b->values);
+}
+
 int sp_pprof_write(struct sp_pprof *p, FILE *out, uint64_t period_ns, const char *comment)
 {
 	Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -442,28 +575,16 @@ int sp_pprof_write(struct sp_pprof *p, FILE *out, uint64_t period_ns, const char
 			    PERFTOOLS__PROFILES__VALUE_TYPE__INIT,
 			    PERFTOOLS__PROFILES__VALUE_TYPE__INIT };
 	ValueType *vtp[2] = { &vt[0], &vt[1] };
-	Mapping *maps = sp_xcalloc(p->nmaps + 1, sizeof(*maps));
-	Mapping **mapp = sp_xcalloc(p->nmaps + 1, sizeof(*mapp));
-	Function *funcs = sp_xcalloc(p->nfuncs + 1, sizeof(*funcs));
-	Function **funcp = sp_xcalloc(p->nfuncs + 1, sizeof(*funcp));
-	Location *locs = sp_xcalloc(p->nlocs + 1, sizeof(*locs));
-	Location **locp = sp_xcalloc(p->nlocs + 1, sizeof(*locp));
-	Line *lines = sp_xcalloc(p->nlines + 1, sizeof(*lines));
-	Line **linep = sp_xcalloc(p->nlines + 1, sizeof(*linep));
-	Sample *samples = sp_xcalloc(p->nsamples + 1, sizeof(*samples));
-	Sample **samplep = sp_xcalloc(p->nsamples + 1, sizeof(*samplep));
-	Label *labels = sp_xcalloc(2 * p->nsamples + 1, sizeof(*labels));
-	Label **labelp = sp_xcalloc(2 * p->nsamples + 1, sizeof(*labelp));
-	int64_t *values = sp_xcalloc(2 * p->nsamples + 1, sizeof(*values));
-	int64_t comment_idx;
+	/* the string table's order is the order of these calls: keep it */
 	int64_t k_samples = strz(p, "samples"), k_count = strz(p, "count");
 	int64_t k_cpu = strz(p, "cpu"), k_ns = strz(p, "nanoseconds");
 	int64_t k_pid = strz(p, "pid"), k_tid = strz(p, "tid");
+	int64_t comment_idx = strz(p, comment ? comment : "");
+	struct pb b;
 	uint8_t *buf;
-	size_t i, len;
+	size_t len;
 	int rc;
 
-	comment_idx = strz(p, comment ? comment : "");
 	vt[0].type = k_samples;
 	vt[0].unit = k_count;
 	vt[1].type = k_cpu;
@@ -481,74 +602,18 @@ int sp_pprof_write(struct sp_pprof *p, FILE *out, uint64_t period_ns, const char
 		prof.n_comment = 1;
 		prof.comment = &comment_idx;
 	}
-	for (i = 0; i < p->nmaps; i++) {
-		perftools__profiles__mapping__init(&maps[i]);
-		maps[i].id = i + 1;
-		maps[i].memory_start = p->maps[i].start;
-		maps[i].memory_limit = p->maps[i].limit;
-		maps[i].file_offset = p->maps[i].offset;
-		maps[i].filename = p->maps[i].filename;
-		maps[i].build_id = p->maps[i].build_id;
-		maps[i].has_functions = p->maps[i].has_functions;
-		maps[i].has_filenames = p->maps[i].has_lines;
-		maps[i].has_line_numbers = p->maps[i].has_lines;
-		maps[i].has_inline_frames = p->maps[i].has_inline;
-		mapp[i] = &maps[i];
-	}
-	for (i = 0; i < p->nfuncs; i++) {
-		perftools__profiles__function__init(&funcs[i]);
-		funcs[i].id = i + 1;
-		funcs[i].name = p->funcs[i].name;
-		funcs[i].system_name = p->funcs[i].name;
-		funcs[i].filename = p->funcs[i].filename;
-		funcp[i] = &funcs[i];
-	}
-	for (i = 0; i < p->nlines; i++) {
-		perftools__profiles__line__init(&lines[i]);
-		lines[i].function_id = p->lines[i].func;
-		lines[i].line = p->lines[i].line;
-		lines[i].column = p->lines[i].column;
-		linep[i] = &lines[i];
-	}
-	for (i = 0; i < p->nlocs; i++) {
-		perftools__profiles__location__init(&locs[i]);
-		locs[i].id = i + 1;
-		locs[i].mapping_id = p->locs[i].mapping;
-		locs[i].address = p->locs[i].address;
-		locs[i].n_line = p->locs[i].nlines;
-		locs[i].line = linep + p->locs[i].line_off;
-		locp[i] = &locs[i];
-	}
-	for (i = 0; i < p->nsamples; i++) {
-		Label *l = &labels[2 * i];
-
-		perftools__profiles__sample__init(&samples[i]);
-		samples[i].n_location_id = p->samples[i].nlocs;
-		samples[i].location_id = p->locpool + p->samples[i].loc_off;
-		values[2 * i] = p->samples[i].count;
-		values[2 * i + 1] = p->samples[i].ns;
-		samples[i].n_value = 2;
-		samples[i].value = &values[2 * i];
-		perftools__profiles__label__init(&l[0]);
-		perftools__profiles__label__init(&l[1]);
-		l[0].key = k_pid;
-		l[0].num = p->samples[i].pid;
-		l[1].key = k_tid;
-		l[1].num = p->samples[i].tid;
-		labelp[2 * i] = &l[0];
-		labelp[2 * i + 1] = &l[1];
-		samples[i].n_label = 2;
-		samples[i].label = &labelp[2 * i];
-		samplep[i] = &samples[i];
-	}
+	pb_mappings(p, &b);
+	pb_functions(p, &b);
+	pb_locations(p, &b);
+	pb_samples(p, &b, k_pid, k_tid);
 	prof.n_mapping = p->nmaps;
-	prof.mapping = mapp;
+	prof.mapping = b.mapp;
 	prof.n_function = p->nfuncs;
-	prof.function = funcp;
+	prof.function = b.funcp;
 	prof.n_location = p->nlocs;
-	prof.location = locp;
+	prof.location = b.locp;
 	prof.n_sample = p->nsamples;
-	prof.sample = samplep;
+	prof.sample = b.samplep;
 	prof.n_string_table = p->nstrs;
 	prof.string_table = p->strs;
 
@@ -557,18 +622,6 @@ int sp_pprof_write(struct sp_pprof *p, FILE *out, uint64_t period_ns, const char
 	perftools__profiles__profile__pack(&prof, buf);
 	rc = gzip_write(buf, len, out);
 	free(buf);
-	free(maps);
-	free(mapp);
-	free(funcs);
-	free(funcp);
-	free(locs);
-	free(locp);
-	free(lines);
-	free(linep);
-	free(samples);
-	free(samplep);
-	free(labels);
-	free(labelp);
-	free(values);
+	pb_free(&b);
 	return rc;
 }
