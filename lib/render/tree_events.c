@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * A readable rendering of every event kind of lib/stream/events.c (see
- * tree.h). Its strings come in their text form (escape.h: lib/render/tree.c
- * keeps them so), so they are written as they are.
+ * tree.h), by the kind's group. Its strings come in their text form
+ * (escape.h: lib/render/tree.c keeps them so), so they are written as they
+ * are.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
