@@ -5,12 +5,12 @@
  * (docs/correlate.md). This file takes the records in: definitions go out
  * at once, timed records through the reorder window to the rules, a header
  * ends one stream and begins the next, and a stream correlated already
- * passes through. correlate_internal.h says which file does the rest.
+ * passes through. correlateP.h says which file does the rest.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate_internal.h"
+#include "correlateP.h"
 #include "sp.h"
 
 const char *sp_rule_name(uint64_t rule)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate_internal.h"
+#include "correlateP.h"
 #include "events.h"
 #include "sp.h"
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate_internal.h"
+#include "correlateP.h"
 #include "sp.h"
 
 struct thr *sp_corr_thr_find(const struct sp_corr *c, uint64_t tid)

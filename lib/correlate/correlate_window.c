@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate_internal.h"
+#include "correlateP.h"
 #include "sp.h"
 
 static void ring_push(struct sp_corr *c, struct hrec *h)

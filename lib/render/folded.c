@@ -5,7 +5,7 @@
  * once, the first time a sample uses it (folded_frames.c), and every name
  * is interned once. Nothing is kept per sample except, when asked, runs of
  * equal consecutive stacks for the time-ordered views. This file holds the
- * aggregate and takes the records in; folded_internal.h says which file
+ * aggregate and takes the records in; foldedP.h says which file
  * does the rest.
  */
 #include <inttypes.h>
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "folded_internal.h"
+#include "foldedP.h"
 #include "sp.h"
 
 /* Stacks at least this deep, unwound by frame pointers, hit perf's default

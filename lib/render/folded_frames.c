@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "folded_internal.h"
+#include "foldedP.h"
 #include "sp.h"
 
 static const char *base_name(const char *path)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "folded_internal.h"
+#include "foldedP.h"
 #include "sp.h"
 
 struct fnode {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "escape.h"
-#include "folded_internal.h"
+#include "foldedP.h"
 #include "sp.h"
 
 static unsigned int guess_kind(const char *s, size_t len)

@@ -3,7 +3,7 @@
  * The recording as a tree (docs/sp-tree.md), built: processes, their spans,
  * the events of each span, and child processes and threads under the fork
  * or clone that started them. The other files of the tree print it
- * (tree_internal.h lists them).
+ * (treeP.h lists them).
  *
  * Placement: a span goes under its parent span; a root span under the
  * thread container of its thread when it was started under a fork span and
@@ -19,7 +19,7 @@
 #include "events.h"
 #include "hashmap.h"
 #include "sp.h"
-#include "tree_internal.h"
+#include "treeP.h"
 
 /* ---- memory ----------------------------------------------------------- */
 

@@ -11,7 +11,7 @@
 #include "escape.h"
 #include "events.h"
 #include "sp.h"
-#include "tree_internal.h"
+#include "treeP.h"
 
 /* A string in its text form (copy_str()), as JSON gives it back. */
 void sp_tree_json_str(FILE *f, const char *s)

@@ -12,7 +12,7 @@
 #include "escape.h"
 #include "events.h"
 #include "sp.h"
-#include "tree_internal.h"
+#include "treeP.h"
 
 const char *sp_tree_base_name(const char *path)
 {

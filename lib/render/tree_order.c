@@ -12,7 +12,7 @@
 #include "events.h"
 #include "hashmap.h"
 #include "sp.h"
-#include "tree_internal.h"
+#include "treeP.h"
 
 static uint64_t node_tid(const struct tnode *n)
 {

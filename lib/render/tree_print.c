@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "sp.h"
-#include "tree_internal.h"
+#include "treeP.h"
 
 static void fmt_when(const struct sp_tree *t, char *when, size_t size)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "sp.h"
-#include "tree_internal.h"
+#include "treeP.h"
 
 /* Levels of a line's prefix drawn in full; a deeper line starts with
  * "… +N " for the N levels above those. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tree_internal.h - private to sp-tree's files in lib/render/: the tree's
+ * treeP.h - private to sp-tree's files in lib/render/: the tree's
  * nodes, its state, and the functions its files call across each other.
  *
  *   tree.c        building: records in, nodes placed, memory
@@ -16,8 +16,8 @@
  * a million nested spans): every walk over it keeps its own stack on the
  * heap, none recurses.
  */
-#ifndef STACKPULSE_RENDER_TREE_INTERNAL_H
-#define STACKPULSE_RENDER_TREE_INTERNAL_H
+#ifndef STACKPULSE_RENDER_TREEP_H
+#define STACKPULSE_RENDER_TREEP_H
 
 #include <stdbool.h>
 #include <stdint.h>

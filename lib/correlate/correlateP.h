@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * correlate_internal.h - private to the correlator's files in
+ * correlateP.h - private to the correlator's files in
  * lib/correlate/: its state, spans, threads and processes, and the
  * functions its files call across each other.
  *
@@ -24,8 +24,8 @@
  * Spans are reference counted: a child, a thread's stack and a thread's fork
  * origin keep a span's struct (not its records) alive after its emission.
  */
-#ifndef STACKPULSE_CORRELATE_INTERNAL_H
-#define STACKPULSE_CORRELATE_INTERNAL_H
+#ifndef STACKPULSE_CORRELATEP_H
+#define STACKPULSE_CORRELATEP_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * folded_internal.h - private to the flame graph aggregate's files in
+ * foldedP.h - private to the flame graph aggregate's files in
  * lib/render/ (flame.h is its API): its state and the functions its files
  * call across each other.
  *
@@ -13,8 +13,8 @@
  *   folded_paths.c  the aggregate as paths, sorted (a flame graph) or in
  *                   time order (a flame chart), for every renderer
  */
-#ifndef STACKPULSE_RENDER_FOLDED_INTERNAL_H
-#define STACKPULSE_RENDER_FOLDED_INTERNAL_H
+#ifndef STACKPULSE_RENDER_FOLDEDP_H
+#define STACKPULSE_RENDER_FOLDEDP_H
 
 #include <stdbool.h>
 #include <stddef.h>
