@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Open-addressing hash tables with linear probing (see hashmap.h). */
+/*
+ * The hash tables (hashmap.h): open addressing, linear probing, deletion by
+ * moving the later members of a run back (no tombstones), so a table's
+ * layout, and the order sp_u64map_next() walks it in, follow from the
+ * sequence of puts and deletes alone.
+ */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,37 +30,34 @@ uint64_t sp_hash_bytes(const void *p, size_t n)
 	return sp_hash_u64(h);
 }
 
+/* The slot of key, or the empty slot where it would go (*found false). */
 static size_t u64map_slot(const struct sp_u64map *m, uint64_t key, bool *found)
 {
-	size_t mask = m->cap - 1, i = sp_hash_u64(key) & mask, tomb = SIZE_MAX;
+	size_t mask = m->cap - 1, i;
 
-	for (;;) {
-		if (m->used[i] == 0) {
-			*found = false;
-			return tomb != SIZE_MAX ? tomb : i;
-		}
-		if (m->used[i] == 1 && m->keys[i] == key) {
+	for (i = sp_hash_u64(key) & mask; m->used[i]; i = (i + 1) & mask) {
+		if (m->keys[i] == key) {
 			*found = true;
 			return i;
 		}
-		if (m->used[i] == 2 && tomb == SIZE_MAX)
-			tomb = i;
-		i = (i + 1) & mask;
 	}
+	*found = false;
+	return i;
 }
 
-static void u64map_resize(struct sp_u64map *m, size_t cap)
+/* Twice the slots (64 at first), the keys put again in slot order. */
+static void u64map_grow(struct sp_u64map *m)
 {
 	struct sp_u64map old = *m;
 	size_t i;
 
-	m->cap = cap;
-	m->n = m->tomb = 0;
-	m->keys = sp_xmalloc(cap * sizeof(*m->keys));
-	m->vals = sp_xmalloc(cap * sizeof(*m->vals));
-	m->used = sp_xcalloc(cap, 1);
+	m->cap = old.cap ? old.cap * 2 : 64;
+	m->n = 0;
+	m->keys = sp_xmalloc(m->cap * sizeof(*m->keys));
+	m->vals = sp_xmalloc(m->cap * sizeof(*m->vals));
+	m->used = sp_xcalloc(m->cap, 1);
 	for (i = 0; i < old.cap; i++)
-		if (old.used[i] == 1)
+		if (old.used[i])
 			sp_u64map_put(m, old.keys[i], old.vals[i]);
 	free(old.keys);
 	free(old.vals);
@@ -78,12 +80,10 @@ uint64_t *sp_u64map_put(struct sp_u64map *m, uint64_t key, uint64_t val)
 	bool found;
 	size_t i;
 
-	if ((m->n + m->tomb + 1) * 4 >= m->cap * 3)
-		u64map_resize(m, m->cap ? (m->n * 4 >= m->cap ? m->cap * 2 : m->cap) : 16);
+	if ((m->n + 1) * 4 > m->cap * 3)
+		u64map_grow(m);
 	i = u64map_slot(m, key, &found);
 	if (!found) {
-		if (m->used[i] == 2)
-			m->tomb--;
 		m->used[i] = 1;
 		m->keys[i] = key;
 		m->n++;
@@ -92,19 +92,35 @@ uint64_t *sp_u64map_put(struct sp_u64map *m, uint64_t key, uint64_t val)
 	return &m->vals[i];
 }
 
+/* Whether the key in slot j, whose probe starts at home, may move back to
+ * the hole at i: its probe passes i before it reaches j. */
+static bool may_fill(size_t i, size_t j, size_t home)
+{
+	return j > i ? home <= i || home > j : home <= i && home > j;
+}
+
 bool sp_u64map_del(struct sp_u64map *m, uint64_t key)
 {
+	size_t mask = m->cap - 1, i, j;
 	bool found;
-	size_t i;
 
 	if (!m->cap)
 		return false;
 	i = u64map_slot(m, key, &found);
 	if (!found)
 		return false;
-	m->used[i] = 2;
+	m->used[i] = 0;
 	m->n--;
-	m->tomb++;
+	/* later members of the run move back into the hole */
+	for (j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
+		if (may_fill(i, j, sp_hash_u64(m->keys[j]) & mask)) {
+			m->keys[i] = m->keys[j];
+			m->vals[i] = m->vals[j];
+			m->used[i] = 1;
+			m->used[j] = 0;
+			i = j;
+		}
+	}
 	return true;
 }
 
@@ -113,7 +129,7 @@ bool sp_u64map_next(const struct sp_u64map *m, size_t *iter, uint64_t *key, uint
 	size_t i;
 
 	for (i = *iter; i < m->cap; i++) {
-		if (m->used[i] == 1) {
+		if (m->used[i]) {
 			if (key)
 				*key = m->keys[i];
 			if (val)
@@ -142,20 +158,20 @@ uint32_t sp_idset_find(const struct sp_idset *s, uint64_t hash, const void *key,
 	if (!s->cap)
 		return 0;
 	mask = s->cap - 1;
-	for (i = hash & mask; s->slots[i]; i = (i + 1) & mask)
-		if (s->hashes[i] == (uint32_t)hash && eq(ctx, s->slots[i], key))
-			return s->slots[i];
+	for (i = hash & mask; s->slots[i].id; i = (i + 1) & mask)
+		if (s->slots[i].hash == (uint32_t)hash && eq(ctx, s->slots[i].id, key))
+			return s->slots[i].id;
 	return 0;
 }
 
-static void idset_insert(struct sp_idset *s, uint64_t hash, uint32_t id)
+static void idset_insert(struct sp_idset *s, uint32_t hash, uint32_t id)
 {
 	size_t mask = s->cap - 1, i;
 
-	for (i = hash & mask; s->slots[i]; i = (i + 1) & mask)
+	for (i = hash & mask; s->slots[i].id; i = (i + 1) & mask)
 		;
-	s->slots[i] = id;
-	s->hashes[i] = (uint32_t)hash;
+	s->slots[i].hash = hash;
+	s->slots[i].id = id;
 }
 
 void sp_idset_add(struct sp_idset *s, uint64_t hash, uint32_t id)
@@ -168,20 +184,38 @@ void sp_idset_add(struct sp_idset *s, uint64_t hash, uint32_t id)
 
 		s->cap = s->cap ? s->cap * 2 : 64;
 		s->slots = sp_xcalloc(s->cap, sizeof(*s->slots));
-		s->hashes = sp_xcalloc(s->cap, sizeof(*s->hashes));
 		for (i = 0; i < old.cap; i++)
-			if (old.slots[i])
-				idset_insert(s, old.hashes[i], old.slots[i]);
+			if (old.slots[i].id)
+				idset_insert(s, old.slots[i].hash, old.slots[i].id);
 		free(old.slots);
-		free(old.hashes);
 	}
-	idset_insert(s, hash, id);
+	idset_insert(s, (uint32_t)hash, id);
 	s->n++;
+}
+
+bool sp_idset_del(struct sp_idset *s, uint64_t hash, uint32_t id)
+{
+	size_t mask = s->cap - 1, i, j;
+
+	if (!s->cap || !id)
+		return false;
+	for (i = hash & mask; s->slots[i].id != id; i = (i + 1) & mask)
+		if (!s->slots[i].id)
+			return false;
+	s->slots[i].id = 0;
+	s->n--;
+	for (j = (i + 1) & mask; s->slots[j].id; j = (j + 1) & mask) {
+		if (may_fill(i, j, s->slots[j].hash & mask)) {
+			s->slots[i] = s->slots[j];
+			s->slots[j].id = 0;
+			i = j;
+		}
+	}
+	return true;
 }
 
 void sp_idset_release(struct sp_idset *s)
 {
 	free(s->slots);
-	free(s->hashes);
 	memset(s, 0, sizeof(*s));
 }

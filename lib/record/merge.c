@@ -10,12 +10,13 @@
  * flush repeatedly takes the oldest head of the few runs. Records and the
  * bytes they point to are copied into chunks that are reused once read out:
  * no allocation per record once the chunks exist. Past MAX_RUNS runs (input
- * in no order at all), records go to a binary heap instead.
+ * in no order at all), records go to the reorder heap (base/heap.h) instead.
  */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/heap.h"
 #include "merge.h"
 #include "sp.h"
 
@@ -52,8 +53,7 @@ struct sp_merge {
 	unsigned int cur;	/* run last added to */
 	struct chunk *free_chunks;
 	unsigned int nfree;
-	struct entry **heap;	/* overflow when every run is newer */
-	size_t nheap, heap_cap;
+	struct sp_heap heap;	/* overflow when every run is newer */
 	size_t n;
 	uint64_t seq;
 };
@@ -90,9 +90,9 @@ void sp_merge_free(struct sp_merge *m)
 	for (i = 0; i < MAX_RUNS; i++)
 		free_list(m->runs[i].head);
 	free_list(m->free_chunks);
-	for (i = 0; i < m->nheap; i++)
-		free(m->heap[i]);
-	free(m->heap);
+	for (i = 0; i < m->heap.n; i++)
+		free(m->heap.v[i].p);
+	sp_heap_release(&m->heap);
 	free(m);
 }
 
@@ -182,7 +182,7 @@ static void copy_record(struct sp_record *dst, const struct sp_record *src)
 
 static bool before(const struct entry *a, const struct entry *b)
 {
-	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+	return sp_heap_before(a->time, a->seq, b->time, b->seq);
 }
 
 /* Room for size bytes at the end of run r, or NULL (reported). */
@@ -242,46 +242,6 @@ static int pick_run(struct sp_merge *m, uint64_t t)
 	return m->nruns < MAX_RUNS ? (int)m->nruns++ : -1;
 }
 
-static int heap_add(struct sp_merge *m, struct entry *e)
-{
-	size_t i;
-
-	if (m->nheap == m->heap_cap) {
-		size_t cap = m->heap_cap ? 2 * m->heap_cap : 256;
-		struct entry **h = realloc(m->heap, cap * sizeof(*h));
-
-		if (!h)
-			return sp_error("out of memory holding %zu records", m->n);
-		m->heap = h;
-		m->heap_cap = cap;
-	}
-	i = m->nheap++;
-	while (i > 0 && before(e, m->heap[(i - 1) / 2])) {
-		m->heap[i] = m->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	m->heap[i] = e;
-	return 0;
-}
-
-static struct entry *heap_pop(struct sp_merge *m)
-{
-	struct entry *top = m->heap[0], *last = m->heap[--m->nheap];
-	size_t i = 0, c;
-
-	while ((c = 2 * i + 1) < m->nheap) {
-		if (c + 1 < m->nheap && before(m->heap[c + 1], m->heap[c]))
-			c++;
-		if (!before(m->heap[c], last))
-			break;
-		m->heap[i] = m->heap[c];
-		i = c;
-	}
-	if (m->nheap)
-		m->heap[i] = last;
-	return top;
-}
-
 int sp_merge_add(void *merge, const struct sp_record *rec)
 {
 	struct sp_merge *m = merge;
@@ -324,11 +284,7 @@ int sp_merge_add(void *merge, const struct sp_record *rec)
 	}
 	m->n++;
 	if (ri < 0) {
-		if (heap_add(m, e)) {
-			free(e);
-			m->n--;
-			return -1;
-		}
+		sp_heap_push(&m->heap, e->time, e->seq, e);
 		return 0;
 	}
 	m->runs[ri].n++;
@@ -371,8 +327,9 @@ static void run_pop(struct sp_merge *m, struct run *r)
 /* The run holding the oldest record (-1: the heap; -2: none). */
 static int oldest(const struct sp_merge *m, const struct entry **out)
 {
-	const struct entry *best = m->nheap ? m->heap[0] : NULL;
-	int which = m->nheap ? -1 : -2;
+	const struct sp_heap_item *top = sp_heap_top(&m->heap);
+	const struct entry *best = top ? top->p : NULL;
+	int which = top ? -1 : -2;
 	unsigned int i;
 
 	for (i = 0; i < m->nruns; i++) {
@@ -402,7 +359,7 @@ long sp_merge_flush(struct sp_merge *m, uint64_t upto)
 			break;
 		err = m->put(m->ctx, &e->rec);
 		if (which == -1) {
-			free(heap_pop(m));
+			free(sp_heap_pop(&m->heap));
 			m->n--;
 		} else {
 			run_pop(m, &m->runs[which]);

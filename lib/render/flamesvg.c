@@ -17,7 +17,6 @@
 
 #include "escape.h"
 #include "flame.h"
-#include "flame_map.h"
 #include "sp.h"
 
 #define FRAME_H		16
@@ -58,7 +57,13 @@ static void put_xml(FILE *out, const char *str, size_t max)
 	sp_esc_xml_put(out, str, sp_utf8_cut(str, n, max), 0);
 }
 
-static uint32_t fnv(const char *s)
+/*
+ * The bits that choose a frame's colour from its name (32-bit FNV-1a). Its
+ * values are in every SVG: a name keeps its colour from one graph to the
+ * next, and from one version of sp-flame to the next. A colour function,
+ * not a table hash (those are hashmap.h's): never change it.
+ */
+static uint32_t color_bits(const char *s)
 {
 	uint32_t h = 2166136261u;
 
@@ -69,7 +74,7 @@ static uint32_t fnv(const char *s)
 
 void sp_flame_color(const char *name, unsigned int kind, char *buf, size_t len)
 {
-	uint32_t h = fnv(name);
+	uint32_t h = color_bits(name);
 	double v1 = (h & 0xff) / 255.0, v2 = ((h >> 8) & 0xff) / 255.0;
 	double v3 = ((h >> 16) & 0xff) / 255.0;
 	int r, g, b;

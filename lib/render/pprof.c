@@ -11,7 +11,7 @@
 
 #include "escape.h"
 #include "export.h"
-#include "flame_map.h"
+#include "hashmap.h"
 #include "sp.h"
 
 /*
@@ -68,22 +68,22 @@ struct sp_pprof {
 
 	char **strs;
 	size_t nstrs, strs_cap;
-	struct sp_hidx str_idx;
+	struct sp_idset str_idx;
 
 	struct pmap *maps;
 	size_t nmaps, maps_cap;
-	struct sp_hidx map_idx;
+	struct sp_idset map_idx;
 	struct pfunc *funcs;
 	size_t nfuncs, funcs_cap;
-	struct sp_hidx func_idx;
+	struct sp_idset func_idx;
 	struct ploc *locs;
 	size_t nlocs, locs_cap;
-	struct sp_hidx loc_idx;
+	struct sp_idset loc_idx;
 	struct pline *lines;
 	size_t nlines, lines_cap;
 	struct psample *samples;
 	size_t nsamples, samples_cap;
-	struct sp_hidx sample_idx;
+	struct sp_idset sample_idx;
 	uint64_t *locpool;
 	size_t locpool_len, locpool_cap;
 	uint64_t *fbuf;
@@ -101,12 +101,12 @@ struct skey {
 	size_t len;
 };
 
-static bool str_eq(const void *ctx, uint32_t pos, const void *key)
+static bool str_eq(void *ctx, uint32_t id, const void *key)
 {
 	const struct sp_pprof *p = ctx;
 	const struct skey *k = key;
 
-	return strlen(p->strs[pos]) == k->len && !memcmp(p->strs[pos], k->s, k->len);
+	return strlen(p->strs[id - 1]) == k->len && !memcmp(p->strs[id - 1], k->s, k->len);
 }
 
 /*
@@ -120,15 +120,16 @@ static int64_t str(struct sp_pprof *p, const char *raw, size_t rlen)
 	char *c = len == rlen ? NULL : sp_xmalloc(len + 1);
 	const char *s = c ? c : raw;
 	struct skey k = { s, len };
-	uint32_t h, pos;
+	uint32_t id;
+	uint64_t h;
 
 	if (c)
 		sp_esc_text(c, len + 1, raw, rlen, 0);
 	h = sp_hash_bytes(s, len);
-	pos = sp_hidx_find(&p->str_idx, h, str_eq, p, &k);
-	if (pos != UINT32_MAX) {
+	id = sp_idset_find(&p->str_idx, h, &k, str_eq, p);
+	if (id) {
 		free(c);
-		return pos;
+		return id - 1;
 	}
 	if (!c) {
 		c = sp_xmalloc(len + 1);
@@ -137,7 +138,7 @@ static int64_t str(struct sp_pprof *p, const char *raw, size_t rlen)
 	}
 	sp_grow(&p->strs, &p->strs_cap, p->nstrs + 1, sizeof(*p->strs));
 	p->strs[p->nstrs] = c;
-	sp_hidx_insert(&p->str_idx, h, p->nstrs);
+	sp_idset_add(&p->str_idx, h, p->nstrs + 1);
 	return p->nstrs++;
 }
 
@@ -164,16 +165,16 @@ void sp_pprof_free(struct sp_pprof *p)
 	for (i = 0; i < p->nstrs; i++)
 		free(p->strs[i]);
 	free(p->strs);
-	sp_hidx_release(&p->str_idx);
+	sp_idset_release(&p->str_idx);
 	free(p->maps);
-	sp_hidx_release(&p->map_idx);
+	sp_idset_release(&p->map_idx);
 	free(p->funcs);
-	sp_hidx_release(&p->func_idx);
+	sp_idset_release(&p->func_idx);
 	free(p->locs);
-	sp_hidx_release(&p->loc_idx);
+	sp_idset_release(&p->loc_idx);
 	free(p->lines);
 	free(p->samples);
-	sp_hidx_release(&p->sample_idx);
+	sp_idset_release(&p->sample_idx);
 	free(p->locpool);
 	free(p->fbuf);
 	free(p);
@@ -192,9 +193,9 @@ struct idkey {
 	uint64_t id;
 };
 
-static bool map_eq(const void *ctx, uint32_t pos, const void *key)
+static bool map_eq(void *ctx, uint32_t id, const void *key)
 {
-	const struct pmap *m = &((const struct pmap *)ctx)[pos];
+	const struct pmap *m = &((const struct pmap *)ctx)[id - 1];
 	const struct idkey *k = key;
 
 	return m->gen == k->gen && m->module == k->id;
@@ -203,15 +204,15 @@ static bool map_eq(const void *ctx, uint32_t pos, const void *key)
 static uint64_t mapping(struct sp_pprof *p, const struct sp_defs *d, uint64_t module)
 {
 	struct idkey k = { p->gen, module };
-	uint32_t h = sp_hash2(p->gen, module);
-	uint32_t pos = sp_hidx_find(&p->map_idx, h, map_eq, p->maps, &k);
+	uint64_t h = sp_hash_mix(p->gen, module);
+	uint32_t id = sp_idset_find(&p->map_idx, h, &k, map_eq, p->maps);
 	const struct sp_module *m;
 	struct pmap *x;
 	char hex[2 * 64 + 1];
 	uint32_t i;
 
-	if (pos != UINT32_MAX)
-		return pos + 1;
+	if (id)
+		return id;
 	m = sp_defs_module(d, module);
 	if (!m)
 		return 0;
@@ -228,13 +229,13 @@ static uint64_t mapping(struct sp_pprof *p, const struct sp_defs *d, uint64_t mo
 		snprintf(hex + 2 * i, 3, "%02x", m->build_id.p[i]);
 	hex[2 * i] = '\0';
 	x->build_id = strz(p, hex);
-	sp_hidx_insert(&p->map_idx, h, p->nmaps);
+	sp_idset_add(&p->map_idx, h, p->nmaps + 1);
 	return ++p->nmaps;
 }
 
-static bool func_eq(const void *ctx, uint32_t pos, const void *key)
+static bool func_eq(void *ctx, uint32_t id, const void *key)
 {
-	const struct pfunc *f = &((const struct pfunc *)ctx)[pos], *k = key;
+	const struct pfunc *f = &((const struct pfunc *)ctx)[id - 1], *k = key;
 
 	return f->name == k->name && f->filename == k->filename;
 }
@@ -242,20 +243,20 @@ static bool func_eq(const void *ctx, uint32_t pos, const void *key)
 static uint64_t function(struct sp_pprof *p, int64_t name, int64_t filename)
 {
 	struct pfunc k = { name, filename };
-	uint32_t h = sp_hash2(name, filename);
-	uint32_t pos = sp_hidx_find(&p->func_idx, h, func_eq, p->funcs, &k);
+	uint64_t h = sp_hash_mix(name, filename);
+	uint32_t id = sp_idset_find(&p->func_idx, h, &k, func_eq, p->funcs);
 
-	if (pos != UINT32_MAX)
-		return pos + 1;
+	if (id)
+		return id;
 	sp_grow(&p->funcs, &p->funcs_cap, p->nfuncs + 1, sizeof(*p->funcs));
 	p->funcs[p->nfuncs] = k;
-	sp_hidx_insert(&p->func_idx, h, p->nfuncs);
+	sp_idset_add(&p->func_idx, h, p->nfuncs + 1);
 	return ++p->nfuncs;
 }
 
-static bool loc_eq(const void *ctx, uint32_t pos, const void *key)
+static bool loc_eq(void *ctx, uint32_t id, const void *key)
 {
-	const struct ploc *l = &((const struct ploc *)ctx)[pos];
+	const struct ploc *l = &((const struct ploc *)ctx)[id - 1];
 	const struct idkey *k = key;
 
 	return l->gen == k->gen && l->frame == k->id;
@@ -264,16 +265,16 @@ static bool loc_eq(const void *ctx, uint32_t pos, const void *key)
 static uint64_t location(struct sp_pprof *p, const struct sp_defs *d, uint64_t fid)
 {
 	struct idkey k = { p->gen, fid };
-	uint32_t h = sp_hash2(p->gen, fid);
-	uint32_t pos = sp_hidx_find(&p->loc_idx, h, loc_eq, p->locs, &k);
+	uint64_t h = sp_hash_mix(p->gen, fid);
+	uint32_t id = sp_idset_find(&p->loc_idx, h, &k, loc_eq, p->locs);
 	const struct sp_frame *fr;
 	const struct sp_symbol *sym;
 	unsigned int nsym = 0, i;
 	struct ploc *l;
 	struct pmap *m = NULL;
 
-	if (pos != UINT32_MAX)
-		return pos + 1;
+	if (id)
+		return id;
 	fr = sp_defs_frame(d, fid);
 	sp_grow(&p->locs, &p->locs_cap, p->nlocs + 1, sizeof(*p->locs));
 	l = &p->locs[p->nlocs];
@@ -312,7 +313,7 @@ static uint64_t location(struct sp_pprof *p, const struct sp_defs *d, uint64_t f
 			}
 		}
 	}
-	sp_hidx_insert(&p->loc_idx, h, p->nlocs);
+	sp_idset_add(&p->loc_idx, h, p->nlocs + 1);
 	return ++p->nlocs;
 }
 
@@ -323,9 +324,9 @@ struct sample_key {
 	uint64_t stack, pid, tid;
 };
 
-static bool sample_eq(const void *ctx, uint32_t pos, const void *key)
+static bool sample_eq(void *ctx, uint32_t id, const void *key)
 {
-	const struct psample *s = &((const struct psample *)ctx)[pos];
+	const struct psample *s = &((const struct psample *)ctx)[id - 1];
 	const struct sample_key *k = key;
 
 	return s->gen == k->gen && s->stack == k->stack && s->pid == k->pid && s->tid == k->tid;
@@ -335,12 +336,13 @@ static int add_sample(struct sp_pprof *p, const struct sp_defs *d, const struct 
 		      uint64_t ns)
 {
 	struct sample_key k = { p->gen, s->stack, s->pid, s->tid };
-	uint32_t h = sp_hash2(sp_hash2(p->gen, s->stack), sp_hash2(s->pid, s->tid));
-	uint32_t pos = sp_hidx_find(&p->sample_idx, h, sample_eq, p->samples, &k);
+	uint64_t h = sp_hash_mix(sp_hash_mix(sp_hash_mix(sp_hash_u64(p->gen), s->stack), s->pid),
+				 s->tid);
+	uint32_t id = sp_idset_find(&p->sample_idx, h, &k, sample_eq, p->samples);
 	struct psample *x;
 	int depth = 0, i;
 
-	if (pos == UINT32_MAX) {
+	if (!id) {
 		if (s->stack) {
 			/* A deeper stack keeps its innermost frames (defs.h). */
 			if (!p->fbuf_cap)
@@ -364,10 +366,10 @@ static int add_sample(struct sp_pprof *p, const struct sp_defs *d, const struct 
 		for (i = 0; i < depth; i++)	/* leaf first, as pprof wants */
 			p->locpool[p->locpool_len + i] = location(p, d, p->fbuf[i]);
 		p->locpool_len += depth;
-		sp_hidx_insert(&p->sample_idx, h, p->nsamples);
-		pos = p->nsamples++;
+		id = ++p->nsamples;
+		sp_idset_add(&p->sample_idx, h, id);
 	}
-	x = &p->samples[pos];
+	x = &p->samples[id - 1];
 	x->count++;
 	x->ns += ns;
 	p->total_samples++;
@@ -433,6 +435,139 @@ static int gzip_write(const uint8_t *buf, size_t len, FILE *out)
 	return 0;
 }
 
+/*
+ * The profile.proto message's repeated fields, built from the tables: for
+ * each, the messages and the array of pointers to them protobuf-c wants.
+ */
+struct pb {
+	Mapping *maps, **mapp;
+	Function *funcs, **funcp;
+	Location *locs, **locp;
+	Line *lines, **linep;
+	Sample *samples, **samplep;
+	Label *labels, **labelp;
+	int64_t *values;
+};
+
+static void pb_mappings(const struct sp_pprof *p, struct pb *b)
+{
+	size_t i;
+
+	b->maps = sp_xcalloc(p->nmaps + 1, sizeof(*b->maps));
+	b->mapp = sp_xcalloc(p->nmaps + 1, sizeof(*b->mapp));
+	for (i = 0; i < p->nmaps; i++) {
+		Mapping *m = &b->maps[i];
+
+		perftools__profiles__mapping__init(m);
+		m->id = i + 1;
+		m->memory_start = p->maps[i].start;
+		m->memory_limit = p->maps[i].limit;
+		m->file_offset = p->maps[i].offset;
+		m->filename = p->maps[i].filename;
+		m->build_id = p->maps[i].build_id;
+		m->has_functions = p->maps[i].has_functions;
+		m->has_filenames = p->maps[i].has_lines;
+		m->has_line_numbers = p->maps[i].has_lines;
+		m->has_inline_frames = p->maps[i].has_inline;
+		b->mapp[i] = m;
+	}
+}
+
+static void pb_functions(const struct sp_pprof *p, struct pb *b)
+{
+	size_t i;
+
+	b->funcs = sp_xcalloc(p->nfuncs + 1, sizeof(*b->funcs));
+	b->funcp = sp_xcalloc(p->nfuncs + 1, sizeof(*b->funcp));
+	for (i = 0; i < p->nfuncs; i++) {
+		perftools__profiles__function__init(&b->funcs[i]);
+		b->funcs[i].id = i + 1;
+		b->funcs[i].name = p->funcs[i].name;
+		b->funcs[i].system_name = p->funcs[i].name;
+		b->funcs[i].filename = p->funcs[i].filename;
+		b->funcp[i] = &b->funcs[i];
+	}
+}
+
+/* Locations and the lines each points into. */
+static void pb_locations(const struct sp_pprof *p, struct pb *b)
+{
+	size_t i;
+
+	b->lines = sp_xcalloc(p->nlines + 1, sizeof(*b->lines));
+	b->linep = sp_xcalloc(p->nlines + 1, sizeof(*b->linep));
+	for (i = 0; i < p->nlines; i++) {
+		perftools__profiles__line__init(&b->lines[i]);
+		b->lines[i].function_id = p->lines[i].func;
+		b->lines[i].line = p->lines[i].line;
+		b->lines[i].column = p->lines[i].column;
+		b->linep[i] = &b->lines[i];
+	}
+	b->locs = sp_xcalloc(p->nlocs + 1, sizeof(*b->locs));
+	b->locp = sp_xcalloc(p->nlocs + 1, sizeof(*b->locp));
+	for (i = 0; i < p->nlocs; i++) {
+		perftools__profiles__location__init(&b->locs[i]);
+		b->locs[i].id = i + 1;
+		b->locs[i].mapping_id = p->locs[i].mapping;
+		b->locs[i].address = p->locs[i].address;
+		b->locs[i].n_line = p->locs[i].nlines;
+		b->locs[i].line = b->linep + p->locs[i].line_off;
+		b->locp[i] = &b->locs[i];
+	}
+}
+
+/* Samples with their two values and their pid and tid labels. */
+static void pb_samples(const struct sp_pprof *p, struct pb *b, int64_t k_pid, int64_t k_tid)
+{
+	size_t i;
+
+	b->samples = sp_xcalloc(p->nsamples + 1, sizeof(*b->samples));
+	b->samplep = sp_xcalloc(p->nsamples + 1, sizeof(*b->samplep));
+	b->labels = sp_xcalloc(2 * p->nsamples + 1, sizeof(*b->labels));
+	b->labelp = sp_xcalloc(2 * p->nsamples + 1, sizeof(*b->labelp));
+	b->values = sp_xcalloc(2 * p->nsamples + 1, sizeof(*b->values));
+	for (i = 0; i < p->nsamples; i++) {
+		Sample *s = &b->samples[i];
+		Label *l = &b->labels[2 * i];
+
+		perftools__profiles__sample__init(s);
+		s->n_location_id = p->samples[i].nlocs;
+		s->location_id = p->locpool + p->samples[i].loc_off;
+		b->values[2 * i] = p->samples[i].count;
+		b->values[2 * i + 1] = p->samples[i].ns;
+		s->n_value = 2;
+		s->value = &b->values[2 * i];
+		perftools__profiles__label__init(&l[0]);
+		perftools__profiles__label__init(&l[1]);
+		l[0].key = k_pid;
+		l[0].num = p->samples[i].pid;
+		l[1].key = k_tid;
+		l[1].num = p->samples[i].tid;
+		b->labelp[2 * i] = &l[0];
+		b->labelp[2 * i + 1] = &l[1];
+		s->n_label = 2;
+		s->label = &b->labelp[2 * i];
+		b->samplep[i] = s;
+	}
+}
+
+static void pb_free(struct pb *b)
+{
+	free(b->maps);
+	free(b->mapp);
+	free(b->funcs);
+	free(b->funcp);
+	free(b->locs);
+	free(b->locp);
+	free(b->lines);
+	free(b->linep);
+	free(b->samples);
+	free(b->samplep);
+	free(b->labels);
+	free(b->labelp);
+	free(b->values);
+}
+
 int sp_pprof_write(struct sp_pprof *p, FILE *out, uint64_t period_ns, const char *comment)
 {
 	Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -440,28 +575,16 @@ int sp_pprof_write(struct sp_pprof *p, FILE *out, uint64_t period_ns, const char
 			    PERFTOOLS__PROFILES__VALUE_TYPE__INIT,
 			    PERFTOOLS__PROFILES__VALUE_TYPE__INIT };
 	ValueType *vtp[2] = { &vt[0], &vt[1] };
-	Mapping *maps = sp_xcalloc(p->nmaps + 1, sizeof(*maps));
-	Mapping **mapp = sp_xcalloc(p->nmaps + 1, sizeof(*mapp));
-	Function *funcs = sp_xcalloc(p->nfuncs + 1, sizeof(*funcs));
-	Function **funcp = sp_xcalloc(p->nfuncs + 1, sizeof(*funcp));
-	Location *locs = sp_xcalloc(p->nlocs + 1, sizeof(*locs));
-	Location **locp = sp_xcalloc(p->nlocs + 1, sizeof(*locp));
-	Line *lines = sp_xcalloc(p->nlines + 1, sizeof(*lines));
-	Line **linep = sp_xcalloc(p->nlines + 1, sizeof(*linep));
-	Sample *samples = sp_xcalloc(p->nsamples + 1, sizeof(*samples));
-	Sample **samplep = sp_xcalloc(p->nsamples + 1, sizeof(*samplep));
-	Label *labels = sp_xcalloc(2 * p->nsamples + 1, sizeof(*labels));
-	Label **labelp = sp_xcalloc(2 * p->nsamples + 1, sizeof(*labelp));
-	int64_t *values = sp_xcalloc(2 * p->nsamples + 1, sizeof(*values));
-	int64_t comment_idx;
+	/* the string table's order is the order of these calls: keep it */
 	int64_t k_samples = strz(p, "samples"), k_count = strz(p, "count");
 	int64_t k_cpu = strz(p, "cpu"), k_ns = strz(p, "nanoseconds");
 	int64_t k_pid = strz(p, "pid"), k_tid = strz(p, "tid");
+	int64_t comment_idx = strz(p, comment ? comment : "");
+	struct pb b;
 	uint8_t *buf;
-	size_t i, len;
+	size_t len;
 	int rc;
 
-	comment_idx = strz(p, comment ? comment : "");
 	vt[0].type = k_samples;
 	vt[0].unit = k_count;
 	vt[1].type = k_cpu;
@@ -479,74 +602,18 @@ int sp_pprof_write(struct sp_pprof *p, FILE *out, uint64_t period_ns, const char
 		prof.n_comment = 1;
 		prof.comment = &comment_idx;
 	}
-	for (i = 0; i < p->nmaps; i++) {
-		perftools__profiles__mapping__init(&maps[i]);
-		maps[i].id = i + 1;
-		maps[i].memory_start = p->maps[i].start;
-		maps[i].memory_limit = p->maps[i].limit;
-		maps[i].file_offset = p->maps[i].offset;
-		maps[i].filename = p->maps[i].filename;
-		maps[i].build_id = p->maps[i].build_id;
-		maps[i].has_functions = p->maps[i].has_functions;
-		maps[i].has_filenames = p->maps[i].has_lines;
-		maps[i].has_line_numbers = p->maps[i].has_lines;
-		maps[i].has_inline_frames = p->maps[i].has_inline;
-		mapp[i] = &maps[i];
-	}
-	for (i = 0; i < p->nfuncs; i++) {
-		perftools__profiles__function__init(&funcs[i]);
-		funcs[i].id = i + 1;
-		funcs[i].name = p->funcs[i].name;
-		funcs[i].system_name = p->funcs[i].name;
-		funcs[i].filename = p->funcs[i].filename;
-		funcp[i] = &funcs[i];
-	}
-	for (i = 0; i < p->nlines; i++) {
-		perftools__profiles__line__init(&lines[i]);
-		lines[i].function_id = p->lines[i].func;
-		lines[i].line = p->lines[i].line;
-		lines[i].column = p->lines[i].column;
-		linep[i] = &lines[i];
-	}
-	for (i = 0; i < p->nlocs; i++) {
-		perftools__profiles__location__init(&locs[i]);
-		locs[i].id = i + 1;
-		locs[i].mapping_id = p->locs[i].mapping;
-		locs[i].address = p->locs[i].address;
-		locs[i].n_line = p->locs[i].nlines;
-		locs[i].line = linep + p->locs[i].line_off;
-		locp[i] = &locs[i];
-	}
-	for (i = 0; i < p->nsamples; i++) {
-		Label *l = &labels[2 * i];
-
-		perftools__profiles__sample__init(&samples[i]);
-		samples[i].n_location_id = p->samples[i].nlocs;
-		samples[i].location_id = p->locpool + p->samples[i].loc_off;
-		values[2 * i] = p->samples[i].count;
-		values[2 * i + 1] = p->samples[i].ns;
-		samples[i].n_value = 2;
-		samples[i].value = &values[2 * i];
-		perftools__profiles__label__init(&l[0]);
-		perftools__profiles__label__init(&l[1]);
-		l[0].key = k_pid;
-		l[0].num = p->samples[i].pid;
-		l[1].key = k_tid;
-		l[1].num = p->samples[i].tid;
-		labelp[2 * i] = &l[0];
-		labelp[2 * i + 1] = &l[1];
-		samples[i].n_label = 2;
-		samples[i].label = &labelp[2 * i];
-		samplep[i] = &samples[i];
-	}
+	pb_mappings(p, &b);
+	pb_functions(p, &b);
+	pb_locations(p, &b);
+	pb_samples(p, &b, k_pid, k_tid);
 	prof.n_mapping = p->nmaps;
-	prof.mapping = mapp;
+	prof.mapping = b.mapp;
 	prof.n_function = p->nfuncs;
-	prof.function = funcp;
+	prof.function = b.funcp;
 	prof.n_location = p->nlocs;
-	prof.location = locp;
+	prof.location = b.locp;
 	prof.n_sample = p->nsamples;
-	prof.sample = samplep;
+	prof.sample = b.samplep;
 	prof.n_string_table = p->nstrs;
 	prof.string_table = p->strs;
 
@@ -555,18 +622,6 @@ int sp_pprof_write(struct sp_pprof *p, FILE *out, uint64_t period_ns, const char
 	perftools__profiles__profile__pack(&prof, buf);
 	rc = gzip_write(buf, len, out);
 	free(buf);
-	free(maps);
-	free(mapp);
-	free(funcs);
-	free(funcp);
-	free(locs);
-	free(locp);
-	free(lines);
-	free(linep);
-	free(samples);
-	free(samplep);
-	free(labels);
-	free(labelp);
-	free(values);
+	pb_free(&b);
 	return rc;
 }

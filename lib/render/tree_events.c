@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * A readable rendering of every event kind of lib/stream/events.c (see
- * tree.h). Its strings come in their text form (escape.h: lib/render/tree.c
- * keeps them so), so they are written as they are.
+ * tree.h), by the kind's group. Its strings come in their text form
+ * (escape.h: lib/render/tree.c keeps them so), so they are written as they
+ * are.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -240,178 +241,238 @@ static void tb_exec(struct tb *b, const char *file, const char *argv, uint64_t t
 		tb_add(b, " …");
 }
 
+/* Processes and threads: fork, exec, exit; false for a kind it does not know. */
+static bool proc_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stable)
+{
+	switch (kind) {
+	case SP_EV_PROC_FORK:
+		if (v[2] & SP_FORK_THREAD)
+			tb_add(b, stable ? "thread" : "thread %llu", (unsigned long long)v[1]);
+		else
+			tb_add(b, stable ? "child" : "%llu", (unsigned long long)v[0]);
+		break;
+	case SP_EV_PROC_EXEC:
+		tb_exec(b, str(v[0]), str(v[1]), v[2]);
+		break;
+	case SP_EV_PROC_EXIT:
+		if (v[1])
+			tb_add(b, "%skilled by %s", v[2] ? "thread " : "", signame(v[1]));
+		else
+			tb_add(b, "%sexit %lld", v[2] ? "thread " : "", (long long)(int64_t)v[0]);
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* Files: opens, renames, links, modes, owners, removals; false for a kind it does not know. */
+static bool file_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stable)
+{
+	char flags[256];
+
+	switch (kind) {
+	case SP_EV_PATH_OPEN:
+		if (str(v[4]) && str(v[0]) && str(v[0])[0] != '/')
+			tb_add(b, "%s/", str(v[4]));
+		tb_str(b, str(v[0]));
+		sp_open_flags_text(flags, sizeof(flags), v[1]);
+		tb_add(b, " (%s", flags);
+		if (v[1] & (O_CREAT | SP_O_TMPFILE_BIT))
+			tb_add(b, ", 0%llo", (unsigned long long)v[2]);
+		tb_add(b, ")");
+		if (v[5])
+			tb_add(b, " …");
+		if ((int64_t)v[3] >= 0 && stable)
+			tb_add(b, " = fd");
+		else
+			tb_result(b, v[3]);
+		break;
+	case SP_EV_FILE_GETDENTS:
+		tb_str(b, str(v[0]));
+		tb_result(b, v[2]);
+		break;
+	case SP_EV_FILE_RENAME:
+		tb_str(b, str(v[0]));
+		tb_add(b, " → ");
+		tb_str(b, str(v[1]));
+		if (v[2])
+			tb_add(b, " (flags 0x%llx)", (unsigned long long)v[2]);
+		tb_result(b, v[3]);
+		break;
+	case SP_EV_FILE_HARDLINK:
+		tb_str(b, str(v[1]));
+		tb_add(b, " => ");
+		tb_str(b, str(v[0]));
+		tb_result(b, v[2]);
+		break;
+	case SP_EV_FILE_SYMLINK:
+		tb_str(b, str(v[1]));
+		tb_add(b, " -> ");
+		tb_str(b, str(v[0]));
+		tb_result(b, v[2]);
+		break;
+	case SP_EV_FILE_CHMOD:
+		tb_str(b, str(v[0]));
+		tb_add(b, " mode 0%llo", (unsigned long long)v[1]);
+		tb_result(b, v[2]);
+		break;
+	case SP_EV_FILE_CHOWN:
+		tb_str(b, str(v[0]));
+		tb_add(b, " owner %lld:%lld", (long long)(int64_t)v[1], (long long)(int64_t)v[2]);
+		tb_result(b, v[3]);
+		break;
+	case SP_EV_FILE_UNLINK:
+		tb_str(b, str(v[0]));
+		if (v[1] & AT_REMOVEDIR)
+			tb_add(b, " (AT_REMOVEDIR)");
+		tb_result(b, v[2]);
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* Sockets and DNS requests; false for a kind it does not know. */
+static bool net_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stable)
+{
+	switch (kind) {
+	case SP_EV_SOCK_CONNECT:
+	case SP_EV_SOCK_BIND:
+		tb_addr(b, v[0], v[1], v[2], true);
+		tb_result(b, v[3]);
+		break;
+	case SP_EV_SOCK_ACCEPT:
+		/* the peer's port is ephemeral: not stable */
+		tb_add(b, "from ");
+		tb_addr(b, v[0], v[1], v[2], !stable);
+		if ((int64_t)v[3] >= 0 && stable)
+			tb_add(b, " = fd");
+		else
+			tb_result(b, v[3]);
+		break;
+	case SP_EV_SOCK_LISTEN:
+		if (stable)
+			tb_add(b, "backlog %llu", (unsigned long long)v[1]);
+		else
+			tb_add(b, "fd %llu backlog %llu", (unsigned long long)v[0],
+			       (unsigned long long)v[1]);
+		tb_result(b, v[2]);
+		break;
+	case SP_EV_DNS_REQ:
+		tb_str(b, str(v[0]));
+		if (qtype_name(v[1]))
+			tb_add(b, " %s", qtype_name(v[1]));
+		else
+			tb_add(b, " type %llu", (unsigned long long)v[1]);
+		if (v[2]) {
+			tb_add(b, " via ");
+			tb_addr(b, 0, v[2], v[3], true);
+		}
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* Privileges, signals, mounts and the runtime's audit events; false for a kind it does not know. */
+static bool priv_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stable)
+{
+	switch (kind) {
+	case SP_EV_TASK_KILL:
+		if (stable)
+			tb_add(b, "%s", signame(v[1]));
+		else
+			tb_add(b, "%s to %lld", signame(v[1]), (long long)(int64_t)v[0]);
+		tb_result(b, v[2]);
+		break;
+	case SP_EV_PTRACE_CHECK:
+		if (ptrace_name(v[0]))
+			tb_add(b, "%s", ptrace_name(v[0]));
+		else
+			tb_add(b, "request %llu", (unsigned long long)v[0]);
+		if (!stable)
+			tb_add(b, " %llu", (unsigned long long)v[1]);
+		tb_result(b, v[2]);
+		break;
+	case SP_EV_SB_MOUNT:
+		tb_str(b, str(v[0]));
+		tb_add(b, " on ");
+		tb_str(b, str(v[1]));
+		if (str(v[2]))
+			tb_add(b, " type %s", str(v[2]));
+		if (v[3])
+			tb_add(b, " (flags 0x%llx)", (unsigned long long)v[3]);
+		tb_result(b, v[4]);
+		break;
+	case SP_EV_SETID_CHANGE:
+		tb_add(b, "%s", str(v[0]) ? str(v[0]) : "set*id");
+		if (v[1] != v[2])
+			tb_add(b, " uid %llu→%llu", (unsigned long long)v[1], (unsigned long long)v[2]);
+		if (v[3] != v[4])
+			tb_add(b, " gid %llu→%llu", (unsigned long long)v[3], (unsigned long long)v[4]);
+		tb_result(b, v[5]);
+		break;
+	case SP_EV_CAPABLE_CHECK:
+		if (cap_name(v[0]))
+			tb_add(b, "%s", cap_name(v[0]));
+		else
+			tb_add(b, "capability %llu", (unsigned long long)v[0]);
+		tb_result(b, v[1]);
+		break;
+	case SP_EV_KERNEL_READ_FILE:
+		tb_str(b, str(v[0]));
+		if (read_file_id(v[1]))
+			tb_add(b, " (%s)", read_file_id(v[1]));
+		tb_result(b, v[2]);
+		break;
+	case SP_EV_AUDIT:
+		tb_add(b, "%s", str(v[0]) ? str(v[0]) : "?");
+		if (str(v[1]) && *str(v[1]))
+			tb_add(b, " %s", str(v[1]));
+		break;
+
+	default:
+		return false;
+	}
+	return true;
+}
+
 size_t sp_event_text(char *buf, size_t size, uint64_t kind, const uint64_t *vals,
 		     unsigned int nvals, bool stable)
 {
+	const struct sp_event_schema *es = sp_event_schema(kind);
 	struct tb b = { buf, size, 0 };
 	uint64_t v[SP_EVENT_MAX_FIELDS] = { 0 };
-	char flags[256];
 	unsigned int i;
+	bool known;
 
 	if (size)
 		buf[0] = 0;
 	for (i = 0; i < nvals && i < SP_EVENT_MAX_FIELDS; i++)
 		v[i] = vals[i];
-	switch (kind) {
-	case SP_EV_PROC_FORK:
-		if (v[2] & SP_FORK_THREAD)
-			tb_add(&b, stable ? "thread" : "thread %llu", (unsigned long long)v[1]);
-		else
-			tb_add(&b, stable ? "child" : "%llu", (unsigned long long)v[0]);
+	switch (es ? es->group : 0) {
+	case SP_EVG_PROC:
+		known = proc_text(&b, kind, v, stable);
 		break;
-	case SP_EV_PROC_EXEC:
-		tb_exec(&b, str(v[0]), str(v[1]), v[2]);
+	case SP_EVG_FILE:
+		known = file_text(&b, kind, v, stable);
 		break;
-	case SP_EV_PROC_EXIT:
-		if (v[1])
-			tb_add(&b, "%skilled by %s", v[2] ? "thread " : "", signame(v[1]));
-		else
-			tb_add(&b, "%sexit %lld", v[2] ? "thread " : "", (long long)(int64_t)v[0]);
+	case SP_EVG_NET:
+	case SP_EVG_DNS:
+		known = net_text(&b, kind, v, stable);
 		break;
-	case SP_EV_PATH_OPEN:
-		if (str(v[4]) && str(v[0]) && str(v[0])[0] != '/')
-			tb_add(&b, "%s/", str(v[4]));
-		tb_str(&b, str(v[0]));
-		sp_open_flags_text(flags, sizeof(flags), v[1]);
-		tb_add(&b, " (%s", flags);
-		if (v[1] & (O_CREAT | SP_O_TMPFILE_BIT))
-			tb_add(&b, ", 0%llo", (unsigned long long)v[2]);
-		tb_add(&b, ")");
-		if (v[5])
-			tb_add(&b, " …");
-		if ((int64_t)v[3] >= 0 && stable)
-			tb_add(&b, " = fd");
-		else
-			tb_result(&b, v[3]);
-		break;
-	case SP_EV_FILE_GETDENTS:
-		tb_str(&b, str(v[0]));
-		tb_result(&b, v[2]);
-		break;
-	case SP_EV_FILE_RENAME:
-		tb_str(&b, str(v[0]));
-		tb_add(&b, " → ");
-		tb_str(&b, str(v[1]));
-		if (v[2])
-			tb_add(&b, " (flags 0x%llx)", (unsigned long long)v[2]);
-		tb_result(&b, v[3]);
-		break;
-	case SP_EV_FILE_HARDLINK:
-		tb_str(&b, str(v[1]));
-		tb_add(&b, " => ");
-		tb_str(&b, str(v[0]));
-		tb_result(&b, v[2]);
-		break;
-	case SP_EV_FILE_SYMLINK:
-		tb_str(&b, str(v[1]));
-		tb_add(&b, " -> ");
-		tb_str(&b, str(v[0]));
-		tb_result(&b, v[2]);
-		break;
-	case SP_EV_FILE_CHMOD:
-		tb_str(&b, str(v[0]));
-		tb_add(&b, " mode 0%llo", (unsigned long long)v[1]);
-		tb_result(&b, v[2]);
-		break;
-	case SP_EV_FILE_CHOWN:
-		tb_str(&b, str(v[0]));
-		tb_add(&b, " owner %lld:%lld", (long long)(int64_t)v[1], (long long)(int64_t)v[2]);
-		tb_result(&b, v[3]);
-		break;
-	case SP_EV_FILE_UNLINK:
-		tb_str(&b, str(v[0]));
-		if (v[1] & AT_REMOVEDIR)
-			tb_add(&b, " (AT_REMOVEDIR)");
-		tb_result(&b, v[2]);
-		break;
-	case SP_EV_SOCK_CONNECT:
-	case SP_EV_SOCK_BIND:
-		tb_addr(&b, v[0], v[1], v[2], true);
-		tb_result(&b, v[3]);
-		break;
-	case SP_EV_SOCK_ACCEPT:
-		/* the peer's port is ephemeral: not stable */
-		tb_add(&b, "from ");
-		tb_addr(&b, v[0], v[1], v[2], !stable);
-		if ((int64_t)v[3] >= 0 && stable)
-			tb_add(&b, " = fd");
-		else
-			tb_result(&b, v[3]);
-		break;
-	case SP_EV_SOCK_LISTEN:
-		if (stable)
-			tb_add(&b, "backlog %llu", (unsigned long long)v[1]);
-		else
-			tb_add(&b, "fd %llu backlog %llu", (unsigned long long)v[0],
-			       (unsigned long long)v[1]);
-		tb_result(&b, v[2]);
-		break;
-	case SP_EV_DNS_REQ:
-		tb_str(&b, str(v[0]));
-		if (qtype_name(v[1]))
-			tb_add(&b, " %s", qtype_name(v[1]));
-		else
-			tb_add(&b, " type %llu", (unsigned long long)v[1]);
-		if (v[2]) {
-			tb_add(&b, " via ");
-			tb_addr(&b, 0, v[2], v[3], true);
-		}
-		break;
-	case SP_EV_TASK_KILL:
-		if (stable)
-			tb_add(&b, "%s", signame(v[1]));
-		else
-			tb_add(&b, "%s to %lld", signame(v[1]), (long long)(int64_t)v[0]);
-		tb_result(&b, v[2]);
-		break;
-	case SP_EV_PTRACE_CHECK:
-		if (ptrace_name(v[0]))
-			tb_add(&b, "%s", ptrace_name(v[0]));
-		else
-			tb_add(&b, "request %llu", (unsigned long long)v[0]);
-		if (!stable)
-			tb_add(&b, " %llu", (unsigned long long)v[1]);
-		tb_result(&b, v[2]);
-		break;
-	case SP_EV_SB_MOUNT:
-		tb_str(&b, str(v[0]));
-		tb_add(&b, " on ");
-		tb_str(&b, str(v[1]));
-		if (str(v[2]))
-			tb_add(&b, " type %s", str(v[2]));
-		if (v[3])
-			tb_add(&b, " (flags 0x%llx)", (unsigned long long)v[3]);
-		tb_result(&b, v[4]);
-		break;
-	case SP_EV_SETID_CHANGE:
-		tb_add(&b, "%s", str(v[0]) ? str(v[0]) : "set*id");
-		if (v[1] != v[2])
-			tb_add(&b, " uid %llu→%llu", (unsigned long long)v[1], (unsigned long long)v[2]);
-		if (v[3] != v[4])
-			tb_add(&b, " gid %llu→%llu", (unsigned long long)v[3], (unsigned long long)v[4]);
-		tb_result(&b, v[5]);
-		break;
-	case SP_EV_CAPABLE_CHECK:
-		if (cap_name(v[0]))
-			tb_add(&b, "%s", cap_name(v[0]));
-		else
-			tb_add(&b, "capability %llu", (unsigned long long)v[0]);
-		tb_result(&b, v[1]);
-		break;
-	case SP_EV_KERNEL_READ_FILE:
-		tb_str(&b, str(v[0]));
-		if (read_file_id(v[1]))
-			tb_add(&b, " (%s)", read_file_id(v[1]));
-		tb_result(&b, v[2]);
-		break;
-	case SP_EV_AUDIT:
-		tb_add(&b, "%s", str(v[0]) ? str(v[0]) : "?");
-		if (str(v[1]) && *str(v[1]))
-			tb_add(&b, " %s", str(v[1]));
+	case SP_EVG_PRIV:
+	case SP_EVG_RUNTIME:
+		known = priv_text(&b, kind, v, stable);
 		break;
 	default:
-		tb_add(&b, "kind %llu", (unsigned long long)kind);
+		known = false;
 		break;
 	}
+	if (!known)
+		tb_add(&b, "kind %llu", (unsigned long long)kind);
 	return b.len;
 }

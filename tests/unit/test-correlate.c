@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/correlate/correlate.c: each rule of docs/correlate.md on its own. */
+/* Unit tests of lib/correlate/ (correlate.h): each rule of docs/correlate.md on its own. */
 #include <stdlib.h>
 #include <string.h>
 

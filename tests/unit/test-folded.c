@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/render/folded.c, lib/render/flamediff.c and lib/render/flamesvg.c: records
- * built in memory, expectations computed by hand. */
+/* Unit tests of the flame graph aggregate (lib/render/folded.c, folded_*.c),
+ * flamediff.c and flamesvg.c: records built in memory, expectations computed
+ * by hand. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

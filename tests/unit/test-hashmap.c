@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests of the hash tables (lib/base/hashmap.c). */
 #include <stdint.h>
+#include <string.h>
 
 #include "hashmap.h"
 #include "tap.h"
@@ -16,7 +17,7 @@ static uint64_t next_rand(void)
 }
 
 /* Random puts, replaces and deletes on a small key space, checked against a
- * plain array: exercises tombstones, reuse of deleted slots and resizing. */
+ * plain array: exercises deletion inside runs, wrapping runs and resizing. */
 static void test_hashmap_u64map_against_array(void)
 {
 	enum { KEYS = 4096, OPS = 400000 };
@@ -99,6 +100,36 @@ static void test_hashmap_u64map_many(void)
 	sp_u64map_release(&m);
 }
 
+/*
+ * The order sp_u64map_next() walks a table in follows from the sequence of
+ * puts and deletes alone, by the rules hashmap.h states; sp-correlate's
+ * output depends on it. The digest of the walks below is the one the
+ * correlator's own table gave before it used this one.
+ */
+static void test_hashmap_u64map_layout(void)
+{
+	struct sp_u64map m = SP_U64MAP_INIT;
+	uint64_t digest = 0, i, k, v;
+	size_t it;
+
+	rng = 88172645463325252ull;
+	for (i = 0; i < 100000; i++) {
+		uint64_t r = next_rand(), key = (r >> 8) % 3000;
+
+		if ((r >> 40) % 4)
+			sp_u64map_put(&m, key, i + 1);
+		else
+			sp_u64map_del(&m, key);
+		if (i % 997 == 0)
+			for (it = 0; sp_u64map_next(&m, &it, &k, &v);)
+				digest = sp_hash_mix(digest, k ^ (v << 32));
+	}
+	CHECK_EQ_U(m.n, 2283);
+	CHECK_EQ_U(m.cap, 4096);
+	CHECK_EQ_U(digest, 0xdbbe943f6dd46257ull);
+	sp_u64map_release(&m);
+}
+
 struct objs {
 	uint64_t key[70000];
 	uint64_t (*hash)(uint64_t);
@@ -155,6 +186,65 @@ static void test_hashmap_idset(void)
 	idset_run(&o, 2000);
 }
 
+/*
+ * Random adds and deletes of ids 1..N, checked against a plain array: a
+ * deleted id is not found, every other one is, through runs that wrap and
+ * long collision chains; a deleted id comes back under a new key.
+ */
+static void idset_churn(struct objs *o, unsigned int n, unsigned int ops)
+{
+	static bool in[70000];
+	struct sp_idset s = SP_IDSET_INIT;
+	unsigned int i, id, count = 0;
+	bool ok = true;
+	uint64_t k;
+
+	memset(in, 0, sizeof(in));
+	CHECK(!sp_idset_del(&s, 1, 1));
+	for (i = 0; i < ops; i++) {
+		uint64_t r = next_rand();
+
+		id = 1 + (r >> 8) % n;
+		if (!in[id]) {
+			o->key[id] = next_rand();	/* a new key for the id */
+			sp_idset_add(&s, o->hash(o->key[id]), id);
+			in[id] = true;
+			count++;
+		} else if ((r >> 40) % 2) {
+			if (!sp_idset_del(&s, o->hash(o->key[id]), id))
+				ok = false;
+			if (sp_idset_del(&s, o->hash(o->key[id]), id))
+				ok = false;	/* gone already */
+			in[id] = false;
+			count--;
+		}
+		if (s.n != count)
+			ok = false;
+	}
+	CHECK(ok);
+	for (id = 1; id <= n; id++) {
+		k = o->key[id];
+		if (sp_idset_find(&s, o->hash(k), &k, obj_eq, o) != (in[id] ? id : 0))
+			ok = false;
+	}
+	CHECK(ok);
+	/* the table does not grow under churn: it holds at most n ids */
+	CHECK(s.cap <= 4 * (size_t)n);
+	sp_idset_release(&s);
+	CHECK(s.cap == 0 && s.n == 0);
+}
+
+static void test_hashmap_idset_del(void)
+{
+	static struct objs o;
+
+	o.hash = good_hash;
+	idset_churn(&o, 60000, 400000);
+	idset_churn(&o, 50, 100000);
+	o.hash = bad_hash;
+	idset_churn(&o, 1000, 100000);
+}
+
 static void test_hashmap_hash_bytes(void)
 {
 	char a[64], b[64];
@@ -185,7 +275,9 @@ int main(void)
 {
 	TAP_RUN(test_hashmap_u64map_against_array);
 	TAP_RUN(test_hashmap_u64map_many);
+	TAP_RUN(test_hashmap_u64map_layout);
 	TAP_RUN(test_hashmap_idset);
+	TAP_RUN(test_hashmap_idset_del);
 	TAP_RUN(test_hashmap_hash_bytes);
 	return TAP_DONE();
 }

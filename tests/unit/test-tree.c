@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of lib/render/tree.c and lib/render/tree_events.c: renderings and tree shape. */
+/* Unit tests of sp-tree's tree (lib/render/tree.c, tree_*.c): renderings and tree shape. */
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -293,6 +293,47 @@ static void test_tree_stable_collapse(void)
 	sp_tree_free(tree);
 }
 
+/*
+ * --stable orders the threads under a node by what they did: the text of
+ * their first item, then a hash of all of it. Four threads that start the
+ * same span and then open different files: their order is the hash's, not
+ * their tids' nor their times', and it is pinned here, because it is part
+ * of sp-tree's output (tree_order.c: text_fingerprint()).
+ */
+static void test_tree_stable_thread_order(void)
+{
+	struct sp_tree_opts o = { .stable = true };
+	static const char *const files[] = { "/a", "/b", "/c", "/d" };
+	uint64_t work, path;
+	unsigned int i;
+	char *p;
+
+	tree = sp_tree_new(&o);
+	header();
+	proc(10, 1, "app");
+	work = str("work");
+	for (i = 0; i < 4; i++) {
+		path = str(files[i]);
+		span(0, 0, 10, 11 + i, work, 2000 + 1000 * i, 2500 + 1000 * i, SP_END_STOPPED,
+		     0, 0);	/* id i + 1 */
+		ev(2100 + 1000 * i, 10, 11 + i, i + 1, SP_RULE_THREAD, SP_EV_PATH_OPEN, path,
+		   0, 0, 3);
+	}
+	p = print();
+	CHECK_STR(p, "# stackpulse recording\n"
+		  "[PROC comm=app]\n"
+		  "├─ [SPAN work]\n"
+		  "│  └─ FILE path_open → /b (O_RDONLY) = fd\n"
+		  "├─ [SPAN work]\n"
+		  "│  └─ FILE path_open → /a (O_RDONLY) = fd\n"
+		  "├─ [SPAN work]\n"
+		  "│  └─ FILE path_open → /d (O_RDONLY) = fd\n"
+		  "└─ [SPAN work]\n"
+		  "   └─ FILE path_open → /c (O_RDONLY) = fd\n");
+	free(p);
+	sp_tree_free(tree);
+}
+
 static void test_tree_filters(void)
 {
 	struct sp_tree_opts o = { .stable = true, .min_dur_ns = 2000000 };
@@ -518,6 +559,7 @@ int main(void)
 	TAP_RUN(test_tree_shape);
 	TAP_RUN(test_tree_stable_collapse);
 	TAP_RUN(test_tree_fork_cycle);
+	TAP_RUN(test_tree_stable_thread_order);
 	TAP_RUN(test_tree_filters);
 	TAP_RUN(test_tree_json);
 	TAP_RUN(test_tree_raise);

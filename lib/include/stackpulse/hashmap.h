@@ -1,13 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hashmap.h - two small open-addressing hash tables used across the tools:
+ * hashmap.h - the library's hash tables and its hash functions:
  *
- * sp_u64map: uint64 key -> uint64 value (pids, ids, addresses). Any key.
- * sp_idset: a set of ids (1..2^32-1) of objects the caller stores itself,
- *	found by the caller's hash and equality callback (interning).
+ * sp_u64map: uint64 key -> uint64 value (pids, ids, addresses, pointers
+ *	cast to uintptr_t). Any key.
+ * sp_idset: an index over objects the caller stores itself (an array, ids
+ *	1..2^32-1, e.g. position + 1), found by the caller's hash and equality
+ *	callback: interning strings, frames, stacks, anything with a key of
+ *	its own shape.
+ * sp_hash_bytes(), sp_hash_u64(), sp_hash_mix(): the hashes for them.
  *
- * Both start empty when zero-initialised (SP_U64MAP_INIT, SP_IDSET_INIT) and
- * die on out-of-memory like the sp_x* allocators.
+ * Both tables start empty when zero-initialised (SP_U64MAP_INIT,
+ * SP_IDSET_INIT) and die on out-of-memory like the sp_x* allocators. Both
+ * use linear probing and delete without tombstones (the later members of a
+ * run move back), so a table's layout follows from its sequence of puts and
+ * deletes alone: sp_u64map_next() walks the same keys in the same order for
+ * the same sequence, on every run and machine. sp-correlate closes the
+ * threads still open at the end of a stream in that order, so its output
+ * depends on these rules (the first 64 slots, doubling past 3/4 full, the
+ * probe start sp_hash_u64(key)): tests/unit/test-hashmap.c pins them.
  */
 #ifndef STACKPULSE_HASHMAP_H
 #define STACKPULSE_HASHMAP_H
@@ -19,8 +30,8 @@
 struct sp_u64map {
 	uint64_t *keys;
 	uint64_t *vals;
-	uint8_t *used;		/* 0 empty, 1 used, 2 deleted */
-	size_t cap, n, tomb;
+	uint8_t *used;		/* 0 empty, 1 used */
+	size_t cap, n;
 };
 #define SP_U64MAP_INIT { 0 }
 
@@ -28,18 +39,22 @@ struct sp_u64map {
 uint64_t *sp_u64map_get(const struct sp_u64map *m, uint64_t key);
 /* Insert or replace; returns a pointer to the stored value. */
 uint64_t *sp_u64map_put(struct sp_u64map *m, uint64_t key, uint64_t val);
-/* Remove key; true if it was there. */
+/* Remove key; true if it was there. Moves other keys: pointers from get()
+ * and put() are invalid after it, and so is an iteration in progress. */
 bool sp_u64map_del(struct sp_u64map *m, uint64_t key);
 void sp_u64map_release(struct sp_u64map *m);
 /* Iterate: for (i = 0; sp_u64map_next(m, &i, &k, &v); ) */
 bool sp_u64map_next(const struct sp_u64map *m, size_t *iter, uint64_t *key, uint64_t *val);
 
 typedef bool (*sp_idset_eq_fn)(void *ctx, uint32_t id, const void *key);
-typedef uint64_t (*sp_idset_hash_fn)(void *ctx, uint32_t id);
+
+struct sp_idslot {
+	uint32_t hash;		/* the low bits of the id's hash */
+	uint32_t id;		/* 0 = empty */
+};
 
 struct sp_idset {
-	uint32_t *slots;	/* 0 = empty */
-	uint32_t *hashes;	/* low bits of each stored id's hash */
+	struct sp_idslot *slots;
 	size_t cap, n;
 };
 #define SP_IDSET_INIT { 0 }
@@ -49,9 +64,17 @@ uint32_t sp_idset_find(const struct sp_idset *s, uint64_t hash, const void *key,
 		       sp_idset_eq_fn eq, void *ctx);
 /* Add id with its hash (not checked for duplicates). */
 void sp_idset_add(struct sp_idset *s, uint64_t hash, uint32_t id);
+/* Remove id, added with hash; true if it was there. The caller may then
+ * reuse the id (and its object) for another key. */
+bool sp_idset_del(struct sp_idset *s, uint64_t hash, uint32_t id);
 void sp_idset_release(struct sp_idset *s);
 
-/* Hashes. */
+/*
+ * Hashes for the tables: strings and byte keys (sp_hash_bytes), one number
+ * (sp_hash_u64), a key of several numbers folded one by one (sp_hash_mix).
+ * Their values are for tables only: no output shows one or is ordered by
+ * one, so they may change.
+ */
 uint64_t sp_hash_bytes(const void *p, size_t n);
 static inline uint64_t sp_hash_u64(uint64_t x)
 {

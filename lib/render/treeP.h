@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * treeP.h - private to sp-tree's files in lib/render/: the tree's
+ * nodes, its state, and the functions its files call across each other.
+ *
+ *   tree.c        building: records in, nodes placed, memory
+ *   tree_line.c   one node as one line of text (what text, JSON and the
+ *                 stable order all start from)
+ *   tree_order.c  ordering, filtering and collapsing the children of a node
+ *   tree_text.c   the text form: lines with their tree drawing
+ *   tree_json.c   the JSON form
+ *   tree_print.c  the whole tree, its header and trailer, and streaming
+ *   tree_events.c an event's fields as text (tree.h: sp_event_text())
+ *
+ * The depth of the tree is the input's (a recursion a million calls deep is
+ * a million nested spans): every walk over it keeps its own stack on the
+ * heap, none recurses.
+ */
+#ifndef STACKPULSE_RENDER_TREEP_H
+#define STACKPULSE_RENDER_TREEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hashmap.h"
+#include "tree.h"
+
+enum { N_PROC = 1, N_THREAD, N_SPAN, N_EVENT };
+
+struct tnode {
+	struct tnode *first, *last, *next;
+	uint64_t time, seq;	/* sort key */
+	uint64_t sig;		/* subtree signature for collapsing, 0 = not yet */
+	uint8_t type;
+	bool keep, sorted;
+};
+
+/* Nodes are allocated one by one and freed once printed (streaming); the
+ * strings they point to live in the arena until sp_tree_free(). */
+
+struct tproc {
+	struct tnode n;
+	uint64_t pid, ppid, status, flags;
+	const char *comm, *exe;
+	bool defined, attached, exited, streamed;
+	struct tproc *next_root, *prev_root;
+};
+
+struct tthread {
+	struct tnode n;
+	uint64_t tid, pid;
+};
+
+struct tspan {
+	struct tnode n;
+	uint64_t id, tid, pid, start, stop, end, samples, total, offcpu, line, runtime, raises;
+	const char *klass, *method, *file, *error, *message;
+};
+
+struct tevent {
+	struct tnode n;
+	uint64_t pid, tid, kind, rule;
+	uint32_t nvals;
+	uint64_t vals[];
+};
+
+struct arena {
+	struct arena *next;
+	size_t used, size;
+	char data[];
+};
+
+struct sp_tree {
+	struct sp_tree_opts o;
+	struct arena *arena;
+	uint64_t seq;
+
+	/* per stream */
+	char **strs;
+	size_t nstrs, capstrs;
+	uint64_t nspans;		/* span ids given so far */
+	struct sp_u64map procs, threads, spans;	/* pid, tid, span id -> live node */
+	struct tspan *last_span;
+
+	/* whole recording */
+	struct tproc *roots, *roots_tail;
+	bool have_header;
+	uint64_t start_wall, start_mono, period_ns, end_time, max_time, lost[3];
+	char *command;
+	uint64_t nprocs, nspans_total, nevents, orphans;
+
+	/* streaming (docs/sp-tree.md): nodes held, the process being printed */
+	uint64_t live, limit;
+	struct tproc *streaming;
+	bool head_done;		/* the opening lines are out */
+	uint64_t emitted;	/* top-level items of streaming written (JSON commas) */
+	uint64_t emitted_procs;
+
+	/* printing */
+	FILE *out;
+	bool stable, color, json;
+	struct tnode **sortbuf;
+	size_t capsort;
+
+	/* the nodes still to visit of has_live() and tree_nodes() */
+	struct tnode **walk;
+	size_t capwalk;
+};
+
+/* A line being rendered: cut to a whole character when it overflows. */
+struct tline {
+	char buf[4096];
+	size_t len;
+};
+
+/* Sums over a collapsed group of spans. */
+struct agg {
+	uint64_t count, dur, total, samples;
+	bool open;
+};
+
+/* The tree drawing in front of a line: one segment per level above it. */
+struct prefix {
+	char *txt;		/* the segments, "│  " or "   " */
+	size_t *off;		/* off[i]: where level i's segment starts in txt */
+	size_t len, cap;	/* levels */
+};
+
+/* tree.c */
+void sp_tree_free_subtree(struct sp_tree *t, struct tnode *root);
+
+/* tree_line.c */
+/*
+ * One line for node n into b (without tree connector). base is the time
+ * offsets count from; ag is set for a collapsed group; stable and color as
+ * in sp_tree_opts.
+ */
+void sp_tree_render_line(struct sp_tree *t, struct tline *b, const struct tnode *n,
+			 uint64_t base, const struct agg *ag, bool stable, bool color);
+/* "Foo#bar", "Foo.bar", "bar", or "<no-span>", appended to b. */
+void sp_tree_span_name(struct tline *b, const struct tspan *s);
+void sp_tree_fmt_dur(char *buf, size_t size, uint64_t ns);
+/* The event group of kind, as JSON names it ("file", "net", ...). */
+const char *sp_tree_group_name(uint64_t kind);
+const char *sp_tree_base_name(const char *path);
+
+/* tree_order.c */
+int sp_tree_cmp_time(const void *a, const void *b);
+/* Sort n's children by time (--stable: threads ordered by what they did). */
+void sp_tree_sort_children(struct sp_tree *t, struct tnode *n);
+/* Mark what is shown under root (tnode.keep); whether root is. */
+bool sp_tree_compute_keep(struct sp_tree *t, struct tnode *root, bool name_ok, bool tid_ok);
+/* The run of identical kept siblings from kept node c, summed into ag; the
+ * node after it. */
+struct tnode *sp_tree_group_end(struct sp_tree *t, struct tnode *c, struct agg *ag);
+/* c, or the first kept sibling after it, or NULL. */
+struct tnode *sp_tree_next_kept(struct tnode *c);
+/* Whether p is printed at the top level (not under a fork; --pid). */
+bool sp_tree_is_root(const struct sp_tree *t, const struct tproc *p);
+
+/* tree_text.c */
+void sp_tree_print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, uint64_t base);
+void sp_tree_print_range_text(struct sp_tree *t, struct tnode *c, struct tnode *stop,
+			      bool final, struct prefix *pf, unsigned int depth, uint64_t base);
+void sp_tree_prefix_release(struct prefix *pf);
+
+/* tree_json.c */
+/* A string of the tree (its text form) as a JSON string; NULL as "". */
+void sp_tree_json_str(FILE *f, const char *s);
+void sp_tree_print_root_json(struct sp_tree *t, struct tnode *n, uint64_t base);
+void sp_tree_print_range_json(struct sp_tree *t, struct tnode *c, struct tnode *stop,
+			      unsigned int depth, uint64_t base, uint64_t *count);
+void sp_tree_json_proc_head(struct sp_tree *t, const struct tproc *p);
+void sp_tree_json_proc_exit(struct sp_tree *t, const struct tproc *p);
+
+/* tree_print.c */
+/* Print and free the finished top-level subtrees of root process p. */
+void sp_tree_stream_proc(struct sp_tree *t, struct tproc *p);
+
+#endif

@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The children of a node, before they are printed: sorted by time (with
+ * --stable, threads ordered by what they did), filtered (--span, --tid,
+ * --events, --min-dur, --pid), and runs of identical siblings found by a
+ * signature of what they print, to be collapsed into one line.
+ */
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "hashmap.h"
+#include "sp.h"
+#include "treeP.h"
+
+static uint64_t node_tid(const struct tnode *n)
+{
+	switch (n->type) {
+	case N_SPAN: return ((const struct tspan *)n)->tid;
+	case N_EVENT: return ((const struct tevent *)n)->tid;
+	case N_PROC: return ((const struct tproc *)n)->pid;
+	case N_THREAD: return ((const struct tthread *)n)->tid;
+	}
+	return 0;
+}
+
+int sp_tree_cmp_time(const void *a, const void *b)
+{
+	const struct tnode *x = *(const struct tnode *const *)a;
+	const struct tnode *y = *(const struct tnode *const *)b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* A thread's run of siblings, for the stable order. */
+struct sgroup {
+	char *key;		/* stable text of its first item */
+	uint64_t hash;		/* of the signatures of all its items */
+	size_t first, rank;
+};
+
+struct sitem {
+	struct tnode *n;
+	size_t rank, idx;
+};
+
+/* Groups, by index into groups. */
+static int cmp_group(const void *a, const void *b, void *groups)
+{
+	const struct sgroup *x = &((const struct sgroup *)groups)[*(const size_t *)a];
+	const struct sgroup *y = &((const struct sgroup *)groups)[*(const size_t *)b];
+	int c;
+
+	if (!x->key || !y->key)		/* group 0: the node's own thread */
+		return !x->key ? (!y->key ? 0 : -1) : 1;
+	c = strcmp(x->key, y->key);
+	if (c)
+		return c;
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct sitem *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static uint64_t signature(struct sp_tree *t, struct tnode *n);
+
+/*
+ * Reorder the time-sorted t->sortbuf[0..k) for --stable: the node's own
+ * thread first in time order, then each other thread's items in time order,
+ * the threads ordered by what they did (the text of their first item, then
+ * a hash of all of it), not by tid or interleaving.
+ */
+static void stable_order(struct sp_tree *t, struct tnode *n, size_t k)
+{
+	struct sp_u64map groups_of = SP_U64MAP_INIT;
+	struct sgroup *g = sp_xcalloc(k + 1, sizeof(*g));
+	struct sitem *it = sp_xcalloc(k, sizeof(*it));
+	size_t *order, ng = 1, i, gi;
+	uint64_t own = node_tid(n), *v;
+	struct tline lb;
+
+	/* signature() sorts grandchildren with t->sortbuf: work on a copy */
+	for (i = 0; i < k; i++)
+		it[i].n = t->sortbuf[i];
+	for (i = 0; i < k; i++) {
+		uint64_t tid = node_tid(it[i].n);
+
+		if (tid == own) {
+			gi = 0;
+		} else if ((v = sp_u64map_get(&groups_of, tid))) {
+			gi = *v;
+		} else {
+			gi = ng++;
+			sp_u64map_put(&groups_of, tid, gi);
+			g[gi].first = i;
+			sp_tree_render_line(t, &lb, it[i].n, 0, NULL, true, false);
+			g[gi].key = sp_xstrdup(lb.buf);
+		}
+		g[gi].hash = sp_hash_mix(g[gi].hash, signature(t, it[i].n));
+		it[i].idx = i;
+		it[i].rank = gi;	/* group index for now */
+	}
+	order = sp_xmalloc(ng * sizeof(*order));
+	for (i = 0; i < ng; i++)
+		order[i] = i;
+	qsort_r(order, ng, sizeof(*order), cmp_group, g);
+	for (i = 0; i < ng; i++)
+		g[order[i]].rank = i;
+	for (i = 0; i < k; i++)
+		it[i].rank = g[it[i].rank].rank;
+	qsort(it, k, sizeof(*it), cmp_item);
+	for (i = 0; i < k; i++)
+		t->sortbuf[i] = it[i].n;
+	for (i = 0; i < ng; i++)
+		free(g[i].key);
+	free(order);
+	free(it);
+	free(g);
+	sp_u64map_release(&groups_of);
+}
+
+/* Sort n's children by time (--stable: see stable_order()). */
+void sp_tree_sort_children(struct sp_tree *t, struct tnode *n)
+{
+	struct tnode *c;
+	size_t k = 0, i;
+
+	if (n->sorted)
+		return;
+	n->sorted = true;
+	for (c = n->first; c; c = c->next)
+		k++;
+	if (k < 2)
+		return;
+	if (k > t->capsort)
+		sp_grow(&t->sortbuf, &t->capsort, k, sizeof(*t->sortbuf));
+	for (i = 0, c = n->first; c; c = c->next)
+		t->sortbuf[i++] = c;
+	qsort(t->sortbuf, k, sizeof(*t->sortbuf), sp_tree_cmp_time);
+	if (t->stable && n->type != N_EVENT)
+		stable_order(t, n, k);
+	n->first = t->sortbuf[0];
+	for (i = 0; i + 1 < k; i++)
+		t->sortbuf[i]->next = t->sortbuf[i + 1];
+	t->sortbuf[k - 1]->next = NULL;
+	n->last = t->sortbuf[k - 1];
+}
+
+static bool in_list(const uint64_t *v, size_t n, uint64_t x)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static bool name_matches(struct sp_tree *t, const struct tspan *s)
+{
+	struct tline b = { .len = 0 };
+	size_t i;
+
+	sp_tree_span_name(&b, s);
+	for (i = 0; i < t->o.nspans; i++)
+		if (!fnmatch(t->o.spans[i], b.buf, 0) ||
+		    (s->method && !fnmatch(t->o.spans[i], s->method, 0)))
+			return true;
+	return false;
+}
+
+/* A node of sp_tree_compute_keep()'s walk: what holds for it and what is under it. */
+struct kframe {
+	struct tnode *n, *next;	/* next: the child to visit next */
+	bool name_ok, tid_ok, self, any;
+};
+
+/*
+ * What node f->n decides by itself, before its children; false when it is
+ * hidden with everything under it (shorter than --min-dur).
+ */
+static bool keep_enter(struct sp_tree *t, struct kframe *f)
+{
+	bool selective = t->o.nspans || t->o.ntids || t->o.event_kinds;
+	struct tnode *n = f->n;
+
+	f->self = !selective;
+	f->any = false;
+	f->next = n->first;
+	switch (n->type) {
+	case N_SPAN: {
+		const struct tspan *s = (const void *)n;
+
+		if (t->o.min_dur_ns && s->stop && s->stop - s->start < t->o.min_dur_ns &&
+		    s->end != SP_END_OPEN && s->end != SP_END_SYNTHETIC) {
+			n->keep = false;
+			return false;
+		}
+		f->name_ok = f->name_ok || !t->o.nspans || name_matches(t, s);
+		f->tid_ok = !t->o.ntids || in_list(t->o.tids, t->o.ntids, s->tid);
+		if (selective)
+			f->self = f->name_ok && f->tid_ok && !t->o.event_kinds;
+		break;
+	}
+	case N_EVENT: {
+		const struct tevent *e = (const void *)n;
+		bool kind_ok = !t->o.event_kinds ||
+			       (e->kind < 64 && (t->o.event_kinds & (1ull << e->kind)));
+
+		f->self = !t->o.no_events && kind_ok && (f->name_ok || !t->o.nspans) &&
+			  (f->tid_ok || !t->o.ntids);
+		break;
+	}
+	default:
+		break;
+	}
+	return true;
+}
+
+/*
+ * Decide what is shown under root: a node is kept when it matches the
+ * filters itself or something under it does. name_ok: a span above matched
+ * --span; tid_ok: the span above is of a --tid thread.
+ */
+bool sp_tree_compute_keep(struct sp_tree *t, struct tnode *root, bool name_ok, bool tid_ok)
+{
+	struct kframe *st = sp_xmalloc(16 * sizeof(*st)), *f;
+	size_t n = 1, cap = 16;
+	struct tnode *c;
+	bool keep;
+
+	st[0] = (struct kframe){ .n = root, .name_ok = name_ok, .tid_ok = tid_ok };
+	if (!keep_enter(t, &st[0])) {
+		free(st);
+		return false;
+	}
+	while (n) {
+		f = &st[n - 1];
+		if ((c = f->next)) {
+			f->next = c->next;
+			sp_grow(&st, &cap, n + 1, sizeof(*st));
+			st[n] = (struct kframe){ .n = c, .name_ok = st[n - 1].name_ok,
+						 .tid_ok = st[n - 1].tid_ok };
+			if (keep_enter(t, &st[n]))
+				n++;
+			continue;
+		}
+		keep = f->n->keep = f->self || f->any;
+		if (--n)
+			st[n - 1].any |= keep;
+	}
+	free(st);
+	return root->keep;
+}
+
+/*
+ * A node's fingerprint: 64-bit FNV-1a of its stable text, from seed h. Not a
+ * table hash (those are hashmap.h's): through the signatures it goes into,
+ * its values order --stable's thread groups whose first lines are the same
+ * (cmp_group()), so they are part of sp-tree's output: never change it.
+ */
+static uint64_t text_fingerprint(uint64_t h, const char *s)
+{
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
+	return h;
+}
+
+/* n's signature, once its children's are known. */
+static void sign(struct sp_tree *t, struct tnode *n)
+{
+	struct tline b;
+	struct tnode *c;
+	uint64_t h;
+
+	sp_tree_sort_children(t, n);
+	sp_tree_render_line(t, &b, n, 0, NULL, true, false);
+	h = text_fingerprint(0xcbf29ce484222325ull ^ n->type, b.buf);
+	for (c = n->first; c; c = c->next)
+		if (c->keep)
+			h = sp_hash_mix(h, c->sig);
+	n->sig = h ? h : 1;
+}
+
+/*
+ * A hash of what the node and its kept children print in stable form.
+ * Children first (every child: sorting them for --stable needs theirs),
+ * by a walk of its own; a node's signature is kept once computed.
+ */
+static uint64_t signature(struct sp_tree *t, struct tnode *root)
+{
+	struct tnode **st, *n, *c;
+	size_t k = 1, cap = 16;
+
+	if (root->sig)
+		return root->sig;
+	if (!root->first) {
+		sign(t, root);
+		return root->sig;
+	}
+	/* each entry: a node whose children are being signed, and the next */
+	st = sp_xmalloc(2 * cap * sizeof(*st));
+	st[0] = root;
+	st[1] = root->first;
+	while (k) {
+		n = st[2 * (k - 1)];
+		c = st[2 * (k - 1) + 1];
+		while (c && c->sig)
+			c = c->next;
+		if (c) {
+			st[2 * (k - 1) + 1] = c->next;
+			if (!c->first) {
+				sign(t, c);
+				continue;
+			}
+			if (k == cap) {
+				cap *= 2;
+				st = sp_xrealloc(st, 2 * cap * sizeof(*st));
+			}
+			st[2 * k] = c;
+			st[2 * k + 1] = c->first;
+			k++;
+			continue;
+		}
+		sign(t, n);
+		k--;
+	}
+	free(st);
+	return root->sig;
+}
+
+/*
+ * The kept sibling run that starts at kept node c: c and the identical kept
+ * siblings that follow it (unless --no-collapse), summed into ag. Returns
+ * the node after the run (maybe not kept).
+ */
+struct tnode *sp_tree_group_end(struct sp_tree *t, struct tnode *c, struct agg *ag)
+{
+	struct tnode *next;
+
+	memset(ag, 0, sizeof(*ag));
+	ag->count = 1;
+	if (c->type == N_SPAN) {
+		const struct tspan *s = (const void *)c;
+
+		ag->dur = s->stop > s->start ? s->stop - s->start : 0;
+		ag->total = s->total;
+		ag->samples = s->samples;
+		ag->open = !s->stop;
+	}
+	for (next = c->next; next; next = next->next) {
+		if (!next->keep)
+			continue;
+		if (t->o.no_collapse || next->type != c->type || next->type == N_PROC ||
+		    (!t->stable && node_tid(next) != node_tid(c)) ||
+		    signature(t, next) != signature(t, c))
+			break;
+		ag->count++;
+		if (next->type == N_SPAN) {
+			const struct tspan *s = (const void *)next;
+
+			ag->dur += s->stop > s->start ? s->stop - s->start : 0;
+			ag->total += s->total;
+			ag->samples += s->samples;
+			ag->open |= !s->stop;
+		}
+	}
+	return next;
+}
+
+struct tnode *sp_tree_next_kept(struct tnode *c)
+{
+	while (c && !c->keep)
+		c = c->next;
+	return c;
+}
+
+bool sp_tree_is_root(const struct sp_tree *t, const struct tproc *p)
+{
+	return t->o.npids ? in_list(t->o.pids, t->o.npids, p->pid) : !p->attached;
+}
+
