@@ -24,3 +24,20 @@ require_root() {
 require_cmd() {
 	command -v "$1" >/dev/null || skip "needs $1 (${2:-not installed})"
 }
+
+# A copy of the tools, their runtime directory and the example programs that
+# user nobody can run: the checkout may be in a directory only root can enter
+# (/root/..., mode 0700). Sets NOBODY_DIR (remove it at the end of the test),
+# NOBODY_BIN and NOBODY_EXAMPLES.
+nobody_tools() {
+	NOBODY_DIR=$(mktemp -d /tmp/sp-nobody.XXXXXX)
+	mkdir -p "$NOBODY_DIR/bin" "$NOBODY_DIR/examples"
+	cp "$SP_BIN"/sp-* "$NOBODY_DIR/bin/"
+	if [ -d "$SP_BIN/../runtime" ]; then
+		cp -R "$SP_BIN/../runtime" "$NOBODY_DIR/runtime"
+	fi
+	cp -R "$SP_EXAMPLES"/. "$NOBODY_DIR/examples/"
+	chmod -R a+rX "$NOBODY_DIR"
+	NOBODY_BIN=$NOBODY_DIR/bin
+	NOBODY_EXAMPLES=$NOBODY_DIR/examples
+}

@@ -853,8 +853,9 @@ p1/main span_stop #<module> 15 1"
 	require_cmd setpriv
 	d=$(mktemp -d /tmp/sp-nonroot.XXXXXX)
 	chmod 777 "$d"
+	nobody_tools
 	nobody=(env -u RUBYOPT setpriv --reuid=65534 --regid=65534 --clear-groups)
-	run -0 --separate-stderr "${nobody[@]}" "$SP_BIN/sp-record" -o "$d/a.sp" --events=none -- \
+	run -0 --separate-stderr "${nobody[@]}" "$NOBODY_BIN/sp-record" -o "$d/a.sp" --events=none -- \
 		/bin/sh -c 'echo "RUBYOPT=$RUBYOPT"'
 	# no activator is set when no spans can be recorded
 	assert_output "RUBYOPT="
@@ -865,9 +866,9 @@ p1/main span_stop #<module> 15 1"
 	run -0 jq -r 'select(.type == "header") | "\(.features) | \(.unavailable)"' <<<"$output"
 	refute_output --partial "spans=ruby"
 	assert_output --partial "spans(needs CAP_BPF"
-	run -2 "${nobody[@]}" "$SP_BIN/sp-record" -o "$d/b.sp" --events=none --spans=ruby -- /bin/true
+	run -2 "${nobody[@]}" "$NOBODY_BIN/sp-record" -o "$d/b.sp" --events=none --spans=ruby -- /bin/true
 	assert_output --partial "spans: loading BPF programs needs root"
-	rm -rf "$d"
+	rm -rf "$d" "$NOBODY_DIR"
 }
 
 @test "sp-record --check --spans: a canary program per mode says whether its spans arrive" {

@@ -372,8 +372,11 @@ os._exit(3)'
 	require_root
 	require_cmd setpriv util-linux
 	[ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 2 ] || skip "perf_event_paranoid < 2"
+	nobody_tools
 	run --separate-stderr -0 bash -c 'setpriv --reuid=65534 --regid=65534 --clear-groups \
-		sp-record --spans=none --events=none -- "$1" 0.3 > "$2"' _ "$WL" "$OUT/u.sp"
+		"$3/sp-record" --spans=none --events=none -- "$1" 0.3 > "$2"' _ \
+		"$NOBODY_EXAMPLES/workload" "$OUT/u.sp" "$NOBODY_BIN"
+	rm -rf "$NOBODY_DIR"
 	echo "$stderr"
 	[ "$(grep -c 'kernel stacks' <<< "$stderr")" = 1 ]
 	decode "$OUT/u.sp"
@@ -563,12 +566,13 @@ os.unlink(p)'
 	command -v setpriv >/dev/null || skip "needs setpriv"
 	D=$(mktemp -d /tmp/sp-nr.XXXXXX)
 	chmod 777 "$D"
+	nobody_tools
 	run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups \
-		"$SP_BIN/sp-record" -o "$D/nr.sp" -- "$WL" 0.3
+		"$NOBODY_BIN/sp-record" -o "$D/nr.sp" -- "$NOBODY_EXAMPLES/workload" 0.3
 	st=$status
 	err=$stderr
 	sp-decode "$D/nr.sp" > "$OUT/nr.json"
-	rm -rf "$D"
+	rm -rf "$D" "$NOBODY_DIR"
 	assert_equal "$st" 0
 	[[ $err != *"error"* ]]
 	# each facility it lacks is named once, and nothing is said twice
