@@ -23,27 +23,6 @@
 
 /* ---- memory ----------------------------------------------------------- */
 
-static void *alloc(struct sp_tree *t, size_t n)
-{
-	struct arena *a = t->arena;
-	void *p;
-
-	n = (n + 7) & ~(size_t)7;
-	if (!a || a->used + n > a->size) {
-		size_t size = n > (1u << 20) ? n : (1u << 20);
-
-		a = sp_xmalloc(sizeof(*a) + size);
-		a->size = size;
-		a->used = 0;
-		a->next = t->arena;
-		t->arena = a;
-	}
-	p = a->data + a->used;
-	a->used += n;
-	memset(p, 0, n);
-	return p;
-}
-
 /*
  * A string of the input, kept in its text form (escape.h): what sp-tree
  * shows, matches and sorts is that, so no name reaches a line raw.
@@ -51,14 +30,14 @@ static void *alloc(struct sp_tree *t, size_t n)
 static char *copy_str(struct sp_tree *t, const void *p, size_t len)
 {
 	size_t n = sp_esc_text(NULL, 0, p, len, 0);
-	char *s = alloc(t, n + 1);
+	char *esc, *s;
 
-	if (n == len) {
-		memcpy(s, p, len);
-		s[len] = 0;
-	} else {
-		sp_esc_text(s, n + 1, p, len, 0);
-	}
+	if (n == len)
+		return sp_arena_copy(&t->strings, p, len);
+	esc = sp_xmalloc(n + 1);
+	sp_esc_text(esc, n + 1, p, len, 0);
+	s = sp_arena_copy(&t->strings, esc, n);
+	free(esc);
 	return s;
 }
 
@@ -98,6 +77,7 @@ struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts)
 	if (opts)
 		t->o = *opts;
 	t->limit = t->o.buffer_nodes;
+	t->strings.block_size = 1u << 20;
 	return t;
 }
 
@@ -482,8 +462,6 @@ uint64_t sp_tree_orphans(const struct sp_tree *t)
 
 void sp_tree_free(struct sp_tree *t)
 {
-	struct arena *a, *next;
-
 	struct tproc *p;
 
 	if (!t)
@@ -495,10 +473,7 @@ void sp_tree_free(struct sp_tree *t)
 			break;
 		sp_tree_free_subtree(t, &p->n);
 	}
-	for (a = t->arena; a; a = next) {
-		next = a->next;
-		free(a);
-	}
+	sp_arena_release(&t->strings);
 	free(t->strs);
 	free(t->sortbuf);
 	free(t->walk);

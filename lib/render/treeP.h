@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "arena.h"
 #include "hashmap.h"
 #include "tree.h"
 
@@ -65,15 +66,9 @@ struct tevent {
 	uint64_t vals[];
 };
 
-struct arena {
-	struct arena *next;
-	size_t used, size;
-	char data[];
-};
-
 struct sp_tree {
 	struct sp_tree_opts o;
-	struct arena *arena;
+	struct sp_arena strings;	/* the input's strings, in their text form */
 	uint64_t seq;
 
 	/* per stream */
