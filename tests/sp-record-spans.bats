@@ -481,15 +481,16 @@ record_hostile_ring() {
 	local honest='def g(x): return x + 1
 s = 0
 for _ in range(1000000): s = g(s)'
-	setpriv --reuid=65534 --regid=65534 --clear-groups \
-		test -r "$SP_BIN/../runtime/python/sitecustomize.py" ||
-		skip "user nobody cannot read $SP_BIN/../runtime/python"
-	# the program on stdin: its file need not be readable by nobody
+	# a copy of the tools whose runtime directory nobody can read (the
+	# checkout may be in a directory only root can enter); the program on
+	# stdin: its file need not be readable by nobody
+	nobody_tools
 	run -0 --separate-stderr /usr/bin/time -f 'sp-record maxrss %M' timeout 120 \
-		sp-record --spans=python --no-samples -o "$OUT" -- sh -c "
+		"$NOBODY_BIN/sp-record" --spans=python --no-samples -o "$OUT" -- sh -c "
 		setpriv --reuid=65534 --regid=65534 --clear-groups $PY - $1 6 \
 			<'$BATS_TEST_DIRNAME/fixtures/python/hostile_ring.py' &
 		sleep 2; $PY -c '$honest'; wait"
+	rm -rf "$NOBODY_DIR"
 	hpid=$(sed -n 's/^ring .* pid \([0-9]*\)$/\1/p' <<<"$output")
 	[ -n "$hpid" ] || fail "the hostile Python found no ring: $output $stderr"
 	rss=$(sed -n 's/^sp-record maxrss //p' <<<"$stderr")
