@@ -143,35 +143,6 @@ load helper
 	[ "$output" = "[204000000,0,1,16]" ]
 }
 
-# $1 copies of the bytes printf makes of $2, appended to $3 (doubling, so
-# a million records take twenty steps).
-repeat_bytes() {
-	local n=$1 one=$BATS_TEST_TMPDIR/rep.one two=$BATS_TEST_TMPDIR/rep.two
-	printf "$2" > "$one"
-	while [ "$n" -gt 0 ]; do
-		[ $((n & 1)) -eq 1 ] && cat "$one" >> "$3"
-		cat "$one" "$one" > "$two" && mv "$two" "$one"
-		n=$((n >> 1))
-	done
-}
-
-# Append $2 span records of method string 1 on thread 7 of process 7 to the
-# spool $3, each 1 ns after the one before: span_start ($1 = start, kind 10)
-# or span_stop ($1 = stop, kind 11); payload: time +1, pid 7, tid 7,
-# runtime 0, class 0, method 1.
-span_marks() {
-	if [ "$1" = start ]; then
-		repeat_bytes "$2" '\012\006\002\007\007\000\000\001' "$3"
-	else
-		repeat_bytes "$2" '\013\006\002\007\007\000\000\001' "$3"
-	fi
-}
-
-# Run a command with a 1 MiB stack: a recursion as deep as its input would
-# crash it (2000 nested spans were enough).
-small_stack() {
-	bash -c 'ulimit -s 1024 && exec "$@"' small_stack "$@"
-}
 
 @test "sp-tree: 1,000,000 nested spans print within a 1 MiB stack, as -d says, whole, and as JSON" {
 	printf '%s\n' '{"type":"header","version":1,"start_mono_ns":1,"clock":"monotonic"}' \
