@@ -426,3 +426,37 @@ modules_100() {
 		"$BATS_TEST_TMPDIR/c.sp"
 	[ "$(grep -c '"cat":"span"' "$BATS_TEST_TMPDIR/c.json")" -eq 1000000 ]
 }
+
+@test "sp-flame: the Chrome trace names each process and thread once, by its last name" {
+	require_cmd jq
+	{
+		head -4 "$basic"
+		echo '{"type":"thread","time":1000000500,"tid":101,"pid":100,"name":"worker-2"}'
+		echo '{"type":"thread","time":1000000600,"tid":101,"pid":100,"name":"worker-2"}'
+		echo '{"type":"process","time":1000000700,"pid":100,"ppid":1,"comm":"app2","exe":"/usr/bin/app2","flags":"0x2"}'
+		echo '{"type":"thread","time":1000000800,"tid":0,"pid":0,"name":"swapper/0"}'
+	} > "$BATS_TEST_TMPDIR/names.jsonl"
+	run --separate-stderr -0 sp-flame --chrome "$BATS_TEST_TMPDIR/names.jsonl"
+	echo "$output" > "$BATS_TEST_TMPDIR/t.json"
+	# no (name, pid, tid) metadata twice
+	run -0 jq -c '[.traceEvents[] | select(.ph == "M") | [.name, .pid, .tid]] | group_by(.) | map(select(length > 1))' "$BATS_TEST_TMPDIR/t.json"
+	assert_output '[]'
+	run -0 jq -c '[.traceEvents[] | select(.ph == "M") | [.name, .pid, .tid, .args.name]] | sort' "$BATS_TEST_TMPDIR/t.json"
+	assert_output '[["process_name",100,100,"app2"],["thread_name",0,0,"swapper/0"],["thread_name",100,100,"app"],["thread_name",100,101,"worker-2"]]'
+}
+
+@test "sp-flame: the gap span is <no-span> in folded stacks and the Chrome trace, as sp-tree and the docs name it" {
+	require_cmd jq
+	{
+		grep -v '"type":"sample"\|"type":"event"' "$spans"
+		echo '{"type":"span","id":3,"parent":0,"pid":200,"tid":200,"end":"synthetic","start":1005000000,"stop":1005000000}'
+		echo '{"type":"sample","time":1005000000,"pid":200,"tid":200,"cpu":0,"stack":1,"weight":1,"span":3,"rule":"gap"}'
+	} > "$BATS_TEST_TMPDIR/gap.jsonl"
+	run --separate-stderr -0 sp-flame --by=span "$BATS_TEST_TMPDIR/gap.jsonl"
+	assert_output '<no-span>;main 1'
+	run --separate-stderr -0 sp-flame --chrome "$BATS_TEST_TMPDIR/gap.jsonl"
+	run -0 jq -r '.traceEvents[] | select(.args.span == 3) | .name' <<< "$output"
+	assert_output '<no-span>'
+	grep -rq '<no-span>' "$BATS_TEST_DIRNAME/../docs/correlate.md"
+	! grep -rq '\[no span\]' "$BATS_TEST_DIRNAME/../docs"
+}
