@@ -460,3 +460,60 @@ modules_100() {
 	grep -rq '<no-span>' "$BATS_TEST_DIRNAME/../docs/correlate.md"
 	! grep -rq '\[no span\]' "$BATS_TEST_DIRNAME/../docs"
 }
+
+@test "sp-flame: pprof reads the main binary from the first mapping and symbolizes what is only partly named" {
+	require_cmd go "golang-go: go tool pprof is the reader"
+	# the first sample's leaf is in the kernel, then libc: the mappings
+	# arrive kernel, libc, app; app has one frame with no symbol (0x401700)
+	{
+		grep -v '"type":"sample"\|"type":"end"' "$basic"
+		echo '{"type":"frame","id":8,"module":1,"rel":"0x1700","addr":"0x401700"}'
+		echo '{"type":"stack","id":9,"parent":2,"frame":8}'
+		echo '{"type":"sample","time":1000000000,"pid":100,"tid":101,"cpu":1,"stack":6,"weight":1}'
+		echo '{"type":"sample","time":1001000000,"pid":100,"tid":100,"cpu":0,"stack":4,"weight":1}'
+		echo '{"type":"sample","time":1002000000,"pid":100,"tid":100,"cpu":0,"stack":9,"weight":1}'
+	} > "$BATS_TEST_TMPDIR/m.jsonl"
+	sp-flame -q --pprof -o "$BATS_TEST_TMPDIR/m.pb.gz" "$BATS_TEST_TMPDIR/m.jsonl"
+	run -0 go tool pprof -symbolize=none -top "$BATS_TEST_TMPDIR/m.pb.gz"
+	assert_line "File: app"
+	assert_line "Build ID: 0123456789abcdef0123456789abcdef01234567"
+	run -0 go tool pprof -symbolize=none -raw "$BATS_TEST_TMPDIR/m.pb.gz"
+	# one frame of app has no function: app is not marked [FN], so pprof
+	# would look its addresses up; the kernel's one frame is named
+	assert_line --regexp '^1: 0x400000/0x401000/0x0 /usr/bin/app 0123456789abcdef0123456789abcdef01234567 *$'
+	assert_line --regexp '^[23]: 0xffffffff81000000/0xffffffff82000000/0x0 \[kernel.kallsyms\] +\[FN\]$'
+	assert_line --regexp '^[23]: 0x7f0000000000/0x7f0000100000/0x0 /lib/x86_64-linux-gnu/libc.so.6 fedcba9876543210fedcba9876543210fedcba98 *$'
+	assert_line --regexp '^ +[0-9]+: 0x401700 M=1 *$'
+}
+
+@test "sp-flame: pprof types off-CPU samples as waits and off_cpu nanoseconds, not cpu" {
+	require_cmd go "golang-go: go tool pprof is the reader"
+	sp-flame -q --pprof --off-cpu -o "$BATS_TEST_TMPDIR/off.pb.gz" "$basic"
+	run -0 go tool pprof -symbolize=none -raw "$BATS_TEST_TMPDIR/off.pb.gz"
+	assert_line "PeriodType: waits count"
+	assert_line "Period: 1"
+	assert_line "waits/count off_cpu/nanoseconds[dflt]"
+	assert_line --regexp '^ +1 +5000000: '
+	run -0 go tool pprof -symbolize=none -top "$BATS_TEST_TMPDIR/off.pb.gz"
+	assert_line "Type: off_cpu"
+	assert_line --partial "Showing nodes accounting for 5ms, 100% of 5ms total"
+	# CPU samples keep their types, cpu the default
+	sp-flame -q --pprof -o "$BATS_TEST_TMPDIR/cpu.pb.gz" "$basic"
+	run -0 go tool pprof -symbolize=none -raw "$BATS_TEST_TMPDIR/cpu.pb.gz"
+	assert_line "PeriodType: cpu nanoseconds"
+	assert_line "Period: 1000000"
+	assert_line "samples/count cpu/nanoseconds[dflt]"
+}
+
+@test "sp-flame: pprof of a real 300 ms sleep says off_cpu, about 300 ms, in sleep's own binary" {
+	require_root
+	require_cmd go "golang-go: go tool pprof is the reader"
+	run -0 timeout 60 sp-record --off-cpu -o "$BATS_TEST_TMPDIR/s.sp" -- sleep 0.3
+	sp-symbolize "$BATS_TEST_TMPDIR/s.sp" > "$BATS_TEST_TMPDIR/s.sym.sp" 2>/dev/null
+	sp-flame -q --pprof --off-cpu --comm=sleep -o "$BATS_TEST_TMPDIR/s.pb.gz" "$BATS_TEST_TMPDIR/s.sym.sp"
+	run -0 go tool pprof -symbolize=none -top "$BATS_TEST_TMPDIR/s.pb.gz"
+	assert_line "Type: off_cpu"
+	assert_line "File: sleep"
+	# at least the 300 ms the program slept, in milliseconds or seconds
+	assert_line --regexp '^Showing nodes accounting for (3[0-9][0-9](\.[0-9]+)?ms|0\.3[0-9]*s), '
+}

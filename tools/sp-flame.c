@@ -344,7 +344,7 @@ static int read_records(struct sinks *k, char **paths, int n)
 				sp_reader_skipped(in, &rec, "%s", why);
 			continue;
 		}
-		if (k->pprof && (r == SP_FOLDED_TAKEN || rec.kind == SP_REC_HEADER)) {
+		if (k->pprof && (r == SP_FOLDED_TAKEN || rec.kind != SP_REC_SAMPLE)) {
 			ns = rec.kind != SP_REC_SAMPLE ? 0 :
 			     rec.sample.kind == SP_SAMPLE_OFFCPU ? rec.sample.weight :
 			     (rec.sample.weight ? rec.sample.weight : 1) * sp_folded_period_ns(k->fold);
@@ -448,8 +448,10 @@ int main(int argc, char **argv)
 	if (env.flamechart)
 		env.fo.keep_sequence = true;
 	k.fold = sp_folded_new(&env.fo);
-	if (env.fmt == FMT_PPROF)
+	if (env.fmt == FMT_PPROF) {
 		k.pprof = sp_pprof_new(env.fo.no_inline);
+		sp_pprof_set_off_cpu(k.pprof, env.fo.off_cpu);
+	}
 	if (env.fmt == FMT_CHROME)
 		k.chrome = sp_chrome_new(out);
 
