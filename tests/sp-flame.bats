@@ -517,3 +517,33 @@ modules_100() {
 	# at least the 300 ms the program slept, in milliseconds or seconds
 	assert_line --regexp '^Showing nodes accounting for (3[0-9][0-9](\.[0-9]+)?ms|0\.3[0-9]*s), '
 }
+
+@test "sp-flame: --by=span correlates an input sp-correlate has not seen, as sp-tree does" {
+	# spans.jsonl's definitions, its header saying symbolized only, and
+	# span marks instead of span records
+	{
+		head -1 "$spans" | sed 's/"flags":"0xc"/"flags":"0x4"/'
+		grep '"type":"\(process\|thread\|module\|frame\|symbol\|stack\)"' "$spans"
+		m='"pid":200,"tid":200,"runtime":"ruby","klass":"Foo"'
+		echo "{\"type\":\"span_start\",\"time\":1000000000,$m,\"method\":\"bar\",\"file\":\"app.rb\",\"line\":3}"
+		echo '{"type":"sample","time":1000500000,"pid":200,"tid":200,"cpu":0,"stack":2,"weight":1}'
+		echo "{\"type\":\"span_start\",\"time\":1001000000,$m,\"method\":\"baz\",\"file\":\"app.rb\",\"line\":7}"
+		echo '{"type":"sample","time":1001500000,"pid":200,"tid":200,"cpu":0,"stack":2,"weight":1}'
+		echo '{"type":"sample","time":1002500000,"pid":200,"tid":200,"cpu":0,"stack":2,"weight":1}'
+		echo "{\"type\":\"span_stop\",\"time\":1003000000,$m,\"method\":\"baz\"}"
+		echo "{\"type\":\"span_stop\",\"time\":1004000000,$m,\"method\":\"bar\"}"
+		echo '{"type":"sample","time":1005000000,"pid":200,"tid":200,"cpu":0,"stack":1,"weight":1}'
+	} > "$BATS_TEST_TMPDIR/marks.jsonl"
+	run --separate-stderr -0 sp-flame --by=span "$BATS_TEST_TMPDIR/marks.jsonl"
+	assert_output "$(printf '%s\n' '<no-span>;main 1' 'Foo#bar;Foo#baz;main;vm_exec 2' 'Foo#bar;main;vm_exec 1')"
+	# the same as through sp-correlate, and from a spool
+	run --separate-stderr -0 sh -c "sp-correlate '$BATS_TEST_TMPDIR/marks.jsonl' | sp-flame --by=span"
+	assert_output "$(printf '%s\n' '<no-span>;main 1' 'Foo#bar;Foo#baz;main;vm_exec 2' 'Foo#bar;main;vm_exec 1')"
+	sp-decode --encode -o "$BATS_TEST_TMPDIR/marks.sp" "$BATS_TEST_TMPDIR/marks.jsonl"
+	# two streams one after the other: each correlated on its own
+	run --separate-stderr -0 sp-flame --by=span "$BATS_TEST_TMPDIR/marks.sp" "$BATS_TEST_TMPDIR/marks.sp"
+	assert_output "$(printf '%s\n' '<no-span>;main 2' 'Foo#bar;Foo#baz;main;vm_exec 4' 'Foo#bar;main;vm_exec 2')"
+	# a correlated stream after an uncorrelated one is taken as it is
+	run --separate-stderr -0 sp-flame --by=span "$BATS_TEST_TMPDIR/marks.sp" "$spans"
+	assert_output "$(printf '%s\n' '<no-span>;main 1' 'Foo#bar;Foo#baz;main;vm_exec 4' 'Foo#bar;main;vm_exec 2' 'main 1')"
+}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "correlate.h"
 #include "export.h"
 #include "flame.h"
 #include "reader.h"
@@ -323,37 +324,92 @@ struct sinks {
 	struct sp_pprof *pprof;
 	struct sp_chrome *chrome;
 	uint64_t bad;
+	struct sp_reader *in;
+	struct sp_defs *cdefs;	/* the definitions of what the correlator emits */
 };
 
-static int read_records(struct sinks *k, char **paths, int n)
+/* One record to every output; -1 to stop (a failed write). */
+static int take(struct sinks *k, const struct sp_defs *d, const struct sp_record *rec)
 {
-	struct sp_reader *in = sp_reader_open(paths, n);
-	struct sp_record rec;
 	const char *why = NULL;
-	struct sp_defs *d;
 	uint64_t ns;
 	int r;
 
-	if (!in)
-		return SP_EXIT_FATAL;
-	while (sp_reader_next(in, &rec) > 0) {
-		d = sp_reader_defs(in);
-		r = sp_folded_add(k->fold, d, &rec, &why);
-		if (r == SP_FOLDED_BAD) {
-			if (++k->bad <= MAX_BAD_REPORTS)
-				sp_reader_skipped(in, &rec, "%s", why);
-			continue;
-		}
-		if (k->pprof && (r == SP_FOLDED_TAKEN || rec.kind != SP_REC_SAMPLE)) {
-			ns = rec.kind != SP_REC_SAMPLE ? 0 :
-			     rec.sample.kind == SP_SAMPLE_OFFCPU ? rec.sample.weight :
-			     (rec.sample.weight ? rec.sample.weight : 1) * sp_folded_period_ns(k->fold);
-			sp_pprof_add(k->pprof, d, &rec, ns);
-		}
-		if (k->chrome && sp_chrome_add(k->chrome, d, &rec) < 0)
-			break;
+	r = sp_folded_add(k->fold, d, rec, &why);
+	if (r == SP_FOLDED_BAD) {
+		if (++k->bad <= MAX_BAD_REPORTS)
+			sp_reader_skipped(k->in, rec, "%s", why);
+		return 0;
 	}
-	return sp_reader_close(in);
+	if (k->pprof && (r == SP_FOLDED_TAKEN || rec->kind != SP_REC_SAMPLE)) {
+		ns = rec->kind != SP_REC_SAMPLE ? 0 :
+		     rec->sample.kind == SP_SAMPLE_OFFCPU ? rec->sample.weight :
+		     (rec->sample.weight ? rec->sample.weight : 1) * sp_folded_period_ns(k->fold);
+		sp_pprof_add(k->pprof, d, rec, ns);
+	}
+	if (k->chrome && sp_chrome_add(k->chrome, d, rec) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * What the correlator emits: its own stream, whose definitions are kept
+ * apart (a span tree held over a stream's end refers to that stream's
+ * definitions, which the reader has already dropped for the next one).
+ */
+static int from_corr(void *ctx, const struct sp_record *rec)
+{
+	struct sinks *k = ctx;
+	const char *why = NULL;
+
+	if (sp_defs_add(k->cdefs, rec, &why)) {
+		sp_reader_skipped(k->in, rec, "%s record refers to %s", sp_rec_kind_name(rec->kind),
+				  why);
+		return 0;
+	}
+	return take(k, k->cdefs, rec);
+}
+
+static void corr_end(struct sp_corr **corr)
+{
+	if (!*corr)
+		return;
+	sp_corr_finish(*corr);
+	sp_corr_free(*corr);
+	*corr = NULL;
+}
+
+static int read_records(struct sinks *k, char **paths, int n)
+{
+	struct sp_corr *corr = NULL;
+	struct sp_record rec;
+	bool direct = true;
+	int rc = 0;
+
+	k->in = sp_reader_open(paths, n);
+	if (!k->in)
+		return SP_EXIT_FATAL;
+	while (rc == 0 && sp_reader_next(k->in, &rec) > 0) {
+		/* Spans for --by=span: a stream sp-correlate has not seen (its
+		 * header says) is correlated on the fly, as sp-tree does. */
+		if (rec.kind == SP_REC_HEADER && (env.fo.by & SP_FLAME_BY_SPAN)) {
+			direct = rec.header.flags & SP_HDR_CORRELATED;
+			if (direct)
+				corr_end(&corr);
+			else if (!corr)
+				corr = sp_corr_new(NULL, from_corr, k);
+			if (!direct && !k->cdefs)
+				k->cdefs = sp_defs_new();
+		}
+		if (direct)
+			rc = take(k, sp_reader_defs(k->in), &rec);
+		else
+			rc = sp_corr_add(corr, &rec);
+	}
+	corr_end(&corr);
+	sp_defs_free(k->cdefs);
+	k->cdefs = NULL;
+	return sp_reader_close(k->in);
 }
 
 static int read_input(struct sinks *k, char **paths, int n)
