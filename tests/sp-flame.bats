@@ -547,3 +547,66 @@ modules_100() {
 	run --separate-stderr -0 sp-flame --by=span "$BATS_TEST_TMPDIR/marks.sp" "$spans"
 	assert_output "$(printf '%s\n' '<no-span>;main 1' 'Foo#bar;Foo#baz;main;vm_exec 4' 'Foo#bar;main;vm_exec 2' 'main 1')"
 }
+
+@test "sp-flame: --fold-runtime leaves the interpreter's glue out, keeps it at the leaf, and folds the span hook into one frame" {
+	run --separate-stderr -0 sp-flame --by=span --fold-runtime "$FIXTURES/runtime.jsonl"
+	assert_output "$(printf '%s\n' \
+		'mod.outer;_PyEval_EvalFrameDefault 1' \
+		'mod.outer;_PyFunction_Vectorcall 1' \
+		'mod.outer;mod.inner;PyUnicode_Format;unicode_format_arg 1' \
+		'mod.outer;mod.inner;[_stackpulse_hook] 2' \
+		'mod.outer;mod.inner;_PyEval_EvalFrameDefault 2')"
+	# without it, every frame as recorded
+	run --separate-stderr -0 sp-flame --by=span "$FIXTURES/runtime.jsonl"
+	assert_line 'mod.outer;mod.inner;_start;__libc_start_main;Py_BytesMain;_PyEval_EvalFrameDefault;_PyFunction_Vectorcall;_PyEval_EvalFrameDefault;call_trace.part.0;profile;__clock_gettime 1'
+	# the SVG and speedscope take the same stacks
+	run --separate-stderr -0 sp-flame --svg --by=span --fold-runtime "$FIXTURES/runtime.jsonl"
+	[[ "$output" != *"Py_BytesMain"* && "$output" == *"[_stackpulse_hook]"* ]]
+	sp-flame -q --speedscope --fold-runtime -o "$BATS_TEST_TMPDIR/s.json" "$FIXTURES/runtime.jsonl"
+	run -0 jq -c '.shared.frames as $f | [.profiles[] | select(.type == "sampled") | .samples[][]] |
+		unique | map($f[.].name) | sort' "$BATS_TEST_TMPDIR/s.json"
+	assert_output '["PyUnicode_Format","[_stackpulse_hook]","_PyEval_EvalFrameDefault","_PyFunction_Vectorcall","unicode_format_arg"]'
+}
+
+@test "sp-flame: the runtime glue table in docs/sp-flame.md is the code's" {
+	src=$BATS_TEST_DIRNAME/../lib/render/folded_runtime.c
+	doc=$BATS_TEST_DIRNAME/../docs/sp-flame.md
+	code=$(sed -n '/^static const char \*const glue\[\] = {/,/^};/p' "$src" |
+		grep -o '"[^"]*"' | tr -d '"' | sort)
+	[ "$(wc -l <<< "$code")" -gt 50 ]
+	docs=$(sed -n '/^## RUNTIME GLUE/,/^## /p' "$doc" | grep '^| ' | grep -v 'span hooks (by module)' |
+		tail -n +3 | cut -d'|' -f3 | grep -o '`[^`]*`' | tr -d '`' | sort)
+	diff <(echo "$code") <(echo "$docs")
+}
+
+@test "sp-flame: --by=span --fold-runtime on a real Python recording (dwarf): methods, then the native code they ran" {
+	require_root
+	command -v python3 >/dev/null || skip "needs python3"
+	cat > "$BATS_TEST_TMPDIR/app.py" <<'PY'
+import json
+def parse(s):
+    return json.loads(s)
+def work(n):
+    return sum(len(parse('{"a": [1, 2, {"b": "%d"}]}' % i)) for i in range(n))
+print(work(60000))
+PY
+	run -0 timeout 120 sp-record --spans=python --call-graph=dwarf -F 499 -o "$BATS_TEST_TMPDIR/p.sp" -- python3 "$BATS_TEST_TMPDIR/app.py"
+	grep -q "span marks\|span_start" <<< "$(sp-decode --stats "$BATS_TEST_TMPDIR/p.sp")" ||
+		skip "no Python spans recorded: $(sp-record --check --spans=python 2>&1 | tail -1)"
+	sp-symbolize "$BATS_TEST_TMPDIR/p.sp" > "$BATS_TEST_TMPDIR/p.sym.sp" 2>/dev/null
+	run --separate-stderr -0 sp-flame --by=span --fold-runtime --comm=python3 "$BATS_TEST_TMPDIR/p.sym.sp"
+	echo "$output" > "$BATS_TEST_TMPDIR/f.folded"
+	# spans came from an uncorrelated spool: correlated on the fly
+	grep -q '^<module>;work;.*parse;loads' "$BATS_TEST_TMPDIR/f.folded"
+	# no evaluation loop or libc start but at the leaf; the hook only as one leaf
+	run grep -E '(^|;)(_PyEval_EvalFrameDefault|_PyFunction_Vectorcall|__libc_start_main|Py_RunMain|call_trace);' "$BATS_TEST_TMPDIR/f.folded"
+	assert_failure
+	run grep -E '_stackpulse_hook' "$BATS_TEST_TMPDIR/f.folded"
+	if [ "$status" = 0 ]; then
+		run grep -vE '(^|;)\[_stackpulse_hook\] [0-9]+$' <<< "$output"
+		assert_failure
+	fi
+	# the same recording without the option has them
+	run --separate-stderr -0 sp-flame --by=span --comm=python3 "$BATS_TEST_TMPDIR/p.sym.sp"
+	assert_output --regexp ';_PyEval_EvalFrameDefault;'
+}

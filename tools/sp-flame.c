@@ -23,7 +23,7 @@ enum {
 	OPT_FOLDED = 0x100, OPT_SVG, OPT_SPEEDSCOPE, OPT_PPROF, OPT_CHROME, OPT_DIFF, OPT_DIFF_ALL,
 	OPT_FAIL_ABOVE, OPT_BY, OPT_NO_INLINE, OPT_NO_ADDRESSES, OPT_OFF_CPU, OPT_WEIGHT,
 	OPT_COMM, OPT_SINCE, OPT_UNTIL, OPT_TITLE, OPT_SUBTITLE, OPT_WIDTH, OPT_FLAMECHART,
-	OPT_INVERTED, OPT_QUIET, OPT_TOP,
+	OPT_INVERTED, OPT_QUIET, OPT_TOP, OPT_FOLD_RUNTIME,
 };
 
 static struct env {
@@ -78,6 +78,9 @@ static const struct argp_option options[] = {
 	  3 },
 	{ "annotate", 'a', NULL, 0, "Mark kernel frames _[k], inlined _[i], JIT _[j]", 3 },
 	{ "no-inline", OPT_NO_INLINE, NULL, 0, "Leave out inlined functions", 3 },
+	{ "fold-runtime", OPT_FOLD_RUNTIME, NULL, 0,
+	  "Leave out the runtimes' glue: CPython's and Ruby's call paths, their tracing "
+	  "and the span hooks, the C runtime's first frames (docs/sp-flame.md lists them)", 3 },
 	{ "no-addresses", OPT_NO_ADDRESSES, NULL, 0,
 	  "Unresolved frames as [module] instead of module+0xoffset", 3 },
 	{ "off-cpu", OPT_OFF_CPU, NULL, 0, "Off-CPU samples instead of CPU samples", 3 },
@@ -187,6 +190,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_INLINE:
 		env.fo.no_inline = true;
+		break;
+	case OPT_FOLD_RUNTIME:
+		env.fo.fold_runtime = true;
 		break;
 	case OPT_NO_ADDRESSES:
 		env.fo.no_addresses = true;

@@ -516,7 +516,7 @@ static int add_sample(struct sp_folded *f, const struct sp_defs *d, const struct
 				*why = "sample refers to an undefined stack";
 			return SP_FOLDED_BAD;
 		}
-		node = sc->node1 - 1;
+		node = sp_folded_leaf_node(f, d, s->stack, sc->node1 - 1);
 		if (!node)
 			node = sp_folded_child(f, 0, f->nostack_name);
 		if (sc->flags & SC_NOMAP)
