@@ -610,3 +610,48 @@ PY
 	run --separate-stderr -0 sp-flame --by=span --comm=python3 "$BATS_TEST_TMPDIR/p.sym.sp"
 	assert_output --regexp ';_PyEval_EvalFrameDefault;'
 }
+
+@test "sp-flame: --lines=FUNCTION counts its leaf samples by source line, inlined code on the line of the call" {
+	# square is inlined into compute at app.c:30; its own code is app.c:5
+	run --separate-stderr -0 sp-flame --lines=compute "$basic"
+	assert_line "# compute: 3 of 8 samples (37.50%) at the leaf, by source line (share of the function's)"
+	assert_line "## app.c (source not shown: No such file or directory)"
+	assert_line --regexp '^ 100\.00% +3 +30$'
+	run --separate-stderr -0 sp-flame --lines=square "$basic"
+	assert_line --regexp '^ 100\.00% +3 +5$'
+	# never at a leaf: said, with the hottest leaves (by samples, then name)
+	run --separate-stderr -0 sp-flame -q --lines=_start "$basic"
+	assert_output ""
+	[[ "$stderr" == *"no sample has '_start' at its leaf; the hottest leaves: 'compute' (3), 'ksys_read' (2), 'main' (1), 'odd;name here' (1), 'work' (1)"* ]]
+	run --separate-stderr -64 sp-flame --lines= "$basic"
+}
+
+@test "sp-flame: --lines on a real recording of a bundled program names its two hot loops' lines, with their source" {
+	require_root
+	[ -x "$SP_EXAMPLES/hotlines" ] || skip "build/examples/hotlines not built"
+	src=tests/fixtures/src/hotlines.c
+	run -0 timeout 60 sp-record -F 999 -o "$BATS_TEST_TMPDIR/h.sp" -- "$SP_EXAMPLES/hotlines" 1
+	sp-symbolize "$BATS_TEST_TMPDIR/h.sp" > "$BATS_TEST_TMPDIR/h.sym.sp" 2>/dev/null
+	# the file names are the compiler's, relative to the checkout
+	cd "$BATS_TEST_DIRNAME/.."
+	run --separate-stderr -0 sp-flame -q --lines=hot_loops "$BATS_TEST_TMPDIR/h.sym.sp"
+	echo "$output" > "$BATS_TEST_TMPDIR/lines.txt"
+	assert_line --regexp '^# hot_loops: [0-9]+ of [0-9]+ samples \([0-9.]+%\) at the leaf'
+	assert_line "## $src"
+	l3=$(grep -n 'LOOP3 \*/' "$src" | cut -d: -f1)
+	l1=$(grep -n 'LOOP1 \*/' "$src" | cut -d: -f1)
+	row() { awk -v l="$1" '$3 == l { print $2 }' "$BATS_TEST_TMPDIR/lines.txt"; }
+	n3=$(row "$l3") n1=$(row "$l1")
+	total=$(sed -n 's/^# hot_loops: \([0-9]*\) of.*/\1/p' "$BATS_TEST_TMPDIR/lines.txt")
+	echo "LOOP3 line $l3: $n3, LOOP1 line $l1: $n1, of $total"
+	# the loop three times as long has more samples; the two loops hold most
+	[ "$n3" -gt "$n1" ] && [ "$n1" -gt 0 ]
+	[ $((n3 + n1)) -ge $((total * 8 / 10)) ]
+	# the source text of the row is the file's own line (tabs as spaces)
+	grep -qF -- "$(sed -n "${l3}p" "$src" | expand -t 8)" "$BATS_TEST_TMPDIR/lines.txt"
+	# from elsewhere the relative file cannot be read: said, counts kept
+	cd "$BATS_TEST_TMPDIR"
+	run --separate-stderr -0 sp-flame -q --lines=hot_loops "$BATS_TEST_TMPDIR/h.sym.sp"
+	assert_line "## $src (source not shown: No such file or directory)"
+	assert_line --regexp "^ +[0-9.]+% +$n3 +$l3\$"
+}

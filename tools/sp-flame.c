@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "annotate.h"
 #include "correlate.h"
 #include "export.h"
 #include "flame.h"
@@ -17,13 +18,13 @@
 #define MAX_LIST 64
 #define MAX_BAD_REPORTS 5
 
-enum fmt { FMT_FOLDED, FMT_SVG, FMT_SPEEDSCOPE, FMT_PPROF, FMT_CHROME };
+enum fmt { FMT_FOLDED, FMT_SVG, FMT_SPEEDSCOPE, FMT_PPROF, FMT_CHROME, FMT_LINES };
 
 enum {
 	OPT_FOLDED = 0x100, OPT_SVG, OPT_SPEEDSCOPE, OPT_PPROF, OPT_CHROME, OPT_DIFF, OPT_DIFF_ALL,
 	OPT_FAIL_ABOVE, OPT_BY, OPT_NO_INLINE, OPT_NO_ADDRESSES, OPT_OFF_CPU, OPT_WEIGHT,
 	OPT_COMM, OPT_SINCE, OPT_UNTIL, OPT_TITLE, OPT_SUBTITLE, OPT_WIDTH, OPT_FLAMECHART,
-	OPT_INVERTED, OPT_QUIET, OPT_TOP, OPT_FOLD_RUNTIME,
+	OPT_INVERTED, OPT_QUIET, OPT_TOP, OPT_FOLD_RUNTIME, OPT_LINES,
 };
 
 static struct env {
@@ -37,6 +38,7 @@ static struct env {
 	uint64_t pids[MAX_LIST], tids[MAX_LIST];
 	char *comms[MAX_LIST];
 	const char *title, *subtitle;
+	const char *lines;	/* --lines: the function */
 	uint64_t width;
 } env = { .top = 10, .width = 1200 };
 
@@ -50,7 +52,8 @@ static const char doc[] =
 	"  sp-symbolize run.sp | sp-flame > run.folded\n"
 	"  sp-flame --svg --by=thread -o run.svg run.sym.sp\n"
 	"  sp-flame --diff --fail-above=5 base.sp new.sp\n"
-	"  sp-flame --pprof -o run.pb.gz run.sym.sp && pprof -top run.pb.gz\n\n"
+	"  sp-flame --pprof -o run.pb.gz run.sym.sp && pprof -top run.pb.gz\n"
+	"  sp-flame -q --lines=hash_token run.sym.sp\n\n"
 	"Exit status: 0 ok, 1 some records skipped (each reported), 2 fatal, 3 a function's "
 	"share grew by more than --fail-above, 64 usage.";
 
@@ -64,6 +67,8 @@ static const struct argp_option options[] = {
 	{ "chrome", OPT_CHROME, NULL, 0,
 	  "Chrome trace event JSON (Perfetto): spans and kernel events", 1 },
 	{ "format", 'f', "FMT", 0, "folded, svg, speedscope, pprof or chrome", 1 },
+	{ "lines", OPT_LINES, "FUNCTION", 0,
+	  "FUNCTION's samples by source line, with the source text (as perf annotate)", 1 },
 	{ NULL, 0, NULL, 0, "Differences:", 2 },
 	{ "diff", OPT_DIFF, NULL, 0,
 	  "Compare two inputs, BASE and NEW: folded differences (\"stack base new\", base "
@@ -139,6 +144,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_CHROME:
 		env.fmt = FMT_CHROME;
+		break;
+	case OPT_LINES:
+		if (!*arg)
+			argp_error(state, "--lines needs a function name");
+		env.fmt = FMT_LINES;
+		env.lines = arg;
 		break;
 	case 'f':
 		if (!strcmp(arg, "folded"))
@@ -251,6 +262,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_SUCCESS:	/* ARGP_KEY_END is not seen when FILEs are given */
 		if (env.diff && env.fmt != FMT_FOLDED && env.fmt != FMT_SVG)
 			argp_error(state, "--diff writes folded differences or --svg");
+		if (env.fmt != FMT_LINES)
+			env.lines = NULL;	/* a later output option won */
 		if (!env.diff && (env.has_fail_above || env.diff_all))
 			argp_error(state, "--fail-above and --diff-all need --diff");
 		if (env.diff && env.flamechart)
@@ -329,6 +342,7 @@ struct sinks {
 	struct sp_folded *fold;
 	struct sp_pprof *pprof;
 	struct sp_chrome *chrome;
+	struct sp_annotate *ann;
 	uint64_t bad;
 	struct sp_reader *in;
 	struct sp_defs *cdefs;	/* the definitions of what the correlator emits */
@@ -353,6 +367,8 @@ static int take(struct sinks *k, const struct sp_defs *d, const struct sp_record
 		     (rec->sample.weight ? rec->sample.weight : 1) * sp_folded_period_ns(k->fold);
 		sp_pprof_add(k->pprof, d, rec, ns);
 	}
+	if (k->ann && r == SP_FOLDED_TAKEN)
+		sp_annotate_add(k->ann, d, &rec->sample);
 	if (k->chrome && sp_chrome_add(k->chrome, d, rec) < 0)
 		return -1;
 	return 0;
@@ -516,6 +532,8 @@ int main(int argc, char **argv)
 	}
 	if (env.fmt == FMT_CHROME)
 		k.chrome = sp_chrome_new(out);
+	if (env.fmt == FMT_LINES)
+		k.ann = sp_annotate_new(env.lines);
 
 	if (env.diff) {
 		status = read_input(&k, argv + first, 1);
@@ -577,12 +595,16 @@ int main(int argc, char **argv)
 		rc = sp_chrome_finish(k.chrome);
 		k.chrome = NULL;
 		break;
+	case FMT_LINES:
+		rc = sp_annotate_print(k.ann, out);	/* warns when nothing matched */
+		break;
 	}
 	if (rc < 0)
 		status = SP_EXIT_FATAL;	/* sp_close_output() names the failed write */
 	if (!env.quiet && *footer)
 		fprintf(stderr, "%s: %s\n", sp_progname, footer);
 	sp_pprof_free(k.pprof);
+	sp_annotate_free(k.ann);
 	sp_folded_free(k.fold);
 	status = sp_close_output(&env.common, status);
 	if (status == SP_EXIT_OK && verdict)
