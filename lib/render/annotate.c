@@ -347,7 +347,8 @@ static void suggest(struct sp_annotate *a)
 	struct sp_buf b = SP_BUF_INIT, f = SP_BUF_INIT;
 	size_t i;
 
-	qsort(a->leaves, a->nleaves, sizeof(*a->leaves), cmp_leaf);
+	if (a->nleaves)
+		qsort(a->leaves, a->nleaves, sizeof(*a->leaves), cmp_leaf);
 	sp_idset_release(&a->leaf_idx);	/* the order moved */
 	for (i = 0; i < a->nleaves && i < SUGGEST; i++) {
 		sp_buf_puts(&b, i ? ", '" : "'");
