@@ -553,9 +553,11 @@ modules_100() {
 	assert_output "$(printf '%s\n' \
 		'mod.outer;_PyEval_EvalFrameDefault 1' \
 		'mod.outer;_PyFunction_Vectorcall 1' \
+		'mod.outer;__clock_gettime 1' \
 		'mod.outer;mod.inner;PyUnicode_Format;unicode_format_arg 1' \
 		'mod.outer;mod.inner;[_stackpulse_hook] 2' \
-		'mod.outer;mod.inner;_PyEval_EvalFrameDefault 2')"
+		'mod.outer;mod.inner;_PyEval_EvalFrameDefault 2' \
+		'mod.outer;python3.11+0xc000 1')"
 	# without it, every frame as recorded
 	run --separate-stderr -0 sp-flame --by=span "$FIXTURES/runtime.jsonl"
 	assert_line 'mod.outer;mod.inner;_start;__libc_start_main;Py_BytesMain;_PyEval_EvalFrameDefault;_PyFunction_Vectorcall;_PyEval_EvalFrameDefault;call_trace.part.0;profile;__clock_gettime 1'
@@ -565,16 +567,20 @@ modules_100() {
 	sp-flame -q --speedscope --fold-runtime -o "$BATS_TEST_TMPDIR/s.json" "$FIXTURES/runtime.jsonl"
 	run -0 jq -c '.shared.frames as $f | [.profiles[] | select(.type == "sampled") | .samples[][]] |
 		unique | map($f[.].name) | sort' "$BATS_TEST_TMPDIR/s.json"
-	assert_output '["PyUnicode_Format","[_stackpulse_hook]","_PyEval_EvalFrameDefault","_PyFunction_Vectorcall","unicode_format_arg"]'
+	assert_output '["PyUnicode_Format","[_stackpulse_hook]","_PyEval_EvalFrameDefault","_PyFunction_Vectorcall","__clock_gettime","python3.11+0xc000","unicode_format_arg"]'
 }
 
 @test "sp-flame: the runtime glue table in docs/sp-flame.md is the code's" {
+	# and so are the module rows
+	grep -q '^| The span hooks (by module) | `_stackpulse_hook\.\*`, `stackpulse_hook\.\*` ' "$BATS_TEST_DIRNAME/../docs/sp-flame.md"
+	grep -q '^| Unnamed frames of the runtimes (by file) | `libruby\*`, `libpython\*`, `ruby\*`, `python\*` |' "$BATS_TEST_DIRNAME/../docs/sp-flame.md"
+	grep -q '"libruby", "libpython", "ruby", "python"' "$BATS_TEST_DIRNAME/../lib/render/folded_runtime.c"
 	src=$BATS_TEST_DIRNAME/../lib/render/folded_runtime.c
 	doc=$BATS_TEST_DIRNAME/../docs/sp-flame.md
 	code=$(sed -n '/^static const char \*const glue\[\] = {/,/^};/p' "$src" |
 		grep -o '"[^"]*"' | tr -d '"' | sort)
 	[ "$(wc -l <<< "$code")" -gt 50 ]
-	docs=$(sed -n '/^## RUNTIME GLUE/,/^## /p' "$doc" | grep '^| ' | grep -v 'span hooks (by module)' |
+	docs=$(sed -n '/^## RUNTIME GLUE/,/^## /p' "$doc" | grep '^| ' | grep -v '(by module)\|(by file)' |
 		tail -n +3 | cut -d'|' -f3 | grep -o '`[^`]*`' | tr -d '`' | sort)
 	diff <(echo "$code") <(echo "$docs")
 }
@@ -654,4 +660,27 @@ PY
 	run --separate-stderr -0 sp-flame -q --lines=hot_loops "$BATS_TEST_TMPDIR/h.sym.sp"
 	assert_line "## $src (source not shown: No such file or directory)"
 	assert_line --regexp "^ +[0-9.]+% +$n3 +$l3\$"
+}
+
+@test "sp-flame: --by=span --fold-runtime on a real Ruby recording (dwarf): libruby's unnamed frames fold too" {
+	require_root
+	command -v ruby >/dev/null || skip "needs ruby"
+	cat > "$BATS_TEST_TMPDIR/app.rb" <<'RB'
+require 'json'
+def parse(s) = JSON.parse(s)
+def work(n) = (0...n).sum { |i| parse(%Q({"a": [1, 2, {"b": "#{i}"}]})).size }
+puts work(30000)
+RB
+	run -0 timeout 120 sp-record --spans=ruby --call-graph=dwarf -F 499 -o "$BATS_TEST_TMPDIR/r.sp" -- ruby "$BATS_TEST_TMPDIR/app.rb"
+	grep -q "span_start" <<< "$(sp-decode --stats "$BATS_TEST_TMPDIR/r.sp")" ||
+		skip "no Ruby spans recorded: $(sp-record --check --spans=ruby 2>&1 | tail -1)"
+	sp-symbolize "$BATS_TEST_TMPDIR/r.sp" > "$BATS_TEST_TMPDIR/r.sym.sp" 2>/dev/null
+	run --separate-stderr -0 sp-flame --by=span --fold-runtime --comm=ruby "$BATS_TEST_TMPDIR/r.sym.sp"
+	echo "$output" > "$BATS_TEST_TMPDIR/f.folded"
+	grep -q '^Object#work;.*Object#parse;JSON#parse' "$BATS_TEST_TMPDIR/f.folded"
+	# libruby's frames, named or not, and the hook only at a leaf
+	run grep -E '(^|;)(libruby[^;]*\+0x[0-9a-f]+|rb_vm_exec|rb_yield|ruby_run_node|__libc_start_main|\[stackpulse_hook\]);' "$BATS_TEST_TMPDIR/f.folded"
+	assert_failure
+	run --separate-stderr -0 sp-flame --by=span --comm=ruby "$BATS_TEST_TMPDIR/r.sym.sp"
+	assert_output --regexp ';rb_vm_exec;'
 }

@@ -176,5 +176,7 @@ uint32_t sp_folded_leaf_node(struct sp_folded *f, const struct sp_defs *d, uint6
 bool sp_folded_is_glue(const char *name);
 /* A module of the span hooks (by its file name). */
 bool sp_folded_is_hook_module(const char *path);
+/* A runtime's own file (libruby, libpython, the interpreters), by its name. */
+bool sp_folded_is_runtime_module(const char *path);
 
 #endif

@@ -120,6 +120,10 @@ static const struct fcache *frame_names(struct sp_folded *f, const struct sp_def
 	if (f->o.annotate && kind == SP_FN_KERNEL)
 		strncat(buf, "_[k]", sizeof(buf) - strlen(buf) - 1);
 	name = sp_folded_internz(f, buf, SP_FN_UNKNOWN);
+	if (f->o.fold_runtime && m && sp_folded_is_runtime_module(sp_defs_strz(d, m->path))) {
+		c->glue = name;	/* an unnamed frame of the interpreter */
+		return c;
+	}
 one:
 	sp_grow(&f->fpool, &f->fpool_cap, f->fpool_len + 1, sizeof(*f->fpool));
 	f->fpool[f->fpool_len++] = name;

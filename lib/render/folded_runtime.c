@@ -6,7 +6,8 @@
  * the span hooks, and the C runtime's start of a process or thread. One
  * table, the one docs/sp-flame.md shows (tests/sp-flame.bats checks that
  * they agree): with the span path at the root of a stack, these frames
- * say nothing the spans do not. The span hooks' own modules are glue too.
+ * say nothing the spans do not. The span hooks' own modules are glue too,
+ * and so are the frames no symbol names in the runtimes' own files.
  */
 #include <string.h>
 
@@ -48,6 +49,13 @@ static const char *const glue[] = {
 /* The span hooks' modules, by the start of their file name. */
 static const char *const hook_modules[] = { "_stackpulse_hook.", "stackpulse_hook." };
 
+/*
+ * The runtimes' own files, by the start of their file name: a frame in
+ * them that no symbol names (Debian's libruby has no symbols for its static
+ * functions, vm_exec_core or vm_call_iseq_setup among them) is glue too.
+ */
+static const char *const runtime_modules[] = { "libruby", "libpython", "ruby", "python" };
+
 static bool match(const char *pat, const char *name, size_t len)
 {
 	size_t n = strlen(pat);
@@ -68,14 +76,25 @@ bool sp_folded_is_glue(const char *name)
 	return false;
 }
 
-bool sp_folded_is_hook_module(const char *path)
+static bool base_starts(const char *path, const char *const *v, size_t n)
 {
 	const char *base = strrchr(path, '/');
 	size_t i;
 
 	base = base ? base + 1 : path;
-	for (i = 0; i < sizeof(hook_modules) / sizeof(hook_modules[0]); i++)
-		if (!strncmp(base, hook_modules[i], strlen(hook_modules[i])))
+	for (i = 0; i < n; i++)
+		if (!strncmp(base, v[i], strlen(v[i])))
 			return true;
 	return false;
+}
+
+bool sp_folded_is_hook_module(const char *path)
+{
+	return base_starts(path, hook_modules, sizeof(hook_modules) / sizeof(hook_modules[0]));
+}
+
+bool sp_folded_is_runtime_module(const char *path)
+{
+	return base_starts(path, runtime_modules,
+			   sizeof(runtime_modules) / sizeof(runtime_modules[0]));
 }
