@@ -278,7 +278,9 @@ static void put_row(FILE *out, const struct sp_annotate *a, uint64_t n, uint64_t
 static void print_file(FILE *out, const struct sp_annotate *a, const char *path,
 		       const struct aline *lines, size_t n)
 {
-	const char *name = *path ? path : "(no file)", *why = "no line numbers";
+	const char *name = *path ? path :
+			   "(no file: the binary has no line table; install its debug symbols)";
+	const char *why = "no line numbers";
 	struct source src = { 0 };
 	bool have = false;
 	size_t i, j, known, ntext;
