@@ -445,6 +445,28 @@ modules_100() {
 	assert_output '[["process_name",100,100,"app2"],["thread_name",0,0,"swapper/0"],["thread_name",100,100,"app"],["thread_name",100,101,"worker-2"]]'
 }
 
+@test "sp-flame: DevTools' trace engine reads the Chrome trace: each thread by its last name, its spans, the gap as <no-span>" {
+	require_cmd npm "npm installs DevTools' trace engine (@paulirish/trace_engine)"
+	require_cmd node
+	dir=$BATS_FILE_TMPDIR/trace_engine
+	if [ ! -d "$dir/node_modules/@paulirish/trace_engine" ]; then
+		mkdir -p "$dir"
+		(cd "$dir" && timeout 300 npm install --no-audit --no-fund --silent \
+			@paulirish/trace_engine >/dev/null 2>&1) ||
+			skip "npm install @paulirish/trace_engine failed (no registry?)"
+	fi
+	{
+		grep -v '"type":"event"' "$spans"
+		echo '{"type":"thread","time":1000000500,"tid":200,"pid":200,"name":"ruby-main"}'
+		echo '{"type":"thread","time":1000000600,"tid":201,"pid":200,"name":"worker"}'
+		echo '{"type":"span","id":3,"parent":0,"pid":200,"tid":201,"runtime":"ruby","klass":"W","method":"run","start":1000000000,"stop":1002000000}'
+		echo '{"type":"span","id":4,"parent":0,"pid":200,"tid":200,"end":"synthetic","start":1005000000,"stop":1006000000}'
+	} > "$BATS_TEST_TMPDIR/t.jsonl"
+	sp-flame -q --chrome -o "$BATS_TEST_TMPDIR/t.json" "$BATS_TEST_TMPDIR/t.jsonl"
+	run -0 timeout 120 node "$FIXTURES/chrome-check.mjs" "$BATS_TEST_TMPDIR/t.json" "$dir/node_modules"
+	assert_output "$(printf '%s\n' 'thread 200/200 ruby-main: Foo#bar,Foo#baz,<no-span>' 'thread 200/201 worker: W#run')"
+}
+
 @test "sp-flame: the gap span is <no-span> in folded stacks and the Chrome trace, as sp-tree and the docs name it" {
 	require_cmd jq
 	{
