@@ -426,3 +426,283 @@ modules_100() {
 		"$BATS_TEST_TMPDIR/c.sp"
 	[ "$(grep -c '"cat":"span"' "$BATS_TEST_TMPDIR/c.json")" -eq 1000000 ]
 }
+
+@test "sp-flame: the Chrome trace names each process and thread once, by its last name" {
+	require_cmd jq
+	{
+		head -4 "$basic"
+		echo '{"type":"thread","time":1000000500,"tid":101,"pid":100,"name":"worker-2"}'
+		echo '{"type":"thread","time":1000000600,"tid":101,"pid":100,"name":"worker-2"}'
+		echo '{"type":"process","time":1000000700,"pid":100,"ppid":1,"comm":"app2","exe":"/usr/bin/app2","flags":"0x2"}'
+		echo '{"type":"thread","time":1000000800,"tid":0,"pid":0,"name":"swapper/0"}'
+	} > "$BATS_TEST_TMPDIR/names.jsonl"
+	run --separate-stderr -0 sp-flame --chrome "$BATS_TEST_TMPDIR/names.jsonl"
+	echo "$output" > "$BATS_TEST_TMPDIR/t.json"
+	# no (name, pid, tid) metadata twice
+	run -0 jq -c '[.traceEvents[] | select(.ph == "M") | [.name, .pid, .tid]] | group_by(.) | map(select(length > 1))' "$BATS_TEST_TMPDIR/t.json"
+	assert_output '[]'
+	run -0 jq -c '[.traceEvents[] | select(.ph == "M") | [.name, .pid, .tid, .args.name]] | sort' "$BATS_TEST_TMPDIR/t.json"
+	assert_output '[["process_name",100,100,"app2"],["thread_name",0,0,"swapper/0"],["thread_name",100,100,"app"],["thread_name",100,101,"worker-2"]]'
+}
+
+@test "sp-flame: DevTools' trace engine reads the Chrome trace: each thread by its last name, its spans, the gap as <no-span>" {
+	require_cmd npm "npm installs DevTools' trace engine (@paulirish/trace_engine)"
+	require_cmd node
+	dir=$BATS_FILE_TMPDIR/trace_engine
+	if [ ! -d "$dir/node_modules/@paulirish/trace_engine" ]; then
+		mkdir -p "$dir"
+		(cd "$dir" && timeout 300 npm install --no-audit --no-fund --silent \
+			@paulirish/trace_engine >/dev/null 2>&1) ||
+			skip "npm install @paulirish/trace_engine failed (no registry?)"
+	fi
+	{
+		grep -v '"type":"event"' "$spans"
+		echo '{"type":"thread","time":1000000500,"tid":200,"pid":200,"name":"ruby-main"}'
+		echo '{"type":"thread","time":1000000600,"tid":201,"pid":200,"name":"worker"}'
+		echo '{"type":"span","id":3,"parent":0,"pid":200,"tid":201,"runtime":"ruby","klass":"W","method":"run","start":1000000000,"stop":1002000000}'
+		echo '{"type":"span","id":4,"parent":0,"pid":200,"tid":200,"end":"synthetic","start":1005000000,"stop":1006000000}'
+	} > "$BATS_TEST_TMPDIR/t.jsonl"
+	sp-flame -q --chrome -o "$BATS_TEST_TMPDIR/t.json" "$BATS_TEST_TMPDIR/t.jsonl"
+	run -0 timeout 120 node "$FIXTURES/chrome-check.mjs" "$BATS_TEST_TMPDIR/t.json" "$dir/node_modules"
+	assert_output "$(printf '%s\n' 'thread 200/200 ruby-main: Foo#bar,Foo#baz,<no-span>' 'thread 200/201 worker: W#run')"
+}
+
+@test "sp-flame: the gap span is <no-span> in folded stacks and the Chrome trace, as sp-tree and the docs name it" {
+	require_cmd jq
+	{
+		grep -v '"type":"sample"\|"type":"event"' "$spans"
+		echo '{"type":"span","id":3,"parent":0,"pid":200,"tid":200,"end":"synthetic","start":1005000000,"stop":1005000000}'
+		echo '{"type":"sample","time":1005000000,"pid":200,"tid":200,"cpu":0,"stack":1,"weight":1,"span":3,"rule":"gap"}'
+	} > "$BATS_TEST_TMPDIR/gap.jsonl"
+	run --separate-stderr -0 sp-flame --by=span "$BATS_TEST_TMPDIR/gap.jsonl"
+	assert_output '<no-span>;main 1'
+	run --separate-stderr -0 sp-flame --chrome "$BATS_TEST_TMPDIR/gap.jsonl"
+	run -0 jq -r '.traceEvents[] | select(.args.span == 3) | .name' <<< "$output"
+	assert_output '<no-span>'
+	grep -rq '<no-span>' "$BATS_TEST_DIRNAME/../docs/correlate.md"
+	! grep -rq '\[no span\]' "$BATS_TEST_DIRNAME/../docs"
+}
+
+@test "sp-flame: pprof reads the main binary from the first mapping and symbolizes what is only partly named" {
+	require_cmd go "golang-go: go tool pprof is the reader"
+	# the first sample's leaf is in the kernel, then libc: the mappings
+	# arrive kernel, libc, app; app has one frame with no symbol (0x401700)
+	{
+		grep -v '"type":"sample"\|"type":"end"' "$basic"
+		echo '{"type":"frame","id":8,"module":1,"rel":"0x1700","addr":"0x401700"}'
+		echo '{"type":"stack","id":9,"parent":2,"frame":8}'
+		echo '{"type":"sample","time":1000000000,"pid":100,"tid":101,"cpu":1,"stack":6,"weight":1}'
+		echo '{"type":"sample","time":1001000000,"pid":100,"tid":100,"cpu":0,"stack":4,"weight":1}'
+		echo '{"type":"sample","time":1002000000,"pid":100,"tid":100,"cpu":0,"stack":9,"weight":1}'
+	} > "$BATS_TEST_TMPDIR/m.jsonl"
+	sp-flame -q --pprof -o "$BATS_TEST_TMPDIR/m.pb.gz" "$BATS_TEST_TMPDIR/m.jsonl"
+	run -0 go tool pprof -symbolize=none -top "$BATS_TEST_TMPDIR/m.pb.gz"
+	assert_line "File: app"
+	assert_line "Build ID: 0123456789abcdef0123456789abcdef01234567"
+	run -0 go tool pprof -symbolize=none -raw "$BATS_TEST_TMPDIR/m.pb.gz"
+	# one frame of app has no function: app is not marked [FN], so pprof
+	# would look its addresses up; the kernel's one frame is named
+	assert_line --regexp '^1: 0x400000/0x401000/0x0 /usr/bin/app 0123456789abcdef0123456789abcdef01234567 *$'
+	assert_line --regexp '^[23]: 0xffffffff81000000/0xffffffff82000000/0x0 \[kernel.kallsyms\] +\[FN\]$'
+	assert_line --regexp '^[23]: 0x7f0000000000/0x7f0000100000/0x0 /lib/x86_64-linux-gnu/libc.so.6 fedcba9876543210fedcba9876543210fedcba98 *$'
+	assert_line --regexp '^ +[0-9]+: 0x401700 M=1 *$'
+}
+
+@test "sp-flame: pprof types off-CPU samples as waits and off_cpu nanoseconds, not cpu" {
+	require_cmd go "golang-go: go tool pprof is the reader"
+	sp-flame -q --pprof --off-cpu -o "$BATS_TEST_TMPDIR/off.pb.gz" "$basic"
+	run -0 go tool pprof -symbolize=none -raw "$BATS_TEST_TMPDIR/off.pb.gz"
+	assert_line "PeriodType: waits count"
+	assert_line "Period: 1"
+	assert_line "waits/count off_cpu/nanoseconds[dflt]"
+	assert_line --regexp '^ +1 +5000000: '
+	run -0 go tool pprof -symbolize=none -top "$BATS_TEST_TMPDIR/off.pb.gz"
+	assert_line "Type: off_cpu"
+	assert_line --partial "Showing nodes accounting for 5ms, 100% of 5ms total"
+	# CPU samples keep their types, cpu the default
+	sp-flame -q --pprof -o "$BATS_TEST_TMPDIR/cpu.pb.gz" "$basic"
+	run -0 go tool pprof -symbolize=none -raw "$BATS_TEST_TMPDIR/cpu.pb.gz"
+	assert_line "PeriodType: cpu nanoseconds"
+	assert_line "Period: 1000000"
+	assert_line "samples/count cpu/nanoseconds[dflt]"
+}
+
+@test "sp-flame: pprof of a real 300 ms sleep says off_cpu, about 300 ms, in sleep's own binary" {
+	require_root
+	require_cmd go "golang-go: go tool pprof is the reader"
+	run -0 timeout 60 sp-record --off-cpu -o "$BATS_TEST_TMPDIR/s.sp" -- sleep 0.3
+	sp-symbolize "$BATS_TEST_TMPDIR/s.sp" > "$BATS_TEST_TMPDIR/s.sym.sp" 2>/dev/null
+	sp-flame -q --pprof --off-cpu --comm=sleep -o "$BATS_TEST_TMPDIR/s.pb.gz" "$BATS_TEST_TMPDIR/s.sym.sp"
+	run -0 go tool pprof -symbolize=none -top "$BATS_TEST_TMPDIR/s.pb.gz"
+	assert_line "Type: off_cpu"
+	assert_line "File: sleep"
+	# at least the 300 ms the program slept, in milliseconds or seconds
+	assert_line --regexp '^Showing nodes accounting for (3[0-9][0-9](\.[0-9]+)?ms|0\.3[0-9]*s), '
+}
+
+@test "sp-flame: --by=span correlates an input sp-correlate has not seen, as sp-tree does" {
+	# spans.jsonl's definitions, its header saying symbolized only, and
+	# span marks instead of span records
+	{
+		head -1 "$spans" | sed 's/"flags":"0xc"/"flags":"0x4"/'
+		grep '"type":"\(process\|thread\|module\|frame\|symbol\|stack\)"' "$spans"
+		m='"pid":200,"tid":200,"runtime":"ruby","klass":"Foo"'
+		echo "{\"type\":\"span_start\",\"time\":1000000000,$m,\"method\":\"bar\",\"file\":\"app.rb\",\"line\":3}"
+		echo '{"type":"sample","time":1000500000,"pid":200,"tid":200,"cpu":0,"stack":2,"weight":1}'
+		echo "{\"type\":\"span_start\",\"time\":1001000000,$m,\"method\":\"baz\",\"file\":\"app.rb\",\"line\":7}"
+		echo '{"type":"sample","time":1001500000,"pid":200,"tid":200,"cpu":0,"stack":2,"weight":1}'
+		echo '{"type":"sample","time":1002500000,"pid":200,"tid":200,"cpu":0,"stack":2,"weight":1}'
+		echo "{\"type\":\"span_stop\",\"time\":1003000000,$m,\"method\":\"baz\"}"
+		echo "{\"type\":\"span_stop\",\"time\":1004000000,$m,\"method\":\"bar\"}"
+		echo '{"type":"sample","time":1005000000,"pid":200,"tid":200,"cpu":0,"stack":1,"weight":1}'
+	} > "$BATS_TEST_TMPDIR/marks.jsonl"
+	run --separate-stderr -0 sp-flame --by=span "$BATS_TEST_TMPDIR/marks.jsonl"
+	assert_output "$(printf '%s\n' '<no-span>;main 1' 'Foo#bar;Foo#baz;main;vm_exec 2' 'Foo#bar;main;vm_exec 1')"
+	# the same as through sp-correlate, and from a spool
+	run --separate-stderr -0 sh -c "sp-correlate '$BATS_TEST_TMPDIR/marks.jsonl' | sp-flame --by=span"
+	assert_output "$(printf '%s\n' '<no-span>;main 1' 'Foo#bar;Foo#baz;main;vm_exec 2' 'Foo#bar;main;vm_exec 1')"
+	sp-decode --encode -o "$BATS_TEST_TMPDIR/marks.sp" "$BATS_TEST_TMPDIR/marks.jsonl"
+	# two streams one after the other: each correlated on its own
+	run --separate-stderr -0 sp-flame --by=span "$BATS_TEST_TMPDIR/marks.sp" "$BATS_TEST_TMPDIR/marks.sp"
+	assert_output "$(printf '%s\n' '<no-span>;main 2' 'Foo#bar;Foo#baz;main;vm_exec 4' 'Foo#bar;main;vm_exec 2')"
+	# a correlated stream after an uncorrelated one is taken as it is
+	run --separate-stderr -0 sp-flame --by=span "$BATS_TEST_TMPDIR/marks.sp" "$spans"
+	assert_output "$(printf '%s\n' '<no-span>;main 1' 'Foo#bar;Foo#baz;main;vm_exec 4' 'Foo#bar;main;vm_exec 2' 'main 1')"
+}
+
+@test "sp-flame: --fold-runtime leaves the interpreter's glue out, keeps it at the leaf, and folds the span hook into one frame" {
+	run --separate-stderr -0 sp-flame --by=span --fold-runtime "$FIXTURES/runtime.jsonl"
+	assert_output "$(printf '%s\n' \
+		'mod.outer;_PyEval_EvalFrameDefault 1' \
+		'mod.outer;_PyFunction_Vectorcall 1' \
+		'mod.outer;__clock_gettime 1' \
+		'mod.outer;mod.inner;PyUnicode_Format;unicode_format_arg 1' \
+		'mod.outer;mod.inner;[_stackpulse_hook] 2' \
+		'mod.outer;mod.inner;_PyEval_EvalFrameDefault 2' \
+		'mod.outer;python3.11+0xc000 1')"
+	# without it, every frame as recorded
+	run --separate-stderr -0 sp-flame --by=span "$FIXTURES/runtime.jsonl"
+	assert_line 'mod.outer;mod.inner;_start;__libc_start_main;Py_BytesMain;_PyEval_EvalFrameDefault;_PyFunction_Vectorcall;_PyEval_EvalFrameDefault;call_trace.part.0;profile;__clock_gettime 1'
+	# the SVG and speedscope take the same stacks
+	run --separate-stderr -0 sp-flame --svg --by=span --fold-runtime "$FIXTURES/runtime.jsonl"
+	[[ "$output" != *"Py_BytesMain"* && "$output" == *"[_stackpulse_hook]"* ]]
+	sp-flame -q --speedscope --fold-runtime -o "$BATS_TEST_TMPDIR/s.json" "$FIXTURES/runtime.jsonl"
+	run -0 jq -c '.shared.frames as $f | [.profiles[] | select(.type == "sampled") | .samples[][]] |
+		unique | map($f[.].name) | sort' "$BATS_TEST_TMPDIR/s.json"
+	assert_output '["PyUnicode_Format","[_stackpulse_hook]","_PyEval_EvalFrameDefault","_PyFunction_Vectorcall","__clock_gettime","python3.11+0xc000","unicode_format_arg"]'
+}
+
+@test "sp-flame: the runtime glue table in docs/sp-flame.md is the code's" {
+	# and so are the module rows
+	grep -q '^| The span hooks (by module) | `_stackpulse_hook\.\*`, `stackpulse_hook\.\*` ' "$BATS_TEST_DIRNAME/../docs/sp-flame.md"
+	grep -q '^| Unnamed frames of the runtimes (by file) | `libruby\*`, `libpython\*`, `ruby\*`, `python\*` |' "$BATS_TEST_DIRNAME/../docs/sp-flame.md"
+	grep -q '"libruby", "libpython", "ruby", "python"' "$BATS_TEST_DIRNAME/../lib/render/folded_runtime.c"
+	src=$BATS_TEST_DIRNAME/../lib/render/folded_runtime.c
+	doc=$BATS_TEST_DIRNAME/../docs/sp-flame.md
+	code=$(sed -n '/^static const char \*const glue\[\] = {/,/^};/p' "$src" |
+		grep -o '"[^"]*"' | tr -d '"' | sort)
+	[ "$(wc -l <<< "$code")" -gt 50 ]
+	docs=$(sed -n '/^## RUNTIME GLUE/,/^## /p' "$doc" | grep '^| ' | grep -v '(by module)\|(by file)' |
+		tail -n +3 | cut -d'|' -f3 | grep -o '`[^`]*`' | tr -d '`' | sort)
+	diff <(echo "$code") <(echo "$docs")
+}
+
+@test "sp-flame: --by=span --fold-runtime on a real Python recording (dwarf): methods, then the native code they ran" {
+	require_root
+	command -v python3 >/dev/null || skip "needs python3"
+	cat > "$BATS_TEST_TMPDIR/app.py" <<'PY'
+import json
+def parse(s):
+    return json.loads(s)
+def work(n):
+    return sum(len(parse('{"a": [1, 2, {"b": "%d"}]}' % i)) for i in range(n))
+print(work(60000))
+PY
+	run -0 timeout 120 sp-record --spans=python --call-graph=dwarf -F 499 -o "$BATS_TEST_TMPDIR/p.sp" -- python3 "$BATS_TEST_TMPDIR/app.py"
+	grep -q "span marks\|span_start" <<< "$(sp-decode --stats "$BATS_TEST_TMPDIR/p.sp")" ||
+		skip "no Python spans recorded: $(sp-record --check --spans=python 2>&1 | tail -1)"
+	sp-symbolize "$BATS_TEST_TMPDIR/p.sp" > "$BATS_TEST_TMPDIR/p.sym.sp" 2>/dev/null
+	run --separate-stderr -0 sp-flame --by=span --fold-runtime --comm=python3 "$BATS_TEST_TMPDIR/p.sym.sp"
+	echo "$output" > "$BATS_TEST_TMPDIR/f.folded"
+	# spans came from an uncorrelated spool: correlated on the fly
+	grep -q '^<module>;work;.*parse;loads' "$BATS_TEST_TMPDIR/f.folded"
+	# no evaluation loop or libc start but at the leaf; the hook only as one leaf
+	run grep -E '(^|;)(_PyEval_EvalFrameDefault|_PyFunction_Vectorcall|__libc_start_main|Py_RunMain|call_trace);' "$BATS_TEST_TMPDIR/f.folded"
+	assert_failure
+	run grep -E '_stackpulse_hook' "$BATS_TEST_TMPDIR/f.folded"
+	if [ "$status" = 0 ]; then
+		run grep -vE '(^|;)\[_stackpulse_hook\] [0-9]+$' <<< "$output"
+		assert_failure
+	fi
+	# the same recording without the option has them
+	run --separate-stderr -0 sp-flame --by=span --comm=python3 "$BATS_TEST_TMPDIR/p.sym.sp"
+	assert_output --regexp ';_PyEval_EvalFrameDefault;'
+}
+
+@test "sp-flame: --lines=FUNCTION counts its leaf samples by source line, inlined code on the line of the call" {
+	# square is inlined into compute at app.c:30; its own code is app.c:5
+	run --separate-stderr -0 sp-flame --lines=compute "$basic"
+	assert_line "# compute: 3 of 8 samples (37.50%) at the leaf, by source line (share of the function's)"
+	assert_line "## app.c (source not shown: No such file or directory)"
+	assert_line --regexp '^ 100\.00% +3 +30$'
+	run --separate-stderr -0 sp-flame --lines=square "$basic"
+	assert_line --regexp '^ 100\.00% +3 +5$'
+	# never at a leaf: said, with the hottest leaves (by samples, then name)
+	run --separate-stderr -0 sp-flame -q --lines=_start "$basic"
+	assert_output ""
+	[[ "$stderr" == *"no sample has '_start' at its leaf; the hottest leaves: 'compute' (3), 'ksys_read' (2), 'main' (1), 'odd;name here' (1), 'work' (1)"* ]]
+	run --separate-stderr -64 sp-flame --lines= "$basic"
+}
+
+@test "sp-flame: --lines on a real recording of a bundled program names its two hot loops' lines, with their source" {
+	require_root
+	[ -x "$SP_EXAMPLES/hotlines" ] || skip "build/examples/hotlines not built"
+	src=tests/fixtures/src/hotlines.c
+	run -0 timeout 60 sp-record -F 999 -o "$BATS_TEST_TMPDIR/h.sp" -- "$SP_EXAMPLES/hotlines" 1
+	sp-symbolize "$BATS_TEST_TMPDIR/h.sp" > "$BATS_TEST_TMPDIR/h.sym.sp" 2>/dev/null
+	# the file names are the compiler's, relative to the checkout
+	cd "$BATS_TEST_DIRNAME/.."
+	run --separate-stderr -0 sp-flame -q --lines=hot_loops "$BATS_TEST_TMPDIR/h.sym.sp"
+	echo "$output" > "$BATS_TEST_TMPDIR/lines.txt"
+	assert_line --regexp '^# hot_loops: [0-9]+ of [0-9]+ samples \([0-9.]+%\) at the leaf'
+	assert_line "## $src"
+	l3=$(grep -n 'LOOP3 \*/' "$src" | cut -d: -f1)
+	l1=$(grep -n 'LOOP1 \*/' "$src" | cut -d: -f1)
+	row() { awk -v l="$1" '$3 == l { print $2 }' "$BATS_TEST_TMPDIR/lines.txt"; }
+	n3=$(row "$l3") n1=$(row "$l1")
+	total=$(sed -n 's/^# hot_loops: \([0-9]*\) of.*/\1/p' "$BATS_TEST_TMPDIR/lines.txt")
+	echo "LOOP3 line $l3: $n3, LOOP1 line $l1: $n1, of $total"
+	# the loop three times as long has more samples; the two loops hold most
+	[ "$n3" -gt "$n1" ] && [ "$n1" -gt 0 ]
+	[ $((n3 + n1)) -ge $((total * 8 / 10)) ]
+	# the source text of the row is the file's own line (tabs as spaces)
+	grep -qF -- "$(sed -n "${l3}p" "$src" | expand -t 8)" "$BATS_TEST_TMPDIR/lines.txt"
+	# from elsewhere the relative file cannot be read: said, counts kept
+	cd "$BATS_TEST_TMPDIR"
+	run --separate-stderr -0 sp-flame -q --lines=hot_loops "$BATS_TEST_TMPDIR/h.sym.sp"
+	assert_line "## $src (source not shown: No such file or directory)"
+	assert_line --regexp "^ +[0-9.]+% +$n3 +$l3\$"
+}
+
+@test "sp-flame: --by=span --fold-runtime on a real Ruby recording (dwarf): libruby's unnamed frames fold too" {
+	require_root
+	command -v ruby >/dev/null || skip "needs ruby"
+	cat > "$BATS_TEST_TMPDIR/app.rb" <<'RB'
+require 'json'
+def parse(s) = JSON.parse(s)
+def work(n) = (0...n).sum { |i| parse(%Q({"a": [1, 2, {"b": "#{i}"}]})).size }
+puts work(30000)
+RB
+	run -0 timeout 120 sp-record --spans=ruby --call-graph=dwarf -F 499 -o "$BATS_TEST_TMPDIR/r.sp" -- ruby "$BATS_TEST_TMPDIR/app.rb"
+	grep -q "span_start" <<< "$(sp-decode --stats "$BATS_TEST_TMPDIR/r.sp")" ||
+		skip "no Ruby spans recorded: $(sp-record --check --spans=ruby 2>&1 | tail -1)"
+	sp-symbolize "$BATS_TEST_TMPDIR/r.sp" > "$BATS_TEST_TMPDIR/r.sym.sp" 2>/dev/null
+	run --separate-stderr -0 sp-flame --by=span --fold-runtime --comm=ruby "$BATS_TEST_TMPDIR/r.sym.sp"
+	echo "$output" > "$BATS_TEST_TMPDIR/f.folded"
+	grep -q '^Object#work;.*Object#parse;JSON#parse' "$BATS_TEST_TMPDIR/f.folded"
+	# libruby's frames, named or not, and the hook only at a leaf
+	run grep -E '(^|;)(libruby[^;]*\+0x[0-9a-f]+|rb_vm_exec|rb_yield|ruby_run_node|__libc_start_main|\[stackpulse_hook\]);' "$BATS_TEST_TMPDIR/f.folded"
+	assert_failure
+	run --separate-stderr -0 sp-flame --by=span --comm=ruby "$BATS_TEST_TMPDIR/r.sym.sp"
+	assert_output --regexp ';rb_vm_exec;'
+}

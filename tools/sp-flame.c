@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "annotate.h"
+#include "correlate.h"
 #include "export.h"
 #include "flame.h"
 #include "reader.h"
@@ -16,13 +18,13 @@
 #define MAX_LIST 64
 #define MAX_BAD_REPORTS 5
 
-enum fmt { FMT_FOLDED, FMT_SVG, FMT_SPEEDSCOPE, FMT_PPROF, FMT_CHROME };
+enum fmt { FMT_FOLDED, FMT_SVG, FMT_SPEEDSCOPE, FMT_PPROF, FMT_CHROME, FMT_LINES };
 
 enum {
 	OPT_FOLDED = 0x100, OPT_SVG, OPT_SPEEDSCOPE, OPT_PPROF, OPT_CHROME, OPT_DIFF, OPT_DIFF_ALL,
 	OPT_FAIL_ABOVE, OPT_BY, OPT_NO_INLINE, OPT_NO_ADDRESSES, OPT_OFF_CPU, OPT_WEIGHT,
 	OPT_COMM, OPT_SINCE, OPT_UNTIL, OPT_TITLE, OPT_SUBTITLE, OPT_WIDTH, OPT_FLAMECHART,
-	OPT_INVERTED, OPT_QUIET, OPT_TOP,
+	OPT_INVERTED, OPT_QUIET, OPT_TOP, OPT_FOLD_RUNTIME, OPT_LINES,
 };
 
 static struct env {
@@ -36,6 +38,7 @@ static struct env {
 	uint64_t pids[MAX_LIST], tids[MAX_LIST];
 	char *comms[MAX_LIST];
 	const char *title, *subtitle;
+	const char *lines;	/* --lines: the function */
 	uint64_t width;
 } env = { .top = 10, .width = 1200 };
 
@@ -49,7 +52,8 @@ static const char doc[] =
 	"  sp-symbolize run.sp | sp-flame > run.folded\n"
 	"  sp-flame --svg --by=thread -o run.svg run.sym.sp\n"
 	"  sp-flame --diff --fail-above=5 base.sp new.sp\n"
-	"  sp-flame --pprof -o run.pb.gz run.sym.sp && pprof -top run.pb.gz\n\n"
+	"  sp-flame --pprof -o run.pb.gz run.sym.sp && pprof -top run.pb.gz\n"
+	"  sp-flame -q --lines=hash_token run.sym.sp\n\n"
 	"Exit status: 0 ok, 1 some records skipped (each reported), 2 fatal, 3 a function's "
 	"share grew by more than --fail-above, 64 usage.";
 
@@ -63,6 +67,8 @@ static const struct argp_option options[] = {
 	{ "chrome", OPT_CHROME, NULL, 0,
 	  "Chrome trace event JSON (Perfetto): spans and kernel events", 1 },
 	{ "format", 'f', "FMT", 0, "folded, svg, speedscope, pprof or chrome", 1 },
+	{ "lines", OPT_LINES, "FUNCTION", 0,
+	  "FUNCTION's samples by source line, with the source text (as perf annotate)", 1 },
 	{ NULL, 0, NULL, 0, "Differences:", 2 },
 	{ "diff", OPT_DIFF, NULL, 0,
 	  "Compare two inputs, BASE and NEW: folded differences (\"stack base new\", base "
@@ -77,6 +83,9 @@ static const struct argp_option options[] = {
 	  3 },
 	{ "annotate", 'a', NULL, 0, "Mark kernel frames _[k], inlined _[i], JIT _[j]", 3 },
 	{ "no-inline", OPT_NO_INLINE, NULL, 0, "Leave out inlined functions", 3 },
+	{ "fold-runtime", OPT_FOLD_RUNTIME, NULL, 0,
+	  "Leave out the runtimes' glue: CPython's and Ruby's call paths, their tracing "
+	  "and the span hooks, the C runtime's first frames (docs/sp-flame.md lists them)", 3 },
 	{ "no-addresses", OPT_NO_ADDRESSES, NULL, 0,
 	  "Unresolved frames as [module] instead of module+0xoffset", 3 },
 	{ "off-cpu", OPT_OFF_CPU, NULL, 0, "Off-CPU samples instead of CPU samples", 3 },
@@ -136,6 +145,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_CHROME:
 		env.fmt = FMT_CHROME;
 		break;
+	case OPT_LINES:
+		if (!*arg)
+			argp_error(state, "--lines needs a function name");
+		env.fmt = FMT_LINES;
+		env.lines = arg;
+		break;
 	case 'f':
 		if (!strcmp(arg, "folded"))
 			env.fmt = FMT_FOLDED;
@@ -186,6 +201,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_INLINE:
 		env.fo.no_inline = true;
+		break;
+	case OPT_FOLD_RUNTIME:
+		env.fo.fold_runtime = true;
 		break;
 	case OPT_NO_ADDRESSES:
 		env.fo.no_addresses = true;
@@ -244,6 +262,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_SUCCESS:	/* ARGP_KEY_END is not seen when FILEs are given */
 		if (env.diff && env.fmt != FMT_FOLDED && env.fmt != FMT_SVG)
 			argp_error(state, "--diff writes folded differences or --svg");
+		if (env.fmt != FMT_LINES)
+			env.lines = NULL;	/* a later output option won */
 		if (!env.diff && (env.has_fail_above || env.diff_all))
 			argp_error(state, "--fail-above and --diff-all need --diff");
 		if (env.diff && env.flamechart)
@@ -322,38 +342,96 @@ struct sinks {
 	struct sp_folded *fold;
 	struct sp_pprof *pprof;
 	struct sp_chrome *chrome;
+	struct sp_annotate *ann;
 	uint64_t bad;
+	struct sp_reader *in;
+	struct sp_defs *cdefs;	/* the definitions of what the correlator emits */
 };
 
-static int read_records(struct sinks *k, char **paths, int n)
+/* One record to every output; -1 to stop (a failed write). */
+static int take(struct sinks *k, const struct sp_defs *d, const struct sp_record *rec)
 {
-	struct sp_reader *in = sp_reader_open(paths, n);
-	struct sp_record rec;
 	const char *why = NULL;
-	struct sp_defs *d;
 	uint64_t ns;
 	int r;
 
-	if (!in)
-		return SP_EXIT_FATAL;
-	while (sp_reader_next(in, &rec) > 0) {
-		d = sp_reader_defs(in);
-		r = sp_folded_add(k->fold, d, &rec, &why);
-		if (r == SP_FOLDED_BAD) {
-			if (++k->bad <= MAX_BAD_REPORTS)
-				sp_reader_skipped(in, &rec, "%s", why);
-			continue;
-		}
-		if (k->pprof && (r == SP_FOLDED_TAKEN || rec.kind == SP_REC_HEADER)) {
-			ns = rec.kind != SP_REC_SAMPLE ? 0 :
-			     rec.sample.kind == SP_SAMPLE_OFFCPU ? rec.sample.weight :
-			     (rec.sample.weight ? rec.sample.weight : 1) * sp_folded_period_ns(k->fold);
-			sp_pprof_add(k->pprof, d, &rec, ns);
-		}
-		if (k->chrome && sp_chrome_add(k->chrome, d, &rec) < 0)
-			break;
+	r = sp_folded_add(k->fold, d, rec, &why);
+	if (r == SP_FOLDED_BAD) {
+		if (++k->bad <= MAX_BAD_REPORTS)
+			sp_reader_skipped(k->in, rec, "%s", why);
+		return 0;
 	}
-	return sp_reader_close(in);
+	if (k->pprof && (r == SP_FOLDED_TAKEN || rec->kind != SP_REC_SAMPLE)) {
+		ns = rec->kind != SP_REC_SAMPLE ? 0 :
+		     rec->sample.kind == SP_SAMPLE_OFFCPU ? rec->sample.weight :
+		     (rec->sample.weight ? rec->sample.weight : 1) * sp_folded_period_ns(k->fold);
+		sp_pprof_add(k->pprof, d, rec, ns);
+	}
+	if (k->ann && r == SP_FOLDED_TAKEN)
+		sp_annotate_add(k->ann, d, &rec->sample);
+	if (k->chrome && sp_chrome_add(k->chrome, d, rec) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * What the correlator emits: its own stream, whose definitions are kept
+ * apart (a span tree held over a stream's end refers to that stream's
+ * definitions, which the reader has already dropped for the next one).
+ */
+static int from_corr(void *ctx, const struct sp_record *rec)
+{
+	struct sinks *k = ctx;
+	const char *why = NULL;
+
+	if (sp_defs_add(k->cdefs, rec, &why)) {
+		sp_reader_skipped(k->in, rec, "%s record refers to %s", sp_rec_kind_name(rec->kind),
+				  why);
+		return 0;
+	}
+	return take(k, k->cdefs, rec);
+}
+
+static void corr_end(struct sp_corr **corr)
+{
+	if (!*corr)
+		return;
+	sp_corr_finish(*corr);
+	sp_corr_free(*corr);
+	*corr = NULL;
+}
+
+static int read_records(struct sinks *k, char **paths, int n)
+{
+	struct sp_corr *corr = NULL;
+	struct sp_record rec;
+	bool direct = true;
+	int rc = 0;
+
+	k->in = sp_reader_open(paths, n);
+	if (!k->in)
+		return SP_EXIT_FATAL;
+	while (rc == 0 && sp_reader_next(k->in, &rec) > 0) {
+		/* Spans for --by=span: a stream sp-correlate has not seen (its
+		 * header says) is correlated on the fly, as sp-tree does. */
+		if (rec.kind == SP_REC_HEADER && (env.fo.by & SP_FLAME_BY_SPAN)) {
+			direct = rec.header.flags & SP_HDR_CORRELATED;
+			if (direct)
+				corr_end(&corr);
+			else if (!corr)
+				corr = sp_corr_new(NULL, from_corr, k);
+			if (!direct && !k->cdefs)
+				k->cdefs = sp_defs_new();
+		}
+		if (direct)
+			rc = take(k, sp_reader_defs(k->in), &rec);
+		else
+			rc = sp_corr_add(corr, &rec);
+	}
+	corr_end(&corr);
+	sp_defs_free(k->cdefs);
+	k->cdefs = NULL;
+	return sp_reader_close(k->in);
 }
 
 static int read_input(struct sinks *k, char **paths, int n)
@@ -448,10 +526,14 @@ int main(int argc, char **argv)
 	if (env.flamechart)
 		env.fo.keep_sequence = true;
 	k.fold = sp_folded_new(&env.fo);
-	if (env.fmt == FMT_PPROF)
+	if (env.fmt == FMT_PPROF) {
 		k.pprof = sp_pprof_new(env.fo.no_inline);
+		sp_pprof_set_off_cpu(k.pprof, env.fo.off_cpu);
+	}
 	if (env.fmt == FMT_CHROME)
 		k.chrome = sp_chrome_new(out);
+	if (env.fmt == FMT_LINES)
+		k.ann = sp_annotate_new(env.lines);
 
 	if (env.diff) {
 		status = read_input(&k, argv + first, 1);
@@ -513,12 +595,16 @@ int main(int argc, char **argv)
 		rc = sp_chrome_finish(k.chrome);
 		k.chrome = NULL;
 		break;
+	case FMT_LINES:
+		rc = sp_annotate_print(k.ann, out);	/* warns when nothing matched */
+		break;
 	}
 	if (rc < 0)
 		status = SP_EXIT_FATAL;	/* sp_close_output() names the failed write */
 	if (!env.quiet && *footer)
 		fprintf(stderr, "%s: %s\n", sp_progname, footer);
 	sp_pprof_free(k.pprof);
+	sp_annotate_free(k.ann);
 	sp_folded_free(k.fold);
 	status = sp_close_output(&env.common, status);
 	if (status == SP_EXIT_OK && verdict)

@@ -5,6 +5,9 @@
  * constant. Spans of correlated input are complete events ("X"); without
  * them the span_start/span_stop marks become begin/end pairs ("B"/"E").
  * Kernel and runtime events are thread-scoped instant events ("i").
+ * Process and thread names are kept (the last one each, for a name that
+ * changed at exec or by prctl) and written once per pid and tid at the end:
+ * memory grows with the number of threads only.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -13,7 +16,14 @@
 #include "events.h"
 #include "export.h"
 #include "flame.h"
+#include "hashmap.h"
 #include "sp.h"
+
+/* A process (tid1 0) or a thread (tid1 = tid + 1) and its last name. */
+struct cname {
+	uint64_t pid, tid1;
+	char *name;
+};
 
 struct sp_chrome {
 	FILE *out;
@@ -21,6 +31,9 @@ struct sp_chrome {
 	bool correlated;	/* spans come as SP_REC_SPAN: ignore the marks */
 	bool have_t0;
 	uint64_t t0;
+	struct cname *names;
+	size_t nnames, names_cap;
+	struct sp_idset name_idx;
 };
 
 struct sp_chrome *sp_chrome_new(FILE *out)
@@ -68,6 +81,32 @@ static void meta(struct sp_chrome *c, const char *what, uint64_t pid, uint64_t t
 	fputs("}}", c->out);
 }
 
+static bool cname_eq(void *ctx, uint32_t id, const void *key)
+{
+	const struct cname *a = &((const struct cname *)ctx)[id - 1], *b = key;
+
+	return a->pid == b->pid && a->tid1 == b->tid1;
+}
+
+/* Remember the name of a process (tid1 0) or a thread; the last one wins. */
+static void set_name(struct sp_chrome *c, uint64_t pid, uint64_t tid1, const char *name)
+{
+	struct cname k = { pid, tid1, NULL };
+	uint64_t h = sp_hash_mix(sp_hash_u64(pid), tid1);
+	uint32_t id = sp_idset_find(&c->name_idx, h, &k, cname_eq, c->names);
+
+	if (!id) {
+		sp_grow(&c->names, &c->names_cap, c->nnames + 1, sizeof(*c->names));
+		c->names[c->nnames] = k;
+		id = ++c->nnames;
+		sp_idset_add(&c->name_idx, h, id);
+	} else if (!*name) {
+		return;		/* an empty name does not hide a known one */
+	}
+	free(c->names[id - 1].name);
+	c->names[id - 1].name = sp_xstrdup(name);
+}
+
 static void span_name(const struct sp_defs *d, uint64_t runtime, uint64_t klass,
 		      uint64_t method, bool gap, char *buf, size_t len)
 {
@@ -76,7 +115,7 @@ static void span_name(const struct sp_defs *d, uint64_t runtime, uint64_t klass,
 	if (*k && *m)
 		snprintf(buf, len, "%s%s%s", k, runtime == SP_RT_RUBY ? "#" : ".", m);
 	else
-		snprintf(buf, len, "%s", *m ? m : *k ? k : gap ? "[no span]" : "span");
+		snprintf(buf, len, "%s", *m ? m : *k ? k : gap ? "<no-span>" : "span");
 }
 
 static void hex(FILE *out, const struct sp_bytes *b)
@@ -146,12 +185,10 @@ int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_
 		}
 		break;
 	case SP_REC_PROCESS:
-		meta(c, "process_name", rec->process.pid, rec->process.pid,
-		     sp_defs_strz(d, rec->process.comm));
+		set_name(c, rec->process.pid, 0, sp_defs_strz(d, rec->process.comm));
 		break;
 	case SP_REC_THREAD:
-		meta(c, "thread_name", rec->thread.pid, rec->thread.tid,
-		     sp_defs_strz(d, rec->thread.name));
+		set_name(c, rec->thread.pid, rec->thread.tid + 1, sp_defs_strz(d, rec->thread.name));
 		break;
 	case SP_REC_SPAN:
 		c->correlated = true;
@@ -200,8 +237,20 @@ int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_
 
 int sp_chrome_finish(struct sp_chrome *c)
 {
+	size_t i;
 	int rc;
 
+	for (i = 0; i < c->nnames; i++) {
+		const struct cname *n = &c->names[i];
+
+		if (n->tid1)
+			meta(c, "thread_name", n->pid, n->tid1 - 1, n->name);
+		else
+			meta(c, "process_name", n->pid, n->pid, n->name);
+		free(n->name);
+	}
+	free(c->names);
+	sp_idset_release(&c->name_idx);
 	fputs("\n]}\n", c->out);
 	rc = ferror(c->out) ? -1 : 0;
 	free(c);

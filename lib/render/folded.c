@@ -291,7 +291,7 @@ static void add_span(struct sp_folded *f, const struct sp_defs *d, const struct 
 	else if (*method || *klass)
 		snprintf(buf, sizeof(buf), "%s", *method ? method : klass);
 	else if (s->end == SP_END_SYNTHETIC)
-		snprintf(buf, sizeof(buf), "[no span]");	/* sp-correlate's gap */
+		snprintf(buf, sizeof(buf), "<no-span>");	/* sp-correlate's gap, as in sp-tree */
 	else
 		snprintf(buf, sizeof(buf), "span-%" PRIu64, id);
 	if (sp_folded_span_find(f, f->gen, id))
@@ -516,7 +516,7 @@ static int add_sample(struct sp_folded *f, const struct sp_defs *d, const struct
 				*why = "sample refers to an undefined stack";
 			return SP_FOLDED_BAD;
 		}
-		node = sc->node1 - 1;
+		node = sp_folded_leaf_node(f, d, s->stack, sc->node1 - 1);
 		if (!node)
 			node = sp_folded_child(f, 0, f->nostack_name);
 		if (sc->flags & SC_NOMAP)

@@ -10,6 +10,7 @@
  *   folded_frames.c a frame's names and a stack id's trie node, resolved
  *                   once each
  *   folded_text.c   folded text: lines read in, stacks written out
+ *   folded_runtime.c the runtimes' glue frames, left out by --fold-runtime
  *   folded_paths.c  the aggregate as paths, sorted (a flame graph) or in
  *                   time order (a flame chart), for every renderer
  */
@@ -43,15 +44,18 @@ struct trie_node {
 #define FC_VALID	(1u << 0)
 #define FC_USER		(1u << 1)
 #define FC_NOMAP	(1u << 2)
+#define FC_HOOK		(1u << 3)	/* fold_runtime: a frame of a span hook */
 
 struct fcache {
 	uint32_t off;		/* in fpool */
 	uint16_t n;
 	uint16_t flags;
+	uint32_t glue;		/* fold_runtime: the innermost name left out, 0 = none */
 };
 
 #define SC_NOMAP	(1u << 0)	/* the outermost frame is in no known mapping */
 #define SC_CUT		(1u << 1)	/* deeper than SP_MAX_STACK_DEPTH: the outer frames left out */
+#define SC_HOOK		(1u << 2)	/* fold_runtime: in a span hook, inner frames left out */
 
 /* A stack id resolved: its node, and what its parent's resolution gives it. */
 struct scache {
@@ -159,5 +163,20 @@ const struct sp_flame_span *sp_folded_span_find(const struct sp_folded *f, uint3
  */
 int sp_folded_resolve_stack(struct sp_folded *f, const struct sp_defs *d, uint64_t sid,
 			    const struct scache **out);
+/*
+ * A sample's node from its stack's: with fold_runtime, a leaf frame whose
+ * names are all glue keeps its innermost one (where the runtime itself
+ * spent the time); frames above it lose theirs.
+ */
+uint32_t sp_folded_leaf_node(struct sp_folded *f, const struct sp_defs *d, uint64_t sid,
+			     uint32_t node);
+
+/* folded_runtime.c */
+/* A function of a runtime's glue (the table there, in docs/sp-flame.md). */
+bool sp_folded_is_glue(const char *name);
+/* A module of the span hooks (by its file name). */
+bool sp_folded_is_hook_module(const char *path);
+/* A runtime's own file (libruby, libpython, the interpreters), by its name. */
+bool sp_folded_is_runtime_module(const char *path);
 
 #endif

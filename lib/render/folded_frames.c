@@ -56,6 +56,7 @@ static const struct fcache *frame_names(struct sp_folded *f, const struct sp_def
 	c->off = f->fpool_len;
 	c->n = 0;
 	c->flags = FC_VALID;
+	c->glue = 0;
 	if (!fr) {
 		c->flags |= FC_NOMAP;
 		name = sp_folded_internz(f, "[unknown]", SP_FN_UNKNOWN);
@@ -76,6 +77,16 @@ static const struct fcache *frame_names(struct sp_folded *f, const struct sp_def
 		c->flags |= FC_USER;
 		break;
 	}
+	m = fr->module ? sp_defs_module(d, fr->module) : NULL;
+	if (f->o.fold_runtime && m && sp_folded_is_hook_module(sp_defs_strz(d, m->path))) {
+		/* the hook and what it calls: one frame, "[_stackpulse_hook]" */
+		const char *base = base_name(sp_defs_strz(d, m->path));
+
+		snprintf(buf, sizeof(buf), "[%.*s]", (int)strcspn(base, "."), base);
+		name = sp_folded_internz(f, buf, SP_FN_UNKNOWN);
+		c->flags |= FC_HOOK;
+		goto one;
+	}
 	sym = sp_defs_symbols(d, fid, &nsym);
 	if (sym && nsym && sym[0].func) {
 		sp_grow(&f->fpool, &f->fpool_cap, f->fpool_len + nsym, sizeof(*f->fpool));
@@ -84,13 +95,16 @@ static const struct fcache *frame_names(struct sp_folded *f, const struct sp_def
 
 			if (!*fn || (f->o.no_inline && i != nsym - 1))
 				continue;
-			f->fpool[f->fpool_len++] = name_with_suffix(f, fn,
-								    i != nsym - 1 ? SP_FN_INLINE : kind);
+			name = name_with_suffix(f, fn, i != nsym - 1 ? SP_FN_INLINE : kind);
+			if (f->o.fold_runtime && sp_folded_is_glue(fn)) {
+				c->glue = name;
+				continue;
+			}
+			f->fpool[f->fpool_len++] = name;
 			c->n++;
 		}
 		return c;
 	}
-	m = fr->module ? sp_defs_module(d, fr->module) : NULL;
 	if (!m)
 		c->flags |= FC_NOMAP;
 	f->st.unresolved_frames++;
@@ -106,11 +120,28 @@ static const struct fcache *frame_names(struct sp_folded *f, const struct sp_def
 	if (f->o.annotate && kind == SP_FN_KERNEL)
 		strncat(buf, "_[k]", sizeof(buf) - strlen(buf) - 1);
 	name = sp_folded_internz(f, buf, SP_FN_UNKNOWN);
+	if (f->o.fold_runtime && m && sp_folded_is_runtime_module(sp_defs_strz(d, m->path))) {
+		c->glue = name;	/* an unnamed frame of the interpreter */
+		return c;
+	}
 one:
 	sp_grow(&f->fpool, &f->fpool_cap, f->fpool_len + 1, sizeof(*f->fpool));
 	f->fpool[f->fpool_len++] = name;
 	c->n = 1;
 	return c;
+}
+
+uint32_t sp_folded_leaf_node(struct sp_folded *f, const struct sp_defs *d, uint64_t sid,
+			     uint32_t node)
+{
+	const struct sp_stack *st;
+	const struct fcache *fc;
+
+	if (!f->o.fold_runtime || !(st = sp_defs_stack(d, sid)) ||
+	    (sid < f->sc_cap && (f->sc[sid].flags & SC_HOOK)))
+		return node;
+	fc = frame_names(f, d, st->frame);
+	return fc->n || !fc->glue ? node : sp_folded_child(f, node, fc->glue);
 }
 
 static struct scache *scache_slot(struct sp_folded *f, uint64_t sid)
@@ -131,10 +162,14 @@ static uint32_t frame_under(struct sp_folded *f, const struct sp_defs *d, uint32
 	const struct fcache *fc = frame_names(f, d, fid);
 	unsigned int j;
 
-	for (j = 0; j < fc->n; j++)
-		node = sp_folded_child(f, node, f->fpool[fc->off + j]);
 	if ((fc->flags & FC_USER) && *nuser < 2)
 		(*nuser)++;
+	if (*flags & SC_HOOK)
+		return node;	/* called by a span hook: its cost, under its name */
+	if (fc->flags & FC_HOOK)
+		*flags |= SC_HOOK;
+	for (j = 0; j < fc->n; j++)
+		node = sp_folded_child(f, node, f->fpool[fc->off + j]);
 	if (outermost && (fc->flags & FC_NOMAP))
 		*flags |= SC_NOMAP;
 	return node;
@@ -181,7 +216,7 @@ int sp_folded_resolve_stack(struct sp_folded *f, const struct sp_defs *d, uint64
 		}
 		if (x) {
 			node = f->sc[x].node1 - 1;
-			flags = f->sc[x].flags & SC_NOMAP;
+			flags = f->sc[x].flags & (SC_NOMAP | SC_HOOK);
 			nuser = f->sc[x].nuser;
 		}
 		while (k-- > 0) {

@@ -3,9 +3,17 @@
  * pprof export: the profile.proto message (lib/render/profile.proto, compiled by
  * protoc-c at build time), packed by libprotobuf-c and gzip-compressed by
  * zlib, as `pprof` and the libraries that read its files expect.
+ *
+ * What pprof reads from the file, besides the samples: the first mapping
+ * names the program ("File:" of `pprof -top`), so the main executable of
+ * the process with the most samples goes first; a mapping says it has
+ * functions, file names and lines only when every location in it has them
+ * (pprof then symbolizes none of its addresses itself); off-CPU samples are
+ * waits, typed off_cpu/nanoseconds, not cpu time.
  */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -32,10 +40,11 @@ typedef Perftools__Profiles__Function Function;
 
 struct pmap {
 	uint32_t gen;
-	uint64_t module;
+	uint64_t module, pid;
 	uint64_t start, limit, offset;
 	int64_t filename, build_id;
-	bool has_functions, has_lines, has_inline;
+	uint64_t nlocs, nfuncs, nfiles;	/* its locations: all, with a function, with a file */
+	bool has_inline, exec, kernel;
 };
 
 struct pfunc {
@@ -63,7 +72,7 @@ struct psample {
 };
 
 struct sp_pprof {
-	bool no_inline;
+	bool no_inline, off_cpu;
 	uint32_t gen;
 
 	char **strs;
@@ -89,6 +98,8 @@ struct sp_pprof {
 	uint64_t *fbuf;
 	size_t fbuf_cap;
 
+	struct sp_u64map exe_of;	/* pid -> exe's string index, from process records */
+	struct sp_u64map exe_mod;	/* pid -> module id of its exe (this stream), 0: none */
 	uint64_t total_samples, total_ns;
 	uint64_t start_wall, start_mono, first, last;
 	bool have_header, have_sample;
@@ -156,6 +167,11 @@ struct sp_pprof *sp_pprof_new(bool no_inline)
 	return p;
 }
 
+void sp_pprof_set_off_cpu(struct sp_pprof *p, bool off_cpu)
+{
+	p->off_cpu = off_cpu;
+}
+
 void sp_pprof_free(struct sp_pprof *p)
 {
 	size_t i;
@@ -177,6 +193,8 @@ void sp_pprof_free(struct sp_pprof *p)
 	sp_idset_release(&p->sample_idx);
 	free(p->locpool);
 	free(p->fbuf);
+	sp_u64map_release(&p->exe_of);
+	sp_u64map_release(&p->exe_mod);
 	free(p);
 }
 
@@ -221,6 +239,9 @@ static uint64_t mapping(struct sp_pprof *p, const struct sp_defs *d, uint64_t mo
 	memset(x, 0, sizeof(*x));
 	x->gen = p->gen;
 	x->module = module;
+	x->pid = m->pid;
+	x->exec = m->prot & PROT_EXEC;
+	x->kernel = (m->flags & SP_MOD_KERNEL) || !m->pid;
 	x->start = m->start;
 	x->limit = m->end;
 	x->offset = m->pgoff;
@@ -305,13 +326,15 @@ static uint64_t location(struct sp_pprof *p, const struct sp_defs *d, uint64_t f
 				l->nlines++;
 			}
 			if (m) {
-				m->has_functions = true;
+				m->nfuncs++;
 				if (sym[0].file)
-					m->has_lines = true;
+					m->nfiles++;
 				if (nsym > 1 && !p->no_inline)
 					m->has_inline = true;
 			}
 		}
+		if (m)
+			m->nlocs++;
 	}
 	sp_idset_add(&p->loc_idx, h, p->nlocs + 1);
 	return ++p->nlocs;
@@ -332,6 +355,29 @@ static bool sample_eq(void *ctx, uint32_t id, const void *key)
 	return s->gen == k->gen && s->stack == k->stack && s->pid == k->pid && s->tid == k->tid;
 }
 
+/*
+ * The module of a process's exe (its code segment, else its first), looked
+ * up once per process once its exe is known; NULL while it is not.
+ */
+static uint64_t *find_exe(struct sp_pprof *p, const struct sp_defs *d, uint64_t pid)
+{
+	uint64_t *exe = sp_u64map_get(&p->exe_of, pid), n = sp_defs_nmodules(d), i, best = 0;
+	const struct sp_module *m;
+	bool exec = false;
+
+	if (!exe)
+		return NULL;
+	for (i = 1; i <= n && !exec; i++) {
+		m = sp_defs_module(d, i);
+		if (!m || m->pid != pid || (best && !(m->prot & PROT_EXEC)) ||
+		    strcmp(p->strs[*exe], sp_defs_strz(d, m->path)))
+			continue;
+		best = i;
+		exec = m->prot & PROT_EXEC;
+	}
+	return sp_u64map_put(&p->exe_mod, pid, best);
+}
+
 static int add_sample(struct sp_pprof *p, const struct sp_defs *d, const struct sp_sample *s,
 		      uint64_t ns)
 {
@@ -340,9 +386,17 @@ static int add_sample(struct sp_pprof *p, const struct sp_defs *d, const struct 
 				 s->tid);
 	uint32_t id = sp_idset_find(&p->sample_idx, h, &k, sample_eq, p->samples);
 	struct psample *x;
+	uint64_t *exe;
 	int depth = 0, i;
 
 	if (!id) {
+		/* The program's own file is a mapping even when no frame is in
+		 * it (a stack unwound only through libc): pprof names it. */
+		exe = sp_u64map_get(&p->exe_mod, s->pid);
+		if (!exe)
+			exe = find_exe(p, d, s->pid);
+		if (exe && *exe)
+			mapping(p, d, *exe);
 		if (s->stack) {
 			/* A deeper stack keeps its innermost frames (defs.h). */
 			if (!p->fbuf_cap)
@@ -388,12 +442,21 @@ int sp_pprof_add(struct sp_pprof *p, const struct sp_defs *d, const struct sp_re
 	switch (rec->kind) {
 	case SP_REC_HEADER:
 		p->gen++;
+		sp_u64map_release(&p->exe_mod);	/* module ids start again */
 		if (!p->have_header) {
 			p->have_header = true;
 			p->start_wall = rec->header.start_wall_ns;
 			p->start_mono = rec->header.start_mono_ns;
 		}
 		return 0;
+	case SP_REC_PROCESS:
+		if (rec->process.exe) {
+			sp_u64map_put(&p->exe_of, rec->process.pid,
+				      strz(p, sp_defs_strz(d, rec->process.exe)));
+			sp_u64map_del(&p->exe_mod, rec->process.pid);	/* exec: a new one */
+		}
+		return 0;
+
 	case SP_REC_SAMPLE:
 		return add_sample(p, d, &rec->sample, ns);
 	default:
@@ -441,6 +504,7 @@ static int gzip_write(const uint8_t *buf, size_t len, FILE *out)
  */
 struct pb {
 	Mapping *maps, **mapp;
+	uint64_t *ids;
 	Function *funcs, **funcp;
 	Location *locs, **locp;
 	Line *lines, **linep;
@@ -449,27 +513,89 @@ struct pb {
 	int64_t *values;
 };
 
+/* The pid with the most samples (the lowest of equals), or 0. */
+static uint64_t main_pid(const struct sp_pprof *p)
+{
+	struct sp_u64map n = SP_U64MAP_INIT;
+	uint64_t best = 0, most = 0, pid, c, *v;
+	size_t i;
+
+	for (i = 0; i < p->nsamples; i++) {
+		v = sp_u64map_get(&n, p->samples[i].pid);
+		if (!v)
+			v = sp_u64map_put(&n, p->samples[i].pid, 0);
+		*v += p->samples[i].count;
+	}
+	for (i = 0; sp_u64map_next(&n, &i, &pid, &c);)
+		if (c > most || (c == most && pid < best)) {
+			most = c;
+			best = pid;
+		}
+	sp_u64map_release(&n);
+	return best;
+}
+
+/*
+ * The index of the mapping pprof should take for the program: the main
+ * process's executable (its exe, else a file of it that is no shared
+ * library), its code segment first; never the kernel or a [pseudo] file.
+ */
+static size_t main_mapping(const struct sp_pprof *p)
+{
+	uint64_t pid = main_pid(p), *exe = sp_u64map_get(&p->exe_of, pid);
+	unsigned int score, best = 0;
+	size_t i, at = 0;
+
+	for (i = 0; i < p->nmaps; i++) {
+		const struct pmap *m = &p->maps[i];
+		const char *name = p->strs[m->filename], *base = strrchr(name, '/');
+
+		if (m->kernel || !*name || *name == '[')
+			continue;
+		score = 1;
+		if (exe && (int64_t)*exe == m->filename)
+			score += 16;
+		if (m->pid == pid)
+			score += 8;
+		if (!strstr(base ? base : name, ".so"))
+			score += 4;
+		if (m->exec)
+			score += 2;
+		if (score > best) {
+			best = score;
+			at = i;
+		}
+	}
+	return at;
+}
+
+/* Mappings, the main one first (ids[i]: the id of p->maps[i]). */
 static void pb_mappings(const struct sp_pprof *p, struct pb *b)
 {
-	size_t i;
+	size_t i, first = main_mapping(p);
 
 	b->maps = sp_xcalloc(p->nmaps + 1, sizeof(*b->maps));
 	b->mapp = sp_xcalloc(p->nmaps + 1, sizeof(*b->mapp));
+	b->ids = sp_xcalloc(p->nmaps + 1, sizeof(*b->ids));
+	for (i = 0; i < p->nmaps; i++)
+		b->ids[i] = i == first ? 1 : i < first ? i + 2 : i + 1;
 	for (i = 0; i < p->nmaps; i++) {
-		Mapping *m = &b->maps[i];
+		const struct pmap *x = &p->maps[i];
+		Mapping *m = &b->maps[b->ids[i] - 1];
 
 		perftools__profiles__mapping__init(m);
-		m->id = i + 1;
-		m->memory_start = p->maps[i].start;
-		m->memory_limit = p->maps[i].limit;
-		m->file_offset = p->maps[i].offset;
-		m->filename = p->maps[i].filename;
-		m->build_id = p->maps[i].build_id;
-		m->has_functions = p->maps[i].has_functions;
-		m->has_filenames = p->maps[i].has_lines;
-		m->has_line_numbers = p->maps[i].has_lines;
-		m->has_inline_frames = p->maps[i].has_inline;
-		b->mapp[i] = m;
+		m->id = b->ids[i];
+		m->memory_start = x->start;
+		m->memory_limit = x->limit;
+		m->file_offset = x->offset;
+		m->filename = x->filename;
+		m->build_id = x->build_id;
+		/* "has" means every location: pprof then symbolizes none of them */
+		m->has_functions = x->nlocs && x->nfuncs == x->nlocs;
+		m->has_filenames = x->nlocs && x->nfiles == x->nlocs;
+		m->has_line_numbers = m->has_filenames;
+		m->has_inline_frames = x->has_inline && m->has_functions;
+		b->mapp[m->id - 1] = m;
 	}
 }
 
@@ -508,7 +634,7 @@ static void pb_locations(const struct sp_pprof *p, struct pb *b)
 	for (i = 0; i < p->nlocs; i++) {
 		perftools__profiles__location__init(&b->locs[i]);
 		b->locs[i].id = i + 1;
-		b->locs[i].mapping_id = p->locs[i].mapping;
+		b->locs[i].mapping_id = p->locs[i].mapping ? b->ids[p->locs[i].mapping - 1] : 0;
 		b->locs[i].address = p->locs[i].address;
 		b->locs[i].n_line = p->locs[i].nlines;
 		b->locs[i].line = b->linep + p->locs[i].line_off;
@@ -555,6 +681,7 @@ static void pb_free(struct pb *b)
 {
 	free(b->maps);
 	free(b->mapp);
+	free(b->ids);
 	free(b->funcs);
 	free(b->funcp);
 	free(b->locs);
@@ -578,6 +705,8 @@ int sp_pprof_write(struct sp_pprof *p, FILE *out, uint64_t period_ns, const char
 	/* the string table's order is the order of these calls: keep it */
 	int64_t k_samples = strz(p, "samples"), k_count = strz(p, "count");
 	int64_t k_cpu = strz(p, "cpu"), k_ns = strz(p, "nanoseconds");
+	int64_t k_waits = p->off_cpu ? strz(p, "waits") : 0;
+	int64_t k_off = p->off_cpu ? strz(p, "off_cpu") : 0;
 	int64_t k_pid = strz(p, "pid"), k_tid = strz(p, "tid");
 	int64_t comment_idx = strz(p, comment ? comment : "");
 	struct pb b;
@@ -591,13 +720,22 @@ int sp_pprof_write(struct sp_pprof *p, FILE *out, uint64_t period_ns, const char
 	vt[1].unit = k_ns;
 	vt[2].type = k_cpu;
 	vt[2].unit = k_ns;
+	prof.period = period_ns;
+	if (p->off_cpu) {
+		/* Each sample is one wait of its own length, as Go's block
+		 * profile counts contentions: the period is one wait. */
+		vt[0].type = k_waits;
+		vt[1].type = k_off;
+		vt[2].type = k_waits;
+		vt[2].unit = k_count;
+		prof.period = 1;
+	}
 	prof.n_sample_type = 2;
 	prof.sample_type = vtp;
 	prof.period_type = &vt[2];
-	prof.period = period_ns;
 	prof.time_nanos = p->start_wall;
 	prof.duration_nanos = p->have_sample ? p->last - p->first : 0;
-	prof.default_sample_type = 1;	/* cpu/nanoseconds */
+	prof.default_sample_type = p->off_cpu ? k_off : k_cpu;	/* a string, not an index */
 	if (comment && *comment) {
 		prof.n_comment = 1;
 		prof.comment = &comment_idx;

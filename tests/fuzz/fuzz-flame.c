@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "annotate.h"
 #include "export.h"
 #include "flame.h"
 #include "reader.h"
@@ -50,10 +51,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sp_flame_opts o = {
 		.by = SP_FLAME_BY_PROCESS | SP_FLAME_BY_THREAD | SP_FLAME_BY_SPAN,
 		.keep_sequence = true, .keep_spans = true, .weight = SP_FLAME_W_TIME,
+		.fold_runtime = size & 1,
 	};
 	struct sp_folded *f = sp_folded_new(&o);
 	struct sp_pprof *pp = sp_pprof_new(false);
 	struct sp_chrome *ch = sp_chrome_new(null_out());
+	struct sp_annotate *an = sp_annotate_new("main");
 	struct sp_record rec;
 	struct sp_reader *r;
 	char buf[512];
@@ -61,6 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int fd = memfd_create("in", MFD_CLOEXEC);
 
 	sp_verbose = -1;
+	sp_pprof_set_off_cpu(pp, size & 2);
 	if (fd < 0 || write(fd, data, size) != (ssize_t)size || lseek(fd, 0, SEEK_SET) != 0)
 		abort();
 	r = sp_reader_open_fd(fd, "in");
@@ -68,8 +72,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct sp_defs *d = sp_reader_defs(r);
 		int k = sp_folded_add(f, d, &rec, &why);
 
-		if (k == SP_FOLDED_TAKEN || rec.kind == SP_REC_HEADER)
+		if (k == SP_FOLDED_TAKEN || rec.kind != SP_REC_SAMPLE)
 			sp_pprof_add(pp, d, &rec, 1000);
+		if (k == SP_FOLDED_TAKEN)
+			sp_annotate_add(an, d, &rec.sample);
 		sp_chrome_add(ch, d, &rec);
 	}
 	if (r)
@@ -82,6 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sp_pprof_write(pp, null_out(), 1000, "fuzz");
 	sp_folded_footer(f, buf, sizeof(buf));
 	sp_pprof_free(pp);
+	sp_annotate_print(an, null_out());
+	sp_annotate_free(an);
 
 	/* The same bytes as folded text, in both columns. */
 	for (p = (const char *)data; p < (const char *)data + size; p = nl + 1) {

@@ -24,8 +24,12 @@ struct sp_pprof;
 
 struct sp_pprof *sp_pprof_new(bool no_inline);
 void sp_pprof_free(struct sp_pprof *p);
-/* Take a header (a new stream: ids start again) or a sample the caller has
- * chosen (filters are the caller's); ns is the sample's cpu time in
+/* The samples are off-CPU waits: typed waits/count and off_cpu/nanoseconds
+ * (instead of samples/count and cpu/nanoseconds), the period one wait. */
+void sp_pprof_set_off_cpu(struct sp_pprof *p, bool off_cpu);
+/* Take a header (a new stream: ids start again), a process (its exe names
+ * the main mapping, written first) or a sample the caller has chosen
+ * (filters are the caller's); ns is the sample's cpu or off-CPU time in
  * nanoseconds. Other records are ignored. Returns -1 for a sample with an
  * undefined stack (not counted), else 0. */
 int sp_pprof_add(struct sp_pprof *p, const struct sp_defs *d, const struct sp_record *rec,

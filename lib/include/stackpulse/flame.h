@@ -61,6 +61,7 @@ struct sp_flame_opts {
 	bool off_cpu;			/* off-CPU samples instead of CPU samples */
 	bool keep_sequence;		/* keep the time order (flame chart, speedscope) */
 	bool keep_spans;		/* keep spans (speedscope's evented profiles) */
+	bool fold_runtime;		/* leave out the runtimes' glue (folded_runtime.c) */
 	enum sp_flame_weight weight;
 	/* Filters; a sample must match one of each list that is not empty. */
 	const uint64_t *pids;
