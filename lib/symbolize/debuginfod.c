@@ -48,6 +48,7 @@ struct worker {
 	long got, total;	/* its bytes so far and in all (0: not known) */
 	bool timed_out;
 	bool transferred;	/* the servers were asked (not libdebuginfod's cache) */
+	bool started;		/* thread is running it */
 };
 
 struct sp_dbgd {
@@ -64,6 +65,7 @@ struct sp_dbgd {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	unsigned int running;
+	uint64_t bytes_done;	/* by the fetches of this batch that ended */
 	struct worker w[SP_DBGD_THREADS];
 	uint64_t fetched, cached, failed;
 };
@@ -243,6 +245,8 @@ static void fetch_one(struct worker *w, debuginfod_client *c, struct entry *e)
 		e->why = "timed out";
 	else if (fd == -ENOENT)
 		e->why = "no server has it";
+	else if (fd == -EHOSTUNREACH)	/* libdebuginfod's for a name not resolved, too */
+		e->why = "no server could be reached (host not found or unreachable)";
 }
 
 static void *worker_main(void *arg)
@@ -268,6 +272,7 @@ static void *worker_main(void *arg)
 		fetch_one(w, c, e);
 		pthread_mutex_lock(&d->mu);
 		w->start_ns = 0;
+		d->bytes_done += w->got > 0 ? (uint64_t)w->got : 0;
 		d->done++;
 		pthread_cond_signal(&d->cv);
 	}
@@ -283,11 +288,11 @@ static void *worker_main(void *arg)
  * line of the terminal (d->mu held). */
 static void show_progress(struct sp_dbgd *d, size_t todo)
 {
-	double mb = 0;
+	double mb = d->bytes_done / 1e6;
 	unsigned int i;
 
 	for (i = 0; i < SP_DBGD_THREADS; i++)
-		if (d->w[i].start_ns)
+		if (d->w[i].start_ns && d->w[i].got > 0)
 			mb += d->w[i].got / 1e6;
 	fprintf(stderr, "\r%s: debuginfod: %zu of %zu debug files, %.1f MB so far\033[K",
 		sp_progname, d->done, todo, mb);
@@ -303,16 +308,19 @@ static void run_workers(struct sp_dbgd *d, size_t todo)
 	struct timespec ts;
 
 	d->done = 0;
+	d->bytes_done = 0;
 	pthread_mutex_lock(&d->mu);
 	for (i = 0; i < nthreads; i++) {
 		d->w[i] = (struct worker){ .d = d };
 		if (pthread_create(&d->w[i].thread, NULL, worker_main, &d->w[i]) == 0) {
+			d->w[i].started = true;
 			started++;
 			d->running++;
 		}
 	}
 	pthread_mutex_unlock(&d->mu);
 	if (!started) {
+		d->running = 1;
 		worker_main(&d->w[0]);	/* in this thread, then */
 		return;
 	}
@@ -330,7 +338,7 @@ static void run_workers(struct sp_dbgd *d, size_t todo)
 	}
 	pthread_mutex_unlock(&d->mu);
 	for (i = 0; i < nthreads; i++)
-		if (d->w[i].d)
+		if (d->w[i].started)
 			pthread_join(d->w[i].thread, NULL);
 	if (d->progress_shown)
 		fprintf(stderr, "\r\033[K");
