@@ -377,8 +377,9 @@ static void say_failed(struct sp_dbgd *d, struct entry *e)
 	} else if (e->err == ENOENT && !e->transferred) {
 		snprintf(why, sizeof(why), "no server had it when last asked, less than "
 			 "libdebuginfod's cache_miss_s ago");
-	} else
+	} else {
 		snprintf(why, sizeof(why), "%s", e->why ? e->why : strerror(e->err));
+	}
 	sp_warn("'%s': debug information not fetched from debuginfod (build-id %s): %s",
 		e->what, sp_buildid_hex(e->id, e->n, hex), why);
 }
