@@ -20,6 +20,7 @@ setup() {
 	require_cmd python3
 	T=$BATS_TEST_TMPDIR
 	SRV_PID=
+	SHARED=
 	# Each test its own cache: what one fetched is not another's.
 	export SP_CACHE_DIR=$T/cache
 	unset DEBUGINFOD_URLS DEBUGINFOD_TIMEOUT DEBUGINFOD_CACHE_PATH DEBUGINFOD_PROGRESS
@@ -28,6 +29,7 @@ setup() {
 
 teardown() {
 	[ -z "$SRV_PID" ] || kill "$SRV_PID" 2>/dev/null || true
+	[ -z "$SHARED" ] || rm -rf "$SHARED"
 }
 
 buildid() {
@@ -316,6 +318,38 @@ walk_addrs() {
 	assert_equal "$(requests)" 0
 	! grep -q '"func":"walk"' "$T/out.jsonl"
 	[ -z "$(ls -A "$SP_CACHE_DIR/symbols/debuginfod")" ]
+}
+
+@test "sp-symbolize-debuginfod: a debug file another user planted in a shared cache is never used" {
+	require_root
+	require_cmd setpriv
+	app a
+	app b -O2
+	start_debuginfod
+	stream "$(walk_addrs "$T/a.full")" > "$T/in.jsonl"
+	# A sticky directory every user can write, as /tmp; user nobody makes the
+	# cache there first and plants b's debug file under a's build-id.
+	local shared bid
+	bid=$(buildid "$T/a.full")
+	shared=$(mktemp -d /tmp/sp-shared.XXXXXX)
+	SHARED=$shared
+	chmod 1777 "$shared"
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+		"mkdir -p '$shared/sp/symbols/debuginfod/$bid' && cat > '$shared/sp/symbols/debuginfod/$bid/debuginfo'" \
+		< "$T/srv/$(buildid "$T/b.full").debug"
+	[ "$(stat -c %U "$shared/sp/symbols/debuginfod/$bid/debuginfo")" = nobody ]
+	SP_CACHE_DIR=$shared/sp DEBUGINFOD_URLS=$URL run --separate-stderr -0 sp-symbolize \
+		--no-system-debug --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	[[ "$stderr" == *"cache directory '$shared/sp/symbols"*"not used"* ]]
+	[[ "$stderr" == *"debuginfod not used: no cache directory"* ]]
+	assert_equal "$(requests)" 0
+	! grep -q '"func":"walk"' "$T/out.jsonl"
+	# Made by us, the same path is used: the file is fetched, and it is a's.
+	rm -rf "$shared/sp"
+	SP_CACHE_DIR=$shared/sp DEBUGINFOD_URLS=$URL run --separate-stderr -0 sp-symbolize \
+		--no-system-debug --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	assert_equal "$(requests)" 1
+	diff -u <(ref 1 "$T/a.full" "$(walk_addrs "$T/a.full")" | sort) <(syms "$T/out.jsonl" | sort)
 }
 
 @test "sp-symbolize-debuginfod: a slow fetch shows its progress on a terminal, not in a pipe" {
