@@ -12,7 +12,7 @@ VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 
-PKGS := libbpf libelf libdw jansson libprotobuf-c zlib
+PKGS := libbpf libelf libdw libdebuginfod jansson libprotobuf-c zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

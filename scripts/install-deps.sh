@@ -6,15 +6,16 @@
 #           graph in a headless browser; time (GNU time: a tool's largest
 #           resident size); valgrind, which another user runs while
 #           sp-record records (make check passes it; make demo not);
-#           golang-go, whose `go tool pprof` reads sp-flame's pprof files
+#           golang-go, whose `go tool pprof` reads sp-flame's pprof files;
+#           debuginfod, the server sp-symbolize's debuginfod tests start
 set -e
 PKGS="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev
 libjansson-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
 systemtap-sdt-dev libclang-rt-14-dev bats bats-support bats-assert
 elfutils binutils ruby python3 linux-perf strace hyperfine libiberty-dev jq g++
-libxml2-utils ruby-dev python3-dev"
+libxml2-utils ruby-dev python3-dev libdebuginfod-dev"
 if [ "${1:-}" = --test ]; then
-	PKGS="$PKGS chromium time valgrind golang-go"
+	PKGS="$PKGS chromium time valgrind golang-go debuginfod"
 fi
 missing=
 for p in $PKGS; do

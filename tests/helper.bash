@@ -12,6 +12,9 @@ export LC_ALL=C
 # Caches (sp-symbolize's DWARF indexes, sp-record's kallsyms) go to this run's
 # temporary directory, never to ~/.cache.
 export SP_CACHE_DIR=${BATS_RUN_TMPDIR:-${TMPDIR:-/tmp}}/sp-cache
+# sp-symbolize would ask the environment's debuginfod servers for the
+# fixtures' debug files; a test that wants a server starts its own.
+unset DEBUGINFOD_URLS
 f=${BATS_TEST_FILENAME##*/}
 FIXTURES=$BATS_TEST_DIRNAME/fixtures/${f%.bats}
 

@@ -22,6 +22,8 @@ enum {
 	OPT_INDEX_ALL,
 	OPT_CACHE_DIR,
 	OPT_NO_CACHE,
+	OPT_NO_DEBUGINFOD,
+	OPT_DEBUGINFOD_TIMEOUT,
 	OPT_STATS,
 	OPT_FORCE,
 	OPT_FOLLOW,
@@ -67,6 +69,11 @@ static const struct argp_option options[] = {
 	  "Keep DWARF indexes in DIR (default $SP_CACHE_DIR/symbols, else "
 	  "~/.cache/stackpulse/symbols)", 0 },
 	{ "no-cache", OPT_NO_CACHE, NULL, 0, "Neither read nor write the DWARF index cache", 0 },
+	{ "no-debuginfod", OPT_NO_DEBUGINFOD, NULL, 0,
+	  "Do not fetch missing debug files from the servers in DEBUGINFOD_URLS", 0 },
+	{ "debuginfod-timeout", OPT_DEBUGINFOD_TIMEOUT, "TIME", 0,
+	  "Give up a debug file not fetched in TIME (\"30s\"; default $DEBUGINFOD_TIMEOUT "
+	  "seconds, else 90 s)", 0 },
 	{ "force", OPT_FORCE, NULL, 0,
 	  "Symbolize an already symbolized stream again (its symbol records are dropped)", 0 },
 	{ "follow", OPT_FOLLOW, NULL, 0,
@@ -121,6 +128,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_CACHE:
 		env.sym.no_cache = true;
+		break;
+	case OPT_NO_DEBUGINFOD:
+		env.sym.no_debuginfod = true;
+		break;
+	case OPT_DEBUGINFOD_TIMEOUT:
+		if (sp_parse_duration(arg, &env.sym.debuginfod_timeout_ns) ||
+		    !env.sym.debuginfod_timeout_ns)
+			argp_error(state, "invalid timeout '%s'", arg);
 		break;
 	case OPT_FORCE:
 		env.stream.force = true;
@@ -192,6 +207,7 @@ int main(int argc, char **argv)
 
 	argp_parse(&argp, argc, argv, 0, &first, NULL);
 	g.t0 = sp_now_mono_ns();
+	env.sym.progress = !env.quiet && isatty(STDERR_FILENO);
 	g.sym = sp_symbolizer_new(&env.sym);
 	if (!g.sym)
 		sp_die("out of memory");

@@ -25,7 +25,11 @@ struct sp_symbolizer *sp_symbolizer_new(const struct sp_symbolize_opts *opts)
 		char *dir = s->o.cache_dir ? sp_xstrdup(s->o.cache_dir) : sp_symcache_default_dir();
 
 		s->cache = dir ? sp_symcache_new(dir) : NULL;
+		if (!s->o.no_debuginfod)
+			s->dbgd = sp_dbgd_new(dir, s->o.debuginfod_timeout_ns, s->o.progress);
 		free(dir);
+	} else if (!s->o.no_debuginfod) {
+		s->dbgd = sp_dbgd_new(NULL, s->o.debuginfod_timeout_ns, s->o.progress);
 	}
 	elf_version(EV_CURRENT);
 	sp_symbolizer_reset(s, "");
@@ -244,6 +248,8 @@ void sp_symbolizer_free(struct sp_symbolizer *s)
 		return;
 	sp_symbolizer_reset(s, "");
 	sp_symcache_free(s->cache);
+	sp_dbgd_free(s->dbgd);
+	free(s->waiting);
 	for (r = s->retired; r; r = next) {
 		next = r->next;
 		free(r->path);

@@ -3,8 +3,9 @@
  * Separate debug files (symbolize_priv.h): found by build-id under the
  * debug directories and in the archive, else by .gnu_debuglink next to the
  * file, in its .debug/ and under the debug directories (checked by
- * build-id or by the link's CRC); and libdw's handle on the DWARF of the
- * file that has it.
+ * build-id or by the link's CRC), else fetched by build-id from debuginfod
+ * servers (debuginfod.h); and libdw's handle on the DWARF of the file that
+ * has it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -67,16 +68,12 @@ static const char *debuglink(Elf *elf, uint32_t *crc)
 	return NULL;
 }
 
-/* Try a debug file candidate. */
-static bool try_debug(struct image *img, const char *path, bool have_crc, uint32_t crc,
-		      struct image_file *dbg)
+/* Whether dbg, open, is img's debug file (closed if not). */
+static bool check_debug(struct image *img, bool have_crc, uint32_t crc, struct image_file *dbg)
 {
 	uint8_t id[SP_BUILD_ID_MAX];
-	const char *why;
 	unsigned int n;
 
-	if (sp_image_file_open(dbg, path, &why) < 0)
-		return false;
 	if (img->build_id_len) {
 		n = sp_elf_build_id(dbg->elf, id);
 		if (n != img->build_id_len || memcmp(id, img->build_id, n))
@@ -90,6 +87,46 @@ static bool try_debug(struct image *img, const char *path, bool have_crc, uint32
 no:
 	sp_image_file_close(dbg);
 	return false;
+}
+
+/* Try a debug file candidate. */
+static bool try_debug(struct image *img, const char *path, bool have_crc, uint32_t crc,
+		      struct image_file *dbg)
+{
+	const char *why;
+
+	if (sp_image_file_open(dbg, path, &why) < 0)
+		return false;
+	return check_debug(img, have_crc, crc, dbg);
+}
+
+/*
+ * The debug file from debuginfod servers (debuginfod.h), into dbg: 1, 0
+ * none, -1 queued to be fetched with the rest of the batch.
+ */
+static int fetch_debug(struct sp_symbolizer *s, struct image *img, struct image_file *dbg)
+{
+	char *path;
+	int fd;
+
+	if (!s->dbgd || !img->build_id_len)
+		return 0;
+	if (s->dbgd_batch && !sp_dbgd_known(s->dbgd, img->build_id, img->build_id_len)) {
+		sp_dbgd_want(s->dbgd, img->build_id, img->build_id_len, img->path);
+		return -1;
+	}
+	fd = sp_dbgd_open(s->dbgd, img->build_id, img->build_id_len, img->path, &path);
+	if (fd < 0)
+		return 0;
+	dbg->fd = fd;
+	dbg->path = path;
+	dbg->elf = sp_elf_begin(fd, SP_ELF_READ);
+	if (dbg->elf && check_debug(img, false, 0, dbg))
+		return 1;
+	sp_warn("'%s': the debug file fetched from debuginfod, '%s', is not its own (another "
+		"build-id, or neither DWARF nor symbols): not used", img->path, path);
+	sp_image_file_close(dbg);
+	return 0;
 }
 
 static bool find_debug(struct sp_symbolizer *s, struct image *img, struct image_file *f,
@@ -163,10 +200,18 @@ struct image_file *sp_image_debug_find(struct sp_symbolizer *s, struct image *im
 				       struct image_file *f, struct image_file *dbg)
 {
 	const char *why;
+	int rc;
 
 	img->debug_tried = true;
-	if (sp_elf_has_section(f->elf, ".debug_info", true) || img->vdso || !find_debug(s, img, f, dbg))
+	if (sp_elf_has_section(f->elf, ".debug_info", true) || img->vdso)
 		return f;
+	if (!find_debug(s, img, f, dbg)) {
+		rc = fetch_debug(s, img, dbg);
+		if (rc < 0)
+			return NULL;
+		if (rc == 0)
+			return f;
+	}
 	if (img->stripped && !img->dbgsyms && sp_symtab_elf_has_symtab(dbg->elf)) {
 		img->dbgsyms = sp_symtab_new();
 		if (sp_symtab_add_elf(img->dbgsyms, dbg->elf, false, &why) > 0)
@@ -201,6 +246,8 @@ Dwarf *sp_image_debug_late(struct image *img, bool want_dwarf)
 		return NULL;
 	}
 	dwf = sp_image_debug_find(img->sym, img, &f, &dbg);
+	if (!dwf)
+		dwf = &f;	/* queued for debuginfod: a later lookup finds it */
 	if (want_dwarf && !img->dw_elf) {
 		dw = sp_image_dwarf_open(dwf);
 		if (dw) {

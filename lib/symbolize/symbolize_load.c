@@ -4,7 +4,9 @@
  * its symbol table read, its DWARF index taken from the cache or opened
  * lazily on the file that has the DWARF (the file itself or its debug
  * file), which is then held open for the index; saving the index to the
- * cache and unloading it all when the image is retired.
+ * cache and unloading it all when the image is retired. With debuginfod,
+ * the images a batch of frames needs are loaded together first, so that
+ * the debug files none has on the machine are fetched in parallel.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +191,13 @@ static void load_dwarf(struct sp_symbolizer *s, struct image *img, struct image_
 	const char *dwf_path;
 
 	dwf = sp_image_debug_find(s, img, f, &dbg);
+	if (!dwf) {
+		/* Its debug file is fetched with the batch's: finished then. */
+		img->nsyms = nsyms;
+		sp_grow(&s->waiting, &s->capwaiting, s->nwaiting + 1, sizeof(*s->waiting));
+		s->waiting[s->nwaiting++] = img;
+		return;
+	}
 	if (dwf == &dbg && img->dbgsyms)
 		symf = &dbg;
 	open_index(s, img, dwf);
@@ -230,4 +239,43 @@ void sp_image_load(struct sp_symbolizer *s, struct image *img)
 	if (!load_cached_index(s, img))
 		load_dwarf(s, img, &f, nsyms);
 	sp_image_file_close(&f);
+}
+
+/* The rest of load_dwarf() for an image whose debug file was being fetched. */
+static void load_fetched(struct sp_symbolizer *s, struct image *img)
+{
+	struct image_file f = { .fd = -1 };
+	const char *why = NULL;
+
+	if (!img->loaded_from || sp_image_file_try(img, img->loaded_from, false, &f, &why) <= 0) {
+		if (why)
+			sp_image_warn(img, img->loaded_from, why);
+		return;
+	}
+	load_dwarf(s, img, &f, img->nsyms);
+	sp_image_file_close(&f);
+}
+
+void sp_symbolizer_prepare(struct sp_symbolizer *s, const uint64_t *modules, size_t n)
+{
+	struct module_ent *me;
+	size_t i;
+
+	if (!s->dbgd)
+		return;		/* nothing to do together: each loads at its first lookup */
+	s->dbgd_batch = true;
+	for (i = 0; i < n; i++) {
+		if (!modules[i] || modules[i] >= s->nmods)
+			continue;
+		me = &s->mods[modules[i]];
+		if (me->live && me->img && !me->img->loaded)
+			sp_image_load(s, me->img);
+	}
+	s->dbgd_batch = false;
+	if (!s->nwaiting)
+		return;
+	sp_dbgd_fetch(s->dbgd);
+	for (i = 0; i < s->nwaiting; i++)
+		load_fetched(s, s->waiting[i]);
+	s->nwaiting = 0;
 }

@@ -8,11 +8,14 @@
  *   symbolize_find.c    finding the file behind an image: the archive, the
  *                       image directories, the sysroot, the vDSO; each
  *                       candidate opened and checked against the build-id
- *   symbolize_debug.c   separate debug files (by build-id, .gnu_debuglink)
- *                       and libdw's handle on the DWARF
+ *   symbolize_debug.c   separate debug files (by build-id, .gnu_debuglink,
+ *                       else from debuginfod servers: debuginfod.h) and
+ *                       libdw's handle on the DWARF
  *   symbolize_load.c    loading an image on its first lookup: its symbol
  *                       table and DWARF index (from the cache, or opened
- *                       lazily), saving and unloading it
+ *                       lazily), saving and unloading it; loading the
+ *                       images of a batch of frames at once, their missing
+ *                       debug files fetched together
  *   symbolize_lookup.c  resolving a frame, and the per-file results cache
  *   symbolize_stats.c   the statistics and their printing
  *
@@ -30,6 +33,7 @@
 #include <libelf.h>
 
 #include "buildid.h"
+#include "debuginfod.h"
 #include "dwarfidx.h"
 #include "hashmap.h"
 #include "symbolize.h"
@@ -79,6 +83,7 @@ struct image {
 	bool dwarf_cached;		/* dwarf came from the cache: no debug file yet */
 	bool debug_tried;		/* ... and it has been looked for since */
 	size_t saved_built;		/* clusters built when last saved to the cache */
+	int nsyms;			/* its own symbols, -1: a bad table (for a load finished late) */
 	struct sp_symbolizer *sym;
 
 	struct sp_u64map cache;		/* (lookup address << 1 | leaf) -> index + 1 */
@@ -122,6 +127,10 @@ struct sp_symbolizer {
 	uint64_t files_loaded, files_live;
 	uint64_t generation;
 	struct sp_symcache *cache;	/* NULL: --no-cache */
+	struct sp_dbgd *dbgd;		/* NULL: debuginfod not used */
+	bool dbgd_batch;		/* loading a batch: queue fetches, do not wait */
+	struct image **waiting;		/* loaded but for the debug file being fetched */
+	size_t nwaiting, capwaiting;
 };
 
 /* A candidate file for an image, open. */
@@ -153,6 +162,8 @@ void sp_image_warn(struct image *img, const char *file, const char *what);
 /*
  * The file holding img's DWARF: f itself, else its separate debug file,
  * opened into dbg. A stripped file gets the debug file's .symtab too.
+ * NULL only while a batch is loaded (s->dbgd_batch): the debug file is to
+ * be fetched from debuginfod first.
  */
 struct image_file *sp_image_debug_find(struct sp_symbolizer *s, struct image *img,
 				       struct image_file *f, struct image_file *dbg);

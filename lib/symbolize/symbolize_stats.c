@@ -3,7 +3,8 @@
  * The symbolizer's statistics (symbolize_priv.h): frames looked up, named
  * and given a file:line, and why the others were not, per file (kept
  * after a file is retired), for the kernel, JIT code and frames without a
- * module; sp-symbolize --stats prints them.
+ * module, and the debug files asked of debuginfod; sp-symbolize prints
+ * them (per file with --stats).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -99,6 +100,7 @@ void sp_symbolizer_print_stats(struct sp_symbolizer *s, FILE *out, bool per_modu
 	all_stats(s, &all);
 	fflush(stdout);
 	print_one(out, "", &all);
+	sp_dbgd_print_stats(s->dbgd, out);
 	if (!per_module)
 		return;
 	if (s->kernel_st.frames)

@@ -50,6 +50,8 @@ struct sp_symstream {
 	size_t nbatch, capbatch, caporder, caporder_tmp;
 	struct sp_sym_level *levels;
 	size_t nlevels, caplevels;
+	uint64_t *mods;			/* the batch's modules, for sp_symbolizer_prepare() */
+	size_t capmods;
 	bool passthrough;	/* the input is symbolized already */
 };
 
@@ -194,6 +196,19 @@ static void sort_order(struct sp_symstream *s, size_t n)
 		memcpy(s->order, a, n * sizeof(*a));
 }
 
+/* Load the files of the batch's modules (sorted: k frames) together, so
+ * that the debug files they lack are fetched in parallel. */
+static void prepare(struct sp_symstream *s, size_t k)
+{
+	size_t i, n = 0;
+
+	sp_grow(&s->mods, &s->capmods, k, sizeof(*s->mods));
+	for (i = 0; i < k; i++)
+		if (!n || s->mods[n - 1] != s->order[i].module)
+			s->mods[n++] = s->order[i].module;
+	sp_symbolizer_prepare(s->sym, s->mods, n);
+}
+
 /* Resolve the held-back frames in address order, then write them in theirs. */
 static int flush_batch(struct sp_symstream *s)
 {
@@ -219,6 +234,7 @@ static int flush_batch(struct sp_symstream *s)
 		}
 	}
 	sort_order(s, k);
+	prepare(s, k);
 	for (i = 0; i < k; i++) {
 		struct batched *b = &s->batch[s->order[i].i];
 		const struct sp_sym_result *r;
@@ -396,5 +412,6 @@ void sp_symstream_free(struct sp_symstream *s)
 	free(s->order);
 	free(s->order_tmp);
 	free(s->levels);
+	free(s->mods);
 	free(s);
 }

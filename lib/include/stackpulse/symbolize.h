@@ -25,7 +25,10 @@
  *   next to the file, in its .debug/ directory, and under each debug
  *   directory followed by the file's directory; ARCHIVE/xx/yyyy....debug.
  * A debug file is used only if its build-id (or, without one, the
- * debuglink's CRC) matches.
+ * debuglink's CRC) matches. When none is found and DEBUGINFOD_URLS names
+ * servers (unless opts->no_debuginfod), it is fetched from them by
+ * build-id (debuginfod.h) into CACHE_DIR/debuginfod, once per build-id and
+ * run; sp_symbolizer_prepare() fetches those of a batch in parallel.
  *
  * DWARF indexes are kept in a cache (symcache.h) unless opts->no_cache: a
  * file with a build-id whose index is cached is not looked for debug
@@ -56,6 +59,9 @@ struct sp_symbolize_opts {
 	bool index_all;			/* index a file's whole DWARF at load */
 	const char *cache_dir;		/* DWARF index cache (symcache.h); NULL = default */
 	bool no_cache;			/* neither read nor write the cache */
+	bool no_debuginfod;		/* do not ask DEBUGINFOD_URLS' servers */
+	uint64_t debuginfod_timeout_ns;	/* per debug file; 0: $DEBUGINFOD_TIMEOUT or 90 s */
+	bool progress;			/* say on stderr how slow fetches go (a terminal) */
 };
 
 /* One level of a frame's inline chain. Strings are owned by the symbolizer
@@ -111,6 +117,14 @@ bool sp_symbolizer_should_defer(struct sp_symbolizer *s, const struct sp_frame *
  */
 const struct sp_sym_result *sp_symbolizer_frame(struct sp_symbolizer *s,
 						const struct sp_frame *f);
+
+/*
+ * Load now the files behind these modules (ids, repeats allowed), as their
+ * first lookups would, fetching the debug files they lack from debuginfod
+ * servers in parallel. Without debuginfod it does nothing: files load at
+ * their first lookup.
+ */
+void sp_symbolizer_prepare(struct sp_symbolizer *s, const uint64_t *modules, size_t n);
 
 /* Save the DWARF indexes that grew since they were loaded or last saved to
  * the cache (also done when a file is retired); failures are warnings. */
