@@ -257,6 +257,7 @@ void otlp_stream_define(struct otlp_stream *s, const struct sp_defs *d,
 	static const char *const runtimes[] = { "", "ruby", "python" };
 	const struct sp_runtime_info *rt;
 	struct otlp_resource *r;
+	uint32_t i;
 
 	switch (rec->kind) {
 	case SP_REC_PROCESS:
@@ -270,7 +271,8 @@ void otlp_stream_define(struct otlp_stream *s, const struct sp_defs *d,
 		rt = &rec->runtime;
 		if (rt->runtime < 1 || rt->runtime > 2)
 			break;
-		r = &s->res[otlp_resource_of(s, rt->pid)];
+		i = otlp_resource_of(s, rt->pid);	/* may move s->res */
+		r = &s->res[i];
 		if (has_attr(&r->attrs, "process.runtime.name"))
 			break;	/* said again (another library of it) */
 		otlp_attr_str(&r->attrs, "process.runtime.name", runtimes[rt->runtime]);

@@ -243,6 +243,8 @@ static void field_attr(struct sp_otlp_traces *t, const struct sp_defs *d,
 
 	switch (f->type) {
 	case SP_FT_STR:
+		if (!v->u)
+			return;	/* none (JSON lines: null) */
 		otlp_attr_str(&t->b.attrs, f->name, otlp_strid(&t->b.text, d, v->u));
 		return;
 	case SP_FT_INT:
@@ -303,6 +305,7 @@ static void add_event(struct sp_otlp_traces *t, const struct sp_defs *d, const s
 		o->name = sp_arena_copy(&t->b.text, name, strlen(name));
 	}
 	o->attr_off = t->b.attrs.n;
+	otlp_attr_int(&t->b.attrs, "process.pid", (int64_t)e->pid);
 	otlp_attr_int(&t->b.attrs, "thread.id", (int64_t)e->tid);
 	for (i = 0; sch && i < sch->nfields && i < e->nfields; i++)
 		field_attr(t, d, &sch->fields[i], &e->field[i]);
