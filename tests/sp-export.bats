@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
-# sp-export: OTLP traces. The files are decoded by protobufjs (installed from
+# sp-export: OTLP traces and profiles. The files are decoded by protobufjs (installed from
 # npm by the test) from OpenTelemetry's own .proto files and checked against
 # sp-decode's JSON lines of the same recording, or against values worked out
 # by hand from tests/fixtures/sp-export/forks.jsonl.
@@ -86,6 +86,27 @@ check_export() {
 	assert_output 3
 }
 
+@test "sp-export --profiles: CPU time by process, thread and stack, read back by protobufjs" {
+	require_root
+	need_npm
+	T=$BATS_TEST_TMPDIR
+	# a parent and a child process, two threads each (tests/fixtures/src/workload.c)
+	sp-record -F 499 -o "$T/w.sp" -- "$SP_EXAMPLES/workload" 2 >/dev/null
+	sp-symbolize -o "$T/w.sym.sp" "$T/w.sp" 2>/dev/null
+	sp-decode "$T/w.sym.sp" > "$T/w.jsonl"
+	run --separate-stderr -0 sp-export --profiles -o "$T/w.prof" "$T/w.sym.sp"
+	run -0 node "$BATS_TEST_DIRNAME/fixtures/sp-export/otlp-profiles-check.js" "$PROTO" \
+		"$T/w.prof" "$T/w.jsonl"
+	pids=$(jq -s '[.[] | select(.type == "sample" and (.kind // "cpu") == "cpu") | .pid] | unique | length' "$T/w.jsonl")
+	periods=$(jq -s '[.[] | select(.type == "sample" and (.kind // "cpu") == "cpu") | (.weight // 1)] | add' "$T/w.jsonl")
+	[ "$periods" -ge 10 ]
+	# a period at 499 Hz: 1e9 / 499 ns, rounded down
+	assert_output --regexp "^ok: $pids processes, [0-9]+ samples, [0-9]+ stacks, $((periods * 2004008)) ns$"
+	# the same bytes twice
+	sp-export --profiles -o "$T/w2.prof" "$T/w.sym.sp" 2>/dev/null
+	cmp "$T/w.prof" "$T/w2.prof"
+}
+
 @test "sp-export: forks, raises, open spans and hostile names, by hand" {
 	need_npm
 	T=$BATS_TEST_TMPDIR
@@ -147,10 +168,15 @@ check_export() {
 	run -0 curl -sS -w ' %{http_code}' --data-binary @"$T/f.json" \
 		-H 'Content-Type: application/json' "http://127.0.0.1:$port/v1/traces"
 	assert_output "{} 200"
+	sp-decode --encode -o "$T/w.sp" "$BATS_TEST_DIRNAME/fixtures/sp-flame/basic.jsonl"
+	sp-export --profiles -o "$T/w.prof" "$T/w.sp" 2>/dev/null
+	run -0 curl -sS -o "$T/resp" -w '%{http_code}' --data-binary @"$T/w.prof" \
+		-H 'Content-Type: application/x-protobuf' "http://127.0.0.1:$port/v1development/profiles"
+	assert_output 200
 	kill "$rpid"
 	rpid=
 	run -0 cat "$T/log"
-	assert_output $'protobuf 2 3 2\njson 2 3 2'
+	assert_output $'protobuf 2 3 2\njson 2 3 2\nprofiles 1 5'
 }
 
 @test "sp-export: uncorrelated input gives an empty request and says why" {

@@ -66,6 +66,16 @@ void otlp_span_id(const struct otlp_stream *s, uint64_t span, uint8_t id[8])
 		id[7] = 1;
 }
 
+void otlp_profile_id(const struct otlp_stream *s, uint64_t pid, uint8_t id[16])
+{
+	uint64_t h = id_mix(s->key, pid);
+
+	put_be64(id, id_mix(h, 4));
+	put_be64(id + 8, id_mix(h, 5));
+	if (!memcmp(id, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16))
+		id[15] = 1;
+}
+
 uint64_t otlp_wall(const struct otlp_stream *s, uint64_t mono)
 {
 	return mono + (uint64_t)s->wall_off;

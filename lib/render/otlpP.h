@@ -6,6 +6,8 @@
  *   otlp_traces.c	spans and events of a stream, in batches (export.h's API)
  *   otlp_pb.c		a batch as an ExportTraceServiceRequest in protobuf
  *   otlp_json.c	a batch as OTLP/JSON
+ *   otlp_profiles.c	a pprof aggregate as an ExportProfilesServiceRequest
+ *   otlp_pb.h		what the protobuf encoders share
  *
  * The records become a small model first (resources, spans, events and
  * their attributes, every string already in its text form, escape.h), which
@@ -117,6 +119,8 @@ uint64_t otlp_wall(const struct otlp_stream *s, uint64_t mono);
 /* The ids of the trace whose root span is root, and of span id. Never 0. */
 void otlp_trace_id(const struct otlp_stream *s, uint64_t root, uint8_t id[16]);
 void otlp_span_id(const struct otlp_stream *s, uint64_t span, uint8_t id[8]);
+/* The id of the profile of process pid. Never 0. */
+void otlp_profile_id(const struct otlp_stream *s, uint64_t pid, uint8_t id[16]);
 /* The text form of s[0..n) (of a string id), copied into a. */
 const char *otlp_text(struct sp_arena *a, const char *s, size_t n);
 const char *otlp_strid(struct sp_arena *a, const struct sp_defs *d, uint64_t id);

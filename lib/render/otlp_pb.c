@@ -14,15 +14,17 @@
 
 /*
  * The generated code is compiled here rather than as sources of their own,
- * as pprof.c does with profile.proto: every build of the library carries it.
+ * as pprof.c does with profile.proto: every build of the library carries it
+ * (otlp_profiles.c uses the profiles' part through otlp_pb.h).
  */
 #include "opentelemetry/proto/common/v1/common.pb-c.c"
 #include "opentelemetry/proto/resource/v1/resource.pb-c.c"
 #include "opentelemetry/proto/trace/v1/trace.pb-c.c"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.c"
+#include "opentelemetry/proto/profiles/v1development/profiles.pb-c.c"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.c"
+#include "otlp_pb.h"
 
-typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
-typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
 typedef Opentelemetry__Proto__Common__V1__InstrumentationScope Scope;
 typedef Opentelemetry__Proto__Resource__V1__Resource Resource;
 typedef Opentelemetry__Proto__Trace__V1__ResourceSpans ResourceSpans;
@@ -32,16 +34,7 @@ typedef Opentelemetry__Proto__Trace__V1__Span__Event Event;
 typedef Opentelemetry__Proto__Trace__V1__Status Status;
 typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest Request;
 
-/* Where the attributes' messages of one batch are taken from. */
-struct kv_pool {
-	KeyValue *kv;
-	AnyValue *av;
-	KeyValue **ptr;
-	size_t n;
-};
-
-/* The attributes a[0..n) as messages; returns the array of n pointers. */
-static KeyValue **kvs(struct kv_pool *p, const struct otlp_attr *a, size_t n)
+KeyValue **otlp_pb_kvs(struct otlp_kv_pool *p, const struct otlp_attr *a, size_t n)
 {
 	KeyValue **first = p->ptr + p->n;
 	size_t i;
@@ -66,8 +59,23 @@ static KeyValue **kvs(struct kv_pool *p, const struct otlp_attr *a, size_t n)
 	return first;
 }
 
+void otlp_pb_pool_init(struct otlp_kv_pool *p, size_t n)
+{
+	p->kv = sp_xcalloc(n + 1, sizeof(*p->kv));
+	p->av = sp_xcalloc(n + 1, sizeof(*p->av));
+	p->ptr = sp_xcalloc(n + 1, sizeof(*p->ptr));
+	p->n = 0;
+}
+
+void otlp_pb_pool_release(struct otlp_kv_pool *p)
+{
+	free(p->kv);
+	free(p->av);
+	free(p->ptr);
+}
+
 static void span_msg(Span *m, Status *st, const struct otlp_span *s, const struct otlp_batch *b,
-		     const struct otlp_view *v, struct kv_pool *p, Event *ev, Event **evp)
+		     const struct otlp_view *v, struct otlp_kv_pool *p, Event *ev, Event **evp)
 {
 	uint32_t i;
 
@@ -82,7 +90,7 @@ static void span_msg(Span *m, Status *st, const struct otlp_span *s, const struc
 	m->start_time_unix_nano = s->start;
 	m->end_time_unix_nano = s->end;
 	m->n_attributes = s->nattrs;
-	m->attributes = kvs(p, b->attrs.a + s->attr_off, s->nattrs);
+	m->attributes = otlp_pb_kvs(p, b->attrs.a + s->attr_off, s->nattrs);
 	if (s->status == OTLP_STATUS_ERROR) {
 		st->code = OPENTELEMETRY__PROTO__TRACE__V1__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
 		st->message = (char *)s->status_msg;
@@ -97,7 +105,7 @@ static void span_msg(Span *m, Status *st, const struct otlp_span *s, const struc
 		ev[i].time_unix_nano = e->time;
 		ev[i].name = (char *)e->name;
 		ev[i].n_attributes = e->nattrs;
-		ev[i].attributes = kvs(p, b->attrs.a + e->attr_off, e->nattrs);
+		ev[i].attributes = otlp_pb_kvs(p, b->attrs.a + e->attr_off, e->nattrs);
 		evp[i] = &ev[i];
 	}
 }
@@ -127,14 +135,12 @@ int otlp_pb_traces(FILE *out, const struct otlp_stream *s, const struct otlp_bat
 	Span *sp, **spp;
 	Status *st;
 	Event *ev, **evp;
-	struct kv_pool p = { 0 };
+	struct otlp_kv_pool p;
 	int rc;
 
 	for (g = 0; g < v->ngroups; g++)
 		nkv += s->res[v->group[g].resource].attrs.n;
-	p.kv = sp_xcalloc(nkv + 1, sizeof(*p.kv));
-	p.av = sp_xcalloc(nkv + 1, sizeof(*p.av));
-	p.ptr = sp_xcalloc(nkv + 1, sizeof(*p.ptr));
+	otlp_pb_pool_init(&p, nkv);
 	rs = sp_xcalloc(v->ngroups + 1, sizeof(*rs));
 	rsp = sp_xcalloc(v->ngroups + 1, sizeof(*rsp));
 	ss = sp_xcalloc(v->ngroups + 1, sizeof(*ss));
@@ -155,7 +161,7 @@ int otlp_pb_traces(FILE *out, const struct otlp_stream *s, const struct otlp_bat
 		opentelemetry__proto__resource__v1__resource__init(&res[g]);
 		opentelemetry__proto__trace__v1__scope_spans__init(&ss[g]);
 		res[g].n_attributes = r->attrs.n;
-		res[g].attributes = kvs(&p, r->attrs.a, r->attrs.n);
+		res[g].attributes = otlp_pb_kvs(&p, r->attrs.a, r->attrs.n);
 		rs[g].resource = &res[g];
 		rs[g].n_scope_spans = 1;
 		rs[g].scope_spans = &ssp[g];
@@ -175,9 +181,7 @@ int otlp_pb_traces(FILE *out, const struct otlp_stream *s, const struct otlp_bat
 	req.resource_spans = rsp;
 	rc = pack(out, &req);
 
-	free(p.kv);
-	free(p.av);
-	free(p.ptr);
+	otlp_pb_pool_release(&p);
 	free(rs);
 	free(rsp);
 	free(ss);

@@ -9,6 +9,7 @@
 #include "events.h"
 #include "export.h"
 #include "hashmap.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
 #include "render/otlpP.h"
 #include "sp.h"
@@ -206,11 +207,101 @@ static void test_otlp_json_empty(void)
 	free(buf);
 }
 
+typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
+	PRequest;
+
+static void def(struct sp_defs *d, struct sp_record *r)
+{
+	const char *why;
+
+	CHECK(sp_defs_add(d, r, &why) == 0);
+}
+
+/* Two frames of /bin/app, a stack of both, samples on two threads: the
+ * dictionary has its empty entries 0, a stack of two locations, a thread
+ * attribute per thread; one resource with a profile of two samples. */
+static void test_otlp_profiles(void)
+{
+	struct sp_otlp_opts o = { 0 };
+	struct sp_otlp_profiles *p = sp_otlp_profiles_new(&o);
+	struct sp_defs *d = sp_defs_new();
+	struct sp_record r = header(1000000);
+	const Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary *dict;
+	const Opentelemetry__Proto__Profiles__V1development__Profile *prof;
+	char *buf = NULL;
+	size_t len = 0, i;
+	FILE *out = open_memstream(&buf, &len);
+	PRequest *req;
+	int64_t total = 0;
+
+	def(d, &r);
+	CHECK(sp_otlp_profiles_add(p, d, &r, 0) == 0);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_MODULE;
+	r.module.pid = 7;
+	r.module.start = 0x400000;
+	r.module.end = 0x401000;
+	r.module.path = add_str(d, "/bin/app");
+	def(d, &r);
+	for (i = 1; i <= 2; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_FRAME;
+		r.frame.module = 1;
+		r.frame.rel = 0x10 * i;
+		r.frame.addr = 0x400000 + 0x10 * i;
+		def(d, &r);
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_STACK;
+		r.stack.parent = i - 1;
+		r.stack.frame = i;
+		def(d, &r);
+	}
+	for (i = 0; i < 3; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_SAMPLE;
+		r.sample.pid = 7;
+		r.sample.tid = i ? 8 : 7;
+		r.sample.stack = 2;
+		r.sample.weight = 1;
+		CHECK(sp_otlp_profiles_add(p, d, &r, 1000) == 0);
+	}
+	CHECK(sp_otlp_profiles_write(p, out, 1000) == 0);
+	fclose(out);
+	req = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(
+		NULL, len, (const uint8_t *)buf);
+	CHECK(req && req->dictionary && req->n_resource_profiles == 1);
+	if (req && req->dictionary && req->n_resource_profiles == 1) {
+		dict = req->dictionary;
+		CHECK(!strcmp(dict->string_table[0], ""));
+		CHECK(dict->n_stack_table == 2 && dict->stack_table[0]->n_location_indices == 0);
+		CHECK(dict->stack_table[1]->n_location_indices == 2);
+		CHECK(dict->n_location_table == 3 && dict->location_table[0]->address == 0);
+		/* leaf first: frame 2, then frame 1 */
+		CHECK(dict->location_table[dict->stack_table[1]->location_indices[0]]->address ==
+		      0x400020);
+		CHECK(dict->n_attribute_table == 3 && dict->attribute_table[0]->value == NULL);
+		CHECK(dict->n_link_table == 1 && dict->link_table[0]->trace_id.len == 16);
+		prof = req->resource_profiles[0]->scope_profiles[0]->profiles[0];
+		CHECK(prof->n_samples == 2 && prof->period == 1000);
+		CHECK(!strcmp(dict->string_table[prof->sample_type->type_strindex], "cpu"));
+		for (i = 0; i < prof->n_samples; i++)
+			total += prof->samples[i]->values[0];
+		CHECK(total == 3000);
+		CHECK(prof->profile_id.len == 16);
+	}
+	if (req)
+		opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(req, NULL);
+	free(buf);
+	sp_otlp_profiles_free(p);
+	sp_defs_free(d);
+}
+
 int main(void)
 {
 	TAP_RUN(test_otlp_ids);
 	TAP_RUN(test_otlp_text);
 	TAP_RUN(test_otlp_batches);
 	TAP_RUN(test_otlp_json_empty);
+	TAP_RUN(test_otlp_profiles);
 	return TAP_DONE();
 }

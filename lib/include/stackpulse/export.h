@@ -92,4 +92,26 @@ int sp_otlp_traces_add(struct sp_otlp_traces *t, const struct sp_defs *d,
 /* Write what is left; fills *st; frees t. 0 or -1 (a write failed, reported). */
 int sp_otlp_traces_finish(struct sp_otlp_traces *t, struct sp_otlp_stats *st);
 
+/*
+ * OpenTelemetry profiles (lib/render/otlp_profiles.c): the request a
+ * collector takes on POST /v1development/profiles
+ * (ExportProfilesServiceRequest of opentelemetry-proto v1.11.0's profiles
+ * signal, "v1development", which still changes between releases). The
+ * samples are aggregated as sp_pprof aggregates them (the same mappings,
+ * functions, locations and inline lines), then written with one dictionary
+ * for the request and a resource per process, whose CPU profile has a
+ * sample per distinct stack and thread. Protobuf only.
+ */
+struct sp_otlp_profiles;
+
+struct sp_otlp_profiles *sp_otlp_profiles_new(const struct sp_otlp_opts *o);
+void sp_otlp_profiles_free(struct sp_otlp_profiles *p);
+/* Take a record: a header, process, thread or runtime record, or a sample
+ * the caller has chosen (ns its cpu time, as for sp_pprof_add()). -1 for a
+ * sample with an undefined stack, else 0. */
+int sp_otlp_profiles_add(struct sp_otlp_profiles *p, const struct sp_defs *d,
+			 const struct sp_record *rec, uint64_t ns);
+/* Write the request. period_ns: one sample's period. 0, or -1 (reported). */
+int sp_otlp_profiles_write(struct sp_otlp_profiles *p, FILE *out, uint64_t period_ns);
+
 #endif
