@@ -126,7 +126,7 @@ $(OUT)/proto/opentelemetry/%.pb-c.h: $(OTLP_PROTO_DIR)/opentelemetry/%.proto
 	$(Q)mkdir -p $(OUT)/proto
 	$(Q)$(PROTOC_C) --proto_path=$(OTLP_PROTO_DIR) --c_out=$(OUT)/proto $<
 OTLP_PB_OBJS := $(foreach d,$(OUT) $(OUT)/asan $(OUT)/fuzz,$(d)/lib/render/otlp_pb.o \
-	$(d)/lib/render/otlp_profiles.o)
+	$(d)/lib/render/otlp_json.o $(d)/lib/render/otlp_profiles.o)
 $(OTLP_PB_OBJS) $(OUT)/unit/test-otlp $(OUT)/asan/test-otlp: $(OTLP_PB_H) $(OUT)/proto/profile.pb-c.h
 $(OTLP_PB_OBJS): LIB_CFLAGS += -I$(OUT) -I$(OUT)/proto
 $(OUT)/unit/test-otlp $(OUT)/asan/test-otlp: UNIT_CFLAGS += -I$(OUT)/proto

@@ -80,7 +80,7 @@ check_export() {
 	check_export "$T/py.c.sp"
 	# the three calls of work() each own their file and socket events
 	run -0 jq -c '[.resourceSpans[].scopeSpans[].spans[] | select(.name == "work") |
-		[.events[].name | select(. == "path_open" or . == "sock_connect")] | sort] | unique' "$T/req.json"
+		[(.events // [])[].name | select(. == "path_open" or . == "sock_connect")] | sort] | unique' "$T/req.json"
 	assert_output '[["path_open","sock_connect"]]'
 	run -0 jq '[.resourceSpans[].scopeSpans[].spans[] | select(.name == "work")] | length' "$T/req.json"
 	assert_output 3
@@ -95,8 +95,9 @@ check_export() {
 	sp-symbolize -o "$T/w.sym.sp" "$T/w.sp" 2>/dev/null
 	sp-decode "$T/w.sym.sp" > "$T/w.jsonl"
 	run --separate-stderr -0 sp-export --profiles -o "$T/w.prof" "$T/w.sym.sp"
+	run --separate-stderr -0 sp-export --profiles --json -o "$T/w.prof.json" "$T/w.sym.sp"
 	run -0 node "$BATS_TEST_DIRNAME/fixtures/sp-export/otlp-profiles-check.js" "$PROTO" \
-		"$T/w.prof" "$T/w.jsonl"
+		"$T/w.prof" "$T/w.jsonl" "$T/w.prof.json"
 	pids=$(jq -s '[.[] | select(.type == "sample" and (.kind // "cpu") == "cpu") | .pid] | unique | length' "$T/w.jsonl")
 	periods=$(jq -s '[.[] | select(.type == "sample" and (.kind // "cpu") == "cpu") | (.weight // 1)] | add' "$T/w.jsonl")
 	[ "$periods" -ge 10 ]
@@ -196,6 +197,6 @@ sp-export: warning: 3 events belong to no span: not written"
 	sed 's/"span":3,/"span":9,/' "$FIXTURES/forks.jsonl" > "$T/bad.jsonl"
 	run --separate-stderr -1 sp-export --json "$T/bad.jsonl"
 	[[ "$stderr" == *"sp-export: warning: 1 events name a span the input never defined: not written"* ]]
-	run -0 jq '[.resourceSpans[].scopeSpans[].spans[].events[]] | length' <<<"$output"
+	run -0 jq '[.resourceSpans[].scopeSpans[].spans[] | (.events // [])[]] | length' <<<"$output"
 	assert_output 1
 }

@@ -39,7 +39,7 @@ static const struct argp_option options[] = {
 	{ "traces", OPT_TRACES, NULL, 0, "OTLP traces: spans and their events (default)", 0 },
 	{ "profiles", OPT_PROFILES, NULL, 0,
 	  "OTLP profiles (v1development): CPU samples by process, stack and thread", 0 },
-	{ "json", OPT_JSON, NULL, 0, "OTLP/JSON instead of OTLP/protobuf (traces only)", 0 },
+	{ "json", OPT_JSON, NULL, 0, "OTLP/JSON instead of OTLP/protobuf", 0 },
 	{ "service-name", OPT_SERVICE, "NAME", 0,
 	  "service.name of every resource (default: the process's command name)", 0 },
 	{ 0 }
@@ -64,10 +64,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (!*arg)
 			argp_error(state, "--service-name must not be empty");
 		env.otlp.service_name = arg;
-		break;
-	case ARGP_KEY_SUCCESS:
-		if (env.profiles && env.otlp.json)
-			argp_error(state, "--json writes traces only: profiles are OTLP/protobuf");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -4,8 +4,8 @@
  *
  *   otlp.c		ids, clock, attributes, resources (a recording's processes)
  *   otlp_traces.c	spans and events of a stream, in batches (export.h's API)
- *   otlp_pb.c		a batch as an ExportTraceServiceRequest in protobuf
- *   otlp_json.c	a batch as OTLP/JSON
+ *   otlp_pb.c		a batch as an ExportTraceServiceRequest, in protobuf or JSON
+ *   otlp_json.c	any OTLP message as OTLP/JSON
  *   otlp_profiles.c	a pprof aggregate as an ExportProfilesServiceRequest
  *   otlp_pb.h		what the protobuf encoders share
  *
@@ -129,12 +129,13 @@ bool otlp_addr_text(const struct sp_bytes *b, char *dst, size_t size);
 void otlp_attr_str(struct otlp_attrs *v, const char *key, const char *s);
 void otlp_attr_int(struct otlp_attrs *v, const char *key, int64_t i);
 
-/* ---- otlp_pb.c, otlp_json.c: 0, or -1 when out has an error ---- */
+/*
+ * ---- otlp_pb.c ----
+ * A batch as a request: packed, or (json) its entries of "resourceSpans"
+ * in OTLP/JSON, *first saying whether one was written before (a comma goes
+ * first). 0, or -1 when out has an error.
+ */
 int otlp_pb_traces(FILE *out, const struct otlp_stream *s, const struct otlp_batch *b,
-		   const struct otlp_view *v);
-/* JSON: the batch's entries of "resourceSpans"; *first says whether one
- * was written before (a comma goes first). */
-int otlp_json_traces(FILE *out, const struct otlp_stream *s, const struct otlp_batch *b,
-		     const struct otlp_view *v, bool *first);
+		   const struct otlp_view *v, bool json, bool *first);
 
 #endif

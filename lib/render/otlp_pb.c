@@ -2,7 +2,8 @@
 /*
  * OTLP/protobuf: a batch of the model (otlpP.h) as an
  * ExportTraceServiceRequest, the message a collector takes on POST
- * /v1/traces with Content-Type application/x-protobuf. The messages are
+ * /v1/traces with Content-Type application/x-protobuf (or, through
+ * otlp_json.c, its entries in OTLP/JSON). The messages are
  * OpenTelemetry's own (third_party/opentelemetry-proto, v1.11.0), compiled
  * by protoc-c and packed by libprotobuf-c.
  */
@@ -123,8 +124,22 @@ static int pack(FILE *out, const Request *req)
 	return rc;
 }
 
+/* The request's resource_spans as entries of a JSON array. */
+static int json_entries(FILE *out, const Request *req, bool *first)
+{
+	size_t i;
+
+	for (i = 0; i < req->n_resource_spans; i++) {
+		fputs(*first ? "\n" : ",\n", out);
+		*first = false;
+		if (otlp_json_message(out, &req->resource_spans[i]->base) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int otlp_pb_traces(FILE *out, const struct otlp_stream *s, const struct otlp_batch *b,
-		   const struct otlp_view *v)
+		   const struct otlp_view *v, bool json, bool *first)
 {
 	Request req = OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_SERVICE_REQUEST__INIT;
 	Scope scope = OPENTELEMETRY__PROTO__COMMON__V1__INSTRUMENTATION_SCOPE__INIT;
@@ -179,7 +194,7 @@ int otlp_pb_traces(FILE *out, const struct otlp_stream *s, const struct otlp_bat
 	}
 	req.n_resource_spans = v->ngroups;
 	req.resource_spans = rsp;
-	rc = pack(out, &req);
+	rc = json ? json_entries(out, &req, first) : pack(out, &req);
 
 	otlp_pb_pool_release(&p);
 	free(rs);

@@ -29,4 +29,7 @@ void otlp_pb_pool_release(struct otlp_kv_pool *p);
  * of their n pointers. */
 KeyValue **otlp_pb_kvs(struct otlp_kv_pool *p, const struct otlp_attr *a, size_t n);
 
+/* otlp_json.c: message m in OTLP/JSON. 0, or -1 when out has an error. */
+int otlp_json_message(FILE *out, const ProtobufCMessage *m);
+
 #endif

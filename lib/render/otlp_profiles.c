@@ -522,7 +522,9 @@ static int request_write(struct sp_otlp_profiles *p, struct build *b, FILE *out)
 	len = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__get_packed_size(&req);
 	buf = sp_xmalloc(len + 1);
 	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__pack(&req, buf);
-	if (len && fwrite(buf, 1, len, out) != len)
+	if (p->opts.json)
+		rc = otlp_json_message(out, &req.base) < 0 || fputc('\n', out) == EOF ? -1 : 0;
+	else if (len && fwrite(buf, 1, len, out) != len)
 		rc = -1;
 	free(buf);
 	otlp_pb_pool_release(&kv);

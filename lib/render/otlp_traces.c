@@ -128,10 +128,7 @@ static int flush(struct sp_otlp_traces *t)
 				 otlp_wall(&t->s, t->last_time) : s->start;
 	}
 	view_build(t, &v);
-	if (t->opts.json)
-		rc = otlp_json_traces(t->out, &t->s, &t->b, &v, &t->json_first);
-	else
-		rc = otlp_pb_traces(t->out, &t->s, &t->b, &v);
+	rc = otlp_pb_traces(t->out, &t->s, &t->b, &v, t->opts.json, &t->json_first);
 	t->st.resources += v.ngroups;
 	t->st.spans += t->b.nspans;
 	t->st.events += t->b.nev;
