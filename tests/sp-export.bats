@@ -86,23 +86,26 @@ check_export() {
 	assert_output 3
 }
 
-@test "sp-export --profiles: CPU time by process, thread and stack, read back by protobufjs" {
+@test "sp-export --profiles: CPU time by process, thread, span and stack, linked to the spans, read back by protobufjs" {
 	require_root
 	need_npm
 	T=$BATS_TEST_TMPDIR
 	# a parent and a child process, two threads each (tests/fixtures/src/workload.c)
 	sp-record -F 499 -o "$T/w.sp" -- "$SP_EXAMPLES/workload" 2 >/dev/null
-	sp-symbolize -o "$T/w.sym.sp" "$T/w.sp" 2>/dev/null
+	sp-symbolize "$T/w.sp" 2>/dev/null | sp-correlate -o "$T/w.sym.sp"
 	sp-decode "$T/w.sym.sp" > "$T/w.jsonl"
 	run --separate-stderr -0 sp-export --profiles -o "$T/w.prof" "$T/w.sym.sp"
 	run --separate-stderr -0 sp-export --profiles --json -o "$T/w.prof.json" "$T/w.sym.sp"
+	run --separate-stderr -0 sp-export -o "$T/w.traces" "$T/w.sym.sp"
 	run -0 node "$BATS_TEST_DIRNAME/fixtures/sp-export/otlp-profiles-check.js" "$PROTO" \
-		"$T/w.prof" "$T/w.jsonl" "$T/w.prof.json"
+		"$T/w.prof" "$T/w.jsonl" "$T/w.prof.json" "$T/w.traces"
 	pids=$(jq -s '[.[] | select(.type == "sample" and (.kind // "cpu") == "cpu") | .pid] | unique | length' "$T/w.jsonl")
 	periods=$(jq -s '[.[] | select(.type == "sample" and (.kind // "cpu") == "cpu") | (.weight // 1)] | add' "$T/w.jsonl")
 	[ "$periods" -ge 10 ]
 	# a period at 499 Hz: 1e9 / 499 ns, rounded down
-	assert_output --regexp "^ok: $pids processes, [0-9]+ samples, [0-9]+ stacks, $((periods * 2004008)) ns$"
+	# every sample is owned by a span (a gap span at least): each span with samples is a link
+	links=$(jq -s '[.[] | select(.type == "sample" and (.kind // "cpu") == "cpu") | [.tid, .span]] | unique | length' "$T/w.jsonl")
+	assert_output --regexp "^ok: $pids processes, [0-9]+ samples, [0-9]+ stacks, $links links, $((periods * 2004008)) ns$"
 	# the same bytes twice
 	sp-export --profiles -o "$T/w2.prof" "$T/w.sym.sp" 2>/dev/null
 	cmp "$T/w.prof" "$T/w2.prof"

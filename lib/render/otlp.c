@@ -152,6 +152,7 @@ void otlp_stream_release(struct otlp_stream *s)
 	for (i = 0; i < s->nres; i++)
 		free(s->res[i].attrs.a);
 	free(s->res);
+	free(s->root);
 	sp_u64map_release(&s->res_of_pid);
 	sp_u64map_release(&s->thread_name);
 	sp_arena_release(&s->text);
@@ -184,9 +185,34 @@ void otlp_stream_header(struct otlp_stream *s, const struct sp_header *h)
 		strcpy(s->arch, "amd64");
 	else if (!strcmp(s->arch, "aarch64"))
 		strcpy(s->arch, "arm64");
-	/* a new stream: pids may mean other processes */
+	/* a new stream: pids may mean other processes, span ids start again */
+	s->nroot = 0;
 	sp_u64map_release(&s->res_of_pid);
 	sp_u64map_release(&s->thread_name);
+}
+
+uint64_t otlp_stream_span(struct otlp_stream *s, const struct sp_defs *d, const struct sp_span *sp,
+			  uint64_t *id, uint64_t *parent)
+{
+	uint64_t n = sp->id ? sp->id : sp_defs_nspans(d);
+	uint64_t p = sp->parent ? sp->parent : sp->fork_span, root = n;
+
+	if (p && p < n && p <= s->nroot && s->root[p - 1])
+		root = s->root[p - 1];
+	else
+		p = 0;	/* not seen before it: it cannot be a parent here */
+	sp_grow(&s->root, &s->root_cap, n, sizeof(*s->root));
+	while (s->nroot < n)
+		s->root[s->nroot++] = 0;
+	s->root[n - 1] = root;
+	*id = n;
+	*parent = p;
+	return root;
+}
+
+uint64_t otlp_stream_root(const struct otlp_stream *s, uint64_t id)
+{
+	return id && id <= s->nroot ? s->root[id - 1] : 0;
 }
 
 static struct otlp_resource *resource_new(struct otlp_stream *s, uint64_t pid)

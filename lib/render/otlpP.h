@@ -56,6 +56,8 @@ struct otlp_stream {
 	struct sp_u64map res_of_pid;	/* pid -> its newest resource's index + 1 */
 	struct sp_u64map thread_name;	/* tid -> text (const char *) */
 	struct sp_arena text;	/* resources' and threads' strings: the whole run */
+	uint64_t *root;		/* span id - 1 -> the root span of its trace, 0 unknown */
+	size_t nroot, root_cap;
 	char host[256], arch[64], kernel[256];	/* text forms from the header */
 };
 
@@ -113,6 +115,16 @@ void otlp_stream_header(struct otlp_stream *s, const struct sp_header *h);
 /* A process, thread or runtime record. */
 void otlp_stream_define(struct otlp_stream *s, const struct sp_defs *d,
 			const struct sp_record *rec);
+/*
+ * A span record of the stream: remembers the root of its trace (a span
+ * takes its parent's, or its forking span's; a root is its own). Sets *id
+ * (its number) and *parent (the span that is its OTLP parent, 0 for a
+ * root); returns the root.
+ */
+uint64_t otlp_stream_span(struct otlp_stream *s, const struct sp_defs *d, const struct sp_span *sp,
+			  uint64_t *id, uint64_t *parent);
+/* The root of span id's trace; 0 when no span record defined it. */
+uint64_t otlp_stream_root(const struct otlp_stream *s, uint64_t id);
 /* The resource of pid (one with only its pid when no record defined it). */
 uint32_t otlp_resource_of(struct otlp_stream *s, uint64_t pid);
 uint64_t otlp_wall(const struct otlp_stream *s, uint64_t mono);

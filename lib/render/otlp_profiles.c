@@ -13,7 +13,14 @@
  *     attributes: a mapping's build-id, a sample's thread;
  *   - each process (pprof's "pid" label) is a resource with the attributes
  *     the traces give it, with one CPU profile whose samples are pprof's
- *     (one per stack and thread) valued in nanoseconds.
+ *     (one per stack, thread and span) valued in nanoseconds, each linked
+ *     to the span that owns it (the ids sp-export gives the same span in
+ *     the traces).
+ *
+ * pprof aggregates samples by stack, pid and tid: the tid it is given here
+ * is the number of a (thread, span) pair, so that a thread's samples in
+ * different spans stay apart; the translation turns it back into the
+ * thread's attribute and the span's link.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +50,22 @@ typedef Opentelemetry__Proto__Common__V1__InstrumentationScope Scope;
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
 	Request;
 
+/* A (thread, span) pair of a stream, and the link to the span. */
+struct pkey {
+	uint32_t gen;		/* which stream (header) */
+	uint64_t tid, span;
+	bool linked;		/* the span's record came: its ids are known */
+	uint8_t trace_id[16], span_id[8];
+};
+
 struct sp_otlp_profiles {
 	struct sp_otlp_opts opts;
 	struct otlp_stream s;
 	struct sp_pprof *pprof;
+	struct pkey *keys;
+	size_t nkeys, keys_cap;
+	struct sp_idset key_idx;
+	uint32_t gen;
 };
 
 struct sp_otlp_profiles *sp_otlp_profiles_new(const struct sp_otlp_opts *o)
@@ -65,23 +84,62 @@ void sp_otlp_profiles_free(struct sp_otlp_profiles *p)
 		return;
 	otlp_stream_release(&p->s);
 	sp_pprof_free(p->pprof);
+	free(p->keys);
+	sp_idset_release(&p->key_idx);
 	free(p);
+}
+
+static bool key_eq(void *ctx, uint32_t id, const void *key)
+{
+	const struct pkey *a = &((const struct pkey *)ctx)[id - 1], *b = key;
+
+	return a->gen == b->gen && a->tid == b->tid && a->span == b->span;
+}
+
+/* The number (1, 2, ...) of the pair (tid, span). */
+static uint64_t sample_key(struct sp_otlp_profiles *p, uint64_t tid, uint64_t span)
+{
+	struct pkey k = { .gen = p->gen, .tid = tid, .span = span };
+	uint64_t h = sp_hash_mix(sp_hash_mix(sp_hash_u64(k.gen), tid), span), root;
+	uint32_t id = sp_idset_find(&p->key_idx, h, &k, key_eq, p->keys);
+
+	if (id)
+		return id;
+	root = otlp_stream_root(&p->s, span);
+	if (root) {
+		k.linked = true;
+		otlp_trace_id(&p->s, root, k.trace_id);
+		otlp_span_id(&p->s, span, k.span_id);
+	}
+	sp_grow(&p->keys, &p->keys_cap, p->nkeys + 1, sizeof(*p->keys));
+	p->keys[p->nkeys++] = k;
+	sp_idset_add(&p->key_idx, h, p->nkeys);
+	return p->nkeys;
 }
 
 int sp_otlp_profiles_add(struct sp_otlp_profiles *p, const struct sp_defs *d,
 			 const struct sp_record *rec, uint64_t ns)
 {
+	struct sp_record r;
+	uint64_t id, parent;
+
 	switch (rec->kind) {
 	case SP_REC_HEADER:
 		otlp_stream_header(&p->s, &rec->header);
+		p->gen++;
 		return sp_pprof_add(p->pprof, d, rec, ns);
+	case SP_REC_SPAN:
+		otlp_stream_span(&p->s, d, &rec->span, &id, &parent);
+		return 0;
 	case SP_REC_PROCESS:
 	case SP_REC_THREAD:
 	case SP_REC_RUNTIME:
 		otlp_stream_define(&p->s, d, rec);
 		return 0;
 	case SP_REC_SAMPLE:
-		return sp_pprof_add(p->pprof, d, rec, ns);
+		r = *rec;
+		r.sample.tid = sample_key(p, rec->sample.tid, rec->sample.span);
+		return sp_pprof_add(p->pprof, d, &r, ns);
 	default:
 		return 0;
 	}
@@ -127,6 +185,7 @@ static PProfile *pprof_read(struct sp_otlp_profiles *p, uint64_t period_ns)
 /* ---- the dictionary ---- */
 
 struct build {
+	const struct sp_otlp_profiles *p;
 	const PProfile *pp;
 	Dict dict;
 	char **strs;
@@ -142,7 +201,9 @@ struct build {
 	AnyValue *attr_av;
 	int32_t *attr_of_map, *attr_of_sample;
 	struct sp_u64map attr_of_tid;
-	Link link0, *linkp;
+	Link *links, **linkp;
+	struct sp_u64map link_of_key;
+	int32_t *link_of_sample;
 	uint8_t zero[16];
 	int32_t k_thread, k_build_id;	/* string indices */
 	int64_t k_pid, k_tid;		/* pprof's label keys */
@@ -288,6 +349,28 @@ static bool stack_eq(void *ctx, uint32_t id, const void *key)
 	return true;
 }
 
+static void link_init(struct build *b, size_t i, const uint8_t *trace, const uint8_t *span)
+{
+	opentelemetry__proto__profiles__v1development__link__init(&b->links[i]);
+	b->links[i].trace_id = (ProtobufCBinaryData){ 16, (uint8_t *)trace };
+	b->links[i].span_id = (ProtobufCBinaryData){ 8, (uint8_t *)span };
+	b->linkp[i] = &b->links[i];
+	b->dict.n_link_table = i + 1;
+}
+
+/* The link to the span of (thread, span) pair key, added the first time. */
+static int32_t link_of(struct build *b, uint64_t key)
+{
+	uint64_t *l = sp_u64map_get(&b->link_of_key, key);
+	const struct pkey *k = &b->p->keys[key - 1];
+
+	if (l)
+		return *l;
+	link_init(b, b->dict.n_link_table, k->trace_id, k->span_id);
+	sp_u64map_put(&b->link_of_key, key, b->dict.n_link_table - 1);
+	return b->dict.n_link_table - 1;
+}
+
 /* A stack per distinct list of locations (leaf first, as in pprof), and the
  * thread attribute of every sample. */
 static int dict_stacks(struct build *b)
@@ -302,13 +385,19 @@ static int dict_stacks(struct build *b)
 	b->stackp = sp_xcalloc(pp->n_sample + 1, sizeof(*b->stackp));
 	b->sample_stack = sp_xcalloc(pp->n_sample + 1, sizeof(*b->sample_stack));
 	b->attr_of_sample = sp_xcalloc(pp->n_sample + 1, sizeof(*b->attr_of_sample));
+	b->link_of_sample = sp_xcalloc(pp->n_sample + 1, sizeof(*b->link_of_sample));
+	b->links = sp_xcalloc(b->p->nkeys + 1, sizeof(*b->links));
+	b->linkp = sp_xcalloc(b->p->nkeys + 1, sizeof(*b->linkp));
+	link_init(b, 0, b->zero, b->zero);	/* entry 0: no link, zero ids of full length */
+	b->dict.link_table = b->linkp;
 	opentelemetry__proto__profiles__v1development__stack__init(&b->stacks[0]);
 	b->stackp[0] = &b->stacks[0];
 	for (i = 0, nloc = 0; i < pp->n_sample; i++) {
 		const Perftools__Profiles__Sample *s = pp->sample[i];
 		uint64_t h = sp_hash_bytes(s->location_id, s->n_location_id * sizeof(uint64_t));
 		uint32_t id = sp_idset_find(&b->stack_idx, h, s, stack_eq, b);
-		uint64_t tid = 0, *a;
+		uint64_t key = 0, *a;
+		const struct pkey *k;
 
 		if (!id) {
 			Stack *st = &b->stacks[nstacks];
@@ -328,11 +417,16 @@ static int dict_stacks(struct build *b)
 		b->sample_stack[i] = id;
 		for (j = 0; j < s->n_label; j++)
 			if (s->label[j]->key == b->k_tid)
-				tid = s->label[j]->num;
-		a = sp_u64map_get(&b->attr_of_tid, tid);
+				key = s->label[j]->num;
+		if (key < 1 || key > b->p->nkeys)
+			return -1;
+		k = &b->p->keys[key - 1];
+		a = sp_u64map_get(&b->attr_of_tid, k->tid);
 		if (!a)
-			a = sp_u64map_put(&b->attr_of_tid, tid, attr_add(b, b->k_thread, NULL, tid));
+			a = sp_u64map_put(&b->attr_of_tid, k->tid,
+					  attr_add(b, b->k_thread, NULL, k->tid));
 		b->attr_of_sample[i] = *a;
+		b->link_of_sample[i] = k->linked ? link_of(b, key) : 0;
 	}
 	b->dict.n_stack_table = nstacks;
 	b->dict.stack_table = b->stackp;
@@ -361,6 +455,10 @@ static void build_release(struct build *b)
 	free(b->attr_of_map);
 	free(b->attr_of_sample);
 	sp_u64map_release(&b->attr_of_tid);
+	free(b->link_of_sample);
+	free(b->links);
+	free(b->linkp);
+	sp_u64map_release(&b->link_of_key);
 }
 
 static int dict_build(struct build *b)
@@ -376,12 +474,6 @@ static int dict_build(struct build *b)
 	dict_strings(b);
 	attr_add(b, 0, "", 0);
 	b->attrs[0].value = NULL;	/* entry 0: the zero value, KeyValueAndUnit{} */
-	opentelemetry__proto__profiles__v1development__link__init(&b->link0);
-	b->link0.trace_id = (ProtobufCBinaryData){ 16, b->zero };
-	b->link0.span_id = (ProtobufCBinaryData){ 8, b->zero };
-	b->linkp = &b->link0;
-	b->dict.n_link_table = 1;
-	b->dict.link_table = &b->linkp;
 	if (dict_tables(b) < 0 || dict_stacks(b) < 0)
 		return -1;
 	return 0;
@@ -447,6 +539,7 @@ static struct group *group_samples(struct sp_otlp_profiles *p, const struct buil
 		o->stack_index = b->sample_stack[i];
 		o->n_attribute_indices = 1;
 		o->attribute_indices = &b->attr_of_sample[i];
+		o->link_index = b->link_of_sample[i];
 		o->n_values = s->n_value > 1 ? 1 : 0;	/* cpu/nanoseconds */
 		o->values = s->value + 1;
 		smpp[gr->first + gr->n++] = o;
@@ -550,6 +643,7 @@ int sp_otlp_profiles_write(struct sp_otlp_profiles *p, FILE *out, uint64_t perio
 	if (!pp)
 		return sp_error("cannot build the profile");
 	b.pp = pp;
+	b.p = p;
 	if (pp->n_string_table > INT32_MAX / 2 || pp->n_sample > INT32_MAX / 2 ||
 	    dict_build(&b) < 0) {
 		rc = sp_error("the pprof profile does not read as it was written");

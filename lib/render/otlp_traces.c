@@ -28,8 +28,6 @@ struct sp_otlp_traces {
 	struct sp_otlp_opts opts;
 	struct otlp_stream s;
 	struct otlp_batch b;
-	uint64_t *root;		/* span id - 1 -> the root span of its trace */
-	size_t nroot, root_cap;
 	uint64_t last_time;	/* the latest time seen: open spans end there */
 	bool json_first;
 	int err;
@@ -187,18 +185,8 @@ static void span_attrs(struct sp_otlp_traces *t, const struct sp_defs *d, const 
 
 static void add_span(struct sp_otlp_traces *t, const struct sp_defs *d, const struct sp_span *s)
 {
-	uint64_t id = s->id ? s->id : sp_defs_nspans(d);
-	uint64_t parent = s->parent ? s->parent : s->fork_span, root = id;
+	uint64_t id, parent, root = otlp_stream_span(&t->s, d, s, &id, &parent);
 	struct otlp_span *o;
-
-	if (parent && parent < id && parent <= t->nroot)
-		root = t->root[parent - 1];
-	else
-		parent = 0;	/* not seen before it: it cannot be a parent here */
-	sp_grow(&t->root, &t->root_cap, id, sizeof(*t->root));
-	while (t->nroot < id)
-		t->root[t->nroot++] = 0;
-	t->root[id - 1] = root;
 
 	if (t->b.nspans >= SP_OTLP_BATCH)
 		flush(t);
@@ -283,7 +271,7 @@ static void add_event(struct sp_otlp_traces *t, const struct sp_defs *d, const s
 		return;
 	}
 	if (!idx) {
-		if (e->span <= t->nroot)
+		if (otlp_stream_root(&t->s, e->span))
 			t->st.events_late++;
 		else
 			t->st.events_no_span++;
@@ -323,7 +311,6 @@ int sp_otlp_traces_add(struct sp_otlp_traces *t, const struct sp_defs *d,
 	case SP_REC_HEADER:
 		flush(t);
 		otlp_stream_header(&t->s, &rec->header);
-		t->nroot = 0;
 		t->last_time = 0;
 		break;
 	case SP_REC_PROCESS:
@@ -369,7 +356,6 @@ int sp_otlp_traces_finish(struct sp_otlp_traces *t, struct sp_otlp_stats *st)
 	free(t->b.ev);
 	free(t->b.attrs.a);
 	sp_arena_release(&t->b.text);
-	free(t->root);
 	free(t);
 	return rc;
 }
