@@ -217,9 +217,10 @@ static void def(struct sp_defs *d, struct sp_record *r)
 	CHECK(sp_defs_add(d, r, &why) == 0);
 }
 
-/* Two frames of /bin/app, a stack of both, samples on two threads: the
- * dictionary has its empty entries 0, a stack of two locations, a thread
- * attribute per thread; one resource with a profile of two samples. */
+/* Two frames of /bin/app, a stack of both, samples on two threads, one of
+ * them in span 1: the dictionary has its empty entries 0, a stack of two
+ * locations, a thread attribute per thread, a link to the span (the ids
+ * the traces give it); one resource with a profile of two samples. */
 static void test_otlp_profiles(void)
 {
 	struct sp_otlp_opts o = { 0 };
@@ -256,9 +257,16 @@ static void test_otlp_profiles(void)
 		r.stack.frame = i;
 		def(d, &r);
 	}
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SPAN;
+	r.span.pid = r.span.tid = 8;
+	r.span.start = 1000;
+	def(d, &r);
+	CHECK(sp_otlp_profiles_add(p, d, &r, 0) == 0);
 	for (i = 0; i < 3; i++) {
 		memset(&r, 0, sizeof(r));
 		r.kind = SP_REC_SAMPLE;
+		r.sample.span = i ? 1 : 0;
 		r.sample.pid = 7;
 		r.sample.tid = i ? 8 : 7;
 		r.sample.stack = 2;
@@ -280,9 +288,25 @@ static void test_otlp_profiles(void)
 		CHECK(dict->location_table[dict->stack_table[1]->location_indices[0]]->address ==
 		      0x400020);
 		CHECK(dict->n_attribute_table == 3 && dict->attribute_table[0]->value == NULL);
-		CHECK(dict->n_link_table == 1 && dict->link_table[0]->trace_id.len == 16);
+		CHECK(dict->n_link_table == 2 && dict->link_table[0]->trace_id.len == 16);
+		if (dict->n_link_table == 2) {
+			struct otlp_stream s;
+			struct sp_record h = header(1000000);
+			uint8_t tid[16], sid[8];
+
+			otlp_stream_init(&s, &o);
+			otlp_stream_header(&s, &h.header);
+			otlp_trace_id(&s, 1, tid);
+			otlp_span_id(&s, 1, sid);
+			CHECK(dict->link_table[1]->trace_id.len == 16 &&
+			      !memcmp(dict->link_table[1]->trace_id.data, tid, 16));
+			CHECK(dict->link_table[1]->span_id.len == 8 &&
+			      !memcmp(dict->link_table[1]->span_id.data, sid, 8));
+			otlp_stream_release(&s);
+		}
 		prof = req->resource_profiles[0]->scope_profiles[0]->profiles[0];
 		CHECK(prof->n_samples == 2 && prof->period == 1000);
+		CHECK(prof->samples[0]->link_index == 0 && prof->samples[1]->link_index == 1);
 		CHECK(!strcmp(dict->string_table[prof->sample_type->type_strindex], "cpu"));
 		for (i = 0; i < prof->n_samples; i++)
 			total += prof->samples[i]->values[0];
