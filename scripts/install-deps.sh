@@ -5,8 +5,7 @@
 #   --test  also what only the tests use: chromium, to render the SVG flame
 #           graph in a headless browser; time (GNU time: a tool's largest
 #           resident size); valgrind, which another user runs while
-#           sp-record records (make check passes it; make demo not); curl, to
-#           post OTLP files to the receiver tests/sp-export.bats starts
+#           sp-record records (make check passes it; make demo not)
 set -e
 PKGS="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev
 libjansson-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
@@ -14,7 +13,7 @@ systemtap-sdt-dev libclang-rt-14-dev bats bats-support bats-assert
 elfutils binutils ruby python3 linux-perf strace hyperfine libiberty-dev jq g++
 libxml2-utils ruby-dev python3-dev"
 if [ "${1:-}" = --test ]; then
-	PKGS="$PKGS chromium time valgrind curl"
+	PKGS="$PKGS chromium time valgrind"
 fi
 missing=
 for p in $PKGS; do

@@ -2,7 +2,8 @@
 /*
  * otlpP.h - the OTLP export's state, shared by its files:
  *
- *   otlp.c		ids, clock, attributes, resources (a recording's processes)
+ *   otlp.c		ids, clock, attributes, resources (a recording's processes),
+ *			the root of every span's trace
  *   otlp_traces.c	spans and events of a stream, in batches (export.h's API)
  *   otlp_pb.c		a batch as an ExportTraceServiceRequest, in protobuf or JSON
  *   otlp_json.c	any OTLP message as OTLP/JSON
