@@ -114,6 +114,23 @@ $(OUT)/lib/render/pprof.o $(OUT)/asan/lib/render/pprof.o $(OUT)/fuzz/lib/render/
 $(OUT)/lib/render/pprof.o $(OUT)/asan/lib/render/pprof.o $(OUT)/fuzz/lib/render/pprof.o: \
 	LIB_CFLAGS += -I$(OUT)
 
+# OTLP export (sp-export): OpenTelemetry's own .proto files, release v1.11.0
+# (third_party/opentelemetry-proto/README.md), compiled by protoc-c into
+# $(OUT)/proto/opentelemetry/; lib/render/otlp_pb.c includes the generated
+# code as pprof.c does.
+OTLP_PROTO_DIR := third_party/opentelemetry-proto
+OTLP_PROTOS := $(sort $(shell find $(OTLP_PROTO_DIR)/opentelemetry -name '*.proto' 2>/dev/null))
+OTLP_PB_H := $(patsubst $(OTLP_PROTO_DIR)/%.proto,$(OUT)/proto/%.pb-c.h,$(OTLP_PROTOS))
+$(OUT)/proto/opentelemetry/%.pb-c.h: $(OTLP_PROTO_DIR)/opentelemetry/%.proto
+	$(call msg,PROTOC,$@)
+	$(Q)mkdir -p $(OUT)/proto
+	$(Q)$(PROTOC_C) --proto_path=$(OTLP_PROTO_DIR) --c_out=$(OUT)/proto $<
+OTLP_PB_OBJS := $(foreach d,$(OUT) $(OUT)/asan $(OUT)/fuzz,$(d)/lib/render/otlp_pb.o \
+	$(d)/lib/render/otlp_json.o $(d)/lib/render/otlp_profiles.o)
+$(OTLP_PB_OBJS) $(OUT)/unit/test-otlp $(OUT)/asan/test-otlp: $(OTLP_PB_H) $(OUT)/proto/profile.pb-c.h
+$(OTLP_PB_OBJS): LIB_CFLAGS += -I$(OUT) -I$(OUT)/proto
+$(OUT)/unit/test-otlp $(OUT)/asan/test-otlp: UNIT_CFLAGS += -I$(OUT)/proto
+
 $(OUT)/bin/sp-record: $(LIBS)
 $(addprefix $(OUT)/bin/,$(filter-out sp-record,$(TOOLS))): $(FILTER_LIBS)
 $(OUT)/bin/%: $(OUT)/tools/%.o

@@ -55,4 +55,67 @@ int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_
 /* Close the JSON; frees c. 0 or -1 (write failed). */
 int sp_chrome_finish(struct sp_chrome *c);
 
+/*
+ * OpenTelemetry (OTLP) traces, lib/render/otlp*.c: the request a collector
+ * takes on POST /v1/traces (ExportTraceServiceRequest, opentelemetry-proto
+ * v1.11.0), as protobuf or as OTLP/JSON. Every process is a resource, every
+ * span of a correlated stream a span (its parent, thread and code
+ * attributes), every kernel or runtime event an event of the span that owns
+ * it. Trace and span ids follow from the recording (docs/otlp.md), so the
+ * same input gives the same bytes.
+ *
+ * Spans are written in batches of SP_OTLP_BATCH spans: memory is bounded by
+ * a batch (plus 8 bytes per span for the trace ids and what is kept per
+ * process and thread). A protobuf file is the batches' requests one after
+ * another, which protobuf reads as one request (repeated fields of
+ * concatenated messages are concatenated).
+ */
+#define SP_OTLP_BATCH 4096
+
+struct sp_otlp_opts {
+	bool json;			/* OTLP/JSON instead of protobuf */
+	const char *service_name;	/* service.name of every resource; NULL: the comm */
+};
+
+/* What an OTLP export wrote and what it could not place. */
+struct sp_otlp_stats {
+	uint64_t resources;	/* resource entries written (a process per batch) */
+	uint64_t spans, events;
+	uint64_t events_unowned;	/* events no span owns: not written */
+	uint64_t events_late;	/* events after their span's batch was written */
+	uint64_t events_no_span;	/* events naming a span the stream never defined */
+};
+
+struct sp_otlp_traces;
+
+/* out: where the request goes (the caller opens and closes it). */
+struct sp_otlp_traces *sp_otlp_traces_new(FILE *out, const struct sp_otlp_opts *o);
+/* Take one record (definitions in d). -1 if a write failed (reported). */
+int sp_otlp_traces_add(struct sp_otlp_traces *t, const struct sp_defs *d,
+		       const struct sp_record *rec);
+/* Write what is left; fills *st; frees t. 0 or -1 (a write failed, reported). */
+int sp_otlp_traces_finish(struct sp_otlp_traces *t, struct sp_otlp_stats *st);
+
+/*
+ * OpenTelemetry profiles (lib/render/otlp_profiles.c): the request a
+ * collector takes on POST /v1development/profiles
+ * (ExportProfilesServiceRequest of opentelemetry-proto v1.11.0's profiles
+ * signal, "v1development", which still changes between releases). The
+ * samples are aggregated as sp_pprof aggregates them (the same mappings,
+ * functions, locations and inline lines), then written with one dictionary
+ * for the request and a resource per process, whose CPU profile has a
+ * sample per distinct stack and thread. Protobuf only.
+ */
+struct sp_otlp_profiles;
+
+struct sp_otlp_profiles *sp_otlp_profiles_new(const struct sp_otlp_opts *o);
+void sp_otlp_profiles_free(struct sp_otlp_profiles *p);
+/* Take a record: a header, process, thread or runtime record, or a sample
+ * the caller has chosen (ns its cpu time, as for sp_pprof_add()). -1 for a
+ * sample with an undefined stack, else 0. */
+int sp_otlp_profiles_add(struct sp_otlp_profiles *p, const struct sp_defs *d,
+			 const struct sp_record *rec, uint64_t ns);
+/* Write the request. period_ns: one sample's period. 0, or -1 (reported). */
+int sp_otlp_profiles_write(struct sp_otlp_profiles *p, FILE *out, uint64_t period_ns);
+
 #endif
