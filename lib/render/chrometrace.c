@@ -115,7 +115,7 @@ static void span_name(const struct sp_defs *d, uint64_t runtime, uint64_t klass,
 	if (*k && *m)
 		snprintf(buf, len, "%s%s%s", k, runtime == SP_RT_RUBY ? "#" : ".", m);
 	else
-		snprintf(buf, len, "%s", *m ? m : *k ? k : gap ? "<no-span>" : "span");
+		snprintf(buf, len, "%s", *m ? m : *k ? k : gap ? SP_GAP_SPAN_NAME : "span");
 }
 
 static void hex(FILE *out, const struct sp_bytes *b)

@@ -291,7 +291,7 @@ static void add_span(struct sp_folded *f, const struct sp_defs *d, const struct 
 	else if (*method || *klass)
 		snprintf(buf, sizeof(buf), "%s", *method ? method : klass);
 	else if (s->end == SP_END_SYNTHETIC)
-		snprintf(buf, sizeof(buf), "<no-span>");	/* sp-correlate's gap, as in sp-tree */
+		snprintf(buf, sizeof(buf), "%s", SP_GAP_SPAN_NAME);	/* sp-correlate's gap, as in sp-tree */
 	else
 		snprintf(buf, sizeof(buf), "span-%" PRIu64, id);
 	if (sp_folded_span_find(f, f->gen, id))

@@ -151,7 +151,7 @@ static void span_name(struct sp_otlp_traces *t, const struct sp_defs *d, const s
 	if (*k && *m)
 		sp_buf_printf(&name, "%s%s%s", k, s->runtime == SP_RT_RUBY ? "#" : ".", m);
 	else
-		sp_buf_puts(&name, *m ? m : *k ? k : s->end == SP_END_SYNTHETIC ? "[no span]" : "span");
+		sp_buf_puts(&name, *m ? m : *k ? k : s->end == SP_END_SYNTHETIC ? SP_GAP_SPAN_NAME : "span");
 	o->name = sp_arena_copy(&t->b.text, sp_buf_str(&name), name.len);
 	sp_buf_release(&name);
 	if (*m)

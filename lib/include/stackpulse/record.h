@@ -261,6 +261,9 @@ enum sp_span_end {
 	SP_END_SYNTHETIC = 4,	/* a <no-span> gap */
 };
 
+/* What every output calls a gap span: the time a thread ran outside every span. */
+#define SP_GAP_SPAN_NAME "<no-span>"
+
 /* How sp-correlate assigned an event or sample to a span. */
 enum sp_assign_rule {
 	SP_RULE_NONE = 0,
