@@ -38,7 +38,7 @@ TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/sp-*.c))
 # The library, by stage: one folder and one archive each (docs/hacking.md).
 # Listed so that a stage comes before every stage it uses (the link order);
 # only 'record' needs BPF (clang, bpftool and the kernel's BTF).
-STAGES := record render correlate symbolize elf stream base
+STAGES := record import render correlate symbolize elf stream base
 FILTER_STAGES := $(filter-out record,$(STAGES))
 LIB_SRCS := $(wildcard $(patsubst %,lib/%/*.c,$(STAGES)))
 stage_libs = $(patsubst %,$(1)/lib/libsp-%.a,$(2))
