@@ -147,7 +147,7 @@ static int add_attr(struct pd *p, const uint8_t *a, size_t size, uint64_t off)
 	if (p->nattrs >= PD_MAX_ATTRS)
 		return pd_fail(p, off, "more than %u events", PD_MAX_ATTRS);
 	memcpy(&at, a, size < sizeof(at) ? size : sizeof(at));
-	sp_grow(&p->attrs, &(size_t){ p->nattrs }, p->nattrs + 1, sizeof(*p->attrs));
+	sp_grow(&p->attrs, &p->attrs_cap, p->nattrs + 1, sizeof(*p->attrs));
 	x = &p->attrs[p->nattrs++];
 	memset(x, 0, sizeof(*x));
 	x->type = at.type;

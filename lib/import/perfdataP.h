@@ -117,6 +117,7 @@ struct pd_vma {
 struct pd_proc {
 	uint32_t pid, ppid;
 	bool defined;			/* its process record is written */
+	bool exec_pending;		/* exec'd: the unwinder forgets it at its first new mapping */
 	char comm[32];
 	struct pd_vma *vma;		/* sorted by start, not overlapping */
 	size_t nvma, cap;
@@ -149,6 +150,7 @@ struct pd {
 
 	struct pd_attr *attrs;
 	unsigned int nattrs;
+	size_t attrs_cap;
 	struct sp_u64map ids;		/* sample id -> attr index */
 	int id_pos, id_pos_other;	/* in u64s, from the start / the end; -1 none */
 	uint64_t id_sample_type;	/* the first attr's, for sample_id_all */

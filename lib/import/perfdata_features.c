@@ -81,7 +81,7 @@ static int event_desc(struct pd *p, const uint8_t *d, size_t n, uint64_t off)
 	uint32_t nr, asize, nids, i;
 	size_t pos = 8, len;
 	const char *name;
-	uint64_t *v;
+	uint64_t *v, k;
 
 	if (n < 8)
 		return pd_fail(p, off, "event description section is too short");
@@ -98,12 +98,12 @@ static int event_desc(struct pd *p, const uint8_t *d, size_t n, uint64_t off)
 			return pd_fail(p, off + pos, "event description %u does not fit", i);
 		v = nids ? sp_u64map_get(&p->ids, pd_u64(d + pos)) : NULL;
 		pos += (size_t)nids * 8;
-		if (!v && i < p->nattrs && (p->nattrs == nr))
-			v = &(uint64_t){ i };
-		if (v && *v < p->nattrs) {
+		/* By its ids, or else by its place when every event is described. */
+		k = v ? *v : p->nattrs == nr ? i : UINT64_MAX;
+		if (k < p->nattrs) {
 			len = len < sizeof(p->attrs[0].name) - 1 ? len : sizeof(p->attrs[0].name) - 1;
-			memcpy(p->attrs[*v].name, name, len);
-			p->attrs[*v].name[len] = 0;
+			memcpy(p->attrs[k].name, name, len);
+			p->attrs[k].name[len] = 0;
 		}
 	}
 	return 0;

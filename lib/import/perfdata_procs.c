@@ -106,10 +106,12 @@ void pd_on_comm(struct pd *p, const uint8_t *rec, size_t size, uint16_t misc)
 	}
 	memcpy(pr->comm, comm, n + 1);
 	if (misc & PERF_RECORD_MISC_COMM_EXEC) {
-		/* A new image: its mappings follow. */
-		pr->nvma = 0;
-		if (p->unw)
-			sp_unwinder_forget(p->unw, pid);
+		/*
+		 * A new image, whose mappings follow. Samples in the rest of
+		 * the execve() still return to the old image: as perf does, the
+		 * old mappings stay until new ones cover them.
+		 */
+		pr->exec_pending = true;
 		define_proc(p, pr, time, pr->defined ? SP_PROC_EXEC : 0);
 	} else {
 		define_proc(p, pr, time, pr->defined ? 0 : SP_PROC_FROM_PROC);
@@ -349,6 +351,7 @@ void pd_on_mmap(struct pd *p, const uint8_t *rec, size_t size, bool mmap2, uint1
 	size_t name_at = mmap2 ? 72 : 40;
 	struct map_in m = { 0 };
 	struct pd_vma v = { 0 };
+	struct pd_proc *pr;
 	char path[4096];
 	size_t n;
 	bool anon;
@@ -390,7 +393,14 @@ void pd_on_mmap(struct pd *p, const uint8_t *rec, size_t size, bool mmap2, uint1
 	v.mod = module_of(p, &m, anon, &v.bias);
 	if (!v.mod)
 		return;
-	vma_insert(pd_proc(p, m.pid), &v);
+	pr = pd_proc(p, m.pid);
+	if (pr->exec_pending) {
+		/* The unwinder starts the new image afresh. */
+		pr->exec_pending = false;
+		if (p->unw)
+			sp_unwinder_forget(p->unw, m.pid);
+	}
+	vma_insert(pr, &v);
 	if (p->unw && !anon)
 		sp_unwinder_map(p->unw, m.pid, v.start, v.end, v.pgoff, path);
 }
