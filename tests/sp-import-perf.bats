@@ -257,6 +257,18 @@ EOF
 	head -c 2000 "$T/file.data" > "$T/cut2.data"
 	run -2 sp-decode --from=perf "$T/cut2.data"
 	[ "$output" = "sp-decode: error: $T/cut2.data@40: the data section lies outside the file" ]
+	# perf killed before it wrote the sizes and the features (data size 0,
+	# nothing after the records): the records to the end, said once.
+	python3 - "$T/file.data" "$T/unfinished.data" <<'EOF'
+import struct, sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+off, size = struct.unpack_from('<QQ', d, 40)
+d[48:56] = bytes(8)
+open(sys.argv[2], 'wb').write(d[:off + size])
+EOF
+	run -0 --separate-stderr sp-decode --from=perf "$T/unfinished.data"
+	[ "$stderr" = "sp-decode: warning: $T/unfinished.data: the header gives no data size (perf record did not finish?): reading records to the end of the file, without its features" ]
+	[ "$(grep -c '"type":"sample"' <<<"$output")" = "$(sp-decode --from=perf "$T/file.data" | grep -c '"type":"sample"')" ]
 	# A record shorter than its own header.
 	{ head -c 16 "$T/ok.data"; printf '\011\0\0\0\0\0\004\0'; } > "$T/short.data"
 	run -2 sp-decode --from=perf "$T/short.data"

@@ -268,15 +268,15 @@ static int read_file_header(struct pd *p)
 	if (!p->nattrs)
 		return pd_fail(p, 24, "no events");
 	id_positions(p);
-	if (pd_read_features(p, data_off + data_size, bits))
-		return -1;
 	p->off = data_off;
 	p->end = data_off + data_size;
 	if (!data_size && (uint64_t)st.st_size > data_off) {
-		/* perf was stopped before it wrote the header's sizes. */
+		/* perf was stopped before it wrote the sizes and the features. */
 		sp_warn("%s: the header gives no data size (perf record did not finish?): "
-			"reading records to the end of the file", p->name);
+			"reading records to the end of the file, without its features", p->name);
 		p->end = (uint64_t)st.st_size;
+	} else if (pd_read_features(p, data_off + data_size, (uint64_t)st.st_size, bits)) {
+		return -1;
 	}
 	if (lseek(p->fd, (off_t)data_off, SEEK_SET) < 0)
 		return sp_error_errno("cannot seek in '%s'", p->name);

@@ -211,7 +211,7 @@ int pd_flush(struct pd *p, uint64_t limit);
 void pd_queue_free(struct pd *p);
 
 /* perfdata_features.c */
-int pd_read_features(struct pd *p, uint64_t feat_off, const uint64_t *bits);
+int pd_read_features(struct pd *p, uint64_t feat_off, uint64_t file_size, const uint64_t *bits);
 int pd_feature(struct pd *p, unsigned int feat, const uint8_t *d, size_t n, uint64_t off);
 void pd_build_id_record(struct pd *p, const uint8_t *rec, size_t size);
 int pd_write_header(struct pd *p);

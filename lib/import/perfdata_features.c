@@ -234,7 +234,7 @@ int pd_feature(struct pd *p, unsigned int feat, const uint8_t *d, size_t n, uint
 	return r;
 }
 
-int pd_read_features(struct pd *p, uint64_t feat_off, const uint64_t *bits)
+int pd_read_features(struct pd *p, uint64_t feat_off, uint64_t file_size, const uint64_t *bits)
 {
 	uint64_t sec[2], idx = feat_off;
 	uint8_t *d;
@@ -250,6 +250,8 @@ int pd_read_features(struct pd *p, uint64_t feat_off, const uint64_t *bits)
 		if (sec[1] > PD_MAX_FEATURE)
 			return pd_fail(p, idx - 16, "feature %u is %" PRIu64 " bytes, more than %u",
 				       b, sec[1], PD_MAX_FEATURE);
+		if (sec[0] > file_size || sec[1] > file_size - sec[0])
+			return pd_fail(p, idx - 16, "feature %u lies outside the file", b);
 		d = sp_xmalloc(sec[1] + 1);
 		r = pd_pread(p, sec[0], d, sec[1]);
 		if (!r)
