@@ -215,6 +215,41 @@ teardown() {
 	[[ "$output" == *" off-CPU"* ]]
 }
 
+# perf's off-CPU event as a perf with BPF skeletons writes it (pipe mode):
+# an event named offcpu-time whose samples' period is the time off the CPU.
+@test "offcpu-time samples become off-CPU samples weighing their period" {
+	python3 - "$T/off.data" <<'EOF'
+import struct, sys
+ST = 1 | 2 | 4 | 32 | 256                # IP TID TIME CALLCHAIN PERIOD
+attr = struct.pack('<IIQQQQQ', 1, 128, 10, 1, ST, 0, 1 << 18).ljust(128, b'\0')
+def rec(t, body):
+    return struct.pack('<IHH', t, 0, 8 + len(body)) + body
+def hstr(s):
+    b = s.encode() + b'\0'
+    b = b.ljust((len(b) + 7) // 8 * 8, b'\0')
+    return struct.pack('<I', len(b)) + b
+out = struct.pack('<8sQ', b'PERFILE2', 16)
+out += rec(64, attr + struct.pack('<Q', 7))
+desc = struct.pack('<II', 1, 128) + attr + struct.pack('<I', 1) + hstr('offcpu-time') + struct.pack('<Q', 7)
+out += rec(80, struct.pack('<Q', 12) + desc)
+out += rec(3, struct.pack('<II', 42, 42) + b'sleeper\0' + struct.pack('<QQ', 42 | 42 << 32, 1000))
+for t, ns, chain in ((2000, 5000000, (0x4010, 0x4020)), (3000, 7000000, (0x4010, 0x4020)),
+                     (4000, 1000000, (0x4030,))):
+    cc = (2 ** 64 - 512,) + chain
+    body = struct.pack('<QQQQ', chain[0], 42 | 42 << 32, t, ns)
+    body += struct.pack('<Q', len(cc)) + struct.pack('<%dQ' % len(cc), *cc)
+    out += rec(9, body)
+open(sys.argv[1], 'wb').write(out)
+EOF
+	run -0 sp-decode --from=perf --stats "$T/off.data"
+	[[ "$output" == *"samples imported: 0 of event '(none)', 3 off-CPU"* ]]
+	sp-decode --from=perf -e -o "$T/off.sp" "$T/off.data"
+	run -0 sp-flame --folded --off-cpu --weight=time -q "$T/off.sp"
+	[ "$output" = "$(printf '0x4020;0x4010 12000000\n0x4030 1000000')" ]
+	run -0 sp-decode --no-frames "$T/off.sp"
+	[ "$(grep -c '"kind":"offcpu"' <<<"$output")" = 3 ]
+}
+
 # A pipe-mode file with a record of type 120 and a feature 200 after its
 # header: neither is known; both are skipped and counted.
 @test "unknown record types and features are counted in --stats, never fatal" {
