@@ -28,7 +28,8 @@ perf_rec() {
 # event,ip,sym,dso) as folded lines, root first, one count per sample.
 # addr: each frame named as sp-flame names one without a symbol
 # (module+0xREL: perf shows file-relative addresses too; 0xADDR outside
-# any module; the kernel is one module, BPF programs' code included);
+# any module; the kernel's part of a stack is one module, BPF programs'
+# code included);
 # sym: by function name. dwarf: perf's DWARF unwinder shows each return
 # address minus one (the call instruction); that is undone. The last line
 # counts the samples perf shows without a single frame: perf 6.1 drops a
@@ -61,7 +62,7 @@ for line in sys.stdin:
         continue
     m = re.match(r'\s*([0-9a-f]+) (.*) \(([^()]*)\)$', line)
     ip, sym, dso = int(m.group(1), 16), m.group(2), m.group(3)
-    if ip >= 0xffff800000000000:
+    if not user and ip >= 0xffff800000000000:
         dso = '[kernel.kallsyms]'
     base = dso.rsplit('/', 1)[-1]
     if dso != '[kernel.kallsyms]':
