@@ -423,9 +423,11 @@ void sp_perfdata_stats_print(const struct sp_perfdata_stats *st, FILE *out)
 	for (i = 0; i < SP_PERFDATA_NFEAT; i++) {
 		if (st->feature_seen[i] != 2)
 			continue;
-		fprintf(out, "%s%s", n++ ? ", " : " (",
-			i < sizeof(feat_names) / sizeof(*feat_names) && feat_names[i] ?
-			feat_names[i] : "?");
+		fprintf(out, "%s", n++ ? ", " : " (");
+		if (i < sizeof(feat_names) / sizeof(*feat_names) && feat_names[i])
+			fprintf(out, "%s", feat_names[i]);
+		else
+			fprintf(out, "feature %u", i);
 	}
 	fprintf(out, "%s\n", n ? ")" : "");
 	fprintf(out, "  records by type:");
