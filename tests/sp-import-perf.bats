@@ -164,6 +164,8 @@ EOF
 	mv "$T/perf.out" "$T/pipe.data"
 	run -0 sp-decode --from=perf --stats "$T/pipe.data"
 	[[ "$output" == *"pipe mode"* ]]
+	run -0 sp-decode --from=perf --stats-json "$T/pipe.data"
+	[ "$(jq -r .samples <<<"$output")" -gt 0 ]
 	sp-decode --from=perf -e -o "$T/pipe.sp" "$T/pipe.data"
 	same_stacks "$T/pipe.data" "$T/pipe.sp" cpu-clock
 	perf record -q -e cpu-clock -g -o - -- "$W" 0.2 2>/dev/null | tee "$T/live.data" |

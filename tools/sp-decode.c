@@ -206,7 +206,8 @@ static int from_perf(const char *path)
 	status = err ? SP_EXIT_FATAL : st.bad_samples ? SP_EXIT_PARTIAL : SP_EXIT_OK;
 	if (fd < 0)
 		return sp_close_output(&env.common, status);
-	sp_perfdata_stats_print(&st, env.common.out);
+	if (!env.stats_json)	/* the JSON summary stays one object */
+		sp_perfdata_stats_print(&st, env.common.out);
 	lseek(fd, 0, SEEK_SET);
 	reader = sp_reader_open_fd(fd, path);
 	if (!reader)
