@@ -38,7 +38,7 @@ TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/sp-*.c))
 # The library, by stage: one folder and one archive each (docs/hacking.md).
 # Listed so that a stage comes before every stage it uses (the link order);
 # only 'record' needs BPF (clang, bpftool and the kernel's BTF).
-STAGES := record render correlate symbolize elf stream base
+STAGES := record import render correlate symbolize elf stream base
 FILTER_STAGES := $(filter-out record,$(STAGES))
 LIB_SRCS := $(wildcard $(patsubst %,lib/%/*.c,$(STAGES)))
 stage_libs = $(patsubst %,$(1)/lib/libsp-%.a,$(2))
@@ -278,9 +278,9 @@ $(OUT)/fuzz/lib/%.o: lib/%.c
 	$(Q)$(CLANG) $(CFLAGS) $(LIB_CFLAGS) -O1 -g $(FUZZ_FLAGS) -c $< -o $@
 $(patsubst %,$(OUT)/fuzz/%.o,$(basename $(wildcard lib/record/bpf_*.c))): | $(SKELS)
 # A fuzz target of a recording input (the span rings, the ELF notes, perf
-# rings, the unwinder, JIT perf maps) links every stage; the others only
+# rings, JIT perf maps) links every stage; the others only
 # the filters'.
-RECORD_FUZZERS := fuzz-span_rings fuzz-usdt fuzz-perf_ring fuzz-unwind fuzz-perfmap
+RECORD_FUZZERS := fuzz-span_rings fuzz-usdt fuzz-perf_ring fuzz-perfmap
 fuzz_libs = $(call stage_libs,$(OUT)/fuzz,$(if $(filter $(RECORD_FUZZERS),$(1)),$(STAGES),$(FILTER_STAGES)))
 $(OUT)/fuzz/%: tests/fuzz/%.c $$(call fuzz_libs,%)
 	$(call msg,FUZZ,$@)

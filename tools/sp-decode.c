@@ -3,8 +3,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include "perfdata.h"
 #include "reader.h"
 #include "sp.h"
 #include "stackquality.h"
@@ -18,23 +20,33 @@ enum {
 	OPT_FORMAT,
 	OPT_STATS_JSON,
 	OPT_SCHEMA,
+	OPT_FROM,
+	OPT_PERF_EVENT,
+	OPT_NO_UNWIND,
 };
 
 static struct env {
 	struct sp_common_opts common;
 	enum sp_format format;
 	bool follow, discard, stats, stats_json;
+	bool from_perf;
+	struct sp_perfdata_opts perf;
 	unsigned int json_flags;
 } env;
 
-static const char doc[] = "Turn a spool into JSON lines, JSON lines into a spool, or summarise either.\v"
+static const char doc[] = "Turn a spool into JSON lines, JSON lines into a spool, or summarise either; "
+	"import a perf.data file.\v"
 	"Reads spool or JSON lines from each FILE, or stdin if none or '-'. The output is JSON "
-	"lines unless --encode or --format=spool is given; a spool is never written to a terminal.\n\n"
+	"lines unless --encode or --format=spool is given; a spool is never written to a terminal. "
+	"With --from=perf, FILE is one perf.data (file or pipe mode, '-' for stdin) and "
+	"becomes a stream.\n\n"
 	"Examples:\n"
 	"  sp-decode run.sp | jq -c 'select(.type==\"sample\") | .frames[0].func'\n"
 	"  sp-decode run.sp | sp-decode --encode -o copy.sp     # lossless round trip\n"
 	"  sp-decode --stats run.sp\n"
-	"  sp-record -o live.sp -- ./app & sp-decode --follow live.sp\n\n"
+	"  sp-record -o live.sp -- ./app & sp-decode --follow live.sp\n"
+	"  sp-decode --from=perf -e -o run.sp perf.data && sp-symbolize run.sp | sp-flame\n"
+	"  perf record -g -o - -- ./app | sp-decode --from=perf -e -o run.sp -\n\n"
 	SP_EXIT_STATUS_DOC;
 
 static const struct argp_option options[] = {
@@ -49,6 +61,11 @@ static const struct argp_option options[] = {
 	{ "no-frames", OPT_NO_FRAMES, NULL, 0, "JSON: samples without their inline frames", 0 },
 	{ "no-defs", OPT_NO_DEFS, NULL, 0,
 	  "JSON: leave out string, frame, stack and symbol lines (not re-encodable)", 0 },
+	{ "from", OPT_FROM, "FMT", 0, "Read FILE as FMT: perf (a perf.data file)", 0 },
+	{ "perf-event", OPT_PERF_EVENT, "NAME", 0,
+	  "With --from=perf: the event whose samples to import (default: the first)", 0 },
+	{ "no-unwind", OPT_NO_UNWIND, NULL, 0,
+	  "With --from=perf: leave --call-graph=dwarf user stacks out, not unwound", 0 },
 	{ 0 }
 };
 
@@ -86,9 +103,24 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_DEFS:
 		env.json_flags |= SP_JSON_NO_DEFS;
 		break;
+	case OPT_FROM:
+		if (strcmp(arg, "perf"))
+			argp_error(state, "invalid input format '%s': use perf", arg);
+		env.from_perf = true;
+		break;
+	case OPT_PERF_EVENT:
+		env.perf.event = arg;
+		break;
+	case OPT_NO_UNWIND:
+		env.perf.no_unwind = true;
+		break;
 	case ARGP_KEY_SUCCESS:	/* ARGP_KEY_END is not seen when FILEs are given */
 		if (env.discard && !env.follow)
 			argp_error(state, "--discard needs --follow");
+		if ((env.perf.event || env.perf.no_unwind) && !env.from_perf)
+			argp_error(state, "--perf-event and --no-unwind need --from=perf");
+		if (env.from_perf && (env.follow || state->next != state->argc - 1))
+			argp_error(state, "--from=perf reads one FILE, without --follow");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -146,6 +178,46 @@ static void summarise(FILE *out)
 	sp_stats_release(&stats);
 }
 
+/*
+ * --from=perf: import the perf.data into the output, or with --stats into a
+ * spool in memory that the summary then reads, after the import's counts.
+ */
+static int from_perf(const char *path)
+{
+	struct sp_perfdata_stats st;
+	struct sp_writer *w;
+	int fd = -1, err, status;
+
+	if (env.stats) {
+		fd = memfd_create("sp-decode-perf", MFD_CLOEXEC);
+		if (fd < 0)
+			return sp_error_errno("cannot create a file in memory"), SP_EXIT_FATAL;
+	} else {
+		fflush(env.common.out);
+	}
+	w = sp_writer_new(fd >= 0 ? fd : fileno(env.common.out),
+			  env.common.out_path ? env.common.out_path : "<stdout>",
+			  fd >= 0 || env.format == SP_FORMAT_SPOOL ? SP_FORMAT_SPOOL : SP_FORMAT_JSON);
+	if (!w)
+		return SP_EXIT_FATAL;
+	sp_writer_set_json_flags(w, env.json_flags);
+	err = sp_perfdata_import(path, w, &env.perf, &st);
+	err |= sp_writer_close(w);
+	status = err ? SP_EXIT_FATAL : st.bad_samples ? SP_EXIT_PARTIAL : SP_EXIT_OK;
+	if (fd < 0)
+		return sp_close_output(&env.common, status);
+	if (!env.stats_json)	/* the JSON summary stays one object */
+		sp_perfdata_stats_print(&st, env.common.out);
+	lseek(fd, 0, SEEK_SET);
+	reader = sp_reader_open_fd(fd, path);
+	if (!reader)
+		return SP_EXIT_FATAL;
+	summarise(env.common.out);
+	status = sp_status_merge(status, sp_reader_close(reader));
+	close(fd);
+	return sp_close_output(&env.common, status);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct argp_child children[] = { { .argp = &sp_common_argp }, { 0 } };
@@ -162,6 +234,8 @@ int main(int argc, char **argv)
 		sp_error("refusing to write a binary spool to a terminal: use -o FILE or a pipe");
 		return SP_EXIT_USAGE;
 	}
+	if (env.from_perf)
+		return from_perf(argv[first]);
 	reader = sp_reader_open(argv + first, argc - first);
 	if (!reader)
 		return SP_EXIT_FATAL;

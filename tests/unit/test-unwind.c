@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of lib/record/unwind.c: unwind this program's own stack, captured the
+ * Unit tests of lib/elf/unwind.c: unwind this program's own stack, captured the
  * way perf hands it over (registers in perf's order, bytes from sp up),
  * through functions built without frame pointers, and compare with the
  * return addresses the functions saw themselves.
