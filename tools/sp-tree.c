@@ -63,33 +63,18 @@ static const struct argp_option options[] = {
 
 static uint64_t parse_events(const char *list)
 {
-	static const struct {
-		const char *name;
-		unsigned int group;
-	} groups[] = {
-		{ "proc", SP_EVG_PROC }, { "file", SP_EVG_FILE }, { "net", SP_EVG_NET },
-		{ "dns", SP_EVG_DNS }, { "priv", SP_EVG_PRIV }, { "runtime", SP_EVG_RUNTIME },
-	};
 	char *copy = sp_xstrdup(list), *tok, *save = NULL;
 	uint64_t mask = 0;
-	unsigned int i, k;
+	unsigned int k, group;
 
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		k = sp_event_kind_by_name(tok);
-		if (k) {
-			mask |= 1ull << k;
-			continue;
-		}
-		for (i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
-			if (!strcmp(tok, groups[i].name))
-				break;
-		if (i == sizeof(groups) / sizeof(groups[0])) {
+		group = k ? 0 : sp_event_group_by_name(tok);
+		if (!k && !group) {
 			free(copy);
 			return 0;
 		}
-		for (k = 1; k < SP_EV_KIND_MAX; k++)
-			if (sp_event_schema(k) && (sp_event_schema(k)->group & groups[i].group))
-				mask |= 1ull << k;
+		mask |= k ? 1ull << k : sp_event_group_kinds(group);
 	}
 	free(copy);
 	return mask;

@@ -134,7 +134,7 @@ static void ev_describe(struct sp_source *s, char *features, size_t fsize, char 
 			size_t usize)
 {
 	struct ev_priv *p = s->priv;
-	uint64_t want = p->o.kinds & sp_ev_group_kinds(KERNEL_GROUPS);
+	uint64_t want = p->o.kinds & sp_event_group_kinds(KERNEL_GROUPS);
 	char names[512];
 
 	if (!want)
@@ -191,7 +191,7 @@ void sp_events_print_check(struct sp_source *s, FILE *f)
 	unsigned int k;
 
 	if (p->state == ST_NEW) {
-		p->o.kinds = sp_ev_group_kinds(KERNEL_GROUPS);
+		p->o.kinds = sp_event_group_kinds(KERNEL_GROUPS);
 		p->o.given = false;
 		sp_events_prepare(s);
 		p->o.kinds = saved;

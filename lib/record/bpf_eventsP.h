@@ -101,9 +101,6 @@ struct ev_priv {
 void sp_ev_appendf(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* bpf_events_opts.c: the kinds of the groups in the mask. */
-uint64_t sp_ev_group_kinds(unsigned int group);
-
 /* bpf_events_features.c */
 void sp_ev_kfeat_get(struct kfeat *f);
 /* May this process load tracing programs at all? 0 or -errno, in

@@ -378,7 +378,7 @@ static int events_ready(struct sp_source *s, uint64_t want)
 int sp_events_prepare(struct sp_source *s)
 {
 	struct ev_priv *p = s->priv;
-	uint64_t kernel = sp_ev_group_kinds(KERNEL_GROUPS);
+	uint64_t kernel = sp_event_group_kinds(KERNEL_GROUPS);
 	uint64_t want = p->o.kinds & kernel;
 	bool want_cap, cap_hook;
 	struct kfeat kf;

@@ -96,6 +96,24 @@ static void test_tree_event_texts(void)
 	CHECK_STR(text(999, v, 0, false), "kind 999");
 }
 
+/* The groups of --events= lists, by name, as sp-record and sp-tree read them. */
+static void test_event_groups(void)
+{
+	uint64_t file = sp_event_group_kinds(SP_EVG_FILE);
+
+	CHECK_EQ_U(sp_event_group_by_name("file"), SP_EVG_FILE);
+	CHECK_EQ_U(sp_event_group_by_name("runtime"), SP_EVG_RUNTIME);
+	CHECK_EQ_U(sp_event_group_by_name("path_open"), 0);
+	CHECK_EQ_U(sp_event_group_by_name("all"), 0);
+	CHECK(file & (1ull << SP_EV_PATH_OPEN));
+	CHECK(file & (1ull << SP_EV_FILE_UNLINK));
+	CHECK(!(file & (1ull << SP_EV_PROC_EXEC)));
+	CHECK_EQ_U(sp_event_group_kinds(SP_EVG_PROC | SP_EVG_DNS),
+		   (1ull << SP_EV_PROC_FORK) | (1ull << SP_EV_PROC_EXEC) |
+		   (1ull << SP_EV_PROC_EXIT) | (1ull << SP_EV_DNS_REQ));
+	CHECK_EQ_U(sp_event_group_kinds(0), 0);
+}
+
 /* Every kind of lib/stream/events.c renders without "?" when its fields are set. */
 static void test_tree_every_kind(void)
 {
@@ -555,6 +573,7 @@ int main(void)
 {
 	TAP_RUN(test_tree_open_flags);
 	TAP_RUN(test_tree_event_texts);
+	TAP_RUN(test_event_groups);
 	TAP_RUN(test_tree_every_kind);
 	TAP_RUN(test_tree_shape);
 	TAP_RUN(test_tree_stable_collapse);
