@@ -23,7 +23,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <stdarg.h>
+
 #include "arena.h"
+#include "buf.h"
 #include "hashmap.h"
 #include "tree.h"
 
@@ -103,11 +106,9 @@ struct sp_tree {
 	size_t capwalk;
 };
 
-/* A line being rendered: cut to a whole character when it overflows. */
-struct tline {
-	char buf[4096];
-	size_t len;
-};
+/* The longest line the tree writes, in bytes: what is longer is cut at a
+ * whole character (sp_tree_addf()). */
+#define SP_TREE_LINE_MAX	4095
 
 /* Sums over a collapsed group of spans. */
 struct agg {
@@ -127,14 +128,19 @@ void sp_tree_free_subtree(struct sp_tree *t, struct tnode *root);
 
 /* tree_line.c */
 /*
- * One line for node n into b (without tree connector). base is the time
+ * Append what fmt makes to b, keeping b to max bytes: what overflows is cut
+ * at a whole character or escape (escape.h), and a full b takes no more.
+ */
+void sp_tree_vaddf(struct sp_buf *b, size_t max, const char *fmt, va_list ap);
+/*
+ * One line for node n into b (emptied first; without tree connector). base is the time
  * offsets count from; ag is set for a collapsed group; stable and color as
  * in sp_tree_opts.
  */
-void sp_tree_render_line(struct sp_tree *t, struct tline *b, const struct tnode *n,
+void sp_tree_render_line(struct sp_tree *t, struct sp_buf *b, const struct tnode *n,
 			 uint64_t base, const struct agg *ag, bool stable, bool color);
 /* "Foo#bar", "Foo.bar", "bar", or "<no-span>", appended to b. */
-void sp_tree_span_name(struct tline *b, const struct tspan *s);
+void sp_tree_span_name(struct sp_buf *b, const struct tspan *s);
 void sp_tree_fmt_dur(char *buf, size_t size, uint64_t ns);
 /* The event group of kind, as JSON names it ("file", "net", ...). */
 const char *sp_tree_group_name(uint64_t kind);

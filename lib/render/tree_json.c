@@ -123,12 +123,12 @@ static void json_span(struct sp_tree *t, const struct tspan *s, uint64_t base,
 {
 	bool group = ag && ag->count > 1;
 	FILE *f = t->out;
-	struct tline b;
+	struct sp_buf b = SP_BUF_INIT;
 
-	b.len = 0;
 	sp_tree_span_name(&b, s);
 	fputs("{\"type\":\"span\",\"name\":", f);
-	sp_tree_json_str(f, b.buf);
+	sp_tree_json_str(f, sp_buf_str(&b));
+	sp_buf_release(&b);
 	if (s->klass)
 		json_member(f, "class", s->klass);
 	if (s->method)
@@ -211,12 +211,13 @@ static void json_event(struct sp_tree *t, const struct tevent *e, uint64_t base,
 {
 	const struct sp_event_schema *es = sp_event_schema(e->kind);
 	FILE *f = t->out;
-	char txt[2048];
+	struct sp_buf txt = SP_BUF_INIT;
 
-	sp_event_text(txt, sizeof(txt), e->kind, e->vals, e->nvals, t->stable);
+	sp_event_text(&txt, e->kind, e->vals, e->nvals, t->stable);
 	fprintf(f, "{\"type\":\"event\",\"kind\":\"%s\",\"group\":\"%s\",\"text\":",
 		es ? es->name : "unknown", sp_tree_group_name(e->kind));
-	sp_tree_json_str(f, txt);
+	sp_tree_json_str(f, sp_buf_str(&txt));
+	sp_buf_release(&txt);
 	if (ag && ag->count > 1)
 		fprintf(f, ",\"count\":%llu", (unsigned long long)ag->count);
 	if (t->stable)

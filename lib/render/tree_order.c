@@ -88,7 +88,7 @@ static void stable_order(struct sp_tree *t, struct tnode *n, size_t k)
 	struct sitem *it = sp_xcalloc(k, sizeof(*it));
 	size_t *order, ng = 1, i, gi;
 	uint64_t own = node_tid(n), *v;
-	struct tline lb;
+	struct sp_buf lb = SP_BUF_INIT;
 
 	/* signature() sorts grandchildren with t->sortbuf: work on a copy */
 	for (i = 0; i < k; i++)
@@ -105,7 +105,7 @@ static void stable_order(struct sp_tree *t, struct tnode *n, size_t k)
 			sp_u64map_put(&groups_of, tid, gi);
 			g[gi].first = i;
 			sp_tree_render_line(t, &lb, it[i].n, 0, NULL, true, false);
-			g[gi].key = sp_xstrdup(lb.buf);
+			g[gi].key = sp_buf_detach(&lb, NULL);
 		}
 		g[gi].hash = sp_hash_mix(g[gi].hash, signature(t, it[i].n));
 		it[i].idx = i;
@@ -169,15 +169,16 @@ static bool in_list(const uint64_t *v, size_t n, uint64_t x)
 
 static bool name_matches(struct sp_tree *t, const struct tspan *s)
 {
-	struct tline b = { .len = 0 };
+	struct sp_buf b = SP_BUF_INIT;
+	bool match = false;
 	size_t i;
 
 	sp_tree_span_name(&b, s);
-	for (i = 0; i < t->o.nspans; i++)
-		if (!fnmatch(t->o.spans[i], b.buf, 0) ||
-		    (s->method && !fnmatch(t->o.spans[i], s->method, 0)))
-			return true;
-	return false;
+	for (i = 0; i < t->o.nspans && !match; i++)
+		match = !fnmatch(t->o.spans[i], sp_buf_str(&b), 0) ||
+			(s->method && !fnmatch(t->o.spans[i], s->method, 0));
+	sp_buf_release(&b);
+	return match;
 }
 
 /* A node of sp_tree_compute_keep()'s walk: what holds for it and what is under it. */
@@ -280,13 +281,14 @@ static uint64_t text_fingerprint(uint64_t h, const char *s)
 /* n's signature, once its children's are known. */
 static void sign(struct sp_tree *t, struct tnode *n)
 {
-	struct tline b;
+	struct sp_buf b = SP_BUF_INIT;
 	struct tnode *c;
 	uint64_t h;
 
 	sp_tree_sort_children(t, n);
 	sp_tree_render_line(t, &b, n, 0, NULL, true, false);
-	h = text_fingerprint(0xcbf29ce484222325ull ^ n->type, b.buf);
+	h = text_fingerprint(0xcbf29ce484222325ull ^ n->type, sp_buf_str(&b));
+	sp_buf_release(&b);
 	for (c = n->first; c; c = c->next)
 		if (c->keep)
 			h = sp_hash_mix(h, c->sig);

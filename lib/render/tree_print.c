@@ -192,7 +192,7 @@ static uint64_t run_nodes(struct sp_tree *t, const struct tnode *c, uint64_t cou
 /* The line or JSON opening of the process being streamed. */
 static void open_proc(struct sp_tree *t, struct tproc *p)
 {
-	struct tline b;
+	struct sp_buf b = SP_BUF_INIT;
 
 	if (!t->head_done)
 		print_opening(t);
@@ -206,7 +206,8 @@ static void open_proc(struct sp_tree *t, struct tproc *p)
 		return;
 	}
 	sp_tree_render_line(t, &b, &p->n, root_base(t, &p->n), NULL, t->stable, t->color);
-	fprintf(t->out, "%s\n", b.buf);
+	fprintf(t->out, "%s\n", sp_buf_str(&b));
+	sp_buf_release(&b);
 }
 
 /*
@@ -321,7 +322,7 @@ int sp_tree_print(struct sp_tree *t, FILE *out)
 	struct prefix pf = { 0 };
 	struct tproc *sp = t->streaming;
 	struct tnode **roots;
-	struct tline b;
+	struct sp_buf b = SP_BUF_INIT;
 	size_t i, n;
 	bool first = true;
 
@@ -339,7 +340,8 @@ int sp_tree_print(struct sp_tree *t, FILE *out)
 		} else {
 			sp_tree_print_range_text(t, sp->n.first, NULL, true, &pf, 1, root_base(t, &sp->n));
 			sp_tree_render_line(t, &b, &sp->n, 0, NULL, t->stable, t->color);
-			fprintf(out, "# end of %s\n", b.buf);
+			fprintf(out, "# end of %s\n", sp_buf_str(&b));
+			sp_buf_release(&b);
 		}
 		first = false;
 	} else {

@@ -93,7 +93,7 @@ void sp_tree_print_range_text(struct sp_tree *t, struct tnode *c, struct tnode *
 	size_t n = 1, cap = 16, plen = pf->len;
 	struct tnode *d;
 	struct agg ag;
-	struct tline b;
+	struct sp_buf b = SP_BUF_INIT;
 	bool last;
 
 	st[0] = (struct tframe){ sp_tree_next_kept(c), stop, base, pf->len, depth, final };
@@ -110,7 +110,7 @@ void sp_tree_print_range_text(struct sp_tree *t, struct tnode *c, struct tnode *
 		last = f->final && d == NULL;
 		sp_tree_render_line(t, &b, c, f->base, &ag, t->stable, t->color);
 		put_prefix(t, pf);
-		fprintf(t->out, "%s%s\n", last ? "└─ " : "├─ ", b.buf);
+		fprintf(t->out, "%s%s\n", last ? "└─ " : "├─ ", sp_buf_str(&b));
 		prefix_push(pf, last);
 		if (c->type == N_SPAN)
 			base = ((const struct tspan *)c)->start;
@@ -124,15 +124,17 @@ void sp_tree_print_range_text(struct sp_tree *t, struct tnode *c, struct tnode *
 	}
 	pf->len = plen;
 	free(st);
+	sp_buf_release(&b);
 }
 
 /* A top-level node and everything under it. */
 void sp_tree_print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, uint64_t base)
 {
-	struct tline b;
+	struct sp_buf b = SP_BUF_INIT;
 
 	sp_tree_render_line(t, &b, n, base, NULL, t->stable, t->color);
-	fprintf(t->out, "%s\n", b.buf);
+	fprintf(t->out, "%s\n", sp_buf_str(&b));
+	sp_buf_release(&b);
 	pf->len = 0;
 	if (n->type == N_SPAN)
 		base = ((const struct tspan *)n)->start;

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "buf.h"
 #include "record.h"
 
 struct sp_tree;
@@ -67,13 +68,14 @@ void sp_tree_free(struct sp_tree *t);
  * valid UTF-8; sp-tree keeps every string so) or 0; for ADDR and BYTES fields a (uintptr_t)
  * pointer to a length byte followed by the bytes, or 0. With stable, values
  * that change from run to run (pids, fds, ports of ephemeral sockets) are
- * left out. Returns the length written (truncated to size - 1, always
- * NUL-terminated).
+ * left out. The text replaces b's contents; it is at most SP_EVENT_TEXT_MAX
+ * bytes, cut at a whole character.
  */
-size_t sp_event_text(char *buf, size_t size, uint64_t kind, const uint64_t *vals,
-		     unsigned int nvals, bool stable);
+void sp_event_text(struct sp_buf *b, uint64_t kind, const uint64_t *vals, unsigned int nvals,
+		   bool stable);
+#define SP_EVENT_TEXT_MAX	2047
 
-/* Open flags as "O_WRONLY|O_CREAT|O_TRUNC" (unknown bits in hex). */
-size_t sp_open_flags_text(char *buf, size_t size, uint64_t flags);
+/* Open flags as "O_WRONLY|O_CREAT|O_TRUNC" (unknown bits in hex), appended to b. */
+void sp_open_flags_text(struct sp_buf *b, uint64_t flags);
 
 #endif
