@@ -175,3 +175,29 @@ load helper
 	[ "$(tr -cd '}' < "$BATS_TEST_TMPDIR/all.json" | wc -c)" -eq 1000002 ]
 	[ "$(tail -c 5 "$BATS_TEST_TMPDIR/all.json")" = ']}]}' ]
 }
+
+# The end record knows the status of the recorded command only (sp-record
+# waits for it); another process's comes from its proc_exit event.
+@test "sp-tree: a process killed by a signal is shown killed by it, not exit=0" {
+	require_root
+	cd "$BATS_TEST_TMPDIR"
+	sp-record -o k.sp -- sh -c 'sleep 5 & sleep .3; kill $!; wait; exit 3' 2>/dev/null || true
+	run --separate-stderr -0 sp-tree --no-events k.sp
+	grep -E '\[PROC pid=[0-9]+ comm=sleep parent=[0-9]+ killed=SIGTERM\]' <<< "$output"
+	grep -E '\[PROC pid=[0-9]+ comm=sleep parent=[0-9]+ exit=0\]' <<< "$output"
+	grep -E '\[PROC pid=[0-9]+ comm=sh parent=[0-9]+ exit=3\]' <<< "$output"
+	run -0 sp-tree --format=json --no-events k.sp
+	[ "$(jq -c '[.. | objects | select(.type == "process") |
+		[.comm, .exit, .signal, .signal_name]] | sort' <<< "$output")" = \
+	  '[["sh",3,null,null],["sleep",null,15,"SIGTERM"],["sleep",0,null,null]]' ]
+}
+
+@test "sp-tree: a recorded command that dumped core says so" {
+	require_root
+	cd "$BATS_TEST_TMPDIR"
+	run sp-record -o c.sp -- sh -c 'ulimit -c unlimited; kill -QUIT $$'
+	[ "$status" -eq 131 ]
+	ls core* >/dev/null 2>&1 || skip "no core was dumped here (core_pattern: $(cat /proc/sys/kernel/core_pattern))"
+	run --separate-stderr -0 sp-tree --no-events c.sp
+	grep -E '\[PROC pid=[0-9]+ comm=sh parent=[0-9]+ killed=SIGQUIT core-dumped\]' <<< "$output"
+}

@@ -363,6 +363,15 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 	}
 	append(parent, &e->n);
 
+	if (r->kind == SP_EV_PROC_EXIT && n >= 3 && !e->vals[2]) {
+		/* the process's own end: its end record knows the status of the
+		 * recorded command only */
+		struct tproc *p = proc_get(t, r->pid, r->time);
+
+		p->exit_seen = true;
+		p->exit_code = e->vals[0];
+		p->exit_signal = e->vals[1];
+	}
 	if (r->kind == SP_EV_PROC_EXEC && n >= 1 && e->vals[0]) {
 		const char *file = (const char *)(uintptr_t)e->vals[0];
 

@@ -46,8 +46,9 @@ struct tnode {
 struct tproc {
 	struct tnode n;
 	uint64_t pid, ppid, status, flags;
+	uint64_t exit_code, exit_signal;	/* of its proc_exit event, when exit_seen */
 	const char *comm, *exe;
-	bool defined, attached, exited, streamed;
+	bool defined, attached, exited, streamed, exit_seen;
 	struct tproc *next_root, *prev_root;
 };
 
@@ -145,6 +146,16 @@ void sp_tree_fmt_dur(char *buf, size_t size, uint64_t ns);
 /* The event group of kind, as JSON names it ("file", "net", ...). */
 const char *sp_tree_group_name(uint64_t kind);
 const char *sp_tree_base_name(const char *path);
+/*
+ * How process p ended: false while it runs (or when exec replaced it);
+ * else *sig is the signal that killed it (0: it exited with *code) and
+ * *core whether it dumped core.
+ */
+bool sp_tree_proc_status(const struct tproc *p, uint64_t *code, uint64_t *sig, bool *core);
+
+/* tree_events.c */
+/* "SIGTERM", or "signal 99", in buf. */
+const char *sp_tree_signal_name(char buf[32], uint64_t sig);
 
 /* tree_order.c */
 int sp_tree_cmp_time(const void *a, const void *b);

@@ -129,16 +129,14 @@ void sp_open_flags_text(struct sp_buf *b, uint64_t flags)
 		sp_buf_printf(b, "%s0x%llx", b->len > start ? "|" : "", (unsigned long long)rest);
 }
 
-static const char *signame(uint64_t sig)
+const char *sp_tree_signal_name(char buf[32], uint64_t sig)
 {
-	static char buf[32];
 	const char *n = sig < 65 ? sigabbrev_np((int)sig) : NULL;
 
-	if (n) {
-		snprintf(buf, sizeof(buf), "SIG%s", n);
-		return buf;
-	}
-	snprintf(buf, sizeof(buf), "signal %llu", (unsigned long long)sig);
+	if (n)
+		snprintf(buf, 32, "SIG%s", n);
+	else
+		snprintf(buf, 32, "signal %llu", (unsigned long long)sig);
 	return buf;
 }
 
@@ -226,6 +224,8 @@ static void tb_exec(struct sp_buf *b, const char *file, const char *argv, uint64
 /* Processes and threads: fork, exec, exit; false for a kind it does not know. */
 static bool proc_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable)
 {
+	char sig[32];
+
 	switch (kind) {
 	case SP_EV_PROC_FORK:
 		if (v[2] & SP_FORK_THREAD)
@@ -238,7 +238,7 @@ static bool proc_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool s
 		break;
 	case SP_EV_PROC_EXIT:
 		if (v[1])
-			tb_add(b, "%skilled by %s", v[2] ? "thread " : "", signame(v[1]));
+			tb_add(b, "%skilled by %s", v[2] ? "thread " : "", sp_tree_signal_name(sig, v[1]));
 		else
 			tb_add(b, "%sexit %lld", v[2] ? "thread " : "", (long long)(int64_t)v[0]);
 		break;
@@ -363,12 +363,15 @@ static bool net_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool st
 /* Privileges, signals, mounts and the runtime's audit events; false for a kind it does not know. */
 static bool priv_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable)
 {
+	char sig[32];
+
 	switch (kind) {
 	case SP_EV_TASK_KILL:
 		if (stable)
-			tb_add(b, "%s", signame(v[1]));
+			tb_add(b, "%s", sp_tree_signal_name(sig, v[1]));
 		else
-			tb_add(b, "%s to %lld", signame(v[1]), (long long)(int64_t)v[0]);
+			tb_add(b, "%s to %lld", sp_tree_signal_name(sig, v[1]),
+			       (long long)(int64_t)v[0]);
 		tb_result(b, v[2]);
 		break;
 	case SP_EV_PTRACE_CHECK:

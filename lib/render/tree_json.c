@@ -105,10 +105,18 @@ void sp_tree_json_proc_head(struct sp_tree *t, const struct tproc *p)
 
 void sp_tree_json_proc_exit(struct sp_tree *t, const struct tproc *p)
 {
-	if (p->exited && (p->flags & SP_PEND_SIGNALED))
-		fprintf(t->out, ",\"signal\":%llu", (unsigned long long)(p->status - 128));
-	else if (p->exited && !(p->flags & SP_PEND_EXEC))
-		fprintf(t->out, ",\"exit\":%llu", (unsigned long long)p->status);
+	uint64_t code, sig;
+	char name[32];
+	bool core;
+
+	if (!sp_tree_proc_status(p, &code, &sig, &core))
+		return;
+	if (sig)
+		fprintf(t->out, ",\"signal\":%llu,\"signal_name\":\"%s\"%s",
+			(unsigned long long)sig, sp_tree_signal_name(name, sig),
+			core ? ",\"core_dumped\":true" : "");
+	else
+		fprintf(t->out, ",\"exit\":%llu", (unsigned long long)code);
 }
 
 /* ,"key":"value" for a string of the tree. */

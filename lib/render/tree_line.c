@@ -141,8 +141,30 @@ static void render_cpu(struct sp_tree *t, struct sp_buf *b, uint64_t total, uint
 	}
 }
 
+bool sp_tree_proc_status(const struct tproc *p, uint64_t *code, uint64_t *sig, bool *core)
+{
+	*code = *sig = 0;
+	*core = false;
+	if (!p->exited || (p->flags & SP_PEND_EXEC))
+		return false;
+	if (p->flags & SP_PEND_SIGNALED) {
+		*sig = p->status - 128;
+		*core = p->flags & SP_PEND_CORE;
+	} else if (!p->status && p->exit_seen) {
+		*code = p->exit_signal ? 0 : p->exit_code & 0xff;
+		*sig = p->exit_signal;
+	} else {
+		*code = p->status;
+	}
+	return true;
+}
+
 static void render_proc(struct sp_buf *b, const struct tproc *p, bool stable, bool color)
 {
+	uint64_t code, sig;
+	char name[32];
+	bool core;
+
 	line_color(b, color, "1");
 	line_add(b, "[PROC");
 	if (!stable)
@@ -150,10 +172,10 @@ static void render_proc(struct sp_buf *b, const struct tproc *p, bool stable, bo
 	line_add(b, " comm=%s", p->comm ? p->comm : "?");
 	if (!stable && p->ppid)
 		line_add(b, " parent=%llu", (unsigned long long)p->ppid);
-	if (p->exited && (p->flags & SP_PEND_SIGNALED))
-		line_add(b, " killed=%llu", (unsigned long long)(p->status - 128));
-	else if (p->exited && !(p->flags & SP_PEND_EXEC))
-		line_add(b, " exit=%llu", (unsigned long long)p->status);
+	if (sp_tree_proc_status(p, &code, &sig, &core) && sig)
+		line_add(b, " killed=%s%s", sp_tree_signal_name(name, sig), core ? " core-dumped" : "");
+	else if (sp_tree_proc_status(p, &code, &sig, &core))
+		line_add(b, " exit=%llu", (unsigned long long)code);
 	line_add(b, "]");
 	line_color(b, color, "0");
 }
