@@ -201,3 +201,33 @@ load helper
 	run --separate-stderr -0 sp-tree --no-events c.sp
 	grep -E '\[PROC pid=[0-9]+ comm=sh parent=[0-9]+ killed=SIGQUIT core-dumped\]' <<< "$output"
 }
+
+# summary.in: Fib#a (0-10ms) calls Fib#b recursively three deep (1-6, 2-5,
+# 3-4ms; one CPU sample at 3.5ms) and Fib#c (7-9ms); Fib#c again at 11-12ms;
+# another thread runs Fib#b from 0.5 to 2.5ms.
+@test "sp-tree --summary: calls, total once per outermost call of a recursion, self, CPU" {
+	run -0 sp-tree --summary --format=json "$FIXTURES/summary.in"
+	row() { jq -c --arg m "$1" '.rows[] | select(.method == $m) |
+		[.calls, .total_ns, .self_ns, .cpu_ns, .self_cpu_ns]' <<< "$output"; }
+	[ "$(row Fib#a)" = '[1,10000000,3000000,1000000,0]' ]
+	[ "$(row Fib#b)" = '[4,7000000,7000000,1000000,1000000]' ]
+	[ "$(row Fib#c)" = '[2,3000000,3000000,0,0]' ]
+	[ "$(jq -c '[.spans, .methods, .open_spans, .span_time_ns]' <<< "$output")" = '[7,3,0,13000000]' ]
+	# sorted by self, then by name
+	[ "$(jq -c '[.rows[].method]' <<< "$output")" = '["Fib#b","Fib#a","Fib#c"]' ]
+	run -0 sp-tree --summary --sort=total --top=2 "$FIXTURES/summary.in"
+	[ "$(grep -c 'Fib#' <<< "$output")" -eq 2 ]
+	grep -E '^ +1 +10\.0ms +76\.9% +3\.0ms +23\.1% +1\.0ms +- +- +Fib#a +fib\.rb:10$' <<< "$output"
+	grep -q 'top 2' <<< "$output"
+	run -0 sp-tree --summary --sort=calls "$FIXTURES/summary.in"
+	[ "$(grep -o 'Fib#[a-c]' <<< "$output" | tr '\n' ' ')" = "Fib#b Fib#c Fib#a " ]
+	run -64 sp-tree --summary --sort=bogus "$FIXTURES/summary.in"
+	run -64 sp-tree --summary --top=0 "$FIXTURES/summary.in"
+}
+
+@test "sp-tree --summary: correlated input and raw input give the same table" {
+	sp-correlate "$FIXTURES/app.in" > "$BATS_TEST_TMPDIR/c.sp"
+	[ "$(sp-tree --summary "$BATS_TEST_TMPDIR/c.sp")" = "$(sp-tree --summary "$FIXTURES/app.in")" ]
+	run -0 sp-tree --summary --stable "$FIXTURES/app.in"
+	grep -E '^ +1  Foo#load  app\.rb:12$' <<< "$output"
+}

@@ -11,7 +11,7 @@
 
 enum {
 	OPT_FORMAT = 0x100, OPT_STABLE, OPT_MIN_DUR, OPT_PID, OPT_TID, OPT_SPAN, OPT_EVENTS,
-	OPT_NO_COLLAPSE, OPT_NO_EVENTS, OPT_WINDOW, OPT_BUFFER,
+	OPT_NO_COLLAPSE, OPT_NO_EVENTS, OPT_WINDOW, OPT_BUFFER, OPT_SUMMARY, OPT_SORT, OPT_TOP,
 };
 
 #define MAX_FILTERS 64
@@ -32,7 +32,8 @@ static const char doc[] = "Print recorded processes, method spans, the events ea
 	"  sp-record -- ruby app.rb | sp-correlate | sp-tree\n"
 	"  sp-tree --stable run.sp > tree.txt && diff -u expected.txt tree.txt\n"
 	"  sp-tree --span='Foo#*' --events=file,net --min-dur=1ms run.sp\n"
-	"  sp-tree --format=json run.sp | jq '.processes[0].children[].name'\n\n"
+	"  sp-tree --format=json run.sp | jq '.processes[0].children[].name'\n"
+	"  sp-tree --summary --sort=total --top=20 run.sp\n\n"
 	SP_EXIT_STATUS_DOC;
 
 static const struct argp_option options[] = {
@@ -56,6 +57,12 @@ static const struct argp_option options[] = {
 	{ "buffer", OPT_BUFFER, "NODES", 0,
 	  "Hold about NODES tree nodes before printing the finished top-level spans of a "
 	  "process (default 65536); 0 holds the whole tree", 0 },
+	{ "summary", OPT_SUMMARY, NULL, 0,
+	  "Print a table of methods instead of the tree: calls, total and self time, CPU "
+	  "with and without callees, off-CPU time, across all threads and processes", 0 },
+	{ "sort", OPT_SORT, "KEY", 0,
+	  "With --summary: sort by self (default), total, calls, cpu (self CPU) or offcpu", 0 },
+	{ "top", OPT_TOP, "N", 0, "With --summary: print the first N methods only", 0 },
 	{ "window", OPT_WINDOW, "DURATION", 0,
 	  "When correlating on the fly: the reorder window (default 1ms)", 0 },
 	{ 0 }
@@ -78,6 +85,24 @@ static uint64_t parse_events(const char *list)
 	}
 	free(copy);
 	return mask;
+}
+
+static int parse_sort(const char *arg, enum sp_summary_sort *sort)
+{
+	static const char *const names[] = {
+		[SP_SUMMARY_SELF] = "self", [SP_SUMMARY_TOTAL] = "total",
+		[SP_SUMMARY_CALLS] = "calls", [SP_SUMMARY_CPU] = "cpu",
+		[SP_SUMMARY_OFFCPU] = "offcpu",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(arg, names[i])) {
+			*sort = (enum sp_summary_sort)i;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -140,6 +165,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_BUFFER:
 		if (sp_parse_uint(arg, 0, UINT64_MAX, &env.tree.buffer_nodes))
 			argp_error(state, "invalid node count '%s'", arg);
+		break;
+	case OPT_SUMMARY:
+		o->summary = true;
+		break;
+	case OPT_SORT:
+		if (parse_sort(arg, &o->summary_sort))
+			argp_error(state, "invalid sort key '%s': use self, total, calls, cpu or "
+				   "offcpu", arg);
+		break;
+	case OPT_TOP:
+		if (sp_parse_uint(arg, 1, SIZE_MAX, &v))
+			argp_error(state, "invalid count '%s'", arg);
+		o->summary_top = (size_t)v;
 		break;
 	case OPT_WINDOW:
 		if (!strcmp(arg, "0"))

@@ -78,6 +78,8 @@ struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts)
 		t->o = *opts;
 	t->limit = t->o.buffer_nodes;
 	t->strings.block_size = 1u << 20;
+	if (t->o.summary)
+		sp_tree_summary_new(t);
 	return t;
 }
 
@@ -204,6 +206,7 @@ static struct tthread *thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
 
 static void reset_stream(struct sp_tree *t)
 {
+	sp_tree_summary_flush(t);
 	t->nstrs = 0;
 	t->nspans = 0;
 	t->last_span = NULL;
@@ -248,13 +251,8 @@ static void add_process(struct sp_tree *t, const struct sp_process *r)
 		p->exe = tstr(t, r->exe);
 }
 
-static void add_span(struct sp_tree *t, const struct sp_span *r)
+static void fill_span(struct sp_tree *t, struct tspan *s, const struct sp_span *r)
 {
-	struct tspan *s = node_new(t, sizeof(*s), N_SPAN, r->start);
-	struct tnode *parent = NULL;
-	struct tthread *th;
-	uint64_t *v;
-
 	s->tid = r->tid;
 	s->pid = r->pid;
 	s->start = r->start;
@@ -270,11 +268,28 @@ static void add_span(struct sp_tree *t, const struct sp_span *r)
 	s->file = tstr(t, r->file);
 	s->error = tstr(t, r->error);
 	s->id = ++t->nspans;
-	sp_u64map_put(&t->spans, s->id, (uint64_t)(uintptr_t)s);
 	t->nspans_total++;
-	t->last_span = s;
 	if (r->stop > t->max_time)
 		t->max_time = r->stop;
+}
+
+static void add_span(struct sp_tree *t, const struct sp_span *r)
+{
+	struct tspan *s, one;
+	struct tnode *parent = NULL;
+	struct tthread *th;
+	uint64_t *v;
+
+	if (t->sum) {
+		memset(&one, 0, sizeof(one));
+		fill_span(t, &one, r);
+		sp_tree_summary_add(t, &one, r->parent);
+		return;
+	}
+	s = node_new(t, sizeof(*s), N_SPAN, r->start);
+	fill_span(t, s, r);
+	sp_u64map_put(&t->spans, s->id, (uint64_t)(uintptr_t)s);
+	t->last_span = s;
 	if (r->parent && r->parent < s->id && (v = sp_u64map_get(&t->spans, r->parent)))
 		parent = (struct tnode *)(uintptr_t)*v;
 	else if (r->fork_span && (th = thread_of(t, r->tid, r->pid)))
@@ -427,6 +442,8 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 		add_span(t, &rec->span);
 		break;
 	case SP_REC_EVENT:
+		if (t->sum)	/* the summary has spans only */
+			break;
 		add_event(t, &rec->event);
 		break;
 	case SP_REC_SPAN_RAISE:
@@ -482,6 +499,7 @@ void sp_tree_free(struct sp_tree *t)
 			break;
 		sp_tree_free_subtree(t, &p->n);
 	}
+	sp_tree_summary_free(t);
 	sp_arena_release(&t->strings);
 	free(t->strs);
 	free(t->sortbuf);

@@ -11,6 +11,7 @@
  *   tree_json.c   the JSON form
  *   tree_print.c  the whole tree, its header and trailer, and streaming
  *   tree_events.c an event's fields as text (tree.h: sp_event_text())
+ *   tree_summary.c --summary: a table of methods instead of the tree
  *
  * The depth of the tree is the input's (a recursion a million calls deep is
  * a million nested spans): every walk over it keeps its own stack on the
@@ -102,6 +103,8 @@ struct sp_tree {
 	struct tnode **sortbuf;
 	size_t capsort;
 
+	struct tsummary *sum;		/* --summary's table, or NULL */
+
 	/* the nodes still to visit of has_live() and tree_nodes() */
 	struct tnode **walk;
 	size_t capwalk;
@@ -185,6 +188,16 @@ void sp_tree_print_range_json(struct sp_tree *t, struct tnode *c, struct tnode *
 			      unsigned int depth, uint64_t base, uint64_t *count);
 void sp_tree_json_proc_head(struct sp_tree *t, const struct tproc *p);
 void sp_tree_json_proc_exit(struct sp_tree *t, const struct tproc *p);
+
+/* tree_summary.c */
+void sp_tree_summary_new(struct sp_tree *t);
+/* Span s (not a node of the tree: its id, names and times) into the table;
+ * parent: its parent span's id, 0 for none. */
+void sp_tree_summary_add(struct sp_tree *t, struct tspan *s, uint64_t parent);
+/* A stream ends: sum what is still on the stacks (its span ids end). */
+void sp_tree_summary_flush(struct sp_tree *t);
+void sp_tree_print_summary(struct sp_tree *t);
+void sp_tree_summary_free(struct sp_tree *t);
 
 /* tree_print.c */
 /* Print and free the finished top-level subtrees of root process p. */

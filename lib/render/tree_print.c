@@ -327,6 +327,10 @@ int sp_tree_print(struct sp_tree *t, FILE *out)
 	bool first = true;
 
 	setup_output(t, out);
+	if (t->sum) {
+		sp_tree_print_summary(t);
+		return ferror(out) ? -1 : 0;
+	}
 	if (sp) {
 		/* the rest of the process being streamed, then its end */
 		sp_tree_compute_keep(t, &sp->n, false, false);

@@ -23,6 +23,15 @@
 
 struct sp_tree;
 
+/* What --summary sorts its rows by, largest first. */
+enum sp_summary_sort {
+	SP_SUMMARY_SELF,	/* time in the method itself */
+	SP_SUMMARY_TOTAL,	/* time in it and what it called */
+	SP_SUMMARY_CALLS,
+	SP_SUMMARY_CPU,		/* CPU samples in the method itself */
+	SP_SUMMARY_OFFCPU,	/* time it spent off the CPU */
+};
+
 struct sp_tree_opts {
 	bool stable;		/* no times, durations, pids, tids; deterministic order */
 	bool json;		/* the tree as one nested JSON document */
@@ -44,6 +53,14 @@ struct sp_tree_opts {
 	 * them (needs sp_tree_set_output()). 0 = hold the whole tree.
 	 */
 	uint64_t buffer_nodes;
+	/*
+	 * A table of one row per method instead of the tree (spans only; the
+	 * filters do not apply): sorted by summary_sort, the first summary_top
+	 * rows (0 = all).
+	 */
+	bool summary;
+	enum sp_summary_sort summary_sort;
+	size_t summary_top;
 };
 
 struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts);
