@@ -231,3 +231,12 @@ load helper
 	run -0 sp-tree --summary --stable "$FIXTURES/app.in"
 	grep -E '^ +1  Foo#load  app\.rb:12$' <<< "$output"
 }
+
+@test "sp-tree: with --span, -d counts from the span that matched, not from the process" {
+	# Foo#connect is two levels down: its events are at level 3
+	run -0 sp-tree --stable --span='Foo#connect' -d 1 "$FIXTURES/app.in"
+	grep -F '[SPAN Foo#connect at=app.rb:20]' <<< "$output"
+	grep -F 'dns_req → localhost A' <<< "$output"
+	grep -F 'sock_connect → 127.0.0.1:8080' <<< "$output"
+	! grep -F 'more' <<< "$output"
+}

@@ -41,7 +41,8 @@ static const struct argp_option options[] = {
 	{ "stable", OPT_STABLE, NULL, 0,
 	  "Leave out what changes from run to run (times, durations, pids, tids) and order "
 	  "siblings deterministically, for diffs", 0 },
-	{ "depth", 'd', "N", 0, "Print at most N levels below each process", 0 },
+	{ "depth", 'd', "N", 0, "Print at most N levels below each process (with --span: below each span "
+	  "that matched)", 0 },
 	{ "min-dur", OPT_MIN_DUR, "DURATION", 0, "Hide spans shorter than DURATION (e.g. 1ms)", 0 },
 	{ "pid", OPT_PID, "PID", 0, "Show only this process and what it started (repeatable)", 0 },
 	{ "tid", OPT_TID, "TID", 0, "Show only spans of this thread (repeatable)", 0 },

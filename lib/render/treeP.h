@@ -39,6 +39,7 @@ struct tnode {
 	uint64_t sig;		/* subtree signature for collapsing, 0 = not yet */
 	uint8_t type;
 	bool keep, sorted;
+	bool matched;		/* the outermost span on its path that --span matched */
 };
 
 /* Nodes are allocated one by one and freed once printed (streaming); the
@@ -171,6 +172,13 @@ bool sp_tree_compute_keep(struct sp_tree *t, struct tnode *root, bool name_ok, b
 struct tnode *sp_tree_group_end(struct sp_tree *t, struct tnode *c, struct agg *ag);
 /* c, or the first kept sibling after it, or NULL. */
 struct tnode *sp_tree_next_kept(struct tnode *c);
+/*
+ * -d counts levels from the process, or with --span from the span that
+ * matched: the depth of a process's children, and of n's children when n
+ * is at depth (0: not counted, above a match).
+ */
+unsigned int sp_tree_top_depth(const struct sp_tree *t);
+unsigned int sp_tree_depth_below(const struct tnode *n, unsigned int depth);
 /* Whether p is printed at the top level (not under a fork; --pid). */
 bool sp_tree_is_root(const struct sp_tree *t, const struct tproc *p);
 

@@ -76,7 +76,7 @@ void sp_tree_print_range_json(struct sp_tree *t, struct tnode *c, struct tnode *
 		if (f->count++)
 			fputc(',', t->out);
 		base = print_json(t, c, f->base, &ag);
-		depth = f->depth + 1;
+		depth = sp_tree_depth_below(c, f->depth);
 		if (!children_json(t, c, depth)) {
 			fputc('}', t->out);
 			continue;
@@ -269,8 +269,8 @@ void sp_tree_print_root_json(struct sp_tree *t, struct tnode *n, uint64_t base)
 	uint64_t count = 0;
 
 	base = print_json(t, n, base, NULL);
-	if (children_json(t, n, 1)) {
-		sp_tree_print_range_json(t, n->first, NULL, 1, base, &count);
+	if (children_json(t, n, sp_tree_top_depth(t))) {
+		sp_tree_print_range_json(t, n->first, NULL, sp_tree_top_depth(t), base, &count);
 		fputc(']', t->out);
 	}
 	fputc('}', t->out);

@@ -208,7 +208,8 @@ static bool keep_enter(struct sp_tree *t, struct kframe *f)
 			n->keep = false;
 			return false;
 		}
-		f->name_ok = f->name_ok || !t->o.nspans || name_matches(t, s);
+		n->matched = t->o.nspans && !f->name_ok && name_matches(t, s);
+		f->name_ok = f->name_ok || !t->o.nspans || n->matched;
 		f->tid_ok = !t->o.ntids || in_list(t->o.tids, t->o.ntids, s->tid);
 		if (selective)
 			f->self = f->name_ok && f->tid_ok && !t->o.event_kinds;
@@ -386,6 +387,18 @@ struct tnode *sp_tree_next_kept(struct tnode *c)
 	while (c && !c->keep)
 		c = c->next;
 	return c;
+}
+
+unsigned int sp_tree_top_depth(const struct sp_tree *t)
+{
+	return t->o.nspans ? 0 : 1;
+}
+
+unsigned int sp_tree_depth_below(const struct tnode *n, unsigned int depth)
+{
+	if (n->matched)
+		return 1;
+	return depth ? depth + 1 : 0;
 }
 
 bool sp_tree_is_root(const struct sp_tree *t, const struct tproc *p)

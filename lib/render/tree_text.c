@@ -116,7 +116,7 @@ void sp_tree_print_range_text(struct sp_tree *t, struct tnode *c, struct tnode *
 			base = ((const struct tspan *)c)->start;
 		else
 			base = f->base;
-		depth = f->depth + 1;
+		depth = sp_tree_depth_below(c, f->depth);
 		if (!children_text(t, c, pf, depth))
 			continue;
 		sp_grow(&st, &cap, n + 1, sizeof(*st));
@@ -138,6 +138,6 @@ void sp_tree_print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, u
 	pf->len = 0;
 	if (n->type == N_SPAN)
 		base = ((const struct tspan *)n)->start;
-	if (children_text(t, n, pf, 1))
-		sp_tree_print_range_text(t, n->first, NULL, true, pf, 1, base);
+	if (children_text(t, n, pf, sp_tree_top_depth(t)))
+		sp_tree_print_range_text(t, n->first, NULL, true, pf, sp_tree_top_depth(t), base);
 }
