@@ -240,3 +240,57 @@ load helper
 	grep -F 'sock_connect → 127.0.0.1:8080' <<< "$output"
 	! grep -F 'more' <<< "$output"
 }
+
+# Main#run (1 s) calls Main#big (800 ms) and 25,000 methods of 1 us each.
+big_tree() {
+	python3 - "$1" <<'PY'
+import json, sys
+out = open(sys.argv[1], "w")
+def put(r): out.write(json.dumps(r) + "\n")
+def mark(kind, t, m):
+	put({"type": kind, "time": t, "pid": 7, "tid": 7, "runtime": "ruby", "klass": "Main",
+	     "method": m, "file": "/app/main.rb", "line": 1})
+put({"type": "header", "version": 1, "start_mono_ns": 1000, "clock": "monotonic"})
+put({"type": "process", "time": 1000, "pid": 7, "ppid": 1, "comm": "ruby"})
+mark("span_start", 1000, "run")
+mark("span_start", 100000000, "big")
+mark("span_stop", 900000000, "big")
+for i in range(25000):
+	mark("span_start", 900001000 + 2000 * i, "m%d" % i)
+	mark("span_stop", 900002000 + 2000 * i, "m%d" % i)
+mark("span_stop", 1000001000, "run")
+put({"type": "end", "time": 1000001000})
+PY
+}
+
+@test "sp-tree: a large tree hides spans under 0.5% of their top-level span, and says so" {
+	require_cmd python3
+	big_tree "$BATS_TEST_TMPDIR/big.jsonl"
+	run --separate-stderr -0 sp-tree "$BATS_TEST_TMPDIR/big.jsonl"
+	[ "${#lines[@]}" -eq 6 ]
+	assert_line --index 2 '[PROC pid=7 comm=ruby parent=1]'
+	assert_line --index 3 '└─ [SPAN tid=7 Main#run at=main.rb:1 dur=1.000s]'
+	assert_line --index 4 '   ├─ [SPAN tid=7 Main#big at=main.rb:1 dur=800.0ms]'
+	assert_line --index 5 "   └─ … 25000 more, each under 0.5% of the top-level span's time (25.0ms in all)"
+	run --separate-stderr -0 sp-tree --format=json "$BATS_TEST_TMPDIR/big.jsonl"
+	[ "$(jq -c '.processes[0].children[0].children[1]' <<< "$output")" = \
+	  '{"type":"elided","count":25000,"min_share":0.005,"dur_ns":25000000}' ]
+	# --min-share=0 shows them all; so does a higher share hide Main#big
+	run --separate-stderr -0 sp-tree --min-share=0 "$BATS_TEST_TMPDIR/big.jsonl"
+	[ "$(grep -c 'Main#m[0-9]' <<< "$output")" -eq 25000 ]
+	! grep -F '… ' <<< "$output"
+	run --separate-stderr -0 sp-tree --stable --min-share=90% "$BATS_TEST_TMPDIR/big.jsonl"
+	assert_line --index 3 "   └─ … 25001 more, each under 90% of the top-level span's time"
+	run -64 sp-tree --min-share=101 "$BATS_TEST_TMPDIR/big.jsonl"
+	run -64 sp-tree --min-share=x "$BATS_TEST_TMPDIR/big.jsonl"
+}
+
+@test "sp-tree: a small tree hides nothing unless --min-share is given" {
+	run -0 sp-tree --stable "$FIXTURES/app.in"
+	! grep -F 'more, each under' <<< "$output"
+	# Foo#tick (3 times) and Foo#boom run 1 ms or less of the recording's 204 ms
+	run -0 sp-tree --stable --min-share=1% "$FIXTURES/app.in"
+	! grep -F -e 'Foo#tick' -e 'Foo#boom' <<< "$output"
+	grep -F 'Foo#load' <<< "$output"
+	grep -F "└─ … 4 more, each under 1% of the recording's time" <<< "$output"
+}

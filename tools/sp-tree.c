@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* sp-tree - print recorded processes, spans and events as a tree. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 enum {
 	OPT_FORMAT = 0x100, OPT_STABLE, OPT_MIN_DUR, OPT_PID, OPT_TID, OPT_SPAN, OPT_EVENTS,
 	OPT_NO_COLLAPSE, OPT_NO_EVENTS, OPT_WINDOW, OPT_BUFFER, OPT_SUMMARY, OPT_SORT, OPT_TOP,
+	OPT_MIN_SHARE,
 };
 
 #define MAX_FILTERS 64
@@ -22,7 +24,7 @@ static struct env {
 	uint64_t pids[MAX_FILTERS], tids[MAX_FILTERS];
 	const char *spans[MAX_FILTERS];
 	uint64_t window_ns;
-} env = { .window_ns = SP_CORR_WINDOW_NS, .tree.buffer_nodes = 65536 };
+} env = { .window_ns = SP_CORR_WINDOW_NS, .tree.buffer_nodes = 65536, .tree.min_share = -1 };
 
 static const char doc[] = "Print recorded processes, method spans, the events each span "
 	"caused and the processes it started, as a tree.\v"
@@ -44,6 +46,10 @@ static const struct argp_option options[] = {
 	{ "depth", 'd', "N", 0, "Print at most N levels below each process (with --span: below each span "
 	  "that matched)", 0 },
 	{ "min-dur", OPT_MIN_DUR, "DURATION", 0, "Hide spans shorter than DURATION (e.g. 1ms)", 0 },
+	{ "min-share", OPT_MIN_SHARE, "PERCENT", 0,
+	  "Hide spans shorter than PERCENT of the time of their top-level span (a top-level "
+	  "span: of the recording), counted on one line (default: 0.5% in a tree of more "
+	  "than 20000 spans, else 0: all)", 0 },
 	{ "pid", OPT_PID, "PID", 0, "Show only this process and what it started (repeatable)", 0 },
 	{ "tid", OPT_TID, "TID", 0, "Show only spans of this thread (repeatable)", 0 },
 	{ "span", OPT_SPAN, "GLOB", 0,
@@ -86,6 +92,20 @@ static uint64_t parse_events(const char *list)
 	}
 	free(copy);
 	return mask;
+}
+
+/* "0.5%" or "0.5": a percentage from 0 to 100, as a share. */
+static int parse_percent(const char *arg, double *share)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (end == arg || errno || (*end && strcmp(end, "%")) || !(v >= 0 && v <= 100))
+		return -1;
+	*share = v / 100;
+	return 0;
 }
 
 static int parse_sort(const char *arg, enum sp_summary_sort *sort)
@@ -134,6 +154,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_MIN_DUR:
 		if (sp_parse_duration(arg, &o->min_dur_ns))
 			argp_error(state, "invalid duration '%s'", arg);
+		break;
+	case OPT_MIN_SHARE:
+		if (parse_percent(arg, &o->min_share))
+			argp_error(state, "invalid share '%s': a percentage such as 0.5%% (0: all)",
+				   arg);
 		break;
 	case OPT_PID:
 	case OPT_TID:

@@ -40,6 +40,8 @@ struct tnode {
 	uint8_t type;
 	bool keep, sorted;
 	bool matched;		/* the outermost span on its path that --span matched */
+	bool small;		/* a span hidden: under --min-share of its parent's time */
+	bool elided;		/* some of its children are small */
 };
 
 /* Nodes are allocated one by one and freed once printed (streaming); the
@@ -49,6 +51,7 @@ struct tproc {
 	struct tnode n;
 	uint64_t pid, ppid, status, flags;
 	uint64_t exit_code, exit_signal;	/* of its proc_exit event, when exit_seen */
+	uint64_t elided_n, elided_ns;	/* small children printed (streaming) before */
 	const char *comm, *exe;
 	bool defined, attached, exited, streamed, exit_seen;
 	struct tproc *next_root, *prev_root;
@@ -105,6 +108,8 @@ struct sp_tree {
 	size_t capsort;
 
 	struct tsummary *sum;		/* --summary's table, or NULL */
+	double share;			/* --min-share in effect (0: none) */
+	bool share_decided;		/* share is set (when printing starts) */
 
 	/* the nodes still to visit of has_live() and tree_nodes() */
 	struct tnode **walk;
@@ -182,9 +187,19 @@ unsigned int sp_tree_depth_below(const struct tnode *n, unsigned int depth);
 /* Whether p is printed at the top level (not under a fork; --pid). */
 bool sp_tree_is_root(const struct sp_tree *t, const struct tproc *p);
 
+/*
+ * --min-share: decide it once printing starts (its default elides in a
+ * large tree only), and the time a node's children are measured against.
+ */
+void sp_tree_decide_share(struct sp_tree *t);
+/* The small children of n (hidden by --min-share): how many, their time. */
+uint64_t sp_tree_elided(const struct sp_tree *t, const struct tnode *n, uint64_t *ns);
+uint64_t sp_tree_node_dur(const struct sp_tree *t, const struct tnode *n);
+
 /* tree_text.c */
 void sp_tree_print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, uint64_t base);
-void sp_tree_print_range_text(struct sp_tree *t, struct tnode *c, struct tnode *stop,
+void sp_tree_print_range_text(struct sp_tree *t, struct tnode *parent, struct tnode *c,
+			      struct tnode *stop,
 			      bool final, struct prefix *pf, unsigned int depth, uint64_t base);
 void sp_tree_prefix_release(struct prefix *pf);
 
@@ -192,8 +207,9 @@ void sp_tree_prefix_release(struct prefix *pf);
 /* A string of the tree (its text form) as a JSON string; NULL as "". */
 void sp_tree_json_str(FILE *f, const char *s);
 void sp_tree_print_root_json(struct sp_tree *t, struct tnode *n, uint64_t base);
-void sp_tree_print_range_json(struct sp_tree *t, struct tnode *c, struct tnode *stop,
-			      unsigned int depth, uint64_t base, uint64_t *count);
+void sp_tree_print_range_json(struct sp_tree *t, struct tnode *parent, struct tnode *c,
+			      struct tnode *stop, bool final, unsigned int depth, uint64_t base,
+			      uint64_t *count);
 void sp_tree_json_proc_head(struct sp_tree *t, const struct tproc *p);
 void sp_tree_json_proc_exit(struct sp_tree *t, const struct tproc *p);
 

@@ -41,8 +41,23 @@ static bool children_json(struct sp_tree *t, struct tnode *n, unsigned int depth
 	return true;
 }
 
+/* After the children of n: an item that counts those --min-share hid. */
+static void elided_json(struct sp_tree *t, const struct tnode *n, uint64_t count)
+{
+	uint64_t ns, k = sp_tree_elided(t, n, &ns);
+
+	if (!k)
+		return;
+	fprintf(t->out, "%s{\"type\":\"elided\",\"count\":%llu,\"min_share\":%g", count ? "," : "",
+		(unsigned long long)k, t->share);
+	if (!t->stable)
+		fprintf(t->out, ",\"dur_ns\":%llu", (unsigned long long)ns);
+	fputc('}', t->out);
+}
+
 /* A run of siblings being written: the next kept one and where to stop. */
 struct jframe {
+	struct tnode *parent;	/* whose children they are */
 	struct tnode *next, *stop;
 	uint64_t base, count;	/* count: items written in the array */
 	unsigned int depth;
@@ -52,18 +67,21 @@ struct jframe {
  * The JSON items of the sorted siblings from c up to stop at depth, each
  * with what is under it, depth first; *count: items written before.
  */
-void sp_tree_print_range_json(struct sp_tree *t, struct tnode *c, struct tnode *stop,
-			      unsigned int depth, uint64_t base, uint64_t *count)
+void sp_tree_print_range_json(struct sp_tree *t, struct tnode *parent, struct tnode *c,
+			      struct tnode *stop, bool final, unsigned int depth, uint64_t base,
+			      uint64_t *count)
 {
 	struct jframe *st = sp_xmalloc(16 * sizeof(*st)), *f;
 	size_t n = 1, cap = 16;
 	struct tnode *d;
 	struct agg ag;
 
-	st[0] = (struct jframe){ sp_tree_next_kept(c), stop, base, *count, depth };
+	st[0] = (struct jframe){ parent, sp_tree_next_kept(c), stop, base, *count, depth };
 	while (n) {
 		f = &st[n - 1];
 		if (!f->next || f->next == f->stop) {
+			if (n > 1 || final)
+				elided_json(t, f->parent, f->count);
 			if (--n)
 				fputs("]}", t->out);	/* its array, then the node */
 			else
@@ -82,7 +100,7 @@ void sp_tree_print_range_json(struct sp_tree *t, struct tnode *c, struct tnode *
 			continue;
 		}
 		sp_grow(&st, &cap, n + 1, sizeof(*st));
-		st[n++] = (struct jframe){ sp_tree_next_kept(c->first), NULL, base, 0, depth };
+		st[n++] = (struct jframe){ c, sp_tree_next_kept(c->first), NULL, base, 0, depth };
 	}
 	free(st);
 }
@@ -270,7 +288,8 @@ void sp_tree_print_root_json(struct sp_tree *t, struct tnode *n, uint64_t base)
 
 	base = print_json(t, n, base, NULL);
 	if (children_json(t, n, sp_tree_top_depth(t))) {
-		sp_tree_print_range_json(t, n->first, NULL, sp_tree_top_depth(t), base, &count);
+		sp_tree_print_range_json(t, n, n->first, NULL, true, sp_tree_top_depth(t), base,
+					 &count);
 		fputc(']', t->out);
 	}
 	fputc('}', t->out);

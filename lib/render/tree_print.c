@@ -255,17 +255,22 @@ void sp_tree_stream_proc(struct sp_tree *t, struct tproc *p)
 			if (!p->streamed)
 				open_proc(t, p);
 			if (t->json) {
-				sp_tree_print_range_json(t, p->n.first, stop, sp_tree_top_depth(t),
+				sp_tree_print_range_json(t, &p->n, p->n.first, stop, false,
+						 sp_tree_top_depth(t),
 						 root_base(t, &p->n),
 						 &t->emitted);
 			} else {
-				sp_tree_print_range_text(t, p->n.first, stop, false, &pf,
+				sp_tree_print_range_text(t, &p->n, p->n.first, stop, false, &pf,
 						 sp_tree_top_depth(t), root_base(t, &p->n));
 				sp_tree_prefix_release(&pf);
 			}
 		}
 		for (c = p->n.first; c != stop; c = next) {
 			next = c->next;
+			if (c->small) {	/* its line comes after the process's last child */
+				p->elided_n++;
+				p->elided_ns += sp_tree_node_dur(t, c);
+			}
 			sp_tree_free_subtree(t, c);
 		}
 		p->n.first = stop;
@@ -337,14 +342,15 @@ int sp_tree_print(struct sp_tree *t, FILE *out)
 		sp_tree_compute_keep(t, &sp->n, false, false);
 		sp_tree_sort_children(t, &sp->n);
 		if (t->json) {
-			sp_tree_print_range_json(t, sp->n.first, NULL, sp_tree_top_depth(t),
+			sp_tree_print_range_json(t, &sp->n, sp->n.first, NULL, true,
+					 sp_tree_top_depth(t),
 					 root_base(t, &sp->n),
 					 &t->emitted);
 			fputc(']', out);
 			sp_tree_json_proc_exit(t, sp);
 			fputc('}', out);
 		} else {
-			sp_tree_print_range_text(t, sp->n.first, NULL, true, &pf,
+			sp_tree_print_range_text(t, &sp->n, sp->n.first, NULL, true, &pf,
 					 sp_tree_top_depth(t), root_base(t, &sp->n));
 			sp_tree_render_line(t, &b, &sp->n, 0, NULL, t->stable, t->color);
 			fprintf(out, "# end of %s\n", sp_buf_str(&b));

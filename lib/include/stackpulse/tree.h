@@ -39,6 +39,13 @@ struct sp_tree_opts {
 	bool no_collapse;	/* keep repeated identical siblings apart */
 	unsigned int max_depth;	/* levels below a process, 0 = all */
 	uint64_t min_dur_ns;	/* hide closed spans shorter than this */
+	/*
+	 * Hide closed spans shorter than this share (0..1) of the time of the
+	 * top-level span they are under (a top-level span: of the recording),
+	 * counted on a line after their siblings. Below 0: SP_TREE_MIN_SHARE in a tree of more than
+	 * SP_TREE_LARGE spans when printing starts, else none.
+	 */
+	double min_share;
 	const uint64_t *pids;	/* show only these processes (and what they started) */
 	size_t npids;
 	const uint64_t *tids;	/* show only spans of these threads */
@@ -62,6 +69,9 @@ struct sp_tree_opts {
 	enum sp_summary_sort summary_sort;
 	size_t summary_top;
 };
+
+#define SP_TREE_MIN_SHARE	0.005
+#define SP_TREE_LARGE		20000
 
 struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts);
 /* Take in a correlated record. */
