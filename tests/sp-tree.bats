@@ -294,3 +294,31 @@ PY
 	grep -F 'Foo#load' <<< "$output"
 	grep -F "└─ … 4 more, each under 1% of the recording's time" <<< "$output"
 }
+
+# One span f holding 600,000 short calls of f: 1.2 million span marks, more
+# than sp-correlate holds (--max-held, 1048576), so the tree is written
+# before f ends. f's stop mark follows: f ended, it is not open.
+@test "sp-tree: a span written before its end (--max-held) ends at its stop, not (open)" {
+	printf '%s\n' '{"type":"header","version":1,"start_mono_ns":1,"clock":"monotonic"}' \
+		'{"type":"string","value":"f"}' \
+		'{"type":"process","time":1,"pid":7,"ppid":1,"comm":"deep"}' |
+		sp-decode --encode -o "$BATS_TEST_TMPDIR/early.sp"
+	span_marks start 1 "$BATS_TEST_TMPDIR/early.sp"
+	repeat_bytes 600000 '\012\006\002\007\007\000\000\001\013\006\002\007\007\000\000\001' \
+		"$BATS_TEST_TMPDIR/early.sp"
+	span_marks stop 1 "$BATS_TEST_TMPDIR/early.sp"
+	printf '\022\001\002' >> "$BATS_TEST_TMPDIR/early.sp"	# end, 1 ns later
+	run --separate-stderr -0 sp-correlate -o "$BATS_TEST_TMPDIR/c.sp" "$BATS_TEST_TMPDIR/early.sp"
+	[[ "$stderr" == *"1 span trees were written before they closed"* ]]
+	for in in early.sp c.sp; do
+		run --separate-stderr -0 sp-tree "$BATS_TEST_TMPDIR/$in"
+		assert_line --index 3 '└─ [SPAN tid=7 f dur=1.2ms] (written before its end: CPU counted until then)'
+		! grep -F '(open)' <<< "$output"
+		run --separate-stderr -0 sp-tree --format=json "$BATS_TEST_TMPDIR/$in"
+		[ "$(jq -c '.processes[0].children[0] | [.end, .dur_ns, .written_early]' <<< "$output")" = \
+		  '["stopped",1200001,true]' ]
+		run --separate-stderr -0 sp-tree --summary --format=json "$BATS_TEST_TMPDIR/$in"
+		[ "$(jq -c '[.open_spans, .written_early, .rows[0].calls, .rows[0].total_ns]' <<< "$output")" = \
+		  '[0,1,600001,1200001]' ]
+	done
+}

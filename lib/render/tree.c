@@ -105,6 +105,59 @@ static void del_root(struct sp_tree *t, struct tproc *p)
 		t->roots_tail = p->prev_root;
 }
 
+static void forget_open(struct sp_tree *t, struct tspan *s)
+{
+	size_t i;
+
+	for (i = 0; i < t->nopen; i++) {
+		if (t->open[i] == s) {
+			t->open[i] = t->open[--t->nopen];
+			break;
+		}
+	}
+	s->written_open = false;
+}
+
+/*
+ * A stop mark of a span written open: it ended here. A mark right after
+ * its own (closed) span's record is that span's, not this.
+ */
+static void close_written_open(struct sp_tree *t, const struct sp_span_mark *m)
+{
+	const struct tspan *last = t->last_span;
+	struct tspan *s = NULL;
+	size_t i;
+
+	if (last && last->tid == m->tid && last->stop == m->time && !last->written_open)
+		return;
+	for (i = t->nopen; i-- > 0;) {
+		s = t->open[i];
+		if (s->tid == m->tid && s->pid == m->pid && s->start <= m->time &&
+		    s->method == tstr(t, m->method) && s->klass == tstr(t, m->klass))
+			break;
+		s = NULL;
+	}
+	if (!s)
+		return;
+	s->stop = m->time;
+	s->end = s->error ? SP_END_RAISED : SP_END_STOPPED;
+	s->early = true;
+	forget_open(t, s);
+	if (m->time > t->max_time)
+		t->max_time = m->time;
+}
+
+static void summary_stop(struct sp_tree *t, const struct sp_span_mark *m)
+{
+	struct tspan s = { .tid = m->tid, .pid = m->pid, .runtime = m->runtime,
+			   .stop = m->time };
+
+	s.klass = tstr(t, m->klass);
+	s.method = tstr(t, m->method);
+	s.file = tstr(t, m->file);
+	sp_tree_summary_stop(t, &s);
+}
+
 /* Forget the id, pid or tid that names node n, and free it. */
 static void free_node(struct sp_tree *t, struct tnode *n)
 {
@@ -126,6 +179,8 @@ static void free_node(struct sp_tree *t, struct tnode *n)
 		key = ((struct tspan *)n)->id;
 		if (t->last_span == (struct tspan *)n)
 			t->last_span = NULL;
+		if (((struct tspan *)n)->written_open)
+			forget_open(t, (struct tspan *)n);
 		break;
 	}
 	if (m && (v = sp_u64map_get(m, key)) && *v == (uint64_t)(uintptr_t)n)
@@ -207,6 +262,8 @@ static struct tthread *thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
 static void reset_stream(struct sp_tree *t)
 {
 	sp_tree_summary_flush(t);
+	while (t->nopen)	/* a new stream does not end them */
+		forget_open(t, t->open[0]);
 	t->nstrs = 0;
 	t->nspans = 0;
 	t->last_span = NULL;
@@ -290,6 +347,11 @@ static void add_span(struct sp_tree *t, const struct sp_span *r)
 	fill_span(t, s, r);
 	sp_u64map_put(&t->spans, s->id, (uint64_t)(uintptr_t)s);
 	t->last_span = s;
+	if (r->end == SP_END_OPEN && !r->stop) {
+		s->written_open = true;
+		sp_grow(&t->open, &t->capopen, t->nopen + 1, sizeof(*t->open));
+		t->open[t->nopen++] = s;
+	}
 	if (r->parent && r->parent < s->id && (v = sp_u64map_get(&t->spans, r->parent)))
 		parent = (struct tnode *)(uintptr_t)*v;
 	else if (r->fork_span && (th = thread_of(t, r->tid, r->pid)))
@@ -446,6 +508,12 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 			break;
 		add_event(t, &rec->event);
 		break;
+	case SP_REC_SPAN_STOP:
+		if (t->sum)
+			summary_stop(t, &rec->mark);
+		else if (t->nopen)
+			close_written_open(t, &rec->mark);
+		break;
 	case SP_REC_SPAN_RAISE:
 		/* a raise follows the span that owns it (docs/correlate.md) */
 		if (t->last_span && t->last_span->tid == rec->mark.tid) {
@@ -502,6 +570,7 @@ void sp_tree_free(struct sp_tree *t)
 	sp_tree_summary_free(t);
 	sp_arena_release(&t->strings);
 	free(t->strs);
+	free(t->open);
 	free(t->sortbuf);
 	free(t->walk);
 	sp_u64map_release(&t->procs);

@@ -66,6 +66,8 @@ struct tspan {
 	struct tnode n;
 	uint64_t id, tid, pid, start, stop, end, samples, total, offcpu, line, runtime, raises;
 	const char *klass, *method, *file, *error, *message;
+	bool written_open;	/* its record came before its end (below) */
+	bool early;		/* it ended after its record: counts are partial */
 };
 
 struct tevent {
@@ -86,6 +88,13 @@ struct sp_tree {
 	uint64_t nspans;		/* span ids given so far */
 	struct sp_u64map procs, threads, spans;	/* pid, tid, span id -> live node */
 	struct tspan *last_span;
+	/*
+	 * Spans whose record said open while the stream went on: sp-correlate
+	 * writes a tree early when it holds too much (--max-held). Their stop
+	 * marks follow; until then, they hold their subtree back.
+	 */
+	struct tspan **open;
+	size_t nopen, capopen;
 
 	/* whole recording */
 	struct tproc *roots, *roots_tail;
@@ -220,6 +229,9 @@ void sp_tree_summary_new(struct sp_tree *t);
 void sp_tree_summary_add(struct sp_tree *t, struct tspan *s, uint64_t parent);
 /* A stream ends: sum what is still on the stacks (its span ids end). */
 void sp_tree_summary_flush(struct sp_tree *t);
+/* A stop mark (m: its tid, pid, names, and its time as stop): it ends a
+ * span written open, if one of its thread's is. */
+void sp_tree_summary_stop(struct sp_tree *t, const struct tspan *m);
 void sp_tree_print_summary(struct sp_tree *t);
 void sp_tree_summary_free(struct sp_tree *t);
 

@@ -159,6 +159,8 @@ static void json_span(struct sp_tree *t, const struct tspan *s, uint64_t base,
 		json_member(f, "class", s->klass);
 	if (s->method)
 		json_member(f, "method", s->method);
+	if (s->early && !t->stable)
+		fputs(",\"written_early\":true", f);
 	if (s->file) {
 		json_member(f, "file", s->file);
 		fprintf(f, ",\"line\":%llu", (unsigned long long)s->line);

@@ -225,6 +225,10 @@ static void render_span(struct sp_tree *t, struct sp_buf *b, const struct tspan 
 		line_color(b, color, "33");
 		line_add(b, " (open)");
 		line_color(b, color, "0");
+	} else if (s->early && !stable) {
+		line_color(b, color, "33");
+		line_add(b, " (written before its end: CPU counted until then)");
+		line_color(b, color, "0");
 	} else if (s->end == SP_END_INCOMPLETE) {
 		line_color(b, color, "33");
 		line_add(b, " (incomplete)");

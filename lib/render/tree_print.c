@@ -160,10 +160,12 @@ static bool walk_tree(struct sp_tree *t, const struct tnode *root,
 
 static bool is_live(const struct tnode *n, void *ctx)
 {
-	return n->type == N_PROC && !((const struct tproc *)n)->exited;
+	return (n->type == N_PROC && !((const struct tproc *)n)->exited) ||
+	       (n->type == N_SPAN && ((const struct tspan *)n)->written_open);
 }
 
-/* Does the subtree hold a process that has not ended (records may still come)? */
+/* Does the subtree hold a process or a span written open that has not ended
+ * (records may still come)? */
 static bool has_live(struct sp_tree *t, const struct tnode *n)
 {
 	return walk_tree(t, n, is_live, NULL);

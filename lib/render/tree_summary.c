@@ -31,7 +31,7 @@ struct sframe {
 	uint32_t method;	/* index into methods */
 	bool outer;		/* the outermost of its method on the stack */
 	bool known;		/* closed: dur is its duration */
-	uint64_t dur, child, samples, total, offcpu;
+	uint64_t start, dur, child, samples, total, offcpu;
 };
 
 struct sstack {
@@ -48,7 +48,8 @@ struct tsummary {
 	struct sp_u64map stack_of;	/* tid -> index into stacks */
 	struct sp_u64map active;	/* (stack << 32 | method) -> occurrences on it */
 	struct sp_buf key;
-	uint64_t spans, open;
+	uint64_t spans, open, early;
+	uint64_t last_tid, last_stop;	/* the last span added, if closed */
 };
 
 struct mkey {
@@ -152,7 +153,10 @@ void sp_tree_summary_add(struct sp_tree *t, struct tspan *s, uint64_t parent)
 	f->id = s->id;
 	f->method = mi;
 	f->known = s->stop >= s->start && s->stop && s->end != SP_END_OPEN;
+	f->start = s->start;
 	f->dur = f->known ? s->stop - s->start : 0;
+	S->last_tid = s->tid;
+	S->last_stop = f->known ? s->stop : 0;
 	f->samples = s->samples;
 	f->total = s->total;
 	f->offcpu = s->offcpu;
@@ -167,6 +171,32 @@ void sp_tree_summary_add(struct sp_tree *t, struct tspan *s, uint64_t parent)
 	if (!f->known) {
 		S->m[mi].open++;
 		S->open++;
+	}
+}
+
+void sp_tree_summary_stop(struct sp_tree *t, const struct tspan *m)
+{
+	struct tsummary *S = t->sum;
+	uint64_t *v = sp_u64map_get(&S->stack_of, m->tid);
+	struct sstack *st;
+	uint32_t mi;
+	size_t i;
+
+	if (!v || !S->open || (S->last_tid == m->tid && S->last_stop == m->stop))
+		return;		/* none open, or the stop of the span just added */
+	st = &S->stacks[*v];
+	mi = method_of(t, m);
+	for (i = st->n; i-- > 0;) {
+		struct sframe *f = &st->f[i];
+
+		if (f->known || f->method != mi || f->start > m->stop)
+			continue;
+		f->known = true;
+		f->dur = m->stop - f->start;
+		S->m[mi].open--;
+		S->open--;
+		S->early++;
+		return;
 	}
 }
 
@@ -335,8 +365,10 @@ static void print_head(const struct sp_tree *t, size_t shown, uint64_t whole)
 
 	if (t->json) {
 		fprintf(f, "{\"type\":\"summary\",\"sort\":\"%s\",\"spans\":%llu,\"methods\":%zu,"
-			"\"open_spans\":%llu", t->stable ? "calls" : sort_names[t->o.summary_sort],
-			(unsigned long long)S->spans, S->nm, (unsigned long long)S->open);
+			"\"open_spans\":%llu,\"written_early\":%llu",
+			t->stable ? "calls" : sort_names[t->o.summary_sort],
+			(unsigned long long)S->spans, S->nm, (unsigned long long)S->open,
+			(unsigned long long)S->early);
 		if (!t->stable)
 			fprintf(f, ",\"span_time_ns\":%llu,\"sample_period_ns\":%llu",
 				(unsigned long long)whole, (unsigned long long)t->period_ns);
@@ -351,6 +383,9 @@ static void print_head(const struct sp_tree *t, size_t shown, uint64_t whole)
 	if (S->open)
 		fprintf(f, "# %llu spans were open at the end: their time is not counted\n",
 			(unsigned long long)S->open);
+	if (S->early)
+		fprintf(f, "# %llu spans were written before their end (sp-correlate --max-held): "
+			"their CPU is counted until then\n", (unsigned long long)S->early);
 	if (t->stable) {
 		fprintf(f, "%10s  %s\n", "calls", "method  location");
 		return;
