@@ -238,7 +238,8 @@ static bool proc_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool s
 		break;
 	case SP_EV_PROC_EXIT:
 		if (v[1])
-			tb_add(b, "%skilled by %s", v[2] ? "thread " : "", sp_tree_signal_name(sig, v[1]));
+			tb_add(b, "%skilled by %s", v[2] ? "thread " : "",
+			       sp_tree_signal_name(sig, v[1]));
 		else
 			tb_add(b, "%sexit %lld", v[2] ? "thread " : "", (long long)(int64_t)v[0]);
 		break;

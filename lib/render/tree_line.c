@@ -173,7 +173,8 @@ static void render_proc(struct sp_buf *b, const struct tproc *p, bool stable, bo
 	if (!stable && p->ppid)
 		line_add(b, " parent=%llu", (unsigned long long)p->ppid);
 	if (sp_tree_proc_status(p, &code, &sig, &core) && sig)
-		line_add(b, " killed=%s%s", sp_tree_signal_name(name, sig), core ? " core-dumped" : "");
+		line_add(b, " killed=%s%s", sp_tree_signal_name(name, sig),
+			 core ? " core-dumped" : "");
 	else if (sp_tree_proc_status(p, &code, &sig, &core))
 		line_add(b, " exit=%llu", (unsigned long long)code);
 	line_add(b, "]");

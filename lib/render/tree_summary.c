@@ -375,8 +375,9 @@ static void print_head(const struct sp_tree *t, size_t shown, uint64_t whole)
 		fputs(",\"rows\":[", f);
 		return;
 	}
-	fprintf(f, "# stackpulse summary  spans %llu  methods %zu  sorted by %s", (unsigned long long)
-		S->spans, S->nm, t->stable ? "calls" : sort_names[t->o.summary_sort]);
+	fprintf(f, "# stackpulse summary  spans %llu  methods %zu  sorted by %s",
+		(unsigned long long)S->spans, S->nm,
+		t->stable ? "calls" : sort_names[t->o.summary_sort]);
 	if (shown < S->nm)
 		fprintf(f, "  top %zu", shown);
 	fputc('\n', f);
@@ -392,7 +393,8 @@ static void print_head(const struct sp_tree *t, size_t shown, uint64_t whole)
 	}
 	fputs("# total: time inside, a recursion counted once; self: total minus its calls; "
 	      "% of all span time\n", f);
-	fprintf(f, "%10s %10s %7s %10s %7s %10s %10s %10s  %s\n", "calls", "total", "%", "self", "%",
+	fprintf(f, "%10s %10s %7s %10s %7s %10s %10s %10s  %s\n",
+		"calls", "total", "%", "self", "%",
 		t->period_ns ? "cpu" : "samples", t->period_ns ? "self-cpu" : "self-smpl",
 		"off-cpu", "method  location");
 }

@@ -83,8 +83,9 @@ static void elided_line(struct sp_tree *t, const struct tnode *n, struct prefix 
 		return;
 	sp_tree_fmt_dur(d, sizeof(d), ns);
 	put_prefix(t, pf);
-	fprintf(t->out, "└─ … %llu more, each under %g%% of the %s time", (unsigned long long)count,
-		t->share * 100, n->type == N_SPAN ? "top-level span's" : "recording's");
+	fprintf(t->out, "└─ … %llu more, each under %g%% of the %s time",
+		(unsigned long long)count, t->share * 100,
+		n->type == N_SPAN ? "top-level span's" : "recording's");
 	if (!t->stable)
 		fprintf(t->out, " (%s in all)", d);
 	fputc('\n', t->out);
