@@ -175,3 +175,150 @@ load helper
 	[ "$(tr -cd '}' < "$BATS_TEST_TMPDIR/all.json" | wc -c)" -eq 1000002 ]
 	[ "$(tail -c 5 "$BATS_TEST_TMPDIR/all.json")" = ']}]}' ]
 }
+
+# The end record knows the status of the recorded command only (sp-record
+# waits for it); another process's comes from its proc_exit event.
+@test "sp-tree: a process killed by a signal is shown killed by it, not exit=0" {
+	require_root
+	cd "$BATS_TEST_TMPDIR"
+	sp-record -o k.sp -- sh -c 'sleep 5 & sleep .3; kill $!; wait; exit 3' 2>/dev/null || true
+	run --separate-stderr -0 sp-tree --no-events k.sp
+	grep -E '\[PROC pid=[0-9]+ comm=sleep parent=[0-9]+ killed=SIGTERM\]' <<< "$output"
+	grep -E '\[PROC pid=[0-9]+ comm=sleep parent=[0-9]+ exit=0\]' <<< "$output"
+	grep -E '\[PROC pid=[0-9]+ comm=sh parent=[0-9]+ exit=3\]' <<< "$output"
+	run -0 sp-tree --format=json --no-events k.sp
+	[ "$(jq -c '[.. | objects | select(.type == "process") |
+		[.comm, .exit, .signal, .signal_name]] | sort' <<< "$output")" = \
+	  '[["sh",3,null,null],["sleep",null,15,"SIGTERM"],["sleep",0,null,null]]' ]
+}
+
+@test "sp-tree: a recorded command that dumped core says so" {
+	require_root
+	cd "$BATS_TEST_TMPDIR"
+	run sp-record -o c.sp -- sh -c 'ulimit -c unlimited; kill -QUIT $$'
+	[ "$status" -eq 131 ]
+	ls core* >/dev/null 2>&1 || skip "no core was dumped here (core_pattern: $(cat /proc/sys/kernel/core_pattern))"
+	run --separate-stderr -0 sp-tree --no-events c.sp
+	grep -E '\[PROC pid=[0-9]+ comm=sh parent=[0-9]+ killed=SIGQUIT core-dumped\]' <<< "$output"
+}
+
+# summary.in: Fib#a (0-10ms) calls Fib#b recursively three deep (1-6, 2-5,
+# 3-4ms; one CPU sample at 3.5ms) and Fib#c (7-9ms); Fib#c again at 11-12ms;
+# another thread runs Fib#b from 0.5 to 2.5ms.
+@test "sp-tree --summary: calls, total once per outermost call of a recursion, self, CPU" {
+	run -0 sp-tree --summary --format=json "$FIXTURES/summary.in"
+	row() { jq -c --arg m "$1" '.rows[] | select(.method == $m) |
+		[.calls, .total_ns, .self_ns, .cpu_ns, .self_cpu_ns]' <<< "$output"; }
+	[ "$(row Fib#a)" = '[1,10000000,3000000,1000000,0]' ]
+	[ "$(row Fib#b)" = '[4,7000000,7000000,1000000,1000000]' ]
+	[ "$(row Fib#c)" = '[2,3000000,3000000,0,0]' ]
+	[ "$(jq -c '[.spans, .methods, .open_spans, .span_time_ns]' <<< "$output")" = '[7,3,0,13000000]' ]
+	# sorted by self, then by name
+	[ "$(jq -c '[.rows[].method]' <<< "$output")" = '["Fib#b","Fib#a","Fib#c"]' ]
+	run -0 sp-tree --summary --sort=total --top=2 "$FIXTURES/summary.in"
+	[ "$(grep -c 'Fib#' <<< "$output")" -eq 2 ]
+	grep -E '^ +1 +10\.0ms +76\.9% +3\.0ms +23\.1% +1\.0ms +- +- +Fib#a +fib\.rb:10$' <<< "$output"
+	grep -q 'top 2' <<< "$output"
+	run -0 sp-tree --summary --sort=calls "$FIXTURES/summary.in"
+	[ "$(grep -o 'Fib#[a-c]' <<< "$output" | tr '\n' ' ')" = "Fib#b Fib#c Fib#a " ]
+	run -64 sp-tree --summary --sort=bogus "$FIXTURES/summary.in"
+	run -64 sp-tree --summary --top=0 "$FIXTURES/summary.in"
+}
+
+@test "sp-tree --summary: correlated input and raw input give the same table" {
+	sp-correlate "$FIXTURES/app.in" > "$BATS_TEST_TMPDIR/c.sp"
+	[ "$(sp-tree --summary "$BATS_TEST_TMPDIR/c.sp")" = "$(sp-tree --summary "$FIXTURES/app.in")" ]
+	run -0 sp-tree --summary --stable "$FIXTURES/app.in"
+	grep -E '^ +1  Foo#load  app\.rb:12$' <<< "$output"
+}
+
+@test "sp-tree: with --span, -d counts from the span that matched, not from the process" {
+	# Foo#connect is two levels down: its events are at level 3
+	run -0 sp-tree --stable --span='Foo#connect' -d 1 "$FIXTURES/app.in"
+	grep -F '[SPAN Foo#connect at=app.rb:20]' <<< "$output"
+	grep -F 'dns_req → localhost A' <<< "$output"
+	grep -F 'sock_connect → 127.0.0.1:8080' <<< "$output"
+	! grep -F 'more' <<< "$output"
+}
+
+# Main#run (1 s) calls Main#big (800 ms) and 25,000 methods of 1 us each.
+big_tree() {
+	python3 - "$1" <<'PY'
+import json, sys
+out = open(sys.argv[1], "w")
+def put(r): out.write(json.dumps(r) + "\n")
+def mark(kind, t, m):
+	put({"type": kind, "time": t, "pid": 7, "tid": 7, "runtime": "ruby", "klass": "Main",
+	     "method": m, "file": "/app/main.rb", "line": 1})
+put({"type": "header", "version": 1, "start_mono_ns": 1000, "clock": "monotonic"})
+put({"type": "process", "time": 1000, "pid": 7, "ppid": 1, "comm": "ruby"})
+mark("span_start", 1000, "run")
+mark("span_start", 100000000, "big")
+mark("span_stop", 900000000, "big")
+for i in range(25000):
+	mark("span_start", 900001000 + 2000 * i, "m%d" % i)
+	mark("span_stop", 900002000 + 2000 * i, "m%d" % i)
+mark("span_stop", 1000001000, "run")
+put({"type": "end", "time": 1000001000})
+PY
+}
+
+@test "sp-tree: a large tree hides spans under 0.5% of their top-level span, and says so" {
+	require_cmd python3
+	big_tree "$BATS_TEST_TMPDIR/big.jsonl"
+	run --separate-stderr -0 sp-tree "$BATS_TEST_TMPDIR/big.jsonl"
+	[ "${#lines[@]}" -eq 6 ]
+	assert_line --index 2 '[PROC pid=7 comm=ruby parent=1]'
+	assert_line --index 3 '└─ [SPAN tid=7 Main#run at=main.rb:1 dur=1.000s]'
+	assert_line --index 4 '   ├─ [SPAN tid=7 Main#big at=main.rb:1 dur=800.0ms]'
+	assert_line --index 5 "   └─ … 25000 more, each under 0.5% of the top-level span's time (25.0ms in all)"
+	run --separate-stderr -0 sp-tree --format=json "$BATS_TEST_TMPDIR/big.jsonl"
+	[ "$(jq -c '.processes[0].children[0].children[1]' <<< "$output")" = \
+	  '{"type":"elided","count":25000,"min_share":0.005,"dur_ns":25000000}' ]
+	# --min-share=0 shows them all; so does a higher share hide Main#big
+	run --separate-stderr -0 sp-tree --min-share=0 "$BATS_TEST_TMPDIR/big.jsonl"
+	[ "$(grep -c 'Main#m[0-9]' <<< "$output")" -eq 25000 ]
+	! grep -F '… ' <<< "$output"
+	run --separate-stderr -0 sp-tree --stable --min-share=90% "$BATS_TEST_TMPDIR/big.jsonl"
+	assert_line --index 3 "   └─ … 25001 more, each under 90% of the top-level span's time"
+	run -64 sp-tree --min-share=101 "$BATS_TEST_TMPDIR/big.jsonl"
+	run -64 sp-tree --min-share=x "$BATS_TEST_TMPDIR/big.jsonl"
+}
+
+@test "sp-tree: a small tree hides nothing unless --min-share is given" {
+	run -0 sp-tree --stable "$FIXTURES/app.in"
+	! grep -F 'more, each under' <<< "$output"
+	# Foo#tick (3 times) and Foo#boom run 1 ms or less of the recording's 204 ms
+	run -0 sp-tree --stable --min-share=1% "$FIXTURES/app.in"
+	! grep -F -e 'Foo#tick' -e 'Foo#boom' <<< "$output"
+	grep -F 'Foo#load' <<< "$output"
+	grep -F "└─ … 4 more, each under 1% of the recording's time" <<< "$output"
+}
+
+# One span f holding 600,000 short calls of f: 1.2 million span marks, more
+# than sp-correlate holds (--max-held, 1048576), so the tree is written
+# before f ends. f's stop mark follows: f ended, it is not open.
+@test "sp-tree: a span written before its end (--max-held) ends at its stop, not (open)" {
+	printf '%s\n' '{"type":"header","version":1,"start_mono_ns":1,"clock":"monotonic"}' \
+		'{"type":"string","value":"f"}' \
+		'{"type":"process","time":1,"pid":7,"ppid":1,"comm":"deep"}' |
+		sp-decode --encode -o "$BATS_TEST_TMPDIR/early.sp"
+	span_marks start 1 "$BATS_TEST_TMPDIR/early.sp"
+	repeat_bytes 600000 '\012\006\002\007\007\000\000\001\013\006\002\007\007\000\000\001' \
+		"$BATS_TEST_TMPDIR/early.sp"
+	span_marks stop 1 "$BATS_TEST_TMPDIR/early.sp"
+	printf '\022\001\002' >> "$BATS_TEST_TMPDIR/early.sp"	# end, 1 ns later
+	run --separate-stderr -0 sp-correlate -o "$BATS_TEST_TMPDIR/c.sp" "$BATS_TEST_TMPDIR/early.sp"
+	[[ "$stderr" == *"1 span trees were written before they closed"* ]]
+	for in in early.sp c.sp; do
+		run --separate-stderr -0 sp-tree "$BATS_TEST_TMPDIR/$in"
+		assert_line --index 3 '└─ [SPAN tid=7 f dur=1.2ms] (written before its end: CPU counted until then)'
+		! grep -F '(open)' <<< "$output"
+		run --separate-stderr -0 sp-tree --format=json "$BATS_TEST_TMPDIR/$in"
+		[ "$(jq -c '.processes[0].children[0] | [.end, .dur_ns, .written_early]' <<< "$output")" = \
+		  '["stopped",1200001,true]' ]
+		run --separate-stderr -0 sp-tree --summary --format=json "$BATS_TEST_TMPDIR/$in"
+		[ "$(jq -c '[.open_spans, .written_early, .rows[0].calls, .rows[0].total_ns]' <<< "$output")" = \
+		  '[0,1,600001,1200001]' ]
+	done
+}

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* sp-tree - print recorded processes, spans and events as a tree. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,8 @@
 
 enum {
 	OPT_FORMAT = 0x100, OPT_STABLE, OPT_MIN_DUR, OPT_PID, OPT_TID, OPT_SPAN, OPT_EVENTS,
-	OPT_NO_COLLAPSE, OPT_NO_EVENTS, OPT_WINDOW, OPT_BUFFER,
+	OPT_NO_COLLAPSE, OPT_NO_EVENTS, OPT_WINDOW, OPT_BUFFER, OPT_SUMMARY, OPT_SORT, OPT_TOP,
+	OPT_MIN_SHARE,
 };
 
 #define MAX_FILTERS 64
@@ -22,7 +24,7 @@ static struct env {
 	uint64_t pids[MAX_FILTERS], tids[MAX_FILTERS];
 	const char *spans[MAX_FILTERS];
 	uint64_t window_ns;
-} env = { .window_ns = SP_CORR_WINDOW_NS, .tree.buffer_nodes = 65536 };
+} env = { .window_ns = SP_CORR_WINDOW_NS, .tree.buffer_nodes = 65536, .tree.min_share = -1 };
 
 static const char doc[] = "Print recorded processes, method spans, the events each span "
 	"caused and the processes it started, as a tree.\v"
@@ -32,7 +34,8 @@ static const char doc[] = "Print recorded processes, method spans, the events ea
 	"  sp-record -- ruby app.rb | sp-correlate | sp-tree\n"
 	"  sp-tree --stable run.sp > tree.txt && diff -u expected.txt tree.txt\n"
 	"  sp-tree --span='Foo#*' --events=file,net --min-dur=1ms run.sp\n"
-	"  sp-tree --format=json run.sp | jq '.processes[0].children[].name'\n\n"
+	"  sp-tree --format=json run.sp | jq '.processes[0].children[].name'\n"
+	"  sp-tree --summary --sort=total --top=20 run.sp\n\n"
 	SP_EXIT_STATUS_DOC;
 
 static const struct argp_option options[] = {
@@ -40,8 +43,13 @@ static const struct argp_option options[] = {
 	{ "stable", OPT_STABLE, NULL, 0,
 	  "Leave out what changes from run to run (times, durations, pids, tids) and order "
 	  "siblings deterministically, for diffs", 0 },
-	{ "depth", 'd', "N", 0, "Print at most N levels below each process", 0 },
+	{ "depth", 'd', "N", 0, "Print at most N levels below each process (with --span: below each span "
+	  "that matched)", 0 },
 	{ "min-dur", OPT_MIN_DUR, "DURATION", 0, "Hide spans shorter than DURATION (e.g. 1ms)", 0 },
+	{ "min-share", OPT_MIN_SHARE, "PERCENT", 0,
+	  "Hide spans shorter than PERCENT of the time of their top-level span (a top-level "
+	  "span: of the recording), counted on one line (default: 0.5% in a tree of more "
+	  "than 20000 spans, else 0: all)", 0 },
 	{ "pid", OPT_PID, "PID", 0, "Show only this process and what it started (repeatable)", 0 },
 	{ "tid", OPT_TID, "TID", 0, "Show only spans of this thread (repeatable)", 0 },
 	{ "span", OPT_SPAN, "GLOB", 0,
@@ -56,6 +64,12 @@ static const struct argp_option options[] = {
 	{ "buffer", OPT_BUFFER, "NODES", 0,
 	  "Hold about NODES tree nodes before printing the finished top-level spans of a "
 	  "process (default 65536); 0 holds the whole tree", 0 },
+	{ "summary", OPT_SUMMARY, NULL, 0,
+	  "Print a table of methods instead of the tree: calls, total and self time, CPU "
+	  "with and without callees, off-CPU time, across all threads and processes", 0 },
+	{ "sort", OPT_SORT, "KEY", 0,
+	  "With --summary: sort by self (default), total, calls, cpu (self CPU) or offcpu", 0 },
+	{ "top", OPT_TOP, "N", 0, "With --summary: print the first N methods only", 0 },
 	{ "window", OPT_WINDOW, "DURATION", 0,
 	  "When correlating on the fly: the reorder window (default 1ms)", 0 },
 	{ 0 }
@@ -63,36 +77,53 @@ static const struct argp_option options[] = {
 
 static uint64_t parse_events(const char *list)
 {
-	static const struct {
-		const char *name;
-		unsigned int group;
-	} groups[] = {
-		{ "proc", SP_EVG_PROC }, { "file", SP_EVG_FILE }, { "net", SP_EVG_NET },
-		{ "dns", SP_EVG_DNS }, { "priv", SP_EVG_PRIV }, { "runtime", SP_EVG_RUNTIME },
-	};
 	char *copy = sp_xstrdup(list), *tok, *save = NULL;
 	uint64_t mask = 0;
-	unsigned int i, k;
+	unsigned int k, group;
 
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		k = sp_event_kind_by_name(tok);
-		if (k) {
-			mask |= 1ull << k;
-			continue;
-		}
-		for (i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
-			if (!strcmp(tok, groups[i].name))
-				break;
-		if (i == sizeof(groups) / sizeof(groups[0])) {
+		group = k ? 0 : sp_event_group_by_name(tok);
+		if (!k && !group) {
 			free(copy);
 			return 0;
 		}
-		for (k = 1; k < SP_EV_KIND_MAX; k++)
-			if (sp_event_schema(k) && (sp_event_schema(k)->group & groups[i].group))
-				mask |= 1ull << k;
+		mask |= k ? 1ull << k : sp_event_group_kinds(group);
 	}
 	free(copy);
 	return mask;
+}
+
+/* "0.5%" or "0.5": a percentage from 0 to 100, as a share. */
+static int parse_percent(const char *arg, double *share)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (end == arg || errno || (*end && strcmp(end, "%")) || !(v >= 0 && v <= 100))
+		return -1;
+	*share = v / 100;
+	return 0;
+}
+
+static int parse_sort(const char *arg, enum sp_summary_sort *sort)
+{
+	static const char *const names[] = {
+		[SP_SUMMARY_SELF] = "self", [SP_SUMMARY_TOTAL] = "total",
+		[SP_SUMMARY_CALLS] = "calls", [SP_SUMMARY_CPU] = "cpu",
+		[SP_SUMMARY_OFFCPU] = "offcpu",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(arg, names[i])) {
+			*sort = (enum sp_summary_sort)i;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -123,6 +154,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_MIN_DUR:
 		if (sp_parse_duration(arg, &o->min_dur_ns))
 			argp_error(state, "invalid duration '%s'", arg);
+		break;
+	case OPT_MIN_SHARE:
+		if (parse_percent(arg, &o->min_share))
+			argp_error(state, "invalid share '%s': a percentage such as 0.5%% (0: all)",
+				   arg);
 		break;
 	case OPT_PID:
 	case OPT_TID:
@@ -155,6 +191,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_BUFFER:
 		if (sp_parse_uint(arg, 0, UINT64_MAX, &env.tree.buffer_nodes))
 			argp_error(state, "invalid node count '%s'", arg);
+		break;
+	case OPT_SUMMARY:
+		o->summary = true;
+		break;
+	case OPT_SORT:
+		if (parse_sort(arg, &o->summary_sort))
+			argp_error(state, "invalid sort key '%s': use self, total, calls, cpu or "
+				   "offcpu", arg);
+		break;
+	case OPT_TOP:
+		if (sp_parse_uint(arg, 1, SIZE_MAX, &v))
+			argp_error(state, "invalid count '%s'", arg);
+		o->summary_top = (size_t)v;
 		break;
 	case OPT_WINDOW:
 		if (!strcmp(arg, "0"))

@@ -7,7 +7,6 @@
  * bpf_eventsP.h maps the files that load, attach and decode.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,18 +16,6 @@
 #include "bpf_eventsP.h"
 #include "sp.h"
 #include "events.skel.h"
-
-void sp_ev_appendf(char *buf, size_t size, const char *fmt, ...)
-{
-	size_t len = strlen(buf);
-	va_list ap;
-
-	if (len >= size - 1)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + len, size - len, fmt, ap);
-	va_end(ap);
-}
 
 static int ev_start(struct sp_source *s, const struct sp_target *t, struct sp_emit *out)
 {
@@ -130,34 +117,48 @@ static int ev_finish(struct sp_source *s, struct sp_emit *out)
 	return 0;
 }
 
+/* Add words to the string in buf (size bytes, cut at its end), after a
+ * blank when it has some already; b is released. */
+static void put_words(char *buf, size_t size, struct sp_buf *b)
+{
+	size_t len = strlen(buf);
+
+	if (b->len)
+		snprintf(buf + len, size - len, "%s%s", len ? " " : "", b->p);
+	sp_buf_release(b);
+}
+
 static void ev_describe(struct sp_source *s, char *features, size_t fsize, char *unavailable,
 			size_t usize)
 {
 	struct ev_priv *p = s->priv;
-	uint64_t want = p->o.kinds & sp_ev_group_kinds(KERNEL_GROUPS);
+	uint64_t want = p->o.kinds & sp_event_group_kinds(KERNEL_GROUPS);
+	struct sp_buf f = SP_BUF_INIT, u = SP_BUF_INIT;
 	char names[512];
 
 	if (!want)
 		return;
 	if (p->state == ST_READY) {
-		sp_ev_appendf(features, fsize, "%sbpf-events=%s", *features ? " " : "", p->how);
+		sp_buf_printf(&f, "bpf-events=%s", p->how);
 		if (p->mounted_tracefs)
-			sp_ev_appendf(features, fsize, " tracefs=mounted");
+			sp_buf_puts(&f, " tracefs=mounted");
 		if (p->entry)
-			sp_ev_appendf(features, fsize, " entry=%s", p->entry);
+			sp_buf_printf(&f, " entry=%s", p->entry);
 		sp_events_format(p->active, names, sizeof(names));
-		sp_ev_appendf(features, fsize, " events=%s", names);
+		sp_buf_printf(&f, " events=%s", names);
 	} else {
-		sp_ev_appendf(unavailable, usize, "%sbpf-events", *unavailable ? " " : "");
+		sp_buf_puts(&u, "bpf-events");
 	}
-	if (*p->probes)
-		sp_ev_appendf(unavailable, usize, "%s%s", *unavailable ? " " : "", p->probes);
-	if (*p->tried && p->state == ST_READY)
-		sp_ev_appendf(unavailable, usize, "%s%s", *unavailable ? " " : "", p->tried + 1);
+	if (p->probes.len)
+		sp_buf_printf(&u, "%s%s", u.len ? " " : "", p->probes.p);
+	if (p->tried.len && p->state == ST_READY)
+		sp_buf_printf(&u, "%s%s", u.len ? " " : "", p->tried.p + 1);
 	if (want & ~p->active) {
 		sp_events_format(want & ~p->active, names, sizeof(names));
-		sp_ev_appendf(unavailable, usize, "%sevents=%s", *unavailable ? " " : "", names);
+		sp_buf_printf(&u, "%sevents=%s", u.len ? " " : "", names);
 	}
+	put_words(features, fsize, &f);
+	put_words(unavailable, usize, &u);
 }
 
 static void ev_free(struct sp_source *s)
@@ -171,6 +172,8 @@ static void ev_free(struct sp_source *s)
 		sp_ev_unload(p);
 		free(p->lost_seen);
 		free(p->text);
+		sp_buf_release(&p->tried);
+		sp_buf_release(&p->probes);
 		free(p);
 	}
 	free(s);
@@ -191,7 +194,7 @@ void sp_events_print_check(struct sp_source *s, FILE *f)
 	unsigned int k;
 
 	if (p->state == ST_NEW) {
-		p->o.kinds = sp_ev_group_kinds(KERNEL_GROUPS);
+		p->o.kinds = sp_event_group_kinds(KERNEL_GROUPS);
 		p->o.given = false;
 		sp_events_prepare(s);
 		p->o.kinds = saved;

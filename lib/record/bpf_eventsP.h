@@ -26,6 +26,7 @@
 #include <linux/types.h>
 
 #include "bpf_events.h"
+#include "buf.h"
 #include "source.h"
 #include "writer.h"
 #include "../../bpf/events.h"	/* struct sp_bpf_ev, SP_BPF_NSTR */
@@ -74,8 +75,8 @@ struct ev_priv {
 	struct sp_emit *out;
 	const char *how;		/* strategy in use */
 	char why[320];			/* why events are off */
-	char tried[256];		/* strategies that failed and why */
-	char probes[128];		/* top rungs probed: fentry, LSM */
+	struct sp_buf tried;		/* strategies that failed and why: " how(why)"... */
+	struct sp_buf probes;		/* top rungs probed: fentry, LSM */
 	uint64_t avail;			/* kinds this kernel gives */
 	uint64_t active;		/* kinds recorded */
 	bool mounted_tracefs;
@@ -96,13 +97,6 @@ struct ev_priv {
 	struct sp_writer *str_w;	/* the writer last_str[] ids are of */
 	uint64_t last_str[SP_BPF_NSTR];	/* string i of the last record, as an id */
 };
-
-/* bpf_events.c: append to the string in buf (size bytes), cut at its end. */
-void sp_ev_appendf(char *buf, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* bpf_events_opts.c: the kinds of the groups in the mask. */
-uint64_t sp_ev_group_kinds(unsigned int group);
 
 /* bpf_events_features.c */
 void sp_ev_kfeat_get(struct kfeat *f);

@@ -66,7 +66,7 @@ static bool need_tracefs(struct ev_priv *p, const char *what)
 		p->mounted_tracefs = true;
 		return true;
 	}
-	sp_ev_appendf(p->tried, sizeof(p->tried), " %s(cannot mount tracefs: %s)", what,
+	sp_buf_printf(&p->tried, " %s(cannot mount tracefs: %s)", what,
 		strerror(errno));
 	return false;
 }
@@ -80,7 +80,7 @@ static bool setid_tps_ready(struct ev_priv *p)
 	if (!access("/sys/kernel/tracing/events/syscalls/sys_enter_setuid", F_OK) ||
 	    !access("/sys/kernel/debug/tracing/events/syscalls/sys_enter_setuid", F_OK))
 		return true;
-	sp_ev_appendf(p->tried, sizeof(p->tried), " setid-tracepoints(no syscall events)");
+	sp_buf_printf(&p->tried, " setid-tracepoints(no syscall events)");
 	return false;
 }
 
@@ -263,16 +263,16 @@ static int probe_features(struct ev_priv *p, struct kfeat *kf)
 	if (err == -EPERM || err == -EACCES) {
 		memset(kf, 0, sizeof(*kf));
 		kf->fentry_err = kf->lsm_err = err;
-		sp_ev_appendf(p->tried, sizeof(p->tried), " tracepoint(%s)", strerror(-err));
+		sp_buf_printf(&p->tried, " tracepoint(%s)", strerror(-err));
 	} else {
 		err = 0;
 		sp_ev_kfeat_get(kf);
 	}
 	if (kf->fentry_err)
-		sp_ev_appendf(p->probes, sizeof(p->probes), "%sbpf-fentry(%s)", *p->probes ? " " : "",
+		sp_buf_printf(&p->probes, "%sbpf-fentry(%s)", p->probes.len ? " " : "",
 			strerrorname_np(-kf->fentry_err) ? strerrorname_np(-kf->fentry_err) : "error");
 	if (kf->lsm_err)
-		sp_ev_appendf(p->probes, sizeof(p->probes), "%sbpf-lsm(%s)", *p->probes ? " " : "",
+		sp_buf_printf(&p->probes, "%sbpf-lsm(%s)", p->probes.len ? " " : "",
 			strerrorname_np(-kf->lsm_err) ? strerrorname_np(-kf->lsm_err) : "error");
 	return err;
 }
@@ -297,7 +297,7 @@ static int load_best(struct ev_priv *p, const struct kfeat *kf, uint64_t want, b
 		if (p->o.attach && strcmp(p->o.attach, ps->how))
 			continue;
 		if (!strcmp(ps->how, "tp_btf") && !kf->tp_exec) {
-			sp_ev_appendf(p->tried, sizeof(p->tried), " tp_btf(no BTF)");
+			sp_buf_printf(&p->tried, " tp_btf(no BTF)");
 			continue;
 		}
 		if (!strcmp(ps->how, "tracepoint") && !need_tracefs(p, "tracepoint"))
@@ -305,7 +305,7 @@ static int load_best(struct ev_priv *p, const struct kfeat *kf, uint64_t want, b
 		p->setid_err = 0;
 		err = try_strategy(p, ps, cap, setid_tps && strcmp(ps->how, "tracepoint"));
 		if (err && p->setid_err) {
-			sp_ev_appendf(p->tried, sizeof(p->tried), " setid-tracepoints(%s)",
+			sp_buf_printf(&p->tried, " setid-tracepoints(%s)",
 				strerror(-p->setid_err));
 			err = try_strategy(p, ps, cap, false);
 		}
@@ -315,7 +315,7 @@ static int load_best(struct ev_priv *p, const struct kfeat *kf, uint64_t want, b
 				p->avail &= ~SP_EV_BIT(SP_EV_CAPABLE_CHECK);
 			return 0;
 		}
-		sp_ev_appendf(p->tried, sizeof(p->tried), " %s(%s)", ps->how, strerror(-err));
+		sp_buf_printf(&p->tried, " %s(%s)", ps->how, strerror(-err));
 		if (err == -EPERM || (err == -EACCES && geteuid()))
 			break;	/* no rung below helps */
 	}
@@ -378,7 +378,7 @@ static int events_ready(struct sp_source *s, uint64_t want)
 int sp_events_prepare(struct sp_source *s)
 {
 	struct ev_priv *p = s->priv;
-	uint64_t kernel = sp_ev_group_kinds(KERNEL_GROUPS);
+	uint64_t kernel = sp_event_group_kinds(KERNEL_GROUPS);
 	uint64_t want = p->o.kinds & kernel;
 	bool want_cap, cap_hook;
 	struct kfeat kf;
@@ -407,7 +407,8 @@ int sp_events_prepare(struct sp_source *s)
 			snprintf(p->why, sizeof(p->why), "loading BPF programs needs root "
 				 "(CAP_BPF and CAP_PERFMON): %s", strerror(-err));
 		else
-			snprintf(p->why, sizeof(p->why), "no attach strategy worked:%s", p->tried);
+			snprintf(p->why, sizeof(p->why), "no attach strategy worked:%s",
+				 sp_buf_str(&p->tried));
 		return events_off(p);
 	}
 	return events_ready(s, want);

@@ -13,38 +13,7 @@
 
 uint64_t sp_events_default_kinds(void)
 {
-	uint64_t m = 0;
-	unsigned int k;
-
-	for (k = 1; k < SP_EV_KIND_MAX; k++) {
-		const struct sp_event_schema *s = sp_event_schema(k);
-
-		if (s && (s->group & (SP_EVG_PROC | SP_EVG_FILE | SP_EVG_NET | SP_EVG_DNS)))
-			m |= SP_EV_BIT(k);
-	}
-	return m;
-}
-
-static const struct {
-	const char *name;
-	unsigned int group;
-} groups[] = {
-	{ "proc", SP_EVG_PROC }, { "file", SP_EVG_FILE }, { "net", SP_EVG_NET },
-	{ "dns", SP_EVG_DNS }, { "priv", SP_EVG_PRIV }, { "runtime", SP_EVG_RUNTIME },
-};
-
-uint64_t sp_ev_group_kinds(unsigned int group)
-{
-	uint64_t m = 0;
-	unsigned int k;
-
-	for (k = 1; k < SP_EV_KIND_MAX; k++) {
-		const struct sp_event_schema *s = sp_event_schema(k);
-
-		if (s && (s->group & group))
-			m |= SP_EV_BIT(k);
-	}
-	return m;
+	return sp_event_group_kinds(SP_EVG_PROC | SP_EVG_FILE | SP_EVG_NET | SP_EVG_DNS);
 }
 
 int sp_events_parse(const char *list, uint64_t *kinds, uint64_t *named, char *err,
@@ -65,7 +34,6 @@ int sp_events_parse(const char *list, uint64_t *kinds, uint64_t *named, char *er
 		char word[64];
 		uint64_t w = 0;
 		unsigned int k;
-		size_t i;
 
 		if (minus) {
 			p++;
@@ -82,14 +50,13 @@ int sp_events_parse(const char *list, uint64_t *kinds, uint64_t *named, char *er
 			m = sp_events_default_kinds();
 		first = false;
 		if (!strcmp(word, "all"))
-			w = sp_ev_group_kinds(KERNEL_GROUPS);
+			w = sp_event_group_kinds(KERNEL_GROUPS);
 		else if (!strcmp(word, "none"))
 			w = 0, m = minus ? m : 0;
 		else if (!strcmp(word, "default"))
 			w = sp_events_default_kinds();
-		for (i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
-			if (!strcmp(word, groups[i].name))
-				w = sp_ev_group_kinds(groups[i].group);
+		if (sp_event_group_by_name(word))
+			w = sp_event_group_kinds(sp_event_group_by_name(word));
 		k = sp_event_kind_by_name(word);
 		if (k) {
 			w = SP_EV_BIT(k);

@@ -352,7 +352,7 @@ static bool root_status(struct proc *pr, uint64_t *status, uint64_t *flags)
 		*status = (uint64_t)si.si_status;
 	} else {
 		*status = 128 + (uint64_t)si.si_status;
-		*flags |= SP_PEND_SIGNALED;
+		*flags |= SP_PEND_SIGNALED | (si.si_code == CLD_DUMPED ? SP_PEND_CORE : 0);
 	}
 	return true;
 }

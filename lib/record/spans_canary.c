@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bpf_spans.h"
+#include "buf.h"
 #include "defs.h"
 #include "events.h"
 #include "launch.h"
@@ -15,21 +16,11 @@
 #include "sp.h"
 #include "spans_canary.h"
 
-/* Append "sep fmt" to buf (size), cutting what does not fit. */
-static void append(char *buf, size_t size, const char *sep, const char *s)
-{
-	size_t len = strlen(buf);
-
-	if (len + 1 >= size)
-		return;
-	snprintf(buf + len, size - len, "%s%s", len ? sep : "", s);
-}
-
 int sp_canary_scan(struct sp_reader *r, const char *want, bool audit,
 		   struct sp_canary_result *res)
 {
+	struct sp_buf probes = SP_BUF_INIT;
 	struct sp_record rec;
-	char item[400];
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -56,9 +47,9 @@ int sp_canary_scan(struct sp_reader *r, const char *want, bool audit,
 				 sp_defs_strz(d, rec.runtime.library));
 			break;
 		case SP_REC_PROBE:
-			snprintf(item, sizeof(item), "%s %llu", sp_defs_strz(d, rec.probe.name),
-				 (unsigned long long)rec.probe.hits);
-			append(res->probes, sizeof(res->probes), ", ", item);
+			sp_buf_printf(&probes, "%s%s %llu", probes.len ? ", " : "",
+				      sp_defs_strz(d, rec.probe.name),
+				      (unsigned long long)rec.probe.hits);
 			if (!res->verdict[0] && *sp_defs_strz(d, rec.probe.verdict))
 				snprintf(res->verdict, sizeof(res->verdict), "%s: %s",
 					 sp_defs_strz(d, rec.probe.name),
@@ -68,6 +59,9 @@ int sp_canary_scan(struct sp_reader *r, const char *want, bool audit,
 			break;
 		}
 	}
+	/* what does not fit is cut */
+	snprintf(res->probes, sizeof(res->probes), "%s", sp_buf_str(&probes));
+	sp_buf_release(&probes);
 	return rc < 0 ? -1 : 0;
 }
 

@@ -78,6 +78,8 @@ struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts)
 		t->o = *opts;
 	t->limit = t->o.buffer_nodes;
 	t->strings.block_size = 1u << 20;
+	if (t->o.summary)
+		sp_tree_summary_new(t);
 	return t;
 }
 
@@ -103,6 +105,59 @@ static void del_root(struct sp_tree *t, struct tproc *p)
 		t->roots_tail = p->prev_root;
 }
 
+static void forget_open(struct sp_tree *t, struct tspan *s)
+{
+	size_t i;
+
+	for (i = 0; i < t->nopen; i++) {
+		if (t->open[i] == s) {
+			t->open[i] = t->open[--t->nopen];
+			break;
+		}
+	}
+	s->written_open = false;
+}
+
+/*
+ * A stop mark of a span written open: it ended here. A mark right after
+ * its own (closed) span's record is that span's, not this.
+ */
+static void close_written_open(struct sp_tree *t, const struct sp_span_mark *m)
+{
+	const struct tspan *last = t->last_span;
+	struct tspan *s = NULL;
+	size_t i;
+
+	if (last && last->tid == m->tid && last->stop == m->time && !last->written_open)
+		return;
+	for (i = t->nopen; i-- > 0;) {
+		s = t->open[i];
+		if (s->tid == m->tid && s->pid == m->pid && s->start <= m->time &&
+		    s->method == tstr(t, m->method) && s->klass == tstr(t, m->klass))
+			break;
+		s = NULL;
+	}
+	if (!s)
+		return;
+	s->stop = m->time;
+	s->end = s->error ? SP_END_RAISED : SP_END_STOPPED;
+	s->early = true;
+	forget_open(t, s);
+	if (m->time > t->max_time)
+		t->max_time = m->time;
+}
+
+static void summary_stop(struct sp_tree *t, const struct sp_span_mark *m)
+{
+	struct tspan s = { .tid = m->tid, .pid = m->pid, .runtime = m->runtime,
+			   .stop = m->time };
+
+	s.klass = tstr(t, m->klass);
+	s.method = tstr(t, m->method);
+	s.file = tstr(t, m->file);
+	sp_tree_summary_stop(t, &s);
+}
+
 /* Forget the id, pid or tid that names node n, and free it. */
 static void free_node(struct sp_tree *t, struct tnode *n)
 {
@@ -124,6 +179,8 @@ static void free_node(struct sp_tree *t, struct tnode *n)
 		key = ((struct tspan *)n)->id;
 		if (t->last_span == (struct tspan *)n)
 			t->last_span = NULL;
+		if (((struct tspan *)n)->written_open)
+			forget_open(t, (struct tspan *)n);
 		break;
 	}
 	if (m && (v = sp_u64map_get(m, key)) && *v == (uint64_t)(uintptr_t)n)
@@ -204,6 +261,9 @@ static struct tthread *thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
 
 static void reset_stream(struct sp_tree *t)
 {
+	sp_tree_summary_flush(t);
+	while (t->nopen)	/* a new stream does not end them */
+		forget_open(t, t->open[0]);
 	t->nstrs = 0;
 	t->nspans = 0;
 	t->last_span = NULL;
@@ -248,13 +308,8 @@ static void add_process(struct sp_tree *t, const struct sp_process *r)
 		p->exe = tstr(t, r->exe);
 }
 
-static void add_span(struct sp_tree *t, const struct sp_span *r)
+static void fill_span(struct sp_tree *t, struct tspan *s, const struct sp_span *r)
 {
-	struct tspan *s = node_new(t, sizeof(*s), N_SPAN, r->start);
-	struct tnode *parent = NULL;
-	struct tthread *th;
-	uint64_t *v;
-
 	s->tid = r->tid;
 	s->pid = r->pid;
 	s->start = r->start;
@@ -270,11 +325,33 @@ static void add_span(struct sp_tree *t, const struct sp_span *r)
 	s->file = tstr(t, r->file);
 	s->error = tstr(t, r->error);
 	s->id = ++t->nspans;
-	sp_u64map_put(&t->spans, s->id, (uint64_t)(uintptr_t)s);
 	t->nspans_total++;
-	t->last_span = s;
 	if (r->stop > t->max_time)
 		t->max_time = r->stop;
+}
+
+static void add_span(struct sp_tree *t, const struct sp_span *r)
+{
+	struct tspan *s, one;
+	struct tnode *parent = NULL;
+	struct tthread *th;
+	uint64_t *v;
+
+	if (t->sum) {
+		memset(&one, 0, sizeof(one));
+		fill_span(t, &one, r);
+		sp_tree_summary_add(t, &one, r->parent);
+		return;
+	}
+	s = node_new(t, sizeof(*s), N_SPAN, r->start);
+	fill_span(t, s, r);
+	sp_u64map_put(&t->spans, s->id, (uint64_t)(uintptr_t)s);
+	t->last_span = s;
+	if (r->end == SP_END_OPEN && !r->stop) {
+		s->written_open = true;
+		sp_grow(&t->open, &t->capopen, t->nopen + 1, sizeof(*t->open));
+		t->open[t->nopen++] = s;
+	}
 	if (r->parent && r->parent < s->id && (v = sp_u64map_get(&t->spans, r->parent)))
 		parent = (struct tnode *)(uintptr_t)*v;
 	else if (r->fork_span && (th = thread_of(t, r->tid, r->pid)))
@@ -363,6 +440,15 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 	}
 	append(parent, &e->n);
 
+	if (r->kind == SP_EV_PROC_EXIT && n >= 3 && !e->vals[2]) {
+		/* the process's own end: its end record knows the status of the
+		 * recorded command only */
+		struct tproc *p = proc_get(t, r->pid, r->time);
+
+		p->exit_seen = true;
+		p->exit_code = e->vals[0];
+		p->exit_signal = e->vals[1];
+	}
 	if (r->kind == SP_EV_PROC_EXEC && n >= 1 && e->vals[0]) {
 		const char *file = (const char *)(uintptr_t)e->vals[0];
 
@@ -418,7 +504,15 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 		add_span(t, &rec->span);
 		break;
 	case SP_REC_EVENT:
+		if (t->sum)	/* the summary has spans only */
+			break;
 		add_event(t, &rec->event);
+		break;
+	case SP_REC_SPAN_STOP:
+		if (t->sum)
+			summary_stop(t, &rec->mark);
+		else if (t->nopen)
+			close_written_open(t, &rec->mark);
 		break;
 	case SP_REC_SPAN_RAISE:
 		/* a raise follows the span that owns it (docs/correlate.md) */
@@ -473,8 +567,10 @@ void sp_tree_free(struct sp_tree *t)
 			break;
 		sp_tree_free_subtree(t, &p->n);
 	}
+	sp_tree_summary_free(t);
 	sp_arena_release(&t->strings);
 	free(t->strs);
+	free(t->open);
 	free(t->sortbuf);
 	free(t->walk);
 	sp_u64map_release(&t->procs);

@@ -11,6 +11,7 @@
  *   tree_json.c   the JSON form
  *   tree_print.c  the whole tree, its header and trailer, and streaming
  *   tree_events.c an event's fields as text (tree.h: sp_event_text())
+ *   tree_summary.c --summary: a table of methods instead of the tree
  *
  * The depth of the tree is the input's (a recursion a million calls deep is
  * a million nested spans): every walk over it keeps its own stack on the
@@ -23,7 +24,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <stdarg.h>
+
 #include "arena.h"
+#include "buf.h"
 #include "hashmap.h"
 #include "tree.h"
 
@@ -35,6 +39,9 @@ struct tnode {
 	uint64_t sig;		/* subtree signature for collapsing, 0 = not yet */
 	uint8_t type;
 	bool keep, sorted;
+	bool matched;		/* the outermost span on its path that --span matched */
+	bool small;		/* a span hidden: under --min-share of its parent's time */
+	bool elided;		/* some of its children are small */
 };
 
 /* Nodes are allocated one by one and freed once printed (streaming); the
@@ -43,8 +50,10 @@ struct tnode {
 struct tproc {
 	struct tnode n;
 	uint64_t pid, ppid, status, flags;
+	uint64_t exit_code, exit_signal;	/* of its proc_exit event, when exit_seen */
+	uint64_t elided_n, elided_ns;	/* small children printed (streaming) before */
 	const char *comm, *exe;
-	bool defined, attached, exited, streamed;
+	bool defined, attached, exited, streamed, exit_seen;
 	struct tproc *next_root, *prev_root;
 };
 
@@ -57,6 +66,8 @@ struct tspan {
 	struct tnode n;
 	uint64_t id, tid, pid, start, stop, end, samples, total, offcpu, line, runtime, raises;
 	const char *klass, *method, *file, *error, *message;
+	bool written_open;	/* its record came before its end (below) */
+	bool early;		/* it ended after its record: counts are partial */
 };
 
 struct tevent {
@@ -77,6 +88,13 @@ struct sp_tree {
 	uint64_t nspans;		/* span ids given so far */
 	struct sp_u64map procs, threads, spans;	/* pid, tid, span id -> live node */
 	struct tspan *last_span;
+	/*
+	 * Spans whose record said open while the stream went on: sp-correlate
+	 * writes a tree early when it holds too much (--max-held). Their stop
+	 * marks follow; until then, they hold their subtree back.
+	 */
+	struct tspan **open;
+	size_t nopen, capopen;
 
 	/* whole recording */
 	struct tproc *roots, *roots_tail;
@@ -98,16 +116,18 @@ struct sp_tree {
 	struct tnode **sortbuf;
 	size_t capsort;
 
+	struct tsummary *sum;		/* --summary's table, or NULL */
+	double share;			/* --min-share in effect (0: none) */
+	bool share_decided;		/* share is set (when printing starts) */
+
 	/* the nodes still to visit of has_live() and tree_nodes() */
 	struct tnode **walk;
 	size_t capwalk;
 };
 
-/* A line being rendered: cut to a whole character when it overflows. */
-struct tline {
-	char buf[4096];
-	size_t len;
-};
+/* The longest line the tree writes, in bytes: what is longer is cut at a
+ * whole character (sp_tree_addf()). */
+#define SP_TREE_LINE_MAX	4095
 
 /* Sums over a collapsed group of spans. */
 struct agg {
@@ -127,18 +147,33 @@ void sp_tree_free_subtree(struct sp_tree *t, struct tnode *root);
 
 /* tree_line.c */
 /*
- * One line for node n into b (without tree connector). base is the time
+ * Append what fmt makes to b, keeping b to max bytes: what overflows is cut
+ * at a whole character or escape (escape.h), and a full b takes no more.
+ */
+void sp_tree_vaddf(struct sp_buf *b, size_t max, const char *fmt, va_list ap);
+/*
+ * One line for node n into b (emptied first; without tree connector). base is the time
  * offsets count from; ag is set for a collapsed group; stable and color as
  * in sp_tree_opts.
  */
-void sp_tree_render_line(struct sp_tree *t, struct tline *b, const struct tnode *n,
+void sp_tree_render_line(struct sp_tree *t, struct sp_buf *b, const struct tnode *n,
 			 uint64_t base, const struct agg *ag, bool stable, bool color);
 /* "Foo#bar", "Foo.bar", "bar", or "<no-span>", appended to b. */
-void sp_tree_span_name(struct tline *b, const struct tspan *s);
+void sp_tree_span_name(struct sp_buf *b, const struct tspan *s);
 void sp_tree_fmt_dur(char *buf, size_t size, uint64_t ns);
 /* The event group of kind, as JSON names it ("file", "net", ...). */
 const char *sp_tree_group_name(uint64_t kind);
 const char *sp_tree_base_name(const char *path);
+/*
+ * How process p ended: false while it runs (or when exec replaced it);
+ * else *sig is the signal that killed it (0: it exited with *code) and
+ * *core whether it dumped core.
+ */
+bool sp_tree_proc_status(const struct tproc *p, uint64_t *code, uint64_t *sig, bool *core);
+
+/* tree_events.c */
+/* "SIGTERM", or "signal 99", in buf. */
+const char *sp_tree_signal_name(char buf[32], uint64_t sig);
 
 /* tree_order.c */
 int sp_tree_cmp_time(const void *a, const void *b);
@@ -151,12 +186,29 @@ bool sp_tree_compute_keep(struct sp_tree *t, struct tnode *root, bool name_ok, b
 struct tnode *sp_tree_group_end(struct sp_tree *t, struct tnode *c, struct agg *ag);
 /* c, or the first kept sibling after it, or NULL. */
 struct tnode *sp_tree_next_kept(struct tnode *c);
+/*
+ * -d counts levels from the process, or with --span from the span that
+ * matched: the depth of a process's children, and of n's children when n
+ * is at depth (0: not counted, above a match).
+ */
+unsigned int sp_tree_top_depth(const struct sp_tree *t);
+unsigned int sp_tree_depth_below(const struct tnode *n, unsigned int depth);
 /* Whether p is printed at the top level (not under a fork; --pid). */
 bool sp_tree_is_root(const struct sp_tree *t, const struct tproc *p);
 
+/*
+ * --min-share: decide it once printing starts (its default elides in a
+ * large tree only), and the time a node's children are measured against.
+ */
+void sp_tree_decide_share(struct sp_tree *t);
+/* The small children of n (hidden by --min-share): how many, their time. */
+uint64_t sp_tree_elided(const struct sp_tree *t, const struct tnode *n, uint64_t *ns);
+uint64_t sp_tree_node_dur(const struct sp_tree *t, const struct tnode *n);
+
 /* tree_text.c */
 void sp_tree_print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, uint64_t base);
-void sp_tree_print_range_text(struct sp_tree *t, struct tnode *c, struct tnode *stop,
+void sp_tree_print_range_text(struct sp_tree *t, struct tnode *parent, struct tnode *c,
+			      struct tnode *stop,
 			      bool final, struct prefix *pf, unsigned int depth, uint64_t base);
 void sp_tree_prefix_release(struct prefix *pf);
 
@@ -164,10 +216,24 @@ void sp_tree_prefix_release(struct prefix *pf);
 /* A string of the tree (its text form) as a JSON string; NULL as "". */
 void sp_tree_json_str(FILE *f, const char *s);
 void sp_tree_print_root_json(struct sp_tree *t, struct tnode *n, uint64_t base);
-void sp_tree_print_range_json(struct sp_tree *t, struct tnode *c, struct tnode *stop,
-			      unsigned int depth, uint64_t base, uint64_t *count);
+void sp_tree_print_range_json(struct sp_tree *t, struct tnode *parent, struct tnode *c,
+			      struct tnode *stop, bool final, unsigned int depth, uint64_t base,
+			      uint64_t *count);
 void sp_tree_json_proc_head(struct sp_tree *t, const struct tproc *p);
 void sp_tree_json_proc_exit(struct sp_tree *t, const struct tproc *p);
+
+/* tree_summary.c */
+void sp_tree_summary_new(struct sp_tree *t);
+/* Span s (not a node of the tree: its id, names and times) into the table;
+ * parent: its parent span's id, 0 for none. */
+void sp_tree_summary_add(struct sp_tree *t, struct tspan *s, uint64_t parent);
+/* A stream ends: sum what is still on the stacks (its span ids end). */
+void sp_tree_summary_flush(struct sp_tree *t);
+/* A stop mark (m: its tid, pid, names, and its time as stop): it ends a
+ * span written open, if one of its thread's is. */
+void sp_tree_summary_stop(struct sp_tree *t, const struct tspan *m);
+void sp_tree_print_summary(struct sp_tree *t);
+void sp_tree_summary_free(struct sp_tree *t);
 
 /* tree_print.c */
 /* Print and free the finished top-level subtrees of root process p. */

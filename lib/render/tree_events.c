@@ -15,36 +15,21 @@
 
 #include "escape.h"
 #include "events.h"
-#include "tree.h"
+#include "treeP.h"
 
 /* Linux's generic open flag bits that glibc does not export on its own. */
 #define SP_O_SYNC_BIT	04000000	/* SP_O_SYNC_BIT: O_SYNC is this plus O_DSYNC */
 #define SP_O_TMPFILE_BIT	020000000	/* SP_O_TMPFILE_BIT: O_TMPFILE adds O_DIRECTORY */
 
-struct tb {
-	char *p;
-	size_t size, len;
-};
+static void tb_add(struct sp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void tb_add(struct tb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void tb_add(struct tb *b, const char *fmt, ...)
+static void tb_add(struct sp_buf *b, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
-	if (b->len + 1 >= b->size)
-		return;
 	va_start(ap, fmt);
-	n = vsnprintf(b->p + b->len, b->size - b->len, fmt, ap);
+	sp_tree_vaddf(b, SP_EVENT_TEXT_MAX, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	b->len += (size_t)n;
-	if (b->len >= b->size) {	/* cut short: whole characters and escapes */
-		b->len = sp_esc_text_trim(b->p, b->size - 1);
-		b->p[b->len] = 0;
-	}
 }
 
 static const char *str(uint64_t v)
@@ -56,7 +41,7 @@ static const char *str(uint64_t v)
  * A string, in its text form (escape.h), quoted when it is empty or has a
  * blank, a quote or an escape; a quote inside is written \x22.
  */
-static void tb_str(struct tb *b, const char *s)
+static void tb_str(struct sp_buf *b, const char *s)
 {
 	const char *q;
 
@@ -74,7 +59,7 @@ static void tb_str(struct tb *b, const char *s)
 	tb_add(b, "%s\"", s);
 }
 
-static void tb_result(struct tb *b, uint64_t v)
+static void tb_result(struct sp_buf *b, uint64_t v)
 {
 	int64_t r = (int64_t)v;
 	const char *name;
@@ -90,7 +75,7 @@ static void tb_result(struct tb *b, uint64_t v)
 		tb_add(b, " = %lld", (long long)r);
 }
 
-static void tb_addr(struct tb *b, uint64_t family, uint64_t v, uint64_t port, bool stable_port)
+static void tb_addr(struct sp_buf *b, uint64_t family, uint64_t v, uint64_t port, bool stable_port)
 {
 	const uint8_t *a = (const uint8_t *)(uintptr_t)v;
 	char txt[INET6_ADDRSTRLEN];
@@ -112,7 +97,7 @@ static void tb_addr(struct tb *b, uint64_t family, uint64_t v, uint64_t port, bo
 		tb_add(b, ":%llu", (unsigned long long)port);
 }
 
-size_t sp_open_flags_text(char *buf, size_t size, uint64_t flags)
+void sp_open_flags_text(struct sp_buf *b, uint64_t flags)
 {
 	static const struct {
 		uint64_t bit;
@@ -127,36 +112,31 @@ size_t sp_open_flags_text(char *buf, size_t size, uint64_t flags)
 		{ O_CLOEXEC, "O_CLOEXEC" }, { O_PATH, "O_PATH" },
 	};
 	static const char *const acc[] = { "O_RDONLY", "O_WRONLY", "O_RDWR", "O_ACCMODE" };
-	struct tb b = { buf, size, 0 };
+	size_t start = b->len;
 	uint64_t rest = flags;
 	unsigned int i;
 
-	if (size)
-		buf[0] = 0;
 	if (!(flags & O_PATH))
-		tb_add(&b, "%s", acc[flags & O_ACCMODE]);
+		sp_buf_puts(b, acc[flags & O_ACCMODE]);
 	rest &= ~(uint64_t)O_ACCMODE;
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!(rest & names[i].bit))
 			continue;
-		tb_add(&b, "%s%s", b.len ? "|" : "", names[i].name);
+		sp_buf_printf(b, "%s%s", b->len > start ? "|" : "", names[i].name);
 		rest &= ~names[i].bit;
 	}
 	if (rest)
-		tb_add(&b, "%s0x%llx", b.len ? "|" : "", (unsigned long long)rest);
-	return b.len;
+		sp_buf_printf(b, "%s0x%llx", b->len > start ? "|" : "", (unsigned long long)rest);
 }
 
-static const char *signame(uint64_t sig)
+const char *sp_tree_signal_name(char buf[32], uint64_t sig)
 {
-	static char buf[32];
 	const char *n = sig < 65 ? sigabbrev_np((int)sig) : NULL;
 
-	if (n) {
-		snprintf(buf, sizeof(buf), "SIG%s", n);
-		return buf;
-	}
-	snprintf(buf, sizeof(buf), "signal %llu", (unsigned long long)sig);
+	if (n)
+		snprintf(buf, 32, "SIG%s", n);
+	else
+		snprintf(buf, 32, "signal %llu", (unsigned long long)sig);
 	return buf;
 }
 
@@ -217,7 +197,7 @@ static const char *read_file_id(uint64_t id)
 }
 
 /* "/bin/sh -c 'cat x'": the file, then argv after argv[0] when argv[0] names it. */
-static void tb_exec(struct tb *b, const char *file, const char *argv, uint64_t truncated)
+static void tb_exec(struct sp_buf *b, const char *file, const char *argv, uint64_t truncated)
 {
 	const char *base, *sp, *a0;
 	size_t n;
@@ -242,8 +222,10 @@ static void tb_exec(struct tb *b, const char *file, const char *argv, uint64_t t
 }
 
 /* Processes and threads: fork, exec, exit; false for a kind it does not know. */
-static bool proc_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stable)
+static bool proc_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable)
 {
+	char sig[32];
+
 	switch (kind) {
 	case SP_EV_PROC_FORK:
 		if (v[2] & SP_FORK_THREAD)
@@ -256,7 +238,8 @@ static bool proc_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stabl
 		break;
 	case SP_EV_PROC_EXIT:
 		if (v[1])
-			tb_add(b, "%skilled by %s", v[2] ? "thread " : "", signame(v[1]));
+			tb_add(b, "%skilled by %s", v[2] ? "thread " : "",
+			       sp_tree_signal_name(sig, v[1]));
 		else
 			tb_add(b, "%sexit %lld", v[2] ? "thread " : "", (long long)(int64_t)v[0]);
 		break;
@@ -267,17 +250,18 @@ static bool proc_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stabl
 }
 
 /* Files: opens, renames, links, modes, owners, removals; false for a kind it does not know. */
-static bool file_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stable)
+static bool file_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable)
 {
-	char flags[256];
+	struct sp_buf flags = SP_BUF_INIT;
 
 	switch (kind) {
 	case SP_EV_PATH_OPEN:
 		if (str(v[4]) && str(v[0]) && str(v[0])[0] != '/')
 			tb_add(b, "%s/", str(v[4]));
 		tb_str(b, str(v[0]));
-		sp_open_flags_text(flags, sizeof(flags), v[1]);
-		tb_add(b, " (%s", flags);
+		sp_open_flags_text(&flags, v[1]);
+		tb_add(b, " (%s", sp_buf_str(&flags));
+		sp_buf_release(&flags);
 		if (v[1] & (O_CREAT | SP_O_TMPFILE_BIT))
 			tb_add(b, ", 0%llo", (unsigned long long)v[2]);
 		tb_add(b, ")");
@@ -335,7 +319,7 @@ static bool file_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stabl
 }
 
 /* Sockets and DNS requests; false for a kind it does not know. */
-static bool net_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stable)
+static bool net_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable)
 {
 	switch (kind) {
 	case SP_EV_SOCK_CONNECT:
@@ -378,14 +362,17 @@ static bool net_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stable
 }
 
 /* Privileges, signals, mounts and the runtime's audit events; false for a kind it does not know. */
-static bool priv_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stable)
+static bool priv_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable)
 {
+	char sig[32];
+
 	switch (kind) {
 	case SP_EV_TASK_KILL:
 		if (stable)
-			tb_add(b, "%s", signame(v[1]));
+			tb_add(b, "%s", sp_tree_signal_name(sig, v[1]));
 		else
-			tb_add(b, "%s to %lld", signame(v[1]), (long long)(int64_t)v[0]);
+			tb_add(b, "%s to %lld", sp_tree_signal_name(sig, v[1]),
+			       (long long)(int64_t)v[0]);
 		tb_result(b, v[2]);
 		break;
 	case SP_EV_PTRACE_CHECK:
@@ -440,39 +427,36 @@ static bool priv_text(struct tb *b, uint64_t kind, const uint64_t *v, bool stabl
 	return true;
 }
 
-size_t sp_event_text(char *buf, size_t size, uint64_t kind, const uint64_t *vals,
-		     unsigned int nvals, bool stable)
+void sp_event_text(struct sp_buf *b, uint64_t kind, const uint64_t *vals, unsigned int nvals,
+		   bool stable)
 {
 	const struct sp_event_schema *es = sp_event_schema(kind);
-	struct tb b = { buf, size, 0 };
 	uint64_t v[SP_EVENT_MAX_FIELDS] = { 0 };
 	unsigned int i;
 	bool known;
 
-	if (size)
-		buf[0] = 0;
+	sp_buf_reset(b);
 	for (i = 0; i < nvals && i < SP_EVENT_MAX_FIELDS; i++)
 		v[i] = vals[i];
 	switch (es ? es->group : 0) {
 	case SP_EVG_PROC:
-		known = proc_text(&b, kind, v, stable);
+		known = proc_text(b, kind, v, stable);
 		break;
 	case SP_EVG_FILE:
-		known = file_text(&b, kind, v, stable);
+		known = file_text(b, kind, v, stable);
 		break;
 	case SP_EVG_NET:
 	case SP_EVG_DNS:
-		known = net_text(&b, kind, v, stable);
+		known = net_text(b, kind, v, stable);
 		break;
 	case SP_EVG_PRIV:
 	case SP_EVG_RUNTIME:
-		known = priv_text(&b, kind, v, stable);
+		known = priv_text(b, kind, v, stable);
 		break;
 	default:
 		known = false;
 		break;
 	}
 	if (!known)
-		tb_add(&b, "kind %llu", (unsigned long long)kind);
-	return b.len;
+		tb_add(b, "kind %llu", (unsigned long long)kind);
 }

@@ -41,8 +41,23 @@ static bool children_json(struct sp_tree *t, struct tnode *n, unsigned int depth
 	return true;
 }
 
+/* After the children of n: an item that counts those --min-share hid. */
+static void elided_json(struct sp_tree *t, const struct tnode *n, uint64_t count)
+{
+	uint64_t ns, k = sp_tree_elided(t, n, &ns);
+
+	if (!k)
+		return;
+	fprintf(t->out, "%s{\"type\":\"elided\",\"count\":%llu,\"min_share\":%g", count ? "," : "",
+		(unsigned long long)k, t->share);
+	if (!t->stable)
+		fprintf(t->out, ",\"dur_ns\":%llu", (unsigned long long)ns);
+	fputc('}', t->out);
+}
+
 /* A run of siblings being written: the next kept one and where to stop. */
 struct jframe {
+	struct tnode *parent;	/* whose children they are */
 	struct tnode *next, *stop;
 	uint64_t base, count;	/* count: items written in the array */
 	unsigned int depth;
@@ -52,18 +67,21 @@ struct jframe {
  * The JSON items of the sorted siblings from c up to stop at depth, each
  * with what is under it, depth first; *count: items written before.
  */
-void sp_tree_print_range_json(struct sp_tree *t, struct tnode *c, struct tnode *stop,
-			      unsigned int depth, uint64_t base, uint64_t *count)
+void sp_tree_print_range_json(struct sp_tree *t, struct tnode *parent, struct tnode *c,
+			      struct tnode *stop, bool final, unsigned int depth, uint64_t base,
+			      uint64_t *count)
 {
 	struct jframe *st = sp_xmalloc(16 * sizeof(*st)), *f;
 	size_t n = 1, cap = 16;
 	struct tnode *d;
 	struct agg ag;
 
-	st[0] = (struct jframe){ sp_tree_next_kept(c), stop, base, *count, depth };
+	st[0] = (struct jframe){ parent, sp_tree_next_kept(c), stop, base, *count, depth };
 	while (n) {
 		f = &st[n - 1];
 		if (!f->next || f->next == f->stop) {
+			if (n > 1 || final)
+				elided_json(t, f->parent, f->count);
 			if (--n)
 				fputs("]}", t->out);	/* its array, then the node */
 			else
@@ -76,13 +94,13 @@ void sp_tree_print_range_json(struct sp_tree *t, struct tnode *c, struct tnode *
 		if (f->count++)
 			fputc(',', t->out);
 		base = print_json(t, c, f->base, &ag);
-		depth = f->depth + 1;
+		depth = sp_tree_depth_below(c, f->depth);
 		if (!children_json(t, c, depth)) {
 			fputc('}', t->out);
 			continue;
 		}
 		sp_grow(&st, &cap, n + 1, sizeof(*st));
-		st[n++] = (struct jframe){ sp_tree_next_kept(c->first), NULL, base, 0, depth };
+		st[n++] = (struct jframe){ c, sp_tree_next_kept(c->first), NULL, base, 0, depth };
 	}
 	free(st);
 }
@@ -105,10 +123,18 @@ void sp_tree_json_proc_head(struct sp_tree *t, const struct tproc *p)
 
 void sp_tree_json_proc_exit(struct sp_tree *t, const struct tproc *p)
 {
-	if (p->exited && (p->flags & SP_PEND_SIGNALED))
-		fprintf(t->out, ",\"signal\":%llu", (unsigned long long)(p->status - 128));
-	else if (p->exited && !(p->flags & SP_PEND_EXEC))
-		fprintf(t->out, ",\"exit\":%llu", (unsigned long long)p->status);
+	uint64_t code, sig;
+	char name[32];
+	bool core;
+
+	if (!sp_tree_proc_status(p, &code, &sig, &core))
+		return;
+	if (sig)
+		fprintf(t->out, ",\"signal\":%llu,\"signal_name\":\"%s\"%s",
+			(unsigned long long)sig, sp_tree_signal_name(name, sig),
+			core ? ",\"core_dumped\":true" : "");
+	else
+		fprintf(t->out, ",\"exit\":%llu", (unsigned long long)code);
 }
 
 /* ,"key":"value" for a string of the tree. */
@@ -123,16 +149,18 @@ static void json_span(struct sp_tree *t, const struct tspan *s, uint64_t base,
 {
 	bool group = ag && ag->count > 1;
 	FILE *f = t->out;
-	struct tline b;
+	struct sp_buf b = SP_BUF_INIT;
 
-	b.len = 0;
 	sp_tree_span_name(&b, s);
 	fputs("{\"type\":\"span\",\"name\":", f);
-	sp_tree_json_str(f, b.buf);
+	sp_tree_json_str(f, sp_buf_str(&b));
+	sp_buf_release(&b);
 	if (s->klass)
 		json_member(f, "class", s->klass);
 	if (s->method)
 		json_member(f, "method", s->method);
+	if (s->early && !t->stable)
+		fputs(",\"written_early\":true", f);
 	if (s->file) {
 		json_member(f, "file", s->file);
 		fprintf(f, ",\"line\":%llu", (unsigned long long)s->line);
@@ -211,12 +239,13 @@ static void json_event(struct sp_tree *t, const struct tevent *e, uint64_t base,
 {
 	const struct sp_event_schema *es = sp_event_schema(e->kind);
 	FILE *f = t->out;
-	char txt[2048];
+	struct sp_buf txt = SP_BUF_INIT;
 
-	sp_event_text(txt, sizeof(txt), e->kind, e->vals, e->nvals, t->stable);
+	sp_event_text(&txt, e->kind, e->vals, e->nvals, t->stable);
 	fprintf(f, "{\"type\":\"event\",\"kind\":\"%s\",\"group\":\"%s\",\"text\":",
 		es ? es->name : "unknown", sp_tree_group_name(e->kind));
-	sp_tree_json_str(f, txt);
+	sp_tree_json_str(f, sp_buf_str(&txt));
+	sp_buf_release(&txt);
 	if (ag && ag->count > 1)
 		fprintf(f, ",\"count\":%llu", (unsigned long long)ag->count);
 	if (t->stable)
@@ -260,8 +289,9 @@ void sp_tree_print_root_json(struct sp_tree *t, struct tnode *n, uint64_t base)
 	uint64_t count = 0;
 
 	base = print_json(t, n, base, NULL);
-	if (children_json(t, n, 1)) {
-		sp_tree_print_range_json(t, n->first, NULL, 1, base, &count);
+	if (children_json(t, n, sp_tree_top_depth(t))) {
+		sp_tree_print_range_json(t, n, n->first, NULL, true, sp_tree_top_depth(t), base,
+					 &count);
 		fputc(']', t->out);
 	}
 	fputc('}', t->out);

@@ -21,30 +21,30 @@ const char *sp_tree_base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-static void tline_add(struct tline *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void tline_add(struct tline *b, const char *fmt, ...)
+void sp_tree_vaddf(struct sp_buf *b, size_t max, const char *fmt, va_list ap)
 {
-	va_list ap;
-	int n;
-
-	if (b->len + 1 >= sizeof(b->buf))
+	if (b->len >= max)
 		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b->buf + b->len, sizeof(b->buf) - b->len, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		b->len += (size_t)n;
-	if (b->len >= sizeof(b->buf)) {
-		b->len = sp_esc_text_trim(b->buf, sizeof(b->buf) - 1);
-		b->buf[b->len] = 0;
-	}
+	sp_buf_vprintf(b, fmt, ap);
+	if (b->len > max)	/* cut short: whole characters and escapes */
+		sp_buf_setlen(b, sp_esc_text_trim(b->p, max));
 }
 
-static void tline_color(struct tline *b, bool on, const char *code)
+static void line_add(struct sp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void line_add(struct sp_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	sp_tree_vaddf(b, SP_TREE_LINE_MAX, fmt, ap);
+	va_end(ap);
+}
+
+static void line_color(struct sp_buf *b, bool on, const char *code)
 {
 	if (on)
-		tline_add(b, "\033[%sm", code);
+		line_add(b, "\033[%sm", code);
 }
 
 void sp_tree_fmt_dur(char *buf, size_t size, uint64_t ns)
@@ -60,18 +60,18 @@ void sp_tree_fmt_dur(char *buf, size_t size, uint64_t ns)
 }
 
 /* "Foo#bar", "bar", or "<no-span>". */
-void sp_tree_span_name(struct tline *b, const struct tspan *s)
+void sp_tree_span_name(struct sp_buf *b, const struct tspan *s)
 {
 	if (s->end == SP_END_SYNTHETIC) {
-		tline_add(b, "<no-span>");
+		line_add(b, "<no-span>");
 		return;
 	}
 	if (s->klass && *s->klass && s->runtime == SP_RT_RUBY)
-		tline_add(b, "%s#%s", s->klass, s->method ? s->method : "?");
+		line_add(b, "%s#%s", s->klass, s->method ? s->method : "?");
 	else if (s->klass && *s->klass)
-		tline_add(b, "%s.%s", s->klass, s->method ? s->method : "?");
+		line_add(b, "%s.%s", s->klass, s->method ? s->method : "?");
 	else
-		tline_add(b, "%s", s->method ? s->method : "?");
+		line_add(b, "%s", s->method ? s->method : "?");
 }
 
 static const char *group_tag(uint64_t kind)
@@ -120,7 +120,7 @@ static const char *group_color(uint64_t kind)
 	}
 }
 
-static void render_cpu(struct sp_tree *t, struct tline *b, uint64_t total, uint64_t self)
+static void render_cpu(struct sp_tree *t, struct sp_buf *b, uint64_t total, uint64_t self)
 {
 	char x[32], y[32];
 
@@ -130,143 +130,172 @@ static void render_cpu(struct sp_tree *t, struct tline *b, uint64_t total, uint6
 		sp_tree_fmt_dur(x, sizeof(x), total * t->period_ns);
 		sp_tree_fmt_dur(y, sizeof(y), self * t->period_ns);
 		if (self != total)
-			tline_add(b, " cpu=%s self=%s", x, y);
+			line_add(b, " cpu=%s self=%s", x, y);
 		else
-			tline_add(b, " cpu=%s", x);
+			line_add(b, " cpu=%s", x);
 	} else if (self != total) {
-		tline_add(b, " samples=%llu self=%llu", (unsigned long long)total,
+		line_add(b, " samples=%llu self=%llu", (unsigned long long)total,
 		       (unsigned long long)self);
 	} else {
-		tline_add(b, " samples=%llu", (unsigned long long)total);
+		line_add(b, " samples=%llu", (unsigned long long)total);
 	}
 }
 
-static void render_proc(struct tline *b, const struct tproc *p, bool stable, bool color)
+bool sp_tree_proc_status(const struct tproc *p, uint64_t *code, uint64_t *sig, bool *core)
 {
-	tline_color(b, color, "1");
-	tline_add(b, "[PROC");
+	*code = *sig = 0;
+	*core = false;
+	if (!p->exited || (p->flags & SP_PEND_EXEC))
+		return false;
+	if (p->flags & SP_PEND_SIGNALED) {
+		*sig = p->status - 128;
+		*core = p->flags & SP_PEND_CORE;
+	} else if (!p->status && p->exit_seen) {
+		*code = p->exit_signal ? 0 : p->exit_code & 0xff;
+		*sig = p->exit_signal;
+	} else {
+		*code = p->status;
+	}
+	return true;
+}
+
+static void render_proc(struct sp_buf *b, const struct tproc *p, bool stable, bool color)
+{
+	uint64_t code, sig;
+	char name[32];
+	bool core;
+
+	line_color(b, color, "1");
+	line_add(b, "[PROC");
 	if (!stable)
-		tline_add(b, " pid=%llu", (unsigned long long)p->pid);
-	tline_add(b, " comm=%s", p->comm ? p->comm : "?");
+		line_add(b, " pid=%llu", (unsigned long long)p->pid);
+	line_add(b, " comm=%s", p->comm ? p->comm : "?");
 	if (!stable && p->ppid)
-		tline_add(b, " parent=%llu", (unsigned long long)p->ppid);
-	if (p->exited && (p->flags & SP_PEND_SIGNALED))
-		tline_add(b, " killed=%llu", (unsigned long long)(p->status - 128));
-	else if (p->exited && !(p->flags & SP_PEND_EXEC))
-		tline_add(b, " exit=%llu", (unsigned long long)p->status);
-	tline_add(b, "]");
-	tline_color(b, color, "0");
+		line_add(b, " parent=%llu", (unsigned long long)p->ppid);
+	if (sp_tree_proc_status(p, &code, &sig, &core) && sig)
+		line_add(b, " killed=%s%s", sp_tree_signal_name(name, sig),
+			 core ? " core-dumped" : "");
+	else if (sp_tree_proc_status(p, &code, &sig, &core))
+		line_add(b, " exit=%llu", (unsigned long long)code);
+	line_add(b, "]");
+	line_color(b, color, "0");
 }
 
 /* A span's duration and CPU, of the span or of its collapsed group ag. */
-static void render_span_times(struct sp_tree *t, struct tline *b, const struct tspan *s,
+static void render_span_times(struct sp_tree *t, struct sp_buf *b, const struct tspan *s,
 			      const struct agg *ag)
 {
 	char d[32];
 
 	if (ag && ag->count > 1) {
 		sp_tree_fmt_dur(d, sizeof(d), ag->dur);
-		tline_add(b, " dur=%s%s", ag->open ? ">" : "", d);
+		line_add(b, " dur=%s%s", ag->open ? ">" : "", d);
 		render_cpu(t, b, ag->total, ag->samples);
 		return;
 	}
 	if (s->stop >= s->start && (s->stop || !s->start)) {
 		sp_tree_fmt_dur(d, sizeof(d), s->stop - s->start);
-		tline_add(b, " dur=%s", d);
+		line_add(b, " dur=%s", d);
 	} else {
-		tline_add(b, " dur=?");
+		line_add(b, " dur=?");
 	}
 	render_cpu(t, b, s->total, s->samples);
 }
 
-static void render_span(struct sp_tree *t, struct tline *b, const struct tspan *s,
+static void render_span(struct sp_tree *t, struct sp_buf *b, const struct tspan *s,
 			const struct agg *ag, bool stable, bool color)
 {
 	bool gap = s->end == SP_END_SYNTHETIC;
 
-	tline_add(b, "[SPAN");
+	line_add(b, "[SPAN");
 	if (!stable)
-		tline_add(b, " tid=%llu", (unsigned long long)s->tid);
-	tline_add(b, " ");
-	tline_color(b, color, gap ? "2" : "1;36");
+		line_add(b, " tid=%llu", (unsigned long long)s->tid);
+	line_add(b, " ");
+	line_color(b, color, gap ? "2" : "1;36");
 	sp_tree_span_name(b, s);
-	tline_color(b, color, "0");
+	line_color(b, color, "0");
 	if (s->file && !gap) {
-		tline_add(b, " at=%s", sp_tree_base_name(s->file));
+		line_add(b, " at=%s", sp_tree_base_name(s->file));
 		if (s->line)
-			tline_add(b, ":%llu", (unsigned long long)s->line);
+			line_add(b, ":%llu", (unsigned long long)s->line);
 	}
 	if (!stable)
 		render_span_times(t, b, s, ag);
-	tline_add(b, "]");
+	line_add(b, "]");
 	if (s->end == SP_END_OPEN) {
-		tline_color(b, color, "33");
-		tline_add(b, " (open)");
-		tline_color(b, color, "0");
+		line_color(b, color, "33");
+		line_add(b, " (open)");
+		line_color(b, color, "0");
+	} else if (s->early && !stable) {
+		line_color(b, color, "33");
+		line_add(b, " (written before its end: CPU counted until then)");
+		line_color(b, color, "0");
 	} else if (s->end == SP_END_INCOMPLETE) {
-		tline_color(b, color, "33");
-		tline_add(b, " (incomplete)");
-		tline_color(b, color, "0");
+		line_color(b, color, "33");
+		line_add(b, " (incomplete)");
+		line_color(b, color, "0");
 	}
 	if (s->end == SP_END_RAISED || s->error) {
-		tline_color(b, color, "31");
-		tline_add(b, " (raise %s", s->error ? s->error : "?");
+		line_color(b, color, "31");
+		line_add(b, " (raise %s", s->error ? s->error : "?");
 		if (s->message && *s->message) {
 			size_t m = strnlen(s->message, 201);
 
 			if (m > 200)	/* the first 200 bytes, whole characters */
 				m = sp_esc_text_trim(s->message, 200);
-			tline_add(b, ": \"%.*s\"", (int)m, s->message);
+			line_add(b, ": \"%.*s\"", (int)m, s->message);
 		}
-		tline_add(b, ")");
-		tline_color(b, color, "0");
+		line_add(b, ")");
+		line_color(b, color, "0");
 	}
 }
 
-static void render_event(struct tline *b, const struct tevent *e, uint64_t base,
+static void render_event(struct sp_buf *b, const struct tevent *e, uint64_t base,
 			 const struct agg *ag, bool stable, bool color)
 {
 	const struct sp_event_schema *es = sp_event_schema(e->kind);
-	char d[32], txt[2048];
-	const char *eq;
+	struct sp_buf tb = SP_BUF_INIT;
+	const char *eq, *txt;
+	char d[32];
 
-	sp_event_text(txt, sizeof(txt), e->kind, e->vals, e->nvals, stable);
-	tline_color(b, color, group_color(e->kind));
-	tline_add(b, "%-4s %s", group_tag(e->kind), es ? es->name : "event");
-	tline_color(b, color, "0");
+	sp_event_text(&tb, e->kind, e->vals, e->nvals, stable);
+	txt = sp_buf_str(&tb);
+	line_color(b, color, group_color(e->kind));
+	line_add(b, "%-4s %s", group_tag(e->kind), es ? es->name : "event");
+	line_color(b, color, "0");
 	eq = color ? strstr(txt, " = -") : NULL;
 	if (eq) {
-		tline_add(b, " → %.*s", (int)(eq - txt), txt);
-		tline_color(b, color, "31");
-		tline_add(b, "%s", eq);
-		tline_color(b, color, "0");
+		line_add(b, " → %.*s", (int)(eq - txt), txt);
+		line_color(b, color, "31");
+		line_add(b, "%s", eq);
+		line_color(b, color, "0");
 	} else {
-		tline_add(b, " → %s", txt);
+		line_add(b, " → %s", txt);
 	}
 	if (!stable && !(ag && ag->count > 1)) {
 		sp_tree_fmt_dur(d, sizeof(d), e->n.time >= base ? e->n.time - base : 0);
-		tline_color(b, color, "2");
-		tline_add(b, "  @+%s%s", e->n.time >= base ? "" : "-", d);
-		tline_color(b, color, "0");
+		line_color(b, color, "2");
+		line_add(b, "  @+%s%s", e->n.time >= base ? "" : "-", d);
+		line_color(b, color, "0");
 	}
+	sp_buf_release(&tb);
 }
 
-void sp_tree_render_line(struct sp_tree *t, struct tline *b, const struct tnode *n,
+void sp_tree_render_line(struct sp_tree *t, struct sp_buf *b, const struct tnode *n,
 			 uint64_t base, const struct agg *ag, bool stable, bool color)
 {
-	b->len = 0;
-	b->buf[0] = 0;
+	sp_buf_reset(b);
 	if (ag && ag->count > 1)
-		tline_add(b, "×%llu ", (unsigned long long)ag->count);
+		line_add(b, "×%llu ", (unsigned long long)ag->count);
 	switch (n->type) {
 	case N_PROC:
 		render_proc(b, (const struct tproc *)n, stable, color);
 		break;
 	case N_THREAD:
-		tline_add(b, "[THREAD");
+		line_add(b, "[THREAD");
 		if (!stable)
-			tline_add(b, " tid=%llu", (unsigned long long)((const struct tthread *)n)->tid);
-		tline_add(b, "]");
+			line_add(b, " tid=%llu", (unsigned long long)((const struct tthread *)n)->tid);
+		line_add(b, "]");
 		break;
 	case N_SPAN:
 		render_span(t, b, (const struct tspan *)n, ag, stable, color);

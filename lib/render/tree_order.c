@@ -2,8 +2,8 @@
 /*
  * The children of a node, before they are printed: sorted by time (with
  * --stable, threads ordered by what they did), filtered (--span, --tid,
- * --events, --min-dur, --pid), and runs of identical siblings found by a
- * signature of what they print, to be collapsed into one line.
+ * --events, --min-dur, --min-share, --pid), and runs of identical siblings
+ * found by a signature of what they print, to be collapsed into one line.
  */
 #include <fnmatch.h>
 #include <stdlib.h>
@@ -88,7 +88,7 @@ static void stable_order(struct sp_tree *t, struct tnode *n, size_t k)
 	struct sitem *it = sp_xcalloc(k, sizeof(*it));
 	size_t *order, ng = 1, i, gi;
 	uint64_t own = node_tid(n), *v;
-	struct tline lb;
+	struct sp_buf lb = SP_BUF_INIT;
 
 	/* signature() sorts grandchildren with t->sortbuf: work on a copy */
 	for (i = 0; i < k; i++)
@@ -105,7 +105,7 @@ static void stable_order(struct sp_tree *t, struct tnode *n, size_t k)
 			sp_u64map_put(&groups_of, tid, gi);
 			g[gi].first = i;
 			sp_tree_render_line(t, &lb, it[i].n, 0, NULL, true, false);
-			g[gi].key = sp_xstrdup(lb.buf);
+			g[gi].key = sp_buf_detach(&lb, NULL);
 		}
 		g[gi].hash = sp_hash_mix(g[gi].hash, signature(t, it[i].n));
 		it[i].idx = i;
@@ -169,22 +169,90 @@ static bool in_list(const uint64_t *v, size_t n, uint64_t x)
 
 static bool name_matches(struct sp_tree *t, const struct tspan *s)
 {
-	struct tline b = { .len = 0 };
+	struct sp_buf b = SP_BUF_INIT;
+	bool match = false;
 	size_t i;
 
 	sp_tree_span_name(&b, s);
-	for (i = 0; i < t->o.nspans; i++)
-		if (!fnmatch(t->o.spans[i], b.buf, 0) ||
-		    (s->method && !fnmatch(t->o.spans[i], s->method, 0)))
-			return true;
-	return false;
+	for (i = 0; i < t->o.nspans && !match; i++)
+		match = !fnmatch(t->o.spans[i], sp_buf_str(&b), 0) ||
+			(s->method && !fnmatch(t->o.spans[i], s->method, 0));
+	sp_buf_release(&b);
+	return match;
 }
 
 /* A node of sp_tree_compute_keep()'s walk: what holds for it and what is under it. */
 struct kframe {
 	struct tnode *n, *next;	/* next: the child to visit next */
+	struct tnode *parent;	/* NULL for the root of the walk */
+	uint64_t cmp;		/* --min-share: the time the node is measured against */
+	uint64_t ref;		/* and its children: that of the top-level span above */
 	bool name_ok, tid_ok, self, any;
 };
+
+uint64_t sp_tree_node_dur(const struct sp_tree *t, const struct tnode *n)
+{
+	const struct tspan *s = (const void *)n;
+	uint64_t end = t->end_time > t->max_time ? t->end_time : t->max_time;
+
+	if (n->type == N_SPAN && s->stop >= s->start && s->stop)
+		return s->stop - s->start;
+	if (n->type == N_SPAN)	/* open: until the last record */
+		return end > s->start ? end - s->start : 0;
+	return end > t->start_mono && t->start_mono ? end - t->start_mono : 0;
+}
+
+void sp_tree_decide_share(struct sp_tree *t)
+{
+	if (t->share_decided)
+		return;
+	t->share_decided = true;
+	if (t->o.min_share >= 0)
+		t->share = t->o.min_share;
+	else
+		t->share = t->nspans_total > SP_TREE_LARGE ? SP_TREE_MIN_SHARE : 0;
+}
+
+uint64_t sp_tree_elided(const struct sp_tree *t, const struct tnode *n, uint64_t *ns)
+{
+	uint64_t count = 0;
+	const struct tnode *c;
+
+	*ns = 0;
+	if (n->type == N_PROC) {
+		count = ((const struct tproc *)n)->elided_n;
+		*ns = ((const struct tproc *)n)->elided_ns;
+	}
+	if (!n->elided)
+		return count;
+	for (c = n->first; c; c = c->next) {
+		if (!c->small)
+			continue;
+		count++;
+		*ns += sp_tree_node_dur(t, c);
+	}
+	return count;
+}
+
+/* A closed span under --min-share of its parent's time. */
+static bool is_small(const struct sp_tree *t, const struct kframe *f, const struct tspan *s)
+{
+	if (t->share <= 0 || !f->parent || s->end == SP_END_OPEN || s->end == SP_END_SYNTHETIC ||
+	    !s->stop || s->stop < s->start)
+		return false;
+	return (double)(s->stop - s->start) < t->share * (double)f->cmp;
+}
+
+/* The kframe of child c of the node of frame up. */
+static struct kframe child_frame(struct sp_tree *t, const struct kframe *up, struct tnode *c)
+{
+	struct kframe f = { .n = c, .parent = up->n, .cmp = up->ref, .ref = up->ref,
+			    .name_ok = up->name_ok, .tid_ok = up->tid_ok };
+
+	if (c->type == N_SPAN && up->n->type != N_SPAN)	/* a top-level span */
+		f.ref = sp_tree_node_dur(t, c);
+	return f;
+}
 
 /*
  * What node f->n decides by itself, before its children; false when it is
@@ -198,16 +266,24 @@ static bool keep_enter(struct sp_tree *t, struct kframe *f)
 	f->self = !selective;
 	f->any = false;
 	f->next = n->first;
+	n->small = n->elided = false;
 	switch (n->type) {
 	case N_SPAN: {
 		const struct tspan *s = (const void *)n;
+
+		if (is_small(t, f, s)) {
+			n->keep = false;
+			n->small = f->parent->elided = true;
+			return false;
+		}
 
 		if (t->o.min_dur_ns && s->stop && s->stop - s->start < t->o.min_dur_ns &&
 		    s->end != SP_END_OPEN && s->end != SP_END_SYNTHETIC) {
 			n->keep = false;
 			return false;
 		}
-		f->name_ok = f->name_ok || !t->o.nspans || name_matches(t, s);
+		n->matched = t->o.nspans && !f->name_ok && name_matches(t, s);
+		f->name_ok = f->name_ok || !t->o.nspans || n->matched;
 		f->tid_ok = !t->o.ntids || in_list(t->o.tids, t->o.ntids, s->tid);
 		if (selective)
 			f->self = f->name_ok && f->tid_ok && !t->o.event_kinds;
@@ -240,7 +316,9 @@ bool sp_tree_compute_keep(struct sp_tree *t, struct tnode *root, bool name_ok, b
 	struct tnode *c;
 	bool keep;
 
-	st[0] = (struct kframe){ .n = root, .name_ok = name_ok, .tid_ok = tid_ok };
+	sp_tree_decide_share(t);
+	st[0] = (struct kframe){ .n = root, .name_ok = name_ok, .tid_ok = tid_ok,
+				 .ref = sp_tree_node_dur(t, root) };
 	if (!keep_enter(t, &st[0])) {
 		free(st);
 		return false;
@@ -250,8 +328,7 @@ bool sp_tree_compute_keep(struct sp_tree *t, struct tnode *root, bool name_ok, b
 		if ((c = f->next)) {
 			f->next = c->next;
 			sp_grow(&st, &cap, n + 1, sizeof(*st));
-			st[n] = (struct kframe){ .n = c, .name_ok = st[n - 1].name_ok,
-						 .tid_ok = st[n - 1].tid_ok };
+			st[n] = child_frame(t, &st[n - 1], c);
 			if (keep_enter(t, &st[n]))
 				n++;
 			continue;
@@ -280,13 +357,14 @@ static uint64_t text_fingerprint(uint64_t h, const char *s)
 /* n's signature, once its children's are known. */
 static void sign(struct sp_tree *t, struct tnode *n)
 {
-	struct tline b;
+	struct sp_buf b = SP_BUF_INIT;
 	struct tnode *c;
 	uint64_t h;
 
 	sp_tree_sort_children(t, n);
 	sp_tree_render_line(t, &b, n, 0, NULL, true, false);
-	h = text_fingerprint(0xcbf29ce484222325ull ^ n->type, b.buf);
+	h = text_fingerprint(0xcbf29ce484222325ull ^ n->type, sp_buf_str(&b));
+	sp_buf_release(&b);
 	for (c = n->first; c; c = c->next)
 		if (c->keep)
 			h = sp_hash_mix(h, c->sig);
@@ -384,6 +462,18 @@ struct tnode *sp_tree_next_kept(struct tnode *c)
 	while (c && !c->keep)
 		c = c->next;
 	return c;
+}
+
+unsigned int sp_tree_top_depth(const struct sp_tree *t)
+{
+	return t->o.nspans ? 0 : 1;
+}
+
+unsigned int sp_tree_depth_below(const struct tnode *n, unsigned int depth)
+{
+	if (n->matched)
+		return 1;
+	return depth ? depth + 1 : 0;
 }
 
 bool sp_tree_is_root(const struct sp_tree *t, const struct tproc *p)

@@ -160,10 +160,12 @@ static bool walk_tree(struct sp_tree *t, const struct tnode *root,
 
 static bool is_live(const struct tnode *n, void *ctx)
 {
-	return n->type == N_PROC && !((const struct tproc *)n)->exited;
+	return (n->type == N_PROC && !((const struct tproc *)n)->exited) ||
+	       (n->type == N_SPAN && ((const struct tspan *)n)->written_open);
 }
 
-/* Does the subtree hold a process that has not ended (records may still come)? */
+/* Does the subtree hold a process or a span written open that has not ended
+ * (records may still come)? */
 static bool has_live(struct sp_tree *t, const struct tnode *n)
 {
 	return walk_tree(t, n, is_live, NULL);
@@ -192,7 +194,7 @@ static uint64_t run_nodes(struct sp_tree *t, const struct tnode *c, uint64_t cou
 /* The line or JSON opening of the process being streamed. */
 static void open_proc(struct sp_tree *t, struct tproc *p)
 {
-	struct tline b;
+	struct sp_buf b = SP_BUF_INIT;
 
 	if (!t->head_done)
 		print_opening(t);
@@ -206,7 +208,8 @@ static void open_proc(struct sp_tree *t, struct tproc *p)
 		return;
 	}
 	sp_tree_render_line(t, &b, &p->n, root_base(t, &p->n), NULL, t->stable, t->color);
-	fprintf(t->out, "%s\n", b.buf);
+	fprintf(t->out, "%s\n", sp_buf_str(&b));
+	sp_buf_release(&b);
 }
 
 /*
@@ -254,16 +257,22 @@ void sp_tree_stream_proc(struct sp_tree *t, struct tproc *p)
 			if (!p->streamed)
 				open_proc(t, p);
 			if (t->json) {
-				sp_tree_print_range_json(t, p->n.first, stop, 1, root_base(t, &p->n),
+				sp_tree_print_range_json(t, &p->n, p->n.first, stop, false,
+						 sp_tree_top_depth(t),
+						 root_base(t, &p->n),
 						 &t->emitted);
 			} else {
-				sp_tree_print_range_text(t, p->n.first, stop, false, &pf, 1,
-						 root_base(t, &p->n));
+				sp_tree_print_range_text(t, &p->n, p->n.first, stop, false, &pf,
+						 sp_tree_top_depth(t), root_base(t, &p->n));
 				sp_tree_prefix_release(&pf);
 			}
 		}
 		for (c = p->n.first; c != stop; c = next) {
 			next = c->next;
+			if (c->small) {	/* its line comes after the process's last child */
+				p->elided_n++;
+				p->elided_ns += sp_tree_node_dur(t, c);
+			}
 			sp_tree_free_subtree(t, c);
 		}
 		p->n.first = stop;
@@ -321,25 +330,33 @@ int sp_tree_print(struct sp_tree *t, FILE *out)
 	struct prefix pf = { 0 };
 	struct tproc *sp = t->streaming;
 	struct tnode **roots;
-	struct tline b;
+	struct sp_buf b = SP_BUF_INIT;
 	size_t i, n;
 	bool first = true;
 
 	setup_output(t, out);
+	if (t->sum) {
+		sp_tree_print_summary(t);
+		return ferror(out) ? -1 : 0;
+	}
 	if (sp) {
 		/* the rest of the process being streamed, then its end */
 		sp_tree_compute_keep(t, &sp->n, false, false);
 		sp_tree_sort_children(t, &sp->n);
 		if (t->json) {
-			sp_tree_print_range_json(t, sp->n.first, NULL, 1, root_base(t, &sp->n),
+			sp_tree_print_range_json(t, &sp->n, sp->n.first, NULL, true,
+					 sp_tree_top_depth(t),
+					 root_base(t, &sp->n),
 					 &t->emitted);
 			fputc(']', out);
 			sp_tree_json_proc_exit(t, sp);
 			fputc('}', out);
 		} else {
-			sp_tree_print_range_text(t, sp->n.first, NULL, true, &pf, 1, root_base(t, &sp->n));
+			sp_tree_print_range_text(t, &sp->n, sp->n.first, NULL, true, &pf,
+					 sp_tree_top_depth(t), root_base(t, &sp->n));
 			sp_tree_render_line(t, &b, &sp->n, 0, NULL, t->stable, t->color);
-			fprintf(out, "# end of %s\n", b.buf);
+			fprintf(out, "# end of %s\n", sp_buf_str(&b));
+			sp_buf_release(&b);
 		}
 		first = false;
 	} else {

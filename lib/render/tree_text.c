@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The tree's text form: each node's line behind the drawing of the levels
- * above it ("├─ ", "│  "), children below -d counted on one line, and
- * levels beyond INDENT_LEVELS drawn as "… +N ".
+ * above it ("├─ ", "│  "), children below -d counted on one line, so are
+ * those under --min-share, and levels beyond INDENT_LEVELS drawn as
+ * "… +N ".
  */
 #include <stdlib.h>
 #include <string.h>
@@ -72,8 +73,27 @@ static bool children_text(struct sp_tree *t, struct tnode *n, struct prefix *pf,
 	return true;
 }
 
+/* The line after the children of n that counts those --min-share hid. */
+static void elided_line(struct sp_tree *t, const struct tnode *n, struct prefix *pf)
+{
+	uint64_t ns, count = sp_tree_elided(t, n, &ns);
+	char d[32];
+
+	if (!count)
+		return;
+	sp_tree_fmt_dur(d, sizeof(d), ns);
+	put_prefix(t, pf);
+	fprintf(t->out, "└─ … %llu more, each under %g%% of the %s time",
+		(unsigned long long)count, t->share * 100,
+		n->type == N_SPAN ? "top-level span's" : "recording's");
+	if (!t->stable)
+		fprintf(t->out, " (%s in all)", d);
+	fputc('\n', t->out);
+}
+
 /* A run of siblings being printed: the next kept one and where to stop. */
 struct tframe {
+	struct tnode *parent;	/* whose children they are */
 	struct tnode *next, *stop;
 	uint64_t base;		/* offsets of events count from it */
 	size_t plen;		/* levels of the prefix of its lines */
@@ -86,56 +106,64 @@ struct tframe {
  * depth, each with what is under it, depth first. final: the run printed
  * last is the node's last child (└─); else more follow (streaming).
  */
-void sp_tree_print_range_text(struct sp_tree *t, struct tnode *c, struct tnode *stop,
-			      bool final, struct prefix *pf, unsigned int depth, uint64_t base)
+void sp_tree_print_range_text(struct sp_tree *t, struct tnode *parent, struct tnode *c,
+			      struct tnode *stop, bool final, struct prefix *pf, unsigned int depth,
+			      uint64_t base)
 {
 	struct tframe *st = sp_xmalloc(16 * sizeof(*st)), *f;
 	size_t n = 1, cap = 16, plen = pf->len;
 	struct tnode *d;
 	struct agg ag;
-	struct tline b;
+	struct sp_buf b = SP_BUF_INIT;
+	uint64_t ns;
 	bool last;
 
-	st[0] = (struct tframe){ sp_tree_next_kept(c), stop, base, pf->len, depth, final };
+	st[0] = (struct tframe){ parent, sp_tree_next_kept(c), stop, base, pf->len, depth, final };
 	while (n) {
 		f = &st[n - 1];
 		pf->len = f->plen;
 		if (!f->next || f->next == f->stop) {
+			if (f->final)
+				elided_line(t, f->parent, pf);
 			n--;
 			continue;
 		}
 		c = f->next;
 		d = sp_tree_next_kept(sp_tree_group_end(t, c, &ag));
 		f->next = d;
-		last = f->final && d == NULL;
+		last = f->final && d == NULL && !sp_tree_elided(t, f->parent, &ns);
 		sp_tree_render_line(t, &b, c, f->base, &ag, t->stable, t->color);
 		put_prefix(t, pf);
-		fprintf(t->out, "%s%s\n", last ? "└─ " : "├─ ", b.buf);
+		fprintf(t->out, "%s%s\n", last ? "└─ " : "├─ ", sp_buf_str(&b));
 		prefix_push(pf, last);
 		if (c->type == N_SPAN)
 			base = ((const struct tspan *)c)->start;
 		else
 			base = f->base;
-		depth = f->depth + 1;
+		depth = sp_tree_depth_below(c, f->depth);
 		if (!children_text(t, c, pf, depth))
 			continue;
 		sp_grow(&st, &cap, n + 1, sizeof(*st));
-		st[n++] = (struct tframe){ sp_tree_next_kept(c->first), NULL, base, pf->len, depth, true };
+		st[n++] = (struct tframe){ c, sp_tree_next_kept(c->first), NULL, base, pf->len, depth,
+					   true };
 	}
 	pf->len = plen;
 	free(st);
+	sp_buf_release(&b);
 }
 
 /* A top-level node and everything under it. */
 void sp_tree_print_text(struct sp_tree *t, struct tnode *n, struct prefix *pf, uint64_t base)
 {
-	struct tline b;
+	struct sp_buf b = SP_BUF_INIT;
 
 	sp_tree_render_line(t, &b, n, base, NULL, t->stable, t->color);
-	fprintf(t->out, "%s\n", b.buf);
+	fprintf(t->out, "%s\n", sp_buf_str(&b));
+	sp_buf_release(&b);
 	pf->len = 0;
 	if (n->type == N_SPAN)
 		base = ((const struct tspan *)n)->start;
-	if (children_text(t, n, pf, 1))
-		sp_tree_print_range_text(t, n->first, NULL, true, pf, 1, base);
+	if (children_text(t, n, pf, sp_tree_top_depth(t)))
+		sp_tree_print_range_text(t, n, n->first, NULL, true, pf, sp_tree_top_depth(t),
+					 base);
 }

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* The event vocabulary: names, groups and typed fields of each event kind. */
+/*
+ * The event vocabulary: names, groups and typed fields of each event kind,
+ * and the groups' names as --events= lists spell them (sp-record, sp-tree).
+ */
 #include <string.h>
 
 #include "events.h"
@@ -94,4 +97,33 @@ int sp_event_field_index(uint64_t kind, const char *name)
 		if (!strcmp(s->fields[i].name, name))
 			return (int)i;
 	return -1;
+}
+
+static const struct {
+	const char *name;
+	unsigned int group;
+} groups[] = {
+	{ "proc", SP_EVG_PROC }, { "file", SP_EVG_FILE }, { "net", SP_EVG_NET },
+	{ "dns", SP_EVG_DNS }, { "priv", SP_EVG_PRIV }, { "runtime", SP_EVG_RUNTIME },
+};
+
+unsigned int sp_event_group_by_name(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+		if (!strcmp(name, groups[i].name))
+			return groups[i].group;
+	return 0;
+}
+
+uint64_t sp_event_group_kinds(unsigned int group)
+{
+	uint64_t m = 0;
+	unsigned int k;
+
+	for (k = 1; k < SP_EV_KIND_MAX; k++)
+		if (schemas[k].name && (schemas[k].group & group))
+			m |= UINT64_C(1) << k;
+	return m;
 }

@@ -9,30 +9,32 @@
 #include "tap.h"
 #include "tree.h"
 
-static char buf[4096];
+static struct sp_buf buf = SP_BUF_INIT;
 
 static const char *text(uint64_t kind, const uint64_t *v, unsigned int n, bool stable)
 {
-	sp_event_text(buf, sizeof(buf), kind, v, n, stable);
-	return buf;
+	sp_event_text(&buf, kind, v, n, stable);
+	return sp_buf_str(&buf);
+}
+
+static const char *open_flags(uint64_t flags)
+{
+	sp_buf_reset(&buf);
+	sp_open_flags_text(&buf, flags);
+	return sp_buf_str(&buf);
 }
 
 #define S(x) ((uint64_t)(uintptr_t)(x))
 
 static void test_tree_open_flags(void)
 {
-	sp_open_flags_text(buf, sizeof(buf), O_RDONLY | O_CLOEXEC);
-	CHECK_STR(buf, "O_RDONLY|O_CLOEXEC");
-	sp_open_flags_text(buf, sizeof(buf), O_WRONLY | O_CREAT | O_TRUNC);
-	CHECK_STR(buf, "O_WRONLY|O_CREAT|O_TRUNC");
-	sp_open_flags_text(buf, sizeof(buf), O_RDWR | O_APPEND | O_NOFOLLOW | O_DIRECTORY);
-	CHECK_STR(buf, "O_RDWR|O_APPEND|O_DIRECTORY|O_NOFOLLOW");
-	sp_open_flags_text(buf, sizeof(buf), O_SYNC);	/* two bits, one name each */
-	CHECK_STR(buf, "O_RDONLY|O_SYNC|O_DSYNC");
-	sp_open_flags_text(buf, sizeof(buf), O_PATH | O_CLOEXEC);
-	CHECK_STR(buf, "O_CLOEXEC|O_PATH");
-	sp_open_flags_text(buf, sizeof(buf), 0x40000000 | O_WRONLY);
-	CHECK_STR(buf, "O_WRONLY|0x40000000");
+	CHECK_STR(open_flags(O_RDONLY | O_CLOEXEC), "O_RDONLY|O_CLOEXEC");
+	CHECK_STR(open_flags(O_WRONLY | O_CREAT | O_TRUNC), "O_WRONLY|O_CREAT|O_TRUNC");
+	CHECK_STR(open_flags(O_RDWR | O_APPEND | O_NOFOLLOW | O_DIRECTORY),
+		  "O_RDWR|O_APPEND|O_DIRECTORY|O_NOFOLLOW");
+	CHECK_STR(open_flags(O_SYNC), "O_RDONLY|O_SYNC|O_DSYNC");	/* two bits, one name each */
+	CHECK_STR(open_flags(O_PATH | O_CLOEXEC), "O_CLOEXEC|O_PATH");
+	CHECK_STR(open_flags(0x40000000 | O_WRONLY), "O_WRONLY|0x40000000");
 }
 
 static void test_tree_event_texts(void)
@@ -96,12 +98,52 @@ static void test_tree_event_texts(void)
 	CHECK_STR(text(999, v, 0, false), "kind 999");
 }
 
+/* A text longer than SP_EVENT_TEXT_MAX is cut at a whole character. */
+static void test_tree_event_text_cut(void)
+{
+	uint64_t v[SP_EVENT_MAX_FIELDS] = { 0 };
+	char path[2 + 2 * 1500 + 1] = "/a";
+	const char *t;
+	size_t i;
+
+	for (i = 0; i < 1000; i++)	/* "é" is 2 bytes */
+		memcpy(path + 2 + 2 * i, "\xc3\xa9", 2);
+	v[0] = S(path), v[1] = O_RDONLY, v[3] = 3;
+	t = text(SP_EV_PATH_OPEN, v, 4, false);
+	CHECK_EQ_U(strlen(t), 2002 + strlen(" (O_RDONLY) = 3"));
+	for (; i < 1500; i++)
+		memcpy(path + 2 + 2 * i, "\xc3\xa9", 2);
+	t = text(SP_EV_PATH_OPEN, v, 4, false);
+	CHECK(strlen(t) <= SP_EVENT_TEXT_MAX);
+	CHECK(!memcmp(t, path, 2046));	/* byte 2047 would split an "é": it goes */
+	CHECK((unsigned char)t[2046] != 0xc3);
+}
+
+/* The groups of --events= lists, by name, as sp-record and sp-tree read them. */
+static void test_event_groups(void)
+{
+	uint64_t file = sp_event_group_kinds(SP_EVG_FILE);
+
+	CHECK_EQ_U(sp_event_group_by_name("file"), SP_EVG_FILE);
+	CHECK_EQ_U(sp_event_group_by_name("runtime"), SP_EVG_RUNTIME);
+	CHECK_EQ_U(sp_event_group_by_name("path_open"), 0);
+	CHECK_EQ_U(sp_event_group_by_name("all"), 0);
+	CHECK(file & (1ull << SP_EV_PATH_OPEN));
+	CHECK(file & (1ull << SP_EV_FILE_UNLINK));
+	CHECK(!(file & (1ull << SP_EV_PROC_EXEC)));
+	CHECK_EQ_U(sp_event_group_kinds(SP_EVG_PROC | SP_EVG_DNS),
+		   (1ull << SP_EV_PROC_FORK) | (1ull << SP_EV_PROC_EXEC) |
+		   (1ull << SP_EV_PROC_EXIT) | (1ull << SP_EV_DNS_REQ));
+	CHECK_EQ_U(sp_event_group_kinds(0), 0);
+}
+
 /* Every kind of lib/stream/events.c renders without "?" when its fields are set. */
 static void test_tree_every_kind(void)
 {
 	static const uint8_t v4[] = { 4, 10, 0, 0, 1 };
 	uint64_t v[SP_EVENT_MAX_FIELDS];
 	unsigned int k, i;
+	const char *t;
 
 	for (k = 1; k < SP_EV_KIND_MAX; k++) {
 		const struct sp_event_schema *es = sp_event_schema(k);
@@ -112,10 +154,10 @@ static void test_tree_every_kind(void)
 		for (i = 0; i < es->nfields; i++)
 			v[i] = es->fields[i].type == SP_FT_STR ? S("s") :
 			       es->fields[i].type == SP_FT_ADDR ? S(v4) : 1;
-		text(k, v, es->nfields, false);
-		if (!*buf || strstr(buf, "?") || !strncmp(buf, "kind", 4))
-			printf("#   %s: \"%s\"\n", es->name, buf);
-		CHECK(*buf && !strstr(buf, "?") && strncmp(buf, "kind", 4));
+		t = text(k, v, es->nfields, false);
+		if (!*t || strstr(t, "?") || !strncmp(t, "kind", 4))
+			printf("#   %s: \"%s\"\n", es->name, t);
+		CHECK(*t && !strstr(t, "?") && strncmp(t, "kind", 4));
 	}
 }
 
@@ -555,6 +597,8 @@ int main(void)
 {
 	TAP_RUN(test_tree_open_flags);
 	TAP_RUN(test_tree_event_texts);
+	TAP_RUN(test_tree_event_text_cut);
+	TAP_RUN(test_event_groups);
 	TAP_RUN(test_tree_every_kind);
 	TAP_RUN(test_tree_shape);
 	TAP_RUN(test_tree_stable_collapse);

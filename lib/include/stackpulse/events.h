@@ -84,6 +84,12 @@ const struct sp_event_schema *sp_event_schema(uint64_t kind);
 unsigned int sp_event_kind_by_name(const char *name);
 /* Index of a field of a kind by name, or -1. */
 int sp_event_field_index(uint64_t kind, const char *name);
+/* The SP_EVG_* bit of a group's name ("proc", "file", "net", "dns", "priv",
+ * "runtime"), or 0. */
+unsigned int sp_event_group_by_name(const char *name);
+/* The kinds of the groups in groups (SP_EVG_* bits), one bit (1 << kind)
+ * each. */
+uint64_t sp_event_group_kinds(unsigned int groups);
 
 /* Fork flags (field "flags" of proc_fork). */
 #define SP_FORK_THREAD	(1u << 0)	/* a new thread, not a process */

@@ -298,6 +298,7 @@ struct sp_process_end {
 };
 #define SP_PEND_SIGNALED	(1u << 0)
 #define SP_PEND_EXEC		(1u << 1)	/* the image was replaced by exec */
+#define SP_PEND_CORE		(1u << 2)	/* with SIGNALED: it dumped core */
 
 struct sp_thread_end {
 	uint64_t time;

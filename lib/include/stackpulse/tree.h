@@ -18,9 +18,19 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "buf.h"
 #include "record.h"
 
 struct sp_tree;
+
+/* What --summary sorts its rows by, largest first. */
+enum sp_summary_sort {
+	SP_SUMMARY_SELF,	/* time in the method itself */
+	SP_SUMMARY_TOTAL,	/* time in it and what it called */
+	SP_SUMMARY_CALLS,
+	SP_SUMMARY_CPU,		/* CPU samples in the method itself */
+	SP_SUMMARY_OFFCPU,	/* time it spent off the CPU */
+};
 
 struct sp_tree_opts {
 	bool stable;		/* no times, durations, pids, tids; deterministic order */
@@ -29,6 +39,13 @@ struct sp_tree_opts {
 	bool no_collapse;	/* keep repeated identical siblings apart */
 	unsigned int max_depth;	/* levels below a process, 0 = all */
 	uint64_t min_dur_ns;	/* hide closed spans shorter than this */
+	/*
+	 * Hide closed spans shorter than this share (0..1) of the time of the
+	 * top-level span they are under (a top-level span: of the recording),
+	 * counted on a line after their siblings. Below 0: SP_TREE_MIN_SHARE in a tree of more than
+	 * SP_TREE_LARGE spans when printing starts, else none.
+	 */
+	double min_share;
 	const uint64_t *pids;	/* show only these processes (and what they started) */
 	size_t npids;
 	const uint64_t *tids;	/* show only spans of these threads */
@@ -43,7 +60,18 @@ struct sp_tree_opts {
 	 * them (needs sp_tree_set_output()). 0 = hold the whole tree.
 	 */
 	uint64_t buffer_nodes;
+	/*
+	 * A table of one row per method instead of the tree (spans only; the
+	 * filters do not apply): sorted by summary_sort, the first summary_top
+	 * rows (0 = all).
+	 */
+	bool summary;
+	enum sp_summary_sort summary_sort;
+	size_t summary_top;
 };
+
+#define SP_TREE_MIN_SHARE	0.005
+#define SP_TREE_LARGE		20000
 
 struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts);
 /* Take in a correlated record. */
@@ -67,13 +95,14 @@ void sp_tree_free(struct sp_tree *t);
  * valid UTF-8; sp-tree keeps every string so) or 0; for ADDR and BYTES fields a (uintptr_t)
  * pointer to a length byte followed by the bytes, or 0. With stable, values
  * that change from run to run (pids, fds, ports of ephemeral sockets) are
- * left out. Returns the length written (truncated to size - 1, always
- * NUL-terminated).
+ * left out. The text replaces b's contents; it is at most SP_EVENT_TEXT_MAX
+ * bytes, cut at a whole character.
  */
-size_t sp_event_text(char *buf, size_t size, uint64_t kind, const uint64_t *vals,
-		     unsigned int nvals, bool stable);
+void sp_event_text(struct sp_buf *b, uint64_t kind, const uint64_t *vals, unsigned int nvals,
+		   bool stable);
+#define SP_EVENT_TEXT_MAX	2047
 
-/* Open flags as "O_WRONLY|O_CREAT|O_TRUNC" (unknown bits in hex). */
-size_t sp_open_flags_text(char *buf, size_t size, uint64_t flags);
+/* Open flags as "O_WRONLY|O_CREAT|O_TRUNC" (unknown bits in hex), appended to b. */
+void sp_open_flags_text(struct sp_buf *b, uint64_t flags);
 
 #endif
