@@ -183,6 +183,7 @@ static void perf_describe(struct sp_source *s, char *f, size_t fsize, char *u, s
 {
 	struct perf *p = s->priv;
 	static const char *const cg[] = { "none", "fp", "dwarf", "auto" };
+	char copy[32] = "";
 
 	if (p->sideband) {
 		/* no samples, so no stacks: only what tracks processes and mappings */
@@ -191,8 +192,12 @@ static void perf_describe(struct sp_source *s, char *f, size_t fsize, char *u, s
 		snprintf(u, usize, "%s", p->build_id_ok ? "" : "mmap2-build-id");
 		return;
 	}
-	snprintf(f, fsize, "perf=%s callchain=%s%s%s%s", p->o.event,
-		 cg[p->o.call_graph & 3],
+	/* stack-size=: the copy, for readers that word hints (stackquality.h) */
+	if (p->o.call_graph >= SP_CG_DWARF)
+		snprintf(copy, sizeof(copy), " stack-size=%u",
+			 p->o.stack_size ? p->o.stack_size : 8192);
+	snprintf(f, fsize, "perf=%s callchain=%s%s%s%s%s", p->o.event,
+		 cg[p->o.call_graph & 3], copy,
 		 p->kernel_ok && !p->o.user_only ? " kernel-stacks" : "",
 		 p->o.kernel_only ? "" : " user-stacks",
 		 p->build_id_ok ? " mmap2-build-id" : "");
