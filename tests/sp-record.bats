@@ -388,7 +388,7 @@ os._exit(3)'
 	require_root
 	run --separate-stderr -0 sp-record --format=json -- sh -c \
 		'printf "7f0000001000 40 jitted_hello\n7f0000002000 10 jitted_bye\n" > /tmp/perf-$$.map; echo $$ >&2'
-	pid=$stderr
+	pid=$(grep -x "[0-9]*" <<< "$stderr")
 	rm -f "/tmp/perf-$pid.map"
 	printf '%s\n' "$output" > "$OUT/j.json"
 	run jq -r 'select(.type=="jitsym") | "\(.pid) \(.addr) \(.size) \(.name)"' "$OUT/j.json"
