@@ -148,7 +148,6 @@ static int perf_poll(struct sp_source *s, struct sp_emit *out)
 	p->out = out;
 	n = (int)sp_perf_queue_poll(&p->q, p->epfd, p->rings, p->ncpus);
 	sp_perf_flush_pending_execs(p, p->q.bound);
-	sp_perf_resolve_ksyms(p, false);
 	return n;
 }
 
@@ -171,7 +170,7 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	n = (int)sp_perf_queue_finish(&p->q, p->rings, p->ncpus);
 	sp_perf_flush_pending_execs(p, UINT64_MAX);
 	sp_perf_procs_finish(p);
-	sp_perf_resolve_ksyms(p, true);
+	sp_perf_ksyms_finish(p);
 	if (p->st.bad + p->q.bad)
 		sp_warn("%" PRIu64 " malformed perf records skipped", p->st.bad + p->q.bad);
 	p->q.bound = UINT64_MAX;
@@ -231,7 +230,6 @@ static void perf_free(struct sp_source *s)
 		free(p->cpus);
 		free(p->rings);
 		free(p->fds);
-		free(p->kaddrs);
 		free(p->roots);
 		free(p);
 	}
