@@ -228,8 +228,8 @@ static void make_hint(const struct sp_stackq *q, const struct cause *c, double s
 	case SP_UNWIND_JIT:
 		snprintf(buf, len, "%.1f%% of stacks stopped in JIT-compiled code (e.g. 0x%" PRIx64
 			 "): enable the runtime's perf map and frame pointers (node "
-			 "--perf-basic-prof, python3.12 -X perf, -XX:+PreserveFramePointer) and "
-			 "use --call-graph=auto", pct, c->rel);
+			 "--perf-basic-prof, python3.12 -X perf, -XX:+PreserveFramePointer)%s",
+			 pct, c->rel, q->cg == SP_CG_AUTO ? "" : " and use --call-graph=auto");
 		break;
 	default:
 		if (mod)
