@@ -450,7 +450,7 @@ $pid 0x7f0000002000 16 jitted_bye"
 	run --separate-stderr -0 sp-record --events=none --spans=none --format=json -- \
 		setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
 		'sh -c '\''printf "7f0000001000 40 nobody_jit\n" > /tmp/perf-$$.map; echo $$ >&2'\''; sleep 0.3'
-	pid=${stderr%%$'\n'*}
+	pid=$(grep -x -m1 "[0-9]*" <<< "$stderr")
 	rm -f "/tmp/perf-$pid.map"
 	printf '%s\n' "$output" > "$OUT/n.json"
 	run jq -r 'select(.type=="jitsym") | "\(.pid) \(.name)"' "$OUT/n.json"

@@ -84,7 +84,7 @@ static const struct argp_option options[] = {
 	{ "user-only", OPT_USER_ONLY, NULL, 0, "Only samples and stacks in user space", 2 },
 	{ "kernel-only", OPT_KERNEL_ONLY, NULL, 0, "Only samples and stacks in the kernel", 2 },
 	{ "mmap-pages", 'm', "PAGES", 0, "Ring buffer pages per CPU, a power of 2 "
-	  "(default 128, 512 for dwarf)", 2 },
+	  "(default 128, 512 for auto and dwarf, 2048 with -a)", 2 },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "batch", OPT_BATCH, "TIME", 0, "Write records at least this often (default 100ms)", 3 },
 	{ "format", OPT_FORMAT, "FORMAT", 0, "spool (default) or json (JSON lines)", 3 },

@@ -202,13 +202,13 @@ static void make_hint(const struct sp_stackq *q, const struct cause *c, double s
 				 "--call-graph=dwarf,%" PRIu64, pct, bigger_copy(0));
 		break;
 	case SP_UNWIND_NO_CFI:
-		if (mod && !strcmp(mod, "[uprobes]"))
+		if (mod && !strncmp(mod, "[uprobes", 8))
 			/* the kernel's page of uprobes: not a file, nothing to install */
-			snprintf(buf, len, "%.1f%% of stacks stopped in [uprobes] at 0x%" PRIx64
+			snprintf(buf, len, "%.1f%% of stacks stopped in %s at 0x%" PRIx64
 				 ", the kernel's page for uprobes: a uretprobe's return trampoline "
 				 "(the return address of a function probed with --span-func is held by "
 				 "the kernel) or a probed instruction stepped out of line; the callers "
-				 "above it cannot be unwound from the stack copy", pct, c->rel);
+				 "above it cannot be unwound from the stack copy", pct, mod, c->rel);
 		else if (mod)
 			snprintf(buf, len, "%.1f%% of stacks stopped in %s at 0x%" PRIx64 ", which "
 				 "has no unwind information there: install its debug symbols "
