@@ -42,7 +42,7 @@ need_npm() {
 
 @test "sp-flame: the footer gives the share of broken-looking stacks and a hint" {
 	run --separate-stderr -0 sp-flame "$basic"
-	[[ "$stderr" == *"8 samples, 12.5% with a broken-looking stack (1 with a single user frame); hint: build with -fno-omit-frame-pointer"* ]]
+	[[ "$stderr" == *"8 samples, 12.5% with a broken-looking stack (1 with a single user frame); hint: record with sp-record's default --call-graph=auto"* ]]
 	[[ "$stderr" == *"; 1 frame unresolved (run sp-symbolize first)" ]]
 	run --separate-stderr -0 sp-flame -q "$basic"
 	assert_equal "$stderr" ""

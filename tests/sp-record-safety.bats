@@ -99,7 +99,8 @@ settle() {
 		2>'$BATS_TEST_TMPDIR/err' | head -c 100 >/dev/null; echo \"status \${PIPESTATUS[0]}\"" 3>&-
 	assert_output "status 141"
 	run cat "$BATS_TEST_TMPDIR/err"
-	assert_output "sp-record: warning: output closed (broken pipe): recording stopped; the command goes on running"
+	assert_output "sp-record: the command's standard output goes to standard error: the records go to standard output (--command-stdout=FILE to choose)
+sp-record: warning: output closed (broken pipe): recording stopped; the command goes on running"
 	for i in $(seq 100); do
 		[ -s "$BATS_TEST_TMPDIR/done.pid" ] && break
 		sleep 0.1

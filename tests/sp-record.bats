@@ -205,7 +205,8 @@ has() {
 	awk '{ print $1, $3 }' /proc/kallsyms | sort -u > "$OUT/kallsyms"
 	run comm -23 "$OUT/ksyms" "$OUT/kallsyms"
 	assert_output ""
-	# Every kernel frame falls in one of them.
+	# Every kernel frame falls in one of them (a return address: the byte
+	# before it, the call, as sp-symbolize looks it up).
 	jq -r 'select(.type=="frame" and .mode=="kernel") | .addr' "$OUT/w.sp.json" > "$OUT/kf"
 	jq -r 'select(.type=="ksym") | "\(.addr) \(.size)"' "$OUT/w.sp.json" > "$OUT/kr"
 	bad=0
@@ -213,11 +214,56 @@ has() {
 		ok=0
 		while read -r lo size; do
 			((a >= lo && a < lo + (size ? size : 1))) && { ok=1; break; }
+			((a - 1 >= lo && a - 1 < lo + (size ? size : 1))) && { ok=1; break; }
 		done < "$OUT/kr"
 		[ $ok = 1 ] || bad=$((bad + 1))
 	done < <(sort -u "$OUT/kf" | head -60)
 	run echo $bad
 	assert_output "0"
+}
+
+@test "sp-record: -a beside dd: every kernel frame inside a ksym record is named, its ksym written before it" {
+	require_root
+	require_cmd python3
+	dd if=/dev/zero of=/dev/null bs=64k count=100000000 2>/dev/null &
+	BGPIDS=$!
+	run --separate-stderr -0 sp-record --events=none --spans=none -a -d 1 -o "$OUT/a.sp"
+	kill $BGPIDS
+	decode "$OUT/a.sp"
+	sp-symbolize "$OUT/a.sp" 2>/dev/null | sp-decode > "$OUT/a.sym.json"
+	run python3 - "$OUT/a.sp.json" "$OUT/a.sym.json" <<-'EOF'
+	import json, sys
+	def load(path):
+	    return [json.loads(l) for l in open(path)]
+	def covered(ksyms, a):
+	    return any(lo <= a < lo + max(size, 1) for lo, size in ksyms)
+	# the recording: a kernel frame comes after the ksym that holds it
+	ksyms, late = [], 0
+	for r in load(sys.argv[1]):
+	    if r["type"] == "ksym":
+	        ksyms.append((int(r["addr"], 16), r.get("size", 0)))
+	    elif r["type"] == "frame" and r.get("mode") == "kernel":
+	        a = int(r["addr"], 16)
+	        late += not (covered(ksyms, a) or covered(ksyms, a - 1))
+	all_ksyms = ksyms
+	# symbolized: every kernel frame of every sample inside a ksym is named
+	inside = unnamed = 0
+	for r in load(sys.argv[2]):
+	    if r["type"] != "sample":
+	        continue
+	    for f in r.get("frames", []):
+	        if f.get("mode") != "kernel":
+	            continue
+	        a = int(f["addr"], 16)
+	        if covered(all_ksyms, a) or covered(all_ksyms, a - 1):
+	            inside += 1
+	            unnamed += "func" not in f
+	print("kernel frames after their ksym: %d late; in samples: %d inside a ksym, %d unnamed"
+	      % (late, inside, unnamed))
+	sys.exit(1 if late or unnamed or inside < 100 else 0)
+	EOF
+	echo "$output"
+	[ "$status" = 0 ]
 }
 
 @test "sp-record: a process ends with the last of its threads (exit_group: the first thread often goes first)" {
@@ -388,7 +434,7 @@ os._exit(3)'
 	require_root
 	run --separate-stderr -0 sp-record --format=json -- sh -c \
 		'printf "7f0000001000 40 jitted_hello\n7f0000002000 10 jitted_bye\n" > /tmp/perf-$$.map; echo $$ >&2'
-	pid=$stderr
+	pid=$(grep -x "[0-9]*" <<< "$stderr")
 	rm -f "/tmp/perf-$pid.map"
 	printf '%s\n' "$output" > "$OUT/j.json"
 	run jq -r 'select(.type=="jitsym") | "\(.pid) \(.addr) \(.size) \(.name)"' "$OUT/j.json"
@@ -404,7 +450,7 @@ $pid 0x7f0000002000 16 jitted_bye"
 	run --separate-stderr -0 sp-record --events=none --spans=none --format=json -- \
 		setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
 		'sh -c '\''printf "7f0000001000 40 nobody_jit\n" > /tmp/perf-$$.map; echo $$ >&2'\''; sleep 0.3'
-	pid=${stderr%%$'\n'*}
+	pid=$(grep -x -m1 "[0-9]*" <<< "$stderr")
 	rm -f "/tmp/perf-$pid.map"
 	printf '%s\n' "$output" > "$OUT/n.json"
 	run jq -r 'select(.type=="jitsym") | "\(.pid) \(.name)"' "$OUT/n.json"

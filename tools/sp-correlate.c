@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "correlate.h"
 #include "reader.h"
 #include "sp.h"
@@ -82,6 +83,22 @@ static int put(void *ctx, const struct sp_record *rec)
 	return sp_writer_put(ctx, rec);
 }
 
+/* The pids without a process record, by number: the first few. */
+static void warn_unknown_pids(const struct sp_corr_stats *st)
+{
+	struct sp_buf b = SP_BUF_INIT;
+	uint64_t i, n = st->unknown_pids < SP_CORR_PIDS_NAMED ? st->unknown_pids :
+			SP_CORR_PIDS_NAMED;
+
+	for (i = 0; i < n; i++)
+		sp_buf_printf(&b, "%s%llu", i ? ", " : "", (unsigned long long)st->unknown_pid[i]);
+	if (st->unknown_pids > n)
+		sp_buf_printf(&b, " and %llu more", (unsigned long long)(st->unknown_pids - n));
+	sp_warn("%llu pids had records but no process record before them: %s",
+		(unsigned long long)st->unknown_pids, sp_buf_str(&b));
+	sp_buf_release(&b);
+}
+
 /* Say what was unusual in the input; only broken references of a
  * correlated input drop records. */
 static void report(const struct sp_corr_stats *st)
@@ -102,8 +119,6 @@ static void report(const struct sp_corr_stats *st)
 		  "spans overlap lost records (end: incomplete)" },
 		{ offsetof(struct sp_corr_stats, early_flush),
 		  "span trees were written before they closed (--max-held)" },
-		{ offsetof(struct sp_corr_stats, unknown_pids),
-		  "pids had records but no process record before them" },
 		{ offsetof(struct sp_corr_stats, bad_refs),
 		  "records of the correlated input referred to spans not defined before "
 		  "them (samples and events dropped, parents cut)" },
@@ -116,6 +131,8 @@ static void report(const struct sp_corr_stats *st)
 		if (n)
 			sp_warn("%llu %s", (unsigned long long)n, warn[i].what);
 	}
+	if (st->unknown_pids)
+		warn_unknown_pids(st);
 	if (!env.stats)
 		return;
 	fprintf(stderr, "%s: %llu records, %llu spans (%llu gaps), assigned: %llu thread, "

@@ -28,8 +28,10 @@ static struct env {
 	uint64_t duration_ns;
 	uint64_t batch_ns;
 	enum sp_format format;
+	const char *command_stdout;	/* --command-stdout */
+	bool call_graph_given;		/* -g MODE: its stack summary always */
 } env = {
-	.perf = { .freq = 999, .call_graph = SP_CG_FP },
+	.perf = { .freq = 999, .call_graph = SP_CG_AUTO },
 	.batch_ns = 100000000,
 	.format = SP_FORMAT_SPOOL,
 };
@@ -37,8 +39,9 @@ static struct env {
 static const char doc[] =
 	"Record stack samples of COMMAND (and every process it starts), of running "
 	"processes (-p), or of the whole machine (-a).\v"
-	"Samples CPU stacks with perf_event_open (kernel and user stacks by frame "
-	"pointers, or DWARF with --call-graph=dwarf) and records the processes, "
+	"Samples CPU stacks with perf_event_open (kernel stacks by frame pointers, "
+	"user stacks unwound by DWARF at record time, frame pointers where a binary has "
+	"no unwind information: --call-graph=auto) and records the processes, "
 	"threads and executable mappings (with build-ids) needed to make sense of them "
 	"later, on this machine or another. Output goes to -o FILE, or to standard "
 	"output when it is not a terminal, else to ./" SP_RECORDER_DEFAULT_OUTPUT "; records are "
@@ -60,6 +63,7 @@ enum {
 	OPT_FORMAT,
 	OPT_CHECK,
 	OPT_ARCHIVE,
+	OPT_COMMAND_STDOUT,
 };
 
 static const struct argp_option options[] = {
@@ -72,19 +76,23 @@ static const struct argp_option options[] = {
 	{ "count", 'c', "PERIOD", 0, "Sample every PERIOD events instead", 2 },
 	{ "event", 'e', "EVENT", 0, "Sampling event: cpu-clock (default), task-clock, "
 	  "page-faults, context-switches, ...; cycles, instructions where there is a PMU", 2 },
-	{ "call-graph", 'g', "MODE", 0, "fp (frame pointers, default), dwarf[,SIZE] (unwind copies "
-	  "of the user stack), auto (dwarf, then frame pointers where CFI is missing), none", 2 },
+	{ "call-graph", 'g', "MODE", OPTION_ARG_OPTIONAL, "auto (default: dwarf, then frame "
+	  "pointers where CFI is missing), dwarf[,SIZE] (unwind copies of the user stack), fp "
+	  "(frame pointers only), none; -g alone is the default", 2 },
 	{ "stack-size", OPT_STACK_SIZE, "BYTES", 0, "User stack bytes copied per sample for "
 	  "dwarf (default 8192)", 2 },
 	{ "user-only", OPT_USER_ONLY, NULL, 0, "Only samples and stacks in user space", 2 },
 	{ "kernel-only", OPT_KERNEL_ONLY, NULL, 0, "Only samples and stacks in the kernel", 2 },
 	{ "mmap-pages", 'm', "PAGES", 0, "Ring buffer pages per CPU, a power of 2 "
-	  "(default 128, 512 for dwarf)", 2 },
+	  "(default 128, 512 for auto and dwarf, 2048 with -a)", 2 },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "batch", OPT_BATCH, "TIME", 0, "Write records at least this often (default 100ms)", 3 },
 	{ "format", OPT_FORMAT, "FORMAT", 0, "spool (default) or json (JSON lines)", 3 },
 	{ "check", OPT_CHECK, NULL, 0, "Say what this machine supports and exit; with --spans, also record a canary "
 	  "program per span mode", 3 },
+	{ "command-stdout", OPT_COMMAND_STDOUT, "FILE", 0, "Write the command's standard output "
+	  "to FILE (default: its standard output, or standard error when the records go to "
+	  "standard output)", 3 },
 	{ "archive", OPT_ARCHIVE, "DIR", 0, "Copy each sampled binary into DIR once per build-id "
 	  "(for sp-symbolize --archive DIR; off by default)", 3 },
 	{ 0 }
@@ -105,6 +113,32 @@ static int parse_pids(const char *arg)
 	}
 	free(copy);
 	return ret;
+}
+
+/* --call-graph's MODE into env.perf; 0, or -1 (nothing set) for no mode. */
+static int parse_call_graph(const char *arg)
+{
+	enum sp_call_graph cg;
+	uint64_t v = 0;
+
+	if (!strcmp(arg, "fp"))
+		cg = SP_CG_FP;
+	else if (!strcmp(arg, "dwarf"))
+		cg = SP_CG_DWARF;
+	else if (!strcmp(arg, "auto"))
+		cg = SP_CG_AUTO;
+	else if (!strcmp(arg, "none"))
+		cg = SP_CG_NONE;
+	else if ((!strncmp(arg, "dwarf,", 6) || !strncmp(arg, "auto,", 5)) &&
+		 !sp_parse_uint(strchr(arg, ',') + 1, 8, 65528, &v) && !(v & 7))
+		/* dwarf,SIZE as perf spells it: the same as --stack-size=SIZE */
+		cg = arg[0] == 'd' ? SP_CG_DWARF : SP_CG_AUTO;
+	else
+		return -1;
+	env.perf.call_graph = cg;
+	if (v)
+		env.perf.stack_size = (uint32_t)v;
+	return 0;
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -138,25 +172,29 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid period '%s'", arg);
 		break;
 	case 'e':
+		/* One sampling event per recording: a second is refused, not
+		 * silently put in the place of the first. */
+		if (env.perf.event && strcmp(env.perf.event, arg))
+			argp_error(state, "one sampling event per recording: '-e %s' after '-e %s' "
+				   "(record each in its own run, or use --events for kernel events)",
+				   arg, env.perf.event);
 		env.perf.event = arg;
 		break;
 	case 'g':
-		if (!strcmp(arg, "fp"))
-			env.perf.call_graph = SP_CG_FP;
-		else if (!strcmp(arg, "dwarf"))
-			env.perf.call_graph = SP_CG_DWARF;
-		else if (!strcmp(arg, "auto"))
+		/* -g alone (perf's habit) is the default call graph; a MODE
+		 * after it as its own word is taken only when it is one. */
+		if (!arg && state->next < state->argc &&
+		    !parse_call_graph(state->argv[state->next])) {
+			state->next++;
+			env.call_graph_given = true;
+			break;
+		}
+		if (!arg)
 			env.perf.call_graph = SP_CG_AUTO;
-		else if (!strcmp(arg, "none"))
-			env.perf.call_graph = SP_CG_NONE;
-		else if ((!strncmp(arg, "dwarf,", 6) || !strncmp(arg, "auto,", 5)) &&
-			 !sp_parse_uint(strchr(arg, ',') + 1, 8, 65528, &v) && !(v & 7)) {
-			/* dwarf,SIZE as perf spells it: the same as --stack-size=SIZE */
-			env.perf.call_graph = arg[0] == 'd' ? SP_CG_DWARF : SP_CG_AUTO;
-			env.perf.stack_size = (uint32_t)v;
-		} else
+		if (arg && parse_call_graph(arg))
 			argp_error(state, "invalid call graph '%s': use fp, dwarf[,SIZE], auto[,SIZE] "
 				   "or none (SIZE: 8 to 65528, a multiple of 8)", arg);
+		env.call_graph_given = arg != NULL;
 		break;
 	case OPT_STACK_SIZE:
 		if (sp_parse_uint(arg, 8, 65528, &v) || (v & 7))
@@ -194,6 +232,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_ARCHIVE:
 		env.perf.archive = arg;
 		break;
+	case OPT_COMMAND_STDOUT:
+		env.command_stdout = arg;
+		break;
 	case ARGP_KEY_SUCCESS:	/* ARGP_KEY_END is not seen when a command is given */
 		if (env.perf.user_only && env.perf.kernel_only)
 			argp_error(state, "--user-only and --kernel-only exclude each other");
@@ -205,6 +246,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give either -p or a command, not both");
 		if (!env.npids && !env.system_wide && state->next >= state->argc)
 			argp_error(state, "nothing to record: give a command, -p PID or -a");
+		if (env.command_stdout && state->next >= state->argc)
+			argp_error(state, "--command-stdout needs a command to run");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -317,6 +360,7 @@ int main(int argc, char **argv)
 		.batch_ns = env.batch_ns, .duration_ns = env.duration_ns,
 		.pids = env.pids, .npids = env.npids, .system_wide = env.system_wide,
 		.call_graph = env.perf.call_graph, .stack_size = env.perf.stack_size,
+		.command_stdout = env.command_stdout, .stack_summary = env.call_graph_given,
 	};
 	rec = sp_recorder_new(&ro);		/* signals caught, -p processes held */
 	if (!rec)

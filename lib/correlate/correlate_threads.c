@@ -217,6 +217,8 @@ static struct proc *proc_get(struct sp_corr *c, uint64_t pid)
 
 	if (!p) {
 		p = sp_corr_proc_new(c, pid);
+		if (c->st.unknown_pids < SP_CORR_PIDS_NAMED)
+			c->st.unknown_pid[c->st.unknown_pids] = pid;
 		c->st.unknown_pids++;
 	}
 	return p;

@@ -1000,6 +1000,12 @@ static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const str
 	m = p ? map_find(p, lookup) : NULL;
 	u->stop_path = NULL;
 	u->stop_rel = pc;
+	if (!m && p && (m = map_find(p, pc)) && m->special) {
+		/* A return address at the start of [uprobes]: a uretprobe's
+		 * trampoline, which has no CFI (not a missed mapping). */
+		*status = SP_UNWIND_NO_CFI;
+		return -1;
+	}
 	if (!m) {
 		*status = SP_UNWIND_UNKNOWN_MAP;
 		return -1;
@@ -1117,7 +1123,10 @@ unsigned int sp_unwinder_unwind(struct sp_unwinder *u, uint32_t pid, uint32_t ti
 		if (p)
 			proc_read_maps(u, p);
 	}
-	cfa = c.lo;	/* the first CFA must lie above the sampled sp */
+	/* The first CFA may equal the sampled sp (a function that has popped
+	 * its return address into a register: glibc's __vfork), the next ones
+	 * must each rise. */
+	cfa = c.lo ? c.lo - 1 : 0;
 	pc = c.regs[DW_RIP];
 	for (;;) {
 		ips[n++] = pc;

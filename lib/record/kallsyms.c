@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "kallsyms.h"
 #include "procfs.h"
 #include "safefile.h"
@@ -57,32 +58,20 @@ static int cmp_sym(const void *a, const void *b)
 	return x->name < y->name ? -1 : x->name > y->name;
 }
 
-static int add_name(struct sp_kallsyms *k, const char *s, uint32_t *off)
+/* Append s and its NUL to the names; its offset. */
+static uint32_t add_name(struct sp_buf *names, const char *s)
 {
-	size_t len = strlen(s) + 1;
-	char *p;
+	uint32_t off = (uint32_t)names->len;
 
-	if (k->names_len + len > k->names_cap) {
-		size_t cap = k->names_cap ? 2 * k->names_cap : 1 << 20;
-
-		while (cap < k->names_len + len)
-			cap *= 2;
-		p = realloc(k->names, cap);
-		if (!p)
-			return -1;
-		k->names = p;
-		k->names_cap = cap;
-	}
-	memcpy(k->names + k->names_len, s, len);
-	*off = (uint32_t)k->names_len;
-	k->names_len += len;
-	return 0;
+	sp_buf_add(names, s, strlen(s) + 1);
+	return off;
 }
 
 int sp_kallsyms_load(struct sp_kallsyms *k, const char *path)
 {
 	char *line = NULL, *name, *kmod, lastmod[128] = "", *iobuf;
-	uint32_t lastmod_off = 0, off;
+	struct sp_buf names = SP_BUF_INIT;
+	uint32_t lastmod_off = 0;
 	size_t cap = 0, nonzero = 0;
 	struct sp_kallsym *v;
 	uint64_t addr;
@@ -98,8 +87,7 @@ int sp_kallsyms_load(struct sp_kallsyms *k, const char *path)
 	iobuf = malloc(1 << 18);
 	if (iobuf)
 		setvbuf(f, iobuf, _IOFBF, 1 << 18);
-	if (add_name(k, "", &off))	/* offset 0: vmlinux */
-		goto nomem;
+	add_name(&names, "");		/* offset 0: vmlinux */
 	while (getline(&line, &cap, f) > 0) {
 		r = sp_kallsyms_parse_line(line, &addr, &name, &kmod);
 		if (r <= 0)
@@ -111,15 +99,13 @@ int sp_kallsyms_load(struct sp_kallsyms *k, const char *path)
 				goto nomem;
 			k->sym = v;
 		}
-		if (add_name(k, name, &k->sym[k->n].name))
-			goto nomem;
+		k->sym[k->n].name = add_name(&names, name);
 		if (!*kmod) {
 			k->sym[k->n].kmod = 0;
 		} else {
 			if (strcmp(kmod, lastmod)) {
 				snprintf(lastmod, sizeof(lastmod), "%s", kmod);
-				if (add_name(k, kmod, &lastmod_off))
-					goto nomem;
+				lastmod_off = add_name(&names, kmod);
 			}
 			k->sym[k->n].kmod = lastmod_off;
 		}
@@ -134,6 +120,7 @@ int sp_kallsyms_load(struct sp_kallsyms *k, const char *path)
 	free(line);
 	fclose(f);
 	free(iobuf);
+	k->names = sp_buf_detach(&names, &k->names_len);
 	k->zero = k->n && !nonzero;
 	if (k->n)
 		qsort(k->sym, k->n, sizeof(*k->sym), cmp_sym);
@@ -142,6 +129,7 @@ nomem:
 	free(line);
 	fclose(f);
 	free(iobuf);
+	sp_buf_release(&names);
 	sp_kallsyms_release(k);
 	errno = ENOMEM;
 	return -1;

@@ -23,7 +23,7 @@ int sp_pidfd_open(pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-static void child(int go, int err, char *const argv[], const sigset_t *mask)
+static void child(int go, int err, char *const argv[], const sigset_t *mask, int out)
 {
 	sigset_t none;
 	int e;
@@ -39,6 +39,14 @@ static void child(int go, int err, char *const argv[], const sigset_t *mask)
 	if (c != 'g')		/* EOF: sp-record went away or aborted */
 		_exit(127);
 	close(go);
+	/* Not the spool's pipe: the command's output elsewhere (dup2 clears
+	 * close-on-exec on the copy). */
+	if (out >= 0 && out != STDOUT_FILENO && dup2(out, STDOUT_FILENO) < 0) {
+		e = errno;
+		while (write(err, &e, sizeof(e)) < 0 && errno == EINTR)
+			;
+		_exit(126);
+	}
 	execvp(argv[0], argv);
 	e = errno;
 	while (write(err, &e, sizeof(e)) < 0 && errno == EINTR)
@@ -46,7 +54,8 @@ static void child(int go, int err, char *const argv[], const sigset_t *mask)
 	_exit(127);
 }
 
-int sp_launch_prepare(struct sp_launch *l, char *const argv[], const sigset_t *mask)
+int sp_launch_prepare(struct sp_launch *l, char *const argv[], const sigset_t *mask,
+		      int stdout_fd)
 {
 	int go[2], err[2];
 	pid_t pid;
@@ -72,7 +81,7 @@ int sp_launch_prepare(struct sp_launch *l, char *const argv[], const sigset_t *m
 	if (pid == 0) {
 		close(go[1]);
 		close(err[0]);
-		child(go[0], err[1], argv, mask);
+		child(go[0], err[1], argv, mask, stdout_fd);
 	}
 	close(go[0]);
 	close(err[1]);

@@ -119,6 +119,13 @@ static int open_on(struct perf *p, pid_t pid, unsigned int i)
 			     p->o.call_graph >= SP_CG_DWARF ? DWARF_PAGES : DEFAULT_PAGES;
 	int fd;
 
+	/* The whole machine with stack copies: the first half second unwinds
+	 * every binary once and overflowed 2 MiB rings; four times that while
+	 * all rings stay within 64 MiB. */
+	if (!p->o.pages && p->system_wide && p->o.call_graph >= SP_CG_DWARF &&
+	    (uint64_t)p->ncpus * DWARF_PAGES * 4 * (uint64_t)sysconf(_SC_PAGESIZE) <= 64 << 20)
+		pages = DWARF_PAGES * 4;
+
 	p->failed_call = "perf_event_open";
 	fd = sp_perf_open(&p->attr, pid, c->cpu, -1);
 	if (fd < 0)

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * The perf source's kernel symbols (perf_sourceP.h): a ksym record for
- * each kernel function its kernel frames land in, written before the frame
- * that needs it, so that a streaming symbolizer (and another machine) can
- * name them. The table is this boot's cache (kallsyms.c), mapped at start,
- * or /proc/kallsyms read by a thread; a cached table is exact for vmlinux
- * only, so a frame outside its text waits for a fresh read, also in the
- * background.
+ * each kernel function its kernel frames land in, always written before
+ * the frame that needs it, so that every reader (a streaming symbolizer,
+ * another machine) can name them. The table is this boot's cache
+ * (kallsyms.c), mapped at start, or /proc/kallsyms read by a thread while
+ * the command starts; a cached table is exact for vmlinux only, so the
+ * first frame outside its text waits for a fresh read (begun at start for
+ * -a). A frame whose table is still being read waits for it: a record
+ * never depends on a later one.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,83 +41,84 @@ static void *load_fresh(void *arg)
 	return NULL;
 }
 
-static void use_fresh(struct perf *p)
+/*
+ * The table that can name addr, waiting for one still being read: the
+ * first read of this boot, or, for an address outside the cached vmlinux
+ * text (kernel modules, BPF programs), a fresh read, once per recording.
+ * NULL when there is none.
+ */
+static const struct sp_kallsyms *table_for(struct perf *p, uint64_t addr)
 {
-	sp_kallsyms_release(&p->ksyms);
-	p->ksyms = p->fresh;
-	p->ksyms_err = p->fresh_err;
-	memset(&p->fresh, 0, sizeof(p->fresh));
+	if (p->ksyms_started) {
+		pthread_join(p->ksyms_thread, NULL);
+		p->ksyms_started = false;
+	}
+	if (p->ksyms_err || p->ksyms.zero || !p->ksyms.n)
+		return NULL;
+	if (!p->ksyms.from_cache || sp_kallsyms_in_text(&p->ksyms, addr))
+		return &p->ksyms;
+	if (!__atomic_load_n(&p->fresh_done, __ATOMIC_ACQUIRE) || p->fresh_started) {
+		if (p->fresh_started)
+			pthread_join(p->fresh_thread, NULL);
+		else
+			load_fresh(p);
+		p->fresh_started = false;
+		if (p->fresh_err) {
+			sp_kallsyms_release(&p->fresh);
+		} else {
+			sp_kallsyms_release(&p->ksyms);
+			p->ksyms = p->fresh;
+			memset(&p->fresh, 0, sizeof(p->fresh));
+		}
+	}
+	return p->ksyms.from_cache ? NULL : &p->ksyms;
 }
 
-/* Written straight to the writer (a ksym has no time), so that it comes
- * before the frame that needs it and a streaming symbolizer can use it. */
-static void put_ksym(struct perf *p, uint64_t addr)
+/*
+ * The ksym record of the kernel function holding addr, written straight
+ * to the writer (a ksym has no time) before the frame that needs it, so
+ * that every reader, a streaming sp-symbolize included, has it when the
+ * frame comes. Called for each new kernel frame before it is interned.
+ */
+void sp_perf_ksym(struct perf *p, uint64_t addr)
 {
 	struct sp_record r = { .kind = SP_REC_KSYM };
+	const struct sp_kallsyms *t;
 	const struct sp_kallsym *k;
 	uint64_t size;
 
-	k = sp_kallsyms_find(&p->ksyms, addr, &size);
-	if (!k || sp_perf_map_get(&p->ksym_written, k->addr, 0))
+	if (!p->ksyms_wanted)
+		return;
+	t = table_for(p, addr);
+	k = t ? sp_kallsyms_find(t, addr, &size) : NULL;
+	if (!k) {
+		p->ksym_missing++;
+		return;
+	}
+	if (sp_perf_map_get(&p->ksym_written, k->addr, 0))
 		return;
 	sp_perf_map_put(&p->ksym_written, k->addr, 0, 1);
 	r.ksym.addr = k->addr;
 	r.ksym.size = size;
-	r.ksym.name = sp_writer_strz(p->out->w, sp_kallsyms_str(&p->ksyms, k->name));
-	r.ksym.kmod = k->kmod ? sp_writer_strz(p->out->w, sp_kallsyms_str(&p->ksyms, k->kmod)) : 0;
+	r.ksym.name = sp_writer_strz(p->out->w, sp_kallsyms_str(t, k->name));
+	r.ksym.kmod = k->kmod ? sp_writer_strz(p->out->w, sp_kallsyms_str(t, k->kmod)) : 0;
 	sp_writer_put(p->out->w, &r);
 }
 
-/*
- * Write the ksyms of the kernel frames seen so far that the table can
- * answer for. A cached table is exact for vmlinux only (modules and BPF
- * programs come and go): a frame outside its text waits for a fresh read.
- * final: wait for whatever is still loading.
- */
-void sp_perf_resolve_ksyms(struct perf *p, bool final)
+/* At the end: say once when kernel frames went without a symbol. */
+void sp_perf_ksyms_finish(struct perf *p)
 {
-	uint64_t a;
-
-	if (!p->ksyms_wanted || p->kresolved == p->nkaddrs)
-		goto out;
-	if (final && p->ksyms_started) {
-		pthread_join(p->ksyms_thread, NULL);
-		p->ksyms_started = false;
-	}
-	if (!__atomic_load_n(&p->ksyms_done, __ATOMIC_ACQUIRE) || p->ksyms_err || p->ksyms.zero)
-		goto out;
-	if (p->fresh_started && (final || __atomic_load_n(&p->fresh_done, __ATOMIC_ACQUIRE))) {
-		pthread_join(p->fresh_thread, NULL);
-		p->fresh_started = false;
-		use_fresh(p);
-		if (p->ksyms_err)
-			goto out;
-	}
-	while (p->kresolved < p->nkaddrs) {
-		a = p->kaddrs[p->kresolved];
-		if (p->ksyms.from_cache && !sp_kallsyms_in_text(&p->ksyms, a)) {
-			if (final) {
-				p->fresh_err = sp_kallsyms_load(&p->fresh, NULL) ? errno : 0;
-				use_fresh(p);
-				if (p->ksyms_err)
-					goto out;
-				continue;
-			}
-			if (!p->fresh_started &&
-			    pthread_create(&p->fresh_thread, NULL, load_fresh, p) == 0)
-				p->fresh_started = true;
-			return;
-		}
-		put_ksym(p, a);
-		p->kresolved++;
-	}
-out:
-	if (final && p->kresolved < p->nkaddrs && p->ksyms_wanted && !p->ksym_warned) {
-		p->ksym_warned = true;
+	if (!p->ksym_missing || !p->ksyms_wanted || p->ksym_warned)
+		return;
+	p->ksym_warned = true;
+	if (p->ksyms_err || p->ksyms.zero || !p->ksyms.n)
 		sp_warn("kernel symbols not recorded: /proc/kallsyms %s",
 			p->ksyms.zero ? "shows no addresses" :
 			p->ksyms_err ? strerror(p->ksyms_err) : "was not read");
-	}
+	else
+		sp_warn("%" PRIu64 " kernel frames outside the kernel's text got no symbol: "
+			"/proc/kallsyms could not be read again (%s)", p->ksym_missing,
+			strerror(p->fresh_err ? p->fresh_err : EIO));
 }
 
 void sp_perf_ksyms_start(struct perf *p)
@@ -122,9 +126,13 @@ void sp_perf_ksyms_start(struct perf *p)
 	char *dir = sp_cache_dir(NULL);
 
 	p->ksyms_wanted = true;
-	if (sp_kallsyms_open_cache(&p->ksyms, dir) == 0)
+	if (sp_kallsyms_open_cache(&p->ksyms, dir) == 0) {
 		__atomic_store_n(&p->ksyms_done, 1, __ATOMIC_RELEASE);
-	else if (pthread_create(&p->ksyms_thread, NULL, load_kallsyms, p) == 0)
+		/* The whole machine surely runs module code: read it meanwhile. */
+		if (p->system_wide &&
+		    pthread_create(&p->fresh_thread, NULL, load_fresh, p) == 0)
+			p->fresh_started = true;
+	} else if (pthread_create(&p->ksyms_thread, NULL, load_kallsyms, p) == 0)
 		p->ksyms_started = true;
 	else
 		load_kallsyms(p);

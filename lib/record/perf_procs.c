@@ -299,9 +299,10 @@ static int emit_process(struct perf *p, struct proc *pr, uint64_t time, uint64_t
 	r.process.exe = pr->exe;
 	r.process.flags = flags | (pr->defined ? SP_PROC_EXEC : 0);
 	r.process.args = args && *args ? sp_writer_strz(p->out->w, args) : 0;
+	if (!pr->defined)	/* a process once, not once more per exec */
+		p->st.processes++;
 	pr->defined = true;
 	pr->pending_exec = false;
-	p->st.processes++;
 	return sp_perf_emit(p, &r);
 }
 

@@ -46,11 +46,10 @@ static uint64_t intern_frame(struct perf *p, struct proc *pr, uint32_t pid, uint
 	f.rel = rel;
 	f.addr = ip;
 	f.flags = flags;
-	if (kernel) {
-		sp_grow(&p->kaddrs, &p->kaddrs_cap, p->nkaddrs + 1, sizeof(*p->kaddrs));
-		p->kaddrs[p->nkaddrs++] = ip;
-		sp_perf_resolve_ksyms(p, false);	/* its symbol before it, when known */
-	}
+	/* Its symbol before it, always; a return address is named by the
+	 * call before it, as sp-symbolize looks it up (at address - 1). */
+	if (kernel)
+		sp_perf_ksym(p, leaf || !ip ? ip : ip - 1);
 	f.id = sp_writer_frame(p->out->w, &f);
 	if (!f.id)
 		return 0;

@@ -148,7 +148,6 @@ static int perf_poll(struct sp_source *s, struct sp_emit *out)
 	p->out = out;
 	n = (int)sp_perf_queue_poll(&p->q, p->epfd, p->rings, p->ncpus);
 	sp_perf_flush_pending_execs(p, p->q.bound);
-	sp_perf_resolve_ksyms(p, false);
 	return n;
 }
 
@@ -171,7 +170,7 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	n = (int)sp_perf_queue_finish(&p->q, p->rings, p->ncpus);
 	sp_perf_flush_pending_execs(p, UINT64_MAX);
 	sp_perf_procs_finish(p);
-	sp_perf_resolve_ksyms(p, true);
+	sp_perf_ksyms_finish(p);
 	if (p->st.bad + p->q.bad)
 		sp_warn("%" PRIu64 " malformed perf records skipped", p->st.bad + p->q.bad);
 	p->q.bound = UINT64_MAX;
@@ -183,6 +182,7 @@ static void perf_describe(struct sp_source *s, char *f, size_t fsize, char *u, s
 {
 	struct perf *p = s->priv;
 	static const char *const cg[] = { "none", "fp", "dwarf", "auto" };
+	char copy[32] = "";
 
 	if (p->sideband) {
 		/* no samples, so no stacks: only what tracks processes and mappings */
@@ -191,8 +191,12 @@ static void perf_describe(struct sp_source *s, char *f, size_t fsize, char *u, s
 		snprintf(u, usize, "%s", p->build_id_ok ? "" : "mmap2-build-id");
 		return;
 	}
-	snprintf(f, fsize, "perf=%s callchain=%s%s%s%s", p->o.event,
-		 cg[p->o.call_graph & 3],
+	/* stack-size=: the copy, for readers that word hints (stackquality.h) */
+	if (p->o.call_graph >= SP_CG_DWARF)
+		snprintf(copy, sizeof(copy), " stack-size=%u",
+			 p->o.stack_size ? p->o.stack_size : 8192);
+	snprintf(f, fsize, "perf=%s callchain=%s%s%s%s%s", p->o.event,
+		 cg[p->o.call_graph & 3], copy,
 		 p->kernel_ok && !p->o.user_only ? " kernel-stacks" : "",
 		 p->o.kernel_only ? "" : " user-stacks",
 		 p->build_id_ok ? " mmap2-build-id" : "");
@@ -226,7 +230,6 @@ static void perf_free(struct sp_source *s)
 		free(p->cpus);
 		free(p->rings);
 		free(p->fds);
-		free(p->kaddrs);
 		free(p->roots);
 		free(p);
 	}

@@ -144,8 +144,6 @@ struct perf {
 	struct perf_map frames_raw;	/* (pid << 4 | flags, addr) -> frame id (no module) */
 	struct perf_map elfs;	/* (hash of path, 0) -> struct elf_entry * */
 	struct mod *kmod;	/* [kernel.kallsyms] */
-	uint64_t *kaddrs;	/* kernel frame addresses seen (once each) */
-	size_t nkaddrs, kaddrs_cap;
 
 	bool vdso_ok;
 	struct sp_elf_info vdso;
@@ -153,8 +151,8 @@ struct perf {
 	struct sp_unwinder *unw;
 
 	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
-	 * table read by a thread; a fresh read, in the background, once a frame
-	 * outside the cached vmlinux text shows up. */
+	 * table read by a thread; a fresh read once a frame outside the cached
+	 * vmlinux text shows up (in the background from the start with -a). */
 	bool ksyms_wanted;
 	pthread_t ksyms_thread;
 	bool ksyms_started;	/* the thread is to be joined */
@@ -166,7 +164,7 @@ struct perf {
 	int fresh_done;		/* atomic */
 	struct sp_kallsyms fresh;
 	int fresh_err;
-	size_t kresolved;	/* kaddrs[] whose ksym is written */
+	uint64_t ksym_missing;	/* kernel frames no table could name */
 	struct perf_map ksym_written;	/* symbol address -> 1 */
 	bool ksym_warned;
 
@@ -235,9 +233,11 @@ void sp_perf_on_lost(struct perf *p, const struct perf_event_header *h,
 
 /* Start loading the kernel's symbols (as root, with kernel stacks). */
 void sp_perf_ksyms_start(struct perf *p);
-/* Write the ksym records of the kernel frames seen so far that the table
- * can answer for; final: wait for whatever is still loading. */
-void sp_perf_resolve_ksyms(struct perf *p, bool final);
+/* Write the ksym record of the function holding a new kernel frame's
+ * address, before the frame (waits for a table still being read). */
+void sp_perf_ksym(struct perf *p, uint64_t addr);
+/* At the end: say once when kernel frames went without a symbol. */
+void sp_perf_ksyms_finish(struct perf *p);
 void sp_perf_ksyms_release(struct perf *p);
 
 /* ---- JIT maps (perf_jit.c) ---- */

@@ -352,9 +352,33 @@ static int write_header(struct sp_recorder *r, uint64_t wall, uint64_t mono)
 
 /* ---- the steps ---- */
 
+/*
+ * Where the command writes its standard output: the file named, or, when
+ * the records go to standard output, standard error (said once), so that
+ * what it prints never lands in the spool's pipe. -1: its own (inherited).
+ */
+static int command_stdout(struct sp_recorder *r)
+{
+	int fd;
+
+	if (r->o.command_stdout) {
+		fd = open(r->o.command_stdout, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0)
+			sp_error_errno("cannot open '%s' for the command's output",
+				       r->o.command_stdout);
+		return fd < 0 ? -2 : fd;
+	}
+	if (r->fd != STDOUT_FILENO)
+		return -1;
+	fprintf(stderr, "%s: the command's standard output goes to standard error: the "
+		"records go to standard output (--command-stdout=FILE to choose)\n", sp_progname);
+	return STDERR_FILENO;
+}
+
 int sp_recorder_launch(struct sp_recorder *r, char *const argv[])
 {
 	unsigned int i;
+	int out, rc;
 
 	r->has_command = true;
 	for (i = 0; i < r->nsrc; i++) {
@@ -363,7 +387,13 @@ int sp_recorder_launch(struct sp_recorder *r, char *const argv[])
 		if (s->prepare_env && s->prepare_env(s))
 			return -1;
 	}
-	if (sp_launch_prepare(&r->cmd, argv, &r->orig_mask))
+	out = command_stdout(r);
+	if (out == -2)
+		return -1;
+	rc = sp_launch_prepare(&r->cmd, argv, &r->orig_mask, out);
+	if (out > STDERR_FILENO)
+		close(out);
+	if (rc)
 		return -1;
 	r->launched = true;
 	r->argv0 = argv[0];
@@ -559,8 +589,15 @@ static void print_summaries(struct sp_recorder *r)
 {
 	struct sp_source *offcpu = sp_recorder_source(r, SP_SOURCE_OFFCPU);
 
-	/* How complete the stacks are, with hints (DWARF/auto: always; else -v). */
-	if (r->stackq && !r->failed && (r->o.call_graph >= SP_CG_DWARF || sp_verbose))
+	struct sp_stackq_summary qs = { 0 };
+
+	/* How complete the stacks are, with hints: with -v; for DWARF/auto
+	 * when asked for, or when more than 5% of the stacks are not. */
+	if (r->stackq)
+		sp_stackq_summary(r->stackq, &qs);
+	if (r->stackq && !r->failed &&
+	    (sp_verbose || (r->o.call_graph >= SP_CG_DWARF &&
+			    (r->o.stack_summary || (qs.assessed && qs.complete_share < 0.95)))))
 		sp_stackq_print(r->stackq, stderr, "sp-record: ", 3);
 	if (offcpu && !r->failed)
 		sp_offcpu_print_summary(offcpu, stderr, "sp-record: ");

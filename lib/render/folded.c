@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "foldedP.h"
+#include "stackquality.h"
 #include "sp.h"
 
 /* Stacks at least this deep, unwound by frame pointers, hit perf's default
@@ -142,6 +143,7 @@ struct sp_folded *sp_folded_new(const struct sp_flame_opts *o)
 	memset(f->ctxs, 0, sizeof(*f->ctxs));
 	f->nctxs = 1;
 	f->nostack_name = sp_folded_internz(f, "[no stack]", SP_FN_NOSTACK);
+	f->stackq = sp_stackq_new();
 	return f;
 }
 
@@ -158,6 +160,7 @@ void sp_folded_free(struct sp_folded *f)
 {
 	if (!f)
 		return;
+	sp_stackq_free(f->stackq);
 	free(f->names);
 	free(f->arena);
 	sp_idset_release(&f->name_idx);
@@ -353,6 +356,8 @@ static void take_header(struct sp_folded *f, const struct sp_defs *d, const stru
 	if (f->have_header)
 		return;
 	f->have_header = true;
+	if (f->stackq)
+		sp_stackq_set_header(f->stackq, h, d);
 	hdr_str(&h->event, ev, sizeof(ev));
 	hdr_str(&h->command, cmd, sizeof(cmd));
 	hdr_str(&h->hostname, host, sizeof(host));
@@ -549,6 +554,8 @@ static int add_sample(struct sp_folded *f, const struct sp_defs *d, const struct
 		broken |= BR_UNWIND;
 		break;
 	}
+	if (f->stackq)
+		sp_stackq_add_sample(f->stackq, d, s);
 	/* Each broken sample is counted once, under its most telling cause. */
 	if (s->stack && broken) {
 		f->st.broken++;
@@ -636,6 +643,7 @@ void sp_folded_footer(const struct sp_folded *f, char *buf, size_t len)
 		{ s->bad_unwind, "where the unwinder gave up" },
 		{ s->no_stack, "without a stack" },
 	};
+	struct sp_stackq_cause c;
 	const char *hint;
 	size_t o, i;
 	bool first = true;
@@ -662,12 +670,16 @@ void sp_folded_footer(const struct sp_folded *f, char *buf, size_t len)
 	if (!first && o < len)
 		o += snprintf(buf + o, len - o, ")");
 	if (s->broken && o < len) {
+		/* The words sp-record's own summary uses for the same stacks. */
 		if (s->single_user + s->unknown_map >= s->truncated + s->bad_unwind)
-			hint = "build with -fno-omit-frame-pointer or record with --call-graph=dwarf";
+			hint = "record with sp-record's default --call-graph=auto (DWARF unwinding, "
+			       "frame pointers where a binary has no CFI)";
 		else if (s->truncated >= s->bad_unwind)
 			hint = "raise the stack depth limit (sysctl kernel.perf_event_max_stack)";
+		else if (f->stackq && !sp_stackq_cause(f->stackq, 0, &c))
+			hint = c.hint;
 		else
-			hint = "record with --call-graph=fp for code built with frame pointers";
+			hint = "see the causes sp-decode --stats gives";
 		o += snprintf(buf + o, len - o, "; hint: %s", hint);
 	}
 	if (s->unresolved_frames && o < len)

@@ -131,6 +131,7 @@ struct sp_folded {
 	uint64_t next_span_id;
 
 	struct sp_flame_stats st;
+	struct sp_stackq *stackq;	/* unwind causes: the footer's hint, as sp-record words it */
 	bool have_header, have_start;
 	bool symbolized;		/* sp-symbolize has run on the stream */
 	uint64_t start_mono;

@@ -202,7 +202,14 @@ static void make_hint(const struct sp_stackq *q, const struct cause *c, double s
 				 "--call-graph=dwarf,%" PRIu64, pct, bigger_copy(0));
 		break;
 	case SP_UNWIND_NO_CFI:
-		if (mod)
+		if (mod && !strncmp(mod, "[uprobes", 8))
+			/* the kernel's page of uprobes: not a file, nothing to install */
+			snprintf(buf, len, "%.1f%% of stacks stopped in %s at 0x%" PRIx64
+				 ", the kernel's page for uprobes: a uretprobe's return trampoline "
+				 "(the return address of a function probed with --span-func is held by "
+				 "the kernel) or a probed instruction stepped out of line; the callers "
+				 "above it cannot be unwound from the stack copy", pct, mod, c->rel);
+		else if (mod)
 			snprintf(buf, len, "%.1f%% of stacks stopped in %s at 0x%" PRIx64 ", which "
 				 "has no unwind information there: install its debug symbols "
 				 "(.debug_frame) or build it with -fasynchronous-unwind-tables or "
@@ -221,8 +228,8 @@ static void make_hint(const struct sp_stackq *q, const struct cause *c, double s
 	case SP_UNWIND_JIT:
 		snprintf(buf, len, "%.1f%% of stacks stopped in JIT-compiled code (e.g. 0x%" PRIx64
 			 "): enable the runtime's perf map and frame pointers (node "
-			 "--perf-basic-prof, python3.12 -X perf, -XX:+PreserveFramePointer) and "
-			 "use --call-graph=auto", pct, c->rel);
+			 "--perf-basic-prof, python3.12 -X perf, -XX:+PreserveFramePointer)%s",
+			 pct, c->rel, q->cg == SP_CG_AUTO ? "" : " and use --call-graph=auto");
 		break;
 	default:
 		if (mod)

@@ -53,6 +53,9 @@ struct sp_corr_opts {
 #define SP_CORR_GAP_MAX		4096u
 
 /* What the correlator saw; each non-zero problem counter is worth a warning. */
+/* How many of the pids without a process record the stats name. */
+#define SP_CORR_PIDS_NAMED 8
+
 struct sp_corr_stats {
 	uint64_t records;	/* records taken in */
 	uint64_t spans;		/* span records emitted, gap spans included */
@@ -65,6 +68,7 @@ struct sp_corr_stats {
 	uint64_t incomplete;	/* spans that overlapped lost records */
 	uint64_t late;		/* records older than the window allowed, taken as they came */
 	uint64_t unknown_pids;	/* pids seen in records before any process/fork record */
+	uint64_t unknown_pid[SP_CORR_PIDS_NAMED];	/* the first of them */
 	uint64_t pid_reuse;	/* a process or thread started again while alive */
 	uint64_t early_flush;	/* span trees emitted before they closed (max_held) */
 	uint64_t old_spans;	/* span records in an uncorrelated input, dropped */

@@ -21,8 +21,8 @@ struct sp_kallsym {
 struct sp_kallsyms {
 	struct sp_kallsym *sym;	/* sorted by addr */
 	size_t n, cap;
-	char *names;
-	size_t names_len, names_cap;
+	char *names;		/* NUL-terminated names, back to back */
+	size_t names_len;
 	bool zero;		/* every address was 0: not allowed to see them */
 	bool from_cache;	/* read from sp_kallsyms_load_cached()'s cache */
 	void *map;		/* the cache file, mapped (sym and names point in) */

@@ -23,9 +23,11 @@ struct sp_launch {
 /*
  * Fork a child that waits (before exec) for sp_launch_go(). The child sets
  * its signal mask to *mask (NULL: nothing blocked), undoing what sp-record
- * blocked for its signalfd. 0, or -1 (reported) when fork fails.
+ * blocked for its signalfd, and makes stdout_fd its standard output (-1:
+ * the one it inherits). 0, or -1 (reported) when fork fails.
  */
-int sp_launch_prepare(struct sp_launch *l, char *const argv[], const sigset_t *mask);
+int sp_launch_prepare(struct sp_launch *l, char *const argv[], const sigset_t *mask,
+		      int stdout_fd);
 
 /*
  * Let the child exec argv. Returns 0 once it has exec'd, or -1 with errno

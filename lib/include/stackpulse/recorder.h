@@ -49,7 +49,10 @@ struct sp_recorder_opts {
 	unsigned int npids;		/* at most SP_RECORDER_MAX_PIDS */
 	bool system_wide;		/* -a */
 	enum sp_call_graph call_graph;	/* for the stack quality summary */
+	bool stack_summary;		/* print it even when 95% of the stacks are complete */
 	uint32_t stack_size;		/* bytes of user stack per sample, 0 = 8192 */
+	const char *command_stdout;	/* the command's standard output, NULL: standard
+					 * output, or standard error when the spool is there */
 };
 
 struct sp_recorder;
