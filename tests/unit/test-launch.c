@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests of lib/record/launch.c: a command held before exec, its exec errors,
- * its exit status as a shell reports it, and the signal mask it starts with. */
+ * its exit status as a shell reports it, the signal mask it starts with, and
+ * the standard output it is given. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,7 +20,7 @@ static void test_launch_status(void)
 	struct sp_launch l;
 	struct pollfd p;
 
-	CHECK(sp_launch_prepare(&l, argv, NULL) == 0);
+	CHECK(sp_launch_prepare(&l, argv, NULL, -1) == 0);
 	CHECK(l.pid > 0);
 	/* Held: it has not run yet. */
 	CHECK(sp_launch_reap(&l, false) == 0);
@@ -39,11 +40,11 @@ static void test_launch_not_found(void)
 	char *argv2[] = { "/etc/passwd", NULL };
 	struct sp_launch l;
 
-	CHECK(sp_launch_prepare(&l, argv, NULL) == 0);
+	CHECK(sp_launch_prepare(&l, argv, NULL, -1) == 0);
 	CHECK(sp_launch_go(&l) == -1 && errno == ENOENT);
 	CHECK(l.reaped);
 	sp_launch_release(&l);
-	CHECK(sp_launch_prepare(&l, argv2, NULL) == 0);
+	CHECK(sp_launch_prepare(&l, argv2, NULL, -1) == 0);
 	CHECK(sp_launch_go(&l) == -1 && errno == EACCES);
 	sp_launch_release(&l);
 }
@@ -53,7 +54,7 @@ static void test_launch_abort(void)
 	char *argv[] = { "sh", "-c", "echo ran > /dev/null; exit 0", NULL };
 	struct sp_launch l;
 
-	CHECK(sp_launch_prepare(&l, argv, NULL) == 0);
+	CHECK(sp_launch_prepare(&l, argv, NULL, -1) == 0);
 	sp_launch_abort(&l);
 	CHECK(l.reaped);
 	/* It never ran the command: the child's own exit code. */
@@ -72,7 +73,7 @@ static void test_launch_signals(void)
 	sigset_t block, orig;
 	struct sp_launch l;
 
-	CHECK(sp_launch_prepare(&l, argv, NULL) == 0);
+	CHECK(sp_launch_prepare(&l, argv, NULL, -1) == 0);
 	CHECK(sp_launch_go(&l) == 0);
 	CHECK(sp_launch_reap(&l, true) == 1);
 	CHECK_EQ_U(sp_launch_exit_code(l.wstatus), 128 + SIGTERM);
@@ -82,12 +83,35 @@ static void test_launch_signals(void)
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	sigprocmask(SIG_BLOCK, &block, &orig);
-	CHECK(sp_launch_prepare(&l, argv2, &orig) == 0);
+	CHECK(sp_launch_prepare(&l, argv2, &orig, -1) == 0);
 	CHECK(sp_launch_go(&l) == 0);
 	CHECK(sp_launch_reap(&l, true) == 1);
 	CHECK_EQ_U(sp_launch_exit_code(l.wstatus), 0);
 	sp_launch_release(&l);
 	sigprocmask(SIG_SETMASK, &orig, NULL);
+}
+
+/* stdout_fd becomes the command's standard output: what it prints lands
+ * there, not on the standard output sp-record writes records to. */
+static void test_launch_stdout(void)
+{
+	char *argv[] = { "echo", "printed", NULL };
+	char path[] = "/tmp/sp-test-launch-XXXXXX", got[32] = "";
+	struct sp_launch l;
+	int fd = mkstemp(path);
+	ssize_t n;
+
+	CHECK(fd >= 0);
+	CHECK(sp_launch_prepare(&l, argv, NULL, fd) == 0);
+	CHECK(sp_launch_go(&l) == 0);
+	CHECK(sp_launch_reap(&l, true) == 1);
+	CHECK_EQ_U(sp_launch_exit_code(l.wstatus), 0);
+	sp_launch_release(&l);
+	n = pread(fd, got, sizeof(got) - 1, 0);
+	CHECK(n == 8);
+	CHECK(!strcmp(got, "printed\n"));
+	close(fd);
+	unlink(path);
 }
 
 int main(void)
@@ -96,5 +120,6 @@ int main(void)
 	TAP_RUN(test_launch_not_found);
 	TAP_RUN(test_launch_abort);
 	TAP_RUN(test_launch_signals);
+	TAP_RUN(test_launch_stdout);
 	return TAP_DONE();
 }

@@ -88,7 +88,7 @@ static void test_perf_source_record(void)
 	if (!s)
 		return;
 	CHECK(sp_writer_put(w, &h) == 0);
-	CHECK(sp_launch_prepare(&l, argv, NULL) == 0);
+	CHECK(sp_launch_prepare(&l, argv, NULL, -1) == 0);
 	pid = (uint32_t)l.pid;
 	t.pids = &pid;
 	t.npids = 1;
