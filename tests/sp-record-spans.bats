@@ -357,6 +357,23 @@ C
 	assert_c_marker_tree
 }
 
+@test "sp-tree: a Ruby method in a pseudo-file (<internal:...>) shows the whole name, a real file its base name" {
+	require_ruby
+	# where Ruby itself says these methods are
+	local req tap
+	req=$(ruby -e 'print method(:require).source_location[0]')
+	tap=$(ruby -e 'print method(:tap).source_location[0]')
+	[[ "$req" == "<internal:"*/* ]] || skip "require is not in a pseudo-path with a '/' here: $req"
+	printf 'def f; end\nf\n' > "$BATS_TEST_TMPDIR/real.rb"
+	run -0 --separate-stderr sp-record --no-samples --spans=ruby -o "$OUT" -- \
+		ruby -e 'require "set"; 1.tap { }; load ARGV[0]' "$BATS_TEST_TMPDIR/real.rb"
+	run -0 bash -c "sp-correlate '$OUT' 2>/dev/null | sp-tree --stable"
+	# before: "Kernel#require at=kernel_require.rb>:37"
+	assert_output --partial "[SPAN Kernel#require at=$req:"
+	assert_output --partial "[SPAN Kernel#tap at=$tap:"
+	assert_output --partial "[SPAN Object#f at=real.rb:1]"
+}
+
 @test "sp-record --spans=ruby: fibers each have their own stack of spans" {
 	require_ruby
 	run -0 sp-record --spans=ruby -o "$OUT" -- ruby "$BATS_TEST_DIRNAME/fixtures/ruby/fibers.rb"
