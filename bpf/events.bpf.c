@@ -685,34 +685,46 @@ static __always_inline void sys_exit(__u64 nr, __s64 ret, const __u64 *regs, __u
 	case __NR_fchown:
 		put_fd_path(s, 0, a[0]);
 		break;
+	/* two paths, one directory (string 2): the old path's when it is
+	 * relative, else the new one's (user space joins them) */
 	case __NR_rename:
-	case __NR_link:
+	case __NR_link: {
+		char c0 = put_user_str(s, 0, a[0]), c1 = put_user_str(s, 1, a[1]);
+
+		put_dir_of(s, 2, AT_FDCWD_VAL, c0 != '/' ? c0 : c1);
+		break;
+	}
 	case __NR_symlink:
 		put_user_str(s, 0, a[0]);
-		put_user_str(s, 1, a[1]);
+		put_dir_of(s, 2, AT_FDCWD_VAL, put_user_str(s, 1, a[1]));
 		break;
 	case __NR_renameat:
 	case __NR_renameat2:
-	case __NR_linkat:
-		put_user_str(s, 0, a[1]);
-		put_user_str(s, 1, a[3]);
+	case __NR_linkat: {
+		char c0 = put_user_str(s, 0, a[1]), c1 = put_user_str(s, 1, a[3]);
+
+		if (c0 != '/')
+			put_dir_of(s, 2, a[0], c0);
+		else
+			put_dir_of(s, 2, a[2], c1);
 		break;
+	}
 	case __NR_symlinkat:
 		put_user_str(s, 0, a[0]);
-		put_user_str(s, 1, a[2]);
+		put_dir_of(s, 2, a[1], put_user_str(s, 1, a[2]));
 		break;
 	case __NR_chmod:
 	case __NR_chown:
 	case __NR_lchown:
 	case __NR_unlink:
 	case __NR_rmdir:
-		put_user_str(s, 0, a[0]);
+		put_dir_of(s, 1, AT_FDCWD_VAL, put_user_str(s, 0, a[0]));
 		break;
 	case __NR_fchmodat:
 	case __NR_fchmodat2:
 	case __NR_fchownat:
 	case __NR_unlinkat:
-		put_user_str(s, 0, a[1]);
+		put_dir_of(s, 1, a[0], put_user_str(s, 0, a[1]));
 		break;
 	case __NR_connect:
 	case __NR_bind:

@@ -111,12 +111,12 @@ check_run() {
 	path_open b
 	path_open $dir
 	file_getdents $real
-	file_rename a
-	file_hardlink c
-	file_symlink e
-	file_chmod c
-	file_chown c
-	file_unlink d
+	file_rename $real/a
+	file_hardlink $real/c
+	file_symlink $real/e
+	file_chmod $real/c
+	file_chown $real/c
+	file_unlink $real/d
 	sock_bind 
 	sock_listen 
 	sock_connect 
@@ -144,12 +144,14 @@ check_run() {
 	[ "$(q path_open "|select(.path==\"$dir/a\")|[.flags,.mode,.result>=0,.dir]")" = '["0x41","0x1a0",true,null]' ]
 	[ "$(q path_open '|select(.path=="b")|[.flags,.mode,.dir]')" = "[\"0x42\",\"0x180\",\"$real\"]" ]
 	[ "$(q file_getdents '|[.result>0]')" = "[true]" ]
-	[ "$(q file_rename '|[.old,.new,.result]')" = '["a","c",0]' ]
-	[ "$(q file_hardlink '|[.old,.new,.result]')" = '["c","d",0]' ]
-	[ "$(q file_symlink '|[.target,.link,.result]')" = '["c","e",0]' ]
-	[ "$(q file_chmod '|[.mode,.result]')" = '["0x184",0]' ]
-	[ "$(q file_chown '|[.uid,.gid,.result]')" = "[$uid,$gid,0]" ]
-	[ "$(q file_unlink '|[.path,.result]')" = '["d",0]' ]
+	# relative paths made absolute with the current directory, as path_open's
+	# path and dir; a symlink's target is its content, as given
+	[ "$(q file_rename '|[.old,.new,.result]')" = "[\"$real/a\",\"$real/c\",0]" ]
+	[ "$(q file_hardlink '|[.old,.new,.result]')" = "[\"$real/c\",\"$real/d\",0]" ]
+	[ "$(q file_symlink '|[.target,.link,.result]')" = "[\"c\",\"$real/e\",0]" ]
+	[ "$(q file_chmod '|[.path,.mode,.result]')" = "[\"$real/c\",\"0x184\",0]" ]
+	[ "$(q file_chown '|[.path,.uid,.gid,.result]')" = "[\"$real/c\",$uid,$gid,0]" ]
+	[ "$(q file_unlink '|[.path,.result]')" = "[\"$real/d\",0]" ]
 	[ "$(q sock_bind '|[.family,.addr,.port,.result]')" = '[2,"127.0.0.1",0,0]' ]
 	[ "$(q sock_listen '|[.backlog,.result]')" = '[5,0]' ]
 	[ "$(q sock_connect "|select(.port==$PORT)|[.family,.addr,.result]")" = '[2,"127.0.0.1",0]' ]
@@ -183,6 +185,36 @@ check_run() {
 	record_run --events=all --event-attach=raw_tp
 	header < "$OUT/run.json" | jq -e '.features | test("bpf-events=raw_tp")'
 	check_run
+}
+
+@test "sp-record-events: relative paths of the *at calls are made absolute with their dirfd's directory" {
+	need_bpf
+	require_cmd python3
+	mkdir -p "$D/one" "$D/two" "$D/gone"
+	touch "$D/one/x" "$D/one/y" "$D/one/z"
+	local real
+	real=$(realpath "$D")
+	# renameat with one dirfd, then with two (the new path's directory is
+	# not recorded then: as given), unlinkat and rmdir by dirfd and cwd
+	run -0 --separate-stderr sp-record --no-samples --events=file -o "$OUT/at.sp" -- \
+		python3 -c '
+import os, sys
+os.chdir(sys.argv[1])
+one = os.open("one", os.O_RDONLY | os.O_DIRECTORY)
+two = os.open("two", os.O_RDONLY | os.O_DIRECTORY)
+os.rename("x", "x2", src_dir_fd=one, dst_dir_fd=one)
+os.rename("y", "y2", src_dir_fd=one, dst_dir_fd=two)
+os.rename("z", os.path.abspath("two/z2"), src_dir_fd=one)
+os.unlink("x2", dir_fd=one)
+os.rmdir("gone")' "$D"
+	sp-decode "$OUT/at.sp" > "$OUT/at.json"
+	run -0 jq -r 'select(.type=="event" and .event=="file_rename") | "\(.old) \(.new)"' "$OUT/at.json"
+	assert_output "$real/one/x $real/one/x2
+$real/one/y y2
+$real/one/z $real/two/z2"
+	run -0 jq -r 'select(.type=="event" and .event=="file_unlink") | "\(.path) \(.flags)"' "$OUT/at.json"
+	assert_output "$real/one/x2 0x0
+$real/gone 0x200"
 }
 
 @test "sp-record-events: the default set leaves out privilege events" {
@@ -245,7 +277,7 @@ check_run() {
 	# the noise process opened $D/noise every millisecond all along
 	[ "$(jq -r --argjson n "$BGPIDS" 'select(.pid==$n)' "$OUT/run.json")" = "" ]
 	[ "$(jq -r 'select(.type=="event" and ((.path // "") | test("noise")))' "$OUT/run.json")" = "" ]
-	[ "$(jq -r 'select(.type=="event" and .event=="file_rename") | .old' "$OUT/run.json")" = "a" ]
+	[ "$(jq -r 'select(.type=="event" and .event=="file_rename") | .old' "$OUT/run.json")" = "$(realpath "$D")/a" ]
 }
 
 @test "sp-record-events: a flood beyond the ring buffer: delivered plus lost add up" {

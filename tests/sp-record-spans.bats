@@ -125,47 +125,49 @@ p1/main span_stop Tree#run 11 1"
 }
 
 # The call tree of tests/fixtures/python/calls.py in the recording $OUT;
-# "raise": with the hook's marks of the frames an exception unwound (at
-# the raise line and the call it passed through, no class: CPython hides
-# it from a profile function).
+# "hook": as the hook names and marks it: each name with its module as the
+# class ("__main__#run"; the interpreter's probes give "#run"), and the frames an
+# exception unwound marked (at the raise line and the call it passed
+# through, no class: CPython hides it from a profile function).
 assert_python_tree() {
-	local r1= r2=
-	if [ "${1:-}" = raise ]; then
+	local r1= r2= m=
+	if [ "${1:-}" = hook ]; then
 		r1=$'\np1/main span_raise # 43 0'
 		r2=$'\np1/main span_raise # 39 0'
+		m=__main__
 	fi
 	run -0 tree calls.py
 	# Entry lines are the def lines, stop lines the line that returned.
-	assert_output "p1/main span_start #<module> 0 1
-p1/main span_start #run 9 2
-p1/main span_start #nest 17 3
-p1/main span_start #inner 21 4
-p1/main span_stop #inner 22 4
-p1/main span_stop #nest 18 3
-p1/main span_start #fact 25 3
-p1/main span_start #fact 25 4
-p1/main span_start #fact 25 5
-p1/main span_stop #fact 27 5
-p1/main span_stop #fact 28 4
-p1/main span_stop #fact 28 3
-p1/main span_start #catcher 31 3
-p1/main span_start #middle 38 4
-p1/main span_start #thrower 42 5$r1
-p1/main span_stop #thrower 43 5$r2
-p1/main span_stop #middle 39 4
-p1/main span_stop #catcher 35 3
-p1/main span_start #thread 46 3
-p1/t1 span_start #inner 21 2
-p1/t1 span_stop #inner 22 2
-p1/main span_stop #thread 49 3
-p1/main span_start #child 52 3
-p2/main span_start #<module> 0 1
-p2/main span_start #inner 21 2
-p2/main span_stop #inner 22 2
-p2/main span_stop #<module> 58 1
-p1/main span_stop #child 53 3
-p1/main span_stop #run 14 2
-p1/main span_stop #<module> 60 1"
+	assert_output "p1/main span_start ${m}#<module> 0 1
+p1/main span_start ${m}#run 9 2
+p1/main span_start ${m}#nest 17 3
+p1/main span_start ${m}#inner 21 4
+p1/main span_stop ${m}#inner 22 4
+p1/main span_stop ${m}#nest 18 3
+p1/main span_start ${m}#fact 25 3
+p1/main span_start ${m}#fact 25 4
+p1/main span_start ${m}#fact 25 5
+p1/main span_stop ${m}#fact 27 5
+p1/main span_stop ${m}#fact 28 4
+p1/main span_stop ${m}#fact 28 3
+p1/main span_start ${m}#catcher 31 3
+p1/main span_start ${m}#middle 38 4
+p1/main span_start ${m}#thrower 42 5$r1
+p1/main span_stop ${m}#thrower 43 5$r2
+p1/main span_stop ${m}#middle 39 4
+p1/main span_stop ${m}#catcher 35 3
+p1/main span_start ${m}#thread 46 3
+p1/t1 span_start ${m}#inner 21 2
+p1/t1 span_stop ${m}#inner 22 2
+p1/main span_stop ${m}#thread 49 3
+p1/main span_start ${m}#child 52 3
+p2/main span_start ${m}#<module> 0 1
+p2/main span_start ${m}#inner 21 2
+p2/main span_stop ${m}#inner 22 2
+p2/main span_stop ${m}#<module> 58 1
+p1/main span_stop ${m}#child 53 3
+p1/main span_stop ${m}#run 14 2
+p1/main span_stop ${m}#<module> 60 1"
 }
 
 @test "sp-record --spans=python: the Python call tree, nesting, recursion, raise, thread, child" {
@@ -177,12 +179,12 @@ p1/main span_stop #<module> 60 1"
 	(( output >= 20 ))
 	# by the hook's markers, one per mark
 	STACKPULSE_SPAN_RING=0 run -0 sp-record --spans=python -o "$OUT" -- $PY "$PY_FIX"
-	assert_python_tree raise
+	assert_python_tree hook
 	run -0 probe_hits "stackpulse:rt__ring"
 	assert_output 0
 	# by the hook's span rings (the default)
 	run -0 sp-record --spans=python -o "$OUT" -- $PY "$PY_FIX"
-	assert_python_tree raise
+	assert_python_tree hook
 	run -0 probe_hits "stackpulse:py__call"
 	(( output >= 20 ))
 	run -0 probe_hits "stackpulse:rt__ring"
@@ -215,7 +217,7 @@ p1/main span_stop #<module> 60 1"
 	done
 	[ -n "$py" ] || skip "no CPython 3.11 without USDT probes here (pyenv's, for one)"
 	run -0 --separate-stderr sp-record --spans=python -o "$OUT" -- "$py" "$PY_FIX"
-	assert_python_tree raise
+	assert_python_tree hook
 	run -0 probe_hits "stackpulse:py__call"
 	(( output >= 10 ))
 	# audit events from the hook's audit hook: the script's open, the child
@@ -353,6 +355,23 @@ C
 	assert_output 17
 	run -0 sp-record --spans=usdt -o "$OUT" -- "$prog"
 	assert_c_marker_tree
+}
+
+@test "sp-tree: a Ruby method in a pseudo-file (<internal:...>) shows the whole name, a real file its base name" {
+	require_ruby
+	# where Ruby itself says these methods are
+	local req tap
+	req=$(ruby -e 'print method(:require).source_location[0]')
+	tap=$(ruby -e 'print method(:tap).source_location[0]')
+	[[ "$req" == "<internal:"*/* ]] || skip "require is not in a pseudo-path with a '/' here: $req"
+	printf 'def f; end\nf\n' > "$BATS_TEST_TMPDIR/real.rb"
+	run -0 --separate-stderr sp-record --no-samples --spans=ruby -o "$OUT" -- \
+		ruby -e 'require "set"; 1.tap { }; load ARGV[0]' "$BATS_TEST_TMPDIR/real.rb"
+	run -0 bash -c "sp-correlate '$OUT' 2>/dev/null | sp-tree --stable"
+	# before: "Kernel#require at=kernel_require.rb>:37"
+	assert_output --partial "[SPAN Kernel#require at=$req:"
+	assert_output --partial "[SPAN Kernel#tap at=$tap:"
+	assert_output --partial "[SPAN Object#f at=real.rb:1]"
 }
 
 @test "sp-record --spans=ruby: fibers each have their own stack of spans" {
@@ -689,8 +708,8 @@ while True:
 	(( output > 10 ))
 	# named although the names were made before the recording
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | \"\\(.klass // \"\")#\\(.method)\"' | sort | uniq -c | awk '\$1 > 10 {print \$2}'"
-	assert_output "#f
-Object#f"
+	assert_output "Object#f
+__main__#f"
 }
 
 @test "sp-record -p: processes whose hooks write span rings (an earlier sp-record's) are read when attached" {
@@ -715,8 +734,8 @@ while True:
 	run -0 probe_hits "stackpulse:rt__ring"
 	(( output >= 1 ))
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | \"\\(.klass // \"\")#\\(.method)\"' | sort | uniq -c | awk '\$1 > 10 {print \$2}'"
-	assert_output "#f
-Object#f"
+	assert_output "Object#f
+__main__#f"
 }
 
 @test "sp-record --spans: a damaged hook file: one warning naming it, the runtimes' own probes instead" {
@@ -802,23 +821,60 @@ PY
 	local rec_err=$stderr
 	run -0 tree gen.py
 	[ -n "$output" ] || fail "no spans; sp-record said: $rec_err"
-	assert_output "p1/main span_start #<module> 0 1
-p1/main span_start #consume 6 2
-p1/main span_start #gen 1 3
-p1/main span_stop #gen 2 3
-p1/main span_start #leaf 11 3
-p1/main span_stop #leaf 12 3
-p1/main span_start #gen 2 3
-p1/main span_stop #gen 3 3
-p1/main span_start #leaf 11 3
-p1/main span_stop #leaf 12 3
-p1/main span_start #gen 3 3
-p1/main span_stop #gen 3 3
-p1/main span_stop #consume 7 2
-p1/main span_stop #<module> 15 1"
+	assert_output "p1/main span_start __main__#<module> 0 1
+p1/main span_start __main__#consume 6 2
+p1/main span_start __main__#gen 1 3
+p1/main span_stop __main__#gen 2 3
+p1/main span_start __main__#leaf 11 3
+p1/main span_stop __main__#leaf 12 3
+p1/main span_start __main__#gen 2 3
+p1/main span_stop __main__#gen 3 3
+p1/main span_start __main__#leaf 11 3
+p1/main span_stop __main__#leaf 12 3
+p1/main span_start __main__#gen 3 3
+p1/main span_stop __main__#gen 3 3
+p1/main span_stop __main__#consume 7 2
+p1/main span_stop __main__#<module> 15 1"
 	# consume's implicit return is on the for line (dis agrees)
 	run -0 $PY -c "import dis; ns = {}; exec(open('$BATS_TEST_TMPDIR/gen.py').read(), ns); print([i.positions.lineno for i in dis.get_instructions(ns['consume']) if i.opname == 'RETURN_VALUE'])"
 	assert_output "[7]"
+}
+
+@test "sp-record --spans=python: a span is named by its module and qualified name" {
+	require_python
+	# before: the bare function name ("run", "inner", "encode"), the same
+	# for every class and module that has one
+	cat > "$BATS_TEST_TMPDIR/qual.py" <<'PY'
+import json
+
+
+class Box:
+    def run(self):
+        def inner():
+            return json.dumps([1])
+        return inner()
+
+
+Box().run()
+PY
+	run -0 --separate-stderr sp-record --no-samples --spans=python -o "$OUT" -- \
+		$PY "$BATS_TEST_TMPDIR/qual.py"
+	run -0 tree qual.py
+	assert_output "p1/main span_start __main__#<module> 0 1
+p1/main span_start __main__#Box 4 2
+p1/main span_stop __main__#Box 5 2
+p1/main span_start __main__#Box.run 5 2
+p1/main span_start __main__#Box.run.<locals>.inner 6 3
+p1/main span_stop __main__#Box.run.<locals>.inner 7 3
+p1/main span_stop __main__#Box.run 8 2
+p1/main span_stop __main__#<module> 11 1"
+	# a module's own module, not the caller's
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and (.file // \"\" | endswith(\"/json/encoder.py\"))) | \"\\(.klass) \\(.method)\"' | sort -u"
+	assert_line "json.encoder JSONEncoder.encode"
+	# shown as Python names it: module.qualname
+	run -0 bash -c "sp-correlate '$OUT' 2>/dev/null | sp-tree --stable"
+	assert_output --partial "[SPAN __main__.Box.run.<locals>.inner at=qual.py:6]"
+	assert_output --partial "[SPAN json.encoder.JSONEncoder.encode at=encoder.py:"
 }
 
 @test "sp-record --spans: a process that is no runtime gets no probes and is not held at exec or fork" {

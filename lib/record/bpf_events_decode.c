@@ -133,17 +133,13 @@ static uint64_t slot_str(struct ev_priv *p, int i, const char *s, size_t len)
 	return id;
 }
 
-/* String i as a string id: 0 when absent or unreadable. */
-static uint64_t str_id(struct ev_priv *p, const struct sp_bpf_ev *e, const struct strs *st, int i)
+/* String i, dentry names leaf first, reversed into "/a/b/c" in p->text:
+ * its length. */
+static size_t rev_path(struct ev_priv *p, const struct strs *st, int i)
 {
 	char *t;
 	size_t n, len, j;
 
-	if (e->flags & SP_BPF_FAULT(i))
-		return 0;
-	if (!(e->flags & SP_BPF_REVPATH(i)))
-		return slot_str(p, i, st->p[i], st->len[i]);
-	/* dentry names, leaf first: reverse into "/a/b/c" */
 	len = st->len[i];
 	t = text_room(p, len + 2);
 	n = 0;
@@ -162,7 +158,46 @@ static uint64_t str_id(struct ev_priv *p, const struct sp_bpf_ev *e, const struc
 	}
 	if (!n)
 		t[n++] = '/';
-	return slot_str(p, i, t, n);
+	return n;
+}
+
+/* String i as a string id: 0 when absent or unreadable. */
+static uint64_t str_id(struct ev_priv *p, const struct sp_bpf_ev *e, const struct strs *st, int i)
+{
+	size_t n;
+
+	if (e->flags & SP_BPF_FAULT(i))
+		return 0;
+	if (!(e->flags & SP_BPF_REVPATH(i)))
+		return slot_str(p, i, st->p[i], st->len[i]);
+	n = rev_path(p, st, i);
+	return slot_str(p, i, p->text, n);
+}
+
+/*
+ * Path string i made absolute with the directory string d it was looked up
+ * from (the dirfd's or the current directory, rebuilt from dentries), as
+ * path_open's path and dir are shown together. As given when absolute,
+ * empty, or the directory is missing, unreadable or cut (a cut one lost
+ * its top: joined, it would look whole and be wrong).
+ */
+static uint64_t path_in_dir(struct ev_priv *p, const struct sp_bpf_ev *e, const struct strs *st,
+			    int i, int d)
+{
+	size_t n, len = st->len[i];
+	char *t;
+
+	if ((e->flags & (SP_BPF_FAULT(i) | SP_BPF_FAULT(d) | SP_BPF_TRUNC(d))) ||
+	    !(e->flags & SP_BPF_REVPATH(d)) || !len || st->p[i][0] == '/')
+		return str_id(p, e, st, i);
+	n = rev_path(p, st, d);
+	t = text_room(p, n + 1 + len);
+	if (n > 1)
+		t[n++] = '/';
+	else
+		n = 1;		/* "/" */
+	memcpy(t + n, st->p[i], len);
+	return slot_str(p, i, t, n + len);
 }
 
 /* argv, NUL-separated, as a shell-quoted command line. */
@@ -381,6 +416,20 @@ static int decode_task(struct ev_priv *p, const struct sp_bpf_ev *e, const struc
 	return 0;
 }
 
+/* Whether the directory of a rename's or link's old path (string 2) is
+ * the new path's too: the old path is absolute (the directory is the new
+ * one's then), or both were looked up from the same dirfd. */
+static bool same_dir(const struct sp_bpf_ev *e, const struct strs *st)
+{
+	uint32_t nr = e->nr;
+
+	if ((e->flags & SP_BPF_FAULT(0)) || (st->len[0] && st->p[0][0] == '/'))
+		return true;
+	if (nr == __NR_rename || nr == __NR_link)
+		return true;
+	return (int)e->arg[0] == (int)e->arg[2];
+}
+
 /* A system call's event: its kind's fields from the call's arguments
  * (a[]), result and strings, into ev (its byte fields point into *pe).
  * 0, or -1 for a kind no call gives. */
@@ -417,30 +466,34 @@ static int decode_syscall(struct ev_priv *p, const struct sp_bpf_ev *e, const st
 		F(2) = e->result;
 		break;
 	case SP_EV_FILE_RENAME:
-		F(0) = str_id(p, e, st, 0);
-		F(1) = str_id(p, e, st, 1);
+		F(0) = path_in_dir(p, e, st, 0, 2);
+		F(1) = same_dir(e, st) ? path_in_dir(p, e, st, 1, 2) : str_id(p, e, st, 1);
 		F(2) = nr == __NR_renameat2 ? (uint32_t)a[4] : 0;
 		F(3) = e->result;
 		break;
 	case SP_EV_FILE_HARDLINK:
+		F(0) = path_in_dir(p, e, st, 0, 2);
+		F(1) = same_dir(e, st) ? path_in_dir(p, e, st, 1, 2) : str_id(p, e, st, 1);
+		F(2) = e->result;
+		break;
 	case SP_EV_FILE_SYMLINK:
-		F(0) = str_id(p, e, st, 0);
-		F(1) = str_id(p, e, st, 1);
+		F(0) = str_id(p, e, st, 0);	/* the link's content: never looked up here */
+		F(1) = path_in_dir(p, e, st, 1, 2);
 		F(2) = e->result;
 		break;
 	case SP_EV_FILE_CHMOD:
-		F(0) = str_id(p, e, st, 0);
+		F(0) = path_in_dir(p, e, st, 0, 1);
 		F(1) = (nr == __NR_fchmodat || nr == __NR_fchmodat2 ? a[2] : a[1]) & 07777;
 		F(2) = e->result;
 		break;
 	case SP_EV_FILE_CHOWN:
-		F(0) = str_id(p, e, st, 0);
+		F(0) = path_in_dir(p, e, st, 0, 1);
 		F(1) = s32(nr == __NR_fchownat ? a[2] : a[1]);
 		F(2) = s32(nr == __NR_fchownat ? a[3] : a[2]);
 		F(3) = e->result;
 		break;
 	case SP_EV_FILE_UNLINK:
-		F(0) = str_id(p, e, st, 0);
+		F(0) = path_in_dir(p, e, st, 0, 1);
 		F(1) = nr == __NR_unlinkat ? (uint32_t)a[2] : nr == __NR_rmdir ? AT_REMOVEDIR : 0;
 		F(2) = e->result;
 		break;

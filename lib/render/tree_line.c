@@ -14,9 +14,11 @@
 #include "sp.h"
 #include "treeP.h"
 
+/* The file name of a path; a runtime's pseudo-path whole, as its last '/'
+ * is inside the brackets (<internal:/usr/lib/ruby/.../kernel_require.rb>). */
 const char *sp_tree_base_name(const char *path)
 {
-	const char *s = path ? strrchr(path, '/') : NULL;
+	const char *s = path && *path != '<' ? strrchr(path, '/') : NULL;
 
 	return s ? s + 1 : path;
 }

@@ -8,8 +8,9 @@
  * with a profile function set, and each of its probes is a 1-byte nop (a
  * breakpoint trap per hit) whose three strings BPF must read from user
  * memory per event. A profile function in C sees every call and return
- * anyway; here it names the code object once (names.h) and fires a 5-byte
- * nop marker with the name's addresses in registers.
+ * anyway; here it names the code object once (its module and qualified
+ * name, names.h) and fires a 5-byte nop marker with the name's addresses
+ * in registers.
  *
  * Lines are what the interpreter's probes gave: the line running when a
  * frame starts (its first line, or where a generator resumes) and stops.
@@ -44,22 +45,45 @@ static const char *utf8(PyObject *s, size_t *len)
 	return p;
 }
 
-/* The name of a code object: keyed by the code object and its name and
- * file objects, so a code object freed and another made at its address
- * gets a name of its own. */
-static struct sp_rt_name *code_name(PyCodeObject *co)
+/* The module a frame's code belongs to: its globals' __name__, or NULL. */
+static const char *module_of(PyFrameObject *frame, size_t *len)
 {
-	struct sp_rt_name *n = sp_rt_names_find(&names, (uintptr_t)co, (uintptr_t)co->co_name,
+	PyObject *globals = PyFrame_GetGlobals(frame);
+	PyObject *mod = globals && PyDict_Check(globals) ?
+		PyDict_GetItemString(globals, "__name__") : NULL;
+	const char *m = NULL;
+	Py_ssize_t n = 0;
+
+	if (mod && PyUnicode_Check(mod)) {
+		m = PyUnicode_AsUTF8AndSize(mod, &n);
+		if (!m)
+			PyErr_Clear();
+	}
+	Py_XDECREF(globals);	/* the frame keeps them, and m with them */
+	*len = m ? (size_t)n : 0;
+	return m && n ? m : NULL;
+}
+
+/*
+ * The name of a code object: its module (as the class of the span) and its
+ * qualified name (JSONEncoder.encode), keyed by the code object and its
+ * qualified name and file objects, so a code object freed and another made
+ * at its address gets a name of its own. The module is looked up once, when
+ * the name is made, from the globals of the first frame that runs the code.
+ */
+static struct sp_rt_name *code_name(PyFrameObject *frame, PyCodeObject *co)
+{
+	struct sp_rt_name *n = sp_rt_names_find(&names, (uintptr_t)co, (uintptr_t)co->co_qualname,
 						(uintptr_t)co->co_filename);
 	const char *s[3];
 	size_t len[3] = { 0 };
 
 	if (n)
 		return n;
-	s[0] = NULL;
-	s[1] = utf8(co->co_name, &len[1]);
+	s[0] = module_of(frame, &len[0]);
+	s[1] = utf8(co->co_qualname, &len[1]);
 	s[2] = utf8(co->co_filename, &len[2]);
-	n = sp_rt_names_add(&names, (uintptr_t)co, (uintptr_t)co->co_name,
+	n = sp_rt_names_add(&names, (uintptr_t)co, (uintptr_t)co->co_qualname,
 			    (uintptr_t)co->co_filename, s, len, 0);
 	if (n)
 		SP_RT_MARK_NAME(n);
@@ -75,15 +99,15 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 	if (what != PyTrace_CALL && what != PyTrace_RETURN)
 		return 0;	/* C calls */
 	co = PyFrame_GetCode(frame);
-	n = code_name(co);
+	n = code_name(frame, co);
 	Py_DECREF(co);
 	if (!n)
 		return 0;
 	line = PyFrame_GetLineNumber(frame);
 	if (what == PyTrace_CALL) {
-		if (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_CALL, NULL, n->str[1],
+		if (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_CALL, n->str[0], n->str[1],
 						      n->str[2], line))
-			SP_RT_MARK(py__call, NULL, n->str[1], n->str[2], line);
+			SP_RT_MARK(py__call, n->str[0], n->str[1], n->str[2], line);
 		return 0;
 	}
 	/*
@@ -94,9 +118,9 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 	if (!arg && (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_RAISE, NULL, n->str[1],
 						       n->str[2], line)))
 		SP_RT_MARK(py__raise, NULL, n->str[1], n->str[2], line);
-	if (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_RETURN, NULL, n->str[1], n->str[2],
-					      line))
-		SP_RT_MARK(py__return, NULL, n->str[1], n->str[2], line);
+	if (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_RETURN, n->str[0], n->str[1],
+					      n->str[2], line))
+		SP_RT_MARK(py__return, n->str[0], n->str[1], n->str[2], line);
 	return 0;
 }
 

@@ -256,6 +256,14 @@ static const char *kname(unsigned int kind)
 }
 
 /* Next event of pid after *i with this kind; NULL if the next one of pid is another. */
+
+/* Whether s is dir "/" name. */
+static bool in_dir(const char *s, const char *dir, const char *name)
+{
+	size_t n = strlen(dir);
+
+	return s && !strncmp(s, dir, n) && s[n] == '/' && !strcmp(s + n + 1, name);
+}
 static struct got *next_of(struct rec_state *st, size_t *i, uint64_t pid, unsigned int kind)
 {
 	while (*i < st->n) {
@@ -360,18 +368,20 @@ static void run_evtest(const char *how)
 	CHECK(g && g->s[0] && !strcmp(g->s[0], dir) && (g->u[1] & O_DIRECTORY) && g->u[2] == 0);
 	g = next_of(&st, &i, child, SP_EV_FILE_GETDENTS);
 	CHECK(g && g->s[0] && !strcmp(g->s[0], cdir) && (int64_t)g->u[2] > 0);
+	/* relative paths joined with the current directory */
 	g = next_of(&st, &i, child, SP_EV_FILE_RENAME);
-	CHECK(g && !strcmp(g->s[0], "a") && !strcmp(g->s[1], "c") && g->u[3] == 0);
+	CHECK(g && in_dir(g->s[0], cdir, "a") && in_dir(g->s[1], cdir, "c") && g->u[3] == 0);
 	g = next_of(&st, &i, child, SP_EV_FILE_HARDLINK);
-	CHECK(g && !strcmp(g->s[0], "c") && !strcmp(g->s[1], "d") && g->u[2] == 0);
+	CHECK(g && in_dir(g->s[0], cdir, "c") && in_dir(g->s[1], cdir, "d") && g->u[2] == 0);
 	g = next_of(&st, &i, child, SP_EV_FILE_SYMLINK);
-	CHECK(g && !strcmp(g->s[0], "c") && !strcmp(g->s[1], "e") && g->u[2] == 0);
+	CHECK(g && !strcmp(g->s[0], "c") && in_dir(g->s[1], cdir, "e") && g->u[2] == 0);
 	g = next_of(&st, &i, child, SP_EV_FILE_CHMOD);
-	CHECK(g && !strcmp(g->s[0], "c") && g->u[1] == 0604 && g->u[2] == 0);
+	CHECK(g && in_dir(g->s[0], cdir, "c") && g->u[1] == 0604 && g->u[2] == 0);
 	g = next_of(&st, &i, child, SP_EV_FILE_CHOWN);
-	CHECK(g && !strcmp(g->s[0], "c") && g->u[1] == uid && g->u[2] == gid && g->u[3] == 0);
+	CHECK(g && in_dir(g->s[0], cdir, "c") && g->u[1] == uid && g->u[2] == gid &&
+	      g->u[3] == 0);
 	g = next_of(&st, &i, child, SP_EV_FILE_UNLINK);
-	CHECK(g && !strcmp(g->s[0], "d") && g->u[1] == 0 && g->u[2] == 0);
+	CHECK(g && in_dir(g->s[0], cdir, "d") && g->u[1] == 0 && g->u[2] == 0);
 	g = next_of(&st, &i, child, SP_EV_SOCK_BIND);
 	CHECK(g && g->u[0] == AF_INET && g->u[2] == 0 && g->u[3] == 0 && g->addr_len == 4 &&
 	      !memcmp(g->addr, "\x7f\0\0\x01", 4));
