@@ -42,8 +42,8 @@ struct tnode {
 
 struct tproc {
 	struct tnode n;
-	uint64_t pid, ppid, status, flags;
-	const char *comm, *exe;
+	uint64_t pid, ppid, status, flags, nspid;
+	const char *comm, *exe, *runtime, *container;
 	bool defined, attached, exited, streamed;
 	struct tproc *next_root, *prev_root;
 };

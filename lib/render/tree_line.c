@@ -147,7 +147,12 @@ static void render_proc(struct tline *b, const struct tproc *p, bool stable, boo
 	tline_add(b, "[PROC");
 	if (!stable)
 		tline_add(b, " pid=%llu", (unsigned long long)p->pid);
+	if (!stable && p->nspid && p->nspid != p->pid)
+		tline_add(b, " nspid=%llu", (unsigned long long)p->nspid);
 	tline_add(b, " comm=%s", p->comm ? p->comm : "?");
+	if (p->runtime)	/* a container id shortened as its runtime's tools do */
+		tline_add(b, " container=%s:%.*s", p->runtime, p->container &&
+			  strlen(p->container) == 64 ? 12 : 255, p->container ? p->container : "");
 	if (!stable && p->ppid)
 		tline_add(b, " parent=%llu", (unsigned long long)p->ppid);
 	if (p->exited && (p->flags & SP_PEND_SIGNALED))
