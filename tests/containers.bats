@@ -128,3 +128,46 @@ host_ns() {
 	assert_equal "$(jq -c '[.nspid, .pid_ns, .cgroup, .container]' <<<"$rec")" '[null,null,null,null]'
 	assert_equal "$(jq -r .comm <<<"$rec")" app
 }
+
+# A cgroup v2 directory named as a runtime names its containers: the layout
+# is real (the kernel's /proc/PID/cgroup says it), the runtime is not.
+make_cgroup() {
+	require_root
+	M=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
+	[ -n "$M" ] || skip "no cgroup v2 hierarchy mounted"
+	CG=$M/sp-test-$$.slice/$1
+	mkdir -p "$CG" || skip "cannot make a cgroup under $M"
+	CGPATH=${CG#"$M"}
+}
+
+rm_cgroup() {
+	[ -n "${CG:-}" ] || return 0
+	rmdir "$CG" "${CG%/*}" 2>/dev/null || true
+}
+
+@test "containers: a process in a Docker-named cgroup is labelled with its container" {
+	id=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+	make_cgroup "docker-$id.scope"
+	run --separate-stderr -0 sp-record -o "$T/cg.sp" -- \
+		sh -c "echo \$\$ > $CG/cgroup.procs && exec sleep 1"
+	rm_cgroup
+	run -0 sp-decode "$T/cg.sp"
+	rec=$(printf '%s\n' "$output" | jq -c 'select(.type=="process" and .comm=="sleep")')
+	assert_equal "$(jq -r .cgroup <<<"$rec")" "$CGPATH"
+	assert_equal "$(jq -r .runtime <<<"$rec")" docker
+	assert_equal "$(jq -r .container <<<"$rec")" "$id"
+	run -0 sp-tree "$T/cg.sp"
+	assert_output --partial "comm=sleep container=docker:${id:0:12} "
+}
+
+@test "containers: a process in a service's cgroup is labelled with the service" {
+	make_cgroup "sp-test-$$.service"
+	run --separate-stderr -0 sp-record -o "$T/svc.sp" -- \
+		sh -c "echo \$\$ > $CG/cgroup.procs && exec sleep 1"
+	rm_cgroup
+	run -0 sp-decode "$T/svc.sp"
+	rec=$(printf '%s\n' "$output" | jq -c 'select(.type=="process" and .comm=="sleep")')
+	assert_equal "$(jq -r .runtime <<<"$rec")" systemd
+	assert_equal "$(jq -r .container <<<"$rec")" "sp-test-$$.service"
+	assert_equal "$(jq -r .pod <<<"$rec")" null
+}
