@@ -27,14 +27,23 @@ static uint64_t suspended_ns(void)
 	       (uint64_t)b.tv_nsec - (uint64_t)m.tv_nsec;
 }
 
-static void none(uint32_t pid, struct sp_process *rec, const char *why)
+/*
+ * A process gone before its record was written is common (a shell script's
+ * short commands) and not a fault: said with -v only, and flagged in its
+ * record. A pid already reused is said once.
+ */
+static void none(uint32_t pid, struct sp_process *rec, bool reused)
 {
 	static bool warned;
 
 	rec->flags |= SP_PROC_NO_IDENTITY;
+	if (!reused) {
+		sp_info("pid %u: gone before its namespaces and cgroup were read", pid);
+		return;
+	}
 	if (!warned)
-		sp_warn("pid %u: %s before its namespaces and cgroup were read (said once; "
-			"such processes are flagged, docs/containers.md)", pid, why);
+		sp_warn("pid %u: reused before its namespaces and cgroup were read; its record "
+			"has none (said once, docs/containers.md)", pid);
 	warned = true;
 }
 
@@ -47,13 +56,13 @@ int sp_proc_identity_fill(struct sp_writer *w, uint32_t pid, uint64_t time,
 	uint64_t start;
 
 	if (sp_procfs_identity(pid, &id) || !id.start_ticks || hz <= 0) {
-		none(pid, rec, "gone");
+		none(pid, rec, false);
 		return -1;
 	}
 	/* Ticks are cut down, never up: a start after time is another process. */
 	start = id.start_ticks * (NS_PER_S / (uint64_t)hz);
 	if (time && start > time + suspended_ns() + SLACK_NS) {
-		none(pid, rec, "gone and its pid reused");
+		none(pid, rec, true);
 		return -1;
 	}
 	rec->start_boot_ns = start;

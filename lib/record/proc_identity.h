@@ -15,8 +15,8 @@
 /*
  * Fill rec's identity for pid as of time (the record's time, CLOCK_MONOTONIC
  * ns). A process that is gone, or whose pid already names a process started
- * after time (a reuse), gets none: rec->flags has SP_PROC_NO_IDENTITY, and
- * the first such process of a recording is named in a warning. 0 or -1.
+ * after time (a reuse), gets none: rec->flags has SP_PROC_NO_IDENTITY; a
+ * reuse is warned of once, a process gone only said with -v. 0 or -1.
  */
 int sp_proc_identity_fill(struct sp_writer *w, uint32_t pid, uint64_t time,
 			  struct sp_process *rec);
