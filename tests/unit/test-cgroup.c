@@ -43,7 +43,7 @@ static void none(const char *path)
 	CHECK(o.runtime == NULL && !o.id[0] && !o.pod[0]);
 }
 
-static void test_docker(void)
+static void test_cgroup_docker(void)
 {
 	/* systemd driver: google/cadvisor#822 */
 	expect("/system.slice/docker-" D1 ".scope", "docker", D1, "");
@@ -56,7 +56,7 @@ static void test_docker(void)
 	       "docker", D1, "");
 }
 
-static void test_podman(void)
+static void test_cgroup_podman(void)
 {
 	/* root: podman-container-tools/podman#10602 */
 	expect("/machine.slice/libpod-" P1 ".scope", "podman", P1, "");
@@ -82,7 +82,7 @@ static void test_podman(void)
 	none("/user.slice/user-1049.slice/user@1049.service/user.slice/podman-pause-23c87985.scope");
 }
 
-static void test_kubernetes(void)
+static void test_cgroup_kubernetes(void)
 {
 	/* containerd, systemd driver: netdata/netdata#4868 */
 	expect("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod55c6c714_b240_4dec_"
@@ -121,7 +121,7 @@ static void test_kubernetes(void)
 	none("/pod9a18ffb8-8513-11e7-b26e-7e29fbe2a5a3/" K1);
 }
 
-static void test_systemd(void)
+static void test_cgroup_systemd(void)
 {
 	/* ctrsploit/ctrsploit#280, liske/needrestart#165 */
 	expect("/system.slice/containerd.service", "systemd", "containerd.service", "");
@@ -141,7 +141,7 @@ static void test_systemd(void)
 	none("/system.slice/a b.service");
 }
 
-static void test_lookalikes(void)
+static void test_cgroup_lookalikes(void)
 {
 	/* wrong length, upper case, wrong suffix, other prefix */
 	none("/system.slice/docker-" D1 "0.scope");
@@ -158,7 +158,7 @@ static void test_lookalikes(void)
 	expect("//system.slice//docker-" D1 ".scope/", "docker", D1, "");
 }
 
-static void test_deep(void)
+static void test_cgroup_deep(void)
 {
 	char path[8192] = "";
 	int i;
@@ -172,11 +172,11 @@ static void test_deep(void)
 
 int main(void)
 {
-	TAP_RUN(test_docker);
-	TAP_RUN(test_podman);
-	TAP_RUN(test_kubernetes);
-	TAP_RUN(test_systemd);
-	TAP_RUN(test_lookalikes);
-	TAP_RUN(test_deep);
+	TAP_RUN(test_cgroup_docker);
+	TAP_RUN(test_cgroup_podman);
+	TAP_RUN(test_cgroup_kubernetes);
+	TAP_RUN(test_cgroup_systemd);
+	TAP_RUN(test_cgroup_lookalikes);
+	TAP_RUN(test_cgroup_deep);
 	return TAP_DONE();
 }
