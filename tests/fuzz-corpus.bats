@@ -7,7 +7,8 @@
 # (fuzz-flame.c), the ELF notes sp-record reads to attach span
 # probes (fuzz-usdt.c), the hooks' span rings it reads (fuzz-span_rings.c) and
 # the JIT perf maps it reads (fuzz-perfmap.c), perf.data files
-# (fuzz-perfdata.c),
+# (fuzz-perfdata.c), the cgroup paths it names containers from
+# (fuzz-cgroup.c),
 # all without a sanitizer report. The deep seeds (nestings and stacks deeper
 # than any recursion may go, tests/fuzz/deep-seeds.sh) run with them. Longer
 # runs: make fuzz-run FUZZ_SECONDS=600.
@@ -75,4 +76,9 @@ run_corpus() {
 @test "fuzz-perfdata: its corpus runs clean (perf.data files sp-decode --from=perf reads)" {
 	need_fuzzer fuzz-perfdata
 	run_corpus fuzz-perfdata
+}
+
+@test "fuzz-cgroup: its corpus runs clean (the cgroup paths containers are named from)" {
+	need_fuzzer fuzz-cgroup
+	run_corpus fuzz-cgroup
 }

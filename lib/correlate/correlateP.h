@@ -44,8 +44,18 @@ struct hrec {
 	struct sp_record rec;	/* small ones end after the largest small member */
 };
 
-/* Every held kind but events fits in a small hrec. */
+/* Every held kind but events and processes fits in a small hrec. */
 #define SMALL_REC (offsetof(struct sp_record, sample) + 96)
+#define HREC_WHOLE(kind) ((kind) == SP_REC_EVENT || (kind) == SP_REC_PROCESS)
+#define FITS_SMALL(m) _Static_assert(sizeof(((struct sp_record *)0)->m) <= 96, #m " fits a small hrec")
+FITS_SMALL(sample);
+FITS_SMALL(mark);
+FITS_SMALL(thread);
+FITS_SMALL(thread_end);
+FITS_SMALL(process_end);
+FITS_SMALL(fiber_switch);
+FITS_SMALL(module_end);
+FITS_SMALL(lost);
 #define HREC_SMALL (offsetof(struct hrec, rec) + SMALL_REC)
 #define HREC_FULL (offsetof(struct hrec, rec) + sizeof(struct sp_record))
 #define HREC_BYTES 64		/* pooled room for an event's few bytes (addresses) */

@@ -44,7 +44,7 @@ struct hrec *sp_corr_hrec_new(struct sp_corr *c, const struct sp_record *r)
 	uint8_t *p;
 	unsigned int i;
 
-	if (r->kind != SP_REC_EVENT && !nb) {
+	if (!HREC_WHOLE(r->kind) && !nb) {
 		if ((h = c->free_small))
 			c->free_small = h->next;
 		else
@@ -65,7 +65,7 @@ struct hrec *sp_corr_hrec_new(struct sp_corr *c, const struct sp_record *r)
 			h = sp_xmalloc(HREC_FULL + (nb <= HREC_BYTES ? HREC_BYTES : nb));
 		}
 		h->big = nb <= HREC_BYTES ? 3 : 2;
-		memcpy(&h->rec, r, r->kind == SP_REC_EVENT ? sizeof(*r) : SMALL_REC);
+		memcpy(&h->rec, r, HREC_WHOLE(r->kind) ? sizeof(*r) : SMALL_REC);
 		p = (uint8_t *)h + HREC_FULL;
 		p = copy_bytes(&h->rec.extra, p);
 		if (r->kind == SP_REC_EVENT) {

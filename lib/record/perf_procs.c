@@ -20,6 +20,7 @@
 #include "elf/archive.h"
 #include "hashmap.h"
 #include "perf_sourceP.h"
+#include "proc_identity.h"
 #include "procfs.h"
 #include "sp.h"
 #include "unwind.h"
@@ -299,6 +300,7 @@ static int emit_process(struct perf *p, struct proc *pr, uint64_t time, uint64_t
 	r.process.exe = pr->exe;
 	r.process.flags = flags | (pr->defined ? SP_PROC_EXEC : 0);
 	r.process.args = args && *args ? sp_writer_strz(p->out->w, args) : 0;
+	sp_proc_identity_fill(p->out->w, pr->pid, time, &r.process);
 	if (!pr->defined)	/* a process once, not once more per exec */
 		p->st.processes++;
 	pr->defined = true;

@@ -439,3 +439,167 @@ int sp_procfs_boot_id(char *buf)
 	buf[strcspn(buf, "\n")] = 0;
 	return 0;
 }
+
+/* ---- identity: namespaces, start time, cgroup ---- */
+
+int sp_procfs_parse_start(const char *stat, size_t n, uint64_t *ticks)
+{
+	const char *p = memrchr(stat, ')', n), *end = stat + n;
+	uint64_t v = 0;
+	int field = 2;	/* comm, which ends at the last ')' */
+
+	if (!p)
+		return -1;
+	p++;
+	while (field < 22) {
+		if (p == end || *p != ' ')
+			return -1;
+		while (p < end && *p == ' ')
+			p++;
+		field++;
+		if (field == 22)
+			break;
+		while (p < end && *p != ' ')
+			p++;
+	}
+	if (p == end || !isdigit((unsigned char)*p))
+		return -1;
+	while (p < end && isdigit((unsigned char)*p)) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p++ - '0');
+	}
+	if (p < end && *p != ' ' && *p != '\n')
+		return -1;
+	*ticks = v;
+	return 0;
+}
+
+int sp_procfs_parse_nspid(const char *value, uint32_t *pid)
+{
+	const char *p = value, *last = NULL;
+	unsigned long v;
+	char *end;
+
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p || *p == '\n')
+			break;
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		last = p;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	if (!last)
+		return -1;
+	errno = 0;
+	v = strtoul(last, &end, 10);
+	if (errno || v == 0 || v > UINT32_MAX)
+		return -1;
+	*pid = (uint32_t)v;
+	return 0;
+}
+
+int sp_procfs_parse_ns(const char *link, const char *type, uint64_t *ino)
+{
+	size_t n = strlen(type);
+	uint64_t v = 0;
+	const char *p;
+
+	if (strncmp(link, type, n) || link[n] != ':' || link[n + 1] != '[')
+		return -1;
+	p = link + n + 2;
+	if (!isdigit((unsigned char)*p))
+		return -1;
+	while (isdigit((unsigned char)*p)) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p++ - '0');
+	}
+	if (p[0] != ']' || p[1] || !v)
+		return -1;
+	*ino = v;
+	return 0;
+}
+
+static int identity_status_line(void *ctx, char *line, size_t len)
+{
+	struct sp_proc_identity *id = ctx;
+
+	(void)len;
+	if (!strncmp(line, "NSpid:", 6)) {
+		if (sp_procfs_parse_nspid(line + 6, &id->nspid))
+			id->nspid = 0;
+		return 1;
+	}
+	return 0;
+}
+
+static int identity_cgroup_line(void *ctx, char *line, size_t len)
+{
+	struct sp_proc_identity *id = ctx;
+
+	if (len < 3 || memcmp(line, "0::", 3))
+		return 0;
+	memcpy(id->cgroup, line + 3, len - 3 + 1);
+	return 1;
+}
+
+/* Each line of /proc/PID/what to fn, bounded; *long_lines: how many were
+ * longer than max_line (skipped). 0, or -1 if it cannot be read. */
+static int proc_lines(uint32_t pid, const char *what, size_t max_line,
+		      int (*fn)(void *ctx, char *line, size_t len), void *ctx,
+		      uint64_t *long_lines)
+{
+	struct sp_safe_lines l = { .max_bytes = SP_PROC_CGROUP_FILE_MAX, .max_line = max_line };
+	char path[256];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/%u/%s", sp_procfs_root, pid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ret = sp_safe_read_lines(fd, &l, fn, ctx);
+	close(fd);
+	*long_lines = l.long_lines;
+	return ret < 0 ? -1 : 0;
+}
+
+int sp_procfs_identity(uint32_t pid, struct sp_proc_identity *id)
+{
+	static const char *const ns_names[SP_NS_COUNT] = { "pid", "mnt", "net", "cgroup" };
+	char path[256], buf[1024];
+	uint64_t long_lines;
+	int n, i, got = 0;
+	ssize_t len;
+
+	memset(id, 0, sizeof(*id));
+	snprintf(path, sizeof(path), "%s/%u/stat", sp_procfs_root, pid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n > 0 && sp_procfs_parse_start(buf, (size_t)n, &id->start_ticks) == 0)
+		got++;
+	if (proc_lines(pid, "status", 1024, identity_status_line, id, &long_lines) == 0)
+		got++;
+	for (i = 0; i < SP_NS_COUNT; i++) {
+		snprintf(path, sizeof(path), "%s/%u/ns/%s", sp_procfs_root, pid, ns_names[i]);
+		len = readlink(path, buf, 63);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		if (sp_procfs_parse_ns(buf, ns_names[i], &id->ns[i]) == 0)
+			got++;
+	}
+	/* A longer line is skipped: on a v2 host the "0::" line is the only one. */
+	if (proc_lines(pid, "cgroup", SP_PROC_CGROUP_MAX + 3, identity_cgroup_line, id,
+		       &long_lines) == 0) {
+		got++;
+		id->cgroup_long = !id->cgroup[0] && long_lines;
+	}
+	if (!got) {
+		errno = ESRCH;
+		return -1;
+	}
+	return 0;
+}

@@ -306,6 +306,12 @@ static void add_process(struct sp_tree *t, const struct sp_process *r)
 		p->comm = tstr(t, r->comm);
 	if (tstr(t, r->exe))
 		p->exe = tstr(t, r->exe);
+	if (r->nspid)
+		p->nspid = r->nspid;
+	if (tstr(t, r->runtime)) {
+		p->runtime = tstr(t, r->runtime);
+		p->container = tstr(t, r->container);
+	}
 }
 
 static void fill_span(struct sp_tree *t, struct tspan *s, const struct sp_span *r)

@@ -49,10 +49,10 @@ struct tnode {
 
 struct tproc {
 	struct tnode n;
-	uint64_t pid, ppid, status, flags;
+	uint64_t pid, ppid, status, flags, nspid;
 	uint64_t exit_code, exit_signal;	/* of its proc_exit event, when exit_seen */
 	uint64_t elided_n, elided_ns;	/* small children printed (streaming) before */
-	const char *comm, *exe;
+	const char *comm, *exe, *runtime, *container;
 	bool defined, attached, exited, streamed, exit_seen;
 	struct tproc *next_root, *prev_root;
 };

@@ -119,6 +119,14 @@ void sp_tree_json_proc_head(struct sp_tree *t, const struct tproc *p)
 		fputs(",\"exe\":", f);
 		sp_tree_json_str(f, p->exe);
 	}
+	if (!t->stable && p->nspid)
+		fprintf(f, ",\"nspid\":%llu", (unsigned long long)p->nspid);
+	if (p->runtime) {
+		fputs(",\"runtime\":", f);
+		sp_tree_json_str(f, p->runtime);
+		fputs(",\"container\":", f);
+		sp_tree_json_str(f, p->container ? p->container : "");
+	}
 }
 
 void sp_tree_json_proc_exit(struct sp_tree *t, const struct tproc *p)

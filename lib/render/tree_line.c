@@ -171,7 +171,12 @@ static void render_proc(struct sp_buf *b, const struct tproc *p, bool stable, bo
 	line_add(b, "[PROC");
 	if (!stable)
 		line_add(b, " pid=%llu", (unsigned long long)p->pid);
+	if (!stable && p->nspid && p->nspid != p->pid)
+		line_add(b, " nspid=%llu", (unsigned long long)p->nspid);
 	line_add(b, " comm=%s", p->comm ? p->comm : "?");
+	if (p->runtime)	/* a container id shortened as its runtime's tools do */
+		line_add(b, " container=%s:%.*s", p->runtime, p->container &&
+			  strlen(p->container) == 64 ? 12 : 255, p->container ? p->container : "");
 	if (!stable && p->ppid)
 		line_add(b, " parent=%llu", (unsigned long long)p->ppid);
 	if (sp_tree_proc_status(p, &code, &sig, &core) && sig)

@@ -68,6 +68,16 @@ static const struct sp_schema_field process_f[] = {
 	FS(sp_process, exe),
 	F(sp_process, flags, SP_FT_HEX),
 	FS(sp_process, args),
+	F(sp_process, nspid, SP_FT_UINT),
+	F(sp_process, start_boot_ns, SP_FT_UINT),
+	F(sp_process, pid_ns, SP_FT_UINT),
+	F(sp_process, mnt_ns, SP_FT_UINT),
+	F(sp_process, net_ns, SP_FT_UINT),
+	F(sp_process, cgroup_ns, SP_FT_UINT),
+	FS(sp_process, cgroup),
+	FS(sp_process, runtime),
+	FS(sp_process, container),
+	FS(sp_process, pod),
 };
 
 static const struct sp_schema_field thread_f[] = {

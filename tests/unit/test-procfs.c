@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -311,6 +314,106 @@ static void test_procfs_boot_id(void)
 	CHECK_STR(a, b);
 }
 
+/* stat lines whose comm holds ')' and spaces, and lines cut short. */
+static void test_procfs_parse_start(void)
+{
+	static const char rest[] = " S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 987654 19 20\n";
+	char line[256];
+	uint64_t t = 0;
+
+	snprintf(line, sizeof(line), "42 (a) b) 1 2 (c)%s", rest);
+	CHECK(sp_procfs_parse_start(line, strlen(line), &t) == 0);
+	CHECK_EQ_U(t, 987654);
+	snprintf(line, sizeof(line), "42 ())))%s", rest);
+	CHECK(sp_procfs_parse_start(line, strlen(line), &t) == 0);
+	CHECK_EQ_U(t, 987654);
+	/* cut before field 22, no ')', field 22 not a number */
+	snprintf(line, sizeof(line), "42 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18");
+	CHECK(sp_procfs_parse_start(line, strlen(line), &t) == -1);
+	CHECK(sp_procfs_parse_start("42 x S 1", 8, &t) == -1);
+	snprintf(line, sizeof(line), "42 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 -5 1");
+	CHECK(sp_procfs_parse_start(line, strlen(line), &t) == -1);
+	/* the length is the bound, not a NUL */
+	snprintf(line, sizeof(line), "42 (x)%s", rest);
+	CHECK(sp_procfs_parse_start(line, 20, &t) == -1);
+}
+
+static void test_procfs_parse_ns(void)
+{
+	uint32_t pid = 0;
+	uint64_t ino = 0;
+
+	CHECK(sp_procfs_parse_nspid("\t4242\t7\n", &pid) == 0);
+	CHECK_EQ_U(pid, 7);
+	CHECK(sp_procfs_parse_nspid("\t4242", &pid) == 0);
+	CHECK_EQ_U(pid, 4242);
+	CHECK(sp_procfs_parse_nspid("\t", &pid) == -1);
+	CHECK(sp_procfs_parse_nspid("\t12 x", &pid) == -1);
+	CHECK(sp_procfs_parse_nspid("\t99999999999", &pid) == -1);
+	CHECK(sp_procfs_parse_ns("pid:[4026531836]", "pid", &ino) == 0);
+	CHECK_EQ_U(ino, 4026531836u);
+	CHECK(sp_procfs_parse_ns("net:[4026531836]", "pid", &ino) == -1);
+	CHECK(sp_procfs_parse_ns("pid:[4026531836", "pid", &ino) == -1);
+	CHECK(sp_procfs_parse_ns("pid:[]", "pid", &ino) == -1);
+	CHECK(sp_procfs_parse_ns("pid:[1]x", "pid", &ino) == -1);
+}
+
+/* A child named like a stat line: its identity next to this process's. */
+static void test_procfs_identity(void)
+{
+	struct sp_proc_identity me, kid;
+	static const char *const ns[] = { "pid", "mnt", "net", "cgroup" };
+	struct timespec now;
+	char path[64], line[8192];
+	struct stat st;
+	int fds[2], ready[2], i;
+	char c = 0;
+	pid_t pid;
+	FILE *f;
+
+	CHECK(pipe(fds) == 0 && pipe(ready) == 0);
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_NAME, "x) 1 2 (y", 0, 0, 0);
+		close(fds[1]);
+		if (write(ready[1], &c, 1) != 1 || read(fds[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	CHECK(read(ready[0], &c, 1) == 1);	/* its name is set */
+	close(ready[0]);
+	close(ready[1]);
+	CHECK(sp_procfs_identity((uint32_t)getpid(), &me) == 0);
+	CHECK(sp_procfs_identity((uint32_t)pid, &kid) == 0);
+	clock_gettime(CLOCK_BOOTTIME, &now);
+	CHECK(kid.start_ticks >= me.start_ticks);
+	CHECK(kid.start_ticks <= (uint64_t)now.tv_sec * (uint64_t)sysconf(_SC_CLK_TCK) +
+	      (uint64_t)sysconf(_SC_CLK_TCK));
+	CHECK(kid.nspid != 0);
+	for (i = 0; i < SP_NS_COUNT; i++) {
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns[i]);
+		CHECK(stat(path, &st) == 0 && st.st_ino == me.ns[i]);
+		CHECK_EQ_U(kid.ns[i], me.ns[i]);
+	}
+	f = fopen("/proc/self/cgroup", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			line[strcspn(line, "\n")] = 0;
+			CHECK_STR(me.cgroup, line + 3);
+		}
+	if (f)
+		fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "r");
+	CHECK(f && fgets(line, sizeof(line), f) && !strncmp(line, "x) 1 2 (y", 9));
+	if (f)
+		fclose(f);
+	close(fds[1]);
+	waitpid(pid, NULL, 0);
+	close(fds[0]);
+	CHECK(sp_procfs_identity((uint32_t)pid, &kid) == -1);
+}
+
 int main(void)
 {
 	TAP_RUN(test_procfs_cpu_list);
@@ -320,5 +423,8 @@ int main(void)
 	TAP_RUN(test_procfs_perfmap_refused);
 	TAP_RUN(test_procfs_self);
 	TAP_RUN(test_procfs_boot_id);
+	TAP_RUN(test_procfs_parse_start);
+	TAP_RUN(test_procfs_parse_ns);
+	TAP_RUN(test_procfs_identity);
 	return TAP_DONE();
 }

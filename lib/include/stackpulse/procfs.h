@@ -50,6 +50,35 @@ int sp_procfs_boot_id(char *buf);
 /* Command line, arguments joined by spaces (truncated to size). */
 int sp_procfs_cmdline(uint32_t pid, char *buf, size_t size);
 
+/*
+ * Who a process is, beyond its pid (docs/containers.md): its pid in its own
+ * pid namespace, when it started (a pid reused later names another start),
+ * its namespaces and its cgroup. Each part is read on its own and left 0
+ * (or "") when it cannot be: the process may exit between two reads.
+ */
+enum sp_proc_ns { SP_NS_PID, SP_NS_MNT, SP_NS_NET, SP_NS_CGROUP, SP_NS_COUNT };
+#define SP_PROC_CGROUP_MAX	4096	/* a longer cgroup path is not kept */
+#define SP_PROC_CGROUP_FILE_MAX	(64u << 10)	/* read no further in /proc/PID/cgroup */
+
+struct sp_proc_identity {
+	uint32_t nspid;			/* NSpid's last field; 0 unknown */
+	uint64_t start_ticks;		/* /proc/PID/stat field 22, clock ticks since boot */
+	uint64_t ns[SP_NS_COUNT];	/* inode of /proc/PID/ns/{pid,mnt,net,cgroup}; 0 unknown */
+	char cgroup[SP_PROC_CGROUP_MAX + 1];	/* the "0::" path, "" unknown or too long */
+	bool cgroup_long;		/* longer than SP_PROC_CGROUP_MAX: not kept */
+};
+
+/* Read what can be read of pid's identity. 0, or -1 when nothing could be
+ * (the process is gone; errno set). */
+int sp_procfs_identity(uint32_t pid, struct sp_proc_identity *id);
+/* Field 22 (starttime) of a /proc/PID/stat line of n bytes, comm (field 2)
+ * holding any bytes, ')' and spaces included. 0 or -1. */
+int sp_procfs_parse_start(const char *stat, size_t n, uint64_t *ticks);
+/* The last pid of an "NSpid:" value ("\t4242\t7" -> 7). 0 or -1. */
+int sp_procfs_parse_nspid(const char *value, uint32_t *pid);
+/* The inode of a namespace link's target ("pid:[4026531836]"). 0 or -1. */
+int sp_procfs_parse_ns(const char *link, const char *type, uint64_t *ino);
+
 /* One line of a perf map: "START SIZE name" (hex numbers). 0 or -1. */
 int sp_procfs_parse_perfmap(char *line, uint64_t *addr, uint64_t *size, const char **name);
 

@@ -98,9 +98,18 @@ struct sp_process {
 	uint64_t exe;		/* str: executable path */
 	uint64_t flags;		/* SP_PROC_* */
 	uint64_t args;		/* str: argv joined by spaces, may be 0 */
+	/* Identity (docs/containers.md); 0 where unknown, and in older spools. */
+	uint64_t nspid;		/* pid in its own pid namespace */
+	uint64_t start_boot_ns;	/* when it started, ns since boot (1/CLK_TCK resolution) */
+	uint64_t pid_ns, mnt_ns, net_ns, cgroup_ns;	/* namespace ids (inode numbers) */
+	uint64_t cgroup;	/* str: cgroup v2 path */
+	uint64_t runtime;	/* str: "docker", "podman", ..., "systemd" (cgroup.h) */
+	uint64_t container;	/* str: container id, or the systemd unit */
+	uint64_t pod;		/* str: Kubernetes pod uid or Podman pod id */
 };
 #define SP_PROC_FROM_PROC	(1u << 0)	/* found in /proc at attach, not seen starting */
 #define SP_PROC_EXEC		(1u << 1)	/* re-definition after exec */
+#define SP_PROC_NO_IDENTITY	(1u << 2)	/* gone, or its pid reused, before /proc was read */
 
 struct sp_thread {
 	uint64_t time;

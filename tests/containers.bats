@@ -1,0 +1,173 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# Process identity across namespaces (docs/containers.md): real pid and mount
+# namespaces made by unshare(1), recorded from the host with -- and with -p.
+
+load helper
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+	BGPIDS=
+}
+
+teardown() {
+	local p
+	for p in $BGPIDS; do
+		kill "$p" 2>/dev/null || true
+	done
+}
+
+needs_unshare() {
+	require_root
+	require_cmd unshare util-linux
+	unshare --pid --mount --fork --mount-proc true 2>/dev/null ||
+		skip "unshare cannot make pid and mount namespaces here"
+}
+
+# A script that writes the NSpid line of its own /proc/self/status (read by
+# the shell itself, not by a child) to $1, then becomes "sleep $2".
+nspid_script() {
+	cat > "$T/self.sh" <<-EOS
+	while read -r l; do case \$l in NSpid:*) echo "\$l" > "$1.tmp";; esac; done < /proc/self/status
+	mv "$1.tmp" "$1"
+	exec sleep $2
+	EOS
+}
+
+# The inode of this shell's namespace of kind $1 (what a record's *_ns holds).
+host_ns() {
+	stat -L -c %i "/proc/self/ns/$1"
+}
+
+@test "containers: a process in a new pid namespace carries the pid it sees itself as (sp-record --)" {
+	needs_unshare
+	# The inner shell writes what /proc/self/status says inside, then
+	# becomes a sleep long enough to be read from the host.
+	nspid_script "$T/inside" 1
+	run --separate-stderr -0 sp-record -o "$T/ns.sp" -- unshare --pid --mount --fork \
+		--mount-proc sh -c "sh $T/self.sh"
+	inside=$(awk '{ print $NF }' "$T/inside")
+	[ -n "$inside" ] && [ "$inside" -gt 1 ]
+	sp-decode "$T/ns.sp" > "$T/ns.jsonl"
+	# The sleep: another pid outside than inside, in a namespace not the host's.
+	run -0 jq -c 'select(.type=="process" and .comm=="sleep")' "$T/ns.jsonl"
+	[ "${#lines[@]}" -eq 1 ]
+	rec=$output
+	assert_equal "$(jq .nspid <<<"$rec")" "$inside"
+	[ "$(jq .pid <<<"$rec")" != "$inside" ]
+	[ "$(jq .pid_ns <<<"$rec")" != "$(host_ns pid)" ]
+	[ "$(jq .mnt_ns <<<"$rec")" != "$(host_ns mnt)" ]
+	# not unshared: the network and cgroup namespaces are the host's
+	assert_equal "$(jq .net_ns <<<"$rec")" "$(host_ns net)"
+	assert_equal "$(jq .cgroup_ns <<<"$rec")" "$(host_ns cgroup)"
+	# its cgroup as /proc says, and a start time
+	want=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	assert_equal "$(jq -r .cgroup <<<"$rec")" "$want"
+	[ "$(jq .start_boot_ns <<<"$rec")" -gt 0 ]
+	# unshare itself stays in the host's pid namespace: pid and nspid agree
+	run -0 jq -c 'select(.type=="process" and .comm=="unshare" and .pid_ns=='"$(host_ns pid)"')' \
+		"$T/ns.jsonl"
+	[ "$(jq .pid <<<"${lines[0]}")" = "$(jq .nspid <<<"${lines[0]}")" ]
+	# sp-tree shows the namespace pid beside the host pid
+	pid=$(jq .pid <<<"$rec")
+	run -0 sp-tree "$T/ns.sp"
+	assert_output --partial "[PROC pid=$pid nspid=$inside comm=sleep"
+	run -0 sp-tree --format=json "$T/ns.sp"
+	jq -e "[.. | objects | select(.type==\"process\" and .pid==$pid and .nspid==$inside)] | length == 1" \
+		<<<"$output" >/dev/null
+}
+
+@test "containers: a running process in a pid namespace recorded with -p" {
+	needs_unshare
+	nspid_script "$T/inside" 30
+	unshare --pid --mount --fork --mount-proc sh "$T/self.sh" &
+	BGPIDS=$!
+	for _ in $(seq 100); do
+		[ -s "$T/inside" ] && break
+		sleep 0.1
+	done
+	[ -s "$T/inside" ] || fail "the process in the namespace did not start"
+	inner=$(pgrep -P "$BGPIDS")
+	BGPIDS="$BGPIDS $inner"
+	inside=$(awk '{ print $NF }' "$T/inside")
+	assert_equal "$inside" 1	# the first process of its namespace
+	run --separate-stderr -0 sp-record -o "$T/p.sp" -p "$inner" -d 0.3
+	run -0 sp-decode "$T/p.sp"
+	rec=$(printf '%s\n' "$output" | jq -c "select(.type==\"process\" and .pid==$inner)")
+	assert_equal "$(jq .flags <<<"$rec")" '"0x1"'
+	assert_equal "$(jq .nspid <<<"$rec")" 1
+	[ "$(jq .pid_ns <<<"$rec")" != "$(host_ns pid)" ]
+	[ "$(jq .mnt_ns <<<"$rec")" != "$(host_ns mnt)" ]
+	want=$(stat -L -c %i "/proc/$inner/ns/pid")
+	assert_equal "$(jq .pid_ns <<<"$rec")" "$want"
+}
+
+@test "containers: a pid used again after its process exited carries another start time" {
+	needs_unshare
+	# sp-record in a pid namespace of its own, where nothing else makes
+	# processes: ns_last_pid gives both sleeps the same pid, one after the
+	# other has exited.
+	run --separate-stderr -0 unshare --pid --mount --fork --mount-proc \
+		sp-record -o "$T/reuse.sp" -- sh -c '
+			echo 199 > /proc/sys/kernel/ns_last_pid; sleep 1 & wait
+			echo 199 > /proc/sys/kernel/ns_last_pid; sleep 1 & wait'
+	sp-decode "$T/reuse.sp" > "$T/reuse.jsonl"
+	run -0 jq -c 'select(.type=="process" and .pid==200 and .comm=="sleep")' "$T/reuse.jsonl"
+	[ "${#lines[@]}" -eq 2 ]
+	a=$(jq .start_boot_ns <<<"${lines[0]}")
+	b=$(jq .start_boot_ns <<<"${lines[1]}")
+	[ "$a" -gt 0 ] && [ "$b" -gt "$a" ]
+	# sp-tree keeps them apart
+	run -0 sp-tree "$T/reuse.sp"
+	[ "$(grep -c '\[PROC pid=200 .*comm=sleep' <<<"$output")" -eq 2 ]
+}
+
+@test "containers: a spool written before the identity fields decodes without them" {
+	run --separate-stderr -1 sp-decode "$FIXTURES/before-identity.sp"
+	rec=$(printf '%s\n' "$output" | jq -c 'select(.type=="process" and .pid==1200)')
+	assert_equal "$(jq -c '[.nspid, .pid_ns, .cgroup, .container]' <<<"$rec")" '[null,null,null,null]'
+	assert_equal "$(jq -r .comm <<<"$rec")" app
+}
+
+# A cgroup v2 directory named as a runtime names its containers: the layout
+# is real (the kernel's /proc/PID/cgroup says it), the runtime is not.
+make_cgroup() {
+	require_root
+	M=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
+	[ -n "$M" ] || skip "no cgroup v2 hierarchy mounted"
+	CG=$M/sp-test-$$.slice/$1
+	mkdir -p "$CG" || skip "cannot make a cgroup under $M"
+	CGPATH=${CG#"$M"}
+}
+
+rm_cgroup() {
+	[ -n "${CG:-}" ] || return 0
+	rmdir "$CG" "${CG%/*}" 2>/dev/null || true
+}
+
+@test "containers: a process in a Docker-named cgroup is labelled with its container" {
+	id=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+	make_cgroup "docker-$id.scope"
+	run --separate-stderr -0 sp-record -o "$T/cg.sp" -- \
+		sh -c "echo \$\$ > $CG/cgroup.procs && exec sleep 1"
+	rm_cgroup
+	run -0 sp-decode "$T/cg.sp"
+	rec=$(printf '%s\n' "$output" | jq -c 'select(.type=="process" and .comm=="sleep")')
+	assert_equal "$(jq -r .cgroup <<<"$rec")" "$CGPATH"
+	assert_equal "$(jq -r .runtime <<<"$rec")" docker
+	assert_equal "$(jq -r .container <<<"$rec")" "$id"
+	run -0 sp-tree "$T/cg.sp"
+	assert_output --partial "comm=sleep container=docker:${id:0:12} "
+}
+
+@test "containers: a process in a service's cgroup is labelled with the service" {
+	make_cgroup "sp-test-$$.service"
+	run --separate-stderr -0 sp-record -o "$T/svc.sp" -- \
+		sh -c "echo \$\$ > $CG/cgroup.procs && exec sleep 1"
+	rm_cgroup
+	run -0 sp-decode "$T/svc.sp"
+	rec=$(printf '%s\n' "$output" | jq -c 'select(.type=="process" and .comm=="sleep")')
+	assert_equal "$(jq -r .runtime <<<"$rec")" systemd
+	assert_equal "$(jq -r .container <<<"$rec")" "sp-test-$$.service"
+	assert_equal "$(jq -r .pod <<<"$rec")" null
+}
