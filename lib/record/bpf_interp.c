@@ -41,13 +41,11 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 	return 0;
 }
 
-struct sp_interp_bpf *sp_interp_bpf_open(const int *fds, size_t nfds, sp_interp_stack_fn fn,
-					 void *ctx)
+struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx)
 {
 	struct sp_interp_bpf *b = sp_xcalloc(1, sizeof(*b));
 	libbpf_print_fn_t old = libbpf_set_print(quiet);
-	int prog, err = 0;
-	size_t i;
+	int err = 0;
 
 	b->fn = fn;
 	b->ctx = ctx;
@@ -59,15 +57,6 @@ struct sp_interp_bpf *sp_interp_bpf_open(const int *fds, size_t nfds, sp_interp_
 			strerror(err));
 		goto fail;
 	}
-	prog = bpf_program__fd(b->skel->progs.on_sample);
-	for (i = 0; i < nfds; i++) {
-		if (ioctl(fds[i], PERF_EVENT_IOC_SET_BPF, prog)) {
-			err = errno;
-			sp_warn("interpreted frames: cannot attach to the sampling event: %s; "
-				"native stacks only", strerror(err));
-			goto fail;
-		}
-	}
 	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.stacks), on_stack, b, NULL);
 	if (!b->rb) {
 		sp_warn("interpreted frames: ring_buffer__new: %s; native stacks only",
@@ -78,6 +67,21 @@ struct sp_interp_bpf *sp_interp_bpf_open(const int *fds, size_t nfds, sp_interp_
 fail:
 	sp_interp_bpf_close(b);
 	return NULL;
+}
+
+int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds)
+{
+	int prog = bpf_program__fd(b->skel->progs.on_sample);
+	size_t i;
+
+	for (i = 0; i < nfds; i++) {
+		if (ioctl(fds[i], PERF_EVENT_IOC_SET_BPF, prog)) {
+			sp_warn("interpreted frames: cannot attach to the sampling event: %s; "
+				"native stacks only", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
 }
 
 int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,

@@ -4,8 +4,8 @@
  * which processes run a supported interpreter (found from the ELF file of
  * an executable mapping: its version and the addresses of its runtime
  * state, code type and eval loop), the stacks the BPF program read for
- * their samples, paired with perf's sample of the same thread (the latest
- * stack read no later than the sample), and the frames written for them:
+ * their samples, paired with perf's sample of the same thread (the stack
+ * read nearest to the sample's time), and the frames written for them:
  * one frame per (function, file, line), named by a symbol record that
  * sp-record writes itself.
  *
@@ -35,6 +35,7 @@
 				 * (the perf queue handles samples a pass or two later) */
 #define MAX_CODES	65536		/* code objects cached per process */
 #define PAIR_WINDOW	(50 * 1000 * 1000ull)	/* ns: a stack older than this is not a sample's */
+#define PAIR_SLACK	(300 * 1000ull)	/* ns: a stack read this much after a sample may be its */
 #define ELF_MAX		(1ull << 30)
 
 /* What an ELF file says about the interpreter it holds. */
@@ -95,6 +96,7 @@ struct sp_interpreters {
 	uint64_t module;	/* the "[python]" module's id */
 	char desc[64];
 	/* counters */
+	uint64_t attached;	/* when the program was attached */
 	uint64_t samples, complete, unread, no_thread, unpaired;
 	bool warned_version;
 };
@@ -566,7 +568,17 @@ static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out
 	return c;
 }
 
-/* The latest stack of tid read no later than time (and not too long before). */
+static uint64_t dist(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/*
+ * The stack of tid's sample at time: the one read nearest to it, at most
+ * PAIR_SLACK after (the kernel may stamp the sample before or after the
+ * program runs) and PAIR_WINDOW before. The older ones go: no later sample
+ * can be theirs.
+ */
 static bool take(struct sp_interpreters *ip, uint32_t pid, uint32_t tid, uint64_t time,
 		 struct pend *out)
 {
@@ -576,14 +588,16 @@ static bool take(struct sp_interpreters *ip, uint32_t pid, uint32_t tid, uint64_
 
 	if (!q || q->pid != pid)
 		return false;
-	for (i = 0; i < q->n && q->p[i].h.time_ns <= time; i++)
+	for (i = 0; i < q->n && q->p[i].h.time_ns <= time + PAIR_SLACK; i++)
 		k = i + 1;
 	if (!k)
 		return false;
+	if (k >= 2 && dist(q->p[k - 2].h.time_ns, time) < dist(q->p[k - 1].h.time_ns, time))
+		k--;
 	*out = q->p[k - 1];
 	q->p[k - 1].f = NULL;	/* now the caller's */
 	tidq_drop(q, k);
-	return time - out->h.time_ns <= PAIR_WINDOW;
+	return out->h.time_ns + PAIR_WINDOW >= time;
 }
 
 int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid, uint32_t tid,
@@ -595,10 +609,15 @@ int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t p
 	unsigned int i;
 
 	f->n = 0;
-	if (!pr)
+	if (!pr || time < ip->attached)
 		return 0;
 	ip->samples++;
 	if (!take(ip, pid, tid, time, &p)) {
+		if (getenv("SP_INTERP_DEBUG")) {
+			uint64_t *qv = sp_u64map_get(&ip->tids, tid);
+			struct tidq *qq = qv ? (void *)(uintptr_t)*qv : NULL;
+			fprintf(stderr, "unpaired %u t %llu got %llu q %u first %lld\n", tid, (unsigned long long)time, (unsigned long long)p.h.time_ns, qq ? qq->n : 0, qq && qq->n ? (long long)(qq->p[0].h.time_ns - time) : 0);
+		}
 		free(p.f);
 		ip->unpaired++;
 		ip->unread++;
@@ -647,24 +666,32 @@ int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t p
 
 struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode)
 {
-	struct sp_interpreters *ip = sp_xcalloc(1, sizeof(*ip));
+	struct sp_interpreters *ip;
+	const struct sp_interp_layout *l;
+	unsigned int row;
 
+	if (mode == SP_INTERP_NONE || mode == SP_INTERP_RUBY)
+		return NULL;	/* no Ruby layout yet */
+	ip = sp_xcalloc(1, sizeof(*ip));
 	ip->mode = mode;
+	ip->bpf = sp_interp_bpf_open(on_stack, ip);
+	if (!ip->bpf) {
+		free(ip);
+		return NULL;
+	}
+	for (row = 0; (l = sp_interp_layout_row(row)); row++)
+		sp_interp_bpf_layout(ip->bpf, row, &l->bpf);
 	return ip;
 }
 
 int sp_interp_attach(struct sp_interpreters *ip, const int *fds, size_t nfds)
 {
-	unsigned int row;
-	const struct sp_interp_layout *l;
-
-	if (ip->mode == SP_INTERP_NONE || ip->mode == SP_INTERP_RUBY)
-		return 0;
-	ip->bpf = sp_interp_bpf_open(fds, nfds, on_stack, ip);
-	if (!ip->bpf)
+	if (sp_interp_bpf_attach(ip->bpf, fds, nfds)) {
+		sp_interp_bpf_close(ip->bpf);
+		ip->bpf = NULL;
 		return -1;
-	for (row = 0; (l = sp_interp_layout_row(row)); row++)
-		sp_interp_bpf_layout(ip->bpf, row, &l->bpf);
+	}
+	ip->attached = sp_now_mono_ns();
 	return 0;
 }
 

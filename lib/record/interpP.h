@@ -102,10 +102,14 @@ int sp_py_str(const struct sp_interp_layout *l, const struct sp_interp_mem *m, u
 struct sp_emit;
 struct sp_interpreters;
 
+/* Load the BPF program (before the events are open: they sample at once
+ * with -p and -a). NULL for --interp=none or when it cannot be loaded
+ * (reported once: native stacks continue). */
 struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode);
 void sp_interp_free(struct sp_interpreters *ip);
-/* Load the BPF program and attach it to these sampling events. 0, or -1
- * (reported once: native stacks continue). */
+/* Attach it to these sampling events. 0, or -1 (reported; native stacks
+ * continue). Samples before this moment have no interpreted stack and are
+ * not counted as unread. */
 int sp_interp_attach(struct sp_interpreters *ip, const int *fds, size_t nfds);
 /* An executable mapping of pid at time: path at start, file offset pgoff.
  * Registers the process when path holds a supported interpreter; with out
@@ -144,8 +148,9 @@ const char *sp_interp_describe(const struct sp_interpreters *ip);
 struct sp_interp_bpf;
 typedef void (*sp_interp_stack_fn)(void *ctx, const struct sp_bpf_istack *h,
 				   const struct sp_bpf_iframe *f, size_t nbytes);
-struct sp_interp_bpf *sp_interp_bpf_open(const int *fds, size_t nfds, sp_interp_stack_fn fn,
-					 void *ctx);
+/* Load the program (NULL: reported); then attach it to the events. */
+struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx);
+int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds);
 int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,
 			 const struct sp_bpf_ilayout *l);
 int sp_interp_bpf_proc(struct sp_interp_bpf *b, uint32_t pid, const struct sp_bpf_iproc *v);

@@ -127,11 +127,13 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		if (!p->unw)
 			return sp_error("cannot set up DWARF unwinding");
 	}
+	if (!p->sideband)
+		p->interp = sp_interp_new(p->o.interp);	/* NULL: native stacks only */
 	if (sp_perf_open_events(p, t))
 		return -1;
-	if (!p->sideband && p->o.interp != SP_INTERP_NONE) {
-		p->interp = sp_interp_new(p->o.interp);
-		sp_interp_attach(p->interp, p->fds, p->nfds);	/* else native stacks only */
+	if (p->interp && sp_interp_attach(p->interp, p->fds, p->nfds)) {
+		sp_interp_free(p->interp);
+		p->interp = NULL;
 	}
 	if (p->kernel_ok && geteuid() == 0 && !p->o.user_only)
 		sp_perf_ksyms_start(p);
