@@ -6,7 +6,8 @@
 # tree (fuzz-correlate.c), the flame graph aggregation and every renderer
 # (fuzz-flame.c), the ELF notes sp-record reads to attach span
 # probes (fuzz-usdt.c), the hooks' span rings it reads (fuzz-span_rings.c) and
-# the JIT perf maps it reads (fuzz-perfmap.c),
+# the JIT perf maps it reads (fuzz-perfmap.c), the Python code objects,
+# strings and line tables it reads out of a process (fuzz-interp.c),
 # all without a sanitizer report. The deep seeds (nestings and stacks deeper
 # than any recursion may go, tests/fuzz/deep-seeds.sh) run with them. Longer
 # runs: make fuzz-run FUZZ_SECONDS=600.
@@ -69,4 +70,9 @@ run_corpus() {
 @test "fuzz-perfmap: its corpus runs clean (the JIT perf maps sp-record reads as root)" {
 	need_fuzzer fuzz-perfmap
 	run_corpus fuzz-perfmap
+}
+
+@test "fuzz-interp: its corpus runs clean (the Python code objects sp-record reads)" {
+	need_fuzzer fuzz-interp
+	run_corpus fuzz-interp
 }
