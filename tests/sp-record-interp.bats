@@ -160,3 +160,24 @@ assert_share() {
 	run sp-record --interp=perl -- true
 	[ "$status" = 64 ]
 }
+
+@test "a forged interpreter run by nobody: cycles end truncated, names bounded, no loop" {
+	require_root
+	require_cmd gcc
+	require_cmd setpriv
+	NOBODY_DIR=$(mktemp -d /tmp/sp-forged.XXXXXX)
+	gcc -O0 -o "$NOBODY_DIR/python3-forged" "$FIXTURES/forged.c"
+	chmod -R a+rX "$NOBODY_DIR"
+	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$NOBODY_DIR/python3-forged" 1
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	run sh -c "sp-flame --folded '$OUT' 2>/dev/null | grep '^\[python: truncated\];'"
+	[ "$status" = 0 ] || fail "no truncated stack"
+	# the cycle is cut at the walk's limit: 128 frames, then the mark
+	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
+		grep -c '^AAAA\|^\[python: unreadable frame\]$')
+	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
+	# the endless name is cut at its bound and says so
+	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
+	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes"
+}
