@@ -382,6 +382,8 @@ static void tidq_drop(struct tidq *q, unsigned int n)
 
 	if (n > q->n)
 		n = q->n;
+	if (!n)
+		return;
 	for (i = 0; i < n; i++)
 		free(q->p[i].f);
 	memmove(q->p, q->p + n, (q->n - n) * sizeof(q->p[0]));
