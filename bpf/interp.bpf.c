@@ -48,6 +48,8 @@ struct {
 struct scratch {
 	struct sp_bpf_istack h;
 	struct sp_bpf_iframe f[SP_BPF_IFRAMES];
+	__u8 fr[SP_BPF_IFRAME_BLOCK];	/* a frame's fields, from fr_code on */
+	__u8 co[SP_BPF_ICODE_BLOCK];	/* a code object's, from co_firstline on */
 };
 
 struct {
@@ -98,6 +100,17 @@ static __always_inline __u64 find_tstate(const struct sp_bpf_ilayout *l, __u64 r
 	return 0;
 }
 
+/* 8 bytes at off of a block of size bytes (0 past its end). */
+static __always_inline __u64 get64(const __u8 *b, __u32 off, __u32 size)
+{
+	__u64 v;
+
+	if (off > size - 8)
+		return 0;
+	__builtin_memcpy(&v, b + off, 8);
+	return v;
+}
+
 static __always_inline int walk(struct scratch *s, const struct sp_bpf_ilayout *l, __u64 ts)
 {
 	__u64 frame, code, instr, cf;
@@ -114,24 +127,26 @@ static __always_inline int walk(struct scratch *s, const struct sp_bpf_ilayout *
 
 		if (!frame)
 			break;
-		code = rd_ptr(frame + l->fr_code);
-		instr = rd_ptr(frame + l->fr_instr);
-		entry = 0;
-		first = 0;
-		bpf_probe_read_user(&entry, 1, (const void *)(frame + l->fr_entry));
-		if (!code)
+		/* one read per structure: the fields are close together */
+		if (bpf_probe_read_user(s->fr, sizeof(s->fr), (const void *)(frame + l->fr_code)))
 			return s->h.nframes = n, SP_BPF_IST_FAULT;
-		bpf_probe_read_user(&first, 4, (const void *)(code + l->co_firstline));
+		code = get64(s->fr, 0, sizeof(s->fr));
+		instr = get64(s->fr, (l->fr_instr - l->fr_code) & 63, sizeof(s->fr));
+		entry = (__u8)get64(s->fr, (l->fr_entry - l->fr_code) & 63, sizeof(s->fr));
+		if (!code || bpf_probe_read_user(s->co, sizeof(s->co),
+						 (const void *)(code + l->co_firstline)))
+			return s->h.nframes = n, SP_BPF_IST_FAULT;
+		first = (__u32)get64(s->co, 0, sizeof(s->co));
 		f->code = code;
 		f->firstline = first;
-		f->name = (__u32)rd_ptr(code + l->co_name);
+		f->name = (__u32)get64(s->co, (l->co_name - l->co_firstline) & 63, sizeof(s->co));
 		f->flags = entry ? SP_BPF_IFR_ENTRY : 0;
 		if (instr >= code + l->co_code && instr - (code + l->co_code) < (1ull << 31))
 			f->instr = (__s32)((instr - (code + l->co_code)) / 2);
 		else
 			f->instr = -1;
 		n++;
-		frame = rd_ptr(frame + l->fr_previous);
+		frame = get64(s->fr, (l->fr_previous - l->fr_code) & 63, sizeof(s->fr));
 	}
 	s->h.nframes = n;
 	if (frame)

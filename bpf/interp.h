@@ -16,6 +16,10 @@
 #define SP_BPF_ITHREADS		256	/* thread states looked at to find a thread's */
 #define SP_BPF_ILAYOUTS		16	/* layouts (interp_layouts.c's table rows) */
 #define SP_BPF_IPROCS		4096	/* processes with a known interpreter */
+/* Bytes read at once from a frame (from its code pointer on) and from a
+ * code object (from its first line on): a layout's fields must fit. */
+#define SP_BPF_IFRAME_BLOCK	48
+#define SP_BPF_ICODE_BLOCK	64
 
 /* status of a record */
 enum sp_bpf_istatus {

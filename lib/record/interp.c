@@ -682,7 +682,8 @@ struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode)
 		return NULL;
 	}
 	for (row = 0; (l = sp_interp_layout_row(row)); row++)
-		sp_interp_bpf_layout(ip->bpf, row, &l->bpf);
+		if (sp_interp_layout_fits(l))
+			sp_interp_bpf_layout(ip->bpf, row, &l->bpf);
 	return ip;
 }
 

@@ -54,6 +54,8 @@ struct sp_interp_layout {
 const struct sp_interp_layout *sp_interp_layout_find(unsigned int runtime, unsigned int major,
 						     unsigned int minor, unsigned int *row);
 const struct sp_interp_layout *sp_interp_layout_row(unsigned int row);
+/* Whether a row's fields fit the blocks the BPF program reads at once. */
+bool sp_interp_layout_fits(const struct sp_interp_layout *l);
 /* "python3.11" ...: the versions the table knows, space-separated. */
 const char *sp_interp_layout_names(void);
 

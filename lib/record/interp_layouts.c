@@ -78,6 +78,19 @@ const struct sp_interp_layout *sp_interp_layout_find(unsigned int runtime, unsig
 	return NULL;
 }
 
+/* The BPF program reads a frame's fields from fr_code on, a code object's
+ * from co_firstline on, one block each. */
+bool sp_interp_layout_fits(const struct sp_interp_layout *l)
+{
+	const struct sp_bpf_ilayout *b = &l->bpf;
+	unsigned int f = b->fr_code, c = b->co_firstline;
+
+	return b->fr_instr >= f && b->fr_instr - f + 8 <= SP_BPF_IFRAME_BLOCK &&
+	       b->fr_previous >= f && b->fr_previous - f + 8 <= SP_BPF_IFRAME_BLOCK &&
+	       b->fr_entry >= f && b->fr_entry - f + 8 <= SP_BPF_IFRAME_BLOCK &&
+	       b->co_name >= c && b->co_name - c + 8 <= SP_BPF_ICODE_BLOCK;
+}
+
 const struct sp_interp_layout *sp_interp_layout_row(unsigned int row)
 {
 	return row < NROWS ? &table[row] : NULL;
