@@ -547,7 +547,9 @@ static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out
 	c->name = fr->name;
 	if (sp_py_code_read(pr->l, &m, fr->code, pr->code_type, &pc, &why)) {
 		c->bad = true;
-		if (!pr->checked && ++pr->misfits == 16)
+		/* unreadable memory says nothing of the layout (the process may
+		 * be gone); memory that is there but not a code object does */
+		if (!pr->checked && strcmp(why, "unreadable") && ++pr->misfits == 16)
 			sp_warn("pid %u: python %u.%u.%u: its code objects do not decode with "
 				"the %s layout (%s); its interpreted frames are unknown", pr->pid,
 				pr->e->major, pr->e->minor, pr->e->micro, pr->l->name, why);
