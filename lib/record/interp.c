@@ -97,6 +97,7 @@ struct sp_interpreters {
 	char desc[64];
 	/* counters */
 	uint64_t attached;	/* when the program was attached */
+	struct sp_emit *out;	/* while draining */
 	uint64_t samples, complete, unread, no_thread, unpaired;
 	bool warned_version;
 };
@@ -438,12 +439,16 @@ bool sp_interp_is_eval(const struct sp_interpreters *ip, uint32_t pid, uint64_t 
 
 /* ---- stacks from the BPF program ---- */
 
+static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out,
+				 struct iproc *pr, const struct sp_bpf_iframe *fr);
+
 static void on_stack(void *ctx, const struct sp_bpf_istack *h, const struct sp_bpf_iframe *f,
 		     size_t nbytes)
 {
 	struct sp_interpreters *ip = ctx;
 	uint64_t *v = sp_u64map_get(&ip->tids, h->tid);
-	size_t n = h->nframes;
+	size_t n = h->nframes, i;
+	struct iproc *pr;
 	struct tidq *q;
 	struct pend *p;
 
@@ -468,12 +473,17 @@ static void on_stack(void *ctx, const struct sp_bpf_istack *h, const struct sp_b
 	p->f = n ? sp_xmalloc(n * sizeof(*f)) : NULL;
 	if (n)
 		memcpy(p->f, f, n * sizeof(*f));
+	if (ip->out && (pr = proc_find(ip, h->pid)))
+		for (i = 0; i < n; i++)
+			code_get(ip, ip->out, pr, &p->f[i]);
 }
 
-void sp_interp_drain(struct sp_interpreters *ip)
+void sp_interp_drain(struct sp_interpreters *ip, struct sp_emit *out)
 {
+	ip->out = out;
 	if (ip->bpf)
 		sp_interp_bpf_drain(ip->bpf);
+	ip->out = NULL;
 }
 
 /* ---- frames ---- */

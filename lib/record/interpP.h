@@ -124,8 +124,10 @@ void sp_interp_on_fork(struct sp_interpreters *ip, uint32_t ppid, uint32_t pid, 
 /* pid exited or exec'd at time: forget what it mapped before. */
 void sp_interp_on_end(struct sp_interpreters *ip, uint32_t pid, uint64_t time);
 /* Take the stacks the BPF program wrote so far (before the perf rings'
- * records are handled: each of them was written before its sample). */
-void sp_interp_drain(struct sp_interpreters *ip);
+ * records are handled: each of them was written near its sample), and
+ * read their code objects now, before the program frees them (imports
+ * run a module's code once): their names' strings go to out. */
+void sp_interp_drain(struct sp_interpreters *ip, struct sp_emit *out);
 
 /* The interpreted frames of a sample, innermost first: frame ids, each
  * with 1 in entry[] when it is the first frame of its eval loop call. */

@@ -163,7 +163,7 @@ static int perf_poll(struct sp_source *s, struct sp_emit *out)
 	p->out = out;
 	/* Interpreted stacks first: each was written before its perf sample. */
 	if (p->interp)
-		sp_interp_drain(p->interp);
+		sp_interp_drain(p->interp, out);
 	n = (int)sp_perf_queue_poll(&p->q, p->epfd, p->rings, p->ncpus);
 	sp_perf_flush_pending_execs(p, p->q.bound);
 	sp_perf_resolve_ksyms(p, false);
@@ -187,7 +187,7 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	for (i = 0; i < p->nfds; i++)
 		ioctl(p->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 	if (p->interp)
-		sp_interp_drain(p->interp);
+		sp_interp_drain(p->interp, out);
 	n = (int)sp_perf_queue_finish(&p->q, p->rings, p->ncpus);
 	sp_perf_flush_pending_execs(p, UINT64_MAX);
 	sp_perf_procs_finish(p);
