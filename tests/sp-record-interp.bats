@@ -181,3 +181,24 @@ assert_share() {
 	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
 	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes"
 }
+
+@test "with the span hooks: the span path and the interpreted stack name the same function" {
+	require_python
+	run --separate-stderr sp-record -o "$OUT" -- $PY "$FIX" scale=0.3
+	[ "$status" = 0 ] || fail "$stderr"
+	# sp-flame --by=span: the span path, then the sample's stack. The
+	# program's frames of both halves are the same chain, but where the
+	# interpreted stack is inside a generator the hooks make no span for.
+	run sh -c "sp-correlate '$OUT' 2>/dev/null | sp-flame --by=span --folded 2>/dev/null | awk '
+	{
+		n = \$NF; sub(/ [0-9]+\$/, \"\"); k = split(\$0, f, \";\"); m = 0
+		for (i = 1; i <= k; i++) if (f[i] ~ /^ih_/) g[++m] = f[i]
+		if (!m) next
+		t += n; ok = m % 2 == 0
+		for (i = 1; ok && i <= m / 2; i++) if (g[i] != g[i + m / 2]) ok = 0
+		if (ok) { a += n; next }
+		if (\$0 !~ /ih_phase_gen;<module>;ih_main;ih_phase_gen;ih_squares/) { print \"disagree: \" \$0; bad++ }
+	}
+	END { print a + 0, t + 0; exit bad || !t || a * 10 < t * 9 }'"
+	[ "$status" = 0 ] || fail "$output"
+}
