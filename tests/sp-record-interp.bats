@@ -202,3 +202,17 @@ assert_share() {
 	END { print a + 0, t + 0; exit bad || !t || a * 10 < t * 9 }'"
 	[ "$status" = 0 ] || fail "$output"
 }
+
+@test "sp-record -a: a Python started after the recording began" {
+	require_python
+	(sleep 1; exec $PY "$FIX" scale=0.3) &
+	BG=$!
+	run --separate-stderr sp-record -a --spans=none -d 5 -o "$OUT"
+	[ "$status" = 0 ] || fail "$stderr"
+	wait "$BG" || true
+	BG=
+	run assert_real_chains
+	[ "$status" = 0 ] || fail "$output"
+	n=$(ih_stacks | awk '{ t += $NF } END { print t + 0 }')
+	[ "$n" -ge 100 ] || fail "$n samples with the program's frames"
+}
