@@ -31,7 +31,8 @@
 #include "sp.h"
 #include "writer.h"
 
-#define TIDQ_LEN	4096		/* stacks kept per thread waiting for their sample
+#define PENDING_MAX	65536		/* stacks kept in all, waiting for their samples */
+#define TIDQ_LEN	1024		/* stacks kept per thread waiting for their sample
 				 * (the perf queue handles samples a pass or two later) */
 #define MAX_CODES	65536		/* code objects cached per process */
 #define PAIR_WINDOW	(50 * 1000 * 1000ull)	/* ns: a stack older than this is not a sample's */
@@ -99,6 +100,7 @@ struct sp_interpreters {
 	uint64_t attached;	/* when the program was attached */
 	struct sp_emit *out;	/* while draining */
 	uint64_t samples, complete, unread, no_thread, unpaired;
+	uint64_t npending, dropped;	/* stacks waiting for their samples; refused */
 	bool warned_version;
 };
 
@@ -377,7 +379,7 @@ void sp_interp_on_fork(struct sp_interpreters *ip, uint32_t ppid, uint32_t pid, 
 }
 
 /* The n oldest stacks of q go. */
-static void tidq_drop(struct tidq *q, unsigned int n)
+static void tidq_drop(struct sp_interpreters *ip, struct tidq *q, unsigned int n)
 {
 	unsigned int i;
 
@@ -387,13 +389,14 @@ static void tidq_drop(struct tidq *q, unsigned int n)
 		return;
 	for (i = 0; i < n; i++)
 		free(q->p[i].f);
+	ip->npending -= n;
 	memmove(q->p, q->p + n, (q->n - n) * sizeof(q->p[0]));
 	q->n -= n;
 }
 
-static void tidq_free(struct tidq *q)
+static void tidq_free(struct sp_interpreters *ip, struct tidq *q)
 {
-	tidq_drop(q, q->n);
+	tidq_drop(ip, q, q->n);
 	free(q->p);
 	free(q);
 }
@@ -419,7 +422,7 @@ void sp_interp_on_end(struct sp_interpreters *ip, uint32_t pid, uint64_t time)
 			struct tidq *q = (void *)(uintptr_t)v;
 
 			if (q->pid == pid) {
-				tidq_free(q);
+				tidq_free(ip, q);
 				sp_u64map_del(&ip->tids, k);
 				found = true;
 				break;
@@ -461,11 +464,16 @@ static void on_stack(void *ctx, const struct sp_bpf_istack *h, const struct sp_b
 		sp_u64map_put(&ip->tids, h->tid, (uintptr_t)q);
 	}
 	if (q->pid != h->pid) {
-		tidq_drop(q, q->n);	/* a tid reused by another process */
+		tidq_drop(ip, q, q->n);	/* a tid reused by another process */
 		q->pid = h->pid;
 	}
 	if (q->n == TIDQ_LEN)
-		tidq_drop(q, TIDQ_LEN / 2);	/* no sample took them: they never will */
+		tidq_drop(ip, q, TIDQ_LEN / 2);	/* no sample took them: they never will */
+	if (ip->npending >= PENDING_MAX) {
+		ip->dropped++;	/* samples lost, or not handled for long: bounded */
+		return;
+	}
+	ip->npending++;
 	sp_grow(&q->p, &q->cap, q->n + 1, sizeof(*q->p));
 	p = &q->p[q->n++];
 	p->h = *h;
@@ -610,7 +618,7 @@ static bool take(struct sp_interpreters *ip, uint32_t pid, uint32_t tid, uint64_
 		k--;
 	*out = q->p[k - 1];
 	q->p[k - 1].f = NULL;	/* now the caller's */
-	tidq_drop(q, k);
+	tidq_drop(ip, q, k);
 	return out->h.time_ns + PAIR_WINDOW >= time;
 }
 
@@ -726,6 +734,9 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 	lost = sp_interp_bpf_lost(ip->bpf);
 	if (lost)
 		sp_warn("%" PRIu64 " interpreted stacks lost (their ring buffer was full)", lost);
+	if (ip->dropped)
+		sp_warn("%" PRIu64 " interpreted stacks dropped: %d already waited for their "
+			"samples", ip->dropped, PENDING_MAX);
 	if (!ip->samples)
 		return;
 	r.lost.time = time;
@@ -753,7 +764,7 @@ void sp_interp_free(struct sp_interpreters *ip)
 	}
 	i = 0;
 	while (sp_u64map_next(&ip->tids, &i, &k, &v)) {
-		tidq_free((void *)(uintptr_t)v);
+		tidq_free(ip, (void *)(uintptr_t)v);
 	}
 	i = 0;
 	while (sp_u64map_next(&ip->elfs, &i, &k, &v)) {
