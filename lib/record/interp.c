@@ -35,8 +35,10 @@
 #define TIDQ_LEN	1024		/* stacks kept per thread waiting for their sample
 				 * (the perf queue handles samples a pass or two later) */
 #define MAX_CODES	65536		/* code objects cached per process */
-#define PAIR_WINDOW	(50 * 1000 * 1000ull)	/* ns: a stack older than this is not a sample's */
-#define PAIR_SLACK	(300 * 1000ull)	/* ns: a stack read this much after a sample may be its */
+/* ns: a stack read more than PAIR_WINDOW before a sample, or more than
+ * PAIR_SLACK after it, is not its stack */
+#define PAIR_WINDOW	(50 * 1000 * 1000ull)
+#define PAIR_SLACK	(300 * 1000ull)
 #define ELF_MAX		(1ull << 30)
 
 /* What an ELF file says about the interpreter it holds. */
@@ -125,7 +127,8 @@ static bool elf_sym(Elf *elf, const char *name, GElf_Sym *out)
 		Elf_Data *d;
 		size_t i, n;
 
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
 		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
 			continue;
 		n = sh.sh_size / sh.sh_entsize;
@@ -326,7 +329,8 @@ void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t 
 	if (!e->ok)
 		return;
 	for (i = 0; i < e->nload; i++)
-		if (pgoff >= e->load[i].p_offset && pgoff < e->load[i].p_offset + e->load[i].p_filesz)
+		if (pgoff >= e->load[i].p_offset &&
+		    pgoff < e->load[i].p_offset + e->load[i].p_filesz)
 			break;
 	if (i == e->nload)
 		return;
@@ -635,11 +639,6 @@ int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t p
 		return 0;
 	ip->samples++;
 	if (!take(ip, pid, tid, time, &p)) {
-		if (getenv("SP_INTERP_DEBUG")) {
-			uint64_t *qv = sp_u64map_get(&ip->tids, tid);
-			struct tidq *qq = qv ? (void *)(uintptr_t)*qv : NULL;
-			fprintf(stderr, "unpaired %u t %llu got %llu q %u first %lld\n", tid, (unsigned long long)time, (unsigned long long)p.h.time_ns, qq ? qq->n : 0, qq && qq->n ? (long long)(qq->p[0].h.time_ns - time) : 0);
-		}
 		free(p.f);
 		ip->unpaired++;
 		ip->unread++;
