@@ -45,7 +45,8 @@ assert_real_chains() {
 		      "ih_main>ih_phase_pool ih_main>ih_phase_hash ih_main>ih_child " \
 		      "ih_phase_rec>ih_rec ih_rec>ih_rec ih_rec>ih_spin ih_child>ih_spin " \
 		      "ih_phase_two>ih_a ih_phase_two>ih_b ih_a>ih_shared ih_b>ih_shared " \
-		      "ih_phase_gen>ih_squares ih_phase_hash>ih_hash", e, " ")
+		      "ih_phase_gen>ih_squares ih_phase_hash>ih_hash ih_main>ih_before_exec " \
+		      "ih_main>ih_after_exec ih_before_exec>ih_spin ih_after_exec>ih_spin", e, " ")
 		for (i in e) ok[e[i]] = 1
 	}
 	{
@@ -137,6 +138,18 @@ assert_share() {
 	[ "$status" = 0 ] || fail "$output"
 	n=$(ih_stacks | awk '$1 ~ /ih_child;ih_spin/ { t += $NF } END { print t + 0 }')
 	[ "$n" -ge 100 ] || fail "$n samples in the child's ih_child"
+}
+
+@test "a Python that execs itself: its stacks before and after the exec" {
+	require_python
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- $PY "$FIX" exec
+	[ "$status" = 0 ] || fail "$stderr"
+	run assert_real_chains
+	[ "$status" = 0 ] || fail "$output"
+	b=$(ih_stacks | awk '$1 ~ /ih_before_exec;ih_spin/ { t += $NF } END { print t + 0 }')
+	a=$(ih_stacks | awk '$1 ~ /ih_after_exec;ih_spin/ { t += $NF } END { print t + 0 }')
+	[ "$b" -ge 100 ] && [ "$a" -ge 100 ] || fail "$b samples before the exec, $a after"
+	[ "$(sp-decode "$OUT" | jq -r 'select(.type == "runtime") | .mode' | grep -c stacks)" = 2 ]
 }
 
 @test "an unsupported version (its layout removed) warns once and records native stacks" {

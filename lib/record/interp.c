@@ -319,12 +319,6 @@ void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t 
 
 	if (!ip->bpf || !candidate(ip, path))
 		return;
-	if ((pr = proc_find(ip, pid))) {
-		if (out && !pr->announced)
-			runtime_record(out, pid, time, pr->e, "stacks");
-		pr->announced |= out != NULL;
-		return;
-	}
 	e = elf_get(ip, path);
 	if (!e->ok)
 		return;
@@ -335,6 +329,17 @@ void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t 
 	if (i == e->nload)
 		return;
 	base = start - (e->load[i].p_vaddr + (pgoff - e->load[i].p_offset));
+	if ((pr = proc_find(ip, pid)) && pr->runtime == base + e->runtime_sym) {
+		if (out && !pr->announced)	/* found early, its turn now */
+			runtime_record(out, pid, time, pr->e, "stacks");
+		pr->announced |= out != NULL;
+		return;
+	}
+	if (pr) {
+		if (out)
+			return;	/* an older mapping's turn: the process exec'd since */
+		sp_interp_on_end(ip, pid, UINT64_MAX);	/* exec'd: that interpreter is gone */
+	}
 	l = sp_interp_layout_find(e->runtime, e->major, e->minor, &row);
 	if (!l) {
 		if (out) {
