@@ -6,9 +6,10 @@
 # tree (fuzz-correlate.c), the flame graph aggregation and every renderer
 # (fuzz-flame.c), the ELF notes sp-record reads to attach span
 # probes (fuzz-usdt.c), the hooks' span rings it reads (fuzz-span_rings.c) and
-# the JIT perf maps it reads (fuzz-perfmap.c), perf.data files
-# (fuzz-perfdata.c), the cgroup paths it names containers from
-# (fuzz-cgroup.c),
+# the JIT perf maps it reads (fuzz-perfmap.c), the Python code objects,
+# strings and line tables it reads out of a process (fuzz-interp.c),
+# perf.data files (fuzz-perfdata.c), the cgroup paths it names
+# containers from (fuzz-cgroup.c),
 # all without a sanitizer report. The deep seeds (nestings and stacks deeper
 # than any recursion may go, tests/fuzz/deep-seeds.sh) run with them. Longer
 # runs: make fuzz-run FUZZ_SECONDS=600.
@@ -81,4 +82,9 @@ run_corpus() {
 @test "fuzz-cgroup: its corpus runs clean (the cgroup paths containers are named from)" {
 	need_fuzzer fuzz-cgroup
 	run_corpus fuzz-cgroup
+}
+
+@test "fuzz-interp: its corpus runs clean (the Python code objects sp-record reads)" {
+	need_fuzzer fuzz-interp
+	run_corpus fuzz-interp
 }

@@ -64,6 +64,7 @@ enum {
 	OPT_CHECK,
 	OPT_ARCHIVE,
 	OPT_COMMAND_STDOUT,
+	OPT_INTERP,
 };
 
 static const struct argp_option options[] = {
@@ -83,6 +84,8 @@ static const struct argp_option options[] = {
 	  "dwarf (default 8192)", 2 },
 	{ "user-only", OPT_USER_ONLY, NULL, 0, "Only samples and stacks in user space", 2 },
 	{ "kernel-only", OPT_KERNEL_ONLY, NULL, 0, "Only samples and stacks in the kernel", 2 },
+	{ "interp", OPT_INTERP, "WHICH", 0, "Interpreted frames in samples: auto (default: every "
+	  "supported runtime), python, ruby, none (docs/interpreters.md)", 2 },
 	{ "mmap-pages", 'm', "PAGES", 0, "Ring buffer pages per CPU, a power of 2 "
 	  "(default 128, 512 for auto and dwarf, 2048 with -a)", 2 },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
@@ -234,6 +237,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_COMMAND_STDOUT:
 		env.command_stdout = arg;
+		break;
+	case OPT_INTERP:
+		if (!strcmp(arg, "auto"))
+			env.perf.interp = SP_INTERP_AUTO;
+		else if (!strcmp(arg, "python"))
+			env.perf.interp = SP_INTERP_PYTHON;
+		else if (!strcmp(arg, "ruby"))
+			env.perf.interp = SP_INTERP_RUBY;
+		else if (!strcmp(arg, "none"))
+			env.perf.interp = SP_INTERP_NONE;
+		else
+			argp_error(state, "invalid interpreter '%s': use auto, python, ruby or none",
+				   arg);
 		break;
 	case ARGP_KEY_SUCCESS:	/* ARGP_KEY_END is not seen when a command is given */
 		if (env.perf.user_only && env.perf.kernel_only)

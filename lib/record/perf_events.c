@@ -388,6 +388,7 @@ int sp_perf_check(FILE *out)
 	struct utsname u;
 	int n = 0, missing = 0, err, i, par = sp_perf_paranoid_level();
 	bool sw, hw, kern, regs, bid;
+	struct sp_interpreters *interp;
 	char pnote[96];
 
 	uname(&u);
@@ -422,6 +423,10 @@ int sp_perf_check(FILE *out)
 		"not built into this kernel" };
 	rows[n++] = (typeof(rows[0])){ "uprobes (USDT spans)",
 		path_exists("/sys/bus/event_source/devices/uprobe"), "not built into this kernel" };
+	interp = sp_interp_new(SP_INTERP_AUTO);
+	rows[n++] = (typeof(rows[0])){ "interpreted frames in samples (--interp: python3.11)",
+		interp != NULL, "the BPF program does not load (said above)" };
+	sp_interp_free(interp);
 
 	fprintf(out, "sp-record on %s %s %s, %ld CPUs online, perf_event_paranoid %d, %s\n",
 		u.sysname, u.release, u.machine, sysconf(_SC_NPROCESSORS_ONLN), par,

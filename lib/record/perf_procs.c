@@ -244,6 +244,8 @@ static void vma_clear(struct perf *p, struct proc *pr, uint64_t time)
 		vma_remove(p, pr, pr->nvmas - 1, time);
 	if (p->unw)
 		sp_unwinder_forget(p->unw, pr->pid);
+	if (p->interp)	/* an exec or an end: its interpreter is gone */
+		sp_interp_on_end(p->interp, pr->pid, time);
 }
 
 /* Insert a mapping; mappings it overlaps are gone (perf reports no munmap). */
@@ -408,6 +410,9 @@ static int scan_map(void *ctx, const struct sp_proc_map *m)
 	mod = mod_get(c->p, c->pr->pid, c->time, m->start, m->end, m->pgoff, m->path, m->prot,
 		      m->dev, m->ino, NULL, 0);
 	vma_add(c->p, c->pr, m->start, m->end, m->pgoff, mod, c->time);
+	if (c->p->interp)
+		sp_interp_on_map(c->p->interp, c->p->out, c->pr->pid, m->path, m->start, m->pgoff,
+				 c->time);
 	if (c->p->unw)	/* all of them: [vdso] has CFI, anonymous code is "jit" */
 		sp_unwinder_map(c->p->unw, c->pr->pid, m->start, m->end, m->pgoff, m->path);
 	return 0;
@@ -482,6 +487,8 @@ void sp_perf_on_fork(struct perf *p, const struct perf_event_header *h)
 			parent->vmas[i].mod, t->time);
 	if (p->unw)
 		sp_unwinder_fork(p->unw, t->ppid, t->pid);
+	if (p->interp)
+		sp_interp_on_fork(p->interp, t->ppid, t->pid, t->time);
 	emit_process(p, pr, t->time, 0, NULL);
 	emit_thread(p, t->pid, t->tid, pr->comm, t->time);
 }
@@ -571,25 +578,43 @@ void sp_perf_on_comm(struct perf *p, const struct perf_event_header *h, const st
 	emit_thread(p, ids[0], ids[1], name, id->time);
 }
 
+struct perf_record_mmap2 {
+	uint32_t pid, tid;
+	uint64_t addr, len, pgoff;
+	union {
+		struct {
+			uint32_t maj, min;
+			uint64_t ino, ino_generation;
+		};
+		struct {
+			uint8_t build_id_size, r1;
+			uint16_t r2;
+			uint8_t build_id[20];
+		};
+	};
+	uint32_t prot, flags;
+	char filename[];
+};
+
+/* An interpreter's mapping as soon as it is out of the ring, long before
+ * its turn comes: its process's samples carry interpreted stacks from its
+ * first moments (the BPF program reads them at sample time). */
+void sp_perf_peek_mmap2(struct perf *p, const struct perf_event_header *h, uint64_t time)
+{
+	const struct perf_record_mmap2 *m = (const void *)(h + 1);
+	size_t idsz = sp_perf_id_size(p->attr.sample_type), max;
+	char path[4096];
+
+	if (!p->interp || h->size < sizeof(*h) + sizeof(*m) + idsz || !(m->prot & PROT_EXEC))
+		return;
+	max = h->size - sizeof(*h) - sizeof(*m) - idsz;
+	snprintf(path, sizeof(path), "%.*s", (int)strnlen(m->filename, max), m->filename);
+	sp_interp_on_map(p->interp, NULL, m->pid, path, m->addr, m->pgoff, time);
+}
+
 void sp_perf_on_mmap2(struct perf *p, const struct perf_event_header *h, const struct sp_perf_id *id)
 {
-	const struct perf_record_mmap2 {
-		uint32_t pid, tid;
-		uint64_t addr, len, pgoff;
-		union {
-			struct {
-				uint32_t maj, min;
-				uint64_t ino, ino_generation;
-			};
-			struct {
-				uint8_t build_id_size, r1;
-				uint16_t r2;
-				uint8_t build_id[20];
-			};
-		};
-		uint32_t prot, flags;
-		char filename[];
-	} *m = (const void *)(h + 1);
+	const struct perf_record_mmap2 *m = (const void *)(h + 1);
 	size_t idsz = sp_perf_id_size(p->attr.sample_type), max;
 	uint64_t dev = 0, ino = 0;
 	const uint8_t *bid = NULL;
@@ -619,6 +644,8 @@ void sp_perf_on_mmap2(struct perf *p, const struct perf_event_header *h, const s
 	mod = mod_get(p, m->pid, id->time, m->addr, m->addr + m->len, m->pgoff, path, m->prot,
 		      dev, ino, bid, bid_len);
 	vma_add(p, pr, m->addr, m->addr + m->len, m->pgoff, mod, id->time);
+	if (p->interp)
+		sp_interp_on_map(p->interp, p->out, m->pid, path, m->addr, m->pgoff, id->time);
 	if (p->unw)	/* all of them: [vdso] has CFI, anonymous code is "jit" */
 		sp_unwinder_map(p->unw, m->pid, m->addr, m->addr + m->len, m->pgoff, path);
 }

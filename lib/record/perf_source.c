@@ -82,6 +82,15 @@ static void read_record(void *ctx, const struct perf_event_header *h)
 
 	memcpy(c, h, h->size);
 	it = sp_perf_queue_push(&p->q, record_time(p, c));
+	if (h->type == PERF_RECORD_MMAP2)
+		sp_perf_peek_mmap2(p, c, it->head.time);
+	else if (h->type == PERF_RECORD_FORK && p->interp &&
+		 h->size >= sizeof(*h) + sizeof(struct perf_task_rec)) {
+		const struct perf_task_rec *t = (const void *)(c + 1);
+
+		if (t->pid == t->tid)
+			sp_interp_on_fork(p->interp, t->ppid, t->pid, t->time);
+	}
 	it->h = c;
 }
 
@@ -118,8 +127,14 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		if (!p->unw)
 			return sp_error("cannot set up DWARF unwinding");
 	}
+	if (!p->sideband)
+		p->interp = sp_interp_new(p->o.interp);	/* NULL: native stacks only */
 	if (sp_perf_open_events(p, t))
 		return -1;
+	if (p->interp && sp_interp_attach(p->interp, p->fds, p->nfds)) {
+		sp_interp_free(p->interp);
+		p->interp = NULL;
+	}
 	if (p->kernel_ok && geteuid() == 0 && !p->o.user_only)
 		sp_perf_ksyms_start(p);
 	if (p->o.enable_on_exec && !t->system_wide)
@@ -146,6 +161,9 @@ static int perf_poll(struct sp_source *s, struct sp_emit *out)
 	int n;
 
 	p->out = out;
+	/* Interpreted stacks first: each was written before its perf sample. */
+	if (p->interp)
+		sp_interp_drain(p->interp, out);
 	n = (int)sp_perf_queue_poll(&p->q, p->epfd, p->rings, p->ncpus);
 	sp_perf_flush_pending_execs(p, p->q.bound);
 	return n;
@@ -167,10 +185,14 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	p->out = out;
 	for (i = 0; i < p->nfds; i++)
 		ioctl(p->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	if (p->interp)
+		sp_interp_drain(p->interp, out);
 	n = (int)sp_perf_queue_finish(&p->q, p->rings, p->ncpus);
 	sp_perf_flush_pending_execs(p, UINT64_MAX);
 	sp_perf_procs_finish(p);
 	sp_perf_ksyms_finish(p);
+	if (p->interp)
+		sp_interp_finish(p->interp, out, p->q.bound);
 	if (p->st.bad + p->q.bad)
 		sp_warn("%" PRIu64 " malformed perf records skipped", p->st.bad + p->q.bad);
 	p->q.bound = UINT64_MAX;
@@ -195,11 +217,13 @@ static void perf_describe(struct sp_source *s, char *f, size_t fsize, char *u, s
 	if (p->o.call_graph >= SP_CG_DWARF)
 		snprintf(copy, sizeof(copy), " stack-size=%u",
 			 p->o.stack_size ? p->o.stack_size : 8192);
-	snprintf(f, fsize, "perf=%s callchain=%s%s%s%s%s", p->o.event,
+	snprintf(f, fsize, "perf=%s callchain=%s%s%s%s%s%s", p->o.event,
 		 cg[p->o.call_graph & 3], copy,
 		 p->kernel_ok && !p->o.user_only ? " kernel-stacks" : "",
 		 p->o.kernel_only ? "" : " user-stacks",
-		 p->build_id_ok ? " mmap2-build-id" : "");
+		 p->build_id_ok ? " mmap2-build-id" : "",
+		 p->o.interp == SP_INTERP_NONE || p->o.interp == SP_INTERP_RUBY ? "" :
+		 " interp=python3.11");
 	snprintf(u, usize, "%s%s", p->kernel_ok || p->o.user_only ? "" : "kernel-stacks",
 		 p->build_id_ok ? "" : (p->kernel_ok || p->o.user_only ? "mmap2-build-id" :
 					" mmap2-build-id"));
@@ -225,6 +249,7 @@ static void perf_free(struct sp_source *s)
 		sp_perf_procs_free(p);
 		if (p->unw)
 			sp_unwinder_free(p->unw);
+		sp_interp_free(p->interp);
 		sp_perf_map_free(&p->frames);
 		sp_perf_map_free(&p->frames_raw);
 		free(p->cpus);

@@ -32,6 +32,7 @@
 #include <linux/perf_event.h>
 
 #include "buildid.h"
+#include "interpP.h"
 #include "kallsyms.h"
 #include "perf_queue.h"
 #include "perf_ring.h"
@@ -149,6 +150,7 @@ struct perf {
 	struct sp_elf_info vdso;
 
 	struct sp_unwinder *unw;
+	struct sp_interpreters *interp;	/* interpreted frames (interpP.h) */
 
 	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
 	 * table read by a thread; a fresh read once a frame outside the cached
@@ -217,6 +219,8 @@ void sp_perf_on_comm(struct perf *p, const struct perf_event_header *h,
 		     const struct sp_perf_id *id);
 void sp_perf_on_mmap2(struct perf *p, const struct perf_event_header *h,
 		      const struct sp_perf_id *id);
+/* A MMAP2 record as it is copied out of its ring (interpreters). */
+void sp_perf_peek_mmap2(struct perf *p, const struct perf_event_header *h, uint64_t time);
 /* At the end: every live process's pending record, lost end, JIT map and
  * the command's deferred end. */
 void sp_perf_procs_finish(struct perf *p);

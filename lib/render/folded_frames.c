@@ -68,6 +68,7 @@ static const struct fcache *frame_names(struct sp_folded *f, const struct sp_def
 		break;
 	case SP_FRAME_INTERP:
 		kind = SP_FN_INTERP;
+		c->flags |= FC_USER;	/* the program's own: a stack of them is not broken */
 		break;
 	case SP_FRAME_JIT:
 		kind = SP_FN_JIT;

@@ -84,7 +84,7 @@ void sp_stats_add(struct sp_stats *s, const struct sp_defs *d, const struct sp_r
 		sp_u64map_put(&s->tids, rec->thread.tid, 1);
 		break;
 	case SP_REC_LOST:
-		if (rec->lost.what < 3)
+		if (rec->lost.what < 4)
 			s->lost[rec->lost.what] += rec->lost.count;
 		break;
 	case SP_REC_SPAN_START:
@@ -118,6 +118,8 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 			s->pids.n, s->tids.n, span, s->lost[0], s->lost[1], s->lost[2], input_bytes);
 		if (s->samples && input_bytes)
 			fprintf(out, ",\"bytes_per_sample\":%.2f", (double)input_bytes / s->samples);
+		if (s->lost[3])
+			fprintf(out, ",\"interp_unread\":%" PRIu64, s->lost[3]);
 		fprintf(out, ",\"kinds\":{");
 		for (k = 1; k <= SP_REC_KIND_MAX; k++) {
 			if (!s->per_kind[k])
@@ -176,6 +178,10 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 	fprintf(out, "duration        %.3f s\n", span);
 	fprintf(out, "lost            %" PRIu64 " samples, %" PRIu64 " events, %" PRIu64
 		" spans\n", s->lost[0], s->lost[1], s->lost[2]);
+	if (s->lost[3])
+		fprintf(out, "interp unread   %" PRIu64 " samples (%.1f%%): their interpreted "
+			"stack could not be read\n", s->lost[3],
+			s->samples ? 100.0 * s->lost[3] / s->samples : 0.0);
 	if (input_bytes) {
 		fprintf(out, "bytes           %" PRIu64 "\n", input_bytes);
 		if (s->samples)

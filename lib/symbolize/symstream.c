@@ -365,6 +365,8 @@ int sp_symstream_put(struct sp_symstream *s, struct sp_reader *in, struct sp_rec
 		sp_symbolizer_jitsym(s->sym, &rec->jitsym, name, len);
 		break;
 	case SP_REC_FRAME:
+		if (rec->frame.mode == SP_FRAME_INTERP)
+			return 0;	/* named by the recorder's own symbol record */
 		id = sp_defs_nframes(sp_writer_defs(s->w));
 		if (sp_symbolizer_should_defer(s->sym, &rec->frame)) {
 			defer_frame(s, id, &rec->frame);

@@ -16,6 +16,14 @@
 #include "record.h"
 #include "source.h"
 
+/* Which interpreters' frames samples carry (sp-record --interp). */
+enum sp_interp_mode {
+	SP_INTERP_AUTO = 0,	/* every runtime the layout table knows */
+	SP_INTERP_PYTHON,
+	SP_INTERP_RUBY,
+	SP_INTERP_NONE,
+};
+
 struct sp_perf_opts {
 	const char *event;		/* "cpu-clock" when NULL */
 	uint64_t freq;			/* Hz; used when period is 0 */
@@ -27,6 +35,7 @@ struct sp_perf_opts {
 	bool enable_on_exec;		/* the target is a command stopped before exec */
 	const char *args;		/* command line of the command, for its process record */
 	const char *archive;		/* copy each sampled file here (lib/elf/archive.h), NULL = no */
+	enum sp_interp_mode interp;	/* interpreted frames in samples (docs/interpreters.md) */
 };
 
 /* An event name: its perf type and config. 0, or -1 for an unknown name. */

@@ -334,6 +334,7 @@ enum sp_lost_what {
 	SP_LOST_SAMPLES = 0,
 	SP_LOST_EVENTS = 1,
 	SP_LOST_SPANS = 2,
+	SP_LOST_INTERP = 3,	/* samples whose interpreted stack could not be read */
 };
 
 struct sp_lost {

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * interp.h - what bpf/interp.bpf.c hands to lib/record/bpf_interp.c: the
+ * interpreted stack of the thread a perf sample interrupted, read at
+ * sample time, and the maps user space fills to say which processes run a
+ * known interpreter and where its structures are.
+ *
+ * A ring-buffer record is a struct sp_bpf_istack followed by nframes
+ * struct sp_bpf_iframe, innermost first. Offsets are bytes; addresses are
+ * the target process's.
+ */
+#ifndef SP_BPF_INTERP_SHARED_H
+#define SP_BPF_INTERP_SHARED_H
+
+#define SP_BPF_IFRAMES		128	/* interpreted frames walked per sample */
+#define SP_BPF_ITHREADS		256	/* thread states looked at to find a thread's */
+#define SP_BPF_ILAYOUTS		16	/* layouts (interp_layouts.c's table rows) */
+#define SP_BPF_IPROCS		4096	/* processes with a known interpreter */
+/* Bytes read at once from a frame (from its code pointer on) and from a
+ * code object (from its first line on): a layout's fields must fit. */
+#define SP_BPF_IFRAME_BLOCK	48
+#define SP_BPF_ICODE_BLOCK	64
+
+/* status of a record */
+enum sp_bpf_istatus {
+	SP_BPF_IST_OK = 0,
+	SP_BPF_IST_NO_THREAD = 1,	/* no thread state for this thread (not Python yet) */
+	SP_BPF_IST_FAULT = 2,		/* a read failed (paged out, freed, bogus pointer) */
+	SP_BPF_IST_NO_LAYOUT = 3,	/* the process's layout row is empty */
+};
+
+/* flags of a record */
+#define SP_BPF_IFL_TRUNCATED	(1u << 0)	/* deeper than SP_BPF_IFRAMES */
+
+/* flags of a frame */
+#define SP_BPF_IFR_ENTRY	(1u << 0)	/* the first frame of an eval loop call */
+#define SP_BPF_IFR_NO_INSTR	(1u << 1)	/* instr unknown */
+
+/* A process running an interpreter (key: tgid). */
+struct sp_bpf_iproc {
+	__u64 runtime;		/* address of _PyRuntime */
+	__u32 layout;		/* row of the "layouts" map */
+	__u32 pad;
+};
+
+/* Where things are, per interpreter version (lib/record/interp_layouts.c). */
+struct sp_bpf_ilayout {
+	__u16 rt_interp_head;	/* _PyRuntime.interpreters.head */
+	__u16 is_tstate_head;	/* PyInterpreterState.threads.head */
+	__u16 ts_next;		/* PyThreadState.next */
+	__u16 ts_native_tid;	/* PyThreadState.native_thread_id */
+	__u16 ts_cframe;	/* PyThreadState.cframe */
+	__u16 cf_current;	/* _PyCFrame.current_frame */
+	__u16 fr_code;		/* _PyInterpreterFrame.f_code */
+	__u16 fr_previous;	/* _PyInterpreterFrame.previous */
+	__u16 fr_instr;		/* _PyInterpreterFrame.prev_instr */
+	__u16 fr_entry;		/* _PyInterpreterFrame.is_entry (a byte) */
+	__u16 co_code;		/* PyCodeObject.co_code_adaptive */
+	__u16 co_firstline;	/* PyCodeObject.co_firstlineno */
+	__u16 co_name;		/* PyCodeObject.co_qualname */
+	__u16 valid;		/* 1 once user space filled the row */
+	__u16 pad[2];
+};
+
+/* The code object's first line and the low half of its name's address
+ * identify it: user space reads the object later, and refuses one that
+ * changed since (freed, its memory reused). */
+struct sp_bpf_iframe {
+	__u64 code;		/* address of the code object */
+	__s32 instr;		/* index of the current instruction (code units) */
+	__u32 firstline;	/* co_firstlineno */
+	__u32 name;		/* low 32 bits of co_qualname's address */
+	__u32 flags;		/* SP_BPF_IFR_* */
+};
+
+struct sp_bpf_istack {
+	__u64 time_ns;		/* bpf_ktime_get_ns(): CLOCK_MONOTONIC, as perf's */
+	__u64 tstate;		/* the thread state read, 0 = none */
+	__u32 pid, tid;
+	__u32 cpu;
+	__u16 nframes;
+	__u8 status;		/* enum sp_bpf_istatus */
+	__u8 flags;		/* SP_BPF_IFL_* */
+};
+
+#define SP_BPF_IREC_MAX	(sizeof(struct sp_bpf_istack) + \
+			 SP_BPF_IFRAMES * sizeof(struct sp_bpf_iframe))
+
+#endif

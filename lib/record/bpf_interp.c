@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The BPF side of interpreted frames (interpP.h): bpf/interp.bpf.c loaded
+ * and attached to every sampling event the perf source opened (events a
+ * traced command's children inherit carry it too), its maps of processes
+ * and layouts, and its ring buffer of stacks handed to interp.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+
+#include "interp.skel.h"
+#include "interpP.h"
+#include "sp.h"
+
+struct sp_interp_bpf {
+	struct sp_interp *skel;
+	struct ring_buffer *rb;
+	sp_interp_stack_fn fn;
+	void *ctx;
+};
+
+static int on_stack(void *ctx, void *data, size_t size)
+{
+	struct sp_interp_bpf *b = ctx;
+	const struct sp_bpf_istack *h = data;
+
+	if (size < sizeof(*h))
+		return 0;
+	b->fn(b->ctx, h, (const void *)(h + 1), size - sizeof(*h));
+	return 0;
+}
+
+static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+
+struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx)
+{
+	struct sp_interp_bpf *b = sp_xcalloc(1, sizeof(*b));
+	libbpf_print_fn_t old = libbpf_set_print(quiet);
+	int err = 0;
+
+	b->fn = fn;
+	b->ctx = ctx;
+	b->skel = sp_interp__open_and_load();
+	libbpf_set_print(old);
+	if (!b->skel) {
+		err = errno;
+		sp_warn("interpreted frames: cannot load the BPF program: %s; native stacks only",
+			strerror(err));
+		goto fail;
+	}
+	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.stacks), on_stack, b, NULL);
+	if (!b->rb) {
+		sp_warn("interpreted frames: ring_buffer__new: %s; native stacks only",
+			strerror(errno));
+		goto fail;
+	}
+	return b;
+fail:
+	sp_interp_bpf_close(b);
+	return NULL;
+}
+
+int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds)
+{
+	int prog = bpf_program__fd(b->skel->progs.on_sample);
+	size_t i;
+
+	for (i = 0; i < nfds; i++) {
+		if (ioctl(fds[i], PERF_EVENT_IOC_SET_BPF, prog)) {
+			sp_warn("interpreted frames: cannot attach to the sampling event: %s; "
+				"native stacks only", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,
+			 const struct sp_bpf_ilayout *l)
+{
+	return bpf_map_update_elem(bpf_map__fd(b->skel->maps.layouts), &row, l, BPF_ANY);
+}
+
+int sp_interp_bpf_proc(struct sp_interp_bpf *b, uint32_t pid, const struct sp_bpf_iproc *v)
+{
+	return bpf_map_update_elem(bpf_map__fd(b->skel->maps.procs), &pid, v, BPF_ANY);
+}
+
+void sp_interp_bpf_proc_del(struct sp_interp_bpf *b, uint32_t pid)
+{
+	bpf_map_delete_elem(bpf_map__fd(b->skel->maps.procs), &pid);
+}
+
+void sp_interp_bpf_drain(struct sp_interp_bpf *b)
+{
+	ring_buffer__consume(b->rb);
+}
+
+uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	uint64_t sum = 0, *v;
+	uint32_t zero = 0;
+
+	if (ncpu <= 0)
+		return 0;
+	v = sp_xcalloc((size_t)ncpu, sizeof(*v));
+	if (!bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.lost), &zero, v))
+		for (i = 0; i < ncpu; i++)
+			sum += v[i];
+	free(v);
+	return sum;
+}
+
+void sp_interp_bpf_close(struct sp_interp_bpf *b)
+{
+	if (!b)
+		return;
+	ring_buffer__free(b->rb);
+	sp_interp__destroy(b->skel);
+	free(b);
+}

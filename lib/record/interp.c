@@ -1,0 +1,787 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Interpreted frames in perf samples (interpP.h, docs/interpreters.md):
+ * which processes run a supported interpreter (found from the ELF file of
+ * an executable mapping: its version and the addresses of its runtime
+ * state, code type and eval loop), the stacks the BPF program read for
+ * their samples, paired with perf's sample of the same thread (the stack
+ * read nearest to the sample's time), and the frames written for them:
+ * one frame per (function, file, line), named by a symbol record that
+ * sp-record writes itself.
+ *
+ * Code objects are read from the process (process_vm_readv) once per
+ * (process, address), checked (their type must be the interpreter's code
+ * type) and cached with the low bits of their first line, which the BPF
+ * program copies with each frame: a freed and reused address is read again.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include <gelf.h>
+
+#include "elf/elffile.h"
+#include "escape.h"
+#include "hashmap.h"
+#include "interpP.h"
+#include "record.h"
+#include "source.h"
+#include "sp.h"
+#include "writer.h"
+
+#define PENDING_MAX	65536		/* stacks kept in all, waiting for their samples */
+#define TIDQ_LEN	1024		/* stacks kept per thread waiting for their sample
+				 * (the perf queue handles samples a pass or two later) */
+#define MAX_CODES	65536		/* code objects cached per process */
+/* ns: a stack read more than PAIR_WINDOW before a sample, or more than
+ * PAIR_SLACK after it, is not its stack */
+#define PAIR_WINDOW	(50 * 1000 * 1000ull)
+#define PAIR_SLACK	(300 * 1000ull)
+#define ELF_MAX		(1ull << 30)
+
+/* What an ELF file says about the interpreter it holds. */
+struct elf_info {
+	char *path;
+	bool ok;		/* holds an interpreter's runtime state */
+	unsigned int runtime, major, minor, micro;
+	uint64_t runtime_sym, code_type_sym, eval_sym, eval_size;	/* ELF addresses */
+	GElf_Phdr load[8];	/* its PT_LOAD headers */
+	unsigned int nload;
+};
+
+struct code_ent {
+	uint32_t firstline, name;	/* as the BPF program copies them */
+	bool bad;
+	uint64_t func, file;	/* string ids */
+	int line0;
+	uint8_t *linetable;
+	size_t len;
+};
+
+struct pend {
+	struct sp_bpf_istack h;
+	struct sp_bpf_iframe *f;	/* h.nframes of them, malloc'd */
+};
+
+struct tidq {
+	uint32_t pid;
+	unsigned int n;
+	size_t cap;
+	struct pend *p;
+};
+
+struct iproc {
+	uint32_t pid;
+	unsigned int row;
+	const struct sp_interp_layout *l;
+	const struct elf_info *e;
+	uint64_t runtime, code_type, eval_start, eval_end;
+	uint64_t since;		/* time of the mapping (or fork) it was found at */
+	bool announced;		/* its runtime record is written */
+	bool checked;		/* a code object decoded: the layout fits */
+	unsigned int misfits;	/* code objects that did not decode before that */
+	struct sp_u64map codes;	/* address -> struct code_ent * */
+};
+
+struct sp_interpreters {
+	enum sp_interp_mode mode;
+	struct sp_interp_bpf *bpf;
+	bool failed;
+	struct sp_u64map procs;	/* pid -> struct iproc * */
+	struct sp_u64map tids;	/* tid -> struct tidq * */
+	struct sp_u64map elfs;	/* hash of path -> struct elf_info * */
+	struct sp_u64map locs;	/* func << 32 | file -> location index + 1 */
+	struct sp_u64map frames;	/* location index << 32 | line -> frame id */
+	uint64_t nlocs, nframes;
+	uint64_t unknown_id, truncated_id;	/* the placeholder frames' ids */
+	uint64_t module;	/* the "[python]" module's id */
+	char desc[64];
+	/* counters */
+	uint64_t attached;	/* when the program was attached */
+	struct sp_emit *out;	/* while draining */
+	uint64_t samples, complete, unread, no_thread, unpaired;
+	uint64_t npending, dropped;	/* stacks waiting for their samples; refused */
+	bool warned_version;
+};
+
+/* ---- memory of the process ---- */
+
+static int read_proc(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct iproc *pr = ctx;
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
+
+	return process_vm_readv((pid_t)pr->pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+/* ---- the interpreter's ELF file ---- */
+
+static bool elf_sym(Elf *elf, const char *name, GElf_Sym *out)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			const char *s;
+
+			if (!gelf_getsym(d, (int)i, out) || !out->st_value)
+				continue;
+			s = elf_strptr(elf, sh.sh_link, out->st_name);
+			if (s && !strcmp(s, name))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The 4 bytes at ELF address addr (Py_Version). */
+static bool elf_u32(Elf *elf, uint64_t addr, uint32_t *v)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    addr < sh.sh_addr || addr + 4 > sh.sh_addr + sh.sh_size)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || addr - sh.sh_addr + 4 > d->d_size)
+			return false;
+		memcpy(v, (const char *)d->d_buf + (addr - sh.sh_addr), 4);
+		return true;
+	}
+	return false;
+}
+
+static void elf_read(struct elf_info *e)
+{
+	GElf_Sym s;
+	GElf_Phdr ph;
+	size_t i, nph;
+	uint32_t ver;
+	int fd;
+	Elf *elf = sp_elf_open(e->path, SP_ELF_MAP, ELF_MAX, &fd, NULL);
+
+	if (!elf)
+		return;
+	if (elf_getphdrnum(elf, &nph) == 0)
+		for (i = 0; i < nph && e->nload < 8; i++)
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+				e->load[e->nload++] = ph;
+	if (elf_sym(elf, "_PyRuntime", &s)) {
+		e->runtime_sym = s.st_value;
+		e->runtime = SP_RT_PYTHON;
+		if (elf_sym(elf, "Py_Version", &s) && elf_u32(elf, s.st_value, &ver)) {
+			e->major = ver >> 24;
+			e->minor = ver >> 16 & 0xff;
+			e->micro = ver >> 8 & 0xff;
+		}
+		if (elf_sym(elf, "PyCode_Type", &s))
+			e->code_type_sym = s.st_value;
+		if (elf_sym(elf, "_PyEval_EvalFrameDefault", &s)) {
+			e->eval_sym = s.st_value;
+			e->eval_size = s.st_size;
+		}
+		e->ok = e->code_type_sym && e->nload;
+	}
+	sp_elf_close(elf, fd);
+}
+
+static const struct elf_info *elf_get(struct sp_interpreters *ip, const char *path)
+{
+	uint64_t h = sp_hash_bytes(path, strlen(path)), *v = sp_u64map_get(&ip->elfs, h);
+	struct elf_info *e;
+
+	if (v)
+		return (const struct elf_info *)(uintptr_t)*v;
+	e = sp_xcalloc(1, sizeof(*e));
+	e->path = sp_xstrdup(path);
+	elf_read(e);
+	sp_u64map_put(&ip->elfs, h, (uintptr_t)e);
+	return e;
+}
+
+/* Whether a file's name says it may hold an interpreter. */
+static bool candidate(const struct sp_interpreters *ip, const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	if (ip->mode == SP_INTERP_NONE || ip->mode == SP_INTERP_RUBY)
+		return false;
+	return !strncmp(b, "python3", 7) || !strncmp(b, "libpython3", 10);
+}
+
+/* ---- processes ---- */
+
+static struct iproc *proc_find(const struct sp_interpreters *ip, uint32_t pid)
+{
+	uint64_t *v = sp_u64map_get(&ip->procs, pid);
+
+	return v ? (struct iproc *)(uintptr_t)*v : NULL;
+}
+
+static void codes_clear(struct iproc *pr)
+{
+	size_t i = 0;
+	uint64_t k, v;
+
+	while (sp_u64map_next(&pr->codes, &i, &k, &v)) {
+		struct code_ent *c = (void *)(uintptr_t)v;
+
+		free(c->linetable);
+		free(c);
+	}
+	sp_u64map_release(&pr->codes);
+}
+
+static void runtime_record(struct sp_emit *out, uint32_t pid, uint64_t time,
+			   const struct elf_info *e, const char *mode)
+{
+	struct sp_record r = { .kind = SP_REC_RUNTIME };
+	char ver[32];
+
+	snprintf(ver, sizeof(ver), "%u.%u.%u", e->major, e->minor, e->micro);
+	r.runtime.time = time;
+	r.runtime.pid = pid;
+	r.runtime.runtime = e->runtime;
+	r.runtime.version = sp_writer_strz(out->w, ver);
+	r.runtime.library = sp_writer_strz(out->w, e->path);
+	r.runtime.mode = sp_writer_strz(out->w, mode);
+	out->emit(out->ctx, &r);
+}
+
+/* The live interpreter agrees with the layout: its first thread state
+ * points back at its interpreter. True too when it is not running yet. */
+static bool live_check(const struct iproc *pr)
+{
+	const struct sp_interp_mem m = { read_proc, (void *)pr };
+	uint64_t interp = 0, ts = 0, back = 0;
+
+	if (m.read(m.ctx, pr->runtime + pr->l->bpf.rt_interp_head, &interp, 8))
+		return true;	/* not mapped yet (or gone): the walk in BPF will fail alone */
+	if (!interp)
+		return true;
+	if (m.read(m.ctx, interp + pr->l->bpf.is_tstate_head, &ts, 8))
+		return false;
+	if (!ts)
+		return true;
+	return !m.read(m.ctx, ts + pr->l->ts_interp, &back, 8) && back == interp;
+}
+
+static void proc_add(struct sp_interpreters *ip, struct iproc *pr)
+{
+	struct sp_bpf_iproc v = { .runtime = pr->runtime, .layout = pr->row };
+
+	if (sp_interp_bpf_proc(ip->bpf, pr->pid, &v)) {
+		sp_warn("pid %u: cannot follow its %s stacks: %s", pr->pid, pr->l->name,
+			strerror(errno));
+		free(pr);
+		return;
+	}
+	sp_u64map_put(&ip->procs, pr->pid, (uintptr_t)pr);
+}
+
+static void unsupported(struct sp_interpreters *ip, uint32_t pid, const struct elf_info *e,
+			const char *why)
+{
+	char path[256];
+
+	if (ip->warned_version)
+		return;
+	ip->warned_version = true;
+	sp_esc_text(path, sizeof(path), e->path, strlen(e->path), 0);
+	sp_warn("pid %u: python %u.%u.%u (%s): %s; native stacks only", pid, e->major, e->minor,
+		e->micro, path, why);
+}
+
+void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+		      const char *path, uint64_t start, uint64_t pgoff, uint64_t time)
+{
+	const struct elf_info *e;
+	const struct sp_interp_layout *l;
+	struct iproc *pr;
+	uint64_t base = 0;
+	unsigned int i, row;
+
+	if (!ip->bpf || !candidate(ip, path))
+		return;
+	e = elf_get(ip, path);
+	if (!e->ok)
+		return;
+	for (i = 0; i < e->nload; i++)
+		if (pgoff >= e->load[i].p_offset &&
+		    pgoff < e->load[i].p_offset + e->load[i].p_filesz)
+			break;
+	if (i == e->nload)
+		return;
+	base = start - (e->load[i].p_vaddr + (pgoff - e->load[i].p_offset));
+	if ((pr = proc_find(ip, pid)) && pr->runtime == base + e->runtime_sym) {
+		if (out && !pr->announced)	/* found early, its turn now */
+			runtime_record(out, pid, time, pr->e, "stacks");
+		pr->announced |= out != NULL;
+		return;
+	}
+	if (pr) {
+		if (out)
+			return;	/* an older mapping's turn: the process exec'd since */
+		sp_interp_on_end(ip, pid, UINT64_MAX);	/* exec'd: that interpreter is gone */
+	}
+	l = sp_interp_layout_find(e->runtime, e->major, e->minor, &row);
+	if (!l) {
+		if (out) {
+			runtime_record(out, pid, time, e, "unsupported");
+			unsupported(ip, pid, e, "no layout for this version");
+		}
+		return;
+	}
+	pr = sp_xcalloc(1, sizeof(*pr));
+	pr->pid = pid;
+	pr->row = row;
+	pr->l = l;
+	pr->e = e;
+	pr->runtime = base + e->runtime_sym;
+	pr->code_type = base + e->code_type_sym;
+	pr->eval_start = e->eval_sym ? base + e->eval_sym : 0;
+	pr->eval_end = pr->eval_start + e->eval_size;
+	if (!live_check(pr)) {
+		if (out) {
+			runtime_record(out, pid, time, e, "unsupported");
+			unsupported(ip, pid, e, "its structures do not match the layout");
+		}
+		free(pr);
+		return;
+	}
+	pr->since = time;
+	if (out)
+		runtime_record(out, pid, time, e, "stacks");
+	pr->announced = out != NULL;
+	proc_add(ip, pr);
+}
+
+void sp_interp_on_fork(struct sp_interpreters *ip, uint32_t ppid, uint32_t pid, uint64_t time)
+{
+	struct iproc *parent = proc_find(ip, ppid), *pr;
+
+	if (!parent || proc_find(ip, pid))
+		return;
+	pr = sp_xcalloc(1, sizeof(*pr));
+	*pr = *parent;
+	pr->pid = pid;
+	pr->since = time;
+	pr->announced = true;	/* a fork runs what its parent ran */
+	memset(&pr->codes, 0, sizeof(pr->codes));
+	proc_add(ip, pr);
+}
+
+/* The n oldest stacks of q go. */
+static void tidq_drop(struct sp_interpreters *ip, struct tidq *q, unsigned int n)
+{
+	unsigned int i;
+
+	if (n > q->n)
+		n = q->n;
+	if (!n)
+		return;
+	for (i = 0; i < n; i++)
+		free(q->p[i].f);
+	ip->npending -= n;
+	memmove(q->p, q->p + n, (q->n - n) * sizeof(q->p[0]));
+	q->n -= n;
+}
+
+static void tidq_free(struct sp_interpreters *ip, struct tidq *q)
+{
+	tidq_drop(ip, q, q->n);
+	free(q->p);
+	free(q);
+}
+
+void sp_interp_on_end(struct sp_interpreters *ip, uint32_t pid, uint64_t time)
+{
+	struct iproc *pr = proc_find(ip, pid);
+	uint64_t k, v;
+	size_t i = 0;
+
+	if (!pr || pr->since >= time)
+		return;	/* found after this end (records are peeked at early) */
+	sp_interp_bpf_proc_del(ip->bpf, pid);
+	sp_u64map_del(&ip->procs, pid);
+	codes_clear(pr);
+	free(pr);
+	/* its threads' stacks that no sample took */
+	for (;;) {
+		bool found = false;
+
+		i = 0;
+		while (sp_u64map_next(&ip->tids, &i, &k, &v)) {
+			struct tidq *q = (void *)(uintptr_t)v;
+
+			if (q->pid == pid) {
+				tidq_free(ip, q);
+				sp_u64map_del(&ip->tids, k);
+				found = true;
+				break;
+			}
+		}
+		if (!found)
+			break;
+	}
+}
+
+bool sp_interp_is_eval(const struct sp_interpreters *ip, uint32_t pid, uint64_t addr)
+{
+	const struct iproc *pr = proc_find(ip, pid);
+
+	return pr && addr >= pr->eval_start && addr < pr->eval_end;
+}
+
+/* ---- stacks from the BPF program ---- */
+
+static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out,
+				 struct iproc *pr, const struct sp_bpf_iframe *fr);
+
+static void on_stack(void *ctx, const struct sp_bpf_istack *h, const struct sp_bpf_iframe *f,
+		     size_t nbytes)
+{
+	struct sp_interpreters *ip = ctx;
+	uint64_t *v = sp_u64map_get(&ip->tids, h->tid);
+	size_t n = h->nframes, i;
+	struct iproc *pr;
+	struct tidq *q;
+	struct pend *p;
+
+	if (n > SP_BPF_IFRAMES || n * sizeof(*f) > nbytes)
+		n = 0;	/* a record we did not write: no frames */
+	if (v) {
+		q = (void *)(uintptr_t)*v;
+	} else {
+		q = sp_xcalloc(1, sizeof(*q));
+		sp_u64map_put(&ip->tids, h->tid, (uintptr_t)q);
+	}
+	if (q->pid != h->pid) {
+		tidq_drop(ip, q, q->n);	/* a tid reused by another process */
+		q->pid = h->pid;
+	}
+	if (q->n == TIDQ_LEN)
+		tidq_drop(ip, q, TIDQ_LEN / 2);	/* no sample took them: they never will */
+	if (ip->npending >= PENDING_MAX) {
+		ip->dropped++;	/* samples lost, or not handled for long: bounded */
+		return;
+	}
+	ip->npending++;
+	sp_grow(&q->p, &q->cap, q->n + 1, sizeof(*q->p));
+	p = &q->p[q->n++];
+	p->h = *h;
+	p->h.nframes = (uint16_t)n;
+	p->f = n ? sp_xmalloc(n * sizeof(*f)) : NULL;
+	if (n)
+		memcpy(p->f, f, n * sizeof(*f));
+	if (ip->out && (pr = proc_find(ip, h->pid)))
+		for (i = 0; i < n; i++)
+			code_get(ip, ip->out, pr, &p->f[i]);
+}
+
+void sp_interp_drain(struct sp_interpreters *ip, struct sp_emit *out)
+{
+	ip->out = out;
+	if (ip->bpf)
+		sp_interp_bpf_drain(ip->bpf);
+	ip->out = NULL;
+}
+
+/* ---- frames ---- */
+
+/* A frame of the interpreter's module named func at file:line. */
+static uint64_t frame_of(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			 uint64_t func, uint64_t file, uint64_t line)
+{
+	struct sp_record r = { .kind = SP_REC_SYMBOL };
+	struct sp_frame f = { 0 };
+	uint64_t *v, loc;
+
+	if (!ip->module) {
+		struct sp_record m = { .kind = SP_REC_MODULE };
+
+		m.module.pid = pid;
+		m.module.path = sp_writer_strz(out->w, "[python]");
+		if (sp_writer_put(out->w, &m))
+			return 0;
+		ip->module = sp_defs_nmodules(sp_writer_defs(out->w));
+	}
+	v = sp_u64map_get(&ip->locs, func << 32 | file);
+	loc = v ? *v : (sp_u64map_put(&ip->locs, func << 32 | file, ++ip->nlocs), ip->nlocs);
+	v = sp_u64map_get(&ip->frames, loc << 32 | (line & 0xffffffff));
+	if (v)
+		return *v;
+	f.module = ip->module;
+	f.rel = f.addr = ++ip->nframes;
+	f.mode = SP_FRAME_INTERP;
+	f.id = sp_writer_frame(out->w, &f);
+	if (!f.id)
+		return 0;
+	r.symbol.frame = f.id;
+	r.symbol.func = func;
+	r.symbol.file = file;
+	r.symbol.line = line;
+	if (sp_writer_put(out->w, &r))
+		return 0;
+	sp_u64map_put(&ip->frames, loc << 32 | (line & 0xffffffff), f.id);
+	return f.id;
+}
+
+static uint64_t placeholder(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			    const char *name)
+{
+	return frame_of(ip, out, pid, sp_writer_strz(out->w, name), 0, 0);
+}
+
+/* The code object at addr, read once (NULL: not one). */
+static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out,
+				 struct iproc *pr, const struct sp_bpf_iframe *fr)
+{
+	const struct sp_interp_mem m = { read_proc, pr };
+	uint64_t *v = sp_u64map_get(&pr->codes, fr->code);
+	struct code_ent *c = v ? (void *)(uintptr_t)*v : NULL;
+	struct sp_py_code pc;
+	const char *why;
+
+	if (c && c->firstline == fr->firstline && c->name == fr->name)
+		return c->bad ? NULL : c;
+	if (!c) {
+		if (pr->codes.n >= MAX_CODES)
+			codes_clear(pr);
+		c = sp_xcalloc(1, sizeof(*c));
+		sp_u64map_put(&pr->codes, fr->code, (uintptr_t)c);
+	}
+	free(c->linetable);
+	c->linetable = NULL;
+	c->len = 0;
+	c->firstline = fr->firstline;
+	c->name = fr->name;
+	if (sp_py_code_read(pr->l, &m, fr->code, pr->code_type, &pc, &why)) {
+		c->bad = true;
+		/* unreadable memory says nothing of the layout (the process may
+		 * be gone); memory that is there but not a code object does */
+		if (!pr->checked && strcmp(why, "unreadable") && ++pr->misfits == 16)
+			sp_warn("pid %u: python %u.%u.%u: its code objects do not decode with "
+				"the %s layout (%s); its interpreted frames are unknown", pr->pid,
+				pr->e->major, pr->e->minor, pr->e->micro, pr->l->name, why);
+		return NULL;
+	}
+	if ((uint32_t)pc.firstline != fr->firstline || (uint32_t)pc.name_addr != fr->name) {
+		/* another code object than at the sample (freed, its memory
+		 * reused): no name rather than a wrong one */
+		sp_py_code_release(&pc);
+		c->bad = true;
+		return NULL;
+	}
+	pr->checked = true;
+	c->bad = false;
+	c->line0 = pc.firstline;
+	c->func = sp_writer_strz(out->w, pc.qualname);
+	c->file = sp_writer_strz(out->w, pc.file);
+	c->linetable = pc.linetable;
+	c->len = pc.len;
+	return c;
+}
+
+static uint64_t dist(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/*
+ * The stack of tid's sample at time: the one read nearest to it, at most
+ * PAIR_SLACK after (the kernel may stamp the sample before or after the
+ * program runs) and PAIR_WINDOW before. The older ones go: no later sample
+ * can be theirs.
+ */
+static bool take(struct sp_interpreters *ip, uint32_t pid, uint32_t tid, uint64_t time,
+		 struct pend *out)
+{
+	uint64_t *v = sp_u64map_get(&ip->tids, tid);
+	struct tidq *q = v ? (void *)(uintptr_t)*v : NULL;
+	unsigned int i, k = 0;
+
+	if (!q || q->pid != pid)
+		return false;
+	for (i = 0; i < q->n && q->p[i].h.time_ns <= time + PAIR_SLACK; i++)
+		k = i + 1;
+	if (!k)
+		return false;
+	if (k >= 2 && dist(q->p[k - 2].h.time_ns, time) < dist(q->p[k - 1].h.time_ns, time))
+		k--;
+	*out = q->p[k - 1];
+	q->p[k - 1].f = NULL;	/* now the caller's */
+	tidq_drop(ip, q, k);
+	return out->h.time_ns + PAIR_WINDOW >= time;
+}
+
+int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid, uint32_t tid,
+		     uint64_t time, struct sp_interp_frames *f)
+{
+	struct iproc *pr = proc_find(ip, pid);
+	struct pend p = { 0 };
+	bool complete = true;
+	unsigned int i;
+
+	f->n = 0;
+	if (!pr || time < ip->attached)
+		return 0;
+	ip->samples++;
+	if (!take(ip, pid, tid, time, &p)) {
+		free(p.f);
+		ip->unpaired++;
+		ip->unread++;
+		return 0;
+	}
+	if (p.h.status == SP_BPF_IST_NO_THREAD) {
+		ip->no_thread++;	/* a thread that runs no Python code */
+		free(p.f);
+		return 0;
+	}
+	complete = p.h.status == SP_BPF_IST_OK && !(p.h.flags & SP_BPF_IFL_TRUNCATED);
+	for (i = 0; i < p.h.nframes && i < SP_BPF_IFRAMES; i++) {
+		struct code_ent *c = code_get(ip, out, pr, &p.f[i]);
+		uint64_t id;
+
+		if (c)
+			id = frame_of(ip, out, pid, c->func, c->file,
+				      (uint64_t)sp_py_line(c->linetable, c->len, c->line0,
+							   p.f[i].instr));
+		else
+			id = placeholder(ip, out, pid, "[python: unreadable frame]");
+		complete &= c != NULL;
+		if (!id)
+			continue;
+		f->ids[f->n] = id;
+		f->entry[f->n++] = !!(p.f[i].flags & SP_BPF_IFR_ENTRY);
+	}
+	if (p.h.status != SP_BPF_IST_OK || (p.h.flags & SP_BPF_IFL_TRUNCATED)) {
+		uint64_t id = placeholder(ip, out, pid, p.h.status == SP_BPF_IST_OK ?
+					  "[python: truncated]" : "[python: unreadable]");
+
+		if (id) {
+			f->ids[f->n] = id;
+			f->entry[f->n++] = 1;
+		}
+	}
+	free(p.f);
+	if (complete)
+		ip->complete++;
+	else
+		ip->unread++;
+	return f->n ? 1 : 0;
+}
+
+/* ---- the source's life ---- */
+
+struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode)
+{
+	struct sp_interpreters *ip;
+	const struct sp_interp_layout *l;
+	unsigned int row;
+
+	if (mode == SP_INTERP_NONE || mode == SP_INTERP_RUBY)
+		return NULL;	/* no Ruby layout yet */
+	ip = sp_xcalloc(1, sizeof(*ip));
+	ip->mode = mode;
+	ip->bpf = sp_interp_bpf_open(on_stack, ip);
+	if (!ip->bpf) {
+		free(ip);
+		return NULL;
+	}
+	for (row = 0; (l = sp_interp_layout_row(row)); row++)
+		if (sp_interp_layout_fits(l))
+			sp_interp_bpf_layout(ip->bpf, row, &l->bpf);
+	return ip;
+}
+
+int sp_interp_attach(struct sp_interpreters *ip, const int *fds, size_t nfds)
+{
+	if (sp_interp_bpf_attach(ip->bpf, fds, nfds)) {
+		sp_interp_bpf_close(ip->bpf);
+		ip->bpf = NULL;
+		return -1;
+	}
+	ip->attached = sp_now_mono_ns();
+	return 0;
+}
+
+const char *sp_interp_describe(const struct sp_interpreters *ip)
+{
+	return ip->mode == SP_INTERP_NONE || ip->mode == SP_INTERP_RUBY ? "" :
+	       "interp=python3.11";
+}
+
+void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t time)
+{
+	struct sp_record r = { .kind = SP_REC_LOST };
+	uint64_t lost;
+
+	if (!ip->bpf)
+		return;
+	lost = sp_interp_bpf_lost(ip->bpf);
+	if (lost)
+		sp_warn("%" PRIu64 " interpreted stacks lost (their ring buffer was full)", lost);
+	if (ip->dropped)
+		sp_warn("%" PRIu64 " interpreted stacks dropped: %d already waited for their "
+			"samples", ip->dropped, PENDING_MAX);
+	if (!ip->samples)
+		return;
+	r.lost.time = time;
+	r.lost.what = SP_LOST_INTERP;
+	r.lost.count = ip->unread;
+	out->emit(out->ctx, &r);
+	if (getenv("SP_INTERP_STATS"))
+		fprintf(stderr, "interp: samples %" PRIu64 " complete %" PRIu64 " unread %" PRIu64
+			" unpaired %" PRIu64 " no-thread %" PRIu64 "\n", ip->samples,
+			ip->complete, ip->unread, ip->unpaired, ip->no_thread);
+}
+
+void sp_interp_free(struct sp_interpreters *ip)
+{
+	size_t i = 0;
+	uint64_t k, v;
+
+	if (!ip)
+		return;
+	while (sp_u64map_next(&ip->procs, &i, &k, &v)) {
+		struct iproc *pr = (void *)(uintptr_t)v;
+
+		codes_clear(pr);
+		free(pr);
+	}
+	i = 0;
+	while (sp_u64map_next(&ip->tids, &i, &k, &v)) {
+		tidq_free(ip, (void *)(uintptr_t)v);
+	}
+	i = 0;
+	while (sp_u64map_next(&ip->elfs, &i, &k, &v)) {
+		struct elf_info *e = (void *)(uintptr_t)v;
+
+		free(e->path);
+		free(e);
+	}
+	sp_u64map_release(&ip->procs);
+	sp_u64map_release(&ip->tids);
+	sp_u64map_release(&ip->elfs);
+	sp_u64map_release(&ip->locs);
+	sp_u64map_release(&ip->frames);
+	sp_interp_bpf_close(ip->bpf);
+	free(ip);
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * interpP.h - interpreted frames in perf samples (docs/interpreters.md),
+ * the private face of the files that do it:
+ *
+ *   interp_layouts.c  the one table of per-version structure offsets
+ *   interp_py.c       CPython's structures as user space reads them: code
+ *                     objects, their strings and line tables (bounded,
+ *                     checked, through a reader the fuzzer can fake)
+ *   interp.c          which processes run an interpreter, the stacks the
+ *                     BPF program read paired with perf's samples, the
+ *                     frames and symbols written for them
+ *   bpf_interp.c      the BPF program on the sampling events, its maps and
+ *                     ring buffer
+ *
+ * The perf source calls sp_interp_*() from its hooks (perf_source.c,
+ * perf_procs.c, perf_samples.c); nothing here is public.
+ */
+#ifndef STACKPULSE_RECORD_INTERPP_H
+#define STACKPULSE_RECORD_INTERPP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "perf_source.h"
+
+#include "../../bpf/interp.h"
+
+/* ---- the layout table (interp_layouts.c) ---- */
+
+struct sp_interp_layout {
+	const char *name;	/* "python3.11" */
+	unsigned int runtime;	/* enum sp_runtime */
+	unsigned int major, minor;
+	struct sp_bpf_ilayout bpf;	/* what the BPF program needs */
+	/* what user space needs to name a frame */
+	uint16_t ob_type;	/* PyObject.ob_type */
+	uint16_t var_size;	/* PyVarObject.ob_size */
+	uint16_t co_filename, co_linetable;
+	uint16_t bytes_data;	/* PyBytesObject.ob_sval */
+	uint16_t str_length, str_state;	/* PyASCIIObject.length, .state */
+	uint16_t str_ascii_data;	/* sizeof(PyASCIIObject) */
+	uint16_t str_compact_data;	/* sizeof(PyCompactUnicodeObject) */
+	uint16_t code_size;	/* bytes of a code object read at once */
+	uint16_t ts_interp;	/* PyThreadState.interp: the check at attach */
+};
+
+/* The row for a runtime's version, NULL if unsupported (or removed by
+ * SP_INTERP_DROP=name, the tests' way to make a version unknown). Its
+ * index in the table is the BPF layout row. */
+const struct sp_interp_layout *sp_interp_layout_find(unsigned int runtime, unsigned int major,
+						     unsigned int minor, unsigned int *row);
+const struct sp_interp_layout *sp_interp_layout_row(unsigned int row);
+/* Whether a row's fields fit the blocks the BPF program reads at once. */
+bool sp_interp_layout_fits(const struct sp_interp_layout *l);
+/* "python3.11" ...: the versions the table knows, space-separated. */
+const char *sp_interp_layout_names(void);
+
+/* ---- reading another process's memory ---- */
+
+struct sp_interp_mem {
+	/* len bytes at addr into buf: 0, or -1 when any of them cannot be read. */
+	int (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+	void *ctx;
+};
+
+/* ---- CPython (interp_py.c) ---- */
+
+#define SP_PY_NAME_MAX		512	/* bytes of a name or file kept (UTF-8) */
+#define SP_PY_LINETABLE_MAX	(256 * 1024)	/* bytes of a line table read */
+
+struct sp_py_code {
+	uint64_t name_addr;	/* co_qualname */
+	char qualname[SP_PY_NAME_MAX];
+	char file[SP_PY_NAME_MAX];
+	int firstline;
+	uint8_t *linetable;	/* malloc'd, len bytes; NULL when unreadable */
+	size_t len;
+};
+
+/*
+ * Read the code object at addr: its type must be code_type, its strings
+ * str objects of at most SP_PY_NAME_MAX bytes (longer ones are cut and end
+ * in "..."), its line table a bytes object of at most SP_PY_LINETABLE_MAX.
+ * 0, or -1 with *why a static reason ("not a code object", "unreadable").
+ */
+int sp_py_code_read(const struct sp_interp_layout *l, const struct sp_interp_mem *m,
+		    uint64_t addr, uint64_t code_type, struct sp_py_code *c, const char **why);
+void sp_py_code_release(struct sp_py_code *c);
+/* The line of instruction instr (code units; < 0: the function's first
+ * line) from a 3.11 location table; the first line when the table does not
+ * say. Reads no byte past len whatever the table holds. */
+int sp_py_line(const uint8_t *tab, size_t len, int firstline, int instr);
+/* The str object at addr as UTF-8 into out (cap >= 4), cut at cap - 4
+ * bytes with "..." appended. 0, or -1 (not a str, unreadable). */
+int sp_py_str(const struct sp_interp_layout *l, const struct sp_interp_mem *m, uint64_t addr,
+	      char *out, size_t cap);
+
+/* ---- the recording side (interp.c, bpf_interp.c) ---- */
+
+struct sp_emit;
+struct sp_interpreters;
+
+/* Load the BPF program (before the events are open: they sample at once
+ * with -p and -a). NULL for --interp=none or when it cannot be loaded
+ * (reported once: native stacks continue). */
+struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode);
+void sp_interp_free(struct sp_interpreters *ip);
+/* Attach it to these sampling events. 0, or -1 (reported; native stacks
+ * continue). Samples before this moment have no interpreted stack and are
+ * not counted as unread. */
+int sp_interp_attach(struct sp_interpreters *ip, const int *fds, size_t nfds);
+/* An executable mapping of pid at time: path at start, file offset pgoff.
+ * Registers the process when path holds a supported interpreter; with out
+ * (when the mapping's turn comes in time order) a runtime record says
+ * which, and whether it is followed. */
+void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+		      const char *path, uint64_t start, uint64_t pgoff, uint64_t time);
+/* A new process pid of ppid at time (peeked at, as mappings are). */
+void sp_interp_on_fork(struct sp_interpreters *ip, uint32_t ppid, uint32_t pid, uint64_t time);
+/* pid exited or exec'd at time: forget what it mapped before. */
+void sp_interp_on_end(struct sp_interpreters *ip, uint32_t pid, uint64_t time);
+/* Take the stacks the BPF program wrote so far (before the perf rings'
+ * records are handled: each of them was written near its sample), and
+ * read their code objects now, before the program frees them (imports
+ * run a module's code once): their names' strings go to out. */
+void sp_interp_drain(struct sp_interpreters *ip, struct sp_emit *out);
+
+/* The interpreted frames of a sample, innermost first: frame ids, each
+ * with 1 in entry[] when it is the first frame of its eval loop call. */
+struct sp_interp_frames {
+	uint64_t ids[SP_BPF_IFRAMES + 1];
+	uint8_t entry[SP_BPF_IFRAMES + 1];
+	unsigned int n;
+};
+/* The stack read for (pid, tid)'s sample at time: 1 with f filled, 0 when
+ * the process runs no known interpreter. */
+int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid, uint32_t tid,
+		     uint64_t time, struct sp_interp_frames *f);
+/* Whether addr in pid is the interpreter's eval loop function. */
+bool sp_interp_is_eval(const struct sp_interpreters *ip, uint32_t pid, uint64_t addr);
+/* The end: the count of unreadable stacks (a lost record), warnings. */
+void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t time);
+/* "interp=python3.11" for the header, or "" */
+const char *sp_interp_describe(const struct sp_interpreters *ip);
+
+/* ---- bpf_interp.c: the BPF side, used by interp.c ---- */
+
+struct sp_interp_bpf;
+typedef void (*sp_interp_stack_fn)(void *ctx, const struct sp_bpf_istack *h,
+				   const struct sp_bpf_iframe *f, size_t nbytes);
+/* Load the program (NULL: reported); then attach it to the events. */
+struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx);
+int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds);
+int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,
+			 const struct sp_bpf_ilayout *l);
+int sp_interp_bpf_proc(struct sp_interp_bpf *b, uint32_t pid, const struct sp_bpf_iproc *v);
+void sp_interp_bpf_proc_del(struct sp_interp_bpf *b, uint32_t pid);
+void sp_interp_bpf_drain(struct sp_interp_bpf *b);
+uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b);
+void sp_interp_bpf_close(struct sp_interp_bpf *b);
+
+#endif

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The one table of interpreter structure layouts (interpP.h): for each
+ * supported runtime version, where the BPF program finds a thread's state
+ * and its frames, and where user space finds a code object's names and
+ * line table. docs/interpreters.md says how the rows were measured and how
+ * to add one.
+ *
+ * CPython 3.11 (x86-64, the same in every 3.11.x: the structures are part
+ * of the version's ABI): offsets read with gdb from pyenv's 3.11.7
+ * libpython3.11.so (built with debug information), e.g.
+ *   print (long)&((PyThreadState*)0)->native_thread_id
+ * and checked against Debian's 3.11.2 /usr/bin/python3.11 at run time.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "interpP.h"
+#include "record.h"
+
+static const struct sp_interp_layout table[] = {
+	{
+		.name = "python3.11", .runtime = SP_RT_PYTHON, .major = 3, .minor = 11,
+		.bpf = {
+			.rt_interp_head = 40,	/* _PyRuntime.interpreters.head */
+			.is_tstate_head = 16,	/* PyInterpreterState.threads.head */
+			.ts_next = 8,
+			.ts_native_tid = 160,
+			.ts_cframe = 56,
+			.cf_current = 8,
+			.fr_code = 32,
+			.fr_previous = 48,
+			.fr_instr = 56,
+			.fr_entry = 68,
+			.co_code = 184,		/* co_code_adaptive */
+			.co_firstline = 72,
+			.co_name = 128,		/* co_qualname */
+			.valid = 1,
+		},
+		.ob_type = 8,
+		.var_size = 16,
+		.co_filename = 112,
+		.co_linetable = 136,
+		.bytes_data = 32,
+		.str_length = 16,
+		.str_state = 32,
+		.str_ascii_data = 48,
+		.str_compact_data = 72,
+		.code_size = 192,
+		.ts_interp = 16,
+	},
+};
+
+#define NROWS (sizeof(table) / sizeof(table[0]))
+
+static bool dropped(const char *name)
+{
+	const char *d = getenv("SP_INTERP_DROP");
+
+	return d && !strcmp(d, name);
+}
+
+const struct sp_interp_layout *sp_interp_layout_find(unsigned int runtime, unsigned int major,
+						     unsigned int minor, unsigned int *row)
+{
+	unsigned int i;
+
+	for (i = 0; i < NROWS; i++) {
+		const struct sp_interp_layout *l = &table[i];
+
+		if (l->runtime == runtime && l->major == major && l->minor == minor &&
+		    !dropped(l->name)) {
+			if (row)
+				*row = i;
+			return l;
+		}
+	}
+	return NULL;
+}
+
+/* The BPF program reads a frame's fields from fr_code on, a code object's
+ * from co_firstline on, one block each. */
+bool sp_interp_layout_fits(const struct sp_interp_layout *l)
+{
+	const struct sp_bpf_ilayout *b = &l->bpf;
+	unsigned int f = b->fr_code, c = b->co_firstline;
+
+	return b->fr_instr >= f && b->fr_instr - f + 8 <= SP_BPF_IFRAME_BLOCK &&
+	       b->fr_previous >= f && b->fr_previous - f + 8 <= SP_BPF_IFRAME_BLOCK &&
+	       b->fr_entry >= f && b->fr_entry - f + 8 <= SP_BPF_IFRAME_BLOCK &&
+	       b->co_name >= c && b->co_name - c + 8 <= SP_BPF_ICODE_BLOCK;
+}
+
+const struct sp_interp_layout *sp_interp_layout_row(unsigned int row)
+{
+	return row < NROWS ? &table[row] : NULL;
+}
+
+const char *sp_interp_layout_names(void)
+{
+	return "python3.11";
+}

@@ -1,0 +1,233 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# Interpreted frames in samples (docs/interpreters.md): Debian's Python 3.11
+# (static, no frame pointers, .dynsym only) runs a program with known call
+# chains and known shares of CPU time (tests/fixtures/python/interp_hot.py);
+# every sampled interpreted stack must be a call chain of the program and
+# each phase's share within 5 points of its budget; the same under -p, in a
+# forked child, and with the version's layout removed (one warning, native
+# stacks). A forged interpreter run by nobody cannot make sp-record loop or
+# print what it does not hold.
+load helper
+
+PY=/usr/bin/python3.11
+FIX=$BATS_TEST_DIRNAME/fixtures/python/interp_hot.py
+
+setup() {
+	OUT=$BATS_TEST_TMPDIR/run.sp
+}
+
+teardown() {
+	[ -z "${BG:-}" ] || kill "$BG" 2>/dev/null || true
+	[ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"
+}
+
+require_python() {
+	require_root
+	[ -x $PY ] || skip "needs Debian's $PY"
+	require_cmd jq
+}
+
+# The program's frames (ih_*) of each folded stack, root first, with its count.
+ih_stacks() {
+	sp-flame --folded "$OUT" 2>/dev/null | awk '{
+		n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); s = ""
+		for (i = 1; i <= k; i++) if (f[i] ~ /^ih_/) s = s (s == "" ? "" : ";") f[i]
+		if (s != "") print s, n }'
+}
+
+# Every stack of the program's frames is a chain its source can make: the
+# caller -> callee pairs below, from ih_main or a pool thread's ih_pool_work.
+assert_real_chains() {
+	ih_stacks | awk '
+	BEGIN {
+		split("ih_main>ih_phase_rec ih_main>ih_phase_two ih_main>ih_phase_gen " \
+		      "ih_main>ih_phase_pool ih_main>ih_phase_hash ih_main>ih_child " \
+		      "ih_phase_rec>ih_rec ih_rec>ih_rec ih_rec>ih_spin ih_child>ih_spin " \
+		      "ih_phase_two>ih_a ih_phase_two>ih_b ih_a>ih_shared ih_b>ih_shared " \
+		      "ih_phase_gen>ih_squares ih_phase_hash>ih_hash ih_main>ih_before_exec " \
+		      "ih_main>ih_after_exec ih_before_exec>ih_spin ih_after_exec>ih_spin", e, " ")
+		for (i in e) ok[e[i]] = 1
+	}
+	{
+		n = $NF; k = split($1, f, ";"); recs = 0
+		if (f[1] != "ih_main" && f[1] != "ih_pool_work") { print "bad root: " $0; bad++ }
+		for (i = 2; i <= k; i++) {
+			if (!((f[i-1] ">" f[i]) in ok)) { print "bad edge " f[i-1] ">" f[i] ": " $0; bad++ }
+		}
+		for (i = 1; i <= k; i++) if (f[i] == "ih_rec") recs++
+		if (recs > 6) { print "too deep: " $0; bad++ }
+		total += n
+	}
+	END { if (bad || !total) { print "bad " bad+0 " of " total+0; exit 1 } }'
+}
+
+# Share (percent, one decimal) of the program's samples whose stack has $1.
+share() {
+	ih_stacks | awk -v pat="$1" '{ n = $NF; t += n; if ($1 ~ pat) m += n }
+		END { printf "%.1f\n", t ? 100 * m / t : 0 }'
+}
+
+assert_share() {
+	local got
+	got=$(share "$1")
+	awk -v g="$got" -v w="$2" 'BEGIN { exit !(g >= w - 5 && g <= w + 5) }' ||
+		fail "share of $1: $got%, want $2% +- 5"
+}
+
+@test "a Python command: every interpreted stack is a real chain, shares within 5 points" {
+	require_python
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- $PY "$FIX"
+	[ "$status" = 0 ] || fail "$stderr"
+	run assert_real_chains
+	[ "$status" = 0 ] || fail "$output"
+	assert_share 'ih_phase_rec' 20
+	assert_share '(^|;)ih_a;ih_shared' 10
+	assert_share '(^|;)ih_b;ih_shared' 10
+	assert_share 'ih_phase_gen' 20	# the generator and the loop that drives it
+	ih_stacks | grep -q 'ih_main;ih_phase_gen;ih_squares '
+	assert_share '^ih_pool_work' 20
+	assert_share 'ih_phase_hash;ih_hash' 20
+	# the recursion shows all its levels: 6 ih_rec frames
+	ih_stacks | grep -q 'ih_rec;ih_rec;ih_rec;ih_rec;ih_rec;ih_rec;ih_spin'
+	# the runtime found is said, with its version
+	sp-decode "$OUT" | jq -r 'select(.type == "runtime" and .runtime == "python")
+		| "\(.mode) \(.version)"' | grep -q '^stacks 3\.11\.'
+	# C code under ih_hash stays, as native frames above it
+	sp-flame --folded "$OUT" 2>/dev/null | grep -q 'ih_hash;[^i ][^ ]* [0-9]*$'
+}
+
+@test "a frame's line is its current instruction's, not the function's first line" {
+	require_python
+	sp-record --spans=none -o "$OUT" -- $PY "$FIX" scale=0.3 2>/dev/null
+	def=$(grep -n '^def ih_spin' "$FIX" | cut -d: -f1)
+	run sh -c "sp-decode '$OUT' | jq -r 'select(.type == \"symbol\" and .func == \"ih_spin\") | .line' | sort -u"
+	[ "$status" = 0 ]
+	[ "${#lines[@]}" -ge 2 ] || fail "lines of ih_spin: $output"
+	for l in "${lines[@]}"; do
+		[ "$l" -gt "$def" ] && [ "$l" -le $((def + 5)) ] || fail "ih_spin at line $l (def at $def)"
+	done
+	sp-decode "$OUT" | jq -r 'select(.type == "symbol" and .func == "ih_spin") | .file' |
+		sort -u | grep -qx "$FIX"
+}
+
+@test "sp-record -p: a Python program already running, its threads included" {
+	require_python
+	$PY "$FIX" loop scale=0.3 &
+	BG=$!
+	sleep 1
+	run --separate-stderr sp-record --spans=none -p $BG -d 3 -o "$OUT"
+	[ "$status" = 0 ] || fail "$stderr"
+	run assert_real_chains
+	[ "$status" = 0 ] || fail "$output"
+	ih_stacks | grep -q '^ih_main;ih_phase_'
+	# nearly every sample of the process has its interpreted stack
+	total=$(sp-flame --folded "$OUT" 2>/dev/null | awk '{ t += $NF } END { print t }')
+	ih=$(ih_stacks | awk '{ t += $NF } END { print t }')
+	[ $((ih * 100)) -ge $((total * 90)) ] || fail "$ih of $total samples with Python frames"
+	run sp-decode --stats "$OUT"
+	! grep -q 'interp unread' <<<"$output" ||
+		grep 'interp unread' <<<"$output" | awk '{ exit !($5 + 0 < 10) }' || fail "$output"
+}
+
+@test "a forked child's samples carry its interpreted stack" {
+	require_python
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- $PY "$FIX" fork
+	[ "$status" = 0 ] || fail "$stderr"
+	run assert_real_chains
+	[ "$status" = 0 ] || fail "$output"
+	n=$(ih_stacks | awk '$1 ~ /ih_child;ih_spin/ { t += $NF } END { print t + 0 }')
+	[ "$n" -ge 100 ] || fail "$n samples in the child's ih_child"
+}
+
+@test "a Python that execs itself: its stacks before and after the exec" {
+	require_python
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- $PY "$FIX" exec
+	[ "$status" = 0 ] || fail "$stderr"
+	run assert_real_chains
+	[ "$status" = 0 ] || fail "$output"
+	b=$(ih_stacks | awk '$1 ~ /ih_before_exec;ih_spin/ { t += $NF } END { print t + 0 }')
+	a=$(ih_stacks | awk '$1 ~ /ih_after_exec;ih_spin/ { t += $NF } END { print t + 0 }')
+	[ "$b" -ge 100 ] && [ "$a" -ge 100 ] || fail "$b samples before the exec, $a after"
+	[ "$(sp-decode "$OUT" | jq -r 'select(.type == "runtime") | .mode' | grep -c stacks)" = 2 ]
+}
+
+@test "an unsupported version (its layout removed) warns once and records native stacks" {
+	require_python
+	SP_INTERP_DROP=python3.11 run --separate-stderr sp-record --spans=none -o "$OUT" -- \
+		$PY "$FIX" fork scale=0.3
+	[ "$status" = 0 ] || fail "$stderr"
+	[ "$(grep -c 'python 3\.11\..*no layout for this version; native stacks only' <<<"$stderr")" = 1 ] ||
+		fail "$stderr"
+	[ -z "$(ih_stacks)" ]
+	[ "$(sp-flame --folded "$OUT" 2>/dev/null | wc -l)" -gt 10 ]
+	sp-decode "$OUT" | jq -r 'select(.type == "runtime") | .mode' | grep -qx unsupported
+}
+
+@test "--interp=none: no interpreted frames, no runtime found" {
+	require_python
+	run --separate-stderr sp-record --spans=none --interp=none -o "$OUT" -- $PY "$FIX" scale=0.2
+	[ "$status" = 0 ] || fail "$stderr"
+	[ -z "$(ih_stacks)" ]
+	! sp-decode "$OUT" | jq -r 'select(.type == "runtime") | .mode' | grep -qx stacks
+	run sp-record --interp=perl -- true
+	[ "$status" = 64 ]
+}
+
+@test "a forged interpreter run by nobody: cycles end truncated, names bounded, no loop" {
+	require_root
+	require_cmd gcc
+	require_cmd setpriv
+	NOBODY_DIR=$(mktemp -d /tmp/sp-forged.XXXXXX)
+	gcc -O0 -o "$NOBODY_DIR/python3-forged" "$FIXTURES/forged.c"
+	chmod -R a+rX "$NOBODY_DIR"
+	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$NOBODY_DIR/python3-forged" 1
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	run sh -c "sp-flame --folded '$OUT' 2>/dev/null | grep '^\[python: truncated\];'"
+	[ "$status" = 0 ] || fail "no truncated stack"
+	# the cycle is cut at the walk's limit: 128 frames, then the mark
+	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
+		grep -c '^AAAA\|^\[python: unreadable frame\]$')
+	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
+	# the endless name is cut at its bound and says so
+	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
+	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes"
+}
+
+@test "with the span hooks: the span path and the interpreted stack name the same function" {
+	require_python
+	run --separate-stderr sp-record -o "$OUT" -- $PY "$FIX" scale=0.3
+	[ "$status" = 0 ] || fail "$stderr"
+	# sp-flame --by=span: the span path, then the sample's stack. The
+	# program's frames of both halves are the same chain for at least 90%
+	# of its samples; the others are inside a generator (the hooks make no
+	# span for it), in a new pool thread before its thread state exists
+	# (sp-correlate puts it under the span that made it), or in the first
+	# moments of the process, before its interpreter is followed.
+	run sh -c "sp-correlate '$OUT' 2>/dev/null | sp-flame --by=span --folded 2>/dev/null | awk '
+	{
+		n = \$NF; sub(/ [0-9]+\$/, \"\"); k = split(\$0, f, \";\"); m = 0
+		for (i = 1; i <= k; i++) if (f[i] ~ /^ih_/) g[++m] = f[i]
+		if (!m) next
+		t += n; ok = m % 2 == 0
+		for (i = 1; ok && i <= m / 2; i++) if (g[i] != g[i + m / 2]) ok = 0
+		if (ok) a += n
+	}
+	END { print a + 0, \"of\", t + 0, \"samples agree\"; exit !t || a * 10 < t * 9 }'"
+	[ "$status" = 0 ] || fail "$output"
+}
+
+@test "sp-record -a: a Python started after the recording began" {
+	require_python
+	(sleep 1; exec $PY "$FIX" scale=0.3) &
+	BG=$!
+	run --separate-stderr sp-record -a --spans=none -d 5 -o "$OUT"
+	[ "$status" = 0 ] || fail "$stderr"
+	wait "$BG" || true
+	BG=
+	run assert_real_chains
+	[ "$status" = 0 ] || fail "$output"
+	n=$(ih_stacks | awk '{ t += $NF } END { print t + 0 }')
+	[ "$n" -ge 100 ] || fail "$n samples with the program's frames"
+}

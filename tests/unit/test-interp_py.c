@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of CPython's structures as sp-record reads them
+ * (lib/record/interp_py.c): the 3.11 location table against CPython's own
+ * answer, compact strings of each kind, and code objects that are not.
+ */
+#include <string.h>
+
+#include "record.h"
+#include "record/interpP.h"
+#include "tap.h"
+
+/*
+ * co_linetable of this function, and the line of each code unit from
+ * co.co_positions() (-1: none), as Debian's python3.11 gives them:
+ *
+ *	def sample(a, b):
+ *	    x = 0
+ *	    for i in range(a):
+ *	        if i % 3 == 0:
+ *	            x += (i *
+ *	                  b)
+ *	        else:
+ *	            x -= 1
+ *
+ *
+ *	    try:
+ *	        y = [j for j in range(b)]
+ *	    except ValueError as e:
+ *	        y = e
+ *	    return (x,
+ *	            y)
+ */
+static const uint8_t table[] = {
+	0x80, 0x00, 0xd8, 0x08, 0x09, 0x80, 0x41, 0xdd, 0x0d, 0x12, 0x90, 0x31, 0x89, 0x58,
+	0x8c, 0x58, 0xf0, 0x00, 0x05, 0x05, 0x13, 0xf0, 0x00, 0x05, 0x05, 0x13, 0x88, 0x01,
+	0xd8, 0x0b, 0x0c, 0x88, 0x71, 0x89, 0x35, 0x90, 0x41, 0x8a, 0x3a, 0x88, 0x3a, 0xd8,
+	0x0c, 0x0d, 0x90, 0x21, 0xd8, 0x12, 0x13, 0xf1, 0x03, 0x01, 0x13, 0x14, 0xf1, 0x00,
+	0x01, 0x0d, 0x15, 0x88, 0x41, 0x88, 0x41, 0xf0, 0x06, 0x00, 0x0d, 0x0e, 0x90, 0x11,
+	0x89, 0x46, 0x88, 0x41, 0x88, 0x41, 0xf0, 0x06, 0x03, 0x05, 0x0e, 0xd8, 0x0c, 0x21,
+	0xd0, 0x0c, 0x21, 0x9d, 0x05, 0x98, 0x61, 0x99, 0x08, 0x9c, 0x08, 0xd0, 0x0c, 0x21,
+	0xd1, 0x0c, 0x21, 0xd4, 0x0c, 0x21, 0x88, 0x01, 0x88, 0x01, 0xf8, 0xdd, 0x0b, 0x15,
+	0xf0, 0x00, 0x01, 0x05, 0x0e, 0xf0, 0x00, 0x01, 0x05, 0x0e, 0xf0, 0x00, 0x01, 0x05,
+	0x0e, 0xd8, 0x0c, 0x0d, 0x88, 0x01, 0x88, 0x01, 0x88, 0x01, 0x88, 0x01, 0x88, 0x01,
+	0x88, 0x01, 0xf8, 0xf8, 0xf8, 0xf8, 0xf0, 0x03, 0x01, 0x05, 0x0e, 0xf8, 0xf8, 0xf8,
+	0xe0, 0x0c, 0x0d, 0xd8, 0x0c, 0x0d, 0xf0, 0x03, 0x01, 0x0c, 0x0f, 0xf0, 0x00, 0x01,
+	0x05, 0x0f
+};
+static const int first = 1;
+static const int lines[] = {
+	1, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	5, 5, 6, 5, 5, 5, 5, 5, 5, 8, 8, 8, 8, 8, 8, 11, 12, 12, 12, 12, 12, 12, 12, 12, 12,
+	12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 13, 13, 13,
+	13, 13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14, -1, -1, -1, -1, 13, -1, -1, -1,
+	15, 16, 15, 15
+};
+
+static void test_line_table(void)
+{
+	unsigned int i, n = sizeof(lines) / sizeof(lines[0]), same = 0;
+
+	for (i = 0; i < n; i++) {
+		if (lines[i] < 0)
+			continue;
+		CHECK_EQ_U(sp_py_line(table, sizeof(table), first, (int)i), lines[i]);
+		same++;
+	}
+	CHECK(same > 80);
+	/* before the first instruction, past the end, no table: the first line */
+	CHECK_EQ_U(sp_py_line(table, sizeof(table), first, -1), first);
+	CHECK_EQ_U(sp_py_line(table, sizeof(table), 7, 100000), 7);
+	CHECK_EQ_U(sp_py_line(NULL, 0, 9, 3), 9);
+	/* a table cut in the middle of a long entry reads nothing past its end */
+	CHECK_EQ_U(sp_py_line(table, 1, first, 5), first);
+}
+
+#define BASE 0x1000ull
+
+struct mem {
+	uint8_t b[4096];
+};
+
+static int rd(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct mem *m = ctx;
+
+	if (addr < BASE || addr - BASE + len > sizeof(m->b))
+		return -1;
+	memcpy(buf, m->b + (addr - BASE), len);
+	return 0;
+}
+
+/* A compact str at off: kind 1, 2 or 4 (ascii when ascii), n code points. */
+static void put_str(struct mem *m, size_t off, unsigned int kind, bool ascii, uint64_t n,
+		    const void *data, size_t bytes)
+{
+	uint32_t state = kind << 2 | 1u << 5 | (ascii ? 1u << 6 : 0);
+
+	memcpy(m->b + off + 16, &n, 8);
+	memcpy(m->b + off + 32, &state, 4);
+	memcpy(m->b + off + (ascii ? 48 : 72), data, bytes);
+}
+
+static void test_strings(void)
+{
+	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, NULL);
+	static struct mem m;
+	const struct sp_interp_mem mem = { rd, &m };
+	const uint16_t ucs2[] = { 0x3b1, 0x3b2 };		/* αβ */
+	const uint32_t ucs4[] = { 0x1f600, 'x' };
+	const uint8_t latin1[] = { 'c', 0xe9 };			/* cé */
+	char out[SP_PY_NAME_MAX], big[600];
+
+	memset(big, 'a', sizeof(big));
+	put_str(&m, 0, 1, true, 3, "f.g", 3);
+	put_str(&m, 256, 2, false, 2, ucs2, sizeof(ucs2));
+	put_str(&m, 512, 4, false, 2, ucs4, sizeof(ucs4));
+	put_str(&m, 768, 1, false, 2, latin1, sizeof(latin1));
+	put_str(&m, 1024, 1, true, 1ull << 39, big, sizeof(big));	/* no end */
+	CHECK(sp_py_str(l, &mem, BASE, out, sizeof(out)) == 0);
+	CHECK_STR(out, "f.g");
+	CHECK(sp_py_str(l, &mem, BASE + 256, out, sizeof(out)) == 0);
+	CHECK_STR(out, "\xce\xb1\xce\xb2");
+	CHECK(sp_py_str(l, &mem, BASE + 512, out, sizeof(out)) == 0);
+	CHECK_STR(out, "\xf0\x9f\x98\x80x");
+	CHECK(sp_py_str(l, &mem, BASE + 768, out, sizeof(out)) == 0);
+	CHECK_STR(out, "c\xc3\xa9");
+	CHECK(sp_py_str(l, &mem, BASE + 1024, out, sizeof(out)) == 0);
+	CHECK_EQ_U(strlen(out), SP_PY_NAME_MAX - 4 + 3);
+	CHECK(!strcmp(out + strlen(out) - 3, "..."));
+	CHECK(sp_py_str(l, &mem, BASE + 8192, out, sizeof(out)) == -1);	/* unmapped */
+}
+
+static void test_code(void)
+{
+	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, NULL);
+	static struct mem m;
+	const struct sp_interp_mem mem = { rd, &m };
+	uint64_t type = 0x4242, name = BASE + 1024, file = BASE + 1280, tab = BASE + 1536;
+	uint64_t huge = 1ull << 40, bad = 0x4343;
+	int32_t firstline = 12;
+	struct sp_py_code c;
+	const char *why;
+
+	memcpy(m.b + l->ob_type, &type, 8);
+	memcpy(m.b + l->bpf.co_firstline, &firstline, 4);
+	memcpy(m.b + l->bpf.co_name, &name, 8);
+	memcpy(m.b + l->co_filename, &file, 8);
+	memcpy(m.b + l->co_linetable, &tab, 8);
+	put_str(&m, 1024, 1, true, 4, "main", 4);
+	put_str(&m, 1280, 1, true, 5, "/a.py", 5);
+	memcpy(m.b + 1536 + l->var_size, &(uint64_t){ sizeof(table) }, 8);
+	memcpy(m.b + 1536 + l->bytes_data, table, sizeof(table));
+	CHECK(sp_py_code_read(l, &mem, BASE, type, &c, &why) == 0);
+	CHECK_STR(c.qualname, "main");
+	CHECK_STR(c.file, "/a.py");
+	CHECK_EQ_U(c.firstline, 12);
+	CHECK_EQ_U(c.len, sizeof(table));
+	CHECK_EQ_U(c.name_addr, name);
+	sp_py_code_release(&c);
+	/* a line table claiming a terabyte: none is read */
+	memcpy(m.b + 1536 + l->var_size, &huge, 8);
+	CHECK(sp_py_code_read(l, &mem, BASE, type, &c, &why) == 0);
+	CHECK(c.linetable == NULL && c.len == 0);
+	/* not a code object */
+	CHECK(sp_py_code_read(l, &mem, BASE, bad, &c, &why) == -1);
+	CHECK_STR(why, "not a code object");
+	CHECK(sp_py_code_read(l, &mem, BASE + 8192, type, &c, &why) == -1);
+	CHECK_STR(why, "unreadable");
+}
+
+int main(void)
+{
+	TAP_RUN(test_line_table);
+	TAP_RUN(test_strings);
+	TAP_RUN(test_code);
+	return TAP_DONE();
+}
