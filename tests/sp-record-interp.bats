@@ -204,11 +204,13 @@ assert_share() {
 	# of its samples; the others are inside a generator (the hooks make no
 	# span for it), in a new pool thread before its thread state exists
 	# (sp-correlate puts it under the span that made it), or in the first
-	# moments of the process, before its interpreter is followed.
+	# moments of the process, before its interpreter is followed. A span
+	# is named with its module (__main__.ih_a), an interpreted frame by its
+	# qualified name alone (ih_a).
 	run sh -c "sp-correlate '$OUT' 2>/dev/null | sp-flame --by=span --folded 2>/dev/null | awk '
 	{
 		n = \$NF; sub(/ [0-9]+\$/, \"\"); k = split(\$0, f, \";\"); m = 0
-		for (i = 1; i <= k; i++) if (f[i] ~ /^ih_/) g[++m] = f[i]
+		for (i = 1; i <= k; i++) { sub(/^__main__\\./, \"\", f[i]); if (f[i] ~ /^ih_/) g[++m] = f[i] }
 		if (!m) next
 		t += n; ok = m % 2 == 0
 		for (i = 1; ok && i <= m / 2; i++) if (g[i] != g[i + m / 2]) ok = 0
