@@ -174,6 +174,13 @@ assert_share() {
 	[ "$status" = 64 ]
 }
 
+@test "--interp=ruby: not read yet, and said once rather than recorded in silence" {
+	run --separate-stderr sp-record --spans=none --interp=ruby -o "$OUT" -- true
+	[ "$status" = 0 ] || fail "$stderr"
+	[ "$(grep -c "interp=ruby: Ruby's interpreted frames are not read yet" <<<"$stderr")" = 1 ] ||
+		fail "$stderr"
+}
+
 @test "a forged interpreter run by nobody: cycles end truncated, names bounded, no loop" {
 	require_root
 	require_cmd gcc

@@ -696,6 +696,9 @@ struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode)
 	const struct sp_interp_layout *l;
 	unsigned int row;
 
+	if (mode == SP_INTERP_RUBY)	/* asked for by name: never in silence */
+		sp_warn("--interp=ruby: Ruby's interpreted frames are not read yet; "
+			"native stacks only (use --spans=ruby for its methods)");
 	if (mode == SP_INTERP_NONE || mode == SP_INTERP_RUBY)
 		return NULL;	/* no Ruby layout yet */
 	ip = sp_xcalloc(1, sizeof(*ip));
