@@ -260,10 +260,10 @@ $(OUT)/fuzz/lib/%.o: lib/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CFLAGS) $(LIB_CFLAGS) -O1 -g $(FUZZ_FLAGS) -c $< -o $@
 $(patsubst %,$(OUT)/fuzz/%.o,$(basename $(wildcard lib/record/bpf_*.c))): | $(SKELS)
-# A fuzz target of a recording input (the span rings, the ELF notes, perf
+# A fuzz target of a recording input (the span rings, perf
 # rings, the unwinder, JIT perf maps) links every stage; the others only
 # the filters'.
-RECORD_FUZZERS := fuzz-span_rings fuzz-usdt fuzz-perf_ring fuzz-unwind fuzz-perfmap
+RECORD_FUZZERS := fuzz-span_rings fuzz-perf_ring fuzz-unwind fuzz-perfmap
 fuzz_libs = $(call stage_libs,$(OUT)/fuzz,$(if $(filter $(RECORD_FUZZERS),$(1)),$(STAGES),$(FILTER_STAGES)))
 $(OUT)/fuzz/%: tests/fuzz/%.c $$(call fuzz_libs,%)
 	$(call msg,FUZZ,$@)
