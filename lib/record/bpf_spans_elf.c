@@ -36,7 +36,7 @@ static bool is_cpython_file(const char *path)
 
 struct providers {
 	int bits;
-	unsigned int regs, other;	/* "stackpulse" notes with fixed registers, others */
+	unsigned int regs, other;	/* span markers with fixed registers, others */
 };
 
 static void provider_bits(void *arg, const struct sp_usdt_note *n)
@@ -47,7 +47,10 @@ static void provider_bits(void *arg, const struct sp_usdt_note *n)
 		pv->bits |= SP_SPANS_RUBY;
 	} else if (!strcmp(n->provider, "python")) {
 		pv->bits |= SP_SPANS_PYTHON;
-	} else if (!strcmp(n->provider, "stackpulse")) {
+	} else if (!strcmp(n->provider, "stackpulse") && n->name &&
+		   (!strcmp(n->name, "span__begin") || !strcmp(n->name, "span__end"))) {
+		/* <stackpulse/span.h> markers; the runtime hooks' own
+		 * (rb__call, py__call, rt__name, ...) are attached as hooks */
 		pv->bits |= SP_SPANS_USDT;
 		if (n->args && !strcmp(n->args, SP_SPANS_USDT_REGS_ARGS))
 			pv->regs++;

@@ -82,6 +82,12 @@ static void test_bpf_spans_elf_providers(void)
 		CHECK_EQ_U(sp_spans_elf_providers("build/examples/spans_cxx"), SP_SPANS_USDT);
 	else
 		printf("# skipped spans_cxx: not built\n");
+	/* a runtime hook has markers of its own, no span__begin/end: it is
+	 * no <stackpulse/span.h> library to give span probes */
+	if (!access("build/runtime/ruby/3.1/stackpulse_hook.so", R_OK))
+		CHECK_EQ_U(sp_spans_elf_providers("build/runtime/ruby/3.1/stackpulse_hook.so"), 0);
+	else
+		printf("# skipped the Ruby hook: not built\n");
 	if (!access(LIBRUBY, R_OK))
 		CHECK_EQ_U(sp_spans_elf_providers(LIBRUBY), SP_SPANS_RUBY);
 	if (!access(PYTHON, R_OK))

@@ -29,8 +29,9 @@
 #define SP_SPANS_PYTHON		(1u << 2)	/* function spans: activator + function__entry/return */
 #define SP_SPANS_PY_AUDIT	(1u << 3)	/* Python audit events */
 #define SP_SPANS_USDT		(1u << 4)	/* <stackpulse/span.h> markers */
-/* sp_spans_elf_providers(): every "stackpulse" probe of the file passes its
- * arguments in %rdi, %rsi, %edx (<stackpulse/span.h> on x86-64) */
+/* sp_spans_elf_providers(): every stackpulse:span__begin/end marker of the
+ * file passes its arguments in %rdi, %rsi, %edx (<stackpulse/span.h> on
+ * x86-64) */
 #define SP_SPANS_USDT_REGS	(1u << 8)
 #define SP_SPANS_USDT_REGS_ARGS	"8@%rdi 8@%rsi -4@%edx"
 /* sp_spans_elf_providers(): a CPython 3.11 or later without USDT probes
@@ -91,8 +92,10 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o);
  * Helpers, exposed for the unit test.
  */
 /* Providers with USDT notes in an ELF file, as bits (SP_SPANS_RUBY for
- * "ruby", SP_SPANS_PYTHON for "python", SP_SPANS_USDT for "stackpulse",
- * with SP_SPANS_USDT_REGS when each of those passes its arguments as
+ * "ruby", SP_SPANS_PYTHON for "python", SP_SPANS_USDT for the
+ * <stackpulse/span.h> markers stackpulse:span__begin and span__end (not
+ * the runtime hooks' other "stackpulse" markers), with SP_SPANS_USDT_REGS
+ * when each of those passes its arguments as
  * SP_SPANS_USDT_REGS_ARGS; SP_SPANS_PY_HOOKABLE for a CPython without
  * probes). -1 (reported) if the file cannot be read. */
 int sp_spans_elf_providers(const char *path);
