@@ -266,6 +266,7 @@ int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool 
 
 /* bpf_spans_attach.c */
 void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p);
+bool sp_bs_has_probe(const struct bs_proc *p, uint32_t probe);
 void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent,
 		       bool probes);
 void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin);

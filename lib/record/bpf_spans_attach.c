@@ -225,7 +225,7 @@ static bool has_bin(const struct bs_proc *p, const char *bin)
 	return false;
 }
 
-static bool has_probe(const struct bs_proc *p, uint32_t probe)
+bool sp_bs_has_probe(const struct bs_proc *p, uint32_t probe)
 {
 	size_t i;
 
@@ -265,7 +265,7 @@ static void announce(struct bs_ctx *c, struct bs_proc *p)
 		p->announced |= SP_SPANS_RUBY;
 	}
 	if ((p->runtimes & SP_SPANS_PYTHON) && !(p->announced & SP_SPANS_PYTHON)) {
-		bool audit = has_probe(p, SP_PR_PY_AUDIT) || has_probe(p, SP_PR_PY_HOOK_AUDIT);
+		bool audit = sp_bs_has_probe(p, SP_PR_PY_AUDIT) || sp_bs_has_probe(p, SP_PR_PY_HOOK_AUDIT);
 
 		snprintf(mode, sizeof(mode), "%s%s%s",
 			 m & SP_SPANS_PYTHON ? "profile" : "",

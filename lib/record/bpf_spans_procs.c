@@ -120,6 +120,29 @@ static uint64_t hits_of(struct bs_ctx *c, const struct bs_proc *p, uint32_t prob
 	return probe < SP_PR_MAX ? p->hits[probe] : 0;
 }
 
+/*
+ * A Python that sp-record's command exec'd (not attached to, not a fork
+ * child) and that ran to its end without the activator's audit event
+ * ("stackpulse.activated"), with the audit marker there to see it: the
+ * activator did not run, and the hook was never loaded (python -I or -S
+ * skip sitecustomize; a PYTHONPATH set anew drops it).
+ */
+static bool py_without_activator(const struct bs_proc *p)
+{
+	return p->exited && !p->attached && !p->ppid && !p->py_active &&
+	       (p->runtimes & SP_SPANS_PYTHON) && sp_bs_has_probe(p, SP_PR_PY_HOOK_AUDIT) &&
+	       !p->hits[SP_PR_RT_NAME] && !p->hits[SP_PR_PY_HOOK_AUDIT];
+}
+
+/* A hook that named methods (rt__name) but whose call marks never came:
+ * they went to a span ring sp-record did not find in time. */
+static void hook_marks_missed(const struct bs_proc *p, char *buf, size_t size)
+{
+	snprintf(buf, size, "0 hits while stackpulse:rt__name %llu: the hook ran, but none of "
+		 "its marks reached sp-record (its span ring was set up before sp-record found "
+		 "the process): no method spans", (unsigned long long)p->hits[SP_PR_RT_NAME]);
+}
+
 /* Why a probe looks dead, or "". */
 static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, uint64_t hits,
 		    char *buf, size_t size)
@@ -151,7 +174,9 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 		break;
 	case SP_PR_RB_HOOK_CALL:
 	case SP_PR_RB_HOOK_RETURN:
-		if (!hits)
+		if (!hits && probe == SP_PR_RB_HOOK_CALL && p->hits[SP_PR_RT_NAME])
+			hook_marks_missed(p, buf, size);
+		else if (!hits)
 			snprintf(buf, size, "0 hits: no Ruby method ran, or the hook was not loaded "
 				 "(the activator, RUBYOPT)");
 		break;
@@ -161,6 +186,12 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 			snprintf(buf, size, "0 hits while python:audit %llu: the hook was not loaded "
 				 "(the activator, PYTHONPATH)",
 				 (unsigned long long)hits_of(c, p, SP_PR_PY_AUDIT));
+		else if (!hits && probe == SP_PR_PY_HOOK_CALL && p->hits[SP_PR_RT_NAME])
+			hook_marks_missed(p, buf, size);
+		else if (!hits && probe == SP_PR_PY_HOOK_CALL && py_without_activator(p))
+			snprintf(buf, size, "0 hits while Python ran to its end without the "
+				 "activator: the hook was not loaded (python -I and -S skip it, and "
+				 "so does a PYTHONPATH set anew): no function spans");
 		else if (!hits)
 			snprintf(buf, size, "0 hits: no Python function ran, or the hook was not "
 				 "loaded (the activator, PYTHONPATH)");
@@ -428,9 +459,9 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 	case SP_BS_EXIT:
 		if (!p)
 			return 0;
+		p->exited = true;	/* ran to its end: the health's verdicts */
 		sp_bs_emit_health(c, p, e->time_ns, false);
 		detach_all(c, p);
-		p->exited = true;
 		p->gone_ns = sp_now_mono_ns();
 		sp_grow(&c->gone, &c->cgone, c->ngone + 1, sizeof(*c->gone));
 		c->gone[c->ngone++] = p;
