@@ -153,9 +153,9 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			attach_hook(c, p, hook, SP_PR_RB_HOOK_CALL, false);
 		} else if (m & SP_SPANS_RUBY) {
 			sp_bs_attach_any(c, p, sk->progs.on_ruby_method_multi, sk->progs.on_ruby_method,
-				   bin, "ruby", "method__entry", SP_PR_RUBY_METHOD_ENTRY);
+					 bin, "ruby", "method__entry", SP_PR_RUBY_METHOD_ENTRY);
 			sp_bs_attach_any(c, p, sk->progs.on_ruby_method_multi, sk->progs.on_ruby_method,
-				   bin, "ruby", "method__return", SP_PR_RUBY_METHOD_RETURN);
+					 bin, "ruby", "method__return", SP_PR_RUBY_METHOD_RETURN);
 		}
 		/*
 		 * Ruby 3.1.2 crashes at start-up (monitor.rb, 8 runs in 80) when
@@ -169,7 +169,7 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		else if (m & SP_SPANS_RUBY_C)
 			sp_bs_attach_cmethod(c, p, bin);
 		sp_bs_attach_any(c, p, sk->progs.on_ruby_raise_multi, sk->progs.on_ruby_raise, bin, "ruby",
-			   "raise", SP_PR_RUBY_RAISE);
+				 "raise", SP_PR_RUBY_RAISE);
 		p->runtimes |= SP_SPANS_RUBY;
 		snprintf(p->rlib[0], sizeof(p->rlib[0]), "%s", bin);
 		any = true;
@@ -187,13 +187,13 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL, false);
 		} else if (m & SP_SPANS_PYTHON) {
 			sp_bs_attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
-				   bin, "python", "function__entry", SP_PR_PY_FUNCTION_ENTRY);
+					 bin, "python", "function__entry", SP_PR_PY_FUNCTION_ENTRY);
 			sp_bs_attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
-				   bin, "python", "function__return", SP_PR_PY_FUNCTION_RETURN);
+					 bin, "python", "function__return", SP_PR_PY_FUNCTION_RETURN);
 		}
 		if (m & SP_SPANS_PY_AUDIT)
 			sp_bs_attach_any(c, p, sk->progs.on_py_audit_multi, sk->progs.on_py_audit, bin,
-				   "python", "audit", SP_PR_PY_AUDIT);
+					 "python", "audit", SP_PR_PY_AUDIT);
 		p->runtimes |= SP_SPANS_PYTHON;
 		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
 		any = true;
@@ -205,9 +205,9 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			sp_bs_attach_markers(c, p, bin, SP_SPANS_USDT_REGS_ARGS, marks, 2);
 		} else {
 			sp_bs_attach_any(c, p, sk->progs.on_sp_span_any_multi, sk->progs.on_sp_span, bin,
-				   "stackpulse", "span__begin", SP_PR_SP_BEGIN);
+					 "stackpulse", "span__begin", SP_PR_SP_BEGIN);
 			sp_bs_attach_any(c, p, sk->progs.on_sp_span_any_multi, sk->progs.on_sp_span, bin,
-				   "stackpulse", "span__end", SP_PR_SP_END);
+					 "stackpulse", "span__end", SP_PR_SP_END);
 		}
 		p->runtimes |= SP_SPANS_USDT;
 		any = true;
@@ -398,7 +398,7 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 /* A forked child: the same image as its parent; with probes: attach the
  * same probes (the child is stopped). */
 void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent,
-			bool probes)
+		       bool probes)
 {
 	struct sp_spans *sk = c->skel;
 	size_t i;

@@ -95,8 +95,8 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 	if (p->by_addr >= SP_SPANS_ADDR_STRS_PER_PROC || c->addr_live >= SP_SPANS_ADDR_STRS_LIVE ||
 	    c->addr_strs >= SP_SPANS_ADDR_STRS_MAX) {
 		sp_bs_proc_capped(p, "strings read by address", p->by_addr >= SP_SPANS_ADDR_STRS_PER_PROC ?
-			    SP_SPANS_ADDR_STRS_PER_PROC : c->addr_live >= SP_SPANS_ADDR_STRS_LIVE ?
-			    SP_SPANS_ADDR_STRS_LIVE : SP_SPANS_ADDR_STRS_MAX);
+				  SP_SPANS_ADDR_STRS_PER_PROC : c->addr_live >= SP_SPANS_ADDR_STRS_LIVE ?
+				  SP_SPANS_ADDR_STRS_LIVE : SP_SPANS_ADDR_STRS_MAX);
 		return 0;
 	}
 	p->by_addr++;
@@ -210,7 +210,7 @@ static int on_fiber(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_even
 	} else if (fresh && (p->fib_known.n >= SP_SPANS_FIBERS_PER_PROC ||
 			     c->fibers_live >= SP_SPANS_FIBERS_LIVE)) {
 		sp_bs_proc_capped(p, "fibers", p->fib_known.n >= SP_SPANS_FIBERS_PER_PROC ?
-			    SP_SPANS_FIBERS_PER_PROC : SP_SPANS_FIBERS_LIVE);
+				  SP_SPANS_FIBERS_PER_PROC : SP_SPANS_FIBERS_LIVE);
 	} else if (fresh) {
 		sp_u64map_put(&p->fib_known, sp_hash_mix(e->tid, to), 1);
 	} else if (!root && !known) {

@@ -167,6 +167,6 @@ void sp_bs_attach_funcs(struct bs_ctx *c, struct bs_proc *p)
 		pthread_mutex_unlock(&c->bpf_lock);
 		if (l)
 			sp_bs_att_add(p, SP_PR_UPROBE_RETURN, i, c->funcs[i].bin,
-				c->skel->progs.on_func_return, l);
+				      c->skel->progs.on_func_return, l);
 	}
 }

@@ -70,8 +70,8 @@ struct bs_proc *sp_bs_proc_new(struct bs_ctx *c, uint32_t pid)
 }
 
 void sp_bs_att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
-			 struct bpf_program *prog, struct bs_link link, bool multi,
-			 const char *args)
+			struct bpf_program *prog, struct bs_link link, bool multi,
+			const char *args)
 {
 	struct bs_att *a = sp_xmalloc(sizeof(*a) + strlen(bin) + 1);
 
@@ -88,10 +88,10 @@ void sp_bs_att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const 
 }
 
 void sp_bs_att_add(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
-		    struct bpf_program *prog, struct bpf_link *link)
+		   struct bpf_program *prog, struct bpf_link *link)
 {
 	sp_bs_att_add_link(p, probe, func, bin, prog, (struct bs_link){ .link = link, .fd = -1 }, false,
-		     NULL);
+			   NULL);
 }
 
 /*

@@ -39,8 +39,8 @@
  */
 #define SP_SPANS_USDT_LIVE	512
 int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
-			   const char *bin, const char *provider, const char *name,
-			   uint32_t probe, bool quiet)
+			  const char *bin, const char *provider, const char *name,
+			  uint32_t probe, bool quiet)
 {
 	LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = (uint64_t)p->gen << 32 | probe);
 	struct bpf_link *l;
@@ -67,7 +67,7 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 	}
 	__atomic_add_fetch(&c->usdt_live, 1, __ATOMIC_RELAXED);
 	sp_bs_att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .link = l, .fd = -1, .usdt = true },
-		     false, NULL);
+			   false, NULL);
 	return 0;
 }
 
@@ -84,7 +84,7 @@ static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
  * wait, stopped, and the ELF notes need not be read again for each.
  */
 int sp_bs_offsets_cached(const char *path, const char *provider, const char *name,
-			  const char *args, uint64_t *offs, int max)
+			 const char *args, uint64_t *offs, int max)
 {
 	static struct {
 		char path[PATH_MAX], probe[128];
@@ -340,7 +340,7 @@ static uint32_t loc_id(struct bs_ctx *c, const char *bin, uint64_t off)
  * kernel refuses these links: c->no_multi).
  */
 int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
-			const char *bin, const char *provider, const char *name, uint32_t probe)
+		       const char *bin, const char *provider, const char *name, uint32_t probe)
 {
 	union bpf_attr attr;
 	struct sp_uprobe_multi_attr *u = (void *)&attr;
@@ -399,8 +399,8 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 /* USDT probe provider:name of bin for p: by a uprobe_multi link (prog
  * multi), else by libbpf's USDT link (prog usdt). */
 void sp_bs_attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
-		       struct bpf_program *usdt, const char *bin, const char *provider,
-		       const char *name, uint32_t probe)
+		      struct bpf_program *usdt, const char *bin, const char *provider,
+		      const char *name, uint32_t probe)
 {
 	if (sp_bs_attach_multi(c, p, multi, bin, provider, name, probe))
 		attach_usdt(c, p, usdt, bin, provider, name, probe);
@@ -438,7 +438,7 @@ static struct bpf_program *marker_prog(struct bs_ctx *c, uint32_t probe)
  * the link, all the same group.
  */
 void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
-			   const char *args, const uint32_t *probes, int n)
+			  const char *args, const uint32_t *probes, int n)
 {
 	uint64_t offs[SP_MARKER_LOCS], cookies[SP_MARKER_LOCS], o[64];
 	int found[16], total = 0, k, i, fd = -1;
@@ -484,7 +484,7 @@ void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
 			if (found[k] <= 0)
 				continue;
 			sp_bs_att_add_link(p, probes[k], 0, bin, c->skel->progs.on_marker_multi,
-				     (struct bs_link){ .fd = first ? fd : -1 }, true, args);
+					   (struct bs_link){ .fd = first ? fd : -1 }, true, args);
 			p->att[p->natt - 1]->group = group;
 			first = false;
 		}
