@@ -229,6 +229,7 @@ static int add_sources(struct sp_recorder *rec, struct sp_source *spans)
 	struct sp_source *ev;
 	uint32_t type;
 	uint64_t config;
+	int status = SP_EXIT_FATAL;
 	bool hw;
 
 	if (env.events.no_samples) {
@@ -238,35 +239,30 @@ static int add_sources(struct sp_recorder *rec, struct sp_source *spans)
 		else
 			env.perf.period = UINT64_C(1) << 62;
 	}
-	if (sp_recorder_add(rec, SP_SOURCE_PERF, sp_perf_source_new(&env.perf))) {
-		spans->free(spans);
-		return SP_EXIT_FATAL;	/* the constructor said why */
-	}
+	if (sp_recorder_add(rec, SP_SOURCE_PERF, sp_perf_source_new(&env.perf)))
+		goto fail;	/* the constructor said why */
 	/* Kernel events: attached before the header, which describes them; an
 	 * event the user named that cannot be had stops here. */
 	ev = sp_events_source_new(&env.events);
-	if (sp_recorder_add(rec, SP_SOURCE_EVENTS, ev)) {
-		spans->free(spans);
-		return SP_EXIT_FATAL;
-	}
+	if (sp_recorder_add(rec, SP_SOURCE_EVENTS, ev))
+		goto fail;
 	if (sp_events_prepare(ev) < 0) {
-		spans->free(spans);
-		return SP_EXIT_USAGE;
+		status = SP_EXIT_USAGE;
+		goto fail;
 	}
 	if (env.offcpu.enabled) {
 		env.offcpu.call_graph = env.perf.call_graph;
 		env.offcpu.stack_size = env.perf.stack_size;
 		env.offcpu.kernel_frames = !env.perf.user_only;
 		env.offcpu.enable_on_exec = env.perf.enable_on_exec;
-		if (sp_recorder_add(rec, SP_SOURCE_OFFCPU, sp_offcpu_source_new(&env.offcpu))) {
-			spans->free(spans);
-			return SP_EXIT_FATAL;
-		}
+		if (sp_recorder_add(rec, SP_SOURCE_OFFCPU, sp_offcpu_source_new(&env.offcpu)))
+			goto fail;
 	}
 	/* --spans: lib/record/bpf_spans.c */
-	if (sp_recorder_add(rec, SP_SOURCE_SPANS, spans))
-		return SP_EXIT_FATAL;
-	return SP_EXIT_OK;
+	return sp_recorder_add(rec, SP_SOURCE_SPANS, spans) ? SP_EXIT_FATAL : SP_EXIT_OK;
+fail:
+	spans->free(spans);	/* not the recorder's yet */
+	return status;
 }
 
 /* sp-record --check: what this machine supports; with --spans, a canary
