@@ -202,17 +202,24 @@ p1/main span_stop #<module> 60 1"
 	assert_line "stackpulse.activated profile=hook"
 }
 
-@test "sp-record --spans=python: a CPython 3.11 built without probes (pyenv's) has its spans from the hook" {
-	require_root
-	local py=
+# A CPython 3.11 built without USDT probes (pyenv's, for one), whose spans
+# come only from the hook; nothing when there is none.
+hook_only_python() {
+	local cand lib
 	for cand in /root/.pyenv/versions/3.11*/bin/python3.11 /usr/local/bin/python3.11 /opt/*/bin/python3.11; do
 		[ -x "$cand" ] || continue
 		lib=$(ldd "$cand" | awk '/libpython/ {print $3}')
 		if ! readelf -n "$cand" ${lib:+"$lib"} 2>/dev/null | grep -q function__entry; then
-			py=$cand
-			break
+			echo "$cand"
+			return
 		fi
 	done
+}
+
+@test "sp-record --spans=python: a CPython 3.11 built without probes (pyenv's) has its spans from the hook" {
+	require_root
+	local py
+	py=$(hook_only_python)
 	[ -n "$py" ] || skip "no CPython 3.11 without USDT probes here (pyenv's, for one)"
 	run -0 --separate-stderr sp-record --spans=python -o "$OUT" -- "$py" "$PY_FIX"
 	assert_python_tree raise
@@ -232,15 +239,8 @@ p1/main span_stop #<module> 60 1"
 
 @test "sp-record --spans: a hook-only Python run with -S or -I (no activator) is said to have no function spans" {
 	require_root
-	local py= flag
-	for cand in /root/.pyenv/versions/3.11*/bin/python3.11 /usr/local/bin/python3.11 /opt/*/bin/python3.11; do
-		[ -x "$cand" ] || continue
-		lib=$(ldd "$cand" | awk '/libpython/ {print $3}')
-		if ! readelf -n "$cand" ${lib:+"$lib"} 2>/dev/null | grep -q function__entry; then
-			py=$cand
-			break
-		fi
-	done
+	local py flag
+	py=$(hook_only_python)
 	[ -n "$py" ] || skip "no CPython 3.11 without USDT probes here (pyenv's, for one)"
 	for flag in -S -I; do
 		run -0 --separate-stderr sp-record -o "$OUT" -- "$py" "$flag" -c 'def f(): pass
