@@ -277,10 +277,10 @@ $(OUT)/fuzz/lib/%.o: lib/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CFLAGS) $(LIB_CFLAGS) -O1 -g $(FUZZ_FLAGS) -c $< -o $@
 $(patsubst %,$(OUT)/fuzz/%.o,$(basename $(wildcard lib/record/bpf_*.c))): | $(SKELS)
-# A fuzz target of a recording input (the span rings, the ELF notes, perf
-# rings, JIT perf maps) links every stage; the others only
-# the filters'.
-RECORD_FUZZERS := fuzz-span_rings fuzz-usdt fuzz-perf_ring fuzz-perfmap fuzz-interp
+# A fuzz target of a recording input (the span rings, perf rings, JIT perf
+# maps, a live interpreter's code objects) links every stage; the others
+# only the filters'.
+RECORD_FUZZERS := fuzz-span_rings fuzz-perf_ring fuzz-perfmap fuzz-interp
 fuzz_libs = $(call stage_libs,$(OUT)/fuzz,$(if $(filter $(RECORD_FUZZERS),$(1)),$(STAGES),$(FILTER_STAGES)))
 $(OUT)/fuzz/%: tests/fuzz/%.c $$(call fuzz_libs,%)
 	$(call msg,FUZZ,$@)

@@ -204,17 +204,24 @@ p1/main span_stop ${m}#<module> 60 1"
 	assert_line "stackpulse.activated profile=hook"
 }
 
-@test "sp-record --spans=python: a CPython 3.11 built without probes (pyenv's) has its spans from the hook" {
-	require_root
-	local py=
+# A CPython 3.11 built without USDT probes (pyenv's, for one), whose spans
+# come only from the hook; nothing when there is none.
+hook_only_python() {
+	local cand lib
 	for cand in /root/.pyenv/versions/3.11*/bin/python3.11 /usr/local/bin/python3.11 /opt/*/bin/python3.11; do
 		[ -x "$cand" ] || continue
 		lib=$(ldd "$cand" | awk '/libpython/ {print $3}')
 		if ! readelf -n "$cand" ${lib:+"$lib"} 2>/dev/null | grep -q function__entry; then
-			py=$cand
-			break
+			echo "$cand"
+			return
 		fi
 	done
+}
+
+@test "sp-record --spans=python: a CPython 3.11 built without probes (pyenv's) has its spans from the hook" {
+	require_root
+	local py
+	py=$(hook_only_python)
 	[ -n "$py" ] || skip "no CPython 3.11 without USDT probes here (pyenv's, for one)"
 	run -0 --separate-stderr sp-record --spans=python -o "$OUT" -- "$py" "$PY_FIX"
 	assert_python_tree hook
@@ -230,6 +237,26 @@ p1/main span_stop ${m}#<module> 60 1"
 	assert_line "open $PY_FIX"
 	assert_line "subprocess.Popen $py"
 	assert_line "stackpulse.activated profile=hook"
+}
+
+@test "sp-record --spans: a hook-only Python run with -S or -I (no activator) is said to have no function spans" {
+	require_root
+	local py flag
+	py=$(hook_only_python)
+	[ -n "$py" ] || skip "no CPython 3.11 without USDT probes here (pyenv's, for one)"
+	for flag in -S -I; do
+		run -0 --separate-stderr sp-record -o "$OUT" -- "$py" "$flag" -c 'def f(): pass
+for i in range(100): f()'
+		[[ "$stderr" == *"stackpulse:py__call: 0 hits while Python ran to its end without the activator: the hook was not loaded"* ]]
+		[ "$(grep -c 'warning' <<< "$stderr")" = 1 ]
+		run -0 sp-decode "$OUT"
+		run -0 jq -r 'select(.type == "probe" and .name == "stackpulse:py__call") | .verdict' <<<"$output"
+		assert_output --partial "python -I and -S skip it"
+	done
+	# with the activator: no such warning
+	run -0 --separate-stderr sp-record -o "$OUT" -- "$py" -c 'def f(): pass
+f()'
+	[[ "$stderr" != *"warning"* ]]
 }
 
 # The call tree of tests/fixtures/src/spans_c.c as its markers give it in

@@ -21,6 +21,7 @@ static struct env {
 	struct sp_perf_opts perf;
 	struct sp_offcpu_opts offcpu;	/* --off-cpu: lib/record/perf_offcpu.c */
 	struct sp_events_opts events;	/* --events: lib/record/bpf_events.c */
+	struct sp_spans_opts spans;	/* --spans: lib/record/bpf_spans.c */
 	uint32_t pids[SP_RECORDER_MAX_PIDS];
 	unsigned int npids;
 	bool system_wide;
@@ -32,6 +33,7 @@ static struct env {
 	bool call_graph_given;		/* -g MODE: its stack summary always */
 } env = {
 	.perf = { .freq = 999, .call_graph = SP_CG_AUTO },
+	.spans = { .modes = SP_SPANS_AUTO },
 	.batch_ns = 100000000,
 	.format = SP_FORMAT_SPOOL,
 };
@@ -153,6 +155,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->child_inputs[0] = &env.common;
 		state->child_inputs[1] = &env.offcpu;
 		state->child_inputs[2] = &env.events;
+		state->child_inputs[3] = &env.spans;
 		break;
 	case 'p':
 		if (parse_pids(arg))
@@ -277,13 +280,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
  * them are merged by time into one stream. Adding one is three lines: its
  * argp child in children[] (its options), the child's input in
  * ARGP_KEY_INIT if it has one, and its constructor here. A source that the
- * options did not ask for is simply not added. 0, or the exit status.
+ * options did not ask for is simply not added. The spans source was made
+ * first, its BPF object loading meanwhile (main()). 0, or the exit status.
  */
-static int add_sources(struct sp_recorder *rec)
+static int add_sources(struct sp_recorder *rec, struct sp_source *spans)
 {
 	struct sp_source *ev;
 	uint32_t type;
 	uint64_t config;
+	int status = SP_EXIT_FATAL;
 	bool hw;
 
 	if (env.events.no_samples) {
@@ -294,26 +299,29 @@ static int add_sources(struct sp_recorder *rec)
 			env.perf.period = UINT64_C(1) << 62;
 	}
 	if (sp_recorder_add(rec, SP_SOURCE_PERF, sp_perf_source_new(&env.perf)))
-		return SP_EXIT_FATAL;	/* the constructor said why */
+		goto fail;	/* the constructor said why */
 	/* Kernel events: attached before the header, which describes them; an
 	 * event the user named that cannot be had stops here. */
 	ev = sp_events_source_new(&env.events);
 	if (sp_recorder_add(rec, SP_SOURCE_EVENTS, ev))
-		return SP_EXIT_FATAL;
-	if (sp_events_prepare(ev) < 0)
-		return SP_EXIT_USAGE;
+		goto fail;
+	if (sp_events_prepare(ev) < 0) {
+		status = SP_EXIT_USAGE;
+		goto fail;
+	}
 	if (env.offcpu.enabled) {
 		env.offcpu.call_graph = env.perf.call_graph;
 		env.offcpu.stack_size = env.perf.stack_size;
 		env.offcpu.kernel_frames = !env.perf.user_only;
 		env.offcpu.enable_on_exec = env.perf.enable_on_exec;
 		if (sp_recorder_add(rec, SP_SOURCE_OFFCPU, sp_offcpu_source_new(&env.offcpu)))
-			return SP_EXIT_FATAL;
+			goto fail;
 	}
 	/* --spans: lib/record/bpf_spans.c */
-	if (sp_recorder_add(rec, SP_SOURCE_SPANS, sp_spans_source_new(&sp_spans_opts)))
-		return SP_EXIT_FATAL;
-	return SP_EXIT_OK;
+	return sp_recorder_add(rec, SP_SOURCE_SPANS, spans) ? SP_EXIT_FATAL : SP_EXIT_OK;
+fail:
+	spans->free(spans);	/* not the recorder's yet */
+	return status;
 }
 
 /* sp-record --check: what this machine supports; with --spans, a canary
@@ -329,14 +337,14 @@ static int check(void)
 	ev = sp_events_source_new(&env.events);
 	sp_events_print_check(ev, stdout);
 	ev->free(ev);
-	if (!sp_spans_opts.given)
+	if (!env.spans.given)
 		return sp_close_output(&env.common, SP_EXIT_OK);
 	fflush(stdout);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
 		sp_die("cannot find sp-record's own binary: %s", strerror(errno));
 	self[n] = 0;
-	status = sp_spans_canary(self, sp_spans_opts.modes, stdout) ? SP_EXIT_PARTIAL : SP_EXIT_OK;
+	status = sp_spans_canary(self, env.spans.modes, stdout) ? SP_EXIT_PARTIAL : SP_EXIT_OK;
 	return sp_close_output(&env.common, status);
 }
 
@@ -355,6 +363,7 @@ int main(int argc, char **argv)
 	};
 	struct sp_recorder_opts ro;
 	struct sp_recorder *rec;
+	struct sp_source *spans;
 	const char *command;
 	int first, status;
 
@@ -370,6 +379,13 @@ int main(int argc, char **argv)
 	if (first < argc && !strcmp(argv[first], "--"))
 		first++;
 	env.perf.enable_on_exec = first < argc;
+	/* The spans source first: its BPF object loads while the rest is set
+	 * up. It is told the command when "--" set it apart. */
+	if (first < argc && first > 0 && !strcmp(argv[first - 1], "--"))
+		env.spans.command = argv + first;
+	spans = sp_spans_source_new(&env.spans);
+	if (!spans)
+		return SP_EXIT_FATAL;
 
 	ro = (struct sp_recorder_opts){
 		.common = &env.common, .format = env.format,
@@ -379,12 +395,14 @@ int main(int argc, char **argv)
 		.command_stdout = env.command_stdout, .stack_summary = env.call_graph_given,
 	};
 	rec = sp_recorder_new(&ro);		/* signals caught, -p processes held */
-	if (!rec)
+	if (!rec) {
+		spans->free(spans);
 		return SP_EXIT_FATAL;
+	}
 	command = sp_recorder_describe(rec, argv + first, argc - first);
 	if (first < argc)
 		env.perf.args = command;	/* the command's process record */
-	status = add_sources(rec);
+	status = add_sources(rec, spans);
 	if (status == SP_EXIT_OK && sp_recorder_open_output(rec))
 		status = SP_EXIT_FATAL;
 	/* The command waits before exec while the sources attach to its pid. */

@@ -29,8 +29,9 @@
 #define SP_SPANS_PYTHON		(1u << 2)	/* function spans: activator + function__entry/return */
 #define SP_SPANS_PY_AUDIT	(1u << 3)	/* Python audit events */
 #define SP_SPANS_USDT		(1u << 4)	/* <stackpulse/span.h> markers */
-/* sp_spans_elf_providers(): every "stackpulse" probe of the file passes its
- * arguments in %rdi, %rsi, %edx (<stackpulse/span.h> on x86-64) */
+/* sp_spans_elf_providers(): every stackpulse:span__begin/end marker of the
+ * file passes its arguments in %rdi, %rsi, %edx (<stackpulse/span.h> on
+ * x86-64) */
 #define SP_SPANS_USDT_REGS	(1u << 8)
 #define SP_SPANS_USDT_REGS_ARGS	"8@%rdi 8@%rsi -4@%edx"
 /* sp_spans_elf_providers(): a CPython 3.11 or later without USDT probes
@@ -52,11 +53,16 @@ struct sp_spans_opts {
 	const char *funcs[SP_SPANS_MAX_FUNCS];	/* "BINARY:FUNCTION" (glob) */
 	unsigned int nfuncs;
 	const char *runtime_dir;	/* activators; NULL = found next to the binary */
+	/* The command sp-record starts, when given after "--" (NULL-terminated
+	 * argv): --spans=auto loads BPF early only if it may run a runtime.
+	 * NULL: none given so (-p, -a, or a command without "--"), which may. */
+	char *const *command;
 };
 
-/* Defaults: auto, no functions. The argp child fills the struct given as its
- * input (state->child_inputs[i]), or this one when none is given. */
-extern struct sp_spans_opts sp_spans_opts;
+/* argp child: --spans=LIST, --span-func=BINARY:FUNCTION. Its input is the
+ * tool's struct sp_spans_opts (state->child_inputs[i]), with its defaults
+ * set: .modes = SP_SPANS_AUTO, no functions. It only parses: the source's
+ * creation acts on the options. */
 extern const struct argp sp_spans_argp;
 
 /* Parse a --spans= list ("auto", "none", "ruby,python", ...) into SP_SPANS_*
@@ -76,24 +82,23 @@ const char *sp_spans_runtime_dir(const struct sp_spans_opts *o);
  */
 int sp_spans_setup_env(const struct sp_spans_opts *o);
 
-/* The source; NULL (reported) on failure. o must outlive it. */
+/* The source; NULL (reported) on failure. o must outlive it. Creating it
+ * starts loading the BPF object in a thread (unless --spans=auto and
+ * o->command is known to be no runtime), so that the load overlaps the
+ * tool's other set-up: create it as early as can be. */
 struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o);
 
 /*
  * Helpers, exposed for the unit test.
  */
 /* Providers with USDT notes in an ELF file, as bits (SP_SPANS_RUBY for
- * "ruby", SP_SPANS_PYTHON for "python", SP_SPANS_USDT for "stackpulse",
- * with SP_SPANS_USDT_REGS when each of those passes its arguments as
+ * "ruby", SP_SPANS_PYTHON for "python", SP_SPANS_USDT for the
+ * <stackpulse/span.h> markers stackpulse:span__begin and span__end (not
+ * the runtime hooks' other "stackpulse" markers), with SP_SPANS_USDT_REGS
+ * when each of those passes its arguments as
  * SP_SPANS_USDT_REGS_ARGS; SP_SPANS_PY_HOOKABLE for a CPython without
  * probes). -1 (reported) if the file cannot be read. */
 int sp_spans_elf_providers(const char *path);
-/* File offsets of the locations of USDT probe provider:name in path, into
- * offs (at most max): how many, or -1 when one has a semaphore, operands
- * other than args (NULL: any), more than max, or the file is no 64-bit
- * ELF. */
-int sp_spans_usdt_offsets(const char *path, const char *provider, const char *name,
-			  const char *args, uint64_t *offs, int max);
 /* A USDT note's operands ("8@%rbx -4@24(%rsp) 4@$1") as libbpf reads
  * them (struct sp_bs_usdt_spec, bpf/spans.h; x86-64 only): how many, or -1
  * when one cannot be read here (then libbpf's USDT links read them). */

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What the dynamic loader sees of an ELF file (dynamic.h): segment
+ * offsets and addresses, the libraries it needs, its symbols' bytes; for
+ * the spans source, which reads them from the binaries of the processes
+ * it records.
+ */
+#include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "elf/dynamic.h"
+#include "elf/elffile.h"
+
+int64_t sp_elf_va_to_offset(Elf *e, uint64_t va, bool exec)
+{
+	size_t i, n;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(e, &n))
+		return -1;
+	for (i = 0; i < n; i++)
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    (!exec || (ph.p_flags & PF_X)) && va >= ph.p_vaddr &&
+		    va < ph.p_vaddr + ph.p_filesz)
+			return (int64_t)(va - ph.p_vaddr + ph.p_offset);
+	return -1;
+}
+
+uint64_t sp_elf_offset_to_va(Elf *e, uint64_t off)
+{
+	size_t i, n;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(e, &n))
+		return UINT64_MAX;
+	for (i = 0; i < n; i++)
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
+		    off >= ph.p_offset && off < ph.p_offset + ph.p_filesz)
+			return off - ph.p_offset + ph.p_vaddr;
+	return UINT64_MAX;
+}
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+/* The DT_NEEDED names want() takes (at most 16) and the RUNPATH of e. */
+static int needed_names(Elf *e, bool (*want)(const char *name), const char **needed,
+			const char **runpath)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	int nneeded = 0;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		Elf_Data *d;
+		GElf_Dyn dyn;
+		size_t j;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (j = 0; d && sh.sh_entsize && j < sh.sh_size / sh.sh_entsize; j++) {
+			const char *s;
+
+			if (!gelf_getdyn(d, j, &dyn))
+				break;
+			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH)
+				continue;
+			s = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
+			if (!s)
+				continue;
+			if (dyn.d_tag == DT_NEEDED) {
+				if ((!want || want(s)) && nneeded < 16)
+					needed[nneeded++] = s;
+			} else {
+				*runpath = s;
+			}
+		}
+	}
+	return nneeded;
+}
+
+int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name), char paths[][4096],
+		       int n)
+{
+	static const char *const std_dirs[] = {
+		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
+		"/usr/local/lib", "/lib", "/usr/lib",
+	};
+	const char *needed[16], *runpath = NULL;
+	char origin[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX * 3], *slash;
+	int fd, nneeded, found = 0, i;
+	Elf *e = sp_elf_open(exe, SP_ELF_READ, 0, &fd, NULL);
+
+	if (!e)
+		return 0;
+	nneeded = needed_names(e, want, needed, &runpath);
+	snprintf(origin, sizeof(origin), "%s", exe);
+	slash = strrchr(origin, '/');
+	if (slash)
+		*slash = 0;
+	for (i = 0; i < nneeded && found < n; i++) {
+		const char *p = runpath;
+		bool ok = false;
+
+		while (p && *p && !ok) {
+			const char *end = strchr(p, ':');
+			size_t len = end ? (size_t)(end - p) : strlen(p);
+
+			if (len < sizeof(dir)) {
+				memcpy(dir, p, len);
+				dir[len] = 0;
+				if (!strncmp(dir, "$ORIGIN", 7))
+					snprintf(cand, sizeof(cand), "%s%s/%s", origin, dir + 7, needed[i]);
+				else
+					snprintf(cand, sizeof(cand), "%s/%s", dir, needed[i]);
+				ok = is_file(cand);
+			}
+			p = end ? end + 1 : NULL;
+		}
+		for (size_t d = 0; !ok && d < sizeof(std_dirs) / sizeof(std_dirs[0]); d++) {
+			snprintf(cand, sizeof(cand), "%s/%s", std_dirs[d], needed[i]);
+			ok = is_file(cand);
+		}
+		if (ok && realpath(cand, paths[found]))
+			found++;
+	}
+	sp_elf_close(e, fd);
+	return found;
+}
+
+int sp_elf_read_dynsym(const char *path, const char *sym, void *buf, size_t size)
+{
+	Elf_Scn *scn = NULL, *s2;
+	GElf_Shdr sh, sh2;
+	int fd, ret = -1;
+	Elf *e = sp_elf_open(path, SP_ELF_READ, 0, &fd, NULL);
+
+	if (!e)
+		return -1;
+	while ((scn = elf_nextscn(e, scn)) && ret < 0) {
+		Elf_Data *d;
+		GElf_Sym st;
+		size_t j;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (j = 0; d && j < sh.sh_size / sh.sh_entsize; j++) {
+			const char *name;
+			Elf_Data *d2;
+
+			if (!gelf_getsym(d, j, &st) || st.st_shndx == SHN_UNDEF)
+				continue;
+			name = elf_strptr(e, sh.sh_link, st.st_name);
+			if (!name || strcmp(name, sym))
+				continue;
+			s2 = elf_getscn(e, st.st_shndx);
+			if (!s2 || !gelf_getshdr(s2, &sh2) || sh2.sh_type == SHT_NOBITS)
+				break;
+			d2 = elf_getdata(s2, NULL);
+			if (!d2 || st.st_value < sh2.sh_addr ||
+			    st.st_value - sh2.sh_addr + size > d2->d_size)
+				break;
+			memcpy(buf, (char *)d2->d_buf + (st.st_value - sh2.sh_addr), size);
+			ret = 0;
+			break;
+		}
+	}
+	sp_elf_close(e, fd);
+	return ret;
+}
+
+uint64_t sp_elf_func_offset(const char *path, const char *sym)
+{
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	int64_t off = -1;
+	int fd, pass;
+	Elf *e = sp_elf_open(path, SP_ELF_READ, 0, &fd, NULL);
+
+	if (!e)
+		return 0;
+	for (pass = 0; pass < 2 && off < 0; pass++) {
+		scn = NULL;
+		while (off < 0 && (scn = elf_nextscn(e, scn))) {
+			Elf_Data *d;
+			GElf_Sym st;
+			size_t j;
+
+			if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize ||
+			    sh.sh_type != (pass ? SHT_SYMTAB : SHT_DYNSYM))
+				continue;
+			d = elf_getdata(scn, NULL);
+			for (j = 0; d && j < sh.sh_size / sh.sh_entsize; j++) {
+				const char *name;
+
+				if (!gelf_getsym(d, j, &st) || st.st_shndx == SHN_UNDEF ||
+				    GELF_ST_TYPE(st.st_info) != STT_FUNC)
+					continue;
+				name = elf_strptr(e, sh.sh_link, st.st_name);
+				if (name && !strcmp(name, sym)) {
+					off = sp_elf_va_to_offset(e, st.st_value, true);
+					break;
+				}
+			}
+		}
+	}
+	sp_elf_close(e, fd);
+	return off > 0 ? (uint64_t)off : 0;
+}

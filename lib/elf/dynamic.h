@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dynamic.h - what the dynamic loader sees of an ELF file: where its
+ * loaded segments put a file offset in memory and back, the libraries it
+ * needs (resolved as ld.so would: RUNPATH, then the standard directories),
+ * and its symbols' bytes and offsets.
+ *
+ * The files are traced processes' binaries: opened with sp_elf_open()
+ * (regular files only, read, never mapped); a symbol's bytes are copied
+ * only from inside its section's data. Nothing here is reported.
+ */
+#ifndef STACKPULSE_ELF_DYNAMIC_H
+#define STACKPULSE_ELF_DYNAMIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libelf.h>
+
+/* The file offset of virtual address va in e's loaded segments (only the
+ * executable ones with exec), or -1. */
+int64_t sp_elf_va_to_offset(Elf *e, uint64_t va, bool exec);
+
+/* The virtual address of file offset off in e's executable segments, or
+ * UINT64_MAX. */
+uint64_t sp_elf_offset_to_va(Elf *e, uint64_t off);
+
+/*
+ * The libraries the executable at exe needs (DT_NEEDED, at most 16 of
+ * them; only those want() says yes to, all with want NULL), each found
+ * through its RUNPATH or RPATH ($ORIGIN too) or the standard directories
+ * and made absolute, into paths[] (at most n). How many; 0 when exe is no
+ * ELF file.
+ */
+int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name), char paths[][4096],
+		       int n);
+
+/* The size bytes at dynamic symbol sym's address in the file at path into
+ * buf. 0, or -1 when there is no such defined symbol or its bytes are not
+ * all in the file. */
+int sp_elf_read_dynsym(const char *path, const char *sym, void *buf, size_t size);
+
+/* The file offset of function sym in the file at path (its .dynsym, else
+ * .symtab), in an executable segment; 0 if none. */
+uint64_t sp_elf_func_offset(const char *path, const char *sym);
+
+#endif

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bpf_spansP.h - the state the files of the "spans" source share
+ * (bpf_spans.h is its public face). Read it as the map of the source:
+ *
+ *   bpf_spans.c          the sp_source vtable: creating (which starts the
+ *                        BPF load), starting (or deferring) the tracking,
+ *                        polling, finishing with its summary, describing
+ *                        and freeing the source
+ *   bpf_spans_opts.c     --spans and --span-func: the argp child
+ *   bpf_spans_env.c      the runtime activators' directory and the
+ *                        environment of the command sp-record starts
+ *   bpf_spans_elf.c      which binaries have probes for the modes asked:
+ *                        their USDT providers (lib/elf/usdt.c), the
+ *                        runtime libraries they need, scripts' interpreters
+ *   bpf_spans_load.c     loading bpf/spans.bpf.c, in a thread that the
+ *                        source's creation starts (the preload)
+ *   bpf_spans_procs.c    the processes of the tree: their bookkeeping at
+ *                        fork, exec and exit, probe health, detaching by
+ *                        the reaper threads, finding them at the start
+ *   bpf_spans_attach.c   what one process image gets: runtime probes or
+ *                        hooks, markers, libraries loaded later (ld.so)
+ *   bpf_spans_usdt.c     how a USDT probe is attached: uprobe_multi links
+ *                        with our own operand specs, else libbpf's links
+ *   bpf_spans_funcs.c    --span-func: resolving the globs, the uprobes
+ *   bpf_spans_decode.c   the ring buffer's events (and span rings'
+ *                        entries) into span, event, fiber and lost records
+ *
+ * Functions that cross files have the prefix sp_bs_; none is public.
+ */
+#ifndef STACKPULSE_RECORD_BPF_SPANSP_H
+#define STACKPULSE_RECORD_BPF_SPANSP_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <bpf/libbpf.h>
+
+#include "bpf_spans.h"
+#include "hashmap.h"
+#include "source.h"
+#include "span_rings.h"
+#include "spans.h"
+#include "spans.skel.h"
+
+/* union bpf_attr's link_create for a uprobe_multi link (Linux 6.6), which
+ * the system headers here predate. */
+#define SP_BPF_TRACE_UPROBE_MULTI	48
+struct sp_uprobe_multi_attr {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, uflags, pid;
+};
+
+/*
+ * What a process's marks may make sp-record keep, whatever its span rings
+ * say (docs/spans.md): strings looked up by address, per process and new
+ * ones in all, and fibers (with their open-span counts) per process.
+ */
+#define SP_SPANS_ADDR_STRS_PER_PROC	16384u
+#define SP_SPANS_ADDR_STRS_LIVE		262144u	/* of the processes known */
+#define SP_SPANS_ADDR_STRS_MAX		65536u	/* new strings, in all */
+#define SP_SPANS_FIBERS_PER_PROC	65536u
+#define SP_SPANS_FIBERS_LIVE		262144u	/* of the processes known */
+
+struct usdt_probe_cache;	/* bpf_spans_usdt.c */
+
+/* An attachment to destroy: libbpf's link, or the file descriptor of a
+ * uprobe_multi link (libbpf 1.1 cannot make those). */
+struct bs_link {
+	struct bpf_link *link;
+	int fd;			/* -1 with a libbpf link */
+	bool usdt;		/* a libbpf USDT link: its manager is shared */
+};
+
+struct bs_att {
+	uint32_t probe;		/* enum sp_bs_probe */
+	uint32_t func;		/* --span-func index for uprobes */
+	struct bpf_program *prog;	/* attached to, for a fork child's copy */
+	struct bs_link link;
+	bool multi;		/* by a uprobe_multi link */
+	uint32_t group;		/* attach_markers(): the markers of one link, which
+				 * the first of them holds; 0: a link of its own */
+	const char *args;	/* with group: the operands their notes had to
+				 * have (fixed registers; a string that lives
+				 * for ever, for fork children's links) */
+	char bin[];		/* the binary */
+};
+
+/* A --span-func function resolved to one symbol. */
+struct bs_func {
+	char *bin;
+	char *name;
+	unsigned int skip;	/* bytes after the symbol where the uprobe goes */
+	uint64_t name_id, bin_id, base_id;	/* interned strings */
+};
+
+struct bs_proc {
+	uint32_t pid;
+	uint32_t gen;			/* image generation (struct sp_bs_proc) */
+	bool exited;
+	unsigned int runtimes;		/* SP_SPANS_RUBY/PYTHON/USDT bits found */
+	unsigned int announced;		/* runtimes with a SP_REC_RUNTIME written */
+	struct bs_att **att;
+	size_t natt, catt;
+	struct sp_u64map strs;		/* mix(addr, hash) -> string id */
+	struct sp_u64map depth;		/* depth_key() -> open spans */
+	/* Ruby fibers (the hook's rb__fiber), each with its own open spans:
+	 * per thread the fiber it runs (0 = its root fiber), the root's id
+	 * once known, and the fibers seen starting (mix(tid, fiber)). */
+	bool fibers;
+	struct sp_u64map fib_cur, fib_root, fib_known;
+	bool py_active;			/* the Python activator announced itself */
+	bool cm_pending;		/* C-method probes wait for the first method entry */
+	bool attached;			/* running before the recording (-p): no activator */
+	bool gone_seen;			/* exited: forget_gone() saw it once */
+	uint64_t gone_ns;		/* when its exit was read */
+	uint32_t ppid;			/* forked from, until it execs: same addresses */
+	uint32_t by_addr;		/* strings looked up by address (str_from_user) */
+	bool capped;			/* told it reached SP_SPANS_*_PER_PROC */
+	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
+	uint64_t hits[SP_PR_MAX];	/* events read per probe (probe health) */
+	struct bs_link dl;		/* its ld.so's _dl_debug_state (dlopen) */
+	char exe[PATH_MAX];		/* the executable and where it is mapped: */
+	struct { uint64_t start, end, off; } map[8];	/* strings of gone processes */
+	unsigned int nmap;
+};
+
+/*
+ * Detaching a uprobe waits for the kernel's grace periods (tens of ms
+ * each, more on a loaded machine); the reapers' waits overlap. Until its
+ * link is gone, a detached process's probe costs every hit of the same
+ * probe in the live processes a call: a fork storm's links must go as
+ * fast as they come.
+ */
+#define SP_REAPERS	4
+
+struct bs_ctx {
+	const struct sp_spans_opts *o;
+	struct sp_spans *skel;
+	struct ring_buffer *rb;
+	struct sp_emit *out;		/* during start/poll/finish */
+	struct bs_proc **procs;
+	size_t nprocs, cprocs;
+	struct sp_u64map by_pid;	/* pid -> index + 1 of the live process */
+	struct bs_func *funcs;
+	size_t nfuncs, cfuncs;
+	uint64_t last_poll_ns;
+	uint64_t addr_strs;		/* new strings str_from_user() made */
+	uint64_t addr_live;		/* by_addr of the processes known */
+	uint64_t fibers_live;		/* fib_known and depth entries of those */
+	uint64_t lost_seen, lost_since;
+	uint64_t spans, raises, audits, orphans, fiber_switches;
+	uint64_t idle;			/* probes without hits and without a reason */
+	bool releasing;			/* spans_free: only let stopped processes go */
+	unsigned int found;		/* runtimes seen anywhere */
+	int err;			/* fatal error inside the ring callback */
+	/*
+	 * Detaching a uprobe waits for an RCU grace period in the kernel
+	 * (50-90 ms each here): links of an image a process left (exec,
+	 * exit) are destroyed by reaper threads, so the process and the
+	 * loop go on at once. The stale probes are ignored in BPF meanwhile
+	 * (image generation). libbpf's USDT manager is not thread-safe:
+	 * every attach and detach of a libbpf USDT link holds bpf_lock (and
+	 * only those: a uprobe_multi link is a file descriptor of ours).
+	 */
+	pthread_mutex_t bpf_lock, rq_lock;
+	pthread_cond_t rq_cond;
+	pthread_t reaper[SP_REAPERS];
+	unsigned int reapers;		/* threads running reaper_main() */
+	bool reaper_on, reaper_stop;
+	struct bs_link *rq;
+	size_t nrq, crq;
+	bool no_multi;			/* uprobe_multi links refused: USDT links */
+	uint32_t groups;		/* attach_markers() links made */
+	uint64_t plain_execs, stopped_execs;	/* execs released by BPF / looked at */
+	uint64_t forks, stopped_forks;		/* forks, and those held for probes */
+	uint64_t probed_images;			/* images that got probes */
+	uint32_t *pids;			/* the target */
+	bool *pid_cmd;			/* started by sp-record */
+	unsigned int npids;
+	bool deferred;			/* auto: waiting for the preloaded object */
+	uint64_t defer_since;
+	bool finishing;
+	int epfd;			/* s->fd while deferred: preload.efd, then the ring */
+	char unavailable[256];
+	/*
+	 * Marker locations attached by uprobe_multi links, numbered from 1 in
+	 * their cookies (bits 8-31): the binary and the file offset, so that
+	 * a marker's address (sent by BPF) gives where its binary is loaded,
+	 * and its string literals can be read from the file when the process
+	 * is gone (a library's: sp-record never sees its mapping).
+	 */
+	struct bs_loc { char *bin; uint64_t off; bool spec; } *locs;
+	size_t nlocs, clocs;
+	struct sp_u64map loc_ids;	/* mix(hash(bin), off) -> number */
+	struct sp_span_rings rings;	/* the runtime hooks' span rings */
+	struct { char path[PATH_MAX]; uint64_t off; } ldso[2];	/* ld.so's
+					 * _dl_debug_state, by file (0: none) */
+	unsigned int nldso;
+	uint64_t dlopens, late_libs;	/* ld.so's changes looked at; libraries
+					 * given probes that way */
+	int guard_fd;			/* the guardian's pipe (hold_guard.h) */
+	unsigned int usdt_live;		/* libbpf USDT links (atomic) */
+	bool usdt_full;			/* too many of them: said so */
+	bool dl_warned;			/* an ld.so could not be probed: said so */
+	/* Processes whose ld.so probe waits (attach_dl_later()) */
+	struct dl_wait { struct bs_proc *p; uint64_t due; } *dlw;
+	size_t ndlw, cdlw;
+	struct usdt_probe_cache *ucache;	/* USDT locations by file and probe */
+	size_t nucache;
+	bool rings_unread;		/* SP_SPAN_RINGS_UNREAD=1 (tests): only what
+					 * BPF copies at the threads' ends */
+	/* Processes that exited: their bookkeeping goes at the next poll, as
+	 * their other threads' last ring chunks may come after the exit. */
+	struct bs_proc **gone;
+	size_t ngone, cgone;
+};
+
+/* "provider:name" of each probe (enum sp_bs_probe). */
+extern const char *const sp_bs_probe_names[SP_PR_MAX];
+
+static inline bool sp_bs_is_file(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+/* bpf_spans_load.c: the BPF object, and the thread that loads it early. */
+bool sp_bs_may_bpf(void);
+struct sp_spans *sp_bs_load_skel(char *why, size_t size);
+void sp_bs_preload_start(const struct sp_spans_opts *o, bool now);
+bool sp_bs_preload_running(void);
+bool sp_bs_preload_ready(void);
+int sp_bs_preload_fd(void);
+struct sp_spans *sp_bs_preload_take(char *why, size_t size);
+
+/* bpf_spans_elf.c */
+bool sp_bs_runtime_lib_name(const char *name);
+int sp_bs_providers_cached(const char *path);
+bool sp_bs_command_has_probes(const struct sp_spans_opts *o);
+
+/* bpf_spans_procs.c */
+struct bs_proc *sp_bs_proc_get(struct bs_ctx *c, uint32_t pid);
+struct bs_proc *sp_bs_proc_new(struct bs_ctx *c, uint32_t pid);
+void sp_bs_att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
+			struct bpf_program *prog, struct bs_link link, bool multi,
+			const char *args);
+void sp_bs_att_add(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
+		   struct bpf_program *prog, struct bpf_link *link);
+void sp_bs_link_destroy(struct bs_ctx *c, struct bs_link l);
+void sp_bs_detach_all_how(struct bs_ctx *c, struct bs_proc *p, bool sync);
+int sp_bs_emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool only_if_hit);
+void sp_bs_proc_capped(struct bs_proc *p, const char *what, unsigned int bound);
+void sp_bs_spans_state_release(struct bs_ctx *c, struct bs_proc *p);
+void sp_bs_cont(struct bs_ctx *c, uint32_t pid);
+int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e);
+void sp_bs_forget_gone(struct bs_ctx *c, uint64_t now);
+int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool walk);
+
+/* bpf_spans_attach.c */
+void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p);
+bool sp_bs_has_probe(const struct bs_proc *p, uint32_t probe);
+void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent,
+		       bool probes);
+void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin);
+void sp_bs_scan_libs(struct bs_ctx *c, struct bs_proc *p);
+void sp_bs_attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan);
+void sp_bs_attach_dl_later(struct bs_ctx *c, struct bs_proc *p);
+void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now);
+
+/* bpf_spans_usdt.c */
+int sp_bs_offsets_cached(const char *path, const char *provider, const char *name,
+			 const char *args, uint64_t *offs, int max);
+int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
+			  const char *bin, const char *provider, const char *name,
+			  uint32_t probe, bool quiet);
+int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
+		       const char *bin, const char *provider, const char *name, uint32_t probe);
+void sp_bs_attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
+		      struct bpf_program *usdt, const char *bin, const char *provider,
+		      const char *name, uint32_t probe);
+void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
+			  const char *args, const uint32_t *probes, int n);
+
+/* bpf_spans_funcs.c */
+int sp_bs_resolve_funcs(struct bs_ctx *c);
+void sp_bs_attach_funcs(struct bs_ctx *c, struct bs_proc *p);
+
+/* bpf_spans_decode.c */
+int sp_bs_on_event(void *ctx, void *data, size_t size);
+int sp_bs_ring_put(void *ctx, uint32_t pid, uint32_t tid, const struct sp_ring_entry *re);
+void sp_bs_copy_strs(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent);
+int sp_bs_emit_lost(struct bs_ctx *c, uint64_t now);
+
+#endif

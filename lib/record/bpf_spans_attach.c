@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What one process image of the recorded tree gets attached, for the
+ * spans source (bpf_spansP.h): per binary (the executable and the
+ * libraries it maps or needs), the runtime hooks' markers or the
+ * runtimes' own USDT probes, <stackpulse/span.h> markers; a fork child
+ * the same as its parent; and ld.so's _dl_debug_state, so that libraries
+ * loaded later get theirs. How a probe is attached is bpf_spans_usdt.c's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf_spansP.h"
+#include "elf/dynamic.h"
+#include "record.h"
+#include "sp.h"
+#include "writer.h"
+
+/* The runtime hook of rt that process pid has mapped (an attached process
+ * started with the activator in its environment), into path. */
+static bool hook_mapped(uint32_t pid, int rt, char *path, size_t size)
+{
+	const char *name = rt == SP_RT_RUBY ? "/stackpulse_hook.so" : "/_stackpulse_hook.cpython-";
+	char maps[64], line[PATH_MAX + 256], *at, *nl;
+	bool found = false;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
+	f = fopen(maps, "re");
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		at = strchr(line, '/');
+		if (!at || !strstr(at, name))
+			continue;
+		nl = strchr(at, '\n');
+		if (nl)
+			*nl = 0;
+		snprintf(path, size, "%s", at);
+		found = sp_bs_is_file(path);
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * Whether the hook file at path has its markers (a damaged or foreign file
+ * does not): else the runtime's own probes are attached, which still fire
+ * with the activator's fallback hook, and sp-record says so once.
+ */
+static bool hook_usable(int rt, const char *path)
+{
+	static bool warned[2];
+	uint64_t offs[64];
+	const char *call = rt == SP_RT_RUBY ? "rb__call" : "py__call";
+
+	if (sp_bs_offsets_cached(path, "stackpulse", call, SP_SPANS_HOOK_ARGS, offs, 64) > 0)
+		return true;
+	if (!warned[rt == SP_RT_RUBY]) {
+		warned[rt == SP_RT_RUBY] = true;
+		sp_warn("spans: '%s' has no stackpulse:%s marker: recording %s's own probes "
+			"instead (rebuild with make)", path, call, rt == SP_RT_RUBY ? "Ruby" : "Python");
+	}
+	return false;
+}
+
+/*
+ * The runtime hook the activator of runtime rt loads into a process that
+ * runs the library bin, in path: the extension built for bin's version,
+ * when it exists and the activator's environment variable asks for it
+ * (unset or "hook"). The activators make the same choice (runtime).
+ * An attached process has no activator from us: the hook if it has one
+ * loaded (started with the activator in its environment).
+ */
+static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const char *bin,
+		     char *path, size_t size)
+{
+	const char *dir = sp_spans_runtime_dir(c->o), *env;
+	char ver[32], pat[PATH_MAX + 64];
+	unsigned int major, minor;
+	glob_t g;
+	bool ok;
+
+	if (p->attached)
+		return hook_mapped(p->pid, rt, path, size);
+	env = getenv(rt == SP_RT_RUBY ? "STACKPULSE_RUBY_HOOK" : "STACKPULSE_PY_HOOK");
+	if (!dir || (env && *env && strcmp(env, "hook")))
+		return false;
+	sp_spans_runtime_version(bin, rt, ver, sizeof(ver));
+	if (sscanf(ver, "%u.%u", &major, &minor) != 2)
+		return false;
+	if (rt == SP_RT_RUBY) {
+		snprintf(path, size, "%s/ruby/%u.%u/stackpulse_hook.so", dir, major, minor);
+		ok = sp_bs_is_file(path);
+	} else {
+		/* CPython imports only the extension of its own version's tag */
+		snprintf(pat, sizeof(pat), "%s/python/_stackpulse_hook.cpython-%u%u-*.so", dir,
+			 major, minor);
+		if (glob(pat, 0, NULL, &g))
+			return false;
+		ok = g.gl_pathc >= 1 && sp_bs_is_file(g.gl_pathv[0]);
+		if (ok)
+			snprintf(path, size, "%s", g.gl_pathv[0]);
+		globfree(&g);
+	}
+	return ok && hook_usable(rt, path);
+}
+
+/* The markers of a runtime hook (rb__ or py__ call, return; rt__name;
+ * rb__fiber or py__raise; the span rings'; with audit, py__audit). */
+static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, uint32_t call,
+			bool audit)
+{
+	uint32_t probes[] = {
+		call, call + 1, SP_PR_RT_NAME,
+		call == SP_PR_RB_HOOK_CALL ? SP_PR_RB_HOOK_FIBER : SP_PR_PY_HOOK_RAISE,
+		/* a hook with span rings (STACKPULSE_SPAN_RING=1) marks through these */
+		SP_PR_RT_RING, SP_PR_RT_FLUSH, SP_PR_PY_HOOK_AUDIT,
+	};
+
+	sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, probes, audit ? 7 : 6);
+}
+
+void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
+{
+	struct bpf_program *multi = c->skel->progs.on_ruby_method_multi;
+	struct bpf_program *prog = c->skel->progs.on_ruby_method;
+
+	sp_bs_attach_any(c, p, multi, prog, bin, "ruby", "cmethod__entry", SP_PR_RUBY_CMETHOD_ENTRY);
+	sp_bs_attach_any(c, p, multi, prog, bin, "ruby", "cmethod__return", SP_PR_RUBY_CMETHOD_RETURN);
+}
+
+/* Attach what the modes ask for in binary bin (its USDT providers are
+ * provs) to process p. */
+static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int provs)
+{
+	struct sp_spans *sk = c->skel;
+	unsigned int m = c->o->modes;
+	char hook[PATH_MAX + 64];
+	bool any = false;
+
+	if ((provs & SP_SPANS_RUBY) && (m & (SP_SPANS_RUBY | SP_SPANS_RUBY_C))) {
+		if ((m & SP_SPANS_RUBY) && hook_for(c, p, SP_RT_RUBY, bin, hook, sizeof(hook))) {
+			attach_hook(c, p, hook, SP_PR_RB_HOOK_CALL, false);
+		} else if (m & SP_SPANS_RUBY) {
+			sp_bs_attach_any(c, p, sk->progs.on_ruby_method_multi, sk->progs.on_ruby_method,
+					 bin, "ruby", "method__entry", SP_PR_RUBY_METHOD_ENTRY);
+			sp_bs_attach_any(c, p, sk->progs.on_ruby_method_multi, sk->progs.on_ruby_method,
+					 bin, "ruby", "method__return", SP_PR_RUBY_METHOD_RETURN);
+		}
+		/*
+		 * Ruby 3.1.2 crashes at start-up (monitor.rb, 8 runs in 80) when
+		 * the cmethod probes are set while the activator's event hook is
+		 * being installed: with both families, the cmethod probes are
+		 * attached once the process's first method__entry shows that
+		 * the hook is in (docs/spans.md).
+		 */
+		if ((m & SP_SPANS_RUBY_C) && (m & SP_SPANS_RUBY) && !p->attached)
+			p->cm_pending = true;
+		else if (m & SP_SPANS_RUBY_C)
+			sp_bs_attach_cmethod(c, p, bin);
+		sp_bs_attach_any(c, p, sk->progs.on_ruby_raise_multi, sk->progs.on_ruby_raise, bin, "ruby",
+				 "raise", SP_PR_RUBY_RAISE);
+		p->runtimes |= SP_SPANS_RUBY;
+		snprintf(p->rlib[0], sizeof(p->rlib[0]), "%s", bin);
+		any = true;
+	}
+	if ((provs & SP_SPANS_PY_HOOKABLE) && (m & SP_SPANS_PYTHON) &&
+	    hook_for(c, p, SP_RT_PYTHON, bin, hook, sizeof(hook))) {
+		/* no probes of its own: the hook's markers only, audit too */
+		attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL, m & SP_SPANS_PY_AUDIT);
+		p->runtimes |= SP_SPANS_PYTHON;
+		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
+		any = true;
+	}
+	if ((provs & SP_SPANS_PYTHON) && (m & (SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT))) {
+		if ((m & SP_SPANS_PYTHON) && hook_for(c, p, SP_RT_PYTHON, bin, hook, sizeof(hook))) {
+			attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL, false);
+		} else if (m & SP_SPANS_PYTHON) {
+			sp_bs_attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
+					 bin, "python", "function__entry", SP_PR_PY_FUNCTION_ENTRY);
+			sp_bs_attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
+					 bin, "python", "function__return", SP_PR_PY_FUNCTION_RETURN);
+		}
+		if (m & SP_SPANS_PY_AUDIT)
+			sp_bs_attach_any(c, p, sk->progs.on_py_audit_multi, sk->progs.on_py_audit, bin,
+					 "python", "audit", SP_PR_PY_AUDIT);
+		p->runtimes |= SP_SPANS_PYTHON;
+		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
+		any = true;
+	}
+	if ((provs & SP_SPANS_USDT) && (m & SP_SPANS_USDT)) {
+		if (provs & SP_SPANS_USDT_REGS) {
+			static const uint32_t marks[] = { SP_PR_SP_BEGIN, SP_PR_SP_END };
+
+			sp_bs_attach_markers(c, p, bin, SP_SPANS_USDT_REGS_ARGS, marks, 2);
+		} else {
+			sp_bs_attach_any(c, p, sk->progs.on_sp_span_any_multi, sk->progs.on_sp_span, bin,
+					 "stackpulse", "span__begin", SP_PR_SP_BEGIN);
+			sp_bs_attach_any(c, p, sk->progs.on_sp_span_any_multi, sk->progs.on_sp_span, bin,
+					 "stackpulse", "span__end", SP_PR_SP_END);
+		}
+		p->runtimes |= SP_SPANS_USDT;
+		any = true;
+	}
+	(void)any;
+}
+
+static bool has_bin(const struct bs_proc *p, const char *bin)
+{
+	size_t i;
+
+	for (i = 0; i < p->natt; i++)
+		if (!strcmp(p->att[i]->bin, bin))
+			return true;
+	return false;
+}
+
+bool sp_bs_has_probe(const struct bs_proc *p, uint32_t probe)
+{
+	size_t i;
+
+	for (i = 0; i < p->natt; i++)
+		if (p->att[i]->probe == probe)
+			return true;
+	return false;
+}
+
+static int emit_runtime(struct bs_ctx *c, struct bs_proc *p, int rt, const char *lib,
+			const char *mode)
+{
+	struct sp_record r = { .kind = SP_REC_RUNTIME };
+	char ver[32];
+
+	sp_spans_runtime_version(lib, rt, ver, sizeof(ver));
+	r.runtime.time = sp_now_mono_ns();
+	r.runtime.pid = p->pid;
+	r.runtime.runtime = rt;
+	r.runtime.version = sp_writer_strz(c->out->w, ver);
+	r.runtime.library = sp_writer_strz(c->out->w, lib);
+	r.runtime.mode = sp_writer_strz(c->out->w, mode);
+	return c->out->emit(c->out->ctx, &r);
+}
+
+static void announce(struct bs_ctx *c, struct bs_proc *p)
+{
+	unsigned int m = c->o->modes;
+	char mode[64];
+
+	if ((p->runtimes & SP_SPANS_RUBY) && !(p->announced & SP_SPANS_RUBY)) {
+		snprintf(mode, sizeof(mode), "%s%s%s",
+			 m & SP_SPANS_RUBY ? "method" : "",
+			 (m & SP_SPANS_RUBY) && (m & SP_SPANS_RUBY_C) ? "," : "",
+			 m & SP_SPANS_RUBY_C ? "cmethod" : "");
+		emit_runtime(c, p, SP_RT_RUBY, p->rlib[0], mode);
+		p->announced |= SP_SPANS_RUBY;
+	}
+	if ((p->runtimes & SP_SPANS_PYTHON) && !(p->announced & SP_SPANS_PYTHON)) {
+		bool audit = sp_bs_has_probe(p, SP_PR_PY_AUDIT) || sp_bs_has_probe(p, SP_PR_PY_HOOK_AUDIT);
+
+		snprintf(mode, sizeof(mode), "%s%s%s",
+			 m & SP_SPANS_PYTHON ? "profile" : "",
+			 (m & SP_SPANS_PYTHON) && audit ? "," : "",
+			 audit ? "audit" : "");
+		emit_runtime(c, p, SP_RT_PYTHON, p->rlib[1], mode);
+		p->announced |= SP_SPANS_PYTHON;
+	}
+	c->found |= p->runtimes;
+}
+
+/*
+ * ld.so of process p has changed its libraries: the mapped ones that have
+ * probes for the modes asked and none yet (their markers from now on;
+ * what ran between the dlopen and now is missed). The runtime hooks
+ * (runtime) have theirs attached at exec.
+ */
+void sp_bs_scan_libs(struct bs_ctx *c, struct bs_proc *p)
+{
+	const char *rt = sp_spans_runtime_dir(c->o);
+	char name[64], line[PATH_MAX + 256];
+	bool any = false;
+	FILE *f;
+
+	snprintf(name, sizeof(name), "/proc/%u/maps", p->pid);
+	f = fopen(name, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char perms[8], *path = strchr(line, '/'), *nl, *base;
+		int provs;
+
+		if (!path || sscanf(line, "%*x-%*x %7s", perms) != 1 || !strchr(perms, 'x'))
+			continue;
+		nl = strchr(path, '\n');
+		if (nl)
+			*nl = 0;
+		base = strrchr(path, '/') + 1;
+		if (!strstr(base, ".so") || !strcmp(path, p->exe) || has_bin(p, path) ||
+		    (rt && !strncmp(path, rt, strlen(rt))))
+			continue;
+		provs = sp_bs_providers_cached(path);
+		if (!(provs & SP_SPANS_USDT))
+			continue;
+		attach_bin(c, p, path, provs & (SP_SPANS_USDT | SP_SPANS_USDT_REGS));
+		c->late_libs++;
+		any = true;
+	}
+	if (f)
+		fclose(f);
+	if (any)
+		announce(c, p);
+}
+
+/* Attach everything for the image process p runs now. */
+void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
+{
+	char exe[PATH_MAX], link[64], line[PATH_MAX + 256], (*libs)[4096];
+	ssize_t n;
+	int nlibs, i;
+	FILE *f;
+
+	snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;		/* gone */
+	exe[n] = 0;
+	snprintf(p->exe, sizeof(p->exe), "%s", exe);
+	p->nmap = 0;
+	if (c->o->modes) {
+		libs = sp_xmalloc(16 * sizeof(*libs));
+		attach_bin(c, p, exe, sp_bs_providers_cached(exe));
+		/* Libraries: mapped ones (a running process), else what the
+		 * executable needs (stopped at exec: nothing is mapped yet). */
+		nlibs = 0;
+		snprintf(link, sizeof(link), "/proc/%u/maps", p->pid);
+		f = fopen(link, "re");
+		while (f && fgets(line, sizeof(line), f) && nlibs < 16) {
+			char *path = strchr(line, '/'), *base, *nl;
+
+			if (!path)
+				continue;
+			nl = strchr(path, '\n');
+			if (nl)
+				*nl = 0;
+			base = strrchr(path, '/') + 1;
+			if (!strcmp(path, exe) && p->nmap < 8) {
+				unsigned long long lo, hi, off;
+
+				if (sscanf(line, "%llx-%llx %*s %llx", &lo, &hi, &off) == 3) {
+					p->map[p->nmap].start = lo;
+					p->map[p->nmap].end = hi;
+					p->map[p->nmap].off = off;
+					p->nmap++;
+				}
+				continue;
+			}
+			/* <stackpulse/span.h> markers may be in any library */
+			if (!sp_bs_runtime_lib_name(base) &&
+			    !((c->o->modes & SP_SPANS_USDT) && strstr(base, ".so")))
+				continue;
+			for (i = 0; i < nlibs; i++)
+				if (!strcmp(libs[i], path))
+					break;
+			if (i == nlibs)
+				snprintf(libs[nlibs++], sizeof(libs[0]), "%s", path);
+		}
+		if (f)
+			fclose(f);
+		/* stopped at exec, only the executable and ld.so are mapped */
+		if (!p->attached) {
+			char (*need)[4096] = sp_xmalloc(16 * sizeof(*need));
+			int nn = sp_spans_needed_libs(exe, c->o->modes & SP_SPANS_USDT, need, 16), k;
+
+			for (k = 0; k < nn && nlibs < 16; k++) {
+				for (i = 0; i < nlibs; i++)
+					if (!strcmp(libs[i], need[k]))
+						break;
+				if (i == nlibs)
+					memcpy(libs[nlibs++], need[k], sizeof(need[k]));
+			}
+			free(need);
+		}
+		for (i = 0; i < nlibs; i++)
+			attach_bin(c, p, libs[i], sp_bs_providers_cached(libs[i]));
+		free(libs);
+	}
+	sp_bs_attach_funcs(c, p);
+	announce(c, p);
+}
+
+/* A forked child: the same image as its parent; with probes: attach the
+ * same probes (the child is stopped). */
+void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent,
+		       bool probes)
+{
+	struct sp_spans *sk = c->skel;
+	size_t i;
+
+	for (i = 0; probes && i < parent->natt; i++) {
+		const struct bs_att *a = parent->att[i];
+		struct bpf_program *prog;
+		struct bpf_link *l;
+
+		if (a->probe == SP_PR_UPROBE_ENTRY || a->probe == SP_PR_UPROBE_RETURN) {
+			LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = c->funcs[a->func].name,
+				    .bpf_cookie = (uint64_t)child->gen << 32 | a->func,
+				    .retprobe = a->probe == SP_PR_UPROBE_RETURN);
+
+			prog = uo.retprobe ? sk->progs.on_func_return : sk->progs.on_func_entry;
+			pthread_mutex_lock(&c->bpf_lock);
+			l = bpf_program__attach_uprobe_opts(prog, child->pid, a->bin,
+							    c->funcs[a->func].skip, &uo);
+			pthread_mutex_unlock(&c->bpf_lock);
+		} else if (a->group) {	/* markers in one link: the same, once */
+			uint32_t probes[16];
+			size_t j;
+			int n = 0;
+
+			if (a->link.fd < 0)
+				continue;	/* its group's link is another's */
+			for (j = i; j < parent->natt && n < 16; j++)
+				if (parent->att[j]->group == a->group)
+					probes[n++] = parent->att[j]->probe;
+			sp_bs_attach_markers(c, child, a->bin, a->args, probes, n);
+			continue;
+		} else if (a->multi) {	/* a uprobe_multi link: the same */
+			const char *prov = sp_bs_probe_names[a->probe];
+			const char *name = strchr(prov, ':') + 1;
+			char provider[16];
+
+			snprintf(provider, sizeof(provider), "%.*s", (int)(name - 1 - prov), prov);
+			sp_bs_attach_multi(c, child, a->prog, a->bin, provider, name, a->probe);
+			continue;
+		} else {	/* libbpf's USDT link */
+			const char *prov, *name = strchr(sp_bs_probe_names[a->probe], ':') + 1;
+			char provider[16];
+
+			prov = sp_bs_probe_names[a->probe];
+			snprintf(provider, sizeof(provider), "%.*s", (int)(name - 1 - prov), prov);
+			sp_bs_attach_usdt_how(c, child, a->prog, a->bin, provider, name, a->probe, true);
+			continue;
+		}
+		if (l)
+			sp_bs_att_add(child, a->probe, a->func, a->bin, prog, l);
+	}
+	memcpy(child->exe, parent->exe, sizeof(child->exe));
+	memcpy(child->map, parent->map, sizeof(child->map));
+	child->nmap = parent->nmap;
+	child->runtimes = parent->runtimes;
+	child->cm_pending = parent->cm_pending;
+	child->attached = parent->attached;
+	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));
+	if (probes)	/* not a vfork child: it runs no code of the image */
+		announce(c, child);
+}
+
+/* The ld.so process pid maps (its program interpreter), into path: false
+ * when there is none (a static program) or the process is gone. */
+static bool ldso_of(uint32_t pid, char *path, size_t size)
+{
+	char maps[64], line[PATH_MAX + 256], *at, *nl, *base;
+	bool found = false;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
+	f = fopen(maps, "re");
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		at = strchr(line, '/');
+		if (!at)
+			continue;
+		nl = strchr(at, '\n');
+		if (nl)
+			*nl = 0;
+		base = strrchr(at, '/') + 1;
+		if (strncmp(base, "ld-", 3) || !strstr(base, ".so"))
+			continue;
+		snprintf(path, size, "%s", at);
+		found = true;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * <stackpulse/span.h> markers in libraries loaded later (dlopen): ld.so
+ * calls _dl_debug_state() when its list of libraries changes, for
+ * debuggers. A uprobe there in each process of the tree (a trap at its
+ * start-up, each dlopen and dlclose), never in others: its breakpoint in
+ * every process that maps ld.so would stop debuggers and valgrind, which
+ * take it for their own. scan: look at the libraries p has mapped now (it
+ * ran before the probe was there).
+ */
+void sp_bs_attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	char path[PATH_MAX];
+	struct bpf_link *l;
+	uint64_t off = 0;
+	unsigned int i;
+
+	if (!(c->o->modes & SP_SPANS_USDT) || p->exited || p->dl.link || p->dl.fd >= 0 ||
+	    !ldso_of(p->pid, path, sizeof(path)))
+		return;
+	for (i = 0; i < c->nldso && !off; i++)
+		if (!strcmp(c->ldso[i].path, path))
+			off = c->ldso[i].off;
+	if (i == c->nldso) {
+		off = sp_elf_func_offset(path, "_dl_debug_state");
+		if (!off)
+			sp_info("spans: no _dl_debug_state in '%s': libraries loaded with "
+				"dlopen() get no probes", path);
+		i = c->nldso < 2 ? c->nldso++ : 1;
+		snprintf(c->ldso[i].path, sizeof(c->ldso[i].path), "%s", path);
+		c->ldso[i].off = off;
+	}
+	if (!off)
+		return;
+	if (!c->no_multi) {
+		union bpf_attr attr;
+		struct sp_uprobe_multi_attr *u = (void *)&attr;
+		uint64_t cookie = 0;
+		int fd;
+
+		memset(&attr, 0, sizeof(attr));
+		u->prog_fd = bpf_program__fd(c->skel->progs.on_dl_state_multi);
+		u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
+		u->path = (uintptr_t)path;
+		u->offsets = (uintptr_t)&off;
+		u->cookies = (uintptr_t)&cookie;
+		u->cnt = 1;
+		u->pid = p->pid;
+		fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+		if (fd >= 0) {
+			fcntl(fd, F_SETFD, FD_CLOEXEC);
+			p->dl.fd = fd;
+		} else if (errno == ESRCH) {
+			return;
+		} else if (errno == EINVAL || errno == EOPNOTSUPP || errno == E2BIG) {
+			c->no_multi = true;
+		}
+	}
+	if (p->dl.fd < 0) {
+		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_dl_state, p->pid, path, off,
+						    &uo);
+		if (!l && errno != ESRCH && errno != ENOENT && !c->dl_warned) {
+			c->dl_warned = true;
+			sp_info("spans: cannot probe %s's _dl_debug_state (pid %u: %s): libraries "
+				"loaded with dlopen() get no probes", path, p->pid, strerror(errno));
+		}
+		p->dl.link = l;
+	}
+	if (scan && (p->dl.link || p->dl.fd >= 0))
+		sp_bs_scan_libs(c, p);
+}
+
+/*
+ * Each ld.so probe is a consumer of the one uprobe on ld.so's inode, which
+ * every process maps: the kernel checks each consumer's filter for each
+ * process that maps it (an exec anywhere) and at each attach and detach,
+ * so that thousands of short-lived processes (a fork storm, a shell loop
+ * of plain programs) each with its own would cost in proportion to their
+ * square. A fork child, and a process that execs a program known to have
+ * no probes, gets its probe only once it has lived SP_DL_AFTER_NS, with a
+ * look at what it loaded meanwhile (markers that fired in that time are
+ * missed). A process held at exec gets it at once.
+ */
+#define SP_DL_AFTER_NS	100000000ull
+void sp_bs_attach_dl_later(struct bs_ctx *c, struct bs_proc *p)
+{
+	if (!(c->o->modes & SP_SPANS_USDT))
+		return;
+	sp_grow(&c->dlw, &c->cdlw, c->ndlw + 1, sizeof(*c->dlw));
+	c->dlw[c->ndlw].p = p;
+	c->dlw[c->ndlw++].due = sp_now_mono_ns() + SP_DL_AFTER_NS;
+}
+
+/* The waiting ld.so probes that are due. */
+void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < c->ndlw; i++) {
+		struct bs_proc *p = c->dlw[i].p;
+
+		if (p->exited || sp_bs_proc_get(c, p->pid) != p)
+			continue;
+		if (now < c->dlw[i].due) {
+			c->dlw[k++] = c->dlw[i];
+			continue;
+		}
+		sp_bs_attach_dl(c, p, true);
+	}
+	c->ndlw = k;
+}

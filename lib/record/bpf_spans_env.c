@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The runtime activators of the spans source (bpf_spans.h): where they
+ * live (installed, build tree, $SP_RUNTIME_DIR), and the environment of
+ * the command sp-record starts, which makes Ruby (RUBYOPT, RUBYLIB) and
+ * Python (PYTHONPATH) load them, and the hooks use span rings.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bpf_spansP.h"
+#include "sp.h"
+
+const char *sp_spans_runtime_dir(const struct sp_spans_opts *o)
+{
+	static char dir[PATH_MAX];
+	static const char *const rel[] = {
+		"/../share/stackpulse/runtime",	/* installed: PREFIX/bin -> PREFIX/share */
+		"/../runtime",			/* build tree: build/bin -> build/runtime */
+		"/../../runtime",		/* source tree, without the hooks */
+	};
+	char exe[PATH_MAX], probe[PATH_MAX + 64], *slash;
+	const char *env = getenv("SP_RUNTIME_DIR");
+	ssize_t n;
+	unsigned int i;
+
+	if (o && o->runtime_dir)
+		return o->runtime_dir;
+	if (env && *env)
+		return env;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = 0;
+	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(probe, sizeof(probe), "%s%s/ruby/stackpulse_activate.rb", exe, rel[i]);
+		if (sp_bs_is_file(probe) && realpath(probe, dir)) {
+			/* cut "/ruby/stackpulse_activate.rb" */
+			*strrchr(dir, '/') = 0;
+			*strrchr(dir, '/') = 0;
+			return dir;
+		}
+	}
+	return NULL;
+}
+
+static int prepend_env(const char *name, const char *value, const char *sep)
+{
+	const char *old = getenv(name);
+	char *buf;
+	int ret;
+
+	if (old && strstr(old, value))
+		return 0;	/* already there (nested sp-record) */
+	if (old && *old) {
+		if (asprintf(&buf, "%s%s%s", value, sep, old) < 0)
+			return sp_error("out of memory");
+	} else {
+		buf = strdup(value);
+		if (!buf)
+			return sp_error("out of memory");
+	}
+	ret = setenv(name, buf, 1);
+	free(buf);
+	return ret ? sp_error_errno("cannot set %s", name) : 0;
+}
+
+int sp_spans_setup_env(const struct sp_spans_opts *o)
+{
+	const char *dir = sp_spans_runtime_dir(o);
+	char path[PATH_MAX + 64];
+
+	if (!(o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
+		return 0;
+	if (!dir) {
+		if (o->explicit_modes)
+			return sp_error("cannot find the Ruby/Python activators "
+					"(share/stackpulse/runtime): set SP_RUNTIME_DIR");
+		sp_warn("cannot find the Ruby/Python activators: Ruby method and Python "
+			"function spans will be missing");
+		return 0;
+	}
+	if (o->modes & SP_SPANS_RUBY) {
+		/*
+		 * Ruby splits RUBYOPT at white space and knows no quoting: a
+		 * directory with a space goes into RUBYLIB (split at colons),
+		 * and RUBYOPT names the activator without its directory.
+		 */
+		if (!strpbrk(dir, " \t\n\v\f\r")) {
+			snprintf(path, sizeof(path), "-r%s/ruby/stackpulse_activate.rb", dir);
+			if (prepend_env("RUBYOPT", path, " "))
+				return -1;
+		} else if (strchr(dir, ':')) {
+			sp_warn("the activators' directory has both white space and a colon in its "
+				"name, which Ruby cannot load from (RUBYOPT, RUBYLIB): Ruby method "
+				"spans will be missing (set SP_RUNTIME_DIR)");
+		} else {
+			snprintf(path, sizeof(path), "%s/ruby", dir);
+			if (prepend_env("RUBYLIB", path, ":") ||
+			    prepend_env("RUBYOPT", "-rstackpulse_activate", " "))
+				return -1;
+		}
+	}
+	if (o->modes & SP_SPANS_PYTHON) {
+		snprintf(path, sizeof(path), "%s/python", dir);
+		if (prepend_env("PYTHONPATH", path, ":"))
+			return -1;
+	}
+	/*
+	 * The hooks' span rings (runtime/hook/ring.h), unless Ruby's
+	 * C-method probes are recorded too: their marks come at once, and a
+	 * thread's marks must reach the loader in their order. An explicit
+	 * STACKPULSE_SPAN_RING (0: a marker per mark) is left alone.
+	 */
+	if (!getenv("STACKPULSE_SPAN_RING") &&
+	    setenv("STACKPULSE_SPAN_RING", (o->modes & SP_SPANS_RUBY_C) ? "0" : "1", 1))
+		return sp_error_errno("cannot set STACKPULSE_SPAN_RING");
+	return 0;
+}

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Loading the spans source's BPF object (bpf/spans.bpf.c, bpf_spansP.h):
+ * whether this process may, the load itself (about 0.2 s, most of it
+ * libbpf parsing the kernel's BTF), and the preload: a thread that the
+ * source's creation starts, so that the load overlaps the rest of
+ * sp-record's start-up.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "bpf_spansP.h"
+#include "sp.h"
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && sp_verbose < 2)
+		return 0;
+	if (level == LIBBPF_INFO && sp_verbose < 1)
+		return 0;
+	/* A failed load is reported once by the caller; details with -v. */
+	if (level == LIBBPF_WARN && sp_verbose < 1)
+		return 0;
+	sp_vmessage(fmt, ap);	/* "libbpf: ...": its names (paths) escaped like ours */
+	return 0;
+}
+
+/* Whether this process may load tracing BPF programs: CAP_BPF and
+ * CAP_PERFMON, or CAP_SYS_ADMIN, in the effective set. */
+bool sp_bs_may_bpf(void)
+{
+	static int cached = -1;
+	unsigned long long eff = 0;
+	char line[256];
+	FILE *f;
+
+	if (cached >= 0)
+		return cached;
+	f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "CapEff:", 7))
+			eff = strtoull(line + 7, NULL, 16);
+	if (f)
+		fclose(f);
+	cached = (eff >> 21 & 1) || ((eff >> 38 & 1) && (eff >> 39 & 1));
+	return cached;
+}
+
+/*
+ * Open, load and attach (the fork/exec/exit hooks) the BPF object: about
+ * 0.2 s here, most of it libbpf parsing the kernel's BTF. The source's
+ * creation starts it in a thread (preload), before sp-record sets up the
+ * rest, so it runs while the other sources load theirs.
+ */
+struct sp_spans *sp_bs_load_skel(char *why, size_t size)
+{
+	struct sp_spans *sk;
+	int err;
+
+	libbpf_set_print(libbpf_print);
+	sk = sp_spans__open();
+	if (!sk) {
+		snprintf(why, size, "cannot open the BPF program: %s", strerror(errno));
+		return NULL;
+	}
+	/* uprobe_multi programs: an attach type libbpf 1.1 has no section for */
+	bpf_program__set_expected_attach_type(sk->progs.on_marker_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(sk->progs.on_ruby_method_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(sk->progs.on_ruby_raise_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(sk->progs.on_py_function_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(sk->progs.on_py_audit_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(sk->progs.on_sp_span_any_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(sk->progs.on_dl_state_multi,
+					      SP_BPF_TRACE_UPROBE_MULTI);
+	/* sched_prepare_exec: Linux 6.10 and later */
+	if (libbpf_find_vmlinux_btf_id("sched_prepare_exec", BPF_TRACE_RAW_TP) < 0)
+		bpf_program__set_autoload(sk->progs.on_prepare_exec, false);
+	if ((err = sp_spans__load(sk)))
+		snprintf(why, size, "cannot load the BPF program: %s", strerror(-err));
+	else if ((err = sp_spans__attach(sk)))	/* fork, exec, exit tracepoints */
+		snprintf(why, size, "cannot attach the process tracepoints: %s", strerror(-err));
+	if (err) {
+		sp_spans__destroy(sk);
+		return NULL;
+	}
+	return sk;
+}
+
+/* The preload: one per process (sp-record records with one spans source). */
+static struct {
+	pthread_t th;
+	bool on;
+	int efd;		/* written once loaded (or failed) */
+	int done;		/* atomic */
+	struct sp_spans *skel;
+	char why[256];
+} preload = { .efd = -1 };
+
+static void *preload_main(void *arg)
+{
+	uint64_t one = 1;
+
+	(void)arg;
+	preload.skel = sp_bs_load_skel(preload.why, sizeof(preload.why));
+	__atomic_store_n(&preload.done, 1, __ATOMIC_RELEASE);
+	if (write(preload.efd, &one, sizeof(one)) < 0)
+		return NULL;
+	return NULL;
+}
+
+bool sp_bs_preload_running(void)
+{
+	return preload.on;
+}
+
+bool sp_bs_preload_ready(void)
+{
+	return __atomic_load_n(&preload.done, __ATOMIC_ACQUIRE);
+}
+
+/* The eventfd the preload writes when it is done (made now if need be), or -1. */
+int sp_bs_preload_fd(void)
+{
+	if (preload.efd < 0)
+		preload.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	return preload.efd;
+}
+
+/* Start loading in a thread, unless the options ask for nothing, BPF is
+ * not allowed, or (now false) it is --spans=auto for a command that is no
+ * runtime: then start() defers the load. */
+void sp_bs_preload_start(const struct sp_spans_opts *o, bool now)
+{
+	if (preload.on || (!o->modes && !o->nfuncs) || !sp_bs_may_bpf())
+		return;
+	if (!now && !o->explicit_modes && !o->nfuncs && !sp_bs_command_has_probes(o))
+		return;
+	if (sp_bs_preload_fd() < 0)
+		return;
+	preload.on = !pthread_create(&preload.th, NULL, preload_main, NULL);
+}
+
+/* The preloaded object (NULL and why set if it failed), or a fresh load. */
+struct sp_spans *sp_bs_preload_take(char *why, size_t size)
+{
+	struct sp_spans *sk;
+
+	if (!preload.on)
+		return sp_bs_load_skel(why, size);
+	pthread_join(preload.th, NULL);
+	preload.on = false;
+	sk = preload.skel;
+	preload.skel = NULL;
+	if (!sk)
+		snprintf(why, size, "%s", preload.why);
+	return sk;
+}

@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: MIT
+/*
+ * How the spans source attaches a USDT probe (bpf_spansP.h): every
+ * location of it in one uprobe_multi link, with the probe's operands
+ * parsed here into the BPF map usdt_specs (so a semaphore and any operand
+ * form work without libbpf's USDT manager); markers with fixed-register
+ * operands, several probes in one link; else libbpf's USDT links, bounded
+ * in number. The locations come from lib/elf/usdt.c, cached per file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+#if defined(__x86_64__)
+#include <asm/ptrace.h>		/* struct pt_regs: USDT operands */
+#endif
+
+#include "bpf_spansP.h"
+#include "elf/usdt.h"
+#include "sp.h"
+
+/*
+ * libbpf's USDT links, for kernels without uprobe_multi links (and
+ * operands sp_bs_attach_multi() cannot read). Each takes one or more of the
+ * 4096 specs of the BPF object until the reaper has destroyed it; libbpf
+ * 1.1 frees memory twice when an attach finds none left (its detach
+ * reallocates its free list to 0 bytes), so at most SP_SPANS_USDT_LIVE
+ * such links live at once: beyond that a process gets none, said once.
+ */
+#define SP_SPANS_USDT_LIVE	512
+int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
+			  const char *bin, const char *provider, const char *name,
+			  uint32_t probe, bool quiet)
+{
+	LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = (uint64_t)p->gen << 32 | probe);
+	struct bpf_link *l;
+
+	if (__atomic_load_n(&c->usdt_live, __ATOMIC_RELAXED) >= SP_SPANS_USDT_LIVE) {
+		if (!c->usdt_full)
+			sp_warn("spans: %u USDT links wait to be detached: pid %u and later "
+				"processes get no %s:%s until they are", SP_SPANS_USDT_LIVE,
+				p->pid, provider, name);
+		c->usdt_full = true;
+		return -1;
+	}
+	pthread_mutex_lock(&c->bpf_lock);
+	l = bpf_program__attach_usdt(prog, p->pid, bin, provider, name, &uo);
+	pthread_mutex_unlock(&c->bpf_lock);
+	if (!l) {
+		int e = errno;
+
+		if (e == ESRCH || quiet)
+			return -1;	/* the process is gone */
+		sp_warn("pid %u: cannot attach %s:%s in '%s': %s", p->pid, provider, name, bin,
+			strerror(e));
+		return -1;
+	}
+	__atomic_add_fetch(&c->usdt_live, 1, __ATOMIC_RELAXED);
+	sp_bs_att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .link = l, .fd = -1, .usdt = true },
+			   false, NULL);
+	return 0;
+}
+
+
+static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
+		       const char *bin, const char *provider, const char *name, uint32_t probe)
+{
+	return sp_bs_attach_usdt_how(c, p, prog, bin, provider, name, probe, false);
+}
+
+/*
+ * sp_usdt_offsets() (lib/elf/usdt.c), cached by file (path, device, inode, mtime) and
+ * probe: a forking runtime's children each get their links while they
+ * wait, stopped, and the ELF notes need not be read again for each.
+ */
+int sp_bs_offsets_cached(const char *path, const char *provider, const char *name,
+			 const char *args, uint64_t *offs, int max)
+{
+	static struct {
+		char path[PATH_MAX], probe[128];
+		dev_t dev;
+		ino_t ino;
+		struct timespec mtime;
+		int n;
+		uint64_t offs[64];
+	} cache[32];
+	static unsigned int next;
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	char probe[128];
+	struct stat st;
+	unsigned int i;
+	int n;
+
+	if (stat(path, &st) || max > 64)
+		return sp_usdt_offsets(path, provider, name, args, offs, max);
+	snprintf(probe, sizeof(probe), "%s:%s:%s", provider, name, args ? args : "");
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < 32; i++) {
+		if (cache[i].ino != st.st_ino || cache[i].dev != st.st_dev ||
+		    cache[i].mtime.tv_sec != st.st_mtim.tv_sec ||
+		    cache[i].mtime.tv_nsec != st.st_mtim.tv_nsec || strcmp(cache[i].probe, probe) ||
+		    strcmp(cache[i].path, path))
+			continue;
+		n = cache[i].n;
+		if (n > 0)
+			memcpy(offs, cache[i].offs, n * sizeof(*offs));
+		pthread_mutex_unlock(&lock);
+		return n;
+	}
+	pthread_mutex_unlock(&lock);
+	n = sp_usdt_offsets(path, provider, name, args, offs, max);
+	pthread_mutex_lock(&lock);
+	i = next++ % 32;
+	snprintf(cache[i].path, sizeof(cache[i].path), "%s", path);
+	snprintf(cache[i].probe, sizeof(cache[i].probe), "%s", probe);
+	cache[i].dev = st.st_dev;
+	cache[i].ino = st.st_ino;
+	cache[i].mtime = st.st_mtim;
+	cache[i].n = n;
+	if (n > 0)
+		memcpy(cache[i].offs, offs, n * sizeof(*offs));
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+#if defined(__x86_64__)
+/* The offset in struct pt_regs of an x86-64 register named as in a USDT
+ * note's operands (any width), or -1; as libbpf reads them. */
+static int reg_offset(const char *name)
+{
+	static const struct {
+		const char *names[4];
+		size_t off;
+	} regs[] = {
+#define R(f) offsetof(struct pt_regs, f)
+		{ { "rip", "eip", "", "" }, R(rip) },
+		{ { "rax", "eax", "ax", "al" }, R(rax) },
+		{ { "rbx", "ebx", "bx", "bl" }, R(rbx) },
+		{ { "rcx", "ecx", "cx", "cl" }, R(rcx) },
+		{ { "rdx", "edx", "dx", "dl" }, R(rdx) },
+		{ { "rsi", "esi", "si", "sil" }, R(rsi) },
+		{ { "rdi", "edi", "di", "dil" }, R(rdi) },
+		{ { "rbp", "ebp", "bp", "bpl" }, R(rbp) },
+		{ { "rsp", "esp", "sp", "spl" }, R(rsp) },
+		{ { "r8", "r8d", "r8w", "r8b" }, R(r8) },
+		{ { "r9", "r9d", "r9w", "r9b" }, R(r9) },
+		{ { "r10", "r10d", "r10w", "r10b" }, R(r10) },
+		{ { "r11", "r11d", "r11w", "r11b" }, R(r11) },
+		{ { "r12", "r12d", "r12w", "r12b" }, R(r12) },
+		{ { "r13", "r13d", "r13w", "r13b" }, R(r13) },
+		{ { "r14", "r14d", "r14w", "r14b" }, R(r14) },
+		{ { "r15", "r15d", "r15w", "r15b" }, R(r15) },
+#undef R
+	};
+	size_t i, j;
+
+	for (i = 0; i < sizeof(regs) / sizeof(regs[0]); i++)
+		for (j = 0; j < 4; j++)
+			if (regs[i].names[j][0] && !strcmp(regs[i].names[j], name))
+				return (int)regs[i].off;
+	return -1;
+}
+
+int sp_spans_usdt_parse_args(const char *args, struct sp_bs_usdt_spec *spec)
+{
+	const char *s = args;
+	char reg[16];
+	long off;
+	int size, len, n = 0, r;
+
+	memset(spec, 0, sizeof(*spec));
+	while (*s) {
+		struct sp_bs_usdt_arg *a;
+
+		while (*s == ' ')
+			s++;
+		if (!*s)
+			break;
+		if (n == (int)(sizeof(spec->args) / sizeof(spec->args[0])))
+			return -1;
+		a = &spec->args[n];
+		len = 0;
+		if (sscanf(s, " %d @ %ld ( %%%15[^)] ) %n", &size, &off, reg, &len) == 3 && len) {
+			a->type = SP_BS_USDT_DEREF;
+			a->val_off = (uint64_t)off;
+		} else if ((len = 0, sscanf(s, " %d @ ( %%%15[^)] ) %n", &size, reg, &len)) == 2 &&
+			   len) {
+			a->type = SP_BS_USDT_DEREF;
+		} else if ((len = 0, sscanf(s, " %d @ %%%15s %n", &size, reg, &len)) == 2 && len) {
+			a->type = SP_BS_USDT_REG;
+		} else if ((len = 0, sscanf(s, " %d @ $%ld %n", &size, &off, &len)) == 2 && len) {
+			a->type = SP_BS_USDT_CONST;
+			a->val_off = (uint64_t)off;
+			reg[0] = 0;
+		} else {
+			return -1;
+		}
+		if (a->type != SP_BS_USDT_CONST) {
+			r = reg_offset(reg);
+			if (r < 0)
+				return -1;
+			a->reg_off = (int16_t)r;
+		}
+		switch (size) {
+		case -1: case -2: case -4: case -8:
+			a->sign = 1;
+			size = -size;
+			/* fall through */
+		case 1: case 2: case 4: case 8:
+			a->shift = (uint8_t)(64 - size * 8);
+			break;
+		default:
+			return -1;
+		}
+		n++;
+		s += len;
+	}
+	spec->nargs = (int16_t)n;
+	return n;
+}
+#else
+int sp_spans_usdt_parse_args(const char *args, struct sp_bs_usdt_spec *spec)
+{
+	(void)args;
+	memset(spec, 0, sizeof(*spec));
+	return -1;	/* libbpf's USDT links read them */
+}
+#endif
+
+/*
+ * Every location of USDT probe provider:name in path: file offset, the file
+ * offset of its semaphore (0: none) and its operands, parsed. Cached by
+ * file (path, device, inode, mtime) and probe: a forking runtime's
+ * children each get their links while they wait, stopped. NULL when the
+ * probe is not there or its notes or operands cannot be read here.
+ */
+#define SP_USDT_LOCS	64
+struct usdt_probe_cache {
+	char path[PATH_MAX], probe[128];
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+	int n;			/* -1: unusable */
+	uint64_t off[SP_USDT_LOCS], ref[SP_USDT_LOCS];
+	struct sp_bs_usdt_spec spec[SP_USDT_LOCS];
+};
+
+static int usdt_probe_add(void *arg, const struct sp_usdt_loc *l)
+{
+	struct usdt_probe_cache *u = arg;
+
+	if (u->n >= SP_USDT_LOCS || sp_spans_usdt_parse_args(l->args, &u->spec[u->n]) < 0)
+		return -1;
+	u->off[u->n] = l->off;
+	u->ref[u->n] = l->sem_off;
+	u->n++;
+	return 0;
+}
+
+static int usdt_probe_read(const char *path, const char *provider, const char *name,
+			   struct usdt_probe_cache *u)
+{
+	int n;
+
+	u->n = 0;
+	n = sp_usdt_locations(path, provider, name, usdt_probe_add, u);
+	return n > 0 ? n : -1;
+}
+
+static const struct usdt_probe_cache *usdt_probe(struct bs_ctx *c, const char *path,
+						 const char *provider, const char *name)
+{
+	struct usdt_probe_cache *u;
+	char probe[128];
+	struct stat st;
+	size_t i;
+
+	if (stat(path, &st))
+		return NULL;
+	snprintf(probe, sizeof(probe), "%s:%s", provider, name);
+	for (i = 0; i < c->nucache; i++) {
+		u = &c->ucache[i];
+		if (u->ino == st.st_ino && u->dev == st.st_dev &&
+		    u->mtime.tv_sec == st.st_mtim.tv_sec && u->mtime.tv_nsec == st.st_mtim.tv_nsec &&
+		    !strcmp(u->probe, probe) && !strcmp(u->path, path))
+			return u->n > 0 ? u : NULL;
+	}
+	if (c->nucache == 32)
+		c->nucache = 0;		/* forget them all: rare */
+	if (!c->ucache)
+		c->ucache = sp_xcalloc(32, sizeof(*c->ucache));
+	u = &c->ucache[c->nucache++];
+	memset(u, 0, sizeof(*u));
+	snprintf(u->path, sizeof(u->path), "%s", path);
+	snprintf(u->probe, sizeof(u->probe), "%s", probe);
+	u->dev = st.st_dev;
+	u->ino = st.st_ino;
+	u->mtime = st.st_mtim;
+	u->n = usdt_probe_read(path, provider, name, u);
+	return u->n > 0 ? u : NULL;
+}
+
+/* The number of a marker location (struct bs_loc), 0 when there are too
+ * many to number in a cookie. */
+static uint32_t loc_id(struct bs_ctx *c, const char *bin, uint64_t off)
+{
+	uint64_t key = sp_hash_mix(sp_hash_bytes(bin, strlen(bin)), off), *v;
+
+	v = sp_u64map_get(&c->loc_ids, key);
+	if (v && c->locs[*v - 1].off == off && !strcmp(c->locs[*v - 1].bin, bin))
+		return (uint32_t)*v;
+	if (c->nlocs >= 0xffffff)
+		return 0;
+	sp_grow(&c->locs, &c->clocs, c->nlocs + 1, sizeof(*c->locs));
+	c->locs[c->nlocs].bin = sp_xstrdup(bin);
+	c->locs[c->nlocs].off = off;
+	c->locs[c->nlocs].spec = false;
+	c->nlocs++;
+	if (!v)
+		sp_u64map_put(&c->loc_ids, key, c->nlocs);
+	return (uint32_t)c->nlocs;
+}
+
+/*
+ * USDT probe provider:name of bin for p, by a uprobe_multi link (every
+ * location of the probe in one link; the cookie is ours, no libbpf spec):
+ * semaphores (reference counters) and operands included, each location's
+ * operands in the map 'usdt_specs' at its number (bits 8-31 of the
+ * cookie). 0, or -1: use a USDT link (operands it cannot read, or the
+ * kernel refuses these links: c->no_multi).
+ */
+int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
+		       const char *bin, const char *provider, const char *name, uint32_t probe)
+{
+	union bpf_attr attr;
+	struct sp_uprobe_multi_attr *u = (void *)&attr;
+	const struct usdt_probe_cache *uc;
+	uint64_t offs[SP_USDT_LOCS], cookies[SP_USDT_LOCS];
+	bool refs = false;
+	int n, i, fd;
+	uint32_t id;
+
+	if (c->no_multi)
+		return -1;
+	uc = usdt_probe(c, bin, provider, name);
+	n = uc ? uc->n : -1;
+	if (n <= 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		struct bs_loc *l;
+
+		offs[i] = uc->off[i];
+		id = loc_id(c, bin, offs[i]);
+		l = id ? &c->locs[id - 1] : NULL;
+		if (!l || id >= SP_BS_MAX_SPECS)
+			return -1;
+		if (!l->spec && bpf_map__update_elem(c->skel->maps.usdt_specs, &id, sizeof(id),
+						     &uc->spec[i], sizeof(uc->spec[i]), BPF_ANY))
+			return -1;
+		l->spec = true;
+		refs |= uc->ref[i] != 0;
+		cookies[i] = (uint64_t)p->gen << 32 | (uint64_t)id << 8 | probe;
+	}
+	memset(&attr, 0, sizeof(attr));
+	u->prog_fd = bpf_program__fd(prog);
+	u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
+	u->path = (uintptr_t)bin;
+	u->offsets = (uintptr_t)offs;
+	u->ref_ctr_offsets = refs ? (uintptr_t)uc->ref : 0;
+	u->cookies = (uintptr_t)cookies;
+	u->cnt = n;
+	u->pid = p->pid;
+	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	if (fd < 0) {
+		if (errno == ESRCH)
+			return 0;	/* gone: nothing to attach */
+		if (errno == EINVAL || errno == EOPNOTSUPP || errno == E2BIG)
+			c->no_multi = true;
+		if (sp_verbose)
+			sp_info("spans: uprobe_multi link for %s:%s in '%s' refused (%s): USDT links",
+				provider, name, bin, strerror(errno));
+		return -1;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	sp_bs_att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .fd = fd }, true, NULL);
+	return 0;
+}
+
+/* USDT probe provider:name of bin for p: by a uprobe_multi link (prog
+ * multi), else by libbpf's USDT link (prog usdt). */
+void sp_bs_attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
+		      struct bpf_program *usdt, const char *bin, const char *provider,
+		      const char *name, uint32_t probe)
+{
+	if (sp_bs_attach_multi(c, p, multi, bin, provider, name, probe))
+		attach_usdt(c, p, usdt, bin, provider, name, probe);
+}
+
+/* The USDT-link program of a marker with fixed-register operands. */
+static struct bpf_program *marker_prog(struct bs_ctx *c, uint32_t probe)
+{
+	struct sp_spans *sk = c->skel;
+
+	switch (probe) {
+	case SP_PR_SP_BEGIN:
+	case SP_PR_SP_END:
+		return sk->progs.on_sp_span_regs;
+	case SP_PR_RT_NAME:
+		return sk->progs.on_rt_name;
+	case SP_PR_RT_RING:
+		return sk->progs.on_rt_ring;
+	case SP_PR_RT_FLUSH:
+		return sk->progs.on_rt_flush;
+	case SP_PR_PY_HOOK_AUDIT:
+		return sk->progs.on_rt_audit;
+	}
+	return sk->progs.on_rt_hook;
+}
+
+#define SP_MARKER_LOCS	256
+/*
+ * Markers probes[0..n) of bin whose operands are args (fixed registers):
+ * one uprobe_multi link for them all, on_marker_multi telling them apart
+ * by the cookie (a fork child gets one link per binary, not one per
+ * marker). A marker the binary lacks is left out; one whose operands are
+ * others, and all of them where the kernel has no such links, get a USDT
+ * link each. Each gets its struct bs_att (its probe's health), the first
+ * the link, all the same group.
+ */
+void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
+			  const char *args, const uint32_t *probes, int n)
+{
+	uint64_t offs[SP_MARKER_LOCS], cookies[SP_MARKER_LOCS], o[64];
+	int found[16], total = 0, k, i, fd = -1;
+	union bpf_attr attr;
+	struct sp_uprobe_multi_attr *u = (void *)&attr;
+	uint32_t group, id;
+	bool first = true;
+
+	for (k = 0; k < n && k < 16; k++) {
+		const char *name = strchr(sp_bs_probe_names[probes[k]], ':') + 1;
+
+		found[k] = c->no_multi ? -1 : sp_bs_offsets_cached(bin, "stackpulse", name, args, o, 64);
+		if (found[k] <= 0)
+			continue;
+		for (i = 0; i < found[k] && total < SP_MARKER_LOCS; i++) {
+			id = loc_id(c, bin, o[i]);
+			offs[total] = o[i];
+			cookies[total++] = (uint64_t)p->gen << 32 | (uint64_t)id << 8 | probes[k];
+		}
+	}
+	if (total && total < SP_MARKER_LOCS) {
+		memset(&attr, 0, sizeof(attr));
+		u->prog_fd = bpf_program__fd(c->skel->progs.on_marker_multi);
+		u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
+		u->path = (uintptr_t)bin;
+		u->offsets = (uintptr_t)offs;
+		u->cookies = (uintptr_t)cookies;
+		u->cnt = total;
+		u->pid = p->pid;
+		fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+		if (fd < 0 && errno == ESRCH)
+			return;		/* gone: nothing to attach */
+		if (fd < 0 && (errno == EINVAL || errno == EOPNOTSUPP || errno == E2BIG))
+			c->no_multi = true;
+		if (fd < 0 && sp_verbose)
+			sp_info("spans: uprobe_multi link for the markers in '%s' refused (%s): "
+				"USDT links", bin, strerror(errno));
+	}
+	if (fd >= 0) {
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		group = ++c->groups;
+		for (k = 0; k < n && k < 16; k++) {
+			if (found[k] <= 0)
+				continue;
+			sp_bs_att_add_link(p, probes[k], 0, bin, c->skel->progs.on_marker_multi,
+					   (struct bs_link){ .fd = first ? fd : -1 }, true, args);
+			p->att[p->natt - 1]->group = group;
+			first = false;
+		}
+	}
+	for (k = 0; k < n && k < 16; k++) {
+		const char *name = strchr(sp_bs_probe_names[probes[k]], ':') + 1;
+
+		if (fd < 0 || found[k] < 0)
+			attach_usdt(c, p, marker_prog(c, probes[k]), bin, "stackpulse", name,
+				    probes[k]);
+	}
+}
