@@ -78,11 +78,12 @@ check_export() {
 	sp-record --spans=python,python-audit -o "$T/py.sp" -- /usr/bin/python3.11 "$T/t.py" >/dev/null
 	sp-correlate -o "$T/py.c.sp" "$T/py.sp"
 	check_export "$T/py.c.sp"
-	# the three calls of work() each own their file and socket events
-	run -0 jq -c '[.resourceSpans[].scopeSpans[].spans[] | select(.name == "work") |
+	# the three calls of work() (a span named module.qualname) each own
+	# their file and socket events
+	run -0 jq -c '[.resourceSpans[].scopeSpans[].spans[] | select(.name == "__main__.work") |
 		[(.events // [])[].name | select(. == "path_open" or . == "sock_connect")] | sort] | unique' "$T/req.json"
 	assert_output '[["path_open","sock_connect"]]'
-	run -0 jq '[.resourceSpans[].scopeSpans[].spans[] | select(.name == "work")] | length' "$T/req.json"
+	run -0 jq '[.resourceSpans[].scopeSpans[].spans[] | select(.name == "__main__.work")] | length' "$T/req.json"
 	assert_output 3
 }
 
