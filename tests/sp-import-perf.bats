@@ -4,10 +4,11 @@
 # and pipe mode, frame pointers and DWARF, several events, tracepoints, a
 # program of several processes) become streams whose flame graph has the
 # stacks and counts that `perf script` shows for the same file, collapsed by
-# the small stackcollapse below. Then what perf.data is not: unknown record
-# types and features (counted, never fatal), malformed files (one message
-# with file and offset, exit status 2), and the importer's fuzz target over
-# files made here.
+# the small stackcollapse below; kernel frames named as perf script names
+# them when the file's kernel is this one. Then what perf.data is not:
+# unknown record types and features (counted, never fatal), malformed files
+# (one message with file and offset, exit status 2), and the importer's
+# fuzz target over files made here.
 
 load helper
 
@@ -70,7 +71,7 @@ for line in sys.stdin:
             ip += 1
         user += 1
     if mode == 'sym':
-        unnamed = sym == '[unknown]' or dso == '[kernel.kallsyms]'
+        unnamed = sym == '[unknown]'
         name = '[%s]' % base if unnamed else sym
     elif dso == '[unknown]':
         name = '0x%x' % ip
@@ -256,6 +257,104 @@ EOF
 
 # A pipe-mode file with a record of type 120 and a feature 200 after its
 # header: neither is known; both are skipped and counted.
+# kernel_names SPOOL: "ADDR NAME" per kernel frame of the symbolized spool
+# (NAME "-" when it got none).
+kernel_names() {
+	sp-symbolize "$1" 2>/dev/null | sp-decode | jq -r '
+		if .type == "frame" and .mode == "kernel" then "F \(.id) \(.addr)"
+		elif .type == "symbol" and .index == 0 then "S \(.frame) \(.func // "-")"
+		else empty end' |
+		awk '$1 == "F" { a[$2] = $3 } $1 == "S" && ($2 in a) { print a[$2], $3 }' |
+		sed -E 's/^0x0*//' | sort -u
+}
+
+@test "kernel frames of a file recorded on this kernel are named as perf script names them" {
+	require_root
+	perf_rec -g -e cpu-clock -o "$T/k.data" -- dd if=/dev/zero of=/dev/null bs=1 count=300000
+	run -0 --separate-stderr sp-decode --from=perf --stats "$T/k.data"
+	[ -z "$stderr" ]
+	[[ "$output" == *"kernel symbols from this machine: "[1-9]*", kernel frames left unnamed: 0"* ]]
+	sp-decode --from=perf -e -o "$T/k.sp" "$T/k.data"
+	# every ksym comes before the first sample with a frame in it
+	sp-decode "$T/k.sp" | python3 -c '
+import json, sys
+ksyms, bad = [], 0
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["type"] == "ksym":
+        ksyms.append((int(r["addr"], 16), int(r["addr"], 16) + r.get("size", 1)))
+    elif r["type"] == "sample":
+        for f in r["frames"]:
+            a = int(f["addr"], 16)
+            if f["mode"] == "kernel" and not any(lo <= a < hi for lo, hi in ksyms):
+                bad += 1
+sys.exit(bad > 0)' || fail "a kernel frame came before its ksym"
+	# perf script's names of the same kernel addresses
+	perf script -i "$T/k.data" -F ip,sym,dso 2>/dev/null |
+		awk '$NF == "([kernel.kallsyms])" && $2 != "[unknown]" { print $1, $2 }' |
+		sed -E 's/^0*//' | sort -u > "$T/want"
+	kernel_names "$T/k.sp" > "$T/got"
+	[ "$(wc -l < "$T/want")" -ge 10 ] || fail "perf script names few kernel frames"
+	grep -q ' entry_SYSCALL_64' "$T/want"
+	# A frame that is not the leaf is looked up at its address minus one (a
+	# return address belongs to its call): one at a function's first byte
+	# is the only kind allowed to stay unnamed.
+	sp-decode "$T/k.sp" | jq -r 'select(.type == "ksym") | .addr' |
+		sed -E 's/^0x0*//' | sort -u > "$T/starts"
+	awk '$2 == "-" { print $1 }' "$T/got" | sort -u | comm -23 - "$T/starts" > "$T/odd"
+	[ ! -s "$T/odd" ] || fail "kernel frames without a name: $(cat "$T/odd")"
+	grep -v ' -$' "$T/got" | comm -13 "$T/want" - > "$T/extra"
+	[ ! -s "$T/extra" ] || fail "names perf script does not give: $(cat "$T/extra")"
+	comm -23 "$T/want" <(grep -v ' -$' "$T/got") | cut -d' ' -f1 | comm -23 - "$T/starts" > "$T/missing"
+	[ ! -s "$T/missing" ] || fail "kernel frames perf names, unnamed here: $(cat "$T/missing")"
+}
+
+@test "a file from another kernel: one message, counted, and its kernel frames unnamed" {
+	require_root
+	perf_rec -g -e cpu-clock -o "$T/k.data" -- dd if=/dev/zero of=/dev/null bs=1 count=100000
+	bid=$(perf buildid-list -i "$T/k.data" 2>/dev/null | awk '$2 == "[kernel.kallsyms]" { print $1 }')
+	[ -n "$bid" ] || skip "perf wrote no build-id for the kernel"
+	python3 - "$T/k.data" "$T/other.data" "$bid" <<'EOF'
+import sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+bid = bytes.fromhex(sys.argv[3])
+i = d.find(bid)
+assert i >= 0 and d.find(bid, i + 1) < 0
+d[i] ^= 0xff
+open(sys.argv[2], 'wb').write(d)
+EOF
+	run -0 --separate-stderr sp-decode --from=perf -e -o "$T/other.sp" "$T/other.data"
+	[ "$(grep -c 'kernel frames stay unnamed' <<<"$stderr")" = 1 ]
+	[[ "$stderr" == *"other.data: kernel frames stay unnamed: recorded on another kernel"* ]]
+	run -0 --separate-stderr sp-decode --from=perf --stats "$T/other.data"
+	[[ "$output" == *"kernel symbols from this machine: 0, kernel frames left unnamed: "[1-9]*": recorded on another kernel"* ]]
+	[ "$(sp-decode "$T/other.sp" | jq -s 'map(select(.type == "ksym")) | length')" = 0 ]
+	kernel_names "$T/other.sp" > "$T/got"
+	[ -s "$T/got" ]
+	[ -z "$(grep -v ' -$' "$T/got")" ]
+}
+
+@test "a pipe-mode file has no build-id: its kernel release decides" {
+	require_root
+	perf_rec -g -e cpu-clock -o - -- dd if=/dev/zero of=/dev/null bs=1 count=100000
+	python3 - "$T/perf.out" "$T/other.data" <<'EOF'
+import os, sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+rel = os.uname().release.encode()
+i = d.find(rel)
+assert i >= 0 and d.find(rel, i + 1) < 0
+d[i] = ord('X')
+open(sys.argv[2], 'wb').write(d)
+EOF
+	run -0 --separate-stderr sp-decode --from=perf --stats "$T/perf.out"
+	[ -z "$stderr" ]
+	[[ "$output" == *"kernel symbols from this machine: "[1-9]*", kernel frames left unnamed: 0"* ]]
+	run -0 --separate-stderr sp-decode --from=perf --stats "$T/other.data"
+	[ "$(grep -c 'kernel frames stay unnamed' <<<"$stderr")" = 1 ]
+	[[ "$stderr" == *"recorded on another kernel (no build-id; release 'X"* ]]
+	[[ "$output" == *"kernel symbols from this machine: 0, kernel frames left unnamed: "[1-9]* ]]
+}
+
 @test "unknown record types and features are counted in --stats, never fatal" {
 	perf_rec -e cpu-clock -g -o - -- "$W" 0.1
 	python3 - "$T/perf.out" "$T/odd.data" <<'EOF'
@@ -306,7 +405,9 @@ d[48:56] = bytes(8)
 open(sys.argv[2], 'wb').write(d[:off + size])
 EOF
 	run -0 --separate-stderr sp-decode --from=perf "$T/unfinished.data"
-	[ "$stderr" = "sp-decode: warning: $T/unfinished.data: the header gives no data size (perf record did not finish?): reading records to the end of the file, without its features" ]
+	# (without the features, nothing says which kernel recorded it)
+	[ "$stderr" = "sp-decode: warning: $T/unfinished.data: the header gives no data size (perf record did not finish?): reading records to the end of the file, without its features
+sp-decode: warning: $T/unfinished.data: kernel frames stay unnamed: the file names no kernel build-id nor release" ]
 	[ "$(grep -c '"type":"sample"' <<<"$output")" = "$(sp-decode --from=perf "$T/file.data" | grep -c '"type":"sample"')" ]
 	# A record shorter than its own header.
 	{ head -c 16 "$T/ok.data"; printf '\011\0\0\0\0\0\004\0'; } > "$T/short.data"

@@ -491,6 +491,7 @@ static void pd_free(struct pd *p)
 	sp_u64map_release(&p->ids);
 	pd_queue_free(p);
 	pd_procs_free(p);
+	pd_ksyms_free(p);
 	if (p->unw)
 		sp_unwinder_free(p->unw);
 	sp_buf_release(&p->hostname);

@@ -12,6 +12,8 @@
  *                        modules and each process's mappings
  *   perfdata_sample.c    PERF_RECORD_SAMPLE: its fields by sample_type,
  *                        the callchain and the DWARF unwind into a stack
+ *   perfdata_ksyms.c     the kernel frames' names, from this machine's
+ *                        /proc/kallsyms when the file's kernel is this one
  *
  * The layout of perf.data is perf's (tools/perf/Documentation/
  * perf.data-file-format.txt in the Linux sources); the record layouts are
@@ -30,6 +32,7 @@
 #include "buf.h"
 #include "buildid.h"
 #include "hashmap.h"
+#include "kallsyms.h"
 #include "perfdata.h"
 #include "unwind.h"
 #include "writer.h"
@@ -166,6 +169,9 @@ struct pd {
 	uint8_t kbid[SP_BUILD_ID_MAX];	/* [kernel.kallsyms] in the build-id table */
 	unsigned int kbid_len;
 	uint64_t kmod;			/* module id of the kernel, 0 until used */
+	int ksyms_state;		/* 0 undecided, 1 named from ksyms, -1 unnamed */
+	struct sp_kallsyms ksyms;	/* this kernel's, when the file's is this one */
+	struct sp_u64map ksym_written;	/* symbol address -> 1: its ksym is written */
 	struct sp_u64map mods;		/* hash of (path, pgoff) -> module id */
 	struct sp_u64map procs;		/* pid -> struct pd_proc * */
 	struct sp_unwinder *unw;
@@ -231,5 +237,9 @@ void pd_procs_free(struct pd *p);
 void pd_on_sample(struct pd *p, const uint8_t *rec, size_t size, uint16_t misc);
 void pd_on_lost(struct pd *p, const uint8_t *rec, size_t size);
 void pd_attr_setup(struct pd_attr *a);
+
+/* perfdata_ksyms.c: before a kernel frame at addr is interned. */
+void pd_ksym(struct pd *p, uint64_t addr);
+void pd_ksyms_free(struct pd *p);
 
 #endif

@@ -417,6 +417,11 @@ void sp_perfdata_stats_print(const struct sp_perfdata_stats *st, FILE *out)
 	fprintf(out, "  processes %" PRIu64 ", threads %" PRIu64 ", modules %" PRIu64
 		", build-ids %" PRIu64 ", lost samples %" PRIu64 "\n",
 		st->processes, st->threads, st->modules, st->build_ids, st->lost);
+	if (st->ksyms || st->kernel_unnamed)
+		fprintf(out, "  kernel symbols from this machine: %" PRIu64
+			", kernel frames left unnamed: %" PRIu64 "%s%s\n", st->ksyms,
+			st->kernel_unnamed, st->kernel_unnamed_why[0] ? ": " : "",
+			st->kernel_unnamed_why);
 	fprintf(out, "  records skipped (type not read): %" PRIu64, st->unknown_records);
 	fprintf(out, "\n  features read: %" PRIu64 ", skipped: %" PRIu64, st->features,
 		st->unknown_features);

@@ -171,6 +171,7 @@ static uint64_t frame(struct pd *p, const struct pd_proc *pr, uint32_t pid, uint
 	const struct pd_vma *v;
 
 	if (kernel) {
+		pd_ksym(p, ip);
 		f.module = pd_kernel_mod(p);
 		f.mode = SP_FRAME_KERNEL;
 	} else if ((v = pd_vma_find(pr, ip))) {

@@ -3,7 +3,10 @@
  * kallsyms.h - the kernel's code symbols from /proc/kallsyms, read once and
  * kept sorted, to find the symbol holding a kernel address (sp-record writes
  * the symbols of the kernel frames it saw, so another machine can symbolize
- * them).
+ * them; sp-decode --from=perf, those of a perf.data recorded on this kernel).
+ * The reader is lib/elf/kallsyms.c (no BPF needed); the per-boot cache,
+ * sp_kallsyms_load_cached() and sp_kallsyms_open_cache(), is sp-record's
+ * (lib/record/kallsyms_cache.c).
  */
 #ifndef STACKPULSE_KALLSYMS_H
 #define STACKPULSE_KALLSYMS_H

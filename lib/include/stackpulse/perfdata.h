@@ -57,6 +57,9 @@ struct sp_perfdata_stats {
 	uint64_t lost;			/* samples the kernel lost (PERF_RECORD_LOST) */
 	uint64_t processes, threads, modules;
 	uint64_t build_ids;		/* build-id table entries */
+	uint64_t ksyms;			/* ksym records written (this kernel's names) */
+	uint64_t kernel_unnamed;	/* kernel frames (in samples) left unnamed */
+	char kernel_unnamed_why[256];	/* why, when the file's kernel is not this one */
 	unsigned int nevents;		/* events (attrs) in the file */
 	char event[128];		/* the chosen event's name */
 };
