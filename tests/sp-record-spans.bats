@@ -676,6 +676,42 @@ time.sleep(1.5)' "$go" "$done" &
 	assert_output 1
 }
 
+@test "sp-record -p: stops whose start came before the recording are a lost record, shown by sp-decode --stats and sp-tree" {
+	require_python
+	local go=$BATS_TEST_TMPDIR/go
+	# attached while 30 calls of f are open: their 30 stops have no start
+	STACKPULSE_SPAN_RING=1 PYTHONPATH="$SP_BIN/../runtime/python" $PY -c '
+import os, sys, time
+def f(n):
+    if n:
+        return f(n - 1) + 1
+    while not os.path.exists(sys.argv[1]): time.sleep(0.01)
+    return 0
+f(29)
+time.sleep(0.5)' "$go" &
+	local py=$! rec
+	sleep 0.5
+	sp-record -v --no-samples -p $py -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
+	rec=$!
+	sleep 2
+	touch "$go"
+	wait $rec || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	wait $py
+	local said
+	said=$(sed -n 's/.* \([0-9]*\) stops without a start dropped.*/\1/p' "$BATS_TEST_TMPDIR/err")
+	(( said >= 30 )) || fail "$(cat "$BATS_TEST_TMPDIR/err")"
+	# before: stderr said it, the spool had no record of it
+	run -0 bash -c "sp-decode '$OUT' | jq -n '[inputs | select(.type == \"lost\" and .what == \"span_stops\") | .count] | add'"
+	assert_output "$said"
+	run -0 sp-decode --stats "$OUT"
+	assert_line "span stops      $said dropped: their start came before the recording"
+	run -0 sp-decode --stats-json "$OUT"
+	run -0 jq -r .lost_span_stops <<<"$output"
+	assert_output "$said"
+	run -0 sp-tree "$OUT"
+	assert_line --regexp "^# stackpulse recording .* lost 0  span stops without a start $said\$"
+}
+
 @test "sp-record --spans=ruby: the default Ruby mode does not crash Ruby (50 runs in a row)" {
 	require_ruby
 	for i in $(seq 50); do

@@ -198,6 +198,10 @@ static void do_lost(struct sp_corr *c, const struct sp_lost *l)
 	size_t it;
 	uint64_t v;
 
+	/* stops of spans the spool never had, processes with no marks: no
+	 * record of a span the spool holds is missing */
+	if (l->what == SP_LOST_SPAN_STOPS || l->what == SP_LOST_UNPROBED)
+		return;
 	for (it = 0; sp_u64map_next(&c->threads, &it, NULL, &v);) {
 		t = (struct thr *)(uintptr_t)v;
 		if (!l->pid || t->pid == l->pid)

@@ -317,6 +317,9 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 			(unsigned long long)c->rings.faults, (unsigned long long)c->rings.unended,
 			(unsigned long long)c->rings.gaps, (unsigned long long)c->rings.bad,
 			(unsigned long long)c->rings.dups, (unsigned long long)c->rings.late);
+	if (c->unprobed)
+		sp_warn("spans: %u processes left without some span probes (USDT links waiting "
+			"to be detached; counted in the spool)", c->unprobed);
 	if (c->rings.lost)
 		sp_warn("spans: %llu span marks lost from span rings (counted in the spool): "
 			"%llu overwritten by threads that gave up waiting for sp-record (a loaded "

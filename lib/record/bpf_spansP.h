@@ -123,6 +123,7 @@ struct bs_proc {
 	uint32_t ppid;			/* forked from, until it execs: same addresses */
 	uint32_t by_addr;		/* strings looked up by address (str_from_user) */
 	bool capped;			/* told it reached SP_SPANS_*_PER_PROC */
+	bool unprobed;			/* a USDT probe refused: counted in c->unprobed */
 	char rlib[2][PATH_MAX];		/* ruby, python binary holding the probes */
 	uint64_t hits[SP_PR_MAX];	/* events read per probe (probe health) */
 	struct bs_link dl;		/* its ld.so's _dl_debug_state (dlopen) */
@@ -156,6 +157,9 @@ struct bs_ctx {
 	uint64_t fibers_live;		/* fib_known and depth entries of those */
 	uint64_t lost_seen, lost_since;
 	uint64_t spans, raises, audits, orphans, fiber_switches;
+	uint64_t orphans_seen;		/* of orphans: in a lost record already */
+	unsigned int unprobed;		/* processes denied a USDT link (atomic) */
+	unsigned int unprobed_seen;	/* of those: in a lost record already */
 	uint64_t idle;			/* probes without hits and without a reason */
 	bool releasing;			/* spans_free: only let stopped processes go */
 	unsigned int found;		/* runtimes seen anywhere */

@@ -537,13 +537,34 @@ static int emit_ring_lost(void *ctx, uint32_t pid, uint64_t n, uint64_t since)
 	return c->out->emit(c->out->ctx, &r);
 }
 
+/* A lost record of what for the count since the last one, if any. */
+static int emit_lost_delta(struct bs_ctx *c, uint64_t now, uint64_t what, uint64_t count,
+			   uint64_t *seen)
+{
+	struct sp_record r = { .kind = SP_REC_LOST };
+
+	if (count <= *seen)
+		return 0;
+	r.lost.time = now;
+	r.lost.what = what;
+	r.lost.count = count - *seen;
+	*seen = count;
+	return c->out->emit(c->out->ctx, &r);
+}
+
 int sp_bs_emit_lost(struct bs_ctx *c, uint64_t now)
 {
 	uint64_t total = lost_total(c);
 	struct sp_record r = { .kind = SP_REC_LOST };
+	uint64_t unprobed = __atomic_load_n(&c->unprobed, __ATOMIC_RELAXED);
+	uint64_t unprobed_seen = c->unprobed_seen;
 
 	if (sp_span_rings_take_lost(&c->rings, now, emit_ring_lost, c))
 		return -1;
+	if (emit_lost_delta(c, now, SP_LOST_SPAN_STOPS, c->orphans, &c->orphans_seen) ||
+	    emit_lost_delta(c, now, SP_LOST_UNPROBED, unprobed, &unprobed_seen))
+		return -1;
+	c->unprobed_seen = (unsigned int)unprobed_seen;
 	if (total <= c->lost_seen)
 		return 0;
 	r.lost.time = now;

@@ -51,6 +51,10 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 				"processes get no %s:%s until they are", SP_SPANS_USDT_LIVE,
 				p->pid, provider, name);
 		c->usdt_full = true;
+		if (!p->unprobed) {	/* a lost record counts it (sp_bs_emit_lost) */
+			p->unprobed = true;
+			__atomic_add_fetch(&c->unprobed, 1, __ATOMIC_RELAXED);
+		}
 		return -1;
 	}
 	pthread_mutex_lock(&c->bpf_lock);

@@ -539,7 +539,7 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 		}
 		break;
 	case SP_REC_LOST:
-		if (rec->lost.what < 3)
+		if (rec->lost.what < SP_LOST_WHAT_MAX)
 			t->lost[rec->lost.what] += rec->lost.count;
 		break;
 	case SP_REC_END:

@@ -99,7 +99,8 @@ struct sp_tree {
 	/* whole recording */
 	struct tproc *roots, *roots_tail;
 	bool have_header;
-	uint64_t start_wall, start_mono, period_ns, end_time, max_time, lost[3];
+	uint64_t start_wall, start_mono, period_ns, end_time, max_time;
+	uint64_t lost[SP_LOST_WHAT_MAX];	/* per enum sp_lost_what */
 	char *command;
 	uint64_t nprocs, nspans_total, nevents, orphans;
 

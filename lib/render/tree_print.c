@@ -69,6 +69,24 @@ static void print_opening(struct sp_tree *t)
 		fprintf(t->out, "# command: %s\n", t->command);
 }
 
+/* The losses the "lost" sum leaves out, when there were any. */
+static void print_other_losses(struct sp_tree *t)
+{
+	uint64_t stops = t->lost[SP_LOST_SPAN_STOPS], unprobed = t->lost[SP_LOST_UNPROBED];
+
+	if (t->json) {
+		if (stops)
+			fprintf(t->out, ",\"lost_span_stops\":%llu", (unsigned long long)stops);
+		if (unprobed)
+			fprintf(t->out, ",\"unprobed\":%llu", (unsigned long long)unprobed);
+		return;
+	}
+	if (stops)
+		fprintf(t->out, "  span stops without a start %llu", (unsigned long long)stops);
+	if (unprobed)
+		fprintf(t->out, "  processes without probes %llu", (unsigned long long)unprobed);
+}
+
 static void print_trailer(struct sp_tree *t)
 {
 	uint64_t ns;
@@ -82,13 +100,17 @@ static void print_trailer(struct sp_tree *t)
 				"\"lost_events\":%llu,\"lost_spans\":%llu", (unsigned long long)ns,
 				(unsigned long long)t->lost[0], (unsigned long long)t->lost[1],
 				(unsigned long long)t->lost[2]);
+		if (!t->stable)
+			print_other_losses(t);
 		fputs("}\n", t->out);
 		return;
 	}
 	if (t->stable)
 		return;
-	fprintf(t->out, "# duration %s  lost %llu\n", d,
+	fprintf(t->out, "# duration %s  lost %llu", d,
 		(unsigned long long)(t->lost[0] + t->lost[1] + t->lost[2]));
+	print_other_losses(t);
+	fputc('\n', t->out);
 	fprintf(t->out, "# processes %llu  spans %llu  events %llu\n",
 		(unsigned long long)t->nprocs, (unsigned long long)t->nspans_total,
 		(unsigned long long)t->nevents);
@@ -108,6 +130,8 @@ static void print_header(struct sp_tree *t)
 				(unsigned long long)t->start_wall, (unsigned long long)ns,
 				(unsigned long long)t->lost[0], (unsigned long long)t->lost[1],
 				(unsigned long long)t->lost[2]);
+		if (!t->stable)
+			print_other_losses(t);
 		if (t->command) {
 			fputs(",\"command\":", t->out);
 			sp_tree_json_str(t->out, t->command);
@@ -119,8 +143,10 @@ static void print_header(struct sp_tree *t)
 		return;
 	}
 	fmt_when(t, when, sizeof(when));
-	fprintf(t->out, "# stackpulse recording  started %s  duration %s  lost %llu\n", when, d,
+	fprintf(t->out, "# stackpulse recording  started %s  duration %s  lost %llu", when, d,
 		(unsigned long long)(t->lost[0] + t->lost[1] + t->lost[2]));
+	print_other_losses(t);
+	fputc('\n', t->out);
 	if (t->command)
 		fprintf(t->out, "# command: %s\n", t->command);
 	fprintf(t->out, "# processes %llu  spans %llu  events %llu\n",

@@ -84,7 +84,7 @@ void sp_stats_add(struct sp_stats *s, const struct sp_defs *d, const struct sp_r
 		sp_u64map_put(&s->tids, rec->thread.tid, 1);
 		break;
 	case SP_REC_LOST:
-		if (rec->lost.what < 4)
+		if (rec->lost.what < SP_LOST_WHAT_MAX)
 			s->lost[rec->lost.what] += rec->lost.count;
 		break;
 	case SP_REC_SPAN_START:
@@ -120,6 +120,10 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 			fprintf(out, ",\"bytes_per_sample\":%.2f", (double)input_bytes / s->samples);
 		if (s->lost[3])
 			fprintf(out, ",\"interp_unread\":%" PRIu64, s->lost[3]);
+		if (s->lost[SP_LOST_SPAN_STOPS])
+			fprintf(out, ",\"lost_span_stops\":%" PRIu64, s->lost[SP_LOST_SPAN_STOPS]);
+		if (s->lost[SP_LOST_UNPROBED])
+			fprintf(out, ",\"unprobed\":%" PRIu64, s->lost[SP_LOST_UNPROBED]);
 		fprintf(out, ",\"kinds\":{");
 		for (k = 1; k <= SP_REC_KIND_MAX; k++) {
 			if (!s->per_kind[k])
@@ -182,6 +186,12 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 		fprintf(out, "interp unread   %" PRIu64 " samples (%.1f%%): their interpreted "
 			"stack could not be read\n", s->lost[3],
 			s->samples ? 100.0 * s->lost[3] / s->samples : 0.0);
+	if (s->lost[SP_LOST_SPAN_STOPS])
+		fprintf(out, "span stops      %" PRIu64 " dropped: their start came before the "
+			"recording\n", s->lost[SP_LOST_SPAN_STOPS]);
+	if (s->lost[SP_LOST_UNPROBED])
+		fprintf(out, "unprobed        %" PRIu64 " processes left without some span "
+			"probes\n", s->lost[SP_LOST_UNPROBED]);
 	if (input_bytes) {
 		fprintf(out, "bytes           %" PRIu64 "\n", input_bytes);
 		if (s->samples)

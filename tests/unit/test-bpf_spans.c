@@ -12,6 +12,7 @@
 #include <linux/types.h>
 
 #include "bpf_spans.h"
+#include "record/bpf_spansP.h"
 #include "spans.h"
 #include "tap.h"
 
@@ -251,6 +252,29 @@ static void test_bpf_spans_file_has_probes(void)
 	rmdir(dir);
 }
 
+/* Beyond the USDT links libbpf can hold, a process gets none: counted once a
+ * process, for the spool's lost record. */
+static void test_bpf_spans_usdt_full_counted(void)
+{
+	struct bs_ctx c;
+	struct bs_proc a, b;
+
+	memset(&c, 0, sizeof(c));
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.pid = 100;
+	b.pid = 101;
+	c.usdt_live = 512;	/* SP_SPANS_USDT_LIVE: all wait to be detached */
+	CHECK(sp_bs_attach_usdt_how(&c, &a, NULL, "/bin/x", "python", "function__entry", 0,
+				    false) == -1);
+	CHECK(sp_bs_attach_usdt_how(&c, &a, NULL, "/bin/x", "python", "function__return", 1,
+				    false) == -1);
+	CHECK(sp_bs_attach_usdt_how(&c, &b, NULL, "/bin/x", "python", "function__entry", 0,
+				    true) == -1);
+	CHECK(c.usdt_full);
+	CHECK_EQ_U(c.unprobed, 2);
+}
+
 int main(void)
 {
 	TAP_RUN(test_bpf_spans_parse_list);
@@ -261,5 +285,6 @@ int main(void)
 	TAP_RUN(test_bpf_spans_setup_env);
 	TAP_RUN(test_bpf_spans_usdt_parse_args);
 	TAP_RUN(test_bpf_spans_file_has_probes);
+	TAP_RUN(test_bpf_spans_usdt_full_counted);
 	return TAP_DONE();
 }

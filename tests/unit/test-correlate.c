@@ -889,6 +889,28 @@ static void test_correlate_lost_other_pid(void)
 	sp_corr_free(c);
 }
 
+/* Stops dropped for want of a start, processes left without probes: the
+ * spans the spool holds lost nothing. */
+static void test_correlate_lost_not_spans(void)
+{
+	struct sp_corr *c = corr(0);
+	struct sp_record l = { .kind = SP_REC_LOST };
+
+	add(c, START(10, 10, 10, 1));
+	l.lost.time = 12;
+	l.lost.what = SP_LOST_SPAN_STOPS;
+	l.lost.count = 30;
+	add(c, l);
+	l.lost.time = 13;
+	l.lost.what = SP_LOST_UNPROBED;
+	l.lost.count = 2;
+	add(c, l);
+	add(c, STOP(20, 10, 10, 1));
+	done(c);
+	CHECK(span_of(1) && span_of(1)->end == SP_END_STOPPED);
+	sp_corr_free(c);
+}
+
 static void test_correlate_reorder(void)
 {
 	struct sp_corr *c = corr(100);
@@ -1110,6 +1132,7 @@ int main(void)
 	TAP_RUN(test_correlate_pid_reuse);
 	TAP_RUN(test_correlate_lost);
 	TAP_RUN(test_correlate_lost_other_pid);
+	TAP_RUN(test_correlate_lost_not_spans);
 	TAP_RUN(test_correlate_reorder);
 	TAP_RUN(test_correlate_no_window);
 	TAP_RUN(test_correlate_deferred_end);

@@ -69,6 +69,12 @@ static void test_stats_counts(void)
 	r.lost.what = SP_LOST_EVENTS;
 	r.lost.count = 4;
 	add(&s, d, &r);
+	r.lost.what = SP_LOST_SPAN_STOPS;
+	r.lost.count = 6;
+	add(&s, d, &r);
+	r.lost.what = SP_LOST_UNPROBED;
+	r.lost.count = 2;
+	add(&s, d, &r);
 	r.lost.what = 7;	/* unknown: not counted anywhere */
 	add(&s, d, &r);
 	memset(&r, 0, sizeof(r));
@@ -76,7 +82,7 @@ static void test_stats_counts(void)
 	r.unknown.kind = 77;
 	sp_stats_add(&s, d, &r);
 
-	CHECK_EQ_U(s.records, 1 + 3 + 4 + 3 + 2 + 2 + 1);
+	CHECK_EQ_U(s.records, 1 + 3 + 4 + 3 + 2 + 4 + 1);
 	CHECK_EQ_U(s.per_kind[SP_REC_STACK], 4);
 	CHECK_EQ_U(s.per_kind[SP_REC_KIND_MAX], 1);
 	CHECK_EQ_U(s.samples, 3);
@@ -89,6 +95,8 @@ static void test_stats_counts(void)
 	CHECK_EQ_U(s.unwind[0], 1);	/* out of range counts as unassessed */
 	CHECK_EQ_U(s.events_per_kind[SP_EV_PATH_OPEN], 1);
 	CHECK_EQ_U(s.lost[SP_LOST_EVENTS], 4);
+	CHECK_EQ_U(s.lost[SP_LOST_SPAN_STOPS], 6);
+	CHECK_EQ_U(s.lost[SP_LOST_UNPROBED], 2);
 	CHECK_EQ_U(s.pids.n, 3);	/* 1, 2, 9 */
 	CHECK_EQ_U(s.tids.n, 3);
 	CHECK_EQ_U(s.first_time, 500);
@@ -110,6 +118,8 @@ static void test_stats_print(void)
 	sp_stats_init(&s);
 	sample(&s, d, 1000000000, 1, 1, 0, SP_SAMPLE_CPU, 1, 0);
 	sample(&s, d, 3500000000ull, 1, 1, 0, SP_SAMPLE_CPU, 1, 0);
+	s.lost[SP_LOST_SPAN_STOPS] = 6;
+	s.lost[SP_LOST_UNPROBED] = 2;
 	sp_stats_print(&s, f, 40, false);
 	sp_stats_print(&s, f, 40, true);
 	fclose(f);
@@ -120,6 +130,9 @@ static void test_stats_print(void)
 	CHECK(strstr(text, "{\"records\":2,\"samples\":2,") != NULL);
 	CHECK(strstr(text, "\"bytes_per_sample\":20.00") != NULL);
 	CHECK(strstr(text, "\"duration_s\":2.500000") != NULL);
+	CHECK(strstr(text, "span stops      6 dropped: their start came before the recording\n"));
+	CHECK(strstr(text, "unprobed        2 processes left without some span probes\n"));
+	CHECK(strstr(text, ",\"lost_span_stops\":6,\"unprobed\":2,") != NULL);
 	free(text);
 	close(fd);
 	sp_stats_release(&s);

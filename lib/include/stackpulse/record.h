@@ -335,6 +335,9 @@ enum sp_lost_what {
 	SP_LOST_EVENTS = 1,
 	SP_LOST_SPANS = 2,
 	SP_LOST_INTERP = 3,	/* samples whose interpreted stack could not be read */
+	SP_LOST_SPAN_STOPS = 4,	/* span stops dropped: their start came before the recording */
+	SP_LOST_UNPROBED = 5,	/* processes left without span probes (count = processes) */
+	SP_LOST_WHAT_MAX = 6,
 };
 
 struct sp_lost {

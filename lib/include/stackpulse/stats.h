@@ -20,7 +20,7 @@ struct sp_stats {
 	uint64_t samples, sample_weight, offcpu_ns;
 	uint64_t unwind[8];	/* samples per enum sp_unwind_status */
 	uint64_t events_per_kind[64];
-	uint64_t lost[4];	/* per enum sp_lost_what */
+	uint64_t lost[SP_LOST_WHAT_MAX];	/* per enum sp_lost_what */
 	uint64_t first_time, last_time;
 	uint64_t streams;
 	struct sp_u64map pids, tids;
