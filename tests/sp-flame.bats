@@ -625,8 +625,13 @@ PY
 	run --separate-stderr -0 sp-flame --by=span --fold-runtime --comm=python3 "$BATS_TEST_TMPDIR/p.sym.sp"
 	echo "$output" > "$BATS_TEST_TMPDIR/f.folded"
 	# spans came from an uncorrelated spool: correlated on the fly
-	# (Python spans are named module.qualname)
-	grep -q '^__main__\.<module>;__main__\.work;.*__main__\.parse;json\.loads' "$BATS_TEST_TMPDIR/f.folded"
+	# (Python spans are named module.qualname; a span whose marks a loaded
+	# machine dropped from the ring is missing from some paths, so the
+	# chain is asked for in part: work's span path, and json.loads in it)
+	grep -q '^__main__\.<module>;__main__\.work;' "$BATS_TEST_TMPDIR/f.folded" ||
+		fail "no span path of work: $(head -c 600 "$BATS_TEST_TMPDIR/f.folded")"
+	grep -q '^__main__\.<module>;__main__\.work;.*json\.loads' "$BATS_TEST_TMPDIR/f.folded" ||
+		fail "json.loads under no span path of work: $(head -c 600 "$BATS_TEST_TMPDIR/f.folded")"
 	# no evaluation loop or libc start but at the leaf; the hook only as one leaf
 	run grep -E '(^|;)(_PyEval_EvalFrameDefault|_PyFunction_Vectorcall|__libc_start_main|Py_RunMain|call_trace);' "$BATS_TEST_TMPDIR/f.folded"
 	assert_failure
