@@ -34,8 +34,9 @@ static const char *const sym_status_names[] = { "ok", "no_symbols", "stripped",
 	"build_id_mismatch", "file_missing", "jit_no_map", "no_module", "bad_file" };
 static const char *const end_names[] = { "stopped", "raised", "open", "incomplete", "synthetic" };
 static const char *const lost_names[] = { "samples", "events", "spans", "interp",
-	"span_stops", "unprobed" };
-static const char *const endr_names[] = { "exited", "duration", "signal", "error" };
+	"span_stops", "unprobed", "window" };
+static const char *const endr_names[] = { "exited", "duration", "signal", "error", "rotated",
+	"trigger" };
 
 static const struct sp_schema_field header_f[] = {
 	FA(sp_header, version, SP_FT_UINT),
@@ -54,6 +55,7 @@ static const struct sp_schema_field header_f[] = {
 	F(sp_header, producer, SP_FT_TEXT),
 	F(sp_header, features, SP_FT_TEXT),
 	F(sp_header, unavailable, SP_FT_TEXT),
+	F(sp_header, segment, SP_FT_UINT),
 };
 
 static const struct sp_schema_field string_f[] = {
@@ -234,6 +236,9 @@ static const struct sp_schema_field end_f[] = {
 	F(sp_end, events, SP_FT_UINT),
 	F(sp_end, lost_samples, SP_FT_UINT),
 	F(sp_end, lost_events, SP_FT_UINT),
+	FS(sp_end, trigger),
+	FS(sp_end, detail),
+	F(sp_end, trigger_time, SP_FT_UINT),
 };
 
 static const struct sp_schema_field ksym_f[] = {

@@ -77,6 +77,8 @@ struct sp_header {
 	struct sp_bytes producer;	/* "sp-record 0.1" */
 	struct sp_bytes features;	/* facilities used, "perf=cpu-clock bpf=tp_btf ..." */
 	struct sp_bytes unavailable;	/* facilities asked for but missing */
+	uint64_t segment;	/* n-th stream of a rotated recording or a flight
+				 * dump's window (1, 2, ...); 0 = a whole recording */
 };
 
 enum sp_clock { SP_CLOCK_MONOTONIC = 1 };
@@ -337,7 +339,8 @@ enum sp_lost_what {
 	SP_LOST_INTERP = 3,	/* samples whose interpreted stack could not be read */
 	SP_LOST_SPAN_STOPS = 4,	/* span stops dropped: their start came before the recording */
 	SP_LOST_UNPROBED = 5,	/* processes left without span probes (count = processes) */
-	SP_LOST_WHAT_MAX = 6,
+	SP_LOST_WINDOW = 6,	/* records older than a flight recorder's window, dropped */
+	SP_LOST_WHAT_MAX = 7,
 };
 
 struct sp_lost {
@@ -354,12 +357,17 @@ struct sp_end {
 	uint64_t reason;	/* enum sp_end_reason */
 	uint64_t status;	/* the command's exit status */
 	uint64_t samples, events, lost_samples, lost_events;
+	uint64_t trigger;	/* str: what made a flight dump ("signal", "exit", ...) */
+	uint64_t detail;	/* str: its particulars ("pid 4711 killed by SIGSEGV") */
+	uint64_t trigger_time;	/* monotonic ns it fired (a dump goes on a while after); 0 = none */
 };
 enum sp_end_reason {
 	SP_ENDR_EXITED = 0,	/* the command / attached processes exited */
 	SP_ENDR_DURATION = 1,
 	SP_ENDR_SIGNAL = 2,	/* SIGINT/SIGTERM to the recorder */
 	SP_ENDR_ERROR = 3,
+	SP_ENDR_ROTATED = 4,	/* this segment ends; the recording goes on in the next */
+	SP_ENDR_TRIGGER = 5,	/* a flight recorder's dump: trigger says why */
 };
 
 /* A kernel symbol, for symbolizing kernel frames on another machine. */
