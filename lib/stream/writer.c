@@ -26,6 +26,8 @@ struct sp_writer {
 	uint64_t flushed;	/* bytes handed to the kernel */
 	struct sp_spool_state st;
 	struct sp_defs *defs;
+	sp_writer_tee_fn tee;	/* sp_writer_new_tee(): no output of its own */
+	void *tee_ctx;
 };
 
 struct sp_writer *sp_writer_new(int fd, const char *name, enum sp_format format)
@@ -37,6 +39,23 @@ struct sp_writer *sp_writer_new(int fd, const char *name, enum sp_format format)
 	w->format = format == SP_FORMAT_JSON ? SP_FORMAT_JSON : SP_FORMAT_SPOOL;
 	w->defs = sp_defs_new();
 	return w;
+}
+
+struct sp_writer *sp_writer_new_tee(const char *name, sp_writer_tee_fn fn, void *ctx)
+{
+	struct sp_writer *w = sp_writer_new(-1, name, SP_FORMAT_SPOOL);
+
+	w->tee = fn;
+	w->tee_ctx = ctx;
+	return w;
+}
+
+int sp_writer_set_fd(struct sp_writer *w, int fd)
+{
+	if (sp_writer_flush(w))
+		return -1;
+	w->fd = fd;
+	return 0;
 }
 
 void sp_writer_set_json_flags(struct sp_writer *w, unsigned int flags)
@@ -66,7 +85,7 @@ int sp_writer_flush(struct sp_writer *w)
 
 	if (w->failed)
 		return -1;
-	while (done < w->out.len) {
+	while (done < w->out.len && !w->tee) {
 		n = write(w->fd, w->out.p + done, w->out.len - done);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -151,12 +170,14 @@ int sp_writer_put(struct sp_writer *w, const struct sp_record *rec)
 	if (rec->kind == SP_REC_HEADER) {
 		w->started = true;
 		w->st.last_time = 0;
-		if (w->format == SP_FORMAT_SPOOL)
+		if (w->format == SP_FORMAT_SPOOL && !w->tee)
 			sp_buf_add(&w->out, SP_SPOOL_MAGIC, SP_SPOOL_MAGIC_LEN);
 	}
 	if (sp_defs_add(w->defs, rec, &why))
 		return sp_error("'%s': cannot write a %s record that refers to %s", w->name,
 				sp_rec_kind_name(rec->kind) ?: "unknown", why);
+	if (w->tee)
+		return w->tee(w->tee_ctx, rec) ? (w->failed = true, -1) : 0;
 	if (w->format == SP_FORMAT_JSON)
 		rec = with_id(w, rec, &copy);
 	if (w->format == SP_FORMAT_SPOOL) {

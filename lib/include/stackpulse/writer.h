@@ -35,6 +35,17 @@ struct sp_writer *sp_writer_new(int fd, const char *name, enum sp_format format)
 void sp_writer_set_json_flags(struct sp_writer *w, unsigned int flags);
 
 /*
+ * A writer with no output of its own: it keeps the definitions (ids are
+ * given as ever) and hands every record it takes, once checked and
+ * defined, to fn, whose -1 fails the put. sp-record's segments and flight
+ * window (segments.h) re-encode each record into streams of their own.
+ */
+typedef int (*sp_writer_tee_fn)(void *ctx, const struct sp_record *rec);
+struct sp_writer *sp_writer_new_tee(const char *name, sp_writer_tee_fn fn, void *ctx);
+/* Flush, then write to fd from now on (the ids go on). 0 or -1. */
+int sp_writer_set_fd(struct sp_writer *w, int fd);
+
+/*
  * Write one record. Definitions get the next id (rec's id field is ignored
  * when 0, must be the next id otherwise). Returns 0, or -1 on a write error
  * (reported once, but for EPIPE: sp_writer_errno(); every later call fails

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * segments.h - one recording written as a series of self-contained streams
+ * (rotated segment files, the chunks of a flight recorder's window).
+ *
+ * The sources intern their strings, frames, stacks and modules against one
+ * writer for the whole recording (sp_writer_new_tee(): the "master" id
+ * space, which never restarts, since sources keep the ids they were given).
+ * Every record that writer takes is handed to sp_segments_put(), which
+ * re-encodes it into the current stream with that stream's own ids:
+ * strings, frames, stacks and modules are defined there when first used,
+ * a kernel frame's ksym record just before the frame. A new stream
+ * (sp_segments_start()) opens with the header again (its segment number
+ * set) and then replays what is live: every process, thread and module
+ * not yet ended, their runtime, probe and JIT symbol records; so that each
+ * stream decodes, symbolizes and correlates alone.
+ *
+ * Memory: the replay set holds live things only (dropped on PROCESS_END,
+ * THREAD_END, MODULE_END), plus one copy of each kernel symbol frames have
+ * named (bounded by the kernel's symbol table); the id maps hold 8 bytes per
+ * master definition.
+ */
+#ifndef STACKPULSE_SEGMENTS_H
+#define STACKPULSE_SEGMENTS_H
+
+#include <stdint.h>
+
+#include "defs.h"
+#include "record.h"
+#include "writer.h"
+
+struct sp_segments;
+
+/* master: the definitions of the writer the sources use; outlives this. */
+struct sp_segments *sp_segments_new(const struct sp_defs *master);
+void sp_segments_free(struct sp_segments *s);
+
+/*
+ * End the current stream, if any (flushed, its writer freed: the caller
+ * writes an end record first when it wants one), and start one on fd
+ * (named name in messages) with the header again, segment number n, then
+ * the replay. Nothing is written before the master header is known. 0 or
+ * -1 (reported).
+ */
+int sp_segments_start(struct sp_segments *s, int fd, const char *name, uint64_t n);
+/* A record of the master stream, written to the current one. 0 or -1. */
+int sp_segments_put(struct sp_segments *s, const struct sp_record *rec);
+/* The current stream's writer (flush, bytes, errno), NULL before a start. */
+struct sp_writer *sp_segments_writer(struct sp_segments *s);
+/* Timed records (not definitions, not replayed) in the current stream. */
+uint64_t sp_segments_records(const struct sp_segments *s);
+/* Flush and free the current stream's writer. 0, or -1 if a write failed. */
+int sp_segments_close(struct sp_segments *s);
+
+#endif
