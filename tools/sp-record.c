@@ -2,6 +2,8 @@
 /* sp-record - record stack samples (and more) of a command, of running
  * processes, or of the whole machine, as a spool. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdnoreturn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,7 +33,12 @@ static struct env {
 	enum sp_format format;
 	const char *command_stdout;	/* --command-stdout */
 	bool call_graph_given;		/* -g MODE: its stack summary always */
+	struct sp_flight_opts flight;	/* -o DIR, --segment, --keep, --flight... */
+	bool keep_given;
 } env = {
+	.flight = { .segment_bytes = SP_FLIGHT_DEFAULT_SEGMENT,
+		    .after_ns = SP_FLIGHT_DEFAULT_AFTER,
+		    .interval_ns = SP_FLIGHT_DEFAULT_INTERVAL },
 	.perf = { .freq = 999, .call_graph = SP_CG_AUTO },
 	.spans = { .modes = SP_SPANS_AUTO },
 	.batch_ns = 100000000,
@@ -53,6 +60,11 @@ static const char doc[] =
 	"With a COMMAND, sp-record exits with the command's status (128 + signal "
 	"when it was killed), 126 when it cannot be run, 127 when it is not found. "
 	"SIGINT and SIGTERM sent to sp-record are passed on to the command.\n\n"
+	"With -o DIR (an existing directory, or a path ending in '/'), the recording is "
+	"cut into segment files DIR/segment-NNNNNN.sp, each readable alone (--segment, "
+	"--keep). With --flight, only the most recent records are kept, in memory, and "
+	"written to DIR/dump-TIME-TRIGGER.sp when something fires: SIGUSR1 to sp-record "
+	"(docs/flight-recorder.md).\n\n"
 	"When the reader of its output goes away (a broken pipe), sp-record says "
 	"so, stops recording, leaves the command running and exits 141.\n\n"
 	SP_EXIT_STATUS_DOC;
@@ -67,6 +79,11 @@ enum {
 	OPT_ARCHIVE,
 	OPT_COMMAND_STDOUT,
 	OPT_INTERP,
+	OPT_SEGMENT,
+	OPT_KEEP,
+	OPT_FLIGHT,
+	OPT_FLIGHT_AFTER,
+	OPT_DUMP_INTERVAL,
 };
 
 static const struct argp_option options[] = {
@@ -100,6 +117,18 @@ static const struct argp_option options[] = {
 	  "standard output)", 3 },
 	{ "archive", OPT_ARCHIVE, "DIR", 0, "Copy each sampled binary into DIR once per build-id "
 	  "(for sp-symbolize --archive DIR; off by default)", 3 },
+	{ NULL, 0, NULL, 0, "Rotation and flight recorder (-o DIR):", 6 },
+	{ "segment", OPT_SEGMENT, "SIZE|TIME", 0, "With -o DIR: start a new segment file past "
+	  "SIZE (\"64M\", the default) or TIME (\"10m\")", 6 },
+	{ "keep", OPT_KEEP, "N", 0, "Keep at most N segment files (default: all) or N dumps "
+	  "(default 16) in DIR, deleting the oldest", 6 },
+	{ "flight", OPT_FLIGHT, "LIMIT[,LIMIT]", 0, "Keep only the most recent records, in "
+	  "memory, within a size (\"64M\") and/or a time (\"10m\"), and write a dump to -o DIR "
+	  "when a trigger fires (SIGUSR1)", 6 },
+	{ "flight-after", OPT_FLIGHT_AFTER, "TIME", 0, "Record this long after a trigger before "
+	  "the dump is written (default 2s)", 6 },
+	{ "dump-interval", OPT_DUMP_INTERVAL, "TIME", 0, "At most one dump per TIME (default "
+	  "10s); triggers in between are counted in the next dump", 6 },
 	{ 0 }
 };
 
@@ -146,6 +175,62 @@ static int parse_call_graph(const char *arg)
 	return 0;
 }
 
+/* --flight=LIMIT[,LIMIT]: a size, a time, or both. */
+static int parse_flight(const char *arg)
+{
+	char *copy = sp_xstrdup(arg), *comma = strchr(copy, ',');
+	int rc;
+
+	if (comma)
+		*comma = 0;
+	rc = sp_flight_parse_limit(copy, &env.flight.window_bytes, &env.flight.window_ns);
+	if (!rc && comma)
+		rc = sp_flight_parse_limit(comma + 1, &env.flight.window_bytes,
+					   &env.flight.window_ns);
+	free(copy);
+	if (!env.flight.window_bytes)
+		env.flight.window_bytes = SP_FLIGHT_DEFAULT_WINDOW;
+	env.flight.flight = true;
+	return rc;
+}
+
+static noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", sp_progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(SP_EXIT_USAGE);
+}
+
+/* -o DIR (the common options leave a directory to us): rotation, or
+ * the flight recorder's dumps. After the common options' own checks. */
+static void check_dir(void)
+{
+	const char *o = env.common.out_dir;
+
+	if (env.flight.flight && !o)
+		usage_error("--flight needs -o DIR, the directory its dumps go to%s%s%s",
+			     env.common.out_path ? " ('" : "",
+			     env.common.out_path ? env.common.out_path : "",
+			     env.common.out_path ? "' is not a directory)" : "");
+	if (!o) {
+		if (env.keep_given || env.flight.segment_ns ||
+		    env.flight.segment_bytes != SP_FLIGHT_DEFAULT_SEGMENT)
+			usage_error("--segment and --keep need -o DIR");
+		return;
+	}
+	if (env.format == SP_FORMAT_JSON)
+		usage_error("-o DIR writes spools: --format=json goes to a file or a pipe");
+	if (env.flight.flight && !env.keep_given)
+		env.flight.keep = SP_FLIGHT_DEFAULT_KEEP;
+	env.flight.dir = o;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	uint64_t v;
@@ -153,6 +238,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &env.common;
+		env.common.dir_ok = true;
 		state->child_inputs[1] = &env.offcpu;
 		state->child_inputs[2] = &env.events;
 		state->child_inputs[3] = &env.spans;
@@ -253,6 +339,31 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		else
 			argp_error(state, "invalid interpreter '%s': use auto, python, ruby or none",
 				   arg);
+		break;
+	case OPT_SEGMENT:
+		env.flight.segment_bytes = UINT64_MAX;
+		if (sp_flight_parse_limit(arg, &env.flight.segment_bytes, &env.flight.segment_ns))
+			argp_error(state, "invalid segment bound '%s' (a size like 64M or a "
+				   "time like 10m)", arg);
+		break;
+	case OPT_KEEP:
+		if (sp_parse_uint(arg, 1, 1000000, &v))
+			argp_error(state, "invalid --keep '%s' (1 to 1000000)", arg);
+		env.flight.keep = (unsigned int)v;
+		env.keep_given = true;
+		break;
+	case OPT_FLIGHT:
+		if (parse_flight(arg))
+			argp_error(state, "invalid --flight '%s': a size like 64M, a time like "
+				   "10m, or both: 64M,10m", arg);
+		break;
+	case OPT_FLIGHT_AFTER:
+		if (sp_parse_duration(arg, &env.flight.after_ns))
+			argp_error(state, "invalid --flight-after '%s'", arg);
+		break;
+	case OPT_DUMP_INTERVAL:
+		if (sp_parse_duration(arg, &env.flight.interval_ns))
+			argp_error(state, "invalid --dump-interval '%s'", arg);
 		break;
 	case ARGP_KEY_SUCCESS:	/* ARGP_KEY_END is not seen when a command is given */
 		if (env.perf.user_only && env.perf.kernel_only)
@@ -376,6 +487,7 @@ int main(int argc, char **argv)
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &first, NULL);
 	if (env.check)
 		return check();
+	check_dir();
 	if (first < argc && !strcmp(argv[first], "--"))
 		first++;
 	env.perf.enable_on_exec = first < argc;
@@ -393,6 +505,7 @@ int main(int argc, char **argv)
 		.pids = env.pids, .npids = env.npids, .system_wide = env.system_wide,
 		.call_graph = env.perf.call_graph, .stack_size = env.perf.stack_size,
 		.command_stdout = env.command_stdout, .stack_summary = env.call_graph_given,
+		.flight = env.flight.dir ? &env.flight : NULL,
 	};
 	rec = sp_recorder_new(&ro);		/* signals caught, -p processes held */
 	if (!rec) {

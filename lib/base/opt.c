@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sp.h"
@@ -18,6 +19,13 @@ static const struct argp_option common_options[] = {
 	{ NULL, 'h', NULL, OPTION_HIDDEN, NULL, -1 },
 	{ 0 }
 };
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 static error_t parse_common(int key, char *arg, struct argp_state *state)
 {
@@ -51,6 +59,11 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_SUCCESS:
 		if (!o)
 			break;
+		if (o->dir_ok && o->out_path && *o->out_path &&
+		    (o->out_path[strlen(o->out_path) - 1] == '/' || is_dir(o->out_path))) {
+			o->out_dir = o->out_path;
+			o->out_path = NULL;
+		}
 		if (o->out_path && strcmp(o->out_path, "-")) {
 			o->out = fopen(o->out_path, "w");
 			if (!o->out) {

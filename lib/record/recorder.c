@@ -16,6 +16,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "flight.h"
 #include "launch.h"
 #include "merge.h"
 #include "perf_offcpu.h"
@@ -43,6 +44,8 @@ struct sp_recorder {
 	/* the output */
 	struct sp_writer *w;
 	struct sp_merge *merge;
+	struct sp_flight *fl;		/* -o DIR: segments, or the flight window */
+	bool fire_warned;
 	int fd;
 	const char *name;
 	bool regular;
@@ -106,6 +109,10 @@ static int catch_signals(struct sp_recorder *r)
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
+	/* SIGUSR1 fires the flight recorder (a dump), only when there is one:
+	 * without it, SIGUSR1 keeps its default meaning. */
+	if (r->o.flight && r->o.flight->flight)
+		sigaddset(&block, SIGUSR1);
 	mask = block;
 	sigaddset(&mask, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &mask, &r->orig_mask);
@@ -230,6 +237,12 @@ static int put_record(void *ctx, const struct sp_record *rec)
 {
 	struct sp_recorder *r = ctx;
 
+	/*
+	 * Per-record triggers of the flight recorder (a process that crashed,
+	 * a slow span, an event matching a pattern) look at each record here,
+	 * in time order, before it is written, and call sp_recorder_fire().
+	 */
+
 	if (rec->kind == SP_REC_SAMPLE) {
 		r->samples++;
 		if (r->stackq)
@@ -242,6 +255,13 @@ static int put_record(void *ctx, const struct sp_record *rec)
 	else if (rec->kind == SP_REC_LOST)
 		r->lost_events += rec->lost.count;
 	return sp_writer_put(r->w, rec);
+}
+
+/* The recording's counts so far, for the end records of segments and dumps. */
+static void so_far(const struct sp_recorder *r, struct sp_end *e)
+{
+	*e = (struct sp_end){ .samples = r->samples, .events = r->events,
+			      .lost_samples = r->lost_samples, .lost_events = r->lost_events };
 }
 
 /* End of a batch: every record the sources have all moved past, then out. */
@@ -262,9 +282,41 @@ static int write_batch(struct sp_recorder *r, uint64_t upto, bool flush)
 			sp_warn("'%s' ends with the records written before the error", r->name);
 		return -1;
 	}
-	if (flush)
+	if (flush && r->fl) {
+		struct sp_end sofar;
+
+		so_far(r, &sofar);
+		if (sp_flight_batch(r->fl, sp_now_mono_ns(), &sofar)) {
+			r->failed = true;
+			return -1;
+		}
+		r->good = sp_flight_bytes(r->fl);
+	} else if (flush) {
 		r->good = sp_writer_bytes(r->w);
+	}
 	return 0;
+}
+
+static int to_dir(void *ctx, const struct sp_record *rec)
+{
+	struct sp_recorder *r = ctx;
+
+	return sp_flight_put(r->fl, rec);
+}
+
+/* -o DIR: the records go through a writer with no output of its own (the
+ * sources' id space) into rotated segments or the flight window. */
+static int open_dir_output(struct sp_recorder *r)
+{
+	const struct sp_flight_opts *fo = r->o.flight;
+
+	r->name = fo->dir;
+	r->w = sp_writer_new_tee(fo->dir, to_dir, r);
+	r->fl = sp_flight_new(fo, sp_writer_defs(r->w));
+	if (!r->fl)
+		return -1;
+	r->merge = sp_merge_new(put_record, r);
+	return r->w && r->merge ? 0 : -1;
 }
 
 int sp_recorder_open_output(struct sp_recorder *r)
@@ -272,6 +324,8 @@ int sp_recorder_open_output(struct sp_recorder *r)
 	const struct sp_common_opts *c = r->o.common;
 	struct stat st;
 
+	if (r->o.flight && r->o.flight->dir)
+		return open_dir_output(r);
 	r->fd = fileno(c->out);
 	r->name = c->out_path && strcmp(c->out_path, "-") ? c->out_path : "<stdout>";
 	if (c->out == stdout && c->out_is_tty && r->o.format == SP_FORMAT_SPOOL) {
@@ -422,7 +476,7 @@ void sp_recorder_start(struct sp_recorder *r)
 	}
 	mono = sp_now_mono_ns();
 	wall = sp_now_wall_ns();
-	if (write_header(r, wall, mono))
+	if (write_header(r, wall, mono) || (r->fl && sp_flight_begin(r->fl, mono)))
 		r->status = SP_EXIT_FATAL;
 	for (i = 0; i < r->nsrc && r->status == SP_EXIT_OK; i++) {
 		struct sp_source *s = r->src[i].s;
@@ -457,6 +511,13 @@ static void on_signal(struct sp_recorder *r)
 	struct signalfd_siginfo si;
 
 	while (read(r->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGUSR1) {
+			char detail[64];
+
+			snprintf(detail, sizeof(detail), "SIGUSR1 from pid %u", si.ssi_pid);
+			sp_recorder_fire(r, "signal", detail, sp_now_mono_ns());
+			continue;
+		}
 		r->signals++;
 		r->last_signal = (int)si.ssi_signo;
 		if (r->launched && !r->cmd.reaped && r->signals == 1) {
@@ -579,9 +640,30 @@ void sp_recorder_end(struct sp_recorder *r)
 		end.end.events = r->events;
 		end.end.lost_samples = r->lost_samples;
 		end.end.lost_events = r->lost_events;
-		if (sp_writer_put(r->w, &end) || write_batch(r, UINT64_MAX, true))
+		/* A flight window is written only by dumps: no end of its own. */
+		if (r->fl && sp_flight_is_window(r->fl)) {
+			if (sp_flight_finish(r->fl, end.end.time, &end.end))
+				r->failed = true;
+		} else if (sp_writer_put(r->w, &end) || write_batch(r, UINT64_MAX, !r->fl) ||
+			   (r->fl && sp_flight_finish(r->fl, end.end.time, &end.end))) {
 			r->failed = true;
+		}
+		if (r->fl)
+			r->good = sp_flight_bytes(r->fl);
 	}
+}
+
+void sp_recorder_fire(struct sp_recorder *r, const char *trigger, const char *detail,
+		      uint64_t mono_ns)
+{
+	if (!r->fl || !sp_flight_is_window(r->fl)) {
+		if (!r->fire_warned)
+			sp_warn("trigger '%s' ignored: no --flight window to dump (said once)",
+				trigger);
+		r->fire_warned = true;
+		return;
+	}
+	sp_flight_fire(r->fl, trigger, detail, mono_ns);
 }
 
 /* The summaries, before the sources go. */
@@ -684,6 +766,7 @@ void sp_recorder_free(struct sp_recorder *r)
 	for (i = 0; i < r->nsrc; i++)
 		r->src[i].s->free(r->src[i].s);
 	sp_writer_close(r->w);
+	sp_flight_free(r->fl);
 	sp_merge_free(r->merge);
 	sp_launch_release(&r->cmd);
 	for (i = r->launched ? 1 : 0; i < r->npidfds; i++)

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "flight.h"
 #include "record.h"
 #include "source.h"
 #include "sp.h"
@@ -53,6 +54,7 @@ struct sp_recorder_opts {
 	uint32_t stack_size;		/* bytes of user stack per sample, 0 = 8192 */
 	const char *command_stdout;	/* the command's standard output, NULL: standard
 					 * output, or standard error when the spool is there */
+	const struct sp_flight_opts *flight;	/* -o DIR: rotation or --flight; NULL */
 };
 
 struct sp_recorder;
@@ -125,6 +127,17 @@ void sp_recorder_end(struct sp_recorder *r);
  * reader went away, 126 or 127 when the command could not run.
  */
 int sp_recorder_report(struct sp_recorder *r);
+/*
+ * Something worth a flight dump happened (SIGUSR1 to sp-record, a crash, a
+ * slow span, a matching event, --trigger-cmd): trigger names it ("signal",
+ * "exit", ...; a word, it goes in the dump's file name), detail says what
+ * (copied), mono_ns is when (CLOCK_MONOTONIC). The dump is written
+ * --flight-after later, at most one per --dump-interval (triggers meanwhile
+ * are counted in it). Without --flight, said once and ignored.
+ */
+void sp_recorder_fire(struct sp_recorder *r, const char *trigger, const char *detail,
+		      uint64_t mono_ns);
+
 /* Close what is left (the output's file when the recorder opened it, the
  * command's descriptors, without killing or waiting for it) and free. */
 void sp_recorder_free(struct sp_recorder *r);

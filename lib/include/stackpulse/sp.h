@@ -79,6 +79,9 @@ struct sp_common_opts {
 	bool out_is_tty;
 	bool color;		/* --color=auto|always|never resolved */
 	int color_mode;		/* 0 auto, 1 always, 2 never */
+	bool dir_ok;		/* set by the tool: -o may name a directory */
+	const char *out_dir;	/* then: -o DIR (an existing directory or a path
+				 * ending in '/'), not opened; out is stdout */
 };
 
 extern const struct argp sp_common_argp;

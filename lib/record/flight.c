@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sp-record's directory output (flight.h): rotated segment files, or the
+ * flight recorder's window of memfd chunks and the dumps written from it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flight.h"
+#include "flightP.h"
+#include "segments.h"
+#include "writer.h"
+
+/* The window is cut into chunks of an eighth of it: the oldest goes whole,
+ * so the window holds between 7/8 of its bound and the bound (plus what one
+ * batch adds before it is checked). */
+#define CHUNKS_PER_WINDOW 8
+#define MIN_CHUNK (64u << 10)
+#define MAX_CHUNKS 64
+
+struct chunk {
+	int fd;			/* memfd */
+	uint64_t bytes, records, start;
+};
+
+struct sp_flight {
+	struct sp_flight_opts o;
+	struct sp_segments *segs;
+	int dirfd;
+	struct sp_names files;	/* segments or dumps, oldest first */
+	uint64_t bytes;		/* written to files */
+
+	/* rotation */
+	int fd;			/* the current segment file */
+	uint64_t seq;		/* its number in its name */
+	uint64_t nseg;		/* streams started */
+	uint64_t seg_start;
+
+	/* the window */
+	struct chunk chunks[MAX_CHUNKS];
+	unsigned int first, n;	/* a ring */
+	uint64_t chunk_bytes, chunk_ns;
+	uint64_t dropped;	/* records of chunks that went */
+	uint64_t rec_start;	/* when the recording started */
+
+	/* the dump to come */
+	bool pending, warned_disk;
+	char trigger[32], detail[480];
+	uint64_t trigger_time, due, last_dump, more;
+};
+
+int sp_flight_parse_limit(const char *s, uint64_t *bytes, uint64_t *ns)
+{
+	static const char units[] = "BKMGT";
+	char *end;
+	const char *u;
+	uint64_t v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end != s && *end && (u = strchr(units, *end)) && !errno &&
+	    (!end[1] || !strcmp(end + 1, "B") || !strcmp(end + 1, "iB")) && *end != 0) {
+		unsigned int shift = (unsigned int)(u - units) * 10;
+
+		if (!v || v > (UINT64_MAX >> shift))
+			return -1;
+		*bytes = v << shift;
+		return 0;
+	}
+	if (sp_parse_duration(s, &v) || !v)
+		return -1;
+	*ns = v;
+	return 0;
+}
+
+struct sp_flight *sp_flight_new(const struct sp_flight_opts *o, const struct sp_defs *master)
+{
+	struct sp_flight *f = sp_xcalloc(1, sizeof(*f));
+	const char *p;
+	char *end;
+
+	f->o = *o;
+	f->fd = -1;
+	f->dirfd = sp_outdir_open(o->dir);
+	if (f->dirfd < 0 ||
+	    sp_names_scan(&f->files, f->dirfd, o->flight ? "dump-" : "segment-")) {
+		sp_flight_free(f);
+		return NULL;
+	}
+	/* Continue after the highest segment there. */
+	if (!o->flight && f->files.n) {
+		p = f->files.v[f->files.n - 1] + strlen("segment-");
+		f->seq = strtoull(p, &end, 10);
+	}
+	f->chunk_bytes = o->window_bytes / CHUNKS_PER_WINDOW;
+	if (f->chunk_bytes < MIN_CHUNK)
+		f->chunk_bytes = MIN_CHUNK;
+	f->chunk_ns = o->window_ns ? o->window_ns / CHUNKS_PER_WINDOW : UINT64_MAX;
+	f->segs = sp_segments_new(master);
+	return f;
+}
+
+void sp_flight_free(struct sp_flight *f)
+{
+	unsigned int i;
+
+	if (!f)
+		return;
+	sp_segments_free(f->segs);
+	for (i = 0; i < f->n; i++)
+		close(f->chunks[(f->first + i) % MAX_CHUNKS].fd);
+	if (f->fd >= 0)
+		close(f->fd);
+	if (f->dirfd >= 0)
+		close(f->dirfd);
+	sp_names_release(&f->files);
+	free(f);
+}
+
+int sp_flight_put(void *flight, const struct sp_record *rec)
+{
+	struct sp_flight *f = flight;
+
+	return sp_segments_put(f->segs, rec);
+}
+
+bool sp_flight_is_window(const struct sp_flight *f)
+{
+	return f->o.flight;
+}
+
+uint64_t sp_flight_bytes(const struct sp_flight *f)
+{
+	return f->bytes;
+}
+
+/* ---- rotation ---- */
+
+static int next_segment(struct sp_flight *f, uint64_t now)
+{
+	char name[64];
+	unsigned int tries;
+	int fd = -1;
+
+	for (tries = 0; fd < 0 && tries < 1000; tries++) {
+		snprintf(name, sizeof(name), "segment-%06llu.sp", (unsigned long long)++f->seq);
+		fd = sp_create_in(f->dirfd, name);
+		if (fd < 0 && errno != EEXIST)
+			return sp_error_errno("cannot create '%s/%s'", f->o.dir, name);
+	}
+	if (fd < 0)
+		return sp_error("'%s': no free segment name", f->o.dir);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = fd;
+	sp_names_add(&f->files, name);
+	sp_names_trim(&f->files, f->dirfd, f->o.keep);
+	f->seg_start = now;
+	return sp_segments_start(f->segs, fd, name, ++f->nseg);
+}
+
+/* The segment is full: its end record says the recording goes on. */
+static int rotate(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
+{
+	struct sp_writer *w = sp_segments_writer(f->segs);
+	struct sp_record end = { .kind = SP_REC_END };
+
+	end.end = *sofar;
+	end.end.time = now;
+	end.end.reason = SP_ENDR_ROTATED;
+	if (sp_writer_put(w, &end))
+		return -1;
+	f->bytes += sp_writer_bytes(w);
+	if (sp_segments_close(f->segs))
+		return -1;
+	return next_segment(f, now);
+}
+
+/* ---- the window ---- */
+
+static struct chunk *cur_chunk(struct sp_flight *f)
+{
+	return &f->chunks[(f->first + f->n - 1) % MAX_CHUNKS];
+}
+
+static void drop_oldest(struct sp_flight *f)
+{
+	struct chunk *c = &f->chunks[f->first];
+
+	f->dropped += c->records;
+	close(c->fd);
+	f->first = (f->first + 1) % MAX_CHUNKS;
+	f->n--;
+}
+
+/* Bring the current chunk's counts up to date (its bytes flushed). */
+static int settle(struct sp_flight *f)
+{
+	struct sp_writer *w = sp_segments_writer(f->segs);
+	struct chunk *c;
+
+	if (!f->n || !w)
+		return 0;
+	c = cur_chunk(f);
+	if (sp_writer_flush(w))
+		return -1;
+	c->bytes = sp_writer_bytes(w);
+	c->records = sp_segments_records(f->segs);
+	return 0;
+}
+
+static int next_chunk(struct sp_flight *f, uint64_t now)
+{
+	struct chunk *c;
+	int fd = memfd_create("sp-flight", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return sp_error_errno("memfd_create");
+	if (settle(f)) {
+		close(fd);
+		return -1;
+	}
+	if (f->n == MAX_CHUNKS)
+		drop_oldest(f);
+	f->n++;
+	c = cur_chunk(f);
+	*c = (struct chunk){ .fd = fd, .start = now };
+	return sp_segments_start(f->segs, fd, "flight window", ++f->nseg);
+}
+
+static uint64_t window_bytes(const struct sp_flight *f)
+{
+	uint64_t sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < f->n; i++)
+		sum += f->chunks[(f->first + i) % MAX_CHUNKS].bytes;
+	return sum;
+}
+
+/* Keep the window within its bounds: the oldest chunk goes whole. */
+static void trim_window(struct sp_flight *f, uint64_t now)
+{
+	while (f->n > 1) {
+		const struct chunk *second = &f->chunks[(f->first + 1) % MAX_CHUNKS];
+
+		if (window_bytes(f) > f->o.window_bytes ||
+		    (f->o.window_ns && second->start + f->o.window_ns < now))
+			drop_oldest(f);
+		else
+			break;
+	}
+}
+
+/* ---- dumps ---- */
+
+static int create_dump(struct sp_flight *f, uint64_t now_wall, char *name, size_t size)
+{
+	time_t t = (time_t)(now_wall / 1000000000u);
+	char stamp[32];
+	struct tm tm;
+	unsigned int i;
+	int fd;
+
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	for (i = 1; i < 1000; i++) {
+		if (i == 1)
+			snprintf(name, size, "dump-%s-%s.sp", stamp, f->trigger);
+		else
+			snprintf(name, size, "dump-%s-%s-%u.sp", stamp, f->trigger, i);
+		fd = sp_create_in(f->dirfd, name);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+static int copy_all(int to, int from, uint64_t len)
+{
+	off_t off = 0;
+	ssize_t n;
+
+	while ((uint64_t)off < len) {
+		n = sendfile(to, from, &off, len - (uint64_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0 ? (errno = EIO, -1) : -1;
+	}
+	return 0;
+}
+
+/* The lost and end records, in the current chunk's ids, to the dump only. */
+static int dump_tail(struct sp_flight *f, int fd, uint64_t now, const struct sp_end *sofar)
+{
+	struct sp_writer *w = sp_segments_writer(f->segs);
+	struct sp_record rec = { .kind = SP_REC_LOST };
+	int chunk_fd = cur_chunk(f)->fd;
+	int rc;
+
+	if (sp_writer_set_fd(w, fd))
+		return -1;
+	rc = 0;
+	if (f->dropped) {
+		rec.lost.time = f->chunks[f->first].start;
+		rec.lost.start = f->rec_start;
+		rec.lost.what = SP_LOST_WINDOW;
+		rec.lost.count = f->dropped;
+		rc = sp_writer_put(w, &rec);
+	}
+	rec = (struct sp_record){ .kind = SP_REC_END };
+	rec.end = *sofar;
+	rec.end.time = now;
+	rec.end.reason = SP_ENDR_TRIGGER;
+	rec.end.trigger = sp_writer_strz(w, f->trigger);
+	rec.end.detail = sp_writer_strz(w, f->detail);
+	rec.end.trigger_time = f->trigger_time;
+	if (rc || sp_writer_put(w, &rec) || sp_writer_flush(w))
+		rc = -1;
+	sp_writer_set_fd(w, chunk_fd);
+	return rc;
+}
+
+static void dump(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
+{
+	uint64_t t0 = sp_now_mono_ns(), total = 0;
+	struct chunk saved;
+	char name[128];
+	unsigned int i;
+	int fd, err = 0;
+
+	f->pending = false;
+	f->last_dump = now;
+	if (settle(f))
+		return;
+	fd = create_dump(f, sp_now_wall_ns(), name, sizeof(name));
+	if (fd < 0) {
+		sp_error_errno("cannot create a dump in '%s'", f->o.dir);
+		return;
+	}
+	for (i = 0; i < f->n && !err; i++) {
+		const struct chunk *c = &f->chunks[(f->first + i) % MAX_CHUNKS];
+
+		err = copy_all(fd, c->fd, c->bytes) ? errno : 0;
+		total += c->bytes;
+	}
+	/* The tail's strings went into the chunk's ids: the chunk ends here
+	 * and the window goes on in a new one. */
+	saved = *cur_chunk(f);
+	if (!err && dump_tail(f, fd, now, sofar))
+		err = errno ? errno : EIO;
+	if (next_chunk(f, now))
+		err = err ? err : EIO;
+	else	/* its writer counted the tail too, which the chunk has not */
+		f->chunks[(f->first + f->n - 2) % MAX_CHUNKS] = saved;
+	close(fd);
+	if (err) {
+		unlinkat(f->dirfd, name, 0);
+		if (!f->warned_disk)
+			sp_warn("cannot write the dump '%s/%s': %s; the window is kept (said once)",
+				f->o.dir, name, strerror(err));
+		f->warned_disk = true;
+		return;
+	}
+	f->bytes += total;
+	sp_names_add(&f->files, name);
+	sp_names_trim(&f->files, f->dirfd, f->o.keep);
+	sp_info("dump '%s/%s': %s (%s), %llu bytes in %.1f ms", f->o.dir, name, f->trigger,
+		f->detail, (unsigned long long)total, (double)(sp_now_mono_ns() - t0) / 1e6);
+}
+
+void sp_flight_fire(struct sp_flight *f, const char *trigger, const char *detail,
+		    uint64_t mono)
+{
+	size_t i;
+
+	if (f->pending) {
+		/* One dump holds them: said in its detail. */
+		f->more++;
+		return;
+	}
+	f->pending = true;
+	f->more = 0;
+	snprintf(f->trigger, sizeof(f->trigger), "%s", trigger);
+	/* The trigger names a file: letters, digits, '-' and '_' only. */
+	for (i = 0; f->trigger[i]; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_",
+			    f->trigger[i]))
+			f->trigger[i] = '_';
+	snprintf(f->detail, sizeof(f->detail), "%s", detail ? detail : "");
+	f->trigger_time = mono;
+	f->due = mono + f->o.after_ns;
+	/* At most one dump per interval: a storm waits and is counted. */
+	if (f->last_dump && f->due < f->last_dump + f->o.interval_ns)
+		f->due = f->last_dump + f->o.interval_ns;
+}
+
+/* The count of triggers a dump stood for goes in its detail. */
+static void say_more(struct sp_flight *f)
+{
+	size_t len = strlen(f->detail);
+
+	if (!f->more)
+		return;
+	snprintf(f->detail + len, sizeof(f->detail) - len, "%s%llu more trigger%s until the dump",
+		 len ? "; " : "", (unsigned long long)f->more, f->more == 1 ? "" : "s");
+	sp_warn("%llu trigger%s fired while a dump was waiting (--dump-interval): counted in it",
+		(unsigned long long)f->more, f->more == 1 ? "" : "s");
+}
+
+/* ---- the steps ---- */
+
+int sp_flight_begin(struct sp_flight *f, uint64_t now)
+{
+	f->rec_start = now;
+	return f->o.flight ? next_chunk(f, now) : next_segment(f, now);
+}
+
+int sp_flight_batch(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
+{
+	struct sp_writer *w = sp_segments_writer(f->segs);
+
+	if (!f->o.flight) {
+		if (sp_writer_flush(w))
+			return -1;
+		if (sp_writer_bytes(w) >= f->o.segment_bytes ||
+		    (f->o.segment_ns && now - f->seg_start >= f->o.segment_ns))
+			return rotate(f, now, sofar);
+		return 0;
+	}
+	if (settle(f))
+		return -1;
+	if (cur_chunk(f)->bytes >= f->chunk_bytes || now - cur_chunk(f)->start >= f->chunk_ns)
+		if (next_chunk(f, now))
+			return -1;
+	trim_window(f, now);
+	if (f->pending && now >= f->due) {
+		say_more(f);
+		dump(f, now, sofar);
+		trim_window(f, now);
+	}
+	return 0;
+}
+
+int sp_flight_finish(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
+{
+	struct sp_writer *w = sp_segments_writer(f->segs);
+	int rc = 0;
+
+	if (f->o.flight) {
+		if (f->pending) {
+			say_more(f);
+			dump(f, now, sofar);
+		}
+		return 0;
+	}
+	if (w)
+		f->bytes += sp_writer_bytes(w);
+	rc = sp_segments_close(f->segs);
+	if (f->fd >= 0 && close(f->fd))
+		rc = sp_error_errno("cannot write '%s'", f->o.dir);
+	f->fd = -1;
+	return rc;
+}
