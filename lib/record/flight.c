@@ -164,7 +164,7 @@ static int next_segment(struct sp_flight *f, uint64_t now)
 	sp_names_add(&f->files, name);
 	sp_names_trim(&f->files, f->dirfd, f->o.keep);
 	f->seg_start = now;
-	return sp_segments_start(f->segs, fd, name, ++f->nseg);
+	return sp_segments_start(f->segs, fd, name, ++f->nseg, now);
 }
 
 /* The segment is full: its end record says the recording goes on. */
@@ -233,7 +233,7 @@ static int next_chunk(struct sp_flight *f, uint64_t now)
 	f->n++;
 	c = cur_chunk(f);
 	*c = (struct chunk){ .fd = fd, .start = now };
-	return sp_segments_start(f->segs, fd, "flight window", ++f->nseg);
+	return sp_segments_start(f->segs, fd, "flight window", ++f->nseg, now);
 }
 
 static uint64_t window_bytes(const struct sp_flight *f)

@@ -38,6 +38,8 @@ struct sp_segments {
 	const struct sp_defs *master;
 	struct sp_writer *w;
 	uint64_t gen;		/* of the current stream, from 1 */
+	uint64_t start;		/* when it started */
+	uint64_t last;		/* latest time of a timed record taken */
 	uint64_t records;
 	struct idmap map[SP_REF_STACK + 1];
 	struct live procs, threads, mods, misc;
@@ -374,8 +376,10 @@ static uint64_t tr_ref(struct sp_segments *s, enum sp_ref ref, uint64_t id)
 	}
 }
 
-/* rec with this stream's ids, and written. */
-static int put_translated(struct sp_segments *s, const struct sp_record *rec)
+/* rec with this stream's ids, and written; a replayed record says when
+ * the stream started (readers take a stream's records in time order), its
+ * own time when later. */
+static int put_translated(struct sp_segments *s, const struct sp_record *rec, bool replayed)
 {
 	const struct sp_schema *sch = sp_schema(rec->kind);
 	const struct sp_event_schema *es;
@@ -398,6 +402,12 @@ static int put_translated(struct sp_segments *s, const struct sp_record *rec)
 			    !(out.event.field[i].u = tr_str(s, out.event.field[i].u)))
 				return -1;
 	}
+	if (replayed && out.process.time < s->start) {
+		/* process, thread, runtime, probe: time is their first field */
+		if (rec->kind == SP_REC_PROCESS || rec->kind == SP_REC_THREAD ||
+		    rec->kind == SP_REC_RUNTIME || rec->kind == SP_REC_PROBE)
+			out.process.time = s->start;
+	}
 	return sp_writer_put(s->w, &out);
 }
 
@@ -411,7 +421,7 @@ static int replay(struct sp_segments *s)
 
 	for (t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
 		for (i = 0; i < tables[t]->n; i++)
-			if (put_translated(s, &tables[t]->v[i]))
+			if (put_translated(s, &tables[t]->v[i], true))
 				return -1;
 	for (i = 0; i < s->mods.n; i++)
 		if (!tr_module(s, s->mods.v[i].module.id))
@@ -419,7 +429,8 @@ static int replay(struct sp_segments *s)
 	return 0;
 }
 
-int sp_segments_start(struct sp_segments *s, int fd, const char *name, uint64_t n)
+int sp_segments_start(struct sp_segments *s, int fd, const char *name, uint64_t n,
+		      uint64_t now)
 {
 	const struct sp_header *h = sp_defs_header(s->master);
 	struct sp_record rec = { .kind = SP_REC_HEADER };
@@ -429,10 +440,19 @@ int sp_segments_start(struct sp_segments *s, int fd, const char *name, uint64_t 
 	s->w = sp_writer_new(fd, name, SP_FORMAT_SPOOL);
 	s->gen++;
 	s->records = 0;
+	/* Records still held in the caller's time-ordered merge may be older
+	 * than now: the stream starts after the last one written. */
+	s->start = s->last && s->last < now ? s->last : now;
+	now = s->start;
 	if (!h)
 		return 0;
 	rec.header = *h;
 	rec.header.segment = n;
+	/* The stream starts now, which the header maps to the wall clock. */
+	if (now > h->start_mono_ns) {
+		rec.header.start_wall_ns += now - h->start_mono_ns;
+		rec.header.start_mono_ns = now;
+	}
 	if (sp_writer_put(s->w, &rec))
 		return -1;
 	return replay(s);
@@ -506,10 +526,13 @@ int sp_segments_put(struct sp_segments *s, const struct sp_record *rec)
 	case SP_REC_SPAN:
 		break;
 	default:
+		/* every timed kind has its time first */
+		if (rec->process.time > s->last)
+			s->last = rec->process.time;
 		s->records++;
 		break;
 	}
-	return put_translated(s, rec);
+	return put_translated(s, rec, false);
 }
 
 struct sp_writer *sp_segments_writer(struct sp_segments *s)

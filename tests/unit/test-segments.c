@@ -147,7 +147,7 @@ static void test_segments_replay(void)
 	r.header.command.p = (const uint8_t *)"-a";
 	r.header.command.len = 2;
 	put(&g, &r);
-	CHECK(sp_segments_start(g.segs, g.fd, "segments", 1) == 0);
+	CHECK(sp_segments_start(g.segs, g.fd, "segments", 1, 50) == 0);
 
 	process(&g, 10, "old");		/* long before the second stream */
 	process(&g, 20, "gone");
@@ -172,7 +172,7 @@ static void test_segments_replay(void)
 	CHECK_EQ_U(sp_segments_records(g.segs), 4);
 
 	/* The second stream: only what is live, and the old stack again. */
-	CHECK(sp_segments_start(g.segs, g.fd, "segments", 2) == 0);
+	CHECK(sp_segments_start(g.segs, g.fd, "segments", 2, 1500) == 0);
 	CHECK_EQ_U(sp_segments_records(g.segs), 0);
 	sample(&g, 10, m1, 2000);
 	CHECK(sp_segments_close(g.segs) == 0);

@@ -38,11 +38,13 @@ void sp_segments_free(struct sp_segments *s);
 /*
  * End the current stream, if any (flushed, its writer freed: the caller
  * writes an end record first when it wants one), and start one on fd
- * (named name in messages) with the header again, segment number n, then
- * the replay. Nothing is written before the master header is known. 0 or
+ * (named name in messages) with the header again, segment number n, its
+ * start now (CLOCK_MONOTONIC ns: the replayed records' time when theirs
+ * is older), then the replay. Nothing is written before the master header is known. 0 or
  * -1 (reported).
  */
-int sp_segments_start(struct sp_segments *s, int fd, const char *name, uint64_t n);
+int sp_segments_start(struct sp_segments *s, int fd, const char *name, uint64_t n,
+		      uint64_t now);
 /* A record of the master stream, written to the current one. 0 or -1. */
 int sp_segments_put(struct sp_segments *s, const struct sp_record *rec);
 /* The current stream's writer (flush, bytes, errno), NULL before a start. */

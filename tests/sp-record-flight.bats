@@ -1,0 +1,182 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# sp-record -o DIR: rotated segments that each read alone, and the flight
+# recorder (--flight): a bounded window in memory, dumped on SIGUSR1 as a
+# spool that decodes, symbolizes, correlates and trees alone, even for a
+# process that started long before the window; the directory is ours alone.
+load helper
+
+setup() {
+	D=$BATS_TEST_TMPDIR/out
+}
+
+teardown() {
+	[ -z "${REC:-}" ] || kill -9 "$REC" 2>/dev/null || true
+	[ -z "${BUSY:-}" ] || kill -9 "$BUSY" 2>/dev/null || true
+}
+
+# Wait (at most 20 s) until DIR holds $2 dumps.
+wait_dumps() {
+	local i
+	for i in $(seq 1 200); do
+		[ "$(ls "$1"/dump-*.sp 2>/dev/null | wc -l)" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	fail "no dump in $1 after 20 s"
+}
+
+# A busy program with a name of our own, started now.
+start_busy() {
+	cp /bin/sh "$BATS_TEST_TMPDIR/oldbusy"
+	"$BATS_TEST_TMPDIR/oldbusy" -c 'while :; do :; done' &
+	BUSY=$!
+}
+
+@test "--flight without -o DIR is refused, and so is -o FILE" {
+	run -64 sp-record --flight=1M -a
+	assert_output --partial "--flight needs -o DIR"
+	run -64 sp-record --flight=1M -o "$BATS_TEST_TMPDIR/file.sp" -a
+	assert_output --partial "is not a directory"
+	run -64 sp-record --flight=lots -o "$BATS_TEST_TMPDIR/" -a
+	assert_output --partial "invalid --flight"
+	run -64 sp-record --keep=3 -a
+	assert_output --partial "need -o DIR"
+}
+
+@test "a SIGUSR1 dump reads alone: the old process defined, the window's loss counted" {
+	require_root
+	start_busy
+	sleep 1		# long before the window
+	sp-record -F 499 -p "$BUSY" --flight=1s --flight-after=300ms -o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
+	REC=$!
+	sleep 3
+	kill -USR1 "$REC"
+	wait_dumps "$D" 1
+	kill -INT "$REC"
+	wait "$REC" || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	REC=
+	dump=$(ls "$D"/dump-*-signal.sp)
+	[ "$(stat -c %a "$dump")" = 600 ]
+	run -0 sp-decode "$dump"
+	# the process record of a process that began 4 s ago, in a 1 s window
+	echo "$output" | grep '"type":"process"' | grep -q "\"pid\":$BUSY" ||
+		fail "no process record of $BUSY"
+	echo "$output" | grep -q '"type":"string".*"value":"oldbusy"' || fail "no comm"
+	echo "$output" | grep '"type":"sample"' | grep -q "\"pid\":$BUSY" || fail "no sample"
+	echo "$output" | grep '"type":"lost"' | grep -q '"what":"window"' ||
+		fail "the records older than the window are not counted"
+	end=$(echo "$output" | tail -1)
+	echo "$end" | grep -q '"type":"end".*"reason":"trigger".*"trigger":"signal"' || fail "$end"
+	echo "$end" | grep -q '"detail":"SIGUSR1 from pid' || fail "$end"
+	echo "$end" | grep -q '"trigger_time":[1-9]' || fail "$end"
+	# one end record only: none between the chunks
+	[ "$(echo "$output" | grep -c '"type":"end"')" = 1 ]
+	run -0 sh -c "sp-symbolize '$dump' | sp-correlate | sp-tree"
+	assert_output --partial "comm=oldbusy"
+	run -0 sh -c "sp-symbolize '$dump' | sp-flame -o '$BATS_TEST_TMPDIR/f.svg'"
+}
+
+@test "the window stays within --flight=1M under a flood of opens, and says what it dropped" {
+	require_root
+	cat >"$BATS_TEST_TMPDIR/flood.sh" <<-'EOF'
+	while :; do for i in 1 2 3 4 5 6 7 8 9 10; do : <"$0"; done; done
+	EOF
+	sp-record -F 4999 --flight=1M --flight-after=0 -o "$D/" -- \
+		sh "$BATS_TEST_TMPDIR/flood.sh" 2>"$BATS_TEST_TMPDIR/err" &
+	REC=$!
+	sleep 4
+	kill -USR1 "$REC"
+	wait_dumps "$D" 1
+	sleep 1
+	kill -USR1 "$REC"	# the second waits for --dump-interval (10 s)
+	sleep 1
+	kill -INT "$REC"
+	wait "$REC" || true
+	REC=
+	n=0
+	for dump in "$D"/dump-*.sp; do
+		size=$(stat -c %s "$dump")
+		# the bound, and at most what a batch adds before it is checked
+		[ "$size" -le $((1536 * 1024)) ] || fail "$dump: $size bytes"
+		run -0 sp-decode "$dump"
+		echo "$output" | grep '"type":"lost"' | grep '"what":"window"' |
+			grep -q '"count":[1-9]' || fail "$dump: no window loss"
+		n=$((n + 1))
+	done
+	[ "$n" = 2 ] || fail "$n dumps (the pending one is written at the end)"
+}
+
+@test "rotation keeps --keep segments, each reads alone, and all of them in a row" {
+	require_root
+	mkdir -m 700 "$D"
+	: >"$D/segment-000041.sp"	# numbering goes on after the highest
+	run -0 sp-record -F 999 --segment=400ms --keep=3 -o "$D" -- \
+		sh -c 'for i in 1 2 3 4 5 6; do i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; /bin/true; done'
+	ls "$D"
+	[ "$(ls "$D" | wc -l)" = 3 ]
+	[ ! -e "$D/segment-000041.sp" ]
+	last=$(ls "$D" | tail -1)
+	first=$(ls "$D" | head -1)
+	[ "${first#segment-}" \> "000042.sp" ]
+	for f in "$D"/segment-*.sp; do
+		[ "$(stat -c %a "$f")" = 600 ]
+		run -0 sp-decode "$f"
+		echo "$output" | head -1 | grep -q '"type":"header".*"segment":[1-9]' || fail "$f"
+		if [ "$f" = "$D/$last" ]; then
+			echo "$output" | tail -1 | grep -v '"reason":"rotated"' | grep -q '"type":"end"'
+		else
+			echo "$output" | tail -1 | grep -q '"type":"end".*"reason":"rotated"' || fail "$f"
+		fi
+		# a sample's stack resolves with this file's definitions alone
+		run -0 sh -c "sp-symbolize '$f' | sp-correlate | sp-tree"
+	done
+	run -0 sh -c "cat '$D'/segment-*.sp | sp-decode --stats"
+	assert_output --regexp "header +3"
+	assert_output --regexp "end +3"
+}
+
+@test "sp-record killed (-9) while dumping leaves the earlier dump whole and the last readable" {
+	require_root
+	start_busy
+	sp-record -F 999 -p "$BUSY" --flight=8M --flight-after=0 --dump-interval=0 \
+		-o "$D/" 2>/dev/null &
+	REC=$!
+	sleep 2
+	kill -USR1 "$REC"
+	wait_dumps "$D" 1
+	sleep 1
+	kill -USR1 "$REC"
+	kill -9 "$REC"
+	wait "$REC" || true
+	REC=
+	first=$(ls "$D"/dump-*.sp | head -1)
+	run -0 sp-decode "$first"
+	echo "$output" | tail -1 | grep -q '"reason":"trigger"'
+	for f in "$D"/dump-*.sp; do
+		# a cut dump reads to its last whole record, then says it is cut
+		run sp-decode "$f"
+		echo "$output" | head -1 | grep -q '"type":"header"' || fail "$f"
+		[ "$status" = 0 ] || echo "$stderr$output" | grep -q "cut short" || fail "$f: $output"
+	done
+}
+
+@test "the output directory is ours alone: another user's, a symlink, a shared one refused" {
+	require_root
+	nobody_tools
+	nb=$NOBODY_DIR/nb
+	mkdir "$nb" && chown 65534:65534 "$nb"
+	theirs=$nb/theirs
+	setpriv --reuid=65534 --regid=65534 --clear-groups mkdir -m 700 "$theirs"
+	run -2 sp-record --flight=1M -o "$theirs/" -a -d 1
+	assert_output --partial "belongs to uid 65534"
+	# a symlink nobody planted where we were told to write
+	mkdir -m 700 "$BATS_TEST_TMPDIR/target"
+	setpriv --reuid=65534 --regid=65534 --clear-groups ln -s "$BATS_TEST_TMPDIR/target" "$nb/dumps"
+	run -2 sp-record --flight=1M -o "$nb/dumps/" -a -d 1
+	assert_output --partial "a symlink is not followed"
+	[ -z "$(ls "$BATS_TEST_TMPDIR/target")" ]
+	mkdir -m 1777 "$BATS_TEST_TMPDIR/shared"
+	run -2 sp-record --segment=1M -o "$BATS_TEST_TMPDIR/shared" -a -d 1
+	assert_output --partial "writable by others"
+	rm -rf "$NOBODY_DIR"
+}
