@@ -2,8 +2,6 @@
 /* sp-record - record stack samples (and more) of a command, of running
  * processes, or of the whole machine, as a spool. */
 #include <errno.h>
-#include <stdarg.h>
-#include <stdnoreturn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -194,38 +192,25 @@ static int parse_flight(const char *arg)
 	return rc;
 }
 
-static noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", sp_progname);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(SP_EXIT_USAGE);
-}
-
 /* -o DIR (the common options leave a directory to us): rotation, or
  * the flight recorder's dumps. After the common options' own checks. */
-static void check_dir(void)
+static void check_dir(struct argp_state *state)
 {
 	const char *o = env.common.out_dir;
 
 	if (env.flight.flight && !o)
-		usage_error("--flight needs -o DIR, the directory its dumps go to%s%s%s",
-			     env.common.out_path ? " ('" : "",
-			     env.common.out_path ? env.common.out_path : "",
-			     env.common.out_path ? "' is not a directory)" : "");
+		argp_error(state, "--flight needs -o DIR, the directory its dumps go to%s%s%s",
+			   env.common.out_path ? " ('" : "",
+			   env.common.out_path ? env.common.out_path : "",
+			   env.common.out_path ? "' is not a directory)" : "");
 	if (!o) {
 		if (env.keep_given || env.flight.segment_ns ||
 		    env.flight.segment_bytes != SP_FLIGHT_DEFAULT_SEGMENT)
-			usage_error("--segment and --keep need -o DIR");
+			argp_error(state, "--segment and --keep need -o DIR");
 		return;
 	}
 	if (env.format == SP_FORMAT_JSON)
-		usage_error("-o DIR writes spools: --format=json goes to a file or a pipe");
+		argp_error(state, "-o DIR writes spools: --format=json goes to a file or a pipe");
 	if (env.flight.flight && !env.keep_given)
 		env.flight.keep = SP_FLIGHT_DEFAULT_KEEP;
 	env.flight.dir = o;
@@ -370,6 +355,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--user-only and --kernel-only exclude each other");
 		if (env.check)
 			break;
+		check_dir(state);	/* the common options' ARGP_KEY_SUCCESS came first */
 		if (env.npids && env.system_wide)
 			argp_error(state, "-p and -a exclude each other");
 		if (env.npids && state->next < state->argc)
@@ -487,7 +473,6 @@ int main(int argc, char **argv)
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &first, NULL);
 	if (env.check)
 		return check();
-	check_dir();
 	if (first < argc && !strcmp(argv[first], "--"))
 		first++;
 	env.perf.enable_on_exec = first < argc;
