@@ -4,6 +4,7 @@
  * flight recorder's window of memfd chunks and the dumps written from it.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,19 @@ struct chunk {
 	uint64_t bytes, records, start;
 };
 
+/* A dump being written: the file, the chunks' and the tail's memfds. */
+struct dump_job {
+	int fd;
+	int src[MAX_CHUNKS + 1];
+	uint64_t len[MAX_CHUNKS + 1];
+	unsigned int n;
+	int err;
+	uint64_t t0, paused, total;
+	char name[128];
+	bool running, threaded, done;
+	pthread_t thread;
+};
+
 struct sp_flight {
 	struct sp_flight_opts o;
 	struct sp_segments *segs;
@@ -55,7 +69,10 @@ struct sp_flight {
 	bool pending, warned_disk;
 	char trigger[32], detail[480];
 	uint64_t trigger_time, due, last_dump, more;
+	struct dump_job job;
 };
+
+static void finish_job(struct sp_flight *f, bool wait);
 
 int sp_flight_parse_limit(const char *s, uint64_t *bytes, uint64_t *ns)
 {
@@ -114,6 +131,7 @@ void sp_flight_free(struct sp_flight *f)
 
 	if (!f)
 		return;
+	finish_job(f, true);
 	sp_segments_free(f->segs);
 	for (i = 0; i < f->n; i++)
 		close(f->chunks[(f->first + i) % MAX_CHUNKS].fd);
@@ -331,52 +349,120 @@ static int dump_tail(struct sp_flight *f, int fd, uint64_t now, const struct sp_
 	return rc;
 }
 
+/* The copy, on a thread of its own: the recording loop goes on. */
+static void *copy_job(void *arg)
+{
+	struct dump_job *j = arg;
+	unsigned int i;
+
+	for (i = 0; i < j->n; i++) {
+		if (!j->err && copy_all(j->fd, j->src[i], j->len[i]))
+			j->err = errno ? errno : EIO;
+		close(j->src[i]);
+	}
+	if (close(j->fd) && !j->err)
+		j->err = errno;
+	__atomic_store_n(&j->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A dump's copy is over (wait for it when asked): its file kept or not. */
+static void finish_job(struct sp_flight *f, bool wait)
+{
+	struct dump_job *j = &f->job;
+
+	if (!j->running || (!wait && !__atomic_load_n(&j->done, __ATOMIC_ACQUIRE)))
+		return;
+	if (j->threaded)
+		pthread_join(j->thread, NULL);
+	j->running = false;
+	if (j->err) {
+		unlinkat(f->dirfd, j->name, 0);
+		if (!f->warned_disk)
+			sp_warn("cannot write the dump '%s/%s': %s; the window is kept (said once)",
+				f->o.dir, j->name, strerror(j->err));
+		f->warned_disk = true;
+		return;
+	}
+	f->bytes += j->total;
+	sp_names_add(&f->files, j->name);
+	sp_names_trim(&f->files, f->dirfd, f->o.keep);
+	sp_info("dump '%s/%s': %llu bytes written in %.1f ms (the recording paused %.1f ms)",
+		f->o.dir, j->name, (unsigned long long)j->total, (double)(sp_now_mono_ns() - j->t0) / 1e6,
+		(double)j->paused / 1e6);
+}
+
+/* The tail (lost and end records) in a memfd of its own, for the job. */
+static int tail_fd(struct sp_flight *f, uint64_t now, const struct sp_end *sofar,
+		   uint64_t *len)
+{
+	struct sp_writer *w = sp_segments_writer(f->segs);
+	uint64_t before = sp_writer_bytes(w);
+	int fd = memfd_create("sp-flight-tail", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (dump_tail(f, fd, now, sofar)) {
+		close(fd);
+		return -1;
+	}
+	*len = sp_writer_bytes(w) - before;
+	return fd;
+}
+
+/*
+ * Write the window out: the loop only creates the file, takes a reference
+ * to each chunk (dup: a chunk dropped meanwhile stays readable), encodes
+ * the tail and starts a new chunk; a thread copies (sendfile) while the
+ * recording goes on. One dump at a time.
+ */
 static void dump(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
 {
-	uint64_t t0 = sp_now_mono_ns(), total = 0;
+	struct dump_job *j = &f->job;
 	struct chunk saved;
-	char name[128];
 	unsigned int i;
-	int fd, err = 0;
+	int tail;
 
 	f->pending = false;
 	f->last_dump = now;
+	*j = (struct dump_job){ .t0 = sp_now_mono_ns() };
 	if (settle(f))
 		return;
-	fd = create_dump(f, sp_now_wall_ns(), name, sizeof(name));
-	if (fd < 0) {
+	j->fd = create_dump(f, sp_now_wall_ns(), j->name, sizeof(j->name));
+	if (j->fd < 0) {
 		sp_error_errno("cannot create a dump in '%s'", f->o.dir);
 		return;
 	}
-	for (i = 0; i < f->n && !err; i++) {
+	for (i = 0; i < f->n; i++) {
 		const struct chunk *c = &f->chunks[(f->first + i) % MAX_CHUNKS];
 
-		err = copy_all(fd, c->fd, c->bytes) ? errno : 0;
-		total += c->bytes;
+		j->src[j->n] = dup(c->fd);
+		j->len[j->n] = c->bytes;
+		j->total += c->bytes;
+		if (j->src[j->n] >= 0)
+			j->n++;
+		else
+			j->err = errno;
 	}
 	/* The tail's strings went into the chunk's ids: the chunk ends here
 	 * and the window goes on in a new one. */
 	saved = *cur_chunk(f);
-	if (!err && dump_tail(f, fd, now, sofar))
-		err = errno ? errno : EIO;
-	if (next_chunk(f, now))
-		err = err ? err : EIO;
-	else	/* its writer counted the tail too, which the chunk has not */
-		f->chunks[(f->first + f->n - 2) % MAX_CHUNKS] = saved;
-	close(fd);
-	if (err) {
-		unlinkat(f->dirfd, name, 0);
-		if (!f->warned_disk)
-			sp_warn("cannot write the dump '%s/%s': %s; the window is kept (said once)",
-				f->o.dir, name, strerror(err));
-		f->warned_disk = true;
-		return;
+	tail = tail_fd(f, now, sofar, &j->len[j->n]);
+	if (tail >= 0) {
+		j->total += j->len[j->n];
+		j->src[j->n++] = tail;
+	} else {
+		j->err = j->err ? j->err : EIO;
 	}
-	f->bytes += total;
-	sp_names_add(&f->files, name);
-	sp_names_trim(&f->files, f->dirfd, f->o.keep);
-	sp_info("dump '%s/%s': %s (%s), %llu bytes in %.1f ms", f->o.dir, name, f->trigger,
-		f->detail, (unsigned long long)total, (double)(sp_now_mono_ns() - t0) / 1e6);
+	if (!next_chunk(f, now))	/* its writer counted the tail, the chunk has not */
+		f->chunks[(f->first + f->n - 2) % MAX_CHUNKS] = saved;
+	j->paused = sp_now_mono_ns() - j->t0;
+	j->running = true;
+	j->threaded = pthread_create(&j->thread, NULL, copy_job, j) == 0;
+	if (!j->threaded) {
+		copy_job(j);	/* no thread: copy here */
+		finish_job(f, true);
+	}
 }
 
 void sp_flight_fire(struct sp_flight *f, const char *trigger, const char *detail,
@@ -444,7 +530,8 @@ int sp_flight_batch(struct sp_flight *f, uint64_t now, const struct sp_end *sofa
 		if (next_chunk(f, now))
 			return -1;
 	trim_window(f, now);
-	if (f->pending && now >= f->due) {
+	finish_job(f, false);
+	if (f->pending && now >= f->due && !f->job.running) {
 		say_more(f);
 		dump(f, now, sofar);
 		trim_window(f, now);
@@ -458,9 +545,11 @@ int sp_flight_finish(struct sp_flight *f, uint64_t now, const struct sp_end *sof
 	int rc = 0;
 
 	if (f->o.flight) {
+		finish_job(f, true);
 		if (f->pending) {
 			say_more(f);
 			dump(f, now, sofar);
+			finish_job(f, true);
 		}
 		return 0;
 	}
