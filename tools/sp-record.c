@@ -216,6 +216,40 @@ static void check_dir(struct argp_state *state)
 	env.flight.dir = o;
 }
 
+/* The options of -o DIR: rotation and the flight recorder. */
+static void parse_dir_opt(int key, char *arg, struct argp_state *state)
+{
+	uint64_t v;
+
+	switch (key) {
+	case OPT_SEGMENT:
+		env.flight.segment_bytes = UINT64_MAX;
+		if (sp_flight_parse_limit(arg, &env.flight.segment_bytes, &env.flight.segment_ns))
+			argp_error(state, "invalid segment bound '%s' (a size like 64M or a "
+				   "time like 10m)", arg);
+		break;
+	case OPT_KEEP:
+		if (sp_parse_uint(arg, 1, 1000000, &v))
+			argp_error(state, "invalid --keep '%s' (1 to 1000000)", arg);
+		env.flight.keep = (unsigned int)v;
+		env.keep_given = true;
+		break;
+	case OPT_FLIGHT:
+		if (parse_flight(arg))
+			argp_error(state, "invalid --flight '%s': a size like 64M, a time like "
+				   "10m, or both: 64M,10m", arg);
+		break;
+	case OPT_FLIGHT_AFTER:
+		if (sp_parse_duration(arg, &env.flight.after_ns))
+			argp_error(state, "invalid --flight-after '%s'", arg);
+		break;
+	case OPT_DUMP_INTERVAL:
+		if (sp_parse_duration(arg, &env.flight.interval_ns))
+			argp_error(state, "invalid --dump-interval '%s'", arg);
+		break;
+	}
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	uint64_t v;
@@ -326,29 +360,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   arg);
 		break;
 	case OPT_SEGMENT:
-		env.flight.segment_bytes = UINT64_MAX;
-		if (sp_flight_parse_limit(arg, &env.flight.segment_bytes, &env.flight.segment_ns))
-			argp_error(state, "invalid segment bound '%s' (a size like 64M or a "
-				   "time like 10m)", arg);
-		break;
 	case OPT_KEEP:
-		if (sp_parse_uint(arg, 1, 1000000, &v))
-			argp_error(state, "invalid --keep '%s' (1 to 1000000)", arg);
-		env.flight.keep = (unsigned int)v;
-		env.keep_given = true;
-		break;
 	case OPT_FLIGHT:
-		if (parse_flight(arg))
-			argp_error(state, "invalid --flight '%s': a size like 64M, a time like "
-				   "10m, or both: 64M,10m", arg);
-		break;
 	case OPT_FLIGHT_AFTER:
-		if (sp_parse_duration(arg, &env.flight.after_ns))
-			argp_error(state, "invalid --flight-after '%s'", arg);
-		break;
 	case OPT_DUMP_INTERVAL:
-		if (sp_parse_duration(arg, &env.flight.interval_ns))
-			argp_error(state, "invalid --dump-interval '%s'", arg);
+		parse_dir_opt(key, arg, state);
 		break;
 	case ARGP_KEY_SUCCESS:	/* ARGP_KEY_END is not seen when a command is given */
 		if (env.perf.user_only && env.perf.kernel_only)

@@ -486,8 +486,12 @@ static void track(struct sp_segments *s, const struct sp_record *rec)
 		ksym_add(s, &rec->ksym);
 		break;
 	case SP_REC_PROCESS_END:
-		live_del(&s->procs, rec->process_end.pid);
-		live_del_pid(&s->threads, rec->process_end.pid);
+		/* An exec ends the image, not the process: its new definition
+		 * comes next and replaces it; its threads stay until they end. */
+		if (!(rec->process_end.flags & SP_PEND_EXEC)) {
+			live_del(&s->procs, rec->process_end.pid);
+			live_del_pid(&s->threads, rec->process_end.pid);
+		}
 		live_del_pid(&s->mods, rec->process_end.pid);
 		misc_del_pid(&s->misc, rec->process_end.pid);
 		break;
