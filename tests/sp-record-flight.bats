@@ -13,6 +13,7 @@ setup() {
 teardown() {
 	[ -z "${REC:-}" ] || kill -9 "$REC" 2>/dev/null || true
 	[ -z "${BUSY:-}" ] || kill -9 "$BUSY" 2>/dev/null || true
+	! mountpoint -q "$D" 2>/dev/null || umount "$D"
 }
 
 # Wait (at most 20 s) until DIR holds $2 dumps.
@@ -178,4 +179,30 @@ start_busy() {
 	run -2 sp-record --segment=1M -o "$BATS_TEST_TMPDIR/shared" -a -d 1
 	assert_output --partial "writable by others"
 	rm -rf "$NOBODY_DIR"
+}
+
+@test "a full disk keeps the window and says so once; the next dump, with room, is whole" {
+	require_root
+	[ -x "$SP_EXAMPLES/evtest" ] || skip "needs build/examples/evtest (make)"
+	mkdir "$D"
+	mount -t tmpfs -o size=64k,mode=0700 tmpfs "$D" || skip "cannot mount a tmpfs"
+	sp-record -F 999 --flight=1M --flight-after=0 --dump-interval=0 -o "$D/" -- \
+		"$SP_EXAMPLES/evtest" flood 1000000000 2>"$BATS_TEST_TMPDIR/err" &
+	REC=$!
+	sleep 3
+	kill -USR1 "$REC"
+	sleep 2
+	kill -USR1 "$REC"
+	sleep 2
+	[ -z "$(ls "$D")" ] || fail "a partial dump was left: $(ls -l "$D")"
+	mount -o remount,size=16m "$D"
+	kill -USR1 "$REC"
+	wait_dumps "$D" 1
+	kill -INT "$REC"
+	wait "$REC" || true
+	REC=
+	run -0 sp-decode "$(ls "$D"/dump-*.sp)"
+	echo "$output" | tail -1 | grep -q '"reason":"trigger"' || fail "$output"
+	[ "$(grep -c 'cannot write the dump' "$BATS_TEST_TMPDIR/err")" = 1 ] ||
+		fail "$(cat "$BATS_TEST_TMPDIR/err")"
 }
