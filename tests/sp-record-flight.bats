@@ -33,11 +33,13 @@ start_busy() {
 	BUSY=$!
 }
 
-@test "--flight without -o DIR is refused, and so is -o FILE" {
+@test "--flight without -o DIR is refused, and so is -o FILE (left as it was)" {
 	run -64 sp-record --flight=1M -a
 	assert_output --partial "--flight needs -o DIR"
+	echo keep >"$BATS_TEST_TMPDIR/file.sp"
 	run -64 sp-record --flight=1M -o "$BATS_TEST_TMPDIR/file.sp" -a
 	assert_output --partial "is not a directory"
+	[ "$(cat "$BATS_TEST_TMPDIR/file.sp")" = keep ]	# not opened, not truncated
 	run -64 sp-record --flight=lots -o "$BATS_TEST_TMPDIR/" -a
 	assert_output --partial "invalid --flight"
 	run -64 sp-record --keep=3 -a

@@ -192,17 +192,12 @@ static int parse_flight(const char *arg)
 	return rc;
 }
 
-/* -o DIR (the common options leave a directory to us): rotation, or
- * the flight recorder's dumps. After the common options' own checks. */
+/* -o DIR (the common options leave a directory to us, and refuse a file
+ * with --flight): rotation, or the flight recorder's dumps. */
 static void check_dir(struct argp_state *state)
 {
 	const char *o = env.common.out_dir;
 
-	if (env.flight.flight && !o)
-		argp_error(state, "--flight needs -o DIR, the directory its dumps go to%s%s%s",
-			   env.common.out_path ? " ('" : "",
-			   env.common.out_path ? env.common.out_path : "",
-			   env.common.out_path ? "' is not a directory)" : "");
 	if (!o) {
 		if (env.keep_given || env.flight.segment_ns ||
 		    env.flight.segment_bytes != SP_FLIGHT_DEFAULT_SEGMENT)
@@ -235,6 +230,8 @@ static void parse_dir_opt(int key, char *arg, struct argp_state *state)
 		env.keep_given = true;
 		break;
 	case OPT_FLIGHT:
+		/* checked by the common options, before -o is opened as a file */
+		env.common.dir_needed = "--flight needs -o DIR, the directory its dumps go to";
 		if (parse_flight(arg))
 			argp_error(state, "invalid --flight '%s': a size like 64M, a time like "
 				   "10m, or both: 64M,10m", arg);

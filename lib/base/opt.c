@@ -64,6 +64,10 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 			o->out_dir = o->out_path;
 			o->out_path = NULL;
 		}
+		if (o->dir_needed && !o->out_dir)
+			argp_error(state, "%s%s%s%s", o->dir_needed, o->out_path ? " ('" : "",
+				   o->out_path ? o->out_path : "",
+				   o->out_path ? "' is not a directory)" : "");
 		if (o->out_path && strcmp(o->out_path, "-")) {
 			o->out = fopen(o->out_path, "w");
 			if (!o->out) {

@@ -80,6 +80,8 @@ struct sp_common_opts {
 	bool color;		/* --color=auto|always|never resolved */
 	int color_mode;		/* 0 auto, 1 always, 2 never */
 	bool dir_ok;		/* set by the tool: -o may name a directory */
+	const char *dir_needed;	/* set by the tool: -o must, or this is the
+				 * usage error (nothing opened) */
 	const char *out_dir;	/* then: -o DIR (an existing directory or a path
 				 * ending in '/'), not opened; out is stdout */
 };
