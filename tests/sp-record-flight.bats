@@ -26,6 +26,23 @@ wait_dumps() {
 	fail "no dump in $1 after 20 s"
 }
 
+# Wait until every thread of sp-record $1 blocks SIGUSR1 (its signalfd
+# takes it): a thread started before may take it otherwise, and the
+# trigger is lost.
+wait_usr1() {
+	local i t ok
+	for i in $(seq 1 300); do
+		ok=1
+		for t in /proc/"$1"/task/*/status; do
+			[ $((0x$(awk '/^SigBlk/ { print $2 }' "$t" 2>/dev/null || echo 0) & 0x200)) != 0 ] ||
+				ok=
+		done
+		[ -n "$ok" ] && return 0
+		sleep 0.1
+	done
+	fail "sp-record $1 does not take SIGUSR1"
+}
+
 # A busy program with a name of our own, started now.
 start_busy() {
 	cp /bin/sh "$BATS_TEST_TMPDIR/oldbusy"
@@ -52,7 +69,8 @@ start_busy() {
 	sleep 1		# long before the window
 	sp-record -F 499 -p "$BUSY" --flight=1s --flight-after=300ms -o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
 	REC=$!
-	sleep 3
+	wait_usr1 "$REC"
+	sleep 5		# the window (1 s) starts once the sources are attached
 	kill -USR1 "$REC"
 	wait_dumps "$D" 1
 	kill -INT "$REC"
@@ -85,6 +103,7 @@ start_busy() {
 	sp-record -F 4999 --flight=256K --flight-after=0 -o "$D/" -- \
 		"$SP_EXAMPLES/evtest" flood 1000000000 2>"$BATS_TEST_TMPDIR/err" &
 	REC=$!
+	wait_usr1 "$REC"
 	sleep 4
 	kill -USR1 "$REC"
 	wait_dumps "$D" 1
@@ -143,6 +162,7 @@ start_busy() {
 	sp-record -F 999 -p "$BUSY" --flight=8M --flight-after=0 --dump-interval=0 \
 		-o "$D/" 2>/dev/null &
 	REC=$!
+	wait_usr1 "$REC"
 	sleep 2
 	kill -USR1 "$REC"
 	wait_dumps "$D" 1
@@ -191,6 +211,7 @@ start_busy() {
 	sp-record -F 999 --flight=1M --flight-after=0 --dump-interval=0 -o "$D/" -- \
 		"$SP_EXAMPLES/evtest" flood 1000000000 2>"$BATS_TEST_TMPDIR/err" &
 	REC=$!
+	wait_usr1 "$REC"
 	sleep 3
 	kill -USR1 "$REC"
 	sleep 2

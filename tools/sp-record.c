@@ -2,6 +2,7 @@
 /* sp-record - record stack samples (and more) of a command, of running
  * processes, or of the whole machine, as a spool. */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -486,6 +487,10 @@ int main(int argc, char **argv)
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &first, NULL);
 	if (env.check)
 		return check();
+	/* A trigger this early (nothing recorded yet) is no reason to die;
+	 * the recorder takes SIGUSR1 from its signalfd once it is set up. */
+	if (env.flight.flight)
+		signal(SIGUSR1, SIG_IGN);
 	if (first < argc && !strcmp(argv[first], "--"))
 		first++;
 	env.perf.enable_on_exec = first < argc;

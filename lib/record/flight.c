@@ -18,6 +18,7 @@
 #include "flight.h"
 #include "flightP.h"
 #include "segments.h"
+#include "spool.h"
 #include "writer.h"
 
 /* The window is cut into chunks of an eighth of it: the oldest goes whole,
@@ -30,13 +31,14 @@
 struct chunk {
 	int fd;			/* memfd */
 	uint64_t bytes, records, start;
+	uint64_t hdr_bytes, hdr_time;	/* sp_segments_header_end() */
 };
 
 /* A dump being written: the file, the chunks' and the tail's memfds. */
 struct dump_job {
 	int fd;
-	int src[MAX_CHUNKS + 1];
-	uint64_t len[MAX_CHUNKS + 1];
+	int src[MAX_CHUNKS + 3];
+	uint64_t off[MAX_CHUNKS + 3], len[MAX_CHUNKS + 3];
 	unsigned int n;
 	int err;
 	uint64_t t0, paused, total;
@@ -251,7 +253,10 @@ static int next_chunk(struct sp_flight *f, uint64_t now)
 	f->n++;
 	c = cur_chunk(f);
 	*c = (struct chunk){ .fd = fd, .start = now };
-	return sp_segments_start(f->segs, fd, "flight window", ++f->nseg, now);
+	if (sp_segments_start(f->segs, fd, "flight window", ++f->nseg, now))
+		return -1;
+	c->hdr_bytes = sp_segments_header_end(f->segs, &c->hdr_time);
+	return 0;
 }
 
 static uint64_t window_bytes(const struct sp_flight *f)
@@ -303,13 +308,13 @@ static int create_dump(struct sp_flight *f, uint64_t now_wall, char *name, size_
 	return -1;
 }
 
-static int copy_all(int to, int from, uint64_t len)
+static int copy_all(int to, int from, uint64_t start, uint64_t len)
 {
-	off_t off = 0;
+	off_t off = (off_t)start;
 	ssize_t n;
 
-	while ((uint64_t)off < len) {
-		n = sendfile(to, from, &off, len - (uint64_t)off);
+	while ((uint64_t)off < start + len) {
+		n = sendfile(to, from, &off, start + len - (uint64_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -322,20 +327,13 @@ static int copy_all(int to, int from, uint64_t len)
 static int dump_tail(struct sp_flight *f, int fd, uint64_t now, const struct sp_end *sofar)
 {
 	struct sp_writer *w = sp_segments_writer(f->segs);
-	struct sp_record rec = { .kind = SP_REC_LOST };
+	struct sp_record rec;
 	int chunk_fd = cur_chunk(f)->fd;
 	int rc;
 
 	if (sp_writer_set_fd(w, fd))
 		return -1;
 	rc = 0;
-	if (f->dropped) {
-		rec.lost.time = f->chunks[f->first].start;
-		rec.lost.start = f->rec_start;
-		rec.lost.what = SP_LOST_WINDOW;
-		rec.lost.count = f->dropped;
-		rc = sp_writer_put(w, &rec);
-	}
 	rec = (struct sp_record){ .kind = SP_REC_END };
 	rec.end = *sofar;
 	rec.end.time = now;
@@ -356,7 +354,7 @@ static void *copy_job(void *arg)
 	unsigned int i;
 
 	for (i = 0; i < j->n; i++) {
-		if (!j->err && copy_all(j->fd, j->src[i], j->len[i]))
+		if (!j->err && copy_all(j->fd, j->src[i], j->off[i], j->len[i]))
 			j->err = errno ? errno : EIO;
 		close(j->src[i]);
 	}
@@ -392,7 +390,55 @@ static void finish_job(struct sp_flight *f, bool wait)
 		(double)j->paused / 1e6);
 }
 
-/* The tail (lost and end records) in a memfd of its own, for the job. */
+/*
+ * What the window dropped, as a lost record that goes right after the
+ * first chunk's header: in time order (it ends where the window starts,
+ * at the header's time, so the next record's time delta is unchanged), and
+ * it names no string. A memfd of its own for the job; -1 when none.
+ */
+static int lost_fd(struct sp_flight *f, const struct chunk *first, uint64_t *len)
+{
+	struct sp_spool_state st = { .last_time = first->hdr_time };
+	struct sp_record rec = { .kind = SP_REC_LOST };
+	uint8_t buf[SP_SPOOL_MAX_FRAMING + 128];
+	size_t n;
+	int fd;
+
+	rec.lost.time = first->hdr_time;
+	rec.lost.start = f->rec_start;
+	rec.lost.what = SP_LOST_WINDOW;
+	rec.lost.count = f->dropped;
+	if (sp_spool_bound(&rec) > 128 || (fd = memfd_create("sp-flight-lost", MFD_CLOEXEC)) < 0)
+		return -1;
+	n = sp_spool_encode(&st, &rec, buf + SP_SPOOL_MAX_FRAMING);
+	*len = sp_varint_put(buf, SP_REC_LOST);
+	*len += sp_varint_put(buf + *len, n);
+	memmove(buf + *len, buf + SP_SPOOL_MAX_FRAMING, n);
+	*len += n;
+	if (write(fd, buf, *len) != (ssize_t)*len) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Add bytes [off, off + len) of fd (dup'ed) to the dump job. */
+static void job_add(struct dump_job *j, int fd, uint64_t off, uint64_t len, bool dup_it)
+{
+	int src = dup_it ? dup(fd) : fd;
+
+	if (src < 0) {
+		j->err = errno;
+		return;
+	}
+	j->src[j->n] = src;
+	j->off[j->n] = off;
+	j->len[j->n] = len;
+	j->total += len;
+	j->n++;
+}
+
+/* The tail (the end record) in a memfd of its own, for the job. */
 static int tail_fd(struct sp_flight *f, uint64_t now, const struct sp_end *sofar,
 		   uint64_t *len)
 {
@@ -420,6 +466,7 @@ static void dump(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
 {
 	struct dump_job *j = &f->job;
 	struct chunk saved;
+	uint64_t tail_len = 0;
 	unsigned int i;
 	int tail;
 
@@ -435,25 +482,25 @@ static void dump(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
 	}
 	for (i = 0; i < f->n; i++) {
 		const struct chunk *c = &f->chunks[(f->first + i) % MAX_CHUNKS];
+		uint64_t lost_len = 0;
+		int lost = i == 0 && f->dropped ? lost_fd(f, c, &lost_len) : -1;
 
-		j->src[j->n] = dup(c->fd);
-		j->len[j->n] = c->bytes;
-		j->total += c->bytes;
-		if (j->src[j->n] >= 0)
-			j->n++;
-		else
-			j->err = errno;
+		if (lost >= 0) {
+			job_add(j, c->fd, 0, c->hdr_bytes, true);
+			job_add(j, lost, 0, lost_len, false);
+			job_add(j, c->fd, c->hdr_bytes, c->bytes - c->hdr_bytes, true);
+		} else {
+			job_add(j, c->fd, 0, c->bytes, true);
+		}
 	}
 	/* The tail's strings went into the chunk's ids: the chunk ends here
 	 * and the window goes on in a new one. */
 	saved = *cur_chunk(f);
-	tail = tail_fd(f, now, sofar, &j->len[j->n]);
-	if (tail >= 0) {
-		j->total += j->len[j->n];
-		j->src[j->n++] = tail;
-	} else {
+	tail = tail_fd(f, now, sofar, &tail_len);
+	if (tail >= 0)
+		job_add(j, tail, 0, tail_len, false);
+	else
 		j->err = j->err ? j->err : EIO;
-	}
 	if (!next_chunk(f, now))	/* its writer counted the tail, the chunk has not */
 		f->chunks[(f->first + f->n - 2) % MAX_CHUNKS] = saved;
 	j->paused = sp_now_mono_ns() - j->t0;

@@ -96,6 +96,11 @@ static int open_pidfd(struct sp_recorder *r, pid_t pid)
 	return watch(r, fd, TAG_PIDFD, r->npidfds - 1);
 }
 
+static void ignore_signal(int sig)
+{
+	(void)sig;
+}
+
 /* SIGINT and SIGTERM are read from a signalfd in the loop, even when
  * sp-record was started with them ignored (a background job). A closed
  * output pipe is an EPIPE to handle (the command goes on), not a SIGPIPE
@@ -110,9 +115,13 @@ static int catch_signals(struct sp_recorder *r)
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	/* SIGUSR1 fires the flight recorder (a dump), only when there is one:
-	 * without it, SIGUSR1 keeps its default meaning. */
-	if (r->o.flight && r->o.flight->flight)
+	 * without it, SIGUSR1 keeps its default meaning. A thread started
+	 * before this mask (the spans source's loader) may still take it: a
+	 * handler that does nothing keeps that from killing sp-record. */
+	if (r->o.flight && r->o.flight->flight) {
 		sigaddset(&block, SIGUSR1);
+		sigaction(SIGUSR1, &(struct sigaction){ .sa_handler = ignore_signal }, NULL);
+	}
 	mask = block;
 	sigaddset(&mask, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &mask, &r->orig_mask);

@@ -40,6 +40,7 @@ struct sp_segments {
 	uint64_t gen;		/* of the current stream, from 1 */
 	uint64_t start;		/* when it started */
 	uint64_t last;		/* latest time of a timed record taken */
+	uint64_t hdr_bytes, hdr_time;	/* the stream's header: its end, its time */
 	uint64_t records;
 	struct idmap map[SP_REF_STACK + 1];
 	struct live procs, threads, mods, misc;
@@ -455,6 +456,8 @@ int sp_segments_start(struct sp_segments *s, int fd, const char *name, uint64_t 
 	}
 	if (sp_writer_put(s->w, &rec))
 		return -1;
+	s->hdr_bytes = sp_writer_bytes(s->w);
+	s->hdr_time = rec.header.start_mono_ns;
 	return replay(s);
 }
 
@@ -547,6 +550,12 @@ struct sp_writer *sp_segments_writer(struct sp_segments *s)
 uint64_t sp_segments_records(const struct sp_segments *s)
 {
 	return s->records;
+}
+
+uint64_t sp_segments_header_end(const struct sp_segments *s, uint64_t *time)
+{
+	*time = s->hdr_time;
+	return s->hdr_bytes;
 }
 
 int sp_segments_close(struct sp_segments *s)

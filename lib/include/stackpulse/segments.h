@@ -51,6 +51,10 @@ int sp_segments_put(struct sp_segments *s, const struct sp_record *rec);
 struct sp_writer *sp_segments_writer(struct sp_segments *s);
 /* Timed records (not definitions, not replayed) in the current stream. */
 uint64_t sp_segments_records(const struct sp_segments *s);
+/* Where the current stream's header ends (bytes from its start), and the
+ * time it gives (the spool codes the next record's time against it): a
+ * record with that time fits in there without changing what follows. */
+uint64_t sp_segments_header_end(const struct sp_segments *s, uint64_t *time);
 /* Flush and free the current stream's writer. 0, or -1 if a write failed. */
 int sp_segments_close(struct sp_segments *s);
 
