@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Triggers on records (triggers.h): a process that dies badly, a span that
+ * lasted too long, an event that matches a pattern. Each record on its way
+ * to the output is checked once; the processes' names and the open spans
+ * the checks need are tracked in bounded tables. The command trigger is
+ * triggers_cmd.c, the specs triggers_opts.c.
+ */
+#include <arpa/inet.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "escape.h"
+#include "events.h"
+#include "sp.h"
+#include "triggersP.h"
+
+/* A detail being written: snprintf's rules, never past n - 1 bytes. */
+struct dbuf {
+	char *p;
+	size_t n, len;
+};
+
+static void dput(struct dbuf *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void dput(struct dbuf *d, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (d->len + 1 >= d->n)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(d->p + d->len, d->n - d->len, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return;
+	if (d->len + (size_t)k >= d->n)
+		d->len += sp_esc_text_trim(d->p + d->len, d->n - 1 - d->len);
+	else
+		d->len += (size_t)k;
+	d->p[d->len] = 0;
+}
+
+/* Others' bytes, as their text form. */
+static void dput_esc(struct dbuf *d, const char *s, size_t len)
+{
+	size_t k;
+
+	if (d->len + 1 >= d->n)
+		return;
+	k = sp_esc_text(d->p + d->len, d->n - d->len, s, len, 0);
+	d->len += k < d->n - d->len ? k : strlen(d->p + d->len);
+}
+
+static uint64_t read_oom_kills(void)
+{
+	char line[128];
+	uint64_t v = 0;
+	FILE *f = fopen("/proc/vmstat", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "oom_kill %" SCNu64, &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+struct sp_triggers *sp_triggers_new(const struct sp_trigger_opts *o)
+{
+	struct sp_triggers *t = sp_xcalloc(1, sizeof(*t));
+
+	t->o = *o;
+	if (!t->o.every_ns)
+		t->o.every_ns = 10 * UINT64_C(1000000000);
+	if (!t->o.timeout_ns)
+		t->o.timeout_ns = t->o.every_ns;
+	t->fd = -1;
+	t->next_run = sp_now_mono_ns() + t->o.every_ns;
+	if (o->exit)
+		t->oom_kills = read_oom_kills();
+	return t;
+}
+
+void sp_triggers_stats(const struct sp_triggers *t, struct sp_triggers_stats *st)
+{
+	*st = t->st;
+}
+
+/* ---- exit ---- */
+
+/* A process's comm and executable, as its last process record named them. */
+static void proc_names(struct sp_triggers *t, struct sp_defs *defs, uint64_t pid,
+		       const char **comm, const char **exe)
+{
+	uint64_t *v = sp_u64map_get(&t->procs, pid);
+
+	*comm = v ? sp_defs_str(defs, *v >> 32, NULL) : NULL;
+	*exe = v ? sp_defs_str(defs, *v & 0xffffffffu, NULL) : NULL;
+}
+
+static void track_proc(struct sp_triggers *t, const struct sp_process *p)
+{
+	uint64_t v = (p->comm <= 0xffffffffu ? p->comm << 32 : 0) |
+		     (p->exe <= 0xffffffffu ? p->exe : 0);
+
+	if (t->procs.n >= SP_TRIG_MAX_PROCS && !sp_u64map_get(&t->procs, p->pid)) {
+		t->st.untracked++;
+		return;
+	}
+	sp_u64map_put(&t->procs, p->pid, v);
+}
+
+static bool recently_fired(struct sp_triggers *t, uint64_t pid, bool forget)
+{
+	unsigned int i;
+
+	for (i = 0; i < SP_TRIG_RECENT_EXITS; i++) {
+		if (t->recent[i] == pid && pid) {
+			if (forget)
+				t->recent[i] = 0;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void describe_death(struct sp_triggers *t, struct dbuf *d, int64_t code, unsigned int sig)
+{
+	const char *name = sig && sig < 65 ? sigabbrev_np((int)sig) : NULL;
+	uint64_t oom;
+
+	if (!sig) {
+		dput(d, " exited with status %lld", (long long)code);
+		return;
+	}
+	if (name)
+		dput(d, " killed by SIG%s", name);
+	else
+		dput(d, " killed by signal %u", sig);
+	if (sig == SIGKILL) {
+		oom = read_oom_kills();
+		dput(d, oom > t->oom_kills ? " (the OOM killer killed %" PRIu64 " since)" :
+		     " (not the OOM killer: kill -9, or a kill the kernel did not count)",
+		     oom - t->oom_kills);
+		t->oom_kills = oom;
+	}
+}
+
+/* A process ended with exit code (or -1) and signal (or 0): "exit" when
+ * the options ask for it. */
+static const char *check_exit(struct sp_triggers *t, struct sp_defs *defs, uint64_t pid,
+			      int64_t code, unsigned int sig, char *detail, size_t n)
+{
+	const char *comm, *exe;
+	struct dbuf d = { detail, n, 0 };
+	bool fires;
+
+	if (!t->o.exit || recently_fired(t, pid, true))
+		return NULL;
+	if (sig)
+		fires = sig < 64 && (t->o.exit_signals & (UINT64_C(1) << sig));
+	else
+		fires = code != 0 && t->o.exit_nonzero;
+	if (!fires)
+		return NULL;
+	proc_names(t, defs, pid, &comm, &exe);
+	if (t->o.exit_glob[0] && !(comm && !fnmatch(t->o.exit_glob, comm, 0)) &&
+	    !(exe && !fnmatch(t->o.exit_glob, exe, 0)))
+		return NULL;
+	if (n)
+		detail[0] = 0;
+	dput(&d, "pid %" PRIu64, pid);
+	if (comm) {
+		dput(&d, " (");
+		dput_esc(&d, comm, strlen(comm));
+		dput(&d, ")");
+	}
+	describe_death(t, &d, code, sig);
+	t->recent[t->nrecent++ % SP_TRIG_RECENT_EXITS] = pid;
+	t->st.exits++;
+	return "exit";
+}
+
+static const char *on_process_end(struct sp_triggers *t, const struct sp_process_end *pe,
+				  struct sp_defs *defs, char *detail, size_t n)
+{
+	const char *name = NULL;
+
+	if (pe->flags & SP_PEND_EXEC)
+		return NULL;	/* the image was replaced: the process goes on */
+	if (pe->flags & SP_PEND_SIGNALED)
+		name = check_exit(t, defs, pe->pid, -1,
+				  pe->status > 128 ? (unsigned int)(pe->status - 128) : 0, detail, n);
+	else if (pe->status)
+		name = check_exit(t, defs, pe->pid, (int64_t)pe->status, 0, detail, n);
+	else
+		recently_fired(t, pe->pid, true);
+	sp_u64map_del(&t->procs, pe->pid);
+	return name;
+}
+
+/* ---- span ---- */
+
+static uint64_t span_key(uint64_t tid, uint64_t depth)
+{
+	return tid << 20 | depth;
+}
+
+static const char *on_span_stop(struct sp_triggers *t, const struct sp_span_mark *m,
+				struct sp_defs *defs, char *detail, size_t n)
+{
+	uint64_t *start = m->depth <= SP_TRIG_MAX_DEPTH ?
+		sp_u64map_get(&t->open, span_key(m->tid, m->depth)) : NULL;
+	const char *klass = sp_defs_str(defs, m->klass, NULL);
+	const char *method = sp_defs_str(defs, m->method, NULL);
+	struct sp_buf *full = &t->name;
+	struct dbuf d = { detail, n, 0 };
+	const struct sp_trigger_span *hit = NULL;
+	uint64_t dur;
+	unsigned int i;
+
+	if (!start)
+		return NULL;
+	dur = m->time > *start ? m->time - *start : 0;
+	sp_u64map_del(&t->open, span_key(m->tid, m->depth));
+	sp_buf_reset(full);
+	if (klass && *klass)
+		sp_buf_printf(full, "%s%s%s", klass, m->runtime == SP_RT_RUBY ? "#" : ".",
+			      method ? method : "?");
+	else
+		sp_buf_printf(full, "%s", method ? method : "?");
+	for (i = 0; i < t->o.nspans && !hit; i++) {
+		const struct sp_trigger_span *s = &t->o.spans[i];
+
+		if (dur > s->min_ns && (!s->glob[0] || !fnmatch(s->glob, sp_buf_str(full), 0) ||
+					(method && !fnmatch(s->glob, method, 0))))
+			hit = s;
+	}
+	if (hit) {
+		if (n)
+			detail[0] = 0;
+		dput(&d, "span ");
+		dput_esc(&d, sp_buf_str(full), strlen(sp_buf_str(full)));
+		dput(&d, " took %.3f s (over %.3f s) in pid %" PRIu64 " tid %" PRIu64,
+		     (double)dur / 1e9, (double)hit->min_ns / 1e9, m->pid, m->tid);
+		t->st.spans++;
+	}
+	return hit ? "span" : NULL;
+}
+
+static void on_span_start(struct sp_triggers *t, const struct sp_span_mark *m)
+{
+	if (m->depth > SP_TRIG_MAX_DEPTH) {
+		t->st.untracked++;
+		return;
+	}
+	if (t->open.n >= SP_TRIG_MAX_OPEN_SPANS) {
+		/* threads that died with spans open fill it: start over */
+		t->st.untracked += t->open.n;
+		sp_u64map_release(&t->open);
+		t->open = (struct sp_u64map)SP_U64MAP_INIT;
+	}
+	sp_u64map_put(&t->open, span_key(m->tid, m->depth), m->time);
+}
+
+/* ---- event ---- */
+
+/* An event field's value as text (a string's own bytes) into buf: its
+ * length, or -1 for a field with no text (bytes). */
+static int field_text(const struct sp_event *ev, unsigned int i, struct sp_defs *defs,
+		      char *buf, size_t size, const char **text)
+{
+	const struct sp_event_schema *s = sp_event_schema(ev->kind);
+	const struct sp_value *v = &ev->field[i];
+	size_t len;
+
+	*text = buf;
+	if (i >= ev->nfields)
+		return snprintf(buf, size, "0");
+	switch (s->fields[i].type) {
+	case SP_FT_STR:
+		*text = sp_defs_str(defs, v->u, &len);
+		if (!*text)
+			*text = "";
+		return (int)strlen(*text);
+	case SP_FT_INT:
+		return snprintf(buf, size, "%lld", (long long)(int64_t)v->u);
+	case SP_FT_HEX:
+		return snprintf(buf, size, "0x%llx", (unsigned long long)v->u);
+	case SP_FT_ADDR:
+		if (v->b.len == 4 && inet_ntop(AF_INET, v->b.p, buf, (socklen_t)size))
+			return (int)strlen(buf);
+		if (v->b.len == 16 && inet_ntop(AF_INET6, v->b.p, buf, (socklen_t)size))
+			return (int)strlen(buf);
+		return -1;
+	case SP_FT_BYTES:
+		return -1;
+	default:
+		return snprintf(buf, size, "%llu", (unsigned long long)v->u);
+	}
+}
+
+static const char *on_event(struct sp_triggers *t, const struct sp_event *ev,
+			    struct sp_defs *defs, char *detail, size_t n)
+{
+	const struct sp_event_schema *s = sp_event_schema(ev->kind);
+	struct dbuf d = { detail, n, 0 };
+	const char *text = NULL, *comm, *exe;
+	char buf[64];
+	unsigned int i;
+	int len = -1;
+
+	if (!s)
+		return NULL;
+	for (i = 0; i < t->o.nevents; i++) {
+		const struct sp_trigger_event *e = &t->o.events[i];
+
+		if (e->kind != ev->kind)
+			continue;
+		len = e->field >= 0 ? field_text(ev, (unsigned int)e->field, defs, buf,
+						 sizeof(buf), &text) : -1;
+		if (!e->glob[0] || (len >= 0 && !fnmatch(e->glob, text, 0)))
+			break;
+	}
+	if (i == t->o.nevents)
+		return NULL;
+	if (n)
+		detail[0] = 0;
+	dput(&d, "%s", s->name);
+	if (len >= 0) {
+		dput(&d, " %s=", s->fields[t->o.events[i].field].name);
+		dput_esc(&d, text, (size_t)len);
+	}
+	dput(&d, " by pid %" PRIu64, ev->pid);
+	proc_names(t, defs, ev->pid, &comm, &exe);
+	if (comm) {
+		dput(&d, " (");
+		dput_esc(&d, comm, strlen(comm));
+		dput(&d, ")");
+	}
+	t->st.events++;
+	return "event";
+}
+
+/* A process's last thread ended: proc_exit with thread 0. */
+static const char *on_proc_exit(struct sp_triggers *t, const struct sp_event *ev,
+				struct sp_defs *defs, char *detail, size_t n)
+{
+	if (ev->nfields < 3 || ev->field[2].u)
+		return NULL;
+	return check_exit(t, defs, ev->pid, (int64_t)ev->field[0].u,
+			  (unsigned int)ev->field[1].u, detail, n);
+}
+
+const char *sp_triggers_check(struct sp_triggers *t, const struct sp_record *rec,
+			      struct sp_defs *defs, char *detail, size_t n)
+{
+	const char *name = NULL;
+
+	switch (rec->kind) {
+	case SP_REC_PROCESS:
+		if (t->o.exit || t->o.nevents)
+			track_proc(t, &rec->process);
+		break;
+	case SP_REC_PROCESS_END:
+		name = on_process_end(t, &rec->process_end, defs, detail, n);
+		break;
+	case SP_REC_EVENT:
+		if (rec->event.kind == SP_EV_PROC_EXIT)
+			name = on_proc_exit(t, &rec->event, defs, detail, n);
+		if (!name && t->o.nevents)
+			name = on_event(t, &rec->event, defs, detail, n);
+		break;
+	case SP_REC_SPAN_START:
+		if (t->o.nspans)
+			on_span_start(t, &rec->mark);
+		break;
+	case SP_REC_SPAN_STOP:
+		if (t->o.nspans)
+			name = on_span_stop(t, &rec->mark, defs, detail, n);
+		break;
+	default:
+		break;
+	}
+	return name;
+}
+
+void sp_triggers_free(struct sp_triggers *t)
+{
+	if (!t)
+		return;
+	sp_triggers_cmd_stop(t);
+	sp_u64map_release(&t->procs);
+	sp_u64map_release(&t->open);
+	sp_buf_release(&t->name);
+	free(t);
+}
