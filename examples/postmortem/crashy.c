@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 	int *volatile state = NULL;
 
 	load_config(dir);
-	burn(1.0);	/* (checksum() between clock reads) */
+	burn(1.0);
 	call_service();
 	run_helper();
 	fprintf(stderr, "crashy: applying the update\n");
