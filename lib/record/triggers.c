@@ -21,10 +21,13 @@
 #include "sp.h"
 #include "triggersP.h"
 
-/* A detail being written: snprintf's rules, never past n - 1 bytes. */
+/* A detail being written: snprintf's rules, never past n - 1 bytes; once
+ * a part is cut short, nothing more is added (so a cut name is never
+ * followed by words that make it look whole). */
 struct dbuf {
 	char *p;
 	size_t n, len;
+	bool full;
 };
 
 static void dput(struct dbuf *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -33,17 +36,19 @@ static void dput(struct dbuf *d, const char *fmt, ...)
 	va_list ap;
 	int k;
 
-	if (d->len + 1 >= d->n)
+	if (d->full || d->len + 1 >= d->n)
 		return;
 	va_start(ap, fmt);
 	k = vsnprintf(d->p + d->len, d->n - d->len, fmt, ap);
 	va_end(ap);
 	if (k < 0)
 		return;
-	if (d->len + (size_t)k >= d->n)
+	if (d->len + (size_t)k >= d->n) {
 		d->len += sp_esc_text_trim(d->p + d->len, d->n - 1 - d->len);
-	else
+		d->full = true;
+	} else {
 		d->len += (size_t)k;
+	}
 	d->p[d->len] = 0;
 }
 
@@ -52,10 +57,15 @@ static void dput_esc(struct dbuf *d, const char *s, size_t len)
 {
 	size_t k;
 
-	if (d->len + 1 >= d->n)
+	if (d->full || d->len + 1 >= d->n)
 		return;
 	k = sp_esc_text(d->p + d->len, d->n - d->len, s, len, 0);
-	d->len += k < d->n - d->len ? k : strlen(d->p + d->len);
+	if (k < d->n - d->len) {
+		d->len += k;
+	} else {
+		d->len += strlen(d->p + d->len);
+		d->full = true;
+	}
 }
 
 static uint64_t read_oom_kills(void)
@@ -160,7 +170,7 @@ static const char *check_exit(struct sp_triggers *t, struct sp_defs *defs, uint6
 			      int64_t code, unsigned int sig, char *detail, size_t n)
 {
 	const char *comm, *exe;
-	struct dbuf d = { detail, n, 0 };
+	struct dbuf d = { detail, n, 0, false };
 	bool fires;
 
 	if (!t->o.exit || recently_fired(t, pid, true))
@@ -222,7 +232,7 @@ static const char *on_span_stop(struct sp_triggers *t, const struct sp_span_mark
 	const char *klass = sp_defs_str(defs, m->klass, NULL);
 	const char *method = sp_defs_str(defs, m->method, NULL);
 	struct sp_buf *full = &t->name;
-	struct dbuf d = { detail, n, 0 };
+	struct dbuf d = { detail, n, 0, false };
 	const struct sp_trigger_span *hit = NULL;
 	uint64_t dur;
 	unsigned int i;
@@ -312,7 +322,7 @@ static const char *on_event(struct sp_triggers *t, const struct sp_event *ev,
 			    struct sp_defs *defs, char *detail, size_t n)
 {
 	const struct sp_event_schema *s = sp_event_schema(ev->kind);
-	struct dbuf d = { detail, n, 0 };
+	struct dbuf d = { detail, n, 0, false };
 	const char *text = NULL, *comm, *exe;
 	char buf[64];
 	unsigned int i;

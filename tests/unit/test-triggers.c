@@ -318,6 +318,24 @@ static void test_triggers_event(void)
 	CHECK_STR(check(t, &r, d), "event");
 	sp_triggers_free(t);
 
+	/* a detail is cut to its buffer, never inside an escape */
+	{
+		char small[24], path[400];
+
+		memset(path, '\x01', sizeof(path) - 1);
+		path[0] = '/';
+		path[sizeof(path) - 1] = 0;
+		o = opts("event=open", NULL);
+		t = sp_triggers_new(&o);
+		r = event(SP_EV_PATH_OPEN, 9);
+		r.event.field[0].u = str(path);
+		CHECK_STR(sp_triggers_check(t, &r, defs, small, sizeof(small)), "event");
+		CHECK_STR(small, "path_open path=/\\x01");	/* cut: no " by" after it */
+		sp_triggers_free(t);
+		CHECK_STR(sp_triggers_check(t, &r, defs, small, 1), "event");
+		CHECK_STR(small, "");
+	}
+
 	o = opts("event=open:*\\**", NULL);
 	t = sp_triggers_new(&o);
 	r = event(SP_EV_PATH_OPEN, 9);
