@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "escape.h"
 #include "events.h"
+#include "merge.h"
 #include "sp.h"
 #include "triggersP.h"
 
@@ -86,6 +87,7 @@ static uint64_t read_oom_kills(void)
 struct sp_triggers *sp_triggers_new(const struct sp_trigger_opts *o)
 {
 	struct sp_triggers *t = sp_xcalloc(1, sizeof(*t));
+	unsigned int i;
 
 	t->o = *o;
 	if (!t->o.every_ns)
@@ -96,6 +98,10 @@ struct sp_triggers *sp_triggers_new(const struct sp_trigger_opts *o)
 	t->next_run = sp_now_mono_ns() + t->o.every_ns;
 	if (o->exit)
 		t->oom_kills = read_oom_kills();
+	t->min_limit = UINT64_MAX;
+	for (i = 0; i < o->nspans; i++)
+		if (o->spans[i].min_ns < t->min_limit)
+			t->min_limit = o->spans[i].min_ns;
 	return t;
 }
 
@@ -224,61 +230,150 @@ static uint64_t span_key(uint64_t tid, uint64_t depth)
 	return tid << 20 | depth;
 }
 
+/* The name sp-tree gives a span, in t->name. */
+static const char *span_name(struct sp_triggers *t, struct sp_defs *defs, uint64_t klass_id,
+			     uint64_t method_id, uint64_t runtime, const char **method)
+{
+	const char *klass = sp_defs_str(defs, klass_id, NULL);
+
+	*method = sp_defs_str(defs, method_id, NULL);
+	sp_buf_reset(&t->name);
+	if (klass && *klass)
+		sp_buf_printf(&t->name, "%s%s%s", klass, runtime == SP_RT_RUBY ? "#" : ".",
+			      *method ? *method : "?");
+	else
+		sp_buf_printf(&t->name, "%s", *method ? *method : "?");
+	return sp_buf_str(&t->name);
+}
+
+/* The threshold of the first spec the span's name matches, UINT64_MAX if none. */
+static uint64_t span_limit(struct sp_triggers *t, struct sp_defs *defs,
+			   const struct sp_trig_span *sp)
+{
+	const char *method, *name = span_name(t, defs, sp->klass, sp->method, sp->runtime, &method);
+	unsigned int i;
+
+	for (i = 0; i < t->o.nspans; i++) {
+		const struct sp_trigger_span *s = &t->o.spans[i];
+
+		if (!s->glob[0] || !fnmatch(s->glob, name, 0) ||
+		    (method && !fnmatch(s->glob, method, 0)))
+			return s->min_ns;
+	}
+	return UINT64_MAX;
+}
+
+static const char *span_fired(struct sp_triggers *t, const struct sp_trig_span *sp,
+			      uint64_t dur, bool open, char *detail, size_t n)
+{
+	struct dbuf d = { detail, n, 0, false };
+
+	if (n)
+		detail[0] = 0;
+	dput(&d, "span ");
+	dput_esc(&d, sp_buf_str(&t->name), t->name.len);
+	dput(&d, " %s %.3f s (over %.3f s) in pid %" PRIu64 " tid %" PRIu64,
+	     open ? "open for" : "took", (double)dur / 1e9, (double)sp->limit / 1e9, sp->pid,
+	     sp->tid);
+	t->st.spans++;
+	return "span";
+}
+
+static void span_forget(struct sp_triggers *t, uint64_t key, uint64_t idx)
+{
+	sp_u64map_del(&t->open, key);
+	sp_grow(&t->free_spans, &t->free_cap, t->nfree + 1, sizeof(*t->free_spans));
+	t->free_spans[t->nfree++] = (uint32_t)idx;
+}
+
 static const char *on_span_stop(struct sp_triggers *t, const struct sp_span_mark *m,
 				struct sp_defs *defs, char *detail, size_t n)
 {
-	uint64_t *start = m->depth <= SP_TRIG_MAX_DEPTH ?
-		sp_u64map_get(&t->open, span_key(m->tid, m->depth)) : NULL;
-	const char *klass = sp_defs_str(defs, m->klass, NULL);
-	const char *method = sp_defs_str(defs, m->method, NULL);
-	struct sp_buf *full = &t->name;
-	struct dbuf d = { detail, n, 0, false };
-	const struct sp_trigger_span *hit = NULL;
-	uint64_t dur;
-	unsigned int i;
+	uint64_t key = span_key(m->tid, m->depth), *v, dur;
+	struct sp_trig_span *sp;
 
-	if (!start)
+	v = m->depth <= SP_TRIG_MAX_DEPTH ? sp_u64map_get(&t->open, key) : NULL;
+	if (!v)
 		return NULL;
-	dur = m->time > *start ? m->time - *start : 0;
-	sp_u64map_del(&t->open, span_key(m->tid, m->depth));
-	sp_buf_reset(full);
-	if (klass && *klass)
-		sp_buf_printf(full, "%s%s%s", klass, m->runtime == SP_RT_RUBY ? "#" : ".",
-			      method ? method : "?");
-	else
-		sp_buf_printf(full, "%s", method ? method : "?");
-	for (i = 0; i < t->o.nspans && !hit; i++) {
-		const struct sp_trigger_span *s = &t->o.spans[i];
-
-		if (dur > s->min_ns && (!s->glob[0] || !fnmatch(s->glob, sp_buf_str(full), 0) ||
-					(method && !fnmatch(s->glob, method, 0))))
-			hit = s;
-	}
-	if (hit) {
-		if (n)
-			detail[0] = 0;
-		dput(&d, "span ");
-		dput_esc(&d, sp_buf_str(full), strlen(sp_buf_str(full)));
-		dput(&d, " took %.3f s (over %.3f s) in pid %" PRIu64 " tid %" PRIu64,
-		     (double)dur / 1e9, (double)hit->min_ns / 1e9, m->pid, m->tid);
-		t->st.spans++;
-	}
-	return hit ? "span" : NULL;
+	sp = &t->spans[*v - 1];
+	span_forget(t, key, *v - 1);
+	if (sp->limit == UINT64_MAX)
+		return NULL;	/* fired while open, or matches no spec */
+	/* the stop's own name: a runtime may name the span only there */
+	sp->klass = m->klass ? m->klass : sp->klass;
+	sp->method = m->method ? m->method : sp->method;
+	sp->limit = span_limit(t, defs, sp);	/* (leaves its name in t->name) */
+	dur = m->time > sp->start ? m->time - sp->start : 0;
+	return dur > sp->limit ? span_fired(t, sp, dur, false, detail, n) : NULL;
 }
 
 static void on_span_start(struct sp_triggers *t, const struct sp_span_mark *m)
 {
+	struct sp_trig_span *sp;
+	uint64_t idx, *v;
+
 	if (m->depth > SP_TRIG_MAX_DEPTH) {
 		t->st.untracked++;
 		return;
 	}
-	if (t->open.n >= SP_TRIG_MAX_OPEN_SPANS) {
-		/* threads that died with spans open fill it: start over */
-		t->st.untracked += t->open.n;
-		sp_u64map_release(&t->open);
-		t->open = (struct sp_u64map)SP_U64MAP_INIT;
+	v = sp_u64map_get(&t->open, span_key(m->tid, m->depth));
+	if (v) {
+		idx = *v - 1;	/* its stop was lost: this start takes its place */
+	} else if (t->nfree) {
+		idx = t->free_spans[--t->nfree];
+	} else {
+		if (t->nspans == SP_TRIG_MAX_OPEN_SPANS) {
+			/* threads that died with spans open fill it: start over */
+			t->st.untracked += t->open.n;
+			sp_u64map_release(&t->open);
+			t->open = (struct sp_u64map)SP_U64MAP_INIT;
+			t->nspans = t->nfree = 0;
+		}
+		sp_grow(&t->spans, &t->spans_cap, t->nspans + 1, sizeof(*t->spans));
+		idx = t->nspans++;
 	}
-	sp_u64map_put(&t->open, span_key(m->tid, m->depth), m->time);
+	sp_u64map_put(&t->open, span_key(m->tid, m->depth), idx + 1);
+	sp = &t->spans[idx];
+	*sp = (struct sp_trig_span){ .start = m->time, .pid = m->pid, .tid = m->tid,
+				     .klass = m->klass, .method = m->method,
+				     .runtime = m->runtime };
+}
+
+/* Every SP_TRIG_SCAN_NS of record time: a span still open past its
+ * threshold (a request that hangs) fires then, not at its stop. */
+static const char *scan_open_spans(struct sp_triggers *t, uint64_t now, struct sp_defs *defs,
+				   char *detail, size_t n)
+{
+	struct sp_trig_span *sp;
+	const char *method;
+	uint64_t key, v;
+	size_t i = 0;
+
+	if (now < t->last_scan + SP_TRIG_SCAN_NS)
+		return NULL;
+	t->last_scan = now;
+	while (sp_u64map_next(&t->open, &i, &key, &v)) {
+		sp = &t->spans[v - 1];
+		if (sp->limit == UINT64_MAX || now <= sp->start + t->min_limit)
+			continue;
+		if (!sp->limit)
+			sp->limit = span_limit(t, defs, sp);
+		if (sp->limit == UINT64_MAX || now <= sp->start + sp->limit)
+			continue;
+		span_name(t, defs, sp->klass, sp->method, sp->runtime, &method);
+		span_fired(t, sp, now - sp->start, true, detail, n);
+		sp->limit = UINT64_MAX;		/* once */
+		return "span";
+	}
+	return NULL;
+}
+
+const char *sp_triggers_tick(struct sp_triggers *t, uint64_t upto, struct sp_defs *defs,
+			     char *detail, size_t n)
+{
+	if (!t->o.nspans || !t->open.n)
+		return NULL;
+	return scan_open_spans(t, upto, defs, detail, n);
 }
 
 /* ---- event ---- */
@@ -400,6 +495,8 @@ const char *sp_triggers_check(struct sp_triggers *t, const struct sp_record *rec
 	default:
 		break;
 	}
+	if (!name && t->o.nspans && t->open.n)
+		name = scan_open_spans(t, sp_record_time(rec), defs, detail, n);
 	return name;
 }
 
@@ -410,6 +507,8 @@ void sp_triggers_free(struct sp_triggers *t)
 	sp_triggers_cmd_stop(t);
 	sp_u64map_release(&t->procs);
 	sp_u64map_release(&t->open);
+	free(t->spans);
+	free(t->free_spans);
 	sp_buf_release(&t->name);
 	free(t);
 }

@@ -21,6 +21,18 @@
 #define SP_TRIG_MAX_PROCS	65536
 #define SP_TRIG_MAX_OPEN_SPANS	65536
 #define SP_TRIG_MAX_DEPTH	((1u << 20) - 1)
+/* How often (in record time) open spans are looked at for one that has
+ * passed its threshold while still open. */
+#define SP_TRIG_SCAN_NS		100000000
+
+/* An open span: when it started, its name's string ids, and the
+ * threshold of the first spec its name matches (0: not looked at yet,
+ * UINT64_MAX: none matches, or it fired). */
+struct sp_trig_span {
+	uint64_t start, pid, tid, klass, method, runtime;
+	uint64_t limit;
+};
+
 /* Exits already fired, so that the event and the process end of one death
  * fire once. */
 #define SP_TRIG_RECENT_EXITS	16
@@ -30,7 +42,12 @@
 struct sp_triggers {
 	struct sp_trigger_opts o;
 	struct sp_u64map procs;		/* pid -> comm id << 32 | exe id */
-	struct sp_u64map open;		/* tid << 20 | depth -> start time */
+	struct sp_u64map open;		/* tid << 20 | depth -> index into spans + 1 */
+	struct sp_trig_span *spans;	/* at most SP_TRIG_MAX_OPEN_SPANS */
+	uint32_t *free_spans;		/* indexes of spans[] not in use */
+	size_t nspans, nfree, spans_cap, free_cap;
+	uint64_t min_limit;		/* the lowest threshold of the span specs */
+	uint64_t last_scan;		/* record time of the last look at open spans */
 	uint64_t recent[SP_TRIG_RECENT_EXITS];	/* pids that fired "exit" */
 	unsigned int nrecent;
 	uint64_t oom_kills;		/* /proc/vmstat oom_kill when last read */

@@ -268,6 +268,61 @@ static void test_triggers_span(void)
 	sp_triggers_free(t);
 }
 
+static struct sp_record sample(uint64_t time)
+{
+	struct sp_record r = { .kind = SP_REC_SAMPLE };
+
+	r.sample.time = time;
+	r.sample.pid = r.sample.tid = 99;
+	return r;
+}
+
+/* A span that hangs fires once it is open past its threshold, once; a
+ * full table of spans whose stops never come starts over. */
+static void test_triggers_span_open(void)
+{
+	struct sp_trigger_opts o = opts("span>1s:work*", NULL);
+	struct sp_triggers *t = sp_triggers_new(&o);
+	struct sp_triggers_stats st;
+	struct sp_record r;
+	char d[SP_TRIGGERS_DETAIL_MAX];
+	const uint64_t s = 1000000000;
+	unsigned int i;
+
+	r = mark(SP_REC_SPAN_START, 10 * s, 21, 1, SP_RT_USDT, NULL, "work_loop");
+	check(t, &r, d);
+	r = mark(SP_REC_SPAN_START, 10 * s, 22, 1, SP_RT_USDT, NULL, "idle_loop");
+	check(t, &r, d);
+	r = sample(10 * s + 500000000);
+	CHECK(!check(t, &r, d));
+	r = sample(11 * s + 200000000);
+	CHECK_STR(check(t, &r, d), "span");
+	CHECK_STR(d, "span work_loop open for 1.200 s (over 1.000 s) in pid 10 tid 21");
+	r = sample(15 * s);
+	CHECK(!check(t, &r, d));
+	/* no records while a thread sleeps: the loop's tick */
+	r = mark(SP_REC_SPAN_START, 15 * s, 24, 1, SP_RT_USDT, NULL, "worker");
+	check(t, &r, d);
+	CHECK(!sp_triggers_tick(t, 16 * s, defs, d, sizeof(d)));
+	CHECK_STR(sp_triggers_tick(t, 16 * s + 100000001, defs, d, sizeof(d)), "span");
+	CHECK_STR(d, "span worker open for 1.100 s (over 1.000 s) in pid 10 tid 24");
+	r = mark(SP_REC_SPAN_STOP, 16 * s, 21, 1, SP_RT_USDT, NULL, "work_loop");
+	CHECK(!check(t, &r, d));	/* it fired already */
+	r = mark(SP_REC_SPAN_STOP, 16 * s, 22, 1, SP_RT_USDT, NULL, "idle_loop");
+	CHECK(!check(t, &r, d));
+	for (i = 0; i < 70000; i++) {
+		r = mark(SP_REC_SPAN_START, 20 * s + i, 100000 + i, 1, SP_RT_USDT, NULL, "x");
+		check(t, &r, d);
+	}
+	sp_triggers_stats(t, &st);
+	CHECK(st.untracked >= 65536);
+	r = mark(SP_REC_SPAN_START, 30 * s, 23, 1, SP_RT_USDT, NULL, "work_item");
+	check(t, &r, d);
+	r = mark(SP_REC_SPAN_STOP, 30 * s + 10, 23, 1, SP_RT_USDT, NULL, "work_item");
+	CHECK(!check(t, &r, d));
+	sp_triggers_free(t);
+}
+
 static struct sp_record event(unsigned int kind, uint64_t pid)
 {
 	struct sp_record r = { .kind = SP_REC_EVENT };
@@ -421,6 +476,7 @@ int main(void)
 	TAP_RUN(test_triggers_exit);
 	TAP_RUN(test_triggers_exit_narrowed);
 	TAP_RUN(test_triggers_span);
+	TAP_RUN(test_triggers_span_open);
 	TAP_RUN(test_triggers_event);
 	TAP_RUN(test_triggers_cmd);
 	sp_defs_free(defs);

@@ -8,8 +8,9 @@
  *					a signal; WHAT narrows it: "nonzero",
  *					signal names (SIGSEGV,SIGABRT,KILL, ...);
  *					GLOB: its comm or executable path
- *	--trigger=span>DURATION[:GLOB]	a span lasted longer than DURATION; GLOB:
- *					its name ("Shop#run", "handle") or method
+ *	--trigger=span>DURATION[:GLOB]	a span lasted longer than DURATION (or is
+ *					open for longer); GLOB: its name
+ *					("Shop#run", "handle") or method
  *	--trigger=event=KIND[.FIELD][:GLOB]
  *					an event of KIND (exec, connect, open,
  *					or any event name) whose FIELD (its main
@@ -27,6 +28,7 @@
  *
  *	t = sp_triggers_new(&opts);
  *	for each record: name = sp_triggers_check(t, rec, defs, detail, n);
+ *	each batch:	 name = sp_triggers_tick(t, watermark, defs, detail, n);
  *	in the loop:	 watch sp_triggers_cmd_fd(t), wake by
  *			 sp_triggers_cmd_deadline(t), and then call
  *			 name = sp_triggers_cmd_poll(t, now, detail, n);
@@ -105,6 +107,18 @@ void sp_triggers_free(struct sp_triggers *t);
  */
 const char *sp_triggers_check(struct sp_triggers *t, const struct sp_record *rec,
 			      struct sp_defs *defs, char *detail, size_t n);
+
+/*
+ * Every record up to monotonic time upto has been checked: a span open
+ * since more than its threshold before upto fires now (a request that
+ * hangs), once, rather than at its stop. sp_triggers_check() does the
+ * same on the records' own times; this covers the time when none come
+ * (the process sleeps). Call it with what the merge has let out (its
+ * watermark), not the clock: a stop still held there must not look like
+ * a span still open. Looks at the open spans at most every 100 ms.
+ */
+const char *sp_triggers_tick(struct sp_triggers *t, uint64_t upto, struct sp_defs *defs,
+			     char *detail, size_t n);
 
 /*
  * The command: the descriptor to poll (its output, non-blocking) while one
