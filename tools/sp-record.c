@@ -16,6 +16,7 @@
 #include "sp.h"
 #include "span.h"
 #include "spans_canary.h"
+#include "triggers.h"
 
 static struct env {
 	struct sp_common_opts common;	/* -o, -v: lib/base/opt.c */
@@ -23,6 +24,7 @@ static struct env {
 	struct sp_offcpu_opts offcpu;	/* --off-cpu: lib/record/perf_offcpu.c */
 	struct sp_events_opts events;	/* --events: lib/record/bpf_events.c */
 	struct sp_spans_opts spans;	/* --spans: lib/record/bpf_spans.c */
+	struct sp_trigger_opts triggers;	/* --trigger: lib/record/triggers_opts.c */
 	uint32_t pids[SP_RECORDER_MAX_PIDS];
 	unsigned int npids;
 	bool system_wide;
@@ -259,6 +261,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->child_inputs[1] = &env.offcpu;
 		state->child_inputs[2] = &env.events;
 		state->child_inputs[3] = &env.spans;
+		state->child_inputs[4] = &env.triggers;
 		break;
 	case 'p':
 		if (parse_pids(arg))
@@ -466,6 +469,7 @@ int main(int argc, char **argv)
 		{ .argp = &sp_offcpu_argp, .group = 2 },
 		{ .argp = &sp_events_argp, .group = 4 },
 		{ .argp = &sp_spans_argp, .group = 5 },
+		{ .argp = &sp_triggers_argp, .group = 6 },
 		{ 0 }
 	};
 	static const struct argp argp = {
@@ -508,6 +512,7 @@ int main(int argc, char **argv)
 		.pids = env.pids, .npids = env.npids, .system_wide = env.system_wide,
 		.call_graph = env.perf.call_graph, .stack_size = env.perf.stack_size,
 		.command_stdout = env.command_stdout, .stack_summary = env.call_graph_given,
+		.triggers = &env.triggers,
 		.flight = env.flight.dir ? &env.flight : NULL,
 	};
 	rec = sp_recorder_new(&ro);		/* signals caught, -p processes held */

@@ -27,7 +27,7 @@
 #include "writer.h"
 
 /* What an epoll event is about: data.u64 is tag << 32 | index. */
-enum tag { TAG_SIGNAL = 1, TAG_PIDFD = 2, TAG_SOURCE = 3 };
+enum tag { TAG_SIGNAL = 1, TAG_PIDFD = 2, TAG_SOURCE = 3, TAG_TRIGGER = 4 };
 
 struct sp_recorder {
 	struct sp_recorder_opts o;
@@ -69,6 +69,7 @@ struct sp_recorder {
 	int child_status;		/* its exit status once reaped, else -1 */
 	enum sp_end_reason reason;
 	bool stop;
+	struct sp_triggers *triggers;	/* --trigger, NULL without */
 };
 
 /* ---- the loop's descriptors ---- */
@@ -148,6 +149,8 @@ struct sp_recorder *sp_recorder_new(const struct sp_recorder_opts *o)
 	for (i = 0; i < o->npids; i++)
 		if (open_pidfd(r, (pid_t)o->pids[i]))
 			goto fail;
+	if (o->triggers && sp_triggers_any(o->triggers))
+		r->triggers = sp_triggers_new(o->triggers);
 	r->stackq = sp_stackq_new();
 	if (r->stackq)
 		sp_stackq_set_config(r->stackq, o->call_graph, o->stack_size ? o->stack_size : 8192,
@@ -245,13 +248,20 @@ struct sp_source *sp_recorder_source(struct sp_recorder *r, enum sp_source_kind 
 static int put_record(void *ctx, const struct sp_record *rec)
 {
 	struct sp_recorder *r = ctx;
+	char detail[SP_TRIGGERS_DETAIL_MAX];
+	const char *trigger;
 
 	/*
 	 * Per-record triggers of the flight recorder (a process that crashed,
 	 * a slow span, an event matching a pattern) look at each record here,
-	 * in time order, before it is written, and call sp_recorder_fire().
+	 * in time order, before it is written.
 	 */
-
+	if (r->triggers) {
+		trigger = sp_triggers_check(r->triggers, rec, sp_writer_defs(r->w), detail,
+					    sizeof(detail));
+		if (trigger)
+			sp_recorder_fire(r, trigger, detail, sp_record_time(rec));
+	}
 	if (rec->kind == SP_REC_SAMPLE) {
 		r->samples++;
 		if (r->stackq)
@@ -595,22 +605,52 @@ static uint64_t poll_sources(struct sp_recorder *r)
 	return watermark;
 }
 
+/* The triggers' part of the loop: spans open past their threshold up to
+ * what the merge let out (upto), and the command: run when due, its output
+ * watched (the pipe is a new one each run: adding it again is harmless),
+ * its end noticed. */
+static void poll_triggers(struct sp_recorder *r, uint64_t now, uint64_t upto)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)TAG_TRIGGER << 32 };
+	char detail[SP_TRIGGERS_DETAIL_MAX];
+	const char *trigger;
+	int fd;
+
+	if (!r->triggers || r->failed)
+		return;
+	if (upto > now)
+		upto = now;
+	trigger = sp_triggers_tick(r->triggers, upto, sp_writer_defs(r->w), detail, sizeof(detail));
+	if (trigger)
+		sp_recorder_fire(r, trigger, detail, upto);
+	trigger = sp_triggers_cmd_poll(r->triggers, now, detail, sizeof(detail));
+	if (trigger)
+		sp_recorder_fire(r, trigger, detail, now);
+	fd = sp_triggers_cmd_fd(r->triggers);
+	if (fd >= 0 && epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev) && errno != EEXIST)
+		sp_warn("epoll_ctl: the trigger command's output: %s", strerror(errno));
+}
+
 void sp_recorder_run(struct sp_recorder *r)
 {
-	uint64_t now, next_batch, deadline, watermark;
+	uint64_t now, next_batch, deadline, watermark, wake;
 
 	if (r->status != SP_EXIT_OK)
 		return;
 	deadline = r->o.duration_ns ? sp_now_mono_ns() + r->o.duration_ns : UINT64_MAX;
 	next_batch = sp_now_mono_ns() + r->o.batch_ns;
 	while (!r->stop) {
-		wait_events(r, next_batch < deadline ? next_batch : deadline);
+		wake = next_batch < deadline ? next_batch : deadline;
+		if (r->triggers && sp_triggers_cmd_deadline(r->triggers) < wake)
+			wake = sp_triggers_cmd_deadline(r->triggers);
+		wait_events(r, wake);
 		watermark = poll_sources(r);
 		now = sp_now_mono_ns();
 		if (write_batch(r, watermark, now >= next_batch)) {
 			r->reason = SP_ENDR_ERROR;
 			r->stop = true;
 		}
+		poll_triggers(r, now, watermark);
 		if (now >= next_batch)
 			next_batch = now + r->o.batch_ns;
 		if (r->npidfds && r->nexited == r->npidfds) {
@@ -772,6 +812,7 @@ void sp_recorder_free(struct sp_recorder *r)
 	if (!r)
 		return;
 	sp_stackq_free(r->stackq);
+	sp_triggers_free(r->triggers);	/* kills a trigger command still running */
 	for (i = 0; i < r->nsrc; i++)
 		r->src[i].s->free(r->src[i].s);
 	sp_writer_close(r->w);

@@ -32,6 +32,7 @@
 #include "record.h"
 #include "source.h"
 #include "sp.h"
+#include "triggers.h"
 
 /* Where a spool goes when standard output is a terminal. */
 #define SP_RECORDER_DEFAULT_OUTPUT	"stackpulse.sp"
@@ -52,6 +53,7 @@ struct sp_recorder_opts {
 	enum sp_call_graph call_graph;	/* for the stack quality summary */
 	bool stack_summary;		/* print it even when 95% of the stacks are complete */
 	uint32_t stack_size;		/* bytes of user stack per sample, 0 = 8192 */
+	const struct sp_trigger_opts *triggers;	/* --trigger: checked on every record */
 	const char *command_stdout;	/* the command's standard output, NULL: standard
 					 * output, or standard error when the spool is there */
 	const struct sp_flight_opts *flight;	/* -o DIR: rotation or --flight; NULL */
