@@ -143,7 +143,8 @@ static bool providers_match(int bits, unsigned int modes)
 }
 
 /* Whether an executable (or the interpreter of a script) is a runtime or
- * has <stackpulse/span.h> markers for the modes asked; depth: #! levels. */
+ * has <stackpulse/span.h> markers for the modes asked; depth: #! levels.
+ * A script counts as a runtime for the runtimes' modes. */
 static bool file_has_probes(unsigned int modes, const char *path, int depth)
 {
 	char head[256], (*libs)[4096], *nl, *interp, *arg;
@@ -160,6 +161,14 @@ static bool file_has_probes(unsigned int modes, const char *path, int depth)
 		return false;
 	head[n] = 0;
 	if (head[0] == '#' && head[1] == '!') {
+		/*
+		 * A script may exec a runtime whatever its interpreter: a
+		 * wrapper such as pyenv's shims (bash, Python 80 ms in) or
+		 * "exec /usr/bin/python3 \"$@\"". Deciding "no runtime" here
+		 * lets that Python run before the BPF object is there.
+		 */
+		if (modes & (SP_SPANS_RUBY | SP_SPANS_RUBY_C | SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT))
+			return true;
 		if (depth > 2)
 			return false;
 		nl = strchr(head, '\n');
