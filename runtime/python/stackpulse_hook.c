@@ -180,7 +180,8 @@ static PyObject *install(PyObject *self, PyObject *unused)
 {
 	static int audit_on;
 
-	mark_open_frames();
+	if (PyThreadState_Get()->c_profilefunc != profile)	/* not twice */
+		mark_open_frames();
 	PyEval_SetProfile(profile, NULL);
 	if (!audit_on && PySys_AddAuditHook(audit, NULL) == 0)
 		audit_on = 1;
