@@ -193,6 +193,11 @@ struct sp_bs_strval {
 #define SP_RING_ASKED	3u	/* the hook: sp-record asked for rings and should
 				 * come to read this one: wait, a little */
 
+/* The line of a runtime hook's start mark (ring entry or marker) for a
+ * frame that was open when the hook began to mark: reconstructed, not
+ * seen starting. No real line is below -1. */
+#define SP_RT_LINE_SYNTHETIC(line)	(-2 - (line))
+
 struct sp_ring_entry {
 	__u64 time;		/* CLOCK_MONOTONIC, as bpf_ktime_get_ns() */
 	__u64 arg[3];		/* a marker's %rdi, %rsi, %rdx (addr[] of an event) */

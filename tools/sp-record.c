@@ -458,7 +458,7 @@ static int check(void)
 	if (n <= 0)
 		sp_die("cannot find sp-record's own binary: %s", strerror(errno));
 	self[n] = 0;
-	status = sp_spans_canary(self, env.spans.modes, stdout) ? SP_EXIT_PARTIAL : SP_EXIT_OK;
+	status = sp_spans_canary(self, env.spans.modes, !env.spans.explicit_modes, stdout) ? SP_EXIT_PARTIAL : SP_EXIT_OK;
 	return sp_close_output(&env.common, status);
 }
 

@@ -118,6 +118,9 @@ struct bs_proc {
 	bool py_active;			/* the Python activator announced itself */
 	bool cm_pending;		/* C-method probes wait for the first method entry */
 	bool attached;			/* running before the recording (-p): no activator */
+	bool late;			/* the command's, found running when the BPF
+					 * object came (--spans=auto, deferred) */
+	bool no_spans;			/* a runtime whose spans never came: counted */
 	bool gone_seen;			/* exited: forget_gone() saw it once */
 	uint64_t gone_ns;		/* when its exit was read */
 	uint32_t ppid;			/* forked from, until it execs: same addresses */

@@ -23,6 +23,7 @@
 #include "bpf_spansP.h"
 #include "elf/dynamic.h"
 #include "record.h"
+#include "safefile.h"
 #include "sp.h"
 #include "writer.h"
 
@@ -52,6 +53,98 @@ static bool hook_mapped(uint32_t pid, int rt, char *path, size_t size)
 	return found;
 }
 
+/* The hook of runtime rt for the library bin in an activator's directory
+ * dir (.../ruby or .../python): the extension built for bin's version. */
+static bool hook_in_dir(const char *dir, int rt, const char *bin, char *path, size_t size)
+{
+	char ver[32], pat[PATH_MAX + 64];
+	unsigned int major, minor;
+	glob_t g;
+	bool ok;
+
+	sp_spans_runtime_version(bin, rt, ver, sizeof(ver));
+	if (sscanf(ver, "%u.%u", &major, &minor) != 2)
+		return false;
+	if (rt == SP_RT_RUBY) {
+		snprintf(path, size, "%s/%u.%u/stackpulse_hook.so", dir, major, minor);
+		return sp_bs_is_file(path);
+	}
+	/* CPython imports only the extension of its own version's tag */
+	snprintf(pat, sizeof(pat), "%s/_stackpulse_hook.cpython-%u%u-*.so", dir, major, minor);
+	if (glob(pat, 0, NULL, &g))
+		return false;
+	ok = g.gl_pathc >= 1 && sp_bs_is_file(g.gl_pathv[0]);
+	if (ok)
+		snprintf(path, size, "%s", g.gl_pathv[0]);
+	globfree(&g);
+	return ok;
+}
+
+/* The activator's directory in one word of PYTHONPATH or RUBYOPT, into
+ * dir: false when the word names none. */
+static bool activator_dir(int rt, const char *tok, char *dir, size_t size)
+{
+	const char *slash = strrchr(tok, '/');
+
+	if (rt == SP_RT_RUBY) {
+		if (strncmp(tok, "-r/", 3) || strcmp(slash, "/stackpulse_activate.rb"))
+			return false;
+		snprintf(dir, size, "%.*s", (int)(slash - tok - 2), tok + 2);
+		return true;
+	}
+	snprintf(dir, size, "%s/sitecustomize.py", tok);
+	if (tok[0] != '/' || !sp_bs_is_file(dir))
+		return false;
+	snprintf(dir, size, "%s", tok);
+	return true;
+}
+
+/*
+ * The hook an attached process will load although it has not yet: its
+ * environment names the activator (PYTHONPATH with our sitecustomize.py,
+ * RUBYOPT with -r.../stackpulse_activate.rb), which loads the hook when
+ * the runtime gets there (a Python run with -S that imports sitecustomize
+ * later; a wrapper's Python found before its start-up is over). The
+ * directory must be one only root or we may change: the process chose it.
+ */
+static bool hook_in_environ(uint32_t pid, int rt, const char *bin, char *path, size_t size)
+{
+	const char *var = rt == SP_RT_RUBY ? "RUBYOPT=" : "PYTHONPATH=";
+	const char *mode = rt == SP_RT_RUBY ? "STACKPULSE_RUBY_HOOK=" : "STACKPULSE_PY_HOOK=";
+	const char *sep = rt == SP_RT_RUBY ? " " : ":";
+	char name[64], *env = sp_xmalloc(65536), *val = NULL, *e, *tok, *save, dir[PATH_MAX];
+	bool found = false, off = false;
+	ssize_t n = 0, r;
+	int fd, dfd;
+
+	snprintf(name, sizeof(name), "/proc/%u/environ", pid);
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	while (fd >= 0 && n < 65535 && (r = read(fd, env + n, 65535 - n)) > 0)
+		n += r;
+	if (fd >= 0)
+		close(fd);
+	env[n] = 0;
+	for (e = env; e < env + n; e += strlen(e) + 1) {
+		if (!strncmp(e, var, strlen(var)))
+			val = e + strlen(var);
+		else if (!strncmp(e, mode, strlen(mode)) && e[strlen(mode)] &&
+			 strcmp(e + strlen(mode), "hook"))
+			off = true;
+	}
+	for (tok = val && !off ? strtok_r(val, sep, &save) : NULL; tok && !found;
+	     tok = strtok_r(NULL, sep, &save)) {
+		if (!activator_dir(rt, tok, dir, sizeof(dir)))
+			continue;
+		dfd = sp_safe_dir(AT_FDCWD, dir, 0, 0, NULL, 0);
+		if (dfd < 0)
+			continue;
+		close(dfd);
+		found = hook_in_dir(dir, rt, bin, path, size);
+	}
+	free(env);
+	return found;
+}
+
 /*
  * Whether the hook file at path has its markers (a damaged or foreign file
  * does not): else the runtime's own probes are attached, which still fire
@@ -78,41 +171,23 @@ static bool hook_usable(int rt, const char *path)
  * runs the library bin, in path: the extension built for bin's version,
  * when it exists and the activator's environment variable asks for it
  * (unset or "hook"). The activators make the same choice (runtime).
- * An attached process has no activator from us: the hook if it has one
- * loaded (started with the activator in its environment).
+ * An attached process has no activator from us: the hook it has loaded,
+ * or the one its environment will load (hook_in_environ()).
  */
 static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const char *bin,
 		     char *path, size_t size)
 {
 	const char *dir = sp_spans_runtime_dir(c->o), *env;
-	char ver[32], pat[PATH_MAX + 64];
-	unsigned int major, minor;
-	glob_t g;
-	bool ok;
+	char sub[PATH_MAX];
 
 	if (p->attached)
-		return hook_mapped(p->pid, rt, path, size);
+		return hook_mapped(p->pid, rt, path, size) ||
+		       (hook_in_environ(p->pid, rt, bin, path, size) && hook_usable(rt, path));
 	env = getenv(rt == SP_RT_RUBY ? "STACKPULSE_RUBY_HOOK" : "STACKPULSE_PY_HOOK");
 	if (!dir || (env && *env && strcmp(env, "hook")))
 		return false;
-	sp_spans_runtime_version(bin, rt, ver, sizeof(ver));
-	if (sscanf(ver, "%u.%u", &major, &minor) != 2)
-		return false;
-	if (rt == SP_RT_RUBY) {
-		snprintf(path, size, "%s/ruby/%u.%u/stackpulse_hook.so", dir, major, minor);
-		ok = sp_bs_is_file(path);
-	} else {
-		/* CPython imports only the extension of its own version's tag */
-		snprintf(pat, sizeof(pat), "%s/python/_stackpulse_hook.cpython-%u%u-*.so", dir,
-			 major, minor);
-		if (glob(pat, 0, NULL, &g))
-			return false;
-		ok = g.gl_pathc >= 1 && sp_bs_is_file(g.gl_pathv[0]);
-		if (ok)
-			snprintf(path, size, "%s", g.gl_pathv[0]);
-		globfree(&g);
-	}
-	return ok && hook_usable(rt, path);
+	snprintf(sub, sizeof(sub), "%s/%s", dir, rt == SP_RT_RUBY ? "ruby" : "python");
+	return hook_in_dir(sub, rt, bin, path, size) && hook_usable(rt, path);
 }
 
 /* The markers of a runtime hook (rb__ or py__ call, return; rt__name;

@@ -142,11 +142,31 @@ static bool providers_match(int bits, unsigned int modes)
 	return bits & modes & ~(SP_SPANS_USDT_REGS | SP_SPANS_PY_HOOKABLE);
 }
 
+/*
+ * Whether a script (its path, and its first n bytes in head) may exec a
+ * runtime, whatever its interpreter: a wrapper such as pyenv's shims
+ * (bash scripts named python3, ruby, pip ...; pyenv execs the interpreter
+ * about 80 ms in), "exec /usr/bin/python3", "exec \"$@\"". Deciding "no
+ * runtime" for it lets that runtime run before the BPF object is there.
+ */
+static bool script_may_exec_runtime(const char *path, const char *head, size_t n)
+{
+	static const char *const words[] = { "python", "ruby", "pyenv", "rbenv", "exec" };
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t i;
+
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strstr(base, words[i]) || memmem(head, n, words[i], strlen(words[i])))
+			return true;
+	return false;
+}
+
 /* Whether an executable (or the interpreter of a script) is a runtime or
- * has <stackpulse/span.h> markers for the modes asked; depth: #! levels. */
+ * has <stackpulse/span.h> markers for the modes asked; depth: #! levels.
+ * A script that may exec a runtime counts as one for the runtimes' modes. */
 static bool file_has_probes(unsigned int modes, const char *path, int depth)
 {
-	char head[256], (*libs)[4096], *nl, *interp, *arg;
+	char head[4096], (*libs)[4096], *nl, *interp, *arg;
 	bool found = false;
 	ssize_t n;
 	int fd, i, nlibs;
@@ -160,6 +180,9 @@ static bool file_has_probes(unsigned int modes, const char *path, int depth)
 		return false;
 	head[n] = 0;
 	if (head[0] == '#' && head[1] == '!') {
+		if ((modes & (SP_SPANS_RUBY | SP_SPANS_RUBY_C | SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT)) &&
+		    script_may_exec_runtime(path, head, (size_t)n))
+			return true;
 		if (depth > 2)
 			return false;
 		nl = strchr(head, '\n');

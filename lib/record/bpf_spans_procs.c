@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf_spansP.h"
+#include "escape.h"
 #include "sp.h"
 #include "writer.h"
 
@@ -143,6 +144,15 @@ static void hook_marks_missed(const struct bs_proc *p, char *buf, size_t size)
 		 "the process): no method spans", (unsigned long long)p->hits[SP_PR_RT_NAME]);
 }
 
+/* A runtime that ran before the BPF object was loaded (--spans=auto for a
+ * command that is no runtime) and whose hook's marks never came. */
+static void late_found(char *buf, size_t size)
+{
+	snprintf(buf, size, "0 hits while its hook ran from before sp-record found the process "
+		 "(--spans=auto loads the probes late for a command that is no runtime; name the "
+		 "mode, --spans=python or ruby, to have them from the start): no method spans");
+}
+
 /* Why a probe looks dead, or "". */
 static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, uint64_t hits,
 		    char *buf, size_t size)
@@ -174,7 +184,9 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 		break;
 	case SP_PR_RB_HOOK_CALL:
 	case SP_PR_RB_HOOK_RETURN:
-		if (!hits && probe == SP_PR_RB_HOOK_CALL && p->hits[SP_PR_RT_NAME])
+		if (!hits && probe == SP_PR_RB_HOOK_CALL && p->late)
+			late_found(buf, size);
+		else if (!hits && probe == SP_PR_RB_HOOK_CALL && p->hits[SP_PR_RT_NAME])
 			hook_marks_missed(p, buf, size);
 		else if (!hits)
 			snprintf(buf, size, "0 hits: no Ruby method ran, or the hook was not loaded "
@@ -182,7 +194,9 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 		break;
 	case SP_PR_PY_HOOK_CALL:
 	case SP_PR_PY_HOOK_RETURN:
-		if (!hits && !p->py_active && hits_of(c, p, SP_PR_PY_AUDIT))
+		if (!hits && probe == SP_PR_PY_HOOK_CALL && p->late)
+			late_found(buf, size);
+		else if (!hits && !p->py_active && hits_of(c, p, SP_PR_PY_AUDIT))
 			snprintf(buf, size, "0 hits while python:audit %llu: the hook was not loaded "
 				 "(the activator, PYTHONPATH)",
 				 (unsigned long long)hits_of(c, p, SP_PR_PY_AUDIT));
@@ -215,10 +229,10 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 int sp_bs_emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool only_if_hit)
 {
 	struct sp_record r = { .kind = SP_REC_PROBE };
-	char why[256], line[1024], name[600];
+	char why[256], line[1024], name[600], exe[4 * PATH_MAX];
 	uint64_t total = 0;
 	size_t i, j, len = 0;
-	bool dup;
+	bool dup, dead = false;
 
 	for (i = 0; i < p->natt; i++)
 		total += hits_of(c, p, p->att[i]->probe);
@@ -258,10 +272,32 @@ int sp_bs_emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool o
 					(unsigned long long)hits);
 		/* Evidence of a dead probe ("0 hits while ... N") is worth a
 		 * warning; a short-lived process that ran no method is not. */
-		if (why[0] && strstr(why, " while "))
-			sp_warn("pid %u: %s: %s", p->pid, name, why);
-		else if (why[0])
+		if (why[0] && strstr(why, " while ")) {
+			if (p->exe[0])
+				sp_esc_text(exe, sizeof(exe), p->exe, strlen(p->exe), 0);
+			else
+				sp_span_rings_comm(p->pid, exe, sizeof(exe));
+			sp_warn("pid %u (%s): %s: %s", p->pid, exe, name, why);
+			dead |= a->probe == SP_PR_PY_HOOK_CALL || a->probe == SP_PR_RB_HOOK_CALL ||
+				a->probe == SP_PR_PY_FUNCTION_ENTRY ||
+				a->probe == SP_PR_RUBY_METHOD_ENTRY;
+		} else if (why[0]) {
 			c->idle++;
+		}
+	}
+	/* a runtime found and none of its spans: a process without working
+	 * probes, in the spool (lost, what=unprobed, its pid) */
+	if (dead && !p->no_spans) {
+		struct sp_record l = { .kind = SP_REC_LOST };
+
+		p->no_spans = true;
+		l.lost.time = time;
+		l.lost.start = time;
+		l.lost.what = SP_LOST_UNPROBED;
+		l.lost.count = 1;
+		l.lost.pid = p->pid;
+		if (c->out->emit(c->out->ctx, &l))
+			return -1;
 	}
 	if (sp_verbose)
 		sp_info("%s", line);
@@ -436,6 +472,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->announced = 0;
 		p->py_active = false;
 		p->cm_pending = false;
+		p->late = p->no_spans = false;
 		p->ppid = 0;
 		sp_bs_spans_state_release(c, p);
 		if (e->flags & SP_BSF_PLAIN) {
@@ -526,6 +563,7 @@ int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool 
 	if (!strcmp(exe, self))
 		return 0;
 	p->attached = !cmd;
+	p->late = cmd && walk;
 	sp_bs_attach_image(c, p);
 	sp_bs_attach_dl(c, p, false);
 	if (p->natt)

@@ -10,6 +10,7 @@
 #include "bpf_spans.h"
 #include "buf.h"
 #include "defs.h"
+#include "escape.h"
 #include "events.h"
 #include "launch.h"
 #include "record.h"
@@ -87,14 +88,14 @@ static const struct canary canaries[] = {
 };
 
 /* Record c's program with sp-record self into spool; the wait status. */
-static int record(const char *self, const struct canary *c, const char *spool)
+static int record(const char *self, const struct canary *c, bool as_auto, const char *spool)
 {
 	char spans[32];
 	const char *argv[16];
 	int n = 0, i, status;
 	pid_t pid;
 
-	snprintf(spans, sizeof(spans), "--spans=%s", c->name);
+	snprintf(spans, sizeof(spans), "--spans=%s", as_auto ? "auto" : c->name);
 	argv[n++] = self;
 	argv[n++] = "--no-samples";
 	argv[n++] = "--events=none";
@@ -126,9 +127,38 @@ static int record(const char *self, const struct canary *c, const char *spool)
 	return status;
 }
 
-/* One canary: prints its line; 1 when it recorded nothing, else 0. */
-static int run_one(const char *self, const struct canary *c, FILE *out)
+/*
+ * What the program found on PATH is when it is a script (pyenv's shims are
+ * bash scripts that exec the interpreter pyenv picks), into buf; "" for a
+ * binary. The runtime it runs is found when it execs, not now.
+ */
+static void script_note(const char *full, char *buf, size_t size)
 {
+	char head[128], esc[4 * sizeof(head)], *nl;
+	ssize_t n = -1;
+	int fd;
+
+	buf[0] = 0;
+	fd = open(full, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0) {
+		n = read(fd, head, sizeof(head) - 1);
+		close(fd);
+	}
+	if (n < 3 || head[0] != '#' || head[1] != '!')
+		return;
+	head[n] = 0;
+	nl = strchr(head, '\n');
+	if (nl)
+		*nl = 0;
+	sp_esc_text(esc, sizeof(esc), head, strlen(head), 0);
+	snprintf(buf, size, "'%s' is a script (%.80s): the runtime it execs was recorded, "
+		 "found at its exec; ", full, esc);
+}
+
+/* One canary: prints its line; 1 when it recorded nothing, else 0. */
+static int run_one(const char *self, const struct canary *c, bool as_auto, FILE *out)
+{
+	char note[PATH_MAX + 200];
 	const char *tmp = getenv("TMPDIR");
 	const char *prog = c->argv[0] ? c->argv[0] : self;
 	struct sp_canary_result res;
@@ -149,7 +179,8 @@ static int run_one(const char *self, const struct canary *c, FILE *out)
 		return 1;
 	}
 	close(fd);
-	status = record(self, c, spool);
+	script_note(full, note, sizeof(note));
+	status = record(self, c, as_auto, spool);
 	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fprintf(out, "  %-13s note: the recording of '%s' exited with status %d\n",
 			c->name, full, status < 0 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) :
@@ -159,16 +190,16 @@ static int run_one(const char *self, const struct canary *c, FILE *out)
 		fprintf(out, "  %-13s failed: the canary recording is unreadable\n", c->name);
 		failed = 1;
 	} else if (res.seen) {
-		fprintf(out, "  %-13s ok: %s seen%s%s%s%s%s\n", c->name, c->want,
-			res.runtime[0] || res.probes[0] ? " (" : "", res.runtime,
+		fprintf(out, "  %-13s ok: %s seen%s%s%s%s%s%s\n", c->name, c->want,
+			res.runtime[0] || res.probes[0] || note[0] ? " (" : "", note, res.runtime,
 			res.runtime[0] && res.probes[0] ? "; " : "", res.probes,
-			res.runtime[0] || res.probes[0] ? ")" : "");
+			res.runtime[0] || res.probes[0] || note[0] ? ")" : "");
 	} else if (!res.runtime[0] && !res.probes[0]) {
-		fprintf(out, "  %-13s no spans: no probes in '%s' (%s built without USDT "
-			"probes? Debian's are in /usr/bin)\n", c->name, full, prog);
+		fprintf(out, "  %-13s no spans: %sno probes in '%s' (%s built without USDT "
+			"probes? Debian's are in /usr/bin)\n", c->name, note, full, prog);
 		failed = 1;
 	} else {
-		fprintf(out, "  %-13s no spans: %s not seen%s%s%s%s\n", c->name, c->want,
+		fprintf(out, "  %-13s no spans: %s%s not seen%s%s%s%s\n", c->name, note, c->want,
 			res.verdict[0] ? ": " : "", res.verdict,
 			res.probes[0] ? "; probes: " : "", res.probes[0] ? res.probes : "");
 		failed = 1;
@@ -179,15 +210,16 @@ static int run_one(const char *self, const struct canary *c, FILE *out)
 	return failed;
 }
 
-int sp_spans_canary(const char *self, unsigned int modes, FILE *out)
+int sp_spans_canary(const char *self, unsigned int modes, bool as_auto, FILE *out)
 {
 	size_t i;
 	int failed = 0;
 
-	fprintf(out, "spans (a canary program recorded per mode):\n");
+	fprintf(out, "spans (a canary program recorded per mode%s):\n",
+		as_auto ? ", as --spans=auto records it" : "");
 	for (i = 0; i < sizeof(canaries) / sizeof(canaries[0]); i++)
 		if (modes & canaries[i].mode)
-			failed += run_one(self, &canaries[i], out);
+			failed += run_one(self, &canaries[i], as_auto, out);
 	fflush(out);
 	return failed;
 }

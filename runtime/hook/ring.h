@@ -58,8 +58,12 @@ struct sp_ring *sp_rt_ring_start(void);
 void sp_rt_ring_slow(struct sp_ring *r, uint64_t h);
 
 /* A ring is announced again (rt__ring) every SP_RT_RING_ANNOUNCE_NS it is
- * written: an sp-record that attaches to the process later finds it. */
+ * written: an sp-record that attaches to the process later finds it; one
+ * that no sp-record claims (none reads it: its process was found late, or
+ * not yet) every SP_RT_RING_UNCLAIMED_NS, so that a recorder that comes
+ * finds it at once (a marker hit each 10 ms, a nop when none listens). */
 #define SP_RT_RING_ANNOUNCE_NS	1000000000ull
+#define SP_RT_RING_UNCLAIMED_NS	10000000ull
 void sp_rt_ring_announce(struct sp_ring *r, uint64_t now);
 
 /*
@@ -91,7 +95,8 @@ static inline bool sp_rt_ring_put(uint32_t probe, const void *a, const void *b,
 	e->probe = probe;
 	/* the entry is whole before sp-record can see it counted */
 	__atomic_store_n(&r->h.head, h + 1, __ATOMIC_RELEASE);
-	if (__builtin_expect(e->time - r->h.announced > SP_RT_RING_ANNOUNCE_NS, 0))
+	if (__builtin_expect(e->time - r->h.announced > (r->h.claim ? SP_RT_RING_ANNOUNCE_NS :
+							    SP_RT_RING_UNCLAIMED_NS), 0))
 		sp_rt_ring_announce(r, e->time);
 	return true;
 }

@@ -143,11 +143,45 @@ static int audit(const char *event, PyObject *args, void *unused)
 	return 0;
 }
 
+/*
+ * The frames open when install() is called (the activator's, the imports
+ * that ran it, a -c program's or a module's that imported it late): their
+ * stops will come, their starts never did. Marked as starts now, flagged
+ * as reconstructed (SP_RT_LINE_SYNTHETIC), outermost first; of a deeper
+ * stack only the innermost SP_RT_OPEN_MAX (the stops of the others find
+ * no start, as before).
+ */
+#define SP_RT_OPEN_MAX	256
+static void mark_open_frames(void)
+{
+	PyFrameObject *open[SP_RT_OPEN_MAX], *f = PyEval_GetFrame();
+	struct sp_rt_name *n;
+	PyCodeObject *co;
+	int i, k = 0, line;
+
+	for (Py_XINCREF(f); f && k < SP_RT_OPEN_MAX; f = PyFrame_GetBack(f))
+		open[k++] = f;
+	Py_XDECREF(f);
+	for (i = k - 1; i >= 0; i--) {
+		co = PyFrame_GetCode(open[i]);
+		n = code_name(open[i], co);
+		Py_DECREF(co);
+		line = PyFrame_GetLineNumber(open[i]);
+		line = SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);
+		if (n && (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_CALL, n->str[0], n->str[1],
+							    n->str[2], line)))
+			SP_RT_MARK(py__call, n->str[0], n->str[1], n->str[2], line);
+		Py_DECREF(open[i]);
+	}
+}
+
 /* The profile function of this thread; the audit hook, once. */
 static PyObject *install(PyObject *self, PyObject *unused)
 {
 	static int audit_on;
 
+	if (PyThreadState_Get()->c_profilefunc != profile)	/* not twice */
+		mark_open_frames();
 	PyEval_SetProfile(profile, NULL);
 	if (!audit_on && PySys_AddAuditHook(audit, NULL) == 0)
 		audit_on = 1;

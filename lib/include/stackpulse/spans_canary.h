@@ -40,7 +40,10 @@ int sp_canary_scan(struct sp_reader *r, const char *want, bool audit,
  * _PYTHON, _PY_AUDIT, _USDT) with the sp-record at self, print a line per
  * mode to out, and return how many recorded nothing (0: all seen). A mode
  * whose program is not installed is printed as skipped and not counted.
+ * as_auto: record each canary as a default recording does (--spans=auto,
+ * which decides before the command runs whether to wait for the probes),
+ * not with the mode named, so that "ok" means what --spans=auto will do.
  */
-int sp_spans_canary(const char *self, unsigned int modes, FILE *out);
+int sp_spans_canary(const char *self, unsigned int modes, bool as_auto, FILE *out);
 
 #endif

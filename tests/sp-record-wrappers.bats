@@ -1,0 +1,151 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# sp-record --spans through wrappers and late finds: pyenv's python3 shim (a
+# bash script that execs the interpreter about 80 ms in), a #!/bin/sh script
+# that execs Debian's python3, a Python attached with -p before it loads the
+# activator. Each case runs several times: what went wrong was a race
+# between the BPF object's load, the exec and the hook's load.
+load helper
+
+APP=$FIXTURES/app.py
+SHIM=/root/.pyenv/shims/python3
+PY=/usr/bin/python3.11
+RUNS=5
+
+setup() {
+	OUT=$BATS_TEST_TMPDIR/run.sp
+}
+
+require_python() {
+	require_root
+	[ -x $PY ] || skip "needs Debian's $PY"
+	[ -d "$SP_BIN/../runtime/python" ] || skip "needs the Python hook (python3-dev)"
+}
+
+require_shim() {
+	require_python
+	[ -x $SHIM ] || skip "needs pyenv's shim $SHIM"
+	[ "$($SHIM -c 'import sys; print(sys.version_info[:2] == (3, 11))' 2>/dev/null)" = True ] ||
+		skip "pyenv's python3 is not 3.11 (the hook's version)"
+}
+
+# "method depth flags" of each span start of app.py in $OUT, and the
+# number of its span starts, in one line per start.
+app_starts() {
+	sp-decode "$OUT" | jq -r --arg f "$APP" '
+		select(.type == "span_start" and (.file // "" | endswith("app.py")))
+		| "\(.method) \(.depth) \(.flags // "0")"'
+}
+
+# Every span of app.py is there: <module>, main, 100 of work and of leaf.
+assert_app_spans() {
+	local starts
+	starts=$(app_starts)
+	run -0 grep -c "^<module> 1 " <<<"$starts"
+	assert_output 1
+	run -0 grep -c "^main 2 " <<<"$starts"
+	assert_output 1
+	run -0 grep -c "^work 3 " <<<"$starts"
+	assert_output 100
+	run -0 grep -c "^leaf 4 " <<<"$starts"
+	assert_output 100
+}
+
+@test "sp-record --spans=auto: through pyenv's python3 shim every span arrives, <module> and main too ($RUNS runs)" {
+	require_shim
+	local round
+	for round in $(seq "$RUNS"); do
+		run --separate-stderr -0 sp-record --no-samples -o "$OUT" -- $SHIM "$APP"
+		assert_app_spans
+	done
+}
+
+@test "sp-record --spans=auto: through a #!/bin/sh wrapper that execs python3 every span arrives ($RUNS runs)" {
+	require_python
+	local wrap=$BATS_TEST_TMPDIR/python-wrapper round
+	printf '#!/bin/sh\nexec %s "$@"\n' "$PY" > "$wrap"
+	chmod +x "$wrap"
+	for round in $(seq "$RUNS"); do
+		run --separate-stderr -0 sp-record --no-samples -o "$OUT" -- "$wrap" "$APP"
+		assert_app_spans
+	done
+}
+
+# A Python started with the activator's environment that loads it only
+# after sp-record -p attached (-S skips it at start-up): it waits for the
+# file go, then imports sitecustomize and runs app.py. Runs $1.
+late_activator() {
+	local py=$1 go=$BATS_TEST_TMPDIR/go rec pid starts
+	rm -f "$go"
+	PYTHONPATH="$SP_BIN/../runtime/python" STACKPULSE_SPAN_RING=1 $py -S -c '
+import os, sys, time
+while not os.path.exists(sys.argv[1]): time.sleep(0.01)
+import sitecustomize
+exec(compile(open(sys.argv[2]).read(), sys.argv[2], "exec"))' "$go" "$APP" &
+	pid=$!
+	sleep 0.3
+	sp-record -v --no-samples -p $pid -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
+	rec=$!
+	sleep 3
+	touch "$go"
+	wait $pid
+	wait $rec || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	# before: "0 span marks" with a Python without probes, and no warning
+	run -0 grep -E "spans: [1-9][0-9]* span marks" "$BATS_TEST_TMPDIR/err"
+	# the -c program's <module> was open when the hook came: its start is
+	# reconstructed, flagged synthetic, and its stop is not dropped
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .depth == 1)
+		| \"\(.method) \(.file) \(.flags // 0)\"' | head -1"
+	assert_output "<module> <string> 0x2"
+	# app.py itself ran after it: every span, one deeper
+	starts=$(app_starts)
+	run -0 grep -c "^<module> 2 0$" <<<"$starts"
+	assert_output 1
+	run -0 grep -c "^work 4 0$" <<<"$starts"
+	assert_output 100
+	run -0 grep -c "^leaf 5 0$" <<<"$starts"
+	assert_output 100
+}
+
+@test "sp-record -p: a Python that loads the activator after the attach gets its spans, the frames open then reconstructed (Debian's, $RUNS runs)" {
+	require_python
+	local round
+	for round in $(seq "$RUNS"); do
+		late_activator $PY
+	done
+}
+
+@test "sp-record -p: the same with pyenv's Python 3.11, which has no USDT probes of its own ($RUNS runs)" {
+	require_shim
+	local py round
+	py=$($SHIM -c 'import sys; print(sys.executable)')
+	for round in $(seq "$RUNS"); do
+		late_activator "$py"
+	done
+}
+
+@test "sp-record: a Python found whose spans never came is named in a warning and counted in the spool" {
+	require_python
+	local pid
+	# -S skips the activator: the hook's probes are attached, no mark comes
+	run --separate-stderr -0 sp-record --no-samples -o "$OUT" -- $PY -S "$APP"
+	pid=$(sp-decode "$OUT" | jq -r 'select(.type == "runtime") | .pid' | head -1)
+	[ -n "$pid" ] || fail "no runtime record"
+	run -0 grep -c "^sp-record: warning: pid $pid (.*python3[.0-9]*): stackpulse:py__call: 0 hits while" <<<"$stderr"
+	assert_output 1
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"lost\" and .what == \"unprobed\") | \"\(.pid) \(.count)\"'"
+	assert_output "$pid 1"
+	run -0 sp-tree "$OUT"
+	assert_line --regexp "^# stackpulse recording .* processes without probes 1\$"
+}
+
+@test "sp-record --check --spans=auto: a python3 on PATH that is a script is recorded as --spans=auto would, and said to be one" {
+	require_python
+	local dir=$BATS_TEST_TMPDIR/bin
+	mkdir -p "$dir"
+	printf '#!/bin/sh\nexec %s "$@"\n' "$PY" > "$dir/python3"
+	chmod +x "$dir/python3"
+	PATH=$dir:$PATH run --separate-stderr sp-record --check --spans=auto
+	assert_line "spans (a canary program recorded per mode, as --spans=auto records it):"
+	assert_line --regexp "^  python +ok: stackpulse_canary seen \('$dir/python3' is a script \(#!/bin/sh\): the runtime it execs was recorded, found at its exec; python 3\.11"
+}
