@@ -456,7 +456,7 @@ static void spans_free(struct sp_source *s)
 		pthread_cond_broadcast(&c->rq_cond);
 		pthread_mutex_unlock(&c->rq_lock);
 	}
-	for (i = 0, left = nqueued; i < c->nprocs; i++)
+	for (i = 0, left = nqueued + c->nshared; i < c->nprocs; i++)
 		left += c->procs[i]->natt + (c->procs[i]->dl.link || c->procs[i]->dl.fd >= 0);
 	/* What is left to detach is closed by a helper after we are gone. */
 	if (left)
@@ -476,6 +476,8 @@ static void spans_free(struct sp_source *s)
 		sp_bs_spans_state_release(c, p);
 		free(p);
 	}
+	for (i = 0; i < c->nshared; i++)
+		close(c->shared[i].fd);
 	free(c->procs);
 	free(c->gone);
 	free(c->dlw);

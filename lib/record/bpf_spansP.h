@@ -86,6 +86,8 @@ struct bs_att {
 	bool multi;		/* by a uprobe_multi link */
 	uint32_t group;		/* attach_markers(): the markers of one link, which
 				 * the first of them holds; 0: a link of its own */
+	bool shared;		/* by a hook file's shared link (c->shared): no
+				 * link of its own */
 	const char *args;	/* with group: the operands their notes had to
 				 * have (fixed registers; a string that lives
 				 * for ever, for fork children's links) */
@@ -210,6 +212,14 @@ struct bs_ctx {
 	uint64_t dlopens, late_libs;	/* ld.so's changes looked at; libraries
 					 * given probes that way */
 	int guard_fd;			/* the guardian's pipe (hold_guard.h) */
+	/* The runtime hooks' markers, one link per hook file for every
+	 * process that maps it (bpf_spans_attach.c, attach_shared()) */
+	struct bs_shared {
+		char path[PATH_MAX];
+		int fd, n, found[16];
+		uint32_t group, probes[16];
+	} shared[4];
+	unsigned int nshared;
 	unsigned int usdt_live;		/* libbpf USDT links (atomic) */
 	bool usdt_full;			/* too many of them: said so */
 	bool dl_warned;			/* an ld.so could not be probed: said so */
@@ -290,6 +300,8 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 void sp_bs_attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
 		      struct bpf_program *usdt, const char *bin, const char *provider,
 		      const char *name, uint32_t probe);
+int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *args,
+		      const uint32_t *probes, int n, uint32_t pid, uint32_t gen, int *found);
 void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
 			  const char *args, const uint32_t *probes, int n);
 

@@ -115,6 +115,59 @@ static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const ch
 	return ok && hook_usable(rt, path);
 }
 
+/*
+ * The markers probes[0..n) of the runtime hook file hook for p by the
+ * file's shared link: one uprobe_multi link for every process that maps
+ * the file (pid 0, generation 0), made for the first process that needs
+ * it and kept to the end. Only processes started with an activator map a
+ * hook; BPF counts a hit only in a process of the tree whose image has
+ * probes (bpf/spans.bpf.c, tracked()). So a fork child is covered from its
+ * first instruction: it is not stopped, and nothing is attached or
+ * detached for it (a uprobe's attach and detach cost milliseconds, and
+ * a held child waits for sp-record's loop). false: per-process links
+ * instead (no uprobe_multi links, other operands, too many hook files).
+ */
+static bool attach_shared(struct bs_ctx *c, struct bs_proc *p, const char *hook,
+			  const uint32_t *probes, int n)
+{
+	struct bs_shared *sh = NULL;
+	unsigned int i;
+	int k;
+
+	for (i = 0; i < c->nshared && !sh; i++)
+		if (c->shared[i].n == n && !strcmp(c->shared[i].path, hook) &&
+		    !memcmp(c->shared[i].probes, probes, n * sizeof(*probes)))
+			sh = &c->shared[i];
+	if (!sh) {
+		if (c->no_multi || c->nshared >= sizeof(c->shared) / sizeof(c->shared[0]) ||
+		    n > 16 || strlen(hook) >= sizeof(sh->path))
+			return false;
+		sh = &c->shared[c->nshared];
+		sh->fd = sp_bs_marker_link(c, hook, SP_SPANS_HOOK_ARGS, probes, n, 0, 0, sh->found);
+		for (k = 0; k < n && sh->fd >= 0; k++)
+			if (sh->found[k] < 0) {
+				close(sh->fd);
+				sh->fd = -1;
+			}
+		if (sh->fd < 0)
+			return false;
+		snprintf(sh->path, sizeof(sh->path), "%s", hook);
+		memcpy(sh->probes, probes, n * sizeof(*probes));
+		sh->n = n;
+		sh->group = ++c->groups;
+		c->nshared++;
+	}
+	for (k = 0; k < n; k++) {
+		if (sh->found[k] <= 0)
+			continue;
+		sp_bs_att_add_link(p, probes[k], 0, hook, c->skel->progs.on_marker_multi,
+				   (struct bs_link){ .fd = -1 }, true, SP_SPANS_HOOK_ARGS);
+		p->att[p->natt - 1]->group = sh->group;
+		p->att[p->natt - 1]->shared = true;
+	}
+	return true;
+}
+
 /* The markers of a runtime hook (rb__ or py__ call, return; rt__name;
  * rb__fiber or py__raise; the span rings'; with audit, py__audit). */
 static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, uint32_t call,
@@ -127,7 +180,8 @@ static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, u
 		SP_PR_RT_RING, SP_PR_RT_FLUSH, SP_PR_PY_HOOK_AUDIT,
 	};
 
-	sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, probes, audit ? 7 : 6);
+	if (!attach_shared(c, p, hook, probes, audit ? 7 : 6))
+		sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, probes, audit ? 7 : 6);
 }
 
 void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
@@ -408,7 +462,13 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 		struct bpf_program *prog;
 		struct bpf_link *l;
 
-		if (a->probe == SP_PR_UPROBE_ENTRY || a->probe == SP_PR_UPROBE_RETURN) {
+		if (a->shared) {	/* the hook file's link covers it too */
+			sp_bs_att_add_link(child, a->probe, a->func, a->bin, a->prog,
+					   (struct bs_link){ .fd = -1 }, true, a->args);
+			child->att[child->natt - 1]->group = a->group;
+			child->att[child->natt - 1]->shared = true;
+			continue;
+		} else if (a->probe == SP_PR_UPROBE_ENTRY || a->probe == SP_PR_UPROBE_RETURN) {
 			LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = c->funcs[a->func].name,
 				    .bpf_cookie = (uint64_t)child->gen << 32 | a->func,
 				    .retprobe = a->probe == SP_PR_UPROBE_RETURN);

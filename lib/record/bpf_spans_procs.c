@@ -81,6 +81,7 @@ void sp_bs_att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const 
 	a->link = link;
 	a->multi = multi;
 	a->group = 0;
+	a->shared = false;
 	a->args = args;
 	strcpy(a->bin, bin);
 	sp_grow(&p->att, &p->catt, p->natt + 1, sizeof(*p->att));
@@ -327,12 +328,24 @@ static void detach_all(struct bs_ctx *c, struct bs_proc *p)
 	sp_bs_detach_all_how(c, p, false);
 }
 
-/* Tell BPF the generation of p's image and whether it has probes (p is
+/*
+ * Tell BPF the generation of p's image and whether it has probes (p is
  * stopped, or not started yet: BPF changes the entry only at its fork and
- * exec). */
+ * exec): SP_BS_PROBED_SHARED when its fork children need nothing before
+ * they run, its markers being the hook file's shared links (and Ruby's
+ * raise or Python's audit probe, attached to a child as soon as its fork
+ * is read: a raise or audit event before then is missed), else
+ * SP_BS_PROBED (they are held for their own).
+ */
 static void set_tracked(struct bs_ctx *c, struct bs_proc *p)
 {
-	struct sp_bs_proc v = { .gen = p->gen, .probed = p->natt > 0 };
+	struct sp_bs_proc v = { .gen = p->gen, .probed = p->natt ? SP_BS_PROBED_SHARED : 0 };
+	size_t i;
+
+	for (i = 0; i < p->natt; i++)
+		if (!p->att[i]->shared && p->att[i]->probe != SP_PR_RUBY_RAISE &&
+		    p->att[i]->probe != SP_PR_PY_AUDIT)
+			v.probed = SP_BS_PROBED;
 
 	bpf_map__update_elem(c->skel->maps.tgids, &p->pid, sizeof(p->pid), &v, sizeof(v),
 			     BPF_EXIST);
