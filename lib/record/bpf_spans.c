@@ -306,6 +306,10 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 		(unsigned long long)c->spans, (unsigned long long)c->raises,
 		(unsigned long long)c->audits, (unsigned long long)c->fiber_switches,
 		(unsigned long long)c->orphans, (unsigned long long)c->idle);
+	if (c->boot_raises)
+		sp_info("spans: %llu Ruby raises before the activator's hook was in (Ruby's "
+			"start-up: RubyGems rescues its own) not recorded: no span can be open then",
+			(unsigned long long)c->boot_raises);
 	if (c->rings.n || c->rings.reading || c->rings.shared || c->rings.given_up)
 		sp_info("spans: span rings: %llu read; %llu read beside another sp-record, "
 			"%llu given up, %llu past the bounds; %llu not readable at their "

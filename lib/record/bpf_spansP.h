@@ -159,6 +159,7 @@ struct bs_ctx {
 	uint64_t fibers_live;		/* fib_known and depth entries of those */
 	uint64_t lost_seen, lost_since;
 	uint64_t spans, raises, audits, orphans, fiber_switches;
+	uint64_t boot_raises;		/* Ruby's before its hook was in: not kept */
 	uint64_t orphans_seen;		/* of orphans: in a lost record already */
 	unsigned int unprobed;		/* processes denied a USDT link (atomic) */
 	unsigned int unprobed_seen;	/* of those: in a lost record already */

@@ -399,6 +399,27 @@ static int mark_depth(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_ev
 	return 0;
 }
 
+/*
+ * A raise in a Ruby that sp-record started with its hook and span rings,
+ * before the hook was in (its loading thread's ring announced, or a name
+ * or a mark): Ruby's start-up, which RubyGems goes through with a rescued
+ * NameError and LoadError in every run, before the activator (RUBYOPT -r)
+ * is loaded. No span can be open then: counted, not a mark (a raise with
+ * no span open is what tells of lost starts). A fork child has its
+ * parent's hook; an attached process is left alone.
+ */
+static bool raise_before_hook(const struct bs_proc *p, const struct sp_bs_event *e)
+{
+	static int rings = -1;
+
+	if (rings < 0)
+		rings = getenv("STACKPULSE_SPAN_RING") && !strcmp(getenv("STACKPULSE_SPAN_RING"), "1");
+	return rings && e->probe == SP_PR_RUBY_RAISE && !p->attached && !p->ppid &&
+	       sp_bs_has_probe(p, SP_PR_RB_HOOK_CALL) && !p->hits[SP_PR_RT_RING] &&
+	       !p->hits[SP_PR_RT_NAME] && !p->hits[SP_PR_RB_HOOK_CALL] &&
+	       !p->hits[SP_PR_RB_HOOK_RETURN];
+}
+
 /* A span start, stop or raise into r: 0, or 1 when it is to be dropped. */
 static int decode_mark(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_event *e,
 		       size_t size, struct sp_record *r)
@@ -428,6 +449,10 @@ static int decode_mark(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_e
 	/* a frame unwound: its file and line, no class, no message */
 	if (e->probe == SP_PR_PY_HOOK_RAISE)
 		m->method = 0;
+	if (e->kind == SP_BS_RAISE && raise_before_hook(p, e)) {
+		c->boot_raises++;
+		return 1;
+	}
 	if (e->kind == SP_BS_RAISE) {
 		c->raises++;
 		return 0;
