@@ -85,3 +85,41 @@ require_python() {
 		sp-record -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/app.py"
 	[[ "$stderr" != *sitecustomize* ]] || fail "$stderr"
 }
+
+@test "sp-record -p: a Python without the activator gets no function__return probe until a profile function makes entries, and is told so once" {
+	require_python
+	cat >"$BATS_TEST_TMPDIR/loop.py" <<-'EOF'
+	import sys, time
+	def work(x):
+	    return x + 1
+	if sys.argv[2] == "profiled":
+	    sys.setprofile(slice)	# what cProfile or a debugger would set
+	open(sys.argv[1], "w").write("ready")
+	end = time.time() + 4
+	s = 0
+	while time.time() < end:
+	    s = work(s)
+	EOF
+	for how in plain profiled; do
+		rm -f "$BATS_TEST_TMPDIR/ready"
+		$PY "$BATS_TEST_TMPDIR/loop.py" "$BATS_TEST_TMPDIR/ready" $how 3>&- &
+		pid=$!
+		for i in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/ready" ] && break; sleep 0.05; done
+		run --separate-stderr -0 sp-record -v -p $pid -d 1 -o "$OUT"
+		kill $pid 2>/dev/null || true
+		wait $pid 2>/dev/null || true
+		probes=$(sp-decode "$OUT" | jq -r 'select(.type == "probe") | "\(.name) \(.hits)"')
+		if [ $how = plain ]; then
+			[ "$(grep -c "Python without sp-record's activator" <<<"$stderr")" = 1 ] || fail "$stderr"
+			[[ "$stderr" != *" while "* ]] || fail "$stderr"
+			[[ "$probes" == *"python:function__entry 0"* ]] || fail "$probes"
+			[[ "$probes" != *"function__return"* ]] || fail "$probes"
+		else
+			# entries came: returns are attached, and the spans are there
+			[[ "$probes" =~ python:function__return\ [1-9] ]] || fail "$probes"
+			run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | .method' | grep -c '^work$'"
+			(( output > 100 )) || fail "$output"
+			[[ "$stderr" != *"function entries not active"* ]] || fail "$stderr"
+		fi
+	done
+}

@@ -119,6 +119,8 @@ struct bs_proc {
 	struct sp_u64map fib_cur, fib_root, fib_known;
 	bool py_active;			/* the Python activator announced itself */
 	bool cm_pending;		/* C-method probes wait for the first method entry */
+	bool ret_pending;		/* python:function__return waits for the first
+					 * function__entry (attached, no activator) */
 	bool attached;			/* running before the recording (-p): no activator */
 	bool gone_seen;			/* exited: forget_gone() saw it once */
 	uint64_t gone_ns;		/* when its exit was read */

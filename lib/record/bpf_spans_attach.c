@@ -193,6 +193,28 @@ void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
 	sp_bs_attach_any(c, p, multi, prog, bin, "ruby", "cmethod__return", SP_PR_RUBY_CMETHOD_RETURN);
 }
 
+/*
+ * A Python attached with -p that has no hook loaded (started without the
+ * activator): CPython 3.11 fires function__entry only while a profile
+ * function is set (cProfile, a debugger), and function__return on every
+ * return all the same, which alone makes no span. So its return probe
+ * waits for its first entry (decode_mark()); said once.
+ */
+static void py_without_hook(struct bs_proc *p)
+{
+	static bool said;
+
+	p->ret_pending = true;
+	if (said)
+		return;
+	said = true;
+	sp_warn("spans: pid %u: Python without sp-record's activator (started without "
+		"sp-record): no function spans unless a profile function is set in it "
+		"(cProfile, a debugger); its samples and events are recorded. For function "
+		"spans start it under sp-record, or with the activator's directory first on "
+		"PYTHONPATH (docs/spans.md)", p->pid);
+}
+
 /* Attach what the modes ask for in binary bin (its USDT providers are
  * provs) to process p. */
 static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int provs)
@@ -242,8 +264,12 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		} else if (m & SP_SPANS_PYTHON) {
 			sp_bs_attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
 					 bin, "python", "function__entry", SP_PR_PY_FUNCTION_ENTRY);
-			sp_bs_attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
-					 bin, "python", "function__return", SP_PR_PY_FUNCTION_RETURN);
+			if (p->attached)
+				py_without_hook(p);
+			else
+				sp_bs_attach_any(c, p, sk->progs.on_py_function_multi,
+						 sk->progs.on_py_function, bin, "python",
+						 "function__return", SP_PR_PY_FUNCTION_RETURN);
 		}
 		if (m & SP_SPANS_PY_AUDIT)
 			sp_bs_attach_any(c, p, sk->progs.on_py_audit_multi, sk->progs.on_py_audit, bin,
@@ -515,6 +541,7 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 	child->nmap = parent->nmap;
 	child->runtimes = parent->runtimes;
 	child->cm_pending = parent->cm_pending;
+	child->ret_pending = parent->ret_pending;
 	child->attached = parent->attached;
 	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));
 	if (probes)	/* not a vfork child: it runs no code of the image */

@@ -165,7 +165,10 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 		break;
 	case SP_PR_PY_FUNCTION_ENTRY:
 		other = hits_of(c, p, SP_PR_PY_FUNCTION_RETURN);
-		if (!p->py_active && other)
+		if (!hits && p->ret_pending)
+			snprintf(buf, size, "0 hits: no profile function in the process (no "
+				 "activator): no function spans");
+		else if (!p->py_active && other && !p->attached)
 			snprintf(buf, size, "%llu hits while python:function__return %llu: function "
 				 "entries not active (CPython 3.11 fires them only with a profile "
 				 "function set: the activator was not loaded)",
@@ -449,6 +452,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->announced = 0;
 		p->py_active = false;
 		p->cm_pending = false;
+		p->ret_pending = false;
 		p->ppid = 0;
 		sp_bs_spans_state_release(c, p);
 		if (e->flags & SP_BSF_PLAIN) {
