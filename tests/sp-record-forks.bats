@@ -46,7 +46,7 @@ spans_of() {
 	cat >"$BATS_TEST_TMPDIR/forks.rb" <<-'EOF'
 	def child_first; child_second; end
 	def child_second; 1; end
-	pid = fork { child_first; exit!(0) }
+	pid = fork { child_first; sleep 0.5; (raise IOError rescue nil); exit!(0) }
 	Process.wait(pid)
 	abort("fork child: #{$?.inspect}") unless $?.success?
 	system("ruby", File.join(__dir__, "execd.rb")) or abort("exec child: #{$?.inspect}")
@@ -60,6 +60,9 @@ spans_of() {
 	run -0 spans_of forks.rb
 	# the fork child's first method and its callee, in a pid of their own
 	[ "$(echo "$output" | awk '{print $2}' | tr '\n' ' ')" = "child_first child_second " ] || fail "$output"
+	# its raise probe came once it had lived a while
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_raise\") | .klass'"
+	[ "$output" = IOError ] || fail "$output"
 	run -0 spans_of execd.rb
 	[ "$output" != "" ] && [[ "$output" == *" execd_first" ]] || fail "$output"
 }

@@ -119,6 +119,9 @@ struct bs_proc {
 	struct sp_u64map fib_cur, fib_root, fib_known;
 	bool py_active;			/* the Python activator announced itself */
 	bool cm_pending;		/* C-method probes wait for the first method entry */
+	uint32_t late_probes;		/* a fork child not held: 1 << probe of its
+					 * raise and audit probes, attached once it has
+					 * lived SP_DL_AFTER_NS (sp_bs_attach_dl_due()) */
 	bool ret_pending;		/* python:function__return waits for the first
 					 * function__entry (attached, no activator) */
 	bool attached;			/* running before the recording (-p): no activator */
@@ -290,6 +293,7 @@ void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin);
 void sp_bs_scan_libs(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan);
 void sp_bs_attach_dl_later(struct bs_ctx *c, struct bs_proc *p);
+void sp_bs_attach_late(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now);
 
 /* bpf_spans_usdt.c */

@@ -488,7 +488,11 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 		struct bpf_program *prog;
 		struct bpf_link *l;
 
-		if (a->shared) {	/* the hook file's link covers it too */
+		if (child->late_probes && (a->probe == SP_PR_RUBY_RAISE ||
+					   a->probe == SP_PR_PY_AUDIT)) {
+			child->late_probes |= 1u << a->probe;	/* when it lives on */
+			continue;
+		} else if (a->shared) {	/* the hook file's link covers it too */
 			sp_bs_att_add_link(child, a->probe, a->func, a->bin, a->prog,
 					   (struct bs_link){ .fd = -1 }, true, a->args);
 			child->att[child->natt - 1]->group = a->group;
@@ -669,7 +673,36 @@ void sp_bs_attach_dl_later(struct bs_ctx *c, struct bs_proc *p)
 	c->dlw[c->ndlw++].due = sp_now_mono_ns() + SP_DL_AFTER_NS;
 }
 
-/* The waiting ld.so probes that are due. */
+/*
+ * A fork child that was not held (its parent's markers are the hook files'
+ * links: attach_shared()) gets its own Ruby raise and Python audit probes
+ * only once it has lived SP_DL_AFTER_NS: attaching and detaching a uprobe
+ * write-locks the memory map of every process that maps its file, the
+ * parent's too, and most such children exec at once (system(), a shell's
+ * fork). A raise or audit event of the child before then is missed.
+ */
+void sp_bs_attach_late(struct bs_ctx *c, struct bs_proc *p)
+{
+	sp_grow(&c->dlw, &c->cdlw, c->ndlw + 1, sizeof(*c->dlw));
+	c->dlw[c->ndlw].p = p;
+	c->dlw[c->ndlw++].due = sp_now_mono_ns() + SP_DL_AFTER_NS;
+}
+
+static void attach_late_now(struct bs_ctx *c, struct bs_proc *p)
+{
+	struct sp_spans *sk = c->skel;
+	uint32_t late = p->late_probes;
+
+	p->late_probes = 0;
+	if ((late & 1u << SP_PR_RUBY_RAISE) && p->rlib[0][0])
+		sp_bs_attach_any(c, p, sk->progs.on_ruby_raise_multi, sk->progs.on_ruby_raise,
+				 p->rlib[0], "ruby", "raise", SP_PR_RUBY_RAISE);
+	if ((late & 1u << SP_PR_PY_AUDIT) && p->rlib[1][0])
+		sp_bs_attach_any(c, p, sk->progs.on_py_audit_multi, sk->progs.on_py_audit,
+				 p->rlib[1], "python", "audit", SP_PR_PY_AUDIT);
+}
+
+/* The waiting ld.so probes (and late probes) that are due. */
 void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now)
 {
 	size_t i, k = 0;
@@ -683,6 +716,8 @@ void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now)
 			c->dlw[k++] = c->dlw[i];
 			continue;
 		}
+		if (p->late_probes)
+			attach_late_now(c, p);
 		sp_bs_attach_dl(c, p, true);
 	}
 	c->ndlw = k;

@@ -336,9 +336,9 @@ static void detach_all(struct bs_ctx *c, struct bs_proc *p)
  * stopped, or not started yet: BPF changes the entry only at its fork and
  * exec): SP_BS_PROBED_SHARED when its fork children need nothing before
  * they run, its markers being the hook file's shared links (and Ruby's
- * raise or Python's audit probe, attached to a child as soon as its fork
- * is read: a raise or audit event before then is missed), else
- * SP_BS_PROBED (they are held for their own).
+ * raise or Python's audit probe, which a child gets once it has lived a
+ * while: sp_bs_attach_late()), else SP_BS_PROBED (they are held for
+ * their own).
  */
 static void set_tracked(struct bs_ctx *c, struct bs_proc *p)
 {
@@ -425,10 +425,15 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->ppid = e->ppid;
 		p->gen = (uint32_t)e->cookie;
 		parent = sp_bs_proc_get(c, e->ppid);
+		/* not held: its raise and audit probes wait (sp_bs_attach_late) */
+		p->late_probes = !(e->flags & (SP_BSF_STOPPED | SP_BSF_SHARED_MM));
 		/* BPF stops a child when its parent has probes (if the kernel
 		 * can: bpf_send_signal_task), never a vfork child */
 		if (parent)
 			sp_bs_attach_like(c, p, parent, parent->natt && !(e->flags & SP_BSF_SHARED_MM));
+		p->late_probes &= ~1u;
+		if (p->late_probes)
+			sp_bs_attach_late(c, p);
 		if (parent && !(e->flags & SP_BSF_SHARED_MM))
 			sp_bs_copy_strs(c, p, parent);
 		if (p->natt)
@@ -453,6 +458,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->py_active = false;
 		p->cm_pending = false;
 		p->ret_pending = false;
+		p->late_probes = 0;
 		p->ppid = 0;
 		sp_bs_spans_state_release(c, p);
 		if (e->flags & SP_BSF_PLAIN) {
