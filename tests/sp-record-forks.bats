@@ -14,17 +14,6 @@ setup() {
 	require_root
 }
 
-require_ruby() {
-	require_cmd ruby
-	readelf -n /usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 2>/dev/null | grep -q method__entry ||
-		skip "needs Debian's libruby 3.1 with USDT probes"
-}
-
-require_python() {
-	[ -x $PY ] || skip "needs Debian's $PY"
-	readelf -n $PY | grep -q function__entry || skip "$PY has no USDT probes"
-}
-
 # "pid method" of the spans of $OUT whose file ends with $1, unique.
 spans_of() {
 	sp-decode "$OUT" | jq -r --arg f "$1" '
@@ -33,7 +22,7 @@ spans_of() {
 }
 
 @test "sp-record: 20 system() of a Ruby: no child held, every one lives and runs true" {
-	require_ruby
+	require_ruby_probes
 	run --separate-stderr -0 sp-record -v -o "$OUT" -- ruby -e '20.times { system("true") or abort("child: #{$?.inspect}") }'
 	[[ "$stderr" == *"forks: 20, 0 held for their parent's probes"* ]] || fail "$stderr"
 	# each child lived to its exec (a dead one would have failed system())
@@ -42,7 +31,7 @@ spans_of() {
 }
 
 @test "sp-record: a forked Ruby child, not held, has its spans from its first method; a child that execs Ruby too" {
-	require_ruby
+	require_ruby_probes
 	cat >"$BATS_TEST_TMPDIR/forks.rb" <<-'EOF'
 	def child_first; child_second; end
 	def child_second; 1; end
@@ -68,7 +57,7 @@ spans_of() {
 }
 
 @test "sp-record: Python's os.fork child and multiprocessing.Pool workers, not held, have their spans" {
-	require_python
+	require_python_probes
 	cat >"$BATS_TEST_TMPDIR/forks.py" <<-'EOF'
 	import multiprocessing, os, sys
 

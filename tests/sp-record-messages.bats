@@ -13,19 +13,8 @@ setup() {
 	require_root
 }
 
-require_ruby() {
-	require_cmd ruby
-	readelf -n /usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 2>/dev/null | grep -q method__entry ||
-		skip "needs Debian's libruby 3.1 with USDT probes"
-}
-
-require_python() {
-	[ -x $PY ] || skip "needs Debian's $PY"
-	readelf -n $PY | grep -q function__entry || skip "$PY has no USDT probes"
-}
-
 @test "sp-record: Ruby's start-up raises are no raise with no span open; a raise outside any method still is" {
-	require_ruby
+	require_ruby_probes
 	cat >"$BATS_TEST_TMPDIR/quiet.rb" <<-'EOF'
 	def work; 1; end
 	work
@@ -53,7 +42,7 @@ require_python() {
 }
 
 @test "sp-record: an ImportError of the user's own sitecustomize is printed as the plain run prints it" {
-	require_python
+	require_python_probes
 	mkdir -p "$BATS_TEST_TMPDIR/site"
 	echo 'import no_such_module_of_the_user' >"$BATS_TEST_TMPDIR/site/sitecustomize.py"
 	cat >"$BATS_TEST_TMPDIR/app.py" <<-'EOF'
@@ -87,7 +76,7 @@ require_python() {
 }
 
 @test "sp-record -p: a Python without the activator gets no function__return probe until a profile function makes entries, and is told so once" {
-	require_python
+	require_python_probes
 	cat >"$BATS_TEST_TMPDIR/loop.py" <<-'EOF'
 	import sys, time
 	def work(x):
