@@ -130,14 +130,13 @@ static __always_inline void count_lost(void)
  * generation is stale). Generation 0: a runtime hook's link for every
  * process that maps the hook (the loader's shared links), which counts in
  * a process of the tree whose image the loader gave probes, fork children
- * included (they run the image of the parent). Hits are counted by the loader, per event it
- * reads (probe health): a hash update per hit here cost more than the
- * rest of a span event.
+ * included (they run the image of the parent). Hits are counted by the
+ * loader, per event it reads (probe health): a hash update per hit here
+ * cost more than the rest of a span event.
  */
 static __always_inline bool tracked(__u32 pid, __u64 cookie)
 {
 	struct sp_bs_proc *t = bpf_map_lookup_elem(&tgids, &pid);
-
 	__u32 gen = (__u32)(cookie >> 32);
 
 	return t && (t->gen == gen || (!gen && t->probed));
@@ -1039,7 +1038,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		stop = false;
 	}
 	/* Only a child of an image with probes of its own (not only shared
-	 * links) needs probes before it runs; held first, so that the guardian knows of it before it is stopped. */
+	 * links) needs probes before it runs; held first, so that the
+	 * guardian knows of it before it is stopped. */
 	if (stop && stop_new && bpf_send_signal_task && hold(pid)) {
 		if (!bpf_send_signal_task(child, SP_SIGSTOP, PIDTYPE_TGID, 0))
 			e->flags |= SP_BSF_STOPPED;
