@@ -132,11 +132,11 @@ static bool attach_shared(struct bs_ctx *c, struct bs_proc *p, const char *hook,
 {
 	struct bs_shared *sh = NULL;
 	unsigned int i;
-	int k;
+	int j, k;
 
+	/* one link per file: a second would fire for every process too */
 	for (i = 0; i < c->nshared && !sh; i++)
-		if (c->shared[i].n == n && !strcmp(c->shared[i].path, hook) &&
-		    !memcmp(c->shared[i].probes, probes, n * sizeof(*probes)))
+		if (!strcmp(c->shared[i].path, hook))
 			sh = &c->shared[i];
 	if (!sh) {
 		if (c->no_multi || c->nshared >= sizeof(c->shared) / sizeof(c->shared[0]) ||
@@ -157,10 +157,12 @@ static bool attach_shared(struct bs_ctx *c, struct bs_proc *p, const char *hook,
 		sh->group = ++c->groups;
 		c->nshared++;
 	}
-	for (k = 0; k < n; k++) {
-		if (sh->found[k] <= 0)
-			continue;
-		sp_bs_att_add_link(p, probes[k], 0, hook, c->skel->progs.on_marker_multi,
+	for (k = 0; k < sh->n; k++) {
+		for (j = 0; j < n && probes[j] != sh->probes[k]; j++)
+			;
+		if (sh->found[k] <= 0 || j == n)
+			continue;	/* not in the file, or not asked for p */
+		sp_bs_att_add_link(p, sh->probes[k], 0, hook, c->skel->progs.on_marker_multi,
 				   (struct bs_link){ .fd = -1 }, true, SP_SPANS_HOOK_ARGS);
 		p->att[p->natt - 1]->group = sh->group;
 		p->att[p->natt - 1]->shared = true;
