@@ -127,15 +127,19 @@ static __always_inline void count_lost(void)
 /*
  * Whether the probe hit counts: the current process is tracked and the
  * probe belongs to the image it runs (not one it has left by exec: its
- * generation is stale). Hits are counted by the loader, per event it
- * reads (probe health): a hash update per hit here cost more than the
- * rest of a span event.
+ * generation is stale). Generation 0: a runtime hook's link for every
+ * process that maps the hook (the loader's shared links), which counts in
+ * a process of the tree whose image the loader gave probes, fork children
+ * included (they run the image of the parent). Hits are counted by the
+ * loader, per event it reads (probe health): a hash update per hit here
+ * cost more than the rest of a span event.
  */
 static __always_inline bool tracked(__u32 pid, __u64 cookie)
 {
 	struct sp_bs_proc *t = bpf_map_lookup_elem(&tgids, &pid);
+	__u32 gen = (__u32)(cookie >> 32);
 
-	return t && t->gen == (__u32)(cookie >> 32);
+	return t && (t->gen == gen || (!gen && t->probed));
 }
 
 static __always_inline void fill_head(struct sp_bs_event *e, __u64 id, __u32 kind,
@@ -1019,7 +1023,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	pp = bpf_map_lookup_elem(&tgids, &ppid);
 	if (!pp)
 		return 0;
-	stop = pp->probed;
+	/* the same image: the shared links count in it at once */
+	np.probed = pp->probed;
+	stop = pp->probed == SP_BS_PROBED;
 	if (bpf_map_update_elem(&tgids, &pid, &np, BPF_ANY))
 		return 0;
 	e = notify_reserve(SP_BS_FORK, pid, ppid);
@@ -1031,8 +1037,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		e->flags |= SP_BSF_SHARED_MM;
 		stop = false;
 	}
-	/* Only a child of a probed image needs probes before it runs; held
-	 * first, so that the guardian knows of it before it is stopped. */
+	/* Only a child of an image with probes of its own (not only shared
+	 * links) needs probes before it runs; held first, so that the
+	 * guardian knows of it before it is stopped. */
 	if (stop && stop_new && bpf_send_signal_task && hold(pid)) {
 		if (!bpf_send_signal_task(child, SP_SIGSTOP, PIDTYPE_TGID, 0))
 			e->flags |= SP_BSF_STOPPED;

@@ -131,9 +131,15 @@ struct sp_bs_event {
 /* Value of the map 'tgids' (key: tgid). */
 struct sp_bs_proc {
 	__u32 gen;		/* image generation: 1 at fork, +1 at each exec */
-	__u32 probed;		/* the loader attached probes to this image: stop
-				 * its fork children until they get theirs */
+	__u32 probed;		/* the loader attached probes to this image:
+				 * SP_BS_PROBED: stop its fork children until
+				 * they get theirs; SP_BS_PROBED_SHARED: its
+				 * fork children are covered from their first
+				 * instruction (links of generation 0) */
 };
+
+#define SP_BS_PROBED		1
+#define SP_BS_PROBED_SHARED	2
 
 /* Key of the map 'images': an executable the loader found without
  * probes for the modes asked (no runtime, no stackpulse USDT notes).

@@ -28,6 +28,18 @@ require_cmd() {
 	command -v "$1" >/dev/null || skip "needs $1 (${2:-not installed})"
 }
 
+# Skip unless Debian's Ruby 3.1 (libruby) and Python 3.11 have their USDT
+# probes (what the runtimes' spans are tested with).
+require_ruby_probes() {
+	require_cmd ruby
+	readelf -n /usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 2>/dev/null | grep -q method__entry ||
+		skip "needs Debian's libruby 3.1 with USDT probes"
+}
+require_python_probes() {
+	[ -x /usr/bin/python3.11 ] || skip "needs Debian's /usr/bin/python3.11"
+	readelf -n /usr/bin/python3.11 | grep -q function__entry || skip "python3.11 has no USDT probes"
+}
+
 # A copy of the tools, their runtime directory and the example programs that
 # user nobody can run: the checkout may be in a directory only root can enter
 # (/root/..., mode 0700). Sets NOBODY_DIR (remove it at the end of the test),

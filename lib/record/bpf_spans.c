@@ -306,6 +306,10 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 		(unsigned long long)c->spans, (unsigned long long)c->raises,
 		(unsigned long long)c->audits, (unsigned long long)c->fiber_switches,
 		(unsigned long long)c->orphans, (unsigned long long)c->idle);
+	if (c->boot_raises)
+		sp_info("spans: %llu Ruby raises before the activator's hook was in (Ruby's "
+			"start-up: RubyGems rescues its own) not recorded: no span can be open then",
+			(unsigned long long)c->boot_raises);
 	if (c->rings.n || c->rings.reading || c->rings.shared || c->rings.given_up)
 		sp_info("spans: span rings: %llu read; %llu read beside another sp-record, "
 			"%llu given up, %llu past the bounds; %llu not readable at their "
@@ -456,7 +460,7 @@ static void spans_free(struct sp_source *s)
 		pthread_cond_broadcast(&c->rq_cond);
 		pthread_mutex_unlock(&c->rq_lock);
 	}
-	for (i = 0, left = nqueued; i < c->nprocs; i++)
+	for (i = 0, left = nqueued + c->nshared; i < c->nprocs; i++)
 		left += c->procs[i]->natt + (c->procs[i]->dl.link || c->procs[i]->dl.fd >= 0);
 	/* What is left to detach is closed by a helper after we are gone. */
 	if (left)
@@ -476,6 +480,8 @@ static void spans_free(struct sp_source *s)
 		sp_bs_spans_state_release(c, p);
 		free(p);
 	}
+	for (i = 0; i < c->nshared; i++)
+		close(c->shared[i].fd);
 	free(c->procs);
 	free(c->gone);
 	free(c->dlw);

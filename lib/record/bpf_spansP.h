@@ -86,6 +86,8 @@ struct bs_att {
 	bool multi;		/* by a uprobe_multi link */
 	uint32_t group;		/* attach_markers(): the markers of one link, which
 				 * the first of them holds; 0: a link of its own */
+	bool shared;		/* by a hook file's shared link (c->shared): no
+				 * link of its own */
 	const char *args;	/* with group: the operands their notes had to
 				 * have (fixed registers; a string that lives
 				 * for ever, for fork children's links) */
@@ -117,6 +119,11 @@ struct bs_proc {
 	struct sp_u64map fib_cur, fib_root, fib_known;
 	bool py_active;			/* the Python activator announced itself */
 	bool cm_pending;		/* C-method probes wait for the first method entry */
+	uint32_t late_probes;		/* a fork child not held: 1 << probe of its
+					 * raise and audit probes, attached once it has
+					 * lived SP_DL_AFTER_NS (sp_bs_attach_dl_due()) */
+	bool ret_pending;		/* python:function__return waits for the first
+					 * function__entry (attached, no activator) */
 	bool attached;			/* running before the recording (-p): no activator */
 	bool late;			/* the command's, found running when the BPF
 					 * object came (--spans=auto, deferred) */
@@ -160,6 +167,7 @@ struct bs_ctx {
 	uint64_t fibers_live;		/* fib_known and depth entries of those */
 	uint64_t lost_seen, lost_since;
 	uint64_t spans, raises, audits, orphans, fiber_switches;
+	uint64_t boot_raises;		/* Ruby's before its hook was in: not kept */
 	uint64_t orphans_seen;		/* of orphans: in a lost record already */
 	unsigned int unprobed;		/* processes denied a USDT link (atomic) */
 	unsigned int unprobed_seen;	/* of those: in a lost record already */
@@ -213,6 +221,14 @@ struct bs_ctx {
 	uint64_t dlopens, late_libs;	/* ld.so's changes looked at; libraries
 					 * given probes that way */
 	int guard_fd;			/* the guardian's pipe (hold_guard.h) */
+	/* The runtime hooks' markers, one link per hook file for every
+	 * process that maps it (bpf_spans_attach.c, attach_shared()) */
+	struct bs_shared {
+		char path[PATH_MAX];
+		int fd, n, found[16];
+		uint32_t group, probes[16];
+	} shared[4];
+	unsigned int nshared;
 	unsigned int usdt_live;		/* libbpf USDT links (atomic) */
 	bool usdt_full;			/* too many of them: said so */
 	bool dl_warned;			/* an ld.so could not be probed: said so */
@@ -280,6 +296,7 @@ void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin);
 void sp_bs_scan_libs(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan);
 void sp_bs_attach_dl_later(struct bs_ctx *c, struct bs_proc *p);
+void sp_bs_attach_late(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now);
 
 /* bpf_spans_usdt.c */
@@ -293,6 +310,8 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 void sp_bs_attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
 		      struct bpf_program *usdt, const char *bin, const char *provider,
 		      const char *name, uint32_t probe);
+int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *args,
+		      const uint32_t *probes, int n, uint32_t pid, uint32_t gen, int *found);
 void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
 			  const char *args, const uint32_t *probes, int n);
 

@@ -190,6 +190,61 @@ static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const ch
 	return hook_in_dir(sub, rt, bin, path, size) && hook_usable(rt, path);
 }
 
+/*
+ * The markers probes[0..n) of the runtime hook file hook for p by the
+ * file's shared link: one uprobe_multi link for every process that maps
+ * the file (pid 0, generation 0), made for the first process that needs
+ * it and kept to the end. Only processes started with an activator map a
+ * hook; BPF counts a hit only in a process of the tree whose image has
+ * probes (bpf/spans.bpf.c, tracked()). So a fork child is covered from its
+ * first instruction: it is not stopped, and nothing is attached or
+ * detached for it (a uprobe's attach and detach cost milliseconds, and
+ * a held child waits for sp-record's loop). false: per-process links
+ * instead (no uprobe_multi links, other operands, too many hook files).
+ */
+static bool attach_shared(struct bs_ctx *c, struct bs_proc *p, const char *hook,
+			  const uint32_t *probes, int n)
+{
+	struct bs_shared *sh = NULL;
+	unsigned int i;
+	int j, k;
+
+	/* one link per file: a second would fire for every process too */
+	for (i = 0; i < c->nshared && !sh; i++)
+		if (!strcmp(c->shared[i].path, hook))
+			sh = &c->shared[i];
+	if (!sh) {
+		if (c->no_multi || c->nshared >= sizeof(c->shared) / sizeof(c->shared[0]) ||
+		    n > 16 || strlen(hook) >= sizeof(sh->path))
+			return false;
+		sh = &c->shared[c->nshared];
+		sh->fd = sp_bs_marker_link(c, hook, SP_SPANS_HOOK_ARGS, probes, n, 0, 0, sh->found);
+		for (k = 0; k < n && sh->fd >= 0; k++)
+			if (sh->found[k] < 0) {
+				close(sh->fd);
+				sh->fd = -1;
+			}
+		if (sh->fd < 0)
+			return false;
+		snprintf(sh->path, sizeof(sh->path), "%s", hook);
+		memcpy(sh->probes, probes, n * sizeof(*probes));
+		sh->n = n;
+		sh->group = ++c->groups;
+		c->nshared++;
+	}
+	for (k = 0; k < sh->n; k++) {
+		for (j = 0; j < n && probes[j] != sh->probes[k]; j++)
+			;
+		if (sh->found[k] <= 0 || j == n)
+			continue;	/* not in the file, or not asked for p */
+		sp_bs_att_add_link(p, sh->probes[k], 0, hook, c->skel->progs.on_marker_multi,
+				   (struct bs_link){ .fd = -1 }, true, SP_SPANS_HOOK_ARGS);
+		p->att[p->natt - 1]->group = sh->group;
+		p->att[p->natt - 1]->shared = true;
+	}
+	return true;
+}
+
 /* The markers of a runtime hook (rb__ or py__ call, return; rt__name;
  * rb__fiber or py__raise; the span rings'; with audit, py__audit). */
 static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, uint32_t call,
@@ -202,7 +257,8 @@ static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, u
 		SP_PR_RT_RING, SP_PR_RT_FLUSH, SP_PR_PY_HOOK_AUDIT,
 	};
 
-	sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, probes, audit ? 7 : 6);
+	if (!attach_shared(c, p, hook, probes, audit ? 7 : 6))
+		sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, probes, audit ? 7 : 6);
 }
 
 void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
@@ -212,6 +268,28 @@ void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
 
 	sp_bs_attach_any(c, p, multi, prog, bin, "ruby", "cmethod__entry", SP_PR_RUBY_CMETHOD_ENTRY);
 	sp_bs_attach_any(c, p, multi, prog, bin, "ruby", "cmethod__return", SP_PR_RUBY_CMETHOD_RETURN);
+}
+
+/*
+ * A Python attached with -p that has no hook loaded (started without the
+ * activator): CPython 3.11 fires function__entry only while a profile
+ * function is set (cProfile, a debugger), and function__return on every
+ * return all the same, which alone makes no span. So its return probe
+ * waits for its first entry (decode_mark()); said once.
+ */
+static void py_without_hook(struct bs_proc *p)
+{
+	static bool said;
+
+	p->ret_pending = true;
+	if (said)
+		return;
+	said = true;
+	sp_warn("spans: pid %u: Python without sp-record's activator (started without "
+		"sp-record): no function spans unless a profile function is set in it "
+		"(cProfile, a debugger); its samples and events are recorded. For function "
+		"spans start it under sp-record, or with the activator's directory first on "
+		"PYTHONPATH (docs/spans.md)", p->pid);
 }
 
 /* Attach what the modes ask for in binary bin (its USDT providers are
@@ -263,8 +341,12 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		} else if (m & SP_SPANS_PYTHON) {
 			sp_bs_attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
 					 bin, "python", "function__entry", SP_PR_PY_FUNCTION_ENTRY);
-			sp_bs_attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
-					 bin, "python", "function__return", SP_PR_PY_FUNCTION_RETURN);
+			if (p->attached)
+				py_without_hook(p);
+			else
+				sp_bs_attach_any(c, p, sk->progs.on_py_function_multi,
+						 sk->progs.on_py_function, bin, "python",
+						 "function__return", SP_PR_PY_FUNCTION_RETURN);
 		}
 		if (m & SP_SPANS_PY_AUDIT)
 			sp_bs_attach_any(c, p, sk->progs.on_py_audit_multi, sk->progs.on_py_audit, bin,
@@ -483,7 +565,17 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 		struct bpf_program *prog;
 		struct bpf_link *l;
 
-		if (a->probe == SP_PR_UPROBE_ENTRY || a->probe == SP_PR_UPROBE_RETURN) {
+		if (child->late_probes && (a->probe == SP_PR_RUBY_RAISE ||
+					   a->probe == SP_PR_PY_AUDIT)) {
+			child->late_probes |= 1u << a->probe;	/* when it lives on */
+			continue;
+		} else if (a->shared) {	/* the hook file's link covers it too */
+			sp_bs_att_add_link(child, a->probe, a->func, a->bin, a->prog,
+					   (struct bs_link){ .fd = -1 }, true, a->args);
+			child->att[child->natt - 1]->group = a->group;
+			child->att[child->natt - 1]->shared = true;
+			continue;
+		} else if (a->probe == SP_PR_UPROBE_ENTRY || a->probe == SP_PR_UPROBE_RETURN) {
 			LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = c->funcs[a->func].name,
 				    .bpf_cookie = (uint64_t)child->gen << 32 | a->func,
 				    .retprobe = a->probe == SP_PR_UPROBE_RETURN);
@@ -530,6 +622,7 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 	child->nmap = parent->nmap;
 	child->runtimes = parent->runtimes;
 	child->cm_pending = parent->cm_pending;
+	child->ret_pending = parent->ret_pending;
 	child->attached = parent->attached;
 	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));
 	if (probes)	/* not a vfork child: it runs no code of the image */
@@ -657,7 +750,36 @@ void sp_bs_attach_dl_later(struct bs_ctx *c, struct bs_proc *p)
 	c->dlw[c->ndlw++].due = sp_now_mono_ns() + SP_DL_AFTER_NS;
 }
 
-/* The waiting ld.so probes that are due. */
+/*
+ * A fork child that was not held (its parent's markers are the hook files'
+ * links: attach_shared()) gets its own Ruby raise and Python audit probes
+ * only once it has lived SP_DL_AFTER_NS: attaching and detaching a uprobe
+ * write-locks the memory map of every process that maps its file, the
+ * parent's too, and most such children exec at once (system(), a shell's
+ * fork). A raise or audit event of the child before then is missed.
+ */
+void sp_bs_attach_late(struct bs_ctx *c, struct bs_proc *p)
+{
+	sp_grow(&c->dlw, &c->cdlw, c->ndlw + 1, sizeof(*c->dlw));
+	c->dlw[c->ndlw].p = p;
+	c->dlw[c->ndlw++].due = sp_now_mono_ns() + SP_DL_AFTER_NS;
+}
+
+static void attach_late_now(struct bs_ctx *c, struct bs_proc *p)
+{
+	struct sp_spans *sk = c->skel;
+	uint32_t late = p->late_probes;
+
+	p->late_probes = 0;
+	if ((late & 1u << SP_PR_RUBY_RAISE) && p->rlib[0][0])
+		sp_bs_attach_any(c, p, sk->progs.on_ruby_raise_multi, sk->progs.on_ruby_raise,
+				 p->rlib[0], "ruby", "raise", SP_PR_RUBY_RAISE);
+	if ((late & 1u << SP_PR_PY_AUDIT) && p->rlib[1][0])
+		sp_bs_attach_any(c, p, sk->progs.on_py_audit_multi, sk->progs.on_py_audit,
+				 p->rlib[1], "python", "audit", SP_PR_PY_AUDIT);
+}
+
+/* The waiting ld.so probes (and late probes) that are due. */
 void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now)
 {
 	size_t i, k = 0;
@@ -671,6 +793,8 @@ void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now)
 			c->dlw[k++] = c->dlw[i];
 			continue;
 		}
+		if (p->late_probes)
+			attach_late_now(c, p);
 		sp_bs_attach_dl(c, p, true);
 	}
 	c->ndlw = k;

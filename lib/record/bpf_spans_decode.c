@@ -371,6 +371,13 @@ static int mark_depth(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_ev
 {
 	uint64_t key = depth_key(p, e->tid), *d = sp_u64map_get(&p->depth, key);
 
+	if (p->ret_pending && e->probe == SP_PR_PY_FUNCTION_ENTRY) {
+		/* a profile function in an attached Python: returns count now */
+		p->ret_pending = false;
+		sp_bs_attach_any(c, p, c->skel->progs.on_py_function_multi,
+				 c->skel->progs.on_py_function, p->rlib[1], "python",
+				 "function__return", SP_PR_PY_FUNCTION_RETURN);
+	}
 	if (p->cm_pending && (e->probe == SP_PR_RUBY_METHOD_ENTRY ||
 			      e->probe == SP_PR_RB_HOOK_CALL)) {
 		p->cm_pending = false;
@@ -397,6 +404,27 @@ static int mark_depth(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_ev
 		m->depth = (*d)--;
 	}
 	return 0;
+}
+
+/*
+ * A raise in a Ruby that sp-record started with its hook and span rings,
+ * before the hook was in (its loading thread's ring announced, or a name
+ * or a mark): Ruby's start-up, which RubyGems goes through with a rescued
+ * NameError and LoadError in every run, before the activator (RUBYOPT -r)
+ * is loaded. No span can be open then: counted, not a mark (a raise with
+ * no span open is what tells of lost starts). A fork child has its
+ * parent's hook; an attached process is left alone.
+ */
+static bool raise_before_hook(const struct bs_proc *p, const struct sp_bs_event *e)
+{
+	static int rings = -1;
+
+	if (rings < 0)
+		rings = getenv("STACKPULSE_SPAN_RING") && !strcmp(getenv("STACKPULSE_SPAN_RING"), "1");
+	return rings && e->probe == SP_PR_RUBY_RAISE && !p->attached && !p->ppid &&
+	       sp_bs_has_probe(p, SP_PR_RB_HOOK_CALL) && !p->hits[SP_PR_RT_RING] &&
+	       !p->hits[SP_PR_RT_NAME] && !p->hits[SP_PR_RB_HOOK_CALL] &&
+	       !p->hits[SP_PR_RB_HOOK_RETURN];
 }
 
 /* A span start, stop or raise into r: 0, or 1 when it is to be dropped. */
@@ -434,6 +462,10 @@ static int decode_mark(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_e
 	/* a frame unwound: its file and line, no class, no message */
 	if (e->probe == SP_PR_PY_HOOK_RAISE)
 		m->method = 0;
+	if (e->kind == SP_BS_RAISE && raise_before_hook(p, e)) {
+		c->boot_raises++;
+		return 1;
+	}
 	if (e->kind == SP_BS_RAISE) {
 		c->raises++;
 		return 0;

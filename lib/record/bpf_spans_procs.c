@@ -82,6 +82,7 @@ void sp_bs_att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const 
 	a->link = link;
 	a->multi = multi;
 	a->group = 0;
+	a->shared = false;
 	a->args = args;
 	strcpy(a->bin, bin);
 	sp_grow(&p->att, &p->catt, p->natt + 1, sizeof(*p->att));
@@ -174,7 +175,10 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 		break;
 	case SP_PR_PY_FUNCTION_ENTRY:
 		other = hits_of(c, p, SP_PR_PY_FUNCTION_RETURN);
-		if (!p->py_active && other)
+		if (!hits && p->ret_pending)
+			snprintf(buf, size, "0 hits: no profile function in the process (no "
+				 "activator): no function spans");
+		else if (!p->py_active && other && !p->attached)
 			snprintf(buf, size, "%llu hits while python:function__return %llu: function "
 				 "entries not active (CPython 3.11 fires them only with a profile "
 				 "function set: the activator was not loaded)",
@@ -363,12 +367,24 @@ static void detach_all(struct bs_ctx *c, struct bs_proc *p)
 	sp_bs_detach_all_how(c, p, false);
 }
 
-/* Tell BPF the generation of p's image and whether it has probes (p is
+/*
+ * Tell BPF the generation of p's image and whether it has probes (p is
  * stopped, or not started yet: BPF changes the entry only at its fork and
- * exec). */
+ * exec): SP_BS_PROBED_SHARED when its fork children need nothing before
+ * they run, its markers being the hook file's shared links (and Ruby's
+ * raise or Python's audit probe, which a child gets once it has lived a
+ * while: sp_bs_attach_late()), else SP_BS_PROBED (they are held for
+ * their own).
+ */
 static void set_tracked(struct bs_ctx *c, struct bs_proc *p)
 {
-	struct sp_bs_proc v = { .gen = p->gen, .probed = p->natt > 0 };
+	struct sp_bs_proc v = { .gen = p->gen, .probed = p->natt ? SP_BS_PROBED_SHARED : 0 };
+	size_t i;
+
+	for (i = 0; i < p->natt; i++)
+		if (!p->att[i]->shared && p->att[i]->probe != SP_PR_RUBY_RAISE &&
+		    p->att[i]->probe != SP_PR_PY_AUDIT)
+			v.probed = SP_BS_PROBED;
 
 	bpf_map__update_elem(c->skel->maps.tgids, &p->pid, sizeof(p->pid), &v, sizeof(v),
 			     BPF_EXIST);
@@ -445,10 +461,15 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->ppid = e->ppid;
 		p->gen = (uint32_t)e->cookie;
 		parent = sp_bs_proc_get(c, e->ppid);
+		/* not held: its raise and audit probes wait (sp_bs_attach_late) */
+		p->late_probes = !(e->flags & (SP_BSF_STOPPED | SP_BSF_SHARED_MM));
 		/* BPF stops a child when its parent has probes (if the kernel
 		 * can: bpf_send_signal_task), never a vfork child */
 		if (parent)
 			sp_bs_attach_like(c, p, parent, parent->natt && !(e->flags & SP_BSF_SHARED_MM));
+		p->late_probes &= ~1u;
+		if (p->late_probes)
+			sp_bs_attach_late(c, p);
 		if (parent && !(e->flags & SP_BSF_SHARED_MM))
 			sp_bs_copy_strs(c, p, parent);
 		if (p->natt)
@@ -473,6 +494,8 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->py_active = false;
 		p->cm_pending = false;
 		p->late = p->no_spans = false;
+		p->ret_pending = false;
+		p->late_probes = 0;
 		p->ppid = 0;
 		sp_bs_spans_state_release(c, p);
 		if (e->flags & SP_BSF_PLAIN) {

@@ -433,6 +433,58 @@ static struct bpf_program *marker_prog(struct bs_ctx *c, uint32_t probe)
 
 #define SP_MARKER_LOCS	256
 /*
+ * One uprobe_multi link for the markers probes[0..n) of bin whose operands
+ * are args, for process pid with cookies of image generation gen (pid and
+ * gen 0: every process that maps bin, attach_shared() in
+ * bpf_spans_attach.c); found[k]: the locations of probes[k] (0: the binary
+ * lacks it, -1: other operands, or no such links). The link's file
+ * descriptor, or -1 (errno ESRCH: pid is gone; 0: no link was tried).
+ */
+int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *args,
+		      const uint32_t *probes, int n, uint32_t pid, uint32_t gen, int *found)
+{
+	uint64_t offs[SP_MARKER_LOCS], cookies[SP_MARKER_LOCS], o[64];
+	int total = 0, k, i, fd = -1;
+	union bpf_attr attr;
+	struct sp_uprobe_multi_attr *u = (void *)&attr;
+	uint32_t id;
+
+	for (k = 0; k < n && k < 16; k++) {
+		const char *name = strchr(sp_bs_probe_names[probes[k]], ':') + 1;
+
+		found[k] = c->no_multi ? -1 : sp_bs_offsets_cached(bin, "stackpulse", name, args, o, 64);
+		if (found[k] <= 0)
+			continue;
+		for (i = 0; i < found[k] && total < SP_MARKER_LOCS; i++) {
+			id = loc_id(c, bin, o[i]);
+			offs[total] = o[i];
+			cookies[total++] = (uint64_t)gen << 32 | (uint64_t)id << 8 | probes[k];
+		}
+	}
+	if (total && total < SP_MARKER_LOCS) {
+		memset(&attr, 0, sizeof(attr));
+		u->prog_fd = bpf_program__fd(c->skel->progs.on_marker_multi);
+		u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
+		u->path = (uintptr_t)bin;
+		u->offsets = (uintptr_t)offs;
+		u->cookies = (uintptr_t)cookies;
+		u->cnt = total;
+		u->pid = pid;
+		fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+		if (fd < 0 && (errno == EINVAL || errno == EOPNOTSUPP || errno == E2BIG))
+			c->no_multi = true;
+		if (fd < 0 && errno != ESRCH && sp_verbose)
+			sp_info("spans: uprobe_multi link for the markers in '%s' refused (%s): "
+				"USDT links", bin, strerror(errno));
+		if (fd >= 0)
+			fcntl(fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+	errno = 0;	/* no link tried */
+	return -1;
+}
+
+/*
  * Markers probes[0..n) of bin whose operands are args (fixed registers):
  * one uprobe_multi link for them all, on_marker_multi telling them apart
  * by the cookie (a fork child gets one link per binary, not one per
@@ -444,45 +496,14 @@ static struct bpf_program *marker_prog(struct bs_ctx *c, uint32_t probe)
 void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
 			  const char *args, const uint32_t *probes, int n)
 {
-	uint64_t offs[SP_MARKER_LOCS], cookies[SP_MARKER_LOCS], o[64];
-	int found[16], total = 0, k, i, fd = -1;
-	union bpf_attr attr;
-	struct sp_uprobe_multi_attr *u = (void *)&attr;
-	uint32_t group, id;
+	int found[16], k, fd;
+	uint32_t group;
 	bool first = true;
 
-	for (k = 0; k < n && k < 16; k++) {
-		const char *name = strchr(sp_bs_probe_names[probes[k]], ':') + 1;
-
-		found[k] = c->no_multi ? -1 : sp_bs_offsets_cached(bin, "stackpulse", name, args, o, 64);
-		if (found[k] <= 0)
-			continue;
-		for (i = 0; i < found[k] && total < SP_MARKER_LOCS; i++) {
-			id = loc_id(c, bin, o[i]);
-			offs[total] = o[i];
-			cookies[total++] = (uint64_t)p->gen << 32 | (uint64_t)id << 8 | probes[k];
-		}
-	}
-	if (total && total < SP_MARKER_LOCS) {
-		memset(&attr, 0, sizeof(attr));
-		u->prog_fd = bpf_program__fd(c->skel->progs.on_marker_multi);
-		u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
-		u->path = (uintptr_t)bin;
-		u->offsets = (uintptr_t)offs;
-		u->cookies = (uintptr_t)cookies;
-		u->cnt = total;
-		u->pid = p->pid;
-		fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
-		if (fd < 0 && errno == ESRCH)
-			return;		/* gone: nothing to attach */
-		if (fd < 0 && (errno == EINVAL || errno == EOPNOTSUPP || errno == E2BIG))
-			c->no_multi = true;
-		if (fd < 0 && sp_verbose)
-			sp_info("spans: uprobe_multi link for the markers in '%s' refused (%s): "
-				"USDT links", bin, strerror(errno));
-	}
+	fd = sp_bs_marker_link(c, bin, args, probes, n, p->pid, p->gen, found);
+	if (fd < 0 && errno == ESRCH)
+		return;		/* gone: nothing to attach */
 	if (fd >= 0) {
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
 		group = ++c->groups;
 		for (k = 0; k < n && k < 16; k++) {
 			if (found[k] <= 0)

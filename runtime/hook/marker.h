@@ -14,9 +14,13 @@
  * sp_rt_name and a line, in %rdi, %rsi, %rdx and %ecx; the note says so
  * ("8@%rdi 8@%rsi 8@%rdx -4@%ecx", SP_SPANS_HOOK_ARGS in bpf_spans.h) and
  * sp-record attaches a BPF program that reads the registers directly. Each
- * marker is a 5-byte nop, which Linux 6.18 and later turn at its first hit
- * into a call of the uprobe trampoline (a system call) instead of a
- * breakpoint trap per hit, as <stackpulse/span.h> does for C programs.
+ * marker is <sys/sdt.h>'s 1-byte nop (a breakpoint trap per hit), not the
+ * 5-byte nop of <stackpulse/span.h>: sp-record attaches the hooks'
+ * markers once per hook file for every process that maps it, so that a
+ * fork child is covered without being held, and Linux 6.18 turns a
+ * uprobe on a 5-byte nop into a call of a trampoline page that a fork
+ * child does not inherit (it dies of SIGSEGV at its first marker). With
+ * span rings (what sp-record's commands get) few marks are markers.
  *
  * x86-64 only: the hooks are not built elsewhere, and the runtimes' own
  * probes are used there.
@@ -29,10 +33,6 @@
 #if !defined(__x86_64__)
 #error "the runtime hooks are built for x86-64 only"
 #endif
-
-/* <sys/sdt.h> expands _SDT_NOP where a probe is written. */
-#undef _SDT_NOP
-#define _SDT_NOP	.nops 5
 
 #define SP_RT_MARK(probe, cls, method, file, line)					\
 	__asm__ __volatile__(STAP_PROBE_ASM(stackpulse, probe,				\

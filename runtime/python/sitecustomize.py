@@ -55,7 +55,12 @@ def _stackpulse_chain():
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     try:
         import sitecustomize  # noqa: F401  the one this file shadows
-    except ImportError:
+    except ImportError as e:
+        # As site.py does: only "there is none" is quiet; an ImportError
+        # the user's own raises goes on to site.py, which prints it as the
+        # plain run does ("Error in sitecustomize; ...").
+        if e.name != "sitecustomize":
+            raise
         if mine is not None:
             sys.modules["sitecustomize"] = mine
     finally:

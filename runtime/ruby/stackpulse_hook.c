@@ -139,6 +139,10 @@ void Init_stackpulse_hook(void)
 {
 	id_attached = rb_intern("__attached__");
 	sp_rt_ring_init();
+	/* announced now: sp-record knows the hook is in from here on (a raise
+	 * before was Ruby's start-up, when no span can be open) */
+	if (sp_rt_ring_on)
+		sp_rt_ring_start();
 	rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))on_event,
 			   RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_FIBER_SWITCH, Qnil,
 			   RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);

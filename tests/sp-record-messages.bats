@@ -1,0 +1,114 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# What sp-record's spans say and what they keep quiet about, on real Ruby
+# and Python runs: no warning for what every run does (Ruby's start-up
+# raises), the warning where it means something, and the recorded
+# program's own messages as the plain run prints them.
+load helper
+
+PY=/usr/bin/python3.11
+
+setup() {
+	OUT=$BATS_TEST_TMPDIR/run.sp
+	require_root
+}
+
+@test "sp-record: Ruby's start-up raises are no raise with no span open; a raise outside any method still is" {
+	require_ruby_probes
+	cat >"$BATS_TEST_TMPDIR/quiet.rb" <<-'EOF'
+	def work; 1; end
+	work
+	EOF
+	run --separate-stderr -0 sp-record -v -o "$OUT" -- ruby "$BATS_TEST_TMPDIR/quiet.rb"
+	# RubyGems rescues a NameError and a LoadError before RUBYOPT's -r
+	[[ "$stderr" == *"Ruby raises before the activator's hook was in"* ]] || fail "$stderr"
+	run --separate-stderr -0 sp-correlate -o /dev/null "$OUT"
+	[[ "$stderr" != *"no span open"* ]] || fail "$stderr"
+	run -0 bash -c "sp-decode '$OUT' | jq -c 'select(.type == \"span_raise\")'"
+	[ -z "$output" ] || fail "$output"
+
+	# a raise in a method, and one at the top level: both recorded, the
+	# second is the one with no span open
+	cat >"$BATS_TEST_TMPDIR/raises.rb" <<-'EOF'
+	def work; raise ArgumentError; rescue ArgumentError; end
+	work
+	begin; raise IndexError; rescue IndexError; end
+	EOF
+	run --separate-stderr -0 sp-record -o "$OUT" -- ruby "$BATS_TEST_TMPDIR/raises.rb"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_raise\") | .klass'"
+	[ "$output" = "$(printf 'ArgumentError\nIndexError')" ] || fail "$output"
+	run --separate-stderr -0 sp-correlate -o /dev/null "$OUT"
+	[[ "$stderr" == *"1 raises came with no span open"* ]] || fail "$stderr"
+}
+
+@test "sp-record: an ImportError of the user's own sitecustomize is printed as the plain run prints it" {
+	require_python_probes
+	mkdir -p "$BATS_TEST_TMPDIR/site"
+	echo 'import no_such_module_of_the_user' >"$BATS_TEST_TMPDIR/site/sitecustomize.py"
+	cat >"$BATS_TEST_TMPDIR/app.py" <<-'EOF'
+	def work():
+	    return 1
+	work()
+	print("app ran")
+	EOF
+	run --separate-stderr -0 env PYTHONPATH="$BATS_TEST_TMPDIR/site" $PY "$BATS_TEST_TMPDIR/app.py"
+	plain=$stderr
+	[[ "$plain" == *"no_such_module_of_the_user"* ]] || fail "plain: $plain"
+	run --separate-stderr -0 env PYTHONPATH="$BATS_TEST_TMPDIR/site" \
+		sp-record -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/app.py"
+	[ "$output" = "app ran" ]
+	[[ "$stderr" == *"$plain"* ]] || fail "plain: $plain; under sp-record: $stderr"
+	# and the activator ran all the same
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | .method' | grep -c '^work$'"
+	[ "$output" = 1 ]
+
+	# any other error of it too, and a missing one stays quiet
+	echo 'raise ValueError("the user said no")' >"$BATS_TEST_TMPDIR/site/sitecustomize.py"
+	run --separate-stderr -0 env PYTHONPATH="$BATS_TEST_TMPDIR/site" $PY "$BATS_TEST_TMPDIR/app.py"
+	plain=$stderr
+	run --separate-stderr -0 env PYTHONPATH="$BATS_TEST_TMPDIR/site" \
+		sp-record -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/app.py"
+	[[ "$stderr" == *"$plain"* ]] || fail "plain: $plain; under sp-record: $stderr"
+	rm "$BATS_TEST_TMPDIR/site/sitecustomize.py"
+	run --separate-stderr -0 env PYTHONPATH="$BATS_TEST_TMPDIR/site" \
+		sp-record -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/app.py"
+	[[ "$stderr" != *sitecustomize* ]] || fail "$stderr"
+}
+
+@test "sp-record -p: a Python without the activator gets no function__return probe until a profile function makes entries, and is told so once" {
+	require_python_probes
+	cat >"$BATS_TEST_TMPDIR/loop.py" <<-'EOF'
+	import sys, time
+	def work(x):
+	    return x + 1
+	if sys.argv[2] == "profiled":
+	    sys.setprofile(slice)	# what cProfile or a debugger would set
+	open(sys.argv[1], "w").write("ready")
+	end = time.time() + 4
+	s = 0
+	while time.time() < end:
+	    s = work(s)
+	EOF
+	for how in plain profiled; do
+		rm -f "$BATS_TEST_TMPDIR/ready"
+		$PY "$BATS_TEST_TMPDIR/loop.py" "$BATS_TEST_TMPDIR/ready" $how 3>&- &
+		pid=$!
+		for i in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/ready" ] && break; sleep 0.05; done
+		run --separate-stderr -0 sp-record -v -p $pid -d 1 -o "$OUT"
+		kill $pid 2>/dev/null || true
+		wait $pid 2>/dev/null || true
+		probes=$(sp-decode "$OUT" | jq -r 'select(.type == "probe") | "\(.name) \(.hits)"')
+		if [ $how = plain ]; then
+			[ "$(grep -c "Python without sp-record's activator" <<<"$stderr")" = 1 ] || fail "$stderr"
+			[[ "$stderr" != *" while "* ]] || fail "$stderr"
+			[[ "$probes" == *"python:function__entry 0"* ]] || fail "$probes"
+			[[ "$probes" != *"function__return"* ]] || fail "$probes"
+		else
+			# entries came: returns are attached, and the spans are there
+			[[ "$probes" =~ python:function__return\ [1-9] ]] || fail "$probes"
+			run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | .method' | grep -c '^work$'"
+			(( output > 100 )) || fail "$output"
+			[[ "$stderr" != *"function entries not active"* ]] || fail "$stderr"
+		fi
+	done
+}
