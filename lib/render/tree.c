@@ -259,7 +259,14 @@ static struct tthread *thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
 	return th && th->pid == pid ? th : NULL;
 }
 
-static void reset_stream(struct sp_tree *t)
+/*
+ * A new stream: its ids start again. The next segment of a rotated
+ * recording, or of a flight dump's window (a header with a segment number),
+ * goes on with the same processes and threads: they are kept, and their
+ * definitions replayed at its start name them again (add_process()).
+ * Another recording starts anew.
+ */
+static void reset_stream(struct sp_tree *t, bool goes_on)
 {
 	sp_tree_summary_flush(t);
 	while (t->nopen)	/* a new stream does not end them */
@@ -267,14 +274,17 @@ static void reset_stream(struct sp_tree *t)
 	t->nstrs = 0;
 	t->nspans = 0;
 	t->last_span = NULL;
-	sp_u64map_release(&t->procs);
-	sp_u64map_release(&t->threads);
+	t->streams++;
+	if (!goes_on) {
+		sp_u64map_release(&t->procs);
+		sp_u64map_release(&t->threads);
+	}
 	sp_u64map_release(&t->spans);
 }
 
 static void add_header(struct sp_tree *t, const struct sp_header *h)
 {
-	reset_stream(t);
+	reset_stream(t, t->have_header && h->segment);
 	if (t->have_header)
 		return;
 	t->have_header = true;
@@ -295,11 +305,18 @@ static void add_process(struct sp_tree *t, const struct sp_process *r)
 	uint64_t *v = sp_u64map_get(&t->procs, r->pid);
 	struct tproc *p = v ? (struct tproc *)(uintptr_t)*v : NULL;
 
-	if (p && p->defined && !(r->flags & SP_PROC_EXEC))
+	/* A process still running, defined in an earlier segment of the same
+	 * recording, is the same one replayed (unless its start differs). */
+	if (p && p->defined && !(r->flags & SP_PROC_EXEC) &&
+	    !(p->stream < t->streams && !p->exited &&
+	      (!p->start_boot || !r->start_boot_ns || p->start_boot == r->start_boot_ns)))
 		p = NULL;	/* the pid was reused */
 	if (!p)
 		p = proc_new(t, r->pid, r->time);
 	p->defined = true;
+	p->stream = t->streams;
+	if (r->start_boot_ns)
+		p->start_boot = r->start_boot_ns;
 	if (r->ppid)
 		p->ppid = r->ppid;
 	if (tstr(t, r->comm))

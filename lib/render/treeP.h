@@ -50,6 +50,8 @@ struct tnode {
 struct tproc {
 	struct tnode n;
 	uint64_t pid, ppid, status, flags, nspid;
+	uint64_t start_boot;	/* identity: ns since boot, 0 unknown */
+	uint64_t stream;	/* the stream (t->streams) that last defined it */
 	uint64_t exit_code, exit_signal;	/* of its proc_exit event, when exit_seen */
 	uint64_t elided_n, elided_ns;	/* small children printed (streaming) before */
 	const char *comm, *exe, *runtime, *container;
@@ -99,6 +101,7 @@ struct sp_tree {
 	/* whole recording */
 	struct tproc *roots, *roots_tail;
 	bool have_header;
+	uint64_t streams;	/* headers read */
 	uint64_t start_wall, start_mono, period_ns, end_time, max_time;
 	uint64_t lost[SP_LOST_WHAT_MAX];	/* per enum sp_lost_what */
 	char *command;
