@@ -278,6 +278,7 @@ static void reset_stream(struct sp_tree *t, bool goes_on)
 	if (!goes_on) {
 		sp_u64map_release(&t->procs);
 		sp_u64map_release(&t->threads);
+		sp_u64map_release(&t->parts);
 	}
 	sp_u64map_release(&t->spans);
 }
@@ -353,6 +354,48 @@ static void fill_span(struct sp_tree *t, struct tspan *s, const struct sp_span *
 		t->max_time = r->stop;
 }
 
+static uint64_t part_key(const struct sp_span *r)
+{
+	return sp_hash_mix(sp_hash_u64(r->tid), r->start);
+}
+
+/*
+ * The part of span r that an earlier segment of the recording wrote as open
+ * at its end (sp-correlate writes each segment's part, and the span whole
+ * in the segment where it stops: docs/correlate.md): r is the same span
+ * going on. Its record now says how it ended; later parts hang under it.
+ */
+static struct tspan *earlier_part(struct sp_tree *t, const struct sp_span *r)
+{
+	uint64_t *v = t->streams > 1 ? sp_u64map_get(&t->parts, part_key(r)) : NULL;
+	struct tspan *s = v ? (struct tspan *)(uintptr_t)*v : NULL;
+
+	if (!s || s->stream >= t->streams || s->tid != r->tid || s->pid != r->pid ||
+	    s->start != r->start)
+		return NULL;
+	s->stream = t->streams;
+	s->id = ++t->nspans;
+	s->stop = r->stop;
+	s->end = r->end;
+	s->samples += r->samples;	/* each part counts its segment's */
+	s->total += r->total_samples;
+	s->offcpu += r->offcpu_ns;
+	if (r->method) {
+		s->line = r->line;
+		s->runtime = r->runtime;
+		s->klass = tstr(t, r->klass);
+		s->method = tstr(t, r->method);
+		s->file = tstr(t, r->file);
+	}
+	if (r->error)
+		s->error = tstr(t, r->error);
+	if (r->stop > t->max_time)
+		t->max_time = r->stop;
+	if (r->end != SP_END_OPEN)
+		sp_u64map_del(&t->parts, part_key(r));
+	return s;
+}
+
 static void add_span(struct sp_tree *t, const struct sp_span *r)
 {
 	struct tspan *s, one;
@@ -366,8 +409,17 @@ static void add_span(struct sp_tree *t, const struct sp_span *r)
 		sp_tree_summary_add(t, &one, r->parent);
 		return;
 	}
+	s = earlier_part(t, r);
+	if (s) {
+		sp_u64map_put(&t->spans, s->id, (uint64_t)(uintptr_t)s);
+		t->last_span = s;
+		return;
+	}
 	s = node_new(t, sizeof(*s), N_SPAN, r->start);
 	fill_span(t, s, r);
+	s->stream = t->streams;
+	if (r->end == SP_END_OPEN && r->stop)
+		sp_u64map_put(&t->parts, part_key(r), (uint64_t)(uintptr_t)s);
 	sp_u64map_put(&t->spans, s->id, (uint64_t)(uintptr_t)s);
 	t->last_span = s;
 	if (r->end == SP_END_OPEN && !r->stop) {
@@ -599,5 +651,6 @@ void sp_tree_free(struct sp_tree *t)
 	sp_u64map_release(&t->procs);
 	sp_u64map_release(&t->threads);
 	sp_u64map_release(&t->spans);
+	sp_u64map_release(&t->parts);
 	free(t);
 }

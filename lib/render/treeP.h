@@ -68,6 +68,7 @@ struct tspan {
 	struct tnode n;
 	uint64_t id, tid, pid, start, stop, end, samples, total, offcpu, line, runtime, raises;
 	const char *klass, *method, *file, *error, *message;
+	uint64_t stream;	/* the stream (t->streams) of its record */
 	bool written_open;	/* its record came before its end (below) */
 	bool early;		/* it ended after its record: counts are partial */
 };
@@ -89,6 +90,7 @@ struct sp_tree {
 	size_t nstrs, capstrs;
 	uint64_t nspans;		/* span ids given so far */
 	struct sp_u64map procs, threads, spans;	/* pid, tid, span id -> live node */
+	struct sp_u64map parts;	/* hash of tid, start -> span open at a segment's end */
 	struct tspan *last_span;
 	/*
 	 * Spans whose record said open while the stream went on: sp-correlate
