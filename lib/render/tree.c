@@ -612,7 +612,14 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 			t->lost[rec->lost.what] += rec->lost.count;
 		break;
 	case SP_REC_END:
+		if (rec->end.reason == SP_ENDR_ROTATED)
+			break;	/* a segment's end (segments joined): it goes on */
 		t->end_time = rec->end.time;
+		if (rec->end.reason == SP_ENDR_TRIGGER) {
+			t->trigger = tstr(t, rec->end.trigger);
+			t->trigger_detail = tstr(t, rec->end.detail);
+			t->trigger_time = rec->end.trigger_time;
+		}
 		break;
 	default:
 		break;

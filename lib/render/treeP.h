@@ -105,6 +105,8 @@ struct sp_tree {
 	bool have_header;
 	uint64_t streams;	/* headers read */
 	uint64_t start_wall, start_mono, period_ns, end_time, max_time;
+	const char *trigger, *trigger_detail;	/* a flight dump's end: what fired */
+	uint64_t trigger_time;
 	uint64_t lost[SP_LOST_WHAT_MAX];	/* per enum sp_lost_what */
 	char *command;
 	uint64_t nprocs, nspans_total, nevents, orphans;
