@@ -111,7 +111,12 @@ static void start_input(struct sp_reader *r, int fd, bool own, const char *name)
 /* Segments from..to (inclusive) of the directory will not be read. */
 static void say_gap(struct sp_reader *r, uint64_t from, uint64_t to)
 {
-	if (from == to)
+	if (from == 1)
+		sp_warn("'%s': the oldest segment is %llu: %s%llu %s gone (deleted by the "
+			"recorder's --keep cap, or lost)", r->dir_path, (unsigned long long)to + 1,
+			to > 1 ? "segments 1-" : "segment ", (unsigned long long)to,
+			to > 1 ? "are" : "is");
+	else if (from == to)
 		sp_warn("'%s': segment %llu is missing (deleted by the recorder's --keep cap, or "
 			"lost): the stream jumps from segment %llu to %llu", r->dir_path,
 			(unsigned long long)from, (unsigned long long)from - 1,
@@ -237,13 +242,14 @@ static int open_dir(struct sp_reader *r, const char *p)
 		r->seg_read = r->seg_rotated = r->saw_end = r->dir_ended = false;
 		return 1;
 	}
-	if (errno == ELOOP && stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if ((errno == ELOOP || errno == ENOTDIR) && lstat(p, &st) == 0 && S_ISLNK(st.st_mode) &&
+	    stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
 		sp_error("'%s' is a symbolic link to a directory: segments are read only from "
 			 "a directory named itself", p);
 		set_status(r, SP_EXIT_FATAL);
 		return -1;
 	}
-	if (errno != ENOTDIR && errno != ELOOP && errno != ENOENT) {
+	if (errno != ENOTDIR && errno != ELOOP && errno != ENOENT && errno != EACCES) {
 		sp_error_errno("cannot open the directory '%s'", p);
 		set_status(r, SP_EXIT_FATAL);
 		return -1;

@@ -29,7 +29,7 @@ int sp_segdir_parse_name(const char *name, uint64_t *seq);
 void sp_segdir_name(uint64_t seq, char *buf);
 
 /* Open path as a directory of segments; NULL with errno set (ENOTDIR: not
- * a directory, ELOOP: a symbolic link). */
+ * a directory, or a symbolic link to one; ELOOP: a symbolic link). */
 struct sp_segdir *sp_segdir_open(const char *path);
 
 /* Read the directory again. 0, or -1 with errno set. *cut (may be NULL) is
