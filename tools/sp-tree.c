@@ -28,7 +28,7 @@ static struct env {
 
 static const char doc[] = "Print recorded processes, method spans, the events each span "
 	"caused and the processes it started, as a tree.\v"
-	"Reads spool or JSON lines from each FILE, or stdin if none or '-'. Records that "
+	"Reads spool or JSON lines from each FILE (a directory: its segments in order), or stdin if none or '-'. Records that "
 	"sp-correlate has not seen are correlated on the fly.\n\n"
 	"Examples:\n"
 	"  sp-record -- ruby app.rb | sp-correlate | sp-tree\n"
