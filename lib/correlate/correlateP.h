@@ -153,6 +153,7 @@ struct mcount {
 /* A span open where a segment ended (correlate_carry.c). */
 struct carry {
 	uint64_t pid, tid, start, depth;
+	uint64_t runtime, line;	/* numbers: they stay right across streams */
 };
 
 struct sp_corr {

@@ -10,7 +10,8 @@
  * so that its samples and events keep their span) and noted by pid, tid,
  * start and depth: span marks carry those, not ids. At the next segment's
  * header they are opened again on their threads, unnamed (their names are
- * string ids of the stream that ended), so that the new segment's samples
+ * string ids of the stream that ended; the runtime and line, numbers, are
+ * kept), so that the new segment's samples
  * and events go to them. A stop mark that matches no named span then names
  * and closes the innermost one opened again (of its depth, when the runtime
  * gives depths): that span record has its real start and stop. A span open
@@ -36,7 +37,7 @@ void sp_corr_carry_out(struct sp_corr *c)
 
 			sp_grow(&c->carry, &c->capcarry, c->ncarry + 1, sizeof(*c->carry));
 			c->carry[c->ncarry++] = (struct carry){ s->s.pid, s->s.tid, s->s.start,
-								 s->depth };
+								 s->depth, s->s.runtime, s->s.line };
 		}
 	}
 }
@@ -69,6 +70,8 @@ void sp_corr_carry_in(struct sp_corr *c)
 		s->s.start = k->start;
 		s->s.end = SP_END_STOPPED;
 		s->depth = k->depth;
+		s->s.runtime = k->runtime;
+		s->s.line = k->line;	/* its start's (a stop's may differ) */
 		s->carried = true;
 		sp_corr_span_link(c, s);
 		if (t->depth == t->cap)
@@ -90,11 +93,12 @@ int sp_corr_carry_match(struct sp_corr *c, struct thr *t, const struct sp_span_m
 		if (!s->carried || (m->depth && s->depth && s->depth != m->depth))
 			continue;
 		s->carried = false;
-		s->s.runtime = m->runtime;
+		if (!s->s.runtime)
+			s->s.runtime = m->runtime;
 		s->s.klass = m->klass;
 		s->s.method = m->method;
 		s->s.file = m->file;
-		s->s.line = m->line;
+
 		sp_corr_count_open(c, t, s, true);	/* close_top counts it out */
 		return k;
 	}

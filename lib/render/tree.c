@@ -362,7 +362,7 @@ static uint64_t part_key(const struct sp_span *r)
 /*
  * The part of span r that an earlier segment of the recording wrote as open
  * at its end (sp-correlate writes each segment's part, and the span whole
- * in the segment where it stops: docs/correlate.md): r is the same span
+ * in the segment where it stops: docs/segments.md): r is the same span
  * going on. Its record now says how it ended; later parts hang under it.
  */
 static struct tspan *earlier_part(struct sp_tree *t, const struct sp_span *r)
