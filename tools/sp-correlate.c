@@ -23,7 +23,7 @@ static struct env {
 
 static const char doc[] = "Build method spans from span marks and assign every event and "
 	"sample to the span that caused it.\v"
-	"Reads spool or JSON lines from each FILE, or stdin if none or '-', and writes the "
+	"Reads spool or JSON lines from each FILE (a directory: its segments in order), or stdin if none or '-', and writes the "
 	"records back with span records, each sample and event carrying its span and the rule "
 	"that chose it (docs/correlate.md). The output is a spool, or JSON lines on a "
 	"terminal or with --format=json.\n\n"

@@ -36,7 +36,7 @@ static struct env {
 
 static const char doc[] = "Turn a spool into JSON lines, JSON lines into a spool, or summarise either; "
 	"import a perf.data file.\v"
-	"Reads spool or JSON lines from each FILE, or stdin if none or '-'. The output is JSON "
+	"Reads spool or JSON lines from each FILE (a directory: its segments in order), or stdin if none or '-'. The output is JSON "
 	"lines unless --encode or --format=spool is given; a spool is never written to a terminal. "
 	"With --from=perf, FILE is one perf.data (file or pipe mode, '-' for stdin) and "
 	"becomes a stream.\n\n"

@@ -22,7 +22,7 @@ static const char doc[] =
 	"Write a correlated recording as OpenTelemetry traces (OTLP/protobuf or OTLP/JSON),\n"
 	"or its samples as OpenTelemetry profiles: export requests that an OTLP endpoint\n"
 	"takes as they are.\v"
-	"Reads spool or JSON lines from each FILE, or stdin if none or '-'. Every process is "
+	"Reads spool or JSON lines from each FILE (a directory: its segments in order), or stdin if none or '-'. Every process is "
 	"a resource, every span a span, every kernel or runtime event an event of the span "
 	"that caused it. Run sp-correlate first. Ids follow from the recording: the same "
 	"input gives the same file.\n\n"

@@ -45,7 +45,7 @@ static struct env {
 static const char doc[] =
 	"Aggregate sampled stacks into folded stacks, an interactive SVG flame graph, a\n"
 	"difference between two recordings, or files for speedscope, pprof and Perfetto.\v"
-	"Reads spool or JSON lines from each FILE, or stdin if none or '-'; a named file of\n"
+	"Reads spool or JSON lines from each FILE (a directory: its segments in order), or stdin if none or '-'; a named file of\n"
 	"folded stacks (\"a;b;c 12\" lines) is read as such. Folded output is sorted and\n"
 	"deterministic; a line on stderr says how many stacks look broken.\n\n"
 	"Examples:\n"

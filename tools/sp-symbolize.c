@@ -40,7 +40,7 @@ static struct env {
 } env;
 
 static const char doc[] = "Add function names, source files and lines to recorded frames.\v"
-	"Reads spool or JSON lines from each FILE, or stdin if none or '-', and writes the "
+	"Reads spool or JSON lines from each FILE (a directory: its segments in order), or stdin if none or '-', and writes the "
 	"stream back (in the input's format unless --format says otherwise) with a symbol "
 	"record after each frame: one per level of its inline chain, innermost first. "
 	"A frame that cannot be resolved gets a symbol record saying why (file missing, "

@@ -28,7 +28,7 @@ static struct env {
 
 static const char doc[] = "Print recorded processes, method spans, the events each span "
 	"caused and the processes it started, as a tree.\v"
-	"Reads spool or JSON lines from each FILE, or stdin if none or '-'. Records that "
+	"Reads spool or JSON lines from each FILE (a directory: its segments in order), or stdin if none or '-'. Records that "
 	"sp-correlate has not seen are correlated on the fly.\n\n"
 	"Examples:\n"
 	"  sp-record -- ruby app.rb | sp-correlate | sp-tree\n"
@@ -251,10 +251,12 @@ int main(int argc, char **argv)
 	copts.window_ns = env.window_ns;
 	while (sp_reader_next(in, &rec) > 0) {
 		if (rec.kind == SP_REC_HEADER) {
-			/* each stream says whether sp-correlate has seen it */
-			if (corr)
-				sp_corr_finish(corr);
+			/* each stream says whether sp-correlate has seen it; the
+			 * correlator ends its own streams at a header (and
+			 * carries spans on into a recording's next segment) */
 			direct = rec.header.flags & SP_HDR_CORRELATED;
+			if (corr && direct)
+				sp_corr_finish(corr);
 		}
 		if (direct) {
 			sp_tree_add(tree, &rec);

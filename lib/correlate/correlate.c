@@ -47,13 +47,16 @@ struct sp_corr *sp_corr_new(const struct sp_corr_opts *opts, sp_corr_emit_fn emi
 	return c;
 }
 
-/* Close everything, emit everything held: the end of a stream. */
-static void end_stream(struct sp_corr *c)
+/* Close everything, emit everything held: the end of a stream (carry: of
+ * a segment, whose open spans go on in the next, correlate_carry.c). */
+static void end_stream(struct sp_corr *c, bool carry)
 {
 	size_t it;
 	uint64_t v;
 
 	sp_corr_drain(c, true);
+	if (carry)
+		sp_corr_carry_out(c);
 	/* in the tables' order (hashmap.h): it decides which tree comes first */
 	for (it = 0; sp_u64map_next(&c->threads, &it, NULL, &v);)
 		sp_corr_close_all(c, (struct thr *)(uintptr_t)v, c->max_time);
@@ -127,6 +130,7 @@ static void pass_through(struct sp_corr *c, const struct sp_record *rec)
 int sp_corr_add(struct sp_corr *c, const struct sp_record *rec)
 {
 	struct sp_record hdr;
+	bool goes_on;
 
 	if (c->failed)
 		return -1;
@@ -137,7 +141,10 @@ int sp_corr_add(struct sp_corr *c, const struct sp_record *rec)
 	}
 	switch (rec->kind) {
 	case SP_REC_HEADER:
-		end_stream(c);
+		/* the next segment of the same recording: its spans go on */
+		goes_on = c->streams++ && rec->header.segment && !c->passthrough &&
+			  !(rec->header.flags & SP_HDR_CORRELATED);
+		end_stream(c, goes_on);
 		reset_stream(c);
 		/* correlated already: its spans stand, its order is theirs */
 		c->passthrough = rec->header.flags & SP_HDR_CORRELATED;
@@ -145,11 +152,17 @@ int sp_corr_add(struct sp_corr *c, const struct sp_record *rec)
 		hdr = *rec;
 		hdr.header.flags |= SP_HDR_CORRELATED;
 		sp_corr_out(c, &hdr);
+		if (goes_on)
+			sp_corr_carry_in(c);
 		return c->failed ? -1 : 0;
 	case SP_REC_END:
+		/* a segment's end is transport (segments joined in one file): the
+		 * next header says a segment starts, and its spans go on */
+		if (rec->end.reason == SP_ENDR_ROTATED)
+			return 0;
 		if (rec->end.time > c->max_time)
 			c->max_time = rec->end.time;
-		end_stream(c);
+		end_stream(c, false);
 		sp_corr_out(c, rec);
 		return c->failed ? -1 : 0;
 	case SP_REC_SPAN:
@@ -167,7 +180,7 @@ int sp_corr_finish(struct sp_corr *c)
 {
 	if (c->failed)
 		return -1;
-	end_stream(c);
+	end_stream(c, false);
 	return c->failed ? -1 : 0;
 }
 
@@ -188,7 +201,7 @@ void sp_corr_free(struct sp_corr *c)
 	c->failed = 1;
 	while (c->heap.n || c->rlen)
 		sp_corr_hrec_free(c, sp_corr_window_pop(c));
-	end_stream(c);
+	end_stream(c, false);
 	reset_stream(c);
 	while ((h = c->deferred)) {
 		c->deferred = h->next;
@@ -215,6 +228,7 @@ void sp_corr_free(struct sp_corr *c)
 	sp_heap_release(&c->heap);
 	free(c->ring);
 	free(c->work);
+	free(c->carry);
 	free(c->lost);
 	free(c);
 }

@@ -14,6 +14,8 @@
  *   correlate_threads.c  threads and processes, the stacks of open spans of
  *                        each thread and fiber, and what closes them
  *   correlate_spans.c    held records, span trees and their emission
+ *   correlate_carry.c    spans still open where one segment of a recording
+ *                        ends, opened again in the next segment's stream
  *
  * Spans form emission trees: a span's children are the spans started under
  * it on its thread and the root spans of threads and processes it forked.
@@ -73,6 +75,7 @@ struct span {
 	uint64_t nheld;		/* records held */
 	unsigned int refs;
 	bool open, emitted, up_is_fork, in_tree, is_root, raised, incomplete, gap;
+	bool carried;		/* opened again from an earlier segment, not named yet */
 	struct sp_span s;
 };
 
@@ -147,6 +150,12 @@ struct mcount {
 	struct sp_idset idx;
 };
 
+/* A span open where a segment ended (correlate_carry.c). */
+struct carry {
+	uint64_t pid, tid, start, depth;
+	uint64_t runtime, line;	/* numbers: they stay right across streams */
+};
+
 struct sp_corr {
 	struct sp_corr_opts o;
 	sp_corr_emit_fn emit;
@@ -176,6 +185,10 @@ struct sp_corr {
 	struct sp_record scratch;	/* tail stays zero */
 	struct span **work;	/* emission stack */
 	size_t capwork;
+
+	uint64_t streams;	/* headers read */
+	struct carry *carry;	/* open at the end of the last segment */
+	size_t ncarry, capcarry;
 };
 
 /* correlate_window.c */
@@ -220,6 +233,15 @@ struct span *sp_corr_fork_owner(struct thr *t);
 void sp_corr_fiber_switch(struct sp_corr *c, struct thr *t, const struct sp_fiber_switch *fs);
 /* Mark the open spans of t, in every fiber, incomplete (a lost window). */
 void sp_corr_mark_incomplete(struct thr *t);
+
+/* correlate_carry.c */
+/* At the end of a segment: note the open spans of every running fiber. */
+void sp_corr_carry_out(struct sp_corr *c);
+/* At the start of the next: open them again, unnamed, on their threads. */
+void sp_corr_carry_in(struct sp_corr *c);
+/* The innermost span opened again on t that stop mark m can close, named
+ * from m: its index in t->stack, or -1. */
+int sp_corr_carry_match(struct sp_corr *c, struct thr *t, const struct sp_span_mark *m);
 
 /* correlate_spans.c */
 /* A copy of r to hold, and its return to the pools. */

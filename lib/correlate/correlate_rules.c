@@ -149,6 +149,8 @@ static void do_stop(struct sp_corr *c, struct thr *t, struct hrec *h)
 				abort();	/* the counts of open spans are wrong */
 	}
 #endif
+	if (k < 0)
+		k = sp_corr_carry_match(c, t, m);
 	if (k < 0) {
 		c->st.stop_without_start++;
 		sp_corr_hold(c, assign(c, t, time, &rule), h, 0);

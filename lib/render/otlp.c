@@ -175,6 +175,10 @@ void otlp_stream_header(struct otlp_stream *s, const struct sp_header *h)
 	k = id_bytes(k, h->command.p, h->command.len);
 	k = id_mix(k, h->start_wall_ns);
 	s->key = id_mix(k, h->start_mono_ns);
+	/* the segments of one recording share its header's words but number
+	 * their spans anew: each its own ids */
+	if (h->segment)
+		s->key = id_mix(s->key, h->segment);
 	s->wall_off = h->start_wall_ns && h->start_mono_ns ?
 		      (int64_t)(h->start_wall_ns - h->start_mono_ns) : 0;
 	header_text(s->host, sizeof(s->host), &h->hostname);

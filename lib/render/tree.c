@@ -259,7 +259,14 @@ static struct tthread *thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
 	return th && th->pid == pid ? th : NULL;
 }
 
-static void reset_stream(struct sp_tree *t)
+/*
+ * A new stream: its ids start again. The next segment of a rotated
+ * recording, or of a flight dump's window (a header with a segment number),
+ * goes on with the same processes and threads: they are kept, and their
+ * definitions replayed at its start name them again (add_process()).
+ * Another recording starts anew.
+ */
+static void reset_stream(struct sp_tree *t, bool goes_on)
 {
 	sp_tree_summary_flush(t);
 	while (t->nopen)	/* a new stream does not end them */
@@ -267,14 +274,18 @@ static void reset_stream(struct sp_tree *t)
 	t->nstrs = 0;
 	t->nspans = 0;
 	t->last_span = NULL;
-	sp_u64map_release(&t->procs);
-	sp_u64map_release(&t->threads);
+	t->streams++;
+	if (!goes_on) {
+		sp_u64map_release(&t->procs);
+		sp_u64map_release(&t->threads);
+		sp_u64map_release(&t->parts);
+	}
 	sp_u64map_release(&t->spans);
 }
 
 static void add_header(struct sp_tree *t, const struct sp_header *h)
 {
-	reset_stream(t);
+	reset_stream(t, t->have_header && h->segment);
 	if (t->have_header)
 		return;
 	t->have_header = true;
@@ -295,11 +306,18 @@ static void add_process(struct sp_tree *t, const struct sp_process *r)
 	uint64_t *v = sp_u64map_get(&t->procs, r->pid);
 	struct tproc *p = v ? (struct tproc *)(uintptr_t)*v : NULL;
 
-	if (p && p->defined && !(r->flags & SP_PROC_EXEC))
+	/* A process still running, defined in an earlier segment of the same
+	 * recording, is the same one replayed (unless its start differs). */
+	if (p && p->defined && !(r->flags & SP_PROC_EXEC) &&
+	    !(p->stream < t->streams && !p->exited &&
+	      (!p->start_boot || !r->start_boot_ns || p->start_boot == r->start_boot_ns)))
 		p = NULL;	/* the pid was reused */
 	if (!p)
 		p = proc_new(t, r->pid, r->time);
 	p->defined = true;
+	p->stream = t->streams;
+	if (r->start_boot_ns)
+		p->start_boot = r->start_boot_ns;
 	if (r->ppid)
 		p->ppid = r->ppid;
 	if (tstr(t, r->comm))
@@ -336,6 +354,48 @@ static void fill_span(struct sp_tree *t, struct tspan *s, const struct sp_span *
 		t->max_time = r->stop;
 }
 
+static uint64_t part_key(const struct sp_span *r)
+{
+	return sp_hash_mix(sp_hash_u64(r->tid), r->start);
+}
+
+/*
+ * The part of span r that an earlier segment of the recording wrote as open
+ * at its end (sp-correlate writes each segment's part, and the span whole
+ * in the segment where it stops: docs/segments.md): r is the same span
+ * going on. Its record now says how it ended; later parts hang under it.
+ */
+static struct tspan *earlier_part(struct sp_tree *t, const struct sp_span *r)
+{
+	uint64_t *v = t->streams > 1 ? sp_u64map_get(&t->parts, part_key(r)) : NULL;
+	struct tspan *s = v ? (struct tspan *)(uintptr_t)*v : NULL;
+
+	if (!s || s->stream >= t->streams || s->tid != r->tid || s->pid != r->pid ||
+	    s->start != r->start)
+		return NULL;
+	s->stream = t->streams;
+	s->id = ++t->nspans;
+	s->stop = r->stop;
+	s->end = r->end;
+	s->samples += r->samples;	/* each part counts its segment's */
+	s->total += r->total_samples;
+	s->offcpu += r->offcpu_ns;
+	if (r->method) {
+		s->line = r->line;
+		s->runtime = r->runtime;
+		s->klass = tstr(t, r->klass);
+		s->method = tstr(t, r->method);
+		s->file = tstr(t, r->file);
+	}
+	if (r->error)
+		s->error = tstr(t, r->error);
+	if (r->stop > t->max_time)
+		t->max_time = r->stop;
+	if (r->end != SP_END_OPEN)
+		sp_u64map_del(&t->parts, part_key(r));
+	return s;
+}
+
 static void add_span(struct sp_tree *t, const struct sp_span *r)
 {
 	struct tspan *s, one;
@@ -349,8 +409,17 @@ static void add_span(struct sp_tree *t, const struct sp_span *r)
 		sp_tree_summary_add(t, &one, r->parent);
 		return;
 	}
+	s = earlier_part(t, r);
+	if (s) {
+		sp_u64map_put(&t->spans, s->id, (uint64_t)(uintptr_t)s);
+		t->last_span = s;
+		return;
+	}
 	s = node_new(t, sizeof(*s), N_SPAN, r->start);
 	fill_span(t, s, r);
+	s->stream = t->streams;
+	if (r->end == SP_END_OPEN && r->stop)
+		sp_u64map_put(&t->parts, part_key(r), (uint64_t)(uintptr_t)s);
 	sp_u64map_put(&t->spans, s->id, (uint64_t)(uintptr_t)s);
 	t->last_span = s;
 	if (r->end == SP_END_OPEN && !r->stop) {
@@ -543,7 +612,14 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 			t->lost[rec->lost.what] += rec->lost.count;
 		break;
 	case SP_REC_END:
+		if (rec->end.reason == SP_ENDR_ROTATED)
+			break;	/* a segment's end (segments joined): it goes on */
 		t->end_time = rec->end.time;
+		if (rec->end.reason == SP_ENDR_TRIGGER) {
+			t->trigger = tstr(t, rec->end.trigger);
+			t->trigger_detail = tstr(t, rec->end.detail);
+			t->trigger_time = rec->end.trigger_time;
+		}
 		break;
 	default:
 		break;
@@ -582,5 +658,6 @@ void sp_tree_free(struct sp_tree *t)
 	sp_u64map_release(&t->procs);
 	sp_u64map_release(&t->threads);
 	sp_u64map_release(&t->spans);
+	sp_u64map_release(&t->parts);
 	free(t);
 }

@@ -50,6 +50,8 @@ struct tnode {
 struct tproc {
 	struct tnode n;
 	uint64_t pid, ppid, status, flags, nspid;
+	uint64_t start_boot;	/* identity: ns since boot, 0 unknown */
+	uint64_t stream;	/* the stream (t->streams) that last defined it */
 	uint64_t exit_code, exit_signal;	/* of its proc_exit event, when exit_seen */
 	uint64_t elided_n, elided_ns;	/* small children printed (streaming) before */
 	const char *comm, *exe, *runtime, *container;
@@ -66,6 +68,7 @@ struct tspan {
 	struct tnode n;
 	uint64_t id, tid, pid, start, stop, end, samples, total, offcpu, line, runtime, raises;
 	const char *klass, *method, *file, *error, *message;
+	uint64_t stream;	/* the stream (t->streams) of its record */
 	bool written_open;	/* its record came before its end (below) */
 	bool early;		/* it ended after its record: counts are partial */
 };
@@ -87,6 +90,7 @@ struct sp_tree {
 	size_t nstrs, capstrs;
 	uint64_t nspans;		/* span ids given so far */
 	struct sp_u64map procs, threads, spans;	/* pid, tid, span id -> live node */
+	struct sp_u64map parts;	/* hash of tid, start -> span open at a segment's end */
 	struct tspan *last_span;
 	/*
 	 * Spans whose record said open while the stream went on: sp-correlate
@@ -99,7 +103,10 @@ struct sp_tree {
 	/* whole recording */
 	struct tproc *roots, *roots_tail;
 	bool have_header;
+	uint64_t streams;	/* headers read */
 	uint64_t start_wall, start_mono, period_ns, end_time, max_time;
+	const char *trigger, *trigger_detail;	/* a flight dump's end: what fired */
+	uint64_t trigger_time;
 	uint64_t lost[SP_LOST_WHAT_MAX];	/* per enum sp_lost_what */
 	char *command;
 	uint64_t nprocs, nspans_total, nevents, orphans;

@@ -73,18 +73,60 @@ static void print_opening(struct sp_tree *t)
 static void print_other_losses(struct sp_tree *t)
 {
 	uint64_t stops = t->lost[SP_LOST_SPAN_STOPS], unprobed = t->lost[SP_LOST_UNPROBED];
+	uint64_t window = t->lost[SP_LOST_WINDOW];
 
 	if (t->json) {
 		if (stops)
 			fprintf(t->out, ",\"lost_span_stops\":%llu", (unsigned long long)stops);
 		if (unprobed)
 			fprintf(t->out, ",\"unprobed\":%llu", (unsigned long long)unprobed);
+		if (window)
+			fprintf(t->out, ",\"lost_window\":%llu", (unsigned long long)window);
 		return;
 	}
 	if (stops)
 		fprintf(t->out, "  span stops without a start %llu", (unsigned long long)stops);
 	if (unprobed)
 		fprintf(t->out, "  processes without probes %llu", (unsigned long long)unprobed);
+	if (window)
+		fprintf(t->out, "  window dropped %llu records", (unsigned long long)window);
+}
+
+/* A flight dump: which trigger made it, when (wall clock, and after the
+ * start of what it holds), and its particulars. */
+static void print_trigger(struct sp_tree *t)
+{
+	uint64_t at = t->trigger_time, wall = 0;
+	char when[64] = "?", d[32] = "?";
+
+	if (!t->trigger)
+		return;
+	if (at && t->start_mono && at >= t->start_mono) {
+		wall = t->start_wall ? t->start_wall + (at - t->start_mono) : 0;
+		sp_tree_fmt_dur(d, sizeof(d), at - t->start_mono);
+	}
+	if (t->json) {
+		fputs(",\"trigger\":", t->out);
+		sp_tree_json_str(t->out, t->trigger);
+		if (t->trigger_detail) {
+			fputs(",\"trigger_detail\":", t->out);
+			sp_tree_json_str(t->out, t->trigger_detail);
+		}
+		if (at)
+			fprintf(t->out, ",\"trigger_time\":%llu", (unsigned long long)at);
+		return;
+	}
+	if (wall) {
+		time_t secs = (time_t)(wall / 1000000000ull);
+		struct tm tm;
+
+		gmtime_r(&secs, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+		snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03lluZ",
+			 (unsigned long long)(wall / 1000000ull % 1000));
+	}
+	fprintf(t->out, "# dump: trigger %s at %s (+%s)%s%s\n", t->trigger, when, d,
+		t->trigger_detail ? ": " : "", t->trigger_detail ? t->trigger_detail : "");
 }
 
 static void print_trailer(struct sp_tree *t)
@@ -100,8 +142,10 @@ static void print_trailer(struct sp_tree *t)
 				"\"lost_events\":%llu,\"lost_spans\":%llu", (unsigned long long)ns,
 				(unsigned long long)t->lost[0], (unsigned long long)t->lost[1],
 				(unsigned long long)t->lost[2]);
-		if (!t->stable)
+		if (!t->stable) {
 			print_other_losses(t);
+			print_trigger(t);
+		}
 		fputs("}\n", t->out);
 		return;
 	}
@@ -111,6 +155,7 @@ static void print_trailer(struct sp_tree *t)
 		(unsigned long long)(t->lost[0] + t->lost[1] + t->lost[2]));
 	print_other_losses(t);
 	fputc('\n', t->out);
+	print_trigger(t);
 	fprintf(t->out, "# processes %llu  spans %llu  events %llu\n",
 		(unsigned long long)t->nprocs, (unsigned long long)t->nspans_total,
 		(unsigned long long)t->nevents);
@@ -130,8 +175,10 @@ static void print_header(struct sp_tree *t)
 				(unsigned long long)t->start_wall, (unsigned long long)ns,
 				(unsigned long long)t->lost[0], (unsigned long long)t->lost[1],
 				(unsigned long long)t->lost[2]);
-		if (!t->stable)
+		if (!t->stable) {
 			print_other_losses(t);
+			print_trigger(t);
+		}
 		if (t->command) {
 			fputs(",\"command\":", t->out);
 			sp_tree_json_str(t->out, t->command);
@@ -147,6 +194,7 @@ static void print_header(struct sp_tree *t)
 		(unsigned long long)(t->lost[0] + t->lost[1] + t->lost[2]));
 	print_other_losses(t);
 	fputc('\n', t->out);
+	print_trigger(t);
 	if (t->command)
 		fprintf(t->out, "# command: %s\n", t->command);
 	fprintf(t->out, "# processes %llu  spans %llu  events %llu\n",

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Reading record streams (reader.h): inputs in turn, each a spool or JSON
- * lines, told apart by the first bytes; optional following of a growing file.
+ * lines, told apart by the first bytes; optional following of a growing file;
+ * a directory of a rotated recording's segments read in order as one input
+ * (segdir.h), followed across rotations.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,12 +18,14 @@
 #include "json_in.h"
 #include "reader.h"
 #include "schema.h"
+#include "segdir.h"
 #include "spool.h"
 
 #define CHUNK (256u << 10)
 #define MAX_LINE (SP_SPOOL_MAX_RECORD)
 #define FOLLOW_WAIT_NS 20000000L	/* 20 ms between looks at a growing file */
 #define DISCARD_EVERY (1u << 20)
+#define STALE_WAITS 50u		/* looks (1 s) before a segment with a newer one is over */
 
 struct sp_reader {
 	char **paths;
@@ -49,6 +53,17 @@ struct sp_reader {
 	bool nonblock;		/* inside sp_reader_poll() */
 	bool would_block;	/* the visible end was reached, more may come */
 	volatile sig_atomic_t stop;
+	/* A directory of segments being read (dir_path its name). */
+	struct sp_segdir *dir;
+	char *dir_path;
+	uint64_t seg;		/* the segment open or last read; 0: none yet */
+	bool seg_rotated;	/* the segment read ended with reason "rotated" */
+	bool dir_ended;		/* a segment ended the recording */
+	bool seg_read;		/* r->seg was opened and read */
+	bool opening;		/* inside sp_reader_open() */
+	bool dir_cut_said, discard_said;
+	unsigned int idle_waits;	/* looks at a followed segment that did not grow */
+
 	uint64_t warned_kinds;	/* bit per unknown kind % 64 already reported */
 	unsigned int warned_limits;	/* SP_DEFS_LIMIT_* reported for this input */
 };
@@ -88,31 +103,189 @@ static void start_input(struct sp_reader *r, int fd, bool own, const char *name)
 	r->punched = 0;
 	r->pending_json = false;
 	r->saw_end = false;
+	r->seg_rotated = false;
+	r->idle_waits = 0;
 	r->warned_limits = 0;
 }
 
-/* Open the next path; false when there is none left. */
-static bool open_next(struct sp_reader *r)
+/* Segments from..to (inclusive) of the directory will not be read. */
+static void say_gap(struct sp_reader *r, uint64_t from, uint64_t to)
 {
-	while (r->next_path < r->npaths || (r->npaths == 0 && r->next_path == 0)) {
-		const char *p = r->npaths ? r->paths[r->next_path] : "-";
+	if (from == 1)
+		sp_warn("'%s': the oldest segment is %llu: %s%llu %s gone (deleted by the "
+			"recorder's --keep cap, or lost)", r->dir_path, (unsigned long long)to + 1,
+			to > 1 ? "segments 1-" : "segment ", (unsigned long long)to,
+			to > 1 ? "are" : "is");
+	else if (from == to)
+		sp_warn("'%s': segment %llu is missing (deleted by the recorder's --keep cap, or "
+			"lost): the stream jumps from segment %llu to %llu", r->dir_path,
+			(unsigned long long)from, (unsigned long long)from - 1,
+			(unsigned long long)to + 1);
+	else
+		sp_warn("'%s': segments %llu-%llu are missing (deleted by the recorder's --keep "
+			"cap, or lost): the stream jumps from segment %llu to %llu", r->dir_path,
+			(unsigned long long)from, (unsigned long long)to,
+			(unsigned long long)from - 1, (unsigned long long)to + 1);
+}
+
+static void wait_a_little(void)
+{
+	struct timespec ts = { 0, FOLLOW_WAIT_NS };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Read the directory again; false (reported) if it cannot be read. */
+static bool rescan(struct sp_reader *r)
+{
+	bool cut;
+
+	if (sp_segdir_scan(r->dir, &cut)) {
+		sp_error_errno("cannot read the directory '%s'", r->dir_path);
+		set_status(r, SP_EXIT_FATAL);
+		return false;
+	}
+	if (cut && !r->dir_cut_said) {
+		r->dir_cut_said = true;
+		sp_warn("'%s' holds more than %u names: segments past them are not seen",
+			r->dir_path, SP_SEGDIR_MAX_NAMES);
+	}
+	return true;
+}
+
+/* Before moving past segment r->seg: say if it was over without its end. */
+static void check_left(struct sp_reader *r, uint64_t next)
+{
+	if (r->seg && !r->seg_rotated && !r->saw_end && r->seg_read)
+		sp_warn("'%s/segment-%06llu.sp' ends without an end record (its writer stopped "
+			"early): going on with segment %llu", r->dir_path,
+			(unsigned long long)r->seg, (unsigned long long)next);
+	r->seg_read = false;
+}
+
+/*
+ * Open the directory's next segment: 1 opened, 0 the directory is done,
+ * -1 none yet (following, inside sp_reader_poll(): r->would_block).
+ * Following, a segment not there yet is waited for, unless a segment
+ * ended the recording.
+ */
+static int open_segment(struct sp_reader *r)
+{
+	for (;;) {
+		char name[SP_SEGDIR_NAME_MAX], *path;
+		const char *why;
+		uint64_t seq;
 		int fd;
 
+		if (r->stop || !rescan(r))
+			return 0;
+		if (!sp_segdir_next(r->dir, r->seg, &seq)) {
+			if (r->opening && !r->seg)
+				return -1;	/* empty: whether to wait is not known yet */
+			if (!r->follow || r->dir_ended)
+				return 0;
+			if (r->nonblock) {
+				r->would_block = true;
+				return -1;
+			}
+			wait_a_little();
+			continue;
+		}
+		check_left(r, seq);
+		if (seq != r->seg + 1 && (r->seg || seq > 1))
+			say_gap(r, r->seg + 1, seq - 1);
+		r->seg = seq;
+		sp_segdir_name(seq, name);
+		fd = sp_segdir_open_segment(r->dir, seq, &why);
+		if (fd < 0 && errno == ENOENT) {
+			sp_warn("'%s/%s' was deleted before it could be read (the recorder's --keep "
+				"cap): going on with the oldest segment left", r->dir_path, name);
+			continue;
+		}
+		if (fd < 0) {
+			if (why)
+				sp_error("'%s/%s': %s; skipped", r->dir_path, name, why);
+			else
+				sp_error_errno("cannot open '%s/%s'", r->dir_path, name);
+			set_status(r, SP_EXIT_PARTIAL);
+			continue;
+		}
+		path = sp_xmalloc(strlen(r->dir_path) + 1 + sizeof(name));
+		sprintf(path, "%s/%s", r->dir_path, name);
+		start_input(r, fd, true, path);
+		free(path);
+		r->seg_read = true;
+		return 1;
+	}
+}
+
+static void close_dir(struct sp_reader *r)
+{
+	sp_segdir_free(r->dir);
+	r->dir = NULL;
+	free(r->dir_path);
+	r->dir_path = NULL;
+}
+
+/*
+ * Path p as a directory of segments: 1 it is one (r->dir set), 0 it is not
+ * a directory, -1 a directory that cannot be read this way (reported).
+ */
+static int open_dir(struct sp_reader *r, const char *p)
+{
+	struct stat st;
+
+	r->dir = sp_segdir_open(p);
+	if (r->dir) {
+		r->dir_path = sp_xstrdup(p);
+		r->seg = 0;
+		r->seg_read = r->seg_rotated = r->saw_end = r->dir_ended = false;
+		return 1;
+	}
+	if ((errno == ELOOP || errno == ENOTDIR) && lstat(p, &st) == 0 && S_ISLNK(st.st_mode) &&
+	    stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+		sp_error("'%s' is a symbolic link to a directory: segments are read only from "
+			 "a directory named itself", p);
+		set_status(r, SP_EXIT_FATAL);
+		return -1;
+	}
+	if (errno != ENOTDIR && errno != ELOOP && errno != ENOENT && errno != EACCES) {
+		sp_error_errno("cannot open the directory '%s'", p);
+		set_status(r, SP_EXIT_FATAL);
+		return -1;
+	}
+	return 0;
+}
+
+/* Open the next path, or the next segment of a directory; false when there
+ * is none left (r->would_block: none yet). */
+static bool open_next(struct sp_reader *r)
+{
+	while (r->dir || r->next_path < r->npaths || (r->npaths == 0 && r->next_path == 0)) {
+		const char *p;
+		int fd, k;
+
+		if (r->dir) {
+			k = open_segment(r);
+			if (k > 0)
+				return true;
+			if (k < 0)
+				return false;
+			if (!r->seg && !r->stop)
+				sp_warn("'%s' holds no segments (segment-NNNNNN.sp)", r->dir_path);
+			close_dir(r);
+			continue;
+		}
+		p = r->npaths ? r->paths[r->next_path] : "-";
 		r->next_path++;
 		if (!strcmp(p, "-")) {
 			start_input(r, STDIN_FILENO, false, "<stdin>");
 			return true;
 		}
+		k = open_dir(r, p);
+		if (k)
+			continue;
 		fd = open(p, (r->discard ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-		if (fd >= 0) {
-			struct stat st;
-
-			if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-				close(fd);
-				errno = EISDIR;
-				fd = -1;
-			}
-		}
 		if (fd < 0) {
 			sp_error_errno("cannot open '%s'", p);
 			set_status(r, SP_EXIT_FATAL);
@@ -137,10 +310,14 @@ static struct sp_reader *reader_new(void)
 struct sp_reader *sp_reader_open(char **paths, int n)
 {
 	struct sp_reader *r = reader_new();
+	bool ok;
 
 	r->paths = paths;
 	r->npaths = n;
-	if (!open_next(r)) {
+	r->opening = true;
+	ok = open_next(r) || r->dir;	/* an empty directory may be followed */
+	r->opening = false;
+	if (!ok) {
 		sp_reader_close(r);
 		return NULL;
 	}
@@ -161,8 +338,11 @@ void sp_reader_follow(struct sp_reader *r, bool follow, bool discard)
 {
 	r->follow = follow;
 	r->discard = discard && follow;
+	if (r->discard && r->dir)
+		sp_warn("'%s': --discard leaves the segments of a directory whole (the "
+			"recorder's --keep cap bounds them)", r->dir_path);
 	/* Discarding needs a descriptor that may write. */
-	if (r->discard && r->open && r->own_fd && r->npaths) {
+	if (r->discard && r->open && r->own_fd && r->npaths && !r->dir) {
 		int fd = open(r->name, O_RDWR | O_CLOEXEC);
 
 		if (fd >= 0) {
@@ -226,7 +406,7 @@ static void discard_consumed(struct sp_reader *r)
 {
 	uint64_t upto = (r->base + r->start) & ~(uint64_t)4095;
 
-	if (!r->discard || !r->is_reg || upto < r->punched + DISCARD_EVERY)
+	if (!r->discard || !r->is_reg || r->dir || upto < r->punched + DISCARD_EVERY)
 		return;
 	if (fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, r->punched,
 		      upto - r->punched)) {
@@ -235,6 +415,21 @@ static void discard_consumed(struct sp_reader *r)
 		return;
 	}
 	r->punched = upto;
+}
+
+/*
+ * A followed segment that stopped growing without its end record while a
+ * newer segment exists is over: its writer went on without closing it
+ * (killed, or a new recording in the directory). Looked at every
+ * STALE_WAITS waits at its end.
+ */
+static bool abandoned(struct sp_reader *r)
+{
+	uint64_t next;
+
+	if (!r->dir || ++r->idle_waits % STALE_WAITS)
+		return false;
+	return rescan(r) && sp_segdir_next(r->dir, r->seg, &next);
 }
 
 /*
@@ -261,6 +456,7 @@ static int fill(struct sp_reader *r, size_t want)
 			return 0;
 		n = read(r->fd, r->buf + r->end, r->cap - r->end);
 		if (n > 0) {
+			r->idle_waits = 0;
 			r->end += n;
 			return 1;
 		}
@@ -285,11 +481,13 @@ static int fill(struct sp_reader *r, size_t want)
 				return -1;
 			}
 			discard_consumed(r);
+			if (abandoned(r))
+				return 0;
 			r->would_block = true;
 			r->eof = false;
 			return 0;
 		}
-		if (!r->follow || !r->is_reg || r->saw_end || r->stop)
+		if (!r->follow || !r->is_reg || r->saw_end || r->stop || abandoned(r))
 			return 0;
 		/* Following: a growing file. Shrinking is an error. */
 		{
@@ -383,6 +581,31 @@ static void warn_unknown(struct sp_reader *r, const struct sp_record *rec)
 		(unsigned long long)rec->unknown.kind);
 }
 
+/*
+ * An end record read: false to drop it. Between the segments of a
+ * directory, an end with reason "rotated" is transport: it closes one file
+ * of a recording that goes on in the next segment's stream (whose header,
+ * with its segment number, follows), so it is not handed on. Passed on,
+ * every consumer would have to tell it from a real end, or a follower
+ * downstream would stop, sp-tree would date the recording's end there,
+ * sp-correlate would close the spans still running. Read from a file (one
+ * segment alone, or segments joined) it is passed on as it is, so that
+ * sp-decode and --encode keep it; sp-tree and sp-correlate then pass over
+ * it. Any other end ends the recording: a followed directory is not waited
+ * on after it.
+ */
+static bool end_record(struct sp_reader *r, const struct sp_record *rec)
+{
+	r->saw_end = true;
+	if (rec->end.reason == SP_ENDR_ROTATED) {
+		r->seg_rotated = true;
+		return !r->dir;
+	}
+	if (r->dir)
+		r->dir_ended = true;
+	return true;
+}
+
 /* 1 record, 0 end of this input, -1 fatal in this input. */
 static int next_spool(struct sp_reader *r, struct sp_record *rec)
 {
@@ -452,8 +675,8 @@ static int next_spool(struct sp_reader *r, struct sp_record *rec)
 		}
 		if (rec->kind == SP_REC_STACK || rec->kind == SP_REC_SYMBOL)
 			warn_limits(r, pos);
-		if (rec->kind == SP_REC_END)
-			r->saw_end = true;
+		if (rec->kind == SP_REC_END && !end_record(r, rec))
+			continue;
 		return 1;
 	}
 }
@@ -472,8 +695,8 @@ static int next_json(struct sp_reader *r, struct sp_record *rec)
 			rec->pos = r->pending_pos;
 			if (rec->kind == SP_REC_KIND_MAX)
 				warn_unknown(r, rec);
-			if (rec->kind == SP_REC_END)
-				r->saw_end = true;
+			if (rec->kind == SP_REC_END && !end_record(r, rec))
+				continue;
 			return 1;
 		}
 		r->pending_json = false;
@@ -522,6 +745,7 @@ int sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 {
 	int got;
 
+	r->would_block = false;
 	while (r->open || open_next(r)) {
 		r->would_block = false;
 		if (!r->format && detect(r) < 0) {
@@ -539,6 +763,8 @@ int sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 		if (r->stop)
 			break;
 	}
+	if (r->would_block)
+		return 0;
 	return r->status == SP_EXIT_FATAL ? -1 : 0;
 }
 
@@ -560,6 +786,7 @@ int sp_reader_close(struct sp_reader *r)
 	if (!r)
 		return SP_EXIT_FATAL;
 	close_input(r);
+	close_dir(r);
 	status = r->status;
 	sp_defs_free(r->defs);
 	sp_json_in_free(r->json);

@@ -3,7 +3,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "escape.h"
 #include "events.h"
 #include "schema.h"
 #include "sp.h"
@@ -32,6 +34,48 @@ static void saw_time(struct sp_stats *s, uint64_t t)
 		s->last_time = t;
 }
 
+/* The bytes of string id into dst, cut at a whole character; their length. */
+static size_t copy_text(char *dst, size_t size, const struct sp_defs *d, uint64_t id)
+{
+	size_t len = 0;
+	const char *p = sp_defs_str(d, id, &len);
+
+	if (!p)
+		return 0;
+	if (len > size)
+		len = sp_utf8_cut(p, len, size);
+	memcpy(dst, p, len);
+	return len;
+}
+
+static void saw_trigger(struct sp_stats *s, const struct sp_defs *d, const struct sp_end *e)
+{
+	s->dump = true;
+	s->trigger_len = copy_text(s->trigger, sizeof(s->trigger), d, e->trigger);
+	s->trigger_detail_len = copy_text(s->trigger_detail, sizeof(s->trigger_detail), d,
+					  e->detail);
+	s->trigger_time = e->trigger_time;
+}
+
+/* "2025-12-02T10:00:00.150Z (+150.0 ms)" for monotonic time t, or "?". */
+static void fmt_at(const struct sp_stats *s, uint64_t t, char *out, size_t size)
+{
+	uint64_t wall;
+	time_t secs;
+	struct tm tm;
+	size_t n;
+
+	snprintf(out, size, "?");
+	if (!t || !s->start_wall || t < s->start_mono)
+		return;
+	wall = s->start_wall + (t - s->start_mono);
+	secs = (time_t)(wall / 1000000000ull);
+	gmtime_r(&secs, &tm);
+	n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, size - n, ".%03lluZ (+%.3f s)", (unsigned long long)(wall / 1000000ull % 1000),
+		 (t - s->start_mono) / 1e9);
+}
+
 void sp_stats_add(struct sp_stats *s, const struct sp_defs *d, const struct sp_record *rec)
 {
 	unsigned int k = rec->kind <= SP_REC_KIND_MAX ? rec->kind : SP_REC_KIND_MAX;
@@ -40,7 +84,14 @@ void sp_stats_add(struct sp_stats *s, const struct sp_defs *d, const struct sp_r
 	s->per_kind[k]++;
 	switch (rec->kind) {
 	case SP_REC_HEADER:
-		s->streams++;
+		if (!s->streams++) {
+			s->start_wall = rec->header.start_wall_ns;
+			s->start_mono = rec->header.start_mono_ns;
+		}
+		break;
+	case SP_REC_END:
+		if (rec->end.reason == SP_ENDR_TRIGGER)
+			saw_trigger(s, d, &rec->end);
 		break;
 	case SP_REC_STACK: {
 		uint64_t id = sp_defs_nstacks(d), depth;
@@ -124,6 +175,17 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 			fprintf(out, ",\"lost_span_stops\":%" PRIu64, s->lost[SP_LOST_SPAN_STOPS]);
 		if (s->lost[SP_LOST_UNPROBED])
 			fprintf(out, ",\"unprobed\":%" PRIu64, s->lost[SP_LOST_UNPROBED]);
+		if (s->streams > 1)
+			fprintf(out, ",\"streams\":%" PRIu64, s->streams);
+		if (s->lost[SP_LOST_WINDOW])
+			fprintf(out, ",\"lost_window\":%" PRIu64, s->lost[SP_LOST_WINDOW]);
+		if (s->dump) {
+			fputs(",\"trigger\":", out);
+			sp_esc_json_put(out, s->trigger, s->trigger_len, 0);
+			fputs(",\"trigger_detail\":", out);
+			sp_esc_json_put(out, s->trigger_detail, s->trigger_detail_len, 0);
+			fprintf(out, ",\"trigger_time\":%" PRIu64, s->trigger_time);
+		}
 		fprintf(out, ",\"kinds\":{");
 		for (k = 1; k <= SP_REC_KIND_MAX; k++) {
 			if (!s->per_kind[k])
@@ -192,6 +254,28 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 	if (s->lost[SP_LOST_UNPROBED])
 		fprintf(out, "unprobed        %" PRIu64 " processes left without some span "
 			"probes\n", s->lost[SP_LOST_UNPROBED]);
+	if (s->lost[SP_LOST_WINDOW])
+		fprintf(out, "window          dropped %" PRIu64 " records (older than the flight "
+			"recorder's window)\n", s->lost[SP_LOST_WINDOW]);
+	if (s->streams > 1)
+		fprintf(out, "streams         %" PRIu64 " (segments of a recording, or spools "
+			"joined)\n", s->streams);
+	if (s->dump) {
+		char at[80];
+
+		fmt_at(s, s->trigger_time, at, sizeof(at));
+		fputs("dump: trigger ", out);
+		if (s->trigger_len)
+			sp_esc_text_put(out, s->trigger, s->trigger_len, 0);
+		else
+			fputs("?", out);
+		fprintf(out, " at %s", at);
+		if (s->trigger_detail_len) {
+			fputs(": ", out);
+			sp_esc_text_put(out, s->trigger_detail, s->trigger_detail_len, 0);
+		}
+		fputc('\n', out);
+	}
 	if (input_bytes) {
 		fprintf(out, "bytes           %" PRIu64 "\n", input_bytes);
 		if (s->samples)

@@ -23,6 +23,13 @@ struct sp_stats {
 	uint64_t lost[SP_LOST_WHAT_MAX];	/* per enum sp_lost_what */
 	uint64_t first_time, last_time;
 	uint64_t streams;
+	uint64_t start_wall, start_mono;	/* of the first header */
+	/* A flight dump's end (SP_ENDR_TRIGGER): what fired, as recorded (cut
+	 * at a whole character), escaped when printed. */
+	char trigger[64], trigger_detail[256];
+	size_t trigger_len, trigger_detail_len;
+	uint64_t trigger_time;
+	bool dump;
 	struct sp_u64map pids, tids;
 	uint64_t max_depth, depth_sum;
 	uint32_t *depth;	/* per stack id of the current stream */
