@@ -53,6 +53,17 @@ struct {
 	__type(value, __u8);
 } tgids SEC(".maps");
 
+/* With cgroup_filter: the cgroup ids (inodes of cgroup v2 directories)
+ * whose tasks and their descendants' are recorded (set by user space). */
+const volatile __u32 cgroup_filter = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_BPF_CGROUPS);
+	__type(key, __u64);
+	__type(value, __u8);
+} cgroups SEC(".maps");
+
 /* Per system call number: SP_WANT_* (set by user space). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -118,10 +129,29 @@ static __always_inline void count_lost(void)
 	l->last_ns = now;
 }
 
+/* -a --cgroup/--container: the current task's cgroup, or one of its
+ * ancestors, is in the "cgroups" map. */
+static __always_inline int in_cgroups(void)
+{
+	__u64 id = bpf_get_current_cgroup_id();
+	int level;
+
+	if (bpf_map_lookup_elem(&cgroups, &id))
+		return 1;
+	for (level = 0; level < SP_BPF_CGROUP_DEPTH; level++) {
+		id = bpf_get_current_ancestor_cgroup_id(level);
+		if (!id)
+			return 0;	/* above the task's own level */
+		if (bpf_map_lookup_elem(&cgroups, &id))
+			return 1;
+	}
+	return 0;
+}
+
 static __always_inline int in_tree(__u32 tgid)
 {
 	if (trace_all)
-		return 1;
+		return !cgroup_filter || in_cgroups();
 	return bpf_map_lookup_elem(&tgids, &tgid) != NULL;
 }
 

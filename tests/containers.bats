@@ -15,6 +15,7 @@ teardown() {
 	for p in $BGPIDS; do
 		kill "$p" 2>/dev/null || true
 	done
+	[ -z "${CONTAINERS:-}" ] || stop_containers
 }
 
 needs_unshare() {
@@ -170,4 +171,172 @@ rm_cgroup() {
 	assert_equal "$(jq -r .runtime <<<"$rec")" systemd
 	assert_equal "$(jq -r .container <<<"$rec")" "sp-test-$$.service"
 	assert_equal "$(jq -r .pod <<<"$rec")" null
+}
+
+# ---- a real container runtime: podman ----
+#
+# Podman as this machine allows it (docs/containers.md): rootful, runc (crun
+# refuses a hybrid cgroup hierarchy: "drop all controllers from cgroupv2"),
+# limits no higher than ours (without CAP_SYS_RESOURCE crun and runc cannot
+# raise them), no network. The image is imported from a root filesystem
+# made here: sh, cat, sleep, python3.11 and its library, their shared
+# libraries, and spin (tests/fixtures/containers/spin.c), compiled into
+# that root only.
+needs_podman() {
+	require_root
+	require_cmd podman "apt-get install podman runc"
+	require_cmd gcc
+	PODMAN=(podman)
+	if command -v runc >/dev/null; then
+		PODMAN+=(--runtime runc)
+	fi
+	IMAGE=localhost/sp-test-$BATS_ROOT_PID:latest
+	if [ ! -e "$BATS_FILE_TMPDIR/image.ok" ]; then
+		[ -e "$BATS_FILE_TMPDIR/image.failed" ] && skip "$(cat "$BATS_FILE_TMPDIR/image.failed")"
+		build_image
+	fi
+	mkdir -p "$T/out"
+}
+
+copy_with_libs() {
+	local f l
+	for f in "$@"; do
+		mkdir -p "$R$(dirname "$f")"
+		cp -L "$f" "$R$f"
+		for l in $(ldd "$f" | grep -o '/[^ ]*'); do
+			[ -e "$R$l" ] && continue
+			mkdir -p "$R$(dirname "$l")"
+			cp -L "$l" "$R$l"
+		done
+	done
+}
+
+build_image() {
+	local py
+	R=$BATS_FILE_TMPDIR/root
+	mkdir -p "$R/app" "$R/tmp" "$R/out" "$R/etc"
+	chmod 1777 "$R/tmp"
+	copy_with_libs /bin/sh /bin/cat /bin/sleep
+	py=$(readlink -f /usr/bin/python3)
+	if [ -x "$py" ] && [ -d /usr/lib/python3.11 ]; then
+		copy_with_libs "$py"
+		ln -s "$py" "$R/usr/bin/python3"
+		tar -C / --exclude='test' --exclude='__pycache__' --exclude='idlelib' \
+			--exclude='tkinter' --exclude='ensurepip' -c usr/lib/python3.11 | tar -C "$R" -x
+	fi
+	cp "$FIXTURES/work.py" "$R/app/"
+	gcc -O1 -g -fno-omit-frame-pointer -o "$R/app/spin" "$FIXTURES/spin.c"
+	# podman's overlay storage; vfs where overlay cannot be mounted
+	if ! tar -C "$R" -c . | podman import - "$IMAGE" >/dev/null 2>"$BATS_FILE_TMPDIR/import.err"; then
+		PODMAN+=(--storage-driver vfs)
+		tar -C "$R" -c . | "${PODMAN[@]}" import - "$IMAGE" >/dev/null 2>&1 || {
+			echo "podman cannot import an image here: $(head -c 300 "$BATS_FILE_TMPDIR/import.err")" \
+				> "$BATS_FILE_TMPDIR/image.failed"
+			skip "$(cat "$BATS_FILE_TMPDIR/image.failed")"
+		}
+	fi
+	printf '%s\n' "${PODMAN[@]}" > "$BATS_FILE_TMPDIR/image.ok"
+}
+
+teardown_file() {
+	[ -e "$BATS_FILE_TMPDIR/image.ok" ] || return 0
+	mapfile -t PODMAN < "$BATS_FILE_TMPDIR/image.ok"
+	"${PODMAN[@]}" rmi -f "localhost/sp-test-$BATS_ROOT_PID:latest" >/dev/null 2>&1 || true
+}
+
+# Start a container named $1 running the rest; sets CID (its full id) and
+# CPID (its first process, as the host sees it).
+start_container() {
+	local name=$1
+	shift
+	[ -e "$BATS_FILE_TMPDIR/image.ok" ] && mapfile -t PODMAN < "$BATS_FILE_TMPDIR/image.ok"
+	CID=$("${PODMAN[@]}" run --rm -d --network none --ulimit nofile=1024:1024 \
+		--ulimit nproc=4096:4096 -v "$T/out:/out" --name "$name" "$IMAGE" "$@") ||
+		fail "podman run failed: $CID"
+	CONTAINERS="${CONTAINERS:-} $name"
+	CPID=$("${PODMAN[@]}" inspect -f '{{.State.Pid}}' "$name")
+}
+
+stop_containers() {
+	local c
+	for c in ${CONTAINERS:-}; do
+		"${PODMAN[@]}" rm -f -t 0 "$c" >/dev/null 2>&1 || true
+	done
+}
+
+wait_file() {
+	for _ in $(seq 100); do
+		[ -s "$1" ] && return 0
+		sleep 0.1
+	done
+	fail "$1 did not appear"
+}
+
+@test "containers: podman: --container records only the container while the host runs too" {
+	needs_podman
+	start_container "sp-test-$$-a" /app/spin /out/nspid
+	wait_file "$T/out/nspid"
+	sh -c 'while :; do :; done' &
+	BGPIDS=$!
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-a" -d 1 -o "$T/c.sp"
+	sp-decode "$T/c.sp" > "$T/c.jsonl"
+	# samples of the container's process only, none of the host's loop
+	run -0 jq -s -c '[.[] | select(.type=="sample") | .pid] | unique' "$T/c.jsonl"
+	assert_output "[$CPID]"
+	# its record: the container podman gave, the pid it sees itself as
+	rec=$(jq -c "select(.type==\"process\" and .pid==$CPID)" "$T/c.jsonl")
+	assert_equal "$(jq -r .container <<<"$rec")" "$CID"
+	assert_equal "$(jq -r .runtime <<<"$rec")" podman
+	assert_equal "$(jq .nspid <<<"$rec")" "$(awk '{ print $NF }' "$T/out/nspid")"
+	assert_equal "$(jq .pid_ns <<<"$rec")" "$(stat -L -c %i /proc/$CPID/ns/pid)"
+	run -0 jq -r "select(.type==\"process\" and .pid==$BGPIDS) | .pid" "$T/c.jsonl"
+	assert_output ""
+	# by a prefix of its id, as podman ps shows it
+	run --separate-stderr -0 sp-record -a --container="${CID:0:12}" -d 0.5 -o "$T/p.sp"
+	run -0 sp-decode "$T/p.sp"
+	run -0 jq -s -c '[.[] | select(.type=="sample") | .pid] | unique' <<<"$output"
+	assert_output "[$CPID]"
+	stop_containers
+}
+
+@test "containers: podman: --container keeps the kernel events of other processes out" {
+	needs_podman
+	start_container "sp-test-$$-b" /bin/sleep 60
+	(
+		sleep 0.5
+		"${PODMAN[@]}" exec "sp-test-$$-b" /bin/cat /etc/hostname > "$T/out/inside"
+		cat /etc/hostname > "$T/out/host"
+	) &
+	BGPIDS=$!
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-b" --no-samples \
+		--events=proc,file -d 2 -o "$T/e.sp"
+	sp-decode "$T/e.sp" > "$T/e.jsonl"
+	# the cat run in the container: its exec and its open of /etc/hostname,
+	# as the container names it
+	run -0 jq -r 'select(.type=="event" and .event=="proc_exec") | .filename // .path' "$T/e.jsonl"
+	assert_output --partial /bin/cat
+	run -0 jq -r 'select(.type=="event" and .event=="path_open" and .path=="/etc/hostname") | .pid' \
+		"$T/e.jsonl"
+	[ -n "$output" ]
+	# every event's process is in the container's cgroup
+	run -0 jq -r 'select(.type=="process") | .cgroup // "none"' "$T/e.jsonl"
+	for c in "${lines[@]}"; do
+		[ "$c" = none ] || [[ $c == *"$CID"* ]] || fail "a process outside the container: $c"
+	done
+	# the host's cat is not there: no process record names it outside
+	run -0 jq -r "select(.type==\"event\" and .event==\"proc_exec\") | .pid" "$T/e.jsonl"
+	for p in "${lines[@]}"; do
+		run -0 jq -r "select(.type==\"process\" and .pid==$p) | .cgroup // \"none\"" "$T/e.jsonl"
+		[ "$output" = none ] || [[ $output == *"$CID"* ]] || fail "exec of pid $p outside"
+	done
+	stop_containers
+}
+
+@test "containers: --container names what it cannot find, --cgroup needs -a" {
+	require_root
+	run --separate-stderr -2 sp-record -a --container=sp-no-such-container-$$ -d 0.1 -o "$T/n.sp"
+	assert_equal "$stderr" "sp-record: error: --container: no running process belongs to a container 'sp-no-such-container-$$' (an id prefix, a systemd unit, or a name podman or docker knows)"
+	run --separate-stderr -64 sp-record --cgroup=/ -o "$T/n.sp" -- true
+	assert_output ""
+	[[ $stderr == *"--cgroup and --container go with -a"* ]]
 }

@@ -22,6 +22,7 @@ static struct env {
 	struct sp_offcpu_opts offcpu;	/* --off-cpu: lib/record/perf_offcpu.c */
 	struct sp_events_opts events;	/* --events: lib/record/bpf_events.c */
 	struct sp_spans_opts spans;	/* --spans: lib/record/bpf_spans.c */
+	struct sp_cgroup_filter cgroups;	/* --cgroup, --container: lib/record/cgroup_filter.c */
 	uint32_t pids[SP_RECORDER_MAX_PIDS];
 	unsigned int npids;
 	bool system_wide;
@@ -156,6 +157,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->child_inputs[1] = &env.offcpu;
 		state->child_inputs[2] = &env.events;
 		state->child_inputs[3] = &env.spans;
+		state->child_inputs[4] = &env.cgroups;
 		break;
 	case 'p':
 		if (parse_pids(arg))
@@ -259,6 +261,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--user-only and --kernel-only exclude each other");
 		if (env.check)
 			break;
+		if (sp_cgroup_filter_given(&env.cgroups) && !env.system_wide)
+			argp_error(state, "--cgroup and --container go with -a");
+		if (sp_cgroup_filter_given(&env.cgroups) && env.offcpu.enabled)
+			argp_error(state, "--off-cpu cannot be limited to cgroups yet: not with "
+				   "--cgroup or --container");
 		if (env.npids && env.system_wide)
 			argp_error(state, "-p and -a exclude each other");
 		if (env.npids && state->next < state->argc)
@@ -355,6 +362,7 @@ int main(int argc, char **argv)
 		{ .argp = &sp_offcpu_argp, .group = 2 },
 		{ .argp = &sp_events_argp, .group = 4 },
 		{ .argp = &sp_spans_argp, .group = 5 },
+		{ .argp = &sp_cgroup_filter_argp, .group = 1 },
 		{ 0 }
 	};
 	static const struct argp argp = {
@@ -378,6 +386,9 @@ int main(int argc, char **argv)
 		return check();
 	if (first < argc && !strcmp(argv[first], "--"))
 		first++;
+	if (sp_cgroup_filter_resolve(&env.cgroups))
+		return SP_EXIT_FATAL;
+	env.perf.cgroups = env.events.cgroups = &env.cgroups;
 	env.perf.enable_on_exec = first < argc;
 	/* The spans source first: its BPF object loads while the rest is set
 	 * up. It is told the command when "--" set it apart. */

@@ -173,6 +173,7 @@ struct perf {
 	uint32_t *roots;
 	unsigned int nroots;
 	bool system_wide;
+	bool cgroup_mode;	/* -a limited to cgroups: o.cgroups */
 
 	struct sp_perf_stats st;
 	const char *failed_call;	/* what open_on() failed at */
