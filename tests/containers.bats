@@ -179,7 +179,7 @@ rm_cgroup() {
 # refuses a hybrid cgroup hierarchy: "drop all controllers from cgroupv2"),
 # limits no higher than ours (without CAP_SYS_RESOURCE crun and runc cannot
 # raise them), no network. The image is imported from a root filesystem
-# made here: sh, cat, sleep, python3.11 and its library, their shared
+# made here: sh, cat, sleep, ln, python3.11 and its library, their shared
 # libraries, and spin (tests/fixtures/containers/spin.c), compiled into
 # that root only.
 needs_podman() {
@@ -216,7 +216,7 @@ build_image() {
 	R=$BATS_FILE_TMPDIR/root
 	mkdir -p "$R/app" "$R/tmp" "$R/out" "$R/etc"
 	chmod 1777 "$R/tmp"
-	copy_with_libs /bin/sh /bin/cat /bin/sleep
+	copy_with_libs /bin/sh /bin/cat /bin/sleep /bin/ln
 	py=$(readlink -f /usr/bin/python3)
 	if [ -x "$py" ] && [ -d /usr/lib/python3.11 ]; then
 		copy_with_libs "$py"
@@ -339,4 +339,66 @@ wait_file() {
 	run --separate-stderr -64 sp-record --cgroup=/ -o "$T/n.sp" -- true
 	assert_output ""
 	[[ $stderr == *"--cgroup and --container go with -a"* ]]
+}
+
+@test "containers: podman: a binary only in the container symbolizes, from its root and from the archive" {
+	needs_podman
+	start_container "sp-test-$$-s" /app/spin /out/nspid
+	wait_file "$T/out/nspid"
+	[ ! -e /app/spin ] || skip "/app/spin exists on the host"
+	mkdir -m 700 "$T/arch"
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-s" --archive="$T/arch" \
+		-d 1 -o "$T/s.sp"
+	# the module under the name the container gives it, with its build-id
+	# (read through /proc/PID/map_files: the host has no /app/spin)
+	bid=$(readelf -n "$BATS_FILE_TMPDIR/root/app/spin" | awk '/Build ID/ { print $3 }')
+	run -0 sp-decode "$T/s.sp"
+	run -0 jq -r 'select(.type=="module" and .path=="/app/spin") | .build_id' <<<"$output"
+	assert_equal "$(sort -u <<<"$output")" "$bid"
+	# while it runs: through /proc/PID/root
+	run --separate-stderr -0 sp-symbolize "$T/s.sp" -o "$T/s.sym"
+	run -0 sp-flame --format=folded "$T/s.sym"
+	assert_output --partial "main;container_spin;container_leaf"
+	stop_containers
+	# once it is gone: from the archive only
+	run --separate-stderr sp-symbolize "$T/s.sp" -o "$T/gone.sym"
+	[[ $stderr == *"'/app/spin': file not found"* ]]
+	run --separate-stderr -0 sp-symbolize --archive="$T/arch" "$T/s.sp" -o "$T/a.sym"
+	run -0 sp-flame --format=folded "$T/a.sym"
+	assert_output --partial "main;container_spin;container_leaf"
+}
+
+@test "containers: podman: the JIT perf map in the container's /tmp under its own pid is read" {
+	needs_podman
+	start_container "sp-test-$$-j" /app/spin /out/nspid
+	wait_file "$T/out/nspid"
+	nspid=$(awk '{ print $NF }' "$T/out/nspid")
+	# the map is the container's: the host's /tmp has none under either pid
+	[ ! -e "/tmp/perf-$nspid.map" ] || skip "/tmp/perf-$nspid.map exists on the host"
+	[ ! -e "/tmp/perf-$CPID.map" ]
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-j" -d 1 -o "$T/j.sp"
+	run -0 sp-decode "$T/j.sp"
+	run -0 jq -r 'select(.type=="jitsym") | "\(.pid) \(.size) \(.name)"' <<<"$output"
+	assert_output "$CPID 10 jit_busy_loop"
+	# and a sampled frame in that code is named by it
+	run --separate-stderr -0 sp-symbolize "$T/j.sp" -o "$T/j.sym"
+	run -0 sp-decode "$T/j.sym"
+	run -0 jq -r 'select(.type=="symbol" and .func=="jit_busy_loop") | .func' <<<"$output"
+	[ -n "$output" ]
+	stop_containers
+}
+
+@test "containers: podman: a JIT perf map that is a link inside the container is not followed" {
+	needs_podman
+	# the container's /tmp/perf-1.map points at a host file
+	echo "7f0000001000 10 host_secret" > "$T/secret.map"
+	start_container "sp-test-$$-l" /bin/sh -c \
+		"ln -s $T/secret.map /tmp/perf-1.map; echo ok > /out/ready; exec /bin/sleep 60"
+	wait_file "$T/out/ready"
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-l" -d 0.5 -o "$T/l.sp"
+	[[ $stderr == *"pid $CPID: JIT perf map '/proc/$CPID/root/tmp/perf-1.map' not read: "* ]]
+	run -0 sp-decode "$T/l.sp"
+	run -0 jq -r 'select(.type=="jitsym") | .name' <<<"$output"
+	assert_output ""
+	stop_containers
 }
