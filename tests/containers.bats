@@ -402,3 +402,42 @@ wait_file() {
 	assert_output ""
 	stop_containers
 }
+
+@test "containers: podman: a whole-machine recording by container: sp-flame, sp-tree, pprof and OTLP labels" {
+	needs_podman
+	start_container "sp-test-$$-f" /app/spin /out/nspid
+	wait_file "$T/out/nspid"
+	sh -c 'while :; do :; done' &
+	BGPIDS=$!
+	run --separate-stderr -0 sp-record -a -d 1 -o "$T/all.sp"
+	sp-symbolize "$T/all.sp" -o "$T/all.sym" 2>/dev/null
+	stop_containers
+	# sp-flame: the container's stacks under its label, the host's loop under host
+	run -0 sp-flame --by=container,process --format=folded "$T/all.sym"
+	assert_output --regexp "(^|
+)podman:${CID:0:12};spin-$CPID;[^ ]*container_spin;container_leaf [0-9]+"
+	assert_output --regexp "(^|
+)host;sh-$BGPIDS;"
+	# sp-tree: the container's processes only
+	run -0 sp-tree --container="${CID:0:8}" "$T/all.sp"
+	assert_output --partial "[PROC pid=$CPID nspid=1 comm=spin container=podman:${CID:0:12} "
+	refute_output --partial "pid=$BGPIDS "
+	run -0 sp-tree --container="podman:${CID:0:8}" "$T/all.sp"
+	assert_output --partial "[PROC pid=$CPID "
+	run -0 sp-tree --container="docker:${CID:0:8}" "$T/all.sp"
+	refute_output --partial "[PROC"
+	# OTLP: the container's resource says which container
+	sp-correlate "$T/all.sym" > "$T/all.cor"
+	run --separate-stderr -0 sp-export --json --profiles -o "$T/all.json" "$T/all.cor"
+	run -0 jq -r ".. | objects | select(has(\"attributes\")) | .attributes
+		| select(any(.[]; .key==\"process.pid\" and .value.intValue==\"$CPID\"))
+		| (.[] | select(.key==\"container.id\" or .key==\"container.runtime\")
+		   | \"\(.key)=\(.value.stringValue)\")" "$T/all.json"
+	assert_output --partial "container.id=$CID"
+	assert_output --partial "container.runtime=podman"
+	# pprof: a container label on the container's samples (Go's pprof reads it)
+	command -v go >/dev/null || skip "needs go for go tool pprof"
+	run --separate-stderr -0 sp-flame --pprof -o "$T/all.pb.gz" "$T/all.sym"
+	run -0 go tool pprof -tags "$T/all.pb.gz"
+	assert_output --partial "podman:$CID"
+}
