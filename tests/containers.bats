@@ -441,3 +441,25 @@ wait_file() {
 	run -0 go tool pprof -tags "$T/all.pb.gz"
 	assert_output --partial "podman:$CID"
 }
+
+@test "containers: podman: a Python program in the container: its samples symbolize from the container's files" {
+	needs_podman
+	[ -x "$BATS_FILE_TMPDIR/root/usr/bin/python3" ] || skip "no python3.11 to put in the image"
+	start_container "sp-test-$$-p" /usr/bin/python3 /app/work.py /out/nspid
+	wait_file "$T/out/nspid"
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-p" -d 1 -o "$T/py.sp"
+	sp-decode "$T/py.sp" > "$T/py.jsonl"
+	rec=$(jq -c "select(.type==\"process\" and .pid==$CPID)" "$T/py.jsonl")
+	assert_equal "$(jq .nspid <<<"$rec")" "$(awk '{ print $NF }' "$T/out/nspid")"
+	assert_equal "$(jq -r .container <<<"$rec")" "$CID"
+	# the interpreter's module: the container's file, its build-id read from it
+	py=$(readlink -f /usr/bin/python3)
+	bid=$(readelf -n "$BATS_FILE_TMPDIR/root$py" | awk '/Build ID/ { print $3 }')
+	run -0 jq -r "select(.type==\"module\" and .pid==$CPID and .path==\"$py\") | .build_id" \
+		"$T/py.jsonl"
+	assert_equal "$(sort -u <<<"$output")" "$bid"
+	run --separate-stderr -0 sp-symbolize "$T/py.sp" -o "$T/py.sym"
+	run -0 sp-flame --format=folded "$T/py.sym"
+	assert_output --regexp "Py_RunMain;[^ ]*_PyEval_EvalFrameDefault"
+	stop_containers
+}
