@@ -480,6 +480,26 @@ static __always_inline void do_fork(struct task_struct *parent, struct task_stru
 	rec_emit(s);
 }
 
+/* Who the exec'ing task is, read now: a short-lived process is gone when
+ * user space would read /proc (docs/containers.md). arg[1] its pid in its
+ * own pid namespace, arg[2] that namespace's inode, arg[3] its mount
+ * namespace's, arg[4] its cgroup v2 id, arg[5] its start (ns since boot,
+ * CLOCK_BOOTTIME). */
+static __always_inline void put_identity(struct sp_bpf_scratch *s, struct task_struct *t)
+{
+	struct pid *tp = BPF_CORE_READ(t, thread_pid);
+	unsigned int level = BPF_CORE_READ(tp, level);
+	struct upid up = { 0 };
+
+	if (level < 32 && !bpf_probe_read_kernel(&up, sizeof(up), &tp->numbers[level])) {
+		s->ev.arg[1] = up.nr;
+		s->ev.arg[2] = BPF_CORE_READ(up.ns, ns.inum);
+	}
+	s->ev.arg[3] = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
+	s->ev.arg[4] = bpf_get_current_cgroup_id();
+	s->ev.arg[5] = BPF_CORE_READ(t, start_boottime);
+}
+
 static __always_inline void do_exec(const void *filename, int kernel_str, __u32 old_pid)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
@@ -493,6 +513,7 @@ static __always_inline void do_exec(const void *filename, int kernel_str, __u32 
 	if (!s)
 		return;
 	s->ev.arg[0] = old_pid;
+	put_identity(s, t);
 	put_kernel_str(s, 0, filename);
 	start = BPF_CORE_READ(t, mm, arg_start);
 	end = BPF_CORE_READ(t, mm, arg_end);

@@ -463,3 +463,32 @@ wait_file() {
 	assert_output --regexp "Py_RunMain;[^ ]*_PyEval_EvalFrameDefault"
 	stop_containers
 }
+
+@test "containers: podman: a short-lived process's exec event carries its identity, read in the kernel" {
+	needs_podman
+	start_container "sp-test-$$-e" /bin/sleep 60
+	(
+		sleep 0.5
+		"${PODMAN[@]}" exec "sp-test-$$-e" /bin/sh -c \
+			'while read -r l; do case $l in NSpid:*) echo "$l" > /out/exec-nspid;; esac; done < /proc/self/status'
+	) &
+	BGPIDS=$!
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-e" --no-samples --events=proc \
+		-d 2 -o "$T/x.sp"
+	wait_file "$T/out/exec-nspid"
+	# the shell that read its own status: long gone when its record was
+	# written, its exec event says who it was
+	run -0 sp-decode "$T/x.sp"
+	ev=$(jq -c 'select(.type=="event" and .event=="proc_exec" and .argv != null
+		and (.argv | test("NSpid")))' <<<"$output")
+	[ -n "$ev" ] || fail "no exec of the shell: $output"
+	assert_equal "$(jq .nspid <<<"$ev")" "$(awk '{ print $NF }' "$T/out/exec-nspid")"
+	assert_equal "$(jq .pid_ns <<<"$ev")" "$(stat -L -c %i /proc/$CPID/ns/pid)"
+	assert_equal "$(jq .mnt_ns <<<"$ev")" "$(stat -L -c %i /proc/$CPID/ns/mnt)"
+	cg=$(sed -n 's/^0:://p' /proc/$CPID/cgroup)
+	assert_equal "$(jq -r .cgroup <<<"$ev")" "$cg"
+	M=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
+	assert_equal "$(jq .cgroup_id <<<"$ev")" "$(stat -c %i "$M$cg")"
+	[ "$(jq .start_boot_ns <<<"$ev")" -gt 0 ]
+	stop_containers
+}

@@ -68,15 +68,16 @@ const struct argp sp_cgroup_filter_argp = {
 };
 
 /* The first cgroup2 mount whose root is the hierarchy's root, from
- * /proc/self/mountinfo (fields: id parent maj:min root mountpoint ... - type). */
-static int cgroup2_mount(char *out, size_t size)
+ * /proc/self/mountinfo (fields: id parent maj:min root mountpoint ... - type);
+ * quiet: say nothing when there is none. */
+static int cgroup2_mount_q(char *out, size_t size, bool quiet)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char line[4096], root[4096], mnt[4096], *dash;
 	int found = -1;
 
 	if (!f)
-		return sp_error_errno("cannot open /proc/self/mountinfo");
+		return quiet ? -1 : sp_error_errno("cannot open /proc/self/mountinfo");
 	while (found && fgets(line, sizeof(line), f)) {
 		dash = strstr(line, " - ");
 		if (!dash || strncmp(dash + 3, "cgroup2 ", 8))
@@ -89,9 +90,14 @@ static int cgroup2_mount(char *out, size_t size)
 		found = 0;
 	}
 	fclose(f);
-	if (found)
+	if (found && !quiet)
 		sp_error("no cgroup v2 hierarchy is mounted (--cgroup and --container need one)");
 	return found;
+}
+
+static int cgroup2_mount(char *out, size_t size)
+{
+	return cgroup2_mount_q(out, size, false);
 }
 
 static int add_dir(struct sp_cgroup_filter *f, int mfd, const char *path, const char *why)
@@ -286,4 +292,37 @@ void sp_cgroup_filter_release(struct sp_cgroup_filter *f)
 		free(f->path[i]);
 	}
 	f->n = 0;
+}
+
+int sp_cgroup_path_by_id(uint64_t id, char *buf, size_t size)
+{
+	static int mfd = -2;
+	static char mnt[4096];
+	struct {
+		struct file_handle fh;
+		uint64_t id;
+	} h = { .fh.handle_bytes = sizeof(uint64_t), .fh.handle_type = 0xfe /* FILEID_KERNFS */ };
+	char self[64], path[SP_PROC_CGROUP_MAX + 4096 + 1];
+	size_t ml;
+	ssize_t n;
+	int fd;
+
+	if (mfd == -2)
+		mfd = cgroup2_mount_q(mnt, sizeof(mnt), true) ? -1 :
+		      open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0 || !id)
+		return -1;
+	memcpy(h.fh.f_handle, &id, sizeof(id));
+	fd = open_by_handle_at(mfd, &h.fh, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = readlink(self, path, sizeof(path) - 1);
+	close(fd);
+	ml = strlen(mnt);
+	if (n <= 0 || (size_t)n < ml || memcmp(path, mnt, ml) || (size_t)n - ml >= size)
+		return -1;
+	path[n] = 0;
+	snprintf(buf, size, "%s", (size_t)n == ml ? "/" : path + ml);
+	return 0;
 }

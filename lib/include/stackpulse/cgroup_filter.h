@@ -53,6 +53,12 @@ int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f);
  * below one. */
 bool sp_cgroup_filter_match(const struct sp_cgroup_filter *f, const char *path);
 
+/* The cgroup v2 path ("/libpod_parent/libpod-<id>") of a cgroup id (what
+ * bpf_get_current_cgroup_id() gives), through open_by_handle_at() on the
+ * cgroup v2 mount (as root). 0, or -1 (no such cgroup now, no mount, or a
+ * path longer than size): nothing reported. */
+int sp_cgroup_path_by_id(uint64_t id, char *buf, size_t size);
+
 /* Close the directories. */
 void sp_cgroup_filter_release(struct sp_cgroup_filter *f);
 
