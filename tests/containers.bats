@@ -302,14 +302,12 @@ wait_file() {
 @test "containers: podman: --container keeps the kernel events of other processes out" {
 	needs_podman
 	start_container "sp-test-$$-b" /bin/sleep 60
-	(
-		sleep 0.5
-		"${PODMAN[@]}" exec "sp-test-$$-b" /bin/cat /etc/hostname > "$T/out/inside"
-		cat /etc/hostname > "$T/out/host"
-	) &
-	BGPIDS=$!
+	# -a with a command: the machine until the command ends, which runs
+	# a cat in the container and one on the host
 	run --separate-stderr -0 sp-record -a --container="sp-test-$$-b" --no-samples \
-		--events=proc,file -d 2 -o "$T/e.sp"
+		--events=proc,file -o "$T/e.sp" -- sh -c \
+		"${PODMAN[*]} exec sp-test-$$-b /bin/cat /etc/hostname > $T/out/inside &&
+		 cat /etc/hostname > $T/out/host"
 	sp-decode "$T/e.sp" > "$T/e.jsonl"
 	# the cat run in the container: its exec and its open of /etc/hostname,
 	# as the container names it
@@ -467,14 +465,12 @@ wait_file() {
 @test "containers: podman: a short-lived process's exec event carries its identity, read in the kernel" {
 	needs_podman
 	start_container "sp-test-$$-e" /bin/sleep 60
-	(
-		sleep 0.5
-		"${PODMAN[@]}" exec "sp-test-$$-e" /bin/sh -c \
-			'while read -r l; do case $l in NSpid:*) echo "$l" > /out/exec-nspid;; esac; done < /proc/self/status'
-	) &
-	BGPIDS=$!
+	cat > "$T/exec.sh" <<-EOS
+	${PODMAN[*]} exec sp-test-$$-e /bin/sh -c \
+		'while read -r l; do case \$l in NSpid:*) echo "\$l" > /out/exec-nspid;; esac; done < /proc/self/status'
+	EOS
 	run --separate-stderr -0 sp-record -a --container="sp-test-$$-e" --no-samples --events=proc \
-		-d 2 -o "$T/x.sp"
+		-o "$T/x.sp" -- sh "$T/exec.sh"
 	wait_file "$T/out/exec-nspid"
 	# the shell that read its own status: long gone when its record was
 	# written, its exec event says who it was
