@@ -53,6 +53,17 @@ struct {
 	__type(value, __u8);
 } tgids SEC(".maps");
 
+/* With cgroup_filter: the cgroup ids (inodes of cgroup v2 directories)
+ * whose tasks and their descendants' are recorded (set by user space). */
+const volatile __u32 cgroup_filter = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_BPF_CGROUPS);
+	__type(key, __u64);
+	__type(value, __u8);
+} cgroups SEC(".maps");
+
 /* Per system call number: SP_WANT_* (set by user space). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -118,10 +129,29 @@ static __always_inline void count_lost(void)
 	l->last_ns = now;
 }
 
+/* -a --cgroup/--container: the current task's cgroup, or one of its
+ * ancestors, is in the "cgroups" map. */
+static __always_inline int in_cgroups(void)
+{
+	__u64 id = bpf_get_current_cgroup_id();
+	int level;
+
+	if (bpf_map_lookup_elem(&cgroups, &id))
+		return 1;
+	for (level = 0; level < SP_BPF_CGROUP_DEPTH; level++) {
+		id = bpf_get_current_ancestor_cgroup_id(level);
+		if (!id)
+			return 0;	/* above the task's own level */
+		if (bpf_map_lookup_elem(&cgroups, &id))
+			return 1;
+	}
+	return 0;
+}
+
 static __always_inline int in_tree(__u32 tgid)
 {
 	if (trace_all)
-		return 1;
+		return !cgroup_filter || in_cgroups();
 	return bpf_map_lookup_elem(&tgids, &tgid) != NULL;
 }
 
@@ -450,6 +480,26 @@ static __always_inline void do_fork(struct task_struct *parent, struct task_stru
 	rec_emit(s);
 }
 
+/* Who the exec'ing task is, read now: a short-lived process is gone when
+ * user space would read /proc (docs/containers.md). arg[1] its pid in its
+ * own pid namespace, arg[2] that namespace's inode, arg[3] its mount
+ * namespace's, arg[4] its cgroup v2 id, arg[5] its start (ns since boot,
+ * CLOCK_BOOTTIME). */
+static __always_inline void put_identity(struct sp_bpf_scratch *s, struct task_struct *t)
+{
+	struct pid *tp = BPF_CORE_READ(t, thread_pid);
+	unsigned int level = BPF_CORE_READ(tp, level);
+	struct upid up = { 0 };
+
+	if (level < 32 && !bpf_probe_read_kernel(&up, sizeof(up), &tp->numbers[level])) {
+		s->ev.arg[1] = up.nr;
+		s->ev.arg[2] = BPF_CORE_READ(up.ns, ns.inum);
+	}
+	s->ev.arg[3] = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
+	s->ev.arg[4] = bpf_get_current_cgroup_id();
+	s->ev.arg[5] = BPF_CORE_READ(t, start_boottime);
+}
+
 static __always_inline void do_exec(const void *filename, int kernel_str, __u32 old_pid)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
@@ -463,6 +513,7 @@ static __always_inline void do_exec(const void *filename, int kernel_str, __u32 
 	if (!s)
 		return;
 	s->ev.arg[0] = old_pid;
+	put_identity(s, t);
 	put_kernel_str(s, 0, filename);
 	start = BPF_CORE_READ(t, mm, arg_start);
 	end = BPF_CORE_READ(t, mm, arg_end);

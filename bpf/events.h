@@ -25,6 +25,8 @@
 #define SP_BPF_SCRATCH		32768	/* per-CPU record being built */
 #define SP_BPF_DATA_MASK	16383	/* a string starts below this offset */
 #define SP_BPF_NR_MAX		512	/* syscall numbers the filter table covers */
+#define SP_BPF_CGROUPS		16	/* cgroups -a may be limited to */
+#define SP_BPF_CGROUP_DEPTH	32	/* ancestor levels looked at for them */
 
 /* What the programs do with a system call number: the "wanted" array map,
  * filled by user space. */
@@ -39,7 +41,9 @@
 /* Record kinds that are not system calls (those use SP_BPF_SYSCALL). */
 enum sp_bpf_kind {
 	SP_BPF_FORK = 1,	/* arg0 child tgid, arg1 child tid, arg2 1 = thread */
-	SP_BPF_EXEC = 2,	/* str0 filename, str1 argv (NUL-separated), arg0 old tid */
+	SP_BPF_EXEC = 2,	/* str0 filename, str1 argv (NUL-separated), arg0 old tid,
+				 * arg1 nspid, arg2 pid ns, arg3 mount ns, arg4 cgroup
+				 * id, arg5 start (boot ns) */
 	SP_BPF_EXIT = 3,	/* arg0 task exit_code (wait status), arg1 1 = others live on */
 	SP_BPF_SYSCALL = 4,	/* nr, arg0..5 raw arguments, result; strings per nr */
 	SP_BPF_DNS = 5,		/* nr, arg0 fd, str0 payload bytes, str1 sockaddr bytes */

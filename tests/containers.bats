@@ -15,6 +15,7 @@ teardown() {
 	for p in $BGPIDS; do
 		kill "$p" 2>/dev/null || true
 	done
+	[ -z "${CONTAINERS:-}" ] || stop_containers
 }
 
 needs_unshare() {
@@ -170,4 +171,320 @@ rm_cgroup() {
 	assert_equal "$(jq -r .runtime <<<"$rec")" systemd
 	assert_equal "$(jq -r .container <<<"$rec")" "sp-test-$$.service"
 	assert_equal "$(jq -r .pod <<<"$rec")" null
+}
+
+# ---- a real container runtime: podman ----
+#
+# Podman as this machine allows it (docs/containers.md): rootful, runc (crun
+# refuses a hybrid cgroup hierarchy: "drop all controllers from cgroupv2"),
+# limits no higher than ours (without CAP_SYS_RESOURCE crun and runc cannot
+# raise them), no network. The image is imported from a root filesystem
+# made here: sh, cat, sleep, ln, python3.11 and its library, their shared
+# libraries, and spin (tests/fixtures/containers/spin.c), compiled into
+# that root only.
+needs_podman() {
+	require_root
+	require_cmd podman "apt-get install podman runc"
+	require_cmd gcc
+	PODMAN=(podman)
+	if command -v runc >/dev/null; then
+		PODMAN+=(--runtime runc)
+	fi
+	IMAGE=localhost/sp-test-$BATS_ROOT_PID:latest
+	if [ ! -e "$BATS_FILE_TMPDIR/image.ok" ]; then
+		[ -e "$BATS_FILE_TMPDIR/image.failed" ] && skip "$(cat "$BATS_FILE_TMPDIR/image.failed")"
+		build_image
+	fi
+	mkdir -p "$T/out"
+}
+
+copy_with_libs() {
+	local f l
+	for f in "$@"; do
+		mkdir -p "$R$(dirname "$f")"
+		cp -L "$f" "$R$f"
+		for l in $(ldd "$f" | grep -o '/[^ ]*'); do
+			[ -e "$R$l" ] && continue
+			mkdir -p "$R$(dirname "$l")"
+			cp -L "$l" "$R$l"
+		done
+	done
+}
+
+build_image() {
+	local py
+	R=$BATS_FILE_TMPDIR/root
+	mkdir -p "$R/app" "$R/tmp" "$R/out" "$R/etc"
+	chmod 1777 "$R/tmp"
+	copy_with_libs /bin/sh /bin/cat /bin/sleep /bin/ln
+	py=$(readlink -f /usr/bin/python3)
+	if [ -x "$py" ] && [ -d /usr/lib/python3.11 ]; then
+		copy_with_libs "$py"
+		ln -s "$py" "$R/usr/bin/python3"
+		tar -C / --exclude='test' --exclude='__pycache__' --exclude='idlelib' \
+			--exclude='tkinter' --exclude='ensurepip' -c usr/lib/python3.11 | tar -C "$R" -x
+	fi
+	cp "$FIXTURES/work.py" "$R/app/"
+	gcc -O1 -g -fno-omit-frame-pointer -o "$R/app/spin" "$FIXTURES/spin.c"
+	# podman's overlay storage; vfs where overlay cannot be mounted
+	if ! tar -C "$R" -c . | podman import - "$IMAGE" >/dev/null 2>"$BATS_FILE_TMPDIR/import.err"; then
+		PODMAN+=(--storage-driver vfs)
+		tar -C "$R" -c . | "${PODMAN[@]}" import - "$IMAGE" >/dev/null 2>&1 || {
+			echo "podman cannot import an image here: $(head -c 300 "$BATS_FILE_TMPDIR/import.err")" \
+				> "$BATS_FILE_TMPDIR/image.failed"
+			skip "$(cat "$BATS_FILE_TMPDIR/image.failed")"
+		}
+	fi
+	printf '%s\n' "${PODMAN[@]}" > "$BATS_FILE_TMPDIR/image.ok"
+}
+
+teardown_file() {
+	[ -e "$BATS_FILE_TMPDIR/image.ok" ] || return 0
+	mapfile -t PODMAN < "$BATS_FILE_TMPDIR/image.ok"
+	"${PODMAN[@]}" rmi -f "localhost/sp-test-$BATS_ROOT_PID:latest" >/dev/null 2>&1 || true
+}
+
+# Start a container named $1 running the rest; sets CID (its full id) and
+# CPID (its first process, as the host sees it).
+start_container() {
+	local name=$1
+	shift
+	[ -e "$BATS_FILE_TMPDIR/image.ok" ] && mapfile -t PODMAN < "$BATS_FILE_TMPDIR/image.ok"
+	CID=$("${PODMAN[@]}" run --rm -d --network none --ulimit nofile=1024:1024 \
+		--ulimit nproc=4096:4096 -v "$T/out:/out" --name "$name" "$IMAGE" "$@") ||
+		fail "podman run failed: $CID"
+	CONTAINERS="${CONTAINERS:-} $name"
+	CPID=$("${PODMAN[@]}" inspect -f '{{.State.Pid}}' "$name")
+}
+
+stop_containers() {
+	local c
+	for c in ${CONTAINERS:-}; do
+		"${PODMAN[@]}" rm -f -t 0 "$c" >/dev/null 2>&1 || true
+	done
+}
+
+wait_file() {
+	for _ in $(seq 100); do
+		[ -s "$1" ] && return 0
+		sleep 0.1
+	done
+	fail "$1 did not appear"
+}
+
+@test "containers: podman: --container records only the container while the host runs too" {
+	needs_podman
+	start_container "sp-test-$$-a" /app/spin /out/nspid
+	wait_file "$T/out/nspid"
+	sh -c 'while :; do :; done' &
+	BGPIDS=$!
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-a" -d 1 -o "$T/c.sp"
+	sp-decode "$T/c.sp" > "$T/c.jsonl"
+	# samples of the container's process only, none of the host's loop
+	run -0 jq -s -c '[.[] | select(.type=="sample") | .pid] | unique' "$T/c.jsonl"
+	assert_output "[$CPID]"
+	# its record: the container podman gave, the pid it sees itself as
+	rec=$(jq -c "select(.type==\"process\" and .pid==$CPID)" "$T/c.jsonl")
+	assert_equal "$(jq -r .container <<<"$rec")" "$CID"
+	assert_equal "$(jq -r .runtime <<<"$rec")" podman
+	assert_equal "$(jq .nspid <<<"$rec")" "$(awk '{ print $NF }' "$T/out/nspid")"
+	assert_equal "$(jq .pid_ns <<<"$rec")" "$(stat -L -c %i /proc/$CPID/ns/pid)"
+	run -0 jq -r "select(.type==\"process\" and .pid==$BGPIDS) | .pid" "$T/c.jsonl"
+	assert_output ""
+	# by a prefix of its id, as podman ps shows it
+	run --separate-stderr -0 sp-record -a --container="${CID:0:12}" -d 0.5 -o "$T/p.sp"
+	run -0 sp-decode "$T/p.sp"
+	run -0 jq -s -c '[.[] | select(.type=="sample") | .pid] | unique' <<<"$output"
+	assert_output "[$CPID]"
+	stop_containers
+}
+
+@test "containers: podman: --container keeps the kernel events of other processes out" {
+	needs_podman
+	start_container "sp-test-$$-b" /bin/sleep 60
+	# -a with a command: the machine until the command ends, which runs
+	# a cat in the container and one on the host
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-b" --no-samples \
+		--events=proc,file -o "$T/e.sp" -- sh -c \
+		"${PODMAN[*]} exec sp-test-$$-b /bin/cat /etc/hostname > $T/out/inside &&
+		 cat /etc/hostname > $T/out/host"
+	sp-decode "$T/e.sp" > "$T/e.jsonl"
+	# the cat run in the container: its exec and its open of /etc/hostname,
+	# as the container names it
+	run -0 jq -r 'select(.type=="event" and .event=="proc_exec") | .filename // .path' "$T/e.jsonl"
+	assert_output --partial /bin/cat
+	run -0 jq -r 'select(.type=="event" and .event=="path_open" and .path=="/etc/hostname") | .pid' \
+		"$T/e.jsonl"
+	[ -n "$output" ]
+	# every event's process is in the container's cgroup
+	run -0 jq -r 'select(.type=="process") | .cgroup // "none"' "$T/e.jsonl"
+	for c in "${lines[@]}"; do
+		[ "$c" = none ] || [[ $c == *"$CID"* ]] || fail "a process outside the container: $c"
+	done
+	# the host's cat is not there: no process record names it outside
+	run -0 jq -r "select(.type==\"event\" and .event==\"proc_exec\") | .pid" "$T/e.jsonl"
+	for p in "${lines[@]}"; do
+		run -0 jq -r "select(.type==\"process\" and .pid==$p) | .cgroup // \"none\"" "$T/e.jsonl"
+		[ "$output" = none ] || [[ $output == *"$CID"* ]] || fail "exec of pid $p outside"
+	done
+	stop_containers
+}
+
+@test "containers: --container names what it cannot find, --cgroup needs -a" {
+	require_root
+	run --separate-stderr -2 sp-record -a --container=sp-no-such-container-$$ -d 0.1 -o "$T/n.sp"
+	assert_equal "$stderr" "sp-record: error: --container: no running process belongs to a container 'sp-no-such-container-$$' (an id prefix, a systemd unit, or a name podman or docker knows)"
+	run --separate-stderr -64 sp-record --cgroup=/ -o "$T/n.sp" -- true
+	assert_output ""
+	[[ $stderr == *"--cgroup and --container go with -a"* ]]
+}
+
+@test "containers: podman: a binary only in the container symbolizes, from its root and from the archive" {
+	needs_podman
+	start_container "sp-test-$$-s" /app/spin /out/nspid
+	wait_file "$T/out/nspid"
+	[ ! -e /app/spin ] || skip "/app/spin exists on the host"
+	mkdir -m 700 "$T/arch"
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-s" --archive="$T/arch" \
+		-d 1 -o "$T/s.sp"
+	# the module under the name the container gives it, with its build-id
+	# (read through /proc/PID/map_files: the host has no /app/spin)
+	bid=$(readelf -n "$BATS_FILE_TMPDIR/root/app/spin" | awk '/Build ID/ { print $3 }')
+	run -0 sp-decode "$T/s.sp"
+	run -0 jq -r 'select(.type=="module" and .path=="/app/spin") | .build_id' <<<"$output"
+	assert_equal "$(sort -u <<<"$output")" "$bid"
+	# while it runs: through /proc/PID/root
+	run --separate-stderr -0 sp-symbolize "$T/s.sp" -o "$T/s.sym"
+	run -0 sp-flame --format=folded "$T/s.sym"
+	assert_output --partial "main;container_spin;container_leaf"
+	stop_containers
+	# once it is gone: from the archive only
+	run --separate-stderr sp-symbolize "$T/s.sp" -o "$T/gone.sym"
+	[[ $stderr == *"'/app/spin': file not found"* ]]
+	run --separate-stderr -0 sp-symbolize --archive="$T/arch" "$T/s.sp" -o "$T/a.sym"
+	run -0 sp-flame --format=folded "$T/a.sym"
+	assert_output --partial "main;container_spin;container_leaf"
+}
+
+@test "containers: podman: the JIT perf map in the container's /tmp under its own pid is read" {
+	needs_podman
+	start_container "sp-test-$$-j" /app/spin /out/nspid
+	wait_file "$T/out/nspid"
+	nspid=$(awk '{ print $NF }' "$T/out/nspid")
+	# the map is the container's: the host's /tmp has none under either pid
+	[ ! -e "/tmp/perf-$nspid.map" ] || skip "/tmp/perf-$nspid.map exists on the host"
+	[ ! -e "/tmp/perf-$CPID.map" ]
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-j" -d 1 -o "$T/j.sp"
+	run -0 sp-decode "$T/j.sp"
+	run -0 jq -r 'select(.type=="jitsym") | "\(.pid) \(.size) \(.name)"' <<<"$output"
+	assert_output "$CPID 10 jit_busy_loop"
+	# and a sampled frame in that code is named by it
+	run --separate-stderr -0 sp-symbolize "$T/j.sp" -o "$T/j.sym"
+	run -0 sp-decode "$T/j.sym"
+	run -0 jq -r 'select(.type=="symbol" and .func=="jit_busy_loop") | .func' <<<"$output"
+	[ -n "$output" ]
+	stop_containers
+}
+
+@test "containers: podman: a JIT perf map that is a link inside the container is not followed" {
+	needs_podman
+	# the container's /tmp/perf-1.map points at a host file
+	echo "7f0000001000 10 host_secret" > "$T/secret.map"
+	start_container "sp-test-$$-l" /bin/sh -c \
+		"ln -s $T/secret.map /tmp/perf-1.map; echo ok > /out/ready; exec /bin/sleep 60"
+	wait_file "$T/out/ready"
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-l" -d 0.5 -o "$T/l.sp"
+	[[ $stderr == *"pid $CPID: JIT perf map '/proc/$CPID/root/tmp/perf-1.map' not read: "* ]]
+	run -0 sp-decode "$T/l.sp"
+	run -0 jq -r 'select(.type=="jitsym") | .name' <<<"$output"
+	assert_output ""
+	stop_containers
+}
+
+@test "containers: podman: a whole-machine recording by container: sp-flame, sp-tree, pprof and OTLP labels" {
+	needs_podman
+	start_container "sp-test-$$-f" /app/spin /out/nspid
+	wait_file "$T/out/nspid"
+	sh -c 'while :; do :; done' &
+	BGPIDS=$!
+	run --separate-stderr -0 sp-record -a -d 1 -o "$T/all.sp"
+	sp-symbolize "$T/all.sp" -o "$T/all.sym" 2>/dev/null
+	stop_containers
+	# sp-flame: the container's stacks under its label, the host's loop under host
+	run -0 sp-flame --by=container,process --format=folded "$T/all.sym"
+	assert_output --regexp "(^|
+)podman:${CID:0:12};spin-$CPID;[^ ]*container_spin;container_leaf [0-9]+"
+	assert_output --regexp "(^|
+)host;sh-$BGPIDS;"
+	# sp-tree: the container's processes only
+	run -0 sp-tree --container="${CID:0:8}" "$T/all.sp"
+	assert_output --partial "[PROC pid=$CPID nspid=1 comm=spin container=podman:${CID:0:12} "
+	refute_output --partial "pid=$BGPIDS "
+	run -0 sp-tree --container="podman:${CID:0:8}" "$T/all.sp"
+	assert_output --partial "[PROC pid=$CPID "
+	run -0 sp-tree --container="docker:${CID:0:8}" "$T/all.sp"
+	refute_output --partial "[PROC"
+	# OTLP: the container's resource says which container
+	sp-correlate "$T/all.sym" > "$T/all.cor"
+	run --separate-stderr -0 sp-export --json --profiles -o "$T/all.json" "$T/all.cor"
+	run -0 jq -r ".. | objects | select(has(\"attributes\")) | .attributes
+		| select(any(.[]; .key==\"process.pid\" and .value.intValue==\"$CPID\"))
+		| (.[] | select(.key==\"container.id\" or .key==\"container.runtime\")
+		   | \"\(.key)=\(.value.stringValue)\")" "$T/all.json"
+	assert_output --partial "container.id=$CID"
+	assert_output --partial "container.runtime=podman"
+	# pprof: a container label on the container's samples (Go's pprof reads it)
+	command -v go >/dev/null || skip "needs go for go tool pprof"
+	run --separate-stderr -0 sp-flame --pprof -o "$T/all.pb.gz" "$T/all.sym"
+	run -0 go tool pprof -tags "$T/all.pb.gz"
+	assert_output --partial "podman:$CID"
+}
+
+@test "containers: podman: a Python program in the container: its samples symbolize from the container's files" {
+	needs_podman
+	[ -x "$BATS_FILE_TMPDIR/root/usr/bin/python3" ] || skip "no python3.11 to put in the image"
+	start_container "sp-test-$$-p" /usr/bin/python3 /app/work.py /out/nspid
+	wait_file "$T/out/nspid"
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-p" -d 1 -o "$T/py.sp"
+	sp-decode "$T/py.sp" > "$T/py.jsonl"
+	rec=$(jq -c "select(.type==\"process\" and .pid==$CPID)" "$T/py.jsonl")
+	assert_equal "$(jq .nspid <<<"$rec")" "$(awk '{ print $NF }' "$T/out/nspid")"
+	assert_equal "$(jq -r .container <<<"$rec")" "$CID"
+	# the interpreter's module: the container's file, its build-id read from it
+	py=$(readlink -f /usr/bin/python3)
+	bid=$(readelf -n "$BATS_FILE_TMPDIR/root$py" | awk '/Build ID/ { print $3 }')
+	run -0 jq -r "select(.type==\"module\" and .pid==$CPID and .path==\"$py\") | .build_id" \
+		"$T/py.jsonl"
+	assert_equal "$(sort -u <<<"$output")" "$bid"
+	run --separate-stderr -0 sp-symbolize "$T/py.sp" -o "$T/py.sym"
+	run -0 sp-flame --format=folded "$T/py.sym"
+	assert_output --regexp "Py_RunMain;[^ ]*_PyEval_EvalFrameDefault"
+	stop_containers
+}
+
+@test "containers: podman: a short-lived process's exec event carries its identity, read in the kernel" {
+	needs_podman
+	start_container "sp-test-$$-e" /bin/sleep 60
+	cat > "$T/exec.sh" <<-EOS
+	${PODMAN[*]} exec sp-test-$$-e /bin/sh -c \
+		'while read -r l; do case \$l in NSpid:*) echo "\$l" > /out/exec-nspid;; esac; done < /proc/self/status'
+	EOS
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-e" --no-samples --events=proc \
+		-o "$T/x.sp" -- sh "$T/exec.sh"
+	wait_file "$T/out/exec-nspid"
+	# the shell that read its own status: long gone when its record was
+	# written, its exec event says who it was
+	run -0 sp-decode "$T/x.sp"
+	ev=$(jq -c 'select(.type=="event" and .event=="proc_exec" and .argv != null
+		and (.argv | test("NSpid")))' <<<"$output")
+	[ -n "$ev" ] || fail "no exec of the shell: $output"
+	assert_equal "$(jq .nspid <<<"$ev")" "$(awk '{ print $NF }' "$T/out/exec-nspid")"
+	assert_equal "$(jq .pid_ns <<<"$ev")" "$(stat -L -c %i /proc/$CPID/ns/pid)"
+	assert_equal "$(jq .mnt_ns <<<"$ev")" "$(stat -L -c %i /proc/$CPID/ns/mnt)"
+	cg=$(sed -n 's/^0:://p' /proc/$CPID/cgroup)
+	assert_equal "$(jq -r .cgroup <<<"$ev")" "$cg"
+	M=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
+	assert_equal "$(jq .cgroup_id <<<"$ev")" "$(stat -c %i "$M$cg")"
+	[ "$(jq .start_boot_ns <<<"$ev")" -gt 0 ]
+	stop_containers
 }

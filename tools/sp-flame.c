@@ -79,7 +79,8 @@ static const struct argp_option options[] = {
 	{ "top", OPT_TOP, "N", 0, "With --diff: summarise the N largest changes (default 10)", 2 },
 	{ NULL, 0, NULL, 0, "Stacks:", 3 },
 	{ "by", OPT_BY, "WHAT", 0,
-	  "Prefix stacks by process (comm-pid), thread (name-tid) and/or span, comma-separated",
+	  "Prefix stacks by container (runtime:id, or host), process (comm-pid), thread "
+	  "(name-tid) and/or span, comma-separated",
 	  3 },
 	{ "annotate", 'a', NULL, 0, "Mark kernel frames _[k], inlined _[i], JIT _[j]", 3 },
 	{ "no-inline", OPT_NO_INLINE, NULL, 0, "Leave out inlined functions", 3 },
@@ -192,8 +193,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				env.fo.by |= SP_FLAME_BY_THREAD;
 			else if (!strcmp(tok, "span"))
 				env.fo.by |= SP_FLAME_BY_SPAN;
+			else if (!strcmp(tok, "container"))
+				env.fo.by |= SP_FLAME_BY_CONTAINER;
 			else
-				argp_error(state, "invalid --by '%s': use process, thread or span", tok);
+				argp_error(state, "invalid --by '%s': use container, process, thread or "
+					   "span", tok);
 		}
 		break;
 	case 'a':

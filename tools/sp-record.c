@@ -25,6 +25,7 @@ static struct env {
 	struct sp_events_opts events;	/* --events: lib/record/bpf_events.c */
 	struct sp_spans_opts spans;	/* --spans: lib/record/bpf_spans.c */
 	struct sp_trigger_opts triggers;	/* --trigger: lib/record/triggers_opts.c */
+	struct sp_cgroup_filter cgroups;	/* --cgroup, --container: lib/record/cgroup_filter.c */
 	uint32_t pids[SP_RECORDER_MAX_PIDS];
 	unsigned int npids;
 	bool system_wide;
@@ -262,6 +263,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->child_inputs[2] = &env.events;
 		state->child_inputs[3] = &env.spans;
 		state->child_inputs[4] = &env.triggers;
+		state->child_inputs[5] = &env.cgroups;
 		break;
 	case 'p':
 		if (parse_pids(arg))
@@ -373,6 +375,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (env.check)
 			break;
 		check_dir(state);	/* the common options' ARGP_KEY_SUCCESS came first */
+		if (sp_cgroup_filter_given(&env.cgroups) && !env.system_wide)
+			argp_error(state, "--cgroup and --container go with -a");
+		if (sp_cgroup_filter_given(&env.cgroups) && env.offcpu.enabled)
+			argp_error(state, "--off-cpu cannot be limited to cgroups yet: not with "
+				   "--cgroup or --container");
 		if (env.npids && env.system_wide)
 			argp_error(state, "-p and -a exclude each other");
 		if (env.npids && state->next < state->argc)
@@ -470,6 +477,7 @@ int main(int argc, char **argv)
 		{ .argp = &sp_events_argp, .group = 4 },
 		{ .argp = &sp_spans_argp, .group = 5 },
 		{ .argp = &sp_triggers_argp, .group = 6 },
+		{ .argp = &sp_cgroup_filter_argp, .group = 1 },
 		{ 0 }
 	};
 	static const struct argp argp = {
@@ -497,6 +505,9 @@ int main(int argc, char **argv)
 		signal(SIGUSR1, SIG_IGN);
 	if (first < argc && !strcmp(argv[first], "--"))
 		first++;
+	if (sp_cgroup_filter_resolve(&env.cgroups))
+		return SP_EXIT_FATAL;
+	env.perf.cgroups = env.events.cgroups = &env.cgroups;
 	env.perf.enable_on_exec = first < argc;
 	/* The spans source first: its BPF object loads while the rest is set
 	 * up. It is told the command when "--" set it apart. */

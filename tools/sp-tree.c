@@ -13,7 +13,7 @@
 enum {
 	OPT_FORMAT = 0x100, OPT_STABLE, OPT_MIN_DUR, OPT_PID, OPT_TID, OPT_SPAN, OPT_EVENTS,
 	OPT_NO_COLLAPSE, OPT_NO_EVENTS, OPT_WINDOW, OPT_BUFFER, OPT_SUMMARY, OPT_SORT, OPT_TOP,
-	OPT_MIN_SHARE,
+	OPT_MIN_SHARE, OPT_CONTAINER,
 };
 
 #define MAX_FILTERS 64
@@ -23,6 +23,7 @@ static struct env {
 	struct sp_tree_opts tree;
 	uint64_t pids[MAX_FILTERS], tids[MAX_FILTERS];
 	const char *spans[MAX_FILTERS];
+	const char *containers[MAX_FILTERS];
 	uint64_t window_ns;
 } env = { .window_ns = SP_CORR_WINDOW_NS, .tree.buffer_nodes = 65536, .tree.min_share = -1 };
 
@@ -52,6 +53,8 @@ static const struct argp_option options[] = {
 	  "than 20000 spans, else 0: all)", 0 },
 	{ "pid", OPT_PID, "PID", 0, "Show only this process and what it started (repeatable)", 0 },
 	{ "tid", OPT_TID, "TID", 0, "Show only spans of this thread (repeatable)", 0 },
+	{ "container", OPT_CONTAINER, "ID", 0, "Show only the processes of this container: a "
+	  "prefix of its id or unit name, or RUNTIME:PREFIX (repeatable)", 0 },
 	{ "span", OPT_SPAN, "GLOB", 0,
 	  "Show only spans whose name ('Foo#bar' or 'bar') matches GLOB, with what is under "
 	  "them (repeatable)", 0 },
@@ -171,6 +174,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		else
 			env.tids[o->ntids++] = v;
 		break;
+	case OPT_CONTAINER:
+		if (!*arg)
+			argp_error(state, "invalid container ''");
+		if (o->ncontainers == MAX_FILTERS)
+			argp_error(state, "at most %d of each filter", MAX_FILTERS);
+		env.containers[o->ncontainers++] = arg;
+		break;
 	case OPT_SPAN:
 		if (o->nspans == MAX_FILTERS)
 			argp_error(state, "at most %d of each filter", MAX_FILTERS);
@@ -242,6 +252,7 @@ int main(int argc, char **argv)
 	env.tree.pids = env.pids;
 	env.tree.tids = env.tids;
 	env.tree.spans = env.spans;
+	env.tree.containers = env.containers;
 	env.tree.color = env.common.color;
 	in = sp_reader_open(argv + first, argc - first);
 	if (!in)

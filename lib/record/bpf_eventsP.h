@@ -26,6 +26,7 @@
 #include <linux/types.h>
 
 #include "bpf_events.h"
+#include "procfs.h"
 #include "buf.h"
 #include "source.h"
 #include "writer.h"
@@ -96,6 +97,9 @@ struct ev_priv {
 	size_t text_cap;
 	struct sp_writer *str_w;	/* the writer last_str[] ids are of */
 	uint64_t last_str[SP_BPF_NSTR];	/* string i of the last record, as an id */
+	uint64_t cg_id;			/* the cgroup id last looked up, its path */
+	bool cg_ok;
+	char cg_path[SP_PROC_CGROUP_MAX + 1];
 };
 
 /* bpf_events_features.c */

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 
 #include "bpf_eventsP.h"
+#include "procfs.h"
 #include "sp.h"
 
 #ifndef __NR_fchmodat2
@@ -162,6 +163,23 @@ static size_t rev_path(struct ev_priv *p, const struct strs *st, int i)
 }
 
 /* String i as a string id: 0 when absent or unreadable. */
+/* The path of a cgroup id as a string id (slot 2: an exec has two
+ * strings), the last one's kept; 0 when the cgroup is gone already. */
+static uint64_t cgroup_str(struct ev_priv *p, uint64_t id)
+{
+	char path[SP_PROC_CGROUP_MAX + 1];
+
+	if (!id)
+		return 0;
+	if (id != p->cg_id) {
+		p->cg_id = id;
+		p->cg_ok = sp_cgroup_path_by_id(id, path, sizeof(path)) == 0;
+		if (p->cg_ok)
+			snprintf(p->cg_path, sizeof(p->cg_path), "%s", path);
+	}
+	return p->cg_ok ? slot_str(p, 2, p->cg_path, strlen(p->cg_path)) : 0;
+}
+
 static uint64_t str_id(struct ev_priv *p, const struct sp_bpf_ev *e, const struct strs *st, int i)
 {
 	size_t n;
@@ -374,6 +392,12 @@ static int decode_task(struct ev_priv *p, const struct sp_bpf_ev *e, const struc
 		F(1) = (e->flags & SP_BPF_FAULT(1)) ? 0 : argv_id(p, st->p[1], st->len[1]);
 		F(2) = ((e->flags & SP_BPF_TRUNC(1)) ? 1 : 0) | ((e->flags & SP_BPF_TRUNC(0)) ? 2 : 0);
 		F(3) = e->arg[0];
+		F(4) = e->arg[1];	/* identity, read in the kernel at exec */
+		F(5) = e->arg[2];
+		F(6) = e->arg[3];
+		F(7) = e->arg[4];
+		F(8) = e->arg[5];
+		F(9) = cgroup_str(p, e->arg[4]);
 		break;
 	case SP_BPF_EXIT:
 		ev->kind = SP_EV_PROC_EXIT;

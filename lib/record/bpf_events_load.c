@@ -180,6 +180,7 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	skel->rodata->want_exec = !!(p->o.kinds & SP_EV_BIT(SP_EV_PROC_EXEC));
 	skel->rodata->want_exit = !!(p->o.kinds & SP_EV_BIT(SP_EV_PROC_EXIT));
 	skel->rodata->want_capable = want_cap;
+	skel->rodata->cgroup_filter = p->o.cgroups && p->o.cgroups->n;
 	/* Wake the reader every 256 KiB (or a quarter of a smaller buffer):
 	 * what it holds for the merge between two passes then stays in cache. */
 	skel->rodata->wake_bytes = (p->o.buffer_kib ? p->o.buffer_kib : 8192) * 1024 / 4;
@@ -200,6 +201,14 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	err = sp_events__load(skel);
 	if (err)
 		goto fail;
+	for (i = 0; p->o.cgroups && i < p->o.cgroups->n && i < SP_BPF_CGROUPS; i++) {
+		uint8_t one = 1;
+
+		err = bpf_map__update_elem(skel->maps.cgroups, &p->o.cgroups->id[i],
+					   sizeof(uint64_t), &one, sizeof(one), BPF_ANY);
+		if (err)
+			goto fail;
+	}
 	for (role = 0; role < P_NUM; role++) {
 		struct bpf_link *link;
 
@@ -454,7 +463,7 @@ void sp_ev_seed_pids(struct ev_priv *p, const struct sp_target *t)
 
 	if (t->system_wide) {
 		p->skel->bss->trace_all = 1;
-		return;
+		return;	/* the cgroups (sp_ev_seed_cgroups) were set at load */
 	}
 	/* the roots, then their descendants; twice, for forks during the walk */
 	for (pass = 0; pass < 2; pass++) {

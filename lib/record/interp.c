@@ -18,7 +18,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <gelf.h>
 
@@ -26,6 +28,7 @@
 #include "escape.h"
 #include "hashmap.h"
 #include "interpP.h"
+#include "procroot.h"
 #include "record.h"
 #include "source.h"
 #include "sp.h"
@@ -166,14 +169,14 @@ static bool elf_u32(Elf *elf, uint64_t addr, uint32_t *v)
 	return false;
 }
 
-static void elf_read(struct elf_info *e)
+static void elf_read(struct elf_info *e, const char *src)
 {
 	GElf_Sym s;
 	GElf_Phdr ph;
 	size_t i, nph;
 	uint32_t ver;
 	int fd;
-	Elf *elf = sp_elf_open(e->path, SP_ELF_MAP, ELF_MAX, &fd, NULL);
+	Elf *elf = sp_elf_open(src, SP_ELF_MAP, ELF_MAX, &fd, NULL);
 
 	if (!elf)
 		return;
@@ -200,16 +203,41 @@ static void elf_read(struct elf_info *e)
 	sp_elf_close(elf, fd);
 }
 
-static const struct elf_info *elf_get(struct sp_interpreters *ip, const char *path)
+/* The interpreter's file as process pid maps it: in a container (another
+ * mount namespace), the path inside its root (procroot.h), keyed by the
+ * file's identity; NULL when it cannot be opened. */
+static const struct elf_info *elf_get(struct sp_interpreters *ip, const char *path, uint32_t pid)
 {
-	uint64_t h = sp_hash_bytes(path, strlen(path)), *v = sp_u64map_get(&ip->elfs, h);
+	uint64_t h = sp_hash_bytes(path, strlen(path)), *v;
 	struct elf_info *e;
+	struct stat st;
+	char src[64];
+	int rfd, fd = -1;
 
-	if (v)
+	if (sp_proc_other_mnt_ns(pid)) {
+		rfd = sp_proc_root_dir(pid);
+		fd = rfd < 0 ? -1 : sp_proc_root_open(rfd, path, false);
+		if (rfd >= 0)
+			close(rfd);
+		if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+			if (fd >= 0)
+				close(fd);
+			return NULL;
+		}
+		h = sp_hash_mix(sp_hash_mix(h, st.st_dev), st.st_ino);
+	}
+	v = sp_u64map_get(&ip->elfs, h);
+	if (v) {
+		if (fd >= 0)
+			close(fd);
 		return (const struct elf_info *)(uintptr_t)*v;
+	}
 	e = sp_xcalloc(1, sizeof(*e));
 	e->path = sp_xstrdup(path);
-	elf_read(e);
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	elf_read(e, fd >= 0 ? src : path);
+	if (fd >= 0)
+		close(fd);
 	sp_u64map_put(&ip->elfs, h, (uintptr_t)e);
 	return e;
 }
@@ -319,8 +347,8 @@ void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t 
 
 	if (!ip->bpf || !candidate(ip, path))
 		return;
-	e = elf_get(ip, path);
-	if (!e->ok)
+	e = elf_get(ip, path, pid);
+	if (!e || !e->ok)
 		return;
 	for (i = 0; i < e->nload; i++)
 		if (pgoff >= e->load[i].p_offset &&

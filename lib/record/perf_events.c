@@ -127,7 +127,11 @@ static int open_on(struct perf *p, pid_t pid, unsigned int i)
 		pages = DWARF_PAGES * 4;
 
 	p->failed_call = "perf_event_open";
-	fd = sp_perf_open(&p->attr, pid, c->cpu, -1);
+	if (p->cgroup_mode)	/* pid is a cgroup directory's descriptor */
+		fd = (int)syscall(SYS_perf_event_open, &p->attr, pid, c->cpu, -1,
+				  PERF_FLAG_FD_CLOEXEC | PERF_FLAG_PID_CGROUP);
+	else
+		fd = sp_perf_open(&p->attr, pid, c->cpu, -1);
 	if (fd < 0)
 		return -1;
 	add_fd(p, fd);
@@ -222,6 +226,22 @@ int sp_perf_cpus(struct perf *p)
 	return 0;
 }
 
+/* -a --cgroup/--container: one event per cgroup and CPU, counting the
+ * tasks of the cgroup and its descendants only; their side-band records
+ * (processes, mappings) are of those tasks only, too. */
+static int open_cgroups(struct perf *p, const struct sp_cgroup_filter *f)
+{
+	unsigned int i, c;
+
+	p->cgroup_mode = true;
+	for (i = 0; i < f->n; i++)
+		for (c = 0; c < p->ncpus; c++)
+			if (open_on(p, f->fd[i], c))
+				return sp_error_errno("cgroup '%s' on cpu %d: %s", f->path[i],
+						      p->cpus[c].cpu, p->failed_call);
+	return 0;
+}
+
 int sp_perf_open_events(struct perf *p, const struct sp_target *t)
 {
 	struct rlimit rl;
@@ -233,6 +253,8 @@ int sp_perf_open_events(struct perf *p, const struct sp_target *t)
 		p->attr.inherit = 0;
 		p->attr.disabled = 0;
 		p->attr.enable_on_exec = 0;
+		if (p->o.cgroups && p->o.cgroups->n)
+			return open_cgroups(p, p->o.cgroups);
 		for (c = 0; c < p->ncpus; c++)
 			if (open_on(p, -1, c))
 				return sp_error_errno("system-wide %s on cpu %d%s", p->failed_call,

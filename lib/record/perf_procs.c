@@ -9,6 +9,7 @@
  * the command's end once its exit status can be had.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "hashmap.h"
 #include "perf_sourceP.h"
 #include "proc_identity.h"
+#include "procroot.h"
 #include "procfs.h"
 #include "sp.h"
 #include "unwind.h"
@@ -54,6 +56,56 @@ static const struct elf_entry *elf_lookup(struct perf *p, const char *path,
 		e->have_st = stat(path, &e->st) == 0;
 	}
 	sp_perf_map_put(&p->elfs, h, 0, (uintptr_t)e);
+	return e;
+}
+
+/*
+ * The file a process in another mount namespace (a container) maps at
+ * [start, end): its path is the container's, and the host's file of that
+ * name, if any, is another. Read through /proc/PID/map_files (the mapped
+ * image itself), else the path inside /proc/PID/root; keyed by the file's
+ * identity, not its path. A process gone by now gives an entry without
+ * information (never the host's file).
+ */
+static const struct elf_entry *elf_lookup_foreign(struct perf *p, uint32_t pid, uint64_t start,
+						  uint64_t end, const char *path)
+{
+	struct elf_entry *e;
+	struct stat st;
+	char src[96];
+	uint64_t h, *v;
+	int fd = -1, rfd;
+
+	snprintf(src, sizeof(src), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+	if (stat(src, &st)) {
+		rfd = sp_proc_root_dir(pid);
+		fd = rfd < 0 ? -1 : sp_proc_root_open(rfd, path, false);
+		if (rfd >= 0)
+			close(rfd);
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+		if (fd < 0 || fstat(fd, &st))
+			st.st_mode = 0;
+	}
+	h = sp_hash_mix(sp_hash_mix(sp_hash_u64(st.st_dev) | 1, st.st_ino),
+			(uint64_t)st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec);
+	v = S_ISREG(st.st_mode) ? sp_perf_map_get(&p->elfs, h, 1) : NULL;
+	if (v) {
+		if (fd >= 0)
+			close(fd);
+		return (struct elf_entry *)(uintptr_t)*v;
+	}
+	e = sp_xcalloc(1, sizeof(*e));
+	e->path = sp_xstrdup(path);
+	if (S_ISREG(st.st_mode)) {
+		e->ok = sp_elf_info_file(src, &e->info) == 0;
+		e->st = st;
+		e->have_st = true;
+		sp_perf_map_put(&p->elfs, h, 1, (uintptr_t)e);
+	} else {
+		sp_perf_map_put(&p->elfs, p->elfs_gone++, 2, (uintptr_t)e);	/* freed at the end */
+	}
+	if (fd >= 0)
+		close(fd);
 	return e;
 }
 
@@ -128,7 +180,10 @@ static struct mod *mod_get(struct perf *p, uint32_t pid, uint64_t time, uint64_t
 			m.build_id.len = p->vdso.build_id_len;
 		}
 	} else {
-		e = elf_lookup(p, path, bid, bid_len);
+		if (sp_proc_other_mnt_ns(pid))
+			e = elf_lookup_foreign(p, pid, start, end, path);
+		else
+			e = elf_lookup(p, path, bid, bid_len);
 		if (e->ok)
 			bias = sp_elf_bias(&e->info, pgoff);
 		if (bid_len) {
@@ -303,6 +358,7 @@ static int emit_process(struct perf *p, struct proc *pr, uint64_t time, uint64_t
 	r.process.flags = flags | (pr->defined ? SP_PROC_EXEC : 0);
 	r.process.args = args && *args ? sp_writer_strz(p->out->w, args) : 0;
 	sp_proc_identity_fill(p->out->w, pr->pid, time, &r.process);
+	sp_perf_jit_note(p, pr, &r.process);
 	if (!pr->defined)	/* a process once, not once more per exec */
 		p->st.processes++;
 	pr->defined = true;
@@ -707,4 +763,5 @@ void sp_perf_procs_free(struct perf *p)
 	sp_perf_map_free(&p->mods_by_key);
 	sp_perf_map_free(&p->mods_by_id);
 	sp_perf_map_free(&p->elfs);
+	sp_perf_jit_release(p);
 }

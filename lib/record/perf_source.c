@@ -107,6 +107,17 @@ static void drop_record(void *ctx, void *item)
 	free(((struct pending *)item)->h);
 }
 
+/* A running process of the cgroups -a is limited to (docs/containers.md). */
+static bool in_cgroups(struct perf *p, uint32_t pid)
+{
+	struct sp_proc_identity *id = sp_xcalloc(1, sizeof(*id));
+	bool in = sp_procfs_identity(pid, id) == 0 && id->cgroup[0] &&
+		  sp_cgroup_filter_match(p->o.cgroups, id->cgroup);
+
+	free(id);
+	return in;
+}
+
 static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_emit *out)
 {
 	struct perf *p = s->priv;
@@ -144,7 +155,8 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 	if (t->system_wide) {
 		if (sp_procfs_pids(&pids, &npids) == 0) {
 			for (i = 0; i < npids; i++)
-				sp_perf_scan_process(p, pids[i]);
+				if (!p->cgroup_mode || in_cgroups(p, pids[i]))
+					sp_perf_scan_process(p, pids[i]);
 			free(pids);
 		}
 	} else {

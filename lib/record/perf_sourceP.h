@@ -90,6 +90,8 @@ struct proc {
 	bool leader_exited;	/* its first thread exited before threads it made */
 	uint32_t live_threads;	/* threads seen made (not the first) and not ended */
 	uid_t uid;		/* its user when last seen, (uid_t)-1 unknown: whose JIT map to trust */
+	uint32_t nspid;		/* its pid in its own pid namespace, 0 unknown */
+	uint64_t mnt_ns;	/* its mount namespace (inode), 0 unknown */
 	uint64_t exec_time, end_time, leader_exit;
 	char comm[17];
 	uint64_t exe;		/* string id */
@@ -143,7 +145,11 @@ struct perf {
 	struct perf_map mods_by_id;	/* (id, 0) -> struct mod * */
 	struct perf_map frames;	/* (module << 4 | flags, rel) -> frame id */
 	struct perf_map frames_raw;	/* (pid << 4 | flags, addr) -> frame id (no module) */
-	struct perf_map elfs;	/* (hash of path, 0) -> struct elf_entry * */
+	struct perf_map elfs;	/* (hash of path, 0) -> struct elf_entry *; a container's:
+				 * (hash of dev, inode, mtime, 1), (n, 2) when gone */
+	uint64_t elfs_gone;	/* entries of files no longer to be found */
+	struct perf_map ns_roots;	/* (mount namespace, 0) -> 1 + O_PATH fd of its root */
+	uint64_t self_mnt_ns;	/* ours; 0 not read yet */
 	struct mod *kmod;	/* [kernel.kallsyms] */
 
 	bool vdso_ok;
@@ -173,6 +179,7 @@ struct perf {
 	uint32_t *roots;
 	unsigned int nroots;
 	bool system_wide;
+	bool cgroup_mode;	/* -a limited to cgroups: o.cgroups */
 
 	struct sp_perf_stats st;
 	const char *failed_call;	/* what open_on() failed at */
@@ -248,5 +255,11 @@ void sp_perf_ksyms_release(struct perf *p);
 
 /* The JIT perf map of pr as SP_REC_JITSYM records (when it ends). */
 void sp_perf_capture_jit(struct perf *p, struct proc *pr);
+/* Who pr is, from its process record: a process in another mount
+ * namespace has its map in that namespace's /tmp, whose root is held open
+ * from now on (the process may be gone when its map is read). */
+void sp_perf_jit_note(struct perf *p, struct proc *pr, const struct sp_process *rec);
+/* Close the roots held. */
+void sp_perf_jit_release(struct perf *p);
 
 #endif

@@ -323,6 +323,13 @@ int sp_procfs_perfmap(uint32_t pid, uid_t uid, int (*fn)(void *ctx, uint64_t add
 							  const char *name), void *ctx,
 		      struct sp_perfmap_result *res)
 {
+	return sp_procfs_perfmap_at(AT_FDCWD, pid, pid, uid, fn, ctx, res);
+}
+
+int sp_procfs_perfmap_at(int dirfd, uint32_t name_pid, uint32_t pid, uid_t uid,
+			 int (*fn)(void *ctx, uint64_t addr, uint64_t size, const char *name),
+			 void *ctx, struct sp_perfmap_result *res)
+{
 	struct sp_safe_want w = { SP_SAFE_NOFOLLOW | SP_SAFE_OWNER, uid, 0 };
 	struct stat st;
 	char path[256];
@@ -335,8 +342,11 @@ int sp_procfs_perfmap(uint32_t pid, uid_t uid, int (*fn)(void *ctx, uint64_t add
 		w.owner = now;
 	res->user = w.owner;
 	res->owner = (uid_t)-1;
-	snprintf(path, sizeof(path), "%s/perf-%u.map", sp_procfs_perfmap_dir, pid);
-	fd = sp_safe_open(AT_FDCWD, path, &w, &st, &res->why);
+	if (dirfd == AT_FDCWD)
+		snprintf(path, sizeof(path), "%s/perf-%u.map", sp_procfs_perfmap_dir, name_pid);
+	else
+		snprintf(path, sizeof(path), "perf-%u.map", name_pid);
+	fd = sp_safe_open(dirfd, path, &w, &st, &res->why);
 	if (fd < 0) {
 		if (errno == EPERM)
 			res->owner = st.st_uid;

@@ -151,8 +151,10 @@ static void free_who(struct who *w, size_t n)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		free(w[i].name);
+		free(w[i].container);
+	}
 	free(w);
 }
 
@@ -233,6 +235,7 @@ static void who_set(struct who **w, size_t *n, size_t *cap, struct sp_idset *idx
 		x = &(*w)[*n];
 		x->id = id;
 		x->name = NULL;
+		x->container = NULL;
 		sp_idset_add(idx, sp_hash_u64(id), *n + 1);
 		(*n)++;
 	}
@@ -241,6 +244,30 @@ static void who_set(struct who **w, size_t *n, size_t *cap, struct sp_idset *idx
 		free(x->name);
 		x->name = sp_xstrdup(name);
 	}
+}
+
+/* A process's container label for --by=container: what sp-tree shows
+ * ("podman:3f1c2a9b0d4e"), "host" for a process the identity of which
+ * names none, "?" for one without identity. */
+static void set_container(struct sp_folded *f, const struct sp_defs *d,
+			  const struct sp_process *p)
+{
+	struct who *x = who_find(f->procs, &f->proc_idx, p->pid);
+	const char *rt = sp_defs_strz(d, p->runtime), *id = sp_defs_strz(d, p->container);
+	char buf[300];
+
+	if (!x)
+		return;
+	if (rt && *rt && id && *id)
+		snprintf(buf, sizeof(buf), "%s:%.*s", rt, strlen(id) == 64 ? 12 : 255, id);
+	else if (p->start_boot_ns)
+		snprintf(buf, sizeof(buf), "host");
+	else if (x->container)
+		return;		/* an exec without identity: the last known */
+	else
+		snprintf(buf, sizeof(buf), "?");
+	free(x->container);
+	x->container = sp_xstrdup(buf);
 }
 
 const char *sp_folded_thread_name(const struct sp_folded *f, uint64_t tid)
@@ -391,7 +418,8 @@ static bool ctx_eq(void *cx, uint32_t id, const void *key)
 {
 	const struct ctx *a = &((const struct ctx *)cx)[id - 1], *b = key;
 
-	return a->gen == b->gen && a->pid == b->pid && a->tid == b->tid && a->span == b->span;
+	return a->gen == b->gen && a->pid == b->pid && a->tid == b->tid && a->span == b->span &&
+	       a->cname == b->cname;
 }
 
 static uint32_t get_ctx(struct sp_folded *f, const struct sp_sample *s)
@@ -413,7 +441,14 @@ static uint32_t get_ctx(struct sp_folded *f, const struct sp_sample *s)
 		k.span = s->span;
 		k.gen = f->gen;
 	}
+	if (f->o.by & SP_FLAME_BY_CONTAINER) {
+		struct who *w = who_find(f->procs, &f->proc_idx, s->pid);
+
+		k.cname = sp_folded_internz(f, w && w->container ? w->container : "?",
+					    SP_FN_PROCESS);
+	}
 	h = sp_hash_mix(sp_hash_mix(sp_hash_mix(sp_hash_u64(k.gen), k.pid), k.tid), k.span);
+	h = sp_hash_mix(h, k.cname);
 	id = sp_idset_find(&f->ctx_idx, h, &k, ctx_eq, f->ctxs);
 	if (id)
 		return id - 1;
@@ -614,6 +649,8 @@ int sp_folded_add(struct sp_folded *f, const struct sp_defs *d, const struct sp_
 	case SP_REC_PROCESS:
 		who_set(&f->procs, &f->nprocs, &f->procs_cap, &f->proc_idx, rec->process.pid,
 			rec->process.pid, sp_defs_strz(d, rec->process.comm));
+		if (f->o.by & SP_FLAME_BY_CONTAINER)
+			set_container(f, d, &rec->process);
 		break;
 	case SP_REC_THREAD:
 		who_set(&f->threads, &f->nthreads, &f->threads_cap, &f->thread_idx,

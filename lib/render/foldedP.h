@@ -68,7 +68,7 @@ struct scache {
  * under (--by); 0 is none. */
 struct ctx {
 	uint32_t gen;
-	uint32_t pname, tname;	/* name ids, 0 = none */
+	uint32_t cname, pname, tname;	/* name ids, 0 = none */
 	uint64_t pid, tid, span;
 	bool cut;		/* the span path is deeper than SPAN_DEPTH_MAX */
 };
@@ -84,6 +84,7 @@ struct agg {
 struct who {
 	uint64_t id, pid;
 	char *name;
+	char *container;	/* a process's "runtime:id" or "host" (--by=container) */
 };
 
 struct sp_folded {

@@ -59,6 +59,8 @@ static unsigned int ctx_prefix(const struct sp_folded *f, uint32_t ctx, uint32_t
 
 	if (!ctx)
 		return 0;
+	if (c->cname && n < max)
+		buf[n++] = c->cname;
 	if (c->pname && n < max)
 		buf[n++] = c->pname;
 	if (c->tname && n < max)

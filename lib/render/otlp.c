@@ -242,6 +242,24 @@ static void host_attrs(struct otlp_stream *s, struct otlp_attrs *v)
 		otlp_attr_str(v, "os.version", s->kernel);
 }
 
+/* The container a process record names (docs/containers.md), in the
+ * OpenTelemetry resource conventions: container.id and container.runtime,
+ * k8s.pod.uid for a Kubernetes pod; a systemd service is no container. */
+static void container_attrs(struct otlp_stream *s, const struct sp_defs *d,
+			    const struct sp_process *p, struct otlp_attrs *a)
+{
+	const char *rt = p->runtime ? otlp_strid(&s->text, d, p->runtime) : "";
+
+	if (!*rt || !strcmp(rt, "systemd"))
+		return;
+	if (p->container)
+		otlp_attr_str(a, "container.id", otlp_strid(&s->text, d, p->container));
+	if (strcmp(rt, "kubernetes"))
+		otlp_attr_str(a, "container.runtime", rt);
+	if (p->pod && strcmp(rt, "podman"))
+		otlp_attr_str(a, "k8s.pod.uid", otlp_strid(&s->text, d, p->pod));
+}
+
 static void process_attrs(struct otlp_stream *s, const struct sp_defs *d,
 			  const struct sp_process *p)
 {
@@ -263,6 +281,7 @@ static void process_attrs(struct otlp_stream *s, const struct sp_defs *d,
 	if (p->args)
 		otlp_attr_str(&r->attrs, "process.command_line",
 			      otlp_strid(&s->text, d, p->args));
+	container_attrs(s, d, p, &r->attrs);
 	host_attrs(s, &r->attrs);
 }
 

@@ -99,6 +99,7 @@ struct sp_pprof {
 	size_t fbuf_cap;
 
 	struct sp_u64map exe_of;	/* pid -> exe's string index, from process records */
+	struct sp_u64map cont_of;	/* pid -> "runtime:id" string index (its container) */
 	struct sp_u64map exe_mod;	/* pid -> module id of its exe (this stream), 0: none */
 	uint64_t total_samples, total_ns;
 	uint64_t start_wall, start_mono, first, last;
@@ -158,6 +159,20 @@ static int64_t strz(struct sp_pprof *p, const char *s)
 	return str(p, s, strlen(s));
 }
 
+/* Label samples with the container their process's record names
+ * (docs/containers.md): "podman:<id>"; a systemd service is no container. */
+static void note_container(struct sp_pprof *p, const struct sp_defs *d,
+			   const struct sp_process *r)
+{
+	const char *rt = sp_defs_strz(d, r->runtime), *id = sp_defs_strz(d, r->container);
+	char buf[400];
+
+	if (!rt || !*rt || !id || !*id || !strcmp(rt, "systemd"))
+		return;
+	snprintf(buf, sizeof(buf), "%s:%s", rt, id);
+	sp_u64map_put(&p->cont_of, r->pid, (uint64_t)strz(p, buf));
+}
+
 struct sp_pprof *sp_pprof_new(bool no_inline)
 {
 	struct sp_pprof *p = sp_xcalloc(1, sizeof(*p));
@@ -194,6 +209,7 @@ void sp_pprof_free(struct sp_pprof *p)
 	free(p->locpool);
 	free(p->fbuf);
 	sp_u64map_release(&p->exe_of);
+	sp_u64map_release(&p->cont_of);
 	sp_u64map_release(&p->exe_mod);
 	free(p);
 }
@@ -455,6 +471,7 @@ int sp_pprof_add(struct sp_pprof *p, const struct sp_defs *d, const struct sp_re
 				      strz(p, sp_defs_strz(d, rec->process.exe)));
 			sp_u64map_del(&p->exe_mod, rec->process.pid);	/* exec: a new one */
 		}
+		note_container(p, d, &rec->process);
 		return 0;
 
 	case SP_REC_SAMPLE:
@@ -642,19 +659,22 @@ static void pb_locations(const struct sp_pprof *p, struct pb *b)
 	}
 }
 
-/* Samples with their two values and their pid and tid labels. */
-static void pb_samples(const struct sp_pprof *p, struct pb *b, int64_t k_pid, int64_t k_tid)
+/* Samples with their two values and their pid and tid labels, and a
+ * container label when their process's record names one. */
+static void pb_samples(const struct sp_pprof *p, struct pb *b, int64_t k_pid, int64_t k_tid,
+		       int64_t k_cont)
 {
+	uint64_t *cont;
 	size_t i;
 
 	b->samples = sp_xcalloc(p->nsamples + 1, sizeof(*b->samples));
 	b->samplep = sp_xcalloc(p->nsamples + 1, sizeof(*b->samplep));
-	b->labels = sp_xcalloc(2 * p->nsamples + 1, sizeof(*b->labels));
-	b->labelp = sp_xcalloc(2 * p->nsamples + 1, sizeof(*b->labelp));
+	b->labels = sp_xcalloc(3 * p->nsamples + 1, sizeof(*b->labels));
+	b->labelp = sp_xcalloc(3 * p->nsamples + 1, sizeof(*b->labelp));
 	b->values = sp_xcalloc(2 * p->nsamples + 1, sizeof(*b->values));
 	for (i = 0; i < p->nsamples; i++) {
 		Sample *s = &b->samples[i];
-		Label *l = &b->labels[2 * i];
+		Label *l = &b->labels[3 * i];
 
 		perftools__profiles__sample__init(s);
 		s->n_location_id = p->samples[i].nlocs;
@@ -669,10 +689,18 @@ static void pb_samples(const struct sp_pprof *p, struct pb *b, int64_t k_pid, in
 		l[0].num = p->samples[i].pid;
 		l[1].key = k_tid;
 		l[1].num = p->samples[i].tid;
-		b->labelp[2 * i] = &l[0];
-		b->labelp[2 * i + 1] = &l[1];
+		b->labelp[3 * i] = &l[0];
+		b->labelp[3 * i + 1] = &l[1];
 		s->n_label = 2;
-		s->label = &b->labelp[2 * i];
+		s->label = &b->labelp[3 * i];
+		cont = k_cont ? sp_u64map_get(&p->cont_of, p->samples[i].pid) : NULL;
+		if (cont) {
+			perftools__profiles__label__init(&l[2]);
+			l[2].key = k_cont;
+			l[2].str = (int64_t)*cont;
+			b->labelp[3 * i + 2] = &l[2];
+			s->n_label = 3;
+		}
 		b->samplep[i] = s;
 	}
 }
@@ -743,7 +771,7 @@ int sp_pprof_write(struct sp_pprof *p, FILE *out, uint64_t period_ns, const char
 	pb_mappings(p, &b);
 	pb_functions(p, &b);
 	pb_locations(p, &b);
-	pb_samples(p, &b, k_pid, k_tid);
+	pb_samples(p, &b, k_pid, k_tid, p->cont_of.n ? strz(p, "container") : 0);
 	prof.n_mapping = p->nmaps;
 	prof.mapping = b.mapp;
 	prof.n_function = p->nfuncs;

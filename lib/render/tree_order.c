@@ -476,8 +476,42 @@ unsigned int sp_tree_depth_below(const struct tnode *n, unsigned int depth)
 	return depth ? depth + 1 : 0;
 }
 
+/* Whether p is in a container --container named. */
+static bool in_containers(const struct sp_tree *t, const struct tproc *p)
+{
+	const char *want, *colon;
+	size_t i, rl;
+
+	if (!p || !p->container || !p->runtime)
+		return false;
+	for (i = 0; i < t->o.ncontainers; i++) {
+		want = t->o.containers[i];
+		colon = strchr(want, ':');
+		if (colon) {
+			rl = (size_t)(colon - want);
+			if (strlen(p->runtime) != rl || strncmp(p->runtime, want, rl))
+				continue;
+			want = colon + 1;
+		}
+		if (!strncmp(p->container, want, strlen(want)))
+			return true;
+	}
+	return false;
+}
+
 bool sp_tree_is_root(const struct sp_tree *t, const struct tproc *p)
 {
+	const struct tproc *parent;
+	uint64_t *v;
+
+	if (t->o.ncontainers) {
+		/* the outermost processes of the container: their parent is not in it */
+		if (!in_containers(t, p))
+			return false;
+		v = p->ppid ? sp_u64map_get(&t->procs, p->ppid) : NULL;
+		parent = v ? (const struct tproc *)(uintptr_t)*v : NULL;
+		return !parent || parent == p || !in_containers(t, parent);
+	}
 	return t->o.npids ? in_list(t->o.pids, t->o.npids, p->pid) : !p->attached;
 }
 

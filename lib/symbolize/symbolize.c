@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/utsname.h>
 
 #include <libelf.h>
@@ -61,6 +62,8 @@ static void image_retire(struct sp_symbolizer *s, struct image *img)
 	sp_image_unload(img);
 	free(img->path);
 	free(img->loaded_from);
+	if (img->root_fd >= 0)
+		close(img->root_fd);
 	free(img);
 }
 
@@ -155,6 +158,7 @@ void sp_symbolizer_module(struct sp_symbolizer *s, const struct sp_module *m, co
 		img->size = m->size;
 		img->mtime_ns = m->mtime_ns;
 		img->pid = m->pid;
+		img->root_fd = -1;
 		img->anon = anon;
 		img->vdso = !strcmp(path, "[vdso]");
 		img->sym = s;

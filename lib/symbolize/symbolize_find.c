@@ -11,12 +11,14 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gelf.h>
 
 #include "buf.h"
 #include "elf/archive.h"
 #include "elf/elffile.h"
+#include "procroot.h"
 #include "sp.h"
 #include "symbolize_priv.h"
 
@@ -165,6 +167,33 @@ static bool try_candidate(struct image *img, char *path, bool check_stat, struct
 	return rc > 0;
 }
 
+/*
+ * The recorded path inside /proc/PID/root, resolved as the process would
+ * (procroot.h): only with a build-id to check it against, since the pid
+ * may have been given to another process since.
+ */
+static bool find_in_root(struct image *img, struct image_file *f, struct miss *m)
+{
+	int rfd, fd;
+	bool found;
+
+	if (!img->build_id_len || !img->pid || img->path[0] != '/' || !sp_proc_other_mnt_ns(img->pid))
+		return false;
+	rfd = sp_proc_root_dir((uint32_t)img->pid);
+	if (rfd < 0)
+		return false;
+	fd = sp_proc_root_open(rfd, img->path, false);
+	close(rfd);
+	if (fd < 0)
+		return false;
+	found = try_candidate(img, sp_xstrfmt("/proc/self/fd/%d", fd), false, f, m);
+	if (!found || img->root_fd >= 0)
+		close(fd);
+	else
+		img->root_fd = fd;	/* the file is opened again by that name later */
+	return found;
+}
+
 /* A file by the recorded path, in the order of the candidates below. */
 static bool find_file(struct sp_symbolizer *s, struct image *img, struct image_file *f,
 		      struct miss *m)
@@ -197,7 +226,11 @@ static bool find_file(struct sp_symbolizer *s, struct image *img, struct image_f
 	len = strlen(p);
 	if (len > 10 && !strcmp(p + len - 10, " (deleted)"))
 		p[len - 10] = 0;
-	return try_candidate(img, p, !sysroot || !strcmp(sysroot, "/"), f, m);
+	if (try_candidate(img, p, !sysroot || !strcmp(sysroot, "/"), f, m))
+		return true;
+	/* 4. Inside the root of the process that mapped it, while it lives (a
+	 * container's file the host does not have). */
+	return find_in_root(img, f, m);
 }
 
 bool sp_image_find(struct sp_symbolizer *s, struct image *img, struct image_file *f)

@@ -74,6 +74,8 @@ struct image {
 	bool stripped;			/* only .dynsym */
 	bool from_archive;
 	char *loaded_from;		/* the file actually read */
+	int root_fd;			/* -1, or the file found in a process's root
+					 * (loaded_from is /proc/self/fd/root_fd) */
 	struct sp_symtab *symtab;	/* the file's own: .symtab, else .dynsym */
 	struct sp_symtab *dbgsyms;	/* a separate debug file's .symtab, if the file has none */
 	struct sp_dwarfidx *dwarf;	/* lazy: reads dw_elf at lookups */

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cgroup_filter.h"
 #include "events.h"
 #include "source.h"
 
@@ -38,6 +39,9 @@ struct sp_events_opts {
 	const char *attach;	/* "tp_btf", "raw_tp", "tracepoint", NULL = best */
 	bool raw_entry;		/* --event-attach=sys_enter: setid entries from the raw
 				 * sys_enter tracepoint, not per-call tracepoints */
+	/* with -a: only tasks in these cgroups or below, resolved; NULL or
+	 * none: every task */
+	const struct sp_cgroup_filter *cgroups;
 };
 
 /*

@@ -47,6 +47,8 @@ enum sp_fname_kind {
 #define SP_FLAME_BY_PROCESS	(1u << 0)	/* "comm-pid" */
 #define SP_FLAME_BY_THREAD	(1u << 1)	/* "name-tid" */
 #define SP_FLAME_BY_SPAN	(1u << 2)	/* the span path, outermost first */
+#define SP_FLAME_BY_CONTAINER	(1u << 3)	/* "runtime:id" (12 digits of a hex id), or
+						 * "host"; outermost of all */
 
 enum sp_flame_weight {
 	SP_FLAME_W_SAMPLES = 0,	/* each sample counts 1 */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cgroup_filter.h"
 #include "record.h"
 #include "source.h"
 
@@ -36,6 +37,9 @@ struct sp_perf_opts {
 	const char *args;		/* command line of the command, for its process record */
 	const char *archive;		/* copy each sampled file here (lib/elf/archive.h), NULL = no */
 	enum sp_interp_mode interp;	/* interpreted frames in samples (docs/interpreters.md) */
+	/* -a only in these cgroups (perf_event_open's cgroup mode), resolved;
+	 * NULL or none: every process */
+	const struct sp_cgroup_filter *cgroups;
 };
 
 /* An event name: its perf type and config. 0, or -1 for an unknown name. */

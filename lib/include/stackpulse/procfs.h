@@ -114,6 +114,13 @@ struct sp_perfmap_result {
 int sp_procfs_perfmap(uint32_t pid, uid_t uid, int (*fn)(void *ctx, uint64_t addr, uint64_t size,
 							  const char *name), void *ctx,
 		      struct sp_perfmap_result *res);
+/* The same for a process in another pid and mount namespace (a
+ * container): perf-NAME_PID.map (its pid as it sees it) in the directory
+ * dirfd (its /tmp, found inside its root: procroot.h); AT_FDCWD for
+ * sp_procfs_perfmap_dir. */
+int sp_procfs_perfmap_at(int dirfd, uint32_t name_pid, uint32_t pid, uid_t uid,
+			 int (*fn)(void *ctx, uint64_t addr, uint64_t size, const char *name),
+			 void *ctx, struct sp_perfmap_result *res);
 /* The reading alone, of a map opened already (bounded as above); the
  * same returns, and res->owner and res->user are left alone. */
 int sp_procfs_perfmap_fd(int fd, int (*fn)(void *ctx, uint64_t addr, uint64_t size,

@@ -48,6 +48,11 @@ struct sp_tree_opts {
 	double min_share;
 	const uint64_t *pids;	/* show only these processes (and what they started) */
 	size_t npids;
+	/* show only the processes of these containers ("3f1c2a9b", a prefix
+	 * of the id or unit name; "podman:3f1c" with the runtime), with what
+	 * they started */
+	const char *const *containers;
+	size_t ncontainers;
 	const uint64_t *tids;	/* show only spans of these threads */
 	size_t ntids;
 	const char *const *spans;	/* fnmatch(3) patterns of span names to show */

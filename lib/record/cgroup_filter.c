@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sp-record --cgroup / --container: from what the user named to the cgroup
+ * v2 directories the recording is limited to (cgroup_filter.h).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "cgroup_filter.h"
+#include "escape.h"
+#include "procfs.h"
+#include "sp.h"
+
+extern char **environ;
+
+enum { OPT_CGROUP = 0x2600, OPT_CONTAINER };
+
+static const struct argp_option cgroup_options[] = {
+	{ "cgroup", OPT_CGROUP, "PATH", 0, "With -a: record only the processes of this cgroup v2 "
+	  "directory and below (\"/system.slice/nginx.service\"); may be repeated", 0 },
+	{ "container", OPT_CONTAINER, "ID", 0, "With -a: record only this container's processes, "
+	  "by id prefix, systemd unit, or name (through podman or docker inspect); may be "
+	  "repeated", 0 },
+	{ 0 }
+};
+
+static error_t parse_cgroup_opt(int key, char *arg, struct argp_state *state)
+{
+	struct sp_cgroup_filter *f = state->input;
+
+	if (!f)
+		return ARGP_ERR_UNKNOWN;
+	switch (key) {
+	case OPT_CGROUP:
+		if (arg[0] != '/' || strstr(arg, "/../") || !strcmp(arg + strlen(arg) - 3, "/..") ||
+		    strlen(arg) > SP_PROC_CGROUP_MAX)
+			argp_error(state, "invalid cgroup '%s': a path from the cgroup v2 root, "
+				   "starting with '/', without '..'", arg);
+		if (f->ncgroups == SP_CGROUP_FILTER_MAX)
+			argp_error(state, "at most %d --cgroup", SP_CGROUP_FILTER_MAX);
+		f->cgroups[f->ncgroups++] = arg;
+		break;
+	case OPT_CONTAINER:
+		if (!*arg || strlen(arg) > SP_CGROUP_UNIT_MAX)
+			argp_error(state, "invalid container '%s'", arg);
+		if (f->ncontainers == SP_CGROUP_FILTER_MAX)
+			argp_error(state, "at most %d --container", SP_CGROUP_FILTER_MAX);
+		f->containers[f->ncontainers++] = arg;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp sp_cgroup_filter_argp = {
+	.options = cgroup_options,
+	.parser = parse_cgroup_opt,
+};
+
+/* The first cgroup2 mount whose root is the hierarchy's root, from
+ * /proc/self/mountinfo (fields: id parent maj:min root mountpoint ... - type);
+ * quiet: say nothing when there is none. */
+static int cgroup2_mount_q(char *out, size_t size, bool quiet)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], root[4096], mnt[4096], *dash;
+	int found = -1;
+
+	if (!f)
+		return quiet ? -1 : sp_error_errno("cannot open /proc/self/mountinfo");
+	while (found && fgets(line, sizeof(line), f)) {
+		dash = strstr(line, " - ");
+		if (!dash || strncmp(dash + 3, "cgroup2 ", 8))
+			continue;
+		if (sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 || strcmp(root, "/"))
+			continue;
+		if (strchr(mnt, '\\') || strlen(mnt) >= size)
+			continue;	/* an escaped name: not ours to guess */
+		snprintf(out, size, "%s", mnt);
+		found = 0;
+	}
+	fclose(f);
+	if (found && !quiet)
+		sp_error("no cgroup v2 hierarchy is mounted (--cgroup and --container need one)");
+	return found;
+}
+
+static int cgroup2_mount(char *out, size_t size)
+{
+	return cgroup2_mount_q(out, size, false);
+}
+
+static int add_dir(struct sp_cgroup_filter *f, int mfd, const char *path, const char *why)
+{
+	struct stat st;
+	unsigned int i;
+	int fd;
+
+	for (i = 0; i < f->n; i++)
+		if (!strcmp(f->path[i], path))
+			return 0;
+	if (f->n == SP_CGROUP_FILTER_MAX)
+		return sp_error("more than %d cgroups to record", SP_CGROUP_FILTER_MAX);
+	fd = path[1] ? openat(mfd, path + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) :
+		       dup(mfd);
+	if (fd < 0 || fstat(fd, &st)) {
+		char e[512];
+
+		sp_esc_text(e, sizeof(e), path, strlen(path), 0);
+		if (fd >= 0)
+			close(fd);
+		return sp_error_errno("%s: cannot open cgroup '%s'", why, e);
+	}
+	f->path[f->n] = sp_xstrdup(path);
+	f->fd[f->n] = fd;
+	f->id[f->n] = st.st_ino;
+	f->n++;
+	return 0;
+}
+
+static bool is_hex(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i]))
+			return false;
+	return n > 0;
+}
+
+/* The container id `tool inspect` gives for a name, into id[65]. 0 or -1
+ * (the tool is missing, or knows no such container: not reported). */
+static int inspect(const char *tool, const char *name, char *id)
+{
+	char *argv[] = { (char *)tool, "inspect", "--format", "{{.Id}}", (char *)name, NULL };
+	posix_spawn_file_actions_t fa;
+	char buf[256];
+	size_t len = 0;
+	ssize_t n;
+	int fds[2], status = -1;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	if (posix_spawnp(&pid, tool, &fa, NULL, argv, environ))
+		pid = -1;
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	while (pid > 0 && (n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;	/* bounded: the rest is left unread */
+	close(fds[0]);
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || status)
+		return -1;
+	while (len && isspace((unsigned char)buf[len - 1]))
+		len--;
+	if (len != 64 || !is_hex(buf, 64))
+		return -1;
+	memcpy(id, buf, 64);
+	id[64] = 0;
+	return 0;
+}
+
+/* The cgroup of one container: the process's path cut after the part that
+ * names id (a process may sit in a cgroup below its container's). */
+static bool container_dir(const char *cgpath, const char *id, char *out, size_t size)
+{
+	const char *at = strstr(cgpath, id), *end;
+
+	if (!at)
+		return false;
+	end = strchr(at, '/');
+	if (!end)
+		end = at + strlen(at);
+	if ((size_t)(end - cgpath) >= size)
+		return false;
+	memcpy(out, cgpath, (size_t)(end - cgpath));
+	out[end - cgpath] = 0;
+	return true;
+}
+
+/* Every running process's container whose id matches want (a prefix of
+ * hex digits, or the whole id: a unit name); its cgroups into f. 0, 1 when
+ * no process matched, -1 (reported). */
+static int add_container(struct sp_cgroup_filter *f, int mfd, const char *want)
+{
+	struct sp_proc_identity *pid_id = sp_xcalloc(1, sizeof(*pid_id));
+	struct sp_cgroup_owner o;
+	char first[SP_CGROUP_UNIT_MAX + 1] = "", dir[SP_PROC_CGROUP_MAX + 1], e[600];
+	bool prefix = is_hex(want, strlen(want));
+	uint32_t *pids = NULL;
+	size_t npids = 0, i, len = strlen(want);
+	int ret = 0, found = 0;
+
+	sp_esc_text(e, sizeof(e), want, strlen(want), 0);
+	if (sp_procfs_pids(&pids, &npids))
+		npids = 0;
+	for (i = 0; i < npids && !ret; i++) {
+		if (sp_procfs_identity(pids[i], pid_id) || !pid_id->cgroup[0] ||
+		    !sp_cgroup_owner(pid_id->cgroup, strlen(pid_id->cgroup), &o) || !o.id[0])
+			continue;
+		if (prefix ? strncmp(o.id, want, len) : strcmp(o.id, want))
+			continue;
+		if (first[0] && strcmp(first, o.id)) {
+			ret = sp_error("container '%s' is ambiguous: %.12s and %.12s", e, first, o.id);
+			break;
+		}
+		snprintf(first, sizeof(first), "%s", o.id);
+		if (!container_dir(pid_id->cgroup, o.id, dir, sizeof(dir)))
+			continue;
+		ret = add_dir(f, mfd, dir, "--container");
+		found++;
+	}
+	free(pids);
+	free(pid_id);
+	if (ret)
+		return -1;
+	return found ? 0 : 1;	/* none: the caller tries the name, then says so */
+}
+
+int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f)
+{
+	char mnt[4096], id[65], e[600];
+	unsigned int i;
+	int mfd;
+
+	if (!sp_cgroup_filter_given(f))
+		return 0;
+	if (cgroup2_mount(mnt, sizeof(mnt)))
+		return -1;
+	mfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0)
+		return sp_error_errno("cannot open the cgroup v2 root '%s'", mnt);
+	for (i = 0; i < f->ncgroups; i++)
+		if (add_dir(f, mfd, f->cgroups[i], "--cgroup"))
+			goto fail;
+	for (i = 0; i < f->ncontainers; i++) {
+		const char *c = f->containers[i];
+
+		int r = add_container(f, mfd, c);
+
+		if (r == 1 && (!inspect("podman", c, id) || !inspect("docker", c, id)))
+			r = add_container(f, mfd, id);
+		if (r < 0)
+			goto fail;
+		if (r == 0)
+			continue;
+		sp_esc_text(e, sizeof(e), c, strlen(c), 0);
+		sp_error("--container: no running process belongs to a container '%s' (an id "
+			 "prefix, a systemd unit, or a name podman or docker knows)", e);
+		goto fail;
+	}
+	close(mfd);
+	return 0;
+fail:
+	close(mfd);
+	return -1;
+}
+
+bool sp_cgroup_filter_match(const struct sp_cgroup_filter *f, const char *path)
+{
+	unsigned int i;
+	size_t n;
+
+	for (i = 0; i < f->n; i++) {
+		n = strlen(f->path[i]);
+		if (!strcmp(f->path[i], "/") ||
+		    (!strncmp(path, f->path[i], n) && (path[n] == 0 || path[n] == '/')))
+			return true;
+	}
+	return false;
+}
+
+void sp_cgroup_filter_release(struct sp_cgroup_filter *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < f->n; i++) {
+		close(f->fd[i]);
+		free(f->path[i]);
+	}
+	f->n = 0;
+}
+
+int sp_cgroup_path_by_id(uint64_t id, char *buf, size_t size)
+{
+	static int mfd = -2;
+	static char mnt[4096];
+	struct {
+		struct file_handle fh;
+		uint64_t id;
+	} h = { .fh.handle_bytes = sizeof(uint64_t), .fh.handle_type = 0xfe /* FILEID_KERNFS */ };
+	char self[64], path[SP_PROC_CGROUP_MAX + 4096 + 1];
+	size_t ml;
+	ssize_t n;
+	int fd;
+
+	if (mfd == -2)
+		mfd = cgroup2_mount_q(mnt, sizeof(mnt), true) ? -1 :
+		      open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0 || !id)
+		return -1;
+	memcpy(h.fh.f_handle, &id, sizeof(id));
+	fd = open_by_handle_at(mfd, &h.fh, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = readlink(self, path, sizeof(path) - 1);
+	close(fd);
+	ml = strlen(mnt);
+	if (n <= 0 || (size_t)n < ml || memcmp(path, mnt, ml) || (size_t)n - ml >= size)
+		return -1;
+	path[n] = 0;
+	snprintf(buf, size, "%s", (size_t)n == ml ? "/" : path + ml);
+	return 0;
+}
