@@ -174,11 +174,12 @@ assert_share() {
 	[ "$status" = 64 ]
 }
 
-@test "--interp=ruby: not read yet, and said once rather than recorded in silence" {
-	run --separate-stderr sp-record --spans=none --interp=ruby -o "$OUT" -- true
+@test "--interp=ruby: a Python program keeps its native stacks only" {
+	require_python
+	run --separate-stderr sp-record --spans=none --interp=ruby -o "$OUT" -- $PY "$FIX" scale=0.2
 	[ "$status" = 0 ] || fail "$stderr"
-	[ "$(grep -c "interp=ruby: Ruby's interpreted frames are not read yet" <<<"$stderr")" = 1 ] ||
-		fail "$stderr"
+	[ -z "$(ih_stacks)" ]
+	! sp-decode "$OUT" | jq -r 'select(.type == "runtime") | .runtime' | grep -qx python
 }
 
 @test "a forged interpreter run by nobody: cycles end truncated, names bounded, no loop" {
