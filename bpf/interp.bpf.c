@@ -12,7 +12,9 @@
  * again on each use (its native thread id must still be the tid).
  *
  * Ruby (a layout of kind SP_BPF_IK_RUBY): the thread is found in the main
- * ractor's thread list (rb_thread_t.tid), its execution context (the
+ * ractor's thread list by its pthread_t (rb_thread_t.thread_id), which is
+ * the thread's TLS base (the task's fsbase on x86-64) and, unlike its tid,
+ * stays right in a forked child; its execution context (the
  * running fiber's) gives the control frames, walked from cfp to the end
  * of the VM stack; C method and dummy frames are left out (the C method's
  * own native frame stays in the native stack).
@@ -20,6 +22,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 #include "interp.h"
 
@@ -106,13 +109,16 @@ static __always_inline __u64 find_tstate(const struct sp_bpf_ilayout *l, __u64 r
 	return 0;
 }
 
-static __always_inline __s32 rd_s32(__u64 addr)
+/* The current thread's pthread_t: its TLS base. */
+static __always_inline __u64 thread_self(void)
 {
-	__s32 v = -1;
+#ifdef __TARGET_ARCH_x86
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return -1;
-	return v;
+	return BPF_CORE_READ(t, thread.fsbase);
+#else
+	return 0;
+#endif
 }
 
 /* Ruby: the rb_thread_t of tid in the main ractor, 0 if none. */
@@ -120,10 +126,12 @@ static __always_inline __u64 find_rb_thread(const struct sp_bpf_ilayout *l, __u6
 					    __u32 tid)
 {
 	__u64 *cached = bpf_map_lookup_elem(&tstates, &tid);
-	__u64 vm, head, node, th;
+	__u64 self = thread_self(), vm, head, node, th;
 	unsigned int i;
 
-	if (cached && *cached && rd_s32(*cached + l->rb_th_tid) == (__s32)tid)
+	if (!self)
+		return 0;
+	if (cached && *cached && rd_ptr(*cached + l->rb_th_id) == self)
 		return *cached;
 	vm = rd_ptr(vm_ptr);
 	if (!vm)
@@ -135,7 +143,7 @@ static __always_inline __u64 find_rb_thread(const struct sp_bpf_ilayout *l, __u6
 	node = rd_ptr(head);
 	for (i = 0; i < SP_BPF_ITHREADS && node && node != head; i++) {
 		th = node - l->rb_th_node;
-		if (rd_s32(th + l->rb_th_tid) == (__s32)tid) {
+		if (rd_ptr(th + l->rb_th_id) == self) {
 			bpf_map_update_elem(&tstates, &tid, &th, BPF_ANY);
 			return th;
 		}

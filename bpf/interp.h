@@ -76,7 +76,7 @@ struct sp_bpf_ilayout {
 	__u16 rb_ractor_threads;	/* rb_ractor_t.threads.set (a list_head) */
 	__u16 rb_th_node;	/* rb_thread_t.lt_node (the list's links) */
 	__u16 rb_th_ec;		/* rb_thread_t.ec */
-	__u16 rb_th_tid;	/* rb_thread_t.tid (an int) */
+	__u16 rb_th_id;		/* rb_thread_t.thread_id (pthread_t) */
 	__u16 rb_ec_cfp;	/* rb_execution_context_t.cfp (vm_stack, _size before) */
 	__u16 rb_cfp_size;	/* sizeof(rb_control_frame_t) */
 	__u16 rb_cfp_pc, rb_cfp_iseq, rb_cfp_ep;
