@@ -399,3 +399,26 @@ assert_rb_share() {
 		[ -z "$(rh_stacks)" ] || fail "--interp=$mode: $(rh_stacks | head)"
 	done
 }
+
+@test "a forged Ruby run by nobody: an endless stack ends truncated, names bounded, no loop" {
+	require_root
+	require_cmd gcc
+	require_cmd setpriv
+	NOBODY_DIR=$(mktemp -d /tmp/sp-forged.XXXXXX)
+	gcc -O0 -pthread -o "$NOBODY_DIR/ruby-forged" "$FIXTURES/forged_rb.c"
+	chmod -R a+rX "$NOBODY_DIR"
+	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$NOBODY_DIR/ruby-forged" 1
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	sp-decode "$OUT" | jq -r 'select(.type == "runtime") | "\(.runtime) \(.mode)"' |
+		grep -qx 'ruby stacks' || fail "not followed"
+	run sh -c "sp-flame --folded '$OUT' 2>/dev/null | grep '^\[ruby: truncated\];'"
+	[ "$status" = 0 ] || fail "no truncated stack"
+	# the endless stack is cut at the walk's limit: 128 frames, then the mark
+	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
+		grep -c '^AAAA\|^\[ruby: unreadable frame\]$')
+	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
+	# the endless label is cut at its bound and says so
+	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
+	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "label of ${#name} bytes"
+}
