@@ -73,6 +73,23 @@ const char *sp_interp_layout_names(void);
 
 /* ---- reading another process's memory ---- */
 
+/* A field of what was copied out (unaligned, host order). */
+static inline uint64_t sp_interp_u64(const uint8_t *p, size_t off)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, p + off, sizeof(v));
+	return v;
+}
+
+static inline uint32_t sp_interp_u32(const uint8_t *p, size_t off)
+{
+	uint32_t v;
+
+	__builtin_memcpy(&v, p + off, sizeof(v));
+	return v;
+}
+
 struct sp_interp_mem {
 	/* len bytes at addr into buf: 0, or -1 when any of them cannot be read. */
 	int (*read)(void *ctx, uint64_t addr, void *buf, size_t len);

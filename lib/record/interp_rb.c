@@ -30,22 +30,6 @@
 #define SUCC_IMM_WORDS	6u
 #define SUCC_BLOCK_WORDS 10u
 
-static uint64_t get_u64(const uint8_t *p, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, p + off, sizeof(v));
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *p, size_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, p + off, sizeof(v));
-	return v;
-}
-
 int sp_rb_str(const struct sp_interp_layout *l, const struct sp_interp_mem *m, uint64_t addr,
 	      char *out, size_t cap)
 {
@@ -61,12 +45,12 @@ int sp_rb_str(const struct sp_interp_layout *l, const struct sp_interp_mem *m, u
 	if (!addr || (addr & 7) || l->rb.rstr_embed + STR_EMBED_MAX > sizeof(hdr) ||
 	    m->read(m->ctx, addr, hdr, l->rb.rstr_embed + STR_EMBED_MAX))
 		return -1;
-	flags = get_u64(hdr, 0);
+	flags = sp_interp_u64(hdr, 0);
 	if ((flags & T_MASK) != T_STRING)
 		return -1;
 	if (flags & FL_USER1) {
-		len = get_u64(hdr, l->rb.rstr_heap_len);
-		ptr = get_u64(hdr, l->rb.rstr_heap_ptr);
+		len = sp_interp_u64(hdr, l->rb.rstr_heap_len);
+		ptr = sp_interp_u64(hdr, l->rb.rstr_heap_ptr);
 	} else {
 		len = (flags >> 14) & 0x1f;
 		if (len > STR_EMBED_MAX)
@@ -133,19 +117,19 @@ static void *read_array(const struct sp_interp_mem *m, uint64_t addr, size_t n, 
 static void read_lines(const struct sp_interp_layout *l, const struct sp_interp_mem *m,
 		       const uint8_t *body, struct sp_rb_lines *t)
 {
-	uint32_t n = get_u32(body, l->rb.info_size), i;
-	uint64_t pos = get_u64(body, l->rb.info_pos), succ = get_u64(body, l->rb.info_succ);
+	uint32_t n = sp_interp_u32(body, l->rb.info_size), i;
+	uint64_t pos = sp_interp_u64(body, l->rb.info_pos), succ = sp_interp_u64(body, l->rb.info_succ);
 	uint8_t *ents;
 
 	if (!n || n > SP_RB_INSNS_MAX || n > t->iseq_size + 1 || l->rb.entry_size < 4 ||
 	    l->rb.entry_size > 64)
 		return;
-	ents = read_array(m, get_u64(body, l->rb.info_body), n, l->rb.entry_size);
+	ents = read_array(m, sp_interp_u64(body, l->rb.info_body), n, l->rb.entry_size);
 	if (!ents)
 		return;
 	t->lines = sp_xmalloc(n * sizeof(*t->lines));
 	for (i = 0; i < n; i++)
-		t->lines[i] = (int32_t)get_u32(ents, (size_t)i * l->rb.entry_size);
+		t->lines[i] = (int32_t)sp_interp_u32(ents, (size_t)i * l->rb.entry_size);
 	free(ents);
 	t->n = n;
 	if (n == 1)
@@ -174,23 +158,23 @@ int sp_rb_iseq_read(const struct sp_interp_layout *l, const struct sp_interp_mem
 	    l->bpf.rb_iseq_body + 8 > l->rb.iseq_size ||
 	    m->read(m->ctx, addr, iseq, l->rb.iseq_size))
 		return -1;
-	flags = get_u64(iseq, 0);
+	flags = sp_interp_u64(iseq, 0);
 	if ((flags & T_MASK) != T_IMEMO || ((flags >> 12) & 0xf) != IMEMO_ISEQ) {
 		*why = "not an iseq";
 		return -1;
 	}
-	q->body = get_u64(iseq, l->bpf.rb_iseq_body);
+	q->body = sp_interp_u64(iseq, l->bpf.rb_iseq_body);
 	if (!q->body || m->read(m->ctx, q->body, body, l->rb.body_size))
 		return -1;
-	q->lines.iseq_size = get_u32(body, l->bpf.rb_body_size);
-	first = get_u64(body, l->rb.loc_first);
+	q->lines.iseq_size = sp_interp_u32(body, l->bpf.rb_body_size);
+	first = sp_interp_u64(body, l->rb.loc_first);
 	q->lines.firstline = first & 1 ? (int)((first >> 1) & 0x3fffffff) : 0;
-	if (sp_rb_str(l, m, get_u64(body, l->rb.loc_label), q->label, sizeof(q->label)) ||
+	if (sp_rb_str(l, m, sp_interp_u64(body, l->rb.loc_label), q->label, sizeof(q->label)) ||
 	    !q->label[0]) {
 		*why = "bad label";
 		return -1;
 	}
-	if (rb_path(l, m, get_u64(body, l->rb.loc_path), q->file, sizeof(q->file)))
+	if (rb_path(l, m, sp_interp_u64(body, l->rb.loc_path), q->file, sizeof(q->file)))
 		snprintf(q->file, sizeof(q->file), "?");
 	if (q->lines.iseq_size <= SP_RB_INSNS_MAX)
 		read_lines(l, m, body, &q->lines);
