@@ -107,7 +107,7 @@ struct sp_interpreters {
 	struct sp_emit *out;	/* while draining */
 	uint64_t samples, complete, unread, no_thread, unpaired;
 	uint64_t npending, dropped;	/* stacks waiting for their samples; refused */
-	bool warned_version;
+	unsigned int warned_version;	/* 1 << runtime: warned once each */
 };
 
 static bool is_ruby(const struct iproc *pr)
@@ -370,9 +370,9 @@ static void unsupported(struct sp_interpreters *ip, uint32_t pid, const struct e
 {
 	char path[256];
 
-	if (ip->warned_version)
+	if (ip->warned_version & 1u << e->runtime)
 		return;
-	ip->warned_version = true;
+	ip->warned_version |= 1u << e->runtime;
 	sp_esc_text(path, sizeof(path), e->path, strlen(e->path), 0);
 	sp_warn("pid %u: %s %u.%u.%u (%s): %s; native stacks only", pid, rt_name(e->runtime),
 		e->major, e->minor, e->micro, path, why);
