@@ -109,6 +109,15 @@ static __always_inline __u64 find_tstate(const struct sp_bpf_ilayout *l, __u64 r
 	return 0;
 }
 
+static __always_inline __s32 rd_s32(__u64 addr)
+{
+	__s32 v = -1;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return -1;
+	return v;
+}
+
 /* The current thread's pthread_t: its TLS base. */
 static __always_inline __u64 thread_self(void)
 {
@@ -121,6 +130,14 @@ static __always_inline __u64 thread_self(void)
 #endif
 }
 
+static __always_inline bool rb_killed(const struct sp_bpf_ilayout *l, __u64 th)
+{
+	__u8 st = SP_BPF_RB_KILLED;
+
+	bpf_probe_read_user(&st, 1, (const void *)(th + l->rb_th_status));
+	return (st & 3) == SP_BPF_RB_KILLED;
+}
+
 /* Ruby: the rb_thread_t of tid in the main ractor, 0 if none. */
 static __always_inline __u64 find_rb_thread(const struct sp_bpf_ilayout *l, __u64 vm_ptr,
 					    __u32 tid)
@@ -131,7 +148,10 @@ static __always_inline __u64 find_rb_thread(const struct sp_bpf_ilayout *l, __u6
 
 	if (!self)
 		return 0;
-	if (cached && *cached && rd_ptr(*cached + l->rb_th_id) == self)
+	/* Ruby 3.1 runs a new Thread on a finished one's native thread (same
+	 * pthread_t, same tid): a cached thread must still be alive */
+	if (cached && *cached && rd_ptr(*cached + l->rb_th_id) == self &&
+	    rd_s32(*cached + l->rb_th_tid) == (__s32)tid && !rb_killed(l, *cached))
 		return *cached;
 	vm = rd_ptr(vm_ptr);
 	if (!vm)
@@ -143,7 +163,7 @@ static __always_inline __u64 find_rb_thread(const struct sp_bpf_ilayout *l, __u6
 	node = rd_ptr(head);
 	for (i = 0; i < SP_BPF_ITHREADS && node && node != head; i++) {
 		th = node - l->rb_th_node;
-		if (rd_ptr(th + l->rb_th_id) == self) {
+		if (rd_ptr(th + l->rb_th_id) == self && !rb_killed(l, th)) {
 			bpf_map_update_elem(&tstates, &tid, &th, BPF_ANY);
 			return th;
 		}

@@ -52,6 +52,7 @@ struct sp_bpf_iproc {
 #define SP_BPF_RB_MAGIC_DUMMY	0x79990001u
 #define SP_BPF_RB_FLAG_FINISH	0x20u	/* the first frame of a vm_exec() call */
 #define SP_BPF_RB_FLAG_CFRAME	0x80u	/* a C method's frame */
+#define SP_BPF_RB_KILLED	3u	/* rb_thread_t.status: THREAD_KILLED */
 
 /* Where things are, per interpreter version (lib/record/interp_layouts.c).
  * A Python row fills the first fields; a Ruby row (kind SP_BPF_IK_RUBY)
@@ -82,7 +83,9 @@ struct sp_bpf_ilayout {
 	__u16 rb_cfp_pc, rb_cfp_iseq, rb_cfp_ep;
 	__u16 rb_iseq_body;	/* rb_iseq_t.body */
 	__u16 rb_body_size;	/* rb_iseq_constant_body.iseq_size (iseq_encoded follows) */
-	__u16 pad;
+	__u16 rb_th_tid;	/* rb_thread_t.tid (an int: the parent's in a forked child) */
+	__u16 rb_th_status;	/* the byte of rb_thread_t.status (its low 2 bits) */
+	__u16 pad[3];
 };
 
 /* The code object's first line and the low half of its name's address

@@ -7,6 +7,8 @@
  *   interp_py.c       CPython's structures as user space reads them: code
  *                     objects, their strings and line tables (bounded,
  *                     checked, through a reader the fuzzer can fake)
+ *   interp_rb.c       Ruby's alike: iseqs, their RStrings and insns_info
+ *                     line tables (positions or the succinct index)
  *   interp.c          which processes run an interpreter, the stacks the
  *                     BPF program read paired with perf's samples, the
  *                     frames and symbols written for them
