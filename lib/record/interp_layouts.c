@@ -19,7 +19,8 @@
  * found where its head points at the main thread, sizeof(rb_control_frame_t)
  * (64: pc, sp, iseq, self, ep, block_code, __bp__, jit_return) from the
  * distance between two frames, the rest from their fields' order in the
- * 3.1 sources. docs/interpreters.md has the walk.
+ * 3.1 sources (the status byte: 2 for a thread blocked in join, 0 for a
+ * running one, as read). docs/interpreters.md has the walk.
  */
 #include <stdlib.h>
 #include <string.h>
