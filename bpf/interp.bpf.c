@@ -10,10 +10,19 @@
  * has a fixed bound, and a stack deeper than SP_BPF_IFRAMES is marked
  * truncated. The thread found for a tid is cached in "tstates" and checked
  * again on each use (its native thread id must still be the tid).
+ *
+ * Ruby (a layout of kind SP_BPF_IK_RUBY): the thread is found in the main
+ * ractor's thread list by its pthread_t (rb_thread_t.thread_id), which is
+ * the thread's TLS base (the task's fsbase on x86-64) and, unlike its tid,
+ * stays right in a forked child; its execution context (the
+ * running fiber's) gives the control frames, walked from cfp to the end
+ * of the VM stack; C method and dummy frames are left out (the C method's
+ * own native frame stays in the native stack).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 #include "interp.h"
 
@@ -100,6 +109,69 @@ static __always_inline __u64 find_tstate(const struct sp_bpf_ilayout *l, __u64 r
 	return 0;
 }
 
+static __always_inline __s32 rd_s32(__u64 addr)
+{
+	__s32 v = -1;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return -1;
+	return v;
+}
+
+/* The current thread's pthread_t: its TLS base. */
+static __always_inline __u64 thread_self(void)
+{
+#ifdef __TARGET_ARCH_x86
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+	return BPF_CORE_READ(t, thread.fsbase);
+#else
+	return 0;
+#endif
+}
+
+static __always_inline bool rb_killed(const struct sp_bpf_ilayout *l, __u64 th)
+{
+	__u8 st = SP_BPF_RB_KILLED;
+
+	bpf_probe_read_user(&st, 1, (const void *)(th + l->rb_th_status));
+	return (st & 3) == SP_BPF_RB_KILLED;
+}
+
+/* Ruby: the rb_thread_t of tid in the main ractor, 0 if none. */
+static __always_inline __u64 find_rb_thread(const struct sp_bpf_ilayout *l, __u64 vm_ptr,
+					    __u32 tid)
+{
+	__u64 *cached = bpf_map_lookup_elem(&tstates, &tid);
+	__u64 self = thread_self(), vm, head, node, th;
+	unsigned int i;
+
+	if (!self)
+		return 0;
+	/* Ruby 3.1 runs a new Thread on a finished one's native thread (same
+	 * pthread_t, same tid): a cached thread must still be alive */
+	if (cached && *cached && rd_ptr(*cached + l->rb_th_id) == self &&
+	    rd_s32(*cached + l->rb_th_tid) == (__s32)tid && !rb_killed(l, *cached))
+		return *cached;
+	vm = rd_ptr(vm_ptr);
+	if (!vm)
+		return 0;
+	head = rd_ptr(vm + l->rb_vm_ractor);
+	if (!head)
+		return 0;
+	head += l->rb_ractor_threads;
+	node = rd_ptr(head);
+	for (i = 0; i < SP_BPF_ITHREADS && node && node != head; i++) {
+		th = node - l->rb_th_node;
+		if (rd_ptr(th + l->rb_th_id) == self && !rb_killed(l, th)) {
+			bpf_map_update_elem(&tstates, &tid, &th, BPF_ANY);
+			return th;
+		}
+		node = rd_ptr(node);
+	}
+	return 0;
+}
+
 /* 8 bytes at off of a block of size bytes (0 past its end). */
 static __always_inline __u64 get64(const __u8 *b, __u32 off, __u32 size)
 {
@@ -154,38 +226,86 @@ static __always_inline int walk(struct scratch *s, const struct sp_bpf_ilayout *
 	return SP_BPF_IST_OK;
 }
 
-SEC("perf_event")
-int on_sample(struct bpf_perf_event_data *ctx)
-{
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid, zero = 0;
-	const struct sp_bpf_ilayout *l;
-	struct sp_bpf_iproc *pr;
+struct rb_walk {
 	struct scratch *s;
-	__u64 ts, size, *lp;
+	const struct sp_bpf_ilayout *l;
+	__u64 cfp, end;
+	__u32 n;
+	__u8 status;
+};
 
-	pr = bpf_map_lookup_elem(&procs, &pid);
-	if (!pr)
+/* One control frame (bpf_loop's callback): 1 to stop. */
+static long rb_frame(__u32 i, void *ctx)
+{
+	struct rb_walk *w = ctx;
+	struct scratch *s = w->s;
+	const struct sp_bpf_ilayout *l = w->l;
+	__u64 cfp = w->cfp, pc, iseq, ep, body, enc, flags;
+	struct sp_bpf_iframe *f;
+	__u32 size;
+
+	if (cfp + l->rb_cfp_size > w->end || w->n >= SP_BPF_IFRAMES)
 		return 1;
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
-		return 1;
-	s->h.time_ns = bpf_ktime_get_ns();
-	s->h.pid = pid;
-	s->h.tid = tid;
-	s->h.cpu = bpf_get_smp_processor_id();
-	s->h.nframes = 0;
-	s->h.flags = 0;
-	s->h.tstate = 0;
-	l = bpf_map_lookup_elem(&layouts, &pr->layout);
-	if (!l || !l->valid) {
-		s->h.status = SP_BPF_IST_NO_LAYOUT;
-	} else if (!(ts = find_tstate(l, pr->runtime, tid))) {
-		s->h.status = SP_BPF_IST_NO_THREAD;
-	} else {
-		s->h.tstate = ts;
-		s->h.status = walk(s, l, ts);
-	}
+	w->cfp = cfp + l->rb_cfp_size;
+	if (bpf_probe_read_user(s->fr, sizeof(s->fr), (const void *)cfp))
+		return w->status = SP_BPF_IST_FAULT, 1;
+	pc = get64(s->fr, l->rb_cfp_pc & 63, sizeof(s->fr));
+	iseq = get64(s->fr, l->rb_cfp_iseq & 63, sizeof(s->fr));
+	ep = get64(s->fr, l->rb_cfp_ep & 63, sizeof(s->fr));
+	flags = ep ? rd_ptr(ep) : 0;
+	if (!iseq || !pc || (flags & SP_BPF_RB_FLAG_CFRAME) ||
+	    (flags & SP_BPF_RB_MAGIC_MASK) == SP_BPF_RB_MAGIC_DUMMY)
+		return 0;	/* a C method's frame, or the VM's own */
+	body = rd_ptr(iseq + l->rb_iseq_body);
+	if (!body || bpf_probe_read_user(s->co, 16, (const void *)(body + l->rb_body_size)))
+		return w->status = SP_BPF_IST_FAULT, 1;
+	size = (__u32)get64(s->co, 0, sizeof(s->co));
+	enc = get64(s->co, 4, sizeof(s->co));
+	f = &s->f[w->n & (SP_BPF_IFRAMES - 1)];
+	f->code = iseq;
+	f->firstline = size;
+	f->name = (__u32)body;
+	f->flags = flags & SP_BPF_RB_FLAG_FINISH ? SP_BPF_IFR_ENTRY : 0;
+	if (pc >= enc && (pc - enc) / 8 <= size)
+		f->instr = (__s32)((pc - enc) / 8);
+	else
+		f->instr = -1;
+	w->n++;
+	return 0;
+}
+
+/* Ruby: the control frames of thread th, innermost first, from its
+ * execution context's cfp to the end of its VM stack (C method frames
+ * and the VM's dummy frames count towards the bound, not the stack). */
+static __always_inline int walk_rb(struct scratch *s, const struct sp_bpf_ilayout *l, __u64 th)
+{
+	struct rb_walk w = { .s = s, .l = l, .status = SP_BPF_IST_OK };
+	__u64 ec, size;
+
+	ec = rd_ptr(th + l->rb_th_ec);
+	if (!ec || l->rb_ec_cfp < 16 ||
+	    bpf_probe_read_user(s->fr, 24, (const void *)(ec + l->rb_ec_cfp - 16)))
+		return SP_BPF_IST_FAULT;
+	size = get64(s->fr, 8, sizeof(s->fr));	/* vm_stack_size, in VALUEs */
+	if (size > (1ull << 28) || !l->rb_cfp_size)
+		return SP_BPF_IST_FAULT;
+	w.end = get64(s->fr, 0, sizeof(s->fr)) + size * 8;
+	w.cfp = get64(s->fr, 16, sizeof(s->fr));
+	if (!w.cfp)
+		return SP_BPF_IST_FAULT;
+	bpf_loop(2 * SP_BPF_IFRAMES, rb_frame, &w, 0);
+	s->h.nframes = w.n;
+	if (w.status == SP_BPF_IST_OK && w.cfp + l->rb_cfp_size <= w.end)
+		s->h.flags |= SP_BPF_IFL_TRUNCATED;
+	return w.status;
+}
+
+/* The record of s goes out; counted when the ring buffer is full. */
+static __always_inline void output(struct scratch *s)
+{
+	__u64 size, *lp;
+	__u32 zero = 0;
+
 	size = sizeof(s->h) + (__u64)(s->h.nframes & (2 * SP_BPF_IFRAMES - 1)) *
 	       sizeof(struct sp_bpf_iframe);
 	if (size > sizeof(*s))
@@ -195,5 +315,91 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		if (lp)
 			*lp += 1;
 	}
+}
+
+/* The scratch record for this sample, its header filled; NULL when the
+ * process is not followed. */
+static __always_inline struct scratch *begin(struct sp_bpf_iproc **prp,
+					     const struct sp_bpf_ilayout **lp)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, zero = 0;
+	struct sp_bpf_iproc *pr;
+	struct scratch *s;
+
+	pr = bpf_map_lookup_elem(&procs, &pid);
+	if (!pr)
+		return NULL;
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return NULL;
+	s->h.time_ns = bpf_ktime_get_ns();
+	s->h.pid = pid;
+	s->h.tid = (__u32)pid_tgid;
+	s->h.cpu = bpf_get_smp_processor_id();
+	s->h.nframes = 0;
+	s->h.flags = 0;
+	s->h.tstate = 0;
+	s->h.status = SP_BPF_IST_NO_LAYOUT;
+	*prp = pr;
+	*lp = bpf_map_lookup_elem(&layouts, &pr->layout);
+	return s;
+}
+
+/* Ruby's walk is a program of its own, tail-called: each is verified
+ * alone, within the verifier's bounds. */
+SEC("perf_event")
+int on_sample_rb(struct bpf_perf_event_data *ctx)
+{
+	const struct sp_bpf_ilayout *l;
+	struct sp_bpf_iproc *pr;
+	struct scratch *s = begin(&pr, &l);
+	__u64 th;
+
+	if (!s)
+		return 1;
+	if (l && l->valid) {
+		if (!(th = find_rb_thread(l, pr->runtime, s->h.tid))) {
+			s->h.status = SP_BPF_IST_NO_THREAD;
+		} else {
+			s->h.tstate = th;
+			s->h.status = walk_rb(s, l, th);
+		}
+	}
+	output(s);
+	return 1;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, int (void *));
+} walkers SEC(".maps") = {
+	.values = { [0] = (void *)&on_sample_rb },
+};
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	const struct sp_bpf_ilayout *l;
+	struct sp_bpf_iproc *pr;
+	struct scratch *s = begin(&pr, &l);
+	__u64 ts;
+
+	if (!s)
+		return 1;
+	if (l && l->valid && l->kind == SP_BPF_IK_RUBY) {
+		bpf_tail_call(ctx, &walkers, 0);
+		s->h.status = SP_BPF_IST_FAULT;	/* the tail call failed */
+	} else if (l && l->valid) {
+		if (!(ts = find_tstate(l, pr->runtime, s->h.tid))) {
+			s->h.status = SP_BPF_IST_NO_THREAD;
+		} else {
+			s->h.tstate = ts;
+			s->h.status = walk(s, l, ts);
+		}
+	}
+	output(s);
 	return 1;
 }

@@ -38,12 +38,25 @@ enum sp_bpf_istatus {
 
 /* A process running an interpreter (key: tgid). */
 struct sp_bpf_iproc {
-	__u64 runtime;		/* address of _PyRuntime */
+	__u64 runtime;		/* address of _PyRuntime, or of ruby_current_vm_ptr */
 	__u32 layout;		/* row of the "layouts" map */
 	__u32 pad;
 };
 
-/* Where things are, per interpreter version (lib/record/interp_layouts.c). */
+/* kind of a layout: how its frames are walked */
+#define SP_BPF_IK_PYTHON	0
+#define SP_BPF_IK_RUBY		1
+
+/* Ruby's frame magic (rb_control_frame_t's ep[0]) */
+#define SP_BPF_RB_MAGIC_MASK	0x7fff0001u
+#define SP_BPF_RB_MAGIC_DUMMY	0x79990001u
+#define SP_BPF_RB_FLAG_FINISH	0x20u	/* the first frame of a vm_exec() call */
+#define SP_BPF_RB_FLAG_CFRAME	0x80u	/* a C method's frame */
+#define SP_BPF_RB_KILLED	3u	/* rb_thread_t.status: THREAD_KILLED */
+
+/* Where things are, per interpreter version (lib/record/interp_layouts.c).
+ * A Python row fills the first fields; a Ruby row (kind SP_BPF_IK_RUBY)
+ * the rb_ ones. */
 struct sp_bpf_ilayout {
 	__u16 rt_interp_head;	/* _PyRuntime.interpreters.head */
 	__u16 is_tstate_head;	/* PyInterpreterState.threads.head */
@@ -59,17 +72,32 @@ struct sp_bpf_ilayout {
 	__u16 co_firstline;	/* PyCodeObject.co_firstlineno */
 	__u16 co_name;		/* PyCodeObject.co_qualname */
 	__u16 valid;		/* 1 once user space filled the row */
-	__u16 pad[2];
+	__u16 kind;		/* SP_BPF_IK_* */
+	__u16 rb_vm_ractor;	/* rb_vm_t.ractor.main_ractor */
+	__u16 rb_ractor_threads;	/* rb_ractor_t.threads.set (a list_head) */
+	__u16 rb_th_node;	/* rb_thread_t.lt_node (the list's links) */
+	__u16 rb_th_ec;		/* rb_thread_t.ec */
+	__u16 rb_th_id;		/* rb_thread_t.thread_id (pthread_t) */
+	__u16 rb_ec_cfp;	/* rb_execution_context_t.cfp (vm_stack, _size before) */
+	__u16 rb_cfp_size;	/* sizeof(rb_control_frame_t) */
+	__u16 rb_cfp_pc, rb_cfp_iseq, rb_cfp_ep;
+	__u16 rb_iseq_body;	/* rb_iseq_t.body */
+	__u16 rb_body_size;	/* rb_iseq_constant_body.iseq_size (iseq_encoded follows) */
+	__u16 rb_th_tid;	/* rb_thread_t.tid (an int: the parent's in a forked child) */
+	__u16 rb_th_status;	/* the byte of rb_thread_t.status (its low 2 bits) */
+	__u16 pad[3];
 };
 
 /* The code object's first line and the low half of its name's address
  * identify it: user space reads the object later, and refuses one that
- * changed since (freed, its memory reused). */
+ * changed since (freed, its memory reused). For Ruby the code object is
+ * the instruction sequence (rb_iseq_t), identified by its length and the
+ * low half of its body's address. */
 struct sp_bpf_iframe {
-	__u64 code;		/* address of the code object */
-	__s32 instr;		/* index of the current instruction (code units) */
-	__u32 firstline;	/* co_firstlineno */
-	__u32 name;		/* low 32 bits of co_qualname's address */
+	__u64 code;		/* address of the code object (iseq) */
+	__s32 instr;		/* index of the current instruction (code units; Ruby: VALUEs) */
+	__u32 firstline;	/* co_firstlineno (Ruby: iseq_size) */
+	__u32 name;		/* low 32 bits of co_qualname's (Ruby: the body's) address */
 	__u32 flags;		/* SP_BPF_IFR_* */
 };
 

@@ -174,11 +174,12 @@ assert_share() {
 	[ "$status" = 64 ]
 }
 
-@test "--interp=ruby: not read yet, and said once rather than recorded in silence" {
-	run --separate-stderr sp-record --spans=none --interp=ruby -o "$OUT" -- true
+@test "--interp=ruby: a Python program keeps its native stacks only" {
+	require_python
+	run --separate-stderr sp-record --spans=none --interp=ruby -o "$OUT" -- $PY "$FIX" scale=0.2
 	[ "$status" = 0 ] || fail "$stderr"
-	[ "$(grep -c "interp=ruby: Ruby's interpreted frames are not read yet" <<<"$stderr")" = 1 ] ||
-		fail "$stderr"
+	[ -z "$(ih_stacks)" ]
+	! sp-decode "$OUT" | jq -r 'select(.type == "runtime") | .runtime' | grep -qx python
 }
 
 @test "a forged interpreter run by nobody: cycles end truncated, names bounded, no loop" {
@@ -239,4 +240,192 @@ assert_share() {
 	[ "$status" = 0 ] || fail "$output"
 	n=$(ih_stacks | awk '{ t += $NF } END { print t + 0 }')
 	[ "$n" -ge 100 ] || fail "$n samples with the program's frames"
+}
+
+# ---- Ruby 3.1 (Debian's /usr/bin/ruby, libruby-3.1.so, no symbol table) ----
+
+RB=/usr/bin/ruby
+RFIX=$BATS_TEST_DIRNAME/fixtures/ruby/interp_hot.rb
+
+require_ruby() {
+	require_root
+	[ -x $RB ] || skip "needs Debian's $RB"
+	$RB -e 'exit RUBY_VERSION.start_with?("3.1.") ? 0 : 1' || skip "needs Ruby 3.1"
+	require_cmd jq
+}
+
+# The program's frames (rh_*, "block in rh_*" as block_in_rh_*) of each
+# folded stack, root first, with its count.
+rh_stacks() {
+	sp-flame --folded "$OUT" 2>/dev/null | awk '{
+		n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); s = ""
+		for (i = 1; i <= k; i++) {
+			g = f[i]; gsub(/ /, "_", g)
+			if (g ~ /^(block_in_)?rh_/) s = s (s == "" ? "" : ";") g
+		}
+		if (s != "") print s, n }'
+}
+
+# Every stack of the program's frames is a chain its source can make.
+assert_rb_chains() {
+	rh_stacks | awk '
+	BEGIN {
+		split("rh_main>rh_phase_rec rh_main>rh_phase_two rh_main>rh_phase_each " \
+		      "rh_main>rh_phase_thread rh_main>rh_phase_zlib rh_main>rh_child " \
+		      "rh_phase_rec>rh_rec rh_rec>rh_rec rh_rec>rh_spin rh_child>rh_spin " \
+		      "rh_phase_two>rh_a rh_phase_two>rh_b rh_a>rh_shared rh_b>rh_shared " \
+		      "rh_phase_each>block_in_rh_phase_each block_in_rh_phase_each>rh_item " \
+		      "block_in_rh_phase_thread>rh_thread_work rh_thread_work>rh_spin " \
+		      "rh_phase_zlib>rh_deflate rh_main>block_in_rh_main " \
+		      "block_in_rh_main>rh_phase_rec block_in_rh_main>rh_phase_two " \
+		      "block_in_rh_main>rh_phase_each block_in_rh_main>rh_phase_thread " \
+		      "block_in_rh_main>rh_phase_zlib block_in_rh_main>rh_child", e, " ")
+		for (i in e) ok[e[i]] = 1
+	}
+	{
+		n = $NF; k = split($1, f, ";"); recs = 0
+		if (f[1] != "rh_main" && f[1] != "block_in_rh_phase_thread") {
+			print "bad root: " $0; bad++
+		}
+		for (i = 2; i <= k; i++)
+			if (!((f[i-1] ">" f[i]) in ok)) { print "bad edge " f[i-1] ">" f[i] ": " $0; bad++ }
+		for (i = 1; i <= k; i++) if (f[i] == "rh_rec") recs++
+		if (recs > 6) { print "too deep: " $0; bad++ }
+		total += n
+	}
+	END { if (bad || !total) { print "bad " bad+0 " of " total+0; exit 1 } }'
+}
+
+rb_share() {
+	rh_stacks | awk -v pat="$1" '{ n = $NF; t += n; if ($1 ~ pat) m += n }
+		END { printf "%.1f\n", t ? 100 * m / t : 0 }'
+}
+
+assert_rb_share() {
+	local got
+	got=$(rb_share "$1")
+	awk -v g="$got" -v w="$2" 'BEGIN { exit !(g >= w - 5 && g <= w + 5) }' ||
+		fail "share of $1: $got%, want $2% +- 5: $(rh_stacks | sort -k2 -nr | head -20)"
+}
+
+@test "a Ruby command: every interpreted stack is a real chain, shares within 5 points" {
+	require_ruby
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- $RB "$RFIX"
+	[ "$status" = 0 ] || fail "$stderr"
+	run assert_rb_chains
+	[ "$status" = 0 ] || fail "$output"
+	assert_rb_share 'rh_phase_rec' 20
+	assert_rb_share '(^|;)rh_a;rh_shared' 10
+	assert_rb_share '(^|;)rh_b;rh_shared' 10
+	assert_rb_share 'rh_phase_each;block_in_rh_phase_each' 20
+	assert_rb_share '^block_in_rh_phase_thread;rh_thread_work' 20
+	assert_rb_share 'rh_phase_zlib;rh_deflate' 20
+	# the recursion shows all its levels: 6 rh_rec frames
+	rh_stacks | grep -q 'rh_rec;rh_rec;rh_rec;rh_rec;rh_rec;rh_rec;rh_spin'
+	sp-decode "$OUT" | jq -r 'select(.type == "runtime" and .runtime == "ruby")
+		| "\(.mode) \(.version)"' | grep -q '^stacks 3\.1\.'
+	# the C code under rh_deflate stays, as native frames above it
+	sp-flame --folded "$OUT" 2>/dev/null | grep -q 'rh_deflate;[^r ][^ ]* [0-9]*$'
+}
+
+@test "a Ruby frame's line is its current instruction's, not the method's first line" {
+	require_ruby
+	sp-record --spans=none -o "$OUT" -- $RB "$RFIX" scale=0.3 2>/dev/null
+	def=$(grep -n '^def rh_spin' "$RFIX" | cut -d: -f1)
+	run sh -c "sp-decode '$OUT' | jq -r 'select(.type == \"symbol\" and .func == \"rh_spin\") | .line' | sort -u"
+	[ "$status" = 0 ]
+	[ "${#lines[@]}" -ge 2 ] || fail "lines of rh_spin: $output"
+	for l in "${lines[@]}"; do
+		[ "$l" -gt "$def" ] && [ "$l" -le $((def + 8)) ] || fail "rh_spin at line $l (def at $def)"
+	done
+	sp-decode "$OUT" | jq -r 'select(.type == "symbol" and .func == "rh_spin") | .file' |
+		sort -u | grep -qx "$RFIX"
+}
+
+@test "sp-record -p: a Ruby program already running, its threads included" {
+	require_ruby
+	# short phases: every phase, the thread's included, comes round more
+	# than once in the recording's 4 s, even on a loaded machine
+	$RB "$RFIX" loop scale=0.1 &
+	BG=$!
+	sleep 1
+	run --separate-stderr sp-record --spans=none -p $BG -d 4 -o "$OUT"
+	[ "$status" = 0 ] || fail "$stderr"
+	run assert_rb_chains
+	[ "$status" = 0 ] || fail "$output"
+	rh_stacks | grep -q '^rh_main;block_in_rh_main;rh_phase_'
+	rh_stacks | grep -q '^block_in_rh_phase_thread;rh_thread_work'
+	total=$(sp-flame --folded "$OUT" 2>/dev/null | awk '{ t += $NF } END { print t }')
+	rh=$(rh_stacks | awk '{ t += $NF } END { print t }')
+	[ $((rh * 100)) -ge $((total * 90)) ] || fail "$rh of $total samples with Ruby frames"
+	# each new Thread runs on the last one's native thread (same pthread_t
+	# and tid): its stacks are its own, not the finished thread's
+	bad=$(sp-flame --folded "$OUT" 2>/dev/null |
+		awk '/\[ruby: unreadable\]/ { t += $NF } END { print t + 0 }')
+	[ $((bad * 100)) -le $((total * 2)) ] || fail "$bad of $total samples unreadable"
+}
+
+@test "a forked Ruby child's samples carry its interpreted stack" {
+	require_ruby
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- $RB "$RFIX" fork
+	[ "$status" = 0 ] || fail "$stderr"
+	run assert_rb_chains
+	[ "$status" = 0 ] || fail "$output"
+	n=$(rh_stacks | awk '$1 ~ /rh_child;rh_spin/ { t += $NF } END { print t + 0 }')
+	[ "$n" -ge 100 ] || fail "$n samples in the child's rh_child"
+}
+
+@test "sp-record -a: a Ruby started after the recording began" {
+	require_ruby
+	(sleep 1; exec $RB "$RFIX" scale=0.3) &
+	BG=$!
+	run --separate-stderr sp-record -a --spans=none -d 5 -o "$OUT"
+	[ "$status" = 0 ] || fail "$stderr"
+	wait "$BG" || true
+	BG=
+	run assert_rb_chains
+	[ "$status" = 0 ] || fail "$output"
+	n=$(rh_stacks | awk '{ t += $NF } END { print t + 0 }')
+	[ "$n" -ge 100 ] || fail "$n samples with the program's frames"
+}
+
+@test "Ruby: an unsupported version (its layout removed) warns once; --interp=none and python leave it native" {
+	require_ruby
+	SP_INTERP_DROP=ruby3.1 run --separate-stderr sp-record --spans=none -o "$OUT" -- \
+		$RB "$RFIX" fork scale=0.3
+	[ "$status" = 0 ] || fail "$stderr"
+	[ "$(grep -c 'ruby 3\.1\..*no layout for this version; native stacks only' <<<"$stderr")" = 1 ] ||
+		fail "$stderr"
+	[ -z "$(rh_stacks)" ]
+	[ "$(sp-flame --folded "$OUT" 2>/dev/null | wc -l)" -gt 10 ]
+	sp-decode "$OUT" | jq -r 'select(.type == "runtime") | .mode' | grep -qx unsupported
+	for mode in none python; do
+		run --separate-stderr sp-record --spans=none --interp=$mode -o "$OUT" -- \
+			$RB "$RFIX" scale=0.2
+		[ "$status" = 0 ] || fail "$stderr"
+		[ -z "$(rh_stacks)" ] || fail "--interp=$mode: $(rh_stacks | head)"
+	done
+}
+
+@test "a forged Ruby run by nobody: an endless stack ends truncated, names bounded, no loop" {
+	require_root
+	require_cmd gcc
+	require_cmd setpriv
+	NOBODY_DIR=$(mktemp -d /tmp/sp-forged.XXXXXX)
+	gcc -O0 -pthread -o "$NOBODY_DIR/ruby-forged" "$FIXTURES/forged_rb.c"
+	chmod -R a+rX "$NOBODY_DIR"
+	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$NOBODY_DIR/ruby-forged" 1
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	sp-decode "$OUT" | jq -r 'select(.type == "runtime") | "\(.runtime) \(.mode)"' |
+		grep -qx 'ruby stacks' || fail "not followed"
+	run sh -c "sp-flame --folded '$OUT' 2>/dev/null | grep '^\[ruby: truncated\];'"
+	[ "$status" = 0 ] || fail "no truncated stack"
+	# the endless stack is cut at the walk's limit: 128 frames, then the mark
+	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
+		grep -c '^AAAA\|^\[ruby: unreadable frame\]$')
+	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
+	# the endless label is cut at its bound and says so
+	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
+	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "label of ${#name} bytes"
 }

@@ -13,6 +13,8 @@
  * (process, address), checked (their type must be the interpreter's code
  * type) and cached with the low bits of their first line, which the BPF
  * program copies with each frame: a freed and reused address is read again.
+ * Ruby's instruction sequences are handled alike (interp_rb.c), named by
+ * their label ("bar", "block in bar") in a "[ruby]" module.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -50,6 +52,7 @@ struct elf_info {
 	bool ok;		/* holds an interpreter's runtime state */
 	unsigned int runtime, major, minor, micro;
 	uint64_t runtime_sym, code_type_sym, eval_sym, eval_size;	/* ELF addresses */
+	uint64_t eval2_sym, eval2_size;	/* Ruby: vm_exec_core, when the file names it */
 	GElf_Phdr load[8];	/* its PT_LOAD headers */
 	unsigned int nload;
 };
@@ -61,6 +64,7 @@ struct code_ent {
 	int line0;
 	uint8_t *linetable;
 	size_t len;
+	struct sp_rb_lines rb;	/* Ruby's line table */
 };
 
 struct pend {
@@ -80,7 +84,7 @@ struct iproc {
 	unsigned int row;
 	const struct sp_interp_layout *l;
 	const struct elf_info *e;
-	uint64_t runtime, code_type, eval_start, eval_end;
+	uint64_t runtime, code_type, eval_start, eval_end, eval2_start, eval2_end;
 	uint64_t since;		/* time of the mapping (or fork) it was found at */
 	bool announced;		/* its runtime record is written */
 	bool checked;		/* a code object decoded: the layout fits */
@@ -99,15 +103,25 @@ struct sp_interpreters {
 	struct sp_u64map frames;	/* location index << 32 | line -> frame id */
 	uint64_t nlocs, nframes;
 	uint64_t unknown_id, truncated_id;	/* the placeholder frames' ids */
-	uint64_t module;	/* the "[python]" module's id */
+	uint64_t module[2];	/* the "[python]" and "[ruby]" modules' ids */
 	char desc[64];
 	/* counters */
 	uint64_t attached;	/* when the program was attached */
 	struct sp_emit *out;	/* while draining */
 	uint64_t samples, complete, unread, no_thread, unpaired;
 	uint64_t npending, dropped;	/* stacks waiting for their samples; refused */
-	bool warned_version;
+	unsigned int warned_version;	/* 1 << runtime: warned once each */
 };
+
+static bool is_ruby(const struct iproc *pr)
+{
+	return pr->l->runtime == SP_RT_RUBY;
+}
+
+static const char *rt_name(unsigned int runtime)
+{
+	return runtime == SP_RT_RUBY ? "ruby" : "python";
+}
 
 /* ---- memory of the process ---- */
 
@@ -148,8 +162,8 @@ static bool elf_sym(Elf *elf, const char *name, GElf_Sym *out)
 	return false;
 }
 
-/* The 4 bytes at ELF address addr (Py_Version). */
-static bool elf_u32(Elf *elf, uint64_t addr, uint32_t *v)
+/* The n bytes at ELF address addr (Py_Version, ruby_version). */
+static bool elf_bytes(Elf *elf, uint64_t addr, void *v, size_t n)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
@@ -158,15 +172,40 @@ static bool elf_u32(Elf *elf, uint64_t addr, uint32_t *v)
 		Elf_Data *d;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
-		    addr < sh.sh_addr || addr + 4 > sh.sh_addr + sh.sh_size)
+		    addr < sh.sh_addr || addr + n > sh.sh_addr + sh.sh_size)
 			continue;
 		d = elf_getdata(scn, NULL);
-		if (!d || !d->d_buf || addr - sh.sh_addr + 4 > d->d_size)
+		if (!d || !d->d_buf || addr - sh.sh_addr + n > d->d_size)
 			return false;
-		memcpy(v, (const char *)d->d_buf + (addr - sh.sh_addr), 4);
+		memcpy(v, (const char *)d->d_buf + (addr - sh.sh_addr), n);
 		return true;
 	}
 	return false;
+}
+
+/* Ruby: ruby_version ("3.1.2") and the VM's eval loop. */
+static void elf_read_ruby(Elf *elf, struct elf_info *e, uint64_t vm_ptr)
+{
+	GElf_Sym s;
+	char ver[16] = "";
+
+	e->runtime_sym = vm_ptr;
+	e->runtime = SP_RT_RUBY;
+	if (elf_sym(elf, "ruby_version", &s) && s.st_size >= 2 && s.st_size <= sizeof(ver) &&
+	    elf_bytes(elf, s.st_value, ver, s.st_size)) {
+		ver[sizeof(ver) - 1] = 0;
+		if (sscanf(ver, "%u.%u.%u", &e->major, &e->minor, &e->micro) < 2)
+			e->major = e->minor = 0;
+	}
+	if (elf_sym(elf, "rb_vm_exec", &s)) {
+		e->eval_sym = s.st_value;
+		e->eval_size = s.st_size;
+	}
+	if (elf_sym(elf, "vm_exec_core", &s)) {	/* only with a full symbol table */
+		e->eval2_sym = s.st_value;
+		e->eval2_size = s.st_size;
+	}
+	e->ok = e->major && e->nload;
 }
 
 static void elf_read(struct elf_info *e, const char *src)
@@ -187,7 +226,7 @@ static void elf_read(struct elf_info *e, const char *src)
 	if (elf_sym(elf, "_PyRuntime", &s)) {
 		e->runtime_sym = s.st_value;
 		e->runtime = SP_RT_PYTHON;
-		if (elf_sym(elf, "Py_Version", &s) && elf_u32(elf, s.st_value, &ver)) {
+		if (elf_sym(elf, "Py_Version", &s) && elf_bytes(elf, s.st_value, &ver, 4)) {
 			e->major = ver >> 24;
 			e->minor = ver >> 16 & 0xff;
 			e->micro = ver >> 8 & 0xff;
@@ -199,6 +238,8 @@ static void elf_read(struct elf_info *e, const char *src)
 			e->eval_size = s.st_size;
 		}
 		e->ok = e->code_type_sym && e->nload;
+	} else if (elf_sym(elf, "ruby_current_vm_ptr", &s)) {
+		elf_read_ruby(elf, e, s.st_value);
 	}
 	sp_elf_close(elf, fd);
 }
@@ -248,9 +289,13 @@ static bool candidate(const struct sp_interpreters *ip, const char *path)
 	const char *b = strrchr(path, '/');
 
 	b = b ? b + 1 : path;
-	if (ip->mode == SP_INTERP_NONE || ip->mode == SP_INTERP_RUBY)
+	if (ip->mode == SP_INTERP_NONE)
 		return false;
-	return !strncmp(b, "python3", 7) || !strncmp(b, "libpython3", 10);
+	if (ip->mode != SP_INTERP_RUBY &&
+	    (!strncmp(b, "python3", 7) || !strncmp(b, "libpython3", 10)))
+		return true;
+	return ip->mode != SP_INTERP_PYTHON &&
+	       (!strncmp(b, "ruby", 4) || !strncmp(b, "libruby", 7));
 }
 
 /* ---- processes ---- */
@@ -271,6 +316,7 @@ static void codes_clear(struct iproc *pr)
 		struct code_ent *c = (void *)(uintptr_t)v;
 
 		free(c->linetable);
+		sp_rb_lines_release(&c->rb);
 		free(c);
 	}
 	sp_u64map_release(&pr->codes);
@@ -292,6 +338,28 @@ static void runtime_record(struct sp_emit *out, uint32_t pid, uint64_t time,
 	out->emit(out->ctx, &r);
 }
 
+/* Ruby: the main ractor's first thread is the VM's main thread, and it
+ * points back at the VM. */
+static bool live_check_rb(const struct iproc *pr)
+{
+	const struct sp_interp_mem m = { read_proc, (void *)pr };
+	const struct sp_interp_layout *l = pr->l;
+	uint64_t vm = 0, ractor = 0, main = 0, first = 0, back = 0;
+
+	if (m.read(m.ctx, pr->runtime, &vm, 8))
+		return true;	/* not mapped yet (or gone) */
+	if (!vm)
+		return true;	/* not started yet */
+	if (m.read(m.ctx, vm + l->bpf.rb_vm_ractor, &ractor, 8) ||
+	    m.read(m.ctx, vm + l->rb.vm_main_thread, &main, 8))
+		return false;
+	if (!ractor || !main)
+		return true;
+	return !m.read(m.ctx, ractor + l->bpf.rb_ractor_threads, &first, 8) &&
+	       first == main + l->bpf.rb_th_node &&
+	       !m.read(m.ctx, main + l->rb.th_vm, &back, 8) && back == vm;
+}
+
 /* The live interpreter agrees with the layout: its first thread state
  * points back at its interpreter. True too when it is not running yet. */
 static bool live_check(const struct iproc *pr)
@@ -299,6 +367,8 @@ static bool live_check(const struct iproc *pr)
 	const struct sp_interp_mem m = { read_proc, (void *)pr };
 	uint64_t interp = 0, ts = 0, back = 0;
 
+	if (is_ruby(pr))
+		return live_check_rb(pr);
 	if (m.read(m.ctx, pr->runtime + pr->l->bpf.rt_interp_head, &interp, 8))
 		return true;	/* not mapped yet (or gone): the walk in BPF will fail alone */
 	if (!interp)
@@ -328,12 +398,12 @@ static void unsupported(struct sp_interpreters *ip, uint32_t pid, const struct e
 {
 	char path[256];
 
-	if (ip->warned_version)
+	if (ip->warned_version & 1u << e->runtime)
 		return;
-	ip->warned_version = true;
+	ip->warned_version |= 1u << e->runtime;
 	sp_esc_text(path, sizeof(path), e->path, strlen(e->path), 0);
-	sp_warn("pid %u: python %u.%u.%u (%s): %s; native stacks only", pid, e->major, e->minor,
-		e->micro, path, why);
+	sp_warn("pid %u: %s %u.%u.%u (%s): %s; native stacks only", pid, rt_name(e->runtime),
+		e->major, e->minor, e->micro, path, why);
 }
 
 void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
@@ -385,6 +455,8 @@ void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t 
 	pr->code_type = base + e->code_type_sym;
 	pr->eval_start = e->eval_sym ? base + e->eval_sym : 0;
 	pr->eval_end = pr->eval_start + e->eval_size;
+	pr->eval2_start = e->eval2_sym ? base + e->eval2_sym : 0;
+	pr->eval2_end = pr->eval2_start + e->eval2_size;
 	if (!live_check(pr)) {
 		if (out) {
 			runtime_record(out, pid, time, e, "unsupported");
@@ -474,7 +546,8 @@ bool sp_interp_is_eval(const struct sp_interpreters *ip, uint32_t pid, uint64_t 
 {
 	const struct iproc *pr = proc_find(ip, pid);
 
-	return pr && addr >= pr->eval_start && addr < pr->eval_end;
+	return pr && ((addr >= pr->eval_start && addr < pr->eval_end) ||
+		      (addr >= pr->eval2_start && addr < pr->eval2_end));
 }
 
 /* ---- stacks from the BPF program ---- */
@@ -534,35 +607,36 @@ void sp_interp_drain(struct sp_interpreters *ip, struct sp_emit *out)
 /* ---- frames ---- */
 
 /* A frame of the interpreter's module named func at file:line. */
-static uint64_t frame_of(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
-			 uint64_t func, uint64_t file, uint64_t line)
+static uint64_t frame_of(struct sp_interpreters *ip, struct sp_emit *out,
+			 const struct iproc *pr, uint64_t func, uint64_t file, uint64_t line)
 {
 	struct sp_record r = { .kind = SP_REC_SYMBOL };
 	struct sp_frame f = { 0 };
-	uint64_t *v, loc;
+	uint64_t *v, loc, *mod = &ip->module[is_ruby(pr)];
 
-	if (!ip->module) {
+	if (!*mod) {
 		struct sp_record m = { .kind = SP_REC_MODULE };
 
-		m.module.pid = pid;
-		m.module.path = sp_writer_strz(out->w, "[python]");
+		m.module.pid = pr->pid;
+		m.module.path = sp_writer_strz(out->w, is_ruby(pr) ? "[ruby]" : "[python]");
 		if (sp_writer_put(out->w, &m))
 			return 0;
-		ip->module = sp_defs_nmodules(sp_writer_defs(out->w));
+		*mod = sp_defs_nmodules(sp_writer_defs(out->w));
 	}
+	func |= (uint64_t)is_ruby(pr) << 31;	/* one location per runtime */
 	v = sp_u64map_get(&ip->locs, func << 32 | file);
 	loc = v ? *v : (sp_u64map_put(&ip->locs, func << 32 | file, ++ip->nlocs), ip->nlocs);
 	v = sp_u64map_get(&ip->frames, loc << 32 | (line & 0xffffffff));
 	if (v)
 		return *v;
-	f.module = ip->module;
+	f.module = *mod;
 	f.rel = f.addr = ++ip->nframes;
 	f.mode = SP_FRAME_INTERP;
 	f.id = sp_writer_frame(out->w, &f);
 	if (!f.id)
 		return 0;
 	r.symbol.frame = f.id;
-	r.symbol.func = func;
+	r.symbol.func = func & ~(1ull << 31);
 	r.symbol.file = file;
 	r.symbol.line = line;
 	if (sp_writer_put(out->w, &r))
@@ -571,21 +645,65 @@ static uint64_t frame_of(struct sp_interpreters *ip, struct sp_emit *out, uint32
 	return f.id;
 }
 
-static uint64_t placeholder(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
-			    const char *name)
+static uint64_t placeholder(struct sp_interpreters *ip, struct sp_emit *out,
+			    const struct iproc *pr, const char *what)
 {
-	return frame_of(ip, out, pid, sp_writer_strz(out->w, name), 0, 0);
+	char name[64];
+
+	snprintf(name, sizeof(name), "[%s: %s]", rt_name(pr->l->runtime), what);
+	return frame_of(ip, out, pr, sp_writer_strz(out->w, name), 0, 0);
+}
+
+/* The code object of fr into c, its strings into out: 0, 1 when it is
+ * another object than at the sample (freed, its memory reused: no name
+ * rather than a wrong one), or -1 with *why. */
+static int code_read_py(struct sp_emit *out, struct iproc *pr, const struct sp_bpf_iframe *fr,
+			struct code_ent *c, const char **why)
+{
+	const struct sp_interp_mem m = { read_proc, pr };
+	struct sp_py_code pc;
+
+	if (sp_py_code_read(pr->l, &m, fr->code, pr->code_type, &pc, why))
+		return -1;
+	if ((uint32_t)pc.firstline != fr->firstline || (uint32_t)pc.name_addr != fr->name) {
+		sp_py_code_release(&pc);
+		return 1;
+	}
+	c->line0 = pc.firstline;
+	c->func = sp_writer_strz(out->w, pc.qualname);
+	c->file = sp_writer_strz(out->w, pc.file);
+	c->linetable = pc.linetable;
+	c->len = pc.len;
+	return 0;
+}
+
+static int code_read_rb(struct sp_emit *out, struct iproc *pr, const struct sp_bpf_iframe *fr,
+			struct code_ent *c, const char **why)
+{
+	const struct sp_interp_mem m = { read_proc, pr };
+	struct sp_rb_iseq q;
+
+	if (sp_rb_iseq_read(pr->l, &m, fr->code, &q, why))
+		return -1;
+	if (q.lines.iseq_size != fr->firstline || (uint32_t)q.body != fr->name) {
+		sp_rb_lines_release(&q.lines);
+		return 1;
+	}
+	c->line0 = q.lines.firstline;
+	c->func = sp_writer_strz(out->w, q.label);
+	c->file = sp_writer_strz(out->w, q.file);
+	c->rb = q.lines;
+	return 0;
 }
 
 /* The code object at addr, read once (NULL: not one). */
 static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out,
 				 struct iproc *pr, const struct sp_bpf_iframe *fr)
 {
-	const struct sp_interp_mem m = { read_proc, pr };
 	uint64_t *v = sp_u64map_get(&pr->codes, fr->code);
 	struct code_ent *c = v ? (void *)(uintptr_t)*v : NULL;
-	struct sp_py_code pc;
-	const char *why;
+	const char *why = "unreadable";
+	int rc;
 
 	if (c && c->firstline == fr->firstline && c->name == fr->name)
 		return c->bad ? NULL : c;
@@ -598,33 +716,35 @@ static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out
 	free(c->linetable);
 	c->linetable = NULL;
 	c->len = 0;
+	sp_rb_lines_release(&c->rb);
 	c->firstline = fr->firstline;
 	c->name = fr->name;
-	if (sp_py_code_read(pr->l, &m, fr->code, pr->code_type, &pc, &why)) {
+	rc = is_ruby(pr) ? code_read_rb(out, pr, fr, c, &why) : code_read_py(out, pr, fr, c, &why);
+	if (rc < 0) {
 		c->bad = true;
 		/* unreadable memory says nothing of the layout (the process may
 		 * be gone); memory that is there but not a code object does */
 		if (!pr->checked && strcmp(why, "unreadable") && ++pr->misfits == 16)
-			sp_warn("pid %u: python %u.%u.%u: its code objects do not decode with "
+			sp_warn("pid %u: %s %u.%u.%u: its code objects do not decode with "
 				"the %s layout (%s); its interpreted frames are unknown", pr->pid,
-				pr->e->major, pr->e->minor, pr->e->micro, pr->l->name, why);
+				rt_name(pr->l->runtime), pr->e->major, pr->e->minor,
+				pr->e->micro, pr->l->name, why);
 		return NULL;
 	}
-	if ((uint32_t)pc.firstline != fr->firstline || (uint32_t)pc.name_addr != fr->name) {
-		/* another code object than at the sample (freed, its memory
-		 * reused): no name rather than a wrong one */
-		sp_py_code_release(&pc);
+	if (rc > 0) {
 		c->bad = true;
 		return NULL;
 	}
 	pr->checked = true;
 	c->bad = false;
-	c->line0 = pc.firstline;
-	c->func = sp_writer_strz(out->w, pc.qualname);
-	c->file = sp_writer_strz(out->w, pc.file);
-	c->linetable = pc.linetable;
-	c->len = pc.len;
 	return c;
+}
+
+static int line_of(const struct iproc *pr, const struct code_ent *c, int instr)
+{
+	if (is_ruby(pr))
+		return sp_rb_line(&c->rb, instr);
+	return sp_py_line(c->linetable, c->len, c->line0, instr);
 }
 
 static uint64_t dist(uint64_t a, uint64_t b)
@@ -688,11 +808,10 @@ int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t p
 		uint64_t id;
 
 		if (c)
-			id = frame_of(ip, out, pid, c->func, c->file,
-				      (uint64_t)sp_py_line(c->linetable, c->len, c->line0,
-							   p.f[i].instr));
+			id = frame_of(ip, out, pr, c->func, c->file, (uint64_t)line_of(pr, c,
+									p.f[i].instr));
 		else
-			id = placeholder(ip, out, pid, "[python: unreadable frame]");
+			id = placeholder(ip, out, pr, "unreadable frame");
 		complete &= c != NULL;
 		if (!id)
 			continue;
@@ -700,8 +819,8 @@ int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t p
 		f->entry[f->n++] = !!(p.f[i].flags & SP_BPF_IFR_ENTRY);
 	}
 	if (p.h.status != SP_BPF_IST_OK || (p.h.flags & SP_BPF_IFL_TRUNCATED)) {
-		uint64_t id = placeholder(ip, out, pid, p.h.status == SP_BPF_IST_OK ?
-					  "[python: truncated]" : "[python: unreadable]");
+		uint64_t id = placeholder(ip, out, pr, p.h.status == SP_BPF_IST_OK ?
+					  "truncated" : "unreadable");
 
 		if (id) {
 			f->ids[f->n] = id;
@@ -724,11 +843,8 @@ struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode)
 	const struct sp_interp_layout *l;
 	unsigned int row;
 
-	if (mode == SP_INTERP_RUBY)	/* asked for by name: never in silence */
-		sp_warn("--interp=ruby: Ruby's interpreted frames are not read yet; "
-			"native stacks only (use --spans=ruby for its methods)");
-	if (mode == SP_INTERP_NONE || mode == SP_INTERP_RUBY)
-		return NULL;	/* no Ruby layout yet */
+	if (mode == SP_INTERP_NONE)
+		return NULL;
 	ip = sp_xcalloc(1, sizeof(*ip));
 	ip->mode = mode;
 	ip->bpf = sp_interp_bpf_open(on_stack, ip);
@@ -755,8 +871,16 @@ int sp_interp_attach(struct sp_interpreters *ip, const int *fds, size_t nfds)
 
 const char *sp_interp_describe(const struct sp_interpreters *ip)
 {
-	return ip->mode == SP_INTERP_NONE || ip->mode == SP_INTERP_RUBY ? "" :
-	       "interp=python3.11";
+	switch (ip->mode) {
+	case SP_INTERP_NONE:
+		return "";
+	case SP_INTERP_PYTHON:
+		return "interp=python3.11";
+	case SP_INTERP_RUBY:
+		return "interp=ruby3.1";
+	default:
+		return "interp=python3.11,ruby3.1";
+	}
 }
 
 void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t time)

@@ -7,6 +7,8 @@
  *   interp_py.c       CPython's structures as user space reads them: code
  *                     objects, their strings and line tables (bounded,
  *                     checked, through a reader the fuzzer can fake)
+ *   interp_rb.c       Ruby's alike: iseqs, their RStrings and insns_info
+ *                     line tables (positions or the succinct index)
  *   interp.c          which processes run an interpreter, the stacks the
  *                     BPF program read paired with perf's samples, the
  *                     frames and symbols written for them
@@ -46,6 +48,18 @@ struct sp_interp_layout {
 	uint16_t str_compact_data;	/* sizeof(PyCompactUnicodeObject) */
 	uint16_t code_size;	/* bytes of a code object read at once */
 	uint16_t ts_interp;	/* PyThreadState.interp: the check at attach */
+	/* Ruby: what user space needs to name a frame and check the layout */
+	struct {
+		uint16_t vm_main_thread;	/* rb_vm_t.ractor.main_thread */
+		uint16_t th_vm;		/* rb_thread_t.vm */
+		uint16_t iseq_size;	/* bytes of an rb_iseq_t read (flags, body) */
+		uint16_t body_size;	/* bytes of its body read */
+		uint16_t loc_path, loc_label, loc_first;	/* body.location.* */
+		uint16_t info_body, info_pos, info_size, info_succ;	/* body.insns_info.* */
+		uint16_t entry_size;	/* sizeof(struct iseq_insn_info_entry) */
+		uint16_t rstr_heap_len, rstr_heap_ptr, rstr_embed;	/* RString */
+		uint16_t rary_embed, rary_heap_ptr;	/* RArray */
+	} rb;
 };
 
 /* The row for a runtime's version, NULL if unsupported (or removed by
@@ -60,6 +74,23 @@ bool sp_interp_layout_fits(const struct sp_interp_layout *l);
 const char *sp_interp_layout_names(void);
 
 /* ---- reading another process's memory ---- */
+
+/* A field of what was copied out (unaligned, host order). */
+static inline uint64_t sp_interp_u64(const uint8_t *p, size_t off)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, p + off, sizeof(v));
+	return v;
+}
+
+static inline uint32_t sp_interp_u32(const uint8_t *p, size_t off)
+{
+	uint32_t v;
+
+	__builtin_memcpy(&v, p + off, sizeof(v));
+	return v;
+}
 
 struct sp_interp_mem {
 	/* len bytes at addr into buf: 0, or -1 when any of them cannot be read. */
@@ -97,6 +128,44 @@ int sp_py_line(const uint8_t *tab, size_t len, int firstline, int instr);
 /* The str object at addr as UTF-8 into out (cap >= 4), cut at cap - 4
  * bytes with "..." appended. 0, or -1 (not a str, unreadable). */
 int sp_py_str(const struct sp_interp_layout *l, const struct sp_interp_mem *m, uint64_t addr,
+	      char *out, size_t cap);
+
+/* ---- Ruby (interp_rb.c) ---- */
+
+#define SP_RB_INSNS_MAX		(1u << 18)	/* instructions of an iseq whose lines are read */
+
+/* What an iseq's line table says: the line of each insns_info entry, and
+ * where the entries start (positions[], or the succinct index table). */
+struct sp_rb_lines {
+	int firstline;
+	uint32_t iseq_size;	/* instructions (VALUEs) */
+	int32_t *lines;		/* malloc'd, n of them */
+	uint32_t n;
+	uint32_t *positions;	/* malloc'd, n of them, or NULL */
+	uint64_t *succ;		/* malloc'd, nsucc words, or NULL */
+	size_t nsucc;
+};
+
+struct sp_rb_iseq {
+	uint64_t body;
+	char label[SP_PY_NAME_MAX];	/* "bar", "block in bar", "<main>" */
+	char file[SP_PY_NAME_MAX];
+	struct sp_rb_lines lines;
+};
+
+/* Read the iseq at addr: an imemo of type iseq, its label and path
+ * RStrings of at most SP_PY_NAME_MAX bytes kept (longer ones are cut and
+ * end in "..."), its line table bounded by SP_RB_INSNS_MAX. 0, or -1 with
+ * *why a static reason ("not an iseq", "unreadable"). */
+int sp_rb_iseq_read(const struct sp_interp_layout *l, const struct sp_interp_mem *m,
+		    uint64_t addr, struct sp_rb_iseq *q, const char **why);
+void sp_rb_lines_release(struct sp_rb_lines *t);
+/* The line of the instruction before pc index pc (< 0: the first line),
+ * as Ruby's own backtraces give it. Reads nothing past what was copied. */
+int sp_rb_line(const struct sp_rb_lines *t, int pc);
+/* The RString at addr into out (cap >= 8), cut with "..."; NULs become
+ * '?'. 0, or -1 (not a string, unreadable). */
+int sp_rb_str(const struct sp_interp_layout *l, const struct sp_interp_mem *m, uint64_t addr,
 	      char *out, size_t cap);
 
 /* ---- the recording side (interp.c, bpf_interp.c) ---- */

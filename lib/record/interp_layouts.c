@@ -11,6 +11,16 @@
  * libpython3.11.so (built with debug information), e.g.
  *   print (long)&((PyThreadState*)0)->native_thread_id
  * and checked against Debian's 3.11.2 /usr/bin/python3.11 at run time.
+ *
+ * Ruby 3.1 (x86-64, every 3.1.x): the structures of vm_core.h, iseq.h and
+ * ractor_core.h as a 3.1.2 build lays them out, read in Debian's 3.1.2
+ * libruby-3.1.so.3.1 (no debug information) by following them from
+ * ruby_current_vm_ptr in a live process: the main ractor's thread list
+ * found where its head points at the main thread, sizeof(rb_control_frame_t)
+ * (64: pc, sp, iseq, self, ep, block_code, __bp__, jit_return) from the
+ * distance between two frames, the rest from their fields' order in the
+ * 3.1 sources (the status byte: 2 for a thread blocked in join, 0 for a
+ * running one, as read). docs/interpreters.md has the walk.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +59,46 @@ static const struct sp_interp_layout table[] = {
 		.code_size = 192,
 		.ts_interp = 16,
 	},
+	{
+		.name = "ruby3.1", .runtime = SP_RT_RUBY, .major = 3, .minor = 1,
+		.bpf = {
+			.kind = SP_BPF_IK_RUBY,
+			.rb_vm_ractor = 32,	/* rb_vm_t.ractor.main_ractor */
+			.rb_ractor_threads = 304,	/* rb_ractor_t.threads.set */
+			.rb_th_node = 0,	/* rb_thread_t.lt_node */
+			.rb_th_ec = 40,
+			.rb_th_id = 80,		/* thread_id */
+			.rb_th_tid = 88,
+			.rb_th_status = 92,	/* status:2, the first bit-field after tid */
+			.rb_ec_cfp = 16,	/* after vm_stack (0), vm_stack_size (8) */
+			.rb_cfp_size = 64,
+			.rb_cfp_pc = 0,
+			.rb_cfp_iseq = 16,
+			.rb_cfp_ep = 32,
+			.rb_iseq_body = 16,
+			.rb_body_size = 4,	/* iseq_size; iseq_encoded at 8 */
+			.valid = 1,
+		},
+		.rb = {
+			.vm_main_thread = 40,
+			.th_vm = 32,
+			.iseq_size = 24,	/* flags, wrapper, body */
+			.body_size = 152,	/* up to insns_info's end */
+			.loc_path = 64,		/* location.pathobj */
+			.loc_label = 80,	/* location.label */
+			.loc_first = 88,	/* location.first_lineno (a Fixnum) */
+			.info_body = 120,	/* insns_info.body */
+			.info_pos = 128,	/* insns_info.positions */
+			.info_size = 136,	/* insns_info.size */
+			.info_succ = 144,	/* insns_info.succ_index_table */
+			.entry_size = 12,	/* line_no, node_id, events */
+			.rstr_heap_len = 16,
+			.rstr_heap_ptr = 24,
+			.rstr_embed = 16,
+			.rary_embed = 16,
+			.rary_heap_ptr = 32,
+		},
+	},
 };
 
 #define NROWS (sizeof(table) / sizeof(table[0]))
@@ -85,6 +135,12 @@ bool sp_interp_layout_fits(const struct sp_interp_layout *l)
 	const struct sp_bpf_ilayout *b = &l->bpf;
 	unsigned int f = b->fr_code, c = b->co_firstline;
 
+	if (b->kind == SP_BPF_IK_RUBY)	/* a control frame's fields, one block */
+		return b->rb_ec_cfp >= 16 && b->rb_cfp_size >= 8 &&
+		       b->rb_cfp_pc + 8 <= SP_BPF_IFRAME_BLOCK &&
+		       b->rb_cfp_iseq + 8 <= SP_BPF_IFRAME_BLOCK &&
+		       b->rb_cfp_ep + 8 <= SP_BPF_IFRAME_BLOCK;
+
 	return b->fr_instr >= f && b->fr_instr - f + 8 <= SP_BPF_IFRAME_BLOCK &&
 	       b->fr_previous >= f && b->fr_previous - f + 8 <= SP_BPF_IFRAME_BLOCK &&
 	       b->fr_entry >= f && b->fr_entry - f + 8 <= SP_BPF_IFRAME_BLOCK &&
@@ -98,5 +154,5 @@ const struct sp_interp_layout *sp_interp_layout_row(unsigned int row)
 
 const char *sp_interp_layout_names(void)
 {
-	return "python3.11";
+	return "python3.11 ruby3.1";
 }

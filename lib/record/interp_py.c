@@ -15,22 +15,6 @@
 #include "interpP.h"
 #include "sp.h"
 
-static uint64_t get_u64(const uint8_t *p, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, p + off, sizeof(v));
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *p, size_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, p + off, sizeof(v));
-	return v;
-}
-
 /* One code point as UTF-8 at out[*n], if it fits below cap. */
 static bool put_utf8(char *out, size_t cap, size_t *n, uint32_t c)
 {
@@ -81,8 +65,8 @@ int sp_py_str(const struct sp_interp_layout *l, const struct sp_interp_mem *m, u
 	if (!addr || cap < 8 || l->str_compact_data > sizeof(hdr) ||
 	    m->read(m->ctx, addr, hdr, l->str_compact_data))
 		return -1;
-	len = get_u64(hdr, l->str_length);
-	state = get_u32(hdr, l->str_state);
+	len = sp_interp_u64(hdr, l->str_length);
+	state = sp_interp_u32(hdr, l->str_state);
 	kind = (state >> 2) & 7;
 	if (!(state & (1u << 5)))	/* not compact: names never are */
 		return -1;
@@ -106,7 +90,7 @@ int sp_py_str(const struct sp_interp_layout *l, const struct sp_interp_mem *m, u
 		else if (kind == 2)
 			c = (uint32_t)data[2 * i] | (uint32_t)data[2 * i + 1] << 8;
 		else
-			c = get_u32(data, 4 * i);
+			c = sp_interp_u32(data, 4 * i);
 		/* escaping happens where the name is printed; a NUL would cut it here */
 		if (!c)
 			c = 0xfffd;
@@ -133,22 +117,22 @@ int sp_py_code_read(const struct sp_interp_layout *l, const struct sp_interp_mem
 	*why = "unreadable";
 	if (l->code_size > sizeof(code) || m->read(m->ctx, addr, code, l->code_size))
 		return -1;
-	if (get_u64(code, l->ob_type) != code_type) {
+	if (sp_interp_u64(code, l->ob_type) != code_type) {
 		*why = "not a code object";
 		return -1;
 	}
-	c->firstline = (int)get_u32(code, l->bpf.co_firstline);
-	c->name_addr = get_u64(code, l->bpf.co_name);
+	c->firstline = (int)sp_interp_u32(code, l->bpf.co_firstline);
+	c->name_addr = sp_interp_u64(code, l->bpf.co_name);
 	if (sp_py_str(l, m, c->name_addr, c->qualname, sizeof(c->qualname)) ||
 	    !c->qualname[0]) {
 		*why = "bad name";
 		return -1;
 	}
-	if (sp_py_str(l, m, get_u64(code, l->co_filename), c->file, sizeof(c->file)))
+	if (sp_py_str(l, m, sp_interp_u64(code, l->co_filename), c->file, sizeof(c->file)))
 		snprintf(c->file, sizeof(c->file), "?");
-	tab = get_u64(code, l->co_linetable);
+	tab = sp_interp_u64(code, l->co_linetable);
 	if (tab && l->bytes_data <= sizeof(hdr) && !m->read(m->ctx, tab, hdr, l->bytes_data)) {
-		size = get_u64(hdr, l->var_size);
+		size = sp_interp_u64(hdr, l->var_size);
 		if (size && size <= SP_PY_LINETABLE_MAX) {
 			c->linetable = sp_xmalloc(size);
 			if (m->read(m->ctx, tab + l->bytes_data, c->linetable, size)) {

@@ -234,8 +234,9 @@ static void perf_describe(struct sp_source *s, char *f, size_t fsize, char *u, s
 		 p->kernel_ok && !p->o.user_only ? " kernel-stacks" : "",
 		 p->o.kernel_only ? "" : " user-stacks",
 		 p->build_id_ok ? " mmap2-build-id" : "",
-		 p->o.interp == SP_INTERP_NONE || p->o.interp == SP_INTERP_RUBY ? "" :
-		 " interp=python3.11");
+		 p->o.interp == SP_INTERP_NONE ? "" : p->o.interp == SP_INTERP_RUBY ?
+		 " interp=ruby3.1" : p->o.interp == SP_INTERP_PYTHON ? " interp=python3.11" :
+		 " interp=python3.11,ruby3.1");
 	snprintf(u, usize, "%s%s", p->kernel_ok || p->o.user_only ? "" : "kernel-stacks",
 		 p->build_id_ok ? "" : (p->kernel_ok || p->o.user_only ? "mmap2-build-id" :
 					" mmap2-build-id"));

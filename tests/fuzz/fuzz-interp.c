@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Fuzz what sp-record reads out of a Python process to name interpreted
- * frames (lib/record/interp_py.c): the process's memory is the input,
+ * Fuzz what sp-record reads out of a Python or Ruby process to name
+ * interpreted frames (lib/record/interp_py.c, interp_rb.c): the process's
+ * memory is the input,
  * mapped at a fixed address; the first bytes say where the code object is
  * and which instruction is current (as the BPF program copies them out).
+ * The same bytes are read as a Ruby iseq at the same place (its label and
+ * path RStrings, its insns_info line table and succinct index).
  * A forged code object, string or line table must not crash, loop,
  * allocate without bound or read outside the input: every name must end
  * within its buffer, every line table be no larger than its bound.
@@ -33,6 +36,38 @@ static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
+static void fuzz_ruby(const struct sp_interp_mem *m, uint64_t addr, int32_t instr)
+{
+	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_RUBY, 3, 1, NULL);
+	const struct mem *mm = m->ctx;
+	struct sp_rb_iseq q;
+	const char *why = NULL;
+	int line;
+
+	if (!l)
+		return;
+	if (sp_rb_iseq_read(l, m, addr, &q, &why)) {
+		if (!why)
+			abort();
+		return;
+	}
+	if (strnlen(q.label, sizeof(q.label)) >= sizeof(q.label) ||
+	    strnlen(q.file, sizeof(q.file)) >= sizeof(q.file) || q.lines.n > SP_RB_INSNS_MAX ||
+	    (size_t)q.lines.n * 4 > mm->size || q.lines.nsucc * 8 > mm->size)
+		abort();
+	line = sp_rb_line(&q.lines, instr);
+	if (q.lines.n && line != q.lines.firstline) {
+		uint32_t i;	/* a line is the first line or one of the table's */
+
+		for (i = 0; i < q.lines.n && q.lines.lines[i] != line; i++)
+			;
+		if (i == q.lines.n)
+			abort();
+	}
+	sp_rb_line(&q.lines, (int32_t)q.lines.iseq_size);
+	sp_rb_lines_release(&q.lines);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, NULL);
@@ -59,5 +94,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (!why) {
 		abort();
 	}
+	fuzz_ruby(&m, BASE + off, instr);
 	return 0;
 }

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of Ruby's structures as sp-record reads them
+ * (lib/record/interp_rb.c): the line of every instruction from a
+ * succinct index table (built here as Ruby 3.1's iseq.c lays it out,
+ * across several 512-position blocks) agrees with the plain positions
+ * array; RStrings embedded, on the heap, cut, with a NUL; a path as an
+ * Array; an object that is no iseq; line tables claiming too much.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+#include "record/interpP.h"
+#include "tap.h"
+
+/* A check, with what it checks said beside it for the reader. */
+#define CHECK_THAT(cond, ...) CHECK(cond)
+
+#define BASE	0x100000ull
+#define MEMSZ	65536
+
+static uint8_t mem[MEMSZ];
+
+static int rd(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx;
+	if (addr < BASE || addr - BASE > MEMSZ || len > MEMSZ - (addr - BASE))
+		return -1;
+	memcpy(buf, mem + (addr - BASE), len);
+	return 0;
+}
+
+static const struct sp_interp_mem m = { rd, NULL };
+
+static void put64(size_t off, uint64_t v)
+{
+	memcpy(mem + off, &v, 8);
+}
+
+static void put32(size_t off, uint32_t v)
+{
+	memcpy(mem + off, &v, 4);
+}
+
+/* The succinct index of positions pos[0..n) for an iseq of size slots,
+ * as words at mem + off: 54 ranks of 7 bits, then blocks of 512. */
+static size_t build_succ(size_t off, const uint32_t *pos, uint32_t n, uint32_t size)
+{
+	uint32_t x, i, b, nb = size > 54 ? (size - 54) / 512 + 1 : 0;
+	uint64_t w[6] = { 0 };
+
+	for (x = 0; x < 54; x++) {
+		uint64_t r = 0;
+
+		for (i = 0; i < n; i++)
+			r += pos[i] <= x;
+		w[x / 9] |= r << (x % 9 * 7);
+	}
+	for (i = 0; i < 6; i++)
+		put64(off + 8 * i, w[i]);
+	for (b = 0; b < nb; b++) {
+		uint32_t lo = 54 + b * 512, rank = 0, k;
+		uint64_t bits[8] = { 0 }, small = 0, acc = 0;
+		size_t o = off + 48 + (size_t)b * 80;
+
+		for (i = 0; i < n; i++) {
+			rank += pos[i] < lo;
+			if (pos[i] >= lo && pos[i] < lo + 512)
+				bits[(pos[i] - lo) / 64] |= 1ull << ((pos[i] - lo) % 64);
+		}
+		for (k = 1; k < 8; k++) {
+			acc += (uint64_t)__builtin_popcountll(bits[k - 1]);
+			small |= acc << ((k - 1) * 9);
+		}
+		put64(o, rank);
+		put64(o + 8, small);
+		for (k = 0; k < 8; k++)
+			put64(o + 16 + 8 * k, bits[k]);
+	}
+	return 48 + (size_t)nb * 80;
+}
+
+enum { ISEQ = 0x100, BODY = 0x200, LABEL = 0x400, PATH = 0x480, ARR = 0x500, HEAPSTR = 0x540,
+       ENTS = 0x1000, POS = 0x3000, SUCC = 0x4000, TEXT = 0x8000 };
+
+/* An iseq of size slots whose n entries start every step slots. */
+static void build_iseq(uint32_t size, uint32_t n, uint32_t step, bool positions)
+{
+	uint32_t pos[1024], i;
+
+	memset(mem, 0, sizeof(mem));
+	put64(ISEQ, 0x1a | 7u << 12);
+	put64(ISEQ + 16, BASE + BODY);
+	put32(BODY + 4, size);
+	put64(BODY + 64, BASE + PATH);
+	put64(BODY + 80, BASE + LABEL);
+	put64(BODY + 88, 5 << 1 | 1);
+	put64(BODY + 120, BASE + ENTS);
+	put32(BODY + 136, n);
+	for (i = 0; i < n; i++) {
+		pos[i] = i * step;
+		put32(ENTS + 12 * i, 100 + i);	/* line_no, node_id, events */
+		put32(POS + 4 * i, pos[i]);
+	}
+	if (positions)
+		put64(BODY + 128, BASE + POS);
+	else
+		put64(BODY + 144, BASE + SUCC), build_succ(SUCC, pos, n, size);
+	put64(LABEL, 0x05 | 3u << 14);	/* embedded, 3 bytes */
+	memcpy(mem + LABEL + 16, "bar", 3);
+	put64(PATH, 0x05 | 6u << 14);
+	memcpy(mem + PATH + 16, "/a.rb!", 6);
+}
+
+static void test_lines(void)
+{
+	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_RUBY, 3, 1, NULL);
+	struct sp_rb_iseq a, b;
+	const char *why;
+	int pc, bad = 0;
+
+	CHECK_THAT(l != NULL, "the table has ruby3.1");
+	if (!l)
+		return;
+	/* 1800 slots: the immediate part and 4 blocks of 512 */
+	build_iseq(1800, 600, 3, true);
+	CHECK_THAT(sp_rb_iseq_read(l, &m, BASE + ISEQ, &a, &why) == 0 && a.lines.positions,
+	   "an iseq with positions");
+	build_iseq(1800, 600, 3, false);
+	CHECK_THAT(sp_rb_iseq_read(l, &m, BASE + ISEQ, &b, &why) == 0 && b.lines.succ && !b.lines.positions,
+	   "the same with a succinct index");
+	CHECK_STR(b.label, "bar");
+	CHECK_STR(b.file, "/a.rb!");
+	CHECK_THAT(b.lines.firstline == 5, "its first line");
+	for (pc = 0; pc <= 1800; pc++) {
+		int want = 100 + (pc ? pc - 1 : 0) / 3;
+
+		bad += sp_rb_line(&a.lines, pc) != want || sp_rb_line(&b.lines, pc) != want;
+	}
+	CHECK_THAT(bad == 0, "every pc's line: the entry of the instruction before it (%d wrong)", bad);
+	CHECK_THAT(sp_rb_line(&b.lines, -1) == 5, "no pc: the first line");
+	CHECK_THAT(sp_rb_line(&b.lines, 100000) == 5 || sp_rb_line(&b.lines, 100000) == 699,
+	   "a pc past the table reads nothing past it");
+	sp_rb_lines_release(&a.lines);
+	sp_rb_lines_release(&b.lines);
+	/* a table claiming 2^32 entries is not read; the first line stays */
+	build_iseq(1800, 600, 3, false);
+	put32(BODY + 136, 0xffffffffu);
+	CHECK_THAT(sp_rb_iseq_read(l, &m, BASE + ISEQ, &b, &why) == 0 && !b.lines.lines &&
+	   sp_rb_line(&b.lines, 40) == 5, "a line table too large: the first line");
+	sp_rb_lines_release(&b.lines);
+	/* a succinct table cut short by unmapped memory */
+	build_iseq(1800, 600, 3, false);
+	put64(BODY + 144, BASE + MEMSZ - 100);	/* 368 bytes, 100 of them mapped */
+	CHECK_THAT(sp_rb_iseq_read(l, &m, BASE + ISEQ, &b, &why) == 0 && !b.lines.succ,
+	   "a succinct table past the readable memory is not used");
+	sp_rb_lines_release(&b.lines);
+}
+
+static void test_strings(void)
+{
+	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_RUBY, 3, 1, NULL);
+	struct sp_rb_iseq q;
+	const char *why;
+	char out[64];
+
+	if (!l)
+		return;
+	build_iseq(10, 1, 1, true);
+	/* heap string of 2^39 bytes: cut */
+	put64(HEAPSTR, 0x05 | 1u << 13);
+	put64(HEAPSTR + 16, 1ull << 39);
+	put64(HEAPSTR + 24, BASE + TEXT);
+	memset(mem + TEXT, 'x', 4096);
+	mem[TEXT + 3] = 0;
+	CHECK_THAT(sp_rb_str(l, &m, BASE + HEAPSTR, out, sizeof(out)) == 0 && strlen(out) == 63 &&
+	   !strcmp(out + 60, "...") && out[3] == '?', "a huge heap string is cut, its NUL shown");
+	put64(HEAPSTR, 0x07);
+	CHECK_THAT(sp_rb_str(l, &m, BASE + HEAPSTR, out, sizeof(out)) == -1, "an Array is no string");
+	CHECK_THAT(sp_rb_str(l, &m, BASE + 0x10, out, sizeof(out)) == -1, "unmapped: no string");
+	/* the path as [path, realpath], embedded then on the heap */
+	put64(ARR, 0x07 | 1u << 13 | 2u << 15);
+	put64(ARR + 16, BASE + PATH);
+	put64(BODY + 64, BASE + ARR);
+	CHECK_THAT(sp_rb_iseq_read(l, &m, BASE + ISEQ, &q, &why) == 0 && !strcmp(q.file, "/a.rb!"),
+	   "a path Array (embedded)");
+	sp_rb_lines_release(&q.lines);
+	put64(ARR, 0x07);
+	put64(ARR + 16, 2);
+	put64(ARR + 32, BASE + ARR + 40);
+	put64(ARR + 40, BASE + PATH);
+	CHECK_THAT(sp_rb_iseq_read(l, &m, BASE + ISEQ, &q, &why) == 0 && !strcmp(q.file, "/a.rb!"),
+	   "a path Array (on the heap)");
+	sp_rb_lines_release(&q.lines);
+	put64(ISEQ, 0x1a | 3u << 12);
+	CHECK_THAT(sp_rb_iseq_read(l, &m, BASE + ISEQ, &q, &why) == -1 && !strcmp(why, "not an iseq"),
+	   "another imemo is not an iseq");
+	put64(ISEQ, 0x1a | 7u << 12);
+	put64(BODY + 80, BASE + 0x10);
+	CHECK_THAT(sp_rb_iseq_read(l, &m, BASE + ISEQ, &q, &why) == -1 && !strcmp(why, "bad label"),
+	   "an unreadable label: no name");
+}
+
+int main(void)
+{
+	TAP_RUN(test_lines);
+	TAP_RUN(test_strings);
+	return TAP_DONE();
+}
