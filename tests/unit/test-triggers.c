@@ -386,9 +386,9 @@ static void test_triggers_event(void)
 		r.event.field[0].u = str(path);
 		CHECK_STR(sp_triggers_check(t, &r, defs, small, sizeof(small)), "event");
 		CHECK_STR(small, "path_open path=/\\x01");	/* cut: no " by" after it */
-		sp_triggers_free(t);
 		CHECK_STR(sp_triggers_check(t, &r, defs, small, 1), "event");
 		CHECK_STR(small, "");
+		sp_triggers_free(t);
 	}
 
 	o = opts("event=open:*\\**", NULL);
