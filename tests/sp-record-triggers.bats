@@ -50,6 +50,9 @@ check_dump() {
 	run --separate-stderr -64 sp-record --trigger-every=1s -- true
 	[[ "$stderr" == *"--trigger-every and --trigger-timeout need a trigger command"* ]] ||
 		fail "$stderr"
+	# a trigger with no window to write out would fire for nothing
+	run --separate-stderr -64 sp-record --trigger=exit -o "$BATS_TEST_TMPDIR/x.sp" -- true
+	[[ "$stderr" == *"need --flight"* ]] || fail "$stderr"
 }
 
 @test "sp-record --trigger=exit=crash: a child's SIGSEGV dumps the window, with what it did before" {

@@ -375,6 +375,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (env.check)
 			break;
 		check_dir(state);	/* the common options' ARGP_KEY_SUCCESS came first */
+		if (sp_triggers_any(&env.triggers) && !env.flight.flight)
+			argp_error(state, "--trigger and --trigger-cmd need --flight: a trigger "
+				   "writes out the flight recorder's window");
 		if (sp_cgroup_filter_given(&env.cgroups) && !env.system_wide)
 			argp_error(state, "--cgroup and --container go with -a");
 		if (sp_cgroup_filter_given(&env.cgroups) && env.offcpu.enabled)
