@@ -131,8 +131,10 @@ start_busy() {
 	require_root
 	mkdir -m 700 "$D"
 	: >"$D/segment-000041.sp"	# numbering goes on after the highest
+	# the command runs at least 2.4 s, however fast the machine: 6 or more
+	# segments of 400 ms, of which the newest 3 are kept
 	run -0 sp-record -F 999 --segment=400ms --keep=3 -o "$D" -- \
-		sh -c 'for i in 1 2 3 4 5 6; do i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; /bin/true; done'
+		sh -c 'for i in 1 2 3 4 5 6; do i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; /bin/true; sleep 0.4; done'
 	ls "$D"
 	[ "$(ls "$D" | wc -l)" = 3 ]
 	[ ! -e "$D/segment-000041.sp" ]

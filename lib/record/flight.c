@@ -75,6 +75,8 @@ struct sp_flight {
 };
 
 static void finish_job(struct sp_flight *f, bool wait);
+static int next_chunk(struct sp_flight *f, uint64_t now);
+static void trim_window(struct sp_flight *f, uint64_t now);
 
 int sp_flight_parse_limit(const char *s, uint64_t *bytes, uint64_t *ns)
 {
@@ -145,10 +147,24 @@ void sp_flight_free(struct sp_flight *f)
 	free(f);
 }
 
+/*
+ * Each record into the current stream. A window's chunk that has grown to
+ * its size is cut here, between two records, not only at the end of a
+ * batch: under a flood one batch alone can be larger than the whole window,
+ * and the bound must hold whatever the load.
+ */
 int sp_flight_put(void *flight, const struct sp_record *rec)
 {
 	struct sp_flight *f = flight;
+	struct sp_writer *w = sp_segments_writer(f->segs);
 
+	if (f->o.flight && f->n && w && sp_writer_bytes(w) >= f->chunk_bytes) {
+		uint64_t now = sp_now_mono_ns();
+
+		if (next_chunk(f, now))
+			return -1;
+		trim_window(f, now);
+	}
 	return sp_segments_put(f->segs, rec);
 }
 
@@ -269,11 +285,20 @@ static uint64_t window_bytes(const struct sp_flight *f)
 	return sum;
 }
 
-/* Keep the window within its bounds: the oldest chunk goes whole. */
+/*
+ * Keep the window within its bounds: the oldest chunk goes whole. The
+ * newest chunk that holds records stays whatever its size: under a flood
+ * one batch alone can pass the bound, and dropping it when a new chunk has
+ * just been started would leave a dump taken now with no records at all.
+ * So the bound may be passed by at most one chunk of one batch.
+ */
 static void trim_window(struct sp_flight *f, uint64_t now)
 {
 	while (f->n > 1) {
 		const struct chunk *second = &f->chunks[(f->first + 1) % MAX_CHUNKS];
+
+		if (f->n == 2 && !cur_chunk(f)->records)
+			break;
 
 		if (window_bytes(f) > f->o.window_bytes ||
 		    (f->o.window_ns && second->start + f->o.window_ns < now))
