@@ -49,9 +49,15 @@ void sp_rt_ring_init(void);
 struct sp_ring *sp_rt_ring_start(void);
 
 /* How long a full ring waits for sp-record before it stops waiting: one
- * sp-record reads, one it has not come to yet. */
+ * sp-record reads, one it has not come to yet. The second is as long as
+ * the first: fork and exec children of a recorded program are no longer
+ * held until sp-record has seen them, so a child's first ring often fills
+ * while sp-record is still busy with its first samples (a first DWARF
+ * unwind of a large library takes a few hundred ms on a loaded machine);
+ * a shorter wait lost the child's first marks. A recorder that never comes
+ * costs each thread this wait once. */
 #define SP_RT_RING_WAIT_NS	200000000ull
-#define SP_RT_RING_ASKED_WAIT_NS	20000000ull
+#define SP_RT_RING_ASKED_WAIT_NS	200000000ull
 
 /* Half of r is unread: wake sp-record (rt__flush); and wait while r is
  * full and sp-record reads it. */
