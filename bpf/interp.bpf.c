@@ -16,8 +16,11 @@
  * the thread's TLS base (the task's fsbase on x86-64) and, unlike its tid,
  * stays right in a forked child; its execution context (the
  * running fiber's) gives the control frames, walked from cfp to the end
- * of the VM stack; C method and dummy frames are left out (the C method's
- * own native frame stays in the native stack).
+ * of the VM stack; dummy frames are left out. Each frame keeps its method
+ * entry (ep[-2], or for a block that of the environments it was made in,
+ * at most SP_BPF_RB_EP_HOPS out), and a C method's frame is kept with no
+ * code, so user space names it by its method entry (its native frames
+ * stay in the native stack too).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -213,6 +216,7 @@ static __always_inline int walk(struct scratch *s, const struct sp_bpf_ilayout *
 		f->firstline = first;
 		f->name = (__u32)get64(s->co, (l->co_name - l->co_firstline) & 63, sizeof(s->co));
 		f->flags = entry ? SP_BPF_IFR_ENTRY : 0;
+		f->me = 0;
 		if (instr >= code + l->co_code && instr - (code + l->co_code) < (1ull << 31))
 			f->instr = (__s32)((instr - (code + l->co_code)) / 2);
 		else
@@ -234,13 +238,49 @@ struct rb_walk {
 	__u8 status;
 };
 
+/* The method entry of the frame whose environment is at ep, as
+ * rb_vm_frame_method_entry() finds it: ep[-2] when it is one (or an svar
+ * holding one, in a local environment), else for a block's environment
+ * the previous one's; the flags (ep[0]) into *flags. 0 when none was
+ * found within the bound (a class body's cref, a top level's). */
+static __always_inline __u64 rb_frame_me(struct scratch *s, const struct sp_bpf_ilayout *l,
+					 __u64 ep, __u64 *flags)
+{
+	__u64 me, fl, t;
+	unsigned int k;
+
+	for (k = 0; k <= SP_BPF_RB_EP_HOPS && ep; k++) {
+		/* ep[-2] (me, cref or svar), ep[-1] (specval: previous ep), ep[0] */
+		if (bpf_probe_read_user(s->co, 24, (const void *)(ep - 16)))
+			return 0;
+		me = get64(s->co, 0, sizeof(s->co));
+		fl = get64(s->co, 16, sizeof(s->co));
+		if (!k)
+			*flags = fl;
+		ep = get64(s->co, 8, sizeof(s->co)) & ~3ull;
+		if (me && !bpf_probe_read_user(s->co, 8, (const void *)me)) {
+			t = get64(s->co, 0, sizeof(s->co));
+			if ((t & SP_BPF_RB_T_MASK) == SP_BPF_RB_T_IMEMO &&
+			    ((t >> SP_BPF_RB_IMEMO_SHIFT) & 15) == SP_BPF_RB_IMEMO_MENT)
+				return me;
+			if ((t & SP_BPF_RB_T_MASK) == SP_BPF_RB_T_IMEMO &&
+			    ((t >> SP_BPF_RB_IMEMO_SHIFT) & 15) == SP_BPF_RB_IMEMO_SVAR &&
+			    (fl & SP_BPF_RB_ENV_LOCAL))
+				return rd_ptr(me + l->rb_svar_me);	/* checked in user space */
+		}
+		if (fl & SP_BPF_RB_ENV_LOCAL)
+			return 0;
+	}
+	return 0;
+}
+
 /* One control frame (bpf_loop's callback): 1 to stop. */
 static long rb_frame(__u32 i, void *ctx)
 {
 	struct rb_walk *w = ctx;
 	struct scratch *s = w->s;
 	const struct sp_bpf_ilayout *l = w->l;
-	__u64 cfp = w->cfp, pc, iseq, ep, body, enc, flags;
+	__u64 cfp = w->cfp, pc, iseq, ep, body, enc, flags = 0, me;
 	struct sp_bpf_iframe *f;
 	__u32 size;
 
@@ -252,20 +292,34 @@ static long rb_frame(__u32 i, void *ctx)
 	pc = get64(s->fr, l->rb_cfp_pc & 63, sizeof(s->fr));
 	iseq = get64(s->fr, l->rb_cfp_iseq & 63, sizeof(s->fr));
 	ep = get64(s->fr, l->rb_cfp_ep & 63, sizeof(s->fr));
-	flags = ep ? rd_ptr(ep) : 0;
-	if (!iseq || !pc || (flags & SP_BPF_RB_FLAG_CFRAME) ||
-	    (flags & SP_BPF_RB_MAGIC_MASK) == SP_BPF_RB_MAGIC_DUMMY)
-		return 0;	/* a C method's frame, or the VM's own */
+	me = ep ? rb_frame_me(s, l, ep, &flags) : 0;
+	if ((flags & SP_BPF_RB_MAGIC_MASK) == SP_BPF_RB_MAGIC_DUMMY)
+		return 0;	/* the VM's own */
+	f = &s->f[w->n & (SP_BPF_IFRAMES - 1)];
+	if ((flags & SP_BPF_RB_MAGIC_MASK) == SP_BPF_RB_MAGIC_CFUNC) {	/* its me names it */
+		if (!me)
+			return 0;
+		f->code = 0;
+		f->firstline = 0;
+		f->name = 0;
+		f->instr = -1;
+		f->flags = SP_BPF_IFR_CFUNC | (flags & SP_BPF_RB_FLAG_FINISH ? SP_BPF_IFR_ENTRY : 0);
+		f->me = me;
+		w->n++;
+		return 0;
+	}
+	if (!iseq || !pc || (flags & SP_BPF_RB_FLAG_CFRAME))
+		return 0;	/* an ifunc's frame (a C block): its C method is named */
 	body = rd_ptr(iseq + l->rb_iseq_body);
 	if (!body || bpf_probe_read_user(s->co, 16, (const void *)(body + l->rb_body_size)))
 		return w->status = SP_BPF_IST_FAULT, 1;
 	size = (__u32)get64(s->co, 0, sizeof(s->co));
 	enc = get64(s->co, 4, sizeof(s->co));
-	f = &s->f[w->n & (SP_BPF_IFRAMES - 1)];
 	f->code = iseq;
 	f->firstline = size;
 	f->name = (__u32)body;
 	f->flags = flags & SP_BPF_RB_FLAG_FINISH ? SP_BPF_IFR_ENTRY : 0;
+	f->me = me;
 	if (pc >= enc && (pc - enc) / 8 <= size)
 		f->instr = (__s32)((pc - enc) / 8);
 	else
@@ -275,8 +329,8 @@ static long rb_frame(__u32 i, void *ctx)
 }
 
 /* Ruby: the control frames of thread th, innermost first, from its
- * execution context's cfp to the end of its VM stack (C method frames
- * and the VM's dummy frames count towards the bound, not the stack). */
+ * execution context's cfp to the end of its VM stack (the VM's dummy
+ * frames count towards the bound, not the stack). */
 static __always_inline int walk_rb(struct scratch *s, const struct sp_bpf_ilayout *l, __u64 th)
 {
 	struct rb_walk w = { .s = s, .l = l, .status = SP_BPF_IST_OK };

@@ -35,6 +35,7 @@ enum sp_bpf_istatus {
 /* flags of a frame */
 #define SP_BPF_IFR_ENTRY	(1u << 0)	/* the first frame of an eval loop call */
 #define SP_BPF_IFR_NO_INSTR	(1u << 1)	/* instr unknown */
+#define SP_BPF_IFR_CFUNC	(1u << 2)	/* Ruby: a C method's frame (no code, its me) */
 
 /* A process running an interpreter (key: tgid). */
 struct sp_bpf_iproc {
@@ -50,9 +51,20 @@ struct sp_bpf_iproc {
 /* Ruby's frame magic (rb_control_frame_t's ep[0]) */
 #define SP_BPF_RB_MAGIC_MASK	0x7fff0001u
 #define SP_BPF_RB_MAGIC_DUMMY	0x79990001u
+#define SP_BPF_RB_MAGIC_CFUNC	0x55550001u	/* a C method's frame (not an ifunc's) */
 #define SP_BPF_RB_FLAG_FINISH	0x20u	/* the first frame of a vm_exec() call */
 #define SP_BPF_RB_FLAG_CFRAME	0x80u	/* a C method's frame */
 #define SP_BPF_RB_KILLED	3u	/* rb_thread_t.status: THREAD_KILLED */
+#define SP_BPF_RB_ENV_LOCAL	0x2u	/* ep[0]: VM_ENV_FLAG_LOCAL, a method's (or top) env */
+/* an imemo's type (flags): the method entry, or an svar that holds it */
+#define SP_BPF_RB_T_MASK	0x1fu
+#define SP_BPF_RB_T_IMEMO	0x1au
+#define SP_BPF_RB_IMEMO_SHIFT	12
+#define SP_BPF_RB_IMEMO_SVAR	2u
+#define SP_BPF_RB_IMEMO_MENT	6u
+/* Environments followed outwards from a block's to find its method entry
+ * (ep[-1], VM_ENV_DATA_INDEX_SPECVAL, holds the previous ep) */
+#define SP_BPF_RB_EP_HOPS	4
 
 /* Where things are, per interpreter version (lib/record/interp_layouts.c).
  * A Python row fills the first fields; a Ruby row (kind SP_BPF_IK_RUBY)
@@ -85,20 +97,26 @@ struct sp_bpf_ilayout {
 	__u16 rb_body_size;	/* rb_iseq_constant_body.iseq_size (iseq_encoded follows) */
 	__u16 rb_th_tid;	/* rb_thread_t.tid (an int: the parent's in a forked child) */
 	__u16 rb_th_status;	/* the byte of rb_thread_t.status (its low 2 bits) */
-	__u16 pad[3];
+	__u16 rb_svar_me;	/* struct vm_svar.cref_or_me */
+	__u16 pad[2];
 };
 
 /* The code object's first line and the low half of its name's address
  * identify it: user space reads the object later, and refuses one that
  * changed since (freed, its memory reused). For Ruby the code object is
  * the instruction sequence (rb_iseq_t), identified by its length and the
- * low half of its body's address. */
+ * low half of its body's address; me is the frame's method entry, found
+ * as rb_vm_frame_method_entry() does (ep[VM_ENV_DATA_INDEX_ME_CREF], an
+ * imemo ment, or an svar holding one; for a block, that of the
+ * environments it was made in). A C method's frame
+ * (SP_BPF_IFR_CFUNC) has no code, only its me. */
 struct sp_bpf_iframe {
 	__u64 code;		/* address of the code object (iseq) */
 	__s32 instr;		/* index of the current instruction (code units; Ruby: VALUEs) */
 	__u32 firstline;	/* co_firstlineno (Ruby: iseq_size) */
 	__u32 name;		/* low 32 bits of co_qualname's (Ruby: the body's) address */
 	__u32 flags;		/* SP_BPF_IFR_* */
+	__u64 me;		/* Ruby: the method entry (0: none, and always for Python) */
 };
 
 struct sp_bpf_istack {

@@ -255,13 +255,17 @@ require_ruby() {
 }
 
 # The program's frames (rh_*, "block in rh_*" as block_in_rh_*) of each
-# folded stack, root first, with its count.
+# folded stack, root first, with its count. Its methods are defined at the
+# top level: private methods of Object, named "Object#rh_*".
 rh_stacks() {
 	sp-flame --folded "$OUT" 2>/dev/null | awk '{
 		n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); s = ""
 		for (i = 1; i <= k; i++) {
 			g = f[i]; gsub(/ /, "_", g)
-			if (g ~ /^(block_in_)?rh_/) s = s (s == "" ? "" : ";") g
+			if (g ~ /^(block_in_)?Object#rh_/) {
+				sub(/Object#/, "", g)
+				s = s (s == "" ? "" : ";") g
+			}
 		}
 		if (s != "") print s, n }'
 }
@@ -324,21 +328,21 @@ assert_rb_share() {
 	rh_stacks | grep -q 'rh_rec;rh_rec;rh_rec;rh_rec;rh_rec;rh_rec;rh_spin'
 	sp-decode "$OUT" | jq -r 'select(.type == "runtime" and .runtime == "ruby")
 		| "\(.mode) \(.version)"' | grep -q '^stacks 3\.1\.'
-	# the C code under rh_deflate stays, as native frames above it
-	sp-flame --folded "$OUT" 2>/dev/null | grep -q 'rh_deflate;[^r ][^ ]* [0-9]*$'
+	# the C method rh_deflate calls is named, its C code stays as native frames above it
+	sp-flame --folded "$OUT" 2>/dev/null | grep -q 'rh_deflate;Zlib\.deflate;[^ ]* [0-9]*$'
 }
 
 @test "a Ruby frame's line is its current instruction's, not the method's first line" {
 	require_ruby
 	sp-record --spans=none -o "$OUT" -- $RB "$RFIX" scale=0.3 2>/dev/null
 	def=$(grep -n '^def rh_spin' "$RFIX" | cut -d: -f1)
-	run sh -c "sp-decode '$OUT' | jq -r 'select(.type == \"symbol\" and .func == \"rh_spin\") | .line' | sort -u"
+	run sh -c "sp-decode '$OUT' | jq -r 'select(.type == \"symbol\" and .func == \"Object#rh_spin\") | .line' | sort -u"
 	[ "$status" = 0 ]
 	[ "${#lines[@]}" -ge 2 ] || fail "lines of rh_spin: $output"
 	for l in "${lines[@]}"; do
 		[ "$l" -gt "$def" ] && [ "$l" -le $((def + 8)) ] || fail "rh_spin at line $l (def at $def)"
 	done
-	sp-decode "$OUT" | jq -r 'select(.type == "symbol" and .func == "rh_spin") | .file' |
+	sp-decode "$OUT" | jq -r 'select(.type == "symbol" and .func == "Object#rh_spin") | .file' |
 		sort -u | grep -qx "$RFIX"
 }
 
@@ -405,6 +409,36 @@ assert_rb_share() {
 		[ "$status" = 0 ] || fail "$stderr"
 		[ -z "$(rh_stacks)" ] || fail "--interp=$mode: $(rh_stacks | head)"
 	done
+}
+
+# The distinct frames of the recording, one a line.
+frames() {
+	sp-flame --folded "$OUT" 2>/dev/null | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' | sort -u
+}
+
+@test "Ruby frames carry their class (Foo#bar, Foo.baz), C methods are frames where they ran" {
+	require_ruby
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- $RB \
+		"$BATS_TEST_DIRNAME/fixtures/ruby/interp_class.rb" 2
+	[ "$status" = 0 ] || fail "$stderr"
+	f=$(frames)
+	# the names the fixture's source defines, as Ruby's own docs write them
+	for want in 'Foo#bar' 'block in Foo#bar' 'Foo.baz' 'block in Foo.baz' 'Util.helper' \
+		'block in Util.helper' 'Util#mixed' 'Outer::Inner#work' 'Integer#times' \
+		'Enumerable#sort_by' 'Zlib.deflate'; do
+		grep -qxF "$want" <<<"$f" || fail "no frame '$want': $(grep -v '+0x' <<<"$f" | head -40)"
+	done
+	grep -qE '^#<Class:0x[0-9a-f]{16}>#run$' <<<"$f" || fail "no anonymous class's run"
+	# no method of the fixture is left with its label alone
+	for bare in bar baz helper mixed work run 'block in bar' 'block in baz'; do
+		! grep -qxF "$bare" <<<"$f" || fail "a bare '$bare' frame"
+	done
+	# the C methods sit where they ran: under their caller, their C code above
+	s=$(sp-flame --folded "$OUT" 2>/dev/null)
+	grep -Eq ';Foo\.baz;Zlib\.deflate;[^ ]*(zlib|libz)\.so[^ ]* [0-9]+$' <<<"$s" ||
+		fail "Zlib.deflate not between Foo.baz and zlib's code"
+	grep -q ';Foo#bar;Integer#times;' <<<"$s" || fail "no Foo#bar;Integer#times"
+	grep -q ';Foo\.baz;Enumerable#sort_by;' <<<"$s" || fail "no Foo.baz;Enumerable#sort_by"
 }
 
 @test "a forged Ruby run by nobody: an endless stack ends truncated, names bounded, no loop" {

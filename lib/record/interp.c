@@ -14,7 +14,10 @@
  * type) and cached with the low bits of their first line, which the BPF
  * program copies with each frame: a freed and reused address is read again.
  * Ruby's instruction sequences are handled alike (interp_rb.c), named by
- * their label ("bar", "block in bar") in a "[ruby]" module.
+ * their label ("bar", "block in bar") in a "[ruby]" module, with the class
+ * of the frame's method entry put in ("Foo#bar", "block in Foo.baz"); a C
+ * method's frame is named by its method entry alone ("Array#each"). Method
+ * entries are read once per (process, address), at most MAX_MES of them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -40,6 +43,7 @@
 #define TIDQ_LEN	1024		/* stacks kept per thread waiting for their sample
 				 * (the perf queue handles samples a pass or two later) */
 #define MAX_CODES	65536		/* code objects cached per process */
+#define MAX_MES		4096		/* Ruby method entries cached per process */
 /* ns: a stack read more than PAIR_WINDOW before a sample, or more than
  * PAIR_SLACK after it, is not its stack */
 #define PAIR_WINDOW	(50 * 1000 * 1000ull)
@@ -53,6 +57,7 @@ struct elf_info {
 	unsigned int runtime, major, minor, micro;
 	uint64_t runtime_sym, code_type_sym, eval_sym, eval_size;	/* ELF addresses */
 	uint64_t eval2_sym, eval2_size;	/* Ruby: vm_exec_core, when the file names it */
+	uint64_t symbols_sym;	/* Ruby: ruby_global_symbols (0: not found) */
 	GElf_Phdr load[8];	/* its PT_LOAD headers */
 	unsigned int nload;
 };
@@ -65,6 +70,14 @@ struct code_ent {
 	uint8_t *linetable;
 	size_t len;
 	struct sp_rb_lines rb;	/* Ruby's line table */
+	uint64_t me, me_func;	/* Ruby: the method entry last seen with it, the name */
+};
+
+/* A Ruby method entry, read once. */
+struct me_ent {
+	bool bad;		/* not one (a cref), or unreadable */
+	uint64_t cfunc;		/* its name as a C method's frame, a string id */
+	struct sp_rb_method m;
 };
 
 struct pend {
@@ -85,11 +98,13 @@ struct iproc {
 	const struct sp_interp_layout *l;
 	const struct elf_info *e;
 	uint64_t runtime, code_type, eval_start, eval_end, eval2_start, eval2_end;
+	uint64_t symbols;	/* Ruby: ruby_global_symbols, 0 if unknown */
 	uint64_t since;		/* time of the mapping (or fork) it was found at */
 	bool announced;		/* its runtime record is written */
 	bool checked;		/* a code object decoded: the layout fits */
 	unsigned int misfits;	/* code objects that did not decode before that */
 	struct sp_u64map codes;	/* address -> struct code_ent * */
+	struct sp_u64map mes;	/* Ruby: method entry address -> struct me_ent * */
 };
 
 struct sp_interpreters {
@@ -183,6 +198,28 @@ static bool elf_bytes(Elf *elf, uint64_t addr, void *v, size_t n)
 	return false;
 }
 
+/* Ruby: ruby_global_symbols (the table of IDs' names), from the symbol
+ * table, or from the code of rb_id2str where it reads it. */
+static uint64_t ruby_symbols(Elf *elf)
+{
+	uint8_t code[128];
+	uint64_t at, jump = 0, sym;
+	unsigned int i;
+	GElf_Sym s;
+
+	if (elf_sym(elf, "ruby_global_symbols", &s))
+		return s.st_value;
+	if (!elf_sym(elf, "rb_id2str", &s))
+		return 0;
+	for (i = 0, at = s.st_value; i < 2 && at; i++, at = jump) {
+		if (!elf_bytes(elf, at, code, sizeof(code)))
+			return 0;
+		if ((sym = sp_rb_find_symbols(code, sizeof(code), at, &jump)))
+			return sym;
+	}
+	return 0;
+}
+
 /* Ruby: ruby_version ("3.1.2") and the VM's eval loop. */
 static void elf_read_ruby(Elf *elf, struct elf_info *e, uint64_t vm_ptr)
 {
@@ -205,6 +242,7 @@ static void elf_read_ruby(Elf *elf, struct elf_info *e, uint64_t vm_ptr)
 		e->eval2_sym = s.st_value;
 		e->eval2_size = s.st_size;
 	}
+	e->symbols_sym = ruby_symbols(elf);
 	e->ok = e->major && e->nload;
 }
 
@@ -307,10 +345,22 @@ static struct iproc *proc_find(const struct sp_interpreters *ip, uint32_t pid)
 	return v ? (struct iproc *)(uintptr_t)*v : NULL;
 }
 
+static void mes_clear(struct iproc *pr)
+{
+	size_t i = 0;
+	uint64_t k, v;
+
+	while (sp_u64map_next(&pr->mes, &i, &k, &v))
+		free((void *)(uintptr_t)v);
+	sp_u64map_release(&pr->mes);
+}
+
 static void codes_clear(struct iproc *pr)
 {
 	size_t i = 0;
 	uint64_t k, v;
+
+	mes_clear(pr);
 
 	while (sp_u64map_next(&pr->codes, &i, &k, &v)) {
 		struct code_ent *c = (void *)(uintptr_t)v;
@@ -457,6 +507,7 @@ void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t 
 	pr->eval_end = pr->eval_start + e->eval_size;
 	pr->eval2_start = e->eval2_sym ? base + e->eval2_sym : 0;
 	pr->eval2_end = pr->eval2_start + e->eval2_size;
+	pr->symbols = e->symbols_sym ? base + e->symbols_sym : 0;
 	if (!live_check(pr)) {
 		if (out) {
 			runtime_record(out, pid, time, e, "unsupported");
@@ -484,6 +535,7 @@ void sp_interp_on_fork(struct sp_interpreters *ip, uint32_t ppid, uint32_t pid, 
 	pr->since = time;
 	pr->announced = true;	/* a fork runs what its parent ran */
 	memset(&pr->codes, 0, sizeof(pr->codes));
+	memset(&pr->mes, 0, sizeof(pr->mes));
 	proc_add(ip, pr);
 }
 
@@ -554,6 +606,7 @@ bool sp_interp_is_eval(const struct sp_interpreters *ip, uint32_t pid, uint64_t 
 
 static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out,
 				 struct iproc *pr, const struct sp_bpf_iframe *fr);
+static const struct me_ent *me_get(struct sp_emit *out, struct iproc *pr, uint64_t addr);
 
 static void on_stack(void *ctx, const struct sp_bpf_istack *h, const struct sp_bpf_iframe *f,
 		     size_t nbytes)
@@ -592,8 +645,12 @@ static void on_stack(void *ctx, const struct sp_bpf_istack *h, const struct sp_b
 	if (n)
 		memcpy(p->f, f, n * sizeof(*f));
 	if (ip->out && (pr = proc_find(ip, h->pid)))
-		for (i = 0; i < n; i++)
-			code_get(ip, ip->out, pr, &p->f[i]);
+		for (i = 0; i < n; i++) {
+			if (!(p->f[i].flags & SP_BPF_IFR_CFUNC))
+				code_get(ip, ip->out, pr, &p->f[i]);
+			if (p->f[i].me && is_ruby(pr))
+				me_get(ip->out, pr, p->f[i].me);
+		}
 }
 
 void sp_interp_drain(struct sp_interpreters *ip, struct sp_emit *out)
@@ -694,6 +751,60 @@ static int code_read_rb(struct sp_emit *out, struct iproc *pr, const struct sp_b
 	c->file = sp_writer_strz(out->w, q.file);
 	c->rb = q.lines;
 	return 0;
+}
+
+/* Ruby: the method entry at addr, read once (NULL: none, or unreadable). */
+static const struct me_ent *me_get(struct sp_emit *out, struct iproc *pr, uint64_t addr)
+{
+	const struct sp_interp_mem m = { read_proc, pr };
+	uint64_t *v = sp_u64map_get(&pr->mes, addr);
+	struct me_ent *e;
+	const char *why;
+	char name[SP_PY_NAME_MAX];
+
+	if (v) {
+		e = (void *)(uintptr_t)*v;
+		return e->bad ? NULL : e;
+	}
+	if (!addr)
+		return NULL;
+	if (pr->mes.n >= MAX_MES)
+		mes_clear(pr);
+	e = sp_xcalloc(1, sizeof(*e));
+	sp_u64map_put(&pr->mes, addr, (uintptr_t)e);
+	if (sp_rb_method_read(pr->l, &m, pr->symbols, addr, &e->m, &why)) {
+		e->bad = true;
+		return NULL;
+	}
+	sp_rb_frame_name(&e->m, NULL, name, sizeof(name));
+	e->cfunc = sp_writer_strz(out->w, name);
+	return e;
+}
+
+/* Ruby: the name of frame fr of code c, its method entry's class put in. */
+static uint64_t rb_func(struct sp_emit *out, struct iproc *pr, struct code_ent *c,
+			const struct sp_bpf_iframe *fr)
+{
+	char name[SP_PY_NAME_MAX], label[SP_PY_NAME_MAX];
+	const struct me_ent *e;
+	const char *p;
+	size_t len = 0;
+
+	if (!fr->me)
+		return c->func;
+	if (c->me == fr->me && c->me_func)
+		return c->me_func;
+	e = me_get(out, pr, fr->me);
+	p = e ? sp_defs_str(sp_writer_defs(out->w), c->func, &len) : NULL;
+	c->me = fr->me;
+	c->me_func = c->func;
+	if (p && len < sizeof(label)) {
+		memcpy(label, p, len);
+		label[len] = 0;
+		sp_rb_frame_name(&e->m, label, name, sizeof(name));
+		c->me_func = sp_writer_strz(out->w, name);
+	}
+	return c->me_func;
 }
 
 /* The code object at addr, read once (NULL: not one). */
@@ -804,15 +915,22 @@ int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t p
 	}
 	complete = p.h.status == SP_BPF_IST_OK && !(p.h.flags & SP_BPF_IFL_TRUNCATED);
 	for (i = 0; i < p.h.nframes && i < SP_BPF_IFRAMES; i++) {
-		struct code_ent *c = code_get(ip, out, pr, &p.f[i]);
+		struct code_ent *c = NULL;
+		const struct me_ent *e = NULL;
 		uint64_t id;
 
+		if (is_ruby(pr) && (p.f[i].flags & SP_BPF_IFR_CFUNC))
+			e = me_get(out, pr, p.f[i].me);
+		else
+			c = code_get(ip, out, pr, &p.f[i]);
 		if (c)
-			id = frame_of(ip, out, pr, c->func, c->file, (uint64_t)line_of(pr, c,
-									p.f[i].instr));
+			id = frame_of(ip, out, pr, is_ruby(pr) ? rb_func(out, pr, c, &p.f[i]) :
+				      c->func, c->file, (uint64_t)line_of(pr, c, p.f[i].instr));
+		else if (e)
+			id = frame_of(ip, out, pr, e->cfunc, 0, 0);
 		else
 			id = placeholder(ip, out, pr, "unreadable frame");
-		complete &= c != NULL;
+		complete &= c != NULL || e != NULL;
 		if (!id)
 			continue;
 		f->ids[f->n] = id;

@@ -59,6 +59,14 @@ struct sp_interp_layout {
 		uint16_t entry_size;	/* sizeof(struct iseq_insn_info_entry) */
 		uint16_t rstr_heap_len, rstr_heap_ptr, rstr_embed;	/* RString */
 		uint16_t rary_embed, rary_heap_ptr;	/* RArray */
+		/* naming a frame's method: its method entry, owner class, ids */
+		uint16_t me_def, me_owner;	/* rb_method_entry_t.def, .owner */
+		uint16_t def_original_id;	/* rb_method_definition_t.original_id */
+		uint16_t class_ext, ext_iv_tbl;	/* RClass.ptr, rb_classext_t.iv_tbl */
+		uint16_t st_start, st_bound, st_entries;	/* st_table.entries_* */
+		uint16_t sym_last_id, sym_ids;	/* ruby_global_symbols.last_id, .ids */
+		uint32_t id_classpath, id_attached;	/* "__classpath__", "__attached__" */
+		uint32_t last_op_id;	/* tLAST_OP_ID: above it, an ID's serial is id >> 4 */
 	} rb;
 };
 
@@ -167,6 +175,37 @@ int sp_rb_line(const struct sp_rb_lines *t, int pc);
  * '?'. 0, or -1 (not a string, unreadable). */
 int sp_rb_str(const struct sp_interp_layout *l, const struct sp_interp_mem *m, uint64_t addr,
 	      char *out, size_t cap);
+
+#define SP_RB_IVARS_MAX		64	/* instance variables of a class looked at */
+#define SP_RB_CLASS_HOPS	4	/* iclass, singleton and attached steps to a name */
+#define SP_RB_ID_MAX		128	/* bytes of a method's name kept */
+
+/* What a frame's method entry says: its owner as "Foo#" (an instance
+ * method) or "Foo." (a singleton's), anonymous ones "#<Class:0x...>#",
+ * and its method's name (empty when ruby_global_symbols is unknown). */
+struct sp_rb_method {
+	char owner[SP_PY_NAME_MAX];
+	char name[SP_RB_ID_MAX];
+	bool iseq;		/* a method defined in Ruby (its iseq's label names it) */
+};
+
+/* Read the method entry at addr (an imemo ment, as the BPF program found it),
+ * with symbols the address of ruby_global_symbols (0: unknown) to name
+ * IDs. 0, or -1 with *why ("not a method entry", "unreadable"). Bounded: SP_RB_CLASS_HOPS steps, SP_RB_IVARS_MAX
+ * ivars, names cut with "...". */
+int sp_rb_method_read(const struct sp_interp_layout *l, const struct sp_interp_mem *m,
+		      uint64_t symbols, uint64_t addr, struct sp_rb_method *me, const char **why);
+/* The name of ID id into out (cap >= 8): 0, or -1. */
+int sp_rb_id_name(const struct sp_interp_layout *l, const struct sp_interp_mem *m,
+		  uint64_t symbols, uint64_t id, char *out, size_t cap);
+/* A frame's name into out: label ("bar", "block (2 levels) in bar") with
+ * the owner put before its method ("Foo#bar", "block in Foo.bar") when me
+ * names the same method; label NULL: a C method, "Array#each". */
+void sp_rb_frame_name(const struct sp_rb_method *me, const char *label, char *out, size_t cap);
+/* ruby_global_symbols from the code of rb_id2str (len bytes at ELF address
+ * addr): the table its serial check reads, or the target of its tail jump
+ * into where that check is (*jump, to scan next); 0 when neither. */
+uint64_t sp_rb_find_symbols(const uint8_t *code, size_t len, uint64_t addr, uint64_t *jump);
 
 /* ---- the recording side (interp.c, bpf_interp.c) ---- */
 

@@ -77,6 +77,7 @@ static const struct sp_interp_layout table[] = {
 			.rb_cfp_ep = 32,
 			.rb_iseq_body = 16,
 			.rb_body_size = 4,	/* iseq_size; iseq_encoded at 8 */
+			.rb_svar_me = 8,	/* flags, cref_or_me */
 			.valid = 1,
 		},
 		.rb = {
@@ -97,6 +98,19 @@ static const struct sp_interp_layout table[] = {
 			.rstr_embed = 16,
 			.rary_embed = 16,
 			.rary_heap_ptr = 32,
+			.me_def = 16,		/* flags, defined_class, def, called_id, owner */
+			.me_owner = 32,
+			.def_original_id = 32,	/* type:4 ... (8), body (a union of 24) */
+			.class_ext = 24,	/* flags, klass, super, ptr (not USE_RVARGC) */
+			.ext_iv_tbl = 8,	/* iv_index_tbl, iv_tbl */
+			.st_start = 32,
+			.st_bound = 40,
+			.st_entries = 48,	/* of {hash, key, record} */
+			.sym_last_id = 0,
+			.sym_ids = 16,		/* last_id, str_sym, ids */
+			.id_classpath = 0xf01,	/* predefined IDs, as read live */
+			.id_attached = 0xc11,
+			.last_op_id = 0xa9,
 		},
 	},
 };
