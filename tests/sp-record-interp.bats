@@ -442,6 +442,7 @@ frames() {
 }
 
 @test "a forged Ruby run by nobody: an endless stack ends truncated, names bounded, no loop" {
+	# (its method entries too: cycles of classes and environments, endless paths)
 	require_root
 	require_cmd gcc
 	require_cmd setpriv
@@ -455,11 +456,17 @@ frames() {
 		grep -qx 'ruby stacks' || fail "not followed"
 	run sh -c "sp-flame --folded '$OUT' 2>/dev/null | grep '^\[ruby: truncated\];'"
 	[ "$status" = 0 ] || fail "no truncated stack"
-	# the endless stack is cut at the walk's limit: 128 frames, then the mark
+	# the endless stack is cut at the walk's limit: 128 frames, then the mark;
+	# its C methods' frames are among them
 	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
-		grep -c '^AAAA\|^\[ruby: unreadable frame\]$')
+		grep -c 'AAAA\|^BBBB\|^\[ruby: unreadable frame\]$')
 	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
-	# the endless label is cut at its bound and says so
-	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
+	# the endless label is cut at its bound and says so; the method entry's
+	# singleton class, attached to itself, is shown by its address
+	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 'AAAA')
 	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "label of ${#name} bytes"
+	[[ "$name" =~ ^#\<Class:0x[0-9a-f]{16}\>\.AAAA ]] || fail "method of ${name:0:40}"
+	# the C method's class path without end is cut too
+	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^BBBB')
+	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "C method of ${#name} bytes"
 }

@@ -6,7 +6,9 @@
  * mapped at a fixed address; the first bytes say where the code object is
  * and which instruction is current (as the BPF program copies them out).
  * The same bytes are read as a Ruby iseq at the same place (its label and
- * path RStrings, its insns_info line table and succinct index).
+ * path RStrings, its insns_info line table and succinct index), and as
+ * a Ruby method entry (its owner's class path through iclasses, singleton
+ * classes and ivar tables, its method's ID through the symbols table).
  * A forged code object, string or line table must not crash, loop,
  * allocate without bound or read outside the input: every name must end
  * within its buffer, every line table be no larger than its bound.
@@ -68,6 +70,33 @@ static void fuzz_ruby(const struct sp_interp_mem *m, uint64_t addr, int32_t inst
 	sp_rb_lines_release(&q.lines);
 }
 
+/* The same bytes as a method entry, with ruby_global_symbols at the
+ * input's start: its name, its class path, a frame named with them. */
+static void fuzz_ruby_me(const struct sp_interp_mem *m, uint64_t addr)
+{
+	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_RUBY, 3, 1, NULL);
+	struct sp_rb_method me;
+	const char *why = NULL;
+	char out[SP_PY_NAME_MAX];
+
+	if (!l)
+		return;
+	if (sp_rb_method_read(l, m, BASE, addr, &me, &why)) {
+		if (!why)
+			abort();
+		return;
+	}
+	if (strnlen(me.owner, sizeof(me.owner)) >= sizeof(me.owner) ||
+	    strnlen(me.name, sizeof(me.name)) >= sizeof(me.name))
+		abort();
+	sp_rb_frame_name(&me, NULL, out, sizeof(out));
+	if (strnlen(out, sizeof(out)) >= sizeof(out))
+		abort();
+	sp_rb_frame_name(&me, "block (2 levels) in x", out, sizeof(out));
+	if (strnlen(out, sizeof(out)) >= sizeof(out))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, NULL);
@@ -95,5 +124,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	fuzz_ruby(&m, BASE + off, instr);
+	fuzz_ruby_me(&m, BASE + off);
 	return 0;
 }
