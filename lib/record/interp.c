@@ -244,6 +244,13 @@ static void elf_read_ruby(Elf *elf, struct elf_info *e, uint64_t vm_ptr)
 	}
 	e->symbols_sym = ruby_symbols(elf);
 	e->ok = e->major && e->nload;
+	if (e->ok && !e->symbols_sym) {
+		char path[256];
+
+		sp_esc_text(path, sizeof(path), e->path, strlen(e->path), 0);
+		sp_warn("%s: ruby_global_symbols not found: C methods' frames are named "
+			"by their class only (Array#?)", path);
+	}
 }
 
 static void elf_read(struct elf_info *e, const char *src)
