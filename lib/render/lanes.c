@@ -95,7 +95,7 @@ static void resume_end(struct sp_lane *ln, struct sp_lane_resume *r, uint64_t st
 
 /* A span: the coroutine of its parent from the thread's chain, and the
  * span itself as a task's resume when it has one and its parent has not. */
-static const struct sp_lane *on_span(struct sp_lanes *l, const struct sp_span *s)
+static struct sp_lane *on_span(struct sp_lanes *l, const struct sp_span *s)
 {
 	struct lane_chain *ch = chain_of(l, s->tid);
 	uint64_t id = ++l->nspans, parent_coro = 0;
@@ -164,7 +164,7 @@ void sp_lanes_finish(struct sp_lanes *l)
 	}
 }
 
-const struct sp_lane *sp_lanes_add(struct sp_lanes *l, const struct sp_record *rec)
+struct sp_lane *sp_lanes_add(struct sp_lanes *l, const struct sp_record *rec)
 {
 	size_t i;
 
@@ -191,6 +191,7 @@ void sp_lanes_release(struct sp_lanes *l)
 
 	for (i = 0; i < l->n; i++) {
 		free(l->lane[i]->res);
+		free(l->lane[i]->name);
 		free(l->lane[i]);
 	}
 	free(l->lane);

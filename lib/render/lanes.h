@@ -47,6 +47,7 @@ struct sp_lane {
 	uint64_t running_ns;	/* the sum of its resumes */
 	uint64_t awaits;	/* resumes that ended by suspending */
 	bool done;		/* Python: it returned or raised */
+	char *name;		/* the caller's text for it (malloc'd), freed with it */
 	struct sp_lane_resume *res;
 	size_t nres, capres;
 };
@@ -73,7 +74,7 @@ struct sp_lanes {
  * new stream: span ids start again). Returns the lane a span is a resume
  * of, else NULL.
  */
-const struct sp_lane *sp_lanes_add(struct sp_lanes *l, const struct sp_record *rec);
+struct sp_lane *sp_lanes_add(struct sp_lanes *l, const struct sp_record *rec);
 /* At the end of the input: a fiber's last resume is its end, not an
  * await (each one counts as an await until then). */
 void sp_lanes_finish(struct sp_lanes *l);

@@ -32,7 +32,7 @@ static const char *str_of(struct sp_tree *t, uint64_t id)
 
 void sp_tree_lanes_add(struct sp_tree *t, const struct sp_record *rec)
 {
-	const struct sp_lane *ln;
+	struct sp_lane *ln;
 	struct tlane_name *nm;
 
 	if (!t->lanes) {
@@ -43,7 +43,12 @@ void sp_tree_lanes_add(struct sp_tree *t, const struct sp_record *rec)
 	ln = sp_lanes_add(&t->lanes->l, rec);
 	if (!ln || ln->nres != 1)
 		return;
-	sp_grow(&t->lanes->name, &t->lanes->cap, ln->seq, sizeof(*t->lanes->name));
+	if (ln->seq > t->lanes->cap) {
+		size_t old = t->lanes->cap;
+
+		sp_grow(&t->lanes->name, &t->lanes->cap, ln->seq, sizeof(*t->lanes->name));
+		memset(t->lanes->name + old, 0, (t->lanes->cap - old) * sizeof(*t->lanes->name));
+	}
 	nm = &t->lanes->name[ln->seq - 1];
 	nm->klass = str_of(t, ln->klass);
 	nm->method = str_of(t, ln->method);
@@ -91,6 +96,7 @@ void sp_tree_print_lanes(struct sp_tree *t)
 {
 	struct sp_lanes *l = t->lanes ? &t->lanes->l : NULL;
 	uint64_t base = t->start_mono;
+	static const struct tlane_name none;
 	char w[32], r[32], s[32];
 	size_t i, j;
 
@@ -102,7 +108,7 @@ void sp_tree_print_lanes(struct sp_tree *t)
 	for (i = 0; i < l->n; i++) {
 		const struct sp_lane *ln = l->lane[i];
 
-		lane_title(t, ln, &t->lanes->name[i]);
+		lane_title(t, ln, i < t->lanes->cap ? &t->lanes->name[i] : &none);
 		if (!t->stable) {
 			sp_tree_fmt_dur(s, sizeof(s), ln->start > base ? ln->start - base : 0);
 			sp_tree_fmt_dur(w, sizeof(w), ln->stop > ln->start ? ln->stop - ln->start : 0);
@@ -124,6 +130,7 @@ void sp_tree_print_lanes(struct sp_tree *t)
 void sp_tree_lanes_json(struct sp_tree *t)
 {
 	struct sp_lanes *l = t->lanes ? &t->lanes->l : NULL;
+	static const struct tlane_name none;
 	size_t i, j;
 
 	if (!l || !l->n)
@@ -132,7 +139,7 @@ void sp_tree_lanes_json(struct sp_tree *t)
 	fputs(",\"lanes\":[", t->out);
 	for (i = 0; i < l->n; i++) {
 		const struct sp_lane *ln = l->lane[i];
-		const struct tlane_name *nm = &t->lanes->name[i];
+		const struct tlane_name *nm = i < t->lanes->cap ? &t->lanes->name[i] : &none;
 
 		fprintf(t->out, "%s{\"kind\":\"%s\",\"id\":\"0x%" PRIx64 "\",\"pid\":%" PRIu64
 			",\"tid\":%" PRIu64, i ? "," : "", ln->runtime == SP_RT_RUBY ? "fiber" : "task",
