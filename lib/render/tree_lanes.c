@@ -57,6 +57,10 @@ void sp_tree_lanes_add(struct sp_tree *t, const struct sp_record *rec)
 
 static void lane_title(struct sp_tree *t, const struct sp_lane *ln, const struct tlane_name *nm)
 {
+	if (ln->runtime == SP_RT_RUBY && t->stable) {
+		fprintf(t->out, "fiber  owner %s", ln->owner ? "a fiber" : "root");
+		return;
+	}
 	if (ln->runtime == SP_RT_RUBY) {
 		fprintf(t->out, "fiber 0x%" PRIx64 "  owner %s", ln->id, ln->owner ? "" : "root");
 		if (ln->owner)
@@ -141,11 +145,14 @@ void sp_tree_lanes_json(struct sp_tree *t)
 		const struct sp_lane *ln = l->lane[i];
 		const struct tlane_name *nm = i < t->lanes->cap ? &t->lanes->name[i] : &none;
 
-		fprintf(t->out, "%s{\"kind\":\"%s\",\"id\":\"0x%" PRIx64 "\",\"pid\":%" PRIu64
-			",\"tid\":%" PRIu64, i ? "," : "", ln->runtime == SP_RT_RUBY ? "fiber" : "task",
-			ln->id, ln->pid, ln->tid);
+		fprintf(t->out, "%s{\"kind\":\"%s\"", i ? "," : "",
+			ln->runtime == SP_RT_RUBY ? "fiber" : "task");
+		if (!t->stable)
+			fprintf(t->out, ",\"id\":\"0x%" PRIx64 "\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64,
+				ln->id, ln->pid, ln->tid);
 		if (ln->runtime == SP_RT_RUBY) {
-			fprintf(t->out, ",\"owner\":\"0x%" PRIx64 "\"", ln->owner);
+			if (!t->stable)
+				fprintf(t->out, ",\"owner\":\"0x%" PRIx64 "\"", ln->owner);
 		} else {
 			fputs(",\"name\":", t->out);
 			sp_tree_json_str(t->out, nm->method ? nm->method : "?");
@@ -156,13 +163,20 @@ void sp_tree_lanes_json(struct sp_tree *t)
 			fprintf(t->out, ",\"line\":%" PRIu64 ",\"done\":%s", ln->line,
 				ln->done ? "true" : "false");
 		}
-		fprintf(t->out, ",\"start\":%" PRIu64 ",\"stop\":%" PRIu64 ",\"running_ns\":%" PRIu64
-			",\"awaits\":%" PRIu64 ",\"resumes\":[", ln->start, ln->stop, ln->running_ns,
-			ln->awaits);
-		for (j = 0; j < ln->nres; j++)
-			fprintf(t->out, "%s{\"start\":%" PRIu64 ",\"stop\":%" PRIu64 ",\"span\":%" PRIu64
-				",\"suspended\":%s}", j ? "," : "", ln->res[j].start, ln->res[j].stop,
-				ln->res[j].span, ln->res[j].suspended ? "true" : "false");
+		if (!t->stable)
+			fprintf(t->out, ",\"start\":%" PRIu64 ",\"stop\":%" PRIu64
+				",\"running_ns\":%" PRIu64, ln->start, ln->stop, ln->running_ns);
+		fprintf(t->out, ",\"awaits\":%" PRIu64 ",\"resumes\":[", ln->awaits);
+		for (j = 0; j < ln->nres; j++) {
+			const struct sp_lane_resume *r = &ln->res[j];
+
+			fprintf(t->out, "%s{\"suspended\":%s", j ? "," : "",
+				r->suspended ? "true" : "false");
+			if (!t->stable)
+				fprintf(t->out, ",\"start\":%" PRIu64 ",\"stop\":%" PRIu64
+					",\"span\":%" PRIu64, r->start, r->stop, r->span);
+			fputc('}', t->out);
+		}
 		fputs("]}", t->out);
 	}
 	fputc(']', t->out);

@@ -459,8 +459,11 @@ int sp_tree_print(struct sp_tree *t, FILE *out)
 		sp_tree_print_lanes(t);
 	if (t->head_done)
 		print_trailer(t);
-	else if (t->json)
-		fputs("]}\n", out);
+	else if (t->json) {
+		fputc(']', out);
+		sp_tree_lanes_json(t);
+		fputs("}\n", out);
+	}
 	free(roots);
 	sp_tree_prefix_release(&pf);
 	return ferror(out) ? -1 : 0;
