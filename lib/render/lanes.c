@@ -12,6 +12,7 @@
 /* The spans above the last span of a thread, with their coroutines. */
 struct lane_link {
 	uint64_t span, coro;
+	uint64_t lane;		/* index + 1 of its task's lane, 0 = none */
 };
 
 struct lane_chain {
@@ -98,21 +99,42 @@ static void resume_end(struct sp_lane *ln, struct sp_lane_resume *r, uint64_t st
 static struct sp_lane *on_span(struct sp_lanes *l, const struct sp_span *s)
 {
 	struct lane_chain *ch = chain_of(l, s->tid);
-	uint64_t id = ++l->nspans, parent_coro = 0;
+	uint64_t id = ++l->nspans, parent_coro = 0, lane = 0, k, *v;
 	struct sp_lane_resume *r;
 	struct sp_lane *ln;
 
 	while (ch->n && ch->link[ch->n - 1].span != s->parent)
 		ch->n--;
-	if (ch->n)
+	if (ch->n) {
 		parent_coro = ch->link[ch->n - 1].coro;
+		lane = ch->link[ch->n - 1].lane;
+	}
 	sp_grow(&ch->link, &ch->cap, ch->n + 1, sizeof(*ch->link));
-	ch->link[ch->n++] = (struct lane_link){ id, s->coro };
-	if (!s->coro || parent_coro || s->runtime != SP_RT_PYTHON)
+	ch->link[ch->n++] = (struct lane_link){ id, s->coro, lane };
+	if (!s->coro || s->runtime != SP_RT_PYTHON)
 		return NULL;
+	/*
+	 * A coroutine a task awaits is the task's. A throw into the task
+	 * (cancel()) runs the innermost one first, with no coroutine above it:
+	 * still the task's, not a task (nor a resume) of its own.
+	 */
+	k = live_key(s->pid, 0, s->coro);
+	v = sp_u64map_get(&l->inner, k);
+	if (!parent_coro && v && !l->lane[*v - 1]->done) {
+		ch->link[ch->n - 1].lane = *v;
+		parent_coro = s->coro;
+	}
+	if (parent_coro) {
+		if (lane && !(s->flags & SP_SPAN_SUSPENDED))
+			sp_u64map_del(&l->inner, k);
+		else if (lane)
+			sp_u64map_put(&l->inner, k, lane);
+		return NULL;
+	}
 	ln = lane_get(l, s->pid, s->tid, SP_RT_PYTHON, s->coro, false);
 	if (!ln)
 		return NULL;
+	ch->link[ch->n - 1].lane = ln->seq;
 	if (!ln->nres) {
 		ln->klass = s->klass;
 		ln->method = s->method;
@@ -199,6 +221,7 @@ void sp_lanes_release(struct sp_lanes *l)
 		free(l->chain[i].link);
 	free(l->chain);
 	sp_u64map_release(&l->live);
+	sp_u64map_release(&l->inner);
 	sp_u64map_release(&l->chains);
 	memset(l, 0, sizeof(*l));
 }

@@ -62,6 +62,8 @@ struct sp_lanes {
 	uint64_t nspans;	/* spans of the stream so far: the last one's id
 				 * (ids are implicit, docs/spool.md) */
 	struct sp_u64map live;	/* hash of pid, id -> index + 1 of its current lane */
+	struct sp_u64map inner;	/* hash of pid, coroutine -> index + 1 of the lane
+				 * of the task awaiting it (until it ends) */
 	struct sp_u64map chains;	/* tid -> index + 1 of its chain */
 	struct lane_chain *chain;
 	size_t nchain, capchain;

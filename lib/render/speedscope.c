@@ -154,13 +154,16 @@ static void span_events(const struct sp_folded *f, FILE *out, const size_t *ix, 
  * number of lanes: a span with a coroutine whose parent has none is a
  * resume of the task of that coroutine (until a resume of it that did not
  * suspend: an address used again is another task); what runs under it is
- * the task's. Spans come parents first.
+ * the task's, and so is a coroutine it awaits when a throw into the task
+ * runs that one first (lanes.h). Spans come parents first.
  */
 static size_t lanes_of(const struct sp_folded *f, size_t *lane)
 {
 	size_t n = sp_folded_nspans(f), nl = 0, i;
 	const struct sp_flame_span *base = sp_folded_span(f, 0);
 	struct sp_u64map live = SP_U64MAP_INIT;	/* gen, pid, coro -> lane */
+	struct sp_u64map inner = SP_U64MAP_INIT;	/* of a coroutine awaited */
+	bool *done = sp_xcalloc(n + 1, sizeof(*done));
 	uint64_t *v, k;
 
 	for (i = 0; i < n; i++) {
@@ -169,14 +172,29 @@ static size_t lanes_of(const struct sp_folded *f, size_t *lane)
 			sp_folded_span_find(f, s->gen, s->parent) : NULL;
 
 		lane[i] = up ? lane[up - base] : 0;
-		if (!s->coro || (up && up->coro))
+		if (!s->coro)
 			continue;
 		k = sp_hash_mix(sp_hash_mix(sp_hash_u64(s->gen), s->pid), s->coro);
+		v = sp_u64map_get(&inner, k);
+		if (!(up && up->coro) && v && !done[*v])
+			lane[i] = *v;
+		else if (!(up && up->coro))
+			v = NULL;
+		if ((up && up->coro) || v) {
+			if (lane[i] && s->suspended)
+				sp_u64map_put(&inner, k, lane[i]);
+			else
+				sp_u64map_del(&inner, k);
+			continue;
+		}
 		v = sp_u64map_get(&live, k);
 		lane[i] = v && *v ? *v : ++nl;
+		done[lane[i]] = !s->suspended;
 		sp_u64map_put(&live, k, s->suspended ? lane[i] : 0);
 	}
 	sp_u64map_release(&live);
+	sp_u64map_release(&inner);
+	free(done);
 	return nl;
 }
 

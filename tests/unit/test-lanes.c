@@ -69,6 +69,25 @@ static void test_lanes_tasks(void)
 	sp_lanes_release(&l);
 }
 
+/* A throw into a task (cancel()) runs the coroutine it awaits first, with
+ * no coroutine above it: that span is the task's, not a task of its own. */
+static void test_lanes_throw(void)
+{
+	struct sp_lanes l = SP_LANES_INIT;
+
+	CHECK(!span(&l, 0, 0, 100, 900, false));		/* 1: the loop */
+	CHECK(span(&l, 1, 0xa0, 110, 150, true));		/* 2: task A */
+	CHECK(!span(&l, 2, 0xb0, 120, 150, true));		/* 3: A awaits B */
+	CHECK(!span(&l, 1, 0xb0, 200, 210, false));		/* 4: thrown into B */
+	CHECK(span(&l, 1, 0xa0, 211, 220, false));		/* 5: then A ends */
+	CHECK_EQ_U(l.n, 1);
+	CHECK_EQ_U(l.lane[0]->nres, 2);
+	CHECK(!span(&l, 0, 0, 1000, 1900, false));		/* 6: the loop again */
+	CHECK(span(&l, 6, 0xb0, 1100, 1150, false));		/* 7: B's address, a new task */
+	CHECK_EQ_U(l.n, 2);
+	sp_lanes_release(&l);
+}
+
 /* Fibers: each switch to one is a resume, ended by the next switch away;
  * the last one is its end; a fresh fiber with a known id is another. */
 static void test_lanes_fibers(void)
@@ -106,6 +125,7 @@ static void test_lanes_fibers(void)
 int main(void)
 {
 	TAP_RUN(test_lanes_tasks);
+	TAP_RUN(test_lanes_throw);
 	TAP_RUN(test_lanes_fibers);
 	return TAP_DONE();
 }
