@@ -182,3 +182,51 @@ print(sorted(count.values()))
 EOF
 	assert_output "[$(printf "$yields, %.0s" $(seq $((fibers - 1))))$yields]"
 }
+
+@test "lanes: python3 -m asyncio (the asyncio REPL) fed a script: its top-level await and each task" {
+	require_python_hook
+	tasks=3 sleeps=2
+	printf 'import asyncio\nasync def g(i):\n    for k in range(%d):\n        await asyncio.sleep(0.005)\n    return i\n\nawait asyncio.gather(*(g(i) for i in range(%d)))\n' \
+		$sleeps $tasks > "$BATS_TEST_TMPDIR/repl.txt"
+	run -0 --separate-stderr sp-record --no-samples --spans=python -o "$OUT" -- \
+		$PY -m asyncio < "$BATS_TEST_TMPDIR/repl.txt"
+	[[ "$output" == *"[0, 1, 2]"* ]]
+	sp-correlate -o "$CORR" "$OUT" 2>/dev/null
+	# the REPL runs each input as a coroutine (<module>, top-level await)
+	# in its own task: the gather awaits once, so two resumes
+	run -0 bash -c "sp-tree --stable '$CORR' | grep -c '^task __main__.<module>  <console>:0  resumes=2 awaits=1\$'"
+	assert_output 1
+	run -0 bash -c "sp-tree --stable '$CORR' | grep -c '^task __main__.g  <console>:1  resumes=$((sleeps + 1)) awaits=$sleeps\$'"
+	assert_output "$tasks"
+}
+
+@test "lanes: an asyncio.start_server echo server: one lane per connection, driven by clients" {
+	require_python_hook
+	clients=3 lines=4
+	sp-record --no-samples --spans=python -o "$OUT" -- $PY "$FIXTURES/echo.py" $clients \
+		> "$BATS_TEST_TMPDIR/port" 2> "$BATS_TEST_TMPDIR/err" &
+	rec=$!
+	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/port" ] && break; sleep 0.1; done
+	port=$(cat "$BATS_TEST_TMPDIR/port")
+	[ -n "$port" ] || fail "the server gave no port: $(cat "$BATS_TEST_TMPDIR/err")"
+	run -0 python3 -c '
+import socket, sys
+port, n, lines = map(int, sys.argv[1:])
+for c in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    f = s.makefile("rwb")
+    for i in range(lines):
+        f.write(b"line %d\n" % i); f.flush()
+        assert f.readline() == b"line %d\n" % i
+    s.close()
+' "$port" $clients $lines
+	wait $rec
+	sp-correlate -o "$CORR" "$OUT" 2>/dev/null
+	# each connection's handler is a task that ended; the server's main()
+	# is one lane over its whole life, not one per resume
+	run -0 bash -c "sp-tree --stable --format=json '$CORR' | jq -c '[.lanes[] | select(.name == \"handle\")
+		| [.done, (.resumes | length) > 1]] | group_by(.) | map([length] + .[0])'"
+	assert_output "[[$clients,true,true]]"
+	run -0 bash -c "sp-tree --stable --format=json '$CORR' | jq '[.lanes[] | select(.name == \"main\")] | length'"
+	assert_output 1
+}
