@@ -65,6 +65,9 @@ enum sp_bs_probe {
 	SP_PR_PY_HOOK_RAISE,	/* a Python frame unwound by an exception */
 	SP_PR_RT_RING,		/* a thread's span ring is made (rt__ring) */
 	SP_PR_RT_FLUSH,		/* half a span ring is unread, or its thread ends (rt__flush) */
+	SP_PR_PY_HOOK_CORO,	/* span rings only, never a marker: the next mark of the
+				 * thread is a coroutine's frame: arg[0] the coroutine
+				 * (generator object), arg[1] 1 if it suspends there */
 	SP_PR_MAX,
 };
 

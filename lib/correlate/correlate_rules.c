@@ -116,6 +116,7 @@ static void do_start(struct sp_corr *c, struct thr *t, struct hrec *h)
 	s->s.line = m->line;
 	s->s.start = m->time;
 	s->s.end = SP_END_STOPPED;
+	s->s.coro = m->coro;	/* a coroutine's resume: lanes.h */
 	s->depth = m->depth;
 	if (sp_corr_in_lost_window(c, t->pid, m->time))
 		s->incomplete = true;
@@ -169,6 +170,8 @@ static void do_stop(struct sp_corr *c, struct thr *t, struct hrec *h)
 		}
 	}
 	s = t->stack[k];
+	if (s->s.coro && (m->flags & SP_MARK_SUSPENDED))
+		s->s.flags |= SP_SPAN_SUSPENDED;
 	sp_corr_hold(c, s, h, 0);
 	sp_corr_close_top(c, t, s->raised ? SP_END_RAISED : SP_END_STOPPED, time);
 }

@@ -117,6 +117,8 @@ struct bs_proc {
 	 * once known, and the fibers seen starting (mix(tid, fiber)). */
 	bool fibers;
 	struct sp_u64map fib_cur, fib_root, fib_known;
+	struct sp_u64map coro_next;	/* tid -> coroutine of its next span mark
+					 * (SP_PR_PY_HOOK_CORO): one per thread */
 	bool py_active;			/* the Python activator announced itself */
 	bool cm_pending;		/* C-method probes wait for the first method entry */
 	uint32_t late_probes;		/* a fork child not held: 1 << probe of its

@@ -287,6 +287,41 @@ static uint32_t hook_mark_kind(uint32_t probe)
 	return 0;
 }
 
+/*
+ * A coroutine's word for the thread's next mark: its address, bit 0 set
+ * when it suspends there (generator objects are aligned). Kept in the
+ * thread's process until that mark comes (a chunk may end between them).
+ */
+static void on_coro(struct bs_ctx *c, uint32_t pid, uint32_t tid, const struct sp_ring_entry *re)
+{
+	struct bs_proc *p = sp_bs_proc_get(c, pid);
+
+	if (!p)
+		p = sp_bs_proc_new(c, pid);
+	p->hits[SP_PR_PY_HOOK_CORO]++;
+	if (re->arg[0] & 1) {
+		c->rings.bad++;
+		return;
+	}
+	sp_u64map_put(&p->coro_next, tid, re->arg[0] | (re->arg[1] ? 1 : 0));
+}
+
+/* The coroutine of a start or stop mark of p's thread (on_coro), taken. */
+static void mark_coro(struct bs_proc *p, const struct sp_bs_event *e, struct sp_span_mark *m)
+{
+	uint64_t *w;
+
+	if (!p->coro_next.n || e->kind == SP_BS_RAISE)
+		return;
+	w = sp_u64map_get(&p->coro_next, e->tid);
+	if (!w)
+		return;
+	m->coro = *w & ~(uint64_t)1;
+	if (e->kind == SP_BS_STOP && (*w & 1))
+		m->flags |= SP_MARK_SUSPENDED;
+	sp_u64map_del(&p->coro_next, e->tid);
+}
+
 /* One entry of a span ring: the event its marker would have sent. */
 int sp_bs_ring_put(void *ctx, uint32_t pid, uint32_t tid, const struct sp_ring_entry *re)
 {
@@ -294,6 +329,10 @@ int sp_bs_ring_put(void *ctx, uint32_t pid, uint32_t tid, const struct sp_ring_e
 	struct sp_bs_event ev, *e = &ev;
 	int i;
 
+	if (re->probe == SP_PR_PY_HOOK_CORO) {
+		on_coro(c, pid, tid, re);
+		return 0;
+	}
 	/* the head only (strings by address): a whole event is 500 bytes */
 	memset(e, 0, SP_BS_HEAD_SIZE);
 	e->kind = hook_mark_kind(re->probe);
@@ -470,6 +509,7 @@ static int decode_mark(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_e
 		c->raises++;
 		return 0;
 	}
+	mark_coro(p, e, m);
 	if (mark_depth(c, p, e, m))
 		return 1;
 	c->spans++;

@@ -49,6 +49,7 @@ const char *const sp_bs_probe_names[SP_PR_MAX] = {
 	[SP_PR_PY_HOOK_RAISE] = "stackpulse:py__raise",
 	[SP_PR_RT_RING] = "stackpulse:rt__ring",
 	[SP_PR_RT_FLUSH] = "stackpulse:rt__flush",
+	[SP_PR_PY_HOOK_CORO] = "stackpulse:py__coro",
 };
 
 struct bs_proc *sp_bs_proc_get(struct bs_ctx *c, uint32_t pid)
@@ -222,6 +223,7 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 	case SP_PR_PY_HOOK_RAISE:
 	case SP_PR_RT_RING:
 	case SP_PR_RT_FLUSH:
+	case SP_PR_PY_HOOK_CORO:
 		break;		/* silence is normal */
 	default:
 		if (!hits)
@@ -436,6 +438,7 @@ static void fibers_release(struct bs_proc *p)
 {
 	p->fibers = false;
 	sp_u64map_release(&p->fib_cur);
+	sp_u64map_release(&p->coro_next);
 	sp_u64map_release(&p->fib_root);
 	sp_u64map_release(&p->fib_known);
 }

@@ -6,8 +6,13 @@
  * them the span_start/span_stop marks become begin/end pairs ("B"/"E").
  * Kernel and runtime events are thread-scoped instant events ("i").
  * Process and thread names are kept (the last one each, for a name that
- * changed at exec or by prctl) and written once per pid and tid at the end:
- * memory grows with the number of threads only.
+ * changed at exec or by prctl) and written once per pid and tid at the end.
+ *
+ * asyncio tasks and Ruby fibers (lanes.h) become nestable async slices
+ * ("b"/"e", one id per lane, category "task" or "fiber"), written at the
+ * end: the lane's whole life, with a "running" slice per resume and a
+ * "suspended" one per await nested in it. Memory grows with the number of
+ * threads, and of lanes and their resumes.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -17,6 +22,7 @@
 #include "export.h"
 #include "flame.h"
 #include "hashmap.h"
+#include "lanes.h"
 #include "sp.h"
 
 /* A process (tid1 0) or a thread (tid1 = tid + 1) and its last name. */
@@ -34,6 +40,7 @@ struct sp_chrome {
 	struct cname *names;
 	size_t nnames, names_cap;
 	struct sp_idset name_idx;
+	struct sp_lanes lanes;
 };
 
 struct sp_chrome *sp_chrome_new(FILE *out)
@@ -170,12 +177,76 @@ static void event(struct sp_chrome *c, const struct sp_defs *d, const struct sp_
 	fputs("}}", c->out);
 }
 
+/* A lane's name, when its first resume comes: its coroutine's (a task). */
+static void lane_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_record *rec)
+{
+	struct sp_lane *ln = sp_lanes_add(&c->lanes, rec);
+	char buf[600], *name;
+
+	if (!ln || ln->nres != 1)
+		return;
+	span_name(d, ln->runtime, ln->klass, ln->method, false, buf, sizeof(buf));
+	if (ln->file && *sp_defs_strz(d, ln->file)) {
+		name = sp_xmalloc(strlen(buf) + strlen(sp_defs_strz(d, ln->file)) + 32);
+		sprintf(name, "%s (%s:%" PRIu64 ")", buf, sp_defs_strz(d, ln->file), ln->line);
+	} else {
+		name = sp_xstrdup(buf);
+	}
+	ln->name = name;
+}
+
+/* One nestable async event of lane ln. */
+static void lane_event(struct sp_chrome *c, const struct sp_lane *ln, const char *ph,
+		       const char *name, uint64_t ts)
+{
+	sep(c);
+	fprintf(c->out, "{\"ph\":\"%s\",\"cat\":\"%s\",\"id\":\"0x%" PRIx64 "\",\"name\":", ph,
+		ln->runtime == SP_RT_RUBY ? "fiber" : "task", ln->seq);
+	sp_flame_json_str(c->out, name);
+	fprintf(c->out, ",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64, ln->pid, ln->tid);
+	put_ts(c, "ts", ts);
+	fputs("}", c->out);
+}
+
+/* Every lane: its life, its resumes ("running") and awaits ("suspended"). */
+static void write_lanes(struct sp_chrome *c)
+{
+	char buf[64];
+	size_t i, j;
+
+	sp_lanes_finish(&c->lanes);
+	for (i = 0; i < c->lanes.n; i++) {
+		const struct sp_lane *ln = c->lanes.lane[i];
+		uint64_t end = ln->stop > ln->start ? ln->stop : ln->start;
+		const char *name = ln->name ? ln->name : buf;
+
+		snprintf(buf, sizeof(buf), "fiber 0x%" PRIx64, ln->id);
+		lane_event(c, ln, "b", name, ln->start);
+		for (j = 0; j < ln->nres; j++) {
+			const struct sp_lane_resume *r = &ln->res[j];
+			uint64_t stop = r->stop ? r->stop : end;
+
+			lane_event(c, ln, "b", "running", r->start);
+			lane_event(c, ln, "e", "running", stop);
+			if (j + 1 < ln->nres && r->suspended) {
+				lane_event(c, ln, "b", "suspended", stop);
+				lane_event(c, ln, "e", "suspended", ln->res[j + 1].start);
+			}
+		}
+		lane_event(c, ln, "e", name, end);
+	}
+	sp_lanes_release(&c->lanes);
+}
+
 int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_record *rec)
 {
 	char buf[600];
 	const struct sp_span *s;
 	const struct sp_span_mark *m;
 
+	if (rec->kind == SP_REC_SPAN || rec->kind == SP_REC_FIBER_SWITCH ||
+	    rec->kind == SP_REC_HEADER)
+		lane_add(c, d, rec);
 	switch (rec->kind) {
 	case SP_REC_HEADER:
 		c->correlated = rec->header.flags & SP_HDR_CORRELATED;
@@ -240,6 +311,7 @@ int sp_chrome_finish(struct sp_chrome *c)
 	size_t i;
 	int rc;
 
+	write_lanes(c);
 	for (i = 0; i < c->nnames; i++) {
 		const struct cname *n = &c->names[i];
 

@@ -340,6 +340,8 @@ static void add_span(struct sp_folded *f, const struct sp_defs *d, const struct 
 	x->start = s->start;
 	x->stop = s->stop;
 	x->depth = depth;
+	x->coro = s->coro;
+	x->suspended = s->flags & SP_SPAN_SUSPENDED;
 	sp_idset_add(&f->span_idx, sp_hash_mix(f->gen, id), f->nspans + 1);
 	f->nspans++;
 }

@@ -563,6 +563,9 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 	struct tproc *p;
 	uint64_t *v;
 
+	if (!t->sum && (rec->kind == SP_REC_SPAN || rec->kind == SP_REC_FIBER_SWITCH ||
+			rec->kind == SP_REC_HEADER))
+		sp_tree_lanes_add(t, rec);
 	switch (rec->kind) {
 	case SP_REC_HEADER:
 		add_header(t, &rec->header);
@@ -650,6 +653,7 @@ void sp_tree_free(struct sp_tree *t)
 		sp_tree_free_subtree(t, &p->n);
 	}
 	sp_tree_summary_free(t);
+	sp_tree_lanes_free(t);
 	sp_arena_release(&t->strings);
 	free(t->strs);
 	free(t->open);

@@ -12,6 +12,7 @@
  *   tree_print.c  the whole tree, its header and trailer, and streaming
  *   tree_events.c an event's fields as text (tree.h: sp_event_text())
  *   tree_summary.c --summary: a table of methods instead of the tree
+ *   tree_lanes.c  asyncio tasks and Ruby fibers as lanes, after the tree
  *
  * The depth of the tree is the input's (a recursion a million calls deep is
  * a million nested spans): every walk over it keeps its own stack on the
@@ -125,6 +126,7 @@ struct sp_tree {
 	size_t capsort;
 
 	struct tsummary *sum;		/* --summary's table, or NULL */
+	struct tree_lanes *lanes;	/* tree_lanes.c, NULL until a task or fiber */
 	double share;			/* --min-share in effect (0: none) */
 	bool share_decided;		/* share is set (when printing starts) */
 
@@ -229,6 +231,14 @@ void sp_tree_print_range_json(struct sp_tree *t, struct tnode *parent, struct tn
 			      uint64_t *count);
 void sp_tree_json_proc_head(struct sp_tree *t, const struct tproc *p);
 void sp_tree_json_proc_exit(struct sp_tree *t, const struct tproc *p);
+
+/* tree_lanes.c */
+/* Take a span, fiber switch or header for the lanes. */
+void sp_tree_lanes_add(struct sp_tree *t, const struct sp_record *rec);
+/* The lanes as text lines (none: nothing), or as the JSON member "lanes". */
+void sp_tree_print_lanes(struct sp_tree *t);
+void sp_tree_lanes_json(struct sp_tree *t);
+void sp_tree_lanes_free(struct sp_tree *t);
 
 /* tree_summary.c */
 void sp_tree_summary_new(struct sp_tree *t);

@@ -137,6 +137,7 @@ static void print_trailer(struct sp_tree *t)
 	fmt_duration(t, d, sizeof(d), &ns);
 	if (t->json) {
 		fputc(']', t->out);
+		sp_tree_lanes_json(t);
 		if (!t->stable)
 			fprintf(t->out, ",\"duration_ns\":%llu,\"lost_samples\":%llu,"
 				"\"lost_events\":%llu,\"lost_spans\":%llu", (unsigned long long)ns,
@@ -454,10 +455,15 @@ int sp_tree_print(struct sp_tree *t, FILE *out)
 		}
 		first = false;
 	}
+	if (!t->json)
+		sp_tree_print_lanes(t);
 	if (t->head_done)
 		print_trailer(t);
-	else if (t->json)
-		fputs("]}\n", out);
+	else if (t->json) {
+		fputc(']', out);
+		sp_tree_lanes_json(t);
+		fputs("}\n", out);
+	}
 	free(roots);
 	sp_tree_prefix_release(&pf);
 	return ferror(out) ? -1 : 0;

@@ -157,6 +157,7 @@ static const struct sp_schema_field mark_f[] = {
 	F(sp_span_mark, line, SP_FT_UINT),
 	F(sp_span_mark, depth, SP_FT_UINT),
 	F(sp_span_mark, flags, SP_FT_HEX),
+	F(sp_span_mark, coro, SP_FT_HEX),
 };
 
 static const struct sp_schema_field symbol_f[] = {
@@ -190,6 +191,8 @@ static const struct sp_schema_field span_f[] = {
 	F(sp_span, events, SP_FT_UINT),
 	F(sp_span, fork_span, SP_FT_UINT),
 	F(sp_span, offcpu_ns, SP_FT_UINT),
+	F(sp_span, coro, SP_FT_HEX),
+	F(sp_span, flags, SP_FT_HEX),
 };
 
 static const struct sp_schema_field process_end_f[] = {

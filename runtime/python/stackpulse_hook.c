@@ -18,6 +18,13 @@
  * stop. With STACKPULSE_SPAN_RING=1 (sp-record sets it) the marks go to
  * the thread's span ring instead (runtime/hook/ring.h).
  *
+ * A coroutine's frame (async def, @types.coroutine, an async generator)
+ * starts at each resume and stops at each await; with span rings its
+ * start and stop marks are preceded by an entry naming the coroutine (the
+ * generator object) and whether the frame suspends there or ends
+ * (py__coro, never a marker): sp-correlate and the renderers make a lane
+ * of each task from them. Other frames pay one test of their code's flags.
+ *
  * Loaded by sitecustomize.py (sp-record puts its directory first on
  * PYTHONPATH): install() sets the profile function of the calling thread,
  * thread_start is given to threading.setprofile() for threads to come.
@@ -90,8 +97,31 @@ static struct sp_rt_name *code_name(PyFrameObject *frame, PyCodeObject *co)
 	return n;
 }
 
+#define CORO_FLAGS	(CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR)
+
+/*
+ * The coroutine a frame of code flagged CORO_FLAGS belongs to, for the
+ * thread's next mark: its address, and for a return whether it yielded
+ * (the interpreter marks the generator suspended before it tells the
+ * profile function) rather than returned or raised.
+ */
+static void mark_coro(PyFrameObject *frame, int what)
+{
+	PyObject *gen = PyFrame_GetGenerator(frame);
+	uintptr_t suspended;
+
+	if (!gen)
+		return;
+	suspended = what == PyTrace_RETURN &&
+		    ((PyGenObject *)gen)->gi_frame_state == -1;	/* FRAME_SUSPENDED */
+	sp_rt_ring_put(SP_PR_PY_HOOK_CORO, gen, (void *)suspended, NULL, 0);
+	Py_DECREF(gen);
+}
+
 static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
+	bool coro;
+
 	struct sp_rt_name *n;
 	PyCodeObject *co;
 	int line;
@@ -100,11 +130,14 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 		return 0;	/* C calls */
 	co = PyFrame_GetCode(frame);
 	n = code_name(frame, co);
+	coro = co->co_flags & CORO_FLAGS;
 	Py_DECREF(co);
 	if (!n)
 		return 0;
 	line = PyFrame_GetLineNumber(frame);
 	if (what == PyTrace_CALL) {
+		if (coro && sp_rt_ring_on)
+			mark_coro(frame, what);
 		if (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_CALL, n->str[0], n->str[1],
 						      n->str[2], line))
 			SP_RT_MARK(py__call, n->str[0], n->str[1], n->str[2], line);
@@ -118,6 +151,8 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 	if (!arg && (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_RAISE, NULL, n->str[1],
 						       n->str[2], line)))
 		SP_RT_MARK(py__raise, NULL, n->str[1], n->str[2], line);
+	if (coro && sp_rt_ring_on)
+		mark_coro(frame, what);
 	if (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_RETURN, n->str[0], n->str[1],
 					      n->str[2], line))
 		SP_RT_MARK(py__return, n->str[0], n->str[1], n->str[2], line);

@@ -186,6 +186,8 @@ struct sp_flame_span {
 	uint64_t pid, tid;
 	uint64_t start, stop;	/* stop 0: open at the end */
 	uint32_t depth;		/* spans from the outermost known one, 1 for it */
+	uint64_t coro;		/* sp_span.coro: a coroutine's resume, 0 = none */
+	bool suspended;		/* with coro: it ended by suspending */
 };
 size_t sp_folded_nspans(const struct sp_folded *f);
 const struct sp_flame_span *sp_folded_span(const struct sp_folded *f, size_t i);

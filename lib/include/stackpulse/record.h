@@ -231,9 +231,13 @@ struct sp_span_mark {
 	uint64_t line;
 	uint64_t depth;		/* call depth when the runtime reports it, else 0 */
 	uint64_t flags;		/* SP_MARK_* */
+	uint64_t coro;		/* the coroutine (generator object) whose frame this
+				 * is, 0 = none: its address, hex in JSON */
 };
 #define SP_MARK_CMETHOD		(1u << 0)	/* Ruby C method */
 #define SP_MARK_SYNTHETIC	(1u << 1)	/* reconstructed, not observed */
+#define SP_MARK_SUSPENDED	(1u << 2)	/* a coroutine's stop: it suspended
+						 * (await, yield), it did not end */
 
 /* Symbol of a frame, added by sp-symbolize. An inlined chain is several
  * records for the same frame: index 0 is the innermost (inlined) function
@@ -299,7 +303,11 @@ struct sp_span {
 	uint64_t events;	/* events assigned to this span itself */
 	uint64_t fork_span;	/* span of the forking thread when parent is in another process */
 	uint64_t offcpu_ns;	/* off-CPU time assigned to this span itself */
+	uint64_t coro;		/* the mark's coroutine, 0 = none (lanes.h) */
+	uint64_t flags;		/* SP_SPAN_* */
 };
+#define SP_SPAN_SUSPENDED	(1u << 0)	/* a coroutine's resume that ended by
+						 * suspending, not by returning */
 
 struct sp_process_end {
 	uint64_t time;
