@@ -794,6 +794,9 @@ static void print_summaries(struct sp_recorder *r)
 			PRIu64 "; %" PRIu64 " compactions dropped %" PRIu64 "\n",
 			sp_segments_master_size(sp_flight_segments(r->fl)), st.peak,
 			st.compactions, st.dropped);
+		fprintf(stderr, "sp-record: live set: %" PRIu64 " processes, %" PRIu64
+			" threads, %" PRIu64 " modules replayed by each new stream\n",
+			st.procs, st.threads, st.modules);
 	}
 }
 

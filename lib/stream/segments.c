@@ -840,4 +840,7 @@ void sp_segments_stats(const struct sp_segments *s, struct sp_segments_stats *st
 	*st = s->stats;
 	if (now > st->peak)
 		st->peak = now;
+	st->procs = s->procs.n;
+	st->threads = s->threads.n;
+	st->modules = s->mods.n;
 }

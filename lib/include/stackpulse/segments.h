@@ -98,6 +98,7 @@ struct sp_segments_stats {
 	uint64_t dropped;	/* definitions no longer needed, over all compactions */
 	uint64_t kept;		/* by the last compaction */
 	uint64_t peak;		/* most definitions the master held */
+	uint64_t procs, threads, modules;	/* live now: what a new stream replays */
 };
 void sp_segments_stats(const struct sp_segments *s, struct sp_segments_stats *st);
 
