@@ -8,6 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,6 +337,12 @@ static void compact_ids(struct sp_recorder *r)
 	if (r->triggers)
 		sp_triggers_remap(r->triggers, &m);
 	sp_segments_compact_end(segs);
+#ifdef __GLIBC__
+	/* What the old definitions and caches held is free but scattered
+	 * between what lives on: glibc keeps such pages (measured: 147 -> 281
+	 * MB over 75 s of process churn without this, 99 -> 131 MB with it). */
+	malloc_trim(0);
+#endif
 }
 
 /* End of a batch: every record the sources have all moved past, then out. */
