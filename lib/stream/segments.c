@@ -48,6 +48,11 @@ struct sp_segments {
 	size_t nksyms, ksyms_cap;
 	uint64_t *chain;	/* stack walk */
 	size_t chain_cap;
+	/* Symbol records of master frames (interpreted frames carry their
+	 * names this way): written after the frame in every stream. */
+	struct sp_symbol *syms;
+	size_t nsyms, syms_cap;
+	struct sp_u64map sym_of;	/* master frame id -> first << 8 | count */
 
 	/* a compaction under way (sp_segments_compact_begin()) */
 	struct sp_defs *old;		/* the master's definitions before it */
@@ -88,6 +93,8 @@ void sp_segments_free(struct sp_segments *s)
 	live_release(&s->misc);
 	free(s->ksyms);
 	free(s->chain);
+	free(s->syms);
+	sp_u64map_release(&s->sym_of);
 	free(s);
 }
 
@@ -269,6 +276,27 @@ static struct ksym *ksym_find(struct sp_segments *s, uint64_t addr)
 	return !k->k.size || addr - k->k.addr < k->k.size ? k : NULL;
 }
 
+/* ---- symbols of frames ---- */
+
+/* A chain is consecutive records of one frame; a new index 0 starts it again. */
+static void sym_add(struct sp_segments *s, const struct sp_symbol *sym)
+{
+	uint64_t *at = sp_u64map_get(&s->sym_of, sym->frame);
+
+	if (at && sym->index && (*at >> 8) + (*at & 0xff) == s->nsyms) {
+		if ((*at & 0xff) < SP_MAX_INLINE_DEPTH) {
+			sp_grow(&s->syms, &s->syms_cap, s->nsyms + 1, sizeof(*s->syms));
+			s->syms[s->nsyms++] = *sym;
+			(*at)++;
+		}
+		return;
+	}
+	sp_grow(&s->syms, &s->syms_cap, s->nsyms + 1, sizeof(*s->syms));
+	s->syms[s->nsyms] = *sym;
+	sp_u64map_put(&s->sym_of, sym->frame, (uint64_t)s->nsyms << 8 | 1);
+	s->nsyms++;
+}
+
 /* ---- translation ---- */
 
 static uint64_t tr_str(struct sp_segments *s, uint64_t id)
@@ -312,6 +340,23 @@ static uint64_t tr_module(struct sp_segments *s, uint64_t id)
 	return to;
 }
 
+/* The symbols of master frame id, after its definition to in this stream. */
+static int tr_symbols(struct sp_segments *s, uint64_t id, uint64_t to)
+{
+	struct sp_record r = { .kind = SP_REC_SYMBOL };
+	uint64_t *at = sp_u64map_get(&s->sym_of, id), i;
+
+	for (i = 0; at && i < (*at & 0xff); i++) {
+		r.symbol = s->syms[(*at >> 8) + i];
+		r.symbol.frame = to;
+		r.symbol.func = tr_str(s, r.symbol.func);
+		r.symbol.file = tr_str(s, r.symbol.file);
+		if (sp_writer_put(s->w, &r))
+			return -1;
+	}
+	return 0;
+}
+
 /* A kernel frame's symbol goes before the frame (docs/spool.md). */
 static void ksym_before(struct sp_segments *s, uint64_t addr)
 {
@@ -345,6 +390,8 @@ static uint64_t tr_frame(struct sp_segments *s, uint64_t id)
 	to = sp_writer_frame(s->w, &f);
 	if (to)
 		map_set(s, SP_REF_FRAME, id, to);
+	if (to && tr_symbols(s, id, to))
+		return 0;
 	return to;
 }
 
@@ -513,6 +560,9 @@ static void track(struct sp_segments *s, const struct sp_record *rec)
 	case SP_REC_KSYM:
 		ksym_add(s, &rec->ksym);
 		break;
+	case SP_REC_SYMBOL:
+		sym_add(s, &rec->symbol);
+		break;
 	case SP_REC_PROCESS_END:
 		/* An exec ends the image, not the process: its new definition
 		 * comes next and replaces it; its threads stay until they end. */
@@ -549,12 +599,16 @@ int sp_segments_put(struct sp_segments *s, const struct sp_record *rec)
 		return 0;	/* defined when a record of this stream uses them */
 	case SP_REC_MODULE:
 		return tr_module(s, sp_defs_nmodules(s->master)) ? 0 : -1;
+	case SP_REC_SYMBOL:
+		/* A frame not yet in this stream: defined now, with its symbols. */
+		if (!map_get(s, SP_REF_FRAME, rec->symbol.frame))
+			return tr_frame(s, rec->symbol.frame) ? 0 : -1;
+		break;
 	case SP_REC_PROCESS:
 	case SP_REC_THREAD:
 	case SP_REC_RUNTIME:
 	case SP_REC_PROBE:
 	case SP_REC_JITSYM:
-	case SP_REC_SYMBOL:
 	case SP_REC_SPAN:
 		break;
 	default:
@@ -812,12 +866,40 @@ int sp_segments_compact_begin(struct sp_segments *s, struct sp_defs *master)
 	return 0;
 }
 
+/* The symbols of the frames something still refers to, under their new
+ * ids; the others go with their frames. */
+static void remap_symbols(struct sp_segments *s)
+{
+	struct sp_symbol *old = s->syms;
+	struct sp_u64map old_of = s->sym_of;
+	uint64_t frame, v, nf, i;
+	size_t it;
+
+	s->syms = NULL;
+	s->nsyms = s->syms_cap = 0;
+	memset(&s->sym_of, 0, sizeof(s->sym_of));
+	for (it = 0; sp_u64map_next(&old_of, &it, &frame, &v);) {
+		nf = cp_known(s, SP_REF_FRAME, frame) ? s->remap[SP_REF_FRAME][frame] : 0;
+		for (i = 0; nf && i < (v & 0xff); i++) {
+			struct sp_symbol sym = old[(v >> 8) + i];
+
+			sym.frame = nf;
+			sym.func = cp_str(s, sym.func);
+			sym.file = cp_str(s, sym.file);
+			sym_add(s, &sym);
+		}
+	}
+	free(old);
+	sp_u64map_release(&old_of);
+}
+
 void sp_segments_compact_end(struct sp_segments *s)
 {
 	unsigned int t;
 
 	if (!s->old)
 		return;
+	remap_symbols(s);
 	for (t = 0; t <= SP_REF_STACK; t++) {
 		free(s->remap[t]);
 		s->remap[t] = NULL;

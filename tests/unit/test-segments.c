@@ -305,9 +305,87 @@ static void test_segments_compact(void)
 	close(g.fd);
 }
 
+/* Count symbol records naming func in each stream of fd. */
+static void count_symbols(int fd, const char *func, unsigned int *per, unsigned int max)
+{
+	struct sp_reader *rd;
+	struct sp_record rec;
+	unsigned int i = 0;
+
+	memset(per, 0, max * sizeof(*per));
+	lseek(fd, 0, SEEK_SET);
+	rd = sp_reader_open_fd(dup(fd), "segments");
+	while (rd && sp_reader_next(rd, &rec) > 0) {
+		if (rec.kind == SP_REC_HEADER && rec.header.segment)
+			i = (unsigned int)rec.header.segment - 1;
+		if (rec.kind == SP_REC_SYMBOL && i < max &&
+		    !strcmp(sp_defs_strz(sp_reader_defs(rd), rec.symbol.func), func))
+			per[i]++;
+	}
+	sp_reader_close(rd);
+}
+
+/*
+ * An interpreted frame is named by its symbol record, written once by the
+ * source: every stream that uses the frame has the symbol after it, also
+ * after a compaction.
+ */
+static void test_segments_symbols(void)
+{
+	struct sp_record r = { .kind = SP_REC_HEADER };
+	struct sp_frame f = { .rel = 7, .addr = 7, .mode = SP_FRAME_INTERP };
+	struct rig g;
+	unsigned int per[3];
+	uint64_t mod, frame, stack;
+
+	g.fd = memfd_create("segments", 0);
+	g.master = sp_writer_new_tee("master", tee, &g);
+	g.segs = sp_segments_new(sp_writer_defs(g.master));
+	r.header.version = 1;
+	r.header.clock = SP_CLOCK_MONOTONIC;
+	put(&g, &r);
+	CHECK(sp_segments_start(g.segs, g.fd, "segments", 1, 50) == 0);
+	process(&g, 10, "py");
+	mod = module(&g, 10, "[python]");
+	f.module = mod;
+	frame = sp_writer_frame(g.master, &f);
+	r = (struct sp_record){ .kind = SP_REC_SYMBOL };
+	r.symbol.frame = frame;
+	r.symbol.func = sp_writer_strz(g.master, "handle");
+	r.symbol.file = sp_writer_strz(g.master, "app.py");
+	r.symbol.line = 12;
+	put(&g, &r);
+	stack = sp_writer_stack(g.master, 0, frame);
+	r = (struct sp_record){ .kind = SP_REC_SAMPLE };
+	r.sample.pid = r.sample.tid = 10;
+	r.sample.time = 100;
+	r.sample.stack = stack;
+	r.sample.weight = 1;
+	put(&g, &r);
+	CHECK(sp_segments_start(g.segs, g.fd, "segments", 2, 200) == 0);
+	r.sample.time = 300;
+	put(&g, &r);
+	flood(&g, 10, mod, 3000, 400);
+	CHECK(sp_segments_compact_begin(g.segs, sp_writer_defs(g.master)) == 0);
+	r.sample.stack = sp_segments_remap(g.segs, SP_REF_STACK, stack);
+	sp_segments_compact_end(g.segs);
+	CHECK(sp_segments_start(g.segs, g.fd, "segments", 3, 5000) == 0);
+	r.sample.time = 5100;
+	put(&g, &r);
+	CHECK(sp_segments_close(g.segs) == 0);
+	count_symbols(g.fd, "handle", per, 3);
+	CHECK_EQ_U(per[0], 1);
+	CHECK_EQ_U(per[1], 1);
+	CHECK_EQ_U(per[2], 1);
+	sp_writer_close(g.master);
+	sp_segments_free(g.segs);
+	close(g.fd);
+}
+
 int main(void)
 {
 	TAP_RUN(test_segments_replay);
 	TAP_RUN(test_segments_compact);
+	TAP_RUN(test_segments_symbols);
 	return TAP_DONE();
 }
