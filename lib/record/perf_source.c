@@ -307,6 +307,10 @@ static void perf_remap(struct sp_source *s, const struct sp_remap *m)
 	sp_interp_remap(p->interp, m);
 	sp_perf_map_free(&p->frames);
 	sp_perf_map_free(&p->frames_raw);
+	/* not ids, but as many as the files ever unwound (measured: the
+	 * most of what a day of new binaries would keep) */
+	if (p->unw)
+		sp_unwinder_trim(p->unw);
 }
 
 struct sp_source *sp_perf_source_new(const struct sp_perf_opts *o)
