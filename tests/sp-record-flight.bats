@@ -127,6 +127,73 @@ start_busy() {
 	[ "$n" = 2 ] || fail "$n dumps (the pending one is written at the end)"
 }
 
+# The numbers of sp-record -v's "id space:" line in $1: now, peak,
+# compactions, dropped.
+id_space() {
+	sed -n 's/^sp-record: id space: \([0-9]*\) definitions now, at most \([0-9]*\); \([0-9]*\) compactions dropped \([0-9]*\)$/\1 \2 \3 \4/p' "$1"
+}
+
+@test "a flood of new names through a small window: the id space stays small, each dump reads alone" {
+	require_root
+	mkdir -m 700 "$D"
+	T=$BATS_TEST_TMPDIR
+	# 4000 file names and 400 processes never seen before, twice: a dump
+	# in between, one at the end. Each name is a string, each process its
+	# own process record, arguments and modules.
+	cat >"$T/flood.sh" <<-'EOF'
+	flood() {
+		for i in $(seq 1 4000); do
+			: <"/nonexistent/flood-$1-$i" 2>/dev/null
+			[ $((i % 10)) = 0 ] && bash -c "exec -a shortlived-$1-$i true"
+		done
+	}
+	flood one
+	: >"$T/phase1"
+	while [ ! -e "$T/go" ]; do sleep 0.1; done
+	flood two
+	EOF
+	T=$T sp-record -v -F 999 --flight=256K --flight-after=0 -o "$D/" -- \
+		env T="$T" bash "$T/flood.sh" 2>"$T/err" &
+	REC=$!
+	while [ ! -e "$T/phase1" ]; do sleep 0.1; done
+	wait_usr1 "$REC"
+	kill -USR1 "$REC"
+	wait_dumps "$D" 1
+	kill -USR1 "$REC"	# waits for --dump-interval: written at the end
+	touch "$T/go"
+	wait "$REC" || fail "sp-record: $(cat "$T/err")"
+	REC=
+	read -r now peak compactions dropped <<<"$(id_space "$T/err")"
+	[ -n "$dropped" ] || fail "no id space line: $(grep 'id space' "$T/err")"
+	# 8000 names, 800 processes (each several definitions) went through;
+	# what is kept is what is live, plus what came since the last compaction
+	[ "$compactions" -ge 2 ] || fail "$compactions compactions"
+	[ "$dropped" -ge 8800 ] || fail "dropped $dropped"
+	[ "$peak" -lt 8800 ] || fail "at most $peak definitions"
+	[ "$now" -lt 8800 ] || fail "$now definitions at the end"
+	n=0
+	for dump in "$D"/dump-*.sp; do
+		n=$((n + 1))
+		# no reference to an id the dump does not define (exit 1 then)
+		run -0 sp-decode "$dump"
+		echo "$output" | grep '"type":"lost"' | grep -q '"what":"window"' ||
+			fail "$dump: no window loss"
+		# the flood's shell began long before the window: defined all the same
+		echo "$output" | grep -q '"type":"string".*"value":"bash"' || fail "$dump: no bash"
+		echo "$output" | grep -q '"value":"/nonexistent/flood-' || fail "$dump: no open"
+		run -0 bash -o pipefail -c "sp-symbolize '$dump' | sp-correlate | sp-tree"
+		assert_output --partial "comm=bash"
+		assert_output --partial "/nonexistent/flood-"
+	done
+	[ "$n" = 2 ] || fail "$n dumps"
+	# the first dump has the first flood's last names, the second (written
+	# when --dump-interval allowed it) the second flood's
+	run -0 sp-decode "$(ls "$D"/dump-*.sp | head -1)"
+	assert_output --partial "/nonexistent/flood-one-4000"
+	run -0 sp-decode "$(ls "$D"/dump-*.sp | tail -1)"
+	assert_output --partial "/nonexistent/flood-two-"
+}
+
 @test "rotation keeps --keep segments, each reads alone, and all of them in a row" {
 	require_root
 	mkdir -m 700 "$D"

@@ -175,6 +175,19 @@ static void file_unload(struct uw_file *f)
 	free(f->cache);
 }
 
+void sp_unwinder_trim(struct sp_unwinder *u)
+{
+	struct uw_file *f;
+	size_t i;
+
+	for (i = 0; i < FILE_BUCKETS; i++) {
+		for (f = u->files[i]; f; f = f->next) {
+			free(f->cache);
+			f->cache = NULL;
+		}
+	}
+}
+
 static void proc_free(struct uw_proc *p)
 {
 	free(p->maps);

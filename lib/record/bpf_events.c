@@ -216,6 +216,16 @@ void sp_events_print_check(struct sp_source *s, FILE *f)
 	}
 }
 
+/* The writer's ids renumbered (source.h): the strings of the last record
+ * are interned again when next used. */
+static void ev_remap(struct sp_source *s, const struct sp_remap *m)
+{
+	struct ev_priv *p = s->priv;
+
+	(void)m;
+	memset(p->last_str, 0, sizeof(p->last_str));
+}
+
 struct sp_source *sp_events_source_new(const struct sp_events_opts *o)
 {
 	struct sp_source *s = sp_xcalloc(1, sizeof(*s));
@@ -232,5 +242,6 @@ struct sp_source *sp_events_source_new(const struct sp_events_opts *o)
 	s->finish = ev_finish;
 	s->describe = ev_describe;
 	s->free = ev_free;
+	s->remap = ev_remap;
 	return s;
 }

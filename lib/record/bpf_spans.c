@@ -23,6 +23,7 @@
 #include "bpf_spansP.h"
 #include "hold_guard.h"
 #include "sp.h"
+#include "stream/schema.h"
 #include "writer.h"
 
 /* --spans=auto, a command that is no runtime: load BPF only if it still
@@ -514,6 +515,28 @@ static void spans_free(struct sp_source *s)
 	free(s);
 }
 
+/* The writer's ids renumbered (source.h): the functions' names and each
+ * live process's strings read by address keep theirs under new numbers. */
+static void spans_remap(struct sp_source *s, const struct sp_remap *m)
+{
+	struct bs_ctx *c = s->priv;
+	uint64_t k, v;
+	size_t i, j;
+
+	for (i = 0; i < c->nfuncs; i++) {
+		c->funcs[i].name_id = m->id(m->ctx, SP_REF_STRING, c->funcs[i].name_id);
+		c->funcs[i].bin_id = m->id(m->ctx, SP_REF_STRING, c->funcs[i].bin_id);
+		c->funcs[i].base_id = m->id(m->ctx, SP_REF_STRING, c->funcs[i].base_id);
+	}
+	for (i = 0; i < c->nprocs; i++) {
+		struct bs_proc *p = c->procs[i];
+
+		for (j = 0; sp_u64map_next(&p->strs, &j, &k, &v);)
+			if (v)
+				*sp_u64map_get(&p->strs, k) = m->id(m->ctx, SP_REF_STRING, v);
+	}
+}
+
 struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o)
 {
 	struct sp_source *s = sp_xcalloc(1, sizeof(*s));
@@ -538,6 +561,7 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o)
 	s->describe = spans_describe;
 	s->free = spans_free;
 	s->prepare_env = spans_prepare_env;
+	s->remap = spans_remap;
 	/* The guardian's pipe among the first descriptors; then load the
 	 * BPF object, while sp-record sets up the rest, unless it is
 	 * --spans=auto for a command that is no runtime: then start()

@@ -173,6 +173,16 @@ bool sp_flight_is_window(const struct sp_flight *f)
 	return f->o.flight;
 }
 
+uint64_t sp_flight_streams(const struct sp_flight *f)
+{
+	return f->nseg;
+}
+
+struct sp_segments *sp_flight_segments(struct sp_flight *f)
+{
+	return f->segs;
+}
+
 uint64_t sp_flight_bytes(const struct sp_flight *f)
 {
 	return f->bytes;

@@ -33,6 +33,7 @@
 #include "escape.h"
 #include "hashmap.h"
 #include "interpP.h"
+#include "stream/schema.h"
 #include "procroot.h"
 #include "record.h"
 #include "source.h"
@@ -377,6 +378,32 @@ static void codes_clear(struct iproc *pr)
 		free(c);
 	}
 	sp_u64map_release(&pr->codes);
+}
+
+void sp_interp_remap(struct sp_interpreters *ip, const struct sp_remap *m)
+{
+	size_t i = 0, j;
+	uint64_t k, v, ck, cv;
+
+	if (!ip)
+		return;
+	while (sp_u64map_next(&ip->procs, &i, &k, &v)) {
+		struct iproc *pr = (void *)(uintptr_t)v;
+
+		for (j = 0; sp_u64map_next(&pr->codes, &j, &ck, &cv);) {
+			struct code_ent *c = (void *)(uintptr_t)cv;
+
+			c->func = m->id(m->ctx, SP_REF_STRING, c->func);
+			c->file = m->id(m->ctx, SP_REF_STRING, c->file);
+		}
+	}
+	ip->module[0] = m->id(m->ctx, SP_REF_MODULE, ip->module[0]);
+	ip->module[1] = m->id(m->ctx, SP_REF_MODULE, ip->module[1]);
+	/* Keyed by string ids, and as many as the names ever seen: found (and
+	 * their frames defined, with their symbols) again when used. The
+	 * frames' addresses go on counting: a new frame is never an old one. */
+	sp_u64map_release(&ip->locs);
+	sp_u64map_release(&ip->frames);
 }
 
 static void runtime_record(struct sp_emit *out, uint32_t pid, uint64_t time,

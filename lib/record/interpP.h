@@ -211,12 +211,16 @@ uint64_t sp_rb_find_symbols(const uint8_t *code, size_t len, uint64_t addr, uint
 
 struct sp_emit;
 struct sp_interpreters;
+struct sp_remap;
 
 /* Load the BPF program (before the events are open: they sample at once
  * with -p and -a). NULL for --interp=none or when it cannot be loaded
  * (reported once: native stacks continue). */
 struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode);
 void sp_interp_free(struct sp_interpreters *ip);
+/* Renumber the ids kept (the writer's id space compacted: source.h): the
+ * code objects' names and the modules; the frame caches start over. */
+void sp_interp_remap(struct sp_interpreters *ip, const struct sp_remap *m);
 /* Attach it to these sampling events. 0, or -1 (reported; native stacks
  * continue). Samples before this moment have no interpreted stack and are
  * not counted as unread. */

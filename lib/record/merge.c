@@ -385,3 +385,27 @@ uint64_t sp_merge_oldest(const struct sp_merge *m)
 
 	return oldest(m, &e) == -2 ? UINT64_MAX : e->time;
 }
+
+int sp_merge_each(struct sp_merge *m, int (*fn)(void *ctx, struct sp_record *rec), void *ctx)
+{
+	struct chunk *c;
+	size_t off, i;
+	unsigned int ri;
+
+	for (ri = 0; ri < m->nruns; ri++) {
+		off = m->runs[ri].read;
+		for (c = m->runs[ri].n ? m->runs[ri].head : NULL; c; c = c->next, off = 0) {
+			while (off < c->used) {
+				struct entry *e = (struct entry *)(c->data + off);
+
+				if (fn(ctx, &e->rec))
+					return -1;
+				off += e->size;
+			}
+		}
+	}
+	for (i = 0; i < m->heap.n; i++)
+		if (fn(ctx, &((struct entry *)m->heap.v[i].p)->rec))
+			return -1;
+	return 0;
+}

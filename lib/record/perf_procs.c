@@ -21,6 +21,7 @@
 #include "elf/archive.h"
 #include "hashmap.h"
 #include "perf_sourceP.h"
+#include "stream/schema.h"
 #include "proc_identity.h"
 #include "procroot.h"
 #include "procfs.h"
@@ -737,6 +738,27 @@ void sp_perf_procs_finish(struct perf *p)
 			sp_perf_emit(p, &r);
 			pr->end_deferred = false;
 		}
+	}
+}
+
+void sp_perf_procs_remap(struct perf *p, const struct sp_remap *m)
+{
+	struct perf_map by_id = { 0 };
+	size_t i = 0;
+	uint64_t v;
+
+	while (sp_perf_map_next(&p->mods_by_id, &i, &v)) {
+		struct mod *mod = (struct mod *)(uintptr_t)v;
+
+		mod->id = m->id(m->ctx, SP_REF_MODULE, mod->id);
+		sp_perf_map_put(&by_id, mod->id, 0, v);
+	}
+	sp_perf_map_free(&p->mods_by_id);
+	p->mods_by_id = by_id;
+	for (i = 0; sp_perf_map_next(&p->procs, &i, &v);) {
+		struct proc *pr = (struct proc *)(uintptr_t)v;
+
+		pr->exe = m->id(m->ctx, SP_REF_STRING, pr->exe);
 	}
 }
 

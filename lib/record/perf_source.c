@@ -296,6 +296,23 @@ static void read_vdso(struct perf *p)
 	fclose(f);
 }
 
+/* The writer's ids renumbered (source.h): what the processes and the
+ * interpreters keep goes through m; the frame caches, keyed by module ids
+ * and as large as every frame ever sampled, start over. */
+static void perf_remap(struct sp_source *s, const struct sp_remap *m)
+{
+	struct perf *p = s->priv;
+
+	sp_perf_procs_remap(p, m);
+	sp_interp_remap(p->interp, m);
+	sp_perf_map_free(&p->frames);
+	sp_perf_map_free(&p->frames_raw);
+	/* not ids, but as many as the files ever unwound (measured: the
+	 * most of what a day of new binaries would keep) */
+	if (p->unw)
+		sp_unwinder_trim(p->unw);
+}
+
 struct sp_source *sp_perf_source_new(const struct sp_perf_opts *o)
 {
 	struct sp_source *s = sp_xcalloc(1, sizeof(*s));
@@ -310,6 +327,7 @@ struct sp_source *sp_perf_source_new(const struct sp_perf_opts *o)
 	s->finish = perf_finish;
 	s->describe = perf_describe;
 	s->free = perf_free;
+	s->remap = perf_remap;
 	p->epfd = -1;
 	sp_perf_queue_init(&p->q, sizeof(struct pending), read_record, handle_record, p);
 	p->o = *o;

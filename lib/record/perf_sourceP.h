@@ -233,6 +233,8 @@ void sp_perf_peek_mmap2(struct perf *p, const struct perf_event_header *h, uint6
 void sp_perf_procs_finish(struct perf *p);
 /* Free the processes, modules and files known. */
 void sp_perf_procs_free(struct perf *p);
+/* The modules' and executables' ids, renumbered (source.h: remap). */
+void sp_perf_procs_remap(struct perf *p, const struct sp_remap *m);
 
 /* ---- samples (perf_samples.c) ---- */
 

@@ -7,6 +7,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +26,7 @@
 #include "perf_offcpu.h"
 #include "perf_source.h"
 #include "recorder.h"
+#include "segments.h"
 #include "spool.h"
 #include "stackquality.h"
 #include "writer.h"
@@ -45,6 +50,8 @@ struct sp_recorder {
 	struct sp_writer *w;
 	struct sp_merge *merge;
 	struct sp_flight *fl;		/* -o DIR: segments, or the flight window */
+	uint64_t compact_at;		/* the stream of the last look at the id space */
+	bool compact_warned;
 	bool fire_warned;
 	int fd;
 	const char *name;
@@ -283,6 +290,61 @@ static void so_far(const struct sp_recorder *r, struct sp_end *e)
 			      .lost_samples = r->lost_samples, .lost_events = r->lost_events };
 }
 
+/* ---- the id space of -o DIR ---- */
+
+static uint64_t remap_id(void *ctx, unsigned int ref, uint64_t id)
+{
+	return sp_segments_remap(ctx, ref, id);
+}
+
+static int remap_held(void *ctx, struct sp_record *rec)
+{
+	sp_segments_remap_record(ctx, rec);
+	return 0;
+}
+
+/*
+ * Once per new stream (chunk of the window, segment), when the sources' id
+ * space has grown past what the last compaction kept: every definition
+ * nothing live refers to goes (segments.h), and every holder of ids takes
+ * the new ones: the records the merge holds, each source, the triggers.
+ * A recording that runs for days stays within its bound this way; a plain
+ * one (no -o DIR) never gets here.
+ */
+static void compact_ids(struct sp_recorder *r)
+{
+	struct sp_segments *segs = sp_flight_segments(r->fl);
+	struct sp_remap m = { remap_id, segs };
+	unsigned int i;
+
+	if (sp_flight_streams(r->fl) == r->compact_at || !sp_segments_compact_due(segs))
+		return;
+	r->compact_at = sp_flight_streams(r->fl);
+	for (i = 0; i < r->nsrc; i++) {
+		if (r->src[i].s->remap)
+			continue;
+		if (!r->compact_warned)
+			sp_warn("the %s source cannot renumber the ids it keeps: memory grows "
+				"with every new string, frame and stack recorded", r->src[i].s->name);
+		r->compact_warned = true;
+		return;
+	}
+	if (sp_segments_compact_begin(segs, sp_writer_defs(r->w)))
+		return;
+	sp_merge_each(r->merge, remap_held, segs);
+	for (i = 0; i < r->nsrc; i++)
+		r->src[i].s->remap(r->src[i].s, &m);
+	if (r->triggers)
+		sp_triggers_remap(r->triggers, &m);
+	sp_segments_compact_end(segs);
+#ifdef __GLIBC__
+	/* What the old definitions and caches held is free but scattered
+	 * between what lives on: glibc keeps such pages (measured: 147 -> 281
+	 * MB over 75 s of process churn without this, 99 -> 131 MB with it). */
+	malloc_trim(0);
+#endif
+}
+
 /* End of a batch: every record the sources have all moved past, then out. */
 static int write_batch(struct sp_recorder *r, uint64_t upto, bool flush)
 {
@@ -310,6 +372,7 @@ static int write_batch(struct sp_recorder *r, uint64_t upto, bool flush)
 			return -1;
 		}
 		r->good = sp_flight_bytes(r->fl);
+		compact_ids(r);
 	} else if (flush) {
 		r->good = sp_writer_bytes(r->w);
 	}
@@ -732,6 +795,18 @@ static void print_summaries(struct sp_recorder *r)
 		sp_stackq_print(r->stackq, stderr, "sp-record: ", 3);
 	if (offcpu && !r->failed)
 		sp_offcpu_print_summary(offcpu, stderr, "sp-record: ");
+	if (r->fl && sp_verbose) {
+		struct sp_segments_stats st;
+
+		sp_segments_stats(sp_flight_segments(r->fl), &st);
+		fprintf(stderr, "sp-record: id space: %" PRIu64 " definitions now, at most %"
+			PRIu64 "; %" PRIu64 " compactions dropped %" PRIu64 "\n",
+			sp_segments_master_size(sp_flight_segments(r->fl)), st.peak,
+			st.compactions, st.dropped);
+		fprintf(stderr, "sp-record: live set: %" PRIu64 " processes, %" PRIu64
+			" threads, %" PRIu64 " modules replayed by each new stream\n",
+			st.procs, st.threads, st.modules);
+	}
 }
 
 /* The output failed and the command goes on without us: wait for it,

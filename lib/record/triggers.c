@@ -20,6 +20,7 @@
 #include "events.h"
 #include "merge.h"
 #include "sp.h"
+#include "stream/schema.h"
 #include "triggersP.h"
 
 /* A detail being written: snprintf's rules, never past n - 1 bytes; once
@@ -498,6 +499,24 @@ const char *sp_triggers_check(struct sp_triggers *t, const struct sp_record *rec
 	if (!name && t->o.nspans && t->open.n)
 		name = scan_open_spans(t, sp_record_time(rec), defs, detail, n);
 	return name;
+}
+
+void sp_triggers_remap(struct sp_triggers *t, const struct sp_remap *m)
+{
+	uint64_t pid, v, comm, exe, *at;
+	size_t i;
+
+	for (i = 0; sp_u64map_next(&t->procs, &i, &pid, &v);) {
+		comm = m->id(m->ctx, SP_REF_STRING, v >> 32);
+		exe = m->id(m->ctx, SP_REF_STRING, v & 0xffffffffu);
+		at = sp_u64map_get(&t->procs, pid);
+		*at = (comm <= 0xffffffffu ? comm << 32 : 0) | (exe <= 0xffffffffu ? exe : 0);
+	}
+	/* the free ones too: their ids are not looked at again */
+	for (i = 0; i < t->nspans; i++) {
+		t->spans[i].klass = m->id(m->ctx, SP_REF_STRING, t->spans[i].klass);
+		t->spans[i].method = m->id(m->ctx, SP_REF_STRING, t->spans[i].method);
+	}
 }
 
 void sp_triggers_free(struct sp_triggers *t)

@@ -88,6 +88,25 @@ void sp_defs_reset(struct sp_defs *d)
 		memset(d->sym_of, 0, d->sym_of_cap * sizeof(*d->sym_of));
 }
 
+struct sp_defs *sp_defs_take(struct sp_defs *d)
+{
+	struct sp_defs *old = sp_xmalloc(sizeof(*old));
+	struct sp_record h = { .kind = SP_REC_HEADER };
+	const char *why;
+
+	*old = *d;
+	memset(d, 0, sizeof(*d));
+	d->strings.block_size = BLOCK_SIZE;
+	d->drop_symbols = old->drop_symbols;
+	sp_defs_reset(d);
+	if (old->have_header) {
+		h.header = old->header;
+		sp_defs_add(d, &h, &why);
+	}
+	d->nspans = old->nspans;
+	return old;
+}
+
 void sp_defs_free(struct sp_defs *d)
 {
 	size_t i;

@@ -48,6 +48,19 @@ struct sp_segments {
 	size_t nksyms, ksyms_cap;
 	uint64_t *chain;	/* stack walk */
 	size_t chain_cap;
+	/* Symbol records of master frames (interpreted frames carry their
+	 * names this way): written after the frame in every stream. */
+	struct sp_symbol *syms;
+	size_t nsyms, syms_cap;
+	struct sp_u64map sym_of;	/* master frame id -> first << 8 | count */
+
+	/* a compaction under way (sp_segments_compact_begin()) */
+	struct sp_defs *old;		/* the master's definitions before it */
+	struct sp_defs *wmaster;	/* the master, writable */
+	uint64_t *remap[SP_REF_STACK + 1];	/* old id -> new, 0 not yet */
+	size_t remap_n[SP_REF_STACK + 1];
+	struct idmap nmap[SP_REF_STACK + 1];	/* this stream's ids by new master id */
+	struct sp_segments_stats stats;
 };
 
 struct sp_segments *sp_segments_new(const struct sp_defs *master)
@@ -71,6 +84,7 @@ void sp_segments_free(struct sp_segments *s)
 	if (!s)
 		return;
 	sp_writer_close(s->w);
+	sp_segments_compact_end(s);
 	for (i = 0; i <= SP_REF_STACK; i++)
 		free(s->map[i].v);
 	live_release(&s->procs);
@@ -79,6 +93,8 @@ void sp_segments_free(struct sp_segments *s)
 	live_release(&s->misc);
 	free(s->ksyms);
 	free(s->chain);
+	free(s->syms);
+	sp_u64map_release(&s->sym_of);
 	free(s);
 }
 
@@ -93,16 +109,20 @@ static uint64_t map_get(struct sp_segments *s, enum sp_ref ref, uint64_t id)
 	return m->v[id] & ID_MASK;
 }
 
-static void map_set(struct sp_segments *s, enum sp_ref ref, uint64_t id, uint64_t to)
+static void idmap_put(struct idmap *m, uint64_t id, uint64_t v)
 {
-	struct idmap *m = &s->map[ref];
 	size_t old = m->cap;
 
 	if (id >= m->cap) {
 		sp_grow(&m->v, &m->cap, id + 1, sizeof(*m->v));
 		memset(m->v + old, 0, (m->cap - old) * sizeof(*m->v));
 	}
-	m->v[id] = s->gen << GEN_SHIFT | to;
+	m->v[id] = v;
+}
+
+static void map_set(struct sp_segments *s, enum sp_ref ref, uint64_t id, uint64_t to)
+{
+	idmap_put(&s->map[ref], id, s->gen << GEN_SHIFT | to);
 }
 
 /* ---- the live set ---- */
@@ -256,6 +276,27 @@ static struct ksym *ksym_find(struct sp_segments *s, uint64_t addr)
 	return !k->k.size || addr - k->k.addr < k->k.size ? k : NULL;
 }
 
+/* ---- symbols of frames ---- */
+
+/* A chain is consecutive records of one frame; a new index 0 starts it again. */
+static void sym_add(struct sp_segments *s, const struct sp_symbol *sym)
+{
+	uint64_t *at = sp_u64map_get(&s->sym_of, sym->frame);
+
+	if (at && sym->index && (*at >> 8) + (*at & 0xff) == s->nsyms) {
+		if ((*at & 0xff) < SP_MAX_INLINE_DEPTH) {
+			sp_grow(&s->syms, &s->syms_cap, s->nsyms + 1, sizeof(*s->syms));
+			s->syms[s->nsyms++] = *sym;
+			(*at)++;
+		}
+		return;
+	}
+	sp_grow(&s->syms, &s->syms_cap, s->nsyms + 1, sizeof(*s->syms));
+	s->syms[s->nsyms] = *sym;
+	sp_u64map_put(&s->sym_of, sym->frame, (uint64_t)s->nsyms << 8 | 1);
+	s->nsyms++;
+}
+
 /* ---- translation ---- */
 
 static uint64_t tr_str(struct sp_segments *s, uint64_t id)
@@ -299,6 +340,23 @@ static uint64_t tr_module(struct sp_segments *s, uint64_t id)
 	return to;
 }
 
+/* The symbols of master frame id, after its definition to in this stream. */
+static int tr_symbols(struct sp_segments *s, uint64_t id, uint64_t to)
+{
+	struct sp_record r = { .kind = SP_REC_SYMBOL };
+	uint64_t *at = sp_u64map_get(&s->sym_of, id), i;
+
+	for (i = 0; at && i < (*at & 0xff); i++) {
+		r.symbol = s->syms[(*at >> 8) + i];
+		r.symbol.frame = to;
+		r.symbol.func = tr_str(s, r.symbol.func);
+		r.symbol.file = tr_str(s, r.symbol.file);
+		if (sp_writer_put(s->w, &r))
+			return -1;
+	}
+	return 0;
+}
+
 /* A kernel frame's symbol goes before the frame (docs/spool.md). */
 static void ksym_before(struct sp_segments *s, uint64_t addr)
 {
@@ -332,6 +390,8 @@ static uint64_t tr_frame(struct sp_segments *s, uint64_t id)
 	to = sp_writer_frame(s->w, &f);
 	if (to)
 		map_set(s, SP_REF_FRAME, id, to);
+	if (to && tr_symbols(s, id, to))
+		return 0;
 	return to;
 }
 
@@ -377,14 +437,14 @@ static uint64_t tr_ref(struct sp_segments *s, enum sp_ref ref, uint64_t id)
 	}
 }
 
-/* rec with this stream's ids, and written; a replayed record says when
- * the stream started (readers take a stream's records in time order), its
- * own time when later. */
-static int put_translated(struct sp_segments *s, const struct sp_record *rec, bool replayed)
+typedef uint64_t (*ref_fn)(struct sp_segments *s, enum sp_ref ref, uint64_t id);
+
+/* Every reference of rec through fn, in place. 0, or -1 when one did not
+ * resolve. */
+static int map_refs(struct sp_segments *s, struct sp_record *rec, ref_fn fn)
 {
 	const struct sp_schema *sch = sp_schema(rec->kind);
 	const struct sp_event_schema *es;
-	struct sp_record out = *rec;
 	uint64_t *u;
 	unsigned int i;
 
@@ -393,16 +453,28 @@ static int put_translated(struct sp_segments *s, const struct sp_record *rec, bo
 
 		if (!f->ref)
 			continue;
-		u = sp_field_u64(&out.header, f);
-		if (*u && !(*u = tr_ref(s, f->ref, *u)))
+		u = sp_field_u64(&rec->header, f);
+		if (*u && !(*u = fn(s, f->ref, *u)))
 			return -1;
 	}
 	if (rec->kind == SP_REC_EVENT && (es = sp_event_schema(rec->event.kind))) {
 		for (i = 0; i < rec->event.nfields && i < es->nfields; i++)
-			if (es->fields[i].type == SP_FT_STR && out.event.field[i].u &&
-			    !(out.event.field[i].u = tr_str(s, out.event.field[i].u)))
+			if (es->fields[i].type == SP_FT_STR && rec->event.field[i].u &&
+			    !(rec->event.field[i].u = fn(s, SP_REF_STRING, rec->event.field[i].u)))
 				return -1;
 	}
+	return 0;
+}
+
+/* rec with this stream's ids, and written; a replayed record says when
+ * the stream started (readers take a stream's records in time order), its
+ * own time when later. */
+static int put_translated(struct sp_segments *s, const struct sp_record *rec, bool replayed)
+{
+	struct sp_record out = *rec;
+
+	if (map_refs(s, &out, tr_ref))
+		return -1;
 	if (replayed && out.process.time < s->start) {
 		/* process, thread, runtime, probe: time is their first field */
 		if (rec->kind == SP_REC_PROCESS || rec->kind == SP_REC_THREAD ||
@@ -488,6 +560,9 @@ static void track(struct sp_segments *s, const struct sp_record *rec)
 	case SP_REC_KSYM:
 		ksym_add(s, &rec->ksym);
 		break;
+	case SP_REC_SYMBOL:
+		sym_add(s, &rec->symbol);
+		break;
 	case SP_REC_PROCESS_END:
 		/* An exec ends the image, not the process: its new definition
 		 * comes next and replaces it; its threads stay until they end. */
@@ -524,12 +599,16 @@ int sp_segments_put(struct sp_segments *s, const struct sp_record *rec)
 		return 0;	/* defined when a record of this stream uses them */
 	case SP_REC_MODULE:
 		return tr_module(s, sp_defs_nmodules(s->master)) ? 0 : -1;
+	case SP_REC_SYMBOL:
+		/* A frame not yet in this stream: defined now, with its symbols. */
+		if (!map_get(s, SP_REF_FRAME, rec->symbol.frame))
+			return tr_frame(s, rec->symbol.frame) ? 0 : -1;
+		break;
 	case SP_REC_PROCESS:
 	case SP_REC_THREAD:
 	case SP_REC_RUNTIME:
 	case SP_REC_PROBE:
 	case SP_REC_JITSYM:
-	case SP_REC_SYMBOL:
 	case SP_REC_SPAN:
 		break;
 	default:
@@ -564,4 +643,286 @@ int sp_segments_close(struct sp_segments *s)
 
 	s->w = NULL;
 	return rc;
+}
+
+/* ---- compaction of the master ---- */
+
+/*
+ * An old master id defined again in the new master (once: remembered),
+ * and this stream's id of it carried over, so that the stream does not
+ * define it a second time.
+ */
+static uint64_t cp_defined(struct sp_segments *s, enum sp_ref ref, uint64_t old,
+			   const struct sp_record *r)
+{
+	const char *why;
+	uint64_t id, to;
+
+	if (sp_defs_add(s->wmaster, r, &why))
+		return 0;
+	switch (ref) {
+	case SP_REF_STRING:
+		id = sp_defs_nstrings(s->wmaster);
+		break;
+	case SP_REF_MODULE:
+		id = sp_defs_nmodules(s->wmaster);
+		break;
+	case SP_REF_FRAME:
+		id = sp_defs_nframes(s->wmaster);
+		break;
+	default:
+		id = sp_defs_nstacks(s->wmaster);
+		break;
+	}
+	s->remap[ref][old] = id;
+	to = map_get(s, ref, old);
+	if (to)
+		idmap_put(&s->nmap[ref], id, s->gen << GEN_SHIFT | to);
+	return id;
+}
+
+static bool cp_known(const struct sp_segments *s, enum sp_ref ref, uint64_t old)
+{
+	return old && old < s->remap_n[ref];
+}
+
+static uint64_t cp_str(struct sp_segments *s, uint64_t old)
+{
+	struct sp_record r = { .kind = SP_REC_STRING };
+	const char *p;
+	size_t len;
+
+	if (!cp_known(s, SP_REF_STRING, old))
+		return 0;
+	if (s->remap[SP_REF_STRING][old])
+		return s->remap[SP_REF_STRING][old];
+	p = sp_defs_str(s->old, old, &len);
+	if (!p)
+		return 0;
+	r.string.value.p = (const uint8_t *)p;
+	r.string.value.len = (uint32_t)len;
+	return cp_defined(s, SP_REF_STRING, old, &r);
+}
+
+static uint64_t cp_module(struct sp_segments *s, uint64_t old)
+{
+	struct sp_record r = { .kind = SP_REC_MODULE };
+	const struct sp_module *m;
+
+	if (!cp_known(s, SP_REF_MODULE, old))
+		return 0;
+	if (s->remap[SP_REF_MODULE][old])
+		return s->remap[SP_REF_MODULE][old];
+	m = sp_defs_module(s->old, old);
+	if (!m)
+		return 0;
+	r.module = *m;
+	r.module.id = 0;
+	r.module.path = cp_str(s, m->path);
+	if (m->path && !r.module.path)
+		return 0;
+	return cp_defined(s, SP_REF_MODULE, old, &r);
+}
+
+static uint64_t cp_frame(struct sp_segments *s, uint64_t old)
+{
+	struct sp_record r = { .kind = SP_REC_FRAME };
+	const struct sp_frame *f;
+
+	if (!cp_known(s, SP_REF_FRAME, old))
+		return 0;
+	if (s->remap[SP_REF_FRAME][old])
+		return s->remap[SP_REF_FRAME][old];
+	f = sp_defs_frame(s->old, old);
+	if (!f)
+		return 0;
+	r.frame = *f;
+	r.frame.id = 0;
+	r.frame.module = cp_module(s, f->module);
+	if (f->module && !r.frame.module)
+		return 0;
+	return cp_defined(s, SP_REF_FRAME, old, &r);
+}
+
+/* As tr_stack(): up to the first caller already moved, then down. */
+static uint64_t cp_stack(struct sp_segments *s, uint64_t old)
+{
+	struct sp_record r = { .kind = SP_REC_STACK };
+	const struct sp_stack *st;
+	uint64_t cur = old, parent = 0;
+	size_t n = 0;
+
+	while (cp_known(s, SP_REF_STACK, cur) && !(parent = s->remap[SP_REF_STACK][cur])) {
+		st = sp_defs_stack(s->old, cur);
+		if (!st || n > SP_MAX_STACK_DEPTH)
+			return 0;
+		sp_grow(&s->chain, &s->chain_cap, n + 1, sizeof(*s->chain));
+		s->chain[n++] = cur;
+		cur = st->parent;
+	}
+	if (cur && !parent)
+		return 0;	/* not an id of the old master */
+	while (n--) {
+		st = sp_defs_stack(s->old, s->chain[n]);
+		r.stack.parent = parent;
+		r.stack.frame = cp_frame(s, st->frame);
+		if (!r.stack.frame || !(parent = cp_defined(s, SP_REF_STACK, s->chain[n], &r)))
+			return 0;
+	}
+	return parent;
+}
+
+uint64_t sp_segments_remap(struct sp_segments *s, unsigned int ref, uint64_t id)
+{
+	if (!s->old || !id)
+		return 0;
+	switch (ref) {
+	case SP_REF_STRING:
+		return cp_str(s, id);
+	case SP_REF_MODULE:
+		return cp_module(s, id);
+	case SP_REF_FRAME:
+		return cp_frame(s, id);
+	case SP_REF_STACK:
+		return cp_stack(s, id);
+	default:
+		return id;
+	}
+}
+
+static uint64_t cp_ref(struct sp_segments *s, enum sp_ref ref, uint64_t id)
+{
+	return sp_segments_remap(s, ref, id);
+}
+
+int sp_segments_remap_record(struct sp_segments *s, struct sp_record *rec)
+{
+	return s->old ? map_refs(s, rec, cp_ref) : 0;
+}
+
+static uint64_t defs_size(const struct sp_defs *d)
+{
+	return sp_defs_nstrings(d) + sp_defs_nmodules(d) + sp_defs_nframes(d) +
+	       sp_defs_nstacks(d);
+}
+
+uint64_t sp_segments_master_size(const struct sp_segments *s)
+{
+	return defs_size(s->master);
+}
+
+bool sp_segments_compact_due(const struct sp_segments *s)
+{
+	return sp_segments_master_size(s) > 2 * s->stats.kept + SP_SEGMENTS_COMPACT_MIN;
+}
+
+/* The live modules under their new ids (their key). */
+static void remap_modules(struct sp_segments *s)
+{
+	struct live old = s->mods;
+	size_t i;
+
+	memset(&s->mods, 0, sizeof(s->mods));
+	for (i = 0; i < old.n; i++) {
+		struct sp_record m = old.v[i];
+
+		m.module.id = cp_module(s, m.module.id);
+		if (m.module.id)
+			live_put(&s->mods, m.module.id, &m);
+	}
+	live_release(&old);
+}
+
+int sp_segments_compact_begin(struct sp_segments *s, struct sp_defs *master)
+{
+	struct live *tables[] = { &s->procs, &s->threads, &s->misc };
+	uint64_t before = sp_segments_master_size(s);
+	unsigned int t;
+	size_t i;
+
+	if (master != s->master || s->old)
+		return sp_error("segments: compaction of another id space, or twice");
+	if (before > s->stats.peak)
+		s->stats.peak = before;
+	s->wmaster = master;
+	s->old = sp_defs_take(master);
+	s->remap_n[SP_REF_STRING] = sp_defs_nstrings(s->old) + 1;
+	s->remap_n[SP_REF_MODULE] = sp_defs_nmodules(s->old) + 1;
+	s->remap_n[SP_REF_FRAME] = sp_defs_nframes(s->old) + 1;
+	s->remap_n[SP_REF_STACK] = sp_defs_nstacks(s->old) + 1;
+	for (t = SP_REF_STRING; t <= SP_REF_STACK; t++)
+		s->remap[t] = sp_xcalloc(s->remap_n[t], sizeof(*s->remap[t]));
+	/* What a later stream replays: processes, threads, runtime, probes
+	 * and JIT symbols (the key of each is a pid or tid, not an id). */
+	for (t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+		for (i = 0; i < tables[t]->n; i++)
+			map_refs(s, &tables[t]->v[i], cp_ref);
+	remap_modules(s);
+	for (i = 0; i < s->nksyms; i++) {
+		s->ksyms[i].k.name = cp_str(s, s->ksyms[i].k.name);
+		s->ksyms[i].k.kmod = cp_str(s, s->ksyms[i].k.kmod);
+	}
+	s->stats.compactions++;
+	return 0;
+}
+
+/* The symbols of the frames something still refers to, under their new
+ * ids; the others go with their frames. */
+static void remap_symbols(struct sp_segments *s)
+{
+	struct sp_symbol *old = s->syms;
+	struct sp_u64map old_of = s->sym_of;
+	uint64_t frame, v, nf, i;
+	size_t it;
+
+	s->syms = NULL;
+	s->nsyms = s->syms_cap = 0;
+	memset(&s->sym_of, 0, sizeof(s->sym_of));
+	for (it = 0; sp_u64map_next(&old_of, &it, &frame, &v);) {
+		nf = cp_known(s, SP_REF_FRAME, frame) ? s->remap[SP_REF_FRAME][frame] : 0;
+		for (i = 0; nf && i < (v & 0xff); i++) {
+			struct sp_symbol sym = old[(v >> 8) + i];
+
+			sym.frame = nf;
+			sym.func = cp_str(s, sym.func);
+			sym.file = cp_str(s, sym.file);
+			sym_add(s, &sym);
+		}
+	}
+	free(old);
+	sp_u64map_release(&old_of);
+}
+
+void sp_segments_compact_end(struct sp_segments *s)
+{
+	unsigned int t;
+
+	if (!s->old)
+		return;
+	remap_symbols(s);
+	for (t = 0; t <= SP_REF_STACK; t++) {
+		free(s->remap[t]);
+		s->remap[t] = NULL;
+		s->remap_n[t] = 0;
+		free(s->map[t].v);
+		s->map[t] = s->nmap[t];
+		memset(&s->nmap[t], 0, sizeof(s->nmap[t]));
+	}
+	s->stats.kept = sp_segments_master_size(s);
+	s->stats.dropped += defs_size(s->old) - s->stats.kept;
+	sp_defs_free(s->old);
+	s->old = NULL;
+	s->wmaster = NULL;
+}
+
+void sp_segments_stats(const struct sp_segments *s, struct sp_segments_stats *st)
+{
+	uint64_t now = sp_segments_master_size(s);
+
+	*st = s->stats;
+	if (now > st->peak)
+		st->peak = now;
+	st->procs = s->procs.n;
+	st->threads = s->threads.n;
+	st->modules = s->mods.n;
 }

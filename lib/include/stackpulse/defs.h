@@ -42,6 +42,13 @@ struct sp_defs *sp_defs_new(void);
 void sp_defs_free(struct sp_defs *d);
 /* Forget every definition (a new header starts a new stream). */
 void sp_defs_reset(struct sp_defs *d);
+/*
+ * Move every definition of d into a new defs, returned (the caller frees
+ * it); d keeps its header and its count of spans only, and gives ids from
+ * 1 again. sp-record's flight recorder drops the ids nothing needs any
+ * more this way (segments.h, sp_segments_compact_begin()).
+ */
+struct sp_defs *sp_defs_take(struct sp_defs *d);
 
 /*
  * Take in a record: definitions (header, string, module, frame, stack,

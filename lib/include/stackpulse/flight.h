@@ -78,5 +78,12 @@ int sp_flight_finish(struct sp_flight *f, uint64_t now, const struct sp_end *sof
 /* Bytes in files written (segments, dumps). */
 uint64_t sp_flight_bytes(const struct sp_flight *f);
 bool sp_flight_is_window(const struct sp_flight *f);
+/*
+ * The boundary hook: streams (chunks, segments) started so far, and the
+ * segments behind them. A new stream is where the recorder compacts the
+ * sources' id space (segments.h), between two batches.
+ */
+uint64_t sp_flight_streams(const struct sp_flight *f);
+struct sp_segments *sp_flight_segments(struct sp_flight *f);
 
 #endif

@@ -32,6 +32,9 @@ long sp_merge_flush(struct sp_merge *m, uint64_t upto);
 
 /* Records held. */
 size_t sp_merge_pending(const struct sp_merge *m);
+/* fn on every record held, in no order, which may change its ids in place
+ * (the recorder's id space is compacted: segments.h). 0, or fn's -1. */
+int sp_merge_each(struct sp_merge *m, int (*fn)(void *ctx, struct sp_record *rec), void *ctx);
 /* Time of the oldest held record, UINT64_MAX when empty. */
 uint64_t sp_merge_oldest(const struct sp_merge *m);
 

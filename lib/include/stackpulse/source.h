@@ -46,6 +46,16 @@ struct sp_emit {
 	void *ctx;
 };
 
+/*
+ * The new id of an old one (ref: SP_REF_STRING, _MODULE, _FRAME, _STACK),
+ * while the recorder compacts its id space (segments.h): 0 when it had no
+ * such id.
+ */
+struct sp_remap {
+	uint64_t (*id)(void *ctx, unsigned int ref, uint64_t id);
+	void *ctx;
+};
+
 /* What a source is told about the recording it joins. */
 struct sp_target {
 	const uint32_t *pids;	/* root processes (the command, or -p pids) */
@@ -79,6 +89,12 @@ struct sp_source {
 	 * called for -p or -a. The spans source puts its Ruby and Python
 	 * activators in RUBYOPT and PYTHONPATH. 0, or -1 (reported) to stop. */
 	int (*prepare_env)(struct sp_source *s);
+	/* Optional. The writer's ids are renumbered (a flight recorder or
+	 * rotation drops the definitions nothing needs any more, between two
+	 * polls): every id the source keeps goes through m, or is forgotten
+	 * (interned again when needed). A source without it keeps the id
+	 * space from being compacted. */
+	void (*remap)(struct sp_source *s, const struct sp_remap *m);
 };
 
 #endif

@@ -48,6 +48,7 @@
 
 #include "defs.h"
 #include "record.h"
+#include "source.h"
 
 #define SP_TRIGGERS_MAX_SPECS	16	/* span and event specs, each */
 #define SP_TRIGGERS_GLOB_MAX	256	/* bytes of a glob */
@@ -98,6 +99,8 @@ struct sp_triggers;
 struct sp_triggers *sp_triggers_new(const struct sp_trigger_opts *o);
 /* Kills the command still running (its process group) and reaps it. */
 void sp_triggers_free(struct sp_triggers *t);
+/* The string ids the triggers keep (processes' names, open spans'), renumbered. */
+void sp_triggers_remap(struct sp_triggers *t, const struct sp_remap *m);
 
 /*
  * Check one record in the order it is written (defs: the stream's

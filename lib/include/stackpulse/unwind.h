@@ -65,6 +65,13 @@ int sp_unwinder_fork(struct sp_unwinder *u, uint32_t ppid, uint32_t pid);
  * unwind turns it off).
  */
 void sp_unwinder_set_proc_fallback(struct sp_unwinder *u, bool on);
+/*
+ * Free every file's cache of unwind rules (about 1 MB per file used, for
+ * the unwinder's life): refilled as unwinding needs it. A recording that
+ * runs for days (sp-record -o DIR) calls it now and then, since a machine
+ * keeps running new files.
+ */
+void sp_unwinder_trim(struct sp_unwinder *u);
 
 /*
  * Where the last sp_unwinder_unwind() stopped: the path of the module that
