@@ -192,6 +192,34 @@ id_space() {
 	assert_output --partial "/nonexistent/flood-one-4000"
 	run -0 sp-decode "$(ls "$D"/dump-*.sp | tail -1)"
 	assert_output --partial "/nonexistent/flood-two-"
+
+@test "a dump that is due does not wait for the next batch (--batch=60s)" {
+	require_root
+	start_busy
+	sp-record -F 999 -p "$BUSY" --batch=60s --flight=1M --flight-after=0 \
+		-o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
+	REC=$!
+	wait_usr1 "$REC"
+	sleep 1
+	kill -USR1 "$REC"
+	# the next batch is a minute away: the dump comes well before it
+	wait_dumps "$D" 1
+	dump=$(ls "$D"/dump-*.sp)
+	for i in $(seq 1 100); do
+		sp-decode "$dump" 2>/dev/null | tail -1 | grep -q '"reason":"trigger"' && break
+		sleep 0.1
+	done
+	kill -INT "$REC"
+	wait "$REC" || true
+	REC=
+	# whole and alone: its size is what was written (the space reserved
+	# for it is not part of it), then symbolized, correlated, a tree
+	run -0 sp-decode "$dump"
+	echo "$output" | head -1 | grep -q '"type":"header"'
+	echo "$output" | tail -1 | grep -q '"reason":"trigger"'
+	echo "$output" | grep -q '"type":"sample"' || fail "no sample in the dump"
+	sp-symbolize "$dump" | sp-correlate | sp-tree > "$BATS_TEST_TMPDIR/tree"
+	grep -q 'comm=oldbusy' "$BATS_TEST_TMPDIR/tree" || fail "$(cat "$BATS_TEST_TMPDIR/tree")"
 }
 
 @test "rotation keeps --keep segments, each reads alone, and all of them in a row" {

@@ -588,6 +588,12 @@ int sp_procfs_identity(uint32_t pid, struct sp_proc_identity *id)
 	memset(id, 0, sizeof(*id));
 	snprintf(path, sizeof(path), "%s/%u/stat", sp_procfs_root, pid);
 	n = read_small(path, buf, sizeof(buf));
+	if (n < 0 && errno == ENOENT) {
+		/* Gone (a zombie still has its stat): none of the rest is
+		 * there either, and short-lived processes are many. */
+		errno = ESRCH;
+		return -1;
+	}
 	if (n > 0 && sp_procfs_parse_start(buf, (size_t)n, &id->start_ticks) == 0)
 		got++;
 	if (proc_lines(pid, "status", 1024, identity_status_line, id, &long_lines) == 0)

@@ -706,10 +706,15 @@ void sp_recorder_run(struct sp_recorder *r)
 		wake = next_batch < deadline ? next_batch : deadline;
 		if (r->triggers && sp_triggers_cmd_deadline(r->triggers) < wake)
 			wake = sp_triggers_cmd_deadline(r->triggers);
+		if (r->fl && sp_flight_due(r->fl) < wake)
+			wake = sp_flight_due(r->fl);
 		wait_events(r, wake);
 		watermark = poll_sources(r);
 		now = sp_now_mono_ns();
-		if (write_batch(r, watermark, now >= next_batch)) {
+		/* A dump that is due is a batch of its own: the trigger's
+		 * latency is not the rest of the batch interval. */
+		if (write_batch(r, watermark, now >= next_batch ||
+				(r->fl && now >= sp_flight_due(r->fl)))) {
 			r->reason = SP_ENDR_ERROR;
 			r->stop = true;
 		}

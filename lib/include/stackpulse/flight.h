@@ -70,6 +70,10 @@ int sp_flight_begin(struct sp_flight *f, uint64_t now);
  * dump that is due. sofar: the recording's counts, for end records. 0, or
  * -1 when the output failed (a dump that fails does not fail this). */
 int sp_flight_batch(struct sp_flight *f, uint64_t now, const struct sp_end *sofar);
+/* When the dump to come is due (CLOCK_MONOTONIC ns): the loop makes a
+ * batch then, without waiting for the next one; UINT64_MAX when none is
+ * (or the previous one is still being written). */
+uint64_t sp_flight_due(const struct sp_flight *f);
 /* Something fired: a dump after the aftermath time, rate-limited. */
 void sp_flight_fire(struct sp_flight *f, const char *trigger, const char *detail, uint64_t mono);
 /* The recording is over: a pending dump is written now; the last segment
