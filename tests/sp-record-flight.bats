@@ -192,6 +192,7 @@ id_space() {
 	assert_output --partial "/nonexistent/flood-one-4000"
 	run -0 sp-decode "$(ls "$D"/dump-*.sp | tail -1)"
 	assert_output --partial "/nonexistent/flood-two-"
+}
 
 @test "a dump that is due does not wait for the next batch (--batch=60s)" {
 	require_root
