@@ -402,6 +402,10 @@ static int put_translated(struct sp_segments *s, const struct sp_record *rec, bo
 			if (es->fields[i].type == SP_FT_STR && out.event.field[i].u &&
 			    !(out.event.field[i].u = tr_str(s, out.event.field[i].u)))
 				return -1;
+			else if (es->fields[i].type == SP_FT_STACK && out.event.field[i].u &&
+				 !(out.event.field[i].u = tr_ref(s, SP_REF_STACK,
+								 out.event.field[i].u)))
+				return -1;
 	}
 	if (replayed && out.process.time < s->start) {
 		/* process, thread, runtime, probe: time is their first field */
