@@ -48,7 +48,7 @@
 /* ns: a DNS send takes the stack of its thread's last call read this
  * recently (the resolver's connect) */
 #define DNS_WINDOW	(1000 * 1000 * 1000ull)
-#define EVQ_LEN		4096	/* stacks kept per thread waiting for their calls' events
+#define EVQ_LEN		16384	/* stacks kept per thread waiting for their calls' events
 				 * (the events' ring is read a pass or more later) */
 
 /* What an ELF file says about the interpreter it holds. */
