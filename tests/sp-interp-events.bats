@@ -49,7 +49,7 @@ while True:
 # method of the span sp-correlate gave it ("-" when none; "span:" before it
 # when a span hook made the span, not an interpreted frame), what it touched.
 owners() {
-	sp-correlate --format=json "$OUT" | jq -r --arg port "$PORT" --arg skip "${SKIP_MS:-0}" -s '
+	sp-correlate --format=json "$OUT" 2>/dev/null | jq -r --arg port "$PORT" --arg skip "${SKIP_MS:-0}" -s '
 		(map(select(.type == "span")) | map({key: (.id | tostring),
 			value: ((if .end == "synthetic" then "" else "span:" end) +
 				(.method // "-"))}) | from_entries) as $m
@@ -81,11 +81,15 @@ assert_owners() {
 	[ -z "$bad" ] || fail "events under another method: $(sort <<<"$bad" | uniq -c)"
 }
 
-# sp-tree: each of the program's events is right under its method's frame.
+# sp-tree: each of the program's events is right under its method's frame
+# (with ALLOW_GAP=1, -p's first ones, from before the interpreter was
+# found, may be right under the <no-span> gap span).
 assert_tree() {
 	run --separate-stderr sh -c "sp-correlate '$OUT' | sp-tree --stable"
 	[ "$status" = 0 ] || fail "sp-tree: $stderr"
-	awk -v a="$1" -v b="$2" -v c="$3" -v port=":$PORT" '
+	awk -v a="$1" -v b="$2" -v c="$3" -v port=":$PORT" -v gap="${ALLOW_GAP:-0}" '
+		gap && /\[SPAN <no-span>\]/ { head = ""; next }
+		head == "" && gap && (/ev-(config|report)\.txt/ || /sock_connect/) { next }
 		/\[(FRAME|SPAN)/ { head = $0; next }
 		/ev-config\.txt/ { n++; if (index(head, "FRAME " a " ") == 0) { print "config under " head; bad++ } }
 		/ev-report\.txt/ { n++; if (index(head, "FRAME " b " ") == 0) { print "report under " head; bad++ } }
@@ -115,7 +119,7 @@ assert_tree() {
 	run --separate-stderr timeout 60 sp-record --spans=none -p "$BG" -d 2 -o "$OUT"
 	[ "$status" = 0 ] || fail "status $status: $stderr"
 	SKIP_MS=200 assert_owners 5 Store.load_config write_report Client.ping
-	assert_tree Store.load_config write_report Client.ping
+	ALLOW_GAP=1 assert_tree Store.load_config write_report Client.ping
 }
 
 @test "a Ruby command without spans: its files and connects under the methods that made them" {
@@ -137,7 +141,7 @@ assert_tree() {
 	run --separate-stderr timeout 60 sp-record --spans=none -p "$BG" -d 2 -o "$OUT"
 	[ "$status" = 0 ] || fail "status $status: $stderr"
 	SKIP_MS=200 assert_owners 5 load_config write_report ping
-	assert_tree load_config write_report ping
+	ALLOW_GAP=1 assert_tree load_config write_report ping
 }
 
 @test "with spans on, an event goes to its span, not to its interpreted frame" {
