@@ -457,3 +457,112 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	output(s);
 	return 1;
 }
+
+/*
+ * The interpreted stack at the entry of the system calls whose kernel
+ * events sp-record decodes (open, connect, unlink ...): user space sets
+ * their numbers in want_nr before loading, so the program stops at once
+ * for every other call, and for every process not in "procs" after one
+ * lookup. The record is a sample's, flagged SP_BPF_IFL_EVENT with the
+ * call's number in cpu: user space links it to the event the call makes.
+ * The walkers are the samples' ones, run from this program's type.
+ */
+const volatile __u64 want_nr[SP_BPF_INR_MAX / 64] = {};
+
+/* The entry programs' own scratch: a sample's program may interrupt one
+ * on its CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} ev_scratch SEC(".maps");
+
+/* begin()'s, for a call's entry: the record flagged, its call number. */
+static __always_inline struct scratch *begin_ev(__u64 nr, struct sp_bpf_iproc **prp,
+						const struct sp_bpf_ilayout **lp)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, zero = 0;
+	struct sp_bpf_iproc *pr;
+	struct scratch *s;
+
+	pr = bpf_map_lookup_elem(&procs, &pid);
+	if (!pr)
+		return NULL;
+	s = bpf_map_lookup_elem(&ev_scratch, &zero);
+	if (!s)
+		return NULL;
+	s->h.time_ns = bpf_ktime_get_ns();
+	s->h.pid = pid;
+	s->h.tid = (__u32)pid_tgid;
+	s->h.cpu = (__u32)nr;
+	s->h.nframes = 0;
+	s->h.flags = SP_BPF_IFL_EVENT;
+	s->h.tstate = 0;
+	s->h.status = SP_BPF_IST_NO_LAYOUT;
+	*prp = pr;
+	*lp = bpf_map_lookup_elem(&layouts, &pr->layout);
+	return s;
+}
+
+static __always_inline bool wanted(__u64 nr)
+{
+	return nr < SP_BPF_INR_MAX && (want_nr[(nr / 64) & (SP_BPF_INR_MAX / 64 - 1)] >> (nr % 64) & 1);
+}
+
+SEC("raw_tp")
+int on_event_rb(struct bpf_raw_tracepoint_args *ctx)
+{
+	const struct sp_bpf_ilayout *l;
+	struct sp_bpf_iproc *pr;
+	struct scratch *s = begin_ev(ctx->args[1], &pr, &l);
+	__u64 th;
+
+	if (!s)
+		return 0;
+	if (l && l->valid) {
+		if (!(th = find_rb_thread(l, pr->runtime, s->h.tid))) {
+			s->h.status = SP_BPF_IST_NO_THREAD;
+		} else {
+			s->h.tstate = th;
+			s->h.status = walk_rb(s, l, th);
+		}
+	}
+	output(s);
+	return 0;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, int (void *));
+} ev_walkers SEC(".maps") = {
+	.values = { [0] = (void *)&on_event_rb },
+};
+
+SEC("raw_tp/sys_enter")
+int on_event(struct bpf_raw_tracepoint_args *ctx)
+{
+	const struct sp_bpf_ilayout *l;
+	struct sp_bpf_iproc *pr;
+	struct scratch *s;
+	__u64 ts, nr = ctx->args[1];
+
+	if (!wanted(nr) || !(s = begin_ev(nr, &pr, &l)))
+		return 0;
+	if (l && l->valid && l->kind == SP_BPF_IK_RUBY) {
+		bpf_tail_call(ctx, &ev_walkers, 0);
+		s->h.status = SP_BPF_IST_FAULT;	/* the tail call failed */
+	} else if (l && l->valid) {
+		if (!(ts = find_tstate(l, pr->runtime, s->h.tid))) {
+			s->h.status = SP_BPF_IST_NO_THREAD;
+		} else {
+			s->h.tstate = ts;
+			s->h.status = walk(s, l, ts);
+		}
+	}
+	output(s);
+	return 0;
+}

@@ -20,6 +20,8 @@
  * code object (from its first line on): a layout's fields must fit. */
 #define SP_BPF_IFRAME_BLOCK	48
 #define SP_BPF_ICODE_BLOCK	64
+/* System call numbers the entry program may be asked to stop at. */
+#define SP_BPF_INR_MAX		512
 
 /* status of a record */
 enum sp_bpf_istatus {
@@ -31,6 +33,8 @@ enum sp_bpf_istatus {
 
 /* flags of a record */
 #define SP_BPF_IFL_TRUNCATED	(1u << 0)	/* deeper than SP_BPF_IFRAMES */
+#define SP_BPF_IFL_EVENT	(1u << 1)	/* read at a system call's entry, not a
+						 * sample's: cpu holds the call's number */
 
 /* flags of a frame */
 #define SP_BPF_IFR_ENTRY	(1u << 0)	/* the first frame of an eval loop call */
@@ -123,7 +127,7 @@ struct sp_bpf_istack {
 	__u64 time_ns;		/* bpf_ktime_get_ns(): CLOCK_MONOTONIC, as perf's */
 	__u64 tstate;		/* the thread state read, 0 = none */
 	__u32 pid, tid;
-	__u32 cpu;
+	__u32 cpu;		/* a sample's CPU; an event's call number (SP_BPF_IFL_EVENT) */
 	__u16 nframes;
 	__u8 status;		/* enum sp_bpf_istatus */
 	__u8 flags;		/* SP_BPF_IFL_* */

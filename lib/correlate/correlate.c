@@ -82,6 +82,7 @@ static void reset_stream(struct sp_corr *c)
 	 * every thread belongs to a struct proc. */
 	c->next_id = 0;
 	c->nlost = 0;
+	sp_corr_interp_reset(c);
 	c->any_released = false;
 	c->released = 0;
 }
@@ -168,6 +169,11 @@ int sp_corr_add(struct sp_corr *c, const struct sp_record *rec)
 	case SP_REC_SPAN:
 		c->st.old_spans++;
 		return 0;
+	case SP_REC_FRAME:
+	case SP_REC_SYMBOL:
+	case SP_REC_STACK:
+		sp_corr_interp_note(c, rec);
+		break;
 	default:
 		break;
 	}

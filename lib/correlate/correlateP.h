@@ -16,6 +16,8 @@
  *   correlate_spans.c    held records, span trees and their emission
  *   correlate_carry.c    spans still open where one segment of a recording
  *                        ends, opened again in the next segment's stream
+ *   correlate_interp.c   events no span covers, under a span of their
+ *                        innermost interpreted frame
  *
  * Spans form emission trees: a span's children are the spans started under
  * it on its thread and the root spans of threads and processes it forked.
@@ -73,6 +75,7 @@ struct span {
 	uint64_t child_total;	/* total samples of closed in-tree children */
 	uint64_t depth;		/* the runtime's call depth, 0 = unknown */
 	uint64_t nheld;		/* records held */
+	uint64_t sub_held;	/* a gap span: records its interpreted frames' spans hold */
 	unsigned int refs;
 	bool open, emitted, up_is_fork, in_tree, is_root, raised, incomplete, gap;
 	bool carried;		/* opened again from an earlier segment, not named yet */
@@ -156,6 +159,11 @@ struct carry {
 	uint64_t runtime, line;	/* numbers: they stay right across streams */
 };
 
+/* The name of an interpreted frame (correlate_interp.c). */
+struct corr_isym {
+	uint64_t func, file, line;
+};
+
 struct sp_corr {
 	struct sp_corr_opts o;
 	sp_corr_emit_fn emit;
@@ -189,7 +197,25 @@ struct sp_corr {
 	uint64_t streams;	/* headers read */
 	struct carry *carry;	/* open at the end of the last segment */
 	size_t ncarry, capcarry;
+
+	/* the stream's interpreted frames (correlate_interp.c) */
+	struct sp_u64map iframes;	/* frame id -> isyms index + 1, 0 = not named yet */
+	struct sp_u64map istacks;	/* stack id -> its innermost frame, an interpreted one */
+	struct corr_isym *isyms;
+	size_t nisyms, capisyms;
+	uint64_t nframes, nstacks;	/* frame and stack records so far: the last ids */
 };
+
+/* correlate_interp.c */
+/* Note an interpreted frame, its name, or a stack ending in one. */
+void sp_corr_interp_note(struct sp_corr *c, const struct sp_record *r);
+/* Forget the stream's frames (a new stream, the end). */
+void sp_corr_interp_reset(struct sp_corr *c);
+/* The owner of event e that the gap rule gives to gap: the span of its
+ * innermost interpreted frame under gap (made when needed), or gap. */
+struct span *sp_corr_interp_owner(struct sp_corr *c, struct span *gap, const struct sp_event *e);
+/* A gap span closes: its interpreted frames' spans close with it. */
+void sp_corr_interp_close(struct span *gap);
 
 /* correlate_window.c */
 /* Take a timed record (copied) into the window and process what leaves it;

@@ -32,6 +32,7 @@ void sp_corr_close_gap(struct sp_corr *c, struct proc *p)
 	p->gap = NULL;
 	g->gap_of = NULL;
 	g->open = false;
+	sp_corr_interp_close(g);
 	g->s.total_samples = g->s.samples;
 	sp_corr_emit_tree(c, g, false);
 }
@@ -40,7 +41,7 @@ static struct span *gap_get(struct sp_corr *c, struct proc *p, uint64_t time)
 {
 	struct span *g = p->gap;
 
-	if (g && g->nheld >= c->o.gap_max)
+	if (g && g->nheld + g->sub_held >= c->o.gap_max)
 		sp_corr_close_gap(c, p);
 	if (!p->gap) {
 		g = sp_corr_span_new(c, NULL, false);
@@ -326,6 +327,8 @@ static void do_event(struct sp_corr *c, struct hrec *h)
 	uint64_t rule;
 
 	owner = assign(c, t, e.time, &rule);
+	if (rule == SP_RULE_GAP)
+		owner = sp_corr_interp_owner(c, owner, &e);
 	sp_corr_span_get(owner);
 	sp_corr_hold(c, owner, h, rule);
 	switch (e.kind) {

@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf_eventsP.h"
+#include "interpP.h"
 #include "sp.h"
 #include "events.skel.h"
 
@@ -29,6 +30,8 @@ static int ev_start(struct sp_source *s, const struct sp_target *t, struct sp_em
 		return 0;
 	p->started = true;
 	sp_ev_seed_pids(p, t);
+	if (sp_interp_current())	/* the perf source's, started before */
+		sp_interp_events_on(sp_interp_current());
 	return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 
 #include "bpf_eventsP.h"
+#include "interpP.h"
 #include "procfs.h"
 #include "sp.h"
 
@@ -76,6 +77,18 @@ const struct sys_kind sp_ev_sys_kinds[] = {
 };
 
 const size_t sp_ev_nsys_kinds = sizeof(sp_ev_sys_kinds) / sizeof(sp_ev_sys_kinds[0]);
+
+void sp_ev_stack_calls(uint64_t *bits, size_t nbits)
+{
+	size_t i;
+
+	/* not the DNS sends: a program's every write to a socket (the
+	 * resolver's connect before them gives their stack) */
+	for (i = 0; i < sp_ev_nsys_kinds; i++)
+		if (!sp_ev_sys_kinds[i].dns && sp_ev_sys_kinds[i].nr >= 0 &&
+		    (size_t)sp_ev_sys_kinds[i].nr < nbits)
+			bits[sp_ev_sys_kinds[i].nr / 64] |= 1ull << (sp_ev_sys_kinds[i].nr % 64);
+}
 
 /* sp_ev_sys_kinds[] by call number (index + 1, 0 = none): one load per record
  * instead of a walk over the table. Filled once, before any use. */
@@ -587,7 +600,7 @@ int sp_ev_on_record(void *ctx, void *data, size_t size)
 	struct sp_record rec = { .kind = SP_REC_EVENT };
 	struct sp_event *ev = &rec.event;
 	const struct sp_event_schema *sc;
-	const struct sys_kind *sk;
+	const struct sys_kind *sk = NULL;
 	struct strs st;
 	struct peer pe;
 	int i;
@@ -612,6 +625,18 @@ int sp_ev_on_record(void *ctx, void *data, size_t size)
 	}
 	sc = sp_event_schema(ev->kind);
 	ev->nfields = sc ? sc->nfields : 0;
+	if (ev->nfields && sc->fields[ev->nfields - 1].type == SP_FT_STACK) {
+		/* the interpreted stack at the call's entry, or no stack field */
+		struct sp_interpreters *ip = sp_interp_current();
+		uint64_t stack = ip && sk ?
+			sp_interp_event_stack(ip, p->out, e->pid, e->tid, e->time_ns, e->nr,
+					      sk->dns) : 0;
+
+		if (stack)
+			ev->field[ev->nfields - 1].u = stack;
+		else
+			ev->nfields--;
+	}
 	if (p->out->emit(p->out->ctx, &rec)) {
 		p->err = -1;
 		return -1;

@@ -2,8 +2,10 @@
 /*
  * The BPF side of interpreted frames (interpP.h): bpf/interp.bpf.c loaded
  * and attached to every sampling event the perf source opened (events a
- * traced command's children inherit carry it too), its maps of processes
- * and layouts, and its ring buffer of stacks handed to interp.c.
+ * traced command's children inherit carry it too) and, while kernel events
+ * are recorded, to the entry of the system calls that make them; its maps
+ * of processes and layouts, and its ring buffer of stacks handed to
+ * interp.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 
 struct sp_interp_bpf {
 	struct sp_interp *skel;
+	struct bpf_link *ev_link;	/* on_event, at the entry of system calls */
 	struct ring_buffer *rb;
 	sp_interp_stack_fn fn;
 	void *ctx;
@@ -49,7 +52,17 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx)
 
 	b->fn = fn;
 	b->ctx = ctx;
-	b->skel = sp_interp__open_and_load();
+	b->skel = sp_interp__open();
+	if (b->skel) {
+		sp_ev_stack_calls((uint64_t *)b->skel->rodata->want_nr,
+				  sizeof(b->skel->rodata->want_nr) * 8);
+		if (sp_interp__load(b->skel)) {
+			err = errno;
+			sp_interp__destroy(b->skel);
+			b->skel = NULL;
+			errno = err;
+		}
+	}
 	libbpf_set_print(old);
 	if (!b->skel) {
 		err = errno;
@@ -80,6 +93,19 @@ int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds)
 				"native stacks only", strerror(errno));
 			return -1;
 		}
+	}
+	return 0;
+}
+
+int sp_interp_bpf_events(struct sp_interp_bpf *b)
+{
+	if (b->ev_link)
+		return 0;
+	b->ev_link = bpf_program__attach(b->skel->progs.on_event);
+	if (!b->ev_link) {
+		sp_warn("interpreted frames: cannot attach to system call entries: %s; "
+			"kernel events carry no interpreted stack", strerror(errno));
+		return -1;
 	}
 	return 0;
 }
@@ -125,6 +151,7 @@ void sp_interp_bpf_close(struct sp_interp_bpf *b)
 {
 	if (!b)
 		return;
+	bpf_link__destroy(b->ev_link);
 	ring_buffer__free(b->rb);
 	sp_interp__destroy(b->skel);
 	free(b);

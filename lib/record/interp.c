@@ -50,6 +50,11 @@
 #define PAIR_WINDOW	(50 * 1000 * 1000ull)
 #define PAIR_SLACK	(300 * 1000ull)
 #define ELF_MAX		(1ull << 30)
+/* ns: a DNS send takes the stack of its thread's last call read this
+ * recently (the resolver's connect) */
+#define DNS_WINDOW	(1000 * 1000 * 1000ull)
+#define EVQ_LEN		16384	/* stacks kept per thread waiting for their calls' events
+				 * (the events' ring is read a pass or more later) */
 
 /* What an ELF file says about the interpreter it holds. */
 struct elf_info {
@@ -86,6 +91,15 @@ struct pend {
 	struct sp_bpf_iframe *f;	/* h.nframes of them, malloc'd */
 };
 
+/* A thread's stacks at the entry of its last calls, oldest first; the
+ * first may be one an event took already (used). */
+struct evq {
+	unsigned int n;
+	size_t cap;
+	bool used;
+	struct pend *p;
+};
+
 struct tidq {
 	uint32_t pid;
 	unsigned int n;
@@ -114,6 +128,7 @@ struct sp_interpreters {
 	bool failed;
 	struct sp_u64map procs;	/* pid -> struct iproc * */
 	struct sp_u64map tids;	/* tid -> struct tidq * */
+	struct sp_u64map evs;	/* tid -> struct evq *: stacks at its last calls' entries */
 	struct sp_u64map elfs;	/* hash of path -> struct elf_info * */
 	struct sp_u64map locs;	/* func << 32 | file -> location index + 1 */
 	struct sp_u64map frames;	/* location index << 32 | line -> frame id */
@@ -126,6 +141,8 @@ struct sp_interpreters {
 	struct sp_emit *out;	/* while draining */
 	uint64_t samples, complete, unread, no_thread, unpaired;
 	uint64_t npending, dropped;	/* stacks waiting for their samples; refused */
+	uint64_t nev;		/* stacks waiting for their events */
+	uint64_t ev_stacks, ev_none;	/* events of followed processes with a stack, without */
 	unsigned int warned_version;	/* 1 << runtime: warned once each */
 };
 
@@ -596,6 +613,49 @@ static void tidq_free(struct sp_interpreters *ip, struct tidq *q)
 	free(q);
 }
 
+/* The n oldest stacks of q go. */
+static void evq_drop(struct sp_interpreters *ip, struct evq *q, unsigned int n)
+{
+	unsigned int i;
+
+	if (n > q->n)
+		n = q->n;
+	if (n)
+		q->used = false;
+	ip->nev -= n;
+	for (i = 0; i < n; i++)
+		free(q->p[i].f);
+	memmove(q->p, q->p + n, (q->n - n) * sizeof(q->p[0]));
+	q->n -= n;
+}
+
+static void evq_free(struct sp_interpreters *ip, struct evq *q)
+{
+	if (q) {
+		evq_drop(ip, q, q->n);
+		free(q->p);
+		free(q);
+	}
+}
+
+/* The stacks of pid's threads at their last calls go (it ended or exec'd). */
+static void evs_drop_pid(struct sp_interpreters *ip, uint32_t pid)
+{
+	uint64_t k, v, del[64];
+	size_t i, n;
+
+	do {
+		i = n = 0;
+		while (n < 64 && sp_u64map_next(&ip->evs, &i, &k, &v))
+			if (((struct evq *)(uintptr_t)v)->p[0].h.pid == pid)
+				del[n++] = k;
+		for (i = 0; i < n; i++) {
+			evq_free(ip, (void *)(uintptr_t)*sp_u64map_get(&ip->evs, del[i]));
+			sp_u64map_del(&ip->evs, del[i]);
+		}
+	} while (n == 64);
+}
+
 void sp_interp_on_end(struct sp_interpreters *ip, uint32_t pid, uint64_t time)
 {
 	struct iproc *pr = proc_find(ip, pid);
@@ -608,6 +668,7 @@ void sp_interp_on_end(struct sp_interpreters *ip, uint32_t pid, uint64_t time)
 	sp_u64map_del(&ip->procs, pid);
 	codes_clear(pr);
 	free(pr);
+	evs_drop_pid(ip, pid);
 	/* its threads' stacks that no sample took */
 	for (;;) {
 		bool found = false;
@@ -642,18 +703,72 @@ static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out
 				 struct iproc *pr, const struct sp_bpf_iframe *fr);
 static const struct me_ent *me_get(struct sp_emit *out, struct iproc *pr, uint64_t addr);
 
+/* Reads what stack p's frames name (code objects, method entries) now,
+ * while the process most likely still has them: a stack may wait for its
+ * sample or event, and the process may exit or free them meanwhile. */
+static void read_now(struct sp_interpreters *ip, uint32_t pid, const struct pend *p)
+{
+	struct iproc *pr;
+	size_t i;
+
+	if (!ip->out || !(pr = proc_find(ip, pid)))
+		return;
+	for (i = 0; i < p->h.nframes; i++) {
+		if (!(p->f[i].flags & SP_BPF_IFR_CFUNC))
+			code_get(ip, ip->out, pr, &p->f[i]);
+		if (p->f[i].me && is_ruby(pr))
+			me_get(ip->out, pr, p->f[i].me);
+	}
+}
+
+/* The stack read at the entry of a call of thread h->tid, queued for the
+ * event the call makes at its exit (a queue is of one process: a tid
+ * reused by another empties it). */
+static void on_event_stack(struct sp_interpreters *ip, const struct sp_bpf_istack *h,
+			   const struct sp_bpf_iframe *f, size_t n)
+{
+	uint64_t *v = sp_u64map_get(&ip->evs, h->tid);
+	struct evq *q = v ? (void *)(uintptr_t)*v : NULL;
+	struct pend *p;
+
+	if (!q) {
+		q = sp_xcalloc(1, sizeof(*q));
+		sp_u64map_put(&ip->evs, h->tid, (uintptr_t)q);
+	}
+	if (q->n && q->p[0].h.pid != h->pid)
+		evq_drop(ip, q, q->n);
+	if (q->n == EVQ_LEN)
+		evq_drop(ip, q, EVQ_LEN / 2);	/* calls that made no event */
+	if (ip->nev >= PENDING_MAX) {
+		ip->dropped++;	/* events not read for long: bounded */
+		return;
+	}
+	ip->nev++;
+	sp_grow(&q->p, &q->cap, q->n + 1, sizeof(*q->p));
+	p = &q->p[q->n++];
+	p->h = *h;
+	p->h.nframes = (uint16_t)n;
+	p->f = n ? sp_xmalloc(n * sizeof(*f)) : NULL;
+	if (n)
+		memcpy(p->f, f, n * sizeof(*f));
+	read_now(ip, h->pid, p);
+}
+
 static void on_stack(void *ctx, const struct sp_bpf_istack *h, const struct sp_bpf_iframe *f,
 		     size_t nbytes)
 {
 	struct sp_interpreters *ip = ctx;
 	uint64_t *v = sp_u64map_get(&ip->tids, h->tid);
-	size_t n = h->nframes, i;
-	struct iproc *pr;
+	size_t n = h->nframes;
 	struct tidq *q;
 	struct pend *p;
 
 	if (n > SP_BPF_IFRAMES || n * sizeof(*f) > nbytes)
 		n = 0;	/* a record we did not write: no frames */
+	if (h->flags & SP_BPF_IFL_EVENT) {
+		on_event_stack(ip, h, f, n);
+		return;
+	}
 	if (v) {
 		q = (void *)(uintptr_t)*v;
 	} else {
@@ -678,13 +793,7 @@ static void on_stack(void *ctx, const struct sp_bpf_istack *h, const struct sp_b
 	p->f = n ? sp_xmalloc(n * sizeof(*f)) : NULL;
 	if (n)
 		memcpy(p->f, f, n * sizeof(*f));
-	if (ip->out && (pr = proc_find(ip, h->pid)))
-		for (i = 0; i < n; i++) {
-			if (!(p->f[i].flags & SP_BPF_IFR_CFUNC))
-				code_get(ip, ip->out, pr, &p->f[i]);
-			if (p->f[i].me && is_ruby(pr))
-				me_get(ip->out, pr, p->f[i].me);
-		}
+	read_now(ip, h->pid, p);
 }
 
 void sp_interp_drain(struct sp_interpreters *ip, struct sp_emit *out)
@@ -924,13 +1033,54 @@ static bool take(struct sp_interpreters *ip, uint32_t pid, uint32_t tid, uint64_
 	return out->h.time_ns + PAIR_WINDOW >= time;
 }
 
+/* The frames of stack p into f, innermost first, with a placeholder at
+ * the root of a truncated or unreadable one; whether every frame was read. */
+static bool frames_of(struct sp_interpreters *ip, struct sp_emit *out, struct iproc *pr,
+		      const struct pend *p, struct sp_interp_frames *f)
+{
+	bool complete = p->h.status == SP_BPF_IST_OK && !(p->h.flags & SP_BPF_IFL_TRUNCATED);
+	unsigned int i;
+
+	f->n = 0;
+	for (i = 0; i < p->h.nframes && i < SP_BPF_IFRAMES; i++) {
+		struct code_ent *c = NULL;
+		const struct me_ent *e = NULL;
+		uint64_t id;
+
+		if (is_ruby(pr) && (p->f[i].flags & SP_BPF_IFR_CFUNC))
+			e = me_get(out, pr, p->f[i].me);
+		else
+			c = code_get(ip, out, pr, &p->f[i]);
+		if (c)
+			id = frame_of(ip, out, pr, is_ruby(pr) ? rb_func(out, pr, c, &p->f[i]) :
+				      c->func, c->file, (uint64_t)line_of(pr, c, p->f[i].instr));
+		else if (e)
+			id = frame_of(ip, out, pr, e->cfunc, 0, 0);
+		else
+			id = placeholder(ip, out, pr, "unreadable frame");
+		complete &= c != NULL || e != NULL;
+		if (!id)
+			continue;
+		f->ids[f->n] = id;
+		f->entry[f->n++] = !!(p->f[i].flags & SP_BPF_IFR_ENTRY);
+	}
+	if (p->h.status != SP_BPF_IST_OK || (p->h.flags & SP_BPF_IFL_TRUNCATED)) {
+		uint64_t id = placeholder(ip, out, pr, p->h.status == SP_BPF_IST_OK ?
+					  "truncated" : "unreadable");
+
+		if (id) {
+			f->ids[f->n] = id;
+			f->entry[f->n++] = 1;
+		}
+	}
+	return complete;
+}
+
 int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid, uint32_t tid,
 		     uint64_t time, struct sp_interp_frames *f)
 {
 	struct iproc *pr = proc_find(ip, pid);
 	struct pend p = { 0 };
-	bool complete = true;
-	unsigned int i;
 
 	f->n = 0;
 	if (!pr || time < ip->attached)
@@ -947,47 +1097,71 @@ int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t p
 		free(p.f);
 		return 0;
 	}
-	complete = p.h.status == SP_BPF_IST_OK && !(p.h.flags & SP_BPF_IFL_TRUNCATED);
-	for (i = 0; i < p.h.nframes && i < SP_BPF_IFRAMES; i++) {
-		struct code_ent *c = NULL;
-		const struct me_ent *e = NULL;
-		uint64_t id;
-
-		if (is_ruby(pr) && (p.f[i].flags & SP_BPF_IFR_CFUNC))
-			e = me_get(out, pr, p.f[i].me);
-		else
-			c = code_get(ip, out, pr, &p.f[i]);
-		if (c)
-			id = frame_of(ip, out, pr, is_ruby(pr) ? rb_func(out, pr, c, &p.f[i]) :
-				      c->func, c->file, (uint64_t)line_of(pr, c, p.f[i].instr));
-		else if (e)
-			id = frame_of(ip, out, pr, e->cfunc, 0, 0);
-		else
-			id = placeholder(ip, out, pr, "unreadable frame");
-		complete &= c != NULL || e != NULL;
-		if (!id)
-			continue;
-		f->ids[f->n] = id;
-		f->entry[f->n++] = !!(p.f[i].flags & SP_BPF_IFR_ENTRY);
-	}
-	if (p.h.status != SP_BPF_IST_OK || (p.h.flags & SP_BPF_IFL_TRUNCATED)) {
-		uint64_t id = placeholder(ip, out, pr, p.h.status == SP_BPF_IST_OK ?
-					  "truncated" : "unreadable");
-
-		if (id) {
-			f->ids[f->n] = id;
-			f->entry[f->n++] = 1;
-		}
-	}
-	free(p.f);
-	if (complete)
+	if (frames_of(ip, out, pr, &p, f))
 		ip->complete++;
 	else
 		ip->unread++;
+	free(p.f);
 	return f->n ? 1 : 0;
 }
 
+uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			       uint32_t tid, uint64_t time, uint32_t nr, bool dns)
+{
+	struct iproc *pr = proc_find(ip, pid);
+	struct sp_interp_frames f;
+	const struct pend *p;
+	uint64_t *v, ids[SP_BPF_IFRAMES + 1];
+	unsigned int i, k = 0;
+	struct evq *q;
+
+	if (!pr)
+		return 0;
+	sp_interp_drain(ip, out);	/* the call's entry came before its event */
+	v = sp_u64map_get(&ip->evs, tid);
+	q = v ? (struct evq *)(uintptr_t)*v : NULL;
+	/* the newest entry before the event: the call that made it, as a
+	 * thread is in one call at a time */
+	while (q && k < q->n && q->p[k].h.time_ns <= time)
+		k++;
+	if (!k || q->p[0].h.pid != pid) {
+		ip->ev_none++;
+		return 0;
+	}
+	evq_drop(ip, q, k - 1);	/* older calls' (a DNS send may still want this one) */
+	p = &q->p[0];
+	/* a call makes one event: a stack an event took is another call's
+	 * when this call's own was not read */
+	if (p->h.time_ns < pr->since || p->h.status == SP_BPF_IST_NO_THREAD ||
+	    (dns ? time - p->h.time_ns > DNS_WINDOW : p->h.cpu != nr || q->used)) {
+		ip->ev_none++;
+		return 0;
+	}
+	q->used |= !dns;
+	frames_of(ip, out, pr, p, &f);
+	if (!f.n) {
+		ip->ev_none++;
+		return 0;
+	}
+	for (i = 0; i < f.n; i++)	/* the trie wants the root first */
+		ids[i] = f.ids[f.n - 1 - i];
+	ip->ev_stacks++;
+	return sp_writer_stack_path(out->w, ids, f.n);
+}
+
 /* ---- the source's life ---- */
+
+static struct sp_interpreters *current_ip;
+
+struct sp_interpreters *sp_interp_current(void)
+{
+	return current_ip;
+}
+
+int sp_interp_events_on(struct sp_interpreters *ip)
+{
+	return ip->bpf ? sp_interp_bpf_events(ip->bpf) : -1;
+}
 
 struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode)
 {
@@ -1007,6 +1181,7 @@ struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode)
 	for (row = 0; (l = sp_interp_layout_row(row)); row++)
 		if (sp_interp_layout_fits(l))
 			sp_interp_bpf_layout(ip->bpf, row, &l->bpf);
+	current_ip = ip;
 	return ip;
 }
 
@@ -1056,8 +1231,9 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 	out->emit(out->ctx, &r);
 	if (getenv("SP_INTERP_STATS"))
 		fprintf(stderr, "interp: samples %" PRIu64 " complete %" PRIu64 " unread %" PRIu64
-			" unpaired %" PRIu64 " no-thread %" PRIu64 "\n", ip->samples,
-			ip->complete, ip->unread, ip->unpaired, ip->no_thread);
+			" unpaired %" PRIu64 " no-thread %" PRIu64 " events %" PRIu64
+			" events-without %" PRIu64 "\n", ip->samples, ip->complete, ip->unread,
+			ip->unpaired, ip->no_thread, ip->ev_stacks, ip->ev_none);
 }
 
 void sp_interp_free(struct sp_interpreters *ip)
@@ -1067,6 +1243,12 @@ void sp_interp_free(struct sp_interpreters *ip)
 
 	if (!ip)
 		return;
+	if (current_ip == ip)
+		current_ip = NULL;
+	while (sp_u64map_next(&ip->evs, &i, &k, &v))
+		evq_free(ip, (void *)(uintptr_t)v);
+	sp_u64map_release(&ip->evs);
+	i = 0;
 	while (sp_u64map_next(&ip->procs, &i, &k, &v)) {
 		struct iproc *pr = (void *)(uintptr_t)v;
 

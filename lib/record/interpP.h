@@ -254,6 +254,20 @@ int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t p
 		     uint64_t time, struct sp_interp_frames *f);
 /* Whether addr in pid is the interpreter's eval loop function. */
 bool sp_interp_is_eval(const struct sp_interpreters *ip, uint32_t pid, uint64_t addr);
+/* The interpreters of this recording (the perf source's), NULL if none:
+ * the events source links its events to their stacks through them. */
+struct sp_interpreters *sp_interp_current(void);
+/* Kernel events are recorded: read a stack at each call that makes one.
+ * 0, or -1 (reported once). */
+int sp_interp_events_on(struct sp_interpreters *ip);
+/* The interpreted stack of thread tid of pid at the entry of system call
+ * nr, for the event that call made at time (dns: an event of a call whose
+ * stack is not read, which takes the stack of the thread's last call read
+ * within a second: a resolver's connect): its stack id in out, root
+ * first, a placeholder marking a truncated or unreadable one; 0 when the
+ * process runs no known interpreter or the stack was not read. */
+uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			       uint32_t tid, uint64_t time, uint32_t nr, bool dns);
 /* The end: the count of unreadable stacks (a lost record), warnings. */
 void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t time);
 /* "interp=python3.11" for the header, or "" */
@@ -272,6 +286,11 @@ int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,
 int sp_interp_bpf_proc(struct sp_interp_bpf *b, uint32_t pid, const struct sp_bpf_iproc *v);
 void sp_interp_bpf_proc_del(struct sp_interp_bpf *b, uint32_t pid);
 void sp_interp_bpf_drain(struct sp_interp_bpf *b);
+/* Read stacks at the entry of the calls sp_ev_stack_calls() names too. */
+int sp_interp_bpf_events(struct sp_interp_bpf *b);
+/* bpf_events_decode.c: the system calls whose kernel events get an
+ * interpreted stack, as bits by call number (nbits of them). */
+void sp_ev_stack_calls(uint64_t *bits, size_t nbits);
 uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b);
 void sp_interp_bpf_close(struct sp_interp_bpf *b);
 

@@ -61,10 +61,11 @@ void sp_tree_fmt_dur(char *buf, size_t size, uint64_t ns)
 		snprintf(buf, size, "%.3fs", ns / 1e9);
 }
 
-/* "Foo#bar", "bar", or "<no-span>". */
+/* "Foo#bar", "bar", or "<no-span>" (a synthetic span with a method is an
+ * interpreted frame's, sp-correlate's for events no span covers). */
 void sp_tree_span_name(struct sp_buf *b, const struct tspan *s)
 {
-	if (s->end == SP_END_SYNTHETIC) {
+	if (s->end == SP_END_SYNTHETIC && !s->method) {
 		line_add(b, "<no-span>");
 		return;
 	}
@@ -212,9 +213,10 @@ static void render_span_times(struct sp_tree *t, struct sp_buf *b, const struct 
 static void render_span(struct sp_tree *t, struct sp_buf *b, const struct tspan *s,
 			const struct agg *ag, bool stable, bool color)
 {
-	bool gap = s->end == SP_END_SYNTHETIC;
+	bool frame = s->end == SP_END_SYNTHETIC && s->method;
+	bool gap = s->end == SP_END_SYNTHETIC && !frame;
 
-	line_add(b, "[SPAN");
+	line_add(b, frame ? "[FRAME" : "[SPAN");
 	if (!stable)
 		line_add(b, " tid=%llu", (unsigned long long)s->tid);
 	line_add(b, " ");

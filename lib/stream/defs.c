@@ -247,9 +247,12 @@ int sp_defs_check(const struct sp_defs *d, const struct sp_record *rec, const ch
 	}
 	if (rec->kind == SP_REC_EVENT && (es = sp_event_schema(rec->event.kind))) {
 		for (i = 0; i < rec->event.nfields && i < es->nfields; i++) {
-			if (es->fields[i].type == SP_FT_STR &&
-			    check_ref(d, SP_REF_STRING, rec->event.field[i].u)) {
-				*why = what[SP_REF_STRING];
+			enum sp_ref ref = es->fields[i].type == SP_FT_STR ? SP_REF_STRING :
+					  es->fields[i].type == SP_FT_STACK ? SP_REF_STACK :
+					  SP_REF_NONE;
+
+			if (ref && check_ref(d, ref, rec->event.field[i].u)) {
+				*why = what[ref];
 				return -1;
 			}
 		}

@@ -357,6 +357,7 @@ static const char *type_doc(enum sp_field_type t)
 	case SP_FT_STRVAL: return "bytes (text)";
 	case SP_FT_FLAGS: return "uint";
 	case SP_FT_TEXT: return "bytes (text)";
+	case SP_FT_STACK: return "stack id";
 	}
 	return "?";
 }

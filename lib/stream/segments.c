@@ -462,6 +462,9 @@ static int map_refs(struct sp_segments *s, struct sp_record *rec, ref_fn fn)
 			if (es->fields[i].type == SP_FT_STR && rec->event.field[i].u &&
 			    !(rec->event.field[i].u = fn(s, SP_REF_STRING, rec->event.field[i].u)))
 				return -1;
+			else if (es->fields[i].type == SP_FT_STACK && rec->event.field[i].u &&
+				 !(rec->event.field[i].u = fn(s, SP_REF_STACK, rec->event.field[i].u)))
+				return -1;
 	}
 	return 0;
 }

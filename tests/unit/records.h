@@ -37,6 +37,8 @@ static inline uint64_t rec_value(const struct sp_schema_field *f, enum sp_field_
 	switch (t) {
 	case SP_FT_STR:
 		return 1 + (i + seed) % 3;
+	case SP_FT_STACK:	/* a reference, as the schema's: a stack defined first */
+		return 1;
 	case SP_FT_INT:
 		return (uint64_t)-(int64_t)(1000 * (i + 1) + seed);
 	case SP_FT_TIME:

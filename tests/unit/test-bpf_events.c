@@ -149,7 +149,10 @@ static int collect(void *ctx, const struct sp_record *rec)
 	if (rec->kind != SP_REC_EVENT)
 		return 0;
 	sc = sp_event_schema(rec->event.kind);
-	if (!sc || rec->event.nfields != sc->nfields)
+	/* the interpreted stack, last, only when there is one */
+	if (!sc || (rec->event.nfields != sc->nfields &&
+		    !(rec->event.nfields + 1 == sc->nfields &&
+		      sc->fields[sc->nfields - 1].type == SP_FT_STACK)))
 		return -1;
 	sp_grow(&st->ev, &st->cap, st->n + 1, sizeof(*st->ev));
 	g = &st->ev[st->n++];

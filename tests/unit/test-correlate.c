@@ -497,6 +497,93 @@ static void test_correlate_gap(void)
 	sp_corr_free(c);
 }
 
+static struct sp_record def_rec(unsigned int kind, uint64_t a, uint64_t b)
+{
+	struct sp_record r = { .kind = kind };
+
+	if (kind == SP_REC_FRAME) {
+		r.frame.mode = a;
+		r.frame.addr = r.frame.rel = b;
+	} else if (kind == SP_REC_STACK) {
+		r.stack.parent = a;
+		r.stack.frame = b;
+	}
+	return r;
+}
+
+static struct sp_record symbol(uint64_t frame, uint64_t func, uint64_t line)
+{
+	struct sp_record r = { .kind = SP_REC_SYMBOL };
+
+	r.symbol.frame = frame;
+	r.symbol.func = func;
+	r.symbol.file = 51;
+	r.symbol.line = line;
+	return r;
+}
+
+static struct sp_record open_ev(uint64_t t, uint64_t tid, uint64_t stack)
+{
+	struct sp_record r = event(t, 10, tid, SP_EV_PATH_OPEN);
+
+	r.event.nfields = sp_event_schema(SP_EV_PATH_OPEN)->nfields;
+	r.event.field[r.event.nfields - 1].u = stack;
+	return r;
+}
+
+/* Events outside every span go under their innermost interpreted frame. */
+static void test_correlate_interp_frame(void)
+{
+	struct sp_corr *c = corr(0);
+	const struct sp_span *a, *b, *g;
+
+	add(c, process(1, 10, 1));
+	add(c, def_rec(SP_REC_FRAME, SP_FRAME_USER, 0x1000));	/* frame 1: native */
+	add(c, def_rec(SP_REC_FRAME, SP_FRAME_INTERP, 1));	/* frame 2 */
+	add(c, symbol(2, 50, 7));
+	add(c, def_rec(SP_REC_FRAME, SP_FRAME_INTERP, 2));	/* frame 3 */
+	add(c, symbol(3, 52, 9));
+	add(c, def_rec(SP_REC_STACK, 0, 2));	/* stack 1: frame 2 */
+	add(c, def_rec(SP_REC_STACK, 1, 3));	/* stack 2: frame 2, frame 3 */
+	add(c, def_rec(SP_REC_STACK, 0, 1));	/* stack 3: native */
+	add(c, open_ev(5, 10, 2));
+	add(c, open_ev(6, 10, 2));
+	add(c, open_ev(7, 10, 1));
+	add(c, open_ev(8, 10, 3));
+	add(c, open_ev(9, 11, 2));	/* another thread */
+	add(c, START(20, 10, 10, 1));	/* closes the gap and its frames' spans */
+	add(c, open_ev(21, 10, 2));
+	add(c, STOP(30, 10, 10, 1));
+	done(c);
+	a = span_id(EV_SPAN(5));
+	b = span_id(EV_SPAN(7));
+	g = span_id(EV_SPAN(8));
+	CHECK(a && b && g);
+	if (!a || !b || !g)
+		return;
+	CHECK_EQ_U(EV_RULE(5), SP_RULE_GAP);
+	CHECK_EQ_U(EV_SPAN(6), a->id);
+	CHECK_EQ_U(a->method, 52);
+	CHECK_EQ_U(a->file, 51);
+	CHECK_EQ_U(a->line, 9);
+	CHECK_EQ_U(a->tid, 10);
+	CHECK_EQ_U(a->start, 5);
+	CHECK_EQ_U(a->stop, 6);
+	CHECK_EQ_U(a->events, 2);
+	CHECK_EQ_U(a->end, SP_END_SYNTHETIC);
+	CHECK_EQ_U(b->method, 50);
+	CHECK_EQ_U(b->parent, g->id);
+	CHECK_EQ_U(a->parent, g->id);
+	CHECK_EQ_U(g->method, 0);	/* a native stack: the gap itself */
+	CHECK_EQ_U(g->events, 1);
+	CHECK(EV_SPAN(9) != a->id && span_id(EV_SPAN(9)) &&
+	      span_id(EV_SPAN(9))->tid == 11 && span_id(EV_SPAN(9))->method == 52);
+	/* inside a span, the span wins */
+	CHECK_EQ_U(EV_RULE(21), SP_RULE_THREAD);
+	CHECK_EQ_U(span_id(EV_SPAN(21))->method, 1);
+	sp_corr_free(c);
+}
+
 static void test_correlate_gap_cap(void)
 {
 	struct sp_corr_opts o = { .gap_max = 3 };
@@ -1117,6 +1204,7 @@ int main(void)
 	TAP_RUN(test_correlate_detached_child);
 	TAP_RUN(test_correlate_gap);
 	TAP_RUN(test_correlate_gap_cap);
+	TAP_RUN(test_correlate_interp_frame);
 	TAP_RUN(test_correlate_stop_without_start);
 	TAP_RUN(test_correlate_stop_classes);
 	TAP_RUN(test_correlate_deep_stack);

@@ -64,6 +64,7 @@ enum sp_field_type {
 	SP_FT_STRVAL = 9,	/* a string record's own bytes */
 	SP_FT_FLAGS = 10,	/* unsigned; JSON shows the number */
 	SP_FT_TEXT = 11,	/* inline text (struct sp_bytes); JSON shows a string */
+	SP_FT_STACK = 12,	/* stack id (uint): an event's interpreted stack */
 };
 
 struct sp_event_field {

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Events no span covers, attributed to their innermost interpreted frame
+ * (docs/correlate.md): sp-record links a kernel event of a Python or Ruby
+ * thread to the interpreted stack at that moment (the event's "stack"
+ * field). The correlator keeps the names of the stream's interpreted
+ * frames (frame records of mode interp and their symbols) and, for stacks
+ * whose innermost frame is one, that frame; an event its gap rule would
+ * give to the process's <no-span> gap span goes to a synthetic span of
+ * that frame's function under it instead, one per thread, function and
+ * file while the gap span is open. Spans, when there are any, still win.
+ */
+#include <stdlib.h>
+
+#include "correlateP.h"
+#include "events.h"
+#include "sp.h"
+
+#define IMAX		(1u << 20)	/* interpreted frames and stacks kept per stream */
+#define SCAN_MAX	256		/* a gap span's children looked at for the frame's */
+
+void sp_corr_interp_note(struct sp_corr *c, const struct sp_record *r)
+{
+	uint64_t *v;
+
+	switch (r->kind) {
+	case SP_REC_FRAME:	/* ids are implicit: the n-th frame, the n-th stack */
+		c->nframes++;
+		if (r->frame.mode == SP_FRAME_INTERP && c->iframes.n < IMAX)
+			sp_u64map_put(&c->iframes, c->nframes, 0);
+		break;
+	case SP_REC_SYMBOL:
+		v = r->symbol.index ? NULL : sp_u64map_get(&c->iframes, r->symbol.frame);
+		if (!v || *v || !r->symbol.func)
+			break;
+		sp_grow(&c->isyms, &c->capisyms, c->nisyms + 1, sizeof(*c->isyms));
+		c->isyms[c->nisyms].func = r->symbol.func;
+		c->isyms[c->nisyms].file = r->symbol.file;
+		c->isyms[c->nisyms].line = r->symbol.line;
+		*v = ++c->nisyms;
+		break;
+	case SP_REC_STACK:
+		c->nstacks++;
+		if (c->istacks.n < IMAX && sp_u64map_get(&c->iframes, r->stack.frame))
+			sp_u64map_put(&c->istacks, c->nstacks, r->stack.frame);
+		break;
+	default:
+		break;
+	}
+}
+
+void sp_corr_interp_reset(struct sp_corr *c)
+{
+	sp_u64map_release(&c->iframes);
+	sp_u64map_release(&c->istacks);
+	free(c->isyms);
+	c->isyms = NULL;
+	c->nisyms = c->capisyms = 0;
+	c->nframes = c->nstacks = 0;
+}
+
+/* The name of the innermost interpreted frame of an event's stack. */
+static const struct corr_isym *event_frame(const struct sp_corr *c, const struct sp_event *e)
+{
+	const struct sp_event_schema *es = sp_event_schema(e->kind);
+	const uint64_t *fr, *v;
+	unsigned int n;
+
+	if (!es || !es->nfields || es->fields[es->nfields - 1].type != SP_FT_STACK)
+		return NULL;
+	n = es->nfields - 1;
+	if (n >= e->nfields || n >= SP_EVENT_MAX_FIELDS || !e->field[n].u)
+		return NULL;
+	fr = sp_u64map_get(&c->istacks, e->field[n].u);
+	v = fr ? sp_u64map_get(&c->iframes, *fr) : NULL;
+	return v && *v && *v <= c->nisyms ? &c->isyms[*v - 1] : NULL;
+}
+
+struct span *sp_corr_interp_owner(struct sp_corr *c, struct span *gap, const struct sp_event *e)
+{
+	const struct corr_isym *f = event_frame(c, e);
+	struct span *s;
+	unsigned int n = 0;
+
+	if (!f || !gap->gap || gap->emitted)
+		return gap;
+	for (s = gap->first_child; s && n < SCAN_MAX; s = s->next_sibling, n++)
+		if (s->gap && s->open && s->s.tid == e->tid && s->s.method == f->func &&
+		    s->s.file == f->file)
+			break;
+	if (!s || n == SCAN_MAX) {
+		s = sp_corr_span_new(c, gap, false);
+		s->gap = true;
+		s->s.pid = e->pid;
+		s->s.tid = e->tid;
+		s->s.method = f->func;
+		s->s.file = f->file;
+		s->s.line = f->line;
+		s->s.start = s->s.stop = e->time;
+		s->s.end = SP_END_SYNTHETIC;
+		sp_corr_span_link(c, s);
+		c->st.gap_spans++;
+	}
+	gap->sub_held++;
+	return s;
+}
+
+void sp_corr_interp_close(struct span *gap)
+{
+	struct span *s;
+
+	for (s = gap->first_child; s; s = s->next_sibling)
+		if (s->gap && s->open) {
+			s->open = false;
+			s->s.total_samples = s->s.samples;
+		}
+}

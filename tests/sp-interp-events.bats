@@ -1,0 +1,184 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# Kernel events carry the interpreted stack of the thread that made them
+# (docs/interpreters.md): a Python and a Ruby program open known files from
+# known methods and connect to a server the test starts; recorded without
+# spans, launched and with -p, sp-correlate and sp-tree put each event
+# under the method that made it. With spans on, spans still win. A forged
+# interpreter run by nobody gets a bounded, truncated stack for its events.
+load helper
+
+PY=/usr/bin/python3.11
+RB=/usr/bin/ruby
+PYFIX=$BATS_TEST_DIRNAME/fixtures/python/ev_methods.py
+RBFIX=$BATS_TEST_DIRNAME/fixtures/ruby/ev_methods.rb
+
+setup() {
+	OUT=$BATS_TEST_TMPDIR/run.sp
+	D=$BATS_TEST_TMPDIR
+	echo config > "$D/ev-config.txt"
+}
+
+teardown() {
+	[ -z "${BG:-}" ] || kill "$BG" 2>/dev/null || true
+	[ -z "${SRV:-}" ] || kill "$SRV" 2>/dev/null || true
+	[ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"
+}
+
+need() {
+	require_root
+	[ -x "$1" ] || skip "needs Debian's $1"
+	require_cmd jq
+}
+
+# A local server that accepts and closes, forever; PORT is its port.
+start_server() {
+	$PY -c 'import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+import os; os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True:
+    c, _ = s.accept(); c.close()' "$D/port" &
+	SRV=$!
+	for _ in $(seq 100); do [ -s "$D/port" ] && break; sleep 0.1; done
+	PORT=$(cat "$D/port")
+	[ -n "$PORT" ] || fail "the server did not start"
+}
+
+# "method<TAB>what" for each of the program's file and connect events: the
+# method of the span sp-correlate gave it ("-" when none; "span:" before it
+# when a span hook made the span, not an interpreted frame), what it touched.
+owners() {
+	sp-correlate --format=json "$OUT" 2>/dev/null | jq -r --arg port "$PORT" --arg skip "${SKIP_MS:-0}" -s '
+		(map(select(.type == "span")) | map({key: (.id | tostring),
+			value: ((if .end == "synthetic" then "" else "span:" end) +
+				(.method // "-"))}) | from_entries) as $m
+		| [.[] | select(.type == "event")
+		   | select(((.path // "") | test("/ev-(config|report)\\.txt$")) or
+			    (.event == "sock_connect" and (.port | tostring) == $port))]
+		| sort_by(.time)
+		# with -p, the events before the interpreter is found have no
+		# stack: those of the first $skip ms after the first with one
+		| ((map(select(.stack != null)) | first | .time // 0) + ($skip | tonumber) * 1000000) as $from
+		| .[] | select(.time >= $from)
+		| [$m[(.span // 0) | tostring] // "-",
+		   (if .event == "sock_connect" then "connect" else (.path | sub(".*/"; "")) end)]
+		| @tsv'
+}
+
+# Every event of the program is under its method, and there are at least
+# $1 of each: $2 $3 $4 the methods of the config open, the report open and
+# the connect.
+assert_owners() {
+	run owners
+	[ "$status" = 0 ] || fail "sp-correlate | jq: $output"
+	local o=$output want
+	for want in "$2	ev-config.txt" "$3	ev-report.txt" "$4	connect"; do
+		n=$(grep -cxF "$want" <<<"$o" || true)
+		[ "$n" -ge "$1" ] || fail "$n x '$want' (want >= $1): $(sort <<<"$o" | uniq -c)"
+	done
+	bad=$(grep -vxF -e "$2	ev-config.txt" -e "$3	ev-report.txt" -e "$4	connect" <<<"$o" || true)
+	[ -z "$bad" ] || fail "events under another method: $(sort <<<"$bad" | uniq -c)"
+}
+
+# sp-tree: each of the program's events is right under its method's frame
+# (with ALLOW_GAP=1, -p's first ones, from before the interpreter was
+# found, may be right under the <no-span> gap span).
+assert_tree() {
+	run --separate-stderr sh -c "sp-correlate '$OUT' | sp-tree --stable"
+	[ "$status" = 0 ] || fail "sp-tree: $stderr"
+	awk -v a="$1" -v b="$2" -v c="$3" -v port=":$PORT" -v gap="${ALLOW_GAP:-0}" '
+		gap && /\[SPAN <no-span>\]/ { head = ""; next }
+		head == "" && gap && (/ev-(config|report)\.txt/ || /sock_connect/) { next }
+		/\[(FRAME|SPAN)/ { head = $0; next }
+		/ev-config\.txt/ { n++; if (index(head, "FRAME " a " ") == 0) { print "config under " head; bad++ } }
+		/ev-report\.txt/ { n++; if (index(head, "FRAME " b " ") == 0) { print "report under " head; bad++ } }
+		/sock_connect/ && index($0, port) { n++; if (index(head, "FRAME " c " ") == 0) { print "connect under " head; bad++ } }
+		END { if (n < 3) { print "only " n " events"; bad++ } exit bad > 0 }' <<<"$output" ||
+		fail "$(awk -v a="$1" -v b="$2" -v c="$3" -v port=":$PORT" '
+		/\[(FRAME|SPAN)/ { head = $0; next }
+		/ev-config|ev-report/ || (/sock_connect/ && index($0, port)) { print head " / " $0 }' <<<"$output" | head -5)"
+}
+
+@test "a Python command without spans: its files and connects under the methods that made them" {
+	need $PY
+	start_server
+	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- $PY "$PYFIX" "$PORT" "$D" 5
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	assert_owners 5 Store.load_config write_report Client.ping
+	assert_tree Store.load_config write_report Client.ping
+}
+
+@test "sp-record -p of a running Python without spans: its events under their methods" {
+	need $PY
+	start_server
+	$PY "$PYFIX" "$PORT" "$D" 0 "$D/ready" &
+	BG=$!
+	for _ in $(seq 100); do [ -e "$D/ready" ] && break; sleep 0.1; done
+	[ -e "$D/ready" ] || fail "the program did not start"
+	run --separate-stderr timeout 60 sp-record --spans=none -p "$BG" -d 2 -o "$OUT"
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	SKIP_MS=200 assert_owners 5 Store.load_config write_report Client.ping
+	ALLOW_GAP=1 assert_tree Store.load_config write_report Client.ping
+}
+
+@test "a Ruby command without spans: its files and connects under the methods that made them" {
+	need $RB
+	start_server
+	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- $RB "$RBFIX" "$PORT" "$D" 5
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	assert_owners 5 load_config write_report ping
+	assert_tree load_config write_report ping
+}
+
+@test "sp-record -p of a running Ruby without spans: its events under their methods" {
+	need $RB
+	start_server
+	$RB "$RBFIX" "$PORT" "$D" 0 "$D/ready" &
+	BG=$!
+	for _ in $(seq 100); do [ -e "$D/ready" ] && break; sleep 0.1; done
+	[ -e "$D/ready" ] || fail "the program did not start"
+	run --separate-stderr timeout 60 sp-record --spans=none -p "$BG" -d 2 -o "$OUT"
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	SKIP_MS=200 assert_owners 5 load_config write_report ping
+	ALLOW_GAP=1 assert_tree load_config write_report ping
+}
+
+@test "with spans on, an event goes to its span, not to its interpreted frame" {
+	need $RB
+	require_ruby_probes
+	start_server
+	run --separate-stderr timeout 120 sp-record -o "$OUT" -- $RB "$RBFIX" "$PORT" "$D" 5
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	# every one of them in the span its method's hook made
+	assert_owners 5 span:load_config span:write_report span:ping
+}
+
+@test "a forged interpreter run by nobody: its events' stacks end truncated, bounded" {
+	require_root
+	require_cmd gcc
+	require_cmd setpriv
+	NOBODY_DIR=$(mktemp -d /tmp/sp-forged.XXXXXX)
+	gcc -O0 -o "$NOBODY_DIR/python3-forged" "$BATS_TEST_DIRNAME/fixtures/sp-record-interp/forged.c"
+	chmod -R a+rX "$NOBODY_DIR"
+	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$NOBODY_DIR/python3-forged" 1 /etc/hostname
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	# the opens the forged program makes carry its forged stack: the cycle
+	# cut at the walk's limit, 128 frames, then the mark at the root
+	run sh -c "sp-decode '$OUT' | jq -c 'select(.type == \"event\" and .path == \"/etc/hostname\") | .stack' | sort -u"
+	[ -n "$output" ] && [ "$output" != null ] || fail "no stack on the forged program's opens: $output"
+	# the first such stack: 128 frames and the mark, its root
+	run sh -c "sp-decode '$OUT' | jq -rs '
+		(map(select(.type == \"stack\")) | map({key: (.id | tostring), value: .}) | from_entries) as \$s
+		| (map(select(.type == \"symbol\")) | map({key: (.frame | tostring), value: .func}) | from_entries) as \$f
+		| [.[] | select(.type == \"event\" and .path == \"/etc/hostname\" and .stack)][0].stack
+		| [recurse(\$s[tostring].parent; . != 0 and . != null)] | map(\$f[\$s[tostring].frame | tostring])
+		| \"\\(length) \\(.[-1])\"'"
+	[ "$status" = 0 ] || fail "jq: $output"
+	[ "$output" = "129 [python: truncated]" ] || fail "$output"
+	run sh -c "sp-correlate '$OUT' | sp-tree --stable | grep -B1 '/etc/hostname' | grep -m1 FRAME"
+	[ "$status" = 0 ] || fail "no frame for the forged opens"
+	[[ "$output" == *"AAAA"* || "$output" == *"[python: "* ]] || fail "$output"
+	[ "${#output}" -le 800 ] || fail "a frame name of ${#output} bytes"
+}
