@@ -127,8 +127,8 @@ assert_tree() {
 	start_server
 	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- $RB "$RBFIX" "$PORT" "$D" 5
 	[ "$status" = 0 ] || fail "status $status: $stderr"
-	assert_owners 5 load_config write_report ping
-	assert_tree load_config write_report ping
+	assert_owners 5 Store#load_config Object#write_report Client#ping
+	assert_tree Store#load_config Object#write_report Client#ping
 }
 
 @test "sp-record -p of a running Ruby without spans: its events under their methods" {
@@ -140,8 +140,8 @@ assert_tree() {
 	[ -e "$D/ready" ] || fail "the program did not start"
 	run --separate-stderr timeout 60 sp-record --spans=none -p "$BG" -d 2 -o "$OUT"
 	[ "$status" = 0 ] || fail "status $status: $stderr"
-	SKIP_MS=200 assert_owners 5 load_config write_report ping
-	ALLOW_GAP=1 assert_tree load_config write_report ping
+	SKIP_MS=200 assert_owners 5 Store#load_config Object#write_report Client#ping
+	ALLOW_GAP=1 assert_tree Store#load_config Object#write_report Client#ping
 }
 
 @test "with spans on, an event goes to its span, not to its interpreted frame" {

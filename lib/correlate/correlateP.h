@@ -201,6 +201,7 @@ struct sp_corr {
 	/* the stream's interpreted frames (correlate_interp.c) */
 	struct sp_u64map iframes;	/* frame id -> isyms index + 1, 0 = not named yet */
 	struct sp_u64map istacks;	/* stack id -> its innermost frame, an interpreted one */
+	struct sp_u64map istack_up;	/* stack id -> its callers' stack id (of istacks) */
 	struct corr_isym *isyms;
 	size_t nisyms, capisyms;
 	uint64_t nframes, nstacks;	/* frame and stack records so far: the last ids */

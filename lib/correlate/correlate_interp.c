@@ -41,8 +41,11 @@ void sp_corr_interp_note(struct sp_corr *c, const struct sp_record *r)
 		break;
 	case SP_REC_STACK:
 		c->nstacks++;
-		if (c->istacks.n < IMAX && sp_u64map_get(&c->iframes, r->stack.frame))
+		if (c->istacks.n < IMAX && sp_u64map_get(&c->iframes, r->stack.frame)) {
 			sp_u64map_put(&c->istacks, c->nstacks, r->stack.frame);
+			if (r->stack.parent)
+				sp_u64map_put(&c->istack_up, c->nstacks, r->stack.parent);
+		}
 		break;
 	default:
 		break;
@@ -53,27 +56,48 @@ void sp_corr_interp_reset(struct sp_corr *c)
 {
 	sp_u64map_release(&c->iframes);
 	sp_u64map_release(&c->istacks);
+	sp_u64map_release(&c->istack_up);
 	free(c->isyms);
 	c->isyms = NULL;
 	c->nisyms = c->capisyms = 0;
 	c->nframes = c->nstacks = 0;
 }
 
-/* The name of the innermost interpreted frame of an event's stack. */
+/* The name of the innermost interpreted frame of an event's stack that
+ * has a source file: a Ruby C method the code called (IO.read,
+ * TCPSocket#initialize) is a frame of its own, without a file, and the
+ * event belongs to the method that called it (Store#load_config), as it
+ * does in Python, whose C functions have no frame. At most CFUNC_UP such
+ * frames are passed; an event with only those goes to the innermost. */
+#define CFUNC_UP	4
+
 static const struct corr_isym *event_frame(const struct sp_corr *c, const struct sp_event *e)
 {
 	const struct sp_event_schema *es = sp_event_schema(e->kind);
+	const struct corr_isym *first = NULL, *sym;
 	const uint64_t *fr, *v;
-	unsigned int n;
+	uint64_t stack;
+	unsigned int n, up;
 
 	if (!es || !es->nfields || es->fields[es->nfields - 1].type != SP_FT_STACK)
 		return NULL;
 	n = es->nfields - 1;
 	if (n >= e->nfields || n >= SP_EVENT_MAX_FIELDS || !e->field[n].u)
 		return NULL;
-	fr = sp_u64map_get(&c->istacks, e->field[n].u);
-	v = fr ? sp_u64map_get(&c->iframes, *fr) : NULL;
-	return v && *v && *v <= c->nisyms ? &c->isyms[*v - 1] : NULL;
+	for (stack = e->field[n].u, up = 0; stack && up <= CFUNC_UP; up++) {
+		fr = sp_u64map_get(&c->istacks, stack);
+		v = fr ? sp_u64map_get(&c->iframes, *fr) : NULL;
+		if (!v || !*v || *v > c->nisyms)
+			break;
+		sym = &c->isyms[*v - 1];
+		if (sym->file)
+			return sym;
+		if (!first)
+			first = sym;
+		v = sp_u64map_get(&c->istack_up, stack);
+		stack = v ? *v : 0;
+	}
+	return first;
 }
 
 struct span *sp_corr_interp_owner(struct sp_corr *c, struct span *gap, const struct sp_event *e)
