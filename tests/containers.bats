@@ -78,6 +78,48 @@ host_ns() {
 		<<<"$output" >/dev/null
 }
 
+@test "containers: processes that live a millisecond carry their namespace pid, namespaces and cgroup" {
+	needs_unshare
+	# Three /bin/true (fork, exec, gone at once) and a subshell that forks,
+	# never execs, and writes the NSpid it reads from its own status.
+	cat > "$T/short.sh" <<-EOS
+	for i in 1 2 3; do /bin/true; done
+	( while read -r l; do case \$l in NSpid:*) echo "\$l" > "$T/sub";; esac; done < /proc/self/status )
+	EOS
+	run --separate-stderr -0 sp-record -o "$T/short.sp" -- unshare --pid --mount --fork \
+		--mount-proc sh "$T/short.sh"
+	sub=$(awk '{ print $NF }' "$T/sub")
+	[ -n "$sub" ] && [ "$sub" -gt 1 ]
+	sp-decode "$T/short.sp" > "$T/short.jsonl"
+	# the namespace the shell made: every process in it has its identity
+	run -0 jq -r 'select(.type=="process" and .comm=="sh" and .nspid==1) | .pid_ns' \
+		"$T/short.jsonl"
+	ns=$(sort -u <<<"$output")
+	[ -n "$ns" ] && [ "$ns" != "$(host_ns pid)" ]
+	want=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	run -0 jq -c "select(.type==\"process\" and .pid_ns==$ns)" "$T/short.jsonl"
+	for rec in "${lines[@]}"; do
+		[ "$(jq '.flags // "0x0"' <<<"$rec")" != '"0x4"' ] || fail "no identity: $rec"
+		[ "$(jq .nspid <<<"$rec")" -ge 1 ] || fail "no nspid: $rec"
+		[ "$(jq .start_boot_ns <<<"$rec")" -gt 0 ]
+		assert_equal "$(jq -r .cgroup <<<"$rec")" "$want"
+		[ "$(jq .mnt_ns <<<"$rec")" != "$(host_ns mnt)" ]
+	done
+	# each true: its own namespace pid, not its host pid
+	run -0 jq -s -c "[.[] | select(.type==\"process\" and .comm==\"true\" and .pid_ns==$ns) |
+		.nspid] | unique" "$T/short.jsonl"
+	[ "$(jq length <<<"$output")" -eq 3 ] || fail "true records: $output"
+	# the subshell that never exec'd: the pid it read inside
+	run -0 jq -c "select(.type==\"process\" and .comm==\"sh\" and .nspid==$sub and .pid_ns==$ns)" \
+		"$T/short.jsonl"
+	[ "${#lines[@]}" -ge 1 ]
+	pid=$(jq .pid <<<"${lines[0]}")
+	[ "$pid" != "$sub" ]
+	run -0 sp-tree "$T/short.sp"
+	assert_output --partial "[PROC pid=$pid nspid=$sub comm=sh"
+	assert_output --regexp "\[PROC pid=[0-9]+ nspid=[0-9]+ comm=true "
+}
+
 @test "containers: a running process in a pid namespace recorded with -p" {
 	needs_unshare
 	nspid_script "$T/inside" 30
@@ -486,5 +528,13 @@ wait_file() {
 	M=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
 	assert_equal "$(jq .cgroup_id <<<"$ev")" "$(stat -c %i "$M$cg")"
 	[ "$(jq .start_boot_ns <<<"$ev")" -gt 0 ]
+	# and its process record says the same, with the container
+	rec=$(jq -c "select(.type==\"process\" and .pid==$(jq .pid <<<"$ev") and .comm==\"sh\")" \
+		<<<"$output" | tail -n 1)
+	[ -n "$rec" ] || fail "no process record of the shell"
+	assert_equal "$(jq .nspid <<<"$rec")" "$(jq .nspid <<<"$ev")"
+	assert_equal "$(jq .pid_ns <<<"$rec")" "$(jq .pid_ns <<<"$ev")"
+	assert_equal "$(jq -r .cgroup <<<"$rec")" "$cg"
+	assert_equal "$(jq -r .container <<<"$rec")" "$CID"
 	stop_containers
 }

@@ -157,6 +157,7 @@ struct perf {
 
 	struct sp_unwinder *unw;
 	struct sp_interpreters *interp;	/* interpreted frames (interpP.h) */
+	struct sp_ident_bpf *ident;	/* processes' identity at fork/exec (proc_identity.h) */
 
 	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
 	 * table read by a thread; a fresh read once a frame outside the cached
