@@ -221,8 +221,8 @@ rm_cgroup() {
 # refuses a hybrid cgroup hierarchy: "drop all controllers from cgroupv2"),
 # limits no higher than ours (without CAP_SYS_RESOURCE crun and runc cannot
 # raise them), no network. The image is imported from a root filesystem
-# made here: sh, cat, sleep, ln, python3.11 and its library, their shared
-# libraries, and spin (tests/fixtures/containers/spin.c), compiled into
+# made here: sh, cat, sleep, ln, python3.11 and ruby with their standard
+# libraries, their shared libraries, and spin (tests/fixtures/containers/spin.c), compiled into
 # that root only.
 needs_podman() {
 	require_root
@@ -254,7 +254,7 @@ copy_with_libs() {
 }
 
 build_image() {
-	local py
+	local py rb d
 	R=$BATS_FILE_TMPDIR/root
 	mkdir -p "$R/app" "$R/tmp" "$R/out" "$R/etc"
 	chmod 1777 "$R/tmp"
@@ -266,7 +266,16 @@ build_image() {
 		tar -C / --exclude='test' --exclude='__pycache__' --exclude='idlelib' \
 			--exclude='tkinter' --exclude='ensurepip' -c usr/lib/python3.11 | tar -C "$R" -x
 	fi
-	cp "$FIXTURES/work.py" "$R/app/"
+	rb=$(readlink -f /usr/bin/ruby)
+	if [ -x "$rb" ]; then
+		copy_with_libs "$rb"
+		[ -e "$R/usr/bin/ruby" ] || ln -s "$rb" "$R/usr/bin/ruby"
+		# its standard library, both halves, as `ruby -e 'puts $LOAD_PATH'` says
+		for d in $(ruby -e 'puts RbConfig::CONFIG.values_at("rubylibdir", "archdir")'); do
+			[ -d "$d" ] && tar -C / -c "${d#/}" | tar -C "$R" -x
+		done
+	fi
+	cp "$FIXTURES/work.py" "$FIXTURES/work.rb" "$R/app/"
 	gcc -O1 -g -fno-omit-frame-pointer -o "$R/app/spin" "$FIXTURES/spin.c"
 	# podman's overlay storage; vfs where overlay cannot be mounted
 	if ! tar -C "$R" -c . | podman import - "$IMAGE" >/dev/null 2>"$BATS_FILE_TMPDIR/import.err"; then
@@ -500,7 +509,49 @@ wait_file() {
 	assert_equal "$(sort -u <<<"$output")" "$bid"
 	run --separate-stderr -0 sp-symbolize "$T/py.sp" -o "$T/py.sym"
 	run -0 sp-flame --format=folded "$T/py.sym"
-	assert_output --regexp "Py_RunMain;[^ ]*_PyEval_EvalFrameDefault"
+	assert_output --regexp "Py_RunMain;[^ ]*PyEval_EvalCode;<module>;container_py_work"
+	stop_containers
+}
+
+# The interpreter's thread state holds the thread's id in the container's
+# pid namespace (gettid() there), not the host's.
+@test "containers: podman: a Python program in the container: its functions in samples, with -a and with -p" {
+	needs_podman
+	[ -x "$BATS_FILE_TMPDIR/root/usr/bin/python3" ] || skip "no python3.11 to put in the image"
+	start_container "sp-test-$$-q" /usr/bin/python3 /app/work.py /out/nspid
+	wait_file "$T/out/nspid"
+	[ "$(awk '{ print $NF }' "$T/out/nspid")" != "$CPID" ]
+	for how in "-a --container=sp-test-$$-q" "-p $CPID"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr -0 sp-record $how -d 1 -o "$T/q.sp"
+		run -0 sp-decode "$T/q.sp"
+		run -0 jq -r "select(.type==\"runtime\" and .pid==$CPID and .mode==\"stacks\") |
+			.runtime" <<<"$output"
+		assert_output python
+		run --separate-stderr -0 sp-symbolize "$T/q.sp" -o "$T/q.sym"
+		run -0 sp-flame --format=folded "$T/q.sym"
+		assert_output --regexp "PyEval_EvalCode;<module>;container_py_work[; ]"
+	done
+	stop_containers
+}
+
+@test "containers: podman: a Ruby program in the container: its methods in samples, with -a and with -p" {
+	needs_podman
+	[ -e "$BATS_FILE_TMPDIR/root/usr/bin/ruby" ] || skip "no ruby to put in the image"
+	start_container "sp-test-$$-r" /usr/bin/ruby /app/work.rb /out/rbnspid
+	wait_file "$T/out/rbnspid"
+	for how in "-a --container=sp-test-$$-r" "-p $CPID"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr -0 sp-record $how -d 1 -o "$T/r.sp"
+		run -0 sp-decode "$T/r.sp"
+		run -0 jq -r "select(.type==\"runtime\" and .pid==$CPID and .mode==\"stacks\") |
+			.runtime" <<<"$output"
+		assert_output ruby
+		run --separate-stderr -0 sp-symbolize "$T/r.sp" -o "$T/r.sym"
+		run -0 sp-flame --format=folded "$T/r.sym"
+		# the block of loop calls the method, whose block is running
+		assert_output --regexp ";block in <main>;[^ ]*container_rb_work;[^ ]*block in container_rb_work"
+	done
 	stop_containers
 }
 
