@@ -381,13 +381,87 @@ wait_file() {
 	stop_containers
 }
 
-@test "containers: --container names what it cannot find, --cgroup needs -a" {
+@test "containers: --container and --cgroup wait for what does not exist yet and say so, --cgroup needs -a" {
 	require_root
-	run --separate-stderr -2 sp-record -a --container=sp-no-such-container-$$ -d 0.1 -o "$T/n.sp"
-	assert_equal "$stderr" "sp-record: error: --container: no running process belongs to a container 'sp-no-such-container-$$' (an id prefix, a systemd unit, or a name podman or docker knows)"
+	run --separate-stderr -0 sp-record -a --container=sp-no-such-container-$$ \
+		--cgroup=/sp-no-such-cgroup-$$ -d 0.5 -o "$T/n.sp"
+	[[ $stderr == *"--container: no running process belongs to a container 'sp-no-such-container-$$' (an id prefix, a systemd unit, or a name podman or docker knows) yet: its processes are recorded once it starts"* ]]
+	[[ $stderr == *"--cgroup: '/sp-no-such-cgroup-$$' does not exist (yet): its processes are recorded once it is made"* ]]
+	[[ $stderr == *"--container 'sp-no-such-container-$$' never appeared while recording: nothing of it was recorded"* ]]
+	[[ $stderr == *"--cgroup '/sp-no-such-cgroup-$$' never appeared while recording"* ]]
+	# the rest of the machine is not recorded meanwhile
+	run -0 sp-decode "$T/n.sp"
+	run -0 jq -r 'select(.type=="sample" or .type=="process") | .type' <<<"$output"
+	assert_output ""
 	run --separate-stderr -64 sp-record --cgroup=/ -o "$T/n.sp" -- true
 	assert_output ""
 	[[ $stderr == *"--cgroup and --container go with -a"* ]]
+}
+
+@test "containers: a cgroup made after the recording began is followed by --cgroup" {
+	make_cgroup "sp-test-late-$$"
+	rmdir "$CG"
+	# the cgroup is made, a shell moved in, after sp-record has started;
+	# the same loop beside it on the host
+	cat > "$T/late.sh" <<-EOS
+	sleep 0.5
+	mkdir $CG
+	sh -c 'echo \$\$ > $CG/cgroup.procs; exec timeout 1.5 sh -c "while :; do :; done"' &
+	timeout 1.5 sh -c 'while :; do :; done' &
+	wait
+	EOS
+	run --separate-stderr -0 sp-record -a --cgroup="$CGPATH" -o "$T/late.sp" -- sh "$T/late.sh"
+	rm_cgroup
+	[[ $stderr == *"'$CGPATH' does not exist (yet)"* ]]
+	sp-decode "$T/late.sp" > "$T/late.jsonl"
+	# samples: of the processes in the cgroup only (the loop's, and its
+	# timeout's), not of the loop on the host
+	run -0 jq -s -r '[.[] | select(.type=="sample") | .pid] | unique | .[]' "$T/late.jsonl"
+	[ "${#lines[@]}" -ge 1 ]
+	for pid in "${lines[@]}"; do
+		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .cgroup" "$T/late.jsonl"
+		assert_equal "$(sort -u <<<"$output")" "$CGPATH"
+	done
+	run -0 jq -r 'select(.type=="process" and .comm=="sh") | .cgroup' "$T/late.jsonl"
+	assert_equal "$(sort -u <<<"$output")" "$CGPATH"
+}
+
+@test "containers: podman: a container started after the recording began is followed by --container" {
+	needs_podman
+	# -a with a command: it starts the container once sp-record runs, and
+	# runs a loop on the host beside it
+	cat > "$T/later.sh" <<-EOS
+	sleep 0.5
+	${PODMAN[*]} run --rm -d --network none --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 \
+		-v $T/out:/out --name sp-test-$$-l $IMAGE /usr/bin/python3 /app/work.py /out/nspid > $T/cid
+	while [ ! -s $T/out/nspid ]; do sleep 0.1; done
+	timeout 1.5 sh -c 'while :; do :; done'
+	${PODMAN[*]} exec sp-test-$$-l /bin/cat /etc/hostname > /dev/null
+	EOS
+	CONTAINERS="sp-test-$$-l"
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-l" --events=proc \
+		-o "$T/l.sp" -- sh "$T/later.sh"
+	[[ $stderr == *"no running process belongs to a container 'sp-test-$$-l'"*"yet"* ]]
+	CPID=$("${PODMAN[@]}" inspect -f '{{.State.Pid}}' "sp-test-$$-l")
+	sp-decode "$T/l.sp" > "$T/l.jsonl"
+	# samples of the container's Python only, with its functions
+	run -0 jq -s -r '[.[] | select(.type=="sample") | .pid] | unique | .[]' "$T/l.jsonl"
+	[[ " ${lines[*]} " == *" $CPID "* ]]
+	for pid in "${lines[@]}"; do
+		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .container" "$T/l.jsonl"
+		assert_equal "$(sort -u <<<"$output")" "$(cat "$T/cid")"
+	done
+	rec=$(jq -c "select(.type==\"process\" and .pid==$CPID)" "$T/l.jsonl" | tail -n 1)
+	assert_equal "$(jq -r .container <<<"$rec")" "$(cat "$T/cid")"
+	assert_equal "$(jq .nspid <<<"$rec")" "$(awk '{ print $NF }' "$T/out/nspid")"
+	run --separate-stderr -0 sp-symbolize "$T/l.sp" -o "$T/l.sym"
+	run -0 sp-flame --format=folded "$T/l.sym"
+	assert_output --regexp "<module>;container_py_work"
+	# the kernel events: the exec of cat in the container, none of the host's
+	run -0 jq -r 'select(.type=="event" and .event=="proc_exec") | .filename // .path' "$T/l.jsonl"
+	assert_output --partial /bin/cat
+	refute_output --partial timeout
+	stop_containers
 }
 
 @test "containers: podman: a binary only in the container symbolizes, from its root and from the archive" {

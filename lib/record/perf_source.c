@@ -175,6 +175,7 @@ static int perf_poll(struct sp_source *s, struct sp_emit *out)
 	int n;
 
 	p->out = out;
+	sp_perf_cgroups_follow(p);
 	/* Interpreted stacks first: each was written before its perf sample. */
 	if (p->interp)
 		sp_interp_drain(p->interp, out);
@@ -207,6 +208,7 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	sp_perf_ksyms_finish(p);
 	if (p->interp)
 		sp_interp_finish(p->interp, out, p->q.bound);
+	sp_perf_cgroups_finish(p);
 	if (p->st.bad + p->q.bad)
 		sp_warn("%" PRIu64 " malformed perf records skipped", p->st.bad + p->q.bad);
 	p->q.bound = UINT64_MAX;
