@@ -13,6 +13,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "ident.h"
+#include "nspid.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -26,17 +27,11 @@ struct {
 static __always_inline void put(struct task_struct *t, __u32 from_exec)
 {
 	struct sp_bpf_ident v = { 0 };
-	struct pid *tp = BPF_CORE_READ(t, thread_pid);
-	unsigned int level = BPF_CORE_READ(tp, level);
 	__u32 tgid = BPF_CORE_READ(t, tgid);
-	struct upid up = { 0 };
 
 	if (tgid != BPF_CORE_READ(t, pid))	/* a thread: its process has one */
 		return;
-	if (level < 32 && !bpf_probe_read_kernel(&up, sizeof(up), &tp->numbers[level])) {
-		v.nspid = up.nr;
-		v.pid_ns = BPF_CORE_READ(up.ns, ns.inum);
-	}
+	sp_task_nspid(t, &v.nspid, &v.pid_ns);
 	v.mnt_ns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
 	v.net_ns = BPF_CORE_READ(t, nsproxy, net_ns, ns.inum);
 	v.cgroup_ns = BPF_CORE_READ(t, nsproxy, cgroup_ns, ns.inum);

@@ -25,6 +25,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "interp.h"
+#include "nspid.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -89,15 +90,11 @@ static __always_inline __u64 rd_ptr(__u64 addr)
  * itself knows it as (gettid() in a container), host_tid if unreadable. */
 static __always_inline __u32 ns_tid(__u32 host_tid)
 {
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-	struct pid *tp = BPF_CORE_READ(t, thread_pid);
-	unsigned int level = BPF_CORE_READ(tp, level);
-	struct upid up = { 0 };
+	__u32 nr;
 
-	if (level >= 32 || bpf_probe_read_kernel(&up, sizeof(up), &tp->numbers[level]) ||
-	    !up.nr)
+	if (sp_task_nspid((struct task_struct *)bpf_get_current_task(), &nr, NULL))
 		return host_tid;
-	return up.nr;
+	return nr;
 }
 
 /* The thread state of tid (the cache's key; the thread state holds the
