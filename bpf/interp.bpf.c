@@ -28,6 +28,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "interp.h"
+#include "nspid.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -88,22 +89,35 @@ static __always_inline __u64 rd_ptr(__u64 addr)
 	return v;
 }
 
-/* The thread state of tid, 0 if none was found. */
+/* The current thread's tid in its own pid namespace: what the process
+ * itself knows it as (gettid() in a container), host_tid if unreadable. */
+static __always_inline __u32 ns_tid(__u32 host_tid)
+{
+	__u32 nr;
+
+	if (sp_task_nspid((struct task_struct *)bpf_get_current_task(), &nr, NULL))
+		return host_tid;
+	return nr;
+}
+
+/* The thread state of tid (the cache's key; the thread state holds the
+ * tid in the process's namespace), 0 if none was found. */
 static __always_inline __u64 find_tstate(const struct sp_bpf_ilayout *l, __u64 runtime,
 					 __u32 tid)
 {
 	__u64 *cached = bpf_map_lookup_elem(&tstates, &tid);
+	__u32 own = ns_tid(tid);
 	__u64 interp, ts;
 	unsigned int i;
 
-	if (cached && *cached && rd_ptr(*cached + l->ts_native_tid) == tid)
+	if (cached && *cached && rd_ptr(*cached + l->ts_native_tid) == own)
 		return *cached;
 	interp = rd_ptr(runtime + l->rt_interp_head);
 	if (!interp)
 		return 0;
 	ts = rd_ptr(interp + l->is_tstate_head);
 	for (i = 0; i < SP_BPF_ITHREADS && ts; i++) {
-		if (rd_ptr(ts + l->ts_native_tid) == tid) {
+		if (rd_ptr(ts + l->ts_native_tid) == own) {
 			bpf_map_update_elem(&tstates, &tid, &ts, BPF_ANY);
 			return ts;
 		}
@@ -154,7 +168,7 @@ static __always_inline __u64 find_rb_thread(const struct sp_bpf_ilayout *l, __u6
 	/* Ruby 3.1 runs a new Thread on a finished one's native thread (same
 	 * pthread_t, same tid): a cached thread must still be alive */
 	if (cached && *cached && rd_ptr(*cached + l->rb_th_id) == self &&
-	    rd_s32(*cached + l->rb_th_tid) == (__s32)tid && !rb_killed(l, *cached))
+	    rd_s32(*cached + l->rb_th_tid) == (__s32)ns_tid(tid) && !rb_killed(l, *cached))
 		return *cached;
 	vm = rd_ptr(vm_ptr);
 	if (!vm)

@@ -78,6 +78,48 @@ host_ns() {
 		<<<"$output" >/dev/null
 }
 
+@test "containers: processes that live a millisecond carry their namespace pid, namespaces and cgroup" {
+	needs_unshare
+	# Three /bin/true (fork, exec, gone at once) and a subshell that forks,
+	# never execs, and writes the NSpid it reads from its own status.
+	cat > "$T/short.sh" <<-EOS
+	for i in 1 2 3; do /bin/true; done
+	( while read -r l; do case \$l in NSpid:*) echo "\$l" > "$T/sub";; esac; done < /proc/self/status )
+	EOS
+	run --separate-stderr -0 sp-record -o "$T/short.sp" -- unshare --pid --mount --fork \
+		--mount-proc sh "$T/short.sh"
+	sub=$(awk '{ print $NF }' "$T/sub")
+	[ -n "$sub" ] && [ "$sub" -gt 1 ]
+	sp-decode "$T/short.sp" > "$T/short.jsonl"
+	# the namespace the shell made: every process in it has its identity
+	run -0 jq -r 'select(.type=="process" and .comm=="sh" and .nspid==1) | .pid_ns' \
+		"$T/short.jsonl"
+	ns=$(sort -u <<<"$output")
+	[ -n "$ns" ] && [ "$ns" != "$(host_ns pid)" ]
+	want=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	run -0 jq -c "select(.type==\"process\" and .pid_ns==$ns)" "$T/short.jsonl"
+	for rec in "${lines[@]}"; do
+		[ "$(jq '.flags // "0x0"' <<<"$rec")" != '"0x4"' ] || fail "no identity: $rec"
+		[ "$(jq .nspid <<<"$rec")" -ge 1 ] || fail "no nspid: $rec"
+		[ "$(jq .start_boot_ns <<<"$rec")" -gt 0 ]
+		assert_equal "$(jq -r .cgroup <<<"$rec")" "$want"
+		[ "$(jq .mnt_ns <<<"$rec")" != "$(host_ns mnt)" ]
+	done
+	# each true: its own namespace pid, not its host pid
+	run -0 jq -s -c "[.[] | select(.type==\"process\" and .comm==\"true\" and .pid_ns==$ns) |
+		.nspid] | unique" "$T/short.jsonl"
+	[ "$(jq length <<<"$output")" -eq 3 ] || fail "true records: $output"
+	# the subshell that never exec'd: the pid it read inside
+	run -0 jq -c "select(.type==\"process\" and .comm==\"sh\" and .nspid==$sub and .pid_ns==$ns)" \
+		"$T/short.jsonl"
+	[ "${#lines[@]}" -ge 1 ]
+	pid=$(jq .pid <<<"${lines[0]}")
+	[ "$pid" != "$sub" ]
+	run -0 sp-tree "$T/short.sp"
+	assert_output --partial "[PROC pid=$pid nspid=$sub comm=sh"
+	assert_output --regexp "\[PROC pid=[0-9]+ nspid=[0-9]+ comm=true "
+}
+
 @test "containers: a running process in a pid namespace recorded with -p" {
 	needs_unshare
 	nspid_script "$T/inside" 30
@@ -179,8 +221,8 @@ rm_cgroup() {
 # refuses a hybrid cgroup hierarchy: "drop all controllers from cgroupv2"),
 # limits no higher than ours (without CAP_SYS_RESOURCE crun and runc cannot
 # raise them), no network. The image is imported from a root filesystem
-# made here: sh, cat, sleep, ln, python3.11 and its library, their shared
-# libraries, and spin (tests/fixtures/containers/spin.c), compiled into
+# made here: sh, cat, sleep, ln, python3.11 and ruby with their standard
+# libraries, their shared libraries, and spin (tests/fixtures/containers/spin.c), compiled into
 # that root only.
 needs_podman() {
 	require_root
@@ -212,7 +254,7 @@ copy_with_libs() {
 }
 
 build_image() {
-	local py
+	local py rb d
 	R=$BATS_FILE_TMPDIR/root
 	mkdir -p "$R/app" "$R/tmp" "$R/out" "$R/etc"
 	chmod 1777 "$R/tmp"
@@ -224,7 +266,16 @@ build_image() {
 		tar -C / --exclude='test' --exclude='__pycache__' --exclude='idlelib' \
 			--exclude='tkinter' --exclude='ensurepip' -c usr/lib/python3.11 | tar -C "$R" -x
 	fi
-	cp "$FIXTURES/work.py" "$R/app/"
+	rb=$(readlink -f /usr/bin/ruby)
+	if [ -x "$rb" ]; then
+		copy_with_libs "$rb"
+		[ -e "$R/usr/bin/ruby" ] || ln -s "$rb" "$R/usr/bin/ruby"
+		# its standard library, both halves, as `ruby -e 'puts $LOAD_PATH'` says
+		for d in $(ruby -e 'puts RbConfig::CONFIG.values_at("rubylibdir", "archdir")'); do
+			[ -d "$d" ] && tar -C / -c "${d#/}" | tar -C "$R" -x
+		done
+	fi
+	cp "$FIXTURES/work.py" "$FIXTURES/work.rb" "$R/app/"
 	gcc -O1 -g -fno-omit-frame-pointer -o "$R/app/spin" "$FIXTURES/spin.c"
 	# podman's overlay storage; vfs where overlay cannot be mounted
 	if ! tar -C "$R" -c . | podman import - "$IMAGE" >/dev/null 2>"$BATS_FILE_TMPDIR/import.err"; then
@@ -330,13 +381,87 @@ wait_file() {
 	stop_containers
 }
 
-@test "containers: --container names what it cannot find, --cgroup needs -a" {
+@test "containers: --container and --cgroup wait for what does not exist yet and say so, --cgroup needs -a" {
 	require_root
-	run --separate-stderr -2 sp-record -a --container=sp-no-such-container-$$ -d 0.1 -o "$T/n.sp"
-	assert_equal "$stderr" "sp-record: error: --container: no running process belongs to a container 'sp-no-such-container-$$' (an id prefix, a systemd unit, or a name podman or docker knows)"
+	run --separate-stderr -0 sp-record -a --container=sp-no-such-container-$$ \
+		--cgroup=/sp-no-such-cgroup-$$ -d 0.5 -o "$T/n.sp"
+	[[ $stderr == *"--container: no running process belongs to a container 'sp-no-such-container-$$' (an id prefix, a systemd unit, or a name podman or docker knows) yet: its processes are recorded once it starts"* ]]
+	[[ $stderr == *"--cgroup: '/sp-no-such-cgroup-$$' does not exist (yet): its processes are recorded once it is made"* ]]
+	[[ $stderr == *"--container 'sp-no-such-container-$$' never appeared while recording: nothing of it was recorded"* ]]
+	[[ $stderr == *"--cgroup '/sp-no-such-cgroup-$$' never appeared while recording"* ]]
+	# the rest of the machine is not recorded meanwhile
+	run -0 sp-decode "$T/n.sp"
+	run -0 jq -r 'select(.type=="sample" or .type=="process") | .type' <<<"$output"
+	assert_output ""
 	run --separate-stderr -64 sp-record --cgroup=/ -o "$T/n.sp" -- true
 	assert_output ""
 	[[ $stderr == *"--cgroup and --container go with -a"* ]]
+}
+
+@test "containers: a cgroup made after the recording began is followed by --cgroup" {
+	make_cgroup "sp-test-late-$$"
+	rmdir "$CG"
+	# the cgroup is made, a shell moved in, after sp-record has started;
+	# the same loop beside it on the host
+	cat > "$T/late.sh" <<-EOS
+	sleep 0.5
+	mkdir $CG
+	sh -c 'echo \$\$ > $CG/cgroup.procs; exec timeout 1.5 sh -c "while :; do :; done"' &
+	timeout 1.5 sh -c 'while :; do :; done' &
+	wait
+	EOS
+	run --separate-stderr -0 sp-record -a --cgroup="$CGPATH" -o "$T/late.sp" -- sh "$T/late.sh"
+	rm_cgroup
+	[[ $stderr == *"'$CGPATH' does not exist (yet)"* ]]
+	sp-decode "$T/late.sp" > "$T/late.jsonl"
+	# samples: of the processes in the cgroup only (the loop's, and its
+	# timeout's), not of the loop on the host
+	run -0 jq -s -r '[.[] | select(.type=="sample") | .pid] | unique | .[]' "$T/late.jsonl"
+	[ "${#lines[@]}" -ge 1 ]
+	for pid in "${lines[@]}"; do
+		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .cgroup" "$T/late.jsonl"
+		assert_equal "$(sort -u <<<"$output")" "$CGPATH"
+	done
+	run -0 jq -r 'select(.type=="process" and .comm=="sh") | .cgroup' "$T/late.jsonl"
+	assert_equal "$(sort -u <<<"$output")" "$CGPATH"
+}
+
+@test "containers: podman: a container started after the recording began is followed by --container" {
+	needs_podman
+	# -a with a command: it starts the container once sp-record runs, and
+	# runs a loop on the host beside it
+	cat > "$T/later.sh" <<-EOS
+	sleep 0.5
+	${PODMAN[*]} run --rm -d --network none --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 \
+		-v $T/out:/out --name sp-test-$$-l $IMAGE /usr/bin/python3 /app/work.py /out/nspid > $T/cid
+	while [ ! -s $T/out/nspid ]; do sleep 0.1; done
+	timeout 1.5 sh -c 'while :; do :; done'
+	${PODMAN[*]} exec sp-test-$$-l /bin/cat /etc/hostname > /dev/null
+	EOS
+	CONTAINERS="sp-test-$$-l"
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-l" --events=proc \
+		-o "$T/l.sp" -- sh "$T/later.sh"
+	[[ $stderr == *"no running process belongs to a container 'sp-test-$$-l'"*"yet"* ]]
+	CPID=$("${PODMAN[@]}" inspect -f '{{.State.Pid}}' "sp-test-$$-l")
+	sp-decode "$T/l.sp" > "$T/l.jsonl"
+	# samples of the container's Python only, with its functions
+	run -0 jq -s -r '[.[] | select(.type=="sample") | .pid] | unique | .[]' "$T/l.jsonl"
+	[[ " ${lines[*]} " == *" $CPID "* ]]
+	for pid in "${lines[@]}"; do
+		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .container" "$T/l.jsonl"
+		assert_equal "$(sort -u <<<"$output")" "$(cat "$T/cid")"
+	done
+	rec=$(jq -c "select(.type==\"process\" and .pid==$CPID)" "$T/l.jsonl" | tail -n 1)
+	assert_equal "$(jq -r .container <<<"$rec")" "$(cat "$T/cid")"
+	assert_equal "$(jq .nspid <<<"$rec")" "$(awk '{ print $NF }' "$T/out/nspid")"
+	run --separate-stderr -0 sp-symbolize "$T/l.sp" -o "$T/l.sym"
+	run -0 sp-flame --format=folded "$T/l.sym"
+	assert_output --regexp "<module>;container_py_work"
+	# the kernel events: the exec of cat in the container, none of the host's
+	run -0 jq -r 'select(.type=="event" and .event=="proc_exec") | .filename // .path' "$T/l.jsonl"
+	assert_output --partial /bin/cat
+	refute_output --partial timeout
+	stop_containers
 }
 
 @test "containers: podman: a binary only in the container symbolizes, from its root and from the archive" {
@@ -458,7 +583,49 @@ wait_file() {
 	assert_equal "$(sort -u <<<"$output")" "$bid"
 	run --separate-stderr -0 sp-symbolize "$T/py.sp" -o "$T/py.sym"
 	run -0 sp-flame --format=folded "$T/py.sym"
-	assert_output --regexp "Py_RunMain;[^ ]*_PyEval_EvalFrameDefault"
+	assert_output --regexp "Py_RunMain;[^ ]*PyEval_EvalCode;<module>;container_py_work"
+	stop_containers
+}
+
+# The interpreter's thread state holds the thread's id in the container's
+# pid namespace (gettid() there), not the host's.
+@test "containers: podman: a Python program in the container: its functions in samples, with -a and with -p" {
+	needs_podman
+	[ -x "$BATS_FILE_TMPDIR/root/usr/bin/python3" ] || skip "no python3.11 to put in the image"
+	start_container "sp-test-$$-q" /usr/bin/python3 /app/work.py /out/nspid
+	wait_file "$T/out/nspid"
+	[ "$(awk '{ print $NF }' "$T/out/nspid")" != "$CPID" ]
+	for how in "-a --container=sp-test-$$-q" "-p $CPID"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr -0 sp-record $how -d 1 -o "$T/q.sp"
+		run -0 sp-decode "$T/q.sp"
+		run -0 jq -r "select(.type==\"runtime\" and .pid==$CPID and .mode==\"stacks\") |
+			.runtime" <<<"$output"
+		assert_output python
+		run --separate-stderr -0 sp-symbolize "$T/q.sp" -o "$T/q.sym"
+		run -0 sp-flame --format=folded "$T/q.sym"
+		assert_output --regexp "PyEval_EvalCode;<module>;container_py_work[; ]"
+	done
+	stop_containers
+}
+
+@test "containers: podman: a Ruby program in the container: its methods in samples, with -a and with -p" {
+	needs_podman
+	[ -e "$BATS_FILE_TMPDIR/root/usr/bin/ruby" ] || skip "no ruby to put in the image"
+	start_container "sp-test-$$-r" /usr/bin/ruby /app/work.rb /out/rbnspid
+	wait_file "$T/out/rbnspid"
+	for how in "-a --container=sp-test-$$-r" "-p $CPID"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr -0 sp-record $how -d 1 -o "$T/r.sp"
+		run -0 sp-decode "$T/r.sp"
+		run -0 jq -r "select(.type==\"runtime\" and .pid==$CPID and .mode==\"stacks\") |
+			.runtime" <<<"$output"
+		assert_output ruby
+		run --separate-stderr -0 sp-symbolize "$T/r.sp" -o "$T/r.sym"
+		run -0 sp-flame --format=folded "$T/r.sym"
+		# the block of loop calls the method, whose block is running
+		assert_output --regexp ";block in <main>;[^ ]*container_rb_work;[^ ]*block in container_rb_work"
+	done
 	stop_containers
 }
 
@@ -486,5 +653,13 @@ wait_file() {
 	M=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
 	assert_equal "$(jq .cgroup_id <<<"$ev")" "$(stat -c %i "$M$cg")"
 	[ "$(jq .start_boot_ns <<<"$ev")" -gt 0 ]
+	# and its process record says the same, with the container
+	rec=$(jq -c "select(.type==\"process\" and .pid==$(jq .pid <<<"$ev") and .comm==\"sh\")" \
+		<<<"$output" | tail -n 1)
+	[ -n "$rec" ] || fail "no process record of the shell"
+	assert_equal "$(jq .nspid <<<"$rec")" "$(jq .nspid <<<"$ev")"
+	assert_equal "$(jq .pid_ns <<<"$rec")" "$(jq .pid_ns <<<"$ev")"
+	assert_equal "$(jq -r .cgroup <<<"$rec")" "$cg"
+	assert_equal "$(jq -r .container <<<"$rec")" "$CID"
 	stop_containers
 }

@@ -510,7 +510,8 @@ int main(int argc, char **argv)
 		first++;
 	if (sp_cgroup_filter_resolve(&env.cgroups))
 		return SP_EXIT_FATAL;
-	env.perf.cgroups = env.events.cgroups = &env.cgroups;
+	env.perf.cgroups = &env.cgroups;
+	env.events.cgroups = &env.cgroups;
 	env.perf.enable_on_exec = first < argc;
 	/* The spans source first: its BPF object loads while the rest is set
 	 * up. It is told the command when "--" set it apart. */

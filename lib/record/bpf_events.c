@@ -75,6 +75,19 @@ static int read_lost(struct ev_priv *p, struct sp_emit *out)
 	return n;
 }
 
+/* The cgroups -a --container/--cgroup found since (perf_cgroups.c). */
+static void follow_cgroups(struct ev_priv *p)
+{
+	const struct sp_cgroup_filter *f = p->o.cgroups;
+	uint8_t one = 1;
+
+	for (; f && p->cgroups_seen < f->n && p->cgroups_seen < SP_BPF_CGROUPS; p->cgroups_seen++)
+		if (bpf_map__update_elem(p->skel->maps.cgroups, &f->id[p->cgroups_seen],
+					 sizeof(uint64_t), &one, sizeof(one), BPF_ANY))
+			sp_warn("kernel events: cgroup '%s' cannot be added to the filter: %s",
+				f->path[p->cgroups_seen], strerror(errno));
+}
+
 static int ev_poll(struct sp_source *s, struct sp_emit *out)
 {
 	struct ev_priv *p = s->priv;
@@ -84,6 +97,7 @@ static int ev_poll(struct sp_source *s, struct sp_emit *out)
 	if (p->state != ST_READY || !p->started)
 		return 0;
 	p->out = out;
+	follow_cgroups(p);
 	p->drain_ns = sp_now_mono_ns();
 	r = ring_buffer__consume(p->rb);
 	p->out = NULL;

@@ -72,6 +72,7 @@ struct ev_priv {
 	struct sp_events_opts o;
 	int state;
 	struct sp_events *skel;
+	unsigned int cgroups_seen;	/* o.cgroups' ids in its map (more appear later) */
 	struct ring_buffer *rb;
 	struct sp_emit *out;
 	const char *how;		/* strategy in use */

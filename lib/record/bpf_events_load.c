@@ -180,7 +180,7 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	skel->rodata->want_exec = !!(p->o.kinds & SP_EV_BIT(SP_EV_PROC_EXEC));
 	skel->rodata->want_exit = !!(p->o.kinds & SP_EV_BIT(SP_EV_PROC_EXIT));
 	skel->rodata->want_capable = want_cap;
-	skel->rodata->cgroup_filter = p->o.cgroups && p->o.cgroups->n;
+	skel->rodata->cgroup_filter = sp_cgroup_filter_given(p->o.cgroups);
 	/* Wake the reader every 256 KiB (or a quarter of a smaller buffer):
 	 * what it holds for the merge between two passes then stays in cache. */
 	skel->rodata->wake_bytes = (p->o.buffer_kib ? p->o.buffer_kib : 8192) * 1024 / 4;
@@ -208,6 +208,7 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 					   sizeof(uint64_t), &one, sizeof(one), BPF_ANY);
 		if (err)
 			goto fail;
+		p->cgroups_seen = i + 1;
 	}
 	for (role = 0; role < P_NUM; role++) {
 		struct bpf_link *link;

@@ -100,7 +100,10 @@ static int cgroup2_mount(char *out, size_t size)
 	return cgroup2_mount_q(out, size, false);
 }
 
-static int add_dir(struct sp_cgroup_filter *f, int mfd, const char *path, const char *why)
+/* Open a cgroup directory into f. 0, 1 when it does not exist and absent
+ * is set (not reported), or -1 (reported). */
+static int add_dir_q(struct sp_cgroup_filter *f, int mfd, const char *path, const char *why,
+		     bool absent)
 {
 	struct stat st;
 	unsigned int i;
@@ -113,6 +116,8 @@ static int add_dir(struct sp_cgroup_filter *f, int mfd, const char *path, const 
 		return sp_error("more than %d cgroups to record", SP_CGROUP_FILTER_MAX);
 	fd = path[1] ? openat(mfd, path + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) :
 		       dup(mfd);
+	if (fd < 0 && errno == ENOENT && absent)
+		return 1;
 	if (fd < 0 || fstat(fd, &st)) {
 		char e[512];
 
@@ -126,6 +131,11 @@ static int add_dir(struct sp_cgroup_filter *f, int mfd, const char *path, const 
 	f->id[f->n] = st.st_ino;
 	f->n++;
 	return 0;
+}
+
+static int add_dir(struct sp_cgroup_filter *f, int mfd, const char *path, const char *why)
+{
+	return add_dir_q(f, mfd, path, why, false) < 0 ? -1 : 0;
 }
 
 static bool is_hex(const char *s, size_t n)
@@ -230,11 +240,23 @@ static int add_container(struct sp_cgroup_filter *f, int mfd, const char *want)
 	return found ? 0 : 1;	/* none: the caller tries the name, then says so */
 }
 
+/* A container by id prefix or unit, else by name (podman, then docker),
+ * the names only when inspect is set. 0 found, 1 not (yet), -1 (reported). */
+static int find_container(struct sp_cgroup_filter *f, int mfd, const char *c, bool inspect_ok)
+{
+	char id[65];
+	int r = add_container(f, mfd, c);
+
+	if (r == 1 && inspect_ok && (!inspect("podman", c, id) || !inspect("docker", c, id)))
+		r = add_container(f, mfd, id);
+	return r;
+}
+
 int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f)
 {
-	char mnt[4096], id[65], e[600];
+	char mnt[4096], e[600];
 	unsigned int i;
-	int mfd;
+	int mfd, r;
 
 	if (!sp_cgroup_filter_given(f))
 		return 0;
@@ -243,30 +265,76 @@ int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f)
 	mfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (mfd < 0)
 		return sp_error_errno("cannot open the cgroup v2 root '%s'", mnt);
-	for (i = 0; i < f->ncgroups; i++)
-		if (add_dir(f, mfd, f->cgroups[i], "--cgroup"))
-			goto fail;
-	for (i = 0; i < f->ncontainers; i++) {
-		const char *c = f->containers[i];
-
-		int r = add_container(f, mfd, c);
-
-		if (r == 1 && (!inspect("podman", c, id) || !inspect("docker", c, id)))
-			r = add_container(f, mfd, id);
+	for (i = 0; i < f->ncgroups; i++) {
+		r = add_dir_q(f, mfd, f->cgroups[i], "--cgroup", true);
 		if (r < 0)
 			goto fail;
 		if (r == 0)
 			continue;
-		sp_esc_text(e, sizeof(e), c, strlen(c), 0);
-		sp_error("--container: no running process belongs to a container '%s' (an id "
-			 "prefix, a systemd unit, or a name podman or docker knows)", e);
-		goto fail;
+		sp_esc_text(e, sizeof(e), f->cgroups[i], strlen(f->cgroups[i]), 0);
+		sp_warn("--cgroup: '%s' does not exist (yet): its processes are recorded once it "
+			"is made", e);
+		f->cgroup_waits[i] = true;
+		f->nwaiting++;
 	}
-	close(mfd);
+	for (i = 0; i < f->ncontainers; i++) {
+		r = find_container(f, mfd, f->containers[i], true);
+		if (r < 0)
+			goto fail;
+		if (r == 0)
+			continue;
+		sp_esc_text(e, sizeof(e), f->containers[i], strlen(f->containers[i]), 0);
+		sp_warn("--container: no running process belongs to a container '%s' (an id "
+			"prefix, a systemd unit, or a name podman or docker knows) yet: its "
+			"processes are recorded once it starts", e);
+		f->container_waits[i] = true;
+		f->nwaiting++;
+	}
+	if (!f->nwaiting) {
+		close(mfd);
+		return 0;
+	}
+	f->mfd = mfd;
+	f->next_look_ns = f->next_inspect_ns = sp_now_mono_ns() + 200 * 1000000ull;
 	return 0;
 fail:
 	close(mfd);
 	return -1;
+}
+
+unsigned int sp_cgroup_filter_follow(struct sp_cgroup_filter *f, uint64_t now)
+{
+	unsigned int i, before = f->n;
+	bool inspect_ok;
+	int r;
+
+	if (!f->nwaiting || now < f->next_look_ns)
+		return 0;
+	f->next_look_ns = now + 200 * 1000000ull;
+	inspect_ok = now >= f->next_inspect_ns;
+	if (inspect_ok)
+		f->next_inspect_ns = now + 1000 * 1000000ull;
+	for (i = 0; i < f->ncgroups; i++) {
+		if (!f->cgroup_waits[i])
+			continue;
+		r = add_dir_q(f, f->mfd, f->cgroups[i], "--cgroup", true);
+		if (r == 1)
+			continue;	/* not yet */
+		f->cgroup_waits[i] = false;	/* found, or said why not */
+		f->nwaiting--;
+	}
+	for (i = 0; i < f->ncontainers; i++) {
+		if (!f->container_waits[i])
+			continue;
+		r = find_container(f, f->mfd, f->containers[i], inspect_ok);
+		if (r == 1)
+			continue;
+		f->container_waits[i] = false;
+		f->nwaiting--;
+	}
+	if (!f->nwaiting)
+		close(f->mfd);
+	return f->n - before;
 }
 
 bool sp_cgroup_filter_match(const struct sp_cgroup_filter *f, const char *path)
@@ -286,7 +354,22 @@ bool sp_cgroup_filter_match(const struct sp_cgroup_filter *f, const char *path)
 void sp_cgroup_filter_release(struct sp_cgroup_filter *f)
 {
 	unsigned int i;
+	char e[600];
 
+	for (i = 0; i < f->ncgroups + f->ncontainers; i++) {
+		const char *name = i < f->ncgroups ? f->cgroups[i] : f->containers[i - f->ncgroups];
+
+		if (!(i < f->ncgroups ? f->cgroup_waits[i] : f->container_waits[i - f->ncgroups]))
+			continue;
+		sp_esc_text(e, sizeof(e), name, strlen(name), 0);
+		sp_warn("%s '%s' never appeared while recording: nothing of it was recorded",
+			i < f->ncgroups ? "--cgroup" : "--container", e);
+	}
+	if (f->nwaiting)
+		close(f->mfd);
+	f->nwaiting = 0;
+	memset(f->cgroup_waits, 0, sizeof(f->cgroup_waits));
+	memset(f->container_waits, 0, sizeof(f->container_waits));
 	for (i = 0; i < f->n; i++) {
 		close(f->fd[i]);
 		free(f->path[i]);

@@ -229,16 +229,25 @@ int sp_perf_cpus(struct perf *p)
 /* -a --cgroup/--container: one event per cgroup and CPU, counting the
  * tasks of the cgroup and its descendants only; their side-band records
  * (processes, mappings) are of those tasks only, too. */
+int sp_perf_open_cgroup(struct perf *p, unsigned int i)
+{
+	const struct sp_cgroup_filter *f = p->o.cgroups;
+	unsigned int c;
+
+	for (c = 0; c < p->ncpus; c++)
+		if (open_on(p, f->fd[i], c))
+			return sp_error_errno("cgroup '%s' on cpu %d: %s", f->path[i],
+					      p->cpus[c].cpu, p->failed_call);
+	return 0;
+}
+
+/* Those found at the start: none when all are waited for (perf_cgroups.c). */
 static int open_cgroups(struct perf *p, const struct sp_cgroup_filter *f)
 {
-	unsigned int i, c;
-
 	p->cgroup_mode = true;
-	for (i = 0; i < f->n; i++)
-		for (c = 0; c < p->ncpus; c++)
-			if (open_on(p, f->fd[i], c))
-				return sp_error_errno("cgroup '%s' on cpu %d: %s", f->path[i],
-						      p->cpus[c].cpu, p->failed_call);
+	for (p->cgroups_open = 0; p->cgroups_open < f->n; p->cgroups_open++)
+		if (sp_perf_open_cgroup(p, p->cgroups_open))
+			return -1;
 	return 0;
 }
 
@@ -253,7 +262,7 @@ int sp_perf_open_events(struct perf *p, const struct sp_target *t)
 		p->attr.inherit = 0;
 		p->attr.disabled = 0;
 		p->attr.enable_on_exec = 0;
-		if (p->o.cgroups && p->o.cgroups->n)
+		if (sp_cgroup_filter_given(p->o.cgroups))
 			return open_cgroups(p, p->o.cgroups);
 		for (c = 0; c < p->ncpus; c++)
 			if (open_on(p, -1, c))

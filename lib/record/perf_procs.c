@@ -358,7 +358,7 @@ static int emit_process(struct perf *p, struct proc *pr, uint64_t time, uint64_t
 	r.process.exe = pr->exe;
 	r.process.flags = flags | (pr->defined ? SP_PROC_EXEC : 0);
 	r.process.args = args && *args ? sp_writer_strz(p->out->w, args) : 0;
-	sp_proc_identity_fill(p->out->w, pr->pid, time, &r.process);
+	sp_proc_identity_fill(p->out->w, p->ident, pr->pid, time, &r.process);
 	sp_perf_jit_note(p, pr, &r.process);
 	if (!pr->defined)	/* a process once, not once more per exec */
 		p->st.processes++;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "perf_sourceP.h"
+#include "proc_identity.h"
 #include "procfs.h"
 #include "sp.h"
 #include "unwind.h"
@@ -138,6 +139,7 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		if (!p->unw)
 			return sp_error("cannot set up DWARF unwinding");
 	}
+	p->ident = sp_ident_bpf_open();	/* before the events: no fork missed */
 	if (!p->sideband)
 		p->interp = sp_interp_new(p->o.interp);	/* NULL: native stacks only */
 	if (sp_perf_open_events(p, t))
@@ -173,6 +175,7 @@ static int perf_poll(struct sp_source *s, struct sp_emit *out)
 	int n;
 
 	p->out = out;
+	sp_perf_cgroups_follow(p);
 	/* Interpreted stacks first: each was written before its perf sample. */
 	if (p->interp)
 		sp_interp_drain(p->interp, out);
@@ -205,6 +208,7 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	sp_perf_ksyms_finish(p);
 	if (p->interp)
 		sp_interp_finish(p->interp, out, p->q.bound);
+	sp_perf_cgroups_finish(p);
 	if (p->st.bad + p->q.bad)
 		sp_warn("%" PRIu64 " malformed perf records skipped", p->st.bad + p->q.bad);
 	p->q.bound = UINT64_MAX;
@@ -263,6 +267,7 @@ static void perf_free(struct sp_source *s)
 		if (p->unw)
 			sp_unwinder_free(p->unw);
 		sp_interp_free(p->interp);
+		sp_ident_bpf_free(p->ident);
 		sp_perf_map_free(&p->frames);
 		sp_perf_map_free(&p->frames_raw);
 		free(p->cpus);

@@ -157,6 +157,7 @@ struct perf {
 
 	struct sp_unwinder *unw;
 	struct sp_interpreters *interp;	/* interpreted frames (interpP.h) */
+	struct sp_ident_bpf *ident;	/* processes' identity at fork/exec (proc_identity.h) */
 
 	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
 	 * table read by a thread; a fresh read once a frame outside the cached
@@ -180,6 +181,7 @@ struct perf {
 	unsigned int nroots;
 	bool system_wide;
 	bool cgroup_mode;	/* -a limited to cgroups: o.cgroups */
+	unsigned int cgroups_open;	/* o.cgroups' directories with their events */
 
 	struct sp_perf_stats st;
 	const char *failed_call;	/* what open_on() failed at */
@@ -205,6 +207,17 @@ int sp_perf_cpus(struct perf *p);
 /* The events of the target, one per CPU (and per thread of a running
  * process), each CPU's first owning its ring. 0 or -1 (reported). */
 int sp_perf_open_events(struct perf *p, const struct sp_target *t);
+/* -a --cgroup/--container: the events of o.cgroups' directory i, one per
+ * CPU. 0 or -1 (reported). */
+int sp_perf_open_cgroup(struct perf *p, unsigned int i);
+
+/* ---- cgroups that appear while recording (perf_cgroups.c) ---- */
+
+/* What o.cgroups waited for and has now found: its events opened, the
+ * interpreted-frames program on them, its processes read from /proc. */
+void sp_perf_cgroups_follow(struct perf *p);
+/* The end: say what never appeared, close the directories. */
+void sp_perf_cgroups_finish(struct perf *p);
 
 /* ---- processes, threads, mappings, modules (perf_procs.c) ---- */
 

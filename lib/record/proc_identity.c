@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * A process record's identity, from /proc (procfs.h) and its cgroup path
+ * A process record's identity, from what the kernel said at its fork or
+ * exec (bpf_ident.c) or else /proc (procfs.h), and its cgroup path
  * (cgroup.h). The start time read is checked against the record's time so
  * that a pid reused before its record was written lends it nothing.
  */
@@ -8,7 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/types.h>
+
 #include "cgroup.h"
+#include "ident.h"
+#include "cgroup_filter.h"
 #include "proc_identity.h"
 #include "procfs.h"
 #include "sp.h"
@@ -47,20 +52,69 @@ static void none(uint32_t pid, struct sp_process *rec, bool reused)
 	warned = true;
 }
 
-int sp_proc_identity_fill(struct sp_writer *w, uint32_t pid, uint64_t time,
-			  struct sp_process *rec)
+/* The cgroup path and the container it names. */
+static void put_cgroup(struct sp_writer *w, const char *cgroup, struct sp_process *rec)
+{
+	struct sp_cgroup_owner own;
+
+	if (!cgroup[0])
+		return;
+	rec->cgroup = sp_writer_strz(w, cgroup);
+	if (sp_cgroup_owner(cgroup, strlen(cgroup), &own)) {
+		rec->runtime = sp_writer_strz(w, own.runtime);
+		rec->container = own.id[0] ? sp_writer_strz(w, own.id) : 0;
+		rec->pod = own.pod[0] ? sp_writer_strz(w, own.pod) : 0;
+	}
+}
+
+/*
+ * What the kernel said at pid's fork or exec: the newest process with that
+ * pid, so one started after time is a reuse. Its start is cut to the clock
+ * tick as /proc gives it, so both sources agree on a process. 1 filled, 0
+ * no entry, -1 a reuse.
+ */
+static int from_kernel(struct sp_writer *w, struct sp_ident_bpf *kb, uint32_t pid,
+		       uint64_t time, uint64_t tick, struct sp_process *rec)
+{
+	char cgroup[SP_PROC_CGROUP_MAX + 1];
+	struct sp_bpf_ident k;
+
+	if (sp_ident_bpf_lookup(kb, pid, &k) || !k.start_boot_ns)
+		return 0;
+	if (time && k.start_boot_ns > time + suspended_ns() + SLACK_NS)
+		return -1;
+	rec->start_boot_ns = k.start_boot_ns - k.start_boot_ns % tick;
+	rec->nspid = k.nspid;
+	rec->pid_ns = k.pid_ns;
+	rec->mnt_ns = k.mnt_ns;
+	rec->net_ns = k.net_ns;
+	rec->cgroup_ns = k.cgroup_ns;
+	/* A cgroup removed since (a finished `podman exec`'s) has no path. */
+	if (sp_cgroup_path_by_id(k.cgroup_id, cgroup, sizeof(cgroup)) == 0)
+		put_cgroup(w, cgroup, rec);
+	return 1;
+}
+
+int sp_proc_identity_fill(struct sp_writer *w, struct sp_ident_bpf *kb, uint32_t pid,
+			  uint64_t time, struct sp_process *rec)
 {
 	struct sp_proc_identity id;
-	struct sp_cgroup_owner own;
 	long hz = sysconf(_SC_CLK_TCK);
-	uint64_t start;
+	uint64_t start, tick = hz > 0 ? NS_PER_S / (uint64_t)hz : 1;
+	int k = from_kernel(w, kb, pid, time, tick, rec);
 
+	if (k > 0)
+		return 0;
+	if (k < 0) {
+		none(pid, rec, true);
+		return -1;
+	}
 	if (sp_procfs_identity(pid, &id) || !id.start_ticks || hz <= 0) {
 		none(pid, rec, false);
 		return -1;
 	}
 	/* Ticks are cut down, never up: a start after time is another process. */
-	start = id.start_ticks * (NS_PER_S / (uint64_t)hz);
+	start = id.start_ticks * tick;
 	if (time && start > time + suspended_ns() + SLACK_NS) {
 		none(pid, rec, true);
 		return -1;
@@ -71,13 +125,6 @@ int sp_proc_identity_fill(struct sp_writer *w, uint32_t pid, uint64_t time,
 	rec->mnt_ns = id.ns[SP_NS_MNT];
 	rec->net_ns = id.ns[SP_NS_NET];
 	rec->cgroup_ns = id.ns[SP_NS_CGROUP];
-	if (!id.cgroup[0])
-		return 0;
-	rec->cgroup = sp_writer_strz(w, id.cgroup);
-	if (sp_cgroup_owner(id.cgroup, strlen(id.cgroup), &own)) {
-		rec->runtime = sp_writer_strz(w, own.runtime);
-		rec->container = own.id[0] ? sp_writer_strz(w, own.id) : 0;
-		rec->pod = own.pod[0] ? sp_writer_strz(w, own.pod) : 0;
-	}
+	put_cgroup(w, id.cgroup, rec);
 	return 0;
 }

@@ -30,7 +30,7 @@ static void test_proc_identity_live(void)
 
 	CHECK(w != NULL);
 	CHECK(sp_procfs_identity((uint32_t)getpid(), &id) == 0);
-	CHECK(sp_proc_identity_fill(w, (uint32_t)getpid(), sp_now_mono_ns(), &rec) == 0);
+	CHECK(sp_proc_identity_fill(w, NULL, (uint32_t)getpid(), sp_now_mono_ns(), &rec) == 0);
 	CHECK(!(rec.flags & SP_PROC_NO_IDENTITY));
 	CHECK_EQ_U(rec.nspid, id.nspid);
 	CHECK_EQ_U(rec.pid_ns, id.ns[SP_NS_PID]);
@@ -46,7 +46,7 @@ static void test_proc_identity_reused(void)
 	struct sp_process rec = { 0 };
 
 	/* A record of time 1 ns: this process started long after it. */
-	CHECK(sp_proc_identity_fill(w, (uint32_t)getpid(), 1, &rec) == -1);
+	CHECK(sp_proc_identity_fill(w, NULL, (uint32_t)getpid(), 1, &rec) == -1);
 	CHECK(rec.flags & SP_PROC_NO_IDENTITY);
 	CHECK(rec.nspid == 0 && rec.start_boot_ns == 0 && rec.cgroup == 0);
 	sp_writer_close(w);
@@ -61,7 +61,7 @@ static void test_proc_identity_gone(void)
 	if (pid == 0)
 		_exit(0);
 	waitpid(pid, NULL, 0);
-	CHECK(sp_proc_identity_fill(w, (uint32_t)pid, sp_now_mono_ns(), &rec) == -1);
+	CHECK(sp_proc_identity_fill(w, NULL, (uint32_t)pid, sp_now_mono_ns(), &rec) == -1);
 	CHECK(rec.flags & SP_PROC_NO_IDENTITY);
 	sp_writer_close(w);
 }

@@ -34,6 +34,13 @@ struct sp_cgroup_filter {
 	char *path[SP_CGROUP_FILTER_MAX];	/* "/libpod_parent/libpod-<id>" (malloc'd) */
 	int fd[SP_CGROUP_FILTER_MAX];		/* the directory, O_RDONLY */
 	uint64_t id[SP_CGROUP_FILTER_MAX];	/* its cgroup id (inode) */
+	/* Named but not found at the start: looked for again while recording
+	 * (sp_cgroup_filter_follow()); the cgroup v2 root held open for it. */
+	bool cgroup_waits[SP_CGROUP_FILTER_MAX];
+	bool container_waits[SP_CGROUP_FILTER_MAX];
+	unsigned int nwaiting;
+	int mfd;		/* valid when nwaiting */
+	uint64_t next_look_ns, next_inspect_ns;
 };
 
 /* Options --cgroup and --container; input: a zeroed struct sp_cgroup_filter. */
@@ -44,10 +51,17 @@ static inline bool sp_cgroup_filter_given(const struct sp_cgroup_filter *f)
 	return f && (f->ncgroups || f->ncontainers);
 }
 
-/* Find and open the directories. 0, or -1 (reported: no cgroup v2 mount, a
- * path that is no cgroup, a container with no running process, an
- * ambiguous id prefix). */
+/* Find and open the directories. A --cgroup that does not exist yet and a
+ * --container with no running process are said once and waited for
+ * (sp_cgroup_filter_follow()). 0, or -1 (reported: no cgroup v2 mount, a
+ * path that cannot be opened, an ambiguous id prefix). */
 int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f);
+
+/* Look again for what is waited for, at most every 200 ms (now: CLOCK_MONOTONIC
+ * ns; a name through podman or docker inspect at most every second): its
+ * directories are appended to f's. Returns how many were added (0 when
+ * nothing waits or it is not time yet). */
+unsigned int sp_cgroup_filter_follow(struct sp_cgroup_filter *f, uint64_t now);
 
 /* Whether a cgroup path (the "0::" line's) is one of the directories or
  * below one. */
@@ -59,7 +73,7 @@ bool sp_cgroup_filter_match(const struct sp_cgroup_filter *f, const char *path);
  * path longer than size): nothing reported. */
 int sp_cgroup_path_by_id(uint64_t id, char *buf, size_t size);
 
-/* Close the directories. */
+/* Close the directories; say what was waited for and never appeared. */
 void sp_cgroup_filter_release(struct sp_cgroup_filter *f);
 
 #endif

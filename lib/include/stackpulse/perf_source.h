@@ -39,7 +39,7 @@ struct sp_perf_opts {
 	enum sp_interp_mode interp;	/* interpreted frames in samples (docs/interpreters.md) */
 	/* -a only in these cgroups (perf_event_open's cgroup mode), resolved;
 	 * NULL or none: every process */
-	const struct sp_cgroup_filter *cgroups;
+	struct sp_cgroup_filter *cgroups;	/* followed: what appears later is added */
 };
 
 /* An event name: its perf type and config. 0, or -1 for an unknown name. */

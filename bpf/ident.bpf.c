@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ident.bpf.c - the identity of every new process, read from its task in
+ * the kernel: at fork (the child's own pid namespace, namespaces and
+ * cgroup, as clone() set them up) and again at exec (a runtime moves its
+ * process into the container's cgroup and namespaces before it execs).
+ * User space looks a pid up when it writes the process's record, after
+ * the process may be gone (lib/record/bpf_ident.c).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "ident.h"
+#include "nspid.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SP_BPF_IDENTS);
+	__type(key, __u32);
+	__type(value, struct sp_bpf_ident);
+} idents SEC(".maps");
+
+static __always_inline void put(struct task_struct *t, __u32 from_exec)
+{
+	struct sp_bpf_ident v = { 0 };
+	__u32 tgid = BPF_CORE_READ(t, tgid);
+
+	if (tgid != BPF_CORE_READ(t, pid))	/* a thread: its process has one */
+		return;
+	sp_task_nspid(t, &v.nspid, &v.pid_ns);
+	v.mnt_ns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
+	v.net_ns = BPF_CORE_READ(t, nsproxy, net_ns, ns.inum);
+	v.cgroup_ns = BPF_CORE_READ(t, nsproxy, cgroup_ns, ns.inum);
+	v.cgroup_id = BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
+	v.start_boot_ns = BPF_CORE_READ(t, start_boottime);
+	v.from_exec = from_exec;
+	bpf_map_update_elem(&idents, &tgid, &v, BPF_ANY);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(ident_fork, struct task_struct *parent, struct task_struct *child)
+{
+	put(child, 0);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(ident_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	put(p, 1);
+	return 0;
+}

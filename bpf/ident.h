@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ident.h - what bpf/ident.bpf.c keeps for lib/record/bpf_ident.c: who a
+ * process is (docs/containers.md), read from its task when it is forked
+ * and again when it execs, so that a process gone before its record is
+ * written still has an identity.
+ */
+#ifndef SP_BPF_IDENT_SHARED_H
+#define SP_BPF_IDENT_SHARED_H
+
+#define SP_BPF_IDENTS	32768	/* processes remembered (LRU), key: host tgid */
+
+struct sp_bpf_ident {
+	__u64 start_boot_ns;	/* task->start_boottime, CLOCK_BOOTTIME ns */
+	__u64 cgroup_id;	/* cgroup v2 id (kernfs node id) */
+	__u32 nspid;		/* pid in its own (innermost) pid namespace */
+	__u32 pid_ns, mnt_ns, net_ns, cgroup_ns;	/* namespace inode numbers */
+	__u32 from_exec;	/* 1: read at exec, 0: at fork */
+};
+
+#endif

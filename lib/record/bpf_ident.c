@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The kernel's side of process identity (proc_identity.h): bpf/ident.bpf.c
+ * loaded and attached to fork and exec, and its map of pids looked up when
+ * a process record is written after the process is gone.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "ident.skel.h"
+#include "proc_identity.h"
+#include "sp.h"
+
+struct sp_ident_bpf {
+	struct sp_ident *skel;
+	int map_fd;
+};
+
+static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+
+struct sp_ident_bpf *sp_ident_bpf_open(void)
+{
+	libbpf_print_fn_t old = libbpf_set_print(quiet);
+	struct sp_ident_bpf *b = sp_xcalloc(1, sizeof(*b));
+	int err = 0;
+
+	b->skel = sp_ident__open_and_load();
+	if (!b->skel || sp_ident__attach(b->skel))
+		err = errno ? errno : EINVAL;
+	libbpf_set_print(old);
+	if (err) {
+		/* Without privileges this is expected: -v says it. */
+		if (err == EPERM && geteuid() != 0)
+			sp_info("process identity: no BPF without privileges; read from /proc only");
+		else
+			sp_warn("process identity: cannot load its BPF program: %s; read from "
+				"/proc only: processes gone before their record have none",
+				strerror(err));
+		sp_ident_bpf_free(b);
+		return NULL;
+	}
+	b->map_fd = bpf_map__fd(b->skel->maps.idents);
+	return b;
+}
+
+int sp_ident_bpf_lookup(struct sp_ident_bpf *b, uint32_t pid, struct sp_bpf_ident *out)
+{
+	if (!b)
+		return -1;
+	return bpf_map_lookup_elem(b->map_fd, &pid, out) ? -1 : 0;
+}
+
+void sp_ident_bpf_free(struct sp_ident_bpf *b)
+{
+	if (!b)
+		return;
+	sp_ident__destroy(b->skel);
+	free(b);
+}

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+/*
+ * -a --cgroup/--container following what appears while recording
+ * (docs/containers.md): a cgroup directory found after the start, a
+ * container's when its first process runs, gets its per-CPU events, the
+ * interpreted-frames program on them, and its running processes read from
+ * /proc, as the ones found at the start got. The BPF events source adds
+ * its id to its own filter (bpf_events.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgroup_filter.h"
+#include "perf_sourceP.h"
+#include "procfs.h"
+#include "sp.h"
+
+/* Whether pid's cgroup is directory i of f or below it. */
+static bool in_dir(const struct sp_cgroup_filter *f, unsigned int i, uint32_t pid,
+		   struct sp_proc_identity *id)
+{
+	size_t n = strlen(f->path[i]);
+
+	return sp_procfs_identity(pid, id) == 0 && id->cgroup[0] &&
+	       !strncmp(id->cgroup, f->path[i], n) && (!id->cgroup[n] || id->cgroup[n] == '/');
+}
+
+static void scan_dir(struct perf *p, unsigned int i)
+{
+	struct sp_proc_identity *id = sp_xcalloc(1, sizeof(*id));
+	uint32_t *pids = NULL;
+	size_t npids = 0, k;
+
+	if (sp_procfs_pids(&pids, &npids) == 0)
+		for (k = 0; k < npids; k++)
+			if (!sp_perf_proc_find(p, pids[k]) && in_dir(p->o.cgroups, i, pids[k], id))
+				sp_perf_scan_process(p, pids[k]);
+	free(pids);
+	free(id);
+}
+
+void sp_perf_cgroups_follow(struct perf *p)
+{
+	struct sp_cgroup_filter *f = p->o.cgroups;
+	size_t nfds = p->nfds;
+	unsigned int i;
+
+	if (!p->cgroup_mode || !f || !f->nwaiting ||
+	    !sp_cgroup_filter_follow(f, sp_now_mono_ns()))
+		return;
+	for (i = p->cgroups_open; i < f->n; i++)
+		if (sp_perf_open_cgroup(p, i) == 0)
+			sp_info("cgroup '%s' appeared: recorded from now on", f->path[i]);
+	if (p->interp && p->nfds > nfds &&
+	    sp_interp_attach(p->interp, p->fds + nfds, p->nfds - nfds)) {
+		sp_interp_free(p->interp);
+		p->interp = NULL;
+	}
+	/* Its processes that run already: the events are open, so nothing they
+	 * do from now on is missed. */
+	for (i = p->cgroups_open; i < f->n; i++)
+		scan_dir(p, i);
+	p->cgroups_open = f->n;
+}
+
+void sp_perf_cgroups_finish(struct perf *p)
+{
+	if (p->cgroup_mode && p->o.cgroups)
+		sp_cgroup_filter_release(p->o.cgroups);
+}
