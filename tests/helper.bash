@@ -88,3 +88,17 @@ span_marks() {
 small_stack() {
 	bash -c 'ulimit -s 1024 && exec "$@"' small_stack "$@"
 }
+
+# Waits (up to 60 s) until the spool $1 that a system-wide sp-record is
+# writing holds its first batch (the processes already running, read at
+# the start, are more than 16 KiB): the recording has begun. Loading the
+# BPF programs takes seconds on a loaded machine, so "started 1 s after
+# sp-record" is no proof of "started after the recording began".
+recording_began() {
+	local i
+	for i in $(seq 600); do
+		[ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -ge 16384 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}

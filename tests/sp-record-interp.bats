@@ -230,9 +230,9 @@ assert_share() {
 
 @test "sp-record -a: a Python started after the recording began" {
 	require_python
-	(sleep 1; exec $PY "$FIX" scale=0.3) &
+	(recording_began "$OUT" && exec $PY "$FIX" scale=0.3) &
 	BG=$!
-	run --separate-stderr sp-record -a --spans=none -d 5 -o "$OUT"
+	run --separate-stderr sp-record -a --spans=none -d 8 -o "$OUT"
 	[ "$status" = 0 ] || fail "$stderr"
 	wait "$BG" || true
 	BG=
@@ -381,9 +381,9 @@ assert_rb_share() {
 
 @test "sp-record -a: a Ruby started after the recording began" {
 	require_ruby
-	(sleep 1; exec $RB "$RFIX" scale=0.3) &
+	(recording_began "$OUT" && exec $RB "$RFIX" scale=0.3) &
 	BG=$!
-	run --separate-stderr sp-record -a --spans=none -d 5 -o "$OUT"
+	run --separate-stderr sp-record -a --spans=none -d 8 -o "$OUT"
 	[ "$status" = 0 ] || fail "$stderr"
 	wait "$BG" || true
 	BG=
