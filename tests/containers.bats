@@ -629,6 +629,32 @@ wait_file() {
 	stop_containers
 }
 
+@test "containers: podman: -p of a Ruby program in the container with --spans=ruby-c: its C methods are spans, probed in the container's libruby" {
+	needs_podman
+	[ -e "$BATS_FILE_TMPDIR/root/usr/bin/ruby" ] || skip "no ruby to put in the image"
+	readelf -n "$BATS_FILE_TMPDIR/root$(ldd "$(readlink -f /usr/bin/ruby)" | grep -o '/[^ ]*libruby[^ ]*')" \
+		2>/dev/null | grep -q cmethod__entry || skip "needs a libruby with USDT probes"
+	start_container "sp-test-$$-s" /usr/bin/ruby /app/work.rb /out/rbspans
+	wait_file "$T/out/rbspans"
+	run --separate-stderr -0 sp-record --no-samples --spans=ruby-c -p "$CPID" -d 1 -o "$T/s.sp"
+	run -0 sp-decode "$T/s.sp"
+	dec=$output
+	# the container's libruby is another file than the host's: probes set
+	# on the host's path never fire
+	hits=$(jq -s '[.[] | select(.type == "probe" and .name == "ruby:cmethod__entry") | .hits] | max // 0' \
+		<<<"$dec")
+	(( hits > 10 )) || fail "ruby:cmethod__entry: $hits hits"
+	# container_rb_work's n.times, each one a span of the container's process
+	run -0 jq -r "select(.type == \"span_start\" and .pid == $CPID and .klass == \"Integer\") |
+		.method" <<<"$dec"
+	assert_line times
+	# the runtime is named by the path the process sees
+	run -0 jq -r "select(.type == \"runtime\" and .pid == $CPID and .runtime == \"ruby\") |
+		.library" <<<"$dec"
+	assert_output --regexp '^(/usr)?/lib/[^ ]*libruby[^ ]*$'
+	stop_containers
+}
+
 @test "containers: podman: a short-lived process's exec event carries its identity, read in the kernel" {
 	needs_podman
 	start_container "sp-test-$$-e" /bin/sleep 60
