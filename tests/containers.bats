@@ -655,6 +655,25 @@ wait_file() {
 	stop_containers
 }
 
+@test "containers: podman: -p of a Python in the container with --spans=python: no function spans, said naming it, its frames recorded" {
+	needs_podman
+	[ -e "$BATS_FILE_TMPDIR/root/usr/lib/python3.11" ] || skip "no python3.11 to put in the image"
+	start_container "sp-test-$$-q" /usr/bin/python3 /app/work.py /out/pyspans
+	wait_file "$T/out/pyspans"
+	run --separate-stderr -0 sp-record --spans=python -p "$CPID" -d 1 -o "$T/q.sp"
+	# no activator in the image: said once, for that process, and why
+	[[ "$stderr" == *"pid $CPID: Python without sp-record's activator"*"another mount namespace"*"in its image"* ]] ||
+		fail "stderr: $stderr"
+	run -0 sp-decode "$T/q.sp"
+	dec=$output
+	run -0 jq -r "select(.type == \"span_start\" and .pid == $CPID) | .method" <<<"$dec"
+	assert_output ""
+	run --separate-stderr -0 sp-symbolize "$T/q.sp" -o "$T/q.sym"
+	run -0 sp-flame --format=folded "$T/q.sym"
+	assert_output --regexp "PyEval_EvalCode;<module>;container_py_work[; ]"
+	stop_containers
+}
+
 @test "containers: podman: a short-lived process's exec event carries its identity, read in the kernel" {
 	needs_podman
 	start_container "sp-test-$$-e" /bin/sleep 60

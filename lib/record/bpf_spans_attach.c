@@ -22,6 +22,7 @@
 
 #include "bpf_spansP.h"
 #include "elf/dynamic.h"
+#include "procroot.h"
 #include "record.h"
 #include "safefile.h"
 #include "sp.h"
@@ -288,7 +289,9 @@ static void py_without_hook(struct bs_proc *p)
 		"sp-record): no function spans unless a profile function is set in it "
 		"(cProfile, a debugger); its samples and events are recorded. For function "
 		"spans start it under sp-record, or with the activator's directory first on "
-		"PYTHONPATH (docs/spans.md)", p->pid);
+		"PYTHONPATH (docs/spans.md)%s", p->pid,
+		sp_proc_other_mnt_ns(p->pid) ? "; it runs in another mount namespace (a "
+		"container): the activator has to be in its image (docs/containers.md)" : "");
 }
 
 /* Attach what the modes ask for in binary bin (its USDT providers are
