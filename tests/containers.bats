@@ -165,6 +165,22 @@ host_ns() {
 	[ "$(grep -c '\[PROC pid=200 .*comm=sleep' <<<"$output")" -eq 2 ]
 }
 
+@test "containers: a Ruby whose mount namespace has its own libruby at the host's path gets spans from that file" {
+	needs_unshare
+	require_cmd ruby
+	lib=$(ldd "$(readlink -f "$(command -v ruby)")" | grep -o '/[^ ]*libruby[^ ]*')
+	readelf -n "$lib" 2>/dev/null | grep -q cmethod__entry || skip "needs a libruby with USDT probes"
+	# the same bytes, another inode: what a container's image has
+	cp "$lib" "$T/libruby-copy.so"
+	run --separate-stderr -0 sp-record --no-samples --spans=ruby-c -o "$T/ns.sp" -- \
+		unshare --mount sh -c "mount --bind '$T/libruby-copy.so' '$lib' &&
+			exec ruby -e '200.times { [1].map { 2 } }'"
+	run -0 sp-decode "$T/ns.sp"
+	dec=$output
+	run -0 jq -r 'select(.type == "span_start" and .klass == "Array") | .method' <<<"$dec"
+	[ "$(grep -cx map <<<"$output")" -ge 200 ] || fail "Array#map spans: $(grep -cx map <<<"$output")"
+}
+
 @test "containers: a spool written before the identity fields decodes without them" {
 	run --separate-stderr -1 sp-decode "$FIXTURES/before-identity.sp"
 	rec=$(printf '%s\n' "$output" | jq -c 'select(.type=="process" and .pid==1200)')
