@@ -165,6 +165,22 @@ host_ns() {
 	[ "$(grep -c '\[PROC pid=200 .*comm=sleep' <<<"$output")" -eq 2 ]
 }
 
+@test "containers: a Ruby whose mount namespace has its own libruby at the host's path gets spans from that file" {
+	needs_unshare
+	require_cmd ruby
+	lib=$(ldd "$(readlink -f "$(command -v ruby)")" | grep -o '/[^ ]*libruby[^ ]*')
+	readelf -n "$lib" 2>/dev/null | grep -q cmethod__entry || skip "needs a libruby with USDT probes"
+	# the same bytes, another inode: what a container's image has
+	cp "$lib" "$T/libruby-copy.so"
+	run --separate-stderr -0 sp-record --no-samples --spans=ruby-c -o "$T/ns.sp" -- \
+		unshare --mount sh -c "mount --bind '$T/libruby-copy.so' '$lib' &&
+			exec ruby -e '200.times { [1].map { 2 } }'"
+	run -0 sp-decode "$T/ns.sp"
+	dec=$output
+	run -0 jq -r 'select(.type == "span_start" and .klass == "Array") | .method' <<<"$dec"
+	[ "$(grep -cx map <<<"$output")" -ge 200 ] || fail "Array#map spans: $(grep -cx map <<<"$output")"
+}
+
 @test "containers: a spool written before the identity fields decodes without them" {
 	run --separate-stderr -1 sp-decode "$FIXTURES/before-identity.sp"
 	rec=$(printf '%s\n' "$output" | jq -c 'select(.type=="process" and .pid==1200)')
@@ -627,6 +643,51 @@ wait_file() {
 		# Object method), whose block, run by Integer#times, is running
 		assert_output --regexp ";block in <main>;([^ ;]*;)*Object#container_rb_work;([^ ;]*;)*block in Object#container_rb_work"
 	done
+	stop_containers
+}
+
+@test "containers: podman: -p of a Ruby program in the container with --spans=ruby-c: its C methods are spans, probed in the container's libruby" {
+	needs_podman
+	[ -e "$BATS_FILE_TMPDIR/root/usr/bin/ruby" ] || skip "no ruby to put in the image"
+	readelf -n "$BATS_FILE_TMPDIR/root$(ldd "$(readlink -f /usr/bin/ruby)" | grep -o '/[^ ]*libruby[^ ]*')" \
+		2>/dev/null | grep -q cmethod__entry || skip "needs a libruby with USDT probes"
+	start_container "sp-test-$$-s" /usr/bin/ruby /app/work.rb /out/rbspans
+	wait_file "$T/out/rbspans"
+	run --separate-stderr -0 sp-record --no-samples --spans=ruby-c -p "$CPID" -d 1 -o "$T/s.sp"
+	run -0 sp-decode "$T/s.sp"
+	dec=$output
+	# the container's libruby is another file than the host's: probes set
+	# on the host's path never fire
+	hits=$(jq -s '[.[] | select(.type == "probe" and .name == "ruby:cmethod__entry") | .hits] | max // 0' \
+		<<<"$dec")
+	(( hits > 10 )) || fail "ruby:cmethod__entry: $hits hits"
+	# container_rb_work's n.times, each one a span of the container's process
+	run -0 jq -r "select(.type == \"span_start\" and .pid == $CPID and .klass == \"Integer\") |
+		.method" <<<"$dec"
+	assert_line times
+	# the runtime is named by the path the process sees
+	run -0 jq -r "select(.type == \"runtime\" and .pid == $CPID and .runtime == \"ruby\") |
+		.library" <<<"$dec"
+	assert_output --regexp '^(/usr)?/lib/[^ ]*libruby[^ ]*$'
+	stop_containers
+}
+
+@test "containers: podman: -p of a Python in the container with --spans=python: no function spans, said naming it, its frames recorded" {
+	needs_podman
+	[ -e "$BATS_FILE_TMPDIR/root/usr/lib/python3.11" ] || skip "no python3.11 to put in the image"
+	start_container "sp-test-$$-q" /usr/bin/python3 /app/work.py /out/pyspans
+	wait_file "$T/out/pyspans"
+	run --separate-stderr -0 sp-record --spans=python -p "$CPID" -d 1 -o "$T/q.sp"
+	# no activator in the image: said once, for that process, and why
+	[[ "$stderr" == *"pid $CPID: Python without sp-record's activator"*"another mount namespace"*"in its image"* ]] ||
+		fail "stderr: $stderr"
+	run -0 sp-decode "$T/q.sp"
+	dec=$output
+	run -0 jq -r "select(.type == \"span_start\" and .pid == $CPID) | .method" <<<"$dec"
+	assert_output ""
+	run --separate-stderr -0 sp-symbolize "$T/q.sp" -o "$T/q.sym"
+	run -0 sp-flame --format=folded "$T/q.sym"
+	assert_output --regexp "PyEval_EvalCode;<module>;container_py_work[; ]"
 	stop_containers
 }
 

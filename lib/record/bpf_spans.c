@@ -483,6 +483,7 @@ static void spans_free(struct sp_source *s)
 	}
 	for (i = 0; i < c->nshared; i++)
 		close(c->shared[i].fd);
+	sp_bs_roots_release(c);
 	free(c->procs);
 	free(c->gone);
 	free(c->dlw);

@@ -239,6 +239,11 @@ struct bs_ctx {
 	size_t ndlw, cdlw;
 	struct usdt_probe_cache *ucache;	/* USDT locations by file and probe */
 	size_t nucache;
+	/* Files of processes in other mount namespaces, kept open and
+	 * named /proc/self/fd/N (bpf_spans_root.c) */
+	struct bs_root { dev_t dev; ino_t ino; int fd; char path[PATH_MAX]; } *roots;
+	size_t nroots, croots;
+	bool roots_full;		/* more than it keeps: said so */
 	bool rings_unread;		/* SP_SPAN_RINGS_UNREAD=1 (tests): only what
 					 * BPF copies at the threads' ends */
 	/* Processes that exited: their bookkeeping goes at the next poll, as
@@ -265,6 +270,14 @@ bool sp_bs_preload_running(void);
 bool sp_bs_preload_ready(void);
 int sp_bs_preload_fd(void);
 struct sp_spans *sp_bs_preload_take(char *why, size_t size);
+
+/* bpf_spans_root.c: the name under which the host reaches path as
+ * process pid names it (path itself in our mount namespace) into out; -1
+ * when it cannot (gone, not a regular file). sp_bs_root_name(): path as
+ * the process named it, for such a name. */
+int sp_bs_host_path(struct bs_ctx *c, uint32_t pid, const char *path, char *out, size_t size);
+const char *sp_bs_root_name(const struct bs_ctx *c, const char *path);
+void sp_bs_roots_release(struct bs_ctx *c);
 
 /* bpf_spans_elf.c */
 bool sp_bs_runtime_lib_name(const char *name);

@@ -22,6 +22,7 @@
 
 #include "bpf_spansP.h"
 #include "elf/dynamic.h"
+#include "procroot.h"
 #include "record.h"
 #include "safefile.h"
 #include "sp.h"
@@ -29,7 +30,7 @@
 
 /* The runtime hook of rt that process pid has mapped (an attached process
  * started with the activator in its environment), into path. */
-static bool hook_mapped(uint32_t pid, int rt, char *path, size_t size)
+static bool hook_mapped(struct bs_ctx *c, uint32_t pid, int rt, char *path, size_t size)
 {
 	const char *name = rt == SP_RT_RUBY ? "/stackpulse_hook.so" : "/_stackpulse_hook.cpython-";
 	char maps[64], line[PATH_MAX + 256], *at, *nl;
@@ -45,8 +46,7 @@ static bool hook_mapped(uint32_t pid, int rt, char *path, size_t size)
 		nl = strchr(at, '\n');
 		if (nl)
 			*nl = 0;
-		snprintf(path, size, "%s", at);
-		found = sp_bs_is_file(path);
+		found = !sp_bs_host_path(c, pid, at, path, size) && sp_bs_is_file(path);
 	}
 	if (f)
 		fclose(f);
@@ -181,7 +181,7 @@ static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const ch
 	char sub[PATH_MAX];
 
 	if (p->attached)
-		return hook_mapped(p->pid, rt, path, size) ||
+		return hook_mapped(c, p->pid, rt, path, size) ||
 		       (hook_in_environ(p->pid, rt, bin, path, size) && hook_usable(rt, path));
 	env = getenv(rt == SP_RT_RUBY ? "STACKPULSE_RUBY_HOOK" : "STACKPULSE_PY_HOOK");
 	if (!dir || (env && *env && strcmp(env, "hook")))
@@ -289,7 +289,9 @@ static void py_without_hook(struct bs_proc *p)
 		"sp-record): no function spans unless a profile function is set in it "
 		"(cProfile, a debugger); its samples and events are recorded. For function "
 		"spans start it under sp-record, or with the activator's directory first on "
-		"PYTHONPATH (docs/spans.md)", p->pid);
+		"PYTHONPATH (docs/spans.md)%s", p->pid,
+		sp_proc_other_mnt_ns(p->pid) ? "; it runs in another mount namespace (a "
+		"container): the activator has to be in its image (docs/containers.md)" : "");
 }
 
 /* Attach what the modes ask for in binary bin (its USDT providers are
@@ -403,7 +405,7 @@ static int emit_runtime(struct bs_ctx *c, struct bs_proc *p, int rt, const char 
 	r.runtime.pid = p->pid;
 	r.runtime.runtime = rt;
 	r.runtime.version = sp_writer_strz(c->out->w, ver);
-	r.runtime.library = sp_writer_strz(c->out->w, lib);
+	r.runtime.library = sp_writer_strz(c->out->w, sp_bs_root_name(c, lib));
 	r.runtime.mode = sp_writer_strz(c->out->w, mode);
 	return c->out->emit(c->out->ctx, &r);
 }
@@ -443,7 +445,7 @@ static void announce(struct bs_ctx *c, struct bs_proc *p)
 void sp_bs_scan_libs(struct bs_ctx *c, struct bs_proc *p)
 {
 	const char *rt = sp_spans_runtime_dir(c->o);
-	char name[64], line[PATH_MAX + 256];
+	char name[64], line[PATH_MAX + 256], host[PATH_MAX];
 	bool any = false;
 	FILE *f;
 
@@ -459,13 +461,14 @@ void sp_bs_scan_libs(struct bs_ctx *c, struct bs_proc *p)
 		if (nl)
 			*nl = 0;
 		base = strrchr(path, '/') + 1;
-		if (!strstr(base, ".so") || !strcmp(path, p->exe) || has_bin(p, path) ||
-		    (rt && !strncmp(path, rt, strlen(rt))))
+		if (!strstr(base, ".so") || (rt && !strncmp(path, rt, strlen(rt))) ||
+		    sp_bs_host_path(c, p->pid, path, host, sizeof(host)) ||
+		    !strcmp(host, p->exe) || has_bin(p, host))
 			continue;
-		provs = sp_bs_providers_cached(path);
+		provs = sp_bs_providers_cached(host);
 		if (!(provs & SP_SPANS_USDT))
 			continue;
-		attach_bin(c, p, path, provs & (SP_SPANS_USDT | SP_SPANS_USDT_REGS));
+		attach_bin(c, p, host, provs & (SP_SPANS_USDT | SP_SPANS_USDT_REGS));
 		c->late_libs++;
 		any = true;
 	}
@@ -478,7 +481,8 @@ void sp_bs_scan_libs(struct bs_ctx *c, struct bs_proc *p)
 /* Attach everything for the image process p runs now. */
 void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 {
-	char exe[PATH_MAX], link[64], line[PATH_MAX + 256], (*libs)[4096];
+	char exe[PATH_MAX], host[PATH_MAX], link[64], line[PATH_MAX + 256], (*libs)[4096];
+	bool unreached;
 	ssize_t n;
 	int nlibs, i;
 	FILE *f;
@@ -488,11 +492,13 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 	if (n <= 0)
 		return;		/* gone */
 	exe[n] = 0;
-	snprintf(p->exe, sizeof(p->exe), "%s", exe);
+	/* exe and the maps name files as p sees them (a container's own) */
+	unreached = sp_bs_host_path(c, p->pid, exe, host, sizeof(host)) < 0;
+	snprintf(p->exe, sizeof(p->exe), "%s", unreached ? exe : host);
 	p->nmap = 0;
-	if (c->o->modes) {
+	if (c->o->modes && !unreached) {
 		libs = sp_xmalloc(16 * sizeof(*libs));
-		attach_bin(c, p, exe, sp_bs_providers_cached(exe));
+		attach_bin(c, p, p->exe, sp_bs_providers_cached(p->exe));
 		/* Libraries: mapped ones (a running process), else what the
 		 * executable needs (stopped at exec: nothing is mapped yet). */
 		nlibs = 0;
@@ -533,7 +539,7 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 		/* stopped at exec, only the executable and ld.so are mapped */
 		if (!p->attached) {
 			char (*need)[4096] = sp_xmalloc(16 * sizeof(*need));
-			int nn = sp_spans_needed_libs(exe, c->o->modes & SP_SPANS_USDT, need, 16), k;
+			int nn = sp_spans_needed_libs(p->exe, c->o->modes & SP_SPANS_USDT, need, 16), k;
 
 			for (k = 0; k < nn && nlibs < 16; k++) {
 				for (i = 0; i < nlibs; i++)
@@ -545,7 +551,8 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 			free(need);
 		}
 		for (i = 0; i < nlibs; i++)
-			attach_bin(c, p, libs[i], sp_bs_providers_cached(libs[i]));
+			if (!sp_bs_host_path(c, p->pid, libs[i], host, sizeof(host)))
+				attach_bin(c, p, host, sp_bs_providers_cached(host));
 		free(libs);
 	}
 	sp_bs_attach_funcs(c, p);

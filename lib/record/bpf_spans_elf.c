@@ -8,6 +8,7 @@
  * asks before it waits for BPF.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,12 +23,23 @@
 #include "record.h"
 #include "sp.h"
 
-/* A python* or libpython* ELF file that defines Py_Version (3.11 on). */
+/* A python* or libpython* ELF file that defines Py_Version (3.11 on). A
+ * container's file is named by our descriptor (bpf_spans_root.c): its own
+ * name is the link's last part. */
 static bool is_cpython_file(const char *path)
 {
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	char link[PATH_MAX];
+	ssize_t n;
 	uint32_t v;
 
+	if (!strncmp(path, "/proc/self/fd/", 14)) {
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			return false;
+		link[n] = 0;
+		base = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
+	}
 	if (strncmp(base, "python", 6) && strncmp(base, "libpython", 9))
 		return false;
 	return !sp_elf_read_dynsym(path, "Py_Version", &v, sizeof(v)) && (v >> 24) == 3 &&

@@ -279,8 +279,11 @@ int sp_bs_emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool o
 		/* Evidence of a dead probe ("0 hits while ... N") is worth a
 		 * warning; a short-lived process that ran no method is not. */
 		if (why[0] && strstr(why, " while ")) {
-			if (p->exe[0])
-				sp_esc_text(exe, sizeof(exe), p->exe, strlen(p->exe), 0);
+			if (p->exe[0]) {
+				const char *e = sp_bs_root_name(c, p->exe);
+
+				sp_esc_text(exe, sizeof(exe), e, strlen(e), 0);
+			}
 			else
 				sp_span_rings_comm(p->pid, exe, sizeof(exe));
 			sp_warn("pid %u (%s): %s: %s", p->pid, exe, name, why);
