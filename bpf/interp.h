@@ -35,6 +35,8 @@ enum sp_bpf_istatus {
 #define SP_BPF_IFL_TRUNCATED	(1u << 0)	/* deeper than SP_BPF_IFRAMES */
 #define SP_BPF_IFL_EVENT	(1u << 1)	/* read at a system call's entry, not a
 						 * sample's: cpu holds the call's number */
+#define SP_BPF_IFL_OFFCPU	(1u << 2)	/* read as the thread was switched out
+						 * (an off-CPU sample's) */
 
 /* flags of a frame */
 #define SP_BPF_IFR_ENTRY	(1u << 0)	/* the first frame of an eval loop call */
