@@ -560,3 +560,24 @@ RB_OC_CHAIN='^<main>;Object#oc_main;Object#oc_serve;Integer#times;block in Objec
 	run assert_oc_chain ';Waiter#block;' "$RB_OC_CHAIN;"
 	[ "$status" = 0 ] || fail "$output"
 }
+
+@test "off-CPU samples of a forged interpreter run by nobody: the cycle ends truncated, no loop" {
+	require_root
+	require_cmd gcc
+	require_cmd setpriv
+	NOBODY_DIR=$(mktemp -d /tmp/sp-forged.XXXXXX)
+	gcc -O0 -o "$NOBODY_DIR/python3-forged" "$FIXTURES/forged.c"
+	chmod -R a+rX "$NOBODY_DIR"
+	run --separate-stderr timeout 120 sp-record --spans=none --off-cpu -o "$OUT" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$NOBODY_DIR/python3-forged" 1 sleep
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	run sh -c "sp-flame --off-cpu --folded '$OUT' 2>/dev/null | grep '^\[python: truncated\];'"
+	[ "$status" = 0 ] || fail "no truncated off-CPU stack"
+	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
+		grep -c '^AAAA\|^\[python: unreadable frame\]$')
+	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
+	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
+	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes"
+	# the stack goes on to where it slept: the kernel's frames at the leaf
+	sed -n 1p <<<"$output" | grep -Eq ';(\[kernel\.kallsyms\]\+)?0xffff[0-9a-f]+ [0-9]+$'
+}
