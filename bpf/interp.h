@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * interp.h - what bpf/interp.bpf.c hands to lib/record/bpf_interp.c: the
- * interpreted stack of the thread a perf sample interrupted, read at
- * sample time, and the maps user space fills to say which processes run a
+ * interpreted stack of the thread a perf sample interrupted (or a context
+ * switch switched out), read at sample time, and the maps user space fills to say which processes run a
  * known interpreter and where its structures are.
  *
  * A ring-buffer record is a struct sp_bpf_istack followed by nframes

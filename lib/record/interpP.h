@@ -12,11 +12,12 @@
  *   interp.c          which processes run an interpreter, the stacks the
  *                     BPF program read paired with perf's samples, the
  *                     frames and symbols written for them
- *   bpf_interp.c      the BPF program on the sampling events, its maps and
- *                     ring buffer
+ *   bpf_interp.c      the BPF program on the sampling (and context-switch)
+ *                     events, its maps and ring buffer
  *
  * The perf source calls sp_interp_*() from its hooks (perf_source.c,
- * perf_procs.c, perf_samples.c); nothing here is public.
+ * perf_procs.c, perf_samples.c), the off-CPU source from perf_offcpu.c;
+ * nothing here is public.
  */
 #ifndef STACKPULSE_RECORD_INTERPP_H
 #define STACKPULSE_RECORD_INTERPP_H
