@@ -3,7 +3,8 @@
  * interp.bpf.c - the interpreted stack of the thread each perf sample
  * interrupts, read where it lies in the target's memory at that moment:
  * the program runs on the sampling events sp-record opens (it returns 1,
- * so perf's own sample still goes out) and, for a process user space
+ * so perf's own sample still goes out), on_switch on --off-cpu's
+ * context-switch events (the thread switched out) and, for a process user space
  * registered in "procs", finds the thread's state and walks its frames.
  *
  * Nothing is trusted: every read is a probe read that may fail, every loop
@@ -385,10 +386,12 @@ static __always_inline void output(struct scratch *s)
 	}
 }
 
-/* The scratch record for this sample, its header filled; NULL when the
- * process is not followed. */
-static __always_inline struct scratch *begin(struct sp_bpf_iproc **prp,
-					     const struct sp_bpf_ilayout **lp)
+/* The scratch record (of map sc) for this sample, its header filled,
+ * flagged fl with cpu in its cpu field; NULL when the process is not
+ * followed. */
+static __always_inline struct scratch *begin_in(void *sc, __u32 cpu, __u8 fl,
+						struct sp_bpf_iproc **prp,
+						const struct sp_bpf_ilayout **lp)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, zero = 0;
@@ -398,20 +401,64 @@ static __always_inline struct scratch *begin(struct sp_bpf_iproc **prp,
 	pr = bpf_map_lookup_elem(&procs, &pid);
 	if (!pr)
 		return NULL;
-	s = bpf_map_lookup_elem(&scratch, &zero);
+	s = bpf_map_lookup_elem(sc, &zero);
 	if (!s)
 		return NULL;
 	s->h.time_ns = bpf_ktime_get_ns();
 	s->h.pid = pid;
 	s->h.tid = (__u32)pid_tgid;
-	s->h.cpu = bpf_get_smp_processor_id();
+	s->h.cpu = cpu;
 	s->h.nframes = 0;
-	s->h.flags = 0;
+	s->h.flags = fl;
 	s->h.tstate = 0;
 	s->h.status = SP_BPF_IST_NO_LAYOUT;
 	*prp = pr;
 	*lp = bpf_map_lookup_elem(&layouts, &pr->layout);
 	return s;
+}
+
+static __always_inline struct scratch *begin(struct sp_bpf_iproc **prp,
+					     const struct sp_bpf_ilayout **lp)
+{
+	return begin_in(&scratch, bpf_get_smp_processor_id(), 0, prp, lp);
+}
+
+/* Ruby's walk of s's thread, and its record out. */
+static __always_inline void walk_rb_out(struct scratch *s, const struct sp_bpf_ilayout *l,
+					const struct sp_bpf_iproc *pr)
+{
+	__u64 th;
+
+	if (l && l->valid) {
+		if (!(th = find_rb_thread(l, pr->runtime, s->h.tid))) {
+			s->h.status = SP_BPF_IST_NO_THREAD;
+		} else {
+			s->h.tstate = th;
+			s->h.status = walk_rb(s, l, th);
+		}
+	}
+	output(s);
+}
+
+/* Python's, once the tail call to Ruby's (wk) was not taken or failed. */
+static __always_inline void walk_out(void *ctx, void *wk, struct scratch *s,
+				     const struct sp_bpf_ilayout *l,
+				     const struct sp_bpf_iproc *pr)
+{
+	__u64 ts;
+
+	if (l && l->valid && l->kind == SP_BPF_IK_RUBY) {
+		bpf_tail_call(ctx, wk, 0);
+		s->h.status = SP_BPF_IST_FAULT;	/* the tail call failed */
+	} else if (l && l->valid) {
+		if (!(ts = find_tstate(l, pr->runtime, s->h.tid))) {
+			s->h.status = SP_BPF_IST_NO_THREAD;
+		} else {
+			s->h.tstate = ts;
+			s->h.status = walk(s, l, ts);
+		}
+	}
+	output(s);
 }
 
 /* Ruby's walk is a program of its own, tail-called: each is verified
@@ -422,19 +469,9 @@ int on_sample_rb(struct bpf_perf_event_data *ctx)
 	const struct sp_bpf_ilayout *l;
 	struct sp_bpf_iproc *pr;
 	struct scratch *s = begin(&pr, &l);
-	__u64 th;
 
-	if (!s)
-		return 1;
-	if (l && l->valid) {
-		if (!(th = find_rb_thread(l, pr->runtime, s->h.tid))) {
-			s->h.status = SP_BPF_IST_NO_THREAD;
-		} else {
-			s->h.tstate = th;
-			s->h.status = walk_rb(s, l, th);
-		}
-	}
-	output(s);
+	if (s)
+		walk_rb_out(s, l, pr);
 	return 1;
 }
 
@@ -453,22 +490,52 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	const struct sp_bpf_ilayout *l;
 	struct sp_bpf_iproc *pr;
 	struct scratch *s = begin(&pr, &l);
-	__u64 ts;
 
-	if (!s)
-		return 1;
-	if (l && l->valid && l->kind == SP_BPF_IK_RUBY) {
-		bpf_tail_call(ctx, &walkers, 0);
-		s->h.status = SP_BPF_IST_FAULT;	/* the tail call failed */
-	} else if (l && l->valid) {
-		if (!(ts = find_tstate(l, pr->runtime, s->h.tid))) {
-			s->h.status = SP_BPF_IST_NO_THREAD;
-		} else {
-			s->h.tstate = ts;
-			s->h.status = walk(s, l, ts);
-		}
-	}
-	output(s);
+	if (s)
+		walk_out(ctx, &walkers, s, l, pr);
+	return 1;
+}
+
+/*
+ * The interpreted stack of a thread as it is switched out (--off-cpu's
+ * context-switch samples, whose overflow runs in the outgoing task: it is
+ * still current, its memory mapped). Flagged SP_BPF_IFL_OFFCPU for user
+ * space to pair it with the off-CPU sample, not a CPU one. The samples'
+ * scratch serves: perf_event programs do not nest on a CPU. Every other
+ * task pays the one lookup in "procs".
+ */
+SEC("perf_event")
+int on_switch_rb(struct bpf_perf_event_data *ctx)
+{
+	const struct sp_bpf_ilayout *l;
+	struct sp_bpf_iproc *pr;
+	struct scratch *s = begin_in(&scratch, bpf_get_smp_processor_id(), SP_BPF_IFL_OFFCPU,
+				     &pr, &l);
+
+	if (s)
+		walk_rb_out(s, l, pr);
+	return 1;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, int (void *));
+} sw_walkers SEC(".maps") = {
+	.values = { [0] = (void *)&on_switch_rb },
+};
+
+SEC("perf_event")
+int on_switch(struct bpf_perf_event_data *ctx)
+{
+	const struct sp_bpf_ilayout *l;
+	struct sp_bpf_iproc *pr;
+	struct scratch *s = begin_in(&scratch, bpf_get_smp_processor_id(), SP_BPF_IFL_OFFCPU,
+				     &pr, &l);
+
+	if (s)
+		walk_out(ctx, &sw_walkers, s, l, pr);
 	return 1;
 }
 
@@ -496,28 +563,7 @@ struct {
 static __always_inline struct scratch *begin_ev(__u64 nr, struct sp_bpf_iproc **prp,
 						const struct sp_bpf_ilayout **lp)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 pid = pid_tgid >> 32, zero = 0;
-	struct sp_bpf_iproc *pr;
-	struct scratch *s;
-
-	pr = bpf_map_lookup_elem(&procs, &pid);
-	if (!pr)
-		return NULL;
-	s = bpf_map_lookup_elem(&ev_scratch, &zero);
-	if (!s)
-		return NULL;
-	s->h.time_ns = bpf_ktime_get_ns();
-	s->h.pid = pid;
-	s->h.tid = (__u32)pid_tgid;
-	s->h.cpu = (__u32)nr;
-	s->h.nframes = 0;
-	s->h.flags = SP_BPF_IFL_EVENT;
-	s->h.tstate = 0;
-	s->h.status = SP_BPF_IST_NO_LAYOUT;
-	*prp = pr;
-	*lp = bpf_map_lookup_elem(&layouts, &pr->layout);
-	return s;
+	return begin_in(&ev_scratch, (__u32)nr, SP_BPF_IFL_EVENT, prp, lp);
 }
 
 static __always_inline bool wanted(__u64 nr)
@@ -531,19 +577,9 @@ int on_event_rb(struct bpf_raw_tracepoint_args *ctx)
 	const struct sp_bpf_ilayout *l;
 	struct sp_bpf_iproc *pr;
 	struct scratch *s = begin_ev(ctx->args[1], &pr, &l);
-	__u64 th;
 
-	if (!s)
-		return 0;
-	if (l && l->valid) {
-		if (!(th = find_rb_thread(l, pr->runtime, s->h.tid))) {
-			s->h.status = SP_BPF_IST_NO_THREAD;
-		} else {
-			s->h.tstate = th;
-			s->h.status = walk_rb(s, l, th);
-		}
-	}
-	output(s);
+	if (s)
+		walk_rb_out(s, l, pr);
 	return 0;
 }
 
@@ -562,21 +598,10 @@ int on_event(struct bpf_raw_tracepoint_args *ctx)
 	const struct sp_bpf_ilayout *l;
 	struct sp_bpf_iproc *pr;
 	struct scratch *s;
-	__u64 ts, nr = ctx->args[1];
+	__u64 nr = ctx->args[1];
 
 	if (!wanted(nr) || !(s = begin_ev(nr, &pr, &l)))
 		return 0;
-	if (l && l->valid && l->kind == SP_BPF_IK_RUBY) {
-		bpf_tail_call(ctx, &ev_walkers, 0);
-		s->h.status = SP_BPF_IST_FAULT;	/* the tail call failed */
-	} else if (l && l->valid) {
-		if (!(ts = find_tstate(l, pr->runtime, s->h.tid))) {
-			s->h.status = SP_BPF_IST_NO_THREAD;
-		} else {
-			s->h.tstate = ts;
-			s->h.status = walk(s, l, ts);
-		}
-	}
-	output(s);
+	walk_out(ctx, &ev_walkers, s, l, pr);
 	return 0;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * interp.h - what bpf/interp.bpf.c hands to lib/record/bpf_interp.c: the
- * interpreted stack of the thread a perf sample interrupted, read at
- * sample time, and the maps user space fills to say which processes run a
+ * interpreted stack of the thread a perf sample interrupted (or a context
+ * switch switched out), read at sample time, and the maps user space fills to say which processes run a
  * known interpreter and where its structures are.
  *
  * A ring-buffer record is a struct sp_bpf_istack followed by nframes
@@ -35,6 +35,8 @@ enum sp_bpf_istatus {
 #define SP_BPF_IFL_TRUNCATED	(1u << 0)	/* deeper than SP_BPF_IFRAMES */
 #define SP_BPF_IFL_EVENT	(1u << 1)	/* read at a system call's entry, not a
 						 * sample's: cpu holds the call's number */
+#define SP_BPF_IFL_OFFCPU	(1u << 2)	/* read as the thread was switched out
+						 * (an off-CPU sample's) */
 
 /* flags of a frame */
 #define SP_BPF_IFR_ENTRY	(1u << 0)	/* the first frame of an eval loop call */

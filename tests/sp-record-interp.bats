@@ -470,3 +470,114 @@ frames() {
 	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^BBBB')
 	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "C method of ${#name} bytes"
 }
+
+# Off-CPU samples: a thread blocks in a method of the program (sleep, a
+# pipe read) from a known chain (tests/fixtures/*/offcpu_wait.*). The named
+# frames of each off-CPU stack, root first, with its count (native frames,
+# module+0x..., and the kernel's left out).
+OCPY=$BATS_TEST_DIRNAME/fixtures/python/offcpu_wait.py
+OCRB=$BATS_TEST_DIRNAME/fixtures/ruby/offcpu_wait.rb
+
+oc_stacks() {
+	sp-flame --off-cpu --folded "$OUT" 2>/dev/null | awk '{
+		n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); s = ""
+		for (i = 1; i <= k; i++)
+			if (f[i] !~ /(^|\+)0x[0-9a-f]+$/) s = s (s == "" ? "" : ";") f[i]
+		if (s != "") print s "\t" n }'
+}
+
+# Off-CPU samples whose named frames match $1 (an awk pattern).
+oc_count() {
+	oc_stacks | awk -F'\t' -v pat="$1" '$1 ~ pat { t += $2 } END { print t + 0 }'
+}
+
+# Every off-CPU stack that holds $1 holds it under the chain $2 (a pattern
+# ending just before it), and the stack's leaf is the kernel's: the
+# interpreted frames stand among the native ones, not after them.
+assert_oc_chain() {
+	sp-flame --off-cpu --folded "$OUT" 2>/dev/null | awk -v m="$1" -v chain="$2" '
+	index($0, m) {
+		n++
+		s = $0; sub(/ [0-9]+$/, "", s)
+		if (s !~ /;(\[kernel\.kallsyms\]\+)?0xffff[0-9a-f]+$/) { print "leaf not the kernel: " s; bad++ }
+		g = ";" s; gsub(/;([^;]*\+)?0x[0-9a-f]+/, "", g); sub(/^;/, "", g)
+		if (g !~ chain) { print "bad chain: " g; bad++ }
+	}
+	END { if (bad || !n) { print "bad " bad+0 " of " n+0; exit 1 } }'
+}
+
+@test "off-CPU samples of a Python command carry the chain that blocked" {
+	require_python
+	run --separate-stderr sp-record --spans=none --off-cpu -o "$OUT" -- $PY "$OCPY"
+	[ "$status" = 0 ] || fail "$stderr"
+	# 40 sleeps and 40 pipe reads, each at least 1 ms
+	n=$(oc_count '^<module>;oc_main;oc_serve;Waiter\.block$')
+	[ "$n" -ge 40 ] || fail "$n waits in Waiter.block: $(oc_stacks)"
+	run assert_oc_chain ';Waiter.block' '(^|;)<module>;oc_main;oc_serve;Waiter\.block(;|$)'
+	[ "$status" = 0 ] || fail "$output"
+	# the timer threads wait under their own chain
+	[ "$(oc_count '^Thread\._bootstrap;Thread\._bootstrap_inner;Timer\.run;Event\.wait')" -ge 1 ]
+}
+
+@test "off-CPU samples of a running Python (-p) carry the chain that blocked" {
+	require_python
+	$PY "$OCPY" loop &
+	BG=$!
+	sleep 1
+	run --separate-stderr sp-record --spans=none --off-cpu -p $BG -d 3 -o "$OUT"
+	[ "$status" = 0 ] || fail "$stderr"
+	n=$(oc_count '^<module>;oc_main;oc_serve;Waiter\.block$')
+	[ "$n" -ge 20 ] || fail "$n waits in Waiter.block: $(oc_stacks)"
+	run assert_oc_chain ';Waiter.block' '(^|;)<module>;oc_main;oc_serve;Waiter\.block(;|$)'
+	[ "$status" = 0 ] || fail "$output"
+}
+
+RB_OC_CHAIN='^<main>;Object#oc_main;Object#oc_serve;Integer#times;block in Object#oc_serve;Waiter#block'
+
+@test "off-CPU samples of a Ruby command carry the chain that blocked" {
+	require_ruby
+	run --separate-stderr sp-record --spans=none --off-cpu -o "$OUT" -- $RB "$OCRB"
+	[ "$status" = 0 ] || fail "$stderr"
+	n=$(oc_count "$RB_OC_CHAIN;Kernel#sleep\$")
+	[ "$n" -ge 20 ] || fail "$n waits in Waiter#block's sleep: $(oc_stacks)"
+	n=$(oc_count "$RB_OC_CHAIN;IO#read\$")
+	[ "$n" -ge 20 ] || fail "$n waits in Waiter#block's read: $(oc_stacks)"
+	run assert_oc_chain ';Waiter#block;' "$RB_OC_CHAIN;"
+	[ "$status" = 0 ] || fail "$output"
+	# the writer threads: the block made in Waiter#block
+	[ "$(oc_count '^block in Waiter#block;Kernel#sleep$')" -ge 1 ]
+}
+
+@test "off-CPU samples of a running Ruby (-p) carry the chain that blocked" {
+	require_ruby
+	$RB "$OCRB" loop &
+	BG=$!
+	sleep 1
+	run --separate-stderr sp-record --spans=none --off-cpu -p $BG -d 3 -o "$OUT"
+	[ "$status" = 0 ] || fail "$stderr"
+	n=$(oc_count "$RB_OC_CHAIN;(Kernel#sleep|IO#read)\$")
+	[ "$n" -ge 20 ] || fail "$n waits in Waiter#block: $(oc_stacks)"
+	run assert_oc_chain ';Waiter#block;' "$RB_OC_CHAIN;"
+	[ "$status" = 0 ] || fail "$output"
+}
+
+@test "off-CPU samples of a forged interpreter run by nobody: the cycle ends truncated, no loop" {
+	require_root
+	require_cmd gcc
+	require_cmd setpriv
+	NOBODY_DIR=$(mktemp -d /tmp/sp-forged.XXXXXX)
+	gcc -O0 -o "$NOBODY_DIR/python3-forged" "$FIXTURES/forged.c"
+	chmod -R a+rX "$NOBODY_DIR"
+	run --separate-stderr timeout 120 sp-record --spans=none --off-cpu -o "$OUT" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$NOBODY_DIR/python3-forged" 1 sleep
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	run sh -c "sp-flame --off-cpu --folded '$OUT' 2>/dev/null | grep '^\[python: truncated\];'"
+	[ "$status" = 0 ] || fail "no truncated off-CPU stack"
+	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
+		grep -c '^AAAA\|^\[python: unreadable frame\]$')
+	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
+	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
+	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes"
+	# the stack goes on to where it slept: the kernel's frames at the leaf
+	sed -n 1p <<<"$output" | grep -Eq ';(\[kernel\.kallsyms\]\+)?0xffff[0-9a-f]+ [0-9]+$'
+}

@@ -2,7 +2,8 @@
 /*
  * The BPF side of interpreted frames (interpP.h): bpf/interp.bpf.c loaded
  * and attached to every sampling event the perf source opened (events a
- * traced command's children inherit carry it too) and, while kernel events
+ * traced command's children inherit carry it too), to --off-cpu's
+ * context-switch events and, while kernel events
  * are recorded, to the entry of the system calls that make them; its maps
  * of processes and layouts, and its ring buffer of stacks handed to
  * interp.c.
@@ -82,15 +83,16 @@ fail:
 	return NULL;
 }
 
-int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds)
+int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds, bool offcpu)
 {
-	int prog = bpf_program__fd(b->skel->progs.on_sample);
+	int prog = bpf_program__fd(offcpu ? b->skel->progs.on_switch : b->skel->progs.on_sample);
 	size_t i;
 
 	for (i = 0; i < nfds; i++) {
 		if (ioctl(fds[i], PERF_EVENT_IOC_SET_BPF, prog)) {
-			sp_warn("interpreted frames: cannot attach to the sampling event: %s; "
-				"native stacks only", strerror(errno));
+			sp_warn("interpreted frames: cannot attach to the %s event: %s; "
+				"native stacks only", offcpu ? "context-switch" : "sampling",
+				strerror(errno));
 			return -1;
 		}
 	}

@@ -7,7 +7,9 @@
  * their samples, paired with perf's sample of the same thread (the stack
  * read nearest to the sample's time), and the frames written for them:
  * one frame per (function, file, line), named by a symbol record that
- * sp-record writes itself.
+ * sp-record writes itself. Off-CPU samples (perf_offcpu.c) get theirs
+ * alike, from the stacks read as their threads were switched out, queued
+ * apart from the CPU samples' ones.
  *
  * Code objects are read from the process (process_vm_readv) once per
  * (process, address), checked (their type must be the interpreter's code
@@ -53,6 +55,8 @@
 /* ns: a DNS send takes the stack of its thread's last call read this
  * recently (the resolver's connect) */
 #define DNS_WINDOW	(1000 * 1000 * 1000ull)
+/* the tids map's key of a thread's off-CPU stacks (its CPU samples': the tid) */
+#define OFFCPU_KEY	(1ull << 32)
 #define EVQ_LEN		16384	/* stacks kept per thread waiting for their calls' events
 				 * (the events' ring is read a pass or more later) */
 
@@ -100,6 +104,7 @@ struct evq {
 	struct pend *p;
 };
 
+/* A thread's stacks waiting for their samples (CPU or off-CPU ones). */
 struct tidq {
 	uint32_t pid;
 	unsigned int n;
@@ -127,7 +132,7 @@ struct sp_interpreters {
 	struct sp_interp_bpf *bpf;
 	bool failed;
 	struct sp_u64map procs;	/* pid -> struct iproc * */
-	struct sp_u64map tids;	/* tid -> struct tidq * */
+	struct sp_u64map tids;	/* tid (| OFFCPU_KEY) -> struct tidq * */
 	struct sp_u64map evs;	/* tid -> struct evq *: stacks at its last calls' entries */
 	struct sp_u64map elfs;	/* hash of path -> struct elf_info * */
 	struct sp_u64map locs;	/* func << 32 | file -> location index + 1 */
@@ -138,6 +143,7 @@ struct sp_interpreters {
 	char desc[64];
 	/* counters */
 	uint64_t attached;	/* when the program was attached */
+	uint64_t offcpu_attached;	/* to the context-switch events (0: not) */
 	struct sp_emit *out;	/* while draining */
 	uint64_t samples, complete, unread, no_thread, unpaired;
 	uint64_t npending, dropped;	/* stacks waiting for their samples; refused */
@@ -758,7 +764,8 @@ static void on_stack(void *ctx, const struct sp_bpf_istack *h, const struct sp_b
 		     size_t nbytes)
 {
 	struct sp_interpreters *ip = ctx;
-	uint64_t *v = sp_u64map_get(&ip->tids, h->tid);
+	uint64_t key = h->tid | (h->flags & SP_BPF_IFL_OFFCPU ? OFFCPU_KEY : 0);
+	uint64_t *v = sp_u64map_get(&ip->tids, key);
 	size_t n = h->nframes;
 	struct tidq *q;
 	struct pend *p;
@@ -773,7 +780,7 @@ static void on_stack(void *ctx, const struct sp_bpf_istack *h, const struct sp_b
 		q = (void *)(uintptr_t)*v;
 	} else {
 		q = sp_xcalloc(1, sizeof(*q));
-		sp_u64map_put(&ip->tids, h->tid, (uintptr_t)q);
+		sp_u64map_put(&ip->tids, key, (uintptr_t)q);
 	}
 	if (q->pid != h->pid) {
 		tidq_drop(ip, q, q->n);	/* a tid reused by another process */
@@ -1012,10 +1019,10 @@ static uint64_t dist(uint64_t a, uint64_t b)
  * program runs) and PAIR_WINDOW before. The older ones go: no later sample
  * can be theirs.
  */
-static bool take(struct sp_interpreters *ip, uint32_t pid, uint32_t tid, uint64_t time,
+static bool take(struct sp_interpreters *ip, uint32_t pid, uint64_t key, uint64_t time,
 		 struct pend *out)
 {
-	uint64_t *v = sp_u64map_get(&ip->tids, tid);
+	uint64_t *v = sp_u64map_get(&ip->tids, key);
 	struct tidq *q = v ? (void *)(uintptr_t)*v : NULL;
 	unsigned int i, k = 0;
 
@@ -1076,33 +1083,129 @@ static bool frames_of(struct sp_interpreters *ip, struct sp_emit *out, struct ip
 	return complete;
 }
 
+/* The frames of stack p, taken for a sample of pr at time, into f (its
+ * count as a sample): 1, or 0 with none. */
+static int sample_frames(struct sp_interpreters *ip, struct sp_emit *out, struct iproc *pr,
+			 const struct pend *p, bool taken, struct sp_interp_frames *f)
+{
+	f->n = 0;
+	ip->samples++;
+	if (!taken) {
+		ip->unpaired++;
+		ip->unread++;
+		return 0;
+	}
+	if (p->h.status == SP_BPF_IST_NO_THREAD) {
+		ip->no_thread++;	/* a thread that runs no Python code */
+		return 0;
+	}
+	if (frames_of(ip, out, pr, p, f))
+		ip->complete++;
+	else
+		ip->unread++;
+	return f->n ? 1 : 0;
+}
+
 int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid, uint32_t tid,
 		     uint64_t time, struct sp_interp_frames *f)
 {
 	struct iproc *pr = proc_find(ip, pid);
 	struct pend p = { 0 };
+	bool taken;
+	int rc;
 
 	f->n = 0;
 	if (!pr || time < ip->attached)
 		return 0;
-	ip->samples++;
-	if (!take(ip, pid, tid, time, &p)) {
-		free(p.f);
-		ip->unpaired++;
-		ip->unread++;
-		return 0;
-	}
-	if (p.h.status == SP_BPF_IST_NO_THREAD) {
-		ip->no_thread++;	/* a thread that runs no Python code */
-		free(p.f);
-		return 0;
-	}
-	if (frames_of(ip, out, pr, &p, f))
-		ip->complete++;
-	else
-		ip->unread++;
+	taken = take(ip, pid, tid, time, &p);
+	rc = sample_frames(ip, out, pr, &p, taken, f);
 	free(p.f);
-	return f->n ? 1 : 0;
+	return rc;
+}
+
+/* ---- off-CPU samples ---- */
+
+struct sp_interp_stack {
+	uint64_t time;		/* the switch-out's */
+	bool taken;
+	struct pend p;
+};
+
+int sp_interp_offcpu_attach(struct sp_interpreters *ip, const int *fds, size_t nfds)
+{
+	if (!ip->bpf || sp_interp_bpf_attach(ip->bpf, fds, nfds, true))
+		return -1;
+	ip->offcpu_attached = sp_now_mono_ns();
+	return 0;
+}
+
+struct sp_interp_stack *sp_interp_offcpu_take(struct sp_interpreters *ip, struct sp_emit *out,
+					      uint32_t pid, uint32_t tid, uint64_t time)
+{
+	struct sp_interp_stack *st;
+
+	if (!proc_find(ip, pid) || time < ip->offcpu_attached)
+		return NULL;
+	sp_interp_drain(ip, out);	/* read in the switch, as its sample */
+	st = sp_xcalloc(1, sizeof(*st));
+	st->time = time;
+	st->taken = take(ip, pid, tid | OFFCPU_KEY, time, &st->p);
+	return st;
+}
+
+int sp_interp_offcpu_frames(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			    const struct sp_interp_stack *st, struct sp_interp_frames *f)
+{
+	struct iproc *pr = proc_find(ip, pid);
+
+	f->n = 0;
+	if (!pr || pr->since > st->time)
+		return 0;	/* it ended (or exec'd) meanwhile */
+	return sample_frames(ip, out, pr, &st->p, st->taken, f);
+}
+
+void sp_interp_stack_free(struct sp_interp_stack *st)
+{
+	if (st) {
+		free(st->p.f);
+		free(st);
+	}
+}
+
+/*
+ * Mixed mode: each native frame of the interpreter's eval loop (eval[i])
+ * gives way to the interpreted frames it runs, from the innermost up to
+ * the first frame of that eval loop call; what is left (the native stack
+ * was cut short, as without frame pointers) goes on the root side. The
+ * native frames that are no return address (in no executable mapping:
+ * what a frame pointer chain reads in a program built without them) are
+ * left out. ids are leaf first, n at most max.
+ */
+void sp_interp_splice(const struct sp_interp_frames *f, uint64_t *ids, const uint8_t *eval,
+		      unsigned int *n, unsigned int max)
+{
+	uint64_t out[SP_INTERP_SPLICE_MAX];
+	unsigned int i, k = 0, j = 0;
+
+	if (max > SP_INTERP_SPLICE_MAX)
+		max = SP_INTERP_SPLICE_MAX;
+	for (i = 0; i < *n && k < max; i++) {
+		if (eval[i] == 2 && i)
+			continue;
+		if (eval[i] != 1 || j == f->n) {
+			out[k++] = ids[i];
+			continue;
+		}
+		while (j < f->n && k < max) {
+			out[k++] = f->ids[j];
+			if (f->entry[j++])
+				break;
+		}
+	}
+	while (j < f->n && k < max)
+		out[k++] = f->ids[j++];
+	memcpy(ids, out, k * sizeof(*ids));
+	*n = k;
 }
 
 uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
@@ -1187,7 +1290,7 @@ struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode)
 
 int sp_interp_attach(struct sp_interpreters *ip, const int *fds, size_t nfds)
 {
-	if (sp_interp_bpf_attach(ip->bpf, fds, nfds)) {
+	if (sp_interp_bpf_attach(ip->bpf, fds, nfds, false)) {
 		sp_interp_bpf_close(ip->bpf);
 		ip->bpf = NULL;
 		return -1;

@@ -12,11 +12,12 @@
  *   interp.c          which processes run an interpreter, the stacks the
  *                     BPF program read paired with perf's samples, the
  *                     frames and symbols written for them
- *   bpf_interp.c      the BPF program on the sampling events, its maps and
- *                     ring buffer
+ *   bpf_interp.c      the BPF program on the sampling (and context-switch)
+ *                     events, its maps and ring buffer
  *
  * The perf source calls sp_interp_*() from its hooks (perf_source.c,
- * perf_procs.c, perf_samples.c); nothing here is public.
+ * perf_procs.c, perf_samples.c), the off-CPU source from perf_offcpu.c;
+ * nothing here is public.
  */
 #ifndef STACKPULSE_RECORD_INTERPP_H
 #define STACKPULSE_RECORD_INTERPP_H
@@ -252,6 +253,25 @@ struct sp_interp_frames {
  * the process runs no known interpreter. */
 int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid, uint32_t tid,
 		     uint64_t time, struct sp_interp_frames *f);
+/* Put f's frames in place of the eval loop's native frames in ids (leaf
+ * first, *n of them, at most max <= SP_INTERP_SPLICE_MAX): eval[i] is 1
+ * for a frame of the eval loop, 2 for an address in no executable mapping
+ * (left out), else 0. */
+#define SP_INTERP_SPLICE_MAX	1024
+void sp_interp_splice(const struct sp_interp_frames *f, uint64_t *ids, const uint8_t *eval,
+		      unsigned int *n, unsigned int max);
+/* Off-CPU samples (perf_offcpu.c): attach to the context-switch events
+ * (0, or -1 reported); at a switch-out of (pid, tid) at time, take the
+ * stack read then (NULL: pid runs no known interpreter); when the wait is
+ * recorded, its frames as sp_interp_sample() gives them (counted as a
+ * sample's); then free it. */
+struct sp_interp_stack;
+int sp_interp_offcpu_attach(struct sp_interpreters *ip, const int *fds, size_t nfds);
+struct sp_interp_stack *sp_interp_offcpu_take(struct sp_interpreters *ip, struct sp_emit *out,
+					      uint32_t pid, uint32_t tid, uint64_t time);
+int sp_interp_offcpu_frames(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			    const struct sp_interp_stack *st, struct sp_interp_frames *f);
+void sp_interp_stack_free(struct sp_interp_stack *st);
 /* Whether addr in pid is the interpreter's eval loop function. */
 bool sp_interp_is_eval(const struct sp_interpreters *ip, uint32_t pid, uint64_t addr);
 /* The interpreters of this recording (the perf source's), NULL if none:
@@ -280,7 +300,8 @@ typedef void (*sp_interp_stack_fn)(void *ctx, const struct sp_bpf_istack *h,
 				   const struct sp_bpf_iframe *f, size_t nbytes);
 /* Load the program (NULL: reported); then attach it to the events. */
 struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx);
-int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds);
+/* offcpu: on_switch on context-switch events, else on_sample */
+int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds, bool offcpu);
 int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,
 			 const struct sp_bpf_ilayout *l);
 int sp_interp_bpf_proc(struct sp_interp_bpf *b, uint32_t pid, const struct sp_bpf_iproc *v);

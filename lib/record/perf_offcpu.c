@@ -8,6 +8,11 @@
  * addresses are kept), and the queue is processed in time order up to the
  * previous pass (perf_queue.c, as for the perf source): a thread's
  * switch-out and its switch-in are often on different CPUs.
+ *
+ * A thread of a process that runs a known interpreter (interpP.h) also
+ * has its interpreted stack read as it is switched out (the perf source's
+ * BPF program, on these events too); a recorded wait's stack has it
+ * spliced in place of the eval loop's frames, as a CPU sample's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +28,7 @@
 #include <unistd.h>
 
 #include "hashmap.h"
+#include "interpP.h"
 #include "kallsyms.h"
 #include "perf_offcpu.h"
 #include "perf_queue.h"
@@ -60,6 +66,7 @@ struct blocked {
 	uint8_t ust;
 	uint16_t nk, nu;
 	uint64_t *ips;
+	struct sp_interp_stack *istack;	/* its interpreted stack, NULL: none */
 };
 
 struct pidmods {
@@ -86,6 +93,7 @@ struct offcpu {
 	uint64_t kmod;			/* kernel module id, 0 = none yet */
 	struct sp_u64map kaddrs;	/* kernel addresses used in frames */
 	struct sp_stackq *stackq;
+	bool interp;			/* the interpreters' program is on the events */
 	struct sp_offcpu_stats st;
 	char why[160];			/* why start() failed */
 };
@@ -149,6 +157,7 @@ static void blocked_drop(struct offcpu *c, uint64_t tid)
 		struct blocked *b = (struct blocked *)(uintptr_t)*v;
 
 		free(b->ips);
+		sp_interp_stack_free(b->istack);
 		free(b);
 		sp_u64map_del(&c->blocked, tid);
 	}
@@ -238,25 +247,60 @@ static uint64_t intern_frame(struct offcpu *c, uint32_t pid, uint64_t ip, bool k
 	return sp_writer_frame(c->out->w, &f);
 }
 
+/* What sp_interp_splice() needs of a user frame: 1 eval loop, 2 unmapped. */
+static uint8_t eval_mark(struct offcpu *c, const struct sp_interpreters *ip, uint32_t pid,
+			 uint64_t addr)
+{
+	if (sp_interp_is_eval(ip, pid, addr))
+		return 1;
+	return find_module(c, pid, addr) ? 0 : 2;
+}
+
+/* b's frames into ids, leaf first (its kernel frames, then its user
+ * ones), the interpreted ones spliced in; how many. */
+static unsigned int wait_frames(struct offcpu *c, const struct blocked *b, uint64_t *ids,
+				unsigned int max)
+{
+	struct sp_interpreters *ip = c->interp && b->istack ? sp_interp_current() : NULL;
+	uint8_t eval[2 * MAX_FRAMES];
+	struct sp_interp_frames inf;
+	unsigned int n = 0, i;
+	uint64_t id;
+
+	for (i = 0; i < b->nk; i++) {
+		id = intern_frame(c, b->pid, b->ips[i], true, i == 0);
+		if (id) {
+			eval[n] = 0;
+			ids[n++] = id;
+		}
+	}
+	for (i = 0; i < b->nu; i++) {
+		id = intern_frame(c, b->pid, b->ips[b->nk + i], false, i == 0);
+		if (id) {
+			eval[n] = ip ? eval_mark(c, ip, b->pid, b->ips[b->nk + i]) : 0;
+			ids[n++] = id;
+		}
+	}
+	if (ip && sp_interp_offcpu_frames(ip, c->out, b->pid, b->istack, &inf))
+		sp_interp_splice(&inf, ids, eval, &n, max);
+	return n;
+}
+
 static void emit_wait(struct offcpu *c, uint32_t tid, const struct blocked *b, uint64_t t_in)
 {
 	struct sp_record r = { .kind = SP_REC_SAMPLE };
-	uint64_t ids[2 * MAX_FRAMES + 2], id;
-	unsigned int n = 0, i;
+	uint64_t ids[2 * MAX_FRAMES + SP_BPF_IFRAMES + 2], tmp;
+	unsigned int n, i;
 	const char *mod;
 	uint64_t rel;
 
 	scan_modules(c);
-	/* Root first: the user frames from the outermost, then the kernel's. */
-	for (i = b->nu; i-- > 0;) {
-		id = intern_frame(c, b->pid, b->ips[b->nk + i], false, i == 0);
-		if (id)
-			ids[n++] = id;
-	}
-	for (i = b->nk; i-- > 0;) {
-		id = intern_frame(c, b->pid, b->ips[i], true, i == 0);
-		if (id)
-			ids[n++] = id;
+	n = wait_frames(c, b, ids, sizeof(ids) / sizeof(ids[0]));
+	/* Root first, as the trie wants it. */
+	for (i = 0; i < n / 2; i++) {
+		tmp = ids[i];
+		ids[i] = ids[n - 1 - i];
+		ids[n - 1 - i] = tmp;
 	}
 	r.sample.time = t_in;
 	r.sample.pid = b->pid;
@@ -459,6 +503,11 @@ static void process(void *ctx, void *item)
 		b->nu = r->nu;
 		b->ips = r->ips;
 		r->ips = NULL;
+		sp_interp_stack_free(b->istack);
+		b->istack = NULL;
+		if (c->interp && sp_interp_current())
+			b->istack = sp_interp_offcpu_take(sp_interp_current(), c->out, r->pid,
+							  r->tid, r->head.time);
 		break;
 	case PERF_RECORD_SWITCH:
 		if (!b || !b->out_time || r->head.time < b->out_time)
@@ -481,6 +530,8 @@ static void process(void *ctx, void *item)
 			emit_wait(c, r->tid, b, r->head.time);
 		}
 		b->out_time = 0;
+		sp_interp_stack_free(b->istack);
+		b->istack = NULL;
 		break;
 	case PERF_RECORD_EXIT:
 		blocked_drop(c, r->tid);
@@ -585,6 +636,9 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 		snprintf(c->why, sizeof(c->why), "off-cpu");
 		return -1;
 	}
+	/* NULL with --interp=none, or when it could not load (said once) */
+	if (sp_interp_current())
+		c->interp = !sp_interp_offcpu_attach(sp_interp_current(), c->fds, c->nfds);
 	if (!c->o.enable_on_exec)
 		for (i = 0; i < c->nfds; i++)
 			ioctl(c->fds[i], PERF_EVENT_IOC_ENABLE, 0);
@@ -694,6 +748,7 @@ static void offcpu_free(struct sp_source *s)
 		struct blocked *b = (struct blocked *)(uintptr_t)v;
 
 		free(b->ips);
+		sp_interp_stack_free(b->istack);
 		free(b);
 	}
 	it = 0;

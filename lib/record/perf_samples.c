@@ -61,7 +61,7 @@ static uint64_t intern_frame(struct perf *p, struct proc *pr, uint32_t pid, uint
 	return f.id;
 }
 
-/* What splice_interp() needs of a user frame: 1 eval loop, 2 unmapped. */
+/* What sp_interp_splice() needs of a user frame: 1 eval loop, 2 unmapped. */
 static uint8_t eval_mark(const struct perf *p, const struct proc *pr, uint32_t pid, uint64_t ip)
 {
 	if (!p->interp)
@@ -69,41 +69,6 @@ static uint8_t eval_mark(const struct perf *p, const struct proc *pr, uint32_t p
 	if (sp_interp_is_eval(p->interp, pid, ip))
 		return 1;
 	return pr && !sp_perf_vma_find(pr, ip) ? 2 : 0;
-}
-
-/*
- * Mixed mode: each native frame of the interpreter's eval loop (eval[i])
- * gives way to the interpreted frames it runs, from the innermost up to
- * the first frame of that eval loop call; what is left (the native stack
- * was cut short, as without frame pointers) goes on the root side. The
- * native frames that are no return address (in no executable mapping:
- * what a frame pointer chain reads in a program built without them) are
- * left out. ids are leaf first, n at most MAX_FRAMES; eval[i]
- * 1 for the eval loop, 2 for an address in no executable mapping.
- */
-static void splice_interp(const struct sp_interp_frames *f, uint64_t *ids, const uint8_t *eval,
-			  unsigned int *n)
-{
-	uint64_t out[MAX_FRAMES];
-	unsigned int i, k = 0, j = 0;
-
-	for (i = 0; i < *n && k < MAX_FRAMES; i++) {
-		if (eval[i] == 2 && i)
-			continue;
-		if (eval[i] != 1 || j == f->n) {
-			out[k++] = ids[i];
-			continue;
-		}
-		while (j < f->n && k < MAX_FRAMES) {
-			out[k++] = f->ids[j];
-			if (f->entry[j++])
-				break;
-		}
-	}
-	while (j < f->n && k < MAX_FRAMES)
-		out[k++] = f->ids[j++];
-	memcpy(ids, out, k * sizeof(*ids));
-	*n = k;
 }
 
 void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
@@ -180,7 +145,7 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 		}
 	}
 	if (p->interp && sp_interp_sample(p->interp, p->out, s.pid, s.tid, s.time, &inf))
-		splice_interp(&inf, ids, eval, &n);
+		sp_interp_splice(&inf, ids, eval, &n, MAX_FRAMES);
 	/* Leaf first from perf; the trie wants the root first. */
 	for (i = 0; i < n / 2; i++) {
 		tmp = ids[i];
