@@ -229,11 +229,12 @@ $real/gone 0x200"
 	need_bpf
 	command -v bpftool >/dev/null || skip "needs bpftool"
 	# DNS payloads are read at exit: every system call of the machine
-	# passes one program, not two
-	assert_equal "$(held_progs)" "on_exec_btf on_exit_btf on_fork_btf on_sys_exit_btf "
+	# passes one program, not two (ident_fork and ident_exec read a new
+	# process's namespaces and cgroup at fork and exec, not at a call)
+	assert_equal "$(held_progs)" "ident_exec ident_fork on_exec_btf on_exit_btf on_fork_btf on_sys_exit_btf "
 	sp-decode "$OUT/held.sp" | header | jq -e '.features | test("entry=") | not'
 	assert_equal "$(held_progs --events=file,dns --event-attach=raw_tp)" \
-		"on_exit_raw on_fork_raw on_sys_exit_raw "
+		"ident_exec ident_fork on_exit_raw on_fork_raw on_sys_exit_raw "
 }
 
 @test "sp-record-events: setid_change's ids before come from the setid calls' own tracepoints, else sys_enter" {
