@@ -4,6 +4,7 @@
  * writes to /tmp/perf-PID.map, read when the process ends (or when the
  * recording does) and written as jitsym records.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -63,6 +64,7 @@ void sp_perf_capture_jit(struct perf *p, struct proc *pr)
 	void *ctx[2] = { p, pr };
 	char who[64] = "", where[64];
 	int dirfd = foreign_tmp(p, pr), rc;
+	uint32_t pid = pr->gone ? 0 : pr->pid;	/* its user now, unless known gone */
 
 	if (dirfd == -2) {
 		sp_warn("pid %u: in another mount namespace whose /tmp cannot be reached: its JIT "
@@ -70,12 +72,12 @@ void sp_perf_capture_jit(struct perf *p, struct proc *pr)
 		return;
 	}
 	if (dirfd >= 0) {
-		rc = sp_procfs_perfmap_at(dirfd, pr->nspid, pr->pid, pr->uid, jit_cb, ctx, &res);
+		rc = sp_procfs_perfmap_at(dirfd, pr->nspid, pid, pr->uid, jit_cb, ctx, &res);
 		close(dirfd);
 		snprintf(where, sizeof(where), "/proc/%u/root/tmp/perf-%u.map", pr->pid,
 			 pr->nspid);
 	} else {
-		rc = sp_procfs_perfmap(pr->pid, pr->uid, jit_cb, ctx, &res);
+		rc = sp_procfs_perfmap_at(AT_FDCWD, pr->pid, pid, pr->uid, jit_cb, ctx, &res);
 		snprintf(where, sizeof(where), "%s/perf-%u.map", sp_procfs_perfmap_dir, pr->pid);
 	}
 	if (rc == 0 && !res.cut)
@@ -109,6 +111,8 @@ void sp_perf_jit_note(struct perf *p, struct proc *pr, const struct sp_process *
 		return;		/* no identity: the host's /tmp, as before */
 	pr->nspid = rec->nspid;
 	pr->mnt_ns = rec->mnt_ns;
+	if (pr->gone)
+		return;		/* its root cannot be had any more */
 	if (!p->self_mnt_ns)
 		p->self_mnt_ns = ns_of("/proc/self/ns/mnt");
 	if (pr->mnt_ns == p->self_mnt_ns || sp_perf_map_get(&p->ns_roots, pr->mnt_ns, 0))

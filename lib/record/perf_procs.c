@@ -133,13 +133,41 @@ static struct mod *mod_new(struct perf *p, uint64_t ka, uint64_t kb, struct sp_m
 	return mod;
 }
 
+/*
+ * Whether a read of pr's /proc failed because it is gone (by the time its
+ * records are handled, a short-lived process often is): then none of its
+ * other reads is tried, they would fail the same way.
+ */
+static bool proc_gone(struct proc *pr, int rc)
+{
+	if (rc && (errno == ENOENT || errno == ESRCH) && !pr->gone) {
+		pr->gone = true;
+		pr->gone_at = sp_now_mono_ns();
+	}
+	return pr->gone;
+}
+
+/* sp_proc_other_mnt_ns() of pr, false once it is gone (as it was). */
+static bool proc_other_mnt_ns(struct proc *pr)
+{
+	bool other;
+
+	if (pr->gone)
+		return false;
+	errno = 0;
+	other = sp_proc_other_mnt_ns(pr->pid);
+	proc_gone(pr, !other && errno ? -1 : 0);
+	return other;
+}
+
 /* The module of a mapping, created on first sight. */
-static struct mod *mod_get(struct perf *p, uint32_t pid, uint64_t time, uint64_t start,
+static struct mod *mod_get(struct perf *p, struct proc *pr, uint64_t time, uint64_t start,
 			   uint64_t end, uint64_t pgoff, const char *path, uint32_t prot,
 			   uint64_t dev, uint64_t ino, const uint8_t *bid, unsigned int bid_len)
 {
 	struct sp_module m = { 0 };
 	const struct elf_entry *e = NULL;
+	uint32_t pid = pr->pid;
 	uint64_t ka, kb, *v;
 	bool anon, vdso;
 	int64_t bias = 0;
@@ -181,7 +209,7 @@ static struct mod *mod_get(struct perf *p, uint32_t pid, uint64_t time, uint64_t
 			m.build_id.len = p->vdso.build_id_len;
 		}
 	} else {
-		if (sp_proc_other_mnt_ns(pid))
+		if (proc_other_mnt_ns(pr))
 			e = elf_lookup_foreign(p, pid, start, end, path);
 		else
 			e = elf_lookup(p, path, bid, bid_len);
@@ -464,7 +492,7 @@ static int scan_map(void *ctx, const struct sp_proc_map *m)
 
 	if (!(m->prot & PROT_EXEC) || !strcmp(m->path, "[vsyscall]"))
 		return 0;
-	mod = mod_get(c->p, c->pr->pid, c->time, m->start, m->end, m->pgoff, m->path, m->prot,
+	mod = mod_get(c->p, c->pr, c->time, m->start, m->end, m->pgoff, m->path, m->prot,
 		      m->dev, m->ino, NULL, 0);
 	vma_add(c->p, c->pr, m->start, m->end, m->pgoff, mod, c->time);
 	if (c->p->interp)
@@ -556,6 +584,8 @@ static void proc_exited(struct perf *p, struct proc *pr, uint64_t time)
 	pr->leader_exited = false;
 	proc_end(p, pr, time, false);
 	pr->ended = true;
+	pr->gone = true;
+	pr->gone_at = time;
 	/* Keep the entry while it may still matter for the command's status. */
 	if (!pr->root)
 		proc_free(p, pr);
@@ -615,12 +645,18 @@ void sp_perf_on_comm(struct perf *p, const struct perf_event_header *h, const st
 			proc_end(p, pr, id->time, true);
 		else
 			vma_clear(p, pr, id->time);
+		/* Its records are older than the moment it was seen gone; a
+		 * later exec is of another process (its fork was lost). */
+		if (pr->gone && id->time >= pr->gone_at)
+			pr->gone = false;
 		if (!pr->ppid) {
 			uint32_t tgid;
 
-			sp_procfs_status(pr->pid, &tgid, &pr->ppid);
+			proc_gone(pr, sp_procfs_status(pr->pid, &tgid, &pr->ppid));
 		}
-		sp_procfs_uid(pr->pid, &pr->uid);	/* a set-user-ID program changes it */
+		/* a set-user-ID program changes it */
+		if (!pr->gone)
+			proc_gone(pr, sp_procfs_uid(pr->pid, &pr->uid));
 		memcpy(pr->comm, name, sizeof(name));
 		pr->exe = 0;
 		pr->pending_exec = true;
@@ -698,7 +734,7 @@ void sp_perf_on_mmap2(struct perf *p, const struct perf_event_header *h, const s
 		pr->exe = sp_writer_strz(p->out->w, path);
 		sp_perf_flush_pending_exec(p, pr);
 	}
-	mod = mod_get(p, m->pid, id->time, m->addr, m->addr + m->len, m->pgoff, path, m->prot,
+	mod = mod_get(p, pr, id->time, m->addr, m->addr + m->len, m->pgoff, path, m->prot,
 		      dev, ino, bid, bid_len);
 	vma_add(p, pr, m->addr, m->addr + m->len, m->pgoff, mod, id->time);
 	if (p->interp)

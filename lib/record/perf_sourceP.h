@@ -88,11 +88,13 @@ struct proc {
 	bool ended;
 	bool end_deferred;	/* the command's end waits for its exit status */
 	bool leader_exited;	/* its first thread exited before threads it made */
+	bool gone;		/* exited, or /proc said so: not read from /proc again */
 	uint32_t live_threads;	/* threads seen made (not the first) and not ended */
 	uid_t uid;		/* its user when last seen, (uid_t)-1 unknown: whose JIT map to trust */
 	uint32_t nspid;		/* its pid in its own pid namespace, 0 unknown */
 	uint64_t mnt_ns;	/* its mount namespace (inode), 0 unknown */
 	uint64_t exec_time, end_time, leader_exit;
+	uint64_t gone_at;	/* when it was known gone: a later exec is another's */
 	char comm[17];
 	uint64_t exe;		/* string id */
 	struct vma *vmas;	/* sorted by start, not overlapping */

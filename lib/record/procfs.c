@@ -338,7 +338,7 @@ int sp_procfs_perfmap_at(int dirfd, uint32_t name_pid, uint32_t pid, uid_t uid,
 
 	memset(res, 0, sizeof(*res));
 	/* The user the process runs as now; else as it was last seen. */
-	if (sp_procfs_uid(pid, &now) == 0)
+	if (pid && sp_procfs_uid(pid, &now) == 0)
 		w.owner = now;
 	res->user = w.owner;
 	res->owner = (uid_t)-1;

@@ -131,6 +131,17 @@ static void test_procfs_fake_root(void)
 	CHECK_EQ_U(res.syms, 2);
 	CHECK_EQ_U(res.skipped, 1);
 	CHECK(!res.cut && !res.why);
+	CHECK_EQ_U(res.user, getuid());
+	/* 42 known gone (pid 0): no status is read (not even a "0/status"),
+	 * the user given is its */
+	snprintf(p, sizeof(p), "%s/0", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/0/status", dir);
+	put_file(p, "Uid:\t777\t777\t777\t777\n", 21);
+	jit = 0;
+	CHECK(sp_procfs_perfmap_at(AT_FDCWD, 42, 0, 12345, count_jit, &jit, &res) == 0 ||
+	      getuid() != 0);
+	CHECK_EQ_U(res.user, 12345);
 	errno = 0;
 	CHECK(sp_procfs_perfmap(43, (uid_t)-1, count_jit, &jit, &res) == -1 && errno == ENOENT);
 	CHECK(res.why == NULL);

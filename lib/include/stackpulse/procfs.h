@@ -117,7 +117,8 @@ int sp_procfs_perfmap(uint32_t pid, uid_t uid, int (*fn)(void *ctx, uint64_t add
 /* The same for a process in another pid and mount namespace (a
  * container): perf-NAME_PID.map (its pid as it sees it) in the directory
  * dirfd (its /tmp, found inside its root: procroot.h); AT_FDCWD for
- * sp_procfs_perfmap_dir. */
+ * sp_procfs_perfmap_dir. pid 0: the process is known gone, its user now is
+ * not read (uid, as it was last seen, is the one). */
 int sp_procfs_perfmap_at(int dirfd, uint32_t name_pid, uint32_t pid, uid_t uid,
 			 int (*fn)(void *ctx, uint64_t addr, uint64_t size, const char *name),
 			 void *ctx, struct sp_perfmap_result *res);
