@@ -475,14 +475,14 @@ int on_sample_rb(struct bpf_perf_event_data *ctx)
 	return 1;
 }
 
+/* Slot 0: on_sample_rb, set by user space once loaded (a program left
+ * unloaded, when its use was not asked for, cannot be a static slot). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__array(values, int (void *));
-} walkers SEC(".maps") = {
-	.values = { [0] = (void *)&on_sample_rb },
-};
+	__type(value, __u32);
+} walkers SEC(".maps");
 
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
@@ -517,14 +517,14 @@ int on_switch_rb(struct bpf_perf_event_data *ctx)
 	return 1;
 }
 
+/* Slot 0: on_switch_rb, set by user space once loaded (a program left
+ * unloaded, when its use was not asked for, cannot be a static slot). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__array(values, int (void *));
-} sw_walkers SEC(".maps") = {
-	.values = { [0] = (void *)&on_switch_rb },
-};
+	__type(value, __u32);
+} sw_walkers SEC(".maps");
 
 SEC("perf_event")
 int on_switch(struct bpf_perf_event_data *ctx)
@@ -583,14 +583,14 @@ int on_event_rb(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
+/* Slot 0: on_event_rb, set by user space once loaded (a program left
+ * unloaded, when its use was not asked for, cannot be a static slot). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__array(values, int (void *));
-} ev_walkers SEC(".maps") = {
-	.values = { [0] = (void *)&on_event_rb },
-};
+	__type(value, __u32);
+} ev_walkers SEC(".maps");
 
 SEC("raw_tp/sys_enter")
 int on_event(struct bpf_raw_tracepoint_args *ctx)

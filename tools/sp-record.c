@@ -422,6 +422,8 @@ static int add_sources(struct sp_recorder *rec, struct sp_source *spans)
 		else
 			env.perf.period = UINT64_C(1) << 62;
 	}
+	env.perf.interp_no_offcpu = !env.offcpu.enabled;
+	env.perf.interp_no_events = env.events.given && !env.events.kinds;
 	if (sp_recorder_add(rec, SP_SOURCE_PERF, sp_perf_source_new(&env.perf)))
 		goto fail;	/* the constructor said why */
 	/* Kernel events: attached before the header, which describes them; an

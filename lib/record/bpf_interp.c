@@ -24,6 +24,7 @@
 struct sp_interp_bpf {
 	struct sp_interp *skel;
 	struct bpf_link *ev_link;	/* on_event, at the entry of system calls */
+	unsigned int uses;		/* SP_INTERP_USE_*: which programs were loaded */
 	struct ring_buffer *rb;
 	sp_interp_stack_fn fn;
 	void *ctx;
@@ -45,7 +46,29 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 	return 0;
 }
 
-struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx)
+/* The tail-called Ruby walkers in their programs' slots. */
+static int fill_walkers(struct sp_interp_bpf *b)
+{
+	const struct { struct bpf_map *map; struct bpf_program *prog; unsigned int use; } w[] = {
+		{ b->skel->maps.walkers, b->skel->progs.on_sample_rb, 0 },
+		{ b->skel->maps.sw_walkers, b->skel->progs.on_switch_rb, SP_INTERP_USE_OFFCPU },
+		{ b->skel->maps.ev_walkers, b->skel->progs.on_event_rb, SP_INTERP_USE_EVENTS },
+	};
+	uint32_t zero = 0;
+	size_t i;
+	int fd;
+
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		if (w[i].use && !(b->uses & w[i].use))
+			continue;
+		fd = bpf_program__fd(w[i].prog);
+		if (bpf_map_update_elem(bpf_map__fd(w[i].map), &zero, &fd, BPF_ANY))
+			return -1;
+	}
+	return 0;
+}
+
+struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsigned int uses)
 {
 	struct sp_interp_bpf *b = sp_xcalloc(1, sizeof(*b));
 	libbpf_print_fn_t old = libbpf_set_print(quiet);
@@ -57,6 +80,18 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx)
 	if (b->skel) {
 		sp_ev_stack_calls((uint64_t *)b->skel->rodata->want_nr,
 				  sizeof(b->skel->rodata->want_nr) * 8);
+		if (!(uses & SP_INTERP_USE_OFFCPU)) {
+			bpf_program__set_autoload(b->skel->progs.on_switch, false);
+			bpf_program__set_autoload(b->skel->progs.on_switch_rb, false);
+			bpf_map__set_autocreate(b->skel->maps.sw_walkers, false);
+		}
+		if (!(uses & SP_INTERP_USE_EVENTS)) {
+			bpf_program__set_autoload(b->skel->progs.on_event, false);
+			bpf_program__set_autoload(b->skel->progs.on_event_rb, false);
+			bpf_map__set_autocreate(b->skel->maps.ev_walkers, false);
+			bpf_map__set_autocreate(b->skel->maps.ev_scratch, false);
+		}
+		b->uses = uses;
 		if (sp_interp__load(b->skel)) {
 			err = errno;
 			sp_interp__destroy(b->skel);
@@ -65,6 +100,10 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx)
 		}
 	}
 	libbpf_set_print(old);
+	if (b->skel && fill_walkers(b)) {
+		sp_interp__destroy(b->skel);
+		b->skel = NULL;
+	}
 	if (!b->skel) {
 		err = errno;
 		sp_warn("interpreted frames: cannot load the BPF program: %s; native stacks only",
@@ -88,6 +127,9 @@ int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds, b
 	int prog = bpf_program__fd(offcpu ? b->skel->progs.on_switch : b->skel->progs.on_sample);
 	size_t i;
 
+	if (offcpu && !(b->uses & SP_INTERP_USE_OFFCPU))
+		return -1;	/* not loaded: the recording has no off-CPU source */
+
 	for (i = 0; i < nfds; i++) {
 		if (ioctl(fds[i], PERF_EVENT_IOC_SET_BPF, prog)) {
 			sp_warn("interpreted frames: cannot attach to the %s event: %s; "
@@ -103,6 +145,8 @@ int sp_interp_bpf_events(struct sp_interp_bpf *b)
 {
 	if (b->ev_link)
 		return 0;
+	if (!(b->uses & SP_INTERP_USE_EVENTS))
+		return -1;	/* not loaded: the recording has no kernel events */
 	b->ev_link = bpf_program__attach(b->skel->progs.on_event);
 	if (!b->ev_link) {
 		sp_warn("interpreted frames: cannot attach to system call entries: %s; "

@@ -1266,7 +1266,7 @@ int sp_interp_events_on(struct sp_interpreters *ip)
 	return ip->bpf ? sp_interp_bpf_events(ip->bpf) : -1;
 }
 
-struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode)
+struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode, unsigned int uses)
 {
 	struct sp_interpreters *ip;
 	const struct sp_interp_layout *l;
@@ -1276,7 +1276,7 @@ struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode)
 		return NULL;
 	ip = sp_xcalloc(1, sizeof(*ip));
 	ip->mode = mode;
-	ip->bpf = sp_interp_bpf_open(on_stack, ip);
+	ip->bpf = sp_interp_bpf_open(on_stack, ip, uses);
 	if (!ip->bpf) {
 		free(ip);
 		return NULL;

@@ -217,7 +217,14 @@ struct sp_remap;
 /* Load the BPF program (before the events are open: they sample at once
  * with -p and -a). NULL for --interp=none or when it cannot be loaded
  * (reported once: native stacks continue). */
-struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode);
+/* What the BPF object serves besides CPU samples: its programs for
+ * off-CPU samples and for kernel events are loaded only when asked for
+ * (each costs the kernel's verifier a second or so at start). */
+#define SP_INTERP_USE_OFFCPU	(1u << 0)
+#define SP_INTERP_USE_EVENTS	(1u << 1)
+#define SP_INTERP_USE_ALL	(SP_INTERP_USE_OFFCPU | SP_INTERP_USE_EVENTS)
+
+struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode, unsigned int uses);
 void sp_interp_free(struct sp_interpreters *ip);
 /* Renumber the ids kept (the writer's id space compacted: source.h): the
  * code objects' names and the modules; the frame caches start over. */
@@ -299,7 +306,7 @@ struct sp_interp_bpf;
 typedef void (*sp_interp_stack_fn)(void *ctx, const struct sp_bpf_istack *h,
 				   const struct sp_bpf_iframe *f, size_t nbytes);
 /* Load the program (NULL: reported); then attach it to the events. */
-struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx);
+struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsigned int uses);
 /* offcpu: on_switch on context-switch events, else on_sample */
 int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds, bool offcpu);
 int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,

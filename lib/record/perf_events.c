@@ -454,7 +454,7 @@ int sp_perf_check(FILE *out)
 		"not built into this kernel" };
 	rows[n++] = (typeof(rows[0])){ "uprobes (USDT spans)",
 		path_exists("/sys/bus/event_source/devices/uprobe"), "not built into this kernel" };
-	interp = sp_interp_new(SP_INTERP_AUTO);
+	interp = sp_interp_new(SP_INTERP_AUTO, SP_INTERP_USE_ALL);
 	rows[n++] = (typeof(rows[0])){ "interpreted frames in samples (--interp: python3.11)",
 		interp != NULL, "the BPF program does not load (said above)" };
 	sp_interp_free(interp);

@@ -141,7 +141,9 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 	}
 	p->ident = sp_ident_bpf_open();	/* before the events: no fork missed */
 	if (!p->sideband)
-		p->interp = sp_interp_new(p->o.interp);	/* NULL: native stacks only */
+		p->interp = sp_interp_new(p->o.interp,
+					 (p->o.interp_no_offcpu ? 0 : SP_INTERP_USE_OFFCPU) |
+					 (p->o.interp_no_events ? 0 : SP_INTERP_USE_EVENTS));	/* NULL: native stacks only */
 	if (sp_perf_open_events(p, t))
 		return -1;
 	if (p->interp && sp_interp_attach(p->interp, p->fds, p->nfds)) {

@@ -37,6 +37,9 @@ struct sp_perf_opts {
 	const char *args;		/* command line of the command, for its process record */
 	const char *archive;		/* copy each sampled file here (lib/elf/archive.h), NULL = no */
 	enum sp_interp_mode interp;	/* interpreted frames in samples (docs/interpreters.md) */
+	/* no off-CPU source, no kernel events: their interpreted-stack
+	 * programs are not loaded (each costs seconds of verifying at start) */
+	bool interp_no_offcpu, interp_no_events;
 	/* -a only in these cgroups (perf_event_open's cgroup mode), resolved;
 	 * NULL or none: every process */
 	struct sp_cgroup_filter *cgroups;	/* followed: what appears later is added */
