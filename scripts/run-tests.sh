@@ -16,7 +16,10 @@ count_tap() {	# count TAP lines of $log into the totals, echoing failures
 	s=$(grep -Ec '^ok [0-9]+.*# [Ss][Kk][Ii][Pp]' "$log")
 	f=$(grep -Ec '^not ok [0-9]+' "$log")
 	passed=$((passed + p - s)) skipped=$((skipped + s)) failed=$((failed + f))
-	grep -E '^not ok|^#' "$log" | grep -v '^# skip' | head -40
+	# every failure named, then their details, each line and the whole cut
+	# short: one failure's long output must not hide the others
+	grep -E '^not ok' "$log"
+	[ "$f" = 0 ] || grep -E '^not ok|^#' "$log" | grep -v '^# skip' | cut -c1-300 | head -80
 }
 
 for t in "$out"/unit/test-* "$out"/asan/test-*; do
