@@ -507,7 +507,7 @@ static int scan_map(void *ctx, const struct sp_proc_map *m)
 int sp_perf_scan_process(struct perf *p, uint32_t pid)
 {
 	char buf[4096], comm[64];
-	struct scan_ctx c = { p, NULL, sp_now_mono_ns() };
+	struct scan_ctx c = { p, NULL, p->scan_time ? p->scan_time : sp_now_mono_ns() };
 	uint32_t tgid = 0, ppid = 0, *tids = NULL;
 	size_t n = 0, i;
 	struct proc *pr;

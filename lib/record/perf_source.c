@@ -156,6 +156,9 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		return 0;
 	/* Processes that exist already: their records come from /proc. The
 	 * events are open, so nothing that happens from now on is missed. */
+	/* Their records say the recording's start, so that they come before
+	 * every sample taken while they are read (nothing is merged out yet). */
+	p->scan_time = p->q.bound;
 	if (t->system_wide) {
 		if (sp_procfs_pids(&pids, &npids) == 0) {
 			for (i = 0; i < npids; i++)
@@ -165,9 +168,12 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		}
 	} else {
 		for (i = 0; i < t->npids; i++)
-			if (sp_perf_scan_process(p, t->pids[i]))
+			if (sp_perf_scan_process(p, t->pids[i])) {
+				p->scan_time = 0;
 				return sp_error("pid %u exited during attach", t->pids[i]);
+			}
 	}
+	p->scan_time = 0;
 	return 0;
 }
 

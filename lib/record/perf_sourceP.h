@@ -121,6 +121,9 @@ struct perf_task_rec {
 };
 
 struct perf {
+	/* while perf_start reads the processes that exist already: the time
+	 * their records carry (the recording's start, before any sample), 0 after */
+	uint64_t scan_time;
 	struct sp_perf_opts o;
 	struct perf_event_attr attr;
 	uint32_t type;
