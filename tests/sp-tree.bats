@@ -196,7 +196,7 @@ load helper
 	require_root
 	cd "$BATS_TEST_TMPDIR"
 	run sp-record -o c.sp -- sh -c 'ulimit -c unlimited; kill -QUIT $$'
-	[ "$status" -eq 131 ]
+	[ "$status" -eq 131 ] || { echo "sp-record exited $status (not 131): $output"; false; }
 	ls core* >/dev/null 2>&1 || skip "no core was dumped here (core_pattern: $(cat /proc/sys/kernel/core_pattern))"
 	run --separate-stderr -0 sp-tree --no-events c.sp
 	grep -E '\[PROC pid=[0-9]+ comm=sh parent=[0-9]+ killed=SIGQUIT core-dumped\]' <<< "$output"
