@@ -328,14 +328,23 @@ static void do_event(struct sp_corr *c, struct hrec *h)
 	uint64_t rule;
 
 	owner = assign(c, t, e.time, &rule);
+	if (rule == SP_RULE_FORK && owner->gap && e.kind != SP_EV_PROC_EXEC &&
+	    sp_corr_interp_framed(c, &e)) {
+		/* from a child started by an interpreted frame, not a span:
+		 * its own frame says more (a child's exec is the frame's
+		 * that started it: its stack is the fork's) */
+		rule = SP_RULE_GAP;
+		owner = gap_get(c, t->proc, e.time);
+	}
 	origin = rule == SP_RULE_GAP ? NULL : owner;
 	if (rule == SP_RULE_GAP) {
 		/* an event no span covers: its interpreted frame's, which is
-		 * then a child's origin as a span would be (the process's gap
-		 * is none) */
+		 * then a new process's origin as a span would be (the
+		 * process's gap is none; a thread has frames of its own) */
 		gap = owner;
 		owner = sp_corr_interp_owner(c, gap, &e);
-		if (owner != gap)
+		if (owner != gap && e.kind == SP_EV_PROC_FORK &&
+		    !(e.field[2].u & SP_FORK_THREAD))
 			origin = owner;
 	}
 	sp_corr_span_get(owner);

@@ -593,7 +593,8 @@ static struct sp_record with_stack(struct sp_record r, uint64_t stack)
 
 /* A child process started outside every span comes from the interpreted
  * frame that started it: its fork is that frame's, and so are its own
- * records (the fork rule), as they would be a span's. */
+ * records (the fork rule), as they would be a span's, but for those with
+ * an interpreted frame of their own; a new thread has its own frames. */
 static void test_correlate_interp_fork(void)
 {
 	struct sp_corr *c = corr(0);
@@ -612,13 +613,14 @@ static void test_correlate_interp_fork(void)
 	add(c, def_rec(SP_REC_STACK, 1, 4));	/* stack 3: <module>, other */
 	add(c, def_rec(SP_REC_STACK, 0, 1));	/* stack 4: native */
 	add(c, with_stack(fork_ev(5, 10, 10, 20, 0), 2));
-	add(c, event(6, 20, 20, SP_EV_PROC_EXEC));	/* the child's: no stack */
+	add(c, with_stack(event(6, 20, 20, SP_EV_PROC_EXEC), 2));	/* the fork's stack */
 	add(c, event(7, 20, 20, SP_EV_PATH_OPEN));
 	add(c, with_stack(event(8, 10, 10, SP_EV_PATH_OPEN), 3));
 	add(c, with_stack(fork_ev(9, 10, 10, 30, 0), 4));	/* from native code */
 	add(c, event(10, 30, 30, SP_EV_PROC_EXEC));
 	add(c, with_stack(fork_ev(11, 10, 10, 40, SP_FORK_THREAD), 2));
 	add(c, event(12, 10, 40, SP_EV_PATH_OPEN));	/* the new thread's */
+	add(c, with_stack(event(13, 20, 20, SP_EV_PATH_OPEN), 3));	/* the child's own frame */
 	done(c);
 	a = span_id(EV_SPAN(5));
 	b = span_id(EV_SPAN(8));
@@ -633,9 +635,14 @@ static void test_correlate_interp_fork(void)
 	CHECK(EV_SPAN(9) != a->id && EV_SPAN(9) != b->id);	/* the gap */
 	CHECK_EQ_U(EV_RULE(10), SP_RULE_GAP);	/* no frame: the child's own gap */
 	CHECK(span_id(EV_SPAN(10)) && span_id(EV_SPAN(10))->pid == 30);
+	/* a thread has frames of its own: not the frame's child */
 	CHECK_EQ_U(EV_SPAN(11), a->id);
-	CHECK_EQ_U(EV_RULE(12), SP_RULE_FORK);
-	CHECK_EQ_U(EV_SPAN(12), a->id);
+	CHECK_EQ_U(EV_RULE(12), SP_RULE_GAP);
+	CHECK(span_id(EV_SPAN(12)) && span_id(EV_SPAN(12))->method == 0);
+	/* nor is an event of the child made from an interpreted frame */
+	CHECK_EQ_U(EV_RULE(13), SP_RULE_GAP);
+	CHECK(span_id(EV_SPAN(13)) && span_id(EV_SPAN(13))->method == 53 &&
+	      span_id(EV_SPAN(13))->pid == 20);
 	check_stream();
 	sp_corr_free(c);
 }
