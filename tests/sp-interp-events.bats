@@ -6,12 +6,16 @@
 # spans, launched and with -p, sp-correlate and sp-tree put each event
 # under the method that made it. With spans on, spans still win. A forged
 # interpreter run by nobody gets a bounded, truncated stack for its events.
+# Child processes (their fork and exec) go under the method that started
+# them, with no span.
 load helper
 
 PY=/usr/bin/python3.11
 RB=/usr/bin/ruby
 PYFIX=$BATS_TEST_DIRNAME/fixtures/python/ev_methods.py
 RBFIX=$BATS_TEST_DIRNAME/fixtures/ruby/ev_methods.rb
+PYKIDS=$BATS_TEST_DIRNAME/fixtures/python/ev_children.py
+RBKIDS=$BATS_TEST_DIRNAME/fixtures/ruby/ev_children.rb
 
 setup() {
 	OUT=$BATS_TEST_TMPDIR/run.sp
@@ -181,4 +185,136 @@ assert_tree() {
 	[ "$status" = 0 ] || fail "no frame for the forged opens"
 	[[ "$output" == *"AAAA"* || "$output" == *"[python: "* ]] || fail "$output"
 	[ "${#output}" -le 800 ] || fail "a frame name of ${#output} bytes"
+}
+
+# "event<TAB>image<TAB>owner<TAB>stack" for each fork of process $1 that
+# made a process (image: the first program its child exec'd) and each exec
+# of another process: the method of the span sp-correlate gave it and the
+# interpreted frames of the event's own stack, root first (empty: none).
+# With -p, only those from $SKIP_MS ms after the first fork with a stack.
+children() {
+	sp-correlate --format=json "$OUT" 2>/dev/null | jq -r -s --argjson pid "$1" \
+		--arg skip "${SKIP_MS:-0}" '
+		(map(select(.type == "span")) | map({key: (.id | tostring),
+			value: (.method // "-")}) | from_entries) as $m
+		| (map(select(.type == "stack")) | map({key: (.id | tostring), value: .})
+		   | from_entries) as $s
+		| (map(select(.type == "symbol")) | map({key: (.frame | tostring), value: .func})
+		   | from_entries) as $f
+		| (map(select(.type == "event" and .event == "proc_exec")) | group_by(.pid)
+		   | map({key: (.[0].pid | tostring), value: (sort_by(.time)[0].filename)})
+		   | from_entries) as $x
+		| [.[] | select(.type == "event")
+		   | select((.event == "proc_fork" and .pid == $pid and .flags == 0) or
+			    (.event == "proc_exec" and .pid != $pid))] | sort_by(.time)
+		| ((map(select(.event == "proc_fork" and .stack != null)) | first | .time // 0)
+		   + ($skip | tonumber) * 1000000) as $from
+		| .[] | select(.time >= $from)
+		| [.event, (if .event == "proc_fork" then $x[.child_pid | tostring] // "?"
+			    else .filename end),
+		   $m[(.span // 0) | tostring] // "-",
+		   ([.stack | recurse($s[tostring].parent; . != 0 and . != null)]
+		    | map($f[$s[tostring].frame | tostring] // "?") | reverse | join(";"))]
+		| @tsv'
+}
+
+# Each line of children's $2 (event, image, owner, and a frame its stack
+# must hold, "-" for any) is there at least $1 times, and no fork or exec
+# of the program's children is under another method.
+assert_children() {
+	local n=$1 pid=$2 o want ev img own frame bad
+	shift 2
+	run children "$pid"
+	[ "$status" = 0 ] || fail "sp-correlate | jq: $output"
+	o=$output
+	for want in "$@"; do
+		IFS='|' read -r ev img own frame <<<"$want"
+		n_=$(awk -F'\t' -v e="$ev" -v i="$img" -v m="$own" -v f="$frame" '
+			$1 == e && $2 == i && $3 == m && (f == "-" || index(";" $4 ";", ";" f ";")) { k++ }
+			END { print k + 0 }' <<<"$o")
+		[ "$n_" -ge "$n" ] || fail "$n_ x '$want' (want >= $n): $(cut -f1-3 <<<"$o" | sort | uniq -c)"
+	done
+	# every child is one of those, under its method (a fork whose child's
+	# exec the recording's end cut off, "?", under one of the methods)
+	bad=$(awk -F'\t' -v w="$(printf '%s\n' "$@")" '
+		BEGIN { n = split(w, l, "\n")
+			for (i = 1; i <= n; i++) {
+				split(l[i], x, "|"); ok[x[1] SUBSEP x[2] SUBSEP x[3]] = 1; by[x[1] SUBSEP x[3]] = 1 } }
+		!(($1 SUBSEP $2 SUBSEP $3) in ok) && !($2 == "?" && ($1 SUBSEP $3) in by)' <<<"$o")
+	[ -z "$bad" ] || fail "children under another method: $bad"
+}
+
+# sp-tree: each exec of image $1 is in a child process node right under
+# the frame of method $2 (the fork's line between them).
+assert_child_tree() {
+	run --separate-stderr sh -c "sp-correlate '$OUT' | sp-tree --stable"
+	[ "$status" = 0 ] || fail "sp-tree: $stderr"
+	awk -v img="$1" -v m="$2" -v gap="${ALLOW_GAP:-0}" '
+		/\[(FRAME|SPAN)/ { head = $0; next }
+		index($0, "proc_exec → " img) {
+			if (gap && index(head, "[SPAN <no-span>]")) next
+			n++; if (index(head, "[FRAME " m " ") == 0) { print img " under " head; bad++ } }
+		END { if (n < 1) { print "no exec of " img; bad++ } exit bad > 0 }' <<<"$output" ||
+		fail "$(awk -v img="$1" '/\[(FRAME|SPAN)/ { head = $0 } index($0, "proc_exec → " img) { print head " / " $0 }' <<<"$output" | head -5)"
+}
+
+# The program's own functions, from its source: subprocess.run forks in
+# Popen._execute_child (/usr/lib/python3.11/subprocess.py, its call of
+# _fork_exec), under run_child; os.system is a C function, so its fork
+# and sh's are run_shell's; sh's own child (echo) comes from it too.
+PY_KIDS=("proc_fork|/bin/true|Popen._execute_child|run_child"
+	 "proc_exec|/bin/true|Popen._execute_child|run_child"
+	 "proc_fork|/bin/sh|run_shell|run_shell"
+	 "proc_exec|/bin/sh|run_shell|run_shell")
+
+@test "a Python command without spans: its children under the functions that started them" {
+	need $PY
+	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- $PY "$PYKIDS" "$D" 4
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	pid=$(sp-decode "$OUT" | jq -s 'map(select(.type == "event" and .event == "proc_exec" and
+		(.argv | test("ev_children")))) | first | .pid')
+	assert_children 4 "$pid" "${PY_KIDS[@]}" "proc_exec|/bin/echo|run_shell|-"
+	assert_child_tree /bin/true Popen._execute_child
+	assert_child_tree /bin/sh run_shell
+}
+
+@test "sp-record -p of a running Python without spans: its children under their functions" {
+	need $PY
+	$PY "$PYKIDS" "$D" 0 "$D/ready" &
+	BG=$!
+	for _ in $(seq 100); do [ -e "$D/ready" ] && break; sleep 0.1; done
+	[ -e "$D/ready" ] || fail "the program did not start"
+	run --separate-stderr timeout 60 sp-record --spans=none -p "$BG" -d 2 -o "$OUT"
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	SKIP_MS=200 assert_children 3 "$BG" "${PY_KIDS[@]}" "proc_exec|/bin/echo|run_shell|-"
+	ALLOW_GAP=1 assert_child_tree /bin/true Popen._execute_child
+}
+
+# Kernel#system and Kernel#` are C methods: passed over, as for any event
+RB_KIDS=("proc_fork|/bin/true|Object#run_child|Object#run_child"
+	 "proc_exec|/bin/true|Object#run_child|Object#run_child"
+	 "proc_fork|/bin/echo|Runner#capture|Runner#capture"
+	 "proc_exec|/bin/echo|Runner#capture|Runner#capture")
+
+@test "a Ruby command without spans: its children under the methods that started them" {
+	need $RB
+	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- $RB "$RBKIDS" "$D" 4
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	pid=$(sp-decode "$OUT" | jq -s 'map(select(.type == "event" and .event == "proc_exec" and
+		(.argv | test("ev_children")))) | first | .pid')
+	assert_children 4 "$pid" "${RB_KIDS[@]}"
+	assert_child_tree /bin/true Object#run_child
+	assert_child_tree /bin/echo Runner#capture
+}
+
+@test "sp-record -p of a running Ruby without spans: its children under their methods" {
+	need $RB
+	$RB "$RBKIDS" "$D" 0 "$D/ready" &
+	BG=$!
+	for _ in $(seq 100); do [ -e "$D/ready" ] && break; sleep 0.1; done
+	[ -e "$D/ready" ] || fail "the program did not start"
+	run --separate-stderr timeout 60 sp-record --spans=none -p "$BG" -d 2 -o "$OUT"
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	SKIP_MS=200 assert_children 3 "$BG" "${RB_KIDS[@]}"
+	ALLOW_GAP=1 assert_child_tree /bin/true Object#run_child
 }

@@ -215,6 +215,9 @@ void sp_corr_interp_reset(struct sp_corr *c);
 /* The owner of event e that the gap rule gives to gap: the span of its
  * innermost interpreted frame under gap (made when needed), or gap. */
 struct span *sp_corr_interp_owner(struct sp_corr *c, struct span *gap, const struct sp_event *e);
+/* Whether e's stack has an interpreted frame sp_corr_interp_owner() would
+ * file it under. */
+bool sp_corr_interp_framed(const struct sp_corr *c, const struct sp_event *e);
 /* A gap span closes: its interpreted frames' spans close with it. */
 void sp_corr_interp_close(struct span *gap);
 

@@ -100,6 +100,11 @@ static const struct corr_isym *event_frame(const struct sp_corr *c, const struct
 	return first;
 }
 
+bool sp_corr_interp_framed(const struct sp_corr *c, const struct sp_event *e)
+{
+	return event_frame(c, e) != NULL;
+}
+
 struct span *sp_corr_interp_owner(struct sp_corr *c, struct span *gap, const struct sp_event *e)
 {
 	const struct corr_isym *f = event_frame(c, e);

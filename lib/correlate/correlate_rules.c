@@ -250,11 +250,12 @@ static bool thread_in(const struct proc *p, uint64_t tid)
 	return false;
 }
 
+/* A fork of t: the child (thread or process) comes from origin, the span
+ * (or interpreted frame) that made it, NULL from none. */
 static void do_fork(struct sp_corr *c, struct thr *t, const struct sp_event *e,
-		    struct span *owner, uint64_t rule)
+		    struct span *origin)
 {
 	uint64_t child_pid = e->field[0].u, child_tid = e->field[1].u;
-	struct span *origin = rule == SP_RULE_GAP ? NULL : owner;
 	struct proc *p;
 	struct thr *ct;
 
@@ -323,17 +324,34 @@ static void do_event(struct sp_corr *c, struct hrec *h)
 	struct thr *t = sp_corr_thr_get(c, h->rec.event.pid, h->rec.event.tid,
 					 h->rec.event.time);
 	struct sp_event e = h->rec.event;	/* h may be emitted and freed by sp_corr_hold() */
-	struct span *owner;
+	struct span *owner, *origin, *gap;
 	uint64_t rule;
 
 	owner = assign(c, t, e.time, &rule);
-	if (rule == SP_RULE_GAP)
-		owner = sp_corr_interp_owner(c, owner, &e);
+	if (rule == SP_RULE_FORK && owner->gap && e.kind != SP_EV_PROC_EXEC &&
+	    sp_corr_interp_framed(c, &e)) {
+		/* from a child started by an interpreted frame, not a span:
+		 * its own frame says more (a child's exec is the frame's
+		 * that started it: its stack is the fork's) */
+		rule = SP_RULE_GAP;
+		owner = gap_get(c, t->proc, e.time);
+	}
+	origin = rule == SP_RULE_GAP ? NULL : owner;
+	if (rule == SP_RULE_GAP) {
+		/* an event no span covers: its interpreted frame's, which is
+		 * then a new process's origin as a span would be (the
+		 * process's gap is none; a thread has frames of its own) */
+		gap = owner;
+		owner = sp_corr_interp_owner(c, gap, &e);
+		if (owner != gap && e.kind == SP_EV_PROC_FORK &&
+		    !(e.field[2].u & SP_FORK_THREAD))
+			origin = owner;
+	}
 	sp_corr_span_get(owner);
 	sp_corr_hold(c, owner, h, rule);
 	switch (e.kind) {
 	case SP_EV_PROC_FORK:
-		do_fork(c, t, &e, owner, rule);
+		do_fork(c, t, &e, origin);
 		break;
 	case SP_EV_PROC_EXEC:
 		do_exec(c, t->proc, e.time);

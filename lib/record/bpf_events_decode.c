@@ -593,6 +593,28 @@ static int decode_syscall(struct ev_priv *p, const struct sp_bpf_ev *e, const st
 
 #undef F
 
+/* The interpreted stack of event ev (of record e, from system call sk
+ * or a task event): its stack id, 0 when it has none. */
+static uint64_t event_stack(struct ev_priv *p, const struct sp_bpf_ev *e,
+			    const struct sys_kind *sk, const struct sp_event *ev)
+{
+	struct sp_interpreters *ip = sp_interp_current();
+
+	if (!ip)
+		return 0;
+	if (sk)
+		return sp_interp_event_stack(ip, p->out, e->pid, e->tid, e->time_ns, e->nr,
+					     sk->dns);
+	if (ev->kind == SP_EV_PROC_FORK)
+		return sp_interp_fork_stack(ip, p->out, e->pid, e->tid, e->time_ns,
+					    (uint32_t)ev->field[0].u,
+					    ev->field[2].u & SP_FORK_THREAD);
+	if (ev->kind == SP_EV_PROC_EXEC)	/* made by its old tid */
+		return sp_interp_exec_stack(ip, p->out, e->pid, (uint32_t)ev->field[3].u,
+					    e->time_ns);
+	return 0;
+}
+
 int sp_ev_on_record(void *ctx, void *data, size_t size)
 {
 	struct ev_priv *p = ctx;
@@ -627,15 +649,14 @@ int sp_ev_on_record(void *ctx, void *data, size_t size)
 	ev->nfields = sc ? sc->nfields : 0;
 	if (ev->nfields && sc->fields[ev->nfields - 1].type == SP_FT_STACK) {
 		/* the interpreted stack at the call's entry, or no stack field */
-		struct sp_interpreters *ip = sp_interp_current();
-		uint64_t stack = ip && sk ?
-			sp_interp_event_stack(ip, p->out, e->pid, e->tid, e->time_ns, e->nr,
-					      sk->dns) : 0;
+		uint64_t stack = event_stack(p, e, sk, ev);
 
 		if (stack)
 			ev->field[ev->nfields - 1].u = stack;
 		else
 			ev->nfields--;
+	} else if (ev->kind == SP_EV_PROC_EXIT && !ev->field[2].u && sp_interp_current()) {
+		sp_interp_proc_exit(sp_interp_current(), e->pid);
 	}
 	if (p->out->emit(p->out->ctx, &rec)) {
 		p->err = -1;

@@ -80,6 +80,8 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsig
 	if (b->skel) {
 		sp_ev_stack_calls((uint64_t *)b->skel->rodata->want_nr,
 				  sizeof(b->skel->rodata->want_nr) * 8);
+		sp_interp_proc_calls((uint64_t *)b->skel->rodata->want_nr,
+				     sizeof(b->skel->rodata->want_nr) * 8);
 		if (!(uses & SP_INTERP_USE_OFFCPU)) {
 			bpf_program__set_autoload(b->skel->progs.on_switch, false);
 			bpf_program__set_autoload(b->skel->progs.on_switch_rb, false);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@
 #define PAIR_WINDOW	(50 * 1000 * 1000ull)
 #define PAIR_SLACK	(300 * 1000ull)
 #define ELF_MAX		(1ull << 30)
+#define FORKS_MAX	4096		/* children whose fork's stack waits for their exec */
 /* ns: a DNS send takes the stack of its thread's last call read this
  * recently (the resolver's connect) */
 #define DNS_WINDOW	(1000 * 1000 * 1000ull)
@@ -134,6 +136,8 @@ struct sp_interpreters {
 	struct sp_u64map procs;	/* pid -> struct iproc * */
 	struct sp_u64map tids;	/* tid (| OFFCPU_KEY) -> struct tidq * */
 	struct sp_u64map evs;	/* tid -> struct evq *: stacks at its last calls' entries */
+	struct sp_u64map forks;	/* child pid -> the stack id its fork carried (0: gone),
+				 * until its exec or exit */
 	struct sp_u64map elfs;	/* hash of path -> struct elf_info * */
 	struct sp_u64map locs;	/* func << 32 | file -> location index + 1 */
 	struct sp_u64map frames;	/* location index << 32 | line -> frame id */
@@ -149,6 +153,7 @@ struct sp_interpreters {
 	uint64_t npending, dropped;	/* stacks waiting for their samples; refused */
 	uint64_t nev;		/* stacks waiting for their events */
 	uint64_t ev_stacks, ev_none;	/* events of followed processes with a stack, without */
+	uint64_t forks_full;	/* forks whose stack could not be kept for the child's exec */
 	unsigned int warned_version;	/* 1 << runtime: warned once each */
 };
 
@@ -420,6 +425,11 @@ void sp_interp_remap(struct sp_interpreters *ip, const struct sp_remap *m)
 			c->file = m->id(m->ctx, SP_REF_STRING, c->file);
 		}
 	}
+	/* a child's exec to come takes its fork's stack: kept (0 when it
+	 * could not be, which is none) */
+	for (i = 0; sp_u64map_next(&ip->forks, &i, &k, &v);)
+		if (v)
+			*sp_u64map_get(&ip->forks, k) = m->id(m->ctx, SP_REF_STACK, v);
 	ip->module[0] = m->id(m->ctx, SP_REF_MODULE, ip->module[0]);
 	ip->module[1] = m->id(m->ctx, SP_REF_MODULE, ip->module[1]);
 	/* Keyed by string ids, and as many as the names ever seen: found (and
@@ -1208,18 +1218,60 @@ void sp_interp_splice(const struct sp_interp_frames *f, uint64_t *ids, const uin
 	*n = k;
 }
 
-uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
-			       uint32_t tid, uint64_t time, uint32_t nr, bool dns)
+/* The calls that make a fork event (in the parent) and an exec event. */
+static const int fork_calls[] = {
+	__NR_clone, __NR_clone3,
+#ifdef __NR_fork
+	__NR_fork,
+#endif
+#ifdef __NR_vfork
+	__NR_vfork,
+#endif
+};
+static const int exec_calls[] = { __NR_execve, __NR_execveat };
+
+#define NCALLS(a)	(sizeof(a) / sizeof((a)[0]))
+
+static void calls_set(uint64_t *bits, size_t nbits, const int *nr, size_t n)
 {
-	struct iproc *pr = proc_find(ip, pid);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (nr[i] >= 0 && (size_t)nr[i] < nbits)
+			bits[nr[i] / 64] |= 1ull << (nr[i] % 64);
+}
+
+void sp_interp_proc_calls(uint64_t *bits, size_t nbits)
+{
+	calls_set(bits, nbits, fork_calls, NCALLS(fork_calls));
+	calls_set(bits, nbits, exec_calls, NCALLS(exec_calls));
+}
+
+static bool call_in(uint32_t nr, const int *calls, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((uint32_t)calls[i] == nr)
+			return true;
+	return false;
+}
+
+/*
+ * The interpreted stack of tid of pr at the entry of its newest call
+ * before time, for the event that call made, when the call is one of
+ * calls[n] (dns: any call read within DNS_WINDOW): its stack id in out,
+ * root first; 0 when there is none.
+ */
+static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, struct iproc *pr,
+			    uint32_t tid, uint64_t time, const int *calls, size_t n, bool dns)
+{
 	struct sp_interp_frames f;
 	const struct pend *p;
 	uint64_t *v, ids[SP_BPF_IFRAMES + 1];
 	unsigned int i, k = 0;
 	struct evq *q;
 
-	if (!pr)
-		return 0;
 	sp_interp_drain(ip, out);	/* the call's entry came before its event */
 	v = sp_u64map_get(&ip->evs, tid);
 	q = v ? (struct evq *)(uintptr_t)*v : NULL;
@@ -1227,29 +1279,88 @@ uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, 
 	 * thread is in one call at a time */
 	while (q && k < q->n && q->p[k].h.time_ns <= time)
 		k++;
-	if (!k || q->p[0].h.pid != pid) {
-		ip->ev_none++;
+	if (!k || q->p[0].h.pid != pr->pid)
 		return 0;
-	}
 	evq_drop(ip, q, k - 1);	/* older calls' (a DNS send may still want this one) */
 	p = &q->p[0];
 	/* a call makes one event: a stack an event took is another call's
 	 * when this call's own was not read */
 	if (p->h.time_ns < pr->since || p->h.status == SP_BPF_IST_NO_THREAD ||
-	    (dns ? time - p->h.time_ns > DNS_WINDOW : p->h.cpu != nr || q->used)) {
-		ip->ev_none++;
+	    (dns ? time - p->h.time_ns > DNS_WINDOW :
+	     !call_in(p->h.cpu, calls, n) || q->used))
 		return 0;
-	}
 	q->used |= !dns;
 	frames_of(ip, out, pr, p, &f);
-	if (!f.n) {
+	if (!f.n)
+		return 0;
+	for (i = 0; i < f.n; i++)	/* the trie wants the root first */
+		ids[i] = f.ids[f.n - 1 - i];
+	return sp_writer_stack_path(out->w, ids, f.n);
+}
+
+uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			       uint32_t tid, uint64_t time, uint32_t nr, bool dns)
+{
+	struct iproc *pr = proc_find(ip, pid);
+	const int call = (int)nr;
+	uint64_t stack;
+
+	if (!pr)
+		return 0;
+	stack = entry_stack(ip, out, pr, tid, time, &call, 1, dns);
+	if (stack)
+		ip->ev_stacks++;
+	else
+		ip->ev_none++;
+	return stack;
+}
+
+uint64_t sp_interp_fork_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			      uint32_t tid, uint64_t time, uint32_t child, bool thread)
+{
+	struct iproc *pr = proc_find(ip, pid);
+	uint64_t stack;
+
+	if (!pr)
+		return 0;
+	stack = entry_stack(ip, out, pr, tid, time, fork_calls, NCALLS(fork_calls), false);
+	if (!stack) {
 		ip->ev_none++;
 		return 0;
 	}
-	for (i = 0; i < f.n; i++)	/* the trie wants the root first */
-		ids[i] = f.ids[f.n - 1 - i];
 	ip->ev_stacks++;
-	return sp_writer_stack_path(out->w, ids, f.n);
+	if (thread || child == pid)
+		return stack;
+	if (ip->forks.n < FORKS_MAX || sp_u64map_get(&ip->forks, child))
+		sp_u64map_put(&ip->forks, child, stack);
+	else
+		ip->forks_full++;	/* children that neither exec'd nor exited */
+	return stack;
+}
+
+uint64_t sp_interp_exec_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			      uint32_t tid, uint64_t time)
+{
+	struct iproc *pr = proc_find(ip, pid);
+	uint64_t *v = sp_u64map_get(&ip->forks, pid), carried = v ? *v : 0, stack = 0;
+
+	if (v)
+		sp_u64map_del(&ip->forks, pid);	/* a later exec is the new image's */
+	if (pr)
+		stack = entry_stack(ip, out, pr, tid, time, exec_calls, NCALLS(exec_calls),
+				    false);
+	if (!stack)
+		stack = carried;	/* no code of its own ran since: its fork's */
+	if (stack)
+		ip->ev_stacks++;
+	else if (pr)
+		ip->ev_none++;
+	return stack;
+}
+
+void sp_interp_proc_exit(struct sp_interpreters *ip, uint32_t pid)
+{
+	sp_u64map_del(&ip->forks, pid);
 }
 
 /* ---- the source's life ---- */
@@ -1326,6 +1437,10 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 	if (ip->dropped)
 		sp_warn("%" PRIu64 " interpreted stacks dropped: %d already waited for their "
 			"samples", ip->dropped, PENDING_MAX);
+	if (ip->forks_full)
+		sp_warn("%" PRIu64 " forks' interpreted stacks not kept for their children's "
+			"exec: %d children had neither exec'd nor exited", ip->forks_full,
+			FORKS_MAX);
 	if (!ip->samples)
 		return;
 	r.lost.time = time;
@@ -1351,6 +1466,7 @@ void sp_interp_free(struct sp_interpreters *ip)
 	while (sp_u64map_next(&ip->evs, &i, &k, &v))
 		evq_free(ip, (void *)(uintptr_t)v);
 	sp_u64map_release(&ip->evs);
+	sp_u64map_release(&ip->forks);
 	i = 0;
 	while (sp_u64map_next(&ip->procs, &i, &k, &v)) {
 		struct iproc *pr = (void *)(uintptr_t)v;

@@ -15,12 +15,12 @@
 #define K SP_FT_STACK
 
 static const struct sp_event_schema schemas[SP_EV_KIND_MAX] = {
-	[SP_EV_PROC_FORK] = { "proc_fork", SP_EVG_PROC, 3,
-		{ { "child_pid", U }, { "child_tid", U }, { "flags", U } } },
-	[SP_EV_PROC_EXEC] = { "proc_exec", SP_EVG_PROC, 10,
+	[SP_EV_PROC_FORK] = { "proc_fork", SP_EVG_PROC, 4,
+		{ { "child_pid", U }, { "child_tid", U }, { "flags", U }, { "stack", K } } },
+	[SP_EV_PROC_EXEC] = { "proc_exec", SP_EVG_PROC, 11,
 		{ { "filename", S }, { "argv", S }, { "truncated", U }, { "old_pid", U },
 		  { "nspid", U }, { "pid_ns", U }, { "mnt_ns", U }, { "cgroup_id", U },
-		  { "start_boot_ns", U }, { "cgroup", S } } },
+		  { "start_boot_ns", U }, { "cgroup", S }, { "stack", K } } },
 	[SP_EV_PROC_EXIT] = { "proc_exit", SP_EVG_PROC, 3,
 		{ { "code", I }, { "signal", U }, { "thread", U } } },
 	[SP_EV_PATH_OPEN] = { "path_open", SP_EVG_FILE, 7,

@@ -584,6 +584,69 @@ static void test_correlate_interp_frame(void)
 	sp_corr_free(c);
 }
 
+static struct sp_record with_stack(struct sp_record r, uint64_t stack)
+{
+	r.event.nfields = sp_event_schema(r.event.kind)->nfields;
+	r.event.field[r.event.nfields - 1].u = stack;
+	return r;
+}
+
+/* A child process started outside every span comes from the interpreted
+ * frame that started it: its fork is that frame's, and so are its own
+ * records (the fork rule), as they would be a span's, but for those with
+ * an interpreted frame of their own; a new thread has its own frames. */
+static void test_correlate_interp_fork(void)
+{
+	struct sp_corr *c = corr(0);
+	const struct sp_span *a, *b;
+
+	add(c, process(1, 10, 1));
+	add(c, def_rec(SP_REC_FRAME, SP_FRAME_USER, 0x1000));	/* frame 1: native */
+	add(c, def_rec(SP_REC_FRAME, SP_FRAME_INTERP, 1));	/* frame 2: <module> */
+	add(c, symbol(2, 50, 7));
+	add(c, def_rec(SP_REC_FRAME, SP_FRAME_INTERP, 2));	/* frame 3: run_child */
+	add(c, symbol(3, 52, 9));
+	add(c, def_rec(SP_REC_FRAME, SP_FRAME_INTERP, 3));	/* frame 4: other */
+	add(c, symbol(4, 53, 12));
+	add(c, def_rec(SP_REC_STACK, 0, 2));	/* stack 1: <module> */
+	add(c, def_rec(SP_REC_STACK, 1, 3));	/* stack 2: <module>, run_child */
+	add(c, def_rec(SP_REC_STACK, 1, 4));	/* stack 3: <module>, other */
+	add(c, def_rec(SP_REC_STACK, 0, 1));	/* stack 4: native */
+	add(c, with_stack(fork_ev(5, 10, 10, 20, 0), 2));
+	add(c, with_stack(event(6, 20, 20, SP_EV_PROC_EXEC), 2));	/* the fork's stack */
+	add(c, event(7, 20, 20, SP_EV_PATH_OPEN));
+	add(c, with_stack(event(8, 10, 10, SP_EV_PATH_OPEN), 3));
+	add(c, with_stack(fork_ev(9, 10, 10, 30, 0), 4));	/* from native code */
+	add(c, event(10, 30, 30, SP_EV_PROC_EXEC));
+	add(c, with_stack(fork_ev(11, 10, 10, 40, SP_FORK_THREAD), 2));
+	add(c, event(12, 10, 40, SP_EV_PATH_OPEN));	/* the new thread's */
+	add(c, with_stack(event(13, 20, 20, SP_EV_PATH_OPEN), 3));	/* the child's own frame */
+	done(c);
+	a = span_id(EV_SPAN(5));
+	b = span_id(EV_SPAN(8));
+	CHECK(a && b);
+	if (!a || !b)
+		return;
+	CHECK_EQ_U(a->method, 52);
+	CHECK_EQ_U(b->method, 53);
+	CHECK_EQ_U(EV_RULE(6), SP_RULE_FORK);
+	CHECK_EQ_U(EV_SPAN(6), a->id);
+	CHECK_EQ_U(EV_SPAN(7), a->id);
+	CHECK(EV_SPAN(9) != a->id && EV_SPAN(9) != b->id);	/* the gap */
+	CHECK_EQ_U(EV_RULE(10), SP_RULE_GAP);	/* no frame: the child's own gap */
+	CHECK(span_id(EV_SPAN(10)) && span_id(EV_SPAN(10))->pid == 30);
+	/* a thread has frames of its own: not the frame's child */
+	CHECK_EQ_U(EV_SPAN(11), a->id);
+	CHECK_EQ_U(EV_RULE(12), SP_RULE_GAP);
+	CHECK(span_id(EV_SPAN(12)) && span_id(EV_SPAN(12))->method == 0);
+	/* nor is an event of the child made from an interpreted frame */
+	CHECK_EQ_U(EV_RULE(13), SP_RULE_GAP);
+	CHECK(span_id(EV_SPAN(13)) && span_id(EV_SPAN(13))->method == 53 &&
+	      span_id(EV_SPAN(13))->pid == 20);
+	check_stream();
+	sp_corr_free(c);
+}
+
 static void test_correlate_gap_cap(void)
 {
 	struct sp_corr_opts o = { .gap_max = 3 };
@@ -1205,6 +1268,7 @@ int main(void)
 	TAP_RUN(test_correlate_gap);
 	TAP_RUN(test_correlate_gap_cap);
 	TAP_RUN(test_correlate_interp_frame);
+	TAP_RUN(test_correlate_interp_fork);
 	TAP_RUN(test_correlate_stop_without_start);
 	TAP_RUN(test_correlate_stop_classes);
 	TAP_RUN(test_correlate_deep_stack);

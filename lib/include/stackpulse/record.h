@@ -193,7 +193,7 @@ struct sp_sample {
 	uint64_t rule;		/* enum sp_assign_rule */
 };
 
-#define SP_EVENT_MAX_FIELDS 10
+#define SP_EVENT_MAX_FIELDS 12
 
 /* A value of an event field; which member is meaningful is set by the schema. */
 struct sp_value {
