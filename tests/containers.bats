@@ -145,6 +145,60 @@ host_ns() {
 	assert_equal "$(jq .pid_ns <<<"$rec")" "$want"
 }
 
+# The tids of the threads of process $2 (not its first) recorded in $1, in
+# their namespace, sorted; the file $3 has what the threads saw.
+check_nstids() {
+	run -0 jq -r "select(.type==\"thread\" and .pid==$2 and .tid!=$2) | .nstid" "$1"
+	[ "$(sort -n <<<"$output" | uniq | tr '\n' ' ')" = "$(sort -n "$3" | tr '\n' ' ')" ] ||
+		fail "recorded nstids: $(tr '\n' ' ' <<<"$output"), seen inside: $(tr '\n' ' ' < "$3")"
+	# each host tid differs from what the thread saw
+	run -0 jq -r "select(.type==\"thread\" and .pid==$2 and .tid==.nstid) | .tid" "$1"
+	assert_output ""
+}
+
+@test "containers: threads in a pid namespace carry the tid they see themselves as (sp-record --)" {
+	needs_unshare
+	require_cmd /usr/bin/python3 python3
+	run --separate-stderr -0 sp-record -o "$T/th.sp" --events=proc -- unshare --pid --mount \
+		--fork --mount-proc /usr/bin/python3 "$FIXTURES/threads.py" "$T/tids"
+	[ "$(wc -l < "$T/tids")" -eq 3 ]
+	sp-decode "$T/th.sp" > "$T/th.jsonl"
+	run -0 jq -r 'select(.type=="process" and .nspid==1 and .comm=="python3") | .pid' "$T/th.jsonl"
+	pid=$(sort -u <<<"$output")
+	[ -n "$pid" ] && [ "$pid" -gt 1 ]
+	check_nstids "$T/th.jsonl" "$pid" "$T/tids"
+	# its first thread's is its process's namespace pid
+	run -0 jq -r "select(.type==\"thread\" and .tid==$pid) | .nstid" "$T/th.jsonl"
+	assert_equal "$(sort -u <<<"$output")" 1
+	# sp-tree shows each beside the host tid
+	run -0 sp-tree --no-collapse "$T/th.sp"
+	for n in $(cat "$T/tids"); do
+		assert_output --regexp "\[THREAD tid=[0-9]+ nstid=$n\]"
+	done
+	run -0 sp-tree --format=json --no-collapse "$T/th.sp"
+	run -0 jq -r '.. | objects | select(.type=="thread") | .nstid' <<<"$output"
+	assert_equal "$(sort -n <<<"$output" | tr '\n' ' ')" "$(sort -n "$T/tids" | tr '\n' ' ')"
+}
+
+@test "containers: threads started before sp-record -p carry the tid they see themselves as" {
+	needs_unshare
+	require_cmd /usr/bin/python3 python3
+	unshare --pid --mount --fork --mount-proc /usr/bin/python3 "$FIXTURES/threads.py" \
+		"$T/tids" "$T/stop" &
+	BGPIDS=$!
+	wait_file "$T/tids"
+	inner=$(pgrep -P "$BGPIDS")
+	BGPIDS="$BGPIDS $inner"
+	[ "$(ls "/proc/$inner/task" | wc -l)" -eq 4 ]
+	run --separate-stderr -0 sp-record -o "$T/p.sp" -p "$inner" -d 0.3
+	touch "$T/stop"
+	sp-decode "$T/p.sp" > "$T/p.jsonl"
+	# read from /proc at attach, not seen made
+	run -0 jq -r "select(.type==\"thread\" and .pid==$inner) | .tid" "$T/p.jsonl"
+	[ "$(sort -u <<<"$output" | wc -l)" -eq 4 ]
+	check_nstids "$T/p.jsonl" "$inner" "$T/tids"
+}
+
 @test "containers: a pid used again after its process exited carries another start time" {
 	needs_unshare
 	# sp-record in a pid namespace of its own, where nothing else makes
@@ -186,6 +240,9 @@ host_ns() {
 	rec=$(printf '%s\n' "$output" | jq -c 'select(.type=="process" and .pid==1200)')
 	assert_equal "$(jq -c '[.nspid, .pid_ns, .cgroup, .container]' <<<"$rec")" '[null,null,null,null]'
 	assert_equal "$(jq -r .comm <<<"$rec")" app
+	# nor its threads their namespace tid
+	rec=$(printf '%s\n' "$output" | jq -c 'select(.type=="thread" and .tid==1201)')
+	assert_equal "$(jq -c '[.nstid, .name]' <<<"$rec")" '[null,"worker"]'
 }
 
 # A cgroup v2 directory named as a runtime names its containers: the layout
