@@ -499,6 +499,60 @@ wait_file() {
 	assert_equal "$(sort -u <<<"$output")" "$CGPATH"
 }
 
+@test "containers: --cgroup --off-cpu records the waits of the cgroup's processes, not the host's beside them" {
+	make_cgroup "sp-test-offcpu-$$"
+	# -a with a command: the same sleep in the cgroup and on the host
+	cat > "$T/oc.sh" <<-EOS
+	sh -c 'echo \$\$ > $CG/cgroup.procs; echo \$\$ > $T/inpid; exec sleep 1' &
+	sh -c 'echo \$\$ > $T/hostpid; exec sleep 1' &
+	wait
+	EOS
+	run --separate-stderr -0 sp-record -a --cgroup="$CGPATH" --off-cpu -o "$T/oc.sp" -- sh "$T/oc.sh"
+	rm_cgroup
+	[[ $stderr == *"switch-outs of threads outside the cgroups left out"* ]]
+	sp-decode "$T/oc.sp" > "$T/oc.jsonl"
+	grep -q 'off-cpu=context-switch.*cgroups=sample' "$T/oc.jsonl"
+	inpid=$(cat "$T/inpid")
+	hostpid=$(cat "$T/hostpid")
+	# the sleep in the cgroup blocked and was recorded, the host's was not
+	run -0 jq -r "select(.type==\"sample\" and .kind==\"offcpu\" and .pid==$inpid) | .weight" \
+		"$T/oc.jsonl"
+	[ "${#lines[@]}" -ge 1 ] || fail "no wait of the sleep in the cgroup"
+	run -0 jq -r "select(.type==\"sample\" and .kind==\"offcpu\" and .pid==$hostpid) | .pid" \
+		"$T/oc.jsonl"
+	assert_output ""
+	# every wait recorded is of a process in the cgroup
+	run -0 jq -s -r '[.[] | select(.type=="sample" and .kind=="offcpu") | .pid] | unique | .[]' \
+		"$T/oc.jsonl"
+	for pid in "${lines[@]}"; do
+		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .cgroup" "$T/oc.jsonl"
+		assert_equal "$(sort -u <<<"$output")" "$CGPATH"
+	done
+}
+
+@test "containers: podman: --container --off-cpu records the waits of the container's processes only" {
+	needs_podman
+	start_container "sp-test-$$-o" /bin/sh -c 'while :; do /bin/sleep 0.2; done'
+	# the same loop on the host
+	sh -c 'while :; do sleep 0.2; done' &
+	BGPIDS=$!
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-o" --off-cpu -d 1.5 \
+		-o "$T/o.sp"
+	sp-decode "$T/o.sp" > "$T/o.jsonl"
+	run -0 jq -s -r '[.[] | select(.type=="sample" and .kind=="offcpu") | .pid] | unique | .[]' \
+		"$T/o.jsonl"
+	[ "${#lines[@]}" -ge 1 ] || fail "no wait recorded in the container"
+	pids=("${lines[@]}")
+	for pid in "${pids[@]}"; do
+		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .container" "$T/o.jsonl"
+		assert_equal "$(sort -u <<<"$output")" "$CID"
+	done
+	# the container's shell waits for its sleeps, as the host's would
+	[[ " ${pids[*]} " == *" $CPID "* ]] || fail "no wait of the container's shell $CPID: ${pids[*]}"
+	[[ " ${pids[*]} " != *" $BGPIDS "* ]] || fail "a wait of the host's shell $BGPIDS"
+	stop_containers
+}
+
 @test "containers: podman: a container started after the recording began is followed by --container" {
 	needs_podman
 	# -a with a command: it starts the container once sp-record runs, and
