@@ -530,6 +530,33 @@ wait_file() {
 	done
 }
 
+@test "containers: --cgroup --off-cpu follows a cgroup made after the recording began" {
+	make_cgroup "sp-test-offlate-$$"
+	rmdir "$CG"
+	cat > "$T/ol.sh" <<-EOS
+	sleep 0.5
+	mkdir $CG
+	sh -c 'echo \$\$ > $CG/cgroup.procs; echo \$\$ > $T/inpid; exec sh -c "for i in 1 2 3 4 5 6 7 8; do sleep 0.2; done"' &
+	sh -c 'echo \$\$ > $T/hostpid; exec sh -c "for i in 1 2 3 4 5 6 7 8; do sleep 0.2; done"' &
+	wait
+	EOS
+	run --separate-stderr -0 sp-record -a --cgroup="$CGPATH" --off-cpu -o "$T/ol.sp" -- sh "$T/ol.sh"
+	rm_cgroup
+	sp-decode "$T/ol.sp" > "$T/ol.jsonl"
+	# the loop in the cgroup waits for its sleeps: recorded once the
+	# cgroup was found; the same loop on the host is not
+	run -0 jq -r "select(.type==\"sample\" and .kind==\"offcpu\" and .pid==$(cat "$T/inpid")) | .pid" \
+		"$T/ol.jsonl"
+	[ "${#lines[@]}" -ge 1 ] || fail "no wait of the loop in the cgroup"
+	run -0 jq -s -r '[.[] | select(.type=="sample" and .kind=="offcpu") | .pid] | unique | .[]' \
+		"$T/ol.jsonl"
+	for pid in "${lines[@]}"; do
+		[ "$pid" != "$(cat "$T/hostpid")" ] || fail "a wait of the host's loop"
+		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .cgroup" "$T/ol.jsonl"
+		assert_equal "$(sort -u <<<"$output")" "$CGPATH"
+	done
+}
+
 @test "containers: podman: --container --off-cpu records the waits of the container's processes only" {
 	needs_podman
 	start_container "sp-test-$$-o" /bin/sh -c 'while :; do /bin/sleep 0.2; done'
