@@ -4,8 +4,10 @@
  * the kernel: at fork (the child's own pid namespace, namespaces and
  * cgroup, as clone() set them up) and again at exec (a runtime moves its
  * process into the container's cgroup and namespaces before it execs).
- * User space looks a pid up when it writes the process's record, after
- * the process may be gone (lib/record/bpf_ident.c).
+ * A thread's fork (clone with CLONE_THREAD) leaves its tid in its own pid
+ * namespace, read from the new task itself. User space looks a pid (a tid)
+ * up when it writes the process's (the thread's) record, after it may be
+ * gone (lib/record/bpf_ident.c).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -24,13 +26,36 @@ struct {
 	__type(value, struct sp_bpf_ident);
 } idents SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SP_BPF_THREADS);
+	__type(key, __u32);
+	__type(value, struct sp_bpf_thread);
+} threads SEC(".maps");
+
+/* A new thread t of process tgid: its tid as it knows it. */
+static __always_inline void put_thread(struct task_struct *t, __u32 tgid)
+{
+	struct sp_bpf_thread v = { 0 };
+	__u32 tid = BPF_CORE_READ(t, pid);
+
+	if (sp_task_nspid(t, &v.nstid, NULL))
+		return;
+	v.tgid = tgid;
+	v.start_boot_ns = BPF_CORE_READ(t, start_boottime);
+	bpf_map_update_elem(&threads, &tid, &v, BPF_ANY);
+}
+
 static __always_inline void put(struct task_struct *t, __u32 from_exec)
 {
 	struct sp_bpf_ident v = { 0 };
 	__u32 tgid = BPF_CORE_READ(t, tgid);
 
-	if (tgid != BPF_CORE_READ(t, pid))	/* a thread: its process has one */
+	if (tgid != BPF_CORE_READ(t, pid)) {	/* a thread: its process has one */
+		if (!from_exec)
+			put_thread(t, tgid);
 		return;
+	}
 	sp_task_nspid(t, &v.nspid, &v.pid_ns);
 	v.mnt_ns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
 	v.net_ns = BPF_CORE_READ(t, nsproxy, net_ns, ns.inum);

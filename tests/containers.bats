@@ -145,6 +145,60 @@ host_ns() {
 	assert_equal "$(jq .pid_ns <<<"$rec")" "$want"
 }
 
+# The tids of the threads of process $2 (not its first) recorded in $1, in
+# their namespace, sorted; the file $3 has what the threads saw.
+check_nstids() {
+	run -0 jq -r "select(.type==\"thread\" and .pid==$2 and .tid!=$2) | .nstid" "$1"
+	[ "$(sort -n <<<"$output" | uniq | tr '\n' ' ')" = "$(sort -n "$3" | tr '\n' ' ')" ] ||
+		fail "recorded nstids: $(tr '\n' ' ' <<<"$output"), seen inside: $(tr '\n' ' ' < "$3")"
+	# each host tid differs from what the thread saw
+	run -0 jq -r "select(.type==\"thread\" and .pid==$2 and .tid==.nstid) | .tid" "$1"
+	assert_output ""
+}
+
+@test "containers: threads in a pid namespace carry the tid they see themselves as (sp-record --)" {
+	needs_unshare
+	require_cmd /usr/bin/python3 python3
+	run --separate-stderr -0 sp-record -o "$T/th.sp" --events=proc -- unshare --pid --mount \
+		--fork --mount-proc /usr/bin/python3 "$FIXTURES/threads.py" "$T/tids"
+	[ "$(wc -l < "$T/tids")" -eq 3 ]
+	sp-decode "$T/th.sp" > "$T/th.jsonl"
+	run -0 jq -r 'select(.type=="process" and .nspid==1 and .comm=="python3") | .pid' "$T/th.jsonl"
+	pid=$(sort -u <<<"$output")
+	[ -n "$pid" ] && [ "$pid" -gt 1 ]
+	check_nstids "$T/th.jsonl" "$pid" "$T/tids"
+	# its first thread's is its process's namespace pid
+	run -0 jq -r "select(.type==\"thread\" and .tid==$pid) | .nstid" "$T/th.jsonl"
+	assert_equal "$(sort -u <<<"$output")" 1
+	# sp-tree shows each beside the host tid
+	run -0 sp-tree --no-collapse "$T/th.sp"
+	for n in $(cat "$T/tids"); do
+		assert_output --regexp "\[THREAD tid=[0-9]+ nstid=$n\]"
+	done
+	run -0 sp-tree --format=json --no-collapse "$T/th.sp"
+	run -0 jq -r '.. | objects | select(.type=="thread") | .nstid' <<<"$output"
+	assert_equal "$(sort -n <<<"$output" | tr '\n' ' ')" "$(sort -n "$T/tids" | tr '\n' ' ')"
+}
+
+@test "containers: threads started before sp-record -p carry the tid they see themselves as" {
+	needs_unshare
+	require_cmd /usr/bin/python3 python3
+	unshare --pid --mount --fork --mount-proc /usr/bin/python3 "$FIXTURES/threads.py" \
+		"$T/tids" "$T/stop" &
+	BGPIDS=$!
+	wait_file "$T/tids"
+	inner=$(pgrep -P "$BGPIDS")
+	BGPIDS="$BGPIDS $inner"
+	[ "$(ls "/proc/$inner/task" | wc -l)" -eq 4 ]
+	run --separate-stderr -0 sp-record -o "$T/p.sp" -p "$inner" -d 0.3
+	touch "$T/stop"
+	sp-decode "$T/p.sp" > "$T/p.jsonl"
+	# read from /proc at attach, not seen made
+	run -0 jq -r "select(.type==\"thread\" and .pid==$inner) | .tid" "$T/p.jsonl"
+	[ "$(sort -u <<<"$output" | wc -l)" -eq 4 ]
+	check_nstids "$T/p.jsonl" "$inner" "$T/tids"
+}
+
 @test "containers: a pid used again after its process exited carries another start time" {
 	needs_unshare
 	# sp-record in a pid namespace of its own, where nothing else makes
@@ -186,6 +240,9 @@ host_ns() {
 	rec=$(printf '%s\n' "$output" | jq -c 'select(.type=="process" and .pid==1200)')
 	assert_equal "$(jq -c '[.nspid, .pid_ns, .cgroup, .container]' <<<"$rec")" '[null,null,null,null]'
 	assert_equal "$(jq -r .comm <<<"$rec")" app
+	# nor its threads their namespace tid
+	rec=$(printf '%s\n' "$output" | jq -c 'select(.type=="thread" and .tid==1201)')
+	assert_equal "$(jq -c '[.nstid, .name]' <<<"$rec")" '[null,"worker"]'
 }
 
 # A cgroup v2 directory named as a runtime names its containers: the layout
@@ -440,6 +497,87 @@ wait_file() {
 	done
 	run -0 jq -r 'select(.type=="process" and .comm=="sh") | .cgroup' "$T/late.jsonl"
 	assert_equal "$(sort -u <<<"$output")" "$CGPATH"
+}
+
+@test "containers: --cgroup --off-cpu records the waits of the cgroup's processes, not the host's beside them" {
+	make_cgroup "sp-test-offcpu-$$"
+	# -a with a command: the same sleep in the cgroup and on the host
+	cat > "$T/oc.sh" <<-EOS
+	sh -c 'echo \$\$ > $CG/cgroup.procs; echo \$\$ > $T/inpid; exec sleep 1' &
+	sh -c 'echo \$\$ > $T/hostpid; exec sleep 1' &
+	wait
+	EOS
+	run --separate-stderr -0 sp-record -a --cgroup="$CGPATH" --off-cpu -o "$T/oc.sp" -- sh "$T/oc.sh"
+	rm_cgroup
+	[[ $stderr == *"switch-outs of threads outside the cgroups left out"* ]]
+	sp-decode "$T/oc.sp" > "$T/oc.jsonl"
+	grep -q 'off-cpu=context-switch.*cgroups=sample' "$T/oc.jsonl"
+	inpid=$(cat "$T/inpid")
+	hostpid=$(cat "$T/hostpid")
+	# the sleep in the cgroup blocked and was recorded, the host's was not
+	run -0 jq -r "select(.type==\"sample\" and .kind==\"offcpu\" and .pid==$inpid) | .weight" \
+		"$T/oc.jsonl"
+	[ "${#lines[@]}" -ge 1 ] || fail "no wait of the sleep in the cgroup"
+	run -0 jq -r "select(.type==\"sample\" and .kind==\"offcpu\" and .pid==$hostpid) | .pid" \
+		"$T/oc.jsonl"
+	assert_output ""
+	# every wait recorded is of a process in the cgroup
+	run -0 jq -s -r '[.[] | select(.type=="sample" and .kind=="offcpu") | .pid] | unique | .[]' \
+		"$T/oc.jsonl"
+	for pid in "${lines[@]}"; do
+		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .cgroup" "$T/oc.jsonl"
+		assert_equal "$(sort -u <<<"$output")" "$CGPATH"
+	done
+}
+
+@test "containers: --cgroup --off-cpu follows a cgroup made after the recording began" {
+	make_cgroup "sp-test-offlate-$$"
+	rmdir "$CG"
+	cat > "$T/ol.sh" <<-EOS
+	sleep 0.5
+	mkdir $CG
+	sh -c 'echo \$\$ > $CG/cgroup.procs; echo \$\$ > $T/inpid; exec sh -c "for i in 1 2 3 4 5 6 7 8; do sleep 0.2; done"' &
+	sh -c 'echo \$\$ > $T/hostpid; exec sh -c "for i in 1 2 3 4 5 6 7 8; do sleep 0.2; done"' &
+	wait
+	EOS
+	run --separate-stderr -0 sp-record -a --cgroup="$CGPATH" --off-cpu -o "$T/ol.sp" -- sh "$T/ol.sh"
+	rm_cgroup
+	sp-decode "$T/ol.sp" > "$T/ol.jsonl"
+	# the loop in the cgroup waits for its sleeps: recorded once the
+	# cgroup was found; the same loop on the host is not
+	run -0 jq -r "select(.type==\"sample\" and .kind==\"offcpu\" and .pid==$(cat "$T/inpid")) | .pid" \
+		"$T/ol.jsonl"
+	[ "${#lines[@]}" -ge 1 ] || fail "no wait of the loop in the cgroup"
+	run -0 jq -s -r '[.[] | select(.type=="sample" and .kind=="offcpu") | .pid] | unique | .[]' \
+		"$T/ol.jsonl"
+	for pid in "${lines[@]}"; do
+		[ "$pid" != "$(cat "$T/hostpid")" ] || fail "a wait of the host's loop"
+		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .cgroup" "$T/ol.jsonl"
+		assert_equal "$(sort -u <<<"$output")" "$CGPATH"
+	done
+}
+
+@test "containers: podman: --container --off-cpu records the waits of the container's processes only" {
+	needs_podman
+	start_container "sp-test-$$-o" /bin/sh -c 'while :; do /bin/sleep 0.2; done'
+	# the same loop on the host
+	sh -c 'while :; do sleep 0.2; done' &
+	BGPIDS=$!
+	run --separate-stderr -0 sp-record -a --container="sp-test-$$-o" --off-cpu -d 1.5 \
+		-o "$T/o.sp"
+	sp-decode "$T/o.sp" > "$T/o.jsonl"
+	run -0 jq -s -r '[.[] | select(.type=="sample" and .kind=="offcpu") | .pid] | unique | .[]' \
+		"$T/o.jsonl"
+	[ "${#lines[@]}" -ge 1 ] || fail "no wait recorded in the container"
+	pids=("${lines[@]}")
+	for pid in "${pids[@]}"; do
+		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .container" "$T/o.jsonl"
+		assert_equal "$(sort -u <<<"$output")" "$CID"
+	done
+	# the container's shell waits for its sleeps, as the host's would
+	[[ " ${pids[*]} " == *" $CPID "* ]] || fail "no wait of the container's shell $CPID: ${pids[*]}"
+	[[ " ${pids[*]} " != *" $BGPIDS "* ]] || fail "a wait of the host's shell $BGPIDS"
+	stop_containers
 }
 
 @test "containers: podman: a container started after the recording began is followed by --container" {

@@ -380,9 +380,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "writes out the flight recorder's window");
 		if (sp_cgroup_filter_given(&env.cgroups) && !env.system_wide)
 			argp_error(state, "--cgroup and --container go with -a");
-		if (sp_cgroup_filter_given(&env.cgroups) && env.offcpu.enabled)
-			argp_error(state, "--off-cpu cannot be limited to cgroups yet: not with "
-				   "--cgroup or --container");
 		if (env.npids && env.system_wide)
 			argp_error(state, "-p and -a exclude each other");
 		if (env.npids && state->next < state->argc)
@@ -440,6 +437,7 @@ static int add_sources(struct sp_recorder *rec, struct sp_source *spans)
 		env.offcpu.stack_size = env.perf.stack_size;
 		env.offcpu.kernel_frames = !env.perf.user_only;
 		env.offcpu.enable_on_exec = env.perf.enable_on_exec;
+		env.offcpu.pages = env.perf.pages;	/* -m: its rings too */
 		if (sp_recorder_add(rec, SP_SOURCE_OFFCPU, sp_offcpu_source_new(&env.offcpu)))
 			goto fail;
 	}
@@ -514,6 +512,8 @@ int main(int argc, char **argv)
 		return SP_EXIT_FATAL;
 	env.perf.cgroups = &env.cgroups;
 	env.events.cgroups = &env.cgroups;
+	if (sp_cgroup_filter_given(&env.cgroups))
+		env.offcpu.cgroups = &env.cgroups;
 	env.perf.enable_on_exec = first < argc;
 	/* The spans source first: its BPF object loads while the rest is set
 	 * up. It is told the command when "--" set it apart. */

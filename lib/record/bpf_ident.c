@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The kernel's side of process identity (proc_identity.h): bpf/ident.bpf.c
- * loaded and attached to fork and exec, and its map of pids looked up when
- * a process record is written after the process is gone.
+ * loaded and attached to fork and exec, and its maps of pids and of tids
+ * looked up when a process or thread record is written, after it may be
+ * gone.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 struct sp_ident_bpf {
 	struct sp_ident *skel;
 	int map_fd;
+	int threads_fd;
 };
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -48,6 +50,7 @@ struct sp_ident_bpf *sp_ident_bpf_open(void)
 		return NULL;
 	}
 	b->map_fd = bpf_map__fd(b->skel->maps.idents);
+	b->threads_fd = bpf_map__fd(b->skel->maps.threads);
 	return b;
 }
 
@@ -56,6 +59,13 @@ int sp_ident_bpf_lookup(struct sp_ident_bpf *b, uint32_t pid, struct sp_bpf_iden
 	if (!b)
 		return -1;
 	return bpf_map_lookup_elem(b->map_fd, &pid, out) ? -1 : 0;
+}
+
+int sp_ident_bpf_thread(struct sp_ident_bpf *b, uint32_t tid, struct sp_bpf_thread *out)
+{
+	if (!b)
+		return -1;
+	return bpf_map_lookup_elem(b->threads_fd, &tid, out) ? -1 : 0;
 }
 
 void sp_ident_bpf_free(struct sp_ident_bpf *b)

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup_filter.h"
 #include "hashmap.h"
 #include "interpP.h"
 #include "kallsyms.h"
@@ -40,6 +41,8 @@
 #include "writer.h"
 
 #define MAX_FRAMES	127
+#define MAX_VERDICTS	4096	/* cgroups whose verdict is kept at once */
+#define SYSTEM_WIDE_PAGES 512	/* ring pages per CPU with -a, unless -m */
 #define KERNEL_START	0xffff800000000000ull
 
 #ifndef PERF_RECORD_MISC_SWITCH_OUT_PREEMPT
@@ -94,6 +97,8 @@ struct offcpu {
 	struct sp_u64map kaddrs;	/* kernel addresses used in frames */
 	struct sp_stackq *stackq;
 	bool interp;			/* the interpreters' program is on the events */
+	struct sp_u64map cg_verdict;	/* cgroup id -> 1 in the filter's, 2 not */
+	unsigned int cg_known;		/* the filter's directories the verdicts saw */
 	struct sp_offcpu_stats st;
 	char why[160];			/* why start() failed */
 };
@@ -338,6 +343,36 @@ static void queue(struct offcpu *c, const struct qrec *r)
 	it->head = head;
 }
 
+/*
+ * Whether cgroup id (a switch-out sample's) is one of --cgroup's
+ * directories or below one: by its id, else by its path (by handle).
+ * Verdicts are kept per id, and forgotten when a directory is added (a
+ * container started later, found by the perf source's follow).
+ */
+static bool cgroup_wanted(struct offcpu *c, uint64_t id)
+{
+	const struct sp_cgroup_filter *f = c->o.cgroups;
+	char path[SP_PROC_CGROUP_MAX + 1];
+	bool in = false;
+	unsigned int i;
+	uint64_t *v;
+
+	if (f->n != c->cg_known || c->cg_verdict.n >= MAX_VERDICTS) {
+		sp_u64map_release(&c->cg_verdict);
+		c->cg_known = f->n;
+	}
+	v = sp_u64map_get(&c->cg_verdict, id);
+	if (v)
+		return *v == 1;
+	for (i = 0; i < f->n && !in; i++)
+		in = f->id[i] == id;
+	/* a cgroup removed since has no path: none of its threads runs */
+	if (!in && id && sp_cgroup_path_by_id(id, path, sizeof(path)) == 0)
+		in = sp_cgroup_filter_match(f, path);
+	sp_u64map_put(&c->cg_verdict, id, in ? 1 : 2);
+	return in;
+}
+
 static void read_sample(struct offcpu *c, const struct perf_event_header *h)
 {
 	struct sp_perf_sample s;
@@ -349,6 +384,10 @@ static void read_sample(struct offcpu *c, const struct perf_event_header *h)
 
 	if (sp_perf_parse_sample(h, c->attr.sample_type, c->nregs, &s))
 		return;
+	if (c->o.cgroups && !cgroup_wanted(c, s.cgroup)) {
+		c->st.other_cgroups++;	/* its switch-in finds no wait: ignored */
+		return;
+	}
 	for (i = 0; s.ips && i < s.nr; i++) {
 		uint64_t ip = s.ips[i];
 
@@ -459,8 +498,12 @@ static void read_record(void *ctx, const struct perf_event_header *h)
 		return;
 	}
 	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_SWITCH_CPU_WIDE:
+		/* A CPU's event (-a) says who comes in or goes out too; the
+		 * sample id, as a task's, is the task switched in or out. */
 		if (sp_perf_parse_id(h, c->attr.sample_type, &id))
 			return;
+		q.type = PERF_RECORD_SWITCH;
 		q.pid = id.pid;
 		q.tid = id.tid;
 		q.head.time = id.time;
@@ -561,6 +604,8 @@ static void setup_attr(struct offcpu *c)
 	a->sample_period = 1;
 	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			 PERF_SAMPLE_CALLCHAIN;
+	if (c->o.cgroups)
+		a->sample_type |= PERF_SAMPLE_CGROUP;
 	c->nregs = sp_perf_attr_user_stack(a, c->o.call_graph, c->o.stack_size);
 	if (!c->o.kernel_frames)
 		a->exclude_callchain_kernel = 1;
@@ -619,7 +664,19 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 	c->out = out;
 	ncpus = sp_online_cpus(&cpus);
 	if (t->system_wide) {
+		/* A CPU's event sees no exec of its own (-a with a command):
+		 * enabled from the start, as for -a alone. (Opened disabled
+		 * and enabled by ioctl, it sampled no switch at all here while
+		 * the perf source's per-cgroup events were open: Linux 6.18.) */
 		c->attr.inherit = 0;
+		c->attr.enable_on_exec = 0;
+		c->attr.disabled = 0;
+		c->o.enable_on_exec = false;
+		/* Every switch of the machine, each with its stacks: larger
+		 * rings while they stay within 64 MiB together. */
+		if (!c->o.pages && ncpus > 0 &&
+		    (uint64_t)ncpus * SYSTEM_WIDE_PAGES * (uint64_t)sysconf(_SC_PAGESIZE) <= 64u << 20)
+			c->o.pages = SYSTEM_WIDE_PAGES;
 		rc = open_rings(c, -1, cpus, ncpus);
 	}
 	for (i = 0; !rc && !t->system_wide && i < t->npids; i++) {
@@ -725,7 +782,8 @@ static void offcpu_describe(struct sp_source *s, char *features, size_t fsize,
 	/* Called before start(), since the header goes first: a source that has
 	 * not failed yet is one that will record (sp-record stops if it fails). */
 	if (c->started || !c->why[0])
-		snprintf(features, fsize, "off-cpu=context-switch,min-ns=%" PRIu64, c->o.min_ns);
+		snprintf(features, fsize, "off-cpu=context-switch,min-ns=%" PRIu64 "%s",
+			 c->o.min_ns, c->o.cgroups ? ",cgroups=sample" : "");
 	else
 		snprintf(unavailable, usize, "%s", c->why);
 }
@@ -762,6 +820,7 @@ static void offcpu_free(struct sp_source *s)
 	sp_u64map_release(&c->parent);
 	sp_u64map_release(&c->pidmods);
 	sp_u64map_release(&c->kaddrs);
+	sp_u64map_release(&c->cg_verdict);
 	if (c->epfd >= 0)
 		close(c->epfd);
 	sp_unwinder_free(c->unw);
@@ -800,6 +859,9 @@ struct sp_source *sp_offcpu_source_new(const struct sp_offcpu_opts *o)
 		if (errno == EACCES || errno == EPERM)
 			sp_error("--off-cpu needs kernel samples of context switches: run as root "
 				 "or set kernel.perf_event_paranoid to 1 or less");
+		else if (errno == EINVAL && o->cgroups)
+			sp_error("--off-cpu with --cgroup or --container needs the cgroup of each "
+				 "sample (PERF_SAMPLE_CGROUP, Linux 5.7), which this kernel refuses");
 		else
 			sp_error_errno("--off-cpu: cannot open the context-switch event");
 		offcpu_free(s);
@@ -837,6 +899,9 @@ void sp_offcpu_print_summary(struct sp_source *s, FILE *out, const char *prefix)
 		"not counted as waiting", prefix ? prefix : "", st->waits, st->wait_ns / 1e9,
 		st->short_waits, c->o.min_ns / 1e6, st->short_ns / 1e9, st->preempted,
 		st->preempted_ns / 1e9);
+	if (c->o.cgroups)
+		fprintf(out, "; %" PRIu64 " switch-outs of threads outside the cgroups left out",
+			st->other_cgroups);
 	if (st->lost)
 		fprintf(out, "; %" PRIu64 " records lost", st->lost);
 	fputc('\n', out);

@@ -395,15 +395,21 @@ static int emit_process(struct perf *p, struct proc *pr, uint64_t time, uint64_t
 	return sp_perf_emit(p, &r);
 }
 
-static int emit_thread(struct perf *p, uint32_t pid, uint32_t tid, const char *name,
+/* A thread record; its tid in its namespace is its process's pid there
+ * for the first thread, else what the kernel or /proc says. */
+static int emit_thread(struct perf *p, const struct proc *pr, uint32_t tid, const char *name,
 		       uint64_t time)
 {
 	struct sp_record r = { .kind = SP_REC_THREAD };
 
 	r.thread.time = time;
 	r.thread.tid = tid;
-	r.thread.pid = pid;
+	r.thread.pid = pr->pid;
 	r.thread.name = sp_writer_strz(p->out->w, name);
+	if (tid == pr->pid)
+		r.thread.nstid = pr->nspid;
+	else
+		r.thread.nstid = sp_thread_nstid(p->ident, pr->pid, tid, time, !pr->gone);
 	return sp_perf_emit(p, &r);
 }
 
@@ -411,7 +417,7 @@ void sp_perf_flush_pending_exec(struct perf *p, struct proc *pr)
 {
 	if (pr->pending_exec) {
 		emit_process(p, pr, pr->exec_time, 0, pr->root ? p->o.args : NULL);
-		emit_thread(p, pr->pid, pr->pid, pr->comm, pr->exec_time);
+		emit_thread(p, pr, pr->pid, pr->comm, pr->exec_time);
 	}
 }
 
@@ -529,7 +535,7 @@ int sp_perf_scan_process(struct perf *p, uint32_t pid)
 	if (sp_procfs_tasks(pid, &tids, &n) == 0) {
 		for (i = 0; i < n; i++)
 			if (sp_procfs_comm(pid, tids[i], comm, sizeof(comm)) == 0)
-				emit_thread(p, pid, tids[i], comm, c.time);
+				emit_thread(p, pr, tids[i], comm, c.time);
 		free(tids);
 	}
 	c.pr = pr;
@@ -554,7 +560,7 @@ void sp_perf_on_fork(struct perf *p, const struct perf_event_header *h)
 		pr = proc_get(p, t->pid);
 		sp_perf_flush_pending_exec(p, pr);
 		pr->live_threads++;
-		emit_thread(p, t->pid, t->tid, pr->comm, t->time);
+		emit_thread(p, pr, t->tid, pr->comm, t->time);
 		return;
 	}
 	pr = sp_perf_proc_find(p, t->pid);
@@ -575,7 +581,7 @@ void sp_perf_on_fork(struct perf *p, const struct perf_event_header *h)
 	if (p->interp)
 		sp_interp_on_fork(p->interp, t->ppid, t->pid, t->time);
 	emit_process(p, pr, t->time, 0, NULL);
-	emit_thread(p, t->pid, t->tid, pr->comm, t->time);
+	emit_thread(p, pr, t->tid, pr->comm, t->time);
 }
 
 /* The last thread of pr ended at time. */
@@ -668,7 +674,7 @@ void sp_perf_on_comm(struct perf *p, const struct perf_event_header *h, const st
 	sp_perf_flush_pending_exec(p, pr);
 	if (ids[0] == ids[1])
 		memcpy(pr->comm, name, sizeof(name));
-	emit_thread(p, ids[0], ids[1], name, id->time);
+	emit_thread(p, pr, ids[1], name, id->time);
 }
 
 struct perf_record_mmap2 {

@@ -151,7 +151,8 @@ void sp_perf_ring_end(struct sp_perf_ring *r)
 
 #define KNOWN_SAMPLE_BITS (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | \
 	PERF_SAMPLE_TIME | PERF_SAMPLE_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | \
-	PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
+	PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER | \
+	PERF_SAMPLE_CGROUP)
 
 struct cursor {
 	const uint8_t *p, *end;
@@ -231,6 +232,8 @@ int sp_perf_parse_sample(const struct perf_event_header *h, uint64_t st,
 				return -1;
 		}
 	}
+	if (st & PERF_SAMPLE_CGROUP)
+		s->cgroup = take(&c);
 	return c.bad ? -1 : 0;
 }
 

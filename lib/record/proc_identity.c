@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * A process record's identity, from what the kernel said at its fork or
- * exec (bpf_ident.c) or else /proc (procfs.h), and its cgroup path
+ * exec (bpf_ident.c) or else /proc (procfs.h), and its cgroup path; a
+ * thread record's tid in its namespace, from the same two sources
  * (cgroup.h). The start time read is checked against the record's time so
  * that a pid reused before its record was written lends it nothing.
  */
@@ -127,4 +128,20 @@ int sp_proc_identity_fill(struct sp_writer *w, struct sp_ident_bpf *kb, uint32_t
 	rec->cgroup_ns = id.ns[SP_NS_CGROUP];
 	put_cgroup(w, id.cgroup, rec);
 	return 0;
+}
+
+uint32_t sp_thread_nstid(struct sp_ident_bpf *kb, uint32_t pid, uint32_t tid, uint64_t time,
+			 bool read_proc)
+{
+	struct sp_bpf_thread k;
+	uint32_t nr;
+
+	/* An entry of another process, or of a thread made after time, is
+	 * of a tid reused: /proc's thread (if any) is that one too. */
+	if (sp_ident_bpf_thread(kb, tid, &k) == 0 && k.nstid) {
+		if (k.tgid != pid || (time && k.start_boot_ns > time + suspended_ns() + SLACK_NS))
+			return 0;
+		return k.nstid;
+	}
+	return read_proc && sp_procfs_thread_nstid(pid, tid, &nr) == 0 ? nr : 0;
 }

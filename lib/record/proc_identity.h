@@ -8,12 +8,14 @@
 #ifndef SP_RECORD_PROC_IDENTITY_H
 #define SP_RECORD_PROC_IDENTITY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "record.h"
 #include "writer.h"
 
 struct sp_bpf_ident;
+struct sp_bpf_thread;
 struct sp_ident_bpf;
 
 /*
@@ -23,6 +25,8 @@ struct sp_ident_bpf;
  */
 struct sp_ident_bpf *sp_ident_bpf_open(void);
 int sp_ident_bpf_lookup(struct sp_ident_bpf *kb, uint32_t pid, struct sp_bpf_ident *out);
+/* The newest thread made with host tid (since kb was opened). 0 or -1. */
+int sp_ident_bpf_thread(struct sp_ident_bpf *kb, uint32_t tid, struct sp_bpf_thread *out);
 void sp_ident_bpf_free(struct sp_ident_bpf *kb);
 
 /*
@@ -35,5 +39,15 @@ void sp_ident_bpf_free(struct sp_ident_bpf *kb);
  */
 int sp_proc_identity_fill(struct sp_writer *w, struct sp_ident_bpf *kb, uint32_t pid,
 			  uint64_t time, struct sp_process *rec);
+
+/*
+ * The tid in its own pid namespace of thread tid of process pid, as of
+ * time (its record's): what the kernel said when the thread was made (kb
+ * may be NULL), else /proc/PID/task/TID/status unless read_proc is false
+ * (the process is known gone). 0 when neither knows (the thread is gone,
+ * or its tid names a thread made after time).
+ */
+uint32_t sp_thread_nstid(struct sp_ident_bpf *kb, uint32_t pid, uint32_t tid, uint64_t time,
+			 bool read_proc);
 
 #endif

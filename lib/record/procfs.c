@@ -619,3 +619,26 @@ int sp_procfs_identity(uint32_t pid, struct sp_proc_identity *id)
 	}
 	return 0;
 }
+
+static int nstid_line(void *ctx, char *line, size_t len)
+{
+	(void)len;
+	if (strncmp(line, "NSpid:", 6))
+		return 0;
+	if (sp_procfs_parse_nspid(line + 6, ctx))
+		*(uint32_t *)ctx = 0;
+	return 1;
+}
+
+int sp_procfs_thread_nstid(uint32_t pid, uint32_t tid, uint32_t *nstid)
+{
+	uint64_t long_lines;
+	uint32_t nr = 0;
+	char what[64];
+
+	snprintf(what, sizeof(what), "task/%u/status", tid);
+	if (proc_lines(pid, what, 1024, nstid_line, &nr, &long_lines) || !nr)
+		return -1;
+	*nstid = nr;
+	return 0;
+}

@@ -278,6 +278,7 @@ static void reset_stream(struct sp_tree *t, bool goes_on)
 	if (!goes_on) {
 		sp_u64map_release(&t->procs);
 		sp_u64map_release(&t->threads);
+		sp_u64map_release(&t->nstids);
 		sp_u64map_release(&t->parts);
 	}
 	sp_u64map_release(&t->spans);
@@ -330,6 +331,26 @@ static void add_process(struct sp_tree *t, const struct sp_process *r)
 		p->runtime = tstr(t, r->runtime);
 		p->container = tstr(t, r->container);
 	}
+}
+
+/* A thread's tid in its namespace, for its node (made before or after). */
+static void add_thread(struct sp_tree *t, const struct sp_thread *r)
+{
+	struct tthread *th;
+
+	if (!r->nstid || r->nstid > UINT32_MAX || r->pid > UINT32_MAX)
+		return;
+	sp_u64map_put(&t->nstids, r->tid, r->pid << 32 | r->nstid);
+	th = thread_of(t, r->tid, r->pid);
+	if (th)
+		th->nstid = r->nstid;
+}
+
+static uint64_t nstid_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
+{
+	uint64_t *v = sp_u64map_get(&t->nstids, tid);
+
+	return v && *v >> 32 == pid ? *v & UINT32_MAX : 0;
 }
 
 static void fill_span(struct sp_tree *t, struct tspan *s, const struct sp_span *r)
@@ -536,6 +557,7 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 			th = node_new(t, sizeof(*th), N_THREAD, r->time);
 			th->tid = ctid;
 			th->pid = r->pid;
+			th->nstid = nstid_of(t, ctid, r->pid);
 			sp_u64map_put(&t->threads, ctid, (uint64_t)(uintptr_t)th);
 			append(&e->n, &th->n);
 		} else if (child && child != r->pid) {
@@ -577,6 +599,13 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 		break;
 	case SP_REC_PROCESS:
 		add_process(t, &rec->process);
+		break;
+	case SP_REC_THREAD:
+		add_thread(t, &rec->thread);
+		break;
+	case SP_REC_THREAD_END:
+		if (nstid_of(t, rec->thread_end.tid, rec->thread_end.pid))
+			sp_u64map_del(&t->nstids, rec->thread_end.tid);
 		break;
 	case SP_REC_SPAN:
 		add_span(t, &rec->span);
@@ -661,6 +690,7 @@ void sp_tree_free(struct sp_tree *t)
 	free(t->walk);
 	sp_u64map_release(&t->procs);
 	sp_u64map_release(&t->threads);
+	sp_u64map_release(&t->nstids);
 	sp_u64map_release(&t->spans);
 	sp_u64map_release(&t->parts);
 	free(t);

@@ -63,6 +63,7 @@ struct tproc {
 struct tthread {
 	struct tnode n;
 	uint64_t tid, pid;
+	uint64_t nstid;		/* its tid in its own pid namespace, 0 unknown */
 };
 
 struct tspan {
@@ -91,6 +92,7 @@ struct sp_tree {
 	size_t nstrs, capstrs;
 	uint64_t nspans;		/* span ids given so far */
 	struct sp_u64map procs, threads, spans;	/* pid, tid, span id -> live node */
+	struct sp_u64map nstids;	/* tid -> pid << 32 | its tid in its namespace */
 	struct sp_u64map parts;	/* hash of tid, start -> span open at a segment's end */
 	struct tspan *last_span;
 	/*

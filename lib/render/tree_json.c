@@ -279,6 +279,9 @@ static uint64_t print_json(struct sp_tree *t, struct tnode *n, uint64_t base,
 		if (!t->stable)
 			fprintf(t->out, ",\"tid\":%llu",
 				(unsigned long long)((const struct tthread *)n)->tid);
+		if (!t->stable && ((const struct tthread *)n)->nstid)
+			fprintf(t->out, ",\"nstid\":%llu",
+				(unsigned long long)((const struct tthread *)n)->nstid);
 		break;
 	case N_SPAN:
 		json_span(t, (const struct tspan *)n, base, ag);

@@ -293,6 +293,8 @@ static void render_event(struct sp_buf *b, const struct tevent *e, uint64_t base
 void sp_tree_render_line(struct sp_tree *t, struct sp_buf *b, const struct tnode *n,
 			 uint64_t base, const struct agg *ag, bool stable, bool color)
 {
+	const struct tthread *th;
+
 	sp_buf_reset(b);
 	if (ag && ag->count > 1)
 		line_add(b, "×%llu ", (unsigned long long)ag->count);
@@ -302,8 +304,11 @@ void sp_tree_render_line(struct sp_tree *t, struct sp_buf *b, const struct tnode
 		break;
 	case N_THREAD:
 		line_add(b, "[THREAD");
+		th = (const struct tthread *)n;
 		if (!stable)
-			line_add(b, " tid=%llu", (unsigned long long)((const struct tthread *)n)->tid);
+			line_add(b, " tid=%llu", (unsigned long long)th->tid);
+		if (!stable && th->nstid && th->nstid != th->tid)
+			line_add(b, " nstid=%llu", (unsigned long long)th->nstid);
 		line_add(b, "]");
 		break;
 	case N_SPAN:

@@ -88,6 +88,7 @@ static const struct sp_schema_field thread_f[] = {
 	FA(sp_thread, tid, SP_FT_UINT),
 	FA(sp_thread, pid, SP_FT_UINT),
 	FS(sp_thread, name),
+	F(sp_thread, nstid, SP_FT_UINT),
 };
 
 static const struct sp_schema_field module_f[] = {

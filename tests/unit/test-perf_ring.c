@@ -93,7 +93,7 @@ static void test_perf_ring_parse_sample(void)
 {
 	uint64_t st = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 		      PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER |
-		      PERF_SAMPLE_STACK_USER;
+		      PERF_SAMPLE_STACK_USER | PERF_SAMPLE_CGROUP;
 	uint64_t rec[32];
 	struct perf_event_header *h = (void *)rec;
 	struct sp_perf_sample s;
@@ -115,6 +115,7 @@ static void test_perf_ring_parse_sample(void)
 	rec[n++] = 0x1111;
 	rec[n++] = 0x2222;
 	rec[n++] = 8;					/* dyn size */
+	rec[n++] = 5668;				/* cgroup id */
 	h->type = PERF_RECORD_SAMPLE;
 	h->misc = 0;
 	h->size = (uint16_t)(8 * n);
@@ -132,6 +133,7 @@ static void test_perf_ring_parse_sample(void)
 	CHECK_EQ_U(s.stack_size, 16);
 	CHECK_EQ_U(s.stack_dyn_size, 8);
 	CHECK_EQ_U(((const uint64_t *)s.stack)[1], 0x2222);
+	CHECK_EQ_U(s.cgroup, 5668);
 
 	/* Cut short anywhere: refused, never read past the record. */
 	for (unsigned int cut = 2; cut < n; cut++) {

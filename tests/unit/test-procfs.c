@@ -146,6 +146,14 @@ static void test_procfs_fake_root(void)
 	CHECK(sp_procfs_perfmap(43, (uid_t)-1, count_jit, &jit, &res) == -1 && errno == ENOENT);
 	CHECK(res.why == NULL);
 	CHECK(sp_procfs_comm(99, 99, buf, sizeof(buf)) == -1);
+	/* a thread's tid in its namespace: NSpid's last field */
+	CHECK(sp_procfs_thread_nstid(42, 43, &tgid) == -1);	/* no status */
+	snprintf(p, sizeof(p), "%s/42/task/43/status", dir);
+	put_file(p, "Name:\tworker\nNSpid:\t43\t5\n", 25);
+	CHECK(sp_procfs_thread_nstid(42, 43, &tgid) == 0);
+	CHECK_EQ_U(tgid, 5);
+	put_file(p, "Name:\tworker\nNSpid:\t43\tx\n", 25);
+	CHECK(sp_procfs_thread_nstid(42, 43, &tgid) == -1);
 	sp_procfs_root = "/proc";
 	sp_procfs_perfmap_dir = "/tmp";
 	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
@@ -172,6 +180,7 @@ static int self_map(void *ctx, const struct sp_proc_map *m)
 
 static void test_procfs_self(void)
 {
+	static struct sp_proc_identity me;
 	struct self_ctx c = { .sample = (uint64_t)(uintptr_t)&self_map };
 	uint32_t *tids = NULL, tgid, ppid, pid = (uint32_t)getpid();
 	size_t n = 0, i;
@@ -190,6 +199,10 @@ static void test_procfs_self(void)
 		found |= tids[i] == pid;
 	CHECK(found);
 	free(tids);
+	/* the first thread's tid in its namespace is the process's pid there */
+	CHECK(sp_procfs_identity(pid, &me) == 0);
+	CHECK(sp_procfs_thread_nstid(pid, pid, &tgid) == 0);
+	CHECK_EQ_U(tgid, me.nspid);
 	CHECK(sp_procfs_pids(&tids, &n) == 0);
 	found = 0;
 	for (i = 0; i < n; i++)

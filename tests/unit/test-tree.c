@@ -453,6 +453,54 @@ out:
 	sp_tree_free(tree);
 }
 
+static void thread(uint64_t pid, uint64_t tid, uint64_t nstid)
+{
+	struct sp_record r = { .kind = SP_REC_THREAD };
+
+	r.thread.pid = pid;
+	r.thread.tid = tid;
+	r.thread.nstid = nstid;
+	sp_tree_add(tree, &r);
+}
+
+/* A thread shows its tid in its namespace whether its record comes before
+ * or after its fork; one of another process with that tid lends it none. */
+static void test_tree_thread_nstid(void)
+{
+	struct sp_tree_opts o = { .no_collapse = true };
+	char *p;
+
+	tree = sp_tree_new(&o);
+	header();
+	proc(10, 1, "app");
+	thread(10, 11, 2);
+	thread(99, 12, 7);
+	ev(2000, 10, 10, 0, 0, SP_EV_PROC_FORK, 10, 11, SP_FORK_THREAD, 0);
+	ev(3000, 10, 10, 0, 0, SP_EV_PROC_FORK, 10, 12, SP_FORK_THREAD, 0);
+	ev(4000, 10, 10, 0, 0, SP_EV_PROC_FORK, 10, 13, SP_FORK_THREAD, 0);
+	thread(10, 13, 4);
+	ev(5000, 10, 10, 0, 0, SP_EV_PROC_FORK, 10, 14, SP_FORK_THREAD, 0);
+	thread(10, 14, 14);	/* the same: not shown twice */
+	p = print();
+	CHECK(strstr(p, "[THREAD tid=11 nstid=2]\n") != NULL);
+	CHECK(strstr(p, "[THREAD tid=12]\n") != NULL);
+	CHECK(strstr(p, "[THREAD tid=13 nstid=4]\n") != NULL);
+	CHECK(strstr(p, "[THREAD tid=14]\n") != NULL);
+	free(p);
+	sp_tree_free(tree);
+
+	o.json = true;
+	tree = sp_tree_new(&o);
+	header();
+	proc(10, 1, "app");
+	thread(10, 11, 2);
+	ev(2000, 10, 10, 0, 0, SP_EV_PROC_FORK, 10, 11, SP_FORK_THREAD, 0);
+	p = print();
+	CHECK(strstr(p, "{\"type\":\"thread\",\"tid\":11,\"nstid\":2,") != NULL);
+	free(p);
+	sp_tree_free(tree);
+}
+
 /* A raise mark names the error and message of the span just before it. */
 static void test_tree_raise(void)
 {
@@ -607,6 +655,7 @@ int main(void)
 	TAP_RUN(test_tree_filters);
 	TAP_RUN(test_tree_json);
 	TAP_RUN(test_tree_raise);
+	TAP_RUN(test_tree_thread_nstid);
 	TAP_RUN(test_tree_streaming);
 	TAP_RUN(test_tree_streaming_memory);
 	return TAP_DONE();

@@ -21,6 +21,11 @@
  * Frames name the modules the "perf" source has written (found by pid and
  * address in the writer's definitions), so this source must run alongside
  * it. Needs kernel samples: root, or perf_event_paranoid <= 1.
+ *
+ * Limited to cgroups (-a --cgroup/--container), the events are the whole
+ * machine's, as for -a, and each switch-out sample carries its task's
+ * cgroup id (PERF_SAMPLE_CGROUP, Linux 5.7): one of a thread outside the
+ * cgroups is dropped as it leaves the ring, before its stack is unwound.
  */
 #ifndef STACKPULSE_PERF_OFFCPU_H
 #define STACKPULSE_PERF_OFFCPU_H
@@ -33,6 +38,7 @@
 #include "record.h"
 #include "source.h"
 
+struct sp_cgroup_filter;
 struct sp_stackq;
 
 #define SP_OFFCPU_DEFAULT_MIN_NS 1000000ULL	/* 1 ms */
@@ -46,6 +52,9 @@ struct sp_offcpu_opts {
 	bool kernel_frames;		/* keep the kernel part of the stack */
 	bool enable_on_exec;		/* the target is a command stopped before exec */
 	uint32_t pages;			/* ring pages per CPU, power of two (0 = 64) */
+	/* -a --cgroup/--container: only the waits of threads in these cgroups
+	 * (NULL: all). Read as they are resolved and followed, not owned. */
+	const struct sp_cgroup_filter *cgroups;
 };
 
 /*
@@ -68,6 +77,7 @@ struct sp_offcpu_stats {
 	uint64_t short_waits, short_ns;	/* below min_ns: counted only */
 	uint64_t preempted, preempted_ns;	/* runnable, not blocked: not recorded */
 	uint64_t lost;			/* records the kernel dropped */
+	uint64_t other_cgroups;		/* switch-outs of threads outside --cgroup's, left out */
 };
 void sp_offcpu_source_stats(struct sp_source *s, struct sp_offcpu_stats *st);
 

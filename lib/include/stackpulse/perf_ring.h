@@ -81,6 +81,7 @@ struct sp_perf_sample {
 	uint64_t stack_size;		/* bytes of the user stack copy */
 	const uint8_t *stack;
 	uint64_t stack_dyn_size;	/* valid bytes of the copy */
+	uint64_t cgroup;		/* PERF_SAMPLE_CGROUP: the task's cgroup id, 0 = none */
 };
 
 /* The sample_id trailer of a non-sample record (attr.sample_id_all). */

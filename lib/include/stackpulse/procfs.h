@@ -71,6 +71,10 @@ struct sp_proc_identity {
 /* Read what can be read of pid's identity. 0, or -1 when nothing could be
  * (the process is gone; errno set). */
 int sp_procfs_identity(uint32_t pid, struct sp_proc_identity *id);
+/* Thread tid of process pid: its tid in its own pid namespace (the last
+ * field of NSpid in /proc/PID/task/TID/status). 0, or -1 (gone, no such
+ * line: a kernel before 4.1). */
+int sp_procfs_thread_nstid(uint32_t pid, uint32_t tid, uint32_t *nstid);
 /* Field 22 (starttime) of a /proc/PID/stat line of n bytes, comm (field 2)
  * holding any bytes, ')' and spaces included. 0 or -1. */
 int sp_procfs_parse_start(const char *stat, size_t n, uint64_t *ticks);

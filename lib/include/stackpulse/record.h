@@ -117,6 +117,7 @@ struct sp_thread {
 	uint64_t time;
 	uint64_t tid, pid;
 	uint64_t name;		/* str */
+	uint64_t nstid;		/* tid in its own pid namespace; 0 unknown, and in older spools */
 };
 
 /* A mapping of a file (or the kernel, or an anonymous region) into a process. */
