@@ -198,9 +198,16 @@ Store#load_config	$(const_of "$prog" LOADS)"
 	assert_tree_under "SPAN Store#load_config |SPAN Late#load_late "
 }
 
-@test "sp-record --spans-match: a malformed glob is a usage error; --check says what the default records" {
+@test "sp-record --spans-match: a malformed glob is a usage error, -p is warned; --check says what the default records" {
 	run -64 --separate-stderr sp-record --spans-match= -- true
 	[[ "$stderr" == *"invalid --spans-match"* ]] || fail "$stderr"
 	run -0 sp-record --check
 	assert_line --partial "spans (default python-audit,usdt): no per-call method spans"
+	# the globs reach only the commands sp-record starts: -p is told so
+	sleep 5 &
+	run --separate-stderr -0 sp-record --spans-match='Store#*' --no-samples --events=none \
+		-p $! -d 0.1 -o "$OUT"
+	kill $! 2>/dev/null || true
+	[ "$(grep -c 'warning: --spans-match applies to the commands sp-record starts' <<<"$stderr")" = 1 ] ||
+		fail "$stderr"
 }

@@ -517,6 +517,10 @@ int main(int argc, char **argv)
 		signal(SIGUSR1, SIG_IGN);
 	if (first < argc && !strcmp(argv[first], "--"))
 		first++;
+	/* the globs reach a program through the activator sp-record gives it */
+	if (env.spans.nglobs && first >= argc)
+		sp_warn("--spans-match applies to the commands sp-record starts: processes "
+			"attached with -p or -a keep the hooks they were started with");
 	if (sp_cgroup_filter_resolve(&env.cgroups))
 		return SP_EXIT_FATAL;
 	env.perf.cgroups = &env.cgroups;
