@@ -33,9 +33,9 @@ step() { printf '\n%s== %s%s\n' "$b" "$*" "$n"; }
 show() { printf '$ %s\n' "$*"; }
 
 step "Which method did what: a Ruby program, its method spans and kernel events"
-show "sp-record -o $demo/shop.sp -- ruby scripts/examples/shop.rb"
+show "sp-record --spans=ruby -o $demo/shop.sp -- ruby scripts/examples/shop.rb"
 if command -v ruby >/dev/null; then
-	sp-record -o "$demo/shop.sp" -- ruby "$shop"
+	sp-record --spans=ruby -o "$demo/shop.sp" -- ruby "$shop"
 	show "sp-correlate $demo/shop.sp | sp-tree --span 'Shop#run'"
 	sp-correlate "$demo/shop.sp" 2>/dev/null | sp-tree --span 'Shop#run'
 	echo "(every method of the run, the files, sockets, names and processes it caused, its CPU time)"

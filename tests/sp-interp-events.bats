@@ -152,7 +152,7 @@ assert_tree() {
 	need $RB
 	require_ruby_probes
 	start_server
-	run --separate-stderr timeout 120 sp-record -o "$OUT" -- $RB "$RBFIX" "$PORT" "$D" 5
+	run --separate-stderr timeout 120 sp-record --spans=auto -o "$OUT" -- $RB "$RBFIX" "$PORT" "$D" 5
 	[ "$status" = 0 ] || fail "status $status: $stderr"
 	# every one of them in the span its method's hook made
 	assert_owners 5 span:load_config span:write_report span:ping

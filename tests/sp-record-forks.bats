@@ -23,7 +23,7 @@ spans_of() {
 
 @test "sp-record: 20 system() of a Ruby: no child held, every one lives and runs true" {
 	require_ruby_probes
-	run --separate-stderr -0 sp-record -v -o "$OUT" -- ruby -e '20.times { system("true") or abort("child: #{$?.inspect}") }'
+	run --separate-stderr -0 sp-record -v --spans=auto -o "$OUT" -- ruby -e '20.times { system("true") or abort("child: #{$?.inspect}") }'
 	[[ "$stderr" == *"forks: 20, 0 held for their parent's probes"* ]] || fail "$stderr"
 	# each child lived to its exec (a dead one would have failed system())
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"event\" and .event == \"proc_exec\") | .filename' | grep -c '/true\$'"
@@ -44,7 +44,7 @@ spans_of() {
 	def execd_first; 1; end
 	execd_first
 	EOF
-	run --separate-stderr -0 sp-record -v -o "$OUT" -- ruby "$BATS_TEST_TMPDIR/forks.rb"
+	run --separate-stderr -0 sp-record -v --spans=auto -o "$OUT" -- ruby "$BATS_TEST_TMPDIR/forks.rb"
 	[[ "$stderr" == *"forks: 2, 0 held for their parent's probes"* ]] || fail "$stderr"
 	run -0 spans_of forks.rb
 	# the fork child's first method and its callee, in a pid of their own
@@ -78,7 +78,7 @@ spans_of() {
 	    with multiprocessing.Pool(2) as pool:
 	        assert sum(pool.map(square, range(10))) == 285
 	EOF
-	run --separate-stderr -0 sp-record -v -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/forks.py"
+	run --separate-stderr -0 sp-record -v --spans=auto -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/forks.py"
 	[[ "$stderr" =~ forks:\ [0-9]+,\ 0\ held\ for\ their\ parent\'s\ probes ]] || fail "$stderr"
 	run -0 spans_of forks.py
 	# in_child in the fork child; square in it and in the workers

@@ -205,7 +205,7 @@ assert_share() {
 
 @test "with the span hooks: the span path and the interpreted stack name the same function" {
 	require_python
-	run --separate-stderr sp-record -o "$OUT" -- $PY "$FIX" scale=0.3
+	run --separate-stderr sp-record --spans=auto -o "$OUT" -- $PY "$FIX" scale=0.3
 	[ "$status" = 0 ] || fail "$stderr"
 	# sp-flame --by=span: the span path, then the sample's stack. The
 	# program's frames of both halves are the same chain for at least 90%

@@ -19,7 +19,7 @@ setup() {
 	def work; 1; end
 	work
 	EOF
-	run --separate-stderr -0 sp-record -v -o "$OUT" -- ruby "$BATS_TEST_TMPDIR/quiet.rb"
+	run --separate-stderr -0 sp-record -v --spans=auto -o "$OUT" -- ruby "$BATS_TEST_TMPDIR/quiet.rb"
 	# RubyGems rescues a NameError and a LoadError before RUBYOPT's -r
 	[[ "$stderr" == *"Ruby raises before the activator's hook was in"* ]] || fail "$stderr"
 	run --separate-stderr -0 sp-correlate -o /dev/null "$OUT"
@@ -34,7 +34,7 @@ setup() {
 	work
 	begin; raise IndexError; rescue IndexError; end
 	EOF
-	run --separate-stderr -0 sp-record -o "$OUT" -- ruby "$BATS_TEST_TMPDIR/raises.rb"
+	run --separate-stderr -0 sp-record --spans=auto -o "$OUT" -- ruby "$BATS_TEST_TMPDIR/raises.rb"
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_raise\") | .klass'"
 	[ "$output" = "$(printf 'ArgumentError\nIndexError')" ] || fail "$output"
 	run --separate-stderr -0 sp-correlate -o /dev/null "$OUT"
@@ -55,7 +55,7 @@ setup() {
 	plain=$stderr
 	[[ "$plain" == *"no_such_module_of_the_user"* ]] || fail "plain: $plain"
 	run --separate-stderr -0 env PYTHONPATH="$BATS_TEST_TMPDIR/site" \
-		sp-record -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/app.py"
+		sp-record --spans=auto -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/app.py"
 	[ "$output" = "app ran" ]
 	[[ "$stderr" == *"$plain"* ]] || fail "plain: $plain; under sp-record: $stderr"
 	# and the activator ran all the same
@@ -67,11 +67,11 @@ setup() {
 	run --separate-stderr -0 env PYTHONPATH="$BATS_TEST_TMPDIR/site" $PY "$BATS_TEST_TMPDIR/app.py"
 	plain=$stderr
 	run --separate-stderr -0 env PYTHONPATH="$BATS_TEST_TMPDIR/site" \
-		sp-record -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/app.py"
+		sp-record --spans=auto -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/app.py"
 	[[ "$stderr" == *"$plain"* ]] || fail "plain: $plain; under sp-record: $stderr"
 	rm "$BATS_TEST_TMPDIR/site/sitecustomize.py"
 	run --separate-stderr -0 env PYTHONPATH="$BATS_TEST_TMPDIR/site" \
-		sp-record -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/app.py"
+		sp-record --spans=auto -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/app.py"
 	[[ "$stderr" != *sitecustomize* ]] || fail "$stderr"
 }
 
@@ -94,7 +94,7 @@ setup() {
 		$PY "$BATS_TEST_TMPDIR/loop.py" "$BATS_TEST_TMPDIR/ready" $how 3>&- &
 		pid=$!
 		for i in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/ready" ] && break; sleep 0.05; done
-		run --separate-stderr -0 sp-record -v -p $pid -d 1 -o "$OUT"
+		run --separate-stderr -0 sp-record -v --spans=auto -p $pid -d 1 -o "$OUT"
 		kill $pid 2>/dev/null || true
 		wait $pid 2>/dev/null || true
 		probes=$(sp-decode "$OUT" | jq -r 'select(.type == "probe") | "\(.name) \(.hits)"')

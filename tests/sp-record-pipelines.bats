@@ -88,10 +88,10 @@ pipeline() {
 	[[ "$stderr" == *"output closed (broken pipe)"* ]]
 }
 
-@test "pipelines: sp-tree.md's and sp-correlate.md's 'sp-record -- ruby app.rb | sp-correlate | sp-tree'" {
+@test "pipelines: sp-tree.md's and sp-correlate.md's 'sp-record --spans=ruby -- ruby app.rb | sp-correlate | sp-tree'" {
 	require_cmd ruby
 	for page in sp-tree.md sp-correlate.md; do
-		cmd=$(pipeline $page 'sp-record -- ruby app.rb |')
+		cmd=$(pipeline $page 'sp-record --spans=ruby -- ruby app.rb |')
 		run --separate-stderr bash -o pipefail -c "$cmd"
 		echo "$page: $stderr"
 		[ "$status" = 0 ]

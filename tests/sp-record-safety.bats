@@ -75,7 +75,7 @@ settle() {
 	loop=$(fork_exec_loop)
 	for run in 1 2 3; do
 		rm -f "$BATS_TEST_TMPDIR/done" "$BATS_TEST_TMPDIR/done.pid"
-		sp-record --events=none -o "$OUT" -- $PY "$loop" 30 "$BATS_TEST_TMPDIR/done" 3>&- &
+		sp-record --spans=auto --events=none -o "$OUT" -- $PY "$loop" 30 "$BATS_TEST_TMPDIR/done" 3>&- &
 		rec=$!
 		for i in $(seq 100); do
 			[ -s "$BATS_TEST_TMPDIR/done.pid" ] && break
@@ -95,7 +95,7 @@ settle() {
 	require_python
 	loop=$(fork_exec_loop)
 	# stderr to a file: the command, left running, has it too
-	run bash -c "sp-record --events=none -- $PY '$loop' 3 '$BATS_TEST_TMPDIR/done' \
+	run bash -c "sp-record --spans=auto --events=none -- $PY '$loop' 3 '$BATS_TEST_TMPDIR/done' \
 		2>'$BATS_TEST_TMPDIR/err' | head -c 100 >/dev/null; echo \"status \${PIPESTATUS[0]}\"" 3>&-
 	assert_output "status 141"
 	run cat "$BATS_TEST_TMPDIR/err"
@@ -119,7 +119,7 @@ sp-record: warning: output closed (broken pipe): recording stopped; the command 
 	[ "$(cat "$BATS_TEST_TMPDIR/done")" = done ]
 }
 
-@test "sp-record: 2,000 forks of a Python under the default spans (ASan build): no crash, no stall" {
+@test "sp-record: 2,000 forks of a Python under --spans=auto (ASan build): no crash, no stall" {
 	require_python
 	# the sanitized sp-record (make asan-record), with the build tree's runtime
 	rec=$SP_BIN/../asan/bin/sp-record
@@ -130,7 +130,7 @@ sp-record: warning: output closed (broken pipe): recording stopped; the command 
 	# after 100 ms). Nothing slows the forks down to sp-record's pace any
 	# more: a slow (sanitized) reader may let the ring buffer fill, which
 	# must be said and be in the spool
-	run --separate-stderr -0 "$rec" -v --events=none -o "$OUT" -- $PY -c '
+	run --separate-stderr -0 "$rec" -v --spans=auto --events=none -o "$OUT" -- $PY -c '
 import os
 for i in range(2000):
     pid = os.fork()

@@ -245,7 +245,7 @@ hook_only_python() {
 	py=$(hook_only_python)
 	[ -n "$py" ] || skip "no CPython 3.11 without USDT probes here (pyenv's, for one)"
 	for flag in -S -I; do
-		run -0 --separate-stderr sp-record -o "$OUT" -- "$py" "$flag" -c 'def f(): pass
+		run -0 --separate-stderr sp-record --spans=auto -o "$OUT" -- "$py" "$flag" -c 'def f(): pass
 for i in range(100): f()'
 		[[ "$stderr" == *"stackpulse:py__call: 0 hits while Python ran to its end without the activator: the hook was not loaded"* ]]
 		[ "$(grep -c 'warning' <<< "$stderr")" = 1 ]
@@ -254,7 +254,7 @@ for i in range(100): f()'
 		assert_output --partial "python -I and -S skip it"
 	done
 	# with the activator: no such warning
-	run -0 --separate-stderr sp-record -o "$OUT" -- "$py" -c 'def f(): pass
+	run -0 --separate-stderr sp-record --spans=auto -o "$OUT" -- "$py" -c 'def f(): pass
 f()'
 	[[ "$stderr" != *"warning"* ]]
 }
@@ -639,10 +639,10 @@ open(sys.argv[2], "w").close()
 time.sleep(1.5)' "$go" "$done" &
 	local py=$! a b
 	sleep 0.5
-	sp-record -v --no-samples -p $py -o "$BATS_TEST_TMPDIR/a.sp" 2>"$BATS_TEST_TMPDIR/a.err" &
+	sp-record -v --spans=auto --no-samples -p $py -o "$BATS_TEST_TMPDIR/a.sp" 2>"$BATS_TEST_TMPDIR/a.err" &
 	a=$!
 	sleep 1.5
-	sp-record -v --no-samples -p $py -o "$BATS_TEST_TMPDIR/b.sp" 2>"$BATS_TEST_TMPDIR/b.err" &
+	sp-record -v --spans=auto --no-samples -p $py -o "$BATS_TEST_TMPDIR/b.sp" 2>"$BATS_TEST_TMPDIR/b.err" &
 	b=$!
 	# the ring is announced again each second it is used: both know it
 	sleep 3
@@ -691,7 +691,7 @@ f(29)
 time.sleep(0.5)' "$go" &
 	local py=$! rec
 	sleep 0.5
-	sp-record -v --no-samples -p $py -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
+	sp-record -v --spans=auto --no-samples -p $py -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
 	rec=$!
 	sleep 2
 	touch "$go"

@@ -89,7 +89,7 @@ check_dump() {
 	handle(0.3)
 	time.sleep(0.5)
 	EOF
-	run -0 sp-record --flight=16M --flight-after=100ms '--trigger=span>0.2s:handle' -o "$D" -- \
+	run -0 sp-record --spans=auto --flight=16M --flight-after=100ms '--trigger=span>0.2s:handle' -o "$D" -- \
 		/usr/bin/python3 "$BATS_TEST_TMPDIR/slow.py"
 	check_dump span
 	# it fires once the span has been open past the threshold, or at its stop

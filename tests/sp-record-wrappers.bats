@@ -55,7 +55,7 @@ assert_app_spans() {
 	require_shim
 	local round
 	for round in $(seq "$RUNS"); do
-		run --separate-stderr -0 sp-record --no-samples -o "$OUT" -- $SHIM "$APP"
+		run --separate-stderr -0 sp-record --spans=auto --no-samples -o "$OUT" -- $SHIM "$APP"
 		assert_app_spans
 	done
 }
@@ -66,7 +66,7 @@ assert_app_spans() {
 	printf '#!/bin/sh\nexec %s "$@"\n' "$PY" > "$wrap"
 	chmod +x "$wrap"
 	for round in $(seq "$RUNS"); do
-		run --separate-stderr -0 sp-record --no-samples -o "$OUT" -- "$wrap" "$APP"
+		run --separate-stderr -0 sp-record --spans=auto --no-samples -o "$OUT" -- "$wrap" "$APP"
 		assert_app_spans
 	done
 }
@@ -84,7 +84,7 @@ import sitecustomize
 exec(compile(open(sys.argv[2]).read(), sys.argv[2], "exec"))' "$go" "$APP" &
 	pid=$!
 	sleep 0.3
-	sp-record -v --no-samples -p $pid -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
+	sp-record -v --spans=auto --no-samples -p $pid -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
 	rec=$!
 	sleep 3
 	touch "$go"
@@ -128,7 +128,7 @@ exec(compile(open(sys.argv[2]).read(), sys.argv[2], "exec"))' "$go" "$APP" &
 	require_python
 	local pid
 	# -S skips the activator: the hook's probes are attached, no mark comes
-	run --separate-stderr -0 sp-record --no-samples -o "$OUT" -- $PY -S "$APP"
+	run --separate-stderr -0 sp-record --spans=auto --no-samples -o "$OUT" -- $PY -S "$APP"
 	pid=$(sp-decode "$OUT" | jq -r 'select(.type == "runtime") | .pid' | head -1)
 	[ -n "$pid" ] || fail "no runtime record"
 	run -0 grep -c "^sp-record: warning: pid $pid (.*python3[.0-9]*): stackpulse:py__call: 0 hits while" <<<"$stderr"

@@ -102,7 +102,7 @@ load helper
 	require_cmd ruby
 	readelf -n /usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 2>/dev/null | grep -q method__entry ||
 		skip "needs Debian's libruby 3.1 with USDT probes"
-	run --separate-stderr -0 bash -c "sp-record --no-samples -- ruby '$FIXTURES/live/app.rb' |
+	run --separate-stderr -0 bash -c "sp-record --spans=auto --no-samples -- ruby '$FIXTURES/live/app.rb' |
 		sp-correlate | sp-tree --stable --span='App#*'"
 	got=$(grep -v -E 'path_open → /(etc/ld\.so\.cache|lib/|usr/)' <<< "$output")
 	diff -u "$FIXTURES/live/app.tree" <(printf '%s\n' "$got")

@@ -42,7 +42,7 @@ static struct env {
 		    .after_ns = SP_FLIGHT_DEFAULT_AFTER,
 		    .interval_ns = SP_FLIGHT_DEFAULT_INTERVAL },
 	.perf = { .freq = 999, .call_graph = SP_CG_AUTO },
-	.spans = { .modes = SP_SPANS_AUTO },
+	.spans = { .modes = SP_SPANS_DEFAULT },
 	.batch_ns = 100000000,
 	.format = SP_FORMAT_SPOOL,
 };
@@ -113,7 +113,7 @@ static const struct argp_option options[] = {
 	{ "batch", OPT_BATCH, "TIME", 0, "Write records at least this often (default 100ms)", 3 },
 	{ "format", OPT_FORMAT, "FORMAT", 0, "spool (default) or json (JSON lines)", 3 },
 	{ "check", OPT_CHECK, NULL, 0, "Say what this machine supports and exit; with --spans, also record a canary "
-	  "program per span mode", 3 },
+	  "program per span mode, without, say what the default records", 3 },
 	{ "command-stdout", OPT_COMMAND_STDOUT, "FILE", 0, "Write the command's standard output "
 	  "to FILE (default: its standard output, or standard error when the records go to "
 	  "standard output)", 3 },
@@ -449,7 +449,7 @@ fail:
 }
 
 /* sp-record --check: what this machine supports; with --spans, a canary
- * recording per span mode. */
+ * recording per span mode, else what the default records. */
 static int check(void)
 {
 	struct sp_source *ev;
@@ -461,8 +461,15 @@ static int check(void)
 	ev = sp_events_source_new(&env.events);
 	sp_events_print_check(ev, stdout);
 	ev->free(ev);
-	if (!env.spans.given)
+	if (!env.spans.given) {
+		/* what a recording gets without --spans (docs/spans.md) */
+		fprintf(stdout, "spans (default python-audit,usdt): no per-call method spans; "
+			"Python audit events and <stackpulse/span.h> markers; samples and kernel "
+			"events of Python and Ruby name their methods from interpreted stacks "
+			"(--interp). Method spans: --spans=auto, ruby, python, or "
+			"--spans-match=GLOB; --check --spans=LIST tries each mode\n");
 		return sp_close_output(&env.common, SP_EXIT_OK);
+	}
 	fflush(stdout);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
@@ -508,6 +515,10 @@ int main(int argc, char **argv)
 		signal(SIGUSR1, SIG_IGN);
 	if (first < argc && !strcmp(argv[first], "--"))
 		first++;
+	/* the globs reach a program through the activator sp-record gives it */
+	if (env.spans.nglobs && first >= argc)
+		sp_warn("--spans-match applies to the commands sp-record starts: processes "
+			"attached with -p or -a keep the hooks they were started with");
 	if (sp_cgroup_filter_resolve(&env.cgroups))
 		return SP_EXIT_FATAL;
 	env.perf.cgroups = &env.cgroups;

@@ -151,6 +151,9 @@ static bool providers_match(int bits, unsigned int modes)
 {
 	if ((bits & SP_SPANS_PY_HOOKABLE) && (modes & SP_SPANS_PYTHON))
 		return true;
+	/* the audit probe is one of the "python" provider's */
+	if ((bits & SP_SPANS_PYTHON) && (modes & SP_SPANS_PY_AUDIT))
+		return true;
 	return bits & modes & ~(SP_SPANS_USDT_REGS | SP_SPANS_PY_HOOKABLE);
 }
 

@@ -3,7 +3,8 @@
  * The runtime activators of the spans source (bpf_spans.h): where they
  * live (installed, build tree, $SP_RUNTIME_DIR), and the environment of
  * the command sp-record starts, which makes Ruby (RUBYOPT, RUBYLIB) and
- * Python (PYTHONPATH) load them, and the hooks use span rings.
+ * Python (PYTHONPATH) load them, the hooks use span rings, and the Ruby
+ * one traces only the methods --spans-match names.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "bpf_spansP.h"
+#include "buf.h"
 #include "sp.h"
 
 const char *sp_spans_runtime_dir(const struct sp_spans_opts *o)
@@ -72,6 +74,21 @@ static int prepend_env(const char *name, const char *value, const char *sep)
 	return ret ? sp_error_errno("cannot set %s", name) : 0;
 }
 
+/* --spans-match: the globs one a line, for the activator (which then
+ * traces the matching methods only). */
+static int set_globs(const struct sp_spans_opts *o)
+{
+	struct sp_buf b = SP_BUF_INIT;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < o->nglobs; i++)
+		sp_buf_printf(&b, "%s%s", i ? "\n" : "", o->globs[i]);
+	ret = setenv("STACKPULSE_SPANS_MATCH", sp_buf_str(&b), 1);
+	sp_buf_release(&b);
+	return ret ? sp_error_errno("cannot set STACKPULSE_SPANS_MATCH") : 0;
+}
+
 int sp_spans_setup_env(const struct sp_spans_opts *o)
 {
 	const char *dir = sp_spans_runtime_dir(o);
@@ -108,6 +125,8 @@ int sp_spans_setup_env(const struct sp_spans_opts *o)
 				return -1;
 		}
 	}
+	if (o->nglobs && set_globs(o))
+		return -1;
 	if (o->modes & SP_SPANS_PYTHON) {
 		snprintf(path, sizeof(path), "%s/python", dir);
 		if (prepend_env("PYTHONPATH", path, ":"))

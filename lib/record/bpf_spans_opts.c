@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The spans source's options (bpf_spans.h): --spans=LIST and
- * --span-func=BINARY:FUNCTION, parsed into the struct sp_spans_opts the
+ * The spans source's options (bpf_spans.h): --spans=LIST,
+ * --span-func=BINARY:FUNCTION and --spans-match=GLOB, parsed into the struct sp_spans_opts the
  * tool hands the argp child as its input, as every source's child takes
  * the tool's settings. Parsing only parses: the source's creation
  * (bpf_spans.c) starts what the options ask for.
@@ -12,14 +12,20 @@
 #include "bpf_spansP.h"
 #include "sp.h"
 
-enum { OPT_SPANS = 0x2100, OPT_SPAN_FUNC };
+enum { OPT_SPANS = 0x2100, OPT_SPAN_FUNC, OPT_SPANS_MATCH };
+
+#define GLOB_MAX	256	/* bytes of a --spans-match glob */
 
 static const struct argp_option spans_options[] = {
 	{ "spans", OPT_SPANS, "LIST", 0,
-	  "Record method spans: auto (default: every runtime found), ruby, ruby-c, python, "
-	  "python-audit, usdt, none; comma-separated", 0 },
+	  "Record method spans: auto (every runtime found), ruby, ruby-c, python, "
+	  "python-audit, usdt, none; comma-separated (default: python-audit,usdt, no "
+	  "per-call method spans)", 0 },
 	{ "span-func", OPT_SPAN_FUNC, "BINARY:FUNCTION", 0,
 	  "Record a span for each call of FUNCTION (a glob) in BINARY; repeatable", 0 },
+	{ "spans-match", OPT_SPANS_MATCH, "GLOB", 0,
+	  "Record spans of the Ruby methods whose Class#method or Class.method matches GLOB, "
+	  "and no per-call cost for the others; repeatable", 0 },
 	{ 0 }
 };
 
@@ -90,7 +96,7 @@ static error_t parse_spans(int key, char *arg, struct argp_state *state)
 		if (sp_spans_parse_list(arg, &o->modes, &bad, &badlen))
 			argp_error(state, "invalid --spans word '%.*s': use auto, ruby, ruby-c, python, "
 				   "python-audit, usdt or none", (int)badlen, bad);
-		/* "auto" is the default spelled out: nothing named */
+		/* "auto" names no runtime: one missing is no error */
 		o->explicit_modes = strcmp(arg, "auto") != 0;
 		o->given = true;
 		break;
@@ -101,6 +107,21 @@ static error_t parse_spans(int key, char *arg, struct argp_state *state)
 			argp_error(state, "too many --span-func options (at most %d)",
 				   SP_SPANS_MAX_FUNCS);
 		o->funcs[o->nfuncs++] = arg;
+		break;
+	case OPT_SPANS_MATCH:
+		/* handed to the activator one a line (STACKPULSE_SPANS_MATCH) */
+		if (!*arg || strchr(arg, '\n') || strlen(arg) > GLOB_MAX)
+			argp_error(state, "invalid --spans-match '%s': one glob of 1 to %d bytes, "
+				   "no newline", arg, GLOB_MAX);
+		if (o->nglobs == SP_SPANS_MAX_GLOBS)
+			argp_error(state, "too many --spans-match options (at most %d)",
+				   SP_SPANS_MAX_GLOBS);
+		o->globs[o->nglobs++] = arg;
+		break;
+	case ARGP_KEY_SUCCESS:	/* ARGP_KEY_END is not seen when a command is given */
+		/* the activator's hook, in its matching mode */
+		if (o->nglobs)
+			o->modes |= SP_SPANS_RUBY;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -21,7 +21,8 @@
  *
  * Loaded by stackpulse_activate.rb (RUBYOPT=-r... for the Ruby processes
  * sp-record starts); Init_stackpulse_hook installs the hook for every
- * thread.
+ * thread, or, with STACKPULSE_SPANS_MATCH set (--spans-match), defines
+ * StackPulseHook.tracepoint for the activator to trace matching methods.
  */
 #include <ruby.h>
 #include <ruby/debug.h>
@@ -135,14 +136,41 @@ static void on_event(VALUE data, rb_trace_arg_t *ta)
 		SP_RT_MARK(rb__return, n->str[0], n->str[1], n->str[2], line);
 }
 
+/* A targeted TracePoint's function (StackPulseHook.tracepoint): the same
+ * marks as the event hook's, for its method only. */
+static void on_tracepoint(VALUE tpval, void *data)
+{
+	on_event(Qnil, rb_tracearg_from_tracepoint(tpval));
+}
+
+/*
+ * StackPulseHook.tracepoint: a TracePoint of :call and :return whose
+ * function is on_tracepoint, for the activator to enable on one method
+ * (enable(target: method)): with --spans-match only the matching methods
+ * pay for a hook, the others run as without one.
+ */
+static VALUE tracepoint(VALUE self)
+{
+	return rb_tracepoint_new(0, RUBY_EVENT_CALL | RUBY_EVENT_RETURN, on_tracepoint, NULL);
+}
+
 void Init_stackpulse_hook(void)
 {
+	const char *match = getenv("STACKPULSE_SPANS_MATCH");
+
 	id_attached = rb_intern("__attached__");
 	sp_rt_ring_init();
 	/* announced now: sp-record knows the hook is in from here on (a raise
 	 * before was Ruby's start-up, when no span can be open) */
 	if (sp_rt_ring_on)
 		sp_rt_ring_start();
+	if (match && *match) {
+		/* --spans-match: the activator enables one TracePoint per
+		 * matching method; no hook for every call, no fiber switches */
+		rb_define_singleton_method(rb_define_module("StackPulseHook"), "tracepoint",
+					   tracepoint, 0);
+		return;
+	}
 	rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))on_event,
 			   RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_FIBER_SWITCH, Qnil,
 			   RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);

@@ -166,6 +166,24 @@ static void test_bpf_spans_setup_env(void)
 	CHECK_STR(getenv("RUBYLIB"), "/opt/stack pulse/runtime/ruby:/usr/local/lib/ruby");
 	unsetenv("RUBYOPT");
 	unsetenv("RUBYLIB");
+	/* the default: no activator, no globs */
+	o.modes = SP_SPANS_DEFAULT;
+	o.runtime_dir = "/opt/sp/runtime";
+	unsetenv("PYTHONPATH");
+	unsetenv("STACKPULSE_SPANS_MATCH");
+	CHECK(!sp_spans_setup_env(&o));
+	CHECK(getenv("RUBYOPT") == NULL && getenv("PYTHONPATH") == NULL);
+	CHECK(getenv("STACKPULSE_SPANS_MATCH") == NULL);
+	/* --spans-match: the globs one a line, for the Ruby activator */
+	o.modes = SP_SPANS_DEFAULT | SP_SPANS_RUBY;
+	o.globs[0] = "Store#*";
+	o.globs[1] = "Gem.load_*";
+	o.nglobs = 2;
+	CHECK(!sp_spans_setup_env(&o));
+	CHECK_STR(getenv("STACKPULSE_SPANS_MATCH"), "Store#*\nGem.load_*");
+	CHECK_STR(getenv("RUBYOPT"), "-r/opt/sp/runtime/ruby/stackpulse_activate.rb");
+	unsetenv("RUBYOPT");
+	unsetenv("STACKPULSE_SPANS_MATCH");
 }
 
 /* Operands of USDT notes as readelf -n prints them, read as libbpf reads
@@ -235,8 +253,11 @@ static void test_bpf_spans_file_has_probes(void)
 		CHECK(sp_spans_file_has_probes(SP_SPANS_RUBY, "/usr/bin/ruby"));
 		CHECK(!sp_spans_file_has_probes(SP_SPANS_PYTHON | SP_SPANS_USDT, "/usr/bin/ruby"));
 	}
-	if (!access(PYTHON, X_OK))
+	if (!access(PYTHON, X_OK)) {
 		CHECK(sp_spans_file_has_probes(SP_SPANS_PYTHON, PYTHON));
+		/* the audit probe is the "python" provider's: the default waits */
+		CHECK(sp_spans_file_has_probes(SP_SPANS_DEFAULT, PYTHON));
+	}
 	if (!mkdtemp(dir))
 		return;
 	snprintf(path, sizeof(path), "%s/a", dir);

@@ -42,14 +42,27 @@
  * method, file and line so. */
 #define SP_SPANS_HOOK_ARGS	"8@%rdi 8@%rsi 8@%rdx -4@%ecx"
 #define SP_SPANS_AUTO		(SP_SPANS_RUBY | SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT | SP_SPANS_USDT)
+/*
+ * What a recording gets without --spans: nothing per call. The per-call
+ * method hooks cost 1.5-20x on call-heavy programs, and interpreted stacks
+ * (docs/interpreters.md) name the method of every sample and kernel event
+ * without them; audit events and <stackpulse/span.h> markers cost only
+ * where they fire (docs/spans.md, "Why spans are off by default").
+ */
+#define SP_SPANS_DEFAULT	(SP_SPANS_PY_AUDIT | SP_SPANS_USDT)
 
 #define SP_SPANS_MAX_FUNCS	64	/* --span-func options */
+#define SP_SPANS_MAX_GLOBS	64	/* --spans-match options */
 #define SP_SPANS_MAX_MATCHES	256	/* functions one glob may match */
 
 struct sp_spans_opts {
 	unsigned int modes;		/* SP_SPANS_* */
 	bool explicit_modes;		/* --spans given: a missing runtime is an error */
 	bool given;			/* --spans given, even as "auto" */
+	/* --spans-match: Ruby method spans of these methods only
+	 * ("Class#method", "Class.method"); sets SP_SPANS_RUBY */
+	const char *globs[SP_SPANS_MAX_GLOBS];
+	unsigned int nglobs;
 	const char *funcs[SP_SPANS_MAX_FUNCS];	/* "BINARY:FUNCTION" (glob) */
 	unsigned int nfuncs;
 	const char *runtime_dir;	/* activators; NULL = found next to the binary */
@@ -59,10 +72,10 @@ struct sp_spans_opts {
 	char *const *command;
 };
 
-/* argp child: --spans=LIST, --span-func=BINARY:FUNCTION. Its input is the
- * tool's struct sp_spans_opts (state->child_inputs[i]), with its defaults
- * set: .modes = SP_SPANS_AUTO, no functions. It only parses: the source's
- * creation acts on the options. */
+/* argp child: --spans=LIST, --span-func=BINARY:FUNCTION, --spans-match=GLOB.
+ * Its input is the tool's struct sp_spans_opts (state->child_inputs[i]),
+ * with its defaults set: .modes = SP_SPANS_DEFAULT, no functions. It only
+ * parses: the source's creation acts on the options. */
 extern const struct argp sp_spans_argp;
 
 /* Parse a --spans= list ("auto", "none", "ruby,python", ...) into SP_SPANS_*
@@ -77,8 +90,9 @@ const char *sp_spans_runtime_dir(const struct sp_spans_opts *o);
 /*
  * Prepare the environment of a command sp-record starts (call before fork):
  * RUBYOPT gets -r<activator> (Ruby method spans), PYTHONPATH the directory
- * of the Python activator. 0, or -1 (reported) when an activator the modes
- * need is missing.
+ * of the Python activator, STACKPULSE_SPANS_MATCH the --spans-match globs
+ * (one a line). 0, or -1 (reported) when an activator the modes need is
+ * missing.
  */
 int sp_spans_setup_env(const struct sp_spans_opts *o);
 

@@ -1,0 +1,213 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# What a recording of a Ruby or Python command gets without --spans
+# (docs/spans.md, "Why spans are off by default"): no per-call method
+# spans and no activator in the program, yet each kernel event is filed
+# under the method that made it, from its interpreted stack; and
+# --spans-match: the spans of the matching Ruby methods only.
+load helper
+
+PY=/usr/bin/python3.11
+
+setup() {
+	require_root
+	require_cmd jq
+	OUT=$BATS_TEST_TMPDIR/run.sp
+	CONF=$BATS_TEST_TMPDIR/config.txt
+	echo config > "$CONF"
+}
+
+# The value of the constant $2 in the program $1 ("LOADS = 5").
+const_of() {
+	sed -n "s/^$2 = \([0-9_]*\).*/\1/p" "$1" | tr -d _
+}
+
+# "method<TAB>count" of the opens of $CONF in $OUT: the method of the span
+# sp-correlate filed each under ("frame:" before it when the span is an
+# interpreted frame's, not a hook's).
+open_owners() {
+	sp-correlate --format=json "$OUT" | jq -r -s --arg p "$CONF" '
+		(map(select(.type == "span")) | map({key: (.id | tostring),
+			value: ((if .end == "synthetic" then "frame:" else "" end) +
+				((if .klass and .end != "synthetic" then .klass + "#" else "" end) +
+				 (.method // "-")))}) | from_entries) as $m
+		| [.[] | select(.type == "event" and .event == "path_open" and .path == $p)
+		   | $m[(.span // 0) | tostring] // "-"]
+		| group_by(.) | .[] | "\(.[0])\t\(length)"'
+}
+
+# sp-correlate | sp-tree: every line with an open of $CONF is right under
+# a frame or span of $1 ("FRAME Store#load_config ": the start of what is
+# in its brackets; alternatives separated by "|").
+assert_tree_under() {
+	run --separate-stderr bash -o pipefail -c "sp-correlate '$OUT' | sp-tree --stable"
+	[ "$status" = 0 ] || fail "sp-correlate | sp-tree: $stderr"
+	awk -v want="$1" -v p="path_open → $CONF " '
+		BEGIN { nw = split(want, w, "|") }
+		/\[(FRAME|SPAN)/ { head = $0; next }
+		index($0, p) {
+			n++
+			for (i = 1; i <= nw; i++)
+				if (index(head, "[" w[i])) next
+			print "under: " head; bad++
+		}
+		END { if (!n) print "no open of the file"; exit !n || bad }' <<<"$output" ||
+		fail "$(grep -B3 -F "$CONF" <<<"$output" | head -20)"
+}
+
+# The program's per-call spans: starts of its own methods (the interpreter
+# may have run none of ours; anything would be a hook's).
+span_starts() {
+	sp-decode "$OUT" | jq -r 'select(.type == "span_start") | "\(.klass // "")#\(.method)"' |
+		sort | uniq -c | awk '{ print $2 "\t" $1 }'
+}
+
+@test "the default recording of a Ruby command: no activator, no spans, its opens under the method that made them" {
+	require_ruby_probes
+	prog=$BATS_TEST_TMPDIR/app.rb
+	cat > "$prog" <<-'EOF'
+	# Store#load_config opens the file ARGV[0] LOADS times; Calc#step is
+	# called STEPS times and opens nothing.
+	LOADS = 5
+	STEPS = 20_000
+	class Store
+	  def load_config(path)
+	    File.read(path)
+	  end
+	end
+	class Calc
+	  def step(x)
+	    x + 1
+	  end
+	end
+	puts "RUBYOPT=#{ENV['RUBYOPT']}"
+	store = Store.new
+	calc = Calc.new
+	x = 0
+	STEPS.times { x = calc.step(x) }
+	LOADS.times { store.load_config(ARGV[0]); sleep 0.01 }
+	sleep 0.5 # sp-record reads the code of the stacks while it runs
+	EOF
+	run --separate-stderr -0 timeout 120 sp-record -o "$OUT" -- ruby "$prog" "$CONF"
+	# no activator was loaded, and nothing was said about spans
+	[[ "$output" != *stackpulse* ]] || fail "$output"
+	[[ "$stderr" != *warning* ]] || fail "$stderr"
+	run -0 span_starts
+	assert_output ""
+	# every open of the file is Store#load_config's, from its stack
+	run -0 open_owners
+	assert_output "frame:Store#load_config	$(const_of "$prog" LOADS)"
+	assert_tree_under "FRAME Store#load_config "
+}
+
+@test "the default recording of a Python command: no activator, no spans, audit events kept, its opens under the method that made them" {
+	require_python_probes
+	prog=$BATS_TEST_TMPDIR/app.py
+	cat > "$prog" <<-'EOF'
+	# Store.load_config opens the file argv[1] LOADS times; Calc.step is
+	# called STEPS times and opens nothing.
+	import os
+	import sys
+	import time
+
+	LOADS = 5
+	STEPS = 20_000
+
+
+	class Store:
+	    def load_config(self, path):
+	        with open(path) as f:
+	            return f.read()
+
+
+	class Calc:
+	    def step(self, x):
+	        return x + 1
+
+
+	print("PYTHONPATH=" + os.environ.get("PYTHONPATH", ""))
+	store, calc, x = Store(), Calc(), 0
+	for _ in range(STEPS):
+	    x = calc.step(x)
+	for _ in range(LOADS):
+	    store.load_config(sys.argv[1])
+	    time.sleep(0.01)
+	time.sleep(0.5)  # sp-record reads the code of the stacks while it runs
+	EOF
+	run --separate-stderr -0 timeout 120 sp-record -o "$OUT" -- $PY "$prog" "$CONF"
+	[[ "$output" != *runtime/python* ]] || fail "$output"
+	[[ "$stderr" != *warning* ]] || fail "$stderr"
+	run -0 span_starts
+	assert_output ""
+	loads=$(const_of "$prog" LOADS)
+	run -0 open_owners
+	assert_output "frame:Store.load_config	$loads"
+	assert_tree_under "FRAME Store.load_config "
+	# Python's audit events are still recorded: one open per load
+	run -0 bash -c "sp-decode '$OUT' | jq -r --arg p '$CONF' 'select(.type == \"event\" and
+		.event == \"audit\" and .name == \"open\" and .args == \$p) | .name' | wc -l"
+	assert_output "$loads"
+}
+
+@test "sp-record --spans-match: spans of the matching Ruby methods only, defined before or after the hook; none of a hotter one" {
+	require_ruby_probes
+	prog=$BATS_TEST_TMPDIR/app.rb
+	cat > "$prog" <<-'EOF'
+	# Store.open_all (once) calls Store#load_config LOADS times, which
+	# opens ARGV[0]; Calc#step runs STEPS times; Late#load_late, of a class
+	# made at run time, once.
+	LOADS = 4
+	STEPS = 3000
+	class Store
+	  def self.open_all(path, n)
+	    n.times { new.load_config(path) }
+	  end
+
+	  def load_config(path)
+	    File.read(path)
+	  end
+	end
+	class Calc
+	  def step(x)
+	    x + 1
+	  end
+	end
+	calc = Calc.new
+	x = 0
+	STEPS.times { x = calc.step(x) }
+	Store.open_all(ARGV[0], LOADS)
+	eval("class Late; def load_late(path) = File.read(path); end")
+	Late.new.load_late(ARGV[0])
+	sleep 0.3
+	EOF
+	run --separate-stderr -0 timeout 120 sp-record --spans-match='Store#load_*' \
+		--spans-match='Store.open_all' --spans-match='Late#*' -o "$OUT" -- ruby "$prog" "$CONF"
+	[[ "$stderr" != *warning* ]] || fail "$stderr"
+	run -0 span_starts
+	assert_output "Late#load_late	1
+Store#load_config	$(const_of "$prog" LOADS)
+Store#open_all	1"
+	# load_config's spans are inside open_all's
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and
+		.method == \"load_config\") | .depth' | sort -u"
+	assert_output 2
+	# the opens are in the spans that made them
+	run -0 open_owners
+	assert_output "Late#load_late	1
+Store#load_config	$(const_of "$prog" LOADS)"
+	assert_tree_under "SPAN Store#load_config |SPAN Late#load_late "
+}
+
+@test "sp-record --spans-match: a malformed glob is a usage error, -p is warned; --check says what the default records" {
+	run -64 --separate-stderr sp-record --spans-match= -- true
+	[[ "$stderr" == *"invalid --spans-match"* ]] || fail "$stderr"
+	run -0 sp-record --check
+	assert_line --partial "spans (default python-audit,usdt): no per-call method spans"
+	# the globs reach only the commands sp-record starts: -p is told so
+	sleep 5 &
+	run --separate-stderr -0 sp-record --spans-match='Store#*' --no-samples --events=none \
+		-p $! -d 0.1 -o "$OUT"
+	kill $! 2>/dev/null || true
+	[ "$(grep -c 'warning: --spans-match applies to the commands sp-record starts' <<<"$stderr")" = 1 ] ||
+		fail "$stderr"
+}
