@@ -84,7 +84,7 @@ setup() {
 	if sys.argv[2] == "profiled":
 	    sys.setprofile(slice)	# what cProfile or a debugger would set
 	open(sys.argv[1], "w").write("ready")
-	end = time.time() + 4
+	end = time.time() + 60	# killed once recorded; long enough for a slow attach
 	s = 0
 	while time.time() < end:
 	    s = work(s)
