@@ -421,9 +421,15 @@ void sp_perf_flush_pending_exec(struct perf *p, struct proc *pr)
 	}
 }
 
+/* The kernel names the new program (comm) before it maps its executable,
+ * and a task preempted in between on a busy machine maps it many ms
+ * later: an exec is given this long for its executable's mapping. */
+#define EXEC_MAP_GRACE_NS (250 * 1000 * 1000ULL)
+
 /* A process whose executable never showed up (a script run by an
  * interpreter already mapped, say) gets its record once its exec is
- * older than what has been processed. */
+ * older than what has been processed by the grace above (its sample,
+ * fork or exit writes it at once). */
 void sp_perf_flush_pending_execs(struct perf *p, uint64_t upto)
 {
 	struct proc *pr;
@@ -432,7 +438,8 @@ void sp_perf_flush_pending_execs(struct perf *p, uint64_t upto)
 
 	while (sp_perf_map_next(&p->procs, &i, &v)) {
 		pr = (struct proc *)(uintptr_t)v;
-		if (pr->pending_exec && pr->exec_time <= upto)
+		if (pr->pending_exec &&
+		    (upto == UINT64_MAX || pr->exec_time + EXEC_MAP_GRACE_NS <= upto))
 			sp_perf_flush_pending_exec(p, pr);
 	}
 }
