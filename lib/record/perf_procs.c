@@ -415,10 +415,30 @@ static int emit_thread(struct perf *p, const struct proc *pr, uint32_t tid, cons
 
 void sp_perf_flush_pending_exec(struct perf *p, struct proc *pr)
 {
-	if (pr->pending_exec) {
-		emit_process(p, pr, pr->exec_time, 0, pr->root ? p->o.args : NULL);
-		emit_thread(p, pr, pr->pid, pr->comm, pr->exec_time);
+	struct sp_record r = { .kind = SP_REC_SAMPLE };
+	unsigned int i;
+
+	if (!pr->pending_exec)
+		return;
+	emit_process(p, pr, pr->exec_time, 0, pr->root ? p->o.args : NULL);
+	emit_thread(p, pr, pr->pid, pr->comm, pr->exec_time);
+	for (i = 0; i < pr->nheld; i++) {
+		r.sample = pr->held[i];
+		sp_perf_emit(p, &r);
 	}
+	pr->nheld = 0;
+}
+
+bool sp_perf_hold_sample(struct perf *p, struct proc *pr, const struct sp_sample *s)
+{
+	if (!pr->pending_exec || pr->exe)
+		return false;
+	if (pr->nheld == SP_PERF_HELD_SAMPLES) {
+		sp_perf_flush_pending_exec(p, pr);
+		return false;
+	}
+	pr->held[pr->nheld++] = *s;
+	return true;
 }
 
 /* The kernel names the new program (comm) before it maps its executable,
@@ -572,6 +592,7 @@ void sp_perf_on_fork(struct perf *p, const struct perf_event_header *h)
 	}
 	pr = sp_perf_proc_find(p, t->pid);
 	if (pr) {		/* a stale entry for a reused pid */
+		sp_perf_flush_pending_exec(p, pr);
 		vma_clear(p, pr, t->time);
 		proc_free(p, pr);
 	}

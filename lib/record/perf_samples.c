@@ -90,8 +90,6 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 		return;
 	}
 	pr = sp_perf_proc_find(p, s.pid);
-	if (pr && pr->pending_exec)
-		sp_perf_flush_pending_exec(p, pr);
 	if (!s.ips) {
 		/* No callchain: the sampled ip alone. */
 		s.nr = 0;
@@ -161,7 +159,8 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 	r.sample.unwind = p->unw ? ust : (n >= MAX_FRAMES ? SP_UNWIND_DEPTH : SP_UNWIND_UNKNOWN);
 	r.sample.kind = SP_SAMPLE_CPU;
 	p->st.samples++;
-	sp_perf_emit(p, &r);
+	if (!pr || !sp_perf_hold_sample(p, pr, &r.sample))
+		sp_perf_emit(p, &r);
 }
 
 void sp_perf_on_lost(struct perf *p, const struct perf_event_header *h, const struct sp_perf_id *id)

@@ -80,6 +80,9 @@ struct vma {
 	struct mod *mod;
 };
 
+/* How many samples a process in the middle of an exec holds back. */
+#define SP_PERF_HELD_SAMPLES 4
+
 struct proc {
 	uint32_t pid, ppid;
 	bool defined;		/* a process record was emitted */
@@ -97,6 +100,11 @@ struct proc {
 	uint64_t gone_at;	/* when it was known gone: a later exec is another's */
 	char comm[17];
 	uint64_t exe;		/* string id */
+	/* Samples taken between its exec's naming and its executable's
+	 * mapping (in the kernel, inside execve): written after its process
+	 * record, which they would otherwise precede or rob of its executable. */
+	struct sp_sample held[SP_PERF_HELD_SAMPLES];
+	unsigned int nheld;
 	struct vma *vmas;	/* sorted by start, not overlapping */
 	size_t nvmas, cap;
 };
@@ -232,6 +240,9 @@ const struct vma *sp_perf_vma_find(const struct proc *pr, uint64_t addr);
 struct mod *sp_perf_kernel_mod(struct perf *p);
 /* An exec'd process's record, held for its executable's path, goes out. */
 void sp_perf_flush_pending_exec(struct perf *p, struct proc *pr);
+/* Holds back a sample of a process whose exec waits for its executable;
+ * false when it must be written now (the exec then is written first). */
+bool sp_perf_hold_sample(struct perf *p, struct proc *pr, const struct sp_sample *s);
 /* The same for every process whose exec is no later than upto (the
  * executable of a script run by an interpreter already mapped never
  * shows up). */
