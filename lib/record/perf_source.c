@@ -140,13 +140,17 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 			return sp_error("cannot set up DWARF unwinding");
 	}
 	p->ident = sp_ident_bpf_open();	/* before the events: no fork missed */
-	if (!p->sideband)
+	/* Without samples (--no-samples: the dummy event), interpreters are
+	 * still followed from the mappings, for the stacks of kernel events
+	 * and off-CPU samples; with neither, there is nothing to walk for. */
+	if (!p->sideband || !p->o.interp_no_events || !p->o.interp_no_offcpu)
 		p->interp = sp_interp_new(p->o.interp,
 					 (p->o.interp_no_offcpu ? 0 : SP_INTERP_USE_OFFCPU) |
 					 (p->o.interp_no_events ? 0 : SP_INTERP_USE_EVENTS));	/* NULL: native stacks only */
 	if (sp_perf_open_events(p, t))
 		return -1;
-	if (p->interp && sp_interp_attach(p->interp, p->fds, p->nfds)) {
+	/* the dummy event never overflows: nothing to attach the sample walk to */
+	if (p->interp && sp_interp_attach(p->interp, p->fds, p->sideband ? 0 : p->nfds)) {
 		sp_interp_free(p->interp);
 		p->interp = NULL;
 	}
@@ -232,8 +236,9 @@ static void perf_describe(struct sp_source *s, char *f, size_t fsize, char *u, s
 
 	if (p->sideband) {
 		/* no samples, so no stacks: only what tracks processes and mappings */
-		snprintf(f, fsize, "perf=dummy samples=none%s",
-			 p->build_id_ok ? " mmap2-build-id" : "");
+		snprintf(f, fsize, "perf=dummy samples=none%s%s%s",
+			 p->build_id_ok ? " mmap2-build-id" : "", p->interp ? " " : "",
+			 p->interp ? sp_interp_describe(p->interp) : "");
 		snprintf(u, usize, "%s", p->build_id_ok ? "" : "mmap2-build-id");
 		return;
 	}
