@@ -146,10 +146,11 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 	if (!p->sideband || !p->o.interp_no_events || !p->o.interp_no_offcpu)
 		p->interp = sp_interp_new(p->o.interp,
 					 (p->o.interp_no_offcpu ? 0 : SP_INTERP_USE_OFFCPU) |
-					 (p->o.interp_no_events ? 0 : SP_INTERP_USE_EVENTS));	/* NULL: native stacks only */
+					 (p->o.interp_no_events ? 0 : SP_INTERP_USE_EVENTS) |
+					 (p->sideband ? SP_INTERP_NO_SAMPLES : 0));	/* NULL: native stacks only */
 	if (sp_perf_open_events(p, t))
 		return -1;
-	/* the dummy event never overflows: nothing to attach the sample walk to */
+	/* the dummy event never overflows: no sample walk, loaded or attached */
 	if (p->interp && sp_interp_attach(p->interp, p->fds, p->sideband ? 0 : p->nfds)) {
 		sp_interp_free(p->interp);
 		p->interp = NULL;
