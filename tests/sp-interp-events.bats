@@ -322,3 +322,38 @@ RB_KIDS=("proc_fork|/bin/true|Object#run_child|Object#run_child"
 	SKIP_MS=200 assert_children 3 "$BG" "${RB_KIDS[@]}"
 	ALLOW_GAP=1 assert_child_tree /bin/true Object#run_child
 }
+
+# --no-samples opens no sampling event, but the interpreters are still
+# followed from their mappings: each event's stack is walked at its system
+# call. The program's own loop count is the number of each event, and every
+# one of them is under its method.
+assert_exact() {
+	run owners
+	[ "$status" = 0 ] || fail "sp-correlate | jq: $output"
+	local o=$output want n
+	for want in "$2	ev-config.txt" "$3	ev-report.txt" "$4	connect"; do
+		n=$(grep -cxF "$want" <<<"$o" || true)
+		[ "$n" = "$1" ] || fail "$n x '$want' (want $1): $(sort <<<"$o" | uniq -c)"
+	done
+	[ "$(wc -l <<<"$o")" = $(($1 * 3)) ] || fail "other events: $(sort <<<"$o" | uniq -c)"
+}
+
+@test "--no-samples: a Python's and a Ruby's events still under the methods that made them" {
+	need $PY
+	[ -x $RB ] || skip "needs Debian's $RB"
+	start_server
+	run --separate-stderr timeout 120 sp-record --no-samples --spans=none -o "$OUT" -- $PY "$PYFIX" "$PORT" "$D" 7
+	[ "$status" = 0 ] || fail "python: status $status: $stderr"
+	assert_exact 7 Store.load_config write_report Client.ping
+	assert_tree Store.load_config write_report Client.ping
+	run --separate-stderr timeout 120 sp-record --no-samples --spans=none -o "$OUT" -- $RB "$RBFIX" "$PORT" "$D" 7
+	[ "$status" = 0 ] || fail "ruby: status $status: $stderr"
+	assert_exact 7 Store#load_config Object#write_report Client#ping
+	assert_tree Store#load_config Object#write_report Client#ping
+	# and --interp=none still turns it off
+	run --separate-stderr timeout 120 sp-record --no-samples --spans=none --interp=none -o "$OUT" -- $PY "$PYFIX" "$PORT" "$D" 2
+	[ "$status" = 0 ] || fail "--interp=none: status $status: $stderr"
+	run owners
+	[ "$status" = 0 ] && [ "$(wc -l <<<"$output")" = 6 ] || fail "--interp=none: $output"
+	! grep -E 'load_config|write_report|ping' <<<"$output" || fail "--interp=none: under a method"
+}

@@ -2,7 +2,8 @@
 /*
  * The BPF side of interpreted frames (interpP.h): bpf/interp.bpf.c loaded
  * and attached to every sampling event the perf source opened (events a
- * traced command's children inherit carry it too), to --off-cpu's
+ * traced command's children inherit carry it too; with --no-samples there
+ * is none, and the sample walk is not even loaded), to --off-cpu's
  * context-switch events and, while kernel events
  * are recorded, to the entry of the system calls that make them; its maps
  * of processes and layouts, and its ring buffer of stacks handed to
@@ -50,7 +51,7 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 static int fill_walkers(struct sp_interp_bpf *b)
 {
 	const struct { struct bpf_map *map; struct bpf_program *prog; unsigned int use; } w[] = {
-		{ b->skel->maps.walkers, b->skel->progs.on_sample_rb, 0 },
+		{ b->skel->maps.walkers, b->skel->progs.on_sample_rb, SP_INTERP_NO_SAMPLES },
 		{ b->skel->maps.sw_walkers, b->skel->progs.on_switch_rb, SP_INTERP_USE_OFFCPU },
 		{ b->skel->maps.ev_walkers, b->skel->progs.on_event_rb, SP_INTERP_USE_EVENTS },
 	};
@@ -59,7 +60,8 @@ static int fill_walkers(struct sp_interp_bpf *b)
 	int fd;
 
 	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		if (w[i].use && !(b->uses & w[i].use))
+		if (w[i].use == SP_INTERP_NO_SAMPLES ? (b->uses & w[i].use) :
+		    (w[i].use && !(b->uses & w[i].use)))
 			continue;
 		fd = bpf_program__fd(w[i].prog);
 		if (bpf_map_update_elem(bpf_map__fd(w[i].map), &zero, &fd, BPF_ANY))
@@ -82,6 +84,10 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsig
 				  sizeof(b->skel->rodata->want_nr) * 8);
 		sp_interp_proc_calls((uint64_t *)b->skel->rodata->want_nr,
 				     sizeof(b->skel->rodata->want_nr) * 8);
+		if (uses & SP_INTERP_NO_SAMPLES) {
+			bpf_program__set_autoload(b->skel->progs.on_sample, false);
+			bpf_program__set_autoload(b->skel->progs.on_sample_rb, false);
+		}
 		if (!(uses & SP_INTERP_USE_OFFCPU)) {
 			bpf_program__set_autoload(b->skel->progs.on_switch, false);
 			bpf_program__set_autoload(b->skel->progs.on_switch_rb, false);
@@ -131,6 +137,8 @@ int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds, b
 
 	if (offcpu && !(b->uses & SP_INTERP_USE_OFFCPU))
 		return -1;	/* not loaded: the recording has no off-CPU source */
+	if (!offcpu && (b->uses & SP_INTERP_NO_SAMPLES))
+		return nfds ? -1 : 0;	/* not loaded: nothing samples */
 
 	for (i = 0; i < nfds; i++) {
 		if (ioctl(fds[i], PERF_EVENT_IOC_SET_BPF, prog)) {

@@ -223,6 +223,7 @@ struct sp_remap;
 #define SP_INTERP_USE_OFFCPU	(1u << 0)
 #define SP_INTERP_USE_EVENTS	(1u << 1)
 #define SP_INTERP_USE_ALL	(SP_INTERP_USE_OFFCPU | SP_INTERP_USE_EVENTS)
+#define SP_INTERP_NO_SAMPLES	(1u << 2)	/* --no-samples: no CPU sample walk */
 
 struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode, unsigned int uses);
 void sp_interp_free(struct sp_interpreters *ip);

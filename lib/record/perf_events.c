@@ -321,7 +321,9 @@ void sp_perf_attr_setup(struct perf *p)
 			(uint64_t)sysconf(_SC_PAGESIZE);
 
 		a->wakeup_watermark = (uint32_t)(ring / 4 < (64 << 10) ? ring / 4 : 64 << 10);
-		if (!a->wakeup_watermark)
+		/* side-band only: its records are few, and an interpreter's
+		 * mapping is wanted at once (its events' stacks) */
+		if (!a->wakeup_watermark || p->sideband)
 			a->wakeup_watermark = 1;
 	}
 	if (p->o.user_only)

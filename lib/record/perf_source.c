@@ -140,13 +140,18 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 			return sp_error("cannot set up DWARF unwinding");
 	}
 	p->ident = sp_ident_bpf_open();	/* before the events: no fork missed */
-	if (!p->sideband)
+	/* Without samples (--no-samples: the dummy event), interpreters are
+	 * still followed from the mappings, for the stacks of kernel events
+	 * and off-CPU samples; with neither, there is nothing to walk for. */
+	if (!p->sideband || !p->o.interp_no_events || !p->o.interp_no_offcpu)
 		p->interp = sp_interp_new(p->o.interp,
 					 (p->o.interp_no_offcpu ? 0 : SP_INTERP_USE_OFFCPU) |
-					 (p->o.interp_no_events ? 0 : SP_INTERP_USE_EVENTS));	/* NULL: native stacks only */
+					 (p->o.interp_no_events ? 0 : SP_INTERP_USE_EVENTS) |
+					 (p->sideband ? SP_INTERP_NO_SAMPLES : 0));	/* NULL: native stacks only */
 	if (sp_perf_open_events(p, t))
 		return -1;
-	if (p->interp && sp_interp_attach(p->interp, p->fds, p->nfds)) {
+	/* the dummy event never overflows: no sample walk, loaded or attached */
+	if (p->interp && sp_interp_attach(p->interp, p->fds, p->sideband ? 0 : p->nfds)) {
 		sp_interp_free(p->interp);
 		p->interp = NULL;
 	}
@@ -224,6 +229,18 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	return n < 0 ? -1 : 0;
 }
 
+/* The header's word for the interpreters followed (written before the
+ * start: from the options, as perf_start() decides). */
+static const char *interp_word(const struct perf *p)
+{
+	if (p->o.interp == SP_INTERP_NONE ||
+	    (p->sideband && p->o.interp_no_events && p->o.interp_no_offcpu))
+		return "";
+	return p->o.interp == SP_INTERP_RUBY ? " interp=ruby3.1" :
+	       p->o.interp == SP_INTERP_PYTHON ? " interp=python3.11" :
+	       " interp=python3.11,ruby3.1";
+}
+
 static void perf_describe(struct sp_source *s, char *f, size_t fsize, char *u, size_t usize)
 {
 	struct perf *p = s->priv;
@@ -232,8 +249,8 @@ static void perf_describe(struct sp_source *s, char *f, size_t fsize, char *u, s
 
 	if (p->sideband) {
 		/* no samples, so no stacks: only what tracks processes and mappings */
-		snprintf(f, fsize, "perf=dummy samples=none%s",
-			 p->build_id_ok ? " mmap2-build-id" : "");
+		snprintf(f, fsize, "perf=dummy samples=none%s%s",
+			 p->build_id_ok ? " mmap2-build-id" : "", interp_word(p));
 		snprintf(u, usize, "%s", p->build_id_ok ? "" : "mmap2-build-id");
 		return;
 	}
@@ -245,10 +262,7 @@ static void perf_describe(struct sp_source *s, char *f, size_t fsize, char *u, s
 		 cg[p->o.call_graph & 3], copy,
 		 p->kernel_ok && !p->o.user_only ? " kernel-stacks" : "",
 		 p->o.kernel_only ? "" : " user-stacks",
-		 p->build_id_ok ? " mmap2-build-id" : "",
-		 p->o.interp == SP_INTERP_NONE ? "" : p->o.interp == SP_INTERP_RUBY ?
-		 " interp=ruby3.1" : p->o.interp == SP_INTERP_PYTHON ? " interp=python3.11" :
-		 " interp=python3.11,ruby3.1");
+		 p->build_id_ok ? " mmap2-build-id" : "", interp_word(p));
 	snprintf(u, usize, "%s%s", p->kernel_ok || p->o.user_only ? "" : "kernel-stacks",
 		 p->build_id_ok ? "" : (p->kernel_ok || p->o.user_only ? "mmap2-build-id" :
 					" mmap2-build-id"));
