@@ -697,6 +697,7 @@ static void poll_triggers(struct sp_recorder *r, uint64_t now, uint64_t upto)
 void sp_recorder_run(struct sp_recorder *r)
 {
 	uint64_t now, next_batch, deadline, watermark, wake;
+	bool dump_due;
 
 	if (r->status != SP_EXIT_OK)
 		return;
@@ -711,10 +712,16 @@ void sp_recorder_run(struct sp_recorder *r)
 		wait_events(r, wake);
 		watermark = poll_sources(r);
 		now = sp_now_mono_ns();
+		dump_due = r->fl && now >= sp_flight_due(r->fl);
+		/* A source lets out only what it read a pass before (a ring's
+		 * records are complete up to its previous pass): for a dump a
+		 * second pass at once, or with a long --batch and quiet rings
+		 * the dump had nothing since the last wake-up. */
+		if (dump_due)
+			watermark = poll_sources(r);
 		/* A dump that is due is a batch of its own: the trigger's
 		 * latency is not the rest of the batch interval. */
-		if (write_batch(r, watermark, now >= next_batch ||
-				(r->fl && now >= sp_flight_due(r->fl)))) {
+		if (write_batch(r, watermark, now >= next_batch || dump_due)) {
 			r->reason = SP_ENDR_ERROR;
 			r->stop = true;
 		}
