@@ -75,7 +75,13 @@ held_progs() {
 	sp-record --no-samples --spans=none "$@" -o "$OUT/held.sp" -- sh -c \
 		'for id in $(sed -n "s/^prog_id:[[:space:]]*//p" /proc/$PPID/fdinfo/*); do
 			bpftool prog show id "$id" --json | jq -r .name
-		done' | sort -u | tr '\n' ' '
+		done
+		for id in $(sed -n "s/^link_id:[[:space:]]*//p" /proc/$PPID/fdinfo/*); do
+			bpftool link show id "$id" --json | jq -r "\"link:\" + (.tp_name // .type)"
+		done' | sort -u > "$OUT/held"
+	# The interpreters' entry program is loaded but not attached while no
+	# Python or Ruby runs (the test of a Python below has one).
+	grep -v '^link:' "$OUT/held" | grep -vx 'on_event\|on_event_rb' | tr '\n' ' '
 }
 
 # Record evtest's "run" mode with the given extra options; sets CHILD, PARENT, PORT.
@@ -232,9 +238,52 @@ $real/gone 0x200"
 	# passes one program, not two (ident_fork and ident_exec read a new
 	# process's namespaces and cgroup at fork and exec, not at a call)
 	assert_equal "$(held_progs)" "ident_exec ident_fork on_exec_btf on_exit_btf on_fork_btf on_sys_exit_btf "
+	! grep -x 'link:sys_enter' "$OUT/held"
 	sp-decode "$OUT/held.sp" | header | jq -e '.features | test("entry=") | not'
 	assert_equal "$(held_progs --events=file,dns --event-attach=raw_tp)" \
 		"ident_exec ident_fork on_exit_raw on_fork_raw on_sys_exit_raw "
+}
+
+@test "sp-record-events: the interpreted-stack program joins system call entry once a Python is found" {
+	need_bpf
+	command -v bpftool >/dev/null || skip "needs bpftool"
+	command -v python3 >/dev/null || skip "needs python3"
+	# The Python waits until its recorder has a program at system call
+	# entry (sp-record finds it from its mappings, a moment after it
+	# starts), then opens a file from a function of its own.
+	cat > "$OUT/entry.py" <<'PY'
+import glob, os, subprocess, time
+def links():
+    ids = set()
+    for f in glob.glob("/proc/%d/fdinfo/*" % os.getppid()):
+        try:
+            ids |= {l.split()[1] for l in open(f) if l.startswith("link_id:")}
+        except OSError:
+            pass
+    return "".join(subprocess.run(["bpftool", "link", "show", "id", i],
+                   capture_output=True, text=True).stdout for i in ids)
+def wait_for_entry():
+    for _ in range(100):
+        if "sys_enter" in links():
+            return
+        time.sleep(0.1)
+    raise SystemExit("no program at system call entry")
+def load():
+    open("/etc/hostname").close()
+wait_for_entry()
+load()
+# its code object is read as its stacks are drained: not by a gone process
+# (docs/interpreters.md, limits)
+time.sleep(0.3)
+PY
+	sp-record --spans=none -o "$OUT/py.sp" -- python3 "$OUT/entry.py"
+	sp-decode "$OUT/py.sp" > "$OUT/py.json"
+	# the open carries the function that made it
+	run -0 jq -r 'select(.type=="event" and .event=="path_open" and .path=="/etc/hostname") | .stack' "$OUT/py.json"
+	[ -n "$output" ] && [ "$output" != null ]
+	sp-correlate "$OUT/py.sp" | sp-tree > "$OUT/py.tree"
+	grep -A1 "FRAME tid=[0-9]* load at=entry.py:" "$OUT/py.tree" | grep -q "path_open → /etc/hostname" ||
+		fail "$(cat "$OUT/py.tree")"
 }
 
 @test "sp-record-events: setid_change's ids before come from the setid calls' own tracepoints, else sys_enter" {

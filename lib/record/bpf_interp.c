@@ -5,7 +5,9 @@
  * traced command's children inherit carry it too; with --no-samples there
  * is none, and the sample walk is not even loaded), to --off-cpu's
  * context-switch events and, while kernel events
- * are recorded, to the entry of the system calls that make them; its maps
+ * are recorded, to the entry of the system calls that make them (from the
+ * first Python or Ruby found on: until then no system call of the machine
+ * pays for it); its maps
  * of processes and layouts, and its ring buffer of stacks handed to
  * interp.c.
  */
@@ -25,6 +27,9 @@
 struct sp_interp_bpf {
 	struct sp_interp *skel;
 	struct bpf_link *ev_link;	/* on_event, at the entry of system calls */
+	bool ev_wanted;			/* kernel events are recorded: attach it */
+	bool ev_failed;			/* its attach failed (said once) */
+	bool have_procs;		/* a process was put in the procs map */
 	unsigned int uses;		/* SP_INTERP_USE_*: which programs were loaded */
 	struct ring_buffer *rb;
 	sp_interp_stack_fn fn;
@@ -151,19 +156,30 @@ int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds, b
 	return 0;
 }
 
-int sp_interp_bpf_events(struct sp_interp_bpf *b)
+static int ev_attach(struct sp_interp_bpf *b)
 {
 	if (b->ev_link)
 		return 0;
-	if (!(b->uses & SP_INTERP_USE_EVENTS))
-		return -1;	/* not loaded: the recording has no kernel events */
+	if (b->ev_failed)
+		return -1;
 	b->ev_link = bpf_program__attach(b->skel->progs.on_event);
 	if (!b->ev_link) {
+		b->ev_failed = true;
 		sp_warn("interpreted frames: cannot attach to system call entries: %s; "
 			"kernel events carry no interpreted stack", strerror(errno));
 		return -1;
 	}
 	return 0;
+}
+
+/* The entry program runs for every system call of the machine: it is
+ * attached once there is an interpreter to walk (sp_interp_bpf_proc()). */
+int sp_interp_bpf_events(struct sp_interp_bpf *b)
+{
+	if (!(b->uses & SP_INTERP_USE_EVENTS))
+		return -1;	/* not loaded: the recording has no kernel events */
+	b->ev_wanted = true;
+	return b->have_procs ? ev_attach(b) : 0;
 }
 
 int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,
@@ -174,7 +190,12 @@ int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,
 
 int sp_interp_bpf_proc(struct sp_interp_bpf *b, uint32_t pid, const struct sp_bpf_iproc *v)
 {
-	return bpf_map_update_elem(bpf_map__fd(b->skel->maps.procs), &pid, v, BPF_ANY);
+	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.procs), &pid, v, BPF_ANY))
+		return -1;
+	b->have_procs = true;
+	if (b->ev_wanted)
+		ev_attach(b);	/* its calls from now on carry their stacks */
+	return 0;
 }
 
 void sp_interp_bpf_proc_del(struct sp_interp_bpf *b, uint32_t pid)

@@ -331,7 +331,8 @@ int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,
 int sp_interp_bpf_proc(struct sp_interp_bpf *b, uint32_t pid, const struct sp_bpf_iproc *v);
 void sp_interp_bpf_proc_del(struct sp_interp_bpf *b, uint32_t pid);
 void sp_interp_bpf_drain(struct sp_interp_bpf *b);
-/* Read stacks at the entry of the calls sp_ev_stack_calls() names too. */
+/* Read stacks at the entry of the calls sp_ev_stack_calls() names too,
+ * once a process is in the procs map (at once if one is already). */
 int sp_interp_bpf_events(struct sp_interp_bpf *b);
 /* bpf_events_decode.c: the system calls whose kernel events get an
  * interpreted stack, as bits by call number (nbits of them). */
