@@ -80,6 +80,7 @@ static void reset_stream(struct sp_corr *c)
 	}
 	/* threads of processes never seen are in no process list: none exist,
 	 * every thread belongs to a struct proc. */
+	c->nexited = 0;
 	c->next_id = 0;
 	c->nlost = 0;
 	sp_corr_interp_reset(c);
@@ -233,6 +234,7 @@ void sp_corr_free(struct sp_corr *c)
 	sp_idset_release(&c->open.idx);
 	sp_heap_release(&c->heap);
 	free(c->ring);
+	free(c->exited);
 	free(c->work);
 	free(c->carry);
 	free(c->lost);

@@ -117,6 +117,9 @@ struct proc {
 	struct span *gap;	/* open <no-span> gap span */
 	struct thr *threads;
 	bool defined, forked;
+	/* When its proc_exit said it ended, 0 while it lives: it ends at its
+	 * process_end (samples and events of its exit come between them). */
+	uint64_t exited;
 };
 
 struct rslot {
@@ -181,6 +184,10 @@ struct sp_corr {
 	bool any_released;
 
 	struct sp_u64map threads, procs;	/* tid, pid -> struct thr, struct proc */
+	/* pids of processes exited, waiting for their process_end (a stream
+	 * of events alone has none): the oldest ends when it is full */
+	uint64_t *exited;
+	size_t exited_head, nexited;
 	struct mcount open;	/* open spans by method, for stop marks */
 	struct span *roots, *roots_tail;	/* emission roots, by start time */
 	struct hrec *deferred, *deferred_tail;	/* end records waiting for older held ones */
@@ -241,6 +248,9 @@ void sp_corr_close_gap(struct sp_corr *c, struct proc *p);
 struct thr *sp_corr_thr_find(const struct sp_corr *c, uint64_t tid);
 struct proc *sp_corr_proc_find(const struct sp_corr *c, uint64_t pid);
 struct proc *sp_corr_proc_new(struct sp_corr *c, uint64_t pid);
+/* Its proc_exit came: it ends at its process_end, or when newer exits
+ * crowd it out, at that time. */
+void sp_corr_proc_exited(struct sp_corr *c, struct proc *p, uint64_t time);
 /* Thread tid of process pid, made (and an older thread of that tid
  * ended) as needed. */
 struct thr *sp_corr_thr_get(struct sp_corr *c, uint64_t pid, uint64_t tid, uint64_t time);

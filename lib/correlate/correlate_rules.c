@@ -284,6 +284,10 @@ static void do_fork(struct sp_corr *c, struct thr *t, const struct sp_event *e,
 	if (!child_pid || child_pid == t->pid || (child_tid && child_tid == t->tid))
 		return;
 	p = sp_corr_proc_find(c, child_pid);
+	if (p && p->exited) {
+		sp_corr_proc_end(c, p, p->exited);	/* its pid is used again */
+		p = NULL;
+	}
 	if (p && p->forked) {
 		/* a live process already came from a fork with that pid: it ended unseen */
 		c->st.pid_reuse++;
@@ -360,7 +364,7 @@ static void do_event(struct sp_corr *c, struct hrec *h)
 		if (e.field[2].u)
 			sp_corr_thr_free(c, t, e.time);
 		else
-			sp_corr_proc_end(c, t->proc, e.time);
+			sp_corr_proc_exited(c, t->proc, e.time);
 		break;
 	}
 	sp_corr_span_put(owner);
@@ -371,7 +375,11 @@ static void do_process(struct sp_corr *c, const struct sp_process *r)
 {
 	struct proc *p = sp_corr_proc_find(c, r->pid);
 
-	if (p && (r->flags & SP_PROC_EXEC)) {
+	if (p && p->exited && !(r->flags & SP_PROC_EXEC)) {
+		/* its end record was lost, or the stream has none */
+		sp_corr_proc_end(c, p, p->exited);
+		p = NULL;
+	} else if (p && (r->flags & SP_PROC_EXEC)) {
 		do_exec(c, p, r->time);
 	} else if (p && p->defined) {
 		c->st.pid_reuse++;

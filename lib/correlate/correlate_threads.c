@@ -203,12 +203,38 @@ void sp_corr_thr_free(struct sp_corr *c, struct thr *t, uint64_t time)
 
 void sp_corr_proc_end(struct sp_corr *c, struct proc *p, uint64_t time)
 {
+	if (p->exited && p->exited < time)
+		time = p->exited;	/* it ended there; its end record came later */
 	while (p->threads)
 		sp_corr_thr_free(c, p->threads, time);
 	sp_corr_close_gap(c, p);
 	sp_u64map_del(&c->procs, p->pid);
 	sp_corr_span_put(p->origin);
 	free(p);
+}
+
+/* At most this many exited processes wait for their end record. */
+#define EXITED_MAX 4096
+
+void sp_corr_proc_exited(struct sp_corr *c, struct proc *p, uint64_t time)
+{
+	struct proc *old;
+	uint64_t pid;
+
+	if (p->exited)
+		return;
+	p->exited = time ? time : 1;
+	if (!c->exited)
+		c->exited = sp_xcalloc(EXITED_MAX, sizeof(*c->exited));
+	if (c->nexited == EXITED_MAX) {
+		pid = c->exited[c->exited_head];
+		c->exited_head = (c->exited_head + 1) % EXITED_MAX;
+		c->nexited--;
+		old = sp_corr_proc_find(c, pid);
+		if (old && old->exited)
+			sp_corr_proc_end(c, old, old->exited);
+	}
+	c->exited[(c->exited_head + c->nexited++) % EXITED_MAX] = p->pid;
 }
 
 static struct proc *proc_get(struct sp_corr *c, uint64_t pid)

@@ -886,6 +886,40 @@ static void test_correlate_exit_exec(void)
 }
 
 /*
+ * A process's proc_exit comes before the last samples of its exit (the
+ * kernel still runs it) and its process_end: they stay its own, in the
+ * same gap, and the pid is not taken for an unknown one.
+ */
+static void test_correlate_exit_then_samples(void)
+{
+	struct sp_corr *c = corr(0);
+	struct sp_record pe = { .kind = SP_REC_PROCESS_END };
+	const struct sp_span *g;
+
+	add(c, process(1, 10, 1));
+	add(c, event(5, 10, 10, SP_EV_PATH_OPEN));
+	add(c, event(8, 10, 10, SP_EV_PROC_EXIT));
+	add(c, sample(9, 10, 10));
+	pe.process_end.time = 12;
+	pe.process_end.pid = 10;
+	add(c, pe);
+	/* the pid again, from a stream without end records: a new process */
+	add(c, process(20, 10, 1));
+	add(c, event(21, 10, 10, SP_EV_PROC_EXIT));
+	add(c, process(30, 10, 1));
+	add(c, sample(31, 10, 10));
+	done(c);
+	CHECK_EQ_U(SA_SPAN(9), EV_SPAN(5));
+	g = span_id(EV_SPAN(5));
+	CHECK(g && g->start == 5 && g->stop == 9);
+	CHECK(SA_SPAN(31) != EV_SPAN(21));
+	CHECK_EQ_U(sp_corr_stats(c)->gap_spans, 3);
+	CHECK_EQ_U(sp_corr_stats(c)->unknown_pids, 0);
+	CHECK_EQ_U(sp_corr_stats(c)->pid_reuse, 0);
+	sp_corr_free(c);
+}
+
+/*
  * As sp-record writes a vfork+exec: the child's process and thread records
  * come before the fork event, and the exec is a process_end with the exec
  * flag followed by a new process record. The child stays the span's.
@@ -1278,6 +1312,7 @@ int main(void)
 	TAP_RUN(test_correlate_depth_unwind);
 	TAP_RUN(test_correlate_thread_exit);
 	TAP_RUN(test_correlate_exit_exec);
+	TAP_RUN(test_correlate_exit_then_samples);
 	TAP_RUN(test_correlate_child_seen_first);
 	TAP_RUN(test_correlate_thread_seen_first);
 	TAP_RUN(test_correlate_self_fork);
