@@ -194,6 +194,77 @@ id_space() {
 	assert_output --partial "/nonexistent/flood-two-"
 }
 
+@test "--off-cpu through process churn: the id space is compacted, the waits keep their modules" {
+	require_root
+	mkdir -m 700 "$D"
+	T=$BATS_TEST_TMPDIR
+	# 3000 names and 750 processes never seen before, each process waited
+	# for by the shell (an off-CPU wait in wait4) and itself waiting in
+	# nanosleep; then the same shell waits until told to end.
+	cat >"$T/churn.sh" <<-'EOF'
+	for i in $(seq 1 3000); do
+		: 2>/dev/null <"/nonexistent/churn-$i"
+		[ $((i % 4)) = 0 ] && bash -c "exec -a churn-$i sleep 0.002"
+	done
+	: >"$T/churned"
+	while [ ! -e "$T/go" ]; do sleep 0.05; done
+	EOF
+	T=$T sp-record -v -F 99 --off-cpu --flight=256K --flight-after=0 -o "$D/" -- \
+		env T="$T" bash "$T/churn.sh" 2>"$T/err" &
+	REC=$!
+	while [ ! -e "$T/churned" ]; do sleep 0.1; done
+	wait_usr1 "$REC"
+	sleep 1		# waits of the shell after the churn's compactions
+	kill -USR1 "$REC"
+	wait_dumps "$D" 1
+	touch "$T/go"
+	wait "$REC" || fail "sp-record: $(cat "$T/err")"
+	REC=
+	run grep -c "cannot renumber" "$T/err"
+	[ "$output" = 0 ] || fail "$(cat "$T/err")"
+	read -r now peak compactions dropped <<<"$(id_space "$T/err")"
+	[ -n "$dropped" ] || fail "no id space line: $(grep 'id space' "$T/err")"
+	[ "$compactions" -ge 1 ] || fail "$compactions compactions"
+	[ "$dropped" -ge 3000 ] || fail "dropped $dropped"
+	dump=$(ls "$D"/dump-*.sp)
+	# every id it uses defined (exit 1 otherwise)
+	run -0 sp-decode "$dump"
+	echo "$output" >"$T/dump.jsonl"
+	# each off-CPU wait of the shell unwound whole: its frames in the
+	# kernel, in libc and in bash itself; of a sleep (new since the
+	# compactions), in sleep: by the modules the dump defines
+	run python3 - "$T/dump.jsonl" <<-'EOF'
+	import json, sys
+	exe, waits = {}, {"bash": 0, "sleep": 0}
+	for line in open(sys.argv[1]):
+	    r = json.loads(line)
+	    if r.get("type") == "process":
+	        exe[r["pid"]] = r.get("exe", "")
+	    if r.get("type") != "sample" or r.get("kind") != "offcpu":
+	        continue
+	    if r.get("unwind") != "complete":	# one inside an exec, a fork
+	        continue
+	    prog = exe.get(r["pid"], "").rsplit("/", 1)[-1]
+	    if prog not in waits:
+	        continue
+	    waits[prog] += 1
+	    fr = r.get("frames", [])
+	    mods = [f.get("module", "") for f in fr if f.get("mode") == "user"]
+	    if not any(f.get("mode") == "kernel" for f in fr):
+	        sys.exit("no kernel frame: " + line)
+	    if not any(m.endswith("/" + prog) for m in mods):
+	        sys.exit("no frame in " + prog + ": " + line)
+	    if prog == "bash" and not any("/libc.so" in m for m in mods):
+	        sys.exit("no libc frame: " + line)
+	print(waits["bash"], waits["sleep"])
+	EOF
+	[ "$status" = 0 ] || fail "$output"
+	read -r bash sleep <<<"$output"
+	[ "$bash" -ge 3 ] && [ "$sleep" -ge 3 ] ||
+		fail "$bash waits of the shell, $sleep of sleep in the dump"
+	run -0 bash -o pipefail -c "sp-symbolize '$dump' | sp-tree"
+}
+
 @test "a dump that is due does not wait for the next batch (--batch=60s)" {
 	require_root
 	start_busy

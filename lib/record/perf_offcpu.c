@@ -37,6 +37,7 @@
 #include "procfs.h"
 #include "sp.h"
 #include "stackquality.h"
+#include "stream/schema.h"
 #include "unwind.h"
 #include "writer.h"
 
@@ -198,6 +199,21 @@ static void scan_modules(struct offcpu *c)
 		pm->ids[pm->n++] = id;
 	}
 	c->mods_scanned = n;
+}
+
+static void pidmods_release(struct offcpu *c)
+{
+	size_t it = 0;
+	uint64_t k, v;
+
+	while (sp_u64map_next(&c->pidmods, &it, &k, &v)) {
+		struct pidmods *pm = (struct pidmods *)(uintptr_t)v;
+
+		free(pm->ids);
+		free(pm);
+	}
+	sp_u64map_release(&c->pidmods);
+	c->mods_scanned = 0;
 }
 
 /* The newest module of pid (or of the process it was forked from) holding addr. */
@@ -809,16 +825,9 @@ static void offcpu_free(struct sp_source *s)
 		sp_interp_stack_free(b->istack);
 		free(b);
 	}
-	it = 0;
-	while (sp_u64map_next(&c->pidmods, &it, &k, &v)) {
-		struct pidmods *pm = (struct pidmods *)(uintptr_t)v;
-
-		free(pm->ids);
-		free(pm);
-	}
+	pidmods_release(c);
 	sp_u64map_release(&c->blocked);
 	sp_u64map_release(&c->parent);
-	sp_u64map_release(&c->pidmods);
 	sp_u64map_release(&c->kaddrs);
 	sp_u64map_release(&c->cg_verdict);
 	if (c->epfd >= 0)
@@ -828,6 +837,23 @@ static void offcpu_free(struct sp_source *s)
 	free(c->rings);
 	free(c);
 	free(s);
+}
+
+/*
+ * The writer's ids renumbered (source.h). The modules by pid are scanned
+ * again from the new id space, which holds only those something still
+ * refers to (the modules of a process that ended went with it; kept, they
+ * would be defined again in every compaction); the kernel's goes through
+ * m. The rest holds no id of the writer: the waits' stacks are addresses
+ * until their switch-in, the interpreted ones raw reads, the cgroups
+ * kernel ids.
+ */
+static void offcpu_remap(struct sp_source *s, const struct sp_remap *m)
+{
+	struct offcpu *c = s->priv;
+
+	pidmods_release(c);
+	c->kmod = m->id(m->ctx, SP_REF_MODULE, c->kmod);
 }
 
 struct sp_source *sp_offcpu_source_new(const struct sp_offcpu_opts *o)
@@ -850,6 +876,7 @@ struct sp_source *sp_offcpu_source_new(const struct sp_offcpu_opts *o)
 	s->finish = offcpu_finish;
 	s->describe = offcpu_describe;
 	s->free = offcpu_free;
+	s->remap = offcpu_remap;
 	setup_attr(c);
 	/* Can we? Try on ourselves. */
 	c->attr.disabled = 1;

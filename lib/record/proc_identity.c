@@ -3,7 +3,8 @@
  * A process record's identity, from what the kernel said at its fork or
  * exec (bpf_ident.c) or else /proc (procfs.h), and its cgroup path; a
  * thread record's tid in its namespace, from the same two sources
- * (cgroup.h). The start time read is checked against the record's time so
+ * (cgroup.h). The cgroup paths of the kernel's ids are kept, bounded, for
+ * the next process that starts in the same cgroup. The start time read is checked against the record's time so
  * that a pid reused before its record was written lends it nothing.
  */
 #include <string.h>
@@ -53,6 +54,37 @@ static void none(uint32_t pid, struct sp_process *rec, bool reused)
 	warned = true;
 }
 
+int sp_cgroup_paths_get(struct sp_cgroup_paths *c, uint64_t id, char *buf, size_t size)
+{
+	uint64_t *v = sp_u64map_get(&c->idx, id);
+	const char *p;
+	size_t len;
+
+	if (v) {
+		p = (const char *)(uintptr_t)*v;
+		len = strlen(p);
+		if (len >= size)
+			return -1;
+		memcpy(buf, p, len + 1);
+		return 0;
+	}
+	if (sp_cgroup_path_by_id(id, buf, size))
+		return -1;	/* not kept: it may come (a container starting) */
+	if (c->idx.n >= c->max) {
+		sp_u64map_release(&c->idx);
+		sp_arena_reset(&c->strs);
+	}
+	p = sp_arena_copy(&c->strs, buf, strlen(buf));
+	sp_u64map_put(&c->idx, id, (uint64_t)(uintptr_t)p);
+	return 0;
+}
+
+void sp_cgroup_paths_release(struct sp_cgroup_paths *c)
+{
+	sp_u64map_release(&c->idx);
+	sp_arena_release(&c->strs);
+}
+
 /* The cgroup path and the container it names. */
 static void put_cgroup(struct sp_writer *w, const char *cgroup, struct sp_process *rec)
 {
@@ -77,6 +109,8 @@ static void put_cgroup(struct sp_writer *w, const char *cgroup, struct sp_proces
 static int from_kernel(struct sp_writer *w, struct sp_ident_bpf *kb, uint32_t pid,
 		       uint64_t time, uint64_t tick, struct sp_process *rec)
 {
+	/* the perf source's thread only: one for the recording */
+	static struct sp_cgroup_paths paths = SP_CGROUP_PATHS_INIT(SP_PROC_CGROUP_PATHS);
 	char cgroup[SP_PROC_CGROUP_MAX + 1];
 	struct sp_bpf_ident k;
 
@@ -90,8 +124,9 @@ static int from_kernel(struct sp_writer *w, struct sp_ident_bpf *kb, uint32_t pi
 	rec->mnt_ns = k.mnt_ns;
 	rec->net_ns = k.net_ns;
 	rec->cgroup_ns = k.cgroup_ns;
-	/* A cgroup removed since (a finished `podman exec`'s) has no path. */
-	if (sp_cgroup_path_by_id(k.cgroup_id, cgroup, sizeof(cgroup)) == 0)
+	/* A cgroup removed since (a finished `podman exec`'s) has no path,
+	 * unless a process before this one had it read. */
+	if (sp_cgroup_paths_get(&paths, k.cgroup_id, cgroup, sizeof(cgroup)) == 0)
 		put_cgroup(w, cgroup, rec);
 	return 1;
 }

@@ -11,8 +11,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arena.h"
+#include "hashmap.h"
 #include "record.h"
 #include "writer.h"
+
+#define SP_PROC_CGROUP_PATHS 512	/* cgroup paths kept for process records */
 
 struct sp_bpf_ident;
 struct sp_bpf_thread;
@@ -30,12 +34,33 @@ int sp_ident_bpf_thread(struct sp_ident_bpf *kb, uint32_t tid, struct sp_bpf_thr
 void sp_ident_bpf_free(struct sp_ident_bpf *kb);
 
 /*
+ * The cgroup v2 paths of cgroup ids, each read once (sp_cgroup_path_by_id():
+ * three system calls) for all the processes that start in that cgroup: at
+ * most max of them kept, all forgotten when one more comes. A cgroup id
+ * names one cgroup for as long as the machine runs, so a path kept is the
+ * one its cgroup had when read: one removed since keeps it, and so does
+ * one renamed since (cgroup v2 allows it within the parent, which no
+ * manager of containers or services does).
+ */
+struct sp_cgroup_paths {
+	struct sp_u64map idx;	/* cgroup id -> its path (char *) in strs */
+	struct sp_arena strs;
+	unsigned int max;
+};
+#define SP_CGROUP_PATHS_INIT(n) { .strs = SP_ARENA_INIT(16 << 10), .max = (n) }
+/* id's path into buf (size bytes). 0, or -1: no such cgroup now, no cgroup
+ * v2 mount, or a path longer than size (as sp_cgroup_path_by_id()). */
+int sp_cgroup_paths_get(struct sp_cgroup_paths *c, uint64_t id, char *buf, size_t size);
+void sp_cgroup_paths_release(struct sp_cgroup_paths *c);
+
+/*
  * Fill rec's identity for pid as of time (the record's time, CLOCK_MONOTONIC
  * ns): from kb's entry for pid when there is one (kb may be NULL), else
  * from /proc. A process that is gone with no entry, or whose pid already
  * names a process started after time (a reuse), gets none: rec->flags has
  * SP_PROC_NO_IDENTITY; a reuse is warned of once, a process gone only said
- * with -v. 0 or -1.
+ * with -v. The kernel's cgroup ids are turned into paths through a cache
+ * of SP_PROC_CGROUP_PATHS (sp_cgroup_paths). 0 or -1.
  */
 int sp_proc_identity_fill(struct sp_writer *w, struct sp_ident_bpf *kb, uint32_t pid,
 			  uint64_t time, struct sp_process *rec);

@@ -2,8 +2,10 @@
 /*
  * Unit tests of lib/record/perf_offcpu.c: its options, and (as root) a real
  * recording of a forked child that blocks three times for 60 ms in a known
- * function, whose return address the child reports itself. Without
- * permission for kernel samples the recording is skipped.
+ * function, whose return address the child reports itself, and of one
+ * whose waits come before and after a compaction of the id space (the
+ * modules its frames name, renumbered). Without permission for kernel
+ * samples the recordings are skipped.
  */
 #include <errno.h>
 #include <signal.h>
@@ -11,12 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "perf_offcpu.h"
+#include "procfs.h"
+#include "segments.h"
 #include "sp.h"
+#include "stream/schema.h"
 #include "tap.h"
 #include "writer.h"
 
@@ -191,6 +197,186 @@ static void test_perf_offcpu_system_wide(void)
 	records_waits(true);
 }
 
+/* ---- a compaction between two waits ---- */
+
+struct crig {
+	struct sp_writer *w;
+	struct sp_segments *segs;
+	uint32_t pid;
+	uint64_t ret;		/* the return address into blocked_here */
+	const char *path;	/* of the module that holds it */
+	unsigned int waits, resolved;
+};
+
+static int crig_tee(void *ctx, const struct sp_record *r)
+{
+	return sp_segments_put(((struct crig *)ctx)->segs, r);
+}
+
+/* A wait of the child, checked when it is emitted, in the ids of then:
+ * its frame in blocked_here names the module of the test's executable. */
+static int crig_emit(void *ctx, const struct sp_record *r)
+{
+	struct crig *g = ctx;
+	const struct sp_defs *d = sp_writer_defs(g->w);
+	uint64_t fr[512];
+	int n, i;
+
+	if (r->kind == SP_REC_SAMPLE && r->sample.kind == SP_SAMPLE_OFFCPU &&
+	    r->sample.tid == g->pid) {
+		g->waits++;
+		n = sp_defs_stack_frames(d, r->sample.stack, fr, 512);
+		for (i = 0; i < n && i < 512; i++) {
+			const struct sp_frame *f = sp_defs_frame(d, fr[i]);
+			const struct sp_module *m = f ? sp_defs_module(d, f->module) : NULL;
+
+			if (f && f->addr == g->ret && m && m->pid == g->pid &&
+			    !strcmp(sp_defs_strz(d, m->path), g->path)) {
+				g->resolved++;
+				break;
+			}
+		}
+	}
+	return sp_writer_put(g->w, r);
+}
+
+static uint64_t remap_id(void *ctx, unsigned int ref, uint64_t id)
+{
+	return sp_segments_remap(ctx, ref, id);
+}
+
+struct own_map {
+	uint64_t addr;
+	struct sp_proc_map m;
+	char path[4096];
+};
+
+static int find_map(void *ctx, const struct sp_proc_map *m)
+{
+	struct own_map *o = ctx;
+
+	if (o->addr >= m->start && o->addr < m->end && m->path) {
+		o->m = *m;
+		snprintf(o->path, sizeof(o->path), "%s", m->path);
+	}
+	return 0;
+}
+
+static void put_module(struct crig *g, uint32_t pid, const struct sp_proc_map *pm,
+		       const char *path)
+{
+	struct sp_record r = { .kind = SP_REC_PROCESS };
+
+	r.process.time = 1;
+	r.process.pid = pid;
+	r.process.comm = sp_writer_strz(g->w, "offcpu");
+	CHECK(!sp_writer_put(g->w, &r));
+	r = (struct sp_record){ .kind = SP_REC_MODULE };
+	r.module.pid = pid;
+	r.module.start = pm->start;
+	r.module.end = pm->end;
+	r.module.pgoff = pm->pgoff;
+	r.module.path = sp_writer_strz(g->w, path);
+	CHECK(!sp_writer_put(g->w, &r));
+}
+
+static void wait_for(struct sp_source *s, struct sp_emit *em, struct crig *g, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < 200 && g->waits < n; i++) {
+		usleep(10000);
+		CHECK(s->poll(s, em) >= 0);
+	}
+}
+
+/*
+ * The child's module is defined after one of a process that ended; a
+ * compaction between its two waits drops that one and renumbers its own:
+ * the second wait's frames name it under its new id, and the source does
+ * not define the dropped one again.
+ */
+static void test_perf_offcpu_compaction(void)
+{
+	struct sp_offcpu_opts o = { .enabled = true, .min_ns = 20000000, .kernel_frames = true,
+				    .call_graph = SP_CG_DWARF };
+	struct sp_record r = { .kind = SP_REC_HEADER };
+	struct own_map own = { .addr = (uint64_t)(uintptr_t)blocked_here };
+	struct crig g = { 0 };
+	struct sp_remap m;
+	struct sp_target t = { 0 };
+	struct sp_source *s;
+	struct sp_emit em;
+	int go[2], rp[2], fd, status;
+	uint32_t pid;
+
+	CHECK(sp_procfs_maps(getpid(), find_map, &own) == 0 && own.path[0]);
+	s = sp_offcpu_source_new(&o);
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	fd = memfd_create("offcpu", 0);
+	g.w = sp_writer_new_tee("master", crig_tee, &g);
+	g.segs = sp_segments_new(sp_writer_defs(g.w));
+	g.path = own.path;
+	r.header.version = 1;
+	r.header.clock = SP_CLOCK_MONOTONIC;
+	CHECK(!sp_writer_put(g.w, &r));
+	CHECK(sp_segments_start(g.segs, fd, "offcpu", 1, 1) == 0);
+	put_module(&g, 4000000, &own.m, "/usr/lib/ended-long-ago");
+	r = (struct sp_record){ .kind = SP_REC_PROCESS_END };
+	r.process_end.time = 2;
+	r.process_end.pid = 4000000;
+	CHECK(!sp_writer_put(g.w, &r));
+	em = (struct sp_emit){ g.w, crig_emit, &g };
+	CHECK(!pipe(go) && !pipe(rp));
+	pid = fork();
+	if (pid == 0) {
+		char c;
+
+		close(go[1]);
+		close(rp[0]);
+		ret_pipe = rp[1];
+		while (read(go[0], &c, 1) == 1)
+			blocked_here(60);
+		_exit(0);
+	}
+	close(go[0]);
+	close(rp[1]);
+	g.pid = pid;
+	put_module(&g, pid, &own.m, own.path);
+	t.pids = &pid;
+	t.npids = 1;
+	CHECK(!s->start(s, &t, &em));
+	CHECK(write(go[1], "x", 1) == 1);
+	CHECK(read(rp[0], &g.ret, sizeof(g.ret)) == sizeof(g.ret));
+	wait_for(s, &em, &g, 1);
+	CHECK_EQ_U(g.resolved, 1);
+
+	CHECK(sp_segments_compact_begin(g.segs, sp_writer_defs(g.w)) == 0);
+	m = (struct sp_remap){ remap_id, g.segs };
+	CHECK(s->remap != NULL);
+	if (s->remap)
+		s->remap(s, &m);
+	sp_segments_compact_end(g.segs);
+	/* the child's module only: the ended one is gone for good */
+	CHECK_EQ_U(sp_defs_nmodules(sp_writer_defs(g.w)), 1);
+
+	CHECK(write(go[1], "x", 1) == 1);
+	wait_for(s, &em, &g, 2);
+	close(go[1]);
+	waitpid(pid, &status, 0);
+	CHECK(s->finish(s, &em) == 0);
+	CHECK_EQ_U(g.waits, 2);
+	CHECK_EQ_U(g.resolved, 2);
+	CHECK_EQ_U(sp_defs_nmodules(sp_writer_defs(g.w)), 1);
+	s->free(s);
+	sp_segments_free(g.segs);
+	sp_writer_close(g.w);
+	close(rp[0]);
+	close(fd);
+}
+
 int main(void)
 {
 	struct sp_offcpu_opts o = { .enabled = true };
@@ -202,10 +388,13 @@ int main(void)
 		probe->free(probe);
 		TAP_RUN(test_perf_offcpu_records_waits);
 		TAP_RUN(test_perf_offcpu_system_wide);
+		TAP_RUN(test_perf_offcpu_compaction);
 	} else {
 		TAP_SKIP(test_perf_offcpu_records_waits,
 			 "no permission for kernel samples of context switches");
 		TAP_SKIP(test_perf_offcpu_system_wide,
+			 "no permission for kernel samples of context switches");
+		TAP_SKIP(test_perf_offcpu_compaction,
 			 "no permission for kernel samples of context switches");
 	}
 	return TAP_DONE();

@@ -3,13 +3,17 @@
  * Unit tests of lib/record/proc_identity.c: a live process's identity goes
  * into its record, with its cgroup as a string; a record older than the
  * process its pid names now (a reuse) and a process gone get none and the
- * flag.
+ * flag; (as root) the cache of cgroup paths by id keeps the path of a
+ * cgroup removed since, and forgets all when full.
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup_filter.h"
 #include "record/proc_identity.h"
 #include "procfs.h"
 #include "sp.h"
@@ -66,10 +70,89 @@ static void test_proc_identity_gone(void)
 	sp_writer_close(w);
 }
 
+/* The cgroup v2 mount point, from /proc/mounts. 0 or -1. */
+static int cgroup2_mount(char *buf, size_t size)
+{
+	char dir[4096], type[64];
+	FILE *f = fopen("/proc/mounts", "r");
+	int rc = -1;
+
+	while (f && rc && fscanf(f, "%*s %4095s %63s %*[^\n]", dir, type) == 2)
+		if (!strcmp(type, "cgroup2") && strlen(dir) < size) {
+			snprintf(buf, size, "%s", dir);
+			rc = 0;
+		}
+	if (f)
+		fclose(f);
+	return rc;
+}
+
+/* A cgroup directory's id: its kernfs file handle, as the kernel's
+ * bpf_get_current_cgroup_id() gives it. 0 if none. */
+static uint64_t cgroup_id(const char *dir)
+{
+	struct {
+		struct file_handle fh;
+		uint64_t id;
+	} h = { .fh.handle_bytes = sizeof(uint64_t) };
+	uint64_t id = 0;
+	int mnt;
+
+	if (!name_to_handle_at(AT_FDCWD, dir, &h.fh, &mnt, 0) && h.fh.handle_bytes == sizeof(id))
+		memcpy(&id, h.fh.f_handle, sizeof(id));
+	return id;
+}
+
+static void test_proc_identity_cgroup_paths(void)
+{
+	struct sp_cgroup_paths c = SP_CGROUP_PATHS_INIT(2);
+	char mnt[4096], dir[3][4200], want[3][64], got[4200];
+	uint64_t id[3];
+	unsigned int i;
+
+	CHECK(cgroup2_mount(mnt, sizeof(mnt)) == 0);
+	for (i = 0; i < 3; i++) {
+		snprintf(want[i], sizeof(want[i]), "/sp-test-paths-%d-%u", (int)getpid(), i);
+		snprintf(dir[i], sizeof(dir[i]), "%s%s", mnt, want[i]);
+		CHECK(mkdir(dir[i], 0755) == 0);
+		id[i] = cgroup_id(dir[i]);
+		CHECK(id[i] != 0);
+	}
+	for (i = 0; i < 2; i++) {
+		CHECK(sp_cgroup_paths_get(&c, id[i], got, sizeof(got)) == 0);
+		CHECK_STR(got, want[i]);
+	}
+	/* removed: the kernel has no path for them now, the cache has */
+	for (i = 0; i < 2; i++) {
+		CHECK(rmdir(dir[i]) == 0);
+		CHECK(sp_cgroup_path_by_id(id[i], got, sizeof(got)) == -1);
+		got[0] = 0;
+		CHECK(sp_cgroup_paths_get(&c, id[i], got, sizeof(got)) == 0);
+		CHECK_STR(got, want[i]);
+	}
+	CHECK(sp_cgroup_paths_get(&c, id[0], got, 4) == -1);	/* too long for buf */
+	/* a third: the two kept are forgotten */
+	CHECK(sp_cgroup_paths_get(&c, id[2], got, sizeof(got)) == 0);
+	CHECK_STR(got, want[2]);
+	CHECK_EQ_U(c.idx.n, 1);
+	CHECK(sp_cgroup_paths_get(&c, id[0], got, sizeof(got)) == -1);
+	CHECK(rmdir(dir[2]) == 0);
+	CHECK(sp_cgroup_paths_get(&c, id[2], got, sizeof(got)) == 0);
+	CHECK_STR(got, want[2]);
+	CHECK(sp_cgroup_paths_get(&c, 0, got, sizeof(got)) == -1);
+	sp_cgroup_paths_release(&c);
+}
+
 int main(void)
 {
+	char mnt[4096];
+
 	TAP_RUN(test_proc_identity_live);
 	TAP_RUN(test_proc_identity_reused);
 	TAP_RUN(test_proc_identity_gone);
+	if (geteuid() == 0 && cgroup2_mount(mnt, sizeof(mnt)) == 0)
+		TAP_RUN(test_proc_identity_cgroup_paths);
+	else
+		TAP_SKIP(test_proc_identity_cgroup_paths, "needs root and a cgroup v2 mount");
 	return TAP_DONE();
 }
