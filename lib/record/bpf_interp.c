@@ -5,9 +5,10 @@
  * traced command's children inherit carry it too; with --no-samples there
  * is none, and the sample walk is not even loaded), to --off-cpu's
  * context-switch events and, while kernel events
- * are recorded, to the entry of the system calls that make them; its maps
- * of processes and layouts, and its ring buffer of stacks handed to
- * interp.c.
+ * are recorded, to the entry of the system calls that make them, and to
+ * the scheduler's fork, exec and exit tracepoints (its map of processes
+ * follows them); its maps of processes and layouts, and its ring buffer of
+ * stacks handed to interp.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 struct sp_interp_bpf {
 	struct sp_interp *skel;
 	struct bpf_link *ev_link;	/* on_event, at the entry of system calls */
+	struct bpf_link *task_links[3];	/* on_task_*: "procs" follows tasks */
 	unsigned int uses;		/* SP_INTERP_USE_*: which programs were loaded */
 	struct ring_buffer *rb;
 	sp_interp_stack_fn fn;
@@ -68,6 +70,27 @@ static int fill_walkers(struct sp_interp_bpf *b)
 			return -1;
 	}
 	return 0;
+}
+
+/* "procs" follows forks, execs and ends in the kernel (interp.bpf.c):
+ * without it, a forked child waits for user space to read its fork. */
+static void follow_tasks(struct sp_interp_bpf *b)
+{
+	struct bpf_program *progs[3] = {
+		b->skel->progs.on_task_fork, b->skel->progs.on_task_exec,
+		b->skel->progs.on_task_exit,
+	};
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		b->task_links[i] = bpf_program__attach(progs[i]);
+		if (!b->task_links[i]) {
+			sp_warn("interpreted frames: cannot follow forks in the kernel: %s; "
+				"a forked child's first calls and samples have no interpreted "
+				"stack", strerror(errno));
+			return;
+		}
+	}
 }
 
 struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsigned int uses)
@@ -118,6 +141,7 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsig
 			strerror(err));
 		goto fail;
 	}
+	follow_tasks(b);
 	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.stacks), on_stack, b, NULL);
 	if (!b->rb) {
 		sp_warn("interpreted frames: ring_buffer__new: %s; native stacks only",
@@ -205,9 +229,13 @@ uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b)
 
 void sp_interp_bpf_close(struct sp_interp_bpf *b)
 {
+	size_t i;
+
 	if (!b)
 		return;
 	bpf_link__destroy(b->ev_link);
+	for (i = 0; i < 3; i++)
+		bpf_link__destroy(b->task_links[i]);
 	ring_buffer__free(b->rb);
 	sp_interp__destroy(b->skel);
 	free(b);

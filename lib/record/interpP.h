@@ -301,7 +301,8 @@ uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, 
 void sp_interp_proc_calls(uint64_t *bits, size_t nbits);
 /* A fork event of thread tid of pid at time: the stack at the entry of
  * the clone, fork or vfork that made it, as sp_interp_event_stack() gives
- * it. A new process's (not a thread's) is kept for child's exec. */
+ * it. A new process (not a thread) is followed from here on, as by
+ * sp_interp_on_fork(), and its fork's stack kept for its exec. */
 uint64_t sp_interp_fork_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
 			      uint32_t tid, uint64_t time, uint32_t child, bool thread);
 /* An exec event of pid, made by its thread tid (the exec's old_pid) at
