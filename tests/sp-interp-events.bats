@@ -361,9 +361,10 @@ assert_exact() {
 PYFORK=$BATS_TEST_DIRNAME/fixtures/python/ev_forked.py
 RBFORK=$BATS_TEST_DIRNAME/fixtures/ruby/ev_forked.rb
 
-# "owner<TAB>what" for each of the ev-*.txt opens of process $1 and of
-# the children it forked (a fork recorded): the method of the span
-# sp-correlate gave it ("-" when none), the file's name. With -p, only those from $SKIP_MS ms after the first with a stack.
+# "owner<TAB>what" for each of the ev-*.txt opens and each exit of process
+# $1 and of the children it forked (a fork recorded): the method of the
+# span sp-correlate gave it ("-" when none), the file's name or "exit
+# CODE". With -p, only those from $SKIP_MS ms after the first with a stack.
 forked() {
 	sp-correlate --format=json "$OUT" 2>/dev/null | jq -r -s --argjson pid "$1" \
 		--arg skip "${SKIP_MS:-0}" '
@@ -372,7 +373,8 @@ forked() {
 		| [.[] | select(.type == "event" and .event == "proc_fork" and .pid == $pid and
 				.flags == 0) | .child_pid] as $kids
 		| [.[] | select(.type == "event") | select(.pid as $p | $p == $pid or any($kids[]; . == $p))
-		   | select((.path // "") | test("/ev-(fork|mp|parent|done)\\.txt$"))] | sort_by(.time)
+		   | select(((.path // "") | test("/ev-(fork|mp|parent|done)\\.txt$")) or
+			    (.event == "proc_exit" and .thread == 0))] | sort_by(.time)
 		| ((map(select(.stack != null)) | first | .time // 0) + ($skip | tonumber) * 1000000) as $from
 		| .[] | select(.time >= $from)
 		| [$m[(.span // 0) | tostring] // "-",
@@ -405,18 +407,19 @@ assert_forked() {
 # The program's own functions; multiprocessing's child ends in
 # Popen._launch (/usr/lib/python3.11/multiprocessing/popen_fork.py, its
 # os._exit after the target returned).
-PY_FORKED=("child_work	ev-fork.txt" "child_work	ev-mp.txt" "parent_work	ev-parent.txt")
+PY_FORKED=("child_work	ev-fork.txt" "child_work	ev-mp.txt" "parent_work	ev-parent.txt"
+	   "child_quit	exit 7" "Popen._launch	exit 0")
 # Kernel#exit! and File.read are C methods: passed over
-RB_FORKED=("Worker#run	ev-fork.txt" "Object#parent_work	ev-parent.txt")
+RB_FORKED=("Worker#run	ev-fork.txt" "Object#parent_work	ev-parent.txt" "Worker#quit	exit 7")
 
-@test "a Python command without spans: its forked children's events under their functions" {
+@test "a Python command without spans: its forked children's events and exits under their functions" {
 	need $PY
 	for f in fork mp parent; do echo $f > "$D/ev-$f.txt"; done
 	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- $PY "$PYFORK" "$D" 6 0.2
 	[ "$status" = 3 ] || fail "status $status: $stderr"
 	pid=$(sp-decode "$OUT" | jq -s 'map(select(.type == "event" and .event == "proc_exec" and
 		(.argv | test("ev_forked")))) | first | .pid')
-	assert_forked 3 "$pid" "${PY_FORKED[@]}" "once:finish	ev-done.txt"
+	assert_forked 3 "$pid" "${PY_FORKED[@]}" "once:finish	ev-done.txt" "once:finish	exit 3"
 }
 
 @test "sp-record -p of a running Python without spans: the children it forks after, under their functions" {
@@ -431,14 +434,15 @@ RB_FORKED=("Worker#run	ev-fork.txt" "Object#parent_work	ev-parent.txt")
 	SKIP_MS=200 assert_forked 2 "$BG" "${PY_FORKED[@]}"
 }
 
-@test "a Ruby command without spans: its forked children's events under their methods" {
+@test "a Ruby command without spans: its forked children's events and exits under their methods" {
 	need $RB
 	for f in fork parent; do echo $f > "$D/ev-$f.txt"; done
 	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- $RB "$RBFORK" "$D" 6 0.2
 	[ "$status" = 3 ] || fail "status $status: $stderr"
 	pid=$(sp-decode "$OUT" | jq -s 'map(select(.type == "event" and .event == "proc_exec" and
 		(.argv | test("ev_forked")))) | first | .pid')
-	assert_forked 3 "$pid" "${RB_FORKED[@]}" "once:Object#finish	ev-done.txt"
+	assert_forked 3 "$pid" "${RB_FORKED[@]}" "once:Object#finish	ev-done.txt" \
+		"once:Object#finish	exit 3"
 }
 
 @test "sp-record -p of a running Ruby without spans: the children it forks after, under their methods" {

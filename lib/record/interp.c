@@ -1253,6 +1253,8 @@ static const int fork_calls[] = {
 #endif
 };
 static const int exec_calls[] = { __NR_execve, __NR_execveat };
+/* The calls that end a thread or its process (a proc_exit event). */
+static const int exit_calls[] = { __NR_exit, __NR_exit_group };
 
 #define NCALLS(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -1269,6 +1271,7 @@ void sp_interp_proc_calls(uint64_t *bits, size_t nbits)
 {
 	calls_set(bits, nbits, fork_calls, NCALLS(fork_calls));
 	calls_set(bits, nbits, exec_calls, NCALLS(exec_calls));
+	calls_set(bits, nbits, exit_calls, NCALLS(exit_calls));
 }
 
 static bool call_in(uint32_t nr, const int *calls, size_t n)
@@ -1322,21 +1325,29 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 	return sp_writer_stack_path(out->w, ids, f.n);
 }
 
-uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
-			       uint32_t tid, uint64_t time, uint32_t nr, bool dns)
+/* entry_stack() of a followed pid, counted */
+static uint64_t counted_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			      uint32_t tid, uint64_t time, const int *calls, size_t n, bool dns)
 {
 	struct iproc *pr = proc_find(ip, pid);
-	const int call = (int)nr;
 	uint64_t stack;
 
 	if (!pr)
 		return 0;
-	stack = entry_stack(ip, out, pr, tid, time, &call, 1, dns);
+	stack = entry_stack(ip, out, pr, tid, time, calls, n, dns);
 	if (stack)
 		ip->ev_stacks++;
 	else
 		ip->ev_none++;
 	return stack;
+}
+
+uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			       uint32_t tid, uint64_t time, uint32_t nr, bool dns)
+{
+	const int call = (int)nr;
+
+	return counted_stack(ip, out, pid, tid, time, &call, 1, dns);
 }
 
 uint64_t sp_interp_fork_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
@@ -1384,6 +1395,12 @@ uint64_t sp_interp_exec_stack(struct sp_interpreters *ip, struct sp_emit *out, u
 	else if (pr)
 		ip->ev_none++;
 	return stack;
+}
+
+uint64_t sp_interp_exit_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			      uint32_t tid, uint64_t time)
+{
+	return counted_stack(ip, out, pid, tid, time, exit_calls, NCALLS(exit_calls), false);
 }
 
 void sp_interp_proc_exit(struct sp_interpreters *ip, uint32_t pid)
