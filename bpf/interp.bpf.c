@@ -605,3 +605,44 @@ int on_event(struct bpf_raw_tracepoint_args *ctx)
 	walk_out(ctx, &ev_walkers, s, l, pr);
 	return 0;
 }
+
+/*
+ * A process's entry in "procs" follows it in the kernel, at once: a new
+ * process (not a thread) of a followed one takes its parent's entry (a
+ * fork runs what its parent ran, at the same addresses), so its first
+ * calls and samples are walked before user space reads the fork from
+ * perf's ring; an exec or the end of its last thread removes it (the new
+ * image's interpreter, if any, is registered from its mappings). User
+ * space still adds and removes entries as it learns of them: whichever
+ * comes first, the result is the same.
+ */
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(on_task_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = BPF_CORE_READ(parent, tgid), pid = BPF_CORE_READ(child, tgid);
+	struct sp_bpf_iproc *pr;
+
+	if (pid == ppid || !(pr = bpf_map_lookup_elem(&procs, &ppid)))
+		return 0;
+	bpf_map_update_elem(&procs, &pid, pr, BPF_ANY);	/* full: user space's turn */
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(on_task_exec, struct task_struct *p)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+
+	bpf_map_delete_elem(&procs, &pid);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(on_task_exit, struct task_struct *p)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+
+	if (BPF_CORE_READ(p, signal, live.counter) <= 0)	/* its last thread */
+		bpf_map_delete_elem(&procs, &pid);
+	return 0;
+}

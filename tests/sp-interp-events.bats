@@ -357,3 +357,102 @@ assert_exact() {
 	[ "$status" = 0 ] && [ "$(wc -l <<<"$output")" = 6 ] || fail "--interp=none: $output"
 	! grep -E 'load_config|write_report|ping' <<<"$output" || fail "--interp=none: under a method"
 }
+
+PYFORK=$BATS_TEST_DIRNAME/fixtures/python/ev_forked.py
+RBFORK=$BATS_TEST_DIRNAME/fixtures/ruby/ev_forked.rb
+
+# "owner<TAB>what" for each of the ev-*.txt opens and each exit of process
+# $1 and of the children it forked (a fork recorded): the method of the
+# span sp-correlate gave it ("-" when none), the file's name or "exit
+# CODE". With -p, only those from $SKIP_MS ms after the first with a stack.
+forked() {
+	sp-correlate --format=json "$OUT" 2>/dev/null | jq -r -s --argjson pid "$1" \
+		--arg skip "${SKIP_MS:-0}" '
+		(map(select(.type == "span")) | map({key: (.id | tostring),
+			value: (.method // "-")}) | from_entries) as $m
+		| [.[] | select(.type == "event" and .event == "proc_fork" and .pid == $pid and
+				.flags == 0) | .child_pid] as $kids
+		| [.[] | select(.type == "event") | select(.pid as $p | $p == $pid or any($kids[]; . == $p))
+		   | select(((.path // "") | test("/ev-(fork|mp|parent|done)\\.txt$")) or
+			    (.event == "proc_exit" and .thread == 0))] | sort_by(.time)
+		| ((map(select(.stack != null)) | first | .time // 0) + ($skip | tonumber) * 1000000) as $from
+		| .[] | select(.time >= $from)
+		| [$m[(.span // 0) | tostring] // "-",
+		   (if .event == "proc_exit" then "exit \(.code)" else (.path | sub(".*/"; "")) end)]
+		| @tsv'
+}
+
+# Each of "owner<TAB>what" $3... is among forked's lines of process $2 at
+# least $1 times (one written "once:owner<TAB>what" exactly once), and no
+# line is another one.
+assert_forked() {
+	local n=$1 pid=$2 o want k bad lines=()
+	shift 2
+	run forked "$pid"
+	[ "$status" = 0 ] || fail "sp-correlate | jq: $output"
+	o=$output
+	for want in "$@"; do
+		lines+=("-e${want#once:}")
+		k=$(grep -cxF "${want#once:}" <<<"$o" || true)
+		if [ "$want" != "${want#once:}" ]; then
+			[ "$k" = 1 ] || fail "$k x '${want#once:}' (want 1): $(sort <<<"$o" | uniq -c)"
+		else
+			[ "$k" -ge "$n" ] || fail "$k x '$want' (want >= $n): $(sort <<<"$o" | uniq -c)"
+		fi
+	done
+	bad=$(grep -vxF "${lines[@]}" <<<"$o" || true)
+	[ -z "$bad" ] || fail "events under another method: $(sort <<<"$bad" | uniq -c)"
+}
+
+# The program's own functions; multiprocessing's child ends in
+# Popen._launch (/usr/lib/python3.11/multiprocessing/popen_fork.py, its
+# os._exit after the target returned).
+PY_FORKED=("child_work	ev-fork.txt" "child_work	ev-mp.txt" "parent_work	ev-parent.txt"
+	   "child_quit	exit 7" "Popen._launch	exit 0")
+# Kernel#exit! and File.read are C methods: passed over
+RB_FORKED=("Worker#run	ev-fork.txt" "Object#parent_work	ev-parent.txt" "Worker#quit	exit 7")
+
+@test "a Python command without spans: its forked children's events and exits under their functions" {
+	need $PY
+	for f in fork mp parent; do echo $f > "$D/ev-$f.txt"; done
+	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- $PY "$PYFORK" "$D" 6 0.2
+	[ "$status" = 3 ] || fail "status $status: $stderr"
+	pid=$(sp-decode "$OUT" | jq -s 'map(select(.type == "event" and .event == "proc_exec" and
+		(.argv | test("ev_forked")))) | first | .pid')
+	assert_forked 3 "$pid" "${PY_FORKED[@]}" "once:finish	ev-done.txt" "once:finish	exit 3"
+}
+
+@test "sp-record -p of a running Python without spans: the children it forks after, under their functions" {
+	need $PY
+	for f in fork mp parent; do echo $f > "$D/ev-$f.txt"; done
+	$PY "$PYFORK" "$D" 0 0.3 "$D/ready" &
+	BG=$!
+	for _ in $(seq 100); do [ -e "$D/ready" ] && break; sleep 0.1; done
+	[ -e "$D/ready" ] || fail "the program did not start"
+	run --separate-stderr timeout 60 sp-record --spans=none -p "$BG" -d 2 -o "$OUT"
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	SKIP_MS=200 assert_forked 2 "$BG" "${PY_FORKED[@]}"
+}
+
+@test "a Ruby command without spans: its forked children's events and exits under their methods" {
+	need $RB
+	for f in fork parent; do echo $f > "$D/ev-$f.txt"; done
+	run --separate-stderr timeout 120 sp-record --spans=none -o "$OUT" -- $RB "$RBFORK" "$D" 6 0.2
+	[ "$status" = 3 ] || fail "status $status: $stderr"
+	pid=$(sp-decode "$OUT" | jq -s 'map(select(.type == "event" and .event == "proc_exec" and
+		(.argv | test("ev_forked")))) | first | .pid')
+	assert_forked 3 "$pid" "${RB_FORKED[@]}" "once:Object#finish	ev-done.txt" \
+		"once:Object#finish	exit 3"
+}
+
+@test "sp-record -p of a running Ruby without spans: the children it forks after, under their methods" {
+	need $RB
+	for f in fork parent; do echo $f > "$D/ev-$f.txt"; done
+	$RB "$RBFORK" "$D" 0 0.3 "$D/ready" &
+	BG=$!
+	for _ in $(seq 100); do [ -e "$D/ready" ] && break; sleep 0.1; done
+	[ -e "$D/ready" ] || fail "the program did not start"
+	run --separate-stderr timeout 60 sp-record --spans=none -p "$BG" -d 2 -o "$OUT"
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	SKIP_MS=200 assert_forked 2 "$BG" "${RB_FORKED[@]}"
+}

@@ -612,6 +612,8 @@ static uint64_t event_stack(struct ev_priv *p, const struct sp_bpf_ev *e,
 	if (ev->kind == SP_EV_PROC_EXEC)	/* made by its old tid */
 		return sp_interp_exec_stack(ip, p->out, e->pid, (uint32_t)ev->field[3].u,
 					    e->time_ns);
+	if (ev->kind == SP_EV_PROC_EXIT && !ev->field[1].u)	/* a signal's: no call */
+		return sp_interp_exit_stack(ip, p->out, e->pid, e->tid, e->time_ns);
 	return 0;
 }
 
@@ -655,9 +657,9 @@ int sp_ev_on_record(void *ctx, void *data, size_t size)
 			ev->field[ev->nfields - 1].u = stack;
 		else
 			ev->nfields--;
-	} else if (ev->kind == SP_EV_PROC_EXIT && !ev->field[2].u && sp_interp_current()) {
-		sp_interp_proc_exit(sp_interp_current(), e->pid);
 	}
+	if (ev->kind == SP_EV_PROC_EXIT && !ev->field[2].u && sp_interp_current())
+		sp_interp_proc_exit(sp_interp_current(), e->pid);
 	if (p->out->emit(p->out->ctx, &rec)) {
 		p->err = -1;
 		return -1;

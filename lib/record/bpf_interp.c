@@ -7,9 +7,9 @@
  * context-switch events and, while kernel events
  * are recorded, to the entry of the system calls that make them (from the
  * first Python or Ruby found on: until then no system call of the machine
- * pays for it); its maps
- * of processes and layouts, and its ring buffer of stacks handed to
- * interp.c.
+ * pays for it), and to the scheduler's fork, exec and exit tracepoints (its
+ * map of processes follows them); its maps of processes and layouts, and
+ * its ring buffer of stacks handed to interp.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,6 +30,7 @@ struct sp_interp_bpf {
 	bool ev_wanted;			/* kernel events are recorded: attach it */
 	bool ev_failed;			/* its attach failed (said once) */
 	bool have_procs;		/* a process was put in the procs map */
+	struct bpf_link *task_links[3];	/* on_task_*: "procs" follows tasks */
 	unsigned int uses;		/* SP_INTERP_USE_*: which programs were loaded */
 	struct ring_buffer *rb;
 	sp_interp_stack_fn fn;
@@ -73,6 +74,27 @@ static int fill_walkers(struct sp_interp_bpf *b)
 			return -1;
 	}
 	return 0;
+}
+
+/* "procs" follows forks, execs and ends in the kernel (interp.bpf.c):
+ * without it, a forked child waits for user space to read its fork. */
+static void follow_tasks(struct sp_interp_bpf *b)
+{
+	struct bpf_program *progs[3] = {
+		b->skel->progs.on_task_fork, b->skel->progs.on_task_exec,
+		b->skel->progs.on_task_exit,
+	};
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		b->task_links[i] = bpf_program__attach(progs[i]);
+		if (!b->task_links[i]) {
+			sp_warn("interpreted frames: cannot follow forks in the kernel: %s; "
+				"a forked child's first calls and samples have no interpreted "
+				"stack", strerror(errno));
+			return;
+		}
+	}
 }
 
 struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsigned int uses)
@@ -123,6 +145,7 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsig
 			strerror(err));
 		goto fail;
 	}
+	follow_tasks(b);
 	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.stacks), on_stack, b, NULL);
 	if (!b->rb) {
 		sp_warn("interpreted frames: ring_buffer__new: %s; native stacks only",
@@ -226,9 +249,13 @@ uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b)
 
 void sp_interp_bpf_close(struct sp_interp_bpf *b)
 {
+	size_t i;
+
 	if (!b)
 		return;
 	bpf_link__destroy(b->ev_link);
+	for (i = 0; i < 3; i++)
+		bpf_link__destroy(b->task_links[i]);
 	ring_buffer__free(b->rb);
 	sp_interp__destroy(b->skel);
 	free(b);

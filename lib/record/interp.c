@@ -122,6 +122,7 @@ struct iproc {
 	uint64_t runtime, code_type, eval_start, eval_end, eval2_start, eval2_end;
 	uint64_t symbols;	/* Ruby: ruby_global_symbols, 0 if unknown */
 	uint64_t since;		/* time of the mapping (or fork) it was found at */
+	uint32_t parent;	/* a forked child's followed parent, 0 once it ended */
 	bool announced;		/* its runtime record is written */
 	bool checked;		/* a code object decoded: the layout fits */
 	unsigned int misfits;	/* code objects that did not decode before that */
@@ -175,6 +176,25 @@ static int read_proc(void *ctx, uint64_t addr, void *buf, size_t len)
 	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
 
 	return process_vm_readv((pid_t)pr->pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+/*
+ * A code object's or a method entry's bytes: a forked child's that can no
+ * longer be read (it exited right after the call whose stack names them:
+ * os._exit, exit!) from its parent, which had the same objects at the same
+ * addresses at the fork. The callers' checks (a code object's first line
+ * and name, an iseq's size and body, a method entry's type) refuse one the
+ * parent freed or changed since.
+ */
+static int read_obj(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct iproc *pr = ctx;
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
+
+	if (!read_proc(ctx, addr, buf, len))
+		return 0;
+	return pr->parent &&
+	       process_vm_readv((pid_t)pr->parent, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -1;
 }
 
 /* ---- the interpreter's ELF file ---- */
@@ -599,6 +619,7 @@ void sp_interp_on_fork(struct sp_interpreters *ip, uint32_t ppid, uint32_t pid, 
 	pr = sp_xcalloc(1, sizeof(*pr));
 	*pr = *parent;
 	pr->pid = pid;
+	pr->parent = ppid;
 	pr->since = time;
 	pr->announced = true;	/* a fork runs what its parent ran */
 	memset(&pr->codes, 0, sizeof(pr->codes));
@@ -684,6 +705,9 @@ void sp_interp_on_end(struct sp_interpreters *ip, uint32_t pid, uint64_t time)
 	sp_u64map_del(&ip->procs, pid);
 	codes_clear(pr);
 	free(pr);
+	for (i = 0; sp_u64map_next(&ip->procs, &i, &k, &v);)	/* its pid may be reused */
+		if (((struct iproc *)(uintptr_t)v)->parent == pid)
+			((struct iproc *)(uintptr_t)v)->parent = 0;
 	evs_drop_pid(ip, pid);
 	/* its threads' stacks that no sample took */
 	for (;;) {
@@ -877,7 +901,7 @@ static uint64_t placeholder(struct sp_interpreters *ip, struct sp_emit *out,
 static int code_read_py(struct sp_emit *out, struct iproc *pr, const struct sp_bpf_iframe *fr,
 			struct code_ent *c, const char **why)
 {
-	const struct sp_interp_mem m = { read_proc, pr };
+	const struct sp_interp_mem m = { read_obj, pr };
 	struct sp_py_code pc;
 
 	if (sp_py_code_read(pr->l, &m, fr->code, pr->code_type, &pc, why))
@@ -897,7 +921,7 @@ static int code_read_py(struct sp_emit *out, struct iproc *pr, const struct sp_b
 static int code_read_rb(struct sp_emit *out, struct iproc *pr, const struct sp_bpf_iframe *fr,
 			struct code_ent *c, const char **why)
 {
-	const struct sp_interp_mem m = { read_proc, pr };
+	const struct sp_interp_mem m = { read_obj, pr };
 	struct sp_rb_iseq q;
 
 	if (sp_rb_iseq_read(pr->l, &m, fr->code, &q, why))
@@ -916,7 +940,7 @@ static int code_read_rb(struct sp_emit *out, struct iproc *pr, const struct sp_b
 /* Ruby: the method entry at addr, read once (NULL: none, or unreadable). */
 static const struct me_ent *me_get(struct sp_emit *out, struct iproc *pr, uint64_t addr)
 {
-	const struct sp_interp_mem m = { read_proc, pr };
+	const struct sp_interp_mem m = { read_obj, pr };
 	uint64_t *v = sp_u64map_get(&pr->mes, addr);
 	struct me_ent *e;
 	const char *why;
@@ -1229,6 +1253,8 @@ static const int fork_calls[] = {
 #endif
 };
 static const int exec_calls[] = { __NR_execve, __NR_execveat };
+/* The calls that end a thread or its process (a proc_exit event). */
+static const int exit_calls[] = { __NR_exit, __NR_exit_group };
 
 #define NCALLS(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -1245,6 +1271,7 @@ void sp_interp_proc_calls(uint64_t *bits, size_t nbits)
 {
 	calls_set(bits, nbits, fork_calls, NCALLS(fork_calls));
 	calls_set(bits, nbits, exec_calls, NCALLS(exec_calls));
+	calls_set(bits, nbits, exit_calls, NCALLS(exit_calls));
 }
 
 static bool call_in(uint32_t nr, const int *calls, size_t n)
@@ -1298,21 +1325,29 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 	return sp_writer_stack_path(out->w, ids, f.n);
 }
 
-uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
-			       uint32_t tid, uint64_t time, uint32_t nr, bool dns)
+/* entry_stack() of a followed pid, counted */
+static uint64_t counted_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			      uint32_t tid, uint64_t time, const int *calls, size_t n, bool dns)
 {
 	struct iproc *pr = proc_find(ip, pid);
-	const int call = (int)nr;
 	uint64_t stack;
 
 	if (!pr)
 		return 0;
-	stack = entry_stack(ip, out, pr, tid, time, &call, 1, dns);
+	stack = entry_stack(ip, out, pr, tid, time, calls, n, dns);
 	if (stack)
 		ip->ev_stacks++;
 	else
 		ip->ev_none++;
 	return stack;
+}
+
+uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			       uint32_t tid, uint64_t time, uint32_t nr, bool dns)
+{
+	const int call = (int)nr;
+
+	return counted_stack(ip, out, pid, tid, time, &call, 1, dns);
 }
 
 uint64_t sp_interp_fork_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
@@ -1323,6 +1358,10 @@ uint64_t sp_interp_fork_stack(struct sp_interpreters *ip, struct sp_emit *out, u
 
 	if (!pr)
 		return 0;
+	/* the child's own events come after this one, in the same ring: it is
+	 * followed from here if perf's record of the fork is not read yet */
+	if (!thread && child != pid)
+		sp_interp_on_fork(ip, pid, child, time);
 	stack = entry_stack(ip, out, pr, tid, time, fork_calls, NCALLS(fork_calls), false);
 	if (!stack) {
 		ip->ev_none++;
@@ -1356,6 +1395,12 @@ uint64_t sp_interp_exec_stack(struct sp_interpreters *ip, struct sp_emit *out, u
 	else if (pr)
 		ip->ev_none++;
 	return stack;
+}
+
+uint64_t sp_interp_exit_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			      uint32_t tid, uint64_t time)
+{
+	return counted_stack(ip, out, pid, tid, time, exit_calls, NCALLS(exit_calls), false);
 }
 
 void sp_interp_proc_exit(struct sp_interpreters *ip, uint32_t pid)

@@ -296,12 +296,14 @@ int sp_interp_events_on(struct sp_interpreters *ip);
  * process runs no known interpreter or the stack was not read. */
 uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
 			       uint32_t tid, uint64_t time, uint32_t nr, bool dns);
-/* The calls whose entry a fork or an exec event takes its stack from
- * (clone, clone3, fork, vfork; execve, execveat), set in bits (nbits). */
+/* The calls whose entry a fork, an exec or an exit event takes its stack
+ * from (clone, clone3, fork, vfork; execve, execveat; exit, exit_group),
+ * set in bits (nbits). */
 void sp_interp_proc_calls(uint64_t *bits, size_t nbits);
 /* A fork event of thread tid of pid at time: the stack at the entry of
  * the clone, fork or vfork that made it, as sp_interp_event_stack() gives
- * it. A new process's (not a thread's) is kept for child's exec. */
+ * it. A new process (not a thread) is followed from here on, as by
+ * sp_interp_on_fork(), and its fork's stack kept for its exec. */
 uint64_t sp_interp_fork_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
 			      uint32_t tid, uint64_t time, uint32_t child, bool thread);
 /* An exec event of pid, made by its thread tid (the exec's old_pid) at
@@ -309,6 +311,11 @@ uint64_t sp_interp_fork_stack(struct sp_interpreters *ip, struct sp_emit *out, u
  * child, the one its fork carried (a child between fork and exec runs no
  * interpreted code of its own: subprocess, system, spawn). 0: none. */
 uint64_t sp_interp_exec_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
+			      uint32_t tid, uint64_t time);
+/* A proc_exit event of thread tid of pid at time, not by a signal: the
+ * stack at the entry of the exit or exit_group that ended it (0: none,
+ * as when another thread's exit_group ended it). */
+uint64_t sp_interp_exit_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
 			      uint32_t tid, uint64_t time);
 /* pid ended: a fork's stack kept for its exec goes. */
 void sp_interp_proc_exit(struct sp_interpreters *ip, uint32_t pid);
