@@ -224,17 +224,20 @@ static int crig_emit(void *ctx, const struct sp_record *r)
 
 	if (r->kind == SP_REC_SAMPLE && r->sample.kind == SP_SAMPLE_OFFCPU &&
 	    r->sample.tid == g->pid) {
-		g->waits++;
+		/* the waits in blocked_here (its return address on the stack);
+		 * under load the child also waits long in read() for the next
+		 * round, which is not one of them */
 		n = sp_defs_stack_frames(d, r->sample.stack, fr, 512);
 		for (i = 0; i < n && i < 512; i++) {
 			const struct sp_frame *f = sp_defs_frame(d, fr[i]);
 			const struct sp_module *m = f ? sp_defs_module(d, f->module) : NULL;
 
-			if (f && f->addr == g->ret && m && m->pid == g->pid &&
-			    !strcmp(sp_defs_strz(d, m->path), g->path)) {
+			if (!f || f->addr != g->ret)
+				continue;
+			g->waits++;
+			if (m && m->pid == g->pid && !strcmp(sp_defs_strz(d, m->path), g->path))
 				g->resolved++;
-				break;
-			}
+			break;
 		}
 	}
 	return sp_writer_put(g->w, r);
