@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -100,6 +101,7 @@ struct pend {
 /* A thread's stacks at the entry of its last calls, oldest first; the
  * first may be one an event took already (used). */
 struct evq {
+	uint32_t pid;		/* the process of its stacks */
 	unsigned int n;
 	size_t cap;
 	bool used;
@@ -123,6 +125,7 @@ struct iproc {
 	uint64_t symbols;	/* Ruby: ruby_global_symbols, 0 if unknown */
 	uint64_t since;		/* time of the mapping (or fork) it was found at */
 	uint32_t parent;	/* a forked child's followed parent, 0 once it ended */
+	unsigned int children;	/* followed processes whose parent it is */
 	bool announced;		/* its runtime record is written */
 	bool checked;		/* a code object decoded: the layout fits */
 	unsigned int misfits;	/* code objects that did not decode before that */
@@ -170,12 +173,20 @@ static const char *rt_name(unsigned int runtime)
 
 /* ---- memory of the process ---- */
 
-static int read_proc(void *ctx, uint64_t addr, void *buf, size_t len)
+/* len bytes at addr of process pid into buf (the caller's, of len bytes):
+ * 0, or -1 when any of them cannot be read (a short read is a failure). */
+static int read_pid(uint32_t pid, uint64_t addr, void *buf, size_t len)
 {
-	const struct iproc *pr = ctx;
 	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
 
-	return process_vm_readv((pid_t)pr->pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -1;
+	if (!pid || !len || len > SSIZE_MAX)
+		return -1;
+	return process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+static int read_proc(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	return read_pid(((const struct iproc *)ctx)->pid, addr, buf, len);
 }
 
 /*
@@ -189,12 +200,10 @@ static int read_proc(void *ctx, uint64_t addr, void *buf, size_t len)
 static int read_obj(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	const struct iproc *pr = ctx;
-	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
 
-	if (!read_proc(ctx, addr, buf, len))
+	if (!read_pid(pr->pid, addr, buf, len))
 		return 0;
-	return pr->parent &&
-	       process_vm_readv((pid_t)pr->parent, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -1;
+	return pr->parent ? read_pid(pr->parent, addr, buf, len) : -1;
 }
 
 /* ---- the interpreter's ELF file ---- */
@@ -517,7 +526,8 @@ static bool live_check(const struct iproc *pr)
 	return !m.read(m.ctx, ts + pr->l->ts_interp, &back, 8) && back == interp;
 }
 
-static void proc_add(struct sp_interpreters *ip, struct iproc *pr)
+/* Follow pr (the BPF program too): whether it is (else pr is freed). */
+static bool proc_add(struct sp_interpreters *ip, struct iproc *pr)
 {
 	struct sp_bpf_iproc v = { .runtime = pr->runtime, .layout = pr->row };
 
@@ -525,9 +535,10 @@ static void proc_add(struct sp_interpreters *ip, struct iproc *pr)
 		sp_warn("pid %u: cannot follow its %s stacks: %s", pr->pid, pr->l->name,
 			strerror(errno));
 		free(pr);
-		return;
+		return false;
 	}
 	sp_u64map_put(&ip->procs, pr->pid, (uintptr_t)pr);
+	return true;
 }
 
 static void unsupported(struct sp_interpreters *ip, uint32_t pid, const struct elf_info *e,
@@ -620,11 +631,13 @@ void sp_interp_on_fork(struct sp_interpreters *ip, uint32_t ppid, uint32_t pid, 
 	*pr = *parent;
 	pr->pid = pid;
 	pr->parent = ppid;
+	pr->children = 0;
 	pr->since = time;
 	pr->announced = true;	/* a fork runs what its parent ran */
 	memset(&pr->codes, 0, sizeof(pr->codes));
 	memset(&pr->mes, 0, sizeof(pr->mes));
-	proc_add(ip, pr);
+	if (proc_add(ip, pr))
+		parent->children++;	/* (proc_add() moves no iproc: parent stays valid) */
 }
 
 /* The n oldest stacks of q go. */
@@ -657,8 +670,9 @@ static void evq_drop(struct sp_interpreters *ip, struct evq *q, unsigned int n)
 
 	if (n > q->n)
 		n = q->n;
-	if (n)
-		q->used = false;
+	if (!n)
+		return;	/* (a queue that never held one has no array) */
+	q->used = false;
 	ip->nev -= n;
 	for (i = 0; i < n; i++)
 		free(q->p[i].f);
@@ -675,58 +689,77 @@ static void evq_free(struct sp_interpreters *ip, struct evq *q)
 	}
 }
 
-/* The stacks of pid's threads at their last calls go (it ended or exec'd). */
-static void evs_drop_pid(struct sp_interpreters *ip, uint32_t pid)
+/* Up to n keys of queues map (evs if ev, else tids) that hold pid's
+ * stacks into keys, from *it on: how many. */
+static size_t queue_keys(const struct sp_u64map *map, bool ev, uint32_t pid, size_t *it,
+			 uint64_t *keys, size_t n)
 {
-	uint64_t k, v, del[64];
-	size_t i, n;
+	uint64_t k, v;
+	size_t got = 0;
 
-	do {
-		i = n = 0;
-		while (n < 64 && sp_u64map_next(&ip->evs, &i, &k, &v))
-			if (((struct evq *)(uintptr_t)v)->p[0].h.pid == pid)
-				del[n++] = k;
-		for (i = 0; i < n; i++) {
-			evq_free(ip, (void *)(uintptr_t)*sp_u64map_get(&ip->evs, del[i]));
-			sp_u64map_del(&ip->evs, del[i]);
-		}
-	} while (n == 64);
+	while (got < n && sp_u64map_next(map, it, &k, &v))
+		if ((ev ? ((const struct evq *)(uintptr_t)v)->pid :
+		     ((const struct tidq *)(uintptr_t)v)->pid) == pid)
+			keys[got++] = k;
+	return got;
+}
+
+/* The queues of pid's threads go, with the stacks they hold, those waiting
+ * for their samples and those for their calls' events (pid ended, exec'd
+ * or is no longer followed): no later record of it can take them, and a
+ * reused tid must not. Keys are found a batch at a time, then deleted (a
+ * deletion moves other keys: an iteration does not survive it). */
+static void queues_drop_pid(struct sp_interpreters *ip, uint32_t pid)
+{
+	uint64_t keys[64];
+	size_t it, n, i;
+	int ev;
+
+	for (ev = 0; ev < 2; ev++) {
+		struct sp_u64map *map = ev ? &ip->evs : &ip->tids;
+
+		do {
+			it = 0;
+			n = queue_keys(map, ev, pid, &it, keys, 64);
+			for (i = 0; i < n; i++) {
+				void *q = (void *)(uintptr_t)*sp_u64map_get(map, keys[i]);
+
+				if (ev)
+					evq_free(ip, q);
+				else
+					tidq_free(ip, q);
+				sp_u64map_del(map, keys[i]);
+			}
+		} while (n == 64);
+	}
 }
 
 void sp_interp_on_end(struct sp_interpreters *ip, uint32_t pid, uint64_t time)
 {
-	struct iproc *pr = proc_find(ip, pid);
+	struct iproc *pr = proc_find(ip, pid), *parent;
 	uint64_t k, v;
-	size_t i = 0;
+	size_t i;
 
 	if (!pr || pr->since >= time)
 		return;	/* found after this end (records are peeked at early) */
 	sp_interp_bpf_proc_del(ip->bpf, pid);
 	sp_u64map_del(&ip->procs, pid);
+	if (pr->parent && (parent = proc_find(ip, pr->parent)) && parent->children)
+		parent->children--;
+	/* its children read from it no more (its pid may be reused): looked
+	 * for only when it has some, so that an end costs no walk of every
+	 * followed process */
+	for (i = 0; pr->children && sp_u64map_next(&ip->procs, &i, &k, &v);) {
+		struct iproc *c = (void *)(uintptr_t)v;
+
+		if (c->parent == pid) {
+			c->parent = 0;
+			pr->children--;
+		}
+	}
 	codes_clear(pr);
 	free(pr);
-	for (i = 0; sp_u64map_next(&ip->procs, &i, &k, &v);)	/* its pid may be reused */
-		if (((struct iproc *)(uintptr_t)v)->parent == pid)
-			((struct iproc *)(uintptr_t)v)->parent = 0;
-	evs_drop_pid(ip, pid);
-	/* its threads' stacks that no sample took */
-	for (;;) {
-		bool found = false;
-
-		i = 0;
-		while (sp_u64map_next(&ip->tids, &i, &k, &v)) {
-			struct tidq *q = (void *)(uintptr_t)v;
-
-			if (q->pid == pid) {
-				tidq_free(ip, q);
-				sp_u64map_del(&ip->tids, k);
-				found = true;
-				break;
-			}
-		}
-		if (!found)
-			break;
-	}
+	queues_drop_pid(ip, pid);
 }
 
 bool sp_interp_is_eval(const struct sp_interpreters *ip, uint32_t pid, uint64_t addr)
@@ -773,10 +806,13 @@ static void on_event_stack(struct sp_interpreters *ip, const struct sp_bpf_istac
 
 	if (!q) {
 		q = sp_xcalloc(1, sizeof(*q));
+		q->pid = h->pid;
 		sp_u64map_put(&ip->evs, h->tid, (uintptr_t)q);
 	}
-	if (q->n && q->p[0].h.pid != h->pid)
-		evq_drop(ip, q, q->n);
+	if (q->pid != h->pid) {
+		evq_drop(ip, q, q->n);	/* a tid reused by another process */
+		q->pid = h->pid;
+	}
 	if (q->n == EVQ_LEN)
 		evq_drop(ip, q, EVQ_LEN / 2);	/* calls that made no event */
 	if (ip->nev >= PENDING_MAX) {
@@ -1306,7 +1342,7 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 	 * thread is in one call at a time */
 	while (q && k < q->n && q->p[k].h.time_ns <= time)
 		k++;
-	if (!k || q->p[0].h.pid != pr->pid)
+	if (!k || q->pid != pr->pid)
 		return 0;
 	evq_drop(ip, q, k - 1);	/* older calls' (a DNS send may still want this one) */
 	p = &q->p[0];

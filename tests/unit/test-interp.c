@@ -1,15 +1,88 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of mixed mode (lib/record/interp.c, sp_interp_splice()), as
+ * Unit tests of lib/record/interp.c: mixed mode (sp_interp_splice()), as
  * CPU and off-CPU samples both use it: each eval loop frame gives way to
  * the interpreted frames of its call, what is left goes at the root,
- * native "frames" in no mapping go, and the result stays within its bound.
+ * native "frames" in no mapping go, and the result stays within its bound;
+ * and its bookkeeping of followed processes: the one memory reader (a
+ * process's, then its parent's), the per-parent count of followed children
+ * an end keeps right, and the queued stacks that go with a pid.
+ *
+ * interp.c is compiled in (its helpers are static), with the BPF side
+ * (bpf_interp.c) replaced by the stubs below: no program is loaded.
  */
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "record.h"
 #include "record/interpP.h"
 #include "tap.h"
+
+#include "../../lib/record/interp.c"
+
+/* ---- bpf_interp.c's stand-ins ---- */
+
+static unsigned int bpf_procs, bpf_dels;
+static bool bpf_refuse;	/* sp_interp_bpf_proc() fails */
+
+struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsigned int uses)
+{
+	(void)fn, (void)ctx, (void)uses;
+	return NULL;
+}
+
+int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds, bool offcpu)
+{
+	(void)b, (void)fds, (void)nfds, (void)offcpu;
+	return -1;
+}
+
+int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,
+			 const struct sp_bpf_ilayout *l)
+{
+	(void)b, (void)row, (void)l;
+	return 0;
+}
+
+int sp_interp_bpf_proc(struct sp_interp_bpf *b, uint32_t pid, const struct sp_bpf_iproc *v)
+{
+	(void)b, (void)pid, (void)v;
+	if (bpf_refuse) {
+		errno = ENOSPC;
+		return -1;
+	}
+	bpf_procs++;
+	return 0;
+}
+
+void sp_interp_bpf_proc_del(struct sp_interp_bpf *b, uint32_t pid)
+{
+	(void)b, (void)pid;
+	bpf_dels++;
+}
+
+void sp_interp_bpf_drain(struct sp_interp_bpf *b)
+{
+	(void)b;
+}
+
+int sp_interp_bpf_events(struct sp_interp_bpf *b)
+{
+	(void)b;
+	return -1;
+}
+
+uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b)
+{
+	(void)b;
+	return 0;
+}
+
+void sp_interp_bpf_close(struct sp_interp_bpf *b)
+{
+	(void)b;
+}
 
 /* Interpreted frames 101..100+n, innermost first; entry where entry has
  * a '1'. */
@@ -92,11 +165,198 @@ static void test_bound(void)
 	CHECK_EQ_U(n, 2 + SP_BPF_IFRAMES + 1);
 }
 
+/* ---- followed processes ---- */
+
+/* A pid that names no process: a child's, reaped. */
+static uint32_t gone_pid(void)
+{
+	pid_t c = fork();
+
+	if (!c)
+		_exit(0);
+	waitpid(c, NULL, 0);
+	return (uint32_t)c;
+}
+
+static void test_read_pid(void)
+{
+	static const uint64_t here = 0x1122334455667788ull;
+	struct iproc pr = { 0 };
+	uint64_t v = 0;
+
+	CHECK(read_pid((uint32_t)getpid(), (uintptr_t)&here, &v, sizeof(v)) == 0);
+	CHECK(v == here);
+	/* unmapped, no process, nothing asked: failures, the buffer untouched */
+	v = 0;
+	CHECK(read_pid((uint32_t)getpid(), 8, &v, sizeof(v)) == -1);
+	CHECK(read_pid(0, (uintptr_t)&here, &v, sizeof(v)) == -1);
+	CHECK(read_pid((uint32_t)getpid(), (uintptr_t)&here, &v, 0) == -1);
+	CHECK(v == 0);
+	/* a code object's reader: the process's memory, else its parent's */
+	pr.pid = gone_pid();
+	CHECK(read_proc(&pr, (uintptr_t)&here, &v, sizeof(v)) == -1);
+	CHECK(read_obj(&pr, (uintptr_t)&here, &v, sizeof(v)) == -1);	/* no parent */
+	pr.parent = (uint32_t)getpid();
+	CHECK(read_obj(&pr, (uintptr_t)&here, &v, sizeof(v)) == 0);
+	CHECK(v == here);
+	pr.pid = (uint32_t)getpid();	/* its own memory first */
+	pr.parent = gone_pid();
+	v = 0;
+	CHECK(read_obj(&pr, (uintptr_t)&here, &v, sizeof(v)) == 0);
+	CHECK(v == here);
+}
+
+static struct sp_interpreters *new_ip(void)
+{
+	struct sp_interpreters *ip = sp_xcalloc(1, sizeof(*ip));
+
+	ip->mode = SP_INTERP_AUTO;
+	bpf_procs = bpf_dels = 0;
+	bpf_refuse = false;
+	return ip;
+}
+
+/* pid followed as a process found from its mappings at time 1 */
+static struct iproc *follow(struct sp_interpreters *ip, uint32_t pid)
+{
+	struct iproc *pr = sp_xcalloc(1, sizeof(*pr));
+	unsigned int row;
+
+	pr->pid = pid;
+	pr->l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, &row);
+	pr->row = row;
+	pr->since = 1;
+	return proc_add(ip, pr) ? pr : NULL;
+}
+
+static void test_children(void)
+{
+	struct sp_interpreters *ip = new_ip();
+	struct iproc *p, *c1, *c2, *g;
+
+	p = follow(ip, 100);
+	CHECK(p != NULL);
+	sp_interp_on_fork(ip, 100, 101, 2);
+	sp_interp_on_fork(ip, 100, 102, 2);
+	sp_interp_on_fork(ip, 100, 102, 3);	/* known already: not counted again */
+	sp_interp_on_fork(ip, 999, 103, 2);	/* not a followed parent's */
+	c1 = proc_find(ip, 101);
+	c2 = proc_find(ip, 102);
+	CHECK(c1 && c2 && !proc_find(ip, 103));
+	CHECK_EQ_U(p->children, 2);
+	CHECK(c1->parent == 100 && c2->parent == 100 && !c1->children);
+	sp_interp_on_fork(ip, 101, 104, 3);	/* a grandchild counts for its parent */
+	g = proc_find(ip, 104);
+	CHECK(g && g->parent == 101);
+	CHECK_EQ_U(c1->children, 1);
+	CHECK_EQ_U(p->children, 2);
+	/* the BPF side refuses one: it is not followed, nor counted */
+	bpf_refuse = true;
+	sp_interp_on_fork(ip, 100, 105, 3);
+	bpf_refuse = false;
+	CHECK(!proc_find(ip, 105));
+	CHECK_EQ_U(p->children, 2);
+	/* a child's end counts down its parent */
+	sp_interp_on_end(ip, 102, 10);
+	CHECK(!proc_find(ip, 102));
+	CHECK_EQ_U(p->children, 1);
+	/* an end found before its process (records are peeked at): nothing */
+	sp_interp_on_end(ip, 104, 2);
+	CHECK(proc_find(ip, 104) == g);
+	CHECK_EQ_U(c1->children, 1);
+	/* the parent's end: its children read from it no more */
+	sp_interp_on_end(ip, 100, 10);
+	CHECK(!proc_find(ip, 100));
+	CHECK(c1->parent == 0);
+	CHECK(g->parent == 101);	/* not its child */
+	/* a new process with the parent's pid is no one's parent: the child's
+	 * end leaves its count alone */
+	p = follow(ip, 100);
+	CHECK(p != NULL);
+	sp_interp_on_end(ip, 101, 10);
+	CHECK_EQ_U(p->children, 0);
+	CHECK(g->parent == 0);
+	CHECK_EQ_U(bpf_dels, 3);
+	sp_interp_free(ip);
+}
+
+/* A stack of tid of pid read at time, for a sample (or for a call's
+ * event when ev), as the BPF program hands it over. */
+static void stack_in(struct sp_interpreters *ip, uint32_t pid, uint32_t tid, uint64_t time,
+		     bool ev)
+{
+	struct sp_bpf_istack h = { 0 };
+	struct sp_bpf_iframe f[2] = { { 0 } };
+
+	h.pid = pid;
+	h.tid = tid;
+	h.time_ns = time;
+	h.nframes = 2;
+	h.flags = ev ? SP_BPF_IFL_EVENT : 0;
+	on_stack(ip, &h, f, sizeof(f));
+}
+
+static void test_queues_drop_pid(void)
+{
+	struct sp_interpreters *ip = new_ip();
+	uint32_t tid;
+
+	CHECK(follow(ip, 200) && follow(ip, 300));
+	/* more threads than a batch of keys */
+	for (tid = 200; tid < 350; tid++) {
+		stack_in(ip, 200, tid, 5, false);
+		stack_in(ip, 200, tid, 6, false);
+		stack_in(ip, 200, tid, 7, true);
+	}
+	stack_in(ip, 300, 1300, 5, false);
+	stack_in(ip, 300, 1300, 6, true);
+	stack_in(ip, 300, 1301, 6, true);
+	CHECK_EQ_U(ip->tids.n, 151);
+	CHECK_EQ_U(ip->evs.n, 152);
+	CHECK(ip->npending == 301 && ip->nev == 152);
+	/* a tid of 200 taken by process 300: its queue is 300's now */
+	stack_in(ip, 300, 349, 8, true);
+	CHECK(ip->nev == 152);
+	sp_interp_on_end(ip, 200, 10);
+	CHECK_EQ_U(ip->tids.n, 1);
+	CHECK_EQ_U(ip->evs.n, 3);
+	CHECK(ip->npending == 1 && ip->nev == 3);
+	CHECK(sp_u64map_get(&ip->tids, 1300) && sp_u64map_get(&ip->evs, 1300) &&
+	      sp_u64map_get(&ip->evs, 1301) && sp_u64map_get(&ip->evs, 349));
+	/* a direct drop of a pid nothing holds changes nothing */
+	queues_drop_pid(ip, 12345);
+	CHECK(ip->npending == 1 && ip->nev == 3);
+	queues_drop_pid(ip, 300);
+	CHECK(!ip->tids.n && !ip->evs.n && !ip->npending && !ip->nev);
+	sp_interp_free(ip);
+}
+
+/* A thread's event queue made when stacks are refused (PENDING_MAX): it
+ * holds none, and a drop of its pid still finds it by its pid. */
+static void test_empty_queue_dropped(void)
+{
+	struct sp_interpreters *ip = new_ip();
+
+	CHECK(follow(ip, 400) != NULL);
+	ip->nev = PENDING_MAX;
+	stack_in(ip, 400, 401, 5, true);
+	CHECK_EQ_U(ip->evs.n, 1);
+	CHECK(ip->dropped == 1);
+	ip->nev = 0;
+	sp_interp_on_end(ip, 400, 10);
+	CHECK_EQ_U(ip->evs.n, 0);
+	sp_interp_free(ip);
+}
+
 int main(void)
 {
 	TAP_RUN(test_two_calls);
 	TAP_RUN(test_cut_short);
 	TAP_RUN(test_leaf_unmapped_and_none);
 	TAP_RUN(test_bound);
+	TAP_RUN(test_read_pid);
+	TAP_RUN(test_children);
+	TAP_RUN(test_queues_drop_pid);
+	TAP_RUN(test_empty_queue_dropped);
 	return TAP_DONE();
 }
