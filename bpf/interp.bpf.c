@@ -59,11 +59,23 @@ struct {
 	__uint(max_entries, 4 << 20);
 } stacks SEC(".maps");
 
+/* Ruby: what a walk already read of an iseq, by its address (an iseq of
+ * a recursion or a block's method is met again further out) */
+struct rb_iseq_seen {
+	__u64 iseq, body, enc;
+	__u32 size;
+};
+
 struct scratch {
 	struct sp_bpf_istack h;
 	struct sp_bpf_iframe f[SP_BPF_IFRAMES];
 	__u8 fr[SP_BPF_IFRAME_BLOCK];	/* a frame's fields, from fr_code on */
 	__u8 co[SP_BPF_ICODE_BLOCK];	/* a code object's, from co_firstline on */
+	/* Ruby: a block of control frames read at once, from rb_walk.blk on */
+	__u8 cf[SP_BPF_RB_CFP_BLOCK];
+	/* Ruby: the iseqs and method entries (found to be ones) this walk read */
+	struct rb_iseq_seen seen[SP_BPF_RB_SEEN];
+	__u64 me_seen[SP_BPF_RB_SEEN];
 };
 
 struct {
@@ -249,18 +261,60 @@ struct rb_walk {
 	struct scratch *s;
 	const struct sp_bpf_ilayout *l;
 	__u64 cfp, end;
+	__u64 blk;		/* the address of s->cf's first byte */
+	__u32 blk_len;		/* bytes of s->cf read (0: none) */
 	__u32 n;
 	__u8 status;
+	__u8 next_seen, next_me;
 };
+
+/* Whether s->cf holds the control frame at cfp; else it reads the block
+ * from there, as much of SP_BPF_RB_CFP_BLOCK as the VM stack has (one read
+ * for that many frames), or that frame alone if the block does not read. */
+static __always_inline bool rb_cfp_block(struct rb_walk *w, __u64 cfp)
+{
+	__u64 len, one = w->l->rb_cfp_size;
+
+	if (w->blk_len && cfp >= w->blk && cfp + one <= w->blk + w->blk_len)
+		return true;
+	len = w->end - cfp;	/* >= one: the caller checked */
+	if (len > SP_BPF_RB_CFP_BLOCK)
+		len = SP_BPF_RB_CFP_BLOCK;
+	if (one > SP_BPF_RB_CFP_BLOCK)
+		one = SP_BPF_RB_CFP_BLOCK;
+	w->blk = cfp;
+	w->blk_len = 0;
+	if (len && !bpf_probe_read_user(w->s->cf, len, (const void *)cfp)) {
+		w->blk_len = (__u32)len;
+		return true;
+	}
+	if (one && !bpf_probe_read_user(w->s->cf, one, (const void *)cfp)) {
+		w->blk_len = (__u32)one;
+		return true;
+	}
+	return false;
+}
+
+/* Whether me was found to be a method entry earlier in this walk. */
+static __always_inline bool rb_me_seen(const struct rb_walk *w, __u64 me)
+{
+	unsigned int i;
+
+	for (i = 0; i < SP_BPF_RB_SEEN; i++)
+		if (w->s->me_seen[i] == me)
+			return true;
+	return false;
+}
 
 /* The method entry of the frame whose environment is at ep, as
  * rb_vm_frame_method_entry() finds it: ep[-2] when it is one (or an svar
  * holding one, in a local environment), else for a block's environment
  * the previous one's; the flags (ep[0]) into *flags. 0 when none was
  * found within the bound (a class body's cref, a top level's). */
-static __always_inline __u64 rb_frame_me(struct scratch *s, const struct sp_bpf_ilayout *l,
-					 __u64 ep, __u64 *flags)
+static __always_inline __u64 rb_frame_me(struct rb_walk *w, __u64 ep, __u64 *flags)
 {
+	struct scratch *s = w->s;
+	const struct sp_bpf_ilayout *l = w->l;
 	__u64 me, fl, t;
 	unsigned int k;
 
@@ -273,11 +327,15 @@ static __always_inline __u64 rb_frame_me(struct scratch *s, const struct sp_bpf_
 		if (!k)
 			*flags = fl;
 		ep = get64(s->co, 8, sizeof(s->co)) & ~3ull;
+		if (me && rb_me_seen(w, me))
+			return me;
 		if (me && !bpf_probe_read_user(s->co, 8, (const void *)me)) {
 			t = get64(s->co, 0, sizeof(s->co));
 			if ((t & SP_BPF_RB_T_MASK) == SP_BPF_RB_T_IMEMO &&
-			    ((t >> SP_BPF_RB_IMEMO_SHIFT) & 15) == SP_BPF_RB_IMEMO_MENT)
+			    ((t >> SP_BPF_RB_IMEMO_SHIFT) & 15) == SP_BPF_RB_IMEMO_MENT) {
+				s->me_seen[w->next_me++ & (SP_BPF_RB_SEEN - 1)] = me;
 				return me;
+			}
 			if ((t & SP_BPF_RB_T_MASK) == SP_BPF_RB_T_IMEMO &&
 			    ((t >> SP_BPF_RB_IMEMO_SHIFT) & 15) == SP_BPF_RB_IMEMO_SVAR &&
 			    (fl & SP_BPF_RB_ENV_LOCAL))
@@ -289,25 +347,56 @@ static __always_inline __u64 rb_frame_me(struct scratch *s, const struct sp_bpf_
 	return 0;
 }
 
+/* The body of iseq (its size, its encoded instructions): read once per
+ * walk. 0 when unreadable. */
+static __always_inline __u64 rb_iseq_body(struct rb_walk *w, __u64 iseq, __u32 *size, __u64 *enc)
+{
+	struct scratch *s = w->s;
+	struct rb_iseq_seen *e;
+	__u64 body;
+	unsigned int i;
+
+	for (i = 0; i < SP_BPF_RB_SEEN; i++)
+		if (s->seen[i].iseq == iseq) {
+			*size = s->seen[i].size;
+			*enc = s->seen[i].enc;
+			return s->seen[i].body;
+		}
+	body = rd_ptr(iseq + w->l->rb_iseq_body);
+	if (!body || bpf_probe_read_user(s->co, 16, (const void *)(body + w->l->rb_body_size)))
+		return 0;
+	*size = (__u32)get64(s->co, 0, sizeof(s->co));
+	*enc = get64(s->co, 4, sizeof(s->co));
+	e = &s->seen[w->next_seen++ & (SP_BPF_RB_SEEN - 1)];
+	e->iseq = iseq;
+	e->body = body;
+	e->size = *size;
+	e->enc = *enc;
+	return body;
+}
+
 /* One control frame (bpf_loop's callback): 1 to stop. */
 static long rb_frame(__u32 i, void *ctx)
 {
 	struct rb_walk *w = ctx;
 	struct scratch *s = w->s;
 	const struct sp_bpf_ilayout *l = w->l;
-	__u64 cfp = w->cfp, pc, iseq, ep, body, enc, flags = 0, me;
+	__u64 cfp = w->cfp, pc, iseq, ep, body, enc = 0, flags = 0, me, off;
 	struct sp_bpf_iframe *f;
-	__u32 size;
+	__u32 size = 0;
 
 	if (cfp + l->rb_cfp_size > w->end || w->n >= SP_BPF_IFRAMES)
 		return 1;
 	w->cfp = cfp + l->rb_cfp_size;
-	if (bpf_probe_read_user(s->fr, sizeof(s->fr), (const void *)cfp))
+	if (!rb_cfp_block(w, cfp))
 		return w->status = SP_BPF_IST_FAULT, 1;
-	pc = get64(s->fr, l->rb_cfp_pc & 63, sizeof(s->fr));
-	iseq = get64(s->fr, l->rb_cfp_iseq & 63, sizeof(s->fr));
-	ep = get64(s->fr, l->rb_cfp_ep & 63, sizeof(s->fr));
-	me = ep ? rb_frame_me(s, l, ep, &flags) : 0;
+	off = cfp - w->blk;
+	if (off >= SP_BPF_RB_CFP_BLOCK)
+		return w->status = SP_BPF_IST_FAULT, 1;
+	pc = get64(s->cf, (__u32)off + (l->rb_cfp_pc & 63), sizeof(s->cf));
+	iseq = get64(s->cf, (__u32)off + (l->rb_cfp_iseq & 63), sizeof(s->cf));
+	ep = get64(s->cf, (__u32)off + (l->rb_cfp_ep & 63), sizeof(s->cf));
+	me = ep ? rb_frame_me(w, ep, &flags) : 0;
 	if ((flags & SP_BPF_RB_MAGIC_MASK) == SP_BPF_RB_MAGIC_DUMMY)
 		return 0;	/* the VM's own */
 	f = &s->f[w->n & (SP_BPF_IFRAMES - 1)];
@@ -325,11 +414,9 @@ static long rb_frame(__u32 i, void *ctx)
 	}
 	if (!iseq || !pc || (flags & SP_BPF_RB_FLAG_CFRAME))
 		return 0;	/* an ifunc's frame (a C block): its C method is named */
-	body = rd_ptr(iseq + l->rb_iseq_body);
-	if (!body || bpf_probe_read_user(s->co, 16, (const void *)(body + l->rb_body_size)))
+	body = rb_iseq_body(w, iseq, &size, &enc);
+	if (!body)
 		return w->status = SP_BPF_IST_FAULT, 1;
-	size = (__u32)get64(s->co, 0, sizeof(s->co));
-	enc = get64(s->co, 4, sizeof(s->co));
 	f->code = iseq;
 	f->firstline = size;
 	f->name = (__u32)body;
@@ -350,6 +437,12 @@ static __always_inline int walk_rb(struct scratch *s, const struct sp_bpf_ilayou
 {
 	struct rb_walk w = { .s = s, .l = l, .status = SP_BPF_IST_OK };
 	__u64 ec, size;
+	unsigned int i;
+
+	for (i = 0; i < SP_BPF_RB_SEEN; i++) {	/* another walk's: perhaps another process's */
+		s->seen[i].iseq = 0;
+		s->me_seen[i] = 0;
+	}
 
 	ec = rd_ptr(th + l->rb_th_ec);
 	if (!ec || l->rb_ec_cfp < 16 ||

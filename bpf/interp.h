@@ -20,6 +20,10 @@
  * code object (from its first line on): a layout's fields must fit. */
 #define SP_BPF_IFRAME_BLOCK	48
 #define SP_BPF_ICODE_BLOCK	64
+/* Ruby: bytes of control frames read at once (16 of 3.1's 64-byte frames) */
+#define SP_BPF_RB_CFP_BLOCK	1024
+/* Ruby: iseqs and method entries a walk remembers it read (a power of 2) */
+#define SP_BPF_RB_SEEN		8
 /* System call numbers the entry program may be asked to stop at. */
 #define SP_BPF_INR_MAX		512
 
