@@ -201,6 +201,12 @@ assert_share() {
 	# the endless name is cut at its bound and says so
 	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
 	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes"
+	# the incomplete stacks are said once on stderr, with the spool's count
+	n=$(sp-decode "$OUT" | jq -r 'select(.type == "lost" and .what == "interp") | .count')
+	[ "${n:-0}" -gt 0 ] || fail "no interp loss in the spool"
+	[ "$(grep -c 'incomplete interpreted stack' <<<"$stderr")" = 1 ] || fail "$stderr"
+	grep -q "^sp-record: warning: $n of [0-9]* samples of interpreter threads have an incomplete interpreted stack (e.g. pid [0-9]*)" <<<"$stderr" ||
+		fail "$stderr"
 }
 
 @test "with the span hooks: the span path and the interpreted stack name the same function" {

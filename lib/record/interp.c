@@ -154,6 +154,7 @@ struct sp_interpreters {
 	uint64_t offcpu_attached;	/* to the context-switch events (0: not) */
 	struct sp_emit *out;	/* while draining */
 	uint64_t samples, complete, unread, no_thread, unpaired;
+	uint32_t unread_pid;	/* the last process with an unread stack, to name it */
 	uint64_t npending, dropped;	/* stacks waiting for their samples; refused */
 	uint64_t nev;		/* stacks waiting for their events */
 	uint64_t ev_stacks, ev_none;	/* events of followed processes with a stack, without */
@@ -1163,6 +1164,7 @@ static int sample_frames(struct sp_interpreters *ip, struct sp_emit *out, struct
 	if (!taken) {
 		ip->unpaired++;
 		ip->unread++;
+		ip->unread_pid = pr->pid;
 		return 0;
 	}
 	if (p->h.status == SP_BPF_IST_NO_THREAD) {
@@ -1171,8 +1173,10 @@ static int sample_frames(struct sp_interpreters *ip, struct sp_emit *out, struct
 	}
 	if (frames_of(ip, out, pr, p, f))
 		ip->complete++;
-	else
+	else {
 		ip->unread++;
+		ip->unread_pid = pr->pid;
+	}
 	return f->n ? 1 : 0;
 }
 
@@ -1524,6 +1528,11 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 			FORKS_MAX);
 	if (!ip->samples)
 		return;
+	if (ip->unread)
+		sp_warn("%" PRIu64 " of %" PRIu64 " samples of interpreter threads have an "
+			"incomplete interpreted stack (e.g. pid %u): the frame at its root "
+			"says why (truncated, unreadable, or code freed before it was read)",
+			ip->unread, ip->samples, ip->unread_pid);
 	r.lost.time = time;
 	r.lost.what = SP_LOST_INTERP;
 	r.lost.count = ip->unread;
