@@ -386,6 +386,20 @@ void sp_unwinder_forget(struct sp_unwinder *u, uint32_t pid)
 	}
 }
 
+void sp_unwinder_exec(struct sp_unwinder *u, uint32_t pid)
+{
+	struct uw_proc *p = proc_find(u, pid, true);
+
+	if (!p)
+		return;
+	/* Kept as told: a sample taken inside the exec (its registers still
+	 * the old image's) must not read /proc, where by now the process may
+	 * be gone (or show a later state); the new mappings come as MMAP2
+	 * records. */
+	p->told = true;
+	p->n = 0;
+}
+
 int sp_unwinder_fork(struct sp_unwinder *u, uint32_t ppid, uint32_t pid)
 {
 	struct uw_proc *pp = proc_find(u, ppid, false), *p;

@@ -490,7 +490,7 @@ static void read_record(void *ctx, const struct perf_event_header *h)
 		const uint32_t *pt = (const void *)(h + 1);
 
 		if (h->size >= sizeof(*h) + 8 && (h->misc & PERF_RECORD_MISC_COMM_EXEC))
-			sp_unwinder_forget(c->unw, pt[0]);
+			sp_unwinder_exec(c->unw, pt[0]);
 		return;
 	}
 	case PERF_RECORD_FORK: {

@@ -268,6 +268,45 @@ static void test_unwind_jit_and_reported_maps(void)
 	sp_unwinder_free(u);
 }
 
+/* At an exec the process stays known with no mappings: a sample taken
+ * inside the exec is unknown_map, not a /proc read (which would find this
+ * program's mappings here and unwind), and the new image's reported
+ * mappings unwind. */
+static void test_unwind_exec_awaits_maps(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	enum sp_unwind_status st;
+	uint64_t ips[128];
+	unsigned int n;
+	char line[4200];
+	FILE *f;
+
+	CHECK(!sp_unwinder_map(u, getpid(), 0x100000, 0x200000, 0, "/nonexistent/old"));
+	sp_unwinder_exec(u, getpid());
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 128, &st);
+	CHECK_EQ_U(n, 1);
+	CHECK_EQ_U(st, SP_UNWIND_UNKNOWN_MAP);
+	f = fopen("/proc/self/maps", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off;
+		char perms[8], path[4096] = "";
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perms, &off, path) < 4)
+			continue;
+		if (perms[2] == 'x')
+			CHECK(!sp_unwinder_map(u, getpid(), lo, hi, off, path));
+	}
+	if (f)
+		fclose(f);
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 128, &st);
+	CHECK(n >= 5);
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	sp_unwinder_free(u);
+}
+
 /* The same mappings reported by hand (as sp-record does from MMAP2
  * records) unwind as well as the /proc fallback. */
 static void test_unwind_reported_maps_match_proc(void)
@@ -362,6 +401,7 @@ int main(void)
 	TAP_RUN(test_unwind_thread_reaches_clone);
 	TAP_RUN(test_unwind_truncations);
 	TAP_RUN(test_unwind_jit_and_reported_maps);
+	TAP_RUN(test_unwind_exec_awaits_maps);
 	TAP_RUN(test_unwind_reported_maps_match_proc);
 	TAP_RUN(test_unwind_garbage);
 	TAP_RUN(test_unwind_splice_fp);

@@ -31,8 +31,11 @@ void sp_unwinder_free(struct sp_unwinder *u);
 int sp_unwinder_map(struct sp_unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
 		    uint64_t pgoff, const char *path);
 void sp_unwinder_unmap(struct sp_unwinder *u, uint32_t pid, uint64_t start, uint64_t end);
-/* The process exited or exec'd: forget its mappings. */
+/* The process exited: forget it (a later process of that pid is another). */
 void sp_unwinder_forget(struct sp_unwinder *u, uint32_t pid);
+/* The process exec'd: its mappings are gone, and the new image's come as
+ * reported mappings (sp_unwinder_map()); /proc is not read for it. */
+void sp_unwinder_exec(struct sp_unwinder *u, uint32_t pid);
 
 /*
  * Unwind one sample. regs are the sampled user registers in perf's order for
