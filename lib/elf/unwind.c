@@ -450,6 +450,19 @@ static void proc_read_maps(struct sp_unwinder *u, struct uw_proc *p)
 	fclose(fp);
 }
 
+/* pid's mappings; for a pid nobody told us about, read from /proc once. */
+static struct uw_proc *proc_lookup(struct sp_unwinder *u, uint32_t pid)
+{
+	struct uw_proc *p = proc_find(u, pid, false);
+
+	if (!p && u->proc_fallback) {
+		p = proc_find(u, pid, true);
+		if (p)
+			proc_read_maps(u, p);
+	}
+	return p;
+}
+
 static const struct uw_map *map_find(const struct uw_proc *p, uint64_t addr)
 {
 	size_t lo = 0, hi = p->n;
@@ -1144,12 +1157,7 @@ unsigned int sp_unwinder_unwind(struct sp_unwinder *u, uint32_t pid, uint32_t ti
 	}
 	c.lo = c.regs[DW_RSP];
 	c.hi = stack && size <= UINT64_MAX - c.lo ? c.lo + size : c.lo;
-	p = proc_find(u, pid, false);
-	if (!p && u->proc_fallback) {
-		p = proc_find(u, pid, true);
-		if (p)
-			proc_read_maps(u, p);
-	}
+	p = proc_lookup(u, pid);
 	/* The first CFA may equal the sampled sp (a function that has popped
 	 * its return address into a register: glibc's __vfork), the next ones
 	 * must each rise. */
@@ -1186,23 +1194,40 @@ out:
 	return n;
 }
 
-int sp_unwinder_rel(struct sp_unwinder *u, uint32_t pid, uint64_t addr, uint64_t *rel)
+/* The file mapping of pid holding addr, its file opened; NULL if none. */
+static const struct uw_map *file_map_at(struct sp_unwinder *u, uint32_t pid, uint64_t addr)
 {
-	struct uw_proc *p = proc_find(u, pid, false);
-	const struct uw_map *m;
+	struct uw_proc *p = proc_lookup(u, pid);
+	const struct uw_map *m = p ? map_find(p, addr) : NULL;
 
-	if (!p && u->proc_fallback) {
-		p = proc_find(u, pid, true);
-		if (p)
-			proc_read_maps(u, p);
-	}
-	m = p ? map_find(p, addr) : NULL;
 	if (!m || !m->file)
-		return -1;
+		return NULL;
 	if (!m->file->loaded)
 		file_load(m->file, pid, m, u);
-	if (m->file->bad || !map_vaddr(m, addr, rel))
+	return m;
+}
+
+int sp_unwinder_rel(struct sp_unwinder *u, uint32_t pid, uint64_t addr, uint64_t *rel)
+{
+	const struct uw_map *m = file_map_at(u, pid, addr);
+
+	if (!m || m->file->bad || !map_vaddr(m, addr, rel))
 		return -1;
+	return 0;
+}
+
+int sp_unwinder_where(struct sp_unwinder *u, uint32_t pid, uint64_t addr, const char **path,
+		      uint64_t *pgoff, uint64_t *rel)
+{
+	const struct uw_map *m = file_map_at(u, pid, addr);
+
+	if (!m)
+		return -1;
+	*path = m->file->path;
+	*pgoff = m->pgoff;
+	/* A file that cannot be read: its offset, as a module's frames have then. */
+	if (m->file->bad || !map_vaddr(m, addr, rel))
+		*rel = addr - m->start + m->pgoff;
 	return 0;
 }
 

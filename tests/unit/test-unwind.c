@@ -5,6 +5,7 @@
  * through functions built without frame pointers, and compare with the
  * return addresses the functions saw themselves.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -307,6 +308,57 @@ static void test_unwind_exec_awaits_maps(void)
 	sp_unwinder_free(u);
 }
 
+/* Where an address lies, as the off-CPU source asks when it reads a sample:
+ * the file and mapping offset it was told, and the ELF address dladdr()
+ * computes from this program's load base. */
+static void test_unwind_where(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	uint64_t fn = (uint64_t)(uintptr_t)&test_unwind_where, pgoff = 1, rel = 0;
+	unsigned long long lo, hi, off, at_lo = 0, at_off = 0;
+	char line[4200], perms[8], path[4096], at_path[4096] = "";
+	const char *where = NULL;
+	Dl_info dl;
+	FILE *f;
+
+	sp_unwinder_set_proc_fallback(u, false);
+	f = fopen("/proc/self/maps", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		path[0] = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perms, &off, path) < 4 ||
+		    perms[2] != 'x')
+			continue;
+		CHECK(!sp_unwinder_map(u, 999, lo, hi, off, path));
+		if (fn >= lo && fn < hi) {
+			at_lo = lo;
+			at_off = off;
+			snprintf(at_path, sizeof(at_path), "%s", path);
+		}
+	}
+	if (f)
+		fclose(f);
+	CHECK(at_lo != 0);
+	CHECK(dladdr((void *)(uintptr_t)fn, &dl) != 0);
+	CHECK_EQ_U(sp_unwinder_where(u, 999, fn, &where, &pgoff, &rel), 0);
+	CHECK_STR(where, at_path);
+	CHECK_EQ_U(pgoff, at_off);
+	CHECK_EQ_U(rel, fn - (uint64_t)(uintptr_t)dl.dli_fbase);
+	/* Anonymous memory, or a process nobody told of: nowhere. */
+	CHECK(!sp_unwinder_map(u, 999, 0x1000, 0x2000, 0, "//anon"));
+	CHECK_EQ_U(sp_unwinder_where(u, 999, 0x1800, &where, &pgoff, &rel), (uint64_t)-1);
+	CHECK_EQ_U(sp_unwinder_where(u, 998, fn, &where, &pgoff, &rel), (uint64_t)-1);
+	/* A file that cannot be read: its path, and the offset in it. */
+	CHECK(!sp_unwinder_map(u, 999, 0x300000, 0x400000, 0x5000, "/nonexistent/libfoo.so"));
+	CHECK_EQ_U(sp_unwinder_where(u, 999, 0x300010, &where, &pgoff, &rel), 0);
+	CHECK_STR(where, "/nonexistent/libfoo.so");
+	CHECK_EQ_U(pgoff, 0x5000);
+	CHECK_EQ_U(rel, 0x5010);
+	/* The path outlives the process's mappings. */
+	sp_unwinder_forget(u, 999);
+	CHECK_STR(where, "/nonexistent/libfoo.so");
+	sp_unwinder_free(u);
+}
+
 /* The same mappings reported by hand (as sp-record does from MMAP2
  * records) unwind as well as the /proc fallback. */
 static void test_unwind_reported_maps_match_proc(void)
@@ -402,6 +454,7 @@ int main(void)
 	TAP_RUN(test_unwind_truncations);
 	TAP_RUN(test_unwind_jit_and_reported_maps);
 	TAP_RUN(test_unwind_exec_awaits_maps);
+	TAP_RUN(test_unwind_where);
 	TAP_RUN(test_unwind_reported_maps_match_proc);
 	TAP_RUN(test_unwind_garbage);
 	TAP_RUN(test_unwind_splice_fp);

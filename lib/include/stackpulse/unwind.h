@@ -91,6 +91,18 @@ const char *sp_unwinder_stop_module(const struct sp_unwinder *u, uint64_t *rel);
  */
 int sp_unwinder_rel(struct sp_unwinder *u, uint32_t pid, uint64_t addr, uint64_t *rel);
 
+/*
+ * Where addr lies in pid's mappings as the unwinder knows them: the mapped
+ * file's path (valid for the unwinder's life: files are never forgotten,
+ * only unloaded), the mapping's file offset as reported (pgoff) and addr's
+ * ELF virtual address in the file (*rel; its file offset when the file
+ * cannot be read). 0, or -1 (no mapping, anonymous or special memory).
+ * Taken when a sample is read, it does not depend on what happens to the
+ * process later (an exec, an exit, a pid reused).
+ */
+int sp_unwinder_where(struct sp_unwinder *u, uint32_t pid, uint64_t addr, const char **path,
+		      uint64_t *pgoff, uint64_t *rel);
+
 struct sp_unwind_stats {
 	uint64_t samples;		/* sp_unwinder_unwind() calls */
 	uint64_t frames;		/* addresses returned */
