@@ -175,15 +175,18 @@ offcpu_modules() {
 	record_json offa3 -a --off-cpu --off-cpu-min=20ms -- sh -c \
 		'for i in 1 2 3; do "$0" 100; done' "$UW_TMP/offcpu_sleeper"
 	# Under load a ring may overflow and lose a run's switch: 2 of 3.
-	offcpu_modules "$UW_TMP/offa3.jsonl" offcpu_sleeper 2 '/libc\.so' '/offcpu_sleeper$'
+	offcpu_modules "$UW_TMP/offa3.jsonl" "$UW_TMP" offcpu_sleeper 2 '/libc\.so' '/offcpu_sleeper$'
 }
 
 @test "sp-record-unwind: -a --off-cpu places python3's waits, started after sh, in its modules" {
 	require_root
 	require_cmd python3
+	# The interpreter itself (python3 may be a shell script, pyenv's), by a
+	# name no other process of the machine has.
+	ln -sf "$(python3 -c 'import sys; print(sys.executable)')" "$UW_TMP/ocpy3"
 	record_json offpy -a --off-cpu --off-cpu-min=20ms -- sh -c \
-		'sleep 0.1; python3 -c "import time; time.sleep(0.2)"'
-	offcpu_modules "$UW_TMP/offpy.jsonl" python3 1 '/libc\.so' 'python3'
+		'sleep 0.1; "$0" -c "import time; time.sleep(0.2)"' "$UW_TMP/ocpy3"
+	offcpu_modules "$UW_TMP/offpy.jsonl" "$UW_TMP" ocpy3 1 '/libc\.so' 'python'
 }
 
 @test "sp-record-unwind: -a --off-cpu places a gcc compile's waits in gcc's and collect2's modules" {
@@ -194,8 +197,8 @@ offcpu_modules() {
 		'for i in 1 2; do gcc -O2 -o "$0.bin" "$0"; done' "$UW_TMP/small.c"
 	# The driver and collect2 wait for the programs they run (cc1, as,
 	# ld): non-PIE programs, mapped at the same address in every run.
-	offcpu_modules "$UW_TMP/offgcc.jsonl" collect2 1 '/collect2$' '/libc\.so'
-	offcpu_modules "$UW_TMP/offgcc.jsonl" gcc 1 'gcc' '/libc\.so'
+	offcpu_modules "$UW_TMP/offgcc.jsonl" "$UW_TMP" collect2 1 '/collect2$' '/libc\.so'
+	offcpu_modules "$UW_TMP/offgcc.jsonl" "$UW_TMP" gcc 1 'gcc' '/libc\.so'
 }
 
 @test "sp-record-unwind: --off-cpu-min drops shorter waits but counts them" {
