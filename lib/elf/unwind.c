@@ -163,6 +163,8 @@ void sp_unwinder_set_proc_fallback(struct sp_unwinder *u, bool on)
 	u->proc_fallback = on;
 }
 
+/* Close what file_load() opened (the file's mapping with its ELF): the
+ * file is loaded again, through a mapping of it, when a frame needs it. */
 static void file_unload(struct uw_file *f)
 {
 	if (f->dw)
@@ -170,22 +172,29 @@ static void file_unload(struct uw_file *f)
 	if (f->eh)
 		dwarf_cfi_end(f->eh);
 	if (f->elf)
-		elf_end(f->elf);
+		elf_end(f->elf);	/* unmaps it */
 	free(f->image);
 	free(f->cache);
+	f->dw = NULL;
+	f->dbg = f->eh = NULL;
+	f->elf = NULL;
+	f->image = NULL;
+	f->cache = NULL;
+	f->nload = 0;
+	f->entry = 0;
+	f->loaded = f->bad = false;
 }
 
+/* The files themselves (path, a few bytes) stay: mappings point to them,
+ * and sp_unwinder_where()'s paths must stay valid. */
 void sp_unwinder_trim(struct sp_unwinder *u)
 {
 	struct uw_file *f;
 	size_t i;
 
-	for (i = 0; i < FILE_BUCKETS; i++) {
-		for (f = u->files[i]; f; f = f->next) {
-			free(f->cache);
-			f->cache = NULL;
-		}
-	}
+	for (i = 0; i < FILE_BUCKETS; i++)
+		for (f = u->files[i]; f; f = f->next)
+			file_unload(f);
 }
 
 static void proc_free(struct uw_proc *p)

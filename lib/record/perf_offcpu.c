@@ -1071,6 +1071,9 @@ static void offcpu_remap(struct sp_source *s, const struct sp_remap *m)
 
 	pidmods_release(c);
 	c->kmod = m->id(m->ctx, SP_REF_MODULE, c->kmod);
+	/* not ids, but every file ever unwound, mapped (the perf source's
+	 * unwinder is trimmed at the same time) */
+	sp_unwinder_trim(c->unw);
 }
 
 struct sp_source *sp_offcpu_source_new(const struct sp_offcpu_opts *o)

@@ -359,6 +359,55 @@ static void test_unwind_where(void)
 	sp_unwinder_free(u);
 }
 
+/* How many mappings of path this process has. */
+static unsigned int maps_of(const char *path)
+{
+	char line[4200], name[4096];
+	unsigned int n = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %*s %*s %*s %*s %4095s", name) == 1 && !strcmp(name, path))
+			n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Trimming unloads the files with their mappings (a deleted binary's would
+ * keep its disk space), and they load again when a frame needs them. */
+static void test_unwind_trim_unloads(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	enum sp_unwind_status st;
+	uint64_t a[128], b[128];
+	unsigned int base, n1, n2;
+	char exe[4096];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	CHECK(len > 0);
+	if (len <= 0) {
+		sp_unwinder_free(u);
+		return;
+	}
+	exe[len] = 0;
+	base = maps_of(exe);
+	n1 = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+				a, 128, &st);
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	CHECK_EQ_U(maps_of(exe), base + 1);	/* the unwinder's mapping of it */
+	sp_unwinder_trim(u);
+	CHECK_EQ_U(maps_of(exe), base);
+	n2 = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+				b, 128, &st);
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	CHECK(n1 == n2 && !memcmp(a, b, n1 * sizeof(a[0])));
+	CHECK_EQ_U(maps_of(exe), base + 1);
+	sp_unwinder_free(u);
+	CHECK_EQ_U(maps_of(exe), base);
+}
+
 /* The same mappings reported by hand (as sp-record does from MMAP2
  * records) unwind as well as the /proc fallback. */
 static void test_unwind_reported_maps_match_proc(void)
@@ -455,6 +504,7 @@ int main(void)
 	TAP_RUN(test_unwind_jit_and_reported_maps);
 	TAP_RUN(test_unwind_exec_awaits_maps);
 	TAP_RUN(test_unwind_where);
+	TAP_RUN(test_unwind_trim_unloads);
 	TAP_RUN(test_unwind_reported_maps_match_proc);
 	TAP_RUN(test_unwind_garbage);
 	TAP_RUN(test_unwind_splice_fp);
