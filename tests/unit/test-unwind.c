@@ -269,6 +269,33 @@ static void test_unwind_jit_and_reported_maps(void)
 	sp_unwinder_free(u);
 }
 
+/* Report this process's executable mappings to u as pid's (as sp-record
+ * does from MMAP2 records). The one holding addr, if any, into *at_lo,
+ * *at_off and at_path (at_size bytes). */
+static void report_own_maps(struct sp_unwinder *u, uint32_t pid, uint64_t addr,
+			    unsigned long long *at_lo, unsigned long long *at_off,
+			    char *at_path, size_t at_size)
+{
+	unsigned long long lo, hi, off;
+	char line[4200], perms[8], path[4096];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		path[0] = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perms, &off, path) < 4 ||
+		    perms[2] != 'x')
+			continue;
+		CHECK(!sp_unwinder_map(u, pid, lo, hi, off, path));
+		if (at_lo && addr >= lo && addr < hi) {
+			*at_lo = lo;
+			*at_off = off;
+			snprintf(at_path, at_size, "%s", path);
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
 /* At an exec the process stays known with no mappings: a sample taken
  * inside the exec is unknown_map, not a /proc read (which would find this
  * program's mappings here and unwind), and the new image's reported
@@ -280,8 +307,6 @@ static void test_unwind_exec_awaits_maps(void)
 	enum sp_unwind_status st;
 	uint64_t ips[128];
 	unsigned int n;
-	char line[4200];
-	FILE *f;
 
 	CHECK(!sp_unwinder_map(u, getpid(), 0x100000, 0x200000, 0, "/nonexistent/old"));
 	sp_unwinder_exec(u, getpid());
@@ -289,18 +314,7 @@ static void test_unwind_exec_awaits_maps(void)
 			       ips, 128, &st);
 	CHECK_EQ_U(n, 1);
 	CHECK_EQ_U(st, SP_UNWIND_UNKNOWN_MAP);
-	f = fopen("/proc/self/maps", "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi, off;
-		char perms[8], path[4096] = "";
-
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perms, &off, path) < 4)
-			continue;
-		if (perms[2] == 'x')
-			CHECK(!sp_unwinder_map(u, getpid(), lo, hi, off, path));
-	}
-	if (f)
-		fclose(f);
+	report_own_maps(u, getpid(), 0, NULL, NULL, NULL, 0);
 	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
 			       ips, 128, &st);
 	CHECK(n >= 5);
@@ -315,28 +329,13 @@ static void test_unwind_where(void)
 {
 	struct sp_unwinder *u = sp_unwinder_new();
 	uint64_t fn = (uint64_t)(uintptr_t)&test_unwind_where, pgoff = 1, rel = 0;
-	unsigned long long lo, hi, off, at_lo = 0, at_off = 0;
-	char line[4200], perms[8], path[4096], at_path[4096] = "";
+	unsigned long long at_lo = 0, at_off = 0;
+	char at_path[4096] = "";
 	const char *where = NULL;
 	Dl_info dl;
-	FILE *f;
 
 	sp_unwinder_set_proc_fallback(u, false);
-	f = fopen("/proc/self/maps", "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		path[0] = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perms, &off, path) < 4 ||
-		    perms[2] != 'x')
-			continue;
-		CHECK(!sp_unwinder_map(u, 999, lo, hi, off, path));
-		if (fn >= lo && fn < hi) {
-			at_lo = lo;
-			at_off = off;
-			snprintf(at_path, sizeof(at_path), "%s", path);
-		}
-	}
-	if (f)
-		fclose(f);
+	report_own_maps(u, 999, fn, &at_lo, &at_off, at_path, sizeof(at_path));
 	CHECK(at_lo != 0);
 	CHECK(dladdr((void *)(uintptr_t)fn, &dl) != 0);
 	CHECK_EQ_U(sp_unwinder_where(u, 999, fn, &where, &pgoff, &rel), 0);
@@ -417,21 +416,9 @@ static void test_unwind_reported_maps_match_proc(void)
 	enum sp_unwind_status st1, st2;
 	uint64_t a[128], b[128];
 	unsigned int n1, n2;
-	char line[4200];
-	FILE *f = fopen("/proc/self/maps", "r");
 
 	sp_unwinder_set_proc_fallback(v, false);
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi, off;
-		char perms[8], path[4096] = "";
-
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perms, &off, path) < 4)
-			continue;
-		if (perms[2] == 'x')
-			CHECK(!sp_unwinder_map(v, 777, lo, hi, off, path));
-	}
-	if (f)
-		fclose(f);
+	report_own_maps(v, 777, 0, NULL, NULL, NULL, 0);
 	n1 = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
 				a, 128, &st1);
 	n2 = sp_unwinder_unwind(v, 777, 777, s->regs, SP_UNWIND_NREGS, s->stack, s->size, b, 128,
