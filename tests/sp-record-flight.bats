@@ -250,6 +250,9 @@ id_space() {
 	    waits[prog] += 1
 	    fr = r.get("frames", [])
 	    mods = [f.get("module", "") for f in fr if f.get("mode") == "user"]
+	    # the loader mapping the program's libraries: no frame of it yet
+	    if mods and all("/ld-linux" in m for m in mods):
+	        continue
 	    if not any(f.get("mode") == "kernel" for f in fr):
 	        sys.exit("no kernel frame: " + line)
 	    if not any(m.endswith("/" + prog) for m in mods):

@@ -161,6 +161,46 @@ folded() {
 		and ((.unavailable // "") | test("off-cpu") | not)'
 }
 
+offcpu_modules() {
+	"$FIXTURES/offcpu_modules.py" "$@" || {
+		grep '^sp-record: off-cpu' "$UW_TMP/$(basename "$1" .jsonl).err"
+		false
+	}
+}
+
+# The perf source writes a file's module once, with the first process that
+# maps it: the waits of every other process find it by file and offset.
+@test "sp-record-unwind: -a --off-cpu places every run's waits in libc and the program" {
+	require_root
+	record_json offa3 -a --off-cpu --off-cpu-min=20ms -- sh -c \
+		'for i in 1 2 3; do "$0" 100; done' "$UW_TMP/offcpu_sleeper"
+	# Under load a ring may overflow and lose a run's switch: 2 of 3.
+	offcpu_modules "$UW_TMP/offa3.jsonl" "$UW_TMP" offcpu_sleeper 2 '/libc\.so' '/offcpu_sleeper$'
+}
+
+@test "sp-record-unwind: -a --off-cpu places python3's waits, started after sh, in its modules" {
+	require_root
+	require_cmd python3
+	# The interpreter itself (python3 may be a shell script, pyenv's), by a
+	# name no other process of the machine has.
+	ln -sf "$(python3 -c 'import sys; print(sys.executable)')" "$UW_TMP/ocpy3"
+	record_json offpy -a --off-cpu --off-cpu-min=20ms -- sh -c \
+		'sleep 0.1; "$0" -c "import time; time.sleep(0.2)"' "$UW_TMP/ocpy3"
+	offcpu_modules "$UW_TMP/offpy.jsonl" "$UW_TMP" ocpy3 1 '/libc\.so' 'python'
+}
+
+@test "sp-record-unwind: -a --off-cpu places a gcc compile's waits in gcc's and collect2's modules" {
+	require_root
+	require_cmd gcc
+	printf 'int main(void) { return 0; }\n' > "$UW_TMP/small.c"
+	record_json offgcc -a --off-cpu -- sh -c \
+		'for i in 1 2; do gcc -O2 -o "$0.bin" "$0"; done' "$UW_TMP/small.c"
+	# The driver and collect2 wait for the programs they run (cc1, as,
+	# ld): non-PIE programs, mapped at the same address in every run.
+	offcpu_modules "$UW_TMP/offgcc.jsonl" "$UW_TMP" collect2 1 '/collect2$' '/libc\.so'
+	offcpu_modules "$UW_TMP/offgcc.jsonl" "$UW_TMP" gcc 1 'gcc' '/libc\.so'
+}
+
 @test "sp-record-unwind: --off-cpu-min drops shorter waits but counts them" {
 	require_root
 	record_json offmin --call-graph=fp --off-cpu-min=500ms -- "$UW_TMP/offcpu_sleeper" 200

@@ -163,6 +163,8 @@ void sp_unwinder_set_proc_fallback(struct sp_unwinder *u, bool on)
 	u->proc_fallback = on;
 }
 
+/* Close what file_load() opened (the file's mapping with its ELF): the
+ * file is loaded again, through a mapping of it, when a frame needs it. */
 static void file_unload(struct uw_file *f)
 {
 	if (f->dw)
@@ -170,22 +172,29 @@ static void file_unload(struct uw_file *f)
 	if (f->eh)
 		dwarf_cfi_end(f->eh);
 	if (f->elf)
-		elf_end(f->elf);
+		elf_end(f->elf);	/* unmaps it */
 	free(f->image);
 	free(f->cache);
+	f->dw = NULL;
+	f->dbg = f->eh = NULL;
+	f->elf = NULL;
+	f->image = NULL;
+	f->cache = NULL;
+	f->nload = 0;
+	f->entry = 0;
+	f->loaded = f->bad = false;
 }
 
+/* The files themselves (path, a few bytes) stay: mappings point to them,
+ * and sp_unwinder_where()'s paths must stay valid. */
 void sp_unwinder_trim(struct sp_unwinder *u)
 {
 	struct uw_file *f;
 	size_t i;
 
-	for (i = 0; i < FILE_BUCKETS; i++) {
-		for (f = u->files[i]; f; f = f->next) {
-			free(f->cache);
-			f->cache = NULL;
-		}
-	}
+	for (i = 0; i < FILE_BUCKETS; i++)
+		for (f = u->files[i]; f; f = f->next)
+			file_unload(f);
 }
 
 static void proc_free(struct uw_proc *p)
@@ -386,6 +395,20 @@ void sp_unwinder_forget(struct sp_unwinder *u, uint32_t pid)
 	}
 }
 
+void sp_unwinder_exec(struct sp_unwinder *u, uint32_t pid)
+{
+	struct uw_proc *p = proc_find(u, pid, true);
+
+	if (!p)
+		return;
+	/* Kept as told: a sample taken inside the exec (its registers still
+	 * the old image's) must not read /proc, where by now the process may
+	 * be gone (or show a later state); the new mappings come as MMAP2
+	 * records. */
+	p->told = true;
+	p->n = 0;
+}
+
 int sp_unwinder_fork(struct sp_unwinder *u, uint32_t ppid, uint32_t pid)
 {
 	struct uw_proc *pp = proc_find(u, ppid, false), *p;
@@ -434,6 +457,19 @@ static void proc_read_maps(struct sp_unwinder *u, struct uw_proc *p)
 		proc_add_map(u, p, start, end, pgoff, path);
 	}
 	fclose(fp);
+}
+
+/* pid's mappings; for a pid nobody told us about, read from /proc once. */
+static struct uw_proc *proc_lookup(struct sp_unwinder *u, uint32_t pid)
+{
+	struct uw_proc *p = proc_find(u, pid, false);
+
+	if (!p && u->proc_fallback) {
+		p = proc_find(u, pid, true);
+		if (p)
+			proc_read_maps(u, p);
+	}
+	return p;
 }
 
 static const struct uw_map *map_find(const struct uw_proc *p, uint64_t addr)
@@ -1130,12 +1166,7 @@ unsigned int sp_unwinder_unwind(struct sp_unwinder *u, uint32_t pid, uint32_t ti
 	}
 	c.lo = c.regs[DW_RSP];
 	c.hi = stack && size <= UINT64_MAX - c.lo ? c.lo + size : c.lo;
-	p = proc_find(u, pid, false);
-	if (!p && u->proc_fallback) {
-		p = proc_find(u, pid, true);
-		if (p)
-			proc_read_maps(u, p);
-	}
+	p = proc_lookup(u, pid);
 	/* The first CFA may equal the sampled sp (a function that has popped
 	 * its return address into a register: glibc's __vfork), the next ones
 	 * must each rise. */
@@ -1172,23 +1203,40 @@ out:
 	return n;
 }
 
-int sp_unwinder_rel(struct sp_unwinder *u, uint32_t pid, uint64_t addr, uint64_t *rel)
+/* The file mapping of pid holding addr, its file opened; NULL if none. */
+static const struct uw_map *file_map_at(struct sp_unwinder *u, uint32_t pid, uint64_t addr)
 {
-	struct uw_proc *p = proc_find(u, pid, false);
-	const struct uw_map *m;
+	struct uw_proc *p = proc_lookup(u, pid);
+	const struct uw_map *m = p ? map_find(p, addr) : NULL;
 
-	if (!p && u->proc_fallback) {
-		p = proc_find(u, pid, true);
-		if (p)
-			proc_read_maps(u, p);
-	}
-	m = p ? map_find(p, addr) : NULL;
 	if (!m || !m->file)
-		return -1;
+		return NULL;
 	if (!m->file->loaded)
 		file_load(m->file, pid, m, u);
-	if (m->file->bad || !map_vaddr(m, addr, rel))
+	return m;
+}
+
+int sp_unwinder_rel(struct sp_unwinder *u, uint32_t pid, uint64_t addr, uint64_t *rel)
+{
+	const struct uw_map *m = file_map_at(u, pid, addr);
+
+	if (!m || m->file->bad || !map_vaddr(m, addr, rel))
 		return -1;
+	return 0;
+}
+
+int sp_unwinder_where(struct sp_unwinder *u, uint32_t pid, uint64_t addr, const char **path,
+		      uint64_t *pgoff, uint64_t *rel)
+{
+	const struct uw_map *m = file_map_at(u, pid, addr);
+
+	if (!m)
+		return -1;
+	*path = m->file->path;
+	*pgoff = m->pgoff;
+	/* A file that cannot be read: its offset, as a module's frames have then. */
+	if (m->file->bad || !map_vaddr(m, addr, rel))
+		*rel = addr - m->start + m->pgoff;
 	return 0;
 }
 

@@ -45,12 +45,35 @@
 #define MAX_VERDICTS	4096	/* cgroups whose verdict is kept at once */
 #define SYSTEM_WIDE_PAGES 512	/* ring pages per CPU with -a, unless -m */
 #define KERNEL_START	0xffff800000000000ull
+#define WHERE_FILES	16	/* files a wait's user frames are placed in */
+#define NO_FILE		0xff
+#define HOLD_POLLS	4	/* a wait waits this many polls for its modules */
+#define HOLD_MAX	4096	/* and at most this many waits wait at once */
+#define MAX_EXECS	65536	/* execs remembered while their forks may come */
 
 #ifndef PERF_RECORD_MISC_SWITCH_OUT_PREEMPT
 #define PERF_RECORD_MISC_SWITCH_OUT_PREEMPT (1 << 14)
 #endif
 
 enum { OPT_OFFCPU = 0x2100, OPT_OFFCPU_MIN };
+
+/*
+ * Where a sample's user frames lie, taken as it is read from the ring (the
+ * unwinder's view then; by the wait's end the process may have exec'd or
+ * gone): per frame its file (an index into f[], NO_FILE: none) and its ELF
+ * address there. The paths are the unwinder's, valid for its life.
+ */
+struct wheres {
+	unsigned int nf;
+	struct {
+		const char *path;
+		uint64_t pgoff;
+	} f[WHERE_FILES];
+	struct {
+		uint64_t rel;
+		uint8_t file;
+	} fr[];
+};
 
 /* A record taken from a ring, waiting to be processed in time order. */
 struct qrec {
@@ -60,6 +83,7 @@ struct qrec {
 	uint8_t ust;		/* unwind status of a sample */
 	uint16_t nk, nu;	/* kernel and user addresses in ips, each leaf first */
 	uint64_t *ips;
+	struct wheres *wh;	/* of the nu user addresses; NULL: none */
 };
 
 /* A thread that switched out and has not run again yet. */
@@ -70,7 +94,17 @@ struct blocked {
 	uint8_t ust;
 	uint16_t nk, nu;
 	uint64_t *ips;
+	struct wheres *wh;
 	struct sp_interp_stack *istack;	/* its interpreted stack, NULL: none */
+};
+
+/* A wait that ended, held until the perf source has written the modules
+ * its frames are in (or long enough). */
+struct held {
+	struct blocked b;	/* owns b's ips, wh and istack */
+	uint64_t t_in;
+	uint64_t poll;		/* the poll it was held at */
+	uint32_t tid;
 };
 
 struct pidmods {
@@ -93,7 +127,12 @@ struct offcpu {
 	struct sp_u64map blocked;	/* tid -> struct blocked * */
 	struct sp_u64map parent;	/* pid -> ppid (forks seen) */
 	struct sp_u64map pidmods;	/* pid -> struct pidmods * */
+	struct sp_u64map modpath;	/* hash of (path, pgoff) -> newest module id */
 	uint64_t mods_scanned;
+	struct held *held;		/* waits held for their modules, in time order */
+	size_t held_at, nheld, held_cap;	/* first, end */
+	uint64_t polls;
+	struct sp_u64map execs;		/* pid -> time of its exec, read before its fork */
 	uint64_t kmod;			/* kernel module id, 0 = none yet */
 	struct sp_u64map kaddrs;	/* kernel addresses used in frames */
 	struct sp_stackq *stackq;
@@ -163,13 +202,19 @@ static void blocked_drop(struct offcpu *c, uint64_t tid)
 		struct blocked *b = (struct blocked *)(uintptr_t)*v;
 
 		free(b->ips);
+		free(b->wh);
 		sp_interp_stack_free(b->istack);
 		free(b);
 		sp_u64map_del(&c->blocked, tid);
 	}
 }
 
-/* ---- modules: the ones the perf source wrote, found by pid and address ---- */
+/* ---- modules: the ones the perf source wrote, found by file or by pid and address ---- */
+
+static uint64_t modpath_key(const char *path, size_t len, uint64_t pgoff)
+{
+	return sp_hash_mix(sp_hash_bytes(path, len), pgoff);
+}
 
 static void scan_modules(struct offcpu *c)
 {
@@ -187,6 +232,15 @@ static void scan_modules(struct offcpu *c)
 			if (!c->kmod)
 				c->kmod = id;
 			continue;
+		}
+		/* A file's module is written once, with the first process that
+		 * mapped it: every other process finds it by file. */
+		if (!(m->flags & SP_MOD_ANON)) {
+			size_t len = 0;
+			const char *path = sp_defs_str(d, m->path, &len);
+
+			if (path)
+				sp_u64map_put(&c->modpath, modpath_key(path, len, m->pgoff), id);
 		}
 		v = sp_u64map_get(&c->pidmods, m->pid);
 		if (v) {
@@ -213,7 +267,67 @@ static void pidmods_release(struct offcpu *c)
 		free(pm);
 	}
 	sp_u64map_release(&c->pidmods);
+	sp_u64map_release(&c->modpath);
 	c->mods_scanned = 0;
+}
+
+/* The module of the file at path mapped from pgoff, 0 if not written yet. */
+static uint64_t modpath_find(struct offcpu *c, const char *path, uint64_t pgoff)
+{
+	struct sp_defs *d = sp_writer_defs(c->out->w);
+	size_t len = strlen(path), mlen = 0;
+	const struct sp_module *m;
+	const char *mpath;
+	uint64_t *v = sp_u64map_get(&c->modpath, modpath_key(path, len, pgoff));
+
+	if (!v || !(m = sp_defs_module(d, *v)) || m->pgoff != pgoff)
+		return 0;
+	mpath = sp_defs_str(d, m->path, &mlen);
+	return mpath && mlen == len && !memcmp(mpath, path, len) ? *v : 0;
+}
+
+/* Where ips[0..n) of pid lie now (struct wheres), NULL if n is 0. */
+static struct wheres *wheres_take(struct offcpu *c, uint32_t pid, const uint64_t *ips,
+				  unsigned int n)
+{
+	struct wheres *w;
+	const char *path;
+	uint64_t pgoff, rel;
+	unsigned int i, k;
+
+	if (!n)
+		return NULL;
+	w = sp_xmalloc(sizeof(*w) + n * sizeof(w->fr[0]));
+	w->nf = 0;
+	for (i = 0; i < n; i++) {
+		w->fr[i].file = NO_FILE;
+		w->fr[i].rel = 0;
+		if (sp_unwinder_where(c->unw, pid, ips[i], &path, &pgoff, &rel))
+			continue;
+		for (k = 0; k < w->nf && (w->f[k].path != path || w->f[k].pgoff != pgoff); k++)
+			;
+		if (k == w->nf) {
+			if (w->nf == WHERE_FILES)
+				continue;
+			w->f[k].path = path;
+			w->f[k].pgoff = pgoff;
+			w->nf++;
+		}
+		w->fr[i].file = k;
+		w->fr[i].rel = rel;
+	}
+	return w;
+}
+
+/* Whether the modules of every file b's frames lie in are written. */
+static bool wheres_ready(struct offcpu *c, const struct blocked *b)
+{
+	unsigned int k;
+
+	for (k = 0; b->wh && k < b->wh->nf; k++)
+		if (!modpath_find(c, b->wh->f[k].path, b->wh->f[k].pgoff))
+			return false;
+	return true;
 }
 
 /* The newest module of pid (or of the process it was forked from) holding addr. */
@@ -244,10 +358,16 @@ static const struct sp_module *find_module(struct offcpu *c, uint32_t pid, uint6
 	return NULL;
 }
 
-static uint64_t intern_frame(struct offcpu *c, uint32_t pid, uint64_t ip, bool kernel, bool leaf)
+/* A frame of b: kernel frame i, or user frame i. */
+static uint64_t intern_frame(struct offcpu *c, const struct blocked *b, unsigned int i,
+			     bool kernel)
 {
+	uint64_t ip = b->ips[kernel ? i : b->nk + i];
+	const struct wheres *w = kernel ? NULL : b->wh;
+	uint32_t pid = b->pid;
 	struct sp_frame f = { 0 };
 	const struct sp_module *m;
+	bool leaf = i == 0;
 
 	f.addr = ip;
 	f.rel = ip;
@@ -258,6 +378,10 @@ static uint64_t intern_frame(struct offcpu *c, uint32_t pid, uint64_t ip, bool k
 		if (!f.module)
 			f.pid = 0;
 		sp_u64map_put(&c->kaddrs, ip, 1);
+	} else if (w && w->fr[i].file != NO_FILE &&
+		   (f.module = modpath_find(c, w->f[w->fr[i].file].path,
+					    w->f[w->fr[i].file].pgoff))) {
+		f.rel = w->fr[i].rel;
 	} else if ((m = find_module(c, pid, ip))) {
 		f.module = m->id;
 		if (!(m->flags & SP_MOD_ANON) && sp_unwinder_rel(c->unw, pid, ip, &f.rel))
@@ -269,12 +393,16 @@ static uint64_t intern_frame(struct offcpu *c, uint32_t pid, uint64_t ip, bool k
 }
 
 /* What sp_interp_splice() needs of a user frame: 1 eval loop, 2 unmapped. */
-static uint8_t eval_mark(struct offcpu *c, const struct sp_interpreters *ip, uint32_t pid,
-			 uint64_t addr)
+static uint8_t eval_mark(struct offcpu *c, const struct sp_interpreters *ip,
+			 const struct blocked *b, unsigned int i)
 {
-	if (sp_interp_is_eval(ip, pid, addr))
+	uint64_t addr = b->ips[b->nk + i];
+
+	if (sp_interp_is_eval(ip, b->pid, addr))
 		return 1;
-	return find_module(c, pid, addr) ? 0 : 2;
+	if (b->wh && b->wh->fr[i].file != NO_FILE)
+		return 0;
+	return find_module(c, b->pid, addr) ? 0 : 2;
 }
 
 /* b's frames into ids, leaf first (its kernel frames, then its user
@@ -289,16 +417,16 @@ static unsigned int wait_frames(struct offcpu *c, const struct blocked *b, uint6
 	uint64_t id;
 
 	for (i = 0; i < b->nk; i++) {
-		id = intern_frame(c, b->pid, b->ips[i], true, i == 0);
+		id = intern_frame(c, b, i, true);
 		if (id) {
 			eval[n] = 0;
 			ids[n++] = id;
 		}
 	}
 	for (i = 0; i < b->nu; i++) {
-		id = intern_frame(c, b->pid, b->ips[b->nk + i], false, i == 0);
+		id = intern_frame(c, b, i, false);
 		if (id) {
-			eval[n] = ip ? eval_mark(c, ip, b->pid, b->ips[b->nk + i]) : 0;
+			eval[n] = ip ? eval_mark(c, ip, b, i) : 0;
 			ids[n++] = id;
 		}
 	}
@@ -336,8 +464,12 @@ static void emit_wait(struct offcpu *c, uint32_t tid, const struct blocked *b, u
 		rel = 0;
 		if (b->ust != SP_UNWIND_COMPLETE && b->nu) {
 			const struct sp_module *m = find_module(c, b->pid, b->ips[b->nk + b->nu - 1]);
+			unsigned int k = b->wh ? b->wh->fr[b->nu - 1].file : NO_FILE;
 
-			mod = m ? sp_defs_strz(sp_writer_defs(c->out->w), m->path) : NULL;
+			if (k != NO_FILE)
+				mod = b->wh->f[k].path;
+			else
+				mod = m ? sp_defs_strz(sp_writer_defs(c->out->w), m->path) : NULL;
 			rel = b->ips[b->nk + b->nu - 1];
 		}
 		sp_stackq_add(c->stackq, b->ust, SP_SAMPLE_OFFCPU, mod, rel, 1);
@@ -345,6 +477,54 @@ static void emit_wait(struct offcpu *c, uint32_t tid, const struct blocked *b, u
 	c->st.waits++;
 	c->st.wait_ns += r.sample.weight;
 	c->out->emit(c->out->ctx, &r);
+}
+
+/*
+ * Waits are held until the perf source has written the modules of the
+ * files their frames lie in: it handles an MMAP2 record on its own pass,
+ * often after the wait that needs it ends here. At most HOLD_POLLS polls
+ * and HOLD_MAX waits, released in time order (the watermark is the oldest
+ * held wait); all of them with force.
+ */
+static void held_release(struct offcpu *c, bool force)
+{
+	while (c->held_at < c->nheld) {
+		struct held *h = &c->held[c->held_at];
+
+		if (!force && c->nheld - c->held_at < HOLD_MAX && c->polls - h->poll < HOLD_POLLS &&
+		    !wheres_ready(c, &h->b))
+			break;
+		emit_wait(c, h->tid, &h->b, h->t_in);
+		free(h->b.ips);
+		free(h->b.wh);
+		sp_interp_stack_free(h->b.istack);
+		c->held_at++;
+	}
+	if (c->held_at == c->nheld)
+		c->held_at = c->nheld = 0;
+}
+
+/* b's wait, which ended at t_in, to be written once its modules are:
+ * its addresses and interpreted stack move to the hold. */
+static void held_push(struct offcpu *c, uint32_t tid, struct blocked *b, uint64_t t_in)
+{
+	struct held *h;
+
+	if (c->held_at && c->nheld == c->held_cap) {
+		memmove(c->held, c->held + c->held_at, (c->nheld - c->held_at) * sizeof(*c->held));
+		c->nheld -= c->held_at;
+		c->held_at = 0;
+	}
+	sp_grow(&c->held, &c->held_cap, c->nheld + 1, sizeof(*c->held));
+	h = &c->held[c->nheld++];
+	h->b = *b;
+	h->t_in = t_in;
+	h->poll = c->polls;
+	h->tid = tid;
+	b->ips = NULL;
+	b->wh = NULL;
+	b->istack = NULL;
+	held_release(c, false);
 }
 
 /* ---- records, as read from the rings ---- */
@@ -439,6 +619,7 @@ static void read_sample(struct offcpu *c, const struct perf_event_header *h)
 		memcpy(q.ips, kips, nk * sizeof(*q.ips));
 		memcpy(q.ips + nk, uips, nu * sizeof(*q.ips));
 	}
+	q.wh = wheres_take(c, s.pid, uips, nu);
 	queue(c, &q);
 }
 
@@ -489,17 +670,28 @@ static void read_record(void *ctx, const struct perf_event_header *h)
 	case PERF_RECORD_COMM: {
 		const uint32_t *pt = (const void *)(h + 1);
 
-		if (h->size >= sizeof(*h) + 8 && (h->misc & PERF_RECORD_MISC_COMM_EXEC))
-			sp_unwinder_forget(c->unw, pt[0]);
+		if (h->size < sizeof(*h) + 8 || !(h->misc & PERF_RECORD_MISC_COMM_EXEC))
+			return;
+		sp_unwinder_exec(c->unw, pt[0]);
+		if (c->execs.n >= MAX_EXECS)
+			sp_u64map_release(&c->execs);
+		if (!sp_perf_parse_id(h, c->attr.sample_type, &id))
+			sp_u64map_put(&c->execs, pt[0], id.time);
 		return;
 	}
 	case PERF_RECORD_FORK: {
 		const struct task_body *t = (const void *)(h + 1);
+		uint64_t *exec;
 
 		if (h->size < sizeof(*h) + sizeof(*t) || t->pid == t->ppid)
 			return;
 		sp_u64map_put(&c->parent, t->pid, t->ppid);
-		sp_unwinder_fork(c->unw, t->ppid, t->pid);
+		/* The rings are read one after the other: the child's exec
+		 * and new mappings, from another CPU's, may have been read
+		 * already, and its parent's mappings are not its own then. */
+		exec = sp_u64map_get(&c->execs, t->pid);
+		if (!exec || *exec < t->time)
+			sp_unwinder_fork(c->unw, t->ppid, t->pid);
 		return;
 	}
 	case PERF_RECORD_EXIT: {
@@ -553,6 +745,7 @@ static void process(void *ctx, void *item)
 			sp_u64map_put(&c->blocked, r->tid, (uint64_t)(uintptr_t)b);
 		}
 		free(b->ips);
+		free(b->wh);
 		b->out_time = r->head.time;
 		b->pid = r->pid;
 		b->cpu = r->cpu;
@@ -561,7 +754,9 @@ static void process(void *ctx, void *item)
 		b->nk = r->nk;
 		b->nu = r->nu;
 		b->ips = r->ips;
+		b->wh = r->wh;
 		r->ips = NULL;
+		r->wh = NULL;
 		sp_interp_stack_free(b->istack);
 		b->istack = NULL;
 		if (c->interp && sp_interp_current())
@@ -586,7 +781,7 @@ static void process(void *ctx, void *item)
 			c->st.short_waits++;
 			c->st.short_ns += d;
 		} else {
-			emit_wait(c, r->tid, b, r->head.time);
+			held_push(c, r->tid, b, r->head.time);
 		}
 		b->out_time = 0;
 		sp_interp_stack_free(b->istack);
@@ -594,17 +789,22 @@ static void process(void *ctx, void *item)
 		break;
 	case PERF_RECORD_EXIT:
 		blocked_drop(c, r->tid);
-		if (r->pid == r->tid)
+		if (r->pid == r->tid) {
 			sp_u64map_del(&c->parent, r->pid);
+			sp_u64map_del(&c->execs, r->pid);
+		}
 		break;
 	}
 	free(r->ips);
+	free(r->wh);
 	r->ips = NULL;
+	r->wh = NULL;
 }
 
 static void drop(void *ctx, void *item)
 {
 	free(((struct qrec *)item)->ips);
+	free(((struct qrec *)item)->wh);
 }
 
 /* ---- the source ---- */
@@ -726,7 +926,10 @@ static int offcpu_poll(struct sp_source *s, struct sp_emit *out)
 	uint64_t before = c->st.waits;
 
 	c->out = out;
+	c->polls++;
 	sp_perf_queue_poll(&c->q, c->epfd, c->rings, c->nfds);
+	scan_modules(c);
+	held_release(c, false);
 	return (int)(c->st.waits - before);
 }
 
@@ -734,7 +937,11 @@ static uint64_t offcpu_watermark(struct sp_source *s)
 {
 	struct offcpu *c = s->priv;
 
-	return c->finished ? UINT64_MAX : c->q.bound;
+	if (c->finished)
+		return UINT64_MAX;
+	if (c->held_at < c->nheld && c->held[c->held_at].t_in < c->q.bound)
+		return c->held[c->held_at].t_in;
+	return c->q.bound;
 }
 
 /* Symbols of the kernel frames we wrote, so another machine can name them. */
@@ -777,6 +984,8 @@ static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 	for (i = 0; i < c->nfds; i++)
 		ioctl(c->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 	sp_perf_queue_finish(&c->q, c->rings, c->nfds);
+	scan_modules(c);
+	held_release(c, true);
 	/* Threads still blocked when the recording stopped are not recorded:
 	 * their wait has no end. */
 	if (c->st.lost) {
@@ -822,10 +1031,18 @@ static void offcpu_free(struct sp_source *s)
 		struct blocked *b = (struct blocked *)(uintptr_t)v;
 
 		free(b->ips);
+		free(b->wh);
 		sp_interp_stack_free(b->istack);
 		free(b);
 	}
+	for (i = c->held_at; i < c->nheld; i++) {
+		free(c->held[i].b.ips);
+		free(c->held[i].b.wh);
+		sp_interp_stack_free(c->held[i].b.istack);
+	}
+	free(c->held);
 	pidmods_release(c);
+	sp_u64map_release(&c->execs);
 	sp_u64map_release(&c->blocked);
 	sp_u64map_release(&c->parent);
 	sp_u64map_release(&c->kaddrs);
@@ -845,8 +1062,8 @@ static void offcpu_free(struct sp_source *s)
  * refers to (the modules of a process that ended went with it; kept, they
  * would be defined again in every compaction); the kernel's goes through
  * m. The rest holds no id of the writer: the waits' stacks are addresses
- * until their switch-in, the interpreted ones raw reads, the cgroups
- * kernel ids.
+ * and files until they are written (held ones too), the interpreted ones
+ * raw reads, the cgroups kernel ids.
  */
 static void offcpu_remap(struct sp_source *s, const struct sp_remap *m)
 {
@@ -854,6 +1071,9 @@ static void offcpu_remap(struct sp_source *s, const struct sp_remap *m)
 
 	pidmods_release(c);
 	c->kmod = m->id(m->ctx, SP_REF_MODULE, c->kmod);
+	/* not ids, but every file ever unwound, mapped (the perf source's
+	 * unwinder is trimmed at the same time) */
+	sp_unwinder_trim(c->unw);
 }
 
 struct sp_source *sp_offcpu_source_new(const struct sp_offcpu_opts *o)

@@ -322,11 +322,14 @@ static void vma_remove(struct perf *p, struct proc *pr, size_t i, uint64_t time)
 	pr->nvmas--;
 }
 
-static void vma_clear(struct perf *p, struct proc *pr, uint64_t time)
+/* pr's mappings are gone: it exec'd (exec), or ended. */
+static void vma_clear(struct perf *p, struct proc *pr, uint64_t time, bool exec)
 {
 	while (pr->nvmas)
 		vma_remove(p, pr, pr->nvmas - 1, time);
-	if (p->unw)
+	if (p->unw && exec)
+		sp_unwinder_exec(p->unw, pr->pid);
+	else if (p->unw)
 		sp_unwinder_forget(p->unw, pr->pid);
 	if (p->interp)	/* an exec or an end: its interpreter is gone */
 		sp_interp_on_end(p->interp, pr->pid, time);
@@ -500,7 +503,7 @@ static void proc_end(struct perf *p, struct proc *pr, uint64_t time, bool exec)
 		sp_perf_emit(p, &r);
 	if (!exec)
 		sp_perf_capture_jit(p, pr);
-	vma_clear(p, pr, time);
+	vma_clear(p, pr, time, exec);
 }
 
 static void proc_free(struct perf *p, struct proc *pr)
@@ -593,7 +596,7 @@ void sp_perf_on_fork(struct perf *p, const struct perf_event_header *h)
 	pr = sp_perf_proc_find(p, t->pid);
 	if (pr) {		/* a stale entry for a reused pid */
 		sp_perf_flush_pending_exec(p, pr);
-		vma_clear(p, pr, t->time);
+		vma_clear(p, pr, t->time, false);
 		proc_free(p, pr);
 	}
 	pr = proc_get(p, t->pid);
@@ -678,7 +681,7 @@ void sp_perf_on_comm(struct perf *p, const struct perf_event_header *h, const st
 		if (pr->defined && !pr->pending_exec)
 			proc_end(p, pr, id->time, true);
 		else
-			vma_clear(p, pr, id->time);
+			vma_clear(p, pr, id->time, true);
 		/* Its records are older than the moment it was seen gone; a
 		 * later exec is of another process (its fork was lost). */
 		if (pr->gone && id->time >= pr->gone_at)

@@ -5,6 +5,7 @@
  * through functions built without frame pointers, and compare with the
  * return addresses the functions saw themselves.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -268,6 +269,144 @@ static void test_unwind_jit_and_reported_maps(void)
 	sp_unwinder_free(u);
 }
 
+/* Report this process's executable mappings to u as pid's (as sp-record
+ * does from MMAP2 records). The one holding addr, if any, into *at_lo,
+ * *at_off and at_path (at_size bytes). */
+static void report_own_maps(struct sp_unwinder *u, uint32_t pid, uint64_t addr,
+			    unsigned long long *at_lo, unsigned long long *at_off,
+			    char *at_path, size_t at_size)
+{
+	unsigned long long lo, hi, off;
+	char line[4200], perms[8], path[4096];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		path[0] = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perms, &off, path) < 4 ||
+		    perms[2] != 'x')
+			continue;
+		CHECK(!sp_unwinder_map(u, pid, lo, hi, off, path));
+		if (at_lo && addr >= lo && addr < hi) {
+			*at_lo = lo;
+			*at_off = off;
+			snprintf(at_path, at_size, "%s", path);
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+/* At an exec the process stays known with no mappings: a sample taken
+ * inside the exec is unknown_map, not a /proc read (which would find this
+ * program's mappings here and unwind), and the new image's reported
+ * mappings unwind. */
+static void test_unwind_exec_awaits_maps(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	enum sp_unwind_status st;
+	uint64_t ips[128];
+	unsigned int n;
+
+	CHECK(!sp_unwinder_map(u, getpid(), 0x100000, 0x200000, 0, "/nonexistent/old"));
+	sp_unwinder_exec(u, getpid());
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 128, &st);
+	CHECK_EQ_U(n, 1);
+	CHECK_EQ_U(st, SP_UNWIND_UNKNOWN_MAP);
+	report_own_maps(u, getpid(), 0, NULL, NULL, NULL, 0);
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 128, &st);
+	CHECK(n >= 5);
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	sp_unwinder_free(u);
+}
+
+/* Where an address lies, as the off-CPU source asks when it reads a sample:
+ * the file and mapping offset it was told, and the ELF address dladdr()
+ * computes from this program's load base. */
+static void test_unwind_where(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	uint64_t fn = (uint64_t)(uintptr_t)&test_unwind_where, pgoff = 1, rel = 0;
+	unsigned long long at_lo = 0, at_off = 0;
+	char at_path[4096] = "";
+	const char *where = NULL;
+	Dl_info dl;
+
+	sp_unwinder_set_proc_fallback(u, false);
+	report_own_maps(u, 999, fn, &at_lo, &at_off, at_path, sizeof(at_path));
+	CHECK(at_lo != 0);
+	CHECK(dladdr((void *)(uintptr_t)fn, &dl) != 0);
+	CHECK_EQ_U(sp_unwinder_where(u, 999, fn, &where, &pgoff, &rel), 0);
+	CHECK_STR(where, at_path);
+	CHECK_EQ_U(pgoff, at_off);
+	CHECK_EQ_U(rel, fn - (uint64_t)(uintptr_t)dl.dli_fbase);
+	/* Anonymous memory, or a process nobody told of: nowhere. */
+	CHECK(!sp_unwinder_map(u, 999, 0x1000, 0x2000, 0, "//anon"));
+	CHECK_EQ_U(sp_unwinder_where(u, 999, 0x1800, &where, &pgoff, &rel), (uint64_t)-1);
+	CHECK_EQ_U(sp_unwinder_where(u, 998, fn, &where, &pgoff, &rel), (uint64_t)-1);
+	/* A file that cannot be read: its path, and the offset in it. */
+	CHECK(!sp_unwinder_map(u, 999, 0x300000, 0x400000, 0x5000, "/nonexistent/libfoo.so"));
+	CHECK_EQ_U(sp_unwinder_where(u, 999, 0x300010, &where, &pgoff, &rel), 0);
+	CHECK_STR(where, "/nonexistent/libfoo.so");
+	CHECK_EQ_U(pgoff, 0x5000);
+	CHECK_EQ_U(rel, 0x5010);
+	/* The path outlives the process's mappings. */
+	sp_unwinder_forget(u, 999);
+	CHECK_STR(where, "/nonexistent/libfoo.so");
+	sp_unwinder_free(u);
+}
+
+/* How many mappings of path this process has. */
+static unsigned int maps_of(const char *path)
+{
+	char line[4200], name[4096];
+	unsigned int n = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %*s %*s %*s %*s %4095s", name) == 1 && !strcmp(name, path))
+			n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Trimming unloads the files with their mappings (a deleted binary's would
+ * keep its disk space), and they load again when a frame needs them. */
+static void test_unwind_trim_unloads(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	enum sp_unwind_status st;
+	uint64_t a[128], b[128];
+	unsigned int base, n1, n2;
+	char exe[4096];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	CHECK(len > 0);
+	if (len <= 0) {
+		sp_unwinder_free(u);
+		return;
+	}
+	exe[len] = 0;
+	base = maps_of(exe);
+	n1 = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+				a, 128, &st);
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	CHECK_EQ_U(maps_of(exe), base + 1);	/* the unwinder's mapping of it */
+	sp_unwinder_trim(u);
+	CHECK_EQ_U(maps_of(exe), base);
+	n2 = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+				b, 128, &st);
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	CHECK(n1 == n2 && !memcmp(a, b, n1 * sizeof(a[0])));
+	CHECK_EQ_U(maps_of(exe), base + 1);
+	sp_unwinder_free(u);
+	CHECK_EQ_U(maps_of(exe), base);
+}
+
 /* The same mappings reported by hand (as sp-record does from MMAP2
  * records) unwind as well as the /proc fallback. */
 static void test_unwind_reported_maps_match_proc(void)
@@ -277,21 +416,9 @@ static void test_unwind_reported_maps_match_proc(void)
 	enum sp_unwind_status st1, st2;
 	uint64_t a[128], b[128];
 	unsigned int n1, n2;
-	char line[4200];
-	FILE *f = fopen("/proc/self/maps", "r");
 
 	sp_unwinder_set_proc_fallback(v, false);
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi, off;
-		char perms[8], path[4096] = "";
-
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perms, &off, path) < 4)
-			continue;
-		if (perms[2] == 'x')
-			CHECK(!sp_unwinder_map(v, 777, lo, hi, off, path));
-	}
-	if (f)
-		fclose(f);
+	report_own_maps(v, 777, 0, NULL, NULL, NULL, 0);
 	n1 = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
 				a, 128, &st1);
 	n2 = sp_unwinder_unwind(v, 777, 777, s->regs, SP_UNWIND_NREGS, s->stack, s->size, b, 128,
@@ -362,6 +489,9 @@ int main(void)
 	TAP_RUN(test_unwind_thread_reaches_clone);
 	TAP_RUN(test_unwind_truncations);
 	TAP_RUN(test_unwind_jit_and_reported_maps);
+	TAP_RUN(test_unwind_exec_awaits_maps);
+	TAP_RUN(test_unwind_where);
+	TAP_RUN(test_unwind_trim_unloads);
 	TAP_RUN(test_unwind_reported_maps_match_proc);
 	TAP_RUN(test_unwind_garbage);
 	TAP_RUN(test_unwind_splice_fp);

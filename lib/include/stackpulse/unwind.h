@@ -31,8 +31,11 @@ void sp_unwinder_free(struct sp_unwinder *u);
 int sp_unwinder_map(struct sp_unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
 		    uint64_t pgoff, const char *path);
 void sp_unwinder_unmap(struct sp_unwinder *u, uint32_t pid, uint64_t start, uint64_t end);
-/* The process exited or exec'd: forget its mappings. */
+/* The process exited: forget it (a later process of that pid is another). */
 void sp_unwinder_forget(struct sp_unwinder *u, uint32_t pid);
+/* The process exec'd: its mappings are gone, and the new image's come as
+ * reported mappings (sp_unwinder_map()); /proc is not read for it. */
+void sp_unwinder_exec(struct sp_unwinder *u, uint32_t pid);
 
 /*
  * Unwind one sample. regs are the sampled user registers in perf's order for
@@ -66,10 +69,11 @@ int sp_unwinder_fork(struct sp_unwinder *u, uint32_t ppid, uint32_t pid);
  */
 void sp_unwinder_set_proc_fallback(struct sp_unwinder *u, bool on);
 /*
- * Free every file's cache of unwind rules (about 1 MB per file used, for
- * the unwinder's life): refilled as unwinding needs it. A recording that
- * runs for days (sp-record -o DIR) calls it now and then, since a machine
- * keeps running new files.
+ * Unload every file: its cache of unwind rules (about 1 MB per file used),
+ * its CFI and its ELF with the mapping of it (which would keep a deleted
+ * file's disk space), all loaded again as unwinding needs them. A
+ * recording that runs for days (sp-record -o DIR) calls it now and then,
+ * since a machine keeps running new files.
  */
 void sp_unwinder_trim(struct sp_unwinder *u);
 
@@ -87,6 +91,18 @@ const char *sp_unwinder_stop_module(const struct sp_unwinder *u, uint64_t *rel);
  * -1 (no mapping, anonymous memory, or a file that cannot be read).
  */
 int sp_unwinder_rel(struct sp_unwinder *u, uint32_t pid, uint64_t addr, uint64_t *rel);
+
+/*
+ * Where addr lies in pid's mappings as the unwinder knows them: the mapped
+ * file's path (valid for the unwinder's life: files are never forgotten,
+ * only unloaded), the mapping's file offset as reported (pgoff) and addr's
+ * ELF virtual address in the file (*rel; its file offset when the file
+ * cannot be read). 0, or -1 (no mapping, anonymous or special memory).
+ * Taken when a sample is read, it does not depend on what happens to the
+ * process later (an exec, an exit, a pid reused).
+ */
+int sp_unwinder_where(struct sp_unwinder *u, uint32_t pid, uint64_t addr, const char **path,
+		      uint64_t *pgoff, uint64_t *rel);
 
 struct sp_unwind_stats {
 	uint64_t samples;		/* sp_unwinder_unwind() calls */
