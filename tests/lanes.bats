@@ -183,6 +183,51 @@ EOF
 	assert_output "[$(printf "$yields, %.0s" $(seq $((fibers - 1))))$yields]"
 }
 
+@test "lanes: sp-tree's filters choose the lanes too: --pid, --tid, --span, of two processes" {
+	require_ruby_hook
+	prog=$FIXTURES/fibers.rb
+	fibers=$(const_of "$prog" FIBERS)
+	run -0 --separate-stderr sp-record --no-samples --spans=ruby -o "$OUT" -- \
+		sh -c "ruby '$prog' & ruby '$prog'; wait"
+	sp-correlate -o "$CORR" "$OUT" 2>/dev/null
+	# the two ruby processes, and their fibers, from the raw fiber switches
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"fiber_switch\" and .flags == \"0x1\")
+		| .pid' | sort | uniq -c | awk '{print \$2, \$1}'"
+	[ "${#lines[@]}" -eq 2 ]
+	read -r p1 n1 <<< "${lines[0]}"
+	read -r p2 n2 <<< "${lines[1]}"
+	[ "$n1" -eq "$fibers" ] && [ "$n2" -eq "$fibers" ]
+	sh=$(sp-decode "$OUT" | jq -r 'select(.type == "process" and .comm == "sh") | .pid' | head -1)
+	lane_pids() {
+		sp-tree --format=json "$@" "$CORR" | jq -r '[(.lanes // [])[] | .pid] | sort | map(tostring) | join(" ")'
+	}
+	all=$(printf "$p1 %.0s" $(seq "$fibers"))$(printf "$p2 %.0s" $(seq "$fibers"))
+	run -0 lane_pids
+	assert_output "${all% }"
+	# each process alone: its own fibers only, in the text form too
+	for p in $p1 $p2; do
+		run -0 lane_pids --pid "$p"
+		assert_output "$(printf "$p %.0s" $(seq "$fibers") | sed 's/ $//')"
+		run -0 lane_pids --tid "$p"
+		assert_output "$(printf "$p %.0s" $(seq "$fibers") | sed 's/ $//')"
+		run -0 bash -c "sp-tree --pid $p '$CORR' | sed -n '/^# lanes: /,\$p' | grep -c '^fiber .* pid $p tid $p '"
+		assert_output "$fibers"
+		run -0 bash -c "sp-tree --pid $p '$CORR' | grep -c '^fiber .* pid [0-9]'"
+		assert_output "$fibers"
+	done
+	# the shell that started both: every fiber is under its forks
+	run -0 lane_pids --pid "$sh"
+	assert_output "${all% }"
+	# --span: the fibers a matching span ran in (chunk runs in each), none
+	# when nothing matches
+	run -0 lane_pids --span chunk --pid "$p2"
+	assert_output "$(printf "$p2 %.0s" $(seq "$fibers") | sed 's/ $//')"
+	run -0 lane_pids --span 'no-such-method'
+	assert_output ""
+	run -0 bash -c "sp-tree --span 'no-such-method' '$CORR' | grep -c '^# lanes' || true"
+	assert_output 0
+}
+
 @test "lanes: python3 -m asyncio (the asyncio REPL) fed a script: its top-level await and each task" {
 	require_python_hook
 	tasks=3 sleeps=2
