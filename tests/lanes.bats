@@ -183,6 +183,47 @@ EOF
 	assert_output "[$(printf "$yields, %.0s" $(seq $((fibers - 1))))$yields]"
 }
 
+@test "lanes: speedscope has a profile per Ruby fiber, each nested and ordered, no span cut short" {
+	require_ruby_hook
+	fibers=3 yields=4
+	# a method that stays open across the fiber's yields, called from a
+	# block of the fiber; the thread's own drive() resumes the fibers and
+	# returns while they are suspended in it
+	run -0 --separate-stderr sp-record --no-samples --spans=ruby -o "$OUT" -- ruby -e "
+def work(n) = n.times.sum { |i| i * i }
+def step = (File.read('/etc/hostname') rescue nil; work(20000))
+def loop_in_fiber(i) = $yields.times { step; Fiber.yield i }
+def drive(fs) = fs.each(&:resume)
+fs = $fibers.times.map { |i| Fiber.new { loop_in_fiber(i); :done } }
+$((yields + 1)).times { drive(fs) }"
+	sp-correlate -o "$CORR" "$OUT" 2>/dev/null
+	sp-correlate --format=json "$CORR" > "$BATS_TEST_TMPDIR/corr.jsonl"
+	sp-flame -q --speedscope -o "$BATS_TEST_TMPDIR/s.json" "$CORR"
+	# the format's rules, and each method's span whole in some profile
+	run -0 python3 "$FIXTURES/speedscope_check.py" "$BATS_TEST_TMPDIR/s.json" "$BATS_TEST_TMPDIR/corr.jsonl"
+	# one profile per fiber the runtime said was new
+	new=$(jq -s '[.[] | select(.type == "fiber_switch" and .flags == "0x1")] | length' \
+		"$BATS_TEST_TMPDIR/corr.jsonl")
+	[ "$new" -eq "$fibers" ]
+	run -0 jq -r '[.profiles[] | select(.name | startswith("fiber 0x"))] | length' "$BATS_TEST_TMPDIR/s.json"
+	assert_output "$fibers"
+	# each fiber has its loop_in_fiber and its steps (the yields), the
+	# thread the drive()s and none of the fibers' spans
+	run -0 python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [f["name"] for f in d["shared"]["frames"]]
+for p in d["profiles"]:
+    if p["type"] != "evented":
+        continue
+    opened = [names[e["frame"]] for e in p["events"] if e["type"] == "O"]
+    count = lambda m: sum(n.endswith("#" + m) for n in opened)
+    print(p["name"].split()[0], count("drive"), count("loop_in_fiber"), count("step"))
+' "$BATS_TEST_TMPDIR/s.json"
+	assert_line "spans $((yields + 1)) 0 0"
+	[ "$(grep -c "^fiber 0 1 $yields\$" <<< "$output")" -eq "$fibers" ]
+}
+
 @test "lanes: sp-tree's filters choose the lanes too: --pid, --tid, --span, of two processes" {
 	require_ruby_hook
 	prog=$FIXTURES/fibers.rb
