@@ -200,7 +200,7 @@ $((yields + 1)).times { drive(fs) }"
 	sp-correlate --format=json "$CORR" > "$BATS_TEST_TMPDIR/corr.jsonl"
 	sp-flame -q --speedscope -o "$BATS_TEST_TMPDIR/s.json" "$CORR"
 	# the format's rules, and each method's span whole in some profile
-	run -0 python3 "$FIXTURES/speedscope_check.py" "$BATS_TEST_TMPDIR/s.json" "$BATS_TEST_TMPDIR/corr.jsonl"
+	run -0 python3 "$BATS_TEST_DIRNAME/fixtures/sp-flame/speedscope-nesting.py" "$BATS_TEST_TMPDIR/s.json" "$BATS_TEST_TMPDIR/corr.jsonl"
 	# one profile per fiber the runtime said was new
 	new=$(jq -s '[.[] | select(.type == "fiber_switch" and .flags == "0x1")] | length' \
 		"$BATS_TEST_TMPDIR/corr.jsonl")

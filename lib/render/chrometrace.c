@@ -7,6 +7,8 @@
  * Kernel and runtime events are thread-scoped instant events ("i").
  * Process and thread names are kept (the last one each, for a name that
  * changed at exec or by prctl) and written once per pid and tid at the end.
+ * A span is cut to end inside the slice of its thread it starts in
+ * (nest_stop()).
  *
  * asyncio tasks and Ruby fibers (lanes.h) become nestable async slices
  * ("b"/"e", one id per lane, category "task" or "fiber"), written at the
@@ -41,6 +43,19 @@ struct sp_chrome {
 	size_t nnames, names_cap;
 	struct sp_idset name_idx;
 	struct sp_lanes lanes;
+	struct sp_u64map nests;	/* hash of pid, tid -> index + 1 of its nest */
+	struct nest *nest;
+	size_t nnest, capnest;
+};
+
+/* The slices of a thread drawn so far that may hold the next one. */
+struct nest {
+	struct nest_slice *s;
+	size_t n, cap;
+};
+
+struct nest_slice {
+	uint64_t start, stop;	/* stop UINT64_MAX: open at the end */
 };
 
 struct sp_chrome *sp_chrome_new(FILE *out)
@@ -76,6 +91,37 @@ static void put_ts(struct sp_chrome *c, const char *key, uint64_t t)
 static void put_dur(struct sp_chrome *c, uint64_t ns)
 {
 	fprintf(c->out, ",\"dur\":%" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
+}
+
+/*
+ * Where span s is drawn to (UINT64_MAX: open, a "B" with no end). Viewers
+ * want a thread's slices nested, but the spans sp-correlate makes from
+ * samples may overlap their siblings, and a Ruby fiber's span outlive the
+ * span that resumed it: a span that starts inside a slice of its thread
+ * ends with it at the latest (as speedscope's export does). Spans come
+ * parents first; one that starts before the slices kept is not inside them.
+ * Memory: per thread, the slices open at the last span's start.
+ */
+static uint64_t nest_stop(struct sp_chrome *c, const struct sp_span *s)
+{
+	uint64_t k = sp_hash_mix(sp_hash_u64(s->pid), s->tid), *v = sp_u64map_get(&c->nests, k);
+	uint64_t stop = s->stop >= s->start && s->stop ? s->stop : UINT64_MAX;
+	struct nest *n;
+
+	if (!v) {
+		sp_grow(&c->nest, &c->capnest, c->nnest + 1, sizeof(*c->nest));
+		memset(&c->nest[c->nnest++], 0, sizeof(*c->nest));
+		sp_u64map_put(&c->nests, k, c->nnest);
+		v = sp_u64map_get(&c->nests, k);
+	}
+	n = &c->nest[*v - 1];
+	while (n->n && (n->s[n->n - 1].stop <= s->start || n->s[n->n - 1].start > s->start))
+		n->n--;
+	if (n->n && stop > n->s[n->n - 1].stop)
+		stop = n->s[n->n - 1].stop;
+	sp_grow(&n->s, &n->cap, n->n + 1, sizeof(*n->s));
+	n->s[n->n++] = (struct nest_slice){ s->start, stop };
+	return stop;
 }
 
 static void meta(struct sp_chrome *c, const char *what, uint64_t pid, uint64_t tid,
@@ -243,6 +289,7 @@ int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_
 	char buf[600];
 	const struct sp_span *s;
 	const struct sp_span_mark *m;
+	uint64_t stop;
 
 	if (rec->kind == SP_REC_SPAN || rec->kind == SP_REC_FIBER_SWITCH ||
 	    rec->kind == SP_REC_HEADER)
@@ -266,14 +313,15 @@ int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_
 		s = &rec->span;
 		span_name(d, s->runtime, s->klass, s->method, s->end == SP_END_SYNTHETIC, buf,
 			  sizeof(buf));
+		stop = nest_stop(c, s);
 		sep(c);
 		fprintf(c->out, "{\"ph\":\"%s\",\"cat\":\"span\",\"name\":",
-			s->stop >= s->start && s->stop ? "X" : "B");
+			stop != UINT64_MAX ? "X" : "B");
 		sp_flame_json_str(c->out, buf);
 		fprintf(c->out, ",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64, s->pid, s->tid);
 		put_ts(c, "ts", s->start);
-		if (s->stop >= s->start && s->stop)
-			put_dur(c, s->stop - s->start);
+		if (stop != UINT64_MAX)
+			put_dur(c, stop - s->start);
 		fputs(",\"args\":{\"file\":", c->out);
 		sp_flame_json_str(c->out, sp_defs_strz(d, s->file));
 		fprintf(c->out, ",\"line\":%" PRIu64 ",\"span\":%" PRIu64, s->line, s->id);
@@ -323,6 +371,10 @@ int sp_chrome_finish(struct sp_chrome *c)
 	}
 	free(c->names);
 	sp_idset_release(&c->name_idx);
+	for (i = 0; i < c->nnest; i++)
+		free(c->nest[i].s);
+	free(c->nest);
+	sp_u64map_release(&c->nests);
 	fputs("\n]}\n", c->out);
 	rc = ferror(c->out) ? -1 : 0;
 	free(c);
