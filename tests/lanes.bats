@@ -183,7 +183,7 @@ EOF
 	assert_output "[$(printf "$yields, %.0s" $(seq $((fibers - 1))))$yields]"
 }
 
-@test "lanes: speedscope has a profile per Ruby fiber, each nested and ordered, no span cut short" {
+@test "lanes: speedscope has a profile per Ruby fiber, the Chrome trace a track; each nested, no span cut short" {
 	require_ruby_hook
 	fibers=3 yields=4
 	# a method that stays open across the fiber's yields, called from a
@@ -222,6 +222,15 @@ for p in d["profiles"]:
 ' "$BATS_TEST_TMPDIR/s.json"
 	assert_line "spans $((yields + 1)) 0 0"
 	[ "$(grep -c "^fiber 0 1 $yields\$" <<< "$output")" -eq "$fibers" ]
+	# the Chrome trace: each thread's and each fiber's track nested, each
+	# fiber's loop_in_fiber whole on a track named for it
+	sp-flame -q --chrome -o "$BATS_TEST_TMPDIR/c.json" "$CORR"
+	run -0 python3 "$BATS_TEST_DIRNAME/fixtures/sp-flame/chrome-nesting.py" "$BATS_TEST_TMPDIR/c.json" \
+		"$BATS_TEST_TMPDIR/corr.jsonl"
+	run -0 jq -r '.traceEvents as $e | [$e[] | select(.ph == "M" and (.args.name | startswith("fiber 0x"))) | .tid] as $t
+		| [$e[] | select(.ph == "X" and .name == "Object#loop_in_fiber") | .tid as $x | $t | index($x) != null]
+		| map(tostring) | join(" ")' "$BATS_TEST_TMPDIR/c.json"
+	assert_output "$(printf 'true %.0s' $(seq "$fibers") | sed 's/ $//')"
 }
 
 @test "lanes: sp-tree's filters choose the lanes too: --pid, --tid, --span, of two processes" {
