@@ -357,13 +357,11 @@ static void test_pprof_deep_stack(void)
 	sp_defs_free(d);
 }
 
-static void test_chrometrace_spans_and_events(void)
+/* A Chrome trace into m of a correlated stream that started at 1 ms. */
+static struct sp_chrome *chrome_start(FILE *m)
 {
 	struct sp_record r = { .kind = SP_REC_HEADER };
 	struct sp_chrome *c;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
 
 	d = sp_defs_new();
 	r.header.start_mono_ns = 1000000;
@@ -371,7 +369,17 @@ static void test_chrometrace_spans_and_events(void)
 	def(&r);
 	c = sp_chrome_new(m);
 	sp_chrome_add(c, d, &r);
-	memset(&r, 0, sizeof(r));
+	return c;
+}
+
+static void test_chrometrace_spans_and_events(void)
+{
+	struct sp_record r = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	struct sp_chrome *c = chrome_start(m);
+
 	r.kind = SP_REC_SPAN;
 	r.span.id = 1;
 	r.span.pid = 3;
@@ -416,25 +424,15 @@ static void chrome_span(struct sp_chrome *c, uint64_t tid, uint64_t method, uint
  */
 static void test_chrometrace_nesting_and_fibers(void)
 {
-	struct sp_record r = { .kind = SP_REC_HEADER };
-	struct sp_chrome *c;
+	struct sp_record r = { .kind = SP_REC_FIBER_SWITCH };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
-	uint64_t a, b;
+	struct sp_chrome *c = chrome_start(m);
+	uint64_t a = str("a"), b = str("b");
 
-	d = sp_defs_new();
-	r.header.start_mono_ns = 1000000;
-	r.header.flags = SP_HDR_CORRELATED;
-	def(&r);
-	c = sp_chrome_new(m);
-	sp_chrome_add(c, d, &r);
-	a = str("a");
-	b = str("b");
 	chrome_span(c, 4, a, 1001000, 1004000);
 	chrome_span(c, 4, b, 1002000, 1006000);	/* overlaps a: cut at its end */
-	memset(&r, 0, sizeof(r));
-	r.kind = SP_REC_FIBER_SWITCH;
 	r.fiber_switch = (struct sp_fiber_switch){ .time = 1010000, .pid = 3, .tid = 4,
 		.to = 0xf0, .flags = SP_FIBER_NEW };
 	sp_chrome_add(c, d, &r);
