@@ -201,6 +201,12 @@ $((yields + 1)).times { drive(fs) }"
 	sp-flame -q --speedscope -o "$BATS_TEST_TMPDIR/s.json" "$CORR"
 	# the format's rules, and each method's span whole in some profile
 	run -0 python3 "$BATS_TEST_DIRNAME/fixtures/sp-flame/speedscope-nesting.py" "$BATS_TEST_TMPDIR/s.json" "$BATS_TEST_TMPDIR/corr.jsonl"
+	# and speedscope's own reader, when an earlier test installed it
+	if [ -d "$BATS_FILE_TMPDIR/npm/node_modules/speedscope" ] && command -v node >/dev/null; then
+		NODE_PATH=$BATS_FILE_TMPDIR/npm/node_modules run -0 node \
+			"$BATS_TEST_DIRNAME/fixtures/sp-flame/speedscope-check.js" "$BATS_TEST_TMPDIR/s.json"
+		[ "$(grep -c '^evented fiber 0x' <<< "$output")" -eq "$fibers" ]
+	fi
 	# one profile per fiber the runtime said was new
 	new=$(jq -s '[.[] | select(.type == "fiber_switch" and .flags == "0x1")] | length' \
 		"$BATS_TEST_TMPDIR/corr.jsonl")
