@@ -183,6 +183,107 @@ EOF
 	assert_output "[$(printf "$yields, %.0s" $(seq $((fibers - 1))))$yields]"
 }
 
+@test "lanes: speedscope has a profile per Ruby fiber, the Chrome trace a track; each nested, no span cut short" {
+	require_ruby_hook
+	fibers=3 yields=4
+	# a method that stays open across the fiber's yields, called from a
+	# block of the fiber; the thread's own drive() resumes the fibers and
+	# returns while they are suspended in it
+	run -0 --separate-stderr sp-record --no-samples --spans=ruby -o "$OUT" -- ruby -e "
+def work(n) = n.times.sum { |i| i * i }
+def step = (File.read('/etc/hostname') rescue nil; work(20000))
+def loop_in_fiber(i) = $yields.times { step; Fiber.yield i }
+def drive(fs) = fs.each(&:resume)
+fs = $fibers.times.map { |i| Fiber.new { loop_in_fiber(i); :done } }
+$((yields + 1)).times { drive(fs) }"
+	sp-correlate -o "$CORR" "$OUT" 2>/dev/null
+	sp-correlate --format=json "$CORR" > "$BATS_TEST_TMPDIR/corr.jsonl"
+	sp-flame -q --speedscope -o "$BATS_TEST_TMPDIR/s.json" "$CORR"
+	# the format's rules, and each method's span whole in some profile
+	run -0 python3 "$BATS_TEST_DIRNAME/fixtures/sp-flame/speedscope-nesting.py" "$BATS_TEST_TMPDIR/s.json" "$BATS_TEST_TMPDIR/corr.jsonl"
+	# and speedscope's own reader, when an earlier test installed it
+	if [ -d "$BATS_FILE_TMPDIR/npm/node_modules/speedscope" ] && command -v node >/dev/null; then
+		NODE_PATH=$BATS_FILE_TMPDIR/npm/node_modules run -0 node \
+			"$BATS_TEST_DIRNAME/fixtures/sp-flame/speedscope-check.js" "$BATS_TEST_TMPDIR/s.json"
+		[ "$(grep -c '^evented fiber 0x' <<< "$output")" -eq "$fibers" ]
+	fi
+	# one profile per fiber the runtime said was new
+	new=$(jq -s '[.[] | select(.type == "fiber_switch" and .flags == "0x1")] | length' \
+		"$BATS_TEST_TMPDIR/corr.jsonl")
+	[ "$new" -eq "$fibers" ]
+	run -0 jq -r '[.profiles[] | select(.name | startswith("fiber 0x"))] | length' "$BATS_TEST_TMPDIR/s.json"
+	assert_output "$fibers"
+	# each fiber has its loop_in_fiber and its steps (the yields), the
+	# thread the drive()s and none of the fibers' spans
+	run -0 python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [f["name"] for f in d["shared"]["frames"]]
+for p in d["profiles"]:
+    if p["type"] != "evented":
+        continue
+    opened = [names[e["frame"]] for e in p["events"] if e["type"] == "O"]
+    count = lambda m: sum(n.endswith("#" + m) for n in opened)
+    print(p["name"].split()[0], count("drive"), count("loop_in_fiber"), count("step"))
+' "$BATS_TEST_TMPDIR/s.json"
+	assert_line "spans $((yields + 1)) 0 0"
+	[ "$(grep -c "^fiber 0 1 $yields\$" <<< "$output")" -eq "$fibers" ]
+	# the Chrome trace: each thread's and each fiber's track nested, each
+	# fiber's loop_in_fiber whole on a track named for it
+	sp-flame -q --chrome -o "$BATS_TEST_TMPDIR/c.json" "$CORR"
+	run -0 python3 "$BATS_TEST_DIRNAME/fixtures/sp-flame/chrome-nesting.py" "$BATS_TEST_TMPDIR/c.json" \
+		"$BATS_TEST_TMPDIR/corr.jsonl"
+	run -0 jq -r '.traceEvents as $e | [$e[] | select(.ph == "M" and (.args.name | startswith("fiber 0x"))) | .tid] as $t
+		| [$e[] | select(.ph == "X" and .name == "Object#loop_in_fiber") | .tid as $x | $t | index($x) != null]
+		| map(tostring) | join(" ")' "$BATS_TEST_TMPDIR/c.json"
+	assert_output "$(printf 'true %.0s' $(seq "$fibers") | sed 's/ $//')"
+}
+
+@test "lanes: sp-tree's filters choose the lanes too: --pid, --tid, --span, of two processes" {
+	require_ruby_hook
+	prog=$FIXTURES/fibers.rb
+	fibers=$(const_of "$prog" FIBERS)
+	run -0 --separate-stderr sp-record --no-samples --spans=ruby -o "$OUT" -- \
+		sh -c "ruby '$prog' & ruby '$prog'; wait"
+	sp-correlate -o "$CORR" "$OUT" 2>/dev/null
+	# the two ruby processes, and their fibers, from the raw fiber switches
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"fiber_switch\" and .flags == \"0x1\")
+		| .pid' | sort | uniq -c | awk '{print \$2, \$1}'"
+	[ "${#lines[@]}" -eq 2 ]
+	read -r p1 n1 <<< "${lines[0]}"
+	read -r p2 n2 <<< "${lines[1]}"
+	[ "$n1" -eq "$fibers" ] && [ "$n2" -eq "$fibers" ]
+	sh=$(sp-decode "$OUT" | jq -r 'select(.type == "process" and .comm == "sh") | .pid' | head -1)
+	lane_pids() {
+		sp-tree --format=json "$@" "$CORR" | jq -r '[(.lanes // [])[] | .pid] | sort | map(tostring) | join(" ")'
+	}
+	all=$(printf "$p1 %.0s" $(seq "$fibers"))$(printf "$p2 %.0s" $(seq "$fibers"))
+	run -0 lane_pids
+	assert_output "${all% }"
+	# each process alone: its own fibers only, in the text form too
+	for p in $p1 $p2; do
+		run -0 lane_pids --pid "$p"
+		assert_output "$(printf "$p %.0s" $(seq "$fibers") | sed 's/ $//')"
+		run -0 lane_pids --tid "$p"
+		assert_output "$(printf "$p %.0s" $(seq "$fibers") | sed 's/ $//')"
+		run -0 bash -c "sp-tree --pid $p '$CORR' | sed -n '/^# lanes: /,\$p' | grep -c '^fiber .* pid $p tid $p '"
+		assert_output "$fibers"
+		run -0 bash -c "sp-tree --pid $p '$CORR' | grep -c '^fiber .* pid [0-9]'"
+		assert_output "$fibers"
+	done
+	# the shell that started both: every fiber is under its forks
+	run -0 lane_pids --pid "$sh"
+	assert_output "${all% }"
+	# --span: the fibers a matching span ran in (chunk runs in each), none
+	# when nothing matches
+	run -0 lane_pids --span chunk --pid "$p2"
+	assert_output "$(printf "$p2 %.0s" $(seq "$fibers") | sed 's/ $//')"
+	run -0 lane_pids --span 'no-such-method'
+	assert_output ""
+	run -0 bash -c "sp-tree --span 'no-such-method' '$CORR' | grep -c '^# lanes' || true"
+	assert_output 0
+}
+
 @test "lanes: python3 -m asyncio (the asyncio REPL) fed a script: its top-level await and each task" {
 	require_python_hook
 	tasks=3 sleeps=2

@@ -714,3 +714,47 @@ RB
 	run --separate-stderr -0 sp-flame --by=span --comm=ruby "$BATS_TEST_TMPDIR/r.sym.sp"
 	assert_output --regexp ';rb_vm_exec;'
 }
+
+@test "sp-flame: speedscope and the Chrome trace of a real Python program with threads nest on each thread" {
+	require_root
+	[ -x /usr/bin/python3.11 ] || skip "needs Debian's /usr/bin/python3.11"
+	compgen -G "$SP_BIN/../runtime/python/_stackpulse_hook*.so" >/dev/null ||
+		skip "the Python hook is not built (python3-dev)"
+	workers=4 jobs=16
+	cat > "$BATS_TEST_TMPDIR/pool.py" <<PY
+from concurrent.futures import ThreadPoolExecutor
+import time
+def work(n):
+    return sum(i * i for i in range(n))
+def job(k):
+    with open("/etc/hostname", "rb") as f:
+        f.read(8)
+    time.sleep(0.002)
+    return work(20000 + k)
+with ThreadPoolExecutor(max_workers=$workers) as ex:
+    print(len(list(ex.map(job, range($jobs)))))
+PY
+	out=$BATS_TEST_TMPDIR/run.sp corr=$BATS_TEST_TMPDIR/run.corr.sp
+	run -0 --separate-stderr sp-record --spans=python -o "$out" -- /usr/bin/python3.11 "$BATS_TEST_TMPDIR/pool.py"
+	assert_output "$jobs"
+	sp-correlate -o "$corr" "$out" 2>/dev/null
+	sp-correlate --format=json "$corr" > "$BATS_TEST_TMPDIR/corr.jsonl"
+	sp-flame -q --speedscope -o "$BATS_TEST_TMPDIR/s.json" "$corr"
+	sp-flame -q --chrome -o "$BATS_TEST_TMPDIR/c.json" "$corr"
+	# the formats' rules, and each method's span whole, by readers of our own
+	# (tests/fixtures/sp-flame/README.md)
+	run -0 python3 "$FIXTURES/speedscope-nesting.py" "$BATS_TEST_TMPDIR/s.json" "$BATS_TEST_TMPDIR/corr.jsonl"
+	run -0 python3 "$FIXTURES/chrome-nesting.py" "$BATS_TEST_TMPDIR/c.json" "$BATS_TEST_TMPDIR/corr.jsonl"
+	# the jobs ran on the workers: each job's span on a thread of its own
+	# profile, not the main thread's (threads from the spans' own tids)
+	run -0 jq -r 'select(.type == "span" and .method == "job") | .tid' "$BATS_TEST_TMPDIR/corr.jsonl"
+	[ "${#lines[@]}" -eq "$jobs" ]
+	tids=$(printf '%s\n' "${lines[@]}" | sort -u)
+	main=$(jq -r 'select(.type == "process") | .pid' "$BATS_TEST_TMPDIR/corr.jsonl" | head -1)
+	[ "$(wc -l <<< "$tids")" -ge 1 ] && [ "$(wc -l <<< "$tids")" -le "$workers" ]
+	! grep -qx "$main" <<< "$tids"
+	for t in $tids; do
+		run -0 jq -r --arg t "/$t" '[.profiles[] | select(.type == "evented" and (.name | startswith("spans ")) and (.name | endswith($t)))] | length' "$BATS_TEST_TMPDIR/s.json"
+		assert_output 1
+	done
+}

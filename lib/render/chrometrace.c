@@ -7,6 +7,9 @@
  * Kernel and runtime events are thread-scoped instant events ("i").
  * Process and thread names are kept (the last one each, for a name that
  * changed at exec or by prctl) and written once per pid and tid at the end.
+ * A span is cut to end inside the slice of its thread it starts in
+ * (nest_stop()); a Ruby fiber's spans are on a track of their own
+ * (track_of()).
  *
  * asyncio tasks and Ruby fibers (lanes.h) become nestable async slices
  * ("b"/"e", one id per lane, category "task" or "fiber"), written at the
@@ -41,6 +44,37 @@ struct sp_chrome {
 	size_t nnames, names_cap;
 	struct sp_idset name_idx;
 	struct sp_lanes lanes;
+	struct sp_u64map nests;	/* hash of pid, tid -> index + 1 of its nest */
+	struct nest *nest;
+	size_t nnest, capnest;
+	struct sp_u64map fibers;	/* hash of pid, tid -> index + 1 of its switches */
+	struct fiber_hist *fh;
+	size_t nfh, capfh;
+	struct sp_u64map tracks;	/* hash of pid, fiber id -> its track */
+	uint64_t ntracks;
+};
+
+/* A Ruby fiber's spans are drawn on a track of their own, a thread id of
+ * this and above (above any tid Linux gives). */
+#define FIBER_TRACK_BASE	0x40000000u
+
+/* The switches of a thread: from each time on, the track that ran (0: the
+ * thread's root fiber). */
+struct fiber_hist {
+	struct fiber_at {
+		uint64_t time, track;
+	} *at;
+	size_t n, cap;
+};
+
+/* The slices of a thread drawn so far that may hold the next one. */
+struct nest {
+	struct nest_slice *s;
+	size_t n, cap;
+};
+
+struct nest_slice {
+	uint64_t start, stop;	/* stop UINT64_MAX: open at the end */
 };
 
 struct sp_chrome *sp_chrome_new(FILE *out)
@@ -76,6 +110,93 @@ static void put_ts(struct sp_chrome *c, const char *key, uint64_t t)
 static void put_dur(struct sp_chrome *c, uint64_t ns)
 {
 	fprintf(c->out, ",\"dur\":%" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
+}
+
+static void set_name(struct sp_chrome *c, uint64_t pid, uint64_t tid1, const char *name);
+
+static void *slot_of(struct sp_u64map *m, uint64_t k, void *arr, size_t *n, size_t *cap,
+		     size_t size)
+{
+	uint64_t *v = sp_u64map_get(m, k);
+	char **a = arr;
+
+	if (!v) {
+		sp_grow(a, cap, *n + 1, size);
+		memset(*a + *n * size, 0, size);
+		sp_u64map_put(m, k, ++*n);
+		v = sp_u64map_get(m, k);
+	}
+	return *a + (*v - 1) * size;
+}
+
+/* A fiber switch: its thread runs another track from here. */
+static void fiber_switch(struct sp_chrome *c, const struct sp_fiber_switch *fs)
+{
+	struct fiber_hist *h = slot_of(&c->fibers, sp_hash_mix(sp_hash_u64(fs->pid), fs->tid),
+				       &c->fh, &c->nfh, &c->capfh, sizeof(*c->fh));
+	uint64_t k = sp_hash_mix(sp_hash_u64(fs->pid), fs->to), *v, track = 0;
+	char name[96];
+
+	if (fs->to) {
+		v = sp_u64map_get(&c->tracks, k);
+		if (v && !(fs->flags & SP_FIBER_NEW)) {
+			track = *v;
+		} else {
+			track = ++c->ntracks;
+			sp_u64map_put(&c->tracks, k, track);
+			snprintf(name, sizeof(name), "fiber 0x%" PRIx64 " of %" PRIu64, fs->to,
+				 fs->tid);
+			set_name(c, fs->pid, FIBER_TRACK_BASE + track + 1, name);
+		}
+	}
+	sp_grow(&h->at, &h->cap, h->n + 1, sizeof(*h->at));
+	h->at[h->n++] = (struct fiber_at){ fs->time, track };
+}
+
+/* The thread id span s is drawn on: its fiber's track when it began while
+ * a fiber other than the root ran (switches come before the spans that
+ * begin after them), else its thread. */
+static uint64_t track_of(struct sp_chrome *c, const struct sp_span *s)
+{
+	uint64_t *v = sp_u64map_get(&c->fibers, sp_hash_mix(sp_hash_u64(s->pid), s->tid));
+	const struct fiber_hist *h;
+	size_t lo = 0, hi, mid;
+
+	if (!v)
+		return s->tid;
+	h = &c->fh[*v - 1];
+	for (hi = h->n; lo < hi;) {	/* the first switch after the start */
+		mid = lo + (hi - lo) / 2;
+		if (h->at[mid].time <= s->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && h->at[lo - 1].track ? FIBER_TRACK_BASE + h->at[lo - 1].track : s->tid;
+}
+
+/*
+ * Where span s is drawn to (UINT64_MAX: open, a "B" with no end). Viewers
+ * want a thread's slices nested, but the spans sp-correlate makes from
+ * samples may overlap their siblings, and a Ruby fiber's span outlive the
+ * span that resumed it: a span that starts inside a slice of its thread
+ * ends with it at the latest (as speedscope's export does). Spans come
+ * parents first; one that starts before the slices kept is not inside them.
+ * Memory: per thread, the slices open at the last span's start.
+ */
+static uint64_t nest_stop(struct sp_chrome *c, const struct sp_span *s, uint64_t tid)
+{
+	struct nest *n = slot_of(&c->nests, sp_hash_mix(sp_hash_u64(s->pid), tid), &c->nest,
+				 &c->nnest, &c->capnest, sizeof(*c->nest));
+	uint64_t stop = s->stop >= s->start && s->stop ? s->stop : UINT64_MAX;
+
+	while (n->n && (n->s[n->n - 1].stop <= s->start || n->s[n->n - 1].start > s->start))
+		n->n--;
+	if (n->n && stop > n->s[n->n - 1].stop)
+		stop = n->s[n->n - 1].stop;
+	sp_grow(&n->s, &n->cap, n->n + 1, sizeof(*n->s));
+	n->s[n->n++] = (struct nest_slice){ s->start, stop };
+	return stop;
 }
 
 static void meta(struct sp_chrome *c, const char *what, uint64_t pid, uint64_t tid,
@@ -243,6 +364,7 @@ int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_
 	char buf[600];
 	const struct sp_span *s;
 	const struct sp_span_mark *m;
+	uint64_t stop, tid;
 
 	if (rec->kind == SP_REC_SPAN || rec->kind == SP_REC_FIBER_SWITCH ||
 	    rec->kind == SP_REC_HEADER)
@@ -266,14 +388,16 @@ int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_
 		s = &rec->span;
 		span_name(d, s->runtime, s->klass, s->method, s->end == SP_END_SYNTHETIC, buf,
 			  sizeof(buf));
+		tid = track_of(c, s);
+		stop = nest_stop(c, s, tid);
 		sep(c);
 		fprintf(c->out, "{\"ph\":\"%s\",\"cat\":\"span\",\"name\":",
-			s->stop >= s->start && s->stop ? "X" : "B");
+			stop != UINT64_MAX ? "X" : "B");
 		sp_flame_json_str(c->out, buf);
-		fprintf(c->out, ",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64, s->pid, s->tid);
+		fprintf(c->out, ",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64, s->pid, tid);
 		put_ts(c, "ts", s->start);
-		if (s->stop >= s->start && s->stop)
-			put_dur(c, s->stop - s->start);
+		if (stop != UINT64_MAX)
+			put_dur(c, stop - s->start);
 		fputs(",\"args\":{\"file\":", c->out);
 		sp_flame_json_str(c->out, sp_defs_strz(d, s->file));
 		fprintf(c->out, ",\"line\":%" PRIu64 ",\"span\":%" PRIu64, s->line, s->id);
@@ -300,6 +424,9 @@ int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_
 	case SP_REC_EVENT:
 		event(c, d, &rec->event);
 		break;
+	case SP_REC_FIBER_SWITCH:
+		fiber_switch(c, &rec->fiber_switch);
+		break;
 	default:
 		break;
 	}
@@ -323,6 +450,15 @@ int sp_chrome_finish(struct sp_chrome *c)
 	}
 	free(c->names);
 	sp_idset_release(&c->name_idx);
+	for (i = 0; i < c->nnest; i++)
+		free(c->nest[i].s);
+	free(c->nest);
+	sp_u64map_release(&c->nests);
+	for (i = 0; i < c->nfh; i++)
+		free(c->fh[i].at);
+	free(c->fh);
+	sp_u64map_release(&c->fibers);
+	sp_u64map_release(&c->tracks);
 	fputs("\n]}\n", c->out);
 	rc = ferror(c->out) ? -1 : 0;
 	free(c);

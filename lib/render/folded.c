@@ -182,6 +182,7 @@ void sp_folded_free(struct sp_folded *f)
 	sp_idset_release(&f->proc_idx);
 	sp_idset_release(&f->thread_idx);
 	free(f->spans);
+	free(f->fibers);
 	sp_idset_release(&f->span_idx);
 	free(f);
 }
@@ -344,6 +345,24 @@ static void add_span(struct sp_folded *f, const struct sp_defs *d, const struct 
 	x->suspended = s->flags & SP_SPAN_SUSPENDED;
 	sp_idset_add(&f->span_idx, sp_hash_mix(f->gen, id), f->nspans + 1);
 	f->nspans++;
+}
+
+static void add_fiber(struct sp_folded *f, const struct sp_fiber_switch *fs)
+{
+	sp_grow(&f->fibers, &f->fibers_cap, f->nfibers + 1, sizeof(*f->fibers));
+	f->fibers[f->nfibers++] = (struct sp_flame_fiber){ .gen = f->gen, .pid = fs->pid,
+		.tid = fs->tid, .time = fs->time, .to = fs->to,
+		.fresh = fs->flags & SP_FIBER_NEW };
+}
+
+size_t sp_folded_nfibers(const struct sp_folded *f)
+{
+	return f->nfibers;
+}
+
+const struct sp_flame_fiber *sp_folded_fiber(const struct sp_folded *f, size_t i)
+{
+	return i < f->nfibers ? &f->fibers[i] : NULL;
 }
 
 size_t sp_folded_nspans(const struct sp_folded *f)
@@ -661,6 +680,10 @@ int sp_folded_add(struct sp_folded *f, const struct sp_defs *d, const struct sp_
 	case SP_REC_SPAN:
 		if ((f->o.by & SP_FLAME_BY_SPAN) || f->o.keep_spans)
 			add_span(f, d, &rec->span);
+		break;
+	case SP_REC_FIBER_SWITCH:
+		if ((f->o.by & SP_FLAME_BY_SPAN) || f->o.keep_spans)
+			add_fiber(f, &rec->fiber_switch);
 		break;
 	default:
 		break;

@@ -130,6 +130,8 @@ struct sp_folded {
 	size_t nspans, spans_cap;
 	struct sp_idset span_idx;
 	uint64_t next_span_id;
+	struct sp_flame_fiber *fibers;
+	size_t nfibers, fibers_cap;
 
 	struct sp_flame_stats st;
 	struct sp_stackq *stackq;	/* unwind causes: the footer's hint, as sp-record words it */

@@ -196,8 +196,13 @@ struct sp_lane *sp_lanes_add(struct sp_lanes *l, const struct sp_record *rec)
 		for (i = 0; i < l->nchain; i++)
 			l->chain[i].n = 0;
 		break;
-	case SP_REC_SPAN:
-		return on_span(l, &rec->span);
+	case SP_REC_SPAN: {
+		struct sp_lane *ln = on_span(l, &rec->span);
+		struct lane_chain *ch = chain_of(l, rec->span.tid);
+
+		l->last_lane = ch->n ? ch->link[ch->n - 1].lane : 0;
+		return ln;
+	}
 	case SP_REC_FIBER_SWITCH:
 		on_fiber(l, &rec->fiber_switch);
 		break;

@@ -61,6 +61,8 @@ struct sp_lanes {
 	uint64_t dropped;	/* lanes beyond SP_LANES_MAX */
 	uint64_t nspans;	/* spans of the stream so far: the last one's id
 				 * (ids are implicit, docs/spool.md) */
+	uint64_t last_lane;	/* index + 1 of the task lane the last span ran in
+				 * (its resume or a coroutine it awaits), 0 = none */
 	struct sp_u64map live;	/* hash of pid, id -> index + 1 of its current lane */
 	struct sp_u64map inner;	/* hash of pid, coroutine -> index + 1 of the lane
 				 * of the task awaiting it (until it ends) */

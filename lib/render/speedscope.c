@@ -4,8 +4,10 @@
  * the names as shared frames, one sampled profile per thread from the
  * time-ordered runs, and one evented profile per thread from the spans of
  * correlated input (opened and closed properly nested, as the format
- * requires), and one per asyncio task (lanes.h): the spans of its resumes,
- * from its first resume to its end.
+ * requires), one per Ruby fiber (the spans that began while it ran: a
+ * fiber's stack is its own, so they are not its thread's), and one per
+ * asyncio task (lanes.h): the spans of its resumes, from its first resume
+ * to its end.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -22,17 +24,26 @@ void sp_flame_json_str(FILE *out, const char *str)
 	sp_esc_json_put(out, str, strlen(str), 0);
 }
 
+/* Keys x[0..n) and y[0..n), the first that differs deciding. */
+static int cmp_keys(const uint64_t *x, const uint64_t *y, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return 0;
+}
+
+/* Runs by process and thread, then in their order. */
 static int cmp_run(const void *a, const void *b, void *arg)
 {
 	const struct sp_folded *f = arg;
-	const struct sp_flame_run *x = sp_folded_seq(f, *(const size_t *)a);
-	const struct sp_flame_run *y = sp_folded_seq(f, *(const size_t *)b);
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct sp_flame_run *x = sp_folded_seq(f, i), *y = sp_folded_seq(f, j);
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+	return cmp_keys((const uint64_t[]){ x->pid, x->tid, i },
+			(const uint64_t[]){ y->pid, y->tid, j }, 3);
 }
 
 static void thread_title(const struct sp_folded *f, uint64_t pid, uint64_t tid, const char *what,
@@ -94,23 +105,26 @@ static void sampled(const struct sp_folded *f, FILE *out, bool *first)
 	free(path);
 }
 
+/* Spans by stream, process, thread and start, the outer (longer) first. */
 static int cmp_span(const void *a, const void *b, void *arg)
 {
 	const struct sp_folded *f = arg;
 	const struct sp_flame_span *x = sp_folded_span(f, *(const size_t *)a);
 	const struct sp_flame_span *y = sp_folded_span(f, *(const size_t *)b);
 
-	if (x->gen != y->gen)
-		return x->gen < y->gen ? -1 : 1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	if (x->stop != y->stop)		/* the outer (longer) span first */
-		return x->stop > y->stop ? -1 : 1;
-	return x->id < y->id ? -1 : 1;
+	return cmp_keys((const uint64_t[]){ x->gen, x->pid, x->tid, x->start, y->stop, x->id },
+			(const uint64_t[]){ y->gen, y->pid, y->tid, y->start, x->stop, y->id }, 6);
+}
+
+/* Fiber switches by stream, process, thread and time, then in input order. */
+static int cmp_switch(const void *a, const void *b, void *arg)
+{
+	const struct sp_folded *f = arg;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct sp_flame_fiber *x = sp_folded_fiber(f, i), *y = sp_folded_fiber(f, j);
+
+	return cmp_keys((const uint64_t[]){ x->gen, x->pid, x->tid, x->time, i },
+			(const uint64_t[]){ y->gen, y->pid, y->tid, y->time, j }, 5);
 }
 
 struct opened {
@@ -202,105 +216,209 @@ static int cmp_lane(const void *a, const void *b, void *arg)
 {
 	const size_t *lane = arg, x = *(const size_t *)a, y = *(const size_t *)b;
 
-	if (lane[x] != lane[y])
-		return lane[x] < lane[y] ? -1 : 1;
-	return x < y ? -1 : 1;
+	return cmp_keys((const uint64_t[]){ lane[x], x }, (const uint64_t[]){ lane[y], y }, 2);
 }
 
-/* One evented profile per asyncio task: the spans of its resumes. */
-static void lanes(const struct sp_folded *f, FILE *out, bool *first)
+/*
+ * The Ruby fiber (1, 2, ...) each span ran in into fib[], 0 for its
+ * thread's root fiber, and the number of fibers; each one's first switch
+ * to it (an index of sp_folded_fiber()) into (*first)[fiber - 1]. A span is
+ * of the fiber its thread ran when it started: the last switch on that
+ * thread at or before its start (a fiber's outermost spans have the
+ * resumer's span as parent, so parents do not say it). A switch that says
+ * its fiber is new starts another fiber with the same id.
+ */
+static size_t fibers_of(const struct sp_folded *f, size_t *fib, size_t **first)
 {
-	size_t n = sp_folded_nspans(f), *lane, *ix, *sub, i, j, m = 0;
-	uint64_t last = sp_folded_stats(f)->last_time, hi;
-	struct opened *st;
-	char title[700];
+	size_t nsw = sp_folded_nfibers(f), n = sp_folded_nspans(f), nf = 0, i, lo, hi, mid;
+	struct sp_u64map ids = SP_U64MAP_INIT;	/* gen, pid, id -> its fiber */
+	size_t *ix, *of;
+	uint64_t k, *v;
 
-	if (!n)
-		return;
-	lane = sp_xcalloc(n, sizeof(*lane));
-	if (!lanes_of(f, lane)) {
-		free(lane);
-		return;
-	}
-	ix = sp_xcalloc(n, sizeof(*ix));
-	sub = sp_xcalloc(n, sizeof(*sub));
-	st = sp_xcalloc(n, sizeof(*st));
-	for (i = 0; i < n; i++)
-		if (lane[i])
-			ix[m++] = i;
-	qsort_r(ix, m, sizeof(*ix), cmp_lane, lane);
-	for (i = 0; i < m; i = j) {
-		const struct sp_flame_span *s0 = sp_folded_span(f, ix[i]);
+	*first = NULL;
+	if (!nsw)
+		return 0;
+	ix = sp_xcalloc(nsw, sizeof(*ix));
+	of = sp_xcalloc(nsw, sizeof(*of));
+	*first = sp_xcalloc(nsw, sizeof(**first));
+	for (i = 0; i < nsw; i++)
+		ix[i] = i;
+	qsort_r(ix, nsw, sizeof(*ix), cmp_switch, (void *)f);
+	for (i = 0; i < nsw; i++) {
+		const struct sp_flame_fiber *w = sp_folded_fiber(f, ix[i]);
 
-		hi = s0->start;
-		for (j = i; j < m && lane[ix[j]] == lane[ix[i]]; j++) {
-			const struct sp_flame_span *s = sp_folded_span(f, ix[j]);
-
-			sub[j - i] = ix[j];
-			if ((s->stop ? s->stop : last) > hi)
-				hi = s->stop ? s->stop : last;
+		if (!w->to)
+			continue;
+		k = sp_hash_mix(sp_hash_mix(sp_hash_u64(w->gen), w->pid), w->to);
+		v = sp_u64map_get(&ids, k);
+		if (v && !w->fresh) {
+			of[i] = *v;
+			continue;
 		}
-		qsort_r(sub, j - i, sizeof(*sub), cmp_span, (void *)f);
-		snprintf(title, sizeof(title), "task %s %" PRIu64 "/%" PRIu64,
-			 sp_folded_name(f, s0->name, NULL), s0->pid, s0->tid);
-		fputs(*first ? "\n" : ",\n", out);
-		*first = false;
-		fputs("{\"type\":\"evented\",\"name\":", out);
-		sp_flame_json_str(out, title);
-		fprintf(out, ",\"unit\":\"nanoseconds\",\"startValue\":%" PRIu64 ",\"endValue\":%"
-			PRIu64 ",\"events\":[", s0->start, hi);
-		span_events(f, out, sub, 0, j - i, last, st);
-		fputs("]}", out);
+		(*first)[nf] = ix[i];
+		of[i] = ++nf;
+		sp_u64map_put(&ids, k, nf);
 	}
-	free(lane);
+	for (i = 0; i < n; i++) {
+		const struct sp_flame_span *s = sp_folded_span(f, i);
+		const uint64_t at[] = { s->gen, s->pid, s->tid, s->start };
+
+		for (lo = 0, hi = nsw; lo < hi;) {	/* the first switch after the start */
+			const struct sp_flame_fiber *w = sp_folded_fiber(f, ix[mid = lo + (hi - lo) / 2]);
+
+			if (cmp_keys((const uint64_t[]){ w->gen, w->pid, w->tid, w->time }, at, 4) <= 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		fib[i] = 0;
+		if (lo) {
+			const struct sp_flame_fiber *w = sp_folded_fiber(f, ix[lo - 1]);
+
+			if (w->gen == s->gen && w->pid == s->pid && w->tid == s->tid)
+				fib[i] = of[lo - 1];
+		}
+	}
+	sp_u64map_release(&ids);
 	free(ix);
-	free(sub);
-	free(st);
+	free(of);
+	return nf;
 }
 
-static void evented(const struct sp_folded *f, FILE *out, bool *first)
+/* The time an open span ends at: the last the input saw. */
+static uint64_t end_time(const struct sp_folded *f)
 {
-	size_t n = sp_folded_nspans(f), *ix = sp_xcalloc(n ? n : 1, sizeof(*ix));
-	struct opened *st = sp_xcalloc(n ? n : 1, sizeof(*st));
-	uint64_t last = sp_folded_stats(f)->last_time, lo, hi;
-	size_t i, j;
-	char title[600];
+	uint64_t last = sp_folded_stats(f)->last_time;
+	size_t i, n = sp_folded_nspans(f);
 
 	for (i = 0; i < n; i++) {
 		const struct sp_flame_span *s = sp_folded_span(f, i);
 
-		ix[i] = i;
 		if (s->stop > last)
 			last = s->stop;
 		if (s->start > last)
 			last = s->start;
 	}
-	qsort_r(ix, n, sizeof(*ix), cmp_span, (void *)f);
-	for (i = 0; i < n; i = j) {
+	return last;
+}
+
+/* One evented profile of spans ix[i..j), sorted by cmp_span. */
+static void profile(const struct sp_folded *f, FILE *out, bool *first, const char *title,
+		    const size_t *ix, size_t i, size_t j, uint64_t last, struct opened *st)
+{
+	uint64_t lo = sp_folded_span(f, ix[i])->start, hi = lo;
+	size_t k;
+
+	for (k = i; k < j; k++) {
+		const struct sp_flame_span *s = sp_folded_span(f, ix[k]);
+
+		if ((s->stop ? s->stop : last) > hi)
+			hi = s->stop ? s->stop : last;
+	}
+	fputs(*first ? "\n" : ",\n", out);
+	*first = false;
+	fputs("{\"type\":\"evented\",\"name\":", out);
+	sp_flame_json_str(out, title);
+	fprintf(out, ",\"unit\":\"nanoseconds\",\"startValue\":%" PRIu64 ",\"endValue\":%"
+		PRIu64 ",\"events\":[", lo, hi);
+	span_events(f, out, ix, i, j, last, st);
+	fputs("]}", out);
+}
+
+/* A lane's profile title: a task's (by its first span) or a fiber's. */
+struct lane_kind {
+	const char *what;		/* "task" or "fiber" */
+	const size_t *first;		/* fibers: each one's first switch */
+};
+
+/*
+ * One evented profile per lane (lane[i] of span i: 1, 2, ..., 0 for none):
+ * an asyncio task's (the spans of its resumes) or a Ruby fiber's.
+ */
+static void lanes(const struct sp_folded *f, FILE *out, bool *first, const size_t *lane,
+		  const struct lane_kind *kind, uint64_t last)
+{
+	size_t n = sp_folded_nspans(f), *ix, *sub, i, j, m = 0;
+	struct opened *st;
+	char title[700];
+
+	ix = sp_xcalloc(n ? n : 1, sizeof(*ix));
+	sub = sp_xcalloc(n ? n : 1, sizeof(*sub));
+	st = sp_xcalloc(n ? n : 1, sizeof(*st));
+	for (i = 0; i < n; i++)
+		if (lane[i])
+			ix[m++] = i;
+	qsort_r(ix, m, sizeof(*ix), cmp_lane, (void *)lane);
+	for (i = 0; i < m; i = j) {
 		const struct sp_flame_span *s0 = sp_folded_span(f, ix[i]);
 
-		lo = s0->start;
-		hi = lo;
-		for (j = i; j < n; j++) {
+		for (j = i; j < m && lane[ix[j]] == lane[ix[i]]; j++)
+			sub[j - i] = ix[j];
+		qsort_r(sub, j - i, sizeof(*sub), cmp_span, (void *)f);
+		if (kind->first) {
+			const struct sp_flame_fiber *w = sp_folded_fiber(f, kind->first[lane[ix[i]] - 1]);
+
+			snprintf(title, sizeof(title), "fiber 0x%" PRIx64 " %" PRIu64 "/%" PRIu64,
+				 w->to, w->pid, w->tid);
+		} else {
+			snprintf(title, sizeof(title), "%s %s %" PRIu64 "/%" PRIu64, kind->what,
+				 sp_folded_name(f, s0->name, NULL), s0->pid, s0->tid);
+		}
+		profile(f, out, first, title, sub, 0, j - i, last, st);
+	}
+	free(ix);
+	free(sub);
+	free(st);
+}
+
+/* One evented profile per thread: its spans but its fibers'. */
+static void evented(const struct sp_folded *f, FILE *out, bool *first, const size_t *fib,
+		    uint64_t last)
+{
+	size_t n = sp_folded_nspans(f), *ix = sp_xcalloc(n ? n : 1, sizeof(*ix));
+	struct opened *st = sp_xcalloc(n ? n : 1, sizeof(*st));
+	size_t i, j, m = 0;
+	char title[600];
+
+	for (i = 0; i < n; i++)
+		if (!fib[i])
+			ix[m++] = i;
+	qsort_r(ix, m, sizeof(*ix), cmp_span, (void *)f);
+	for (i = 0; i < m; i = j) {
+		const struct sp_flame_span *s0 = sp_folded_span(f, ix[i]);
+
+		for (j = i; j < m; j++) {
 			const struct sp_flame_span *s = sp_folded_span(f, ix[j]);
 
 			if (s->gen != s0->gen || s->pid != s0->pid || s->tid != s0->tid)
 				break;
-			if ((s->stop ? s->stop : last) > hi)
-				hi = s->stop ? s->stop : last;
 		}
 		thread_title(f, s0->pid, s0->tid, "spans", title, sizeof(title));
-		fputs(*first ? "\n" : ",\n", out);
-		*first = false;
-		fputs("{\"type\":\"evented\",\"name\":", out);
-		sp_flame_json_str(out, title);
-		fprintf(out, ",\"unit\":\"nanoseconds\",\"startValue\":%" PRIu64 ",\"endValue\":%"
-			PRIu64 ",\"events\":[", lo, hi);
-		span_events(f, out, ix, i, j, last, st);
-		fputs("]}", out);
+		profile(f, out, first, title, ix, i, j, last, st);
 	}
 	free(ix);
 	free(st);
+}
+
+/* The evented profiles: threads, Ruby fibers, asyncio tasks. */
+static void all_evented(const struct sp_folded *f, FILE *out, bool *first)
+{
+	size_t n = sp_folded_nspans(f), *lane = sp_xcalloc(n ? n : 1, sizeof(*lane));
+	size_t *fib = sp_xcalloc(n ? n : 1, sizeof(*fib)), *firsts;
+	uint64_t last = end_time(f);
+	const struct lane_kind task = { "task", NULL };
+	struct lane_kind fiber = { "fiber", NULL };
+
+	if (fibers_of(f, fib, &firsts))
+		fiber.first = firsts;
+	evented(f, out, first, fib, last);
+	if (fiber.first)
+		lanes(f, out, first, fib, &fiber, last);
+	if (n && lanes_of(f, lane))
+		lanes(f, out, first, lane, &task, last);
+	free(lane);
+	free(fib);
+	free(firsts);
 }
 
 int sp_speedscope_write(const struct sp_folded *f, const char *name, FILE *out)
@@ -319,8 +437,7 @@ int sp_speedscope_write(const struct sp_folded *f, const char *name, FILE *out)
 	}
 	fputs("]},\"profiles\":[", out);
 	sampled(f, out, &first);
-	evented(f, out, &first);
-	lanes(f, out, &first);
+	all_evented(f, out, &first);
 	fputs("]}\n", out);
 	return ferror(out) ? -1 : 0;
 }

@@ -585,9 +585,8 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 	struct tproc *p;
 	uint64_t *v;
 
-	if (!t->sum && (rec->kind == SP_REC_SPAN || rec->kind == SP_REC_FIBER_SWITCH ||
-			rec->kind == SP_REC_HEADER))
-		sp_tree_lanes_add(t, rec);
+	if (rec->kind == SP_REC_HEADER && !t->sum)	/* before it forgets the processes */
+		sp_tree_lanes_decide(t);
 	switch (rec->kind) {
 	case SP_REC_HEADER:
 		add_header(t, &rec->header);
@@ -656,6 +655,10 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 	default:
 		break;
 	}
+	/* after the tree took it: the process a lane's first resume is of is known */
+	if (!t->sum && (rec->kind == SP_REC_SPAN || rec->kind == SP_REC_FIBER_SWITCH ||
+			rec->kind == SP_REC_HEADER))
+		sp_tree_lanes_add(t, rec);
 }
 
 uint64_t sp_tree_nodes_held(const struct sp_tree *t)

@@ -189,6 +189,10 @@ const char *sp_tree_signal_name(char buf[32], uint64_t sig);
 
 /* tree_order.c */
 int sp_tree_cmp_time(const void *a, const void *b);
+/* x is one of v[0..n). */
+bool sp_tree_in_list(const uint64_t *v, size_t n, uint64_t x);
+/* Span s's name or method matches a --span pattern. */
+bool sp_tree_name_matches(struct sp_tree *t, const struct tspan *s);
 /* Sort n's children by time (--stable: threads ordered by what they did). */
 void sp_tree_sort_children(struct sp_tree *t, struct tnode *n);
 /* Mark what is shown under root (tnode.keep); whether root is. */
@@ -237,6 +241,8 @@ void sp_tree_json_proc_exit(struct sp_tree *t, const struct tproc *p);
 /* tree_lanes.c */
 /* Take a span, fiber switch or header for the lanes. */
 void sp_tree_lanes_add(struct sp_tree *t, const struct sp_record *rec);
+/* Whether each lane's process is shown, for those the tree knows now. */
+void sp_tree_lanes_decide(struct sp_tree *t);
 /* The lanes as text lines (none: nothing), or as the JSON member "lanes". */
 void sp_tree_print_lanes(struct sp_tree *t);
 void sp_tree_lanes_json(struct sp_tree *t);

@@ -157,7 +157,7 @@ void sp_tree_sort_children(struct sp_tree *t, struct tnode *n)
 	n->last = t->sortbuf[k - 1];
 }
 
-static bool in_list(const uint64_t *v, size_t n, uint64_t x)
+bool sp_tree_in_list(const uint64_t *v, size_t n, uint64_t x)
 {
 	size_t i;
 
@@ -167,7 +167,7 @@ static bool in_list(const uint64_t *v, size_t n, uint64_t x)
 	return false;
 }
 
-static bool name_matches(struct sp_tree *t, const struct tspan *s)
+bool sp_tree_name_matches(struct sp_tree *t, const struct tspan *s)
 {
 	struct sp_buf b = SP_BUF_INIT;
 	bool match = false;
@@ -282,9 +282,9 @@ static bool keep_enter(struct sp_tree *t, struct kframe *f)
 			n->keep = false;
 			return false;
 		}
-		n->matched = t->o.nspans && !f->name_ok && name_matches(t, s);
+		n->matched = t->o.nspans && !f->name_ok && sp_tree_name_matches(t, s);
 		f->name_ok = f->name_ok || !t->o.nspans || n->matched;
-		f->tid_ok = !t->o.ntids || in_list(t->o.tids, t->o.ntids, s->tid);
+		f->tid_ok = !t->o.ntids || sp_tree_in_list(t->o.tids, t->o.ntids, s->tid);
 		if (selective)
 			f->self = f->name_ok && f->tid_ok && !t->o.event_kinds;
 		break;
@@ -512,6 +512,6 @@ bool sp_tree_is_root(const struct sp_tree *t, const struct tproc *p)
 		parent = v ? (const struct tproc *)(uintptr_t)*v : NULL;
 		return !parent || parent == p || !in_containers(t, parent);
 	}
-	return t->o.npids ? in_list(t->o.pids, t->o.npids, p->pid) : !p->attached;
+	return t->o.npids ? sp_tree_in_list(t->o.pids, t->o.npids, p->pid) : !p->attached;
 }
 

@@ -342,6 +342,70 @@ static void test_flamesvg_color_deterministic(void)
 	CHECK(strcmp(a, c) != 0);
 }
 
+static void put_span(struct sp_folded *f, uint64_t parent, uint64_t method, uint64_t start,
+		     uint64_t stop)
+{
+	struct sp_record r = { .kind = SP_REC_SPAN };
+
+	r.span = (struct sp_span){ .parent = parent, .pid = 1, .tid = 1, .method = method,
+		.start = start, .stop = stop, .end = SP_END_STOPPED, .runtime = SP_RT_RUBY };
+	put(f, &r);
+}
+
+static void put_fiber(struct sp_folded *f, uint64_t t, uint64_t from, uint64_t to, bool fresh)
+{
+	struct sp_record r = { .kind = SP_REC_FIBER_SWITCH };
+
+	r.fiber_switch = (struct sp_fiber_switch){ .time = t, .pid = 1, .tid = 1, .from = from,
+		.to = to, .flags = fresh ? SP_FIBER_NEW : 0 };
+	put(f, &r);
+}
+
+/*
+ * speedscope: a Ruby fiber's spans are a profile of their own. drive()
+ * resumes fiber 0xb0, whose loop() (its parent: drive, the resumer) stays
+ * open across a yield until the second drive() resumes it: whole in the
+ * fiber's profile, not cut at the first drive's end in the thread's.
+ */
+static void test_speedscope_fibers(void)
+{
+	struct sp_flame_opts o = { .keep_spans = true };
+	struct sp_folded *f = sp_folded_new(&o);
+	struct sp_record r = { .kind = SP_REC_HEADER };
+	uint64_t drive, loop;
+	char *p = NULL, *fib;
+	size_t n = 0;
+	FILE *m;
+
+	d = sp_defs_new();
+	put(f, &r);
+	drive = str(f, "drive");
+	loop = str(f, "loop");
+	put_fiber(f, 105, 0, 0xb0, true);
+	put_fiber(f, 150, 0xb0, 0, false);
+	put_fiber(f, 300, 0, 0xb0, false);
+	put_fiber(f, 410, 0xb0, 0, false);
+	put_span(f, 0, drive, 100, 200);	/* id 1 */
+	put_span(f, 0, drive, 290, 420);	/* id 2 */
+	put_span(f, 1, loop, 110, 400);		/* id 3 */
+	m = open_memstream(&p, &n);
+	CHECK(sp_speedscope_write(f, "x", m) == 0);
+	fclose(m);
+	fib = strstr(p, "\"name\":\"fiber 0xb0 1/1\"");
+	CHECK(fib != NULL);
+	if (fib) {
+		CHECK(strstr(fib, "\"at\":110},{\"type\":\"C\",\"frame\":") != NULL);
+		CHECK(strstr(fib, "\"at\":400}]}") != NULL);
+		*fib = '\0';	/* the thread's profile comes before: no loop() in it */
+	}
+	CHECK(strstr(p, "\"at\":100},{\"type\":\"C\"") != NULL);
+	CHECK(strstr(p, "\"at\":110}") == NULL);
+	CHECK(strstr(p, "\"at\":420}") != NULL);
+	free(p);
+	sp_defs_free(d);
+	sp_folded_free(f);
+}
+
 int main(void)
 {
 	TAP_RUN(test_folded_aggregate);
@@ -352,6 +416,7 @@ int main(void)
 	TAP_RUN(test_folded_text_roundtrip);
 	TAP_RUN(test_flamediff_changes);
 	TAP_RUN(test_flamesvg_escapes);
+	TAP_RUN(test_speedscope_fibers);
 	TAP_RUN(test_flamesvg_color_deterministic);
 	return TAP_DONE();
 }

@@ -357,13 +357,11 @@ static void test_pprof_deep_stack(void)
 	sp_defs_free(d);
 }
 
-static void test_chrometrace_spans_and_events(void)
+/* A Chrome trace into m of a correlated stream that started at 1 ms. */
+static struct sp_chrome *chrome_start(FILE *m)
 {
 	struct sp_record r = { .kind = SP_REC_HEADER };
 	struct sp_chrome *c;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
 
 	d = sp_defs_new();
 	r.header.start_mono_ns = 1000000;
@@ -371,7 +369,17 @@ static void test_chrometrace_spans_and_events(void)
 	def(&r);
 	c = sp_chrome_new(m);
 	sp_chrome_add(c, d, &r);
-	memset(&r, 0, sizeof(r));
+	return c;
+}
+
+static void test_chrometrace_spans_and_events(void)
+{
+	struct sp_record r = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	struct sp_chrome *c = chrome_start(m);
+
 	r.kind = SP_REC_SPAN;
 	r.span.id = 1;
 	r.span.pid = 3;
@@ -382,7 +390,8 @@ static void test_chrometrace_spans_and_events(void)
 	r.span.start = 1001500;
 	r.span.stop = 1003000;
 	sp_chrome_add(c, d, &r);
-	r.span.stop = 0;	/* still open */
+	r.span.start = 1003000;	/* after it, still open */
+	r.span.stop = 0;
 	sp_chrome_add(c, d, &r);
 	memset(&r, 0, sizeof(r));
 	r.kind = SP_REC_SPAN_START;	/* ignored: spans come as span records */
@@ -398,6 +407,52 @@ static void test_chrometrace_spans_and_events(void)
 	sp_defs_free(d);
 }
 
+static void chrome_span(struct sp_chrome *c, uint64_t tid, uint64_t method, uint64_t start,
+			uint64_t stop)
+{
+	struct sp_record r = { .kind = SP_REC_SPAN };
+
+	r.span = (struct sp_span){ .pid = 3, .tid = tid, .method = method, .start = start,
+		.stop = stop, .runtime = SP_RT_RUBY };
+	sp_chrome_add(c, d, &r);
+}
+
+/*
+ * A thread's slices nest: a span that starts inside another and ends after
+ * it ends with it. A Ruby fiber's spans (begun while it ran) are on a track
+ * of their own, named for it, and not cut by the thread's.
+ */
+static void test_chrometrace_nesting_and_fibers(void)
+{
+	struct sp_record r = { .kind = SP_REC_FIBER_SWITCH };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	struct sp_chrome *c = chrome_start(m);
+	uint64_t a = str("a"), b = str("b");
+
+	chrome_span(c, 4, a, 1001000, 1004000);
+	chrome_span(c, 4, b, 1002000, 1006000);	/* overlaps a: cut at its end */
+	r.fiber_switch = (struct sp_fiber_switch){ .time = 1010000, .pid = 3, .tid = 4,
+		.to = 0xf0, .flags = SP_FIBER_NEW };
+	sp_chrome_add(c, d, &r);
+	r.fiber_switch = (struct sp_fiber_switch){ .time = 1012000, .pid = 3, .tid = 4,
+		.from = 0xf0 };
+	sp_chrome_add(c, d, &r);
+	chrome_span(c, 4, a, 1009000, 1013000);		/* the resumer, on the thread */
+	chrome_span(c, 4, b, 1011000, 1020000);		/* the fiber's, open past it */
+	CHECK(sp_chrome_finish(c) == 0);
+	fclose(m);
+	CHECK(strstr(buf, "\"name\":\"b\",\"pid\":3,\"tid\":4,\"ts\":2.000,\"dur\":2.000,"));
+	CHECK(strstr(buf, "\"name\":\"a\",\"pid\":3,\"tid\":4,\"ts\":9.000,\"dur\":4.000,"));
+	CHECK(strstr(buf, "\"name\":\"b\",\"pid\":3,\"tid\":1073741825,\"ts\":11.000,"
+			  "\"dur\":9.000,"));
+	CHECK(strstr(buf, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":3,\"tid\":1073741825,"
+			  "\"args\":{\"name\":\"fiber 0xf0 of 4\"}}"));
+	free(buf);
+	sp_defs_free(d);
+}
+
 int main(void)
 {
 	TAP_RUN(test_pprof_roundtrip);
@@ -405,5 +460,6 @@ int main(void)
 	TAP_RUN(test_pprof_deep_stack);
 	TAP_RUN(test_pprof_strings_text_form);
 	TAP_RUN(test_chrometrace_spans_and_events);
+	TAP_RUN(test_chrometrace_nesting_and_fibers);
 	return TAP_DONE();
 }

@@ -422,6 +422,100 @@ static void test_tree_filters(void)
 	sp_tree_free(tree);
 }
 
+/* Ruby: a fiber switch, and a span of a method. */
+static void fiber(uint64_t t, uint64_t pid, uint64_t from, uint64_t to, bool fresh)
+{
+	struct sp_record r = { .kind = SP_REC_FIBER_SWITCH };
+
+	r.fiber_switch = (struct sp_fiber_switch){ .time = t, .pid = pid, .tid = pid,
+		.from = from, .to = to, .flags = fresh ? SP_FIBER_NEW : 0 };
+	sp_tree_add(tree, &r);
+}
+
+static void ruby_span(uint64_t pid, uint64_t method, uint64_t start, uint64_t stop)
+{
+	struct sp_record r = { .kind = SP_REC_SPAN };
+
+	r.span = (struct sp_span){ .pid = pid, .tid = pid, .method = method, .start = start,
+		.stop = stop, .end = SP_END_STOPPED, .runtime = SP_RT_RUBY };
+	sp_tree_add(tree, &r);
+}
+
+/* How many fiber lanes the output lists, -1 when it has no lanes line. */
+static int fiber_lanes(const char *p)
+{
+	const char *l = strstr(p, "# lanes: ");
+	int n = 0;
+
+	if (!l)
+		return -1;
+	for (; (l = strstr(l, "\nfiber ")); l++)
+		n++;
+	return n;
+}
+
+/*
+ * Process 10 forks 20; each runs a fiber, 20's calls chunk() in it. The
+ * fork record comes after 20's first switch (as sp-correlate can write
+ * it): the lanes follow the tree's filters all the same.
+ */
+static void build_fibers(const struct sp_tree_opts *o)
+{
+	uint64_t chunk, other;
+
+	tree = sp_tree_new(o);
+	header();
+	proc(10, 1, "app");
+	chunk = str("chunk");
+	other = str("other");
+	fiber(2000, 10, 0, 0xa0, true);
+	ruby_span(10, other, 2100, 2200);
+	fiber(2500, 10, 0xa0, 0, false);
+	fiber(3000, 20, 0, 0xb0, true);
+	ruby_span(20, chunk, 3100, 3200);
+	fiber(3500, 20, 0xb0, 0, false);
+	ruby_span(20, other, 3600, 3700);	/* outside the fiber */
+	ev(4000, 10, 10, 0, SP_RULE_THREAD, SP_EV_PROC_FORK, 20, 20, 0, 0);
+}
+
+static void test_tree_lanes_filters(void)
+{
+	static const char *const chunk[] = { "chunk" }, *const none[] = { "nothing" };
+	static const uint64_t p20[] = { 20 }, p10[] = { 10 }, p99[] = { 99 };
+	struct {
+		const uint64_t *pids, *tids;
+		const char *const *spans;
+		int lanes;
+		const char *has, *not;
+	} c[] = {
+		{ NULL, NULL, NULL, 2, "pid 10 ", NULL },
+		{ p20, NULL, NULL, 1, "pid 20 ", "pid 10 " },
+		{ p10, NULL, NULL, 2, "pid 20 ", NULL },	/* 20 is under 10's fork */
+		{ p99, NULL, NULL, -1, NULL, NULL },
+		{ NULL, p10, NULL, 1, "pid 10 ", "pid 20 " },
+		{ NULL, NULL, chunk, 1, "pid 20 ", "pid 10 " },
+		{ NULL, NULL, none, -1, NULL, NULL },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct sp_tree_opts o = { .pids = c[i].pids, .npids = c[i].pids ? 1 : 0,
+					  .tids = c[i].tids, .ntids = c[i].tids ? 1 : 0,
+					  .spans = c[i].spans, .nspans = c[i].spans ? 1 : 0 };
+		char *p;
+
+		build_fibers(&o);
+		p = print();
+		CHECK(fiber_lanes(p) == c[i].lanes);
+		CHECK(!c[i].has || strstr(p, c[i].has));
+		CHECK(!c[i].not || !strstr(strstr(p, "# lanes") ? strstr(p, "# lanes") : p, c[i].not));
+		if (fiber_lanes(p) != c[i].lanes)
+			printf("# case %zu:\n%s", i, p);
+		free(p);
+		sp_tree_free(tree);
+	}
+}
+
 static void test_tree_json(void)
 {
 	struct sp_tree_opts o = { .json = true, .no_collapse = true };
@@ -653,6 +747,7 @@ int main(void)
 	TAP_RUN(test_tree_fork_cycle);
 	TAP_RUN(test_tree_stable_thread_order);
 	TAP_RUN(test_tree_filters);
+	TAP_RUN(test_tree_lanes_filters);
 	TAP_RUN(test_tree_json);
 	TAP_RUN(test_tree_raise);
 	TAP_RUN(test_tree_thread_nstid);

@@ -192,6 +192,17 @@ struct sp_flame_span {
 size_t sp_folded_nspans(const struct sp_folded *f);
 const struct sp_flame_span *sp_folded_span(const struct sp_folded *f, size_t i);
 
+/* Ruby fiber switches, kept with the spans (keep_spans or --by=span), in
+ * input order. */
+struct sp_flame_fiber {
+	uint32_t gen;		/* stream number, as sp_flame_span's */
+	bool fresh;		/* SP_FIBER_NEW: 'to' is a new fiber */
+	uint64_t pid, tid, time;
+	uint64_t to;		/* the fiber that runs from here, 0 = the thread's root */
+};
+size_t sp_folded_nfibers(const struct sp_folded *f);
+const struct sp_flame_fiber *sp_folded_fiber(const struct sp_folded *f, size_t i);
+
 /* The footer: share of broken-looking stacks and a hint, one line (no
  * newline) into buf; "" when there were no samples. */
 void sp_folded_footer(const struct sp_folded *f, char *buf, size_t len);
