@@ -58,13 +58,15 @@ static int foreign_tmp(struct perf *p, struct proc *pr)
  * process's user or root, a link, a FIFO is refused, and a map is read up
  * to a bound (sp_procfs_perfmap()); each such map is named once.
  */
-void sp_perf_capture_jit(struct perf *p, struct proc *pr)
+void sp_perf_capture_jit(struct perf *p, struct proc *pr, bool uid_at_end)
 {
 	struct sp_perfmap_result res;
 	void *ctx[2] = { p, pr };
 	char who[64] = "", where[64];
 	int dirfd = foreign_tmp(p, pr), rc;
-	uint32_t pid = pr->gone ? 0 : pr->pid;	/* its user now, unless known gone */
+	/* its user now (from /proc), unless known gone or pr->uid is the
+	 * kernel's as it ended */
+	uint32_t pid = pr->gone || uid_at_end ? 0 : pr->pid;
 
 	if (dirfd == -2) {
 		sp_warn("pid %u: in another mount namespace whose /tmp cannot be reached: its JIT "

@@ -498,8 +498,14 @@ static void proc_end(struct perf *p, struct proc *pr, uint64_t time, bool exec)
 	}
 	if (pr->defined && !pr->end_deferred)
 		sp_perf_emit(p, &r);
-	if (!exec)
-		sp_perf_capture_jit(p, pr);
+	if (!exec) {
+		uint32_t ppid;
+
+		/* whose JIT perf map to trust: its user as it ended, as the
+		 * kernel said (no read of /proc at every end) */
+		sp_perf_capture_jit(p, pr, sp_proc_owner(p->ident, pr->pid, time, false, false,
+							  &ppid, &pr->uid) == 0);
+	}
 	vma_clear(p, pr, time);
 }
 
@@ -683,14 +689,16 @@ void sp_perf_on_comm(struct perf *p, const struct perf_event_header *h, const st
 		 * later exec is of another process (its fork was lost). */
 		if (pr->gone && id->time >= pr->gone_at)
 			pr->gone = false;
-		if (!pr->ppid) {
-			uint32_t tgid;
+		/* Its user (a set-user-ID program changes it) and its parent
+		 * (its fork unseen), from the kernel's record of the exec: at
+		 * every exec of the machine, a read of /proc costs too much. */
+		if (!pr->gone) {
+			uint32_t ppid = 0;
 
-			proc_gone(pr, sp_procfs_status(pr->pid, &tgid, &pr->ppid));
+			if (!proc_gone(pr, sp_proc_owner(p->ident, pr->pid, id->time, true, true,
+							 &ppid, &pr->uid)) && !pr->ppid)
+				pr->ppid = ppid;
 		}
-		/* a set-user-ID program changes it */
-		if (!pr->gone)
-			proc_gone(pr, sp_procfs_uid(pr->pid, &pr->uid));
 		memcpy(pr->comm, name, sizeof(name));
 		pr->exe = 0;
 		pr->pending_exec = true;
@@ -798,7 +806,7 @@ void sp_perf_procs_finish(struct perf *p)
 			pr->ended = true;
 		}
 		if (!pr->ended)
-			sp_perf_capture_jit(p, pr);
+			sp_perf_capture_jit(p, pr, false);
 		if (pr->end_deferred && pr->defined) {
 			struct sp_record r = { .kind = SP_REC_PROCESS_END };
 

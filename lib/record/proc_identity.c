@@ -7,6 +7,7 @@
  * the next process that starts in the same cgroup. The start time read is checked against the record's time so
  * that a pid reused before its record was written lends it nothing.
  */
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -163,6 +164,33 @@ int sp_proc_identity_fill(struct sp_writer *w, struct sp_ident_bpf *kb, uint32_t
 	rec->cgroup_ns = id.ns[SP_NS_CGROUP];
 	put_cgroup(w, id.cgroup, rec);
 	return 0;
+}
+
+int sp_proc_owner(struct sp_ident_bpf *kb, uint32_t pid, uint64_t time, bool at_exec,
+		  bool read_proc, uint32_t *ppid, uid_t *uid)
+{
+	struct sp_bpf_ident k;
+	uint32_t tgid;
+
+	/* An exec's record read before the kernel's exec hook ran (the ring
+	 * is read while the exec goes on) finds its fork's entry: the user
+	 * before a set-user-ID program; /proc has the new one. */
+	if (sp_ident_bpf_lookup(kb, pid, &k) == 0 && k.start_boot_ns && (k.from_exec || !at_exec)) {
+		if (time && k.start_boot_ns > time + suspended_ns() + SLACK_NS) {
+			errno = ESRCH;
+			return -1;
+		}
+		*ppid = k.ppid;
+		*uid = (uid_t)k.fsuid;
+		return 0;
+	}
+	if (!read_proc) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (sp_procfs_status(pid, &tgid, ppid))
+		return -1;
+	return sp_procfs_uid(pid, uid);
 }
 
 uint32_t sp_thread_nstid(struct sp_ident_bpf *kb, uint32_t pid, uint32_t tid, uint64_t time,
