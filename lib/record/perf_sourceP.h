@@ -41,6 +41,7 @@
 
 #define DEFAULT_PAGES		128	/* 512 KiB per CPU: ~2 s of 999 Hz samples */
 #define DWARF_PAGES		512
+#define SIDEBAND_WAKEUP		512	/* bytes: the side-band ring's wake-up (perf_events.c) */
 #define MAX_FRAMES		1024
 #define KERNEL_START		0xffff800000000000ull
 
