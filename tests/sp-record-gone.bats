@@ -45,7 +45,7 @@ setup() {
 	done < "$OUT/pids"
 }
 
-@test "sp-record: an exec and an end read no /proc/PID/status, and a JIT perf map that is not there costs one system call" {
+@test "sp-record: an exec and an end read no /proc/PID/status nor ns/mnt, and a JIT perf map that is not there costs one system call" {
 	require_root	# the kernel's record of each exec and end (BPF)
 	strace -f -qq -e trace=%file,read -o "$OUT/trace" \
 		sp-record -o "$OUT/s.sp" -- \
@@ -58,6 +58,12 @@ setup() {
 		[ "$n" -eq 0 ] || {
 			echo "pid $pid: /proc/$pid/status read $n times:"
 			grep "\"/proc/$pid/status\"" "$OUT/trace"
+			false
+		}
+		# whether its executable's file is the host's: the kernel said
+		n=$(grep -c "\"/proc/$pid/ns/mnt\"" "$OUT/trace" || true)
+		[ "$n" -eq 0 ] || {
+			echo "pid $pid: /proc/$pid/ns/mnt looked at $n times"
 			false
 		}
 		n=$(grep -c "perf-$pid\.map" "$OUT/trace" || true)

@@ -104,6 +104,13 @@ static uint64_t ns_of(const char *path)
 	return stat(path, &st) ? 0 : st.st_ino;
 }
 
+uint64_t sp_perf_self_mnt_ns(struct perf *p)
+{
+	if (!p->self_mnt_ns)
+		p->self_mnt_ns = ns_of("/proc/self/ns/mnt");
+	return p->self_mnt_ns;
+}
+
 void sp_perf_jit_note(struct perf *p, struct proc *pr, const struct sp_process *rec)
 {
 	char path[64];
@@ -115,9 +122,7 @@ void sp_perf_jit_note(struct perf *p, struct proc *pr, const struct sp_process *
 	pr->mnt_ns = rec->mnt_ns;
 	if (pr->gone)
 		return;		/* its root cannot be had any more */
-	if (!p->self_mnt_ns)
-		p->self_mnt_ns = ns_of("/proc/self/ns/mnt");
-	if (pr->mnt_ns == p->self_mnt_ns || sp_perf_map_get(&p->ns_roots, pr->mnt_ns, 0))
+	if (pr->mnt_ns == sp_perf_self_mnt_ns(p) || sp_perf_map_get(&p->ns_roots, pr->mnt_ns, 0))
 		return;
 	/* Its root, then its namespace once more: the pid was not reused in
 	 * between. */

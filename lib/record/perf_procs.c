@@ -147,11 +147,18 @@ static bool proc_gone(struct proc *pr, int rc)
 	return pr->gone;
 }
 
-/* sp_proc_other_mnt_ns() of pr, false once it is gone (as it was). */
-static bool proc_other_mnt_ns(struct proc *pr)
+/* sp_proc_other_mnt_ns() of pr as of time, false once it is gone (as it
+ * was). The kernel's record of its fork or exec says it without a look in
+ * /proc: a module is new at every exec of a program that no other process
+ * maps (a loop of /bin/true). */
+static bool proc_other_mnt_ns(struct perf *p, struct proc *pr, uint64_t time)
 {
+	uint64_t ns, self;
 	bool other;
 
+	if (sp_proc_mnt_ns(p->ident, pr->pid, time, pr->pending_exec, &ns) == 0 &&
+	    (self = sp_perf_self_mnt_ns(p)))
+		return ns != self;
 	if (pr->gone)
 		return false;
 	errno = 0;
@@ -209,7 +216,7 @@ static struct mod *mod_get(struct perf *p, struct proc *pr, uint64_t time, uint6
 			m.build_id.len = p->vdso.build_id_len;
 		}
 	} else {
-		if (proc_other_mnt_ns(pr))
+		if (proc_other_mnt_ns(p, pr, time))
 			e = elf_lookup_foreign(p, pid, start, end, path);
 		else
 			e = elf_lookup(p, path, bid, bid_len);

@@ -288,6 +288,8 @@ void sp_perf_ksyms_release(struct perf *p);
 /* The JIT perf map of pr as SP_REC_JITSYM records (when it ends). uid_at_end:
  * pr->uid is its user as it ended (the kernel's), not to be read from /proc. */
 void sp_perf_capture_jit(struct perf *p, struct proc *pr, bool uid_at_end);
+/* Our mount namespace's inode number (0: unknown), read once. */
+uint64_t sp_perf_self_mnt_ns(struct perf *p);
 /* Who pr is, from its process record: a process in another mount
  * namespace has its map in that namespace's /tmp, whose root is held open
  * from now on (the process may be gone when its map is read). */

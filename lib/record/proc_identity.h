@@ -78,6 +78,15 @@ int sp_proc_owner(struct sp_ident_bpf *kb, uint32_t pid, uint64_t time, bool at_
 		  bool read_proc, uint32_t *ppid, uid_t *uid);
 
 /*
+ * The mount namespace (its inode number) of process pid as of time, as the
+ * kernel said at its fork or exec (at_exec: only at an exec), into
+ * *mnt_ns: 0, or -1 when it has no such record (kb NULL, a process from
+ * before the recording, its pid reused since time).
+ */
+int sp_proc_mnt_ns(struct sp_ident_bpf *kb, uint32_t pid, uint64_t time, bool at_exec,
+		   uint64_t *mnt_ns);
+
+/*
  * The tid in its own pid namespace of thread tid of process pid, as of
  * time (its record's): what the kernel said when the thread was made (kb
  * may be NULL), else /proc/PID/task/TID/status unless read_proc is false

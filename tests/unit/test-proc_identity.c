@@ -6,7 +6,8 @@
  * flag; (as root) the cache of cgroup paths by id keeps the path of a
  * cgroup removed since, and forgets all when full; a process's parent and
  * file-system user come from /proc, and (as root) from the kernel's record
- * of its exec or its end, with no /proc to read.
+ * of its exec or its end, with no /proc to read, and so does its mount
+ * namespace.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -112,6 +113,8 @@ static void test_proc_owner_kernel(void)
 {
 	struct sp_ident_bpf *kb = sp_ident_bpf_open();
 	uint32_t ppid = 0;
+	uint64_t ns = 0;
+	struct stat st;
 	uid_t uid = 0;
 	pid_t pid;
 
@@ -129,12 +132,22 @@ static void test_proc_owner_kernel(void)
 	errno = 0;
 	CHECK(sp_proc_owner(kb, (uint32_t)pid, 1, false, false, &ppid, &uid) == -1);
 	CHECK_EQ_U(errno, ESRCH);
+	/* its mount namespace: ours, as the kernel said at its fork; an
+	 * exec's record wants what it said at an exec */
+	CHECK(stat("/proc/self/ns/mnt", &st) == 0);
+	CHECK(sp_proc_mnt_ns(kb, (uint32_t)pid, sp_now_mono_ns(), false, &ns) == 0);
+	CHECK_EQ_U(ns, st.st_ino);
+	CHECK(sp_proc_mnt_ns(kb, (uint32_t)pid, sp_now_mono_ns(), true, &ns) == -1);
+	CHECK(sp_proc_mnt_ns(kb, (uint32_t)pid, 1, false, &ns) == -1);	/* a reuse */
+	CHECK(sp_proc_mnt_ns(NULL, (uint32_t)pid, sp_now_mono_ns(), false, &ns) == -1);
 	/* exec'd as another user */
 	uid = 0;
 	pid = child(4322, true);
 	CHECK(sp_proc_owner(kb, (uint32_t)pid, sp_now_mono_ns(), true, false, &ppid, &uid) == 0);
 	CHECK_EQ_U(ppid, (uint32_t)getpid());
 	CHECK_EQ_U(uid, 4322);
+	CHECK(sp_proc_mnt_ns(kb, (uint32_t)pid, sp_now_mono_ns(), true, &ns) == 0);
+	CHECK_EQ_U(ns, st.st_ino);
 	sp_ident_bpf_free(kb);
 }
 
