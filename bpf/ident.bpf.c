@@ -5,7 +5,9 @@
  * cgroup, as clone() set them up) and again at exec (a runtime moves its
  * process into the container's cgroup and namespaces before it execs).
  * A thread's fork (clone with CLONE_THREAD) leaves its tid in its own pid
- * namespace, read from the new task itself. User space looks a pid (a tid)
+ * namespace, read from the new task itself. Its file-system user is read
+ * once more when its first thread ends: the user whose JIT perf map
+ * sp-record then trusts. User space looks a pid (a tid)
  * up when it writes the process's (the thread's) record, after it may be
  * gone (lib/record/bpf_ident.c).
  */
@@ -62,6 +64,8 @@ static __always_inline void put(struct task_struct *t, __u32 from_exec)
 	v.cgroup_ns = BPF_CORE_READ(t, nsproxy, cgroup_ns, ns.inum);
 	v.cgroup_id = BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
 	v.start_boot_ns = BPF_CORE_READ(t, start_boottime);
+	v.ppid = BPF_CORE_READ(t, real_parent, tgid);
+	v.fsuid = BPF_CORE_READ(t, cred, fsuid.val);
 	v.from_exec = from_exec;
 	bpf_map_update_elem(&idents, &tgid, &v, BPF_ANY);
 }
@@ -77,5 +81,21 @@ SEC("raw_tp/sched_process_exec")
 int BPF_PROG(ident_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	put(p, 1);
+	return 0;
+}
+
+/* Its user as it ends (a process that dropped root since its exec): only
+ * the process's own entry, not a newer one with its pid. */
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(ident_exit, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct sp_bpf_ident *v;
+
+	if (tgid != BPF_CORE_READ(p, pid))
+		return 0;
+	v = bpf_map_lookup_elem(&idents, &tgid);
+	if (v && v->start_boot_ns == BPF_CORE_READ(p, start_boottime))
+		v->fsuid = BPF_CORE_READ(p, cred, fsuid.val);
 	return 0;
 }

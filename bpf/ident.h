@@ -3,8 +3,9 @@
  * ident.h - what bpf/ident.bpf.c keeps for lib/record/bpf_ident.c: who a
  * process is (docs/containers.md), read from its task when it is forked
  * and again when it execs, so that a process gone before its record is
- * written still has an identity; and the tid of each thread made, in its
- * own pid namespace.
+ * written still has an identity, with its parent and file-system user (so
+ * that an exec or an end costs sp-record no read of /proc/PID/status); and
+ * the tid of each thread made, in its own pid namespace.
  */
 #ifndef SP_BPF_IDENT_SHARED_H
 #define SP_BPF_IDENT_SHARED_H
@@ -18,6 +19,11 @@ struct sp_bpf_ident {
 	__u32 nspid;		/* pid in its own (innermost) pid namespace */
 	__u32 pid_ns, mnt_ns, net_ns, cgroup_ns;	/* namespace inode numbers */
 	__u32 from_exec;	/* 1: read at exec, 0: at fork */
+	__u32 ppid;		/* its parent (real_parent's tgid), host pid */
+	__u32 fsuid;		/* its file-system user (host uid): at fork, at exec,
+				 * and once more when its first thread ends (a
+				 * daemon drops root after its exec) */
+	__u32 pad;
 };
 
 /* A thread made by clone(CLONE_THREAD), read from the new task. */

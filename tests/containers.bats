@@ -863,3 +863,11 @@ wait_file() {
 	assert_equal "$(jq -r .container <<<"$rec")" "$CID"
 	stop_containers
 }
+
+@test "containers: sp-record in a pid namespace of its own takes no identity from the kernel's maps, keyed by the host's pids" {
+	needs_unshare
+	run --separate-stderr -0 unshare --pid --mount --fork --mount-proc \
+		sp-record -v -o "$T/own.sp" -- true
+	[[ "$stderr" == *"process identity: not in the host's pid namespace; read from /proc only"* ]] ||
+		fail "$stderr"
+}

@@ -236,13 +236,14 @@ $real/gone 0x200"
 	command -v bpftool >/dev/null || skip "needs bpftool"
 	# DNS payloads are read at exit: every system call of the machine
 	# passes one program, not two (ident_fork and ident_exec read a new
-	# process's namespaces and cgroup at fork and exec, not at a call)
+	# process's namespaces and cgroup at fork and exec, ident_exit its
+	# user at its end, not at a call)
 	# (on_task_*: the interpreters' process map follows forks, execs, exits)
-	assert_equal "$(held_progs)" "ident_exec ident_fork on_exec_btf on_exit_btf on_fork_btf on_sys_exit_btf on_task_exec on_task_exit on_task_fork "
+	assert_equal "$(held_progs)" "ident_exec ident_exit ident_fork on_exec_btf on_exit_btf on_fork_btf on_sys_exit_btf on_task_exec on_task_exit on_task_fork "
 	! grep -x 'link:sys_enter' "$OUT/held"
 	sp-decode "$OUT/held.sp" | header | jq -e '.features | test("entry=") | not'
 	assert_equal "$(held_progs --events=file,dns --event-attach=raw_tp)" \
-		"ident_exec ident_fork on_exit_raw on_fork_raw on_sys_exit_raw on_task_exec on_task_exit on_task_fork "
+		"ident_exec ident_exit ident_fork on_exit_raw on_fork_raw on_sys_exit_raw on_task_exec on_task_exit on_task_fork "
 }
 
 @test "sp-record-events: the interpreted-stack program joins system call entry once a Python is found" {

@@ -44,3 +44,33 @@ setup() {
 		}
 	done < "$OUT/pids"
 }
+
+@test "sp-record: an exec and an end read no /proc/PID/status nor ns/mnt, and a JIT perf map that is not there costs one system call" {
+	require_root	# the kernel's record of each exec and end (BPF)
+	strace -f -qq -e trace=%file,read -o "$OUT/trace" \
+		sp-record -o "$OUT/s.sp" -- \
+		sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do /bin/true; done' 2>"$OUT/err"
+	sp-decode "$OUT/s.sp" | jq -r 'select(.type=="process" and .comm=="true") | .pid' |
+		sort -u > "$OUT/pids"
+	[ "$(wc -l < "$OUT/pids")" -eq 12 ]
+	while read -r pid; do
+		n=$(grep -c "\"/proc/$pid/status\"" "$OUT/trace" || true)
+		[ "$n" -eq 0 ] || {
+			echo "pid $pid: /proc/$pid/status read $n times:"
+			grep "\"/proc/$pid/status\"" "$OUT/trace"
+			false
+		}
+		# whether its executable's file is the host's: the kernel said
+		n=$(grep -c "\"/proc/$pid/ns/mnt\"" "$OUT/trace" || true)
+		[ "$n" -eq 0 ] || {
+			echo "pid $pid: /proc/$pid/ns/mnt looked at $n times"
+			false
+		}
+		n=$(grep -c "perf-$pid\.map" "$OUT/trace" || true)
+		[ "$n" -eq 1 ] || {
+			echo "pid $pid: $n system calls for its perf map:"
+			grep "perf-$pid\.map" "$OUT/trace"
+			false
+		}
+	done < "$OUT/pids"
+}

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -28,11 +29,25 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 	return 0;
 }
 
+/* The initial pid namespace's inode number (the kernel's PROC_PID_INIT_INO). */
+#define INIT_PID_NS_INO 0xeffffffcu
+
 struct sp_ident_bpf *sp_ident_bpf_open(void)
 {
-	libbpf_print_fn_t old = libbpf_set_print(quiet);
-	struct sp_ident_bpf *b = sp_xcalloc(1, sizeof(*b));
+	libbpf_print_fn_t old;
+	struct sp_ident_bpf *b;
+	struct stat st;
 	int err = 0;
+
+	/* Its maps are keyed by the host's pids, perf's records by ours: in
+	 * a pid namespace of its own (sp-record in a container) one pid
+	 * would name another process. */
+	if (stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != INIT_PID_NS_INO) {
+		sp_info("process identity: not in the host's pid namespace; read from /proc only");
+		return NULL;
+	}
+	old = libbpf_set_print(quiet);
+	b = sp_xcalloc(1, sizeof(*b));
 
 	b->skel = sp_ident__open_and_load();
 	if (!b->skel || sp_ident__attach(b->skel))

@@ -321,9 +321,16 @@ void sp_perf_attr_setup(struct perf *p)
 			(uint64_t)sysconf(_SC_PAGESIZE);
 
 		a->wakeup_watermark = (uint32_t)(ring / 4 < (64 << 10) ? ring / 4 : 64 << 10);
-		/* side-band only: its records are few, and an interpreter's
-		 * mapping is wanted at once (its events' stacks) */
-		if (!a->wakeup_watermark || p->sideband)
+		/* Side-band only: a wake-up at every record of the machine (a
+		 * fork, an exec's comm and mappings, an exit) costs more than
+		 * the record, so every SIDEBAND_WAKEUP bytes: a few of an
+		 * exec's records, so an interpreter's mapping (its events'
+		 * stacks) still comes out before its first methods run. The
+		 * loop drains every ring each batch (--batch) all the same: an
+		 * end or a trigger waits no longer than that. */
+		if (p->sideband && a->wakeup_watermark > SIDEBAND_WAKEUP)
+			a->wakeup_watermark = SIDEBAND_WAKEUP;
+		if (!a->wakeup_watermark)
 			a->wakeup_watermark = 1;
 	}
 	if (p->o.user_only)

@@ -58,13 +58,15 @@ static int foreign_tmp(struct perf *p, struct proc *pr)
  * process's user or root, a link, a FIFO is refused, and a map is read up
  * to a bound (sp_procfs_perfmap()); each such map is named once.
  */
-void sp_perf_capture_jit(struct perf *p, struct proc *pr)
+void sp_perf_capture_jit(struct perf *p, struct proc *pr, bool uid_at_end)
 {
 	struct sp_perfmap_result res;
 	void *ctx[2] = { p, pr };
 	char who[64] = "", where[64];
 	int dirfd = foreign_tmp(p, pr), rc;
-	uint32_t pid = pr->gone ? 0 : pr->pid;	/* its user now, unless known gone */
+	/* its user now (from /proc), unless known gone or pr->uid is the
+	 * kernel's as it ended */
+	uint32_t pid = pr->gone || uid_at_end ? 0 : pr->pid;
 
 	if (dirfd == -2) {
 		sp_warn("pid %u: in another mount namespace whose /tmp cannot be reached: its JIT "
@@ -102,6 +104,13 @@ static uint64_t ns_of(const char *path)
 	return stat(path, &st) ? 0 : st.st_ino;
 }
 
+uint64_t sp_perf_self_mnt_ns(struct perf *p)
+{
+	if (!p->self_mnt_ns)
+		p->self_mnt_ns = ns_of("/proc/self/ns/mnt");
+	return p->self_mnt_ns;
+}
+
 void sp_perf_jit_note(struct perf *p, struct proc *pr, const struct sp_process *rec)
 {
 	char path[64];
@@ -113,9 +122,7 @@ void sp_perf_jit_note(struct perf *p, struct proc *pr, const struct sp_process *
 	pr->mnt_ns = rec->mnt_ns;
 	if (pr->gone)
 		return;		/* its root cannot be had any more */
-	if (!p->self_mnt_ns)
-		p->self_mnt_ns = ns_of("/proc/self/ns/mnt");
-	if (pr->mnt_ns == p->self_mnt_ns || sp_perf_map_get(&p->ns_roots, pr->mnt_ns, 0))
+	if (pr->mnt_ns == sp_perf_self_mnt_ns(p) || sp_perf_map_get(&p->ns_roots, pr->mnt_ns, 0))
 		return;
 	/* Its root, then its namespace once more: the pid was not reused in
 	 * between. */

@@ -147,11 +147,18 @@ static bool proc_gone(struct proc *pr, int rc)
 	return pr->gone;
 }
 
-/* sp_proc_other_mnt_ns() of pr, false once it is gone (as it was). */
-static bool proc_other_mnt_ns(struct proc *pr)
+/* sp_proc_other_mnt_ns() of pr as of time, false once it is gone (as it
+ * was). The kernel's record of its fork or exec says it without a look in
+ * /proc: a module is new at every exec of a program that no other process
+ * maps (a loop of /bin/true). */
+static bool proc_other_mnt_ns(struct perf *p, struct proc *pr, uint64_t time)
 {
+	uint64_t ns, self;
 	bool other;
 
+	if (sp_proc_mnt_ns(p->ident, pr->pid, time, pr->pending_exec, &ns) == 0 &&
+	    (self = sp_perf_self_mnt_ns(p)))
+		return ns != self;
 	if (pr->gone)
 		return false;
 	errno = 0;
@@ -209,7 +216,7 @@ static struct mod *mod_get(struct perf *p, struct proc *pr, uint64_t time, uint6
 			m.build_id.len = p->vdso.build_id_len;
 		}
 	} else {
-		if (proc_other_mnt_ns(pr))
+		if (proc_other_mnt_ns(p, pr, time))
 			e = elf_lookup_foreign(p, pid, start, end, path);
 		else
 			e = elf_lookup(p, path, bid, bid_len);
@@ -501,8 +508,14 @@ static void proc_end(struct perf *p, struct proc *pr, uint64_t time, bool exec)
 	}
 	if (pr->defined && !pr->end_deferred)
 		sp_perf_emit(p, &r);
-	if (!exec)
-		sp_perf_capture_jit(p, pr);
+	if (!exec) {
+		uint32_t ppid;
+
+		/* whose JIT perf map to trust: its user as it ended, as the
+		 * kernel said (no read of /proc at every end) */
+		sp_perf_capture_jit(p, pr, sp_proc_owner(p->ident, pr->pid, time, false, false,
+							  &ppid, &pr->uid) == 0);
+	}
 	vma_clear(p, pr, time, exec);
 }
 
@@ -686,14 +699,16 @@ void sp_perf_on_comm(struct perf *p, const struct perf_event_header *h, const st
 		 * later exec is of another process (its fork was lost). */
 		if (pr->gone && id->time >= pr->gone_at)
 			pr->gone = false;
-		if (!pr->ppid) {
-			uint32_t tgid;
+		/* Its user (a set-user-ID program changes it) and its parent
+		 * (its fork unseen), from the kernel's record of the exec: at
+		 * every exec of the machine, a read of /proc costs too much. */
+		if (!pr->gone) {
+			uint32_t ppid = 0;
 
-			proc_gone(pr, sp_procfs_status(pr->pid, &tgid, &pr->ppid));
+			if (!proc_gone(pr, sp_proc_owner(p->ident, pr->pid, id->time, true, true,
+							 &ppid, &pr->uid)) && !pr->ppid)
+				pr->ppid = ppid;
 		}
-		/* a set-user-ID program changes it */
-		if (!pr->gone)
-			proc_gone(pr, sp_procfs_uid(pr->pid, &pr->uid));
 		memcpy(pr->comm, name, sizeof(name));
 		pr->exe = 0;
 		pr->pending_exec = true;
@@ -801,7 +816,7 @@ void sp_perf_procs_finish(struct perf *p)
 			pr->ended = true;
 		}
 		if (!pr->ended)
-			sp_perf_capture_jit(p, pr);
+			sp_perf_capture_jit(p, pr, false);
 		if (pr->end_deferred && pr->defined) {
 			struct sp_record r = { .kind = SP_REC_PROCESS_END };
 

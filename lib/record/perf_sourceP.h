@@ -41,6 +41,7 @@
 
 #define DEFAULT_PAGES		128	/* 512 KiB per CPU: ~2 s of 999 Hz samples */
 #define DWARF_PAGES		512
+#define SIDEBAND_WAKEUP		512	/* bytes: the side-band ring's wake-up (perf_events.c) */
 #define MAX_FRAMES		1024
 #define KERNEL_START		0xffff800000000000ull
 
@@ -284,8 +285,11 @@ void sp_perf_ksyms_release(struct perf *p);
 
 /* ---- JIT maps (perf_jit.c) ---- */
 
-/* The JIT perf map of pr as SP_REC_JITSYM records (when it ends). */
-void sp_perf_capture_jit(struct perf *p, struct proc *pr);
+/* The JIT perf map of pr as SP_REC_JITSYM records (when it ends). uid_at_end:
+ * pr->uid is its user as it ended (the kernel's), not to be read from /proc. */
+void sp_perf_capture_jit(struct perf *p, struct proc *pr, bool uid_at_end);
+/* Our mount namespace's inode number (0: unknown), read once. */
+uint64_t sp_perf_self_mnt_ns(struct perf *p);
 /* Who pr is, from its process record: a process in another mount
  * namespace has its map in that namespace's /tmp, whose root is held open
  * from now on (the process may be gone when its map is read). */

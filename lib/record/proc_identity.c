@@ -7,6 +7,7 @@
  * the next process that starts in the same cgroup. The start time read is checked against the record's time so
  * that a pid reused before its record was written lends it nothing.
  */
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -163,6 +164,58 @@ int sp_proc_identity_fill(struct sp_writer *w, struct sp_ident_bpf *kb, uint32_t
 	rec->cgroup_ns = id.ns[SP_NS_CGROUP];
 	put_cgroup(w, id.cgroup, rec);
 	return 0;
+}
+
+/*
+ * The kernel's entry for pid as of time: 1 found, 0 none (or, at_exec,
+ * only its fork's: an exec's record read before the kernel's exec hook
+ * ran, as the ring is read while the exec goes on), -1 of a process
+ * started after time (a reuse).
+ */
+static int kernel_entry(struct sp_ident_bpf *kb, uint32_t pid, uint64_t time, bool at_exec,
+			struct sp_bpf_ident *k)
+{
+	if (sp_ident_bpf_lookup(kb, pid, k) || !k->start_boot_ns || (at_exec && !k->from_exec))
+		return 0;
+	return time && k->start_boot_ns > time + suspended_ns() + SLACK_NS ? -1 : 1;
+}
+
+int sp_proc_mnt_ns(struct sp_ident_bpf *kb, uint32_t pid, uint64_t time, bool at_exec,
+		   uint64_t *mnt_ns)
+{
+	struct sp_bpf_ident k;
+
+	if (kernel_entry(kb, pid, time, at_exec, &k) <= 0 || !k.mnt_ns)
+		return -1;
+	*mnt_ns = k.mnt_ns;
+	return 0;
+}
+
+int sp_proc_owner(struct sp_ident_bpf *kb, uint32_t pid, uint64_t time, bool at_exec,
+		  bool read_proc, uint32_t *ppid, uid_t *uid)
+{
+	struct sp_bpf_ident k;
+	uint32_t tgid;
+	int found = kernel_entry(kb, pid, time, at_exec, &k);
+
+	/* (a fork's entry at an exec: the user before a set-user-ID
+	 * program; /proc has the new one) */
+	if (found) {
+		if (found < 0) {
+			errno = ESRCH;
+			return -1;
+		}
+		*ppid = k.ppid;
+		*uid = (uid_t)k.fsuid;
+		return 0;
+	}
+	if (!read_proc) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (sp_procfs_status(pid, &tgid, ppid))
+		return -1;
+	return sp_procfs_uid(pid, uid);
 }
 
 uint32_t sp_thread_nstid(struct sp_ident_bpf *kb, uint32_t pid, uint32_t tid, uint64_t time,

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "arena.h"
 #include "hashmap.h"
@@ -64,6 +65,26 @@ void sp_cgroup_paths_release(struct sp_cgroup_paths *c);
  */
 int sp_proc_identity_fill(struct sp_writer *w, struct sp_ident_bpf *kb, uint32_t pid,
 			  uint64_t time, struct sp_process *rec);
+
+/*
+ * The parent (host pid) and file-system user of process pid as of time
+ * (the record of its exec or its end, CLOCK_MONOTONIC ns): what the kernel
+ * said at its fork, exec or end (kb may be NULL; at_exec: only what it
+ * said at an exec will do), else /proc/PID/status unless read_proc is
+ * false. 0; -1 with errno ESRCH when its pid names a process started after
+ * time (a reuse), ENOENT when neither knows (gone, or read_proc false).
+ */
+int sp_proc_owner(struct sp_ident_bpf *kb, uint32_t pid, uint64_t time, bool at_exec,
+		  bool read_proc, uint32_t *ppid, uid_t *uid);
+
+/*
+ * The mount namespace (its inode number) of process pid as of time, as the
+ * kernel said at its fork or exec (at_exec: only at an exec), into
+ * *mnt_ns: 0, or -1 when it has no such record (kb NULL, a process from
+ * before the recording, its pid reused since time).
+ */
+int sp_proc_mnt_ns(struct sp_ident_bpf *kb, uint32_t pid, uint64_t time, bool at_exec,
+		   uint64_t *mnt_ns);
 
 /*
  * The tid in its own pid namespace of thread tid of process pid, as of

@@ -337,15 +337,21 @@ int sp_procfs_perfmap_at(int dirfd, uint32_t name_pid, uint32_t pid, uid_t uid,
 	uid_t now;
 
 	memset(res, 0, sizeof(*res));
-	/* The user the process runs as now; else as it was last seen. */
-	if (pid && sp_procfs_uid(pid, &now) == 0)
-		w.owner = now;
-	res->user = w.owner;
+	res->user = uid;
 	res->owner = (uid_t)-1;
 	if (dirfd == AT_FDCWD)
 		snprintf(path, sizeof(path), "%s/perf-%u.map", sp_procfs_perfmap_dir, name_pid);
 	else
 		snprintf(path, sizeof(path), "perf-%u.map", name_pid);
+	/* Most processes have none: that costs one system call (asked at
+	 * every end of a process of the machine), and no link is followed.
+	 * One that is there gets every check of sp_safe_open() below. */
+	if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW))
+		return -1;
+	/* The user the process runs as now; else as it was last seen. */
+	if (pid && sp_procfs_uid(pid, &now) == 0)
+		w.owner = now;
+	res->user = w.owner;
 	fd = sp_safe_open(dirfd, path, &w, &st, &res->why);
 	if (fd < 0) {
 		if (errno == EPERM)

@@ -3,7 +3,10 @@
  * Unit tests of lib/record/perf_source.c: event names, and (as root) the source
  * driven as sp-record drives it, on build/examples/workload started by
  * lib/record/launch.c: its samples, processes and threads, modules with build-ids,
- * frames at file-relative addresses that nm would show, time order.
+ * frames at file-relative addresses that nm would show, time order; the
+ * rings' wake-ups (lib/record/perf_events.c): a sampling ring's at a
+ * quarter of it, the side-band ring's (--no-samples) every few records,
+ * not at each.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +21,7 @@
 #include "launch.h"
 #include "merge.h"
 #include "perf_source.h"
+#include "record/perf_sourceP.h"
 #include "reader.h"
 #include "writer.h"
 
@@ -167,8 +171,32 @@ static void test_perf_source_record(void)
 	CHECK(ordered);
 }
 
+static void test_perf_source_wakeup(void)
+{
+	struct perf p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = PERF_TYPE_SOFTWARE;
+	p.config = PERF_COUNT_SW_DUMMY;
+	sp_perf_attr_setup(&p);
+	CHECK(p.sideband);
+	CHECK(p.attr.watermark);
+	CHECK_EQ_U(p.attr.wakeup_watermark, SIDEBAND_WAKEUP);
+	CHECK(SIDEBAND_WAKEUP >= 256);	/* a few records: not one */
+
+	memset(&p, 0, sizeof(p));
+	p.type = PERF_TYPE_SOFTWARE;
+	p.config = PERF_COUNT_SW_CPU_CLOCK;
+	p.o.freq = 49;
+	sp_perf_attr_setup(&p);
+	CHECK(!p.sideband);
+	CHECK(p.attr.watermark);
+	CHECK_EQ_U(p.attr.wakeup_watermark, 64 << 10);	/* a quarter of 512 KiB */
+}
+
 int main(void)
 {
+	TAP_RUN(test_perf_source_wakeup);
 	TAP_RUN(test_perf_source_events);
 	TAP_RUN(test_perf_source_record);
 	return TAP_DONE();

@@ -4,11 +4,16 @@
  * into its record, with its cgroup as a string; a record older than the
  * process its pid names now (a reuse) and a process gone get none and the
  * flag; (as root) the cache of cgroup paths by id keeps the path of a
- * cgroup removed since, and forgets all when full.
+ * cgroup removed since, and forgets all when full; a process's parent and
+ * file-system user come from /proc, and (as root) from the kernel's record
+ * of its exec or its end, with no /proc to read, and so does its mount
+ * namespace.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,6 +73,82 @@ static void test_proc_identity_gone(void)
 	CHECK(sp_proc_identity_fill(w, NULL, (uint32_t)pid, sp_now_mono_ns(), &rec) == -1);
 	CHECK(rec.flags & SP_PROC_NO_IDENTITY);
 	sp_writer_close(w);
+}
+
+static void test_proc_owner_proc(void)
+{
+	uint32_t ppid = 0;
+	uid_t uid = (uid_t)-2;
+
+	CHECK(sp_proc_owner(NULL, (uint32_t)getpid(), sp_now_mono_ns(), true, true, &ppid, &uid) == 0);
+	CHECK_EQ_U(ppid, (uint32_t)getppid());
+	CHECK_EQ_U(uid, geteuid());
+	/* no kernel record, and /proc not to be read */
+	errno = 0;
+	CHECK(sp_proc_owner(NULL, (uint32_t)getpid(), 0, false, false, &ppid, &uid) == -1);
+	CHECK_EQ_U(errno, ENOENT);
+}
+
+/* A child that changes its file-system user and ends, or (exec) its
+ * user and runs /bin/true (an exec sets the file-system user to the
+ * effective one); reaped. Its pid. */
+static pid_t child(uid_t uid, bool exec)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (!exec) {
+			setfsuid(uid);
+			_exit(0);
+		}
+		if (setresuid(uid, uid, uid) == 0)
+			execl("/bin/true", "true", (char *)NULL);
+		_exit(1);
+	}
+	waitpid(pid, NULL, 0);
+	return pid;
+}
+
+static void test_proc_owner_kernel(void)
+{
+	struct sp_ident_bpf *kb = sp_ident_bpf_open();
+	uint32_t ppid = 0;
+	uint64_t ns = 0;
+	struct stat st;
+	uid_t uid = 0;
+	pid_t pid;
+
+	CHECK(kb != NULL);
+	/* gone and reaped: only the kernel knows, its user as it ended */
+	pid = child(4321, false);
+	CHECK(sp_proc_owner(kb, (uint32_t)pid, sp_now_mono_ns(), false, false, &ppid, &uid) == 0);
+	CHECK_EQ_U(ppid, (uint32_t)getpid());
+	CHECK_EQ_U(uid, 4321);
+	/* never exec'd: for an exec's record, its fork's entry will not do */
+	errno = 0;
+	CHECK(sp_proc_owner(kb, (uint32_t)pid, sp_now_mono_ns(), true, false, &ppid, &uid) == -1);
+	CHECK_EQ_U(errno, ENOENT);
+	/* a record of time 1 ns: the process started long after it */
+	errno = 0;
+	CHECK(sp_proc_owner(kb, (uint32_t)pid, 1, false, false, &ppid, &uid) == -1);
+	CHECK_EQ_U(errno, ESRCH);
+	/* its mount namespace: ours, as the kernel said at its fork; an
+	 * exec's record wants what it said at an exec */
+	CHECK(stat("/proc/self/ns/mnt", &st) == 0);
+	CHECK(sp_proc_mnt_ns(kb, (uint32_t)pid, sp_now_mono_ns(), false, &ns) == 0);
+	CHECK_EQ_U(ns, st.st_ino);
+	CHECK(sp_proc_mnt_ns(kb, (uint32_t)pid, sp_now_mono_ns(), true, &ns) == -1);
+	CHECK(sp_proc_mnt_ns(kb, (uint32_t)pid, 1, false, &ns) == -1);	/* a reuse */
+	CHECK(sp_proc_mnt_ns(NULL, (uint32_t)pid, sp_now_mono_ns(), false, &ns) == -1);
+	/* exec'd as another user */
+	uid = 0;
+	pid = child(4322, true);
+	CHECK(sp_proc_owner(kb, (uint32_t)pid, sp_now_mono_ns(), true, false, &ppid, &uid) == 0);
+	CHECK_EQ_U(ppid, (uint32_t)getpid());
+	CHECK_EQ_U(uid, 4322);
+	CHECK(sp_proc_mnt_ns(kb, (uint32_t)pid, sp_now_mono_ns(), true, &ns) == 0);
+	CHECK_EQ_U(ns, st.st_ino);
+	sp_ident_bpf_free(kb);
 }
 
 /* The cgroup v2 mount point, from /proc/mounts. 0 or -1. */
@@ -150,6 +231,11 @@ int main(void)
 	TAP_RUN(test_proc_identity_live);
 	TAP_RUN(test_proc_identity_reused);
 	TAP_RUN(test_proc_identity_gone);
+	TAP_RUN(test_proc_owner_proc);
+	if (geteuid() == 0)
+		TAP_RUN(test_proc_owner_kernel);
+	else
+		TAP_SKIP(test_proc_owner_kernel, "needs root (BPF)");
 	if (geteuid() == 0 && cgroup2_mount(mnt, sizeof(mnt)) == 0)
 		TAP_RUN(test_proc_identity_cgroup_paths);
 	else
