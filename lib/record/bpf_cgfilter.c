@@ -111,6 +111,8 @@ int sp_cgfilter_bpf_start(struct sp_cgfilter_bpf *k, const struct sp_cgroup_filt
 		k->skel = NULL;
 	}
 	k->applied = true;
+	sp_info("off-cpu: the other cgroups' switch-outs are left out in the kernel, by %s",
+		k->skel ? "the cgroup filter's program" : "the interpreted-stack program");
 	sp_cgfilter_bpf_sync(k, f);
 	/* From here on an empty array drops everything: a --cgroup or
 	 * --container not found yet records nothing until it is. */
