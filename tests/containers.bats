@@ -585,9 +585,11 @@ check_offcpu_loops() {
 }
 
 @test "containers: --cgroup --off-cpu --interp=none filters in the kernel with its own program" {
-	offcpu_loops --interp=none
+	offcpu_loops --interp=none -v
 	grep -q 'off-cpu=context-switch.*cgroups=kernel' "$T/k.jsonl" ||
 		fail "the header does not say cgroups=kernel"
+	[[ $stderr == *"left out in the kernel, by the cgroup filter's program"* ]] ||
+		fail "not our own program: $stderr"
 	check_offcpu_loops kernel
 }
 
