@@ -545,7 +545,7 @@ offcpu_loops() {
 	kill $BGPIDS
 	wait $BGPIDS 2>/dev/null || true
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		[ -s "$CG/cgroup.procs" ] || break
+		[ -n "$(cat "$CG/cgroup.procs")" ] || break	# (its size is always 0)
 		sleep 0.1	# the loop's last sleep
 	done
 	rm_cgroup
