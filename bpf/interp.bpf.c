@@ -28,6 +28,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "cgfilter.bpf.h"
 #include "interp.h"
 #include "nspid.bpf.h"
 
@@ -595,7 +596,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
  * still current, its memory mapped). Flagged SP_BPF_IFL_OFFCPU for user
  * space to pair it with the off-CPU sample, not a CPU one. The samples'
  * scratch serves: perf_event programs do not nest on a CPU. Every other
- * task pays the one lookup in "procs".
+ * task pays the one lookup in "procs". With -a --cgroup/--container, a
+ * task outside the cgroups is dropped first (cgfilter.bpf.h): its sample
+ * is not written at all.
  */
 SEC("perf_event")
 int on_switch_rb(struct bpf_perf_event_data *ctx)
@@ -624,9 +627,12 @@ int on_switch(struct bpf_perf_event_data *ctx)
 {
 	const struct sp_bpf_ilayout *l;
 	struct sp_bpf_iproc *pr;
-	struct scratch *s = begin_in(&scratch, bpf_get_smp_processor_id(), SP_BPF_IFL_OFFCPU,
-				     &pr, &l);
+	struct scratch *s;
 
+	/* -a --cgroup: another cgroup's task goes with neither stack */
+	if (!sp_cg_keep())
+		return 0;
+	s = begin_in(&scratch, bpf_get_smp_processor_id(), SP_BPF_IFL_OFFCPU, &pr, &l);
 	if (s)
 		walk_out(ctx, &sw_walkers, s, l, pr);
 	return 1;

@@ -511,7 +511,7 @@ wait_file() {
 	rm_cgroup
 	[[ $stderr == *"switch-outs of threads outside the cgroups left out"* ]]
 	sp-decode "$T/oc.sp" > "$T/oc.jsonl"
-	grep -q 'off-cpu=context-switch.*cgroups=sample' "$T/oc.jsonl"
+	grep -q 'off-cpu=context-switch.*cgroups=kernel' "$T/oc.jsonl"
 	inpid=$(cat "$T/inpid")
 	hostpid=$(cat "$T/hostpid")
 	# the sleep in the cgroup blocked and was recorded, the host's was not
@@ -528,6 +528,76 @@ wait_file() {
 		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .cgroup" "$T/oc.jsonl"
 		assert_equal "$(sort -u <<<"$output")" "$CGPATH"
 	done
+}
+
+# A loop of short sleeps in the test's cgroup and the same loop outside it,
+# recorded with -a --cgroup --off-cpu and the options given ($@); the
+# spool decoded into $T/k.jsonl, sp-record's stderr in $stderr.
+offcpu_loops() {
+	make_cgroup "sp-test-kfilter-$$"
+	sh -c "echo \$\$ > $CG/cgroup.procs; exec sh -c 'while :; do sleep 0.05; done'" &
+	inpid=$!
+	sh -c 'while :; do sleep 0.05; done' &
+	hostpid=$!
+	BGPIDS="$inpid $hostpid"
+	run --separate-stderr -0 sp-record -a --cgroup="$CGPATH" --off-cpu -d 1.5 "$@" \
+		-o "$T/k.sp"
+	kill $BGPIDS
+	wait $BGPIDS 2>/dev/null || true
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		[ -n "$(cat "$CG/cgroup.procs")" ] || break	# (its size is always 0)
+		sleep 0.1	# the loop's last sleep
+	done
+	rm_cgroup
+	sp-decode "$T/k.sp" > "$T/k.jsonl"
+}
+
+# Only the loop in the cgroup (its shell, its sleeps) has waits; the
+# other's switch-outs were left out, by the kernel when $1 is "kernel".
+check_offcpu_loops() {
+	local pid left bykernel
+	run -0 jq -r "select(.type==\"sample\" and .kind==\"offcpu\" and .pid==$inpid) | .weight" \
+		"$T/k.jsonl"
+	[ "${#lines[@]}" -ge 1 ] || fail "no wait of the loop in the cgroup"
+	run -0 jq -s -r '[.[] | select(.type=="sample" and .kind=="offcpu") | .pid] | unique | .[]' \
+		"$T/k.jsonl"
+	for pid in "${lines[@]}"; do
+		[ "$pid" != "$hostpid" ] || fail "a wait of the loop outside the cgroup"
+		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .cgroup" "$T/k.jsonl"
+		assert_equal "$(sort -u <<<"$output")" "$CGPATH"
+	done
+	[[ $stderr =~ ([0-9]+)\ switch-outs\ of\ threads\ outside\ the\ cgroups\ left\ out\ \(([0-9]+)\ by\ the\ kernel\) ]] ||
+		fail "no count of what was left out: $stderr"
+	left=${BASH_REMATCH[1]} bykernel=${BASH_REMATCH[2]}
+	[ "$left" -ge 1 ] || fail "nothing left out, with a loop outside the cgroup"
+	if [ "$1" = kernel ]; then
+		[ "$bykernel" -ge 1 ] || fail "the kernel left nothing out"
+	else
+		assert_equal "$bykernel" 0
+	fi
+}
+
+@test "containers: --cgroup --off-cpu leaves the other cgroups' switch-outs out in the kernel" {
+	offcpu_loops
+	grep -q 'off-cpu=context-switch.*cgroups=kernel' "$T/k.jsonl" ||
+		fail "the header does not say cgroups=kernel"
+	check_offcpu_loops kernel
+}
+
+@test "containers: --cgroup --off-cpu --interp=none filters in the kernel with its own program" {
+	offcpu_loops --interp=none -v
+	grep -q 'off-cpu=context-switch.*cgroups=kernel' "$T/k.jsonl" ||
+		fail "the header does not say cgroups=kernel"
+	[[ $stderr == *"left out in the kernel, by the cgroup filter's program"* ]] ||
+		fail "not our own program: $stderr"
+	check_offcpu_loops kernel
+}
+
+@test "containers: --cgroup --off-cpu falls back to the test in user space, and says so" {
+	SP_OFFCPU_CGROUPS=sample offcpu_loops
+	grep -q 'off-cpu=context-switch.*cgroups=sample' "$T/k.jsonl" ||
+		fail "the header does not say cgroups=sample"
+	check_offcpu_loops sample
 }
 
 @test "containers: --cgroup --off-cpu follows a cgroup made after the recording began" {

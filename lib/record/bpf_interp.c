@@ -20,6 +20,7 @@
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 
+#include "bpf_cgfilter.h"
 #include "interp.skel.h"
 #include "interpP.h"
 #include "sp.h"
@@ -119,6 +120,8 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsig
 			bpf_program__set_autoload(b->skel->progs.on_switch, false);
 			bpf_program__set_autoload(b->skel->progs.on_switch_rb, false);
 			bpf_map__set_autocreate(b->skel->maps.sw_walkers, false);
+			bpf_map__set_autocreate(b->skel->maps.cg_allowed, false);
+			bpf_map__set_autocreate(b->skel->maps.cg_dropped, false);
 		}
 		if (!(uses & SP_INTERP_USE_EVENTS)) {
 			bpf_program__set_autoload(b->skel->progs.on_event, false);
@@ -176,6 +179,16 @@ int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds, b
 			return -1;
 		}
 	}
+	return 0;
+}
+
+int sp_interp_bpf_cgroups(struct sp_interp_bpf *b, struct sp_cgfilter_maps *m)
+{
+	if (!(b->uses & SP_INTERP_USE_OFFCPU))
+		return -1;
+	m->allowed = bpf_map__fd(b->skel->maps.cg_allowed);
+	m->dropped = bpf_map__fd(b->skel->maps.cg_dropped);
+	m->on = &b->skel->bss->cg_on;
 	return 0;
 }
 

@@ -1213,6 +1213,13 @@ int sp_interp_offcpu_attach(struct sp_interpreters *ip, const int *fds, size_t n
 	return 0;
 }
 
+int sp_interp_offcpu_cgroups(struct sp_interpreters *ip, struct sp_cgfilter_maps *m)
+{
+	if (!ip->bpf || !ip->offcpu_attached)
+		return -1;
+	return sp_interp_bpf_cgroups(ip->bpf, m);
+}
+
 struct sp_interp_stack *sp_interp_offcpu_take(struct sp_interpreters *ip, struct sp_emit *out,
 					      uint32_t pid, uint32_t tid, uint64_t time)
 {

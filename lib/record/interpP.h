@@ -275,6 +275,11 @@ void sp_interp_splice(const struct sp_interp_frames *f, uint64_t *ids, const uin
  * sample's); then free it. */
 struct sp_interp_stack;
 int sp_interp_offcpu_attach(struct sp_interpreters *ip, const int *fds, size_t nfds);
+/* -a --cgroup: the maps of the cgroup test at the start of the program
+ * attached by sp_interp_offcpu_attach() (bpf_cgfilter.h), 0; -1 when it
+ * is not attached. */
+struct sp_cgfilter_maps;
+int sp_interp_offcpu_cgroups(struct sp_interpreters *ip, struct sp_cgfilter_maps *m);
 struct sp_interp_stack *sp_interp_offcpu_take(struct sp_interpreters *ip, struct sp_emit *out,
 					      uint32_t pid, uint32_t tid, uint64_t time);
 int sp_interp_offcpu_frames(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
@@ -333,6 +338,8 @@ typedef void (*sp_interp_stack_fn)(void *ctx, const struct sp_bpf_istack *h,
 struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsigned int uses);
 /* offcpu: on_switch on context-switch events, else on_sample */
 int sp_interp_bpf_attach(struct sp_interp_bpf *b, const int *fds, size_t nfds, bool offcpu);
+/* on_switch's cgroup test: its maps (0), -1 when it is not loaded */
+int sp_interp_bpf_cgroups(struct sp_interp_bpf *b, struct sp_cgfilter_maps *m);
 int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,
 			 const struct sp_bpf_ilayout *l);
 int sp_interp_bpf_proc(struct sp_interp_bpf *b, uint32_t pid, const struct sp_bpf_iproc *v);

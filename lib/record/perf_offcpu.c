@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf_cgfilter.h"
 #include "cgroup_filter.h"
 #include "hashmap.h"
 #include "interpP.h"
@@ -139,6 +140,7 @@ struct offcpu {
 	bool interp;			/* the interpreters' program is on the events */
 	struct sp_u64map cg_verdict;	/* cgroup id -> 1 in the filter's, 2 not */
 	unsigned int cg_known;		/* the filter's directories the verdicts saw */
+	struct sp_cgfilter_bpf *cgk;	/* the other cgroups dropped in the kernel too */
 	struct sp_offcpu_stats st;
 	char why[160];			/* why start() failed */
 };
@@ -912,6 +914,9 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 	/* NULL with --interp=none, or when it could not load (said once) */
 	if (sp_interp_current())
 		c->interp = !sp_interp_offcpu_attach(sp_interp_current(), c->fds, c->nfds);
+	if (c->cgk)	/* failed (said): cgroup_wanted() alone leaves them out */
+		sp_cgfilter_bpf_start(c->cgk, c->o.cgroups, c->interp ? sp_interp_current() : NULL,
+				      c->fds, c->nfds);
 	if (!c->o.enable_on_exec)
 		for (i = 0; i < c->nfds; i++)
 			ioctl(c->fds[i], PERF_EVENT_IOC_ENABLE, 0);
@@ -927,6 +932,7 @@ static int offcpu_poll(struct sp_source *s, struct sp_emit *out)
 
 	c->out = out;
 	c->polls++;
+	sp_cgfilter_bpf_sync(c->cgk, c->o.cgroups);
 	sp_perf_queue_poll(&c->q, c->epfd, c->rings, c->nfds);
 	scan_modules(c);
 	held_release(c, false);
@@ -1008,7 +1014,8 @@ static void offcpu_describe(struct sp_source *s, char *features, size_t fsize,
 	 * not failed yet is one that will record (sp-record stops if it fails). */
 	if (c->started || !c->why[0])
 		snprintf(features, fsize, "off-cpu=context-switch,min-ns=%" PRIu64 "%s",
-			 c->o.min_ns, c->o.cgroups ? ",cgroups=sample" : "");
+			 c->o.min_ns, !c->o.cgroups ? "" : c->cgk ? ",cgroups=kernel" :
+			 ",cgroups=sample");
 	else
 		snprintf(unavailable, usize, "%s", c->why);
 }
@@ -1047,6 +1054,7 @@ static void offcpu_free(struct sp_source *s)
 	sp_u64map_release(&c->parent);
 	sp_u64map_release(&c->kaddrs);
 	sp_u64map_release(&c->cg_verdict);
+	sp_cgfilter_bpf_free(c->cgk);
 	if (c->epfd >= 0)
 		close(c->epfd);
 	sp_unwinder_free(c->unw);
@@ -1114,6 +1122,8 @@ struct sp_source *sp_offcpu_source_new(const struct sp_offcpu_opts *o)
 		offcpu_free(s);
 		return NULL;
 	}
+	if (o->cgroups)
+		c->cgk = sp_cgfilter_bpf_new(fd);	/* NULL: in user space only (said) */
 	close(fd);
 	c->unw = sp_unwinder_new();
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1147,8 +1157,9 @@ void sp_offcpu_print_summary(struct sp_source *s, FILE *out, const char *prefix)
 		st->short_waits, c->o.min_ns / 1e6, st->short_ns / 1e9, st->preempted,
 		st->preempted_ns / 1e9);
 	if (c->o.cgroups)
-		fprintf(out, "; %" PRIu64 " switch-outs of threads outside the cgroups left out",
-			st->other_cgroups);
+		fprintf(out, "; %" PRIu64 " switch-outs of threads outside the cgroups left out "
+			"(%" PRIu64 " by the kernel)", st->other_cgroups + sp_cgfilter_bpf_dropped(c->cgk),
+			sp_cgfilter_bpf_dropped(c->cgk));
 	if (st->lost)
 		fprintf(out, "; %" PRIu64 " records lost", st->lost);
 	fputc('\n', out);

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The kernel side of --off-cpu's cgroup filter (bpf_cgfilter.h): our own
+ * bpf/cgfilter.bpf.c, loaded when the recording filters cgroups, and the
+ * maps of whichever program ends on the context-switch events, filled
+ * with the directories' descriptors.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+
+#include "bpf_cgfilter.h"
+#include "cgfilter.h"
+#include "cgfilter.skel.h"
+#include "cgroup_filter.h"
+#include "interpP.h"
+#include "sp.h"
+
+_Static_assert(SP_BPF_CGFILTER_MAX == SP_CGROUP_FILTER_MAX,
+	       "the BPF cgroup array holds every directory of the filter");
+
+struct sp_cgfilter_bpf {
+	struct sp_cgfilter *skel;
+	struct sp_cgfilter_maps m;	/* in use once started */
+	bool applied;
+	unsigned int seen;		/* f's directories looked at */
+	unsigned int slots;		/* filled in m.allowed */
+};
+
+static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+
+struct sp_cgfilter_bpf *sp_cgfilter_bpf_new(int probe_fd)
+{
+	libbpf_print_fn_t old = libbpf_set_print(quiet);
+	const char *env = getenv("SP_OFFCPU_CGROUPS");
+	struct sp_cgfilter_bpf *k;
+	int err = 0;
+
+	/* the fallback on purpose, to compare (scripts/bench/offcpu-cgroup) */
+	if (env && !strcmp(env, "sample")) {
+		libbpf_set_print(old);
+		sp_info("off-cpu: SP_OFFCPU_CGROUPS=sample: the other cgroups' switch-outs are "
+			"left out in user space");
+		return NULL;
+	}
+	k = sp_xcalloc(1, sizeof(*k));
+	k->skel = sp_cgfilter__open_and_load();
+	if (!k->skel)
+		err = errno ? errno : EINVAL;
+	libbpf_set_print(old);
+	if (err) {
+		sp_info("off-cpu: cannot load the cgroup filter's BPF program: %s; the other "
+			"cgroups' switch-outs are left out in user space", strerror(err));
+		goto fail;
+	}
+	if (ioctl(probe_fd, PERF_EVENT_IOC_SET_BPF, bpf_program__fd(k->skel->progs.cg_switch))) {
+		sp_info("off-cpu: a BPF program cannot be attached to a context-switch event: %s; "
+			"the other cgroups' switch-outs are left out in user space",
+			strerror(errno));
+		goto fail;
+	}
+	/* the probe's slot is freed with the probe, which is closed next */
+	return k;
+fail:
+	sp_cgfilter_bpf_free(k);
+	return NULL;
+}
+
+/* Our own program's maps. */
+static void own_maps(struct sp_cgfilter_bpf *k)
+{
+	k->m.allowed = bpf_map__fd(k->skel->maps.cg_allowed);
+	k->m.dropped = bpf_map__fd(k->skel->maps.cg_dropped);
+	k->m.on = &k->skel->bss->cg_on;
+}
+
+int sp_cgfilter_bpf_start(struct sp_cgfilter_bpf *k, const struct sp_cgroup_filter *f,
+		      struct sp_interpreters *ip, const int *fds, size_t nfds)
+{
+	size_t i;
+
+	if (!ip || sp_interp_offcpu_cgroups(ip, &k->m)) {
+		if (ip) {
+			sp_warn("off-cpu: the interpreted-stack program on the context-switch "
+				"events cannot test cgroups; the other cgroups' switch-outs are "
+				"left out in user space");
+			return -1;
+		}
+		for (i = 0; i < nfds; i++)
+			if (ioctl(fds[i], PERF_EVENT_IOC_SET_BPF,
+				  bpf_program__fd(k->skel->progs.cg_switch))) {
+				sp_warn("off-cpu: cannot attach the cgroup filter to the "
+					"context-switch events: %s; the other cgroups' switch-outs "
+					"are left out in user space", strerror(errno));
+				return -1;
+			}
+		own_maps(k);
+	} else {
+		/* the interpreted-stack program tests: ours is not needed */
+		sp_cgfilter__destroy(k->skel);
+		k->skel = NULL;
+	}
+	k->applied = true;
+	sp_info("off-cpu: the other cgroups' switch-outs are left out in the kernel, by %s",
+		k->skel ? "the cgroup filter's program" : "the interpreted-stack program");
+	sp_cgfilter_bpf_sync(k, f);
+	/* From here on an empty array drops everything: a --cgroup or
+	 * --container not found yet records nothing until it is. */
+	*k->m.on = 1;
+	return 0;
+}
+
+void sp_cgfilter_bpf_sync(struct sp_cgfilter_bpf *k, const struct sp_cgroup_filter *f)
+{
+	if (!k || !k->applied)
+		return;
+	for (; k->seen < f->n; k->seen++) {
+		uint32_t fd = (uint32_t)f->fd[k->seen];
+
+		/* a slot left empty would end the kernel's test early: only
+		 * one that took its directory counts */
+		if (bpf_map_update_elem(k->m.allowed, &k->slots, &fd, BPF_ANY)) {
+			sp_warn("off-cpu: cgroup '%s' cannot be added to the kernel's filter: %s; "
+				"its switch-outs are left out", f->path[k->seen], strerror(errno));
+			continue;
+		}
+		k->slots++;
+	}
+}
+
+int sp_cgfilter_bpf_applied(const struct sp_cgfilter_bpf *k)
+{
+	return k && k->applied;
+}
+
+uint64_t sp_cgfilter_bpf_dropped(const struct sp_cgfilter_bpf *k)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	uint64_t sum = 0, *v;
+	uint32_t zero = 0;
+
+	if (!k || !k->applied || ncpu <= 0)
+		return 0;
+	v = sp_xcalloc((size_t)ncpu, sizeof(*v));
+	if (!bpf_map_lookup_elem(k->m.dropped, &zero, v))
+		for (i = 0; i < ncpu; i++)
+			sum += v[i];
+	free(v);
+	return sum;
+}
+
+void sp_cgfilter_bpf_free(struct sp_cgfilter_bpf *k)
+{
+	if (!k)
+		return;
+	sp_cgfilter__destroy(k->skel);
+	free(k);
+}
