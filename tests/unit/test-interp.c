@@ -84,6 +84,12 @@ void sp_interp_bpf_close(struct sp_interp_bpf *b)
 	(void)b;
 }
 
+int sp_interp_bpf_cgroups(struct sp_interp_bpf *b, struct sp_cgfilter_maps *m)
+{
+	(void)b, (void)m;
+	return -1;
+}
+
 /* Interpreted frames 101..100+n, innermost first; entry where entry has
  * a '1'. */
 static void frames(struct sp_interp_frames *f, unsigned int n, const char *entry)
