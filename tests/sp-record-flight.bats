@@ -351,6 +351,35 @@ id_space() {
 	done
 }
 
+@test "sp-record killed (-9) as a dump begins leaves a dump that holds the header at least" {
+	require_root
+	require_cmd gdb
+	start_busy
+	sp-record -F 99 --events=none -p "$BUSY" --flight=1M --flight-after=0 \
+		-o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
+	REC=$!
+	wait_usr1 "$REC"
+	# Held at the start of the dump's copy (its thread), however fast or
+	# slow the machine: the dump is created, nothing is copied yet. Killed
+	# there, the file must not be empty.
+	run timeout 120 gdb -q -batch -nx -p "$REC" -ex 'set pagination off' \
+		-ex 'handle SIGUSR1 nostop noprint pass' -ex 'break copy_job' \
+		-ex "shell kill -USR1 $REC" -ex continue -ex "shell kill -9 $REC"
+	[[ "$output" != *'"copy_job" not defined'* ]] || skip "sp-record has no symbols"
+	[[ "$output" == *"Breakpoint 1, copy_job"* ]] ||
+		fail "not held at the copy: $output; sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	wait "$REC" || true
+	REC=
+	dump=$(ls "$D"/dump-*-signal.sp) || fail "no dump: $(ls "$D")"
+	[ -s "$dump" ] || fail "$dump is empty"
+	# what a dump cut short at its start reads as: its header, status 0,
+	# no end record
+	run --separate-stderr -0 sp-decode "$dump"
+	echo "$output" | head -1 | grep -q '"type":"header".*"segment":[1-9]' || fail "$output"
+	echo "$output" | grep -q '"type":"end"' && fail "an end record in a dump cut short: $output"
+	true
+}
+
 @test "the output directory is ours alone: another user's, a symlink, a shared one refused" {
 	require_root
 	nobody_tools
