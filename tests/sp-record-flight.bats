@@ -26,6 +26,16 @@ wait_dumps() {
 	fail "no dump in $1 after 20 s"
 }
 
+# Wait (at most 60 s) until dump $1 is complete: its last record is the end.
+wait_whole() {
+	local i
+	for i in $(seq 1 600); do
+		sp-decode "$1" 2>/dev/null | tail -1 | grep -q '"type":"end"' && return 0
+		sleep 0.1
+	done
+	fail "$1 is not complete after 60 s"
+}
+
 # Wait until every thread of sp-record $1 blocks SIGUSR1 (its signalfd
 # takes it): a thread started before may take it otherwise, and the
 # trigger is lost.
@@ -41,6 +51,20 @@ wait_usr1() {
 		sleep 0.1
 	done
 	fail "sp-record $1 does not take SIGUSR1"
+}
+
+# Wait (at most 120 s) until the child $2 of $1 has used $3 ticks of CPU.
+wait_cpu() {
+	local i pid ticks
+	for i in $(seq 1 1200); do
+		pid=$(pgrep -P "$1" -x "$2" | head -1)
+		if [ -n "$pid" ]; then
+			ticks=$(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
+			[ "${ticks:-0}" -ge "$3" ] && return 0
+		fi
+		sleep 0.1
+	done
+	fail "$2 (child of $1) did not get $3 ticks of CPU in 120 s"
 }
 
 # A busy program with a name of our own, started now.
@@ -67,16 +91,26 @@ start_busy() {
 	require_root
 	start_busy
 	sleep 1		# long before the window
-	sp-record -F 499 -p "$BUSY" --flight=1s --flight-after=300ms -o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
+	# kernel events and spans are not what this tests: without them the
+	# sources attach at once, even on a loaded machine
+	sp-record -F 499 -p "$BUSY" --events=none --spans=none --flight=1s --flight-after=300ms \
+		--dump-interval=0 -o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
 	REC=$!
 	wait_usr1 "$REC"
-	sleep 5		# the window (1 s) starts once the sources are attached
-	kill -USR1 "$REC"
-	wait_dumps "$D" 1
+	# The window (1 s) goes on only once the loop runs: how soon that is
+	# depends on the load. So a dump at a time, until one is from a
+	# recording longer than the window (it counts what went before it).
+	for i in $(seq 1 30); do
+		sleep 2
+		kill -USR1 "$REC"
+		wait_dumps "$D" "$i"
+		dump=$(ls -t "$D"/dump-*-signal.sp | head -1)
+		wait_whole "$dump"
+		sp-decode "$dump" | grep '"type":"lost"' | grep -q '"what":"window"' && break
+	done
 	kill -INT "$REC"
 	wait "$REC" || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
 	REC=
-	dump=$(ls "$D"/dump-*-signal.sp)
 	[ "$(stat -c %a "$dump")" = 600 ]
 	run -0 sp-decode "$dump"
 	# the process record of a process that began 4 s ago, in a 1 s window
@@ -100,11 +134,15 @@ start_busy() {
 @test "the window stays within --flight=256K under a flood of opens, and says what it dropped" {
 	require_root
 	[ -x "$SP_EXAMPLES/evtest" ] || skip "needs build/examples/evtest (make)"
-	sp-record -F 4999 --flight=256K --flight-after=0 -o "$D/" -- \
+	sp-record -F 4999 --spans=none --flight=256K --flight-after=0 -o "$D/" -- \
 		"$SP_EXAMPLES/evtest" flood 1000000000 2>"$BATS_TEST_TMPDIR/err" &
 	REC=$!
 	wait_usr1 "$REC"
-	sleep 4
+	# The flood starts once the sources are attached (seconds on a loaded
+	# machine): the window is full once the flood has had a second of CPU
+	# (thousands of opens, many times 256K of events), however long that
+	# takes.
+	wait_cpu "$REC" evtest 100
 	kill -USR1 "$REC"
 	wait_dumps "$D" 1
 	sleep 1
