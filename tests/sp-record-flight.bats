@@ -418,6 +418,23 @@ id_space() {
 	true
 }
 
+@test "--keep deletes the oldest dumps an earlier run left, also of one second" {
+	require_root
+	mkdir -m 700 "$D"
+	# an earlier run's dumps of one second: the second sorts first by name
+	: >"$D/dump-20261204T055812Z-signal.sp"
+	: >"$D/dump-20261204T055812Z-signal-2.sp"
+	touch -d '2026-12-04 05:58:12.100' "$D/dump-20261204T055812Z-signal.sp"
+	touch -d '2026-12-04 05:58:12.700' "$D/dump-20261204T055812Z-signal-2.sp"
+	run sp-record -F 99 --events=none --spans=none --flight=1M --flight-after=0 --keep=2 \
+		--trigger=exit -o "$D" -- sh -c 'sleep 0.5; exit 3'
+	[ "$status" = 3 ] || fail "sp-record: $output"
+	ls "$D"/dump-*-exit.sp || fail "no dump of the exit: $(ls "$D")"
+	[ -e "$D/dump-20261204T055812Z-signal-2.sp" ] || fail "the newer one went: $(ls "$D")"
+	[ ! -e "$D/dump-20261204T055812Z-signal.sp" ] || fail "the oldest is kept: $(ls "$D")"
+	[ "$(ls "$D" | wc -l)" = 2 ]
+}
+
 @test "the output directory is ours alone: another user's, a symlink, a shared one refused" {
 	require_root
 	nobody_tools
