@@ -11,6 +11,8 @@ setup() {
 }
 
 teardown() {
+	# its command first: killed -9, sp-record cannot take it along
+	[ -z "${REC:-}" ] || pkill -9 -P "$REC" 2>/dev/null || true
 	[ -z "${REC:-}" ] || kill -9 "$REC" 2>/dev/null || true
 	[ -z "${BUSY:-}" ] || kill -9 "$BUSY" 2>/dev/null || true
 	! mountpoint -q "$D" 2>/dev/null || umount "$D"
@@ -306,18 +308,24 @@ id_space() {
 @test "a dump that is due does not wait for the next batch (--batch=60s)" {
 	require_root
 	start_busy
-	sp-record -F 999 -p "$BUSY" --batch=60s --flight=1M --flight-after=0 \
-		-o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
+	sp-record -F 999 -p "$BUSY" --events=none --spans=none --batch=60s --flight=1M \
+		--flight-after=0 --dump-interval=0 -o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
 	REC=$!
 	wait_usr1 "$REC"
-	sleep 1
-	kill -USR1 "$REC"
-	# the next batch is a minute away: the dump comes well before it
-	wait_dumps "$D" 1
-	dump=$(ls "$D"/dump-*.sp)
-	for i in $(seq 1 100); do
-		sp-decode "$dump" 2>/dev/null | tail -1 | grep -q '"reason":"trigger"' && break
-		sleep 0.1
+	# A dump at a time until one holds a sample of the busy program (how
+	# soon the loop runs, and the program with it, depends on the load).
+	# The next batch is a minute away: each dump is whole well before it.
+	for i in $(seq 1 20); do
+		sleep 1
+		kill -USR1 "$REC"
+		wait_dumps "$D" "$i"
+		dump=$(ls -t "$D"/dump-*.sp | head -1)
+		for j in $(seq 1 300); do
+			sp-decode "$dump" 2>/dev/null | tail -1 | grep -q '"reason":"trigger"' && break
+			sleep 0.1
+		done
+		[ "$j" -lt 300 ] || fail "$dump is not whole after 30 s: it waits for the batch"
+		sp-decode "$dump" | grep -q '"type":"sample"' && break
 	done
 	kill -INT "$REC"
 	wait "$REC" || true
@@ -461,15 +469,26 @@ id_space() {
 	[ -x "$SP_EXAMPLES/evtest" ] || skip "needs build/examples/evtest (make)"
 	mkdir "$D"
 	mount -t tmpfs -o size=64k,mode=0700 tmpfs "$D" || skip "cannot mount a tmpfs"
-	sp-record -F 999 --flight=1M --flight-after=0 --dump-interval=0 -o "$D/" -- \
+	sp-record -F 999 --spans=none --flight=1M --flight-after=0 --dump-interval=0 -o "$D/" -- \
 		"$SP_EXAMPLES/evtest" flood 1000000000 2>"$BATS_TEST_TMPDIR/err" &
 	REC=$!
 	wait_usr1 "$REC"
-	sleep 3
+	# the window must be larger than the disk (64k): after a second of
+	# the flood's CPU it holds 1M of its events, however loaded the machine
+	wait_cpu "$REC" evtest 100
+	kill -USR1 "$REC"
+	for i in $(seq 1 600); do
+		grep -q 'cannot write the dump' "$BATS_TEST_TMPDIR/err" && break
+		sleep 0.1
+	done
 	kill -USR1 "$REC"
 	sleep 2
-	kill -USR1 "$REC"
-	sleep 2
+	# a dump that could not be written is deleted (once its copy failed,
+	# how soon depends on the load); one left whole would stay
+	for i in $(seq 1 300); do
+		[ -z "$(ls "$D")" ] && break
+		sleep 0.1
+	done
 	[ -z "$(ls "$D")" ] || fail "a partial dump was left: $(ls -l "$D")"
 	mount -o remount,size=16m "$D"
 	kill -USR1 "$REC"

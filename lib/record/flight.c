@@ -562,10 +562,10 @@ static int write_header(struct sp_flight *f, struct dump_job *j)
 }
 
 /*
- * Write the window out: the loop only creates the file, takes a reference
- * to each chunk (dup: a chunk dropped meanwhile stays readable), encodes
- * the tail and starts a new chunk; a thread copies (sendfile) while the
- * recording goes on. One dump at a time.
+ * Write the window out: the loop only creates the file, writes its header,
+ * takes a reference to each chunk (dup: a chunk dropped meanwhile stays
+ * readable), encodes the tail and starts a new chunk; a thread copies
+ * (sendfile) while the recording goes on. One dump at a time.
  */
 static void dump(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
 {
@@ -589,7 +589,8 @@ static void dump(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
 	 * (-9) before its copy begins is never an empty file. */
 	if (f->n && write_header(f, j) < 0) {
 		j->err = errno ? errno : EIO;
-		j->running = true;
+		close(j->fd);
+		j->running = true;	/* over: deleted, said once */
 		finish_job(f, true);
 		return;
 	}
