@@ -11,6 +11,8 @@ setup() {
 }
 
 teardown() {
+	# its command first: killed -9, sp-record cannot take it along
+	[ -z "${REC:-}" ] || pkill -9 -P "$REC" 2>/dev/null || true
 	[ -z "${REC:-}" ] || kill -9 "$REC" 2>/dev/null || true
 	[ -z "${BUSY:-}" ] || kill -9 "$BUSY" 2>/dev/null || true
 	! mountpoint -q "$D" 2>/dev/null || umount "$D"
@@ -24,6 +26,16 @@ wait_dumps() {
 		sleep 0.1
 	done
 	fail "no dump in $1 after 20 s"
+}
+
+# Wait (at most 60 s) until dump $1 is complete: its last record is the end.
+wait_whole() {
+	local i
+	for i in $(seq 1 600); do
+		sp-decode "$1" 2>/dev/null | tail -1 | grep -q '"type":"end"' && return 0
+		sleep 0.1
+	done
+	fail "$1 is not complete after 60 s"
 }
 
 # Wait until every thread of sp-record $1 blocks SIGUSR1 (its signalfd
@@ -41,6 +53,20 @@ wait_usr1() {
 		sleep 0.1
 	done
 	fail "sp-record $1 does not take SIGUSR1"
+}
+
+# Wait (at most 120 s) until the child $2 of $1 has used $3 ticks of CPU.
+wait_cpu() {
+	local i pid ticks
+	for i in $(seq 1 1200); do
+		pid=$(pgrep -P "$1" -x "$2" | head -1)
+		if [ -n "$pid" ]; then
+			ticks=$(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
+			[ "${ticks:-0}" -ge "$3" ] && return 0
+		fi
+		sleep 0.1
+	done
+	fail "$2 (child of $1) did not get $3 ticks of CPU in 120 s"
 }
 
 # A busy program with a name of our own, started now.
@@ -67,16 +93,26 @@ start_busy() {
 	require_root
 	start_busy
 	sleep 1		# long before the window
-	sp-record -F 499 -p "$BUSY" --flight=1s --flight-after=300ms -o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
+	# kernel events and spans are not what this tests: without them the
+	# sources attach at once, even on a loaded machine
+	sp-record -F 499 -p "$BUSY" --events=none --spans=none --flight=1s --flight-after=300ms \
+		--dump-interval=0 -o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
 	REC=$!
 	wait_usr1 "$REC"
-	sleep 5		# the window (1 s) starts once the sources are attached
-	kill -USR1 "$REC"
-	wait_dumps "$D" 1
+	# The window (1 s) goes on only once the loop runs: how soon that is
+	# depends on the load. So a dump at a time, until one is from a
+	# recording longer than the window (it counts what went before it).
+	for i in $(seq 1 30); do
+		sleep 2
+		kill -USR1 "$REC"
+		wait_dumps "$D" "$i"
+		dump=$(ls -t "$D"/dump-*-signal.sp | head -1)
+		wait_whole "$dump"
+		sp-decode "$dump" | grep '"type":"lost"' | grep -q '"what":"window"' && break
+	done
 	kill -INT "$REC"
 	wait "$REC" || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
 	REC=
-	dump=$(ls "$D"/dump-*-signal.sp)
 	[ "$(stat -c %a "$dump")" = 600 ]
 	run -0 sp-decode "$dump"
 	# the process record of a process that began 4 s ago, in a 1 s window
@@ -100,11 +136,15 @@ start_busy() {
 @test "the window stays within --flight=256K under a flood of opens, and says what it dropped" {
 	require_root
 	[ -x "$SP_EXAMPLES/evtest" ] || skip "needs build/examples/evtest (make)"
-	sp-record -F 4999 --flight=256K --flight-after=0 -o "$D/" -- \
+	sp-record -F 4999 --spans=none --flight=256K --flight-after=0 -o "$D/" -- \
 		"$SP_EXAMPLES/evtest" flood 1000000000 2>"$BATS_TEST_TMPDIR/err" &
 	REC=$!
 	wait_usr1 "$REC"
-	sleep 4
+	# The flood starts once the sources are attached (seconds on a loaded
+	# machine): the window is full once the flood has had a second of CPU
+	# (thousands of opens, many times 256K of events), however long that
+	# takes.
+	wait_cpu "$REC" evtest 100
 	kill -USR1 "$REC"
 	wait_dumps "$D" 1
 	sleep 1
@@ -271,18 +311,24 @@ id_space() {
 @test "a dump that is due does not wait for the next batch (--batch=60s)" {
 	require_root
 	start_busy
-	sp-record -F 999 -p "$BUSY" --batch=60s --flight=1M --flight-after=0 \
-		-o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
+	sp-record -F 999 -p "$BUSY" --events=none --spans=none --batch=60s --flight=1M \
+		--flight-after=0 --dump-interval=0 -o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
 	REC=$!
 	wait_usr1 "$REC"
-	sleep 1
-	kill -USR1 "$REC"
-	# the next batch is a minute away: the dump comes well before it
-	wait_dumps "$D" 1
-	dump=$(ls "$D"/dump-*.sp)
-	for i in $(seq 1 100); do
-		sp-decode "$dump" 2>/dev/null | tail -1 | grep -q '"reason":"trigger"' && break
-		sleep 0.1
+	# A dump at a time until one holds a sample of the busy program (how
+	# soon the loop runs, and the program with it, depends on the load).
+	# The next batch is a minute away: each dump is whole well before it.
+	for i in $(seq 1 20); do
+		sleep 1
+		kill -USR1 "$REC"
+		wait_dumps "$D" "$i"
+		dump=$(ls -t "$D"/dump-*.sp | head -1)
+		for j in $(seq 1 300); do
+			sp-decode "$dump" 2>/dev/null | tail -1 | grep -q '"reason":"trigger"' && break
+			sleep 0.1
+		done
+		[ "$j" -lt 300 ] || fail "$dump is not whole after 30 s: it waits for the batch"
+		sp-decode "$dump" | grep -q '"type":"sample"' && break
 	done
 	kill -INT "$REC"
 	wait "$REC" || true
@@ -354,6 +400,52 @@ id_space() {
 	done
 }
 
+@test "sp-record killed (-9) as a dump begins leaves a dump that holds the header at least" {
+	require_root
+	require_cmd gdb
+	start_busy
+	sp-record -F 99 --events=none -p "$BUSY" --flight=1M --flight-after=0 \
+		-o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
+	REC=$!
+	wait_usr1 "$REC"
+	# Held at the start of the dump's copy (its thread), however fast or
+	# slow the machine: the dump is created, nothing is copied yet. Killed
+	# there, the file must not be empty.
+	run timeout 120 gdb -q -batch -nx -p "$REC" -ex 'set pagination off' \
+		-ex 'handle SIGUSR1 nostop noprint pass' -ex 'break copy_job' \
+		-ex "shell kill -USR1 $REC" -ex continue -ex "shell kill -9 $REC"
+	[[ "$output" != *'"copy_job" not defined'* ]] || skip "sp-record has no symbols"
+	[[ "$output" == *"Breakpoint 1, copy_job"* ]] ||
+		fail "not held at the copy: $output; sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	wait "$REC" || true
+	REC=
+	dump=$(ls "$D"/dump-*-signal.sp) || fail "no dump: $(ls "$D")"
+	[ -s "$dump" ] || fail "$dump is empty"
+	# what a dump cut short at its start reads as: its header, status 0,
+	# no end record
+	run --separate-stderr -0 sp-decode "$dump"
+	echo "$output" | head -1 | grep -q '"type":"header".*"segment":[1-9]' || fail "$output"
+	echo "$output" | grep -q '"type":"end"' && fail "an end record in a dump cut short: $output"
+	true
+}
+
+@test "--keep deletes the oldest dumps an earlier run left, also of one second" {
+	require_root
+	mkdir -m 700 "$D"
+	# an earlier run's dumps of one second: the second sorts first by name
+	: >"$D/dump-20261204T055812Z-signal.sp"
+	: >"$D/dump-20261204T055812Z-signal-2.sp"
+	touch -d '2026-12-04 05:58:12.100' "$D/dump-20261204T055812Z-signal.sp"
+	touch -d '2026-12-04 05:58:12.700' "$D/dump-20261204T055812Z-signal-2.sp"
+	run sp-record -F 99 --events=none --spans=none --flight=1M --flight-after=0 --keep=2 \
+		--trigger=exit -o "$D" -- sh -c 'sleep 0.5; exit 3'
+	[ "$status" = 3 ] || fail "sp-record: $output"
+	ls "$D"/dump-*-exit.sp || fail "no dump of the exit: $(ls "$D")"
+	[ -e "$D/dump-20261204T055812Z-signal-2.sp" ] || fail "the newer one went: $(ls "$D")"
+	[ ! -e "$D/dump-20261204T055812Z-signal.sp" ] || fail "the oldest is kept: $(ls "$D")"
+	[ "$(ls "$D" | wc -l)" = 2 ]
+}
+
 @test "the output directory is ours alone: another user's, a symlink, a shared one refused" {
 	require_root
 	nobody_tools
@@ -380,15 +472,26 @@ id_space() {
 	[ -x "$SP_EXAMPLES/evtest" ] || skip "needs build/examples/evtest (make)"
 	mkdir "$D"
 	mount -t tmpfs -o size=64k,mode=0700 tmpfs "$D" || skip "cannot mount a tmpfs"
-	sp-record -F 999 --flight=1M --flight-after=0 --dump-interval=0 -o "$D/" -- \
+	sp-record -F 999 --spans=none --flight=1M --flight-after=0 --dump-interval=0 -o "$D/" -- \
 		"$SP_EXAMPLES/evtest" flood 1000000000 2>"$BATS_TEST_TMPDIR/err" &
 	REC=$!
 	wait_usr1 "$REC"
-	sleep 3
+	# the window must be larger than the disk (64k): after a second of
+	# the flood's CPU it holds 1M of its events, however loaded the machine
+	wait_cpu "$REC" evtest 100
+	kill -USR1 "$REC"
+	for i in $(seq 1 600); do
+		grep -q 'cannot write the dump' "$BATS_TEST_TMPDIR/err" && break
+		sleep 0.1
+	done
 	kill -USR1 "$REC"
 	sleep 2
-	kill -USR1 "$REC"
-	sleep 2
+	# a dump that could not be written is deleted (once its copy failed,
+	# how soon depends on the load); one left whole would stay
+	for i in $(seq 1 300); do
+		[ -z "$(ls "$D")" ] && break
+		sleep 0.1
+	done
 	[ -z "$(ls "$D")" ] || fail "a partial dump was left: $(ls -l "$D")"
 	mount -o remount,size=16m "$D"
 	kill -USR1 "$REC"

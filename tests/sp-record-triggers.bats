@@ -100,9 +100,15 @@ check_dump() {
 
 @test "sp-record --trigger-cmd: a command that exits 0 dumps, its first line says why" {
 	need_flight
+	# A run of the command (a shell) may take longer than 100 ms on a
+	# loaded machine: its timeout is long. The recording lasts until the
+	# dump is there (60 s at most), however long the runs take.
 	run -0 sp-record --flight=16M --flight-after=100ms -o "$D" --trigger-every=100ms \
+		--trigger-timeout=30s \
 		--trigger-cmd="test -e $BATS_TEST_TMPDIR/flag && printf 'flag\\tup\\nsecond\\n'" -- \
-		sh -c "sleep 0.5; touch $BATS_TEST_TMPDIR/flag; sleep 1"
+		sh -c "sleep 0.5; touch $BATS_TEST_TMPDIR/flag; i=0
+			while [ \$i -lt 600 ] && ! ls $D/dump-*-cmd.sp >/dev/null 2>&1; do sleep 0.1; i=\$((i + 1)); done
+			sleep 0.2"
 	dumps=("$D"/dump-*-cmd.sp)
 	# the flag stays up: the rate limit keeps it to one dump or a few
 	D2=$BATS_TEST_TMPDIR/one && mkdir -p "$D2" && mv "${dumps[0]}" "$D2/" && D=$D2

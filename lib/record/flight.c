@@ -549,11 +549,23 @@ static int tail_fd(struct sp_flight *f, uint64_t now, const struct sp_end *sofar
 	return fd;
 }
 
+/* The first chunk's header (magic, header, replayed definitions), copied
+ * into the dump by the loop itself: a few kB, the recording barely waits. */
+static int write_header(struct sp_flight *f, struct dump_job *j)
+{
+	const struct chunk *c = &f->chunks[f->first];
+
+	if (copy_all(j->fd, c->fd, 0, c->hdr_bytes))
+		return -1;
+	j->total += c->hdr_bytes;
+	return 0;
+}
+
 /*
- * Write the window out: the loop only creates the file, takes a reference
- * to each chunk (dup: a chunk dropped meanwhile stays readable), encodes
- * the tail and starts a new chunk; a thread copies (sendfile) while the
- * recording goes on. One dump at a time.
+ * Write the window out: the loop only creates the file, writes its header,
+ * takes a reference to each chunk (dup: a chunk dropped meanwhile stays
+ * readable), encodes the tail and starts a new chunk; a thread copies
+ * (sendfile) while the recording goes on. One dump at a time.
  */
 static void dump(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
 {
@@ -573,14 +585,24 @@ static void dump(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
 		sp_error_errno("cannot create a dump in '%s'", f->o.dir);
 		return;
 	}
+	/* The first chunk's header now, before the thread: a dump killed
+	 * (-9) before its copy begins is never an empty file. */
+	if (f->n && write_header(f, j) < 0) {
+		j->err = errno ? errno : EIO;
+		close(j->fd);
+		j->running = true;	/* over: deleted, said once */
+		finish_job(f, true);
+		return;
+	}
 	for (i = 0; i < f->n; i++) {
 		const struct chunk *c = &f->chunks[(f->first + i) % MAX_CHUNKS];
 		uint64_t lost_len = 0;
 		int lost = i == 0 && f->dropped ? lost_fd(f, c, &lost_len) : -1;
 
-		if (lost >= 0) {
-			job_add(j, c->fd, 0, c->hdr_bytes, true);
-			job_add(j, lost, 0, lost_len, false);
+		if (i == 0) {
+			/* its header is written: the lost record, the rest */
+			if (lost >= 0)
+				job_add(j, lost, 0, lost_len, false);
 			job_add(j, c->fd, c->hdr_bytes, c->bytes - c->hdr_bytes, true);
 		} else {
 			job_add(j, c->fd, 0, c->bytes, true);

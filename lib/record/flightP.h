@@ -13,8 +13,9 @@ struct sp_names {
 	size_t n, cap;
 };
 
-/* The names in dirfd that start with prefix and end in ".sp", sorted (our
- * names sort by age: zero-padded numbers, UTC times). 0 or -1. */
+/* The names in dirfd that start with prefix and end in ".sp", oldest
+ * first: by the number and time in the name, then by when the file was
+ * last written (dumps of one second). 0 or -1. */
 int sp_names_scan(struct sp_names *l, int dirfd, const char *prefix);
 void sp_names_add(struct sp_names *l, const char *name);
 /* Delete the oldest until at most keep are left (0: keep all). */

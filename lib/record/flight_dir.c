@@ -64,9 +64,66 @@ fail:
 	return -1;
 }
 
-static int cmp_names(const void *a, const void *b)
+/*
+ * A name's age. Its number compares as a number (segment-1000000 after
+ * segment-999999; a dump's date), then the rest of its time (a dump's
+ * THHMMSSZ). Dumps of one second (dump-…-signal-2 sorts before
+ * dump-…-signal, dump-…-exit before dump-…-signal whichever came first)
+ * go by when the file was last written: one dump is written whole before
+ * the next begins. Sorted by name alone, a sp-record started again would
+ * take a newer dump for an older one and --keep would delete it.
+ */
+struct aged {
+	char *name;
+	uint64_t num;
+	char stamp[17];
+	int64_t mtime;
+};
+
+static void age_of(struct aged *a, int dirfd, size_t plen)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	const char *p = a->name + plen;
+	char *end;
+	struct stat st;
+	size_t n;
+
+	a->num = strtoull(p, &end, 10);
+	n = strcspn(end, "-.");
+	if (n >= sizeof(a->stamp))
+		n = sizeof(a->stamp) - 1;
+	memcpy(a->stamp, end, n);
+	a->stamp[n] = 0;
+	a->mtime = fstatat(dirfd, a->name, &st, AT_SYMLINK_NOFOLLOW) ? 0 :
+		   (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+static int cmp_aged(const void *x, const void *y)
+{
+	const struct aged *a = x, *b = y;
+	int c;
+
+	if (a->num != b->num)
+		return a->num < b->num ? -1 : 1;
+	if ((c = strcmp(a->stamp, b->stamp)))
+		return c;
+	if (a->mtime != b->mtime)
+		return a->mtime < b->mtime ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static void sort_by_age(struct sp_names *l, int dirfd, size_t plen)
+{
+	struct aged *v = sp_xcalloc(l->n, sizeof(*v));
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		v[i].name = l->v[i];
+		age_of(&v[i], dirfd, plen);
+	}
+	qsort(v, l->n, sizeof(*v), cmp_aged);
+	for (i = 0; i < l->n; i++)
+		l->v[i] = v[i].name;
+	free(v);
 }
 
 void sp_names_add(struct sp_names *l, const char *name)
@@ -95,7 +152,7 @@ int sp_names_scan(struct sp_names *l, int dirfd, const char *prefix)
 	}
 	closedir(d);
 	if (l->n)
-		qsort(l->v, l->n, sizeof(*l->v), cmp_names);
+		sort_by_age(l, dirfd, plen);
 	return 0;
 }
 

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of lib/record/flight_dir.c: the files of an output directory
+ * listed oldest first, so that --keep deletes the oldest, also when
+ * sp-record starts again over what an earlier run left. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "record/flightP.h"
+
+static char dir[] = "/tmp/sp-test-flight_dir-XXXXXX";
+
+/* name, written at second t of some day */
+static void make(int dfd, const char *name, time_t t)
+{
+	struct timespec ts[2] = { { 1796300000 + t, 0 }, { 1796300000 + t, 0 } };
+	int fd = sp_create_in(dfd, name);
+
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	CHECK(utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+static int open_empty(void)
+{
+	int dfd;
+
+	CHECK(mkdtemp(dir) != NULL);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	CHECK(dfd >= 0);
+	return dfd;
+}
+
+static void clean(int dfd)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+
+	if (d)
+		rewinddir(d);	/* sp_names_scan read it through a dup */
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.')
+			unlinkat(dfd, de->d_name, 0);
+	if (d)
+		closedir(d);
+	CHECK(rmdir(dir) == 0);
+	strcpy(dir + strlen(dir) - 6, "XXXXXX");
+}
+
+/* Three dumps in one second (their names sort otherwise), one of another
+ * trigger, an older day's and a later second's. */
+static void test_flight_dir_dumps_by_age(void)
+{
+	int dfd = open_empty();
+	struct sp_names l = { 0 };
+
+	make(dfd, "dump-20261204T055812Z-signal-2.sp", 11);
+	make(dfd, "dump-20261204T055812Z-signal.sp", 10);
+	make(dfd, "dump-20261204T055812Z-exit.sp", 13);
+	make(dfd, "dump-20261204T055812Z-signal-10.sp", 12);
+	make(dfd, "dump-20261203T235959Z-cmd.sp", 50);	/* touched since */
+	make(dfd, "dump-20261204T060000Z-signal.sp", 1);
+	make(dfd, "segment-000001.sp", 0);		/* not a dump */
+	CHECK(sp_names_scan(&l, dfd, "dump-") == 0);
+	CHECK_EQ_U(l.n, 6);
+	if (l.n == 6) {
+		CHECK_STR(l.v[0], "dump-20261203T235959Z-cmd.sp");
+		CHECK_STR(l.v[1], "dump-20261204T055812Z-signal.sp");
+		CHECK_STR(l.v[2], "dump-20261204T055812Z-signal-2.sp");
+		CHECK_STR(l.v[3], "dump-20261204T055812Z-signal-10.sp");
+		CHECK_STR(l.v[4], "dump-20261204T055812Z-exit.sp");
+		CHECK_STR(l.v[5], "dump-20261204T060000Z-signal.sp");
+	}
+	/* --keep=3: the three oldest go, from the directory too */
+	sp_names_trim(&l, dfd, 3);
+	CHECK_EQ_U(l.n, 3);
+	CHECK(faccessat(dfd, "dump-20261204T055812Z-signal.sp", F_OK, 0) != 0);
+	CHECK(faccessat(dfd, "dump-20261204T055812Z-signal-2.sp", F_OK, 0) != 0);
+	CHECK(faccessat(dfd, "dump-20261204T055812Z-signal-10.sp", F_OK, 0) == 0);
+	CHECK(faccessat(dfd, "dump-20261204T055812Z-exit.sp", F_OK, 0) == 0);
+	sp_names_release(&l);
+	clean(dfd);
+}
+
+/* Segments by number, past six digits too (their mtimes say otherwise). */
+static void test_flight_dir_segments_by_number(void)
+{
+	int dfd = open_empty();
+	struct sp_names l = { 0 };
+
+	make(dfd, "segment-1000000.sp", 1);
+	make(dfd, "segment-999999.sp", 2);
+	make(dfd, "segment-000041.sp", 3);
+	make(dfd, "segment-notes.txt", 4);
+	CHECK(sp_names_scan(&l, dfd, "segment-") == 0);
+	CHECK_EQ_U(l.n, 3);
+	if (l.n == 3) {
+		CHECK_STR(l.v[0], "segment-000041.sp");
+		CHECK_STR(l.v[1], "segment-999999.sp");
+		CHECK_STR(l.v[2], "segment-1000000.sp");
+	}
+	sp_names_release(&l);
+	clean(dfd);
+}
+
+int main(void)
+{
+	TAP_RUN(test_flight_dir_dumps_by_age);
+	TAP_RUN(test_flight_dir_segments_by_number);
+	return TAP_DONE();
+}
