@@ -204,9 +204,10 @@ assert_share() {
 	# the incomplete stacks are said once on stderr, with the spool's count
 	n=$(sp-decode "$OUT" | jq -r 'select(.type == "lost" and .what == "interp") | .count')
 	[ "${n:-0}" -gt 0 ] || fail "no interp loss in the spool"
-	[ "$(grep -c 'incomplete interpreted stack' <<<"$stderr")" = 1 ] || fail "$stderr"
-	grep -q "^sp-record: warning: $n of [0-9]* samples of interpreter threads have an incomplete interpreted stack (e.g. pid [0-9]*)" <<<"$stderr" ||
-		fail "$stderr"
+	[ "$(grep -c 'interpreted stacks:' <<<"$stderr")" = 1 ] || fail "$stderr"
+	m=$(sed -n 's/^sp-record: interpreted stacks: [0-9.]*% complete (\([0-9]*\) of \([0-9]*\) samples of interpreter threads); the others end in a frame that says why .*, e\.g\. pid [0-9]*$/\1 \2/p' <<<"$stderr")
+	[ -n "$m" ] || fail "$stderr"
+	[ $(( ${m#* } - ${m% *} )) = "$n" ] || fail "spool: $n incomplete; stderr: $m"
 }
 
 @test "with the span hooks: the span path and the interpreted stack name the same function" {

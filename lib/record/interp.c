@@ -22,6 +22,7 @@
  * entries are read once per (process, address), at most MAX_MES of them.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -1516,6 +1517,17 @@ const char *sp_interp_describe(const struct sp_interpreters *ip)
 	}
 }
 
+/* A line of sp-record's end summary (not a warning: it is no fault of
+ * the run, and the spool counts it too). */
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	sp_vmessage(fmt, ap);
+	va_end(ap);
+}
+
 void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t time)
 {
 	struct sp_record r = { .kind = SP_REC_LOST };
@@ -1535,11 +1547,12 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 			FORKS_MAX);
 	if (!ip->samples)
 		return;
-	if (ip->unread)
-		sp_warn("%" PRIu64 " of %" PRIu64 " samples of interpreter threads have an "
-			"incomplete interpreted stack (e.g. pid %u): the frame at its root "
-			"says why (truncated, unreadable, or code freed before it was read)",
-			ip->unread, ip->samples, ip->unread_pid);
+	if (ip->unread)	/* a summary, as the native stacks' quality is told */
+		say("interpreted stacks: %.1f%% complete (%" PRIu64 " of %" PRIu64 " samples of "
+		    "interpreter threads); the others end in a frame that says why "
+		    "(truncated, unreadable, or code freed before it was read), e.g. pid %u",
+		    100.0 * (double)(ip->samples - ip->unread) / (double)ip->samples,
+		    ip->samples - ip->unread, ip->samples, ip->unread_pid);
 	r.lost.time = time;
 	r.lost.what = SP_LOST_INTERP;
 	r.lost.count = ip->unread;
