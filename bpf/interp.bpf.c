@@ -60,6 +60,28 @@ struct {
 	__uint(max_entries, 4 << 20);
 } stacks SEC(".maps");
 
+/*
+ * The code objects (Python) and iseqs (Ruby) a walk met before, by
+ * process and address. User space names a frame by reading its code from
+ * the process when it drains the ring, and code can be freed soon after
+ * it ran (a required file's top-level iseq is garbage once the file is
+ * loaded): a record with code not met before wakes user space at once,
+ * others wait for its next pass. Only a hint: an entry evicted or an
+ * address reused costs a wake-up more or less, never a wrong frame.
+ */
+struct code_key {
+	__u64 code;
+	__u32 pid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 32768);
+	__type(key, struct code_key);
+	__type(value, __u8);
+} known SEC(".maps");
+
 /* Ruby: what a walk already read of an iseq, by its address (an iseq of
  * a recursion or a block's method is met again further out) */
 struct rb_iseq_seen {
@@ -77,6 +99,7 @@ struct scratch {
 	/* Ruby: the iseqs and method entries (found to be ones) this walk read */
 	struct rb_iseq_seen seen[SP_BPF_RB_SEEN];
 	__u64 me_seen[SP_BPF_RB_SEEN];
+	__u8 wake;	/* the record names code no walk of its process met */
 };
 
 struct {
@@ -93,6 +116,18 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
+
+/* Note code of the sampled process as met; s->wake set if it was not. */
+static __always_inline void code_met(struct scratch *s, __u64 code)
+{
+	struct code_key k = { .code = code, .pid = s->h.pid };
+	__u8 one = 1;
+
+	if (bpf_map_lookup_elem(&known, &k))
+		return;
+	bpf_map_update_elem(&known, &k, &one, BPF_ANY);
+	s->wake = 1;
+}
 
 static __always_inline __u64 rd_ptr(__u64 addr)
 {
@@ -240,6 +275,7 @@ static __always_inline int walk(struct scratch *s, const struct sp_bpf_ilayout *
 						 (const void *)(code + l->co_firstline)))
 			return s->h.nframes = n, SP_BPF_IST_FAULT;
 		first = (__u32)get64(s->co, 0, sizeof(s->co));
+		code_met(s, code);
 		f->code = code;
 		f->firstline = first;
 		f->name = (__u32)get64(s->co, (l->co_name - l->co_firstline) & 63, sizeof(s->co));
@@ -368,6 +404,7 @@ static __always_inline __u64 rb_iseq_body(struct rb_walk *w, __u64 iseq, __u32 *
 		return 0;
 	*size = (__u32)get64(s->co, 0, sizeof(s->co));
 	*enc = get64(s->co, 4, sizeof(s->co));
+	code_met(s, iseq);
 	e = &s->seen[w->next_seen++ & (SP_BPF_RB_SEEN - 1)];
 	e->iseq = iseq;
 	e->body = body;
@@ -473,7 +510,7 @@ static __always_inline void output(struct scratch *s)
 	       sizeof(struct sp_bpf_iframe);
 	if (size > sizeof(*s))
 		size = sizeof(*s);
-	if (bpf_ringbuf_output(&stacks, s, size, 0)) {
+	if (bpf_ringbuf_output(&stacks, s, size, s->wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP)) {
 		lp = bpf_map_lookup_elem(&lost, &zero);
 		if (lp)
 			*lp += 1;
@@ -506,6 +543,7 @@ static __always_inline struct scratch *begin_in(void *sc, __u32 cpu, __u8 fl,
 	s->h.flags = fl;
 	s->h.tstate = 0;
 	s->h.status = SP_BPF_IST_NO_LAYOUT;
+	s->wake = 0;
 	*prp = pr;
 	*lp = bpf_map_lookup_elem(&layouts, &pr->layout);
 	return s;

@@ -244,6 +244,11 @@ void sp_interp_bpf_drain(struct sp_interp_bpf *b)
 	ring_buffer__consume(b->rb);
 }
 
+int sp_interp_bpf_wake_fd(const struct sp_interp_bpf *b)
+{
+	return bpf_map__fd(b->skel->maps.stacks);
+}
+
 uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b)
 {
 	int ncpu = libbpf_num_possible_cpus(), i;

@@ -125,6 +125,9 @@ struct iproc {
 	uint64_t runtime, code_type, eval_start, eval_end, eval2_start, eval2_end;
 	uint64_t symbols;	/* Ruby: ruby_global_symbols, 0 if unknown */
 	uint64_t since;		/* time of the mapping (or fork) it was found at */
+	uint64_t followed;	/* when the BPF program was told of it (0: a fork's
+				 * child, followed in the kernel from its start) */
+	bool started;		/* its interpreter was set up by then */
 	uint32_t parent;	/* a forked child's followed parent, 0 once it ended */
 	unsigned int children;	/* followed processes whose parent it is */
 	bool announced;		/* its runtime record is written */
@@ -154,7 +157,8 @@ struct sp_interpreters {
 	uint64_t attached;	/* when the program was attached */
 	uint64_t offcpu_attached;	/* to the context-switch events (0: not) */
 	struct sp_emit *out;	/* while draining */
-	uint64_t samples, complete, unread, no_thread, unpaired;
+	uint64_t samples, unread;	/* unread: incomplete (sp_interp_outcome_incomplete) */
+	uint64_t outcomes[SP_IO_N];
 	uint32_t unread_pid;	/* the last process with an unread stack, to name it */
 	uint64_t npending, dropped;	/* stacks waiting for their samples; refused */
 	uint64_t nev;		/* stacks waiting for their events */
@@ -528,6 +532,15 @@ static bool live_check(const struct iproc *pr)
 	return !m.read(m.ctx, ts + pr->l->ts_interp, &back, 8) && back == interp;
 }
 
+/* Whether pr's interpreter is set up: Ruby's VM, Python's first
+ * interpreter. Memory not mapped yet (or gone) says no. */
+static bool interp_started(const struct iproc *pr)
+{
+	uint64_t v = 0, at = pr->runtime + (is_ruby(pr) ? 0 : pr->l->bpf.rt_interp_head);
+
+	return !read_proc((void *)pr, at, &v, 8) && v;
+}
+
 /* Follow pr (the BPF program too): whether it is (else pr is freed). */
 static bool proc_add(struct sp_interpreters *ip, struct iproc *pr)
 {
@@ -620,7 +633,11 @@ void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t 
 	if (out)
 		runtime_record(out, pid, time, e, "stacks");
 	pr->announced = out != NULL;
-	proc_add(ip, pr);
+	/* its samples until now had no walk: they had no stack either when
+	 * the interpreter is not set up yet (sp_interp_outcome()) */
+	pr->started = interp_started(pr);
+	if (proc_add(ip, pr))
+		pr->followed = sp_now_mono_ns();
 }
 
 void sp_interp_on_fork(struct sp_interpreters *ip, uint32_t ppid, uint32_t pid, uint64_t time)
@@ -635,6 +652,7 @@ void sp_interp_on_fork(struct sp_interpreters *ip, uint32_t ppid, uint32_t pid, 
 	pr->parent = ppid;
 	pr->children = 0;
 	pr->since = time;
+	pr->followed = 0;	/* on_task_fork: from its first instruction */
 	pr->announced = true;	/* a fork runs what its parent ran */
 	memset(&pr->codes, 0, sizeof(pr->codes));
 	memset(&pr->mes, 0, sizeof(pr->mes));
@@ -881,6 +899,11 @@ void sp_interp_drain(struct sp_interpreters *ip, struct sp_emit *out)
 	if (ip->bpf)
 		sp_interp_bpf_drain(ip->bpf);
 	ip->out = NULL;
+}
+
+int sp_interp_wake_fd(const struct sp_interpreters *ip)
+{
+	return ip->bpf ? sp_interp_bpf_wake_fd(ip->bpf) : -1;
 }
 
 /* ---- frames ---- */
@@ -1156,25 +1179,26 @@ static bool frames_of(struct sp_interpreters *ip, struct sp_emit *out, struct ip
 }
 
 /* The frames of stack p, taken for a sample of pr at time, into f (its
- * count as a sample): 1, or 0 with none. */
+ * count as a sample, by outcome): 1, or 0 with none. */
 static int sample_frames(struct sp_interpreters *ip, struct sp_emit *out, struct iproc *pr,
-			 const struct pend *p, bool taken, struct sp_interp_frames *f)
+			 const struct pend *p, bool taken, uint64_t time, bool no_eval,
+			 struct sp_interp_frames *f)
 {
+	struct sp_interp_seen seen = {
+		.taken = taken, .status = p->h.status,
+		.truncated = !!(p->h.flags & SP_BPF_IFL_TRUNCATED),
+		.time = time, .followed = pr->followed, .started = pr->started,
+		.no_eval = no_eval,
+	};
+	enum sp_interp_outcome o;
+
 	f->n = 0;
 	ip->samples++;
-	if (!taken) {
-		ip->unpaired++;
-		ip->unread++;
-		ip->unread_pid = pr->pid;
-		return 0;
-	}
-	if (p->h.status == SP_BPF_IST_NO_THREAD) {
-		ip->no_thread++;	/* a thread that runs no Python code */
-		return 0;
-	}
-	if (frames_of(ip, out, pr, p, f))
-		ip->complete++;
-	else {
+	seen.all_named = taken && p->h.status != SP_BPF_IST_NO_THREAD &&
+			 frames_of(ip, out, pr, p, f);
+	o = sp_interp_outcome(&seen);
+	ip->outcomes[o]++;
+	if (sp_interp_outcome_incomplete(o)) {
 		ip->unread++;
 		ip->unread_pid = pr->pid;
 	}
@@ -1182,7 +1206,7 @@ static int sample_frames(struct sp_interpreters *ip, struct sp_emit *out, struct
 }
 
 int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid, uint32_t tid,
-		     uint64_t time, struct sp_interp_frames *f)
+		     uint64_t time, bool no_eval, struct sp_interp_frames *f)
 {
 	struct iproc *pr = proc_find(ip, pid);
 	struct pend p = { 0 };
@@ -1193,7 +1217,7 @@ int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t p
 	if (!pr || time < ip->attached)
 		return 0;
 	taken = take(ip, pid, tid, time, &p);
-	rc = sample_frames(ip, out, pr, &p, taken, f);
+	rc = sample_frames(ip, out, pr, &p, taken, time, no_eval, f);
 	free(p.f);
 	return rc;
 }
@@ -1243,7 +1267,7 @@ int sp_interp_offcpu_frames(struct sp_interpreters *ip, struct sp_emit *out, uin
 	f->n = 0;
 	if (!pr || pr->since > st->time)
 		return 0;	/* it ended (or exec'd) meanwhile */
-	return sample_frames(ip, out, pr, &st->p, st->taken, f);
+	return sample_frames(ip, out, pr, &st->p, st->taken, st->time, false, f);
 }
 
 void sp_interp_stack_free(struct sp_interp_stack *st)
@@ -1528,9 +1552,25 @@ static void say(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The incomplete samples by outcome, "2 code-freed, 1 unpaired", into buf. */
+static const char *outcomes_text(const struct sp_interpreters *ip, char *buf, size_t size)
+{
+	size_t len = 0;
+	unsigned int o;
+
+	buf[0] = 0;
+	for (o = 0; o < SP_IO_N; o++)
+		if (sp_interp_outcome_incomplete(o) && ip->outcomes[o] && len < size)
+			len += (size_t)snprintf(buf + len, size - len, "%s%" PRIu64 " %s",
+						len ? ", " : "", ip->outcomes[o],
+						sp_interp_outcome_name(o));
+	return buf;
+}
+
 void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t time)
 {
 	struct sp_record r = { .kind = SP_REC_LOST };
+	char why[160];
 	uint64_t lost;
 
 	if (!ip->bpf)
@@ -1549,19 +1589,26 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 		return;
 	if (ip->unread)	/* a summary, as the native stacks' quality is told */
 		say("interpreted stacks: %.1f%% complete (%" PRIu64 " of %" PRIu64 " samples of "
-		    "interpreter threads); the others end in a frame that says why "
-		    "(truncated, unreadable, or code freed before it was read), e.g. pid %u",
+		    "interpreter threads); the others (%s) end in a frame that says why "
+		    "(truncated, unreadable, or code freed before it was read) or have none, "
+		    "e.g. pid %u",
 		    100.0 * (double)(ip->samples - ip->unread) / (double)ip->samples,
-		    ip->samples - ip->unread, ip->samples, ip->unread_pid);
+		    ip->samples - ip->unread, ip->samples,
+		    outcomes_text(ip, why, sizeof(why)), ip->unread_pid);
 	r.lost.time = time;
 	r.lost.what = SP_LOST_INTERP;
 	r.lost.count = ip->unread;
 	out->emit(out->ctx, &r);
-	if (getenv("SP_INTERP_STATS"))
-		fprintf(stderr, "interp: samples %" PRIu64 " complete %" PRIu64 " unread %" PRIu64
-			" unpaired %" PRIu64 " no-thread %" PRIu64 " events %" PRIu64
-			" events-without %" PRIu64 "\n", ip->samples, ip->complete, ip->unread,
-			ip->unpaired, ip->no_thread, ip->ev_stacks, ip->ev_none);
+	if (getenv("SP_INTERP_STATS")) {
+		unsigned int o;
+
+		fprintf(stderr, "interp: samples %" PRIu64 " unread %" PRIu64, ip->samples,
+			ip->unread);
+		for (o = 0; o < SP_IO_N; o++)
+			fprintf(stderr, " %s %" PRIu64, sp_interp_outcome_name(o), ip->outcomes[o]);
+		fprintf(stderr, " events %" PRIu64 " events-without %" PRIu64 "\n",
+			ip->ev_stacks, ip->ev_none);
+	}
 }
 
 void sp_interp_free(struct sp_interpreters *ip)

@@ -249,6 +249,40 @@ void sp_interp_on_end(struct sp_interpreters *ip, uint32_t pid, uint64_t time);
  * read their code objects now, before the program frees them (imports
  * run a module's code once): their names' strings go to out. */
 void sp_interp_drain(struct sp_interpreters *ip, struct sp_emit *out);
+/* A descriptor that polls readable when a stack naming code not met before
+ * is waiting (its code may be freed soon: drain at once), -1 if none. */
+int sp_interp_wake_fd(const struct sp_interpreters *ip);
+
+/* interp_outcome.c: what became of a sample's interpreted stack. */
+enum sp_interp_outcome {
+	SP_IO_COMPLETE,		/* every frame read and named */
+	SP_IO_NONE,		/* the thread had no interpreted stack (no VM or
+				 * thread state yet, or none any more) */
+	SP_IO_NOT_FOLLOWED,	/* the interpreter ran before the BPF program knew
+				 * of the process: its stack was not read */
+	SP_IO_UNPAIRED,		/* no stack read near the sample's time */
+	SP_IO_FAULT,		/* a read failed in the walk: "[x: unreadable]" */
+	SP_IO_TRUNCATED,	/* deeper than the walk's bound */
+	SP_IO_FREED,		/* a frame's code not read (freed, or its memory
+				 * reused, before user space read it) */
+	SP_IO_N
+};
+/* What is known of a sample of a followed process. */
+struct sp_interp_seen {
+	bool taken;		/* a stack was read for it */
+	uint8_t status;		/* that stack's SP_BPF_IST_* */
+	bool truncated;		/* its SP_BPF_IFL_TRUNCATED */
+	bool all_named;		/* each of its frames' code was read */
+	uint64_t time;		/* the sample's */
+	uint64_t followed;	/* when the BPF program was told of the process
+				 * (0: from its start, as a fork's child) */
+	bool started;		/* its interpreter was set up by then */
+	bool no_eval;		/* its native stack, unwound whole, is in no eval loop */
+};
+enum sp_interp_outcome sp_interp_outcome(const struct sp_interp_seen *s);
+const char *sp_interp_outcome_name(enum sp_interp_outcome o);
+/* Whether it counts as an incomplete interpreted stack. */
+bool sp_interp_outcome_incomplete(enum sp_interp_outcome o);
 
 /* The interpreted frames of a sample, innermost first: frame ids, each
  * with 1 in entry[] when it is the first frame of its eval loop call. */
@@ -258,9 +292,11 @@ struct sp_interp_frames {
 	unsigned int n;
 };
 /* The stack read for (pid, tid)'s sample at time: 1 with f filled, 0 when
- * the process runs no known interpreter. */
+ * the process runs no known interpreter. no_eval: the sample's native
+ * stack was unwound whole and is in no eval loop (no interpreted code ran
+ * then: sp_interp_outcome()). */
 int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid, uint32_t tid,
-		     uint64_t time, struct sp_interp_frames *f);
+		     uint64_t time, bool no_eval, struct sp_interp_frames *f);
 /* Put f's frames in place of the eval loop's native frames in ids (leaf
  * first, *n of them, at most max <= SP_INTERP_SPLICE_MAX): eval[i] is 1
  * for a frame of the eval loop, 2 for an address in no executable mapping
@@ -345,6 +381,8 @@ int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,
 int sp_interp_bpf_proc(struct sp_interp_bpf *b, uint32_t pid, const struct sp_bpf_iproc *v);
 void sp_interp_bpf_proc_del(struct sp_interp_bpf *b, uint32_t pid);
 void sp_interp_bpf_drain(struct sp_interp_bpf *b);
+/* The stacks' ring buffer, to poll (woken for new code only). */
+int sp_interp_bpf_wake_fd(const struct sp_interp_bpf *b);
 /* Read stacks at the entry of the calls sp_ev_stack_calls() names too,
  * once a process is in the procs map (at once if one is already). */
 int sp_interp_bpf_events(struct sp_interp_bpf *b);

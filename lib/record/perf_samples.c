@@ -142,7 +142,8 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 			ids[n++] = id;
 		}
 	}
-	if (p->interp && sp_interp_sample(p->interp, p->out, s.pid, s.tid, s.time, &inf))
+	if (p->interp && sp_interp_sample(p->interp, p->out, s.pid, s.tid, s.time,
+					  ust == SP_UNWIND_COMPLETE && !memchr(eval, 1, n), &inf))
 		sp_interp_splice(&inf, ids, eval, &n, MAX_FRAMES);
 	/* Leaf first from perf; the trie wants the root first. */
 	for (i = 0; i < n / 2; i++) {

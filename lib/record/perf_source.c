@@ -155,6 +155,14 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		sp_interp_free(p->interp);
 		p->interp = NULL;
 	}
+	/* a stack naming new code wakes the loop: that code is read from the
+	 * process before it can be freed, not at the next batch */
+	if (p->interp && sp_interp_wake_fd(p->interp) >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, sp_interp_wake_fd(p->interp), &ev))
+			sp_warn("interpreted frames: epoll_ctl: %s", strerror(errno));
+	}
 	if (p->kernel_ok && geteuid() == 0 && !p->o.user_only)
 		sp_perf_ksyms_start(p);
 	if (p->o.enable_on_exec && !t->system_wide)

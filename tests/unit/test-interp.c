@@ -67,6 +67,12 @@ void sp_interp_bpf_drain(struct sp_interp_bpf *b)
 	(void)b;
 }
 
+int sp_interp_bpf_wake_fd(const struct sp_interp_bpf *b)
+{
+	(void)b;
+	return -1;
+}
+
 int sp_interp_bpf_events(struct sp_interp_bpf *b)
 {
 	(void)b;
