@@ -7,7 +7,7 @@
  * (kallsyms.c), mapped at start, or /proc/kallsyms read by a thread while
  * the command starts; a cached table is exact for vmlinux only, so the
  * first frame outside its text waits for a fresh read (begun at start for
- * -a). A frame whose table is still being read waits for it: a record
+ * -a, and when interpreters are followed). A frame whose table is still being read waits for it: a record
  * never depends on a later one.
  */
 #include <errno.h>
@@ -128,8 +128,11 @@ void sp_perf_ksyms_start(struct perf *p)
 	p->ksyms_wanted = true;
 	if (sp_kallsyms_open_cache(&p->ksyms, dir) == 0) {
 		__atomic_store_n(&p->ksyms_done, 1, __ATOMIC_RELEASE);
-		/* The whole machine surely runs module code: read it meanwhile. */
-		if (p->system_wide &&
+		/* The whole machine surely runs module code: read it meanwhile.
+		 * So when interpreters are followed: a read at the first module
+		 * frame stalls the loop for long (tens of ms), and the code
+		 * objects their stacks name must be read before they are freed. */
+		if ((p->system_wide || p->o.interp != SP_INTERP_NONE) &&
 		    pthread_create(&p->fresh_thread, NULL, load_fresh, p) == 0)
 			p->fresh_started = true;
 	} else if (pthread_create(&p->ksyms_thread, NULL, load_kallsyms, p) == 0)

@@ -140,6 +140,11 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 			return sp_error("cannot set up DWARF unwinding");
 	}
 	p->ident = sp_ident_bpf_open();	/* before the events: no fork missed */
+	/* kernel symbols are read while the BPF programs load (a second or
+	 * so): a read still under way when the command's first kernel frame
+	 * comes stalls the loop, and an interpreter's stacks with it */
+	if (geteuid() == 0 && !p->o.user_only)
+		sp_perf_ksyms_start(p);
 	/* Without samples (--no-samples: the dummy event), interpreters are
 	 * still followed from the mappings, for the stacks of kernel events
 	 * and off-CPU samples; with neither, there is nothing to walk for. */
@@ -163,8 +168,6 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, sp_interp_wake_fd(p->interp), &ev))
 			sp_warn("interpreted frames: epoll_ctl: %s", strerror(errno));
 	}
-	if (p->kernel_ok && geteuid() == 0 && !p->o.user_only)
-		sp_perf_ksyms_start(p);
 	if (p->o.enable_on_exec && !t->system_wide)
 		return 0;
 	/* Processes that exist already: their records come from /proc. The
