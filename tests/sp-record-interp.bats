@@ -588,3 +588,105 @@ RB_OC_CHAIN='^<main>;Object#oc_main;Object#oc_serve;Integer#times;block in Objec
 	# the stack goes on to where it slept: the kernel's frames at the leaf
 	sed -n 1p <<<"$output" | grep -Eq ';(\[kernel\.kallsyms\]\+)?0xffff[0-9a-f]+ [0-9]+$'
 }
+
+# The share of complete interpreted stacks, from the spool's own records
+# (issue #18): a sample ran interpreted code when it has an interpreted
+# frame or, in its native stack, the interpreter's eval loop; it is
+# complete when it has interpreted frames and none of them is a
+# placeholder ("[ruby: unreadable frame]", "[python: truncated]" ...). A
+# sample with neither (ld.so, the VM's set-up, its teardown) ran none.
+# Prints "complete counted".
+complete_share() {
+	sp-symbolize "$OUT" 2>/dev/null | sp-decode 2>/dev/null | jq -r --arg pid "$1" '
+		select(.type == "sample" and (.pid | tostring) == $pid)
+		| [.frames[]? | select(.mode == "interp") | .func] as $i
+		| ([.frames[]? | select(.mode == "user") | .func // ""
+		    | select(test("^(rb_vm_exec|vm_exec_core|_PyEval_EvalFrameDefault)$"))]
+		   | length > 0) as $eval
+		| if ($i | length) > 0 then
+			(if any($i[]; startswith("[")) then "incomplete" else "complete" end)
+		  elif $eval then "incomplete" else "none" end' |
+		awk '{ c[$1]++ } END { print c["complete"] + 0, c["complete"] + c["incomplete"] }'
+}
+
+assert_complete_share() {
+	local got complete counted
+	got=$(complete_share "$1")
+	read -r complete counted <<<"$got"
+	[ "$counted" -ge 40 ] || fail "only $counted samples ran interpreted code"
+	# 95%, not 99: a loaded machine delays reading the code a stack names
+	[ $((complete * 100)) -ge $((counted * 95)) ] ||
+		fail "$complete of $counted samples have a complete interpreted stack"
+}
+
+# pid of the recorded command (its runtime record)
+runtime_pid() {
+	sp-decode "$OUT" 2>/dev/null | jq -r --arg rt "$1" \
+		'select(.type == "runtime" and .runtime == $rt and .mode == "stacks") | .pid' | head -1
+}
+
+@test "a CPU-bound Ruby command: at least 95% of its samples have a complete interpreted stack" {
+	require_ruby
+	cat >"$BATS_TEST_TMPDIR/spin.rb" <<'RUBY'
+def rbc_leaf(n)
+  s = 0
+  i = 0
+  while i < n
+    s += i * i
+    i += 1
+  end
+  s
+end
+
+def rbc_mid(n)
+  rbc_leaf(n) + [1, 2, 3].map { |x| x * 2 }.sum
+end
+
+def rbc_main
+  t0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+  rbc_mid(20_000) while Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t0 < 1.5
+end
+
+rbc_main
+RUBY
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- $RB "$BATS_TEST_TMPDIR/spin.rb"
+	[ "$status" = 0 ] || fail "$stderr"
+	pid=$(runtime_pid ruby)
+	[ -n "$pid" ] || fail "no Ruby followed"
+	assert_complete_share "$pid"
+	# the program's own chain is there, whole
+	sp-flame --folded "$OUT" 2>/dev/null | grep -q '<main>;Object#rbc_main;Object#rbc_mid;Object#rbc_leaf'
+}
+
+@test "a CPU-bound Python command: at least 95% of its samples have a complete interpreted stack" {
+	require_python
+	cat >"$BATS_TEST_TMPDIR/spin.py" <<'PY'
+import time
+
+
+def rbc_leaf(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+def rbc_mid(n):
+    return rbc_leaf(n) + sum(x * 2 for x in (1, 2, 3))
+
+
+def rbc_main():
+    t0 = time.process_time()
+    while time.process_time() - t0 < 1.5:
+        rbc_mid(20000)
+
+
+rbc_main()
+PY
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/spin.py"
+	[ "$status" = 0 ] || fail "$stderr"
+	pid=$(runtime_pid python)
+	[ -n "$pid" ] || fail "no Python followed"
+	assert_complete_share "$pid"
+	sp-flame --folded "$OUT" 2>/dev/null | grep -q '<module>;rbc_main;rbc_mid;rbc_leaf'
+}

@@ -1602,12 +1602,12 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 	if (getenv("SP_INTERP_STATS")) {
 		unsigned int o;
 
-		fprintf(stderr, "interp: samples %" PRIu64 " unread %" PRIu64, ip->samples,
-			ip->unread);
+		/* "samples N complete N" first: scripts/bench/interp reads it */
+		fprintf(stderr, "interp: samples %" PRIu64, ip->samples);
 		for (o = 0; o < SP_IO_N; o++)
 			fprintf(stderr, " %s %" PRIu64, sp_interp_outcome_name(o), ip->outcomes[o]);
-		fprintf(stderr, " events %" PRIu64 " events-without %" PRIu64 "\n",
-			ip->ev_stacks, ip->ev_none);
+		fprintf(stderr, " unread %" PRIu64 " events %" PRIu64 " events-without %" PRIu64
+			"\n", ip->unread, ip->ev_stacks, ip->ev_none);
 	}
 }
 
