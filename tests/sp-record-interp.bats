@@ -205,9 +205,14 @@ assert_share() {
 	n=$(sp-decode "$OUT" | jq -r 'select(.type == "lost" and .what == "interp") | .count')
 	[ "${n:-0}" -gt 0 ] || fail "no interp loss in the spool"
 	[ "$(grep -c 'interpreted stacks:' <<<"$stderr")" = 1 ] || fail "$stderr"
-	m=$(sed -n 's/^sp-record: interpreted stacks: [0-9.]*% complete (\([0-9]*\) of \([0-9]*\) samples of interpreter threads); the others end in a frame that says why .*, e\.g\. pid [0-9]*$/\1 \2/p' <<<"$stderr")
+	m=$(sed -n 's/^sp-record: interpreted stacks: [0-9.]*% complete (\([0-9]*\) of \([0-9]*\) samples of interpreter threads); the others ([^)]*) end in a frame that says why .*, e\.g\. pid [0-9]*$/\1 \2/p' <<<"$stderr")
 	[ -n "$m" ] || fail "$stderr"
 	[ $(( ${m#* } - ${m% *} )) = "$n" ] || fail "spool: $n incomplete; stderr: $m"
+	# the kinds add up to them, and a forged cycle is cut by the walk's bound
+	kinds=$(sed -n 's/^sp-record: interpreted stacks: .*; the others (\([^)]*\)) end in .*/\1/p' <<<"$stderr")
+	[ "$(tr ',' '\n' <<<"$kinds" | awk '{ t += $1 } END { print t + 0 }')" = "$n" ] ||
+		fail "kinds: $kinds; spool: $n"
+	grep -q '[0-9] truncated' <<<"$kinds" || fail "kinds: $kinds"
 }
 
 @test "with the span hooks: the span path and the interpreted stack name the same function" {
