@@ -624,10 +624,17 @@ assert_complete_share() {
 		fail "$complete of $counted samples have a complete interpreted stack"
 }
 
-# pid of the recorded command (its runtime record)
-runtime_pid() {
-	sp-decode "$OUT" 2>/dev/null | jq -r --arg rt "$1" \
-		'select(.type == "runtime" and .runtime == $rt and .mode == "stacks") | .pid' | head -1
+# Record interpreter $2 running script $3 and assert the share of its
+# process's ($1's runtime record) complete stacks.
+assert_spin_complete() {
+	local pid
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- "$2" "$3"
+	[ "$status" = 0 ] || fail "$stderr"
+	pid=$(sp-decode "$OUT" 2>/dev/null | jq -r --arg rt "$1" \
+		'select(.type == "runtime" and .runtime == $rt and .mode == "stacks") | .pid' |
+		head -1)
+	[ -n "$pid" ] || fail "no $1 followed"
+	assert_complete_share "$pid"
 }
 
 @test "a CPU-bound Ruby command: at least 95% of its samples have a complete interpreted stack" {
@@ -654,11 +661,7 @@ end
 
 rbc_main
 RUBY
-	run --separate-stderr sp-record --spans=none -o "$OUT" -- $RB "$BATS_TEST_TMPDIR/spin.rb"
-	[ "$status" = 0 ] || fail "$stderr"
-	pid=$(runtime_pid ruby)
-	[ -n "$pid" ] || fail "no Ruby followed"
-	assert_complete_share "$pid"
+	assert_spin_complete ruby $RB "$BATS_TEST_TMPDIR/spin.rb"
 	# the program's own chain is there, whole
 	sp-flame --folded "$OUT" 2>/dev/null | grep -q '<main>;Object#rbc_main;Object#rbc_mid;Object#rbc_leaf'
 }
@@ -688,10 +691,6 @@ def rbc_main():
 
 rbc_main()
 PY
-	run --separate-stderr sp-record --spans=none -o "$OUT" -- $PY "$BATS_TEST_TMPDIR/spin.py"
-	[ "$status" = 0 ] || fail "$stderr"
-	pid=$(runtime_pid python)
-	[ -n "$pid" ] || fail "no Python followed"
-	assert_complete_share "$pid"
+	assert_spin_complete python $PY "$BATS_TEST_TMPDIR/spin.py"
 	sp-flame --folded "$OUT" 2>/dev/null | grep -q '<module>;rbc_main;rbc_mid;rbc_leaf'
 }
