@@ -114,7 +114,7 @@ folded() {
 	require_root
 	require_cmd ruby
 	# Ruby's VM frames are large: 8 KiB copies cut about a quarter of the
-	# stacks (the summary says so); 32 KiB hold them.
+	# stacks (the summary says so); 32 KiB (the default) hold them.
 	record_json rb --call-graph=dwarf --stack-size=32768 -- ruby "$FIXTURES/loop.rb" 1
 	read -r total complete through < <(stacks through libruby __libc_start_call_main \
 		< "$UW_TMP/rb.jsonl")
