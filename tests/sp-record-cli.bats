@@ -20,6 +20,14 @@ header() {
 	require_root
 	run --separate-stderr -0 sp-record -g -o "$OUT/g.sp" --events=none --spans=none -- "$WL" 0.1
 	[ "$(header "$OUT/g.sp" | jq -r .call_graph)" = auto ]
+	# the default copy holds Ruby's deep stacks (docs/unwinding.md)
+	header "$OUT/g.sp" | jq -e '.features | test("(^| )stack-size=32768( |$)")'
+	# the whole machine keeps 8 KiB copies; a size given is taken as it is
+	run --separate-stderr -0 sp-record -a -d 0.2 -o "$OUT/a.sp" --events=none --spans=none
+	header "$OUT/a.sp" | jq -e '.features | test("(^| )stack-size=8192( |$)")'
+	run --separate-stderr -0 sp-record -a -d 0.2 --stack-size=16384 -o "$OUT/a2.sp" \
+		--events=none --spans=none
+	header "$OUT/a2.sp" | jq -e '.features | test("(^| )stack-size=16384( |$)")'
 	# a mode as its own word after -g is still taken (perf's --call-graph dwarf)
 	run --separate-stderr -0 sp-record -g fp -o "$OUT/f.sp" --events=none --spans=none -- "$WL" 0.1
 	[ "$(header "$OUT/f.sp" | jq -r .call_graph)" = fp ]

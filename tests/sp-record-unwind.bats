@@ -114,7 +114,7 @@ folded() {
 	require_root
 	require_cmd ruby
 	# Ruby's VM frames are large: 8 KiB copies cut about a quarter of the
-	# stacks (the summary says so); 32 KiB hold them.
+	# stacks (the summary says so); 32 KiB (the default) hold them.
 	record_json rb --call-graph=dwarf --stack-size=32768 -- ruby "$FIXTURES/loop.rb" 1
 	read -r total complete through < <(stacks through libruby __libc_start_call_main \
 		< "$UW_TMP/rb.jsonl")
@@ -127,10 +127,55 @@ folded() {
 @test "sp-record-unwind: the summary names the copy size when stacks are cut by it" {
 	require_root
 	require_cmd ruby
-	run --separate-stderr sp-record --call-graph=dwarf --stack-size=1024 -o "$UW_TMP/small.sp" \
-		-- ruby "$FIXTURES/loop.rb" 0.3
+	# native stacks only: with interpreted ones, the next test's wording
+	run --separate-stderr sp-record --call-graph=dwarf --stack-size=1024 --interp=none \
+		-o "$UW_TMP/small.sp" -- ruby "$FIXTURES/loop.rb" 0.3
 	assert_success
 	assert_regex "$stderr" "stack_size: [0-9.]+% of stacks hit the 1024-byte stack copy: use --call-graph=dwarf,4096"
+}
+
+# Samples of the spool $1: "all cut", cut = unwind stopped at the copy's end.
+cut_counts() {
+	sp-decode "$1" | jq -rs '[.[] | select(.type == "sample")] |
+		"\(length) \([.[] | select(.unwind == "stack_size")] | length)"'
+}
+
+@test "sp-record-unwind: by default a Ruby program deep in requires and blocks is cut less than with 8 KiB copies" {
+	require_root
+	require_cmd ruby
+	require_cmd jq
+	local d=$UW_TMP/deep i
+	mkdir -p "$d"
+	# eight nested requires, each from inside two blocks, then a loop of
+	# blocks around a recursion: Ruby's native stack is deep under its VM
+	for i in 1 2 3 4 5 6 7 8; do
+		echo "[1].each { |_| 1.times { require_relative \"d$((i + 1))\" } }" > "$d/d$i.rb"
+	done
+	cat > "$d/d9.rb" <<-'EOF'
+	def leaf(n) = n < 2 ? n : leaf(n - 1) + leaf(n - 2)
+	t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+	s = 0
+	while Process.clock_gettime(Process::CLOCK_MONOTONIC) - t < 0.6
+	  [1, 2, 3].each { |x| s += leaf(10 + x) }
+	end
+	puts s
+	EOF
+	run --separate-stderr -0 sp-record --events=none --spans=none -o "$d/def.sp" -- ruby "$d/d1.rb"
+	read -r dall dcut < <(cut_counts "$d/def.sp")
+	run --separate-stderr -0 sp-record --events=none --spans=none --call-graph=dwarf,8192 \
+		-o "$d/small.sp" -- ruby "$d/d1.rb"
+	small_err=$stderr
+	read -r sall scut < <(cut_counts "$d/small.sp")
+	echo "default: $dcut of $dall cut; 8192: $scut of $sall cut"
+	echo "$small_err"
+	[ "$dall" -ge 30 ] && [ "$sall" -ge 30 ]
+	# the program is deep enough for 8 KiB to cut it often
+	[ $((scut * 100)) -ge $((sall * 30)) ]
+	# the default cuts at most half as often
+	[ $((dcut * sall * 2)) -le $((scut * dall)) ]
+	# and the summary says the interpreted stacks of the cut ones are whole
+	[[ "$small_err" == *"stack_size: "*"hit the 8192-byte stack copy, of which "*"% still have their whole interpreted stack"*"use --call-graph=dwarf,32768"* ]]
+	[[ "$small_err" == *"stacks: "*"% complete ("*"more ("*"have their whole interpreted stack, cut only in native frames"* ]]
 }
 
 @test "sp-record-unwind: 200 ms asleep in a known function is 200 ms off-CPU in that stack" {

@@ -102,7 +102,7 @@ static const struct argp_option options[] = {
 	  "pointers where CFI is missing), dwarf[,SIZE] (unwind copies of the user stack), fp "
 	  "(frame pointers only), none; -g alone is the default", 2 },
 	{ "stack-size", OPT_STACK_SIZE, "BYTES", 0, "User stack bytes copied per sample for "
-	  "dwarf (default 8192)", 2 },
+	  "dwarf and auto (default 32768; 8192 with -a and at each --off-cpu switch)", 2 },
 	{ "user-only", OPT_USER_ONLY, NULL, 0, "Only samples and stacks in user space", 2 },
 	{ "kernel-only", OPT_KERNEL_ONLY, NULL, 0, "Only samples and stacks in the kernel", 2 },
 	{ "interp", OPT_INTERP, "WHICH", 0, "Interpreted frames in samples: auto (default: every "
@@ -526,6 +526,9 @@ int main(int argc, char **argv)
 	if (sp_cgroup_filter_given(&env.cgroups))
 		env.offcpu.cgroups = &env.cgroups;
 	env.perf.enable_on_exec = first < argc;
+	/* the whole machine: the smaller default copy (perf_source.h) */
+	if (env.system_wide && !env.perf.stack_size)
+		env.perf.stack_size = SP_PERF_STACK_COPY_ALL;
 	/* The spans source first: its BPF object loads while the rest is set
 	 * up. It is told the command when "--" set it apart. */
 	if (first < argc && first > 0 && !strcmp(argv[first - 1], "--"))

@@ -109,22 +109,31 @@ static int add_fd(struct perf *p, int fd)
 	return fd;
 }
 
+/* The pages of each CPU's ring: -m, or enough for the stack copies. */
+static unsigned int ring_pages(const struct perf *p)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	if (p->o.pages)
+		return p->o.pages;
+	if (p->o.call_graph < SP_CG_DWARF)
+		return DEFAULT_PAGES;
+	/* The whole machine with stack copies: the first half second unwinds
+	 * every binary once and overflowed 2 MiB rings; four times that while
+	 * all rings stay within 64 MiB. */
+	if (p->system_wide && (uint64_t)p->ncpus * DWARF_PAGES * 4 * page <= 64 << 20)
+		return sp_perf_ring_pages(DWARF_PAGES * 4, p->o.stack_size, p->ncpus, page);
+	return sp_perf_ring_pages(DWARF_PAGES, p->o.stack_size, p->ncpus, page);
+}
+
 /* Open the event for (pid, cpu i): the first on a CPU owns its ring, the
  * others write into it. 0, or -1 with errno set. */
 static int open_on(struct perf *p, pid_t pid, unsigned int i)
 {
 	struct cpu_ring *c = &p->cpus[i];
 	struct epoll_event ev = { .events = EPOLLIN };
-	unsigned int pages = p->o.pages ? p->o.pages :
-			     p->o.call_graph >= SP_CG_DWARF ? DWARF_PAGES : DEFAULT_PAGES;
+	unsigned int pages = ring_pages(p);
 	int fd;
-
-	/* The whole machine with stack copies: the first half second unwinds
-	 * every binary once and overflowed 2 MiB rings; four times that while
-	 * all rings stay within 64 MiB. */
-	if (!p->o.pages && p->system_wide && p->o.call_graph >= SP_CG_DWARF &&
-	    (uint64_t)p->ncpus * DWARF_PAGES * 4 * (uint64_t)sysconf(_SC_PAGESIZE) <= 64 << 20)
-		pages = DWARF_PAGES * 4;
 
 	p->failed_call = "perf_event_open";
 	if (p->cgroup_mode)	/* pid is a cgroup directory's descriptor */
@@ -313,14 +322,14 @@ void sp_perf_attr_setup(struct perf *p)
 		p->nregs = sp_perf_attr_user_stack(a, p->o.call_graph, p->o.stack_size);
 	a->build_id = 1;
 	a->exclude_guest = 1;
-	/* Wake the loop when a ring is a quarter full (64 KiB of the default
-	 * 512), well before it overflows between two batches. */
+	/* Wake the loop when a ring is a quarter full or holds about eight
+	 * samples (64 KiB of 8192-byte copies), well before it overflows
+	 * between two batches. */
 	{
-		uint64_t ring = (uint64_t)(p->o.pages ? p->o.pages :
-			p->o.call_graph >= SP_CG_DWARF ? DWARF_PAGES : DEFAULT_PAGES) *
-			(uint64_t)sysconf(_SC_PAGESIZE);
+		uint64_t ring = (uint64_t)ring_pages(p) * (uint64_t)sysconf(_SC_PAGESIZE);
 
-		a->wakeup_watermark = (uint32_t)(ring / 4 < (64 << 10) ? ring / 4 : 64 << 10);
+		a->wakeup_watermark = sp_perf_ring_wakeup(ring, p->o.kernel_only ? 0 :
+							  p->o.stack_size);
 		/* Side-band only: a wake-up at every record of the machine (a
 		 * fork, an exec's comm and mappings, an exit) costs more than
 		 * the record, so every SIDEBAND_WAKEUP bytes: a few of an

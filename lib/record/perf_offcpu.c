@@ -824,7 +824,8 @@ static void setup_attr(struct offcpu *c)
 			 PERF_SAMPLE_CALLCHAIN;
 	if (c->o.cgroups)
 		a->sample_type |= PERF_SAMPLE_CGROUP;
-	c->nregs = sp_perf_attr_user_stack(a, c->o.call_graph, c->o.stack_size);
+	c->nregs = sp_perf_attr_user_stack(a, c->o.call_graph, c->o.stack_size ?
+					   c->o.stack_size : SP_OFFCPU_STACK_COPY);
 	if (!c->o.kernel_frames)
 		a->exclude_callchain_kernel = 1;
 	a->context_switch = 1;
@@ -1009,13 +1010,18 @@ static void offcpu_describe(struct sp_source *s, char *features, size_t fsize,
 			    char *unavailable, size_t usize)
 {
 	struct offcpu *c = s->priv;
+	char copy[40] = "";
 
+	/* offcpu-stack-size=: the copy, for the hints (stackquality.h) */
+	if (c->o.call_graph >= SP_CG_DWARF)
+		snprintf(copy, sizeof(copy), " offcpu-stack-size=%u",
+			 c->o.stack_size ? c->o.stack_size : SP_OFFCPU_STACK_COPY);
 	/* Called before start(), since the header goes first: a source that has
 	 * not failed yet is one that will record (sp-record stops if it fails). */
 	if (c->started || !c->why[0])
-		snprintf(features, fsize, "off-cpu=context-switch,min-ns=%" PRIu64 "%s",
+		snprintf(features, fsize, "off-cpu=context-switch,min-ns=%" PRIu64 "%s%s",
 			 c->o.min_ns, !c->o.cgroups ? "" : c->cgk ? ",cgroups=kernel" :
-			 ",cgroups=sample");
+			 ",cgroups=sample", copy);
 	else
 		snprintf(unavailable, usize, "%s", c->why);
 }

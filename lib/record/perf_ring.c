@@ -44,6 +44,26 @@ unsigned int sp_perf_attr_user_stack(struct perf_event_attr *a, enum sp_call_gra
 	return (unsigned int)__builtin_popcountll(a->sample_regs_user);
 }
 
+unsigned int sp_perf_ring_pages(unsigned int base, uint32_t stack_size, unsigned int ncpus,
+				uint64_t page_size)
+{
+	uint64_t want = base, copy = stack_size ? stack_size : 8192;
+
+	while (want < (uint64_t)base * ((copy + 8191) / 8192))
+		want *= 2;
+	/* within 64 MiB in all: the scaled size halved until it fits */
+	while (want > base && (uint64_t)(ncpus ? ncpus : 1) * want * page_size > 64 << 20)
+		want /= 2;
+	return (unsigned int)want;
+}
+
+uint32_t sp_perf_ring_wakeup(uint64_t ring, uint32_t stack_size)
+{
+	uint64_t most = stack_size > 8192 ? (uint64_t)stack_size * 8 : 64 << 10;
+
+	return (uint32_t)(ring / 4 < most ? ring / 4 : most);
+}
+
 int sp_perf_ring_map(struct sp_perf_ring *r, int fd, unsigned int pages)
 {
 	long page = sysconf(_SC_PAGESIZE);

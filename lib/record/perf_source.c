@@ -267,8 +267,7 @@ static void perf_describe(struct sp_source *s, char *f, size_t fsize, char *u, s
 	}
 	/* stack-size=: the copy, for readers that word hints (stackquality.h) */
 	if (p->o.call_graph >= SP_CG_DWARF)
-		snprintf(copy, sizeof(copy), " stack-size=%u",
-			 p->o.stack_size ? p->o.stack_size : 8192);
+		snprintf(copy, sizeof(copy), " stack-size=%u", p->o.stack_size);
 	snprintf(f, fsize, "perf=%s callchain=%s%s%s%s%s%s", p->o.event,
 		 cg[p->o.call_graph & 3], copy,
 		 p->kernel_ok && !p->o.user_only ? " kernel-stacks" : "",
@@ -369,6 +368,8 @@ struct sp_source *sp_perf_source_new(const struct sp_perf_opts *o)
 	p->epfd = -1;
 	sp_perf_queue_init(&p->q, sizeof(struct pending), read_record, handle_record, p);
 	p->o = *o;
+	if (!p->o.stack_size)
+		p->o.stack_size = SP_PERF_STACK_COPY;
 	if (!p->o.event)
 		p->o.event = "cpu-clock";
 	if (!p->o.period && !p->o.freq)

@@ -159,9 +159,12 @@ struct sp_recorder *sp_recorder_new(const struct sp_recorder_opts *o)
 	if (o->triggers && sp_triggers_any(o->triggers))
 		r->triggers = sp_triggers_new(o->triggers);
 	r->stackq = sp_stackq_new();
-	if (r->stackq)
-		sp_stackq_set_config(r->stackq, o->call_graph, o->stack_size ? o->stack_size : 8192,
-				     0);
+	if (r->stackq) {
+		sp_stackq_set_config(r->stackq, o->call_graph,
+				     o->stack_size ? o->stack_size : SP_PERF_STACK_COPY, 0);
+		sp_stackq_set_offcpu_copy(r->stackq,
+					  o->stack_size ? o->stack_size : SP_OFFCPU_STACK_COPY);
+	}
 	return r;
 fail:
 	sp_recorder_free(r);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* How complete recorded stacks are, and why not (stackquality.h). */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,19 +11,23 @@
 
 struct cause {
 	unsigned int status;
+	bool offcpu;		/* STACK_SIZE: off-CPU samples, with their own copy */
 	char *module;		/* NULL = none / merged */
 	uint64_t rel;
 	uint64_t count;
+	uint64_t interp_whole;	/* of count, with their whole interpreted stack */
 };
 
 struct sp_stackq {
 	uint64_t status[8];
 	uint64_t samples;
+	uint64_t interp_whole;	/* cut natively, whole interpreted stack */
 	struct cause causes[SP_STACKQ_MAX_CAUSES];
 	unsigned int ncauses;
 	struct cause overflow[8];	/* per status, once the table is full */
 	enum sp_call_graph cg;
 	uint64_t stack_size, max_depth;
+	uint64_t offcpu_stack_size;	/* off-CPU samples' copy (0: 8192) */
 	uint64_t frames[SP_UNWIND_MAX_FRAMES];	/* scratch for add_sample */
 };
 
@@ -48,6 +53,11 @@ void sp_stackq_set_config(struct sp_stackq *q, enum sp_call_graph cg, uint64_t s
 	q->cg = cg;
 	q->stack_size = stack_size;
 	q->max_depth = max_depth;
+}
+
+void sp_stackq_set_offcpu_copy(struct sp_stackq *q, uint64_t stack_size)
+{
+	q->offcpu_stack_size = stack_size;
 }
 
 /* The number after "word" in a string of words, or 0. */
@@ -80,15 +90,22 @@ void sp_stackq_set_header(struct sp_stackq *q, const struct sp_header *h, const 
 	if (!q->stack_size)
 		q->stack_size = word_value(features, "stack-size=");
 	q->max_depth = word_value(features, "max-depth=");
+	q->offcpu_stack_size = word_value(features, "offcpu-stack-size=");
 }
 
 void sp_stackq_add(struct sp_stackq *q, unsigned int status, unsigned int kind,
 		   const char *module, uint64_t rel, uint64_t n)
 {
+	sp_stackq_add_interp(q, status, kind, module, rel, n, 0);
+}
+
+void sp_stackq_add_interp(struct sp_stackq *q, unsigned int status, unsigned int kind,
+			  const char *module, uint64_t rel, uint64_t n, uint64_t whole)
+{
+	bool offcpu = status == SP_UNWIND_STACK_SIZE && kind == SP_SAMPLE_OFFCPU;
 	struct cause *c = NULL;
 	unsigned int i;
 
-	(void)kind;
 	if (status > 7)
 		status = SP_UNWIND_ERROR;
 	q->samples += n;
@@ -102,7 +119,7 @@ void sp_stackq_add(struct sp_stackq *q, unsigned int status, unsigned int kind,
 	for (i = 0; i < q->ncauses; i++) {
 		struct cause *k = &q->causes[i];
 
-		if (k->status == status && (k->module == module ||
+		if (k->status == status && k->offcpu == offcpu && (k->module == module ||
 		    (k->module && module && !strcmp(k->module, module)))) {
 			c = k;
 			break;
@@ -111,6 +128,7 @@ void sp_stackq_add(struct sp_stackq *q, unsigned int status, unsigned int kind,
 	if (!c && q->ncauses < SP_STACKQ_MAX_CAUSES) {
 		c = &q->causes[q->ncauses++];
 		c->status = status;
+		c->offcpu = offcpu;
 		c->module = module ? sp_xstrdup(module) : NULL;
 		c->rel = rel;
 	}
@@ -118,9 +136,37 @@ void sp_stackq_add(struct sp_stackq *q, unsigned int status, unsigned int kind,
 		c = &q->overflow[status];
 		c->status = status;
 	}
+	whole = whole < n ? whole : n;
 	c->count += n;
+	c->interp_whole += whole;
+	q->interp_whole += whole;
 	if (!c->rel)
 		c->rel = rel;
+}
+
+/* Whether the frames of a stack (leaf first, n) hold an interpreted stack
+ * read whole: interpreted frames, none of them the placeholder that ends a
+ * truncated or unreadable one ("[ruby: truncated]", interp.c). */
+static bool interp_whole(const struct sp_defs *d, const uint64_t *frames, int n)
+{
+	bool any = false;
+	int i;
+
+	for (i = 0; i < n && i < SP_UNWIND_MAX_FRAMES; i++) {
+		const struct sp_frame *f = sp_defs_frame(d, frames[i]);
+		const struct sp_symbol *sym;
+		const char *name;
+		unsigned int ns = 0;
+
+		if (!f || f->mode != SP_FRAME_INTERP)
+			continue;
+		sym = sp_defs_symbols(d, frames[i], &ns);
+		name = sym && ns ? sp_defs_strz(d, sym->func) : NULL;
+		if (!name || (name[0] == '[' && strchr(name, ':') && name[strlen(name) - 1] == ']'))
+			return false;
+		any = true;
+	}
+	return any;
 }
 
 void sp_stackq_add_sample(struct sp_stackq *q, const struct sp_defs *d, const struct sp_sample *s)
@@ -132,17 +178,23 @@ void sp_stackq_add_sample(struct sp_stackq *q, const struct sp_defs *d, const st
 	if (s->unwind != SP_UNWIND_COMPLETE && s->unwind != SP_UNWIND_UNKNOWN && s->stack)
 		depth = sp_defs_stack_frames(d, s->stack, q->frames, SP_UNWIND_MAX_FRAMES);
 	if (depth > 0) {
-		/* Leaf first: the outermost frame we have is the last one. */
-		unsigned int last = depth <= SP_UNWIND_MAX_FRAMES ? depth - 1 : SP_UNWIND_MAX_FRAMES - 1;
+		/* Leaf first: the outermost native frame we have is the last one
+		 * that is not interpreted (those go root-ward of a cut stack). */
+		int last = depth <= SP_UNWIND_MAX_FRAMES ? depth - 1 : SP_UNWIND_MAX_FRAMES - 1;
 		const struct sp_frame *f = sp_defs_frame(d, q->frames[last]);
-		const struct sp_module *m = f ? sp_defs_module(d, f->module) : NULL;
+		const struct sp_module *m;
+
+		while (last > 0 && f && f->mode == SP_FRAME_INTERP)
+			f = sp_defs_frame(d, q->frames[--last]);
+		m = f ? sp_defs_module(d, f->module) : NULL;
 
 		if (f)
 			rel = f->module ? f->rel : f->addr;
 		if (m)
 			module = sp_defs_str(d, m->path, NULL);
 	}
-	sp_stackq_add(q, s->unwind, s->kind, module, rel, 1);
+	sp_stackq_add_interp(q, s->unwind, s->kind, module, rel, 1,
+			     depth > 0 && interp_whole(d, q->frames, depth));
 }
 
 void sp_stackq_summary(const struct sp_stackq *q, struct sp_stackq_summary *s)
@@ -153,6 +205,7 @@ void sp_stackq_summary(const struct sp_stackq *q, struct sp_stackq_summary *s)
 	s->assessed = q->samples - q->status[SP_UNWIND_UNKNOWN];
 	s->complete = q->status[SP_UNWIND_COMPLETE];
 	s->complete_share = s->assessed ? (double)s->complete / s->assessed : 0;
+	s->interp_whole = q->interp_whole;
 }
 
 static const char *base_name(const char *path)
@@ -169,6 +222,37 @@ static uint64_t bigger_copy(uint64_t size)
 	uint64_t s = size ? size * 4 : 32768;
 
 	return s > 65528 ? 65528 : s;
+}
+
+/* Stacks cut by the copy: off-CPU samples have a copy of their own
+ * (perf_offcpu.h); in interpreter threads, only native frames may be lost. */
+static void stack_size_hint(const struct sp_stackq *q, const struct cause *c, double pct,
+			    char *buf, size_t len)
+{
+	uint64_t size = c->offcpu ? (q->offcpu_stack_size ? q->offcpu_stack_size : 8192) :
+		q->stack_size;
+	const char *which = c->offcpu ? "off-CPU " : "";
+	char copy[32] = "", advice[64] = "";
+
+	if (size)
+		snprintf(copy, sizeof(copy), "%" PRIu64 "-byte ", size);
+	if (c->interp_whole) {
+		if (size < 65528)
+			snprintf(advice, sizeof(advice), "; for those, use "
+				 "--call-graph=dwarf,%" PRIu64, bigger_copy(size));
+		snprintf(buf, len, "%.1f%% of %sstacks hit the %sstack copy, of which "
+			 "%.0f%% still have their whole interpreted stack (only the native "
+			 "frames root-ward of the copy are lost)%s", pct, which, copy,
+			 100.0 * (double)c->interp_whole / (double)c->count, advice);
+	} else if (size >= 65528) {
+		snprintf(buf, len, "%.1f%% of %sstacks are deeper than the largest stack "
+			 "copy (%" PRIu64 " bytes): build the deep code with "
+			 "-fno-omit-frame-pointer and use --call-graph=auto", pct, which, size);
+	} else {
+		snprintf(buf, len, "%.1f%% of %sstacks hit the %sstack copy%s: use "
+			 "--call-graph=dwarf,%" PRIu64, pct, which, copy, size ? "" : " size",
+			 bigger_copy(size));
+	}
 }
 
 static void make_hint(const struct sp_stackq *q, const struct cause *c, double share, char *buf,
@@ -188,18 +272,7 @@ static void make_hint(const struct sp_stackq *q, const struct cause *c, double s
 				 "(--max-depth) if the outer frames matter", pct);
 		break;
 	case SP_UNWIND_STACK_SIZE:
-		if (q->stack_size >= 65528)
-			snprintf(buf, len, "%.1f%% of stacks are deeper than the largest stack copy "
-				 "(%" PRIu64 " bytes): build the deep code with "
-				 "-fno-omit-frame-pointer and use --call-graph=auto", pct,
-				 q->stack_size);
-		else if (q->stack_size)
-			snprintf(buf, len, "%.1f%% of stacks hit the %" PRIu64 "-byte stack copy: "
-				 "use --call-graph=dwarf,%" PRIu64, pct, q->stack_size,
-				 bigger_copy(q->stack_size));
-		else
-			snprintf(buf, len, "%.1f%% of stacks hit the stack copy size: use "
-				 "--call-graph=dwarf,%" PRIu64, pct, bigger_copy(0));
+		stack_size_hint(q, c, pct, buf, len);
 		break;
 	case SP_UNWIND_NO_CFI:
 		if (mod && !strncmp(mod, "[uprobes", 8))
@@ -278,6 +351,7 @@ int sp_stackq_cause(const struct sp_stackq *q, unsigned int i, struct sp_stackq_
 	c->module = list[i]->module;
 	c->rel = list[i]->rel;
 	c->count = list[i]->count;
+	c->interp_whole = list[i]->interp_whole;
 	c->share = assessed ? (double)c->count / assessed : 0;
 	make_hint(q, list[i], c->share, c->hint, sizeof(c->hint));
 	return 0;
@@ -302,8 +376,13 @@ void sp_stackq_print(const struct sp_stackq *q, FILE *out, const char *prefix,
 		return;
 	}
 	fprintf(out, "%sstacks: %.1f%% complete (%" PRIu64 " of %" PRIu64 " unwound samples "
-		"reached the thread's first frame)\n", prefix, 100 * s.complete_share, s.complete,
+		"reached the thread's first frame)", prefix, 100 * s.complete_share, s.complete,
 		s.assessed);
+	if (s.interp_whole)	/* cut natively, not in what the interpreter ran */
+		fprintf(out, "; %" PRIu64 " more (%.1f%%) have their whole interpreted stack, "
+			"cut only in native frames", s.interp_whole,
+			100.0 * (double)s.interp_whole / (double)s.assessed);
+	fputc('\n', out);
 	for (i = 0; i < max_causes && !sp_stackq_cause(q, i, &c); i++)
 		fprintf(out, "%s  %s: %s\n", prefix, sp_unwind_status_name(c.status), c.hint);
 }

@@ -203,6 +203,28 @@ static void test_perf_ring_attr(void)
 	CHECK(!a.exclude_callchain_user);	/* auto: frame pointers where CFI is missing */
 }
 
+/* Rings that hold as many samples whatever the stack copy, within 64 MiB. */
+static void test_perf_ring_pages(void)
+{
+	CHECK_EQ_U(sp_perf_ring_pages(512, 0, 2, 4096), 512);
+	CHECK_EQ_U(sp_perf_ring_pages(512, 8192, 2, 4096), 512);
+	CHECK_EQ_U(sp_perf_ring_pages(512, 4096, 2, 4096), 512);
+	CHECK_EQ_U(sp_perf_ring_pages(512, 16384, 2, 4096), 1024);
+	CHECK_EQ_U(sp_perf_ring_pages(512, 20000, 2, 4096), 2048);
+	CHECK_EQ_U(sp_perf_ring_pages(512, 32768, 2, 4096), 2048);
+	CHECK_EQ_U(sp_perf_ring_pages(512, 65528, 2, 4096), 4096);
+	/* 64 CPUs: 64 MiB is 256 pages each, below the base: the base */
+	CHECK_EQ_U(sp_perf_ring_pages(512, 65528, 64, 4096), 512);
+	/* 8 CPUs: 8 MiB each at most */
+	CHECK_EQ_U(sp_perf_ring_pages(512, 65528, 8, 4096), 2048);
+	CHECK_EQ_U(sp_perf_ring_pages(512, 32768, 0, 4096), 2048);
+
+	CHECK_EQ_U(sp_perf_ring_wakeup(512 * 4096, 8192), 64 << 10);
+	CHECK_EQ_U(sp_perf_ring_wakeup(512 * 4096, 0), 64 << 10);
+	CHECK_EQ_U(sp_perf_ring_wakeup(2048 * 4096, 32768), 32768 * 8);
+	CHECK_EQ_U(sp_perf_ring_wakeup(16 * 4096, 32768), 16 * 4096 / 4);
+}
+
 int main(void)
 {
 	TAP_RUN(test_perf_ring_wrap);
@@ -210,5 +232,6 @@ int main(void)
 	TAP_RUN(test_perf_ring_parse_sample);
 	TAP_RUN(test_perf_ring_parse_id);
 	TAP_RUN(test_perf_ring_attr);
+	TAP_RUN(test_perf_ring_pages);
 	return TAP_DONE();
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests of lib/stream/stackquality.c: shares, causes and their hints. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,6 +78,51 @@ static void test_stackquality_bounded(void)
 	sp_stackq_free(q);
 }
 
+/* Strings 1..n of d. */
+static void add_strings(struct sp_defs *d, const char *const *strs, unsigned int n)
+{
+	struct sp_record r;
+	const char *why = NULL;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_STRING;
+		r.string.value.p = (const uint8_t *)strs[i];
+		r.string.value.len = strlen(strs[i]);
+		CHECK(!sp_defs_add(d, &r, &why));
+	}
+}
+
+/* Module 1 (libruby, 0x1000-0x2000, path string 1) and module 2 (path
+ * string 2, at base 0x2000 when placed, or none) of pid 10. */
+static void add_modules(struct sp_defs *d, bool placed)
+{
+	struct sp_record r;
+	const char *why = NULL;
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_MODULE;
+		r.module.pid = 10;
+		r.module.start = i && !placed ? 0 : 0x1000 * (i + 1);
+		r.module.end = i && !placed ? 0 : r.module.start + 0x1000;
+		r.module.path = i + 1;
+		CHECK(!sp_defs_add(d, &r, &why));
+	}
+}
+
+/* What sp_stackq_print() prints, into buf. */
+static void print_to(const struct sp_stackq *q, char *buf, size_t len, const char *prefix,
+		     unsigned int max)
+{
+	FILE *f = fmemopen(buf, len, "w");
+
+	sp_stackq_print(q, f, prefix, max);
+	fclose(f);
+}
+
 /* From records: the module of the outermost frame of a cut stack. */
 static void test_stackquality_from_defs(void)
 {
@@ -88,7 +134,6 @@ static void test_stackquality_from_defs(void)
 	static const char *strs[] = { "/usr/lib/libruby.so.3.1", "/usr/bin/ruby" };
 	unsigned int i;
 	char buf[4096];
-	FILE *f;
 
 	memset(&r, 0, sizeof(r));
 	r.kind = SP_REC_HEADER;
@@ -99,23 +144,9 @@ static void test_stackquality_from_defs(void)
 	r.header.features.p = (const uint8_t *)"perf=cpu-clock call-graph=dwarf,16384 max-depth=127";
 	r.header.features.len = strlen((const char *)r.header.features.p);
 	CHECK(!sp_defs_add(d, &r, &why));
-	for (i = 0; i < 2; i++) {
-		memset(&r, 0, sizeof(r));
-		r.kind = SP_REC_STRING;
-		r.string.value.p = (const uint8_t *)strs[i];
-		r.string.value.len = strlen(strs[i]);
-		CHECK(!sp_defs_add(d, &r, &why));
-	}
+	add_strings(d, strs, 2);
 	sp_stackq_set_header(q, sp_defs_header(d), d);
-	for (i = 0; i < 2; i++) {	/* module 1: libruby, 2: ruby */
-		memset(&r, 0, sizeof(r));
-		r.kind = SP_REC_MODULE;
-		r.module.pid = 10;
-		r.module.start = 0x1000 * (i + 1);
-		r.module.end = r.module.start + 0x1000;
-		r.module.path = i + 1;
-		CHECK(!sp_defs_add(d, &r, &why));
-	}
+	add_modules(d, true);	/* module 1: libruby, 2: ruby */
 	for (i = 0; i < 2; i++) {	/* frame 1 in ruby, frame 2 in libruby */
 		memset(&r, 0, sizeof(r));
 		r.kind = SP_REC_FRAME;
@@ -150,12 +181,118 @@ static void test_stackquality_from_defs(void)
 	CHECK(!sp_stackq_cause(q, 1, &c));
 	CHECK_STR(c.hint, "20.0% of stacks hit the 16384-byte stack copy: use --call-graph=dwarf,65528");
 
-	f = fmemopen(buf, sizeof(buf), "w");
-	sp_stackq_print(q, f, "sp-record: ", 1);
-	fclose(f);
+	print_to(q, buf, sizeof(buf), "sp-record: ", 1);
 	CHECK(strstr(buf, "sp-record: stacks: 40.0% complete (2 of 5 unwound samples") == buf);
 	CHECK(strstr(buf, "\nsp-record:   no_cfi: 40.0% of stacks stopped in libruby.so.3.1 at 0x101") != NULL);
 	CHECK(strstr(buf, "stack_size") == NULL);	/* only one cause asked for */
+	sp_stackq_free(q);
+	sp_defs_free(d);
+}
+
+/* Off-CPU samples are cut by a copy of their own, and said to be. */
+static void test_stackquality_offcpu_copy(void)
+{
+	struct sp_stackq *q = sp_stackq_new();
+	struct sp_stackq_cause c;
+
+	sp_stackq_set_config(q, SP_CG_AUTO, 32768, 0);
+	sp_stackq_set_offcpu_copy(q, 8192);
+	sp_stackq_add(q, SP_UNWIND_STACK_SIZE, SP_SAMPLE_OFFCPU, NULL, 0, 3);
+	sp_stackq_add(q, SP_UNWIND_STACK_SIZE, SP_SAMPLE_CPU, NULL, 0, 1);
+	CHECK(!sp_stackq_cause(q, 0, &c));
+	CHECK_EQ_U(c.count, 3);
+	CHECK_STR(c.hint, "75.0% of off-CPU stacks hit the 8192-byte stack copy: use "
+		  "--call-graph=dwarf,32768");
+	CHECK(!sp_stackq_cause(q, 1, &c));
+	CHECK_STR(c.hint, "25.0% of stacks hit the 32768-byte stack copy: use "
+		  "--call-graph=dwarf,65528");
+	sp_stackq_free(q);
+}
+
+/* A cut native stack whose interpreted frames were read whole is told
+ * apart from one whose interpreted stack ends in a placeholder. */
+static void test_stackquality_interp_whole(void)
+{
+	struct sp_defs *d = sp_defs_new();
+	struct sp_stackq *q = sp_stackq_new();
+	struct sp_stackq_summary s;
+	struct sp_stackq_cause c;
+	struct sp_record r;
+	const char *why = NULL;
+	static const char *strs[] = { "/usr/lib/libruby.so.3.1", "[ruby]", "each",
+				      "[ruby: truncated]" };
+	unsigned int i;
+	char buf[4096];
+
+	add_strings(d, strs, 4);
+	add_modules(d, false);	/* module 1: libruby, 2: [ruby] */
+	/* frame 1: libruby; 2: "each" (interpreted); 3: "[ruby: truncated]" */
+	for (i = 0; i < 3; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_FRAME;
+		r.frame.module = i ? 2 : 1;
+		r.frame.rel = r.frame.addr = 0x100 + i;
+		r.frame.mode = i ? SP_FRAME_INTERP : SP_FRAME_USER;
+		CHECK(!sp_defs_add(d, &r, &why));
+		if (!i)
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_SYMBOL;
+		r.symbol.frame = i + 1;
+		r.symbol.func = i + 2;
+		CHECK(!sp_defs_add(d, &r, &why));
+	}
+	/* stack 1 = [each]; 2 = [each, libruby leaf]; 3 = [truncated];
+	 * 4 = [truncated, each, libruby leaf]; 5 = [libruby] */
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_STACK;
+	r.stack.frame = 2;
+	CHECK(!sp_defs_add(d, &r, &why));
+	r.stack.parent = 1;
+	r.stack.frame = 1;
+	CHECK(!sp_defs_add(d, &r, &why));
+	r.stack.parent = 0;
+	r.stack.frame = 3;
+	CHECK(!sp_defs_add(d, &r, &why));
+	r.stack.parent = 3;
+	r.stack.frame = 2;
+	CHECK(!sp_defs_add(d, &r, &why));
+	r.stack.parent = 4;
+	r.stack.frame = 1;
+	CHECK(!sp_defs_add(d, &r, &why));
+	CHECK(why == NULL);
+
+	sp_stackq_set_config(q, SP_CG_AUTO, 8192, 0);
+	memset(&r, 0, sizeof(r));
+	r.sample.unwind = SP_UNWIND_STACK_SIZE;
+	r.sample.stack = 2;		/* whole */
+	sp_stackq_add_sample(q, d, &r.sample);
+	sp_stackq_add_sample(q, d, &r.sample);
+	sp_stackq_add_sample(q, d, &r.sample);
+	r.sample.stack = 5;		/* truncated */
+	sp_stackq_add_sample(q, d, &r.sample);
+	r.sample.unwind = SP_UNWIND_COMPLETE;
+	sp_stackq_add_sample(q, d, &r.sample);
+	sp_stackq_summary(q, &s);
+	CHECK_EQ_U(s.interp_whole, 3);
+	CHECK(!sp_stackq_cause(q, 0, &c));
+	CHECK_EQ_U(c.count, 4);
+	CHECK_EQ_U(c.interp_whole, 3);
+	CHECK_STR(c.hint, "80.0% of stacks hit the 8192-byte stack copy, of which 75% still have "
+		  "their whole interpreted stack (only the native frames root-ward of the copy "
+		  "are lost); for those, use --call-graph=dwarf,32768");
+	print_to(q, buf, sizeof(buf), "", 0);
+	CHECK_STR(buf, "stacks: 20.0% complete (1 of 5 unwound samples reached the thread's "
+		  "first frame); 3 more (60.0%) have their whole interpreted stack, cut only in "
+		  "native frames\n");
+	/* the module of a cut is its outermost native frame's, not an
+	 * interpreted frame's spliced root-ward of it */
+	r.sample.unwind = SP_UNWIND_NO_CFI;
+	r.sample.stack = 2;
+	sp_stackq_add_sample(q, d, &r.sample);
+	CHECK(!sp_stackq_cause(q, 1, &c));
+	CHECK_EQ_U(c.status, SP_UNWIND_NO_CFI);
+	CHECK_STR(c.module, "/usr/lib/libruby.so.3.1");
 	sp_stackq_free(q);
 	sp_defs_free(d);
 }
@@ -166,5 +303,7 @@ int main(void)
 	TAP_RUN(test_stackquality_copy_size_limit);
 	TAP_RUN(test_stackquality_bounded);
 	TAP_RUN(test_stackquality_from_defs);
+	TAP_RUN(test_stackquality_offcpu_copy);
+	TAP_RUN(test_stackquality_interp_whole);
 	return TAP_DONE();
 }

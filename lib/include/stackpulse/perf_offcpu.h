@@ -42,13 +42,16 @@ struct sp_cgroup_filter;
 struct sp_stackq;
 
 #define SP_OFFCPU_DEFAULT_MIN_NS 1000000ULL	/* 1 ms */
+/* The user stack bytes copied at each switch-out, unless set: less than
+ * CPU samples' (SP_PERF_STACK_COPY), as switches can come far more often. */
+#define SP_OFFCPU_STACK_COPY 8192
 
 struct sp_offcpu_opts {
 	bool enabled;			/* --off-cpu */
 	uint64_t min_ns;		/* --off-cpu-min: shorter waits are counted, not recorded */
 	/* Set by sp-record from its own options: */
 	enum sp_call_graph call_graph;	/* FP: kernel callchain only; DWARF/AUTO: unwind */
-	uint32_t stack_size;		/* bytes of user stack copied (0 = 8192) */
+	uint32_t stack_size;		/* user stack bytes copied, 0: SP_OFFCPU_STACK_COPY */
 	bool kernel_frames;		/* keep the kernel part of the stack */
 	bool enable_on_exec;		/* the target is a command stopped before exec */
 	uint32_t pages;			/* ring pages per CPU, power of two (0 = 64) */

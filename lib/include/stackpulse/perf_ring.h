@@ -49,6 +49,19 @@ void sp_perf_attr_records(struct perf_event_attr *a, bool enable_on_exec);
  */
 unsigned int sp_perf_attr_user_stack(struct perf_event_attr *a, enum sp_call_graph cg,
 				     uint32_t stack_size);
+/*
+ * The ring pages per CPU for stack copies of stack_size bytes (0: 8192),
+ * when base pages suit 8192-byte ones: base times the copy's size over
+ * 8192, rounded up to a power of two, so a ring holds as many samples
+ * (and as much time) whatever the copy; but never more than all ncpus
+ * rings within 64 MiB of page_size pages, nor fewer than base.
+ */
+unsigned int sp_perf_ring_pages(unsigned int base, uint32_t stack_size, unsigned int ncpus,
+				uint64_t page_size);
+/* The bytes after which a ring of ring bytes wakes its reader: a quarter
+ * of it, at most about eight samples of stack_size-byte copies (64 KiB
+ * for 8192 or none), so a large copy does not wake it at every sample. */
+uint32_t sp_perf_ring_wakeup(uint64_t ring, uint32_t stack_size);
 
 /* Map the ring of a perf event fd: 1 + pages pages (pages a power of two).
  * 0, or -1 with errno set (nothing reported). */

@@ -34,8 +34,11 @@ void sp_stackq_free(struct sp_stackq *q);
  * limit (0 = unknown). */
 void sp_stackq_set_config(struct sp_stackq *q, enum sp_call_graph cg, uint64_t stack_size,
 			  uint64_t max_depth);
+/* The copy of off-CPU samples (SP_SAMPLE_OFFCPU), when it differs (0: 8192). */
+void sp_stackq_set_offcpu_copy(struct sp_stackq *q, uint64_t stack_size);
 /* The same, read from a header: call_graph, and the "call-graph=dwarf,SIZE"
- * (or "stack-size=SIZE") and "max-depth=N" words of its features string. */
+ * (or "stack-size=SIZE"), "offcpu-stack-size=SIZE" and "max-depth=N" words
+ * of its features string. */
 void sp_stackq_set_header(struct sp_stackq *q, const struct sp_header *h, const struct sp_defs *d);
 
 /*
@@ -45,7 +48,14 @@ void sp_stackq_set_header(struct sp_stackq *q, const struct sp_header *h, const 
  */
 void sp_stackq_add(struct sp_stackq *q, unsigned int status, unsigned int kind,
 		   const char *module, uint64_t rel, uint64_t n);
-/* Count a decoded sample: the module is that of its stack's outermost frame. */
+/* The same, whole of the n with their interpreted stack read whole (the
+ * native stack of an interpreter thread cut, its interpreted one not). */
+void sp_stackq_add_interp(struct sp_stackq *q, unsigned int status, unsigned int kind,
+			  const char *module, uint64_t rel, uint64_t n, uint64_t whole);
+/* Count a decoded sample: the module is that of its stack's outermost
+ * frame; an incomplete one whose stack holds interpreted frames and none
+ * of the placeholders of a truncated or unreadable interpreted stack
+ * counts as whole. */
 void sp_stackq_add_sample(struct sp_stackq *q, const struct sp_defs *d, const struct sp_sample *s);
 
 struct sp_stackq_summary {
@@ -54,6 +64,7 @@ struct sp_stackq_summary {
 	uint64_t complete;
 	uint64_t status[8];	/* per enum sp_unwind_status */
 	double complete_share;	/* complete / assessed, 0..1 (0 when none assessed) */
+	uint64_t interp_whole;	/* incomplete, but with a whole interpreted stack */
 };
 void sp_stackq_summary(const struct sp_stackq *q, struct sp_stackq_summary *s);
 
@@ -63,6 +74,7 @@ struct sp_stackq_cause {
 	const char *module;	/* path, or NULL; owned by q */
 	uint64_t rel;		/* an example address in it */
 	uint64_t count;
+	uint64_t interp_whole;	/* of count, with a whole interpreted stack */
 	double share;		/* of the assessed samples, 0..1 */
 	char hint[512];		/* one sentence for a human */
 };
