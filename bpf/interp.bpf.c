@@ -149,6 +149,30 @@ static __always_inline __u32 ns_tid(__u32 host_tid)
 	return nr;
 }
 
+/* A search of a runtime's list of threads, one node per bpf_loop()
+ * callback: the verifier checks the callback once, not once per node of
+ * the bound (it was most of the walkers' load time). */
+struct thread_search {
+	const struct sp_bpf_ilayout *l;
+	__u64 node, head, self, found;
+	__u32 own;
+};
+
+static long py_thread(__u32 i, void *ctx)
+{
+	struct thread_search *t = ctx;
+	__u64 ts = t->node;
+
+	if (!ts)
+		return 1;
+	if (rd_ptr(ts + t->l->ts_native_tid) == t->own) {
+		t->found = ts;
+		return 1;
+	}
+	t->node = rd_ptr(ts + t->l->ts_next);
+	return 0;
+}
+
 /* The thread state of tid (the cache's key; the thread state holds the
  * tid in the process's namespace), 0 if none was found. */
 static __always_inline __u64 find_tstate(const struct sp_bpf_ilayout *l, __u64 runtime,
@@ -156,23 +180,21 @@ static __always_inline __u64 find_tstate(const struct sp_bpf_ilayout *l, __u64 r
 {
 	__u64 *cached = bpf_map_lookup_elem(&tstates, &tid);
 	__u32 own = ns_tid(tid);
-	__u64 interp, ts;
-	unsigned int i;
+	struct thread_search t = {};
+	__u64 interp;
 
 	if (cached && *cached && rd_ptr(*cached + l->ts_native_tid) == own)
 		return *cached;
 	interp = rd_ptr(runtime + l->rt_interp_head);
 	if (!interp)
 		return 0;
-	ts = rd_ptr(interp + l->is_tstate_head);
-	for (i = 0; i < SP_BPF_ITHREADS && ts; i++) {
-		if (rd_ptr(ts + l->ts_native_tid) == own) {
-			bpf_map_update_elem(&tstates, &tid, &ts, BPF_ANY);
-			return ts;
-		}
-		ts = rd_ptr(ts + l->ts_next);
-	}
-	return 0;
+	t.l = l;
+	t.node = rd_ptr(interp + l->is_tstate_head);
+	t.own = own;
+	bpf_loop(SP_BPF_ITHREADS, py_thread, &t, 0);
+	if (t.found)
+		bpf_map_update_elem(&tstates, &tid, &t.found, BPF_ANY);
+	return t.found;
 }
 
 static __always_inline __s32 rd_s32(__u64 addr)
@@ -204,13 +226,30 @@ static __always_inline bool rb_killed(const struct sp_bpf_ilayout *l, __u64 th)
 	return (st & 3) == SP_BPF_RB_KILLED;
 }
 
+/* One node of Ruby's list of threads (rb_thread_t's node in it). */
+static long rb_thread(__u32 i, void *ctx)
+{
+	struct thread_search *t = ctx;
+	__u64 node = t->node, th;
+
+	if (!node || node == t->head)
+		return 1;
+	th = node - t->l->rb_th_node;
+	if (rd_ptr(th + t->l->rb_th_id) == t->self && !rb_killed(t->l, th)) {
+		t->found = th;
+		return 1;
+	}
+	t->node = rd_ptr(node);
+	return 0;
+}
+
 /* Ruby: the rb_thread_t of tid in the main ractor, 0 if none. */
 static __always_inline __u64 find_rb_thread(const struct sp_bpf_ilayout *l, __u64 vm_ptr,
 					    __u32 tid)
 {
 	__u64 *cached = bpf_map_lookup_elem(&tstates, &tid);
-	__u64 self = thread_self(), vm, head, node, th;
-	unsigned int i;
+	__u64 self = thread_self(), vm, head;
+	struct thread_search t = {};
 
 	if (!self)
 		return 0;
@@ -226,16 +265,14 @@ static __always_inline __u64 find_rb_thread(const struct sp_bpf_ilayout *l, __u6
 	if (!head)
 		return 0;
 	head += l->rb_ractor_threads;
-	node = rd_ptr(head);
-	for (i = 0; i < SP_BPF_ITHREADS && node && node != head; i++) {
-		th = node - l->rb_th_node;
-		if (rd_ptr(th + l->rb_th_id) == self && !rb_killed(l, th)) {
-			bpf_map_update_elem(&tstates, &tid, &th, BPF_ANY);
-			return th;
-		}
-		node = rd_ptr(node);
-	}
-	return 0;
+	t.l = l;
+	t.head = head;
+	t.node = rd_ptr(head);
+	t.self = self;
+	bpf_loop(SP_BPF_ITHREADS, rb_thread, &t, 0);
+	if (t.found)
+		bpf_map_update_elem(&tstates, &tid, &t.found, BPF_ANY);
+	return t.found;
 }
 
 /* 8 bytes at off of a block of size bytes (0 past its end). */
@@ -249,49 +286,67 @@ static __always_inline __u64 get64(const __u8 *b, __u32 off, __u32 size)
 	return v;
 }
 
-static __always_inline int walk(struct scratch *s, const struct sp_bpf_ilayout *l, __u64 ts)
+struct py_walk {
+	struct scratch *s;
+	const struct sp_bpf_ilayout *l;
+	__u64 frame;
+	__u32 n;
+	__u8 status;
+};
+
+/* One frame of Python's walk (a bpf_loop() callback, checked once by the
+ * verifier, not once per frame of the bound): 1 to stop. */
+static long py_frame(__u32 i, void *ctx)
 {
-	__u64 frame, code, instr, cf;
+	struct py_walk *w = ctx;
+	struct scratch *s = w->s;
+	const struct sp_bpf_ilayout *l = w->l;
+	struct sp_bpf_iframe *f = &s->f[w->n & (SP_BPF_IFRAMES - 1)];
+	__u64 frame = w->frame, code, instr;
 	__u32 first;
 	__u8 entry;
-	unsigned int i, n = 0;
+
+	if (!frame || w->n >= SP_BPF_IFRAMES)
+		return 1;
+	/* one read per structure: the fields are close together */
+	if (bpf_probe_read_user(s->fr, sizeof(s->fr), (const void *)(frame + l->fr_code)))
+		return w->status = SP_BPF_IST_FAULT, 1;
+	code = get64(s->fr, 0, sizeof(s->fr));
+	instr = get64(s->fr, (l->fr_instr - l->fr_code) & 63, sizeof(s->fr));
+	entry = (__u8)get64(s->fr, (l->fr_entry - l->fr_code) & 63, sizeof(s->fr));
+	if (!code || bpf_probe_read_user(s->co, sizeof(s->co),
+					 (const void *)(code + l->co_firstline)))
+		return w->status = SP_BPF_IST_FAULT, 1;
+	first = (__u32)get64(s->co, 0, sizeof(s->co));
+	code_met(s, code);
+	f->code = code;
+	f->firstline = first;
+	f->name = (__u32)get64(s->co, (l->co_name - l->co_firstline) & 63, sizeof(s->co));
+	f->flags = entry ? SP_BPF_IFR_ENTRY : 0;
+	f->me = 0;
+	if (instr >= code + l->co_code && instr - (code + l->co_code) < (1ull << 31))
+		f->instr = (__s32)((instr - (code + l->co_code)) / 2);
+	else
+		f->instr = -1;
+	w->n++;
+	w->frame = get64(s->fr, (l->fr_previous - l->fr_code) & 63, sizeof(s->fr));
+	return 0;
+}
+
+static __always_inline int walk(struct scratch *s, const struct sp_bpf_ilayout *l, __u64 ts)
+{
+	struct py_walk w = { .s = s, .l = l, .status = SP_BPF_IST_OK };
+	__u64 cf;
 
 	cf = rd_ptr(ts + l->ts_cframe);
 	if (!cf)
 		return SP_BPF_IST_FAULT;
-	frame = rd_ptr(cf + l->cf_current);
-	for (i = 0; i < SP_BPF_IFRAMES; i++) {
-		struct sp_bpf_iframe *f = &s->f[i & (SP_BPF_IFRAMES - 1)];
-
-		if (!frame)
-			break;
-		/* one read per structure: the fields are close together */
-		if (bpf_probe_read_user(s->fr, sizeof(s->fr), (const void *)(frame + l->fr_code)))
-			return s->h.nframes = n, SP_BPF_IST_FAULT;
-		code = get64(s->fr, 0, sizeof(s->fr));
-		instr = get64(s->fr, (l->fr_instr - l->fr_code) & 63, sizeof(s->fr));
-		entry = (__u8)get64(s->fr, (l->fr_entry - l->fr_code) & 63, sizeof(s->fr));
-		if (!code || bpf_probe_read_user(s->co, sizeof(s->co),
-						 (const void *)(code + l->co_firstline)))
-			return s->h.nframes = n, SP_BPF_IST_FAULT;
-		first = (__u32)get64(s->co, 0, sizeof(s->co));
-		code_met(s, code);
-		f->code = code;
-		f->firstline = first;
-		f->name = (__u32)get64(s->co, (l->co_name - l->co_firstline) & 63, sizeof(s->co));
-		f->flags = entry ? SP_BPF_IFR_ENTRY : 0;
-		f->me = 0;
-		if (instr >= code + l->co_code && instr - (code + l->co_code) < (1ull << 31))
-			f->instr = (__s32)((instr - (code + l->co_code)) / 2);
-		else
-			f->instr = -1;
-		n++;
-		frame = get64(s->fr, (l->fr_previous - l->fr_code) & 63, sizeof(s->fr));
-	}
-	s->h.nframes = n;
-	if (frame)
+	w.frame = rd_ptr(cf + l->cf_current);
+	bpf_loop(SP_BPF_IFRAMES, py_frame, &w, 0);
+	s->h.nframes = w.n;
+	if (w.status == SP_BPF_IST_OK && w.frame)
 		s->h.flags |= SP_BPF_IFL_TRUNCATED;
-	return SP_BPF_IST_OK;
+	return w.status;
 }
 
 struct rb_walk {
@@ -332,15 +387,86 @@ static __always_inline bool rb_cfp_block(struct rb_walk *w, __u64 cfp)
 	return false;
 }
 
+/* A look-up in a walk's small caches of what it read (scratch's seen and
+ * me_seen), one entry per bpf_loop() callback: inlined loops there, within
+ * each control frame's callback, were most of the Ruby walker's
+ * verification. */
+struct rb_seen_find {
+	struct scratch *s;
+	__u64 key;
+	__u32 hit;	/* the entry's index, SP_BPF_RB_SEEN if none */
+};
+
+static long rb_me_hit(__u32 i, void *ctx)
+{
+	struct rb_seen_find *f = ctx;
+
+	if (f->s->me_seen[i & (SP_BPF_RB_SEEN - 1)] != f->key)
+		return 0;
+	f->hit = i;
+	return 1;
+}
+
+static long rb_iseq_hit(__u32 i, void *ctx)
+{
+	struct rb_seen_find *f = ctx;
+
+	if (f->s->seen[i & (SP_BPF_RB_SEEN - 1)].iseq != f->key)
+		return 0;
+	f->hit = i;
+	return 1;
+}
+
 /* Whether me was found to be a method entry earlier in this walk. */
 static __always_inline bool rb_me_seen(const struct rb_walk *w, __u64 me)
 {
-	unsigned int i;
+	struct rb_seen_find f = { .s = w->s, .key = me, .hit = SP_BPF_RB_SEEN };
 
-	for (i = 0; i < SP_BPF_RB_SEEN; i++)
-		if (w->s->me_seen[i] == me)
-			return true;
-	return false;
+	bpf_loop(SP_BPF_RB_SEEN, rb_me_hit, &f, 0);
+	return f.hit < SP_BPF_RB_SEEN;
+}
+
+struct rb_ep_search {
+	struct rb_walk *w;
+	__u64 ep, flags, me;
+};
+
+/* One hop of rb_frame_me() (a bpf_loop() callback, checked once by the
+ * verifier, not once per hop within each control frame): 1 to stop. */
+static long rb_ep_hop(__u32 k, void *ctx)
+{
+	struct rb_ep_search *e = ctx;
+	struct rb_walk *w = e->w;
+	struct scratch *s = w->s;
+	__u64 me, fl, t;
+
+	if (!e->ep)
+		return 1;
+	/* ep[-2] (me, cref or svar), ep[-1] (specval: previous ep), ep[0] */
+	if (bpf_probe_read_user(s->co, 24, (const void *)(e->ep - 16)))
+		return 1;
+	me = get64(s->co, 0, sizeof(s->co));
+	fl = get64(s->co, 16, sizeof(s->co));
+	if (!k)
+		e->flags = fl;
+	e->ep = get64(s->co, 8, sizeof(s->co)) & ~3ull;
+	if (me && rb_me_seen(w, me))
+		return e->me = me, 1;
+	if (me && !bpf_probe_read_user(s->co, 8, (const void *)me)) {
+		t = get64(s->co, 0, sizeof(s->co));
+		if ((t & SP_BPF_RB_T_MASK) == SP_BPF_RB_T_IMEMO &&
+		    ((t >> SP_BPF_RB_IMEMO_SHIFT) & 15) == SP_BPF_RB_IMEMO_MENT) {
+			s->me_seen[w->next_me++ & (SP_BPF_RB_SEEN - 1)] = me;
+			return e->me = me, 1;
+		}
+		if ((t & SP_BPF_RB_T_MASK) == SP_BPF_RB_T_IMEMO &&
+		    ((t >> SP_BPF_RB_IMEMO_SHIFT) & 15) == SP_BPF_RB_IMEMO_SVAR &&
+		    (fl & SP_BPF_RB_ENV_LOCAL)) {
+			e->me = rd_ptr(me + w->l->rb_svar_me);	/* checked in user space */
+			return 1;
+		}
+	}
+	return (fl & SP_BPF_RB_ENV_LOCAL) ? 1 : 0;
 }
 
 /* The method entry of the frame whose environment is at ep, as
@@ -350,38 +476,11 @@ static __always_inline bool rb_me_seen(const struct rb_walk *w, __u64 me)
  * found within the bound (a class body's cref, a top level's). */
 static __always_inline __u64 rb_frame_me(struct rb_walk *w, __u64 ep, __u64 *flags)
 {
-	struct scratch *s = w->s;
-	const struct sp_bpf_ilayout *l = w->l;
-	__u64 me, fl, t;
-	unsigned int k;
+	struct rb_ep_search e = { .w = w, .ep = ep, .flags = *flags };
 
-	for (k = 0; k <= SP_BPF_RB_EP_HOPS && ep; k++) {
-		/* ep[-2] (me, cref or svar), ep[-1] (specval: previous ep), ep[0] */
-		if (bpf_probe_read_user(s->co, 24, (const void *)(ep - 16)))
-			return 0;
-		me = get64(s->co, 0, sizeof(s->co));
-		fl = get64(s->co, 16, sizeof(s->co));
-		if (!k)
-			*flags = fl;
-		ep = get64(s->co, 8, sizeof(s->co)) & ~3ull;
-		if (me && rb_me_seen(w, me))
-			return me;
-		if (me && !bpf_probe_read_user(s->co, 8, (const void *)me)) {
-			t = get64(s->co, 0, sizeof(s->co));
-			if ((t & SP_BPF_RB_T_MASK) == SP_BPF_RB_T_IMEMO &&
-			    ((t >> SP_BPF_RB_IMEMO_SHIFT) & 15) == SP_BPF_RB_IMEMO_MENT) {
-				s->me_seen[w->next_me++ & (SP_BPF_RB_SEEN - 1)] = me;
-				return me;
-			}
-			if ((t & SP_BPF_RB_T_MASK) == SP_BPF_RB_T_IMEMO &&
-			    ((t >> SP_BPF_RB_IMEMO_SHIFT) & 15) == SP_BPF_RB_IMEMO_SVAR &&
-			    (fl & SP_BPF_RB_ENV_LOCAL))
-				return rd_ptr(me + l->rb_svar_me);	/* checked in user space */
-		}
-		if (fl & SP_BPF_RB_ENV_LOCAL)
-			return 0;
-	}
-	return 0;
+	bpf_loop(SP_BPF_RB_EP_HOPS + 1, rb_ep_hop, &e, 0);
+	*flags = e.flags;
+	return e.me;
 }
 
 /* The body of iseq (its size, its encoded instructions): read once per
@@ -389,16 +488,17 @@ static __always_inline __u64 rb_frame_me(struct rb_walk *w, __u64 ep, __u64 *fla
 static __always_inline __u64 rb_iseq_body(struct rb_walk *w, __u64 iseq, __u32 *size, __u64 *enc)
 {
 	struct scratch *s = w->s;
+	struct rb_seen_find f = { .s = s, .key = iseq, .hit = SP_BPF_RB_SEEN };
 	struct rb_iseq_seen *e;
 	__u64 body;
-	unsigned int i;
 
-	for (i = 0; i < SP_BPF_RB_SEEN; i++)
-		if (s->seen[i].iseq == iseq) {
-			*size = s->seen[i].size;
-			*enc = s->seen[i].enc;
-			return s->seen[i].body;
-		}
+	bpf_loop(SP_BPF_RB_SEEN, rb_iseq_hit, &f, 0);
+	if (f.hit < SP_BPF_RB_SEEN) {
+		e = &s->seen[f.hit & (SP_BPF_RB_SEEN - 1)];
+		*size = e->size;
+		*enc = e->enc;
+		return e->body;
+	}
 	body = rd_ptr(iseq + w->l->rb_iseq_body);
 	if (!body || bpf_probe_read_user(s->co, 16, (const void *)(body + w->l->rb_body_size)))
 		return 0;

@@ -174,6 +174,18 @@ assert_share() {
 	[ "$status" = 64 ]
 }
 
+@test "--interp=python (no Ruby walker loaded): a Python command's stacks are whole" {
+	require_python
+	run --separate-stderr sp-record --spans=none --interp=python -o "$OUT" -- $PY "$FIX" scale=0.3
+	[ "$status" = 0 ] || fail "$stderr"
+	run assert_real_chains
+	[ "$status" = 0 ] || fail "$output"
+	ih_stacks | grep -q 'ih_rec;ih_rec;ih_rec;ih_rec;ih_rec;ih_rec;ih_spin' ||
+		fail "no full recursion: $(ih_stacks | head -5)"
+	sp-decode "$OUT" | jq -r 'select(.type == "runtime") | .runtime' | grep -qx python
+	[[ "$stderr" != *"interpreted frames: cannot"* ]] || fail "$stderr"
+}
+
 @test "--interp=ruby: a Python program keeps its native stacks only" {
 	require_python
 	run --separate-stderr sp-record --spans=none --interp=ruby -o "$OUT" -- $PY "$FIX" scale=0.2

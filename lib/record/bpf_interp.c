@@ -66,6 +66,8 @@ static int fill_walkers(struct sp_interp_bpf *b)
 	size_t i;
 	int fd;
 
+	if (b->uses & SP_INTERP_NO_RUBY)
+		return 0;	/* not loaded: the slots stay empty, no Ruby is walked */
 	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
 		if (w[i].use == SP_INTERP_NO_SAMPLES ? (b->uses & w[i].use) :
 		    (w[i].use && !(b->uses & w[i].use)))
@@ -128,6 +130,11 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsig
 			bpf_program__set_autoload(b->skel->progs.on_event_rb, false);
 			bpf_map__set_autocreate(b->skel->maps.ev_walkers, false);
 			bpf_map__set_autocreate(b->skel->maps.ev_scratch, false);
+		}
+		if (uses & SP_INTERP_NO_RUBY) {
+			bpf_program__set_autoload(b->skel->progs.on_sample_rb, false);
+			bpf_program__set_autoload(b->skel->progs.on_switch_rb, false);
+			bpf_program__set_autoload(b->skel->progs.on_event_rb, false);
 		}
 		b->uses = uses;
 		if (sp_interp__load(b->skel)) {

@@ -1504,6 +1504,8 @@ struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode, unsigned int use
 		return NULL;
 	ip = sp_xcalloc(1, sizeof(*ip));
 	ip->mode = mode;
+	if (mode == SP_INTERP_PYTHON)
+		uses |= SP_INTERP_NO_RUBY;	/* no Ruby is registered (candidate()) */
 	ip->bpf = sp_interp_bpf_open(on_stack, ip, uses);
 	if (!ip->bpf) {
 		free(ip);

@@ -219,11 +219,13 @@ struct sp_remap;
  * (reported once: native stacks continue). */
 /* What the BPF object serves besides CPU samples: its programs for
  * off-CPU samples and for kernel events are loaded only when asked for
- * (each costs the kernel's verifier a second or so at start). */
+ * (each costs the kernel's verifier some 0.1 s of CPU at start; Ruby's
+ * walkers most: --interp=python leaves them out). */
 #define SP_INTERP_USE_OFFCPU	(1u << 0)
 #define SP_INTERP_USE_EVENTS	(1u << 1)
 #define SP_INTERP_USE_ALL	(SP_INTERP_USE_OFFCPU | SP_INTERP_USE_EVENTS)
 #define SP_INTERP_NO_SAMPLES	(1u << 2)	/* --no-samples: no CPU sample walk */
+#define SP_INTERP_NO_RUBY	(1u << 3)	/* --interp=python: no Ruby walk */
 
 struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode, unsigned int uses);
 void sp_interp_free(struct sp_interpreters *ip);
