@@ -697,11 +697,7 @@ time.sleep(0.5)' "$go" "$ready" &
 	sp-record -v --spans=auto --no-samples -p $py -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
 	rec=$!
 	# until the spans flow (an exists of the loop is in the spool)
-	for i in $(seq 600); do
-		sp-decode "$OUT" 2>/dev/null | jq -r 'select(.type == "span_start") | .method' 2>/dev/null |
-			grep -qx exists && break
-		sleep 0.1
-	done
+	spans_flow "$OUT" exists || fail "no span of exists came: $(cat "$BATS_TEST_TMPDIR/err")"
 	touch "$go"
 	wait $rec || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
 	wait $py

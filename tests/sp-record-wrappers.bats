@@ -139,11 +139,7 @@ late_frames() {
 	[ -e "$ready" ] || fail "deep.py did not start"
 	sp-record -v --spans=auto --no-samples -p $pid -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
 	rec=$!
-	for i in $(seq 600); do
-		sp-decode "$OUT" 2>/dev/null | jq -r 'select(.type == "span_start") | .method' 2>/dev/null |
-			grep -qx tick && break
-		sleep 0.1
-	done
+	spans_flow "$OUT" tick || fail "no span of tick came: $(cat "$BATS_TEST_TMPDIR/err")"
 	touch "$go"
 	wait $pid
 	wait $rec || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
