@@ -207,6 +207,13 @@ struct sp_bs_strval {
  * seen starting. No real line is below -1. */
 #define SP_RT_LINE_SYNTHETIC(line)	(-2 - (line))
 
+/* In a ring entry's probe: a reconstructed start the hook wrote because a
+ * recorder came (sp_rt_listened(): the frames open then, outermost first).
+ * sp-record keeps them only for a ring it found with marks from before the
+ * recording (its thread's outer frames started unseen); in a ring it read
+ * from its start they repeat starts it has, and are dropped. */
+#define SP_RING_RESYNC	0x80000000u
+
 struct sp_ring_entry {
 	__u64 time;		/* CLOCK_MONOTONIC, as bpf_ktime_get_ns() */
 	__u64 arg[3];		/* a marker's %rdi, %rsi, %rdx (addr[] of an event) */

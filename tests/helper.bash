@@ -89,6 +89,19 @@ small_stack() {
 	bash -c 'ulimit -s 1024 && exec "$@"' small_stack "$@"
 }
 
+# Waits (up to 60 s) until the spool $1 that an attached sp-record is
+# writing holds a span_start of method $2: the spans flow, the recording
+# found the process. Fails otherwise.
+spans_flow() {
+	local i
+	for i in $(seq 600); do
+		sp-decode "$1" 2>/dev/null | jq -r 'select(.type == "span_start") | .method' 2>/dev/null |
+			grep -qx -- "$2" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # Waits (up to 60 s) until the spool $1 that a system-wide sp-record is
 # writing holds its first batch (the processes already running, read at
 # the start, are more than 16 KiB): the recording has begun. Loading the

@@ -124,6 +124,89 @@ exec(compile(open(sys.argv[2]).read(), sys.argv[2], "exec"))' "$go" "$APP" &
 	done
 }
 
+# A Python started with the activator and its span rings, found by
+# sp-record -p while it is inside main() -> outer() -> inner() (deep.py):
+# the process is $1...; deep.py writes $BATS_TEST_TMPDIR/ready, then ticks
+# until the file go exists, which is made once the spool holds a tick's
+# span (the spans flow: the recording found it).
+late_frames() {
+	local ready=$BATS_TEST_TMPDIR/ready go=$BATS_TEST_TMPDIR/go rec pid i
+	rm -f "$ready" "$go"
+	PYTHONPATH="$SP_BIN/../runtime/python" STACKPULSE_SPAN_RING=1 "$@" \
+		"$FIXTURES/deep.py" "$ready" "$go" &
+	pid=$!
+	for i in $(seq 600); do [ -e "$ready" ] && break; sleep 0.1; done
+	[ -e "$ready" ] || fail "deep.py did not start"
+	sp-record -v --spans=auto --no-samples -p $pid -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
+	rec=$!
+	spans_flow "$OUT" tick || fail "no span of tick came: $(cat "$BATS_TEST_TMPDIR/err")"
+	touch "$go"
+	wait $pid
+	wait $rec || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	# the frames open when the recording found the thread: their starts
+	# reconstructed (flag 2), outermost first, named and nested (the fifth,
+	# when there is one, is the tick or exists the thread was in then)
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and ((.flags // \"0\") == \"0x2\"))
+		| \"\(.method) \(.depth)\"'"
+	[ "$(head -4 <<<"$output")" = "<module> 1
+main 2
+outer 3
+inner 4" ] || fail "reconstructed starts: $output"
+	[ "$(sed -n '5,$p' <<<"$output" | grep -cv -E '^(tick|exists) 5$')" = 0 ] ||
+		fail "reconstructed starts: $output"
+	# and their stops found them: none dropped
+	run -0 grep -E "spans: [0-9]+ span marks, .*; 0 stops without a start dropped" \
+		"$BATS_TEST_TMPDIR/err"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"lost\" and .what == \"span_stops\") | .count'"
+	assert_output ""
+	# sp-correlate: four spans flagged reconstructed that stopped, each
+	# the parent of the next, the last the parent of the ticks
+	run -0 bash -c "sp-correlate '$OUT' | sp-decode | jq -r 'select(.type == \"span\")
+		| \"\(.id) \(.parent) \(.method) \(.end // \"stopped\") \(.flags // \"0\")\"'"
+	local ids
+	ids=$(awk '$5 == "0x2" { print $1, $2, $3, $4 }' <<<"$output" | head -4)
+	[ "$(awk '{ print $3, $4 }' <<<"$ids" | tr '\n' ' ')" = "<module> stopped main stopped outer stopped inner stopped " ] ||
+		fail "reconstructed spans: $ids"
+	[ "$(awk 'NR > 1 && $2 != prev { bad = 1 } { prev = $1 } END { print bad + 0 }' <<<"$ids")" = 0 ] ||
+		fail "not nested: $ids"
+	local inner_id
+	inner_id=$(awk '$3 == "inner" { print $1 }' <<<"$ids")
+	[ "$(awk -v p="$inner_id" '$3 == "tick" && $2 != p' <<<"$output" | wc -l)" = 0 ] ||
+		fail "a tick outside inner: $output"
+	# the flag round-trips JSON -> spool -> JSON
+	sp-correlate "$OUT" | sp-decode > "$BATS_TEST_TMPDIR/c.json"
+	sp-decode -e "$BATS_TEST_TMPDIR/c.json" > "$BATS_TEST_TMPDIR/c.sp"
+	run -0 bash -c "sp-decode '$BATS_TEST_TMPDIR/c.sp' | jq -r 'select(.type == \"span\" and .flags == \"0x2\") | .method' | head -4"
+	assert_output "<module>
+main
+outer
+inner"
+	# sp-tree says so, and the durations are lower bounds
+	run -0 sp-tree "$OUT"
+	local name
+	for name in '<module>' main outer inner; do
+		assert_line --regexp "^[│├└─ ]*\[SPAN tid=[0-9]+ __main__\.$name at=deep\.py:[0-9]+ dur=>=[^]]*\] \(reconstructed: open when found\)\$"
+	done
+}
+
+@test "sp-record -p: a Python inside nested functions when found gets them as reconstructed spans, their stops matched" {
+	require_python
+	late_frames $PY
+}
+
+@test "sp-record -p: the same through a #!/bin/sh wrapper that execs python3" {
+	require_python
+	local wrap=$BATS_TEST_TMPDIR/python-wrapper
+	printf '#!/bin/sh\nexec %s "$@"\n' "$PY" > "$wrap"
+	chmod +x "$wrap"
+	late_frames "$wrap"
+}
+
+@test "sp-record -p: the same through pyenv's python3 shim" {
+	require_shim
+	late_frames $SHIM
+}
+
 @test "sp-record: a Python found whose spans never came is named in a warning and counted in the spool" {
 	require_python
 	local pid

@@ -118,6 +118,8 @@ static void do_start(struct sp_corr *c, struct thr *t, struct hrec *h)
 	s->s.start = m->time;
 	s->s.end = SP_END_STOPPED;
 	s->s.coro = m->coro;	/* a coroutine's resume: lanes.h */
+	if (m->flags & SP_MARK_SYNTHETIC)
+		s->s.flags |= SP_SPAN_RECONSTRUCTED;	/* began before 'start' */
 	s->depth = m->depth;
 	if (sp_corr_in_lost_window(c, t->pid, m->time))
 		s->incomplete = true;

@@ -78,12 +78,14 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 	}
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[n > 0 ? n : 0] = 0;
+	/* before the probes go on: a hook that sees them come writes its open
+	 * frames at once (span_rings.h), and that run is of this recording */
+	c->rings.since = sp_now_mono_ns();
 	for (i = 0; i < c->npids; i++)
 		if (sp_bs_seed(c, c->pids[i], self, c->pid_cmd[i], c->epfd >= 0))
 			return -1;
 	c->last_poll_ns = sp_now_mono_ns();
 	c->lost_since = c->last_poll_ns;
-	c->rings.since = c->last_poll_ns;
 	c->rings.lost_since = c->last_poll_ns;
 	return 0;
 }
@@ -311,17 +313,21 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 		sp_info("spans: %llu Ruby raises before the activator's hook was in (Ruby's "
 			"start-up: RubyGems rescues its own) not recorded: no span can be open then",
 			(unsigned long long)c->boot_raises);
-	if (c->rings.n || c->rings.reading || c->rings.shared || c->rings.given_up)
+	if (c->rings.n || c->rings.reading || c->rings.shared || c->rings.given_up ||
+	    c->rings.before_run)
 		sp_info("spans: span rings: %llu read; %llu read beside another sp-record, "
 			"%llu given up, %llu past the bounds; %llu not readable at their "
 			"thread's end, %llu ended without their last copy, %llu chunks after "
 			"lost ones, %llu bad entries, %llu entries read twice, %llu marks older "
-			"than what was written (of rings found late: out of order)",
+			"than what was written (of rings found late: out of order), %llu marks "
+			"before their hook's open frames (of rings found with marks from before "
+			"the recording: skipped)",
 			(unsigned long long)c->rings.reading, (unsigned long long)c->rings.shared,
 			(unsigned long long)c->rings.given_up, (unsigned long long)c->rings.refused,
 			(unsigned long long)c->rings.faults, (unsigned long long)c->rings.unended,
 			(unsigned long long)c->rings.gaps, (unsigned long long)c->rings.bad,
-			(unsigned long long)c->rings.dups, (unsigned long long)c->rings.late);
+			(unsigned long long)c->rings.dups, (unsigned long long)c->rings.late,
+			(unsigned long long)c->rings.before_run);
 	if (c->unprobed)
 		sp_warn("spans: %u processes left without some span probes (USDT links waiting "
 			"to be detached; counted in the spool)", c->unprobed);

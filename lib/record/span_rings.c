@@ -46,6 +46,12 @@ struct sp_span_ring {
 	bool late;		/* not read yet: start where its thread says */
 	bool shared;		/* another sp-record owns it: read, never written */
 	bool given_up;		/* it lied or cannot be read: left alone */
+	bool delivered;		/* an entry of it was delivered */
+	bool want_run;		/* found with Python marks from before the recording:
+				 * its hook's run of open frames (SP_RING_RESYNC) is
+				 * awaited, the marks before it skipped */
+	bool in_run;		/* delivering that run */
+	uint64_t claimed_ns;	/* when we claimed it, 0: never */
 };
 
 static unsigned int claim_checks;	/* this poll's */
@@ -320,6 +326,23 @@ static bool plausible(const struct sp_span_ring *r, uint64_t n, uint64_t t)
 	return n <= r->seen || n - r->seen <= most + SP_RING_CAP;
 }
 
+bool sp_span_rings_python(uint32_t probe)
+{
+	probe &= ~SP_RING_RESYNC;
+	return probe == SP_PR_PY_HOOK_CALL || probe == SP_PR_PY_HOOK_RETURN ||
+	       probe == SP_PR_PY_HOOK_RAISE || probe == SP_PR_PY_HOOK_CORO;
+}
+
+enum sp_span_rings_resync sp_span_rings_resync(bool want_run, bool in_run, uint64_t claimed_ns,
+					       const struct sp_ring_entry *m)
+{
+	if (m->probe & SP_RING_RESYNC)
+		return want_run || in_run ? SP_RESYNC_RUN : SP_RESYNC_DROP;
+	if (!in_run && want_run && m->time < claimed_ns + SP_SPAN_RINGS_RUN_WAIT_NS)
+		return SP_RESYNC_SKIP;
+	return SP_RESYNC_DELIVER;
+}
+
 /* Deliver entries numbered [from, to) of r, e[0] being number base. Their
  * stamps only grow, and none is ahead of now: a ring that says otherwise
  * is given up. */
@@ -332,6 +355,7 @@ static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t ba
 		rs->dups += (r->next < to ? r->next : to) - base;
 	for (k = r->next > base ? r->next : base; k < to; k++) {
 		const struct sp_ring_entry *m = &e[k - base];
+		struct sp_ring_entry run;
 
 		if (m->time > now) {
 			give_up(rs, r, to - k, "has mark %llu stamped %llu ns ahead of now",
@@ -345,8 +369,30 @@ static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t ba
 		}
 		r->last_ns = m->time;
 		r->next = k + 1;
-		if (m->time < rs->since)
-			continue;	/* before the recording */
+		if (m->time < rs->since) {
+			/* before the recording: frames may be open whose
+			 * starts nobody will deliver */
+			if (!r->delivered && r->claimed_ns && sp_span_rings_python(m->probe))
+				r->want_run = true;
+			continue;
+		}
+		switch (sp_span_rings_resync(r->want_run, r->in_run, r->claimed_ns, m)) {
+		case SP_RESYNC_SKIP:
+			rs->before_run++;
+			continue;
+		case SP_RESYNC_DROP:
+			continue;
+		case SP_RESYNC_RUN:
+			r->in_run = true;
+			run = *m;
+			run.probe &= ~SP_RING_RESYNC;
+			m = &run;
+			break;
+		case SP_RESYNC_DELIVER:
+			r->in_run = r->want_run = false;
+			break;
+		}
+		r->delivered = true;
 		/* after records it precedes (a ring found late): counted, and
 		 * kept, for the merge and sp-correlate's window to place */
 		if (m->time < rs->released)
@@ -534,9 +580,12 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 	}
 	r->ended = false;
 	own = h.claim == rs->claim;
-	if (!own && (!h.claim || !claim_alive(rs, h.claim, now)))
+	if (!own && (!h.claim || !claim_alive(rs, h.claim, now))) {
 		claiming = write_head(r, offsetof(struct sp_ring_head, claim), &rs->claim,
 				      sizeof(rs->claim));
+		if (claiming && !r->claimed_ns)
+			r->claimed_ns = sp_now_mono_ns();
+	}
 	head = h.head;
 	if (head < r->next)	/* started again at the same address (exec) */
 		r->late = true;

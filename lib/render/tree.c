@@ -360,6 +360,7 @@ static void fill_span(struct sp_tree *t, struct tspan *s, const struct sp_span *
 	s->start = r->start;
 	s->stop = r->stop;
 	s->end = r->end;
+	s->reconstructed = r->flags & SP_SPAN_RECONSTRUCTED;
 	s->samples = r->samples;
 	s->total = r->total_samples;
 	s->offcpu = r->offcpu_ns;

@@ -73,6 +73,7 @@ struct tspan {
 	uint64_t stream;	/* the stream (t->streams) of its record */
 	bool written_open;	/* its record came before its end (below) */
 	bool early;		/* it ended after its record: counts are partial */
+	bool reconstructed;	/* SP_SPAN_RECONSTRUCTED: began before its start */
 };
 
 struct tevent {

@@ -203,7 +203,8 @@ static void render_span_times(struct sp_tree *t, struct sp_buf *b, const struct 
 	}
 	if (s->stop >= s->start && (s->stop || !s->start)) {
 		sp_tree_fmt_dur(d, sizeof(d), s->stop - s->start);
-		line_add(b, " dur=%s", d);
+		/* began before it was found: at least this long */
+		line_add(b, " dur=%s%s", s->reconstructed ? ">=" : "", d);
 	} else {
 		line_add(b, " dur=?");
 	}
@@ -231,6 +232,11 @@ static void render_span(struct sp_tree *t, struct sp_buf *b, const struct tspan 
 	if (!stable)
 		render_span_times(t, b, s, ag);
 	line_add(b, "]");
+	if (s->reconstructed) {
+		line_color(b, color, "33");
+		line_add(b, " (reconstructed: open when found)");
+		line_color(b, color, "0");
+	}
 	if (s->end == SP_END_OPEN) {
 		line_color(b, color, "33");
 		line_add(b, " (open)");

@@ -73,6 +73,15 @@ void sp_rt_ring_slow(struct sp_ring *r, uint64_t h);
 void sp_rt_ring_announce(struct sp_ring *r, uint64_t now);
 
 /*
+ * Whether a recorder listens: the rt__ring marker's nop is a breakpoint
+ * (0xcc) while a uprobe is on it, which sp-record attaches to every
+ * process that maps the hook, at once. A thread that sees it turn on
+ * (sp-record -p of a running program) writes the frames open then
+ * (SP_RING_RESYNC), since their starts were not recorded. One load.
+ */
+bool sp_rt_listened(void);
+
+/*
  * Put one mark of the probe (enum sp_bs_probe) with its marker's operands
  * into the running thread's ring. False when there is no ring (the caller
  * fires the marker itself).

@@ -118,6 +118,8 @@ static void mark_coro(PyFrameObject *frame, int what)
 	Py_DECREF(gen);
 }
 
+static void listened_check(PyFrameObject *frame, int what);
+
 static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
 	bool coro;
@@ -135,6 +137,7 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 	if (!n)
 		return 0;
 	line = PyFrame_GetLineNumber(frame);
+	listened_check(frame, what);
 	if (what == PyTrace_CALL) {
 		if (coro && sp_rt_ring_on)
 			mark_coro(frame, what);
@@ -179,22 +182,28 @@ static int audit(const char *event, PyObject *args, void *unused)
 }
 
 /*
- * The frames open when install() is called (the activator's, the imports
- * that ran it, a -c program's or a module's that imported it late): their
- * stops will come, their starts never did. Marked as starts now, flagged
- * as reconstructed (SP_RT_LINE_SYNTHETIC), outermost first; of a deeper
- * stack only the innermost SP_RT_OPEN_MAX (the stops of the others find
- * no start, as before).
+ * The frames open now: their stops will come, their starts were not seen
+ * (install() is called from the activator, the imports that ran it, a -c
+ * program's or a module's that imported it late; or a recorder came
+ * while the program ran: listened_check()). Marked as starts now, flagged
+ * as reconstructed (SP_RT_LINE_SYNTHETIC; and in the ring entry's probe
+ * SP_RING_RESYNC for a recorder's coming), outermost first; of a deeper
+ * stack only the innermost SP_RT_OPEN_MAX (the stops of the others find no start, as before).
+ * skip: the innermost frame when it is, the one whose call is being marked.
  */
 #define SP_RT_OPEN_MAX	256
-static void mark_open_frames(void)
+static void mark_open_frames(uint32_t flag, PyFrameObject *skip)
 {
 	PyFrameObject *open[SP_RT_OPEN_MAX], *f = PyEval_GetFrame();
 	struct sp_rt_name *n;
 	PyCodeObject *co;
 	int i, k = 0, line;
 
-	for (Py_XINCREF(f); f && k < SP_RT_OPEN_MAX; f = PyFrame_GetBack(f))
+	if (f && f == skip)
+		f = PyFrame_GetBack(f);
+	else
+		Py_XINCREF(f);
+	for (; f && k < SP_RT_OPEN_MAX; f = PyFrame_GetBack(f))
 		open[k++] = f;
 	Py_XDECREF(f);
 	for (i = k - 1; i >= 0; i--) {
@@ -203,11 +212,34 @@ static void mark_open_frames(void)
 		Py_DECREF(co);
 		line = PyFrame_GetLineNumber(open[i]);
 		line = SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);
-		if (n && (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_CALL, n->str[0], n->str[1],
-							    n->str[2], line)))
+		if (n && (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_CALL | flag, n->str[0],
+							    n->str[1], n->str[2], line)))
 			SP_RT_MARK(py__call, n->str[0], n->str[1], n->str[2], line);
 		Py_DECREF(open[i]);
 	}
+}
+
+/*
+ * Whether a recorder listened at this thread's last mark (-1: no mark yet,
+ * the thread's first mark starts the count): when one comes (sp-record -p
+ * of this running program), the frames open then are written before the
+ * next mark, flagged SP_RING_RESYNC. sp-record keeps them only in a ring
+ * it found with marks from before the recording (span_rings.h). With span
+ * rings only: a marker per mark has no such flag.
+ */
+static __thread int listened = -1;
+static void listened_check(PyFrameObject *frame, int what)
+{
+	int on, was = listened;
+
+	if (!sp_rt_ring_on)
+		return;
+	on = sp_rt_listened();
+	if (__builtin_expect(on == was, 1))
+		return;
+	listened = on;
+	if (on && was == 0)
+		mark_open_frames(SP_RING_RESYNC, what == PyTrace_CALL ? frame : NULL);
 }
 
 /* The profile function of this thread; the audit hook, once. */
@@ -216,7 +248,9 @@ static PyObject *install(PyObject *self, PyObject *unused)
 	static int audit_on;
 
 	if (PyThreadState_Get()->c_profilefunc != profile)	/* not twice */
-		mark_open_frames();
+		mark_open_frames(0, NULL);
+	if (sp_rt_ring_on)
+		listened = sp_rt_listened();	/* the frames are marked */
 	PyEval_SetProfile(profile, NULL);
 	if (!audit_on && PySys_AddAuditHook(audit, NULL) == 0)
 		audit_on = 1;

@@ -204,6 +204,42 @@ static void done(struct sp_corr *c)
 
 /* ---- the tests -------------------------------------------------------- */
 
+/* Spans whose start marks were synthetic (frames open when the recording
+ * found their thread) are flagged reconstructed, nest as the marks say, and
+ * their stops close them; a span started as usual is not flagged. */
+static void test_correlate_reconstructed(void)
+{
+	struct sp_record s1 = START(10, 10, 10, 1), s2 = START(10, 10, 10, 2);
+	struct sp_corr *c = corr(0);
+	const struct sp_span *a, *b, *k;
+
+	s1.mark.flags = s2.mark.flags = SP_MARK_SYNTHETIC;
+	add(c, process(1, 10, 1));
+	add(c, s1);
+	add(c, s2);
+	add(c, START(20, 10, 10, 3));
+	add(c, STOP(30, 10, 10, 3));
+	add(c, STOP(40, 10, 10, 2));
+	add(c, STOP(50, 10, 10, 1));
+	done(c);
+	a = span_of(1);
+	b = span_of(2);
+	k = span_of(3);
+	CHECK(a && b && k);
+	if (!a || !b || !k)
+		goto out;
+	CHECK_EQ_U(a->flags, SP_SPAN_RECONSTRUCTED);
+	CHECK_EQ_U(b->flags, SP_SPAN_RECONSTRUCTED);
+	CHECK_EQ_U(k->flags, 0);
+	CHECK_EQ_U(b->parent, a->id);
+	CHECK_EQ_U(k->parent, b->id);
+	CHECK_EQ_U(a->end, SP_END_STOPPED);
+	CHECK_EQ_U(b->stop, 40);
+	CHECK_EQ_U(sp_corr_stats(c)->stop_without_start, 0);
+out:
+	sp_corr_free(c);
+}
+
 static void test_correlate_thread_rule(void)
 {
 	struct sp_corr *c = corr(0);
@@ -1293,6 +1329,7 @@ static void test_correlate_many(void)
 int main(void)
 {
 	TAP_RUN(test_correlate_thread_rule);
+	TAP_RUN(test_correlate_reconstructed);
 	TAP_RUN(test_correlate_fibers);
 	TAP_RUN(test_correlate_fiber_open_at_end);
 	TAP_RUN(test_correlate_fork_rule);

@@ -219,6 +219,104 @@ static void test_span_rings_late(void)
 	finish(&rs, r);
 }
 
+/* A Python hook's mark of line, flag SP_RING_RESYNC or 0. */
+static void py_mark(int line, uint32_t flag)
+{
+	CHECK(sp_rt_ring_put(SP_PR_PY_HOOK_CALL | flag, "mod", "func", "file.py", line));
+}
+
+/* When a ring's run of open frames is delivered, and which marks around
+ * it are, by the rule alone. */
+static void test_span_rings_resync_rule(void)
+{
+	struct sp_ring_entry e = { .time = 1000, .probe = SP_PR_PY_HOOK_CALL };
+	uint64_t claimed = 900;
+
+	CHECK_EQ_U(sp_span_rings_resync(false, false, claimed, &e), SP_RESYNC_DELIVER);
+	/* awaited: marks just after the claim wait for the run */
+	CHECK_EQ_U(sp_span_rings_resync(true, false, claimed, &e), SP_RESYNC_SKIP);
+	e.time = claimed + SP_SPAN_RINGS_RUN_WAIT_NS;	/* a hook with no run */
+	CHECK_EQ_U(sp_span_rings_resync(true, false, claimed, &e), SP_RESYNC_DELIVER);
+	e.probe |= SP_RING_RESYNC;
+	CHECK_EQ_U(sp_span_rings_resync(true, false, claimed, &e), SP_RESYNC_RUN);
+	CHECK_EQ_U(sp_span_rings_resync(false, true, claimed, &e), SP_RESYNC_RUN);
+	CHECK_EQ_U(sp_span_rings_resync(false, false, claimed, &e), SP_RESYNC_DROP);
+	e.probe = SP_PR_PY_HOOK_RETURN;	/* the run is over */
+	e.time = 1000;
+	CHECK_EQ_U(sp_span_rings_resync(true, true, claimed, &e), SP_RESYNC_DELIVER);
+	CHECK(sp_span_rings_python(SP_PR_PY_HOOK_RETURN | SP_RING_RESYNC));
+	CHECK(sp_span_rings_python(SP_PR_PY_HOOK_CORO));
+	CHECK(!sp_span_rings_python(SP_PR_RB_HOOK_CALL));
+}
+
+/* A Python ring found with marks from before the recording (-p of a
+ * running program): what came after the recording's start but before the
+ * claim is skipped, the hook's run of open frames is delivered (without
+ * its flag) and so is all after it; a later run is dropped. */
+static void test_span_rings_resync_late(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r = start(&rs);
+
+	sp_span_rings_release(&rs);	/* a reader that was not there */
+	sp_span_rings_init(&rs);
+	py_mark(1, 0);			/* before the recording */
+	py_mark(2, 0);
+	rs.since = now_ns();
+	py_mark(3, 0);			/* in it, before the claim */
+	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 0);
+	CHECK_EQ_U(rs.before_run, 1);
+	CHECK(r->h.claim == rs.claim);
+	py_mark(11, SP_RING_RESYNC);	/* the hook saw the claim */
+	py_mark(12, SP_RING_RESYNC);
+	py_mark(13, 0);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 3);
+	CHECK_EQ_U(got.line[0], 11);
+	CHECK_EQ_U(got.line[2], 13);
+	py_mark(21, SP_RING_RESYNC);	/* another claim's run: not ours to take */
+	py_mark(22, 0);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 4);
+	CHECK_EQ_U(got.line[3], 22);
+	CHECK_EQ_U(rs.before_run, 1);
+	finish(&rs, r);
+}
+
+/* A ring read from its start (a program sp-record started) has every
+ * start: its hook's run at the claim is dropped, nothing is skipped. A
+ * late ring whose hook writes no run is delivered after the wait. */
+static void test_span_rings_resync_whole(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r = start(&rs);
+
+	py_mark(1, 0);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	py_mark(11, SP_RING_RESYNC);
+	py_mark(2, 0);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK(got_in_order(2));
+	CHECK_EQ_U(rs.before_run, 0);
+	finish(&rs, r);
+
+	r = start(&rs);
+	sp_span_rings_release(&rs);
+	sp_span_rings_init(&rs);
+	py_mark(1, 0);
+	rs.since = now_ns();
+	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	usleep((SP_SPAN_RINGS_RUN_WAIT_NS + 5000000) / 1000);
+	py_mark(2, 0);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 1);
+	CHECK_EQ_U(got.line[0], 2);
+	finish(&rs, r);
+}
+
 /* A ring whose thread ended without its last chunk (lost) is dropped at
  * the poll after the one that saw it end, so the watermark moves on; marks
  * that come after what was written are counted. */
@@ -834,6 +932,9 @@ int main(void)
 	TAP_RUN(test_span_rings_wait);
 	TAP_RUN(test_span_rings_chunks);
 	TAP_RUN(test_span_rings_late);
+	TAP_RUN(test_span_rings_resync_rule);
+	TAP_RUN(test_span_rings_resync_late);
+	TAP_RUN(test_span_rings_resync_whole);
 	TAP_RUN(test_span_rings_ended);
 	TAP_RUN(test_span_rings_overrun);
 	TAP_RUN(test_span_rings_watermark);

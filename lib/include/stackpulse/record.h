@@ -309,6 +309,10 @@ struct sp_span {
 };
 #define SP_SPAN_SUSPENDED	(1u << 0)	/* a coroutine's resume that ended by
 						 * suspending, not by returning */
+#define SP_SPAN_RECONSTRUCTED	(1u << 1)	/* its start mark was SP_MARK_SYNTHETIC:
+						 * open before the recording (or the hook)
+						 * found it, 'start' is when it was found,
+						 * the duration a lower bound */
 
 struct sp_process_end {
 	uint64_t time;
