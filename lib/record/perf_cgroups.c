@@ -7,8 +7,10 @@
  * /proc, as the ones found at the start got. The BPF events source adds
  * its id to its own filter (bpf_events.c).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "cgroup_filter.h"
 #include "perf_sourceP.h"
@@ -45,8 +47,18 @@ void sp_perf_cgroups_follow(struct perf *p)
 	size_t nfds = p->nfds;
 	unsigned int i;
 
-	if (!p->cgroup_mode || !f || !f->nwaiting ||
-	    !sp_cgroup_filter_follow(f, sp_now_mono_ns()))
+	if (!p->cgroup_mode || !sp_cgroup_filter_following(f))
+		return;
+	if (!p->cgroups_watched && sp_cgroup_filter_fd(f) >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		/* a new cgroup wakes the recording at once: its container's
+		 * first program runs soon after */
+		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, sp_cgroup_filter_fd(f), &ev))
+			sp_warn("epoll_ctl: new cgroups: %s", strerror(errno));
+		p->cgroups_watched = true;
+	}
+	if (!sp_cgroup_filter_follow(f, sp_now_mono_ns()))
 		return;
 	for (i = p->cgroups_open; i < f->n; i++)
 		if (sp_perf_open_cgroup(p, i) == 0)

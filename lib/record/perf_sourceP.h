@@ -196,6 +196,7 @@ struct perf {
 	bool system_wide;
 	bool cgroup_mode;	/* -a limited to cgroups: o.cgroups */
 	unsigned int cgroups_open;	/* o.cgroups' directories with their events */
+	bool cgroups_watched;		/* the new cgroups' descriptor is in epfd */
 
 	struct sp_perf_stats st;
 	const char *failed_call;	/* what open_on() failed at */

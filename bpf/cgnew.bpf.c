@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cgnew.bpf.c - each cgroup v2 directory as it is made (the cgroup_mkdir
+ * tracepoint, which fires once the directory exists and before any task
+ * is in it), for -a --cgroup/--container: a runtime makes its container's
+ * cgroup before it moves the container's first process in, so user space
+ * learns of it before that process runs (lib/record/bpf_cgnew.c). The v1
+ * hierarchies of a hybrid host are left out: their ids are another tree's.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "cgnew.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, SP_BPF_CGNEW_RING);
+} cgnew SEC(".maps");
+
+SEC("tp_btf/cgroup_mkdir")
+int BPF_PROG(cg_mkdir, struct cgroup *cgrp, const char *path)
+{
+	struct sp_bpf_cgnew *e;
+
+	if (cgrp->root->hierarchy_id != 0)	/* 0: the default (v2) hierarchy */
+		return 0;
+	e = bpf_ringbuf_reserve(&cgnew, sizeof(*e), 0);
+	if (!e)
+		return 0;	/* full: user space reads the tree again (lost) */
+	e->id = cgrp->kn->id;
+	e->level = cgrp->level;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
