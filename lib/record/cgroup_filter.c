@@ -30,8 +30,8 @@ static const struct argp_option cgroup_options[] = {
 	{ "cgroup", OPT_CGROUP, "PATH", 0, "With -a: record only the processes of this cgroup v2 "
 	  "directory and below (\"/system.slice/nginx.service\"); may be repeated", 0 },
 	{ "container", OPT_CONTAINER, "ID", 0, "With -a: record only this container's processes, "
-	  "by id prefix, systemd unit, or name (through podman or docker inspect); may be "
-	  "repeated", 0 },
+	  "by id prefix, systemd unit, or name (podman's or docker's); every container that "
+	  "matches, also one started later; may be repeated", 0 },
 	{ 0 }
 };
 

@@ -12,6 +12,8 @@
  * cgroup mode needs its descriptor) with its cgroup id (its inode, which is
  * what bpf_get_current_cgroup_id() returns). A cgroup's descendants belong
  * to it: perf counts them, the BPF programs look at the ancestors too.
+ * While recording, the kernel tells each cgroup made (bpf_cgnew.h) and
+ * every one that matches is appended (sp_cgroup_filter_consider()).
  */
 #ifndef STACKPULSE_CGROUP_FILTER_H
 #define STACKPULSE_CGROUP_FILTER_H
