@@ -329,13 +329,15 @@ static bool wanted_container(struct sp_cgroup_filter *f, const struct sp_cgroup_
 {
 	size_t len = strlen(want);
 	char id[65];
+	int r;
 
 	if (is_hex(want, len) ? !strncmp(o->id, want, len) : !strcmp(o->id, want))
 		return true;
 	if (!o->runtime || !strcmp(o->runtime, "systemd"))
 		return false;	/* names are containers' */
-	if (sp_container_named(f->names_root, o->id, want))
-		return true;
+	r = sp_container_named(f->names_root, o->id, want);
+	if (r >= 0)
+		return r == 1;
 	/* a runtime whose files we do not read: ask it (a process, and it may
 	 * wait for the runtime's lock while the container starts) */
 	return !strcmp(f->names_root, "/") &&

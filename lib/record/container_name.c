@@ -44,13 +44,13 @@ static json_t *load(const char *root, const char *path)
 	return j;
 }
 
-/* containers/storage's list: is id's entry named name? */
-static bool podman_named(const char *root, const char *driver, const char *id, const char *name)
+/* containers/storage's list: is id's entry named name? 1, 0, -1 not listed */
+static int podman_named(const char *root, const char *driver, const char *id, const char *name)
 {
 	char path[128];
 	json_t *all, *c, *names, *v;
 	size_t i, k;
-	bool yes = false;
+	int yes = -1;
 
 	snprintf(path, sizeof(path), "var/lib/containers/storage/%s-containers/containers.json",
 		 driver);
@@ -60,41 +60,47 @@ static bool podman_named(const char *root, const char *driver, const char *id, c
 		    strcmp(json_string_value(json_object_get(c, "id")), id))
 			continue;
 		names = json_object_get(c, "names");
+		yes = 0;
 		json_array_foreach(names, k, v)
 			if (json_is_string(v) && !strcmp(json_string_value(v), name))
-				yes = true;
+				yes = 1;
 		break;
 	}
 	json_decref(all);
 	return yes;
 }
 
-static bool docker_named(const char *root, const char *id, const char *name)
+static int docker_named(const char *root, const char *id, const char *name)
 {
 	char path[160];
 	json_t *c;
 	const char *n;
-	bool yes;
+	int yes;
 
 	snprintf(path, sizeof(path), "var/lib/docker/containers/%s/config.v2.json", id);
 	c = load(root, path);
 	n = json_string_value(json_object_get(c, "Name"));
 	/* Docker keeps the name with a leading '/' */
-	yes = n && n[0] == '/' && !strcmp(n + 1, name);
+	yes = !n ? -1 : n[0] == '/' && !strcmp(n + 1, name);
 	json_decref(c);
 	return yes;
 }
 
-bool sp_container_named(const char *root, const char *id, const char *name)
+int sp_container_named(const char *root, const char *id, const char *name)
 {
+	int r[3];
 	size_t i;
 
 	/* the id becomes part of a path: its exact form only */
 	if (strlen(id) != 64 || !*name)
-		return false;
+		return -1;
 	for (i = 0; i < 64; i++)
 		if (!strchr("0123456789abcdef", id[i]))
-			return false;
-	return podman_named(root, "overlay", id, name) || podman_named(root, "vfs", id, name) ||
-	       docker_named(root, id, name);
+			return -1;
+	r[0] = podman_named(root, "overlay", id, name);
+	r[1] = r[0] == 1 ? 1 : podman_named(root, "vfs", id, name);
+	r[2] = r[1] == 1 ? 1 : docker_named(root, id, name);
+	if (r[0] == 1 || r[1] == 1 || r[2] == 1)
+		return 1;
+	return r[0] == 0 || r[1] == 0 || r[2] == 0 ? 0 : -1;
 }

@@ -43,29 +43,29 @@ static void test_podman_names(void)
 	    "[{\"id\":\"" ID1 "\",\"names\":[\"web\",\"web-alias\"],\"image\":\"f6d3\","
 	    "\"layer\":\"ab\",\"metadata\":\"\",\"created\":\"2026-12-04T12:36:00Z\"},"
 	    "{\"id\":\"" ID2 "\",\"names\":[\"db\"]}]");
-	CHECK(sp_container_named(root, ID1, "web"));
-	CHECK(sp_container_named(root, ID1, "web-alias"));
-	CHECK(sp_container_named(root, ID2, "db"));
-	CHECK(!sp_container_named(root, ID1, "db"));	/* another's name */
-	CHECK(!sp_container_named(root, ID3, "web"));	/* not listed */
-	CHECK(!sp_container_named(root, ID1, "we"));	/* a prefix is no name */
-	CHECK(!sp_container_named(root, ID1, ""));
+	CHECK(1 == sp_container_named(root, ID1, "web"));
+	CHECK(1 == sp_container_named(root, ID1, "web-alias"));
+	CHECK(1 == sp_container_named(root, ID2, "db"));
+	CHECK_EQ_U(sp_container_named(root, ID1, "db"), 0);	/* another's name */
+	CHECK_EQ_U(sp_container_named(root, ID3, "web"), -1);	/* not listed */
+	CHECK_EQ_U(sp_container_named(root, ID1, "we"), 0);	/* a prefix is no name */
+	CHECK_EQ_U(sp_container_named(root, ID1, ""), -1);
 }
 
 static void test_podman_vfs(void)
 {
 	put("var/lib/containers/storage/vfs-containers/containers.json",
 	    "[{\"id\":\"" ID3 "\",\"names\":[\"cache\"]}]");
-	CHECK(sp_container_named(root, ID3, "cache"));
+	CHECK(1 == sp_container_named(root, ID3, "cache"));
 }
 
 static void test_docker_name(void)
 {
 	put("var/lib/docker/containers/" ID2 "/config.v2.json",
 	    "{\"ID\":\"" ID2 "\",\"Name\":\"/api\",\"State\":{\"Running\":true}}");
-	CHECK(sp_container_named(root, ID2, "api"));
-	CHECK(!sp_container_named(root, ID2, "/api"));
-	CHECK(!sp_container_named(root, ID1, "api"));
+	CHECK(1 == sp_container_named(root, ID2, "api"));
+	CHECK_EQ_U(sp_container_named(root, ID2, "/api"), 0);
+	CHECK(1 != sp_container_named(root, ID1, "api"));
 }
 
 static void test_refused(void)
@@ -73,15 +73,15 @@ static void test_refused(void)
 	char p[512], q[512];
 
 	/* not an id: never part of a path */
-	CHECK(!sp_container_named(root, "../../../etc", "web"));
-	CHECK(!sp_container_named(root, "0B0017F87B82FDB53366338324AD668AA98B1A5AA6E67B9821C9BBDB4940C752",
-				  "web"));
+	CHECK_EQ_U(sp_container_named(root, "../../../etc", "web"), -1);
+	CHECK_EQ_U(sp_container_named(root, "0B0017F87B82FDB53366338324AD668AA98B1A5AA6E67B9821C9BBDB4940C752",
+				  "web"), -1);
 	/* malformed JSON, and a list that is no list */
 	put("var/lib/containers/storage/overlay-containers/containers.json", "[{\"id\":");
-	CHECK(!sp_container_named(root, ID1, "web"));
+	CHECK_EQ_U(sp_container_named(root, ID1, "web"), -1);
 	put("var/lib/containers/storage/overlay-containers/containers.json",
 	    "{\"id\":\"" ID1 "\",\"names\":[\"web\"]}");
-	CHECK(!sp_container_named(root, ID1, "web"));
+	CHECK_EQ_U(sp_container_named(root, ID1, "web"), -1);
 	/* a link is not followed, even to a good list */
 	put("elsewhere.json", "[{\"id\":\"" ID1 "\",\"names\":[\"web\"]}]");
 	snprintf(p, sizeof(p), "%s/var/lib/containers/storage/overlay-containers/containers.json",
@@ -89,11 +89,11 @@ static void test_refused(void)
 	snprintf(q, sizeof(q), "%s/elsewhere.json", root);
 	unlink(p);
 	CHECK(symlink(q, p) == 0);
-	CHECK(!sp_container_named(root, ID1, "web"));
+	CHECK_EQ_U(sp_container_named(root, ID1, "web"), -1);
 	/* the same list as a file: named */
 	unlink(p);
 	CHECK(rename(q, p) == 0);
-	CHECK(sp_container_named(root, ID1, "web"));
+	CHECK(1 == sp_container_named(root, ID1, "web"));
 }
 
 int main(void)

@@ -13,8 +13,6 @@
 #ifndef STACKPULSE_CONTAINER_NAME_H
 #define STACKPULSE_CONTAINER_NAME_H
 
-#include <stdbool.h>
-
 #define SP_CONTAINER_NAME_FILE_MAX	(16u << 20)	/* bytes read of one file */
 
 /*
@@ -24,8 +22,9 @@
  *    {overlay,vfs}-containers/containers.json, an array of
  *    {"id": ID, "names": [NAME, ...]};
  *  - Docker: var/lib/docker/containers/ID/config.v2.json, {"Name": "/NAME"}.
- * false when neither names it so, or cannot be read.
+ * 1 when named so, 0 when a file has the container under other names
+ * only, -1 when none has it (or cannot be read, or id is not an id).
  */
-bool sp_container_named(const char *root, const char *id, const char *name);
+int sp_container_named(const char *root, const char *id, const char *name);
 
 #endif
