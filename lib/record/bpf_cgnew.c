@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The kernel's word on each cgroup v2 directory made while recording
- * (bpf_cgnew.h): bpf/cgnew.bpf.c on the cgroup_mkdir tracepoint, its ring
- * read by id.
+ * The kernel's word on each cgroup v2 directory made while recording, and
+ * each process moved into one (bpf_cgnew.h): bpf/cgnew.bpf.c on the
+ * cgroup_mkdir and cgroup_attach_task tracepoints, its ring read.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -20,10 +20,10 @@
 struct sp_cgwatch {
 	struct sp_cgnew *skel;
 	struct ring_buffer *rb;
-	/* the batch being read: ring_buffer__consume() calls back per record */
-	uint64_t *ids;
-	size_t n, max;
-	bool over;	/* ids was full: the rest wait in the ring */
+	/* the batch read: ring_buffer__consume() calls back per record and
+	 * consumes each, so every one is kept */
+	struct sp_cgwatch_ev *evs;
+	size_t n, cap;
 };
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -38,11 +38,12 @@ static int on_record(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*e))
 		return 0;
-	if (w->n == w->max) {
-		w->over = true;
-		return 1;	/* stop: this one is read again next time */
+	if (w->n == w->cap) {
+		w->cap = w->cap ? 2 * w->cap : 64;
+		w->evs = sp_xrealloc(w->evs, w->cap * sizeof(*w->evs));
 	}
-	w->ids[w->n++] = e->id;
+	w->evs[w->n].id = e->id;
+	w->evs[w->n++].pid = e->pid;
 	return 0;
 }
 
@@ -75,13 +76,11 @@ int sp_cgwatch_fd(const struct sp_cgwatch *w)
 	return ring_buffer__epoll_fd(w->rb);
 }
 
-size_t sp_cgwatch_read(struct sp_cgwatch *w, uint64_t *ids, size_t max)
+size_t sp_cgwatch_read(struct sp_cgwatch *w, const struct sp_cgwatch_ev **evs)
 {
-	w->ids = ids;
 	w->n = 0;
-	w->max = max;
-	w->over = false;
 	ring_buffer__consume(w->rb);
+	*evs = w->evs;
 	return w->n;
 }
 
@@ -90,6 +89,7 @@ void sp_cgwatch_free(struct sp_cgwatch *w)
 	if (!w)
 		return;
 	ring_buffer__free(w->rb);
+	free(w->evs);
 	sp_cgnew__destroy(w->skel);
 	free(w);
 }

@@ -21,9 +21,16 @@ struct sp_cgwatch *sp_cgwatch_open(void);
 /* A descriptor that is readable while ids wait (for epoll). */
 int sp_cgwatch_fd(const struct sp_cgwatch *w);
 
-/* The ids of the cgroups made since the last call, at most max into ids;
- * the rest stay for the next call. Returns how many. */
-size_t sp_cgwatch_read(struct sp_cgwatch *w, uint64_t *ids, size_t max);
+/* What the kernel told: a cgroup made (pid 0), or process pid moved into
+ * cgroup id. */
+struct sp_cgwatch_ev {
+	uint64_t id;
+	uint32_t pid;
+};
+
+/* What was told since the last call, in order, into *evs (w's, valid
+ * until the next call). Returns how many. */
+size_t sp_cgwatch_read(struct sp_cgwatch *w, const struct sp_cgwatch_ev **evs);
 
 void sp_cgwatch_free(struct sp_cgwatch *w);
 

@@ -405,18 +405,39 @@ int sp_cgroup_filter_consider(struct sp_cgroup_filter *f, const char *path)
 	return f->n > before;
 }
 
-/* The cgroups the kernel told were made since. */
+/* Whether cgroup id is one of f's directories or below one. */
+static bool followed_id(const struct sp_cgroup_filter *f, uint64_t id)
+{
+	char path[SP_PROC_CGROUP_MAX + 1];
+	unsigned int i;
+
+	for (i = 0; i < f->n; i++)
+		if (f->id[i] == id)
+			return true;
+	return f->n && sp_cgroup_path_by_id(id, path, sizeof(path)) == 0 &&
+	       sp_cgroup_filter_match(f, path);
+}
+
+/* What the kernel told since: the cgroups made, then the processes moved
+ * into followed ones (kept for the caller to read, at most
+ * SP_CGROUP_FILTER_MOVED a pass: the rest are found by their samples'
+ * pids no more than before). */
 static unsigned int take_new(struct sp_cgroup_filter *f)
 {
 	char path[SP_PROC_CGROUP_MAX + 1];
 	unsigned int before = f->n;
-	uint64_t ids[64];
+	const struct sp_cgwatch_ev *ev;
 	size_t n, i;
 
-	while ((n = sp_cgwatch_read(f->watch, ids, 64)) > 0)
-		for (i = 0; i < n; i++)
-			if (sp_cgroup_path_by_id(ids[i], path, sizeof(path)) == 0)
+	n = sp_cgwatch_read(f->watch, &ev);
+	for (i = 0; i < n; i++) {
+		if (!ev[i].pid) {
+			if (sp_cgroup_path_by_id(ev[i].id, path, sizeof(path)) == 0)
 				sp_cgroup_filter_consider(f, path);
+		} else if (f->nmoved < SP_CGROUP_FILTER_MOVED && followed_id(f, ev[i].id)) {
+			f->moved[f->nmoved++] = ev[i].pid;
+		}
+	}
 	f->nwaiting = 0;
 	for (i = 0; i < f->ncgroups + f->ncontainers; i++)
 		f->nwaiting += i < f->ncgroups ? f->cgroup_waits[i] :

@@ -41,6 +41,19 @@ static void scan_dir(struct perf *p, unsigned int i)
 	free(id);
 }
 
+/* Processes a runtime moved into a followed cgroup (rather than forked
+ * there): read from /proc as they move, while they live (a runtime's
+ * helpers live milliseconds), or their samples would have no process. */
+static void scan_moved(struct perf *p, struct sp_cgroup_filter *f)
+{
+	unsigned int i;
+
+	/* one known only as a parent is not defined yet: scanning says */
+	for (i = 0; i < f->nmoved; i++)
+		sp_perf_scan_process(p, f->moved[i]);
+	f->nmoved = 0;
+}
+
 void sp_perf_cgroups_follow(struct perf *p)
 {
 	struct sp_cgroup_filter *f = p->o.cgroups;
@@ -58,8 +71,10 @@ void sp_perf_cgroups_follow(struct perf *p)
 			sp_warn("epoll_ctl: new cgroups: %s", strerror(errno));
 		p->cgroups_watched = true;
 	}
-	if (!sp_cgroup_filter_follow(f, sp_now_mono_ns()))
+	if (!sp_cgroup_filter_follow(f, sp_now_mono_ns())) {
+		scan_moved(p, f);
 		return;
+	}
 	for (i = p->cgroups_open; i < f->n; i++)
 		if (sp_perf_open_cgroup(p, i) == 0)
 			sp_info("cgroup '%s' appeared: recorded from now on", f->path[i]);
@@ -73,6 +88,7 @@ void sp_perf_cgroups_follow(struct perf *p)
 	for (i = p->cgroups_open; i < f->n; i++)
 		scan_dir(p, i);
 	p->cgroups_open = f->n;
+	scan_moved(p, f);
 }
 
 void sp_perf_cgroups_finish(struct perf *p)

@@ -27,6 +27,7 @@ struct sp_cgwatch;
 #define SP_CGROUP_FILTER_MAX	16	/* --cgroup and --container options, each */
 #define SP_CGROUP_FILTER_DIRS	64	/* directories followed: one per container
 					 * started (again) while recording */
+#define SP_CGROUP_FILTER_MOVED	256	/* processes moved in, kept between two passes */
 #define SP_CGROUP_FILTER_DEPTH	32	/* ancestor levels the BPF filter looks at */
 
 struct sp_cgroup_filter {
@@ -54,6 +55,10 @@ struct sp_cgroup_filter {
 	struct sp_cgwatch *watch;
 	const char *names_root;	/* where the runtimes' files are: "/" (tests: another) */
 	char seen[64][65];	/* containers of new cgroups that matched nothing */
+	/* Processes moved into a followed cgroup (told with a watch) since the
+	 * caller last emptied this: their fork and exec were outside it. */
+	uint32_t moved[SP_CGROUP_FILTER_MOVED];
+	unsigned int nmoved;
 	unsigned int nseen;
 	bool full_said;
 };
@@ -72,7 +77,8 @@ static inline bool sp_cgroup_filter_given(const struct sp_cgroup_filter *f)
  * path that cannot be opened, an ambiguous id prefix). */
 int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f);
 
-/* Take the cgroups the kernel told were made (with a watch), else look
+/* Take the cgroups the kernel told were made, and the processes moved into
+ * followed ones (f->moved), with a watch; else look
  * again for what is waited for, at most every 200 ms (now: CLOCK_MONOTONIC
  * ns; a name through podman or docker inspect at most every second): the
  * directories found are appended to f's. Returns how many were added. */
