@@ -33,7 +33,8 @@ int BPF_PROG(cg_mkdir, struct cgroup *cgrp, const char *path)
 		return 0;	/* full: user space reads the tree again (lost) */
 	e->id = cgrp->kn->id;
 	e->level = cgrp->level;
-	e->pid = 0;
+	e->pid = e->ppid = 0;
+	e->comm[0] = 0;
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -55,6 +56,8 @@ int BPF_PROG(cg_attach, struct cgroup *dst, const char *path, struct task_struct
 	e->id = dst->kn->id;
 	e->level = dst->level;
 	e->pid = task->tgid;
+	e->ppid = task->real_parent->tgid;
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), task->comm);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -18,7 +18,9 @@ struct sp_bpf_cgnew {
 			 * bpf_get_current_cgroup_id() gives its tasks */
 	__u32 level;	/* its depth below the root */
 	__u32 pid;	/* 0: the cgroup was made; else the process (host tgid)
-			 * moved into it */
+			 * moved into it, */
+	__u32 ppid;	/* its parent, */
+	char comm[16];	/* and its name: it may be gone when this is read */
 };
 
 #endif

@@ -43,7 +43,10 @@ static int on_record(void *ctx, void *data, size_t size)
 		w->evs = sp_xrealloc(w->evs, w->cap * sizeof(*w->evs));
 	}
 	w->evs[w->n].id = e->id;
-	w->evs[w->n++].pid = e->pid;
+	w->evs[w->n].pid = e->pid;
+	w->evs[w->n].ppid = e->ppid;
+	memcpy(w->evs[w->n].comm, e->comm, sizeof(e->comm));
+	w->evs[w->n++].comm[15] = 0;
 	return 0;
 }
 

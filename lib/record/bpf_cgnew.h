@@ -25,7 +25,8 @@ int sp_cgwatch_fd(const struct sp_cgwatch *w);
  * cgroup id. */
 struct sp_cgwatch_ev {
 	uint64_t id;
-	uint32_t pid;
+	uint32_t pid, ppid;
+	char comm[16];		/* NUL-terminated */
 };
 
 /* What was told since the last call, in order, into *evs (w's, valid

@@ -435,7 +435,9 @@ static unsigned int take_new(struct sp_cgroup_filter *f)
 			if (sp_cgroup_path_by_id(ev[i].id, path, sizeof(path)) == 0)
 				sp_cgroup_filter_consider(f, path);
 		} else if (f->nmoved < SP_CGROUP_FILTER_MOVED && followed_id(f, ev[i].id)) {
-			f->moved[f->nmoved++] = ev[i].pid;
+			f->moved[f->nmoved].pid = ev[i].pid;
+			f->moved[f->nmoved].ppid = ev[i].ppid;
+			memcpy(f->moved[f->nmoved++].comm, ev[i].comm, sizeof(ev[i].comm));
 		}
 	}
 	f->nwaiting = 0;

@@ -42,15 +42,20 @@ static void scan_dir(struct perf *p, unsigned int i)
 }
 
 /* Processes a runtime moved into a followed cgroup (rather than forked
- * there): read from /proc as they move, while they live (a runtime's
- * helpers live milliseconds), or their samples would have no process. */
+ * there): read from /proc as they move, or, when gone already (a
+ * runtime's helpers live milliseconds), defined by what the kernel told
+ * of the move; else their samples would have no process. */
 static void scan_moved(struct perf *p, struct sp_cgroup_filter *f)
 {
+	const struct sp_cgroup_moved *m;
 	unsigned int i;
 
 	/* one known only as a parent is not defined yet: scanning says */
-	for (i = 0; i < f->nmoved; i++)
-		sp_perf_scan_process(p, f->moved[i]);
+	for (i = 0; i < f->nmoved; i++) {
+		m = &f->moved[i];
+		if (sp_perf_scan_process(p, m->pid))
+			sp_perf_define_gone(p, m->pid, m->ppid, m->comm, sp_now_mono_ns());
+	}
 	f->nmoved = 0;
 }
 

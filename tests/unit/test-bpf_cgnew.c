@@ -3,7 +3,7 @@
  * Unit tests of lib/record/bpf_cgnew.c and of bpf/ident.bpf.c's following
  * of moves, on real cgroups: a cgroup v2 directory made while the watch
  * is on is told with its id (its inode), before anything is in it; a
- * process moved into it is told with its pid; and the process identity
+ * process moved into it is told with its pid, parent and name; and the process identity
  * map then has the cgroup it was moved into, not the one it was forked in.
  */
 #include <errno.h>
@@ -58,7 +58,8 @@ static void test_cgnew_mkdir_and_move(void)
 	CHECK(f && fputs(pid_s, f) >= 0 && fclose(f) == 0);
 	n = sp_cgwatch_read(w, &ev);
 	for (i = 0; i < n; i++)
-		moved |= ev[i].id == st.st_ino && ev[i].pid == (uint32_t)kid;
+		moved |= ev[i].id == st.st_ino && ev[i].pid == (uint32_t)kid &&
+			 ev[i].ppid == (uint32_t)getpid() && !strcmp(ev[i].comm, "test-bpf_cgnew");
 	CHECK(moved);
 	CHECK(sp_ident_bpf_lookup(b, (uint32_t)kid, &id) == 0);
 	CHECK_EQ_U(id.cgroup_id, st.st_ino);

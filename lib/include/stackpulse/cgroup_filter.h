@@ -57,7 +57,10 @@ struct sp_cgroup_filter {
 	char seen[64][65];	/* containers of new cgroups that matched nothing */
 	/* Processes moved into a followed cgroup (told with a watch) since the
 	 * caller last emptied this: their fork and exec were outside it. */
-	uint32_t moved[SP_CGROUP_FILTER_MOVED];
+	struct sp_cgroup_moved {
+		uint32_t pid, ppid;
+		char comm[16];	/* as it moved */
+	} moved[SP_CGROUP_FILTER_MOVED];
 	unsigned int nmoved;
 	unsigned int nseen;
 	bool full_said;
