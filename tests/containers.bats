@@ -673,6 +673,10 @@ check_offcpu_loops() {
 	[[ " ${lines[*]} " == *" $CPID "* ]]
 	for pid in "${lines[@]}"; do
 		run -0 jq -r "select(.type==\"process\" and .pid==$pid) | .container" "$T/l.jsonl"
+		# the runtime's helpers are followed from the cgroup's making
+		# now: one that lived a few ms, forked by another gone before
+		# it, may have a sample and no record (docs/containers.md)
+		[ -n "$output" ] || [ "$pid" = "$CPID" ] || continue
 		assert_equal "$(sort -u <<<"$output")" "$(cat "$T/cid")"
 	done
 	rec=$(jq -c "select(.type==\"process\" and .pid==$CPID)" "$T/l.jsonl" | tail -n 1)
