@@ -6,7 +6,7 @@
 #ifndef SP_BPF_CGFILTER_SHARED_H
 #define SP_BPF_CGFILTER_SHARED_H
 
-/* cgroups -a --cgroup/--container may name (SP_CGROUP_FILTER_MAX) */
-#define SP_BPF_CGFILTER_MAX	16
+/* cgroups -a --cgroup/--container may name (SP_CGROUP_FILTER_DIRS) */
+#define SP_BPF_CGFILTER_MAX	64
 
 #endif

@@ -25,7 +25,7 @@
 #define SP_BPF_SCRATCH		32768	/* per-CPU record being built */
 #define SP_BPF_DATA_MASK	16383	/* a string starts below this offset */
 #define SP_BPF_NR_MAX		512	/* syscall numbers the filter table covers */
-#define SP_BPF_CGROUPS		16	/* cgroups -a may be limited to */
+#define SP_BPF_CGROUPS		64	/* cgroups -a may be limited to (SP_CGROUP_FILTER_DIRS) */
 #define SP_BPF_CGROUP_DEPTH	32	/* ancestor levels looked at for them */
 
 /* What the programs do with a system call number: the "wanted" array map,

@@ -3,7 +3,8 @@
  * ident.bpf.c - the identity of every new process, read from its task in
  * the kernel: at fork (the child's own pid namespace, namespaces and
  * cgroup, as clone() set them up) and again at exec (a runtime moves its
- * process into the container's cgroup and namespaces before it execs).
+ * process into the container's cgroup and namespaces before it execs); its
+ * cgroup again when it is moved into another.
  * A thread's fork (clone with CLONE_THREAD) leaves its tid in its own pid
  * namespace, read from the new task itself. Its file-system user is read
  * once more when its first thread ends: the user whose JIT perf map
@@ -97,5 +98,24 @@ int BPF_PROG(ident_exit, struct task_struct *p)
 	v = bpf_map_lookup_elem(&idents, &tgid);
 	if (v && v->start_boot_ns == BPF_CORE_READ(p, start_boottime))
 		v->fsuid = BPF_CORE_READ(p, cred, fsuid.val);
+	return 0;
+}
+
+/* A process moved into another cgroup (a runtime moves its helpers and a
+ * `podman exec`'s process in rather than fork them there): its entry
+ * follows, so a record written before its next exec has the cgroup it is
+ * in. Only its own entry, and only the default (v2) hierarchy's ids. */
+SEC("raw_tp/cgroup_attach_task")
+int BPF_PROG(ident_attach, struct cgroup *dst, const char *path, struct task_struct *t,
+	     bool threadgroup)
+{
+	__u32 tgid = BPF_CORE_READ(t, tgid);
+	struct sp_bpf_ident *v;
+
+	if (tgid != BPF_CORE_READ(t, pid) || BPF_CORE_READ(dst, root, hierarchy_id) != 0)
+		return 0;
+	v = bpf_map_lookup_elem(&idents, &tgid);
+	if (v && v->start_boot_ns == BPF_CORE_READ(t, start_boottime))
+		v->cgroup_id = BPF_CORE_READ(dst, kn, id);
 	return 0;
 }

@@ -23,7 +23,7 @@
 #include "interpP.h"
 #include "sp.h"
 
-_Static_assert(SP_BPF_CGFILTER_MAX == SP_CGROUP_FILTER_MAX,
+_Static_assert(SP_BPF_CGFILTER_MAX == SP_CGROUP_FILTER_DIRS,
 	       "the BPF cgroup array holds every directory of the filter");
 
 struct sp_cgfilter_bpf {

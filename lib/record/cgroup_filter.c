@@ -14,8 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bpf_cgnew.h"
 #include "cgroup.h"
 #include "cgroup_filter.h"
+#include "container_name.h"
 #include "escape.h"
 #include "procfs.h"
 #include "sp.h"
@@ -28,8 +30,8 @@ static const struct argp_option cgroup_options[] = {
 	{ "cgroup", OPT_CGROUP, "PATH", 0, "With -a: record only the processes of this cgroup v2 "
 	  "directory and below (\"/system.slice/nginx.service\"); may be repeated", 0 },
 	{ "container", OPT_CONTAINER, "ID", 0, "With -a: record only this container's processes, "
-	  "by id prefix, systemd unit, or name (through podman or docker inspect); may be "
-	  "repeated", 0 },
+	  "by id prefix, systemd unit, or name (podman's or docker's); every container that "
+	  "matches, also one started later; may be repeated", 0 },
 	{ 0 }
 };
 
@@ -100,8 +102,9 @@ static int cgroup2_mount(char *out, size_t size)
 	return cgroup2_mount_q(out, size, false);
 }
 
-/* Open a cgroup directory into f. 0, 1 when it does not exist and absent
- * is set (not reported), or -1 (reported). */
+/* Open a cgroup directory into f. 0 (also when it is followed already: the
+ * same cgroup id), 1 when it does not exist and absent is set (not
+ * reported), or -1 (reported). */
 static int add_dir_q(struct sp_cgroup_filter *f, int mfd, const char *path, const char *why,
 		     bool absent)
 {
@@ -109,11 +112,6 @@ static int add_dir_q(struct sp_cgroup_filter *f, int mfd, const char *path, cons
 	unsigned int i;
 	int fd;
 
-	for (i = 0; i < f->n; i++)
-		if (!strcmp(f->path[i], path))
-			return 0;
-	if (f->n == SP_CGROUP_FILTER_MAX)
-		return sp_error("more than %d cgroups to record", SP_CGROUP_FILTER_MAX);
 	fd = path[1] ? openat(mfd, path + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) :
 		       dup(mfd);
 	if (fd < 0 && errno == ENOENT && absent)
@@ -125,6 +123,17 @@ static int add_dir_q(struct sp_cgroup_filter *f, int mfd, const char *path, cons
 		if (fd >= 0)
 			close(fd);
 		return sp_error_errno("%s: cannot open cgroup '%s'", why, e);
+	}
+	/* by id, not path: a directory made again at the same path (a
+	 * container or service started again) is another cgroup */
+	for (i = 0; i < f->n; i++)
+		if (f->id[i] == st.st_ino) {
+			close(fd);
+			return 0;
+		}
+	if (f->n == SP_CGROUP_FILTER_DIRS) {
+		close(fd);
+		return sp_error("more than %d cgroups to record", SP_CGROUP_FILTER_DIRS);
 	}
 	f->path[f->n] = sp_xstrdup(path);
 	f->fd[f->n] = fd;
@@ -265,6 +274,11 @@ int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f)
 	mfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (mfd < 0)
 		return sp_error_errno("cannot open the cgroup v2 root '%s'", mnt);
+	/* before the running processes are looked at: a cgroup made from
+	 * here on is told, none falls in between */
+	f->watch = sp_cgwatch_open();
+	if (!f->names_root)
+		f->names_root = "/";
 	for (i = 0; i < f->ncgroups; i++) {
 		r = add_dir_q(f, mfd, f->cgroups[i], "--cgroup", true);
 		if (r < 0)
@@ -290,7 +304,7 @@ int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f)
 		f->container_waits[i] = true;
 		f->nwaiting++;
 	}
-	if (!f->nwaiting) {
+	if (!sp_cgroup_filter_following(f)) {
 		close(mfd);
 		return 0;
 	}
@@ -298,8 +312,139 @@ int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f)
 	f->next_look_ns = f->next_inspect_ns = sp_now_mono_ns() + 200 * 1000000ull;
 	return 0;
 fail:
+	sp_cgwatch_free(f->watch);
+	f->watch = NULL;
 	close(mfd);
 	return -1;
+}
+
+int sp_cgroup_filter_fd(const struct sp_cgroup_filter *f)
+{
+	return f && f->watch ? sp_cgwatch_fd(f->watch) : -1;
+}
+
+/* Whether the container id/name o is what --container want names. */
+static bool wanted_container(struct sp_cgroup_filter *f, const struct sp_cgroup_owner *o,
+			     const char *want)
+{
+	size_t len = strlen(want);
+	char id[65];
+	int r;
+
+	if (is_hex(want, len) ? !strncmp(o->id, want, len) : !strcmp(o->id, want))
+		return true;
+	if (!o->runtime || !strcmp(o->runtime, "systemd"))
+		return false;	/* names are containers' */
+	r = sp_container_named(f->names_root, o->id, want);
+	if (r >= 0)
+		return r == 1;
+	/* a runtime whose files we do not read: ask it (a process, and it may
+	 * wait for the runtime's lock while the container starts) */
+	return !strcmp(f->names_root, "/") &&
+	       ((!inspect("podman", want, id) && !strcmp(id, o->id)) ||
+		(!inspect("docker", want, id) && !strcmp(id, o->id)));
+}
+
+static bool seen_before(struct sp_cgroup_filter *f, const char *id)
+{
+	unsigned int i;
+
+	for (i = 0; i < f->nseen && i < 64; i++)
+		if (!strcmp(f->seen[i], id))
+			return true;
+	return false;
+}
+
+int sp_cgroup_filter_consider(struct sp_cgroup_filter *f, const char *path)
+{
+	char dir[SP_PROC_CGROUP_MAX + 1];
+	struct sp_cgroup_owner o;
+	unsigned int i, before = f->n;
+	const char *found = NULL;
+
+	for (i = 0; i < f->ncgroups && !found; i++)
+		if (!strcmp(path, f->cgroups[i])) {
+			found = f->cgroups[i];
+			f->cgroup_waits[i] = false;
+			snprintf(dir, sizeof(dir), "%s", path);
+		}
+	if (!found && f->ncontainers && sp_cgroup_owner(path, strlen(path), &o) && o.id[0] &&
+	    container_dir(path, o.id, dir, sizeof(dir))) {
+		/* its directory followed already, or matched nothing before */
+		for (i = 0; i < f->n; i++)
+			if (!strcmp(f->path[i], dir)) {
+				struct stat st;
+
+				if (fstatat(f->mfd, dir[1] ? dir + 1 : ".", &st,
+					    AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == f->id[i])
+					return 0;
+			}
+		if (seen_before(f, o.id))
+			return 0;
+		for (i = 0; i < f->ncontainers && !found; i++)
+			if (wanted_container(f, &o, f->containers[i])) {
+				found = f->containers[i];
+				f->container_waits[i] = false;
+			}
+		if (!found) {
+			snprintf(f->seen[f->nseen++ % 64], sizeof(f->seen[0]), "%.64s", o.id);
+			return 0;
+		}
+	}
+	if (!found)
+		return 0;
+	if (f->n == SP_CGROUP_FILTER_DIRS) {
+		if (!f->full_said)
+			sp_warn("more than %d cgroups followed: '%s' (%s) and the later ones are "
+				"not recorded", SP_CGROUP_FILTER_DIRS, dir, found);
+		f->full_said = true;
+		return 0;
+	}
+	if (add_dir_q(f, f->mfd, dir, found[0] == '/' ? "--cgroup" : "--container", true) < 0)
+		return 0;	/* said; a directory gone already (1): nothing to follow */
+	return f->n > before;
+}
+
+/* Whether cgroup id is one of f's directories or below one. */
+static bool followed_id(const struct sp_cgroup_filter *f, uint64_t id)
+{
+	char path[SP_PROC_CGROUP_MAX + 1];
+	unsigned int i;
+
+	for (i = 0; i < f->n; i++)
+		if (f->id[i] == id)
+			return true;
+	return f->n && sp_cgroup_path_by_id(id, path, sizeof(path)) == 0 &&
+	       sp_cgroup_filter_match(f, path);
+}
+
+/* What the kernel told since: the cgroups made, then the processes moved
+ * into followed ones (kept for the caller to read, at most
+ * SP_CGROUP_FILTER_MOVED a pass: the rest are found by their samples'
+ * pids no more than before). */
+static unsigned int take_new(struct sp_cgroup_filter *f)
+{
+	char path[SP_PROC_CGROUP_MAX + 1];
+	unsigned int before = f->n;
+	const struct sp_cgwatch_ev *ev;
+	size_t n, i;
+
+	n = sp_cgwatch_read(f->watch, &ev);
+	for (i = 0; i < n; i++) {
+		if (!ev[i].pid) {
+			if (sp_cgroup_path_by_id(ev[i].id, path, sizeof(path)) == 0)
+				sp_cgroup_filter_consider(f, path);
+		} else if (f->nmoved < SP_CGROUP_FILTER_MOVED && followed_id(f, ev[i].id)) {
+			f->moved[f->nmoved].pid = ev[i].pid;
+			f->moved[f->nmoved].ppid = ev[i].ppid;
+			memcpy(f->moved[f->nmoved++].comm, ev[i].comm, sizeof(ev[i].comm));
+		}
+	}
+	f->nwaiting = 0;
+	for (i = 0; i < f->ncgroups + f->ncontainers; i++)
+		f->nwaiting += i < f->ncgroups ? f->cgroup_waits[i] :
+			       f->container_waits[i - f->ncgroups];
+	return f->n - before;
 }
 
 unsigned int sp_cgroup_filter_follow(struct sp_cgroup_filter *f, uint64_t now)
@@ -308,6 +453,8 @@ unsigned int sp_cgroup_filter_follow(struct sp_cgroup_filter *f, uint64_t now)
 	bool inspect_ok;
 	int r;
 
+	if (f->watch)
+		return take_new(f);
 	if (!f->nwaiting || now < f->next_look_ns)
 		return 0;
 	f->next_look_ns = now + 200 * 1000000ull;
@@ -365,8 +512,10 @@ void sp_cgroup_filter_release(struct sp_cgroup_filter *f)
 		sp_warn("%s '%s' never appeared while recording: nothing of it was recorded",
 			i < f->ncgroups ? "--cgroup" : "--container", e);
 	}
-	if (f->nwaiting)
+	if (sp_cgroup_filter_following(f))
 		close(f->mfd);
+	sp_cgwatch_free(f->watch);
+	f->watch = NULL;
 	f->nwaiting = 0;
 	memset(f->cgroup_waits, 0, sizeof(f->cgroup_waits));
 	memset(f->container_waits, 0, sizeof(f->container_waits));

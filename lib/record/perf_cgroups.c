@@ -7,8 +7,10 @@
  * /proc, as the ones found at the start got. The BPF events source adds
  * its id to its own filter (bpf_events.c).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "cgroup_filter.h"
 #include "perf_sourceP.h"
@@ -39,15 +41,45 @@ static void scan_dir(struct perf *p, unsigned int i)
 	free(id);
 }
 
+/* Processes a runtime moved into a followed cgroup (rather than forked
+ * there): read from /proc as they move, or, when gone already (a
+ * runtime's helpers live milliseconds), defined by what the kernel told
+ * of the move; else their samples would have no process. */
+static void scan_moved(struct perf *p, struct sp_cgroup_filter *f)
+{
+	const struct sp_cgroup_moved *m;
+	unsigned int i;
+
+	/* one known only as a parent is not defined yet: scanning says */
+	for (i = 0; i < f->nmoved; i++) {
+		m = &f->moved[i];
+		if (sp_perf_scan_process(p, m->pid))
+			sp_perf_define_gone(p, m->pid, m->ppid, m->comm, sp_now_mono_ns());
+	}
+	f->nmoved = 0;
+}
+
 void sp_perf_cgroups_follow(struct perf *p)
 {
 	struct sp_cgroup_filter *f = p->o.cgroups;
 	size_t nfds = p->nfds;
 	unsigned int i;
 
-	if (!p->cgroup_mode || !f || !f->nwaiting ||
-	    !sp_cgroup_filter_follow(f, sp_now_mono_ns()))
+	if (!p->cgroup_mode || !sp_cgroup_filter_following(f))
 		return;
+	if (!p->cgroups_watched && sp_cgroup_filter_fd(f) >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		/* a new cgroup wakes the recording at once: its container's
+		 * first program runs soon after */
+		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, sp_cgroup_filter_fd(f), &ev))
+			sp_warn("epoll_ctl: new cgroups: %s", strerror(errno));
+		p->cgroups_watched = true;
+	}
+	if (!sp_cgroup_filter_follow(f, sp_now_mono_ns())) {
+		scan_moved(p, f);
+		return;
+	}
 	for (i = p->cgroups_open; i < f->n; i++)
 		if (sp_perf_open_cgroup(p, i) == 0)
 			sp_info("cgroup '%s' appeared: recorded from now on", f->path[i]);
@@ -61,6 +93,7 @@ void sp_perf_cgroups_follow(struct perf *p)
 	for (i = p->cgroups_open; i < f->n; i++)
 		scan_dir(p, i);
 	p->cgroups_open = f->n;
+	scan_moved(p, f);
 }
 
 void sp_perf_cgroups_finish(struct perf *p)

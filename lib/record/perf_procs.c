@@ -17,9 +17,11 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <linux/types.h>
 
 #include "elf/archive.h"
 #include "hashmap.h"
+#include "ident.h"
 #include "perf_sourceP.h"
 #include "stream/schema.h"
 #include "proc_identity.h"
@@ -584,6 +586,34 @@ int sp_perf_scan_process(struct perf *p, uint32_t pid)
 	c.pr = pr;
 	sp_procfs_maps(pid, scan_map, &c);
 	return 0;
+}
+
+void sp_perf_define_gone(struct perf *p, uint32_t pid, uint32_t ppid, const char *comm,
+			 uint64_t time)
+{
+	struct proc *pr = proc_get(p, pid);
+
+	if (pr->defined)
+		return;
+	pr->ppid = ppid;
+	snprintf(pr->comm, sizeof(pr->comm), "%.15s", comm);
+	/* no mappings: its identity is the kernel's map's, kept past its end */
+	emit_process(p, pr, time, 0, NULL);
+	emit_thread(p, pr, pid, pr->comm, time);
+}
+
+struct proc *sp_perf_define_unseen(struct perf *p, uint32_t pid, uint64_t time)
+{
+	struct sp_bpf_ident id;
+	struct proc *parent;
+
+	/* As its fork would have been: from a parent that is known and lives
+	 * on, so a process whose entry was freed at its end while a thread
+	 * of it still ran is not defined again without a name. */
+	if (sp_perf_scan_process(p, pid) && sp_ident_bpf_lookup(p->ident, pid, &id) == 0 &&
+	    (parent = sp_perf_proc_find(p, id.ppid)) && parent->defined && !parent->gone)
+		sp_perf_define_gone(p, pid, id.ppid, parent->comm, time);
+	return sp_perf_proc_find(p, pid);
 }
 
 /* ---- the kernel's records ---- */

@@ -90,6 +90,8 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 		return;
 	}
 	pr = sp_perf_proc_find(p, s.pid);
+	if ((!pr || !pr->defined) && p->cgroup_mode && s.pid)
+		pr = sp_perf_define_unseen(p, s.pid, s.time);
 	if (!s.ips) {
 		/* No callchain: the sampled ip alone. */
 		s.nr = 0;

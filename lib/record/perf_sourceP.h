@@ -196,6 +196,7 @@ struct perf {
 	bool system_wide;
 	bool cgroup_mode;	/* -a limited to cgroups: o.cgroups */
 	unsigned int cgroups_open;	/* o.cgroups' directories with their events */
+	bool cgroups_watched;		/* the new cgroups' descriptor is in epfd */
 
 	struct sp_perf_stats st;
 	const char *failed_call;	/* what open_on() failed at */
@@ -250,6 +251,17 @@ bool sp_perf_hold_sample(struct perf *p, struct proc *pr, const struct sp_sample
 void sp_perf_flush_pending_execs(struct perf *p, uint64_t upto);
 /* Define a process that exists already (from /proc). 0, or -1 if gone. */
 int sp_perf_scan_process(struct perf *p, uint32_t pid);
+/* A process gone before it could be read from /proc, defined by what is
+ * known of it: its parent and name (a process moved into a followed cgroup,
+ * perf_cgroups.c). Nothing if it is defined already. */
+void sp_perf_define_gone(struct perf *p, uint32_t pid, uint32_t ppid, const char *comm,
+			 uint64_t time);
+/* A process of a followed cgroup with a sample but no record: forked there
+ * before the cgroup's events were open and gone before /proc was read.
+ * Defined from /proc, else from the kernel's identity map as its fork
+ * would have been, when its parent is known and not gone. Returns it, or
+ * NULL. */
+struct proc *sp_perf_define_unseen(struct perf *p, uint32_t pid, uint64_t time);
 void sp_perf_on_fork(struct perf *p, const struct perf_event_header *h);
 void sp_perf_on_exit(struct perf *p, const struct perf_event_header *h);
 void sp_perf_on_comm(struct perf *p, const struct perf_event_header *h,

@@ -12,6 +12,8 @@
  * cgroup mode needs its descriptor) with its cgroup id (its inode, which is
  * what bpf_get_current_cgroup_id() returns). A cgroup's descendants belong
  * to it: perf counts them, the BPF programs look at the ancestors too.
+ * While recording, the kernel tells each cgroup made (bpf_cgnew.h) and
+ * every one that matches is appended (sp_cgroup_filter_consider()).
  */
 #ifndef STACKPULSE_CGROUP_FILTER_H
 #define STACKPULSE_CGROUP_FILTER_H
@@ -20,7 +22,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SP_CGROUP_FILTER_MAX	16	/* cgroups (and names) a recording is limited to */
+struct sp_cgwatch;
+
+#define SP_CGROUP_FILTER_MAX	16	/* --cgroup and --container options, each */
+#define SP_CGROUP_FILTER_DIRS	64	/* directories followed: one per container
+					 * started (again) while recording */
+#define SP_CGROUP_FILTER_MOVED	256	/* processes moved in, kept between two passes */
 #define SP_CGROUP_FILTER_DEPTH	32	/* ancestor levels the BPF filter looks at */
 
 struct sp_cgroup_filter {
@@ -31,16 +38,32 @@ struct sp_cgroup_filter {
 	unsigned int ncontainers;
 	/* After sp_cgroup_filter_resolve(): the directories. */
 	unsigned int n;
-	char *path[SP_CGROUP_FILTER_MAX];	/* "/libpod_parent/libpod-<id>" (malloc'd) */
-	int fd[SP_CGROUP_FILTER_MAX];		/* the directory, O_RDONLY */
-	uint64_t id[SP_CGROUP_FILTER_MAX];	/* its cgroup id (inode) */
+	char *path[SP_CGROUP_FILTER_DIRS];	/* "/libpod_parent/libpod-<id>" (malloc'd) */
+	int fd[SP_CGROUP_FILTER_DIRS];		/* the directory, O_RDONLY */
+	uint64_t id[SP_CGROUP_FILTER_DIRS];	/* its cgroup id (inode) */
 	/* Named but not found at the start: looked for again while recording
 	 * (sp_cgroup_filter_follow()); the cgroup v2 root held open for it. */
 	bool cgroup_waits[SP_CGROUP_FILTER_MAX];
 	bool container_waits[SP_CGROUP_FILTER_MAX];
 	unsigned int nwaiting;
-	int mfd;		/* valid when nwaiting */
+	int mfd;		/* valid when nwaiting or watch */
 	uint64_t next_look_ns, next_inspect_ns;
+	/* The kernel tells each cgroup made (bpf_cgnew.h): every one that
+	 * matches what was named is followed, found at the start or not, a
+	 * container started again included. NULL: looked for by polling,
+	 * and only until found. */
+	struct sp_cgwatch *watch;
+	const char *names_root;	/* where the runtimes' files are: "/" (tests: another) */
+	char seen[64][65];	/* containers of new cgroups that matched nothing */
+	/* Processes moved into a followed cgroup (told with a watch) since the
+	 * caller last emptied this: their fork and exec were outside it. */
+	struct sp_cgroup_moved {
+		uint32_t pid, ppid;
+		char comm[16];	/* as it moved */
+	} moved[SP_CGROUP_FILTER_MOVED];
+	unsigned int nmoved;
+	unsigned int nseen;
+	bool full_said;
 };
 
 /* Options --cgroup and --container; input: a zeroed struct sp_cgroup_filter. */
@@ -57,11 +80,32 @@ static inline bool sp_cgroup_filter_given(const struct sp_cgroup_filter *f)
  * path that cannot be opened, an ambiguous id prefix). */
 int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f);
 
-/* Look again for what is waited for, at most every 200 ms (now: CLOCK_MONOTONIC
- * ns; a name through podman or docker inspect at most every second): its
- * directories are appended to f's. Returns how many were added (0 when
- * nothing waits or it is not time yet). */
+/* Take the cgroups the kernel told were made, and the processes moved into
+ * followed ones (f->moved), with a watch; else look
+ * again for what is waited for, at most every 200 ms (now: CLOCK_MONOTONIC
+ * ns; a name through podman or docker inspect at most every second): the
+ * directories found are appended to f's. Returns how many were added. */
 unsigned int sp_cgroup_filter_follow(struct sp_cgroup_filter *f, uint64_t now);
+
+/* Whether the recording follows cgroups made from now on: something is
+ * waited for, or the kernel tells every new cgroup. */
+static inline bool sp_cgroup_filter_following(const struct sp_cgroup_filter *f)
+{
+	return f && (f->nwaiting || f->watch);
+}
+
+/* The descriptor that is readable when the kernel told of a new cgroup
+ * (for epoll), or -1. */
+int sp_cgroup_filter_fd(const struct sp_cgroup_filter *f);
+
+/* A cgroup made while recording, by its path: its directory is appended
+ * when it is a --cgroup's path, or names a container (lib/base/cgroup.c)
+ * that a --container names by id prefix, unit or name (the runtime's files,
+ * container_name.h, else podman or docker inspect); a directory already
+ * followed (the same cgroup id) is not added again, one made again at the
+ * same path is. Returns 1 when added, 0 when not (the cgroup of a
+ * container that matched nothing is remembered and asked no more). */
+int sp_cgroup_filter_consider(struct sp_cgroup_filter *f, const char *path);
 
 /* Whether a cgroup path (the "0::" line's) is one of the directories or
  * below one. */
