@@ -706,6 +706,49 @@ int on_event(struct bpf_raw_tracepoint_args *ctx)
 }
 
 /*
+ * on_event's twin on the classic per-call tracepoints (syscalls:sys_enter_
+ * openat and the like, one link per call in want_nr; lib/record/
+ * bpf_interp.c): the kernel tests a bit per call number before it runs a
+ * program there, so every other system call of the machine runs none,
+ * where the raw sys_enter program runs for each. on_event stays the
+ * fallback where those tracepoints cannot be had. A tracepoint program
+ * tail-calls only programs of its type: its own Ruby walker and slot.
+ */
+SEC("tracepoint")
+int on_event_rb_tp(struct syscall_trace_enter *ctx)
+{
+	const struct sp_bpf_ilayout *l;
+	struct sp_bpf_iproc *pr;
+	struct scratch *s = begin_ev((__u32)ctx->nr, &pr, &l);
+
+	if (s)
+		walk_rb_out(s, l, pr);
+	return 0;
+}
+
+/* Slot 0: on_event_rb_tp, set by user space as ev_walkers' is. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} ev_walkers_tp SEC(".maps");
+
+SEC("tracepoint")
+int on_event_tp(struct syscall_trace_enter *ctx)
+{
+	const struct sp_bpf_ilayout *l;
+	struct sp_bpf_iproc *pr;
+	struct scratch *s;
+	__u64 nr = (__u32)ctx->nr;
+
+	if (!wanted(nr) || !(s = begin_ev(nr, &pr, &l)))
+		return 0;
+	walk_out(ctx, &ev_walkers_tp, s, l, pr);
+	return 0;
+}
+
+/*
  * A process's entry in "procs" follows it in the kernel, at once: a new
  * process (not a thread) of a followed one takes its parent's entry (a
  * fork runs what its parent ran, at the same addresses), so its first
