@@ -913,6 +913,37 @@ int on_setid_tp(struct syscall_trace_enter *ctx)
 	return 0;
 }
 
+/*
+ * exit_regs() for tp_btf and raw_tp, attached by user space to the classic
+ * per-call tracepoints syscalls:sys_exit_openat and the like, one link per
+ * wanted call: the kernel tests a bit per call number before it runs a
+ * program there, so the machine's other system calls run none, where the
+ * raw sys_exit program runs for each. The arguments are the task's saved
+ * registers, as exit_regs() reads them.
+ */
+SEC("tracepoint")
+int on_sys_exit_call(struct syscall_trace_exit *ctx)
+{
+	long id = ctx->nr;
+	__u32 w = want_nr(id);
+	struct pt_regs *regs;
+	__u64 a[6], pid_tgid;
+
+	if (!(w & (SP_WANT_PAIR | SP_WANT_DNS)))
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!in_tree(pid_tgid >> 32))
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	regs_args(regs, a);
+	if (w & SP_WANT_DNS) {
+		do_dns(id, a);
+		return 0;
+	}
+	sys_exit(id, ctx->ret, a, w, pid_tgid, 0);
+	return 0;
+}
+
 /* ---- strategy 1: tp_btf ---- */
 
 SEC("tp_btf/sys_enter")
