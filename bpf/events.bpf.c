@@ -864,13 +864,8 @@ static __always_inline int enter_regs(struct pt_regs *regs, long id, const int d
 /* The registers a system call saw are still there at its exit: no system
  * call recorded here changes its caller's argument registers, and signal
  * delivery and ptrace's syscall-exit stop come after this tracepoint. */
-static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int direct)
+static __always_inline int exit_call(struct pt_regs *regs, long id, long ret, const int direct)
 {
-#ifdef __TARGET_ARCH_x86
-	long id = direct ? regs->orig_ax : BPF_CORE_READ(regs, orig_ax);
-#else
-	long id = BPF_CORE_READ(regs, orig_ax);
-#endif
 	__u32 w = want_nr(id);
 	__u64 a[6], pid_tgid;
 
@@ -888,6 +883,17 @@ static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int d
 	}
 	sys_exit(id, ret, a, w, pid_tgid, direct);
 	return 0;
+}
+
+static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int direct)
+{
+#ifdef __TARGET_ARCH_x86
+	long id = direct ? regs->orig_ax : BPF_CORE_READ(regs, orig_ax);
+#else
+	long id = BPF_CORE_READ(regs, orig_ax);
+#endif
+
+	return exit_call(regs, id, ret, direct);
 }
 
 /*
@@ -924,24 +930,8 @@ int on_setid_tp(struct syscall_trace_enter *ctx)
 SEC("tracepoint")
 int on_sys_exit_call(struct syscall_trace_exit *ctx)
 {
-	long id = ctx->nr;
-	__u32 w = want_nr(id);
-	struct pt_regs *regs;
-	__u64 a[6], pid_tgid;
-
-	if (!(w & (SP_WANT_PAIR | SP_WANT_DNS)))
-		return 0;
-	pid_tgid = bpf_get_current_pid_tgid();
-	if (!in_tree(pid_tgid >> 32))
-		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	regs_args(regs, a);
-	if (w & SP_WANT_DNS) {
-		do_dns(id, a);
-		return 0;
-	}
-	sys_exit(id, ctx->ret, a, w, pid_tgid, 0);
-	return 0;
+	return exit_call((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()),
+			 ctx->nr, ctx->ret, 0);
 }
 
 /* ---- strategy 1: tp_btf ---- */

@@ -670,15 +670,33 @@ static __always_inline bool wanted(__u64 nr)
 	return nr < SP_BPF_INR_MAX && (want_nr[(nr / 64) & (SP_BPF_INR_MAX / 64 - 1)] >> (nr % 64) & 1);
 }
 
-SEC("raw_tp")
-int on_event_rb(struct bpf_raw_tracepoint_args *ctx)
+/* The Ruby walk of call nr's entry (the tail-called programs' body). */
+static __always_inline void event_rb(__u64 nr)
 {
 	const struct sp_bpf_ilayout *l;
 	struct sp_bpf_iproc *pr;
-	struct scratch *s = begin_ev(ctx->args[1], &pr, &l);
+	struct scratch *s = begin_ev(nr, &pr, &l);
 
 	if (s)
 		walk_rb_out(s, l, pr);
+}
+
+/* The walk of call nr's entry, Ruby's through wk's slot. */
+static __always_inline void event_entry(void *ctx, void *wk, __u64 nr)
+{
+	const struct sp_bpf_ilayout *l;
+	struct sp_bpf_iproc *pr;
+	struct scratch *s;
+
+	if (!wanted(nr) || !(s = begin_ev(nr, &pr, &l)))
+		return;
+	walk_out(ctx, wk, s, l, pr);
+}
+
+SEC("raw_tp")
+int on_event_rb(struct bpf_raw_tracepoint_args *ctx)
+{
+	event_rb(ctx->args[1]);
 	return 0;
 }
 
@@ -694,14 +712,7 @@ struct {
 SEC("raw_tp/sys_enter")
 int on_event(struct bpf_raw_tracepoint_args *ctx)
 {
-	const struct sp_bpf_ilayout *l;
-	struct sp_bpf_iproc *pr;
-	struct scratch *s;
-	__u64 nr = ctx->args[1];
-
-	if (!wanted(nr) || !(s = begin_ev(nr, &pr, &l)))
-		return 0;
-	walk_out(ctx, &ev_walkers, s, l, pr);
+	event_entry(ctx, &ev_walkers, ctx->args[1]);
 	return 0;
 }
 
@@ -717,12 +728,7 @@ int on_event(struct bpf_raw_tracepoint_args *ctx)
 SEC("tracepoint")
 int on_event_rb_tp(struct syscall_trace_enter *ctx)
 {
-	const struct sp_bpf_ilayout *l;
-	struct sp_bpf_iproc *pr;
-	struct scratch *s = begin_ev((__u32)ctx->nr, &pr, &l);
-
-	if (s)
-		walk_rb_out(s, l, pr);
+	event_rb((__u32)ctx->nr);
 	return 0;
 }
 
@@ -737,14 +743,7 @@ struct {
 SEC("tracepoint")
 int on_event_tp(struct syscall_trace_enter *ctx)
 {
-	const struct sp_bpf_ilayout *l;
-	struct sp_bpf_iproc *pr;
-	struct scratch *s;
-	__u64 nr = (__u32)ctx->nr;
-
-	if (!wanted(nr) || !(s = begin_ev(nr, &pr, &l)))
-		return 0;
-	walk_out(ctx, &ev_walkers_tp, s, l, pr);
+	event_entry(ctx, &ev_walkers_tp, (__u32)ctx->nr);
 	return 0;
 }
 
