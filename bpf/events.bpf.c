@@ -864,13 +864,8 @@ static __always_inline int enter_regs(struct pt_regs *regs, long id, const int d
 /* The registers a system call saw are still there at its exit: no system
  * call recorded here changes its caller's argument registers, and signal
  * delivery and ptrace's syscall-exit stop come after this tracepoint. */
-static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int direct)
+static __always_inline int exit_call(struct pt_regs *regs, long id, long ret, const int direct)
 {
-#ifdef __TARGET_ARCH_x86
-	long id = direct ? regs->orig_ax : BPF_CORE_READ(regs, orig_ax);
-#else
-	long id = BPF_CORE_READ(regs, orig_ax);
-#endif
 	__u32 w = want_nr(id);
 	__u64 a[6], pid_tgid;
 
@@ -888,6 +883,17 @@ static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int d
 	}
 	sys_exit(id, ret, a, w, pid_tgid, direct);
 	return 0;
+}
+
+static __always_inline int exit_regs(struct pt_regs *regs, long ret, const int direct)
+{
+#ifdef __TARGET_ARCH_x86
+	long id = direct ? regs->orig_ax : BPF_CORE_READ(regs, orig_ax);
+#else
+	long id = BPF_CORE_READ(regs, orig_ax);
+#endif
+
+	return exit_call(regs, id, ret, direct);
 }
 
 /*
@@ -911,6 +917,21 @@ int on_setid_tp(struct syscall_trace_enter *ctx)
 	if (bpf_map_update_elem(&pending, &tid, &p, BPF_ANY))
 		count_lost();
 	return 0;
+}
+
+/*
+ * exit_regs() for tp_btf and raw_tp, attached by user space to the classic
+ * per-call tracepoints syscalls:sys_exit_openat and the like, one link per
+ * wanted call: the kernel tests a bit per call number before it runs a
+ * program there, so the machine's other system calls run none, where the
+ * raw sys_exit program runs for each. The arguments are the task's saved
+ * registers, as exit_regs() reads them.
+ */
+SEC("tracepoint")
+int on_sys_exit_call(struct syscall_trace_exit *ctx)
+{
+	return exit_call((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()),
+			 ctx->nr, ctx->ret, 0);
 }
 
 /* ---- strategy 1: tp_btf ---- */

@@ -808,15 +808,33 @@ static __always_inline bool wanted(__u64 nr)
 	return nr < SP_BPF_INR_MAX && (want_nr[(nr / 64) & (SP_BPF_INR_MAX / 64 - 1)] >> (nr % 64) & 1);
 }
 
-SEC("raw_tp")
-int on_event_rb(struct bpf_raw_tracepoint_args *ctx)
+/* The Ruby walk of call nr's entry (the tail-called programs' body). */
+static __always_inline void event_rb(__u64 nr)
 {
 	const struct sp_bpf_ilayout *l;
 	struct sp_bpf_iproc *pr;
-	struct scratch *s = begin_ev(ctx->args[1], &pr, &l);
+	struct scratch *s = begin_ev(nr, &pr, &l);
 
 	if (s)
 		walk_rb_out(s, l, pr);
+}
+
+/* The walk of call nr's entry, Ruby's through wk's slot. */
+static __always_inline void event_entry(void *ctx, void *wk, __u64 nr)
+{
+	const struct sp_bpf_ilayout *l;
+	struct sp_bpf_iproc *pr;
+	struct scratch *s;
+
+	if (!wanted(nr) || !(s = begin_ev(nr, &pr, &l)))
+		return;
+	walk_out(ctx, wk, s, l, pr);
+}
+
+SEC("raw_tp")
+int on_event_rb(struct bpf_raw_tracepoint_args *ctx)
+{
+	event_rb(ctx->args[1]);
 	return 0;
 }
 
@@ -832,14 +850,38 @@ struct {
 SEC("raw_tp/sys_enter")
 int on_event(struct bpf_raw_tracepoint_args *ctx)
 {
-	const struct sp_bpf_ilayout *l;
-	struct sp_bpf_iproc *pr;
-	struct scratch *s;
-	__u64 nr = ctx->args[1];
+	event_entry(ctx, &ev_walkers, ctx->args[1]);
+	return 0;
+}
 
-	if (!wanted(nr) || !(s = begin_ev(nr, &pr, &l)))
-		return 0;
-	walk_out(ctx, &ev_walkers, s, l, pr);
+/*
+ * on_event's twin on the classic per-call tracepoints (syscalls:sys_enter_
+ * openat and the like, one link per call in want_nr; lib/record/
+ * bpf_interp.c): the kernel tests a bit per call number before it runs a
+ * program there, so every other system call of the machine runs none,
+ * where the raw sys_enter program runs for each. on_event stays the
+ * fallback where those tracepoints cannot be had. A tracepoint program
+ * tail-calls only programs of its type: its own Ruby walker and slot.
+ */
+SEC("tracepoint")
+int on_event_rb_tp(struct syscall_trace_enter *ctx)
+{
+	event_rb((__u32)ctx->nr);
+	return 0;
+}
+
+/* Slot 0: on_event_rb_tp, set by user space as ev_walkers' is. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} ev_walkers_tp SEC(".maps");
+
+SEC("tracepoint")
+int on_event_tp(struct syscall_trace_enter *ctx)
+{
+	event_entry(ctx, &ev_walkers_tp, (__u32)ctx->nr);
 	return 0;
 }
 

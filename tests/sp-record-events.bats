@@ -81,7 +81,7 @@ held_progs() {
 		done' | sort -u > "$OUT/held"
 	# The interpreters' entry program is loaded but not attached while no
 	# Python or Ruby runs (the test of a Python below has one).
-	grep -v '^link:' "$OUT/held" | grep -vx 'on_event\|on_event_rb' | tr '\n' ' '
+	grep -v '^link:' "$OUT/held" | grep -vx 'on_event\|on_event_rb\|on_event_tp\|on_event_rb_tp' | tr '\n' ' '
 }
 
 # Record evtest's "run" mode with the given extra options; sets CHILD, PARENT, PORT.
@@ -234,16 +234,23 @@ $real/gone 0x200"
 @test "sp-record-events: the default set runs no program at system call entry" {
 	need_bpf
 	command -v bpftool >/dev/null || skip "needs bpftool"
-	# DNS payloads are read at exit: every system call of the machine
-	# passes one program, not two (ident_fork and ident_exec read a new
+	# DNS payloads are read at exit, from each wanted call's own exit
+	# tracepoint: the machine's other system calls pass no program, and
+	# none runs at entry (ident_fork and ident_exec read a new
 	# process's namespaces and cgroup at fork and exec, ident_exit its
 	# user at its end, not at a call)
 	# (on_task_*: the interpreters' process map follows forks, execs, exits)
-	assert_equal "$(held_progs)" "ident_exec ident_exit ident_fork on_exec_btf on_exit_btf on_fork_btf on_sys_exit_btf on_task_exec on_task_exit on_task_fork "
+	assert_equal "$(held_progs)" "ident_exec ident_exit ident_fork on_exec_btf on_exit_btf on_fork_btf on_sys_exit_call on_task_exec on_task_exit on_task_fork "
 	! grep -x 'link:sys_enter' "$OUT/held"
-	sp-decode "$OUT/held.sp" | header | jq -e '.features | test("entry=") | not'
+	! grep -x 'link:sys_exit' "$OUT/held"
+	sp-decode "$OUT/held.sp" | header | jq -e '(.features | test("entry=") | not) and
+		(.features | split(" ") | index("exit=sys-exit-tracepoints"))'
 	assert_equal "$(held_progs --events=file,dns --event-attach=raw_tp)" \
+		"ident_exec ident_exit ident_fork on_exit_raw on_fork_raw on_sys_exit_call on_task_exec on_task_exit on_task_fork "
+	# sys_enter: the raw hooks at both ends, one program for every call
+	assert_equal "$(held_progs --events=file,dns --event-attach=raw_tp,sys_enter)" \
 		"ident_exec ident_exit ident_fork on_exit_raw on_fork_raw on_sys_exit_raw on_task_exec on_task_exit on_task_fork "
+	grep -x 'link:sys_exit' "$OUT/held"
 }
 
 @test "sp-record-events: the interpreted-stack program joins system call entry once a Python is found" {
@@ -263,10 +270,24 @@ def links():
         except OSError:
             pass
     return "".join(subprocess.run(["bpftool", "link", "show", "id", i],
-                   capture_output=True, text=True).stdout for i in ids)
+                   capture_output=True, text=True).stdout for i in ids) + perf_progs()
+def perf_progs():
+    # the per-call tracepoints' links (perf links, which bpftool may not
+    # show): their programs' names
+    progs = set()
+    for f in glob.glob("/proc/%d/fdinfo/*" % os.getppid()):
+        try:
+            t = open(f).read()
+        except OSError:
+            continue
+        if "link_type:\tperf" in t:
+            progs |= {l.split()[1] for l in t.splitlines() if l.startswith("prog_id:")}
+    return "".join(subprocess.run(["bpftool", "prog", "show", "id", i],
+                   capture_output=True, text=True).stdout for i in progs)
 def wait_for_entry():
     for _ in range(100):
-        if "sys_enter" in links():
+        l = links()
+        if "sys_enter" in l or "on_event_tp" in l:
             return
         time.sleep(0.1)
     raise SystemExit("no program at system call entry")

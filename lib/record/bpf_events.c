@@ -161,6 +161,8 @@ static void ev_describe(struct sp_source *s, char *features, size_t fsize, char 
 			sp_buf_puts(&f, " tracefs=mounted");
 		if (p->entry)
 			sp_buf_printf(&f, " entry=%s", p->entry);
+		if (p->exit_how)
+			sp_buf_printf(&f, " exit=%s", p->exit_how);
 		sp_events_format(p->active, names, sizeof(names));
 		sp_buf_printf(&f, " events=%s", names);
 	} else {

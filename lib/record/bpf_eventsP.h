@@ -87,6 +87,10 @@ struct ev_priv {
 	struct bpf_link *setid_links[8];	/* on_setid_tp on each setid call */
 	int nsetid_links;
 	int setid_err;			/* try_strategy(): attaching those failed */
+	struct bpf_link *exit_links[64];	/* on_sys_exit_call on each wanted call */
+	int nexit_links;
+	int exit_err;			/* try_strategy(): attaching those failed */
+	const char *exit_how;		/* "sys-exit-tracepoints" or NULL (raw sys_exit) */
 	bool started;
 	int ncpu;
 	uint64_t *lost_seen;		/* per CPU */

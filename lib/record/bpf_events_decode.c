@@ -90,6 +90,16 @@ void sp_ev_stack_calls(uint64_t *bits, size_t nbits)
 			bits[sp_ev_sys_kinds[i].nr / 64] |= 1ull << (sp_ev_sys_kinds[i].nr % 64);
 }
 
+const char *sp_ev_call_name(uint32_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < sp_ev_nsys_kinds; i++)
+		if (sp_ev_sys_kinds[i].nr >= 0 && (uint32_t)sp_ev_sys_kinds[i].nr == nr)
+			return sp_ev_sys_kinds[i].name;
+	return NULL;
+}
+
 /* sp_ev_sys_kinds[] by call number (index + 1, 0 = none): one load per record
  * instead of a walk over the table. Filled once, before any use. */
 static unsigned char sys_kind_of[SP_BPF_NR_MAX];

@@ -84,6 +84,19 @@ static bool setid_tps_ready(struct ev_priv *p)
 	return false;
 }
 
+/* Can the system calls' own exit tracepoints be used (tracefs, a kernel
+ * with syscall events)? */
+static bool syscall_tps_ready(struct ev_priv *p)
+{
+	if (!need_tracefs(p, "sys-exit-tracepoints"))
+		return false;
+	if (!access("/sys/kernel/tracing/events/syscalls/sys_exit_openat", F_OK) ||
+	    !access("/sys/kernel/debug/tracing/events/syscalls/sys_exit_openat", F_OK))
+		return true;
+	sp_buf_printf(&p->tried, " sys-exit-tracepoints(no syscall events)");
+	return false;
+}
+
 static void detach_setid(struct ev_priv *p)
 {
 	while (p->nsetid_links > 0)
@@ -113,6 +126,40 @@ static int attach_setid(struct ev_priv *p, struct bpf_program *prog)
 			return err;
 		}
 		p->setid_links[p->nsetid_links++] = link;
+	}
+	return 0;
+}
+
+static void detach_exit(struct ev_priv *p)
+{
+	while (p->nexit_links > 0)
+		bpf_link__destroy(p->exit_links[--p->nexit_links]);
+}
+
+/* on_sys_exit_call on the exit tracepoint of each system call asked for,
+ * instead of one program on sys_exit for every call of the machine. 0, or
+ * -errno (and nothing attached). */
+static int attach_exit(struct ev_priv *p, struct bpf_program *prog)
+{
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < sp_ev_nsys_kinds; i++) {
+		struct bpf_link *link;
+		char name[64];
+
+		if (!(p->o.kinds & SP_EV_BIT(sp_ev_sys_kinds[i].kind)))
+			continue;
+		snprintf(name, sizeof(name), "sys_exit_%s", sp_ev_sys_kinds[i].name);
+		link = bpf_program__attach_tracepoint(prog, "syscalls", name);
+		if (!link || p->nexit_links == (int)(sizeof(p->exit_links) /
+						      sizeof(p->exit_links[0]))) {
+			err = link ? -E2BIG : -errno;
+			bpf_link__destroy(link);
+			detach_exit(p);
+			return err;
+		}
+		p->exit_links[p->nexit_links++] = link;
 	}
 	return 0;
 }
@@ -165,7 +212,7 @@ static bool skip_role(const struct ev_priv *p, int role, bool want_cap, bool tp,
  * calls' entry from their own tracepoints (p->setid_err says when that
  * failed). 0, or -errno. */
 static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_cap,
-			bool setid_tp)
+			bool setid_tp, bool exit_tp)
 {
 	struct sp_events *skel;
 	struct bpf_program *prog;
@@ -190,14 +237,16 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 				 (p->o.buffer_kib ? p->o.buffer_kib : 8192) * 1024);
 	bpf_object__for_each_program(prog, skel->obj)
 		bpf_program__set_autoload(prog, false);
+	exit_tp = exit_tp && !tp && !skip_role(p, P_EXIT, want_cap, tp, setid_tp);
 	for (role = 0; role < P_NUM; role++) {
-		if (skip_role(p, role, want_cap, tp, setid_tp))
+		if (skip_role(p, role, want_cap, tp, setid_tp) || (role == P_EXIT && exit_tp))
 			continue;
 		prog = role_prog(skel, role, ps->suffix);
 		if (prog)
 			bpf_program__set_autoload(prog, true);
 	}
 	bpf_program__set_autoload(skel->progs.on_setid_tp, setid_tp);
+	bpf_program__set_autoload(skel->progs.on_sys_exit_call, exit_tp);
 	err = sp_events__load(skel);
 	if (err)
 		goto fail;
@@ -213,7 +262,7 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	for (role = 0; role < P_NUM; role++) {
 		struct bpf_link *link;
 
-		if (skip_role(p, role, want_cap, tp, setid_tp))
+		if (skip_role(p, role, want_cap, tp, setid_tp) || (role == P_EXIT && exit_tp))
 			continue;
 		prog = role_prog(skel, role, ps->suffix);
 		if (!prog)
@@ -235,6 +284,14 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 			goto fail;
 		}
 	}
+	if (exit_tp) {
+		err = attach_exit(p, skel->progs.on_sys_exit_call);
+		if (err) {
+			p->exit_err = err;
+			goto fail;
+		}
+	}
+	p->exit_how = exit_tp ? "sys-exit-tracepoints" : NULL;
 	/* tp_btf and raw_tp read a system call's arguments from the registers
 	 * at exit; classic tracepoints must keep them from the entry. */
 	for (i = 0; i < sp_ev_nsys_kinds; i++) {
@@ -256,6 +313,8 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	return 0;
 fail:
 	detach_setid(p);
+	detach_exit(p);
+	detach_exit(p);
 	sp_events__destroy(skel);
 	return err < 0 ? err : -EINVAL;
 }
@@ -292,7 +351,7 @@ static int probe_features(struct ev_priv *p, struct kfeat *kf)
  * p->skel and p->how set, or -errno of the last failure. */
 static int load_best(struct ev_priv *p, const struct kfeat *kf, uint64_t want, bool want_cap)
 {
-	bool setid_tps;
+	bool setid_tps, exit_tps;
 	unsigned int i;
 	int err = -ENOENT;
 
@@ -300,6 +359,10 @@ static int load_best(struct ev_priv *p, const struct kfeat *kf, uint64_t want, b
 	 * had, else (and when attaching them fails) from sys_enter */
 	setid_tps = !p->o.raw_entry && (want & SP_EV_BIT(SP_EV_SETID_CHANGE)) &&
 		    (!p->o.attach || strcmp(p->o.attach, "tracepoint")) && setid_tps_ready(p);
+	/* the system calls' exit: from each one's own tracepoint when they
+	 * can be had (--raw-entry keeps the raw hooks for both ends) */
+	exit_tps = !p->o.raw_entry && (!p->o.attach || strcmp(p->o.attach, "tracepoint")) &&
+		   syscall_tps_ready(p);
 	for (i = 0; i < sizeof(strategies) / sizeof(strategies[0]); i++) {
 		const struct prog_set *ps = &strategies[i];
 		bool cap = want_cap && strcmp(ps->how, "tracepoint");
@@ -312,12 +375,25 @@ static int load_best(struct ev_priv *p, const struct kfeat *kf, uint64_t want, b
 		}
 		if (!strcmp(ps->how, "tracepoint") && !need_tracefs(p, "tracepoint"))
 			continue;
-		p->setid_err = 0;
-		err = try_strategy(p, ps, cap, setid_tps && strcmp(ps->how, "tracepoint"));
+		p->setid_err = p->exit_err = 0;
+		err = try_strategy(p, ps, cap, setid_tps && strcmp(ps->how, "tracepoint"), exit_tps);
+		if (err && p->exit_err) {
+			sp_buf_printf(&p->tried, " sys-exit-tracepoints(%s)",
+				strerror(-p->exit_err));
+			p->setid_err = p->exit_err = 0;
+			err = try_strategy(p, ps, cap, setid_tps && strcmp(ps->how, "tracepoint"),
+					   false);
+		}
 		if (err && p->setid_err) {
 			sp_buf_printf(&p->tried, " setid-tracepoints(%s)",
 				strerror(-p->setid_err));
-			err = try_strategy(p, ps, cap, false);
+			p->setid_err = p->exit_err = 0;
+			err = try_strategy(p, ps, cap, false, exit_tps);
+			if (err && p->exit_err) {
+				sp_buf_printf(&p->tried, " sys-exit-tracepoints(%s)",
+					strerror(-p->exit_err));
+				err = try_strategy(p, ps, cap, false, false);
+			}
 		}
 		if (!err) {
 			p->how = ps->how;
@@ -357,6 +433,7 @@ static int events_ready(struct sp_source *s, uint64_t want)
 	if (!p->rb) {
 		snprintf(p->why, sizeof(p->why), "ring_buffer__new: %s", strerror(errno));
 		detach_setid(p);
+		detach_exit(p);
 		sp_events__destroy(p->skel);
 		p->skel = NULL;
 		p->entry = NULL;
@@ -489,6 +566,7 @@ void sp_ev_unload(struct ev_priv *p)
 	ring_buffer__free(p->rb);
 	p->rb = NULL;
 	detach_setid(p);
+	detach_exit(p);
 	sp_events__destroy(p->skel);
 	p->skel = NULL;
 }

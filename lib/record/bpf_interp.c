@@ -12,6 +12,7 @@
  * its ring buffer of stacks handed to interp.c.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,8 @@
 struct sp_interp_bpf {
 	struct sp_interp *skel;
 	struct bpf_link *ev_link;	/* on_event, at the entry of system calls */
+	struct bpf_link **ev_links;	/* or on_event_tp, on each wanted call's own */
+	size_t nev_links;
 	bool ev_wanted;			/* kernel events are recorded: attach it */
 	bool ev_failed;			/* its attach failed (said once) */
 	bool have_procs;		/* a process was put in the procs map */
@@ -61,6 +64,8 @@ static int fill_walkers(struct sp_interp_bpf *b)
 		{ b->skel->maps.walkers, b->skel->progs.on_sample_rb, SP_INTERP_NO_SAMPLES },
 		{ b->skel->maps.sw_walkers, b->skel->progs.on_switch_rb, SP_INTERP_USE_OFFCPU },
 		{ b->skel->maps.ev_walkers, b->skel->progs.on_event_rb, SP_INTERP_USE_EVENTS },
+		{ b->skel->maps.ev_walkers_tp, b->skel->progs.on_event_rb_tp,
+		  SP_INTERP_USE_EVENTS },
 	};
 	uint32_t zero = 0;
 	size_t i;
@@ -128,7 +133,10 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsig
 		if (!(uses & SP_INTERP_USE_EVENTS)) {
 			bpf_program__set_autoload(b->skel->progs.on_event, false);
 			bpf_program__set_autoload(b->skel->progs.on_event_rb, false);
+			bpf_program__set_autoload(b->skel->progs.on_event_tp, false);
+			bpf_program__set_autoload(b->skel->progs.on_event_rb_tp, false);
 			bpf_map__set_autocreate(b->skel->maps.ev_walkers, false);
+			bpf_map__set_autocreate(b->skel->maps.ev_walkers_tp, false);
 			bpf_map__set_autocreate(b->skel->maps.ev_scratch, false);
 		}
 		if (uses & SP_INTERP_NO_RUBY) {
@@ -199,12 +207,66 @@ int sp_interp_bpf_cgroups(struct sp_interp_bpf *b, struct sp_cgfilter_maps *m)
 	return 0;
 }
 
+static void ev_detach_calls(struct sp_interp_bpf *b)
+{
+	while (b->nev_links > 0)
+		bpf_link__destroy(b->ev_links[--b->nev_links]);
+	free(b->ev_links);
+	b->ev_links = NULL;
+}
+
+/* on_event_tp on the entry tracepoint of each call in want_nr: the kernel
+ * then runs no program for the other calls of the machine. false, with
+ * nothing attached, when one of them cannot be had (no tracefs, a kernel
+ * without syscall events, a call without its tracepoint): on_event
+ * then serves them all. */
+static bool ev_attach_calls(struct sp_interp_bpf *b)
+{
+	const uint64_t *bits = (const uint64_t *)b->skel->rodata->want_nr;
+	size_t nbits = sizeof(b->skel->rodata->want_nr) * 8, nr, n = 0;
+	libbpf_print_fn_t old;
+	bool ok = true;
+
+	for (nr = 0; nr < nbits; nr++)
+		n += bits[nr / 64] >> (nr % 64) & 1;
+	b->ev_links = sp_xcalloc(n ? n : 1, sizeof(*b->ev_links));
+	old = libbpf_set_print(quiet);	/* a missing tracepoint is no fault: said below */
+	for (nr = 0; ok && nr < nbits; nr++) {
+		const char *name;
+		char tp[64];
+
+		if (!(bits[nr / 64] >> (nr % 64) & 1))
+			continue;
+		name = sp_ev_call_name((uint32_t)nr);
+		if (!name)
+			name = sp_interp_proc_call_name((uint32_t)nr);
+		ok = name && b->nev_links < n;
+		if (!ok)
+			break;
+		snprintf(tp, sizeof(tp), "sys_enter_%s", name);
+		b->ev_links[b->nev_links] = bpf_program__attach_tracepoint(b->skel->progs.on_event_tp,
+									 "syscalls", tp);
+		ok = b->ev_links[b->nev_links] != NULL;
+		if (ok)
+			b->nev_links++;
+	}
+	libbpf_set_print(old);
+	if (!ok) {
+		sp_info("interpreted frames: a system call's own tracepoint cannot be had; "
+			 "the raw sys_enter one serves");
+		ev_detach_calls(b);
+	}
+	return ok;
+}
+
 static int ev_attach(struct sp_interp_bpf *b)
 {
-	if (b->ev_link)
+	if (b->ev_link || b->ev_links)
 		return 0;
 	if (b->ev_failed)
 		return -1;
+	if (ev_attach_calls(b))
+		return 0;
 	b->ev_link = bpf_program__attach(b->skel->progs.on_event);
 	if (!b->ev_link) {
 		b->ev_failed = true;
@@ -215,8 +277,9 @@ static int ev_attach(struct sp_interp_bpf *b)
 	return 0;
 }
 
-/* The entry program runs for every system call of the machine: it is
- * attached once there is an interpreter to walk (sp_interp_bpf_proc()). */
+/* The entry program costs system calls of the machine (each wanted one,
+ * or every one with the raw sys_enter fallback): it is attached once there
+ * is an interpreter to walk (sp_interp_bpf_proc()). */
 int sp_interp_bpf_events(struct sp_interp_bpf *b)
 {
 	if (!(b->uses & SP_INTERP_USE_EVENTS))
@@ -279,6 +342,7 @@ void sp_interp_bpf_close(struct sp_interp_bpf *b)
 	if (!b)
 		return;
 	bpf_link__destroy(b->ev_link);
+	ev_detach_calls(b);
 	for (i = 0; i < 3; i++)
 		bpf_link__destroy(b->task_links[i]);
 	ring_buffer__free(b->rb);

@@ -1346,6 +1346,25 @@ void sp_interp_proc_calls(uint64_t *bits, size_t nbits)
 	calls_set(bits, nbits, exit_calls, NCALLS(exit_calls));
 }
 
+const char *sp_interp_proc_call_name(uint32_t nr)
+{
+	switch (nr) {
+	case __NR_clone: return "clone";
+	case __NR_clone3: return "clone3";
+#ifdef __NR_fork
+	case __NR_fork: return "fork";
+#endif
+#ifdef __NR_vfork
+	case __NR_vfork: return "vfork";
+#endif
+	case __NR_execve: return "execve";
+	case __NR_execveat: return "execveat";
+	case __NR_exit: return "exit";
+	case __NR_exit_group: return "exit_group";
+	}
+	return NULL;
+}
+
 static bool call_in(uint32_t nr, const int *calls, size_t n)
 {
 	size_t i;

@@ -343,6 +343,8 @@ uint64_t sp_interp_event_stack(struct sp_interpreters *ip, struct sp_emit *out, 
  * from (clone, clone3, fork, vfork; execve, execveat; exit, exit_group),
  * set in bits (nbits). */
 void sp_interp_proc_calls(uint64_t *bits, size_t nbits);
+/* The name of one of those calls ("clone", "execve"...), NULL for another. */
+const char *sp_interp_proc_call_name(uint32_t nr);
 /* A fork event of thread tid of pid at time: the stack at the entry of
  * the clone, fork or vfork that made it, as sp_interp_event_stack() gives
  * it. A new process (not a thread) is followed from here on, as by
@@ -391,6 +393,8 @@ int sp_interp_bpf_events(struct sp_interp_bpf *b);
 /* bpf_events_decode.c: the system calls whose kernel events get an
  * interpreted stack, as bits by call number (nbits of them). */
 void sp_ev_stack_calls(uint64_t *bits, size_t nbits);
+/* The name of one of those calls ("openat", "connect"...), NULL for another. */
+const char *sp_ev_call_name(uint32_t nr);
 uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b);
 void sp_interp_bpf_close(struct sp_interp_bpf *b);
 

@@ -360,6 +360,44 @@ static void test_empty_queue_dropped(void)
 	sp_interp_free(ip);
 }
 
+/* Every call whose entry the interpreted stacks are read at has a name
+ * and, where the kernel has system call tracepoints, a tracepoint of its
+ * own: else the entry program falls back to raw sys_enter, run for every
+ * system call of the machine. */
+static void test_call_names(void)
+{
+	uint64_t bits[SP_BPF_INR_MAX / 64] = { 0 };
+	bool tracefs = !access("/sys/kernel/tracing/events/syscalls", F_OK);
+	unsigned int nr, n = 0;
+
+	sp_ev_stack_calls(bits, SP_BPF_INR_MAX);
+	sp_interp_proc_calls(bits, SP_BPF_INR_MAX);
+	for (nr = 0; nr < SP_BPF_INR_MAX; nr++) {
+		const char *name;
+		char path[128];
+
+		if (!(bits[nr / 64] >> (nr % 64) & 1))
+			continue;
+		n++;
+		name = sp_ev_call_name(nr);
+		if (!name)
+			name = sp_interp_proc_call_name(nr);
+		CHECK(name != NULL);
+		if (!name || !tracefs)
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/tracing/events/syscalls/sys_enter_%s", name);
+		if (access(path, F_OK))
+			printf("# no tracepoint %s\n", path);
+		CHECK(!access(path, F_OK));
+	}
+	CHECK(n > 10);
+	CHECK_STR(sp_ev_call_name(__NR_openat), "openat");
+	CHECK_STR(sp_interp_proc_call_name(__NR_execve), "execve");
+	CHECK_STR(sp_interp_proc_call_name(__NR_exit_group), "exit_group");
+	CHECK(sp_ev_call_name(__NR_getppid) == NULL);
+	CHECK(sp_interp_proc_call_name(__NR_getppid) == NULL);
+}
+
 int main(void)
 {
 	TAP_RUN(test_two_calls);
@@ -370,5 +408,6 @@ int main(void)
 	TAP_RUN(test_children);
 	TAP_RUN(test_queues_drop_pid);
 	TAP_RUN(test_empty_queue_dropped);
+	TAP_RUN(test_call_names);
 	return TAP_DONE();
 }
