@@ -118,6 +118,11 @@ static unsigned int ring_pages(const struct perf *p)
 		return p->o.pages;
 	if (p->o.call_graph < SP_CG_DWARF)
 		return DEFAULT_PAGES;
+	/* Without root, the rings count against perf_event_mlock_kb and then
+	 * RLIMIT_MEMLOCK: rings scaled for 32 KiB copies are over both on
+	 * Debian's defaults, and the mmap fails. The 8 KiB copies' size fits. */
+	if (geteuid())
+		return DWARF_PAGES;
 	/* The whole machine with stack copies: the first half second unwinds
 	 * every binary once and overflowed 2 MiB rings; four times that while
 	 * all rings stay within 64 MiB. */
