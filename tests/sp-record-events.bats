@@ -238,18 +238,19 @@ $real/gone 0x200"
 	# tracepoint: the machine's other system calls pass no program, and
 	# none runs at entry (ident_fork and ident_exec read a new
 	# process's namespaces and cgroup at fork and exec, ident_exit its
-	# user at its end, not at a call)
+	# user at its end, ident_attach a process moved to another cgroup,
+	# not at a call)
 	# (on_task_*: the interpreters' process map follows forks, execs, exits)
-	assert_equal "$(held_progs)" "ident_exec ident_exit ident_fork on_exec_btf on_exit_btf on_fork_btf on_sys_exit_call on_task_exec on_task_exit on_task_fork "
+	assert_equal "$(held_progs)" "ident_attach ident_exec ident_exit ident_fork on_exec_btf on_exit_btf on_fork_btf on_sys_exit_call on_task_exec on_task_exit on_task_fork "
 	! grep -x 'link:sys_enter' "$OUT/held"
 	! grep -x 'link:sys_exit' "$OUT/held"
 	sp-decode "$OUT/held.sp" | header | jq -e '(.features | test("entry=") | not) and
 		(.features | split(" ") | index("exit=sys-exit-tracepoints"))'
 	assert_equal "$(held_progs --events=file,dns --event-attach=raw_tp)" \
-		"ident_exec ident_exit ident_fork on_exit_raw on_fork_raw on_sys_exit_call on_task_exec on_task_exit on_task_fork "
+		"ident_attach ident_exec ident_exit ident_fork on_exit_raw on_fork_raw on_sys_exit_call on_task_exec on_task_exit on_task_fork "
 	# sys_enter: the raw hooks at both ends, one program for every call
 	assert_equal "$(held_progs --events=file,dns --event-attach=raw_tp,sys_enter)" \
-		"ident_exec ident_exit ident_fork on_exit_raw on_fork_raw on_sys_exit_raw on_task_exec on_task_exit on_task_fork "
+		"ident_attach ident_exec ident_exit ident_fork on_exit_raw on_fork_raw on_sys_exit_raw on_task_exec on_task_exit on_task_fork "
 	grep -x 'link:sys_exit' "$OUT/held"
 }
 
