@@ -446,6 +446,52 @@ id_space() {
 	[ "$(ls "$D" | wc -l)" = 2 ]
 }
 
+# One run that dumps at its command's exit into $D, keeping $1 dumps.
+dump_at_exit() {
+	run sp-record -F 99 --events=none --spans=none --flight=1M --flight-after=0 --keep="$1" \
+		--trigger=exit -o "$D" -- sh -c 'sleep 0.2; exit 3'
+	[ "$status" = 3 ] || fail "sp-record: $output"
+}
+
+@test "--keep deletes by the dumps' numbers, not their times: a clock set back between runs" {
+	require_root
+	mkdir -m 700 "$D"
+	# an earlier sp-record's dumps, named by a time 73 years ahead, and a
+	# numbered one of that time
+	: >"$D/dump-20991231T235958Z-signal.sp"
+	: >"$D/dump-20991231T235959Z-signal.sp"
+	: >"$D/dump-000007-20991231T235959Z-signal.sp"
+	dump_at_exit 3
+	dump_at_exit 3
+	# the two runs' dumps numbered on from 7, whatever their time says
+	ls "$D"
+	[ -e "$D/dump-000007-20991231T235959Z-signal.sp" ] || fail "the numbered one went: $(ls "$D")"
+	first=$(ls "$D" | grep -E '^dump-000008-[0-9]{8}T[0-9]{6}Z-exit\.sp$') ||
+		fail "the first run's dump is gone or misnamed: $(ls "$D")"
+	second=$(ls "$D" | grep -E '^dump-000009-[0-9]{8}T[0-9]{6}Z-exit\.sp$') ||
+		fail "the second run's dump is gone or misnamed: $(ls "$D")"
+	[ "$(ls "$D" | wc -l)" = 3 ] || fail "the time-named ones are kept: $(ls "$D")"
+	run -0 sp-decode "$D/$second"
+	echo "$output" | grep -q '"type":"end".*"trigger":"exit"' || fail "$output"
+}
+
+@test "a clock set back (faketime) between two runs: --keep keeps the newest dumps" {
+	require_root
+	require_cmd faketime
+	mkdir -m 700 "$D"
+	FAKETIME_DONT_FAKE_MONOTONIC=1 faketime '2099-12-31 23:59:00' \
+		sp-record -F 99 --events=none --spans=none --flight=1M --flight-after=0 --keep=2 \
+		--trigger=exit -o "$D" -- sh -c 'sleep 0.2; exit 3' || [ $? = 3 ] || fail "faketime run"
+	ls "$D" | grep -q '^dump-.*2099[0-9]\{4\}T' ||
+		skip "faketime did not reach sp-record's clock: $(ls "$D")"
+	dump_at_exit 2
+	dump_at_exit 2
+	ls "$D"
+	# the dumps of the two later runs are the newest: the one named 2099 goes
+	[ "$(ls "$D" | wc -l)" = 2 ] || fail "$(ls "$D")"
+	! ls "$D" | grep -q 2099 || fail "the newest went, the oldest is kept: $(ls "$D")"
+}
+
 @test "the output directory is ours alone: another user's, a symlink, a shared one refused" {
 	require_root
 	nobody_tools

@@ -28,7 +28,7 @@ check_dump() {
 	[ "${#dumps[@]}" = 1 ] && [ -f "${dumps[0]}" ] ||
 		fail "want one dump-*-$trigger.sp in $D, have: $(ls "$D")"
 	DUMP=${dumps[0]}
-	[[ ${DUMP##*/} =~ ^dump-[0-9]{8}T[0-9]{6}Z-$trigger\.sp$ ]] || fail "dump named ${DUMP##*/}"
+	[[ ${DUMP##*/} =~ ^dump-[0-9]{6,}-[0-9]{8}T[0-9]{6}Z-$trigger\.sp$ ]] || fail "dump named ${DUMP##*/}"
 	run -0 sp-decode "$DUMP"
 	END=$(jq -c 'select(.type == "end")' <<< "$output")
 	[ "$(jq -r .trigger <<< "$END")" = "$trigger" ] || fail "end record: $END"

@@ -109,8 +109,6 @@ int sp_flight_parse_limit(const char *s, uint64_t *bytes, uint64_t *ns)
 struct sp_flight *sp_flight_new(const struct sp_flight_opts *o, const struct sp_defs *master)
 {
 	struct sp_flight *f = sp_xcalloc(1, sizeof(*f));
-	const char *p;
-	char *end;
 
 	f->o = *o;
 	f->fd = -1;
@@ -120,11 +118,9 @@ struct sp_flight *sp_flight_new(const struct sp_flight_opts *o, const struct sp_
 		sp_flight_free(f);
 		return NULL;
 	}
-	/* Continue after the highest segment there. */
-	if (!o->flight && f->files.n) {
-		p = f->files.v[f->files.n - 1] + strlen("segment-");
-		f->seq = strtoull(p, &end, 10);
-	}
+	/* Number on after the highest segment or dump there: the order of
+	 * the files, whatever the clock says (flight_dir.c). */
+	f->seq = f->files.top;
 	f->chunk_bytes = o->window_bytes / CHUNKS_PER_WINDOW;
 	if (f->chunk_bytes < MIN_CHUNK)
 		f->chunk_bytes = MIN_CHUNK;
@@ -329,6 +325,12 @@ static void trim_window(struct sp_flight *f, uint64_t now)
 
 /* ---- dumps ---- */
 
+/*
+ * dump-SEQ-TIME-TRIGGER.sp: SEQ orders the dumps (--keep deletes by it),
+ * TIME (UTC, of the wall clock, which may jump) is for people. A name
+ * taken (planted, or a file left by a run whose number we did not see)
+ * takes the next number.
+ */
 static int create_dump(struct sp_flight *f, uint64_t now_wall, char *name, size_t size)
 {
 	time_t t = (time_t)(now_wall / 1000000000u);
@@ -339,11 +341,9 @@ static int create_dump(struct sp_flight *f, uint64_t now_wall, char *name, size_
 
 	gmtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	for (i = 1; i < 1000; i++) {
-		if (i == 1)
-			snprintf(name, size, "dump-%s-%s.sp", stamp, f->trigger);
-		else
-			snprintf(name, size, "dump-%s-%s-%u.sp", stamp, f->trigger, i);
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, size, "dump-%06llu-%s-%s.sp", (unsigned long long)++f->seq, stamp,
+			 f->trigger);
 		fd = sp_create_in(f->dirfd, name);
 		if (fd >= 0 || errno != EEXIST)
 			return fd;

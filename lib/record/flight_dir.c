@@ -14,6 +14,7 @@
 #include "flight.h"
 #include "flightP.h"
 #include "sp.h"
+#include "stream/segdir.h"
 
 /*
  * The directory's owner may delete and rename what we write, so it must be
@@ -65,36 +66,91 @@ fail:
 }
 
 /*
- * A name's age. Its number compares as a number (segment-1000000 after
- * segment-999999; a dump's date), then the rest of its time (a dump's
- * THHMMSSZ). Dumps of one second (dump-…-signal-2 sorts before
- * dump-…-signal, dump-…-exit before dump-…-signal whichever came first)
- * go by when the file was last written: one dump is written whole before
- * the next begins. Sorted by name alone, a sp-record started again would
- * take a newer dump for an older one and --keep would delete it.
+ * A name's age. Segments and dumps carry a sequence number that goes on
+ * from the highest one in the directory: their order, whatever the clock
+ * did (set back, or jumping between two runs). The time in a dump's name
+ * is for people. A dump named before dumps had a number
+ * (dump-YYYYmmddTHHMMSSZ-TRIGGER[-N].sp) is older than every numbered one
+ * (an earlier sp-record wrote it); among themselves such dumps go by the
+ * time in their names, then, within one second (dump-…-signal-2 sorts
+ * before dump-…-signal, dump-…-exit before dump-…-signal whichever came
+ * first), by when each file was last written.
  */
 struct aged {
 	char *name;
-	uint64_t num;
+	uint64_t seq;		/* 0: a dump named by its time alone */
 	char stamp[17];
 	int64_t mtime;
 };
 
-static void age_of(struct aged *a, int dirfd, size_t plen)
+/* SEQ of a name: at least six digits, zero-padded to six, no leading zero
+ * past that (one spelling per number: segdir.h), nonzero, then end. */
+static const char *parse_seq(const char *p, uint64_t *seq)
 {
-	const char *p = a->name + plen;
-	char *end;
-	struct stat st;
-	size_t n;
+	const char *q;
+	uint64_t v = 0;
+	size_t nd;
 
-	a->num = strtoull(p, &end, 10);
-	n = strcspn(end, "-.");
-	if (n >= sizeof(a->stamp))
-		n = sizeof(a->stamp) - 1;
-	memcpy(a->stamp, end, n);
-	a->stamp[n] = 0;
-	a->mtime = fstatat(dirfd, a->name, &st, AT_SYMLINK_NOFOLLOW) ? 0 :
-		   (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	for (q = p; *q >= '0' && *q <= '9'; q++)
+		if (q - p < SP_NAME_SEQ_DIGITS_MAX)
+			v = v * 10 + (uint64_t)(*q - '0');
+	nd = (size_t)(q - p);
+	if (nd < 6 || nd > SP_NAME_SEQ_DIGITS_MAX || (nd > 6 && *p == '0') || !v)
+		return NULL;
+	*seq = v;
+	return q;
+}
+
+/* YYYYmmddTHHMMSSZ (the digits only: a name, not a date to trust) */
+static bool is_stamp(const char *p)
+{
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		char c = p[i];
+
+		if (i == 8 ? c != 'T' : i == 15 ? c != 'Z' : (c < '0' || c > '9'))
+			return false;
+	}
+	return true;
+}
+
+int sp_dump_name_parse(const char *name, uint64_t *seq, char *stamp)
+{
+	const char *p = name, *q;
+	size_t len = strlen(name);
+
+	if (strncmp(p, "dump-", 5) || len < 3 || strcmp(name + len - 3, ".sp"))
+		return -1;
+	p += 5;
+	*seq = 0;
+	q = parse_seq(p, seq);
+	if (q && *q == '-')
+		p = q + 1;
+	else
+		*seq = 0;	/* named by its time alone */
+	/* the stamp, '-', a trigger's name of at least one character */
+	if (!is_stamp(p) || p[16] != '-' || p + 17 >= name + len - 3)
+		return -1;
+	memcpy(stamp, p, 16);
+	stamp[16] = 0;
+	return 0;
+}
+
+/* Whether name is one of ours (prefix "dump-" or "segment-"), and its age. */
+static bool age_of(struct aged *a, int dirfd, const char *prefix)
+{
+	struct stat st;
+
+	a->stamp[0] = 0;
+	a->mtime = 0;
+	if (!strcmp(prefix, "segment-"))
+		return !sp_segdir_parse_name(a->name, &a->seq);
+	if (sp_dump_name_parse(a->name, &a->seq, a->stamp))
+		return false;
+	if (!a->seq && !fstatat(dirfd, a->name, &st, AT_SYMLINK_NOFOLLOW))
+		a->mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	return true;
 }
 
 static int cmp_aged(const void *x, const void *y)
@@ -102,8 +158,8 @@ static int cmp_aged(const void *x, const void *y)
 	const struct aged *a = x, *b = y;
 	int c;
 
-	if (a->num != b->num)
-		return a->num < b->num ? -1 : 1;
+	if (a->seq != b->seq)
+		return a->seq < b->seq ? -1 : 1;
 	if ((c = strcmp(a->stamp, b->stamp)))
 		return c;
 	if (a->mtime != b->mtime)
@@ -111,18 +167,26 @@ static int cmp_aged(const void *x, const void *y)
 	return strcmp(a->name, b->name);
 }
 
-static void sort_by_age(struct sp_names *l, int dirfd, size_t plen)
+/* Keep our names only, oldest first; l->top: the highest number. */
+static void sort_by_age(struct sp_names *l, int dirfd, const char *prefix)
 {
 	struct aged *v = sp_xcalloc(l->n, sizeof(*v));
-	size_t i;
+	size_t i, n = 0;
 
 	for (i = 0; i < l->n; i++) {
-		v[i].name = l->v[i];
-		age_of(&v[i], dirfd, plen);
+		v[n].name = l->v[i];
+		if (age_of(&v[n], dirfd, prefix))
+			n++;
+		else
+			free(l->v[i]);	/* not a name we write: left alone */
 	}
-	qsort(v, l->n, sizeof(*v), cmp_aged);
-	for (i = 0; i < l->n; i++)
+	qsort(v, n, sizeof(*v), cmp_aged);
+	for (i = 0; i < n; i++) {
 		l->v[i] = v[i].name;
+		if (v[i].seq > l->top)
+			l->top = v[i].seq;
+	}
+	l->n = n;
 	free(v);
 }
 
@@ -152,7 +216,7 @@ int sp_names_scan(struct sp_names *l, int dirfd, const char *prefix)
 	}
 	closedir(d);
 	if (l->n)
-		sort_by_age(l, dirfd, plen);
+		sort_by_age(l, dirfd, prefix);
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include <stdint.h>
 #include "record/flightP.h"
 
 static char dir[] = "/tmp/sp-test-flight_dir-XXXXXX";
@@ -109,9 +110,73 @@ static void test_flight_dir_segments_by_number(void)
 	clean(dfd);
 }
 
+/*
+ * A clock set back between runs: dumps numbered in the order they were
+ * written, their times out of order; an earlier sp-record's dumps, named
+ * by a later time alone. The numbers decide; the time-named ones are
+ * older than every numbered one; names that are not ours are left out
+ * (and the cap never deletes them).
+ */
+static void test_flight_dir_dumps_by_number(void)
+{
+	int dfd = open_empty();
+	struct sp_names l = { 0 };
+
+	make(dfd, "dump-000003-20261204T060000Z-signal.sp", 1);
+	make(dfd, "dump-000002-20991231T235959Z-exit.sp", 2);
+	make(dfd, "dump-000010-20261204T050000Z-cmd.sp", 3);
+	make(dfd, "dump-1000000-20261204T040000Z-signal.sp", 4);
+	make(dfd, "dump-20991231T235959Z-signal.sp", 5);	/* an earlier sp-record's */
+	make(dfd, "dump-20991231T235958Z-signal.sp", 6);
+	make(dfd, "dump-notes.sp", 7);				/* not ours */
+	make(dfd, "dump-0000001-20261204T060000Z-signal.sp", 8);	/* not a number's spelling */
+	make(dfd, "dump-000004-2026120T060000Z-signal.sp", 9);	/* not a time */
+	make(dfd, "dump-000005-20261204T060000Z-.sp", 10);	/* no trigger */
+	CHECK(sp_names_scan(&l, dfd, "dump-") == 0);
+	CHECK_EQ_U(l.n, 6);
+	CHECK_EQ_U(l.top, 1000000);
+	if (l.n == 6) {
+		CHECK_STR(l.v[0], "dump-20991231T235958Z-signal.sp");
+		CHECK_STR(l.v[1], "dump-20991231T235959Z-signal.sp");
+		CHECK_STR(l.v[2], "dump-000002-20991231T235959Z-exit.sp");
+		CHECK_STR(l.v[3], "dump-000003-20261204T060000Z-signal.sp");
+		CHECK_STR(l.v[4], "dump-000010-20261204T050000Z-cmd.sp");
+		CHECK_STR(l.v[5], "dump-1000000-20261204T040000Z-signal.sp");
+	}
+	sp_names_trim(&l, dfd, 2);
+	CHECK(faccessat(dfd, "dump-000003-20261204T060000Z-signal.sp", F_OK, 0) != 0);
+	CHECK(faccessat(dfd, "dump-20991231T235959Z-signal.sp", F_OK, 0) != 0);
+	CHECK(faccessat(dfd, "dump-000010-20261204T050000Z-cmd.sp", F_OK, 0) == 0);
+	CHECK(faccessat(dfd, "dump-notes.sp", F_OK, 0) == 0);
+	CHECK(faccessat(dfd, "dump-000005-20261204T060000Z-.sp", F_OK, 0) == 0);
+	sp_names_release(&l);
+	clean(dfd);
+}
+
+static void test_flight_dir_dump_names(void)
+{
+	char stamp[17];
+	uint64_t seq = 99;
+
+	CHECK(sp_dump_name_parse("dump-000042-20261204T055812Z-signal.sp", &seq, stamp) == 0);
+	CHECK_EQ_U(seq, 42);
+	CHECK_STR(stamp, "20261204T055812Z");
+	CHECK(sp_dump_name_parse("dump-20261204T055812Z-signal-2.sp", &seq, stamp) == 0);
+	CHECK_EQ_U(seq, 0);
+	CHECK_STR(stamp, "20261204T055812Z");
+	CHECK(sp_dump_name_parse("dump-000000-20261204T055812Z-signal.sp", &seq, stamp) != 0);
+	CHECK(sp_dump_name_parse("dump-9999999999999999999-20261204T055812Z-x.sp", &seq,
+				 stamp) != 0);
+	CHECK(sp_dump_name_parse("dump-000042-20261204T055812Z-signal", &seq, stamp) != 0);
+	CHECK(sp_dump_name_parse("segment-000042.sp", &seq, stamp) != 0);
+	CHECK(sp_dump_name_parse("dump-000042-20261204T055812Z.sp", &seq, stamp) != 0);
+}
+
 int main(void)
 {
 	TAP_RUN(test_flight_dir_dumps_by_age);
 	TAP_RUN(test_flight_dir_segments_by_number);
+	TAP_RUN(test_flight_dir_dumps_by_number);
+	TAP_RUN(test_flight_dir_dump_names);
 	return TAP_DONE();
 }
