@@ -113,6 +113,21 @@ assert_tree() {
 	assert_tree Store.load_config write_report Client.ping
 }
 
+@test "--event-attach=sys_enter: the raw sys_enter fallback still gives a Python's events their methods" {
+	need $PY
+	start_server
+	# the entry program on raw sys_enter, as where the calls' own
+	# tracepoints cannot be had
+	run --separate-stderr timeout 120 sp-record -v --spans=none --event-attach=sys_enter \
+		-o "$OUT" -- $PY "$PYFIX" "$PORT" "$D" 5
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	grep -q 'interpreted frames: system call entries from the raw sys_enter' <<<"$stderr" ||
+		fail "not from raw sys_enter: $stderr"
+	! grep -q 'cannot attach to system call entries' <<<"$stderr" || fail "$stderr"
+	assert_owners 5 Store.load_config write_report Client.ping
+	assert_tree Store.load_config write_report Client.ping
+}
+
 @test "sp-record -p of a running Python without spans: its events under their methods" {
 	need $PY
 	start_server

@@ -31,7 +31,7 @@ static int ev_start(struct sp_source *s, const struct sp_target *t, struct sp_em
 	p->started = true;
 	sp_ev_seed_pids(p, t);
 	if (sp_interp_current())	/* the perf source's, started before */
-		sp_interp_events_on(sp_interp_current());
+		sp_interp_events_on(sp_interp_current(), p->o.raw_entry);
 	return 0;
 }
 

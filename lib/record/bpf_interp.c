@@ -32,6 +32,9 @@ struct sp_interp_bpf {
 	struct bpf_link **ev_links;	/* or on_event_tp, on each wanted call's own */
 	size_t nev_links;
 	bool ev_wanted;			/* kernel events are recorded: attach it */
+	bool ev_raw;			/* on_event on raw sys_enter, never the
+					 * calls' own tracepoints (--event-attach=
+					 * sys_enter) */
 	bool ev_failed;			/* its attach failed (said once) */
 	bool have_procs;		/* a process was put in the procs map */
 	struct bpf_link *task_links[3];	/* on_task_*: "procs" follows tasks */
@@ -265,7 +268,7 @@ static int ev_attach(struct sp_interp_bpf *b)
 		return 0;
 	if (b->ev_failed)
 		return -1;
-	if (ev_attach_calls(b))
+	if (!b->ev_raw && ev_attach_calls(b))
 		return 0;
 	b->ev_link = bpf_program__attach(b->skel->progs.on_event);
 	if (!b->ev_link) {
@@ -280,11 +283,15 @@ static int ev_attach(struct sp_interp_bpf *b)
 /* The entry program costs system calls of the machine (each wanted one,
  * or every one with the raw sys_enter fallback): it is attached once there
  * is an interpreter to walk (sp_interp_bpf_proc()). */
-int sp_interp_bpf_events(struct sp_interp_bpf *b)
+int sp_interp_bpf_events(struct sp_interp_bpf *b, bool raw_entry)
 {
 	if (!(b->uses & SP_INTERP_USE_EVENTS))
 		return -1;	/* not loaded: the recording has no kernel events */
 	b->ev_wanted = true;
+	b->ev_raw = raw_entry;
+	if (raw_entry)
+		sp_info("interpreted frames: system call entries from the raw sys_enter "
+			"tracepoint (--event-attach=sys_enter)");
 	return b->have_procs ? ev_attach(b) : 0;
 }
 

@@ -1508,9 +1508,9 @@ struct sp_interpreters *sp_interp_current(void)
 	return current_ip;
 }
 
-int sp_interp_events_on(struct sp_interpreters *ip)
+int sp_interp_events_on(struct sp_interpreters *ip, bool raw_entry)
 {
-	return ip->bpf ? sp_interp_bpf_events(ip->bpf) : -1;
+	return ip->bpf ? sp_interp_bpf_events(ip->bpf, raw_entry) : -1;
 }
 
 struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode, unsigned int uses)

@@ -328,9 +328,11 @@ bool sp_interp_is_eval(const struct sp_interpreters *ip, uint32_t pid, uint64_t 
 /* The interpreters of this recording (the perf source's), NULL if none:
  * the events source links its events to their stacks through them. */
 struct sp_interpreters *sp_interp_current(void);
-/* Kernel events are recorded: read a stack at each call that makes one.
- * 0, or -1 (reported once). */
-int sp_interp_events_on(struct sp_interpreters *ip);
+/* Kernel events are recorded: read a stack at each call that makes one,
+ * at the entry tracepoint of each such call, or with raw_entry
+ * (--event-attach=sys_enter) at the raw sys_enter one, as where the
+ * calls' own cannot be had. 0, or -1 (reported once). */
+int sp_interp_events_on(struct sp_interpreters *ip, bool raw_entry);
 /* The interpreted stack of thread tid of pid at the entry of system call
  * nr, for the event that call made at time (dns: an event of a call whose
  * stack is not read, which takes the stack of the thread's last call read
@@ -388,8 +390,9 @@ void sp_interp_bpf_drain(struct sp_interp_bpf *b);
 /* The stacks' ring buffer, to poll (woken for new code only). */
 int sp_interp_bpf_wake_fd(const struct sp_interp_bpf *b);
 /* Read stacks at the entry of the calls sp_ev_stack_calls() names too,
- * once a process is in the procs map (at once if one is already). */
-int sp_interp_bpf_events(struct sp_interp_bpf *b);
+ * once a process is in the procs map (at once if one is already); with
+ * raw_entry from the raw sys_enter tracepoint only. */
+int sp_interp_bpf_events(struct sp_interp_bpf *b, bool raw_entry);
 /* bpf_events_decode.c: the system calls whose kernel events get an
  * interpreted stack, as bits by call number (nbits of them). */
 void sp_ev_stack_calls(uint64_t *bits, size_t nbits);

@@ -73,7 +73,7 @@ int sp_interp_bpf_wake_fd(const struct sp_interp_bpf *b)
 	return -1;
 }
 
-int sp_interp_bpf_events(struct sp_interp_bpf *b)
+int sp_interp_bpf_events(struct sp_interp_bpf *b, bool raw_entry)
 {
 	(void)b;
 	return -1;
