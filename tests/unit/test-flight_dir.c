@@ -54,6 +54,16 @@ static void clean(int dfd)
 	strcpy(dir + strlen(dir) - 6, "XXXXXX");
 }
 
+/* l is want[0..n), in that order */
+static void check_names(const struct sp_names *l, const char *const *want, size_t n)
+{
+	size_t i;
+
+	CHECK_EQ_U(l->n, n);
+	for (i = 0; i < n && i < l->n; i++)
+		CHECK_STR(l->v[i], want[i]);
+}
+
 /* Three dumps in one second (their names sort otherwise), one of another
  * trigger, an older day's and a later second's. */
 static void test_flight_dir_dumps_by_age(void)
@@ -69,15 +79,10 @@ static void test_flight_dir_dumps_by_age(void)
 	make(dfd, "dump-20261204T060000Z-signal.sp", 1);
 	make(dfd, "segment-000001.sp", 0);		/* not a dump */
 	CHECK(sp_names_scan(&l, dfd, "dump-") == 0);
-	CHECK_EQ_U(l.n, 6);
-	if (l.n == 6) {
-		CHECK_STR(l.v[0], "dump-20261203T235959Z-cmd.sp");
-		CHECK_STR(l.v[1], "dump-20261204T055812Z-signal.sp");
-		CHECK_STR(l.v[2], "dump-20261204T055812Z-signal-2.sp");
-		CHECK_STR(l.v[3], "dump-20261204T055812Z-signal-10.sp");
-		CHECK_STR(l.v[4], "dump-20261204T055812Z-exit.sp");
-		CHECK_STR(l.v[5], "dump-20261204T060000Z-signal.sp");
-	}
+	check_names(&l, (const char *const[]){ "dump-20261203T235959Z-cmd.sp",
+		"dump-20261204T055812Z-signal.sp", "dump-20261204T055812Z-signal-2.sp",
+		"dump-20261204T055812Z-signal-10.sp", "dump-20261204T055812Z-exit.sp",
+		"dump-20261204T060000Z-signal.sp" }, 6);
 	/* --keep=3: the three oldest go, from the directory too */
 	sp_names_trim(&l, dfd, 3);
 	CHECK_EQ_U(l.n, 3);
@@ -100,12 +105,9 @@ static void test_flight_dir_segments_by_number(void)
 	make(dfd, "segment-000041.sp", 3);
 	make(dfd, "segment-notes.txt", 4);
 	CHECK(sp_names_scan(&l, dfd, "segment-") == 0);
-	CHECK_EQ_U(l.n, 3);
-	if (l.n == 3) {
-		CHECK_STR(l.v[0], "segment-000041.sp");
-		CHECK_STR(l.v[1], "segment-999999.sp");
-		CHECK_STR(l.v[2], "segment-1000000.sp");
-	}
+	check_names(&l, (const char *const[]){ "segment-000041.sp", "segment-999999.sp",
+		"segment-1000000.sp" }, 3);
+	CHECK_EQ_U(l.top, 1000000);
 	sp_names_release(&l);
 	clean(dfd);
 }
@@ -133,16 +135,11 @@ static void test_flight_dir_dumps_by_number(void)
 	make(dfd, "dump-000004-2026120T060000Z-signal.sp", 9);	/* not a time */
 	make(dfd, "dump-000005-20261204T060000Z-.sp", 10);	/* no trigger */
 	CHECK(sp_names_scan(&l, dfd, "dump-") == 0);
-	CHECK_EQ_U(l.n, 6);
 	CHECK_EQ_U(l.top, 1000000);
-	if (l.n == 6) {
-		CHECK_STR(l.v[0], "dump-20991231T235958Z-signal.sp");
-		CHECK_STR(l.v[1], "dump-20991231T235959Z-signal.sp");
-		CHECK_STR(l.v[2], "dump-000002-20991231T235959Z-exit.sp");
-		CHECK_STR(l.v[3], "dump-000003-20261204T060000Z-signal.sp");
-		CHECK_STR(l.v[4], "dump-000010-20261204T050000Z-cmd.sp");
-		CHECK_STR(l.v[5], "dump-1000000-20261204T040000Z-signal.sp");
-	}
+	check_names(&l, (const char *const[]){ "dump-20991231T235958Z-signal.sp",
+		"dump-20991231T235959Z-signal.sp", "dump-000002-20991231T235959Z-exit.sp",
+		"dump-000003-20261204T060000Z-signal.sp", "dump-000010-20261204T050000Z-cmd.sp",
+		"dump-1000000-20261204T040000Z-signal.sp" }, 6);
 	sp_names_trim(&l, dfd, 2);
 	CHECK(faccessat(dfd, "dump-000003-20261204T060000Z-signal.sp", F_OK, 0) != 0);
 	CHECK(faccessat(dfd, "dump-20991231T235959Z-signal.sp", F_OK, 0) != 0);
