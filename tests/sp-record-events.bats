@@ -310,6 +310,58 @@ PY
 		fail "$(cat "$OUT/py.tree")"
 }
 
+@test "sp-record-events: --event-attach=sys_enter puts the interpreted-stack program on the raw sys_enter" {
+	need_bpf
+	command -v bpftool >/dev/null || skip "needs bpftool"
+	command -v python3 >/dev/null || skip "needs python3"
+	# The Python waits until its recorder has a program at system call
+	# entry, notes the programs of its recorder's links there, and opens
+	# a file from a function of its own.
+	cat > "$OUT/raw.py" <<'PY'
+import glob, json, os, subprocess, sys, time
+def bpftool(*a):
+    r = subprocess.run(["bpftool", "--json", *a], capture_output=True, text=True)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return {}
+def entry_progs():
+    # "tp:PROG" for raw tracepoint links on sys_enter, "perf:PROG" for
+    # the per-call tracepoints' (perf) links
+    out = set()
+    for f in glob.glob("/proc/%d/fdinfo/*" % os.getppid()):
+        try:
+            t = open(f).read()
+        except OSError:
+            continue
+        kv = dict(l.split(":", 1) for l in t.splitlines() if ":" in l)
+        if "link_id" in kv:
+            l = bpftool("link", "show", "id", kv["link_id"].strip())
+            if l.get("tp_name") == "sys_enter":
+                out.add("tp:" + bpftool("prog", "show", "id", str(l["prog_id"])).get("name", "?"))
+            elif kv.get("link_type", "").strip() == "perf" and "prog_id" in kv:
+                out.add("perf:" + bpftool("prog", "show", "id", kv["prog_id"].strip()).get("name", "?"))
+    return out
+def load():
+    open("/etc/hostname").close()
+for _ in range(100):
+    p = entry_progs()
+    if any(x.startswith("tp:on_event") or x.startswith("perf:on_event") for x in p):
+        break
+    time.sleep(0.1)
+open(sys.argv[1], "w").write("\n".join(sorted(p)) + "\n")
+load()
+time.sleep(0.3)
+PY
+	sp-record --spans=none --event-attach=sys_enter -o "$OUT/raw.sp" -- python3 "$OUT/raw.py" "$OUT/entry"
+	grep -qx 'tp:on_event' "$OUT/entry" || fail "no on_event on raw sys_enter: $(cat "$OUT/entry")"
+	! grep -q '^perf:on_event' "$OUT/entry" || fail "per-call tracepoints too: $(cat "$OUT/entry")"
+	# the open still carries the function that made it
+	sp-correlate "$OUT/raw.sp" | sp-tree > "$OUT/raw.tree"
+	grep -A1 "FRAME tid=[0-9]* load at=raw.py:" "$OUT/raw.tree" | grep -q "path_open → /etc/hostname" ||
+		fail "$(cat "$OUT/raw.tree")"
+}
+
 @test "sp-record-events: setid_change's ids before come from the setid calls' own tracepoints, else sys_enter" {
 	need_bpf
 	command -v setpriv >/dev/null || skip "needs setpriv"
