@@ -987,3 +987,97 @@ check_offcpu_loops() {
 	[[ "$stderr" == *"process identity: not in the host's pid namespace; read from /proc only"* ]] ||
 		fail "$stderr"
 }
+
+# Until $2 lines of $1 match $3 (grep -c); 1 after ~20 s without.
+wait_lines() {
+	local _
+	for _ in $(seq 200); do
+		[ "$(grep -c -- "$3" "$1" 2>/dev/null)" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+@test "containers: cgroups made and removed while recording: each followed, its events closed at its removal, fds bounded" {
+	make_cgroup "sp-test-storm-$$"
+	rmdir "$CG"
+	sp-record -v -a --cgroup="$CGPATH" -d 600s -o "$T/storm.sp" 2> "$T/storm.err" &
+	RP=$!
+	BGPIDS=$RP
+	wait_lines "$T/storm.err" 1 "does not exist (yet)" || fail "sp-record did not start"
+	# one cgroup after the other at the same path, more than the 64 a
+	# recording can follow at once; each waited for until it is followed
+	N=80
+	for i in $(seq $N); do
+		mkdir "$CG"
+		if [ "$i" = "$N" ]; then	# the last one spins: its samples
+			sh -c "echo \$\$ > $CG/cgroup.procs; exec timeout 1 sh -c 'while :; do :; done'" &
+		else
+			sh -c "echo \$\$ > $CG/cgroup.procs; exec sleep 0.3" &
+		fi
+		last=$!
+		wait_lines "$T/storm.err" "$i" "'$CGPATH' appeared" || break
+		# (the first may be taken while sp-record still starts)
+		[ "$i" != 2 ] || fds1=$(ls /proc/$RP/fd | wc -l)
+		wait $last || true	# the spinner's timeout: 124
+		rmdir "$CG"
+	done
+	rmdir "$CG" 2>/dev/null || true
+	wait_lines "$T/storm.err" "$N" "'$CGPATH' removed" || true
+	fds=$(ls /proc/$RP/fd | wc -l)
+	kill -INT $RP
+	wait $RP
+	BGPIDS=
+	rm_cgroup
+	followed=$(grep -c "'$CGPATH' appeared" "$T/storm.err")
+	removed=$(grep -c "'$CGPATH' removed" "$T/storm.err")
+	echo "followed $followed, removed $removed; fds: $fds1 with the first, $fds at the end"
+	[ "$followed" -eq $N ]
+	[ "$removed" -eq $N ]
+	! grep -q "more than 64 cgroups" "$T/storm.err"
+	# every followed directory's events were closed, but for a CPU ring's
+	# owner (the first one's): no more descriptors than with the second
+	[ "$fds" -le "$fds1" ]
+	# the last one's samples are there: the events of a removed cgroup
+	# wrote to the rings, which stay
+	sp-decode "$T/storm.sp" > "$T/storm.jsonl"
+	run -0 jq -s "[.[] | select(.type==\"process\" and (.pid==$last or .ppid==$last)) | .pid] as \$p |
+		[.[] | select(.type==\"sample\" and ([.pid] | inside(\$p)))] | length" "$T/storm.jsonl"
+	[ "$output" -ge 1 ]
+}
+
+@test "containers: a cgroup made while sp-record loads its programs is taken with those that existed, at the start" {
+	make_cgroup "sp-test-early-$$"
+	OLD=$CG
+	OLDPATH=$CGPATH
+	CG=${OLD%/*}/sp-test-new-$$
+	CGPATH=${OLDPATH%/*}/sp-test-new-$$
+	sh -c "echo \$\$ > $OLD/cgroup.procs; exec sleep 30" &
+	old=$!
+	BGPIDS=$old
+	sp-record -v -a --cgroup="$OLDPATH" --cgroup="$CGPATH" -d 3s -o "$T/early.sp" 2> "$T/early.err" &
+	RP=$!
+	BGPIDS="$old $RP"
+	# made as soon as sp-record said it waits for it, while its programs
+	# load (a second or more): its process is read at the start with the
+	# other cgroup's, not at the first pass over what the kernel told
+	wait_lines "$T/early.err" 1 "does not exist (yet)" || fail "sp-record did not start"
+	mkdir "$CG"
+	sh -c "echo \$\$ > $CG/cgroup.procs; exec sleep 30" &
+	new=$!
+	BGPIDS="$old $new $RP"
+	wait $RP
+	kill $old $new
+	wait $old $new || true
+	BGPIDS=
+	rmdir "$CG" "$OLD" "${OLD%/*}"
+	grep -q "'$CGPATH' appeared" "$T/early.err"
+	sp-decode "$T/early.sp" > "$T/early.jsonl"
+	run -0 jq -r "select(.type==\"process\" and .pid==$old) | .time" "$T/early.jsonl"
+	t_old=$output
+	run -0 jq -r "select(.type==\"process\" and .pid==$new) | .time" "$T/early.jsonl"
+	t_new=$output
+	echo "process records: the old cgroup's at $t_old, the new one's at $t_new"
+	[ -n "$t_old" ] && [ -n "$t_new" ]
+	assert_equal "$t_new" "$t_old"
+}
