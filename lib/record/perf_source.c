@@ -238,6 +238,9 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	if (p->interp)
 		sp_interp_finish(p->interp, out, p->q.bound);
 	sp_perf_cgroups_finish(p);
+	if (p->unseen_unnamed)
+		sp_info("%" PRIu64 " sampled processes were gone and unknown to the kernel's map: "
+			"recorded by their pid only", p->unseen_unnamed);
 	if (p->st.bad + p->q.bad)
 		sp_warn("%" PRIu64 " malformed perf records skipped", p->st.bad + p->q.bad);
 	p->q.bound = UINT64_MAX;

@@ -204,6 +204,7 @@ struct perf {
 	bool cgroups_watched;		/* the new cgroups' descriptor is in epfd */
 
 	struct sp_perf_stats st;
+	uint64_t unseen_unnamed;	/* sampled processes defined by pid alone */
 	const char *failed_call;	/* what open_on() failed at */
 };
 

@@ -64,6 +64,10 @@ static void test_cgnew_mkdir_and_move(void)
 	CHECK(moved);
 	CHECK(sp_ident_bpf_lookup(b, (uint32_t)kid, &id) == 0);
 	CHECK_EQ_U(id.cgroup_id, st.st_ino);
+	/* and its name, as its fork gave it (a process gone unseen is
+	 * named by it) */
+	id.comm[sizeof(id.comm) - 1] = 0;
+	CHECK(!strcmp(id.comm, "test-bpf_cgnew"));
 	/* nothing more was told of either */
 	n = sp_cgwatch_read(w, &ev);
 	for (i = 0; i < n; i++)
