@@ -9,7 +9,10 @@
 #           golang-go, whose `go tool pprof` reads sp-flame's pprof files;
 #           debuginfod, the server sp-symbolize's debuginfod tests start;
 #           podman and runc, the container runtime tests/containers.bats
-#           runs images in (runc: crun refuses hybrid cgroup hierarchies)
+#           runs images in (runc: crun refuses hybrid cgroup hierarchies);
+#           docker.io beside it (its daemon is not started by the package
+#           here: the Docker tests start dockerd themselves, without
+#           iptables or a bridge)
 set -e
 PKGS="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev
 libjansson-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
@@ -17,7 +20,7 @@ systemtap-sdt-dev libclang-rt-14-dev bats bats-support bats-assert
 elfutils binutils ruby python3 linux-perf strace hyperfine libiberty-dev jq g++
 libxml2-utils ruby-dev python3-dev libdebuginfod-dev"
 if [ "${1:-}" = --test ]; then
-	PKGS="$PKGS chromium time valgrind golang-go debuginfod podman runc"
+	PKGS="$PKGS chromium time valgrind golang-go debuginfod podman runc docker.io"
 fi
 missing=
 for p in $PKGS; do

@@ -327,6 +327,12 @@ copy_with_libs() {
 }
 
 build_image() {
+	build_image_root
+	podman_import
+}
+
+# The image's root filesystem, in $BATS_FILE_TMPDIR/root.
+build_image_root() {
 	local py rb d
 	R=$BATS_FILE_TMPDIR/root
 	mkdir -p "$R/app" "$R/tmp" "$R/out" "$R/etc"
@@ -350,6 +356,10 @@ build_image() {
 	fi
 	cp "$FIXTURES/work.py" "$FIXTURES/work.rb" "$R/app/"
 	gcc -O1 -g -fno-omit-frame-pointer -o "$R/app/spin" "$FIXTURES/spin.c"
+}
+
+podman_import() {
+	R=$BATS_FILE_TMPDIR/root
 	# podman's overlay storage; vfs where overlay cannot be mounted
 	if ! tar -C "$R" -c . | podman import - "$IMAGE" >/dev/null 2>"$BATS_FILE_TMPDIR/import.err"; then
 		PODMAN+=(--storage-driver vfs)
@@ -363,6 +373,13 @@ build_image() {
 }
 
 teardown_file() {
+	if [ -e "$BATS_FILE_TMPDIR/docker.ok" ]; then
+		docker rmi -f "sp-test-$BATS_ROOT_PID:latest" >/dev/null 2>&1 || true
+	fi
+	# a dockerd the tests started: stopped (its pid, not by name)
+	if [ -s "$BATS_FILE_TMPDIR/dockerd.pid" ]; then
+		kill "$(cat "$BATS_FILE_TMPDIR/dockerd.pid")" 2>/dev/null || true
+	fi
 	[ -e "$BATS_FILE_TMPDIR/image.ok" ] || return 0
 	mapfile -t PODMAN < "$BATS_FILE_TMPDIR/image.ok"
 	"${PODMAN[@]}" rmi -f "localhost/sp-test-$BATS_ROOT_PID:latest" >/dev/null 2>&1 || true
@@ -1084,4 +1101,75 @@ wait_lines() {
 	echo "process records: the old cgroup's at $t_old, the new one's at $t_new"
 	[ -n "$t_old" ] && [ -n "$t_new" ]
 	assert_equal "$t_new" "$t_old"
+}
+
+# ---- Docker (docker.io), beside podman ----
+#
+# The daemon is started here when none runs (no systemd on the test
+# machines), without iptables or a bridge (the containers have no
+# network); the image is imported from the same root podman's is made of.
+needs_docker() {
+	require_root
+	require_cmd dockerd "apt-get install docker.io"
+	require_cmd docker "apt-get install docker.io"
+	require_cmd gcc
+	DIMAGE=sp-test-$BATS_ROOT_PID:latest
+	if [ -e "$BATS_FILE_TMPDIR/docker.failed" ]; then
+		skip "$(cat "$BATS_FILE_TMPDIR/docker.failed")"
+	fi
+	if [ ! -e "$BATS_FILE_TMPDIR/docker.ok" ]; then
+		if ! docker info >/dev/null 2>&1; then
+			dockerd --iptables=false --ip6tables=false --bridge=none \
+				> "$BATS_FILE_TMPDIR/dockerd.log" 2>&1 &
+			echo $! > "$BATS_FILE_TMPDIR/dockerd.pid"
+			for _ in $(seq 300); do
+				docker info >/dev/null 2>&1 && break
+				sleep 0.1
+			done
+		fi
+		if ! docker info >/dev/null 2>&1; then
+			echo "dockerd does not run here: $(tail -c 300 "$BATS_FILE_TMPDIR/dockerd.log")" \
+				> "$BATS_FILE_TMPDIR/docker.failed"
+			skip "$(cat "$BATS_FILE_TMPDIR/docker.failed")"
+		fi
+		[ -d "$BATS_FILE_TMPDIR/root/app" ] || build_image_root
+		tar -C "$BATS_FILE_TMPDIR/root" -c . | docker import - "$DIMAGE" >/dev/null 2>&1 || {
+			echo "docker cannot import an image here" > "$BATS_FILE_TMPDIR/docker.failed"
+			skip "$(cat "$BATS_FILE_TMPDIR/docker.failed")"
+		}
+		touch "$BATS_FILE_TMPDIR/docker.ok"
+	fi
+	mkdir -p "$T/out"
+}
+
+@test "containers: docker: a container started later is followed by its name from its first exec, until it is removed" {
+	needs_docker
+	name=sp-test-$$-d
+	sp-record -v -a --container="$name" --events=proc -d 600s -o "$T/d.sp" 2> "$T/d.err" &
+	RP=$!
+	BGPIDS=$RP
+	wait_lines "$T/d.err" 1 "'$name'.*yet" || fail "sp-record did not start"
+	# after the start (a cgroup made while it loads is taken at its start)
+	wait_lines "$T/d.err" 1 "spans are recorded" || true
+	docker run -d --rm --network none -v "$T/out:/out" --name "$name" "$DIMAGE" \
+		/app/spin /out/nspid > "$T/cid"
+	cid=$(cat "$T/cid")
+	wait_file "$T/out/nspid"
+	docker rm -f "$name" >/dev/null
+	wait_lines "$T/d.err" 1 "/docker/$cid' removed" || true
+	kill -INT $RP
+	wait $RP
+	BGPIDS=
+	grep -q "cgroup '/docker/$cid' appeared" "$T/d.err"
+	grep -q "cgroup '/docker/$cid' removed: its events are closed" "$T/d.err"
+	sp-decode "$T/d.sp" > "$T/d.jsonl"
+	# its first program's exec, by the runtime, and its samples
+	run -0 jq -r 'select(.type=="event" and .event=="proc_exec") | .filename' "$T/d.jsonl"
+	assert_output --partial /app/spin
+	run -0 jq -r "select(.type==\"process\" and .comm==\"spin\") | .runtime + \":\" + .container" \
+		"$T/d.jsonl"
+	assert_equal "$(sort -u <<<"$output")" "docker:$cid"
+	pid=$(jq -r 'select(.type=="process" and .comm=="spin") | .pid' "$T/d.jsonl" | head -n 1)
+	run -0 jq -s "[.[] | select(.type==\"sample\" and .pid==$pid)] | length" "$T/d.jsonl"
+	[ "$output" -ge 1 ]
 }
