@@ -16,6 +16,12 @@ teardown() {
 		kill "$p" 2>/dev/null || true
 	done
 	[ -z "${CONTAINERS:-}" ] || stop_containers
+	# a test that failed midway: its cgroups, once their processes ended
+	if [ -n "${CG:-}" ]; then
+		sleep 0.2
+		rmdir "$CG" ${OLD:+"$OLD"} 2>/dev/null || true
+		rm_cgroup
+	fi
 }
 
 needs_unshare() {
