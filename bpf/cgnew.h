@@ -6,7 +6,8 @@
  * followed from its cgroup's making, before its first program runs; and
  * each process moved into a cgroup (runtimes move their first processes
  * in rather than fork them there), so that one moved into a followed
- * cgroup is read from /proc while it lives.
+ * cgroup is read from /proc while it lives; and each one removed, so
+ * that a stopped container's events are closed.
  */
 #ifndef SP_BPF_CGNEW_SHARED_H
 #define SP_BPF_CGNEW_SHARED_H
@@ -20,6 +21,7 @@ struct sp_bpf_cgnew {
 	__u32 pid;	/* 0: the cgroup was made; else the process (host tgid)
 			 * moved into it, */
 	__u32 ppid;	/* its parent, */
+	__u32 gone;	/* 1: the cgroup was removed (pid 0) */
 	char comm[16];	/* and its name: it may be gone when this is read */
 };
 

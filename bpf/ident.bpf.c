@@ -68,6 +68,7 @@ static __always_inline void put(struct task_struct *t, __u32 from_exec)
 	v.ppid = BPF_CORE_READ(t, real_parent, tgid);
 	v.fsuid = BPF_CORE_READ(t, cred, fsuid.val);
 	v.from_exec = from_exec;
+	BPF_CORE_READ_STR_INTO(&v.comm, t, comm);
 	bpf_map_update_elem(&idents, &tgid, &v, BPF_ANY);
 }
 

@@ -24,6 +24,8 @@ struct sp_bpf_ident {
 				 * and once more when its first thread ends (a
 				 * daemon drops root after its exec) */
 	__u32 pad;
+	char comm[16];		/* its name at fork (its parent's) or exec: a
+				 * process gone unseen is named by it */
 };
 
 /* A thread made by clone(CLONE_THREAD), read from the new task. */

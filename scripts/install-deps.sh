@@ -9,7 +9,10 @@
 #           golang-go, whose `go tool pprof` reads sp-flame's pprof files;
 #           debuginfod, the server sp-symbolize's debuginfod tests start;
 #           podman and runc, the container runtime tests/containers.bats
-#           runs images in (runc: crun refuses hybrid cgroup hierarchies)
+#           runs images in (runc: crun refuses hybrid cgroup hierarchies);
+#           docker.io beside it (its daemon is not started by the package
+#           here: the Docker tests start dockerd themselves, without
+#           iptables or a bridge);
 #           faketime, with which the flight recorder test sets the clock back
 set -e
 PKGS="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev
@@ -18,7 +21,8 @@ systemtap-sdt-dev libclang-rt-14-dev bats bats-support bats-assert
 elfutils binutils ruby python3 linux-perf strace hyperfine libiberty-dev jq g++
 libxml2-utils ruby-dev python3-dev libdebuginfod-dev"
 if [ "${1:-}" = --test ]; then
-	PKGS="$PKGS chromium time valgrind golang-go debuginfod podman runc faketime"
+	PKGS="$PKGS chromium time valgrind golang-go debuginfod podman runc docker.io
+faketime"
 fi
 missing=
 for p in $PKGS; do

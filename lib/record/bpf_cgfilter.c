@@ -30,7 +30,8 @@ struct sp_cgfilter_bpf {
 	struct sp_cgfilter *skel;
 	struct sp_cgfilter_maps m;	/* in use once started */
 	bool applied;
-	unsigned int seen;		/* f's directories looked at */
+	unsigned int gen;		/* f's gen m.allowed agrees with */
+	bool synced;			/* m.allowed was filled once */
 	unsigned int slots;		/* filled in m.allowed */
 };
 
@@ -122,20 +123,31 @@ int sp_cgfilter_bpf_start(struct sp_cgfilter_bpf *k, const struct sp_cgroup_filt
 
 void sp_cgfilter_bpf_sync(struct sp_cgfilter_bpf *k, const struct sp_cgroup_filter *f)
 {
-	if (!k || !k->applied)
-		return;
-	for (; k->seen < f->n; k->seen++) {
-		uint32_t fd = (uint32_t)f->fd[k->seen];
+	unsigned int i, n = 0;
+	uint32_t fd;
 
-		/* a slot left empty would end the kernel's test early: only
-		 * one that took its directory counts */
-		if (bpf_map_update_elem(k->m.allowed, &k->slots, &fd, BPF_ANY)) {
+	if (!k || !k->applied || (k->synced && k->gen == f->gen))
+		return;
+	k->synced = true;
+	k->gen = f->gen;
+	/* Written again from slot 0, the directories in f's order: a slot left
+	 * empty would end the kernel's test early. A directory still followed
+	 * only moves down (to where one before it was), so it is never
+	 * missing while this runs. */
+	for (i = 0; i < f->n; i++) {
+		if (!f->id[i])
+			continue;
+		fd = (uint32_t)f->fd[i];
+		if (bpf_map_update_elem(k->m.allowed, &n, &fd, BPF_ANY)) {
 			sp_warn("off-cpu: cgroup '%s' cannot be added to the kernel's filter: %s; "
-				"its switch-outs are left out", f->path[k->seen], strerror(errno));
+				"its switch-outs are left out", f->path[i], strerror(errno));
 			continue;
 		}
-		k->slots++;
+		n++;
 	}
+	for (i = n; i < k->slots; i++)
+		bpf_map_delete_elem(k->m.allowed, &i);
+	k->slots = n;
 }
 
 int sp_cgfilter_bpf_applied(const struct sp_cgfilter_bpf *k)

@@ -45,6 +45,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	w->evs[w->n].id = e->id;
 	w->evs[w->n].pid = e->pid;
 	w->evs[w->n].ppid = e->ppid;
+	w->evs[w->n].gone = e->gone != 0;
 	memcpy(w->evs[w->n].comm, e->comm, sizeof(e->comm));
 	w->evs[w->n++].comm[15] = 0;
 	return 0;

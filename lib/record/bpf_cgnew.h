@@ -26,6 +26,7 @@ int sp_cgwatch_fd(const struct sp_cgwatch *w);
 struct sp_cgwatch_ev {
 	uint64_t id;
 	uint32_t pid, ppid;
+	bool gone;		/* the cgroup was removed (pid 0) */
 	char comm[16];		/* NUL-terminated */
 };
 

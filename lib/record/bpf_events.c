@@ -30,6 +30,7 @@ static int ev_start(struct sp_source *s, const struct sp_target *t, struct sp_em
 		return 0;
 	p->started = true;
 	sp_ev_seed_pids(p, t);
+	sp_ev_sync_cgroups(p);	/* the cgroups made while the programs loaded */
 	if (sp_interp_current())	/* the perf source's, started before */
 		sp_interp_events_on(sp_interp_current(), p->o.raw_entry);
 	return 0;
@@ -75,17 +76,30 @@ static int read_lost(struct ev_priv *p, struct sp_emit *out)
 	return n;
 }
 
-/* The cgroups -a --container/--cgroup found since (perf_cgroups.c). */
-static void follow_cgroups(struct ev_priv *p)
+/* The cgroups -a --container/--cgroup found, or removed, since
+ * (perf_cgroups.c): the map holds what each slot holds now. */
+void sp_ev_sync_cgroups(struct ev_priv *p)
 {
 	const struct sp_cgroup_filter *f = p->o.cgroups;
 	uint8_t one = 1;
+	unsigned int i;
 
-	for (; f && p->cgroups_seen < f->n && p->cgroups_seen < SP_BPF_CGROUPS; p->cgroups_seen++)
-		if (bpf_map__update_elem(p->skel->maps.cgroups, &f->id[p->cgroups_seen],
-					 sizeof(uint64_t), &one, sizeof(one), BPF_ANY))
+	for (i = 0; f && i < f->n && i < SP_BPF_CGROUPS; i++) {
+		if (p->cg_ids[i] == f->id[i])
+			continue;
+		if (p->cg_ids[i])
+			bpf_map__delete_elem(p->skel->maps.cgroups, &p->cg_ids[i],
+					     sizeof(uint64_t), 0);
+		p->cg_ids[i] = 0;
+		if (!f->id[i])
+			continue;
+		if (bpf_map__update_elem(p->skel->maps.cgroups, &f->id[i], sizeof(uint64_t),
+					 &one, sizeof(one), BPF_ANY))
 			sp_warn("kernel events: cgroup '%s' cannot be added to the filter: %s",
-				f->path[p->cgroups_seen], strerror(errno));
+				f->path[i], strerror(errno));
+		else
+			p->cg_ids[i] = f->id[i];
+	}
 }
 
 static int ev_poll(struct sp_source *s, struct sp_emit *out)
@@ -97,7 +111,7 @@ static int ev_poll(struct sp_source *s, struct sp_emit *out)
 	if (p->state != ST_READY || !p->started)
 		return 0;
 	p->out = out;
-	follow_cgroups(p);
+	sp_ev_sync_cgroups(p);
 	p->drain_ns = sp_now_mono_ns();
 	r = ring_buffer__consume(p->rb);
 	p->out = NULL;

@@ -72,7 +72,7 @@ struct ev_priv {
 	struct sp_events_opts o;
 	int state;
 	struct sp_events *skel;
-	unsigned int cgroups_seen;	/* o.cgroups' ids in its map (more appear later) */
+	uint64_t cg_ids[SP_BPF_CGROUPS];	/* o.cgroups' slots' ids in its map (0: none) */
 	struct ring_buffer *rb;
 	struct sp_emit *out;
 	const char *how;		/* strategy in use */
@@ -118,6 +118,9 @@ void sp_ev_unload(struct ev_priv *p);
 /* Add the target's processes and their descendants to the BPF map of
  * recorded processes (or record them all, -a). */
 void sp_ev_seed_pids(struct ev_priv *p, const struct sp_target *t);
+/* The map of cgroups as o.cgroups' slots are now (some found, some
+ * removed since) (bpf_events.c). */
+void sp_ev_sync_cgroups(struct ev_priv *p);
 
 /* bpf_events_decode.c: fill the index of sp_ev_sys_kinds[] by call
  * number (once, before the first record). */

@@ -253,11 +253,13 @@ static int try_strategy(struct ev_priv *p, const struct prog_set *ps, bool want_
 	for (i = 0; p->o.cgroups && i < p->o.cgroups->n && i < SP_BPF_CGROUPS; i++) {
 		uint8_t one = 1;
 
+		if (!p->o.cgroups->id[i])
+			continue;
 		err = bpf_map__update_elem(skel->maps.cgroups, &p->o.cgroups->id[i],
 					   sizeof(uint64_t), &one, sizeof(one), BPF_ANY);
 		if (err)
 			goto fail;
-		p->cgroups_seen = i + 1;
+		p->cg_ids[i] = p->o.cgroups->id[i];
 	}
 	for (role = 0; role < P_NUM; role++) {
 		struct bpf_link *link;
@@ -458,6 +460,13 @@ static int events_ready(struct sp_source *s, uint64_t want)
 		sp_info("kernel events not available here: %s", names);
 		return 1;
 	}
+	/* A cgroup made while the programs loaded (a second or two on a busy
+	 * machine) is in the filter from here on, not from the first pass:
+	 * what its processes do next is kept. */
+	if (sp_cgroup_filter_following(p->o.cgroups)) {
+		sp_cgroup_filter_follow(p->o.cgroups, sp_now_mono_ns());
+		sp_ev_sync_cgroups(p);
+	}
 	sp_info("kernel events attached with %s", p->how);
 	return 0;
 }
@@ -541,7 +550,7 @@ void sp_ev_seed_pids(struct ev_priv *p, const struct sp_target *t)
 
 	if (t->system_wide) {
 		p->skel->bss->trace_all = 1;
-		return;	/* the cgroups (sp_ev_seed_cgroups) were set at load */
+		return;	/* the cgroups were set at load, and at the start */
 	}
 	/* the roots, then their descendants; twice, for forks during the walk */
 	for (pass = 0; pass < 2; pass++) {

@@ -102,6 +102,16 @@ static int cgroup2_mount(char *out, size_t size)
 	return cgroup2_mount_q(out, size, false);
 }
 
+/* The first free slot of f, or SP_CGROUP_FILTER_DIRS when all are taken. */
+static unsigned int free_slot(const struct sp_cgroup_filter *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < f->n && f->id[i]; i++)
+		;
+	return i;
+}
+
 /* Open a cgroup directory into f. 0 (also when it is followed already: the
  * same cgroup id), 1 when it does not exist and absent is set (not
  * reported), or -1 (reported). */
@@ -131,15 +141,34 @@ static int add_dir_q(struct sp_cgroup_filter *f, int mfd, const char *path, cons
 			close(fd);
 			return 0;
 		}
-	if (f->n == SP_CGROUP_FILTER_DIRS) {
+	i = free_slot(f);
+	if (i == SP_CGROUP_FILTER_DIRS) {
 		close(fd);
 		return sp_error("more than %d cgroups to record", SP_CGROUP_FILTER_DIRS);
 	}
-	f->path[f->n] = sp_xstrdup(path);
-	f->fd[f->n] = fd;
-	f->id[f->n] = st.st_ino;
-	f->n++;
+	f->path[i] = sp_xstrdup(path);
+	f->fd[i] = fd;
+	f->id[i] = st.st_ino;
+	if (i == f->n)
+		f->n++;
+	f->gen++;
+	f->nadded++;
 	return 0;
+}
+
+/* Slot i's cgroup was removed: its directory is closed and the slot is
+ * free for the next (a recording that sees many containers come and go
+ * holds only the running ones'). */
+static void drop_dir(struct sp_cgroup_filter *f, unsigned int i)
+{
+	sp_info("cgroup '%s' removed: its events are closed", f->path[i]);
+	close(f->fd[i]);
+	free(f->path[i]);
+	f->path[i] = NULL;
+	f->fd[i] = -1;
+	f->id[i] = 0;
+	f->gen++;
+	f->nremoved++;
 }
 
 static int add_dir(struct sp_cgroup_filter *f, int mfd, const char *path, const char *why)
@@ -359,7 +388,8 @@ int sp_cgroup_filter_consider(struct sp_cgroup_filter *f, const char *path)
 {
 	char dir[SP_PROC_CGROUP_MAX + 1];
 	struct sp_cgroup_owner o;
-	unsigned int i, before = f->n;
+	unsigned int i;
+	uint64_t before = f->nadded;
 	const char *found = NULL;
 
 	for (i = 0; i < f->ncgroups && !found; i++)
@@ -372,7 +402,7 @@ int sp_cgroup_filter_consider(struct sp_cgroup_filter *f, const char *path)
 	    container_dir(path, o.id, dir, sizeof(dir))) {
 		/* its directory followed already, or matched nothing before */
 		for (i = 0; i < f->n; i++)
-			if (!strcmp(f->path[i], dir)) {
+			if (f->path[i] && !strcmp(f->path[i], dir)) {
 				struct stat st;
 
 				if (fstatat(f->mfd, dir[1] ? dir + 1 : ".", &st,
@@ -393,7 +423,7 @@ int sp_cgroup_filter_consider(struct sp_cgroup_filter *f, const char *path)
 	}
 	if (!found)
 		return 0;
-	if (f->n == SP_CGROUP_FILTER_DIRS) {
+	if (free_slot(f) == SP_CGROUP_FILTER_DIRS) {
 		if (!f->full_said)
 			sp_warn("more than %d cgroups followed: '%s' (%s) and the later ones are "
 				"not recorded", SP_CGROUP_FILTER_DIRS, dir, found);
@@ -402,7 +432,10 @@ int sp_cgroup_filter_consider(struct sp_cgroup_filter *f, const char *path)
 	}
 	if (add_dir_q(f, f->mfd, dir, found[0] == '/' ? "--cgroup" : "--container", true) < 0)
 		return 0;	/* said; a directory gone already (1): nothing to follow */
-	return f->n > before;
+	if (f->nadded == before)
+		return 0;
+	sp_info("cgroup '%s' appeared: recorded from now on", dir);
+	return 1;
 }
 
 /* Whether cgroup id is one of f's directories or below one. */
@@ -418,20 +451,25 @@ static bool followed_id(const struct sp_cgroup_filter *f, uint64_t id)
 	       sp_cgroup_filter_match(f, path);
 }
 
-/* What the kernel told since: the cgroups made, then the processes moved
+/* What the kernel told since: the cgroups made and removed, then the processes moved
  * into followed ones (kept for the caller to read, at most
  * SP_CGROUP_FILTER_MOVED a pass: the rest are found by their samples'
  * pids no more than before). */
 static unsigned int take_new(struct sp_cgroup_filter *f)
 {
 	char path[SP_PROC_CGROUP_MAX + 1];
-	unsigned int before = f->n;
+	uint64_t before = f->nadded;
 	const struct sp_cgwatch_ev *ev;
+	unsigned int k;
 	size_t n, i;
 
 	n = sp_cgwatch_read(f->watch, &ev);
 	for (i = 0; i < n; i++) {
-		if (!ev[i].pid) {
+		if (ev[i].gone) {
+			for (k = 0; k < f->n; k++)
+				if (f->id[k] == ev[i].id)
+					drop_dir(f, k);
+		} else if (!ev[i].pid) {
 			if (sp_cgroup_path_by_id(ev[i].id, path, sizeof(path)) == 0)
 				sp_cgroup_filter_consider(f, path);
 		} else if (f->nmoved < SP_CGROUP_FILTER_MOVED && followed_id(f, ev[i].id)) {
@@ -444,12 +482,13 @@ static unsigned int take_new(struct sp_cgroup_filter *f)
 	for (i = 0; i < f->ncgroups + f->ncontainers; i++)
 		f->nwaiting += i < f->ncgroups ? f->cgroup_waits[i] :
 			       f->container_waits[i - f->ncgroups];
-	return f->n - before;
+	return (unsigned int)(f->nadded - before);
 }
 
 unsigned int sp_cgroup_filter_follow(struct sp_cgroup_filter *f, uint64_t now)
 {
-	unsigned int i, before = f->n;
+	unsigned int i;
+	uint64_t before = f->nadded;
 	bool inspect_ok;
 	int r;
 
@@ -481,7 +520,7 @@ unsigned int sp_cgroup_filter_follow(struct sp_cgroup_filter *f, uint64_t now)
 	}
 	if (!f->nwaiting)
 		close(f->mfd);
-	return f->n - before;
+	return (unsigned int)(f->nadded - before);
 }
 
 bool sp_cgroup_filter_match(const struct sp_cgroup_filter *f, const char *path)
@@ -490,6 +529,8 @@ bool sp_cgroup_filter_match(const struct sp_cgroup_filter *f, const char *path)
 	size_t n;
 
 	for (i = 0; i < f->n; i++) {
+		if (!f->path[i])
+			continue;	/* a free slot */
 		n = strlen(f->path[i]);
 		if (!strcmp(f->path[i], "/") ||
 		    (!strncmp(path, f->path[i], n) && (path[n] == 0 || path[n] == '/')))
@@ -520,7 +561,8 @@ void sp_cgroup_filter_release(struct sp_cgroup_filter *f)
 	memset(f->cgroup_waits, 0, sizeof(f->cgroup_waits));
 	memset(f->container_waits, 0, sizeof(f->container_waits));
 	for (i = 0; i < f->n; i++) {
-		close(f->fd[i]);
+		if (f->path[i])
+			close(f->fd[i]);
 		free(f->path[i]);
 	}
 	f->n = 0;

@@ -62,7 +62,8 @@ static void scan_moved(struct perf *p, struct sp_cgroup_filter *f)
 void sp_perf_cgroups_follow(struct perf *p)
 {
 	struct sp_cgroup_filter *f = p->o.cgroups;
-	size_t nfds = p->nfds;
+	bool fresh[SP_CGROUP_FILTER_DIRS] = { false };
+	size_t nfds;
 	unsigned int i;
 
 	if (!p->cgroup_mode || !sp_cgroup_filter_following(f))
@@ -76,13 +77,23 @@ void sp_perf_cgroups_follow(struct perf *p)
 			sp_warn("epoll_ctl: new cgroups: %s", strerror(errno));
 		p->cgroups_watched = true;
 	}
-	if (!sp_cgroup_filter_follow(f, sp_now_mono_ns())) {
+	sp_cgroup_filter_follow(f, sp_now_mono_ns());
+	if (f->gen == p->cg_gen) {
 		scan_moved(p, f);
 		return;
 	}
-	for (i = p->cgroups_open; i < f->n; i++)
-		if (sp_perf_open_cgroup(p, i) == 0)
-			sp_info("cgroup '%s' appeared: recorded from now on", f->path[i]);
+	p->cg_gen = f->gen;
+	/* Gone first: a slot freed may be taken again in the same pass. */
+	for (i = 0; i < SP_CGROUP_FILTER_DIRS; i++)
+		if (p->cg_open_id[i] && p->cg_open_id[i] != f->id[i]) {
+			sp_perf_close_cgroup(p, i);
+		}
+	nfds = p->nfds;
+	for (i = 0; i < f->n; i++)
+		if (f->id[i] && p->cg_open_id[i] != f->id[i]) {
+			sp_perf_open_cgroup(p, i);	/* said when it failed */
+			fresh[i] = true;
+		}
 	if (p->interp && p->nfds > nfds &&
 	    sp_interp_attach(p->interp, p->fds + nfds, p->nfds - nfds)) {
 		sp_interp_free(p->interp);
@@ -90,9 +101,9 @@ void sp_perf_cgroups_follow(struct perf *p)
 	}
 	/* Its processes that run already: the events are open, so nothing they
 	 * do from now on is missed. */
-	for (i = p->cgroups_open; i < f->n; i++)
-		scan_dir(p, i);
-	p->cgroups_open = f->n;
+	for (i = 0; i < f->n; i++)
+		if (fresh[i])
+			scan_dir(p, i);
 	scan_moved(p, f);
 }
 

@@ -247,20 +247,52 @@ int sp_perf_open_cgroup(struct perf *p, unsigned int i)
 {
 	const struct sp_cgroup_filter *f = p->o.cgroups;
 	unsigned int c;
+	size_t k;
 
-	for (c = 0; c < p->ncpus; c++)
+	if (!p->cg_fds) {
+		p->cg_fds = sp_xcalloc((size_t)SP_CGROUP_FILTER_DIRS * p->ncpus, sizeof(int));
+		for (k = 0; k < (size_t)SP_CGROUP_FILTER_DIRS * p->ncpus; k++)
+			p->cg_fds[k] = -1;
+	}
+	p->cg_open_id[i] = f->id[i];
+	for (c = 0; c < p->ncpus; c++) {
 		if (open_on(p, f->fd[i], c))
 			return sp_error_errno("cgroup '%s' on cpu %d: %s", f->path[i],
 					      p->cpus[c].cpu, p->failed_call);
+		p->cg_fds[i * p->ncpus + c] = p->fds[p->nfds - 1];
+	}
 	return 0;
+}
+
+void sp_perf_close_cgroup(struct perf *p, unsigned int i)
+{
+	unsigned int c;
+	size_t k;
+	int fd;
+
+	p->cg_open_id[i] = 0;
+	for (c = 0; p->cg_fds && c < p->ncpus; c++) {
+		fd = p->cg_fds[i * p->ncpus + c];
+		p->cg_fds[i * p->ncpus + c] = -1;
+		if (fd < 0 || fd == p->cpus[c].fd)
+			continue;	/* the ring's owner: its mapping needs it */
+		for (k = 0; k < p->nfds && p->fds[k] != fd; k++)
+			;
+		if (k < p->nfds)
+			p->fds[k] = p->fds[--p->nfds];
+		close(fd);
+	}
 }
 
 /* Those found at the start: none when all are waited for (perf_cgroups.c). */
 static int open_cgroups(struct perf *p, const struct sp_cgroup_filter *f)
 {
+	unsigned int i;
+
 	p->cgroup_mode = true;
-	for (p->cgroups_open = 0; p->cgroups_open < f->n; p->cgroups_open++)
-		if (sp_perf_open_cgroup(p, p->cgroups_open))
+	p->cg_gen = f->gen;
+	for (i = 0; i < f->n; i++)
+		if (f->id[i] && sp_perf_open_cgroup(p, i))
 			return -1;
 	return 0;
 }

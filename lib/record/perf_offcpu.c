@@ -139,7 +139,7 @@ struct offcpu {
 	struct sp_stackq *stackq;
 	bool interp;			/* the interpreters' program is on the events */
 	struct sp_u64map cg_verdict;	/* cgroup id -> 1 in the filter's, 2 not */
-	unsigned int cg_known;		/* the filter's directories the verdicts saw */
+	unsigned int cg_known;		/* the filter's gen the verdicts saw */
 	struct sp_cgfilter_bpf *cgk;	/* the other cgroups dropped in the kernel too */
 	struct sp_offcpu_stats st;
 	char why[160];			/* why start() failed */
@@ -555,15 +555,15 @@ static bool cgroup_wanted(struct offcpu *c, uint64_t id)
 	unsigned int i;
 	uint64_t *v;
 
-	if (f->n != c->cg_known || c->cg_verdict.n >= MAX_VERDICTS) {
+	if (f->gen != c->cg_known || c->cg_verdict.n >= MAX_VERDICTS) {
 		sp_u64map_release(&c->cg_verdict);
-		c->cg_known = f->n;
+		c->cg_known = f->gen;
 	}
 	v = sp_u64map_get(&c->cg_verdict, id);
 	if (v)
 		return *v == 1;
 	for (i = 0; i < f->n && !in; i++)
-		in = f->id[i] == id;
+		in = id && f->id[i] == id;
 	/* a cgroup removed since has no path: none of its threads runs */
 	if (!in && id && sp_cgroup_path_by_id(id, path, sizeof(path)) == 0)
 		in = sp_cgroup_filter_match(f, path);

@@ -607,12 +607,29 @@ struct proc *sp_perf_define_unseen(struct perf *p, uint32_t pid, uint64_t time)
 	struct sp_bpf_ident id;
 	struct proc *parent;
 
-	/* As its fork would have been: from a parent that is known and lives
-	 * on, so a process whose entry was freed at its end while a thread
-	 * of it still ran is not defined again without a name. */
-	if (sp_perf_scan_process(p, pid) && sp_ident_bpf_lookup(p->ident, pid, &id) == 0 &&
-	    (parent = sp_perf_proc_find(p, id.ppid)) && parent->defined && !parent->gone)
-		sp_perf_define_gone(p, pid, id.ppid, parent->comm, time);
+	if (!sp_perf_scan_process(p, pid))
+		return sp_perf_proc_find(p, pid);
+	if (sp_ident_bpf_lookup(p->ident, pid, &id) == 0) {
+		/* As its fork would have been, by its own name as the kernel
+		 * had it (a runtime's helper forked in the cgroup by another
+		 * already gone), else its live parent's. */
+		id.comm[sizeof(id.comm) - 1] = 0;
+		parent = sp_perf_proc_find(p, id.ppid);
+		if (id.comm[0])
+			sp_perf_define_gone(p, pid, id.ppid, id.comm, time);
+		else if (parent && parent->defined && !parent->gone)
+			sp_perf_define_gone(p, pid, id.ppid, parent->comm, time);
+	}
+	if (!sp_perf_proc_find(p, pid) || !sp_perf_proc_find(p, pid)->defined) {
+		/* Nothing knows it any more (the kernel's map pushed it out, or
+		 * could not be loaded): a record by its pid alone, without
+		 * identity (flag 0x4), so that its samples have a process;
+		 * counted, and named with -v. */
+		p->unseen_unnamed++;
+		sp_info("pid %u: sampled, gone, and unknown to the kernel's map: its process "
+			"record has its pid only", pid);
+		sp_perf_define_gone(p, pid, 0, "", time);
+	}
 	return sp_perf_proc_find(p, pid);
 }
 

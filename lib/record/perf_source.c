@@ -153,6 +153,11 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 					 (p->o.interp_no_offcpu ? 0 : SP_INTERP_USE_OFFCPU) |
 					 (p->o.interp_no_events ? 0 : SP_INTERP_USE_EVENTS) |
 					 (p->sideband ? SP_INTERP_NO_SAMPLES : 0));	/* NULL: native stacks only */
+	/* The cgroups made since they were resolved (the BPF programs loaded
+	 * meanwhile): their events are opened with the others', and their
+	 * processes read with the others', not at the first pass. */
+	if (t->system_wide && sp_cgroup_filter_following(p->o.cgroups))
+		sp_cgroup_filter_follow(p->o.cgroups, sp_now_mono_ns());
 	if (sp_perf_open_events(p, t))
 		return -1;
 	/* the dummy event never overflows: no sample walk, loaded or attached */
@@ -233,6 +238,9 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	if (p->interp)
 		sp_interp_finish(p->interp, out, p->q.bound);
 	sp_perf_cgroups_finish(p);
+	if (p->unseen_unnamed)
+		sp_info("%" PRIu64 " sampled processes were gone and unknown to the kernel's map: "
+			"recorded by their pid only", p->unseen_unnamed);
 	if (p->st.bad + p->q.bad)
 		sp_warn("%" PRIu64 " malformed perf records skipped", p->st.bad + p->q.bad);
 	p->q.bound = UINT64_MAX;
@@ -305,6 +313,7 @@ static void perf_free(struct sp_source *s)
 		free(p->cpus);
 		free(p->rings);
 		free(p->fds);
+		free(p->cg_fds);
 		free(p->roots);
 		free(p);
 	}

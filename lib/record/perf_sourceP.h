@@ -32,6 +32,7 @@
 #include <linux/perf_event.h>
 
 #include "buildid.h"
+#include "cgroup_filter.h"
 #include "interpP.h"
 #include "kallsyms.h"
 #include "perf_queue.h"
@@ -195,10 +196,15 @@ struct perf {
 	unsigned int nroots;
 	bool system_wide;
 	bool cgroup_mode;	/* -a limited to cgroups: o.cgroups */
-	unsigned int cgroups_open;	/* o.cgroups' directories with their events */
+	/* o.cgroups' slots with their events: the cgroup id each was opened
+	 * for (0: none), and the events, ncpus a slot (-1: none) */
+	uint64_t cg_open_id[SP_CGROUP_FILTER_DIRS];
+	int *cg_fds;
+	unsigned int cg_gen;		/* o.cgroups->gen they agree with */
 	bool cgroups_watched;		/* the new cgroups' descriptor is in epfd */
 
 	struct sp_perf_stats st;
+	uint64_t unseen_unnamed;	/* sampled processes defined by pid alone */
 	const char *failed_call;	/* what open_on() failed at */
 };
 
@@ -223,8 +229,11 @@ int sp_perf_cpus(struct perf *p);
  * process), each CPU's first owning its ring. 0 or -1 (reported). */
 int sp_perf_open_events(struct perf *p, const struct sp_target *t);
 /* -a --cgroup/--container: the events of o.cgroups' directory i, one per
- * CPU. 0 or -1 (reported). */
+ * CPU (kept in p->cg_fds). 0 or -1 (reported). */
 int sp_perf_open_cgroup(struct perf *p, unsigned int i);
+/* Close the events of slot i, whose cgroup is gone: what they counted is in
+ * their CPU's ring already (they write to it); a ring's owner stays open. */
+void sp_perf_close_cgroup(struct perf *p, unsigned int i);
 
 /* ---- cgroups that appear while recording (perf_cgroups.c) ---- */
 

@@ -133,6 +133,8 @@ static void test_bpf_cgfilter_switches(void)
 {
 	struct sp_cgroup_filter f = { 0 };
 	struct child kids[2] = { 0 };	/* inside (below the filtered dir), outside */
+	struct stat st;
+	unsigned int in2;
 	struct sp_cgfilter_bpf *k = NULL;
 	unsigned int in0, out0, in1, out1, i;
 	uint64_t dropped0, dropped1;
@@ -177,7 +179,9 @@ static void test_bpf_cgfilter_switches(void)
 	f.path[0] = top;
 	f.fd[0] = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	CHECK(f.fd[0] >= 0);
+	f.id[0] = fstat(f.fd[0], &st) == 0 ? st.st_ino : 1;
 	f.n = 1;
+	f.gen++;
 	sp_cgfilter_bpf_sync(k, &f);
 	for (i = 0; i < 2; i++)
 		CHECK(round_trip(&kids[i]) == 0);
@@ -189,7 +193,22 @@ static void test_bpf_cgfilter_switches(void)
 	CHECK(in1 >= ROUNDS);
 	CHECK_EQ_U(out1, 0);
 	CHECK(dropped1 >= dropped0 + ROUNDS);
+
+	/* the directory is removed from the filter (its cgroup gone): its
+	 * slot is free, and the inside child's switch-outs are dropped again */
 	close(f.fd[0]);
+	f.fd[0] = -1;
+	f.id[0] = 0;
+	f.path[0] = NULL;
+	f.gen++;
+	sp_cgfilter_bpf_sync(k, &f);
+	for (i = 0; i < 2; i++)
+		CHECK(round_trip(&kids[i]) == 0);
+	in2 = samples(&kids[0]);
+	printf("#   after the removal: inside %u samples, dropped %llu\n", in2,
+	       (unsigned long long)sp_cgfilter_bpf_dropped(k));
+	CHECK_EQ_U(in2, 0);
+	CHECK(sp_cgfilter_bpf_dropped(k) >= dropped1 + ROUNDS);
 out:
 	for (i = 0; i < 2; i++) {
 		if (kids[i].pid <= 0)

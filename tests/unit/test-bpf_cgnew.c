@@ -31,6 +31,7 @@ static void test_cgnew_mkdir_and_move(void)
 	struct sp_bpf_ident id;
 	char procs[300], pid_s[32];
 	bool made = false, moved = false;
+	unsigned int gone = 0;
 	struct stat st;
 	size_t n, i;
 	pid_t kid;
@@ -50,7 +51,7 @@ static void test_cgnew_mkdir_and_move(void)
 	CHECK(stat(dir, &st) == 0);
 	n = sp_cgwatch_read(w, &ev);
 	for (i = 0; i < n; i++)
-		made |= ev[i].id == st.st_ino && !ev[i].pid;
+		made |= ev[i].id == st.st_ino && !ev[i].pid && !ev[i].gone;
 	CHECK(made);
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
 	snprintf(pid_s, sizeof(pid_s), "%d\n", (int)kid);
@@ -63,12 +64,23 @@ static void test_cgnew_mkdir_and_move(void)
 	CHECK(moved);
 	CHECK(sp_ident_bpf_lookup(b, (uint32_t)kid, &id) == 0);
 	CHECK_EQ_U(id.cgroup_id, st.st_ino);
+	/* and its name, as its fork gave it (a process gone unseen is
+	 * named by it) */
+	id.comm[sizeof(id.comm) - 1] = 0;
+	CHECK(!strcmp(id.comm, "test-bpf_cgnew"));
 	/* nothing more was told of either */
 	n = sp_cgwatch_read(w, &ev);
 	for (i = 0; i < n; i++)
 		CHECK(ev[i].id != st.st_ino);
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
+	/* removed: told with its id, once (a stopped container's events are
+	 * closed on this) */
+	CHECK(rmdir(dir) == 0);
+	n = sp_cgwatch_read(w, &ev);
+	for (i = 0; i < n; i++)
+		gone += ev[i].id == st.st_ino && ev[i].gone && !ev[i].pid;
+	CHECK_EQ_U(gone, 1);
 out:
 	sp_cgwatch_free(w);
 	sp_ident_bpf_free(b);

@@ -40,8 +40,9 @@ struct sp_events_opts {
 	bool raw_entry;		/* --event-attach=sys_enter: setid entries from the raw
 				 * sys_enter tracepoint, not per-call tracepoints */
 	/* with -a: only tasks in these cgroups or below, resolved; NULL or
-	 * none: every task */
-	const struct sp_cgroup_filter *cgroups;
+	 * none: every task. Followed: what the kernel told of cgroups made
+	 * while the programs loaded is taken once they are attached. */
+	struct sp_cgroup_filter *cgroups;
 };
 
 /*

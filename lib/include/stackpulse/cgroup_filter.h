@@ -36,11 +36,16 @@ struct sp_cgroup_filter {
 	unsigned int ncgroups;
 	const char *containers[SP_CGROUP_FILTER_MAX];	/* --container */
 	unsigned int ncontainers;
-	/* After sp_cgroup_filter_resolve(): the directories. */
+	/* After sp_cgroup_filter_resolve(): the directories, in slots [0, n).
+	 * A slot whose cgroup was removed while recording is free (id 0, path
+	 * NULL, fd -1) and taken by the next directory found; users compare
+	 * each slot's id with what they made of it when gen moved. */
 	unsigned int n;
 	char *path[SP_CGROUP_FILTER_DIRS];	/* "/libpod_parent/libpod-<id>" (malloc'd) */
 	int fd[SP_CGROUP_FILTER_DIRS];		/* the directory, O_RDONLY */
 	uint64_t id[SP_CGROUP_FILTER_DIRS];	/* its cgroup id (inode) */
+	unsigned int gen;			/* bumped at each slot taken or freed */
+	uint64_t nadded, nremoved;		/* directories taken, freed */
 	/* Named but not found at the start: looked for again while recording
 	 * (sp_cgroup_filter_follow()); the cgroup v2 root held open for it. */
 	bool cgroup_waits[SP_CGROUP_FILTER_MAX];
@@ -84,7 +89,9 @@ int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f);
  * followed ones (f->moved), with a watch; else look
  * again for what is waited for, at most every 200 ms (now: CLOCK_MONOTONIC
  * ns; a name through podman or docker inspect at most every second): the
- * directories found are appended to f's. Returns how many were added. */
+ * directories found are put in f's slots, and the slot of a directory the
+ * kernel told was removed is freed (its users close what they opened for
+ * it). Returns how many were added. */
 unsigned int sp_cgroup_filter_follow(struct sp_cgroup_filter *f, uint64_t now);
 
 /* Whether the recording follows cgroups made from now on: something is
