@@ -208,11 +208,21 @@ assert_share() {
 	[ "$status" = 0 ] || fail "no truncated stack"
 	# the cycle is cut at the walk's limit: 128 frames, then the mark
 	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
-		grep -c '^AAAA\|^\[python: unreadable frame\]$')
+		grep -c '^AAAA\|^\[python: unreadable frame\]$\|^Z')
 	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
 	# the endless name is cut at its bound and says so
 	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
 	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes"
+	# so is the one of 2^39 code points, copied by the BPF program: what
+	# is no character is U+FFFD, control characters are escaped
+	# (a byte of the 512 kept is at most 4 once escaped: \x1b)
+	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^Z')
+	[ "${#name}" -le 2048 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes: $name"
+	[[ "$name" == *$'\xef\xbf\xbd'* ]] || fail "no U+FFFD: $name"
+	n=$(sp-flame --folded "$OUT" 2>/dev/null | LC_ALL=C grep -c $'[\x01-\x1f\x7f]' || true)
+	[ "$n" = 0 ] || fail "$n folded lines with control characters"
+	sp-decode "$OUT" | jq -r 'select(.type == "symbol") | .file // empty' | grep -q '^/x/' ||
+		fail "the file with control characters is not there"
 	# the incomplete stacks are said once on stderr, with the spool's count
 	n=$(sp-decode "$OUT" | jq -r 'select(.type == "lost" and .what == "interp") | .count')
 	[ "${n:-0}" -gt 0 ] || fail "no interp loss in the spool"
@@ -598,7 +608,7 @@ RB_OC_CHAIN='^<main>;Object#oc_main;Object#oc_serve;Integer#times;block in Objec
 	run sh -c "sp-flame --off-cpu --folded '$OUT' 2>/dev/null | grep '^\[python: truncated\];'"
 	[ "$status" = 0 ] || fail "no truncated off-CPU stack"
 	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
-		grep -c '^AAAA\|^\[python: unreadable frame\]$')
+		grep -c '^AAAA\|^\[python: unreadable frame\]$\|^Z')
 	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
 	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
 	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes"

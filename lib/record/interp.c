@@ -1152,10 +1152,19 @@ static void code_complete(struct sp_emit *out, struct iproc *pr, struct code_ent
 	c->copy = false;
 	if (sp_py_code_read(pr->l, &m, fr->code, pr->code_type, &pc, &why))
 		return;
-	if ((uint32_t)pc.firstline == fr->firstline &&
-	    ((uint32_t)pc.name_addr ^ (uint32_t)pc.file_addr) == fr->name)
-		py_code_keep(out, c, &pc);
-	sp_py_code_release(&pc);
+	if ((uint32_t)pc.firstline != fr->firstline ||
+	    ((uint32_t)pc.name_addr ^ (uint32_t)pc.file_addr) != fr->name) {
+		sp_py_code_release(&pc);
+		return;
+	}
+	if (!pc.whole && pc.len <= c->len) {	/* the copy's table says more */
+		free(pc.linetable);
+		pc.linetable = c->linetable;
+		pc.len = c->len;
+		pc.whole = c->whole;
+		c->linetable = NULL;
+	}
+	py_code_keep(out, c, &pc);
 }
 
 /* The code object of frame fr, read once (NULL: not one). */
