@@ -181,24 +181,34 @@ static void test_strings(void)
 	CHECK(sp_py_str_copy(l, m.b + 2048, 256, out, sizeof(out)) == -1);	/* not a str */
 }
 
+/* A code object at BASE of type 0x4242, first line first, named qual in
+ * file (ascii strings at BASE + 1024 and + 1280), its line table's bytes
+ * object at BASE + 1536 (left to the caller). */
+static void put_code(struct mem *m, int32_t first, const char *qual, const char *file)
+{
+	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, NULL);
+	uint64_t type = 0x4242, q = BASE + 1024, f = BASE + 1280, tab = BASE + 1536;
+
+	memcpy(m->b + l->ob_type, &type, 8);
+	memcpy(m->b + l->bpf.co_firstline, &first, 4);
+	memcpy(m->b + l->bpf.co_name, &q, 8);
+	memcpy(m->b + l->bpf.co_file, &f, 8);
+	memcpy(m->b + l->bpf.co_lines, &tab, 8);
+	put_str(m, 1024, 1, true, strlen(qual), qual, strlen(qual));
+	put_str(m, 1280, 1, true, strlen(file), file, strlen(file));
+}
+
 static void test_code(void)
 {
 	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, NULL);
 	static struct mem m;
 	const struct sp_interp_mem mem = { rd, &m };
-	uint64_t type = 0x4242, name = BASE + 1024, file = BASE + 1280, tab = BASE + 1536;
+	uint64_t type = 0x4242, name = BASE + 1024;
 	uint64_t huge = 1ull << 40, bad = 0x4343;
-	int32_t firstline = 12;
 	struct sp_py_code c;
 	const char *why;
 
-	memcpy(m.b + l->ob_type, &type, 8);
-	memcpy(m.b + l->bpf.co_firstline, &firstline, 4);
-	memcpy(m.b + l->bpf.co_name, &name, 8);
-	memcpy(m.b + l->bpf.co_file, &file, 8);
-	memcpy(m.b + l->bpf.co_lines, &tab, 8);
-	put_str(&m, 1024, 1, true, 4, "main", 4);
-	put_str(&m, 1280, 1, true, 5, "/a.py", 5);
+	put_code(&m, 12, "main", "/a.py");
 	memcpy(m.b + 1536 + l->bpf.var_size, &(uint64_t){ sizeof(table) }, 8);
 	memcpy(m.b + 1536 + l->bpf.bytes_data, table, sizeof(table));
 	CHECK(sp_py_code_read(l, &mem, BASE, type, &c, &why) == 0);
@@ -247,20 +257,13 @@ static void test_code_copy(void)
 	const size_t fixed = offsetof(struct sp_bpf_icode, lines);
 	static struct mem m;
 	static struct sp_bpf_icode r;
-	uint64_t type = 0x4242, name = BASE + 1024, file = BASE + 1280, tab = BASE + 1536;
-	int32_t firstline = 1;
+	uint64_t type = 0x4242, name = BASE + 1024, file = BASE + 1280;
 	struct sp_py_code c;
 	const char *why;
 	char big[300];
 	int line;
 
-	memcpy(m.b + l->ob_type, &type, 8);
-	memcpy(m.b + l->bpf.co_firstline, &firstline, 4);
-	memcpy(m.b + l->bpf.co_name, &name, 8);
-	memcpy(m.b + l->bpf.co_file, &file, 8);
-	memcpy(m.b + l->bpf.co_lines, &tab, 8);
-	put_str(&m, 1024, 1, true, 8, "<module>", 8);
-	put_str(&m, 1280, 1, true, 9, "/t/mod.py", 9);
+	put_code(&m, 1, "<module>", "/t/mod.py");
 	copy_of(&m, &r, sizeof(table));
 	CHECK(sp_py_code_copy(l, &r, fixed + sizeof(table), type, &c, &why) == 0);
 	CHECK_STR(c.qualname, "<module>");
