@@ -62,17 +62,21 @@ struct {
 
 /*
  * The code objects (Python) and iseqs (Ruby) a walk met before, by
- * process and address. User space names a frame by reading its code from
- * the process when it drains the ring, and code can be freed soon after
- * it ran (a required file's top-level iseq is garbage once the file is
- * loaded): a record with code not met before wakes user space at once,
- * others wait for its next pass. Only a hint: an entry evicted or an
- * address reused costs a wake-up more or less, never a wrong frame.
+ * process, address and identity (a frame's firstline and name, mixed: an
+ * address reused by other code is other code). User space names a frame
+ * by reading its code from the process when it drains the ring, and code
+ * can be freed soon after it ran (an import's module body, a required
+ * file's top-level iseq): a record with code not met before wakes user
+ * space at once, others wait for its next pass; a Python code object met
+ * first is copied too (struct sp_bpf_icode, before the stack's record),
+ * for user space to name it from the copy if it is gone by then. Only a
+ * hint: an entry evicted costs a wake-up and a copy more, never a wrong
+ * frame.
  */
 struct code_key {
 	__u64 code;
 	__u32 pid;
-	__u32 pad;
+	__u32 ident;
 };
 
 struct {
@@ -100,6 +104,12 @@ struct scratch {
 	struct rb_iseq_seen seen[SP_BPF_RB_SEEN];
 	__u64 me_seen[SP_BPF_RB_SEEN];
 	__u8 wake;	/* the record names code no walk of its process met */
+	__u8 copies;	/* Python: code objects this walk copied */
+	/* Python: the copy of a code object met first, its own record */
+	struct {
+		struct sp_bpf_istack h;
+		struct sp_bpf_icode c;
+	} cr;
 };
 
 struct {
@@ -117,16 +127,39 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
-/* Note code of the sampled process as met; s->wake set if it was not. */
-static __always_inline void code_met(struct scratch *s, __u64 code)
+/* A record that did not fit the ring buffer. */
+static __always_inline void count_lost(void)
 {
-	struct code_key k = { .code = code, .pid = s->h.pid };
+	__u32 zero = 0;
+	__u64 *lp = bpf_map_lookup_elem(&lost, &zero);
+
+	if (lp)
+		*lp += 1;
+}
+
+static __always_inline struct code_key code_key(const struct scratch *s, __u64 code,
+						 __u32 firstline, __u32 name)
+{
+	struct code_key k = { .code = code, .pid = s->h.pid,
+			      .ident = firstline * 0x9e3779b1u ^ name };
+
+	return k;
+}
+
+/* Whether code of the sampled process was not met yet (s->wake set then). */
+static __always_inline bool code_new(struct scratch *s, const struct code_key *k)
+{
+	if (bpf_map_lookup_elem(&known, k))
+		return false;
+	s->wake = 1;
+	return true;
+}
+
+static __always_inline void code_known(const struct code_key *k)
+{
 	__u8 one = 1;
 
-	if (bpf_map_lookup_elem(&known, &k))
-		return;
-	bpf_map_update_elem(&known, &k, &one, BPF_ANY);
-	s->wake = 1;
+	bpf_map_update_elem(&known, k, &one, BPF_ANY);
 }
 
 static __always_inline __u64 rd_ptr(__u64 addr)
@@ -294,6 +327,73 @@ struct py_walk {
 	__u8 status;
 };
 
+/* The str object at addr into b (its header and first characters): the
+ * bytes read, 0 when none. A shorter block is tried when the whole one
+ * does not read (a string at the end of its mapping). */
+static __always_inline __u16 copy_str(__u8 *b, __u64 addr)
+{
+	if (!addr)
+		return 0;
+	if (!bpf_probe_read_user(b, SP_BPF_ISTR, (const void *)addr))
+		return SP_BPF_ISTR;
+	if (!bpf_probe_read_user(b, SP_BPF_ISTR_SHORT, (const void *)addr))
+		return SP_BPF_ISTR_SHORT;
+	return 0;
+}
+
+/*
+ * The code object of a frame, s->cr.c's (its address and identity set),
+ * met by the walk: when no walk of its process met it before (s->wake set
+ * then), and this walk copied fewer than SP_BPF_ICOPIES, its copy goes out
+ * as a record of its own, ahead of the stack's: its first bytes, its
+ * name's and file's strings (at qual and file), the first SP_BPF_ILINES
+ * bytes of its line table. It is noted as met once the copy went out (a
+ * full ring: the next walk copies it); 1 then. A global function: the verifier
+ * checks it once, alone, not again for each state of the walk that calls
+ * it (inlined, it made the Python walkers' check 4 times longer).
+ */
+__noinline int py_code_met(struct scratch *s, const struct sp_bpf_ilayout *l, __u64 qual,
+			   __u64 file)
+{
+	struct sp_bpf_icode *c;
+	struct code_key k;
+	__u64 code, tab, n, size;
+
+	if (!s || !l)
+		return 0;
+	c = &s->cr.c;
+	code = c->code;
+	k = code_key(s, code, c->firstline, c->name);
+	if (!code_new(s, &k) || s->copies >= SP_BPF_ICOPIES)
+		return 0;
+	s->copies++;
+
+	s->cr.h = s->h;
+	s->cr.h.nframes = 0;
+	s->cr.h.flags = SP_BPF_IFL_CODE;
+	c->head_len = bpf_probe_read_user(c->head, sizeof(c->head), (const void *)code) ?
+		      0 : sizeof(c->head);
+	c->qual_len = copy_str(c->qual, qual);
+	c->file_len = copy_str(c->file, file);
+	c->lines_len = 0;
+	tab = c->head_len ? get64(c->head, l->co_lines & 255, sizeof(c->head)) : 0;
+	n = tab ? rd_ptr(tab + l->var_size) : 0;
+	c->lines_size = n > 0xffffffffull ? 0xffffffffu : (__u32)n;
+	if (n > SP_BPF_ILINES)
+		n = SP_BPF_ILINES;
+	if (n && !bpf_probe_read_user(c->lines, n, (const void *)(tab + l->bytes_data)))
+		c->lines_len = (__u16)n;
+	size = sizeof(s->cr.h) + offsetof(struct sp_bpf_icode, lines) + c->lines_len;
+	if (size > sizeof(s->cr))
+		size = sizeof(s->cr);
+	if (bpf_ringbuf_output(&stacks, &s->cr, size, 0)) {
+		count_lost();
+		return 0;
+	}
+	code_known(&k);
+	return 1;
+}
+
 /* One frame of Python's walk (a bpf_loop() callback, checked once by the
  * verifier, not once per frame of the bound): 1 to stop. */
 static long py_frame(__u32 i, void *ctx)
@@ -302,8 +402,8 @@ static long py_frame(__u32 i, void *ctx)
 	struct scratch *s = w->s;
 	const struct sp_bpf_ilayout *l = w->l;
 	struct sp_bpf_iframe *f = &s->f[w->n & (SP_BPF_IFRAMES - 1)];
-	__u64 frame = w->frame, code, instr;
-	__u32 first;
+	__u64 frame = w->frame, code, instr, qual, file;
+	__u32 first, name;
 	__u8 entry;
 
 	if (!frame || w->n >= SP_BPF_IFRAMES)
@@ -318,10 +418,16 @@ static long py_frame(__u32 i, void *ctx)
 					 (const void *)(code + l->co_firstline)))
 		return w->status = SP_BPF_IST_FAULT, 1;
 	first = (__u32)get64(s->co, 0, sizeof(s->co));
-	code_met(s, code);
+	qual = get64(s->co, (l->co_name - l->co_firstline) & 63, sizeof(s->co));
+	file = get64(s->co, (l->co_file - l->co_firstline) & 63, sizeof(s->co));
+	name = (__u32)qual ^ (__u32)file;
+	s->cr.c.code = code;
+	s->cr.c.firstline = first;
+	s->cr.c.name = name;
+	py_code_met(s, l, qual, file);
 	f->code = code;
 	f->firstline = first;
-	f->name = (__u32)get64(s->co, (l->co_name - l->co_firstline) & 63, sizeof(s->co));
+	f->name = name;
 	f->flags = entry ? SP_BPF_IFR_ENTRY : 0;
 	f->me = 0;
 	if (instr >= code + l->co_code && instr - (code + l->co_code) < (1ull << 31))
@@ -490,6 +596,7 @@ static __always_inline __u64 rb_iseq_body(struct rb_walk *w, __u64 iseq, __u32 *
 	struct scratch *s = w->s;
 	struct rb_seen_find f = { .s = s, .key = iseq, .hit = SP_BPF_RB_SEEN };
 	struct rb_iseq_seen *e;
+	struct code_key k;
 	__u64 body;
 
 	bpf_loop(SP_BPF_RB_SEEN, rb_iseq_hit, &f, 0);
@@ -504,7 +611,9 @@ static __always_inline __u64 rb_iseq_body(struct rb_walk *w, __u64 iseq, __u32 *
 		return 0;
 	*size = (__u32)get64(s->co, 0, sizeof(s->co));
 	*enc = get64(s->co, 4, sizeof(s->co));
-	code_met(s, iseq);
+	k = code_key(s, iseq, *size, (__u32)body);
+	if (code_new(s, &k))
+		code_known(&k);
 	e = &s->seen[w->next_seen++ & (SP_BPF_RB_SEEN - 1)];
 	e->iseq = iseq;
 	e->body = body;
@@ -603,18 +712,14 @@ static __always_inline int walk_rb(struct scratch *s, const struct sp_bpf_ilayou
 /* The record of s goes out; counted when the ring buffer is full. */
 static __always_inline void output(struct scratch *s)
 {
-	__u64 size, *lp;
-	__u32 zero = 0;
+	__u64 size;
 
 	size = sizeof(s->h) + (__u64)(s->h.nframes & (2 * SP_BPF_IFRAMES - 1)) *
 	       sizeof(struct sp_bpf_iframe);
 	if (size > sizeof(*s))
 		size = sizeof(*s);
-	if (bpf_ringbuf_output(&stacks, s, size, s->wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP)) {
-		lp = bpf_map_lookup_elem(&lost, &zero);
-		if (lp)
-			*lp += 1;
-	}
+	if (bpf_ringbuf_output(&stacks, s, size, s->wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
+		count_lost();
 }
 
 /* The scratch record (of map sc) for this sample, its header filled,
@@ -644,6 +749,7 @@ static __always_inline struct scratch *begin_in(void *sc, __u32 cpu, __u8 fl,
 	s->h.tstate = 0;
 	s->h.status = SP_BPF_IST_NO_LAYOUT;
 	s->wake = 0;
+	s->copies = 0;
 	*prp = pr;
 	*lp = bpf_map_lookup_elem(&layouts, &pr->layout);
 	return s;

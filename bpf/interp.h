@@ -20,6 +20,15 @@
  * code object (from its first line on): a layout's fields must fit. */
 #define SP_BPF_IFRAME_BLOCK	48
 #define SP_BPF_ICODE_BLOCK	64
+/* Python: what the walk copies of a code object it meets first (struct
+ * sp_bpf_icode): the object's first bytes, its name's and file's str
+ * objects from their start (header and characters), its line table's
+ * first bytes; at most SP_BPF_ICOPIES code objects per walk. */
+#define SP_BPF_ICODE_HEAD	160
+#define SP_BPF_ISTR		256
+#define SP_BPF_ISTR_SHORT	128	/* read instead when SP_BPF_ISTR does not read */
+#define SP_BPF_ILINES		2048
+#define SP_BPF_ICOPIES		16
 /* Ruby: bytes of control frames read at once (16 of 3.1's 64-byte frames) */
 #define SP_BPF_RB_CFP_BLOCK	1024
 /* Ruby: iseqs and method entries a walk remembers it read (a power of 2) */
@@ -41,6 +50,8 @@ enum sp_bpf_istatus {
 						 * sample's: cpu holds the call's number */
 #define SP_BPF_IFL_OFFCPU	(1u << 2)	/* read as the thread was switched out
 						 * (an off-CPU sample's) */
+#define SP_BPF_IFL_CODE		(1u << 3)	/* no stack: a code object's copy
+						 * (struct sp_bpf_icode follows) */
 
 /* flags of a frame */
 #define SP_BPF_IFR_ENTRY	(1u << 0)	/* the first frame of an eval loop call */
@@ -108,12 +119,17 @@ struct sp_bpf_ilayout {
 	__u16 rb_th_tid;	/* rb_thread_t.tid (an int: the parent's in a forked child) */
 	__u16 rb_th_status;	/* the byte of rb_thread_t.status (its low 2 bits) */
 	__u16 rb_svar_me;	/* struct vm_svar.cref_or_me */
-	__u16 pad[2];
+	__u16 co_file;		/* PyCodeObject.co_filename */
+	__u16 co_lines;		/* PyCodeObject.co_linetable (a bytes object) */
+	__u16 var_size;		/* PyVarObject.ob_size */
+	__u16 bytes_data;	/* PyBytesObject.ob_sval */
 };
 
-/* The code object's first line and the low half of its name's address
- * identify it: user space reads the object later, and refuses one that
- * changed since (freed, its memory reused). For Ruby the code object is
+/* The code object's first line and the low halves of its name's and its
+ * file's addresses, xor'ed, identify it: user space reads the object later,
+ * and refuses one that changed since (freed, its memory reused: a module's
+ * top-level code is "<module>" at line 1, its file tells it from another
+ * module's at the same address). For Ruby the code object is
  * the instruction sequence (rb_iseq_t), identified by its length and the
  * low half of its body's address; me is the frame's method entry, found
  * as rb_vm_frame_method_entry() does (ep[VM_ENV_DATA_INDEX_ME_CREF], an
@@ -124,7 +140,8 @@ struct sp_bpf_iframe {
 	__u64 code;		/* address of the code object (iseq) */
 	__s32 instr;		/* index of the current instruction (code units; Ruby: VALUEs) */
 	__u32 firstline;	/* co_firstlineno (Ruby: iseq_size) */
-	__u32 name;		/* low 32 bits of co_qualname's (Ruby: the body's) address */
+	__u32 name;		/* low 32 bits of co_qualname's address ^ co_filename's
+				 * (Ruby: of the body's address) */
 	__u32 flags;		/* SP_BPF_IFR_* */
 	__u64 me;		/* Ruby: the method entry (0: none, and always for Python) */
 };
@@ -137,6 +154,26 @@ struct sp_bpf_istack {
 	__u16 nframes;
 	__u8 status;		/* enum sp_bpf_istatus */
 	__u8 flags;		/* SP_BPF_IFL_* */
+};
+
+/*
+ * A Python code object as the walk that met it first found it (a record
+ * flagged SP_BPF_IFL_CODE: this after the header, cut after lines_len bytes
+ * of lines): user space names its frames from this copy when the object is
+ * gone by the time it reads it (an import's module body is freed within
+ * milliseconds). Lengths are the bytes copied of each block, 0 when it did
+ * not read; the strings' blocks start at their objects and hold as many
+ * characters as fit.
+ */
+struct sp_bpf_icode {
+	__u64 code;		/* address of the code object */
+	__u32 firstline, name;	/* its identity, as in its frames */
+	__u32 lines_size;	/* the whole line table's bytes (ob_size, capped) */
+	__u16 head_len, qual_len, file_len, lines_len;
+	__u8 head[SP_BPF_ICODE_HEAD];	/* the code object's first bytes */
+	__u8 qual[SP_BPF_ISTR];		/* co_qualname's str object */
+	__u8 file[SP_BPF_ISTR];		/* co_filename's */
+	__u8 lines[SP_BPF_ILINES];	/* co_linetable's first bytes (its data) */
 };
 
 #define SP_BPF_IREC_MAX	(sizeof(struct sp_bpf_istack) + \

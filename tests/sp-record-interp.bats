@@ -208,11 +208,21 @@ assert_share() {
 	[ "$status" = 0 ] || fail "no truncated stack"
 	# the cycle is cut at the walk's limit: 128 frames, then the mark
 	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
-		grep -c '^AAAA\|^\[python: unreadable frame\]$')
+		grep -c '^AAAA\|^\[python: unreadable frame\]$\|^Z')
 	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
 	# the endless name is cut at its bound and says so
 	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
 	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes"
+	# so is the one of 2^39 code points, copied by the BPF program: what
+	# is no character is U+FFFD, control characters are escaped
+	# (a byte of the 512 kept is at most 4 once escaped: \x1b)
+	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^Z')
+	[ "${#name}" -le 2048 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes: $name"
+	[[ "$name" == *$'\xef\xbf\xbd'* ]] || fail "no U+FFFD: $name"
+	n=$(sp-flame --folded "$OUT" 2>/dev/null | LC_ALL=C grep -c $'[\x01-\x1f\x7f]' || true)
+	[ "$n" = 0 ] || fail "$n folded lines with control characters"
+	sp-decode "$OUT" | jq -r 'select(.type == "symbol") | .file // empty' | grep -q '^/x/' ||
+		fail "the file with control characters is not there"
 	# the incomplete stacks are said once on stderr, with the spool's count
 	n=$(sp-decode "$OUT" | jq -r 'select(.type == "lost" and .what == "interp") | .count')
 	[ "${n:-0}" -gt 0 ] || fail "no interp loss in the spool"
@@ -598,7 +608,7 @@ RB_OC_CHAIN='^<main>;Object#oc_main;Object#oc_serve;Integer#times;block in Objec
 	run sh -c "sp-flame --off-cpu --folded '$OUT' 2>/dev/null | grep '^\[python: truncated\];'"
 	[ "$status" = 0 ] || fail "no truncated off-CPU stack"
 	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
-		grep -c '^AAAA\|^\[python: unreadable frame\]$')
+		grep -c '^AAAA\|^\[python: unreadable frame\]$\|^Z')
 	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
 	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
 	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes"
@@ -705,4 +715,52 @@ rbc_main()
 PY
 	assert_spin_complete python $PY "$BATS_TEST_TMPDIR/spin.py"
 	sp-flame --folded "$OUT" 2>/dev/null | grep -q '<module>;rbc_main;rbc_mid;rbc_leaf'
+}
+
+# Per sample of pid $1 with a module's frames: "ok N LINE" for a frame
+# pim_work_N whose caller is "<module>" of pim_N.py at LINE, "bad ..."
+# for one whose caller is anything else (another module's file, an
+# unreadable frame), "module N LINE" for each "<module>" frame of a
+# pim_N.py.
+pim_frames() {
+	sp-symbolize "$OUT" 2>/dev/null | sp-decode 2>/dev/null | jq -r --arg pid "$1" '
+		select(.type == "sample" and (.pid | tostring) == $pid)
+		| [.frames[]? | select(.mode == "interp")] as $f
+		| range(0; $f | length) as $i | $f[$i] as $x
+		| if ($x.func | test("^pim_work_[0-9]+$")) then
+			($x.func | ltrimstr("pim_work_")) as $n | ($f[$i + 1] // {}) as $up
+			| if $up.func == "<module>" and (($up.file // "") | endswith("/pim_" + $n + ".py"))
+			  then "ok \($n) \($up.line)"
+			  else "bad \($x.func) under \($up.func) \($up.file)" end
+		  elif $x.func == "<module>" and (($x.file // "") | test("/pim_[0-9]+\\.py$")) then
+			"module \($x.file | capture("/pim_(?<n>[0-9]+)\\.py$").n) \($x.line)"
+		  else empty end'
+}
+
+@test "modules imported one after another: their top-level code, freed at once, is <module> of its own file" {
+	require_python
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- \
+		$PY "$BATS_TEST_DIRNAME/fixtures/python/many_imports.py" "$BATS_TEST_TMPDIR/mods" 40
+	[ "$status" = 0 ] || fail "$stderr"
+	pid=$(sp-decode "$OUT" 2>/dev/null | jq -r \
+		'select(.type == "runtime" and .runtime == "python" and .mode == "stacks") | .pid' |
+		head -1)
+	[ -n "$pid" ] || fail "no python followed"
+	pim_frames "$pid" > "$BATS_TEST_TMPDIR/frames"
+	# each module's function is called from its own module's top level
+	bad=$(grep '^bad' "$BATS_TEST_TMPDIR/frames" | sort | uniq -c | sort -rn | head -3)
+	[ -z "$bad" ] || fail "$(grep -c '^bad' "$BATS_TEST_TMPDIR/frames") frames are not under their module's: $bad"
+	n=$(grep -c '^ok' "$BATS_TEST_TMPDIR/frames")
+	[ "$n" -ge 40 ] || fail "only $n samples in a module's function"
+	# the top-level frames of many modules, at a line of their loop (11-15)
+	mods=$(awk '$1 == "module" { print $2 }' "$BATS_TEST_TMPDIR/frames" | sort -u | wc -l)
+	[ "$mods" -ge 10 ] || fail "the top level of only $mods modules"
+	awk '$1 == "module" || $1 == "ok" { if ($3 !~ /^[0-9]+$/ || $3 < 11 || $3 > 15)
+		{ print; bad++ } } END { exit bad > 0 }' "$BATS_TEST_TMPDIR/frames" ||
+		fail "module frames at lines out of their loop"
+	# no module's top level is left unnamed, and the stacks are whole
+	n=$(sp-flame --folded "$OUT" 2>/dev/null |
+		grep -c '_call_with_frames_removed;\[python: unreadable frame\]' || true)
+	[ "$n" = 0 ] || fail "$n stacks with a module's top level unnamed"
+	assert_complete_share "$pid"
 }

@@ -79,10 +79,15 @@ struct elf_info {
 struct code_ent {
 	uint32_t firstline, name;	/* as the BPF program copies them */
 	bool bad;
+	bool copy;		/* Python: named from the BPF program's copy, which
+				 * holds less than all (a name cut, the line table's
+				 * first bytes): read from the process once, if it
+				 * still has it */
 	uint64_t func, file;	/* string ids */
 	int line0;
 	uint8_t *linetable;
 	size_t len;
+	bool whole;		/* Python: linetable is all of it */
 	struct sp_rb_lines rb;	/* Ruby's line table */
 	uint64_t me, me_func;	/* Ruby: the method entry last seen with it, the name */
 };
@@ -795,6 +800,8 @@ bool sp_interp_is_eval(const struct sp_interpreters *ip, uint32_t pid, uint64_t 
 static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out,
 				 struct iproc *pr, const struct sp_bpf_iframe *fr);
 static const struct me_ent *me_get(struct sp_emit *out, struct iproc *pr, uint64_t addr);
+static void on_code(struct sp_interpreters *ip, const struct sp_bpf_istack *h,
+		    const struct sp_bpf_icode *r, size_t len);
 
 /* Reads what stack p's frames name (code objects, method entries) now,
  * while the process most likely still has them: a stack may wait for its
@@ -860,6 +867,10 @@ static void on_stack(void *ctx, const struct sp_bpf_istack *h, const struct sp_b
 	struct tidq *q;
 	struct pend *p;
 
+	if (h->flags & SP_BPF_IFL_CODE) {
+		on_code(ip, h, (const void *)f, nbytes);
+		return;
+	}
 	if (n > SP_BPF_IFRAMES || n * sizeof(*f) > nbytes)
 		n = 0;	/* a record we did not write: no frames */
 	if (h->flags & SP_BPF_IFL_EVENT) {
@@ -956,6 +967,20 @@ static uint64_t placeholder(struct sp_interpreters *ip, struct sp_emit *out,
 	return frame_of(ip, out, pr, sp_writer_strz(out->w, name), 0, 0);
 }
 
+/* What pc says of a code object into c (its line table now c's), its
+ * strings into out. */
+static void py_code_keep(struct sp_emit *out, struct code_ent *c, struct sp_py_code *pc)
+{
+	free(c->linetable);
+	c->line0 = pc->firstline;
+	c->func = sp_writer_strz(out->w, pc->qualname);
+	c->file = sp_writer_strz(out->w, pc->file);
+	c->linetable = pc->linetable;
+	c->len = pc->len;
+	c->whole = pc->whole;
+	pc->linetable = NULL;
+}
+
 /* The code object of fr into c, its strings into out: 0, 1 when it is
  * another object than at the sample (freed, its memory reused: no name
  * rather than a wrong one), or -1 with *why. */
@@ -967,15 +992,12 @@ static int code_read_py(struct sp_emit *out, struct iproc *pr, const struct sp_b
 
 	if (sp_py_code_read(pr->l, &m, fr->code, pr->code_type, &pc, why))
 		return -1;
-	if ((uint32_t)pc.firstline != fr->firstline || (uint32_t)pc.name_addr != fr->name) {
+	if ((uint32_t)pc.firstline != fr->firstline ||
+	    ((uint32_t)pc.name_addr ^ (uint32_t)pc.file_addr) != fr->name) {
 		sp_py_code_release(&pc);
 		return 1;
 	}
-	c->line0 = pc.firstline;
-	c->func = sp_writer_strz(out->w, pc.qualname);
-	c->file = sp_writer_strz(out->w, pc.file);
-	c->linetable = pc.linetable;
-	c->len = pc.len;
+	py_code_keep(out, c, &pc);
 	return 0;
 }
 
@@ -1052,29 +1074,114 @@ static uint64_t rb_func(struct sp_emit *out, struct iproc *pr, struct code_ent *
 	return c->me_func;
 }
 
-/* The code object at addr, read once (NULL: not one). */
-static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out,
-				 struct iproc *pr, const struct sp_bpf_iframe *fr)
+/* The codes map's key of fr's code: its address and identity (code at an
+ * address reused is another entry, and the old one stays for the samples
+ * that named it; a clash of two keys costs a read, never a wrong name). */
+static uint64_t code_key(const struct sp_bpf_iframe *fr)
 {
-	uint64_t *v = sp_u64map_get(&pr->codes, fr->code);
-	struct code_ent *c = v ? (void *)(uintptr_t)*v : NULL;
-	const char *why = "unreadable";
-	int rc;
+	return fr->code ^ (uint64_t)(fr->firstline * 0x9e3779b1u ^ fr->name) << 32;
+}
 
-	if (c && c->firstline == fr->firstline && c->name == fr->name)
-		return c->bad ? NULL : c;
+/* The entry of fr's code, emptied for it (made if there is none). */
+static struct code_ent *code_slot(struct iproc *pr, const struct sp_bpf_iframe *fr)
+{
+	uint64_t *v = sp_u64map_get(&pr->codes, code_key(fr));
+	struct code_ent *c = v ? (void *)(uintptr_t)*v : NULL;
+
 	if (!c) {
 		if (pr->codes.n >= MAX_CODES)
 			codes_clear(pr);
 		c = sp_xcalloc(1, sizeof(*c));
-		sp_u64map_put(&pr->codes, fr->code, (uintptr_t)c);
+		sp_u64map_put(&pr->codes, code_key(fr), (uintptr_t)c);
 	}
 	free(c->linetable);
 	c->linetable = NULL;
 	c->len = 0;
+	c->whole = false;
+	c->copy = false;
 	sp_rb_lines_release(&c->rb);
 	c->firstline = fr->firstline;
 	c->name = fr->name;
+	c->bad = false;
+	return c;
+}
+
+/*
+ * A code object's copy, made by the walk that met it first (a record
+ * ahead of that walk's stack): its frames are named from it, so a module
+ * body freed before the stack is drained is named all the same. What the
+ * copy lacks (a name cut, the line table past its first bytes) the live
+ * object gives when code_get() reads it.
+ */
+static void on_code(struct sp_interpreters *ip, const struct sp_bpf_istack *h,
+		    const struct sp_bpf_icode *r, size_t len)
+{
+	struct iproc *pr = proc_find(ip, h->pid);
+	struct sp_bpf_iframe fr = { 0 };
+	struct sp_py_code pc;
+	struct code_ent *c;
+	const char *why;
+	uint64_t *v;
+
+	if (!ip->out || !pr || is_ruby(pr) || len < offsetof(struct sp_bpf_icode, lines))
+		return;
+	fr.code = r->code;
+	fr.firstline = r->firstline;
+	fr.name = r->name;
+	v = sp_u64map_get(&pr->codes, code_key(&fr));
+	c = v ? (void *)(uintptr_t)*v : NULL;
+	if (c && !c->bad && c->firstline == fr.firstline && c->name == fr.name)
+		return;	/* named already (the map of code met was full) */
+	if (sp_py_code_copy(pr->l, r, len, pr->code_type, &pc, &why))
+		return;	/* the live object may say more */
+	c = code_slot(pr, &fr);
+	py_code_keep(ip->out, c, &pc);
+	c->copy = pc.cut || !pc.whole;
+	pr->checked = true;
+}
+
+/* Python: code c named from a copy that lacks something: the live object,
+ * read once, completes it if it is still there. */
+static void code_complete(struct sp_emit *out, struct iproc *pr, struct code_ent *c,
+			  const struct sp_bpf_iframe *fr)
+{
+	const struct sp_interp_mem m = { read_obj, pr };
+	struct sp_py_code pc;
+	const char *why;
+
+	c->copy = false;
+	if (sp_py_code_read(pr->l, &m, fr->code, pr->code_type, &pc, &why))
+		return;
+	if ((uint32_t)pc.firstline != fr->firstline ||
+	    ((uint32_t)pc.name_addr ^ (uint32_t)pc.file_addr) != fr->name) {
+		sp_py_code_release(&pc);
+		return;
+	}
+	if (!pc.whole && pc.len <= c->len) {	/* the copy's table says more */
+		free(pc.linetable);
+		pc.linetable = c->linetable;
+		pc.len = c->len;
+		pc.whole = c->whole;
+		c->linetable = NULL;
+	}
+	py_code_keep(out, c, &pc);
+}
+
+/* The code object of frame fr, read once (NULL: not one). */
+static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out,
+				 struct iproc *pr, const struct sp_bpf_iframe *fr)
+{
+	uint64_t *v = sp_u64map_get(&pr->codes, code_key(fr));
+	struct code_ent *c = v ? (void *)(uintptr_t)*v : NULL;
+	const char *why = "unreadable";
+	int rc;
+
+	if (c && c->firstline == fr->firstline && c->name == fr->name) {
+		if (c->copy && !c->bad)
+			code_complete(out, pr, c, fr);
+		return c->bad ? NULL : c;
+	}
+	c = code_slot(pr, fr);
 	rc = is_ruby(pr) ? code_read_rb(out, pr, fr, c, &why) : code_read_py(out, pr, fr, c, &why);
 	if (rc < 0) {
 		c->bad = true;
@@ -1092,15 +1199,21 @@ static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out
 		return NULL;
 	}
 	pr->checked = true;
-	c->bad = false;
 	return c;
 }
 
-static int line_of(const struct iproc *pr, const struct code_ent *c, int instr)
+/* The line of instruction instr of code c; 0 (unknown) when c's line
+ * table is only in part here and stops before it (*no_line set then). */
+static int line_of(const struct iproc *pr, const struct code_ent *c, int instr, bool *no_line)
 {
+	int line;
+
 	if (is_ruby(pr))
 		return sp_rb_line(&c->rb, instr);
-	return sp_py_line(c->linetable, c->len, c->line0, instr);
+	if (sp_py_line_at(c->linetable, c->len, c->line0, instr, &line) || c->whole)
+		return line;
+	*no_line = true;
+	return 0;
 }
 
 static uint64_t dist(uint64_t a, uint64_t b)
@@ -1136,9 +1249,10 @@ static bool take(struct sp_interpreters *ip, uint32_t pid, uint64_t key, uint64_
 }
 
 /* The frames of stack p into f, innermost first, with a placeholder at
- * the root of a truncated or unreadable one; whether every frame was read. */
+ * the root of a truncated or unreadable one; whether every frame was read
+ * (*no_line set when a frame's line is unknown). */
 static bool frames_of(struct sp_interpreters *ip, struct sp_emit *out, struct iproc *pr,
-		      const struct pend *p, struct sp_interp_frames *f)
+		      const struct pend *p, struct sp_interp_frames *f, bool *no_line)
 {
 	bool complete = p->h.status == SP_BPF_IST_OK && !(p->h.flags & SP_BPF_IFL_TRUNCATED);
 	unsigned int i;
@@ -1155,7 +1269,8 @@ static bool frames_of(struct sp_interpreters *ip, struct sp_emit *out, struct ip
 			c = code_get(ip, out, pr, &p->f[i]);
 		if (c)
 			id = frame_of(ip, out, pr, is_ruby(pr) ? rb_func(out, pr, c, &p->f[i]) :
-				      c->func, c->file, (uint64_t)line_of(pr, c, p->f[i].instr));
+				      c->func, c->file,
+				      (uint64_t)line_of(pr, c, p->f[i].instr, no_line));
 		else if (e)
 			id = frame_of(ip, out, pr, e->cfunc, 0, 0);
 		else
@@ -1195,7 +1310,7 @@ static int sample_frames(struct sp_interpreters *ip, struct sp_emit *out, struct
 	f->n = 0;
 	ip->samples++;
 	seen.all_named = taken && p->h.status != SP_BPF_IST_NO_THREAD &&
-			 frames_of(ip, out, pr, p, f);
+			 frames_of(ip, out, pr, p, f, &seen.no_line);
 	o = sp_interp_outcome(&seen);
 	ip->outcomes[o]++;
 	if (sp_interp_outcome_incomplete(o)) {
@@ -1388,6 +1503,7 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 	const struct pend *p;
 	uint64_t *v, ids[SP_BPF_IFRAMES + 1];
 	unsigned int i, k = 0;
+	bool no_line = false;
 	struct evq *q;
 
 	sp_interp_drain(ip, out);	/* the call's entry came before its event */
@@ -1408,7 +1524,7 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 	     !call_in(p->h.cpu, calls, n) || q->used))
 		return 0;
 	q->used |= !dns;
-	frames_of(ip, out, pr, p, &f);
+	frames_of(ip, out, pr, p, &f, &no_line);
 	if (!f.n)
 		return 0;
 	for (i = 0; i < f.n; i++)	/* the trie wants the root first */
@@ -1616,6 +1732,11 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 		    100.0 * (double)(ip->samples - ip->unread) / (double)ip->samples,
 		    ip->samples - ip->unread, ip->samples,
 		    outcomes_text(ip, why, sizeof(why)), ip->unread_pid);
+	if (ip->outcomes[SP_IO_NO_LINE])
+		say("interpreted frames: %" PRIu64 " samples have a frame whose line is unknown: "
+		    "its code was freed before it was read, and the copy the BPF program made "
+		    "holds its line table's first %d bytes only", ip->outcomes[SP_IO_NO_LINE],
+		    SP_BPF_ILINES);
 	r.lost.time = time;
 	r.lost.what = SP_LOST_INTERP;
 	r.lost.count = ip->unread;

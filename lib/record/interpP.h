@@ -41,9 +41,6 @@ struct sp_interp_layout {
 	struct sp_bpf_ilayout bpf;	/* what the BPF program needs */
 	/* what user space needs to name a frame */
 	uint16_t ob_type;	/* PyObject.ob_type */
-	uint16_t var_size;	/* PyVarObject.ob_size */
-	uint16_t co_filename, co_linetable;
-	uint16_t bytes_data;	/* PyBytesObject.ob_sval */
 	uint16_t str_length, str_state;	/* PyASCIIObject.length, .state */
 	uint16_t str_ascii_data;	/* sizeof(PyASCIIObject) */
 	uint16_t str_compact_data;	/* sizeof(PyCompactUnicodeObject) */
@@ -113,12 +110,16 @@ struct sp_interp_mem {
 #define SP_PY_LINETABLE_MAX	(256 * 1024)	/* bytes of a line table read */
 
 struct sp_py_code {
-	uint64_t name_addr;	/* co_qualname */
+	uint64_t name_addr, file_addr;	/* co_qualname, co_filename */
 	char qualname[SP_PY_NAME_MAX];
 	char file[SP_PY_NAME_MAX];
 	int firstline;
 	uint8_t *linetable;	/* malloc'd, len bytes; NULL when unreadable */
 	size_t len;
+	bool whole;		/* linetable is the whole table (else its first
+				 * bytes, or none: a line past them is unknown) */
+	bool cut;		/* a copy's: a name cut short by the copy (or its
+				 * file not copied) */
 };
 
 /*
@@ -129,15 +130,34 @@ struct sp_py_code {
  */
 int sp_py_code_read(const struct sp_interp_layout *l, const struct sp_interp_mem *m,
 		    uint64_t addr, uint64_t code_type, struct sp_py_code *c, const char **why);
+/*
+ * The same from the copy the BPF program made of it (r, len bytes of the
+ * record: struct sp_bpf_icode, cut after its lines): strings as many
+ * characters as were copied ("..." when fewer than all), the line table
+ * as many bytes (c->whole says whether that is all of it). The copy must
+ * be of the code its frames name (its first line and name).
+ */
+int sp_py_code_copy(const struct sp_interp_layout *l, const struct sp_bpf_icode *r, size_t len,
+		    uint64_t code_type, struct sp_py_code *c, const char **why);
 void sp_py_code_release(struct sp_py_code *c);
 /* The line of instruction instr (code units; < 0: the function's first
- * line) from a 3.11 location table; the first line when the table does not
- * say. Reads no byte past len whatever the table holds. */
+ * line) from a 3.11 location table into *line: false when the table does
+ * not say (an instruction past its end, an entry cut short: a table
+ * copied in part), *line then the first line. Reads no byte past len
+ * whatever the table holds. */
+bool sp_py_line_at(const uint8_t *tab, size_t len, int firstline, int instr, int *line);
+/* The same, the first line when the table does not say. */
 int sp_py_line(const uint8_t *tab, size_t len, int firstline, int instr);
 /* The str object at addr as UTF-8 into out (cap >= 4), cut at cap - 4
  * bytes with "..." appended. 0, or -1 (not a str, unreadable). */
 int sp_py_str(const struct sp_interp_layout *l, const struct sp_interp_mem *m, uint64_t addr,
 	      char *out, size_t cap);
+/* The same from a copy of the str object (b, its first len bytes: its
+ * header and as many characters as fit), "..." when it holds fewer than
+ * all. 0, 1 when the copy held fewer characters than out had room for, or
+ * -1 (not a str, too short for its header). */
+int sp_py_str_copy(const struct sp_interp_layout *l, const uint8_t *b, size_t len, char *out,
+		   size_t cap);
 
 /* ---- Ruby (interp_rb.c) ---- */
 
@@ -267,6 +287,9 @@ enum sp_interp_outcome {
 	SP_IO_TRUNCATED,	/* deeper than the walk's bound */
 	SP_IO_FREED,		/* a frame's code not read (freed, or its memory
 				 * reused, before user space read it) */
+	SP_IO_NO_LINE,		/* every frame named, a line unknown: its code was
+				 * named from the BPF program's copy, whose line
+				 * table stops before it (no incomplete stack) */
 	SP_IO_N
 };
 /* What is known of a sample of a followed process. */
@@ -275,6 +298,7 @@ struct sp_interp_seen {
 	uint8_t status;		/* that stack's SP_BPF_IST_* */
 	bool truncated;		/* its SP_BPF_IFL_TRUNCATED */
 	bool all_named;		/* each of its frames' code was read */
+	bool no_line;		/* a frame's line is unknown (named from a copy) */
 	uint64_t time;		/* the sample's */
 	uint64_t followed;	/* when the BPF program was told of the process
 				 * (0: from its start, as a fork's child) */

@@ -45,13 +45,13 @@ static const struct sp_interp_layout table[] = {
 			.co_code = 184,		/* co_code_adaptive */
 			.co_firstline = 72,
 			.co_name = 128,		/* co_qualname */
+			.co_file = 112,		/* co_filename */
+			.co_lines = 136,	/* co_linetable */
+			.var_size = 16,
+			.bytes_data = 32,
 			.valid = 1,
 		},
 		.ob_type = 8,
-		.var_size = 16,
-		.co_filename = 112,
-		.co_linetable = 136,
-		.bytes_data = 32,
 		.str_length = 16,
 		.str_state = 32,
 		.str_ascii_data = 48,
@@ -143,7 +143,8 @@ const struct sp_interp_layout *sp_interp_layout_find(unsigned int runtime, unsig
 }
 
 /* The BPF program reads a frame's fields from fr_code on, a code object's
- * from co_firstline on, one block each. */
+ * from co_firstline on, one block each; a code object it copies, from its
+ * start (SP_BPF_ICODE_HEAD bytes: user space finds its fields there). */
 bool sp_interp_layout_fits(const struct sp_interp_layout *l)
 {
 	const struct sp_bpf_ilayout *b = &l->bpf;
@@ -158,7 +159,11 @@ bool sp_interp_layout_fits(const struct sp_interp_layout *l)
 	return b->fr_instr >= f && b->fr_instr - f + 8 <= SP_BPF_IFRAME_BLOCK &&
 	       b->fr_previous >= f && b->fr_previous - f + 8 <= SP_BPF_IFRAME_BLOCK &&
 	       b->fr_entry >= f && b->fr_entry - f + 8 <= SP_BPF_IFRAME_BLOCK &&
-	       b->co_name >= c && b->co_name - c + 8 <= SP_BPF_ICODE_BLOCK;
+	       b->co_name >= c && b->co_name - c + 8 <= SP_BPF_ICODE_BLOCK &&
+	       b->co_file >= c && b->co_file - c + 8 <= SP_BPF_ICODE_BLOCK &&
+	       l->ob_type + 8 <= SP_BPF_ICODE_HEAD && c + 4 <= SP_BPF_ICODE_HEAD &&
+	       b->co_name + 8 <= SP_BPF_ICODE_HEAD && b->co_file + 8 <= SP_BPF_ICODE_HEAD &&
+	       b->co_lines + 8 <= SP_BPF_ICODE_HEAD;
 }
 
 const struct sp_interp_layout *sp_interp_layout_row(unsigned int row)

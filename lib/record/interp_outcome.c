@@ -12,7 +12,9 @@
  * not at the sample either) or when the sample's native stack, unwound to
  * its first frame, is in no eval loop (start-up: ld.so, the VM's setup).
  * Every other sample without a stack read for
- * it is a failure, named by why.
+ * it is a failure, named by why. A stack named whole with a line unknown
+ * (its code named from the BPF program's copy, whose line table stopped
+ * short) is complete, and counted apart.
  */
 #include "record/interpP.h"
 
@@ -31,7 +33,7 @@ enum sp_interp_outcome sp_interp_outcome(const struct sp_interp_seen *s)
 		return SP_IO_TRUNCATED;
 	if (!s->all_named)
 		return SP_IO_FREED;
-	return SP_IO_COMPLETE;
+	return s->no_line ? SP_IO_NO_LINE : SP_IO_COMPLETE;
 }
 
 const char *sp_interp_outcome_name(enum sp_interp_outcome o)
@@ -40,7 +42,7 @@ const char *sp_interp_outcome_name(enum sp_interp_outcome o)
 		[SP_IO_COMPLETE] = "complete", [SP_IO_NONE] = "none",
 		[SP_IO_NOT_FOLLOWED] = "not-followed-yet", [SP_IO_UNPAIRED] = "unpaired",
 		[SP_IO_FAULT] = "unreadable", [SP_IO_TRUNCATED] = "truncated",
-		[SP_IO_FREED] = "code-freed",
+		[SP_IO_FREED] = "code-freed", [SP_IO_NO_LINE] = "line-unknown",
 	};
 
 	return (unsigned int)o < SP_IO_N ? names[o] : "?";
@@ -48,5 +50,5 @@ const char *sp_interp_outcome_name(enum sp_interp_outcome o)
 
 bool sp_interp_outcome_incomplete(enum sp_interp_outcome o)
 {
-	return o != SP_IO_COMPLETE && o != SP_IO_NONE;
+	return o != SP_IO_COMPLETE && o != SP_IO_NO_LINE && o != SP_IO_NONE;
 }

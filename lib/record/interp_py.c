@@ -49,62 +49,105 @@ static bool put_utf8(char *out, size_t cap, size_t *n, uint32_t c)
 	return true;
 }
 
-int sp_py_str(const struct sp_interp_layout *l, const struct sp_interp_mem *m, uint64_t addr,
-	      char *out, size_t cap)
-{
-	uint8_t hdr[128], data[SP_PY_NAME_MAX * 4];
-	uint64_t len, want, i;
-	uint32_t state, kind, c;
-	size_t n = 0, room, off;
-	bool cut;
+/* What a compact str's header says: its length in code points, the bytes
+ * of one, and where its characters start. -1 for what no name is. */
+struct str_head {
+	uint64_t len;
+	uint32_t kind;
+	size_t off;
+};
 
-	if (cap > SP_PY_NAME_MAX)
-		cap = SP_PY_NAME_MAX;
-	room = cap - 4;
-	out[0] = 0;
-	if (!addr || cap < 8 || l->str_compact_data > sizeof(hdr) ||
-	    m->read(m->ctx, addr, hdr, l->str_compact_data))
-		return -1;
-	len = sp_interp_u64(hdr, l->str_length);
-	state = sp_interp_u32(hdr, l->str_state);
-	kind = (state >> 2) & 7;
+static int str_head(const struct sp_interp_layout *l, const uint8_t *hdr, struct str_head *h)
+{
+	uint32_t state = sp_interp_u32(hdr, l->str_state);
+
+	h->len = sp_interp_u64(hdr, l->str_length);
+	h->kind = (state >> 2) & 7;
 	if (!(state & (1u << 5)))	/* not compact: names never are */
 		return -1;
 	if (state & (1u << 6)) {
-		kind = 1;
-		off = l->str_ascii_data;
+		h->kind = 1;
+		h->off = l->str_ascii_data;
 	} else {
-		off = l->str_compact_data;
+		h->off = l->str_compact_data;
 	}
-	if (kind != 1 && kind != 2 && kind != 4)
+	if (h->kind != 1 && h->kind != 2 && h->kind != 4)
 		return -1;
-	if (len > (1ull << 40))
-		return -1;
-	want = len < room ? len : room;	/* each code point is >= 1 byte of UTF-8 */
-	if (want && m->read(m->ctx, addr + off, data, want * kind))
-		return -1;
-	cut = want < len;
-	for (i = 0; i < want; i++) {
-		if (kind == 1)
+	return h->len > (1ull << 40) ? -1 : 0;
+}
+
+/* The first n of h's code points, at data, as UTF-8 into out (cap >= 8),
+ * cut at cap - 4 bytes; "..." ends it when it holds fewer than all. */
+static void str_utf8(const struct str_head *h, const uint8_t *data, uint64_t n, char *out,
+		     size_t cap)
+{
+	size_t len = 0, room = cap - 4;
+	bool cut = n < h->len;
+	uint64_t i;
+	uint32_t c;
+
+	for (i = 0; i < n; i++) {
+		if (h->kind == 1)
 			c = data[i];
-		else if (kind == 2)
+		else if (h->kind == 2)
 			c = (uint32_t)data[2 * i] | (uint32_t)data[2 * i + 1] << 8;
 		else
 			c = sp_interp_u32(data, 4 * i);
 		/* escaping happens where the name is printed; a NUL would cut it here */
 		if (!c)
 			c = 0xfffd;
-		if (!put_utf8(out, room, &n, c)) {
+		if (!put_utf8(out, room, &len, c)) {
 			cut = true;
 			break;
 		}
 	}
 	if (cut) {
-		memcpy(out + n, "...", 3);
-		n += 3;
+		memcpy(out + len, "...", 3);
+		len += 3;
 	}
-	out[n] = 0;
+	out[len] = 0;
+}
+
+int sp_py_str(const struct sp_interp_layout *l, const struct sp_interp_mem *m, uint64_t addr,
+	      char *out, size_t cap)
+{
+	uint8_t hdr[128], data[SP_PY_NAME_MAX * 4];
+	struct str_head h;
+	uint64_t want;
+
+	if (cap > SP_PY_NAME_MAX)
+		cap = SP_PY_NAME_MAX;
+	out[0] = 0;
+	if (!addr || cap < 8 || l->str_compact_data > sizeof(hdr) ||
+	    m->read(m->ctx, addr, hdr, l->str_compact_data) || str_head(l, hdr, &h))
+		return -1;
+	/* each code point is >= 1 byte of UTF-8 */
+	want = h.len < cap - 4 ? h.len : cap - 4;
+	if (want && m->read(m->ctx, addr + h.off, data, want * h.kind))
+		return -1;
+	str_utf8(&h, data, want, out, cap);
 	return 0;
+}
+
+int sp_py_str_copy(const struct sp_interp_layout *l, const uint8_t *b, size_t len, char *out,
+		   size_t cap)
+{
+	struct str_head h;
+	uint64_t want;
+
+	if (cap > SP_PY_NAME_MAX)
+		cap = SP_PY_NAME_MAX;
+	if (cap)
+		out[0] = 0;
+	if (cap < 8 || len < l->str_compact_data || str_head(l, b, &h) || h.off > len)
+		return -1;
+	want = h.len < cap - 4 ? h.len : cap - 4;
+	if (want <= (len - h.off) / h.kind) {
+		str_utf8(&h, b + h.off, want, out, cap);
+		return 0;
+	}
+	str_utf8(&h, b + h.off, (len - h.off) / h.kind, out, cap);	/* the characters copied */
+	return 1;
 }
 
 int sp_py_code_read(const struct sp_interp_layout *l, const struct sp_interp_mem *m,
@@ -123,25 +166,77 @@ int sp_py_code_read(const struct sp_interp_layout *l, const struct sp_interp_mem
 	}
 	c->firstline = (int)sp_interp_u32(code, l->bpf.co_firstline);
 	c->name_addr = sp_interp_u64(code, l->bpf.co_name);
+	c->file_addr = sp_interp_u64(code, l->bpf.co_file);
 	if (sp_py_str(l, m, c->name_addr, c->qualname, sizeof(c->qualname)) ||
 	    !c->qualname[0]) {
 		*why = "bad name";
 		return -1;
 	}
-	if (sp_py_str(l, m, sp_interp_u64(code, l->co_filename), c->file, sizeof(c->file)))
+	if (sp_py_str(l, m, c->file_addr, c->file, sizeof(c->file)))
 		snprintf(c->file, sizeof(c->file), "?");
-	tab = sp_interp_u64(code, l->co_linetable);
-	if (tab && l->bytes_data <= sizeof(hdr) && !m->read(m->ctx, tab, hdr, l->bytes_data)) {
-		size = sp_interp_u64(hdr, l->var_size);
+	tab = sp_interp_u64(code, l->bpf.co_lines);
+	if (tab && l->bpf.bytes_data <= sizeof(hdr) &&
+	    !m->read(m->ctx, tab, hdr, l->bpf.bytes_data)) {
+		size = sp_interp_u64(hdr, l->bpf.var_size);
+		c->whole = !size;
 		if (size && size <= SP_PY_LINETABLE_MAX) {
 			c->linetable = sp_xmalloc(size);
-			if (m->read(m->ctx, tab + l->bytes_data, c->linetable, size)) {
+			if (m->read(m->ctx, tab + l->bpf.bytes_data, c->linetable, size)) {
 				free(c->linetable);
 				c->linetable = NULL;
 			} else {
 				c->len = size;
+				c->whole = true;
 			}
 		}
+	}
+	return 0;
+}
+
+int sp_py_code_copy(const struct sp_interp_layout *l, const struct sp_bpf_icode *r, size_t len,
+		    uint64_t code_type, struct sp_py_code *c, const char **why)
+{
+	const size_t fixed = offsetof(struct sp_bpf_icode, lines);
+	const struct sp_bpf_ilayout *b = &l->bpf;
+	size_t n;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	*why = "unreadable";
+	if (len < fixed || r->head_len < sizeof(r->head))
+		return -1;
+	if (sp_interp_u64(r->head, l->ob_type) != code_type) {
+		*why = "not a code object";
+		return -1;
+	}
+	c->firstline = (int)sp_interp_u32(r->head, b->co_firstline);
+	c->name_addr = sp_interp_u64(r->head, b->co_name);
+	c->file_addr = sp_interp_u64(r->head, b->co_file);
+	if ((uint32_t)c->firstline != r->firstline ||
+	    ((uint32_t)c->name_addr ^ (uint32_t)c->file_addr) != r->name) {
+		*why = "not the code of its frames";
+		return -1;
+	}
+	rc = sp_py_str_copy(l, r->qual, r->qual_len < sizeof(r->qual) ? r->qual_len :
+			    sizeof(r->qual), c->qualname, sizeof(c->qualname));
+	if (rc < 0 || !c->qualname[0]) {
+		*why = "bad name";
+		return -1;
+	}
+	c->cut = rc > 0;
+	rc = sp_py_str_copy(l, r->file, r->file_len < sizeof(r->file) ? r->file_len :
+			    sizeof(r->file), c->file, sizeof(c->file));
+	if (rc < 0)
+		snprintf(c->file, sizeof(c->file), "?");
+	c->cut |= rc != 0;	/* an unreadable file: the live object may say */
+	n = r->lines_len < sizeof(r->lines) ? r->lines_len : sizeof(r->lines);
+	if (n > len - fixed)
+		n = len - fixed;	/* the record was cut short */
+	c->whole = r->lines_size == n && sp_interp_u64(r->head, b->co_lines);
+	if (n) {
+		c->linetable = sp_xmalloc(n);
+		memcpy(c->linetable, r->lines, n);
+		c->len = n;
 	}
 	return 0;
 }
@@ -153,14 +248,17 @@ void sp_py_code_release(struct sp_py_code *c)
 	c->len = 0;
 }
 
-/* A varint of the location table at tab[*i] (6 bits a byte, bit 6 = more). */
+/* A varint of the location table at tab[*i] (6 bits a byte, bit 6 = more);
+ * one cut by the table's end leaves *i past it. */
 static uint32_t varint(const uint8_t *tab, size_t len, size_t *i)
 {
 	uint32_t v = 0, shift = 0, b;
 
 	do {
-		if (*i >= len)
+		if (*i >= len) {
+			*i = len + 1;
 			return v;
+		}
 		b = tab[(*i)++];
 		if (shift < 32)
 			v |= (b & 63) << shift;
@@ -176,14 +274,17 @@ static int svarint(const uint8_t *tab, size_t len, size_t *i)
 	return u & 1 ? -(int)(u >> 1 & 0x3fffffff) : (int)(u >> 1 & 0x3fffffff);
 }
 
-int sp_py_line(const uint8_t *tab, size_t len, int firstline, int instr)
+bool sp_py_line_at(const uint8_t *tab, size_t len, int firstline, int instr, int *out)
 {
 	long line = firstline, addr = 0;
 	size_t i = 0;
 	unsigned int code, n;
 
-	if (instr < 0 || !tab)
-		return firstline;
+	*out = firstline;
+	if (instr < 0)
+		return true;
+	if (!tab)
+		return false;
 	while (i < len) {
 		uint8_t b = tab[i++];
 
@@ -211,11 +312,22 @@ int sp_py_line(const uint8_t *tab, size_t len, int firstline, int instr)
 			i += 1;
 			break;
 		}
-		if (line < 0 || line > (1l << 30))
-			return firstline;
-		if (instr < addr + n)
-			return (int)line;
+		/* an entry cut by the table's end (a table copied in part) says
+		 * nothing */
+		if (i > len || line < 0 || line > (1l << 30))
+			return false;
+		if (instr < addr + n) {
+			*out = (int)line;
+			return true;
+		}
 		addr += n;
 	}
-	return firstline;
+	return false;
+}
+
+int sp_py_line(const uint8_t *tab, size_t len, int firstline, int instr)
+{
+	int line;
+
+	return sp_py_line_at(tab, len, firstline, instr, &line) ? line : firstline;
 }

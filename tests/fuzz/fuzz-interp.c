@@ -8,7 +8,9 @@
  * The same bytes are read as a Ruby iseq at the same place (its label and
  * path RStrings, its insns_info line table and succinct index), and as
  * a Ruby method entry (its owner's class path through iclasses, singleton
- * classes and ivar tables, its method's ID through the symbols table).
+ * classes and ivar tables, its method's ID through the symbols table),
+ * and as the BPF program's copy of a code object (struct sp_bpf_icode, its
+ * strings and line table cut short anywhere).
  * A forged code object, string or line table must not crash, loop,
  * allocate without bound or read outside the input: every name must end
  * within its buffer, every line table be no larger than its bound.
@@ -97,6 +99,30 @@ static void fuzz_ruby_me(const struct sp_interp_mem *m, uint64_t addr)
 		abort();
 }
 
+/* The input as the copy of a code object (a record cut after its size). */
+static void fuzz_copy(const struct sp_interp_layout *l, const uint8_t *data, size_t size,
+		      int32_t instr)
+{
+	static struct sp_bpf_icode r;
+	struct sp_py_code c;
+	const char *why = NULL;
+	int line;
+
+	memset(&r, 0, sizeof(r));
+	memcpy(&r, data, size < sizeof(r) ? size : sizeof(r));
+	if (sp_py_code_copy(l, &r, size, CODE_TYPE, &c, &why)) {
+		if (!why)
+			abort();
+		return;
+	}
+	if (strnlen(c.qualname, sizeof(c.qualname)) >= sizeof(c.qualname) ||
+	    strnlen(c.file, sizeof(c.file)) >= sizeof(c.file) || c.len > sizeof(r.lines) ||
+	    c.len > size)
+		abort();
+	sp_py_line_at(c.linetable, c.len, c.firstline, instr, &line);
+	sp_py_code_release(&c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, NULL);
@@ -123,6 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (!why) {
 		abort();
 	}
+	fuzz_copy(l, data, size, instr);
 	fuzz_ruby(&m, BASE + off, instr);
 	fuzz_ruby_me(&m, BASE + off);
 	return 0;

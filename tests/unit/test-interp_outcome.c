@@ -7,7 +7,8 @@
  * not set up then or its native stack ran no eval loop, and is a failure
  * otherwise; a stack not read for a sample after that, a failed read, a
  * truncated stack and a frame whose code was freed are failures, each
- * named.
+ * named; a stack named whole with a line unknown is none, and counted
+ * apart.
  */
 #include "record.h"
 #include "record/interpP.h"
@@ -88,6 +89,21 @@ static void test_failures_named(void)
 	CHECK(sp_interp_outcome_incomplete(SP_IO_UNPAIRED));
 }
 
+static void test_line_unknown(void)
+{
+	struct sp_interp_seen s = read_ok();
+
+	s.no_line = true;
+	CHECK_EQ_U(sp_interp_outcome(&s), SP_IO_NO_LINE);
+	CHECK(!sp_interp_outcome_incomplete(SP_IO_NO_LINE));
+	s.all_named = false;	/* a frame not named says more */
+	CHECK_EQ_U(sp_interp_outcome(&s), SP_IO_FREED);
+	s = read_ok();
+	s.no_line = true;
+	s.truncated = true;
+	CHECK_EQ_U(sp_interp_outcome(&s), SP_IO_TRUNCATED);
+}
+
 static void test_names(void)
 {
 	unsigned int o;
@@ -95,6 +111,7 @@ static void test_names(void)
 	for (o = 0; o < SP_IO_N; o++)
 		CHECK(strcmp(sp_interp_outcome_name(o), "?") != 0);
 	CHECK_STR(sp_interp_outcome_name(SP_IO_FREED), "code-freed");
+	CHECK_STR(sp_interp_outcome_name(SP_IO_NO_LINE), "line-unknown");
 	CHECK_STR(sp_interp_outcome_name(SP_IO_N), "?");
 }
 
@@ -104,6 +121,7 @@ int main(void)
 	TAP_RUN(test_no_thread_is_none);
 	TAP_RUN(test_before_followed);
 	TAP_RUN(test_failures_named);
+	TAP_RUN(test_line_unknown);
 	TAP_RUN(test_names);
 	return TAP_DONE();
 }

@@ -2,7 +2,10 @@
 /*
  * Unit tests of CPython's structures as sp-record reads them
  * (lib/record/interp_py.c): the 3.11 location table against CPython's own
- * answer, compact strings of each kind, and code objects that are not.
+ * answer, whole and cut short (a copy's first bytes: a line it does not
+ * hold is unknown, never wrong), compact strings of each kind, from the
+ * process and from a copy cut short, and code objects that are not, from
+ * the process and from the BPF program's copy.
  */
 #include <string.h>
 
@@ -74,6 +77,37 @@ static void test_line_table(void)
 	CHECK_EQ_U(sp_py_line(table, 1, first, 5), first);
 }
 
+/* The first k bytes of the table, for every k: a line they give is the
+ * right one; the ones they do not reach are unknown, not the first line. */
+static void test_line_table_cut(void)
+{
+	unsigned int i, n = sizeof(lines) / sizeof(lines[0]), k, found = 0, unknown = 0, bad = 0;
+	int line;
+
+	for (k = 0; k <= sizeof(table); k++) {
+		for (i = 0; i < n; i++) {
+			if (lines[i] < 0)
+				continue;
+			if (!sp_py_line_at(table, k, first, (int)i, &line))
+				unknown++;
+			else if (line != lines[i])
+				bad++;
+			else
+				found++;
+		}
+	}
+	CHECK_EQ_U(bad, 0);
+	CHECK(found > 0 && unknown > 0);
+	/* the whole table says every line */
+	for (i = 0, unknown = 0; i < n; i++)
+		if (lines[i] >= 0 && !sp_py_line_at(table, sizeof(table), first, (int)i, &line))
+			unknown++;
+	CHECK_EQ_U(unknown, 0);
+	/* before the first instruction: the first line, known without a table */
+	CHECK(sp_py_line_at(NULL, 0, 9, -1, &line) && line == 9);
+	CHECK(!sp_py_line_at(NULL, 0, 9, 3, &line));
+}
+
 #define BASE 0x1000ull
 
 struct mem {
@@ -129,6 +163,39 @@ static void test_strings(void)
 	CHECK_EQ_U(strlen(out), SP_PY_NAME_MAX - 4 + 3);
 	CHECK(!strcmp(out + strlen(out) - 3, "..."));
 	CHECK(sp_py_str(l, &mem, BASE + 8192, out, sizeof(out)) == -1);	/* unmapped */
+	/* copies of them, whole and cut short */
+	CHECK(sp_py_str_copy(l, m.b, 256, out, sizeof(out)) == 0);
+	CHECK_STR(out, "f.g");
+	CHECK(sp_py_str_copy(l, m.b + 256, 256, out, sizeof(out)) == 0);
+	CHECK_STR(out, "\xce\xb1\xce\xb2");
+	CHECK(sp_py_str_copy(l, m.b + 256, 74, out, sizeof(out)) == 1);	/* one of two */
+	CHECK_STR(out, "\xce\xb1...");
+	CHECK(sp_py_str_copy(l, m.b + 512, 75, out, sizeof(out)) == 1);	/* none of two */
+	CHECK_STR(out, "...");
+	CHECK(sp_py_str_copy(l, m.b + 1024, 256, out, sizeof(out)) == 1);	/* no end */
+	CHECK_EQ_U(strlen(out), 256 - 48 + 3);
+	CHECK(!strcmp(out + strlen(out) - 3, "..."));
+	CHECK(sp_py_str_copy(l, m.b + 1024, 256, out, 16) == 0);	/* out is full first */
+	CHECK_STR(out, "aaaaaaaaaaaa...");
+	CHECK(sp_py_str_copy(l, m.b, 40, out, sizeof(out)) == -1);	/* no whole header */
+	CHECK(sp_py_str_copy(l, m.b + 2048, 256, out, sizeof(out)) == -1);	/* not a str */
+}
+
+/* A code object at BASE of type 0x4242, first line first, named qual in
+ * file (ascii strings at BASE + 1024 and + 1280), its line table's bytes
+ * object at BASE + 1536 (left to the caller). */
+static void put_code(struct mem *m, int32_t first, const char *qual, const char *file)
+{
+	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, NULL);
+	uint64_t type = 0x4242, q = BASE + 1024, f = BASE + 1280, tab = BASE + 1536;
+
+	memcpy(m->b + l->ob_type, &type, 8);
+	memcpy(m->b + l->bpf.co_firstline, &first, 4);
+	memcpy(m->b + l->bpf.co_name, &q, 8);
+	memcpy(m->b + l->bpf.co_file, &f, 8);
+	memcpy(m->b + l->bpf.co_lines, &tab, 8);
+	put_str(m, 1024, 1, true, strlen(qual), qual, strlen(qual));
+	put_str(m, 1280, 1, true, strlen(file), file, strlen(file));
 }
 
 static void test_code(void)
@@ -136,21 +203,14 @@ static void test_code(void)
 	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, NULL);
 	static struct mem m;
 	const struct sp_interp_mem mem = { rd, &m };
-	uint64_t type = 0x4242, name = BASE + 1024, file = BASE + 1280, tab = BASE + 1536;
+	uint64_t type = 0x4242, name = BASE + 1024;
 	uint64_t huge = 1ull << 40, bad = 0x4343;
-	int32_t firstline = 12;
 	struct sp_py_code c;
 	const char *why;
 
-	memcpy(m.b + l->ob_type, &type, 8);
-	memcpy(m.b + l->bpf.co_firstline, &firstline, 4);
-	memcpy(m.b + l->bpf.co_name, &name, 8);
-	memcpy(m.b + l->co_filename, &file, 8);
-	memcpy(m.b + l->co_linetable, &tab, 8);
-	put_str(&m, 1024, 1, true, 4, "main", 4);
-	put_str(&m, 1280, 1, true, 5, "/a.py", 5);
-	memcpy(m.b + 1536 + l->var_size, &(uint64_t){ sizeof(table) }, 8);
-	memcpy(m.b + 1536 + l->bytes_data, table, sizeof(table));
+	put_code(&m, 12, "main", "/a.py");
+	memcpy(m.b + 1536 + l->bpf.var_size, &(uint64_t){ sizeof(table) }, 8);
+	memcpy(m.b + 1536 + l->bpf.bytes_data, table, sizeof(table));
 	CHECK(sp_py_code_read(l, &mem, BASE, type, &c, &why) == 0);
 	CHECK_STR(c.qualname, "main");
 	CHECK_STR(c.file, "/a.py");
@@ -159,7 +219,7 @@ static void test_code(void)
 	CHECK_EQ_U(c.name_addr, name);
 	sp_py_code_release(&c);
 	/* a line table claiming a terabyte: none is read */
-	memcpy(m.b + 1536 + l->var_size, &huge, 8);
+	memcpy(m.b + 1536 + l->bpf.var_size, &huge, 8);
 	CHECK(sp_py_code_read(l, &mem, BASE, type, &c, &why) == 0);
 	CHECK(c.linetable == NULL && c.len == 0);
 	/* not a code object */
@@ -169,10 +229,111 @@ static void test_code(void)
 	CHECK_STR(why, "unreadable");
 }
 
+/* The BPF program's copy of the code object test_code() lays out: the
+ * object's first bytes, its strings' first bytes, n bytes of its table. */
+static void copy_of(const struct mem *m, struct sp_bpf_icode *r, size_t n)
+{
+	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, NULL);
+
+	memset(r, 0, sizeof(*r));
+	r->code = BASE;
+	r->firstline = sp_interp_u32(m->b, l->bpf.co_firstline);
+	r->name = (uint32_t)sp_interp_u64(m->b, l->bpf.co_name) ^
+		  (uint32_t)sp_interp_u64(m->b, l->bpf.co_file);
+	memcpy(r->head, m->b, sizeof(r->head));
+	r->head_len = sizeof(r->head);
+	memcpy(r->qual, m->b + 1024, sizeof(r->qual));
+	r->qual_len = sizeof(r->qual);
+	memcpy(r->file, m->b + 1280, sizeof(r->file));
+	r->file_len = sizeof(r->file);
+	r->lines_size = sizeof(table);
+	memcpy(r->lines, table, n);
+	r->lines_len = (uint16_t)n;
+}
+
+static void test_code_copy(void)
+{
+	const struct sp_interp_layout *l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, NULL);
+	const size_t fixed = offsetof(struct sp_bpf_icode, lines);
+	static struct mem m;
+	static struct sp_bpf_icode r;
+	uint64_t type = 0x4242, name = BASE + 1024, file = BASE + 1280;
+	struct sp_py_code c;
+	const char *why;
+	char big[300];
+	int line;
+
+	put_code(&m, 1, "<module>", "/t/mod.py");
+	copy_of(&m, &r, sizeof(table));
+	CHECK(sp_py_code_copy(l, &r, fixed + sizeof(table), type, &c, &why) == 0);
+	CHECK_STR(c.qualname, "<module>");
+	CHECK_STR(c.file, "/t/mod.py");
+	CHECK_EQ_U(c.firstline, 1);
+	CHECK(c.whole && !c.cut && c.len == sizeof(table));
+	CHECK_EQ_U(c.name_addr, name);
+	CHECK_EQ_U(c.file_addr, file);
+	sp_py_code_release(&c);
+	/* the table's first 40 bytes: whole no more, a line past them unknown */
+	copy_of(&m, &r, 40);
+	CHECK(sp_py_code_copy(l, &r, fixed + 40, type, &c, &why) == 0);
+	CHECK(!c.whole && c.len == 40);
+	CHECK(sp_py_line_at(c.linetable, c.len, c.firstline, 1, &line) && line == lines[1]);
+	CHECK(!sp_py_line_at(c.linetable, c.len, c.firstline, 95, &line));
+	sp_py_code_release(&c);
+	/* a record cut short holds no more of the table than it has */
+	copy_of(&m, &r, sizeof(table));
+	CHECK(sp_py_code_copy(l, &r, fixed + 10, type, &c, &why) == 0);
+	CHECK(!c.whole && c.len == 10);
+	sp_py_code_release(&c);
+	CHECK(sp_py_code_copy(l, &r, fixed - 1, type, &c, &why) == -1);
+	/* a name longer than its copy: cut, and said */
+	memset(big, 'q', sizeof(big));
+	put_str(&m, 1024, 1, true, sizeof(big), big, sizeof(big));
+	copy_of(&m, &r, 0);
+	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == 0);
+	CHECK(c.cut && !c.whole);
+	CHECK(!strcmp(c.qualname + strlen(c.qualname) - 3, "..."));
+	sp_py_code_release(&c);
+	/* a file not copied: "?", and said */
+	put_str(&m, 1024, 1, true, 8, "<module>", 8);
+	copy_of(&m, &r, 0);
+	r.file_len = 0;
+	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == 0);
+	CHECK_STR(c.file, "?");
+	CHECK(c.cut);
+	sp_py_code_release(&c);
+	/* no name, not a code object, not its frames' code, no head */
+	copy_of(&m, &r, 0);
+	r.qual_len = 0;
+	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == -1);
+	CHECK_STR(why, "bad name");
+	copy_of(&m, &r, 0);
+	CHECK(sp_py_code_copy(l, &r, fixed, 0x4343, &c, &why) == -1);
+	CHECK_STR(why, "not a code object");
+	r.name ^= 0x10;
+	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == -1);
+	copy_of(&m, &r, 0);
+	r.firstline = 2;
+	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == -1);
+	copy_of(&m, &r, 0);
+	r.head_len = 0;
+	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == -1);
+	CHECK_STR(why, "unreadable");
+	/* lengths past their blocks are held to them */
+	copy_of(&m, &r, sizeof(table));
+	r.qual_len = r.file_len = r.lines_len = 0xffff;
+	r.lines_size = 0xffff;
+	CHECK(sp_py_code_copy(l, &r, sizeof(r), type, &c, &why) == 0);
+	CHECK(c.len == sizeof(r.lines) && !c.whole);
+	sp_py_code_release(&c);
+}
+
 int main(void)
 {
 	TAP_RUN(test_line_table);
+	TAP_RUN(test_line_table_cut);
 	TAP_RUN(test_strings);
 	TAP_RUN(test_code);
+	TAP_RUN(test_code_copy);
 	return TAP_DONE();
 }
