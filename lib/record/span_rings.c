@@ -47,7 +47,7 @@ struct sp_span_ring {
 	bool shared;		/* another sp-record owns it: read, never written */
 	bool given_up;		/* it lied or cannot be read: left alone */
 	bool delivered;		/* an entry of it was delivered */
-	bool want_run;		/* found with Python marks from before the recording:
+	bool want_run;		/* found with hook marks from before the recording:
 				 * its hook's run of open frames (SP_RING_RESYNC) is
 				 * awaited, the marks before it skipped */
 	bool in_run;		/* delivering that run */
@@ -326,11 +326,13 @@ static bool plausible(const struct sp_span_ring *r, uint64_t n, uint64_t t)
 	return n <= r->seen || n - r->seen <= most + SP_RING_CAP;
 }
 
-bool sp_span_rings_python(uint32_t probe)
+bool sp_span_rings_hook(uint32_t probe)
 {
 	probe &= ~SP_RING_RESYNC;
 	return probe == SP_PR_PY_HOOK_CALL || probe == SP_PR_PY_HOOK_RETURN ||
-	       probe == SP_PR_PY_HOOK_RAISE || probe == SP_PR_PY_HOOK_CORO;
+	       probe == SP_PR_PY_HOOK_RAISE || probe == SP_PR_PY_HOOK_CORO ||
+	       probe == SP_PR_RB_HOOK_CALL || probe == SP_PR_RB_HOOK_RETURN ||
+	       probe == SP_PR_RB_HOOK_FIBER;
 }
 
 enum sp_span_rings_resync sp_span_rings_resync(bool want_run, bool in_run, uint64_t claimed_ns,
@@ -372,7 +374,7 @@ static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t ba
 		if (m->time < rs->since) {
 			/* before the recording: frames may be open whose
 			 * starts nobody will deliver */
-			if (!r->delivered && r->claimed_ns && sp_span_rings_python(m->probe))
+			if (!r->delivered && r->claimed_ns && sp_span_rings_hook(m->probe))
 				r->want_run = true;
 			continue;
 		}

@@ -15,6 +15,7 @@
 
 bool sp_rt_ring_on;
 __thread struct sp_ring *sp_rt_ring_cur;
+__thread int sp_rt_ring_listened = -1;
 
 /* 'consumed' when a wait for sp-record last ran out: not waited for again
  * until it moves (a reader killed, or stopped, leaves READING behind). */

@@ -82,6 +82,43 @@ void sp_rt_ring_announce(struct sp_ring *r, uint64_t now);
 bool sp_rt_listened(void);
 
 /*
+ * Whether a recorder listened at the running thread's last mark (-1: no
+ * mark yet; its first mark starts the count).
+ */
+extern __thread int sp_rt_ring_listened;
+
+/*
+ * Called at each mark of a hook that writes span rings, before the mark:
+ * true at the thread's first mark after a recorder came, when the hook
+ * writes the frames open now as starts flagged SP_RING_RESYNC, outermost
+ * first, leaving out the frame whose call is being marked (its own start
+ * follows). sp-record keeps such a run only in a ring it found with marks
+ * from before the recording (lib/record/span_rings.h) and drops it in a
+ * ring it read from its start. A thread's first mark writes none: it
+ * started no frame unseen. A marker per mark (no ring) has no such flag.
+ */
+static inline bool sp_rt_ring_resync_due(void)
+{
+	int on, was = sp_rt_ring_listened;
+
+	if (!sp_rt_ring_on)
+		return false;
+	on = sp_rt_listened();
+	if (__builtin_expect(on == was, 1))
+		return false;
+	sp_rt_ring_listened = on;
+	return on && was == 0;
+}
+
+/* The running thread's open frames were marked (at the hook's install): a
+ * recorder that listens now has their starts. */
+static inline void sp_rt_ring_resync_known(void)
+{
+	if (sp_rt_ring_on)
+		sp_rt_ring_listened = sp_rt_listened();
+}
+
+/*
  * Put one mark of the probe (enum sp_bs_probe) with its marker's operands
  * into the running thread's ring. False when there is no ring (the caller
  * fires the marker itself).

@@ -219,26 +219,10 @@ static void mark_open_frames(uint32_t flag, PyFrameObject *skip)
 	}
 }
 
-/*
- * Whether a recorder listened at this thread's last mark (-1: no mark yet,
- * the thread's first mark starts the count): when one comes (sp-record -p
- * of this running program), the frames open then are written before the
- * next mark, flagged SP_RING_RESYNC. sp-record keeps them only in a ring
- * it found with marks from before the recording (span_rings.h). With span
- * rings only: a marker per mark has no such flag.
- */
-static __thread int listened = -1;
+/* A recorder came (sp_rt_ring_resync_due()): the frames open now. */
 static void listened_check(PyFrameObject *frame, int what)
 {
-	int on, was = listened;
-
-	if (!sp_rt_ring_on)
-		return;
-	on = sp_rt_listened();
-	if (__builtin_expect(on == was, 1))
-		return;
-	listened = on;
-	if (on && was == 0)
+	if (sp_rt_ring_resync_due())
 		mark_open_frames(SP_RING_RESYNC, what == PyTrace_CALL ? frame : NULL);
 }
 
@@ -249,8 +233,7 @@ static PyObject *install(PyObject *self, PyObject *unused)
 
 	if (PyThreadState_Get()->c_profilefunc != profile)	/* not twice */
 		mark_open_frames(0, NULL);
-	if (sp_rt_ring_on)
-		listened = sp_rt_listened();	/* the frames are marked */
+	sp_rt_ring_resync_known();
 	PyEval_SetProfile(profile, NULL);
 	if (!audit_on && PySys_AddAuditHook(audit, NULL) == 0)
 		audit_on = 1;

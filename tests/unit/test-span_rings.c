@@ -244,9 +244,11 @@ static void test_span_rings_resync_rule(void)
 	e.probe = SP_PR_PY_HOOK_RETURN;	/* the run is over */
 	e.time = 1000;
 	CHECK_EQ_U(sp_span_rings_resync(true, true, claimed, &e), SP_RESYNC_DELIVER);
-	CHECK(sp_span_rings_python(SP_PR_PY_HOOK_RETURN | SP_RING_RESYNC));
-	CHECK(sp_span_rings_python(SP_PR_PY_HOOK_CORO));
-	CHECK(!sp_span_rings_python(SP_PR_RB_HOOK_CALL));
+	CHECK(sp_span_rings_hook(SP_PR_PY_HOOK_RETURN | SP_RING_RESYNC));
+	CHECK(sp_span_rings_hook(SP_PR_PY_HOOK_CORO));
+	CHECK(sp_span_rings_hook(SP_PR_RB_HOOK_CALL));
+	CHECK(sp_span_rings_hook(SP_PR_RB_HOOK_FIBER | SP_RING_RESYNC));
+	CHECK(!sp_span_rings_hook(SP_PR_RUBY_RAISE));
 }
 
 /* A Python ring found with marks from before the recording (-p of a
@@ -283,6 +285,90 @@ static void test_span_rings_resync_late(void)
 	CHECK_EQ_U(got.line[3], 22);
 	CHECK_EQ_U(rs.before_run, 1);
 	finish(&rs, r);
+}
+
+/* A Ruby ring found with marks from before the recording waits for its
+ * hook's run of open methods as a Python one does: the return between the
+ * recording's start and the run is skipped (its method is in the run). */
+static void test_span_rings_resync_ruby(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r = start(&rs);
+
+	sp_span_rings_release(&rs);
+	sp_span_rings_init(&rs);
+	mark(1);			/* before the recording */
+	rs.since = now_ns();
+	CHECK(sp_rt_ring_put(SP_PR_RB_HOOK_RETURN, "Cls", "meth", "file.rb", 2));
+	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 0);
+	CHECK_EQ_U(rs.before_run, 1);
+	CHECK(sp_rt_ring_put(SP_PR_RB_HOOK_CALL | SP_RING_RESYNC, "Cls", "outer", "file.rb", 11));
+	CHECK(sp_rt_ring_put(SP_PR_RB_HOOK_CALL | SP_RING_RESYNC, "Cls", "meth", "file.rb", 12));
+	mark(13);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 3);
+	CHECK_EQ_U(got.line[0], 11);
+	CHECK_EQ_U(got.line[2], 13);
+	finish(&rs, r);
+}
+
+/* Writes b at the first byte of the rt__ring marker (a uprobe's 0xcc, or
+ * the nop's own byte back): the marker is never run meanwhile. */
+static bool poke_site(unsigned char b)
+{
+	extern const unsigned char sp_rt_ring_site[];
+	long pg = sysconf(_SC_PAGESIZE);
+	void *page = (void *)((uintptr_t)sp_rt_ring_site & ~(uintptr_t)(pg - 1));
+
+	if (mprotect(page, pg, PROT_READ | PROT_WRITE | PROT_EXEC))
+		return false;
+	*(volatile unsigned char *)sp_rt_ring_site = b;
+	return !mprotect(page, pg, PROT_READ | PROT_EXEC);
+}
+
+/* The hooks' side: a thread writes its open frames at its first mark after
+ * a recorder came, once; not at its first mark ever (it started no frame
+ * unseen), nor when a recorder goes, nor after its frames were marked
+ * (install) while one listened; again when another comes. */
+static void test_span_rings_resync_due(void)
+{
+	extern const unsigned char sp_rt_ring_site[];
+	unsigned char nop = sp_rt_ring_site[0];
+	bool on = sp_rt_ring_on;
+
+	sp_rt_ring_on = true;
+	sp_rt_ring_listened = -1;
+	CHECK(nop != 0xcc);
+	CHECK(!sp_rt_ring_resync_due());	/* the thread's first mark */
+	CHECK(!sp_rt_ring_resync_due());
+	if (!poke_site(0xcc)) {
+		CHECK(!"mprotect of the marker's page");
+		goto out;
+	}
+	CHECK(sp_rt_listened());
+	CHECK(sp_rt_ring_resync_due());		/* a recorder came */
+	CHECK(!sp_rt_ring_resync_due());
+	poke_site(nop);
+	CHECK(!sp_rt_ring_resync_due());		/* it went */
+	poke_site(0xcc);
+	CHECK(sp_rt_ring_resync_due());		/* another came */
+	sp_rt_ring_listened = -1;
+	CHECK(!sp_rt_ring_resync_due());	/* a first mark with one there */
+	poke_site(nop);
+	sp_rt_ring_resync_known();
+	poke_site(0xcc);
+	CHECK(sp_rt_ring_resync_due());
+	sp_rt_ring_resync_known();		/* marked at install */
+	CHECK(!sp_rt_ring_resync_due());
+	sp_rt_ring_on = false;			/* no rings: never */
+	sp_rt_ring_listened = 0;
+	CHECK(!sp_rt_ring_resync_due());
+	poke_site(nop);
+out:
+	sp_rt_ring_on = on;
+	sp_rt_ring_listened = -1;
 }
 
 /* A ring read from its start (a program sp-record started) has every
@@ -935,6 +1021,8 @@ int main(void)
 	TAP_RUN(test_span_rings_resync_rule);
 	TAP_RUN(test_span_rings_resync_late);
 	TAP_RUN(test_span_rings_resync_whole);
+	TAP_RUN(test_span_rings_resync_ruby);
+	TAP_RUN(test_span_rings_resync_due);
 	TAP_RUN(test_span_rings_ended);
 	TAP_RUN(test_span_rings_overrun);
 	TAP_RUN(test_span_rings_watermark);
