@@ -47,6 +47,7 @@ struct sp_span_ring {
 	bool shared;		/* another sp-record owns it: read, never written */
 	bool given_up;		/* it lied or cannot be read: left alone */
 	bool delivered;		/* an entry of it was delivered */
+	bool unseen;		/* first read past its start: marks we never saw */
 	bool want_run;		/* found with hook marks from before the recording:
 				 * its hook's run of open frames (SP_RING_RESYNC) is
 				 * awaited, the marks before it skipped */
@@ -371,13 +372,14 @@ static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t ba
 		}
 		r->last_ns = m->time;
 		r->next = k + 1;
-		if (m->time < rs->since) {
-			/* before the recording: frames may be open whose
-			 * starts nobody will deliver */
-			if (!r->delivered && r->claimed_ns && sp_span_rings_hook(m->probe))
-				r->want_run = true;
+		/* before the recording, or past marks we never saw (a busy
+		 * thread overwrote them): frames may be open whose starts
+		 * nobody will deliver */
+		if (!r->delivered && r->claimed_ns && sp_span_rings_hook(m->probe) &&
+		    (m->time < rs->since || r->unseen))
+			r->want_run = true;
+		if (m->time < rs->since)
 			continue;
-		}
 		switch (sp_span_rings_resync(r->want_run, r->in_run, r->claimed_ns, m)) {
 		case SP_RESYNC_SKIP:
 			rs->before_run++;
@@ -595,6 +597,7 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 		r->late = false;
 		r->next = h.consumed <= head && head - h.consumed <= SP_RING_CAP ? h.consumed :
 			  head > SP_RING_CAP ? head - SP_RING_CAP : 0;
+		r->unseen = r->next > 0;
 		r->seen = r->next;
 		r->seen_ns = now;
 	}

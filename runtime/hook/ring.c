@@ -71,6 +71,26 @@ bool sp_rt_listened(void)
 	return *(const volatile unsigned char *)sp_rt_ring_site == 0xcc;
 }
 
+/*
+ * A recorder came to a thread that marked without one (sp_rt_ring_resync_due()):
+ * it reads the thread's ring once it finds it (the next rt__ring). Until
+ * then a full ring waits for it again, as for a reader asked for at start
+ * (after one wait in vain a ring is overwritten freely, and an earlier
+ * reader may have left): a busy thread would overwrite the open frames it
+ * writes now before they are read.
+ */
+void sp_rt_ring_came(void)
+{
+	struct sp_ring *r = sp_rt_ring_cur;
+	uint32_t left = SP_RING_LEFT;
+
+	reader_left = false;
+	stale_consumed = UINT64_MAX;
+	if (r)
+		__atomic_compare_exchange_n(&r->h.reader, &left, SP_RING_ASKED, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 /* r starts (again) as the running thread's ring. */
 static void announce(struct sp_ring *r)
 {

@@ -97,6 +97,8 @@ extern __thread int sp_rt_ring_listened;
  * ring it read from its start. A thread's first mark writes none: it
  * started no frame unseen. A marker per mark (no ring) has no such flag.
  */
+/* A recorder came: a full ring waits for it again (ring.c). */
+void sp_rt_ring_came(void);
 static inline bool sp_rt_ring_resync_due(void)
 {
 	int on, was = sp_rt_ring_listened;
@@ -107,7 +109,10 @@ static inline bool sp_rt_ring_resync_due(void)
 	if (__builtin_expect(on == was, 1))
 		return false;
 	sp_rt_ring_listened = on;
-	return on && was == 0;
+	if (!on || was != 0)
+		return false;
+	sp_rt_ring_came();
+	return true;
 }
 
 /* The running thread's open frames were marked (at the hook's install): a
