@@ -199,8 +199,8 @@ late_spans() {
 	done
 }
 
-# deep.py run by $1... with the activator and span rings, found inside
-# main() -> outer() -> inner()
+# deep.py run by $1... (after environment words, if any) with the activator
+# and span rings, found inside main() -> outer() -> inner()
 late_python() {
 	late_spans deep.py 'tick|exists' '__main__.<module>' __main__.main __main__.outer \
 		__main__.inner -- env PYTHONPATH="$SP_BIN/../runtime/python" STACKPULSE_SPAN_RING=1 "$@"
@@ -224,6 +224,11 @@ late_python() {
 	late_python $SHIM
 }
 
+@test "sp-record -p: the same for a Python without span rings (a marker per mark)" {
+	require_python
+	late_python STACKPULSE_SPAN_RING=0 $PY
+}
+
 require_ruby() {
 	require_root
 	[ -x $RUBY ] || skip "needs Debian's $RUBY"
@@ -231,8 +236,9 @@ require_ruby() {
 	[ "$($RUBY -e 'print RUBY_VERSION[/\A\d+\.\d+/]')" = 3.1 ] || skip "$RUBY is not Ruby 3.1"
 }
 
-# deep.rb run by $1... with the activator and span rings, found inside
-# Deep.main -> Deep#outer -> a block -> Walk#middle -> Deep#inner
+# deep.rb run by $1... (after environment words, if any) with the activator
+# and span rings, found inside Deep.main -> Deep#outer -> a block ->
+# Walk#middle -> Deep#inner
 late_ruby() {
 	late_spans deep.rb tick Deep#main Deep#outer Walk#middle Deep#inner -- \
 		env RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" STACKPULSE_SPAN_RING=1 "$@"
@@ -249,6 +255,11 @@ late_ruby() {
 	printf '#!/bin/sh\nexec %s "$@"\n' "$RUBY" > "$wrap"
 	chmod +x "$wrap"
 	late_ruby "$wrap"
+}
+
+@test "sp-record -p: the same for a Ruby without span rings (a marker per mark)" {
+	require_ruby
+	late_ruby STACKPULSE_SPAN_RING=0 $RUBY
 }
 
 @test "sp-record: a Python found whose spans never came is named in a warning and counted in the spool" {

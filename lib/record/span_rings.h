@@ -104,7 +104,7 @@ struct sp_span_rings {
  * A ring found with a hook's marks from before the recording: its thread's
  * outer frames started unseen, and their stops would come without a start.
  * The Python and Ruby hooks write, at the thread's first mark after a
- * recorder's probes came (runtime/hook/ring.h: sp_rt_ring_resync_due()), a
+ * recorder's probes came (runtime/hook/ring.h: sp_rt_resync_due()), a
  * run of starts of the frames open then, outermost first, flagged
  * SP_RING_RESYNC. Such a ring is delivered from that run on (the few marks
  * between the recording's start and the run are skipped, so that each open

@@ -50,25 +50,15 @@ static struct sp_ring *ring_alloc(void)
 static uint64_t now_ns(void);
 
 /* The rt__ring marker carries a label, sp_rt_ring_site, for
- * sp_rt_listened(): one body only (noinline, noclone), one label. */
+ * sp_rt_resync_due(): one body only (noinline, noclone), one label. */
 __attribute__((noinline, noclone))
 void sp_rt_ring_announce(struct sp_ring *r, uint64_t now)
 {
 	int again = r->h.announced != 0;
 
 	r->h.announced = now;
-	__asm__ __volatile__(".globl sp_rt_ring_site\n\t.hidden sp_rt_ring_site\n"
-			     "sp_rt_ring_site:\n\t"
-			     STAP_PROBE_ASM(stackpulse, rt__ring, 8@%%rdi 8@%%rsi 8@%%rdx -4@%%ecx)
-			     : : "D"(r), "S"((uintptr_t)SP_RING_CAP),
-			       "d"((uintptr_t)sizeof(struct sp_ring_entry)), "c"(again));
-}
-
-bool sp_rt_listened(void)
-{
-	extern const unsigned char sp_rt_ring_site[];
-
-	return *(const volatile unsigned char *)sp_rt_ring_site == 0xcc;
+	SP_RT_MARK_AT(sp_rt_ring_site, rt__ring, r, (uintptr_t)SP_RING_CAP,
+		      (uintptr_t)sizeof(struct sp_ring_entry), again);
 }
 
 /*

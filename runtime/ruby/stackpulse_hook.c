@@ -112,6 +112,15 @@ static void on_fiber_switch(void)
 	cur_fiber = to;
 }
 
+/* The rb__call marker, at one place (sp_rb_call_site): a recorder listens
+ * to a hook without span rings when a uprobe is on it (sp_rt_resync_due()). */
+extern const unsigned char sp_rb_call_site[];
+__attribute__((noinline, noclone))
+static void mark_call(const struct sp_rt_name *n, int line)
+{
+	SP_RT_MARK_AT(sp_rb_call_site, rb__call, n->str[0], n->str[1], n->str[2], line);
+}
+
 /*
  * Whether frame i of the inspected stack is a Ruby method's own frame,
  * one whose start the hook marks (a :call): Ruby code (an iseq) of a
@@ -148,11 +157,11 @@ static bool method_frame(const rb_debug_inspector_t *dc, VALUE locs, long i, VAL
 }
 
 /*
- * The Ruby methods open now (a recorder came: sp_rt_ring_resync_due()):
+ * The Ruby methods open now (a recorder came: sp_rt_resync_due()):
  * their stops will come, their starts were not recorded. Marked as starts
  * with the names their :call would have had (owner, method, the iseq's
  * path: the same keys, so the same names) and the line each runs now,
- * flagged as reconstructed (SP_RT_LINE_SYNTHETIC, SP_RING_RESYNC),
+ * flagged as reconstructed (SP_RT_LINE_SYNTHETIC; SP_RING_RESYNC in a ring),
  * outermost first; of a deeper stack only the innermost SP_RT_OPEN_MAX.
  * skip: the innermost frame, the method whose call is being marked. The
  * walk is the debug inspector's (Ruby's public API for the frames with
@@ -183,9 +192,10 @@ static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
 				 ID2SYM(rb_intern_str(label)),
 				 RB_TYPE_P(path, T_STRING) ? RSTRING_PTR(path) : NULL);
 		line = SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);
-		if (nm && !sp_rt_ring_put(SP_PR_RB_HOOK_CALL | SP_RING_RESYNC, nm->str[0],
-					  nm->str[1], nm->str[2], line))
-			SP_RT_MARK(rb__call, nm->str[0], nm->str[1], nm->str[2], line);
+		if (nm && (!sp_rt_ring_on ||
+			   !sp_rt_ring_put(SP_PR_RB_HOOK_CALL | SP_RING_RESYNC, nm->str[0],
+					   nm->str[1], nm->str[2], line)))
+			mark_call(nm, line);
 	}
 	return Qnil;
 }
@@ -218,7 +228,7 @@ static void on_event(VALUE data, rb_trace_arg_t *ta)
 		return;
 	}
 	/* not with --spans-match: the stops of the other methods never come */
-	if (!match_mode && sp_rt_ring_resync_due())
+	if (!match_mode && sp_rt_resync_due(sp_rb_call_site))
 		resync(ev);
 	n = method_name(rb_tracearg_defined_class(ta), rb_tracearg_method_id(ta),
 			rb_sourcefile());
@@ -230,7 +240,7 @@ static void on_event(VALUE data, rb_trace_arg_t *ta)
 			   n->str[0], n->str[1], n->str[2], line))
 		return;
 	if (ev == RUBY_EVENT_CALL)
-		SP_RT_MARK(rb__call, n->str[0], n->str[1], n->str[2], line);
+		mark_call(n, line);
 	else
 		SP_RT_MARK(rb__return, n->str[0], n->str[1], n->str[2], line);
 }

@@ -325,7 +325,6 @@ static void test_span_rings_resync_ruby(void)
  * the nop's own byte back): the marker is never run meanwhile. */
 static bool poke_site(unsigned char b)
 {
-	extern const unsigned char sp_rt_ring_site[];
 	long pg = sysconf(_SC_PAGESIZE);
 	void *page = (void *)((uintptr_t)sp_rt_ring_site & ~(uintptr_t)(pg - 1));
 
@@ -338,48 +337,58 @@ static bool poke_site(unsigned char b)
 /* The hooks' side: a thread writes its open frames at its first mark after
  * a recorder came, once; not at its first mark ever (it started no frame
  * unseen), nor when a recorder goes, nor after its frames were marked
- * (install) while one listened; again when another comes. */
+ * (install) while one listened; again when another comes. With span rings
+ * the recorder is the rt__ring marker's, and the ring waits for it again;
+ * without, the hook's call marker's. */
 static void test_span_rings_resync_due(void)
 {
-	extern const unsigned char sp_rt_ring_site[];
-	unsigned char nop = sp_rt_ring_site[0];
+	unsigned char nop = sp_rt_ring_site[0], call[1] = { 0x90 };
 	bool on = sp_rt_ring_on;
 
 	sp_rt_ring_on = true;
 	sp_rt_ring_listened = -1;
 	CHECK(nop != 0xcc);
-	CHECK(!sp_rt_ring_resync_due());	/* the thread's first mark */
-	CHECK(!sp_rt_ring_resync_due());
+	CHECK(!sp_rt_resync_due(call));		/* the thread's first mark */
+	CHECK(!sp_rt_resync_due(call));
 	if (!poke_site(0xcc)) {
 		CHECK(!"mprotect of the marker's page");
 		goto out;
 	}
-	CHECK(sp_rt_listened());
+	CHECK(sp_rt_probed(sp_rt_ring_site));
 	sp_rt_ring_cur = calloc(1, sizeof(*sp_rt_ring_cur));
 	if (sp_rt_ring_cur)
 		sp_rt_ring_cur->h.reader = SP_RING_LEFT;	/* an earlier reader's */
 	stale_consumed = 7;
-	CHECK(sp_rt_ring_resync_due());		/* a recorder came */
+	CHECK(sp_rt_resync_due(call));		/* a recorder came */
 	CHECK(sp_rt_ring_cur && sp_rt_ring_cur->h.reader == SP_RING_ASKED);
 	CHECK_EQ_U(stale_consumed, UINT64_MAX);	/* a full ring waits for it */
 	free(sp_rt_ring_cur);
 	sp_rt_ring_cur = NULL;
-	CHECK(!sp_rt_ring_resync_due());
+	CHECK(!sp_rt_resync_due(call));
 	poke_site(nop);
-	CHECK(!sp_rt_ring_resync_due());		/* it went */
+	CHECK(!sp_rt_resync_due(call));		/* it went */
 	poke_site(0xcc);
-	CHECK(sp_rt_ring_resync_due());		/* another came */
+	CHECK(sp_rt_resync_due(call));		/* another came */
 	sp_rt_ring_listened = -1;
-	CHECK(!sp_rt_ring_resync_due());	/* a first mark with one there */
+	CHECK(!sp_rt_resync_due(call));		/* a first mark with one there */
 	poke_site(nop);
-	sp_rt_ring_resync_known();
+	sp_rt_resync_known(call);
 	poke_site(0xcc);
-	CHECK(sp_rt_ring_resync_due());
-	sp_rt_ring_resync_known();		/* marked at install */
-	CHECK(!sp_rt_ring_resync_due());
-	sp_rt_ring_on = false;			/* no rings: never */
-	sp_rt_ring_listened = 0;
-	CHECK(!sp_rt_ring_resync_due());
+	CHECK(sp_rt_resync_due(call));
+	sp_rt_resync_known(call);		/* marked at install */
+	CHECK(!sp_rt_resync_due(call));
+	/* no rings: the call marker tells; rt__ring's does not */
+	sp_rt_ring_on = false;
+	sp_rt_ring_listened = -1;
+	CHECK(!sp_rt_resync_due(call));
+	call[0] = 0xcc;
+	CHECK(sp_rt_resync_due(call));
+	CHECK(!sp_rt_resync_due(call));
+	poke_site(nop);
+	call[0] = 0x90;
+	CHECK(!sp_rt_resync_due(call));
+	poke_site(0xcc);
+	CHECK(!sp_rt_resync_due(call));
 	poke_site(nop);
 out:
 	sp_rt_ring_on = on;
