@@ -62,7 +62,7 @@ void sp_rt_ring_announce(struct sp_ring *r, uint64_t now)
 }
 
 /*
- * A recorder came to a thread that marked without one (sp_rt_ring_resync_due()):
+ * A recorder came to a thread that marked without one (sp_rt_resync_due()):
  * it reads the thread's ring once it finds it (the next rt__ring). Until
  * then a full ring waits for it again, as for a reader asked for at start
  * (after one wait in vain a ring is overwritten freely, and an earlier
