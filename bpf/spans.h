@@ -208,10 +208,10 @@ struct sp_bs_strval {
 #define SP_RT_LINE_SYNTHETIC(line)	(-2 - (line))
 
 /* In a ring entry's probe: a reconstructed start the hook wrote because a
- * recorder came (sp_rt_listened(): the frames open then, outermost first).
- * sp-record keeps them only for a ring it found with marks from before the
- * recording (its thread's outer frames started unseen); in a ring it read
- * from its start they repeat starts it has, and are dropped. */
+ * recorder came (runtime/hook/ring.h, sp_rt_resync_due(): the frames open
+ * then, outermost first). sp-record keeps them only for a ring it did not
+ * read from its start (its thread's outer frames started unseen); in a
+ * ring it read from its start they repeat starts it has, and are dropped. */
 #define SP_RING_RESYNC	0x80000000u
 
 struct sp_ring_entry {

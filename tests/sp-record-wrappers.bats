@@ -10,6 +10,7 @@ load helper
 APP=$FIXTURES/app.py
 SHIM=/root/.pyenv/shims/python3
 PY=/usr/bin/python3.11
+RUBY=/usr/bin/ruby
 RUNS=5
 
 setup() {
@@ -124,74 +125,90 @@ exec(compile(open(sys.argv[2]).read(), sys.argv[2], "exec"))' "$go" "$APP" &
 	done
 }
 
-# A Python started with the activator and its span rings, found by
-# sp-record -p while it is inside main() -> outer() -> inner() (deep.py):
-# the process is $1...; deep.py writes $BATS_TEST_TMPDIR/ready, then ticks
-# until the file go exists, which is made once the spool holds a tick's
-# span (the spans flow: the recording found it).
-late_frames() {
-	local ready=$BATS_TEST_TMPDIR/ready go=$BATS_TEST_TMPDIR/go rec pid i
+# A program of deep.py or deep.rb, run by CMD with its hook and span rings,
+# found by sp-record -p while it is inside nested functions or methods:
+#   late_spans FIXTURE BEYOND NAME... -- CMD...
+# NAME...: the ones open then, outermost first, as sp-tree names them;
+# BEYOND: a regex of those the thread may be in beyond them then (its
+# mark after the recording came may be a return). The fixture writes
+# $BATS_TEST_TMPDIR/ready, then calls tick every 10 ms until the file go
+# exists, which is made once the spool holds a tick's span (the spans
+# flow: the recording found it).
+late_spans() {
+	local fix=$FIXTURES/$1 beyond=$2 ready=$BATS_TEST_TMPDIR/ready go=$BATS_TEST_TMPDIR/go
+	local base=${1##*/} names=() methods="" depths="" rec pid i n name
+	shift 2
+	while [ "$1" != -- ]; do
+		names+=("$1")
+		methods+="${1##*[#.]}"$'\n'
+		depths+="${1##*[#.]} $(( ${#names[@]} ))"$'\n'
+		shift
+	done
+	shift
+	n=${#names[@]}
 	rm -f "$ready" "$go"
-	PYTHONPATH="$SP_BIN/../runtime/python" STACKPULSE_SPAN_RING=1 "$@" \
-		"$FIXTURES/deep.py" "$ready" "$go" &
+	"$@" "$fix" "$ready" "$go" &
 	pid=$!
 	for i in $(seq 600); do [ -e "$ready" ] && break; sleep 0.1; done
-	[ -e "$ready" ] || fail "deep.py did not start"
+	[ -e "$ready" ] || fail "$fix did not start"
 	sp-record -v --spans=auto --no-samples -p $pid -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
 	rec=$!
-	spans_flow "$OUT" tick || fail "no span of tick came: $(cat "$BATS_TEST_TMPDIR/err")"
+	for i in $(seq 600); do
+		sp-decode "$OUT" 2>/dev/null | jq -r 'select(.type == "span_start") | .method' 2>/dev/null |
+			grep -qx tick && break
+		sleep 0.1
+	done
 	touch "$go"
 	wait $pid
 	wait $rec || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
 	# the frames open when the recording found the thread: their starts
-	# reconstructed (flag 2), outermost first, named and nested (the fifth,
-	# when there is one, is the tick or exists the thread was in then)
+	# reconstructed (flag 2), outermost first, named and nested
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and ((.flags // \"0\") == \"0x2\"))
 		| \"\(.method) \(.depth)\"'"
-	[ "$(head -4 <<<"$output")" = "<module> 1
-main 2
-outer 3
-inner 4" ] || fail "reconstructed starts: $output"
-	[ "$(sed -n '5,$p' <<<"$output" | grep -cv -E '^(tick|exists) 5$')" = 0 ] ||
+	[ "$(head -$n <<<"$output")"$'\n' = "$depths" ] || fail "reconstructed starts: $output"
+	[ "$(sed -n "$((n + 1)),\$p" <<<"$output" | grep -cv -E "^($beyond) $((n + 1))\$")" = 0 ] ||
 		fail "reconstructed starts: $output"
 	# and their stops found them: none dropped
 	run -0 grep -E "spans: [0-9]+ span marks, .*; 0 stops without a start dropped" \
 		"$BATS_TEST_TMPDIR/err"
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"lost\" and .what == \"span_stops\") | .count'"
 	assert_output ""
-	# sp-correlate: four spans flagged reconstructed that stopped, each
-	# the parent of the next, the last the parent of the ticks
+	# sp-correlate: spans flagged reconstructed that stopped, each the
+	# parent of the next, the last the parent of the ticks
 	run -0 bash -c "sp-correlate '$OUT' | sp-decode | jq -r 'select(.type == \"span\")
 		| \"\(.id) \(.parent) \(.method) \(.end // \"stopped\") \(.flags // \"0\")\"'"
 	local ids
-	ids=$(awk '$5 == "0x2" { print $1, $2, $3, $4 }' <<<"$output" | head -4)
-	[ "$(awk '{ print $3, $4 }' <<<"$ids" | tr '\n' ' ')" = "<module> stopped main stopped outer stopped inner stopped " ] ||
+	ids=$(awk '$5 == "0x2" { print $1, $2, $3, $4 }' <<<"$output" | head -$n)
+	[ "$(awk '{ print $3, $4 }' <<<"$ids")"$'\n' = "$(sed 's/$/ stopped/' <<<"${methods%$'\n'}")"$'\n' ] ||
 		fail "reconstructed spans: $ids"
 	[ "$(awk 'NR > 1 && $2 != prev { bad = 1 } { prev = $1 } END { print bad + 0 }' <<<"$ids")" = 0 ] ||
 		fail "not nested: $ids"
-	local inner_id
-	inner_id=$(awk '$3 == "inner" { print $1 }' <<<"$ids")
-	[ "$(awk -v p="$inner_id" '$3 == "tick" && $2 != p' <<<"$output" | wc -l)" = 0 ] ||
-		fail "a tick outside inner: $output"
+	local last_id
+	last_id=$(tail -1 <<<"$ids" | awk '{ print $1 }')
+	[ "$(awk -v p="$last_id" '$3 == "tick" && $2 != p' <<<"$output" | wc -l)" = 0 ] ||
+		fail "a tick outside ${names[n - 1]}: $output"
 	# the flag round-trips JSON -> spool -> JSON
 	sp-correlate "$OUT" | sp-decode > "$BATS_TEST_TMPDIR/c.json"
 	sp-decode -e "$BATS_TEST_TMPDIR/c.json" > "$BATS_TEST_TMPDIR/c.sp"
-	run -0 bash -c "sp-decode '$BATS_TEST_TMPDIR/c.sp' | jq -r 'select(.type == \"span\" and .flags == \"0x2\") | .method' | head -4"
-	assert_output "<module>
-main
-outer
-inner"
+	run -0 bash -c "sp-decode '$BATS_TEST_TMPDIR/c.sp' | jq -r 'select(.type == \"span\" and .flags == \"0x2\") | .method' | head -$n"
+	assert_output "${methods%$'\n'}"
 	# sp-tree says so, and the durations are lower bounds
 	run -0 sp-tree "$OUT"
-	local name
-	for name in '<module>' main outer inner; do
-		assert_line --regexp "^[│├└─ ]*\[SPAN tid=[0-9]+ __main__\.$name at=deep\.py:[0-9]+ dur=>=[^]]*\] \(reconstructed: open when found\)\$"
+	for name in "${names[@]}"; do
+		assert_line --regexp "^[│├└─ ]*\[SPAN tid=[0-9]+ ${name//./\\.} at=${base//./\\.}:[0-9]+ dur=>=[^]]*\] \(reconstructed: open when found\)\$"
 	done
+}
+
+# deep.py run by $1... (after environment words, if any) with the activator
+# and span rings, found inside main() -> outer() -> inner()
+late_python() {
+	late_spans deep.py 'tick|exists' '__main__.<module>' __main__.main __main__.outer \
+		__main__.inner -- env PYTHONPATH="$SP_BIN/../runtime/python" STACKPULSE_SPAN_RING=1 "$@"
 }
 
 @test "sp-record -p: a Python inside nested functions when found gets them as reconstructed spans, their stops matched" {
 	require_python
-	late_frames $PY
+	late_python $PY
 }
 
 @test "sp-record -p: the same through a #!/bin/sh wrapper that execs python3" {
@@ -199,12 +216,50 @@ inner"
 	local wrap=$BATS_TEST_TMPDIR/python-wrapper
 	printf '#!/bin/sh\nexec %s "$@"\n' "$PY" > "$wrap"
 	chmod +x "$wrap"
-	late_frames "$wrap"
+	late_python "$wrap"
 }
 
 @test "sp-record -p: the same through pyenv's python3 shim" {
 	require_shim
-	late_frames $SHIM
+	late_python $SHIM
+}
+
+@test "sp-record -p: the same for a Python without span rings (a marker per mark)" {
+	require_python
+	late_python STACKPULSE_SPAN_RING=0 $PY
+}
+
+require_ruby() {
+	require_root
+	[ -x $RUBY ] || skip "needs Debian's $RUBY"
+	[ -f "$SP_BIN/../runtime/ruby/3.1/stackpulse_hook.so" ] || skip "needs the Ruby hook (ruby-dev)"
+	[ "$($RUBY -e 'print RUBY_VERSION[/\A\d+\.\d+/]')" = 3.1 ] || skip "$RUBY is not Ruby 3.1"
+}
+
+# deep.rb run by $1... (after environment words, if any) with the activator
+# and span rings, found inside Deep.main -> Deep#outer -> a block ->
+# Walk#middle -> Deep#inner
+late_ruby() {
+	late_spans deep.rb tick Deep#main Deep#outer Walk#middle Deep#inner -- \
+		env RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" STACKPULSE_SPAN_RING=1 "$@"
+}
+
+@test "sp-record -p: a Ruby inside nested methods when found gets them as reconstructed spans, their stops matched" {
+	require_ruby
+	late_ruby $RUBY
+}
+
+@test "sp-record -p: the same through a #!/bin/sh wrapper that execs ruby" {
+	require_ruby
+	local wrap=$BATS_TEST_TMPDIR/ruby-wrapper
+	printf '#!/bin/sh\nexec %s "$@"\n' "$RUBY" > "$wrap"
+	chmod +x "$wrap"
+	late_ruby "$wrap"
+}
+
+@test "sp-record -p: the same for a Ruby without span rings (a marker per mark)" {
+	require_ruby
+	late_ruby STACKPULSE_SPAN_RING=0 $RUBY
 }
 
 @test "sp-record: a Python found whose spans never came is named in a warning and counted in the spool" {

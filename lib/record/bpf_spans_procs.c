@@ -569,7 +569,11 @@ void sp_bs_forget_gone(struct bs_ctx *c, uint64_t now)
  * cmd: started by sp-record (the activators are in its environment). */
 int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool walk)
 {
-	struct sp_bs_proc one = { .gen = 1 };
+	/* a running process (-p) counts the hits of a hook's markers from
+	 * their attach on, not from set_tracked(): a hook without span rings
+	 * marks the frames open then at once, as markers (runtime/hook/ring.h:
+	 * sp_rt_resync_due()), and they would be lost */
+	struct sp_bs_proc one = { .gen = 1, .probed = cmd ? 0 : SP_BS_PROBED_SHARED };
 	char exe[PATH_MAX], link[64], path[96], buf[4096];
 	struct bs_proc *p;
 	struct dirent *de;

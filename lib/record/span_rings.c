@@ -47,7 +47,8 @@ struct sp_span_ring {
 	bool shared;		/* another sp-record owns it: read, never written */
 	bool given_up;		/* it lied or cannot be read: left alone */
 	bool delivered;		/* an entry of it was delivered */
-	bool want_run;		/* found with Python marks from before the recording:
+	bool unseen;		/* first read past its start: marks we never saw */
+	bool want_run;		/* found with hook marks from before the recording:
 				 * its hook's run of open frames (SP_RING_RESYNC) is
 				 * awaited, the marks before it skipped */
 	bool in_run;		/* delivering that run */
@@ -326,11 +327,13 @@ static bool plausible(const struct sp_span_ring *r, uint64_t n, uint64_t t)
 	return n <= r->seen || n - r->seen <= most + SP_RING_CAP;
 }
 
-bool sp_span_rings_python(uint32_t probe)
+bool sp_span_rings_hook(uint32_t probe)
 {
 	probe &= ~SP_RING_RESYNC;
 	return probe == SP_PR_PY_HOOK_CALL || probe == SP_PR_PY_HOOK_RETURN ||
-	       probe == SP_PR_PY_HOOK_RAISE || probe == SP_PR_PY_HOOK_CORO;
+	       probe == SP_PR_PY_HOOK_RAISE || probe == SP_PR_PY_HOOK_CORO ||
+	       probe == SP_PR_RB_HOOK_CALL || probe == SP_PR_RB_HOOK_RETURN ||
+	       probe == SP_PR_RB_HOOK_FIBER;
 }
 
 enum sp_span_rings_resync sp_span_rings_resync(bool want_run, bool in_run, uint64_t claimed_ns,
@@ -369,13 +372,14 @@ static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t ba
 		}
 		r->last_ns = m->time;
 		r->next = k + 1;
-		if (m->time < rs->since) {
-			/* before the recording: frames may be open whose
-			 * starts nobody will deliver */
-			if (!r->delivered && r->claimed_ns && sp_span_rings_python(m->probe))
-				r->want_run = true;
+		/* before the recording, or past marks we never saw (a busy
+		 * thread overwrote them): frames may be open whose starts
+		 * nobody will deliver */
+		if (!r->delivered && r->claimed_ns && sp_span_rings_hook(m->probe) &&
+		    (m->time < rs->since || r->unseen))
+			r->want_run = true;
+		if (m->time < rs->since)
 			continue;
-		}
 		switch (sp_span_rings_resync(r->want_run, r->in_run, r->claimed_ns, m)) {
 		case SP_RESYNC_SKIP:
 			rs->before_run++;
@@ -593,6 +597,7 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 		r->late = false;
 		r->next = h.consumed <= head && head - h.consumed <= SP_RING_CAP ? h.consumed :
 			  head > SP_RING_CAP ? head - SP_RING_CAP : 0;
+		r->unseen = r->next > 0;
 		r->seen = r->next;
 		r->seen_ns = now;
 	}

@@ -101,16 +101,17 @@ struct sp_span_rings {
 };
 
 /*
- * A ring found with Python marks from before the recording: its thread's
+ * A ring found with a hook's marks from before the recording: its thread's
  * outer frames started unseen, and their stops would come without a start.
- * The Python hook writes, at its first mark after a recorder's probes came
- * (runtime/hook/ring.h: sp_rt_listened()), a run of starts of the frames
- * open then, outermost first, flagged SP_RING_RESYNC. Such a ring is
- * delivered from that run on (the few marks between the recording's start
- * and the run are skipped, so that each open frame has one start); a hook
- * that writes no run is waited for this long after our claim, then
- * delivered as it is. In a ring read from its start the run repeats starts
- * already delivered: dropped. 'since' must come before the probes go on.
+ * The Python and Ruby hooks write, at the thread's first mark after a
+ * recorder's probes came (runtime/hook/ring.h: sp_rt_resync_due()), a
+ * run of starts of the frames open then, outermost first, flagged
+ * SP_RING_RESYNC. Such a ring is delivered from that run on (the few marks
+ * between the recording's start and the run are skipped, so that each open
+ * frame has one start); a hook that writes no run is waited for this long
+ * after our claim, then delivered as it is. In a ring read from its start
+ * the run repeats starts already delivered: dropped. 'since' must come
+ * before the probes go on.
  */
 #define SP_SPAN_RINGS_RUN_WAIT_NS	20000000ull
 enum sp_span_rings_resync {
@@ -121,8 +122,9 @@ enum sp_span_rings_resync {
 };
 enum sp_span_rings_resync sp_span_rings_resync(bool want_run, bool in_run, uint64_t claimed_ns,
 					       const struct sp_ring_entry *m);
-/* Whether an entry's probe is the Python hook's (whose rings have runs). */
-bool sp_span_rings_python(uint32_t probe);
+/* Whether an entry's probe is a runtime hook's, Python's or Ruby's (whose
+ * rings have runs). */
+bool sp_span_rings_hook(uint32_t probe);
 
 /* Our claim is this process's (pid and start time). */
 void sp_span_rings_init(struct sp_span_rings *rs);

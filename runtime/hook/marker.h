@@ -39,6 +39,14 @@
 					    8@%%rdi 8@%%rsi 8@%%rdx -4@%%ecx)		\
 			     : : "D"(cls), "S"(method), "d"(file), "c"(line))
 
+/* A marker at the hidden symbol label, for sp_rt_probed(label) (ring.h):
+ * in a function of one body only (noinline, noclone), one label. */
+#define SP_RT_MARK_AT(label, probe, cls, method, file, line)				\
+	__asm__ __volatile__(".globl " #label "\n\t.hidden " #label "\n" #label ":\n\t"	\
+			     STAP_PROBE_ASM(stackpulse, probe,					\
+					    8@%%rdi 8@%%rsi 8@%%rdx -4@%%ecx)		\
+			     : : "D"(cls), "S"(method), "d"(file), "c"(line))
+
 #define SP_RT_MARK_NAME(n)	SP_RT_MARK(rt__name, (n)->str[0], (n)->str[1], (n)->str[2], 0)
 
 #endif

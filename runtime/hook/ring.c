@@ -15,6 +15,7 @@
 
 bool sp_rt_ring_on;
 __thread struct sp_ring *sp_rt_ring_cur;
+__thread int sp_rt_ring_listened = -1;
 
 /* 'consumed' when a wait for sp-record last ran out: not waited for again
  * until it moves (a reader killed, or stopped, leaves READING behind). */
@@ -49,25 +50,35 @@ static struct sp_ring *ring_alloc(void)
 static uint64_t now_ns(void);
 
 /* The rt__ring marker carries a label, sp_rt_ring_site, for
- * sp_rt_listened(): one body only (noinline, noclone), one label. */
+ * sp_rt_resync_due(): one body only (noinline, noclone), one label. */
 __attribute__((noinline, noclone))
 void sp_rt_ring_announce(struct sp_ring *r, uint64_t now)
 {
 	int again = r->h.announced != 0;
 
 	r->h.announced = now;
-	__asm__ __volatile__(".globl sp_rt_ring_site\n\t.hidden sp_rt_ring_site\n"
-			     "sp_rt_ring_site:\n\t"
-			     STAP_PROBE_ASM(stackpulse, rt__ring, 8@%%rdi 8@%%rsi 8@%%rdx -4@%%ecx)
-			     : : "D"(r), "S"((uintptr_t)SP_RING_CAP),
-			       "d"((uintptr_t)sizeof(struct sp_ring_entry)), "c"(again));
+	SP_RT_MARK_AT(sp_rt_ring_site, rt__ring, r, (uintptr_t)SP_RING_CAP,
+		      (uintptr_t)sizeof(struct sp_ring_entry), again);
 }
 
-bool sp_rt_listened(void)
+/*
+ * A recorder came to a thread that marked without one (sp_rt_resync_due()):
+ * it reads the thread's ring once it finds it (the next rt__ring). Until
+ * then a full ring waits for it again, as for a reader asked for at start
+ * (after one wait in vain a ring is overwritten freely, and an earlier
+ * reader may have left): a busy thread would overwrite the open frames it
+ * writes now before they are read.
+ */
+void sp_rt_ring_came(void)
 {
-	extern const unsigned char sp_rt_ring_site[];
+	struct sp_ring *r = sp_rt_ring_cur;
+	uint32_t left = SP_RING_LEFT;
 
-	return *(const volatile unsigned char *)sp_rt_ring_site == 0xcc;
+	reader_left = false;
+	stale_consumed = UINT64_MAX;
+	if (r)
+		__atomic_compare_exchange_n(&r->h.reader, &left, SP_RING_ASKED, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 /* r starts (again) as the running thread's ring. */

@@ -73,13 +73,62 @@ void sp_rt_ring_slow(struct sp_ring *r, uint64_t h);
 void sp_rt_ring_announce(struct sp_ring *r, uint64_t now);
 
 /*
- * Whether a recorder listens: the rt__ring marker's nop is a breakpoint
- * (0xcc) while a uprobe is on it, which sp-record attaches to every
- * process that maps the hook, at once. A thread that sees it turn on
- * (sp-record -p of a running program) writes the frames open then
- * (SP_RING_RESYNC), since their starts were not recorded. One load.
+ * Whether a uprobe is on the marker at site (a label of SP_RT_MARK_AT): its
+ * nop is a breakpoint, 0xcc, while one is. sp-record attaches the hook's
+ * markers (rt__ring among them) to every process that maps the hook, at
+ * once: a recorder listens. One load.
  */
-bool sp_rt_listened(void);
+static inline bool sp_rt_probed(const void *site)
+{
+	return *(const volatile unsigned char *)site == 0xcc;
+}
+extern const unsigned char sp_rt_ring_site[];	/* the rt__ring marker's */
+
+/*
+ * Whether a recorder listened at the running thread's last mark (-1: no
+ * mark yet; its first mark starts the count).
+ */
+extern __thread int sp_rt_ring_listened;
+
+/*
+ * Called at each mark of a hook, before the mark: true at the thread's
+ * first mark after a recorder came (sp-record -p of this running program),
+ * when the hook writes the frames open now as starts flagged reconstructed
+ * (SP_RT_LINE_SYNTHETIC), outermost first, leaving out the frame whose
+ * call is being marked (its own start follows). A thread's first mark
+ * writes none: it started no frame unseen.
+ *
+ * With span rings the recorder is the rt__ring marker's (the run's entries
+ * are flagged SP_RING_RESYNC too: sp-record keeps such a run only in a
+ * ring it did not read from its start, lib/record/span_rings.h, and the
+ * ring waits for it again, sp_rt_ring_came()). Without, each mark is a
+ * marker, and the recorder is the one on the hook's call marker, at
+ * call_site: the run's starts are markers it gets, before any call it
+ * gets of this thread, so none repeats a start it has.
+ */
+void sp_rt_ring_came(void);
+static inline bool sp_rt_resync_due(const void *call_site)
+{
+	int on = sp_rt_probed(sp_rt_ring_on ? (const void *)sp_rt_ring_site : call_site);
+	int was = sp_rt_ring_listened;
+
+	if (__builtin_expect(on == was, 1))
+		return false;
+	sp_rt_ring_listened = on;
+	if (!on || was != 0)
+		return false;
+	if (sp_rt_ring_on)
+		sp_rt_ring_came();
+	return true;
+}
+
+/* The running thread's open frames were marked (at the hook's install): a
+ * recorder that listens now has their starts. */
+static inline void sp_rt_resync_known(const void *call_site)
+{
+	sp_rt_ring_listened = sp_rt_probed(sp_rt_ring_on ? (const void *)sp_rt_ring_site :
+					    call_site);
+}
 
 /*
  * Put one mark of the probe (enum sp_bs_probe) with its marker's operands

@@ -118,6 +118,15 @@ static void mark_coro(PyFrameObject *frame, int what)
 	Py_DECREF(gen);
 }
 
+/* The py__call marker, at one place (sp_py_call_site): a recorder listens
+ * to a hook without span rings when a uprobe is on it (sp_rt_resync_due()). */
+extern const unsigned char sp_py_call_site[];
+__attribute__((noinline, noclone))
+static void mark_call(const struct sp_rt_name *n, int line)
+{
+	SP_RT_MARK_AT(sp_py_call_site, py__call, n->str[0], n->str[1], n->str[2], line);
+}
+
 static void listened_check(PyFrameObject *frame, int what);
 
 static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
@@ -143,7 +152,7 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 			mark_coro(frame, what);
 		if (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_CALL, n->str[0], n->str[1],
 						      n->str[2], line))
-			SP_RT_MARK(py__call, n->str[0], n->str[1], n->str[2], line);
+			mark_call(n, line);
 		return 0;
 	}
 	/*
@@ -214,31 +223,15 @@ static void mark_open_frames(uint32_t flag, PyFrameObject *skip)
 		line = SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);
 		if (n && (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_CALL | flag, n->str[0],
 							    n->str[1], n->str[2], line)))
-			SP_RT_MARK(py__call, n->str[0], n->str[1], n->str[2], line);
+			mark_call(n, line);
 		Py_DECREF(open[i]);
 	}
 }
 
-/*
- * Whether a recorder listened at this thread's last mark (-1: no mark yet,
- * the thread's first mark starts the count): when one comes (sp-record -p
- * of this running program), the frames open then are written before the
- * next mark, flagged SP_RING_RESYNC. sp-record keeps them only in a ring
- * it found with marks from before the recording (span_rings.h). With span
- * rings only: a marker per mark has no such flag.
- */
-static __thread int listened = -1;
+/* A recorder came (sp_rt_resync_due()): the frames open now. */
 static void listened_check(PyFrameObject *frame, int what)
 {
-	int on, was = listened;
-
-	if (!sp_rt_ring_on)
-		return;
-	on = sp_rt_listened();
-	if (__builtin_expect(on == was, 1))
-		return;
-	listened = on;
-	if (on && was == 0)
+	if (sp_rt_resync_due(sp_py_call_site))
 		mark_open_frames(SP_RING_RESYNC, what == PyTrace_CALL ? frame : NULL);
 }
 
@@ -249,8 +242,7 @@ static PyObject *install(PyObject *self, PyObject *unused)
 
 	if (PyThreadState_Get()->c_profilefunc != profile)	/* not twice */
 		mark_open_frames(0, NULL);
-	if (sp_rt_ring_on)
-		listened = sp_rt_listened();	/* the frames are marked */
+	sp_rt_resync_known(sp_py_call_site);
 	PyEval_SetProfile(profile, NULL);
 	if (!audit_on && PySys_AddAuditHook(audit, NULL) == 0)
 		audit_on = 1;

@@ -33,7 +33,8 @@
 #include "../hook/ring.h"
 
 static struct sp_rt_names names;
-static ID id_attached;
+static ID id_attached, id_label, id_base_label, id_path, id_lineno;
+static bool match_mode;		/* --spans-match: TracePoints on some methods */
 
 static const char *cstr(VALUE s, size_t *len)
 {
@@ -111,6 +112,111 @@ static void on_fiber_switch(void)
 	cur_fiber = to;
 }
 
+/* The rb__call marker, at one place (sp_rb_call_site): a recorder listens
+ * to a hook without span rings when a uprobe is on it (sp_rt_resync_due()). */
+extern const unsigned char sp_rb_call_site[];
+__attribute__((noinline, noclone))
+static void mark_call(const struct sp_rt_name *n, int line)
+{
+	SP_RT_MARK_AT(sp_rb_call_site, rb__call, n->str[0], n->str[1], n->str[2], line);
+}
+
+/*
+ * Whether frame i of the inspected stack is a Ruby method's own frame,
+ * one whose start the hook marks (a :call): Ruby code (an iseq) of a
+ * method (a class), labelled with its name alone ("block in m" and
+ * "rescue in m" are frames inside m; <main>, <class:C> and required files'
+ * tops have no class); not the frame of an eval'd string, which is
+ * labelled as the method it runs in and called by eval itself. A method
+ * made with define_method (its frame a block's) is left out: its name is
+ * not in the frame.
+ */
+static bool method_frame(const rb_debug_inspector_t *dc, VALUE locs, long i, VALUE *label)
+{
+	static const char *const evals[] = { "eval", "instance_eval", "class_eval",
+					     "module_eval" };
+	VALUE loc = RARRAY_AREF(locs, i), base, caller;
+	unsigned int k;
+
+	if (NIL_P(rb_debug_inspector_frame_iseq_get(dc, i)) ||
+	    NIL_P(rb_debug_inspector_frame_class_get(dc, i)))
+		return false;
+	*label = rb_funcall(loc, id_label, 0);
+	base = rb_funcall(loc, id_base_label, 0);
+	if (!RB_TYPE_P(*label, T_STRING) || !RB_TYPE_P(base, T_STRING) ||
+	    !RTEST(rb_str_equal(*label, base)))
+		return false;
+	if (i + 1 >= RARRAY_LEN(locs) || !NIL_P(rb_debug_inspector_frame_iseq_get(dc, i + 1)))
+		return true;
+	caller = rb_funcall(RARRAY_AREF(locs, i + 1), id_label, 0);
+	for (k = 0; k < sizeof(evals) / sizeof(evals[0]) && RB_TYPE_P(caller, T_STRING); k++)
+		if ((size_t)RSTRING_LEN(caller) == strlen(evals[k]) &&
+		    !memcmp(RSTRING_PTR(caller), evals[k], RSTRING_LEN(caller)))
+			return false;
+	return true;
+}
+
+/*
+ * The Ruby methods open now (a recorder came: sp_rt_resync_due()):
+ * their stops will come, their starts were not recorded. Marked as starts
+ * with the names their :call would have had (owner, method, the iseq's
+ * path: the same keys, so the same names) and the line each runs now,
+ * flagged as reconstructed (SP_RT_LINE_SYNTHETIC; SP_RING_RESYNC in a ring),
+ * outermost first; of a deeper stack only the innermost SP_RT_OPEN_MAX.
+ * skip: the innermost frame, the method whose call is being marked. The
+ * walk is the debug inspector's (Ruby's public API for the frames with
+ * their classes), once per thread per recorder.
+ */
+#define SP_RT_OPEN_MAX	256
+struct open_walk {
+	bool skip;
+};
+
+static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
+{
+	const struct open_walk *w = data;
+	VALUE locs = rb_debug_inspector_backtrace_locations(dc), label, path;
+	long i, n = RB_TYPE_P(locs, T_ARRAY) ? RARRAY_LEN(locs) : 0, open[SP_RT_OPEN_MAX];
+	struct sp_rt_name *nm;
+	int k = 0, line;
+
+	for (i = w->skip ? 1 : 0; i < n && k < SP_RT_OPEN_MAX; i++)
+		if (method_frame(dc, locs, i, &label))
+			open[k++] = i;
+	while (k-- > 0) {
+		i = open[k];
+		label = rb_funcall(RARRAY_AREF(locs, i), id_base_label, 0);
+		path = rb_funcall(RARRAY_AREF(locs, i), id_path, 0);
+		line = NUM2INT(rb_funcall(RARRAY_AREF(locs, i), id_lineno, 0));
+		nm = method_name(rb_debug_inspector_frame_class_get(dc, i),
+				 ID2SYM(rb_intern_str(label)),
+				 RB_TYPE_P(path, T_STRING) ? RSTRING_PTR(path) : NULL);
+		line = SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);
+		if (nm && (!sp_rt_ring_on ||
+			   !sp_rt_ring_put(SP_PR_RB_HOOK_CALL | SP_RING_RESYNC, nm->str[0],
+					   nm->str[1], nm->str[2], line)))
+			mark_call(nm, line);
+	}
+	return Qnil;
+}
+
+static VALUE open_frames(VALUE data)
+{
+	return rb_debug_inspector_open(mark_open_frames, (void *)data);
+}
+
+/* A recorder came: the open methods marked, before this event's mark. An
+ * error on the way (none is expected) is not the program's. */
+static void resync(rb_event_flag_t ev)
+{
+	struct open_walk w = { .skip = ev == RUBY_EVENT_CALL };
+	int state = 0;
+
+	rb_protect(open_frames, (VALUE)&w, &state);
+	if (state)
+		rb_set_errinfo(Qnil);
+}
+
 static void on_event(VALUE data, rb_trace_arg_t *ta)
 {
 	rb_event_flag_t ev = rb_tracearg_event_flag(ta);
@@ -121,6 +227,9 @@ static void on_event(VALUE data, rb_trace_arg_t *ta)
 		on_fiber_switch();
 		return;
 	}
+	/* not with --spans-match: the stops of the other methods never come */
+	if (!match_mode && sp_rt_resync_due(sp_rb_call_site))
+		resync(ev);
 	n = method_name(rb_tracearg_defined_class(ta), rb_tracearg_method_id(ta),
 			rb_sourcefile());
 	if (!n)
@@ -131,7 +240,7 @@ static void on_event(VALUE data, rb_trace_arg_t *ta)
 			   n->str[0], n->str[1], n->str[2], line))
 		return;
 	if (ev == RUBY_EVENT_CALL)
-		SP_RT_MARK(rb__call, n->str[0], n->str[1], n->str[2], line);
+		mark_call(n, line);
 	else
 		SP_RT_MARK(rb__return, n->str[0], n->str[1], n->str[2], line);
 }
@@ -159,12 +268,17 @@ void Init_stackpulse_hook(void)
 	const char *match = getenv("STACKPULSE_SPANS_MATCH");
 
 	id_attached = rb_intern("__attached__");
+	id_label = rb_intern("label");
+	id_base_label = rb_intern("base_label");
+	id_path = rb_intern("path");
+	id_lineno = rb_intern("lineno");
 	sp_rt_ring_init();
 	/* announced now: sp-record knows the hook is in from here on (a raise
 	 * before was Ruby's start-up, when no span can be open) */
 	if (sp_rt_ring_on)
 		sp_rt_ring_start();
 	if (match && *match) {
+		match_mode = true;
 		/* --spans-match: the activator enables one TracePoint per
 		 * matching method; no hook for every call, no fiber switches */
 		rb_define_singleton_method(rb_define_module("StackPulseHook"), "tracepoint",

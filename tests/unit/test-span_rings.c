@@ -188,7 +188,10 @@ static void test_span_rings_wait(void)
 }
 
 /* A ring made before the recording (an attached process) is found at its
- * next wake and read from what it still holds; that is not counted lost. */
+ * next wake and read from what it still holds; that is not counted lost.
+ * Its thread's earlier marks were never seen (overwritten, or an earlier
+ * reader's): what it holds is skipped until its hook's run of open frames
+ * (span_rings.h), though all of it is from the recording. */
 static void test_span_rings_late(void)
 {
 	struct sp_span_rings rs;
@@ -205,16 +208,20 @@ static void test_span_rings_late(void)
 	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
 	CHECK_EQ_U(rs.n, 1);
 	CHECK_EQ_U(poll_now(&rs), 0);
-	CHECK_EQ_U(got.n, SP_RING_CAP);
-	CHECK_EQ_U(got.line[0], 501);
+	CHECK_EQ_U(got.n, 0);
+	CHECK_EQ_U(rs.before_run, SP_RING_CAP);
 	CHECK_EQ_U(rs.lost, 0);
 	CHECK_EQ_U(r->h.reader, SP_RING_READING);
+	CHECK(sp_rt_ring_put(SP_PR_RB_HOOK_CALL | SP_RING_RESYNC, "Cls", "meth", "file.rb",
+			     ++line));
 	/* the same ring woken, announced again: nothing starts over */
 	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
 	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, true);
 	mark(++line);
 	CHECK_EQ_U(poll_now(&rs), 0);
-	CHECK_EQ_U(got.n, SP_RING_CAP + 1);
+	CHECK_EQ_U(got.n, 2);
+	CHECK_EQ_U(got.line[0], SP_RING_CAP + 501);
+	CHECK_EQ_U(got.line[1], SP_RING_CAP + 502);
 	CHECK_EQ_U(rs.dups, 0);
 	finish(&rs, r);
 }
@@ -244,9 +251,11 @@ static void test_span_rings_resync_rule(void)
 	e.probe = SP_PR_PY_HOOK_RETURN;	/* the run is over */
 	e.time = 1000;
 	CHECK_EQ_U(sp_span_rings_resync(true, true, claimed, &e), SP_RESYNC_DELIVER);
-	CHECK(sp_span_rings_python(SP_PR_PY_HOOK_RETURN | SP_RING_RESYNC));
-	CHECK(sp_span_rings_python(SP_PR_PY_HOOK_CORO));
-	CHECK(!sp_span_rings_python(SP_PR_RB_HOOK_CALL));
+	CHECK(sp_span_rings_hook(SP_PR_PY_HOOK_RETURN | SP_RING_RESYNC));
+	CHECK(sp_span_rings_hook(SP_PR_PY_HOOK_CORO));
+	CHECK(sp_span_rings_hook(SP_PR_RB_HOOK_CALL));
+	CHECK(sp_span_rings_hook(SP_PR_RB_HOOK_FIBER | SP_RING_RESYNC));
+	CHECK(!sp_span_rings_hook(SP_PR_RUBY_RAISE));
 }
 
 /* A Python ring found with marks from before the recording (-p of a
@@ -283,6 +292,107 @@ static void test_span_rings_resync_late(void)
 	CHECK_EQ_U(got.line[3], 22);
 	CHECK_EQ_U(rs.before_run, 1);
 	finish(&rs, r);
+}
+
+/* A Ruby ring found with marks from before the recording waits for its
+ * hook's run of open methods as a Python one does: the return between the
+ * recording's start and the run is skipped (its method is in the run). */
+static void test_span_rings_resync_ruby(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r = start(&rs);
+
+	sp_span_rings_release(&rs);
+	sp_span_rings_init(&rs);
+	mark(1);			/* before the recording */
+	rs.since = now_ns();
+	CHECK(sp_rt_ring_put(SP_PR_RB_HOOK_RETURN, "Cls", "meth", "file.rb", 2));
+	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 0);
+	CHECK_EQ_U(rs.before_run, 1);
+	CHECK(sp_rt_ring_put(SP_PR_RB_HOOK_CALL | SP_RING_RESYNC, "Cls", "outer", "file.rb", 11));
+	CHECK(sp_rt_ring_put(SP_PR_RB_HOOK_CALL | SP_RING_RESYNC, "Cls", "meth", "file.rb", 12));
+	mark(13);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 3);
+	CHECK_EQ_U(got.line[0], 11);
+	CHECK_EQ_U(got.line[2], 13);
+	finish(&rs, r);
+}
+
+/* Writes b at the first byte of the rt__ring marker (a uprobe's 0xcc, or
+ * the nop's own byte back): the marker is never run meanwhile. */
+static bool poke_site(unsigned char b)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	void *page = (void *)((uintptr_t)sp_rt_ring_site & ~(uintptr_t)(pg - 1));
+
+	if (mprotect(page, pg, PROT_READ | PROT_WRITE | PROT_EXEC))
+		return false;
+	*(volatile unsigned char *)sp_rt_ring_site = b;
+	return !mprotect(page, pg, PROT_READ | PROT_EXEC);
+}
+
+/* The hooks' side: a thread writes its open frames at its first mark after
+ * a recorder came, once; not at its first mark ever (it started no frame
+ * unseen), nor when a recorder goes, nor after its frames were marked
+ * (install) while one listened; again when another comes. With span rings
+ * the recorder is the rt__ring marker's, and the ring waits for it again;
+ * without, the hook's call marker's. */
+static void test_span_rings_resync_due(void)
+{
+	unsigned char nop = sp_rt_ring_site[0], call[1] = { 0x90 };
+	bool on = sp_rt_ring_on;
+
+	sp_rt_ring_on = true;
+	sp_rt_ring_listened = -1;
+	CHECK(nop != 0xcc);
+	CHECK(!sp_rt_resync_due(call));		/* the thread's first mark */
+	CHECK(!sp_rt_resync_due(call));
+	if (!poke_site(0xcc)) {
+		CHECK(!"mprotect of the marker's page");
+		goto out;
+	}
+	CHECK(sp_rt_probed(sp_rt_ring_site));
+	sp_rt_ring_cur = calloc(1, sizeof(*sp_rt_ring_cur));
+	if (sp_rt_ring_cur)
+		sp_rt_ring_cur->h.reader = SP_RING_LEFT;	/* an earlier reader's */
+	stale_consumed = 7;
+	CHECK(sp_rt_resync_due(call));		/* a recorder came */
+	CHECK(sp_rt_ring_cur && sp_rt_ring_cur->h.reader == SP_RING_ASKED);
+	CHECK_EQ_U(stale_consumed, UINT64_MAX);	/* a full ring waits for it */
+	free(sp_rt_ring_cur);
+	sp_rt_ring_cur = NULL;
+	CHECK(!sp_rt_resync_due(call));
+	poke_site(nop);
+	CHECK(!sp_rt_resync_due(call));		/* it went */
+	poke_site(0xcc);
+	CHECK(sp_rt_resync_due(call));		/* another came */
+	sp_rt_ring_listened = -1;
+	CHECK(!sp_rt_resync_due(call));		/* a first mark with one there */
+	poke_site(nop);
+	sp_rt_resync_known(call);
+	poke_site(0xcc);
+	CHECK(sp_rt_resync_due(call));
+	sp_rt_resync_known(call);		/* marked at install */
+	CHECK(!sp_rt_resync_due(call));
+	/* no rings: the call marker tells; rt__ring's does not */
+	sp_rt_ring_on = false;
+	sp_rt_ring_listened = -1;
+	CHECK(!sp_rt_resync_due(call));
+	call[0] = 0xcc;
+	CHECK(sp_rt_resync_due(call));
+	CHECK(!sp_rt_resync_due(call));
+	poke_site(nop);
+	call[0] = 0x90;
+	CHECK(!sp_rt_resync_due(call));
+	poke_site(0xcc);
+	CHECK(!sp_rt_resync_due(call));
+	poke_site(nop);
+out:
+	sp_rt_ring_on = on;
+	sp_rt_ring_listened = -1;
 }
 
 /* A ring read from its start (a program sp-record started) has every
@@ -935,6 +1045,8 @@ int main(void)
 	TAP_RUN(test_span_rings_resync_rule);
 	TAP_RUN(test_span_rings_resync_late);
 	TAP_RUN(test_span_rings_resync_whole);
+	TAP_RUN(test_span_rings_resync_ruby);
+	TAP_RUN(test_span_rings_resync_due);
 	TAP_RUN(test_span_rings_ended);
 	TAP_RUN(test_span_rings_overrun);
 	TAP_RUN(test_span_rings_watermark);
