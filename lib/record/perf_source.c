@@ -152,7 +152,14 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		p->interp = sp_interp_new(p->o.interp,
 					 (p->o.interp_no_offcpu ? 0 : SP_INTERP_USE_OFFCPU) |
 					 (p->o.interp_no_events ? 0 : SP_INTERP_USE_EVENTS) |
-					 (p->sideband ? SP_INTERP_NO_SAMPLES : 0));	/* NULL: native stacks only */
+					 (p->sideband ? SP_INTERP_NO_SAMPLES : 0) |
+					 SP_INTERP_RUBY_LATER);	/* NULL: native stacks only */
+	/* A command that runs Ruby: its walkers load meanwhile, on a thread,
+	 * and are awaited before it runs. Any other Ruby found loads them
+	 * when it is (its samples until then counted as without them). */
+	if (p->interp && p->o.command && p->o.interp != SP_INTERP_PYTHON &&
+	    sp_interp_command_ruby(p->o.command))
+		sp_interp_ruby(p->interp, false);
 	if (sp_perf_open_events(p, t))
 		return -1;
 	/* the dummy event never overflows: no sample walk, loaded or attached */
@@ -168,8 +175,10 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, sp_interp_wake_fd(p->interp), &ev))
 			sp_warn("interpreted frames: epoll_ctl: %s", strerror(errno));
 	}
-	if (p->o.enable_on_exec && !t->system_wide)
+	if (p->o.enable_on_exec && !t->system_wide) {
+		sp_interp_ruby(p->interp, true);
 		return 0;
+	}
 	/* Processes that exist already: their records come from /proc. The
 	 * events are open, so nothing that happens from now on is missed. */
 	/* Their records say the recording's start, so that they come before
@@ -188,6 +197,9 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 				p->scan_time = 0;
 				return sp_error("pid %u exited during attach", t->pids[i]);
 			}
+		/* -p of a Ruby: its walkers, asked for by the scan, in before
+		 * the recording starts (-a goes on while they load) */
+		sp_interp_ruby(p->interp, true);
 	}
 	p->scan_time = 0;
 	return 0;

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Whether a command sp-record starts runs Ruby (interpP.h): then the
+ * Ruby walkers load before it runs (bpf_interp.c), not once it is found,
+ * when its first samples would have native stacks only. A guess made
+ * before the exec from what the exec will run: the file PATH names, by
+ * its name or its link's ("ruby", "ruby3.1"), else by its "#!" line (its interpreter,
+ * or env's first word that is no option or assignment: "bundle", "rake",
+ * "gem" and "irb" are Ruby scripts). A wrong guess costs time, not
+ * stacks: a Ruby that was not foreseen loads the walkers when it is found
+ * and counts what it ran meanwhile. Only the first 256 bytes of a
+ * regular file are read.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "record/interpP.h"
+
+#define SHEBANG_MAX	256
+
+static bool ruby_name(const char *path, size_t len)
+{
+	const char *b = path;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (path[i] == '/')
+			b = path + i + 1;
+	len -= (size_t)(b - path);
+	return len >= 4 && !strncmp(b, "ruby", 4);
+}
+
+bool sp_interp_shebang_ruby(const char *line, size_t len)
+{
+	const char *p = line, *end, *w;
+	bool env = false;
+
+	if (len < 2 || p[0] != '#' || p[1] != '!')
+		return false;
+	end = memchr(line, '\n', len);
+	end = end ? end : line + len;
+	for (p += 2;; p = w) {
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		for (w = p; w < end && *w != ' ' && *w != '\t'; w++)
+			;
+		if (w == p)
+			return false;
+		/* env's options and NAME=VALUE words: the command comes after */
+		if (env && (*p == '-' || memchr(p, '=', (size_t)(w - p))))
+			continue;
+		if (!env && w - p >= 4 && !memcmp(w - 4, "/env", 4)) {
+			env = true;
+			continue;
+		}
+		return ruby_name(p, (size_t)(w - p));
+	}
+}
+
+/* The file the exec of cmd runs, as execvp() finds it, into out. */
+static bool resolve(const char *cmd, char *out, size_t size)
+{
+	const char *path = getenv("PATH"), *p, *colon;
+	size_t dlen;
+
+	if (strchr(cmd, '/'))
+		return snprintf(out, size, "%s", cmd) < (int)size;
+	for (p = path ? path : "/usr/local/bin:/usr/bin:/bin"; ; p = colon + 1) {
+		colon = strchr(p, ':');
+		dlen = colon ? (size_t)(colon - p) : strlen(p);
+		if (snprintf(out, size, "%.*s%s%s", (int)dlen, p, dlen ? "/" : "", cmd) <
+		    (int)size && !access(out, X_OK))
+			return true;
+		if (!colon)
+			return false;
+	}
+}
+
+bool sp_interp_command_ruby(const char *cmd)
+{
+	char path[PATH_MAX], real[PATH_MAX], buf[SHEBANG_MAX];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (!cmd || !*cmd || !resolve(cmd, path, sizeof(path)))
+		return false;
+	if (ruby_name(path, strlen(path)) ||
+	    (realpath(path, real) && ruby_name(real, strlen(real))))
+		return true;
+	/* O_NONBLOCK: a FIFO named as the command does not hang us */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	n = fstat(fd, &st) || !S_ISREG(st.st_mode) ? -1 : read(fd, buf, sizeof(buf));
+	close(fd);
+	return n > 0 && sp_interp_shebang_ruby(buf, (size_t)n);
+}

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the guess whether a command runs Ruby
+ * (lib/record/interp_cmd.c): by the file's name or its link's, by its
+ * "#!" line (directly or through env, past env's options and
+ * assignments), looked up in PATH as the exec will; anything else, a
+ * missing file, a directory or a FIFO, is not Ruby (and does not hang).
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "record.h"
+#include "record/interpP.h"
+#include "tap.h"
+
+static char dir[PATH_MAX];
+
+static bool shebang(const char *s)
+{
+	return sp_interp_shebang_ruby(s, strlen(s));
+}
+
+static void test_shebang(void)
+{
+	CHECK(shebang("#!/usr/bin/ruby\n"));
+	CHECK(shebang("#!/usr/bin/ruby3.1 -w\nputs 1\n"));
+	CHECK(shebang("#! /usr/local/bin/ruby"));
+	CHECK(shebang("#!/usr/bin/env ruby\n"));
+	CHECK(shebang("#!/usr/bin/env -S RUBYOPT=-W0 ruby --disable-gems\n"));
+	CHECK(!shebang("#!/usr/bin/env python3\n"));
+	CHECK(!shebang("#!/bin/sh\nexec ruby \"$@\"\n"));
+	CHECK(!shebang("#!/usr/bin/rubbish\n"));
+	CHECK(!shebang("#!/usr/bin/env\n"));
+	CHECK(!shebang("#!\n"));
+	CHECK(!shebang("ruby\n"));
+	CHECK(!sp_interp_shebang_ruby("#!/usr/bin/ruby", 5));	/* cut before the name */
+}
+
+static void put(const char *name, const char *text, mode_t mode)
+{
+	char path[PATH_MAX * 2];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fputs(text, f);
+	fclose(f);
+	chmod(path, mode);
+}
+
+static bool in_dir(const char *name)
+{
+	char path[PATH_MAX * 2];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return sp_interp_command_ruby(path);
+}
+
+static void test_files(void)
+{
+	char path[PATH_MAX * 2], link[PATH_MAX * 2];
+
+	put("ruby3.1", "\x7f" "ELF", 0755);
+	put("rake", "#!/usr/bin/env ruby\nrequire 'rake'\n", 0755);
+	put("tool", "#!/bin/sh\necho\n", 0755);
+	CHECK(in_dir("ruby3.1"));
+	CHECK(in_dir("rake"));
+	CHECK(!in_dir("tool"));
+	CHECK(!in_dir("missing"));
+	/* a link named otherwise to a ruby */
+	snprintf(path, sizeof(path), "%s/ruby3.1", dir);
+	snprintf(link, sizeof(link), "%s/rb", dir);
+	CHECK(symlink(path, link) == 0);
+	CHECK(in_dir("rb"));
+	/* not regular files: no read, no hang */
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	CHECK(mkfifo(path, 0755) == 0);
+	CHECK(!in_dir("fifo"));
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	CHECK(mkdir(path, 0755) == 0);
+	CHECK(!in_dir("sub"));
+	CHECK(!sp_interp_command_ruby(""));
+	CHECK(!sp_interp_command_ruby(NULL));
+}
+
+static void test_path(void)
+{
+	char path[PATH_MAX * 2];
+	const char *old = getenv("PATH");
+	char *saved = old ? strdup(old) : NULL;
+
+	snprintf(path, sizeof(path), "/nonexistent:%s", dir);
+	setenv("PATH", path, 1);
+	CHECK(sp_interp_command_ruby("rake"));
+	CHECK(!sp_interp_command_ruby("tool"));
+	CHECK(!sp_interp_command_ruby("nosuchcommand"));
+	/* found only when executable, as the exec would */
+	put("plain", "#!/usr/bin/ruby\n", 0644);
+	CHECK(!sp_interp_command_ruby("plain"));
+	if (saved)
+		setenv("PATH", saved, 1);
+	free(saved);
+}
+
+int main(void)
+{
+	snprintf(dir, sizeof(dir), "%s/sp-interp-cmd.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	TAP_RUN(test_shebang);
+	TAP_RUN(test_files);
+	TAP_RUN(test_path);
+	{
+		char cmd[PATH_MAX + 16];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd))
+			fprintf(stderr, "# cannot remove %s\n", dir);
+	}
+	return TAP_DONE();
+}
