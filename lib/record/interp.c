@@ -913,6 +913,11 @@ void sp_interp_drain(struct sp_interpreters *ip, struct sp_emit *out)
 		sp_interp_bpf_ruby(ip->bpf, false);
 }
 
+bool sp_interp_following(const struct sp_interpreters *ip)
+{
+	return ip->procs.n > 0;
+}
+
 void sp_interp_ruby(struct sp_interpreters *ip, bool wait)
 {
 	if (!ip || !ip->bpf || (wait && !ip->ruby_asked))

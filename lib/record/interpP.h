@@ -235,11 +235,17 @@ struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode, unsigned int use
  * command that runs Ruby: before it does), or (wait) await a load that
  * was asked for; a no-op without one or when they are in. */
 void sp_interp_ruby(struct sp_interpreters *ip, bool wait);
+/* Whether a process is followed now. */
+bool sp_interp_following(const struct sp_interpreters *ip);
 /* interp_cmd.c: whether the command cmd (argv[0], looked up in PATH as
  * the exec will) runs Ruby, by the file's name or its "#!" line; and
  * whether such a line (len bytes) names Ruby, directly or through env. */
 bool sp_interp_command_ruby(const char *cmd);
 bool sp_interp_shebang_ruby(const char *line, size_t len);
+/* Whether process pid maps a ruby or libruby file; whether the text of
+ * a /proc/PID/maps file does (at most 65536 lines read). */
+bool sp_interp_pid_ruby(uint32_t pid);
+bool sp_interp_maps_ruby(FILE *maps);
 void sp_interp_free(struct sp_interpreters *ip);
 /* Renumber the ids kept (the writer's id space compacted: source.h): the
  * code objects' names and the modules; the frame caches start over. */

@@ -9,7 +9,9 @@
  * "gem" and "irb" are Ruby scripts). A wrong guess costs time, not
  * stacks: a Ruby that was not foreseen loads the walkers when it is found
  * and counts what it ran meanwhile. Only the first 256 bytes of a
- * regular file are read.
+ * regular file are read. A process sp-record attaches to (-p) runs Ruby
+ * when its maps name a ruby or libruby file: it is sampled as soon as the
+ * events are open, so its walkers load before.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -100,4 +102,53 @@ bool sp_interp_command_ruby(const char *cmd)
 	n = fstat(fd, &st) || !S_ISREG(st.st_mode) ? -1 : read(fd, buf, sizeof(buf));
 	close(fd);
 	return n > 0 && sp_interp_shebang_ruby(buf, (size_t)n);
+}
+
+/* The path of a /proc/PID/maps line (after five fields), or NULL. */
+static const char *maps_path(const char *line)
+{
+	const char *p = line;
+	int field;
+
+	for (field = 0; field < 5; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return NULL;
+		while (*p == ' ')
+			p++;
+	}
+	return *p == '/' ? p : NULL;
+}
+
+bool sp_interp_maps_ruby(FILE *maps)
+{
+	char line[4096 + 128];
+	const char *path, *b;
+	unsigned int n = 0;
+
+	/* bounded: a process with more mappings than this is not looked at
+	 * further (its Ruby, if any, is found from its mappings later) */
+	while (n++ < 65536 && fgets(line, sizeof(line), maps)) {
+		if (!(path = maps_path(line)))
+			continue;
+		b = strrchr(path, '/') + 1;
+		if (!strncmp(b, "ruby", 4) || !strncmp(b, "libruby", 7))
+			return true;
+	}
+	return false;
+}
+
+bool sp_interp_pid_ruby(uint32_t pid)
+{
+	char path[64];
+	bool ruby;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	ruby = sp_interp_maps_ruby(f);
+	fclose(f);
+	return ruby;
 }

@@ -119,6 +119,23 @@ static bool in_cgroups(struct perf *p, uint32_t pid)
 	return in;
 }
 
+/* Whether the target runs Ruby before it is sampled: the command (by its
+ * file, interp_cmd.c), or a -p process (by its maps). -a is not looked
+ * at: its Rubies load the walkers when the scan finds them. */
+static bool runs_ruby(const struct perf *p, const struct sp_target *t)
+{
+	size_t i;
+
+	if (t->system_wide)
+		return false;
+	if (p->o.enable_on_exec)
+		return p->o.command && sp_interp_command_ruby(p->o.command);
+	for (i = 0; i < t->npids; i++)
+		if (sp_interp_pid_ruby(t->pids[i]))
+			return true;
+	return false;
+}
+
 static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_emit *out)
 {
 	struct perf *p = s->priv;
@@ -157,9 +174,11 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 	/* A command that runs Ruby: its walkers load meanwhile, on a thread,
 	 * and are awaited before it runs. Any other Ruby found loads them
 	 * when it is (its samples until then counted as without them). */
-	if (p->interp && p->o.command && p->o.interp != SP_INTERP_PYTHON &&
-	    sp_interp_command_ruby(p->o.command))
+	if (p->interp && p->o.interp != SP_INTERP_PYTHON && runs_ruby(p, t))
 		sp_interp_ruby(p->interp, false);
+	/* -p: sampled from the events' opening on, with the walkers in */
+	if (!t->system_wide && !p->o.enable_on_exec)
+		sp_interp_ruby(p->interp, true);
 	if (sp_perf_open_events(p, t))
 		return -1;
 	/* the dummy event never overflows: no sample walk, loaded or attached */
@@ -197,8 +216,9 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 				p->scan_time = 0;
 				return sp_error("pid %u exited during attach", t->pids[i]);
 			}
-		/* -p of a Ruby: its walkers, asked for by the scan, in before
-		 * the recording starts (-a goes on while they load) */
+		/* -p of a Ruby its maps did not show (not mapped yet): its
+		 * walkers, asked for by the scan, in before the recording
+		 * starts (-a goes on while they load) */
 		sp_interp_ruby(p->interp, true);
 	}
 	p->scan_time = 0;
@@ -216,6 +236,7 @@ static int perf_poll(struct sp_source *s, struct sp_emit *out)
 	if (p->interp)
 		sp_interp_drain(p->interp, out);
 	n = (int)sp_perf_queue_poll(&p->q, p->epfd, p->rings, p->ncpus);
+	sp_perf_ksyms_poll(p);	/* an interpreter found: module symbols meanwhile */
 	sp_perf_flush_pending_execs(p, p->q.bound);
 	return n;
 }

@@ -175,7 +175,8 @@ struct perf {
 
 	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
 	 * table read by a thread; a fresh read once a frame outside the cached
-	 * vmlinux text shows up (in the background from the start with -a). */
+	 * vmlinux text shows up (in the background from the start with -a,
+	 * or once an interpreter is followed: sp_perf_ksyms_poll()). */
 	bool ksyms_wanted;
 	pthread_t ksyms_thread;
 	bool ksyms_started;	/* the thread is to be joined */
@@ -184,6 +185,7 @@ struct perf {
 	int ksyms_err;
 	pthread_t fresh_thread;
 	bool fresh_started;
+	bool fresh_at_interp;	/* start it once an interpreter is followed */
 	int fresh_done;		/* atomic */
 	struct sp_kallsyms fresh;
 	int fresh_err;
@@ -288,6 +290,9 @@ void sp_perf_on_lost(struct perf *p, const struct perf_event_header *h,
 
 /* Start loading the kernel's symbols (as root, with kernel stacks). */
 void sp_perf_ksyms_start(struct perf *p);
+/* Each poll: once an interpreter is followed (a command, -p), start the
+ * fresh read of module and BPF symbols that -a starts at once. */
+void sp_perf_ksyms_poll(struct perf *p);
 /* Write the ksym record of the function holding a new kernel frame's
  * address, before the frame (waits for a table still being read). */
 void sp_perf_ksym(struct perf *p, uint64_t addr);

@@ -4,7 +4,8 @@
  * (lib/record/interp_cmd.c): by the file's name or its link's, by its
  * "#!" line (directly or through env, past env's options and
  * assignments), looked up in PATH as the exec will; anything else, a
- * missing file, a directory or a FIFO, is not Ruby (and does not hang).
+ * missing file, a directory or a FIFO, is not Ruby (and does not hang);
+ * and whether a process's maps name a ruby or libruby file.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -109,6 +110,39 @@ static void test_path(void)
 	free(saved);
 }
 
+static bool maps(const char *text)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	bool r;
+
+	if (!f)
+		return false;
+	r = sp_interp_maps_ruby(f);
+	fclose(f);
+	return r;
+}
+
+/* A process's maps: a ruby or libruby file anywhere names Ruby; a name
+ * that only contains it, a file in a "ruby" directory, or an anonymous
+ * mapping does not. */
+static void test_maps(void)
+{
+	CHECK(maps("55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 123 /usr/bin/ruby3.1\n"));
+	CHECK(maps("7f0000000000-7f0000001000 r--p 00000000 00:00 0 \n"
+		   "7f1000000000-7f1000100000 r-xp 00020000 08:01 77   "
+		   "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1.2\n"));
+	CHECK(!maps("55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 123 /usr/bin/python3.11\n"
+		    "7f1000000000-7f1000100000 r-xp 00020000 08:01 77 "
+		    "/usr/lib/ruby/3.1.0/x86_64-linux/etc.so\n"
+		    "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]\n"
+		    "7f2000000000-7f2000001000 r--p 00000000 08:01 9 /opt/notruby\n"));
+	CHECK(!maps(""));
+	CHECK(!maps("garbage without fields\n"));
+	/* the process itself: this test is no Ruby */
+	CHECK(!sp_interp_pid_ruby((uint32_t)getpid()));
+	CHECK(!sp_interp_pid_ruby(0));
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "%s/sp-interp-cmd.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -119,6 +153,7 @@ int main(void)
 	TAP_RUN(test_shebang);
 	TAP_RUN(test_files);
 	TAP_RUN(test_path);
+	TAP_RUN(test_maps);
 	{
 		char cmd[PATH_MAX + 16];
 
