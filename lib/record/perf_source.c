@@ -156,24 +156,16 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		if (!p->unw)
 			return sp_error("cannot set up DWARF unwinding");
 	}
-	p->ident = sp_ident_bpf_open();	/* before the events: no fork missed */
 	/* kernel symbols are read while the BPF programs load (a second or
 	 * so): a read still under way when the command's first kernel frame
 	 * comes stalls the loop, and an interpreter's stacks with it */
 	if (geteuid() == 0 && !p->o.user_only)
 		sp_perf_ksyms_start(p);
-	/* Without samples (--no-samples: the dummy event), interpreters are
-	 * still followed from the mappings, for the stacks of kernel events
-	 * and off-CPU samples; with neither, there is nothing to walk for. */
-	if (!p->sideband || !p->o.interp_no_events || !p->o.interp_no_offcpu)
-		p->interp = sp_interp_new(p->o.interp,
-					 (p->o.interp_no_offcpu ? 0 : SP_INTERP_USE_OFFCPU) |
-					 (p->o.interp_no_events ? 0 : SP_INTERP_USE_EVENTS) |
-					 (p->sideband ? SP_INTERP_NO_SAMPLES : 0) |
-					 SP_INTERP_RUBY_LATER);	/* NULL: native stacks only */
-	/* A command that runs Ruby: its walkers load meanwhile, on a thread,
-	 * and are awaited before it runs. Any other Ruby found loads them
-	 * when it is (its samples until then counted as without them). */
+	sp_perf_bpf_wait(p);	/* ident and interp: before the events, no fork missed */
+	/* A target that runs Ruby: its walkers load meanwhile (a command's
+	 * began with the object, perf_bpf.c), awaited before it runs. Any
+	 * other Ruby found loads them when it is (its samples until then
+	 * counted as without them). */
 	if (p->interp && p->o.interp != SP_INTERP_PYTHON && runs_ruby(p, t))
 		sp_interp_ruby(p->interp, false);
 	/* -p: sampled from the events' opening on, with the walkers in */
@@ -320,6 +312,8 @@ static void perf_free(struct sp_source *s)
 		return;
 	p = s->priv;
 	if (p) {
+		if (p->bpf_started)
+			sp_perf_bpf_wait(p);	/* its objects are freed below */
 		sp_perf_ksyms_release(p);
 		for (i = 0; i < p->ncpus; i++)
 			sp_perf_ring_unmap(&p->rings[i]);
@@ -419,6 +413,7 @@ struct sp_source *sp_perf_source_new(const struct sp_perf_opts *o)
 		sp_warn("kernel stacks need root or perf_event_paranoid <= 1 (it is %d): "
 			"recording user stacks only", sp_perf_paranoid_level());
 	read_vdso(p);
+	sp_perf_bpf_start(p);	/* while the other sources load theirs */
 	return s;
 fail:
 	perf_free(s);

@@ -172,6 +172,9 @@ struct perf {
 	struct sp_unwinder *unw;
 	struct sp_interpreters *interp;	/* interpreted frames (interpP.h) */
 	struct sp_ident_bpf *ident;	/* processes' identity at fork/exec (proc_identity.h) */
+	pthread_t bpf_thread;	/* loading ident and interp (perf_bpf.c) */
+	bool bpf_started;	/* the thread is to be joined */
+	bool bpf_loaded;	/* they are (or failed: NULL) */
 
 	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
 	 * table read by a thread; a fresh read once a frame outside the cached
@@ -285,6 +288,14 @@ void sp_perf_procs_remap(struct perf *p, const struct sp_remap *m);
 void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h);
 void sp_perf_on_lost(struct perf *p, const struct perf_event_header *h,
 		     const struct sp_perf_id *id);
+
+/* ---- its BPF objects (perf_bpf.c) ---- */
+
+/* Load ident and interp (here); start that on a thread (from the
+ * source's creation); await it, or load them now if no thread did. */
+void sp_perf_bpf_load(struct perf *p);
+void sp_perf_bpf_start(struct perf *p);
+void sp_perf_bpf_wait(struct perf *p);
 
 /* ---- kernel symbols (perf_ksyms.c) ---- */
 
