@@ -26,6 +26,7 @@
 #include "bpf_cgfilter.h"
 #include "interp.skel.h"
 #include "interpP.h"
+#include "parallel.h"
 #include "sp.h"
 
 struct sp_interp_bpf {
@@ -383,10 +384,11 @@ int sp_interp_bpf_cgroups(struct sp_interp_bpf *b, struct sp_cgfilter_maps *m)
 	return 0;
 }
 
+/* At once: each close waits for an RCU grace period (parallel.h). */
 static void ev_detach_calls(struct sp_interp_bpf *b)
 {
-	while (b->nev_links > 0)
-		bpf_link__destroy(b->ev_links[--b->nev_links]);
+	sp_bpf_links_destroy(b->ev_links, b->nev_links);
+	b->nev_links = 0;
 	free(b->ev_links);
 	b->ev_links = NULL;
 }
