@@ -4,8 +4,8 @@
  * interpreted-stack walkers (interp.c), loaded on a thread from the
  * source's creation on, while sp-record loads the events source's object
  * on its own: the verifier and libbpf's parse of the kernel's BTF take
- * most of sp-record's start-up, and two CPUs do them in about half the
- * time one does. perf_start() awaits the thread before it opens the
+ * most of sp-record's start-up, and with two CPUs the two loads
+ * overlap. perf_start() awaits the thread before it opens the
  * events (it needs both objects then). Without BPF (not root), or when
  * no thread can be made, they load in perf_start() as before.
  */
