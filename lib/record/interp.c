@@ -913,6 +913,15 @@ void sp_interp_drain(struct sp_interpreters *ip, struct sp_emit *out)
 		sp_interp_bpf_ruby(ip->bpf, false);
 }
 
+bool sp_interp_ruby_loaded(const struct sp_interpreters *ip)
+{
+	uint64_t ready = 0;
+
+	if (ip->bpf)
+		sp_interp_bpf_ruby_times(ip->bpf, &ready);
+	return ready && sp_interp_bpf_ruby(ip->bpf, false) == 0;
+}
+
 bool sp_interp_following(const struct sp_interpreters *ip)
 {
 	return ip->procs.n > 0;

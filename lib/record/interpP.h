@@ -235,6 +235,8 @@ struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode, unsigned int use
  * command that runs Ruby: before it does), or (wait) await a load that
  * was asked for; a no-op without one or when they are in. */
 void sp_interp_ruby(struct sp_interpreters *ip, bool wait);
+/* Whether the Ruby walkers are in (every one asked for loaded). */
+bool sp_interp_ruby_loaded(const struct sp_interpreters *ip);
 /* Whether a process is followed now. */
 bool sp_interp_following(const struct sp_interpreters *ip);
 /* interp_cmd.c: whether the command cmd (argv[0], looked up in PATH as
