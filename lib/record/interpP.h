@@ -243,6 +243,8 @@ bool sp_interp_following(const struct sp_interpreters *ip);
  * the exec will) runs Ruby, by the file's name or its "#!" line; and
  * whether such a line (len bytes) names Ruby, directly or through env. */
 bool sp_interp_command_ruby(const char *cmd);
+/* Whether it runs Ruby or Python ("python3*"), alike. */
+bool sp_interp_command_interp(const char *cmd);
 bool sp_interp_shebang_ruby(const char *line, size_t len);
 /* Whether process pid maps a ruby or libruby file; whether the text of
  * a /proc/PID/maps file does (at most 65536 lines read). */

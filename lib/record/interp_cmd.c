@@ -25,7 +25,8 @@
 
 #define SHEBANG_MAX	256
 
-static bool ruby_name(const char *path, size_t len)
+/* Whether the file name of path (len bytes) starts with prefix. */
+static bool named(const char *path, size_t len, const char *prefix)
 {
 	const char *b = path;
 	size_t i;
@@ -34,10 +35,20 @@ static bool ruby_name(const char *path, size_t len)
 		if (path[i] == '/')
 			b = path + i + 1;
 	len -= (size_t)(b - path);
-	return len >= 4 && !strncmp(b, "ruby", 4);
+	return len >= strlen(prefix) && !strncmp(b, prefix, strlen(prefix));
 }
 
-bool sp_interp_shebang_ruby(const char *line, size_t len)
+static bool ruby_name(const char *path, size_t len)
+{
+	return named(path, len, "ruby");
+}
+
+static bool python_name(const char *path, size_t len)
+{
+	return named(path, len, "python3");
+}
+
+static bool shebang_names(const char *line, size_t len, bool (*name)(const char *, size_t))
 {
 	const char *p = line, *end, *w;
 	bool env = false;
@@ -60,8 +71,13 @@ bool sp_interp_shebang_ruby(const char *line, size_t len)
 			env = true;
 			continue;
 		}
-		return ruby_name(p, (size_t)(w - p));
+		return name(p, (size_t)(w - p));
 	}
+}
+
+bool sp_interp_shebang_ruby(const char *line, size_t len)
+{
+	return shebang_names(line, len, ruby_name);
 }
 
 /* The file the exec of cmd runs, as execvp() finds it, into out. */
@@ -83,7 +99,9 @@ static bool resolve(const char *cmd, char *out, size_t size)
 	}
 }
 
-bool sp_interp_command_ruby(const char *cmd)
+/* Whether cmd's file is named so (or links to a file named so), or its
+ * "#!" line names such a file. */
+static bool command_names(const char *cmd, bool (*name)(const char *, size_t))
 {
 	char path[PATH_MAX], real[PATH_MAX], buf[SHEBANG_MAX];
 	struct stat st;
@@ -92,8 +110,7 @@ bool sp_interp_command_ruby(const char *cmd)
 
 	if (!cmd || !*cmd || !resolve(cmd, path, sizeof(path)))
 		return false;
-	if (ruby_name(path, strlen(path)) ||
-	    (realpath(path, real) && ruby_name(real, strlen(real))))
+	if (name(path, strlen(path)) || (realpath(path, real) && name(real, strlen(real))))
 		return true;
 	/* O_NONBLOCK: a FIFO named as the command does not hang us */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -101,7 +118,17 @@ bool sp_interp_command_ruby(const char *cmd)
 		return false;
 	n = fstat(fd, &st) || !S_ISREG(st.st_mode) ? -1 : read(fd, buf, sizeof(buf));
 	close(fd);
-	return n > 0 && sp_interp_shebang_ruby(buf, (size_t)n);
+	return n > 0 && shebang_names(buf, (size_t)n, name);
+}
+
+bool sp_interp_command_ruby(const char *cmd)
+{
+	return command_names(cmd, ruby_name);
+}
+
+bool sp_interp_command_interp(const char *cmd)
+{
+	return command_names(cmd, ruby_name) || command_names(cmd, python_name);
 }
 
 /* The path of a /proc/PID/maps line (after five fields), or NULL. */

@@ -75,6 +75,18 @@ static void test_files(void)
 	CHECK(in_dir("rake"));
 	CHECK(!in_dir("tool"));
 	CHECK(!in_dir("missing"));
+	/* Python or Ruby */
+	put("python3.11", "\x7f" "ELF", 0755);
+	put("pytool", "#!/usr/bin/env python3\nimport sys\n", 0755);
+	snprintf(path, sizeof(path), "%s/python3.11", dir);
+	CHECK(sp_interp_command_interp(path));
+	CHECK(!sp_interp_command_ruby(path));
+	snprintf(path, sizeof(path), "%s/pytool", dir);
+	CHECK(sp_interp_command_interp(path));
+	snprintf(path, sizeof(path), "%s/rake", dir);
+	CHECK(sp_interp_command_interp(path));
+	snprintf(path, sizeof(path), "%s/tool", dir);
+	CHECK(!sp_interp_command_interp(path));
 	/* a link named otherwise to a ruby */
 	snprintf(path, sizeof(path), "%s/ruby3.1", dir);
 	snprintf(link, sizeof(link), "%s/rb", dir);
