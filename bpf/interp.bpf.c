@@ -787,7 +787,9 @@ static __always_inline void walk_out(void *ctx, void *wk, struct scratch *s,
 
 	if (l && l->valid && l->kind == SP_BPF_IK_RUBY) {
 		bpf_tail_call(ctx, wk, 0);
-		s->h.status = SP_BPF_IST_FAULT;	/* the tail call failed */
+		/* the tail call failed: the slot is empty (its walker is
+		 * loaded on a thread once a Ruby is found: not in yet) */
+		s->h.status = SP_BPF_IST_NO_WALKER;
 	} else if (l && l->valid) {
 		if (!(ts = find_tstate(l, pr->runtime, s->h.tid))) {
 			s->h.status = SP_BPF_IST_NO_THREAD;

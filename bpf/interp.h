@@ -42,6 +42,9 @@ enum sp_bpf_istatus {
 	SP_BPF_IST_NO_THREAD = 1,	/* no thread state for this thread (not Python yet) */
 	SP_BPF_IST_FAULT = 2,		/* a read failed (paged out, freed, bogus pointer) */
 	SP_BPF_IST_NO_LAYOUT = 3,	/* the process's layout row is empty */
+	SP_BPF_IST_NO_WALKER = 4,	/* its walker's slot is empty: the Ruby walkers
+					 * are loaded once a Ruby is found, and were not
+					 * in yet */
 };
 
 /* flags of a record */

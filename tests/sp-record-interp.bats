@@ -427,6 +427,29 @@ assert_rb_share() {
 	[ "$n" -ge 100 ] || fail "$n samples with the program's frames"
 }
 
+@test "a Ruby the command does not foresee (sh runs it): its walkers load once it is found, the samples before said and counted" {
+	require_ruby
+	# sh is the command: no Ruby is foreseen, its walkers are not loaded
+	# before it runs; the exec'd Ruby is found from its mappings
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- sh -c "exec $RB '$RFIX' scale=0.3"
+	[ "$status" = 0 ] || fail "$stderr"
+	run assert_rb_chains
+	[ "$status" = 0 ] || fail "$output"
+	n=$(rh_stacks | awk '{ t += $NF } END { print t + 0 }')
+	[ "$n" -ge 50 ] || fail "$n samples with the program's frames"
+	# the samples taken while the walkers loaded end in a frame that says
+	# so, as many as the end summary counts (none on an idle machine)
+	wait=$(sp-flame --folded "$OUT" 2>/dev/null |
+		awk '/\[ruby: walker not loaded yet\]/ { t += $NF } END { print t + 0 }')
+	if [ "$wait" -gt 0 ]; then
+		echo "$stderr" | grep -q "Ruby's stack walkers were loaded once a Ruby was found (pid [0-9]*), [0-9]* ms later: $wait samples and [0-9]* kernel events" ||
+			fail "$wait samples before the walkers, not said: $stderr"
+		echo "$stderr" | grep -q "$wait walker-loading" || fail "not counted: $stderr"
+	else
+		! echo "$stderr" | grep -q "walker-loading" || fail "counted, none found: $stderr"
+	fi
+}
+
 @test "Ruby: an unsupported version (its layout removed) warns once; --interp=none and python leave it native" {
 	require_ruby
 	SP_INTERP_DROP=ruby3.1 run --separate-stderr sp-record --spans=none -o "$OUT" -- \

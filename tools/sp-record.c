@@ -552,8 +552,10 @@ int main(int argc, char **argv)
 		return SP_EXIT_FATAL;
 	}
 	command = sp_recorder_describe(rec, argv + first, argc - first);
-	if (first < argc)
+	if (first < argc) {
 		env.perf.args = command;	/* the command's process record */
+		env.perf.command = argv[first];	/* does it run Ruby? */
+	}
 	status = add_sources(rec, spans);
 	if (status == SP_EXIT_OK && sp_recorder_open_output(rec))
 		status = SP_EXIT_FATAL;

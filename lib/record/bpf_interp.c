@@ -12,9 +12,11 @@
  * its ring buffer of stacks handed to interp.c.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -24,6 +26,7 @@
 #include "bpf_cgfilter.h"
 #include "interp.skel.h"
 #include "interpP.h"
+#include "parallel.h"
 #include "sp.h"
 
 struct sp_interp_bpf {
@@ -39,6 +42,21 @@ struct sp_interp_bpf {
 	bool have_procs;		/* a process was put in the procs map */
 	struct bpf_link *task_links[3];	/* on_task_*: "procs" follows tasks */
 	unsigned int uses;		/* SP_INTERP_USE_*: which programs were loaded */
+	/* the Ruby walkers (sp_interp_bpf_ruby()) */
+	struct sp_interp *rb_skels[4];	/* the instances that hold them */
+	unsigned int nrb_skels;
+	unsigned int rb_in;		/* 1u << W_*: in their slots */
+	bool rb_failed;			/* a load failed (said once) */
+	bool tps_likely;		/* calls_tps_likely(), at the open */
+	uint64_t rb_asked, rb_ready;	/* the first load's start, the last one's end */
+	struct walkers_load {		/* a load on a thread */
+		pthread_t th;
+		bool on;
+		int done;		/* atomic */
+		unsigned int want;
+		int err;
+		struct sp_interp *skel;
+	} rl;
 	struct ring_buffer *rb;
 	sp_interp_stack_fn fn;
 	void *ctx;
@@ -60,31 +78,192 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 	return 0;
 }
 
-/* The tail-called Ruby walkers in their programs' slots. */
-static int fill_walkers(struct sp_interp_bpf *b)
+/*
+ * The Ruby walkers (on_*_rb, tail-called from their slots): each is some
+ * 48K instructions that the verifier takes 0.1-0.25 s of CPU to check, as
+ * much as the rest of sp-record's start-up. They are loaded apart, in
+ * another instance of the object whose maps are the first one's (their
+ * fds reused: one procs map, one ring, the same slots), only the walkers
+ * that serve this recording, when asked (sp_interp_bpf_ruby()): at once,
+ * or on a thread while the recording goes on. Until a walker is in its
+ * slot, the tail call fails and the record says so (SP_BPF_IST_NO_WALKER):
+ * its sample is counted as such, never silently native.
+ */
+enum { W_SAMPLE, W_SWITCH, W_EVENT, W_EVENT_TP, W_N };
+
+static struct bpf_program *walker_prog(struct sp_interp *sk, unsigned int w)
 {
-	const struct { struct bpf_map *map; struct bpf_program *prog; unsigned int use; } w[] = {
-		{ b->skel->maps.walkers, b->skel->progs.on_sample_rb, SP_INTERP_NO_SAMPLES },
-		{ b->skel->maps.sw_walkers, b->skel->progs.on_switch_rb, SP_INTERP_USE_OFFCPU },
-		{ b->skel->maps.ev_walkers, b->skel->progs.on_event_rb, SP_INTERP_USE_EVENTS },
-		{ b->skel->maps.ev_walkers_tp, b->skel->progs.on_event_rb_tp,
-		  SP_INTERP_USE_EVENTS },
+	struct bpf_program *p[W_N] = {
+		sk->progs.on_sample_rb, sk->progs.on_switch_rb, sk->progs.on_event_rb,
+		sk->progs.on_event_rb_tp,
 	};
-	uint32_t zero = 0;
-	size_t i;
-	int fd;
+
+	return p[w];
+}
+
+static struct bpf_map *walker_slot(struct sp_interp *sk, unsigned int w)
+{
+	struct bpf_map *m[W_N] = {
+		sk->maps.walkers, sk->maps.sw_walkers, sk->maps.ev_walkers, sk->maps.ev_walkers_tp,
+	};
+
+	return m[w];
+}
+
+/* Whether the system calls' own entry tracepoints can be had (then the
+ * events' program is on_event_tp, ev_attach_calls(), and its walker the
+ * _tp one): the first wanted call's stands for all of them. */
+static bool calls_tps_likely(void)
+{
+	return !access("/sys/kernel/tracing/events/syscalls/sys_enter_openat", F_OK) ||
+	       !access("/sys/kernel/debug/tracing/events/syscalls/sys_enter_openat", F_OK);
+}
+
+/* The walkers that serve the recording's uses (1u << W_*): the sample
+ * walk unless nothing samples, the switch walk with --off-cpu, both of
+ * the events' with kernel events. */
+static unsigned int walkers_served(const struct sp_interp_bpf *b)
+{
+	unsigned int m = 0;
 
 	if (b->uses & SP_INTERP_NO_RUBY)
-		return 0;	/* not loaded: the slots stay empty, no Ruby is walked */
-	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		if (w[i].use == SP_INTERP_NO_SAMPLES ? (b->uses & w[i].use) :
-		    (w[i].use && !(b->uses & w[i].use)))
-			continue;
-		fd = bpf_program__fd(w[i].prog);
-		if (bpf_map_update_elem(bpf_map__fd(w[i].map), &zero, &fd, BPF_ANY))
-			return -1;
+		return 0;
+	if (!(b->uses & SP_INTERP_NO_SAMPLES))
+		m |= 1u << W_SAMPLE;
+	if (b->uses & SP_INTERP_USE_OFFCPU)
+		m |= 1u << W_SWITCH;
+	if (b->uses & SP_INTERP_USE_EVENTS)
+		m |= 1u << W_EVENT | 1u << W_EVENT_TP;
+	return m;
+}
+
+/* Those it needs: of the events' two, the one of the program attached
+ * (ev_attach()), or of the one likely to be. */
+static unsigned int walkers_needed(const struct sp_interp_bpf *b)
+{
+	unsigned int m = walkers_served(b);
+
+	if (b->ev_link || (!b->ev_links && !b->tps_likely))
+		m &= ~(1u << W_EVENT_TP);
+	else
+		m &= ~(1u << W_EVENT);
+	return m;
+}
+
+/* A new instance of the object on b's maps with only the walkers of want
+ * loaded, and put in their slots: 0, or -errno. Safe on a thread of its
+ * own (b's maps are only read here; libbpf is safe per object). */
+static int walkers_load(const struct sp_interp_bpf *b, unsigned int want, struct sp_interp **out)
+{
+	struct sp_interp *sk = sp_interp__open();
+	struct bpf_program *prog;
+	struct bpf_map *m, *mine;
+	uint32_t zero = 0;
+	unsigned int w;
+	int err = 0, fd;
+
+	*out = NULL;
+	if (!sk)
+		return -errno;
+	/* the same object file: its maps come in the same order */
+	mine = bpf_object__next_map(b->skel->obj, NULL);
+	bpf_object__for_each_map(m, sk->obj) {
+		if (!mine || strcmp(bpf_map__name(m), bpf_map__name(mine))) {
+			err = -EINVAL;
+			goto out;
+		}
+		if (bpf_map__fd(mine) >= 0)
+			err = bpf_map__reuse_fd(m, bpf_map__fd(mine));
+		else
+			err = bpf_map__set_autocreate(m, false);
+		if (err)
+			goto out;
+		mine = bpf_object__next_map(b->skel->obj, mine);
 	}
+	bpf_object__for_each_program(prog, sk->obj)
+		bpf_program__set_autoload(prog, false);
+	for (w = 0; w < W_N; w++)
+		if (want & 1u << w)
+			bpf_program__set_autoload(walker_prog(sk, w), true);
+	if ((err = sp_interp__load(sk)))
+		goto out;
+	for (w = 0; w < W_N; w++) {
+		if (!(want & 1u << w))
+			continue;
+		fd = bpf_program__fd(walker_prog(sk, w));
+		if (bpf_map_update_elem(bpf_map__fd(walker_slot(sk, w)), &zero, &fd, BPF_ANY)) {
+			err = -errno;
+			goto out;
+		}
+	}
+	*out = sk;
 	return 0;
+out:
+	sp_interp__destroy(sk);
+	return err;
+}
+
+static void *walkers_thread(void *arg)
+{
+	struct sp_interp_bpf *b = arg;
+
+	b->rl.err = walkers_load(b, b->rl.want, &b->rl.skel);
+	__atomic_store_n(&b->rl.done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The walkers of a load (b->rl) are in, or failed: said once. */
+static void walkers_landed(struct sp_interp_bpf *b, int err, struct sp_interp *sk,
+			   unsigned int want)
+{
+	if (err) {
+		if (!b->rb_failed)
+			sp_warn("interpreted frames: cannot load the Ruby walker: %s; Ruby's "
+				"stacks are native only", strerror(-err));
+		b->rb_failed = true;
+		return;
+	}
+	b->rb_skels[b->nrb_skels++] = sk;
+	b->rb_in |= want;
+	b->rb_ready = sp_now_mono_ns();
+}
+
+/* A load on the thread that is done: joined, its walkers counted in. */
+static void walkers_join(struct sp_interp_bpf *b)
+{
+	pthread_join(b->rl.th, NULL);
+	b->rl.on = false;
+	walkers_landed(b, b->rl.err, b->rl.skel, b->rl.want);
+	b->rl.skel = NULL;
+}
+
+int sp_interp_bpf_ruby(struct sp_interp_bpf *b, bool wait)
+{
+	unsigned int want;
+	struct sp_interp *sk;
+	int err;
+
+	if (b->rl.on && (wait || __atomic_load_n(&b->rl.done, __ATOMIC_ACQUIRE)))
+		walkers_join(b);
+	want = walkers_needed(b) & ~b->rb_in;
+	if (b->rl.on || !want || b->rb_failed || b->nrb_skels == W_N)
+		return b->rl.on ? 1 : b->rb_failed ? -1 : 0;
+	if (!b->rb_asked)
+		b->rb_asked = sp_now_mono_ns();
+	b->rl = (struct walkers_load){ .want = want };
+	if (!wait && !pthread_create(&b->rl.th, NULL, walkers_thread, b)) {
+		b->rl.on = true;
+		return 1;
+	}
+	err = walkers_load(b, want, &sk);	/* asked to wait, or no thread */
+	walkers_landed(b, err, sk, want);
+	return err ? -1 : 0;
+}
+
+uint64_t sp_interp_bpf_ruby_times(const struct sp_interp_bpf *b, uint64_t *ready)
+{
+	*ready = b->rb_ready;
+	return b->rb_asked;
 }
 
 /* "procs" follows forks, execs and ends in the kernel (interp.bpf.c):
@@ -112,6 +291,7 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsig
 {
 	struct sp_interp_bpf *b = sp_xcalloc(1, sizeof(*b));
 	libbpf_print_fn_t old = libbpf_set_print(quiet);
+	unsigned int w;
 	int err = 0;
 
 	b->fn = fn;
@@ -122,32 +302,26 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsig
 				  sizeof(b->skel->rodata->want_nr) * 8);
 		sp_interp_proc_calls((uint64_t *)b->skel->rodata->want_nr,
 				     sizeof(b->skel->rodata->want_nr) * 8);
-		if (uses & SP_INTERP_NO_SAMPLES) {
+		/* the Ruby walkers: apart (walkers_load()) */
+		for (w = 0; w < W_N; w++)
+			bpf_program__set_autoload(walker_prog(b->skel, w), false);
+		if (uses & SP_INTERP_NO_SAMPLES)
 			bpf_program__set_autoload(b->skel->progs.on_sample, false);
-			bpf_program__set_autoload(b->skel->progs.on_sample_rb, false);
-		}
 		if (!(uses & SP_INTERP_USE_OFFCPU)) {
 			bpf_program__set_autoload(b->skel->progs.on_switch, false);
-			bpf_program__set_autoload(b->skel->progs.on_switch_rb, false);
 			bpf_map__set_autocreate(b->skel->maps.sw_walkers, false);
 			bpf_map__set_autocreate(b->skel->maps.cg_allowed, false);
 			bpf_map__set_autocreate(b->skel->maps.cg_dropped, false);
 		}
 		if (!(uses & SP_INTERP_USE_EVENTS)) {
 			bpf_program__set_autoload(b->skel->progs.on_event, false);
-			bpf_program__set_autoload(b->skel->progs.on_event_rb, false);
 			bpf_program__set_autoload(b->skel->progs.on_event_tp, false);
-			bpf_program__set_autoload(b->skel->progs.on_event_rb_tp, false);
 			bpf_map__set_autocreate(b->skel->maps.ev_walkers, false);
 			bpf_map__set_autocreate(b->skel->maps.ev_walkers_tp, false);
 			bpf_map__set_autocreate(b->skel->maps.ev_scratch, false);
 		}
-		if (uses & SP_INTERP_NO_RUBY) {
-			bpf_program__set_autoload(b->skel->progs.on_sample_rb, false);
-			bpf_program__set_autoload(b->skel->progs.on_switch_rb, false);
-			bpf_program__set_autoload(b->skel->progs.on_event_rb, false);
-		}
 		b->uses = uses;
+		b->tps_likely = (uses & SP_INTERP_USE_EVENTS) && calls_tps_likely();
 		if (sp_interp__load(b->skel)) {
 			err = errno;
 			sp_interp__destroy(b->skel);
@@ -156,15 +330,18 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsig
 		}
 	}
 	libbpf_set_print(old);
-	if (b->skel && fill_walkers(b)) {
-		sp_interp__destroy(b->skel);
-		b->skel = NULL;
-	}
 	if (!b->skel) {
 		err = errno;
 		sp_warn("interpreted frames: cannot load the BPF program: %s; native stacks only",
 			strerror(err));
 		goto fail;
+	}
+	/* Without SP_INTERP_RUBY_LATER (--check), every walker that serves
+	 * the uses, both of the events' ones, at once. */
+	if (!(uses & SP_INTERP_RUBY_LATER) && walkers_served(b)) {
+		struct sp_interp *sk = NULL;
+
+		walkers_landed(b, walkers_load(b, walkers_served(b), &sk), sk, walkers_served(b));
 	}
 	follow_tasks(b);
 	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.stacks), on_stack, b, NULL);
@@ -210,10 +387,11 @@ int sp_interp_bpf_cgroups(struct sp_interp_bpf *b, struct sp_cgfilter_maps *m)
 	return 0;
 }
 
+/* At once: each close waits for an RCU grace period (parallel.h). */
 static void ev_detach_calls(struct sp_interp_bpf *b)
 {
-	while (b->nev_links > 0)
-		bpf_link__destroy(b->ev_links[--b->nev_links]);
+	sp_bpf_links_destroy(b->ev_links, b->nev_links);
+	b->nev_links = 0;
 	free(b->ev_links);
 	b->ev_links = NULL;
 }
@@ -268,15 +446,19 @@ static int ev_attach(struct sp_interp_bpf *b)
 		return 0;
 	if (b->ev_failed)
 		return -1;
-	if (!b->ev_raw && ev_attach_calls(b))
-		return 0;
-	b->ev_link = bpf_program__attach(b->skel->progs.on_event);
-	if (!b->ev_link) {
-		b->ev_failed = true;
-		sp_warn("interpreted frames: cannot attach to system call entries: %s; "
-			"kernel events carry no interpreted stack", strerror(errno));
-		return -1;
+	if (b->ev_raw || !ev_attach_calls(b)) {
+		b->ev_link = bpf_program__attach(b->skel->progs.on_event);
+		if (!b->ev_link) {
+			b->ev_failed = true;
+			sp_warn("interpreted frames: cannot attach to system call entries: %s; "
+				"kernel events carry no interpreted stack", strerror(errno));
+			return -1;
+		}
 	}
+	/* Ruby's walkers asked for already: the one of the program attached,
+	 * if another was foreseen */
+	if (b->rb_asked)
+		sp_interp_bpf_ruby(b, false);
 	return 0;
 }
 
@@ -348,11 +530,17 @@ void sp_interp_bpf_close(struct sp_interp_bpf *b)
 
 	if (!b)
 		return;
+	if (b->rl.on) {	/* its walkers are no use now */
+		pthread_join(b->rl.th, NULL);
+		sp_interp__destroy(b->rl.skel);
+	}
 	bpf_link__destroy(b->ev_link);
 	ev_detach_calls(b);
 	for (i = 0; i < 3; i++)
 		bpf_link__destroy(b->task_links[i]);
 	ring_buffer__free(b->rb);
+	for (i = 0; i < b->nrb_skels; i++)
+		sp_interp__destroy(b->rb_skels[i]);
 	sp_interp__destroy(b->skel);
 	free(b);
 }

@@ -169,6 +169,9 @@ struct sp_interpreters {
 	uint64_t nev;		/* stacks waiting for their events */
 	uint64_t ev_stacks, ev_none;	/* events of followed processes with a stack, without */
 	uint64_t forks_full;	/* forks whose stack could not be kept for the child's exec */
+	uint64_t ev_no_walker;	/* events of a Ruby's whose walker was not in yet */
+	uint32_t first_ruby;	/* the first Ruby found */
+	bool ruby_asked;	/* for the Ruby walkers (sp_interp_bpf_ruby()) */
 	unsigned int warned_version;	/* 1 << runtime: warned once each */
 };
 
@@ -558,6 +561,13 @@ static bool proc_add(struct sp_interpreters *ip, struct iproc *pr)
 		return false;
 	}
 	sp_u64map_put(&ip->procs, pr->pid, (uintptr_t)pr);
+	/* A Ruby's walkers load now, on a thread, if they are not in: what
+	 * it runs meanwhile is counted (SP_IO_NO_WALKER, ev_no_walker). */
+	if (is_ruby(pr) && !ip->first_ruby) {
+		ip->first_ruby = pr->pid;
+		ip->ruby_asked = true;
+		sp_interp_bpf_ruby(ip->bpf, false);
+	}
 	return true;
 }
 
@@ -910,6 +920,30 @@ void sp_interp_drain(struct sp_interpreters *ip, struct sp_emit *out)
 	if (ip->bpf)
 		sp_interp_bpf_drain(ip->bpf);
 	ip->out = NULL;
+	if (ip->bpf && ip->ruby_asked)	/* a walker load on its thread: done? */
+		sp_interp_bpf_ruby(ip->bpf, false);
+}
+
+bool sp_interp_ruby_loaded(const struct sp_interpreters *ip)
+{
+	uint64_t ready = 0;
+
+	if (ip->bpf)
+		sp_interp_bpf_ruby_times(ip->bpf, &ready);
+	return ready && sp_interp_bpf_ruby(ip->bpf, false) == 0;
+}
+
+bool sp_interp_following(const struct sp_interpreters *ip)
+{
+	return ip->procs.n > 0;
+}
+
+void sp_interp_ruby(struct sp_interpreters *ip, bool wait)
+{
+	if (!ip || !ip->bpf || (wait && !ip->ruby_asked))
+		return;
+	ip->ruby_asked = true;
+	sp_interp_bpf_ruby(ip->bpf, wait);
 }
 
 int sp_interp_wake_fd(const struct sp_interpreters *ip)
@@ -1283,7 +1317,8 @@ static bool frames_of(struct sp_interpreters *ip, struct sp_emit *out, struct ip
 	}
 	if (p->h.status != SP_BPF_IST_OK || (p->h.flags & SP_BPF_IFL_TRUNCATED)) {
 		uint64_t id = placeholder(ip, out, pr, p->h.status == SP_BPF_IST_OK ?
-					  "truncated" : "unreadable");
+					  "truncated" : p->h.status == SP_BPF_IST_NO_WALKER ?
+					  "walker not loaded yet" : "unreadable");
 
 		if (id) {
 			f->ids[f->n] = id;
@@ -1523,6 +1558,8 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 	    (dns ? time - p->h.time_ns > DNS_WINDOW :
 	     !call_in(p->h.cpu, calls, n) || q->used))
 		return 0;
+	if (p->h.status == SP_BPF_IST_NO_WALKER && !(dns && q->used))
+		ip->ev_no_walker++;
 	q->used |= !dns;
 	frames_of(ip, out, pr, p, &f, &no_line);
 	if (!f.n)
@@ -1722,6 +1759,17 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 		sp_warn("%" PRIu64 " forks' interpreted stacks not kept for their children's "
 			"exec: %d children had neither exec'd nor exited", ip->forks_full,
 			FORKS_MAX);
+	if (ip->outcomes[SP_IO_NO_WALKER] || ip->ev_no_walker) {
+		uint64_t asked, ready;
+
+		asked = sp_interp_bpf_ruby_times(ip->bpf, &ready);
+		say("Ruby's stack walkers were loaded once a Ruby was found (pid %u), %.0f ms "
+		    "later: %" PRIu64 " samples and %" PRIu64 " kernel events of Ruby before "
+		    "that have native stacks only, their interpreted ones said missing "
+		    "(\"walker not loaded yet\")", ip->first_ruby,
+		    ready > asked ? (double)(ready - asked) / 1e6 : 0.0,
+		    ip->outcomes[SP_IO_NO_WALKER], ip->ev_no_walker);
+	}
 	if (!ip->samples)
 		return;
 	if (ip->unread)	/* a summary, as the native stacks' quality is told */
@@ -1749,7 +1797,8 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 		for (o = 0; o < SP_IO_N; o++)
 			fprintf(stderr, " %s %" PRIu64, sp_interp_outcome_name(o), ip->outcomes[o]);
 		fprintf(stderr, " unread %" PRIu64 " events %" PRIu64 " events-without %" PRIu64
-			"\n", ip->unread, ip->ev_stacks, ip->ev_none);
+			" events-no-walker %" PRIu64 "\n", ip->unread, ip->ev_stacks, ip->ev_none,
+			ip->ev_no_walker);
 	}
 }
 

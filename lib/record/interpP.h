@@ -246,8 +246,30 @@ struct sp_remap;
 #define SP_INTERP_USE_ALL	(SP_INTERP_USE_OFFCPU | SP_INTERP_USE_EVENTS)
 #define SP_INTERP_NO_SAMPLES	(1u << 2)	/* --no-samples: no CPU sample walk */
 #define SP_INTERP_NO_RUBY	(1u << 3)	/* --interp=python: no Ruby walk */
+/* The Ruby walkers (some 0.1-0.25 s of the verifier each) are loaded once
+ * a Ruby is found (sp_interp_ruby()), not with the object. */
+#define SP_INTERP_RUBY_LATER	(1u << 4)
 
 struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode, unsigned int uses);
+/* With SP_INTERP_RUBY_LATER: load the Ruby walkers now on a thread (a
+ * command that runs Ruby: before it does), or (wait) await a load that
+ * was asked for; a no-op without one or when they are in. */
+void sp_interp_ruby(struct sp_interpreters *ip, bool wait);
+/* Whether the Ruby walkers are in (every one asked for loaded). */
+bool sp_interp_ruby_loaded(const struct sp_interpreters *ip);
+/* Whether a process is followed now. */
+bool sp_interp_following(const struct sp_interpreters *ip);
+/* interp_cmd.c: whether the command cmd (argv[0], looked up in PATH as
+ * the exec will) runs Ruby, by the file's name or its "#!" line; and
+ * whether such a line (len bytes) names Ruby, directly or through env. */
+bool sp_interp_command_ruby(const char *cmd);
+/* Whether it runs Ruby or Python ("python3*"), alike. */
+bool sp_interp_command_interp(const char *cmd);
+bool sp_interp_shebang_ruby(const char *line, size_t len);
+/* Whether process pid maps a ruby or libruby file; whether the text of
+ * a /proc/PID/maps file does (at most 65536 lines read). */
+bool sp_interp_pid_ruby(uint32_t pid);
+bool sp_interp_maps_ruby(FILE *maps);
 void sp_interp_free(struct sp_interpreters *ip);
 /* Renumber the ids kept (the writer's id space compacted: source.h): the
  * code objects' names and the modules; the frame caches start over. */
@@ -290,6 +312,8 @@ enum sp_interp_outcome {
 	SP_IO_NO_LINE,		/* every frame named, a line unknown: its code was
 				 * named from the BPF program's copy, whose line
 				 * table stops before it (no incomplete stack) */
+	SP_IO_NO_WALKER,	/* a Ruby's, taken while its walker was still
+				 * loading (bpf_interp.c): native stack only */
 	SP_IO_N
 };
 /* What is known of a sample of a followed process. */
@@ -423,6 +447,14 @@ void sp_ev_stack_calls(uint64_t *bits, size_t nbits);
 /* The name of one of those calls ("openat", "connect"...), NULL for another. */
 const char *sp_ev_call_name(uint32_t nr);
 uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b);
+/* Load the Ruby walkers this recording needs that are not in yet: now
+ * (wait: a load under way on the thread is awaited too), or on a thread
+ * (a finished one is joined first). 0: all in; 1: loading on the thread;
+ * -1: a load failed (said once). */
+int sp_interp_bpf_ruby(struct sp_interp_bpf *b, bool wait);
+/* When the first walker load was asked for (0: never), and when the last
+ * one was in (*ready, 0: not yet). */
+uint64_t sp_interp_bpf_ruby_times(const struct sp_interp_bpf *b, uint64_t *ready);
 void sp_interp_bpf_close(struct sp_interp_bpf *b);
 
 #endif

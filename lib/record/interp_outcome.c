@@ -12,9 +12,10 @@
  * not at the sample either) or when the sample's native stack, unwound to
  * its first frame, is in no eval loop (start-up: ld.so, the VM's setup).
  * Every other sample without a stack read for
- * it is a failure, named by why. A stack named whole with a line unknown
- * (its code named from the BPF program's copy, whose line table stopped
- * short) is complete, and counted apart.
+ * it is a failure, named by why; one taken before its Ruby walker was
+ * loaded (loaded once a Ruby is found) too. A stack named whole with a
+ * line unknown (its code named from the BPF program's copy, whose line
+ * table stopped short) is complete, and counted apart.
  */
 #include "record/interpP.h"
 
@@ -27,6 +28,8 @@ enum sp_interp_outcome sp_interp_outcome(const struct sp_interp_seen *s)
 	}
 	if (s->status == SP_BPF_IST_NO_THREAD)
 		return SP_IO_NONE;
+	if (s->status == SP_BPF_IST_NO_WALKER)
+		return SP_IO_NO_WALKER;
 	if (s->status != SP_BPF_IST_OK)
 		return SP_IO_FAULT;
 	if (s->truncated)
@@ -43,6 +46,7 @@ const char *sp_interp_outcome_name(enum sp_interp_outcome o)
 		[SP_IO_NOT_FOLLOWED] = "not-followed-yet", [SP_IO_UNPAIRED] = "unpaired",
 		[SP_IO_FAULT] = "unreadable", [SP_IO_TRUNCATED] = "truncated",
 		[SP_IO_FREED] = "code-freed", [SP_IO_NO_LINE] = "line-unknown",
+		[SP_IO_NO_WALKER] = "walker-loading",
 	};
 
 	return (unsigned int)o < SP_IO_N ? names[o] : "?";

@@ -509,9 +509,14 @@ int sp_perf_check(FILE *out)
 		"not built into this kernel" };
 	rows[n++] = (typeof(rows[0])){ "uprobes (USDT spans)",
 		path_exists("/sys/bus/event_source/devices/uprobe"), "not built into this kernel" };
+	/* every walker, Ruby's too (a recording loads those once a Ruby is
+	 * found, in an object of their own) */
 	interp = sp_interp_new(SP_INTERP_AUTO, SP_INTERP_USE_ALL);
 	rows[n++] = (typeof(rows[0])){ "interpreted frames in samples (--interp: python3.11)",
 		interp != NULL, "the BPF program does not load (said above)" };
+	rows[n++] = (typeof(rows[0])){ "Ruby's interpreted frames (--interp: ruby3.1)",
+		interp && sp_interp_ruby_loaded(interp),
+		"its walkers do not load (said above)" };
 	sp_interp_free(interp);
 
 	fprintf(out, "sp-record on %s %s %s, %ld CPUs online, perf_event_paranoid %d, %s\n",

@@ -131,15 +131,34 @@ void sp_perf_ksyms_start(struct perf *p)
 		/* The whole machine surely runs module code: read it meanwhile.
 		 * So when interpreters are followed: a read at the first module
 		 * frame stalls the loop for long (tens of ms), and the code
-		 * objects their stacks name must be read before they are freed. */
-		if ((p->system_wide || p->o.interp != SP_INTERP_NONE) &&
-		    pthread_create(&p->fresh_thread, NULL, load_fresh, p) == 0)
+		 * objects their stacks name must be read before they are freed:
+		 * with -p, or a command that runs Python or Ruby (interp_cmd.c).
+		 * Another command only once one is followed (sp_perf_ksyms_poll()):
+		 * the read costs some 80 ms of CPU, more than the rest of a short
+		 * command's recording. */
+		bool interp = p->o.interp != SP_INTERP_NONE;
+
+		if (!p->system_wide && interp && p->o.enable_on_exec &&
+		    !sp_interp_command_interp(p->o.command))
+			p->fresh_at_interp = true;
+		else if ((p->system_wide || interp) &&
+			 pthread_create(&p->fresh_thread, NULL, load_fresh, p) == 0)
 			p->fresh_started = true;
 	} else if (pthread_create(&p->ksyms_thread, NULL, load_kallsyms, p) == 0)
 		p->ksyms_started = true;
 	else
 		load_kallsyms(p);
 	free(dir);
+}
+
+void sp_perf_ksyms_poll(struct perf *p)
+{
+	if (!p->fresh_at_interp || !p->interp || !sp_interp_following(p->interp))
+		return;
+	p->fresh_at_interp = false;
+	if (!p->fresh_started && !__atomic_load_n(&p->fresh_done, __ATOMIC_ACQUIRE) &&
+	    pthread_create(&p->fresh_thread, NULL, load_fresh, p) == 0)
+		p->fresh_started = true;
 }
 
 void sp_perf_ksyms_release(struct perf *p)

@@ -119,6 +119,23 @@ static bool in_cgroups(struct perf *p, uint32_t pid)
 	return in;
 }
 
+/* Whether the target runs Ruby before it is sampled: the command (by its
+ * file, interp_cmd.c), or a -p process (by its maps). -a is not looked
+ * at: its Rubies load the walkers when the scan finds them. */
+static bool runs_ruby(const struct perf *p, const struct sp_target *t)
+{
+	size_t i;
+
+	if (t->system_wide)
+		return false;
+	if (p->o.enable_on_exec)
+		return p->o.command && sp_interp_command_ruby(p->o.command);
+	for (i = 0; i < t->npids; i++)
+		if (sp_interp_pid_ruby(t->pids[i]))
+			return true;
+	return false;
+}
+
 static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_emit *out)
 {
 	struct perf *p = s->priv;
@@ -139,20 +156,21 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		if (!p->unw)
 			return sp_error("cannot set up DWARF unwinding");
 	}
-	p->ident = sp_ident_bpf_open();	/* before the events: no fork missed */
 	/* kernel symbols are read while the BPF programs load (a second or
 	 * so): a read still under way when the command's first kernel frame
 	 * comes stalls the loop, and an interpreter's stacks with it */
 	if (geteuid() == 0 && !p->o.user_only)
 		sp_perf_ksyms_start(p);
-	/* Without samples (--no-samples: the dummy event), interpreters are
-	 * still followed from the mappings, for the stacks of kernel events
-	 * and off-CPU samples; with neither, there is nothing to walk for. */
-	if (!p->sideband || !p->o.interp_no_events || !p->o.interp_no_offcpu)
-		p->interp = sp_interp_new(p->o.interp,
-					 (p->o.interp_no_offcpu ? 0 : SP_INTERP_USE_OFFCPU) |
-					 (p->o.interp_no_events ? 0 : SP_INTERP_USE_EVENTS) |
-					 (p->sideband ? SP_INTERP_NO_SAMPLES : 0));	/* NULL: native stacks only */
+	sp_perf_bpf_wait(p);	/* ident and interp: before the events, no fork missed */
+	/* A target that runs Ruby: its walkers load meanwhile (a command's
+	 * began with the object, perf_bpf.c), awaited before it runs. Any
+	 * other Ruby found loads them when it is (its samples until then
+	 * counted as without them). */
+	if (p->interp && p->o.interp != SP_INTERP_PYTHON && runs_ruby(p, t))
+		sp_interp_ruby(p->interp, false);
+	/* -p: sampled from the events' opening on, with the walkers in */
+	if (!t->system_wide && !p->o.enable_on_exec)
+		sp_interp_ruby(p->interp, true);
 	/* The cgroups made since they were resolved (the BPF programs loaded
 	 * meanwhile): their events are opened with the others', and their
 	 * processes read with the others', not at the first pass. */
@@ -173,8 +191,10 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, sp_interp_wake_fd(p->interp), &ev))
 			sp_warn("interpreted frames: epoll_ctl: %s", strerror(errno));
 	}
-	if (p->o.enable_on_exec && !t->system_wide)
+	if (p->o.enable_on_exec && !t->system_wide) {
+		sp_interp_ruby(p->interp, true);
 		return 0;
+	}
 	/* Processes that exist already: their records come from /proc. The
 	 * events are open, so nothing that happens from now on is missed. */
 	/* Their records say the recording's start, so that they come before
@@ -193,6 +213,10 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 				p->scan_time = 0;
 				return sp_error("pid %u exited during attach", t->pids[i]);
 			}
+		/* -p of a Ruby its maps did not show (not mapped yet): its
+		 * walkers, asked for by the scan, in before the recording
+		 * starts (-a goes on while they load) */
+		sp_interp_ruby(p->interp, true);
 	}
 	p->scan_time = 0;
 	return 0;
@@ -209,6 +233,7 @@ static int perf_poll(struct sp_source *s, struct sp_emit *out)
 	if (p->interp)
 		sp_interp_drain(p->interp, out);
 	n = (int)sp_perf_queue_poll(&p->q, p->epfd, p->rings, p->ncpus);
+	sp_perf_ksyms_poll(p);	/* an interpreter found: module symbols meanwhile */
 	sp_perf_flush_pending_execs(p, p->q.bound);
 	return n;
 }
@@ -295,6 +320,8 @@ static void perf_free(struct sp_source *s)
 		return;
 	p = s->priv;
 	if (p) {
+		if (p->bpf_started)
+			sp_perf_bpf_wait(p);	/* its objects are freed below */
 		sp_perf_ksyms_release(p);
 		for (i = 0; i < p->ncpus; i++)
 			sp_perf_ring_unmap(&p->rings[i]);
@@ -395,6 +422,7 @@ struct sp_source *sp_perf_source_new(const struct sp_perf_opts *o)
 		sp_warn("kernel stacks need root or perf_event_paranoid <= 1 (it is %d): "
 			"recording user stacks only", sp_perf_paranoid_level());
 	read_vdso(p);
+	sp_perf_bpf_start(p);	/* while the other sources load theirs */
 	return s;
 fail:
 	perf_free(s);

@@ -173,10 +173,14 @@ struct perf {
 	struct sp_unwinder *unw;
 	struct sp_interpreters *interp;	/* interpreted frames (interpP.h) */
 	struct sp_ident_bpf *ident;	/* processes' identity at fork/exec (proc_identity.h) */
+	pthread_t bpf_thread;	/* loading ident and interp (perf_bpf.c) */
+	bool bpf_started;	/* the thread is to be joined */
+	bool bpf_loaded;	/* they are (or failed: NULL) */
 
 	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
 	 * table read by a thread; a fresh read once a frame outside the cached
-	 * vmlinux text shows up (in the background from the start with -a). */
+	 * vmlinux text shows up (in the background from the start with -a,
+	 * or once an interpreter is followed: sp_perf_ksyms_poll()). */
 	bool ksyms_wanted;
 	pthread_t ksyms_thread;
 	bool ksyms_started;	/* the thread is to be joined */
@@ -185,6 +189,7 @@ struct perf {
 	int ksyms_err;
 	pthread_t fresh_thread;
 	bool fresh_started;
+	bool fresh_at_interp;	/* start it once an interpreter is followed */
 	int fresh_done;		/* atomic */
 	struct sp_kallsyms fresh;
 	int fresh_err;
@@ -293,10 +298,21 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h);
 void sp_perf_on_lost(struct perf *p, const struct perf_event_header *h,
 		     const struct sp_perf_id *id);
 
+/* ---- its BPF objects (perf_bpf.c) ---- */
+
+/* Load ident and interp (here); start that on a thread (from the
+ * source's creation); await it, or load them now if no thread did. */
+void sp_perf_bpf_load(struct perf *p);
+void sp_perf_bpf_start(struct perf *p);
+void sp_perf_bpf_wait(struct perf *p);
+
 /* ---- kernel symbols (perf_ksyms.c) ---- */
 
 /* Start loading the kernel's symbols (as root, with kernel stacks). */
 void sp_perf_ksyms_start(struct perf *p);
+/* Each poll: once an interpreter is followed (a command, -p), start the
+ * fresh read of module and BPF symbols that -a starts at once. */
+void sp_perf_ksyms_poll(struct perf *p);
 /* Write the ksym record of the function holding a new kernel frame's
  * address, before the frame (waits for a table still being read). */
 void sp_perf_ksym(struct perf *p, uint64_t addr);

@@ -90,6 +90,25 @@ void sp_interp_bpf_close(struct sp_interp_bpf *b)
 	(void)b;
 }
 
+static unsigned int bpf_ruby_loads, bpf_ruby_waits;
+
+int sp_interp_bpf_ruby(struct sp_interp_bpf *b, bool wait)
+{
+	(void)b;
+	if (wait)
+		bpf_ruby_waits++;
+	else
+		bpf_ruby_loads++;
+	return 0;
+}
+
+uint64_t sp_interp_bpf_ruby_times(const struct sp_interp_bpf *b, uint64_t *ready)
+{
+	(void)b;
+	*ready = 0;
+	return 0;
+}
+
 int sp_interp_bpf_cgroups(struct sp_interp_bpf *b, struct sp_cgfilter_maps *m)
 {
 	(void)b, (void)m;
@@ -223,22 +242,63 @@ static struct sp_interpreters *new_ip(void)
 	struct sp_interpreters *ip = sp_xcalloc(1, sizeof(*ip));
 
 	ip->mode = SP_INTERP_AUTO;
-	bpf_procs = bpf_dels = 0;
+	bpf_procs = bpf_dels = bpf_ruby_loads = bpf_ruby_waits = 0;
 	bpf_refuse = false;
 	return ip;
 }
 
-/* pid followed as a process found from its mappings at time 1 */
-static struct iproc *follow(struct sp_interpreters *ip, uint32_t pid)
+/* pid followed as a process of runtime rt found from its mappings at time 1 */
+static struct iproc *follow_rt(struct sp_interpreters *ip, uint32_t pid, unsigned int rt)
 {
 	struct iproc *pr = sp_xcalloc(1, sizeof(*pr));
 	unsigned int row;
 
 	pr->pid = pid;
-	pr->l = sp_interp_layout_find(SP_RT_PYTHON, 3, 11, &row);
+	pr->l = rt == SP_RT_RUBY ? sp_interp_layout_find(SP_RT_RUBY, 3, 1, &row) :
+		sp_interp_layout_find(SP_RT_PYTHON, 3, 11, &row);
 	pr->row = row;
 	pr->since = 1;
 	return proc_add(ip, pr) ? pr : NULL;
+}
+
+static struct iproc *follow(struct sp_interpreters *ip, uint32_t pid)
+{
+	return follow_rt(ip, pid, SP_RT_PYTHON);
+}
+
+/* The Ruby walkers are asked for once, by the first Ruby followed (on a
+ * thread: no wait), not by a Python; a wait is passed on only once they
+ * were asked for (a command that runs Ruby, or a Ruby found). */
+static void test_ruby_walkers_asked(void)
+{
+	struct sp_interpreters *ip = new_ip();
+
+	sp_interp_ruby(ip, true);	/* no bpf: nothing */
+	ip->bpf = (struct sp_interp_bpf *)&bpf_procs;	/* the stand-ins ignore it */
+	sp_interp_ruby(ip, true);	/* nothing asked yet: no wait */
+	CHECK_EQ_U(bpf_ruby_waits, 0);
+	CHECK(follow(ip, 10) != NULL);
+	CHECK_EQ_U(bpf_ruby_loads, 0);
+	CHECK(follow_rt(ip, 20, SP_RT_RUBY) != NULL);
+	CHECK_EQ_U(bpf_ruby_loads, 1);
+	CHECK_EQ_U(ip->first_ruby, 20);
+	CHECK(follow_rt(ip, 30, SP_RT_RUBY) != NULL);
+	sp_interp_on_fork(ip, 20, 21, 2);	/* a Ruby's child: its parent's walkers */
+	CHECK_EQ_U(bpf_ruby_loads, 1);
+	CHECK_EQ_U(ip->first_ruby, 20);
+	sp_interp_ruby(ip, true);
+	CHECK_EQ_U(bpf_ruby_waits, 1);
+	ip->bpf = NULL;
+	sp_interp_free(ip);
+	/* a command that runs Ruby asks before any is found, and waits */
+	ip = new_ip();
+	ip->bpf = (struct sp_interp_bpf *)&bpf_procs;
+	sp_interp_ruby(ip, false);
+	sp_interp_ruby(ip, true);
+	CHECK(bpf_ruby_loads == 1 && bpf_ruby_waits == 1);
+	CHECK_EQ_U(ip->first_ruby, 0);
+	ip->bpf = NULL;
+	sp_interp_free(ip);
 }
 
 static void test_children(void)
@@ -406,6 +466,7 @@ int main(void)
 	TAP_RUN(test_bound);
 	TAP_RUN(test_read_pid);
 	TAP_RUN(test_children);
+	TAP_RUN(test_ruby_walkers_asked);
 	TAP_RUN(test_queues_drop_pid);
 	TAP_RUN(test_empty_queue_dropped);
 	TAP_RUN(test_call_names);

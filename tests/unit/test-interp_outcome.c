@@ -104,6 +104,23 @@ static void test_line_unknown(void)
 	CHECK_EQ_U(sp_interp_outcome(&s), SP_IO_TRUNCATED);
 }
 
+/* A Ruby's sample while its walker was loading: a failure of its own,
+ * not an unreadable stack, and before the truncation or naming checks. */
+static void test_no_walker(void)
+{
+	struct sp_interp_seen s = read_ok();
+
+	s.status = SP_BPF_IST_NO_WALKER;
+	s.all_named = false;
+	CHECK_EQ_U(sp_interp_outcome(&s), SP_IO_NO_WALKER);
+	s.truncated = true;
+	CHECK_EQ_U(sp_interp_outcome(&s), SP_IO_NO_WALKER);
+	CHECK(sp_interp_outcome_incomplete(SP_IO_NO_WALKER));
+	CHECK_STR(sp_interp_outcome_name(SP_IO_NO_WALKER), "walker-loading");
+	s.taken = false;	/* no record at all: unpaired, as before */
+	CHECK_EQ_U(sp_interp_outcome(&s), SP_IO_UNPAIRED);
+}
+
 static void test_names(void)
 {
 	unsigned int o;
@@ -122,6 +139,7 @@ int main(void)
 	TAP_RUN(test_before_followed);
 	TAP_RUN(test_failures_named);
 	TAP_RUN(test_line_unknown);
+	TAP_RUN(test_no_walker);
 	TAP_RUN(test_names);
 	return TAP_DONE();
 }

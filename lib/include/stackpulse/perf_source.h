@@ -48,6 +48,7 @@ struct sp_perf_opts {
 	uint32_t pages;			/* ring pages per CPU, power of two; 0 = default */
 	bool enable_on_exec;		/* the target is a command stopped before exec */
 	const char *args;		/* command line of the command, for its process record */
+	const char *command;		/* its argv[0]: does it run Ruby (interpreted frames)? */
 	const char *archive;		/* copy each sampled file here (lib/elf/archive.h), NULL = no */
 	enum sp_interp_mode interp;	/* interpreted frames in samples (docs/interpreters.md) */
 	/* no off-CPU source, no kernel events: their interpreted-stack
