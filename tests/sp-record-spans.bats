@@ -204,6 +204,44 @@ p1/main span_stop ${m}#<module> 60 1"
 	assert_line "stackpulse.activated profile=hook"
 }
 
+# CPU spinners above sp-record's priority, killed in teardown.
+SPIN=()
+start_spinners() {
+	local k
+	for k in 1 2 3; do
+		nice -n -15 sh -c 'while :; do :; done' &
+		SPIN+=($!)
+	done
+}
+
+teardown() {
+	local p
+	for p in "${SPIN[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${SPIN[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	SPIN=()
+}
+
+@test "sp-record --spans=python: a loaded machine loses no marks of the command, <module> and run keep their starts" {
+	require_python
+	# sp-record below the spinners and the command: a thread's ring fills
+	# before sp-record comes to read it (before, its thread waited 200 ms,
+	# then overwrote its first marks: <module> and run lost their starts)
+	start_spinners
+	local i
+	for i in 1 2; do
+		run -0 --separate-stderr nice -n -5 sp-record --spans=python -o "$OUT" -- \
+			nice -n -10 $PY "$PY_FIX"
+		[[ "$stderr" != *"span marks lost"* ]] || fail "run $i: $stderr"
+		run -0 bash -c "sp-decode '$OUT' | jq -c 'select(.type == \"lost\" and .what == \"spans\")'"
+		assert_output ""
+		assert_python_tree hook
+	done
+}
+
 # A CPython 3.11 built without USDT probes (pyenv's, for one), whose spans
 # come only from the hook; nothing when there is none.
 hook_only_python() {

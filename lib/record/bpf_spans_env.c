@@ -89,6 +89,27 @@ static int set_globs(const struct sp_spans_opts *o)
 	return ret ? sp_error_errno("cannot set STACKPULSE_SPANS_MATCH") : 0;
 }
 
+/*
+ * With --spans named, the spans are read from the command's first
+ * instruction (a failed load ends sp-record before the command runs): a
+ * thread whose ring fills before our first read of it waits for us while
+ * we run (runtime/hook/ring.h), however long a loaded machine keeps us
+ * off a CPU. Otherwise (--spans=auto: the load may fail, or come late),
+ * and for an outer sp-record's name inherited, the hook's short wait.
+ */
+static int set_reader(const struct sp_spans_opts *o)
+{
+	char v[32];
+
+	if (!o->explicit_modes)
+		return unsetenv("STACKPULSE_SPAN_READER") ?
+		       sp_error_errno("cannot unset STACKPULSE_SPAN_READER") : 0;
+	snprintf(v, sizeof(v), "%llu",
+		 (unsigned long long)sp_span_rings_claim_of((uint32_t)getpid()));
+	return setenv("STACKPULSE_SPAN_READER", v, 1) ?
+	       sp_error_errno("cannot set STACKPULSE_SPAN_READER") : 0;
+}
+
 int sp_spans_setup_env(const struct sp_spans_opts *o)
 {
 	const char *dir = sp_spans_runtime_dir(o);
@@ -141,5 +162,5 @@ int sp_spans_setup_env(const struct sp_spans_opts *o)
 	if (!getenv("STACKPULSE_SPAN_RING") &&
 	    setenv("STACKPULSE_SPAN_RING", (o->modes & SP_SPANS_RUBY_C) ? "0" : "1", 1))
 		return sp_error_errno("cannot set STACKPULSE_SPAN_RING");
-	return 0;
+	return set_reader(o);
 }

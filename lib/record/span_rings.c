@@ -178,6 +178,25 @@ static void count_lost(struct sp_span_rings *rs, uint32_t pid, uint64_t n, uint6
 	sp_u64map_put(&rs->lost_by_pid, pid, (v ? *v : 0) + n);
 }
 
+static int read_head(uint32_t pid, uint64_t addr, struct sp_ring_head *h);
+
+/* Tell the thread of the ring at addr not to wait for us, as we will not
+ * read it (its hook waits while we run otherwise: runtime/hook/ring.h);
+ * only a ring that is its thread's and nobody's or ours. */
+static void tell_left(const struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr)
+{
+	const uint32_t left = SP_RING_LEFT;
+	struct iovec local = { (void *)&left, sizeof(left) };
+	struct iovec remote = { (void *)(uintptr_t)(addr + offsetof(struct sp_ring_head, reader)),
+				sizeof(left) };
+	struct sp_ring_head h;
+
+	if (read_head(pid, addr, &h) || h.magic != SP_RING_MAGIC || h.pid != pid || h.tid != tid ||
+	    (h.claim && h.claim != rs->claim))
+		return;
+	process_vm_writev((pid_t)pid, &local, 1, &remote, 1, 0);
+}
+
 /* r lied, or cannot be read: no more reads, no more holding the output
  * back; lost marks it is known to have had; one warning per process. */
 static void give_up(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t lost,
@@ -188,6 +207,8 @@ static void give_up(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t l
 
 	r->given_up = true;
 	r->seen_ns = 0;
+	if (!r->shared)
+		tell_left(rs, r->pid, r->tid, r->addr);
 	rs->given_up++;
 	count_lost(rs, r->pid, lost, &rs->lost_given_up);
 	if (!first_time(rs, r->pid, WARNED_LIED))
@@ -237,11 +258,12 @@ static void drop_ring(struct sp_span_rings *rs, struct sp_span_ring *r)
 }
 
 /* A ring past the bounds is not read; its process is told once. */
-static void refuse(struct sp_span_rings *rs, uint32_t pid, uint32_t tid)
+static void refuse(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr)
 {
 	char comm[80];
 
 	rs->refused++;
+	tell_left(rs, pid, tid, addr);
 	if (!first_time(rs, pid, WARNED_REFUSED))
 		return;
 	sp_span_rings_comm(pid, comm, sizeof(comm));
@@ -264,7 +286,7 @@ static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uin
 	}
 	if (!r) {
 		if (rs->n >= SP_SPAN_RINGS_MAX || mine >= SP_SPAN_RINGS_PER_PROC) {
-			refuse(rs, pid, tid);
+			refuse(rs, pid, tid, addr);
 			return NULL;
 		}
 		r = sp_xcalloc(1, sizeof(*r));

@@ -4,7 +4,9 @@
  * and announcing a thread's ring, waking and waiting for sp-record, a
  * thread's end, a fork.
  */
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -27,6 +29,10 @@ static uint64_t naps;
 /* A ring said sp-record is done with this process: new rings do not wait
  * for it (a reader that comes later marks the rings it reads). */
 static bool reader_left;
+
+/* The sp-record that started this process and reads its rings
+ * (STACKPULSE_SPAN_READER, a claim: SP_RING_CLAIM()), 0: none named. */
+static uint64_t env_reader;
 
 static pthread_key_t key;
 static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -125,6 +131,60 @@ static uint64_t unread(const struct sp_ring *r, uint64_t h)
 }
 
 /*
+ * Whether the reader a claim names (SP_RING_CLAIM(): pid and start time)
+ * runs: its /proc/PID/stat says that start time. A pid of another
+ * namespace, an unreadable /proc: not running (the bounded wait).
+ */
+static bool claim_runs(uint64_t claim)
+{
+	uint64_t pid = claim & ((1u << SP_RING_CLAIM_PID_BITS) - 1);
+	unsigned long long start;
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd, i;
+
+	if (!pid)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%llu/stat", (unsigned long long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* after the name, which may hold anything: starttime is field 22 */
+	p = strrchr(buf, ')');
+	for (i = 3; p && i <= 22; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu", &start) != 1)
+		return false;
+	start &= (1ull << (64 - SP_RING_CLAIM_PID_BITS)) - 1;
+	return SP_RING_CLAIM(pid, start) == claim;
+}
+
+/*
+ * How long r may wait for its reader now (0: not at all): as long as it
+ * takes while the sp-record that owns it runs (it reads the ring, or
+ * tells it LEFT when it stops: a loaded machine may keep it off a CPU for
+ * seconds, and marks overwritten then were lost from a command recorded
+ * with --spans named); until it comes, a while, when it is the sp-record
+ * that started this process (one it does not track, which inherited the
+ * environment, is not waited for longer); else a little, once.
+ */
+static uint64_t wait_bound(const struct sp_ring *r, uint32_t reader)
+{
+	uint64_t claim = __atomic_load_n(&r->h.claim, __ATOMIC_RELAXED);
+
+	if (claim && claim_runs(claim))
+		return UINT64_MAX;
+	if (!claim && env_reader && claim_runs(env_reader))
+		return SP_RT_RING_STARTER_WAIT_NS;
+	return reader == SP_RING_READING ? SP_RT_RING_WAIT_NS : SP_RT_RING_ASKED_WAIT_NS;
+}
+
+/*
  * Every SP_RING_HALF entries: wake sp-record, then make room for the next
  * SP_RING_HALF (the fast path checks nothing until then): while more than
  * half the ring is unread and sp-record reads it, sleep a little, waking
@@ -133,7 +193,7 @@ static uint64_t unread(const struct sp_ring *r, uint64_t h)
 void sp_rt_ring_slow(struct sp_ring *r, uint64_t h)
 {
 	const struct timespec nap = { 0, 50000 };
-	uint64_t start = 0, woke = 0, t, c;
+	uint64_t start = 0, woke = 0, bound = 0, t, c;
 	uint32_t reader;
 
 	SP_RT_MARK(rt__flush, r, 0, 0, 0);
@@ -147,16 +207,19 @@ void sp_rt_ring_slow(struct sp_ring *r, uint64_t h)
 		if (c == stale_consumed)
 			return;
 		t = now_ns();
-		if (!start)
+		if (!start) {
 			start = woke = t;
-		if (t - start > (reader == SP_RING_READING ? SP_RT_RING_WAIT_NS :
-				 SP_RT_RING_ASKED_WAIT_NS)) {
+			bound = wait_bound(r, reader);
+		}
+		if (t - start > bound) {
 			stale_consumed = c;
 			return;
 		}
 		if (t - woke > 10000000) {	/* a wake lost in a full buffer */
 			SP_RT_MARK(rt__flush, r, 0, 0, 0);
 			woke = t;
+			/* the reader may have claimed the ring, or gone */
+			bound = wait_bound(r, reader);
 		}
 		nanosleep(&nap, NULL);
 		naps++;
@@ -215,9 +278,16 @@ static void after_fork_child(void)
 void sp_rt_ring_init(void)
 {
 	const char *v = getenv("STACKPULSE_SPAN_RING");
+	const char *who = getenv("STACKPULSE_SPAN_READER");
+	char *end;
 
 	if (!v || strcmp(v, "1") || pthread_key_create(&key, thread_end))
 		return;
+	if (who && *who) {
+		env_reader = strtoull(who, &end, 10);
+		if (*end)
+			env_reader = 0;
+	}
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	sp_rt_ring_on = true;
 }
