@@ -132,8 +132,10 @@ static uint64_t unread(const struct sp_ring *r, uint64_t h)
 
 /*
  * Whether the reader a claim names (SP_RING_CLAIM(): pid and start time)
- * runs: its /proc/PID/stat says that start time. A pid of another
- * namespace, an unreadable /proc: not running (the bounded wait).
+ * runs: its /proc/PID/stat says that start time, and a state in which it
+ * can read (a stopped, traced or zombie sp-record reads nothing: Ctrl-Z,
+ * a debugger, killed and not reaped yet). A pid of another namespace, an
+ * unreadable /proc: not running (the bounded wait).
  */
 static bool claim_runs(uint64_t claim)
 {
@@ -156,6 +158,8 @@ static bool claim_runs(uint64_t claim)
 	buf[n] = 0;
 	/* after the name, which may hold anything: starttime is field 22 */
 	p = strrchr(buf, ')');
+	if (!p || !p[1] || !p[2] || strchr("TtZXx", p[2]))	/* field 3, the state */
+		return false;
 	for (i = 3; p && i <= 22; i++)
 		p = strchr(p + 1, ' ');
 	if (!p || sscanf(p, " %llu", &start) != 1)
@@ -165,11 +169,13 @@ static bool claim_runs(uint64_t claim)
 }
 
 /*
- * How long r may wait for its reader now (0: not at all): as long as it
- * takes while the sp-record that owns it runs (it reads the ring, or
- * tells it LEFT when it stops: a loaded machine may keep it off a CPU for
- * seconds, and marks overwritten then were lost from a command recorded
- * with --spans named); until it comes, a while, when it is the sp-record
+ * How long r may wait for its reader now (0: not at all), counted from its
+ * last progress: longest while the sp-record that owns it runs (it reads
+ * the ring, or tells it LEFT when it stops: a loaded machine may keep it
+ * off a CPU for a second or more, and marks overwritten then were lost
+ * from a command recorded with --spans named), yet bounded: an owner that
+ * runs and reads nothing (stuck writing to a pipe nobody reads) must not
+ * stop the program for good; until it comes, a while, when it is the sp-record
  * that started this process (one it does not track, which inherited the
  * environment, is not waited for longer); else a little, once.
  */
@@ -178,7 +184,7 @@ static uint64_t wait_bound(const struct sp_ring *r, uint32_t reader)
 	uint64_t claim = __atomic_load_n(&r->h.claim, __ATOMIC_RELAXED);
 
 	if (claim && claim_runs(claim))
-		return UINT64_MAX;
+		return SP_RT_RING_OWNER_WAIT_NS;
 	if (!claim && env_reader && claim_runs(env_reader))
 		return SP_RT_RING_STARTER_WAIT_NS;
 	return reader == SP_RING_READING ? SP_RT_RING_WAIT_NS : SP_RT_RING_ASKED_WAIT_NS;
@@ -193,7 +199,7 @@ static uint64_t wait_bound(const struct sp_ring *r, uint32_t reader)
 void sp_rt_ring_slow(struct sp_ring *r, uint64_t h)
 {
 	const struct timespec nap = { 0, 50000 };
-	uint64_t start = 0, woke = 0, bound = 0, t, c;
+	uint64_t start = 0, woke = 0, bound = 0, last = 0, t, c;
 	uint32_t reader;
 
 	SP_RT_MARK(rt__flush, r, 0, 0, 0);
@@ -209,7 +215,11 @@ void sp_rt_ring_slow(struct sp_ring *r, uint64_t h)
 		t = now_ns();
 		if (!start) {
 			start = woke = t;
+			last = c;
 			bound = wait_bound(r, reader);
+		} else if (c != last) {	/* the reader reads: counted from now */
+			start = t;
+			last = c;
 		}
 		if (t - start > bound) {
 			stale_consumed = c;

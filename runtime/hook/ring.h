@@ -60,14 +60,17 @@ struct sp_ring *sp_rt_ring_start(void);
 #define SP_RT_RING_ASKED_WAIT_NS	200000000ull
 
 /* These bounds are for a reader not known to run. A ring whose owner (its
- * claim) runs waits for it as long as it takes: a loaded machine kept
- * sp-record off a CPU longer than 200 ms, and the first marks of a command
- * recorded with --spans named were overwritten. Until the first read, the
+ * claim) runs waits for it longer, up to SP_RT_RING_OWNER_WAIT_NS without
+ * progress: a loaded machine kept sp-record off a CPU longer than 200 ms,
+ * and the first marks of a command recorded with --spans named were
+ * overwritten; an owner that runs and reads nothing (blocked writing its
+ * output) must still not stop the program for good. Until the first read, the
  * sp-record that started the process (STACKPULSE_SPAN_READER, set with
  * --spans named, which fails before the command runs when the spans cannot
  * be read) is waited for while it runs, up to this: a process of its
  * environment that it does not track would wait for it in vain. */
 #define SP_RT_RING_STARTER_WAIT_NS	10000000000ull
+#define SP_RT_RING_OWNER_WAIT_NS	2000000000ull
 
 /* Half of r is unread: wake sp-record (rt__flush); and wait while r is
  * full and sp-record reads it. */

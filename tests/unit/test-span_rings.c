@@ -1030,6 +1030,49 @@ static void test_span_rings_comm(void)
 	CHECK_STR(out, "gone");
 }
 
+/*
+ * A full ring waits longer for the sp-record that owns it while it runs,
+ * but never without bound, and not at all for one that cannot read: a
+ * stopped (Ctrl-Z, a debugger) or zombie owner is not running.
+ */
+static void test_span_rings_owner_wait(void)
+{
+	struct sp_ring r = { 0 };
+	uint64_t claim;
+	siginfo_t si;
+	pid_t child;
+
+	r.h.claim = sp_span_rings_claim_of((uint32_t)getpid());
+	CHECK(claim_runs(r.h.claim));
+	CHECK_EQ_U(wait_bound(&r, SP_RING_READING), SP_RT_RING_OWNER_WAIT_NS);
+	CHECK(SP_RT_RING_OWNER_WAIT_NS < UINT64_MAX / 2);
+	r.h.claim ^= 1ull << 40;	/* another start time: a reused pid */
+	CHECK(!claim_runs(r.h.claim));
+	CHECK_EQ_U(wait_bound(&r, SP_RING_READING), SP_RT_RING_WAIT_NS);
+
+	child = fork();
+	if (child == 0) {
+		for (;;)
+			pause();
+	}
+	CHECK(child > 0);
+	if (child <= 0)
+		return;
+	claim = sp_span_rings_claim_of((uint32_t)child);
+	CHECK(claim_runs(claim));
+	kill(child, SIGSTOP);
+	CHECK(!waitid(P_PID, (id_t)child, &si, WSTOPPED));
+	CHECK(!claim_runs(claim));	/* stopped: reads nothing */
+	kill(child, SIGCONT);
+	CHECK(!waitid(P_PID, (id_t)child, &si, WCONTINUED));
+	CHECK(claim_runs(claim));
+	kill(child, SIGKILL);
+	CHECK(!waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT));
+	CHECK(!claim_runs(claim));	/* a zombie, not reaped yet */
+	waitpid(child, NULL, 0);
+	CHECK(!claim_runs(claim));
+}
+
 int main(void)
 {
 	setenv("STACKPULSE_SPAN_RING", "1", 1);
@@ -1058,5 +1101,6 @@ int main(void)
 	TAP_RUN(test_span_rings_bounds);
 	TAP_RUN(test_span_rings_two_readers);
 	TAP_RUN(test_span_rings_comm);
+	TAP_RUN(test_span_rings_owner_wait);
 	return TAP_DONE();
 }
