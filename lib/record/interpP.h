@@ -263,6 +263,9 @@ bool sp_interp_following(const struct sp_interpreters *ip);
  * the exec will) runs Ruby, by the file's name or its "#!" line; and
  * whether such a line (len bytes) names Ruby, directly or through env. */
 bool sp_interp_command_ruby(const char *cmd);
+/* interp_layouts.c: read the environment the layouts use (call before
+ * starting a thread that looks layouts up). */
+void sp_interp_layouts_env(void);
 /* Whether it runs Ruby or Python ("python3*"), alike. */
 bool sp_interp_command_interp(const char *cmd);
 bool sp_interp_shebang_ruby(const char *line, size_t len);

@@ -117,11 +117,22 @@ static const struct sp_interp_layout table[] = {
 
 #define NROWS (sizeof(table) / sizeof(table[0]))
 
+/* SP_INTERP_DROP (tests: a row taken out), read once, before any thread
+ * that looks rows up runs (sp_interp_layouts_env()). */
+static const char *drop;
+static bool drop_read;
+
+void sp_interp_layouts_env(void)
+{
+	if (!drop_read)
+		drop = getenv("SP_INTERP_DROP");
+	drop_read = true;
+}
+
 static bool dropped(const char *name)
 {
-	const char *d = getenv("SP_INTERP_DROP");
-
-	return d && !strcmp(d, name);
+	sp_interp_layouts_env();
+	return drop && !strcmp(drop, name);
 }
 
 const struct sp_interp_layout *sp_interp_layout_find(unsigned int runtime, unsigned int major,

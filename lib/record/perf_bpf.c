@@ -57,13 +57,22 @@ void sp_perf_bpf_load(struct perf *p)
 					 SP_INTERP_RUBY_LATER);	/* NULL: native stacks only */
 	/* A command that runs Ruby: its walkers load meanwhile, on a thread
 	 * of their own, and are awaited before it runs (perf_start()). */
-	if (p->interp && p->o.interp != SP_INTERP_PYTHON && p->o.enable_on_exec &&
-	    p->o.command && sp_interp_command_ruby(p->o.command))
+	if (p->interp && p->o.interp != SP_INTERP_PYTHON && p->cmd_ruby)
 		sp_interp_ruby(p->interp, false);
 }
 
+/*
+ * What the load reads of the environment is read here, before the thread:
+ * the main thread sets the command's environment (the spans' prepare_env)
+ * while the thread runs, and a getenv() beside a setenv() may read an
+ * environ array being freed (PATH for the command's lookup, the layouts'
+ * SP_INTERP_DROP).
+ */
 void sp_perf_bpf_start(struct perf *p)
 {
+	p->cmd_ruby = p->o.enable_on_exec && p->o.command &&
+		      sp_interp_command_ruby(p->o.command);
+	sp_interp_layouts_env();
 	if (geteuid() != 0)
 		return;	/* perf_start() loads them (and says why it cannot) */
 	libbpf_set_print(libbpf_print);

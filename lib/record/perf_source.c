@@ -129,7 +129,7 @@ static bool runs_ruby(const struct perf *p, const struct sp_target *t)
 	if (t->system_wide)
 		return false;
 	if (p->o.enable_on_exec)
-		return p->o.command && sp_interp_command_ruby(p->o.command);
+		return p->cmd_ruby;
 	for (i = 0; i < t->npids; i++)
 		if (sp_interp_pid_ruby(t->pids[i]))
 			return true;

@@ -176,6 +176,7 @@ struct perf {
 	pthread_t bpf_thread;	/* loading ident and interp (perf_bpf.c) */
 	bool bpf_started;	/* the thread is to be joined */
 	bool bpf_loaded;	/* they are (or failed: NULL) */
+	bool cmd_ruby;		/* the command runs Ruby (looked up before the thread) */
 
 	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
 	 * table read by a thread; a fresh read once a frame outside the cached
