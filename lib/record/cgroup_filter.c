@@ -161,7 +161,11 @@ static int add_dir_q(struct sp_cgroup_filter *f, int mfd, const char *path, cons
  * holds only the running ones'). */
 static void drop_dir(struct sp_cgroup_filter *f, unsigned int i)
 {
-	sp_info("cgroup '%s' removed: its events are closed", f->path[i]);
+	char e[512];
+
+	/* users name their own cgroups (delegated, rootless): escaped */
+	sp_esc_text(e, sizeof(e), f->path[i], strlen(f->path[i]), 0);
+	sp_info("cgroup '%s' removed: its events are closed", e);
 	close(f->fd[i]);
 	free(f->path[i]);
 	f->path[i] = NULL;
@@ -434,7 +438,12 @@ int sp_cgroup_filter_consider(struct sp_cgroup_filter *f, const char *path)
 		return 0;	/* said; a directory gone already (1): nothing to follow */
 	if (f->nadded == before)
 		return 0;
-	sp_info("cgroup '%s' appeared: recorded from now on", dir);
+	{
+		char e[512];
+
+		sp_esc_text(e, sizeof(e), dir, strlen(dir), 0);
+		sp_info("cgroup '%s' appeared: recorded from now on", e);
+	}
 	return 1;
 }
 

@@ -1159,6 +1159,8 @@ static void on_code(struct sp_interpreters *ip, const struct sp_bpf_istack *h,
 
 	if (!ip->out || !pr || is_ruby(pr) || len < offsetof(struct sp_bpf_icode, lines))
 		return;
+	if (h->time_ns < pr->since)
+		return;	/* a process before this one (the pid reused): not its code */
 	fr.code = r->code;
 	fr.firstline = r->firstline;
 	fr.name = r->name;

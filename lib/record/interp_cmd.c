@@ -112,7 +112,11 @@ static bool command_names(const char *cmd, bool (*name)(const char *, size_t))
 		return false;
 	if (name(path, strlen(path)) || (realpath(path, real) && name(real, strlen(real))))
 		return true;
-	/* O_NONBLOCK: a FIFO named as the command does not hang us */
+	/* a regular file only, before it is opened: opening a device has
+	 * effects of its own (a watchdog, a tape); O_NONBLOCK: one swapped in
+	 * for a FIFO since does not hang us, and it is checked again */
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return false;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return false;
