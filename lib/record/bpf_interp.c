@@ -53,6 +53,7 @@ struct sp_interp_bpf {
 		pthread_t th;
 		bool on;
 		int done;		/* atomic */
+		uint64_t ready;		/* when it was done (set before done) */
 		unsigned int want;
 		int err;
 		struct sp_interp *skel;
@@ -208,13 +209,14 @@ static void *walkers_thread(void *arg)
 	struct sp_interp_bpf *b = arg;
 
 	b->rl.err = walkers_load(b, b->rl.want, &b->rl.skel);
+	b->rl.ready = sp_now_mono_ns();
 	__atomic_store_n(&b->rl.done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
 /* The walkers of a load (b->rl) are in, or failed: said once. */
 static void walkers_landed(struct sp_interp_bpf *b, int err, struct sp_interp *sk,
-			   unsigned int want)
+			   unsigned int want, uint64_t ready)
 {
 	if (err) {
 		if (!b->rb_failed)
@@ -225,7 +227,7 @@ static void walkers_landed(struct sp_interp_bpf *b, int err, struct sp_interp *s
 	}
 	b->rb_skels[b->nrb_skels++] = sk;
 	b->rb_in |= want;
-	b->rb_ready = sp_now_mono_ns();
+	b->rb_ready = ready;
 }
 
 /* A load on the thread that is done: joined, its walkers counted in. */
@@ -233,7 +235,7 @@ static void walkers_join(struct sp_interp_bpf *b)
 {
 	pthread_join(b->rl.th, NULL);
 	b->rl.on = false;
-	walkers_landed(b, b->rl.err, b->rl.skel, b->rl.want);
+	walkers_landed(b, b->rl.err, b->rl.skel, b->rl.want, b->rl.ready);
 	b->rl.skel = NULL;
 }
 
@@ -256,13 +258,17 @@ int sp_interp_bpf_ruby(struct sp_interp_bpf *b, bool wait)
 		return 1;
 	}
 	err = walkers_load(b, want, &sk);	/* asked to wait, or no thread */
-	walkers_landed(b, err, sk, want);
+	walkers_landed(b, err, sk, want, sp_now_mono_ns());
 	return err ? -1 : 0;
 }
 
 uint64_t sp_interp_bpf_ruby_times(const struct sp_interp_bpf *b, uint64_t *ready)
 {
-	*ready = b->rb_ready;
+	/* a load on the thread done but not joined yet: its walkers are in */
+	if (b->rl.on && __atomic_load_n(&b->rl.done, __ATOMIC_ACQUIRE) && !b->rl.err)
+		*ready = b->rl.ready;
+	else
+		*ready = b->rb_ready;	/* 0: not in when the recording ended */
 	return b->rb_asked;
 }
 
@@ -341,7 +347,8 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsig
 	if (!(uses & SP_INTERP_RUBY_LATER) && walkers_served(b)) {
 		struct sp_interp *sk = NULL;
 
-		walkers_landed(b, walkers_load(b, walkers_served(b), &sk), sk, walkers_served(b));
+		walkers_landed(b, walkers_load(b, walkers_served(b), &sk), sk, walkers_served(b),
+			       sp_now_mono_ns());
 	}
 	follow_tasks(b);
 	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.stacks), on_stack, b, NULL);

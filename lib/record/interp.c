@@ -1765,12 +1765,17 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 		uint64_t asked, ready;
 
 		asked = sp_interp_bpf_ruby_times(ip->bpf, &ready);
-		say("Ruby's stack walkers were loaded once a Ruby was found (pid %u), %.0f ms "
-		    "later: %" PRIu64 " samples and %" PRIu64 " kernel events of Ruby before "
-		    "that have native stacks only, their interpreted ones said missing "
-		    "(\"walker not loaded yet\")", ip->first_ruby,
-		    ready > asked ? (double)(ready - asked) / 1e6 : 0.0,
-		    ip->outcomes[SP_IO_NO_WALKER], ip->ev_no_walker);
+		char when[64];
+
+		if (ready >= asked && ready)
+			snprintf(when, sizeof(when), "were in %.0f ms after they were asked for",
+				 (double)(ready - asked) / 1e6);
+		else
+			snprintf(when, sizeof(when), "were still loading when the recording ended");
+		say("Ruby's stack walkers %s: %" PRIu64 " samples and %" PRIu64 " kernel "
+		    "events of Ruby (the first Ruby: pid %u) before that have native stacks "
+		    "only, their interpreted ones said missing (\"walker not loaded yet\")",
+		    when, ip->outcomes[SP_IO_NO_WALKER], ip->ev_no_walker, ip->first_ruby);
 	}
 	if (!ip->samples)
 		return;

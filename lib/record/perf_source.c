@@ -192,7 +192,7 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 			sp_warn("interpreted frames: epoll_ctl: %s", strerror(errno));
 	}
 	if (p->o.enable_on_exec && !t->system_wide) {
-		sp_interp_ruby(p->interp, true);
+		sp_interp_ruby(p->interp, true);	/* in before the command runs */
 		return 0;
 	}
 	/* Processes that exist already: their records come from /proc. The

@@ -177,6 +177,7 @@ struct perf {
 	bool bpf_started;	/* the thread is to be joined */
 	bool bpf_loaded;	/* they are (or failed: NULL) */
 	bool cmd_ruby;		/* the command runs Ruby (looked up before the thread) */
+	bool cmd_python;	/* it runs Python, and so most likely no Ruby */
 
 	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
 	 * table read by a thread; a fresh read once a frame outside the cached
