@@ -210,9 +210,11 @@ static pid_t guardian_of(pid_t parent)
 			if (fgets(line, sizeof(line), f) &&
 			    sscanf(line, "%*d (%31[^)]) %*c %d", comm, &ppid) == 2 &&
 			    ppid == parent && !strcmp(comm, "sp-record-guard")) {
+				pid_t pid = (pid_t)atoi(de->d_name);	/* before closedir frees it */
+
 				fclose(f);
 				closedir(d);
-				return (pid_t)atoi(de->d_name);
+				return pid;
 			}
 			fclose(f);
 		}
