@@ -108,17 +108,21 @@ def read(path):
     return d
 want, got = read(sys.argv[1]), read(sys.argv[2])
 bare = want.pop('#bare')
-# With DWARF, perf script may show a sample's kernel frames alone where its
-# user part did not unwind for perf; sp-record's unwinder can reach further.
-# Such a sample is the same sample when its stack ends with perf's whole
-# (kernel) stack: it is matched, and said.
+# With DWARF, perf script may show a sample's kernel frames alone, or with
+# just the user leaf, where its user part did not unwind further for perf;
+# sp-record's unwinder can reach further. Such a sample is the same sample
+# when its stack ends with perf's whole stack: it is matched, and said.
+def user_frames(s):
+    frames = s.split(';')
+    k = next((i for i, f in enumerate(frames) if f.startswith('[kernel.kallsyms]')), len(frames))
+    return k
 if sys.argv[3:] == ['dwarf']:
     for s, c in list(want.items()):
-        if got.get(s) == c or not s.startswith('[kernel.kallsyms]'):
+        if got.get(s) == c or user_frames(s) > 1:
             continue
         for t, n in list(got.items()):
             if t not in want and t.endswith(';' + s) and n == c - got.get(s, 0):
-                print('matched: perf shows only the kernel part of: %s' % t)
+                print('matched: perf unwound only the kernel part and leaf of: %s' % t)
                 got[s] = c
                 del got[t]
                 break

@@ -206,6 +206,20 @@ cut_counts() {
 		and ((.unavailable // "") | test("off-cpu") | not)'
 }
 
+# A wait's kernel frames (schedule and what called it) are named: their
+# ksym records come before them, so sp-symbolize has them when the frames
+# come (docs/spool.md, "Rules"); written at the end they came too late.
+@test "sp-record-unwind: an off-CPU wait's kernel frames are named by sp-symbolize" {
+	require_root
+	record_json offk --off-cpu -- "$UW_TMP/offcpu_sleeper" 100
+	run -0 jq -r 'select(.type == "sample" and .kind == "offcpu") | .frames[]
+		| select(.mode == "kernel") | .func // "UNNAMED \(.addr)"' "$UW_TMP/offk.jsonl"
+	[ -n "$output" ] || fail "no kernel frame in an off-CPU sample"
+	refute_line --partial UNNAMED
+	# where every wait ends in the kernel
+	assert_line schedule
+}
+
 offcpu_modules() {
 	"$FIXTURES/offcpu_modules.py" "$@" || {
 		grep '^sp-record: off-cpu' "$UW_TMP/$(basename "$1" .jsonl).err"

@@ -69,24 +69,31 @@ void sp_elf_close(Elf *elf, int fd)
 	errno = e;
 }
 
-bool sp_elf_has_section(Elf *elf, const char *name, bool with_bits)
+Elf_Scn *sp_elf_section(Elf *elf, const char *name, GElf_Shdr *sh)
 {
 	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
 	size_t shstrndx;
 
 	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return false;
+		return NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		const char *n;
 
-		if (!gelf_getshdr(scn, &sh))
+		if (!gelf_getshdr(scn, sh))
 			continue;
-		n = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (n && !strcmp(n, name) && (!with_bits || (sh.sh_type != SHT_NOBITS && sh.sh_size)))
-			return true;
+		n = elf_strptr(elf, shstrndx, sh->sh_name);
+		if (n && !strcmp(n, name))
+			return scn;
 	}
-	return false;
+	return NULL;
+}
+
+bool sp_elf_has_section(Elf *elf, const char *name, bool with_bits)
+{
+	GElf_Shdr sh;
+
+	return sp_elf_section(elf, name, &sh) &&
+	       (!with_bits || (sh.sh_type != SHT_NOBITS && sh.sh_size));
 }
 
 unsigned int sp_elf_build_id(Elf *elf, uint8_t *id)

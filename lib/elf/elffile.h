@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <gelf.h>
 #include <libelf.h>
 
 enum sp_elf_access {
@@ -58,6 +59,8 @@ void sp_elf_close(Elf *elf, int fd);
 
 /* Whether elf has a section of this name (with file contents, when with_bits). */
 bool sp_elf_has_section(Elf *elf, const char *name, bool with_bits);
+/* The first section of this name, its header in *sh; NULL if none. */
+Elf_Scn *sp_elf_section(Elf *elf, const char *name, GElf_Shdr *sh);
 
 /*
  * The GNU build-id of elf into id (SP_BUILD_ID_MAX bytes): its length, 0

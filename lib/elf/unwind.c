@@ -39,6 +39,9 @@
 #include "unwind.h"
 
 #define NREGS		17	/* DWARF x86_64: 0..15 GP registers, 16 = return address */
+#define DW_RAX		0
+#define DW_RBX		3
+#define DW_RBP		6
 #define DW_RSP		7
 #define DW_RIP		16
 #define EXPR_STACK	64
@@ -85,12 +88,15 @@ struct uw_file {
 	Dwarf *dw;
 	Dwarf_CFI *eh, *dbg;
 	void *image;		/* vdso copy */
+	bool read;		/* read through fd, not mapped: others can change it */
+	int fd;			/* with read: libelf's descriptor, and file_bytes()'s */
 	struct {
 		uint64_t off, vaddr, filesz;
 	} load[16];
 	unsigned int nload;
 	uint64_t entry;		/* e_entry: the process's first code, when this is its entry file */
 	struct rules *cache;	/* RULE_CACHE slots, allocated on first use */
+	uint64_t used;		/* the unwinder's trims when it was last used */
 };
 
 struct uw_map {
@@ -112,6 +118,7 @@ struct sp_unwinder {
 	struct uw_proc *procs[PROC_BUCKETS];
 	struct uw_file *files[FILE_BUCKETS];
 	bool proc_fallback;
+	uint64_t trims;		/* sp_unwinder_trim() calls so far */
 	struct sp_unwind_stats st;
 	const char *stop_path;
 	uint64_t stop_rel;
@@ -163,6 +170,15 @@ void sp_unwinder_set_proc_fallback(struct sp_unwinder *u, bool on)
 	u->proc_fallback = on;
 }
 
+/* Whether a user other than root can write the file behind fd (or it
+ * cannot be told). */
+static bool others_can_change(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
 /* Close what file_load() opened (the file's mapping with its ELF): the
  * file is loaded again, through a mapping of it, when a frame needs it. */
 static void file_unload(struct uw_file *f)
@@ -173,6 +189,9 @@ static void file_unload(struct uw_file *f)
 		dwarf_cfi_end(f->eh);
 	if (f->elf)
 		elf_end(f->elf);	/* unmaps it */
+	if (f->read)
+		close(f->fd);		/* after libelf's last read of it */
+	f->read = false;
 	free(f->image);
 	free(f->cache);
 	f->dw = NULL;
@@ -186,7 +205,11 @@ static void file_unload(struct uw_file *f)
 }
 
 /* The files themselves (path, a few bytes) stay: mappings point to them,
- * and sp_unwinder_where()'s paths must stay valid. */
+ * and sp_unwinder_where()'s paths must stay valid. A file used since the
+ * last trim stays loaded: a machine's libc, shells and interpreters are
+ * in use all the time, and loading them again (their CFI parsed anew, a
+ * lookup in libdw at each frame until the cache of rules is warm again)
+ * cost sp-record more than anything the trim saved. */
 void sp_unwinder_trim(struct sp_unwinder *u)
 {
 	struct uw_file *f;
@@ -194,7 +217,9 @@ void sp_unwinder_trim(struct sp_unwinder *u)
 
 	for (i = 0; i < FILE_BUCKETS; i++)
 		for (f = u->files[i]; f; f = f->next)
-			file_unload(f);
+			if (f->used != u->trims)
+				file_unload(f);
+	u->trims++;
 }
 
 static void proc_free(struct uw_proc *p)
@@ -552,11 +577,21 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 		}
 		if (fd < 0)
 			goto fail;
-		/* Mapped (elf/elffile.h): the descriptor is no longer needed. */
-		f->elf = sp_elf_begin(fd, SP_ELF_MAP);
-		if (!f->elf)
+		/* A file only root can change is mapped (elf/elffile.h), the
+		 * descriptor no longer needed. One another user can change is
+		 * read: its owner could truncate it while mapped, and the next
+		 * read of its CFI (or of the code bytes before a return
+		 * address) past the new end would kill sp-record with SIGBUS. */
+		f->read = others_can_change(fd);
+		f->elf = sp_elf_begin(fd, f->read ? SP_ELF_READ : SP_ELF_MAP);
+		if (!f->elf) {
+			f->read = false;
 			goto fail;
-		close(fd);
+		}
+		if (f->read)
+			f->fd = fd;
+		else
+			close(fd);
 		fd = -1;
 	}
 	if (elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &ehdr) ||
@@ -600,6 +635,8 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 fail:
 	if (fd >= 0)
 		close(fd);
+	file_unload(f);		/* of a bad file only its name is kept */
+	f->loaded = f->bad = true;
 	u->st.files_bad++;
 }
 
@@ -871,6 +908,26 @@ bad:
 }
 
 /*
+ * libdw's x86-64 ABI defaults (elfutils' x86_64_abi_cfi) give "same value"
+ * to DWARF register 0 (rax) where the psABI means rbx (3), so rbx comes out
+ * undefined in every frame whose CFI does not save it. A frame whose CFA is
+ * rbx-based, glibc's _dl_runtime_resolve under _dl_fixup, then stops the
+ * unwind. rbx is callee-saved: an undefined rbx is taken as unchanged.
+ * Compilers never emit DW_CFA_undefined for rbx, so nothing true is lost.
+ */
+static bool abi_same_value(int regno)
+{
+	return regno == DW_RBX;
+}
+
+/* And rax, caller-saved, which those defaults call "same value": its value
+ * in a caller is unknown (only a signal frame's CFI restores it). */
+static bool abi_undefined(int regno)
+{
+	return regno == DW_RAX;
+}
+
+/*
  * Turn libdw's rules at a pc into plain rules when they all are plain.
  * Returns false when some rule needs the general evaluator.
  */
@@ -905,7 +962,7 @@ static bool rules_compile(Dwarf_Frame *fr, struct rules *r)
 		r->off[i] = 0;
 		r->reg[i] = 0;
 		if (nops == 0) {
-			r->kind[i] = ops ? R_UNDEF : R_SAME;
+			r->kind[i] = (ops && !abi_same_value(i)) || abi_undefined(i) ? R_UNDEF : R_SAME;
 		} else if (ops[0].atom == DW_OP_call_frame_cfa) {
 			size_t n = 1;
 
@@ -996,7 +1053,7 @@ static int frame_apply(struct uw_ctx *c, Dwarf_Frame *fr, uint64_t bias, int ra,
 		if (dwarf_frame_register(fr, i, mem, &ops, &nops))
 			continue;
 		if (nops == 0) {
-			if (ops) {
+			if ((ops && !abi_same_value(i)) || abi_undefined(i)) {
 				if (i == ra)
 					*ra_undef = true;
 				continue;
@@ -1016,6 +1073,130 @@ static int frame_apply(struct uw_ctx *c, Dwarf_Frame *fr, uint64_t bias, int ra,
 	*cfa_out = cfa;
 	*valid_out = valid;
 	return 0;
+}
+
+/* n bytes of the file at ELF virtual address vaddr, all within one PT_LOAD
+ * segment's file part. */
+static bool file_bytes(struct uw_file *f, uint64_t vaddr, uint8_t *buf, size_t n)
+{
+	const char *raw = NULL;
+	size_t size = 0;
+	unsigned int i;
+
+	/* A file that is read, not mapped: pread (a cut file gives a short
+	 * read), never elf_rawfile(), which would read all of it. */
+	if (!f->read && !(raw = f->elf ? elf_rawfile(f->elf, &size) : NULL))
+		return false;
+	for (i = 0; i < f->nload; i++) {
+		uint64_t off;
+
+		if (vaddr < f->load[i].vaddr || vaddr - f->load[i].vaddr > f->load[i].filesz ||
+		    n > f->load[i].filesz - (vaddr - f->load[i].vaddr))
+			continue;
+		off = vaddr - f->load[i].vaddr + f->load[i].off;
+		if (f->read)
+			return off <= (uint64_t)INT64_MAX &&
+			       pread(f->fd, buf, n, (off_t)off) == (ssize_t)n;
+		if (off > size || n > size - off)
+			return false;
+		memcpy(buf, raw + off, n);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * glibc's clone and clone3 end their CFI at the syscall that starts a
+ * thread and give the new thread's code its own "first frame" FDE, so the
+ * few bytes right after the syscall have none: the child comes out there on
+ * an empty stack. A thread sampled inside that syscall (creating threads is
+ * slow, a thread-per-request server spends percents of its samples there)
+ * stops in the gap. True when vaddr follows `mov $clone_nr,%eax; syscall`.
+ */
+static bool after_thread_start_syscall(struct uw_file *f, uint64_t vaddr)
+{
+	uint8_t b[7];
+	uint32_t nr;
+
+	if (vaddr < sizeof(b) || !file_bytes(f, vaddr - sizeof(b), b, sizeof(b)))
+		return false;
+	if (b[0] != 0xb8 || b[5] != 0x0f || b[6] != 0x05)
+		return false;
+	memcpy(&nr, b + 1, sizeof(nr));
+	return nr == 56 /* clone */ || nr == 435 /* clone3 */;
+}
+
+/* The rules of a leaf function that has pushed nothing: return address at
+ * rsp, every other register the caller's. */
+static void leaf_rules(struct rules *r)
+{
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	for (i = 0; i < NREGS; i++)
+		r->kind[i] = R_SAME;
+	r->kind[DW_RSP] = R_UNDEF;	/* step() sets it to the CFA */
+	r->cfa_reg = DW_RSP;
+	r->cfa_off = 8;
+	r->ra = DW_RIP;
+	r->kind[DW_RIP] = R_OFFSET;
+	r->off[DW_RIP] = -8;
+}
+
+/* True when the bytes before ra in its file end a call instruction: ra is
+ * a return address, not data that happens to point into code. */
+static bool after_call(const struct uw_map *m, uint64_t ra)
+{
+	uint8_t b[7];
+	uint64_t vaddr;
+	unsigned int len;
+
+	if (m->file->bad || ra - m->start < sizeof(b) || !map_vaddr(m, ra - sizeof(b), &vaddr) ||
+	    !file_bytes(m->file, vaddr, b, sizeof(b)))
+		return false;
+	if (b[2] == 0xe8)		/* call rel32 */
+		return true;
+	/* call *r/m (ff /2): 2 to 7 bytes from the opcode, its ModRM after it */
+	for (len = 2; len <= 7; len++)
+		if (b[7 - len] == 0xff && (b[8 - len] & 0x38) == 0x10)
+			return true;
+	return false;
+}
+
+/*
+ * Code without CFI (crtstuff's __do_global_dtors_aux, hand-written
+ * assembly) that keeps a frame pointer: the caller's frame is at rbp, as
+ * elfutils' x86-64 fallback takes it. Only when rbp lies in the copied stack
+ * above sp and the return address there is in a mapped file: otherwise the
+ * frame stays "no CFI" and is said so. A sample at such a function's first
+ * instructions, before its push of rbp, loses its direct caller.
+ */
+static bool fp_rules(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid,
+		     const struct uw_proc *p, struct rules *r)
+{
+	const struct uw_map *m;
+	uint64_t fp, ra;
+
+	if (!p || !(c->valid & (1u << DW_RBP)) || !(c->valid & (1u << DW_RSP)))
+		return false;
+	fp = c->regs[DW_RBP];
+	if (fp < c->regs[DW_RSP] || fp < c->lo || fp > c->hi || c->hi - fp < 16)
+		return false;
+	memcpy(&ra, c->stack + (fp + 8 - c->lo), 8);
+	m = ra ? map_find(p, ra - 1) : NULL;
+	if (!m || !m->file)
+		return false;
+	m->file->used = u->trims;
+	if (!m->file->loaded)
+		file_load(m->file, pid, m, u);
+	if (!after_call(m, ra))
+		return false;
+	leaf_rules(r);
+	r->cfa_reg = DW_RBP;
+	r->cfa_off = 16;
+	r->kind[DW_RBP] = R_OFFSET;
+	r->off[DW_RBP] = -16;
+	return true;
 }
 
 static struct rules *cache_slot(struct uw_file *f, uint64_t vaddr)
@@ -1064,6 +1245,7 @@ static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const str
 		return -1;
 	}
 	u->stop_path = m->file->path;
+	m->file->used = u->trims;
 	if (!m->file->loaded)
 		file_load(m->file, pid, m, u);
 	if (m->file->bad || !map_vaddr(m, lookup, &vaddr)) {
@@ -1086,8 +1268,29 @@ static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const str
 			if (m->file->entry && vaddr >= m->file->entry &&
 			    vaddr < m->file->entry + ENTRY_CODE)
 				return 1;
-			*status = SP_UNWIND_NO_CFI;
-			return -1;
+			if (!exact || !after_thread_start_syscall(m->file, vaddr)) {
+				if (fp_rules(u, c, pid, p, &tmp)) {
+					*signal = false;
+					rc = rules_apply(c, &tmp, &cfa, out, &valid);
+					ra = tmp.ra;
+					ra_undef = false;
+					goto applied;
+				}
+				*status = SP_UNWIND_NO_CFI;
+				return -1;
+			}
+			/* The child has rax 0 there (the syscall's return): its
+			 * first frame. The parent is still in the wrapper, which
+			 * pushed nothing: a sample inside the syscall has rax
+			 * -ENOSYS, one just after it the child's tid. */
+			if ((c->valid & 1u) && c->regs[0] == 0)
+				return 1;
+			leaf_rules(&tmp);
+			*signal = false;
+			rc = rules_apply(c, &tmp, &cfa, out, &valid);
+			ra = tmp.ra;
+			ra_undef = false;
+			goto applied;
 		}
 		ra = dwarf_frame_info(fr, NULL, NULL, signal);
 		if (ra < 0 || ra >= NREGS) {
@@ -1107,6 +1310,7 @@ static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const str
 		}
 		free(fr);
 	}
+applied:
 	if (rc) {
 		*status = c->fault ? c->fault : SP_UNWIND_ERROR;
 		return -1;
@@ -1211,6 +1415,7 @@ static const struct uw_map *file_map_at(struct sp_unwinder *u, uint32_t pid, uin
 
 	if (!m || !m->file)
 		return NULL;
+	m->file->used = u->trims;
 	if (!m->file->loaded)
 		file_load(m->file, pid, m, u);
 	return m;

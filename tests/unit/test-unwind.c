@@ -6,6 +6,9 @@
  * return addresses the functions saw themselves.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -373,8 +376,9 @@ static unsigned int maps_of(const char *path)
 	return n;
 }
 
-/* Trimming unloads the files with their mappings (a deleted binary's would
- * keep its disk space), and they load again when a frame needs them. */
+/* Trimming unloads the files not used since the last trim, with their
+ * mappings (a deleted binary's would keep its disk space), and they load
+ * again when a frame needs them; a file in use stays loaded. */
 static void test_unwind_trim_unloads(void)
 {
 	struct sp_unwinder *u = sp_unwinder_new();
@@ -396,7 +400,9 @@ static void test_unwind_trim_unloads(void)
 				a, 128, &st);
 	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
 	CHECK_EQ_U(maps_of(exe), base + 1);	/* the unwinder's mapping of it */
-	sp_unwinder_trim(u);
+	sp_unwinder_trim(u);			/* used since: kept */
+	CHECK_EQ_U(maps_of(exe), base + 1);
+	sp_unwinder_trim(u);			/* not used since the last: unloaded */
 	CHECK_EQ_U(maps_of(exe), base);
 	n2 = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
 				b, 128, &st);
@@ -483,6 +489,272 @@ static void test_unwind_splice_fp(void)
 	CHECK_STR(sp_unwind_status_name(SP_UNWIND_STACK_SIZE), "stack_size");
 }
 
+/* The first executable address in this process's libc just after
+ * `mov $435,%eax; syscall` (clone3), or 0. */
+static uint64_t libc_clone3_gap(void)
+{
+	static const uint8_t pat[7] = { 0xb8, 0xb3, 0x01, 0x00, 0x00, 0x0f, 0x05 };
+	char line[512], perms[8], path[256];
+	unsigned long long lo, hi, off;
+	uint64_t found = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (!found && f && fgets(line, sizeof(line), f)) {
+		path[0] = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %255s", &lo, &hi, perms, &off,
+			   path) < 4 || perms[2] != 'x' || !strstr(path, "/libc.so"))
+			continue;
+		for (uint64_t a = lo; a + sizeof(pat) <= hi; a++)
+			if (!memcmp((const void *)a, pat, sizeof(pat))) {
+				found = a + sizeof(pat);
+				break;
+			}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * glibc's clone3 has no CFI right after its syscall, where the new thread
+ * starts. A thread sampled inside the syscall (the parent, rax -ENOSYS) is
+ * in a leaf that pushed nothing: its caller's return address is at rsp and
+ * the chain goes on. The child (rax 0) is at its first frame.
+ */
+static void test_unwind_clone3_gap(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	static uint8_t stack[COPY + 8];
+	uint64_t regs[SP_UNWIND_NREGS], ips[128], gap = libc_clone3_gap(), ret;
+	enum sp_unwind_status st;
+	unsigned int n;
+
+	stack_top = main_stack_top();
+	level1(s);
+	/* As if capture()'s pc had called clone3: its "return address" on top. */
+	ret = s->regs[8];
+	memcpy(stack, &ret, 8);
+	memcpy(stack + 8, s->stack, s->size);
+	memcpy(regs, s->regs, sizeof(regs));
+	regs[7] = s->regs[7] - 8;	/* SP */
+	regs[8] = gap;			/* IP */
+	regs[0] = (uint64_t)-38;	/* AX: -ENOSYS, inside the syscall */
+	n = sp_unwinder_unwind(u, getpid(), getpid(), regs, SP_UNWIND_NREGS, stack, s->size + 8,
+			       ips, 128, &st);
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	CHECK(n >= 6);
+	if (n >= 6) {
+		CHECK_EQ_U(ips[0], gap);
+		check_chain(s, ips + 1, n - 1);
+	}
+	regs[0] = 0;			/* the child's return */
+	n = sp_unwinder_unwind(u, getpid(), getpid(), regs, SP_UNWIND_NREGS, stack, s->size + 8,
+			       ips, 128, &st);
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	CHECK_EQ_U(n, 1);
+	/* Any other no-CFI address is still said to be one (without a frame
+	 * pointer to fall back on). */
+	regs[8] = gap + 1;
+	regs[0] = (uint64_t)-38;
+	regs[6] = 0;
+	n = sp_unwinder_unwind(u, getpid(), getpid(), regs, SP_UNWIND_NREGS, stack, s->size + 8,
+			       ips, 128, &st);
+	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	sp_unwinder_free(u);
+}
+
+/*
+ * A frame whose CFA is rbx-based, as glibc's _dl_runtime_resolve (push rbx,
+ * mov rsp,rbx, realign the stack), sampled at the first instruction of a
+ * callee whose CFI never mentions rbx (_dl_fixup, hit by a page fault on
+ * its first byte). rbx_frame_ra is rbx_frame's own return address.
+ */
+uint64_t entry_regs[SP_UNWIND_NREGS], rbx_frame_ra;
+void rbx_frame(void);
+void entry_snap(void);
+void entry_copy(void);
+__asm__(
+	".text\n"
+	".globl rbx_frame\n.type rbx_frame,@function\n"
+	"rbx_frame:\n\t.cfi_startproc\n\t"
+	"movq (%rsp), %rax\n\tmovq %rax, rbx_frame_ra(%rip)\n\t"
+	"pushq %rbx\n\t.cfi_adjust_cfa_offset 8\n\t.cfi_rel_offset %rbx, 0\n\t"
+	"movq %rsp, %rbx\n\t.cfi_def_cfa_register %rbx\n\t"
+	"andq $-64, %rsp\n\tsubq $192, %rsp\n\t"
+	"call entry_snap\n"
+	".globl rbx_frame_ret\nrbx_frame_ret:\n\t"
+	"movq %rbx, %rsp\n\t.cfi_def_cfa_register %rsp\n\t"
+	"popq %rbx\n\t.cfi_adjust_cfa_offset -8\n\t.cfi_restore %rbx\n\t"
+	"ret\n\t.cfi_endproc\n"
+	".size rbx_frame, .-rbx_frame\n"
+	".globl entry_snap\n.type entry_snap,@function\n"
+	"entry_snap:\n\t.cfi_startproc\n\t"
+	"movq %rax, entry_regs+0(%rip)\n\t"
+	"movq %rbx, entry_regs+8(%rip)\n\t"
+	"movq %rcx, entry_regs+16(%rip)\n\t"
+	"movq %rdx, entry_regs+24(%rip)\n\t"
+	"movq %rsi, entry_regs+32(%rip)\n\t"
+	"movq %rdi, entry_regs+40(%rip)\n\t"
+	"movq %rbp, entry_regs+48(%rip)\n\t"
+	"movq %rsp, entry_regs+56(%rip)\n\t"
+	"leaq entry_snap(%rip), %rax\n\tmovq %rax, entry_regs+64(%rip)\n\t"
+	"movq %r8, entry_regs+72(%rip)\n\t"
+	"movq %r9, entry_regs+80(%rip)\n\t"
+	"movq %r10, entry_regs+88(%rip)\n\t"
+	"movq %r11, entry_regs+96(%rip)\n\t"
+	"movq %r12, entry_regs+104(%rip)\n\t"
+	"movq %r13, entry_regs+112(%rip)\n\t"
+	"movq %r14, entry_regs+120(%rip)\n\t"
+	"movq %r15, entry_regs+128(%rip)\n\t"
+	"jmp entry_copy\n\t.cfi_endproc\n"
+	".size entry_snap, .-entry_snap\n");
+extern const char rbx_frame_ret[];
+
+/* A function without CFI that keeps a frame pointer (as crtstuff's
+ * __do_global_dtors_aux): no .cfi directives, so no FDE. */
+uint64_t nocfi_frame_ra;
+void nocfi_frame(void);
+__asm__(
+	".text\n"
+	".globl nocfi_frame\n.type nocfi_frame,@function\n"
+	"nocfi_frame:\n\t"
+	"movq (%rsp), %rax\n\tmovq %rax, nocfi_frame_ra(%rip)\n\t"
+	"pushq %rbp\n\tmovq %rsp, %rbp\n\tsubq $48, %rsp\n\t"
+	"call entry_snap\n"
+	".globl nocfi_frame_ret\nnocfi_frame_ret:\n\t"
+	"leave\n\tret\n"
+	".size nocfi_frame, .-nocfi_frame\n");
+extern const char nocfi_frame_ret[];
+
+/* Called by a jump from entry_snap: the stack above its sp, while it is live. */
+void entry_copy(void)
+{
+	struct snap *s = &snaps[0];
+	size_t n = stack_top - entry_regs[7];
+
+	if (n > COPY)
+		n = COPY;
+	memcpy(s->regs, entry_regs, sizeof(s->regs));
+	copy_stack(s->stack, (const uint8_t *)entry_regs[7], n);
+	s->size = n;
+}
+
+static void test_unwind_rbx_based_cfa(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	enum sp_unwind_status st;
+	uint64_t ips[128];
+	unsigned int n;
+
+	stack_top = main_stack_top();
+	rbx_frame();
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 128, &st);
+	CHECK(n >= 3);
+	if (n >= 3) {
+		CHECK_EQ_U(ips[0], (uint64_t)entry_snap);
+		CHECK_EQ_U(ips[1], (uint64_t)rbx_frame_ret);
+		CHECK_EQ_U(ips[2], rbx_frame_ra);	/* through the rbx-based CFA */
+	}
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	sp_unwinder_free(u);
+}
+
+static void test_unwind_no_cfi_frame_pointer(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	enum sp_unwind_status st;
+	uint64_t ips[128];
+	unsigned int n;
+
+	stack_top = main_stack_top();
+	nocfi_frame();
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 128, &st);
+	CHECK(n >= 3);
+	if (n >= 3) {
+		CHECK_EQ_U(ips[0], (uint64_t)entry_snap);
+		CHECK_EQ_U(ips[1], (uint64_t)nocfi_frame_ret);
+		CHECK_EQ_U(ips[2], nocfi_frame_ra);	/* by its frame pointer */
+	}
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	/* A frame pointer that points nowhere useful: said to be no CFI. */
+	s->regs[6] = s->regs[7] - 64;		/* BP below SP */
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 128, &st);
+	CHECK_EQ_U(n, 2);
+	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	s->regs[6] = s->regs[7];		/* BP at SP: its "return address" is data */
+	memset(s->stack + 8, 0x41, 8);
+	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
+			       ips, 128, &st);
+	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	sp_unwinder_free(u);
+}
+
+/*
+ * A file another user owns, cut short by them after sp-record loaded it: the
+ * next lookups in its CFI (and reads of its code bytes) must give errors,
+ * not SIGBUS, which a mapped file raises past its new end. A copy of libc,
+ * reported as the mapping of a made-up process, is cut to one page between
+ * two unwinds.
+ */
+static void test_unwind_file_cut_while_loaded(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+	struct snap *s = &snaps[0];
+	char path[] = "/tmp/sp-unwind-cut-XXXXXX", buf[65536];
+	uint64_t ips[16], regs[SP_UNWIND_NREGS], base = 0x7f0000000000ULL, x_off = 0, x_size = 0;
+	enum sp_unwind_status st;
+	int fd = mkstemp(path), in = open("/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY);
+	ssize_t r;
+	off_t size = 0;
+	size_t i, nph = 0;
+	Elf *elf;
+	unsigned int n;
+
+	CHECK(fd >= 0 && in >= 0);
+	while ((r = read(in, buf, sizeof(buf))) > 0 && write(fd, buf, (size_t)r) == r)
+		size += r;
+	close(in);
+	if (geteuid() == 0)
+		CHECK(fchown(fd, 65534, 65534) == 0);	/* nobody's */
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	CHECK(elf && !elf_getphdrnum(elf, &nph));
+	for (i = 0; elf && i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
+		    ph.p_vaddr == ph.p_offset) {
+			x_off = ph.p_offset;
+			x_size = ph.p_filesz;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	CHECK(x_size > 0x10000);
+	sp_unwinder_set_proc_fallback(u, false);
+	CHECK(!sp_unwinder_map(u, 4343, base, base + (uint64_t)size, 0, path));
+	memcpy(regs, s->regs, sizeof(regs));
+	regs[8] = base + x_off + 0x200;		/* loads the file, looks up its CFI */
+	n = sp_unwinder_unwind(u, 4343, 4343, regs, SP_UNWIND_NREGS, s->stack, s->size, ips, 16, &st);
+	CHECK(n >= 1);
+	CHECK(ftruncate(fd, 4096) == 0);
+	for (i = 1; i <= 16; i++) {		/* lookups all over its code */
+		regs[8] = base + x_off + x_size * i / 17;
+		n = sp_unwinder_unwind(u, 4343, 4343, regs, SP_UNWIND_NREGS, s->stack, s->size,
+				       ips, 16, &st);
+		CHECK(n >= 1);
+	}
+	sp_unwinder_free(u);
+	unlink(path);
+	close(fd);
+}
+
 int main(void)
 {
 	TAP_RUN(test_unwind_main_thread);
@@ -495,5 +767,12 @@ int main(void)
 	TAP_RUN(test_unwind_reported_maps_match_proc);
 	TAP_RUN(test_unwind_garbage);
 	TAP_RUN(test_unwind_splice_fp);
+	TAP_RUN(test_unwind_rbx_based_cfa);
+	TAP_RUN(test_unwind_no_cfi_frame_pointer);
+	TAP_RUN(test_unwind_file_cut_while_loaded);
+	if (libc_clone3_gap())
+		TAP_RUN(test_unwind_clone3_gap);
+	else
+		TAP_SKIP(test_unwind_clone3_gap, "no clone3 syscall found in this libc");
 	return TAP_DONE();
 }

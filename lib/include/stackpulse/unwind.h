@@ -69,11 +69,13 @@ int sp_unwinder_fork(struct sp_unwinder *u, uint32_t ppid, uint32_t pid);
  */
 void sp_unwinder_set_proc_fallback(struct sp_unwinder *u, bool on);
 /*
- * Unload every file: its cache of unwind rules (about 1 MB per file used),
- * its CFI and its ELF with the mapping of it (which would keep a deleted
- * file's disk space), all loaded again as unwinding needs them. A
- * recording that runs for days (sp-record -o DIR) calls it now and then,
- * since a machine keeps running new files.
+ * Unload every file not used since the last trim: its cache of unwind
+ * rules (about 1 MB per file used), its CFI and its ELF with the mapping of
+ * it (which would keep a deleted file's disk space), all loaded again as
+ * unwinding needs them. A file in use stays loaded (what is loaded is what
+ * the last two trims' interval used). A recording that runs for days
+ * (sp-record -o DIR) calls it now and then, since a machine keeps running
+ * new files.
  */
 void sp_unwinder_trim(struct sp_unwinder *u);
 
