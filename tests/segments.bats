@@ -196,7 +196,8 @@ wait_for() {
 	assert_line 'window          dropped 1234 records (older than the flight recorder'"'"'s window)'
 	assert_line 'dump: trigger signal at 2025-12-02T10:00:00.150Z (+0.150 s): SIGUSR1 from pid 99'
 	sp-decode --stats-json "$T/dump-20251202T100000Z-signal.sp" |
-		grep -q '"streams":2,"lost_window":1234,"trigger":"signal","trigger_detail":"SIGUSR1 from pid 99","trigger_time":1150000000'
+		jq -e '.streams == 2 and .lost_window == 1234 and .trigger == "signal" and
+			.trigger_detail == "SIGUSR1 from pid 99" and .trigger_time == 1150000000' >/dev/null
 	run --separate-stderr sp-tree "$T/dump-20251202T100000Z-signal.sp"
 	assert_success
 	assert_line --index 0 --partial '  window dropped 1234 records'

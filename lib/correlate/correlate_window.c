@@ -96,35 +96,15 @@ void sp_corr_drain(struct sp_corr *c, bool all)
 		release(c, sp_corr_window_pop(c));
 }
 
+/* The key of a timed record (is_timed): its time (record.h), but a lost
+ * window's is the start of the window, when known, so that it is ordered
+ * among the records it lost. */
 static uint64_t rec_time(const struct sp_record *r)
 {
-	switch (r->kind) {
-	case SP_REC_SAMPLE:
-		return r->sample.time;
-	case SP_REC_EVENT:
-		return r->event.time;
-	case SP_REC_SPAN_START:
-	case SP_REC_SPAN_STOP:
-	case SP_REC_SPAN_RAISE:
-		return r->mark.time;
-	case SP_REC_PROCESS:
-		return r->process.time;
-	case SP_REC_THREAD:
-		return r->thread.time;
-	case SP_REC_PROCESS_END:
-		return r->process_end.time;
-	case SP_REC_THREAD_END:
-		return r->thread_end.time;
-	case SP_REC_FIBER_SWITCH:
-		return r->fiber_switch.time;
-	case SP_REC_MODULE_END:
-		return r->module_end.time;
-	case SP_REC_LOST:	/* ordered by the start of its window */
+	if (r->kind == SP_REC_LOST)
 		return r->lost.start && r->lost.start <= r->lost.time ? r->lost.start :
 									 r->lost.time;
-	default:
-		return 0;
-	}
+	return sp_record_time(r);
 }
 
 static bool is_timed(unsigned int kind)

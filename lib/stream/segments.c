@@ -615,9 +615,8 @@ int sp_segments_put(struct sp_segments *s, const struct sp_record *rec)
 	case SP_REC_SPAN:
 		break;
 	default:
-		/* every timed kind has its time first */
-		if (rec->process.time > s->last)
-			s->last = rec->process.time;
+		if (sp_record_time(rec) > s->last)
+			s->last = sp_record_time(rec);
 		s->records++;
 		break;
 	}

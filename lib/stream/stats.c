@@ -21,17 +21,8 @@ void sp_stats_release(struct sp_stats *s)
 	sp_u64map_release(&s->pids);
 	sp_u64map_release(&s->tids);
 	free(s->depth);
+	free(s->command);
 	memset(s, 0, sizeof(*s));
-}
-
-static void saw_time(struct sp_stats *s, uint64_t t)
-{
-	if (!t)
-		return;
-	if (!s->first_time || t < s->first_time)
-		s->first_time = t;
-	if (t > s->last_time)
-		s->last_time = t;
 }
 
 /* The bytes of string id into dst, cut at a whole character; their length. */
@@ -76,17 +67,33 @@ static void fmt_at(const struct sp_stats *s, uint64_t t, char *out, size_t size)
 		 (t - s->start_mono) / 1e9);
 }
 
+static void save_command(struct sp_stats *s, const struct sp_header *h)
+{
+	size_t len = h->command.len;
+
+	if (!len)
+		return;
+	if (len > SP_STATS_COMMAND_MAX)
+		len = sp_utf8_cut((const char *)h->command.p, len, SP_STATS_COMMAND_MAX);
+	s->command = sp_xmalloc(len + 1);
+	memcpy(s->command, h->command.p, len);
+	s->command[len] = 0;
+	s->command_len = len;
+}
+
 void sp_stats_add(struct sp_stats *s, const struct sp_defs *d, const struct sp_record *rec)
 {
 	unsigned int k = rec->kind <= SP_REC_KIND_MAX ? rec->kind : SP_REC_KIND_MAX;
 
 	s->records++;
 	s->per_kind[k]++;
+	sp_walltime_add(&s->wall, rec);
 	switch (rec->kind) {
 	case SP_REC_HEADER:
 		if (!s->streams++) {
 			s->start_wall = rec->header.start_wall_ns;
 			s->start_mono = rec->header.start_mono_ns;
+			save_command(s, &rec->header);
 		}
 		break;
 	case SP_REC_END:
@@ -120,13 +127,11 @@ void sp_stats_add(struct sp_stats *s, const struct sp_defs *d, const struct sp_r
 			s->max_depth = depth;
 		sp_u64map_put(&s->pids, rec->sample.pid, 1);
 		sp_u64map_put(&s->tids, rec->sample.tid, 1);
-		saw_time(s, rec->sample.time);
 		break;
 	}
 	case SP_REC_EVENT:
 		s->events_per_kind[rec->event.kind < 64 ? rec->event.kind : 0]++;
 		sp_u64map_put(&s->pids, rec->event.pid, 1);
-		saw_time(s, rec->event.time);
 		break;
 	case SP_REC_PROCESS:
 		sp_u64map_put(&s->pids, rec->process.pid, 1);
@@ -137,11 +142,6 @@ void sp_stats_add(struct sp_stats *s, const struct sp_defs *d, const struct sp_r
 	case SP_REC_LOST:
 		if (rec->lost.what < SP_LOST_WHAT_MAX)
 			s->lost[rec->lost.what] += rec->lost.count;
-		break;
-	case SP_REC_SPAN_START:
-	case SP_REC_SPAN_STOP:
-	case SP_REC_SPAN_RAISE:
-		saw_time(s, rec->mark.time);
 		break;
 	default:
 		break;
@@ -157,7 +157,9 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 {
 	static const char *const unwind_names[8] = { "unassessed", "complete", "depth",
 		"stack_size", "no_cfi", "unknown_map", "jit", "error" };
-	double span = s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0;
+	uint64_t ns;
+	enum sp_walltime_basis basis = sp_walltime_get(&s->wall, &ns);
+	double span = ns / 1e9;
 	unsigned int k;
 	bool first = true;
 
@@ -179,6 +181,18 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 			fprintf(out, ",\"streams\":%" PRIu64, s->streams);
 		if (s->lost[SP_LOST_WINDOW])
 			fprintf(out, ",\"lost_window\":%" PRIu64, s->lost[SP_LOST_WINDOW]);
+		if (s->lost[SP_LOST_INTERP_COPIES])
+			fprintf(out, ",\"interp_copies_refused\":%" PRIu64,
+				s->lost[SP_LOST_INTERP_COPIES]);
+		fprintf(out, ",\"duration_ns\":%" PRIu64, ns);
+		if (basis != SP_WALLTIME_HEADER_TO_END) {
+			fputs(",\"duration_note\":", out);
+			sp_esc_json_put(out, sp_walltime_note(basis), strlen(sp_walltime_note(basis)), 0);
+		}
+		if (s->command) {
+			fputs(",\"command\":", out);
+			sp_esc_json_put(out, s->command, s->command_len, 0);
+		}
 		if (s->dump) {
 			fputs(",\"trigger\":", out);
 			sp_esc_json_put(out, s->trigger, s->trigger_len, 0);
@@ -241,7 +255,15 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 				s->events_per_kind[k]);
 	}
 	fprintf(out, "processes       %zu\nthreads         %zu\n", s->pids.n, s->tids.n);
-	fprintf(out, "duration        %.3f s\n", span);
+	fprintf(out, "duration        %.3f s", span);
+	if (basis != SP_WALLTIME_HEADER_TO_END)
+		fprintf(out, " (%s)", sp_walltime_note(basis));
+	fputc('\n', out);
+	if (s->command) {
+		fputs("command         ", out);
+		sp_esc_text_put(out, s->command, s->command_len, 0);
+		fputc('\n', out);
+	}
 	fprintf(out, "lost            %" PRIu64 " samples, %" PRIu64 " events, %" PRIu64
 		" spans\n", s->lost[0], s->lost[1], s->lost[2]);
 	if (s->lost[3])
@@ -257,6 +279,9 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 	if (s->lost[SP_LOST_WINDOW])
 		fprintf(out, "window          dropped %" PRIu64 " records (older than the flight "
 			"recorder's window)\n", s->lost[SP_LOST_WINDOW]);
+	if (s->lost[SP_LOST_INTERP_COPIES])
+		fprintf(out, "interp copies   %" PRIu64 " Python code-object copies refused (a "
+			"user's budget)\n", s->lost[SP_LOST_INTERP_COPIES]);
 	if (s->streams > 1)
 		fprintf(out, "streams         %" PRIu64 " (segments of a recording, or spools "
 			"joined)\n", s->streams);

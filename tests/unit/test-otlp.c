@@ -193,6 +193,63 @@ static void test_otlp_batches(void)
 	free(buf);
 }
 
+/* An open span ends at the last span, event, sample or end record, not at
+ * a later bookkeeping record (a process's end, a lost window). */
+static void test_otlp_open_span_end(void)
+{
+	static const unsigned int later[] = { SP_REC_PROCESS_END, SP_REC_LOST, SP_REC_PROBE };
+	struct sp_defs *d = sp_defs_new();
+	struct sp_record r = header(1000000);
+	struct sp_otlp_traces *t;
+	char *buf = NULL;
+	size_t len = 0, i;
+	FILE *out = open_memstream(&buf, &len);
+	const char *why;
+	Request *req;
+
+	t = sp_otlp_traces_new(out, &opts);
+	CHECK(sp_defs_add(d, &r, &why) == 0);
+	CHECK(sp_otlp_traces_add(t, d, &r) == 0);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SPAN;
+	r.span.pid = r.span.tid = 7;
+	r.span.start = 2000;	/* stop 0: still open */
+	CHECK(sp_defs_add(d, &r, &why) == 0);
+	CHECK(sp_otlp_traces_add(t, d, &r) == 0);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SAMPLE;
+	r.sample.pid = r.sample.tid = 7;
+	r.sample.time = 3000;
+	CHECK(sp_otlp_traces_add(t, d, &r) == 0);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_END;
+	r.end.time = 4000;
+	CHECK(sp_otlp_traces_add(t, d, &r) == 0);
+	for (i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = later[i];
+		r.process_end.time = 9000 + i;	/* time is every kind's first field */
+		CHECK(sp_otlp_traces_add(t, d, &r) == 0);
+	}
+	CHECK(sp_otlp_traces_finish(t, NULL) == 0);
+	fclose(out);
+	req = opentelemetry__proto__collector__trace__v1__export_trace_service_request__unpack(
+		NULL, len, (const uint8_t *)buf);
+	CHECK(req && req->n_resource_spans == 1 &&
+	      req->resource_spans[0]->scope_spans[0]->n_spans == 1);
+	if (req && req->n_resource_spans == 1 &&
+	    req->resource_spans[0]->scope_spans[0]->n_spans == 1) {
+		const Span *s = req->resource_spans[0]->scope_spans[0]->spans[0];
+
+		CHECK_EQ_U(s->start_time_unix_nano, 1000000 + 2000 - 1000);
+		CHECK_EQ_U(s->end_time_unix_nano, 1000000 + 4000 - 1000);
+	}
+	if (req)
+		opentelemetry__proto__collector__trace__v1__export_trace_service_request__free_unpacked(req, NULL);
+	free(buf);
+	sp_defs_free(d);
+}
+
 static void test_otlp_json_empty(void)
 {
 	struct sp_otlp_stats st;
@@ -325,6 +382,7 @@ int main(void)
 	TAP_RUN(test_otlp_ids);
 	TAP_RUN(test_otlp_text);
 	TAP_RUN(test_otlp_batches);
+	TAP_RUN(test_otlp_open_span_end);
 	TAP_RUN(test_otlp_json_empty);
 	TAP_RUN(test_otlp_profiles);
 	return TAP_DONE();

@@ -2,8 +2,8 @@
 /*
  * merge.h - the time-ordered merge of sp-record: records from every source
  * are held here until every source has moved past their time, then handed
- * to put() (the writer) in time order; records of equal time keep the order
- * in which they were added.
+ * to put() (the writer) in time order (sp_record_time(), record.h);
+ * records of equal time keep the order in which they were added.
  */
 #ifndef STACKPULSE_MERGE_H
 #define STACKPULSE_MERGE_H
@@ -37,9 +37,5 @@ size_t sp_merge_pending(const struct sp_merge *m);
 int sp_merge_each(struct sp_merge *m, int (*fn)(void *ctx, struct sp_record *rec), void *ctx);
 /* Time of the oldest held record, UINT64_MAX when empty. */
 uint64_t sp_merge_oldest(const struct sp_merge *m);
-
-/* The time of a record for ordering: its time field, 0 for kinds without
- * one (definitions), which therefore go out first. */
-uint64_t sp_record_time(const struct sp_record *rec);
 
 #endif

@@ -353,7 +353,9 @@ enum sp_lost_what {
 	SP_LOST_SPAN_STOPS = 4,	/* span stops dropped: their start came before the recording */
 	SP_LOST_UNPROBED = 5,	/* processes left without span probes (count = processes) */
 	SP_LOST_WINDOW = 6,	/* records older than a flight recorder's window, dropped */
-	SP_LOST_WHAT_MAX = 7,
+	SP_LOST_INTERP_COPIES = 7,	/* Python code-object copies refused by the
+					 * per-process budget (count = copies) */
+	SP_LOST_WHAT_MAX = 8,
 };
 
 struct sp_lost {
@@ -458,6 +460,12 @@ struct sp_record {
 const char *sp_rec_kind_name(unsigned int kind);
 /* Record kind of a JSON type name, or SP_REC_NONE. */
 unsigned int sp_rec_kind_by_name(const char *name);
+
+/* The time of a record: its time field (monotonic ns); 0 for kinds
+ * without one (header, string, frame, stack, symbol, ksym, jitsym, unknown
+ * kinds) and for a correlated span, whose start and stop are a range. The
+ * merge orders records by it (merge.h), so those without one go out first. */
+uint64_t sp_record_time(const struct sp_record *rec);
 
 /* The schema as markdown tables (docs/spool.md is generated from it). */
 void sp_schema_print_markdown(FILE *out);
