@@ -57,6 +57,30 @@ nobody_tools() {
 	NOBODY_EXAMPLES=$NOBODY_DIR/examples
 }
 
+# Kills the processes $@ a test started in the background (those still
+# there) and reaps them: for teardown(), which runs even when the test
+# failed half way.
+kill_started() {
+	local p
+	for p in "$@"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "$@"; do
+		wait "$p" 2>/dev/null || true
+	done
+}
+
+# Starts in the background ($! is its pid) a Python 3.11 of user nobody's
+# that calls f() in a loop, with the Python hook of directory $1 (root's
+# runtime, or a copy a test forged).
+nobody_py_loop() {
+	PYTHONPATH="$1" setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3.11 -c '
+import time
+def f(): return 1
+while True:
+    f(); time.sleep(0.01)' &
+}
+
 # Spools built byte by byte for the deep-input tests (sp-correlate, sp-tree,
 # sp-flame): the records of a million nested spans, never a committed file.
 # $1 copies of the bytes printf makes of $2, appended to $3 (doubling, so

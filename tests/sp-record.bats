@@ -108,6 +108,19 @@ has() {
 	[[ "$stderr" == *"pid 999999999: no such process"* ]]
 }
 
+@test "sp-record: -p of a thread that is not its process's first is refused, naming the process to give" {
+	require_root
+	"$WL" 20 &
+	wl=$!
+	BGPIDS=$wl
+	sleep 0.3	# let it start its backend thread
+	BGPIDS="$wl $(pgrep -P $wl || true)"	# stopped by teardown
+	tid=$(ls "/proc/$wl/task" | grep -vx "$wl" | head -1)
+	[ -n "$tid" ] || fail "no second thread in $wl"
+	run --separate-stderr -2 sp-record -o "$OUT/t.sp" -p "$tid" -d 0.5
+	[[ "$stderr" == *"pid $tid: a thread of process $wl, not a process: give -p $wl"* ]]
+}
+
 @test "sp-record: every thread and the child process of the workload have samples" {
 	require_root
 	run --separate-stderr -0 sp-record -o "$OUT/w.sp" -- "$WL" 0.6
@@ -224,7 +237,7 @@ has() {
 
 @test "sp-record: -a beside dd: every kernel frame inside a ksym record is named, its ksym written before it" {
 	require_root
-	require_cmd python3
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3"
 	dd if=/dev/zero of=/dev/null bs=64k count=100000000 2>/dev/null &
 	BGPIDS=$!
 	run --separate-stderr -0 sp-record --events=none --spans=none -a -d 1 -o "$OUT/a.sp"
@@ -390,6 +403,50 @@ os._exit(3)'
 	has --arg b "$want" 'select(.type=="module" and .build_id==$b)' "$J"
 	run jq -r 'select(.type=="end") | .reason' "$J"
 	assert_output "duration"
+}
+
+@test "sp-record: -p puts each attached process's command line in the header, escaped" {
+	require_root
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3"
+	# arguments as we give them: one with spaces and quotes, one with an ESC
+	/usr/bin/python3 -c 'import time; time.sleep(30)' marker-arg $'esc\e[2J' &
+	py=$!
+	sleep 30 &
+	sl=$!
+	BGPIDS="$py $sl"
+	sleep 0.3
+	run --separate-stderr -0 sp-record -o "$OUT/pp.sp" -p $py,$sl -d 0.3
+	want="-p $py: /usr/bin/python3 -c 'import time; time.sleep(30)' marker-arg 'esc\x1b[2J'; -p $sl: sleep 30"
+	run --separate-stderr -0 sp-tree "$OUT/pp.sp"
+	assert_line "# command: $want"
+	[[ "$output" != *$'\e'* ]] || fail "a raw ESC in sp-tree's output"
+	run --separate-stderr -0 sp-decode --stats "$OUT/pp.sp"
+	assert_line "command         $want"
+	[[ "$output" != *$'\e'* ]] || fail "a raw ESC in sp-decode --stats"
+	run --separate-stderr -0 sp-decode --stats-json "$OUT/pp.sp"
+	assert_equal "$(jq -r .command <<< "$output")" "$want"
+}
+
+@test "sp-record: -p of a shell records the process it started before the attach" {
+	require_root
+	# sh waits for the workload: the sampled CPU is all in its child
+	sh -c '"$1" 20; :' _ "$WL" &
+	sh_pid=$!
+	BGPIDS=$sh_pid
+	sleep 0.3
+	kid=$(pgrep -P $sh_pid)
+	BGPIDS="$sh_pid $kid $(pgrep -P "$kid" || true)"	# stopped by teardown
+	run --separate-stderr -0 sp-record -v -o "$OUT/pc.sp" -p $sh_pid -d 0.5
+	[[ "$stderr" == *"-p: also recording"*"(first: pid $kid)"* ]]
+	decode "$OUT/pc.sp"
+	J=$OUT/pc.sp.json
+	has "select(.type==\"process\" and .pid==$kid and .flags==\"0x1\" and .ppid==$sh_pid)" "$J"
+	has "select(.type==\"sample\" and .pid==$kid)" "$J"
+	# --no-children: the shell alone is sampled (it waits: no samples)
+	run --separate-stderr -0 sp-record -v --no-children -o "$OUT/pn.sp" -p $sh_pid -d 0.5
+	[[ "$stderr" != *"-p: also recording"* ]]
+	decode "$OUT/pn.sp"
+	! has "select(.type==\"sample\" and .pid==$kid)" "$OUT/pn.sp.json"
 }
 
 @test "sp-record: -a records the whole machine for --duration" {

@@ -65,15 +65,18 @@ static const char doc[] =
 	"With -o DIR (an existing directory, or a path ending in '/'), the recording is "
 	"cut into segment files DIR/segment-NNNNNN.sp, each readable alone (--segment, "
 	"--keep). With --flight, only the most recent records are kept, in memory, and "
-	"written to DIR/dump-TIME-TRIGGER.sp when something fires: SIGUSR1 to sp-record "
-	"(docs/flight-recorder.md).\n\n"
+	"written to DIR/dump-NNNNNN-TIME-TRIGGER.sp when something fires: SIGUSR1 to "
+	"sp-record (docs/flight-recorder.md).\n\n"
 	"When the reader of its output goes away (a broken pipe), sp-record says "
 	"so, stops recording, leaves the command running and exits 141.\n\n"
-	SP_EXIT_STATUS_DOC;
+	/* not SP_EXIT_STATUS_DOC: sp-record skips no records, and has more */
+	"Exit status: the command's (above); otherwise 0 ok, 1 a canary of --check "
+	"--spans recorded no span, 2 fatal, 64 usage, 141 output closed.";
 
 enum {
 	OPT_BATCH = 0x2000,
 	OPT_USER_ONLY,
+	OPT_NO_CHILDREN,
 	OPT_KERNEL_ONLY,
 	OPT_STACK_SIZE,
 	OPT_FORMAT,
@@ -91,6 +94,8 @@ enum {
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target:", 1 },
 	{ "pid", 'p', "PID[,PID...]", 0, "Record running processes (and their new children)", 1 },
+	{ "no-children", OPT_NO_CHILDREN, NULL, 0, "With -p: leave out the processes they "
+	  "started before the attach (taken by default, at most 4096)", 1 },
 	{ "all-cpus", 'a', NULL, 0, "Record the whole machine", 1 },
 	{ "duration", 'd', "TIME", 0, "Stop after TIME (\"10s\", \"500ms\"; plain seconds)", 1 },
 	{ NULL, 0, NULL, 0, "Sampling:", 2 },
@@ -268,6 +273,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'p':
 		if (parse_pids(arg))
 			argp_error(state, "invalid pid list '%s'", arg);
+		break;
+	case OPT_NO_CHILDREN:
+		env.perf.no_children = true;
 		break;
 	case 'a':
 		env.system_wide = true;
@@ -523,6 +531,7 @@ int main(int argc, char **argv)
 		return SP_EXIT_FATAL;
 	env.perf.cgroups = &env.cgroups;
 	env.events.cgroups = &env.cgroups;
+	env.spans.cgroups = &env.cgroups;
 	if (sp_cgroup_filter_given(&env.cgroups))
 		env.offcpu.cgroups = &env.cgroups;
 	env.perf.enable_on_exec = first < argc;

@@ -16,24 +16,10 @@
 
 #include <bpf/libbpf.h>
 
+#include "bpf_print.h"
 #include "perf_sourceP.h"
 #include "proc_identity.h"
 #include "sp.h"
-
-/*
- * libbpf has one printer for the process, and each loader swaps in its
- * own for its load and back: with loads on two threads, either may be
- * left in place. One that says nothing below -v, put in before the thread
- * starts, makes whichever is left say nothing below -v, as each of them
- * does.
- */
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (sp_verbose < 1 || (level == LIBBPF_DEBUG && sp_verbose < 2))
-		return 0;
-	sp_vmessage(fmt, ap);
-	return 0;
-}
 
 static void *load(void *arg)
 {
@@ -55,14 +41,11 @@ void sp_perf_bpf_load(struct perf *p)
 					 (p->o.interp_no_events ? 0 : SP_INTERP_USE_EVENTS) |
 					 (p->sideband ? SP_INTERP_NO_SAMPLES : 0) |
 					 SP_INTERP_RUBY_LATER);	/* NULL: native stacks only */
-	/* A command that runs Ruby: its walkers load meanwhile, on a thread
-	 * of their own, and are awaited before it runs (perf_start()). So for
-	 * any other command but Python's, which may start a Ruby at once (sh
-	 * -c, make, a test runner): loaded once that Ruby was found, its first
-	 * half second or more had no interpreted stacks on a loaded machine
-	 * (`sh -c 'gem list'`: 353 of 368 samples; not awaited, 146-217). */
-	if (p->interp && p->o.interp != SP_INTERP_PYTHON && p->o.enable_on_exec &&
-	    !p->cmd_python)
+	/* A command whose Rubies get the walkers before it runs: they load
+	 * meanwhile, on a thread of their own, and are awaited before it runs
+	 * (perf_start(); the rule: sp_interp_ruby_first()). -p's processes
+	 * are looked at there. */
+	if (p->interp && sp_interp_ruby_first(p->o.interp, p->cmd_kind, false, NULL, 0, NULL))
 		sp_interp_ruby(p->interp, false);
 }
 
@@ -75,14 +58,11 @@ void sp_perf_bpf_load(struct perf *p)
  */
 void sp_perf_bpf_start(struct perf *p)
 {
-	p->cmd_ruby = p->o.enable_on_exec && p->o.command &&
-		      sp_interp_command_ruby(p->o.command);
-	p->cmd_python = p->o.enable_on_exec && p->o.command && !p->cmd_ruby &&
-			sp_interp_command_interp(p->o.command);
+	p->cmd_kind = sp_interp_command_kind(p->o.enable_on_exec ? p->o.command : NULL);
 	sp_interp_layouts_env();
 	if (geteuid() != 0)
 		return;	/* perf_start() loads them (and says why it cannot) */
-	libbpf_set_print(libbpf_print);
+	sp_bpf_print_init();	/* libbpf's printer, one for all threads: bpf_print.h */
 	p->bpf_started = !pthread_create(&p->bpf_thread, NULL, load, p);
 }
 

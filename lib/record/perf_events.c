@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "perf_sourceP.h"
+#include "proc_pin.h"
 #include "procfs.h"
 #include "sp.h"
 #include "unwind.h"
@@ -131,6 +131,38 @@ static unsigned int ring_pages(const struct perf *p)
 	return sp_perf_ring_pages(DWARF_PAGES, p->o.stack_size, p->ncpus, page);
 }
 
+/*
+ * -a --cgroup/--container: CPU i's ring is owned by an event of no cgroup
+ * that writes nothing into it (a dummy software event, which never
+ * samples, with no side-band record asked for), so that every cgroup's
+ * events can close when it is removed: the event that owns a ring cannot
+ * (its mapping needs it), and one of a cgroup kept that cgroup in the
+ * kernel, removed but not freed, until the end. The ring's wake-up and
+ * clock are the sampling events'. 0, or -1 with errno set.
+ */
+static int open_ring_owner(struct perf *p, unsigned int i)
+{
+	struct perf_event_attr a = { .size = sizeof(a) };
+	struct cpu_ring *c = &p->cpus[i];
+	int fd;
+
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.use_clockid = p->attr.use_clockid;
+	a.clockid = p->attr.clockid;
+	a.watermark = p->attr.watermark;
+	a.wakeup_watermark = p->attr.wakeup_watermark;
+	a.wakeup_events = p->attr.wakeup_events;
+	a.exclude_kernel = p->attr.exclude_kernel;
+	a.exclude_hv = 1;
+	fd = (int)syscall(SYS_perf_event_open, &a, -1, c->cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	c->fd = fd;
+	c->own_fd = true;
+	return 0;
+}
+
 /* Open the event for (pid, cpu i): the first on a CPU owns its ring, the
  * others write into it. 0, or -1 with errno set. */
 static int open_on(struct perf *p, pid_t pid, unsigned int i)
@@ -141,6 +173,19 @@ static int open_on(struct perf *p, pid_t pid, unsigned int i)
 	int fd;
 
 	p->failed_call = "perf_event_open";
+	if (p->cgroup_mode && c->fd < 0) {
+		p->failed_call = "perf_event_open of the ring's owner";
+		if (open_ring_owner(p, i))
+			return -1;
+		p->failed_call = geteuid() ? "mmap of the ring buffer (over perf_event_mlock_kb? "
+					     "try a smaller -m)" : "mmap of the ring buffer";
+		if (sp_perf_ring_map(&p->rings[i], c->fd, pages))
+			return -1;
+		ev.data.u32 = i;
+		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, c->fd, &ev))
+			return -1;
+		p->failed_call = "perf_event_open";
+	}
 	if (p->cgroup_mode)	/* pid is a cgroup directory's descriptor */
 		fd = (int)syscall(SYS_perf_event_open, &p->attr, pid, c->cpu, -1,
 				  PERF_FLAG_FD_CLOEXEC | PERF_FLAG_PID_CGROUP);
@@ -163,12 +208,99 @@ static int open_on(struct perf *p, pid_t pid, unsigned int i)
 	return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, c->fd);
 }
 
-static int attach_pid(struct perf *p, uint32_t pid, bool all_threads)
+/* Close the events opened from p->fds[from] on: a CPU's ring owner, that
+ * others' events write into, is only disabled. */
+static void drop_fds_from(struct perf *p, size_t from)
 {
+	size_t i, k = from;
+	unsigned int c;
+
+	for (i = from; i < p->nfds; i++) {
+		for (c = 0; c < p->ncpus && p->cpus[c].fd != p->fds[i]; c++)
+			;
+		if (c < p->ncpus) {
+			ioctl(p->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+			p->fds[k++] = p->fds[i];
+		} else {
+			close(p->fds[i]);
+		}
+	}
+	p->nfds = k;
+}
+
+/* A process that was only found (a -p process's existing child): one that
+ * is gone is left out, one that cannot be sampled is said and left out. */
+static int attach_failed(bool optional, uint32_t pid, const char *why)
+{
+	if (!optional)
+		return sp_error("pid %u: %s", pid, why);
+	if (!strstr(why, "no such process") && !strstr(why, "exited"))
+		sp_warn("pid %u (started by a -p process before the attach): not sampled: %s",
+			pid, why);
+	return 0;
+}
+
+/*
+ * The events of thread tid of the held process, one per CPU. They are
+ * opened disabled and enabled only once tid is seen to still be one of its
+ * threads: tid may have ended since it was listed and its number be taken
+ * by another process (another user's), which they would sample. 0; 1 when
+ * tid is not (or no longer) its thread, nothing of it left open; -1 with
+ * errno set.
+ */
+static int open_thread(struct perf *p, const struct sp_proc_pin *pin, uint32_t tid)
+{
+	size_t from = p->nfds, i;
+	uint32_t was_disabled = p->attr.disabled;
+	unsigned int c;
+	int r = 0;
+
+	p->attr.disabled = 1;
+	for (c = 0; c < p->ncpus && !r; c++)
+		if (open_on(p, (pid_t)tid, c))
+			r = errno == ESRCH ? 1 : -1;
+	p->attr.disabled = was_disabled;
+	if (r < 0) {
+		int err = errno;
+
+		if (sp_proc_pin_has_thread(pin, tid)) {
+			errno = err;
+			return -1;
+		}
+	}
+	/* a failure on a tid no longer the process's (EACCES for another
+	 * user's process that took its number) is a thread that ended */
+	if (r || !sp_proc_pin_has_thread(pin, tid)) {
+		drop_fds_from(p, from);
+		return 1;
+	}
+	/* enabling an event enables what its thread's children inherited of
+	 * it meanwhile, disabled */
+	p->failed_call = "PERF_EVENT_IOC_ENABLE";
+	for (i = from; !was_disabled && i < p->nfds; i++)
+		if (ioctl(p->fds[i], PERF_EVENT_IOC_ENABLE, 0))
+			return -1;
+	return 0;
+}
+
+/* Why pid's events could not be opened (errno), into why. */
+static void open_failure(const struct perf *p, char *why, size_t size)
+{
+	if ((errno == EACCES || errno == EPERM) && !strcmp(p->failed_call, "perf_event_open"))
+		snprintf(why, size, "perf_event_open (needs root or the same user and "
+			 "perf_event_paranoid <= 2): %s", strerror(errno));
+	else
+		snprintf(why, size, "%s: %s", p->failed_call, strerror(errno));
+}
+
+static int attach_pid(struct perf *p, uint32_t pid, bool all_threads, bool optional)
+{
+	struct sp_proc_pin pin;
+	char why[256];
 	uint32_t *tids = NULL, *seen = NULL;
-	size_t n = 0, nseen = 0, seen_cap = 0, i, k;
+	size_t from = p->nfds, n = 0, nseen = 0, seen_cap = 0, i, k;
 	unsigned int c, round;
-	bool added;
+	bool added, exited;
 
 	if (!all_threads) {
 		for (c = 0; c < p->ncpus; c++)
@@ -176,12 +308,23 @@ static int attach_pid(struct perf *p, uint32_t pid, bool all_threads)
 				return sp_error_errno("pid %u: %s", pid, p->failed_call);
 		return 0;
 	}
+	/* Held before its threads are listed: its threads are listed and
+	 * checked through it, and its end is told by it, whatever process
+	 * its pid (or a thread's tid) names meanwhile. */
+	if (sp_proc_pin_open(&pin, pid)) {
+		sp_pidfd_failure(pid, errno, why, sizeof(why));
+		return attach_failed(optional, pid, why);
+	}
 	/* Existing threads each need their own events; re-read the list until
 	 * no thread appeared meanwhile (new ones inherit the events). */
 	for (round = 0; round < 8; round++) {
-		if (sp_procfs_tasks(pid, &tids, &n)) {
+		if (sp_proc_pin_tasks(&pin, &tids, &n)) {
+			if (round || sp_proc_pin_exited(&pin))
+				break;	/* gone: said below */
+			snprintf(why, sizeof(why), "cannot list its threads: %s", strerror(errno));
 			free(seen);
-			return round ? 0 : sp_error("pid %u: no such process", pid);
+			sp_proc_pin_close(&pin);
+			return attach_failed(optional, pid, why);
 		}
 		added = false;
 		for (i = 0; i < n; i++) {
@@ -192,20 +335,14 @@ static int attach_pid(struct perf *p, uint32_t pid, bool all_threads)
 			sp_grow(&seen, &seen_cap, nseen + 1, sizeof(*seen));
 			seen[nseen++] = tids[i];
 			added = true;
-			for (c = 0; c < p->ncpus; c++) {
-				if (open_on(p, tids[i], c) == 0)
-					continue;
-				if (errno == ESRCH)
-					break;	/* the thread ended meanwhile */
-				free(tids);
-				free(seen);
-				if ((errno == EACCES || errno == EPERM) &&
-				    !strcmp(p->failed_call, "perf_event_open"))
-					return sp_error_errno("pid %u: perf_event_open (needs root or "
-							      "the same user and perf_event_paranoid "
-							      "<= 2)", pid);
-				return sp_error_errno("pid %u: %s", pid, p->failed_call);
-			}
+			if (open_thread(p, &pin, tids[i]) >= 0)
+				continue;	/* opened, or the thread ended */
+			open_failure(p, why, sizeof(why));
+			free(tids);
+			free(seen);
+			sp_proc_pin_close(&pin);
+			drop_fds_from(p, from);
+			return attach_failed(optional, pid, why);
 		}
 		free(tids);
 		tids = NULL;
@@ -213,8 +350,12 @@ static int attach_pid(struct perf *p, uint32_t pid, bool all_threads)
 			break;
 	}
 	free(seen);
-	if (kill((pid_t)pid, 0) && errno == ESRCH)
-		return sp_error("pid %u exited during attach", pid);
+	exited = sp_proc_pin_exited(&pin);
+	sp_proc_pin_close(&pin);
+	if (exited) {
+		drop_fds_from(p, from);
+		return attach_failed(optional, pid, "exited during attach");
+	}
 	return 0;
 }
 
@@ -275,7 +416,7 @@ void sp_perf_close_cgroup(struct perf *p, unsigned int i)
 		fd = p->cg_fds[i * p->ncpus + c];
 		p->cg_fds[i * p->ncpus + c] = -1;
 		if (fd < 0 || fd == p->cpus[c].fd)
-			continue;	/* the ring's owner: its mapping needs it */
+			continue;	/* a ring's owner (none of a cgroup's now) */
 		for (k = 0; k < p->nfds && p->fds[k] != fd; k++)
 			;
 		if (k < p->nfds)
@@ -301,7 +442,8 @@ int sp_perf_open_events(struct perf *p, const struct sp_target *t)
 {
 	struct rlimit rl;
 	unsigned int c;
-	size_t i;
+	size_t i, nreused = 0;
+	uint32_t first = 0;
 
 	if (t->system_wide) {
 		/* CPU-wide events: on from the start, even with a command. */
@@ -324,9 +466,28 @@ int sp_perf_open_events(struct perf *p, const struct sp_target *t)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	for (i = 0; i < t->npids; i++)
-		if (attach_pid(p, t->pids[i], !p->o.enable_on_exec))
+	/* past the roots: their children found at the attach (perf_source.c) */
+	for (i = 0; i < t->npids; i++) {
+		size_t from = p->nfds;
+
+		if (attach_pid(p, t->pids[i], !p->o.enable_on_exec, i >= p->nroots))
 			return -1;
+		/* A child listed, then gone and its pid taken by another
+		 * process (another user's) before its events were open: what
+		 * was opened is of that process, closed; the pid is left out
+		 * of the scan (0 in p->found_pids, which t->pids is). */
+		if (i >= p->nroots && p->found_starts && t->pids == p->found_pids &&
+		    !sp_procfs_same_process(t->pids[i], p->found_starts[i - p->nroots])) {
+			drop_fds_from(p, from);
+			if (!nreused++)
+				first = t->pids[i];
+			p->found_pids[i] = 0;
+		}
+	}
+	if (nreused)
+		sp_info("-p: %zu process%s started by the given ones ended before %s events were "
+			"open: not recorded (first: pid %u)", nreused, nreused == 1 ? "" : "es",
+			nreused == 1 ? "its" : "their", first);
 	return 0;
 }
 

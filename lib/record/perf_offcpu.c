@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -135,7 +136,11 @@ struct offcpu {
 	uint64_t polls;
 	struct sp_u64map execs;		/* pid -> time of its exec, read before its fork */
 	uint64_t kmod;			/* kernel module id, 0 = none yet */
-	struct sp_u64map kaddrs;	/* kernel addresses used in frames */
+	struct sp_u64map kaddrs;	/* kernel functions whose ksym was written */
+	struct sp_kallsyms ktab;	/* /proc/kallsyms, read on a thread from the start */
+	bool ktab_read;			/* ktab is ready (the thread joined) */
+	bool ktab_loading;		/* ktab_thread runs */
+	pthread_t ktab_thread;
 	struct sp_stackq *stackq;
 	bool interp;			/* the interpreters' program is on the events */
 	struct sp_u64map cg_verdict;	/* cgroup id -> 1 in the filter's, 2 not */
@@ -361,6 +366,67 @@ static const struct sp_module *find_module(struct offcpu *c, uint32_t pid, uint6
 }
 
 /* A frame of b: kernel frame i, or user frame i. */
+/*
+ * The ksym record of the kernel function holding addr, written straight to
+ * the writer (a ksym has no time) before the frame that needs it, as the
+ * CPU samples' source does: written at the end, after the frames, a
+ * streaming sp-symbolize had looked those frames up without it.
+ */
+static void *load_ktab(void *arg)
+{
+	struct offcpu *c = arg;
+
+	if (sp_kallsyms_load(&c->ktab, NULL))
+		sp_kallsyms_release(&c->ktab);	/* none: frames unnamed */
+	return NULL;
+}
+
+/*
+ * The table is read on a thread from the source's start: read on the loop
+ * at the first wait, it stalled every source for a few hundred ms, and the
+ * waits read after the stall came before the perf source had read the
+ * mappings of the processes that waited (their user frames had no module).
+ */
+static void ktab_start(struct offcpu *c)
+{
+	if (pthread_create(&c->ktab_thread, NULL, load_ktab, c) == 0)
+		c->ktab_loading = true;
+}
+
+static void ktab_ready(struct offcpu *c)
+{
+	if (c->ktab_read)
+		return;
+	c->ktab_read = true;
+	if (c->ktab_loading) {
+		pthread_join(c->ktab_thread, NULL);
+		c->ktab_loading = false;
+	} else {
+		load_ktab(c);
+	}
+}
+
+static void offcpu_ksym(struct offcpu *c, uint64_t addr)
+{
+	struct sp_record r = { .kind = SP_REC_KSYM };
+	const struct sp_kallsym *sym;
+	uint64_t size;
+
+	ktab_ready(c);
+	if (c->ktab.zero || !c->ktab.n)
+		return;
+	sym = sp_kallsyms_find(&c->ktab, addr, &size);
+	if (!sym || sp_u64map_get(&c->kaddrs, sym->addr))
+		return;
+	sp_u64map_put(&c->kaddrs, sym->addr, 1);
+	r.ksym.addr = sym->addr;
+	r.ksym.size = size;
+	r.ksym.name = sp_writer_strz(c->out->w, sp_kallsyms_str(&c->ktab, sym->name));
+	r.ksym.kmod = sym->kmod ? sp_writer_strz(c->out->w, sp_kallsyms_str(&c->ktab, sym->kmod))
+				: 0;
+	sp_writer_put(c->out->w, &r);
+}
+
 static uint64_t intern_frame(struct offcpu *c, const struct blocked *b, unsigned int i,
 			     bool kernel)
 {
@@ -379,7 +445,9 @@ static uint64_t intern_frame(struct offcpu *c, const struct blocked *b, unsigned
 		f.module = c->kmod;
 		if (!f.module)
 			f.pid = 0;
-		sp_u64map_put(&c->kaddrs, ip, 1);
+		/* its symbol before it (docs/spool.md, "Rules"); a return
+		 * address is named by the call before it, as looked up */
+		offcpu_ksym(c, leaf || !ip ? ip : ip - 1);
 	} else if (w && w->fr[i].file != NO_FILE &&
 		   (f.module = modpath_find(c, w->f[w->fr[i].file].path,
 					    w->f[w->fr[i].file].pgoff))) {
@@ -414,6 +482,7 @@ static unsigned int wait_frames(struct offcpu *c, const struct blocked *b, uint6
 {
 	struct sp_interpreters *ip = c->interp && b->istack ? sp_interp_current() : NULL;
 	uint8_t eval[2 * MAX_FRAMES];
+	uint64_t pcs[2 * MAX_FRAMES];
 	struct sp_interp_frames inf;
 	unsigned int n = 0, i;
 	uint64_t id;
@@ -422,6 +491,7 @@ static unsigned int wait_frames(struct offcpu *c, const struct blocked *b, uint6
 		id = intern_frame(c, b, i, true);
 		if (id) {
 			eval[n] = 0;
+			pcs[n] = 0;
 			ids[n++] = id;
 		}
 	}
@@ -429,11 +499,12 @@ static unsigned int wait_frames(struct offcpu *c, const struct blocked *b, uint6
 		id = intern_frame(c, b, i, false);
 		if (id) {
 			eval[n] = ip ? eval_mark(c, ip, b, i) : 0;
+			pcs[n] = b->ips[b->nk + i];
 			ids[n++] = id;
 		}
 	}
 	if (ip && sp_interp_offcpu_frames(ip, c->out, b->pid, b->istack, &inf))
-		sp_interp_splice(&inf, ids, eval, &n, max);
+		sp_interp_splice(&inf, ids, pcs, eval, &n, max);
 	return n;
 }
 
@@ -881,6 +952,8 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 	unsigned int i;
 
 	c->out = out;
+	if (c->o.kernel_frames)
+		ktab_start(c);
 	ncpus = sp_online_cpus(&cpus);
 	if (t->system_wide) {
 		/* A CPU's event sees no exec of its own (-a with a command):
@@ -951,36 +1024,6 @@ static uint64_t offcpu_watermark(struct sp_source *s)
 	return c->q.bound;
 }
 
-/* Symbols of the kernel frames we wrote, so another machine can name them. */
-static void emit_ksyms(struct offcpu *c)
-{
-	struct sp_record r = { .kind = SP_REC_KSYM };
-	struct sp_kallsyms k = { 0 };
-	struct sp_u64map done = SP_U64MAP_INIT;
-	const struct sp_kallsym *sym;
-	uint64_t addr, v, size;
-	size_t it = 0;
-
-	if (!c->kaddrs.n || sp_kallsyms_load(&k, NULL) || k.zero) {
-		sp_kallsyms_release(&k);
-		return;
-	}
-	while (sp_u64map_next(&c->kaddrs, &it, &addr, &v)) {
-		sym = sp_kallsyms_find(&k, addr, &size);
-		if (!sym || sp_u64map_get(&done, sym->addr))
-			continue;
-		sp_u64map_put(&done, sym->addr, 1);
-		r.ksym.addr = sym->addr;
-		r.ksym.size = size;
-		r.ksym.name = sp_writer_strz(c->out->w, sp_kallsyms_str(&k, sym->name));
-		r.ksym.kmod = sym->kmod ? sp_writer_strz(c->out->w, sp_kallsyms_str(&k, sym->kmod))
-					: 0;
-		c->out->emit(c->out->ctx, &r);
-	}
-	sp_u64map_release(&done);
-	sp_kallsyms_release(&k);
-}
-
 static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 {
 	struct offcpu *c = s->priv;
@@ -1001,7 +1044,6 @@ static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 		r.lost.count = c->st.lost;
 		out->emit(out->ctx, &r);
 	}
-	emit_ksyms(c);
 	c->finished = true;
 	return 0;
 }
@@ -1059,6 +1101,9 @@ static void offcpu_free(struct sp_source *s)
 	sp_u64map_release(&c->blocked);
 	sp_u64map_release(&c->parent);
 	sp_u64map_release(&c->kaddrs);
+	if (c->ktab_loading)
+		pthread_join(c->ktab_thread, NULL);
+	sp_kallsyms_release(&c->ktab);
 	sp_u64map_release(&c->cg_verdict);
 	sp_cgfilter_bpf_free(c->cgk);
 	if (c->epfd >= 0)

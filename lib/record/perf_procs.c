@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -158,9 +159,10 @@ static bool proc_other_mnt_ns(struct perf *p, struct proc *pr, uint64_t time)
 	uint64_t ns, self;
 	bool other;
 
-	if (sp_proc_mnt_ns(p->ident, pr->pid, time, pr->pending_exec, &ns) == 0 &&
-	    (self = sp_perf_self_mnt_ns(p)))
-		return ns != self;
+	if (!pr->kmnt_ns && sp_proc_mnt_ns(p->ident, pr->pid, time, pr->pending_exec, &ns) == 0)
+		pr->kmnt_ns = ns;
+	if (pr->kmnt_ns && (self = sp_perf_self_mnt_ns(p)))
+		return pr->kmnt_ns != self;
 	if (pr->gone)
 		return false;
 	errno = 0;
@@ -311,6 +313,9 @@ static struct proc *proc_get(struct perf *p, uint32_t pid)
 
 	if (pr)
 		return pr;
+	/* a new process of that pid (forked, exec'd, read from /proc): what
+	 * ended of the pid's last one is no longer its */
+	sp_proc_ended_forget(&p->ended, pid);
 	pr = sp_xcalloc(1, sizeof(*pr));
 	pr->pid = pid;
 	pr->uid = (uid_t)-1;
@@ -399,6 +404,7 @@ static int emit_process(struct perf *p, struct proc *pr, uint64_t time, uint64_t
 	r.process.flags = flags | (pr->defined ? SP_PROC_EXEC : 0);
 	r.process.args = args && *args ? sp_writer_strz(p->out->w, args) : 0;
 	sp_proc_identity_fill(p->out->w, p->ident, pr->pid, time, &r.process);
+	pr->start_boot_ns = r.process.start_boot_ns;
 	sp_perf_jit_note(p, pr, &r.process);
 	if (!pr->defined)	/* a process once, not once more per exec */
 		p->st.processes++;
@@ -602,11 +608,32 @@ void sp_perf_define_gone(struct perf *p, uint32_t pid, uint32_t ppid, const char
 	emit_thread(p, pr, pid, pr->comm, time);
 }
 
+/* What the kernel's map says of pid's start, cut to the clock tick as a
+ * record's is (proc_identity.c); 0 when it says nothing. */
+static uint64_t kernel_start(struct perf *p, uint32_t pid)
+{
+	struct sp_bpf_ident id;
+	long hz = sysconf(_SC_CLK_TCK);
+	uint64_t tick = hz > 0 ? 1000000000ull / (uint64_t)hz : 1;
+
+	if (sp_ident_bpf_lookup(p->ident, pid, &id) || !id.start_boot_ns)
+		return 0;
+	return id.start_boot_ns - id.start_boot_ns % tick;
+}
+
 struct proc *sp_perf_define_unseen(struct perf *p, uint32_t pid, uint64_t time)
 {
 	struct sp_bpf_ident id;
 	struct proc *parent;
 
+	/* A sample of a process whose record was written and that ended,
+	 * read after its end (another CPU's ring): it has its record, and a
+	 * second one would make two processes of one (with the pid alone
+	 * when nothing knows it any more). */
+	if (sp_proc_ended_is(&p->ended, pid, time, kernel_start(p, pid))) {
+		p->ended_late++;
+		return NULL;
+	}
 	if (!sp_perf_scan_process(p, pid))
 		return sp_perf_proc_find(p, pid);
 	if (sp_ident_bpf_lookup(p->ident, pid, &id) == 0) {
@@ -684,8 +711,11 @@ static void proc_exited(struct perf *p, struct proc *pr, uint64_t time)
 	pr->gone = true;
 	pr->gone_at = time;
 	/* Keep the entry while it may still matter for the command's status. */
-	if (!pr->root)
+	if (!pr->root) {
+		if (pr->defined)
+			sp_proc_ended_note(&p->ended, pr->pid, time, pr->start_boot_ns);
 		proc_free(p, pr);
+	}
 }
 
 void sp_perf_on_exit(struct perf *p, const struct perf_event_header *h)
@@ -758,6 +788,7 @@ void sp_perf_on_comm(struct perf *p, const struct perf_event_header *h, const st
 		}
 		memcpy(pr->comm, name, sizeof(name));
 		pr->exe = 0;
+		pr->kmnt_ns = 0;	/* the exec's entry, once the kernel has it */
 		pr->pending_exec = true;
 		pr->exec_time = id->time;
 		pr->live_threads = 0;	/* an exec ends the other threads */
@@ -908,6 +939,7 @@ void sp_perf_procs_free(struct perf *p)
 		free(pr->vmas);
 		free(pr);
 	}
+	sp_proc_ended_release(&p->ended);
 	for (i = 0; sp_perf_map_next(&p->mods_by_id, &i, &v);)
 		free((void *)(uintptr_t)v);
 	for (i = 0; sp_perf_map_next(&p->elfs, &i, &v);) {

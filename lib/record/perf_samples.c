@@ -74,7 +74,7 @@ static uint8_t eval_mark(const struct perf *p, const struct proc *pr, uint32_t p
 void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 {
 	struct sp_record r = { .kind = SP_REC_SAMPLE };
-	uint64_t ids[MAX_FRAMES], user[MAX_FRAMES], fp[MAX_FRAMES], ip, id;
+	uint64_t ids[MAX_FRAMES], user[MAX_FRAMES], fp[MAX_FRAMES], pcs[MAX_FRAMES], ip, id;
 	uint8_t eval[MAX_FRAMES];
 	struct sp_interp_frames inf;
 	enum sp_unwind_status ust = SP_UNWIND_UNKNOWN;
@@ -115,6 +115,7 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 		first = false;
 		if (id) {
 			eval[n] = ctx == 0 ? eval_mark(p, pr, s.pid, ip) : 0;
+			pcs[n] = ctx == 0 ? ip : 0;
 			ids[n++] = id;
 		}
 	}
@@ -122,6 +123,7 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 		id = intern_frame(p, pr, s.pid, s.ip, s.ip >= KERNEL_START, true);
 		if (id) {
 			eval[n] = s.ip < KERNEL_START ? eval_mark(p, pr, s.pid, s.ip) : 0;
+			pcs[n] = s.ip < KERNEL_START ? s.ip : 0;
 			ids[n++] = id;
 		}
 	}
@@ -141,12 +143,13 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 		id = intern_frame(p, pr, s.pid, user[j], false, j == 0);
 		if (id) {
 			eval[n] = eval_mark(p, pr, s.pid, user[j]);
+			pcs[n] = user[j];
 			ids[n++] = id;
 		}
 	}
 	if (p->interp && sp_interp_sample(p->interp, p->out, s.pid, s.tid, s.time,
 					  ust == SP_UNWIND_COMPLETE && !memchr(eval, 1, n), &inf))
-		sp_interp_splice(&inf, ids, eval, &n, MAX_FRAMES);
+		sp_interp_splice(&inf, ids, pcs, eval, &n, MAX_FRAMES);
 	/* Leaf first from perf; the trie wants the root first. */
 	for (i = 0; i < n / 2; i++) {
 		tmp = ids[i];

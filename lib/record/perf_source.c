@@ -119,26 +119,62 @@ static bool in_cgroups(struct perf *p, uint32_t pid)
 	return in;
 }
 
-/* Whether the target runs Ruby before it is sampled: the command (by its
- * file, interp_cmd.c), or a -p process (by its maps). -a is not looked
- * at: its Rubies load the walkers when the scan finds them. */
-static bool runs_ruby(const struct perf *p, const struct sp_target *t)
-{
-	size_t i;
+#define SP_PERF_MAX_CHILDREN	4096	/* existing children of -p processes taken */
 
-	if (t->system_wide)
-		return false;
-	if (p->o.enable_on_exec)
-		return p->cmd_ruby;
-	for (i = 0; i < t->npids; i++)
-		if (sp_interp_pid_ruby(t->pids[i]))
-			return true;
-	return false;
+/*
+ * The -p processes, then the processes they started before the attach
+ * (sp-record -p of a shell, a supervisor or a pool): sampled and defined
+ * as theirs, as the kernel events' filter already takes them. The array
+ * is p->found_pids, freed with p.
+ */
+static const struct sp_target *with_descendants(struct perf *p, const struct sp_target *t,
+						struct sp_target *all)
+{
+	uint32_t *kids = NULL, *v;
+	uint64_t *starts = NULL;
+	size_t n = 0, more = 0;
+
+	if (sp_procfs_descendants(t->pids, t->npids, SP_PERF_MAX_CHILDREN, &kids, &starts, &n,
+				  &more) || !n) {
+		free(kids);
+		free(starts);
+		return t;
+	}
+	v = sp_xcalloc(t->npids + n, sizeof(*v));
+	memcpy(v, t->pids, t->npids * sizeof(*v));
+	memcpy(v + t->npids, kids, n * sizeof(*v));
+	free(kids);
+	sp_info("-p: also recording %zu process%s the given ones started before the "
+		"attach (first: pid %u)", n, n == 1 ? "" : "es", v[t->npids]);
+	if (more)
+		sp_warn("-p: %zu more processes started by the given ones are not recorded "
+			"(at most %d are taken): name them with -p", more, SP_PERF_MAX_CHILDREN);
+	free(p->found_pids);
+	p->found_pids = v;
+	/* checked once their events are open (perf_events.c) */
+	free(p->found_starts);
+	p->found_starts = starts;
+	*all = *t;
+	all->pids = v;
+	all->npids = (unsigned int)(t->npids + n);
+	return all;
+}
+
+/* Whether the i-th -p pid is read from /proc: a found child only while
+ * its pid names the process listed (0 once its events found it had not,
+ * perf_events.c; checked again just before, its mappings being read
+ * later than its events were opened). */
+static bool found_still(const struct perf *p, const struct sp_target *t, size_t i)
+{
+	if (i < p->nroots || !p->found_starts || t->pids != p->found_pids)
+		return true;
+	return t->pids[i] && sp_procfs_same_process(t->pids[i], p->found_starts[i - p->nroots]);
 }
 
 static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_emit *out)
 {
 	struct perf *p = s->priv;
+	struct sp_target all;
 	uint32_t *pids = NULL;
 	size_t npids = 0, i;
 
@@ -166,7 +202,8 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 	 * began with the object, perf_bpf.c), awaited before it runs. Any
 	 * other Ruby found loads them when it is (its samples until then
 	 * counted as without them). */
-	if (p->interp && p->o.interp != SP_INTERP_PYTHON && runs_ruby(p, t))
+	if (p->interp && sp_interp_ruby_first(p->o.interp, p->cmd_kind, t->system_wide, t->pids,
+					      t->npids, sp_interp_pid_ruby))
 		sp_interp_ruby(p->interp, false);
 	/* -p: sampled from the events' opening on, with the walkers in */
 	if (!t->system_wide && !p->o.enable_on_exec)
@@ -176,6 +213,10 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 	 * processes read with the others', not at the first pass. */
 	if (t->system_wide && sp_cgroup_filter_following(p->o.cgroups))
 		sp_cgroup_filter_follow(p->o.cgroups, sp_now_mono_ns());
+	/* -p: the processes they started before the attach are theirs too
+	 * (the kernel events' filter follows the same tree). */
+	if (!t->system_wide && !p->o.enable_on_exec && !p->o.no_children)
+		t = with_descendants(p, t, &all);
 	if (sp_perf_open_events(p, t))
 		return -1;
 	/* the dummy event never overflows: no sample walk, loaded or attached */
@@ -209,7 +250,8 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		}
 	} else {
 		for (i = 0; i < t->npids; i++)
-			if (sp_perf_scan_process(p, t->pids[i])) {
+			if (found_still(p, t, i) &&
+			    sp_perf_scan_process(p, t->pids[i]) && i < p->nroots) {
 				p->scan_time = 0;
 				return sp_error("pid %u exited during attach", t->pids[i]);
 			}
@@ -219,6 +261,11 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 		sp_interp_ruby(p->interp, true);
 	}
 	p->scan_time = 0;
+	/* The cgroups made while the events opened and /proc was read (a
+	 * whole machine's processes: tens of milliseconds or more on a loaded
+	 * one): taken now, not once the other sources have started too. */
+	if (p->cgroup_mode)
+		sp_perf_cgroups_follow(p);
 	return 0;
 }
 
@@ -266,6 +313,9 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	if (p->unseen_unnamed)
 		sp_info("%" PRIu64 " sampled processes were gone and unknown to the kernel's map: "
 			"recorded by their pid only", p->unseen_unnamed);
+	if (p->ended_late)
+		sp_info("%" PRIu64 " samples of processes read after their end: kept with "
+			"their pid, no second process record", p->ended_late);
 	if (p->st.bad + p->q.bad)
 		sp_warn("%" PRIu64 " malformed perf records skipped", p->st.bad + p->q.bad);
 	p->q.bound = UINT64_MAX;
@@ -327,6 +377,9 @@ static void perf_free(struct sp_source *s)
 			sp_perf_ring_unmap(&p->rings[i]);
 		for (i = 0; i < p->nfds; i++)
 			close(p->fds[i]);
+		for (i = 0; i < p->ncpus; i++)
+			if (p->cpus[i].own_fd)
+				close(p->cpus[i].fd);
 		if (p->epfd >= 0)
 			close(p->epfd);
 		sp_perf_queue_release(&p->q, drop_record);
@@ -342,6 +395,8 @@ static void perf_free(struct sp_source *s)
 		free(p->fds);
 		free(p->cg_fds);
 		free(p->roots);
+		free(p->found_pids);
+		free(p->found_starts);
 		free(p);
 	}
 	free(s);

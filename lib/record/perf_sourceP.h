@@ -36,6 +36,7 @@
 #include "interpP.h"
 #include "kallsyms.h"
 #include "perf_queue.h"
+#include "proc_ended.h"
 #include "perf_ring.h"
 #include "perf_source.h"
 #include "source.h"
@@ -98,7 +99,13 @@ struct proc {
 	uid_t uid;		/* its user when last seen, (uid_t)-1 unknown: whose JIT map to trust */
 	uint32_t nspid;		/* its pid in its own pid namespace, 0 unknown */
 	uint64_t mnt_ns;	/* its mount namespace (inode), 0 unknown */
+	/* The kernel's map's word on its mount namespace, kept until its next
+	 * exec: asked at each new mapping, the map costs a system call per
+	 * module of every process started (hundreds a second on a busy
+	 * machine), and its entry changes only at a fork or an exec. */
+	uint64_t kmnt_ns;
 	uint64_t exec_time, end_time, leader_exit;
+	uint64_t start_boot_ns;	/* its record's, 0 unknown */
 	uint64_t gone_at;	/* when it was known gone: a later exec is another's */
 	char comm[17];
 	uint64_t exe;		/* string id */
@@ -122,6 +129,8 @@ struct elf_entry {
 struct cpu_ring {
 	int cpu;
 	int fd;			/* the event that owns the ring (its ring: rings[i]) */
+	bool own_fd;		/* fd is a ring owner of its own, not in fds
+				 * (-a --cgroup: perf_events.c) */
 };
 
 /* The body of PERF_RECORD_FORK and PERF_RECORD_EXIT. */
@@ -176,8 +185,7 @@ struct perf {
 	pthread_t bpf_thread;	/* loading ident and interp (perf_bpf.c) */
 	bool bpf_started;	/* the thread is to be joined */
 	bool bpf_loaded;	/* they are (or failed: NULL) */
-	bool cmd_ruby;		/* the command runs Ruby (looked up before the thread) */
-	bool cmd_python;	/* it runs Python, and so most likely no Ruby */
+	enum sp_interp_cmd cmd_kind;	/* what the command runs (looked up before the thread) */
 
 	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
 	 * table read by a thread; a fresh read once a frame outside the cached
@@ -201,6 +209,8 @@ struct perf {
 
 	uint32_t *roots;
 	unsigned int nroots;
+	uint32_t *found_pids;	/* -p: the roots, then their existing children */
+	uint64_t *found_starts;	/* the children's start times, as listed */
 	bool system_wide;
 	bool cgroup_mode;	/* -a limited to cgroups: o.cgroups */
 	/* o.cgroups' slots with their events: the cgroup id each was opened
@@ -212,6 +222,9 @@ struct perf {
 
 	struct sp_perf_stats st;
 	uint64_t unseen_unnamed;	/* sampled processes defined by pid alone */
+	struct sp_proc_ended ended;	/* processes recorded and ended: a late
+					 * sample of one defines it no more */
+	uint64_t ended_late;		/* samples of those, after their end was read */
 	const char *failed_call;	/* what open_on() failed at */
 };
 

@@ -114,16 +114,15 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int list_numeric(const char *dir, uint32_t **out, size_t *n)
+/* The numeric names in d, which is closed. */
+static int list_numeric_dir(DIR *d, uint32_t **out, size_t *n)
 {
 	uint32_t *v = NULL, *nv;
 	size_t cnt = 0, cap = 0;
 	struct dirent *de;
 	char *end;
-	DIR *d;
 	unsigned long x;
 
-	d = opendir(dir);
 	if (!d)
 		return -1;
 	while ((de = readdir(d))) {
@@ -153,12 +152,30 @@ static int list_numeric(const char *dir, uint32_t **out, size_t *n)
 	return 0;
 }
 
+static int list_numeric(const char *dir, uint32_t **out, size_t *n)
+{
+	return list_numeric_dir(opendir(dir), out, n);
+}
+
 int sp_procfs_tasks(uint32_t pid, uint32_t **tids, size_t *n)
 {
 	char path[256];
 
 	snprintf(path, sizeof(path), "%s/%u/task", sp_procfs_root, pid);
 	return list_numeric(path, tids, n);
+}
+
+int sp_procfs_tasks_at(int procdir, uint32_t **tids, size_t *n)
+{
+	int fd = openat(procdir, "task", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return -1;
+	d = fdopendir(fd);
+	if (!d)
+		close(fd);
+	return list_numeric_dir(d, tids, n);
 }
 
 int sp_procfs_pids(uint32_t **pids, size_t *n)
@@ -222,6 +239,132 @@ int sp_procfs_status(uint32_t pid, uint32_t *tgid, uint32_t *ppid)
 	return 0;
 }
 
+struct pid_parent {
+	uint32_t pid, ppid;
+	uint64_t start;	/* its start time, read before its parent (0: not asked) */
+};
+
+static int by_ppid(const void *a, const void *b)
+{
+	const struct pid_parent *x = a, *y = b;
+
+	return x->ppid < y->ppid ? -1 : x->ppid > y->ppid;
+}
+
+/* Index of the first of v[0..n) (sorted by ppid) whose ppid is ppid. */
+static size_t first_child(const struct pid_parent *v, size_t n, uint32_t ppid)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].ppid < ppid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Index of pid in the sorted pids[0..n), or n. */
+static size_t pid_index(const uint32_t *pids, size_t n, uint32_t pid)
+{
+	const uint32_t *hit = bsearch(&pid, pids, n, sizeof(*pids), cmp_u32);
+
+	return hit ? (size_t)(hit - pids) : n;
+}
+
+/*
+ * Without CONFIG_PROC_CHILDREN (this kernel has none) the tree is only in
+ * each process's PPid: every process's is read once, sorted by parent, and
+ * the tree walked breadth first through a queue (no recursion; each pid
+ * taken once, so a cycle in what was read ends too): O(N log N).
+ */
+int sp_procfs_descendants(const uint32_t *roots, size_t nroots, size_t max, uint32_t **out,
+			  uint64_t **starts, size_t *n, size_t *more)
+{
+	uint32_t *pids = NULL, *queue = NULL, tgid, pp;
+	struct pid_parent *kids = NULL;
+	size_t npids = 0, nkids = 0, head = 0, tail = 0, nq, i, k;
+	uint8_t *taken = NULL;
+	uint64_t start = 0, *qstart = NULL;
+
+	*out = NULL;
+	if (starts)
+		*starts = NULL;
+	*n = *more = 0;
+	if (sp_procfs_pids(&pids, &npids))
+		return -1;
+	kids = calloc(npids ? npids : 1, sizeof(*kids));
+	taken = calloc(npids ? npids : 1, 1);
+	queue = calloc(npids + nroots + 1, sizeof(*queue));
+	qstart = calloc(npids + nroots + 1, sizeof(*qstart));	/* queue's starts */
+	if (!kids || !taken || !queue || !qstart) {
+		free(pids);
+		free(kids);
+		free(taken);
+		free(queue);
+		free(qstart);
+		errno = ENOMEM;
+		return -1;
+	}
+	/* gone, or not a process: left out. The start time is read first: a
+	 * pid reused before its parent is read names another start then */
+	for (i = 0; i < npids; i++)
+		if ((!starts || !sp_procfs_start(pids[i], &start)) &&
+		    !sp_procfs_status(pids[i], &tgid, &pp) && tgid == pids[i] && pp)
+			kids[nkids++] = (struct pid_parent){ pids[i], pp, start };
+	qsort(kids, nkids, sizeof(*kids), by_ppid);
+	for (i = 0; i < nroots; i++) {
+		k = pid_index(pids, npids, roots[i]);
+		if (k < npids && taken[k])
+			continue;
+		if (k < npids)
+			taken[k] = 1;
+		queue[tail++] = roots[i];
+	}
+	nq = tail;
+	while (head < tail) {
+		uint32_t parent = queue[head++];
+
+		for (i = first_child(kids, nkids, parent); i < nkids && kids[i].ppid == parent; i++) {
+			k = pid_index(pids, npids, kids[i].pid);
+			if (k >= npids || taken[k])
+				continue;
+			taken[k] = 1;
+			qstart[tail] = kids[i].start;
+			queue[tail++] = kids[i].pid;
+		}
+	}
+	free(pids);
+	free(taken);
+	/* the roots were first, then each generation in turn */
+	k = tail - nq;
+	memmove(queue, queue + nq, k * sizeof(*queue));
+	if (k > max) {
+		*more = k - max;
+		k = max;
+	}
+	if (starts) {
+		memmove(qstart, qstart + nq, k * sizeof(*qstart));
+		*starts = qstart;
+	} else {
+		free(qstart);
+	}
+	free(kids);
+	*out = queue;
+	*n = k;
+	return 0;
+}
+
+bool sp_procfs_same_process(uint32_t pid, uint64_t start_ticks)
+{
+	uint64_t now;
+
+	return start_ticks && !sp_procfs_start(pid, &now) && now == start_ticks;
+}
+
 int sp_procfs_exe(uint32_t pid, char *buf, size_t size)
 {
 	char path[256];
@@ -235,21 +378,37 @@ int sp_procfs_exe(uint32_t pid, char *buf, size_t size)
 	return 0;
 }
 
-int sp_procfs_cmdline(uint32_t pid, char *buf, size_t size)
+int sp_procfs_argv(uint32_t pid, char *buf, size_t size, bool *cut)
 {
 	char path[256];
-	int n, i;
+	int n;
 
+	*cut = false;
+	if (size < 2)
+		return -1;
 	snprintf(path, sizeof(path), "%s/%u/cmdline", sp_procfs_root, pid);
 	n = read_small(path, buf, size);
 	if (n < 0)
 		return -1;
+	/* a full buffer may hold only the start: its last argument is cut
+	 * (the kernel gives ARG_MAX bytes; the process chooses them all) */
+	*cut = (size_t)n == size - 1;
 	while (n > 0 && buf[n - 1] == 0)
 		n--;
+	buf[n] = 0;
+	return n;
+}
+
+int sp_procfs_cmdline(uint32_t pid, char *buf, size_t size)
+{
+	bool cut;
+	int n = sp_procfs_argv(pid, buf, size, &cut), i;
+
+	if (n < 0)
+		return -1;
 	for (i = 0; i < n; i++)
 		if (!buf[i])
 			buf[i] = ' ';
-	buf[n] = 0;
 	return 0;
 }
 
@@ -489,6 +648,45 @@ int sp_procfs_parse_start(const char *stat, size_t n, uint64_t *ticks)
 		return -1;
 	*ticks = v;
 	return 0;
+}
+
+int sp_procfs_start(uint32_t pid, uint64_t *ticks)
+{
+	char path[64], buf[1024];
+	int n;
+
+	snprintf(path, sizeof(path), "%s/%u/stat", sp_procfs_root, pid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n <= 0 || sp_procfs_parse_start(buf, (size_t)n, ticks)) {
+		if (n >= 0 || errno == ENOENT)
+			errno = ESRCH;
+		return -1;
+	}
+	return 0;
+}
+
+int sp_procfs_mem_open(uint32_t pid, uint64_t start_ticks)
+{
+	char path[64];
+	uint64_t now;
+	int fd;
+
+	if (!start_ticks) {
+		errno = ESRCH;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/%u/mem", sp_procfs_root, pid);
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	/* read after the open: a pid is reused only by a later process, so
+	 * the start it names now is the one it named at the open */
+	if (sp_procfs_start(pid, &now) || now != start_ticks) {
+		close(fd);
+		errno = ESRCH;
+		return -1;
+	}
+	return fd;
 }
 
 int sp_procfs_parse_nspid(const char *value, uint32_t *pid)

@@ -25,6 +25,8 @@
 #include "merge.h"
 #include "perf_offcpu.h"
 #include "perf_source.h"
+#include "proc_pin.h"
+#include "procfs.h"
 #include "recorder.h"
 #include "segments.h"
 #include "spool.h"
@@ -95,11 +97,12 @@ static int watch(struct sp_recorder *r, int fd, enum tag tag, unsigned int idx)
 static int open_pidfd(struct sp_recorder *r, pid_t pid)
 {
 	int fd = sp_pidfd_open(pid);
+	char why[128];
 
-	if (fd < 0 && errno == ESRCH)
-		return sp_error("pid %d: no such process", (int)pid);
-	if (fd < 0)
-		return sp_error_errno("pid %d: pidfd_open", (int)pid);
+	if (fd < 0) {
+		sp_pidfd_failure((uint32_t)pid, errno, why, sizeof(why));
+		return sp_error("pid %d: %s", (int)pid, why);
+	}
 	r->pidfds[r->npidfds++] = fd;
 	return watch(r, fd, TAG_PIDFD, r->npidfds - 1);
 }
@@ -207,9 +210,38 @@ static char *quote_args(char **argv, int argc)
 	return buf;
 }
 
+/* A -p process's command line is the process's to choose, up to ARG_MAX:
+ * the header keeps its first 4 KiB. */
+#define SP_RECORDER_CMDLINE_MAX 4096
+
+/* What -p PID attached to: "-p PID: its command line", quoted like ours. */
+static void describe_pid(char **out, size_t *cap, size_t *len, uint32_t pid)
+{
+	char buf[SP_RECORDER_CMDLINE_MAX], head[32], *q, *p, **argv;
+	bool cut;
+	int n, argc = 0;
+
+	n = snprintf(head, sizeof(head), "%s-p %u", *len ? "; " : "", pid);
+	sp_grow(out, cap, *len + n + 1, 1);
+	memcpy(*out + *len, head, n + 1);
+	*len += n;
+	n = sp_procfs_argv(pid, buf, sizeof(buf), &cut);
+	if (n <= 0)
+		return;	/* gone, or a kernel thread: the pid says it all */
+	argv = sp_xmalloc(sizeof(*argv) * ((size_t)n + 1));
+	for (p = buf; p <= buf + n; p += strlen(p) + 1)
+		argv[argc++] = p;
+	q = quote_args(argv, argc);
+	free(argv);
+	/* quote_args quotes "[" and ";": these cannot come from the process */
+	sp_grow(out, cap, *len + strlen(q) + 16, 1);
+	*len += (size_t)sprintf(*out + *len, ": %s%s", q, cut ? " [cut]" : "");
+	free(q);
+}
+
 const char *sp_recorder_describe(struct sp_recorder *r, char **argv, int argc)
 {
-	char buf[64];
+	size_t cap = 1, len = 0;
 	unsigned int i;
 
 	free(r->command);
@@ -217,12 +249,14 @@ const char *sp_recorder_describe(struct sp_recorder *r, char **argv, int argc)
 		r->command = quote_args(argv, argc);
 		return r->command;
 	}
-	r->command = sp_xmalloc(32 + 12 * r->o.npids);
-	strcpy(r->command, r->o.system_wide ? "-a" : "-p ");
-	for (i = 0; i < r->o.npids; i++) {
-		snprintf(buf, sizeof(buf), "%s%u", i ? "," : "", r->o.pids[i]);
-		strcat(r->command, buf);
+	if (r->o.system_wide) {
+		r->command = sp_xstrdup("-a");
+		return r->command;
 	}
+	r->command = sp_xmalloc(cap);
+	r->command[0] = 0;
+	for (i = 0; i < r->o.npids; i++)
+		describe_pid(&r->command, &cap, &len, r->o.pids[i]);
 	return r->command;
 }
 

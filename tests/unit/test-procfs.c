@@ -438,6 +438,113 @@ static void test_procfs_identity(void)
 	CHECK(sp_procfs_identity((uint32_t)pid, &kid) == -1);
 }
 
+/* The directory of pid in the fake /proc dir, with its status. */
+static void put_status(const char *dir, uint32_t pid, uint32_t tgid, uint32_t ppid)
+{
+	char p[512], buf[128];
+	int len;
+
+	snprintf(p, sizeof(p), "%s/%u", dir, pid);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/%u/status", dir, pid);
+	len = snprintf(buf, sizeof(buf), "Name:\tx\nTgid:\t%u\nPPid:\t%u\n", tgid, ppid);
+	put_file(p, buf, (size_t)len);
+}
+
+/* A fake /proc holding pid -> ppid: a chain 10 <- 11 <- 12 <- 13, a
+ * sibling 14 of 11, an unrelated 20 <- 21, a cycle 30 <- 31 <- 30, and a
+ * thread-like entry 15 whose Tgid is not itself. */
+static void test_procfs_descendants(void)
+{
+	static const uint32_t tree[][3] = {	/* pid, tgid, ppid */
+		{ 10, 10, 1 }, { 11, 11, 10 }, { 12, 12, 11 }, { 13, 13, 12 }, { 14, 14, 10 },
+		{ 15, 10, 10 }, { 20, 20, 1 }, { 21, 21, 20 }, { 30, 30, 31 }, { 31, 31, 30 },
+	};
+	char dir[] = "/tmp/sp-procfs-desc-XXXXXX", p[512];
+	uint32_t *v, root = 10, cyc = 30;
+	size_t n, more, i, k;
+
+	CHECK(mkdtemp(dir) != NULL);
+	for (i = 0; i < sizeof(tree) / sizeof(tree[0]); i++)
+		put_status(dir, tree[i][0], tree[i][1], tree[i][2]);
+	sp_procfs_root = dir;
+	CHECK(sp_procfs_descendants(&root, 1, 100, &v, NULL, &n, &more) == 0);
+	CHECK_EQ_U(n, 4);
+	CHECK_EQ_U(more, 0);
+	for (k = 0, i = 0; i < n; i++)
+		k |= 1u << (v[i] - 10);
+	CHECK_EQ_U(k, (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4));	/* 11..14, not 15 */
+	free(v);
+	/* bounded: the first generation comes first */
+	CHECK(sp_procfs_descendants(&root, 1, 2, &v, NULL, &n, &more) == 0);
+	CHECK_EQ_U(n, 2);
+	CHECK_EQ_U(more, 2);
+	for (i = 0; i < n; i++)
+		CHECK(v[i] == 11 || v[i] == 14);
+	free(v);
+	/* a cycle ends: 31 only, never the root again */
+	CHECK(sp_procfs_descendants(&cyc, 1, 100, &v, NULL, &n, &more) == 0);
+	CHECK_EQ_U(n, 1);
+	CHECK(n == 1 && v[0] == 31);
+	free(v);
+	sp_procfs_root = "/proc";
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	CHECK(system(p) == 0);
+}
+
+/* Each stat line of the fake /proc: pid, a comm with ") " in it, start. */
+static void put_stat(const char *dir, uint32_t pid, uint64_t start)
+{
+	char p[512], buf[256];
+	int len;
+
+	snprintf(p, sizeof(p), "%s/%u/stat", dir, pid);
+	len = snprintf(buf, sizeof(buf), "%u (a) b) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu "
+		       "100 10\n", pid, (unsigned long long)start);
+	put_file(p, buf, (size_t)len);
+}
+
+/* -p's children: their start times as listed, and the rule that leaves
+ * out one whose pid names another process (or none) once it is opened. */
+static void test_procfs_descendants_starts(void)
+{
+	static const uint32_t tree[][2] = { { 10, 1 }, { 11, 10 }, { 12, 11 }, { 14, 10 } };
+	char dir[] = "/tmp/sp-procfs-start-XXXXXX", p[512];
+	uint32_t *v, root = 10;
+	uint64_t *st;
+	size_t n, more, i;
+
+	CHECK(mkdtemp(dir) != NULL);
+	for (i = 0; i < sizeof(tree) / sizeof(tree[0]); i++) {
+		put_status(dir, tree[i][0], tree[i][0], tree[i][1]);
+		if (tree[i][0] != 14)	/* 14: no stat (gone meanwhile) */
+			put_stat(dir, tree[i][0], 1000 + tree[i][0]);
+	}
+	sp_procfs_root = dir;
+	CHECK(sp_procfs_descendants(&root, 1, 100, &v, &st, &n, &more) == 0);
+	CHECK_EQ_U(n, 2);	/* 11 and 12; 14 left out, its start unread */
+	for (i = 0; i < n; i++) {
+		CHECK(v[i] == 11 || v[i] == 12);
+		CHECK_EQ_U(st[i], 1000 + v[i]);
+		CHECK(sp_procfs_same_process(v[i], st[i]));
+	}
+	/* 12 ends and another process takes its pid: a later start */
+	put_stat(dir, 12, 5000);
+	for (i = 0; i < n; i++)
+		CHECK(sp_procfs_same_process(v[i], st[i]) == (v[i] == 11));
+	/* 11 ends: no stat */
+	snprintf(p, sizeof(p), "%s/11/stat", dir);
+	CHECK(unlink(p) == 0);
+	CHECK(!sp_procfs_same_process(11, 1011));
+	CHECK(!sp_procfs_same_process(10, 0));	/* a start not known: never the same */
+	CHECK(sp_procfs_same_process(10, 1010));
+	free(v);
+	free(st);
+	sp_procfs_root = "/proc";
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	CHECK(system(p) == 0);
+}
+
 int main(void)
 {
 	TAP_RUN(test_procfs_cpu_list);
@@ -450,5 +557,7 @@ int main(void)
 	TAP_RUN(test_procfs_parse_start);
 	TAP_RUN(test_procfs_parse_ns);
 	TAP_RUN(test_procfs_identity);
+	TAP_RUN(test_procfs_descendants);
+	TAP_RUN(test_procfs_descendants_starts);
 	return TAP_DONE();
 }

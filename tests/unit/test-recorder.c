@@ -21,6 +21,7 @@
 
 #include "tap.h"
 #include "reader.h"
+#include "procfs.h"
 #include "recorder.h"
 
 #define MS	1000000ull
@@ -212,7 +213,7 @@ static void test_recorder_pids_described(void)
 	uint32_t pids[2];
 	struct sp_recorder_opts o;
 	struct sp_recorder *r;
-	char want[64];
+	char want[256];
 
 	output_to("/dev/null");
 	pids[0] = (uint32_t)getpid();
@@ -222,8 +223,53 @@ static void test_recorder_pids_described(void)
 	o.npids = 2;
 	r = sp_recorder_new(&o);
 	CHECK(r != NULL);
-	snprintf(want, sizeof(want), "-p %u,%u", pids[0], pids[1]);
-	CHECK_STR(sp_recorder_describe(r, NULL, 0), want);
+	/* each pid with its own command line, read from a procfs made here:
+	 * its NUL-separated arguments quoted, a kernel thread's empty one
+	 * left out */
+	{
+		char root[] = "/tmp/test-recorder-XXXXXX", path[256];
+		const char *saved = sp_procfs_root;
+		static const char argv0[] = "python3\0-c\0import time; time.sleep(30)\0"
+			"marker-arg\0\0it's\x1b[2J\0";
+		FILE *f;
+
+		CHECK(mkdtemp(root) != NULL);
+		snprintf(path, sizeof(path), "%s/%u", root, pids[0]);
+		mkdir(path, 0700);
+		snprintf(path, sizeof(path), "%s/%u/cmdline", root, pids[0]);
+		f = fopen(path, "w");
+		fwrite(argv0, 1, sizeof(argv0) - 1, f);
+		fclose(f);
+		snprintf(path, sizeof(path), "%s/%u", root, pids[1]);
+		mkdir(path, 0700);
+		snprintf(path, sizeof(path), "%s/%u/cmdline", root, pids[1]);
+		fclose(fopen(path, "w"));
+		sp_procfs_root = root;
+		snprintf(want, sizeof(want), "-p %u: python3 -c 'import time; time.sleep(30)' "
+			 "marker-arg '' 'it'\\''s\x1b[2J'; -p %u", pids[0], pids[1]);
+		CHECK_STR(sp_recorder_describe(r, NULL, 0), want);
+		/* a command line longer than the header keeps: its start, said cut */
+		f = fopen(path, "w");
+		for (int i = 0; i < 3000; i++)
+			fputs("ab\0", f);
+		fclose(f);
+		{
+			const char *d = sp_recorder_describe(r, NULL, 0);
+			size_t n = strlen(d);
+
+			CHECK(n > 4000 && n < 4400);
+			CHECK(n > 6 && !strcmp(d + n - 6, " [cut]"));
+		}
+		sp_procfs_root = saved;
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%u/cmdline", root, pids[0]);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%u", root, pids[0]);
+		rmdir(path);
+		snprintf(path, sizeof(path), "%s/%u", root, pids[1]);
+		rmdir(path);
+		rmdir(root);
+	}
 	sp_recorder_free(r);
 	/* a pid that does not exist: said, and no recorder */
 	pids[0] = 0x3ffffff0;

@@ -47,6 +47,7 @@ struct sp_perf_opts {
 	uint32_t stack_size;		/* user stack bytes copied, 0: SP_PERF_STACK_COPY */
 	uint32_t pages;			/* ring pages per CPU, power of two; 0 = default */
 	bool enable_on_exec;		/* the target is a command stopped before exec */
+	bool no_children;		/* -p: not the processes started before the attach */
 	const char *args;		/* command line of the command, for its process record */
 	const char *command;		/* its argv[0]: does it run Ruby (interpreted frames)? */
 	const char *archive;		/* copy each sampled file here (lib/elf/archive.h), NULL = no */

@@ -36,8 +36,26 @@ int sp_procfs_maps(uint32_t pid, int (*fn)(void *ctx, const struct sp_proc_map *
 
 /* Thread ids of pid (a malloc'd array of *n, sorted). */
 int sp_procfs_tasks(uint32_t pid, uint32_t **tids, size_t *n);
+/* The same of the process whose /proc/PID directory procdir is (open, an
+ * O_PATH descriptor will do): its threads even once its pid names another
+ * process (then -1, errno ENOENT or ESRCH: it is gone). */
+int sp_procfs_tasks_at(int procdir, uint32_t **tids, size_t *n);
 /* Every process id (a malloc'd array of *n, sorted). */
 int sp_procfs_pids(uint32_t **pids, size_t *n);
+/*
+ * The processes descended from roots[0..nroots) that exist now (not the
+ * roots themselves), found by their parent pids: a malloc'd array of *n.
+ * At most max are returned; *more says how many others there were. A
+ * process that exits meanwhile is left out. With starts, each one's start
+ * time (field 22 of its stat), read before its parent was: a malloc'd
+ * array of *n too, for sp_procfs_same_process() once it is opened (its
+ * pid may have been reused by then, by another user's process). 0, or -1.
+ */
+int sp_procfs_descendants(const uint32_t *roots, size_t nroots, size_t max, uint32_t **out,
+			  uint64_t **starts, size_t *n, size_t *more);
+/* Whether pid still names the process that started at start_ticks (not
+ * 0): false once it is gone or its pid reused. */
+bool sp_procfs_same_process(uint32_t pid, uint64_t start_ticks);
 /* comm of a thread (NUL-terminated, newline removed). */
 int sp_procfs_comm(uint32_t pid, uint32_t tid, char *buf, size_t size);
 /* Parent pid and tgid from /proc/PID/status. */
@@ -49,6 +67,13 @@ int sp_procfs_exe(uint32_t pid, char *buf, size_t size);
 int sp_procfs_boot_id(char *buf);
 /* Command line, arguments joined by spaces (truncated to size). */
 int sp_procfs_cmdline(uint32_t pid, char *buf, size_t size);
+/*
+ * Its arguments as the process left them, each ended by a NUL (the last by
+ * buf's): read at most size - 1 bytes, *cut when that was not all of them.
+ * Their length (0: none, a kernel thread), or -1. The bytes are the
+ * process's choice: show them escaped (docs/escaping.md).
+ */
+int sp_procfs_argv(uint32_t pid, char *buf, size_t size, bool *cut);
 
 /*
  * Who a process is, beyond its pid (docs/containers.md): its pid in its own
@@ -78,6 +103,20 @@ int sp_procfs_thread_nstid(uint32_t pid, uint32_t tid, uint32_t *nstid);
 /* Field 22 (starttime) of a /proc/PID/stat line of n bytes, comm (field 2)
  * holding any bytes, ')' and spaces included. 0 or -1. */
 int sp_procfs_parse_start(const char *stat, size_t n, uint64_t *ticks);
+/* The start time of process pid (/proc/PID/stat field 22, clock ticks
+ * since boot) into *ticks. 0, or -1 (errno ESRCH: gone or unreadable). */
+int sp_procfs_start(uint32_t pid, uint64_t *ticks);
+/*
+ * /proc/PID/mem of process pid, open for reading and writing, only when
+ * pid still names the process that started at start_ticks (0: unknown,
+ * refused). The descriptor stays bound to that process's memory: should
+ * the process end and its pid be reused, reads and writes through it fail
+ * instead of reaching the newcomer. Note that writes through it, as a
+ * debugger's, reach private mappings that are not writable (copied on
+ * write, never their file). A descriptor, or -1 (errno ESRCH: another
+ * process, or gone).
+ */
+int sp_procfs_mem_open(uint32_t pid, uint64_t start_ticks);
 /* The last pid of an "NSpid:" value ("\t4242\t7" -> 7). 0 or -1. */
 int sp_procfs_parse_nspid(const char *value, uint32_t *pid);
 /* The inode of a namespace link's target ("pid:[4026531836]"). 0 or -1. */
