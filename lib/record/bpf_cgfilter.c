@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 
+#include "bpf_print.h"
 #include "bpf_cgfilter.h"
 #include "cgfilter.h"
 #include "cgfilter.skel.h"
@@ -35,21 +36,16 @@ struct sp_cgfilter_bpf {
 	unsigned int slots;		/* filled in m.allowed */
 };
 
-static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return 0;
-}
-
 struct sp_cgfilter_bpf *sp_cgfilter_bpf_new(int probe_fd)
 {
-	libbpf_print_fn_t old = libbpf_set_print(quiet);
+	bool was = sp_bpf_print_quiet(true);
 	const char *env = getenv("SP_OFFCPU_CGROUPS");
 	struct sp_cgfilter_bpf *k;
 	int err = 0;
 
 	/* the fallback on purpose, to compare (scripts/bench/offcpu-cgroup) */
 	if (env && !strcmp(env, "sample")) {
-		libbpf_set_print(old);
+		sp_bpf_print_quiet(was);
 		sp_info("off-cpu: SP_OFFCPU_CGROUPS=sample: the other cgroups' switch-outs are "
 			"left out in user space");
 		return NULL;
@@ -58,7 +54,7 @@ struct sp_cgfilter_bpf *sp_cgfilter_bpf_new(int probe_fd)
 	k->skel = sp_cgfilter__open_and_load();
 	if (!k->skel)
 		err = errno ? errno : EINVAL;
-	libbpf_set_print(old);
+	sp_bpf_print_quiet(was);
 	if (err) {
 		sp_info("off-cpu: cannot load the cgroup filter's BPF program: %s; the other "
 			"cgroups' switch-outs are left out in user space", strerror(err));

@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf_print.h"
 #include "bpf_cgnew.h"
 #include "cgnew.h"
 #include "cgnew.skel.h"
@@ -25,11 +26,6 @@ struct sp_cgwatch {
 	struct sp_cgwatch_ev *evs;
 	size_t n, cap;
 };
-
-static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return 0;
-}
 
 static int on_record(void *ctx, void *data, size_t size)
 {
@@ -53,7 +49,7 @@ static int on_record(void *ctx, void *data, size_t size)
 
 struct sp_cgwatch *sp_cgwatch_open(void)
 {
-	libbpf_print_fn_t old = libbpf_set_print(quiet);
+	bool was = sp_bpf_print_quiet(true);
 	struct sp_cgwatch *w = sp_xcalloc(1, sizeof(*w));
 	int err = 0;
 
@@ -65,7 +61,7 @@ struct sp_cgwatch *sp_cgwatch_open(void)
 		if (!w->rb)
 			err = errno ? errno : EINVAL;
 	}
-	libbpf_set_print(old);
+	sp_bpf_print_quiet(was);
 	if (err) {
 		sp_info("cgroups made while recording: cannot load the BPF program that tells "
 			"them: %s; looked for every 200 ms instead", strerror(err));

@@ -18,6 +18,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf_print.h"
 #include "bpf_eventsP.h"
 #include "parallel.h"
 #include "sp.h"
@@ -39,16 +40,6 @@ enum { P_ENTER, P_EXIT, P_FORK, P_EXEC, P_PEXIT, P_CAP, P_NUM };
 static const char *const prog_roles[P_NUM] = {
 	"on_sys_enter_", "on_sys_exit_", "on_fork_", "on_exec_", "on_exit_", "on_capable_",
 };
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (sp_verbose < 2 && level != LIBBPF_WARN)
-		return 0;
-	if (sp_verbose < 1)
-		return 0;
-	sp_vmessage(fmt, ap);	/* its names (paths) escaped like ours */
-	return 0;
-}
 
 static bool tracefs_ready(void)
 {
@@ -486,7 +477,7 @@ int sp_events_prepare(struct sp_source *s)
 
 	if (p->state != ST_NEW)
 		return p->state == ST_READY ? 0 : p->state == ST_FATAL ? -1 : 1;
-	libbpf_set_print(libbpf_print);
+	sp_bpf_print_init();
 	p->state = ST_OFF;
 	if (!want)
 		return 0;

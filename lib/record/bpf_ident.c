@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf_print.h"
 #include "ident.skel.h"
 #include "proc_identity.h"
 #include "sp.h"
@@ -24,17 +25,12 @@ struct sp_ident_bpf {
 	int threads_fd;
 };
 
-static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return 0;
-}
-
 /* The initial pid namespace's inode number (the kernel's PROC_PID_INIT_INO). */
 #define INIT_PID_NS_INO 0xeffffffcu
 
 struct sp_ident_bpf *sp_ident_bpf_open(void)
 {
-	libbpf_print_fn_t old;
+	bool was;
 	struct sp_ident_bpf *b;
 	struct stat st;
 	int err = 0;
@@ -46,13 +42,13 @@ struct sp_ident_bpf *sp_ident_bpf_open(void)
 		sp_info("process identity: not in the host's pid namespace; read from /proc only");
 		return NULL;
 	}
-	old = libbpf_set_print(quiet);
+	was = sp_bpf_print_quiet(true);
 	b = sp_xcalloc(1, sizeof(*b));
 
 	b->skel = sp_ident__open_and_load();
 	if (!b->skel || sp_ident__attach(b->skel))
 		err = errno ? errno : EINVAL;
-	libbpf_set_print(old);
+	sp_bpf_print_quiet(was);
 	if (err) {
 		/* Without privileges this is expected: -v says it. */
 		if (err == EPERM && geteuid() != 0)
