@@ -207,6 +207,10 @@ struct sp_bs_strval {
  * seen starting. No real line is below -1. */
 #define SP_RT_LINE_SYNTHETIC(line)	(-2 - (line))
 
+/* The most open frames a hook marks so, the innermost: the stops of the
+ * frames beyond them find no start (sp-record counts them apart). */
+#define SP_RT_OPEN_MAX	256
+
 /* In a ring entry's probe: a reconstructed start the hook wrote because a
  * recorder came (runtime/hook/ring.h, sp_rt_resync_due(): the frames open
  * then, outermost first). sp-record keeps them only for a ring it did not
@@ -231,8 +235,14 @@ struct sp_ring_head {
 	__u32 reader;		/* SP_RING_ASKED, then sp-record's READING, LEFT */
 	__u64 announced;	/* the thread: when it last fired rt__ring */
 	__u64 claim;		/* the owning sp-record (SP_RING_CLAIM), 0: none */
-	__u32 pad[2];
+	__u32 features;		/* the thread's hook: SP_RING_F_* (0: an older hook) */
+	__u32 pad;
 };
+
+/* struct sp_ring_head features: the hook writes a run of the frames open
+ * when a recorder comes (SP_RING_RESYNC). sp-record waits for it only in a
+ * ring that says so: an older hook's ring is delivered whole at once. */
+#define SP_RING_F_RUNS	1u
 
 /* A reader's claim: its pid (up to 2^22, the kernel's largest) and its
  * start time (clock ticks after boot, /proc/PID/stat), which tells it

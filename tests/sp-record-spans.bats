@@ -94,6 +94,16 @@ p1/main span_stop Tree#run 11 1"
 	require_ruby
 	run -0 --separate-stderr sp-record -v --spans=ruby -o "$OUT" -- ruby "$RUBY_FIX"
 	assert_ruby_tree
+	# the methods open when the hook came in (the activator's, and
+	# RubyGems' require of it and of the hook) are marked reconstructed,
+	# and their stops find them: none is dropped unless marks were lost
+	local said=$stderr
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .flags == \"0x2\") | \"\(.klass)#\(.method)\"' | sort -u"
+	assert_line "StackPulseActivate#activate"
+	assert_line "Kernel#require"
+	if [[ "$said" != *"span marks lost"* ]]; then
+		[[ "$said" == *"; 0 stops without a start dropped"* ]] || fail "$said"
+	fi
 	# by the hook's span rings (the default), not Ruby's own probes
 	[[ "$stderr" != *"ruby:method__entry"* ]] || fail "Ruby's probes attached: $stderr"
 	run -0 probe_hits "stackpulse:rb__call"
@@ -130,11 +140,14 @@ p1/main span_stop Tree#run 11 1"
 # exception unwound marked (at the raise line and the call it passed
 # through, no class: CPython hides it from a profile function).
 assert_python_tree() {
-	local r1= r2= m=
+	local r1= r2= m= t=2
 	if [ "${1:-}" = hook ]; then
 		r1=$'\np1/main span_raise # 43 0'
 		r2=$'\np1/main span_raise # 39 0'
 		m=__main__
+		# the hook marks the thread's frames open when its profile
+		# function came: threading's _bootstrap, _bootstrap_inner
+		t=4
 	fi
 	run -0 tree calls.py
 	# Entry lines are the def lines, stop lines the line that returned.
@@ -157,8 +170,8 @@ p1/main span_stop ${m}#thrower 43 5$r2
 p1/main span_stop ${m}#middle 39 4
 p1/main span_stop ${m}#catcher 35 3
 p1/main span_start ${m}#thread 46 3
-p1/t1 span_start ${m}#inner 21 2
-p1/t1 span_stop ${m}#inner 22 2
+p1/t1 span_start ${m}#inner 21 $t
+p1/t1 span_stop ${m}#inner 22 $t
 p1/main span_stop ${m}#thread 49 3
 p1/main span_start ${m}#child 52 3
 p2/main span_start ${m}#<module> 0 1
@@ -191,6 +204,17 @@ p1/main span_stop ${m}#<module> 60 1"
 	(( output >= 1 ))
 	run -0 probe_hits "python:function__entry"
 	assert_output ""
+	# every stop had its start: a thread's frames open when the hook came
+	# to it (threading's, which set the profile function) are marked
+	# reconstructed, and their stops find them
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .klass == \"threading\"
+		and (.method | startswith(\"Thread._bootstrap\"))) | \"\(.method) \(.flags) \(.depth)\"'"
+	assert_output "Thread._bootstrap 0x2 1
+Thread._bootstrap_inner 0x2 2"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"lost\") | .what' | sort -u"
+	if ! grep -qx spans <<<"$output"; then
+		refute_line span_stops
+	fi
 	# the frames the exception left end raised, the one that caught it not
 	run -0 span_ends calls.py
 	assert_line "thrower raised"
@@ -215,14 +239,9 @@ start_spinners() {
 }
 
 teardown() {
-	local p
-	for p in "${SPIN[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${SPIN[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
+	kill_started "${SPIN[@]}"
 	SPIN=()
+	[ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"
 }
 
 @test "sp-record --spans=python: a loaded machine loses no marks of the command, <module> and run keep their starts" {
@@ -742,6 +761,8 @@ time.sleep(0.5)' "$go" "$ready" &
 	local said
 	said=$(sed -n 's/.* \([0-9]*\) stops without a start dropped.*/\1/p' "$BATS_TEST_TMPDIR/err")
 	(( said >= 45 )) || fail "$(cat "$BATS_TEST_TMPDIR/err")"
+	# said apart: all of them are of frames beyond the 256 rebuilt
+	run -0 grep -c "stops without a start dropped (entered before the recording: $said of frames beyond the innermost 256 their hook rebuilt, 0 of Ruby fibers" "$BATS_TEST_TMPDIR/err"
 	# before: stderr said it, the spool had no record of it
 	run -0 bash -c "sp-decode '$OUT' | jq -n '[inputs | select(.type == \"lost\" and .what == \"span_stops\") | .count] | add'"
 	assert_output "$said"
@@ -815,6 +836,84 @@ while True:
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | \"\\(.klass // \"\")#\\(.method)\"' | sort | uniq -c | awk '\$1 > 10 {print \$2}'"
 	assert_output "Object#f
 __main__#f"
+}
+
+@test "sp-record -a --spans: processes started with the activator outside sp-record have their spans, running before and started later; others get none" {
+	require_ruby
+	require_python
+	local later=$BATS_TEST_TMPDIR/later rec
+	RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" \
+		ruby -e 'def f; [1].map { 2 }; end; loop { f; sleep 0.01 }' &
+	rpid=$!
+	# a Python without the hook: nothing is attached to it
+	$PY -c '
+import time
+def plain(): return 1
+while True:
+    plain(); time.sleep(0.01)' &
+	npid=$!
+	sleep 1
+	sp-record -v -a --no-samples --spans=ruby,python -d 4 -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
+	rec=$!
+	# started once the recording runs, with its hook (span rings too)
+	sleep 1.5
+	STACKPULSE_SPAN_RING=1 PYTHONPATH="$SP_BIN/../runtime/python" $PY -c '
+import time
+def g(): return 1
+while True:
+    g(); time.sleep(0.01)' &
+	ppid=$!
+	wait $rec || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	kill $rpid $ppid $npid; wait $rpid $ppid $npid || true
+	grep -q "spans: pid $rpid carries a runtime hook" "$BATS_TEST_TMPDIR/err" ||
+		fail "$(cat "$BATS_TEST_TMPDIR/err")"
+	grep -q "spans: pid $ppid carries a runtime hook" "$BATS_TEST_TMPDIR/err"
+	! grep -q "pid $npid carries" "$BATS_TEST_TMPDIR/err"
+	# before: "spans are recorded for commands and -p pids, not system-wide", no span
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | \"\(.pid) \(.klass // \"\")#\(.method)\"' | sort | uniq -c | awk '\$1 > 10 {print \$2, \$3}'"
+	assert_line "$ppid __main__#g"
+	assert_line "$rpid Object#f"
+	refute_line --regexp "^$npid "
+}
+
+@test "sp-record -a --spans: a process of nobody's that maps a hook of its own, or a group-writable one, is not recorded; one with root's hook is" {
+	require_python
+	require_cmd setpriv
+	nobody_tools
+	local own gw ok p n err
+	# nobody's own copy (a tab in its directory's name: said escaped),
+	# and root's copy that its group may write
+	mkdir "$NOBODY_DIR/own	dir" "$NOBODY_DIR/gw"
+	cp -R "$NOBODY_DIR/runtime/python" "$NOBODY_DIR/own	dir/"
+	chown -R 65534:65534 "$NOBODY_DIR/own	dir"
+	cp -R "$NOBODY_DIR/runtime/python" "$NOBODY_DIR/gw/"
+	chmod g+w "$NOBODY_DIR"/gw/python/_stackpulse_hook.cpython-*.so
+	nobody_py_loop "$NOBODY_DIR/own	dir/python"
+	own=$!
+	nobody_py_loop "$NOBODY_DIR/gw/python"
+	gw=$!
+	nobody_py_loop "$NOBODY_DIR/runtime/python"
+	ok=$!
+	SPIN+=($own $gw $ok)	# killed in teardown
+	sleep 1
+	# each mapped its hook
+	for p in $own $gw $ok; do
+		grep -q _stackpulse_hook "/proc/$p/maps" || fail "pid $p has no hook mapped"
+	done
+	sp-record -v -a --no-samples --spans=python -d 2.5 -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" ||
+		fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	err=$(cat "$BATS_TEST_TMPDIR/err")
+	grep -q "spans: pid $ok carries a runtime hook" <<<"$err" || fail "$err"
+	! grep -q "spans: pid $own carries" <<<"$err" || fail "$err"
+	! grep -q "spans: pid $gw carries" <<<"$err" || fail "$err"
+	# each refusal said once, naming the pid and the file
+	n=$(grep -cF "spans: pid $own maps a runtime hook not root's, or writable by others than root: not recorded: $NOBODY_DIR/own\x09dir/python/_stackpulse_hook.cpython-" <<<"$err" || true)
+	[ "$n" = 1 ] || fail "$n lines for pid $own: $err"
+	n=$(grep -cF "spans: pid $gw maps a runtime hook not root's, or writable by others than root: not recorded: $NOBODY_DIR/gw/python/_stackpulse_hook.cpython-" <<<"$err" || true)
+	[ "$n" = 1 ] || fail "$n lines for pid $gw: $err"
+	# the spans: of root's hook's process only
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | .pid' | sort -u"
+	assert_output "$ok"
 }
 
 @test "sp-record -p: processes whose hooks write span rings (an earlier sp-record's) are read when attached" {
@@ -1061,4 +1160,93 @@ p1/main span_stop __main__#<module> 11 1"
 	# without --spans, no canary runs
 	run -0 sp-record --check
 	refute_line --partial canary
+}
+
+# The depth-1 span starts of $OUT's main thread as "klass.method flags",
+# and the lost records' kinds.
+startup_spans() {
+	sp-decode "$OUT" | jq -r 'select(.type == "span_start") |
+		"\(.klass // "").\(.method) \(.depth) \(.flags // "0")"'
+}
+
+# The first depth-1 span of $OUT's main thread to start, as
+# "klass.method file flags".
+first_main_span() {
+	sp-decode "$OUT" | jq -rs '[.[] | select(.type == "span_start" and .depth == 1 and
+		.tid == .pid)] | sort_by(.time) | first | "\(.klass).\(.method) \(.file) \(.flags // "0")"'
+}
+
+# Python's start-up (site, sitecustomize, the activator's imports) is
+# Python's and StackPulse's, not the program's, and so is what the
+# interpreter runs after it and before the program (the path hooks asked
+# for sys.path[0], __main__'s loader): $1... runs prog.py, and -m pkg.
+check_startup_left_out() {
+	local prog=$BATS_TEST_TMPDIR/prog.py
+	printf 'def work(n):\n    return sum(range(n))\n\ndef main():\n    import imported\n    for i in range(3):\n        work(1000)\n\nmain()\n' > "$prog"
+	printf 'def init():\n    return 1\n\ninit()\n' > "$BATS_TEST_TMPDIR/imported.py"
+	run --separate-stderr -0 sp-record --spans=python --no-samples -o "$OUT" -- "$@" "$prog"
+	run -0 first_main_span
+	assert_output "__main__.<module> $prog 0"
+	run -0 startup_spans
+	# the program's own, as written above: <module> at the top, main, work
+	assert_line "__main__.<module> 1 0"
+	assert_line "__main__.main 2 0"
+	assert_line "__main__.work 3 0"
+	# the import main makes: the import system's frames and the module's
+	assert_line --regexp '\._find_and_load 3 0$'
+	assert_line --regexp '^imported\.<module> ([4-9]|[1-9][0-9]) 0$'
+	assert_line --regexp '^imported\.init ([5-9]|[1-9][0-9]) 0$'
+	# no path hook (zipimporter, FileFinder's) nor loader made for
+	# __main__ before it: only the import above runs them (deeper)
+	refute_line --regexp '(zipimporter|path_hook|FileLoader)[^ ]* [12] '
+	# nothing of site, of the activator (sitecustomize) nor reconstructed
+	refute_line --regexp "^(site|sitecustomize)\\."
+	refute_line --regexp " 0x2\$"
+	# and no stop lost its start
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"lost\") | .what'"
+	[[ "$output" != *span_stops* ]] || fail "stops without a start: $output"
+	run -0 sp-tree "$OUT"
+	refute_line --partial "reconstructed"
+	refute_line --regexp "SPAN tid=[0-9]+ (site|sitecustomize)\\."
+	assert_line --regexp '^├─ \[SPAN tid=[0-9]+ __main__\.<module> at=prog\.py '
+	# STACKPULSE_PY_STARTUP=1: reported as before, open when the hook came
+	STACKPULSE_PY_STARTUP=1 run --separate-stderr -0 sp-record --spans=python --no-samples \
+		-o "$OUT" -- "$@" "$prog"
+	run -0 startup_spans
+	assert_line --regexp "^site\\.main [0-9]+ 0x2\$"
+	assert_line --regexp "^sitecustomize\\._stackpulse_activate [0-9]+ 0x2\$"
+	# and what ran before the program, as seen
+	assert_line --regexp '^zipimport\.zipimporter\.__init__ 1 0$'
+	assert_line --regexp '\.path_hook_for_FileFinder 1 0$'
+	run -0 first_main_span
+	refute_output --regexp '^__main__\.'
+	# -m: the program starts at runpy's runner, which imports the
+	# module's package (the program's own code, kept) before its __main__;
+	# the import of runpy before it is left out
+	mkdir "$BATS_TEST_TMPDIR/pkg"
+	printf 'def init():\n    return 1\n\ninit()\n' > "$BATS_TEST_TMPDIR/pkg/__init__.py"
+	printf 'def main():\n    return 2\n\nmain()\n' > "$BATS_TEST_TMPDIR/pkg/__main__.py"
+	cd "$BATS_TEST_TMPDIR"
+	run --separate-stderr -0 sp-record --spans=python --no-samples -o "$OUT" -- "$@" -m pkg
+	run -0 first_main_span
+	assert_output --regexp '^runpy\._run_module_as_main .*runpy.* 0$'
+	run -0 startup_spans
+	assert_line --regexp '^pkg\.<module> ([3-9]|[1-9][0-9]) 0$'
+	assert_line --regexp '^pkg\.init ([4-9]|[1-9][0-9]) 0$'
+	assert_line --regexp '^__main__\.<module> ([3-9]|[1-9][0-9]) 0$'
+	assert_line --regexp '^__main__\.main ([4-9]|[1-9][0-9]) 0$'
+	refute_line --regexp ' 0x2$'
+}
+
+@test "sp-record --spans=python: Python's start-up and the activator are left out, the tree starts at the program (Debian's python3)" {
+	require_python
+	check_startup_left_out /usr/bin/python3
+}
+
+@test "sp-record --spans=python: Python's start-up and the activator are left out (pyenv's python3 shim)" {
+	require_root
+	[ -x /root/.pyenv/shims/python3 ] || skip "no pyenv python3 shim"
+	[[ "$(/root/.pyenv/shims/python3 --version 2>&1)" == "Python 3.11."* ]] ||
+		skip "pyenv's python3 is not 3.11"
+	PATH=/root/.pyenv/shims:$PATH check_startup_left_out python3
 }

@@ -125,27 +125,13 @@ exec(compile(open(sys.argv[2]).read(), sys.argv[2], "exec"))' "$go" "$APP" &
 	done
 }
 
-# A program of deep.py or deep.rb, run by CMD with its hook and span rings,
-# found by sp-record -p while it is inside nested functions or methods:
-#   late_spans FIXTURE BEYOND NAME... -- CMD...
-# NAME...: the ones open then, outermost first, as sp-tree names them;
-# BEYOND: a regex of those the thread may be in beyond them then (its
-# mark after the recording came may be a return). The fixture writes
-# $BATS_TEST_TMPDIR/ready, then calls tick every 10 ms until the file go
-# exists, which is made once the spool holds a tick's span (the spans
-# flow: the recording found it).
-late_spans() {
-	local fix=$FIXTURES/$1 beyond=$2 ready=$BATS_TEST_TMPDIR/ready go=$BATS_TEST_TMPDIR/go
-	local base=${1##*/} names=() methods="" depths="" rec pid i n name
-	shift 2
-	while [ "$1" != -- ]; do
-		names+=("$1")
-		methods+="${1##*[#.]}"$'\n'
-		depths+="${1##*[#.]} $(( ${#names[@]} ))"$'\n'
-		shift
-	done
+# Runs CMD... FIXTURE ready go in the background, attaches sp-record -v -p
+# to it once it wrote ready, and makes go once the spool holds a span of
+# tick (the spans flow: the recording found it); sp-record's stderr is in
+# $BATS_TEST_TMPDIR/err:  attach_found FIXTURE CMD...
+attach_found() {
+	local fix=$1 ready=$BATS_TEST_TMPDIR/ready go=$BATS_TEST_TMPDIR/go pid rec i
 	shift
-	n=${#names[@]}
 	rm -f "$ready" "$go"
 	"$@" "$fix" "$ready" "$go" &
 	pid=$!
@@ -161,6 +147,30 @@ late_spans() {
 	touch "$go"
 	wait $pid
 	wait $rec || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+}
+
+# A program of deep.py or deep.rb, run by CMD with its hook and span rings,
+# found by sp-record -p while it is inside nested functions or methods:
+#   late_spans FIXTURE BEYOND NAME... -- CMD...
+# NAME...: the ones open then, outermost first, as sp-tree names them;
+# BEYOND: a regex of those the thread may be in beyond them then (its
+# mark after the recording came may be a return). The fixture writes
+# $BATS_TEST_TMPDIR/ready, then calls tick every 10 ms until the file go
+# exists, which is made once the spool holds a tick's span (the spans
+# flow: the recording found it).
+late_spans() {
+	local fix=$FIXTURES/$1 beyond=$2
+	local base=${1##*/} names=() methods="" depths="" n name
+	shift 2
+	while [ "$1" != -- ]; do
+		names+=("$1")
+		methods+="${1##*[#.]}"$'\n'
+		depths+="${1##*[#.]} $(( ${#names[@]} ))"$'\n'
+		shift
+	done
+	shift
+	n=${#names[@]}
+	attach_found "$fix" "$@"
 	# the frames open when the recording found the thread: their starts
 	# reconstructed (flag 2), outermost first, named and nested
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and ((.flags // \"0\") == \"0x2\"))
@@ -247,6 +257,39 @@ late_ruby() {
 @test "sp-record -p: a Ruby inside nested methods when found gets them as reconstructed spans, their stops matched" {
 	require_ruby
 	late_ruby $RUBY
+}
+
+@test "sp-record -p: a Ruby inside a define_method method when found gets it named as its calls are" {
+	require_ruby
+	late_spans deep.rb tick Deep#main Deep#outer Walk#middle Deep#inner -- \
+		env RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" STACKPULSE_SPAN_RING=1 \
+		DEEP_MIDDLE=define_method $RUBY
+}
+
+@test "sp-record -p: a Ruby with --spans-match inside matching methods when found gets those, and only those" {
+	require_ruby
+	# Walk#middle is not traced: not rebuilt, and no stop of it comes
+	late_spans deep.rb tick Deep#main Deep#outer Deep#inner -- \
+		env RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" STACKPULSE_SPAN_RING=1 \
+		DEEP_MIDDLE=define_method STACKPULSE_SPANS_MATCH=$'Deep.main\nDeep#outer\nDeep#inner\nDeep#tick' $RUBY
+}
+
+@test "sp-record -p: a Ruby with methods open in a fiber it does not run when found says their stops are of that fiber" {
+	require_ruby
+	attach_found "$FIXTURES/fiber.rb" env RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" \
+		STACKPULSE_SPAN_RING=1 $RUBY
+	# the running fiber's Main#run is rebuilt (and tick, when it was in
+	# one); Fib#b and Fib#a, open in the suspended fiber, stop without a
+	# start: dropped, and said to be so
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .flags == \"0x2\") | .method' | grep -vx tick"
+	assert_output run
+	run -0 grep -c "; 2 stops without a start dropped (entered before the recording: 0 of frames beyond the innermost 256 their hook rebuilt, 2 of Ruby fibers not running when it did)" \
+		"$BATS_TEST_TMPDIR/err"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"lost\" and .what == \"span_stops\") | .count'"
+	assert_output 2
+	# and Main#run stops where run returns (its end), not where b did (15)
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_stop\" and .depth == 1) | .line'"
+	assert_output 25
 }
 
 @test "sp-record -p: the same through a #!/bin/sh wrapper that execs ruby" {

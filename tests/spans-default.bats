@@ -4,7 +4,8 @@
 # (docs/spans.md, "Why spans are off by default"): no per-call method
 # spans and no activator in the program, yet each kernel event is filed
 # under the method that made it, from its interpreted stack; and
-# --spans-match: the spans of the matching Ruby methods only.
+# --spans-match: the spans of the matching Ruby methods and Python functions
+# only.
 load helper
 
 PY=/usr/bin/python3.11
@@ -198,6 +199,68 @@ Store#load_config	$(const_of "$prog" LOADS)"
 	assert_tree_under "SPAN Store#load_config |SPAN Late#load_late "
 }
 
+@test "sp-record --spans-match: spans of the matching Python functions only, by qualified name or module.qualname; none of a hotter one" {
+	require_python_probes
+	ls "$SP_BIN"/../runtime/python/_stackpulse_hook*.so >/dev/null 2>&1 ||
+		skip "the Python hook is not built (python3-dev)"
+	prog=$BATS_TEST_TMPDIR/app.py
+	cat > "$prog" <<-'EOF'
+	# open_all (once) calls Store.load_config LOADS times, which opens
+	# argv[1]; Calc.step runs STEPS times; load_late, made by exec once
+	# the program runs, once.
+	import sys
+
+	LOADS = 4
+	STEPS = 3000
+
+
+	class Store:
+	    def load_config(self, path):
+	        with open(path) as f:
+	            return f.read()
+
+
+	def open_all(path, n):
+	    s = Store()
+	    for _ in range(n):
+	        s.load_config(path)
+
+
+	class Calc:
+	    def step(self, x):
+	        return x + 1
+
+
+	calc, x = Calc(), 0
+	for _ in range(STEPS):
+	    x = calc.step(x)
+	open_all(sys.argv[1], LOADS)
+	exec("def load_late(path):\n    with open(path) as f:\n        return f.read()\n")
+	load_late(sys.argv[1])
+	EOF
+	# by qualified name, by module and qualified name, a late one's
+	run --separate-stderr -0 timeout 120 sp-record --spans-match='Store.load_*' \
+		--spans-match='__main__.open_all' --spans-match='load_l?te' -o "$OUT" -- \
+		$PY "$prog" "$CONF"
+	[[ "$stderr" != *warning* ]] || fail "$stderr"
+	run -0 span_starts
+	assert_output "__main__#Store.load_config	$(const_of "$prog" LOADS)
+__main__#load_late	1
+__main__#open_all	1"
+	# load_config's spans are inside open_all's
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and
+		.method == \"Store.load_config\") | .depth' | sort -u"
+	assert_output 2
+	run -0 open_owners
+	assert_output "__main__#Store.load_config	$(const_of "$prog" LOADS)
+__main__#load_late	1"
+	# a glob of a module alone matches no function of it
+	run --separate-stderr -0 timeout 120 sp-record --spans-match='__main__' -o "$OUT" -- \
+		$PY "$prog" "$CONF"
+	run -0 span_starts
+	assert_output ""
+}
+
 @test "sp-record --spans-match: a malformed glob is a usage error, -p is warned; --check says what the default records" {
 	run -64 --separate-stderr sp-record --spans-match= -- true
 	[[ "$stderr" == *"invalid --spans-match"* ]] || fail "$stderr"
@@ -210,4 +273,12 @@ Store#load_config	$(const_of "$prog" LOADS)"
 	kill $! 2>/dev/null || true
 	[ "$(grep -c 'warning: --spans-match applies to the commands sp-record starts' <<<"$stderr")" = 1 ] ||
 		fail "$stderr"
+}
+
+@test "sp-record -a: the default spans are no request, so no warning that -a lacks some; --span-func given is warned" {
+	run --separate-stderr -0 timeout 120 sp-record -a -d 0.3 --no-samples --events=none -o "$OUT"
+	[[ "$stderr" != *"recorded for commands and -p pids"* ]] || fail "$stderr"
+	run --separate-stderr -0 timeout 120 sp-record -a -d 0.3 --no-samples --events=none \
+		--span-func=/bin/true:main -o "$OUT"
+	[[ "$stderr" == *"other spans are recorded for commands and -p pids"* ]] || fail "$stderr"
 }

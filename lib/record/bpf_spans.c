@@ -84,6 +84,8 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 	for (i = 0; i < c->npids; i++)
 		if (sp_bs_seed(c, c->pids[i], self, c->pid_cmd[i], c->epfd >= 0))
 			return -1;
+	if (sp_bs_all_scan(c, sp_now_mono_ns()))
+		return -1;
 	c->last_poll_ns = sp_now_mono_ns();
 	c->lost_since = c->last_poll_ns;
 	c->rings.lost_since = c->last_poll_ns;
@@ -98,11 +100,18 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 	ssize_t n;
 
 	c->out = out;
-	if (t->system_wide && (c->o->modes || c->o->nfuncs)) {
+	/* -a: the processes that carry a runtime hook (bpf_spans_all.c); the
+	 * other modes probe one process at a time, never the whole machine */
+	if (t->system_wide && (c->o->nfuncs || !(c->o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON))) &&
+	    (c->o->modes || c->o->nfuncs)) {
 		snprintf(c->unavailable, sizeof(c->unavailable), "spans(system-wide)");
-		sp_warn("spans are recorded for commands and -p pids, not system-wide");
+		if (c->o->explicit_modes || c->o->nfuncs)
+			sp_warn("-a records the method spans of processes started with an "
+				"activator (--spans=ruby, python or auto); other spans are "
+				"recorded for commands and -p pids");
 		return 0;
 	}
+	c->all = t->system_wide;
 	if (!c->o->modes && !c->o->nfuncs)
 		return 0;
 	if (sp_bs_resolve_funcs(c))
@@ -130,7 +139,8 @@ static int spans_start(struct sp_source *s, const struct sp_target *t, struct sp
 	if (!sp_bs_may_bpf()) {
 		snprintf(why, sizeof(why), "loading BPF programs needs root (CAP_BPF and "
 			 "CAP_PERFMON)");
-	} else if (!c->o->explicit_modes && !c->o->nfuncs && c->npids == 1 && c->pid_cmd[0] &&
+	} else if (!c->all && !c->o->explicit_modes && !c->o->nfuncs && c->npids == 1 &&
+		   c->pid_cmd[0] &&
 		   (!sp_bs_preload_running() || !sp_bs_preload_ready()) &&
 		   !sp_bs_command_has_probes(c->o) && sp_bs_preload_fd() >= 0) {
 		/*
@@ -243,6 +253,8 @@ static int spans_poll(struct sp_source *s, struct sp_emit *out)
 		return -1;
 	sp_bs_attach_dl_due(c, now);
 	sp_bs_forget_gone(c, now);
+	if (c->all && sp_bs_all_scan(c, now))
+		return -1;
 	if (sp_bs_emit_lost(c, now))
 		return -1;
 	return (int)(c->spans + c->raises + c->audits - before);
@@ -294,6 +306,11 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 	}
 	if (sp_bs_emit_lost(c, now))
 		return -1;
+	if (c->all && !c->all_found && !c->npids) {
+		sp_warn("-a --spans: no process that carries a runtime hook (started with "
+			"an activator in its environment) ran: no method spans");
+		return 0;
+	}
 	if (c->o->explicit_modes && (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_RUBY_C)) &&
 	    !(c->found & SP_SPANS_RUBY))
 		sp_warn("--spans=ruby: no Ruby with USDT probes ran in the recorded processes");
@@ -304,11 +321,13 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 		sp_warn("spans: %llu span events lost (ring buffer full)",
 			(unsigned long long)c->lost_seen);
 	sp_info("spans: %llu span marks, %llu raises, %llu audit events, %llu fiber switches; "
-		"%llu stops without a start dropped (entered before the recording); %llu idle "
-		"probes (see the probe records)",
+		"%llu stops without a start dropped (entered before the recording: %llu of "
+		"frames beyond the innermost %u their hook rebuilt, %llu of Ruby fibers not "
+		"running when it did); %llu idle probes (see the probe records)",
 		(unsigned long long)c->spans, (unsigned long long)c->raises,
 		(unsigned long long)c->audits, (unsigned long long)c->fiber_switches,
-		(unsigned long long)c->orphans, (unsigned long long)c->idle);
+		(unsigned long long)c->orphans, (unsigned long long)c->orphans_deep,
+		SP_RT_OPEN_MAX, (unsigned long long)c->orphans_fiber, (unsigned long long)c->idle);
 	if (c->boot_raises)
 		sp_info("spans: %llu Ruby raises before the activator's hook was in (Ruby's "
 			"start-up: RubyGems rescues its own) not recorded: no span can be open then",
@@ -495,9 +514,11 @@ static void spans_free(struct sp_source *s)
 	free(c->dlw);
 	sp_span_rings_release(&c->rings);
 	sp_u64map_release(&c->by_pid);
+	sp_u64map_release(&c->all_seen);
 	for (i = 0; i < c->nlocs; i++)
 		free(c->locs[i].bin);
 	free(c->locs);
+	free(c->loc_free);
 	free(c->ucache);
 	sp_u64map_release(&c->loc_ids);
 	for (i = 0; i < c->nfuncs; i++) {

@@ -23,6 +23,7 @@
  *   bpf_spans_usdt.c     how a USDT probe is attached: uprobe_multi links
  *                        with our own operand specs, else libbpf's links
  *   bpf_spans_funcs.c    --span-func: resolving the globs, the uprobes
+ *   bpf_spans_all.c      -a: the processes that carry a runtime hook
  *   bpf_spans_decode.c   the ring buffer's events (and span rings'
  *                        entries) into span, event, fiber and lost records
  *
@@ -112,6 +113,10 @@ struct bs_proc {
 	size_t natt, catt;
 	struct sp_u64map strs;		/* mix(addr, hash) -> string id */
 	struct sp_u64map depth;		/* depth_key() -> open spans */
+	/* Runs of reconstructed starts (a hook's frames open when it or a
+	 * recorder came): depth_key() -> the deepest of them, and tid -> 1
+	 * for a thread with one; what a stop without a start is counted as */
+	struct sp_u64map rebuilt, rebuilt_tid;
 	/* Ruby fibers (the hook's rb__fiber), each with its own open spans:
 	 * per thread the fiber it runs (0 = its root fiber), the root's id
 	 * once known, and the fibers seen starting (mix(tid, fiber)). */
@@ -171,6 +176,10 @@ struct bs_ctx {
 	uint64_t spans, raises, audits, orphans, fiber_switches;
 	uint64_t boot_raises;		/* Ruby's before its hook was in: not kept */
 	uint64_t orphans_seen;		/* of orphans: in a lost record already */
+	uint64_t orphans_deep;		/* of orphans: beyond a run of the most
+					 * frames a hook rebuilds (SP_RT_OPEN_MAX) */
+	uint64_t orphans_fiber;		/* of orphans: of a fiber other than the
+					 * one a run was made in */
 	unsigned int unprobed;		/* processes denied a USDT link (atomic) */
 	unsigned int unprobed_seen;	/* of those: in a lost record already */
 	uint64_t idle;			/* probes without hits and without a reason */
@@ -213,9 +222,12 @@ struct bs_ctx {
 	 * and its string literals can be read from the file when the process
 	 * is gone (a library's: sp-record never sees its mapping).
 	 */
-	struct bs_loc { char *bin; uint64_t off; bool spec; } *locs;
+	struct bs_loc { char *bin; uint64_t off; bool spec; } *locs;	/* bin
+					 * NULL: its file closed (bpf_spans_root.c) */
 	size_t nlocs, clocs;
 	struct sp_u64map loc_ids;	/* mix(hash(bin), off) -> number */
+	uint32_t *loc_free;		/* numbers of locations forgotten */
+	size_t nloc_free, cloc_free;
 	struct sp_span_rings rings;	/* the runtime hooks' span rings */
 	struct { char path[PATH_MAX]; uint64_t off; } ldso[2];	/* ld.so's
 					 * _dl_debug_state, by file (0: none) */
@@ -241,8 +253,16 @@ struct bs_ctx {
 	size_t nucache;
 	/* Files of processes in other mount namespaces, kept open and
 	 * named /proc/self/fd/N (bpf_spans_root.c) */
-	struct bs_root { dev_t dev; ino_t ino; int fd; char path[PATH_MAX]; } *roots;
+	struct bs_root {
+		dev_t dev;
+		ino_t ino;
+		int fd;
+		uint64_t idle_ns;	/* unused since (0: used at the last sweep) */
+		char path[PATH_MAX];
+	} *roots;
 	size_t nroots, croots;
+	size_t roots_idle;		/* of roots: unused, kept a while */
+	uint64_t roots_due;		/* the next sweep for those */
 	bool roots_full;		/* more than it keeps: said so */
 	bool rings_unread;		/* SP_SPAN_RINGS_UNREAD=1 (tests): only what
 					 * BPF copies at the threads' ends */
@@ -250,6 +270,12 @@ struct bs_ctx {
 	 * their other threads' last ring chunks may come after the exit. */
 	struct bs_proc **gone;
 	size_t ngone, cgone;
+	/* -a: the processes that carry a runtime hook (bpf_spans_all.c) */
+	bool all;
+	uint64_t all_next_ns, all_pass, all_found;
+	unsigned int all_refusals;	/* refused hooks said (-v) */
+	struct sp_u64map all_seen;	/* pid -> start ticks, refusal said, pass
+					 * it was last listed in (bpf_spans_all.c) */
 };
 
 /* "provider:name" of each probe (enum sp_bs_probe). */
@@ -264,6 +290,7 @@ static inline bool sp_bs_is_file(const char *path)
 
 /* bpf_spans_load.c: the BPF object, and the thread that loads it early. */
 bool sp_bs_may_bpf(void);
+bool sp_bs_has_prepare_exec(void);
 struct sp_spans *sp_bs_load_skel(char *why, size_t size);
 void sp_bs_preload_start(const struct sp_spans_opts *o, bool now);
 bool sp_bs_preload_running(void);
@@ -277,6 +304,12 @@ struct sp_spans *sp_bs_preload_take(char *why, size_t size);
  * the process named it, for such a name. */
 int sp_bs_host_path(struct bs_ctx *c, uint32_t pid, const char *path, char *out, size_t size);
 const char *sp_bs_root_name(const struct bs_ctx *c, const char *path);
+/* sp_bs_roots_sweep(): closes the files no process known has used for
+ * SP_BS_ROOT_IDLE_NS (at once when more than half of SP_BS_ROOT_FILES are
+ * open); now: CLOCK_MONOTONIC ns. */
+#define SP_BS_ROOT_FILES	256
+#define SP_BS_ROOT_IDLE_NS	10000000000ull
+void sp_bs_roots_sweep(struct bs_ctx *c, uint64_t now);
 void sp_bs_roots_release(struct bs_ctx *c);
 
 /* bpf_spans_elf.c */
@@ -293,6 +326,7 @@ void sp_bs_att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const 
 void sp_bs_att_add(struct bs_proc *p, uint32_t probe, uint32_t func, const char *bin,
 		   struct bpf_program *prog, struct bpf_link *link);
 void sp_bs_link_destroy(struct bs_ctx *c, struct bs_link l);
+void sp_bs_detach_link(struct bs_ctx *c, struct bs_link l, bool sync);
 void sp_bs_detach_all_how(struct bs_ctx *c, struct bs_proc *p, bool sync);
 int sp_bs_emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool only_if_hit);
 void sp_bs_proc_capped(struct bs_proc *p, const char *what, unsigned int bound);
@@ -301,6 +335,17 @@ void sp_bs_cont(struct bs_ctx *c, uint32_t pid);
 int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e);
 void sp_bs_forget_gone(struct bs_ctx *c, uint64_t now);
 int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool walk);
+
+/* bpf_spans_all.c */
+bool sp_bs_maps_line_hook(const char *line);
+/* an old pid judged already: its start time read again one pass in this many */
+#define SP_BS_ALL_RECHECK	25
+/* an entry of c->all_seen: start ticks, refusal said, pass last listed in */
+#define SP_BS_ALL_SEEN(t, said, pass) \
+	((uint64_t)(t) << 17 | (uint64_t)(said) << 16 | ((uint64_t)(pass) & 0xffff))
+bool sp_bs_all_read_start(const uint64_t *seen, uint64_t young, uint64_t pass, uint32_t pid);
+bool sp_bs_all_judge(const uint64_t *seen, uint64_t t, uint64_t young);
+int sp_bs_all_scan(struct bs_ctx *c, uint64_t now);
 
 /* bpf_spans_attach.c */
 void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p);
@@ -322,6 +367,11 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 			  uint32_t probe, bool quiet);
 int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
 		       const char *bin, const char *provider, const char *name, uint32_t probe);
+/* sp_bs_loc_id(): the number of a marker location (struct bs_loc), 0 when
+ * there are too many. sp_bs_usdt_forget(): what is known of the file named
+ * bin, which is closed (its name may stand for another file next). */
+uint32_t sp_bs_loc_id(struct bs_ctx *c, const char *bin, uint64_t off);
+void sp_bs_usdt_forget(struct bs_ctx *c, const char *bin);
 void sp_bs_attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
 		      struct bpf_program *usdt, const char *bin, const char *provider,
 		      const char *name, uint32_t probe);

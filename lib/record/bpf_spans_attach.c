@@ -684,15 +684,21 @@ void sp_bs_attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan)
 	if (!(c->o->modes & SP_SPANS_USDT) || p->exited || p->dl.link || p->dl.fd >= 0 ||
 	    !ldso_of(p->pid, path, sizeof(path)))
 		return;
-	for (i = 0; i < c->nldso && !off; i++)
+	for (i = 0; i < c->nldso; i++)
 		if (!strcmp(c->ldso[i].path, path))
-			off = c->ldso[i].off;
-	if (i == c->nldso) {
+			break;
+	if (i < c->nldso) {
+		off = c->ldso[i].off;
+	} else {
 		off = sp_elf_func_offset(path, "_dl_debug_state");
 		if (!off)
 			sp_info("spans: no _dl_debug_state in '%s': libraries loaded with "
 				"dlopen() get no probes", path);
-		i = c->nldso < 2 ? c->nldso++ : 1;
+		/* a slot emptied by a closed file (bpf_spans_root.c) first */
+		for (i = 0; i < c->nldso && c->ldso[i].path[0]; i++)
+			;
+		if (i == c->nldso)
+			i = c->nldso < 2 ? c->nldso++ : 1;
 		snprintf(c->ldso[i].path, sizeof(c->ldso[i].path), "%s", path);
 		c->ldso[i].off = off;
 	}

@@ -62,6 +62,8 @@ static ssize_t read_literal(struct bs_ctx *c, const struct sp_bs_event *e, uint6
 	    !ip)
 		return -1;
 	l = &c->locs[id - 1];
+	if (!l->bin)
+		return -1;	/* its file closed: the name may be another's */
 	el = sp_elf_open(l->bin, SP_ELF_READ, 0, &fd, NULL);
 	if (!el)
 		return -1;
@@ -201,6 +203,16 @@ static int on_fiber(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_even
 	bool fresh = e->addr[2] != 0;
 
 	p->fibers = true;
+	/*
+	 * The thread's first switch we see, from a fiber the hook knows
+	 * (it says 0 only while the thread never switched): it switched
+	 * before we came (a process attached, or a fork child of a fiber).
+	 * Its marks so far are that fiber's, counted as the root's (the
+	 * thread's own key); taking 'to' for the root, as below, would give
+	 * the stops of 'to' the starts of 'from'.
+	 */
+	if (from && !sp_u64map_get(&p->fib_cur, e->tid) && !sp_u64map_get(&p->fib_root, e->tid))
+		sp_u64map_put(&p->fib_root, e->tid, from);
 	root = sp_u64map_get(&p->fib_root, e->tid);
 	if (root && from == *root)
 		from = 0;
@@ -218,8 +230,10 @@ static int on_fiber(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_even
 		to = 0;
 	}
 	sp_u64map_put(&p->fib_cur, e->tid, to);
-	if (fresh)	/* a fiber id reused: its old spans are gone */
+	if (fresh) {	/* a fiber id reused: its old spans are gone */
 		sp_u64map_del(&p->depth, sp_hash_mix(e->tid, to));
+		sp_u64map_del(&p->rebuilt, sp_hash_mix(e->tid, to));
+	}
 	c->fibers_live += p->fib_known.n + p->depth.n - kept;
 	r.fiber_switch.time = e->time_ns;
 	r.fiber_switch.pid = e->pid;
@@ -400,6 +414,42 @@ static uint32_t mark_runtime(uint32_t probe, struct sp_span_mark *m)
 }
 
 /*
+ * A reconstructed start (a frame its hook found open) at depth on key (a
+ * thread or a fiber of it, depth_key()). A key leaves with its fiber's
+ * reuse; the maps are capped besides, since the marks come from the
+ * traced process: past the cap a stop is only counted without a reason.
+ */
+static void mark_rebuilt(struct bs_proc *p, uint64_t key, uint32_t tid, uint64_t depth)
+{
+	uint64_t *r = sp_u64map_get(&p->rebuilt, key);
+
+	if (!r && p->rebuilt.n < SP_SPANS_FIBERS_PER_PROC)
+		sp_u64map_put(&p->rebuilt, key, depth);
+	else if (r && depth > *r)
+		*r = depth;
+	if (p->rebuilt_tid.n < SP_SPANS_FIBERS_PER_PROC)
+		sp_u64map_put(&p->rebuilt_tid, tid, 1);
+}
+
+/*
+ * A stop without a start, dropped: counted, and said what it is when it
+ * is known. A hook rebuilds at most SP_RT_OPEN_MAX frames (the innermost);
+ * a stop on a key whose run went that deep is of a frame beyond them. The
+ * Ruby hook rebuilds the running fiber's methods: a stop on another fiber
+ * of a thread that had a run is of a fiber not running then.
+ */
+static void orphan(struct bs_ctx *c, struct bs_proc *p, uint64_t key, uint32_t tid)
+{
+	uint64_t *r = sp_u64map_get(&p->rebuilt, key);
+
+	c->orphans++;
+	if (r && *r >= SP_RT_OPEN_MAX)
+		c->orphans_deep++;
+	else if (!r && key != tid && sp_u64map_get(&p->rebuilt_tid, tid))
+		c->orphans_fiber++;
+}
+
+/*
  * The open-span depth of a start or stop mark of p's thread (and fiber):
  * 0, or 1 when the mark is to be dropped (a stop whose start came before
  * the recording or the activator). The first Ruby method entry lets the
@@ -432,12 +482,15 @@ static int mark_depth(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_ev
 					    c->fibers_live < SP_SPANS_FIBERS_LIVE)) {
 			sp_u64map_put(&p->depth, key, m->depth);
 			c->fibers_live++;	/* a new key */
+			d = sp_u64map_get(&p->depth, key);
 		} else {
 			sp_bs_proc_capped(p, "fibers", SP_SPANS_FIBERS_PER_PROC);
 		}
+		if (d && (m->flags & SP_MARK_SYNTHETIC))
+			mark_rebuilt(p, key, e->tid, m->depth);
 	} else if (!d || !*d) {
 		/* entered before the recording (or the activator) */
-		c->orphans++;
+		orphan(c, p, key, e->tid);
 		return 1;
 	} else {
 		m->depth = (*d)--;

@@ -13,25 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
 
+#include "bpf_print.h"
 #include "bpf_spansP.h"
 #include "sp.h"
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG && sp_verbose < 2)
-		return 0;
-	if (level == LIBBPF_INFO && sp_verbose < 1)
-		return 0;
-	/* A failed load is reported once by the caller; details with -v. */
-	if (level == LIBBPF_WARN && sp_verbose < 1)
-		return 0;
-	sp_vmessage(fmt, ap);	/* "libbpf: ...": its names (paths) escaped like ours */
-	return 0;
-}
 
 /* Whether this process may load tracing BPF programs: CAP_BPF and
  * CAP_PERFMON, or CAP_SYS_ADMIN, in the effective set. */
@@ -54,6 +43,50 @@ bool sp_bs_may_bpf(void)
 	return cached;
 }
 
+#define SP_TRACEFS_MAGIC	0x74726163	/* linux/magic.h */
+#define SP_DEBUGFS_MAGIC	0x64626720
+
+/* Whether dir is on tracefs (or, where debugfs may stand for it, on
+ * debugfs, whose tracing/ is tracefs mounted on its own): any other file
+ * system mounted on the path could say what it likes. */
+static bool on_tracefs(const char *dir, bool debugfs)
+{
+	struct statfs fs;
+
+	return !statfs(dir, &fs) && ((unsigned long)fs.f_type == SP_TRACEFS_MAGIC ||
+				     (debugfs && (unsigned long)fs.f_type == SP_DEBUGFS_MAGIC));
+}
+
+/* Whether the kernel has the sched_prepare_exec tracepoint. Tracefs says
+ * so in a few microseconds; only where it is not mounted is the kernel's
+ * BTF searched, a parse of its own (tens of milliseconds of CPU, on top of
+ * the one sp_spans__load() makes). */
+bool sp_bs_has_prepare_exec(void)
+{
+	static const struct {
+		const char *dir;
+		bool debugfs;
+	} sched[] = {
+		{"/sys/kernel/tracing/events/sched", false},
+		{"/sys/kernel/debug/tracing/events/sched", true},
+	};
+	char path[96];
+	size_t i;
+
+	for (i = 0; i < sizeof(sched) / sizeof(sched[0]); i++) {
+		if (!on_tracefs(sched[i].dir, sched[i].debugfs))
+			continue;	/* not mounted there, or not tracefs */
+		snprintf(path, sizeof(path), "%s/sched_prepare_exec", sched[i].dir);
+		if (!access(path, F_OK))
+			return true;
+		/* unless tracefs went meanwhile (the events' source unmounts
+		 * the one it mounted itself) */
+		if (on_tracefs(sched[i].dir, sched[i].debugfs))
+			return false;
+	}
+	return libbpf_find_vmlinux_btf_id("sched_prepare_exec", BPF_TRACE_RAW_TP) >= 0;
+}
+
 /*
  * Open, load and attach (the fork/exec/exit hooks) the BPF object: about
  * 0.2 s here, most of it libbpf parsing the kernel's BTF. The source's
@@ -65,7 +98,7 @@ struct sp_spans *sp_bs_load_skel(char *why, size_t size)
 	struct sp_spans *sk;
 	int err;
 
-	libbpf_set_print(libbpf_print);
+	sp_bpf_print_init();
 	sk = sp_spans__open();
 	if (!sk) {
 		snprintf(why, size, "cannot open the BPF program: %s", strerror(errno));
@@ -87,7 +120,7 @@ struct sp_spans *sp_bs_load_skel(char *why, size_t size)
 	bpf_program__set_expected_attach_type(sk->progs.on_dl_state_multi,
 					      SP_BPF_TRACE_UPROBE_MULTI);
 	/* sched_prepare_exec: Linux 6.10 and later */
-	if (libbpf_find_vmlinux_btf_id("sched_prepare_exec", BPF_TRACE_RAW_TP) < 0)
+	if (!sp_bs_has_prepare_exec())
 		bpf_program__set_autoload(sk->progs.on_prepare_exec, false);
 	if ((err = sp_spans__load(sk)))
 		snprintf(why, size, "cannot load the BPF program: %s", strerror(-err));

@@ -24,8 +24,9 @@ static const struct argp_option spans_options[] = {
 	{ "span-func", OPT_SPAN_FUNC, "BINARY:FUNCTION", 0,
 	  "Record a span for each call of FUNCTION (a glob) in BINARY; repeatable", 0 },
 	{ "spans-match", OPT_SPANS_MATCH, "GLOB", 0,
-	  "Record spans of the Ruby methods whose Class#method or Class.method matches GLOB, "
-	  "and no per-call cost for the others; repeatable", 0 },
+	  "Record spans of the Ruby methods whose Class#method or Class.method matches GLOB "
+	  "(no per-call cost for the others), and of the Python functions whose qualname or "
+	  "module.qualname does; repeatable", 0 },
 	{ 0 }
 };
 
@@ -119,9 +120,9 @@ static error_t parse_spans(int key, char *arg, struct argp_state *state)
 		o->globs[o->nglobs++] = arg;
 		break;
 	case ARGP_KEY_SUCCESS:	/* ARGP_KEY_END is not seen when a command is given */
-		/* the activator's hook, in its matching mode */
+		/* the activators' hooks, in their matching mode */
 		if (o->nglobs)
-			o->modes |= SP_SPANS_RUBY;
+			o->modes |= SP_SPANS_RUBY | SP_SPANS_PYTHON;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -334,7 +334,7 @@ static void *reaper_main(void *arg)
 }
 
 /* Destroy l now (sync) or by the reapers. */
-static void detach_link(struct bs_ctx *c, struct bs_link l, bool sync)
+void sp_bs_detach_link(struct bs_ctx *c, struct bs_link l, bool sync)
 {
 	while (!sync && c->reapers < SP_REAPERS &&
 	       !pthread_create(&c->reaper[c->reapers], NULL, reaper_main, c))
@@ -356,12 +356,12 @@ void sp_bs_detach_all_how(struct bs_ctx *c, struct bs_proc *p, bool sync)
 	size_t i;
 
 	if (p->dl.link || p->dl.fd >= 0) {
-		detach_link(c, p->dl, sync);
+		sp_bs_detach_link(c, p->dl, sync);
 		p->dl = (struct bs_link){ .fd = -1 };
 	}
 	for (i = 0; i < p->natt; i++) {
 		if (p->att[i]->link.link || p->att[i]->link.fd >= 0)
-			detach_link(c, p->att[i]->link, sync);
+			sp_bs_detach_link(c, p->att[i]->link, sync);
 		free(p->att[i]);
 	}
 	p->natt = 0;
@@ -451,6 +451,8 @@ void sp_bs_spans_state_release(struct bs_ctx *c, struct bs_proc *p)
 {
 	c->fibers_live -= p->depth.n + p->fib_known.n;
 	sp_u64map_release(&p->depth);
+	sp_u64map_release(&p->rebuilt);
+	sp_u64map_release(&p->rebuilt_tid);
 	fibers_release(p);
 }
 
@@ -546,6 +548,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 void sp_bs_forget_gone(struct bs_ctx *c, uint64_t now)
 {
 	size_t i, k = 0;
+	bool forgot = false;
 
 	for (i = 0; i < c->ngone; i++) {
 		struct bs_proc *p = c->gone[i];
@@ -561,8 +564,12 @@ void sp_bs_forget_gone(struct bs_ctx *c, uint64_t now)
 		sp_bs_spans_state_release(c, p);
 		if (at && c->procs[*at - 1] == p)
 			sp_u64map_del(&c->by_pid, p->pid);
+		forgot = true;
 	}
 	c->ngone = k;
+	/* a container's files that its last process used, or that wait */
+	if (forgot || (c->roots_idle && now >= c->roots_due))
+		sp_bs_roots_sweep(c, now);
 }
 
 /* Track pid (and, with walk, its descendants, found running) in BPF.
@@ -601,7 +608,9 @@ int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool 
 	sp_bs_attach_dl(c, p, false);
 	if (p->natt)
 		set_tracked(c, p);
-	if (!cmd && c->o->explicit_modes && (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
+	/* -a takes only processes that carry a hook */
+	if (!cmd && !c->all && c->o->explicit_modes &&
+	    (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
 		sp_info("pid %u was started without sp-record: Ruby method spans need a "
 			"TracePoint in it, Python 3.11 function entries the eval-frame "
 			"hook (see docs/spans.md)", pid);

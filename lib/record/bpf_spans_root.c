@@ -13,6 +13,20 @@
  * the same name, so a library is attached once per process as on the
  * host. What is opened is the container's to change: only a regular file
  * is kept, and what is read from it is bounded like any ELF file.
+ *
+ * A file is kept while a process sp-record still knows uses it, not for
+ * the whole recording: each container run by podman or docker has its own
+ * overlay mount, so its files are other inodes than the last one's, and
+ * with containers coming and going a recording would otherwise hold a
+ * descriptor for each of them, then refuse the next ones at
+ * SP_BS_ROOT_FILES. An unused file is kept SP_BS_ROOT_IDLE_NS (10 s) in
+ * case a process of the same container maps it again (a loop of short
+ * processes), unless more than half of SP_BS_ROOT_FILES are open. Once
+ * closed its number may name another file, so what was keyed by that name
+ * goes with it: the hook file's shared link (destroyed by the reapers: a
+ * uprobe's detach waits for the kernel, not to be done in the poll loop),
+ * ld.so's offset, the marker locations' numbers (with their operand specs
+ * and the name literals are read from) and the USDT locations read.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,9 +41,6 @@
 #include "escape.h"
 #include "procroot.h"
 #include "sp.h"
-
-/* Files of other mount namespaces kept open at once: beyond, said once. */
-#define SP_BS_ROOT_FILES 256
 
 static int keep(struct bs_ctx *c, int fd, const struct stat *st, const char *path)
 {
@@ -59,6 +70,7 @@ static int keep(struct bs_ctx *c, int fd, const struct stat *st, const char *pat
 	r->dev = st->st_dev;
 	r->ino = st->st_ino;
 	r->fd = fd;
+	r->idle_ns = 0;
 	snprintf(r->path, sizeof(r->path), "%s", path);
 	return fd;
 }
@@ -104,6 +116,93 @@ const char *sp_bs_root_name(const struct bs_ctx *c, const char *path)
 		if (c->roots[i].fd == fd)
 			return c->roots[i].path;
 	return path;
+}
+
+/* The index in c->roots of the file a name given by sp_bs_host_path()
+ * stands for, -1 for another name. */
+static long root_of(const struct bs_ctx *c, const char *name)
+{
+	size_t i;
+	int fd;
+
+	if (strncmp(name, "/proc/self/fd/", 14) || sscanf(name + 14, "%d", &fd) != 1)
+		return -1;
+	for (i = 0; i < c->nroots; i++)
+		if (c->roots[i].fd == fd)
+			return (long)i;
+	return -1;
+}
+
+static void mark_used(const struct bs_ctx *c, const struct bs_proc *p, bool *used)
+{
+	long r;
+	size_t k;
+
+	if ((r = root_of(c, p->exe)) >= 0)
+		used[r] = true;
+	for (k = 0; k < 2; k++)
+		if ((r = root_of(c, p->rlib[k])) >= 0)
+			used[r] = true;
+	for (k = 0; k < p->natt; k++)
+		if ((r = root_of(c, p->att[k]->bin)) >= 0)
+			used[r] = true;
+}
+
+/* What was keyed by the name of a root closed now. */
+static void forget_name(struct bs_ctx *c, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nshared;)
+		if (!strcmp(c->shared[i].path, name)) {
+			/* no process maps that file any more: its link goes */
+			sp_bs_detach_link(c, (struct bs_link){ .fd = c->shared[i].fd }, false);
+			c->shared[i] = c->shared[--c->nshared];
+		} else {
+			i++;
+		}
+	for (i = 0; i < c->nldso; i++)
+		if (!strcmp(c->ldso[i].path, name))
+			c->ldso[i].path[0] = 0;
+	sp_bs_usdt_forget(c, name);
+}
+
+void sp_bs_roots_sweep(struct bs_ctx *c, uint64_t now)
+{
+	size_t i, k = 0, it;
+	uint64_t pid, at;
+	bool *used, crowded;
+	char name[32];
+
+	c->roots_idle = 0;
+	if (!c->nroots)
+		return;
+	used = sp_xcalloc(c->nroots, sizeof(*used));
+	/* the processes known: live, or gone and not forgotten yet */
+	for (it = 0; sp_u64map_next(&c->by_pid, &it, &pid, &at);)
+		mark_used(c, c->procs[at - 1], used);
+	for (i = 0; i < c->ngone; i++)
+		mark_used(c, c->gone[i], used);
+	crowded = c->nroots > SP_BS_ROOT_FILES / 2;
+	for (i = 0; i < c->nroots; i++) {
+		struct bs_root *r = &c->roots[i];
+
+		if (used[i] || (!crowded && (!r->idle_ns || now - r->idle_ns < SP_BS_ROOT_IDLE_NS))) {
+			r->idle_ns = used[i] ? 0 : r->idle_ns ? r->idle_ns : now | 1;
+			c->roots_idle += !used[i];
+			c->roots[k++] = *r;
+			continue;
+		}
+		snprintf(name, sizeof(name), "/proc/self/fd/%d", r->fd);
+		forget_name(c, name);
+		close(r->fd);
+	}
+	c->nroots = k;
+	if (k < SP_BS_ROOT_FILES)
+		c->roots_full = false;
+	/* the idle ones looked at again once a second */
+	c->roots_due = now + 1000000000;
+	free(used);
 }
 
 void sp_bs_roots_release(struct bs_ctx *c)

@@ -315,24 +315,67 @@ static const struct usdt_probe_cache *usdt_probe(struct bs_ctx *c, const char *p
 }
 
 /* The number of a marker location (struct bs_loc), 0 when there are too
- * many to number in a cookie. */
-static uint32_t loc_id(struct bs_ctx *c, const char *bin, uint64_t off)
+ * many to number in a cookie. A forgotten location's number is given
+ * again: the specs map has SP_BS_MAX_SPECS of them, and with containers
+ * coming and going their files would use them up. */
+uint32_t sp_bs_loc_id(struct bs_ctx *c, const char *bin, uint64_t off)
 {
 	uint64_t key = sp_hash_mix(sp_hash_bytes(bin, strlen(bin)), off), *v;
+	struct bs_loc *l;
+	uint32_t id;
 
 	v = sp_u64map_get(&c->loc_ids, key);
-	if (v && c->locs[*v - 1].off == off && !strcmp(c->locs[*v - 1].bin, bin))
+	if (v && c->locs[*v - 1].bin && c->locs[*v - 1].off == off &&
+	    !strcmp(c->locs[*v - 1].bin, bin))
 		return (uint32_t)*v;
-	if (c->nlocs >= 0xffffff)
-		return 0;
-	sp_grow(&c->locs, &c->clocs, c->nlocs + 1, sizeof(*c->locs));
-	c->locs[c->nlocs].bin = sp_xstrdup(bin);
-	c->locs[c->nlocs].off = off;
-	c->locs[c->nlocs].spec = false;
-	c->nlocs++;
+	if (c->nloc_free) {
+		id = c->loc_free[--c->nloc_free];
+	} else {
+		if (c->nlocs >= 0xffffff)
+			return 0;
+		sp_grow(&c->locs, &c->clocs, c->nlocs + 1, sizeof(*c->locs));
+		id = (uint32_t)++c->nlocs;
+	}
+	l = &c->locs[id - 1];
+	l->bin = sp_xstrdup(bin);
+	l->off = off;
+	l->spec = false;	/* its operands written at its first link */
 	if (!v)
-		sp_u64map_put(&c->loc_ids, key, c->nlocs);
-	return (uint32_t)c->nlocs;
+		sp_u64map_put(&c->loc_ids, key, id);
+	return id;
+}
+
+/*
+ * The file named bin is closed: the name may stand for another file next
+ * (a descriptor's number, bpf_spans_root.c), which must not get its
+ * locations' numbers, and so their operand specs, nor their literals.
+ * A late event of such a number finds no file (read_literal()).
+ */
+void sp_bs_usdt_forget(struct bs_ctx *c, const char *bin)
+{
+	uint64_t key, *v;
+	size_t i, k = 0;
+
+	for (i = 0; i < c->nlocs; i++) {
+		struct bs_loc *l = &c->locs[i];
+
+		if (!l->bin || strcmp(l->bin, bin))
+			continue;
+		key = sp_hash_mix(sp_hash_bytes(bin, strlen(bin)), l->off);
+		v = sp_u64map_get(&c->loc_ids, key);
+		if (v && *v == i + 1)
+			sp_u64map_del(&c->loc_ids, key);
+		free(l->bin);
+		l->bin = NULL;
+		l->spec = false;
+		sp_grow(&c->loc_free, &c->cloc_free, c->nloc_free + 1, sizeof(*c->loc_free));
+		c->loc_free[c->nloc_free++] = (uint32_t)(i + 1);
+	}
+	/* keyed by the file too, but no use kept */
+	for (i = 0; i < c->nucache; i++)
+		if (strcmp(c->ucache[i].path, bin))
+			c->ucache[k++] = c->ucache[i];
+	c->nucache = k;
 }
 
 /*
@@ -364,7 +407,7 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 		struct bs_loc *l;
 
 		offs[i] = uc->off[i];
-		id = loc_id(c, bin, offs[i]);
+		id = sp_bs_loc_id(c, bin, offs[i]);
 		l = id ? &c->locs[id - 1] : NULL;
 		if (!l || id >= SP_BS_MAX_SPECS)
 			return -1;
@@ -456,7 +499,7 @@ int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *args,
 		if (found[k] <= 0)
 			continue;
 		for (i = 0; i < found[k] && total < SP_MARKER_LOCS; i++) {
-			id = loc_id(c, bin, o[i]);
+			id = sp_bs_loc_id(c, bin, o[i]);
 			offs[total] = o[i];
 			cookies[total++] = (uint64_t)gen << 32 | (uint64_t)id << 8 | probes[k];
 		}

@@ -52,7 +52,11 @@ struct sp_span_ring {
 				 * its hook's run of open frames (SP_RING_RESYNC) is
 				 * awaited, the marks before it skipped */
 	bool in_run;		/* delivering that run */
+	bool runs;		/* its hook writes runs (SP_RING_F_RUNS): an older
+				 * one's ring has none to wait for */
 	uint64_t claimed_ns;	/* when we claimed it, 0: never */
+	uint64_t start_ticks;	/* its process's start when it was announced (0:
+				 * gone already): what is written goes there only */
 };
 
 static unsigned int claim_checks;	/* this poll's */
@@ -61,6 +65,57 @@ void sp_span_rings_init(struct sp_span_rings *rs)
 {
 	memset(rs, 0, sizeof(*rs));
 	rs->claim = sp_span_rings_claim_of((uint32_t)getpid());
+}
+
+#define SP_SPAN_RINGS_MEM_FDS	1024u	/* processes whose descriptor is kept */
+
+static void close_mem_fds(struct sp_span_rings *rs)
+{
+	uint64_t pid, fd;
+	size_t it;
+
+	for (it = 0; sp_u64map_next(&rs->mem_fd, &it, &pid, &fd);)
+		close((int)(fd - 1));
+	sp_u64map_release(&rs->mem_fd);
+	sp_u64map_release(&rs->mem_start);
+}
+
+static void mem_fd_drop(struct sp_span_rings *rs, uint32_t pid)
+{
+	uint64_t *fd = sp_u64map_get(&rs->mem_fd, pid);
+
+	if (!fd)
+		return;
+	close((int)(*fd - 1));
+	sp_u64map_del(&rs->mem_fd, pid);
+	sp_u64map_del(&rs->mem_start, pid);
+}
+
+/*
+ * The descriptor of pid's memory, opened when its first ring is announced
+ * and kept while it has rings: bound to that process's image, so after an
+ * exec (same pid, same start time) or an exit it writes to nobody. Past
+ * SP_SPAN_RINGS_MEM_FDS processes, each write opens its own.
+ */
+static void mem_fd_keep(struct sp_span_rings *rs, uint32_t pid, uint64_t start_ticks,
+			uint64_t addr)
+{
+	uint64_t *kept = sp_u64map_get(&rs->mem_fd, pid);
+	uint8_t b;
+	int fd;
+
+	/* kept, and still the image that announces this ring (an exec
+	 * leaves the old descriptor reading nothing): kept on */
+	if (kept && pread((int)(*kept - 1), &b, 1, (off_t)(addr & INT64_MAX)) == 1)
+		return;
+	mem_fd_drop(rs, pid);
+	if (rs->mem_fd.n >= SP_SPAN_RINGS_MEM_FDS)
+		return;
+	fd = sp_procfs_mem_open(pid, start_ticks);
+	if (fd < 0)
+		return;
+	sp_u64map_put(&rs->mem_fd, pid, (uint64_t)fd + 1);
+	sp_u64map_put(&rs->mem_start, pid, start_ticks);
 }
 
 void sp_span_rings_release(struct sp_span_rings *rs)
@@ -75,33 +130,15 @@ void sp_span_rings_release(struct sp_span_rings *rs)
 	sp_u64map_release(&rs->per_pid);
 	sp_u64map_release(&rs->warned);
 	sp_u64map_release(&rs->lost_by_pid);
+	close_mem_fds(rs);
 	memset(rs, 0, sizeof(*rs));
 }
 
 uint64_t sp_span_rings_claim_of(uint32_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long start;
-	ssize_t n;
-	int fd, i;
+	uint64_t start;
 
-	if (!pid || pid >= 1u << SP_RING_CLAIM_PID_BITS)
-		return 0;
-	snprintf(path, sizeof(path), "%s/%u/stat", sp_procfs_root, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* after the name, which may hold anything: state is field 3,
-	 * starttime field 22 */
-	p = strrchr(buf, ')');
-	for (i = 3; p && i <= 22; i++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p, " %llu", &start) != 1)
+	if (!pid || pid >= 1u << SP_RING_CLAIM_PID_BITS || sp_procfs_start(pid, &start))
 		return 0;
 	start &= (1ull << (64 - SP_RING_CLAIM_PID_BITS)) - 1;
 	return SP_RING_CLAIM(pid, start);
@@ -178,23 +215,33 @@ static void count_lost(struct sp_span_rings *rs, uint32_t pid, uint64_t n, uint6
 	sp_u64map_put(&rs->lost_by_pid, pid, (v ? *v : 0) + n);
 }
 
-static int read_head(uint32_t pid, uint64_t addr, struct sp_ring_head *h);
-
-/* Tell the thread of the ring at addr not to wait for us, as we will not
- * read it (its hook waits while we run otherwise: runtime/hook/ring.h);
- * only a ring that is its thread's and nobody's or ours. */
-static void tell_left(const struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr)
+void sp_span_rings_tell_left(const struct sp_span_rings *rs, uint32_t pid, uint32_t tid,
+			     uint64_t addr, uint64_t start_ticks)
 {
 	const uint32_t left = SP_RING_LEFT;
-	struct iovec local = { (void *)&left, sizeof(left) };
-	struct iovec remote = { (void *)(uintptr_t)(addr + offsetof(struct sp_ring_head, reader)),
-				sizeof(left) };
+	const uint64_t *kept = sp_u64map_get(&rs->mem_fd, pid);
+	const uint64_t *kept_start = sp_u64map_get(&rs->mem_start, pid);
 	struct sp_ring_head h;
+	int fd;
 
-	if (read_head(pid, addr, &h) || h.magic != SP_RING_MAGIC || h.pid != pid || h.tid != tid ||
-	    (h.claim && h.claim != rs->claim))
+	/* read and written through one descriptor of the process that
+	 * announced the ring: a pid reused meanwhile gets nothing */
+	if (kept && kept_start) {
+		if (*kept_start != start_ticks)
+			return;
+		fd = dup((int)(*kept - 1));
+	} else {
+		fd = sp_procfs_mem_open(pid, start_ticks);
+	}
+	if (fd < 0)
 		return;
-	process_vm_writev((pid_t)pid, &local, 1, &remote, 1, 0);
+	if (addr <= INT64_MAX - sizeof(h) &&
+	    pread(fd, &h, sizeof(h), (off_t)addr) == (ssize_t)sizeof(h) &&
+	    h.magic == SP_RING_MAGIC && h.pid == pid && h.tid == tid &&
+	    (!h.claim || h.claim == rs->claim))
+		(void)!pwrite(fd, &left, sizeof(left),
+			      (off_t)(addr + offsetof(struct sp_ring_head, reader)));
+	close(fd);
 }
 
 /* r lied, or cannot be read: no more reads, no more holding the output
@@ -208,7 +255,7 @@ static void give_up(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t l
 	r->given_up = true;
 	r->seen_ns = 0;
 	if (!r->shared)
-		tell_left(rs, r->pid, r->tid, r->addr);
+		sp_span_rings_tell_left(rs, r->pid, r->tid, r->addr, r->start_ticks);
 	rs->given_up++;
 	count_lost(rs, r->pid, lost, &rs->lost_given_up);
 	if (!first_time(rs, r->pid, WARNED_LIED))
@@ -234,10 +281,12 @@ static void per_pid_add(struct sp_span_rings *rs, uint32_t pid, int d)
 	uint64_t *v = sp_u64map_get(&rs->per_pid, pid);
 	uint64_t n = (v ? *v : 0) + (uint64_t)(int64_t)d;
 
-	if (n)
+	if (n) {
 		sp_u64map_put(&rs->per_pid, pid, n);
-	else
+	} else {
 		sp_u64map_del(&rs->per_pid, pid);
+		mem_fd_drop(rs, pid);
+	}
 }
 
 static void drop(struct sp_span_rings *rs, size_t i)
@@ -258,12 +307,13 @@ static void drop_ring(struct sp_span_rings *rs, struct sp_span_ring *r)
 }
 
 /* A ring past the bounds is not read; its process is told once. */
-static void refuse(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr)
+static void refuse(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
+		   uint64_t start_ticks)
 {
 	char comm[80];
 
 	rs->refused++;
-	tell_left(rs, pid, tid, addr);
+	sp_span_rings_tell_left(rs, pid, tid, addr, start_ticks);
 	if (!first_time(rs, pid, WARNED_REFUSED))
 		return;
 	sp_span_rings_comm(pid, comm, sizeof(comm));
@@ -278,15 +328,18 @@ static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uin
 {
 	struct sp_span_ring *r = find(rs, tid);
 	uint64_t *np = sp_u64map_get(&rs->per_pid, pid);
-	uint64_t mine = np ? *np : 0;
+	uint64_t mine = np ? *np : 0, start_ticks = 0;
 
+	/* who announced it, as soon as it is known: its pid may be reused */
+	if (sp_procfs_start(pid, &start_ticks))
+		start_ticks = 0;
 	if (r && r->pid != pid) {	/* the tid of a process gone */
 		drop_ring(rs, r);
 		r = NULL;
 	}
 	if (!r) {
 		if (rs->n >= SP_SPAN_RINGS_MAX || mine >= SP_SPAN_RINGS_PER_PROC) {
-			refuse(rs, pid, tid, addr);
+			refuse(rs, pid, tid, addr, start_ticks);
 			return NULL;
 		}
 		r = sp_xcalloc(1, sizeof(*r));
@@ -295,10 +348,12 @@ static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uin
 		sp_u64map_put(&rs->by_tid, tid, rs->n);
 		per_pid_add(rs, pid, 1);
 	}
+	mem_fd_keep(rs, pid, start_ticks, addr);
 	memset(r, 0, sizeof(*r));
 	r->pid = pid;
 	r->tid = tid;
 	r->addr = addr;
+	r->start_ticks = start_ticks;
 	r->good_ns = time;
 	r->seen_ns = time;
 	return r;
@@ -397,7 +452,7 @@ static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t ba
 		/* before the recording, or past marks we never saw (a busy
 		 * thread overwrote them): frames may be open whose starts
 		 * nobody will deliver */
-		if (!r->delivered && r->claimed_ns && sp_span_rings_hook(m->probe) &&
+		if (!r->delivered && r->claimed_ns && r->runs && sp_span_rings_hook(m->probe) &&
 		    (m->time < rs->since || r->unseen))
 			r->want_run = true;
 		if (m->time < rs->since)
@@ -605,6 +660,7 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 		return 0;
 	}
 	r->ended = false;
+	r->runs = h.features & SP_RING_F_RUNS;
 	own = h.claim == rs->claim;
 	if (!own && (!h.claim || !claim_alive(rs, h.claim, now))) {
 		claiming = write_head(r, offsetof(struct sp_ring_head, claim), &rs->claim,

@@ -64,6 +64,10 @@ struct sp_span_rings {
 	struct sp_u64map per_pid;	/* pid -> rings known */
 	struct sp_u64map warned;	/* pids warned about */
 	struct sp_u64map lost_by_pid;	/* pid -> marks lost, not reported yet */
+	struct sp_u64map mem_fd;	/* pid -> its /proc/PID/mem descriptor + 1,
+					 * opened when its first ring was announced */
+	struct sp_u64map mem_start;	/* pid -> the start that descriptor was checked
+					 * against */
 	struct {
 		uint64_t claim, at;	/* a foreign claim checked at 'at' */
 		bool alive;
@@ -108,8 +112,11 @@ struct sp_span_rings {
  * run of starts of the frames open then, outermost first, flagged
  * SP_RING_RESYNC. Such a ring is delivered from that run on (the few marks
  * between the recording's start and the run are skipped, so that each open
- * frame has one start); a hook that writes no run is waited for this long
- * after our claim, then delivered as it is. In a ring read from its start
+ * frame has one start); a run that does not come is waited for this long
+ * after our claim, then the ring is delivered as it is. A ring whose hook
+ * writes no run (no SP_RING_F_RUNS in its head: an older hook) is
+ * delivered whole at once: nothing is skipped, the stops of its open
+ * frames find no start and are counted. In a ring read from its start
  * the run repeats starts already delivered: dropped. 'since' must come
  * before the probes go on.
  */
@@ -133,6 +140,17 @@ void sp_span_rings_release(struct sp_span_rings *rs);
 /* The claim of process pid as a ring's owner (SP_RING_CLAIM), 0 if it
  * cannot be read. */
 uint64_t sp_span_rings_claim_of(uint32_t pid);
+
+/* Tell the thread tid of the ring at addr in process pid not to wait for
+ * us, as we will not read it (its hook waits while we run otherwise:
+ * runtime/hook/ring.h): only when the ring is still that thread's, and
+ * nobody's or ours, and pid still names the process that started at
+ * start_ticks (/proc/PID/stat field 22, as read when the ring was
+ * announced; 0: nothing is written). The head is read and written through
+ * one /proc/PID/mem descriptor (sp_procfs_mem_open), so a pid reused
+ * between the two gets nothing. */
+void sp_span_rings_tell_left(const struct sp_span_rings *rs, uint32_t pid, uint32_t tid,
+			     uint64_t addr, uint64_t start_ticks);
 
 /* The name of process pid for a message (its comm, which it chooses):
  * control bytes, backslashes and bytes outside ASCII as \xNN; "gone". */

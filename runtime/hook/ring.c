@@ -94,6 +94,7 @@ static void announce(struct sp_ring *r)
 	r->h.claim = 0;		/* no sp-record owns it yet (a spare's, a fork's) */
 	r->h.reader = reader_left ? SP_RING_LEFT : SP_RING_ASKED;
 	r->h.magic = SP_RING_MAGIC;
+	r->h.features = SP_RING_F_RUNS;	/* both hooks write runs (sp_rt_resync_due()) */
 	r->h.pid = (uint32_t)getpid();
 	r->h.tid = (uint32_t)syscall(SYS_gettid);
 	stale_consumed = UINT64_MAX;

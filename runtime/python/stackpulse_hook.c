@@ -25,6 +25,16 @@
  * (py__coro, never a marker): sp-correlate and the renderers make a lane
  * of each task from them. Other frames pay one test of their code's flags.
  *
+ * With STACKPULSE_SPANS_MATCH (sp-record --spans-match=GLOB; globs one a
+ * line) only the functions whose "module.qualname" or qualname matches a
+ * glob are marked. CPython 3.11 has no per-function hook: the profile
+ * function is still called for every call and return, but whether a code
+ * object matches is decided once, at its first call, and kept on the code
+ * object itself (co_extra, _PyCode_SetExtra()): another function's call
+ * costs the interpreter's tracing path, the call of this function and
+ * one read of that slot; no name is made or looked up for it. Globs that
+ * all name Ruby instance methods ("Store#load") set no profile function.
+ *
  * Loaded by sitecustomize.py (sp-record puts its directory first on
  * PYTHONPATH): install() sets the profile function of the calling thread,
  * thread_start is given to threading.setprofile() for threads to come.
@@ -32,11 +42,65 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "../hook/marker.h"
 #include "../hook/names.h"
 #include "../hook/ring.h"
 
 static struct sp_rt_names names;
+
+/* --spans-match: the globs (NULL: every function is marked), the code
+ * objects' extra slot that keeps each one's decision */
+#define MATCH_GLOBS_MAX	64
+static char *match_buf;
+static const char *match_globs[MATCH_GLOBS_MAX];
+static unsigned int match_n;
+static bool match_none;	/* every glob names a Ruby method ("#"): no profile function */
+static Py_ssize_t match_slot = -1;
+static PyInterpreterState *match_interp;	/* the slot's: each interpreter has its own */
+
+/*
+ * Python's start-up, not the program: when install() runs from the
+ * activator during start-up (site imported sitecustomize, which is this
+ * activator), every frame open then is site's, importlib's or the
+ * activator's, and so is everything they call until the outermost of them
+ * returns (the activator's own imports, the sitecustomize it chains to,
+ * site's .pth files). Those are not reported: the program's spans start at
+ * its own <module>. The outermost start-up frame (a strong reference) and
+ * its thread; NULL once it returned. STACKPULSE_PY_STARTUP=1 reports them
+ * as before, reconstructed (docs/spans.md).
+ */
+static PyFrameObject *startup_frame;
+static PyThreadState *startup_ts;
+
+/*
+ * Then, on the same thread, the interpreter's main still runs Python code
+ * of its own before the program's: the path hooks it asks for a script's
+ * importer (zipimporter, FileFinder's path_hook), the loader it sets on
+ * __main__, the import of runpy for -m, a codec for a coding cookie,
+ * readline for -i. All of it runs before the program's code starts, from C,
+ * with no frame of the program below it: before_main leaves out every
+ * frame of that thread from the end of start-up until the program starts
+ * (STACKPULSE_PY_STARTUP=1 reports them). The rule is when, not which
+ * names: the frames are CPython's internals, named differently across
+ * versions (_frozen_importlib becomes importlib._bootstrap once importlib
+ * is imported) and some not import frames at all, while when the program
+ * starts is known: at the call of the __main__ module's code (a script,
+ * -c), or, for -m (and a directory or zip run as a script), of
+ * runpy._run_module_as_main, which the interpreter's main calls by that
+ * name to find the module and run it as __main__, and which imports the
+ * module's parent packages first: the program's own code, kept.
+ * Only a run the interpreter's main gives to a program (its config names a
+ * script, -c or -m) has such a window: an application that embeds Python
+ * may never run __main__, and none of its frames are to be lost.
+ */
+static bool before_main;
+static bool main_window_opened;
+#define MATCH_YES	((void *)1)
+#define MATCH_NO	((void *)2)
 
 static const char *utf8(PyObject *s, size_t *len)
 {
@@ -129,6 +193,77 @@ static void mark_call(const struct sp_rt_name *n, int line)
 
 static void listened_check(PyFrameObject *frame, int what);
 
+/* Whether "module.qualname" or the qualified name alone matches a glob. */
+static bool match_name(PyFrameObject *frame, PyCodeObject *co)
+{
+	size_t mlen, qlen;
+	const char *m = module_of(frame, &mlen), *q = utf8(co->co_qualname, &qlen);
+	char *full = m ? malloc(mlen + qlen + 2) : NULL;	/* once per code object */
+	bool yes = false;
+	unsigned int i;
+
+	if (full) {
+		memcpy(full, m, mlen);
+		full[mlen] = '.';
+		memcpy(full + mlen + 1, q, qlen);
+		full[mlen + 1 + qlen] = 0;
+	}
+	for (i = 0; i < match_n && !yes; i++)
+		yes = !fnmatch(match_globs[i], q, 0) || (full && !fnmatch(match_globs[i], full, 0));
+	free(full);
+	return yes;
+}
+
+/* --spans-match: whether co's frames are marked, decided at its first
+ * call and kept on it (a code object that cannot keep it is looked at
+ * again at each call: still right, only slower). */
+static bool match_code(PyFrameObject *frame, PyCodeObject *co)
+{
+	void *v = NULL;
+	bool yes;
+
+	/* another interpreter's slot index names another extension's slot */
+	if (PyInterpreterState_Get() != match_interp)
+		return match_name(frame, co);
+	if (_PyCode_GetExtra((PyObject *)co, match_slot, &v) == 0 && v)
+		return v == MATCH_YES;
+	PyErr_Clear();
+	yes = match_name(frame, co);
+	if (_PyCode_SetExtra((PyObject *)co, match_slot, yes ? MATCH_YES : MATCH_NO))
+		PyErr_Clear();
+	return yes;
+}
+
+static void mark_open_frames(uint32_t flag, PyFrameObject *skip);
+
+/*
+ * Whether frame, being called, starts the program (before_main): the
+ * __main__ module's code, or runpy's runner called from C. Its callers, if
+ * any (not known to happen), were left out: reconstructed, as install()
+ * does for the frames open when it comes.
+ */
+static bool main_begins(PyFrameObject *frame)
+{
+	PyFrameObject *back = PyFrame_GetBack(frame);
+	PyCodeObject *co;
+	size_t len;
+	const char *m = module_of(frame, &len);
+	bool yes = m && len == 8 && !memcmp(m, "__main__", 8);
+
+	if (!yes && !back && m && len == 5 && !memcmp(m, "runpy", 5)) {
+		co = PyFrame_GetCode(frame);
+		yes = !PyUnicode_CompareWithASCIIString(co->co_qualname, "_run_module_as_main");
+		Py_DECREF(co);
+	}
+	if (yes) {
+		before_main = false;
+		if (back)
+			mark_open_frames(0, frame);
+	}
+	Py_XDECREF(back);
+	return yes;
+}
+
 static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
 	bool coro;
@@ -139,7 +274,19 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 
 	if (what != PyTrace_CALL && what != PyTrace_RETURN)
 		return 0;	/* C calls */
+	if (startup_frame && startup_ts == PyThreadState_Get()) {
+		if (what == PyTrace_RETURN && frame == startup_frame)
+			Py_CLEAR(startup_frame);	/* start-up is over */
+		return 0;
+	}
+	if (before_main && startup_ts == PyThreadState_Get() &&
+	    !(what == PyTrace_CALL && main_begins(frame)))
+		return 0;
 	co = PyFrame_GetCode(frame);
+	if (match_n && !match_code(frame, co)) {
+		Py_DECREF(co);
+		return 0;
+	}
 	n = code_name(frame, co);
 	coro = co->co_flags & CORO_FLAGS;
 	Py_DECREF(co);
@@ -200,7 +347,6 @@ static int audit(const char *event, PyObject *args, void *unused)
  * stack only the innermost SP_RT_OPEN_MAX (the stops of the others find no start, as before).
  * skip: the innermost frame when it is, the one whose call is being marked.
  */
-#define SP_RT_OPEN_MAX	256
 static void mark_open_frames(uint32_t flag, PyFrameObject *skip)
 {
 	PyFrameObject *open[SP_RT_OPEN_MAX], *f = PyEval_GetFrame();
@@ -217,7 +363,7 @@ static void mark_open_frames(uint32_t flag, PyFrameObject *skip)
 	Py_XDECREF(f);
 	for (i = k - 1; i >= 0; i--) {
 		co = PyFrame_GetCode(open[i]);
-		n = code_name(open[i], co);
+		n = match_n && !match_code(open[i], co) ? NULL : code_name(open[i], co);
 		Py_DECREF(co);
 		line = PyFrame_GetLineNumber(open[i]);
 		line = SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);
@@ -235,15 +381,65 @@ static void listened_check(PyFrameObject *frame, int what)
 		mark_open_frames(SP_RING_RESYNC, what == PyTrace_CALL ? frame : NULL);
 }
 
+/* Whether the interpreter's main will run a program as __main__ once
+ * start-up is over (before_main): its config names a script, -c or -m. */
+static bool runs_program(void)
+{
+	const PyConfig *c = _PyInterpreterState_GetConfig(PyInterpreterState_Get());
+
+	return c && (c->run_filename || c->run_command || c->run_module);
+}
+
+/*
+ * Whether the frames open now are Python's start-up only (no frame of the
+ * __main__ module: the activator did not come late, from a program's
+ * import or from -c): then startup_frame is the outermost, and true.
+ */
+static bool startup_begins(void)
+{
+	PyFrameObject *f = PyEval_GetFrame(), *outer = NULL, *back;
+	const char *m, *env = getenv("STACKPULSE_PY_STARTUP");
+	size_t len;
+
+	if ((env && !strcmp(env, "1")) || !f || startup_frame)
+		return false;
+	Py_INCREF(f);
+	for (; f; f = back) {
+		m = module_of(f, &len);
+		if (m && len == 8 && !memcmp(m, "__main__", 8)) {
+			Py_DECREF(f);
+			Py_XDECREF(outer);
+			return false;
+		}
+		back = PyFrame_GetBack(f);
+		Py_XDECREF(outer);
+		outer = f;	/* its reference kept */
+	}
+	startup_frame = outer;
+	startup_ts = PyThreadState_Get();
+	/* The window before the program opens once per process, at the
+	 * interpreter's own start-up: a later install() on another thread
+	 * must not open it again for a thread that may never run __main__. */
+	if (!main_window_opened) {
+		main_window_opened = true;
+		before_main = runs_program();
+	}
+	return true;
+}
+
 /* The profile function of this thread; the audit hook, once. */
 static PyObject *install(PyObject *self, PyObject *unused)
 {
 	static int audit_on;
 
-	if (PyThreadState_Get()->c_profilefunc != profile)	/* not twice */
-		mark_open_frames(0, NULL);
-	sp_rt_resync_known(sp_py_call_site);
-	PyEval_SetProfile(profile, NULL);
+	/* only Ruby's methods asked for (--spans-match): no cost here */
+	if (!match_none) {
+		if (PyThreadState_Get()->c_profilefunc != profile &&	/* not twice */
+		    !startup_begins())
+			mark_open_frames(0, NULL);
+		sp_rt_resync_known(sp_py_call_site);
+		PyEval_SetProfile(profile, NULL);
+	}
 	if (!audit_on && PySys_AddAuditHook(audit, NULL) == 0)
 		audit_on = 1;
 	else if (!audit_on)
@@ -263,13 +459,28 @@ static PyObject *thread_start(PyObject *self, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "OOO", &frame, &event, &arg))
 		return NULL;
-	PyEval_SetProfile(profile, NULL);
+	if (match_none) {
+		PyEval_SetProfile(NULL, NULL);
+		Py_RETURN_NONE;
+	}
 	ev = PyUnicode_Check(event) ? PyUnicode_AsUTF8(event) : NULL;
 	if (!ev)
 		PyErr_Clear();
-	else if (PyFrame_Check(frame) && !strcmp(ev, "call"))
+	/*
+	 * The thread's frames open now started unseen: threading's
+	 * _bootstrap and _bootstrap_inner (which set the profile function
+	 * just before run()), whose stops would come without a start.
+	 * Marked as install() marks its caller's, leaving out the frame
+	 * whose call is this event (its own start follows).
+	 */
+	if (PyThreadState_Get()->c_profilefunc != profile)
+		mark_open_frames(0, ev && PyFrame_Check(frame) && !strcmp(ev, "call") ?
+					    (PyFrameObject *)frame : NULL);
+	sp_rt_resync_known(sp_py_call_site);
+	PyEval_SetProfile(profile, NULL);
+	if (ev && PyFrame_Check(frame) && !strcmp(ev, "call"))
 		profile(NULL, (PyFrameObject *)frame, PyTrace_CALL, arg);
-	else if (PyFrame_Check(frame) && !strcmp(ev, "return"))
+	else if (ev && PyFrame_Check(frame) && !strcmp(ev, "return"))
 		profile(NULL, (PyFrameObject *)frame, PyTrace_RETURN, arg);
 	Py_RETURN_NONE;
 }
@@ -286,8 +497,32 @@ static struct PyModuleDef module = {
 	"StackPulse's profile function: span markers for sp-record.", -1, methods,
 };
 
+/* --spans-match: the globs one a line (sp-record checked them), and the
+ * code objects' slot for the decisions; none: every function. */
+static void match_init(void)
+{
+	const char *env = getenv("STACKPULSE_SPANS_MATCH");
+	char *p, *save = NULL;
+
+	if (!env || !*env || match_buf)
+		return;
+	match_slot = _PyEval_RequestCodeExtraIndex(NULL);
+	match_interp = PyInterpreterState_Get();
+	match_buf = match_slot >= 0 ? strdup(env) : NULL;
+	if (!match_buf)
+		return;
+	/* a glob with a "#" (Store#load) is a Ruby instance method's: no
+	 * Python name has one */
+	for (p = strtok_r(match_buf, "\n", &save); p && match_n < MATCH_GLOBS_MAX;
+	     p = strtok_r(NULL, "\n", &save))
+		if (!strchr(p, '#'))
+			match_globs[match_n++] = p;
+	match_none = !match_n;
+}
+
 PyMODINIT_FUNC PyInit__stackpulse_hook(void)
 {
 	sp_rt_ring_init();
+	match_init();
 	return PyModule_Create(&module);
 }

@@ -80,6 +80,8 @@ module StackPulseActivate
 
         tp = StackPulseHook.tracepoint
         tp.enable(target: um)
+        # its frames open when a recorder comes are rebuilt (hook.c)
+        StackPulseHook.traced(RubyVM::InstructionSequence.of(um))
         @seen[um] = true
         @tps << tp
       rescue ArgumentError, RuntimeError

@@ -33,8 +33,11 @@
 #include "../hook/ring.h"
 
 static struct sp_rt_names names;
-static ID id_attached, id_label, id_base_label, id_path, id_lineno;
+static ID id_attached, id_label, id_base_label, id_path, id_lineno, id_eval, id_instance_method,
+	id_of;
+static VALUE iseq_class;		/* RubyVM::InstructionSequence */
 static bool match_mode;		/* --spans-match: TracePoints on some methods */
+static VALUE traced;		/* their iseqs (identity): StackPulseHook.traced */
 
 static const char *cstr(VALUE s, size_t *len)
 {
@@ -122,30 +125,72 @@ static void mark_call(const struct sp_rt_name *n, int line)
 }
 
 /*
- * Whether frame i of the inspected stack is a Ruby method's own frame,
- * one whose start the hook marks (a :call): Ruby code (an iseq) of a
- * method (a class), labelled with its name alone ("block in m" and
- * "rescue in m" are frames inside m; <main>, <class:C> and required files'
- * tops have no class); not the frame of an eval'd string, which is
- * labelled as the method it runs in and called by eval itself. A method
- * made with define_method (its frame a block's) is left out: its name is
- * not in the frame.
+ * The method a block frame runs as its body, when it is one: a method
+ * made with define_method (Ruby calls it a bmethod; its :call names it,
+ * its frame is the block's, labelled "block in ..."). __method__ in the
+ * frame's binding names the method the block belongs to; the frame is
+ * that method's own when the method's code is this very block (the
+ * iseq's wrapper is one object per iseq), not a block inside it.
  */
-static bool method_frame(const rb_debug_inspector_t *dc, VALUE locs, long i, VALUE *label)
+static VALUE bmethod_body(VALUE args)
+{
+	const VALUE *a = (const VALUE *)args;	/* binding, class, iseq */
+	VALUE mid = rb_funcall(a[0], id_eval, 1, rb_str_new_cstr("__method__")), um;
+
+	if (!SYMBOL_P(mid))
+		return Qnil;
+	um = rb_funcall(a[1], id_instance_method, 1, mid);
+	return rb_funcall(iseq_class, id_of, 1, um) == a[2] ? mid : Qnil;
+}
+
+static VALUE bmethod_id(const rb_debug_inspector_t *dc, long i, VALUE klass, VALUE iseq)
+{
+	VALUE a[3] = { rb_debug_inspector_frame_binding_get(dc, i), klass, iseq }, mid;
+	int state = 0;
+
+	if (NIL_P(a[0]) || !iseq_class)
+		return Qnil;
+	mid = rb_protect(bmethod_body, (VALUE)a, &state);
+	if (state) {
+		rb_set_errinfo(Qnil);	/* removed since, or a frame of no method */
+		return Qnil;
+	}
+	return mid;
+}
+
+/*
+ * Whether frame i of the inspected stack is a Ruby method's own frame,
+ * one whose start the hook marks (a :call), and its method (*mid): Ruby
+ * code (an iseq) of a method (a class), labelled with its name alone
+ * ("block in m" and "rescue in m" are frames inside m; <main>,
+ * <class:C> and required files' tops have no class), or a block that is
+ * a define_method method's body; not the frame of an eval'd string,
+ * which is labelled as the method it runs in and called by eval itself.
+ * With --spans-match, only a method the activator traces.
+ */
+static bool method_frame(const rb_debug_inspector_t *dc, VALUE locs, long i, VALUE *mid)
 {
 	static const char *const evals[] = { "eval", "instance_eval", "class_eval",
 					     "module_eval" };
-	VALUE loc = RARRAY_AREF(locs, i), base, caller;
+	VALUE loc = RARRAY_AREF(locs, i), iseq = rb_debug_inspector_frame_iseq_get(dc, i);
+	VALUE klass = rb_debug_inspector_frame_class_get(dc, i), label, base, caller;
 	unsigned int k;
 
-	if (NIL_P(rb_debug_inspector_frame_iseq_get(dc, i)) ||
-	    NIL_P(rb_debug_inspector_frame_class_get(dc, i)))
+	if (NIL_P(iseq) || NIL_P(klass))
 		return false;
-	*label = rb_funcall(loc, id_label, 0);
+	if (match_mode && !RTEST(rb_hash_lookup2(traced, iseq, Qfalse)))
+		return false;
+	label = rb_funcall(loc, id_label, 0);
 	base = rb_funcall(loc, id_base_label, 0);
-	if (!RB_TYPE_P(*label, T_STRING) || !RB_TYPE_P(base, T_STRING) ||
-	    !RTEST(rb_str_equal(*label, base)))
+	if (!RB_TYPE_P(label, T_STRING) || !RB_TYPE_P(base, T_STRING))
 		return false;
+	if (!RTEST(rb_str_equal(label, base))) {
+		if (RSTRING_LEN(label) < 6 || memcmp(RSTRING_PTR(label), "block ", 6))
+			return false;
+		*mid = bmethod_id(dc, i, klass, iseq);
+		return !NIL_P(*mid);
+	}
+	*mid = ID2SYM(rb_intern_str(base));
 	if (i + 1 >= RARRAY_LEN(locs) || !NIL_P(rb_debug_inspector_frame_iseq_get(dc, i + 1)))
 		return true;
 	caller = rb_funcall(RARRAY_AREF(locs, i + 1), id_label, 0);
@@ -167,33 +212,31 @@ static bool method_frame(const rb_debug_inspector_t *dc, VALUE locs, long i, VAL
  * walk is the debug inspector's (Ruby's public API for the frames with
  * their classes), once per thread per recorder.
  */
-#define SP_RT_OPEN_MAX	256
 struct open_walk {
 	bool skip;
+	uint32_t flag;		/* SP_RING_RESYNC for a recorder's coming, else 0 */
 };
 
 static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
 {
 	const struct open_walk *w = data;
-	VALUE locs = rb_debug_inspector_backtrace_locations(dc), label, path;
+	VALUE locs = rb_debug_inspector_backtrace_locations(dc), path, mids[SP_RT_OPEN_MAX];
 	long i, n = RB_TYPE_P(locs, T_ARRAY) ? RARRAY_LEN(locs) : 0, open[SP_RT_OPEN_MAX];
 	struct sp_rt_name *nm;
 	int k = 0, line;
 
 	for (i = w->skip ? 1 : 0; i < n && k < SP_RT_OPEN_MAX; i++)
-		if (method_frame(dc, locs, i, &label))
+		if (method_frame(dc, locs, i, &mids[k]))
 			open[k++] = i;
 	while (k-- > 0) {
 		i = open[k];
-		label = rb_funcall(RARRAY_AREF(locs, i), id_base_label, 0);
 		path = rb_funcall(RARRAY_AREF(locs, i), id_path, 0);
 		line = NUM2INT(rb_funcall(RARRAY_AREF(locs, i), id_lineno, 0));
-		nm = method_name(rb_debug_inspector_frame_class_get(dc, i),
-				 ID2SYM(rb_intern_str(label)),
+		nm = method_name(rb_debug_inspector_frame_class_get(dc, i), mids[k],
 				 RB_TYPE_P(path, T_STRING) ? RSTRING_PTR(path) : NULL);
 		line = SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);
 		if (nm && (!sp_rt_ring_on ||
-			   !sp_rt_ring_put(SP_PR_RB_HOOK_CALL | SP_RING_RESYNC, nm->str[0],
+			   !sp_rt_ring_put(SP_PR_RB_HOOK_CALL | w->flag, nm->str[0],
 					   nm->str[1], nm->str[2], line)))
 			mark_call(nm, line);
 	}
@@ -209,7 +252,7 @@ static VALUE open_frames(VALUE data)
  * error on the way (none is expected) is not the program's. */
 static void resync(rb_event_flag_t ev)
 {
-	struct open_walk w = { .skip = ev == RUBY_EVENT_CALL };
+	struct open_walk w = { .skip = ev == RUBY_EVENT_CALL, .flag = SP_RING_RESYNC };
 	int state = 0;
 
 	rb_protect(open_frames, (VALUE)&w, &state);
@@ -227,8 +270,9 @@ static void on_event(VALUE data, rb_trace_arg_t *ta)
 		on_fiber_switch();
 		return;
 	}
-	/* not with --spans-match: the stops of the other methods never come */
-	if (!match_mode && sp_rt_resync_due(sp_rb_call_site))
+	/* with --spans-match, of the methods traced (method_frame()): the
+	 * stops of the others never come */
+	if (sp_rt_resync_due(sp_rb_call_site))
 		resync(ev);
 	n = method_name(rb_tracearg_defined_class(ta), rb_tracearg_method_id(ta),
 			rb_sourcefile());
@@ -263,15 +307,42 @@ static VALUE tracepoint(VALUE self)
 	return rb_tracepoint_new(0, RUBY_EVENT_CALL | RUBY_EVENT_RETURN, on_tracepoint, NULL);
 }
 
+/*
+ * StackPulseHook.traced(iseq): the activator enabled a tracepoint on the
+ * method whose code this is (RubyVM::InstructionSequence.of): its frames
+ * open when a recorder comes are rebuilt, the others' stops never come.
+ */
+static VALUE traced_add(VALUE self, VALUE iseq)
+{
+	rb_hash_aset(traced, iseq, Qtrue);
+	return Qnil;
+}
+
 void Init_stackpulse_hook(void)
 {
 	const char *match = getenv("STACKPULSE_SPANS_MATCH");
+	struct open_walk boot = { .skip = false, .flag = 0 };
+	int state = 0;
 
 	id_attached = rb_intern("__attached__");
 	id_label = rb_intern("label");
 	id_base_label = rb_intern("base_label");
 	id_path = rb_intern("path");
 	id_lineno = rb_intern("lineno");
+	id_eval = rb_intern("eval");
+	id_instance_method = rb_intern("instance_method");
+	id_of = rb_intern("of");
+	/* looked up, never raised for: a missing constant at Init would end
+	 * the traced program (define_method methods are then not rebuilt) */
+	iseq_class = 0;
+	if (rb_const_defined(rb_cObject, rb_intern("RubyVM"))) {
+		VALUE vm = rb_const_get(rb_cObject, rb_intern("RubyVM"));
+
+		if ((RB_TYPE_P(vm, T_CLASS) || RB_TYPE_P(vm, T_MODULE)) &&
+		    rb_const_defined(vm, rb_intern("InstructionSequence")))
+			iseq_class = rb_const_get(vm, rb_intern("InstructionSequence"));
+	}
+	rb_gc_register_address(&iseq_class);
 	sp_rt_ring_init();
 	/* announced now: sp-record knows the hook is in from here on (a raise
 	 * before was Ruby's start-up, when no span can be open) */
@@ -283,8 +354,23 @@ void Init_stackpulse_hook(void)
 		 * matching method; no hook for every call, no fiber switches */
 		rb_define_singleton_method(rb_define_module("StackPulseHook"), "tracepoint",
 					   tracepoint, 0);
+		rb_define_singleton_method(rb_define_module("StackPulseHook"), "traced",
+					   traced_add, 1);
+		traced = rb_funcall(rb_hash_new(), rb_intern("compare_by_identity"), 0);
+		rb_gc_register_address(&traced);
 		return;
 	}
+	/*
+	 * The methods open now started unseen: the activator's
+	 * StackPulseActivate.activate and RubyGems' Kernel#require, twice
+	 * (RUBYOPT's -r of the activator, its require of this file). Their
+	 * stops would come without a start: marked as starts now, as the
+	 * Python hook's install() marks its callers.
+	 */
+	rb_protect(open_frames, (VALUE)&boot, &state);
+	if (state)
+		rb_set_errinfo(Qnil);
+	sp_rt_resync_known(sp_rb_call_site);
 	rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))on_event,
 			   RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_FIBER_SWITCH, Qnil,
 			   RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);

@@ -4,12 +4,16 @@
  * libraries and versions, the activators' environment, USDT operands, which
  * commands have probes. The notes themselves: tests/unit/test-usdt.c; the
  * recording is tested for real in tests/sp-record-spans.bats. */
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <linux/types.h>
+
+#include <bpf/libbpf.h>
 
 #include "bpf_spans.h"
 #include "record/bpf_spansP.h"
@@ -296,9 +300,177 @@ static void test_bpf_spans_usdt_full_counted(void)
 	CHECK_EQ_U(c.unprobed, 2);
 }
 
+/*
+ * A container's file (bpf_spans_root.c) is kept while a process known uses
+ * it, then SP_BS_ROOT_IDLE_NS more, then closed, with what was keyed by its
+ * name "/proc/self/fd/N": the next file of that number must not inherit
+ * its marker locations' numbers with their operand specs written (BPF
+ * would read the new file's operands by the old one's registers), and its
+ * shared link goes to the reapers, not destroyed in the poll loop.
+ */
+static void test_bpf_spans_roots_sweep(void)
+{
+	char a[] = "/tmp/sp-test-root.XXXXXX", b[] = "/tmp/sp-test-root.XXXXXX";
+	char name[32], other[32];
+	uint64_t t0 = 5000000001ull;	/* odd: idle_ns is never 0 */
+	struct bs_ctx c;
+	struct bs_proc *p;
+	uint32_t id, kept, id2;
+	int fa, fb, fk, shared;
+	size_t i;
+
+	memset(&c, 0, sizeof(c));
+	fa = mkstemp(a);
+	fk = mkstemp(b);
+	shared = dup(fa);
+	CHECK(fa >= 0 && fk >= 0 && shared >= 0);
+	c.croots = 2;
+	c.roots = calloc(c.croots, sizeof(*c.roots));
+	c.roots[0].fd = fa;
+	c.roots[1].fd = fk;
+	c.nroots = 2;
+	snprintf(name, sizeof(name), "/proc/self/fd/%d", fa);
+	snprintf(other, sizeof(other), "/proc/self/fd/%d", fk);
+	/* a process uses the second file */
+	p = sp_bs_proc_new(&c, 4242);
+	snprintf(p->exe, sizeof(p->exe), "%s", other);
+	snprintf(c.shared[0].path, sizeof(c.shared[0].path), "%s", name);
+	c.shared[0].fd = shared;
+	c.nshared = 1;
+	id = sp_bs_loc_id(&c, name, 0x1234);
+	kept = sp_bs_loc_id(&c, other, 0x1234);
+	CHECK(id && kept && id != kept);
+	c.locs[id - 1].spec = c.locs[kept - 1].spec = true;	/* attached */
+	CHECK_EQ_U(sp_bs_loc_id(&c, name, 0x1234), id);
+
+	/* unused: kept a while, a process of its container may map it again */
+	sp_bs_roots_sweep(&c, t0);
+	CHECK_EQ_U(c.nroots, 2);
+	CHECK_EQ_U(c.roots_idle, 1);
+	CHECK(fcntl(fa, F_GETFD) >= 0);
+	CHECK_EQ_U(sp_bs_loc_id(&c, name, 0x1234), id);
+	sp_bs_roots_sweep(&c, t0 + SP_BS_ROOT_IDLE_NS / 2);
+	CHECK_EQ_U(c.nroots, 2);
+	/* then closed, with its name's shared link and locations */
+	sp_bs_roots_sweep(&c, t0 + SP_BS_ROOT_IDLE_NS);
+	CHECK_EQ_U(c.nroots, 1);
+	CHECK(c.roots[0].fd == fk);
+	CHECK_EQ_U(c.roots_idle, 0);
+	CHECK_EQ_U(c.nshared, 0);
+	CHECK(fcntl(fa, F_GETFD) < 0);
+	CHECK(c.locs[id - 1].bin == NULL && !c.locs[id - 1].spec);
+	/* the file still used keeps its location and its spec */
+	CHECK_EQ_U(sp_bs_loc_id(&c, other, 0x1234), kept);
+	CHECK(c.locs[kept - 1].spec);
+
+	/* the next file gets the same number, so the same name: a location of
+	 * it is new, its spec to be written (the number itself may be reused) */
+	fb = open(b, O_RDONLY | O_CLOEXEC);
+	CHECK(fb == fa);
+	id2 = sp_bs_loc_id(&c, name, 0x1234);
+	CHECK(id2 != 0 && id2 != kept);
+	CHECK(!c.locs[id2 - 1].spec);
+	CHECK_STR(c.locs[id2 - 1].bin, name);
+	CHECK_EQ_U(sp_bs_loc_id(&c, name, 0x1234), id2);
+
+	/* the shared link went to a reaper thread: stop them, it is closed */
+	CHECK(c.reaper_on);
+	pthread_mutex_lock(&c.rq_lock);
+	c.reaper_stop = true;
+	pthread_cond_broadcast(&c.rq_cond);
+	pthread_mutex_unlock(&c.rq_lock);
+	for (i = 0; i < c.reapers; i++)
+		pthread_join(c.reaper[i], NULL);
+	CHECK(fcntl(shared, F_GETFD) < 0);
+
+	/* more than half of SP_BS_ROOT_FILES open: an unused one goes at once */
+	sp_bs_detach_all_how(&c, p, true);
+	p->exe[0] = 0;
+	c.nroots = SP_BS_ROOT_FILES / 2 + 1;
+	c.roots = realloc(c.roots, c.nroots * sizeof(*c.roots));
+	for (i = 1; i < c.nroots; i++) {
+		c.roots[i] = c.roots[0];
+		c.roots[i].fd = dup(fk);
+	}
+	sp_bs_roots_sweep(&c, t0 + 2 * SP_BS_ROOT_IDLE_NS);
+	CHECK_EQ_U(c.nroots, 0);
+	CHECK(fcntl(fk, F_GETFD) < 0);
+
+	close(fb);
+	unlink(a);
+	unlink(b);
+	for (i = 0; i < c.nlocs; i++)
+		free(c.locs[i].bin);
+	free(c.locs);
+	free(c.loc_free);
+	free(c.rq);
+	free(c.roots);
+	free(c.procs);
+	free(p);
+	sp_u64map_release(&c.loc_ids);
+	sp_u64map_release(&c.by_pid);
+}
+
+/* -a: which mappings are a runtime hook's (bpf_spans_all.c) */
+static void test_bpf_spans_maps_line_hook(void)
+{
+	CHECK(sp_bs_maps_line_hook("7f1-7f2 r-xp 00002000 fe:00 5628108    "
+				   "/sp-runtime/python/_stackpulse_hook.cpython-311-x86_64-linux-gnu.so\n"));
+	CHECK(sp_bs_maps_line_hook("7f1-7f2 r--p 00000000 fe:00 12 /usr/share/stackpulse/runtime/ruby/"
+				   "3.1/stackpulse_hook.so\n"));
+	/* a file named after it elsewhere in the path, or another library */
+	CHECK(!sp_bs_maps_line_hook("7f1-7f2 r--p 00000000 fe:00 12 /stackpulse_hook.so/libc.so.6\n"));
+	CHECK(!sp_bs_maps_line_hook("7f1-7f2 r-xp 00000000 fe:00 12 /usr/lib/libruby.so.3.1\n"));
+	CHECK(!sp_bs_maps_line_hook("7f1-7f2 rw-p 00000000 00:00 0 [heap]\n"));
+	CHECK(!sp_bs_maps_line_hook("7f1-7f2 rw-p 00000000 00:00 0\n"));
+}
+
+/* -a: which listed pids a pass reads again (bpf_spans_all.c) */
+static void test_bpf_spans_all_rule(void)
+{
+	uint64_t young = 100000, old = SP_BS_ALL_SEEN(5000, 0, 7), kid = SP_BS_ALL_SEEN(young, 0, 7);
+	unsigned int pass, reads = 0;
+
+	/* a new pid, a young one: its start read at every pass */
+	CHECK(sp_bs_all_read_start(NULL, young, 8, 1234));
+	CHECK(sp_bs_all_read_start(&kid, young, 8, 1234));
+	/* an old one judged: once in SP_BS_ALL_RECHECK passes, not every one */
+	for (pass = 0; pass < 10 * SP_BS_ALL_RECHECK; pass++)
+		reads += sp_bs_all_read_start(&old, young, pass, 1234);
+	CHECK_EQ_U(reads, 10);
+	/* its mappings read: when new, young, or of another start (its pid
+	 * reused), not when of the start judged */
+	CHECK(sp_bs_all_judge(NULL, 5000, young));
+	CHECK(!sp_bs_all_judge(&old, 5000, young));
+	CHECK(sp_bs_all_judge(&old, 5001, young));
+	CHECK(sp_bs_all_judge(&kid, young, young));
+	/* the whole of a start time since boot is kept (47 bits) */
+	old = SP_BS_ALL_SEEN(1ull << 46, 1, 0xffff);
+	CHECK(!sp_bs_all_judge(&old, 1ull << 46, UINT64_MAX));
+	CHECK(sp_bs_all_judge(&old, (1ull << 46) + 1, UINT64_MAX));
+}
+
+/* The tracefs answer (bpf_spans_load.c) is the kernel BTF's, which it
+ * stands in for: tp_btf/sched_prepare_exec loads if and only if the
+ * kernel's BTF has the tracepoint. */
+static void test_bpf_spans_has_prepare_exec(void)
+{
+	bool btf = libbpf_find_vmlinux_btf_id("sched_prepare_exec", BPF_TRACE_RAW_TP) >= 0;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		printf("# skipped: no kernel BTF\n");
+		return;
+	}
+	if (access("/sys/kernel/tracing/events/sched", F_OK) &&
+	    access("/sys/kernel/debug/tracing/events/sched", F_OK))
+		printf("# tracefs not visible: the BTF answers both\n");
+	CHECK(sp_bs_has_prepare_exec() == btf);
+}
+
 int main(void)
 {
 	TAP_RUN(test_bpf_spans_parse_list);
+	TAP_RUN(test_bpf_spans_all_rule);
 	TAP_RUN(test_bpf_spans_split_func);
 	TAP_RUN(test_bpf_spans_elf_providers);
 	TAP_RUN(test_bpf_spans_runtime_libs);
@@ -307,5 +479,8 @@ int main(void)
 	TAP_RUN(test_bpf_spans_usdt_parse_args);
 	TAP_RUN(test_bpf_spans_file_has_probes);
 	TAP_RUN(test_bpf_spans_usdt_full_counted);
+	TAP_RUN(test_bpf_spans_roots_sweep);
+	TAP_RUN(test_bpf_spans_maps_line_hook);
+	TAP_RUN(test_bpf_spans_has_prepare_exec);
 	return TAP_DONE();
 }

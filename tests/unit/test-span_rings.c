@@ -7,6 +7,7 @@
  * it does a traced process's. What BPF would copy at a thread's end is
  * handed over as chunks by hand.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "../../runtime/hook/ring.c"
+#include "procfs.h"
 #include "record/span_rings.h"
 #include "tap.h"
 
@@ -321,6 +323,31 @@ static void test_span_rings_resync_ruby(void)
 	finish(&rs, r);
 }
 
+/* An older hook's ring (no SP_RING_F_RUNS: it writes no run) found with
+ * marks from before the recording: nothing is awaited, its marks from the
+ * recording's start on are delivered at once, none skipped. */
+static void test_span_rings_no_runs(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r = start(&rs);
+
+	sp_span_rings_release(&rs);
+	sp_span_rings_init(&rs);
+	r->h.features = 0;
+	py_mark(1, 0);			/* before the recording */
+	rs.since = now_ns();
+	py_mark(2, 0);			/* in it, before the claim */
+	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	py_mark(3, 0);			/* just after the claim */
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 2);
+	CHECK_EQ_U(got.line[0], 2);
+	CHECK_EQ_U(got.line[1], 3);
+	CHECK_EQ_U(rs.before_run, 0);
+	finish(&rs, r);
+}
+
 /* Writes b at the first byte of the rt__ring marker (a uprobe's 0xcc, or
  * the nop's own byte back): the marker is never run meanwhile. */
 static bool poke_site(unsigned char b)
@@ -602,6 +629,75 @@ static void test_span_rings_fork_thread(void)
 	CHECK_EQ_U(got.line[0], 1);
 	close(fd[0]);
 	close(fd[1]);
+	finish(&rs, r);
+}
+
+/* A thread is told we left its ring only while its pid names the process
+ * that announced the ring (its start time then), and through a descriptor
+ * of that process's memory: one whose process ended writes to nobody,
+ * whoever has its pid since. */
+static void test_span_rings_tell_left_start(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r = start(&rs);
+	int go[2], ready[2], status = -1, mem;
+	uint64_t st = 0, cst = 0;
+	uint32_t ctid = 0;
+	char c = 0;
+	pid_t pid;
+
+	CHECK_EQ_U(sp_procfs_start((uint32_t)getpid(), &st), 0);
+	CHECK(st > 0);
+	r->h.reader = SP_RING_READING;
+	sp_span_rings_tell_left(&rs, r->h.pid, r->h.tid, (uintptr_t)r, st + 1);
+	CHECK_EQ_U(r->h.reader, SP_RING_READING);	/* another process's start */
+	sp_span_rings_tell_left(&rs, r->h.pid, r->h.tid, (uintptr_t)r, 0);
+	CHECK_EQ_U(r->h.reader, SP_RING_READING);	/* unknown: nothing written */
+	sp_span_rings_tell_left(&rs, r->h.pid, r->h.tid + 1, (uintptr_t)r, st);
+	CHECK_EQ_U(r->h.reader, SP_RING_READING);	/* not that thread's ring */
+	sp_span_rings_tell_left(&rs, r->h.pid, r->h.tid, (uintptr_t)r, st);
+	CHECK_EQ_U(r->h.reader, SP_RING_LEFT);
+
+	/* another process: its ring (a fork's copy, made its own) is told */
+	CHECK(pipe(go) == 0 && pipe(ready) == 0);
+	pid = fork();
+	if (!pid) {
+		mark(2);
+		r->h.reader = SP_RING_READING;
+		if (write(ready[1], &r->h.tid, sizeof(r->h.tid)) != sizeof(r->h.tid) ||
+		    read(go[0], &c, 1) != 1)
+			_exit(2);
+		_exit(r->h.reader == SP_RING_LEFT ? 0 : 1);
+	}
+	CHECK(read(ready[0], &ctid, sizeof(ctid)) == sizeof(ctid));
+	CHECK_EQ_U(sp_procfs_start((uint32_t)pid, &cst), 0);
+	sp_span_rings_tell_left(&rs, (uint32_t)pid, ctid, (uintptr_t)r, cst + 1);
+	sp_span_rings_tell_left(&rs, (uint32_t)pid, ctid, (uintptr_t)r, cst);
+	CHECK(write(go[1], &c, 1) == 1);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	/* a descriptor opened for a process that ended since reaches nobody */
+	pid = fork();
+	if (!pid) {
+		(void)!read(go[0], &c, 1);
+		_exit(0);
+	}
+	CHECK(sp_procfs_start((uint32_t)pid, &cst) == 0);
+	mem = sp_procfs_mem_open((uint32_t)pid, cst + 1);
+	CHECK(mem < 0 && errno == ESRCH);
+	mem = sp_procfs_mem_open((uint32_t)pid, cst);
+	CHECK(mem >= 0);
+	CHECK(write(go[1], &c, 1) == 1);
+	waitpid(pid, &status, 0);
+	CHECK(pwrite(mem, &c, 1, (off_t)(uintptr_t)r) <= 0);
+	CHECK(pread(mem, &c, 1, (off_t)(uintptr_t)r) <= 0);
+	if (mem >= 0)
+		close(mem);
+	close(go[0]);
+	close(go[1]);
+	close(ready[0]);
+	close(ready[1]);
 	finish(&rs, r);
 }
 
@@ -1089,6 +1185,7 @@ int main(void)
 	TAP_RUN(test_span_rings_resync_late);
 	TAP_RUN(test_span_rings_resync_whole);
 	TAP_RUN(test_span_rings_resync_ruby);
+	TAP_RUN(test_span_rings_no_runs);
 	TAP_RUN(test_span_rings_resync_due);
 	TAP_RUN(test_span_rings_ended);
 	TAP_RUN(test_span_rings_overrun);
@@ -1102,5 +1199,6 @@ int main(void)
 	TAP_RUN(test_span_rings_two_readers);
 	TAP_RUN(test_span_rings_comm);
 	TAP_RUN(test_span_rings_owner_wait);
+	TAP_RUN(test_span_rings_tell_left_start);
 	return TAP_DONE();
 }

@@ -55,6 +55,8 @@
 #define SP_SPANS_MAX_GLOBS	64	/* --spans-match options */
 #define SP_SPANS_MAX_MATCHES	256	/* functions one glob may match */
 
+struct sp_cgroup_filter;
+
 struct sp_spans_opts {
 	unsigned int modes;		/* SP_SPANS_* */
 	bool explicit_modes;		/* --spans given: a missing runtime is an error */
@@ -70,6 +72,9 @@ struct sp_spans_opts {
 	 * argv): --spans=auto loads BPF early only if it may run a runtime.
 	 * NULL: none given so (-p, -a, or a command without "--"), which may. */
 	char *const *command;
+	/* -a --cgroup/--container: the processes that carry a runtime hook
+	 * are followed in these only (NULL: the whole machine) */
+	const struct sp_cgroup_filter *cgroups;
 };
 
 /* argp child: --spans=LIST, --span-func=BINARY:FUNCTION, --spans-match=GLOB.

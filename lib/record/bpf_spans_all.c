@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+/*
+ * -a with --spans=ruby/python (docs/spans.md, "The whole machine"): the
+ * processes that carry a runtime hook, started with an activator in their
+ * environment (by an earlier sp-record, a service's own environment, a
+ * container's), are recorded as -p pids are: each found at the start, and
+ * each that loads its hook later, through its mappings. Nothing is
+ * attached to a process without a hook: sp-record cannot load one into a
+ * running interpreter, and Ruby's and Python's own probes in every one of
+ * them would slow the whole machine.
+ *
+ * A process's hook is loaded while its interpreter starts (RUBYOPT's -r,
+ * Python's sitecustomize), so a process is looked at again at each pass
+ * while it is young, and once more when older only if it was never seen:
+ * each pass reads the mappings of the processes started in the last
+ * SP_BS_ALL_YOUNG_S seconds and of the new pids, not of the whole machine.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpf_spansP.h"
+#include "cgroup_filter.h"
+#include "procfs.h"
+#include "sp.h"
+
+#define SP_BS_ALL_EVERY_NS	200000000ull	/* between two passes */
+#define SP_BS_ALL_YOUNG_S	5		/* a process looked at again until this old */
+
+/* Whether a line of /proc/PID/maps names a runtime hook's file (its name as
+ * the process sees it: another mount namespace's path is fine). */
+bool sp_bs_maps_line_hook(const char *line)
+{
+	const char *path = strchr(line, '/'), *base;
+
+	if (!path)
+		return false;
+	base = strrchr(path, '/') + 1;
+	return !strncmp(base, "stackpulse_hook.so", 18) ||
+	       !strncmp(base, "_stackpulse_hook.cpython-", 25);
+}
+
+#define SP_BS_ALL_MAPS_LINES	65536	/* a process's mappings read, at most */
+#define SP_BS_ALL_REFUSALS	64	/* refused hooks said with -v, at most */
+
+/* --cgroup/--container: a process outside them is none of ours. */
+static bool in_filter(const struct bs_ctx *c, uint32_t pid)
+{
+	struct sp_proc_identity *id;
+	bool in;
+
+	if (!c->o->cgroups || !sp_cgroup_filter_given(c->o->cgroups))
+		return true;
+	id = sp_xcalloc(1, sizeof(*id));
+	in = sp_procfs_identity(pid, id) == 0 && id->cgroup[0] &&
+	     sp_cgroup_filter_match(c->o->cgroups, id->cgroup);
+	free(id);
+	return in;
+}
+
+/*
+ * Whether the hook a line names is one root installed: the mapped file
+ * itself (through /proc/PID/map_files, whatever its path says) is a
+ * regular file owned by root. A file any user can name so would otherwise
+ * let every user on the machine opt a process in to root's probes and
+ * reads, which -a takes on no one's word. One refused is said once a
+ * process (*said), with -v, if --cgroup/--container take it (another's
+ * is none of ours), and SP_BS_ALL_REFUSALS in all: a process that is
+ * not remembered (c->all_seen full) is judged, and would be said, again
+ * at each pass.
+ */
+static bool hook_trusted(struct bs_ctx *c, uint32_t pid, const char *line, bool *said)
+{
+	unsigned long long lo, hi;
+	char path[96];
+	const char *name = strchr(line, '/');
+	struct stat st;
+	bool ok;
+
+	if (sscanf(line, "%llx-%llx", &lo, &hi) != 2)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid, lo, hi);
+	ok = stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+	     !(st.st_mode & (S_IWGRP | S_IWOTH));
+	if (!ok && !*said && name && in_filter(c, pid)) {
+		if (c->all_refusals < SP_BS_ALL_REFUSALS)	/* sp_info() escapes the path */
+			sp_info("spans: pid %u maps a runtime hook not root's, or writable by "
+				"others than root: not recorded: %.*s", pid,
+				(int)strcspn(name, "\n"), name);
+		else if (c->all_refusals == SP_BS_ALL_REFUSALS)
+			sp_info("spans: more processes map a runtime hook not root's, or "
+				"writable by others than root: not recorded, not said");
+		if (c->all_refusals <= SP_BS_ALL_REFUSALS)
+			c->all_refusals++;
+		*said = true;
+	}
+	return ok;
+}
+
+static bool carries_hook(struct bs_ctx *c, uint32_t pid, bool *said)
+{
+	char maps[64], line[PATH_MAX + 256];
+	unsigned int lines = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
+	f = fopen(maps, "re");
+	while (f && !found && lines++ < SP_BS_ALL_MAPS_LINES && fgets(line, sizeof(line), f))
+		found = sp_bs_maps_line_hook(line) && hook_trusted(c, pid, line, said);
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * c->all_seen: each listed pid not tracked -> its start time, whether its
+ * hook was refused and said (once), and the pass it was last listed in.
+ * Bounded: past SP_BS_ALL_SEEN_MAX pids, others are judged at every pass.
+ */
+#define SEEN(t, said, pass)	SP_BS_ALL_SEEN(t, said, pass)
+#define SEEN_START(v)		((v) >> 17)
+#define SEEN_SAID(v)		(((v) >> 16) & 1)
+#define SP_BS_ALL_SEEN_MAX	262144
+
+/*
+ * Whether a pass reads the start time of a listed pid (seen: its entry, or
+ * NULL): a new one's, or a young one's (its hook may load still); an old
+ * one judged already only one pass in SP_BS_ALL_RECHECK (spread over the
+ * pids), not every 200 ms. Its pid reused meanwhile (after a wrap of the
+ * pids) is looked at by then.
+ */
+bool sp_bs_all_read_start(const uint64_t *seen, uint64_t young, uint64_t pass, uint32_t pid)
+{
+	if (!seen || SEEN_START(*seen) >= young)
+		return true;
+	return (pass + pid) % SP_BS_ALL_RECHECK == 0;
+}
+
+/* Whether a pid that started at t has its mappings read: not when judged
+ * already at that start, and old enough to have its hook. */
+bool sp_bs_all_judge(const uint64_t *seen, uint64_t t, uint64_t young)
+{
+	return !seen || SEEN_START(*seen) != t || t >= young;
+}
+
+static uint64_t boot_ticks(void)
+{
+	struct timespec ts;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ((uint64_t)ts.tv_sec * (uint64_t)hz) + (uint64_t)ts.tv_nsec / (1000000000ull / hz);
+}
+
+int sp_bs_all_scan(struct bs_ctx *c, uint64_t now)
+{
+	char self[PATH_MAX] = "";
+	uint64_t young, t, *seen;
+	uint32_t *pids = NULL, me = (uint32_t)getpid();
+	size_t npids = 0, i, it;
+	uint64_t k, v, *gone = NULL;
+	size_t ngone = 0;
+
+	if (!c->all || (c->all_next_ns && now < c->all_next_ns))
+		return 0;
+	c->all_next_ns = now + SP_BS_ALL_EVERY_NS;
+	if (sp_procfs_pids(&pids, &npids))
+		return 0;
+	young = boot_ticks() - SP_BS_ALL_YOUNG_S * (uint64_t)sysconf(_SC_CLK_TCK);
+	c->all_pass++;
+	for (i = 0; i < npids; i++) {
+		struct bs_proc *p = sp_bs_proc_get(c, pids[i]);
+		bool said;
+
+		/* tracked already (or by its fork), or an earlier process of
+		 * that pid whose bookkeeping forget_gone() has not dropped yet */
+		if (pids[i] == me || p)
+			continue;
+		seen = sp_u64map_get(&c->all_seen, pids[i]);
+		if (!sp_bs_all_read_start(seen, young, c->all_pass, pids[i])) {
+			*seen = SEEN(SEEN_START(*seen), SEEN_SAID(*seen), c->all_pass);
+			continue;
+		}
+		if (sp_procfs_start(pids[i], &t) || !t)
+			continue;	/* gone */
+		if (!sp_bs_all_judge(seen, t, young)) {
+			*seen = SEEN(t, SEEN_SAID(*seen), c->all_pass);
+			continue;
+		}
+		said = seen && SEEN_START(*seen) == t && SEEN_SAID(*seen);
+		if (!carries_hook(c, pids[i], &said) || !in_filter(c, pids[i])) {
+			if (seen || c->all_seen.n < SP_BS_ALL_SEEN_MAX)
+				sp_u64map_put(&c->all_seen, pids[i], SEEN(t, said, c->all_pass));
+			continue;
+		}
+		/* Its mappings were read: the pid still names the process that
+		 * started at t, not another (another user's) that took it
+		 * meanwhile. If not, it is judged anew at the next pass. */
+		if (!sp_procfs_same_process(pids[i], t)) {
+			if (seen)
+				sp_u64map_del(&c->all_seen, pids[i]);
+			continue;
+		}
+		if (seen || c->all_seen.n < SP_BS_ALL_SEEN_MAX)
+			sp_u64map_put(&c->all_seen, pids[i], SEEN(t, said, c->all_pass));
+		sp_info("spans: pid %u carries a runtime hook: recorded as with -p", pids[i]);
+		if (!self[0]) {
+			ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+			self[len > 0 ? len : 0] = 0;
+		}
+		/* one that cannot be taken (gone, a full map) is said by the
+		 * seed; the others still are */
+		if (sp_bs_seed(c, pids[i], self, false, false)) {
+			if (c->err)
+				break;
+			continue;
+		}
+		c->all_found++;
+	}
+	free(pids);
+	/* the pids not listed in this pass are gone: forgotten */
+	for (it = 0; sp_u64map_next(&c->all_seen, &it, &k, &v);)
+		if ((v & 0xffff) != (c->all_pass & 0xffff)) {
+			gone = sp_xrealloc(gone, (ngone + 1) * sizeof(*gone));
+			gone[ngone++] = k;
+		}
+	for (i = 0; i < ngone; i++)
+		sp_u64map_del(&c->all_seen, gone[i]);
+	free(gone);
+	return c->err ? -1 : 0;
+}
