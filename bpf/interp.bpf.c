@@ -86,6 +86,129 @@ struct {
 	__type(value, __u8);
 } known SEC(".maps");
 
+/* Python: each budget of code-object copies (SP_BPF_ICOPY_*):
+ * tokens, refilled at SP_BPF_ICOPY_RATE a second from 'at'. Updated by
+ * any CPU without a lock (tracing programs may not take a bpf_spin_lock):
+ * a token is taken with an atomic add, so walks on several CPUs at once
+ * cannot take the same one, and a refill is the one CPU's whose
+ * compare-and-exchange moved 'at' on. A budget evicted (more than
+ * max_entries copying at once) starts with a burst. Keyed by
+ * copy_budget_key(): a budget per process let a process fork to have a
+ * fresh burst, any number of times. */
+struct copy_budget {
+	__u64 at;	/* ns the tokens were counted up to */
+	__s64 tokens;	/* below 0 only while a take is undone */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct copy_budget);
+} copy_budget SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_bpf_icopy_refused);
+} copies_refused SEC(".maps");
+
+/* user namespaces below the initial one, at most (the kernel makes none
+ * past level 33) */
+#define SP_BPF_USERNS_DEPTH	33
+/* a budget key that is a cgroup's, not a uid's */
+#define SP_BPF_ICOPY_CGROUP	(1ull << 63)
+
+/*
+ * The budget of the current task, one per user, so that neither fork nor
+ * exec nor a user namespace makes a new one:
+ * - in the initial user namespace, its real uid;
+ * - in another, the owner of the user namespace it is in below the
+ *   initial one (the host uid that made the container): a user given
+ *   subordinate uids (/etc/subuid) runs processes as thousands of host
+ *   uids, which would each have had a budget;
+ * - uid 0 there (root's services, a container of a rootful docker or
+ *   podman, which runs as host root; a user namespace root made): its
+ *   cgroup's, so that a container shares one budget and a fork does not
+ *   have a fresh one, and the host's root services do not all share one.
+ *   Root that may make cgroups (a privileged container) can have a budget
+ *   per cgroup it makes.
+ */
+static __always_inline __u64 copy_budget_key(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct user_namespace *ns = BPF_CORE_READ(t, cred, user_ns), *parent, *top = NULL;
+	__u32 uid = (__u32)bpf_get_current_uid_gid();
+	int i;
+
+	/* the initial user namespace is the one with no parent */
+	for (i = 0; i < SP_BPF_USERNS_DEPTH + 1 && ns; i++) {
+		parent = BPF_CORE_READ(ns, parent);
+		if (!parent)
+			break;
+		top = ns;
+		ns = parent;
+	}
+	if (top)
+		uid = BPF_CORE_READ(top, owner.val);
+	return uid ? (__u64)uid : SP_BPF_ICOPY_CGROUP | bpf_get_current_cgroup_id();
+}
+
+/* Whether process pid (the current task's) may have one copy more now (a
+ * token taken). */
+static __always_inline bool copy_allowed(__u32 pid)
+{
+	__u64 key = copy_budget_key();
+	struct copy_budget *b = bpf_map_lookup_elem(&copy_budget, &key), nb;
+	struct sp_bpf_icopy_refused *r;
+	__u64 now = bpf_ktime_get_ns(), at, to, add;
+	__s64 tokens;
+	__u32 zero = 0;
+
+	if (!b) {
+		/* a full bucket; another CPU's made meanwhile stays */
+		nb.at = now;
+		nb.tokens = SP_BPF_ICOPY_BURST;
+		bpf_map_update_elem(&copy_budget, &key, &nb, BPF_NOEXIST);
+		b = bpf_map_lookup_elem(&copy_budget, &key);
+		if (!b)
+			goto refused;
+	}
+	at = *(volatile __u64 *)&b->at;
+	if (now > at) {
+		tokens = *(volatile __s64 *)&b->tokens;
+		if (tokens < 0)
+			tokens = 0;
+		add = now - at >= 10000000000ull ? SP_BPF_ICOPY_BURST :
+		      (now - at) * SP_BPF_ICOPY_RATE / 1000000000ull;
+		if (add) {
+			/* full: the time past it is not counted; else the
+			 * fraction of a token not counted yet stays */
+			if (tokens + add >= SP_BPF_ICOPY_BURST) {
+				add = SP_BPF_ICOPY_BURST - tokens;
+				to = now;
+			} else {
+				to = at + add * 1000000000ull / SP_BPF_ICOPY_RATE;
+			}
+			/* only the CPU that moved 'at' on adds (a take on
+			 * another CPU meanwhile only lowers the tokens) */
+			if (__sync_val_compare_and_swap(&b->at, at, to) == at && add)
+				__sync_fetch_and_add(&b->tokens, (__s64)add);
+		}
+	}
+	if (__sync_fetch_and_add(&b->tokens, -1) > 0)
+		return true;
+	__sync_fetch_and_add(&b->tokens, 1);	/* none was left: undone */
+refused:
+	r = bpf_map_lookup_elem(&copies_refused, &zero);
+	if (r) {
+		r->n++;
+		r->pid = pid;
+	}
+	return false;
+}
+
 /* Ruby: what a walk already read of an iseq, by its address (an iseq of
  * a recursion or a block's method is met again further out) */
 struct rb_iseq_seen {
@@ -344,7 +467,8 @@ static __always_inline __u16 copy_str(__u8 *b, __u64 addr)
 /*
  * The code object of a frame, s->cr.c's (its address and identity set),
  * met by the walk: when no walk of its process met it before (s->wake set
- * then), and this walk copied fewer than SP_BPF_ICOPIES, its copy goes out
+ * then), this walk copied fewer than SP_BPF_ICOPIES and its user's
+ * budget (copy_allowed()) has a copy left, its copy goes out
  * as a record of its own, ahead of the stack's: its first bytes, its
  * name's and file's strings (at qual and file), the first SP_BPF_ILINES
  * bytes of its line table. It is noted as met once the copy went out (a
@@ -365,6 +489,9 @@ __noinline int py_code_met(struct scratch *s, const struct sp_bpf_ilayout *l, __
 	code = c->code;
 	k = code_key(s, code, c->firstline, c->name);
 	if (!code_new(s, &k) || s->copies >= SP_BPF_ICOPIES)
+		return 0;
+	/* past its user's budget: named from the process (if still there) */
+	if (!copy_allowed(s->h.pid))
 		return 0;
 	s->copies++;
 

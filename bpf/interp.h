@@ -29,6 +29,13 @@
 #define SP_BPF_ISTR_SHORT	128	/* read instead when SP_BPF_ISTR does not read */
 #define SP_BPF_ILINES		2048
 #define SP_BPF_ICOPIES		16
+/* Python: copies per user (root: per process), a token bucket: a process
+ * that makes its code objects look new at every sample (fresh code in a
+ * loop) would fill the ring with copies, some 2.9 KiB each
+ * (docs/security.md), and its forks with it. A copy refused leaves the
+ * code to be read from the process, as Ruby's is. */
+#define SP_BPF_ICOPY_BURST	512	/* copies a user may have at once */
+#define SP_BPF_ICOPY_RATE	128	/* then per second */
 /* Ruby: bytes of control frames read at once (16 of 3.1's 64-byte frames) */
 #define SP_BPF_RB_CFP_BLOCK	1024
 /* Ruby: iseqs and method entries a walk remembers it read (a power of 2) */
@@ -157,6 +164,13 @@ struct sp_bpf_istack {
 	__u16 nframes;
 	__u8 status;		/* enum sp_bpf_istatus */
 	__u8 flags;		/* SP_BPF_IFL_* */
+};
+
+/* Copies the budget refused, per CPU: how many, and the last process's. */
+struct sp_bpf_icopy_refused {
+	__u64 n;
+	__u32 pid;
+	__u32 pad;
 };
 
 /*

@@ -494,6 +494,44 @@ frames() {
 	grep -q ';Foo\.baz;Enumerable#sort_by;' <<<"$s" || fail "no Foo.baz;Enumerable#sort_by"
 }
 
+@test "Ruby: a C method called from another's C code sits over its C function, in call order" {
+	require_ruby
+	run --separate-stderr sp-record --spans=none -o "$OUT" -- $RB \
+		"$BATS_TEST_DIRNAME/fixtures/ruby/interp_cfuncs.rb" 2
+	[ "$status" = 0 ] || fail "$stderr"
+	# the fixture's methods and the C functions of Debian's libruby that
+	# its symbol table names (.dynsym: rb_ary_sort, rb_ary_cmp, rb_ary_each)
+	sp-symbolize "$OUT" 2>/dev/null | sp-flame --folded - 2>/dev/null | awk '{
+		n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); s = ""
+		for (i = 1; i <= k; i++)
+			if (f[i] ~ /^(cf_|Object#cf_|block|Array#|Integer#<=>|Enumerable#|rb_ary_(sort|cmp|each)$)/)
+				s = s (s == "" ? "" : ";") f[i]
+		if (s ~ /cf_/) print s, n }' > "$BATS_TEST_TMPDIR/stacks"
+	awk '{ t += $NF } END { exit t < 200 }' "$BATS_TEST_TMPDIR/stacks" ||
+		fail "few samples: $(head "$BATS_TEST_TMPDIR/stacks")"
+	# share (percent) of the samples of stacks matching $1 whose stack
+	# matches $2 too
+	within() {
+		awk -v a="$1" -v b="$2" '{ s = $0; sub(/ [0-9]+$/, "", s) }
+			s ~ a { t += $NF; if (s ~ b) m += $NF }
+			END { printf "%d %d\n", t, t ? 100 * m / t : 0 }' "$BATS_TEST_TMPDIR/stacks"
+	}
+	# every Array#<=> is Array#sort's, from cf_pairs, and over rb_ary_cmp
+	# (or, between its frame's push and its call, over rb_ary_sort's code)
+	read -r t p <<<"$(within 'Array#<=>' '^Object#cf_pairs;Array#sort;rb_ary_sort;Array#<=>(;|$)')"
+	[ "$t" -gt 0 ] && [ "$p" -ge 95 ] || fail "Array#<=>: $p% of $t in order: $(grep 'Array#<=>' "$BATS_TEST_TMPDIR/stacks" | head)"
+	read -r t p <<<"$(within 'Array#<=>' 'Array#<=>;rb_ary_cmp(;|$)')"
+	[ "$p" -ge 80 ] || fail "Array#<=> over rb_ary_cmp: $p% of $t"
+	read -r t p <<<"$(within 'Integer#<=>' 'Array#<=>;rb_ary_cmp;Integer#<=>$')"
+	[ "$p" -ge 80 ] || fail "Integer#<=> over Array#<=>'s code: $p% of $t"
+	# each_slice's Array#each over rb_ary_each, its block's sort_by the same
+	read -r t p <<<"$(within 'block \(2 levels\)' '^Object#cf_slices;Enumerable#each_slice;Array#each;rb_ary_each;block in Object#cf_slices;Enumerable#sort_by;Array#each;rb_ary_each;block \(2 levels\) in Object#cf_slices(;|$)')"
+	[ "$t" -gt 0 ] && [ "$p" -ge 80 ] || fail "block (2 levels): $p% of $t in order: $(grep 'levels' "$BATS_TEST_TMPDIR/stacks" | head)"
+	# no C method named out of its order: never under its own callee
+	! grep -E 'Array#<=>.*Array#sort|Integer#<=>.*Array#<=>;|sort_by.*each_slice' \
+		"$BATS_TEST_TMPDIR/stacks" || fail "out of order"
+}
+
 @test "a forged Ruby run by nobody: an endless stack ends truncated, names bounded, no loop" {
 	# (its method entries too: cycles of classes and environments, endless paths)
 	require_root
@@ -771,15 +809,193 @@ pim_frames() {
 	[ -z "$bad" ] || fail "$(grep -c '^bad' "$BATS_TEST_TMPDIR/frames") frames are not under their module's: $bad"
 	n=$(grep -c '^ok' "$BATS_TEST_TMPDIR/frames")
 	[ "$n" -ge 40 ] || fail "only $n samples in a module's function"
-	# the top-level frames of many modules, at a line of their loop (11-15)
+	# the top-level frames of many modules, at a line of their top-level
+	# code: the loop (11-15), or the 3 * (N % 7) lines many_imports.py
+	# adds after it (16 on), which run once, after the loop
 	mods=$(awk '$1 == "module" { print $2 }' "$BATS_TEST_TMPDIR/frames" | sort -u | wc -l)
 	[ "$mods" -ge 10 ] || fail "the top level of only $mods modules"
-	awk '$1 == "module" || $1 == "ok" { if ($3 !~ /^[0-9]+$/ || $3 < 11 || $3 > 15)
-		{ print; bad++ } } END { exit bad > 0 }' "$BATS_TEST_TMPDIR/frames" ||
-		fail "module frames at lines out of their loop"
+	awk '$1 == "module" || $1 == "ok" { last = 15 + 3 * (($2 + 0) % 7)
+		if ($3 !~ /^[0-9]+$/ || $3 < 11 || $3 > last) { print; bad++ } }
+		END { exit bad > 0 }' "$BATS_TEST_TMPDIR/frames" ||
+		fail "module frames at lines out of their top-level code"
 	# no module's top level is left unnamed, and the stacks are whole
 	n=$(sp-flame --folded "$OUT" 2>/dev/null |
 		grep -c '_call_with_frames_removed;\[python: unreadable frame\]' || true)
 	[ "$n" = 0 ] || fail "$n stacks with a module's top level unnamed"
 	assert_complete_share "$pid"
+}
+
+@test "a Python run by nobody that makes fresh code without end: its copies are capped, its steady code's stacks stay whole" {
+	require_python
+	require_cmd setpriv
+	NOBODY_DIR=$(mktemp -d /tmp/sp-fresh.XXXXXX)
+	# each round execs 13 functions never seen before, each calling the
+	# next (every sample in them meets up to 13 new code objects: copies),
+	# then runs the same steady code
+	cat >"$NOBODY_DIR/fresh.py" <<'PY'
+import time
+
+
+def steady_leaf(n):
+    return sum(i * i for i in range(n))
+
+
+def steady_main():
+    return steady_leaf(20000)
+
+
+def fresh_round(i):
+    src = "".join(f"def fresh_{i}_{k}():\n    return fresh_{i}_{k + 1}()\n" for k in range(12))
+    src += f"def fresh_{i}_12():\n    s = 0\n    for j in range(3000):\n        s += j\n    return s\n"
+    src += f"fresh_{i}_0()\n"
+    exec(compile(src, f"<fresh {i}>", "exec"), {})
+
+
+t0 = time.process_time()
+i = 0
+while time.process_time() - t0 < 2.5:
+    fresh_round(i)
+    steady_main()
+    i += 1
+PY
+	chmod -R a+rX "$NOBODY_DIR"
+	run --separate-stderr timeout 120 sp-record -v --spans=none -o "$OUT" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups $PY "$NOBODY_DIR/fresh.py"
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	# the fresh code was copied, and then refused: counted in the spool
+	# and on the end lines, the same number
+	n=$(sp-decode "$OUT" | jq -r 'select(.type == "lost" and .what == "interp_copies") | .count')
+	[ "${n:-0}" -gt 0 ] || fail "no copies refused in the spool: $(grep interp <<<"$stderr")"
+	m=$(sed -n 's/^sp-record: interpreted frames: \([0-9]*\) copies of Python code objects refused .*/\1/p' <<<"$stderr")
+	[ "$m" = "$n" ] || fail "spool: $n refused; stderr: $m"
+	sp-decode --stats-json "$OUT" 2>/dev/null | jq -e --argjson n "$n" '.interp_copies_refused == $n' >/dev/null ||
+		fail "stats: $(sp-decode --stats-json "$OUT" 2>&1 | head -c 300)"
+	# the steady code's samples: whole interpreted stacks, all but a few
+	sp-symbolize "$OUT" 2>/dev/null | sp-decode 2>/dev/null | jq -r '
+		select(.type == "sample")
+		| [.frames[]? | select(.mode == "interp") | .func] as $i
+		| select(any($i[]; . == "steady_leaf"))
+		| if any($i[]; startswith("[")) then "incomplete" else "complete" end' |
+		sort | uniq -c > "$BATS_TEST_TMPDIR/steady"
+	read -r complete _ < <(grep -w complete "$BATS_TEST_TMPDIR/steady" || echo "0 complete")
+	read -r incomplete _ < <(grep -w incomplete "$BATS_TEST_TMPDIR/steady" || echo "0 incomplete")
+	[ "$complete" -ge 40 ] || fail "only $complete complete steady stacks: $(cat "$BATS_TEST_TMPDIR/steady")"
+	[ $((complete * 100)) -ge $(((complete + incomplete) * 95)) ] ||
+		fail "$complete of $((complete + incomplete)) steady stacks complete"
+	sp-flame --folded "$OUT" 2>/dev/null | grep -q '<module>;steady_main;steady_leaf' ||
+		fail "no <module>;steady_main;steady_leaf chain"
+}
+
+# A Python that forks 8 children making fresh code, run by the command
+# given (a user's, or root's; SP_FORKS_USERNS set: the forks in a user
+# namespace, each a host uid of its own): sp-record -v's copies taken fit
+# one budget.
+forks_share_one_budget() {
+	NOBODY_DIR=$(mktemp -d /tmp/sp-forks.XXXXXX)
+	# each child execs 13 functions never seen before a round, for 1.5 s
+	# of its CPU: together they ask for many bursts of copies
+	cat >"$NOBODY_DIR/forks.py" <<'PY'
+import ctypes
+import os
+import sys
+import time
+
+
+def fresh_round(i):
+    src = "".join(f"def fresh_{i}_{k}():\n    return fresh_{i}_{k + 1}()\n" for k in range(12))
+    src += f"def fresh_{i}_12():\n    s = 0\n    for j in range(3000):\n        s += j\n    return s\n"
+    src += f"fresh_{i}_0()\n"
+    exec(compile(src, f"<fresh {os.getpid()} {i}>", "exec"), {})
+
+
+def forks(own_uids):
+    kids = []
+    for k in range(1, 9):
+        pid = os.fork()
+        if pid == 0:
+            if own_uids:
+                os.setgroups([])
+                os.setresgid(k, k, k)
+                os.setresuid(k, k, k)
+            t0 = time.process_time()
+            i = 0
+            while time.process_time() - t0 < 1.5:
+                fresh_round(i)
+                i += 1
+            os._exit(0)
+        kids.append(pid)
+    for pid in kids:
+        os.waitpid(pid, 0)
+
+
+def in_user_namespace():
+    """Root: the forks in a user namespace that 65534 owns, 65536 host
+    uids mapped from 100000 (as newuidmap maps a user's /etc/subuid),
+    each fork a host uid of its own."""
+    ready_r, ready_w = os.pipe()
+    mapped_r, mapped_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.setresgid(65534, 65534, 0)
+        os.setresuid(0, 65534, 0)  # the namespace's owner: the euid
+        if ctypes.CDLL(None, use_errno=True).unshare(0x10000000):  # CLONE_NEWUSER
+            sys.exit("unshare: " + os.strerror(ctypes.get_errno()))
+        os.write(ready_w, b"1")
+        os.read(mapped_r, 1)
+        os.setresgid(0, 0, 0)
+        os.setresuid(0, 0, 0)
+        forks(True)
+        os._exit(0)
+    os.read(ready_r, 1)
+    for f in ("uid_map", "gid_map"):
+        with open(f"/proc/{pid}/{f}", "w") as m:
+            m.write("0 100000 65536\n")
+    os.write(mapped_w, b"1")
+    _, st = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(st))
+
+
+if os.environ.get("SP_FORKS_USERNS"):
+    in_user_namespace()
+forks(False)
+PY
+	chmod -R a+rX "$NOBODY_DIR"
+	t0=$(date +%s%N)
+	run --separate-stderr timeout 180 sp-record -v -F 999 --spans=none -o "$OUT" -- \
+		"$@" $PY "$NOBODY_DIR/forks.py"
+	t1=$(date +%s%N)
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	line=$(grep '^sp-record: interpreted frames: [0-9]* copies of Python code objects refused' <<<"$stderr") ||
+		fail "no copies refused: $(grep interp <<<"$stderr")"
+	taken=$(sed -n 's/.* refused (\([0-9]*\) taken;.*/\1/p' <<<"$line")
+	[ -n "$taken" ] || fail "no count of copies taken: $line"
+	# one budget for the 8: a burst, then the rate over the whole run at
+	# most (rounded up), and a walk's copies per CPU for a refill racing
+	# another (tokens are taken atomically); a budget per process gave
+	# each fork a burst and a rate of its own (8 times as much)
+	secs=$(((t1 - t0) / 1000000000 + 1))
+	max=$((512 + 128 * secs + 16 * $(nproc)))
+	[ "$taken" -le "$max" ] || fail "$taken copies taken in ${secs}s, at most $max for one budget: $line"
+}
+
+@test "a Python run by nobody that forks 8 children making fresh code: the forks share one budget of copies" {
+	require_python
+	require_cmd setpriv
+	forks_share_one_budget setpriv --reuid=65534 --regid=65534 --clear-groups
+}
+
+@test "a Python run by root that forks 8 children making fresh code: the forks share their cgroup's budget of copies" {
+	require_python
+	require_root
+	# root's budget is its cgroup's, as a rootful container's (host
+	# root) is: a fork has none of its own
+	forks_share_one_budget env
+}
+
+@test "a Python whose forks run as 8 host uids of a user namespace a user owns: they share the owner's budget of copies" {
+	require_python
+	require_root
+	# a user with /etc/subuid runs processes as thousands of host uids
+	# (newuidmap): its namespace's owner's budget, not one each
+	forks_share_one_budget env SP_FORKS_USERNS=1
 }

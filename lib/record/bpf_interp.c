@@ -23,6 +23,7 @@
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 
+#include "bpf_print.h"
 #include "bpf_cgfilter.h"
 #include "interp.skel.h"
 #include "interpP.h"
@@ -71,11 +72,6 @@ static int on_stack(void *ctx, void *data, size_t size)
 	if (size < sizeof(*h))
 		return 0;
 	b->fn(b->ctx, h, (const void *)(h + 1), size - sizeof(*h));
-	return 0;
-}
-
-static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
 	return 0;
 }
 
@@ -296,7 +292,7 @@ static void follow_tasks(struct sp_interp_bpf *b)
 struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsigned int uses)
 {
 	struct sp_interp_bpf *b = sp_xcalloc(1, sizeof(*b));
-	libbpf_print_fn_t old = libbpf_set_print(quiet);
+	bool was = sp_bpf_print_quiet(true);
 	unsigned int w;
 	int err = 0;
 
@@ -335,7 +331,7 @@ struct sp_interp_bpf *sp_interp_bpf_open(sp_interp_stack_fn fn, void *ctx, unsig
 			errno = err;
 		}
 	}
-	libbpf_set_print(old);
+	sp_bpf_print_quiet(was);
 	if (!b->skel) {
 		err = errno;
 		sp_warn("interpreted frames: cannot load the BPF program: %s; native stacks only",
@@ -412,13 +408,13 @@ static bool ev_attach_calls(struct sp_interp_bpf *b)
 {
 	const uint64_t *bits = (const uint64_t *)b->skel->rodata->want_nr;
 	size_t nbits = sizeof(b->skel->rodata->want_nr) * 8, nr, n = 0;
-	libbpf_print_fn_t old;
+	bool was;
 	bool ok = true;
 
 	for (nr = 0; nr < nbits; nr++)
 		n += bits[nr / 64] >> (nr % 64) & 1;
 	b->ev_links = sp_xcalloc(n ? n : 1, sizeof(*b->ev_links));
-	old = libbpf_set_print(quiet);	/* a missing tracepoint is no fault: said below */
+	was = sp_bpf_print_quiet(true);	/* a missing tracepoint is no fault: said below */
 	for (nr = 0; ok && nr < nbits; nr++) {
 		const char *name;
 		char tp[64];
@@ -438,7 +434,7 @@ static bool ev_attach_calls(struct sp_interp_bpf *b)
 		if (ok)
 			b->nev_links++;
 	}
-	libbpf_set_print(old);
+	sp_bpf_print_quiet(was);
 	if (!ok) {
 		sp_info("interpreted frames: a system call's own tracepoint cannot be had; "
 			 "the raw sys_enter one serves");
@@ -527,6 +523,27 @@ uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b)
 	if (!bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.lost), &zero, v))
 		for (i = 0; i < ncpu; i++)
 			sum += v[i];
+	free(v);
+	return sum;
+}
+
+uint64_t sp_interp_bpf_copies_refused(struct sp_interp_bpf *b, uint32_t *pid)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	struct sp_bpf_icopy_refused *v;
+	uint64_t sum = 0;
+	uint32_t zero = 0;
+
+	*pid = 0;
+	if (ncpu <= 0)
+		return 0;
+	v = sp_xcalloc((size_t)ncpu, sizeof(*v));
+	if (!bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.copies_refused), &zero, v))
+		for (i = 0; i < ncpu; i++) {
+			sum += v[i].n;
+			if (v[i].n && !*pid)
+				*pid = v[i].pid;
+		}
 	free(v);
 	return sum;
 }

@@ -35,6 +35,7 @@
 #include <gelf.h>
 
 #include "elf/elffile.h"
+#include "elf/fstarts.h"
 #include "escape.h"
 #include "hashmap.h"
 #include "interpP.h"
@@ -72,6 +73,7 @@ struct elf_info {
 	uint64_t runtime_sym, code_type_sym, eval_sym, eval_size;	/* ELF addresses */
 	uint64_t eval2_sym, eval2_size;	/* Ruby: vm_exec_core, when the file names it */
 	uint64_t symbols_sym;	/* Ruby: ruby_global_symbols (0: not found) */
+	struct sp_fstarts fstarts;	/* Ruby: where its functions start (C methods') */
 	GElf_Phdr load[8];	/* its PT_LOAD headers */
 	unsigned int nload;
 };
@@ -96,6 +98,8 @@ struct code_ent {
 struct me_ent {
 	bool bad;		/* not one (a cref), or unreadable */
 	uint64_t cfunc;		/* its name as a C method's frame, a string id */
+	uint64_t cstart, cend;	/* where its C function lies, when in the
+				 * interpreter's file (0: unknown) */
 	struct sp_rb_method m;
 };
 
@@ -129,6 +133,7 @@ struct iproc {
 	const struct elf_info *e;
 	uint64_t runtime, code_type, eval_start, eval_end, eval2_start, eval2_end;
 	uint64_t symbols;	/* Ruby: ruby_global_symbols, 0 if unknown */
+	uint64_t base;		/* its file's load bias */
 	uint64_t since;		/* time of the mapping (or fork) it was found at */
 	uint64_t followed;	/* when the BPF program was told of it (0: a fork's
 				 * child, followed in the kernel from its start) */
@@ -166,6 +171,7 @@ struct sp_interpreters {
 	uint64_t outcomes[SP_IO_N];
 	uint32_t unread_pid;	/* the last process with an unread stack, to name it */
 	uint64_t npending, dropped;	/* stacks waiting for their samples; refused */
+	uint64_t copies;		/* Python code-object copies received */
 	uint64_t nev;		/* stacks waiting for their events */
 	uint64_t ev_stacks, ev_none;	/* events of followed processes with a stack, without */
 	uint64_t forks_full;	/* forks whose stack could not be kept for the child's exec */
@@ -315,6 +321,7 @@ static void elf_read_ruby(Elf *elf, struct elf_info *e, uint64_t vm_ptr)
 		e->eval2_size = s.st_size;
 	}
 	e->symbols_sym = ruby_symbols(elf);
+	sp_fstarts_read(elf, &e->fstarts);	/* none: C methods go with their caller */
 	e->ok = e->major && e->nload;
 	if (e->ok && !e->symbols_sym) {
 		char path[256];
@@ -325,6 +332,8 @@ static void elf_read_ruby(Elf *elf, struct elf_info *e, uint64_t vm_ptr)
 	}
 }
 
+/* Read, not mapped (elffile.h): the interpreter's file may be a user's or a
+ * container's, who could cut it short while it is read. */
 static void elf_read(struct elf_info *e, const char *src)
 {
 	GElf_Sym s;
@@ -332,7 +341,7 @@ static void elf_read(struct elf_info *e, const char *src)
 	size_t i, nph;
 	uint32_t ver;
 	int fd;
-	Elf *elf = sp_elf_open(src, SP_ELF_MAP, ELF_MAX, &fd, NULL);
+	Elf *elf = sp_elf_open(src, SP_ELF_READ, ELF_MAX, &fd, NULL);
 
 	if (!elf)
 		return;
@@ -466,6 +475,17 @@ void sp_interp_remap(struct sp_interpreters *ip, const struct sp_remap *m)
 
 			c->func = m->id(m->ctx, SP_REF_STRING, c->func);
 			c->file = m->id(m->ctx, SP_REF_STRING, c->file);
+			/* Ruby: the name with its method's class put in, kept
+			 * for as long as the same method entry comes with it */
+			if (c->me_func)
+				c->me_func = m->id(m->ctx, SP_REF_STRING, c->me_func);
+		}
+		/* Ruby: a C method's name, kept with its method entry */
+		for (j = 0; sp_u64map_next(&pr->mes, &j, &ck, &cv);) {
+			struct me_ent *e = (void *)(uintptr_t)cv;
+
+			if (e->cfunc)
+				e->cfunc = m->id(m->ctx, SP_REF_STRING, e->cfunc);
 		}
 	}
 	/* a child's exec to come takes its fork's stack: kept (0 when it
@@ -636,6 +656,7 @@ void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t 
 	pr->eval2_start = e->eval2_sym ? base + e->eval2_sym : 0;
 	pr->eval2_end = pr->eval2_start + e->eval2_size;
 	pr->symbols = e->symbols_sym ? base + e->symbols_sym : 0;
+	pr->base = base;
 	if (!live_check(pr)) {
 		if (out) {
 			runtime_record(out, pid, time, e, "unsupported");
@@ -878,6 +899,7 @@ static void on_stack(void *ctx, const struct sp_bpf_istack *h, const struct sp_b
 	struct pend *p;
 
 	if (h->flags & SP_BPF_IFL_CODE) {
+		ip->copies++;
 		on_code(ip, h, (const void *)f, nbytes);
 		return;
 	}
@@ -1058,7 +1080,7 @@ static int code_read_rb(struct sp_emit *out, struct iproc *pr, const struct sp_b
 static const struct me_ent *me_get(struct sp_emit *out, struct iproc *pr, uint64_t addr)
 {
 	const struct sp_interp_mem m = { read_obj, pr };
-	uint64_t *v = sp_u64map_get(&pr->mes, addr);
+	uint64_t *v = sp_u64map_get(&pr->mes, addr), end;
 	struct me_ent *e;
 	const char *why;
 	char name[SP_PY_NAME_MAX];
@@ -1079,6 +1101,11 @@ static const struct me_ent *me_get(struct sp_emit *out, struct iproc *pr, uint64
 	}
 	sp_rb_frame_name(&e->m, NULL, name, sizeof(name));
 	e->cfunc = sp_writer_strz(out->w, name);
+	if (e->m.cfunc > pr->base && pr->e &&
+	    sp_fstarts_find(&pr->e->fstarts, e->m.cfunc - pr->base, &end)) {
+		e->cstart = e->m.cfunc;
+		e->cend = pr->base + end;
+	}
 	return e;
 }
 
@@ -1299,10 +1326,21 @@ static bool frames_of(struct sp_interpreters *ip, struct sp_emit *out, struct ip
 		const struct me_ent *e = NULL;
 		uint64_t id;
 
+		f->cstart[f->n] = f->cend[f->n] = 0;
+		f->cown[f->n] = 0;
 		if (is_ruby(pr) && (p->f[i].flags & SP_BPF_IFR_CFUNC))
 			e = me_get(out, pr, p->f[i].me);
 		else
 			c = code_get(ip, out, pr, &p->f[i]);
+		/* a C method called from another one's C code goes over its C
+		 * function's frame (sp_interp_splice()); one called from Ruby
+		 * right over its caller */
+		if (e && e->cend && !(p->f[i].flags & SP_BPF_IFR_ENTRY)) {
+			f->cstart[f->n] = e->cstart;
+			f->cend[f->n] = e->cend;
+			f->cown[f->n] = i + 1 < p->h.nframes &&
+					(p->f[i + 1].flags & SP_BPF_IFR_CFUNC);
+		}
 		if (c)
 			id = frame_of(ip, out, pr, is_ruby(pr) ? rb_func(out, pr, c, &p->f[i]) :
 				      c->func, c->file,
@@ -1324,6 +1362,8 @@ static bool frames_of(struct sp_interpreters *ip, struct sp_emit *out, struct ip
 
 		if (id) {
 			f->ids[f->n] = id;
+			f->cstart[f->n] = f->cend[f->n] = 0;
+			f->cown[f->n] = 0;
 			f->entry[f->n++] = 1;
 		}
 	}
@@ -1439,11 +1479,39 @@ void sp_interp_stack_free(struct sp_interp_stack *st)
  * what a frame pointer chain reads in a program built without them) are
  * left out. ids are leaf first, n at most max.
  */
-void sp_interp_splice(const struct sp_interp_frames *f, uint64_t *ids, const uint8_t *eval,
-		      unsigned int *n, unsigned int max)
+/* Whether the native frame at pc (the leaf's when leaf, else a return
+ * address) is in the C function of f's frame j. */
+static bool in_cfunc(const struct sp_interp_frames *f, unsigned int j, uint64_t pc, bool leaf)
+{
+	uint64_t at = leaf ? pc : pc - 1;
+
+	return f->cend[j] && at >= f->cstart[j] && at < f->cend[j];
+}
+
+#define CFUNC_SKIP	8	/* C methods called from C looked past for one whose code is here */
+
+/* The C method whose C function pc is in, plus 1 (0: none): frame j, or
+ * one of the few right after it while they are C methods called from C,
+ * up to the first called from Ruby. */
+static unsigned int cfunc_at(const struct sp_interp_frames *f, unsigned int j, uint64_t pc,
+			     bool leaf)
+{
+	unsigned int c;
+
+	for (c = j; c < f->n && c < j + CFUNC_SKIP && f->cend[c]; c++) {
+		if (in_cfunc(f, c, pc, leaf))
+			return c + 1;
+		if (!f->cown[c])
+			break;
+	}
+	return 0;
+}
+
+void sp_interp_splice(const struct sp_interp_frames *f, uint64_t *ids, const uint64_t *pcs,
+		      const uint8_t *eval, unsigned int *n, unsigned int max)
 {
 	uint64_t out[SP_INTERP_SPLICE_MAX];
-	unsigned int i, k = 0, j = 0;
+	unsigned int i, k = 0, j = 0, c;
 
 	if (max > SP_INTERP_SPLICE_MAX)
 		max = SP_INTERP_SPLICE_MAX;
@@ -1451,7 +1519,19 @@ void sp_interp_splice(const struct sp_interp_frames *f, uint64_t *ids, const uin
 		if (eval[i] == 2 && i)
 			continue;
 		if (eval[i] != 1 || j == f->n) {
-			out[k++] = ids[i];
+			c = pcs && j < f->n ? cfunc_at(f, j, pcs[i], !i) : 0;
+			/* C methods called from C whose C code is not in the
+			 * stack (a sample between the push of a method's frame
+			 * and the call of its function): over their caller's
+			 * function */
+			while (j + 1 < c && k < max)
+				out[k++] = f->ids[j++];
+			if (k < max)
+				out[k++] = ids[i];
+			/* a C method called from C over its own C function;
+			 * one called from Ruby stays with its caller */
+			if (c && f->cown[j] && k < max)
+				out[k++] = f->ids[j++];
 			continue;
 		}
 		while (j < f->n && k < max) {
@@ -1745,15 +1825,28 @@ static const char *outcomes_text(const struct sp_interpreters *ip, char *buf, si
 
 void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t time)
 {
-	struct sp_record r = { .kind = SP_REC_LOST };
+	struct sp_record r = { .kind = SP_REC_LOST }, c = { .kind = SP_REC_LOST };
+	uint64_t lost, refused;
+	uint32_t refused_pid;
 	char why[160];
-	uint64_t lost;
 
 	if (!ip->bpf)
 		return;
 	lost = sp_interp_bpf_lost(ip->bpf);
 	if (lost)
 		sp_warn("%" PRIu64 " interpreted stacks lost (their ring buffer was full)", lost);
+	refused = sp_interp_bpf_copies_refused(ip->bpf, &refused_pid);
+	if (refused) {
+		/* a process that makes code without end: its frames are read
+		 * from it, and named "code freed" when that code is gone */
+		sp_info("interpreted frames: %" PRIu64 " copies of Python code objects refused "
+			"(%" PRIu64 " taken; at most %u a user, then %u a second), e.g. to pid %u",
+			refused, ip->copies, SP_BPF_ICOPY_BURST, SP_BPF_ICOPY_RATE, refused_pid);
+		c.lost.time = time;
+		c.lost.what = SP_LOST_INTERP_COPIES;
+		c.lost.count = refused;
+		out->emit(out->ctx, &c);
+	}
 	if (ip->dropped)
 		sp_warn("%" PRIu64 " interpreted stacks dropped: %d already waited for their "
 			"samples", ip->dropped, PENDING_MAX);
@@ -1804,8 +1897,8 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 		for (o = 0; o < SP_IO_N; o++)
 			fprintf(stderr, " %s %" PRIu64, sp_interp_outcome_name(o), ip->outcomes[o]);
 		fprintf(stderr, " unread %" PRIu64 " events %" PRIu64 " events-without %" PRIu64
-			" events-no-walker %" PRIu64 "\n", ip->unread, ip->ev_stacks, ip->ev_none,
-			ip->ev_no_walker);
+			" events-no-walker %" PRIu64 " copies-refused %" PRIu64 "\n", ip->unread,
+			ip->ev_stacks, ip->ev_none, ip->ev_no_walker, refused);
 	}
 }
 
@@ -1838,6 +1931,7 @@ void sp_interp_free(struct sp_interpreters *ip)
 		struct elf_info *e = (void *)(uintptr_t)v;
 
 		free(e->path);
+		sp_fstarts_release(&e->fstarts);
 		free(e);
 	}
 	sp_u64map_release(&ip->procs);

@@ -60,6 +60,7 @@ struct sp_interp_layout {
 		/* naming a frame's method: its method entry, owner class, ids */
 		uint16_t me_def, me_owner;	/* rb_method_entry_t.def, .owner */
 		uint16_t def_original_id;	/* rb_method_definition_t.original_id */
+		uint16_t def_cfunc;	/* rb_method_definition_t.body.cfunc.func */
 		uint16_t class_ext, ext_iv_tbl;	/* RClass.ptr, rb_classext_t.iv_tbl */
 		uint16_t st_start, st_bound, st_entries;	/* st_table.entries_* */
 		uint16_t sym_last_id, sym_ids;	/* ruby_global_symbols.last_id, .ids */
@@ -208,6 +209,8 @@ struct sp_rb_method {
 	char owner[SP_PY_NAME_MAX];
 	char name[SP_RB_ID_MAX];
 	bool iseq;		/* a method defined in Ruby (its iseq's label names it) */
+	uint64_t cfunc;		/* a C method's: its C function (0: unknown, or another
+				 * kind of method) */
 };
 
 /* Read the method entry at addr (an imemo ment, as the BPF program found it),
@@ -269,13 +272,31 @@ void sp_interp_layouts_env(void);
 /* Whether it runs Ruby or Python ("python3*"), alike. */
 bool sp_interp_command_interp(const char *cmd);
 bool sp_interp_shebang_ruby(const char *line, size_t len);
+/* What the command sp-record starts is foreseen to run (interp_cmd.c). */
+enum sp_interp_cmd {
+	SP_ICMD_NONE,		/* no command: -p or -a */
+	SP_ICMD_RUBY,		/* sp_interp_command_ruby() */
+	SP_ICMD_PYTHON,		/* Python (sp_interp_command_interp(), not Ruby) */
+	SP_ICMD_OTHER,		/* anything else: a shell, make, a test runner */
+};
+enum sp_interp_cmd sp_interp_command_kind(const char *cmd);
+/*
+ * The one rule: whether the Ruby walkers are loaded before the target
+ * runs (and, but under -a, awaited then), rather than once a Ruby is
+ * found. mode: --interp; cmd: the command's kind; system_wide: -a; pids:
+ * -p's processes, each asked pid_ruby() (sp_interp_pid_ruby()) until one
+ * runs Ruby (none given: not asked).
+ */
+bool sp_interp_ruby_first(enum sp_interp_mode mode, enum sp_interp_cmd cmd, bool system_wide,
+			  const uint32_t *pids, size_t npids, bool (*pid_ruby)(uint32_t pid));
 /* Whether process pid maps a ruby or libruby file; whether the text of
  * a /proc/PID/maps file does (at most 65536 lines read). */
 bool sp_interp_pid_ruby(uint32_t pid);
 bool sp_interp_maps_ruby(FILE *maps);
 void sp_interp_free(struct sp_interpreters *ip);
 /* Renumber the ids kept (the writer's id space compacted: source.h): the
- * code objects' names and the modules; the frame caches start over. */
+ * code objects' names (Ruby's with their class put in), the C methods'
+ * names, the forks' stacks and the modules; the frame caches start over. */
 void sp_interp_remap(struct sp_interpreters *ip, const struct sp_remap *m);
 /* Attach it to these sampling events. 0, or -1 (reported; native stacks
  * continue). Samples before this moment have no interpreted stack and are
@@ -338,10 +359,15 @@ const char *sp_interp_outcome_name(enum sp_interp_outcome o);
 bool sp_interp_outcome_incomplete(enum sp_interp_outcome o);
 
 /* The interpreted frames of a sample, innermost first: frame ids, each
- * with 1 in entry[] when it is the first frame of its eval loop call. */
+ * with 1 in entry[] when it is the first frame of its eval loop call;
+ * Ruby: a C method's frame has where its C function lies in
+ * [cstart, cend) (cend 0: another frame, or unknown), and 1 in cown[]
+ * when another C method's C code called it. */
 struct sp_interp_frames {
 	uint64_t ids[SP_BPF_IFRAMES + 1];
 	uint8_t entry[SP_BPF_IFRAMES + 1];
+	uint64_t cstart[SP_BPF_IFRAMES + 1], cend[SP_BPF_IFRAMES + 1];
+	uint8_t cown[SP_BPF_IFRAMES + 1];
 	unsigned int n;
 };
 /* The stack read for (pid, tid)'s sample at time: 1 with f filled, 0 when
@@ -353,10 +379,15 @@ int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t p
 /* Put f's frames in place of the eval loop's native frames in ids (leaf
  * first, *n of them, at most max <= SP_INTERP_SPLICE_MAX): eval[i] is 1
  * for a frame of the eval loop, 2 for an address in no executable mapping
- * (left out), else 0. */
+ * (left out), else 0. pcs[i] (NULL: none known) is frame i's address (the
+ * leaf's pc, then return addresses; 0 for a kernel frame): a C method
+ * called from C goes over its C function's frame when it is the next
+ * frame to place, or, when its function is not in the stack, over the
+ * function of the C method that called it; else, as every other, with the
+ * eval loop frame of its call. */
 #define SP_INTERP_SPLICE_MAX	1024
-void sp_interp_splice(const struct sp_interp_frames *f, uint64_t *ids, const uint8_t *eval,
-		      unsigned int *n, unsigned int max);
+void sp_interp_splice(const struct sp_interp_frames *f, uint64_t *ids, const uint64_t *pcs,
+		      const uint8_t *eval, unsigned int *n, unsigned int max);
 /* Off-CPU samples (perf_offcpu.c): attach to the context-switch events
  * (0, or -1 reported); at a switch-out of (pid, tid) at time, take the
  * stack read then (NULL: pid runs no known interpreter); when the wait is
@@ -450,6 +481,9 @@ void sp_ev_stack_calls(uint64_t *bits, size_t nbits);
 /* The name of one of those calls ("openat", "connect"...), NULL for another. */
 const char *sp_ev_call_name(uint32_t nr);
 uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b);
+/* Python code-object copies the per-process budget refused (SP_BPF_ICOPY_*),
+ * and one process they were refused to (*pid, 0: none). */
+uint64_t sp_interp_bpf_copies_refused(struct sp_interp_bpf *b, uint32_t *pid);
 /* Load the Ruby walkers this recording needs that are not in yet: now
  * (wait: a load under way on the thread is awaited too), or on a thread
  * (a finished one is joined first). 0: all in; 1: loading on the thread;

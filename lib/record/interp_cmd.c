@@ -135,6 +135,41 @@ bool sp_interp_command_interp(const char *cmd)
 	return command_names(cmd, ruby_name) || command_names(cmd, python_name);
 }
 
+enum sp_interp_cmd sp_interp_command_kind(const char *cmd)
+{
+	if (!cmd)
+		return SP_ICMD_NONE;
+	if (sp_interp_command_ruby(cmd))
+		return SP_ICMD_RUBY;
+	return command_names(cmd, python_name) ? SP_ICMD_PYTHON : SP_ICMD_OTHER;
+}
+
+/*
+ * A command but Python's: any may start a Ruby at once (sh -c, make, a
+ * test runner), and loaded only once that Ruby was found, most of a short
+ * Ruby's samples had no interpreted stack (`sh -c 'gem list'`: 353 of 368
+ * samples; not awaited, 146-217); a Python most likely starts none, and
+ * the load (0.1-0.25 s of the verifier a walker) would only delay it. -p:
+ * its processes are sampled as soon as the events are open, so when one
+ * runs Ruby. -a alone: its Rubies load them when the scan finds them.
+ */
+bool sp_interp_ruby_first(enum sp_interp_mode mode, enum sp_interp_cmd cmd, bool system_wide,
+			  const uint32_t *pids, size_t npids, bool (*pid_ruby)(uint32_t pid))
+{
+	size_t i;
+
+	if (mode == SP_INTERP_PYTHON || mode == SP_INTERP_NONE)
+		return false;
+	if (cmd != SP_ICMD_NONE)
+		return cmd != SP_ICMD_PYTHON;
+	if (system_wide)
+		return false;
+	for (i = 0; i < npids; i++)
+		if (pid_ruby(pids[i]))
+			return true;
+	return false;
+}
+
 /* The path of a /proc/PID/maps line (after five fields), or NULL. */
 static const char *maps_path(const char *line)
 {

@@ -101,6 +101,7 @@ static const struct sp_interp_layout table[] = {
 			.me_def = 16,		/* flags, defined_class, def, called_id, owner */
 			.me_owner = 32,
 			.def_original_id = 32,	/* type:4 ... (8), body (a union of 24) */
+			.def_cfunc = 8,		/* body.cfunc.func */
 			.class_ext = 24,	/* flags, klass, super, ptr (not USE_RVARGC) */
 			.ext_iv_tbl = 8,	/* iv_index_tbl, iv_tbl */
 			.st_start = 32,

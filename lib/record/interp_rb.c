@@ -33,6 +33,7 @@
 #define IMEMO_ISEQ	7u
 #define FL_SINGLETON	(1ull << 12)	/* FL_USER0 on a class */
 #define METHOD_ISEQ	0u		/* rb_method_type_t */
+#define METHOD_CFUNC	1u
 #define ID_ENTRY_UNIT	512u		/* symbols per ids entry, 2 VALUEs each */
 #define FL_USER1	(1ull << 13)	/* RString: not embedded; RArray: embedded */
 #define STR_EMBED_MAX	24u		/* bytes an embedded RString holds */
@@ -383,6 +384,9 @@ int sp_rb_method_read(const struct sp_interp_layout *l, const struct sp_interp_m
 	    m->read(m->ctx, def + l->rb.def_original_id, &id, sizeof(id)))
 		return -1;
 	me->iseq = (type & 0xf) == METHOD_ISEQ;
+	if ((type & 0xf) == METHOD_CFUNC && l->rb.def_cfunc &&
+	    m->read(m->ctx, def + l->rb.def_cfunc, &me->cfunc, sizeof(me->cfunc)))
+		me->cfunc = 0;
 	class_path(l, m, owner, '#', me->owner, sizeof(me->owner));
 	sp_rb_id_name(l, m, symbols, id, me->name, sizeof(me->name));
 	return 0;

@@ -85,6 +85,13 @@ uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b)
 	return 0;
 }
 
+uint64_t sp_interp_bpf_copies_refused(struct sp_interp_bpf *b, uint32_t *pid)
+{
+	(void)b;
+	*pid = 0;
+	return 0;
+}
+
 void sp_interp_bpf_close(struct sp_interp_bpf *b)
 {
 	(void)b;
@@ -144,7 +151,7 @@ static void test_two_calls(void)
 	unsigned int n = 6;
 
 	frames(&f, 3, "010");
-	sp_interp_splice(&f, ids, eval, &n, 64);
+	sp_interp_splice(&f, ids, NULL, eval, &n, 64);
 	CHECK(same(ids, n, want, 7));
 }
 
@@ -159,7 +166,7 @@ static void test_cut_short(void)
 	unsigned int n = 4;
 
 	frames(&f, 4, "0100");
-	sp_interp_splice(&f, ids, eval, &n, 8);
+	sp_interp_splice(&f, ids, NULL, eval, &n, 8);
 	CHECK(same(ids, n, want, 5));
 }
 
@@ -173,7 +180,7 @@ static void test_leaf_unmapped_and_none(void)
 	unsigned int n = 2;
 
 	frames(&f, 1, "1");
-	sp_interp_splice(&f, ids, eval, &n, 8);
+	sp_interp_splice(&f, ids, NULL, eval, &n, 8);
 	CHECK(same(ids, n, want, 3));
 }
 
@@ -185,15 +192,71 @@ static void test_bound(void)
 	unsigned int n = 3;
 
 	frames(&f, SP_BPF_IFRAMES + 1, "");
-	sp_interp_splice(&f, ids, eval, &n, 10);
+	sp_interp_splice(&f, ids, NULL, eval, &n, 10);
 	CHECK_EQ_U(n, 10);
 	CHECK(ids[0] == 1 && ids[1] == 101 && ids[9] == 109);
 	n = 3;
 	ids[0] = 1;
 	ids[1] = 2;
 	ids[2] = 3;
-	sp_interp_splice(&f, ids, eval, &n, 2 * SP_INTERP_SPLICE_MAX);
+	sp_interp_splice(&f, ids, NULL, eval, &n, 2 * SP_INTERP_SPLICE_MAX);
 	CHECK_EQ_U(n, 2 + SP_BPF_IFRAMES + 1);
+}
+
+/* Array#sort (called from Ruby) calling Array#<=> from its C code,
+ * calling Integer#<=>: each C method called from C goes over its C
+ * function's frame, the one called from Ruby stays over its caller. */
+static void test_cfunc_from_cfunc(void)
+{
+	/* leaf first: int_cmp 1, funcall 2, rb_ary_cmp 3, funcall 4, qsort 5,
+	 * rb_ary_sort 6, vm_call_cfunc 7, eval 8, main 9 */
+	uint64_t ids[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	const uint64_t pcs[] = { 0x1010, 0x2010, 0x3010, 0x2020, 0x5010, 0x6010, 0x7010, 0x8010,
+				 0x9010 };
+	const uint8_t eval[] = { 0, 0, 0, 0, 0, 0, 0, 1, 0 };
+	/* Integer#<=> 101, Array#<=> 102, Array#sort 103, ig_pairs 104 */
+	const uint64_t want[] = { 1, 101, 2, 3, 102, 4, 5, 6, 7, 103, 104, 9 };
+	const uint64_t want_early[] = { 1, 2, 101, 3, 102, 4, 5, 6, 7, 103, 104, 9 };
+	const uint64_t want_sort[] = { 1, 2, 3, 4, 5, 101, 102, 6, 7, 103, 104, 9 };
+	const uint64_t want_cut[] = { 1, 2, 3, 4, 5, 6, 7, 101, 102, 103, 104, 9 };
+	struct sp_interp_frames f;
+	unsigned int n = 9;
+
+	frames(&f, 4, "0001");
+	f.cstart[0] = 0x1000, f.cend[0] = 0x1100;	/* int_cmp */
+	f.cstart[1] = 0x3000, f.cend[1] = 0x3100;	/* rb_ary_cmp */
+	f.cstart[2] = 0x6000, f.cend[2] = 0x6100;	/* rb_ary_sort, called from Ruby */
+	f.cown[0] = f.cown[1] = 1;
+	sp_interp_splice(&f, ids, pcs, eval, &n, 64);
+	CHECK(same(ids, n, want, 12));
+	/* the leaf's pc is taken as it is (not as a return address): before
+	 * Integer#<=>'s function, not in it (its frame pushed, its function
+	 * not called yet): it goes over Array#<=>'s function, under Array#<=> */
+	n = 9;
+	memcpy(ids, (uint64_t[]){ 1, 2, 3, 4, 5, 6, 7, 8, 9 }, 9 * sizeof(*ids));
+	f.cstart[0] = 0x1011, f.cend[0] = 0x1100;	/* the leaf's pc is exact */
+	sp_interp_splice(&f, ids, pcs, eval, &n, 64);
+	CHECK(same(ids, n, want_early, 12));
+	/* the leaf's pc is Integer#<=>'s first byte: in it */
+	n = 9;
+	memcpy(ids, (uint64_t[]){ 1, 2, 3, 4, 5, 6, 7, 8, 9 }, 9 * sizeof(*ids));
+	f.cstart[0] = 0x1010;
+	sp_interp_splice(&f, ids, pcs, eval, &n, 64);
+	CHECK(same(ids, n, want, 12));
+	/* neither function in the stack: over that of Array#sort, which
+	 * called them, and Array#sort (called from Ruby) with its caller */
+	n = 9;
+	memcpy(ids, (uint64_t[]){ 1, 2, 3, 4, 5, 6, 7, 8, 9 }, 9 * sizeof(*ids));
+	f.cstart[0] = 0xb000, f.cend[0] = 0xb100;
+	f.cstart[1] = 0xa000, f.cend[1] = 0xa100;
+	sp_interp_splice(&f, ids, pcs, eval, &n, 64);
+	CHECK(same(ids, n, want_sort, 12));
+	/* no addresses: as before */
+	n = 9;
+	memcpy(ids, (uint64_t[]){ 1, 2, 3, 4, 5, 6, 7, 8, 9 }, 9 * sizeof(*ids));
+	f.cstart[0] = 0x1000, f.cend[0] = 0x1100;
+	sp_interp_splice(&f, ids, NULL, eval, &n, 64);
+	CHECK(same(ids, n, want_cut, 12));
 }
 
 /* ---- followed processes ---- */
@@ -458,17 +521,60 @@ static void test_call_names(void)
 	CHECK(sp_interp_proc_call_name(__NR_getppid) == NULL);
 }
 
+/* The writer's ids renumbered: a string id n becomes n + 1000 */
+static uint64_t shift_id(void *ctx, unsigned int ref, uint64_t id)
+{
+	(void)ctx;
+	return id && ref == SP_REF_STRING ? id + 1000 : id;
+}
+
+/* A compaction of the id space (-o DIR) renumbers every string id the
+ * Ruby names keep: an iseq's label with its method's class put in, and a
+ * C method's name, both cached with their method entry and used again
+ * for the frames made after it (the frame caches start over). */
+static void test_remap_ruby_names(void)
+{
+	struct sp_interpreters *ip = new_ip();
+	struct iproc *pr = follow_rt(ip, 500, SP_RT_RUBY);
+	struct code_ent *c = sp_xcalloc(1, sizeof(*c));
+	struct me_ent *e = sp_xcalloc(1, sizeof(*e));
+	struct sp_bpf_iframe fr = { .me = 0x7000 };
+	const struct sp_remap m = { shift_id, NULL };
+
+	CHECK(pr != NULL);
+	if (!pr)
+		return;
+	c->func = 1;	/* "bar" */
+	c->file = 2;
+	c->me = 0x7000;
+	c->me_func = 3;	/* "Foo#bar" */
+	sp_u64map_put(&pr->codes, 0x6000, (uintptr_t)c);
+	e->cfunc = 4;	/* "Array#each" */
+	sp_u64map_put(&pr->mes, 0x8000, (uintptr_t)e);
+	sp_interp_remap(ip, &m);
+	CHECK_EQ_U(c->func, 1001);
+	CHECK_EQ_U(c->file, 1002);
+	CHECK_EQ_U(c->me_func, 1003);
+	CHECK_EQ_U(e->cfunc, 1004);
+	/* the same method entry again: the name cached, in the new ids */
+	CHECK_EQ_U(rb_func(NULL, pr, c, &fr), 1003);
+	CHECK(me_get(NULL, pr, 0x8000) == e);
+	sp_interp_free(ip);
+}
+
 int main(void)
 {
 	TAP_RUN(test_two_calls);
 	TAP_RUN(test_cut_short);
 	TAP_RUN(test_leaf_unmapped_and_none);
 	TAP_RUN(test_bound);
+	TAP_RUN(test_cfunc_from_cfunc);
 	TAP_RUN(test_read_pid);
 	TAP_RUN(test_children);
 	TAP_RUN(test_ruby_walkers_asked);
 	TAP_RUN(test_queues_drop_pid);
 	TAP_RUN(test_empty_queue_dropped);
 	TAP_RUN(test_call_names);
+	TAP_RUN(test_remap_ruby_names);
 	return TAP_DONE();
 }

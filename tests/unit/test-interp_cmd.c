@@ -155,6 +155,61 @@ static void test_maps(void)
 	CHECK(!sp_interp_pid_ruby(0));
 }
 
+/* -p's processes as the rule sees them: pids 2 and 3 run Ruby; which
+ * were asked. */
+static unsigned int asked;
+
+static bool fake_pid_ruby(uint32_t pid)
+{
+	asked |= 1u << pid;
+	return pid == 2 || pid == 3;
+}
+
+/* The one rule for the Ruby walkers before the target runs, over its
+ * inputs: the command foreseen, -a, -p, --interp. */
+static void test_ruby_first(void)
+{
+	static const uint32_t none_ruby[] = { 1, 4 }, one_ruby[] = { 1, 3, 4 };
+	static const enum sp_interp_mode modes[] = { SP_INTERP_AUTO, SP_INTERP_RUBY };
+	size_t m;
+
+	for (m = 0; m < 2; m++) {
+		enum sp_interp_mode mode = modes[m];
+
+		/* a command: all but Python's, -a or not; its pid not asked */
+		asked = 0;
+		CHECK(sp_interp_ruby_first(mode, SP_ICMD_RUBY, false, one_ruby, 3, fake_pid_ruby));
+		CHECK(sp_interp_ruby_first(mode, SP_ICMD_OTHER, false, none_ruby, 2,
+					   fake_pid_ruby));
+		CHECK(!sp_interp_ruby_first(mode, SP_ICMD_PYTHON, false, one_ruby, 3,
+					    fake_pid_ruby));
+		CHECK(sp_interp_ruby_first(mode, SP_ICMD_RUBY, true, NULL, 0, fake_pid_ruby));
+		CHECK(sp_interp_ruby_first(mode, SP_ICMD_OTHER, true, NULL, 0, fake_pid_ruby));
+		CHECK(!sp_interp_ruby_first(mode, SP_ICMD_PYTHON, true, NULL, 0, fake_pid_ruby));
+		CHECK_EQ_U(asked, 0);
+		/* -p: when one of its processes runs Ruby, asked until one does */
+		CHECK(sp_interp_ruby_first(mode, SP_ICMD_NONE, false, one_ruby, 3, fake_pid_ruby));
+		CHECK_EQ_U(asked, (1u << 1) | (1u << 3));
+		CHECK(!sp_interp_ruby_first(mode, SP_ICMD_NONE, false, none_ruby, 2,
+					    fake_pid_ruby));
+		CHECK(!sp_interp_ruby_first(mode, SP_ICMD_NONE, false, NULL, 0, fake_pid_ruby));
+		/* -a alone: when the scan finds a Ruby, not before */
+		asked = 0;
+		CHECK(!sp_interp_ruby_first(mode, SP_ICMD_NONE, true, one_ruby, 3, fake_pid_ruby));
+		CHECK_EQ_U(asked, 0);
+	}
+	/* --interp=python or none: never */
+	CHECK(!sp_interp_ruby_first(SP_INTERP_PYTHON, SP_ICMD_RUBY, false, NULL, 0, fake_pid_ruby));
+	CHECK(!sp_interp_ruby_first(SP_INTERP_PYTHON, SP_ICMD_NONE, false, one_ruby, 3,
+				    fake_pid_ruby));
+	CHECK(!sp_interp_ruby_first(SP_INTERP_NONE, SP_ICMD_OTHER, false, NULL, 0, fake_pid_ruby));
+	/* what a command is foreseen to be */
+	CHECK_EQ_U(sp_interp_command_kind(NULL), SP_ICMD_NONE);
+	CHECK_EQ_U(sp_interp_command_kind("/nonexistent/ruby3.1"), SP_ICMD_RUBY);
+	CHECK_EQ_U(sp_interp_command_kind("/nonexistent/python3.11"), SP_ICMD_PYTHON);
+	CHECK_EQ_U(sp_interp_command_kind("/bin/sh"), SP_ICMD_OTHER);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "%s/sp-interp-cmd.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -166,6 +221,7 @@ int main(void)
 	TAP_RUN(test_files);
 	TAP_RUN(test_path);
 	TAP_RUN(test_maps);
+	TAP_RUN(test_ruby_first);
 	{
 		char cmd[PATH_MAX + 16];
 
