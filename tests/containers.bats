@@ -392,13 +392,15 @@ teardown_file() {
 }
 
 # Start a container named $1 running the rest; sets CID (its full id) and
-# CPID (its first process, as the host sees it).
+# CPID (its first process, as the host sees it). CONTAINER_ARGS: more
+# options of podman run.
 start_container() {
 	local name=$1
 	shift
 	[ -e "$BATS_FILE_TMPDIR/image.ok" ] && mapfile -t PODMAN < "$BATS_FILE_TMPDIR/image.ok"
 	CID=$("${PODMAN[@]}" run --rm -d --network none --ulimit nofile=1024:1024 \
-		--ulimit nproc=4096:4096 -v "$T/out:/out" --name "$name" "$IMAGE" "$@") ||
+		--ulimit nproc=4096:4096 -v "$T/out:/out" ${CONTAINER_ARGS[@]+"${CONTAINER_ARGS[@]}"} \
+		--name "$name" "$IMAGE" "$@") ||
 		fail "podman run failed: $CID"
 	CONTAINERS="${CONTAINERS:-} $name"
 	CPID=$("${PODMAN[@]}" inspect -f '{{.State.Pid}}' "$name")
@@ -706,6 +708,13 @@ check_offcpu_loops() {
 		ids=$(grep -v '^none$' <<<"$output" || true)
 		[ -z "$ids" ] || assert_equal "$(sort -u <<<"$ids")" "$(cat "$T/cid")"
 	done
+	# no process defined again by a sample read after its end (one taken
+	# no later than the end is the ended process's)
+	run -0 jq -s '[foreach .[] as $r ({}; if $r.type == "process_end" and $r.flags == null
+		then .[$r.pid | tostring] = $r.time else . end;
+		if $r.type == "process" and (.[$r.pid | tostring] // -1) >= $r.time then $r
+		else empty end)] | length' "$T/l.jsonl"
+	assert_output 0
 	rec=$(jq -c "select(.type==\"process\" and .pid==$CPID)" "$T/l.jsonl" | tail -n 1)
 	assert_equal "$(jq -r .container <<<"$rec")" "$(cat "$T/cid")"
 	assert_equal "$(jq .nspid <<<"$rec")" "$(awk '{ print $NF }' "$T/out/nspid")"
@@ -972,6 +981,181 @@ check_offcpu_loops() {
 	stop_containers
 }
 
+# podman, the image's python3.11 and the Python hook; CONTAINER_ARGS give
+# the containers the activator's directory read-only, on PYTHONPATH.
+needs_python_hook_container() {
+	needs_podman
+	[ -x "$BATS_FILE_TMPDIR/root/usr/bin/python3" ] || skip "no python3.11 to put in the image"
+	compgen -G "$SP_BIN/../runtime/python/_stackpulse_hook.cpython-311-*.so" >/dev/null ||
+		skip "no Python hook built (python3-dev)"
+	CONTAINER_ARGS=(-v "$(readlink -f "$SP_BIN/../runtime"):/sp-runtime:ro"
+		-e PYTHONPATH=/sp-runtime/python)
+}
+
+# The activator and its hook reach the container through a read-only bind
+# mount and its environment, as a service's image or its run options would
+# give them: nothing is installed in the image.
+@test "containers: podman: -a --container --spans=python: Pythons in the container started with the activator have their function spans, before and after the start; the host's are left out" {
+	needs_python_hook_container
+	start_container "sp-test-$$-h" /usr/bin/python3 /app/work.py /out/h1
+	wait_file "$T/out/h1"
+	first=$CPID
+	# a Python on the host with the hook: not of the container
+	PYTHONPATH="$SP_BIN/../runtime/python" /usr/bin/python3.11 -c '
+import time
+def host_py_work(): return 1
+while True:
+    host_py_work(); time.sleep(0.01)' &
+	hostpy=$!
+	BGPIDS=$hostpy
+	sp-record -v -a --container="sp-test-$$-h" --no-samples --spans=python -d 5 -o "$T/h.sp" \
+		2> "$T/h.err" &
+	rec=$!
+	BGPIDS="$hostpy $rec"
+	wait_lines "$T/h.err" 1 "carries a runtime hook" || fail "$(cat "$T/h.err")"
+	# one more Python in the container, started while recording
+	"${PODMAN[@]}" exec -d -e PYTHONPATH=/sp-runtime/python "sp-test-$$-h" \
+		/usr/bin/python3 /app/work.py /out/h2
+	wait_file "$T/out/h2"
+	wait $rec || fail "sp-record: $(cat "$T/h.err")"
+	BGPIDS=$hostpy
+	grep -q "spans: pid $first carries a runtime hook" "$T/h.err" || fail "$(cat "$T/h.err")"
+	! grep -q "spans: pid $hostpy carries" "$T/h.err"
+	run -0 sp-decode "$T/h.sp"
+	dec=$output
+	# before: "spans are recorded for commands and -p pids, not system-wide", none
+	run -0 jq -r 'select(.type == "span_start" and .method == "container_py_work") | .pid' <<<"$dec"
+	pids=$(sort -u <<<"$output")
+	assert_equal "$(wc -l <<<"$pids")" 2
+	grep -qx "$first" <<<"$pids"
+	# the second one's, as its own namespace pid says
+	second=$(grep -vx "$first" <<<"$pids")
+	run -0 jq -r "select(.type==\"process\" and .pid==$second) | .nspid" <<<"$dec"
+	assert_equal "$(tail -n 1 <<<"$output")" "$(awk '{ print $NF }' "$T/out/h2")"
+	run -0 jq -r 'select(.type == "span_start" and .method == "host_py_work") | .pid' <<<"$dec"
+	assert_output ""
+	stop_containers
+}
+
+# As the Python one above, for Ruby: the activator through a read-only
+# mount and RUBYOPT, its hook (3.1/stackpulse_hook.so) found in the
+# container's mappings; a host Ruby with the hook is not of the container.
+@test "containers: podman: -a --container --spans=ruby: a Ruby in the container started with the activator has its method spans; the host's is left out" {
+	needs_podman
+	[ -e "$BATS_FILE_TMPDIR/root/usr/bin/ruby" ] || skip "no ruby to put in the image"
+	compgen -G "$SP_BIN/../runtime/ruby/*/stackpulse_hook.so" >/dev/null ||
+		skip "no Ruby hook built (ruby-dev)"
+	CONTAINER_ARGS=(-v "$(readlink -f "$SP_BIN/../runtime"):/sp-runtime:ro"
+		-e RUBYOPT=-r/sp-runtime/ruby/stackpulse_activate.rb)
+	start_container "sp-test-$$-rh" /usr/bin/ruby /app/work.rb /out/rh1
+	wait_file "$T/out/rh1"
+	first=$CPID
+	# a Ruby on the host with the hook: not of the container
+	RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" \
+		ruby -e 'def host_rb_work; 1; end; loop { host_rb_work; sleep 0.01 }' &
+	hostrb=$!
+	# and one without it: nothing to take
+	ruby -e 'def plain_rb_work; 1; end; loop { plain_rb_work; sleep 0.01 }' &
+	plainrb=$!
+	BGPIDS="$hostrb $plainrb"
+	sleep 1		# its hook loaded: found at the start if it were taken
+	run --separate-stderr sp-record -v -a --container="sp-test-$$-rh" --no-samples --spans=ruby \
+		-d 3 -o "$T/rh.sp"
+	[ "$status" -eq 0 ] || fail "sp-record: $stderr"
+	[[ "$stderr" == *"spans: pid $first carries a runtime hook"* ]] || fail "stderr: $stderr"
+	[[ "$stderr" != *"spans: pid $hostrb carries"* && "$stderr" != *"spans: pid $plainrb carries"* ]] ||
+		fail "stderr: $stderr"
+	run -0 sp-decode "$T/rh.sp"
+	dec=$output
+	# the method, named as Ruby names it (an Object method: defined at the
+	# top level), of the container's Ruby only
+	run -0 jq -r 'select(.type == "span_start" and .method == "container_rb_work") |
+		"\(.pid) \(.klass)"' <<<"$dec"
+	[ -n "$output" ] || fail "no container_rb_work span"
+	assert_equal "$(sort -u <<<"$output")" "$first Object"
+	run -0 jq -r 'select(.type == "span_start" and (.method == "host_rb_work" or
+		.method == "plain_rb_work")) | .pid' <<<"$dec"
+	assert_output ""
+	stop_containers
+}
+
+# The descriptors of $1 other than perf events (which follow cgroups),
+# once their number has not changed for a second.
+other_fds_settled() {
+	local was=-1 n f same=0
+	for _ in $(seq 60); do
+		n=0
+		for f in /proc/"$1"/fd/*; do
+			[ "$(readlink "$f" 2>/dev/null)" = "anon_inode:[perf_event]" ] || n=$((n + 1))
+		done
+		if [ "$n" = "$was" ]; then
+			same=$((same + 1))
+			[ "$same" -ge 5 ] && break
+		else
+			same=0
+		fi
+		was=$n
+		sleep 0.2
+	done
+	echo "$was"
+}
+
+# The files of python3.11 process $1 holds, once those it keeps unused
+# (SP_BS_ROOT_IDLE_NS, 10 s) are closed: the bound is generous, the machine
+# may be loaded.
+python_held_settled() {
+	local n
+	for _ in $(seq 300); do
+		n=$(find /proc/"$1"/fd -lname '*python3.11*' | wc -l)
+		[ "$n" -eq 0 ] && break
+		sleep 0.2
+	done
+	echo "$n"
+}
+
+# Each container run has its own overlay mount, so its python3.11 is
+# another inode than the last one's: sp-record opens it in the
+# container's root to probe it, and must close it once its process is
+# gone (and a while unused), or a recording of containers coming and going
+# fills up.
+@test "containers: podman: -a --spans=python through containers coming and going: the files opened in their roots are closed, descriptors return to their level" {
+	needs_python_hook_container
+	name=sp-test-$$-churn
+	sp-record -v -a --container="$name" --no-samples --spans=python -d 600s -o "$T/c.sp" \
+		2> "$T/c.err" &
+	rec=$!
+	BGPIDS=$rec
+	wait_lines "$T/c.err" 1 "kernel events attached" || fail "$(cat "$T/c.err")"
+	run_one() {
+		rm -f "$T/out/c$1"
+		start_container "$name" /usr/bin/python3 /app/work.py "/out/c$1"
+		wait_file "$T/out/c$1"
+		wait_lines "$T/c.err" "$1" "carries a runtime hook" || fail "$(cat "$T/c.err")"
+		stop_containers
+		CONTAINERS=
+	}
+	# the first one loads what is loaded once (Python's stack walkers)
+	run_one 1
+	python_held_settled $rec > /dev/null
+	fds1=$(other_fds_settled $rec)
+	for i in 2 3 4 5; do
+		run_one $i
+	done
+	held=$(python_held_settled $rec)
+	fds=$(other_fds_settled $rec)
+	kill -INT $rec
+	wait $rec
+	BGPIDS=
+	echo "descriptors other than perf events: $fds1 after the first container, $fds after the fifth; python3.11 held: $held" >&3
+	[ "$(grep -c "carries a runtime hook" "$T/c.err")" -eq 5 ]
+	[ "$held" -eq 0 ]
+	[ "$fds" -le "$fds1" ]
+	# all five were recorded: their spans are there
+	run -0 sp-decode "$T/c.sp"
+	run -0 jq -r 'select(.type == "span_start" and .method == "container_py_work") | .pid' <<<"$output"
+	[ "$(sort -u <<<"$output" | wc -l)" -eq 5 ]
+}
+
 @test "containers: podman: a short-lived process's exec event carries its identity, read in the kernel" {
 	needs_podman
 	start_container "sp-test-$$-e" /bin/sleep 60
@@ -1045,31 +1229,149 @@ wait_lines() {
 		last=$!
 		wait_lines "$T/storm.err" "$i" "'$CGPATH' appeared" || break
 		# (the first may be taken while sp-record still starts)
-		[ "$i" != 2 ] || fds1=$(ls /proc/$RP/fd | wc -l)
+		[ "$i" != 2 ] || fds1=$(perf_fds $RP)
 		wait $last || true	# the spinner's timeout: 124
 		rmdir "$CG"
 	done
 	rmdir "$CG" 2>/dev/null || true
 	wait_lines "$T/storm.err" "$N" "'$CGPATH' removed" || true
-	fds=$(ls /proc/$RP/fd | wc -l)
+	fds=$(perf_fds $RP)
 	kill -INT $RP
 	wait $RP
 	BGPIDS=
 	rm_cgroup
 	followed=$(grep -c "'$CGPATH' appeared" "$T/storm.err")
 	removed=$(grep -c "'$CGPATH' removed" "$T/storm.err")
-	echo "followed $followed, removed $removed; fds: $fds1 with the first, $fds at the end"
+	echo "followed $followed, removed $removed; perf events: $fds1 with the second, $fds at the end" >&3
 	[ "$followed" -eq $N ]
 	[ "$removed" -eq $N ]
 	! grep -q "more than 64 cgroups" "$T/storm.err"
-	# every followed directory's events were closed, but for a CPU ring's
-	# owner (the first one's): no more descriptors than with the second
-	[ "$fds" -le "$fds1" ]
+	# every followed directory's events were closed (the CPUs' rings are
+	# owned by events of no cgroup): fewer descriptors than with the second
+	[ "$fds" -lt "$fds1" ]
 	# the last one's samples are there: the events of a removed cgroup
 	# wrote to the rings, which stay
 	sp-decode "$T/storm.sp" > "$T/storm.jsonl"
 	run -0 jq -s "[.[] | select(.type==\"process\" and (.pid==$last or .ppid==$last)) | .pid] as \$p |
 		[.[] | select(.type==\"sample\" and ([.pid] | inside(\$p)))] | length" "$T/storm.jsonl"
+	[ "$output" -ge 1 ]
+}
+
+# The perf events sp-record holds open: all of them, and those that own
+# a CPU's ring (perf_event fds, counted from /proc/PID/fd).
+perf_fds() {
+	local n=0 f
+	for f in /proc/"$1"/fd/*; do
+		[ "$(readlink "$f" 2>/dev/null)" = "anon_inode:[perf_event]" ] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+# perf_fds of $1 once its events are open: the count no longer grows.
+perf_fds_settled() {
+	local was=0 n
+	for _ in $(seq 100); do
+		sleep 0.2
+		n=$(perf_fds "$1")
+		[ "$n" -gt 0 ] && [ "$n" = "$was" ] && break
+		was=$n
+	done
+	echo "$was"
+}
+
+# How many samples spool $2 (decoded, JSON lines) has of process $1 and
+# its children.
+samples_of_tree() {
+	jq -s "[.[] | select(.type==\"process\" and (.pid==$1 or .ppid==$1)) | .pid] as \$p |
+		[.[] | select(.type==\"sample\" and ([.pid] | inside(\$p)))] | length" "$2"
+}
+
+@test "containers: without the kernel's word on cgroups (SP_CGROUPS_POLL=1) a removed cgroup's events are closed and one made again at its path is followed" {
+	make_cgroup "sp-test-keep-$$"
+	KEEP=$CG
+	KEEPPATH=$CGPATH
+	CG=${KEEP%/*}/sp-test-gone-$$
+	CGPATH=${KEEPPATH%/*}/sp-test-gone-$$
+	OLD=$KEEP
+	mkdir "$CG"
+	sh -c "echo \$\$ > $KEEP/cgroup.procs; exec sleep 60" &
+	keep=$!
+	sh -c "echo \$\$ > $CG/cgroup.procs; exec sleep 60" &
+	gone=$!
+	BGPIDS="$keep $gone"
+	# the one kept first: its events own the CPUs' rings
+	SP_CGROUPS_POLL=1 sp-record -v -a --cgroup="$KEEPPATH" --cgroup="$CGPATH" -d 600s \
+		-o "$T/poll.sp" 2> "$T/poll.err" &
+	RP=$!
+	BGPIDS="$keep $gone $RP"
+	wait_lines "$T/poll.err" 1 "looked for every 200 ms (SP_CGROUPS_POLL=1)" ||
+		fail "$(cat "$T/poll.err")"
+	# both cgroups' events open
+	fds1=$(perf_fds_settled $RP)
+	kill $gone
+	wait $gone || true
+	rmdir "$CG"
+	# before: never said, its events open until the end
+	wait_lines "$T/poll.err" 1 "'$CGPATH' removed: its events are closed" ||
+		fail "$(cat "$T/poll.err")"
+	fds2=$(perf_fds $RP)
+	# made again: followed again, its process's samples recorded
+	mkdir "$CG"
+	sh -c "echo \$\$ > $CG/cgroup.procs; exec timeout 1 sh -c 'while :; do :; done'" &
+	spin=$!
+	wait_lines "$T/poll.err" 1 "'$CGPATH' appeared" || fail "$(cat "$T/poll.err")"
+	wait $spin || true
+	kill -INT $RP
+	wait $RP
+	kill $keep
+	wait $keep || true
+	BGPIDS=
+	rmdir "$CG"
+	echo "perf events: $fds1 with both cgroups, $fds2 once one was removed" >&3
+	[ "$fds2" -lt "$fds1" ]
+	sp-decode "$T/poll.sp" > "$T/poll.jsonl"
+	run -0 samples_of_tree $spin "$T/poll.jsonl"
+	[ "$output" -ge 1 ]
+}
+
+# The kernel frees a removed cgroup once nothing holds it: a perf event
+# of it does (cgroup.stat's nr_dying_descendants of its parent counts it).
+@test "containers: a removed cgroup is not held by sp-record: its events all close, none owns a CPU's ring" {
+	make_cgroup "sp-test-only-$$"
+	[ -e "${CG%/*}/cgroup.stat" ] || skip "no cgroup.stat"
+	sh -c "echo \$\$ > $CG/cgroup.procs; exec sleep 60" &
+	held=$!
+	BGPIDS=$held
+	sp-record -v -a --cgroup="$CGPATH" -d 600s -o "$T/only.sp" 2> "$T/only.err" &
+	RP=$!
+	BGPIDS="$held $RP"
+	fds1=$(perf_fds_settled $RP)
+	sh -c "echo \$\$ > $CG/cgroup.procs; exec timeout 1 sh -c 'while :; do :; done'" &
+	spin=$!
+	wait $spin || true
+	kill $held
+	wait $held || true
+	rmdir "$CG"
+	wait_lines "$T/only.err" 1 "'$CGPATH' removed: its events are closed" ||
+		fail "$(cat "$T/only.err")"
+	fds2=$(perf_fds $RP)
+	# freed by the kernel once its last reference went (RCU: a moment)
+	for _ in $(seq 50); do
+		dying=$(sed -n 's/^nr_dying_descendants //p' "${CG%/*}/cgroup.stat")
+		[ "$dying" = 0 ] && break
+		sleep 0.1
+	done
+	kill -INT $RP
+	wait $RP
+	BGPIDS=
+	echo "perf events: $fds1 with the cgroup, $fds2 once it was removed; dying cgroups: $dying" >&3
+	# before: the events of the one cgroup owned the rings: none closed,
+	# and the cgroup stayed dying until sp-record ended
+	[ "$fds2" -lt "$fds1" ]
+	assert_equal "$dying" 0
+	# its samples are there: written to the rings it did not own
+	sp-decode "$T/only.sp" > "$T/only.jsonl"
+	run -0 samples_of_tree $spin "$T/only.jsonl"
 	[ "$output" -ge 1 ]
 }
 

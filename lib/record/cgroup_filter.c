@@ -147,6 +147,7 @@ static int add_dir_q(struct sp_cgroup_filter *f, int mfd, const char *path, cons
 		return sp_error("more than %d cgroups to record", SP_CGROUP_FILTER_DIRS);
 	}
 	f->path[i] = sp_xstrdup(path);
+	f->last = i;
 	f->fd[i] = fd;
 	f->id[i] = st.st_ino;
 	if (i == f->n)
@@ -309,13 +310,19 @@ int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f)
 		return sp_error_errno("cannot open the cgroup v2 root '%s'", mnt);
 	/* before the running processes are looked at: a cgroup made from
 	 * here on is told, none falls in between */
-	f->watch = sp_cgwatch_open();
+	if (getenv("SP_CGROUPS_POLL") && !strcmp(getenv("SP_CGROUPS_POLL"), "1"))
+		sp_info("cgroups made while recording: looked for every 200 ms "
+			"(SP_CGROUPS_POLL=1)");
+	else
+		f->watch = sp_cgwatch_open();
+	f->polling = !f->watch;
 	if (!f->names_root)
 		f->names_root = "/";
 	for (i = 0; i < f->ncgroups; i++) {
 		r = add_dir_q(f, mfd, f->cgroups[i], "--cgroup", true);
 		if (r < 0)
 			goto fail;
+		f->cgroup_seen[i] = r == 0;
 		if (r == 0)
 			continue;
 		sp_esc_text(e, sizeof(e), f->cgroups[i], strlen(f->cgroups[i]), 0);
@@ -328,6 +335,7 @@ int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f)
 		r = find_container(f, mfd, f->containers[i], true);
 		if (r < 0)
 			goto fail;
+		f->container_seen[i] = r == 0;
 		if (r == 0)
 			continue;
 		sp_esc_text(e, sizeof(e), f->containers[i], strlen(f->containers[i]), 0);
@@ -347,6 +355,7 @@ int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f)
 fail:
 	sp_cgwatch_free(f->watch);
 	f->watch = NULL;
+	f->polling = false;
 	close(mfd);
 	return -1;
 }
@@ -378,6 +387,14 @@ static bool wanted_container(struct sp_cgroup_filter *f, const struct sp_cgroup_
 		(!inspect("docker", want, id) && !strcmp(id, o->id)));
 }
 
+static void said_appeared(const char *dir)
+{
+	char e[512];
+
+	sp_esc_text(e, sizeof(e), dir, strlen(dir), 0);
+	sp_info("cgroup '%s' appeared: recorded from now on", e);
+}
+
 static bool seen_before(struct sp_cgroup_filter *f, const char *id)
 {
 	unsigned int i;
@@ -400,6 +417,7 @@ int sp_cgroup_filter_consider(struct sp_cgroup_filter *f, const char *path)
 		if (!strcmp(path, f->cgroups[i])) {
 			found = f->cgroups[i];
 			f->cgroup_waits[i] = false;
+			f->cgroup_seen[i] = true;
 			snprintf(dir, sizeof(dir), "%s", path);
 		}
 	if (!found && f->ncontainers && sp_cgroup_owner(path, strlen(path), &o) && o.id[0] &&
@@ -419,6 +437,7 @@ int sp_cgroup_filter_consider(struct sp_cgroup_filter *f, const char *path)
 			if (wanted_container(f, &o, f->containers[i])) {
 				found = f->containers[i];
 				f->container_waits[i] = false;
+				f->container_seen[i] = true;
 			}
 		if (!found) {
 			snprintf(f->seen[f->nseen++ % 64], sizeof(f->seen[0]), "%.64s", o.id);
@@ -438,12 +457,7 @@ int sp_cgroup_filter_consider(struct sp_cgroup_filter *f, const char *path)
 		return 0;	/* said; a directory gone already (1): nothing to follow */
 	if (f->nadded == before)
 		return 0;
-	{
-		char e[512];
-
-		sp_esc_text(e, sizeof(e), dir, strlen(dir), 0);
-		sp_info("cgroup '%s' appeared: recorded from now on", e);
-	}
+	said_appeared(dir);
 	return 1;
 }
 
@@ -494,6 +508,42 @@ static unsigned int take_new(struct sp_cgroup_filter *f)
 	return (unsigned int)(f->nadded - before);
 }
 
+/*
+ * Polling: the directories followed that were removed (none at their path
+ * any more, or another cgroup made there since: another inode) are freed,
+ * as the kernel's word frees them with a watch, and every name is waited
+ * for again: one whose cgroups still run is found again at once (the same
+ * ids: nothing new opened), one made again later is followed again.
+ */
+static void look_removed(struct sp_cgroup_filter *f)
+{
+	unsigned int i;
+	bool any = false;
+	struct stat st;
+
+	for (i = 0; i < f->n; i++) {
+		if (!f->id[i] || !f->path[i][1])
+			continue;	/* a free slot; the root stays */
+		if (fstatat(f->mfd, f->path[i] + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 ?
+		    st.st_ino == f->id[i] : errno != ENOENT && errno != ENOTDIR)
+			continue;	/* there, or cannot tell: kept */
+		drop_dir(f, i);
+		any = true;
+	}
+	if (!any)
+		return;
+	for (i = 0; i < f->ncgroups; i++)
+		if (!f->cgroup_waits[i]) {
+			f->cgroup_waits[i] = true;
+			f->nwaiting++;
+		}
+	for (i = 0; i < f->ncontainers; i++)
+		if (!f->container_waits[i]) {
+			f->container_waits[i] = true;
+			f->nwaiting++;
+		}
+}
+
 unsigned int sp_cgroup_filter_follow(struct sp_cgroup_filter *f, uint64_t now)
 {
 	unsigned int i;
@@ -503,32 +553,43 @@ unsigned int sp_cgroup_filter_follow(struct sp_cgroup_filter *f, uint64_t now)
 
 	if (f->watch)
 		return take_new(f);
-	if (!f->nwaiting || now < f->next_look_ns)
+	if (!f->polling || now < f->next_look_ns)
 		return 0;
 	f->next_look_ns = now + 200 * 1000000ull;
+	look_removed(f);
+	if (!f->nwaiting)
+		return 0;
 	inspect_ok = now >= f->next_inspect_ns;
 	if (inspect_ok)
 		f->next_inspect_ns = now + 1000 * 1000000ull;
 	for (i = 0; i < f->ncgroups; i++) {
 		if (!f->cgroup_waits[i])
 			continue;
+		uint64_t had = f->nadded;
+
 		r = add_dir_q(f, f->mfd, f->cgroups[i], "--cgroup", true);
 		if (r == 1)
 			continue;	/* not yet */
+		if (f->nadded > had)
+			said_appeared(f->cgroups[i]);
 		f->cgroup_waits[i] = false;	/* found, or said why not */
+		f->cgroup_seen[i] |= r == 0;
 		f->nwaiting--;
 	}
 	for (i = 0; i < f->ncontainers; i++) {
 		if (!f->container_waits[i])
 			continue;
+		uint64_t had = f->nadded;
+
 		r = find_container(f, f->mfd, f->containers[i], inspect_ok);
 		if (r == 1)
 			continue;
+		if (f->nadded > had)
+			said_appeared(f->path[f->last]);
 		f->container_waits[i] = false;
+		f->container_seen[i] |= r == 0;
 		f->nwaiting--;
 	}
-	if (!f->nwaiting)
-		close(f->mfd);
 	return (unsigned int)(f->nadded - before);
 }
 
@@ -556,7 +617,8 @@ void sp_cgroup_filter_release(struct sp_cgroup_filter *f)
 	for (i = 0; i < f->ncgroups + f->ncontainers; i++) {
 		const char *name = i < f->ncgroups ? f->cgroups[i] : f->containers[i - f->ncgroups];
 
-		if (!(i < f->ncgroups ? f->cgroup_waits[i] : f->container_waits[i - f->ncgroups]))
+		if (!(i < f->ncgroups ? f->cgroup_waits[i] : f->container_waits[i - f->ncgroups]) ||
+		    (i < f->ncgroups ? f->cgroup_seen[i] : f->container_seen[i - f->ncgroups]))
 			continue;
 		sp_esc_text(e, sizeof(e), name, strlen(name), 0);
 		sp_warn("%s '%s' never appeared while recording: nothing of it was recorded",
@@ -566,6 +628,7 @@ void sp_cgroup_filter_release(struct sp_cgroup_filter *f)
 		close(f->mfd);
 	sp_cgwatch_free(f->watch);
 	f->watch = NULL;
+	f->polling = false;
 	f->nwaiting = 0;
 	memset(f->cgroup_waits, 0, sizeof(f->cgroup_waits));
 	memset(f->container_waits, 0, sizeof(f->container_waits));

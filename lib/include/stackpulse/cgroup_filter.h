@@ -45,13 +45,21 @@ struct sp_cgroup_filter {
 	int fd[SP_CGROUP_FILTER_DIRS];		/* the directory, O_RDONLY */
 	uint64_t id[SP_CGROUP_FILTER_DIRS];	/* its cgroup id (inode) */
 	unsigned int gen;			/* bumped at each slot taken or freed */
+	unsigned int last;			/* the slot taken last */
 	uint64_t nadded, nremoved;		/* directories taken, freed */
 	/* Named but not found at the start: looked for again while recording
 	 * (sp_cgroup_filter_follow()); the cgroup v2 root held open for it. */
 	bool cgroup_waits[SP_CGROUP_FILTER_MAX];
 	bool container_waits[SP_CGROUP_FILTER_MAX];
+	bool cgroup_seen[SP_CGROUP_FILTER_MAX];	/* found once at least */
+	bool container_seen[SP_CGROUP_FILTER_MAX];
+	/* No watch (the BPF program could not be loaded, or SP_CGROUPS_POLL=1):
+	 * every 200 ms the directories followed are looked at, a removed one
+	 * (gone, or another inode at its path) freed and its name waited for
+	 * again. */
+	bool polling;
 	unsigned int nwaiting;
-	int mfd;		/* valid when nwaiting or watch */
+	int mfd;		/* valid when nwaiting, watch or polling */
 	uint64_t next_look_ns, next_inspect_ns;
 	/* The kernel tells each cgroup made (bpf_cgnew.h): every one that
 	 * matches what was named is followed, found at the start or not, a
@@ -98,7 +106,7 @@ unsigned int sp_cgroup_filter_follow(struct sp_cgroup_filter *f, uint64_t now);
  * waited for, or the kernel tells every new cgroup. */
 static inline bool sp_cgroup_filter_following(const struct sp_cgroup_filter *f)
 {
-	return f && (f->nwaiting || f->watch);
+	return f && (f->nwaiting || f->watch || f->polling);
 }
 
 /* The descriptor that is readable when the kernel told of a new cgroup
