@@ -343,6 +343,45 @@ id_space() {
 	grep -q 'comm=oldbusy' "$BATS_TEST_TMPDIR/tree" || fail "$(cat "$BATS_TEST_TMPDIR/tree")"
 }
 
+@test "-v accounts for each dump's wait in its phases; dumps copied while the next chunk starts read whole" {
+	require_root
+	start_busy
+	sp-record -v -F 999 -p "$BUSY" --events=none --spans=none --flight=1M --flight-after=0 \
+		--dump-interval=0 -o "$D/" 2>"$BATS_TEST_TMPDIR/err" &
+	REC=$!
+	wait_usr1 "$REC"
+	# Each dump's copy runs while the recording starts its next chunk: three
+	# in a row, each one whole, then the window goes on.
+	for i in 1 2 3; do
+		sleep 1
+		kill -USR1 "$REC"
+		wait_dumps "$D" "$i"
+		wait_whole "$(ls -t "$D"/dump-*-signal.sp | head -1)"
+	done
+	kill -INT "$REC"
+	wait "$REC" || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	REC=
+	for dump in "$D"/dump-*-signal.sp; do
+		run -0 sp-decode "$dump"
+		echo "$output" | head -1 | grep -q '"type":"header"' || fail "$dump: no header first"
+		echo "$output" | tail -1 | grep -q '"reason":"trigger"' || fail "$dump: no end last"
+		[ "$(echo "$output" | grep -c '"type":"end"')" = 1 ] || fail "$dump: not one end"
+	done
+	# one account per dump, its phases adding up to the whole (each is
+	# rounded to 0.1 ms: within 0.3 ms)
+	run -0 grep 'trigger to complete' "$BATS_TEST_TMPDIR/err"
+	[ "${#lines[@]}" = 3 ] || fail "$output"
+	for l in "${lines[@]}"; do
+		echo "$l" | awk '{
+			if (!match($0, /trigger to complete [0-9.]+ ms: the loop took it after [0-9.]+ ms, set the job up in [0-9.]+ ms .*; the thread reserved the blocks in [0-9.]+ ms, copied in [0-9.]+ ms; synced in [0-9.]+ ms more; the loop started the next chunk meanwhile, in [0-9.]+ ms/))
+				exit 1
+			split(substr($0, RSTART, RLENGTH), w, " ")
+			total = w[4]; sum = w[11] + w[18] + w[39] + w[43]
+			exit (total - sum > 0.3 || sum - total > 0.3) ? 1 : 0
+		}' || fail "phases do not add up: $l"
+	done
+}
+
 @test "rotation keeps --keep segments, each reads alone, and all of them in a row" {
 	require_root
 	mkdir -m 700 "$D"

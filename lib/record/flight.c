@@ -44,6 +44,11 @@ struct dump_job {
 	unsigned int n;
 	int err;
 	uint64_t t0, paused, total;
+	/* Its phases, for -v: the trigger (when it fired, plus what
+	 * --flight-after asked), the file created, its header written, the
+	 * blocks reserved; the thread's start is t0 + paused. */
+	uint64_t trigger, created, header, tail, started, reserved;
+	uint64_t loop_cpu;		/* the loop's CPU time for it */
 	uint64_t complete, synced;	/* when all was written; on disk */
 	uint64_t cpu;			/* the copy's own CPU time */
 	char name[128];
@@ -118,6 +123,11 @@ struct sp_flight *sp_flight_new(const struct sp_flight_opts *o, const struct sp_
 		sp_flight_free(f);
 		return NULL;
 	}
+	if (f->files.cut)
+		sp_warn("'%s' holds more than %u entries: only the first %u were looked at; "
+			"--keep counts and deletes only the files of ours among them, and the "
+			"numbers go on from the highest among them", o->dir, SP_NAMES_SCAN_MAX,
+			SP_NAMES_SCAN_MAX);
 	/* Number on after the highest segment or dump there: the order of
 	 * the files, whatever the clock says (flight_dir.c). */
 	f->seq = f->files.top;
@@ -439,6 +449,7 @@ static void *copy_job(void *arg)
 	j->cpu = thread_cpu_ns();
 	if (fallocate(j->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)j->total) && errno == ENOSPC)
 		j->err = ENOSPC;
+	j->reserved = sp_now_mono_ns();
 	for (i = 0; i < j->n; i++) {
 		if (!j->err && copy_all(j->fd, j->src[i], j->off[i], j->len[i]))
 			j->err = errno ? errno : EIO;
@@ -481,6 +492,21 @@ static void finish_job(struct sp_flight *f, bool wait)
 		(unsigned long long)j->total, (double)(j->complete - j->t0) / 1e6,
 		(double)j->cpu / 1e6, (double)j->paused / 1e6,
 		(double)(j->synced - j->t0) / 1e6);
+	/* Where a trigger's wait goes: the loop's part, then the thread's
+	 * (scripts/bench/flight reads this line). */
+	sp_info("dump '%s': trigger to complete %.1f ms: the loop took it after %.1f ms, "
+		"set the job up in %.1f ms (the file %.1f ms, its header %.1f ms, the end "
+		"record %.1f ms); the thread reserved the blocks in %.1f ms, copied in %.1f ms; "
+		"synced in %.1f ms more; the loop started the next chunk meanwhile, in %.1f ms "
+		"(%.1f ms of its CPU for the whole dump)", j->name,
+		(double)(j->complete - j->trigger) / 1e6, (double)(j->t0 - j->trigger) / 1e6,
+		(double)(j->started - j->t0) / 1e6,
+		(double)(j->created - j->t0) / 1e6, (double)(j->header - j->created) / 1e6,
+		(double)(j->tail - j->header) / 1e6,
+		(double)(j->reserved - j->started) / 1e6,
+		(double)(j->complete - j->reserved) / 1e6,
+		(double)(j->synced - j->complete) / 1e6,
+		(double)(j->t0 + j->paused - j->started) / 1e6, (double)j->loop_cpu / 1e6);
 }
 
 /*
@@ -577,7 +603,10 @@ static void dump(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
 
 	f->pending = false;
 	f->last_dump = now;
-	*j = (struct dump_job){ .t0 = sp_now_mono_ns() };
+	*j = (struct dump_job){ .t0 = sp_now_mono_ns(), .trigger = f->due,
+				.loop_cpu = thread_cpu_ns() };
+	if (j->trigger > j->t0)
+		j->trigger = j->t0;
 	if (settle(f))
 		return;
 	j->fd = create_dump(f, sp_now_wall_ns(), j->name, sizeof(j->name));
@@ -585,6 +614,7 @@ static void dump(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
 		sp_error_errno("cannot create a dump in '%s'", f->o.dir);
 		return;
 	}
+	j->created = sp_now_mono_ns();
 	/* The first chunk's header now, before the thread: a dump killed
 	 * (-9) before its copy begins is never an empty file. */
 	if (f->n && write_header(f, j) < 0) {
@@ -594,6 +624,7 @@ static void dump(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
 		finish_job(f, true);
 		return;
 	}
+	j->header = sp_now_mono_ns();
 	for (i = 0; i < f->n; i++) {
 		const struct chunk *c = &f->chunks[(f->first + i) % MAX_CHUNKS];
 		uint64_t lost_len = 0;
@@ -612,19 +643,26 @@ static void dump(struct sp_flight *f, uint64_t now, const struct sp_end *sofar)
 	 * and the window goes on in a new one. */
 	saved = *cur_chunk(f);
 	tail = tail_fd(f, now, sofar, &tail_len);
+	j->tail = sp_now_mono_ns();
 	if (tail >= 0)
 		job_add(j, tail, 0, tail_len, false);
 	else
 		j->err = j->err ? j->err : EIO;
-	if (!next_chunk(f, now))	/* its writer counted the tail, the chunk has not */
-		f->chunks[(f->first + f->n - 2) % MAX_CHUNKS] = saved;
-	j->paused = sp_now_mono_ns() - j->t0;
+	/* The job is whole (its own fds, offsets and lengths): the copy
+	 * starts before the next chunk does. Starting a stream replays the
+	 * live set and frees the last stream's tables, tens of ms of the
+	 * loop on a loaded machine, which the trigger need not wait for. */
 	j->running = true;
+	j->started = sp_now_mono_ns();
 	j->threaded = pthread_create(&j->thread, NULL, copy_job, j) == 0;
 	if (!j->threaded) {
 		copy_job(j);	/* no thread: copy here */
 		finish_job(f, true);
 	}
+	if (!next_chunk(f, now))	/* its writer counted the tail, the chunk has not */
+		f->chunks[(f->first + f->n - 2) % MAX_CHUNKS] = saved;
+	j->paused = sp_now_mono_ns() - j->t0;
+	j->loop_cpu = thread_cpu_ns() - j->loop_cpu;
 }
 
 void sp_flight_fire(struct sp_flight *f, const char *trigger, const char *detail,

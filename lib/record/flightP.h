@@ -13,7 +13,13 @@ struct sp_names {
 	char **v;
 	size_t n, cap;
 	uint64_t top;	/* the highest sequence number sp_names_scan() found */
+	bool cut;	/* the scan stopped at its bound: names were not seen */
 };
+
+/* Directory entries a scan looks at, at most (every name, ours or not):
+ * the directory is ours, but a full one would hold sp-record's start
+ * for as long as it took to list. Twice --keep's highest. */
+#define SP_NAMES_SCAN_MAX	2000000u
 
 /* Digits of a file's sequence number at most (below 10^18: no overflow). */
 #define SP_NAME_SEQ_DIGITS_MAX	18
@@ -26,6 +32,9 @@ struct sp_names {
  * one second). Other names are left out (and never deleted). 0 or -1.
  */
 int sp_names_scan(struct sp_names *l, int dirfd, const char *prefix);
+/* The same, looking at max entries at most: l->cut when there were more
+ * (then the names kept are some of ours, not all). */
+int sp_names_scan_max(struct sp_names *l, int dirfd, const char *prefix, size_t max);
 
 /*
  * A dump's file name: dump-SEQ-YYYYmmddTHHMMSSZ-TRIGGER.sp (SEQ as a

@@ -198,7 +198,12 @@ void sp_names_add(struct sp_names *l, const char *name)
 
 int sp_names_scan(struct sp_names *l, int dirfd, const char *prefix)
 {
-	size_t plen = strlen(prefix), len;
+	return sp_names_scan_max(l, dirfd, prefix, SP_NAMES_SCAN_MAX);
+}
+
+int sp_names_scan_max(struct sp_names *l, int dirfd, const char *prefix, size_t max)
+{
+	size_t plen = strlen(prefix), len, seen = 0;
 	struct dirent *de;
 	DIR *d;
 	int fd = dup(dirfd);
@@ -208,7 +213,12 @@ int sp_names_scan(struct sp_names *l, int dirfd, const char *prefix)
 			close(fd);
 		return sp_error_errno("cannot list the output directory");
 	}
+	rewinddir(d);	/* the offset is dirfd's too: an earlier scan may have moved it */
 	while ((de = readdir(d))) {
+		if (seen++ >= max) {
+			l->cut = true;
+			break;
+		}
 		len = strlen(de->d_name);
 		if (len > plen + 3 && !strncmp(de->d_name, prefix, plen) &&
 		    !strcmp(de->d_name + len - 3, ".sp") && de->d_type != DT_DIR)

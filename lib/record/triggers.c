@@ -18,7 +18,7 @@
 #include "buf.h"
 #include "escape.h"
 #include "events.h"
-#include "merge.h"
+#include "record.h"
 #include "sp.h"
 #include "stream/schema.h"
 #include "triggersP.h"

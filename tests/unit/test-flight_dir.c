@@ -94,6 +94,36 @@ static void test_flight_dir_dumps_by_age(void)
 	clean(dfd);
 }
 
+/* A directory of more entries than a scan looks at: it stops at its
+ * bound and says so; one within the bound is scanned whole. */
+static void test_flight_dir_scan_bound(void)
+{
+	int dfd = open_empty();
+	struct sp_names l = { 0 };
+	char name[64];
+	unsigned int i;
+
+	for (i = 1; i <= 100; i++) {
+		snprintf(name, sizeof(name), "segment-%06u.sp", i);
+		make(dfd, name, i);
+	}
+	/* 102 entries with . and .. */
+	CHECK(sp_names_scan_max(&l, dfd, "segment-", 102) == 0);
+	CHECK(!l.cut);
+	CHECK_EQ_U(l.n, 100);
+	CHECK_EQ_U(l.top, 100);
+	sp_names_release(&l);
+	CHECK(sp_names_scan_max(&l, dfd, "segment-", 40) == 0);
+	CHECK(l.cut);
+	CHECK(l.n <= 40 && l.n >= 38);
+	sp_names_release(&l);
+	CHECK(sp_names_scan(&l, dfd, "segment-") == 0);	/* the default bound */
+	CHECK(!l.cut);
+	CHECK_EQ_U(l.n, 100);
+	sp_names_release(&l);
+	clean(dfd);
+}
+
 /* Segments by number, past six digits too (their mtimes say otherwise). */
 static void test_flight_dir_segments_by_number(void)
 {
@@ -175,5 +205,6 @@ int main(void)
 	TAP_RUN(test_flight_dir_segments_by_number);
 	TAP_RUN(test_flight_dir_dumps_by_number);
 	TAP_RUN(test_flight_dir_dump_names);
+	TAP_RUN(test_flight_dir_scan_bound);
 	return TAP_DONE();
 }

@@ -431,6 +431,10 @@ static void test_triggers_cmd(void)
 	char d[SP_TRIGGERS_DETAIL_MAX];
 
 	o.every_ns = 100000000;
+	/* a loaded machine may take longer than every_ns (the default
+	 * timeout) to run a shell: a kill then would be the machine's, not
+	 * the rule's */
+	o.timeout_ns = 30 * UINT64_C(1000000000);
 	t = sp_triggers_new(&o);
 	CHECK(sp_triggers_cmd_fd(t) < 0);
 	CHECK(sp_triggers_cmd_deadline(t) != UINT64_MAX);
@@ -441,6 +445,7 @@ static void test_triggers_cmd(void)
 	/* a command that exits 1 never fires */
 	o = opts("cmd=echo no; exit 1", NULL);
 	o.every_ns = 100000000;
+	o.timeout_ns = 30 * UINT64_C(1000000000);
 	t = sp_triggers_new(&o);
 	CHECK(run_cmd(t, d, 2) == NULL);
 	sp_triggers_stats(t, &st);
