@@ -48,6 +48,22 @@ need_npm() {
 	assert_equal "$stderr" ""
 }
 
+@test "sp-flame: the footer of a DWARF recording gives its cause's hint, never to record with auto" {
+	# basic.jsonl as recorded with --call-graph=auto, its first sample cut
+	# at an unknown mapping: the hint is sp-record's for that cause
+	sed -e 's/"call_graph":"fp"/"call_graph":"auto"/' \
+		-e '0,/"type":"sample"/s/"weight":1}/"weight":1,"unwind":"unknown_map"}/' \
+		"$basic" > "$BATS_TEST_TMPDIR/auto.jsonl"
+	run --separate-stderr -0 sp-flame "$BATS_TEST_TMPDIR/auto.jsonl"
+	[[ "$stderr" == *"; hint: "*"stopped at an address in no known mapping"* ]]
+	[[ "$stderr" != *"--call-graph=auto"* ]]
+	# without unwinder causes in the stream: no advice to record as it was
+	sed -e 's/"call_graph":"fp"/"call_graph":"dwarf"/' "$basic" > "$BATS_TEST_TMPDIR/dwarf.jsonl"
+	run --separate-stderr -0 sp-flame "$BATS_TEST_TMPDIR/dwarf.jsonl"
+	[[ "$stderr" == *"with a broken-looking stack"*"; hint: "* ]]
+	[[ "$stderr" != *"--call-graph=auto"* ]]
+}
+
 @test "sp-flame: --by=thread --annotate prefixes threads and marks kernel and inline frames" {
 	run --separate-stderr -0 sp-flame --by=thread --annotate "$basic"
 	assert_output "$(cat "$FIXTURES/basic-by-thread-annotated.folded")"

@@ -77,3 +77,14 @@ header() {
 	run --separate-stderr -0 sp-correlate --format=json "$OUT/one.json"
 	assert_equal "$stderr" "sp-correlate: warning: 1 pids had records but no process record before them: 31"
 }
+
+@test "sp-record --help gives sp-record's own exit statuses and dump names" {
+	run --separate-stderr -0 sp-record --help
+	# it skips no records: the readers' "1 some records skipped" is not its
+	[[ "$output" != *"1 some records skipped"* ]]
+	assert_output --partial "Exit status: the command's"
+	assert_output --partial "1 a canary of --check"
+	assert_output --partial "141 output closed"
+	# the dumps' sequence number (docs/sp-record.md, --flight)
+	assert_output --partial "dump-NNNNNN-TIME-TRIGGER.sp"
+}

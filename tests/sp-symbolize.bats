@@ -316,6 +316,30 @@ EOF
 	cmp "$T/out.jsonl" "$T/again.jsonl"
 }
 
+# An interpreted frame (a Python or Ruby method in a sample) is named by
+# the recorder's own symbol record: there is nothing to look up, and
+# --force, which drops the input's symbols, must keep it.
+@test "sp-symbolize: an interpreted frame keeps the recorder's name, once, also with --force" {
+	cat > "$T/py.jsonl" <<-'EOF'
+	{"type":"header","version":1,"start_wall_ns":1764669600000000000,"start_mono_ns":1000000000,"clock":"monotonic","sample_freq":1000,"call_graph":"auto","event":"cpu-clock","command":"python3 app.py"}
+	{"type":"process","time":1000000000,"pid":100,"ppid":1,"comm":"python3","exe":"/usr/bin/python3.11"}
+	{"type":"module","id":1,"time":1000000000,"pid":100,"start":"0x0","end":"0x0","path":"[python]"}
+	{"type":"frame","id":1,"module":1,"rel":"0x1","addr":"0x1","mode":"interp"}
+	{"type":"symbol","frame":1,"index":0,"func":"load_config","file":"app.py","line":3}
+	{"type":"stack","id":1,"parent":0,"frame":1}
+	{"type":"sample","time":1001000000,"pid":100,"tid":100,"cpu":0,"stack":1,"weight":1}
+	EOF
+	for force in "" --force; do
+		run --separate-stderr -0 sp-symbolize $force --format=json "$T/py.jsonl"
+		# one symbol record, the recorder's; no lookup counted as failed
+		[ "$(grep -c '"type":"symbol"' <<< "$output")" = 1 ] || fail "$force: $output"
+		assert_line '{"type":"symbol","frame":1,"index":0,"func":"load_config","file":"app.py","line":3}'
+		[[ "$stderr" != *"no symbols"* ]]
+	done
+	run --separate-stderr -0 bash -c "sp-symbolize --force '$T/py.jsonl' | sp-flame -q"
+	assert_output "load_config 1"
+}
+
 @test "sp-symbolize: strings after an added one keep their meaning (ids are remapped)" {
 	local bin=$T/inl a
 	build_c "$bin"
@@ -342,6 +366,32 @@ EOF
 	[[ "$stderr" == *"  $bin: 2 frames"* ]]
 	run --separate-stderr -0 sp-symbolize --quiet --no-system-debug -o /dev/null "$T/in.jsonl"
 	assert_equal "$stderr" ""
+	# -q, as sp-flame's
+	run --separate-stderr -0 sp-symbolize -q --no-system-debug -o /dev/null "$T/in.jsonl"
+	assert_equal "$stderr" ""
+}
+
+@test "sp-symbolize: --stats gives a file mapped by one process after another one line" {
+	local bin=$T/inl a
+	build_c "$bin"
+	a=$(fn_addr "$bin" walk)
+	{
+		stream "$bin" "$(buildid "$bin")" 0x1 "$a"
+		# pid 100's mapping goes, pid 200 maps the file next (a shell's
+		# every command), and pid 300 still has it at the end
+		printf '{"type":"module_end","time":3,"module":1}\n'
+		for pid in 200 300; do
+			printf '{"type":"module","time":4,"pid":%s,"start":"0x%x","end":"0x%x","path":"%s","build_id":"%s"}\n' \
+				"$pid" "$BASE" $((BASE + 0x1000000)) "$bin" "$(buildid "$bin")"
+		done
+		printf '{"type":"frame","module":2,"rel":"%s","addr":"0x%x","flags":"0x1"}\n' "$a" $((BASE + a))
+		printf '{"type":"module_end","time":5,"module":2}\n'
+		printf '{"type":"frame","module":3,"rel":"%s","addr":"0x%x","flags":"0x1"}\n' "$a" $((BASE + a))
+	} > "$T/in.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-system-debug --stats -o /dev/null "$T/in.jsonl"
+	[[ "$stderr" == *"sp-symbolize: 3 frames, 3 named"* ]]
+	[ "$(grep -c "^sp-symbolize:   $bin:" <<< "$stderr")" = 1 ] || fail "$stderr"
+	[[ "$stderr" == *"  $bin: 3 frames, 3 named"* ]]
 }
 
 @test "sp-symbolize: sp-record -- prog | sp-symbolize | sp-decode shows names, files and lines" {

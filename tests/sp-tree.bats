@@ -227,6 +227,25 @@ load helper
 	run -64 sp-tree --summary --top=0 "$FIXTURES/summary.in"
 }
 
+# A [FRAME] (the events of an interpreted frame outside every span) lasts
+# from its first event to its last, across any number of calls: the
+# summary is of method spans and the gaps, and leaves it out.
+@test "sp-tree --summary: a [FRAME] is not a method call" {
+	cat > "$BATS_TEST_TMPDIR/frames.jsonl" <<-'EOF'
+	{"type":"header","version":1,"start_wall_ns":1764669600000000000,"start_mono_ns":1000000000,"clock":"monotonic","sample_period":1000000,"flags":"0x8","event":"cpu-clock","command":"ruby app.rb"}
+	{"type":"process","time":1000000000,"pid":100,"ppid":1,"comm":"ruby","exe":"/usr/bin/ruby3.1"}
+	{"type":"span","id":1,"parent":0,"pid":100,"tid":100,"start":1000000000,"stop":1500000000,"end":"synthetic"}
+	{"type":"span","id":2,"parent":1,"pid":100,"tid":100,"method":"glob","file":"<internal:dir>","line":220,"start":1100000000,"stop":1400000000,"end":"synthetic","events":2}
+	{"type":"span","id":3,"parent":0,"pid":100,"tid":100,"runtime":"ruby","klass":"Foo","method":"run","file":"/app.rb","line":3,"start":1500000000,"stop":1600000000}
+	EOF
+	run -0 sp-tree "$BATS_TEST_TMPDIR/frames.jsonl"
+	assert_line --partial "[FRAME tid=100 glob at=<internal:dir>:220 dur=300.0ms]"
+	run -0 sp-tree --summary --format=json "$BATS_TEST_TMPDIR/frames.jsonl"
+	[ "$(jq -c '[.rows[].method]' <<< "$output")" = '["<no-span>","Foo#run"]' ]
+	[ "$(jq -c '.rows[] | select(.method == "<no-span>") | [.total_ns, .self_ns]' <<< "$output")" = '[500000000,500000000]' ]
+	[ "$(jq -c '.span_time_ns' <<< "$output")" = '600000000' ]
+}
+
 @test "sp-tree --summary: correlated input and raw input give the same table" {
 	sp-correlate "$FIXTURES/app.in" > "$BATS_TEST_TMPDIR/c.sp"
 	[ "$(sp-tree --summary "$BATS_TEST_TMPDIR/c.sp")" = "$(sp-tree --summary "$FIXTURES/app.in")" ]
@@ -323,4 +342,40 @@ PY
 		[ "$(jq -c '[.open_spans, .written_early, .rows[0].calls, .rows[0].total_ns]' <<< "$output")" = \
 		  '[0,1,600001,1200001]' ]
 	done
+}
+
+@test "sp-tree and sp-decode --stats give one recording one duration: the header's start to the end record" {
+	require_root
+	require_cmd jq
+	T=$BATS_TEST_TMPDIR
+	run --separate-stderr -0 sp-record -o "$T/d.sp" -- sleep 0.3
+	sp-decode "$T/d.sp" > "$T/d.jsonl"
+	# the definition, computed from the records themselves
+	want=$(jq -s '(.[] | select(.type=="end") | .time) -
+		(.[] | select(.type=="header") | .start_mono_ns)' "$T/d.jsonl")
+	[ "$want" -gt 300000000 ]	# at least the sleep
+	run --separate-stderr -0 sp-tree --format=json "$T/d.sp"
+	assert_equal "$(jq .duration_ns <<< "$output")" "$want"
+	assert_equal "$(jq -r '.duration_note // "none"' <<< "$output")" "none"
+	run --separate-stderr -0 sp-decode --stats-json "$T/d.sp"
+	assert_equal "$(jq .duration_ns <<< "$output")" "$want"
+	# and the text of both: the same number, without a note
+	s=$(awk -v n="$want" 'BEGIN { printf "%.3f", n / 1e9 }')
+	ms=$(awk -v n="$want" 'BEGIN { printf "%.1f", n / 1e6 }')
+	run --separate-stderr -0 sp-decode --stats "$T/d.sp"
+	assert_line "duration        $s s"
+	run --separate-stderr -0 sp-tree "$T/d.sp"
+	[[ "${lines[0]}" == *"  duration ${s}s  lost "* || "${lines[0]}" == *"  duration ${ms}ms  lost "* ]] ||
+		fail "${lines[0]} (want $want ns)"
+	# without its end record: from the first timed record to the last, said so
+	grep -v '"type":"end"' "$T/d.jsonl" > "$T/noend.jsonl"
+	want=$(jq -s '[.[] | select(.type == "sample" or .type == "event" or
+		(.type | startswith("span_"))) | .time | select(. > 0)] | max - min' "$T/noend.jsonl")
+	run --separate-stderr -0 sp-tree --format=json "$T/noend.jsonl"
+	assert_equal "$(jq .duration_ns <<< "$output")" "$want"
+	assert_equal "$(jq -r .duration_note <<< "$output")" "no end record: first to last record"
+	run --separate-stderr -0 sp-decode --stats-json "$T/noend.jsonl"
+	assert_equal "$(jq .duration_ns <<< "$output")" "$want"
+	run --separate-stderr -0 sp-decode --stats "$T/noend.jsonl"
+	assert_line --partial "s (no end record: first to last record)"
 }

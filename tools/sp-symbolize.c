@@ -27,7 +27,6 @@ enum {
 	OPT_STATS,
 	OPT_FORCE,
 	OPT_FOLLOW,
-	OPT_QUIET,
 };
 
 static struct env {
@@ -79,7 +78,7 @@ static const struct argp_option options[] = {
 	{ "follow", OPT_FOLLOW, NULL, 0,
 	  "Follow a growing spool FILE until the recording ends (or SIGINT)", 0 },
 	{ "stats", OPT_STATS, NULL, 0, "Print the summary per file too", 0 },
-	{ "quiet", OPT_QUIET, NULL, 0, "No summary and no progress on stderr", 0 },
+	{ "quiet", 'q', NULL, 0, "No summary and no progress on stderr", 0 },
 	{ 0 }
 };
 
@@ -146,7 +145,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_STATS:
 		env.stats = true;
 		break;
-	case OPT_QUIET:
+	case 'q':	/* as sp-flame's -q */
 		env.quiet = true;
 		break;
 	default:

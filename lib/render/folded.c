@@ -404,6 +404,7 @@ static void take_header(struct sp_folded *f, const struct sp_defs *d, const stru
 	if (f->have_header)
 		return;
 	f->have_header = true;
+	f->unwound = h->call_graph == SP_CG_DWARF || h->call_graph == SP_CG_AUTO;
 	if (f->stackq)
 		sp_stackq_set_header(f->stackq, h, d);
 	hdr_str(&h->event, ev, sizeof(ev));
@@ -732,11 +733,16 @@ void sp_folded_footer(const struct sp_folded *f, char *buf, size_t len)
 	if (!first && o < len)
 		o += snprintf(buf + o, len - o, ")");
 	if (s->broken && o < len) {
-		/* The words sp-record's own summary uses for the same stacks. */
-		if (s->single_user + s->unknown_map >= s->truncated + s->bad_unwind)
+		/* The words sp-record's own summary uses for the same stacks:
+		 * stacks unwound by DWARF have their causes, and telling to
+		 * record with --call-graph=auto what was so recorded is no hint */
+		if (f->unwound && f->stackq && !sp_stackq_cause(f->stackq, 0, &c))
+			hint = c.hint;
+		else if (!f->unwound &&
+			 s->single_user + s->unknown_map >= s->truncated + s->bad_unwind)
 			hint = "record with sp-record's default --call-graph=auto (DWARF unwinding, "
 			       "frame pointers where a binary has no CFI)";
-		else if (s->truncated >= s->bad_unwind)
+		else if (s->truncated && s->truncated >= s->bad_unwind)
 			hint = "raise the stack depth limit (sysctl kernel.perf_event_max_stack)";
 		else if (f->stackq && !sp_stackq_cause(f->stackq, 0, &c))
 			hint = c.hint;

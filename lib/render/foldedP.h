@@ -137,6 +137,7 @@ struct sp_folded {
 	struct sp_stackq *stackq;	/* unwind causes: the footer's hint, as sp-record words it */
 	bool have_header, have_start;
 	bool symbolized;		/* sp-symbolize has run on the stream */
+	bool unwound;			/* recorded with DWARF (auto, dwarf): not frame pointers */
 	uint64_t start_mono;
 	uint64_t period_ns;
 	char describe[512];

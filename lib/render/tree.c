@@ -588,6 +588,7 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 
 	if (rec->kind == SP_REC_HEADER && !t->sum)	/* before it forgets the processes */
 		sp_tree_lanes_decide(t);
+	sp_walltime_add(&t->wall, rec);
 	switch (rec->kind) {
 	case SP_REC_HEADER:
 		add_header(t, &rec->header);

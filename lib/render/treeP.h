@@ -31,6 +31,7 @@
 #include "buf.h"
 #include "hashmap.h"
 #include "tree.h"
+#include "walltime.h"
 
 enum { N_PROC = 1, N_THREAD, N_SPAN, N_EVENT };
 
@@ -109,6 +110,7 @@ struct sp_tree {
 	bool have_header;
 	uint64_t streams;	/* headers read */
 	uint64_t start_wall, start_mono, period_ns, end_time, max_time;
+	struct sp_walltime wall;	/* the duration shown (walltime.h) */
 	const char *trigger, *trigger_detail;	/* a flight dump's end: what fired */
 	uint64_t trigger_time;
 	uint64_t lost[SP_LOST_WHAT_MAX];	/* per enum sp_lost_what */

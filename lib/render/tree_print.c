@@ -28,15 +28,31 @@ static void fmt_when(const struct sp_tree *t, char *when, size_t size)
 		 (unsigned long long)(t->start_wall / 1000000ull % 1000));
 }
 
-static void fmt_duration(const struct sp_tree *t, char *d, size_t size, uint64_t *ns)
+/* The duration, and why it is not the recording's when it is not. */
+static const char *fmt_duration(const struct sp_tree *t, char *d, size_t size, uint64_t *ns)
 {
-	uint64_t end = t->end_time ? t->end_time : t->max_time;
+	enum sp_walltime_basis b = sp_walltime_get(&t->wall, ns);
 
-	*ns = end > t->start_mono && t->start_mono ? end - t->start_mono : 0;
 	if (*ns)
 		sp_tree_fmt_dur(d, size, *ns);
 	else
 		snprintf(d, size, "?");
+	return sp_walltime_note(b);
+}
+
+/* " (note)", or nothing, after the text duration. */
+static void print_note(struct sp_tree *t, const char *note)
+{
+	if (*note)
+		fprintf(t->out, " (%s)", note);
+}
+
+static void json_note(struct sp_tree *t, const char *note)
+{
+	if (*note) {
+		fputs(",\"duration_note\":", t->out);
+		sp_tree_json_str(t->out, note);
+	}
 }
 
 /*
@@ -133,8 +149,8 @@ static void print_trailer(struct sp_tree *t)
 {
 	uint64_t ns;
 	char d[32];
+	const char *note = fmt_duration(t, d, sizeof(d), &ns);
 
-	fmt_duration(t, d, sizeof(d), &ns);
 	if (t->json) {
 		fputc(']', t->out);
 		sp_tree_lanes_json(t);
@@ -144,6 +160,7 @@ static void print_trailer(struct sp_tree *t)
 				(unsigned long long)t->lost[0], (unsigned long long)t->lost[1],
 				(unsigned long long)t->lost[2]);
 		if (!t->stable) {
+			json_note(t, note);
 			print_other_losses(t);
 			print_trigger(t);
 		}
@@ -152,8 +169,9 @@ static void print_trailer(struct sp_tree *t)
 	}
 	if (t->stable)
 		return;
-	fprintf(t->out, "# duration %s  lost %llu", d,
-		(unsigned long long)(t->lost[0] + t->lost[1] + t->lost[2]));
+	fprintf(t->out, "# duration %s", d);
+	print_note(t, note);
+	fprintf(t->out, "  lost %llu", (unsigned long long)(t->lost[0] + t->lost[1] + t->lost[2]));
 	print_other_losses(t);
 	fputc('\n', t->out);
 	print_trigger(t);
@@ -166,8 +184,8 @@ static void print_header(struct sp_tree *t)
 {
 	char when[64], d[32];
 	uint64_t ns;
+	const char *note = fmt_duration(t, d, sizeof(d), &ns);
 
-	fmt_duration(t, d, sizeof(d), &ns);
 	if (t->json) {
 		fputs("{\"type\":\"recording\"", t->out);
 		if (!t->stable)
@@ -177,6 +195,7 @@ static void print_header(struct sp_tree *t)
 				(unsigned long long)t->lost[0], (unsigned long long)t->lost[1],
 				(unsigned long long)t->lost[2]);
 		if (!t->stable) {
+			json_note(t, note);
 			print_other_losses(t);
 			print_trigger(t);
 		}
@@ -191,8 +210,9 @@ static void print_header(struct sp_tree *t)
 		return;
 	}
 	fmt_when(t, when, sizeof(when));
-	fprintf(t->out, "# stackpulse recording  started %s  duration %s  lost %llu", when, d,
-		(unsigned long long)(t->lost[0] + t->lost[1] + t->lost[2]));
+	fprintf(t->out, "# stackpulse recording  started %s  duration %s", when, d);
+	print_note(t, note);
+	fprintf(t->out, "  lost %llu", (unsigned long long)(t->lost[0] + t->lost[1] + t->lost[2]));
 	print_other_losses(t);
 	fputc('\n', t->out);
 	print_trigger(t);

@@ -138,11 +138,20 @@ static size_t stack_of(struct tsummary *S, uint64_t tid)
 void sp_tree_summary_add(struct sp_tree *t, struct tspan *s, uint64_t parent)
 {
 	struct tsummary *S = t->sum;
-	size_t si = stack_of(S, s->tid);
-	struct sstack *st = &S->stacks[si];
-	uint32_t mi = method_of(t, s);
+	size_t si;
+	struct sstack *st;
+	uint32_t mi;
 	struct sframe *f;
 	uint64_t *v;
+
+	/* A [FRAME] (sp-correlate's span for the events of an interpreted
+	 * frame outside every span) lasts from its first event to its last,
+	 * across however many calls: no call's time. Its time stays the gap's. */
+	if (s->end == SP_END_SYNTHETIC && s->method)
+		return;
+	si = stack_of(S, s->tid);
+	st = &S->stacks[si];
+	mi = method_of(t, s);
 
 	/* what is above the parent is finished (a span comes after its parent) */
 	while (st->n && (!parent || st->f[st->n - 1].id != parent))

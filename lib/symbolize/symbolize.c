@@ -50,12 +50,23 @@ static void image_retire(struct sp_symbolizer *s, struct image *img)
 		}
 	}
 	if (img->st.frames) {
-		r = sp_xcalloc(1, sizeof(*r));
-		r->path = img->path;
-		img->path = NULL;
-		r->st = img->st;
-		r->next = s->retired;
-		s->retired = r;
+		/* one entry per file however many processes mapped it in turn
+		 * (a shell's every `env`): --stats prints one line per file */
+		r = sp_sym_retired_of(s, img->path);
+		if (r) {
+			sp_sym_stats_add(&r->st, &img->st);
+		} else {
+			r = sp_xcalloc(1, sizeof(*r));
+			r->path = img->path;
+			img->path = NULL;
+			r->st = img->st;
+			r->next = s->retired;
+			s->retired = r;
+			if (r->path)
+				sp_u64map_put(&s->retired_by_path,
+					      sp_hash_bytes(r->path, strlen(r->path)),
+					      (uint64_t)(uintptr_t)r);
+		}
 	}
 	if (img->loaded && s->files_live)
 		s->files_live--;
@@ -259,5 +270,6 @@ void sp_symbolizer_free(struct sp_symbolizer *s)
 		free(r->path);
 		free(r);
 	}
+	sp_u64map_release(&s->retired_by_path);
 	free(s);
 }

@@ -117,6 +117,7 @@ struct sp_symbolizer {
 	struct sp_symbolize_opts o;
 	struct image *images;
 	struct retired *retired;
+	struct sp_u64map retired_by_path;	/* hash of path -> struct retired * */
 	struct module_ent *mods;	/* by module id */
 	size_t nmods, capmods;
 	struct sp_u64map pid_mods;	/* pid -> first module id */
@@ -187,5 +188,11 @@ void sp_image_load(struct sp_symbolizer *s, struct image *img);
 void sp_image_save(struct image *img);
 /* Free what loading made: the image is as before its first lookup. */
 void sp_image_unload(struct image *img);
+
+
+/* symbolize_stats.c: add from's counts into to; the retired entry of
+ * path (one per file), or NULL. */
+void sp_sym_stats_add(struct file_stats *to, const struct file_stats *from);
+struct retired *sp_sym_retired_of(const struct sp_symbolizer *s, const char *path);
 
 #endif

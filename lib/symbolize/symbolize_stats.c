@@ -30,7 +30,7 @@ const char *sp_sym_status_text(unsigned int status)
 	return status < NSTATUS ? status_text[status] : "unknown";
 }
 
-static void add_stats(struct file_stats *to, const struct file_stats *from)
+void sp_sym_stats_add(struct file_stats *to, const struct file_stats *from)
 {
 	unsigned int i;
 
@@ -39,6 +39,18 @@ static void add_stats(struct file_stats *to, const struct file_stats *from)
 	to->with_line += from->with_line;
 	for (i = 0; i < NSTATUS; i++)
 		to->by_status[i] += from->by_status[i];
+}
+
+struct retired *sp_sym_retired_of(const struct sp_symbolizer *s, const char *path)
+{
+	const uint64_t *v;
+	struct retired *r;
+
+	if (!path)
+		return NULL;
+	v = sp_u64map_get(&s->retired_by_path, sp_hash_bytes(path, strlen(path)));
+	r = v ? (struct retired *)(uintptr_t)*v : NULL;
+	return r && r->path && !strcmp(r->path, path) ? r : NULL;
 }
 
 static void print_one(FILE *out, const char *what, const struct file_stats *st)
@@ -67,13 +79,13 @@ static void all_stats(const struct sp_symbolizer *s, struct file_stats *all)
 	const struct image *img;
 	const struct retired *r;
 
-	add_stats(all, &s->kernel_st);
-	add_stats(all, &s->jit_st);
-	add_stats(all, &s->none_st);
+	sp_sym_stats_add(all, &s->kernel_st);
+	sp_sym_stats_add(all, &s->jit_st);
+	sp_sym_stats_add(all, &s->none_st);
 	for (img = s->images; img; img = img->next)
-		add_stats(all, &img->st);
+		sp_sym_stats_add(all, &img->st);
 	for (r = s->retired; r; r = r->next)
-		add_stats(all, &r->st);
+		sp_sym_stats_add(all, &r->st);
 }
 
 void sp_symbolizer_counts(const struct sp_symbolizer *s, uint64_t *resolved, uint64_t *total)
@@ -94,6 +106,7 @@ void sp_symbolizer_files(const struct sp_symbolizer *s, uint64_t *loaded, uint64
 void sp_symbolizer_print_stats(struct sp_symbolizer *s, FILE *out, bool per_module)
 {
 	struct file_stats all = { 0 };
+	struct sp_u64map merged = SP_U64MAP_INIT;
 	const struct image *img;
 	const struct retired *r;
 
@@ -109,18 +122,29 @@ void sp_symbolizer_print_stats(struct sp_symbolizer *s, FILE *out, bool per_modu
 		print_one(out, "  [jit]", &s->jit_st);
 	if (s->none_st.frames)
 		print_one(out, "  [no module]", &s->none_st);
+	/* a file still mapped and also retired earlier (another process's)
+	 * is one line: the retired entry is added in and then skipped */
 	for (img = s->images; img; img = img->next)
 		if (img->st.frames) {
+			struct file_stats st = img->st;
 			char what[4200];
 
+			r = img->from_archive ? NULL : sp_sym_retired_of(s, img->path);
+			if (r) {
+				sp_sym_stats_add(&st, &r->st);
+				sp_u64map_put(&merged, (uint64_t)(uintptr_t)r, 1);
+			}
 			snprintf(what, sizeof(what), "  %s%s", img->path,
 				 img->from_archive ? " (archive)" : "");
-			print_one(out, what, &img->st);
+			print_one(out, what, &st);
 		}
 	for (r = s->retired; r; r = r->next) {
 		char what[4200];
 
+		if (sp_u64map_get(&merged, (uint64_t)(uintptr_t)r))
+			continue;
 		snprintf(what, sizeof(what), "  %s", r->path ? r->path : "?");
 		print_one(out, what, &r->st);
 	}
+	sp_u64map_release(&merged);
 }

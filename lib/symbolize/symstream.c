@@ -274,14 +274,23 @@ static const char *writer_str(struct sp_symstream *s, uint64_t id, size_t *len)
 	return sp_defs_str(sp_writer_defs(s->w), id, len);
 }
 
+static bool interp_frame(struct sp_symstream *s, uint64_t id)
+{
+	const struct sp_frame *f = sp_defs_frame(sp_writer_defs(s->w), id);
+
+	return f && f->mode == SP_FRAME_INTERP;
+}
+
 int sp_symstream_put(struct sp_symstream *s, struct sp_reader *in, struct sp_record *rec)
 {
 	const char *why = NULL, *name;
 	size_t len = 0;
 	uint64_t id;
 
-	/* A frame without bytes of a newer writer waits in the batch. */
-	if (rec->kind == SP_REC_FRAME && !s->passthrough && !rec->extra.len) {
+	/* A frame without bytes of a newer writer waits in the batch; an
+	 * interpreted one has nothing to look up: the recorder named it. */
+	if (rec->kind == SP_REC_FRAME && !s->passthrough && !rec->extra.len &&
+	    rec->frame.mode != SP_FRAME_INTERP) {
 		if (sp_strmap_apply(&s->map, rec, &why) < 0) {
 			sp_reader_skipped(in, rec, "a %s record refers to %s",
 					  sp_rec_kind_name(rec->kind) ?: "unknown", why);
@@ -326,8 +335,9 @@ int sp_symstream_put(struct sp_symstream *s, struct sp_reader *in, struct sp_rec
 	}
 	switch (rec->kind) {
 	case SP_REC_SYMBOL:
-		/* With --force, the input's symbols give way to ours. */
-		if (!s->passthrough && s->force)
+		/* With --force, the input's symbols give way to ours; but an
+		 * interpreted frame's are the recorder's, which we cannot make */
+		if (!s->passthrough && s->force && !interp_frame(s, rec->symbol.frame))
 			return 0;
 		break;
 	case SP_REC_PROCESS_END:

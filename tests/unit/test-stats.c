@@ -99,8 +99,8 @@ static void test_stats_counts(void)
 	CHECK_EQ_U(s.lost[SP_LOST_UNPROBED], 2);
 	CHECK_EQ_U(s.pids.n, 3);	/* 1, 2, 9 */
 	CHECK_EQ_U(s.tids.n, 3);
-	CHECK_EQ_U(s.first_time, 500);
-	CHECK_EQ_U(s.last_time, 9000);
+	CHECK_EQ_U(s.wall.first_time, 500);
+	CHECK_EQ_U(s.wall.last_time, 9000);
 	CHECK_EQ_U(s.streams, 1);
 	sp_stats_release(&s);
 	sp_defs_free(d);
@@ -125,7 +125,9 @@ static void test_stats_print(void)
 	fclose(f);
 	text = rec_slurp(fd, &len);
 	CHECK(strstr(text, "records         2\n") != NULL);
-	CHECK(strstr(text, "duration        2.500 s\n") != NULL);
+	/* no header nor end record: from the first sample to the last, said so */
+	CHECK(strstr(text, "duration        2.500 s (no end record: first to last record)\n"));
+	CHECK(strstr(text, "\"duration_ns\":2500000000,") != NULL);
 	CHECK(strstr(text, "bytes/sample    20.00\n") != NULL);
 	CHECK(strstr(text, "{\"records\":2,\"samples\":2,") != NULL);
 	CHECK(strstr(text, "\"bytes_per_sample\":20.00") != NULL);

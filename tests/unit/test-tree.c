@@ -275,7 +275,9 @@ static void test_tree_shape(void)
 	build(&o);
 	p = print();
 	CHECK_STR(p,
-		"# stackpulse recording  started ?  duration 6.0ms  lost 0\n"
+		/* no end record: from the first record (1000) to the last (6000000) */
+		"# stackpulse recording  started ?  duration 6.0ms "
+		"(no end record: first to last record)  lost 0\n"
 		"# processes 2  spans 4  events 3\n"
 		"[PROC pid=10 comm=app parent=1]\n"
 		"├─ [SPAN tid=10 main dur=5.0ms cpu=5.0ms self=2.0ms]\n"

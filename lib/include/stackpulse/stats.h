@@ -13,6 +13,9 @@
 #include "defs.h"
 #include "hashmap.h"
 #include "record.h"
+#include "walltime.h"
+
+#define SP_STATS_COMMAND_MAX 8192
 
 struct sp_stats {
 	uint64_t records;
@@ -21,7 +24,7 @@ struct sp_stats {
 	uint64_t unwind[8];	/* samples per enum sp_unwind_status */
 	uint64_t events_per_kind[64];
 	uint64_t lost[SP_LOST_WHAT_MAX];	/* per enum sp_lost_what */
-	uint64_t first_time, last_time;
+	struct sp_walltime wall;	/* the duration (walltime.h) */
 	uint64_t streams;
 	uint64_t start_wall, start_mono;	/* of the first header */
 	/* A flight dump's end (SP_ENDR_TRIGGER): what fired, as recorded (cut
@@ -30,6 +33,10 @@ struct sp_stats {
 	size_t trigger_len, trigger_detail_len;
 	uint64_t trigger_time;
 	bool dump;
+	/* The first header's command line, as recorded (cut at a whole
+	 * character to SP_STATS_COMMAND_MAX bytes), escaped when printed. */
+	char *command;
+	size_t command_len;
 	struct sp_u64map pids, tids;
 	uint64_t max_depth, depth_sum;
 	uint32_t *depth;	/* per stack id of the current stream */
