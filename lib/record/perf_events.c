@@ -293,9 +293,14 @@ static void open_failure(const struct perf *p, char *why, size_t size)
 		snprintf(why, size, "%s: %s", p->failed_call, strerror(errno));
 }
 
-static int attach_pid(struct perf *p, uint32_t pid, bool all_threads, bool optional)
+/* The events of process pid, each of its threads'. held: pid as the
+ * recorder holds it since sp-record started (a -p root), else NULL: it is
+ * held from now (a child found at the attach, checked by its start). */
+static int attach_pid(struct perf *p, uint32_t pid, bool all_threads, bool optional,
+		      const struct sp_proc_pin *held)
 {
-	struct sp_proc_pin pin;
+	struct sp_proc_pin own = SP_PROC_PIN_INIT;
+	const struct sp_proc_pin *pin = held ? held : &own;
 	char why[256];
 	uint32_t *tids = NULL, *seen = NULL;
 	size_t from = p->nfds, n = 0, nseen = 0, seen_cap = 0, i, k;
@@ -311,19 +316,19 @@ static int attach_pid(struct perf *p, uint32_t pid, bool all_threads, bool optio
 	/* Held before its threads are listed: its threads are listed and
 	 * checked through it, and its end is told by it, whatever process
 	 * its pid (or a thread's tid) names meanwhile. */
-	if (sp_proc_pin_open(&pin, pid)) {
+	if (!held && sp_proc_pin_open(&own, pid)) {
 		sp_pidfd_failure(pid, errno, why, sizeof(why));
 		return attach_failed(optional, pid, why);
 	}
 	/* Existing threads each need their own events; re-read the list until
 	 * no thread appeared meanwhile (new ones inherit the events). */
 	for (round = 0; round < 8; round++) {
-		if (sp_proc_pin_tasks(&pin, &tids, &n)) {
-			if (round || sp_proc_pin_exited(&pin))
+		if (sp_proc_pin_tasks(pin, &tids, &n)) {
+			if (round || sp_proc_pin_exited(pin))
 				break;	/* gone: said below */
 			snprintf(why, sizeof(why), "cannot list its threads: %s", strerror(errno));
 			free(seen);
-			sp_proc_pin_close(&pin);
+			sp_proc_pin_close(&own);
 			return attach_failed(optional, pid, why);
 		}
 		added = false;
@@ -335,12 +340,12 @@ static int attach_pid(struct perf *p, uint32_t pid, bool all_threads, bool optio
 			sp_grow(&seen, &seen_cap, nseen + 1, sizeof(*seen));
 			seen[nseen++] = tids[i];
 			added = true;
-			if (open_thread(p, &pin, tids[i]) >= 0)
+			if (open_thread(p, pin, tids[i]) >= 0)
 				continue;	/* opened, or the thread ended */
 			open_failure(p, why, sizeof(why));
 			free(tids);
 			free(seen);
-			sp_proc_pin_close(&pin);
+			sp_proc_pin_close(&own);
 			drop_fds_from(p, from);
 			return attach_failed(optional, pid, why);
 		}
@@ -350,8 +355,8 @@ static int attach_pid(struct perf *p, uint32_t pid, bool all_threads, bool optio
 			break;
 	}
 	free(seen);
-	exited = sp_proc_pin_exited(&pin);
-	sp_proc_pin_close(&pin);
+	exited = sp_proc_pin_exited(pin);
+	sp_proc_pin_close(&own);
 	if (exited) {
 		drop_fds_from(p, from);
 		return attach_failed(optional, pid, "exited during attach");
@@ -470,7 +475,8 @@ int sp_perf_open_events(struct perf *p, const struct sp_target *t)
 	for (i = 0; i < t->npids; i++) {
 		size_t from = p->nfds;
 
-		if (attach_pid(p, t->pids[i], !p->o.enable_on_exec, i >= p->nroots))
+		if (attach_pid(p, t->pids[i], !p->o.enable_on_exec, i >= p->nroots,
+			       i < p->nroots && t->pins ? &t->pins[i] : NULL))
 			return -1;
 		/* A child listed, then gone and its pid taken by another
 		 * process (another user's) before its events were open: what

@@ -66,9 +66,11 @@ struct sp_recorder {
 	/* the loop */
 	int ep, sigfd;
 	sigset_t orig_mask;		/* before sp_recorder_new(): the command's */
-	int pidfds[SP_RECORDER_MAX_PIDS];
+	int pidfds[SP_RECORDER_MAX_PIDS];	/* the command's, or pins[i]'s */
 	bool exited[SP_RECORDER_MAX_PIDS];
 	unsigned int npidfds, nexited;
+	struct sp_proc_pin pins[SP_RECORDER_MAX_PIDS];	/* -p, held from the start */
+	unsigned int npins;
 	int signals;			/* SIGINT/SIGTERM received */
 	int last_signal;
 	struct sp_launch cmd;
@@ -93,18 +95,24 @@ static int watch(struct sp_recorder *r, int fd, enum tag tag, unsigned int idx)
 	return 0;
 }
 
-/* Without pidfds (old kernels), notice exits at each batch instead. */
-static int open_pidfd(struct sp_recorder *r, pid_t pid)
+/*
+ * A -p process, held from sp-record's start by what cannot come to name
+ * another (proc_pin.h): the sources attach to it through this, a second or
+ * two later (the BPF programs load meanwhile), when its pid may have been
+ * taken by another process, any user's. Its pidfd tells the loop its end.
+ */
+static int hold_pid(struct sp_recorder *r, uint32_t pid)
 {
-	int fd = sp_pidfd_open(pid);
+	struct sp_proc_pin *pin = &r->pins[r->npins];
 	char why[128];
 
-	if (fd < 0) {
-		sp_pidfd_failure((uint32_t)pid, errno, why, sizeof(why));
-		return sp_error("pid %d: %s", (int)pid, why);
+	if (sp_proc_pin_open(pin, pid)) {
+		sp_pidfd_failure(pid, errno, why, sizeof(why));
+		return sp_error("pid %u: %s", pid, why);
 	}
-	r->pidfds[r->npidfds++] = fd;
-	return watch(r, fd, TAG_PIDFD, r->npidfds - 1);
+	r->npins++;
+	r->pidfds[r->npidfds++] = pin->pidfd;
+	return watch(r, pin->pidfd, TAG_PIDFD, r->npidfds - 1);
 }
 
 static void ignore_signal(int sig)
@@ -157,7 +165,7 @@ struct sp_recorder *sp_recorder_new(const struct sp_recorder_opts *o)
 		goto fail;
 	/* Hold the attached processes first: a pidfd cannot name another. */
 	for (i = 0; i < o->npids; i++)
-		if (open_pidfd(r, (pid_t)o->pids[i]))
+		if (hold_pid(r, o->pids[i]))
 			goto fail;
 	if (o->triggers && sp_triggers_any(o->triggers))
 		r->triggers = sp_triggers_new(o->triggers);
@@ -592,6 +600,7 @@ void sp_recorder_start(struct sp_recorder *r)
 	} else {
 		target.pids = r->o.pids;
 		target.npids = r->o.npids;
+		target.pins = r->npins ? r->pins : NULL;
 	}
 	mono = sp_now_mono_ns();
 	wall = sp_now_wall_ns();
@@ -604,6 +613,14 @@ void sp_recorder_start(struct sp_recorder *r)
 		    (s->fd >= 0 && watch(r, s->fd, TAG_SOURCE, i)))
 			r->status = SP_EXIT_FATAL;
 	}
+	/* What the sources did by a -p pid's number (a BPF map's key, probes,
+	 * /proc/PID reads) was done to the process held only if it has not
+	 * exited since: until it has, and is reaped, its pid names no other. */
+	for (i = 0; i < r->npins && r->status == SP_EXIT_OK; i++)
+		if (sp_proc_pin_exited(&r->pins[i])) {
+			sp_error("pid %u: exited during attach", r->pins[i].pid);
+			r->status = SP_EXIT_FATAL;
+		}
 	if (r->status != SP_EXIT_OK) {
 		if (r->launched)
 			sp_launch_abort(&r->cmd);
@@ -943,8 +960,8 @@ void sp_recorder_free(struct sp_recorder *r)
 	sp_flight_free(r->fl);
 	sp_merge_free(r->merge);
 	sp_launch_release(&r->cmd);
-	for (i = r->launched ? 1 : 0; i < r->npidfds; i++)
-		close(r->pidfds[i]);
+	for (i = 0; i < r->npins; i++)
+		sp_proc_pin_close(&r->pins[i]);
 	if (r->sigfd >= 0)
 		close(r->sigfd);
 	if (r->ep >= 0)

@@ -15,9 +15,12 @@
 #include <linux/perf_event.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tap.h"
+#include "pid_reuse.h"
+#include "record/proc_pin.h"
 #include "launch.h"
 #include "merge.h"
 #include "perf_source.h"
@@ -171,6 +174,75 @@ static void test_perf_source_record(void)
 	CHECK(ordered);
 }
 
+/* Start a -p perf source on pid, held as pin: start()'s result; *nfds the
+ * events it opened. */
+static int start_held(uint32_t pid, const struct sp_proc_pin *pin, size_t *nfds)
+{
+	struct sp_perf_opts o = { .freq = 99, .call_graph = SP_CG_FP, .no_children = true,
+				  .interp = SP_INTERP_NONE };
+	struct sp_record h = { .kind = SP_REC_HEADER };
+	struct sp_target t = { .pids = &pid, .npids = 1, .pins = pin };
+	struct sp_source *s = sp_perf_source_new(&o);
+	struct sp_writer *w;
+	struct sp_merge *m;
+	int fd, ret;
+
+	if (!s)
+		return -2;
+	fd = memfd_create("spool", 0);
+	w = sp_writer_new(fd, "memfd", SP_FORMAT_SPOOL);
+	m = sp_merge_new((sp_merge_put_fn)sp_writer_put, w);
+	sp_writer_put(w, &h);
+	{
+		struct sp_emit em = { w, sp_merge_add, m };
+
+		ret = s->start(s, &t, &em);
+	}
+	*nfds = ((struct perf *)s->priv)->nfds;
+	s->free(s);
+	sp_writer_close(w);
+	sp_merge_free(m);
+	close(fd);
+	return ret;
+}
+
+/*
+ * -p: the process is attached through what the recorder held at
+ * sp-record's start, not by its pid: one that ended meanwhile, its pid
+ * taken by another process (any user's), is not sampled; one that lives is.
+ */
+static void test_perf_source_held(void)
+{
+	struct sp_proc_pin pin;
+	size_t nfds = 0;
+	pid_t old, reuse;
+	int go, go2;
+
+	if (!pid_reuse_possible()) {
+		printf("# needs root (perf events, ns_last_pid): skipped\n");
+		return;
+	}
+	old = child_waiting(&go);
+	CHECK(old > 0);
+	CHECK(sp_proc_pin_open(&pin, (uint32_t)old) == 0);
+	CHECK_EQ_U(start_held((uint32_t)old, &pin, &nfds), 0);
+	CHECK(nfds > 0);	/* living: its thread's events */
+	close(go);
+	waitpid(old, NULL, 0);
+	reuse = fork_as(old, &go2);
+	if (reuse < 0) {
+		printf("# pid %d not reused (taken meanwhile): nothing checked\n", (int)old);
+		sp_proc_pin_close(&pin);
+		return;
+	}
+	nfds = 1;
+	CHECK(start_held((uint32_t)old, &pin, &nfds) != 0);
+	CHECK_EQ_U(nfds, 0);	/* nothing of the newcomer's */
+	sp_proc_pin_close(&pin);
+	close(go2);
+	waitpid(reuse, NULL, 0);
+}
+
 static void test_perf_source_wakeup(void)
 {
 	struct perf p;
@@ -199,5 +271,6 @@ int main(void)
 	TAP_RUN(test_perf_source_wakeup);
 	TAP_RUN(test_perf_source_events);
 	TAP_RUN(test_perf_source_record);
+	TAP_RUN(test_perf_source_held);
 	return TAP_DONE();
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "pid_reuse.h"
 #include "procfs.h"
 #include "record/proc_pin.h"
 
@@ -53,27 +54,6 @@ static bool wait_thread_gone(const struct sp_proc_pin *pin, uint32_t tid)
 	for (i = 0; i < 10000 && sp_proc_pin_has_thread(pin, tid); i++)
 		nanosleep(&ms, NULL);
 	return !sp_proc_pin_has_thread(pin, tid);
-}
-
-/* A child that waits for its pipe to close, then exits. */
-static pid_t child_waiting(int *go)
-{
-	int fds[2];
-	pid_t pid;
-	char c;
-
-	if (pipe(fds))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		close(fds[1]);
-		while (read(fds[0], &c, 1) < 0 && errno == EINTR)
-			;
-		_exit(0);
-	}
-	close(fds[0]);
-	*go = fds[1];
-	return pid;
 }
 
 static void test_threads_of_self(void)
@@ -165,33 +145,6 @@ static void test_exited_process(void)
 	CHECK(pin.pidfd == -1 && pin.dir == -1);
 }
 
-/* The next fork's pid is pid (root), or nothing: another process may take
- * it first on a busy machine. */
-static pid_t fork_as(pid_t pid, int *go)
-{
-	char buf[32];
-	int fd, len, tries;
-	pid_t got;
-
-	for (tries = 0; tries < 20; tries++) {
-		fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -1;
-		len = snprintf(buf, sizeof(buf), "%d", (int)pid - 1);
-		if (write(fd, buf, (size_t)len) != len) {
-			close(fd);
-			return -1;
-		}
-		close(fd);
-		got = child_waiting(go);
-		if (got == pid)
-			return got;
-		close(*go);
-		waitpid(got, NULL, 0);
-	}
-	return -1;
-}
-
 static void test_pid_reused(void)
 {
 	struct sp_proc_pin pin;
@@ -228,7 +181,7 @@ int main(void)
 {
 	TAP_RUN(test_threads_of_self);
 	TAP_RUN(test_exited_process);
-	if (geteuid() == 0 && access("/proc/sys/kernel/ns_last_pid", W_OK) == 0)
+	if (pid_reuse_possible())
 		TAP_RUN(test_pid_reused);
 	else
 		TAP_SKIP(test_pid_reused, "needs root (ns_last_pid)");

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "pid_reuse.h"
 #include "reader.h"
 #include "procfs.h"
 #include "recorder.h"
@@ -471,12 +472,10 @@ static void test_recorder_pids_exit(void)
 	struct sp_recorder *r;
 	uint32_t pid;
 	struct got g;
-	pid_t child = fork();
+	int go;
+	pid_t child = child_waiting(&go);
 
-	if (child == 0) {
-		usleep(100 * 1000);
-		_exit(0);
-	}
+	CHECK(child > 0);
 	pid = (uint32_t)child;
 	output_to("build/unit/test-recorder-pids.sp");
 	o = opts();
@@ -489,7 +488,10 @@ static void test_recorder_pids_exit(void)
 	CHECK(sp_recorder_open_output(r) == 0);
 	sp_recorder_start(r);
 	CHECK_EQ_U(a.target_pid, pid);
+	/* the sources are given the process as held, to attach through */
+	CHECK(a.target.pins != NULL);
 	sp_recorder_go(r);
+	close(go);	/* it exits once attached to */
 	sp_recorder_run(r);
 	sp_recorder_end(r);
 	CHECK_EQ_U(sp_recorder_report(r), SP_EXIT_OK);
@@ -498,6 +500,55 @@ static void test_recorder_pids_exit(void)
 	fclose(common.out);
 	CHECK(read_back(&g) == 0);
 	CHECK_EQ_U(g.e.reason, SP_ENDR_EXITED);
+	unlink(path);
+}
+
+/*
+ * -p of a process that ends, its pid taken by another before the sources
+ * attach (they take a second or two: the BPF programs load): what they did
+ * by its number was done to the newcomer, so the recording fails as one of
+ * a process that exited during the attach, whatever the sources said.
+ */
+static void test_recorder_pid_reused_before_start(void)
+{
+	struct fake a = { .feature = "", .missing = "" };
+	struct sp_recorder_opts o;
+	struct sp_recorder *r;
+	uint32_t pid;
+	pid_t old, reuse;
+	int go, go2;
+
+	old = child_waiting(&go);
+	CHECK(old > 0);
+	pid = (uint32_t)old;
+	output_to("build/unit/test-recorder-reused.sp");
+	o = opts();
+	o.pids = &pid;
+	o.npids = 1;
+	r = sp_recorder_new(&o);	/* held from here */
+	CHECK(r != NULL);
+	close(go);
+	waitpid(old, NULL, 0);
+	reuse = fork_as(old, &go2);
+	if (reuse < 0) {
+		printf("# pid %d not reused (taken meanwhile): nothing checked\n", (int)old);
+		sp_recorder_free(r);
+		fclose(common.out);
+		unlink(path);
+		return;
+	}
+	CHECK(sp_recorder_add(r, SP_SOURCE_SPANS, fake_new(&a)) == 0);
+	CHECK(sp_recorder_open_output(r) == 0);
+	sp_recorder_start(r);
+	CHECK_EQ_U(a.started, 1);
+	sp_recorder_go(r);
+	sp_recorder_run(r);
+	sp_recorder_end(r);
+	CHECK_EQ_U(sp_recorder_report(r), SP_EXIT_FATAL);
+	sp_recorder_free(r);
+	close(go2);
+	waitpid(reuse, NULL, 0);
+	fclose(common.out);
 	unlink(path);
 }
 
@@ -587,6 +638,10 @@ int main(void)
 	TAP_RUN(test_recorder_cannot_run);
 	TAP_RUN(test_recorder_start_fails);
 	TAP_RUN(test_recorder_pids_exit);
+	if (pid_reuse_possible())
+		TAP_RUN(test_recorder_pid_reused_before_start);
+	else
+		TAP_SKIP(test_recorder_pid_reused_before_start, "needs root (ns_last_pid)");
 	TAP_RUN(test_recorder_signal);
 	TAP_RUN(test_recorder_output_fails);
 	return TAP_DONE();

@@ -57,9 +57,15 @@ struct sp_remap {
 };
 
 /* What a source is told about the recording it joins. */
+struct sp_proc_pin;
+
 struct sp_target {
 	const uint32_t *pids;	/* root processes (the command, or -p pids) */
 	unsigned int npids;
+	/* -p: pids[i] as held since sp-record's start (record/proc_pin.h), to
+	 * be attached through, not by its number, which may name another
+	 * process by then; NULL for a command (sp-record's own child) and -a */
+	const struct sp_proc_pin *pins;
 	bool system_wide;	/* -a */
 };
 
