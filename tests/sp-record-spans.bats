@@ -1222,20 +1222,42 @@ check_startup_left_out() {
 	refute_output --regexp '^__main__\.'
 	# -m: the program starts at runpy's runner, which imports the
 	# module's package (the program's own code, kept) before its __main__;
-	# the import of runpy before it is left out
+	# the import of runpy before it is left out, and so are runpy's own
+	# frames under the runner (_get_module_details, _run_code): the
+	# package's import and __main__'s <module> are the runner's children.
+	# A runpy function the program calls (run_path) is the program's.
 	mkdir "$BATS_TEST_TMPDIR/pkg"
 	printf 'def init():\n    return 1\n\ninit()\n' > "$BATS_TEST_TMPDIR/pkg/__init__.py"
-	printf 'def main():\n    return 2\n\nmain()\n' > "$BATS_TEST_TMPDIR/pkg/__main__.py"
+	printf 'import runpy\n\ndef main():\n    runpy.run_path("side.py")\n    return 2\n\nmain()\n' \
+		> "$BATS_TEST_TMPDIR/pkg/__main__.py"
+	printf 'def side():\n    return 3\n\nside()\n' > "$BATS_TEST_TMPDIR/side.py"
 	cd "$BATS_TEST_TMPDIR"
 	run --separate-stderr -0 sp-record --spans=python --no-samples -o "$OUT" -- "$@" -m pkg
 	run -0 first_main_span
 	assert_output --regexp '^runpy\._run_module_as_main .*runpy.* 0$'
 	run -0 startup_spans
+	assert_line "runpy._run_module_as_main 1 0"
+	assert_line --regexp '\._find_and_load 2 0$'
 	assert_line --regexp '^pkg\.<module> ([3-9]|[1-9][0-9]) 0$'
 	assert_line --regexp '^pkg\.init ([4-9]|[1-9][0-9]) 0$'
-	assert_line --regexp '^__main__\.<module> ([3-9]|[1-9][0-9]) 0$'
-	assert_line --regexp '^__main__\.main ([4-9]|[1-9][0-9]) 0$'
+	assert_line "__main__.<module> 2 0"
+	assert_line "__main__.main 3 0"
+	refute_line --regexp '^runpy\.[^ ]+ [23] '
+	# run_path's own frames, under main, and the script it runs
+	assert_line "runpy.run_path 4 0"
+	assert_line --regexp '^runpy\._run_code ([5-9]|[1-9][0-9]) 0$'
+	assert_line --regexp '^<run_path>\.side ([6-9]|[1-9][0-9]) 0$'
 	refute_line --regexp ' 0x2$'
+	run -0 sp-tree "$OUT"
+	refute_line --partial "reconstructed"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"lost\") | .what'"
+	[[ "$output" != *span_stops* ]] || fail "stops without a start: $output"
+	# STACKPULSE_PY_STARTUP=1: runpy's frames under the runner too
+	STACKPULSE_PY_STARTUP=1 run --separate-stderr -0 sp-record --spans=python --no-samples \
+		-o "$OUT" -- "$@" -m pkg
+	run -0 startup_spans
+	assert_line "runpy._get_module_details 2 0"
+	assert_line "runpy._run_code 2 0"
 }
 
 @test "sp-record --spans=python: Python's start-up and the activator are left out, the tree starts at the program (Debian's python3)" {

@@ -239,6 +239,29 @@ late_python() {
 	late_python STACKPULSE_SPAN_RING=0 $PY
 }
 
+@test "sp-record -p: a Python run with -m, found inside nested functions: runpy's frames under its runner are not reconstructed" {
+	require_python
+	cp "$FIXTURES/deep.py" "$BATS_TEST_TMPDIR/deep.py"
+	# python3 -m deep READY GO, from deep.py's directory
+	attach_found "$BATS_TEST_TMPDIR/deep.py" env PYTHONPATH="$SP_BIN/../runtime/python" \
+		STACKPULSE_SPAN_RING=1 sh -c 'cd "${1%/*}" && exec "$0" -m deep "$2" "$3"' $PY
+	# the runner, then the program's: not _run_code between them, whose
+	# stop the hook leaves out as it leaves out its start
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and ((.flags // \"0\") == \"0x2\"))
+		| \"\(.klass).\(.method) \(.depth)\"'"
+	[ "$(head -5 <<<"$output")" = "runpy._run_module_as_main 1
+__main__.<module> 2
+__main__.main 3
+__main__.outer 4
+__main__.inner 5" ] || fail "reconstructed starts: $output"
+	run -0 grep -E "spans: [0-9]+ span marks, .*; 0 stops without a start dropped" \
+		"$BATS_TEST_TMPDIR/err"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .klass == \"runpy\") | .method'"
+	assert_output "_run_module_as_main"
+	run -0 sp-tree "$OUT"
+	refute_line --regexp "SPAN tid=[0-9]+ runpy\._(run_code|get_module_details) "
+}
+
 require_ruby() {
 	require_root
 	[ -x $RUBY ] || skip "needs Debian's $RUBY"

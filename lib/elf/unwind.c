@@ -95,6 +95,9 @@ struct uw_file {
 	} load[16];
 	unsigned int nload;
 	uint64_t entry;		/* e_entry: the process's first code, when this is its entry file */
+	/* Where .init and .fini start (0: none): crti's _init and _fini, called
+	 * by ld.so for every library, have no CFI */
+	uint64_t init_fini[2];
 	struct rules *cache;	/* RULE_CACHE slots, allocated on first use */
 	uint64_t used;		/* the unwinder's trims when it was last used */
 };
@@ -201,6 +204,7 @@ static void file_unload(struct uw_file *f)
 	f->cache = NULL;
 	f->nload = 0;
 	f->entry = 0;
+	f->init_fini[0] = f->init_fini[1] = 0;
 	f->loaded = f->bad = false;
 }
 
@@ -621,6 +625,9 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 			name = elf_strptr(f->elf, shstrndx, sh.sh_name);
 			if (name && !strcmp(name, ".debug_frame") && sh.sh_type == SHT_PROGBITS)
 				has_debug_frame = true;
+			if (name && sh.sh_type == SHT_PROGBITS && (sh.sh_flags & SHF_EXECINSTR) &&
+			    (!strcmp(name, ".init") || !strcmp(name, ".fini")))
+				f->init_fini[name[1] == 'f'] = sh.sh_addr;
 		}
 	}
 	if (has_debug_frame) {
@@ -1164,6 +1171,48 @@ static bool after_call(const struct uw_map *m, uint64_t ra)
 }
 
 /*
+ * A sample at the very first instruction of _init or _fini (or just after
+ * its endbr64), code without CFI that ld.so calls for every library it
+ * loads: a library's first touch of the page there takes a page fault, and
+ * the sample lands there. Nothing is pushed yet: the return address is at
+ * rsp, taken only when it follows a call instruction in a mapped file.
+ */
+static bool init_fini_entry_rules(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid,
+				  const struct uw_proc *p, struct uw_file *f, uint64_t vaddr,
+				  struct rules *r)
+{
+	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	const struct uw_map *m;
+	uint8_t b[4];
+	uint64_t sp, ra;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		uint64_t at = f->init_fini[i];
+
+		if (at && (vaddr == at || (vaddr == at + 4 && file_bytes(f, at, b, 4) &&
+					   !memcmp(b, endbr64, 4))))
+			break;
+	}
+	if (i == 2 || !p || !(c->valid & (1u << DW_RSP)))
+		return false;
+	sp = c->regs[DW_RSP];
+	if (sp < c->lo || sp > c->hi || c->hi - sp < 8)
+		return false;
+	memcpy(&ra, c->stack + (sp - c->lo), 8);
+	m = ra ? map_find(p, ra - 1) : NULL;
+	if (!m || !m->file)
+		return false;
+	m->file->used = u->trims;
+	if (!m->file->loaded)
+		file_load(m->file, pid, m, u);
+	if (!after_call(m, ra))
+		return false;
+	leaf_rules(r);
+	return true;
+}
+
+/*
  * Code without CFI (crtstuff's __do_global_dtors_aux, hand-written
  * assembly) that keeps a frame pointer: the caller's frame is at rbp, as
  * elfutils' x86-64 fallback takes it. Only when rbp lies in the copied stack
@@ -1269,7 +1318,9 @@ static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const str
 			    vaddr < m->file->entry + ENTRY_CODE)
 				return 1;
 			if (!exact || !after_thread_start_syscall(m->file, vaddr)) {
-				if (fp_rules(u, c, pid, p, &tmp)) {
+				if ((exact && init_fini_entry_rules(u, c, pid, p, m->file, vaddr,
+								    &tmp)) ||
+				    fp_rules(u, c, pid, p, &tmp)) {
 					*signal = false;
 					rc = rules_apply(c, &tmp, &cfa, out, &valid);
 					ra = tmp.ra;

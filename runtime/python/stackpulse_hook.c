@@ -99,6 +99,20 @@ static PyThreadState *startup_ts;
  */
 static bool before_main;
 static bool main_window_opened;
+
+/*
+ * For -m, runpy's own frames under its runner: _get_module_details,
+ * _run_code, _get_code_from_file... which find the module and run its code,
+ * and which the program never wrote. The runner's frame (a strong
+ * reference, NULL once it returned) and its code's file, runpy's own
+ * wherever it came from (<frozen runpy>, runpy.py): a frame of that file
+ * called by the runner, directly or through such frames, on the runner's
+ * thread is left out, its start and its stop (runner_inner()). What they
+ * call is kept and nests under the runner: the imports of the module's
+ * parent packages, importlib's finding of it, __main__'s <module>.
+ */
+static PyFrameObject *runner_frame;
+static PyObject *runpy_file;
 #define MATCH_YES	((void *)1)
 #define MATCH_NO	((void *)2)
 
@@ -253,6 +267,10 @@ static bool main_begins(PyFrameObject *frame)
 	if (!yes && !back && m && len == 5 && !memcmp(m, "runpy", 5)) {
 		co = PyFrame_GetCode(frame);
 		yes = !PyUnicode_CompareWithASCIIString(co->co_qualname, "_run_module_as_main");
+		if (yes && !runpy_file) {
+			runner_frame = (PyFrameObject *)Py_NewRef(frame);
+			runpy_file = Py_NewRef(co->co_filename);
+		}
 		Py_DECREF(co);
 	}
 	if (yes) {
@@ -262,6 +280,74 @@ static bool main_begins(PyFrameObject *frame)
 	}
 	Py_XDECREF(back);
 	return yes;
+}
+
+/* Whether co is of runpy's file (runpy_file): one object for the code
+ * objects of one module, else compared. */
+static bool runpy_code(PyCodeObject *co)
+{
+	PyObject *f = co->co_filename;
+
+	return f == runpy_file || (PyUnicode_Check(f) &&
+				   PyUnicode_GET_LENGTH(f) == PyUnicode_GET_LENGTH(runpy_file) &&
+				   !PyUnicode_Compare(f, runpy_file));
+}
+
+/*
+ * Whether frame (of code co) is runpy's machinery under its runner
+ * (runner_frame): of runpy's file, called by the runner or by such a
+ * frame. Its caller is the same at its start and its stop (a generator's at
+ * each resume and suspension), so both are left out or neither: the
+ * decoder's nesting stays whole. A runpy function the program calls
+ * (runpy.run_path from its <module>) has the program's frame between it
+ * and the runner: reported.
+ */
+static bool runner_inner(PyFrameObject *frame, PyCodeObject *co)
+{
+	PyFrameObject *f = frame, *back;
+	bool yes;
+
+	if (!runner_frame || frame == runner_frame || startup_ts != PyThreadState_Get())
+		return false;
+	yes = runpy_code(co);
+	Py_INCREF(f);
+	while (yes) {
+		back = PyFrame_GetBack(f);
+		Py_DECREF(f);
+		f = back;
+		if (!f || f == runner_frame)
+			break;
+		co = PyFrame_GetCode(f);
+		yes = runpy_code(co);
+		Py_DECREF(co);
+	}
+	yes = yes && f == runner_frame;
+	Py_XDECREF(f);
+	return yes;
+}
+
+/*
+ * Whether a call or return of frame (of code co) is left out: Python's
+ * start-up, the window before the program (before_main) and runpy's frames
+ * under its runner (runner_inner()). Each rule leaves out both the start and
+ * the stop of a frame, or neither.
+ */
+static bool left_out(PyFrameObject *frame, PyCodeObject *co, int what)
+{
+	if (startup_ts != PyThreadState_Get())
+		return false;
+	if (startup_frame) {
+		if (what == PyTrace_RETURN && frame == startup_frame)
+			Py_CLEAR(startup_frame);	/* start-up is over */
+		return true;
+	}
+	if (before_main && !(what == PyTrace_CALL && main_begins(frame)))
+		return true;
+	if (frame == runner_frame && what == PyTrace_RETURN) {
+		Py_CLEAR(runner_frame);	/* the program is over */
+		return false;
+	}
+	return runner_inner(frame, co);
 }
 
 static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
@@ -274,16 +360,8 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 
 	if (what != PyTrace_CALL && what != PyTrace_RETURN)
 		return 0;	/* C calls */
-	if (startup_frame && startup_ts == PyThreadState_Get()) {
-		if (what == PyTrace_RETURN && frame == startup_frame)
-			Py_CLEAR(startup_frame);	/* start-up is over */
-		return 0;
-	}
-	if (before_main && startup_ts == PyThreadState_Get() &&
-	    !(what == PyTrace_CALL && main_begins(frame)))
-		return 0;
 	co = PyFrame_GetCode(frame);
-	if (match_n && !match_code(frame, co)) {
+	if (left_out(frame, co, what) || (match_n && !match_code(frame, co))) {
 		Py_DECREF(co);
 		return 0;
 	}
@@ -363,7 +441,9 @@ static void mark_open_frames(uint32_t flag, PyFrameObject *skip)
 	Py_XDECREF(f);
 	for (i = k - 1; i >= 0; i--) {
 		co = PyFrame_GetCode(open[i]);
-		n = match_n && !match_code(open[i], co) ? NULL : code_name(open[i], co);
+		/* runpy's under its runner: neither start nor stop (left_out()) */
+		n = runner_inner(open[i], co) || (match_n && !match_code(open[i], co)) ?
+			    NULL : code_name(open[i], co);
 		Py_DECREF(co);
 		line = PyFrame_GetLineNumber(open[i]);
 		line = SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);

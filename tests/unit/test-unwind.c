@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -755,6 +756,83 @@ static void test_unwind_file_cut_while_loaded(void)
 	close(fd);
 }
 
+/*
+ * A sample at the first instruction of a library's _init (crti's code,
+ * without CFI, which ld.so calls for every library it loads): its caller is
+ * the return address at rsp, taken only when it follows a call. libz's
+ * .init, reported as the mapping of a made-up process; the return address
+ * is one after a call in that same code.
+ */
+static void test_unwind_init_entry(void)
+{
+	const char *lib = "/lib/x86_64-linux-gnu/libz.so.1";
+	struct sp_unwinder *u;
+	uint64_t ips[8], regs[SP_UNWIND_NREGS] = { 0 }, base = 0x7f0000000000ULL;
+	uint64_t init = 0, init_size = 0, ra = 0, stack[8] = { 0 };
+	enum sp_unwind_status st;
+	size_t shstrndx, k;
+	Elf_Scn *scn = NULL;
+	uint8_t code[256];
+	struct stat sb;
+	unsigned int n;
+	int fd = open(lib, O_RDONLY);
+	Elf *elf;
+
+	if (fd < 0 || fstat(fd, &sb)) {
+		printf("# no %s: skipped\n", lib);
+		return;
+	}
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	CHECK(elf && !elf_getshdrstrndx(elf, &shstrndx));
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) && (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+		    !strcmp(name, ".init")) {
+			init = sh.sh_addr;
+			init_size = sh.sh_size < sizeof(code) ? sh.sh_size : sizeof(code);
+			CHECK(sh.sh_addr == sh.sh_offset);	/* mapped from offset 0 below */
+			CHECK(pread(fd, code, init_size, (off_t)sh.sh_offset) == (ssize_t)init_size);
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	for (k = 0; init && k + 2 <= init_size; k++)	/* call *%rax: ff d0 */
+		if (code[k] == 0xff && code[k + 1] == 0xd0)
+			ra = base + init + k + 2;
+	if (!init || !ra) {
+		printf("# %s has no .init with a call in it: skipped\n", lib);
+		return;
+	}
+	u = sp_unwinder_new();
+	sp_unwinder_set_proc_fallback(u, false);
+	CHECK(!sp_unwinder_map(u, 4344, base, base + (uint64_t)sb.st_size, 0, lib));
+	regs[7] = 0x7ffd00001000ULL;			/* sp: the copy's first word */
+	stack[0] = ra;
+	regs[8] = base + init;				/* its first instruction */
+	n = sp_unwinder_unwind(u, 4344, 4344, regs, SP_UNWIND_NREGS, (const uint8_t *)stack,
+			       sizeof(stack), ips, 8, &st);
+	CHECK(n >= 2);
+	if (n >= 2)
+		CHECK_EQ_U(ips[1], ra);
+	/* anywhere else in it, or data at rsp: said to be no CFI */
+	regs[8] = base + init + (code[0] == 0xf3 ? 8 : 4);
+	n = sp_unwinder_unwind(u, 4344, 4344, regs, SP_UNWIND_NREGS, (const uint8_t *)stack,
+			       sizeof(stack), ips, 8, &st);
+	CHECK_EQ_U(n, 1);
+	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	regs[8] = base + init;
+	stack[0] = base + init + 1;			/* after no call */
+	n = sp_unwinder_unwind(u, 4344, 4344, regs, SP_UNWIND_NREGS, (const uint8_t *)stack,
+			       sizeof(stack), ips, 8, &st);
+	CHECK_EQ_U(n, 1);
+	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	sp_unwinder_free(u);
+}
+
 int main(void)
 {
 	TAP_RUN(test_unwind_main_thread);
@@ -770,6 +848,7 @@ int main(void)
 	TAP_RUN(test_unwind_rbx_based_cfa);
 	TAP_RUN(test_unwind_no_cfi_frame_pointer);
 	TAP_RUN(test_unwind_file_cut_while_loaded);
+	TAP_RUN(test_unwind_init_entry);
 	if (libc_clone3_gap())
 		TAP_RUN(test_unwind_clone3_gap);
 	else
