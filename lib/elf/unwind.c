@@ -122,6 +122,7 @@ struct sp_unwinder {
 	struct sp_unwind_stats st;
 	const char *stop_path;
 	uint64_t stop_rel;
+	unsigned int fp_frames;	/* of the last unwind, left by fp_rules() */
 };
 
 /* State of one unwind. */
@@ -265,6 +266,11 @@ const char *sp_unwinder_stop_module(const struct sp_unwinder *u, uint64_t *rel)
 	if (rel)
 		*rel = u->stop_rel;
 	return u->stop_path;
+}
+
+unsigned int sp_unwinder_fp_frames(const struct sp_unwinder *u)
+{
+	return u->fp_frames;
 }
 
 static struct uw_proc *proc_find(struct sp_unwinder *u, uint32_t pid, bool create)
@@ -1224,7 +1230,7 @@ static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const str
 	uint32_t valid;
 	struct rules tmp, *slot;
 	Dwarf_Frame *fr = NULL;
-	bool ra_undef = false;
+	bool ra_undef = false, guess = false;
 	int ra, rc;
 
 	m = p ? map_find(p, lookup) : NULL;
@@ -1270,6 +1276,7 @@ static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const str
 				return 1;
 			if (!exact || !after_thread_start_syscall(m->file, vaddr)) {
 				if (fp_rules(u, c, pid, p, &tmp)) {
+					guess = true;
 					*signal = false;
 					rc = rules_apply(c, &tmp, &cfa, out, &valid);
 					ra = tmp.ra;
@@ -1334,6 +1341,7 @@ applied:
 	valid |= 1u << DW_RIP;
 	memcpy(c->regs, out, sizeof(out));
 	c->valid = valid;
+	u->fp_frames += guess;	/* counted once the caller's frame is taken */
 	return 0;
 }
 
@@ -1352,6 +1360,7 @@ unsigned int sp_unwinder_unwind(struct sp_unwinder *u, uint32_t pid, uint32_t ti
 	u->st.samples++;
 	u->stop_path = NULL;
 	u->stop_rel = 0;
+	u->fp_frames = 0;
 	if (max > SP_UNWIND_MAX_FRAMES)
 		max = SP_UNWIND_MAX_FRAMES;
 	for (i = 0; i < NREGS; i++) {
