@@ -269,6 +269,27 @@ check_cut() {	# n status
 		.unwind.complete, .bytes]' <<< "$output")" "[24,5,2,4,2.5,9,3,5,2,1,1,0]"
 }
 
+@test "sp-decode --stats: stacks left through a frame pointer are counted apart" {
+	{
+		echo '{"type":"header","version":1,"start_wall_ns":1,"start_mono_ns":1,"call_graph":"dwarf"}'
+		echo '{"type":"sample","time":1,"pid":1,"tid":1,"unwind":"complete","flags":"0x1","frames":[{"addr":"0x10"},{"addr":"0x20"}]}'
+		echo '{"type":"sample","time":2,"pid":1,"tid":1,"unwind":"complete","frames":[{"addr":"0x10"}]}'
+		echo '{"type":"sample","time":3,"pid":1,"tid":1,"unwind":"no_cfi","frames":[{"addr":"0x30"}]}'
+	} > "$T/fp.jsonl"
+	sp-decode --encode -o "$T/fp.sp" "$T/fp.jsonl"
+	run --separate-stderr -0 sp-decode --stats "$T/fp.sp"
+	assert_line "stacks: 66.7% complete (2 of 3 unwound samples reached the thread's first frame)"
+	assert_line "  fp_guess: 1 stack (33.3%) left a frame without CFI through its frame pointer (may skip frames)"
+	run --separate-stderr -0 sp-decode --stats-json "$T/fp.sp"
+	assert_equal "$(jq -c '[.fp_guess, .unwind.complete]' <<< "$output")" "[1,2]"
+	# The flag survives the spool; without it, nothing is said.
+	run --separate-stderr -0 sp-decode --no-defs --no-frames "$T/fp.sp"
+	assert_line --partial '"time":1,"pid":1,"tid":1,"cpu":0,"stack":2,"weight":1,"unwind":"complete","flags":"0x1"}'
+	grep -v '"flags"' "$T/fp.jsonl" | sp-decode --encode -o "$T/nofp.sp"
+	run --separate-stderr -0 sp-decode --stats "$T/nofp.sp"
+	refute_output --partial "fp_guess"
+}
+
 @test "sp-decode: a reader that goes away ends it quietly (SIGPIPE)" {
 	make_big "$T/big.sp"
 	run --separate-stderr bash -c 'set -o pipefail; sp-decode "$1" | head -1' _ "$T/big.sp"

@@ -64,6 +64,18 @@ need_npm() {
 	[[ "$stderr" != *"--call-graph=auto"* ]]
 }
 
+@test "sp-flame: the footer counts stacks left through a frame pointer" {
+	# basic.jsonl recorded with --call-graph=dwarf, its first sample a guess
+	sed -e 's/"call_graph":"fp"/"call_graph":"dwarf"/' \
+		-e '0,/"type":"sample"/s/"weight":1}/"weight":1,"unwind":"complete","flags":"0x1"}/' \
+		"$basic" > "$BATS_TEST_TMPDIR/guess.jsonl"
+	run --separate-stderr -0 sp-flame "$BATS_TEST_TMPDIR/guess.jsonl"
+	[[ "$stderr" == *"; 1 stack left a frame without CFI through its frame pointer (may skip frames)"* ]]
+	# the same stacks, none a guess: nothing said
+	run --separate-stderr -0 sp-flame "$basic"
+	[[ "$stderr" != *"frame pointer (may skip frames)"* ]]
+}
+
 @test "sp-flame: --by=thread --annotate prefixes threads and marks kernel and inline frames" {
 	run --separate-stderr -0 sp-flame --by=thread --annotate "$basic"
 	assert_output "$(cat "$FIXTURES/basic-by-thread-annotated.folded")"

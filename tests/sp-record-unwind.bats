@@ -94,6 +94,42 @@ folded() {
 	echo "auto: samples in jf_hot: $hot, through the anonymous code to main: $through"
 	[ "$hot" -ge 20 ]
 	[ $((through * 100)) -ge $((hot * 90)) ]
+	# Those stacks went on by frame pointers: marked and counted as guesses.
+	assert_regex "$stderr" "fp_guess: [0-9]+ stacks \([0-9.]+%\) left a frame without CFI through its frame pointer \(may skip frames\)"
+	read -r flagged spliced < <(sp-symbolize "$UW_TMP/ja.sp" 2>/dev/null | sp-decode 2>/dev/null |
+		jq -r 'select(.type == "sample" and any(.frames[]; .func == "jf_hot") and
+			any(.frames[]; .func == "main")) | .flags // "0"' |
+		awk '$1 == "0x1" { f++ } { n++ } END { print f + 0, n + 0 }')
+	echo "auto: samples from jf_hot to main: $spliced, flagged: $flagged"
+	[ "$spliced" -ge 20 ]
+	[ "$flagged" = "$spliced" ]
+	run --separate-stderr -0 sp-decode --stats "$UW_TMP/ja.sp"
+	assert_line --regexp "^  fp_guess: $flagged stacks "
+}
+
+@test "sp-record-unwind: stacks left through a frame pointer in code without CFI are marked guesses" {
+	require_root
+	[ -x "$SP_EXAMPLES/nocfi_frames" ] || skip "build/examples/nocfi_frames missing: run make"
+	# nocfi_frames reaches nf_hot through assembly without CFI, once with a
+	# frame pointer and once without (then rbp is nf_keeper's, which the
+	# unwind skips). The default call graph: the summary is printed for them.
+	record_json nf -- "$SP_EXAMPLES/nocfi_frames" 0.5
+	grep -Eq '^sp-record:   fp_guess: [0-9]+ stacks \([0-9.]+%\) left a frame without CFI through its frame pointer \(may skip frames\)$' "$UW_TMP/nf.err"
+	read -r framed frameless kept flagged < <(jq -r 'select(.type == "sample" and
+		any(.frames[]; .func == "nf_hot") and any(.frames[]; .func == "main")) |
+		[([.frames[].func] | index("nf_framed") != null),
+		 ([.frames[].func] | index("nf_frameless") != null),
+		 ([.frames[].func] | index("nf_keeper") != null), .flags == "0x1"] | @tsv' \
+		"$UW_TMP/nf.jsonl" | awk '$1 == "true" { a++ } $2 == "true" { b++ }
+		$3 == "true" { k++ } $4 == "true" { f++ } END { print a + 0, b + 0, k + 0, f + 0 }')
+	echo "to main through nf_framed: $framed, through nf_frameless: $frameless" \
+		"(with nf_keeper: $kept); flagged: $flagged"
+	[ "$framed" -ge 20 ]
+	[ "$frameless" -ge 20 ]
+	[ "$kept" = 0 ]		# the guess's cost, which the flag owns up to
+	[ "$flagged" = $((framed + frameless)) ]
+	run --separate-stderr -0 sp-decode --stats "$UW_TMP/nf.sp"
+	assert_line --regexp "^  fp_guess: [0-9]+ stacks "
 }
 
 @test "sp-record-unwind: Python stacks pass through the interpreter into libc and back to main" {

@@ -125,6 +125,7 @@ struct sp_unwinder {
 	struct sp_unwind_stats st;
 	const char *stop_path;
 	uint64_t stop_rel;
+	unsigned int fp_frames;	/* of the last unwind, left by fp_rules() */
 };
 
 /* State of one unwind. */
@@ -269,6 +270,11 @@ const char *sp_unwinder_stop_module(const struct sp_unwinder *u, uint64_t *rel)
 	if (rel)
 		*rel = u->stop_rel;
 	return u->stop_path;
+}
+
+unsigned int sp_unwinder_fp_frames(const struct sp_unwinder *u)
+{
+	return u->fp_frames;
 }
 
 static struct uw_proc *proc_find(struct sp_unwinder *u, uint32_t pid, bool create)
@@ -1273,7 +1279,7 @@ static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const str
 	uint32_t valid;
 	struct rules tmp, *slot;
 	Dwarf_Frame *fr = NULL;
-	bool ra_undef = false;
+	bool ra_undef = false, guess = false;
 	int ra, rc;
 
 	m = p ? map_find(p, lookup) : NULL;
@@ -1318,9 +1324,11 @@ static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const str
 			    vaddr < m->file->entry + ENTRY_CODE)
 				return 1;
 			if (!exact || !after_thread_start_syscall(m->file, vaddr)) {
+				/* at _init's entry nothing is pushed: no guess; through a
+				 * frame pointer it is one (fp_rules()) */
 				if ((exact && init_fini_entry_rules(u, c, pid, p, m->file, vaddr,
 								    &tmp)) ||
-				    fp_rules(u, c, pid, p, &tmp)) {
+				    (guess = fp_rules(u, c, pid, p, &tmp))) {
 					*signal = false;
 					rc = rules_apply(c, &tmp, &cfa, out, &valid);
 					ra = tmp.ra;
@@ -1385,6 +1393,7 @@ applied:
 	valid |= 1u << DW_RIP;
 	memcpy(c->regs, out, sizeof(out));
 	c->valid = valid;
+	u->fp_frames += guess;	/* counted once the caller's frame is taken */
 	return 0;
 }
 
@@ -1403,6 +1412,7 @@ unsigned int sp_unwinder_unwind(struct sp_unwinder *u, uint32_t pid, uint32_t ti
 	u->st.samples++;
 	u->stop_path = NULL;
 	u->stop_rel = 0;
+	u->fp_frames = 0;
 	if (max > SP_UNWIND_MAX_FRAMES)
 		max = SP_UNWIND_MAX_FRAMES;
 	for (i = 0; i < NREGS; i++) {

@@ -291,6 +291,9 @@ void pd_on_sample(struct pd *p, const uint8_t *rec, size_t size, uint16_t misc)
 	r.sample.stack = n ? sp_writer_stack_path(p->w, ids, n) : 0;
 	r.sample.unwind = ust != SP_UNWIND_UNKNOWN ? ust :
 			  n >= PD_MAX_FRAMES ? SP_UNWIND_DEPTH : SP_UNWIND_UNKNOWN;
+	/* Unwound here (a status), and through a frame pointer somewhere. */
+	if (ust != SP_UNWIND_UNKNOWN && sp_unwinder_fp_frames(p->unw))
+		r.sample.flags = SP_SAMPLE_FP_GUESS;
 	if (a->role == PD_ROLE_OFFCPU) {
 		r.sample.kind = SP_SAMPLE_OFFCPU;
 		r.sample.weight = s.period;

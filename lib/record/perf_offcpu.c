@@ -83,6 +83,7 @@ struct qrec {
 	uint32_t type, misc;
 	uint32_t pid, tid, cpu;
 	uint8_t ust;		/* unwind status of a sample */
+	uint8_t sflags;		/* its SP_SAMPLE_* */
 	uint16_t nk, nu;	/* kernel and user addresses in ips, each leaf first */
 	uint64_t *ips;
 	struct wheres *wh;	/* of the nu user addresses; NULL: none */
@@ -93,7 +94,7 @@ struct blocked {
 	uint64_t out_time;
 	uint32_t pid, cpu;
 	bool preempt;
-	uint8_t ust;
+	uint8_t ust, sflags;
 	uint16_t nk, nu;
 	uint64_t *ips;
 	struct wheres *wh;
@@ -532,6 +533,7 @@ static void emit_wait(struct offcpu *c, uint32_t tid, const struct blocked *b, u
 	r.sample.weight = t_in - b->out_time;
 	r.sample.unwind = b->ust;
 	r.sample.kind = SP_SAMPLE_OFFCPU;
+	r.sample.flags = b->sflags;
 	if (c->stackq) {
 		mod = NULL;
 		rel = 0;
@@ -673,9 +675,15 @@ static void read_sample(struct offcpu *c, const struct perf_event_header *h)
 	if (s.regs && s.nregs && s.regs_abi) {
 		nu = sp_unwinder_unwind(c->unw, s.pid, s.tid, s.regs, s.nregs, s.stack,
 					s.stack_dyn_size, uips, MAX_FRAMES, &ust);
+		if (sp_unwinder_fp_frames(c->unw))
+			q.sflags = SP_SAMPLE_FP_GUESS;
 		if (c->o.call_graph == SP_CG_AUTO && nfp &&
-		    (ust == SP_UNWIND_NO_CFI || ust == SP_UNWIND_JIT || ust == SP_UNWIND_UNKNOWN_MAP))
+		    (ust == SP_UNWIND_NO_CFI || ust == SP_UNWIND_JIT || ust == SP_UNWIND_UNKNOWN_MAP)) {
+			i = nu;
 			nu = sp_unwind_splice_fp(uips, nu, MAX_FRAMES, fp, nfp);
+			if (nu > i)
+				q.sflags = SP_SAMPLE_FP_GUESS;
+		}
 	} else {
 		memcpy(uips, fp, nfp * sizeof(*fp));
 		nu = nfp;
@@ -824,6 +832,7 @@ static void process(void *ctx, void *item)
 		b->cpu = r->cpu;
 		b->preempt = false;
 		b->ust = r->ust;
+		b->sflags = r->sflags;
 		b->nk = r->nk;
 		b->nu = r->nu;
 		b->ips = r->ips;

@@ -81,7 +81,7 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 	unsigned int n = 0, nu = 0, nfp = 0, i, j;
 	struct sp_perf_sample s;
 	int ctx = -1;		/* 0 user, 1 kernel, -1 other */
-	bool first = true;
+	bool first = true, guess = false;
 	struct proc *pr;
 	uint64_t tmp;
 
@@ -130,10 +130,14 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 	if (p->unw && s.regs && s.nregs) {
 		nu = sp_unwinder_unwind(p->unw, s.pid, s.tid, s.regs, s.nregs, s.stack,
 					s.stack_dyn_size, user, MAX_FRAMES - n, &ust);
+		guess = sp_unwinder_fp_frames(p->unw) > 0;
 		if (p->o.call_graph == SP_CG_AUTO && nfp &&
 		    (ust == SP_UNWIND_NO_CFI || ust == SP_UNWIND_JIT ||
-		     ust == SP_UNWIND_UNKNOWN_MAP))
+		     ust == SP_UNWIND_UNKNOWN_MAP)) {
+			j = nu;
 			nu = sp_unwind_splice_fp(user, nu, MAX_FRAMES - n, fp, nfp);
+			guess |= nu > j;
+		}
 	} else if (p->unw && nfp) {
 		/* No user registers (a kernel thread, or in auto mode): the chain. */
 		memcpy(user, fp, nfp * sizeof(*fp));
@@ -164,6 +168,7 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 	r.sample.weight = 1;
 	r.sample.unwind = p->unw ? ust : (n >= MAX_FRAMES ? SP_UNWIND_DEPTH : SP_UNWIND_UNKNOWN);
 	r.sample.kind = SP_SAMPLE_CPU;
+	r.sample.flags = guess ? SP_SAMPLE_FP_GUESS : 0;
 	p->st.samples++;
 	if (!pr || !sp_perf_hold_sample(p, pr, &r.sample))
 		sp_perf_emit(p, &r);

@@ -852,12 +852,14 @@ static void print_summaries(struct sp_recorder *r)
 	struct sp_stackq_summary qs = { 0 };
 
 	/* How complete the stacks are, with hints: with -v; for DWARF/auto
-	 * when asked for, or when more than 5% of the stacks are not. */
+	 * when asked for, when more than 5% of the stacks are not, or when
+	 * some are guesses (left through a frame pointer). */
 	if (r->stackq)
 		sp_stackq_summary(r->stackq, &qs);
 	if (r->stackq && !r->failed &&
 	    (sp_verbose || (r->o.call_graph >= SP_CG_DWARF &&
-			    (r->o.stack_summary || (qs.assessed && qs.complete_share < 0.95)))))
+			    (r->o.stack_summary || qs.fp_guess ||
+			     (qs.assessed && qs.complete_share < 0.95)))))
 		sp_stackq_print(r->stackq, stderr, "sp-record: ", 3);
 	if (offcpu && !r->failed)
 		sp_offcpu_print_summary(offcpu, stderr, "sp-record: ");

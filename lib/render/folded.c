@@ -750,6 +750,16 @@ void sp_folded_footer(const struct sp_folded *f, char *buf, size_t len)
 			hint = "see the causes sp-decode --stats gives";
 		o += snprintf(buf + o, len - o, "; hint: %s", hint);
 	}
+	if (f->stackq && o < len) {
+		struct sp_stackq_summary qs;
+
+		/* Shown whole, complete or not: say which stacks are guesses. */
+		sp_stackq_summary(f->stackq, &qs);
+		if (qs.fp_guess)
+			o += snprintf(buf + o, len - o, "; %" PRIu64 " stack%s left a frame "
+				      "without CFI through its frame pointer (may skip frames)",
+				      qs.fp_guess, qs.fp_guess == 1 ? "" : "s");
+	}
 	if (s->unresolved_frames && o < len)
 		o += snprintf(buf + o, len - o, "; %" PRIu64 " frame%s unresolved (%s)",
 			      s->unresolved_frames, s->unresolved_frames == 1 ? "" : "s",

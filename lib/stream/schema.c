@@ -135,6 +135,7 @@ static const struct sp_schema_field sample_f[] = {
 	FE(sp_sample, kind, sample_kind_names),
 	F(sp_sample, span, SP_FT_UINT),
 	FE(sp_sample, rule, rule_names),
+	F(sp_sample, flags, SP_FT_HEX),
 };
 
 /* An event's common part; its kind-specific values follow (lib/stream/events.c). */

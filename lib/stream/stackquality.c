@@ -22,6 +22,7 @@ struct sp_stackq {
 	uint64_t status[8];
 	uint64_t samples;
 	uint64_t interp_whole;	/* cut natively, whole interpreted stack */
+	uint64_t fp_guess;	/* samples with SP_SAMPLE_FP_GUESS */
 	struct cause causes[SP_STACKQ_MAX_CAUSES];
 	unsigned int ncauses;
 	struct cause overflow[8];	/* per status, once the table is full */
@@ -175,6 +176,8 @@ void sp_stackq_add_sample(struct sp_stackq *q, const struct sp_defs *d, const st
 	uint64_t rel = 0;
 	int depth = 0;
 
+	if (s->flags & SP_SAMPLE_FP_GUESS)
+		q->fp_guess++;
 	if (s->unwind != SP_UNWIND_COMPLETE && s->unwind != SP_UNWIND_UNKNOWN && s->stack)
 		depth = sp_defs_stack_frames(d, s->stack, q->frames, SP_UNWIND_MAX_FRAMES);
 	if (depth > 0) {
@@ -206,6 +209,7 @@ void sp_stackq_summary(const struct sp_stackq *q, struct sp_stackq_summary *s)
 	s->complete = q->status[SP_UNWIND_COMPLETE];
 	s->complete_share = s->assessed ? (double)s->complete / s->assessed : 0;
 	s->interp_whole = q->interp_whole;
+	s->fp_guess = q->fp_guess;
 }
 
 static const char *base_name(const char *path)
@@ -385,4 +389,9 @@ void sp_stackq_print(const struct sp_stackq *q, FILE *out, const char *prefix,
 	fputc('\n', out);
 	for (i = 0; i < max_causes && !sp_stackq_cause(q, i, &c); i++)
 		fprintf(out, "%s  %s: %s\n", prefix, sp_unwind_status_name(c.status), c.hint);
+	/* Complete or not, such a stack is a guess: say how many there are. */
+	if (s.fp_guess)
+		fprintf(out, "%s  fp_guess: %" PRIu64 " stack%s (%.1f%%) left a frame without "
+			"CFI through its frame pointer (may skip frames)\n", prefix, s.fp_guess,
+			s.fp_guess == 1 ? "" : "s", 100.0 * (double)s.fp_guess / (double)s.assessed);
 }

@@ -122,6 +122,8 @@ void sp_stats_add(struct sp_stats *s, const struct sp_defs *d, const struct sp_r
 		else
 			s->sample_weight += rec->sample.weight;
 		s->unwind[rec->sample.unwind < 8 ? rec->sample.unwind : 0]++;
+		if (rec->sample.flags & SP_SAMPLE_FP_GUESS)
+			s->fp_guess++;
 		s->depth_sum += depth;
 		if (depth > s->max_depth)
 			s->max_depth = depth;
@@ -179,6 +181,8 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 			fprintf(out, ",\"unprobed\":%" PRIu64, s->lost[SP_LOST_UNPROBED]);
 		if (s->streams > 1)
 			fprintf(out, ",\"streams\":%" PRIu64, s->streams);
+		if (s->fp_guess)
+			fprintf(out, ",\"fp_guess\":%" PRIu64, s->fp_guess);
 		if (s->lost[SP_LOST_WINDOW])
 			fprintf(out, ",\"lost_window\":%" PRIu64, s->lost[SP_LOST_WINDOW]);
 		if (s->lost[SP_LOST_INTERP_COPIES])

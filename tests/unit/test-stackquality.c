@@ -129,6 +129,7 @@ static void test_stackquality_from_defs(void)
 	struct sp_defs *d = sp_defs_new();
 	struct sp_stackq *q = sp_stackq_new();
 	struct sp_record r;
+	struct sp_stackq_summary s;
 	struct sp_stackq_cause c;
 	const char *why = NULL;
 	static const char *strs[] = { "/usr/lib/libruby.so.3.1", "/usr/bin/ruby" };
@@ -171,9 +172,14 @@ static void test_stackquality_from_defs(void)
 	sp_stackq_add_sample(q, d, &r.sample);
 	r.sample.unwind = SP_UNWIND_COMPLETE;
 	sp_stackq_add_sample(q, d, &r.sample);
+	r.sample.flags = SP_SAMPLE_FP_GUESS;	/* complete, but a guess */
 	sp_stackq_add_sample(q, d, &r.sample);
+	r.sample.flags = 0;
 	r.sample.unwind = SP_UNWIND_STACK_SIZE;
 	sp_stackq_add_sample(q, d, &r.sample);
+	sp_stackq_summary(q, &s);
+	CHECK_EQ_U(s.complete, 2);
+	CHECK_EQ_U(s.fp_guess, 1);
 	CHECK(!sp_stackq_cause(q, 0, &c));
 	CHECK_EQ_U(c.status, SP_UNWIND_NO_CFI);
 	CHECK_STR(c.module, "/usr/lib/libruby.so.3.1");
@@ -185,6 +191,8 @@ static void test_stackquality_from_defs(void)
 	CHECK(strstr(buf, "sp-record: stacks: 40.0% complete (2 of 5 unwound samples") == buf);
 	CHECK(strstr(buf, "\nsp-record:   no_cfi: 40.0% of stacks stopped in libruby.so.3.1 at 0x101") != NULL);
 	CHECK(strstr(buf, "stack_size") == NULL);	/* only one cause asked for */
+	CHECK(strstr(buf, "\nsp-record:   fp_guess: 1 stack (20.0%) left a frame without CFI "
+		     "through its frame pointer (may skip frames)\n") != NULL);
 	sp_stackq_free(q);
 	sp_defs_free(d);
 }

@@ -13,7 +13,7 @@ static void add(struct sp_stats *s, struct sp_defs *d, struct sp_record *r)
 }
 
 static void sample(struct sp_stats *s, struct sp_defs *d, uint64_t t, uint64_t pid, uint64_t tid,
-		   uint64_t stack, uint64_t kind, uint64_t weight, uint64_t unwind)
+		   uint64_t stack, uint64_t kind, uint64_t weight, uint64_t unwind, uint64_t flags)
 {
 	struct sp_record r = { .kind = SP_REC_SAMPLE };
 
@@ -24,6 +24,7 @@ static void sample(struct sp_stats *s, struct sp_defs *d, uint64_t t, uint64_t p
 	r.sample.kind = kind;
 	r.sample.weight = weight;
 	r.sample.unwind = unwind;
+	r.sample.flags = flags;
 	add(s, d, &r);
 }
 
@@ -52,9 +53,9 @@ static void test_stats_counts(void)
 		r.stack.frame = 1 + i % 3;
 		add(&s, d, &r);
 	}
-	sample(&s, d, 3000, 1, 1, 3, SP_SAMPLE_CPU, 1, SP_UNWIND_COMPLETE);
-	sample(&s, d, 1000, 1, 2, 4, SP_SAMPLE_CPU, 2, SP_UNWIND_NO_CFI);
-	sample(&s, d, 2000, 2, 3, 0, SP_SAMPLE_OFFCPU, 5000000, 99);	/* bad status */
+	sample(&s, d, 3000, 1, 1, 3, SP_SAMPLE_CPU, 1, SP_UNWIND_COMPLETE, SP_SAMPLE_FP_GUESS);
+	sample(&s, d, 1000, 1, 2, 4, SP_SAMPLE_CPU, 2, SP_UNWIND_NO_CFI, 0);
+	sample(&s, d, 2000, 2, 3, 0, SP_SAMPLE_OFFCPU, 5000000, 99, 0);	/* bad status */
 	memset(&r, 0, sizeof(r));
 	r.kind = SP_REC_EVENT;
 	r.event.time = 500;
@@ -93,6 +94,7 @@ static void test_stats_counts(void)
 	CHECK_EQ_U(s.unwind[SP_UNWIND_COMPLETE], 1);
 	CHECK_EQ_U(s.unwind[SP_UNWIND_NO_CFI], 1);
 	CHECK_EQ_U(s.unwind[0], 1);	/* out of range counts as unassessed */
+	CHECK_EQ_U(s.fp_guess, 1);	/* complete, through a frame pointer */
 	CHECK_EQ_U(s.events_per_kind[SP_EV_PATH_OPEN], 1);
 	CHECK_EQ_U(s.lost[SP_LOST_EVENTS], 4);
 	CHECK_EQ_U(s.lost[SP_LOST_SPAN_STOPS], 6);
@@ -116,8 +118,9 @@ static void test_stats_print(void)
 	char *text;
 
 	sp_stats_init(&s);
-	sample(&s, d, 1000000000, 1, 1, 0, SP_SAMPLE_CPU, 1, 0);
-	sample(&s, d, 3500000000ull, 1, 1, 0, SP_SAMPLE_CPU, 1, 0);
+	sample(&s, d, 1000000000, 1, 1, 0, SP_SAMPLE_CPU, 1, 0, 0);
+	sample(&s, d, 3500000000ull, 1, 1, 0, SP_SAMPLE_CPU, 1, SP_UNWIND_COMPLETE,
+	       SP_SAMPLE_FP_GUESS);
 	s.lost[SP_LOST_SPAN_STOPS] = 6;
 	s.lost[SP_LOST_UNPROBED] = 2;
 	sp_stats_print(&s, f, 40, false);
@@ -135,6 +138,7 @@ static void test_stats_print(void)
 	CHECK(strstr(text, "span stops      6 dropped: their start came before the recording\n"));
 	CHECK(strstr(text, "unprobed        2 processes left without some span probes\n"));
 	CHECK(strstr(text, ",\"lost_span_stops\":6,\"unprobed\":2,") != NULL);
+	CHECK(strstr(text, ",\"fp_guess\":1,") != NULL);
 	free(text);
 	close(fd);
 	sp_stats_release(&s);

@@ -641,25 +641,41 @@ void entry_copy(void)
 	s->size = n;
 }
 
-static void test_unwind_rbx_based_cfa(void)
+/*
+ * Run one of the frames above (it calls entry_snap, which takes the
+ * registers, and entry_copy the stack) and unwind what it took: entry_snap,
+ * then that frame at ret, then the caller it returns to (*ra, which it
+ * stores), to the thread's first frame. Returns how many frames the unwind
+ * left through the frame pointer.
+ */
+static unsigned int unwind_asm_frame(struct sp_unwinder *u, void (*frame)(void),
+				     const char *ret, const uint64_t *ra)
 {
-	struct sp_unwinder *u = sp_unwinder_new();
 	struct snap *s = &snaps[0];
 	enum sp_unwind_status st;
 	uint64_t ips[128];
 	unsigned int n;
 
 	stack_top = main_stack_top();
-	rbx_frame();
+	frame();
 	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
 			       ips, 128, &st);
 	CHECK(n >= 3);
 	if (n >= 3) {
 		CHECK_EQ_U(ips[0], (uint64_t)entry_snap);
-		CHECK_EQ_U(ips[1], (uint64_t)rbx_frame_ret);
-		CHECK_EQ_U(ips[2], rbx_frame_ra);	/* through the rbx-based CFA */
+		CHECK_EQ_U(ips[1], (uint64_t)ret);
+		CHECK_EQ_U(ips[2], *ra);
 	}
 	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	return sp_unwinder_fp_frames(u);
+}
+
+static void test_unwind_rbx_based_cfa(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+
+	/* Through the rbx-based CFA, by CFI alone: no guess. */
+	CHECK_EQ_U(unwind_asm_frame(u, rbx_frame, rbx_frame_ret, &rbx_frame_ra), 0);
 	sp_unwinder_free(u);
 }
 
@@ -671,28 +687,56 @@ static void test_unwind_no_cfi_frame_pointer(void)
 	uint64_t ips[128];
 	unsigned int n;
 
-	stack_top = main_stack_top();
-	nocfi_frame();
-	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
-			       ips, 128, &st);
-	CHECK(n >= 3);
-	if (n >= 3) {
-		CHECK_EQ_U(ips[0], (uint64_t)entry_snap);
-		CHECK_EQ_U(ips[1], (uint64_t)nocfi_frame_ret);
-		CHECK_EQ_U(ips[2], nocfi_frame_ra);	/* by its frame pointer */
-	}
-	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	/* By its frame pointer, once: a guess, counted. */
+	CHECK_EQ_U(unwind_asm_frame(u, nocfi_frame, nocfi_frame_ret, &nocfi_frame_ra), 1);
 	/* A frame pointer that points nowhere useful: said to be no CFI. */
 	s->regs[6] = s->regs[7] - 64;		/* BP below SP */
 	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
 			       ips, 128, &st);
 	CHECK_EQ_U(n, 2);
 	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	CHECK_EQ_U(sp_unwinder_fp_frames(u), 0);	/* per unwind, and none taken */
 	s->regs[6] = s->regs[7];		/* BP at SP: its "return address" is data */
 	memset(s->stack + 8, 0x41, 8);
 	n = sp_unwinder_unwind(u, getpid(), getpid(), s->regs, SP_UNWIND_NREGS, s->stack, s->size,
 			       ips, 128, &st);
 	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	CHECK_EQ_U(sp_unwinder_fp_frames(u), 0);
+	sp_unwinder_free(u);
+}
+
+/*
+ * What the guess risks: a function without CFI that keeps no frame of its
+ * own, called by one that keeps a frame pointer. rbp is still the caller's,
+ * so the fallback returns to the caller's caller: a complete stack, one
+ * frame short, which only the count tells from a true one.
+ */
+uint64_t nofp_frame_ra;
+void nofp_frame(void);
+__asm__(
+	".text\n"
+	".globl nofp_frame\n.type nofp_frame,@function\n"
+	"nofp_frame:\n\t"
+	"subq $8, %rsp\n\t"
+	"call entry_snap\n"
+	".globl nofp_frame_ret\nnofp_frame_ret:\n\t"
+	"addq $8, %rsp\n\tret\n"
+	".size nofp_frame, .-nofp_frame\n");
+extern const char nofp_frame_ret[];
+
+static __attribute__((noinline, optimize("no-omit-frame-pointer"))) void fp_caller(void)
+{
+	nofp_frame_ra = (uint64_t)__builtin_return_address(0);	/* fp_caller's own */
+	nofp_frame();
+	sink++;
+}
+
+static void test_unwind_frame_pointer_guess_skips(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+
+	/* fp_caller's frame (the return address into it) is missing. */
+	CHECK_EQ_U(unwind_asm_frame(u, fp_caller, nofp_frame_ret, &nofp_frame_ra), 1);
 	sp_unwinder_free(u);
 }
 
@@ -847,6 +891,7 @@ int main(void)
 	TAP_RUN(test_unwind_splice_fp);
 	TAP_RUN(test_unwind_rbx_based_cfa);
 	TAP_RUN(test_unwind_no_cfi_frame_pointer);
+	TAP_RUN(test_unwind_frame_pointer_guess_skips);
 	TAP_RUN(test_unwind_file_cut_while_loaded);
 	TAP_RUN(test_unwind_init_entry);
 	if (libc_clone3_gap())

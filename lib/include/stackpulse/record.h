@@ -192,7 +192,13 @@ struct sp_sample {
 	uint64_t kind;		/* enum sp_sample_kind */
 	uint64_t span;		/* owning span id (sp-correlate), 0 = none */
 	uint64_t rule;		/* enum sp_assign_rule */
+	uint64_t flags;		/* SP_SAMPLE_* */
 };
+/* Code without CFI was left through a frame pointer (the unwinder's
+ * fallback, or --call-graph=auto's splice of the kernel's frame-pointer
+ * chain): there rbp may hold an outer frame's pointer, so the stack may skip
+ * frames even when its status is complete. A guess, said to be one. */
+#define SP_SAMPLE_FP_GUESS	(1u << 0)
 
 #define SP_EVENT_MAX_FIELDS 12
 

@@ -55,7 +55,7 @@ void sp_stackq_add_interp(struct sp_stackq *q, unsigned int status, unsigned int
 /* Count a decoded sample: the module is that of its stack's outermost
  * frame; an incomplete one whose stack holds interpreted frames and none
  * of the placeholders of a truncated or unreadable interpreted stack
- * counts as whole. */
+ * counts as whole. One marked SP_SAMPLE_FP_GUESS is counted as such too. */
 void sp_stackq_add_sample(struct sp_stackq *q, const struct sp_defs *d, const struct sp_sample *s);
 
 struct sp_stackq_summary {
@@ -65,6 +65,8 @@ struct sp_stackq_summary {
 	uint64_t status[8];	/* per enum sp_unwind_status */
 	double complete_share;	/* complete / assessed, 0..1 (0 when none assessed) */
 	uint64_t interp_whole;	/* incomplete, but with a whole interpreted stack */
+	uint64_t fp_guess;	/* samples marked SP_SAMPLE_FP_GUESS, whatever their
+				 * status (only sp_stackq_add_sample() sees them) */
 };
 void sp_stackq_summary(const struct sp_stackq *q, struct sp_stackq_summary *s);
 
@@ -83,8 +85,10 @@ int sp_stackq_cause(const struct sp_stackq *q, unsigned int i, struct sp_stackq_
 
 /*
  * Print the summary: one line with the complete share, then at most
- * max_causes lines with the top causes and their hints, each line starting
- * with prefix. Prints nothing when no sample was counted.
+ * max_causes lines with the top causes and their hints, then, when some
+ * stacks left a frame through its frame pointer, one line that counts them
+ * (those may skip frames), each line starting with prefix. Prints nothing
+ * when no sample was counted.
  */
 void sp_stackq_print(const struct sp_stackq *q, FILE *out, const char *prefix,
 		     unsigned int max_causes);

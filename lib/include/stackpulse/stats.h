@@ -22,6 +22,7 @@ struct sp_stats {
 	uint64_t per_kind[SP_REC_KIND_MAX + 1];	/* [SP_REC_KIND_MAX]: unknown kinds */
 	uint64_t samples, sample_weight, offcpu_ns;
 	uint64_t unwind[8];	/* samples per enum sp_unwind_status */
+	uint64_t fp_guess;	/* samples marked SP_SAMPLE_FP_GUESS */
 	uint64_t events_per_kind[64];
 	uint64_t lost[SP_LOST_WHAT_MAX];	/* per enum sp_lost_what */
 	struct sp_walltime wall;	/* the duration (walltime.h) */

@@ -88,6 +88,15 @@ void sp_unwinder_trim(struct sp_unwinder *u);
 const char *sp_unwinder_stop_module(const struct sp_unwinder *u, uint64_t *rel);
 
 /*
+ * How many frames of the last sp_unwinder_unwind() were left through the
+ * frame pointer, for code in a file without CFI (return address at rbp+8).
+ * Each is a guess: in such code rbp may still hold an outer frame's
+ * pointer, and the unwind then skips frames yet ends complete. The caller
+ * marks the sample (SP_SAMPLE_FP_GUESS) when this is not 0.
+ */
+unsigned int sp_unwinder_fp_frames(const struct sp_unwinder *u);
+
+/*
  * The file-relative (ELF virtual) address of addr in pid's mappings as the
  * unwinder knows them, for frames that name a module. 0 with *rel set, or
  * -1 (no mapping, anonymous memory, or a file that cannot be read).
@@ -121,7 +130,8 @@ void sp_unwinder_stats(const struct sp_unwinder *u, struct sp_unwind_stats *st);
  * stopped at code without CFI (status NO_CFI, JIT or UNKNOWN_MAP): when the
  * DWARF unwind's outermost pc occurs in fp[], the frames after it are
  * appended (up to max). Returns the new count; *status is left alone, as the
- * spliced part cannot be assessed.
+ * spliced part cannot be assessed. A caller whose count grew marks the
+ * sample SP_SAMPLE_FP_GUESS.
  */
 unsigned int sp_unwind_splice_fp(uint64_t *ips, unsigned int n, unsigned int max,
 				 const uint64_t *fp, unsigned int nfp);
