@@ -862,6 +862,7 @@ static void test_unwind_init_entry(void)
 	CHECK(n >= 2);
 	if (n >= 2)
 		CHECK_EQ_U(ips[1], ra);
+	CHECK_EQ_U(sp_unwinder_fp_frames(u), 0);	/* nothing pushed there: no guess */
 	/* anywhere else in it, or data at rsp: said to be no CFI */
 	regs[8] = base + init + (code[0] == 0xf3 ? 8 : 4);
 	n = sp_unwinder_unwind(u, 4344, 4344, regs, SP_UNWIND_NREGS, (const uint8_t *)stack,
