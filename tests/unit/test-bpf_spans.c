@@ -303,6 +303,19 @@ static void test_bpf_spans_usdt_full_counted(void)
 	CHECK_EQ_U(c.unprobed, 2);
 }
 
+/* The reaper threads (bpf_spans_procs.c) finish what is queued and end. */
+static void stop_reapers(struct bs_ctx *c)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&c->rq_lock);
+	c->reaper_stop = true;
+	pthread_cond_broadcast(&c->rq_cond);
+	pthread_mutex_unlock(&c->rq_lock);
+	for (i = 0; i < c->reapers; i++)
+		pthread_join(c->reaper[i], NULL);
+}
+
 /*
  * A container's file (bpf_spans_root.c) is kept while a process known uses
  * it, then SP_BS_ROOT_IDLE_NS more, then closed, with what was keyed by its
@@ -378,12 +391,7 @@ static void test_bpf_spans_roots_sweep(void)
 
 	/* the shared link went to a reaper thread: stop them, it is closed */
 	CHECK(c.reaper_on);
-	pthread_mutex_lock(&c.rq_lock);
-	c.reaper_stop = true;
-	pthread_cond_broadcast(&c.rq_cond);
-	pthread_mutex_unlock(&c.rq_lock);
-	for (i = 0; i < c.reapers; i++)
-		pthread_join(c.reaper[i], NULL);
+	stop_reapers(&c);
 	CHECK(fcntl(shared, F_GETFD) < 0);
 
 	/* more than half of SP_BS_ROOT_FILES open: an unused one goes at once */
@@ -555,14 +563,7 @@ static void test_bpf_spans_all_take(void)
 	kill(kid2, SIGKILL);
 	waitpid(kid, NULL, 0);
 	waitpid(kid2, NULL, 0);
-	if (c.reaper_on) {
-		pthread_mutex_lock(&c.rq_lock);
-		c.reaper_stop = true;
-		pthread_cond_broadcast(&c.rq_cond);
-		pthread_mutex_unlock(&c.rq_lock);
-	}
-	for (i = 0; i < c.reapers; i++)
-		pthread_join(c.reaper[i], NULL);
+	stop_reapers(&c);
 	free(c.rq);
 	for (i = 0; i < c.nprocs; i++) {
 		sp_bs_detach_all_how(&c, c.procs[i], true);
