@@ -136,6 +136,9 @@ struct bs_proc {
 					 * object came (--spans=auto, deferred) */
 	bool no_spans;			/* a runtime whose spans never came: counted */
 	bool gone_seen;			/* exited: forget_gone() saw it once */
+	bool untracked;			/* tracked for a process it was not
+					 * (sp_bs_untrack()): what BPF sends of
+					 * it is dropped until it is forgotten */
 	uint64_t gone_ns;		/* when its exit was read */
 	uint32_t ppid;			/* forked from, until it execs: same addresses */
 	uint32_t by_addr;		/* strings looked up by address (str_from_user) */
@@ -274,6 +277,8 @@ struct bs_ctx {
 	bool all;
 	uint64_t all_next_ns, all_pass, all_found;
 	unsigned int all_refusals;	/* refused hooks said (-v) */
+	bool all_seeding;		/* a seed whose pid is not checked again
+					 * yet: runtimes not announced */
 	struct sp_u64map all_seen;	/* pid -> start ticks, refusal said, pass
 					 * it was last listed in (bpf_spans_all.c) */
 };
@@ -334,6 +339,7 @@ void sp_bs_spans_state_release(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_cont(struct bs_ctx *c, uint32_t pid);
 int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e);
 void sp_bs_forget_gone(struct bs_ctx *c, uint64_t now);
+void sp_bs_untrack(struct bs_ctx *c, struct bs_proc *p);
 int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool walk);
 
 /* bpf_spans_all.c */
@@ -345,10 +351,12 @@ bool sp_bs_maps_line_hook(const char *line);
 	((uint64_t)(t) << 17 | (uint64_t)(said) << 16 | ((uint64_t)(pass) & 0xffff))
 bool sp_bs_all_read_start(const uint64_t *seen, uint64_t young, uint64_t pass, uint32_t pid);
 bool sp_bs_all_judge(const uint64_t *seen, uint64_t t, uint64_t young);
+int sp_bs_all_take(struct bs_ctx *c, uint32_t pid, uint64_t t, const char *self);
 int sp_bs_all_scan(struct bs_ctx *c, uint64_t now);
 
 /* bpf_spans_attach.c */
 void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p);
+void sp_bs_announce(struct bs_ctx *c, struct bs_proc *p);
 bool sp_bs_has_probe(const struct bs_proc *p, uint32_t probe);
 void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent,
 		       bool probes);

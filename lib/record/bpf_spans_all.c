@@ -159,6 +159,40 @@ static uint64_t boot_ticks(void)
 	return ((uint64_t)ts.tv_sec * (uint64_t)hz) + (uint64_t)ts.tv_nsec / (1000000000ull / hz);
 }
 
+/*
+ * Record pid, judged as the process that started at t, as -p does: 0, 1
+ * when it was not that process by then (undone), -1 when it cannot be
+ * taken (said; c->err when fatal).
+ *
+ * The seed acts on the pid's number: BPF tracks it, probes are attached
+ * to it, /proc/PID/... is read. Checking after is enough: a pid is not
+ * reused while its process exists (a zombie holds it until reaped), so
+ * the start time t after the seed proves that all it did in between was
+ * done to the process judged. Else that one ended meanwhile, and the pid
+ * is nobody's or another's (another user's): all the seed did is undone
+ * (sp_bs_untrack()), and a later pass judges the pid anew. The runtimes
+ * it found are announced (a runtime record) only once it is checked.
+ */
+int sp_bs_all_take(struct bs_ctx *c, uint32_t pid, uint64_t t, const char *self)
+{
+	struct bs_proc *p;
+	int r;
+
+	c->all_seeding = true;
+	r = sp_bs_seed(c, pid, self, false, false);
+	c->all_seeding = false;
+	p = sp_bs_proc_get(c, pid);
+	if (r || !p)
+		return -1;
+	if (sp_procfs_same_process(pid, t)) {
+		sp_bs_announce(c, p);
+		return 0;
+	}
+	sp_info("spans: pid %u ended while it was being attached: let go", pid);
+	sp_bs_untrack(c, p);
+	return 1;
+}
+
 int sp_bs_all_scan(struct bs_ctx *c, uint64_t now)
 {
 	char self[PATH_MAX] = "";
@@ -167,6 +201,7 @@ int sp_bs_all_scan(struct bs_ctx *c, uint64_t now)
 	size_t npids = 0, i, it;
 	uint64_t k, v, *gone = NULL;
 	size_t ngone = 0;
+	int r;
 
 	if (!c->all || (c->all_next_ns && now < c->all_next_ns))
 		return 0;
@@ -216,14 +251,16 @@ int sp_bs_all_scan(struct bs_ctx *c, uint64_t now)
 
 			self[len > 0 ? len : 0] = 0;
 		}
-		/* one that cannot be taken (gone, a full map) is said by the
-		 * seed; the others still are */
-		if (sp_bs_seed(c, pids[i], self, false, false)) {
-			if (c->err)
-				break;
-			continue;
-		}
-		c->all_found++;
+		/* one that cannot be taken (a full map) is said by the seed;
+		 * the others still are. One that ended meanwhile: its pid is
+		 * judged anew once its bookkeeping is forgotten. */
+		r = sp_bs_all_take(c, pids[i], t, self);
+		if (r > 0)
+			sp_u64map_del(&c->all_seen, pids[i]);
+		if (r < 0 && c->err)
+			break;
+		if (!r)
+			c->all_found++;
 	}
 	free(pids);
 	/* the pids not listed in this pass are gone: forgotten */

@@ -410,10 +410,15 @@ static int emit_runtime(struct bs_ctx *c, struct bs_proc *p, int rt, const char 
 	return c->out->emit(c->out->ctx, &r);
 }
 
-static void announce(struct bs_ctx *c, struct bs_proc *p)
+/* A runtime record for each runtime of p not announced yet; none while
+ * -a has not checked its pid again (sp_bs_all_take() announces then). */
+void sp_bs_announce(struct bs_ctx *c, struct bs_proc *p)
 {
 	unsigned int m = c->o->modes;
 	char mode[64];
+
+	if (c->all_seeding)
+		return;
 
 	if ((p->runtimes & SP_SPANS_RUBY) && !(p->announced & SP_SPANS_RUBY)) {
 		snprintf(mode, sizeof(mode), "%s%s%s",
@@ -475,7 +480,7 @@ void sp_bs_scan_libs(struct bs_ctx *c, struct bs_proc *p)
 	if (f)
 		fclose(f);
 	if (any)
-		announce(c, p);
+		sp_bs_announce(c, p);
 }
 
 /* Attach everything for the image process p runs now. */
@@ -556,7 +561,7 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 		free(libs);
 	}
 	sp_bs_attach_funcs(c, p);
-	announce(c, p);
+	sp_bs_announce(c, p);
 }
 
 /* A forked child: the same image as its parent; with probes: attach the
@@ -633,7 +638,7 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 	child->attached = parent->attached;
 	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));
 	if (probes)	/* not a vfork child: it runs no code of the image */
-		announce(c, child);
+		sp_bs_announce(c, child);
 }
 
 /* The ld.so process pid maps (its program interpreter), into path: false

@@ -606,6 +606,14 @@ int sp_bs_on_event(void *ctx, void *data, size_t size)
 			sp_bs_cont(c, e->pid);
 		return 0;
 	}
+	/* of a process tracked by mistake (sp_bs_untrack()): none of ours;
+	 * a fork's pid is the child's (a later process's, or its own) */
+	p = sp_bs_proc_get(c, e->pid);
+	if (p && p->untracked && e->kind != SP_BS_FORK) {
+		if (e->flags & SP_BSF_STOPPED)
+			sp_bs_cont(c, e->pid);
+		return 0;
+	}
 	if (e->kind == SP_BS_NAME)
 		return on_name(c, e, size);
 	if (e->kind >= SP_BS_FORK && e->kind <= SP_BS_EXIT)
@@ -614,7 +622,6 @@ int sp_bs_on_event(void *ctx, void *data, size_t size)
 		on_dlopen(c, e);
 		return 0;
 	}
-	p = sp_bs_proc_get(c, e->pid);
 	if (!p)
 		p = sp_bs_proc_new(c, e->pid);	/* raced with our own bookkeeping */
 	if (e->probe < SP_PR_MAX)

@@ -456,6 +456,48 @@ void sp_bs_spans_state_release(struct bs_ctx *c, struct bs_proc *p)
 	fibers_release(p);
 }
 
+/* p is gone: its links go to the reapers, its bookkeeping at a later poll
+ * (sp_bs_forget_gone()). */
+static void drop(struct bs_ctx *c, struct bs_proc *p)
+{
+	detach_all(c, p);
+	p->gone_ns = sp_now_mono_ns();
+	sp_grow(&c->gone, &c->cgone, c->ngone + 1, sizeof(*c->gone));
+	c->gone[c->ngone++] = p;
+}
+
+/*
+ * p was tracked for a process it was not: -a seeded a pid that no longer
+ * named the process judged (sp_bs_all_take()), or that process's pid
+ * forked the child p meanwhile. BPF tracks its pid no more and forgets
+ * its threads' span rings (else drained into the ring buffer at their
+ * ends), what was attached for it goes, and it is dropped as a gone
+ * process is. Until it is forgotten (at the next poll at the earliest:
+ * the ring buffer is read by then) what BPF sent of it is dropped, not
+ * recorded (sp_bs_on_event()).
+ */
+void sp_bs_untrack(struct bs_ctx *c, struct bs_proc *p)
+{
+	struct bpf_map *rings = c->skel->maps.rings;
+	uint32_t tid, next, *prev = NULL;
+	struct sp_bs_ring r;
+
+	bpf_map__delete_elem(c->skel->maps.tgids, &p->pid, sizeof(p->pid), 0);
+	/* a key deleted is not found again: the walk starts over */
+	while (!bpf_map__get_next_key(rings, prev, &next, sizeof(next))) {
+		if (!bpf_map__lookup_elem(rings, &next, sizeof(next), &r, sizeof(r), 0) &&
+		    r.pid == p->pid && !bpf_map__delete_elem(rings, &next, sizeof(next), 0)) {
+			prev = NULL;
+			continue;
+		}
+		tid = next;
+		prev = &tid;
+	}
+	p->untracked = true;
+	p->exited = true;
+	drop(c, p);
+}
+
 int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 {
 	struct bs_proc *p = sp_bs_proc_get(c, e->pid), *parent;
@@ -469,6 +511,10 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->ppid = e->ppid;
 		p->gen = (uint32_t)e->cookie;
 		parent = sp_bs_proc_get(c, e->ppid);
+		if (parent && parent->untracked) {	/* none of ours either */
+			sp_bs_untrack(c, p);
+			break;
+		}
 		/* not held: its raise and audit probes wait (sp_bs_attach_late) */
 		p->late_probes = !(e->flags & (SP_BSF_STOPPED | SP_BSF_SHARED_MM));
 		/* BPF stops a child when its parent has probes (if the kernel
@@ -529,10 +575,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 			return 0;
 		p->exited = true;	/* ran to its end: the health's verdicts */
 		sp_bs_emit_health(c, p, e->time_ns, false);
-		detach_all(c, p);
-		p->gone_ns = sp_now_mono_ns();
-		sp_grow(&c->gone, &c->cgone, c->ngone + 1, sizeof(*c->gone));
-		c->gone[c->ngone++] = p;
+		drop(c, p);
 		return 0;
 	}
 	if (e->flags & SP_BSF_STOPPED)

@@ -260,6 +260,8 @@ static int add_container(struct sp_cgroup_filter *f, int mfd, const char *want)
 	sp_esc_text(e, sizeof(e), want, strlen(want), 0);
 	if (sp_procfs_pids(&pids, &npids))
 		npids = 0;
+	/* an identity is one process's, read by number between two reads of
+	 * its start time: a pid reused meanwhile gives none (procfs.c) */
 	for (i = 0; i < npids && !ret; i++) {
 		if (sp_procfs_identity(pids[i], pid_id) || !pid_id->cgroup[0] ||
 		    !sp_cgroup_owner(pid_id->cgroup, strlen(pid_id->cgroup), &o) || !o.id[0])

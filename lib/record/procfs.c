@@ -785,39 +785,42 @@ int sp_procfs_identity(uint32_t pid, struct sp_proc_identity *id)
 {
 	static const char *const ns_names[SP_NS_COUNT] = { "pid", "mnt", "net", "cgroup" };
 	char path[256], buf[1024];
-	uint64_t long_lines;
-	int n, i, got = 0;
+	uint64_t long_lines, again;
+	int n, i;
 	ssize_t len;
 
 	memset(id, 0, sizeof(*id));
 	snprintf(path, sizeof(path), "%s/%u/stat", sp_procfs_root, pid);
 	n = read_small(path, buf, sizeof(buf));
-	if (n < 0 && errno == ENOENT) {
-		/* Gone (a zombie still has its stat): none of the rest is
-		 * there either, and short-lived processes are many. */
+	/* Gone (a zombie still has its stat): none of the rest is there
+	 * either, and short-lived processes are many. Nor is the rest known
+	 * to be one process's without its start time (below). */
+	if (n <= 0 || sp_procfs_parse_start(buf, (size_t)n, &id->start_ticks)) {
 		errno = ESRCH;
 		return -1;
 	}
-	if (n > 0 && sp_procfs_parse_start(buf, (size_t)n, &id->start_ticks) == 0)
-		got++;
-	if (proc_lines(pid, "status", 1024, identity_status_line, id, &long_lines) == 0)
-		got++;
+	proc_lines(pid, "status", 1024, identity_status_line, id, &long_lines);
 	for (i = 0; i < SP_NS_COUNT; i++) {
 		snprintf(path, sizeof(path), "%s/%u/ns/%s", sp_procfs_root, pid, ns_names[i]);
 		len = readlink(path, buf, 63);
 		if (len <= 0)
 			continue;
 		buf[len] = 0;
-		if (sp_procfs_parse_ns(buf, ns_names[i], &id->ns[i]) == 0)
-			got++;
+		sp_procfs_parse_ns(buf, ns_names[i], &id->ns[i]);
 	}
 	/* A longer line is skipped: on a v2 host the "0::" line is the only one. */
 	if (proc_lines(pid, "cgroup", SP_PROC_CGROUP_MAX + 3, identity_cgroup_line, id,
-		       &long_lines) == 0) {
-		got++;
+		       &long_lines) == 0)
 		id->cgroup_long = !id->cgroup[0] && long_lines;
-	}
-	if (!got) {
+	/*
+	 * Each file is read by the pid's number: the process may have ended
+	 * meanwhile and its pid named another (another user's, in another
+	 * container). None is taken unless the start time read first is the
+	 * start time still: a pid is not reused while its process exists, so
+	 * all was read of the process that started then.
+	 */
+	if (sp_procfs_start(pid, &again) || again != id->start_ticks) {
+		memset(id, 0, sizeof(*id));
 		errno = ESRCH;
 		return -1;
 	}

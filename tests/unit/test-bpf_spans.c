@@ -6,9 +6,11 @@
  * recording is tested for real in tests/sp-record-spans.bats. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/types.h>
@@ -16,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf_spans.h"
+#include "procfs.h"
 #include "record/bpf_spansP.h"
 #include "spans.h"
 #include "tap.h"
@@ -300,6 +303,19 @@ static void test_bpf_spans_usdt_full_counted(void)
 	CHECK_EQ_U(c.unprobed, 2);
 }
 
+/* The reaper threads (bpf_spans_procs.c) finish what is queued and end. */
+static void stop_reapers(struct bs_ctx *c)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&c->rq_lock);
+	c->reaper_stop = true;
+	pthread_cond_broadcast(&c->rq_cond);
+	pthread_mutex_unlock(&c->rq_lock);
+	for (i = 0; i < c->reapers; i++)
+		pthread_join(c->reaper[i], NULL);
+}
+
 /*
  * A container's file (bpf_spans_root.c) is kept while a process known uses
  * it, then SP_BS_ROOT_IDLE_NS more, then closed, with what was keyed by its
@@ -375,12 +391,7 @@ static void test_bpf_spans_roots_sweep(void)
 
 	/* the shared link went to a reaper thread: stop them, it is closed */
 	CHECK(c.reaper_on);
-	pthread_mutex_lock(&c.rq_lock);
-	c.reaper_stop = true;
-	pthread_cond_broadcast(&c.rq_cond);
-	pthread_mutex_unlock(&c.rq_lock);
-	for (i = 0; i < c.reapers; i++)
-		pthread_join(c.reaper[i], NULL);
+	stop_reapers(&c);
 	CHECK(fcntl(shared, F_GETFD) < 0);
 
 	/* more than half of SP_BS_ROOT_FILES open: an unused one goes at once */
@@ -450,6 +461,132 @@ static void test_bpf_spans_all_rule(void)
 	CHECK(sp_bs_all_judge(&old, (1ull << 46) + 1, UINT64_MAX));
 }
 
+static int count_emit(void *ctx, const struct sp_record *r)
+{
+	(void)r;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static bool bpf_tracked(struct bs_ctx *c, uint32_t pid)
+{
+	struct sp_bs_proc v;
+
+	return !bpf_map__lookup_elem(c->skel->maps.tgids, &pid, sizeof(pid), &v, sizeof(v), 0);
+}
+
+/*
+ * -a seeds a pid judged to be the process that started at t
+ * (sp_bs_all_take()): one that names another by the seed's end (here: a
+ * start time not the one judged) is let go, with all the seed did (BPF's
+ * tracking, ld.so's probe), and what BPF sent of it, or of the children
+ * it forked meanwhile, is dropped; the process judged is kept.
+ */
+static void test_bpf_spans_all_take(void)
+{
+	struct sp_spans_opts o = { .modes = SP_SPANS_RUBY | SP_SPANS_PYTHON | SP_SPANS_USDT };
+	struct sp_bs_event e = { .kind = SP_BS_EXEC, .flags = 0 };
+	struct sp_bs_proc one = { .gen = 1 };
+	int emitted = 0;
+	struct sp_emit out = { .emit = count_emit, .ctx = &emitted };
+	struct bs_proc *p;
+	char why[256];
+	struct bs_ctx c;
+	uint64_t t, t2;
+	pid_t kid, kid2;
+	uint32_t fake_child = 4194000;
+	size_t i;
+
+	memset(&c, 0, sizeof(c));
+	if (geteuid() != 0 || !(c.skel = sp_bs_load_skel(why, sizeof(why)))) {
+		printf("# skipped: no BPF (%s)\n", geteuid() ? "not root" : why);
+		return;
+	}
+	pthread_mutex_init(&c.bpf_lock, NULL);
+	pthread_mutex_init(&c.rq_lock, NULL);
+	pthread_cond_init(&c.rq_cond, NULL);
+	c.o = &o;
+	c.all = true;
+	c.out = &out;
+	c.guard_fd = c.epfd = -1;
+	kid = fork();
+	if (kid == 0) {
+		pause();
+		_exit(0);
+	}
+	kid2 = fork();
+	if (kid2 == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(kid > 0 && kid2 > 0);
+	CHECK(sp_procfs_start(kid, &t) == 0 && sp_procfs_start(kid2, &t2) == 0);
+
+	/* its pid names a process started later than the one judged */
+	CHECK(sp_bs_all_take(&c, kid, t - 1, "/nonexistent") == 1);
+	p = sp_bs_proc_get(&c, kid);
+	CHECK(p && p->untracked && p->exited);
+	CHECK(!bpf_tracked(&c, kid));
+	CHECK(p && !p->natt && !p->dl.link && p->dl.fd < 0);
+	CHECK(c.ngone == 1 && c.gone[0] == p);
+	/* what BPF sent before: its exec, a child it forked (tracked by BPF
+	 * at its fork), a span mark */
+	e.pid = kid;
+	CHECK(sp_bs_on_event(&c, &e, sizeof(e)) == 0);
+	CHECK(p && !p->natt && p->gen == 1);	/* no new image: nothing attached */
+	CHECK(!bpf_map__update_elem(c.skel->maps.tgids, &fake_child, sizeof(fake_child), &one,
+				    sizeof(one), BPF_ANY));
+	e.kind = SP_BS_FORK;
+	e.pid = fake_child;
+	e.ppid = kid;
+	CHECK(sp_bs_on_event(&c, &e, sizeof(e)) == 0);
+	CHECK(!bpf_tracked(&c, fake_child));
+	p = sp_bs_proc_get(&c, fake_child);
+	CHECK(p && p->untracked);
+	e.kind = SP_BS_START;
+	e.probe = SP_PR_SP_BEGIN;
+	e.pid = e.tid = kid;
+	e.ppid = 0;
+	CHECK(sp_bs_on_event(&c, &e, sizeof(e)) == 0);
+	e.pid = e.tid = fake_child;
+	CHECK(sp_bs_on_event(&c, &e, sizeof(e)) == 0);
+	CHECK_EQ_U(emitted, 0);
+	CHECK_EQ_U(c.forks, 0);
+
+	/* the process judged */
+	CHECK(sp_bs_all_take(&c, kid2, t2, "/nonexistent") == 0);
+	p = sp_bs_proc_get(&c, kid2);
+	CHECK(p && !p->untracked && !p->exited);
+	CHECK(bpf_tracked(&c, kid2));
+
+	kill(kid, SIGKILL);
+	kill(kid2, SIGKILL);
+	waitpid(kid, NULL, 0);
+	waitpid(kid2, NULL, 0);
+	stop_reapers(&c);
+	free(c.rq);
+	for (i = 0; i < c.nprocs; i++) {
+		sp_bs_detach_all_how(&c, c.procs[i], true);
+		free(c.procs[i]->att);
+		sp_u64map_release(&c.procs[i]->strs);
+		sp_bs_spans_state_release(&c, c.procs[i]);
+		free(c.procs[i]);
+	}
+	free(c.procs);
+	free(c.gone);
+	free(c.dlw);
+	sp_u64map_release(&c.by_pid);
+	sp_u64map_release(&c.all_seen);
+	for (i = 0; i < c.nlocs; i++)
+		free(c.locs[i].bin);
+	free(c.locs);
+	free(c.loc_free);
+	free(c.ucache);
+	sp_u64map_release(&c.loc_ids);
+	sp_bs_roots_release(&c);
+	sp_spans__destroy(c.skel);
+}
+
 /* The tracefs answer (bpf_spans_load.c) is the kernel BTF's, which it
  * stands in for: tp_btf/sched_prepare_exec loads if and only if the
  * kernel's BTF has the tracepoint. */
@@ -471,6 +608,7 @@ int main(void)
 {
 	TAP_RUN(test_bpf_spans_parse_list);
 	TAP_RUN(test_bpf_spans_all_rule);
+	TAP_RUN(test_bpf_spans_all_take);
 	TAP_RUN(test_bpf_spans_split_func);
 	TAP_RUN(test_bpf_spans_elf_providers);
 	TAP_RUN(test_bpf_spans_runtime_libs);

@@ -3,9 +3,11 @@
  * /proc tree, and this very process read from the real /proc. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -545,6 +547,64 @@ static void test_procfs_descendants_starts(void)
 	CHECK(system(p) == 0);
 }
 
+/*
+ * An identity is all one process's: its start time read before the rest
+ * and after. The fake /proc/12/stat is a FIFO that a child fills once for
+ * each read (the next once the last is closed: inotify), so that the pid
+ * names another process (a later start) by the end of the second identity
+ * read: the cgroup read in between may be the other's.
+ */
+static void test_procfs_identity_reused(void)
+{
+	static const uint64_t starts[] = { 1000, 1000, 1000, 5000 };
+	char dir[] = "/tmp/sp-procfs-reuse-XXXXXX", p[512], buf[256];
+	struct sp_proc_identity *id = calloc(1, sizeof(*id));
+	pid_t kid;
+	size_t i;
+	int fd, len, in;
+
+	CHECK(mkdtemp(dir) != NULL);
+	put_status(dir, 12, 12, 1);
+	snprintf(p, sizeof(p), "%s/12/cgroup", dir);
+	put_file(p, "0::/user.slice/other\n", 21);
+	snprintf(p, sizeof(p), "%s/12/stat", dir);
+	CHECK(mkfifo(p, 0600) == 0);
+	in = inotify_init1(IN_CLOEXEC);
+	CHECK(in >= 0 && inotify_add_watch(in, p, IN_CLOSE_NOWRITE) >= 0);
+	kid = fork();
+	if (kid == 0) {
+		struct inotify_event ev[4];
+
+		/* reader and writer: a read never meets the end of the
+		 * file, nor a write the lack of a reader */
+		fd = open(p, O_RDWR);
+		for (i = 0; fd >= 0 && i < sizeof(starts) / sizeof(starts[0]); i++) {
+			len = snprintf(buf, sizeof(buf), "12 (a) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 "
+				       "20 0 1 0 %llu 100 10\n", (unsigned long long)starts[i]);
+			/* the next once the reader closed the last */
+			if (write(fd, buf, (size_t)len) != len || read(in, ev, sizeof(ev)) <= 0)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	sp_procfs_root = dir;
+	/* the same start before and after: taken */
+	CHECK(sp_procfs_identity(12, id) == 0);
+	CHECK_EQ_U(id->start_ticks, 1000);
+	CHECK_STR(id->cgroup, "/user.slice/other");
+	/* another start after: nothing is taken */
+	errno = 0;
+	CHECK(sp_procfs_identity(12, id) == -1 && errno == ESRCH);
+	CHECK(!id->start_ticks && !id->cgroup[0]);
+	sp_procfs_root = "/proc";
+	kill(kid, SIGKILL);	/* without the check after: a close never comes */
+	waitpid(kid, NULL, 0);
+	close(in);
+	free(id);
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	CHECK(system(p) == 0);
+}
+
 int main(void)
 {
 	TAP_RUN(test_procfs_cpu_list);
@@ -557,6 +617,7 @@ int main(void)
 	TAP_RUN(test_procfs_parse_start);
 	TAP_RUN(test_procfs_parse_ns);
 	TAP_RUN(test_procfs_identity);
+	TAP_RUN(test_procfs_identity_reused);
 	TAP_RUN(test_procfs_descendants);
 	TAP_RUN(test_procfs_descendants_starts);
 	return TAP_DONE();

@@ -93,8 +93,10 @@ struct sp_proc_identity {
 	bool cgroup_long;		/* longer than SP_PROC_CGROUP_MAX: not kept */
 };
 
-/* Read what can be read of pid's identity. 0, or -1 when nothing could be
- * (the process is gone; errno set). */
+/* Read what can be read of pid's identity, all of one process: its start
+ * time read before the rest and the same after. 0, or -1 when its start
+ * time could not be read, or the pid named another process (or none) by
+ * the end of the reads (errno ESRCH; *id zeroed). */
 int sp_procfs_identity(uint32_t pid, struct sp_proc_identity *id);
 /* Thread tid of process pid: its tid in its own pid namespace (the last
  * field of NSpid in /proc/PID/task/TID/status). 0, or -1 (gone, no such
