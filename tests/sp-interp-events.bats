@@ -150,6 +150,29 @@ assert_tree() {
 	assert_tree Store#load_config Object#write_report Client#ping
 }
 
+@test "a Ruby command where tracefs is not mounted: its events carry its methods from the first, and tracefs is not left mounted" {
+	need $RB
+	require_cmd unshare
+	start_server
+	# A mount namespace with neither tracefs path: sp-record mounts it for
+	# the tracepoints its sources attach on threads of their own, and the
+	# interpreters' source must find it as its walkers were loaded for.
+	run --separate-stderr timeout 120 unshare -m sh -c '
+		umount /sys/kernel/debug/tracing 2>/dev/null
+		umount /sys/kernel/tracing 2>/dev/null
+		umount -l /sys/kernel/debug 2>/dev/null
+		[ ! -e /sys/kernel/tracing/events ] || exit 99
+		sp-record -v --spans=none -o "$1" -- "$2" "$3" "$4" "$5" 5 || exit
+		! grep -q " /sys/kernel/tracing " /proc/self/mounts || exit 98' sh \
+		"$OUT" $RB "$RBFIX" "$PORT" "$D"
+	[ "$status" != 99 ] || skip "tracefs cannot be unmounted here"
+	[ "$status" != 98 ] || fail "tracefs left mounted"
+	[ "$status" = 0 ] || fail "status $status: $stderr"
+	! grep -q 'walker not loaded yet' <<< "$stderr" || fail "$(grep walker <<< "$stderr")"
+	assert_owners 5 Store#load_config Object#write_report Client#ping
+	assert_tree Store#load_config Object#write_report Client#ping
+}
+
 @test "sp-record -p of a running Ruby without spans: its events under their methods" {
 	need $RB
 	start_server

@@ -81,7 +81,8 @@ struct ev_priv {
 	struct sp_buf probes;		/* top rungs probed: fentry, LSM */
 	uint64_t avail;			/* kinds this kernel gives */
 	uint64_t active;		/* kinds recorded */
-	bool mounted_tracefs;
+	bool tracefs_held;		/* sp_tracefs_hold() while loading */
+	bool mounted_tracefs;		/* by sp-record: said in the header */
 	const char *entry;		/* what gives entry-time data: "setid-tracepoints",
 					 * "sys_enter", NULL = nothing attached */
 	struct bpf_link *setid_links[8];	/* on_setid_tp on each setid call */

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <unistd.h>
 #include <linux/bpf.h>
 #include <bpf/bpf.h>
@@ -20,6 +19,7 @@
 
 #include "bpf_print.h"
 #include "bpf_eventsP.h"
+#include "tracefs.h"
 #include "parallel.h"
 #include "sp.h"
 #include "events.skel.h"
@@ -41,21 +41,15 @@ static const char *const prog_roles[P_NUM] = {
 	"on_sys_enter_", "on_sys_exit_", "on_fork_", "on_exec_", "on_exit_", "on_capable_",
 };
 
-static bool tracefs_ready(void)
-{
-	return !access("/sys/kernel/tracing/events/sched", F_OK) ||
-	       !access("/sys/kernel/debug/tracing/events/sched", F_OK);
-}
-
-/* tracefs, which libbpf needs to attach classic tracepoints: mounted on
- * /sys/kernel/tracing (and unmounted once attached) when missing. false, and
- * why in tried under what, when it cannot be had. */
+/* tracefs, which libbpf needs to attach classic tracepoints: held (mounted
+ * when missing, tracefs.h) until the programs are attached. false, and why
+ * in tried under what, when it cannot be had. */
 static bool need_tracefs(struct ev_priv *p, const char *what)
 {
-	if (tracefs_ready())
+	if (p->tracefs_held)
 		return true;
-	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0) {
-		p->mounted_tracefs = true;
+	if (sp_tracefs_hold(&p->mounted_tracefs)) {
+		p->tracefs_held = true;
 		return true;
 	}
 	sp_buf_printf(&p->tried, " %s(cannot mount tracefs: %s)", what,
@@ -489,10 +483,12 @@ int sp_events_prepare(struct sp_source *s)
 	want_cap = cap_hook && (want & SP_EV_BIT(SP_EV_CAPABLE_CHECK));
 	if (!err)
 		err = load_best(p, &kf, want, want_cap);
-	/* attached tracepoints need tracefs no more: unmounted at once, so that
-	 * it is not left behind however sp-record ends */
-	if (p->mounted_tracefs)
-		umount("/sys/kernel/tracing");
+	/* attached tracepoints need tracefs no more: let go at once (one
+	 * mounted here is unmounted with the last hold) */
+	if (p->tracefs_held) {
+		sp_tracefs_release();
+		p->tracefs_held = false;
+	}
 	if (!p->skel) {
 		if (err == -EPERM || (err == -EACCES && geteuid()))
 			snprintf(p->why, sizeof(p->why), "loading BPF programs needs root "

@@ -24,6 +24,7 @@
 #include <sys/ioctl.h>
 
 #include "bpf_print.h"
+#include "tracefs.h"
 #include "bpf_cgfilter.h"
 #include "interp.skel.h"
 #include "interpP.h"
@@ -109,11 +110,19 @@ static struct bpf_map *walker_slot(struct sp_interp *sk, unsigned int w)
 
 /* Whether the system calls' own entry tracepoints can be had (then the
  * events' program is on_event_tp, ev_attach_calls(), and its walker the
- * _tp one): the first wanted call's stands for all of them. */
+ * _tp one): the first wanted call's stands for all of them. Looked at as
+ * ev_attach_calls() will: with tracefs held, mounted if it is not, though
+ * it is let go between the two (tracefs.h). */
 static bool calls_tps_likely(void)
 {
-	return !access("/sys/kernel/tracing/events/syscalls/sys_enter_openat", F_OK) ||
-	       !access("/sys/kernel/debug/tracing/events/syscalls/sys_enter_openat", F_OK);
+	bool yes;
+
+	if (!sp_tracefs_hold(NULL))
+		return false;
+	yes = !access("/sys/kernel/tracing/events/syscalls/sys_enter_openat", F_OK) ||
+	      !access("/sys/kernel/debug/tracing/events/syscalls/sys_enter_openat", F_OK);
+	sp_tracefs_release();
+	return yes;
 }
 
 /* The walkers that serve the recording's uses (1u << W_*): the sample
@@ -408,12 +417,14 @@ static bool ev_attach_calls(struct sp_interp_bpf *b)
 {
 	const uint64_t *bits = (const uint64_t *)b->skel->rodata->want_nr;
 	size_t nbits = sizeof(b->skel->rodata->want_nr) * 8, nr, n = 0;
-	bool was;
+	bool was, held;
 	bool ok = true;
 
 	for (nr = 0; nr < nbits; nr++)
 		n += bits[nr / 64] >> (nr % 64) & 1;
 	b->ev_links = sp_xcalloc(n ? n : 1, sizeof(*b->ev_links));
+	/* libbpf reads each tracepoint's id from tracefs: held meanwhile */
+	held = ok = sp_tracefs_hold(NULL);
 	was = sp_bpf_print_quiet(true);	/* a missing tracepoint is no fault: said below */
 	for (nr = 0; ok && nr < nbits; nr++) {
 		const char *name;
@@ -435,6 +446,8 @@ static bool ev_attach_calls(struct sp_interp_bpf *b)
 			b->nev_links++;
 	}
 	sp_bpf_print_quiet(was);
+	if (held)
+		sp_tracefs_release();
 	if (!ok) {
 		sp_info("interpreted frames: a system call's own tracepoint cannot be had; "
 			 "the raw sys_enter one serves");

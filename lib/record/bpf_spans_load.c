@@ -18,6 +18,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "tracefs.h"
 #include "bpf_print.h"
 #include "bpf_spansP.h"
 #include "sp.h"
@@ -57,11 +58,8 @@ static bool on_tracefs(const char *dir, bool debugfs)
 				     (debugfs && (unsigned long)fs.f_type == SP_DEBUGFS_MAGIC));
 }
 
-/* Whether the kernel has the sched_prepare_exec tracepoint. Tracefs says
- * so in a few microseconds; only where it is not mounted is the kernel's
- * BTF searched, a parse of its own (tens of milliseconds of CPU, on top of
- * the one sp_spans__load() makes). */
-bool sp_bs_has_prepare_exec(void)
+/* 1 or 0 when a tracefs says whether sched_prepare_exec exists, else -1. */
+static int prepare_exec_in_tracefs(void)
 {
 	static const struct {
 		const char *dir;
@@ -78,12 +76,28 @@ bool sp_bs_has_prepare_exec(void)
 			continue;	/* not mounted there, or not tracefs */
 		snprintf(path, sizeof(path), "%s/sched_prepare_exec", sched[i].dir);
 		if (!access(path, F_OK))
-			return true;
-		/* unless tracefs went meanwhile (the events' source unmounts
-		 * the one it mounted itself) */
+			return 1;
+		/* unless tracefs went meanwhile (someone else's, unmounted) */
 		if (on_tracefs(sched[i].dir, sched[i].debugfs))
-			return false;
+			return 0;
 	}
+	return -1;
+}
+
+/* Whether the kernel has the sched_prepare_exec tracepoint. Tracefs says
+ * so in a few microseconds (held meanwhile, mounted when it is not:
+ * tracefs.h); only where it cannot be had is the kernel's BTF searched, a
+ * parse of its own (tens of milliseconds of CPU, on top of the one
+ * sp_spans__load() makes). */
+bool sp_bs_has_prepare_exec(void)
+{
+	bool held = sp_tracefs_hold(NULL);
+	int found = prepare_exec_in_tracefs();
+
+	if (held)
+		sp_tracefs_release();
+	if (found >= 0)
+		return found;
 	return libbpf_find_vmlinux_btf_id("sched_prepare_exec", BPF_TRACE_RAW_TP) >= 0;
 }
 
