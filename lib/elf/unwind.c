@@ -1176,6 +1176,26 @@ static bool after_call(const struct uw_map *m, uint64_t ra)
 	return false;
 }
 
+/* Whether the word at at, in the copied stack, is a return address: it
+ * points just after a call instruction in a mapped file. */
+static bool return_address_at(struct sp_unwinder *u, const struct uw_ctx *c, uint32_t pid,
+			      const struct uw_proc *p, uint64_t at)
+{
+	const struct uw_map *m;
+	uint64_t ra;
+
+	if (at < c->lo || at > c->hi || c->hi - at < 8)
+		return false;
+	memcpy(&ra, c->stack + (at - c->lo), 8);
+	m = ra ? map_find(p, ra - 1) : NULL;
+	if (!m || !m->file)
+		return false;
+	m->file->used = u->trims;
+	if (!m->file->loaded)
+		file_load(m->file, pid, m, u);
+	return after_call(m, ra);
+}
+
 /*
  * A sample at the very first instruction of _init or _fini (or just after
  * its endbr64), code without CFI that ld.so calls for every library it
@@ -1188,9 +1208,7 @@ static bool init_fini_entry_rules(struct sp_unwinder *u, struct uw_ctx *c, uint3
 				  struct rules *r)
 {
 	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
-	const struct uw_map *m;
 	uint8_t b[4];
-	uint64_t sp, ra;
 	int i;
 
 	for (i = 0; i < 2; i++) {
@@ -1200,19 +1218,8 @@ static bool init_fini_entry_rules(struct sp_unwinder *u, struct uw_ctx *c, uint3
 					   !memcmp(b, endbr64, 4))))
 			break;
 	}
-	if (i == 2 || !p || !(c->valid & (1u << DW_RSP)))
-		return false;
-	sp = c->regs[DW_RSP];
-	if (sp < c->lo || sp > c->hi || c->hi - sp < 8)
-		return false;
-	memcpy(&ra, c->stack + (sp - c->lo), 8);
-	m = ra ? map_find(p, ra - 1) : NULL;
-	if (!m || !m->file)
-		return false;
-	m->file->used = u->trims;
-	if (!m->file->loaded)
-		file_load(m->file, pid, m, u);
-	if (!after_call(m, ra))
+	if (i == 2 || !p || !(c->valid & (1u << DW_RSP)) ||
+	    !return_address_at(u, c, pid, p, c->regs[DW_RSP]))
 		return false;
 	leaf_rules(r);
 	return true;
@@ -1229,22 +1236,12 @@ static bool init_fini_entry_rules(struct sp_unwinder *u, struct uw_ctx *c, uint3
 static bool fp_rules(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid,
 		     const struct uw_proc *p, struct rules *r)
 {
-	const struct uw_map *m;
-	uint64_t fp, ra;
+	uint64_t fp;
 
 	if (!p || !(c->valid & (1u << DW_RBP)) || !(c->valid & (1u << DW_RSP)))
 		return false;
 	fp = c->regs[DW_RBP];
-	if (fp < c->regs[DW_RSP] || fp < c->lo || fp > c->hi || c->hi - fp < 16)
-		return false;
-	memcpy(&ra, c->stack + (fp + 8 - c->lo), 8);
-	m = ra ? map_find(p, ra - 1) : NULL;
-	if (!m || !m->file)
-		return false;
-	m->file->used = u->trims;
-	if (!m->file->loaded)
-		file_load(m->file, pid, m, u);
-	if (!after_call(m, ra))
+	if (fp < c->regs[DW_RSP] || fp > UINT64_MAX - 8 || !return_address_at(u, c, pid, p, fp + 8))
 		return false;
 	leaf_rules(r);
 	r->cfa_reg = DW_RBP;

@@ -64,6 +64,20 @@ static inline pid_t fork_as(pid_t pid, int *go)
 	return -1;
 }
 
+/* End the child old (told through go), reap it, and start another as old:
+ * its pid, or -1 (said) when another process took it first. */
+static inline pid_t end_and_reuse(pid_t old, int go, int *go2)
+{
+	pid_t reuse;
+
+	close(go);
+	waitpid(old, NULL, 0);
+	reuse = fork_as(old, go2);
+	if (reuse < 0)
+		printf("# pid %d not reused (taken meanwhile): nothing checked\n", (int)old);
+	return reuse;
+}
+
 /* Whether pids can be given back (fork_as): root, and the file there. */
 static inline bool pid_reuse_possible(void)
 {

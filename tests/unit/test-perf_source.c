@@ -227,11 +227,8 @@ static void test_perf_source_held(void)
 	CHECK(sp_proc_pin_open(&pin, (uint32_t)old) == 0);
 	CHECK_EQ_U(start_held((uint32_t)old, &pin, &nfds), 0);
 	CHECK(nfds > 0);	/* living: its thread's events */
-	close(go);
-	waitpid(old, NULL, 0);
-	reuse = fork_as(old, &go2);
+	reuse = end_and_reuse(old, go, &go2);
 	if (reuse < 0) {
-		printf("# pid %d not reused (taken meanwhile): nothing checked\n", (int)old);
 		sp_proc_pin_close(&pin);
 		return;
 	}

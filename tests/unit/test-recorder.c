@@ -464,11 +464,21 @@ static void test_recorder_start_fails(void)
 	unlink(path);
 }
 
+/* A recorder of -p *pid, for 10 s at most (not what ends the tests). */
+static struct sp_recorder *recorder_of(uint32_t *pid)
+{
+	struct sp_recorder_opts o = opts();
+
+	o.pids = pid;
+	o.npids = 1;
+	o.duration_ns = 10000 * MS;
+	return sp_recorder_new(&o);
+}
+
 /* -p: the recording ends when the processes it holds have exited. */
 static void test_recorder_pids_exit(void)
 {
 	struct fake a = { .feature = "", .missing = "" };
-	struct sp_recorder_opts o;
 	struct sp_recorder *r;
 	uint32_t pid;
 	struct got g;
@@ -478,11 +488,7 @@ static void test_recorder_pids_exit(void)
 	CHECK(child > 0);
 	pid = (uint32_t)child;
 	output_to("build/unit/test-recorder-pids.sp");
-	o = opts();
-	o.pids = &pid;
-	o.npids = 1;
-	o.duration_ns = 10000 * MS;	/* not what ends it */
-	r = sp_recorder_new(&o);
+	r = recorder_of(&pid);
 	CHECK(r != NULL);
 	CHECK(sp_recorder_add(r, SP_SOURCE_SPANS, fake_new(&a)) == 0);
 	CHECK(sp_recorder_open_output(r) == 0);
@@ -512,7 +518,6 @@ static void test_recorder_pids_exit(void)
 static void test_recorder_pid_reused_before_start(void)
 {
 	struct fake a = { .feature = "", .missing = "" };
-	struct sp_recorder_opts o;
 	struct sp_recorder *r;
 	uint32_t pid;
 	pid_t old, reuse;
@@ -522,16 +527,10 @@ static void test_recorder_pid_reused_before_start(void)
 	CHECK(old > 0);
 	pid = (uint32_t)old;
 	output_to("build/unit/test-recorder-reused.sp");
-	o = opts();
-	o.pids = &pid;
-	o.npids = 1;
-	r = sp_recorder_new(&o);	/* held from here */
+	r = recorder_of(&pid);	/* held from here */
 	CHECK(r != NULL);
-	close(go);
-	waitpid(old, NULL, 0);
-	reuse = fork_as(old, &go2);
+	reuse = end_and_reuse(old, go, &go2);
 	if (reuse < 0) {
-		printf("# pid %d not reused (taken meanwhile): nothing checked\n", (int)old);
 		sp_recorder_free(r);
 		fclose(common.out);
 		unlink(path);
