@@ -64,6 +64,18 @@ bool sp_proc_pin_exited(const struct sp_proc_pin *pin)
 	return r != 0;
 }
 
+bool sp_proc_pin_reused(const struct sp_proc_pin *pin)
+{
+	char path[64];
+	struct stat st;
+
+	/* its own directory answers while it lives, a zombie included */
+	if (pin->dir >= 0 && fstatat(pin->dir, "stat", &st, 0) == 0)
+		return false;
+	snprintf(path, sizeof(path), "%s/%u", sp_procfs_root, pin->pid);
+	return stat(path, &st) == 0;
+}
+
 void sp_proc_pin_close(struct sp_proc_pin *pin)
 {
 	if (pin->pidfd >= 0)

@@ -36,6 +36,9 @@ bool sp_proc_pin_has_thread(const struct sp_proc_pin *pin, uint32_t tid);
 int sp_proc_pin_tasks(const struct sp_proc_pin *pin, uint32_t **tids, size_t *n);
 /* Whether the process has exited (a zombie has). */
 bool sp_proc_pin_exited(const struct sp_proc_pin *pin);
+/* Whether its pid names another process now: the one held is gone (reaped,
+ * its /proc directory empty) and a process of that number is there. */
+bool sp_proc_pin_reused(const struct sp_proc_pin *pin);
 void sp_proc_pin_close(struct sp_proc_pin *pin);
 
 /* Why pidfd_open(pid) failed with err, for a message "pid PID: WHY" (a

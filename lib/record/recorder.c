@@ -614,11 +614,14 @@ void sp_recorder_start(struct sp_recorder *r)
 			r->status = SP_EXIT_FATAL;
 	}
 	/* What the sources did by a -p pid's number (a BPF map's key, probes,
-	 * /proc/PID reads) was done to the process held only if it has not
-	 * exited since: until it has, and is reaped, its pid names no other. */
+	 * /proc/PID reads) was done to the process held unless its number
+	 * names another now: until the one held is reaped it names no other,
+	 * and once it is, only a process that took the number is a doubt. One
+	 * that merely ended is recorded to its end, as before. */
 	for (i = 0; i < r->npins && r->status == SP_EXIT_OK; i++)
-		if (sp_proc_pin_exited(&r->pins[i])) {
-			sp_error("pid %u: exited during attach", r->pins[i].pid);
+		if (sp_proc_pin_exited(&r->pins[i]) && sp_proc_pin_reused(&r->pins[i])) {
+			sp_error("pid %u: exited during attach, and its number was taken by "
+				 "another process", r->pins[i].pid);
 			r->status = SP_EXIT_FATAL;
 		}
 	if (r->status != SP_EXIT_OK) {

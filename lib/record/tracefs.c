@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tracefs.h"
@@ -12,6 +13,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned int holds;	/* under lock */
 static bool ours;		/* mounted by sp_tracefs_hold(), under lock */
+static dev_t ours_dev;		/* its device: the mount at the path is still it */
 
 bool sp_tracefs_ready(void)
 {
@@ -27,7 +29,10 @@ bool sp_tracefs_hold(bool *mounted)
 	pthread_mutex_lock(&lock);
 	if (!ours && !sp_tracefs_ready()) {
 		if (mount("nodev", SP_TRACEFS_DIR, "tracefs", 0, NULL) == 0) {
+			struct stat st;
+
 			ours = true;
+			ours_dev = stat(SP_TRACEFS_DIR, &st) == 0 ? st.st_dev : 0;
 		} else {
 			ok = false;
 			err = errno;
@@ -48,7 +53,12 @@ void sp_tracefs_release(void)
 	/* the last holder: one mounted here goes, so that it is not left
 	 * behind however sp-record ends */
 	if (holds && !--holds && ours) {
-		umount(SP_TRACEFS_DIR);
+		struct stat st;
+
+		/* by path: only while the mount there is still ours, not one
+		 * someone else put over it meanwhile (ours then stays below) */
+		if (stat(SP_TRACEFS_DIR, &st) == 0 && st.st_dev == ours_dev)
+			umount(SP_TRACEFS_DIR);
 		ours = false;
 	}
 	pthread_mutex_unlock(&lock);

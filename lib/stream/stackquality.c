@@ -176,7 +176,9 @@ void sp_stackq_add_sample(struct sp_stackq *q, const struct sp_defs *d, const st
 	uint64_t rel = 0;
 	int depth = 0;
 
-	if (s->flags & SP_SAMPLE_FP_GUESS)
+	/* of the stacks assessed, which the share is of (an imported or
+	 * forged spool may flag others) */
+	if ((s->flags & SP_SAMPLE_FP_GUESS) && s->unwind != SP_UNWIND_UNKNOWN)
 		q->fp_guess++;
 	if (s->unwind != SP_UNWIND_COMPLETE && s->unwind != SP_UNWIND_UNKNOWN && s->stack)
 		depth = sp_defs_stack_frames(d, s->stack, q->frames, SP_UNWIND_MAX_FRAMES);

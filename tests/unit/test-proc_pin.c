@@ -134,8 +134,10 @@ static void test_exited_process(void)
 	/* a zombie has exited (not reaped yet: WNOWAIT) */
 	CHECK(waitid(P_PID, (id_t)pid, &(siginfo_t){ 0 }, WEXITED | WNOWAIT) == 0);
 	CHECK(sp_proc_pin_exited(&pin));
+	CHECK(!sp_proc_pin_reused(&pin));	/* its number is still its own */
 	waitpid(pid, NULL, 0);
 	CHECK(sp_proc_pin_exited(&pin));
+	CHECK(!sp_proc_pin_reused(&pin));	/* free, taken by none */
 	CHECK(!sp_proc_pin_has_thread(&pin, (uint32_t)pid));
 	CHECK(sp_proc_pin_tasks(&pin, &tids, &n) == -1);
 	sp_proc_pin_close(&pin);
@@ -167,6 +169,7 @@ static void test_pid_reused(void)
 	free(tids);
 	/* ...held, the process that was asked for is gone */
 	CHECK(sp_proc_pin_exited(&pin));
+	CHECK(sp_proc_pin_reused(&pin));
 	CHECK(!sp_proc_pin_has_thread(&pin, (uint32_t)old));
 	CHECK(sp_proc_pin_tasks(&pin, &tids, &n) == -1);
 	sp_proc_pin_close(&pin);

@@ -551,6 +551,36 @@ static void test_recorder_pid_reused_before_start(void)
 	unlink(path);
 }
 
+/* -p of a process that ends (reaped, its number free) before the sources
+ * attach: nothing was done to another process, the recording is one of a
+ * process that ended. */
+static void test_recorder_pid_ended_before_start(void)
+{
+	struct fake a = { .feature = "", .missing = "" };
+	struct sp_recorder *r;
+	uint32_t pid;
+	int go;
+	pid_t child = child_waiting(&go);
+
+	CHECK(child > 0);
+	pid = (uint32_t)child;
+	output_to("build/unit/test-recorder-ended.sp");
+	r = recorder_of(&pid);
+	CHECK(r != NULL);
+	close(go);
+	waitpid(child, NULL, 0);
+	CHECK(sp_recorder_add(r, SP_SOURCE_SPANS, fake_new(&a)) == 0);
+	CHECK(sp_recorder_open_output(r) == 0);
+	sp_recorder_start(r);
+	sp_recorder_go(r);
+	sp_recorder_run(r);
+	sp_recorder_end(r);
+	CHECK_EQ_U(sp_recorder_report(r), SP_EXIT_OK);
+	sp_recorder_free(r);
+	fclose(common.out);
+	unlink(path);
+}
+
 /* SIGTERM to the recorder ends a recording of -a. */
 static void test_recorder_signal(void)
 {
@@ -637,6 +667,7 @@ int main(void)
 	TAP_RUN(test_recorder_cannot_run);
 	TAP_RUN(test_recorder_start_fails);
 	TAP_RUN(test_recorder_pids_exit);
+	TAP_RUN(test_recorder_pid_ended_before_start);
 	if (pid_reuse_possible())
 		TAP_RUN(test_recorder_pid_reused_before_start);
 	else

@@ -174,6 +174,8 @@ static void test_stackquality_from_defs(void)
 	sp_stackq_add_sample(q, d, &r.sample);
 	r.sample.flags = SP_SAMPLE_FP_GUESS;	/* complete, but a guess */
 	sp_stackq_add_sample(q, d, &r.sample);
+	r.sample.unwind = SP_UNWIND_UNKNOWN;	/* not assessed: not counted */
+	sp_stackq_add_sample(q, d, &r.sample);
 	r.sample.flags = 0;
 	r.sample.unwind = SP_UNWIND_STACK_SIZE;
 	sp_stackq_add_sample(q, d, &r.sample);

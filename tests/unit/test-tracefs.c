@@ -58,6 +58,18 @@ static void test_tracefs_someone_elses(void)
 	CHECK(umount("/sys/kernel/tracing") == 0);
 }
 
+/* One mounted over sp-record's while held is not unmounted for it. */
+static void test_tracefs_mounted_over(void)
+{
+	CHECK(sp_tracefs_hold(NULL));
+	CHECK(mount("nodev", "/sys/kernel/tracing", "tmpfs", 0, NULL) == 0);
+	sp_tracefs_release();
+	CHECK(umount("/sys/kernel/tracing") == 0);	/* the tmpfs was left */
+	CHECK(sp_tracefs_ready());			/* and ours below it */
+	CHECK(umount("/sys/kernel/tracing") == 0);
+	CHECK(!sp_tracefs_ready());
+}
+
 static pthread_barrier_t both;
 static volatile int lost;
 
@@ -96,11 +108,13 @@ int main(void)
 	if (geteuid() != 0 || !private_without_tracefs()) {
 		TAP_SKIP(test_tracefs_holds, "needs root (a mount namespace)");
 		TAP_SKIP(test_tracefs_someone_elses, "needs root (a mount namespace)");
+		TAP_SKIP(test_tracefs_mounted_over, "needs root (a mount namespace)");
 		TAP_SKIP(test_tracefs_two_threads, "needs root (a mount namespace)");
 		return TAP_DONE();
 	}
 	TAP_RUN(test_tracefs_holds);
 	TAP_RUN(test_tracefs_someone_elses);
+	TAP_RUN(test_tracefs_mounted_over);
 	TAP_RUN(test_tracefs_two_threads);
 	return TAP_DONE();
 }
