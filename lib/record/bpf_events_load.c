@@ -7,7 +7,6 @@
  * entry from their own tracepoints where they can be had; then its map of
  * recorded processes seeded with the target's process tree.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include "bpf_eventsP.h"
 #include "tracefs.h"
 #include "parallel.h"
+#include "procfs.h"
 #include "sp.h"
 #include "events.skel.h"
 
@@ -501,64 +501,55 @@ int sp_events_prepare(struct sp_source *s)
 	return events_ready(s, want);
 }
 
-/* The children of pid (every thread's), appended to *v. */
-static void add_children(uint32_t pid, uint32_t **v, size_t *n, size_t *cap)
+#define SP_EV_SEED_KIDS_MAX	65536	/* processes the -p ones started, taken at the start */
+
+/* Follow pid in BPF (its events and its children's). */
+static void track(struct ev_priv *p, uint32_t pid)
 {
-	char path[64];
-	struct dirent *de;
-	DIR *d;
+	uint8_t one = 1;
 
-	snprintf(path, sizeof(path), "/proc/%u/task", pid);
-	d = opendir(path);
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char cpath[300];
-		unsigned int c;
-		FILE *f;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(cpath, sizeof(cpath), "/proc/%u/task/%s/children", pid, de->d_name);
-		f = fopen(cpath, "r");
-		if (!f)
-			continue;
-		while (fscanf(f, "%u", &c) == 1) {
-			sp_grow(v, cap, *n + 1, sizeof(**v));
-			(*v)[(*n)++] = c;
-		}
-		fclose(f);
-	}
-	closedir(d);
+	if (bpf_map__update_elem(p->skel->maps.tgids, &pid, sizeof(pid), &one, sizeof(one),
+				 BPF_ANY))
+		sp_warn("pid %u: cannot add to the BPF process map: %s", pid, strerror(errno));
 }
 
+/*
+ * The roots (held by the recorder, which checks them once every source has
+ * attached), then the processes they started before the attach, found with
+ * their start times (sp_procfs_descendants(), breadth first). A descendant
+ * whose pid names another process by the time it is in the map (it ended,
+ * and another user's process took its number) is taken out again: a pid is
+ * not reused while its process exists, so the same start after the insert
+ * means the insert was of it. Twice, for the forks made during the walk.
+ */
 void sp_ev_seed_pids(struct ev_priv *p, const struct sp_target *t)
 {
-	uint32_t *v = NULL;
-	size_t n = 0, cap = 0, i;
-	uint8_t one = 1;
+	uint32_t *kids;
+	uint64_t *starts;
+	size_t n, more, i;
 	int pass;
 
 	if (t->system_wide) {
 		p->skel->bss->trace_all = 1;
 		return;	/* the cgroups were set at load, and at the start */
 	}
-	/* the roots, then their descendants; twice, for forks during the walk */
 	for (pass = 0; pass < 2; pass++) {
-		n = 0;
-		for (i = 0; i < t->npids; i++) {
-			sp_grow(&v, &cap, n + 1, sizeof(*v));
-			v[n++] = t->pids[i];
+		for (i = 0; i < t->npids; i++)
+			track(p, t->pids[i]);
+		if (sp_procfs_descendants(t->pids, t->npids, SP_EV_SEED_KIDS_MAX, &kids, &starts,
+					  &n, &more))
+			continue;
+		for (i = 0; i < n; i++) {
+			if (!starts[i])
+				continue;
+			track(p, kids[i]);
+			if (!sp_procfs_same_process(kids[i], starts[i]))
+				bpf_map__delete_elem(p->skel->maps.tgids, &kids[i], sizeof(kids[i]),
+						     0);
 		}
-		for (i = 0; i < n && i < 65536; i++)
-			add_children(v[i], &v, &n, &cap);
-		for (i = 0; i < n; i++)
-			if (bpf_map__update_elem(p->skel->maps.tgids, &v[i], sizeof(v[i]), &one,
-						 sizeof(one), BPF_ANY))
-				sp_warn("pid %u: cannot add to the BPF process map: %s", v[i],
-					strerror(errno));
+		free(kids);
+		free(starts);
 	}
-	free(v);
 }
 
 void sp_ev_unload(struct ev_priv *p)

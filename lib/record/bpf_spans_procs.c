@@ -6,7 +6,6 @@
  * had (reaper threads: a uprobe's detach waits for the kernel), releasing
  * the processes BPF holds, and finding the target's processes at the start.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -23,6 +22,7 @@
 
 #include "bpf_spansP.h"
 #include "escape.h"
+#include "procfs.h"
 #include "sp.h"
 #include "writer.h"
 
@@ -615,8 +615,9 @@ void sp_bs_forget_gone(struct bs_ctx *c, uint64_t now)
 		sp_bs_roots_sweep(c, now);
 }
 
-/* Track pid (and, with walk, its descendants, found running) in BPF.
- * cmd: started by sp-record (the activators are in its environment). */
+/* Track pid in BPF (its descendants: sp_bs_seed_descendants()).
+ * cmd: started by sp-record (the activators are in its environment);
+ * walk: the recording follows forks (a command's, late). */
 int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool walk)
 {
 	/* a running process (-p) counts the hits of a hook's markers from
@@ -624,11 +625,9 @@ int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool 
 	 * marks the frames open then at once, as markers (runtime/hook/ring.h:
 	 * sp_rt_resync_due()), and they would be lost */
 	struct sp_bs_proc one = { .gen = 1, .probed = cmd ? 0 : SP_BS_PROBED_SHARED };
-	char exe[PATH_MAX], link[64], path[96], buf[4096];
+	char exe[PATH_MAX], link[64];
 	struct bs_proc *p;
-	struct dirent *de;
 	ssize_t n;
-	DIR *d;
 
 	if (bpf_map__update_elem(c->skel->maps.tgids, &pid, sizeof(pid), &one, sizeof(one),
 				 BPF_ANY))
@@ -657,34 +656,34 @@ int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool 
 		sp_info("pid %u was started without sp-record: Ruby method spans need a "
 			"TracePoint in it, Python 3.11 function entries the eval-frame "
 			"hook (see docs/spans.md)", pid);
-	if (!walk)
-		return 0;
-	/* Children forked before the fork hook knew the parent. */
-	snprintf(path, sizeof(path), "/proc/%u/task", pid);
-	d = opendir(path);
-	while (d && (de = readdir(d))) {
-		char cpath[128], *q, *end;
-		int fd;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(cpath, sizeof(cpath), "/proc/%u/task/%.20s/children", pid, de->d_name);
-		fd = open(cpath, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		buf[n > 0 ? n : 0] = 0;
-		for (q = buf; *q; q = end) {
-			unsigned long child = strtoul(q, &end, 10);
-
-			if (end == q)
-				break;
-			if (child && child < UINT32_MAX && sp_bs_seed(c, child, self, cmd, true))
-				break;
-		}
-	}
-	if (d)
-		closedir(d);
 	return 0;
+}
+
+/*
+ * The processes the -p roots started before the fork hook knew them (a
+ * shell's, a supervisor's), found with their start times breadth first
+ * (sp_procfs_descendants(): no recursion, however deep the tree its user
+ * made), at most SP_BS_SEED_KIDS_MAX, each taken as -a takes a process
+ * (sp_bs_all_take()): one that ended and whose pid another process took
+ * by the end of its seed is let go with all it got. 0, or -1 (c->err).
+ */
+int sp_bs_seed_descendants(struct bs_ctx *c, const char *self)
+{
+	uint32_t *kids = NULL;
+	uint64_t *starts = NULL;
+	size_t n = 0, more = 0, i;
+
+	if (sp_procfs_descendants(c->pids, c->npids, SP_BS_SEED_KIDS_MAX, &kids, &starts, &n,
+				  &more))
+		return 0;	/* none to be found: as with none */
+	for (i = 0; i < n && !c->err; i++)
+		if (starts[i] && kids[i] != (uint32_t)getpid())
+			sp_bs_all_take(c, kids[i], starts[i], self);
+	if (more)
+		sp_warn("spans: %zu more processes started by the -p ones before the attach are "
+			"not followed (at most %d are taken): name them with -p", more,
+			SP_BS_SEED_KIDS_MAX);
+	free(kids);
+	free(starts);
+	return c->err ? -1 : 0;
 }

@@ -475,6 +475,54 @@ static bool bpf_tracked(struct bs_ctx *c, uint32_t pid)
 	return !bpf_map__lookup_elem(c->skel->maps.tgids, &pid, sizeof(pid), &v, sizeof(v), 0);
 }
 
+/* A context over the real BPF object (root), as bpf_spans.c makes one:
+ * false, said, when there is none. */
+static bool ctx_open(struct bs_ctx *c, const struct sp_spans_opts *o, struct sp_emit *out)
+{
+	char why[256];
+
+	memset(c, 0, sizeof(*c));
+	if (geteuid() != 0 || !(c->skel = sp_bs_load_skel(why, sizeof(why)))) {
+		printf("# skipped: no BPF (%s)\n", geteuid() ? "not root" : why);
+		return false;
+	}
+	pthread_mutex_init(&c->bpf_lock, NULL);
+	pthread_mutex_init(&c->rq_lock, NULL);
+	pthread_cond_init(&c->rq_cond, NULL);
+	c->o = o;
+	c->out = out;
+	c->guard_fd = c->epfd = -1;
+	return true;
+}
+
+static void ctx_close(struct bs_ctx *c)
+{
+	size_t i;
+
+	stop_reapers(c);
+	free(c->rq);
+	for (i = 0; i < c->nprocs; i++) {
+		sp_bs_detach_all_how(c, c->procs[i], true);
+		free(c->procs[i]->att);
+		sp_u64map_release(&c->procs[i]->strs);
+		sp_bs_spans_state_release(c, c->procs[i]);
+		free(c->procs[i]);
+	}
+	free(c->procs);
+	free(c->gone);
+	free(c->dlw);
+	sp_u64map_release(&c->by_pid);
+	sp_u64map_release(&c->all_seen);
+	for (i = 0; i < c->nlocs; i++)
+		free(c->locs[i].bin);
+	free(c->locs);
+	free(c->loc_free);
+	free(c->ucache);
+	sp_u64map_release(&c->loc_ids);
+	sp_bs_roots_release(c);
+	sp_spans__destroy(c->skel);
+}
+
 /*
  * -a seeds a pid judged to be the process that started at t
  * (sp_bs_all_take()): one that names another by the seed's end (here: a
@@ -490,25 +538,14 @@ static void test_bpf_spans_all_take(void)
 	int emitted = 0;
 	struct sp_emit out = { .emit = count_emit, .ctx = &emitted };
 	struct bs_proc *p;
-	char why[256];
 	struct bs_ctx c;
 	uint64_t t, t2;
 	pid_t kid, kid2;
 	uint32_t fake_child = 4194000;
-	size_t i;
 
-	memset(&c, 0, sizeof(c));
-	if (geteuid() != 0 || !(c.skel = sp_bs_load_skel(why, sizeof(why)))) {
-		printf("# skipped: no BPF (%s)\n", geteuid() ? "not root" : why);
+	if (!ctx_open(&c, &o, &out))
 		return;
-	}
-	pthread_mutex_init(&c.bpf_lock, NULL);
-	pthread_mutex_init(&c.rq_lock, NULL);
-	pthread_cond_init(&c.rq_cond, NULL);
-	c.o = &o;
 	c.all = true;
-	c.out = &out;
-	c.guard_fd = c.epfd = -1;
 	kid = fork();
 	if (kid == 0) {
 		pause();
@@ -563,28 +600,79 @@ static void test_bpf_spans_all_take(void)
 	kill(kid2, SIGKILL);
 	waitpid(kid, NULL, 0);
 	waitpid(kid2, NULL, 0);
-	stop_reapers(&c);
-	free(c.rq);
-	for (i = 0; i < c.nprocs; i++) {
-		sp_bs_detach_all_how(&c, c.procs[i], true);
-		free(c.procs[i]->att);
-		sp_u64map_release(&c.procs[i]->strs);
-		sp_bs_spans_state_release(&c, c.procs[i]);
-		free(c.procs[i]);
+	ctx_close(&c);
+}
+
+/* A chain of n processes, each the child of the one before, the first in
+ * a process group of its own: their pids into chain[], the first's
+ * returned (-1 when it could not be made). */
+static pid_t fork_chain(uint32_t *chain, unsigned int n)
+{
+	int fds[2];
+	unsigned int i;
+	pid_t first;
+
+	if (pipe(fds))
+		return -1;
+	first = fork();
+	if (first == 0) {
+		setpgid(0, 0);
+		close(fds[0]);
+		for (i = 0; i < n; i++) {
+			uint32_t me = (uint32_t)getpid();
+
+			if (write(fds[1], &me, sizeof(me)) != sizeof(me))
+				_exit(1);
+			if (i + 1 < n && fork() != 0)
+				break;	/* the parent waits; the child goes on */
+		}
+		close(fds[1]);
+		pause();
+		_exit(0);
 	}
-	free(c.procs);
-	free(c.gone);
-	free(c.dlw);
-	sp_u64map_release(&c.by_pid);
-	sp_u64map_release(&c.all_seen);
-	for (i = 0; i < c.nlocs; i++)
-		free(c.locs[i].bin);
-	free(c.locs);
-	free(c.loc_free);
-	free(c.ucache);
-	sp_u64map_release(&c.loc_ids);
-	sp_bs_roots_release(&c);
-	sp_spans__destroy(c.skel);
+	close(fds[1]);
+	for (i = 0; first > 0 && i < n; i++)
+		if (read(fds[0], &chain[i], sizeof(chain[i])) != sizeof(chain[i]))
+			break;
+	close(fds[0]);
+	return first > 0 && i == n ? first : -1;
+}
+
+/*
+ * -p: the processes a -p one started before the attach are tracked, found
+ * breadth first (the walk no longer recurses, a few kB of stack a
+ * generation, as deep as the tree's user made it): a chain of
+ * SP_TEST_CHAIN processes, every one of them followed. (Each takes ld.so's
+ * probe, whose detach waits for the kernel: a few, not thousands.)
+ */
+#define SP_TEST_CHAIN	48
+static void test_bpf_spans_seed_descendants(void)
+{
+	struct sp_spans_opts o = { .modes = SP_SPANS_PYTHON };
+	int emitted = 0;
+	struct sp_emit out = { .emit = count_emit, .ctx = &emitted };
+	static uint32_t chain[SP_TEST_CHAIN];
+	unsigned int i, tracked = 0;
+	struct bs_ctx c;
+	pid_t first;
+
+	if (!ctx_open(&c, &o, &out))
+		return;
+	first = fork_chain(chain, SP_TEST_CHAIN);
+	CHECK(first > 0);
+	if (first > 0) {
+		c.pids = chain;
+		c.npids = 1;
+		CHECK(sp_bs_seed(&c, chain[0], "/nonexistent", false, true) == 0);
+		CHECK(sp_bs_seed_descendants(&c, "/nonexistent") == 0);
+		for (i = 0; i < SP_TEST_CHAIN; i++)
+			tracked += bpf_tracked(&c, chain[i]);
+		CHECK_EQ_U(tracked, SP_TEST_CHAIN);
+		kill(-first, SIGKILL);
+		waitpid(first, NULL, 0);
+	}
+	c.pids = NULL;
+	ctx_close(&c);
 }
 
 /* The tracefs answer (bpf_spans_load.c) is the kernel BTF's, which it
@@ -609,6 +697,7 @@ int main(void)
 	TAP_RUN(test_bpf_spans_parse_list);
 	TAP_RUN(test_bpf_spans_all_rule);
 	TAP_RUN(test_bpf_spans_all_take);
+	TAP_RUN(test_bpf_spans_seed_descendants);
 	TAP_RUN(test_bpf_spans_split_func);
 	TAP_RUN(test_bpf_spans_elf_providers);
 	TAP_RUN(test_bpf_spans_runtime_libs);
