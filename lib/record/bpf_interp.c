@@ -42,6 +42,7 @@ struct sp_interp_bpf {
 					 * sys_enter) */
 	bool ev_failed;			/* its attach failed (said once) */
 	bool have_procs;		/* a process was put in the procs map */
+	bool ev_early;			/* attach it at once (the command is an interpreter) */
 	struct bpf_link *task_links[3];	/* on_task_*: "procs" follows tasks */
 	unsigned int uses;		/* SP_INTERP_USE_*: which programs were loaded */
 	/* the Ruby walkers (sp_interp_bpf_ruby()) */
@@ -480,7 +481,8 @@ static int ev_attach(struct sp_interp_bpf *b)
 
 /* The entry program costs system calls of the machine (each wanted one,
  * or every one with the raw sys_enter fallback): it is attached once there
- * is an interpreter to walk (sp_interp_bpf_proc()). */
+ * is an interpreter to walk (sp_interp_bpf_proc()), or at once for a
+ * command that is one (sp_interp_bpf_events_early()). */
 int sp_interp_bpf_events(struct sp_interp_bpf *b, bool raw_entry)
 {
 	if (!(b->uses & SP_INTERP_USE_EVENTS))
@@ -490,7 +492,14 @@ int sp_interp_bpf_events(struct sp_interp_bpf *b, bool raw_entry)
 	if (raw_entry)
 		sp_info("interpreted frames: system call entries from the raw sys_enter "
 			"tracepoint (--event-attach=sys_enter)");
-	return b->have_procs ? ev_attach(b) : 0;
+	return b->have_procs || b->ev_early ? ev_attach(b) : 0;
+}
+
+void sp_interp_bpf_events_early(struct sp_interp_bpf *b)
+{
+	b->ev_early = true;
+	if (b->ev_wanted)
+		ev_attach(b);
 }
 
 int sp_interp_bpf_layout(struct sp_interp_bpf *b, unsigned int row,

@@ -1748,6 +1748,12 @@ int sp_interp_events_on(struct sp_interpreters *ip, bool raw_entry)
 	return ip->bpf ? sp_interp_bpf_events(ip->bpf, raw_entry) : -1;
 }
 
+void sp_interp_events_early(struct sp_interpreters *ip)
+{
+	if (ip && ip->bpf)
+		sp_interp_bpf_events_early(ip->bpf);
+}
+
 struct sp_interpreters *sp_interp_new(enum sp_interp_mode mode, unsigned int uses)
 {
 	struct sp_interpreters *ip;

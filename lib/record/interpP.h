@@ -415,6 +415,8 @@ struct sp_interpreters *sp_interp_current(void);
  * (--event-attach=sys_enter) at the raw sys_enter one, as where the
  * calls' own cannot be had. 0, or -1 (reported once). */
 int sp_interp_events_on(struct sp_interpreters *ip, bool raw_entry);
+/* The command is an interpreter: see sp_interp_bpf_events_early(). */
+void sp_interp_events_early(struct sp_interpreters *ip);
 /* The interpreted stack of thread tid of pid at the entry of system call
  * nr, for the event that call made at time (dns: an event of a call whose
  * stack is not read, which takes the stack of the thread's last call read
@@ -475,6 +477,10 @@ int sp_interp_bpf_wake_fd(const struct sp_interp_bpf *b);
  * once a process is in the procs map (at once if one is already); with
  * raw_entry from the raw sys_enter tracepoint only. */
 int sp_interp_bpf_events(struct sp_interp_bpf *b, bool raw_entry);
+/* A command that is an interpreter: the entry program is attached with the
+ * events (before it runs), not once its mappings are read: its first calls
+ * (a script's first opens, a few ms in) carry their stacks too. */
+void sp_interp_bpf_events_early(struct sp_interp_bpf *b);
 /* bpf_events_decode.c: the system calls whose kernel events get an
  * interpreted stack, as bits by call number (nbits of them). */
 void sp_ev_stack_calls(uint64_t *bits, size_t nbits);

@@ -202,6 +202,10 @@ static int perf_start(struct sp_source *s, const struct sp_target *t, struct sp_
 	 * began with the object, perf_bpf.c), awaited before it runs. Any
 	 * other Ruby found loads them when it is (its samples until then
 	 * counted as without them). */
+	/* a command that is an interpreter: its kernel events' stacks from
+	 * its first call (the events source attaches with its start) */
+	if (p->interp && (p->cmd_kind == SP_ICMD_PYTHON || p->cmd_kind == SP_ICMD_RUBY))
+		sp_interp_events_early(p->interp);
 	if (p->interp && sp_interp_ruby_first(p->o.interp, p->cmd_kind, t->system_wide, t->pids,
 					      t->npids, sp_interp_pid_ruby))
 		sp_interp_ruby(p->interp, false);
