@@ -453,6 +453,47 @@ static void handoff_close(void)
 	_exit(0);
 }
 
+/* What c holds, its processes' probes and the BPF object: released (its
+ * reapers stopped first). */
+void sp_bs_ctx_release(struct bs_ctx *c)
+{
+	size_t i;
+
+	free(c->rq);
+	for (i = 0; i < c->nprocs; i++) {
+		struct bs_proc *p = c->procs[i];
+
+		sp_bs_detach_all_how(c, p, true);
+		free(p->att);
+		sp_u64map_release(&p->strs);
+		sp_bs_spans_state_release(c, p);
+		free(p);
+	}
+	for (i = 0; i < c->nshared; i++)
+		close(c->shared[i].fd);
+	sp_bs_roots_release(c);
+	free(c->procs);
+	free(c->gone);
+	free(c->dlw);
+	sp_span_rings_release(&c->rings);
+	sp_u64map_release(&c->by_pid);
+	sp_u64map_release(&c->all_seen);
+	for (i = 0; i < c->nlocs; i++)
+		free(c->locs[i].bin);
+	free(c->locs);
+	free(c->loc_free);
+	free(c->ucache);
+	sp_u64map_release(&c->loc_ids);
+	for (i = 0; i < c->nfuncs; i++) {
+		free(c->funcs[i].bin);
+		free(c->funcs[i].name);
+	}
+	free(c->funcs);
+	ring_buffer__free(c->rb);
+	sp_spans__destroy(c->skel);
+}
+
+
 static void spans_free(struct sp_source *s)
 {
 	struct bs_ctx *c;
@@ -500,38 +541,7 @@ static void spans_free(struct sp_source *s)
 	free(queued);
 	for (i = 0; i < c->reapers; i++)
 		pthread_join(c->reaper[i], NULL);
-	free(c->rq);
-	for (i = 0; i < c->nprocs; i++) {
-		struct bs_proc *p = c->procs[i];
-
-		sp_bs_detach_all_how(c, p, true);
-		free(p->att);
-		sp_u64map_release(&p->strs);
-		sp_bs_spans_state_release(c, p);
-		free(p);
-	}
-	for (i = 0; i < c->nshared; i++)
-		close(c->shared[i].fd);
-	sp_bs_roots_release(c);
-	free(c->procs);
-	free(c->gone);
-	free(c->dlw);
-	sp_span_rings_release(&c->rings);
-	sp_u64map_release(&c->by_pid);
-	sp_u64map_release(&c->all_seen);
-	for (i = 0; i < c->nlocs; i++)
-		free(c->locs[i].bin);
-	free(c->locs);
-	free(c->loc_free);
-	free(c->ucache);
-	sp_u64map_release(&c->loc_ids);
-	for (i = 0; i < c->nfuncs; i++) {
-		free(c->funcs[i].bin);
-		free(c->funcs[i].name);
-	}
-	free(c->funcs);
-	ring_buffer__free(c->rb);
-	sp_spans__destroy(c->skel);
+	sp_bs_ctx_release(c);
 	if (sp_bs_preload_running() && !c->deferred) {	/* never started */
 		char why[256];
 

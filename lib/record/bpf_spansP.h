@@ -343,6 +343,7 @@ void sp_bs_untrack(struct bs_ctx *c, struct bs_proc *p);
 int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool walk);
 #define SP_BS_SEED_KIDS_MAX	4096	/* processes the -p ones started, taken at the start */
 int sp_bs_seed_descendants(struct bs_ctx *c, const char *self);
+void sp_bs_ctx_release(struct bs_ctx *c);
 
 /* bpf_spans_all.c */
 bool sp_bs_maps_line_hook(const char *line);

@@ -497,30 +497,8 @@ static bool ctx_open(struct bs_ctx *c, const struct sp_spans_opts *o, struct sp_
 
 static void ctx_close(struct bs_ctx *c)
 {
-	size_t i;
-
 	stop_reapers(c);
-	free(c->rq);
-	for (i = 0; i < c->nprocs; i++) {
-		sp_bs_detach_all_how(c, c->procs[i], true);
-		free(c->procs[i]->att);
-		sp_u64map_release(&c->procs[i]->strs);
-		sp_bs_spans_state_release(c, c->procs[i]);
-		free(c->procs[i]);
-	}
-	free(c->procs);
-	free(c->gone);
-	free(c->dlw);
-	sp_u64map_release(&c->by_pid);
-	sp_u64map_release(&c->all_seen);
-	for (i = 0; i < c->nlocs; i++)
-		free(c->locs[i].bin);
-	free(c->locs);
-	free(c->loc_free);
-	free(c->ucache);
-	sp_u64map_release(&c->loc_ids);
-	sp_bs_roots_release(c);
-	sp_spans__destroy(c->skel);
+	sp_bs_ctx_release(c);
 }
 
 /*

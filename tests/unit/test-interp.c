@@ -79,6 +79,11 @@ int sp_interp_bpf_events(struct sp_interp_bpf *b, bool raw_entry)
 	return -1;
 }
 
+void sp_interp_bpf_events_early(struct sp_interp_bpf *b)
+{
+	(void)b;
+}
+
 uint64_t sp_interp_bpf_lost(struct sp_interp_bpf *b)
 {
 	(void)b;

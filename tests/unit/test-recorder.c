@@ -475,6 +475,30 @@ static struct sp_recorder *recorder_of(uint32_t *pid)
 	return sp_recorder_new(&o);
 }
 
+/* r with the source a, from its start to its report: the exit status. */
+static int record_whole(struct sp_recorder *r, struct fake *a)
+{
+	CHECK(sp_recorder_add(r, SP_SOURCE_SPANS, fake_new(a)) == 0);
+	CHECK(sp_recorder_open_output(r) == 0);
+	sp_recorder_start(r);
+	sp_recorder_go(r);
+	sp_recorder_run(r);
+	sp_recorder_end(r);
+	return sp_recorder_report(r);
+}
+
+/* A child waiting to be told to exit (*go), and a recorder of -p it
+ * (*pid), writing to out. */
+static struct sp_recorder *recorder_of_child(const char *out, uint32_t *pid, int *go)
+{
+	pid_t child = child_waiting(go);
+
+	CHECK(child > 0);
+	*pid = (uint32_t)child;
+	output_to(out);
+	return recorder_of(pid);
+}
+
 /* -p: the recording ends when the processes it holds have exited. */
 static void test_recorder_pids_exit(void)
 {
@@ -483,12 +507,8 @@ static void test_recorder_pids_exit(void)
 	uint32_t pid;
 	struct got g;
 	int go;
-	pid_t child = child_waiting(&go);
 
-	CHECK(child > 0);
-	pid = (uint32_t)child;
-	output_to("build/unit/test-recorder-pids.sp");
-	r = recorder_of(&pid);
+	r = recorder_of_child("build/unit/test-recorder-pids.sp", &pid, &go);
 	CHECK(r != NULL);
 	CHECK(sp_recorder_add(r, SP_SOURCE_SPANS, fake_new(&a)) == 0);
 	CHECK(sp_recorder_open_output(r) == 0);
@@ -502,7 +522,7 @@ static void test_recorder_pids_exit(void)
 	sp_recorder_end(r);
 	CHECK_EQ_U(sp_recorder_report(r), SP_EXIT_OK);
 	sp_recorder_free(r);
-	waitpid(child, NULL, 0);
+	waitpid((pid_t)pid, NULL, 0);
 	fclose(common.out);
 	CHECK(read_back(&g) == 0);
 	CHECK_EQ_U(g.e.reason, SP_ENDR_EXITED);
@@ -536,14 +556,8 @@ static void test_recorder_pid_reused_before_start(void)
 		unlink(path);
 		return;
 	}
-	CHECK(sp_recorder_add(r, SP_SOURCE_SPANS, fake_new(&a)) == 0);
-	CHECK(sp_recorder_open_output(r) == 0);
-	sp_recorder_start(r);
+	CHECK_EQ_U(record_whole(r, &a), SP_EXIT_FATAL);
 	CHECK_EQ_U(a.started, 1);
-	sp_recorder_go(r);
-	sp_recorder_run(r);
-	sp_recorder_end(r);
-	CHECK_EQ_U(sp_recorder_report(r), SP_EXIT_FATAL);
 	sp_recorder_free(r);
 	close(go2);
 	waitpid(reuse, NULL, 0);
@@ -560,22 +574,12 @@ static void test_recorder_pid_ended_before_start(void)
 	struct sp_recorder *r;
 	uint32_t pid;
 	int go;
-	pid_t child = child_waiting(&go);
 
-	CHECK(child > 0);
-	pid = (uint32_t)child;
-	output_to("build/unit/test-recorder-ended.sp");
-	r = recorder_of(&pid);
+	r = recorder_of_child("build/unit/test-recorder-ended.sp", &pid, &go);
 	CHECK(r != NULL);
 	close(go);
-	waitpid(child, NULL, 0);
-	CHECK(sp_recorder_add(r, SP_SOURCE_SPANS, fake_new(&a)) == 0);
-	CHECK(sp_recorder_open_output(r) == 0);
-	sp_recorder_start(r);
-	sp_recorder_go(r);
-	sp_recorder_run(r);
-	sp_recorder_end(r);
-	CHECK_EQ_U(sp_recorder_report(r), SP_EXIT_OK);
+	waitpid((pid_t)pid, NULL, 0);
+	CHECK_EQ_U(record_whole(r, &a), SP_EXIT_OK);
 	sp_recorder_free(r);
 	fclose(common.out);
 	unlink(path);
