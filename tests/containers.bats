@@ -232,9 +232,11 @@ check_nstids() {
 	readelf -n "$lib" 2>/dev/null | grep -q cmethod__entry || skip "needs a libruby with USDT probes"
 	# the same bytes, another inode: what a container's image has
 	cp "$lib" "$T/libruby-copy.so"
-	run --separate-stderr -0 sp-record --no-samples --spans=ruby-c -o "$T/ns.sp" -- \
+	run --separate-stderr sp-record --no-samples --spans=ruby-c -o "$T/ns.sp" -- \
 		unshare --mount sh -c "mount --bind '$T/libruby-copy.so' '$lib' &&
 			exec ruby -e '200.times { [1].map { 2 } }'"
+	# sp-record's status is the command's: say whose it was
+	[ "$status" = 0 ] || fail "status $status: $stderr"
 	run -0 sp-decode "$T/ns.sp"
 	dec=$output
 	run -0 jq -r 'select(.type == "span_start" and .klass == "Array") | .method' <<<"$dec"
