@@ -254,6 +254,45 @@ $real/gone 0x200"
 	grep -x 'link:sys_exit' "$OUT/held"
 }
 
+# The sp-record-end processes still running (not zombies: who reaps them
+# is init's business).
+closers() {
+	local pid
+	for pid in $(pgrep -x sp-record-end); do
+		[ "$(ps -o stat= -p "$pid" | cut -c1)" != Z ] && echo "$pid"
+	done
+	return 0
+}
+
+@test "sp-record-events: the tracepoints' last links are closed by sp-record-end, which holds nothing else" {
+	need_bpf
+	# Each per-call exit link's close waits for the kernel's grace
+	# periods: a child holding only them closes the last copies after
+	# sp-record has gone. The reader of sp-record's pipe sees its end,
+	# the child keeps no other descriptor, and it does end.
+	sp-record --no-samples --spans=none --events=file,dns -o - -- true | cat > "$OUT/end.sp"
+	sp-decode --stats "$OUT/end.sp" > /dev/null
+	local pid fd seen=0 i
+	for pid in $(closers); do
+		for fd in /proc/"$pid"/fd/*; do
+			[ -e "$fd" ] || continue	# gone meanwhile
+			case $(readlink "$fd") in
+			anon_inode:bpf_link|anon_inode:bpf-link|'') ;;
+			*) echo "sp-record-end $pid holds $fd: $(readlink "$fd")"; return 1 ;;
+			esac
+			seen=1
+		done
+		[ "$(ps -o sid= -p "$pid" | tr -d ' ')" = "$pid" ] || [ ! -e /proc/"$pid" ]
+	done
+	echo "sp-record-end seen holding links: $seen"
+	for i in $(seq 200); do
+		[ -n "$(closers)" ] || return 0
+		sleep 0.1
+	done
+	echo "sp-record-end still there after 20 s: $(closers)"
+	return 1
+}
+
 @test "sp-record-events: the interpreted-stack program joins system call entry once a Python is found" {
 	need_bpf
 	command -v bpftool >/dev/null || skip "needs bpftool"

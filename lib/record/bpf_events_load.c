@@ -19,7 +19,7 @@
 #include "bpf_print.h"
 #include "bpf_eventsP.h"
 #include "tracefs.h"
-#include "parallel.h"
+#include "close_apart.h"
 #include "procfs.h"
 #include "sp.h"
 #include "events.skel.h"
@@ -116,9 +116,8 @@ static int attach_setid(struct ev_priv *p, struct bpf_program *prog)
 	return 0;
 }
 
-/* Each link's close waits for an RCU grace period (a perf event on a
- * tracepoint): some 30 of them one after the other kept sp-record from
- * ending for 0.6 s after a short command; at once they share a few. */
+/* Each link's close waits for RCU grace periods (a perf event on a
+ * tracepoint), one after the other: closed apart (close_apart.h). */
 static void detach_exit(struct ev_priv *p)
 {
 	sp_bpf_links_destroy(p->exit_links, (size_t)p->nexit_links);

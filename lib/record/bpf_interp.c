@@ -28,7 +28,7 @@
 #include "bpf_cgfilter.h"
 #include "interp.skel.h"
 #include "interpP.h"
-#include "parallel.h"
+#include "close_apart.h"
 #include "sp.h"
 
 struct sp_interp_bpf {
@@ -400,7 +400,7 @@ int sp_interp_bpf_cgroups(struct sp_interp_bpf *b, struct sp_cgfilter_maps *m)
 	return 0;
 }
 
-/* At once: each close waits for an RCU grace period (parallel.h). */
+/* Each close waits for RCU grace periods: closed apart (close_apart.h). */
 static void ev_detach_calls(struct sp_interp_bpf *b)
 {
 	sp_bpf_links_destroy(b->ev_links, b->nev_links);

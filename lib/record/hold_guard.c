@@ -11,13 +11,10 @@
 
 #include <linux/bpf.h>
 
+#include "close_apart.h"
 #include "hold_guard.h"
 #include "sp.h"
 #include "spans.h"
-
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
 
 #define GUARD_LINKS		4
 #define SWEEP_EVERY_NS		20000000L	/* 20 ms */
@@ -82,26 +79,13 @@ static int links_alive(const uint32_t *ids)
 	return 0;
 }
 
-static void close_range_of(unsigned int lo, unsigned int hi)
-{
-	unsigned int fd;
-
-	if (lo > hi)
-		return;
-	if (!syscall(SYS_close_range, lo, hi, 0))
-		return;
-	for (fd = lo; fd <= hi && fd < 65536; fd++)
-		close((int)fd);
-}
-
 static noreturn void guard_main(int rfd, int map_fd, const uint32_t *ids)
 {
 	static const int ignored[] = {
 		SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU,
 		SIGUSR1, SIGUSR2,
 	};
-	unsigned int lo = rfd < map_fd ? (unsigned int)rfd : (unsigned int)map_fd;
-	unsigned int hi = rfd < map_fd ? (unsigned int)map_fd : (unsigned int)rfd;
+	int keep[2] = { rfd, map_fd };
 	struct timespec every = { 0, SWEEP_EVERY_NS };
 	struct sigaction sa;
 	char buf[64];
@@ -111,10 +95,7 @@ static noreturn void guard_main(int rfd, int map_fd, const uint32_t *ids)
 
 	/* Nothing but the pipe and the map: no output a reader waits on, no
 	 * BPF link or program that would keep the probes attached. */
-	if (lo)
-		close_range_of(0, lo - 1);
-	close_range_of(lo + 1, hi - 1);
-	close_range_of(hi + 1, ~0u);
+	sp_close_all_but(keep, 2);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
 	for (i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+/* File descriptors closed by a process of their own (close_apart.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "close_apart.h"
+#include "sp.h"
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+static void close_range_of(unsigned int lo, unsigned int hi)
+{
+	unsigned int fd;
+
+	if (lo > hi)
+		return;
+	if (!syscall(SYS_close_range, lo, hi, 0))
+		return;
+	/* before Linux 5.9: one by one, as far as a process is likely to go */
+	for (fd = lo; fd <= hi && fd < 65536; fd++)
+		close((int)fd);
+}
+
+void sp_close_all_but(int *keep, size_t n)
+{
+	unsigned int next = 0;
+	size_t i, j;
+
+	/* insertion sort: no allocation, and n is a few dozen */
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		if (keep[i] < 0 || (unsigned int)keep[i] < next)
+			continue;	/* ignored, or a repeat */
+		if ((unsigned int)keep[i] > next)
+			close_range_of(next, (unsigned int)keep[i] - 1);
+		next = (unsigned int)keep[i] + 1;
+	}
+	close_range_of(next, ~0u);
+}
+
+/* Waits for the caller's end of the pipe, rfd, then exits: the kernel
+ * closes fds[0..n) there, and waits for them there. */
+static noreturn void closer_main(int rfd, int *fds, size_t n)
+{
+	static const int ignored[] = {
+		SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU,
+		SIGUSR1, SIGUSR2,
+	};
+	struct sigaction sa;
+	char buf[16];
+	size_t i;
+
+	fds[n] = rfd;	/* the caller left room */
+	sp_close_all_but(fds, n + 1);
+	/* a grandchild: init's at once, nobody's zombie while sp-record runs */
+	if (fork())
+		_exit(0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	for (i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		sigaction(ignored[i], &sa, NULL);
+	setsid();
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	prctl(PR_SET_NAME, (unsigned long)"sp-record-end", 0, 0, 0);
+	/* the caller writes nothing: EOF once its copies are closed */
+	for (;;) {
+		ssize_t r = read(rfd, buf, sizeof(buf));
+
+		if (r > 0 || (r < 0 && errno == EINTR))
+			continue;
+		break;
+	}
+	_exit(0);
+}
+
+int sp_fds_close_apart(int *fds, size_t n)
+{
+	int p[2], *keep, err;
+	pid_t pid;
+
+	/* the child's list is made here: after fork() it may not allocate */
+	keep = calloc(n + 1, sizeof(*keep));
+	if (!keep)
+		return -ENOMEM;
+	memcpy(keep, fds, n * sizeof(*keep));
+	if (pipe2(p, O_CLOEXEC)) {
+		err = -errno;
+		free(keep);
+		return err;
+	}
+	pid = fork();
+	if (!pid)
+		closer_main(p[0], keep, n);	/* only system calls there */
+	err = pid < 0 ? -errno : 0;
+	while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	free(keep);
+	close(p[0]);
+	if (err) {
+		close(p[1]);
+		return err;
+	}
+	return p[1];
+}
+
+void sp_bpf_links_destroy(struct bpf_link **links, size_t n)
+{
+	size_t i, k = 0;
+	int *fds, done;
+
+	fds = n > 1 ? calloc(n, sizeof(*fds)) : NULL;
+	for (i = 0; fds && i < n; i++)
+		if (links[i] && bpf_link__fd(links[i]) >= 0)
+			fds[k++] = bpf_link__fd(links[i]);
+	/* with one, or if it cannot: here */
+	done = k > 1 ? sp_fds_close_apart(fds, k) : -1;
+	free(fds);
+	for (i = 0; i < n; i++)
+		bpf_link__destroy(links[i]);
+	if (done >= 0)
+		close(done);
+}

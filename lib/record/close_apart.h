@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * close_apart.h - file descriptors closed by a process of their own, so
+ * that sp-record's end does not wait for the kernel to let them go.
+ *
+ * Closing the last reference to a perf event on a tracepoint (each
+ * per-call system call tracepoint of the events' and the interpreters'
+ * sources) waits for the tracepoints' RCU grace periods under the
+ * kernel's event_mutex: 15-30 ms each on a loaded VM, one after the
+ * other whatever the threads (6.x's perf_trace_destroy). Some 80 of them
+ * kept sp-record from ending for 1.3-2 s after a short command, and an
+ * exiting process closes its descriptors before its parent's wait()
+ * returns. A child forked with a copy of just those descriptors holds
+ * the last references: sp-record's own closes return at once, and the
+ * child pays the kernel's waits after sp-record has gone.
+ *
+ * The child keeps nothing else (no output a reader waits on, no program
+ * or link that stops processes, no guardian's pipe), runs in a session of
+ * its own, ignores the usual signals and is named sp-record-end. Its
+ * programs stay attached until it has closed them: they only read and
+ * write into rings nobody reads any more.
+ */
+#ifndef SP_RECORD_CLOSE_APART_H
+#define SP_RECORD_CLOSE_APART_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * Close every file descriptor of the calling process but keep[0..n)
+ * (sorted in place; negative ones ignored). Only system calls, no
+ * allocation: for a child forked from a process with threads.
+ */
+void sp_close_all_but(int *keep, size_t n);
+
+/*
+ * Fork a child that holds fds[0..n) (sorted in place) and nothing else.
+ * Returns the write end of a pipe (close-on-exec), or -errno (nothing
+ * done) when it cannot: the caller closes its own copies of fds (and of
+ * whatever they hold, a perf link's event), then that end; the child,
+ * which waits for it, then closes the last references and exits. The
+ * child is a grandchild, init's (or a subreaper's) at once: nobody waits
+ * for it, and it is no zombie of a long recording.
+ */
+int sp_fds_close_apart(int *fds, size_t n);
+
+/* bpf_link__destroy() of links[0..n) (NULL ones skipped), their last
+ * references closed apart when there are several. */
+struct bpf_link;
+void sp_bpf_links_destroy(struct bpf_link **links, size_t n);
+
+#endif

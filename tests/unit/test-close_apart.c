@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of file descriptors closed apart (lib/record/close_apart.c):
+ * a process keeps exactly the descriptors it names (in any order, with
+ * repeats and negative ones); the closing child holds the descriptors it
+ * was given until the caller has closed its own and no other (a reader of
+ * any other pipe sees its end at once), then closes them and exits 0 (a
+ * grandchild: the caller has no zombie meanwhile); and
+ * links, NULL ones too, are destroyed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "record/close_apart.h"
+#include "tap.h"
+
+#define NFDS	6
+
+static int is_open(int fd)
+{
+	return fcntl(fd, F_GETFD) >= 0;
+}
+
+/* In a child: keep keep[0..n) of fds[0..NFDS), exit with a bit per fd
+ * whose state is wrong (open where it should be closed, or the reverse). */
+static void test_close_all_but(void)
+{
+	int fds[NFDS], keep[4], i, status = -1;
+	pid_t pid;
+
+	for (i = 0; i < NFDS; i++)
+		fds[i] = open("/dev/null", O_RDONLY);
+	/* out of order, a repeat, a negative one */
+	keep[0] = fds[4];
+	keep[1] = fds[1];
+	keep[2] = -1;
+	keep[3] = fds[4];
+	pid = fork();
+	if (!pid) {
+		int bad = 0;
+
+		sp_close_all_but(keep, 4);
+		for (i = 0; i < NFDS; i++)
+			if (is_open(fds[i]) != (i == 1 || i == 4))
+				bad |= 1 << i;
+		if (is_open(0) || is_open(1) || is_open(2))
+			bad |= 1 << NFDS;
+		_exit(bad);
+	}
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ_U(WEXITSTATUS(status), 0);
+	for (i = 0; i < NFDS; i++)
+		close(fds[i]);
+}
+
+/* 1 when fd reads its end (EOF) within ms, 0 if it does not, -1 if it
+ * reads data or fails. */
+static int ended(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	if (poll(&p, 1, ms) != 1)
+		return 0;
+	return read(fd, &c, 1) == 0 ? 1 : -1;
+}
+
+/* The pid of a child that ended within ms (its status in *status), or
+ * -1: then the children are killed, so that a failing test ends. */
+static pid_t reap_within(int ms, int *status)
+{
+	char path[64];
+	pid_t pid;
+	FILE *f;
+	int i;
+
+	for (i = 0; i < ms; i++) {
+		pid = waitpid(-1, status, WNOHANG);
+		if (pid)
+			return pid;
+		usleep(1000);
+	}
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	f = fopen(path, "r");
+	while (f && fscanf(f, "%d", &i) == 1)
+		kill((pid_t)i, SIGKILL);
+	if (f)
+		fclose(f);
+	return -1;
+}
+
+static void test_close_apart(void)
+{
+	int given[2], other[2], fds[1], done, status = -1;
+	pid_t pid;
+
+	CHECK(!pipe2(given, O_CLOEXEC) && !pipe2(other, O_CLOEXEC));
+	fds[0] = given[1];
+	done = sp_fds_close_apart(fds, 1);
+	CHECK(done >= 0);
+	/* its parent is gone and reaped: only the closer is left */
+	CHECK(waitpid(-1, NULL, WNOHANG) == 0);
+	close(given[1]);
+	close(other[1]);
+	/* the child never had the other pipe's end; it still holds given's */
+	CHECK_EQ_U(ended(other[0], 10000), 1);
+	CHECK_EQ_U(ended(given[0], 200), 0);
+	close(done);
+	CHECK_EQ_U(ended(given[0], 10000), 1);
+	pid = reap_within(10000, &status);
+	CHECK(pid > 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(given[0]);
+	close(other[0]);
+}
+
+static void test_links(void)
+{
+	struct bpf_link *links[3] = { NULL, NULL, NULL };
+
+	sp_bpf_links_destroy(links, 3);	/* NULL links: nothing to do, no child */
+	sp_bpf_links_destroy(links, 0);
+	CHECK(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD);
+}
+
+int main(void)
+{
+	/* the closer is a grandchild: ours to reap once its parent is gone */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	TAP_RUN(test_close_all_but);
+	TAP_RUN(test_close_apart);
+	TAP_RUN(test_links);
+	return TAP_DONE();
+}
