@@ -55,38 +55,50 @@ void sp_close_all_but(int *keep, size_t n)
 	close_range_of(next, ~0u);
 }
 
-/* Waits for the caller's end of the pipe, rfd, then exits: the kernel
- * closes fds[0..n) there, and waits for them there. */
-static noreturn void closer_main(int rfd, int *fds, size_t n)
+void sp_keeper_become(int *keep, size_t n, const char *name)
 {
 	static const int ignored[] = {
 		SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU,
 		SIGUSR1, SIGUSR2,
 	};
 	struct sigaction sa;
-	char buf[16];
 	size_t i;
 
-	fds[n] = rfd;	/* the caller left room */
-	sp_close_all_but(fds, n + 1);
-	/* a grandchild: init's at once, nobody's zombie while sp-record runs */
-	if (fork())
-		_exit(0);
+	sp_close_all_but(keep, n);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
 	for (i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
 		sigaction(ignored[i], &sa, NULL);
 	setsid();
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	prctl(PR_SET_NAME, (unsigned long)"sp-record-end", 0, 0, 0);
-	/* the caller writes nothing: EOF once its copies are closed */
-	for (;;) {
-		ssize_t r = read(rfd, buf, sizeof(buf));
+	prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}
 
+void sp_keeper_wait_end(int rfd)
+{
+	char buf[64];
+	ssize_t r;
+
+	for (;;) {
+		r = read(rfd, buf, sizeof(buf));
 		if (r > 0 || (r < 0 && errno == EINTR))
 			continue;
 		break;
 	}
+}
+
+/* Waits for the caller's end of the pipe, rfd, then exits: the kernel
+ * closes fds[0..n) there, and waits for them there. */
+static noreturn void closer_main(int rfd, int *fds, size_t n)
+{
+	fds[n] = rfd;	/* the caller left room */
+	sp_close_all_but(fds, n + 1);	/* at once: the parent waits */
+	/* a grandchild: init's at once, nobody's zombie while sp-record runs */
+	if (fork())
+		_exit(0);
+	sp_keeper_become(fds, n + 1, "sp-record-end");
+	/* the caller writes nothing: EOF once its copies are closed */
+	sp_keeper_wait_end(rfd);
 	_exit(0);
 }
 

@@ -34,6 +34,17 @@
 void sp_close_all_but(int *keep, size_t n);
 
 /*
+ * Make a forked child a keeper: a process of its own that keeps keep[0..n)
+ * only (sp_close_all_but), runs in a session of its own (a terminal's ^C
+ * to sp-record's process group does not reach it), ignores the usual
+ * signals, is not dumpable (no one else may ptrace it) and is named name
+ * in ps. System calls only. Then sp_keeper_wait_end(rfd) waits, reading
+ * the pipe at rfd, until the last copy of its other end is closed.
+ */
+void sp_keeper_become(int *keep, size_t n, const char *name);
+void sp_keeper_wait_end(int rfd);
+
+/*
  * Fork a child that holds fds[0..n) (sorted in place) and nothing else.
  * Returns the write end of a pipe (close-on-exec), or -errno (nothing
  * done) when it cannot: the caller closes its own copies of fds (and of

@@ -81,35 +81,15 @@ static int links_alive(const uint32_t *ids)
 
 static noreturn void guard_main(int rfd, int map_fd, const uint32_t *ids)
 {
-	static const int ignored[] = {
-		SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU,
-		SIGUSR1, SIGUSR2,
-	};
 	int keep[2] = { rfd, map_fd };
 	struct timespec every = { 0, SWEEP_EVERY_NS };
-	struct sigaction sa;
-	char buf[64];
-	ssize_t n;
-	size_t i;
 	int sweeps;
 
 	/* Nothing but the pipe and the map: no output a reader waits on, no
 	 * BPF link or program that would keep the probes attached. */
-	sp_close_all_but(keep, 2);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_IGN;
-	for (i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
-		sigaction(ignored[i], &sa, NULL);
-	setsid();
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	prctl(PR_SET_NAME, (unsigned long)"sp-record-guard", 0, 0, 0);
+	sp_keeper_become(keep, 2, "sp-record-guard");
 	/* sp-record writes nothing: EOF when the last copy of its end is gone */
-	for (;;) {
-		n = read(rfd, buf, sizeof(buf));
-		if (n > 0 || (n < 0 && errno == EINTR))
-			continue;
-		break;
-	}
+	sp_keeper_wait_end(rfd);
 	for (sweeps = 0; sweeps < SWEEPS_MAX; sweeps++) {
 		sp_hold_guard_sweep(map_fd);
 		if (sweeps >= SWEEPS_MIN && !links_alive(ids))
