@@ -61,6 +61,7 @@ struct sp_recorder {
 	uint64_t good;			/* bytes of the output that end with a whole batch */
 	bool failed;
 	bool closed;			/* failed: its reader went away (EPIPE) */
+	bool discard;			/* the sources' records are of a process not asked for */
 	uint64_t samples, events, lost_samples, lost_events;
 
 	/* the loop */
@@ -303,6 +304,8 @@ static int put_record(void *ctx, const struct sp_record *rec)
 	char detail[SP_TRIGGERS_DETAIL_MAX];
 	const char *trigger;
 
+	if (r->discard)
+		return 0;
 	/*
 	 * Per-record triggers of the flight recorder (a process that crashed,
 	 * a slow span, an event matching a pattern) look at each record here,
@@ -623,6 +626,9 @@ void sp_recorder_start(struct sp_recorder *r)
 			sp_error("pid %u: exited during attach, and its number was taken by "
 				 "another process", r->pins[i].pid);
 			r->status = SP_EXIT_FATAL;
+			/* what the sources read by that number is the newcomer's,
+			 * maybe another user's: none of it is written */
+			r->discard = true;
 		}
 	if (r->status != SP_EXIT_OK) {
 		if (r->launched)

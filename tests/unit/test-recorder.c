@@ -533,11 +533,13 @@ static void test_recorder_pids_exit(void)
  * -p of a process that ends, its pid taken by another before the sources
  * attach (they take a second or two: the BPF programs load): what they did
  * by its number was done to the newcomer, so the recording fails as one of
- * a process that exited during the attach, whatever the sources said.
+ * a process that exited during the attach, whatever the sources said, and
+ * writes none of what they read.
  */
 static void test_recorder_pid_reused_before_start(void)
 {
-	struct fake a = { .feature = "", .missing = "" };
+	struct fake a = { .feature = "", .missing = "", .base = 1, .step = 1, .n = 4 };
+	struct got g;
 	struct sp_recorder *r;
 	uint32_t pid;
 	pid_t old, reuse;
@@ -562,6 +564,11 @@ static void test_recorder_pid_reused_before_start(void)
 	close(go2);
 	waitpid(reuse, NULL, 0);
 	fclose(common.out);
+	/* a whole spool that says so, and none of what the source read */
+	CHECK(read_back(&g) == 0);
+	CHECK(g.end);
+	CHECK_EQ_U(g.e.reason, SP_ENDR_ERROR);
+	CHECK_EQ_U(g.nlost, 0);
 	unlink(path);
 }
 
