@@ -467,6 +467,41 @@ static void drop(struct bs_ctx *c, struct bs_proc *p)
 }
 
 /*
+ * Whether pid names now a fork child of a process BPF follows: BPF's fork
+ * hook put it in tgids itself, and its entry and rings are its own. (The
+ * process an untrack let go ended, and a tracked one's child took its
+ * number; BPF deleted that one's entry at its exit.)
+ */
+static bool followed_child(struct bs_ctx *c, uint32_t pid)
+{
+	struct sp_bs_proc v;
+	uint32_t tgid, ppid;
+
+	if (sp_procfs_status(pid, &tgid, &ppid) || tgid != pid || !ppid)
+		return false;
+	return !bpf_map__lookup_elem(c->skel->maps.tgids, &ppid, sizeof(ppid), &v, sizeof(v), 0);
+}
+
+/* Delete the span rings BPF knows of pid's threads. */
+static void drop_rings_of(struct bs_ctx *c, uint32_t pid)
+{
+	struct bpf_map *rings = c->skel->maps.rings;
+	uint32_t tid, next, *prev = NULL;
+	struct sp_bs_ring r;
+
+	/* a key deleted is not found again: the walk starts over */
+	while (!bpf_map__get_next_key(rings, prev, &next, sizeof(next))) {
+		if (!bpf_map__lookup_elem(rings, &next, sizeof(next), &r, sizeof(r), 0) &&
+		    r.pid == pid && !bpf_map__delete_elem(rings, &next, sizeof(next), 0)) {
+			prev = NULL;
+			continue;
+		}
+		tid = next;
+		prev = &tid;
+	}
+}
+
+/*
  * p was tracked for a process it was not: -a seeded a pid that no longer
  * named the process judged (sp_bs_all_take()), or that process's pid
  * forked the child p meanwhile. BPF tracks its pid no more and forgets
@@ -474,24 +509,15 @@ static void drop(struct bs_ctx *c, struct bs_proc *p)
  * ends), what was attached for it goes, and it is dropped as a gone
  * process is. Until it is forgotten (at the next poll at the earliest:
  * the ring buffer is read by then) what BPF sent of it is dropped, not
- * recorded (sp_bs_on_event()).
+ * recorded (sp_bs_on_event()). BPF's entry and rings are left alone when
+ * the pid names a tracked process's fork child by then: they are that
+ * child's (followed_child()).
  */
 void sp_bs_untrack(struct bs_ctx *c, struct bs_proc *p)
 {
-	struct bpf_map *rings = c->skel->maps.rings;
-	uint32_t tid, next, *prev = NULL;
-	struct sp_bs_ring r;
-
-	bpf_map__delete_elem(c->skel->maps.tgids, &p->pid, sizeof(p->pid), 0);
-	/* a key deleted is not found again: the walk starts over */
-	while (!bpf_map__get_next_key(rings, prev, &next, sizeof(next))) {
-		if (!bpf_map__lookup_elem(rings, &next, sizeof(next), &r, sizeof(r), 0) &&
-		    r.pid == p->pid && !bpf_map__delete_elem(rings, &next, sizeof(next), 0)) {
-			prev = NULL;
-			continue;
-		}
-		tid = next;
-		prev = &tid;
+	if (!followed_child(c, p->pid)) {
+		bpf_map__delete_elem(c->skel->maps.tgids, &p->pid, sizeof(p->pid), 0);
+		drop_rings_of(c, p->pid);
 	}
 	p->untracked = true;
 	p->exited = true;

@@ -506,7 +506,8 @@ static void ctx_close(struct bs_ctx *c)
  * (sp_bs_all_take()): one that names another by the seed's end (here: a
  * start time not the one judged) is let go, with all the seed did (BPF's
  * tracking, ld.so's probe), and what BPF sent of it, or of the children
- * it forked meanwhile, is dropped; the process judged is kept.
+ * it forked meanwhile, is dropped; the process judged is kept; and BPF's
+ * entry for a pid that a tracked process's child took is left alone.
  */
 static void test_bpf_spans_all_take(void)
 {
@@ -517,9 +518,10 @@ static void test_bpf_spans_all_take(void)
 	struct sp_emit out = { .emit = count_emit, .ctx = &emitted };
 	struct bs_proc *p;
 	struct bs_ctx c;
-	uint64_t t, t2;
-	pid_t kid, kid2;
-	uint32_t fake_child = 4194000;
+	struct sp_bs_proc none = { .gen = 1, .probed = 0 };
+	uint64_t t, t2, t3;
+	pid_t kid, kid2, kid3;
+	uint32_t fake_child = 4194000, me = (uint32_t)getpid();
 
 	if (!ctx_open(&c, &o, &out))
 		return;
@@ -573,6 +575,25 @@ static void test_bpf_spans_all_take(void)
 	p = sp_bs_proc_get(&c, kid2);
 	CHECK(p && !p->untracked && !p->exited);
 	CHECK(bpf_tracked(&c, kid2));
+
+	/* a pid whose number a tracked process's fork child took (here: a
+	 * child of this test, tracked with probed 0, so that BPF stops none
+	 * of its children): BPF's entry for it is the child's, and stays */
+	CHECK(!bpf_map__update_elem(c.skel->maps.tgids, &me, sizeof(me), &none, sizeof(none),
+				    BPF_ANY));
+	kid3 = fork();
+	if (kid3 == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(kid3 > 0 && sp_procfs_start(kid3, &t3) == 0);
+	CHECK(sp_bs_all_take(&c, kid3, t3 - 1, "/nonexistent") == 1);
+	p = sp_bs_proc_get(&c, kid3);
+	CHECK(p && p->untracked);
+	CHECK(bpf_tracked(&c, kid3));
+	bpf_map__delete_elem(c.skel->maps.tgids, &me, sizeof(me), 0);
+	kill(kid3, SIGKILL);
+	waitpid(kid3, NULL, 0);
 
 	kill(kid, SIGKILL);
 	kill(kid2, SIGKILL);
