@@ -464,7 +464,7 @@ int sp_events_prepare(struct sp_source *s)
 	struct ev_priv *p = s->priv;
 	uint64_t kernel = sp_event_group_kinds(KERNEL_GROUPS);
 	uint64_t want = p->o.kinds & kernel;
-	bool want_cap, cap_hook;
+	bool want_cap;
 	struct kfeat kf;
 	int err;
 
@@ -477,9 +477,10 @@ int sp_events_prepare(struct sp_source *s)
 	err = probe_features(p, &kf);
 	/* what this kernel and object can give at all */
 	p->avail = kernel & ~SP_EV_BIT(SP_EV_KERNEL_READ_FILE);
-	cap_hook = kf.tp_cap ||
-		   !access("/sys/kernel/tracing/events/capability/cap_capable", F_OK);
-	want_cap = cap_hook && (want & SP_EV_BIT(SP_EV_CAPABLE_CHECK));
+	/* without its BTF, the tracepoint is found in tracefs: held first */
+	want_cap = (want & SP_EV_BIT(SP_EV_CAPABLE_CHECK)) &&
+		   (kf.tp_cap || (need_tracefs(p, "capable-tracepoint") &&
+				  !access("/sys/kernel/tracing/events/capability/cap_capable", F_OK)));
 	if (!err)
 		err = load_best(p, &kf, want, want_cap);
 	/* attached tracepoints need tracefs no more: let go at once (one
