@@ -93,8 +93,9 @@ static noreturn void closer_main(int rfd, int *fds, size_t n)
 {
 	fds[n] = rfd;	/* the caller left room */
 	sp_close_all_but(fds, n + 1);	/* at once: the parent waits */
-	/* a grandchild: init's at once, nobody's zombie while sp-record runs */
-	if (fork())
+	/* a grandchild: init's at once, nobody's zombie while sp-record runs
+	 * (_Fork: no atfork handlers, safe in a child of a process with threads) */
+	if (_Fork())
 		_exit(0);
 	sp_keeper_become(fds, n + 1, "sp-record-end");
 	/* the caller writes nothing: EOF once its copies are closed */
