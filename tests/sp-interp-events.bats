@@ -85,23 +85,51 @@ assert_owners() {
 	[ -z "$bad" ] || fail "events under another method: $(sort <<<"$bad" | uniq -c)"
 }
 
+# Each line of an sp-tree (stdin) but the spans' and frames', after the
+# nearest span or frame above it in the tree and a tab. By depth, not by
+# order: a span's own events are printed after its child frames' trees.
+tree_owners() {
+	awk '
+	function depth(s,   i, p) {
+		i = index(s, "├─")
+		if (!i)
+			i = index(s, "└─")
+		if (!i)
+			return -1
+		p = substr(s, 1, i - 1)
+		gsub(/│/, " ", p)
+		return int(length(p) / 3)
+	}
+	{ d = depth($0) }
+	d < 0 { next }
+	{ for (k = d; k <= top; k++) delete line[k]; line[d] = $0; top = d }
+	/\[(FRAME|SPAN)/ { next }
+	{
+		o = ""
+		for (k = d - 1; k >= 0 && o == ""; k--)
+			if ((k in line) && line[k] ~ /\[(FRAME|SPAN)/)
+				o = line[k]
+		print o "\t" $0
+	}'
+}
+
 # sp-tree: each of the program's events is right under its method's frame
 # (with ALLOW_GAP=1, -p's first ones, from before the interpreter was
-# found, may be right under the <no-span> gap span).
+# found, may be right under the <no-span> gap span: those of a call whose
+# program was not attached yet, after others that were, too).
 assert_tree() {
 	run --separate-stderr sh -c "sp-correlate '$OUT' | sp-tree --stable"
 	[ "$status" = 0 ] || fail "sp-tree: $stderr"
-	awk -v a="$1" -v b="$2" -v c="$3" -v port=":$PORT" -v gap="${ALLOW_GAP:-0}" '
-		gap && /\[SPAN <no-span>\]/ { head = ""; next }
-		head == "" && gap && (/ev-(config|report)\.txt/ || /sock_connect/) { next }
-		/\[(FRAME|SPAN)/ { head = $0; next }
-		/ev-config\.txt/ { n++; if (index(head, "FRAME " a " ") == 0) { print "config under " head; bad++ } }
-		/ev-report\.txt/ { n++; if (index(head, "FRAME " b " ") == 0) { print "report under " head; bad++ } }
-		/sock_connect/ && index($0, port) { n++; if (index(head, "FRAME " c " ") == 0) { print "connect under " head; bad++ } }
-		END { if (n < 3) { print "only " n " events"; bad++ } exit bad > 0 }' <<<"$output" ||
-		fail "$(awk -v a="$1" -v b="$2" -v c="$3" -v port=":$PORT" '
-		/\[(FRAME|SPAN)/ { head = $0; next }
-		/ev-config|ev-report/ || (/sock_connect/ && index($0, port)) { print head " / " $0 }' <<<"$output" | head -5)"
+	local owned
+	owned=$(tree_owners <<<"$output")
+	awk -F'\t' -v a="$1" -v b="$2" -v c="$3" -v port=":$PORT" -v gap="${ALLOW_GAP:-0}" '
+		!($2 ~ /ev-(config|report)\.txt/ || ($2 ~ /sock_connect/ && index($2, port))) { next }
+		gap && index($1, "[SPAN <no-span>]") { next }
+		$2 ~ /ev-config\.txt/ { n++; if (index($1, "FRAME " a " ") == 0) { print "config under " $1; bad++ } }
+		$2 ~ /ev-report\.txt/ { n++; if (index($1, "FRAME " b " ") == 0) { print "report under " $1; bad++ } }
+		$2 ~ /sock_connect/ { n++; if (index($1, "FRAME " c " ") == 0) { print "connect under " $1; bad++ } }
+		END { if (n < 3) { print "only " n " events"; bad++ } exit bad > 0 }' <<<"$owned" ||
+		fail "$(awk -F'\t' -v port=":$PORT" '/ev-config|ev-report/ || (/sock_connect/ && index($2, port)) { print $1 " / " $2 }' <<<"$owned" | head -5)"
 }
 
 @test "a Python command without spans: its files and connects under the methods that made them" {
@@ -287,13 +315,14 @@ assert_children() {
 assert_child_tree() {
 	run --separate-stderr sh -c "sp-correlate '$OUT' | sp-tree --stable"
 	[ "$status" = 0 ] || fail "sp-tree: $stderr"
-	awk -v img="$1" -v m="$2" -v gap="${ALLOW_GAP:-0}" '
-		/\[(FRAME|SPAN)/ { head = $0; next }
-		index($0, "proc_exec → " img) {
-			if (gap && index(head, "[SPAN <no-span>]")) next
-			n++; if (index(head, "[FRAME " m " ") == 0) { print img " under " head; bad++ } }
-		END { if (n < 1) { print "no exec of " img; bad++ } exit bad > 0 }' <<<"$output" ||
-		fail "$(awk -v img="$1" '/\[(FRAME|SPAN)/ { head = $0 } index($0, "proc_exec → " img) { print head " / " $0 }' <<<"$output" | head -5)"
+	local owned
+	owned=$(tree_owners <<<"$output")
+	awk -F'\t' -v img="$1" -v m="$2" -v gap="${ALLOW_GAP:-0}" '
+		index($2, "proc_exec → " img) {
+			if (gap && index($1, "[SPAN <no-span>]")) next
+			n++; if (index($1, "[FRAME " m " ") == 0) { print img " under " $1; bad++ } }
+		END { if (n < 1) { print "no exec of " img; bad++ } exit bad > 0 }' <<<"$owned" ||
+		fail "$(awk -F'\t' -v img="$1" 'index($2, "proc_exec → " img) { print $1 " / " $2 }' <<<"$owned" | head -5)"
 }
 
 # The program's own functions, from its source: subprocess.run forks in

@@ -475,6 +475,7 @@ int sp_events_prepare(struct sp_source *s)
 	if (!want)
 		return 0;
 	err = probe_features(p, &kf);
+	sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS);	/* before the first attach */
 	/* what this kernel and object can give at all */
 	p->avail = kernel & ~SP_EV_BIT(SP_EV_KERNEL_READ_FILE);
 	/* without its BTF, the tracepoint is found in tracefs: held first */

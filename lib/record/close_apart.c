@@ -2,10 +2,13 @@
 /* File descriptors closed by a process of their own (close_apart.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,11 +16,18 @@
 #include <bpf/libbpf.h>
 
 #include "close_apart.h"
+#include "procfs.h"
 #include "sp.h"
 
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+#define CLOSER_NAME	"sp-record-end"
+#define WAIT_MAX	64	/* closers waited for at once */
 
 static void close_range_of(unsigned int lo, unsigned int hi)
 {
@@ -97,7 +107,7 @@ static noreturn void closer_main(int rfd, int *fds, size_t n)
 	 * (_Fork: no atfork handlers, safe in a child of a process with threads) */
 	if (_Fork())
 		_exit(0);
-	sp_keeper_become(fds, n + 1, "sp-record-end");
+	sp_keeper_become(fds, n + 1, CLOSER_NAME);
 	/* the caller writes nothing: EOF once its copies are closed */
 	sp_keeper_wait_end(rfd);
 	_exit(0);
@@ -149,4 +159,51 @@ void sp_bpf_links_destroy(struct bpf_link **links, size_t n)
 		bpf_link__destroy(links[i]);
 	if (done >= 0)
 		close(done);
+}
+
+/* pid is a closer: root's, and so named (only root makes a uid 0 process;
+ * one so named that never ends costs the timeout, no more). */
+static bool is_closer(uint32_t pid)
+{
+	char comm[32], path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	return !sp_procfs_comm(pid, pid, comm, sizeof(comm)) && !strcmp(comm, CLOSER_NAME) &&
+	       !stat(path, &st) && st.st_uid == 0;
+}
+
+int sp_close_apart_wait_earlier(uint64_t timeout_ns)
+{
+	static bool done;
+	uint64_t deadline = sp_now_mono_ns() + timeout_ns, now;
+	int fds[WAIT_MAX], nfds = 0, i;
+	uint32_t *pids;
+	size_t n, k;
+
+	/* once, before anything of ours could have made a closer */
+	if (__atomic_exchange_n(&done, true, __ATOMIC_ACQ_REL) || geteuid() != 0 ||
+	    sp_procfs_pids(&pids, &n))
+		return 0;
+	for (k = 0; k < n && nfds < WAIT_MAX; k++)
+		if (pids[k] != (uint32_t)getpid() && is_closer(pids[k])) {
+			int fd = (int)syscall(SYS_pidfd_open, (pid_t)pids[k], 0);
+
+			if (fd >= 0)
+				fds[nfds++] = fd;
+		}
+	free(pids);
+	/* a pidfd reads as ready once its process has exited, its files
+	 * closed (the kernel's waits are in its exit) */
+	for (i = 0; i < nfds; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+
+		now = sp_now_mono_ns();
+		if (now < deadline)
+			poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
+		close(fds[i]);
+	}
+	if (nfds)
+		sp_info("waited for %d earlier recording(s) to close their links", nfds);
+	return nfds;
 }

@@ -24,6 +24,7 @@
 #define SP_RECORD_CLOSE_APART_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -54,6 +55,20 @@ void sp_keeper_wait_end(int rfd);
  * for it, and it is no zombie of a long recording.
  */
 int sp_fds_close_apart(int *fds, size_t n);
+
+/*
+ * Wait, at most timeout_ns, for the closers of earlier recordings to end:
+ * until then the kernel's event_mutex is theirs 15-30 ms at a time, and a
+ * recording attaching meanwhile would have its tracepoints and uprobes late
+ * (a -p process's first events without stacks, a hook that gives up
+ * waiting for sp-record). Back to back, a recording so waits as long as
+ * the one before used to at its end; alone, not at all. Only as root,
+ * and only the first call of a process (later ones return 0 at once: the
+ * closers then may be its own). Returns how many it waited for (said with
+ * -v).
+ */
+#define SP_CLOSERS_WAIT_NS	(5 * 1000000000ULL)	/* a few closers' worth */
+int sp_close_apart_wait_earlier(uint64_t timeout_ns);
 
 /* bpf_link__destroy() of links[0..n) (NULL ones skipped), their last
  * references closed apart when there are several. */

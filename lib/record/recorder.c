@@ -20,6 +20,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "close_apart.h"
 #include "flight.h"
 #include "launch.h"
 #include "merge.h"
@@ -605,6 +606,9 @@ void sp_recorder_start(struct sp_recorder *r)
 		target.npids = r->o.npids;
 		target.pins = r->npins ? r->pins : NULL;
 	}
+	/* before the sources attach (close_apart.h; at once if the events'
+	 * load did it) */
+	sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS);
 	mono = sp_now_mono_ns();
 	wall = sp_now_wall_ns();
 	if (write_header(r, wall, mono) || (r->fl && sp_flight_begin(r->fl, mono)))

@@ -133,6 +133,32 @@ static void test_links(void)
 	CHECK(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD);
 }
 
+/* A closer of an earlier recording (root's, named sp-record-end) is waited
+ * for until it has ended; only once in a process. */
+static void test_wait_earlier(void)
+{
+	int p[2], status;
+	pid_t kid;
+	char c;
+
+	CHECK(!pipe(p));
+	kid = fork();
+	if (kid == 0) {
+		prctl(PR_SET_NAME, (unsigned long)"sp-record-end", 0, 0, 0);
+		close(p[0]);
+		close(p[1]);	/* named: the test may look */
+		usleep(300 * 1000);
+		_exit(0);
+	}
+	close(p[1]);
+	CHECK(read(p[0], &c, 1) == 0);
+	close(p[0]);
+	CHECK_EQ_U(sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS), 1);
+	/* it has exited: reaped without waiting */
+	CHECK(waitpid(kid, &status, WNOHANG) == kid);
+	CHECK_EQ_U(sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS), 0);
+}
+
 int main(void)
 {
 	/* the closer is a grandchild: ours to reap once its parent is gone */
@@ -140,5 +166,9 @@ int main(void)
 	TAP_RUN(test_close_all_but);
 	TAP_RUN(test_close_apart);
 	TAP_RUN(test_links);
+	if (geteuid() != 0)
+		TAP_SKIP(test_wait_earlier, "needs root (a closer is root's)");
+	else
+		TAP_RUN(test_wait_earlier);
 	return TAP_DONE();
 }
