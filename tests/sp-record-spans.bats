@@ -560,10 +560,17 @@ os.waitpid(pid, 0)'
 		def f(x) = x + 1
 		s = 0
 		t = Time.now
+		File.write(ARGV[1], "up")
 		s = f(s) while Time.now - t < 3
-		File.write(ARGV[0], "done") ' "$BATS_TEST_TMPDIR/done" &
+		File.write(ARGV[0], "done") ' "$BATS_TEST_TMPDIR/done" "$BATS_TEST_TMPDIR/up" &
 	local rec=$!
-	sleep 1.5
+	# killed while the program runs (not while sp-record still starts)
+	for i in $(seq 300); do
+		[ -e "$BATS_TEST_TMPDIR/up" ] && break
+		sleep 0.1
+	done
+	[ -e "$BATS_TEST_TMPDIR/up" ] || fail "the program did not start"
+	sleep 1
 	kill -KILL $rec
 	wait $rec || true
 	# the loop runs on (its threads wait once, then no more) and finishes
