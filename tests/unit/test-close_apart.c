@@ -134,7 +134,8 @@ static void test_links(void)
 }
 
 /* A closer of an earlier recording (root's, named sp-record-end) is waited
- * for until it has ended; only once in a process. */
+ * for until it has ended; only once in a process. Closers of the tests run
+ * before this one may still be at work: at least ours is counted. */
 static void test_wait_earlier(void)
 {
 	int p[2], status;
@@ -153,7 +154,7 @@ static void test_wait_earlier(void)
 	close(p[1]);
 	CHECK(read(p[0], &c, 1) == 0);
 	close(p[0]);
-	CHECK_EQ_U(sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS), 1);
+	CHECK(sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS) >= 1);
 	/* it has exited: reaped without waiting */
 	CHECK(waitpid(kid, &status, WNOHANG) == kid);
 	CHECK_EQ_U(sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS), 0);
