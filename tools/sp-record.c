@@ -535,9 +535,9 @@ int main(int argc, char **argv)
 	if (sp_cgroup_filter_given(&env.cgroups))
 		env.offcpu.cgroups = &env.cgroups;
 	env.perf.enable_on_exec = first < argc;
-	/* the whole machine: the smaller default copy (perf_source.h) */
+	/* the whole machine: the copy its rings can hold (perf_ring.h) */
 	if (env.system_wide && !env.perf.stack_size)
-		env.perf.stack_size = SP_PERF_STACK_COPY_ALL;
+		env.perf.stack_size = sp_perf_stack_copy_all();
 	/* The spans source first: its BPF object loads while the rest is set
 	 * up. It is told the command when "--" set it apart. */
 	if (first < argc && first > 0 && !strcmp(argv[first - 1], "--"))

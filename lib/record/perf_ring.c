@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "perf_ring.h"
+#include "sp.h"
 #include "unwind.h"
 
 void sp_perf_attr_records(struct perf_event_attr *a, bool enable_on_exec)
@@ -55,6 +56,15 @@ unsigned int sp_perf_ring_pages(unsigned int base, uint32_t stack_size, unsigned
 	while (want > base && (uint64_t)(ncpus ? ncpus : 1) * want * page_size > 64 << 20)
 		want /= 2;
 	return (unsigned int)want;
+}
+
+uint32_t sp_perf_ring_copy_all(unsigned int ncpus, uint32_t most)
+{
+	uint64_t per_cpu = (64 << 20) / (ncpus ? ncpus : 1), copy = 8192;
+
+	while (copy * 2 <= most && copy * 2 * SP_PERF_RING_SAMPLES_ALL <= per_cpu)
+		copy *= 2;
+	return (uint32_t)copy;
 }
 
 uint32_t sp_perf_ring_wakeup(uint64_t ring, uint32_t stack_size)
@@ -255,6 +265,37 @@ int sp_perf_parse_sample(const struct perf_event_header *h, uint64_t st,
 	if (st & PERF_SAMPLE_CGROUP)
 		s->cgroup = take(&c);
 	return c.bad ? -1 : 0;
+}
+
+struct perf_event_header *sp_perf_record_dup(const struct perf_event_header *h, uint64_t st,
+					     unsigned int nregs)
+{
+	struct sp_perf_sample s;
+	uint64_t keep;
+	size_t pre, post;
+	uint8_t *c;
+
+	/* The bytes written, rounded up to 8; never none, as a stack_size of
+	 * 0 has no dyn_size after it. */
+	if (h->type != PERF_RECORD_SAMPLE || !(st & PERF_SAMPLE_STACK_USER) ||
+	    sp_perf_parse_sample(h, st, nregs, &s) ||
+	    (keep = s.stack_dyn_size ? (s.stack_dyn_size + 7) & ~(uint64_t)7 : 8) >=
+	    s.stack_size) {
+		c = sp_xmalloc(h->size);
+		memcpy(c, h, h->size);
+		return (struct perf_event_header *)c;
+	}
+	/* before the stack (its size field last), the kept bytes, then dyn_size
+	 * and the fields after it */
+	pre = (size_t)(s.stack - (const uint8_t *)h);
+	post = h->size - pre - s.stack_size;
+	c = sp_xmalloc(pre + keep + post);
+	memcpy(c, h, pre);
+	memcpy(c + pre - 8, &keep, 8);
+	memcpy(c + pre, s.stack, keep);
+	memcpy(c + pre + keep, s.stack + s.stack_size, post);
+	((struct perf_event_header *)c)->size = (uint16_t)(pre + keep + post);
+	return (struct perf_event_header *)c;
 }
 
 size_t sp_perf_id_size(uint64_t st)

@@ -74,14 +74,15 @@ static void process_record(struct perf *p, const struct perf_event_header *h)
 	}
 }
 
-/* Each record is copied out of its ring (so the kernel can reuse the space). */
+/* Each record is copied out of its ring (so the kernel can reuse the space),
+ * a sample with only the stack bytes the kernel wrote: a 32 KiB copy of a
+ * shallow stack is a few hundred bytes to move and hold. */
 static void read_record(void *ctx, const struct perf_event_header *h)
 {
 	struct perf *p = ctx;
-	struct perf_event_header *c = sp_xmalloc(h->size);
+	struct perf_event_header *c = sp_perf_record_dup(h, p->attr.sample_type, p->nregs);
 	struct pending *it;
 
-	memcpy(c, h, h->size);
 	it = sp_perf_queue_push(&p->q, record_time(p, c));
 	if (h->type == PERF_RECORD_MMAP2)
 		sp_perf_peek_mmap2(p, c, it->head.time);
@@ -106,6 +107,14 @@ static void handle_record(void *ctx, void *item)
 static void drop_record(void *ctx, void *item)
 {
 	free(((struct pending *)item)->h);
+}
+
+uint32_t sp_perf_stack_copy_all(void)
+{
+	int *cpus = NULL, n = sp_online_cpus(&cpus);
+
+	free(cpus);
+	return sp_perf_ring_copy_all(n > 0 ? (unsigned int)n : 1, SP_PERF_STACK_COPY);
 }
 
 /* A running process of the cgroups -a is limited to (docs/containers.md). */

@@ -4,8 +4,9 @@
  * bytes choose the ring's start offset and a sample_type, the rest is the
  * ring's content (as the kernel would have written it, or not). Every record
  * next() returns must lie inside the ring's bytes, and decoding it as a
- * sample or as a sample_id trailer must stay inside the record. Nothing may
- * crash, hang or read out of bounds.
+ * sample or as a sample_id trailer must stay inside the record; a sample's
+ * copy with its stack cut (sp_perf_record_dup) is never larger and decodes
+ * to the same fields. Nothing may crash, hang or read out of bounds.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	};
 	struct perf_event_mmap_page *meta;
 	const struct perf_event_header *h;
-	struct sp_perf_sample s;
+	struct sp_perf_sample s, d;
+	struct perf_event_header *c;
 	struct sp_perf_id id;
 	struct sp_perf_ring r;
 	uint8_t *ring;
@@ -61,6 +63,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (s.stack && s.stack + s.stack_size > (const uint8_t *)h + h->size)
 				abort();
 		}
+		c = sp_perf_record_dup(h, st, 17);
+		if (c->size > h->size || c->type != h->type)
+			abort();
+		if (h->type == PERF_RECORD_SAMPLE && sp_perf_parse_sample(h, st, 17, &s) == 0 &&
+		    (sp_perf_parse_sample(c, st, 17, &d) || d.tid != s.tid || d.time != s.time ||
+		     d.nr != s.nr || d.stack_dyn_size != s.stack_dyn_size ||
+		     (s.stack_dyn_size && memcmp(d.stack, s.stack, s.stack_dyn_size))))
+			abort();
+		free(c);
 		sp_perf_parse_id(h, st, &id);
 	}
 	sp_perf_ring_end(&r);

@@ -148,6 +148,72 @@ static void test_perf_ring_parse_sample(void)
 	CHECK(sp_perf_parse_sample(h, st | PERF_SAMPLE_RAW, 2, &s) == -1);
 }
 
+/* A sample's copy keeps the stack bytes the kernel wrote (dyn_size rounded
+ * up to 8) and every field around them; anything else is copied whole. */
+static void test_perf_ring_record_dup(void)
+{
+	uint64_t st = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER |
+		      PERF_SAMPLE_STACK_USER | PERF_SAMPLE_CGROUP;
+	uint64_t rec[32];
+	struct perf_event_header *h = (void *)rec, *c;
+	struct sp_perf_sample s;
+	unsigned int n = 1, i;
+
+	rec[n++] = 0x401234;				/* ip */
+	rec[n++] = (uint64_t)77 << 32 | 42;		/* pid 42, tid 77 */
+	rec[n++] = PERF_SAMPLE_REGS_ABI_64;		/* abi, then 2 registers */
+	rec[n++] = 0xaa;
+	rec[n++] = 0xbb;
+	rec[n++] = 40;					/* stack size */
+	for (i = 0; i < 5; i++)
+		rec[n++] = 0x1000 + i;
+	rec[n++] = 12;					/* dyn size */
+	rec[n++] = 5668;				/* cgroup id */
+	h->type = PERF_RECORD_SAMPLE;
+	h->misc = 3;
+	h->size = (uint16_t)(8 * n);
+
+	c = sp_perf_record_dup(h, st, 2);
+	CHECK_EQ_U(c->size, h->size - 24);		/* 16 of the 40 bytes kept */
+	CHECK_EQ_U(c->type, PERF_RECORD_SAMPLE);
+	CHECK_EQ_U(c->misc, 3);
+	CHECK(sp_perf_parse_sample(c, st, 2, &s) == 0);
+	CHECK_EQ_U(s.ip, 0x401234);
+	CHECK_EQ_U(s.tid, 77);
+	CHECK_EQ_U(s.regs[1], 0xbb);
+	CHECK_EQ_U(s.stack_size, 16);
+	CHECK_EQ_U(s.stack_dyn_size, 12);
+	CHECK_EQ_U(((const uint64_t *)s.stack)[0], 0x1000);
+	CHECK_EQ_U(((const uint64_t *)s.stack)[1], 0x1001);
+	CHECK_EQ_U(s.cgroup, 5668);
+	free(c);
+
+	/* a full copy (dyn_size rounds up to the whole) stays as it is */
+	rec[12] = 33;
+	c = sp_perf_record_dup(h, st, 2);
+	CHECK_EQ_U(c->size, h->size);
+	CHECK(!memcmp(c, h, h->size));
+	free(c);
+	/* as does one that does not parse (dyn_size beyond the copy) */
+	rec[12] = 41;
+	c = sp_perf_record_dup(h, st, 2);
+	CHECK(!memcmp(c, h, h->size));
+	free(c);
+	/* nothing written: 8 bytes kept, so that dyn_size still follows */
+	rec[12] = 0;
+	c = sp_perf_record_dup(h, st, 2);
+	CHECK_EQ_U(c->size, h->size - 32);
+	CHECK(sp_perf_parse_sample(c, st, 2, &s) == 0);
+	CHECK_EQ_U(s.stack_dyn_size, 0);
+	CHECK_EQ_U(s.cgroup, 5668);
+	free(c);
+	/* a record other than a sample */
+	h->type = PERF_RECORD_COMM;
+	c = sp_perf_record_dup(h, st, 2);
+	CHECK(!memcmp(c, h, h->size));
+	free(c);
+}
+
 static void test_perf_ring_parse_id(void)
 {
 	uint64_t st = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
@@ -225,13 +291,30 @@ static void test_perf_ring_pages(void)
 	CHECK_EQ_U(sp_perf_ring_wakeup(16 * 4096, 32768), 16 * 4096 / 4);
 }
 
+/* -a's copy: 512 samples a CPU within 64 MiB, between 8192 and most */
+static void test_perf_ring_copy_all(void)
+{
+	CHECK_EQ_U(sp_perf_ring_copy_all(1, 32768), 32768);
+	CHECK_EQ_U(sp_perf_ring_copy_all(2, 32768), 32768);
+	CHECK_EQ_U(sp_perf_ring_copy_all(4, 32768), 32768);	/* 16 MiB: 512 x 32 KiB */
+	CHECK_EQ_U(sp_perf_ring_copy_all(5, 32768), 16384);
+	CHECK_EQ_U(sp_perf_ring_copy_all(8, 32768), 16384);
+	CHECK_EQ_U(sp_perf_ring_copy_all(16, 32768), 8192);
+	CHECK_EQ_U(sp_perf_ring_copy_all(256, 32768), 8192);	/* never below perf's */
+	CHECK_EQ_U(sp_perf_ring_copy_all(0, 32768), 32768);
+	CHECK_EQ_U(sp_perf_ring_copy_all(2, 16384), 16384);	/* never above most */
+	CHECK_EQ_U(sp_perf_ring_copy_all(2, 20000), 16384);
+}
+
 int main(void)
 {
 	TAP_RUN(test_perf_ring_wrap);
 	TAP_RUN(test_perf_ring_torn);
 	TAP_RUN(test_perf_ring_parse_sample);
+	TAP_RUN(test_perf_ring_record_dup);
 	TAP_RUN(test_perf_ring_parse_id);
 	TAP_RUN(test_perf_ring_attr);
 	TAP_RUN(test_perf_ring_pages);
+	TAP_RUN(test_perf_ring_copy_all);
 	return TAP_DONE();
 }

@@ -62,6 +62,16 @@ unsigned int sp_perf_ring_pages(unsigned int base, uint32_t stack_size, unsigned
  * of it, at most about eight samples of stack_size-byte copies (64 KiB
  * for 8192 or none), so a large copy does not wake it at every sample. */
 uint32_t sp_perf_ring_wakeup(uint64_t ring, uint32_t stack_size);
+/*
+ * The user stack copy of the whole machine's samples (-a) on ncpus CPUs:
+ * the largest power of two from most down to 8192 (perf's default) whose
+ * samples the rings, within the 64 MiB they share, still hold
+ * SP_PERF_RING_SAMPLES_ALL of a CPU. A sample takes its whole copy in its
+ * ring whatever the stack held, and the first second of -a unwinds every
+ * binary once while the rings fill.
+ */
+#define SP_PERF_RING_SAMPLES_ALL	512
+uint32_t sp_perf_ring_copy_all(unsigned int ncpus, uint32_t most);
 
 /* Map the ring of a perf event fd: 1 + pages pages (pages a power of two).
  * 0, or -1 with errno set (nothing reported). */
@@ -112,6 +122,16 @@ struct sp_perf_id {
  */
 int sp_perf_parse_sample(const struct perf_event_header *h, uint64_t sample_type,
 			 unsigned int nregs, struct sp_perf_sample *s);
+/*
+ * A copy of record h (malloc'd, never NULL), for holding past the ring's
+ * pass. A sample's user stack copy is cut to the bytes the kernel wrote
+ * (dyn_size, rounded up to 8): the ring keeps room for the whole
+ * sample_stack_user whatever the stack held, and the rest is stale. The
+ * copy parses as the record did, with stack_size the kept bytes. Any other
+ * record, and a sample that does not parse, is copied whole.
+ */
+struct perf_event_header *sp_perf_record_dup(const struct perf_event_header *h,
+					     uint64_t sample_type, unsigned int nregs);
 /* Decode the sample_id trailer of a non-sample record. 0 or -1. */
 int sp_perf_parse_id(const struct perf_event_header *h, uint64_t sample_type,
 		     struct sp_perf_id *id);

@@ -30,13 +30,13 @@ enum sp_interp_mode {
  * and auto, unless set: 8192 (perf's default) cut 70% of the native
  * stacks of `gem list` and 10% of those of a Ruby loop, 32768 none of
  * them (docs/unwinding.md, "The stack copy"). The whole machine (-a)
- * keeps 8192, SP_PERF_STACK_COPY_ALL: each record is copied out of its
- * ring whole, and with every process's samples 32768 made sp-record fall
- * behind and lose samples on a loaded machine. Off-CPU samples keep 8192
- * too: a switch can come far more often than a tick.
+ * takes sp_perf_ring_copy_all(): as much, on machines whose rings can
+ * hold enough such samples. Off-CPU samples keep 8192: a switch can come
+ * far more often than a tick.
  */
 #define SP_PERF_STACK_COPY	32768
-#define SP_PERF_STACK_COPY_ALL	8192
+/* The copy for -a on this machine's online CPUs (sp_perf_ring_copy_all()). */
+uint32_t sp_perf_stack_copy_all(void);
 
 struct sp_perf_opts {
 	const char *event;		/* "cpu-clock" when NULL */
