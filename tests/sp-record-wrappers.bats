@@ -289,6 +289,15 @@ late_ruby() {
 		DEEP_MIDDLE=define_method $RUBY
 }
 
+@test "sp-record -p: the define_method rebuild calls Ruby's own methods, not the program's overrides of them" {
+	require_ruby
+	late_spans deep.rb tick Deep#main Deep#outer Walk#middle Deep#inner -- \
+		env RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" STACKPULSE_SPAN_RING=1 \
+		DEEP_MIDDLE=define_method DEEP_OVERRIDE=1 $RUBY
+	[ ! -e "$BATS_TEST_TMPDIR/ready.called" ] ||
+		fail "the hook ran the program's methods: $(sort "$BATS_TEST_TMPDIR/ready.called" | uniq -c)"
+}
+
 @test "sp-record -p: a Ruby with --spans-match inside matching methods when found gets those, and only those" {
 	require_ruby
 	# Walk#middle is not traced: not rebuilt, and no stop of it comes

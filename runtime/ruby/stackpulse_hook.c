@@ -33,9 +33,67 @@
 #include "../hook/ring.h"
 
 static struct sp_rt_names names;
-static ID id_attached, id_label, id_base_label, id_path, id_lineno, id_eval, id_instance_method,
-	id_of;
+static ID id_attached, id_instance_method;
 static VALUE iseq_class;		/* RubyVM::InstructionSequence */
+
+/*
+ * The methods of Ruby's own that the hook calls inside the program, taken
+ * when it loads (before the program's code): called through these Method
+ * objects (rb_method_call()), never by name, so that a program that
+ * redefines or prepends one (a class's own instance_method, a patched
+ * Binding#eval or Location#label) is not run from inside the hook. Each is
+ * UnboundMethod#bind_call bound to Ruby's method (its receiver is the
+ * first argument), RubyVM::InstructionSequence.of bound to its class. 0:
+ * not taken, called by name.
+ */
+enum own {
+	OWN_LABEL, OWN_BASE_LABEL, OWN_PATH, OWN_LINENO,	/* Thread::Backtrace::Location */
+	OWN_EVAL,						/* Binding */
+	OWN_INSTANCE_METHOD,					/* Module */
+	OWN_ISEQ_OF,						/* InstructionSequence.of */
+	OWN_N
+};
+static const char *const own_names[OWN_N] = {
+	"label", "base_label", "path", "lineno", "eval", "instance_method", "of",
+};
+static VALUE own[OWN_N];
+static ID own_ids[OWN_N];
+
+static VALUE call_own(enum own k, VALUE recv, int argc, const VALUE *argv)
+{
+	VALUE a[2] = { recv, argc ? argv[0] : Qnil };
+
+	if (!own[k])
+		return rb_funcallv(recv, own_ids[k], argc, argv);
+	if (k == OWN_ISEQ_OF)
+		return rb_method_call(argc, argv, own[k]);
+	return rb_method_call(argc + 1, a, own[k]);
+}
+
+static VALUE take_own(VALUE unused)
+{
+	static const char *const classes[OWN_N] = {
+		"Thread::Backtrace::Location", "Thread::Backtrace::Location",
+		"Thread::Backtrace::Location", "Thread::Backtrace::Location", "Binding",
+		"Module", NULL,
+	};
+	VALUE bind_call = rb_funcall(rb_cUnboundMethod, id_instance_method, 1,
+				     ID2SYM(rb_intern("bind_call")));
+	int k;
+
+	for (k = 0; k < OWN_N; k++) {
+		VALUE um;
+
+		if (!classes[k])
+			continue;
+		um = rb_funcall(rb_path2class(classes[k]), id_instance_method, 1,
+				ID2SYM(own_ids[k]));
+		own[k] = rb_funcall(bind_call, rb_intern("bind"), 1, um);
+	}
+	if (iseq_class)
+		own[OWN_ISEQ_OF] = rb_obj_method(iseq_class, ID2SYM(own_ids[OWN_ISEQ_OF]));
+	return Qnil;
+}
 static bool match_mode;		/* --spans-match: TracePoints on some methods */
 static VALUE traced;		/* their iseqs (identity): StackPulseHook.traced */
 
@@ -135,12 +193,12 @@ static void mark_call(const struct sp_rt_name *n, int line)
 static VALUE bmethod_body(VALUE args)
 {
 	const VALUE *a = (const VALUE *)args;	/* binding, class, iseq */
-	VALUE mid = rb_funcall(a[0], id_eval, 1, rb_str_new_cstr("__method__")), um;
+	VALUE src = rb_str_new_cstr("__method__"), mid = call_own(OWN_EVAL, a[0], 1, &src), um;
 
 	if (!SYMBOL_P(mid))
 		return Qnil;
-	um = rb_funcall(a[1], id_instance_method, 1, mid);
-	return rb_funcall(iseq_class, id_of, 1, um) == a[2] ? mid : Qnil;
+	um = call_own(OWN_INSTANCE_METHOD, a[1], 1, &mid);
+	return call_own(OWN_ISEQ_OF, iseq_class, 1, &um) == a[2] ? mid : Qnil;
 }
 
 static VALUE bmethod_id(const rb_debug_inspector_t *dc, long i, VALUE klass, VALUE iseq)
@@ -180,8 +238,8 @@ static bool method_frame(const rb_debug_inspector_t *dc, VALUE locs, long i, VAL
 		return false;
 	if (match_mode && !RTEST(rb_hash_lookup2(traced, iseq, Qfalse)))
 		return false;
-	label = rb_funcall(loc, id_label, 0);
-	base = rb_funcall(loc, id_base_label, 0);
+	label = call_own(OWN_LABEL, loc, 0, NULL);
+	base = call_own(OWN_BASE_LABEL, loc, 0, NULL);
 	if (!RB_TYPE_P(label, T_STRING) || !RB_TYPE_P(base, T_STRING))
 		return false;
 	if (!RTEST(rb_str_equal(label, base))) {
@@ -193,7 +251,7 @@ static bool method_frame(const rb_debug_inspector_t *dc, VALUE locs, long i, VAL
 	*mid = ID2SYM(rb_intern_str(base));
 	if (i + 1 >= RARRAY_LEN(locs) || !NIL_P(rb_debug_inspector_frame_iseq_get(dc, i + 1)))
 		return true;
-	caller = rb_funcall(RARRAY_AREF(locs, i + 1), id_label, 0);
+	caller = call_own(OWN_LABEL, RARRAY_AREF(locs, i + 1), 0, NULL);
 	for (k = 0; k < sizeof(evals) / sizeof(evals[0]) && RB_TYPE_P(caller, T_STRING); k++)
 		if ((size_t)RSTRING_LEN(caller) == strlen(evals[k]) &&
 		    !memcmp(RSTRING_PTR(caller), evals[k], RSTRING_LEN(caller)))
@@ -230,8 +288,8 @@ static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
 			open[k++] = i;
 	while (k-- > 0) {
 		i = open[k];
-		path = rb_funcall(RARRAY_AREF(locs, i), id_path, 0);
-		line = NUM2INT(rb_funcall(RARRAY_AREF(locs, i), id_lineno, 0));
+		path = call_own(OWN_PATH, RARRAY_AREF(locs, i), 0, NULL);
+		line = NUM2INT(call_own(OWN_LINENO, RARRAY_AREF(locs, i), 0, NULL));
 		nm = method_name(rb_debug_inspector_frame_class_get(dc, i), mids[k],
 				 RB_TYPE_P(path, T_STRING) ? RSTRING_PTR(path) : NULL);
 		line = SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);
@@ -322,16 +380,14 @@ void Init_stackpulse_hook(void)
 {
 	const char *match = getenv("STACKPULSE_SPANS_MATCH");
 	struct open_walk boot = { .skip = false, .flag = 0 };
-	int state = 0;
+	int state = 0, k;
 
 	id_attached = rb_intern("__attached__");
-	id_label = rb_intern("label");
-	id_base_label = rb_intern("base_label");
-	id_path = rb_intern("path");
-	id_lineno = rb_intern("lineno");
-	id_eval = rb_intern("eval");
 	id_instance_method = rb_intern("instance_method");
-	id_of = rb_intern("of");
+	for (k = 0; k < OWN_N; k++) {
+		own_ids[k] = rb_intern(own_names[k]);
+		rb_gc_register_address(&own[k]);
+	}
 	/* looked up, never raised for: a missing constant at Init would end
 	 * the traced program (define_method methods are then not rebuilt) */
 	iseq_class = 0;
@@ -343,6 +399,13 @@ void Init_stackpulse_hook(void)
 			iseq_class = rb_const_get(vm, rb_intern("InstructionSequence"));
 	}
 	rb_gc_register_address(&iseq_class);
+	/* all or none: one missing is called by name, as all others are then */
+	rb_protect(take_own, Qnil, &state);
+	if (state) {
+		rb_set_errinfo(Qnil);
+		memset(own, 0, sizeof(own));
+		state = 0;
+	}
 	sp_rt_ring_init();
 	/* announced now: sp-record knows the hook is in from here on (a raise
 	 * before was Ruby's start-up, when no span can be open) */
