@@ -53,14 +53,14 @@ unsigned int sp_perf_ring_pages(unsigned int base, uint32_t stack_size, unsigned
 	while (want < (uint64_t)base * ((copy + 8191) / 8192))
 		want *= 2;
 	/* within 64 MiB in all: the scaled size halved until it fits */
-	while (want > base && (uint64_t)(ncpus ? ncpus : 1) * want * page_size > 64 << 20)
+	while (want > base && (uint64_t)(ncpus ? ncpus : 1) * want * page_size > SP_PERF_RINGS_MOST)
 		want /= 2;
 	return (unsigned int)want;
 }
 
 uint32_t sp_perf_ring_copy_all(unsigned int ncpus, uint32_t most)
 {
-	uint64_t per_cpu = (64 << 20) / (ncpus ? ncpus : 1), copy = 8192;
+	uint64_t per_cpu = SP_PERF_RINGS_MOST / (ncpus ? ncpus : 1), copy = 8192;
 
 	while (copy * 2 <= most && copy * 2 * SP_PERF_RING_SAMPLES_ALL <= per_cpu)
 		copy *= 2;
@@ -268,17 +268,22 @@ int sp_perf_parse_sample(const struct perf_event_header *h, uint64_t st,
 }
 
 struct perf_event_header *sp_perf_record_dup(const struct perf_event_header *h, uint64_t st,
-					     unsigned int nregs)
+					     unsigned int nregs, uint64_t *time)
 {
 	struct sp_perf_sample s;
+	bool parsed = false;
 	uint64_t keep;
 	size_t pre, post;
 	uint8_t *c;
 
+	*time = 0;
+	if (h->type == PERF_RECORD_SAMPLE && !sp_perf_parse_sample(h, st, nregs, &s)) {
+		parsed = true;
+		*time = s.time;
+	}
 	/* The bytes written, rounded up to 8; never none, as a stack_size of
 	 * 0 has no dyn_size after it. */
-	if (h->type != PERF_RECORD_SAMPLE || !(st & PERF_SAMPLE_STACK_USER) ||
-	    sp_perf_parse_sample(h, st, nregs, &s) ||
+	if (!parsed || !(st & PERF_SAMPLE_STACK_USER) ||
 	    (keep = s.stack_dyn_size ? (s.stack_dyn_size + 7) & ~(uint64_t)7 : 8) >=
 	    s.stack_size) {
 		c = sp_xmalloc(h->size);

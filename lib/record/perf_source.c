@@ -30,13 +30,11 @@ struct pending {
 	struct perf_event_header *h;
 };
 
+/* The time of a record other than a sample (0: none). */
 static uint64_t record_time(struct perf *p, const struct perf_event_header *h)
 {
-	struct sp_perf_sample s;
 	struct sp_perf_id id;
 
-	if (h->type == PERF_RECORD_SAMPLE)
-		return sp_perf_parse_sample(h, p->attr.sample_type, p->nregs, &s) ? 0 : s.time;
 	if (h->type == PERF_RECORD_FORK || h->type == PERF_RECORD_EXIT)
 		return h->size >= sizeof(*h) + sizeof(struct perf_task_rec) ?
 		       ((const struct perf_task_rec *)(h + 1))->time : 0;
@@ -80,10 +78,11 @@ static void process_record(struct perf *p, const struct perf_event_header *h)
 static void read_record(void *ctx, const struct perf_event_header *h)
 {
 	struct perf *p = ctx;
-	struct perf_event_header *c = sp_perf_record_dup(h, p->attr.sample_type, p->nregs);
+	uint64_t t;
+	struct perf_event_header *c = sp_perf_record_dup(h, p->attr.sample_type, p->nregs, &t);
 	struct pending *it;
 
-	it = sp_perf_queue_push(&p->q, record_time(p, c));
+	it = sp_perf_queue_push(&p->q, h->type == PERF_RECORD_SAMPLE ? t : record_time(p, c));
 	if (h->type == PERF_RECORD_MMAP2)
 		sp_perf_peek_mmap2(p, c, it->head.time);
 	else if (h->type == PERF_RECORD_FORK && p->interp &&

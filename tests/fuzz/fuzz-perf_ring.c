@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sp_perf_id id;
 	struct sp_perf_ring r;
 	uint8_t *ring;
-	uint64_t st, start, n;
+	uint64_t st, start, n, t;
 
 	if (size < 8)
 		return 0;
@@ -63,13 +63,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (s.stack && s.stack + s.stack_size > (const uint8_t *)h + h->size)
 				abort();
 		}
-		c = sp_perf_record_dup(h, st, 17);
+		c = sp_perf_record_dup(h, st, 17, &t);
 		if (c->size > h->size || c->type != h->type)
 			abort();
 		if (h->type == PERF_RECORD_SAMPLE && sp_perf_parse_sample(h, st, 17, &s) == 0 &&
 		    (sp_perf_parse_sample(c, st, 17, &d) || d.tid != s.tid || d.time != s.time ||
 		     d.nr != s.nr || d.stack_dyn_size != s.stack_dyn_size ||
-		     (s.stack_dyn_size && memcmp(d.stack, s.stack, s.stack_dyn_size))))
+		     (s.stack_dyn_size && memcmp(d.stack, s.stack, s.stack_dyn_size)) ||
+		     t != s.time))
 			abort();
 		free(c);
 		sp_perf_parse_id(h, st, &id);

@@ -152,15 +152,16 @@ static void test_perf_ring_parse_sample(void)
  * up to 8) and every field around them; anything else is copied whole. */
 static void test_perf_ring_record_dup(void)
 {
-	uint64_t st = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER |
-		      PERF_SAMPLE_STACK_USER | PERF_SAMPLE_CGROUP;
-	uint64_t rec[32];
+	uint64_t st = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+		      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER | PERF_SAMPLE_CGROUP;
+	uint64_t rec[32], t;
 	struct perf_event_header *h = (void *)rec, *c;
 	struct sp_perf_sample s;
 	unsigned int n = 1, i;
 
 	rec[n++] = 0x401234;				/* ip */
 	rec[n++] = (uint64_t)77 << 32 | 42;		/* pid 42, tid 77 */
+	rec[n++] = 987654321;				/* time */
 	rec[n++] = PERF_SAMPLE_REGS_ABI_64;		/* abi, then 2 registers */
 	rec[n++] = 0xaa;
 	rec[n++] = 0xbb;
@@ -173,8 +174,9 @@ static void test_perf_ring_record_dup(void)
 	h->misc = 3;
 	h->size = (uint16_t)(8 * n);
 
-	c = sp_perf_record_dup(h, st, 2);
+	c = sp_perf_record_dup(h, st, 2, &t);
 	CHECK_EQ_U(c->size, h->size - 24);		/* 16 of the 40 bytes kept */
+	CHECK_EQ_U(t, 987654321);			/* its time, parsed on the way */
 	CHECK_EQ_U(c->type, PERF_RECORD_SAMPLE);
 	CHECK_EQ_U(c->misc, 3);
 	CHECK(sp_perf_parse_sample(c, st, 2, &s) == 0);
@@ -189,19 +191,20 @@ static void test_perf_ring_record_dup(void)
 	free(c);
 
 	/* a full copy (dyn_size rounds up to the whole) stays as it is */
-	rec[12] = 33;
-	c = sp_perf_record_dup(h, st, 2);
+	rec[13] = 33;
+	c = sp_perf_record_dup(h, st, 2, &t);
 	CHECK_EQ_U(c->size, h->size);
 	CHECK(!memcmp(c, h, h->size));
 	free(c);
 	/* as does one that does not parse (dyn_size beyond the copy) */
-	rec[12] = 41;
-	c = sp_perf_record_dup(h, st, 2);
+	rec[13] = 41;
+	c = sp_perf_record_dup(h, st, 2, &t);
 	CHECK(!memcmp(c, h, h->size));
+	CHECK_EQ_U(t, 0);
 	free(c);
 	/* nothing written: 8 bytes kept, so that dyn_size still follows */
-	rec[12] = 0;
-	c = sp_perf_record_dup(h, st, 2);
+	rec[13] = 0;
+	c = sp_perf_record_dup(h, st, 2, &t);
 	CHECK_EQ_U(c->size, h->size - 32);
 	CHECK(sp_perf_parse_sample(c, st, 2, &s) == 0);
 	CHECK_EQ_U(s.stack_dyn_size, 0);
@@ -209,8 +212,9 @@ static void test_perf_ring_record_dup(void)
 	free(c);
 	/* a record other than a sample */
 	h->type = PERF_RECORD_COMM;
-	c = sp_perf_record_dup(h, st, 2);
+	c = sp_perf_record_dup(h, st, 2, &t);
 	CHECK(!memcmp(c, h, h->size));
+	CHECK_EQ_U(t, 0);
 	free(c);
 }
 

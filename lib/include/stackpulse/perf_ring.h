@@ -49,12 +49,14 @@ void sp_perf_attr_records(struct perf_event_attr *a, bool enable_on_exec);
  */
 unsigned int sp_perf_attr_user_stack(struct perf_event_attr *a, enum sp_call_graph cg,
 				     uint32_t stack_size);
+/* All the rings of a recording, on every CPU, within this many bytes. */
+#define SP_PERF_RINGS_MOST	(64ull << 20)
 /*
  * The ring pages per CPU for stack copies of stack_size bytes (0: 8192),
  * when base pages suit 8192-byte ones: base times the copy's size over
  * 8192, rounded up to a power of two, so a ring holds as many samples
  * (and as much time) whatever the copy; but never more than all ncpus
- * rings within 64 MiB of page_size pages, nor fewer than base.
+ * rings within SP_PERF_RINGS_MOST of page_size pages, nor fewer than base.
  */
 unsigned int sp_perf_ring_pages(unsigned int base, uint32_t stack_size, unsigned int ncpus,
 				uint64_t page_size);
@@ -65,7 +67,7 @@ uint32_t sp_perf_ring_wakeup(uint64_t ring, uint32_t stack_size);
 /*
  * The user stack copy of the whole machine's samples (-a) on ncpus CPUs:
  * the largest power of two from most down to 8192 (perf's default) whose
- * samples the rings, within the 64 MiB they share, still hold
+ * samples the rings, within the SP_PERF_RINGS_MOST they share, still hold
  * SP_PERF_RING_SAMPLES_ALL of a CPU. A sample takes its whole copy in its
  * ring whatever the stack held, and the first second of -a unwinds every
  * binary once while the rings fill.
@@ -128,10 +130,13 @@ int sp_perf_parse_sample(const struct perf_event_header *h, uint64_t sample_type
  * (dyn_size, rounded up to 8): the ring keeps room for the whole
  * sample_stack_user whatever the stack held, and the rest is stale. The
  * copy parses as the record did, with stack_size the kept bytes. Any other
- * record, and a sample that does not parse, is copied whole.
+ * record, and a sample that does not parse, is copied whole. *time is the
+ * sample's time, parsed on the way (0: not a sample, or one that does not
+ * parse).
  */
 struct perf_event_header *sp_perf_record_dup(const struct perf_event_header *h,
-					     uint64_t sample_type, unsigned int nregs);
+					     uint64_t sample_type, unsigned int nregs,
+					     uint64_t *time);
 /* Decode the sample_id trailer of a non-sample record. 0 or -1. */
 int sp_perf_parse_id(const struct perf_event_header *h, uint64_t sample_type,
 		     struct sp_perf_id *id);
