@@ -476,27 +476,84 @@ static bool followed_id(const struct sp_cgroup_filter *f, uint64_t id)
 	       sp_cgroup_filter_match(f, path);
 }
 
-/* What the kernel told since: the cgroups made and removed, then the processes moved
- * into followed ones (kept for the caller to read, at most
- * SP_CGROUP_FILTER_MOVED a pass: the rest are found by their samples'
- * pids no more than before). */
-static unsigned int take_new(struct sp_cgroup_filter *f)
+static int read_path(const struct sp_cgroup_filter *f, uint64_t id, char *buf, size_t size)
+{
+	return (f->path_by_id ? f->path_by_id : sp_cgroup_path_by_id)(id, buf, size);
+}
+
+/* A cgroup made whose path was not readable, dropped: removed within the
+ * wait, or never readable. Said once with -v, counted. */
+static void unread_dropped(struct sp_cgroup_filter *f, uint64_t id, const char *why)
+{
+	if (!f->nunread_dropped++)
+		sp_info("cgroup %llu: made, but %s: not followed (further ones counted)",
+			(unsigned long long)id, why);
+}
+
+/* A cgroup made, told by the kernel at now: followed if its path matches
+ * what was named; a path not readable yet asked for again later. */
+static void made(struct sp_cgroup_filter *f, uint64_t id, uint64_t now)
 {
 	char path[SP_PROC_CGROUP_MAX + 1];
-	uint64_t before = f->nadded;
-	const struct sp_cgwatch_ev *ev;
-	unsigned int k;
-	size_t n, i;
 
-	n = sp_cgwatch_read(f->watch, &ev);
+	if (read_path(f, id, path, sizeof(path)) == 0) {
+		sp_cgroup_filter_consider(f, path);
+		return;
+	}
+	if (f->nunread == SP_CGROUP_FILTER_UNREAD) {
+		unread_dropped(f, id, "more cgroups than that wait to be readable");
+		return;
+	}
+	f->unread[f->nunread++] = (struct sp_cgroup_unread){ id, now + SP_CGROUP_FILTER_UNREAD_NS };
+}
+
+/* The cgroups made whose paths were not readable before, asked again:
+ * followed once they read, dropped past their wait. */
+static void take_unread(struct sp_cgroup_filter *f, uint64_t now)
+{
+	char path[SP_PROC_CGROUP_MAX + 1];
+	unsigned int i, k = 0;
+
+	for (i = 0; i < f->nunread; i++) {
+		struct sp_cgroup_unread u = f->unread[i];
+
+		if (read_path(f, u.id, path, sizeof(path)) == 0)
+			sp_cgroup_filter_consider(f, path);
+		else if (now >= u.until_ns)
+			unread_dropped(f, u.id, "its path never became readable");
+		else
+			f->unread[k++] = u;
+	}
+	f->nunread = k;
+}
+
+/* Cgroup id was removed: its slot freed, and no longer asked for. */
+static void removed(struct sp_cgroup_filter *f, uint64_t id)
+{
+	unsigned int i, k = 0;
+
+	for (i = 0; i < f->n; i++)
+		if (f->id[i] == id)
+			drop_dir(f, i);
+	for (i = 0; i < f->nunread; i++)
+		if (f->unread[i].id != id)
+			f->unread[k++] = f->unread[i];
+	f->nunread = k;
+}
+
+unsigned int sp_cgroup_filter_told(struct sp_cgroup_filter *f, const struct sp_cgwatch_ev *ev,
+				   size_t n, uint64_t now)
+{
+	uint64_t before = f->nadded;
+	size_t i;
+
+	if (f->nunread)
+		take_unread(f, now);
 	for (i = 0; i < n; i++) {
 		if (ev[i].gone) {
-			for (k = 0; k < f->n; k++)
-				if (f->id[k] == ev[i].id)
-					drop_dir(f, k);
+			removed(f, ev[i].id);
 		} else if (!ev[i].pid) {
-			if (sp_cgroup_path_by_id(ev[i].id, path, sizeof(path)) == 0)
-				sp_cgroup_filter_consider(f, path);
+			made(f, ev[i].id, now);
 		} else if (f->nmoved < SP_CGROUP_FILTER_MOVED && followed_id(f, ev[i].id)) {
 			f->moved[f->nmoved].pid = ev[i].pid;
 			f->moved[f->nmoved].ppid = ev[i].ppid;
@@ -553,8 +610,12 @@ unsigned int sp_cgroup_filter_follow(struct sp_cgroup_filter *f, uint64_t now)
 	bool inspect_ok;
 	int r;
 
-	if (f->watch)
-		return take_new(f);
+	if (f->watch) {
+		const struct sp_cgwatch_ev *ev;
+		size_t n = sp_cgwatch_read(f->watch, &ev);
+
+		return sp_cgroup_filter_told(f, ev, n, now);
+	}
 	if (!f->polling || now < f->next_look_ns)
 		return 0;
 	f->next_look_ns = now + 200 * 1000000ull;

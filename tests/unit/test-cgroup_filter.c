@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of sp_cgroup_filter_consider() (lib/record/cgroup_filter.c):
- * which cgroups made while recording -a --cgroup/--container follows, on a
- * directory tree standing for the cgroup v2 mount (Podman's cgroupfs
- * layout) and a root with Podman's containers.json for the names.
+ * Unit tests of sp_cgroup_filter_consider() and sp_cgroup_filter_made()
+ * (lib/record/cgroup_filter.c): which cgroups made while recording -a
+ * --cgroup/--container follows, on a directory tree standing for the
+ * cgroup v2 mount (Podman's cgroupfs layout) and a root with Podman's
+ * containers.json for the names; and a cgroup told made before its path
+ * can be read by its id.
  */
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +17,7 @@
 #include <unistd.h>
 
 #include "cgroup_filter.h"
+#include "record/bpf_cgnew.h"
 #include "tap.h"
 
 #define ID1 "0b0017f87b82fdb53366338324ad668aa98b1a5aa6e67b9821c9bbdb4940c752"
@@ -128,6 +133,82 @@ static void test_consider_id_and_path(void)
 	done(&f);
 }
 
+/* The ids a test's cgroups have, and whether their paths read yet. */
+static struct {
+	uint64_t id;
+	const char *path;
+	bool readable;
+	unsigned int asked;
+} ids[3];
+
+static int fake_path_by_id(uint64_t id, char *buf, size_t size)
+{
+	unsigned int i;
+
+	for (i = 0; i < 3; i++)
+		if (ids[i].id == id) {
+			ids[i].asked++;
+			if (!ids[i].readable)
+				return -1;
+			snprintf(buf, size, "%s", ids[i].path);
+			return 0;
+		}
+	return -1;
+}
+
+/* The kernel tells a mkdir before the directory can be found by its id:
+ * such a cgroup is asked for again at the next passes, followed once it
+ * reads; one removed meanwhile, or never readable within the wait, is
+ * dropped (and counted), and asked for no more. */
+static void test_made_before_readable(void)
+{
+	const uint64_t s = 1000000000ull;
+	struct sp_cgwatch_ev ev[SP_CGROUP_FILTER_UNREAD + 2] = {
+		{ .id = 101 }, { .id = 102 }, { .id = 103 },
+	};
+	struct sp_cgroup_filter f;
+
+	filter(&f);
+	f.path_by_id = fake_path_by_id;
+	f.cgroups[f.ncgroups++] = "/late.slice";
+	f.cgroups[f.ncgroups++] = "/gone.slice";
+	f.cgroups[f.ncgroups++] = "/never.slice";
+	mk("/late.slice");
+	ids[0] = (typeof(ids[0])){ 101, "/late.slice", false, 0 };
+	ids[1] = (typeof(ids[1])){ 102, "/gone.slice", false, 0 };
+	ids[2] = (typeof(ids[2])){ 103, "/never.slice", false, 0 };
+	CHECK_EQ_U(sp_cgroup_filter_told(&f, ev, 3, 10 * s), 0);
+	CHECK_EQ_U(f.n, 0);
+	CHECK_EQ_U(f.nunread, 3);
+	/* the next pass, its path visible now: followed */
+	ids[0].readable = true;
+	CHECK_EQ_U(sp_cgroup_filter_told(&f, NULL, 0, 10 * s + s / 10), 1);
+	CHECK_EQ_U(f.n, 1);
+	CHECK_STR(f.path[0], "/late.slice");
+	CHECK_EQ_U(f.nunread, 2);
+	/* removed: no longer asked for */
+	ev[0] = (struct sp_cgwatch_ev){ .id = 102, .gone = true };
+	sp_cgroup_filter_told(&f, ev, 1, 10 * s + s / 5);
+	CHECK_EQ_U(f.nunread, 1);
+	CHECK_EQ_U(f.unread[0].id, 103);
+	CHECK_EQ_U(ids[1].asked, 3);	/* at its mkdir, and at two passes */
+	/* within the wait, still asked for; past it, dropped and counted */
+	sp_cgroup_filter_told(&f, NULL, 0, 10 * s + SP_CGROUP_FILTER_UNREAD_NS - 1);
+	CHECK_EQ_U(f.nunread, 1);
+	CHECK_EQ_U(f.nunread_dropped, 0);
+	sp_cgroup_filter_told(&f, NULL, 0, 10 * s + SP_CGROUP_FILTER_UNREAD_NS);
+	CHECK_EQ_U(f.nunread, 0);
+	CHECK_EQ_U(f.nunread_dropped, 1);
+	CHECK_EQ_U(f.n, 1);
+	/* more waiting than there is room for: the rest counted at once */
+	for (unsigned int i = 0; i < SP_CGROUP_FILTER_UNREAD + 2; i++)
+		ev[i] = (struct sp_cgwatch_ev){ .id = 200 + i };
+	sp_cgroup_filter_told(&f, ev, SP_CGROUP_FILTER_UNREAD + 2, 20 * s);
+	CHECK_EQ_U(f.nunread, SP_CGROUP_FILTER_UNREAD);
+	CHECK_EQ_U(f.nunread_dropped, 3);
+	done(&f);
+}
+
 int main(void)
 {
 	char cmd[1400];
@@ -147,6 +228,7 @@ int main(void)
 		TAP_RUN(test_consider_name);
 	}
 	TAP_RUN(test_consider_id_and_path);
+	TAP_RUN(test_made_before_readable);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
 	if (system(cmd))
 		printf("# cannot remove %s\n", top);

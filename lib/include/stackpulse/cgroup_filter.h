@@ -23,12 +23,15 @@
 #include <stdint.h>
 
 struct sp_cgwatch;
+struct sp_cgwatch_ev;
 
 #define SP_CGROUP_FILTER_MAX	16	/* --cgroup and --container options, each */
 #define SP_CGROUP_FILTER_DIRS	64	/* directories followed: one per container
 					 * started (again) while recording */
 #define SP_CGROUP_FILTER_MOVED	256	/* processes moved in, kept between two passes */
 #define SP_CGROUP_FILTER_DEPTH	32	/* ancestor levels the BPF filter looks at */
+#define SP_CGROUP_FILTER_UNREAD	32	/* cgroups told made, not readable yet */
+#define SP_CGROUP_FILTER_UNREAD_NS	(2000 * 1000000ull)	/* asked again this long */
 
 struct sp_cgroup_filter {
 	/* What the options named (argp). */
@@ -77,6 +80,19 @@ struct sp_cgroup_filter {
 	unsigned int nmoved;
 	unsigned int nseen;
 	bool full_said;
+	/* Cgroups the kernel told were made whose path could not be read by
+	 * their id yet: cgroup_mkdir() fires its tracepoint before it makes
+	 * the directory visible (kernfs_activate()), so a reader that is
+	 * quick, or a mkdir preempted between the two, finds nothing there.
+	 * Asked again at each pass for SP_CGROUP_FILTER_UNREAD_NS. */
+	struct sp_cgroup_unread {
+		uint64_t id, until_ns;
+	} unread[SP_CGROUP_FILTER_UNREAD];
+	unsigned int nunread;
+	uint64_t nunread_dropped;	/* never readable in time, or no room */
+	/* How a cgroup id's path is read: NULL, sp_cgroup_path_by_id() (unit
+	 * tests: their own). */
+	int (*path_by_id)(uint64_t id, char *buf, size_t size);
 };
 
 /* Options --cgroup and --container; input: a zeroed struct sp_cgroup_filter. */
@@ -92,6 +108,15 @@ static inline bool sp_cgroup_filter_given(const struct sp_cgroup_filter *f)
  * (sp_cgroup_filter_follow()). 0, or -1 (reported: no cgroup v2 mount, a
  * path that cannot be opened, an ambiguous id prefix). */
 int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f);
+
+/* What the kernel told (bpf_cgnew.h: n events in order, at now,
+ * CLOCK_MONOTONIC ns): a cgroup made is followed if its path matches what
+ * was named (sp_cgroup_filter_consider()), one whose path cannot be read
+ * by its id yet is asked for again at the next calls (f->unread); a
+ * removed one's slot is freed; a process moved into a followed one is
+ * kept in f->moved. Returns how many directories were added. */
+unsigned int sp_cgroup_filter_told(struct sp_cgroup_filter *f, const struct sp_cgwatch_ev *ev,
+				   size_t n, uint64_t now);
 
 /* Take the cgroups the kernel told were made, and the processes moved into
  * followed ones (f->moved), with a watch; else look
