@@ -275,17 +275,20 @@ id_space() {
 	# compactions), in sleep: by the modules the dump defines
 	run python3 - "$T/dump.jsonl" <<-'EOF'
 	import json, sys
-	exe, waits = {}, {"bash": 0, "sleep": 0}
+	exe, waits, other = {}, {"bash": 0, "sleep": 0}, {}
 	for line in open(sys.argv[1]):
 	    r = json.loads(line)
 	    if r.get("type") == "process":
 	        exe[r["pid"]] = r.get("exe", "")
 	    if r.get("type") != "sample" or r.get("kind") != "offcpu":
 	        continue
-	    if r.get("unwind") != "complete":	# one inside an exec, a fork
-	        continue
 	    prog = exe.get(r["pid"], "").rsplit("/", 1)[-1]
+	    if r.get("unwind") != "complete":	# one inside an exec, a fork
+	        k = prog + ":" + str(r.get("unwind"))
+	        other[k] = other.get(k, 0) + 1
+	        continue
 	    if prog not in waits:
+	        other[prog + ":complete"] = other.get(prog + ":complete", 0) + 1
 	        continue
 	    waits[prog] += 1
 	    fr = r.get("frames", [])
@@ -299,12 +302,12 @@ id_space() {
 	        sys.exit("no frame in " + prog + ": " + line)
 	    if prog == "bash" and not any("/libc.so" in m for m in mods):
 	        sys.exit("no libc frame: " + line)
-	print(waits["bash"], waits["sleep"])
+	print(waits["bash"], waits["sleep"], json.dumps(other, sort_keys=True))
 	EOF
 	[ "$status" = 0 ] || fail "$output"
-	read -r bash sleep <<<"$output"
+	read -r bash sleep other <<<"$output"
 	[ "$bash" -ge 3 ] && [ "$sleep" -ge 3 ] ||
-		fail "$bash waits of the shell, $sleep of sleep in the dump"
+		fail "$bash waits of the shell, $sleep of sleep in the dump (not complete: $other; $(grep -c . "$T/dump.jsonl") records)"
 	run -0 bash -o pipefail -c "sp-symbolize '$dump' | sp-tree"
 }
 
