@@ -269,7 +269,8 @@ closers() {
 	# Each per-call exit link's close waits for the kernel's grace
 	# periods: a child holding only them closes the last copies after
 	# sp-record has gone. The reader of sp-record's pipe sees its end,
-	# the child keeps no other descriptor, and it does end.
+	# the child keeps no other descriptor (but the closers' lock, which
+	# it takes around each close), and it does end.
 	sp-record --no-samples --spans=none --events=file,dns -o - -- true | cat > "$OUT/end.sp"
 	sp-decode --stats "$OUT/end.sp" > /dev/null
 	local pid fd seen=0 i
@@ -278,6 +279,7 @@ closers() {
 			[ -e "$fd" ] || continue	# gone meanwhile
 			case $(readlink "$fd") in
 			anon_inode:bpf_link|anon_inode:bpf-link|'') ;;
+			/run/sp-record-closers.lock) ;;	# taken around each close
 			*) echo "sp-record-end $pid holds $fd: $(readlink "$fd")"; return 1 ;;
 			esac
 			seen=1

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
@@ -28,6 +31,65 @@
 
 #define CLOSER_NAME	"sp-record-end"
 #define WAIT_MAX	64	/* closers waited for at once */
+/*
+ * The closers' lock file: root's, in a directory only root writes. Two
+ * bytes of it are locks (open file description locks: a process that
+ * dies lets go of its own):
+ * - the close lock: a closer holds it exclusively for each close, a
+ *   recording shared while it attaches;
+ * - the gate: a recording holds it exclusively only while it takes the
+ *   close lock, and a closer passes it (shared) before each close. So a
+ *   closer that has just closed cannot take the close lock again before
+ *   a recording that waits for it: the recording waits for one close at
+ *   most, and recordings that start together do not wait for each other.
+ */
+#define CLOSERS_LOCK	"/run/sp-record-closers.lock"
+#define LOCK_BYTE_CLOSE	0
+#define LOCK_BYTE_GATE	1
+#define CLOSER_LOCK_WAIT_NS	(10 * 1000000000ULL)	/* then it closes all anyway */
+
+static int pause_fd = -1;	/* this recording's shared hold of the close lock */
+static const char *lock_path = CLOSERS_LOCK;
+
+void sp_close_apart_lock_path(const char *path)
+{
+	lock_path = path;
+}
+
+/* The closers' lock file, or -1 when there is none to trust (no /run, a
+ * file there that is not root's alone). System calls only: closers call it. */
+static int closers_lock_open(void)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_nlink != 1 ||
+	    (st.st_mode & 077)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Lock byte `byte` of fd as type (F_RDLCK, F_WRLCK, F_UNLCK), waiting at
+ * most timeout_ns. System calls only. */
+static bool lock_within(int fd, int byte, short type, uint64_t timeout_ns)
+{
+	const struct timespec step = { 0, 1000000 };
+	struct flock l = { .l_type = type, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1 };
+	uint64_t waited = 0;
+
+	while (fcntl(fd, F_OFD_SETLK, &l)) {
+		if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || waited >= timeout_ns)
+			return false;
+		nanosleep(&step, NULL);
+		waited += (uint64_t)step.tv_nsec;
+	}
+	return true;
+}
 
 static void close_range_of(unsigned int lo, unsigned int hi)
 {
@@ -97,10 +159,20 @@ void sp_keeper_wait_end(int rfd)
 	}
 }
 
-/* Waits for the caller's end of the pipe, rfd, then exits: the kernel
- * closes fds[0..n) there, and waits for them there. */
+/*
+ * Waits for the caller's end of the pipe, rfd, then closes fds[0..n) one
+ * by one, each while holding the closers' lock: a recording that attaches
+ * meanwhile holds it shared, and this closer waits between two closes
+ * until it is done. Its attaches then find the tracepoints' events still
+ * referenced (ours), so they neither wait for the kernel's event_mutex
+ * behind our grace periods nor register anything anew, and our closes of
+ * the events it attached too wait for no grace period at all.
+ */
 static noreturn void closer_main(int rfd, int *fds, size_t n)
 {
+	size_t i;
+	int lock;
+
 	fds[n] = rfd;	/* the caller left room */
 	sp_close_all_but(fds, n + 1);	/* at once: the parent waits */
 	/* a grandchild: init's at once, nobody's zombie while sp-record runs
@@ -110,7 +182,22 @@ static noreturn void closer_main(int rfd, int *fds, size_t n)
 	sp_keeper_become(fds, n + 1, CLOSER_NAME);
 	/* the caller writes nothing: EOF once its copies are closed */
 	sp_keeper_wait_end(rfd);
-	_exit(0);
+	close(rfd);
+	lock = closers_lock_open();
+	for (i = 0; lock >= 0 && i < n + 1; i++) {
+		bool held;
+
+		if (fds[i] < 0 || fds[i] == rfd)
+			continue;	/* closed above: its number may be the lock's now */
+		held = lock_within(lock, LOCK_BYTE_GATE, F_RDLCK, CLOSER_LOCK_WAIT_NS) &&
+		       lock_within(lock, LOCK_BYTE_GATE, F_UNLCK, 0) &&
+		       lock_within(lock, LOCK_BYTE_CLOSE, F_WRLCK, CLOSER_LOCK_WAIT_NS);
+		close(fds[i]);
+		if (!held)
+			break;	/* a recording attaching that long: the rest at once */
+		lock_within(lock, LOCK_BYTE_CLOSE, F_UNLCK, 0);
+	}
+	_exit(0);	/* the rest, or all of them without the lock */
 }
 
 int sp_fds_close_apart(int *fds, size_t n)
@@ -177,13 +264,27 @@ int sp_close_apart_wait_earlier(uint64_t timeout_ns)
 {
 	static bool done;
 	uint64_t deadline = sp_now_mono_ns() + timeout_ns, now;
-	int fds[WAIT_MAX], nfds = 0, i;
+	int fds[WAIT_MAX], nfds = 0, i, lock;
 	uint32_t *pids;
 	size_t n, k;
 
 	/* once, before anything of ours could have made a closer */
-	if (__atomic_exchange_n(&done, true, __ATOMIC_ACQ_REL) || geteuid() != 0 ||
-	    sp_procfs_pids(&pids, &n))
+	if (__atomic_exchange_n(&done, true, __ATOMIC_ACQ_REL) || geteuid() != 0)
+		return 0;
+	/* the closers paused between two closes until sp_close_apart_resume() */
+	lock = closers_lock_open();
+	if (lock >= 0 && lock_within(lock, LOCK_BYTE_GATE, F_WRLCK, timeout_ns)) {
+		bool held = lock_within(lock, LOCK_BYTE_CLOSE, F_RDLCK, timeout_ns);
+
+		lock_within(lock, LOCK_BYTE_GATE, F_UNLCK, 0);
+		if (held) {
+			pause_fd = lock;
+			return 0;
+		}
+	}
+	if (lock >= 0)
+		close(lock);
+	if (sp_procfs_pids(&pids, &n))
 		return 0;
 	for (k = 0; k < n && nfds < WAIT_MAX; k++)
 		if (pids[k] != (uint32_t)getpid() && is_closer(pids[k])) {
@@ -206,4 +307,13 @@ int sp_close_apart_wait_earlier(uint64_t timeout_ns)
 	if (nfds)
 		sp_info("waited for %d earlier recording(s) to close their links", nfds);
 	return nfds;
+}
+
+void sp_close_apart_resume(void)
+{
+	int fd = __atomic_exchange_n(&pause_fd, -1, __ATOMIC_ACQ_REL);
+
+	if (fd < 0)
+		return;
+	close(fd);	/* its locks with it */
 }

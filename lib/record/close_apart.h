@@ -57,18 +57,32 @@ void sp_keeper_wait_end(int rfd);
 int sp_fds_close_apart(int *fds, size_t n);
 
 /*
- * Wait, at most timeout_ns, for the closers of earlier recordings to end:
- * until then the kernel's event_mutex is theirs 15-30 ms at a time, and a
- * recording attaching meanwhile would have its tracepoints and uprobes late
- * (a -p process's first events without stacks, a hook that gives up
- * waiting for sp-record). Back to back, a recording so waits as long as
- * the one before used to at its end; alone, not at all. Only as root,
- * and only the first call of a process (later ones return 0 at once: the
- * closers then may be its own). Returns how many it waited for (said with
- * -v).
+ * Before a recording's first attach: keep the closers of earlier
+ * recordings from closing until sp_close_apart_resume(). Each close of a
+ * closer holds the kernel's event_mutex for the tracepoints' grace periods
+ * (15-30 ms, 3 s for all of a recording's), which a recording attaching
+ * meanwhile needs too: its tracepoints and uprobes came late (a -p
+ * process's first events without stacks, a hook that gave up waiting for
+ * sp-record). Closers close one descriptor at a time, each under a lock
+ * (/run/sp-record-closers.lock, root's) held exclusively; a recording
+ * takes it shared, so it waits for one close at most (timeout_ns at
+ * most), and recordings that start together do not wait for each other.
+ * While it attaches, the closers' events are still referenced, so its
+ * attaches register nothing anew, and the closers' closes of the events
+ * it attached too then wait for no grace period. Without that lock
+ * (/run missing, or its file not root's alone), it waits as before, at
+ * most timeout_ns, for the closers to end. Only as root, and only the
+ * first call of a process (later ones return 0 at once: the closers then
+ * may be its own). Returns how many closers it waited for (said with -v).
  */
 #define SP_CLOSERS_WAIT_NS	(5 * 1000000000ULL)	/* a few closers' worth */
 int sp_close_apart_wait_earlier(uint64_t timeout_ns);
+/* Let the closers paused by sp_close_apart_wait_earlier() go on: once
+ * every source is attached. Nothing when none were paused. */
+void sp_close_apart_resume(void);
+/* Unit tests: the closers' lock file at path instead (called before any
+ * closer is made). */
+void sp_close_apart_lock_path(const char *path);
 
 /* bpf_link__destroy() of links[0..n) (NULL ones skipped), their last
  * references closed apart when there are several. */

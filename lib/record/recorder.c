@@ -606,8 +606,8 @@ void sp_recorder_start(struct sp_recorder *r)
 		target.npids = r->o.npids;
 		target.pins = r->npins ? r->pins : NULL;
 	}
-	/* before the sources attach (close_apart.h; at once if the events'
-	 * load did it) */
+	/* before the sources attach, earlier closers paused (close_apart.h;
+	 * at once if the events' load did it) */
 	sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS);
 	mono = sp_now_mono_ns();
 	wall = sp_now_wall_ns();
@@ -620,6 +620,7 @@ void sp_recorder_start(struct sp_recorder *r)
 		    (s->fd >= 0 && watch(r, s->fd, TAG_SOURCE, i)))
 			r->status = SP_EXIT_FATAL;
 	}
+	sp_close_apart_resume();	/* all attached: earlier closers go on */
 	/* What the sources did by a -p pid's number (a BPF map's key, probes,
 	 * /proc/PID reads) was done to the process held unless its number
 	 * names another now: until the one held is reaped it names no other,

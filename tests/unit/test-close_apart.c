@@ -6,7 +6,9 @@
  * was given until the caller has closed its own and no other (a reader of
  * any other pipe sees its end at once), then closes them and exits 0 (a
  * grandchild: the caller has no zombie meanwhile); and
- * links, NULL ones too, are destroyed.
+ * links, NULL ones too, are destroyed. A recording that starts pauses the
+ * closers of earlier ones between two closes until it has attached; with
+ * no lock file to trust it waits for them to end instead.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +17,9 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,15 +137,51 @@ static void test_links(void)
 	CHECK(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD);
 }
 
-/* A closer of an earlier recording (root's, named sp-record-end) is waited
- * for until it has ended; only once in a process. Closers of the tests run
- * before this one may still be at work: at least ours is counted. */
-static void test_wait_earlier(void)
+static char lockfile[] = "/tmp/sp-test-closers-XXXXXX";
+
+/* A closer given two descriptors, started closing while a recording
+ * attaches: it closes nothing until the recording has attached (resumed),
+ * then all. The recording did not wait for it. */
+static void test_paused_while_attaching(void)
 {
-	int p[2], status;
-	pid_t kid;
+	int a[2], b[2], fds[2], done, status = -1;
+
+	CHECK(!pipe2(a, O_CLOEXEC) && !pipe2(b, O_CLOEXEC));
+	fds[0] = a[1];
+	fds[1] = b[1];
+	done = sp_fds_close_apart(fds, 2);
+	CHECK(done >= 0);
+	close(a[1]);
+	close(b[1]);
+	CHECK_EQ_U(sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS), 0);	/* paused */
+	close(done);	/* the closer goes on: to the lock */
+	CHECK_EQ_U(ended(a[0], 500), 0);
+	CHECK_EQ_U(ended(b[0], 10), 0);
+	sp_close_apart_resume();
+	CHECK_EQ_U(ended(a[0], 10000), 1);
+	CHECK_EQ_U(ended(b[0], 10000), 1);
+	CHECK(reap_within(10000, &status) > 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* only once a process: a closer of its own is not paused */
+	CHECK_EQ_U(sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS), 0);
+	sp_close_apart_resume();
+	close(a[0]);
+	close(b[0]);
+}
+
+/* With a lock file that is not root's alone, a closer of an earlier
+ * recording (root's, named sp-record-end) is waited for until it has
+ * ended; in a child, whose first call it is. Closers of the tests run
+ * before this one may still be at work: at least ours is counted. */
+static void test_wait_without_lock(void)
+{
+	int p[2], status = -1, fd;
+	pid_t kid, rec;
 	char c;
 
+	fd = open(lockfile, O_RDWR | O_CREAT | O_EXCL, 0600);
+	CHECK(fd >= 0 && fchmod(fd, 0644) == 0);	/* others may read it: not trusted */
+	close(fd);
 	CHECK(!pipe(p));
 	kid = fork();
 	if (kid == 0) {
@@ -154,10 +194,16 @@ static void test_wait_earlier(void)
 	close(p[1]);
 	CHECK(read(p[0], &c, 1) == 0);
 	close(p[0]);
-	CHECK(sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS) >= 1);
-	/* it has exited: reaped without waiting */
+	rec = fork();
+	if (rec == 0) {
+		int n = sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS);
+
+		_exit(n >= 1 ? 0 : 1);
+	}
+	CHECK(waitpid(rec, &status, 0) == rec);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	CHECK(waitpid(kid, &status, WNOHANG) == kid);
-	CHECK_EQ_U(sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS), 0);
+	unlink(lockfile);
 }
 
 int main(void)
@@ -167,9 +213,17 @@ int main(void)
 	TAP_RUN(test_close_all_but);
 	TAP_RUN(test_close_apart);
 	TAP_RUN(test_links);
-	if (geteuid() != 0)
-		TAP_SKIP(test_wait_earlier, "needs root (a closer is root's)");
-	else
-		TAP_RUN(test_wait_earlier);
+	if (geteuid() != 0) {
+		TAP_SKIP(test_paused_while_attaching, "needs root (a closer is root's)");
+		TAP_SKIP(test_wait_without_lock, "needs root (a closer is root's)");
+		return TAP_DONE();
+	}
+	/* a lock file of its own, as root makes it */
+	close(mkstemp(lockfile));
+	unlink(lockfile);
+	sp_close_apart_lock_path(lockfile);
+	TAP_RUN(test_wait_without_lock);	/* first: its child's call is its first */
+	TAP_RUN(test_paused_while_attaching);
+	unlink(lockfile);
 	return TAP_DONE();
 }
