@@ -18,24 +18,10 @@ unset DEBUGINFOD_URLS
 f=${BATS_TEST_FILENAME##*/}
 FIXTURES=$BATS_TEST_DIRNAME/fixtures/${f%.bats}
 
-# Each test starts once the links of the tests before it are closed: their
-# sp-record-end processes hold the kernel's event_mutex in turn (docs/
-# sp-record.md), and a test's first recording would wait for them (up to
-# 5 s) before it attaches, longer than the fixed sleeps some tests allow a
-# recording to start in. At most 20 s; a zombie does not count.
-wait_for_closers() {
-	local i pid busy
-	for i in $(seq 200); do
-		busy=
-		for pid in $(pgrep -x sp-record-end 2>/dev/null); do
-			[ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = Z ] || busy=1
-		done
-		[ -z "$busy" ] && return 0
-		sleep 0.1
-	done
-	return 0
-}
-wait_for_closers
+# The sp-record-end processes of the tests before this one may still be
+# closing their links: a test's recording does not wait for them (it
+# keeps them paused while it attaches, docs/sp-record.md), so neither
+# does the test.
 
 # Skip unless root (recording needs perf_event_open with kernel stacks and BPF).
 require_root() {
