@@ -57,17 +57,25 @@ void sp_close_apart_lock_path(const char *path)
 }
 
 /* The closers' lock file, or -1 when there is none to trust (no /run, a
- * file there that is not root's alone). System calls only: closers call it. */
-static int closers_lock_open(void)
+ * file there that is not root's alone); *why then says which, a static
+ * string. System calls only: closers call it. */
+static int closers_lock_open(const char **why)
 {
 	struct stat st;
 	int fd;
 
 	fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-	if (fd < 0)
+	if (fd < 0) {
+		*why = errno == ELOOP ? "a symbolic link" :
+		       errno == ENOENT || errno == EROFS ? NULL :
+		       "not a file root can open";
 		return -1;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_nlink != 1 ||
-	    (st.st_mode & 077)) {
+	}
+	*why = fstat(fd, &st) || !S_ISREG(st.st_mode) ? "not a regular file" :
+	       st.st_uid != 0 ? "not owned by root" :
+	       st.st_nlink != 1 ? "a file with other links" :
+	       st.st_mode & 077 ? "open to others than root" : NULL;
+	if (*why) {
 		close(fd);
 		return -1;
 	}
@@ -170,6 +178,7 @@ void sp_keeper_wait_end(int rfd)
  */
 static noreturn void closer_main(int rfd, int *fds, size_t n)
 {
+	const char *why;
 	size_t i;
 	int lock;
 
@@ -183,7 +192,7 @@ static noreturn void closer_main(int rfd, int *fds, size_t n)
 	/* the caller writes nothing: EOF once its copies are closed */
 	sp_keeper_wait_end(rfd);
 	close(rfd);
-	lock = closers_lock_open();
+	lock = closers_lock_open(&why);
 	for (i = 0; lock >= 0 && i < n + 1; i++) {
 		bool held;
 
@@ -265,6 +274,7 @@ int sp_close_apart_wait_earlier(uint64_t timeout_ns)
 	static bool done;
 	uint64_t deadline = sp_now_mono_ns() + timeout_ns, now;
 	int fds[WAIT_MAX], nfds = 0, i, lock;
+	const char *why = NULL;
 	uint32_t *pids;
 	size_t n, k;
 
@@ -272,7 +282,11 @@ int sp_close_apart_wait_earlier(uint64_t timeout_ns)
 	if (__atomic_exchange_n(&done, true, __ATOMIC_ACQ_REL) || geteuid() != 0)
 		return 0;
 	/* the closers paused between two closes until sp_close_apart_resume() */
-	lock = closers_lock_open();
+	lock = closers_lock_open(&why);
+	if (why)	/* once a run: this is called once */
+		sp_warn("%s is %s: not used; recordings wait for earlier ones to close their "
+			"links instead (remove it: sp-record makes it anew)",
+			lock_path, why);
 	if (lock >= 0 && lock_within(lock, LOCK_BYTE_GATE, F_WRLCK, timeout_ns)) {
 		bool held = lock_within(lock, LOCK_BYTE_CLOSE, F_RDLCK, timeout_ns);
 
@@ -315,5 +329,8 @@ void sp_close_apart_resume(void)
 
 	if (fd < 0)
 		return;
-	close(fd);	/* its locks with it */
+	/* now: a child forked meanwhile and not yet exec'd holds the same
+	 * open file description, which would keep the lock until it execs */
+	lock_within(fd, LOCK_BYTE_CLOSE, F_UNLCK, 0);
+	close(fd);
 }

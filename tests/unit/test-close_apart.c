@@ -169,14 +169,39 @@ static void test_paused_while_attaching(void)
 	close(b[0]);
 }
 
+/* In a child whose first call it is: how many closers
+ * sp_close_apart_wait_earlier() waited for, and in msg what it said. */
+static int wait_earlier_in_child(char *msg, size_t size)
+{
+	int p[2], status = -1, n = -1;
+	ssize_t got;
+	pid_t rec;
+
+	CHECK(!pipe(p));
+	rec = fork();
+	if (rec == 0) {
+		dup2(p[1], 2);
+		n = sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS);
+		_exit(n < 0 ? 255 : n > 254 ? 254 : n);
+	}
+	close(p[1]);
+	got = read(p[0], msg, size - 1);
+	msg[got > 0 ? got : 0] = '\0';
+	close(p[0]);
+	if (waitpid(rec, &status, 0) == rec && WIFEXITED(status))
+		n = WEXITSTATUS(status);
+	return n;
+}
+
 /* With a lock file that is not root's alone, a closer of an earlier
  * recording (root's, named sp-record-end) is waited for until it has
- * ended; in a child, whose first call it is. Closers of the tests run
+ * ended, and the recording says why, once. Closers of the tests run
  * before this one may still be at work: at least ours is counted. */
 static void test_wait_without_lock(void)
 {
 	int p[2], status = -1, fd;
-	pid_t kid, rec;
+	char msg[512], link[sizeof(lockfile) + 8];
+	pid_t kid;
 	char c;
 
 	fd = open(lockfile, O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -194,16 +219,79 @@ static void test_wait_without_lock(void)
 	close(p[1]);
 	CHECK(read(p[0], &c, 1) == 0);
 	close(p[0]);
+	CHECK(wait_earlier_in_child(msg, sizeof(msg)) >= 1);
+	CHECK(strstr(msg, lockfile) && strstr(msg, "open to others than root"));
+	CHECK(strchr(msg, '\n') && strchr(msg, '\n') == strrchr(msg, '\n'));	/* once */
+	CHECK(waitpid(kid, &status, WNOHANG) == kid);
+	/* a link to root's own file is not followed */
+	snprintf(link, sizeof(link), "%s.link", lockfile);
+	CHECK(!chmod(lockfile, 0600) && !symlink(lockfile, link));
+	sp_close_apart_lock_path(link);
+	wait_earlier_in_child(msg, sizeof(msg));
+	CHECK(strstr(msg, link) && strstr(msg, "a symbolic link"));
+	sp_close_apart_lock_path(lockfile);
+	unlink(link);
+	/* a trusted one: nothing said */
+	CHECK_EQ_U(wait_earlier_in_child(msg, sizeof(msg)), 0);
+	CHECK(!strcmp(msg, ""));
+	unlink(lockfile);
+}
+
+/* A recording that forked a child before it resumed the closers (its
+ * command, not yet exec'd, holds the same open lock file): the closers go
+ * on at its resume all the same, not when that child execs or after their
+ * 10 s wait. */
+static void test_resumed_with_child_forked(void)
+{
+	int a[2], b[2], told[2], go[2], fds[2], done;
+	pid_t rec, kid = -1;
+
+	CHECK(!pipe2(a, O_CLOEXEC) && !pipe2(b, O_CLOEXEC));
+	CHECK(!pipe(told) && !pipe(go));
+	fds[0] = a[1];
+	fds[1] = b[1];
+	done = sp_fds_close_apart(fds, 2);
+	CHECK(done >= 0);
+	close(a[1]);
+	close(b[1]);
 	rec = fork();
 	if (rec == 0) {
-		int n = sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS);
+		char c;
 
-		_exit(n >= 1 ? 0 : 1);
+		close(a[0]);
+		close(b[0]);
+		close(done);
+		if (sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS) != 0)
+			_exit(1);
+		kid = fork();	/* holds the lock file's description, never execs */
+		if (kid == 0) {
+			sleep(60);
+			_exit(0);
+		}
+		if (write(told[1], &kid, sizeof(kid)) != sizeof(kid) || read(go[0], &c, 1) != 1)
+			_exit(1);
+		sp_close_apart_resume();
+		pause();
+		_exit(0);
 	}
-	CHECK(waitpid(rec, &status, 0) == rec);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	CHECK(waitpid(kid, &status, WNOHANG) == kid);
-	unlink(lockfile);
+	close(told[1]);
+	close(go[0]);
+	CHECK(read(told[0], &kid, sizeof(kid)) == sizeof(kid));
+	close(done);	/* the closer goes on: to the lock */
+	CHECK_EQ_U(ended(a[0], 300), 0);
+	CHECK(write(go[1], "g", 1) == 1);
+	CHECK_EQ_U(ended(a[0], 5000), 1);
+	CHECK_EQ_U(ended(b[0], 5000), 1);
+	if (kid > 0)
+		kill(kid, SIGKILL);
+	kill(rec, SIGKILL);
+	close(told[0]);
+	close(go[1]);
+	close(a[0]);
+	close(b[0]);
+	/* rec, its kid (ours once rec is gone) and the closer */
+	while (reap_within(10000, NULL) > 0)
+		;
 }
 
 int main(void)
@@ -216,13 +304,16 @@ int main(void)
 	if (geteuid() != 0) {
 		TAP_SKIP(test_paused_while_attaching, "needs root (a closer is root's)");
 		TAP_SKIP(test_wait_without_lock, "needs root (a closer is root's)");
+		TAP_SKIP(test_resumed_with_child_forked, "needs root (a closer is root's)");
 		return TAP_DONE();
 	}
 	/* a lock file of its own, as root makes it */
 	close(mkstemp(lockfile));
 	unlink(lockfile);
 	sp_close_apart_lock_path(lockfile);
-	TAP_RUN(test_wait_without_lock);	/* first: its child's call is its first */
+	/* first: their children's calls are their first */
+	TAP_RUN(test_wait_without_lock);
+	TAP_RUN(test_resumed_with_child_forked);
 	TAP_RUN(test_paused_while_attaching);
 	unlink(lockfile);
 	return TAP_DONE();
