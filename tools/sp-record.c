@@ -9,6 +9,7 @@
 
 #include "bpf_events.h"
 #include "bpf_spans.h"
+#include "malloc_hold.h"
 #include "perf_offcpu.h"
 #include "perf_source.h"
 #include "recorder.h"
@@ -515,6 +516,7 @@ int main(int argc, char **argv)
 		return SP_EXIT_OK;
 	}
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &first, NULL);
+	sp_malloc_hold_begin();		/* until started: BTF parsed per object */
 	if (env.check)
 		return check();
 	/* A trigger this early (nothing recorded yet) is no reason to die;
@@ -574,6 +576,7 @@ int main(int argc, char **argv)
 	if (status == SP_EXIT_OK) {
 		sp_recorder_start(rec);		/* the header; the sources attach */
 		sp_recorder_go(rec);		/* the command execs */
+		sp_malloc_hold_end();
 		sp_recorder_run(rec);
 		sp_recorder_end(rec);		/* the last records, the end record */
 		status = sp_recorder_report(rec);
