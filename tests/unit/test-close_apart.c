@@ -137,14 +137,11 @@ static void test_links(void)
 	CHECK(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD);
 }
 
-static char lockfile[] = "/tmp/sp-test-closers-XXXXXX";
-
-/* A closer given two descriptors, started closing while a recording
- * attaches: it closes nothing until the recording has attached (resumed),
- * then all. The recording did not wait for it. */
-static void test_paused_while_attaching(void)
+/* A closer given the write ends of two new pipes, a and b (ours closed):
+ * its end of the pipe to it, as sp_fds_close_apart() returns it. */
+static int closer_of_two(int a[2], int b[2])
 {
-	int a[2], b[2], fds[2], done, status = -1;
+	int fds[2], done;
 
 	CHECK(!pipe2(a, O_CLOEXEC) && !pipe2(b, O_CLOEXEC));
 	fds[0] = a[1];
@@ -153,6 +150,19 @@ static void test_paused_while_attaching(void)
 	CHECK(done >= 0);
 	close(a[1]);
 	close(b[1]);
+	return done;
+}
+
+static char lockfile[] = "/tmp/sp-test-closers-XXXXXX";
+
+/* A closer given two descriptors, started closing while a recording
+ * attaches: it closes nothing until the recording has attached (resumed),
+ * then all. The recording did not wait for it. */
+static void test_paused_while_attaching(void)
+{
+	int a[2], b[2], done, status = -1;
+
+	done = closer_of_two(a, b);
 	CHECK_EQ_U(sp_close_apart_wait_earlier(SP_CLOSERS_WAIT_NS), 0);	/* paused */
 	close(done);	/* the closer goes on: to the lock */
 	CHECK_EQ_U(ended(a[0], 500), 0);
@@ -243,17 +253,11 @@ static void test_wait_without_lock(void)
  * 10 s wait. */
 static void test_resumed_with_child_forked(void)
 {
-	int a[2], b[2], told[2], go[2], fds[2], done;
+	int a[2], b[2], told[2], go[2], done;
 	pid_t rec, kid = -1;
 
-	CHECK(!pipe2(a, O_CLOEXEC) && !pipe2(b, O_CLOEXEC));
 	CHECK(!pipe(told) && !pipe(go));
-	fds[0] = a[1];
-	fds[1] = b[1];
-	done = sp_fds_close_apart(fds, 2);
-	CHECK(done >= 0);
-	close(a[1]);
-	close(b[1]);
+	done = closer_of_two(a, b);
 	rec = fork();
 	if (rec == 0) {
 		char c;
