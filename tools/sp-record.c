@@ -516,7 +516,11 @@ int main(int argc, char **argv)
 		return SP_EXIT_OK;
 	}
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &first, NULL);
-	sp_malloc_hold_begin();		/* until started: BTF parsed per object */
+	/* until started: the kernel's BTF parsed per BPF object reuses the
+	 * last parse's pages; not for the long recordings of -o DIR, which
+	 * start once and would keep the pieces (malloc_hold.h) */
+	if (!env.flight.dir)
+		sp_malloc_hold_begin();
 	if (env.check)
 		return check();
 	/* A trigger this early (nothing recorded yet) is no reason to die;
