@@ -303,6 +303,26 @@ os._exit(3)'
 	[[ "$stderr" != *"no process record"* ]] || fail "$stderr"
 }
 
+@test "sp-record: each exec's process record has that program's arguments, or none, never another's" {
+	require_root
+	# sh execs env, which execs sleep; sh's child sleep is exec'd after a fork
+	run --separate-stderr -0 sp-record -o "$OUT/x.sp" -- \
+		sh -c 'sleep 0.4; exec env sleep 0.5'
+	decode "$OUT/x.sp"
+	run -0 jq -r 'select(.type=="process") | "\(.comm)|\(.args // "-")"' "$OUT/x.sp.json"
+	echo "$output"
+	# the command line given, on the command's first program only
+	[ "$(grep -c "^sh|sh -c 'sleep 0.4; exec env sleep 0.5'$" <<<"$output")" = 1 ]
+	[ "$(grep -c "sleep 0.4; exec" <<<"$output")" = 1 ]
+	# the programs that ran long enough to be read are read (the fork
+	# child's, the command's last)
+	grep -qx 'sleep|sleep 0.4' <<<"$output"
+	grep -qx 'sleep|sleep 0.5' <<<"$output"
+	# env, gone by the time its record is written, has none or its own
+	run -0 grep '^env|' <<<"$output"
+	[[ "$output" == "env|-" || "$output" == "env|env sleep 0.5" ]]
+}
+
 @test "sp-record: exits with the command's status, or 128 + its signal" {
 	require_root
 	run --separate-stderr -7 sp-record -o "$OUT/a.sp" -- "$WL" 0.05 7

@@ -431,14 +431,38 @@ static int emit_thread(struct perf *p, const struct proc *pr, uint32_t tid, cons
 	return sp_perf_emit(p, &r);
 }
 
+/*
+ * The arguments of pr's latest exec, in buf: the command line sp-record
+ * started for the command's first, else /proc's while the process runs
+ * the program that exec named. Its record is written some milliseconds
+ * after the exec, and a wrapper (pyenv's shims, env, sh -c 'exec ...')
+ * may have exec'd the next program meanwhile: its comm then is that
+ * program's, and the arguments are left unknown rather than another's.
+ */
+static const char *exec_args(struct perf *p, const struct proc *pr, char *buf, size_t size)
+{
+	char comm[64];
+
+	if (pr->root && !pr->execd && p->o.args)
+		return p->o.args;
+	if (pr->gone || sp_procfs_comm(pr->pid, pr->pid, comm, sizeof(comm)) ||
+	    strncmp(comm, pr->comm, sizeof(pr->comm) - 1) || sp_procfs_cmdline(pr->pid, buf, size) ||
+	    sp_procfs_comm(pr->pid, pr->pid, comm, sizeof(comm)) ||
+	    strncmp(comm, pr->comm, sizeof(pr->comm) - 1))
+		return NULL;
+	return buf;
+}
+
 void sp_perf_flush_pending_exec(struct perf *p, struct proc *pr)
 {
 	struct sp_record r = { .kind = SP_REC_SAMPLE };
+	char args[4096];
 	unsigned int i;
 
 	if (!pr->pending_exec)
 		return;
-	emit_process(p, pr, pr->exec_time, 0, pr->root ? p->o.args : NULL);
+	emit_process(p, pr, pr->exec_time, 0, exec_args(p, pr, args, sizeof(args)));
+	pr->execd = true;
 	emit_thread(p, pr, pr->pid, pr->comm, pr->exec_time);
 	for (i = 0; i < pr->nheld; i++) {
 		r.sample = pr->held[i];

@@ -91,6 +91,7 @@ struct proc {
 	bool defined;		/* a process record was emitted */
 	bool pending_exec;	/* exec'd: the record waits for the executable's path */
 	bool root;		/* the command sp-record started */
+	bool execd;		/* its exec's record was written: the next is another program */
 	bool ended;
 	bool end_deferred;	/* the command's end waits for its exit status */
 	bool leader_exited;	/* its first thread exited before threads it made */
