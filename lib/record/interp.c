@@ -1894,7 +1894,8 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 	r.lost.time = time;
 	r.lost.what = SP_LOST_INTERP;
 	r.lost.count = ip->unread;
-	out->emit(out->ctx, &r);
+	if (ip->unread)
+		out->emit(out->ctx, &r);
 	if (getenv("SP_INTERP_STATS")) {
 		unsigned int o;
 

@@ -327,8 +327,8 @@ static int put_record(void *ctx, const struct sp_record *rec)
 		r->events++;
 	else if (rec->kind == SP_REC_LOST && rec->lost.what == SP_LOST_SAMPLES)
 		r->lost_samples += rec->lost.count;
-	else if (rec->kind == SP_REC_LOST)
-		r->lost_events += rec->lost.count;
+	else if (rec->kind == SP_REC_LOST && rec->lost.what == SP_LOST_EVENTS)
+		r->lost_events += rec->lost.count;	/* the other kinds: their lost records */
 	return sp_writer_put(r->w, rec);
 }
 
