@@ -164,6 +164,24 @@ assert_share() {
 	sp-decode "$OUT" | jq -r 'select(.type == "runtime") | .mode' | grep -qx unsupported
 }
 
+@test "a Python older than 3.11 (no Py_Version) or 2.7 is named by its file's version and refused once" {
+	require_root
+	require_cmd jq
+	local n=0 v py want
+	for v in 2.7 3.8 3.10; do
+		py=$(ls -d /root/.pyenv/versions/$v.*/bin/python$v 2>/dev/null | head -1)
+		[ -n "$py" ] || continue
+		n=$((n + 1))
+		run --separate-stderr sp-record --spans=none -o "$OUT" -- "$py" -c 'sum(range(10**6))'
+		[ "$status" = 0 ] || fail "$py: $stderr"
+		want="python ${v//./\\.} (.*): no layout for this version; native stacks only"
+		[ "$(grep -c "$want" <<<"$stderr")" = 1 ] || fail "$py: $stderr"
+		[ "$(sp-decode "$OUT" | jq -r 'select(.type == "runtime") | "\(.version) \(.mode)"' |
+			sort -u)" = "$v unsupported" ] || fail "$py: $(sp-decode "$OUT" | grep runtime)"
+	done
+	[ "$n" -gt 0 ] || skip "needs pyenv's Python 2.7, 3.8 or 3.10 in /root/.pyenv/versions"
+}
+
 @test "--interp=none: no interpreted frames, no runtime found" {
 	require_python
 	run --separate-stderr sp-record --spans=none --interp=none -o "$OUT" -- $PY "$FIX" scale=0.2

@@ -70,6 +70,7 @@ struct elf_info {
 	char *path;
 	bool ok;		/* holds an interpreter's runtime state */
 	unsigned int runtime, major, minor, micro;
+	bool micro_unknown;	/* the version is its file name's (Python before 3.11) */
 	uint64_t runtime_sym, code_type_sym, eval_sym, eval_size;	/* ELF addresses */
 	uint64_t eval2_sym, eval2_size;	/* Ruby: vm_exec_core, when the file names it */
 	uint64_t symbols_sym;	/* Ruby: ruby_global_symbols (0: not found) */
@@ -245,7 +246,10 @@ static bool elf_sym(Elf *elf, const char *name, GElf_Sym *out)
 		for (i = 0; i < n; i++) {
 			const char *s;
 
-			if (!gelf_getsym(d, (int)i, out) || !out->st_value)
+			/* defined here: a program that calls into a library
+			 * names the library's symbols too (undefined) */
+			if (!gelf_getsym(d, (int)i, out) || !out->st_value ||
+			    out->st_shndx == SHN_UNDEF)
 				continue;
 			s = elf_strptr(elf, sh.sh_link, out->st_name);
 			if (s && !strcmp(s, name))
@@ -332,6 +336,22 @@ static void elf_read_ruby(Elf *elf, struct elf_info *e, uint64_t vm_ptr)
 	}
 }
 
+/* The version a Python's file name says (python3.10, libpython2.7.so.1.0):
+ * only 3.11 and later say it in their data (Py_Version), and an older one
+ * must be named as what it is when it is refused. */
+static void python_version_from_name(struct elf_info *e)
+{
+	const char *b = strrchr(e->path, '/');
+
+	b = b ? b + 1 : e->path;
+	if (!strncmp(b, "lib", 3))
+		b += 3;
+	if (sscanf(b, "python%u.%u", &e->major, &e->minor) != 2 || e->major > 99 ||
+	    e->minor > 99)
+		e->major = e->minor = 0;
+	e->micro_unknown = true;
+}
+
 /* Read, not mapped (elffile.h): the interpreter's file may be a user's or a
  * container's, who could cut it short while it is read. */
 static void elf_read(struct elf_info *e, const char *src)
@@ -357,6 +377,8 @@ static void elf_read(struct elf_info *e, const char *src)
 			e->minor = ver >> 16 & 0xff;
 			e->micro = ver >> 8 & 0xff;
 		}
+		if (!e->major)
+			python_version_from_name(e);
 		if (elf_sym(elf, "PyCode_Type", &s))
 			e->code_type_sym = s.st_value;
 		if (elf_sym(elf, "_PyEval_EvalFrameDefault", &s)) {
@@ -366,6 +388,12 @@ static void elf_read(struct elf_info *e, const char *src)
 		e->ok = e->code_type_sym && e->nload;
 	} else if (elf_sym(elf, "ruby_current_vm_ptr", &s)) {
 		elf_read_ruby(elf, e, s.st_value);
+	} else if (elf_sym(elf, "Py_Initialize", &s)) {
+		/* a Python before 3.7 (no _PyRuntime): found, to be refused by
+		 * name and version, not passed over in silence */
+		e->runtime = SP_RT_PYTHON;
+		python_version_from_name(e);
+		e->ok = e->nload;
 	}
 	sp_elf_close(elf, fd);
 }
@@ -418,8 +446,8 @@ static bool candidate(const struct sp_interpreters *ip, const char *path)
 	if (ip->mode == SP_INTERP_NONE)
 		return false;
 	if (ip->mode != SP_INTERP_RUBY &&
-	    (!strncmp(b, "python3", 7) || !strncmp(b, "libpython3", 10)))
-		return true;
+	    (!strncmp(b, "python", 6) || !strncmp(b, "libpython", 9)))
+		return true;	/* Python 2 too: refused, with a warning */
 	return ip->mode != SP_INTERP_PYTHON &&
 	       (!strncmp(b, "ruby", 4) || !strncmp(b, "libruby", 7));
 }
@@ -502,13 +530,25 @@ void sp_interp_remap(struct sp_interpreters *ip, const struct sp_remap *m)
 	sp_u64map_release(&ip->frames);
 }
 
+/* "3.11.7", or "3.10" when only the file's name said it (nothing when it
+ * said none: "python of a version not known"). */
+static void version_text(const struct elf_info *e, char *buf, size_t size)
+{
+	if (e->micro_unknown && !e->major)
+		snprintf(buf, size, "of a version not known");
+	else if (e->micro_unknown)
+		snprintf(buf, size, "%u.%u", e->major, e->minor);
+	else
+		snprintf(buf, size, "%u.%u.%u", e->major, e->minor, e->micro);
+}
+
 static void runtime_record(struct sp_emit *out, uint32_t pid, uint64_t time,
 			   const struct elf_info *e, const char *mode)
 {
 	struct sp_record r = { .kind = SP_REC_RUNTIME };
 	char ver[32];
 
-	snprintf(ver, sizeof(ver), "%u.%u.%u", e->major, e->minor, e->micro);
+	version_text(e, ver, sizeof(ver));
 	r.runtime.time = time;
 	r.runtime.pid = pid;
 	r.runtime.runtime = e->runtime;
@@ -594,14 +634,15 @@ static bool proc_add(struct sp_interpreters *ip, struct iproc *pr)
 static void unsupported(struct sp_interpreters *ip, uint32_t pid, const struct elf_info *e,
 			const char *why)
 {
-	char path[256];
+	char path[256], ver[32];
 
 	if (ip->warned_version & 1u << e->runtime)
 		return;
 	ip->warned_version |= 1u << e->runtime;
 	sp_esc_text(path, sizeof(path), e->path, strlen(e->path), 0);
-	sp_warn("pid %u: %s %u.%u.%u (%s): %s; native stacks only", pid, rt_name(e->runtime),
-		e->major, e->minor, e->micro, path, why);
+	version_text(e, ver, sizeof(ver));
+	sp_warn("pid %u: %s %s (%s): %s; native stacks only", pid, rt_name(e->runtime), ver,
+		path, why);
 }
 
 void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
