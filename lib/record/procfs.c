@@ -324,6 +324,12 @@ int sp_procfs_descendants(const uint32_t *roots, size_t nroots, size_t max, uint
 			taken[k] = 1;
 		queue[tail++] = roots[i];
 	}
+	/* the caller, unless a root, is no one's descendant here, nor what
+	 * it started: a recorder of the shell it was started from (-p $$)
+	 * records the shell, not itself */
+	k = pid_index(pids, npids, (uint32_t)getpid());
+	if (k < npids)
+		taken[k] = 1;
 	nq = tail;
 	while (head < tail) {
 		uint32_t parent = queue[head++];

@@ -494,6 +494,44 @@ static void test_procfs_descendants(void)
 	CHECK(system(p) == 0);
 }
 
+/* In the real /proc: the descendants of our parent are neither us nor
+ * what we started (a recorder of the shell it was started from), while
+ * ours, as a root, are found as ever. */
+static void test_procfs_descendants_not_self(void)
+{
+	uint32_t *v, root = (uint32_t)getppid();
+	bool self = false, ours = false, found = false;
+	size_t n, more, i;
+	int q[2];
+	pid_t kid;
+	char c;
+
+	CHECK(!pipe(q));
+	kid = fork();
+	if (kid == 0) {
+		close(q[1]);
+		_exit(read(q[0], &c, 1) < 0);
+	}
+	CHECK(kid > 0);
+	CHECK(sp_procfs_descendants(&root, 1, 1 << 20, &v, NULL, &n, &more) == 0);
+	for (i = 0; i < n; i++) {
+		self |= v[i] == (uint32_t)getpid();
+		ours |= v[i] == (uint32_t)kid;
+	}
+	CHECK(!self);
+	CHECK(!ours);
+	free(v);
+	root = (uint32_t)getpid();
+	CHECK(sp_procfs_descendants(&root, 1, 1 << 20, &v, NULL, &n, &more) == 0);
+	for (i = 0; i < n; i++)
+		found |= v[i] == (uint32_t)kid;
+	CHECK(found);
+	free(v);
+	close(q[1]);
+	waitpid(kid, NULL, 0);
+	close(q[0]);
+}
+
 /* Each stat line of the fake /proc: pid, a comm with ") " in it, start. */
 static void put_stat(const char *dir, uint32_t pid, uint64_t start)
 {
@@ -620,5 +658,6 @@ int main(void)
 	TAP_RUN(test_procfs_identity_reused);
 	TAP_RUN(test_procfs_descendants);
 	TAP_RUN(test_procfs_descendants_starts);
+	TAP_RUN(test_procfs_descendants_not_self);
 	return TAP_DONE();
 }

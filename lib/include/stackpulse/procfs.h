@@ -44,7 +44,8 @@ int sp_procfs_tasks_at(int procdir, uint32_t **tids, size_t *n);
 int sp_procfs_pids(uint32_t **pids, size_t *n);
 /*
  * The processes descended from roots[0..nroots) that exist now (not the
- * roots themselves), found by their parent pids: a malloc'd array of *n.
+ * roots themselves, nor the caller and what it started, unless it is a
+ * root), found by their parent pids: a malloc'd array of *n.
  * At most max are returned; *more says how many others there were. A
  * process that exits meanwhile is left out. With starts, each one's start
  * time (field 22 of its stat), read before its parent was: a malloc'd
