@@ -469,6 +469,25 @@ os._exit(3)'
 	! has "select(.type==\"sample\" and .pid==$kid)" "$OUT/pn.sp.json"
 }
 
+@test "sp-record: -p of the shell sp-record runs from records the shell, not sp-record" {
+	require_root
+	# the shell waits for sp-record, its child: nothing of it is recorded
+	run --separate-stderr -0 sh -c 'sp-record -v -o "$1" -p $$ -d 0.5; :' _ "$OUT/self.sp"
+	[[ "$stderr" != *"-p: also recording"* ]] || fail "$stderr"
+	decode "$OUT/self.sp"
+	run -0 jq -r 'select(.type=="process") | .comm' "$OUT/self.sp.json"
+	[ "$output" = sh ] || fail "processes: $output"
+}
+
+@test "sp-record: -p of a kernel thread says nothing of a JIT map it cannot have" {
+	require_root
+	local k
+	# kdevtmpfs: in a mount namespace of its own, with no root to reach
+	k=$(pgrep -x kdevtmpfs) || skip "no kdevtmpfs kernel thread"
+	run --separate-stderr -0 sp-record -o "$OUT/k.sp" -p "$k" -d 0.3
+	[[ "$stderr" != *"JIT perf map"* ]] || fail "$stderr"
+}
+
 @test "sp-record: -a records the whole machine for --duration" {
 	require_root
 	run --separate-stderr -0 sp-record -o "$OUT/a.sp" -a -d 0.3 -F 199

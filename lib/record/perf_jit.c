@@ -68,6 +68,12 @@ void sp_perf_capture_jit(struct perf *p, struct proc *pr, bool uid_at_end)
 	 * kernel's as it ended */
 	uint32_t pid = pr->gone || uid_at_end ? 0 : pr->pid;
 
+	/* no mapping at all (a kernel thread): no code of its own to name */
+	if (!pr->nvmas) {
+		if (dirfd >= 0)
+			close(dirfd);
+		return;
+	}
 	if (dirfd == -2) {
 		sp_warn("pid %u: in another mount namespace whose /tmp cannot be reached: its JIT "
 			"perf map is not read", pr->pid);
