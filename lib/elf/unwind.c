@@ -677,8 +677,11 @@ static int read_u64(struct uw_ctx *c, uint64_t addr, uint64_t *val)
 		return -1;
 	}
 	if (addr + 8 > c->hi) {
+		/* Nothing copied at all is no copy too small: the stack
+		 * pointer was in no mapping, as in a sample inside execve
+		 * (the old image's registers, the new image's memory). */
 		if (!c->fault)
-			c->fault = SP_UNWIND_STACK_SIZE;
+			c->fault = c->hi == c->lo ? SP_UNWIND_UNKNOWN_MAP : SP_UNWIND_STACK_SIZE;
 		return -1;
 	}
 	memcpy(val, c->stack + (addr - c->lo), 8);
