@@ -1109,8 +1109,9 @@ static void test_correlate_lost_other_pid(void)
 	sp_corr_free(c);
 }
 
-/* Stops dropped for want of a start, processes left without probes: the
- * spans the spool holds lost nothing. */
+/* Stops dropped for want of a start, processes left without probes,
+ * samples whose interpreted stacks could not be read: the spans the spool
+ * holds lost nothing. */
 static void test_correlate_lost_not_spans(void)
 {
 	struct sp_corr *c = corr(0);
@@ -1124,6 +1125,10 @@ static void test_correlate_lost_not_spans(void)
 	l.lost.time = 13;
 	l.lost.what = SP_LOST_UNPROBED;
 	l.lost.count = 2;
+	add(c, l);
+	l.lost.time = 14;	/* samples without their interpreted stacks */
+	l.lost.what = SP_LOST_INTERP;
+	l.lost.count = 5;
 	add(c, l);
 	add(c, STOP(20, 10, 10, 1));
 	done(c);
