@@ -425,6 +425,30 @@ os._exit(3)'
 	assert_output "duration"
 }
 
+@test "sp-record: -p of a process whose binary was deleted since (an upgrade) keeps its build-id, archive and names" {
+	require_root
+	require_cmd readelf binutils
+	local want
+	cp "$WL" "$OUT/wl-old"
+	"$OUT/wl-old" 20 &
+	wl=$!
+	BGPIDS=$wl
+	sleep 0.3
+	BGPIDS="$wl $(pgrep -P $wl || true)"	# stopped by teardown
+	want=$(readelf -n "$OUT/wl-old" | awk '/Build ID:/ { print $3 }')
+	rm "$OUT/wl-old"
+	# a file made under the deleted one's name is not it
+	printf 'not an ELF file\n' > "$OUT/wl-old (deleted)"
+	run --separate-stderr -0 sp-record -o "$OUT/del.sp" --archive="$OUT/arch" -p $wl -d 0.5
+	decode "$OUT/del.sp"
+	has --arg b "$want" --arg p "$OUT/wl-old (deleted)" \
+		'select(.type=="module" and .path==$p and .build_id==$b)' "$OUT/del.sp.json"
+	[ -f "$OUT/arch/${want:0:2}/${want:2}" ]
+	# its functions are named from the archive's copy
+	run -0 sp-symbolize --archive="$OUT/arch" -o "$OUT/del.sym" "$OUT/del.sp"
+	sp-flame --folded "$OUT/del.sym" | grep -q 'backend_thread;'
+}
+
 @test "sp-record: -p puts each attached process's command line in the header, escaped" {
 	require_root
 	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3"

@@ -69,10 +69,13 @@ static const struct elf_entry *elf_lookup(struct perf *p, const char *path,
  * name, if any, is another. Read through /proc/PID/map_files (the mapped
  * image itself), else the path inside /proc/PID/root; keyed by the file's
  * identity, not its path. A process gone by now gives an entry without
- * information (never the host's file).
+ * information (never the host's file). A file deleted since it was mapped
+ * (a service's binary after an upgrade) is read so too, through
+ * map_files only: its path names no file, or another one anyone could
+ * have made under that name.
  */
 static const struct elf_entry *elf_lookup_foreign(struct perf *p, uint32_t pid, uint64_t start,
-						  uint64_t end, const char *path)
+						  uint64_t end, const char *path, bool deleted)
 {
 	struct elf_entry *e;
 	struct stat st;
@@ -82,7 +85,8 @@ static const struct elf_entry *elf_lookup_foreign(struct perf *p, uint32_t pid, 
 
 	snprintf(src, sizeof(src), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
 	if (stat(src, &st)) {
-		rfd = sp_proc_root_dir(pid);
+		st.st_mode = 0;
+		rfd = deleted ? -1 : sp_proc_root_dir(pid);
 		fd = rfd < 0 ? -1 : sp_proc_root_open(rfd, path, false);
 		if (rfd >= 0)
 			close(rfd);
@@ -220,8 +224,10 @@ static struct mod *mod_get(struct perf *p, struct proc *pr, uint64_t time, uint6
 			m.build_id.len = p->vdso.build_id_len;
 		}
 	} else {
-		if (proc_other_mnt_ns(p, pr, time))
-			e = elf_lookup_foreign(p, pid, start, end, path);
+		bool deleted = strstr(path, " (deleted)") != NULL;
+
+		if (deleted || proc_other_mnt_ns(p, pr, time))
+			e = elf_lookup_foreign(p, pid, start, end, path, deleted);
 		else
 			e = elf_lookup(p, path, bid, bid_len);
 		if (e->ok)
