@@ -112,3 +112,33 @@ setup() {
 		fi
 	done
 }
+
+@test "sp-record -p: a Ruby without the activator is told so once, and a TracePoint of its own still gives spans" {
+	require_ruby_probes
+	local how pid i
+	cat >"$BATS_TEST_TMPDIR/loop.rb" <<-'EOF2'
+	def work(x) = x + 1
+	TracePoint.new(:call) {}.enable if ARGV[1] == "traced"
+	File.write(ARGV[0], "ready")
+	t = Time.now + 60	# killed once recorded; long enough for a slow attach
+	s = 0
+	s = work(s) while Time.now < t
+	EOF2
+	for how in plain traced; do
+		rm -f "$BATS_TEST_TMPDIR/ready"
+		ruby "$BATS_TEST_TMPDIR/loop.rb" "$BATS_TEST_TMPDIR/ready" $how 3>&- &
+		pid=$!
+		for i in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/ready" ] && break; sleep 0.05; done
+		run --separate-stderr -0 sp-record --spans=ruby -p $pid -d 1 -o "$OUT"
+		kill $pid 2>/dev/null || true
+		wait $pid 2>/dev/null || true
+		[ "$(grep -c "pid $pid: Ruby without sp-record's activator" <<<"$stderr")" = 1 ] ||
+			fail "$stderr"
+		n=$(sp-decode "$OUT" | jq -r 'select(.type == "span_start") | .method' | grep -c 'work$' || true)
+		if [ $how = plain ]; then
+			[ "$n" = 0 ] || fail "$n spans of work"
+		else
+			(( n > 100 )) || fail "$n spans of work"
+		fi
+	done
+}

@@ -317,10 +317,14 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 	}
 	if (c->o->explicit_modes && (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_RUBY_C)) &&
 	    !(c->found & SP_SPANS_RUBY))
-		sp_warn("--spans=ruby: no Ruby with USDT probes ran in the recorded processes");
+		sp_warn("--spans=ruby: no Ruby with USDT probes ran in the recorded processes "
+			"(a Ruby built without them has method spans only when started under "
+			"sp-record, which loads its hook)");
 	if (c->o->explicit_modes && (c->o->modes & (SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT)) &&
 	    !(c->found & SP_SPANS_PYTHON))
-		sp_warn("--spans=python: no Python with USDT probes ran in the recorded processes");
+		sp_warn("--spans=python: no Python with USDT probes ran in the recorded processes "
+			"(a Python built without them, as pyenv's, has function spans only when "
+			"started under sp-record, which loads its hook)");
 	if (c->lost_seen)
 		sp_warn("spans: %llu span events lost (ring buffer full)",
 			(unsigned long long)c->lost_seen);

@@ -294,6 +294,27 @@ static void py_without_hook(struct bs_proc *p)
 		"container): the activator has to be in its image (docs/containers.md)" : "");
 }
 
+/*
+ * A Ruby attached with -p that has no hook loaded: Ruby's own method probes
+ * fire only while a TracePoint is enabled in it, which a program rarely
+ * has; said once, as for Python.
+ */
+static void rb_without_hook(struct bs_proc *p)
+{
+	static bool said;
+
+	if (said)
+		return;
+	said = true;
+	sp_warn("spans: pid %u: Ruby without sp-record's activator (started without "
+		"sp-record): no method spans unless a TracePoint is enabled in it; its samples "
+		"and events are recorded, and --spans=ruby-c gives its C methods' spans. For "
+		"method spans start it under sp-record, or with the activator in RUBYOPT "
+		"(docs/spans.md)%s", p->pid,
+		sp_proc_other_mnt_ns(p->pid) ? "; it runs in another mount namespace (a "
+		"container): the activator has to be in its image (docs/containers.md)" : "");
+}
+
 /* Attach what the modes ask for in binary bin (its USDT providers are
  * provs) to process p. */
 static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int provs)
@@ -311,6 +332,8 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 					 bin, "ruby", "method__entry", SP_PR_RUBY_METHOD_ENTRY);
 			sp_bs_attach_any(c, p, sk->progs.on_ruby_method_multi, sk->progs.on_ruby_method,
 					 bin, "ruby", "method__return", SP_PR_RUBY_METHOD_RETURN);
+			if (p->attached)
+				rb_without_hook(p);
 		}
 		/*
 		 * Ruby 3.1.2 crashes at start-up (monitor.rb, 8 runs in 80) when
