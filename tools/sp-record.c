@@ -9,6 +9,7 @@
 
 #include "bpf_events.h"
 #include "bpf_spans.h"
+#include "check_pids.h"
 #include "malloc_hold.h"
 #include "perf_offcpu.h"
 #include "perf_source.h"
@@ -118,7 +119,8 @@ static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "batch", OPT_BATCH, "TIME", 0, "Write records at least this often (default 100ms)", 3 },
 	{ "format", OPT_FORMAT, "FORMAT", 0, "spool (default) or json (JSON lines)", 3 },
-	{ "check", OPT_CHECK, NULL, 0, "Say what this machine supports and exit; with --spans, also record a canary "
+	{ "check", OPT_CHECK, NULL, 0, "Say what this machine supports and exit; with -p, first "
+	  "whether each pid can be attached to; with --spans, also record a canary "
 	  "program per span mode, without, say what the default records", 3 },
 	{ "command-stdout", OPT_COMMAND_STDOUT, "FILE", 0, "Write the command's standard output "
 	  "to FILE (default: its standard output, or standard error when the records go to "
@@ -466,6 +468,8 @@ static int check(void)
 	ssize_t n;
 	int status;
 
+	if (sp_check_pids(env.pids, env.npids, stdout))
+		return sp_close_output(&env.common, SP_EXIT_FATAL);
 	sp_perf_check(stdout);
 	ev = sp_events_source_new(&env.events);
 	sp_events_print_check(ev, stdout);
