@@ -37,6 +37,18 @@ has() {
 	assert_output --regexp "(yes|no) +hardware events"
 }
 
+@test "sp-record: --check -p says whether each pid can be attached to; a gone one is an error" {
+	sleep 30 &
+	BGPIDS=$!
+	run --separate-stderr -0 sp-record --check -p $BGPIDS
+	[[ "${lines[0]}" == "-p $BGPIDS (sleep, "*"): can be attached to; "* ]] || fail "$output"
+	kill $BGPIDS
+	wait $BGPIDS 2>/dev/null || true
+	run --separate-stderr -2 sp-record --check -p $BGPIDS
+	[ "$stderr" = "sp-record: error: pid $BGPIDS: no such process" ] || fail "$stderr"
+	[ -z "$output" ]
+}
+
 @test "sp-record: nothing to record is a usage error" {
 	run --separate-stderr -64 sp-record
 	[[ "$stderr" == *"nothing to record"* ]]
