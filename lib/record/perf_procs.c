@@ -445,17 +445,26 @@ static int emit_thread(struct perf *p, const struct proc *pr, uint32_t tid, cons
  * may have exec'd the next program meanwhile: its comm then is that
  * program's, and the arguments are left unknown rather than another's.
  */
-static const char *exec_args(struct perf *p, const struct proc *pr, char *buf, size_t size)
+static const char *exec_args(struct perf *p, struct proc *pr, char *buf, size_t size)
 {
 	char comm[64];
+	int i;
 
 	if (pr->root && !pr->execd && p->o.args)
 		return p->o.args;
-	if (pr->gone || sp_procfs_comm(pr->pid, pr->pid, comm, sizeof(comm)) ||
-	    strncmp(comm, pr->comm, sizeof(pr->comm) - 1) || sp_procfs_cmdline(pr->pid, buf, size) ||
-	    sp_procfs_comm(pr->pid, pr->pid, comm, sizeof(comm)) ||
-	    strncmp(comm, pr->comm, sizeof(pr->comm) - 1))
+	/* not on the whole machine: a read of /proc at each of its execs
+	 * costs too much (its proc_exec events have the arguments) */
+	if (p->system_wide || pr->gone)
 		return NULL;
+	for (i = 0; i < 2; i++) {	/* the same program before and after */
+		if (sp_procfs_comm(pr->pid, pr->pid, comm, sizeof(comm)) ||
+		    (!i && sp_procfs_cmdline(pr->pid, buf, size))) {
+			proc_gone(pr, -1);	/* a first failed read says it is gone */
+			return NULL;
+		}
+		if (strncmp(comm, pr->comm, sizeof(pr->comm) - 1))
+			return NULL;
+	}
 	return buf;
 }
 
