@@ -962,8 +962,12 @@ void sp_perf_procs_remap(struct perf *p, const struct sp_remap *m)
 	p->mods_by_id = by_id;
 	for (i = 0; sp_perf_map_next(&p->procs, &i, &v);) {
 		struct proc *pr = (struct proc *)(uintptr_t)v;
+		unsigned int k;
 
 		pr->exe = m->id(m->ctx, SP_REF_STRING, pr->exe);
+		/* the samples an exec holds back until its process record */
+		for (k = 0; k < pr->nheld; k++)
+			pr->held[k].stack = m->id(m->ctx, SP_REF_STACK, pr->held[k].stack);
 	}
 }
 

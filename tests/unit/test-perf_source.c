@@ -25,6 +25,7 @@
 #include "merge.h"
 #include "perf_source.h"
 #include "record/perf_sourceP.h"
+#include "stream/schema.h"
 #include "reader.h"
 #include "writer.h"
 
@@ -263,8 +264,41 @@ static void test_perf_source_wakeup(void)
 	CHECK_EQ_U(p.attr.wakeup_watermark, 64 << 10);	/* a quarter of 512 KiB */
 }
 
+static uint64_t plus_1000(void *ctx, unsigned int ref, uint64_t id)
+{
+	(void)ctx;
+	return id && ref == SP_REF_STACK ? id + 1000 : id;
+}
+
+/* A compaction renumbers the samples an exec holds back until its process
+ * record: written later, they name stacks of the new id space. */
+static void test_perf_source_remap_held(void)
+{
+	struct sp_remap m = { plus_1000, NULL };
+	struct proc *pr = calloc(1, sizeof(*pr));
+	struct perf p;
+
+	memset(&p, 0, sizeof(p));
+	CHECK(pr != NULL);
+	if (!pr)
+		return;
+	pr->pid = 42;
+	pr->pending_exec = true;
+	pr->nheld = 2;
+	pr->held[0].stack = 7;
+	pr->held[1].stack = 0;	/* no stack */
+	sp_perf_map_put(&p.procs, 42, 0, (uintptr_t)pr);
+	sp_perf_procs_remap(&p, &m);
+	CHECK_EQ_U(pr->held[0].stack, 1007);
+	CHECK_EQ_U(pr->held[1].stack, 0);
+	sp_perf_map_free(&p.procs);
+	sp_perf_map_free(&p.mods_by_id);
+	free(pr);
+}
+
 int main(void)
 {
+	TAP_RUN(test_perf_source_remap_held);
 	TAP_RUN(test_perf_source_wakeup);
 	TAP_RUN(test_perf_source_events);
 	TAP_RUN(test_perf_source_record);
