@@ -182,3 +182,47 @@ for i in range(2000):
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | .method' | sort | uniq -c"
 	assert_line --regexp '^ +3 f$'
 }
+
+# A thread renamed in a loop is a new string and a thread record each time:
+# a recording to one file goes on in new streams once its id space is past
+# its bound (SP_FLIGHT_RESTREAM_DEFS, 131,072 definitions), so root's
+# sp-record lets the old definitions go instead of keeping every name.
+@test "sp-record: nobody's process renames its thread 600,000 times: the recording to one file goes on in new streams, its id space stays bounded, and the streams read as one" {
+	require_root
+	require_cmd setpriv
+	[ -x $PY ] || skip "needs Debian's $PY"
+	local dir n max
+	dir=$(mktemp -d /tmp/sp-rename.XXXXXX)
+	cat >"$dir/rename.py" <<-'EOF2'
+	import ctypes, sys
+	prctl = ctypes.CDLL(None).prctl
+	for i in range(int(sys.argv[1])):
+	    prctl(15, b"n%013d" % i, 0, 0, 0)	# PR_SET_NAME
+	EOF2
+	chmod -R a+rX "$dir"
+	run "$SP_BIN/sp-record" -v --spans=none -o "$OUT" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups $PY "$dir/rename.py" 600000
+	rm -rf "$dir"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"it goes on in a new stream of '$OUT'"* ]]
+	# the id space's peak: one bound and a batch, not every name
+	max=$(sed -n 's/.*id space: [0-9]* definitions now, at most \([0-9]*\);.*/\1/p' <<<"$output")
+	[ -n "$max" ] && [ "$max" -lt 262144 ]
+	run "$SP_BIN/sp-decode" "$OUT"
+	[ "$status" -eq 0 ]
+	# each stream defines its own strings, from 1: none holds every name
+	n=$(grep -c '^{"type":"header"' <<<"$output")
+	[ "$n" -ge 3 ]
+	max=$(grep -o '^{"type":"string","id":[0-9]*' <<<"$output" | cut -d: -f3 | sort -n | tail -1)
+	[ "$max" -lt 262144 ]
+	# the renames are in it (the rings may lose some under the flood: said)
+	n=$(grep -c '^{"type":"thread",.*"name":"n0' <<<"$output")
+	[ "$n" -ge 300000 ] || grep -q '^{"type":"lost"' <<<"$output"
+	# one end, the command's (reason and status 0, "exited", are left out)
+	n=$(grep '^{"type":"end"' <<<"$output")
+	[[ "$n" != *$'\n'* && "$n" != *'"reason"'* && "$n" != *'"status"'* ]]
+	# read as one recording: one process, the same across the streams
+	run bash -c "'$SP_BIN/sp-correlate' '$OUT' | '$SP_BIN/sp-tree'"
+	[ "$status" -eq 0 ]
+	[[ "${lines[2]}" == "# processes 1 "* ]]
+}

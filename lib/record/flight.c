@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * sp-record's directory output (flight.h): rotated segment files, or the
- * flight recorder's window of memfd chunks and the dumps written from it.
+ * sp-record's output as streams (flight.h): rotated segment files, the
+ * flight recorder's window of memfd chunks and the dumps written from it,
+ * or one file or pipe whose streams follow each other.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -62,6 +63,10 @@ struct sp_flight {
 	int dirfd;
 	struct sp_names files;	/* segments or dumps, oldest first */
 	uint64_t bytes;		/* written to files */
+	bool one;		/* one output (o.out_fd): no directory */
+	int err;		/* its last write's errno, once its writer is gone */
+	bool restream_said;
+	uint64_t base;		/* one output: its offset at the start */
 
 	/* rotation */
 	int fd;			/* the current segment file */
@@ -117,6 +122,18 @@ struct sp_flight *sp_flight_new(const struct sp_flight_opts *o, const struct sp_
 
 	f->o = *o;
 	f->fd = -1;
+	f->segs = sp_segments_new(master);
+	if (!o->dir) {
+		off_t at = lseek(o->out_fd, 0, SEEK_CUR);
+
+		f->one = true;
+		f->fd = o->out_fd;
+		f->dirfd = -1;
+		f->base = at > 0 ? (uint64_t)at : 0;
+		if (o->out_format == SP_FORMAT_JSON)
+			sp_segments_set_format(f->segs, SP_FORMAT_JSON);
+		return f;
+	}
 	f->dirfd = sp_outdir_open(o->dir);
 	if (f->dirfd < 0 ||
 	    sp_names_scan(&f->files, f->dirfd, o->flight ? "dump-" : "segment-")) {
@@ -135,7 +152,6 @@ struct sp_flight *sp_flight_new(const struct sp_flight_opts *o, const struct sp_
 	if (f->chunk_bytes < MIN_CHUNK)
 		f->chunk_bytes = MIN_CHUNK;
 	f->chunk_ns = o->window_ns ? o->window_ns / CHUNKS_PER_WINDOW : UINT64_MAX;
-	f->segs = sp_segments_new(master);
 	return f;
 }
 
@@ -149,7 +165,7 @@ void sp_flight_free(struct sp_flight *f)
 	sp_segments_free(f->segs);
 	for (i = 0; i < f->n; i++)
 		close(f->chunks[(f->first + i) % MAX_CHUNKS].fd);
-	if (f->fd >= 0)
+	if (f->fd >= 0 && !f->one)
 		close(f->fd);
 	if (f->dirfd >= 0)
 		close(f->dirfd);
@@ -200,7 +216,49 @@ struct sp_segments *sp_flight_segments(struct sp_flight *f)
 
 uint64_t sp_flight_bytes(const struct sp_flight *f)
 {
+	struct sp_writer *w = sp_segments_writer(f->segs);
+
+	if (f->one)
+		return f->base + f->bytes + (w ? sp_writer_bytes(w) : 0);
 	return f->bytes;
+}
+
+int sp_flight_errno(const struct sp_flight *f)
+{
+	struct sp_writer *w = sp_segments_writer(f->segs);
+
+	return w ? sp_writer_errno(w) : f->err;
+}
+
+/* ---- one output ---- */
+
+/*
+ * The id space is past its bound: the recording goes on in a new stream
+ * of the same output, where the recorder then compacts it (what nothing
+ * live refers to goes; the old stream's writer and its tables are freed).
+ * No end record between the two: readers join the streams, and
+ * sp-correlate carries the spans still open across (the header's segment
+ * number says the recording goes on).
+ */
+static int restream(struct sp_flight *f, uint64_t now)
+{
+	struct sp_writer *w = sp_segments_writer(f->segs);
+	struct sp_segments *s = f->segs;
+
+	if (sp_segments_master_size(s) < SP_FLIGHT_RESTREAM_DEFS || !sp_segments_compact_due(s))
+		return 0;
+	if (!f->restream_said)
+		sp_info("the recording defined %llu strings, frames, stacks and modules: it goes "
+			"on in a new stream of '%s' (readers join them; sp-tree shows the "
+			"processes alive then again)", (unsigned long long)sp_segments_master_size(s),
+			f->o.out_name);
+	f->restream_said = true;
+	f->bytes += sp_writer_bytes(w);
+	if (sp_segments_close(s)) {
+		f->err = errno;
+		return -1;
+	}
+	return sp_segments_start(s, f->fd, f->o.out_name, ++f->nseg, now);
 }
 
 /* ---- rotation ---- */
@@ -709,6 +767,8 @@ static void say_more(struct sp_flight *f)
 int sp_flight_begin(struct sp_flight *f, uint64_t now)
 {
 	f->rec_start = now;
+	if (f->one)	/* the first stream: the recording's header as it is */
+		return f->nseg++, sp_segments_start(f->segs, f->fd, f->o.out_name, 0, now);
 	return f->o.flight ? next_chunk(f, now) : next_segment(f, now);
 }
 
@@ -719,6 +779,8 @@ int sp_flight_batch(struct sp_flight *f, uint64_t now, const struct sp_end *sofa
 	if (!f->o.flight) {
 		if (sp_writer_flush(w))
 			return -1;
+		if (f->one)
+			return restream(f, now);
 		if (sp_writer_bytes(w) >= f->o.segment_bytes ||
 		    (f->o.segment_ns && now - f->seg_start >= f->o.segment_ns))
 			return rotate(f, now, sofar);
@@ -753,9 +815,15 @@ int sp_flight_finish(struct sp_flight *f, uint64_t now, const struct sp_end *sof
 		}
 		return 0;
 	}
+	if (w && f->one) {
+		rc = sp_writer_flush(w);
+		f->err = sp_writer_errno(w);
+	}
 	if (w)
 		f->bytes += sp_writer_bytes(w);
-	rc = sp_segments_close(f->segs);
+	rc = sp_segments_close(f->segs) || rc ? -1 : 0;
+	if (f->one)	/* the caller's: closed by it */
+		return rc;
 	if (f->fd >= 0 && close(f->fd))
 		rc = sp_error_errno("cannot write '%s'", f->o.dir);
 	f->fd = -1;

@@ -52,7 +52,8 @@ struct sp_recorder {
 	/* the output */
 	struct sp_writer *w;
 	struct sp_merge *merge;
-	struct sp_flight *fl;		/* -o DIR: segments, or the flight window */
+	struct sp_flight *fl;		/* the streams the records go to */
+	struct sp_flight_opts one;	/* of one file or pipe's */
 	uint64_t compact_at;		/* the stream of the last look at the id space */
 	bool compact_warned;
 	bool fire_warned;
@@ -394,55 +395,62 @@ static void compact_ids(struct sp_recorder *r)
 #endif
 }
 
+/* A write of the output failed (the writer said why, unless its reader
+ * went away): the recording stops. -1. */
+static int output_failed(struct sp_recorder *r)
+{
+	int err = sp_flight_errno(r->fl);
+
+	r->failed = true;
+	if (err == EPIPE) {
+		r->closed = true;
+		sp_warn("output closed (broken pipe): recording stopped%s",
+			r->has_command ? "; the command goes on running" : "");
+		return -1;
+	}
+	/* Keep whole records only: cut the file back to the last batch. */
+	if (r->regular && ftruncate(r->fd, (off_t)r->good) == 0)
+		sp_warn("'%s' ends with the records written before the error", r->name);
+	return -1;
+}
+
+/* The batch out: flushed, and for streams, rotated, a window's oldest
+ * dropped, a dump written, a new stream begun when one is due. */
+static int flush_output(struct sp_recorder *r)
+{
+	struct sp_end sofar;
+
+	so_far(r, &sofar);
+	return sp_flight_batch(r->fl, sp_now_mono_ns(), &sofar);
+}
+
 /* End of a batch: every record the sources have all moved past, then out. */
 static int write_batch(struct sp_recorder *r, uint64_t upto, bool flush)
 {
 	if (r->failed)
 		return -1;
-	if (sp_merge_flush(r->merge, upto) < 0 || (flush && sp_writer_flush(r->w))) {
-		r->failed = true;
-		if (sp_writer_errno(r->w) == EPIPE) {
-			r->closed = true;
-			sp_warn("output closed (broken pipe): recording stopped%s",
-				r->has_command ? "; the command goes on running" : "");
-			return -1;
-		}
-		/* Keep whole records only: cut the file back to the last batch. */
-		if (r->regular && ftruncate(r->fd, (off_t)r->good) == 0)
-			sp_warn("'%s' ends with the records written before the error", r->name);
-		return -1;
-	}
-	if (flush && r->fl) {
-		struct sp_end sofar;
-
-		so_far(r, &sofar);
-		if (sp_flight_batch(r->fl, sp_now_mono_ns(), &sofar)) {
-			r->failed = true;
-			return -1;
-		}
+	if (sp_merge_flush(r->merge, upto) < 0 || (flush && flush_output(r)))
+		return output_failed(r);
+	if (flush) {
 		r->good = sp_flight_bytes(r->fl);
 		compact_ids(r);
-	} else if (flush) {
-		r->good = sp_writer_bytes(r->w);
 	}
 	return 0;
 }
 
-static int to_dir(void *ctx, const struct sp_record *rec)
+static int to_streams(void *ctx, const struct sp_record *rec)
 {
 	struct sp_recorder *r = ctx;
 
 	return sp_flight_put(r->fl, rec);
 }
 
-/* -o DIR: the records go through a writer with no output of its own (the
- * sources' id space) into rotated segments or the flight window. */
-static int open_dir_output(struct sp_recorder *r)
+/* The records go through a writer with no output of its own (the sources'
+ * id space) into streams: rotated segments or the flight window (-o DIR),
+ * or streams one after the other in one file or pipe. */
+static int open_streams(struct sp_recorder *r, const struct sp_flight_opts *fo)
 {
-	const struct sp_flight_opts *fo = r->o.flight;
-
-	r->name = fo->dir;
-	r->w = sp_writer_new_tee(fo->dir, to_dir, r);
+	r->w = sp_writer_new_tee(r->name, to_streams, r);
 	r->fl = sp_flight_new(fo, sp_writer_defs(r->w));
 	if (!r->fl)
 		return -1;
@@ -455,8 +463,10 @@ int sp_recorder_open_output(struct sp_recorder *r)
 	const struct sp_common_opts *c = r->o.common;
 	struct stat st;
 
-	if (r->o.flight && r->o.flight->dir)
-		return open_dir_output(r);
+	if (r->o.flight && r->o.flight->dir) {
+		r->name = r->o.flight->dir;
+		return open_streams(r, r->o.flight);
+	}
 	r->fd = fileno(c->out);
 	r->name = c->out_path && strcmp(c->out_path, "-") ? c->out_path : "<stdout>";
 	if (c->out == stdout && c->out_is_tty && r->o.format == SP_FORMAT_SPOOL) {
@@ -472,9 +482,13 @@ int sp_recorder_open_output(struct sp_recorder *r)
 	}
 	r->regular = fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
 	r->good = r->regular ? (uint64_t)lseek(r->fd, 0, SEEK_CUR) : 0;
-	r->w = sp_writer_new(r->fd, r->name, r->o.format);
-	r->merge = sp_merge_new(put_record, r);
-	return r->w && r->merge ? 0 : -1;
+	r->one.out_fd = r->fd;
+	r->one.out_name = r->name;
+	r->one.out_format = r->o.format;
+	/* its first stream is compacted at none of its batches: only a new
+	 * stream frees the definitions the old one's writer holds */
+	r->compact_at = 1;
+	return open_streams(r, &r->one);
 }
 
 /* The sources' words for the header's "features" and "unavailable". */
@@ -836,9 +850,10 @@ void sp_recorder_end(struct sp_recorder *r)
 		if (r->fl && sp_flight_is_window(r->fl)) {
 			if (sp_flight_finish(r->fl, end.end.time, &end.end))
 				r->failed = true;
-		} else if (sp_writer_put(r->w, &end) || write_batch(r, UINT64_MAX, !r->fl) ||
-			   (r->fl && sp_flight_finish(r->fl, end.end.time, &end.end))) {
+		} else if (sp_writer_put(r->w, &end) || write_batch(r, UINT64_MAX, false)) {
 			r->failed = true;
+		} else if (sp_flight_finish(r->fl, end.end.time, &end.end)) {
+			output_failed(r);
 		}
 		if (r->fl)
 			r->good = sp_flight_bytes(r->fl);

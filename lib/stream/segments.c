@@ -37,6 +37,7 @@ struct ksym {
 struct sp_segments {
 	const struct sp_defs *master;
 	struct sp_writer *w;
+	enum sp_format format;	/* of the streams' writers */
 	uint64_t gen;		/* of the current stream, from 1 */
 	uint64_t start;		/* when it started */
 	uint64_t last;		/* latest time of a timed record taken */
@@ -68,6 +69,7 @@ struct sp_segments *sp_segments_new(const struct sp_defs *master)
 	struct sp_segments *s = sp_xcalloc(1, sizeof(*s));
 
 	s->master = master;
+	s->format = SP_FORMAT_SPOOL;
 	return s;
 }
 
@@ -505,6 +507,11 @@ static int replay(struct sp_segments *s)
 	return 0;
 }
 
+void sp_segments_set_format(struct sp_segments *s, enum sp_format format)
+{
+	s->format = format;
+}
+
 int sp_segments_start(struct sp_segments *s, int fd, const char *name, uint64_t n,
 		      uint64_t now)
 {
@@ -513,7 +520,7 @@ int sp_segments_start(struct sp_segments *s, int fd, const char *name, uint64_t 
 
 	if (sp_segments_close(s))
 		return -1;
-	s->w = sp_writer_new(fd, name, SP_FORMAT_SPOOL);
+	s->w = sp_writer_new(fd, name, s->format);
 	s->gen++;
 	s->records = 0;
 	/* Records still held in the caller's time-ordered merge may be older

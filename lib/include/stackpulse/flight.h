@@ -25,9 +25,16 @@
 
 #include "defs.h"
 #include "record.h"
+#include "sp.h"
 
 struct sp_flight_opts {
 	const char *dir;		/* -o DIR (NULL: not a directory output) */
+	/* Without a directory: one output (a file or a pipe, the caller's)
+	 * that gets a new stream when the id space has grown past
+	 * SP_FLIGHT_RESTREAM_DEFS (below). */
+	int out_fd;
+	const char *out_name;
+	enum sp_format out_format;
 	uint64_t segment_bytes;		/* --segment: rotate past this size */
 	uint64_t segment_ns;		/* ... or this long; 0 = no bound */
 	unsigned int keep;		/* --keep: files kept, 0 = every one */
@@ -46,6 +53,18 @@ struct sp_flight_opts {
 #define SP_FLIGHT_DEFAULT_INTERVAL	10000000000ull
 
 /*
+ * One output: definitions (strings, modules, frames, stacks) the sources'
+ * id space may hold before the recording goes on in a new stream of the
+ * same output, which lets the old ones go (segments.h). Some 50 MB of
+ * sp-record's memory at most (each definition is kept twice, by the id
+ * space and by the stream's writer); a recording of a whole busy machine
+ * for ten minutes defines about a tenth of it. Without this, a recorded
+ * process that renames a thread or maps a file in a loop grows root's
+ * sp-record without bound (docs/security.md).
+ */
+#define SP_FLIGHT_RESTREAM_DEFS		(1ull << 17)
+
+/*
  * One LIMIT of --flight or --segment: a size ("64M", "512K", "1G", "4096B":
  * upper-case units) into *bytes, or a duration ("10m", "30s") into *ns.
  * 0, or -1 when it is neither (or 0).
@@ -59,7 +78,8 @@ int sp_outdir_open(const char *path);
 struct sp_flight;
 
 /* NULL (reported) when the directory will not do. master: the definitions
- * of the writer whose records sp_flight_put() takes. */
+ * of the writer whose records sp_flight_put() takes. Without o->dir, the
+ * streams go one after the other to o->out_fd (left open: the caller's). */
 struct sp_flight *sp_flight_new(const struct sp_flight_opts *o, const struct sp_defs *master);
 void sp_flight_free(struct sp_flight *f);
 /* A record of the master stream (a tee writer's function, writer.h). */
@@ -79,8 +99,11 @@ void sp_flight_fire(struct sp_flight *f, const char *trigger, const char *detail
 /* The recording is over: a pending dump is written now; the last segment
  * (its end record already put) flushed and closed. 0 or -1. */
 int sp_flight_finish(struct sp_flight *f, uint64_t now, const struct sp_end *sofar);
-/* Bytes in files written (segments, dumps). */
+/* Bytes in files written (segments, dumps); with one output, its offset
+ * past what was written and flushed (where it started included). */
 uint64_t sp_flight_bytes(const struct sp_flight *f);
+/* The errno of the output's last failed write (EPIPE: its reader went). */
+int sp_flight_errno(const struct sp_flight *f);
 bool sp_flight_is_window(const struct sp_flight *f);
 /*
  * The boundary hook: streams (chunks, segments) started so far, and the

@@ -49,6 +49,8 @@ void sp_segments_free(struct sp_segments *s);
  */
 int sp_segments_start(struct sp_segments *s, int fd, const char *name, uint64_t n,
 		      uint64_t now);
+/* The format of the streams started from now on (spool by default). */
+void sp_segments_set_format(struct sp_segments *s, enum sp_format format);
 /* A record of the master stream, written to the current one. 0 or -1. */
 int sp_segments_put(struct sp_segments *s, const struct sp_record *rec);
 /* The current stream's writer (flush, bytes, errno), NULL before a start. */
