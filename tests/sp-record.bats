@@ -532,6 +532,32 @@ os._exit(3)'
 	has 'select(.type=="process" and .pid==1)' "$OUT/a.sp.json"
 }
 
+# A loop of short processes that exec twice, running while the events open
+# CPU by CPU: a process started then and gone before /proc is read has its
+# record all the same, and the samples of a process's exit after its end
+# record are its own (sp-correlate).
+@test "sp-record: -a beside a loop of short processes: every sampled process has a record before its samples, and sp-correlate names no unknown pid" {
+	require_root
+	local end=$((SECONDS + 5)) loop
+	(while [ $SECONDS -lt $end ]; do sh -c 'exec env true'; done) &
+	loop=$!
+	sleep 0.3
+	run --separate-stderr -0 sp-record -o "$OUT/l.sp" -a -d 2
+	kill "$loop" 2>/dev/null || true
+	wait "$loop" || true
+	decode "$OUT/l.sp"
+	# in file order: a sample's pid (not the idle task's) defined before it
+	run jq -rn '[inputs] | reduce .[] as $r ({d: {}, bad: []};
+		if $r.type == "process" then .d[($r.pid | tostring)] = 1
+		elif $r.type == "sample" and $r.pid != 0 and (.d[($r.pid | tostring)] | not)
+		then .bad += [$r.pid] else . end) | .bad | unique | .[]' "$OUT/l.sp.json"
+	assert_output ""
+	run --separate-stderr -0 sp-correlate --stats -o /dev/null "$OUT/l.sp"
+	[[ $stderr != *"no process record before them"* ]]
+	# the loop's processes were sampled as they ended
+	[[ $stderr =~ \ ([0-9]+)\ records\ of\ processes\ just\ after\ their\ end ]]
+}
+
 @test "sp-record: -a with a command records the machine until the command ends" {
 	require_root
 	run --separate-stderr -3 sp-record --events=none --spans=none -o "$OUT/ac.sp" -a -- "$WL" 0.3 3

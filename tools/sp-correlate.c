@@ -136,13 +136,15 @@ static void report(const struct sp_corr_stats *st)
 	if (!env.stats)
 		return;
 	fprintf(stderr, "%s: %llu records, %llu spans (%llu gaps), assigned: %llu thread, "
-		"%llu fork, %llu gap; %llu unwound, %llu open at the end\n", sp_progname,
+		"%llu fork, %llu gap; %llu unwound, %llu open at the end; %llu records of "
+		"processes just after their end (their exit)\n", sp_progname,
 		(unsigned long long)st->records, (unsigned long long)st->spans,
 		(unsigned long long)st->gap_spans,
 		(unsigned long long)st->assigned[SP_RULE_THREAD],
 		(unsigned long long)st->assigned[SP_RULE_FORK],
 		(unsigned long long)st->assigned[SP_RULE_GAP],
-		(unsigned long long)st->unwound, (unsigned long long)st->open_at_end);
+		(unsigned long long)st->unwound, (unsigned long long)st->open_at_end,
+		(unsigned long long)st->after_end);
 }
 
 int main(int argc, char **argv)

@@ -81,6 +81,7 @@ static void reset_stream(struct sp_corr *c)
 	/* threads of processes never seen are in no process list: none exist,
 	 * every thread belongs to a struct proc. */
 	c->nexited = 0;
+	sp_u64map_release(&c->ended);
 	c->next_id = 0;
 	c->nlost = 0;
 	sp_corr_interp_reset(c);
@@ -229,6 +230,7 @@ void sp_corr_free(struct sp_corr *c)
 	for (it = 0; sp_u64map_next(&c->procs, &it, NULL, &v);)
 		free((struct proc *)(uintptr_t)v);
 	sp_u64map_release(&c->procs);
+	sp_u64map_release(&c->ended);
 	sp_u64map_release(&c->threads);
 	free(c->open.v);
 	sp_idset_release(&c->open.idx);

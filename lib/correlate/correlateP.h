@@ -188,6 +188,9 @@ struct sp_corr {
 	 * of events alone has none): the oldest ends when it is full */
 	uint64_t *exited;
 	size_t exited_head, nexited;
+	/* pid -> when its process ended, of the last few (a record of it
+	 * just after its end is of its exit, not of an unknown process) */
+	struct sp_u64map ended;
 	struct mcount open;	/* open spans by method, for stop marks */
 	struct span *roots, *roots_tail;	/* emission roots, by start time */
 	struct hrec *deferred, *deferred_tail;	/* end records waiting for older held ones */
@@ -251,6 +254,10 @@ struct proc *sp_corr_proc_new(struct sp_corr *c, uint64_t pid);
 /* Its proc_exit came: it ends at its process_end, or when newer exits
  * crowd it out, at that time. */
 void sp_corr_proc_exited(struct sp_corr *c, struct proc *p, uint64_t time);
+/* How many ended pids are remembered (SP_CORR_EXIT_TAIL_NS). */
+#define SP_CORR_ENDED_MAX 4096
+/* pid's process ended at time (not by an exec). */
+void sp_corr_note_ended(struct sp_corr *c, uint64_t pid, uint64_t time);
 /* Thread tid of process pid, made (and an older thread of that tid
  * ended) as needed. */
 struct thr *sp_corr_thr_get(struct sp_corr *c, uint64_t pid, uint64_t tid, uint64_t time);

@@ -379,6 +379,7 @@ static void do_process(struct sp_corr *c, const struct sp_process *r)
 {
 	struct proc *p = sp_corr_proc_find(c, r->pid);
 
+	sp_u64map_del(&c->ended, r->pid);	/* the pid is another's now */
 	if (p && p->exited && !(r->flags & SP_PROC_EXEC)) {
 		/* its end record was lost, or the stream has none */
 		sp_corr_proc_end(c, p, p->exited);
@@ -466,6 +467,8 @@ void sp_corr_process(struct sp_corr *c, struct hrec *h)
 			do_exec(c, p, r->process_end.time);	/* the pid lives on */
 		else if (p)
 			sp_corr_proc_end(c, p, r->process_end.time);
+		if (!(r->process_end.flags & SP_PEND_EXEC))
+			sp_corr_note_ended(c, r->process_end.pid, r->process_end.time);
 		sp_corr_defer(c, h);
 		break;
 	case SP_REC_MODULE_END:

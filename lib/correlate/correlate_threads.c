@@ -237,17 +237,49 @@ void sp_corr_proc_exited(struct sp_corr *c, struct proc *p, uint64_t time)
 	c->exited[(c->exited_head + c->nexited++) % EXITED_MAX] = p->pid;
 }
 
-static struct proc *proc_get(struct sp_corr *c, uint64_t pid)
+/*
+ * A record of a pid with no process: of the idle task, of one that ended
+ * just before (the kernel's exit path goes on after the process's end
+ * record: a system-wide recording samples it), else of a process nothing
+ * defined.
+ */
+static struct proc *proc_get(struct sp_corr *c, uint64_t pid, uint64_t time)
 {
 	struct proc *p = sp_corr_proc_find(c, pid);
+	uint64_t *end;
 
-	if (!p) {
-		p = sp_corr_proc_new(c, pid);
-		if (c->st.unknown_pids < SP_CORR_PIDS_NAMED)
-			c->st.unknown_pid[c->st.unknown_pids] = pid;
-		c->st.unknown_pids++;
+	if (p)
+		return p;
+	p = sp_corr_proc_new(c, pid);
+	if (!pid)	/* the kernel's idle task (-a): no process record exists */
+		return p;
+	end = sp_u64map_get(&c->ended, pid);
+	if (end && time >= *end && time - *end <= SP_CORR_EXIT_TAIL_NS) {
+		c->st.after_end++;
+		return p;
 	}
+	if (c->st.unknown_pids < SP_CORR_PIDS_NAMED)
+		c->st.unknown_pid[c->st.unknown_pids] = pid;
+	c->st.unknown_pids++;
 	return p;
+}
+
+void sp_corr_note_ended(struct sp_corr *c, uint64_t pid, uint64_t time)
+{
+	size_t it = 0;
+	uint64_t k, v;
+
+	/* bounded: the old ones go, then (a storm of ends) all of them */
+	if (c->ended.n >= SP_CORR_ENDED_MAX) {
+		while (sp_u64map_next(&c->ended, &it, &k, &v))
+			if (v + SP_CORR_EXIT_TAIL_NS < time) {
+				sp_u64map_del(&c->ended, k);
+				it = 0;
+			}
+		if (c->ended.n >= SP_CORR_ENDED_MAX)
+			sp_u64map_release(&c->ended);
+	}
+	sp_u64map_put(&c->ended, pid, time);
 }
 
 static struct span *first_open(struct span **origin);
@@ -285,7 +317,7 @@ struct thr *sp_corr_thr_get(struct sp_corr *c, uint64_t pid, uint64_t tid, uint6
 		c->st.pid_reuse++;
 		sp_corr_thr_free(c, t, time);
 	}
-	p = proc_get(c, pid);
+	p = proc_get(c, pid, time);
 	return sp_corr_thr_new(c, p, tid, p->origin);
 }
 

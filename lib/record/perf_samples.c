@@ -90,7 +90,12 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 		return;
 	}
 	pr = sp_perf_proc_find(p, s.pid);
-	if ((!pr || !pr->defined) && p->cgroup_mode && s.pid)
+	/* -a: a process started while the events opened, CPU by CPU (its
+	 * fork's record went to a ring not open yet), and gone before /proc
+	 * was read has samples and nothing else: defined from what the
+	 * kernel's map knows. Of a command's or a -p tree's, every fork is
+	 * seen (the events are the tree's, inherited). */
+	if ((!pr || !pr->defined) && (p->cgroup_mode || p->system_wide) && s.pid)
 		pr = sp_perf_define_unseen(p, s.pid, s.time);
 	if (!s.ips) {
 		/* No callchain: the sampled ip alone. */

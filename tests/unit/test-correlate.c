@@ -956,6 +956,35 @@ static void test_correlate_exit_then_samples(void)
 }
 
 /*
+ * A system-wide recording samples the kernel's exit path after the
+ * process's end record: those samples are of its exit, not of an unknown
+ * process, for a while (SP_CORR_EXIT_TAIL_NS). The idle task (pid 0) has
+ * no process record anywhere.
+ */
+static void test_correlate_after_end(void)
+{
+	struct sp_corr *c = corr(0);
+	struct sp_record pe = { .kind = SP_REC_PROCESS_END };
+	const uint64_t ms = 1000000;
+
+	add(c, process(1 * ms, 10, 1));
+	add(c, sample(2 * ms, 10, 10));
+	pe.process_end.time = 3 * ms;
+	pe.process_end.pid = 10;
+	add(c, pe);
+	add(c, sample(4 * ms, 10, 10));		/* its exit: counted as such */
+	add(c, sample(5 * ms, 0, 0));		/* idle */
+	pe.process_end.time = 6 * ms;
+	add(c, pe);
+	add(c, sample(6 * ms + SP_CORR_EXIT_TAIL_NS + 1, 10, 10));	/* too late: unknown */
+	done(c);
+	CHECK_EQ_U(sp_corr_stats(c)->after_end, 1);
+	CHECK_EQ_U(sp_corr_stats(c)->unknown_pids, 1);
+	CHECK_EQ_U(sp_corr_stats(c)->unknown_pid[0], 10);
+	sp_corr_free(c);
+}
+
+/*
  * As sp-record writes a vfork+exec: the child's process and thread records
  * come before the fork event, and the exec is a process_end with the exec
  * flag followed by a new process record. The child stays the span's.
@@ -1355,6 +1384,7 @@ int main(void)
 	TAP_RUN(test_correlate_thread_exit);
 	TAP_RUN(test_correlate_exit_exec);
 	TAP_RUN(test_correlate_exit_then_samples);
+	TAP_RUN(test_correlate_after_end);
 	TAP_RUN(test_correlate_child_seen_first);
 	TAP_RUN(test_correlate_thread_seen_first);
 	TAP_RUN(test_correlate_self_fork);

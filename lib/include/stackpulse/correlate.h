@@ -55,6 +55,10 @@ struct sp_corr_opts {
 /* What the correlator saw; each non-zero problem counter is worth a warning. */
 /* How many of the pids without a process record the stats name. */
 #define SP_CORR_PIDS_NAMED 8
+/* How long after its process's end a record of its pid is of its exit: a
+ * system-wide recording samples the kernel's exit path after the end
+ * record (some milliseconds at most); later, the pid is an unknown one. */
+#define SP_CORR_EXIT_TAIL_NS (100 * 1000 * 1000ull)
 
 struct sp_corr_stats {
 	uint64_t records;	/* records taken in */
@@ -71,6 +75,7 @@ struct sp_corr_stats {
 	uint64_t unknown_pids;	/* pids seen in records before any process/fork record */
 	uint64_t unknown_pid[SP_CORR_PIDS_NAMED];	/* the first of them */
 	uint64_t pid_reuse;	/* a process or thread started again while alive */
+	uint64_t after_end;	/* records of a process just after its end (its exit) */
 	uint64_t early_flush;	/* span trees emitted before they closed (max_held) */
 	uint64_t old_spans;	/* span records in an uncorrelated input, dropped */
 	uint64_t fiber_switches;	/* fiber switch records followed */
