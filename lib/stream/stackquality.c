@@ -9,6 +9,24 @@
 #include "stackquality.h"
 #include "unwind.h"
 
+/*
+ * The highest address a process can map code at on x86_64 (47 bits, the
+ * user half of 4-level page tables), and the vsyscall page the kernel
+ * shows every process above it. A frame anywhere else, a "return address"
+ * of ASCII text (0x6d75733635326168, "hash256m") say, was a frame-pointer
+ * guess that went into data, or a corrupt stack: garbage, not JIT code.
+ * (With 5-level page tables a process that asks for it can map up to 56
+ * bits; none known does so for code.)
+ */
+#define USER_ADDR_MAX	0x00007fffffffffffULL
+#define VSYSCALL_START	0xffffffffff600000ULL
+#define VSYSCALL_END	0xffffffffff601000ULL
+
+static bool unmappable(uint64_t addr)
+{
+	return addr > USER_ADDR_MAX && (addr < VSYSCALL_START || addr >= VSYSCALL_END);
+}
+
 struct cause {
 	unsigned int status;
 	bool offcpu;		/* STACK_SIZE: off-CPU samples, with their own copy */
@@ -113,9 +131,9 @@ void sp_stackq_add_interp(struct sp_stackq *q, unsigned int status, unsigned int
 	q->status[status] += n;
 	if (status == SP_UNWIND_COMPLETE || status == SP_UNWIND_UNKNOWN)
 		return;
-	/* Causes that depend on the module are kept per module; the others
-	 * (depth, stack size) once per status, with the last module seen. */
-	if (status != SP_UNWIND_NO_CFI && status != SP_UNWIND_JIT && status != SP_UNWIND_ERROR)
+	/* Causes whose hint names the module are kept per module; the others
+	 * (depth, stack size, JIT code: no file to name) once per status. */
+	if (status != SP_UNWIND_NO_CFI && status != SP_UNWIND_ERROR)
 		module = NULL;
 	for (i = 0; i < q->ncauses; i++) {
 		struct cause *k = &q->causes[i];
@@ -172,6 +190,7 @@ static bool interp_whole(const struct sp_defs *d, const uint64_t *frames, int n)
 
 void sp_stackq_add_sample(struct sp_stackq *q, const struct sp_defs *d, const struct sp_sample *s)
 {
+	unsigned int status = (unsigned int)(s->unwind > 7 ? SP_UNWIND_ERROR : s->unwind);
 	const char *module = NULL;
 	uint64_t rel = 0;
 	int depth = 0;
@@ -197,8 +216,15 @@ void sp_stackq_add_sample(struct sp_stackq *q, const struct sp_defs *d, const st
 			rel = f->module ? f->rel : f->addr;
 		if (m)
 			module = sp_defs_str(d, m->path, NULL);
+		/* a stack that ends at an address no process can map ends in
+		 * garbage, whatever stopped its unwind before */
+		if (f && f->mode != SP_FRAME_KERNEL && unmappable(f->addr)) {
+			status = SP_UNWIND_ERROR;
+			module = NULL;
+			rel = f->addr;
+		}
 	}
-	sp_stackq_add_interp(q, s->unwind, s->kind, module, rel, 1,
+	sp_stackq_add_interp(q, status, s->kind, module, rel, 1,
 			     depth > 0 && interp_whole(d, q->frames, depth));
 }
 
@@ -316,6 +342,10 @@ static void make_hint(const struct sp_stackq *q, const struct cause *c, double s
 				 "0x%" PRIx64 " (a return address outside the stack, or CFI that "
 				 "does not match the code: is the file on disk the one that ran?)",
 				 pct, base_name(mod), c->rel);
+		else if (unmappable(c->rel))
+			snprintf(buf, len, "%.1f%% of stacks ended at an address no process can "
+				 "map (e.g. 0x%" PRIx64 "): a frame-pointer guess that went into data, "
+				 "or a corrupt stack", pct, c->rel);
 		else
 			snprintf(buf, len, "%.1f%% of stacks stopped on inconsistent data (a "
 				 "corrupt stack or registers)", pct);
@@ -368,7 +398,7 @@ void sp_stackq_print(const struct sp_stackq *q, FILE *out, const char *prefix,
 {
 	struct sp_stackq_summary s;
 	struct sp_stackq_cause c;
-	unsigned int i;
+	unsigned int i, shown = 0;
 
 	sp_stackq_summary(q, &s);
 	if (!s.samples)
@@ -389,8 +419,20 @@ void sp_stackq_print(const struct sp_stackq *q, FILE *out, const char *prefix,
 			"cut only in native frames", s.interp_whole,
 			100.0 * (double)s.interp_whole / (double)s.assessed);
 	fputc('\n', out);
-	for (i = 0; i < max_causes && !sp_stackq_cause(q, i, &c); i++)
-		fprintf(out, "%s  %s: %s\n", prefix, sp_unwind_status_name(c.status), c.hint);
+	/* The top causes, each status named once: its other causes (other
+	 * modules, off-CPU copies) follow on lines of their own under it. */
+	for (i = 0; i < max_causes && !sp_stackq_cause(q, i, &c); i++) {
+		const char *name = sp_unwind_status_name(c.status);
+		unsigned int status = c.status, j;
+
+		if (shown & (1u << status))
+			continue;
+		shown |= 1u << status;
+		fprintf(out, "%s  %s: %s\n", prefix, name, c.hint);
+		for (j = i + 1; j < max_causes && !sp_stackq_cause(q, j, &c); j++)
+			if (c.status == status)
+				fprintf(out, "%s  %*s  %s\n", prefix, (int)strlen(name), "", c.hint);
+	}
 	/* Complete or not, such a stack is a guess: say how many there are. */
 	if (s.fp_guess)
 		fprintf(out, "%s  fp_guess: %" PRIu64 " stack%s (%.1f%%) left a frame without "

@@ -79,6 +79,23 @@ static void test_stackquality_bounded(void)
 }
 
 /* Strings 1..n of d. */
+/* A header of this call graph and features, the rest empty. */
+static void add_header(struct sp_defs *d, enum sp_call_graph cg, const char *features)
+{
+	struct sp_record r;
+	const char *why = NULL;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_HEADER;
+	r.header.call_graph = cg;
+	r.header.event.p = r.header.hostname.p = r.header.kernel.p = r.header.machine.p =
+		r.header.command.p = r.header.producer.p = r.header.unavailable.p =
+		(const uint8_t *)"";
+	r.header.features.p = (const uint8_t *)features;
+	r.header.features.len = strlen(features);
+	CHECK(!sp_defs_add(d, &r, &why));
+}
+
 static void add_strings(struct sp_defs *d, const char *const *strs, unsigned int n)
 {
 	struct sp_record r;
@@ -136,15 +153,7 @@ static void test_stackquality_from_defs(void)
 	unsigned int i;
 	char buf[4096];
 
-	memset(&r, 0, sizeof(r));
-	r.kind = SP_REC_HEADER;
-	r.header.call_graph = SP_CG_DWARF;
-	r.header.event.p = r.header.hostname.p = r.header.kernel.p = r.header.machine.p =
-		r.header.command.p = r.header.producer.p = r.header.unavailable.p =
-		(const uint8_t *)"";
-	r.header.features.p = (const uint8_t *)"perf=cpu-clock call-graph=dwarf,16384 max-depth=127";
-	r.header.features.len = strlen((const char *)r.header.features.p);
-	CHECK(!sp_defs_add(d, &r, &why));
+	add_header(d, SP_CG_DWARF, "perf=cpu-clock call-graph=dwarf,16384 max-depth=127");
 	add_strings(d, strs, 2);
 	sp_stackq_set_header(q, sp_defs_header(d), d);
 	add_modules(d, true);	/* module 1: libruby, 2: ruby */
@@ -307,6 +316,113 @@ static void test_stackquality_interp_whole(void)
 	sp_defs_free(d);
 }
 
+/* A stack that ends at an address no process can map ends in garbage (an
+ * error), not in JIT code; JIT code is one cause, whatever its module; and
+ * no status is named twice. */
+static void test_stackquality_unmappable_is_garbage(void)
+{
+	struct sp_defs *d = sp_defs_new();
+	struct sp_stackq *q = sp_stackq_new();
+	struct sp_record r;
+	struct sp_stackq_summary s;
+	struct sp_stackq_cause c;
+	const char *why = NULL, *at;
+	static const char *strs[] = { "//anon", "/memfd:doublemapper (deleted)" };
+	/* module 1, module 2, ASCII "hash256m" read as an address, vsyscall */
+	static const struct { uint64_t module, addr; } frames[] = {
+		{ 1, 0x1010 }, { 2, 0x2020 }, { 0, 0x6d75733635326168ULL },
+		{ 0, 0xffffffffff600400ULL },
+	};
+	/* stacks 1-4: one frame each; 5: frame 1 called from frame 3 */
+	static const uint64_t stacks[][2] = { { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 3, 1 } };
+	static const struct { uint64_t stack, unwind; } samples[] = {
+		{ 1, SP_UNWIND_JIT }, { 1, SP_UNWIND_JIT }, { 1, SP_UNWIND_JIT },
+		{ 2, SP_UNWIND_JIT }, { 2, SP_UNWIND_JIT },
+		{ 5, SP_UNWIND_JIT }, { 5, SP_UNWIND_JIT },	/* went on into data */
+		{ 4, SP_UNWIND_NO_CFI },	/* the vsyscall page is mapped */
+	};
+	unsigned int i;
+	char buf[4096];
+
+	add_header(d, SP_CG_AUTO, "");
+	add_strings(d, strs, 2);
+	sp_stackq_set_header(q, sp_defs_header(d), d);
+	add_modules(d, true);
+	for (i = 0; i < sizeof(frames) / sizeof(frames[0]); i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_FRAME;
+		r.frame.module = frames[i].module;
+		r.frame.rel = frames[i].module ? frames[i].addr - 0x1000 * frames[i].module : 0;
+		r.frame.addr = frames[i].addr;
+		r.frame.pid = frames[i].module ? 0 : 10;
+		CHECK(!sp_defs_add(d, &r, &why));
+	}
+	for (i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_STACK;
+		r.stack.parent = stacks[i][0];
+		r.stack.frame = stacks[i][1];
+		CHECK(!sp_defs_add(d, &r, &why));
+	}
+	CHECK(why == NULL);
+	for (i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
+		memset(&r, 0, sizeof(r));
+		r.sample.stack = samples[i].stack;
+		r.sample.unwind = samples[i].unwind;
+		sp_stackq_add_sample(q, d, &r.sample);
+	}
+	sp_stackq_summary(q, &s);
+	CHECK_EQ_U(s.status[SP_UNWIND_JIT], 5);
+	CHECK_EQ_U(s.status[SP_UNWIND_ERROR], 2);
+	CHECK_EQ_U(s.status[SP_UNWIND_NO_CFI], 1);
+	CHECK(!sp_stackq_cause(q, 0, &c));
+	CHECK_EQ_U(c.status, SP_UNWIND_JIT);
+	CHECK_EQ_U(c.count, 5);
+	CHECK(!sp_stackq_cause(q, 1, &c));
+	CHECK_EQ_U(c.status, SP_UNWIND_ERROR);
+	CHECK_EQ_U(c.rel, 0x6d75733635326168ULL);
+	CHECK_STR(c.hint, "25.0% of stacks ended at an address no process can map "
+		  "(e.g. 0x6d75733635326168): a frame-pointer guess that went into data, "
+		  "or a corrupt stack");
+	CHECK(!sp_stackq_cause(q, 2, &c));
+	CHECK_EQ_U(c.status, SP_UNWIND_NO_CFI);
+	CHECK(sp_stackq_cause(q, 3, &c) == -1);
+
+	print_to(q, buf, sizeof(buf), "sp-record: ", 3);
+	at = strstr(buf, "  jit: 62.5% of stacks stopped in JIT-compiled code");
+	CHECK(at != NULL);
+	CHECK(at && strstr(at + strlen("  jit:"), "jit:") == NULL);	/* once */
+	CHECK(strstr(buf, "  error: 25.0% of stacks ended at an address no process") != NULL);
+	sp_stackq_free(q);
+	sp_defs_free(d);
+}
+
+/* Causes of one status (two modules without CFI) under one name. */
+static void test_stackquality_status_named_once(void)
+{
+	struct sp_stackq *q = sp_stackq_new();
+	char buf[4096];
+	const char *at;
+
+	sp_stackq_set_config(q, SP_CG_DWARF, 8192, 127);
+	sp_stackq_add(q, SP_UNWIND_NO_CFI, SP_SAMPLE_CPU, "/opt/lib/libfoo.so", 0x1234, 4);
+	sp_stackq_add(q, SP_UNWIND_STACK_SIZE, SP_SAMPLE_CPU, "/usr/bin/x", 0x20, 3);
+	sp_stackq_add(q, SP_UNWIND_NO_CFI, SP_SAMPLE_CPU, "/opt/lib/libbar.so", 0x99, 2);
+	sp_stackq_add(q, SP_UNWIND_COMPLETE, SP_SAMPLE_CPU, "/usr/bin/x", 0x10, 1);
+	print_to(q, buf, sizeof(buf), "p: ", 3);
+	at = strstr(buf, "\np:   no_cfi: 40.0% of stacks stopped in libfoo.so at 0x1234");
+	CHECK(at != NULL);
+	CHECK(at && strstr(at + strlen("\np:   no_cfi:"), "no_cfi:") == NULL);
+	/* libbar's line follows libfoo's, under the one name, before stack_size */
+	at = at ? strchr(at + 1, '\n') : NULL;
+	CHECK(at && !strncmp(at, "\np:           20.0% of stacks stopped in libbar.so at 0x99",
+			     strlen("\np:           20.0% of stacks stopped in libbar.so at 0x99")));
+	CHECK(strstr(buf, "\np:   stack_size: 30.0% of stacks hit") != NULL);
+	print_to(q, buf, sizeof(buf), "p: ", 2);	/* the top two causes only */
+	CHECK(strstr(buf, "libbar") == NULL);
+	sp_stackq_free(q);
+}
+
 int main(void)
 {
 	TAP_RUN(test_stackquality_shares_and_order);
@@ -315,5 +431,7 @@ int main(void)
 	TAP_RUN(test_stackquality_from_defs);
 	TAP_RUN(test_stackquality_offcpu_copy);
 	TAP_RUN(test_stackquality_interp_whole);
+	TAP_RUN(test_stackquality_unmappable_is_garbage);
+	TAP_RUN(test_stackquality_status_named_once);
 	return TAP_DONE();
 }
