@@ -17,6 +17,7 @@ teardown() {
 		umount "$MNT"
 	fi
 	[ -n "${BGPIDS:-}" ] && kill $BGPIDS 2>/dev/null
+	[ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"
 	true
 }
 
@@ -459,6 +460,106 @@ os._exit(3)'
 	# its functions are named from the archive's copy
 	run -0 sp-symbolize --archive="$OUT/arch" -o "$OUT/del.sym" "$OUT/del.sp"
 	sp-flame --folded "$OUT/del.sym" | grep -q 'backend_thread;'
+}
+
+# Python that runs the program $2 (its arguments after it) from a memfd
+# named $1, as runc, systemd and sandboxes do (fexecve): its code is mapped
+# from '/memfd:$1 (deleted)'.
+MEMFD_EXEC='import os, sys
+fd = os.memfd_create(sys.argv[1], 0)
+with open(sys.argv[2], "rb") as f:
+    os.write(fd, f.read())
+os.execv("/proc/self/fd/%d" % fd, [sys.argv[1]] + sys.argv[3:])'
+
+@test "sp-record: a program run from a memfd is a file: CFI stacks, build-id, archive and names" {
+	require_root
+	require_cmd readelf binutils
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3"
+	local want jit n
+	want=$(readelf -n "$WL" | awk '/Build ID:/ { print $3 }')
+	run --separate-stderr -0 sp-record --events=none --spans=none --call-graph=dwarf \
+		--archive="$OUT/arch" -o "$OUT/mfd.sp" -- /usr/bin/python3 -c "$MEMFD_EXEC" wl "$WL" 0.5
+	echo "$stderr"
+	# unwound with its CFI: no stack stops in it as if it were JIT code
+	[[ "$stderr" != *"jit:"* ]]
+	decode "$OUT/mfd.sp"
+	has --arg b "$want" --arg p "/memfd:wl (deleted)" \
+		'select(.type=="module" and .path==$p and .build_id==$b)' "$OUT/mfd.sp.json"
+	jit=$(jq -r 'select(.type == "sample" and .unwind == "jit") | 1' "$OUT/mfd.sp.json" | wc -l)
+	n=$(jq -r 'select(.type == "sample" and .unwind == "complete") | 1' "$OUT/mfd.sp.json" | wc -l)
+	echo "samples complete: $n, jit: $jit"
+	[ "$jit" = 0 ]
+	[ "$n" -ge 50 ]
+	[ -f "$OUT/arch/${want:0:2}/${want:2}" ]
+	# the process is gone: its functions are named from the archive's copy,
+	# in whole stacks of each thread and of the child it forked
+	run -0 sp-symbolize --archive="$OUT/arch" -o "$OUT/mfd.sym" "$OUT/mfd.sp"
+	sp-flame --folded "$OUT/mfd.sym" > "$OUT/mfd.folded"
+	grep -q '^_start;__libc_start_main;.*main;run_frontend;walk_tree;' "$OUT/mfd.folded"
+	grep -q ';backend_thread;run_backend;walk_tree;' "$OUT/mfd.folded"
+	grep -q 'main;run_child;walk_tree;' "$OUT/mfd.folded"
+}
+
+@test "sp-record: -p of a program of nobody's run from a memfd reads its build-id through map_files" {
+	require_root
+	require_cmd readelf binutils
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3"
+	local want wl jit
+	nobody_tools
+	want=$(readelf -n "$NOBODY_EXAMPLES/workload" | awk '/Build ID:/ { print $3 }')
+	setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c "$MEMFD_EXEC" \
+		wl "$NOBODY_EXAMPLES/workload" 20 &
+	wl=$!
+	BGPIDS=$wl
+	sleep 0.5
+	BGPIDS="$wl $(pgrep -P $wl || true)"	# stopped by teardown
+	grep -q '/memfd:wl (deleted)' /proc/$wl/maps
+	run --separate-stderr -0 sp-record --call-graph=dwarf -o "$OUT/mfdp.sp" \
+		--archive="$OUT/arch" -p $wl -d 0.5
+	echo "$stderr"
+	[[ "$stderr" != *"jit:"* ]]
+	decode "$OUT/mfdp.sp"
+	# read from the file (flag 0x8: /proc/PID/maps gives no build-id)
+	has --arg b "$want" --arg p "/memfd:wl (deleted)" \
+		'select(.type=="module" and .path==$p and .build_id==$b and .flags=="0x18")' \
+		"$OUT/mfdp.sp.json"
+	jit=$(jq -r 'select(.type == "sample" and .unwind == "jit") | 1' "$OUT/mfdp.sp.json" | wc -l)
+	[ "$jit" = 0 ]
+	kill $BGPIDS
+	wait $wl || true
+	BGPIDS=
+	[ ! -d /proc/$wl ] || [ "$(cat /proc/$wl/comm)" != wl ]
+	run -0 sp-symbolize --archive="$OUT/arch" -o "$OUT/mfdp.sym" "$OUT/mfdp.sp"
+	sp-flame --folded "$OUT/mfdp.sym" > "$OUT/mfdp.folded"
+	grep -q ';backend_thread;run_backend;walk_tree;' "$OUT/mfdp.folded"
+	grep -q 'main;run_frontend;walk_tree;' "$OUT/mfdp.folded"
+}
+
+@test "sp-record: code a JIT runs from a memfd (no ELF in it) stays JIT code" {
+	require_root
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3"
+	# a loop of machine code written to a memfd, mapped executable and
+	# called in a loop: .NET's W^X double mapping does the same
+	run --separate-stderr -0 sp-record --events=none --spans=none --call-graph=dwarf \
+		-o "$OUT/mjit.sp" -- /usr/bin/python3 -c '
+import ctypes, os, struct, time
+fd = os.memfd_create("jitcode", 0)
+code = b"\x48\xb9" + struct.pack("<Q", 2000000) + b"\x48\xff\xc9\x75\xfb\xc3"
+os.write(fd, code.ljust(4096, b"\xcc"))
+libc = ctypes.CDLL(None)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+loop = ctypes.CFUNCTYPE(None)(libc.mmap(None, 4096, 5, 1, fd, 0))
+end = time.time() + 0.5
+while time.time() < end:
+    loop()'
+	echo "$stderr"
+	assert_regex "$stderr" "jit: [0-9.]+% of stacks stopped in JIT-compiled code"
+	decode "$OUT/mjit.sp"
+	has --arg p "/memfd:jitcode (deleted)" \
+		'select(.type=="module" and .path==$p and .flags=="0x2" and .build_id==null)' \
+		"$OUT/mjit.sp.json"
 }
 
 @test "sp-record: -p puts each attached process's command line in the header, escaped" {

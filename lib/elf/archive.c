@@ -15,6 +15,7 @@
 #include "archive.h"
 #include "buf.h"
 #include "buildid.h"
+#include "elffile.h"
 #include "safefile.h"
 #include "sp.h"
 
@@ -138,6 +139,7 @@ int sp_archive_module(const char *dir, uint64_t pid, uint64_t start, uint64_t en
 	struct sp_safe_tmp t = { .fd = -1 };
 	const char *name;
 	struct stat st;
+	bool named;
 
 	if (!dir || len < 2 || len > SP_BUILD_ID_MAX) {
 		errno = EINVAL;
@@ -169,13 +171,16 @@ int sp_archive_module(const char *dir, uint64_t pid, uint64_t start, uint64_t en
 	snprintf(src, sizeof(src), "/proc/%llu/map_files/%llx-%llx", (unsigned long long)pid,
 		 (unsigned long long)start, (unsigned long long)end);
 	in = sp_safe_open(AT_FDCWD, src, NULL, &st, NULL);
-	if (in < 0 && errno != EPERM && path && path[0] == '/') {
+	/* A deleted file's or a memfd's path names no file, or one anyone may
+	 * have made since: map_files only. */
+	named = path && path[0] == '/' && !sp_elf_path_unlinked(path);
+	if (in < 0 && errno != EPERM && named) {
 		snprintf(src, sizeof(src), "/proc/%llu/root%s", (unsigned long long)pid, path);
 		in = sp_safe_open(AT_FDCWD, src, NULL, &st, NULL);
 	}
 	/* The process is gone already (short-lived): the path as we see it,
 	 * used only if its build-id still matches (checked below). */
-	if (in < 0 && errno != EPERM && path && path[0] == '/')
+	if (in < 0 && errno != EPERM && named)
 		in = sp_safe_open(AT_FDCWD, path, NULL, &st, NULL);
 	if (in < 0) {
 		if (errno == EPERM)

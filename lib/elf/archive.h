@@ -25,7 +25,8 @@ char *sp_archive_path(const char *dir, const uint8_t *build_id, unsigned int len
  * Copy the file that process pid maps at [start, end) into dir, unless a
  * copy with this build-id is there already. path is the mapping's path,
  * used through /proc/PID/root when map_files cannot be opened, and as it is
- * when the process is gone (a short-lived one); every copy is checked
+ * when the process is gone (a short-lived one), unless it names no file
+ * (a deleted file's, a memfd's: sp_elf_path_unlinked()); every copy is checked
  * against build_id, so a replaced file is never archived, and only a
  * regular file is opened (never a device or a FIFO). Returns 1 copied, 0
  * already archived, -1 on failure with errno set (EINVAL: not a regular

@@ -128,3 +128,13 @@ unsigned int sp_elf_build_id(Elf *elf, uint8_t *id)
 	}
 	return 0;
 }
+
+bool sp_elf_path_memfd(const char *path)
+{
+	return path && !strncmp(path, "/memfd:", 7);
+}
+
+bool sp_elf_path_unlinked(const char *path)
+{
+	return sp_elf_path_memfd(path) || (path && strstr(path, " (deleted)"));
+}

@@ -70,4 +70,20 @@ Elf_Scn *sp_elf_section(Elf *elf, const char *name, GElf_Shdr *sh);
  */
 unsigned int sp_elf_build_id(Elf *elf, uint8_t *id);
 
+/*
+ * Whether a mapping's path (as /proc/PID/maps and MMAP2 records give it)
+ * names no file that may be opened by that name: a file deleted since it
+ * was mapped ("PATH (deleted)", a service's binary after an upgrade) or a
+ * memfd ("/memfd:NAME (deleted)", which never had a name). Anyone may have
+ * made a file of that name since: its image is read through
+ * /proc/PID/map_files only, while the process lives.
+ */
+bool sp_elf_path_unlinked(const char *path);
+/*
+ * Whether it is a memfd's: the code of a program run from one (fexecve, as
+ * runc and systemd do) is an ELF file's, a JIT's (.NET's double mapping)
+ * is not. Only its contents tell them apart.
+ */
+bool sp_elf_path_memfd(const char *path);
+
 #endif

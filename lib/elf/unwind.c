@@ -82,8 +82,16 @@ struct rules {
 struct uw_file {
 	struct uw_file *next;
 	char *path;
+	/* A path that names no file (sp_elf_path_unlinked()) is read through
+	 * map_files only, and is one file per inode: two programs run from
+	 * memfds of one name are two files. 0 for the others: by path. */
+	uint64_t dev, ino;
 	bool loaded, bad;
 	bool vdso;
+	bool unlinked;
+	/* A memfd that holds no ELF (a JIT's code, as .NET's double mapping),
+	 * or that could not be read: its code is JIT code. */
+	bool memfd, jit;
 	Elf *elf;
 	Dwarf *dw;
 	Dwarf_CFI *eh, *dbg;
@@ -297,12 +305,13 @@ static struct uw_proc *proc_find(struct sp_unwinder *u, uint32_t pid, bool creat
 
 /* Files are kept for the unwinder's life: mappings of one library in many
  * processes share its parsed tables. */
-static struct uw_file *file_get(struct sp_unwinder *u, const char *path)
+static struct uw_file *file_get(struct sp_unwinder *u, const char *path, uint64_t dev,
+			       uint64_t ino)
 {
 	struct uw_file **pp = &u->files[sp_hash_bytes(path, strlen(path)) % FILE_BUCKETS], *f;
 
 	for (f = *pp; f; f = f->next)
-		if (!strcmp(f->path, path))
+		if (!strcmp(f->path, path) && f->dev == dev && f->ino == ino)
 			return f;
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -313,6 +322,10 @@ static struct uw_file *file_get(struct sp_unwinder *u, const char *path)
 		return NULL;
 	}
 	f->vdso = !strcmp(path, "[vdso]");
+	f->dev = dev;
+	f->ino = ino;
+	f->unlinked = sp_elf_path_unlinked(path);
+	f->memfd = sp_elf_path_memfd(path);
 	f->next = *pp;
 	*pp = f;
 	return f;
@@ -359,13 +372,29 @@ static bool is_anon_path(const char *path)
 {
 	return !path || !*path || !strcmp(path, "//anon") || !strncmp(path, "[anon", 5) ||
 	       !strcmp(path, "[heap]") || !strncmp(path, "[stack", 6) ||
-	       !strncmp(path, "/memfd:", 7) || !strncmp(path, "/dev/zero", 9);
+	       !strncmp(path, "/dev/zero", 9);
+}
+
+/* The inode a process maps at [start, end), for a path that names none
+ * (0, 0 when it cannot be had: the process is gone, or we may not look). */
+static void map_inode(uint32_t pid, uint64_t start, uint64_t end, uint64_t *dev, uint64_t *ino)
+{
+	char name[96];
+	struct stat st;
+
+	*dev = *ino = 0;
+	snprintf(name, sizeof(name), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+	if (pid && stat(name, &st) == 0 && S_ISREG(st.st_mode)) {
+		*dev = st.st_dev;
+		*ino = st.st_ino;
+	}
 }
 
 static int proc_add_map(struct sp_unwinder *u, struct uw_proc *p, uint64_t start, uint64_t end,
 			uint64_t pgoff, const char *path)
 {
 	struct uw_map m = { .start = start, .end = end, .pgoff = pgoff };
+	uint64_t dev = 0, ino = 0;
 	size_t lo = 0, hi;
 
 	if (end <= start)
@@ -373,7 +402,9 @@ static int proc_add_map(struct sp_unwinder *u, struct uw_proc *p, uint64_t start
 	if (is_anon_path(path)) {
 		m.file = NULL;
 	} else if (path[0] == '/' || !strcmp(path, "[vdso]")) {
-		m.file = file_get(u, path);
+		if (sp_elf_path_unlinked(path))
+			map_inode(p->pid, start, end, &dev, &ino);
+		m.file = file_get(u, path, dev, ino);
 		if (!m.file)
 			return -1;
 	} else {
@@ -573,15 +604,18 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 			goto fail;
 	} else {
 		/* Regular files only (sp_safe_open): a path another user
-		 * controls may name a FIFO or a device by now. */
+		 * controls may name a FIFO or a device by now. A path that
+		 * names no file (deleted, a memfd) is not opened: anyone may
+		 * have made a file of that name. */
+		f->jit = f->memfd;
 		if (pid) {
 			snprintf(alt, sizeof(alt), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid,
 				 m->start, m->end);
 			fd = sp_safe_open(AT_FDCWD, alt, NULL, NULL, NULL);
 		}
-		if (fd < 0)
+		if (fd < 0 && !f->unlinked)
 			fd = sp_safe_open(AT_FDCWD, f->path, NULL, NULL, NULL);
-		if (fd < 0 && pid) {
+		if (fd < 0 && pid && !f->unlinked) {
 			snprintf(alt, sizeof(alt), "/proc/%u/root%s", pid, f->path);
 			fd = sp_safe_open(AT_FDCWD, alt, NULL, NULL, NULL);
 		}
@@ -607,6 +641,7 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 	if (elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &ehdr) ||
 	    ehdr.e_machine != EM_X86_64 || elf_getphdrnum(f->elf, &phnum))
 		goto fail;
+	f->jit = false;		/* a memfd's ELF: a program run from it */
 	f->entry = ehdr.e_entry;
 	for (i = 0; i < phnum && f->nload < 16; i++) {
 		GElf_Phdr ph;
@@ -1304,7 +1339,7 @@ static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const str
 	if (!m->file->loaded)
 		file_load(m->file, pid, m, u);
 	if (m->file->bad || !map_vaddr(m, lookup, &vaddr)) {
-		*status = SP_UNWIND_NO_CFI;
+		*status = m->file->jit ? SP_UNWIND_JIT : SP_UNWIND_NO_CFI;
 		return -1;
 	}
 	u->stop_rel = vaddr + (pc - lookup);

@@ -21,6 +21,7 @@
 #include <linux/types.h>
 
 #include "elf/archive.h"
+#include "elf/elffile.h"
 #include "hashmap.h"
 #include "ident.h"
 #include "perf_sourceP.h"
@@ -55,7 +56,7 @@ static const struct elf_entry *elf_lookup(struct perf *p, const char *path,
 	}
 	e = sp_xcalloc(1, sizeof(*e));
 	e->path = sp_xstrdup(path);
-	if (path[0] == '/' && !strstr(path, " (deleted)") && strncmp(path, "/memfd:", 7)) {
+	if (path[0] == '/' && !sp_elf_path_unlinked(path)) {
 		e->ok = sp_elf_info_file(path, &e->info) == 0;
 		e->have_st = stat(path, &e->st) == 0;
 	}
@@ -70,12 +71,13 @@ static const struct elf_entry *elf_lookup(struct perf *p, const char *path,
  * image itself), else the path inside /proc/PID/root; keyed by the file's
  * identity, not its path. A process gone by now gives an entry without
  * information (never the host's file). A file deleted since it was mapped
- * (a service's binary after an upgrade) is read so too, through
- * map_files only: its path names no file, or another one anyone could
- * have made under that name.
+ * (a service's binary after an upgrade) or a memfd (a program run from
+ * one) is read so too, through map_files only: its path names no file, or
+ * another one anyone could have made under that name
+ * (sp_elf_path_unlinked()).
  */
 static const struct elf_entry *elf_lookup_foreign(struct perf *p, uint32_t pid, uint64_t start,
-						  uint64_t end, const char *path, bool deleted)
+						  uint64_t end, const char *path, bool unlinked)
 {
 	struct elf_entry *e;
 	struct stat st;
@@ -86,7 +88,7 @@ static const struct elf_entry *elf_lookup_foreign(struct perf *p, uint32_t pid, 
 	snprintf(src, sizeof(src), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
 	if (stat(src, &st)) {
 		st.st_mode = 0;
-		rfd = deleted ? -1 : sp_proc_root_dir(pid);
+		rfd = unlinked ? -1 : sp_proc_root_dir(pid);
 		fd = rfd < 0 ? -1 : sp_proc_root_open(rfd, path, false);
 		if (rfd >= 0)
 			close(rfd);
@@ -189,7 +191,14 @@ static struct mod *mod_get(struct perf *p, struct proc *pr, uint64_t time, uint6
 
 	vdso = !strcmp(path, "[vdso]");
 	anon = !vdso && (!path[0] || path[0] == '[' || !strncmp(path, "//anon", 6) ||
-			 !strncmp(path, "/memfd:", 7) || !strcmp(path, "/dev/zero (deleted)"));
+			 !strcmp(path, "/dev/zero (deleted)"));
+	/* A memfd holds a program run from it (fexecve) or a JIT's code: an
+	 * ELF file, read through map_files, is a file like any other. One
+	 * that cannot be read so (not an ELF, the process gone) stays JIT. */
+	if (!anon && !vdso && sp_elf_path_memfd(path)) {
+		e = elf_lookup_foreign(p, pid, start, end, path, true);
+		anon = !e->ok;
+	}
 	if (anon) {
 		/* Code without a file (JIT): one module per process and address. */
 		ka = sp_hash_u64(pid) | 1;
@@ -224,12 +233,12 @@ static struct mod *mod_get(struct perf *p, struct proc *pr, uint64_t time, uint6
 			m.build_id.len = p->vdso.build_id_len;
 		}
 	} else {
-		bool deleted = strstr(path, " (deleted)") != NULL;
+		bool unlinked = sp_elf_path_unlinked(path);
 
-		if (deleted || proc_other_mnt_ns(p, pr, time))
-			e = elf_lookup_foreign(p, pid, start, end, path, deleted);
-		else
-			e = elf_lookup(p, path, bid, bid_len);
+		if (!e)		/* else a memfd's, read above */
+			e = unlinked || proc_other_mnt_ns(p, pr, time) ?
+			    elf_lookup_foreign(p, pid, start, end, path, unlinked) :
+			    elf_lookup(p, path, bid, bid_len);
 		if (e->ok)
 			bias = sp_elf_bias(&e->info, pgoff);
 		if (bid_len) {

@@ -113,11 +113,27 @@ static void test_elffile_refused(void)
 	CHECK_EQ_U(open_fds(), before);
 }
 
+/* Mapping paths that name no file: read through /proc/PID/map_files only. */
+static void test_elffile_unlinked_paths(void)
+{
+	CHECK(sp_elf_path_unlinked("/memfd:busy (deleted)"));
+	CHECK(sp_elf_path_memfd("/memfd:busy (deleted)"));
+	CHECK(sp_elf_path_memfd("/memfd: (deleted)"));
+	CHECK(sp_elf_path_unlinked("/usr/bin/mysum (deleted)"));
+	CHECK(!sp_elf_path_memfd("/usr/bin/mysum (deleted)"));
+	CHECK(!sp_elf_path_unlinked("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+	CHECK(!sp_elf_path_unlinked("/tmp/memfd:x"));
+	CHECK(!sp_elf_path_memfd("//anon"));
+	CHECK(!sp_elf_path_unlinked(""));
+	CHECK(!sp_elf_path_unlinked(NULL));
+}
+
 int main(void)
 {
 	char cmd[100];
 	int rc;
 
+	TAP_RUN(test_elffile_unlinked_paths);
 	if (!mkdtemp(dir) || build()) {
 		TAP_SKIP(test_elffile_read_and_map, "cannot build a program with cc");
 		TAP_SKIP(test_elffile_refused, "cannot build a program with cc");
