@@ -689,42 +689,63 @@ while time.time() < end:
 	! has 'select(.type=="frame" and .mode=="kernel")' "$OUT/u.sp.json"
 }
 
-@test "sp-record: a JIT perf map is captured when its process ends" {
+JF=$SP_EXAMPLES/jit_frames
+
+# jit_frames runs code in anonymous memory that it names in its perf map as a
+# JIT does (jf_trampoline), after a symbol sh wrote there first: only the
+# symbol that holds a frame of it is written. A process with no frame in
+# such code has its map not read: one map linked as every short process's
+# would otherwise be written whole for each (docs/security.md).
+@test "sp-record: a JIT perf map is read when its process ends, for the symbols its frames are in" {
 	require_root
+	[ -x "$JF" ] || skip "build/examples/jit_frames is not built (make)"
 	run --separate-stderr -0 sp-record --format=json -- sh -c \
-		'printf "7f0000001000 40 jitted_hello\n7f0000002000 10 jitted_bye\n" > /tmp/perf-$$.map; echo $$ >&2'
+		'printf "7f0000001000 40 never_run\n" > /tmp/perf-$$.map; echo $$ >&2; exec "$1" 0.3 map' _ "$JF"
 	pid=$(grep -x "[0-9]*" <<< "$stderr")
+	addr=$(awk '/jf_trampoline/ { print $1 }' "/tmp/perf-$pid.map")
 	rm -f "/tmp/perf-$pid.map"
+	[ -n "$addr" ]
 	printf '%s\n' "$output" > "$OUT/j.json"
 	run jq -r 'select(.type=="jitsym") | "\(.pid) \(.addr) \(.size) \(.name)"' "$OUT/j.json"
-	assert_output "$pid 0x7f0000001000 64 jitted_hello
-$pid 0x7f0000002000 16 jitted_bye"
+	assert_output "$pid 0x$addr 8 jf_trampoline"
+	# and sp-symbolize names the frame by it
+	run -0 bash -c "sp-decode --encode '$OUT/j.json' | sp-symbolize | sp-decode"
+	[[ $output == *'"func":"jf_trampoline"'* ]]
+	# a process that ran no code without a file: its map is left alone
+	run --separate-stderr -0 sp-record --format=json -- sh -c \
+		'printf "7f0000001000 40 jitted_hello\n" > /tmp/perf-$$.map; echo $$ >&2'
+	pid=$(grep -x "[0-9]*" <<< "$stderr")
+	rm -f "/tmp/perf-$pid.map"
+	[[ $output != *'"type":"jitsym"'* ]]
 }
 
 @test "sp-record: a JIT perf map of another user's process is read when that user owns it" {
 	require_root
 	require_cmd setpriv util-linux
+	nobody_tools
 	# the inner shell is often reaped before its end is read: its user is
 	# then the one sp-record saw it start as
 	run --separate-stderr -0 sp-record --events=none --spans=none --format=json -- \
 		setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
-		'sh -c '\''printf "7f0000001000 40 nobody_jit\n" > /tmp/perf-$$.map; echo $$ >&2'\''; sleep 0.3'
+		'sh -c '\''echo $$ >&2; exec "$1" 0.3 map'\'' _ "$1"; sleep 0.3' _ \
+		"$NOBODY_EXAMPLES/jit_frames"
 	pid=$(grep -x -m1 "[0-9]*" <<< "$stderr")
-	rm -f "/tmp/perf-$pid.map"
+	rm -rf "/tmp/perf-$pid.map" "$NOBODY_DIR"
 	printf '%s\n' "$output" > "$OUT/n.json"
 	run jq -r 'select(.type=="jitsym") | "\(.pid) \(.name)"' "$OUT/n.json"
-	assert_output "$pid nobody_jit"
+	assert_output "$pid jf_trampoline"
 }
 
 @test "sp-record: a JIT perf map that is a FIFO is refused at once with one warning, not waited on" {
 	require_root
 	require_cmd setpriv util-linux
+	nobody_tools
 	# (before, sp-record blocked in open() for good, deaf to SIGTERM: -k)
 	run --separate-stderr timeout -k 5 60 sp-record --events=none --spans=none -o "$OUT/f.sp" -- \
 		setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
-		'mkfifo /tmp/perf-$$.map; echo $$ >&2; exec sleep 0.5'
+		'mkfifo /tmp/perf-$$.map; echo $$ >&2; exec "$1" 0.5' _ "$NOBODY_EXAMPLES/jit_frames"
 	pid=${stderr%%$'\n'*}
-	rm -f "/tmp/perf-$pid.map"
+	rm -rf "/tmp/perf-$pid.map" "$NOBODY_DIR"
 	echo "$stderr"
 	assert_equal "$status" 0
 	assert_equal "$(grep -c "JIT perf map" <<< "$stderr")" 1
@@ -736,13 +757,14 @@ $pid 0x7f0000002000 16 jitted_bye"
 @test "sp-record: an 8 GiB sparse JIT perf map is read only to its bound, in little memory" {
 	require_root
 	require_cmd setpriv util-linux
+	nobody_tools
 	require_cmd /usr/bin/time time
 	run --separate-stderr timeout -k 5 120 /usr/bin/time -f 'maxrss %M' \
 		sp-record --events=none --spans=none -o "$OUT/s.sp" -- \
 		setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
-		'truncate -s 8G /tmp/perf-$$.map; echo $$ >&2; exec sleep 0.3'
+		'truncate -s 8G /tmp/perf-$$.map; echo $$ >&2; exec "$1" 0.3' _ "$NOBODY_EXAMPLES/jit_frames"
 	pid=${stderr%%$'\n'*}
-	rm -f "/tmp/perf-$pid.map"
+	rm -rf "/tmp/perf-$pid.map" "$NOBODY_DIR"
 	echo "$stderr"
 	assert_equal "$status" 0
 	[[ "$stderr" == *"pid $pid: JIT perf map '/tmp/perf-$pid.map' read in part: larger than 64 MiB"* ]]
@@ -755,13 +777,15 @@ $pid 0x7f0000002000 16 jitted_bye"
 @test "sp-record: a JIT perf map that is a link to a root-only file is not followed" {
 	require_root
 	require_cmd setpriv util-linux
+	nobody_tools
 	printf '1000 10 secret_symbol\n' > "$OUT/secret"
 	chmod 600 "$OUT/secret"
 	run --separate-stderr -0 sp-record --events=none --spans=none -o "$OUT/l.sp" -- \
 		setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
-		'ln -s "$1" /tmp/perf-$$.map; echo $$ >&2; exec sleep 0.3' _ "$OUT/secret"
+		'ln -s "$1" /tmp/perf-$$.map; echo $$ >&2; exec "$2" 0.3' _ "$OUT/secret" \
+		"$NOBODY_EXAMPLES/jit_frames"
 	pid=${stderr%%$'\n'*}
-	rm -f "/tmp/perf-$pid.map"
+	rm -rf "/tmp/perf-$pid.map" "$NOBODY_DIR"
 	[[ "$stderr" == *"pid $pid: JIT perf map '/tmp/perf-$pid.map' not read: a symbolic link"* ]]
 	! grep -q secret_symbol "$OUT/l.sp"
 	decode "$OUT/l.sp"

@@ -2,10 +2,16 @@
 /*
  * The perf source's JIT symbols (perf_sourceP.h): the perf map a JIT
  * writes to /tmp/perf-PID.map, read when the process ends (or when the
- * recording does) and written as jitsym records.
+ * recording does) and written as jitsym records: the symbols that hold a
+ * frame of it, only. A map is the process's to write, and one map may be
+ * linked as every process's: written whole, twenty short processes of
+ * one user made four million records of one 9 MB map. So a process with
+ * no frame in code without a file has its map not even opened, and what
+ * is written of it is bounded by its frames, which samples bound.
  */
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,13 +21,77 @@
 #include "procroot.h"
 #include "sp.h"
 
+void sp_perf_jit_addr(struct proc *pr, uint64_t ip)
+{
+	if (pr->jit_all || sp_u64map_get(&pr->jit_addrs, ip))
+		return;
+	if (pr->jit_addrs.n >= SP_PERF_JIT_ADDRS_MAX) {
+		pr->jit_all = true;
+		sp_u64map_release(&pr->jit_addrs);
+		return;
+	}
+	sp_u64map_put(&pr->jit_addrs, ip, 1);
+}
+
+void sp_perf_jit_forget(struct proc *pr)
+{
+	sp_u64map_release(&pr->jit_addrs);
+	pr->jit_all = false;
+}
+
+/* The addresses of a process's JIT frames, sorted. */
+struct jit_want {
+	uint64_t *v;
+	size_t n;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void want_of(const struct proc *pr, struct jit_want *w)
+{
+	size_t it = 0;
+	uint64_t k;
+
+	w->v = sp_xmalloc((pr->jit_addrs.n + 1) * sizeof(*w->v));
+	w->n = 0;
+	while (sp_u64map_next(&pr->jit_addrs, &it, &k, NULL))
+		w->v[w->n++] = k;
+	qsort(w->v, w->n, sizeof(*w->v), cmp_u64);
+}
+
+/* Whether a frame lies in [addr, addr + size]: a return address one past
+ * the symbol's end is named by its call, at address - 1. */
+static bool wanted(const struct jit_want *w, uint64_t addr, uint64_t size)
+{
+	size_t lo = 0, hi = w->n;
+	uint64_t end = addr + size < addr ? UINT64_MAX : addr + size;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w->v[mid] < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < w->n && w->v[lo] <= end;
+}
+
 static int jit_cb(void *ctx, uint64_t addr, uint64_t size, const char *name)
 {
 	void **a = ctx;
 	struct perf *p = a[0];
 	struct proc *pr = a[1];
+	const struct jit_want *w = a[2];
 	struct sp_record r = { .kind = SP_REC_JITSYM };
 
+	if (w && !wanted(w, addr, size))
+		return 0;
 	r.jitsym.pid = pr->pid;
 	r.jitsym.addr = addr;
 	r.jitsym.size = size;
@@ -61,22 +131,28 @@ static int foreign_tmp(struct perf *p, struct proc *pr)
 void sp_perf_capture_jit(struct perf *p, struct proc *pr, bool uid_at_end)
 {
 	struct sp_perfmap_result res;
-	void *ctx[2] = { p, pr };
+	struct jit_want w = { NULL, 0 };
+	void *ctx[3] = { p, pr, NULL };
 	char who[64] = "", where[64];
-	int dirfd = foreign_tmp(p, pr), rc;
+	int dirfd, rc;
 	/* its user now (from /proc), unless known gone or pr->uid is the
 	 * kernel's as it ended */
 	uint32_t pid = pr->gone || uid_at_end ? 0 : pr->pid;
 
-	/* no mapping at all (a kernel thread): no code of its own to name */
-	if (!pr->nvmas) {
-		if (dirfd >= 0)
-			close(dirfd);
+	/* no frame in code without a file (a kernel thread has no mapping at
+	 * all): nothing its map could name */
+	if (!pr->nvmas || (!pr->jit_all && !pr->jit_addrs.n))
 		return;
+	if (!pr->jit_all) {
+		want_of(pr, &w);
+		ctx[2] = &w;
 	}
+	sp_perf_jit_forget(pr);	/* read once */
+	dirfd = foreign_tmp(p, pr);
 	if (dirfd == -2) {
 		sp_warn("pid %u: in another mount namespace whose /tmp cannot be reached: its JIT "
 			"perf map is not read", pr->pid);
+		free(w.v);
 		return;
 	}
 	if (dirfd >= 0) {
@@ -88,6 +164,7 @@ void sp_perf_capture_jit(struct perf *p, struct proc *pr, bool uid_at_end)
 		rc = sp_procfs_perfmap_at(AT_FDCWD, pr->pid, pid, pr->uid, jit_cb, ctx, &res);
 		snprintf(where, sizeof(where), "%s/perf-%u.map", sp_procfs_perfmap_dir, pr->pid);
 	}
+	free(w.v);
 	if (rc == 0 && !res.cut)
 		return;
 	if (!res.why)

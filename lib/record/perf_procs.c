@@ -579,6 +579,7 @@ static void proc_free(struct perf *p, struct proc *pr)
 {
 	sp_perf_map_del(&p->procs, pr->pid, 0);
 	free(pr->vmas);
+	sp_perf_jit_forget(pr);
 	free(pr);
 }
 

@@ -32,6 +32,11 @@ static uint64_t intern_frame(struct perf *p, struct proc *pr, uint32_t pid, uint
 		if (!(mod->flags & SP_MOD_ANON))
 			rel = ip - v->start + v->pgoff + (uint64_t)mod->bias;
 	}
+	/* in anonymous executable memory (a JIT's): its JIT map will name it
+	 * (before the frame cache: a forked child shares its parent's frames);
+	 * an address in no mapping at all is not code a JIT made known */
+	if (!kernel && pr && mod && (mod->flags & SP_MOD_ANON))
+		sp_perf_jit_addr(pr, ip);
 	if (mod) {
 		id = sp_perf_map_get(&p->frames, mod->id << 4 | flags << 2 | f.mode, rel);
 		if (id)

@@ -33,6 +33,7 @@
 
 #include "buildid.h"
 #include "cgroup_filter.h"
+#include "hashmap.h"
 #include "interpP.h"
 #include "kallsyms.h"
 #include "perf_queue.h"
@@ -117,7 +118,16 @@ struct proc {
 	unsigned int nheld;
 	struct vma *vmas;	/* sorted by start, not overlapping */
 	size_t nvmas, cap;
+	/* Addresses of its frames in code without a file (a JIT's): its JIT
+	 * perf map is read only when there are some, and only the symbols
+	 * that hold one are written (perf_jit.c). */
+	struct sp_u64map jit_addrs;	/* address -> 1 */
+	bool jit_all;		/* more than SP_PERF_JIT_ADDRS_MAX: every symbol */
 };
+
+/* JIT frame addresses kept per process, at most: past it, its map's
+ * symbols are all written (each map is bounded, sp_procfs_perfmap()). */
+#define SP_PERF_JIT_ADDRS_MAX 65536
 
 struct elf_entry {
 	char *path;
@@ -338,9 +348,15 @@ void sp_perf_ksyms_release(struct perf *p);
 
 /* ---- JIT maps (perf_jit.c) ---- */
 
-/* The JIT perf map of pr as SP_REC_JITSYM records (when it ends). uid_at_end:
- * pr->uid is its user as it ended (the kernel's), not to be read from /proc. */
+/* The JIT perf map of pr as SP_REC_JITSYM records (when it ends): the
+ * symbols that hold one of its JIT frames' addresses, none when it has no
+ * such frame. uid_at_end: pr->uid is its user as it ended (the kernel's),
+ * not to be read from /proc. */
 void sp_perf_capture_jit(struct perf *p, struct proc *pr, bool uid_at_end);
+/* A frame of pr at ip, in code without a file. */
+void sp_perf_jit_addr(struct proc *pr, uint64_t ip);
+/* What pr keeps of its JIT frames, freed. */
+void sp_perf_jit_forget(struct proc *pr);
 /* Our mount namespace's inode number (0: unknown), read once. */
 uint64_t sp_perf_self_mnt_ns(struct perf *p);
 /* Who pr is, from its process record: a process in another mount

@@ -6,7 +6,8 @@
  * frames at file-relative addresses that nm would show, time order; the
  * rings' wake-ups (lib/record/perf_events.c): a sampling ring's at a
  * quarter of it, the side-band ring's (--no-samples) every few records,
- * not at each.
+ * not at each; a process's JIT perf map (perf_jit.c): read for the
+ * symbols its JIT frames are in, and not at all without such a frame.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include "launch.h"
 #include "merge.h"
 #include "perf_source.h"
+#include "procfs.h"
 #include "record/perf_sourceP.h"
 #include "stream/schema.h"
 #include "reader.h"
@@ -296,10 +298,89 @@ static void test_perf_source_remap_held(void)
 	free(pr);
 }
 
+static char jit_names[8][32];
+static int njit_names;
+
+static int jit_collect(void *ctx, const struct sp_record *r)
+{
+	struct sp_writer *w = ctx;
+
+	if (r->kind == SP_REC_JITSYM && njit_names < 8)
+		snprintf(jit_names[njit_names++], sizeof(jit_names[0]), "%s",
+			 sp_defs_strz(sp_writer_defs(w), r->jitsym.name));
+	return 0;
+}
+
+static int jit_discard(void *ctx, const struct sp_record *r)
+{
+	(void)ctx;
+	(void)r;
+	return 0;
+}
+
+static void test_perf_jit_filter(void)
+{
+	struct sp_writer *w = sp_writer_new_tee("jit", jit_discard, NULL);
+	struct sp_emit out = { w, jit_collect, w };
+	struct perf *p = calloc(1, sizeof(*p));
+	struct proc pr;
+	char dir[] = "/tmp/sp-jit-XXXXXX", path[64];
+	const char *map = "1000 10 a\n2000 10 b\n3000 10 c\n4000 10 d\n";
+	FILE *f;
+	uint64_t i;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/perf-4242.map", dir);
+	f = fopen(path, "w");
+	CHECK(f && fputs(map, f) >= 0 && fclose(f) == 0);
+	sp_procfs_perfmap_dir = dir;
+	p->out = &out;
+	memset(&pr, 0, sizeof(pr));
+	pr.pid = 4242;
+	pr.uid = getuid();
+	pr.nvmas = 1;
+
+	/* no frame in anonymous code: nothing, not even a look */
+	sp_perf_capture_jit(p, &pr, true);
+	CHECK_EQ_U(njit_names, 0);
+
+	/* a leaf inside a, a return address just past b's end (named by b,
+	 * at address - 1), one in no symbol: a and b */
+	sp_perf_jit_addr(&pr, 0x1008);
+	sp_perf_jit_addr(&pr, 0x1008);
+	sp_perf_jit_addr(&pr, 0x2010);
+	sp_perf_jit_addr(&pr, 0x5000);
+	sp_perf_capture_jit(p, &pr, true);
+	CHECK_EQ_U(njit_names, 2);
+	CHECK_STR(jit_names[0], "a");
+	CHECK_STR(jit_names[1], "b");
+	/* read once: what it kept went with it */
+	njit_names = 0;
+	sp_perf_capture_jit(p, &pr, true);
+	CHECK_EQ_U(njit_names, 0);
+
+	/* past the bound on addresses kept: every symbol, and none kept */
+	for (i = 0; i <= SP_PERF_JIT_ADDRS_MAX; i++)
+		sp_perf_jit_addr(&pr, 0x100000 + i);
+	CHECK(pr.jit_all);
+	CHECK_EQ_U(pr.jit_addrs.n, 0);
+	sp_perf_capture_jit(p, &pr, true);
+	CHECK_EQ_U(njit_names, 4);
+	CHECK_STR(jit_names[3], "d");
+
+	sp_perf_jit_forget(&pr);
+	sp_procfs_perfmap_dir = "/tmp";
+	unlink(path);
+	rmdir(dir);
+	free(p);
+	sp_writer_close(w);
+}
+
 int main(void)
 {
 	TAP_RUN(test_perf_source_remap_held);
 	TAP_RUN(test_perf_source_wakeup);
+	TAP_RUN(test_perf_jit_filter);
 	TAP_RUN(test_perf_source_events);
 	TAP_RUN(test_perf_source_record);
 	TAP_RUN(test_perf_source_held);
