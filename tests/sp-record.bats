@@ -288,7 +288,6 @@ has() {
 	      % (late, inside, unnamed))
 	sys.exit(1 if late or unnamed or inside < 100 else 0)
 	EOF
-	echo "$output"
 	[ "$status" = 0 ]
 }
 
@@ -323,7 +322,6 @@ os._exit(3)'
 		sh -c 'sleep 0.4; exec env sleep 0.5'
 	decode "$OUT/x.sp"
 	run -0 jq -r 'select(.type=="process") | "\(.comm)|\(.args // "-")"' "$OUT/x.sp.json"
-	echo "$output"
 	# the command line given, on the command's first program only
 	[ "$(grep -c "^sh|sh -c 'sleep 0.4; exec env sleep 0.5'$" <<<"$output")" = 1 ]
 	[ "$(grep -c "sleep 0.4; exec" <<<"$output")" = 1 ]
@@ -696,7 +694,7 @@ JF=$SP_EXAMPLES/jit_frames
 # symbol that holds a frame of it is written. A process with no frame in
 # such code has its map not read: one map linked as every short process's
 # would otherwise be written whole for each (docs/security.md).
-@test "sp-record: a JIT perf map is read when its process ends, for the symbols its frames are in" {
+@test "sp-record: a JIT perf map is read as its process runs and when it ends, for the symbols its frames are in" {
 	require_root
 	[ -x "$JF" ] || skip "build/examples/jit_frames is not built (make)"
 	run --separate-stderr -0 sp-record --format=json -- sh -c \
@@ -708,9 +706,16 @@ JF=$SP_EXAMPLES/jit_frames
 	printf '%s\n' "$output" > "$OUT/j.json"
 	run jq -r 'select(.type=="jitsym") | "\(.pid) \(.addr) \(.size) \(.name)"' "$OUT/j.json"
 	assert_output "$pid 0x$addr 8 jf_trampoline"
-	# and sp-symbolize names the frame by it
-	run -0 bash -c "sp-decode --encode '$OUT/j.json' | sp-symbolize | sp-decode"
-	[[ $output == *'"func":"jf_trampoline"'* ]]
+	# read while it ran: before the samples that need it, so that a flame
+	# graph names the frame (read only at the end, every sample had
+	# anon+0x...)
+	jq -e -s --arg a "$((16#$addr))" '($a | tonumber) as $lo | [.[] | select(.type == "jitsym"
+		or (.type == "sample" and any((.frames // [])[]; (.addr | ltrimstr("0x") | explode |
+		 reduce .[] as $c (0; . * 16 + ($c | if . >= 97 then . - 87 else . - 48 end)))
+		 as $x | $x >= $lo and $x <= $lo + 8)))][0].type == "jitsym"' "$OUT/j.json"
+	run -0 bash -c "sp-decode --encode '$OUT/j.json' | sp-symbolize | sp-flame --format=folded"
+	[[ $output == *';jf_run;jf_trampoline;jf_hot;jf_mix '* ]]
+	[[ $output != *'anon+'* ]]
 	# a process that ran no code without a file: its map is left alone
 	run --separate-stderr -0 sp-record --format=json -- sh -c \
 		'printf "7f0000001000 40 jitted_hello\n" > /tmp/perf-$$.map; echo $$ >&2'

@@ -36,7 +36,7 @@ static uint64_t intern_frame(struct perf *p, struct proc *pr, uint32_t pid, uint
 	 * (before the frame cache: a forked child shares its parent's frames);
 	 * an address in no mapping at all is not code a JIT made known */
 	if (!kernel && pr && mod && (mod->flags & SP_MOD_ANON))
-		sp_perf_jit_addr(pr, ip);
+		sp_perf_jit_addr(p, pr, ip);
 	if (mod) {
 		id = sp_perf_map_get(&p->frames, mod->id << 4 | flags << 2 | f.mode, rel);
 		if (id)
@@ -94,6 +94,7 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 		p->st.bad++;
 		return;
 	}
+	p->sample_time = s.time;	/* where its JIT symbols go (perf_jit.c) */
 	pr = sp_perf_proc_find(p, s.pid);
 	/* -a: a process started while the events opened, CPU by CPU (its
 	 * fork's record went to a ring not open yet), and gone before /proc

@@ -292,6 +292,7 @@ static int perf_poll(struct sp_source *s, struct sp_emit *out)
 	if (p->interp)
 		sp_interp_drain(p->interp, out);
 	n = (int)sp_perf_queue_poll(&p->q, p->epfd, p->rings, p->ncpus);
+	sp_perf_jit_poll(p, sp_now_mono_ns());	/* before the samples go out */
 	sp_perf_ksyms_poll(p);	/* an interpreter found: module symbols meanwhile */
 	sp_perf_flush_pending_execs(p, p->q.bound);
 	return n;

@@ -87,6 +87,12 @@ struct vma {
 /* How many samples a process in the middle of an exec holds back. */
 #define SP_PERF_HELD_SAMPLES 4
 
+/* A JIT symbol written: [addr, end], end one past its last byte (a return
+ * address there is named by it). */
+struct sp_perf_jit_range {
+	uint64_t addr, end;
+};
+
 struct proc {
 	uint32_t pid, ppid;
 	bool defined;		/* a process record was emitted */
@@ -121,8 +127,18 @@ struct proc {
 	/* Addresses of its frames in code without a file (a JIT's): its JIT
 	 * perf map is read only when there are some, and only the symbols
 	 * that hold one are written (perf_jit.c). */
-	struct sp_u64map jit_addrs;	/* address -> 1 */
+	struct sp_u64map jit_addrs;	/* address -> named by a symbol written or not */
+	uint32_t jit_unnamed;	/* addresses not named yet */
+	struct sp_perf_jit_range *jit_written;	/* symbols written, by address */
+	size_t njit_written, capjit_written;
 	bool jit_all;		/* more than SP_PERF_JIT_ADDRS_MAX: every symbol */
+	bool jit_queued;	/* in perf->jit_due */
+	bool jit_refused;	/* its map was refused (said once): not read again */
+	bool jit_fresh;		/* frames not named yet seen since its map's last read */
+	uint64_t jit_read_at;	/* its map's last read */
+	uint64_t jit_first_read, jit_read_ns;	/* its first; the time all took */
+	uint64_t jit_retry;	/* the wait before a read for frames still unnamed */
+	uint64_t jit_since;	/* the earliest sample with a frame not named yet */
 };
 
 /* JIT frame addresses kept per process, at most: past it, its map's
@@ -236,6 +252,9 @@ struct perf {
 	struct sp_proc_ended ended;	/* processes recorded and ended: a late
 					 * sample of one defines it no more */
 	uint64_t ended_late;		/* samples of those, after their end was read */
+	uint32_t *jit_due;		/* pids with JIT frames not named yet (perf_jit.c) */
+	uint64_t sample_time;		/* of the sample whose frames are being interned */
+	size_t njit_due, cap_jit_due;
 	const char *failed_call;	/* what open_on() failed at */
 };
 
@@ -353,8 +372,12 @@ void sp_perf_ksyms_release(struct perf *p);
  * such frame. uid_at_end: pr->uid is its user as it ended (the kernel's),
  * not to be read from /proc. */
 void sp_perf_capture_jit(struct perf *p, struct proc *pr, bool uid_at_end);
-/* A frame of pr at ip, in code without a file. */
-void sp_perf_jit_addr(struct proc *pr, uint64_t ip);
+/* A frame of pr at ip, in code without a file: its map is read for it at
+ * the next sp_perf_jit_poll(). */
+void sp_perf_jit_addr(struct perf *p, struct proc *pr, uint64_t ip);
+/* The maps of processes with frames not named yet, read between batches
+ * (now: CLOCK_MONOTONIC ns), less and less often. */
+void sp_perf_jit_poll(struct perf *p, uint64_t now);
 /* What pr keeps of its JIT frames, freed. */
 void sp_perf_jit_forget(struct proc *pr);
 /* Our mount namespace's inode number (0: unknown), read once. */

@@ -39,6 +39,8 @@ uint64_t sp_record_time(const struct sp_record *r)
 		return r->probe.time;
 	case SP_REC_RUNTIME:
 		return r->runtime.time;
+	case SP_REC_JITSYM:
+		return r->jitsym.time;	/* 0 once read from a spool */
 	default:
 		return 0;
 	}

@@ -150,6 +150,7 @@ void sp_symbolizer_module(struct sp_symbolizer *s, const struct sp_module *m, co
 	me->pid = m->pid;
 	me->start = m->start;
 	me->flags = m->flags;
+	me->time = m->time;
 	me->live = true;
 	me->img = NULL;
 	if (kernel)
@@ -200,10 +201,10 @@ void sp_symbolizer_module_end(struct sp_symbolizer *s, uint64_t module)
 		module_retire(s, &s->mods[module]);
 }
 
-void sp_symbolizer_process_end(struct sp_symbolizer *s, uint64_t pid)
+void sp_symbolizer_process_end(struct sp_symbolizer *s, uint64_t pid, uint64_t time)
 {
 	uint64_t *head = sp_u64map_get(&s->pid_mods, pid);
-	uint64_t id = head ? *head : 0, *jt;
+	uint64_t id = head ? *head : 0, *jt, kept = 0, last = 0;
 	unsigned int guard = 0;
 
 	while (id && id < s->nmods && guard++ < (1u << 30)) {
@@ -214,12 +215,29 @@ void sp_symbolizer_process_end(struct sp_symbolizer *s, uint64_t pid)
 		 * A file's module may be shared by every process that maps the
 		 * file (sp-record retires it with SP_REC_MODULE_END when the
 		 * last one goes); a process's anonymous (JIT) memory is its own.
+		 * A module's definition may come before records older than it
+		 * (sp-record writes it when it learns of the mapping, ahead of
+		 * the time-ordered records): one mapped after the end (the new
+		 * image of an exec, whose end record came after) stays.
 		 */
-		if (me->pid == pid && me->img && me->img->anon)
+		if (me->pid != pid || !me->img || !me->img->anon) {
+			/* not its own: off the list, as the list goes */
+		} else if (!(time && me->time > time)) {
 			module_retire(s, me);
+		} else {
+			me->next_in_pid = 0;
+			if (last)
+				s->mods[last].next_in_pid = id;
+			else
+				kept = id;
+			last = id;
+		}
 		id = next;
 	}
-	sp_u64map_del(&s->pid_mods, pid);
+	if (kept)
+		sp_u64map_put(&s->pid_mods, pid, kept);
+	else
+		sp_u64map_del(&s->pid_mods, pid);
 	jt = sp_u64map_get(&s->jit, pid);
 	if (jt) {
 		s->generation++;

@@ -110,6 +110,7 @@ struct module_ent {
 	uint64_t start;
 	uint64_t next_in_pid;		/* module id, 0 = end */
 	uint64_t flags;
+	uint64_t time;			/* when it was mapped, 0 unknown */
 	bool live;
 };
 

@@ -364,7 +364,7 @@ int sp_symstream_put(struct sp_symstream *s, struct sp_reader *in, struct sp_rec
 		sp_symbolizer_module_end(s->sym, rec->module_end.module);
 		break;
 	case SP_REC_PROCESS_END:
-		sp_symbolizer_process_end(s->sym, rec->process_end.pid);
+		sp_symbolizer_process_end(s->sym, rec->process_end.pid, rec->process_end.time);
 		break;
 	case SP_REC_KSYM:
 		name = writer_str(s, rec->ksym.name, &len);

@@ -346,10 +346,10 @@ static void test_perf_jit_filter(void)
 
 	/* a leaf inside a, a return address just past b's end (named by b,
 	 * at address - 1), one in no symbol: a and b */
-	sp_perf_jit_addr(&pr, 0x1008);
-	sp_perf_jit_addr(&pr, 0x1008);
-	sp_perf_jit_addr(&pr, 0x2010);
-	sp_perf_jit_addr(&pr, 0x5000);
+	sp_perf_jit_addr(p, &pr, 0x1008);
+	sp_perf_jit_addr(p, &pr, 0x1008);
+	sp_perf_jit_addr(p, &pr, 0x2010);
+	sp_perf_jit_addr(p, &pr, 0x5000);
 	sp_perf_capture_jit(p, &pr, true);
 	CHECK_EQ_U(njit_names, 2);
 	CHECK_STR(jit_names[0], "a");
@@ -359,16 +359,47 @@ static void test_perf_jit_filter(void)
 	sp_perf_capture_jit(p, &pr, true);
 	CHECK_EQ_U(njit_names, 0);
 
+	/* while it runs: read for its new frames at once, a symbol written
+	 * once; for a frame a read did not name, again 100 ms later */
+	njit_names = 0;
+	p->procs = (struct perf_map){ 0 };
+	sp_perf_map_put(&p->procs, pr.pid, 0, (uint64_t)(uintptr_t)&pr);
+	sp_perf_jit_addr(p, &pr, 0x1004);
+	sp_perf_jit_poll(p, 1000000000ull);
+	CHECK_EQ_U(njit_names, 1);
+	CHECK_STR(jit_names[0], "a");
+	sp_perf_jit_addr(p, &pr, 0x1006);	/* in a, named already: not again */
+	sp_perf_jit_poll(p, 1500000000ull);
+	CHECK_EQ_U(njit_names, 1);
+	sp_perf_jit_addr(p, &pr, 0x3004);
+	sp_perf_jit_addr(p, &pr, 0x6004);	/* in no symbol of the map yet */
+	sp_perf_jit_poll(p, 2000000000ull);
+	CHECK_EQ_U(njit_names, 2);
+	CHECK_STR(jit_names[1], "c");
+	f = fopen(path, "a");
+	CHECK(f && fputs("6000 10 late\n", f) >= 0 && fclose(f) == 0);
+	sp_perf_jit_poll(p, 2050000000ull);	/* too soon for a retry */
+	CHECK_EQ_U(njit_names, 2);
+	sp_perf_jit_poll(p, 2150000000ull);
+	CHECK_EQ_U(njit_names, 3);
+	CHECK_STR(jit_names[2], "late");
+	sp_perf_capture_jit(p, &pr, true);	/* its end: nothing left to name */
+	CHECK_EQ_U(njit_names, 3);
+	sp_perf_map_free(&p->procs);
+	njit_names = 0;
+
 	/* past the bound on addresses kept: every symbol, and none kept */
+	pr.jit_queued = true;	/* (no poll below) */
 	for (i = 0; i <= SP_PERF_JIT_ADDRS_MAX; i++)
-		sp_perf_jit_addr(&pr, 0x100000 + i);
+		sp_perf_jit_addr(p, &pr, 0x100000 + i);
 	CHECK(pr.jit_all);
 	CHECK_EQ_U(pr.jit_addrs.n, 0);
 	sp_perf_capture_jit(p, &pr, true);
-	CHECK_EQ_U(njit_names, 4);
+	CHECK_EQ_U(njit_names, 5);	/* with the one appended */
 	CHECK_STR(jit_names[3], "d");
 
 	sp_perf_jit_forget(&pr);
+	sp_perf_jit_release(p);
 	sp_procfs_perfmap_dir = "/tmp";
 	unlink(path);
 	rmdir(dir);

@@ -109,7 +109,7 @@ static void test_symbolize_self(void)
 	CHECK_EQ_U(loaded, 1);
 	/* Retiring: a file module outlives the process it was first seen in
 	 * (sp-record shares it); the file stays while one module maps it. */
-	sp_symbolizer_process_end(s, 10);
+	sp_symbolizer_process_end(s, 10, 0);
 	sp_symbolizer_files(s, &loaded, &live);
 	CHECK_EQ_U(live, 1);
 	sp_symbolizer_module_end(s, 1);
@@ -189,8 +189,27 @@ static void test_symbolize_kernel_and_jit(void)
 	r = sp_symbolizer_frame(s, &f);
 	CHECK_EQ_U(r->status, SP_SYM_OK);
 	CHECK_STR(r->level[0].func, "Interpreted:foo");
+	/* An exec at time 100, whose end record comes after the definition
+	 * of the new image's anonymous module (mapped at 200): that module
+	 * stays, and the new image's symbols name its frames. */
+	{
+		struct sp_module m3 = { .id = 3, .pid = 5, .time = 200, .start = 0x9000,
+					.end = 0xa000, .flags = SP_MOD_ANON };
+		struct sp_jitsym j3 = { .pid = 5, .addr = 0x9000, .size = 0x10 };
+		struct sp_frame f3 = { .module = 3, .addr = 0x9004, .flags = SP_FRAME_LEAF };
+
+		sp_symbolizer_module(s, &m3, "//anon");
+		sp_symbolizer_process_end(s, 5, 100);
+		r = sp_symbolizer_frame(s, &f);	/* the old image's: gone with it */
+		CHECK_EQ_U(r->status, SP_SYM_NO_MODULE);
+		CHECK(sp_symbolizer_should_defer(s, &f3));
+		sp_symbolizer_jitsym(s, &j3, "Compiled:bar", 12);
+		r = sp_symbolizer_frame(s, &f3);
+		CHECK_EQ_U(r->status, SP_SYM_OK);
+		CHECK_STR(r->level[0].func, "Compiled:bar");
+	}
 	/* The process ends: its JIT symbols go. */
-	sp_symbolizer_process_end(s, 5);
+	sp_symbolizer_process_end(s, 5, 0);
 	f = (struct sp_frame){ .module = 0, .pid = 5, .addr = 0x7004, .mode = SP_FRAME_JIT,
 			       .flags = SP_FRAME_LEAF };
 	r = sp_symbolizer_frame(s, &f);

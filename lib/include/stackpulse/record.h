@@ -404,6 +404,10 @@ struct sp_jitsym {
 	uint64_t pid;
 	uint64_t addr, size;
 	uint64_t name;		/* str */
+	/* Not in the spool (a definition has no time): where sp-record's
+	 * merge puts it, just before the first sample it names, after the
+	 * exec that made the process's code (sp_record_time()). */
+	uint64_t time;
 };
 
 /* Probe health: how often a probe fired in a process. */

@@ -98,7 +98,9 @@ void sp_symbolizer_reset(struct sp_symbolizer *s, const char *kernel_release);
  */
 void sp_symbolizer_module(struct sp_symbolizer *s, const struct sp_module *m, const char *path);
 void sp_symbolizer_module_end(struct sp_symbolizer *s, uint64_t module);
-void sp_symbolizer_process_end(struct sp_symbolizer *s, uint64_t pid);
+/* pid's process ended (or exec'd) at time: its anonymous modules mapped
+ * before then go, with its JIT symbols. */
+void sp_symbolizer_process_end(struct sp_symbolizer *s, uint64_t pid, uint64_t time);
 void sp_symbolizer_ksym(struct sp_symbolizer *s, const struct sp_ksym *k, const char *name,
 			size_t len);
 void sp_symbolizer_jitsym(struct sp_symbolizer *s, const struct sp_jitsym *j, const char *name,
