@@ -379,3 +379,28 @@ PY
 	run --separate-stderr -0 sp-decode --stats "$T/noend.jsonl"
 	assert_line --partial "s (no end record: first to last record)"
 }
+
+@test "sp-tree and sp-decode --stats of a segment read alone: it has an end, of a segment, and lasts to it" {
+	require_cmd jq
+	T=$BATS_TEST_TMPDIR
+	app=$BATS_TEST_DIRNAME/fixtures/sp-correlate/app.in
+	# segment 2 of a rotated recording: its header (start 1.000 s), the
+	# process, records, and the end of reason "rotated" at 1.0053 s
+	{ sed -n 1p "$app" | sed 's/}$/,"segment":2}/'; sed -n '2,24p' "$app"
+	  echo '{"type":"end","time":1005300000,"reason":"rotated"}'; } |
+		sp-decode --encode -o "$T/segment-000002.sp"
+	run --separate-stderr -0 sp-tree "$T/segment-000002.sp"
+	assert_line --index 0 --partial "  duration 5.3ms (a segment: the recording goes on in the next)  lost "
+	refute_output --partial "no end record"
+	run --separate-stderr -0 sp-tree --format=json "$T/segment-000002.sp"
+	assert_equal "$(jq -c '[.duration_ns, .duration_note]' <<< "$output")" \
+		'[5300000,"a segment: the recording goes on in the next"]'
+	run --separate-stderr -0 sp-decode --stats "$T/segment-000002.sp"
+	assert_line "duration        0.005 s (a segment: the recording goes on in the next)"
+	# with the next segment, cut short, after it: no end record after all
+	{ sed -n 1p "$app" | sed 's/}$/,"segment":3}/'; sed -n '2p;25,43p' "$app" | grep -v '"type":"end"'; } |
+		sp-decode --encode -o "$T/segment-000003.sp"
+	cat "$T/segment-000002.sp" "$T/segment-000003.sp" > "$T/joined.sp"
+	run --separate-stderr -0 sp-tree "$T/joined.sp"
+	assert_line --index 0 --partial "(no end record: first to last record)"
+}

@@ -275,6 +275,11 @@ int main(int argc, char **argv)
 		}
 		if (!corr)
 			corr = sp_corr_new(&copts, to_tree, tree);
+		/* a segment's end, which the correlator passes over as
+		 * transport: the tree still dates a segment read alone by it
+		 * (and otherwise passes over it too) */
+		if (rec.kind == SP_REC_END && rec.end.reason == SP_ENDR_ROTATED)
+			sp_tree_add(tree, &rec);
 		sp_corr_add(corr, &rec);
 	}
 	if (corr) {

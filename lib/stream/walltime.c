@@ -24,12 +24,18 @@ void sp_walltime_add(struct sp_walltime *w, const struct sp_record *rec)
 	case SP_REC_HEADER:
 		if (!w->headers++)
 			w->start_mono = rec->header.start_mono_ns;
+		/* a segment after the rotated end: that end is not the last */
+		w->rotated_time = 0;
 		break;
 	case SP_REC_END:
 		/* the recording's end, not one of its timed records; a
-		 * segment's end (segments joined): the recording goes on */
+		 * segment's end (segments joined): the recording goes on, but
+		 * when no segment follows (one read alone), it is where what
+		 * there is of the recording ends */
 		if (rec->end.reason != SP_ENDR_ROTATED)
 			w->end_time = sp_record_time(rec);
+		else
+			w->rotated_time = sp_record_time(rec);
 		break;
 	case SP_REC_SAMPLE:
 	case SP_REC_EVENT:
@@ -62,6 +68,13 @@ enum sp_walltime_basis sp_walltime_get(const struct sp_walltime *w, uint64_t *ns
 		*ns = w->end_time - w->start_mono;
 		return SP_WALLTIME_HEADER_TO_END;
 	}
+	if (!w->end_time && w->start_mono && w->rotated_time > w->start_mono) {
+		/* the segment's records are before its end; a span that
+		 * sp-correlate ended open there may be stamped later */
+		*ns = (w->last_time > w->rotated_time ? w->last_time : w->rotated_time) -
+		      w->start_mono;
+		return SP_WALLTIME_TO_ROTATION;
+	}
 	if (w->last_time > w->first_time) {
 		*ns = w->last_time - w->first_time;
 		return SP_WALLTIME_FIRST_TO_LAST;
@@ -77,6 +90,8 @@ const char *sp_walltime_note(enum sp_walltime_basis b)
 		return "";
 	case SP_WALLTIME_FIRST_TO_LAST:
 		return "no end record: first to last record";
+	case SP_WALLTIME_TO_ROTATION:
+		return "a segment: the recording goes on in the next";
 	default:
 		return "no end record and no timed records";
 	}

@@ -49,12 +49,47 @@ static void test_walltime_header_to_end(void)
 	put(&w, SP_REC_SPAN_STOP, 6000, 0);
 	put(&w, SP_REC_HEADER, 4000, 0);	/* a second stream: the first's start counts */
 	put(&w, SP_REC_END, 5000, SP_ENDR_ROTATED);	/* a segment's end: goes on */
-	CHECK_EQ_U(sp_walltime_get(&w, &ns), SP_WALLTIME_FIRST_TO_LAST);
-	CHECK_EQ_U(ns, 5500);
+	put(&w, SP_REC_HEADER, 5000, 0);		/* in the next segment */
 	put(&w, SP_REC_END, 9000, SP_ENDR_EXITED);
 	CHECK_EQ_U(sp_walltime_get(&w, &ns), SP_WALLTIME_HEADER_TO_END);
 	CHECK_EQ_U(ns, 8000);
 	CHECK_STR(sp_walltime_note(SP_WALLTIME_HEADER_TO_END), "");
+}
+
+/*
+ * A segment read alone, or segments joined whose last is not the last of the
+ * recording: the last end is "rotated". The duration runs to it and is said
+ * to be a segment's, not "no end record" (there is one).
+ */
+static void test_walltime_segment(void)
+{
+	struct sp_walltime w = { 0 };
+	uint64_t ns = 1;
+
+	put(&w, SP_REC_HEADER, 1000, 0);
+	put(&w, SP_REC_SAMPLE, 3000, 0);
+	put(&w, SP_REC_END, 5000, SP_ENDR_ROTATED);
+	CHECK_EQ_U(sp_walltime_get(&w, &ns), SP_WALLTIME_TO_ROTATION);
+	CHECK_EQ_U(ns, 4000);
+	CHECK_STR(sp_walltime_note(SP_WALLTIME_TO_ROTATION),
+		  "a segment: the recording goes on in the next");
+	/* a span sp-correlate ended open after the end's time bounds it */
+	put(&w, SP_REC_SPAN, 2000, 5500);
+	CHECK_EQ_U(sp_walltime_get(&w, &ns), SP_WALLTIME_TO_ROTATION);
+	CHECK_EQ_U(ns, 4500);
+	/* the next segment, cut short: no end record after all */
+	put(&w, SP_REC_HEADER, 6000, 0);
+	put(&w, SP_REC_SAMPLE, 7000, 0);
+	CHECK_EQ_U(sp_walltime_get(&w, &ns), SP_WALLTIME_FIRST_TO_LAST);
+	CHECK_EQ_U(ns, 5000);
+	/* and one that ends it: the end */
+	put(&w, SP_REC_END, 8000, SP_ENDR_ROTATED);
+	CHECK_EQ_U(sp_walltime_get(&w, &ns), SP_WALLTIME_TO_ROTATION);
+	CHECK_EQ_U(ns, 7000);
+	put(&w, SP_REC_HEADER, 8000, 0);
+	put(&w, SP_REC_END, 9000, SP_ENDR_EXITED);
+	CHECK_EQ_U(sp_walltime_get(&w, &ns), SP_WALLTIME_HEADER_TO_END);
+	CHECK_EQ_U(ns, 8000);
 }
 
 /* no end record, or one before the start (a forged stream): the records */
@@ -101,6 +136,7 @@ static void test_walltime_records_of_work(void)
 int main(void)
 {
 	TAP_RUN(test_walltime_header_to_end);
+	TAP_RUN(test_walltime_segment);
 	TAP_RUN(test_walltime_fallback);
 	TAP_RUN(test_walltime_records_of_work);
 	return TAP_DONE();
