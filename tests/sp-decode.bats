@@ -142,6 +142,19 @@ make_big() {
 	refute_output --partial '"type":"end"'
 }
 
+@test "sp-decode: a spool cut one byte into a record says 1 byte" {
+	# the small spool without its end record, then the end record's first byte
+	grep -v '"type":"end"' "$SMALL" | sp-decode --encode -o "$T/noend.sp"
+	last=$(stat -c %s "$T/noend.sp")
+	sp-decode --encode -o "$T/all.sp" "$SMALL"
+	head -c $((last + 1)) "$T/all.sp" > "$T/cut.sp"
+	run --separate-stderr -2 sp-decode "$T/cut.sp"
+	assert_equal "$stderr" "sp-decode: error: $T/cut.sp@$last: record cut short (the spool ends 1 byte into it)"
+	head -c $((last + 2)) "$T/all.sp" > "$T/cut.sp"
+	run --separate-stderr -2 sp-decode "$T/cut.sp"
+	assert_equal "$stderr" "sp-decode: error: $T/cut.sp@$last: record cut short (the spool ends 2 bytes into it)"
+}
+
 # Checks of one cut, in bash alone: this runs a thousand times.
 check_cut() {	# n status
 	local out err

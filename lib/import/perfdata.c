@@ -104,6 +104,15 @@ static int skip_bytes(struct pd *p, uint64_t n)
 }
 
 /* The next record into p->rec: its size, 0 at the end, -1 on error. */
+/* The file ends inside the record at p->off. */
+static int cut_short(struct pd *p)
+{
+	size_t n = p->len - p->pos;
+
+	return pd_fail(p, p->off, "record cut short (the file ends %zu byte%s into it)", n,
+		       n == 1 ? "" : "s");
+}
+
 static int next_record(struct pd *p)
 {
 	struct perf_event_header h;
@@ -114,8 +123,7 @@ static int next_record(struct pd *p)
 	r = fill(p, sizeof(h));
 	if (r <= 0) {
 		if (r == 0 && p->len - p->pos)
-			return pd_fail(p, p->off, "record cut short (the file ends %zu bytes into it)",
-				       p->len - p->pos);
+			return cut_short(p);
 		return r;
 	}
 	memcpy(&h, p->buf + p->pos, sizeof(h));
@@ -128,8 +136,7 @@ static int next_record(struct pd *p)
 	if (r < 0)
 		return -1;
 	if (!r)
-		return pd_fail(p, p->off, "record cut short (the file ends %zu bytes into it)",
-			       p->len - p->pos);
+		return cut_short(p);
 	memcpy(p->rec, p->buf + p->pos, h.size);
 	p->rec_off = p->off;
 	consume(p, h.size);

@@ -647,9 +647,9 @@ static int next_spool(struct sp_reader *r, struct sp_record *rec)
 			if (f == 0) {
 				if (r->end == r->start || r->stop || r->would_block)
 					return 0;
-				sp_error("%s@%llu: record cut short (the spool ends %zu bytes into it)",
+				sp_error("%s@%llu: record cut short (the spool ends %zu byte%s into it)",
 					 r->name, (unsigned long long)(r->base + r->start),
-					 r->end - r->start);
+					 r->end - r->start, r->end - r->start == 1 ? "" : "s");
 				set_status(r, SP_EXIT_FATAL);
 				return -1;
 			}
