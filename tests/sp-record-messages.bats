@@ -13,6 +13,13 @@ setup() {
 	require_root
 }
 
+teardown() {
+	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT"; then
+		umount "$MNT"
+	fi
+	kill_started ${BGPIDS:-}
+}
+
 @test "sp-record: Ruby's start-up raises are no raise with no span open; a raise outside any method still is" {
 	require_ruby_probes
 	cat >"$BATS_TEST_TMPDIR/quiet.rb" <<-'EOF'
@@ -141,4 +148,18 @@ setup() {
 			(( n > 100 )) || fail "$n spans of work"
 		fi
 	done
+}
+
+@test "sp-record -o a file of /proc that refuses the write: the error, and no word of records kept" {
+	run --separate-stderr -2 sp-record -o /proc/version -- true
+	assert_equal "$stderr" "sp-record: error: cannot write '/proc/version': Input/output error"
+	# a full disk after some batches: those are kept, and said (64 KiB:
+	# the first batch fits, the recording of 1.5 MB does not)
+	MNT=$BATS_TEST_TMPDIR/full
+	mkdir -p "$MNT"
+	mount -t tmpfs -o size=64k tmpfs "$MNT" || skip "cannot mount a tmpfs"
+	run --separate-stderr -2 sp-record --batch 20ms -o "$MNT/x.sp" -- sh -c 'ls -R /usr/lib >/dev/null'
+	[[ "$stderr" == *"cannot write '$MNT/x.sp': No space left on device"* ]] || fail "$stderr"
+	[[ "$stderr" == *"warning: '$MNT/x.sp' ends with the records written before the error"* ]] ||
+		fail "$stderr"
 }

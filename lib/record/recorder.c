@@ -61,6 +61,7 @@ struct sp_recorder {
 	const char *name;
 	bool regular;
 	uint64_t good;			/* bytes of the output that end with a whole batch */
+	uint64_t good0;			/* where this recording's bytes began in it */
 	bool failed;
 	bool closed;			/* failed: its reader went away (EPIPE) */
 	bool discard;			/* the sources' records are of a process not asked for */
@@ -408,8 +409,11 @@ static int output_failed(struct sp_recorder *r)
 			r->has_command ? "; the command goes on running" : "");
 		return -1;
 	}
-	/* Keep whole records only: cut the file back to the last batch. */
-	if (r->regular && ftruncate(r->fd, (off_t)r->good) == 0)
+	/* Keep whole records only: cut the file back to the last batch. Said
+	 * only when a batch of this recording is there to keep: of nothing
+	 * written (a file of /proc refusing the first write), it would say
+	 * records are there that never were. */
+	if (r->regular && ftruncate(r->fd, (off_t)r->good) == 0 && r->good > r->good0)
 		sp_warn("'%s' ends with the records written before the error", r->name);
 	return -1;
 }
@@ -482,6 +486,7 @@ int sp_recorder_open_output(struct sp_recorder *r)
 	}
 	r->regular = fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
 	r->good = r->regular ? (uint64_t)lseek(r->fd, 0, SEEK_CUR) : 0;
+	r->good0 = r->good;
 	r->one.out_fd = r->fd;
 	r->one.out_name = r->name;
 	r->one.out_format = r->o.format;
