@@ -163,3 +163,27 @@ teardown() {
 	[[ "$stderr" == *"warning: '$MNT/x.sp' ends with the records written before the error"* ]] ||
 		fail "$stderr"
 }
+
+@test "sp-record -p of a zombie says it has exited and is not reaped yet, naming its parent" {
+	# a child that exits at once, and a parent that never reaps it
+	$PY -c 'import os, time
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+print(pid, flush=True)
+time.sleep(30)' > "$BATS_TEST_TMPDIR/z" &
+	parent=$!
+	BGPIDS=$parent
+	for _ in $(seq 50); do
+		z=$(cat "$BATS_TEST_TMPDIR/z")
+		[ -n "$z" ] && [ "$(awk '{ print $3 }' "/proc/$z/stat")" = Z ] && break
+		sleep 0.1
+	done
+	[ "$(awk '{ print $3 }' "/proc/$z/stat")" = Z ] || fail "no zombie: $z"
+	comm=$(cat "/proc/$parent/comm")
+	want="pid $z: has exited: a zombie its parent, pid $parent ($comm), has not reaped yet"
+	run --separate-stderr -2 sp-record -o "$OUT" -p "$z" -d 0.1
+	assert_equal "$stderr" "sp-record: error: $want"
+	run --separate-stderr -2 sp-record --check -p "$z"
+	assert_equal "$stderr" "sp-record: error: $want"
+}

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "launch.h"
 #include "proc_pin.h"
 #include "procfs.h"
@@ -88,8 +89,19 @@ void sp_proc_pin_close(struct sp_proc_pin *pin)
 void sp_pidfd_failure(uint32_t pid, int err, char *why, size_t size)
 {
 	uint32_t tgid = 0, ppid;
+	char comm[32], ecomm[128];
 
-	if (err == ESRCH)
+	/* a zombie is there (in ps, in /proc) but has exited: no such
+	 * process would contradict what the user sees */
+	if (err == ESRCH && sp_procfs_zombie(pid, &ppid)) {
+		if (ppid && !sp_procfs_comm(ppid, ppid, comm, sizeof(comm))) {
+			/* any user names its process: escaped (escaping.md) */
+			sp_esc_text(ecomm, sizeof(ecomm), comm, strlen(comm), 0);
+			snprintf(why, size, "has exited: a zombie its parent, pid %u (%s), "
+				 "has not reaped yet", ppid, ecomm);
+		} else
+			snprintf(why, size, "has exited: a zombie not reaped yet");
+	} else if (err == ESRCH)
 		snprintf(why, size, "no such process");
 	/* a thread id: EINVAL, or ENOENT since Linux 6.9 */
 	else if ((err == EINVAL || err == ENOENT) && !sp_procfs_status(pid, &tgid, &ppid) &&

@@ -213,7 +213,8 @@ int sp_procfs_comm(uint32_t pid, uint32_t tid, char *buf, size_t size)
 	return 0;
 }
 
-int sp_procfs_status(uint32_t pid, uint32_t *tgid, uint32_t *ppid)
+/* Tgid, PPid and the State letter of /proc/PID/status: 0, or -1. */
+static int read_status(uint32_t pid, uint32_t *tgid, uint32_t *ppid, char *state)
 {
 	char line[256];
 	int found = 0;
@@ -222,6 +223,7 @@ int sp_procfs_status(uint32_t pid, uint32_t *tgid, uint32_t *ppid)
 	f = open_proc(pid, "status");
 	if (!f)
 		return -1;
+	*state = 0;
 	while (fgets(line, sizeof(line), f)) {
 		if (!strncmp(line, "Tgid:", 5)) {
 			*tgid = (uint32_t)strtoul(line + 5, NULL, 10);
@@ -229,6 +231,8 @@ int sp_procfs_status(uint32_t pid, uint32_t *tgid, uint32_t *ppid)
 		} else if (!strncmp(line, "PPid:", 5)) {
 			*ppid = (uint32_t)strtoul(line + 5, NULL, 10);
 			found |= 2;
+		} else if (!strncmp(line, "State:", 6)) {
+			*state = line[6 + strspn(line + 6, " \t")];
 		}
 	}
 	fclose(f);
@@ -237,6 +241,21 @@ int sp_procfs_status(uint32_t pid, uint32_t *tgid, uint32_t *ppid)
 		return -1;
 	}
 	return 0;
+}
+
+int sp_procfs_status(uint32_t pid, uint32_t *tgid, uint32_t *ppid)
+{
+	char state;
+
+	return read_status(pid, tgid, ppid, &state);
+}
+
+bool sp_procfs_zombie(uint32_t pid, uint32_t *ppid)
+{
+	uint32_t tgid;
+	char state;
+
+	return read_status(pid, &tgid, ppid, &state) == 0 && state == 'Z';
 }
 
 struct pid_parent {

@@ -135,6 +135,20 @@ static void test_exited_process(void)
 	CHECK(waitid(P_PID, (id_t)pid, &(siginfo_t){ 0 }, WEXITED | WNOWAIT) == 0);
 	CHECK(sp_proc_pin_exited(&pin));
 	CHECK(!sp_proc_pin_reused(&pin));	/* its number is still its own */
+	/* a zombie cannot be held, and is said to be one, with its parent */
+	{
+		struct sp_proc_pin zpin;
+		char why[128], want[128], comm[32];
+
+		errno = 0;
+		CHECK(sp_proc_pin_open(&zpin, (uint32_t)pid) == -1 && errno == ESRCH);
+		sp_pidfd_failure((uint32_t)pid, ESRCH, why, sizeof(why));
+		CHECK(sp_procfs_comm((uint32_t)getpid(), (uint32_t)getpid(), comm, sizeof(comm)) == 0);
+		snprintf(want, sizeof(want),
+			 "has exited: a zombie its parent, pid %u (%s), has not reaped yet",
+			 (unsigned)getpid(), comm);
+		CHECK_STR(why, want);
+	}
 	waitpid(pid, NULL, 0);
 	CHECK(sp_proc_pin_exited(&pin));
 	CHECK(!sp_proc_pin_reused(&pin));	/* free, taken by none */
@@ -145,6 +159,12 @@ static void test_exited_process(void)
 	errno = 0;
 	CHECK(sp_proc_pin_open(&pin, (uint32_t)pid) == -1 && errno == ESRCH);
 	CHECK(pin.pidfd == -1 && pin.dir == -1);
+	{
+		char why[128];
+
+		sp_pidfd_failure((uint32_t)pid, ESRCH, why, sizeof(why));
+		CHECK_STR(why, "no such process");	/* reaped: no zombie */
+	}
 }
 
 static void test_pid_reused(void)

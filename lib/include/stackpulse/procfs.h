@@ -61,6 +61,8 @@ bool sp_procfs_same_process(uint32_t pid, uint64_t start_ticks);
 int sp_procfs_comm(uint32_t pid, uint32_t tid, char *buf, size_t size);
 /* Parent pid and tgid from /proc/PID/status. */
 int sp_procfs_status(uint32_t pid, uint32_t *tgid, uint32_t *ppid);
+/* Whether pid is a zombie (exited, not reaped), and then its parent. */
+bool sp_procfs_zombie(uint32_t pid, uint32_t *ppid);
 /* Target of /proc/PID/exe. */
 int sp_procfs_exe(uint32_t pid, char *buf, size_t size);
 /* This boot's id (/proc/sys/kernel/random/boot_id, newline removed) into
