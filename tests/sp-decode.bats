@@ -96,6 +96,28 @@ make_big() {
 		"$FIXTURES/unknown-kind.sp"
 }
 
+@test "sp-decode: a record kind past any a version could use is corrupt, not a newer one's" {
+	# the small spool without its end, then a record of a kind and 0 bytes
+	grep -v '"type":"end"' "$SMALL" | sp-decode --encode -o "$T/base.sp"
+	at=$(stat -c %s "$T/base.sp")
+	# 65535, the largest a newer version may use: passed on, status 1
+	{ cat "$T/base.sp"; printf '\377\377\003\000'; } > "$T/k.sp"
+	run --separate-stderr -1 sp-decode "$T/k.sp"
+	assert_equal "$stderr" "sp-decode: warning: $T/k.sp@$at: unknown record kind 65535 (from a newer StackPulse?) passed on undecoded"
+	assert_line --index $((${#lines[@]} - 1)) '{"type":"unknown","kind":65535,"raw":""}'
+	# 65536, and 3848290697215 (bytes of a corrupt spool): corrupt, status 2
+	for k in '\200\200\004' '\377\377\377\377\377\177'; do
+		{ cat "$T/base.sp"; printf "$k"'\000'; } > "$T/k.sp"
+		run --separate-stderr -2 sp-decode "$T/k.sp"
+		assert_equal "$stderr" "sp-decode: error: $T/k.sp@$at: corrupt record kind (over 65535, more than any version uses)"
+	done
+	# nor can JSON lines ask for one
+	echo '{"type":"unknown","kind":65536,"raw":""}' >> "$T/j.jsonl"
+	run --separate-stderr -1 sp-decode --encode -o "$T/j.sp" "$T/j.jsonl"	# a bad line: skipped
+	[[ "$stderr" == *'an "unknown" record of a kind over 65535, more than any version uses'* ]] ||
+		fail "$stderr"
+}
+
 @test "sp-decode: a corrupt varint stops the input with its offset, status 2, records before it written" {
 	run --separate-stderr -2 sp-decode "$FIXTURES/corrupt-varint.sp"
 	assert_equal "$stderr" "sp-decode: error: $FIXTURES/corrupt-varint.sp@14: corrupt record kind"

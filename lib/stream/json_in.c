@@ -10,6 +10,7 @@
 
 #include "json_in.h"
 #include "schema.h"
+#include "spool.h"
 #include "sp.h"
 
 #define MAX_QUEUE 1024		/* records one line may yield */
@@ -339,6 +340,10 @@ static int parse_record(struct ctx *c, json_t *obj)
 			return -1;
 		if (sp_schema(rec.unknown.kind) || !rec.unknown.kind)
 			return fail(c, "%s", "an \"unknown\" record with a known kind");
+		/* the spool's reader would take it for corrupt bytes */
+		if (rec.unknown.kind > SP_SPOOL_MAX_KIND)
+			return fail(c, "%s", "an \"unknown\" record of a kind over 65535, "
+				    "more than any version uses");
 		return yield(c, &rec);
 	}
 	rec.kind = sp_rec_kind_by_name(type);

@@ -66,6 +66,11 @@ enum sp_frame_result sp_spool_frame(const uint8_t *p, size_t n, uint64_t *kind,
 	/* No writer uses kind 0 (JSON lines cannot carry it): zeroed bytes. */
 	if (*kind == SP_REC_NONE)
 		return *why = "record kind 0", SP_FRAME_CORRUPT;
+	/* Nor one no version could get to (random bytes, most often): told
+	 * from a newer writer's kind, which is passed on. */
+	if (*kind > SP_SPOOL_MAX_KIND)
+		return *why = "corrupt record kind (over 65535, more than any version uses)",
+		       SP_FRAME_CORRUPT;
 	b = sp_varint_get(p + a, n - a, len);
 	if (b < 0)
 		return *why = "corrupt record length", SP_FRAME_CORRUPT;

@@ -111,6 +111,18 @@ static void test_spool_frame(void)
 	why = NULL;
 	CHECK_EQ_U(sp_spool_frame(b, 2, &kind, &off, &len, &why), SP_FRAME_CORRUPT);
 	CHECK(why != NULL);
+	/* A kind a newer version may use is framed; one past any it could
+	 * is corrupt, before its length is read */
+	n = sp_varint_put(b, SP_SPOOL_MAX_KIND);
+	n += sp_varint_put(b + n, 0);
+	CHECK_EQ_U(sp_spool_frame(b, n, &kind, &off, &len, &why), SP_FRAME_OK);
+	CHECK_EQ_U(kind, 65535);
+	n = sp_varint_put(b, SP_SPOOL_MAX_KIND + 1);
+	why = NULL;
+	CHECK_EQ_U(sp_spool_frame(b, n, &kind, &off, &len, &why), SP_FRAME_CORRUPT);
+	CHECK_STR(why, "corrupt record kind (over 65535, more than any version uses)");
+	n = sp_varint_put(b, 3848290697215ull);
+	CHECK_EQ_U(sp_spool_frame(b, n, &kind, &off, &len, &why), SP_FRAME_CORRUPT);
 }
 
 /* Encode rec, check it decodes to the same record and re-encodes to the same bytes. */

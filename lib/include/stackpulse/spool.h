@@ -17,6 +17,12 @@
 #define SP_SPOOL_MAGIC_LEN 8
 /* Largest record payload a reader accepts: bounds memory on hostile input. */
 #define SP_SPOOL_MAX_RECORD (16u << 20)
+/*
+ * Largest record kind a reader takes for a newer writer's (and passes on):
+ * version 1 has 24 kinds and adds kinds one by one, so a kind past this is
+ * corrupt bytes, not a kind any version could use (docs/spool.md).
+ */
+#define SP_SPOOL_MAX_KIND 65535u
 /* Most bytes of framing before a payload (two 10-byte varints). */
 #define SP_SPOOL_MAX_FRAMING 20
 
@@ -39,7 +45,8 @@ enum sp_frame_result {
 /*
  * Parse the framing at p[0..n): *kind, *payload offset from p and *len.
  * SHORT when the frame or its payload is not wholly in the buffer, CORRUPT
- * (with *why) for a bad varint or a record over SP_SPOOL_MAX_RECORD.
+ * (with *why) for a bad varint, a kind 0 or over SP_SPOOL_MAX_KIND, or a
+ * record over SP_SPOOL_MAX_RECORD.
  */
 enum sp_frame_result sp_spool_frame(const uint8_t *p, size_t n, uint64_t *kind,
 				    size_t *payload_off, uint64_t *len, const char **why);
