@@ -228,12 +228,32 @@ check_cut() {	# n status
 	assert_equal "$stderr" ""
 }
 
+@test "sp-decode --encode of --no-defs output says once that it cannot be read back, status 1" {
+	sp-decode --encode -o "$T/all.sp" "$SMALL"
+	sp-decode --no-defs "$T/all.sp" > "$T/nodefs.jsonl"
+	n=$(grep -c '"type":"sample"' "$T/nodefs.jsonl")
+	[ "$n" -ge 2 ]
+	first=$(grep -n '"type":"sample"' "$T/nodefs.jsonl" | head -1 | cut -d: -f1)
+	run --separate-stderr -1 sp-decode --encode -o "$T/back.sp" < "$T/nodefs.jsonl"
+	assert_equal "$stderr" "sp-decode: error: <stdin>:$first: sample record refers to an undefined stack, and no stack or frame is defined before it: a stream without its definitions (as sp-decode --no-defs writes) cannot be read back; the lines that need them are skipped (said once)"
+	# the rest is written: of the samples, those on no stack (stack 0)
+	run -0 sp-decode "$T/back.sp"
+	assert_output --partial '"type":"header"'
+	assert_equal "$(grep -c '"type":"sample"' <<< "$output")" \
+		"$(grep -c '"type":"sample".*"stack":0,' "$T/nodefs.jsonl")"
+	# a stream with its stacks: a sample on another undefined stack is said itself
+	{ sp-decode "$T/all.sp"; echo '{"type":"sample","time":1,"pid":1,"tid":1,"cpu":0,"stack":999,"weight":1}'; } |
+		grep -v '"type":"end"' > "$T/one.jsonl"
+	run --separate-stderr -1 sp-decode --encode -o "$T/one.sp" "$T/one.jsonl"
+	assert_equal "$stderr" "sp-decode: error: $T/one.jsonl:$(wc -l < "$T/one.jsonl"): sample record refers to an undefined stack; line skipped"
+}
+
 @test "sp-decode: bad JSON lines are skipped with their line numbers, status 1" {
 	run --separate-stderr -1 sp-decode "$FIXTURES/bad.jsonl"
 	assert_equal "${#stderr_lines[@]}" 3
 	assert_equal "${stderr_lines[0]}" "sp-decode: error: $FIXTURES/bad.jsonl:2: invalid JSON: unexpected token near end of file; line skipped"
 	assert_equal "${stderr_lines[1]}" "sp-decode: error: $FIXTURES/bad.jsonl:3: field 'pid' must be a non-negative integer; line skipped"
-	assert_equal "${stderr_lines[2]}" "sp-decode: error: $FIXTURES/bad.jsonl:5: sample record refers to an undefined stack; line skipped"
+	assert_equal "${stderr_lines[2]}" "sp-decode: error: $FIXTURES/bad.jsonl:5: sample record refers to an undefined stack, and no stack or frame is defined before it: a stream without its definitions (as sp-decode --no-defs writes) cannot be read back; the lines that need them are skipped (said once)"
 	# The good lines (after a header the writer opens the stream with).
 	assert_equal "$(jq -r .type <<< "$output" | tr '\n' ' ')" "header string process "
 	# A wrong type for a field, and for the whole line.

@@ -65,6 +65,7 @@ struct sp_reader {
 	unsigned int idle_waits;	/* looks at a followed segment that did not grow */
 
 	uint64_t warned_kinds;	/* bit per unknown kind % 64 already reported */
+	bool nodefs_said;	/* a stream without its definitions, reported */
 	unsigned int warned_limits;	/* SP_DEFS_LIMIT_* reported for this input */
 };
 
@@ -106,6 +107,7 @@ static void start_input(struct sp_reader *r, int fd, bool own, const char *name)
 	r->seg_rotated = false;
 	r->idle_waits = 0;
 	r->warned_limits = 0;
+	r->nodefs_said = false;
 }
 
 /* Segments from..to (inclusive) of the directory will not be read. */
@@ -681,6 +683,32 @@ static int next_spool(struct sp_reader *r, struct sp_record *rec)
 	}
 }
 
+/*
+ * A JSON line that could not be taken: skipped, said with its line. Lines
+ * naming stacks or frames where none was defined at all are a stream
+ * without its definitions (sp-decode --no-defs leaves them out): every
+ * sample refers to one, so that is said once, for what it is, not once a
+ * sample.
+ */
+static void json_line_failed(struct sp_reader *r, const char *why)
+{
+	bool nodefs = (strstr(why, "an undefined stack") || strstr(why, "an undefined frame")) &&
+		      !sp_defs_nstacks(r->defs) && !sp_defs_nframes(r->defs);
+
+	set_status(r, SP_EXIT_PARTIAL);
+	if (nodefs && r->nodefs_said)
+		return;
+	if (nodefs) {
+		r->nodefs_said = true;
+		sp_error("%s:%llu: %s, and no stack or frame is defined before it: a stream "
+			 "without its definitions (as sp-decode --no-defs writes) cannot be "
+			 "read back; the lines that need them are skipped (said once)", r->name,
+			 (unsigned long long)r->pending_pos, why);
+		return;
+	}
+	sp_error("%s:%llu: %s; line skipped", r->name, (unsigned long long)r->pending_pos, why);
+}
+
 static int next_json(struct sp_reader *r, struct sp_record *rec)
 {
 	for (;;) {
@@ -728,11 +756,8 @@ static int next_json(struct sp_reader *r, struct sp_record *rec)
 
 			for (i = 0; i < len && strchr(" \t\r", line[i]); i++)
 				;
-			if (i < len && sp_json_in_parse(r->json, r->defs, line, len, &why)) {
-				sp_error("%s:%llu: %s; line skipped", r->name,
-					 (unsigned long long)r->pending_pos, why);
-				set_status(r, SP_EXIT_PARTIAL);
-			}
+			if (i < len && sp_json_in_parse(r->json, r->defs, line, len, &why))
+				json_line_failed(r, why);
 			if (i < len)
 				warn_limits(r, r->pending_pos);
 			r->pending_json = i < len;
