@@ -115,10 +115,17 @@ void sp_perf_ksyms_finish(struct perf *p)
 		sp_warn("kernel symbols not recorded: /proc/kallsyms %s",
 			p->ksyms.zero ? "shows no addresses" :
 			p->ksyms_err ? strerror(p->ksyms_err) : "was not read");
-	else
+	else if (p->fresh_err)
 		sp_warn("%" PRIu64 " kernel frames outside the kernel's text got no symbol: "
 			"/proc/kallsyms could not be read again (%s)", p->ksym_missing,
-			strerror(p->fresh_err ? p->fresh_err : EIO));
+			strerror(p->fresh_err));
+	else
+		/* the table was read (again) and lacks them: code unloaded
+		 * before the read (a module, a BPF program), or not kernel
+		 * code at all; no read failed */
+		sp_warn("%" PRIu64 " kernel frames got no symbol: /proc/kallsyms has none at "
+			"their addresses (code unloaded before it was read, or not kernel "
+			"code)", p->ksym_missing);
 }
 
 void sp_perf_ksyms_start(struct perf *p)

@@ -117,6 +117,19 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 		}
 		if (ctx < 0)
 			continue;
+		/*
+		 * Kernel code is in the upper half only: a lower address in
+		 * the kernel's chain (seen: heap addresses of the sampled
+		 * process at its top) is its unwinder gone astray, no frame.
+		 * Dropped and counted, the sample kept with its other frames;
+		 * looked up, it would cost a fresh /proc/kallsyms read and
+		 * end as a kernel frame without a symbol.
+		 */
+		if (ctx == 1 && ip < KERNEL_START) {
+			p->kernel_astray++;
+			first = false;
+			continue;
+		}
 		if (ctx == 0 && p->unw) {
 			if (nfp < MAX_FRAMES)
 				fp[nfp++] = ip;

@@ -329,6 +329,10 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	if (p->ended_late)
 		sp_info("%" PRIu64 " samples of processes read after their end: kept with "
 			"their pid, no second process record", p->ended_late);
+	if (p->kernel_astray)
+		sp_info("%" PRIu64 " addresses below the kernel's half in kernel callchains "
+			"left out (no kernel code: the kernel's unwinder went astray); their "
+			"samples are kept", p->kernel_astray);
 	if (p->st.bad + p->q.bad)
 		sp_warn("%" PRIu64 " malformed perf records skipped", p->st.bad + p->q.bad);
 	p->q.bound = UINT64_MAX;

@@ -231,6 +231,7 @@ struct perf {
 	struct sp_kallsyms fresh;
 	int fresh_err;
 	uint64_t ksym_missing;	/* kernel frames no table could name */
+	uint64_t kernel_astray;	/* user-half addresses in kernel callchains, dropped */
 	struct perf_map ksym_written;	/* symbol address -> 1 */
 	bool ksym_warned;
 

@@ -177,6 +177,134 @@ static void test_perf_source_record(void)
 	CHECK(ordered);
 }
 
+/*
+ * A kernel callchain with an address of the user half in it (the kernel's
+ * unwinder gone astray: heap addresses seen at the top of a shell's
+ * sample): that address is left out and counted, never looked up as a
+ * kernel symbol; the sample is kept with its kernel frame.
+ */
+static void test_perf_source_kernel_astray(void)
+{
+	struct sp_perf_opts o = { .freq = 99, .call_graph = SP_CG_FP, .interp = SP_INTERP_NONE };
+	struct sp_record h = { .kind = SP_REC_HEADER }, r;
+	struct sp_source *s = sp_perf_source_new(&o);
+	struct {
+		struct perf_event_header h;
+		uint32_t pid, tid;
+		uint64_t time, nr, ips[5];
+	} rec = {
+		.h = { .type = PERF_RECORD_SAMPLE, .size = sizeof(rec) },
+		.pid = 4242, .tid = 4242, .time = 1000, .nr = 5,
+		.ips = { (uint64_t)PERF_CONTEXT_KERNEL, 0x564aa59e3cc0ull, 0x564aa59e3cd8ull,
+			 0xffffffff81000010ull, 0xffff800000000000ull },
+	};
+	struct sp_reader *rd;
+	struct sp_writer *w;
+	struct perf *p;
+	unsigned int samples = 0;
+	int fd;
+
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	p = s->priv;
+	fd = memfd_create("spool", 0);
+	w = sp_writer_new(fd, "memfd", SP_FORMAT_SPOOL);
+	CHECK(sp_writer_put(w, &h) == 0);
+	{
+		struct sp_emit em = { w, (int (*)(void *, const struct sp_record *))sp_writer_put, w };
+
+		p->out = &em;
+		p->attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+		p->ksyms_wanted = true;	/* with no table: each lookup is a miss */
+		sp_perf_on_sample(p, &rec.h);
+		p->out = NULL;
+	}
+	CHECK_EQ_U(p->kernel_astray, 2);
+	CHECK_EQ_U(p->ksym_missing, 2);	/* the two kernel frames only */
+	CHECK_EQ_U(p->st.samples, 1);
+	p->ksyms_wanted = false;
+	s->free(s);
+	CHECK(sp_writer_close(w) == 0);
+	lseek(fd, 0, SEEK_SET);
+	rd = sp_reader_open_fd(fd, "memfd");
+	while (sp_reader_next(rd, &r) > 0) {
+		uint64_t frames[8];
+		const struct sp_frame *f;
+		int n, i, found = 0;
+
+		if (r.kind != SP_REC_SAMPLE)
+			continue;
+		samples++;
+		n = sp_defs_stack_frames(sp_reader_defs(rd), r.sample.stack, frames, 8);
+		CHECK_EQ_U(n, 2);
+		for (i = 0; i < n && i < 8; i++) {
+			f = sp_defs_frame(sp_reader_defs(rd), frames[i]);
+			CHECK(f && f->mode == SP_FRAME_KERNEL && f->addr >= 0xffff800000000000ull);
+			if (f && f->addr == 0xffffffff81000010ull) {
+				found++;
+				/* the leaf's place was the garbage's: a return address */
+				CHECK(!(f->flags & SP_FRAME_LEAF));
+			}
+		}
+		CHECK_EQ_U(found, 1);
+	}
+	CHECK_EQ_U(samples, 1);
+	sp_reader_close(rd);
+	close(fd);
+}
+
+/* What the end says of kernel frames without a symbol (stderr). */
+static void ksyms_finish_says(struct perf *p, char *out, size_t size)
+{
+	int fd = memfd_create("err", 0), saved = dup(2);
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(fd, 2);
+	p->ksym_warned = false;
+	sp_perf_ksyms_finish(p);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fd, out, size - 1, 0);
+	out[n > 0 ? n : 0] = 0;
+	close(fd);
+}
+
+/*
+ * Kernel frames a table was read for but lacks are said as such, not as a
+ * read that failed ("Input/output error" was made up); a failed re-read
+ * names its error.
+ */
+static void test_perf_source_ksyms_missing(void)
+{
+	struct sp_perf_opts o = { .freq = 99, .call_graph = SP_CG_FP, .interp = SP_INTERP_NONE };
+	struct sp_source *s = sp_perf_source_new(&o);
+	struct perf *p;
+	char out[512];
+
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	p = s->priv;
+	p->ksyms_wanted = true;
+	p->ksym_missing = 5;
+	p->ksyms.n = 1;		/* a table was read: only its count is looked at */
+	ksyms_finish_says(p, out, sizeof(out));
+	CHECK(strstr(out, "warning: 5 kernel frames got no symbol: /proc/kallsyms has none at "
+			  "their addresses (code unloaded before it was read, or not kernel "
+			  "code)\n") != NULL);
+	CHECK(strstr(out, "Input/output error") == NULL);
+	p->fresh_err = EACCES;
+	ksyms_finish_says(p, out, sizeof(out));
+	CHECK(strstr(out, "5 kernel frames outside the kernel's text got no symbol: "
+			  "/proc/kallsyms could not be read again (Permission denied)") != NULL);
+	p->ksyms.n = 0;
+	p->ksyms_wanted = false;
+	s->free(s);
+}
+
 /* Start a -p perf source on pid, held as pin: start()'s result; *nfds the
  * events it opened. */
 static int start_held(uint32_t pid, const struct sp_proc_pin *pin, size_t *nfds)
@@ -413,6 +541,8 @@ int main(void)
 	TAP_RUN(test_perf_source_wakeup);
 	TAP_RUN(test_perf_jit_filter);
 	TAP_RUN(test_perf_source_events);
+	TAP_RUN(test_perf_source_kernel_astray);
+	TAP_RUN(test_perf_source_ksyms_missing);
 	TAP_RUN(test_perf_source_record);
 	TAP_RUN(test_perf_source_held);
 	return TAP_DONE();
