@@ -187,3 +187,28 @@ time.sleep(30)' > "$BATS_TEST_TMPDIR/z" &
 	run --separate-stderr -2 sp-record --check -p "$z"
 	assert_equal "$stderr" "sp-record: error: $want"
 }
+
+# offcpu_lost STDERR: the count of records the off-CPU summary says were lost
+offcpu_lost() {
+	sed -n 's/^sp-record: off-cpu: .*; \([0-9]*\) records lost$/\1/p' <<< "$1"
+}
+
+@test "sp-record --off-cpu: switch records the off-CPU rings lost are said with what helps them, not -F" {
+	SWITCHES=$BATS_TEST_TMPDIR/switches
+	printf '#!/bin/sh\ndd if=/dev/zero bs=1 count=100000 status=none | cat >/dev/null\n' > "$SWITCHES"
+	chmod +x "$SWITCHES"
+	# a switch per byte through a pipe into rings of 1 page: most are lost
+	run --separate-stderr -0 sp-record --off-cpu -m 1 -F 1 -o "$OUT" -- "$SWITCHES"
+	n=$(offcpu_lost "$stderr")
+	[ -n "$n" ] || fail "$stderr"
+	grep -qxF "sp-record: warning: $n off-CPU switch records lost (the off-CPU ring buffers overflowed: try -m, or --call-graph=fp to copy no user stack at a switch; -F does not change them)" <<< "$stderr" ||
+		fail "$stderr"
+	# the CPU samples' hint is not given for them
+	! grep -q "warning: $n samples lost" <<< "$stderr" || fail "$stderr"
+	# without a stack copy, -m alone
+	run --separate-stderr -0 sp-record --off-cpu --call-graph=fp -m 1 -F 1 -o "$OUT" -- "$SWITCHES"
+	n=$(offcpu_lost "$stderr")
+	[ -n "$n" ] || fail "$stderr"
+	grep -qxF "sp-record: warning: $n off-CPU switch records lost (the off-CPU ring buffers overflowed: try -m; -F does not change them)" <<< "$stderr" ||
+		fail "$stderr"
+}

@@ -936,15 +936,40 @@ static int command_status(struct sp_recorder *r)
 	return SP_EXIT_OK;
 }
 
+/*
+ * Samples lost, said with what helps for the rings that lost them: the
+ * sampling rings' fill with the rate (-F) and the ring size (-m); the
+ * off-CPU rings' with the context switches, which -F does not change: a
+ * larger ring, or a smaller stack copy per switch-out.
+ */
+static void warn_lost(const struct sp_recorder *r, uint64_t offcpu_lost)
+{
+	uint64_t off = offcpu_lost < r->lost_samples ? offcpu_lost : r->lost_samples;
+	uint64_t cpu = r->lost_samples - off;
+
+	if (cpu)
+		sp_warn("%llu samples lost (the ring buffers overflowed: try -m or a lower -F)",
+			(unsigned long long)cpu);
+	if (off)
+		sp_warn("%llu off-CPU switch records lost (the off-CPU ring buffers overflowed: "
+			"try -m%s; -F does not change them)", (unsigned long long)off,
+			r->o.call_graph >= SP_CG_DWARF ?
+			", or --call-graph=fp to copy no user stack at a switch" : "");
+}
+
 int sp_recorder_report(struct sp_recorder *r)
 {
 	struct sp_source *perf = sp_recorder_source(r, SP_SOURCE_PERF);
+	struct sp_source *offcpu = sp_recorder_source(r, SP_SOURCE_OFFCPU);
+	struct sp_offcpu_stats ost = { 0 };
 	struct sp_perf_stats pst = { 0 };
 	int status = r->status;
 	unsigned int i;
 
 	if (perf)
 		sp_perf_source_stats(perf, &pst);
+	if (offcpu)
+		sp_offcpu_source_stats(offcpu, &ost);
 	print_summaries(r);
 	sp_stackq_free(r->stackq);
 	r->stackq = NULL;
@@ -970,9 +995,7 @@ int sp_recorder_report(struct sp_recorder *r)
 			(unsigned long long)r->samples, (unsigned long long)r->lost_samples,
 			(unsigned long long)pst.processes, (unsigned long long)r->good, r->name,
 			(double)sp_now_cpu_ns() / 1e9);
-		if (r->lost_samples)
-			sp_warn("%llu samples lost (the ring buffers overflowed: try -m or a lower -F)",
-				(unsigned long long)r->lost_samples);
+		warn_lost(r, ost.lost);
 	} else if (status == SP_EXIT_OK) {
 		status = SP_EXIT_FATAL;
 	}
