@@ -16,6 +16,7 @@
 
 #include "record/bpf_print.h"
 #include "sp.h"
+#include "stderr_capture.h"
 #include "tap.h"
 
 #define ROUNDS 200
@@ -47,26 +48,17 @@ static void *opens(void *arg)
 /* What went to stderr while fn(both threads) ran, into out. */
 static void run(char *out, size_t size)
 {
-	int saved, fd;
+	struct stderr_capture cap;
 	pthread_t a, b;
-	ssize_t n;
 
-	fflush(stderr);
-	saved = dup(2);
-	fd = memfd_create("stderr", 0);
-	dup2(fd, 2);
+	stderr_capture_begin(&cap);
 	pthread_barrier_init(&both, NULL, 2);
 	pthread_create(&a, NULL, opens, "hushed");
 	pthread_create(&b, NULL, opens, "spoken");
 	pthread_join(a, NULL);
 	pthread_join(b, NULL);
 	pthread_barrier_destroy(&both);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	n = pread(fd, out, size - 1, 0);
-	out[n > 0 ? n : 0] = 0;
-	close(fd);
+	stderr_capture_end(&cap, out, size);
 }
 
 static size_t count(const char *s, const char *what)

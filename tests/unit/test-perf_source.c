@@ -30,6 +30,7 @@
 #include "stream/schema.h"
 #include "reader.h"
 #include "writer.h"
+#include "stderr_capture.h"
 
 #define WORKLOAD "build/examples/workload"
 
@@ -257,19 +258,12 @@ static void test_perf_source_kernel_astray(void)
 /* What the end says of kernel frames without a symbol (stderr). */
 static void ksyms_finish_says(struct perf *p, char *out, size_t size)
 {
-	int fd = memfd_create("err", 0), saved = dup(2);
-	ssize_t n;
+	struct stderr_capture cap;
 
-	fflush(stderr);
-	dup2(fd, 2);
+	stderr_capture_begin(&cap);
 	p->ksym_warned = false;
 	sp_perf_ksyms_finish(p);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	n = pread(fd, out, size - 1, 0);
-	out[n > 0 ? n : 0] = 0;
-	close(fd);
+	stderr_capture_end(&cap, out, size);
 }
 
 /*
