@@ -387,8 +387,10 @@ static uint64_t tr_frame(struct sp_segments *s, uint64_t id)
 		return to;
 	f = *mf;
 	f.module = tr_module(s, mf->module);
+	/* a return address is named by the call before it (as sp-record and
+	 * sp-symbolize look it up): at the end of a function, the next one's */
 	if (f.mode == SP_FRAME_KERNEL)
-		ksym_before(s, f.addr);
+		ksym_before(s, (f.flags & SP_FRAME_LEAF) || !f.addr ? f.addr : f.addr - 1);
 	to = sp_writer_frame(s->w, &f);
 	if (to)
 		map_set(s, SP_REF_FRAME, id, to);

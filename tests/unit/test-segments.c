@@ -60,7 +60,8 @@ static void sample(struct rig *g, uint64_t pid, uint64_t mod, uint64_t time)
 {
 	struct sp_record r = { .kind = SP_REC_SAMPLE };
 	struct sp_frame uf = { .module = mod, .rel = 0x10, .addr = 0x1010 };
-	struct sp_frame kf = { .addr = 0xffff0010, .mode = SP_FRAME_KERNEL };
+	/* a return address just past do_work's end: do_work's (the call) */
+	struct sp_frame kf = { .addr = 0xffff0100, .mode = SP_FRAME_KERNEL };
 	uint64_t ids[2];
 
 	ids[0] = sp_writer_frame(g->master, &uf);
@@ -122,7 +123,7 @@ static void read_all(int fd, struct seen *s)
 			const struct sp_frame *root = n == 2 ? sp_defs_frame(d, fr[1]) : NULL;
 			const struct sp_module *m = root ? sp_defs_module(d, root->module) : NULL;
 
-			CHECK(leaf && leaf->mode == SP_FRAME_KERNEL && leaf->addr == 0xffff0010);
+			CHECK(leaf && leaf->mode == SP_FRAME_KERNEL && leaf->addr == 0xffff0100);
 			CHECK(m && m->pid == rec.sample.pid);
 			s->samples++;
 			break;
@@ -204,7 +205,7 @@ static void flood(struct rig *g, uint64_t pid, uint64_t mod, unsigned int n, uin
 
 	for (i = 0; i < n; i++) {
 		struct sp_frame uf = { .module = mod, .rel = 0x100 + i, .addr = 0x1100 + i };
-		struct sp_frame kf = { .addr = 0xffff0010, .mode = SP_FRAME_KERNEL };
+		struct sp_frame kf = { .addr = 0xffff0100, .mode = SP_FRAME_KERNEL };
 		uint64_t ids[2];
 
 		snprintf(name, sizeof(name), "never-again-%u", i);
@@ -229,7 +230,7 @@ static void test_segments_compact(void)
 {
 	struct sp_record r = { .kind = SP_REC_HEADER }, held = { .kind = SP_REC_SAMPLE };
 	struct sp_frame uf = { .rel = 0x10, .addr = 0x1010 };
-	struct sp_frame kf = { .addr = 0xffff0010, .mode = SP_FRAME_KERNEL };
+	struct sp_frame kf = { .addr = 0xffff0100, .mode = SP_FRAME_KERNEL };
 	struct sp_segments_stats st;
 	uint64_t kids[2];
 	struct rig g;
