@@ -817,6 +817,9 @@ void sp_perf_on_comm(struct perf *p, const struct perf_event_header *h, const st
 	snprintf(name, sizeof(name), "%.*s", (int)strnlen(comm, max < 16 ? max : 16), comm);
 	pr = proc_get(p, ids[0]);
 	if (h->misc & PERF_RECORD_MISC_COMM_EXEC) {
+		/* the old image's JIT frames named now (their symbols go before
+		 * the exec), and none of them taken for the new image's code */
+		sp_perf_capture_jit(p, pr, false);
 		if (pr->defined && !pr->pending_exec)
 			proc_end(p, pr, id->time, true);
 		else
