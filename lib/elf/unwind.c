@@ -114,6 +114,7 @@ struct uw_map {
 	uint64_t start, end, pgoff;
 	struct uw_file *file;	/* NULL: anonymous executable memory (JIT) */
 	bool special;		/* [vsyscall] and the like: no CFI */
+	uint64_t time;		/* its record's time stamp (0: told in order) */
 };
 
 struct uw_proc {
@@ -123,6 +124,9 @@ struct uw_proc {
 	bool proc_read;		/* /proc/PID/maps was read */
 	struct uw_map *maps;	/* sorted by start, disjoint */
 	size_t n, cap;
+	/* Its last exec or fork, by time stamp (0: told in order): a mapping
+	 * stamped before it is an earlier image's, read late (map_at). */
+	uint64_t since;
 };
 
 struct sp_unwinder {
@@ -390,14 +394,37 @@ static void map_inode(uint32_t pid, uint64_t start, uint64_t end, uint64_t *dev,
 	}
 }
 
-static int proc_add_map(struct sp_unwinder *u, struct uw_proc *p, uint64_t start, uint64_t end,
-			uint64_t pgoff, const char *path)
+/* Whether a mapping of p stamped after time overlaps [start, end). */
+static bool newer_overlap(const struct uw_proc *p, uint64_t start, uint64_t end, uint64_t time)
 {
-	struct uw_map m = { .start = start, .end = end, .pgoff = pgoff };
+	size_t lo = 0, hi = p->n;
+
+	while (lo < hi) {	/* the first mapping ending after start */
+		size_t mid = (lo + hi) / 2;
+
+		if (p->maps[mid].end <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < p->n && p->maps[lo].start < end; lo++)
+		if (p->maps[lo].time > time)
+			return true;
+	return false;
+}
+
+static int proc_add_map(struct sp_unwinder *u, struct uw_proc *p, uint64_t start, uint64_t end,
+			uint64_t pgoff, const char *path, uint64_t time)
+{
+	struct uw_map m = { .start = start, .end = end, .pgoff = pgoff, .time = time };
 	uint64_t dev = 0, ino = 0;
 	size_t lo = 0, hi;
 
-	if (end <= start)
+	if (end <= start || time < p->since)
+		return 0;
+	/* told out of order: an older report of a place a newer one holds is
+	 * stale (the newer one was read first, from another CPU's ring) */
+	if (time && newer_overlap(p, start, end, time))
 		return 0;
 	if (is_anon_path(path)) {
 		m.file = NULL;
@@ -429,15 +456,39 @@ static int proc_add_map(struct sp_unwinder *u, struct uw_proc *p, uint64_t start
 	return 0;
 }
 
-int sp_unwinder_map(struct sp_unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
-		    uint64_t pgoff, const char *path)
+int sp_unwinder_map_at(struct sp_unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
+		       uint64_t pgoff, const char *path, uint64_t time)
 {
 	struct uw_proc *p = proc_find(u, pid, true);
 
 	if (!p)
 		return -1;
 	p->told = true;
-	return proc_add_map(u, p, start, end, pgoff, path);
+	return proc_add_map(u, p, start, end, pgoff, path, time);
+}
+
+int sp_unwinder_map(struct sp_unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
+		    uint64_t pgoff, const char *path)
+{
+	return sp_unwinder_map_at(u, pid, start, end, pgoff, path, 0);
+}
+
+static int map_cmp(const void *a, const void *b)
+{
+	const struct uw_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Drop p's mappings stamped at or before time (all of them for 0). */
+static void maps_drop_until(struct uw_proc *p, uint64_t time)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < p->n; i++)
+		if (time && p->maps[i].time > time)
+			p->maps[n++] = p->maps[i];
+	p->n = n;
 }
 
 void sp_unwinder_unmap(struct sp_unwinder *u, uint32_t pid, uint64_t start, uint64_t end)
@@ -461,7 +512,7 @@ void sp_unwinder_forget(struct sp_unwinder *u, uint32_t pid)
 	}
 }
 
-void sp_unwinder_exec(struct sp_unwinder *u, uint32_t pid)
+void sp_unwinder_exec_at(struct sp_unwinder *u, uint32_t pid, uint64_t time)
 {
 	struct uw_proc *p = proc_find(u, pid, true);
 
@@ -472,28 +523,53 @@ void sp_unwinder_exec(struct sp_unwinder *u, uint32_t pid)
 	 * be gone (or show a later state); the new mappings come as MMAP2
 	 * records. */
 	p->told = true;
-	p->n = 0;
+	if (time && time < p->since)
+		return;		/* an earlier exec, read after a later one */
+	maps_drop_until(p, time);
+	p->since = time;
 }
 
-int sp_unwinder_fork(struct sp_unwinder *u, uint32_t ppid, uint32_t pid)
+void sp_unwinder_exec(struct sp_unwinder *u, uint32_t pid)
+{
+	sp_unwinder_exec_at(u, pid, 0);
+}
+
+int sp_unwinder_fork_at(struct sp_unwinder *u, uint32_t ppid, uint32_t pid, uint64_t time)
 {
 	struct uw_proc *pp = proc_find(u, ppid, false), *p;
+	size_t i;
 
 	if (!pp || ppid == pid)
 		return 0;
-	sp_unwinder_forget(u, pid);
+	if (!time) {
+		sp_unwinder_forget(u, pid);	/* an earlier process of that pid */
+	} else if ((p = proc_find(u, pid, false)) && p->since > time) {
+		return 0;	/* it exec'd since, and that was read first */
+	}
 	p = proc_find(u, pid, true);
 	if (!p)
 		return -1;
 	p->told = true;
-	if (!pp->n)
-		return 0;
-	p->maps = malloc(pp->n * sizeof(*p->maps));
-	if (!p->maps)
-		return -1;
-	memcpy(p->maps, pp->maps, pp->n * sizeof(*p->maps));
-	p->n = p->cap = pp->n;
+	/* what was told of the pid before the fork was an earlier process's;
+	 * what after, the child's own (read first, from another CPU's ring) */
+	maps_drop_until(p, time);
+	p->since = time;
+	for (i = 0; i < pp->n; i++) {
+		const struct uw_map *m = &pp->maps[i];
+
+		if (time && (m->time > time || newer_overlap(p, m->start, m->end, time)))
+			continue;
+		sp_grow(&p->maps, &p->cap, p->n + 1, sizeof(*p->maps));
+		p->maps[p->n++] = *m;
+	}
+	/* the child's own and the parent's, disjoint: sorted by start again */
+	qsort(p->maps, p->n, sizeof(*p->maps), map_cmp);
 	return 0;
+}
+
+int sp_unwinder_fork(struct sp_unwinder *u, uint32_t ppid, uint32_t pid)
+{
+	return sp_unwinder_fork_at(u, ppid, pid, 0);
 }
 
 /* Executable mappings from /proc/PID/maps, for a process nobody told us about. */
@@ -520,7 +596,7 @@ static void proc_read_maps(struct sp_unwinder *u, struct uw_proc *p)
 		nl = strchr(path, '\n');
 		if (nl)
 			*nl = 0;
-		proc_add_map(u, p, start, end, pgoff, path);
+		proc_add_map(u, p, start, end, pgoff, path, 0);
 	}
 	fclose(fp);
 }

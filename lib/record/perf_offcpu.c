@@ -51,7 +51,6 @@
 #define NO_FILE		0xff
 #define HOLD_POLLS	4	/* a wait waits this many polls for its modules */
 #define HOLD_MAX	4096	/* and at most this many waits wait at once */
-#define MAX_EXECS	65536	/* execs remembered while their forks may come */
 
 #ifndef PERF_RECORD_MISC_SWITCH_OUT_PREEMPT
 #define PERF_RECORD_MISC_SWITCH_OUT_PREEMPT (1 << 14)
@@ -135,7 +134,6 @@ struct offcpu {
 	struct held *held;		/* waits held for their modules, in time order */
 	size_t held_at, nheld, held_cap;	/* first, end */
 	uint64_t polls;
-	struct sp_u64map execs;		/* pid -> time of its exec, read before its fork */
 	uint64_t kmod;			/* kernel module id, 0 = none yet */
 	struct sp_u64map kaddrs;	/* kernel functions whose ksym was written */
 	struct sp_kallsyms ktab;	/* /proc/kallsyms, read on a thread from the start */
@@ -730,9 +728,10 @@ static void read_record(void *ctx, const struct perf_event_header *h)
 		size_t max = h->size - sizeof(*h) - sizeof(*m);
 
 		if (h->size < sizeof(*h) + sizeof(*m) || !(m->prot & PROT_EXEC) ||
-		    !memchr(m->filename, 0, max))
+		    !memchr(m->filename, 0, max) || sp_perf_parse_id(h, c->attr.sample_type, &id))
 			return;
-		sp_unwinder_map(c->unw, m->pid, m->addr, m->addr + m->len, m->pgoff, m->filename);
+		sp_unwinder_map_at(c->unw, m->pid, m->addr, m->addr + m->len, m->pgoff,
+				   m->filename, id.time);
 		return;
 	}
 	case PERF_RECORD_MMAP: {
@@ -743,36 +742,32 @@ static void read_record(void *ctx, const struct perf_event_header *h)
 		} *m = (const void *)(h + 1);
 		size_t max = h->size - sizeof(*h) - sizeof(*m);
 
-		if (h->size < sizeof(*h) + sizeof(*m) || !memchr(m->filename, 0, max))
+		if (h->size < sizeof(*h) + sizeof(*m) || !memchr(m->filename, 0, max) ||
+		    sp_perf_parse_id(h, c->attr.sample_type, &id))
 			return;
-		sp_unwinder_map(c->unw, m->pid, m->addr, m->addr + m->len, m->pgoff, m->filename);
+		sp_unwinder_map_at(c->unw, m->pid, m->addr, m->addr + m->len, m->pgoff,
+				   m->filename, id.time);
 		return;
 	}
 	case PERF_RECORD_COMM: {
 		const uint32_t *pt = (const void *)(h + 1);
 
-		if (h->size < sizeof(*h) + 8 || !(h->misc & PERF_RECORD_MISC_COMM_EXEC))
+		if (h->size < sizeof(*h) + 8 || !(h->misc & PERF_RECORD_MISC_COMM_EXEC) ||
+		    sp_perf_parse_id(h, c->attr.sample_type, &id))
 			return;
-		sp_unwinder_exec(c->unw, pt[0]);
-		if (c->execs.n >= MAX_EXECS)
-			sp_u64map_release(&c->execs);
-		if (!sp_perf_parse_id(h, c->attr.sample_type, &id))
-			sp_u64map_put(&c->execs, pt[0], id.time);
+		sp_unwinder_exec_at(c->unw, pt[0], id.time);
 		return;
 	}
 	case PERF_RECORD_FORK: {
 		const struct task_body *t = (const void *)(h + 1);
-		uint64_t *exec;
 
 		if (h->size < sizeof(*h) + sizeof(*t) || t->pid == t->ppid)
 			return;
 		sp_u64map_put(&c->parent, t->pid, t->ppid);
 		/* The rings are read one after the other: the child's exec
 		 * and new mappings, from another CPU's, may have been read
-		 * already, and its parent's mappings are not its own then. */
-		exec = sp_u64map_get(&c->execs, t->pid);
-		if (!exec || *exec < t->time)
-			sp_unwinder_fork(c->unw, t->ppid, t->pid);
+		 * already (the unwinder orders them by their time stamps). */
+		sp_unwinder_fork_at(c->unw, t->ppid, t->pid, t->time);
 		return;
 	}
 	case PERF_RECORD_EXIT: {
@@ -873,7 +868,6 @@ static void process(void *ctx, void *item)
 		blocked_drop(c, r->tid);
 		if (r->pid == r->tid) {
 			sp_u64map_del(&c->parent, r->pid);
-			sp_u64map_del(&c->execs, r->pid);
 		}
 		break;
 	}
@@ -1106,7 +1100,6 @@ static void offcpu_free(struct sp_source *s)
 	}
 	free(c->held);
 	pidmods_release(c);
-	sp_u64map_release(&c->execs);
 	sp_u64map_release(&c->blocked);
 	sp_u64map_release(&c->parent);
 	sp_u64map_release(&c->kaddrs);

@@ -367,6 +367,78 @@ static void test_unwind_where(void)
 	sp_unwinder_free(u);
 }
 
+/* The path pid has at addr (NULL: none). */
+static const char *path_at(struct sp_unwinder *u, uint32_t pid, uint64_t addr)
+{
+	const char *path = NULL;
+	uint64_t pgoff, rel;
+
+	return sp_unwinder_where(u, pid, addr, &path, &pgoff, &rel) ? NULL : path;
+}
+
+/* A source reading its CPUs' rings one after the other tells a process's
+ * exec, fork and mappings out of time order: the outcome is that of time
+ * order. The case seen: a shell's MMAP2 read from one CPU's ring before its
+ * exec's COMM from another's left the shell with no mapping of itself. */
+static void test_unwind_told_out_of_order(void)
+{
+	struct sp_unwinder *u = sp_unwinder_new();
+
+	sp_unwinder_set_proc_fallback(u, false);
+	/* the new image's mapping (t 20) read before its exec (t 10) */
+	CHECK(!sp_unwinder_map_at(u, 50, 0x1000, 0x2000, 0, "/nonexistent/old", 5));
+	CHECK(!sp_unwinder_map_at(u, 50, 0x400000, 0x500000, 0, "/nonexistent/bash", 20));
+	sp_unwinder_exec_at(u, 50, 10);
+	CHECK_STR(path_at(u, 50, 0x400100), "/nonexistent/bash");
+	CHECK(path_at(u, 50, 0x1100) == NULL);
+	/* the old image's mapping read after the exec: stale */
+	CHECK(!sp_unwinder_map_at(u, 50, 0x3000, 0x4000, 0, "/nonexistent/old2", 8));
+	CHECK(path_at(u, 50, 0x3100) == NULL);
+	/* an earlier exec (env, t 3) read after the later one: nothing lost */
+	sp_unwinder_exec_at(u, 50, 3);
+	CHECK_STR(path_at(u, 50, 0x400100), "/nonexistent/bash");
+	/* a place a newer mapping holds is not taken by an older report */
+	CHECK(!sp_unwinder_map_at(u, 50, 0x600000, 0x700000, 0, "/nonexistent/new", 40));
+	CHECK(!sp_unwinder_map_at(u, 50, 0x600000, 0x700000, 0, "/nonexistent/stale", 30));
+	CHECK_STR(path_at(u, 50, 0x600100), "/nonexistent/new");
+	/* ... and an older one gives way to a newer one, as in order */
+	CHECK(!sp_unwinder_map_at(u, 50, 0x600000, 0x680000, 0, "/nonexistent/newer", 45));
+	CHECK_STR(path_at(u, 50, 0x600100), "/nonexistent/newer");
+	CHECK_STR(path_at(u, 50, 0x690000), "/nonexistent/new");
+
+	/* A fork (t 50) read after the child's own mapping (t 60): the child
+	 * has both, and not the parent's mapping made after the fork (t 55). */
+	CHECK(!sp_unwinder_map_at(u, 50, 0x800000, 0x900000, 0, "/nonexistent/dlopened", 55));
+	CHECK(!sp_unwinder_map_at(u, 51, 0xa00000, 0xb00000, 0, "/nonexistent/child", 60));
+	CHECK(!sp_unwinder_fork_at(u, 50, 51, 50));
+	CHECK_STR(path_at(u, 51, 0xa00100), "/nonexistent/child");
+	CHECK_STR(path_at(u, 51, 0x400100), "/nonexistent/bash");
+	CHECK_STR(path_at(u, 51, 0x600100), "/nonexistent/newer");
+	CHECK(path_at(u, 51, 0x800100) == NULL);
+	/* A fork read after the child's exec (t 70) and new image (t 71):
+	 * none of the parent's mappings are the child's. */
+	sp_unwinder_exec_at(u, 52, 70);
+	CHECK(!sp_unwinder_map_at(u, 52, 0xc00000, 0xd00000, 0, "/nonexistent/sleep", 71));
+	CHECK(!sp_unwinder_fork_at(u, 50, 52, 65));
+	CHECK_STR(path_at(u, 52, 0xc00100), "/nonexistent/sleep");
+	CHECK(path_at(u, 52, 0x400100) == NULL);
+	/* A pid's earlier process (its mapping, t 1): the fork replaces it. */
+	CHECK(!sp_unwinder_map_at(u, 53, 0x400000, 0x500000, 0, "/nonexistent/earlier", 1));
+	CHECK(!sp_unwinder_fork_at(u, 50, 53, 80));
+	CHECK_STR(path_at(u, 53, 0x400100), "/nonexistent/bash");
+
+	/* In order (time 0), as before: an exec drops every mapping, a fork
+	 * copies every one of the parent's. */
+	CHECK(!sp_unwinder_map(u, 60, 0x1000, 0x2000, 0, "/nonexistent/a"));
+	CHECK(!sp_unwinder_fork(u, 60, 61));
+	CHECK_STR(path_at(u, 61, 0x1100), "/nonexistent/a");
+	sp_unwinder_exec(u, 60);
+	CHECK(path_at(u, 60, 0x1100) == NULL);
+	CHECK(!sp_unwinder_map(u, 60, 0x5000, 0x6000, 0, "/nonexistent/b"));
+	CHECK_STR(path_at(u, 60, 0x5100), "/nonexistent/b");
+	sp_unwinder_free(u);
+}
+
 /* How many mappings of path this process has. */
 static unsigned int maps_of(const char *path)
 {
@@ -899,6 +971,7 @@ int main(void)
 	TAP_RUN(test_unwind_no_cfi_frame_pointer);
 	TAP_RUN(test_unwind_frame_pointer_guess_skips);
 	TAP_RUN(test_unwind_file_cut_while_loaded);
+	TAP_RUN(test_unwind_told_out_of_order);
 	TAP_RUN(test_unwind_init_entry);
 	if (libc_clone3_gap())
 		TAP_RUN(test_unwind_clone3_gap);

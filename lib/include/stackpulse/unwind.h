@@ -63,6 +63,22 @@ unsigned int sp_unwinder_unwind(struct sp_unwinder *u, uint32_t pid, uint32_t ti
 int sp_unwinder_fork(struct sp_unwinder *u, uint32_t ppid, uint32_t pid);
 
 /*
+ * The same for a source that tells what its rings hold in the order it reads
+ * them, not in time order (each CPU's ring is in order, the rings are not
+ * among themselves): each call carries its record's time stamp, and the
+ * outcome is that of the records in time order. A mapping stamped before the
+ * process's last exec (or its fork) is an earlier image's and is ignored, as
+ * is one a newer mapping already covers; an exec drops only the mappings
+ * stamped before it, a fork copies only the parent's mappings stamped before
+ * it and none once the child's later exec was told. time 0 is the in-order
+ * call above. Unmapping and forgetting are in order only.
+ */
+int sp_unwinder_map_at(struct sp_unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
+		       uint64_t pgoff, const char *path, uint64_t time);
+void sp_unwinder_exec_at(struct sp_unwinder *u, uint32_t pid, uint64_t time);
+int sp_unwinder_fork_at(struct sp_unwinder *u, uint32_t ppid, uint32_t pid, uint64_t time);
+
+/*
  * When asked to unwind for a pid it was told nothing about, the unwinder
  * reads /proc/PID/maps once for it (on by default; a fuzzer or an offline
  * unwind turns it off).
