@@ -10,6 +10,7 @@
 #include "bpf_events.h"
 #include "bpf_spans.h"
 #include "check_pids.h"
+#include "launch.h"
 #include "malloc_hold.h"
 #include "perf_offcpu.h"
 #include "perf_source.h"
@@ -519,6 +520,7 @@ int main(int argc, char **argv)
 		SP_SPAN_END(SP_CANARY_METHOD);
 		return SP_EXIT_OK;
 	}
+	sp_launch_note_inherited();	/* before any descriptor of ours */
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &first, NULL);
 	/* until started: the kernel's BTF parsed per BPF object reuses the
 	 * last parse's pages; not for the long recordings of -o DIR, which

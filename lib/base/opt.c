@@ -69,7 +69,8 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 				   o->out_path ? o->out_path : "",
 				   o->out_path ? "' is not a directory)" : "");
 		if (o->out_path && strcmp(o->out_path, "-")) {
-			o->out = fopen(o->out_path, "w");
+			/* "e": a command sp-record runs must not inherit it */
+			o->out = fopen(o->out_path, "we");
 			if (!o->out) {
 				sp_error_errno("cannot open '%s' for writing", o->out_path);
 				exit(SP_EXIT_FATAL);

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Start a command stopped before exec; let it go; reap it. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -21,6 +24,68 @@
 int sp_pidfd_open(pid_t pid)
 {
 	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+/* Sorted; known once noted. */
+static int inherited[SP_LAUNCH_MAX_INHERITED];
+static unsigned int ninherited;
+static bool inherited_known;
+
+static int fd_cmp(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+void sp_launch_note_inherited(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	if (!d)
+		return;		/* no /proc: close-on-exec alone decides */
+	while ((e = readdir(d))) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+
+		if (*end || end == e->d_name || fd < 0 || fd > INT32_MAX || fd == dirfd(d))
+			continue;
+		if (ninherited < SP_LAUNCH_MAX_INHERITED)
+			inherited[ninherited++] = (int)fd;
+	}
+	closedir(d);
+	qsort(inherited, ninherited, sizeof(*inherited), fd_cmp);
+	inherited_known = true;
+}
+
+/*
+ * In the child, before exec: every descriptor above 2 that was not
+ * inherited becomes close-on-exec (the child's own error pipe is already).
+ * Async-signal-safe: the parent has threads. Ranges, so as not to walk
+ * every number up to the limit.
+ */
+static void own_fds_cloexec(void)
+{
+	unsigned int lo = 3, i;
+
+	if (!inherited_known)
+		return;
+	for (i = 0; i < ninherited; i++) {
+		unsigned int fd = (unsigned int)inherited[i];
+
+		if (fd < lo)
+			continue;
+		if (fd > lo)
+			syscall(SYS_close_range, lo, fd - 1, CLOSE_RANGE_CLOEXEC);
+		lo = fd + 1;
+	}
+	syscall(SYS_close_range, lo, ~0U, CLOSE_RANGE_CLOEXEC);
 }
 
 static void child(int go, int err, char *const argv[], const sigset_t *mask, int out)
@@ -47,6 +112,7 @@ static void child(int go, int err, char *const argv[], const sigset_t *mask, int
 			;
 		_exit(126);
 	}
+	own_fds_cloexec();
 	execvp(argv[0], argv);
 	e = errno;
 	while (write(err, &e, sizeof(e)) < 0 && errno == EINTR)

@@ -21,6 +21,17 @@ struct sp_launch {
 };
 
 /*
+ * Note the descriptors this process was started with: the command inherits
+ * those (as from any launcher: a test harness's, a shell's), and none that
+ * sp-record opened itself, even one a library left without close-on-exec
+ * or opened in another thread as the command was forked. Called first
+ * thing in main(); without it the command inherits whatever is not
+ * close-on-exec. At most SP_LAUNCH_MAX_INHERITED are noted (the lowest).
+ */
+#define SP_LAUNCH_MAX_INHERITED 1024
+void sp_launch_note_inherited(void);
+
+/*
  * Fork a child that waits (before exec) for sp_launch_go(). The child sets
  * its signal mask to *mask (NULL: nothing blocked), undoing what sp-record
  * blocked for its signalfd, and makes stdout_fd its standard output (-1:
