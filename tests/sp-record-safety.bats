@@ -226,3 +226,75 @@ for i in range(2000):
 	[ "$status" -eq 0 ]
 	[[ "${lines[2]}" == "# processes 1 "* ]]
 }
+
+# The descriptors a shell started by $@ has, as "fd -> target" lines (a
+# pipe's number left out: its stdout and the $(...) it reads with differ
+# from run to run).
+fds_under() {
+	"$@" sh -c 'cd /proc/$$/fd && for f in *; do echo "$f -> $(readlink "$f")"; done' \
+		2>/dev/null | sed 's/pipe:\[[0-9]*\]$/pipe/' | sort
+}
+
+@test "sp-record: the command it runs inherits none of sp-record's descriptors (output file, segments, rings, BPF)" {
+	require_root
+	fds_under env > "$BATS_TEST_TMPDIR/alone"
+	[ -s "$BATS_TEST_TMPDIR/alone" ] || fail "no descriptors listed"
+	for args in "-o $OUT" "-o $OUT --off-cpu --spans=auto" \
+		"--segment=1s -o $BATS_TEST_TMPDIR/segs/" "--flight=1M -o $BATS_TEST_TMPDIR/dumps/"; do
+		mkdir -p -m 700 "$BATS_TEST_TMPDIR/segs" "$BATS_TEST_TMPDIR/dumps"
+		# shellcheck disable=SC2086 # the options, split
+		fds_under sp-record $args -- > "$BATS_TEST_TMPDIR/under"
+		# sp-record's own stdout (not a spool here) is the command's: the
+		# same; anything more is a descriptor of sp-record's
+		extra=$(comm -13 "$BATS_TEST_TMPDIR/alone" "$BATS_TEST_TMPDIR/under")
+		[ -z "$extra" ] || fail "sp-record $args: the command inherits: $extra"
+	done
+}
+
+# sp-record -o $1 running a command that waits, killed with SIGKILL once
+# sp-decode --follow $1 reads it: the follower ends (within 10 s), says
+# so, exit 1. The command is killed after.
+follow_killed_writer() {
+	local rec fol cmd st=0 i
+
+	sp-record "${@:2}" -o "$1" -- sleep 60 2>"$BATS_TEST_TMPDIR/rec.err" &
+	rec=$!
+	for i in $(seq 100); do
+		[ -n "$(ls "$1" 2>/dev/null)" ] && break
+		sleep 0.1
+	done
+	sp-decode --follow "$1" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	fol=$!
+	sleep 2
+	kill -0 "$fol" || fail "the follower ended while its writer lived: $(cat "$BATS_TEST_TMPDIR/err")"
+	cmd=$(pgrep -P "$rec" -x sleep) || fail "no command under sp-record"
+	kill -KILL "$rec"
+	wait "$rec" 2>/dev/null || true
+	kill -KILL "$cmd" || true
+	for i in $(seq 100); do
+		kill -0 "$fol" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$fol" 2>/dev/null; then
+		kill "$fol"
+		fail "sp-decode --follow still waits 10 s after its writer was killed"
+	fi
+	wait "$fol" || st=$?
+	[ "$st" = 1 ] || fail "exit $st: $(cat "$BATS_TEST_TMPDIR/err")"
+	grep -Eq "^sp-decode: warning: $1.*@[0-9]+: its writer is gone without writing its end record" \
+		"$BATS_TEST_TMPDIR/err" || fail "$(cat "$BATS_TEST_TMPDIR/err")"
+	# what it read is there: the header and the process
+	grep -q '"type":"header"' "$BATS_TEST_TMPDIR/out"
+	grep -q '"comm":"sleep"' "$BATS_TEST_TMPDIR/out"
+}
+
+@test "sp-decode --follow of a recording whose sp-record is killed (SIGKILL): it ends, says so, exit 1" {
+	require_root
+	follow_killed_writer "$OUT"
+}
+
+@test "sp-decode --follow DIR of a rotating recording whose sp-record is killed: it ends, says so, exit 1" {
+	require_root
+	mkdir -m 700 "$BATS_TEST_TMPDIR/segs"
+	follow_killed_writer "$BATS_TEST_TMPDIR/segs/" --segment=1s
+}

@@ -14,6 +14,7 @@
 #include "flight.h"
 #include "flightP.h"
 #include "sp.h"
+#include "spool_lock.h"
 #include "stream/segdir.h"
 
 /*
@@ -258,5 +259,11 @@ void sp_names_release(struct sp_names *l)
 
 int sp_create_in(int dirfd, const char *name)
 {
-	return openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	/* held until it is closed: a follower tells when its writer is gone
+	 * (spool_lock.h); a file system without locks only loses that */
+	if (fd >= 0)
+		sp_spool_lock(fd);
+	return fd;
 }

@@ -20,6 +20,7 @@
 #include "schema.h"
 #include "segdir.h"
 #include "spool.h"
+#include "spool_lock.h"
 
 #define CHUNK (256u << 10)
 #define MAX_LINE (SP_SPOOL_MAX_RECORD)
@@ -63,6 +64,8 @@ struct sp_reader {
 	bool opening;		/* inside sp_reader_open() */
 	bool dir_cut_said, discard_said;
 	unsigned int idle_waits;	/* looks at a followed segment that did not grow */
+	unsigned int lock_waits;	/* looks at a followed file that did not grow */
+	bool writer_seen;	/* its writer's lock was seen (spool_lock.h) */
 
 	uint64_t warned_kinds;	/* bit per unknown kind % 64 already reported */
 	bool nodefs_said;	/* a stream without its definitions, reported */
@@ -105,7 +108,8 @@ static void start_input(struct sp_reader *r, int fd, bool own, const char *name)
 	r->pending_json = false;
 	r->saw_end = false;
 	r->seg_rotated = false;
-	r->idle_waits = 0;
+	r->idle_waits = r->lock_waits = 0;
+	r->writer_seen = false;
 	r->warned_limits = 0;
 	r->nodefs_said = false;
 }
@@ -435,6 +439,36 @@ static bool abandoned(struct sp_reader *r)
 }
 
 /*
+ * A followed file whose writer's lock (spool_lock.h) was seen and is gone,
+ * without its end record and with nothing more written: its writer was
+ * killed (or it is an older StackPulse's: then the lock is never seen, and
+ * the file is followed until interrupted). Looked at on the first wait at
+ * the end and every STALE_WAITS (1 s) after. The size is looked at after
+ * the lock: a writer that ended well wrote its end record before closing.
+ */
+static bool writer_gone(struct sp_reader *r)
+{
+	struct stat st;
+	int locked;
+
+	if (r->lock_waits++ % STALE_WAITS)
+		return false;
+	locked = sp_spool_locked(r->fd);
+	if (locked == 1)
+		r->writer_seen = true;
+	if (locked != 0 || !r->writer_seen)
+		return false;
+	if (fstat(r->fd, &st) == 0 && (uint64_t)st.st_size > r->base + r->end)
+		return false;	/* its last bytes: read them first */
+	sp_warn("%s@%llu: its writer is gone without writing its end record (killed, or "
+		"it failed): following ends here", r->name,
+		(unsigned long long)(r->base + r->end));
+	set_status(r, SP_EXIT_PARTIAL);
+	r->dir_ended = true;	/* no segment comes after it either */
+	return true;
+}
+
+/*
  * Read more bytes, keeping buf[start..end). want is the total number of
  * unconsumed bytes needed (0: any more). Returns >0 read, 0 at the end of the
  * input (after waiting when following), -1 on error (reported).
@@ -483,13 +517,14 @@ static int fill(struct sp_reader *r, size_t want)
 				return -1;
 			}
 			discard_consumed(r);
-			if (abandoned(r))
+			if (abandoned(r) || writer_gone(r))
 				return 0;
 			r->would_block = true;
 			r->eof = false;
 			return 0;
 		}
-		if (!r->follow || !r->is_reg || r->saw_end || r->stop || abandoned(r))
+		if (!r->follow || !r->is_reg || r->saw_end || r->stop || abandoned(r) ||
+		    writer_gone(r))
 			return 0;
 		/* Following: a growing file. Shrinking is an error. */
 		{
