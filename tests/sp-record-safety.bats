@@ -298,3 +298,17 @@ follow_killed_writer() {
 	mkdir -m 700 "$BATS_TEST_TMPDIR/segs"
 	follow_killed_writer "$BATS_TEST_TMPDIR/segs/" --segment=1s
 }
+
+@test "sp-record: a second recording to a file another one writes says so" {
+	require_root
+	sp-record -o "$OUT" -- sleep 3 2>/dev/null &
+	rec=$!
+	for _ in $(seq 50); do
+		[ -s "$OUT" ] && break
+		sleep 0.1
+	done
+	run --separate-stderr sp-record -o "$OUT" -- true
+	wait "$rec" || true
+	[[ "$stderr" == *"sp-record: warning: '$OUT': another program holds a lock on this file (another recording writing it?)"* ]] ||
+		fail "$stderr"
+}

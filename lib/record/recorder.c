@@ -488,8 +488,9 @@ int sp_recorder_open_output(struct sp_recorder *r)
 	r->regular = fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
 	/* a follower tells a writer that is gone by the lock (spool_lock.h) */
 	if (r->regular && sp_spool_lock(r->fd) && (errno == EAGAIN || errno == EACCES))
-		sp_warn("'%s': another program is writing this file too (it holds its "
-			"lock): the two recordings will be mixed", r->name);
+		sp_warn("'%s': another program holds a lock on this file (another "
+			"recording writing it?): a follower cannot tell when this one ends",
+			r->name);
 	r->good = r->regular ? (uint64_t)lseek(r->fd, 0, SEEK_CUR) : 0;
 	r->good0 = r->good;
 	r->one.out_fd = r->fd;
