@@ -235,7 +235,7 @@ fds_under() {
 		2>/dev/null | sed 's/pipe:\[[0-9]*\]$/pipe/' | sort
 }
 
-@test "sp-record: the command it runs inherits none of sp-record's descriptors (output file, segments, rings, BPF)" {
+@test "sp-record: the command it runs, and its trigger command, inherit none of sp-record's descriptors (output file, segments, rings, BPF)" {
 	require_root
 	fds_under env > "$BATS_TEST_TMPDIR/alone"
 	[ -s "$BATS_TEST_TMPDIR/alone" ] || fail "no descriptors listed"
@@ -249,6 +249,21 @@ fds_under() {
 		extra=$(comm -13 "$BATS_TEST_TMPDIR/alone" "$BATS_TEST_TMPDIR/under")
 		[ -z "$extra" ] || fail "sp-record $args: the command inherits: $extra"
 	done
+	# nor the trigger command, run while the recording is under way (its
+	# stdin is /dev/null, its stdout here the file: those two differ)
+	rm -rf "$BATS_TEST_TMPDIR/dumps"
+	mkdir -m 700 "$BATS_TEST_TMPDIR/dumps"
+	L=$BATS_TEST_TMPDIR/trig
+	echo 'cd /proc/$$/fd && for f in *; do echo "$f -> $(readlink "$f")"; done' \
+		> "$BATS_TEST_TMPDIR/list.sh"
+	sp-record --flight=1M -o "$BATS_TEST_TMPDIR/dumps/" --trigger-every=100ms \
+		--trigger-cmd="sh $BATS_TEST_TMPDIR/list.sh > $L.tmp; mv $L.tmp $L; exit 1" \
+		-- sleep 1 2>/dev/null
+	[ -s "$L" ] || fail "the trigger command did not run"
+	# (the shell reads its script through a descriptor of its own)
+	extra=$(sed 's/pipe:\[[0-9]*\]$/pipe/' "$L" | grep -v -e '^[01] ' -e '/list\.sh$' | sort |
+		comm -13 "$BATS_TEST_TMPDIR/alone" -)
+	[ -z "$extra" ] || fail "the trigger command inherits: $extra"
 }
 
 # sp-record -o $1 running a command that waits, killed with SIGKILL once

@@ -64,13 +64,9 @@ void sp_launch_note_inherited(void)
 	inherited_known = true;
 }
 
-/*
- * In the child, before exec: every descriptor above 2 that was not
- * inherited becomes close-on-exec (the child's own error pipe is already).
- * Async-signal-safe: the parent has threads. Ranges, so as not to walk
- * every number up to the limit.
- */
-static void own_fds_cloexec(void)
+/* Ranges between the noted descriptors, so as not to walk every number up
+ * to the limit; the child's own pipes are close-on-exec already. */
+void sp_launch_own_fds_cloexec(void)
 {
 	unsigned int lo = 3, i;
 
@@ -112,7 +108,7 @@ static void child(int go, int err, char *const argv[], const sigset_t *mask, int
 			;
 		_exit(126);
 	}
-	own_fds_cloexec();
+	sp_launch_own_fds_cloexec();
 	execvp(argv[0], argv);
 	e = errno;
 	while (write(err, &e, sizeof(e)) < 0 && errno == EINTR)

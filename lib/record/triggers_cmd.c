@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "escape.h"
+#include "launch.h"
 #include "sp.h"
 #include "triggersP.h"
 
@@ -24,7 +25,7 @@
 static void child(struct sp_triggers *t, int out)
 {
 	sigset_t none;
-	int null = open("/dev/null", O_RDONLY);
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 	setpgid(0, 0);
 	sigemptyset(&none);
@@ -33,6 +34,7 @@ static void child(struct sp_triggers *t, int out)
 	if (null >= 0)
 		dup2(null, STDIN_FILENO);
 	dup2(out, STDOUT_FILENO);
+	sp_launch_own_fds_cloexec();	/* none of sp-record's: rings, spool */
 	execl("/bin/sh", "sh", "-c", t->o.cmd, (char *)NULL);
 	_exit(127);
 }

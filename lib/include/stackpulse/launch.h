@@ -30,6 +30,10 @@ struct sp_launch {
  */
 #define SP_LAUNCH_MAX_INHERITED 1024
 void sp_launch_note_inherited(void);
+/* In a child forked to exec a program (the command, a trigger command):
+ * every descriptor above 2 not noted becomes close-on-exec. Async-signal-
+ * safe (the parent has threads); nothing when none were noted. */
+void sp_launch_own_fds_cloexec(void);
 
 /*
  * Fork a child that waits (before exec) for sp_launch_go(). The child sets
