@@ -394,23 +394,81 @@ static void map_inode(uint32_t pid, uint64_t start, uint64_t end, uint64_t *dev,
 	}
 }
 
-/* Whether a mapping of p stamped after time overlaps [start, end). */
-static bool newer_overlap(const struct uw_proc *p, uint64_t start, uint64_t end, uint64_t time)
+/* The index of p's first mapping that ends after addr. */
+static size_t first_ending_after(const struct uw_proc *p, uint64_t addr)
 {
 	size_t lo = 0, hi = p->n;
 
-	while (lo < hi) {	/* the first mapping ending after start */
+	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
-		if (p->maps[mid].end <= start)
+		if (p->maps[mid].end <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (; lo < p->n && p->maps[lo].start < end; lo++)
-		if (p->maps[lo].time > time)
-			return true;
-	return false;
+	return lo;
+}
+
+/* Insert m where its start sorts; the place must be free. 0, or -1 past
+ * MAX_MAPS (dropped). */
+static int maps_insert(struct uw_proc *p, const struct uw_map *m)
+{
+	size_t lo;
+
+	if (p->n >= MAX_MAPS)
+		return -1;
+	sp_grow(&p->maps, &p->cap, p->n + 1, sizeof(*p->maps));
+	lo = first_ending_after(p, m->start);
+	memmove(&p->maps[lo + 1], &p->maps[lo], (p->n - lo) * sizeof(*m));
+	p->maps[lo] = *m;
+	p->n++;
+	return 0;
+}
+
+/*
+ * Put m in p as the records in time order would have: over what it
+ * overlaps that is older (or told in order, time 0), under what is newer
+ * (told first, from another CPU's ring): only its pieces that no newer
+ * mapping holds go in.
+ */
+static void maps_place(struct uw_proc *p, const struct uw_map *m)
+{
+	uint64_t cur = m->start;
+
+	if (!m->time) {
+		maps_punch(p, m->start, m->end);
+		maps_insert(p, m);
+		return;
+	}
+	while (cur < m->end) {
+		uint64_t piece_end = m->end;
+		size_t i;
+
+		for (i = first_ending_after(p, cur); i < p->n && p->maps[i].start < m->end; i++) {
+			if (p->maps[i].time <= m->time)
+				continue;		/* older: the piece goes over it */
+			if (p->maps[i].start <= cur) {	/* newer, holding cur */
+				cur = p->maps[i].end;
+				continue;
+			}
+			piece_end = p->maps[i].start;
+			break;
+		}
+		if (cur >= m->end)
+			break;
+		if (piece_end > cur) {
+			struct uw_map piece = *m;
+
+			piece.pgoff += cur - m->start;
+			piece.start = cur;
+			piece.end = piece_end;
+			maps_punch(p, cur, piece_end);
+			if (maps_insert(p, &piece))
+				return;
+		}
+		cur = piece_end;
+	}
 }
 
 static int proc_add_map(struct sp_unwinder *u, struct uw_proc *p, uint64_t start, uint64_t end,
@@ -418,13 +476,10 @@ static int proc_add_map(struct sp_unwinder *u, struct uw_proc *p, uint64_t start
 {
 	struct uw_map m = { .start = start, .end = end, .pgoff = pgoff, .time = time };
 	uint64_t dev = 0, ino = 0;
-	size_t lo = 0, hi;
 
-	if (end <= start || time < p->since)
-		return 0;
-	/* told out of order: an older report of a place a newer one holds is
-	 * stale (the newer one was read first, from another CPU's ring) */
-	if (time && newer_overlap(p, start, end, time))
+	/* told out of order: stamped before the process's last exec, it is
+	 * an earlier image's, read late */
+	if (end <= start || (time && time < p->since))
 		return 0;
 	if (is_anon_path(path)) {
 		m.file = NULL;
@@ -437,22 +492,7 @@ static int proc_add_map(struct sp_unwinder *u, struct uw_proc *p, uint64_t start
 	} else {
 		m.special = true;	/* [vsyscall], [uprobes], ... */
 	}
-	maps_punch(p, start, end);
-	if (p->n >= MAX_MAPS)
-		return 0;
-	sp_grow(&p->maps, &p->cap, p->n + 1, sizeof(*p->maps));
-	hi = p->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (p->maps[mid].start < start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	memmove(&p->maps[lo + 1], &p->maps[lo], (p->n - lo) * sizeof(m));
-	p->maps[lo] = m;
-	p->n++;
+	maps_place(p, &m);
 	return 0;
 }
 
@@ -473,20 +513,14 @@ int sp_unwinder_map(struct sp_unwinder *u, uint32_t pid, uint64_t start, uint64_
 	return sp_unwinder_map_at(u, pid, start, end, pgoff, path, 0);
 }
 
-static int map_cmp(const void *a, const void *b)
-{
-	const struct uw_map *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Drop p's mappings stamped at or before time (all of them for 0). */
+/* Drop p's mappings stamped before time: an earlier image's, or an
+ * earlier process's (all of them for 0, told in order). */
 static void maps_drop_until(struct uw_proc *p, uint64_t time)
 {
 	size_t i, n = 0;
 
 	for (i = 0; i < p->n; i++)
-		if (time && p->maps[i].time > time)
+		if (time && p->maps[i].time >= time)
 			p->maps[n++] = p->maps[i];
 	p->n = n;
 }
@@ -539,8 +573,18 @@ int sp_unwinder_fork_at(struct sp_unwinder *u, uint32_t ppid, uint32_t pid, uint
 	struct uw_proc *pp = proc_find(u, ppid, false), *p;
 	size_t i;
 
-	if (!pp || ppid == pid)
+	if (ppid == pid)
 		return 0;
+	if (!pp) {
+		/* no parent to copy; what was told of the pid before the fork
+		 * was an earlier process's all the same */
+		p = time ? proc_find(u, pid, false) : NULL;
+		if (p && p->since <= time) {
+			maps_drop_until(p, time);
+			p->since = time;
+		}
+		return 0;
+	}
 	if (!time) {
 		sp_unwinder_forget(u, pid);	/* an earlier process of that pid */
 	} else if ((p = proc_find(u, pid, false)) && p->since > time) {
@@ -554,16 +598,22 @@ int sp_unwinder_fork_at(struct sp_unwinder *u, uint32_t ppid, uint32_t pid, uint
 	 * what after, the child's own (read first, from another CPU's ring) */
 	maps_drop_until(p, time);
 	p->since = time;
-	for (i = 0; i < pp->n; i++) {
-		const struct uw_map *m = &pp->maps[i];
-
-		if (time && (m->time > time || newer_overlap(p, m->start, m->end, time)))
-			continue;
-		sp_grow(&p->maps, &p->cap, p->n + 1, sizeof(*p->maps));
-		p->maps[p->n++] = *m;
+	if (!p->n) {	/* the usual case: what the parent had mapped by then */
+		sp_grow(&p->maps, &p->cap, pp->n, sizeof(*p->maps));
+		for (i = 0; i < pp->n; i++)
+			if (!time || pp->maps[i].time <= time)
+				p->maps[p->n++] = pp->maps[i];
+		return 0;
 	}
-	/* the child's own and the parent's, disjoint: sorted by start again */
-	qsort(p->maps, p->n, sizeof(*p->maps), map_cmp);
+	for (i = 0; i < pp->n; i++) {
+		struct uw_map m = pp->maps[i];
+
+		if (m.time > time)
+			continue;
+		if (!m.time)
+			m.time = 1;	/* told in order: older than the child's own */
+		maps_place(p, &m);
+	}
 	return 0;
 }
 

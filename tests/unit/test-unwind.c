@@ -427,6 +427,35 @@ static void test_unwind_told_out_of_order(void)
 	CHECK(!sp_unwinder_fork_at(u, 50, 53, 80));
 	CHECK_STR(path_at(u, 53, 0x400100), "/nonexistent/bash");
 
+	/* A fork read after the child's own mapping inside one of the
+	 * parent's: the parent's is the child's around it, not over it. */
+	CHECK(!sp_unwinder_map_at(u, 54, 0x1000, 0x2000, 0, "/nonexistent/p1", 1));
+	CHECK(!sp_unwinder_map_at(u, 54, 0x4000, 0x7000, 0, "/nonexistent/p2", 1));
+	CHECK(!sp_unwinder_map_at(u, 55, 0x5000, 0x6000, 0, "/nonexistent/own", 60));
+	CHECK(!sp_unwinder_fork_at(u, 54, 55, 50));
+	CHECK_STR(path_at(u, 55, 0x5800), "/nonexistent/own");
+	CHECK_STR(path_at(u, 55, 0x4800), "/nonexistent/p2");
+	CHECK_STR(path_at(u, 55, 0x6800), "/nonexistent/p2");
+	CHECK_STR(path_at(u, 55, 0x1800), "/nonexistent/p1");
+	/* An older mapping read after a newer one it only partly overlaps:
+	 * the older one holds the rest, as in time order. */
+	CHECK(!sp_unwinder_map_at(u, 56, 0x18000, 0x19000, 0, "/nonexistent/t6", 6));
+	CHECK(!sp_unwinder_map_at(u, 56, 0x10000, 0x20000, 0, "/nonexistent/t5", 5));
+	CHECK_STR(path_at(u, 56, 0x11000), "/nonexistent/t5");
+	CHECK_STR(path_at(u, 56, 0x18800), "/nonexistent/t6");
+	CHECK_STR(path_at(u, 56, 0x1f000), "/nonexistent/t5");
+	/* A mapping stamped at its exec's time is the new image's, whichever
+	 * is read first; one told in order (time 0) after a timed exec is
+	 * taken. */
+	CHECK(!sp_unwinder_map_at(u, 57, 0x1000, 0x2000, 0, "/nonexistent/at", 100));
+	sp_unwinder_exec_at(u, 57, 100);
+	CHECK_STR(path_at(u, 57, 0x1800), "/nonexistent/at");
+	sp_unwinder_exec_at(u, 58, 100);
+	CHECK(!sp_unwinder_map_at(u, 58, 0x1000, 0x2000, 0, "/nonexistent/at", 100));
+	CHECK_STR(path_at(u, 58, 0x1800), "/nonexistent/at");
+	CHECK(!sp_unwinder_map(u, 58, 0x3000, 0x4000, 0, "/nonexistent/untimed"));
+	CHECK_STR(path_at(u, 58, 0x3800), "/nonexistent/untimed");
+
 	/* In order (time 0), as before: an exec drops every mapping, a fork
 	 * copies every one of the parent's. */
 	CHECK(!sp_unwinder_map(u, 60, 0x1000, 0x2000, 0, "/nonexistent/a"));
