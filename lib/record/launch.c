@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -64,6 +65,25 @@ void sp_launch_note_inherited(void)
 	inherited_known = true;
 }
 
+/*
+ * [lo, hi] close-on-exec. Without close_range(CLOSE_RANGE_CLOEXEC) (a
+ * kernel before 5.11, or a seccomp filter that refuses it) each one up to
+ * RLIMIT_NOFILE (sp-record raises it: read now, not at the start), at most
+ * 2^20: no descriptor can be above it.
+ */
+static void cloexec_range(unsigned int lo, unsigned int hi)
+{
+	unsigned int fd, limit = 1u << 20;
+	struct rlimit rl;
+
+	if (syscall(SYS_close_range, lo, hi, CLOSE_RANGE_CLOEXEC) == 0)
+		return;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < limit)
+		limit = (unsigned int)rl.rlim_cur;
+	for (fd = lo; fd <= hi && fd < limit; fd++)
+		fcntl((int)fd, F_SETFD, FD_CLOEXEC);	/* EBADF for most: fine */
+}
+
 /* Ranges between the noted descriptors, so as not to walk every number up
  * to the limit; the child's own pipes are close-on-exec already. */
 void sp_launch_own_fds_cloexec(void)
@@ -78,10 +98,10 @@ void sp_launch_own_fds_cloexec(void)
 		if (fd < lo)
 			continue;
 		if (fd > lo)
-			syscall(SYS_close_range, lo, fd - 1, CLOSE_RANGE_CLOEXEC);
+			cloexec_range(lo, fd - 1);
 		lo = fd + 1;
 	}
-	syscall(SYS_close_range, lo, ~0U, CLOSE_RANGE_CLOEXEC);
+	cloexec_range(lo, ~0U);
 }
 
 static void child(int go, int err, char *const argv[], const sigset_t *mask, int out)

@@ -3,6 +3,7 @@
  * its exit status as a shell reports it, the signal mask it starts with, and
  * the standard output it is given. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +14,50 @@
 
 #include "tap.h"
 #include "launch.h"
+
+/* Whether the command run by sp_launch has descriptor fd open: it exits 0
+ * when it has. */
+static int command_has_fd(int fd)
+{
+	char script[64];
+	char *argv[] = { "sh", "-c", script, NULL };
+	struct sp_launch l;
+	int code;
+
+	snprintf(script, sizeof(script), "[ -e /proc/$$/fd/%d ]", fd);
+	if (sp_launch_prepare(&l, argv, NULL, -1) || sp_launch_go(&l))
+		return -1;
+	while (sp_launch_reap(&l, true) == 0)
+		;
+	code = sp_launch_exit_code(l.wstatus);
+	sp_launch_release(&l);
+	return code == 0;
+}
+
+/* The command inherits the descriptors the process was started with (here:
+ * those open when they were noted), none it opened after, close-on-exec
+ * or not. */
+static void test_launch_inherits_only_noted(void)
+{
+	int before = open("/dev/null", O_RDONLY), after, high;
+
+	CHECK(before >= 0);
+	sp_launch_note_inherited();
+	after = open("/dev/null", O_RDONLY);	/* not close-on-exec */
+	CHECK(after >= 0);
+	high = dup2(after, 700);		/* above every noted one */
+	CHECK(high == 700);
+	CHECK(command_has_fd(before) == 1);
+	CHECK(command_has_fd(after) == 0);
+	CHECK(command_has_fd(high) == 0);
+	/* a descriptor between two noted ones */
+	close(before);
+	CHECK(dup2(after, before) == before);
+	CHECK(command_has_fd(before) == 1);	/* its number was noted: passed on */
+	close(after);
+	close(high);
+	close(before);
+}
 
 static void test_launch_status(void)
 {
@@ -117,6 +162,7 @@ static void test_launch_stdout(void)
 int main(void)
 {
 	TAP_RUN(test_launch_status);
+	TAP_RUN(test_launch_inherits_only_noted);
 	TAP_RUN(test_launch_not_found);
 	TAP_RUN(test_launch_abort);
 	TAP_RUN(test_launch_signals);
