@@ -327,3 +327,34 @@ follow_killed_writer() {
 	[[ "$stderr" == *"sp-record: warning: '$OUT': another program holds a lock on this file (another recording writing it?)"* ]] ||
 		fail "$stderr"
 }
+
+@test "sp-decode --follow: a read lock another user takes and drops on the spool does not end it while sp-record writes" {
+	require_root
+	require_cmd setpriv
+	D=$(mktemp -d /tmp/sp-rdlock.XXXXXX)
+	chmod 755 "$D"
+	: >"$D/out.sp"
+	chmod 644 "$D/out.sp"	# readable by all, as a spool left from before
+	# nobody holds a read lock (open file description) for 2 s, then drops it
+	setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
+import fcntl, struct, sys, time
+f = open(sys.argv[1], "rb")
+fcntl.fcntl(f, fcntl.F_OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_RDLCK, 0, 0, 0, 0))
+time.sleep(2)
+' "$D/out.sp" &
+	locker=$!
+	sleep 0.5
+	sp-record -o "$D/out.sp" -- sleep 5 2>"$D/rec.err" &
+	rec=$!
+	sleep 0.5
+	sp-decode --follow "$D/out.sp" >/dev/null 2>"$D/fol.err" &
+	fol=$!
+	wait "$locker"
+	sleep 2.5	# two looks after the read lock went
+	kill -0 "$fol" 2>/dev/null || fail "the follower ended while sp-record wrote: $(cat "$D/fol.err")"
+	grep -q "another program holds a lock on this file" "$D/rec.err" || fail "$(cat "$D/rec.err")"
+	wait "$rec"
+	kill "$fol" 2>/dev/null || true
+	wait "$fol" || true
+	rm -rf "$D"
+}

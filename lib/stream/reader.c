@@ -65,7 +65,10 @@ struct sp_reader {
 	bool dir_cut_said, discard_said;
 	unsigned int idle_waits;	/* looks at a followed segment that did not grow */
 	unsigned int lock_waits;	/* looks at a followed file that did not grow */
-	bool writer_seen;	/* its writer's lock was seen (spool_lock.h) */
+	unsigned int unlocked_looks;	/* lock looks in a row that found none */
+	/* its writer's lock was seen (spool_lock.h): in this file, or in an
+	 * earlier segment of this directory (one writer writes them all) */
+	bool writer_seen;
 
 	uint64_t warned_kinds;	/* bit per unknown kind % 64 already reported */
 	bool nodefs_said;	/* a stream without its definitions, reported */
@@ -108,8 +111,9 @@ static void start_input(struct sp_reader *r, int fd, bool own, const char *name)
 	r->pending_json = false;
 	r->saw_end = false;
 	r->seg_rotated = false;
-	r->idle_waits = r->lock_waits = 0;
-	r->writer_seen = false;
+	r->idle_waits = r->lock_waits = r->unlocked_looks = 0;
+	if (!r->dir)
+		r->writer_seen = false;
 	r->warned_limits = 0;
 	r->nodefs_said = false;
 }
@@ -246,6 +250,7 @@ static int open_dir(struct sp_reader *r, const char *p)
 		r->dir_path = sp_xstrdup(p);
 		r->seg = 0;
 		r->seg_read = r->seg_rotated = r->saw_end = r->dir_ended = false;
+		r->writer_seen = false;
 		return 1;
 	}
 	if ((errno == ELOOP || errno == ENOTDIR) && lstat(p, &st) == 0 && S_ISLNK(st.st_mode) &&
@@ -443,8 +448,10 @@ static bool abandoned(struct sp_reader *r)
  * without its end record and with nothing more written: its writer was
  * killed (or it is an older StackPulse's: then the lock is never seen, and
  * the file is followed until interrupted). Looked at on the first wait at
- * the end and every STALE_WAITS (1 s) after. The size is looked at after
- * the lock: a writer that ended well wrote its end record before closing.
+ * the end and every STALE_WAITS (1 s) after; gone when two looks in a row
+ * find no lock (a segment is locked a moment after it is created). The
+ * size is looked at after the lock: a writer that ended well wrote its end
+ * record before closing.
  */
 static bool writer_gone(struct sp_reader *r)
 {
@@ -454,12 +461,16 @@ static bool writer_gone(struct sp_reader *r)
 	if (r->lock_waits++ % STALE_WAITS)
 		return false;
 	locked = sp_spool_locked(r->fd);
-	if (locked == 1)
+	if (locked == 1) {
 		r->writer_seen = true;
+		r->unlocked_looks = 0;
+	}
 	if (locked != 0 || !r->writer_seen)
 		return false;
 	if (fstat(r->fd, &st) == 0 && (uint64_t)st.st_size > r->base + r->end)
 		return false;	/* its last bytes: read them first */
+	if (++r->unlocked_looks < 2)
+		return false;
 	sp_warn("%s@%llu: its writer is gone without writing its end record (killed, or "
 		"it failed): following ends here", r->name,
 		(unsigned long long)(r->base + r->end));
@@ -492,7 +503,7 @@ static int fill(struct sp_reader *r, size_t want)
 			return 0;
 		n = read(r->fd, r->buf + r->end, r->cap - r->end);
 		if (n > 0) {
-			r->idle_waits = 0;
+			r->idle_waits = r->unlocked_looks = 0;
 			r->end += n;
 			return 1;
 		}

@@ -30,5 +30,7 @@ int sp_spool_locked(int fd)
 	fl.l_whence = SEEK_SET;
 	if (fcntl(fd, F_OFD_GETLK, &fl))
 		return -1;
-	return fl.l_type != F_UNLCK;
+	/* a write lock only: anyone who may read the file may hold a read
+	 * lock on it, and let it go to make a follower stop early */
+	return fl.l_type == F_WRLCK;
 }

@@ -38,6 +38,15 @@ static void test_lock_held_and_dropped(void)
 	}
 	close(w);
 	CHECK_EQ_U(sp_spool_locked(r), 0);
+	/* a read lock, which any reader may take, is no writer */
+	{
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+		int other = open(path, O_RDONLY | O_CLOEXEC);
+
+		CHECK(fcntl(other, F_OFD_SETLK, &fl) == 0);
+		CHECK_EQ_U(sp_spool_locked(r), 0);
+		close(other);
+	}
 	close(r);
 }
 

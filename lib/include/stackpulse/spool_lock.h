@@ -16,7 +16,9 @@
  * system has no such locks, or another writer holds one). */
 int sp_spool_lock(int fd);
 
-/* Reader: 1 a writer holds a lock on fd's file, 0 none, -1 cannot tell. */
+/* Reader: 1 a writer holds a write lock on fd's file (one that may open it
+ * for writing: a read lock, which any reader may take, does not count), 0
+ * none, -1 cannot tell. */
 int sp_spool_locked(int fd);
 
 #endif
