@@ -6,14 +6,29 @@
  * and a command sp-record runs never has that (its descriptors are
  * close-on-exec).
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/vfs.h>
 
 #include "spool_lock.h"
 
+/* SMB's byte-range locks are not advisory (unless mounted nobrl): a lock
+ * of ours there would make others' reads of the file fail. */
+#define CIFS_MAGIC 0xFF534D42u
+#define SMB2_MAGIC 0xFE534D42u
+
 int sp_spool_lock(int fd)
 {
+	struct statfs fs;
 	struct flock fl;
+
+	if (fstatfs(fd, &fs) == 0 &&
+	    ((uint32_t)fs.f_type == CIFS_MAGIC || (uint32_t)fs.f_type == SMB2_MAGIC)) {
+		errno = ENOTSUP;
+		return -1;
+	}
 
 	memset(&fl, 0, sizeof(fl));
 	fl.l_type = F_WRLCK;

@@ -13,7 +13,8 @@
 #define STACKPULSE_SPOOL_LOCK_H
 
 /* Writer: lock fd's file (open for writing). 0, or -1 with errno (the file
- * system has no such locks, or another writer holds one). */
+ * system has no such locks, or only ones that are not advisory, SMB's:
+ * ENOTSUP; or another program holds one: EAGAIN). */
 int sp_spool_lock(int fd);
 
 /* Reader: 1 a writer holds a write lock on fd's file (one that may open it
