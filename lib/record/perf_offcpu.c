@@ -973,16 +973,16 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 		    (uint64_t)ncpus * SYSTEM_WIDE_PAGES * (uint64_t)sysconf(_SC_PAGESIZE) <= 64u << 20)
 			c->o.pages = SYSTEM_WIDE_PAGES;
 		rc = open_rings(c, -1, cpus, ncpus);
-	} else if (!c->o.pages && geteuid() == 0 && ncpus > 0) {
+	} else if (!c->o.pages && geteuid() == 0 && ncpus > 0 &&
+		   (uint64_t)ncpus * (t->npids ? t->npids : 1) * SYSTEM_WIDE_PAGES *
+		   (uint64_t)sysconf(_SC_PAGESIZE) <= SP_PERF_RINGS_MOST) {
 		/* A command's or -p's threads switch in bursts (a shell's forks
 		 * and waits, a pool's hand-offs), each switch with its stack
 		 * copy: 64 pages lost records under a loop of short commands
-		 * on a loaded machine. Rings as large as the CPU samples'
-		 * (perf_events.c), within the 64 MiB of all; root's only: a
-		 * user's count against perf_event_mlock_kb. */
-		c->o.pages = sp_perf_ring_pages(SYSTEM_WIDE_PAGES, c->o.stack_size ?
-						c->o.stack_size : SP_OFFCPU_STACK_COPY,
-						(unsigned int)ncpus, (uint64_t)sysconf(_SC_PAGESIZE));
+		 * on a loaded machine. As -a's while all of them (a ring per
+		 * CPU and pid) stay within 64 MiB; root's only: a user's count
+		 * against perf_event_mlock_kb. */
+		c->o.pages = SYSTEM_WIDE_PAGES;
 	}
 	for (i = 0; !rc && !t->system_wide && i < t->npids; i++) {
 		rc = open_rings(c, t->pids[i], cpus, ncpus);
