@@ -51,6 +51,7 @@ void sp_launch_note_inherited(void)
 
 	if (!d)
 		return;		/* no /proc: close-on-exec alone decides */
+	ninherited = 0;
 	while ((e = readdir(d))) {
 		char *end;
 		long fd = strtol(e->d_name, &end, 10);

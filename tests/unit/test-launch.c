@@ -3,6 +3,11 @@
  * its exit status as a shell reports it, the signal mask it starts with, and
  * the standard output it is given. */
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -57,6 +62,41 @@ static void test_launch_inherits_only_noted(void)
 	close(after);
 	close(high);
 	close(before);
+}
+
+/* Where close_range(CLOSE_RANGE_CLOEXEC) is refused (a kernel before 5.11,
+ * a seccomp filter), each descriptor is marked: run in a child whose
+ * seccomp filter makes close_range fail with ENOSYS. */
+static void test_launch_inherits_only_noted_without_close_range(void)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 436 /* close_range */, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(filter) / sizeof(filter[0]), .filter = filter };
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int after;
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+			_exit(3);
+		if (syscall(436, 3, 3, 0) == 0 || errno != ENOSYS)
+			_exit(4);	/* the filter is not in force */
+		sp_launch_note_inherited();
+		after = open("/dev/null", O_RDONLY);
+		if (after < 0 || dup2(after, 600) != 600)
+			_exit(5);
+		_exit(command_has_fd(after) == 0 && command_has_fd(600) == 0 &&
+		      command_has_fd(2) == 1 ? 0 : 1);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ_U(WEXITSTATUS(status), 0);
 }
 
 static void test_launch_status(void)
@@ -163,6 +203,7 @@ int main(void)
 {
 	TAP_RUN(test_launch_status);
 	TAP_RUN(test_launch_inherits_only_noted);
+	TAP_RUN(test_launch_inherits_only_noted_without_close_range);
 	TAP_RUN(test_launch_not_found);
 	TAP_RUN(test_launch_abort);
 	TAP_RUN(test_launch_signals);
