@@ -32,7 +32,7 @@
 #include "cgroup_filter.h"
 #include "hashmap.h"
 #include "interpP.h"
-#include "kallsyms.h"
+#include "ksym_writer.h"
 #include "perf_offcpu.h"
 #include "perf_queue.h"
 #include "perf_ring.h"
@@ -135,11 +135,7 @@ struct offcpu {
 	size_t held_at, nheld, held_cap;	/* first, end */
 	uint64_t polls;
 	uint64_t kmod;			/* kernel module id, 0 = none yet */
-	struct sp_u64map kaddrs;	/* kernel functions whose ksym was written */
-	struct sp_kallsyms ktab;	/* /proc/kallsyms, read on a thread from the start */
-	bool ktab_read;			/* ktab is ready (the thread joined) */
-	bool ktab_loading;		/* ktab_thread runs */
-	pthread_t ktab_thread;
+	struct sp_ksym_writer ksyms;	/* kernel frames' symbols (ksym_writer.h) */
 	struct sp_stackq *stackq;
 	bool interp;			/* the interpreters' program is on the events */
 	struct sp_u64map cg_verdict;	/* cgroup id -> 1 in the filter's, 2 not */
@@ -365,67 +361,6 @@ static const struct sp_module *find_module(struct offcpu *c, uint32_t pid, uint6
 }
 
 /* A frame of b: kernel frame i, or user frame i. */
-/*
- * The ksym record of the kernel function holding addr, written straight to
- * the writer (a ksym has no time) before the frame that needs it, as the
- * CPU samples' source does: written at the end, after the frames, a
- * streaming sp-symbolize had looked those frames up without it.
- */
-static void *load_ktab(void *arg)
-{
-	struct offcpu *c = arg;
-
-	if (sp_kallsyms_load(&c->ktab, NULL))
-		sp_kallsyms_release(&c->ktab);	/* none: frames unnamed */
-	return NULL;
-}
-
-/*
- * The table is read on a thread from the source's start: read on the loop
- * at the first wait, it stalled every source for a few hundred ms, and the
- * waits read after the stall came before the perf source had read the
- * mappings of the processes that waited (their user frames had no module).
- */
-static void ktab_start(struct offcpu *c)
-{
-	if (pthread_create(&c->ktab_thread, NULL, load_ktab, c) == 0)
-		c->ktab_loading = true;
-}
-
-static void ktab_ready(struct offcpu *c)
-{
-	if (c->ktab_read)
-		return;
-	c->ktab_read = true;
-	if (c->ktab_loading) {
-		pthread_join(c->ktab_thread, NULL);
-		c->ktab_loading = false;
-	} else {
-		load_ktab(c);
-	}
-}
-
-static void offcpu_ksym(struct offcpu *c, uint64_t addr)
-{
-	struct sp_record r = { .kind = SP_REC_KSYM };
-	const struct sp_kallsym *sym;
-	uint64_t size;
-
-	ktab_ready(c);
-	if (c->ktab.zero || !c->ktab.n)
-		return;
-	sym = sp_kallsyms_find(&c->ktab, addr, &size);
-	if (!sym || sp_u64map_get(&c->kaddrs, sym->addr))
-		return;
-	sp_u64map_put(&c->kaddrs, sym->addr, 1);
-	r.ksym.addr = sym->addr;
-	r.ksym.size = size;
-	r.ksym.name = sp_writer_strz(c->out->w, sp_kallsyms_str(&c->ktab, sym->name));
-	r.ksym.kmod = sym->kmod ? sp_writer_strz(c->out->w, sp_kallsyms_str(&c->ktab, sym->kmod))
-				: 0;
-	sp_writer_put(c->out->w, &r);
-}
-
 static uint64_t intern_frame(struct offcpu *c, const struct blocked *b, unsigned int i,
 			     bool kernel)
 {
@@ -446,7 +381,7 @@ static uint64_t intern_frame(struct offcpu *c, const struct blocked *b, unsigned
 			f.pid = 0;
 		/* its symbol before it (docs/spool.md, "Rules"); a return
 		 * address is named by the call before it, as looked up */
-		offcpu_ksym(c, leaf || !ip ? ip : ip - 1);
+		sp_ksym_writer_put(&c->ksyms, c->out->w, leaf || !ip ? ip : ip - 1);
 	} else if (w && w->fr[i].file != NO_FILE &&
 		   (f.module = modpath_find(c, w->f[w->fr[i].file].path,
 					    w->f[w->fr[i].file].pgoff))) {
@@ -955,8 +890,12 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 	unsigned int i;
 
 	c->out = out;
+	/* The per-boot cache, mapped (read on a thread, the first time): read
+	 * on the loop at the first wait, /proc/kallsyms stalled every source
+	 * for a few hundred ms. Module and BPF symbols are read afresh at
+	 * once for the whole machine, else at the first frame in one. */
 	if (c->o.kernel_frames)
-		ktab_start(c);
+		sp_ksym_writer_start(&c->ksyms, t->system_wide);
 	ncpus = sp_online_cpus(&cpus);
 	if (t->system_wide) {
 		/* A CPU's event sees no exec of its own (-a with a command):
@@ -1049,6 +988,7 @@ static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 	sp_perf_queue_finish(&c->q, c->rings, c->nfds);
 	scan_modules(c);
 	held_release(c, true);
+	sp_ksym_writer_finish(&c->ksyms, "off-CPU waits");
 	/* Threads still blocked when the recording stopped are not recorded:
 	 * their wait has no end. */
 	if (c->st.lost) {
@@ -1112,10 +1052,7 @@ static void offcpu_free(struct sp_source *s)
 	pidmods_release(c);
 	sp_u64map_release(&c->blocked);
 	sp_u64map_release(&c->parent);
-	sp_u64map_release(&c->kaddrs);
-	if (c->ktab_loading)
-		pthread_join(c->ktab_thread, NULL);
-	sp_kallsyms_release(&c->ktab);
+	sp_ksym_writer_release(&c->ksyms);
 	sp_u64map_release(&c->cg_verdict);
 	sp_cgfilter_bpf_free(c->cgk);
 	if (c->epfd >= 0)

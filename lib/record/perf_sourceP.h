@@ -12,7 +12,8 @@
  *   perf_procs.c    processes, threads, mappings and the modules behind
  *                   them, from the kernel's records and from /proc
  *   perf_samples.c  samples: their stacks interned as frames and stacks
- *   perf_ksyms.c    kernel symbols for the kernel frames seen
+ *   perf_ksyms.c    kernel symbols for the kernel frames seen (when the
+ *                   fresh read begins; the rest is ksym_writer.c)
  *   perf_jit.c      JIT perf maps (/tmp/perf-PID.map) of ended processes
  *   perf_map.c      the map of (a, b) pairs the files above keep state in
  *
@@ -35,7 +36,7 @@
 #include "cgroup_filter.h"
 #include "hashmap.h"
 #include "interpP.h"
-#include "kallsyms.h"
+#include "ksym_writer.h"
 #include "perf_queue.h"
 #include "proc_ended.h"
 #include "perf_ring.h"
@@ -214,26 +215,12 @@ struct perf {
 	bool bpf_loaded;	/* they are (or failed: NULL) */
 	enum sp_interp_cmd cmd_kind;	/* what the command runs (looked up before the thread) */
 
-	/* Kernel symbols: the per-boot cache, mapped at start, or the kernel's
-	 * table read by a thread; a fresh read once a frame outside the cached
-	 * vmlinux text shows up (in the background from the start with -a,
-	 * or once an interpreter is followed: sp_perf_ksyms_poll()). */
-	bool ksyms_wanted;
-	pthread_t ksyms_thread;
-	bool ksyms_started;	/* the thread is to be joined */
-	int ksyms_done;		/* atomic: p->ksyms is loaded (or failed) */
-	struct sp_kallsyms ksyms;
-	int ksyms_err;
-	pthread_t fresh_thread;
-	bool fresh_started;
-	bool fresh_at_interp;	/* start it once an interpreter is followed */
-	int fresh_done;		/* atomic */
-	struct sp_kallsyms fresh;
-	int fresh_err;
-	uint64_t ksym_missing;	/* kernel frames no table could name */
+	/* Kernel symbols (ksym_writer.h); the fresh read of module and BPF
+	 * symbols begins at once with -a, or once an interpreter is followed
+	 * (sp_perf_ksyms_poll()). */
+	struct sp_ksym_writer ksyms;
+	bool fresh_at_interp;	/* begin it once an interpreter is followed */
 	uint64_t kernel_astray;	/* user-half addresses in kernel callchains, dropped */
-	struct perf_map ksym_written;	/* symbol address -> 1 */
-	bool ksym_warned;
 
 	uint32_t *roots;
 	unsigned int nroots;

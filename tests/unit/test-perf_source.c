@@ -217,14 +217,14 @@ static void test_perf_source_kernel_astray(void)
 
 		p->out = &em;
 		p->attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
-		p->ksyms_wanted = true;	/* with no table: each lookup is a miss */
+		p->ksyms.started = true;	/* with no table: each lookup is a miss */
 		sp_perf_on_sample(p, &rec.h);
 		p->out = NULL;
 	}
 	CHECK_EQ_U(p->kernel_astray, 2);
-	CHECK_EQ_U(p->ksym_missing, 2);	/* the two kernel frames only */
+	CHECK_EQ_U(p->ksyms.missing, 2);	/* the two kernel frames only */
 	CHECK_EQ_U(p->st.samples, 1);
-	p->ksyms_wanted = false;
+	p->ksyms.started = false;
 	s->free(s);
 	CHECK(sp_writer_close(w) == 0);
 	lseek(fd, 0, SEEK_SET);
@@ -253,50 +253,6 @@ static void test_perf_source_kernel_astray(void)
 	CHECK_EQ_U(samples, 1);
 	sp_reader_close(rd);
 	close(fd);
-}
-
-/* What the end says of kernel frames without a symbol (stderr). */
-static void ksyms_finish_says(struct perf *p, char *out, size_t size)
-{
-	struct stderr_capture cap;
-
-	stderr_capture_begin(&cap);
-	p->ksym_warned = false;
-	sp_perf_ksyms_finish(p);
-	stderr_capture_end(&cap, out, size);
-}
-
-/*
- * Kernel frames a table was read for but lacks are said as such, not as a
- * read that failed ("Input/output error" was made up); a failed re-read
- * names its error.
- */
-static void test_perf_source_ksyms_missing(void)
-{
-	struct sp_perf_opts o = { .freq = 99, .call_graph = SP_CG_FP, .interp = SP_INTERP_NONE };
-	struct sp_source *s = sp_perf_source_new(&o);
-	struct perf *p;
-	char out[512];
-
-	CHECK(s != NULL);
-	if (!s)
-		return;
-	p = s->priv;
-	p->ksyms_wanted = true;
-	p->ksym_missing = 5;
-	p->ksyms.n = 1;		/* a table was read: only its count is looked at */
-	ksyms_finish_says(p, out, sizeof(out));
-	CHECK(strstr(out, "warning: 5 kernel frames got no symbol: /proc/kallsyms has none at "
-			  "their addresses (code unloaded before it was read, or not kernel "
-			  "code)\n") != NULL);
-	CHECK(strstr(out, "Input/output error") == NULL);
-	p->fresh_err = EACCES;
-	ksyms_finish_says(p, out, sizeof(out));
-	CHECK(strstr(out, "5 kernel frames outside the kernel's text got no symbol: "
-			  "/proc/kallsyms could not be read again (Permission denied)") != NULL);
-	p->ksyms.n = 0;
-	p->ksyms_wanted = false;
-	s->free(s);
 }
 
 /* Start a -p perf source on pid, held as pin: start()'s result; *nfds the
@@ -536,7 +492,6 @@ int main(void)
 	TAP_RUN(test_perf_jit_filter);
 	TAP_RUN(test_perf_source_events);
 	TAP_RUN(test_perf_source_kernel_astray);
-	TAP_RUN(test_perf_source_ksyms_missing);
 	TAP_RUN(test_perf_source_record);
 	TAP_RUN(test_perf_source_held);
 	return TAP_DONE();
