@@ -314,6 +314,88 @@ follow_killed_writer() {
 	follow_killed_writer "$BATS_TEST_TMPDIR/segs/" --segment=1s
 }
 
+# A rotation, as flight.c makes it: the next segment is created and locked
+# before the full one is closed. A locker (Python, open file description
+# write locks as spool_lock.c takes them) stands in for sp-record over the
+# segments of a real rotated recording, copied into $2 one by one: it holds
+# segment 1 for 1.5 s, then, unless $1 is "killed", creates and locks each
+# next segment before dropping the one before it (1 s each).
+rotate_like_a_recorder() {
+	local how=$1 dir=$2 src=$3
+	/usr/bin/python3 -c '
+import fcntl, os, shutil, struct, sys, time
+how, dst, src = sys.argv[1:4]
+lock = struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, 0, 1, 0)
+def make(n):
+	name = "segment-%06d.sp" % n
+	fd = os.open(os.path.join(dst, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+	fcntl.fcntl(fd, fcntl.F_OFD_SETLK, lock)
+	with open(os.path.join(src, name), "rb") as f:
+		os.write(fd, f.read())
+	return fd
+held = make(1)
+time.sleep(1.5)
+if how == "killed":
+	sys.exit(0)		# gone between the rotated end and the next segment
+for n in (2, 3):
+	nxt = make(n)
+	os.close(held)
+	held = nxt
+	time.sleep(1)
+' "$how" "$dir" "$src"
+}
+
+@test "sp-decode --follow DIR: a recorder killed between a rotation's end record and the next segment ends it, exit 1" {
+	require_root
+	local src="$BATS_TEST_TMPDIR/src" dst="$BATS_TEST_TMPDIR/dst"
+	mkdir -m 700 "$src" "$dst"
+	sp-record -o "$src/" --segment=1s -- sleep 2.5 2>/dev/null
+	[ -e "$src/segment-000003.sp" ] || fail "the recording made $(ls "$src")"
+	sp-decode "$src/segment-000001.sp" | tail -1 | grep -q '"reason":"rotated"'
+	rotate_like_a_recorder killed "$dst" "$src" &
+	locker=$!
+	sleep 0.3
+	sp-decode --follow "$dst" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	fol=$!
+	sleep 1
+	kill -0 "$fol" 2>/dev/null || fail "it ended while segment 1 was held: $(cat "$BATS_TEST_TMPDIR/err")"
+	wait "$locker"
+	for i in $(seq 100); do
+		kill -0 "$fol" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$fol" 2>/dev/null; then
+		kill "$fol"
+		fail "sp-decode --follow still waits for segment 2 10 s after its writer went"
+	fi
+	st=0
+	wait "$fol" || st=$?
+	[ "$st" = 1 ] || fail "exit $st: $(cat "$BATS_TEST_TMPDIR/err")"
+	grep -q "^sp-decode: warning: '$dst': segment 1 ended for a rotation, but its writer is gone without creating the next (killed, or it failed): following ends here$" \
+		"$BATS_TEST_TMPDIR/err" || fail "$(cat "$BATS_TEST_TMPDIR/err")"
+	grep -q '"comm":"sleep"' "$BATS_TEST_TMPDIR/out"
+}
+
+@test "sp-decode --follow DIR: a recorder that rotates slowly is waited for through every segment" {
+	require_root
+	local src="$BATS_TEST_TMPDIR/src" dst="$BATS_TEST_TMPDIR/dst"
+	mkdir -m 700 "$src" "$dst"
+	sp-record -o "$src/" --segment=1s -- sleep 2.5 2>/dev/null
+	[ -e "$src/segment-000003.sp" ] || fail "the recording made $(ls "$src")"
+	rotate_like_a_recorder rotates "$dst" "$src" &
+	locker=$!
+	sleep 0.3
+	run --separate-stderr timeout 20 sp-decode --follow "$dst"
+	wait "$locker"
+	[ "$status" = 0 ] || fail "exit $status: $stderr"
+	[ -z "$stderr" ] || fail "$stderr"
+	# every segment's records, up to the recording's own end
+	[ "$(tail -1 <<<"$output" | jq -r '.type + " " + (.reason // "exited")')" = "end exited" ] ||
+		fail "$(tail -1 <<<"$output")"
+	[ "$(jq -s length <<<"$output")" = "$(cat "$src"/segment-* | sp-decode | grep -vc '"reason":"rotated"')" ] ||
+		fail "records differ from the segments'"
+}
+
 @test "sp-record: a second recording to a file another one writes says so" {
 	require_root
 	sp-record -o "$OUT" -- sleep 3 2>/dev/null &

@@ -174,6 +174,48 @@ static void check_left(struct sp_reader *r, uint64_t next)
 }
 
 /*
+ * Following a directory past segment r->seg, which ended "rotated": its
+ * writer creates (and locks, spool_lock.h) the next segment before it
+ * closes this one (flight.c), so this one unlocked with no next segment
+ * after it means the writer is gone: killed between the two. Looked at as
+ * writer_gone() looks (the first wait, then every STALE_WAITS), and only
+ * for a writer whose lock was seen (an older StackPulse's never is): here
+ * or on a segment read before. The lock is looked at before the
+ * directory: a next segment created after the look is seen.
+ */
+static bool rotation_orphaned(struct sp_reader *r)
+{
+	const char *why;
+	uint64_t next;
+	int fd, locked;
+
+	if (!r->seg || !r->seg_rotated || r->lock_waits++ % STALE_WAITS)
+		return false;
+	fd = sp_segdir_open_segment(r->dir, r->seg, &why);
+	if (fd < 0 && errno != ENOENT)
+		return false;	/* not known: wait on */
+	locked = fd < 0 ? 0 : sp_spool_locked(fd);	/* deleted: by a later rotation */
+	if (fd >= 0)
+		close(fd);
+	if (locked == 1) {
+		r->writer_seen = true;
+		r->unlocked_looks = 0;
+	}
+	if (locked != 0 || !r->writer_seen)
+		return false;
+	if (!rescan(r) || sp_segdir_next(r->dir, r->seg, &next))
+		return false;
+	if (++r->unlocked_looks < 2)
+		return false;
+	sp_warn("'%s': segment %llu ended for a rotation, but its writer is gone without "
+		"creating the next (killed, or it failed): following ends here", r->dir_path,
+		(unsigned long long)r->seg);
+	set_status(r, SP_EXIT_PARTIAL);
+	r->dir_ended = true;
+	return true;
+}
+
+/*
  * Open the directory's next segment: 1 opened, 0 the directory is done,
  * -1 none yet (following, inside sp_reader_poll(): r->would_block).
  * Following, a segment not there yet is waited for, unless a segment
@@ -192,7 +234,7 @@ static int open_segment(struct sp_reader *r)
 		if (!sp_segdir_next(r->dir, r->seg, &seq)) {
 			if (r->opening && !r->seg)
 				return -1;	/* empty: whether to wait is not known yet */
-			if (!r->follow || r->dir_ended)
+			if (!r->follow || r->dir_ended || rotation_orphaned(r))
 				return 0;
 			if (r->nonblock) {
 				r->would_block = true;
