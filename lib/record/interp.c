@@ -91,6 +91,7 @@ struct code_ent {
 	uint8_t *linetable;
 	size_t len;
 	bool whole;		/* Python: linetable is all of it */
+	struct sp_py_linepos lpos;	/* where linetable's last lookup stopped */
 	struct sp_rb_lines rb;	/* Ruby's line table */
 	uint64_t me, me_func;	/* Ruby: the method entry last seen with it, the name */
 };
@@ -1075,6 +1076,7 @@ static void py_code_keep(struct sp_emit *out, struct code_ent *c, struct sp_py_c
 	c->linetable = pc->linetable;
 	c->len = pc->len;
 	c->whole = pc->whole;
+	c->lpos = (struct sp_py_linepos)SP_PY_LINEPOS_INIT;
 	pc->linetable = NULL;
 }
 
@@ -1200,6 +1202,7 @@ static struct code_ent *code_slot(struct iproc *pr, const struct sp_bpf_iframe *
 	c->linetable = NULL;
 	c->len = 0;
 	c->whole = false;
+	c->lpos = (struct sp_py_linepos)SP_PY_LINEPOS_INIT;
 	c->copy = false;
 	sp_rb_lines_release(&c->rb);
 	c->firstline = fr->firstline;
@@ -1308,13 +1311,13 @@ static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out
 
 /* The line of instruction instr of code c; 0 (unknown) when c's line
  * table is only in part here and stops before it (*no_line set then). */
-static int line_of(const struct iproc *pr, const struct code_ent *c, int instr, bool *no_line)
+static int line_of(const struct iproc *pr, struct code_ent *c, int instr, bool *no_line)
 {
 	int line;
 
 	if (is_ruby(pr))
 		return sp_rb_line(&c->rb, instr);
-	if (sp_py_line_at(c->linetable, c->len, c->line0, instr, &line) || c->whole)
+	if (sp_py_line_from(c->linetable, c->len, c->line0, instr, &c->lpos, &line) || c->whole)
 		return line;
 	*no_line = true;
 	return 0;

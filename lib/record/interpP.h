@@ -147,6 +147,25 @@ void sp_py_code_release(struct sp_py_code *c);
  * copied in part), *line then the first line. Reads no byte past len
  * whatever the table holds. */
 bool sp_py_line_at(const uint8_t *tab, size_t len, int firstline, int instr, int *line);
+/*
+ * Where a scan of a line table stopped: the start of the entry that held
+ * the instruction last looked up (its offset in the table, its first
+ * instruction, the line before it). The entries are deltas, read from the
+ * start; a frame's instruction only moves forward, or stays (the outer
+ * frames of every event of a stack), so a lookup resumes from here when it
+ * can. Zeroed (SP_PY_LINEPOS_INIT) for a table not scanned yet; to be
+ * zeroed again whenever the table it was made on is replaced.
+ */
+struct sp_py_linepos {
+	size_t i;
+	long addr, line;
+	bool set;
+};
+#define SP_PY_LINEPOS_INIT { 0, 0, 0, false }
+/* sp_py_line_at(), resuming from *pos when instr is at or after it, *pos
+ * then where this lookup stopped; pos may be NULL. */
+bool sp_py_line_from(const uint8_t *tab, size_t len, int firstline, int instr,
+		     struct sp_py_linepos *pos, int *line);
 /* The same, the first line when the table does not say. */
 int sp_py_line(const uint8_t *tab, size_t len, int firstline, int instr);
 /* The str object at addr as UTF-8 into out (cap >= 4), cut at cap - 4

@@ -276,6 +276,12 @@ static int svarint(const uint8_t *tab, size_t len, size_t *i)
 
 bool sp_py_line_at(const uint8_t *tab, size_t len, int firstline, int instr, int *out)
 {
+	return sp_py_line_from(tab, len, firstline, instr, NULL, out);
+}
+
+bool sp_py_line_from(const uint8_t *tab, size_t len, int firstline, int instr,
+		     struct sp_py_linepos *pos, int *out)
+{
 	long line = firstline, addr = 0;
 	size_t i = 0;
 	unsigned int code, n;
@@ -285,7 +291,14 @@ bool sp_py_line_at(const uint8_t *tab, size_t len, int firstline, int instr, int
 		return true;
 	if (!tab)
 		return false;
+	if (pos && pos->set && instr >= pos->addr && pos->i < len) {
+		i = pos->i;
+		addr = pos->addr;
+		line = pos->line;
+	}
 	while (i < len) {
+		size_t at = i;
+		long before = line;
 		uint8_t b = tab[i++];
 
 		if (!(b & 0x80))
@@ -318,6 +331,8 @@ bool sp_py_line_at(const uint8_t *tab, size_t len, int firstline, int instr, int
 			return false;
 		if (instr < addr + n) {
 			*out = (int)line;
+			if (pos)
+				*pos = (struct sp_py_linepos){ at, addr, before, true };
 			return true;
 		}
 		addr += n;

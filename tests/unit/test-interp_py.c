@@ -108,6 +108,42 @@ static void test_line_table_cut(void)
 	CHECK(!sp_py_line_at(NULL, 0, 9, 3, &line));
 }
 
+/*
+ * A lookup that resumes where the one before it stopped says what a scan
+ * from the start says, whatever the order of the instructions looked up
+ * (forward as a frame runs, the same again, backward after a loop's jump,
+ * past the end) and however much of the table is there.
+ */
+static void test_line_table_resumed(void)
+{
+	unsigned int n = sizeof(lines) / sizeof(lines[0]), k, step, bad = 0, lookups = 0;
+	unsigned int seed = 12345;
+
+	for (k = 0; k <= sizeof(table); k += k < 8 ? 1 : 7) {
+		struct sp_py_linepos pos = SP_PY_LINEPOS_INIT;
+
+		for (step = 0; step < 600; step++) {
+			int instr, want, got;
+			bool a, b;
+
+			seed = seed * 1103515245u + 12345u;
+			/* mostly forward by a little, at times back or far */
+			switch (seed >> 28) {
+			case 0: instr = -1; break;
+			case 1: case 2: instr = (int)((seed >> 8) % (n + 4)); break;
+			default: instr = (int)(pos.addr + (long)((seed >> 8) % 5)); break;
+			}
+			a = sp_py_line_at(table, k, first, instr, &want);
+			b = sp_py_line_from(table, k, first, instr, &pos, &got);
+			lookups++;
+			if (a != b || want != got)
+				bad++;
+		}
+	}
+	CHECK_EQ_U(bad, 0);
+	CHECK(lookups > 1000);
+}
+
 #define BASE 0x1000ull
 
 struct mem {
@@ -332,6 +368,7 @@ int main(void)
 {
 	TAP_RUN(test_line_table);
 	TAP_RUN(test_line_table_cut);
+	TAP_RUN(test_line_table_resumed);
 	TAP_RUN(test_strings);
 	TAP_RUN(test_code);
 	TAP_RUN(test_code_copy);
