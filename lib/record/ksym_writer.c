@@ -5,9 +5,11 @@
  * cannot name.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ksym_writer.h"
 #include "safefile.h"
@@ -51,7 +53,10 @@ void sp_ksym_writer_start(struct sp_ksym_writer *k, bool fresh_now)
 
 void sp_ksym_writer_fresh(struct sp_ksym_writer *k)
 {
-	if (!k->started || k->fresh_run || __atomic_load_n(&k->fresh_done, __ATOMIC_ACQUIRE))
+	/* (the first read under way, or done, is fresh: no second one; tab
+	 * is read only once its thread is joined) */
+	if (!k->started || k->thread_run || !k->tab.from_cache || k->fresh_run ||
+	    __atomic_load_n(&k->fresh_done, __ATOMIC_ACQUIRE))
 		return;
 	if (pthread_create(&k->fresh_thread, NULL, load_fresh, k) == 0)
 		k->fresh_run = true;
@@ -78,7 +83,10 @@ static const struct sp_kallsyms *table_for(struct sp_ksym_writer *k, uint64_t ad
 		else
 			load_fresh(k);
 		k->fresh_run = false;
+		if (!k->fresh_err && (k->fresh.zero || !k->fresh.n))
+			k->fresh_err = EPERM;	/* no addresses now (kptr_restrict) */
 		if (k->fresh_err) {
+			/* the cache still names vmlinux's frames */
 			sp_kallsyms_release(&k->fresh);
 		} else {
 			sp_kallsyms_release(&k->tab);
@@ -101,7 +109,10 @@ void sp_ksym_writer_put(struct sp_ksym_writer *k, struct sp_writer *w, uint64_t 
 	t = table_for(k, addr);
 	s = t ? sp_kallsyms_find(t, addr, &size) : NULL;
 	if (!s) {
-		k->missing++;
+		if (!sp_u64map_get(&k->written, addr)) {
+			sp_u64map_put(&k->written, addr, 2);
+			k->missing++;
+		}
 		return;
 	}
 	if (sp_u64map_get(&k->written, s->addr))
@@ -114,16 +125,31 @@ void sp_ksym_writer_put(struct sp_ksym_writer *k, struct sp_writer *w, uint64_t 
 	sp_writer_put(w, &r);
 }
 
+/* Said once by whichever source says it first: it is the table's, not a
+ * source's (the loop's thread only). */
+static bool table_said;
+
 void sp_ksym_writer_finish(struct sp_ksym_writer *k, const char *what)
 {
 	if (!k->missing || !k->started || k->warned)
 		return;
 	k->warned = true;
-	if (k->err || k->tab.zero || !k->tab.n)
-		sp_warn("kernel symbols of %s not recorded: /proc/kallsyms %s", what,
-			k->tab.zero ? "shows no addresses" :
-			k->err ? strerror(k->err) : "was not read");
-	else if (k->fresh_err)
+	if (k->thread_run) {	/* (not after a miss: it was joined then) */
+		pthread_join(k->thread, NULL);
+		k->thread_run = false;
+	}
+	if (k->fresh_run) {	/* begun, never needed: its error is no one's */
+		pthread_join(k->fresh_thread, NULL);
+		k->fresh_run = false;
+		k->fresh_err = 0;
+	}
+	if (k->err || k->tab.zero || !k->tab.n) {
+		if (!table_said)
+			sp_warn("kernel symbols not recorded: /proc/kallsyms %s",
+				k->tab.zero ? "shows no addresses" :
+				k->err ? strerror(k->err) : "was not read");
+		table_said = true;
+	} else if (k->fresh_err)
 		sp_warn("%" PRIu64 " kernel frames of %s outside the kernel's text got no symbol: "
 			"/proc/kallsyms could not be read again (%s)", k->missing, what,
 			strerror(k->fresh_err));
@@ -134,6 +160,17 @@ void sp_ksym_writer_finish(struct sp_ksym_writer *k, const char *what)
 		sp_warn("%" PRIu64 " kernel frames of %s got no symbol: /proc/kallsyms has none at "
 			"their addresses (code unloaded before it was read, or not kernel "
 			"code)", k->missing, what);
+}
+
+bool sp_kernel_has_modules(void)
+{
+	char c;
+	int fd = open("/proc/modules", O_RDONLY | O_CLOEXEC);
+	bool any = fd >= 0 && read(fd, &c, 1) == 1;
+
+	if (fd >= 0)
+		close(fd);
+	return any;
 }
 
 void sp_ksym_writer_release(struct sp_ksym_writer *k)

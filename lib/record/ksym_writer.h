@@ -27,6 +27,12 @@
 
 struct sp_writer;
 
+/* The kernel's half of the address space: an address below it in a
+ * kernel callchain is no kernel code (the kernel's unwinder went astray),
+ * to be left out, never looked up (it would cost a fresh read for
+ * nothing). */
+#define SP_KERNEL_START		0xffff800000000000ull
+
 struct sp_ksym_writer {
 	bool started;		/* sp_ksym_writer_start() was called */
 	pthread_t thread;	/* the first read, when there was no cache */
@@ -38,17 +44,22 @@ struct sp_ksym_writer {
 	int fresh_done;		/* atomic: the fresh read ended (or none is needed) */
 	struct sp_kallsyms fresh;
 	int fresh_err;
-	uint64_t missing;	/* kernel frames no table could name */
-	struct sp_u64map written;	/* symbol address -> 1 */
+	uint64_t missing;	/* kernel frame addresses no table could name */
+	struct sp_u64map written;	/* symbol address -> 1; a missing frame's -> 2 */
 	bool warned;
 };
 
 /* Map the cache, or begin the first read on a thread; fresh_now: also
  * begin the fresh read of module and BPF symbols at once (-a). */
 void sp_ksym_writer_start(struct sp_ksym_writer *k, bool fresh_now);
-/* Begin the fresh read in the background, if it is not done or under way. */
+/* Begin the fresh read in the background, if the table is the cache's and
+ * the read is not done or under way. */
 void sp_ksym_writer_fresh(struct sp_ksym_writer *k);
-/* Write the ksym record of the function holding addr, if not yet written. */
+/* Whether the kernel has modules loaded (/proc/modules not empty): their
+ * frames need the fresh read. */
+bool sp_kernel_has_modules(void);
+/* Write the ksym record of the function holding addr, if not yet written;
+ * an address no table names is counted once (k->missing). */
 void sp_ksym_writer_put(struct sp_ksym_writer *k, struct sp_writer *w, uint64_t addr);
 /* At the end: one warning when kernel frames went without a symbol; what
  * names whose frames they are ("samples", "off-CPU waits"). */

@@ -136,6 +136,7 @@ struct offcpu {
 	uint64_t polls;
 	uint64_t kmod;			/* kernel module id, 0 = none yet */
 	struct sp_ksym_writer ksyms;	/* kernel frames' symbols (ksym_writer.h) */
+	uint64_t kernel_astray;		/* user-half addresses in kernel chains, left out */
 	struct sp_stackq *stackq;
 	bool interp;			/* the interpreters' program is on the events */
 	struct sp_u64map cg_verdict;	/* cgroup id -> 1 in the filter's, 2 not */
@@ -600,7 +601,9 @@ static void read_sample(struct offcpu *c, const struct perf_event_header *h)
 			      ip == (uint64_t)PERF_CONTEXT_USER ? 0 : -1;
 			continue;
 		}
-		if (ctx == 1 && nk < MAX_FRAMES && c->o.kernel_frames)
+		if (ctx == 1 && ip < SP_KERNEL_START)
+			c->kernel_astray++;	/* the kernel's unwinder went astray */
+		else if (ctx == 1 && nk < MAX_FRAMES && c->o.kernel_frames)
 			kips[nk++] = ip;
 		else if (ctx == 0 && nfp < MAX_FRAMES)
 			fp[nfp++] = ip;
@@ -892,10 +895,12 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 	c->out = out;
 	/* The per-boot cache, mapped (read on a thread, the first time): read
 	 * on the loop at the first wait, /proc/kallsyms stalled every source
-	 * for a few hundred ms. Module and BPF symbols are read afresh at
-	 * once for the whole machine, else at the first frame in one. */
+	 * for a few hundred ms. So would the fresh read that frames in
+	 * kernel modules need: begun on a thread at once when there are
+	 * modules (a wait in a file system or a driver is common), or for
+	 * the whole machine. */
 	if (c->o.kernel_frames)
-		sp_ksym_writer_start(&c->ksyms, t->system_wide);
+		sp_ksym_writer_start(&c->ksyms, t->system_wide || sp_kernel_has_modules());
 	ncpus = sp_online_cpus(&cpus);
 	if (t->system_wide) {
 		/* A CPU's event sees no exec of its own (-a with a command):
@@ -989,6 +994,10 @@ static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 	scan_modules(c);
 	held_release(c, true);
 	sp_ksym_writer_finish(&c->ksyms, "off-CPU waits");
+	if (c->kernel_astray)
+		sp_info("%" PRIu64 " addresses below the kernel's half in off-CPU kernel "
+			"callchains left out (no kernel code: the kernel's unwinder went "
+			"astray); their waits are kept", c->kernel_astray);
 	/* Threads still blocked when the recording stopped are not recorded:
 	 * their wait has no end. */
 	if (c->st.lost) {

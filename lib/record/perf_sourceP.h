@@ -47,7 +47,7 @@
 #define DWARF_PAGES		512
 #define SIDEBAND_WAKEUP		512	/* bytes: the side-band ring's wake-up (perf_events.c) */
 #define MAX_FRAMES		1024
-#define KERNEL_START		0xffff800000000000ull
+#define KERNEL_START		SP_KERNEL_START
 
 /* ---- a small open-addressing map: (a, b) -> v (perf_map.c) ---- */
 

@@ -5,6 +5,7 @@
  * end says of frames without a symbol. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,70 @@ static void test_ksym_writer_fresh_now(void)
 	CHECK(system(cmd) == 0);
 }
 
+/* A fresh read that stands in for the kernel's: its table has no
+ * addresses (kernel.kptr_restrict raised since the cache was made). */
+static void *fresh_without_addresses(void *arg)
+{
+	struct sp_ksym_writer *k = arg;
+
+	k->fresh.zero = true;
+	__atomic_store_n(&k->fresh_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * No second read when the first was fresh; a fresh read without addresses
+ * leaves the cache naming vmlinux's frames; an address no table names is
+ * counted once however often it comes; a user-half address is no kernel
+ * code (SP_KERNEL_START).
+ */
+static void test_ksym_writer_fresh_kept_apart(void)
+{
+	char dir[] = "/tmp/test-ksym-writer-XXXXXX", cmd[128], out[1024], want[256];
+	uint64_t sched = kallsyms_addr("schedule");
+	struct sp_ksym_writer a = { 0 }, b = { 0 };
+
+	CHECK(0x00005555deadbeefull < SP_KERNEL_START);
+	if (geteuid() != 0 || !sched) {
+		printf("# not root, or no schedule in /proc/kallsyms: skipped\n");
+		return;
+	}
+	CHECK(sched >= SP_KERNEL_START);
+	CHECK(mkdtemp(dir) != NULL);
+	setenv("SP_CACHE_DIR", dir, 1);
+	sp_ksym_writer_start(&a, false);	/* no cache: the first read is fresh */
+	sp_ksym_writer_fresh(&a);
+	CHECK(!a.fresh_run);
+	{
+		const uint64_t addrs[] = { sched + 1 };
+
+		CHECK_EQ_U(put_and_read(&a, addrs, 1, out, sizeof(out)), 1);
+	}
+	sp_ksym_writer_fresh(&a);		/* joined, not the cache's: still none */
+	CHECK(!a.fresh_run && !a.fresh_done);
+	sp_ksym_writer_release(&a);
+
+	sp_ksym_writer_start(&b, false);
+	CHECK(b.tab.from_cache);
+	CHECK(pthread_create(&b.fresh_thread, NULL, fresh_without_addresses, &b) == 0);
+	b.fresh_run = true;
+	{
+		const uint64_t addrs[] = { b.tab.text_hi + 16, b.tab.text_hi + 16, sched + 1,
+					   b.tab.text_hi + 16 };
+
+		CHECK_EQ_U(put_and_read(&b, addrs, 4, out, sizeof(out)), 1);
+		snprintf(want, sizeof(want), "%" PRIx64 " schedule\n", sched);
+		CHECK_STR(out, want);
+	}
+	CHECK(b.tab.from_cache);		/* kept */
+	CHECK_EQ_U(b.fresh_err, EPERM);
+	CHECK_EQ_U(b.missing, 1);		/* one address, thrice */
+	sp_ksym_writer_release(&b);
+	unsetenv("SP_CACHE_DIR");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+}
+
 /* What the end says of kernel frames without a symbol (stderr). */
 static void finish_says(struct sp_ksym_writer *k, char *out, size_t size)
 {
@@ -184,7 +249,7 @@ static void test_ksym_writer_missing(void)
 	k.tab.n = 0;
 	k.tab.zero = true;
 	finish_says(&k, out, sizeof(out));
-	CHECK(strstr(out, "kernel symbols of samples not recorded: /proc/kallsyms shows no "
+	CHECK(strstr(out, "kernel symbols not recorded: /proc/kallsyms shows no "
 			  "addresses") != NULL);
 	{
 		struct stderr_capture cap;
@@ -201,6 +266,7 @@ int main(void)
 {
 	TAP_RUN(test_ksym_writer_names);
 	TAP_RUN(test_ksym_writer_fresh_now);
+	TAP_RUN(test_ksym_writer_fresh_kept_apart);
 	TAP_RUN(test_ksym_writer_missing);
 	return TAP_DONE();
 }
