@@ -396,6 +396,27 @@ for n in (2, 3):
 		fail "records differ from the segments'"
 }
 
+@test "sp-decode --follow DIR of a real sp-record rotating every 100 ms: every segment, no writer said gone" {
+	require_root
+	local d="$BATS_TEST_TMPDIR/segs"
+	mkdir -m 700 "$d"
+	sp-record -o "$d/" --segment=100ms -- sh -c 'for i in $(seq 40); do ls / >/dev/null; sleep 0.05; done' \
+		2>"$BATS_TEST_TMPDIR/rec.err" &
+	rec=$!
+	for _ in $(seq 50); do
+		[ -e "$d/segment-000001.sp" ] && break
+		sleep 0.1
+	done
+	run --separate-stderr timeout 60 sp-decode --follow "$d"
+	wait "$rec" || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/rec.err")"
+	[ "$status" = 0 ] || fail "exit $status: $stderr"
+	[ -z "$stderr" ] || fail "$stderr"
+	n=$(ls "$d" | grep -c '^segment-')
+	[ "$n" -ge 10 ] || fail "only $n segments"
+	[ "$(grep -c '"type":"header"' <<<"$output")" = "$n" ]
+	[ "$(tail -1 <<<"$output" | jq -r '.type + " " + (.reason // "exited")')" = "end exited" ]
+}
+
 @test "sp-record: a second recording to a file another one writes says so" {
 	require_root
 	sp-record -o "$OUT" -- sleep 3 2>/dev/null &
