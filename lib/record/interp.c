@@ -118,6 +118,14 @@ struct evq {
 	size_t cap;
 	bool used;
 	struct pend *p;
+	/* The stack of the last call that made an event, and what the walk
+	 * read for it: a call with the same (the several system calls of
+	 * one line of Python, an import's opens and reads) has the same
+	 * stack, not looked up again. 0: none. */
+	uint64_t last_stack;
+	struct sp_bpf_istack last_h;
+	struct sp_bpf_iframe *last_f;
+	size_t last_cap;
 };
 
 /* A thread's stacks waiting for their samples (CPU or off-CPU ones). */
@@ -783,8 +791,35 @@ static void evq_free(struct sp_interpreters *ip, struct evq *q)
 	if (q) {
 		evq_drop(ip, q, q->n);
 		free(q->p);
+		free(q->last_f);
 		free(q);
 	}
+}
+
+/* Whether p read what the walk of q's last stack read: the same frames,
+ * status and flags (the time, CPU and call number may differ). */
+static bool same_as_last(const struct evq *q, const struct pend *p)
+{
+	return q->last_stack && q->last_h.nframes == p->h.nframes &&
+	       q->last_h.status == p->h.status && q->last_h.flags == p->h.flags &&
+	       q->last_h.tstate == p->h.tstate &&
+	       (!p->h.nframes || !memcmp(q->last_f, p->f, p->h.nframes * sizeof(p->f[0])));
+}
+
+static void remember_last(struct evq *q, const struct pend *p, uint64_t stack)
+{
+	size_t n = p->h.nframes;
+
+	q->last_stack = 0;
+	if (n > q->last_cap) {
+		free(q->last_f);
+		q->last_f = sp_xmalloc(n * sizeof(p->f[0]));
+		q->last_cap = n;
+	}
+	if (n)
+		memcpy(q->last_f, p->f, n * sizeof(p->f[0]));
+	q->last_h = p->h;
+	q->last_stack = stack;
 }
 
 /* Up to n keys of queues map (evs if ev, else tids) that hold pid's
@@ -912,6 +947,7 @@ static void on_event_stack(struct sp_interpreters *ip, const struct sp_bpf_istac
 	if (q->pid != h->pid) {
 		evq_drop(ip, q, q->n);	/* a tid reused by another process */
 		q->pid = h->pid;
+		q->last_stack = 0;
 	}
 	if (q->n == EVQ_LEN)
 		evq_drop(ip, q, EVQ_LEN / 2);	/* calls that made no event */
@@ -1662,7 +1698,7 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 {
 	struct sp_interp_frames f;
 	const struct pend *p;
-	uint64_t *v, ids[SP_BPF_IFRAMES + 1];
+	uint64_t *v, ids[SP_BPF_IFRAMES + 1], stack;
 	unsigned int i, k = 0;
 	bool no_line = false;
 	struct evq *q;
@@ -1687,12 +1723,17 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 	if (p->h.status == SP_BPF_IST_NO_WALKER && !(dns && q->used))
 		ip->ev_no_walker++;
 	q->used |= !dns;
+	if (same_as_last(q, p))
+		return q->last_stack;
 	frames_of(ip, out, pr, p, &f, &no_line);
 	if (!f.n)
 		return 0;
 	for (i = 0; i < f.n; i++)	/* the trie wants the root first */
 		ids[i] = f.ids[f.n - 1 - i];
-	return sp_writer_stack_path(out->w, ids, f.n);
+	stack = sp_writer_stack_path(out->w, ids, f.n);
+	if (stack && !no_line)	/* (a line not known yet may be later) */
+		remember_last(q, p, stack);
+	return stack;
 }
 
 /* entry_stack() of a followed pid, counted */
