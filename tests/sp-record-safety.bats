@@ -417,6 +417,32 @@ for n in (2, 3):
 	[ "$(tail -1 <<<"$output" | jq -r '.type + " " + (.reason // "exited")')" = "end exited" ]
 }
 
+@test "sp-decode --follow of a file whose sp-record was killed before it started: said once, followed on" {
+	require_root
+	sp-record -o "$OUT" -- sleep 30 2>/dev/null &
+	rec=$!
+	for _ in $(seq 50); do
+		[ -s "$OUT" ] && break
+		sleep 0.1
+	done
+	sleep 0.5
+	cmd=$(pgrep -P "$rec" -x sleep) || fail "no command under sp-record"
+	kill -KILL "$rec"
+	wait "$rec" 2>/dev/null || true
+	kill -KILL "$cmd" || true
+	sp-decode --follow "$OUT" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	fol=$!
+	sleep 4.5
+	kill -0 "$fol" 2>/dev/null || fail "it ended: there is no telling a writer gone: $(cat "$BATS_TEST_TMPDIR/err")"
+	kill "$fol"
+	wait "$fol" || true
+	[ "$(grep -c 'no writer holds a lock on it' "$BATS_TEST_TMPDIR/err")" = 1 ] ||
+		fail "$(cat "$BATS_TEST_TMPDIR/err")"
+	grep -Eq "^sp-decode: warning: $OUT@[0-9]+: no writer holds a lock on it \(sp-record holds one while it writes\): if its writer ended before sp-decode started, nothing more comes; following goes on until interrupted$" \
+		"$BATS_TEST_TMPDIR/err" || fail "$(cat "$BATS_TEST_TMPDIR/err")"
+	grep -q '"comm":"sleep"' "$BATS_TEST_TMPDIR/out"
+}
+
 @test "sp-record: a second recording to a file another one writes says so" {
 	require_root
 	sp-record -o "$OUT" -- sleep 3 2>/dev/null &

@@ -69,6 +69,7 @@ struct sp_reader {
 	/* its writer's lock was seen (spool_lock.h): in this file, or in an
 	 * earlier segment of this directory (one writer writes them all) */
 	bool writer_seen;
+	bool nolock_said;	/* a followed file no writer ever locked, said */
 
 	uint64_t warned_kinds;	/* bit per unknown kind % 64 already reported */
 	bool nodefs_said;	/* a stream without its definitions, reported */
@@ -113,7 +114,7 @@ static void start_input(struct sp_reader *r, int fd, bool own, const char *name)
 	r->seg_rotated = false;
 	r->idle_waits = r->lock_waits = r->unlocked_looks = 0;
 	if (!r->dir)
-		r->writer_seen = false;
+		r->writer_seen = r->nolock_said = false;
 	r->warned_limits = 0;
 	r->nodefs_said = false;
 }
@@ -200,6 +201,13 @@ static bool rotation_orphaned(struct sp_reader *r)
 	if (locked == 1) {
 		r->writer_seen = true;
 		r->unlocked_looks = 0;
+	}
+	if (locked == 0 && !r->writer_seen && ++r->unlocked_looks == 2 && !r->nolock_said) {
+		r->nolock_said = true;	/* as writer_gone() says it */
+		sp_warn("'%s': segment %llu ended for a rotation, and no writer holds a lock "
+			"on it (sp-record holds one while it writes): if its writer ended "
+			"before sp-decode started, no next segment comes; following goes on "
+			"until interrupted", r->dir_path, (unsigned long long)r->seg);
 	}
 	if (locked != 0 || !r->writer_seen)
 		return false;
@@ -292,7 +300,7 @@ static int open_dir(struct sp_reader *r, const char *p)
 		r->dir_path = sp_xstrdup(p);
 		r->seg = 0;
 		r->seg_read = r->seg_rotated = r->saw_end = r->dir_ended = false;
-		r->writer_seen = false;
+		r->writer_seen = r->nolock_said = false;
 		return 1;
 	}
 	if ((errno == ELOOP || errno == ENOTDIR) && lstat(p, &st) == 0 && S_ISLNK(st.st_mode) &&
@@ -506,6 +514,16 @@ static bool writer_gone(struct sp_reader *r)
 	if (locked == 1) {
 		r->writer_seen = true;
 		r->unlocked_looks = 0;
+	}
+	if (locked == 0 && !r->writer_seen && ++r->unlocked_looks == 2 && !r->nolock_said) {
+		/* nothing written for a second, and no lock ever: there is no
+		 * telling a writer gone before the following began from one
+		 * that locks nothing; said once, following goes on */
+		r->nolock_said = true;
+		sp_warn("%s@%llu: no writer holds a lock on it (sp-record holds one while it "
+			"writes): if its writer ended before sp-decode started, nothing more "
+			"comes; following goes on until interrupted", r->name,
+			(unsigned long long)(r->base + r->end));
 	}
 	if (locked != 0 || !r->writer_seen)
 		return false;
