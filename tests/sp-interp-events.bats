@@ -523,3 +523,32 @@ RB_FORKED=("Worker#run	ev-fork.txt" "Object#parent_work	ev-parent.txt" "Worker#q
 	[ "$status" = 0 ] || fail "status $status: $stderr"
 	SKIP_MS=200 assert_forked 2 "$BG" "${RB_FORKED[@]}"
 }
+
+@test "segments: a Python's event stacks stay right across the id space's compactions (-o DIR)" {
+	need "$PY"
+	# each open names a new path: the id space grows until it is compacted
+	cat > "$D/opens.py" <<'PY'
+def opener(i):
+    try:
+        open("/nonexistent/x-%d" % i)
+    except OSError:
+        pass
+for i in range(30000):
+    opener(i)
+PY
+	mkdir -m 700 "$D/segs"
+	run --separate-stderr sp-record -v --no-samples --spans=none --segment=256K -o "$D/segs/" -- "$PY" "$D/opens.py"
+	[ "$status" = 0 ] || fail "exit $status: $stderr"
+	[[ "$stderr" =~ [1-9][0-9]*\ compactions ]] || fail "no compaction: $stderr"
+	for s in "$D"/segs/segment-*.sp; do
+		sp-decode "$s" >/dev/null || fail "$s does not decode alone"
+	done
+	# every open of /nonexistent is under opener at its line 3, in every segment
+	sp-symbolize "$D/segs" 2>/dev/null | sp-correlate 2>/dev/null | sp-tree 2>/dev/null > "$D/tree"
+	grep -Eq 'FRAME .*opener at=[^ ]*opens.py:3 ' "$D/tree" || fail "$(grep -m5 nonexistent "$D/tree")"
+	! grep -E 'FRAME ' "$D/tree" | grep opens.py | grep -vq 'opener at=[^ ]*opens.py:3 ' ||
+		fail "$(grep -E 'FRAME ' "$D/tree" | grep opens.py | grep -v 'opener at=[^ ]*opens.py:3 ' | head)"
+	n=$(sp-decode "$D/segs" | jq -s '[.[] | select(.type == "event" and (.path // "" | startswith("/nonexistent/x-")))] |
+		[length, (map(select(.stack)) | length)] | @tsv' -r)
+	[ "$n" = "$(printf '30000	30000')" ] || fail "opens, with a stack: $n"
+}

@@ -530,6 +530,10 @@ void sp_interp_remap(struct sp_interpreters *ip, const struct sp_remap *m)
 	for (i = 0; sp_u64map_next(&ip->forks, &i, &k, &v);)
 		if (v)
 			*sp_u64map_get(&ip->forks, k) = m->id(m->ctx, SP_REF_STACK, v);
+	/* a thread's last event stack is of the old numbering: named again
+	 * at the next event (kept, it would keep the stack alive) */
+	for (i = 0; sp_u64map_next(&ip->evs, &i, &k, &v);)
+		((struct evq *)(uintptr_t)v)->last_stack = 0;
 	ip->module[0] = m->id(m->ctx, SP_REF_MODULE, ip->module[0]);
 	ip->module[1] = m->id(m->ctx, SP_REF_MODULE, ip->module[1]);
 	/* Keyed by string ids, and as many as the names ever seen: found (and

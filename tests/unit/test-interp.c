@@ -567,6 +567,53 @@ static void test_remap_ruby_names(void)
 	sp_interp_free(ip);
 }
 
+static uint64_t shift_stacks(void *ctx, unsigned int ref, uint64_t id)
+{
+	(void)ctx;
+	return id && ref == SP_REF_STACK ? id + 1000 : id;
+}
+
+/*
+ * A thread's last event stack (an event whose walk read the same frames
+ * has it again) is of the ids' numbering when it was named: a compaction
+ * (-o DIR) renumbers them, and the kept id would be no stack's, or
+ * another's. It is dropped there, the next event's stack named afresh.
+ */
+static void test_last_event_stack_remapped(void)
+{
+	struct sp_interpreters *ip = new_ip();
+	const struct sp_remap m = { shift_stacks, NULL };
+	struct sp_bpf_istack h = { 0 };
+	struct sp_bpf_iframe f[2] = { { 0 } };
+	struct evq *q;
+	uint64_t *v;
+
+	CHECK(follow(ip, 600) != NULL);
+	h.pid = h.tid = 600;
+	h.time_ns = 5;
+	h.nframes = 2;
+	h.flags = SP_BPF_IFL_EVENT;
+	h.cpu = __NR_openat;
+	f[0].code = 0x1234;
+	f[1].code = 0x5678;
+	on_stack(ip, &h, f, sizeof(f));
+	v = sp_u64map_get(&ip->evs, 600);
+	CHECK(v != NULL);
+	if (!v) {
+		sp_interp_free(ip);
+		return;
+	}
+	q = (void *)(uintptr_t)*v;
+	remember_last(q, &q->p[0], 7);	/* as entry_stack() keeps it */
+	CHECK(same_as_last(q, &q->p[0]));
+	sp_u64map_put(&ip->forks, 601, 7);	/* another holder of stack 7 */
+	sp_interp_remap(ip, &m);
+	CHECK_EQ_U(*sp_u64map_get(&ip->forks, 601), 1007);
+	CHECK_EQ_U(q->last_stack, 0);
+	CHECK(!same_as_last(q, &q->p[0]));
+	sp_interp_free(ip);
+}
+
 int main(void)
 {
 	TAP_RUN(test_two_calls);
@@ -581,5 +628,6 @@ int main(void)
 	TAP_RUN(test_empty_queue_dropped);
 	TAP_RUN(test_call_names);
 	TAP_RUN(test_remap_ruby_names);
+	TAP_RUN(test_last_event_stack_remapped);
 	return TAP_DONE();
 }
