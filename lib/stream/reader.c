@@ -515,10 +515,13 @@ static bool writer_gone(struct sp_reader *r)
 		r->writer_seen = true;
 		r->unlocked_looks = 0;
 	}
-	if (locked == 0 && !r->writer_seen && ++r->unlocked_looks == 2 && !r->nolock_said) {
+	if (locked == 0 && !r->writer_seen && r->base + r->end > 0 &&
+	    ++r->unlocked_looks == 2 && !r->nolock_said) {
 		/* nothing written for a second, and no lock ever: there is no
 		 * telling a writer gone before the following began from one
-		 * that locks nothing; said once, following goes on */
+		 * that locks nothing; said once, following goes on. (An empty
+		 * file is not said: sp-record creates its output first and
+		 * locks it before it writes.) */
 		r->nolock_said = true;
 		sp_warn("%s@%llu: no writer holds a lock on it (sp-record holds one while it "
 			"writes): if its writer ended before sp-decode started, nothing more "
