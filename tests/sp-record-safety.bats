@@ -269,15 +269,43 @@ fds_under() {
 # sp-record -o $1 running a command that waits, killed with SIGKILL once
 # sp-decode --follow $1 reads it: the follower ends (within 10 s), says
 # so, exit 1. The command is killed after.
+# Wait (up to 10 s) until sp-record's output PATH has bytes: a file not
+# empty, a directory not empty.
+output_appears() {
+	local i
+	for i in $(seq 100); do
+		if [ -d "$1" ]; then
+			[ -n "$(ls "$1" 2>/dev/null)" ] && return 0
+		else
+			[ -s "$1" ] && return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# The follower PID ends within 10 s (its writer is gone), with exit status
+# 1; else it is killed and the test fails saying WHAT it waits for.
+follower_ends() {
+	local i st=0
+	for i in $(seq 100); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		kill "$1"
+		fail "sp-decode --follow still waits $2 10 s after its writer went"
+	fi
+	wait "$1" || st=$?
+	[ "$st" = 1 ] || fail "exit $st: $(cat "$BATS_TEST_TMPDIR/err")"
+}
+
 follow_killed_writer() {
 	local rec fol cmd st=0 i
 
 	sp-record "${@:2}" -o "$1" -- sleep 60 2>"$BATS_TEST_TMPDIR/rec.err" &
 	rec=$!
-	for i in $(seq 100); do
-		[ -n "$(ls "$1" 2>/dev/null)" ] && break
-		sleep 0.1
-	done
+	output_appears "$1" || true
 	sp-decode --follow "$1" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
 	fol=$!
 	sleep 2
@@ -286,16 +314,7 @@ follow_killed_writer() {
 	kill -KILL "$rec"
 	wait "$rec" 2>/dev/null || true
 	kill -KILL "$cmd" || true
-	for i in $(seq 100); do
-		kill -0 "$fol" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$fol" 2>/dev/null; then
-		kill "$fol"
-		fail "sp-decode --follow still waits 10 s after its writer was killed"
-	fi
-	wait "$fol" || st=$?
-	[ "$st" = 1 ] || fail "exit $st: $(cat "$BATS_TEST_TMPDIR/err")"
+	follower_ends "$fol" "for more"
 	grep -Eq "^sp-decode: warning: $1.*@[0-9]+: its writer is gone without writing its end record" \
 		"$BATS_TEST_TMPDIR/err" || fail "$(cat "$BATS_TEST_TMPDIR/err")"
 	# what it read is there: the header and the process
@@ -345,12 +364,18 @@ for n in (2, 3):
 ' "$how" "$dir" "$src"
 }
 
+# A real rotated recording of three segments (1 s each) in the new directory $1.
+three_segments() {
+	mkdir -m 700 "$1"
+	sp-record -o "$1/" --segment=1s -- sleep 2.5 2>/dev/null
+	[ -e "$1/segment-000003.sp" ] || fail "the recording made $(ls "$1")"
+}
+
 @test "sp-decode --follow DIR: a recorder killed between a rotation's end record and the next segment ends it, exit 1" {
 	require_root
 	local src="$BATS_TEST_TMPDIR/src" dst="$BATS_TEST_TMPDIR/dst"
-	mkdir -m 700 "$src" "$dst"
-	sp-record -o "$src/" --segment=1s -- sleep 2.5 2>/dev/null
-	[ -e "$src/segment-000003.sp" ] || fail "the recording made $(ls "$src")"
+	three_segments "$src"
+	mkdir -m 700 "$dst"
 	sp-decode "$src/segment-000001.sp" | tail -1 | grep -q '"reason":"rotated"'
 	rotate_like_a_recorder killed "$dst" "$src" &
 	locker=$!
@@ -360,17 +385,7 @@ for n in (2, 3):
 	sleep 1
 	kill -0 "$fol" 2>/dev/null || fail "it ended while segment 1 was held: $(cat "$BATS_TEST_TMPDIR/err")"
 	wait "$locker"
-	for i in $(seq 100); do
-		kill -0 "$fol" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$fol" 2>/dev/null; then
-		kill "$fol"
-		fail "sp-decode --follow still waits for segment 2 10 s after its writer went"
-	fi
-	st=0
-	wait "$fol" || st=$?
-	[ "$st" = 1 ] || fail "exit $st: $(cat "$BATS_TEST_TMPDIR/err")"
+	follower_ends "$fol" "for segment 2"
 	grep -q "^sp-decode: warning: '$dst': segment 1 ended for a rotation, but its writer is gone without creating the next (killed, or it failed): following ends here$" \
 		"$BATS_TEST_TMPDIR/err" || fail "$(cat "$BATS_TEST_TMPDIR/err")"
 	grep -q '"comm":"sleep"' "$BATS_TEST_TMPDIR/out"
@@ -379,9 +394,8 @@ for n in (2, 3):
 @test "sp-decode --follow DIR: a recorder that rotates slowly is waited for through every segment" {
 	require_root
 	local src="$BATS_TEST_TMPDIR/src" dst="$BATS_TEST_TMPDIR/dst"
-	mkdir -m 700 "$src" "$dst"
-	sp-record -o "$src/" --segment=1s -- sleep 2.5 2>/dev/null
-	[ -e "$src/segment-000003.sp" ] || fail "the recording made $(ls "$src")"
+	three_segments "$src"
+	mkdir -m 700 "$dst"
 	rotate_like_a_recorder rotates "$dst" "$src" &
 	locker=$!
 	sleep 0.3
@@ -403,10 +417,7 @@ for n in (2, 3):
 	sp-record -o "$d/" --segment=100ms -- sh -c 'for i in $(seq 40); do ls / >/dev/null; sleep 0.05; done' \
 		2>"$BATS_TEST_TMPDIR/rec.err" &
 	rec=$!
-	for _ in $(seq 50); do
-		[ -e "$d/segment-000001.sp" ] && break
-		sleep 0.1
-	done
+	output_appears "$d" || true
 	run --separate-stderr timeout 60 sp-decode --follow "$d"
 	wait "$rec" || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/rec.err")"
 	[ "$status" = 0 ] || fail "exit $status: $stderr"
@@ -421,10 +432,7 @@ for n in (2, 3):
 	require_root
 	sp-record -o "$OUT" -- sleep 30 2>/dev/null &
 	rec=$!
-	for _ in $(seq 50); do
-		[ -s "$OUT" ] && break
-		sleep 0.1
-	done
+	output_appears "$OUT" || true
 	sleep 0.5
 	cmd=$(pgrep -P "$rec" -x sleep) || fail "no command under sp-record"
 	kill -KILL "$rec"
@@ -447,10 +455,7 @@ for n in (2, 3):
 	require_root
 	sp-record -o "$OUT" -- sleep 3 2>/dev/null &
 	rec=$!
-	for _ in $(seq 50); do
-		[ -s "$OUT" ] && break
-		sleep 0.1
-	done
+	output_appears "$OUT" || true
 	run --separate-stderr sp-record -o "$OUT" -- true
 	wait "$rec" || true
 	[[ "$stderr" == *"sp-record: warning: '$OUT': another program holds a lock on this file (another recording writing it?)"* ]] ||
