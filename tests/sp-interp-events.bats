@@ -552,3 +552,43 @@ PY
 		[length, (map(select(.stack)) | length)] | @tsv' -r)
 	[ "$n" = "$(printf '30000	30000')" ] || fail "opens, with a stack: $n"
 }
+
+@test "events without the interpreted stack they had (a lost record, interp_events): in sp-decode --stats, --stats-json and sp-tree's header" {
+	printf '%s\n' '{"type":"header","version":1,"start_mono_ns":1}' \
+		'{"type":"lost","time":900,"start":500,"what":"interp_events","count":37,"pid":700}' \
+		'{"type":"end","time":1000}' | sp-decode --encode -o "$D/l.sp"
+	run -0 --separate-stderr sp-decode "$D/l.sp"
+	[ "$(jq -c 'select(.type == "lost") | [.what, .count, .pid, .start]' <<<"$output")" = '["interp_events",37,700,500]' ]
+	run -0 --separate-stderr sp-decode --stats "$D/l.sp"
+	[[ "$output" == *"interp events   37 kernel events without the interpreted stack they had (dropped unread, or made before their interpreter was followed)"* ]] ||
+		fail "$output"
+	[[ "$output" == *"lost            0 samples, 0 events, 0 spans"* ]] || fail "$output"
+	[ "$(sp-decode --stats-json "$D/l.sp" | jq .interp_events_lost)" = 37 ]
+	run -0 --separate-stderr sp-tree "$D/l.sp"
+	[[ "${lines[0]}" == *"  events without their interpreted stack 37"* ]] || fail "${lines[0]}"
+	[ "$(sp-tree --format=json "$D/l.sp" | jq .interp_events_lost)" = 37 ]
+}
+
+@test "sp-record -p of a busy Python: its opens carry their stacks from the first recorded" {
+	need "$PY"
+	cat > "$D/busy.py" <<'PY'
+import time
+def handle(i):
+    with open("/dev/null", "a") as f:
+        f.write("x")
+while True:
+    for i in range(2000):
+        handle(i)
+    time.sleep(0.01)
+PY
+	"$PY" "$D/busy.py" &
+	BG=$!
+	sleep 1
+	run --separate-stderr sp-record -p "$BG" -d 1 -o "$OUT"
+	[ "$status" = 0 ] || fail "exit $status: $stderr"
+	n=$(sp-decode "$OUT" | jq -s --argjson p "$BG" '[.[] | select(.type == "event" and .event == "path_open" and .pid == $p)] |
+		[length, (map(select(.stack)) | length)] | @tsv' -r)
+	read -r all with <<<"$n"
+	[ "$all" -ge 1000 ] || fail "only $all opens"
+	[ "$with" = "$all" ] || fail "$((all - with)) of $all opens without a stack: $stderr"
+}

@@ -207,10 +207,11 @@ static void do_lost(struct sp_corr *c, const struct sp_lost *l)
 	uint64_t v;
 
 	/* stops of spans the spool never had, processes with no marks,
-	 * samples without their interpreted stacks, code copies refused:
-	 * no record of a span the spool holds is missing */
+	 * samples and events without their interpreted stacks, code copies
+	 * refused: no record of a span the spool holds is missing */
 	if (l->what == SP_LOST_SPAN_STOPS || l->what == SP_LOST_UNPROBED ||
-	    l->what == SP_LOST_INTERP || l->what == SP_LOST_INTERP_COPIES)
+	    l->what == SP_LOST_INTERP || l->what == SP_LOST_INTERP_COPIES ||
+	    l->what == SP_LOST_INTERP_EVENTS)
 		return;
 	for (it = 0; sp_u64map_next(&c->threads, &it, NULL, &v);) {
 		t = (struct thr *)(uintptr_t)v;

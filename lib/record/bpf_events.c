@@ -29,10 +29,14 @@ static int ev_start(struct sp_source *s, const struct sp_target *t, struct sp_em
 	if (p->state != ST_READY)
 		return 0;
 	p->started = true;
+	/* The interpreted stacks' entry program first (the perf source's
+	 * interpreters, started before): attaching it takes tens of ms, and a
+	 * -p process's events, recorded from the seeding on, came without
+	 * their stacks meanwhile. */
+	if (sp_interp_current())
+		sp_interp_events_on(sp_interp_current(), p->o.raw_entry);
 	sp_ev_seed_pids(p, t);
 	sp_ev_sync_cgroups(p);	/* the cgroups made while the programs loaded */
-	if (sp_interp_current())	/* the perf source's, started before */
-		sp_interp_events_on(sp_interp_current(), p->o.raw_entry);
 	return 0;
 }
 

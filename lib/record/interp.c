@@ -126,6 +126,9 @@ struct evq {
 	struct sp_bpf_istack last_h;
 	struct sp_bpf_iframe *last_f;
 	size_t last_cap;
+	/* the newest stack dropped unread when the queue was full: an event
+	 * at or before it whose stack is not here had it dropped */
+	uint64_t dropped_until;
 };
 
 /* A thread's stacks waiting for their samples (CPU or off-CPU ones). */
@@ -186,6 +189,11 @@ struct sp_interpreters {
 	uint64_t ev_stacks, ev_none;	/* events of followed processes with a stack, without */
 	uint64_t forks_full;	/* forks whose stack could not be kept for the child's exec */
 	uint64_t ev_no_walker;	/* events of a Ruby's whose walker was not in yet */
+	/* events whose stack was dropped unread (ev_dropped of them), or
+	 * made before their running interpreter was followed (-p) */
+	uint64_t ev_early, ev_early_first, ev_early_last, ev_dropped;
+	uint32_t ev_early_pid;	/* the first such process's */
+	bool ev_early_pids;	/* more than one process's */
 	uint32_t first_ruby;	/* the first Ruby found */
 	bool ruby_asked;	/* for the Ruby walkers (sp_interp_bpf_ruby()) */
 	unsigned int warned_version;	/* 1 << runtime: warned once each */
@@ -953,8 +961,12 @@ static void on_event_stack(struct sp_interpreters *ip, const struct sp_bpf_istac
 		q->pid = h->pid;
 		q->last_stack = 0;
 	}
-	if (q->n == EVQ_LEN)
-		evq_drop(ip, q, EVQ_LEN / 2);	/* calls that made no event */
+	if (q->n == EVQ_LEN) {
+		/* calls that made no event, most of them; an event of one
+		 * read later is counted (count_stackless()) */
+		q->dropped_until = q->p[EVQ_LEN / 2 - 1].h.time_ns;
+		evq_drop(ip, q, EVQ_LEN / 2);
+	}
 	if (ip->nev >= PENDING_MAX) {
 		ip->dropped++;	/* events not read for long: bounded */
 		return;
@@ -1698,7 +1710,8 @@ static bool call_in(uint32_t nr, const int *calls, size_t n)
  * root first; 0 when there is none.
  */
 static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, struct iproc *pr,
-			    uint32_t tid, uint64_t time, const int *calls, size_t n, bool dns)
+			    uint32_t tid, uint64_t time, const int *calls, size_t n, bool dns,
+			    bool *dropped)
 {
 	struct sp_interp_frames f;
 	const struct pend *p;
@@ -1714,8 +1727,10 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 	 * thread is in one call at a time */
 	while (q && k < q->n && q->p[k].h.time_ns <= time)
 		k++;
-	if (!k || q->pid != pr->pid)
+	if (!k || q->pid != pr->pid) {
+		*dropped = q && q->pid == pr->pid && time <= q->dropped_until;
 		return 0;
+	}
 	evq_drop(ip, q, k - 1);	/* older calls' (a DNS send may still want this one) */
 	p = &q->p[0];
 	/* a call makes one event: a stack an event took is another call's
@@ -1740,6 +1755,34 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 	return stack;
 }
 
+/*
+ * An event of pr at time without its interpreted stack. One that had a
+ * stack the recording does not have is counted apart (a lost record at the
+ * end, its process and window): its walk was dropped unread (dropped: its
+ * thread's queue was full before the event was read), or none was made
+ * (before the BPF program was told of pr while its interpreter already
+ * ran: -p; as for samples, sp_interp_outcome()). One of an interpreter not
+ * set up yet, or of a call that took no stack, had none.
+ */
+static void count_stackless(struct sp_interpreters *ip, const struct iproc *pr, uint64_t time,
+			    bool dropped)
+{
+	ip->ev_none++;
+	if (!dropped && (!pr->started || time >= pr->followed))
+		return;
+	if (dropped)
+		ip->ev_dropped++;
+	if (!ip->ev_early++) {
+		ip->ev_early_pid = pr->pid;
+		ip->ev_early_first = ip->ev_early_last = time;
+	}
+	ip->ev_early_pids |= pr->pid != ip->ev_early_pid;
+	if (time < ip->ev_early_first)
+		ip->ev_early_first = time;
+	if (time > ip->ev_early_last)
+		ip->ev_early_last = time;
+}
+
 /* entry_stack() of a followed pid, counted */
 static uint64_t counted_stack(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
 			      uint32_t tid, uint64_t time, const int *calls, size_t n, bool dns)
@@ -1749,11 +1792,13 @@ static uint64_t counted_stack(struct sp_interpreters *ip, struct sp_emit *out, u
 
 	if (!pr)
 		return 0;
-	stack = entry_stack(ip, out, pr, tid, time, calls, n, dns);
+	bool dropped = false;
+
+	stack = entry_stack(ip, out, pr, tid, time, calls, n, dns, &dropped);
 	if (stack)
 		ip->ev_stacks++;
 	else
-		ip->ev_none++;
+		count_stackless(ip, pr, time, dropped);
 	return stack;
 }
 
@@ -1769,6 +1814,7 @@ uint64_t sp_interp_fork_stack(struct sp_interpreters *ip, struct sp_emit *out, u
 			      uint32_t tid, uint64_t time, uint32_t child, bool thread)
 {
 	struct iproc *pr = proc_find(ip, pid);
+	bool dropped = false;
 	uint64_t stack;
 
 	if (!pr)
@@ -1777,9 +1823,10 @@ uint64_t sp_interp_fork_stack(struct sp_interpreters *ip, struct sp_emit *out, u
 	 * followed from here if perf's record of the fork is not read yet */
 	if (!thread && child != pid)
 		sp_interp_on_fork(ip, pid, child, time);
-	stack = entry_stack(ip, out, pr, tid, time, fork_calls, NCALLS(fork_calls), false);
+	stack = entry_stack(ip, out, pr, tid, time, fork_calls, NCALLS(fork_calls), false,
+			    &dropped);
 	if (!stack) {
-		ip->ev_none++;
+		count_stackless(ip, pr, time, dropped);
 		return 0;
 	}
 	ip->ev_stacks++;
@@ -1797,18 +1844,19 @@ uint64_t sp_interp_exec_stack(struct sp_interpreters *ip, struct sp_emit *out, u
 {
 	struct iproc *pr = proc_find(ip, pid);
 	uint64_t *v = sp_u64map_get(&ip->forks, pid), carried = v ? *v : 0, stack = 0;
+	bool dropped = false;
 
 	if (v)
 		sp_u64map_del(&ip->forks, pid);	/* a later exec is the new image's */
 	if (pr)
 		stack = entry_stack(ip, out, pr, tid, time, exec_calls, NCALLS(exec_calls),
-				    false);
+				    false, &dropped);
 	if (!stack)
 		stack = carried;	/* no code of its own ran since: its fork's */
 	if (stack)
 		ip->ev_stacks++;
 	else if (pr)
-		ip->ev_none++;
+		count_stackless(ip, pr, time, dropped);
 	return stack;
 }
 
@@ -1964,6 +2012,23 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 		    "events of Ruby (the first Ruby: pid %u) before that have native stacks "
 		    "only, their interpreted ones said missing (\"walker not loaded yet\")",
 		    when, ip->outcomes[SP_IO_NO_WALKER], ip->ev_no_walker, ip->first_ruby);
+	}
+	if (ip->ev_early) {
+		struct sp_record e = { .kind = SP_REC_LOST };
+
+		say("interpreted stacks: %" PRIu64 " kernel events of pid %u%s (over %.1f ms) "
+		    "are without the interpreted stack they had: %" PRIu64 " dropped unread (the "
+		    "thread's queue of %u was full before its events were read), %" PRIu64
+		    " made before its interpreter was followed; they are under no method",
+		    ip->ev_early, ip->ev_early_pid, ip->ev_early_pids ? " and others" : "",
+		    (double)(ip->ev_early_last - ip->ev_early_first) / 1e6, ip->ev_dropped,
+		    EVQ_LEN, ip->ev_early - ip->ev_dropped);
+		e.lost.time = ip->ev_early_last;
+		e.lost.start = ip->ev_early_first;
+		e.lost.what = SP_LOST_INTERP_EVENTS;
+		e.lost.count = ip->ev_early;
+		e.lost.pid = ip->ev_early_pids ? 0 : ip->ev_early_pid;
+		out->emit(out->ctx, &e);
 	}
 	if (!ip->samples)
 		return;

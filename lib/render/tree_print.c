@@ -89,7 +89,7 @@ static void print_opening(struct sp_tree *t)
 static void print_other_losses(struct sp_tree *t)
 {
 	uint64_t stops = t->lost[SP_LOST_SPAN_STOPS], unprobed = t->lost[SP_LOST_UNPROBED];
-	uint64_t window = t->lost[SP_LOST_WINDOW];
+	uint64_t window = t->lost[SP_LOST_WINDOW], early = t->lost[SP_LOST_INTERP_EVENTS];
 
 	if (t->json) {
 		if (stops)
@@ -98,6 +98,9 @@ static void print_other_losses(struct sp_tree *t)
 			fprintf(t->out, ",\"unprobed\":%llu", (unsigned long long)unprobed);
 		if (window)
 			fprintf(t->out, ",\"lost_window\":%llu", (unsigned long long)window);
+		if (early)
+			fprintf(t->out, ",\"interp_events_lost\":%llu",
+				(unsigned long long)early);
 		return;
 	}
 	if (stops)
@@ -106,6 +109,9 @@ static void print_other_losses(struct sp_tree *t)
 		fprintf(t->out, "  processes without probes %llu", (unsigned long long)unprobed);
 	if (window)
 		fprintf(t->out, "  window dropped %llu records", (unsigned long long)window);
+	if (early)
+		fprintf(t->out, "  events without their interpreted stack %llu",
+			(unsigned long long)early);
 }
 
 /* A flight dump: which trigger made it, when (wall clock, and after the

@@ -188,6 +188,9 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 		if (s->lost[SP_LOST_INTERP_COPIES])
 			fprintf(out, ",\"interp_copies_refused\":%" PRIu64,
 				s->lost[SP_LOST_INTERP_COPIES]);
+		if (s->lost[SP_LOST_INTERP_EVENTS])
+			fprintf(out, ",\"interp_events_lost\":%" PRIu64,
+				s->lost[SP_LOST_INTERP_EVENTS]);
 		fprintf(out, ",\"duration_ns\":%" PRIu64, ns);
 		if (basis != SP_WALLTIME_HEADER_TO_END) {
 			fputs(",\"duration_note\":", out);
@@ -286,6 +289,10 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 	if (s->lost[SP_LOST_INTERP_COPIES])
 		fprintf(out, "interp copies   %" PRIu64 " Python code-object copies refused (a "
 			"user's budget)\n", s->lost[SP_LOST_INTERP_COPIES]);
+	if (s->lost[SP_LOST_INTERP_EVENTS])
+		fprintf(out, "interp events   %" PRIu64 " kernel events without the interpreted "
+			"stack they had (dropped unread, or made before their interpreter was "
+			"followed)\n", s->lost[SP_LOST_INTERP_EVENTS]);
 	if (s->streams > 1)
 		fprintf(out, "streams         %" PRIu64 " (segments of a recording, or spools "
 			"joined)\n", s->streams);

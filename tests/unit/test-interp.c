@@ -614,6 +614,82 @@ static void test_last_event_stack_remapped(void)
 	sp_interp_free(ip);
 }
 
+/* The lost records an end emits (sp_interp_finish()), the last one kept. */
+static struct sp_lost emitted_lost;
+static unsigned int emitted_losts;
+
+static int keep_lost(void *ctx, const struct sp_record *r)
+{
+	(void)ctx;
+	if (r->kind == SP_REC_LOST) {
+		emitted_lost = r->lost;
+		emitted_losts++;
+	}
+	return 0;
+}
+
+/*
+ * A kernel event without the interpreted stack it had is counted, and the
+ * end says so in a lost record (interp_events): its walk dropped unread
+ * (the thread's queue was full before the event was read), or made before
+ * its running interpreter was followed. One of an interpreter not set up
+ * then had none: not counted.
+ */
+static void test_event_stacks_lost_counted(void)
+{
+	struct sp_interpreters *ip = new_ip();
+	struct sp_emit out = { NULL, keep_lost, NULL };
+	struct sp_bpf_istack h = { 0 };
+	struct sp_bpf_iframe f[1] = { { 0 } };
+	struct iproc *pr = follow(ip, 700);
+	unsigned int i;
+
+	CHECK(pr != NULL);
+	if (!pr) {
+		sp_interp_free(ip);
+		return;
+	}
+	pr->started = true;
+	pr->followed = 100;
+	h.pid = h.tid = 700;
+	h.nframes = 1;
+	h.flags = SP_BPF_IFL_EVENT;
+	h.cpu = __NR_openat;
+	f[0].code = 0x1234;
+	for (i = 0; i <= EVQ_LEN; i++) {	/* one more than the queue holds */
+		h.time_ns = 1000 + i;
+		on_stack(ip, &h, f, sizeof(f));
+	}
+	/* the first call's event, read after the queue dropped its oldest half */
+	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 700, 1000, __NR_openat, false), 0);
+	CHECK_EQ_U(ip->ev_dropped, 1);
+	CHECK_EQ_U(ip->ev_early, 1);
+	/* another thread's, made before the process was followed */
+	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 701, 50, __NR_openat, false), 0);
+	CHECK_EQ_U(ip->ev_early, 2);
+	CHECK_EQ_U(ip->ev_dropped, 1);
+	/* after it was followed, with no walk: a call that took none */
+	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 702, 500, __NR_openat, false), 0);
+	CHECK_EQ_U(ip->ev_early, 2);
+	/* an interpreter not set up when it was followed had no stack to read */
+	pr->started = false;
+	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 703, 50, __NR_openat, false), 0);
+	CHECK_EQ_U(ip->ev_early, 2);
+	CHECK_EQ_U(ip->ev_none, 4);
+
+	ip->bpf = (struct sp_interp_bpf *)&bpf_procs;	/* the stand-ins ignore it */
+	emitted_losts = 0;
+	sp_interp_finish(ip, &out, 5000);
+	CHECK_EQ_U(emitted_losts, 1);
+	CHECK_EQ_U(emitted_lost.what, SP_LOST_INTERP_EVENTS);
+	CHECK_EQ_U(emitted_lost.count, 2);
+	CHECK_EQ_U(emitted_lost.pid, 700);
+	CHECK_EQ_U(emitted_lost.start, 50);
+	CHECK_EQ_U(emitted_lost.time, 1000);
+	ip->bpf = NULL;
+	sp_interp_free(ip);
+}
+
 int main(void)
 {
 	TAP_RUN(test_two_calls);
@@ -629,5 +705,6 @@ int main(void)
 	TAP_RUN(test_call_names);
 	TAP_RUN(test_remap_ruby_names);
 	TAP_RUN(test_last_event_stack_remapped);
+	TAP_RUN(test_event_stacks_lost_counted);
 	return TAP_DONE();
 }

@@ -361,7 +361,10 @@ enum sp_lost_what {
 	SP_LOST_WINDOW = 6,	/* records older than a flight recorder's window, dropped */
 	SP_LOST_INTERP_COPIES = 7,	/* Python code-object copies refused by the
 					 * per-process budget (count = copies) */
-	SP_LOST_WHAT_MAX = 8,
+	SP_LOST_INTERP_EVENTS = 8,	/* kernel events without the interpreted stack
+					 * they had: dropped unread, or made before
+					 * their running interpreter was followed */
+	SP_LOST_WHAT_MAX = 9,
 };
 
 struct sp_lost {
