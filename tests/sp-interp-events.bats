@@ -587,8 +587,13 @@ PY
 	run --separate-stderr sp-record -p "$BG" -d 1 -o "$OUT"
 	[ "$status" = 0 ] || fail "exit $status: $stderr"
 	n=$(sp-decode "$OUT" | jq -s --argjson p "$BG" '[.[] | select(.type == "event" and .event == "path_open" and .pid == $p)] |
-		[length, (map(select(.stack)) | length)] | @tsv' -r)
-	read -r all with <<<"$n"
+		[length, (map(select(.stack)) | length), (.[:200] | map(select(.stack | not)) | length)] | @tsv' -r)
+	read -r all with first <<<"$n"
 	[ "$all" -ge 1000 ] || fail "only $all opens"
-	[ "$with" = "$all" ] || fail "$((all - with)) of $all opens without a stack: $stderr"
+	# the attach's gap was the first 140-650: none of the first 200 now
+	[ "$first" = 0 ] || fail "$first of the first 200 opens without a stack: $stderr"
+	# any other one is said (a full ring on a loaded machine)
+	[ "$with" = "$all" ] || [[ "$stderr" == *"interpreted stacks lost"* ]] ||
+		[[ "$stderr" == *"without the interpreted stack they had"* ]] ||
+		fail "$((all - with)) of $all opens without a stack, said nowhere: $stderr"
 }
