@@ -126,9 +126,10 @@ struct evq {
 	struct sp_bpf_istack last_h;
 	struct sp_bpf_iframe *last_f;
 	size_t last_cap;
-	/* the newest stack dropped unread when the queue was full: an event
-	 * at or before it whose stack is not here had it dropped */
-	uint64_t dropped_until;
+	/* the oldest stack kept when the queue was full and stacks were
+	 * dropped unread: an event before it whose stack is not here had its
+	 * stack dropped (0: none was) */
+	uint64_t dropped_before;
 };
 
 /* A thread's stacks waiting for their samples (CPU or off-CPU ones). */
@@ -189,11 +190,15 @@ struct sp_interpreters {
 	uint64_t ev_stacks, ev_none;	/* events of followed processes with a stack, without */
 	uint64_t forks_full;	/* forks whose stack could not be kept for the child's exec */
 	uint64_t ev_no_walker;	/* events of a Ruby's whose walker was not in yet */
-	/* events whose stack was dropped unread (ev_dropped of them), or
-	 * made before their running interpreter was followed (-p) */
-	uint64_t ev_early, ev_early_first, ev_early_last, ev_dropped;
+	/* events without the stack they had: dropped unread (ev_dropped
+	 * of them), or made before their running interpreter was followed */
+	uint64_t ev_early, ev_dropped, ev_early_first, ev_early_last;
 	uint32_t ev_early_pid;	/* the first such process's */
 	bool ev_early_pids;	/* more than one process's */
+	/* ... those not in a lost record yet (flush_lost_events()) */
+	uint64_t lp_count, lp_first, lp_last;
+	uint32_t lp_pid;
+	bool lp_pids;
 	uint32_t first_ruby;	/* the first Ruby found */
 	bool ruby_asked;	/* for the Ruby walkers (sp_interp_bpf_ruby()) */
 	unsigned int warned_version;	/* 1 << runtime: warned once each */
@@ -960,11 +965,19 @@ static void on_event_stack(struct sp_interpreters *ip, const struct sp_bpf_istac
 		evq_drop(ip, q, q->n);	/* a tid reused by another process */
 		q->pid = h->pid;
 		q->last_stack = 0;
+		q->dropped_before = 0;
 	}
 	if (q->n == EVQ_LEN) {
 		/* calls that made no event, most of them; an event of one
-		 * read later is counted (count_stackless()) */
-		q->dropped_until = q->p[EVQ_LEN / 2 - 1].h.time_ns;
+		 * read later is counted (count_stackless()), when they held
+		 * a stack (a thread not in Python yet has none to lose) */
+		unsigned int i;
+
+		for (i = 0; i < EVQ_LEN / 2; i++)
+			if (q->p[i].h.status != SP_BPF_IST_NO_THREAD && q->p[i].h.nframes) {
+				q->dropped_before = q->p[EVQ_LEN / 2].h.time_ns;
+				break;
+			}
 		evq_drop(ip, q, EVQ_LEN / 2);
 	}
 	if (ip->nev >= PENDING_MAX) {
@@ -1728,7 +1741,7 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 	while (q && k < q->n && q->p[k].h.time_ns <= time)
 		k++;
 	if (!k || q->pid != pr->pid) {
-		*dropped = q && q->pid == pr->pid && time <= q->dropped_until;
+		*dropped = q && q->pid == pr->pid && time < q->dropped_before;
 		return 0;
 	}
 	evq_drop(ip, q, k - 1);	/* older calls' (a DNS send may still want this one) */
@@ -1767,8 +1780,12 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 static void count_stackless(struct sp_interpreters *ip, const struct iproc *pr, uint64_t time,
 			    bool dropped)
 {
+	uint64_t since = ip->bpf ? sp_interp_bpf_events_since(ip->bpf) : 0;
+	uint64_t from = pr->followed > since ? pr->followed : since;
+
 	ip->ev_none++;
-	if (!dropped && (!pr->started || time >= pr->followed))
+	/* (the entry program never attached: said when it failed) */
+	if (!dropped && (!pr->started || !since || time >= from))
 		return;
 	if (dropped)
 		ip->ev_dropped++;
@@ -1781,6 +1798,47 @@ static void count_stackless(struct sp_interpreters *ip, const struct iproc *pr, 
 		ip->ev_early_first = time;
 	if (time > ip->ev_early_last)
 		ip->ev_early_last = time;
+	if (!ip->lp_count++) {
+		ip->lp_pid = pr->pid;
+		ip->lp_first = ip->lp_last = time;
+	}
+	ip->lp_pids |= pr->pid != ip->lp_pid;
+	if (time < ip->lp_first)
+		ip->lp_first = time;
+	if (time > ip->lp_last)
+		ip->lp_last = time;
+}
+
+/*
+ * The events counted by count_stackless() since the last lost record, in
+ * one (what = interp_events, their window, their pid or 0): written when a
+ * stack comes again or the run is LOST_BATCH_NS long, so that it lies
+ * near the events it counts (a reader orders lost records by their start).
+ */
+#define LOST_BATCH_NS	(100 * 1000 * 1000ull)
+static void flush_lost_events(struct sp_interpreters *ip, struct sp_emit *out)
+{
+	struct sp_record r = { .kind = SP_REC_LOST };
+
+	if (!ip->lp_count)
+		return;
+	r.lost.time = ip->lp_last;
+	r.lost.start = ip->lp_first;
+	r.lost.what = SP_LOST_INTERP_EVENTS;
+	r.lost.count = ip->lp_count;
+	r.lost.pid = ip->lp_pids ? 0 : ip->lp_pid;
+	out->emit(out->ctx, &r);
+	ip->lp_count = 0;
+	ip->lp_pids = false;
+}
+
+/* Before an event at time is counted: the lost record of those before it,
+ * when a stack came (stack) or their run is long. */
+static void lost_events_due(struct sp_interpreters *ip, struct sp_emit *out, uint64_t time,
+			    uint64_t stack)
+{
+	if (ip->lp_count && (stack || time >= ip->lp_first + LOST_BATCH_NS))
+		flush_lost_events(ip, out);
 }
 
 /* entry_stack() of a followed pid, counted */
@@ -1788,13 +1846,13 @@ static uint64_t counted_stack(struct sp_interpreters *ip, struct sp_emit *out, u
 			      uint32_t tid, uint64_t time, const int *calls, size_t n, bool dns)
 {
 	struct iproc *pr = proc_find(ip, pid);
+	bool dropped = false;
 	uint64_t stack;
 
 	if (!pr)
 		return 0;
-	bool dropped = false;
-
 	stack = entry_stack(ip, out, pr, tid, time, calls, n, dns, &dropped);
+	lost_events_due(ip, out, time, stack);
 	if (stack)
 		ip->ev_stacks++;
 	else
@@ -1825,6 +1883,7 @@ uint64_t sp_interp_fork_stack(struct sp_interpreters *ip, struct sp_emit *out, u
 		sp_interp_on_fork(ip, pid, child, time);
 	stack = entry_stack(ip, out, pr, tid, time, fork_calls, NCALLS(fork_calls), false,
 			    &dropped);
+	lost_events_due(ip, out, time, stack);
 	if (!stack) {
 		count_stackless(ip, pr, time, dropped);
 		return 0;
@@ -1853,6 +1912,7 @@ uint64_t sp_interp_exec_stack(struct sp_interpreters *ip, struct sp_emit *out, u
 				    false, &dropped);
 	if (!stack)
 		stack = carried;	/* no code of its own ran since: its fork's */
+	lost_events_due(ip, out, time, stack);
 	if (stack)
 		ip->ev_stacks++;
 	else if (pr)
@@ -2013,9 +2073,8 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 		    "only, their interpreted ones said missing (\"walker not loaded yet\")",
 		    when, ip->outcomes[SP_IO_NO_WALKER], ip->ev_no_walker, ip->first_ruby);
 	}
+	flush_lost_events(ip, out);
 	if (ip->ev_early) {
-		struct sp_record e = { .kind = SP_REC_LOST };
-
 		say("interpreted stacks: %" PRIu64 " kernel events of pid %u%s (over %.1f ms) "
 		    "are without the interpreted stack they had: %" PRIu64 " dropped unread (the "
 		    "thread's queue of %u was full before its events were read), %" PRIu64
@@ -2023,12 +2082,6 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 		    ip->ev_early, ip->ev_early_pid, ip->ev_early_pids ? " and others" : "",
 		    (double)(ip->ev_early_last - ip->ev_early_first) / 1e6, ip->ev_dropped,
 		    EVQ_LEN, ip->ev_early - ip->ev_dropped);
-		e.lost.time = ip->ev_early_last;
-		e.lost.start = ip->ev_early_first;
-		e.lost.what = SP_LOST_INTERP_EVENTS;
-		e.lost.count = ip->ev_early;
-		e.lost.pid = ip->ev_early_pids ? 0 : ip->ev_early_pid;
-		out->emit(out->ctx, &e);
 	}
 	if (!ip->samples)
 		return;
