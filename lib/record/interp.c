@@ -65,6 +65,27 @@
 #define EVQ_LEN		16384	/* stacks kept per thread waiting for their calls' events
 				 * (the events' ring is read a pass or more later) */
 
+/* Events counted together: how many, their window, their process (the
+ * first one's; pids: more than one). */
+struct lost_run {
+	uint64_t count, first, last;
+	uint32_t pid;
+	bool pids;
+};
+
+static void lost_run_add(struct lost_run *r, uint32_t pid, uint64_t time)
+{
+	if (!r->count++) {
+		r->pid = pid;
+		r->first = r->last = time;
+	}
+	r->pids |= pid != r->pid;
+	if (time < r->first)
+		r->first = time;
+	if (time > r->last)
+		r->last = time;
+}
+
 /* What an ELF file says about the interpreter it holds. */
 struct elf_info {
 	char *path;
@@ -191,14 +212,10 @@ struct sp_interpreters {
 	uint64_t forks_full;	/* forks whose stack could not be kept for the child's exec */
 	uint64_t ev_no_walker;	/* events of a Ruby's whose walker was not in yet */
 	/* events without the stack they had: dropped unread (ev_dropped
-	 * of them), or made before their running interpreter was followed */
-	uint64_t ev_early, ev_dropped, ev_early_first, ev_early_last;
-	uint32_t ev_early_pid;	/* the first such process's */
-	bool ev_early_pids;	/* more than one process's */
-	/* ... those not in a lost record yet (flush_lost_events()) */
-	uint64_t lp_count, lp_first, lp_last;
-	uint32_t lp_pid;
-	bool lp_pids;
+	 * of them), or made before their running interpreter was followed;
+	 * all, and those not in a lost record yet (flush_lost_events()) */
+	struct lost_run ev_lost, ev_lost_pending;
+	uint64_t ev_dropped;
 	uint32_t first_ruby;	/* the first Ruby found */
 	bool ruby_asked;	/* for the Ruby walkers (sp_interp_bpf_ruby()) */
 	unsigned int warned_version;	/* 1 << runtime: warned once each */
@@ -1789,24 +1806,8 @@ static void count_stackless(struct sp_interpreters *ip, const struct iproc *pr, 
 		return;
 	if (dropped)
 		ip->ev_dropped++;
-	if (!ip->ev_early++) {
-		ip->ev_early_pid = pr->pid;
-		ip->ev_early_first = ip->ev_early_last = time;
-	}
-	ip->ev_early_pids |= pr->pid != ip->ev_early_pid;
-	if (time < ip->ev_early_first)
-		ip->ev_early_first = time;
-	if (time > ip->ev_early_last)
-		ip->ev_early_last = time;
-	if (!ip->lp_count++) {
-		ip->lp_pid = pr->pid;
-		ip->lp_first = ip->lp_last = time;
-	}
-	ip->lp_pids |= pr->pid != ip->lp_pid;
-	if (time < ip->lp_first)
-		ip->lp_first = time;
-	if (time > ip->lp_last)
-		ip->lp_last = time;
+	lost_run_add(&ip->ev_lost, pr->pid, time);
+	lost_run_add(&ip->ev_lost_pending, pr->pid, time);
 }
 
 /*
@@ -1818,18 +1819,18 @@ static void count_stackless(struct sp_interpreters *ip, const struct iproc *pr, 
 #define LOST_BATCH_NS	(100 * 1000 * 1000ull)
 static void flush_lost_events(struct sp_interpreters *ip, struct sp_emit *out)
 {
+	struct lost_run *run = &ip->ev_lost_pending;
 	struct sp_record r = { .kind = SP_REC_LOST };
 
-	if (!ip->lp_count)
+	if (!run->count)
 		return;
-	r.lost.time = ip->lp_last;
-	r.lost.start = ip->lp_first;
+	r.lost.time = run->last;
+	r.lost.start = run->first;
 	r.lost.what = SP_LOST_INTERP_EVENTS;
-	r.lost.count = ip->lp_count;
-	r.lost.pid = ip->lp_pids ? 0 : ip->lp_pid;
+	r.lost.count = run->count;
+	r.lost.pid = run->pids ? 0 : run->pid;
 	out->emit(out->ctx, &r);
-	ip->lp_count = 0;
-	ip->lp_pids = false;
+	memset(run, 0, sizeof(*run));
 }
 
 /* Before an event at time is counted: the lost record of those before it,
@@ -1837,7 +1838,8 @@ static void flush_lost_events(struct sp_interpreters *ip, struct sp_emit *out)
 static void lost_events_due(struct sp_interpreters *ip, struct sp_emit *out, uint64_t time,
 			    uint64_t stack)
 {
-	if (ip->lp_count && (stack || time >= ip->lp_first + LOST_BATCH_NS))
+	if (ip->ev_lost_pending.count &&
+	    (stack || time >= ip->ev_lost_pending.first + LOST_BATCH_NS))
 		flush_lost_events(ip, out);
 }
 
@@ -2074,14 +2076,16 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 		    when, ip->outcomes[SP_IO_NO_WALKER], ip->ev_no_walker, ip->first_ruby);
 	}
 	flush_lost_events(ip, out);
-	if (ip->ev_early) {
+	if (ip->ev_lost.count) {
+		const struct lost_run *run = &ip->ev_lost;
+
 		say("interpreted stacks: %" PRIu64 " kernel events of pid %u%s (over %.1f ms) "
 		    "are without the interpreted stack they had: %" PRIu64 " dropped unread (the "
 		    "thread's queue of %u was full before its events were read), %" PRIu64
 		    " made before its interpreter was followed; they are under no method",
-		    ip->ev_early, ip->ev_early_pid, ip->ev_early_pids ? " and others" : "",
-		    (double)(ip->ev_early_last - ip->ev_early_first) / 1e6, ip->ev_dropped,
-		    EVQ_LEN, ip->ev_early - ip->ev_dropped);
+		    run->count, run->pid, run->pids ? " and others" : "",
+		    (double)(run->last - run->first) / 1e6, ip->ev_dropped, EVQ_LEN,
+		    run->count - ip->ev_dropped);
 	}
 	if (!ip->samples)
 		return;

@@ -679,18 +679,18 @@ static void test_event_stacks_lost_counted(void)
 	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 700, newest_dropped + 5, __NR_openat,
 					 false), 0);
 	CHECK_EQ_U(ip->ev_dropped, 2);
-	CHECK_EQ_U(ip->ev_early, 2);
+	CHECK_EQ_U(ip->ev_lost.count, 2);
 	/* another thread's, made before the process was followed */
 	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 701, 50, __NR_openat, false), 0);
-	CHECK_EQ_U(ip->ev_early, 3);
+	CHECK_EQ_U(ip->ev_lost.count, 3);
 	CHECK_EQ_U(ip->ev_dropped, 2);
 	/* after it was followed, with no walk: a call that took none */
 	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 702, 500, __NR_openat, false), 0);
-	CHECK_EQ_U(ip->ev_early, 3);
+	CHECK_EQ_U(ip->ev_lost.count, 3);
 	/* an interpreter not set up when it was followed had no stack to read */
 	pr->started = false;
 	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 703, 50, __NR_openat, false), 0);
-	CHECK_EQ_U(ip->ev_early, 3);
+	CHECK_EQ_U(ip->ev_lost.count, 3);
 	CHECK_EQ_U(ip->ev_none, 5);
 	CHECK_EQ_U(emitted_losts, 0);	/* one run yet: not written */
 	/* a run longer than LOST_BATCH_NS is written as it goes, with its window */
@@ -704,7 +704,7 @@ static void test_event_stacks_lost_counted(void)
 	CHECK_EQ_U(emitted_lost.pid, 700);
 	CHECK_EQ_U(emitted_lost.start, 50);
 	CHECK_EQ_U(emitted_lost.time, newest_dropped + 5);
-	CHECK_EQ_U(ip->ev_early, 4);
+	CHECK_EQ_U(ip->ev_lost.count, 4);
 	/* the rest at the end */
 	sp_interp_finish(ip, &out, LOST_BATCH_NS * 2);
 	CHECK_EQ_U(emitted_losts, 2);
