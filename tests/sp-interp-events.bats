@@ -548,9 +548,14 @@ PY
 	grep -Eq 'FRAME .*opener at=[^ ]*opens.py:3 ' "$D/tree" || fail "$(grep -m5 nonexistent "$D/tree")"
 	! grep -E 'FRAME ' "$D/tree" | grep opens.py | grep -vq 'opener at=[^ ]*opens.py:3 ' ||
 		fail "$(grep -E 'FRAME ' "$D/tree" | grep opens.py | grep -v 'opener at=[^ ]*opens.py:3 ' | head)"
-	n=$(sp-decode "$D/segs" | jq -s '[.[] | select(.type == "event" and (.path // "" | startswith("/nonexistent/x-")))] |
-		[length, (map(select(.stack)) | length)] | @tsv' -r)
-	[ "$n" = "$(printf '30000	30000')" ] || fail "opens, with a stack: $n"
+	# every one with its stack, or counted without (a burst of calls read
+	# late on a loaded machine fills the thread's queue: said, counted)
+	n=$(sp-decode "$D/segs" | jq -s '[.[] | select(.type == "event" and (.path // "" | startswith("/nonexistent/x-")))] as $o |
+		[.[] | select(.type == "lost" and .what == "interp_events") | .count] as $l |
+		[($o | length), ($o | map(select(.stack)) | length), ($l | add // 0)] | @tsv' -r)
+	read -r all with lost <<<"$n"
+	[ "$all" = 30000 ] || fail "$all opens"
+	[ "$((with + lost))" = 30000 ] || fail "opens with a stack $with, counted without $lost: $stderr"
 }
 
 @test "events without the interpreted stack they had (a lost record, interp_events): in sp-decode --stats, --stats-json and sp-tree's header" {
@@ -560,7 +565,7 @@ PY
 	run -0 --separate-stderr sp-decode "$D/l.sp"
 	[ "$(jq -c 'select(.type == "lost") | [.what, .count, .pid, .start]' <<<"$output")" = '["interp_events",37,700,500]' ]
 	run -0 --separate-stderr sp-decode --stats "$D/l.sp"
-	[[ "$output" == *"interp events   37 kernel events without the interpreted stack they had (dropped unread, or made before their interpreter was followed)"* ]] ||
+	[[ "$output" == *"interp events   37 kernel events without the interpreted stack they had (dropped unread: their thread's queue was full before they were read)"* ]] ||
 		fail "$output"
 	[[ "$output" == *"lost            0 samples, 0 events, 0 spans"* ]] || fail "$output"
 	[ "$(sp-decode --stats-json "$D/l.sp" | jq .interp_events_lost)" = 37 ]

@@ -235,6 +235,11 @@ void sp_corr_interp_close(struct span *gap);
 /* Take a timed record (copied) into the window and process what leaves it;
  * false if rec is not a timed record (the caller emits it at once). */
 bool sp_corr_window_add(struct sp_corr *c, const struct sp_record *rec);
+/* Whether a lost record of this kind took span records away (samples,
+ * events, spans, a window's), not only counted what spans never had
+ * (span stops without a start, processes without probes, interpreted
+ * stacks, code copies). */
+bool sp_corr_lost_spans(uint64_t what);
 /* Process the window's records that are due (all: every one). */
 void sp_corr_drain(struct sp_corr *c, bool all);
 /* The oldest record waiting; the window must not be empty. */

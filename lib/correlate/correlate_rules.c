@@ -199,6 +199,12 @@ static void do_raise(struct sp_corr *c, struct thr *t, struct hrec *h)
 	sp_corr_hold(c, s, h, 0);
 }
 
+bool sp_corr_lost_spans(uint64_t what)
+{
+	return what != SP_LOST_SPAN_STOPS && what != SP_LOST_UNPROBED && what != SP_LOST_INTERP &&
+	       what != SP_LOST_INTERP_COPIES && what != SP_LOST_INTERP_EVENTS;
+}
+
 /* Open spans of pid (0 = all) overlap a lost window. */
 static void do_lost(struct sp_corr *c, const struct sp_lost *l)
 {
@@ -206,12 +212,8 @@ static void do_lost(struct sp_corr *c, const struct sp_lost *l)
 	size_t it;
 	uint64_t v;
 
-	/* stops of spans the spool never had, processes with no marks,
-	 * samples and events without their interpreted stacks, code copies
-	 * refused: no record of a span the spool holds is missing */
-	if (l->what == SP_LOST_SPAN_STOPS || l->what == SP_LOST_UNPROBED ||
-	    l->what == SP_LOST_INTERP || l->what == SP_LOST_INTERP_COPIES ||
-	    l->what == SP_LOST_INTERP_EVENTS)
+	/* no record of a span the spool holds is missing */
+	if (!sp_corr_lost_spans(l->what))
 		return;
 	for (it = 0; sp_u64map_next(&c->threads, &it, NULL, &v);) {
 		t = (struct thr *)(uintptr_t)v;

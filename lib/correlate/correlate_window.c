@@ -98,12 +98,13 @@ void sp_corr_drain(struct sp_corr *c, bool all)
 
 /* The key of a timed record (is_timed): its time (record.h), but a lost
  * window's is the start of the window, when known, so that it is ordered
- * among the records it lost. */
+ * among the records it lost (of spans: a count of what spans never had
+ * goes by its time, written when it was counted). */
 static uint64_t rec_time(const struct sp_record *r)
 {
 	if (r->kind == SP_REC_LOST)
-		return r->lost.start && r->lost.start <= r->lost.time ? r->lost.start :
-									 r->lost.time;
+		return r->lost.start && r->lost.start <= r->lost.time &&
+		       sp_corr_lost_spans(r->lost.what) ? r->lost.start : r->lost.time;
 	return sp_record_time(r);
 }
 

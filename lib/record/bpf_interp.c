@@ -41,7 +41,6 @@ struct sp_interp_bpf {
 					 * calls' own tracepoints (--event-attach=
 					 * sys_enter) */
 	bool ev_failed;			/* its attach failed (said once) */
-	uint64_t ev_since;		/* when it was attached (monotonic ns), 0: not */
 	bool have_procs;		/* a process was put in the procs map */
 	bool ev_early;			/* attach it at once (the command is an interpreter) */
 	struct bpf_link *task_links[3];	/* on_task_*: "procs" follows tasks */
@@ -473,17 +472,11 @@ static int ev_attach(struct sp_interp_bpf *b)
 			return -1;
 		}
 	}
-	b->ev_since = sp_now_mono_ns();
 	/* Ruby's walkers asked for already: the one of the program attached,
 	 * if another was foreseen */
 	if (b->rb_asked)
 		sp_interp_bpf_ruby(b, false);
 	return 0;
-}
-
-uint64_t sp_interp_bpf_events_since(const struct sp_interp_bpf *b)
-{
-	return b->ev_since;
 }
 
 /* The entry program costs system calls of the machine (each wanted one,

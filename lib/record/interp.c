@@ -211,11 +211,9 @@ struct sp_interpreters {
 	uint64_t ev_stacks, ev_none;	/* events of followed processes with a stack, without */
 	uint64_t forks_full;	/* forks whose stack could not be kept for the child's exec */
 	uint64_t ev_no_walker;	/* events of a Ruby's whose walker was not in yet */
-	/* events without the stack they had: dropped unread (ev_dropped
-	 * of them), or made before their running interpreter was followed;
-	 * all, and those not in a lost record yet (flush_lost_events()) */
+	/* events whose stack was dropped unread: all, and those not in a
+	 * lost record yet (flush_lost_events()) */
 	struct lost_run ev_lost, ev_lost_pending;
-	uint64_t ev_dropped;
 	uint32_t first_ruby;	/* the first Ruby found */
 	bool ruby_asked;	/* for the Ruby walkers (sp_interp_bpf_ruby()) */
 	unsigned int warned_version;	/* 1 << runtime: warned once each */
@@ -1786,26 +1784,19 @@ static uint64_t entry_stack(struct sp_interpreters *ip, struct sp_emit *out, str
 }
 
 /*
- * An event of pr at time without its interpreted stack. One that had a
- * stack the recording does not have is counted apart (a lost record at the
- * end, its process and window): its walk was dropped unread (dropped: its
- * thread's queue was full before the event was read), or none was made
- * (before the BPF program was told of pr while its interpreter already
- * ran: -p; as for samples, sp_interp_outcome()). One of an interpreter not
- * set up yet, or of a call that took no stack, had none.
+ * An event of pr at time without its interpreted stack. One whose walk
+ * was dropped unread (dropped: its thread's queue was full before the
+ * event was read) had a stack the recording does not have: counted apart,
+ * in lost records. (One made before the process was followed cannot be
+ * told from one of an interpreter still setting up, which had none: a
+ * launched Python's setlocale() opens; not counted.)
  */
 static void count_stackless(struct sp_interpreters *ip, const struct iproc *pr, uint64_t time,
 			    bool dropped)
 {
-	uint64_t since = ip->bpf ? sp_interp_bpf_events_since(ip->bpf) : 0;
-	uint64_t from = pr->followed > since ? pr->followed : since;
-
 	ip->ev_none++;
-	/* (the entry program never attached: said when it failed) */
-	if (!dropped && (!pr->started || !since || time >= from))
+	if (!dropped)
 		return;
-	if (dropped)
-		ip->ev_dropped++;
 	lost_run_add(&ip->ev_lost, pr->pid, time);
 	lost_run_add(&ip->ev_lost_pending, pr->pid, time);
 }
@@ -2080,12 +2071,10 @@ void sp_interp_finish(struct sp_interpreters *ip, struct sp_emit *out, uint64_t 
 		const struct lost_run *run = &ip->ev_lost;
 
 		say("interpreted stacks: %" PRIu64 " kernel events of pid %u%s (over %.1f ms) "
-		    "are without the interpreted stack they had: %" PRIu64 " dropped unread (the "
-		    "thread's queue of %u was full before its events were read), %" PRIu64
-		    " made before its interpreter was followed; they are under no method",
-		    run->count, run->pid, run->pids ? " and others" : "",
-		    (double)(run->last - run->first) / 1e6, ip->ev_dropped, EVQ_LEN,
-		    run->count - ip->ev_dropped);
+		    "are without the interpreted stack they had: dropped unread, the thread's "
+		    "queue of %u was full before their events were read; they are under no "
+		    "method", run->count, run->pid, run->pids ? " and others" : "",
+		    (double)(run->last - run->first) / 1e6, EVQ_LEN);
 	}
 	if (!ip->samples)
 		return;

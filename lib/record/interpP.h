@@ -500,9 +500,6 @@ int sp_interp_bpf_events(struct sp_interp_bpf *b, bool raw_entry);
  * events (before it runs), not once its mappings are read: its first calls
  * (a script's first opens, a few ms in) carry their stacks too. */
 void sp_interp_bpf_events_early(struct sp_interp_bpf *b);
-/* When the entry program was attached (CLOCK_MONOTONIC ns): the calls
- * made since carry their stacks. 0: not attached (yet, or it failed). */
-uint64_t sp_interp_bpf_events_since(const struct sp_interp_bpf *b);
 /* bpf_events_decode.c: the system calls whose kernel events get an
  * interpreted stack, as bits by call number (nbits of them). */
 void sp_ev_stack_calls(uint64_t *bits, size_t nbits);

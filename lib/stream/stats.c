@@ -291,8 +291,8 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 			"user's budget)\n", s->lost[SP_LOST_INTERP_COPIES]);
 	if (s->lost[SP_LOST_INTERP_EVENTS])
 		fprintf(out, "interp events   %" PRIu64 " kernel events without the interpreted "
-			"stack they had (dropped unread, or made before their interpreter was "
-			"followed)\n", s->lost[SP_LOST_INTERP_EVENTS]);
+			"stack they had (dropped unread: their thread's queue was full before "
+			"they were read)\n", s->lost[SP_LOST_INTERP_EVENTS]);
 	if (s->streams > 1)
 		fprintf(out, "streams         %" PRIu64 " (segments of a recording, or spools "
 			"joined)\n", s->streams);

@@ -114,14 +114,6 @@ int sp_interp_bpf_ruby(struct sp_interp_bpf *b, bool wait)
 	return 0;
 }
 
-static uint64_t bpf_ev_since;	/* sp_interp_bpf_events_since() */
-
-uint64_t sp_interp_bpf_events_since(const struct sp_interp_bpf *b)
-{
-	(void)b;
-	return bpf_ev_since;
-}
-
 uint64_t sp_interp_bpf_ruby_times(const struct sp_interp_bpf *b, uint64_t *ready)
 {
 	(void)b;
@@ -636,82 +628,69 @@ static int keep_lost(void *ctx, const struct sp_record *r)
 	return 0;
 }
 
+/* Thread tid's queue of event stacks over full: EVQ_LEN + 1 calls, 10 ns
+ * apart from t0 (the oldest half is dropped unread). */
+static void fill_event_queue(struct sp_interpreters *ip, uint32_t tid, uint64_t t0)
+{
+	struct sp_bpf_istack h = { 0 };
+	struct sp_bpf_iframe f[1] = { { 0 } };
+	unsigned int i;
+
+	h.pid = 700;
+	h.tid = tid;
+	h.nframes = 1;
+	h.flags = SP_BPF_IFL_EVENT;
+	h.cpu = __NR_openat;
+	f[0].code = 0x1234;
+	for (i = 0; i <= EVQ_LEN; i++) {
+		h.time_ns = t0 + 10 * i;
+		on_stack(ip, &h, f, sizeof(f));
+	}
+}
+
 /*
- * A kernel event without the interpreted stack it had is counted, in lost
- * records (interp_events) near the events they count: its walk dropped
- * unread (the thread's queue was full before the event was read; the
- * newest call dropped included), or made before the entry program was
- * attached to its running interpreter. One of an interpreter not set up
- * then had none: not counted.
+ * A kernel event whose interpreted stack was dropped unread (its thread's
+ * queue was full before the event was read; the newest call dropped
+ * included) is counted, in lost records (interp_events) written near the
+ * events they count. An event whose call took no stack is not.
  */
 static void test_event_stacks_lost_counted(void)
 {
 	struct sp_interpreters *ip = new_ip();
 	struct sp_emit out = { NULL, keep_lost, NULL };
-	struct sp_bpf_istack h = { 0 };
-	struct sp_bpf_iframe f[1] = { { 0 } };
-	struct iproc *pr = follow(ip, 700);
 	const uint64_t newest_dropped = 1000 + 10 * (EVQ_LEN / 2 - 1);
-	unsigned int i;
+	const uint64_t later = 1000 + LOST_BATCH_NS;
 
-	CHECK(pr != NULL);
-	if (!pr) {
-		sp_interp_free(ip);
-		return;
-	}
+	CHECK(follow(ip, 700) != NULL);
 	ip->bpf = (struct sp_interp_bpf *)&bpf_procs;	/* the stand-ins ignore it */
-	bpf_ev_since = 80;	/* the entry program attached then */
-	pr->started = true;
-	pr->followed = 100;
-	h.pid = h.tid = 700;
-	h.nframes = 1;
-	h.flags = SP_BPF_IFL_EVENT;
-	h.cpu = __NR_openat;
-	f[0].code = 0x1234;
-	for (i = 0; i <= EVQ_LEN; i++) {	/* one more than the queue holds */
-		h.time_ns = 1000 + 10 * i;
-		on_stack(ip, &h, f, sizeof(f));
-	}
+	fill_event_queue(ip, 700, 1000);
 	emitted_losts = 0;
-	/* the first call's event and the newest dropped call's, read after
-	 * the queue dropped its oldest half */
+	/* the first call's event, and the newest dropped call's */
 	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 700, 1000, __NR_openat, false), 0);
 	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 700, newest_dropped + 5, __NR_openat,
 					 false), 0);
-	CHECK_EQ_U(ip->ev_dropped, 2);
 	CHECK_EQ_U(ip->ev_lost.count, 2);
-	/* another thread's, made before the process was followed */
-	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 701, 50, __NR_openat, false), 0);
-	CHECK_EQ_U(ip->ev_lost.count, 3);
-	CHECK_EQ_U(ip->ev_dropped, 2);
-	/* after it was followed, with no walk: a call that took none */
-	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 702, 500, __NR_openat, false), 0);
-	CHECK_EQ_U(ip->ev_lost.count, 3);
-	/* an interpreter not set up when it was followed had no stack to read */
-	pr->started = false;
-	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 703, 50, __NR_openat, false), 0);
-	CHECK_EQ_U(ip->ev_lost.count, 3);
-	CHECK_EQ_U(ip->ev_none, 5);
+	/* another thread's, whose call took no stack: not counted */
+	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 701, 1500, __NR_openat, false), 0);
+	CHECK_EQ_U(ip->ev_lost.count, 2);
+	CHECK_EQ_U(ip->ev_none, 3);
 	CHECK_EQ_U(emitted_losts, 0);	/* one run yet: not written */
 	/* a run longer than LOST_BATCH_NS is written as it goes, with its window */
-	pr->started = true;
-	pr->followed = LOST_BATCH_NS + 100;	/* made before its following */
-	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 704, LOST_BATCH_NS + 60, __NR_openat,
-					 false), 0);
+	fill_event_queue(ip, 702, later);
+	CHECK_EQ_U(sp_interp_event_stack(ip, &out, 700, 702, later, __NR_openat, false), 0);
+	CHECK_EQ_U(ip->ev_lost.count, 3);
 	CHECK_EQ_U(emitted_losts, 1);
 	CHECK_EQ_U(emitted_lost.what, SP_LOST_INTERP_EVENTS);
-	CHECK_EQ_U(emitted_lost.count, 3);
+	CHECK_EQ_U(emitted_lost.count, 2);
 	CHECK_EQ_U(emitted_lost.pid, 700);
-	CHECK_EQ_U(emitted_lost.start, 50);
+	CHECK_EQ_U(emitted_lost.start, 1000);
 	CHECK_EQ_U(emitted_lost.time, newest_dropped + 5);
-	CHECK_EQ_U(ip->ev_lost.count, 4);
 	/* the rest at the end */
-	sp_interp_finish(ip, &out, LOST_BATCH_NS * 2);
+	sp_interp_finish(ip, &out, later * 2);
 	CHECK_EQ_U(emitted_losts, 2);
 	CHECK_EQ_U(emitted_lost.count, 1);
-	CHECK_EQ_U(emitted_lost.start, LOST_BATCH_NS + 60);
+	CHECK_EQ_U(emitted_lost.start, later);
 	ip->bpf = NULL;
-	bpf_ev_since = 0;
 	sp_interp_free(ip);
 }
 

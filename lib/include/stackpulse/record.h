@@ -362,8 +362,8 @@ enum sp_lost_what {
 	SP_LOST_INTERP_COPIES = 7,	/* Python code-object copies refused by the
 					 * per-process budget (count = copies) */
 	SP_LOST_INTERP_EVENTS = 8,	/* kernel events without the interpreted stack
-					 * they had: dropped unread, or made before
-					 * their running interpreter was followed */
+					 * they had: dropped unread (their thread's
+					 * queue was full before they were read) */
 	SP_LOST_WHAT_MAX = 9,
 };
 
