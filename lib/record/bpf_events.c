@@ -29,14 +29,15 @@ static int ev_start(struct sp_source *s, const struct sp_target *t, struct sp_em
 	if (p->state != ST_READY)
 		return 0;
 	p->started = true;
-	/* The interpreted stacks' entry program first (the perf source's
-	 * interpreters, started before): attaching it takes tens of ms, and a
-	 * -p process's events, recorded from the seeding on, came without
-	 * their stacks meanwhile. */
+	sp_ev_sync_cgroups(p);	/* the cgroups made while the programs loaded */
+	/* The interpreted stacks' entry program before the seeding (the perf
+	 * source's interpreters, started before): attaching it takes tens of
+	 * ms, and a -p process's events, recorded from the seeding on, came
+	 * without their stacks meanwhile. (After the cgroups: those made
+	 * while the programs loaded are taken at the start, with the others.) */
 	if (sp_interp_current())
 		sp_interp_events_on(sp_interp_current(), p->o.raw_entry);
 	sp_ev_seed_pids(p, t);
-	sp_ev_sync_cgroups(p);	/* the cgroups made while the programs loaded */
 	return 0;
 }
 
