@@ -62,6 +62,17 @@ nobody_tools() {
 	NOBODY_EXAMPLES=$NOBODY_DIR/examples
 }
 
+# wait_path FILE [SECONDS]: waits until FILE exists (10 s by default);
+# false if it never does.
+wait_path() {
+	local i
+	for ((i = 0; i < ${2:-10} * 20; i++)); do
+		[ -e "$1" ] && return 0
+		sleep 0.05
+	done
+	false
+}
+
 # Kills the processes $@ a test started in the background (those still
 # there) and reaps them: for teardown(), which runs even when the test
 # failed half way.
@@ -69,6 +80,7 @@ kill_started() {
 	local p
 	for p in "$@"; do
 		kill "$p" 2>/dev/null || true
+		kill -CONT "$p" 2>/dev/null || true	# (a test stopped it)
 	done
 	for p in "$@"; do
 		wait "$p" 2>/dev/null || true

@@ -194,12 +194,38 @@ offcpu_lost() {
 	sed -n 's/^sp-record: off-cpu: .*; \([0-9]*\) records lost$/\1/p' <<< "$1"
 }
 
+# switches_while_stopped ARGS...: sp-record ARGS -- a command that makes
+# switches while the recorder is stopped (SIGSTOP), so its 1-page off-CPU
+# rings overflow whatever the machine's load; $stderr is the recorder's.
+switches_while_stopped() {
+	local d=$BATS_TEST_TMPDIR/sw rec
+	rm -rf "$d" && mkdir "$d"
+	cat > "$d/cmd" <<-'EOS'
+	#!/bin/sh
+	: > "$0.started"
+	while [ ! -e "$0.go" ]; do sleep 0.02; done
+	# each child waited for is a switch of the shell, and more of its own
+	for i in $(seq 200); do /bin/true; done
+	dd if=/dev/zero bs=1 count=20000 status=none | cat > /dev/null
+	: > "$0.done"
+	EOS
+	chmod +x "$d/cmd"
+	sp-record "$@" -o "$OUT" -- "$d/cmd" 2> "$d/err" &
+	rec=$!
+	BGPIDS=$rec
+	wait_path "$d/cmd.started" || fail "$(cat "$d/err")"
+	kill -STOP $rec
+	: > "$d/cmd.go"
+	wait_path "$d/cmd.done" 60 || { kill -CONT $rec; fail "the command did not end"; }
+	kill -CONT $rec
+	wait $rec || fail "sp-record: exit $?: $(cat "$d/err")"
+	BGPIDS=
+	stderr=$(cat "$d/err")
+}
+
 @test "sp-record --off-cpu: switch records the off-CPU rings lost are said with what helps them, not -F" {
-	SWITCHES=$BATS_TEST_TMPDIR/switches
-	printf '#!/bin/sh\ndd if=/dev/zero bs=1 count=100000 status=none | cat >/dev/null\n' > "$SWITCHES"
-	chmod +x "$SWITCHES"
-	# a switch per byte through a pipe into rings of 1 page: most are lost
-	run --separate-stderr -0 sp-record --off-cpu -m 1 -F 1 -o "$OUT" -- "$SWITCHES"
+	# rings of 1 page, not drained while the command switches: most are lost
+	switches_while_stopped --off-cpu -m 1 -F 1
 	n=$(offcpu_lost "$stderr")
 	[ -n "$n" ] || fail "$stderr"
 	grep -qxF "sp-record: warning: $n off-CPU switch records lost (the off-CPU ring buffers overflowed: try -m, or --call-graph=fp to copy no user stack at a switch; -F does not change them)" <<< "$stderr" ||
@@ -207,7 +233,7 @@ offcpu_lost() {
 	# the CPU samples' hint is not given for them
 	! grep -q "warning: $n samples lost" <<< "$stderr" || fail "$stderr"
 	# without a stack copy, -m alone
-	run --separate-stderr -0 sp-record --off-cpu --call-graph=fp -m 1 -F 1 -o "$OUT" -- "$SWITCHES"
+	switches_while_stopped --off-cpu --call-graph=fp -m 1 -F 1
 	n=$(offcpu_lost "$stderr")
 	[ -n "$n" ] || fail "$stderr"
 	grep -qxF "sp-record: warning: $n off-CPU switch records lost (the off-CPU ring buffers overflowed: try -m; -F does not change them)" <<< "$stderr" ||
