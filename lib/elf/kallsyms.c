@@ -115,6 +115,10 @@ int sp_kallsyms_load(struct sp_kallsyms *k, const char *path)
 			k->text_lo = addr;
 		else if (!*kmod && !strcmp(name, "_etext"))
 			k->text_hi = addr;
+		else if (!*kmod && !strcmp(name, "_sinittext"))
+			k->init_lo = addr;
+		else if (!*kmod && !strcmp(name, "_einittext"))
+			k->init_hi = addr;
 		k->n++;
 	}
 	free(line);

@@ -15,12 +15,12 @@
 #include "sp.h"
 
 /* The cache: a header, the symbols, the names. */
-#define CACHE_MAGIC "SPKSYMS1"
+#define CACHE_MAGIC "SPKSYMS2"	/* 2: init text */
 
 struct cache_head {
 	char magic[8];
 	char boot_id[40];
-	uint64_t n, names_len, text_lo, text_hi;
+	uint64_t n, names_len, text_lo, text_hi, init_lo, init_hi;
 };
 
 static int read_all(int fd, void *p, size_t n)
@@ -82,6 +82,8 @@ static int load_cache(struct sp_kallsyms *k, const char *dir, const char *name, 
 		goto bad;
 	k->text_lo = h.text_lo;
 	k->text_hi = h.text_hi;
+	k->init_lo = h.init_lo;
+	k->init_hi = h.init_hi;
 	k->from_cache = true;
 	close(fd);
 	return 0;
@@ -104,6 +106,8 @@ static void save_cache(const struct sp_kallsyms *k, const char *dir, const char 
 	h.names_len = k->names_len;
 	h.text_lo = k->text_lo;
 	h.text_hi = k->text_hi;
+	h.init_lo = k->init_lo;
+	h.init_hi = k->init_hi;
 	dfd = sp_cache_dir_open(dir, true);
 	if (dfd < 0)
 		return;

@@ -34,6 +34,12 @@ static void test_kallsyms_cache(void)
 	CHECK(x && y && x->addr == y->addr &&
 	      !strcmp(sp_kallsyms_str(&a, x->name), sp_kallsyms_str(&b, y->name)));
 	CHECK(sp_kallsyms_in_text(&b, a.text_lo) && !sp_kallsyms_in_text(&b, a.text_hi));
+	/* init text (start_kernel, in every idle task's stack) is vmlinux's:
+	 * the cache names it too */
+	CHECK(a.init_lo && a.init_hi > a.init_lo && a.init_lo >= a.text_hi);
+	CHECK_EQ_U(b.init_lo, a.init_lo);
+	CHECK_EQ_U(b.init_hi, a.init_hi);
+	CHECK(sp_kallsyms_in_text(&b, a.init_lo) && !sp_kallsyms_in_text(&b, a.init_hi));
 	sp_kallsyms_release(&b);
 
 	/* A cache others may write is not trusted; a damaged one is rebuilt. */

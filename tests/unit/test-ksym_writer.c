@@ -70,6 +70,7 @@ static void test_ksym_writer_names(void)
 {
 	char dir[] = "/tmp/test-ksym-writer-XXXXXX", cmd[128], out[1024], want[256];
 	uint64_t sched = kallsyms_addr("schedule"), exit_ = kallsyms_addr("do_exit");
+	uint64_t start = kallsyms_addr("start_kernel");
 	struct sp_ksym_writer a = { 0 }, b = { 0 };
 
 	if (geteuid() != 0 || !sched || !exit_) {
@@ -102,6 +103,16 @@ static void test_ksym_writer_names(void)
 		CHECK_STR(out, want);
 		CHECK(b.tab.from_cache);	/* vmlinux text: no fresh read */
 		CHECK(!b.fresh_run && !b.fresh_done);
+	}
+	/* vmlinux's init text too: start_kernel, at the root of every idle
+	 * task's stack (-a's CPU samples) */
+	if (start) {
+		const uint64_t addrs[] = { start + 4 };
+
+		CHECK_EQ_U(put_and_read(&b, addrs, 1, out, sizeof(out)), 1);
+		snprintf(want, sizeof(want), "%" PRIx64 " start_kernel\n", start);
+		CHECK_STR(out, want);
+		CHECK(b.tab.from_cache && !b.fresh_run && !b.fresh_done);
 	}
 	/* Past vmlinux text (modules, BPF programs): the cache cannot say;
 	 * the kernel's table is read again, once, and replaces it. */

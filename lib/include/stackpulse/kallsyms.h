@@ -31,6 +31,8 @@ struct sp_kallsyms {
 	void *map;		/* the cache file, mapped (sym and names point in) */
 	size_t map_len;
 	uint64_t text_lo, text_hi;	/* vmlinux text: _stext .. _etext, 0 if unknown */
+	uint64_t init_lo, init_hi;	/* its init text: _sinittext .. _einittext (the
+					 * idle tasks' stacks, start_kernel), 0 if unknown */
 };
 
 /* Parse one line ("ADDR TYPE NAME [MODULE]"). Returns 1 for a code symbol
@@ -48,7 +50,8 @@ void sp_kallsyms_release(struct sp_kallsyms *k);
  * reading /proc/kallsyms costs tens of milliseconds of kernel time, the cache a
  * read. vmlinux's symbols do not change during a boot; those of modules and
  * BPF programs do, so a cached table is only to be trusted for addresses in
- * [text_lo, text_hi) (sp_kallsyms_in_text()); for others, load afresh.
+ * [text_lo, text_hi) or [init_lo, init_hi) (sp_kallsyms_in_text()); for
+ * others, load afresh.
  * The directory and the file are checked as safefile.h says: a directory
  * another user could change, or a cache file that is a link, not owned by
  * the caller (or root) or writable by others, is not used (one warning)
@@ -60,7 +63,8 @@ int sp_kallsyms_open_cache(struct sp_kallsyms *k, const char *dir);
 
 static inline int sp_kallsyms_in_text(const struct sp_kallsyms *k, uint64_t addr)
 {
-	return addr >= k->text_lo && addr < k->text_hi;
+	return (addr >= k->text_lo && addr < k->text_hi) ||
+	       (addr >= k->init_lo && addr < k->init_hi);
 }
 
 /* The symbol holding addr (the last one at or below it), NULL if none;
