@@ -15,6 +15,11 @@
  * from slot 0 on without holes (the first empty slot ends the test);
  * bpf_current_task_under_cgroup() takes the descendants too (it compares
  * the task's ancestor at the directory's level), so no level is walked.
+ *
+ * With -a the recorder's own switch-outs are dropped first, cgroups or
+ * not: each carries 8 KiB of its stack, a few of them fill a ring to its
+ * wake-up mark, and the wake-up makes more. That loop kept sp-record
+ * busy on an idle machine.
  */
 #ifndef SP_BPF_CGFILTER_BPF_H
 #define SP_BPF_CGFILTER_BPF_H
@@ -40,6 +45,10 @@ struct {
  * is loaded before it is known whether the recording filters cgroups. */
 __u32 cg_on = 0;
 
+/* The recorder's process id (as the kernel's first pid namespace sees
+ * it), set by user space with -a; 0: none. */
+__u32 cg_self = 0;
+
 /* Whether the current task's sample goes out: 1, or 0 (counted). */
 static __always_inline int sp_cg_keep(void)
 {
@@ -47,6 +56,8 @@ static __always_inline int sp_cg_keep(void)
 	__u64 *n;
 	long r;
 
+	if (cg_self && (__u32)(bpf_get_current_pid_tgid() >> 32) == cg_self)
+		return 0;	/* (not counted: no cgroup's) */
 	if (!cg_on)
 		return 1;
 	for (i = 0; i < SP_BPF_CGFILTER_MAX; i++) {

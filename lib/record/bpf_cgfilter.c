@@ -60,7 +60,8 @@ struct sp_cgfilter_bpf *sp_cgfilter_bpf_new(int probe_fd)
 			"cgroups' switch-outs are left out in user space", strerror(err));
 		goto fail;
 	}
-	if (ioctl(probe_fd, PERF_EVENT_IOC_SET_BPF, bpf_program__fd(k->skel->progs.cg_switch))) {
+	if (probe_fd >= 0 &&
+	    ioctl(probe_fd, PERF_EVENT_IOC_SET_BPF, bpf_program__fd(k->skel->progs.cg_switch))) {
 		sp_info("off-cpu: a BPF program cannot be attached to a context-switch event: %s; "
 			"the other cgroups' switch-outs are left out in user space",
 			strerror(errno));
@@ -79,26 +80,30 @@ static void own_maps(struct sp_cgfilter_bpf *k)
 	k->m.allowed = bpf_map__fd(k->skel->maps.cg_allowed);
 	k->m.dropped = bpf_map__fd(k->skel->maps.cg_dropped);
 	k->m.on = &k->skel->bss->cg_on;
+	k->m.self = &k->skel->bss->cg_self;
 }
 
 int sp_cgfilter_bpf_start(struct sp_cgfilter_bpf *k, const struct sp_cgroup_filter *f,
 		      struct sp_interpreters *ip, const int *fds, size_t nfds)
 {
+	/* without cgroups the filter only spares the recorder its own
+	 * samples: a failure is for -v */
+	void (*say)(const char *, ...) = f ? sp_warn : sp_info;
+	const char *lost = f ? "the other cgroups' switch-outs are left out in user space"
+			     : "sp-record's own switch-outs are left out in user space";
 	size_t i;
 
 	if (!ip || sp_interp_offcpu_cgroups(ip, &k->m)) {
 		if (ip) {
-			sp_warn("off-cpu: the interpreted-stack program on the context-switch "
-				"events cannot test cgroups; the other cgroups' switch-outs are "
-				"left out in user space");
+			say("off-cpu: the interpreted-stack program on the context-switch "
+			    "events cannot test cgroups; %s", lost);
 			return -1;
 		}
 		for (i = 0; i < nfds; i++)
 			if (ioctl(fds[i], PERF_EVENT_IOC_SET_BPF,
 				  bpf_program__fd(k->skel->progs.cg_switch))) {
-				sp_warn("off-cpu: cannot attach the cgroup filter to the "
-					"context-switch events: %s; the other cgroups' switch-outs "
-					"are left out in user space", strerror(errno));
+				say("off-cpu: cannot attach the switch filter to the "
+				    "context-switch events: %s; %s", strerror(errno), lost);
 				return -1;
 			}
 		own_maps(k);
@@ -108,6 +113,14 @@ int sp_cgfilter_bpf_start(struct sp_cgfilter_bpf *k, const struct sp_cgroup_filt
 		k->skel = NULL;
 	}
 	k->applied = true;
+	/* our pid as we see it: in a pid namespace of our own the kernel's
+	 * test misses, and perf_offcpu.c leaves them out */
+	*k->m.self = (uint32_t)getpid();
+	if (!f) {
+		sp_info("off-cpu: sp-record's own switch-outs are left out in the kernel, by %s",
+			k->skel ? "the switch filter's program" : "the interpreted-stack program");
+		return 0;
+	}
 	sp_info("off-cpu: the other cgroups' switch-outs are left out in the kernel, by %s",
 		k->skel ? "the cgroup filter's program" : "the interpreted-stack program");
 	sp_cgfilter_bpf_sync(k, f);
@@ -122,7 +135,7 @@ void sp_cgfilter_bpf_sync(struct sp_cgfilter_bpf *k, const struct sp_cgroup_filt
 	unsigned int i, n = 0;
 	uint32_t fd;
 
-	if (!k || !k->applied || (k->synced && k->gen == f->gen))
+	if (!k || !f || !k->applied || (k->synced && k->gen == f->gen))
 		return;
 	k->synced = true;
 	k->gen = f->gen;

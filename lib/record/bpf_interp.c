@@ -397,6 +397,7 @@ int sp_interp_bpf_cgroups(struct sp_interp_bpf *b, struct sp_cgfilter_maps *m)
 	m->allowed = bpf_map__fd(b->skel->maps.cg_allowed);
 	m->dropped = bpf_map__fd(b->skel->maps.cg_dropped);
 	m->on = &b->skel->bss->cg_on;
+	m->self = &b->skel->bss->cg_self;
 	return 0;
 }
 

@@ -139,6 +139,7 @@ struct offcpu {
 	uint64_t kernel_astray;		/* user-half addresses in kernel chains, left out */
 	struct sp_stackq *stackq;
 	bool interp;			/* the interpreters' program is on the events */
+	uint32_t self;			/* -a: our pid, whose switches are no one's waits */
 	struct sp_u64map cg_verdict;	/* cgroup id -> 1 in the filter's, 2 not */
 	unsigned int cg_known;		/* the filter's gen the verdicts saw */
 	struct sp_cgfilter_bpf *cgk;	/* the other cgroups dropped in the kernel too */
@@ -587,8 +588,13 @@ static void read_sample(struct offcpu *c, const struct perf_event_header *h)
 	struct qrec q = { .type = PERF_RECORD_SAMPLE };
 	int ctx = -1;
 
-	if (sp_perf_parse_sample(h, c->attr.sample_type, c->nregs, &s))
+	/* Tid 0 is a CPU's idle task (-a): switched out when the CPU gets
+	 * work, in when it has none. That is no thread waiting, and the idle
+	 * tasks of every CPU share the tid. */
+	if (sp_perf_parse_sample(h, c->attr.sample_type, c->nregs, &s) || !s.tid)
 		return;
+	if (s.pid == c->self)
+		return;	/* -a: our own (when the kernel could not leave it out) */
 	if (c->o.cgroups && !cgroup_wanted(c, s.cgroup)) {
 		c->st.other_cgroups++;	/* its switch-in finds no wait: ignored */
 		return;
@@ -723,8 +729,8 @@ static void read_record(void *ctx, const struct perf_event_header *h)
 	case PERF_RECORD_SWITCH_CPU_WIDE:
 		/* A CPU's event (-a) says who comes in or goes out too; the
 		 * sample id, as a task's, is the task switched in or out. */
-		if (sp_perf_parse_id(h, c->attr.sample_type, &id))
-			return;
+		if (sp_perf_parse_id(h, c->attr.sample_type, &id) || !id.tid)
+			return;	/* (tid 0: a CPU's idle task, see read_sample()) */
 		q.type = PERF_RECORD_SWITCH;
 		q.pid = id.pid;
 		q.tid = id.tid;
@@ -945,6 +951,11 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 	/* NULL with --interp=none, or when it could not load (said once) */
 	if (sp_interp_current())
 		c->interp = !sp_interp_offcpu_attach(sp_interp_current(), c->fds, c->nfds);
+	/* -a: our own switch-outs left out in the kernel (cgfilter.bpf.h) */
+	if (t->system_wide)
+		c->self = (uint32_t)getpid();
+	if (t->system_wide && !c->cgk)
+		c->cgk = sp_cgfilter_bpf_new(-1);
 	if (c->cgk)	/* failed (said): cgroup_wanted() alone leaves them out */
 		sp_cgfilter_bpf_start(c->cgk, c->o.cgroups, c->interp ? sp_interp_current() : NULL,
 				      c->fds, c->nfds);
