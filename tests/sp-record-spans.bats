@@ -845,6 +845,54 @@ while True:
 __main__#f"
 }
 
+# The hooks name each method once (rt__name) and mark its calls with the
+# name's address only. A name made before sp-record attached was read from
+# the process's memory when its spans were read: a process gone by then
+# (a short-lived one, a container's) had its spans unnamed. The hook tells
+# a name again at its first use once a recorder listens.
+@test "sp-record -p: names made before the recording are told again once it listens: a process gone before its spans are read has them named" {
+	require_ruby
+	require_python
+	local go=$BATS_TEST_TMPDIR/go rec pid what
+	for what in python ruby; do
+		rm -f "$go"
+		if [ $what = python ]; then
+			PYTHONPATH="$SP_BIN/../runtime/python" $PY -c '
+import os, sys, time
+def f(): return 1
+def idle(): return os.path.exists(sys.argv[1])
+f()
+while not idle():
+    time.sleep(0.01)
+f(); f()
+os._exit(0)' "$go" &
+		else
+			RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" ruby -e '
+def f; 1; end
+def idle(g); File.exist?(g); end
+f
+sleep 0.01 until idle(ARGV[0])
+f; f
+exit!(0)' "$go" &
+		fi
+		pid=$!
+		SPIN+=($pid)
+		sleep 1
+		sp-record --no-samples --spans=$what -p $pid -o "$OUT" 2> "$BATS_TEST_TMPDIR/err" &
+		rec=$!
+		SPIN+=($rec)
+		spans_flow "$OUT" idle || fail "$what: no span of idle: $(cat "$BATS_TEST_TMPDIR/err")"
+		: > "$go"
+		wait $rec || fail "$what: sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+		# f's two calls after the attach: named, though f's name was made
+		# before it and the process was gone when they were read
+		run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .pid == $pid and (.flags // 0) == 0) | .method // \"UNNAMED\"' | sort | uniq -c"
+		echo "$what: $output" >&3
+		assert_line --regexp '^ +2 f$'
+		refute_line --partial UNNAMED
+	done
+}
+
 @test "sp-record -a --spans: processes started with the activator outside sp-record have their spans, running before and started later; others get none" {
 	require_ruby
 	require_python

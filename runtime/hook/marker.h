@@ -4,8 +4,9 @@
  *
  *	rb__call, rb__return	a Ruby method starts, returns (or unwinds)
  *	py__call, py__return	a Python function starts, returns (or unwinds)
- *	rt__name		a name was made (names.h): its strings, to be
- *				read once, now, while they are surely resident
+ *	rt__name		a name was made, or is used the first time
+ *				since a recorder came (names.h): its strings, to
+ *				be read once, now, while they are surely resident
  *	rb__fiber		a Ruby thread switched fibers: (from, to, fresh)
  *	py__audit		a Python audit event: (event, its first argument
  *				when a str), for Pythons without the audit probe
@@ -46,7 +47,5 @@
 			     STAP_PROBE_ASM(stackpulse, probe,					\
 					    8@%%rdi 8@%%rsi 8@%%rdx -4@%%ecx)		\
 			     : : "D"(cls), "S"(method), "d"(file), "c"(line))
-
-#define SP_RT_MARK_NAME(n)	SP_RT_MARK(rt__name, (n)->str[0], (n)->str[1], (n)->str[2], 0)
 
 #endif

@@ -7,7 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "marker.h"
 #include "names.h"
+
+unsigned int sp_rt_names_heard;
+bool sp_rt_names_listened;
+
+/* The rt__name marker, at one place (sp_rt_name_site): one body only. */
+__attribute__((noinline, noclone))
+void sp_rt_name_tell(struct sp_rt_name *n)
+{
+	n->told = sp_rt_names_heard;
+	SP_RT_MARK_AT(sp_rt_name_site, rt__name, n->str[0], n->str[1], n->str[2], 0);
+}
 
 #define CHUNK	(64 * 1024)
 
@@ -75,6 +87,7 @@ struct sp_rt_name *sp_rt_names_add(struct sp_rt_names *t, uintptr_t a, uintptr_t
 	n->key[1] = b;
 	n->key[2] = c;
 	n->line = line;
+	n->told = 0;	/* (sp_rt_names_heard counts from 1) */
 	for (i = 0; i < 3; i++) {
 		char *copy;
 

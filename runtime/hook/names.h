@@ -17,6 +17,7 @@
 #ifndef SP_RT_NAMES_H
 #define SP_RT_NAMES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,7 @@ struct sp_rt_name {
 	uintptr_t key[3];	/* the runtime's objects it was made for */
 	const char *str[3];	/* class (or NULL), method, file: NUL-terminated */
 	int line;		/* a line the hook keeps with the name */
+	unsigned int told;	/* sp_rt_names_heard when last told (rt__name) */
 };
 
 struct sp_rt_names {
@@ -56,6 +58,37 @@ static inline struct sp_rt_name *sp_rt_names_find(const struct sp_rt_names *t, u
 			return n;
 	}
 	return NULL;
+}
+
+/*
+ * A name is told to a recorder by the rt__name marker, whose BPF program
+ * reads its strings (still resident: just written). A name made while no
+ * recorder listened (sp-record -p, or -a finding a process, came later)
+ * was told no one: its marks carried addresses that sp-record then read
+ * from the process, and a process gone by then (a short-lived one, a
+ * container's) left its spans unnamed. So each name is told again at its
+ * first use after a recorder came: the marker's own byte says whether a
+ * uprobe is on it (ring.h, sp_rt_probed()), each change to "on" is a new
+ * hearing, and a name not told in this one is told before its mark.
+ */
+extern const unsigned char sp_rt_name_site[];	/* the rt__name marker's */
+extern unsigned int sp_rt_names_heard;		/* hearings so far */
+extern bool sp_rt_names_listened;		/* the marker's state last seen */
+
+void sp_rt_name_tell(struct sp_rt_name *n);
+
+/* At each use of n (the runtime's lock held): told, if a recorder listens
+ * that was not told it. A byte load and two compares. */
+static inline void sp_rt_name_use(struct sp_rt_name *n)
+{
+	bool on = *(const volatile unsigned char *)sp_rt_name_site == 0xcc;
+
+	if (__builtin_expect(on != sp_rt_names_listened, 0)) {
+		sp_rt_names_listened = on;
+		sp_rt_names_heard += on;
+	}
+	if (on && n->told != sp_rt_names_heard)
+		sp_rt_name_tell(n);
 }
 
 /*

@@ -163,15 +163,17 @@ static struct sp_rt_name *code_name(PyFrameObject *frame, PyCodeObject *co)
 	const char *s[3];
 	size_t len[3] = { 0 };
 
-	if (n)
+	if (n) {
+		sp_rt_name_use(n);	/* (told again to a recorder come since) */
 		return n;
+	}
 	s[0] = module_of(frame, &len[0]);
 	s[1] = utf8(co->co_qualname, &len[1]);
 	s[2] = utf8(co->co_filename, &len[2]);
 	n = sp_rt_names_add(&names, (uintptr_t)co, (uintptr_t)co->co_qualname,
 			    (uintptr_t)co->co_filename, s, len, 0);
 	if (n)
-		SP_RT_MARK_NAME(n);
+		sp_rt_name_use(n);
 	return n;
 }
 

@@ -129,8 +129,10 @@ static struct sp_rt_name *method_name(VALUE klass, VALUE mid, const char *file)
 	size_t len[3];
 	VALUE cls, meth;
 
-	if (n)
+	if (n) {
+		sp_rt_name_use(n);	/* (told again to a recorder come since) */
 		return n;
+	}
 	cls = klass && !NIL_P(klass) ? owner_path(klass) : Qnil;
 	meth = SYMBOL_P(mid) ? rb_sym2str(mid) : Qnil;
 	s[0] = cstr(cls, &len[0]);
@@ -139,7 +141,7 @@ static struct sp_rt_name *method_name(VALUE klass, VALUE mid, const char *file)
 	len[2] = strlen(s[2]);
 	n = sp_rt_names_add(&names, klass, mid, (uintptr_t)file, s, len, 0);
 	if (n)
-		SP_RT_MARK_NAME(n);
+		sp_rt_name_use(n);
 	return n;
 }
 
