@@ -2,7 +2,7 @@
 /*
  * A source's ksym records (ksym_writer.h): the kernel's table, from the
  * per-boot cache or read on a thread, and a fresh read for what the cache
- * cannot name.
+ * cannot name; the reads shared by the sources of a recording.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,23 +16,61 @@
 #include "sp.h"
 #include "writer.h"
 
-static void *load_first(void *arg)
-{
-	struct sp_ksym_writer *k = arg;
-	char *dir = sp_cache_dir(NULL);	/* the parsed kallsyms of this boot */
+/* The reads under way or held, [0] the first, [1] the fresh one. */
+static struct sp_ksym_read *reads[2];
 
-	k->err = sp_kallsyms_load_cached(&k->tab, dir) ? errno : 0;
+static void *do_read(void *arg)
+{
+	struct sp_ksym_read *r = arg;
+	char *dir = r->first ? sp_cache_dir(NULL) : NULL;	/* the parsed kallsyms of this boot */
+
+	if (r->first)
+		r->err = sp_kallsyms_load_cached(&r->tab, dir) ? errno : 0;
+	else
+		r->err = sp_kallsyms_load(&r->tab, NULL) ? errno : 0;
 	free(dir);
 	return NULL;
 }
 
-static void *load_fresh(void *arg)
+/* The read of that kind under way or held, or a new one begun. */
+static struct sp_ksym_read *read_begin(bool first)
 {
-	struct sp_ksym_writer *k = arg;
+	struct sp_ksym_read *r = reads[!first];
 
-	k->fresh_err = sp_kallsyms_load(&k->fresh, NULL) ? errno : 0;
-	__atomic_store_n(&k->fresh_done, 1, __ATOMIC_RELEASE);
-	return NULL;
+	if (r) {
+		r->users++;
+		return r;
+	}
+	r = sp_xcalloc(1, sizeof(*r));
+	r->first = first;
+	r->users = 1;
+	if (pthread_create(&r->thread, NULL, do_read, r) == 0)
+		r->thread_run = true;
+	else
+		do_read(r);
+	reads[!first] = r;
+	return r;
+}
+
+/* r's table, once read (its error in r->err). */
+static const struct sp_kallsyms *read_wait(struct sp_ksym_read *r)
+{
+	if (r->thread_run) {
+		pthread_join(r->thread, NULL);
+		r->thread_run = false;
+	}
+	return &r->tab;
+}
+
+static void read_put(struct sp_ksym_read *r)
+{
+	if (!r || --r->users)
+		return;
+	read_wait(r);
+	if (reads[!r->first] == r)
+		reads[!r->first] = NULL;
+	sp_kallsyms_release(&r->tab);
+	free(r);
 }
 
 void sp_ksym_writer_start(struct sp_ksym_writer *k, bool fresh_now)
@@ -43,23 +81,18 @@ void sp_ksym_writer_start(struct sp_ksym_writer *k, bool fresh_now)
 	if (sp_kallsyms_open_cache(&k->tab, dir) == 0) {
 		if (fresh_now)
 			sp_ksym_writer_fresh(k);
-	} else if (pthread_create(&k->thread, NULL, load_first, k) == 0) {
-		k->thread_run = true;
 	} else {
-		load_first(k);
+		k->first = read_begin(true);
 	}
 	free(dir);
 }
 
 void sp_ksym_writer_fresh(struct sp_ksym_writer *k)
 {
-	/* (the first read under way, or done, is fresh: no second one; tab
-	 * is read only once its thread is joined) */
-	if (!k->started || k->thread_run || !k->tab.from_cache || k->fresh_run ||
-	    __atomic_load_n(&k->fresh_done, __ATOMIC_ACQUIRE))
+	/* (the first read is fresh: no second one) */
+	if (!k->started || k->first || !k->tab.from_cache || k->fresh)
 		return;
-	if (pthread_create(&k->fresh_thread, NULL, load_fresh, k) == 0)
-		k->fresh_run = true;
+	k->fresh = read_begin(false);
 }
 
 /*
@@ -69,32 +102,28 @@ void sp_ksym_writer_fresh(struct sp_ksym_writer *k)
  */
 static const struct sp_kallsyms *table_for(struct sp_ksym_writer *k, uint64_t addr)
 {
-	if (k->thread_run) {
-		pthread_join(k->thread, NULL);
-		k->thread_run = false;
+	const struct sp_kallsyms *t;
+
+	if (k->first) {
+		t = read_wait(k->first);
+		k->err = k->first->err;
+		return k->err || t->zero || !t->n ? NULL : t;
 	}
-	if (k->err || k->tab.zero || !k->tab.n)
+	if (k->tab.zero || !k->tab.n)
 		return NULL;
-	if (!k->tab.from_cache || sp_kallsyms_in_text(&k->tab, addr))
+	if (k->fresh_ok)
+		return &k->fresh->tab;
+	if (sp_kallsyms_in_text(&k->tab, addr))
 		return &k->tab;
-	if (k->fresh_run || !__atomic_load_n(&k->fresh_done, __ATOMIC_ACQUIRE)) {
-		if (k->fresh_run)
-			pthread_join(k->fresh_thread, NULL);
-		else
-			load_fresh(k);
-		k->fresh_run = false;
-		if (!k->fresh_err && (k->fresh.zero || !k->fresh.n))
-			k->fresh_err = EPERM;	/* no addresses now (kptr_restrict) */
-		if (k->fresh_err) {
-			/* the cache still names vmlinux's frames */
-			sp_kallsyms_release(&k->fresh);
-		} else {
-			sp_kallsyms_release(&k->tab);
-			k->tab = k->fresh;
-			memset(&k->fresh, 0, sizeof(k->fresh));
-		}
-	}
-	return k->tab.from_cache ? NULL : &k->tab;
+	if (k->fresh_err)
+		return NULL;	/* (the cache still names vmlinux's frames) */
+	if (!k->fresh)
+		k->fresh = read_begin(false);
+	t = read_wait(k->fresh);
+	k->fresh_err = k->fresh->err ? k->fresh->err :
+		       t->zero || !t->n ? EPERM : 0;	/* no addresses now (kptr_restrict) */
+	k->fresh_ok = !k->fresh_err;
+	return k->fresh_ok ? t : NULL;
 }
 
 void sp_ksym_writer_put(struct sp_ksym_writer *k, struct sp_writer *w, uint64_t addr)
@@ -131,22 +160,19 @@ static bool table_said;
 
 void sp_ksym_writer_finish(struct sp_ksym_writer *k, const char *what)
 {
+	const struct sp_kallsyms *t = &k->tab;
+
 	if (!k->missing || !k->started || k->warned)
 		return;
 	k->warned = true;
-	if (k->thread_run) {	/* (not after a miss: it was joined then) */
-		pthread_join(k->thread, NULL);
-		k->thread_run = false;
+	if (k->first) {	/* (joined at the first miss already) */
+		t = read_wait(k->first);
+		k->err = k->first->err;
 	}
-	if (k->fresh_run) {	/* begun, never needed: its error is no one's */
-		pthread_join(k->fresh_thread, NULL);
-		k->fresh_run = false;
-		k->fresh_err = 0;
-	}
-	if (k->err || k->tab.zero || !k->tab.n) {
+	if (k->err || t->zero || !t->n) {
 		if (!table_said)
 			sp_warn("kernel symbols not recorded: /proc/kallsyms %s",
-				k->tab.zero ? "shows no addresses" :
+				t->zero ? "shows no addresses" :
 				k->err ? strerror(k->err) : "was not read");
 		table_said = true;
 	} else if (k->fresh_err)
@@ -156,7 +182,8 @@ void sp_ksym_writer_finish(struct sp_ksym_writer *k, const char *what)
 	else
 		/* the table was read (again) and lacks them: code unloaded
 		 * before the read (a module, a BPF program), or not kernel
-		 * code at all; no read failed */
+		 * code at all; no read failed (a fresh read begun and never
+		 * needed is no one's concern) */
 		sp_warn("%" PRIu64 " kernel frames of %s got no symbol: /proc/kallsyms has none at "
 			"their addresses (code unloaded before it was read, or not kernel "
 			"code)", k->missing, what);
@@ -175,12 +202,10 @@ bool sp_kernel_has_modules(void)
 
 void sp_ksym_writer_release(struct sp_ksym_writer *k)
 {
-	if (k->thread_run)
-		pthread_join(k->thread, NULL);
-	if (k->fresh_run)
-		pthread_join(k->fresh_thread, NULL);
-	k->thread_run = k->fresh_run = false;
+	read_put(k->first);
+	read_put(k->fresh);
+	k->first = k->fresh = NULL;
+	k->fresh_ok = false;
 	sp_kallsyms_release(&k->tab);
-	sp_kallsyms_release(&k->fresh);
 	sp_u64map_release(&k->written);
 }

@@ -5,7 +5,8 @@
  * writer (a ksym has no time) before the frame that needs it, so that every
  * reader (a streaming sp-symbolize, another machine) can name the frame.
  * The CPU samples' source (perf_ksyms.c) and the off-CPU source each own
- * one; both read the same per-boot cache (kallsyms_cache.c).
+ * one; both read the same per-boot cache (kallsyms_cache.c), and share a
+ * read of /proc/kallsyms (struct sp_ksym_read).
  *
  * The table is this boot's cache, mapped at start, or /proc/kallsyms read
  * by a thread (which writes the cache) while the recording starts. A
@@ -33,27 +34,42 @@ struct sp_writer;
  * nothing). */
 #define SP_KERNEL_START		0xffff800000000000ull
 
+/*
+ * A read of /proc/kallsyms on a thread, shared by the writers of a
+ * recording (-a --off-cpu's two sources need the same table: one read,
+ * some 80 ms of CPU, not two). The first read of a boot goes through the
+ * cache (and writes it); a fresh one is for module and BPF symbols.
+ */
+struct sp_ksym_read {
+	pthread_t thread;
+	bool thread_run;	/* the thread is to be joined */
+	bool first;		/* the first read of the boot, through the cache */
+	unsigned int users;	/* writers holding it */
+	int err;		/* errno of the read, 0 if it worked (once joined) */
+	struct sp_kallsyms tab;
+};
+
 struct sp_ksym_writer {
 	bool started;		/* sp_ksym_writer_start() was called */
-	pthread_t thread;	/* the first read, when there was no cache */
-	bool thread_run;	/* ... and is to be joined */
-	struct sp_kallsyms tab;
+	struct sp_kallsyms tab;	/* the cache, mapped */
+	struct sp_ksym_read *first;	/* the table, when there was no cache */
 	int err;		/* errno of the first read, 0 if it worked */
-	pthread_t fresh_thread;
-	bool fresh_run;		/* the fresh read's thread is to be joined */
-	int fresh_done;		/* atomic: the fresh read ended (or none is needed) */
-	struct sp_kallsyms fresh;
-	int fresh_err;
+	struct sp_ksym_read *fresh;	/* the fresh read, begun */
+	bool fresh_ok;		/* ... ended with addresses: it names every frame */
+	int fresh_err;		/* ... or failed (EPERM: it showed no addresses) */
 	uint64_t missing;	/* kernel frame addresses no table could name */
 	struct sp_u64map written;	/* symbol address -> 1; a missing frame's -> 2 */
 	bool warned;
 };
 
+/* The calls on writers (and so on their shared reads) come from one
+ * thread: the recording's loop. */
+
 /* Map the cache, or begin the first read on a thread; fresh_now: also
  * begin the fresh read of module and BPF symbols at once (-a). */
 void sp_ksym_writer_start(struct sp_ksym_writer *k, bool fresh_now);
-/* Begin the fresh read in the background, if the table is the cache's and
- * the read is not done or under way. */
+/* Begin the fresh read in the background (or share another writer's), if
+ * the table is the cache's and the read is not done or under way. */
 void sp_ksym_writer_fresh(struct sp_ksym_writer *k);
 /* Whether the kernel has modules loaded (/proc/modules not empty): their
  * frames need the fresh read. */

@@ -102,7 +102,7 @@ static void test_ksym_writer_names(void)
 		snprintf(want, sizeof(want), "%" PRIx64 " do_exit\n", exit_);
 		CHECK_STR(out, want);
 		CHECK(b.tab.from_cache);	/* vmlinux text: no fresh read */
-		CHECK(!b.fresh_run && !b.fresh_done);
+		CHECK(!b.fresh && !b.fresh_ok);
 	}
 	/* vmlinux's init text too: start_kernel, at the root of every idle
 	 * task's stack (-a's CPU samples) */
@@ -112,7 +112,7 @@ static void test_ksym_writer_names(void)
 		CHECK_EQ_U(put_and_read(&b, addrs, 1, out, sizeof(out)), 1);
 		snprintf(want, sizeof(want), "%" PRIx64 " start_kernel\n", start);
 		CHECK_STR(out, want);
-		CHECK(b.tab.from_cache && !b.fresh_run && !b.fresh_done);
+		CHECK(b.tab.from_cache && !b.fresh);
 	}
 	/* Past vmlinux text (modules, BPF programs): the cache cannot say;
 	 * the kernel's table is read again, once, and replaces it. */
@@ -121,8 +121,7 @@ static void test_ksym_writer_names(void)
 
 		CHECK(b.tab.text_hi > sched);
 		put_and_read(&b, addrs, 2, out, sizeof(out));
-		CHECK(!b.tab.from_cache);
-		CHECK(b.fresh_done && !b.fresh_run);
+		CHECK(b.fresh && b.fresh_ok && !b.fresh->thread_run);
 		snprintf(want, sizeof(want), "%" PRIx64 " schedule\n", sched);
 		CHECK(strstr(out, want) != NULL);
 	}
@@ -146,14 +145,19 @@ static void test_ksym_writer_fresh_now(void)
 	CHECK(mkdtemp(dir) != NULL);
 	setenv("SP_CACHE_DIR", dir, 1);
 	sp_ksym_writer_start(&a, true);	/* no cache: the first read is fresh */
-	CHECK(!a.fresh_run);
+	CHECK(a.first && !a.fresh);
 	sp_ksym_writer_release(&a);
 	sp_ksym_writer_start(&b, true);
 	CHECK(b.tab.from_cache);
-	CHECK(b.fresh_run);
-	sp_ksym_writer_fresh(&b);	/* under way: not a second one */
+	CHECK(b.fresh != NULL);
+	{
+		struct sp_ksym_read *was = b.fresh;
+
+		sp_ksym_writer_fresh(&b);	/* under way: not a second one */
+		CHECK(b.fresh == was && was->users == 1);
+	}
 	sp_ksym_writer_release(&b);
-	CHECK(!b.fresh_run);
+	CHECK(!b.fresh);
 	unsetenv("SP_CACHE_DIR");
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	CHECK(system(cmd) == 0);
@@ -161,13 +165,13 @@ static void test_ksym_writer_fresh_now(void)
 
 /* A fresh read that stands in for the kernel's: its table has no
  * addresses (kernel.kptr_restrict raised since the cache was made). */
-static void *fresh_without_addresses(void *arg)
+static struct sp_ksym_read *fresh_without_addresses(void)
 {
-	struct sp_ksym_writer *k = arg;
+	struct sp_ksym_read *r = calloc(1, sizeof(*r));
 
-	k->fresh.zero = true;
-	__atomic_store_n(&k->fresh_done, 1, __ATOMIC_RELEASE);
-	return NULL;
+	r->users = 1;
+	r->tab.zero = true;
+	return r;
 }
 
 /*
@@ -192,20 +196,19 @@ static void test_ksym_writer_fresh_kept_apart(void)
 	setenv("SP_CACHE_DIR", dir, 1);
 	sp_ksym_writer_start(&a, false);	/* no cache: the first read is fresh */
 	sp_ksym_writer_fresh(&a);
-	CHECK(!a.fresh_run);
+	CHECK(!a.fresh);
 	{
 		const uint64_t addrs[] = { sched + 1 };
 
 		CHECK_EQ_U(put_and_read(&a, addrs, 1, out, sizeof(out)), 1);
 	}
 	sp_ksym_writer_fresh(&a);		/* joined, not the cache's: still none */
-	CHECK(!a.fresh_run && !a.fresh_done);
+	CHECK(!a.fresh);
 	sp_ksym_writer_release(&a);
 
 	sp_ksym_writer_start(&b, false);
 	CHECK(b.tab.from_cache);
-	CHECK(pthread_create(&b.fresh_thread, NULL, fresh_without_addresses, &b) == 0);
-	b.fresh_run = true;
+	b.fresh = fresh_without_addresses();
 	{
 		const uint64_t addrs[] = { b.tab.text_hi + 16, b.tab.text_hi + 16, sched + 1,
 					   b.tab.text_hi + 16 };
@@ -218,6 +221,74 @@ static void test_ksym_writer_fresh_kept_apart(void)
 	CHECK_EQ_U(b.fresh_err, EPERM);
 	CHECK_EQ_U(b.missing, 1);		/* one address, thrice */
 	sp_ksym_writer_release(&b);
+	unsetenv("SP_CACHE_DIR");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+}
+
+/*
+ * The sources of a recording share their reads (-a --off-cpu: two
+ * writers, one read of /proc/kallsyms): the first read of a boot, and the
+ * fresh one, each held until the last writer lets it go.
+ */
+static void test_ksym_writer_shared(void)
+{
+	char dir[] = "/tmp/test-ksym-writer-XXXXXX", cmd[128], out[1024], want[256];
+	uint64_t sched = kallsyms_addr("schedule");
+	struct sp_ksym_writer a = { 0 }, b = { 0 }, c = { 0 };
+	struct sp_ksym_read *r;
+
+	if (geteuid() != 0 || !sched) {
+		printf("# not root, or no schedule in /proc/kallsyms: skipped\n");
+		return;
+	}
+	CHECK(mkdtemp(dir) != NULL);
+	setenv("SP_CACHE_DIR", dir, 1);
+	/* no cache: one first read for both */
+	sp_ksym_writer_start(&a, true);
+	sp_ksym_writer_start(&b, true);
+	CHECK(a.first && a.first == b.first && a.first->users == 2);
+	{
+		const uint64_t addrs[] = { sched + 1 };
+
+		CHECK_EQ_U(put_and_read(&a, addrs, 1, out, sizeof(out)), 1);
+		sp_ksym_writer_release(&a);	/* b's still */
+		CHECK(b.first->users == 1);
+		CHECK_EQ_U(put_and_read(&b, addrs, 1, out, sizeof(out)), 1);
+		snprintf(want, sizeof(want), "%" PRIx64 " schedule\n", sched);
+		CHECK_STR(out, want);
+	}
+	sp_ksym_writer_release(&b);
+
+	/* the cache: one fresh read for both, and for a third begun later */
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	sp_ksym_writer_start(&a, true);
+	sp_ksym_writer_start(&b, true);
+	CHECK(a.tab.from_cache && b.tab.from_cache);
+	r = a.fresh;
+	CHECK(r && b.fresh == r && r->users == 2);
+	{
+		const uint64_t addrs[] = { a.tab.text_hi + 16, sched + 1 };
+
+		put_and_read(&a, addrs, 2, out, sizeof(out));
+		CHECK(a.fresh_ok);
+		sp_ksym_writer_start(&c, false);
+		sp_ksym_writer_fresh(&c);
+		CHECK(c.fresh == r && r->users == 3);
+		sp_ksym_writer_release(&a);
+		put_and_read(&b, addrs, 2, out, sizeof(out));
+		CHECK(b.fresh_ok);
+		snprintf(want, sizeof(want), "%" PRIx64 " schedule\n", sched);
+		CHECK(strstr(out, want) != NULL);
+	}
+	sp_ksym_writer_release(&b);
+	sp_ksym_writer_release(&c);
+	/* all let go: the next recording reads afresh */
+	memset(&a, 0, sizeof(a));
+	sp_ksym_writer_start(&a, true);
+	CHECK(a.fresh && a.fresh->users == 1);
+	sp_ksym_writer_release(&a);
 	unsetenv("SP_CACHE_DIR");
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	CHECK(system(cmd) == 0);
@@ -278,6 +349,7 @@ int main(void)
 	TAP_RUN(test_ksym_writer_names);
 	TAP_RUN(test_ksym_writer_fresh_now);
 	TAP_RUN(test_ksym_writer_fresh_kept_apart);
+	TAP_RUN(test_ksym_writer_shared);
 	TAP_RUN(test_ksym_writer_missing);
 	return TAP_DONE();
 }
