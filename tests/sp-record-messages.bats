@@ -213,7 +213,7 @@ switches_while_stopped() {
 	sp-record "$@" -o "$OUT" -- "$d/cmd" 2> "$d/err" &
 	rec=$!
 	BGPIDS=$rec
-	wait_path "$d/cmd.started" || fail "$(cat "$d/err")"
+	wait_path "$d/cmd.started" 30 || fail "$(cat "$d/err")"
 	kill -STOP $rec
 	: > "$d/cmd.go"
 	wait_path "$d/cmd.done" 60 || { kill -CONT $rec; fail "the command did not end"; }

@@ -21,11 +21,11 @@ stacks() {
 	"$FIXTURES/stacks.py" "$@"
 }
 
-# Record, symbolize, decode: JSON lines of the symbolized recording in $1.jsonl.
 teardown() {
 	kill_started ${BGPIDS:-}
 }
 
+# Record, symbolize, decode: JSON lines of the symbolized recording in $1.jsonl.
 record_json() {
 	local name=$1
 	shift

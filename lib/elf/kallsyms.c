@@ -126,6 +126,11 @@ int sp_kallsyms_load(struct sp_kallsyms *k, const char *path)
 	free(iobuf);
 	k->names = sp_buf_detach(&names, &k->names_len);
 	k->zero = k->n && !nonzero;
+	/* a range with one end missing is no range (not [0, end)) */
+	if (!k->text_lo || k->text_hi <= k->text_lo)
+		k->text_lo = k->text_hi = 0;
+	if (!k->init_lo || k->init_hi <= k->init_lo)
+		k->init_lo = k->init_hi = 0;
 	if (k->n)
 		qsort(k->sym, k->n, sizeof(*k->sym), cmp_sym);
 	return 0;

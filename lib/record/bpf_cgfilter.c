@@ -22,6 +22,7 @@
 #include "cgfilter.skel.h"
 #include "cgroup_filter.h"
 #include "interpP.h"
+#include "procfs.h"
 #include "sp.h"
 
 _Static_assert(SP_BPF_CGFILTER_MAX == SP_CGROUP_FILTER_DIRS,
@@ -60,8 +61,7 @@ struct sp_cgfilter_bpf *sp_cgfilter_bpf_new(int probe_fd)
 			"cgroups' switch-outs are left out in user space", strerror(err));
 		goto fail;
 	}
-	if (probe_fd >= 0 &&
-	    ioctl(probe_fd, PERF_EVENT_IOC_SET_BPF, bpf_program__fd(k->skel->progs.cg_switch))) {
+	if (ioctl(probe_fd, PERF_EVENT_IOC_SET_BPF, bpf_program__fd(k->skel->progs.cg_switch))) {
 		sp_info("off-cpu: a BPF program cannot be attached to a context-switch event: %s; "
 			"the other cgroups' switch-outs are left out in user space",
 			strerror(errno));
@@ -72,6 +72,25 @@ struct sp_cgfilter_bpf *sp_cgfilter_bpf_new(int probe_fd)
 fail:
 	sp_cgfilter_bpf_free(k);
 	return NULL;
+}
+
+struct sp_cgfilter_bpf *sp_cgfilter_bpf_self(void)
+{
+	return sp_xcalloc(1, sizeof(struct sp_cgfilter_bpf));
+}
+
+/* Our own program, for a filter made by sp_cgfilter_bpf_self(): loaded
+ * only when the interpreted-stack program is not on the events. */
+static int own_load(struct sp_cgfilter_bpf *k)
+{
+	bool was = sp_bpf_print_quiet(true);
+	int err = 0;
+
+	if (!k->skel && !(k->skel = sp_cgfilter__open_and_load()))
+		err = errno ? errno : EINVAL;
+	sp_bpf_print_quiet(was);
+	errno = err;
+	return err ? -1 : 0;
 }
 
 /* Our own program's maps. */
@@ -99,6 +118,11 @@ int sp_cgfilter_bpf_start(struct sp_cgfilter_bpf *k, const struct sp_cgroup_filt
 			    "events cannot test cgroups; %s", lost);
 			return -1;
 		}
+		if (own_load(k)) {
+			say("off-cpu: cannot load the switch filter's BPF program: %s; %s",
+			    strerror(errno), lost);
+			return -1;
+		}
 		for (i = 0; i < nfds; i++)
 			if (ioctl(fds[i], PERF_EVENT_IOC_SET_BPF,
 				  bpf_program__fd(k->skel->progs.cg_switch))) {
@@ -113,9 +137,15 @@ int sp_cgfilter_bpf_start(struct sp_cgfilter_bpf *k, const struct sp_cgroup_filt
 		k->skel = NULL;
 	}
 	k->applied = true;
-	/* our pid as we see it: in a pid namespace of our own the kernel's
-	 * test misses, and perf_offcpu.c leaves them out */
-	*k->m.self = (uint32_t)getpid();
+	/* the kernel compares the host's pids: in a pid namespace of our own
+	 * getpid() is another process's there; perf_offcpu.c leaves ours
+	 * out then (perf gives our namespace's pids) */
+	*k->m.self = sp_procfs_host_pidns() ? (uint32_t)getpid() : 0;
+	if (!f && !*k->m.self) {
+		sp_info("off-cpu: not in the host's pid namespace: sp-record's own switch-outs "
+			"are left out as they are read");
+		return 0;
+	}
 	if (!f) {
 		sp_info("off-cpu: sp-record's own switch-outs are left out in the kernel, by %s",
 			k->skel ? "the switch filter's program" : "the interpreted-stack program");

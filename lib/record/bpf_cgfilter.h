@@ -31,9 +31,14 @@ struct sp_cgfilter_bpf;
 
 /* Load our own program and attach it to probe_fd, a context-switch event
  * (the one sp_offcpu_source_new() opens on itself to see that it can,
- * closed next; -1: none): whether the kernel can filter, known before the
- * header is written. NULL when it cannot (said with -v). */
+ * closed next): whether the kernel can filter, known before the header
+ * is written. NULL when it cannot (said with -v). */
 struct sp_cgfilter_bpf *sp_cgfilter_bpf_new(int probe_fd);
+
+/* A filter of the recorder's own samples only (-a without cgroups): its
+ * program loaded by sp_cgfilter_bpf_start(), when the interpreted-stack
+ * program is not on the events. */
+struct sp_cgfilter_bpf *sp_cgfilter_bpf_self(void);
 
 /* The filter on the context-switch events fds: through ip's on_switch
  * when ip (NULL: none) is attached to them, else our own program; the

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -17,6 +16,7 @@
 #include "bpf_print.h"
 #include "ident.skel.h"
 #include "proc_identity.h"
+#include "procfs.h"
 #include "sp.h"
 
 struct sp_ident_bpf {
@@ -25,20 +25,16 @@ struct sp_ident_bpf {
 	int threads_fd;
 };
 
-/* The initial pid namespace's inode number (the kernel's PROC_PID_INIT_INO). */
-#define INIT_PID_NS_INO 0xeffffffcu
-
 struct sp_ident_bpf *sp_ident_bpf_open(void)
 {
 	bool was;
 	struct sp_ident_bpf *b;
-	struct stat st;
 	int err = 0;
 
 	/* Its maps are keyed by the host's pids, perf's records by ours: in
 	 * a pid namespace of its own (sp-record in a container) one pid
 	 * would name another process. */
-	if (stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != INIT_PID_NS_INO) {
+	if (!sp_procfs_host_pidns()) {
 		sp_info("process identity: not in the host's pid namespace; read from /proc only");
 		return NULL;
 	}

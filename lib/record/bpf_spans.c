@@ -81,6 +81,13 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 	/* before the probes go on: a hook that sees them come writes its open
 	 * frames at once (span_rings.h), and that run is of this recording */
 	c->rings.since = sp_now_mono_ns();
+	/* every pid tracked before the probes of any go on: a hook's markers
+	 * are its file's, shared, and a hook tells its names again once they
+	 * are on (runtime/hook/names.h): a -p pid tracked after another's
+	 * attach would have them dropped */
+	for (i = 0; i < c->npids; i++)
+		if (sp_bs_track(c, c->pids[i], c->pid_cmd[i]))
+			return -1;
 	for (i = 0; i < c->npids; i++)
 		if (sp_bs_seed(c, c->pids[i], self, c->pid_cmd[i], c->epfd >= 0))
 			return -1;

@@ -341,6 +341,9 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e);
 void sp_bs_forget_gone(struct bs_ctx *c, uint64_t now);
 void sp_bs_untrack(struct bs_ctx *c, struct bs_proc *p);
 int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool walk);
+/* Only its BPF part: pid tracked (its marks kept) from now on. 0, or -1
+ * (said). */
+int sp_bs_track(struct bs_ctx *c, uint32_t pid, bool cmd);
 #define SP_BS_SEED_KIDS_MAX	4096	/* processes the -p ones started, taken at the start */
 int sp_bs_seed_descendants(struct bs_ctx *c, const char *self);
 void sp_bs_ctx_release(struct bs_ctx *c);

@@ -644,20 +644,28 @@ void sp_bs_forget_gone(struct bs_ctx *c, uint64_t now)
 /* Track pid in BPF (its descendants: sp_bs_seed_descendants()).
  * cmd: started by sp-record (the activators are in its environment);
  * walk: the recording follows forks (a command's, late). */
-int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool walk)
+int sp_bs_track(struct bs_ctx *c, uint32_t pid, bool cmd)
 {
 	/* a running process (-p) counts the hits of a hook's markers from
 	 * their attach on, not from set_tracked(): a hook without span rings
 	 * marks the frames open then at once, as markers (runtime/hook/ring.h:
 	 * sp_rt_resync_due()), and they would be lost */
 	struct sp_bs_proc one = { .gen = 1, .probed = cmd ? 0 : SP_BS_PROBED_SHARED };
-	char exe[PATH_MAX], link[64];
-	struct bs_proc *p;
-	ssize_t n;
 
 	if (bpf_map__update_elem(c->skel->maps.tgids, &pid, sizeof(pid), &one, sizeof(one),
 				 BPF_ANY))
 		return sp_error_errno("spans: cannot track pid %u", pid);
+	return 0;
+}
+
+int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool walk)
+{
+	char exe[PATH_MAX], link[64];
+	struct bs_proc *p;
+	ssize_t n;
+
+	if (sp_bs_track(c, pid, cmd))
+		return -1;
 	if (sp_bs_proc_get(c, pid))
 		return 0;
 	p = sp_bs_proc_new(c, pid);

@@ -590,7 +590,9 @@ static void read_sample(struct offcpu *c, const struct perf_event_header *h)
 
 	/* Tid 0 is a CPU's idle task (-a): switched out when the CPU gets
 	 * work, in when it has none. That is no thread waiting, and the idle
-	 * tasks of every CPU share the tid. */
+	 * tasks of every CPU share the tid. (In a pid namespace of our own,
+	 * perf gives 0 for every task outside it too: none is ours to tell
+	 * apart.) */
 	if (sp_perf_parse_sample(h, c->attr.sample_type, c->nregs, &s) || !s.tid)
 		return;
 	if (s.pid == c->self)
@@ -954,8 +956,8 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 	/* -a: our own switch-outs left out in the kernel (cgfilter.bpf.h) */
 	if (t->system_wide)
 		c->self = (uint32_t)getpid();
-	if (t->system_wide && !c->cgk)
-		c->cgk = sp_cgfilter_bpf_new(-1);
+	if (t->system_wide && !c->o.cgroups)
+		c->cgk = sp_cgfilter_bpf_self();
 	if (c->cgk)	/* failed (said): cgroup_wanted() alone leaves them out */
 		sp_cgfilter_bpf_start(c->cgk, c->o.cgroups, c->interp ? sp_interp_current() : NULL,
 				      c->fds, c->nfds);

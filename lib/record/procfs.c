@@ -642,6 +642,15 @@ int sp_procfs_boot_id(char *buf)
 
 /* ---- identity: namespaces, start time, cgroup ---- */
 
+#define INIT_PID_NS_INO 0xeffffffcu	/* PROC_PID_INIT_INO, fixed by the kernel */
+
+bool sp_procfs_host_pidns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) == 0 && st.st_ino == INIT_PID_NS_INO;
+}
+
 int sp_procfs_parse_start(const char *stat, size_t n, uint64_t *ticks)
 {
 	const char *p = memrchr(stat, ')', n), *end = stat + n;

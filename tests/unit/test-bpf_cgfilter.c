@@ -233,7 +233,7 @@ static void test_bpf_cgfilter_self(void)
 	struct sp_cgfilter_bpf *k;
 	unsigned int i;
 
-	k = sp_cgfilter_bpf_new(-1);
+	k = sp_cgfilter_bpf_self();
 	CHECK(k != NULL);
 	if (!k)
 		return;

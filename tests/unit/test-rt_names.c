@@ -3,9 +3,12 @@
  * Unit tests of the runtime hooks' interned names (runtime/hook/names.c,
  * compiled into the hook extensions, not into the library: included here).
  */
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../../runtime/hook/names.c"
 #include "tap.h"
@@ -75,9 +78,84 @@ static void test_rt_names_strings(void)
 	free(t.slot);
 }
 
+/* The rt__name marker's hits: with 0xcc at its site and no uprobe behind
+ * it, each is a SIGTRAP that resumes after the 1-byte nop's place. */
+static volatile sig_atomic_t told;
+
+static void on_trap(int sig)
+{
+	(void)sig;
+	told++;
+}
+
+/* Writes b at the marker's first byte (a uprobe's 0xcc, or the nop back). */
+static bool poke_site(unsigned char b)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	void *page = (void *)((uintptr_t)sp_rt_name_site & ~(uintptr_t)(pg - 1));
+
+	if (mprotect(page, pg, PROT_READ | PROT_WRITE | PROT_EXEC))
+		return false;
+	*(volatile unsigned char *)sp_rt_name_site = b;
+	return !mprotect(page, pg, PROT_READ | PROT_EXEC);
+}
+
+/*
+ * A name is told (rt__name) at its first use while a recorder listens:
+ * not while none does, once per name per recorder, again to the next one
+ * that comes, a name made while one listens at once.
+ */
+static void test_rt_names_told_again(void)
+{
+	struct sp_rt_names t = { 0 };
+	const char *s[3] = { "C", "f", "x.py" };
+	size_t len[3] = { 1, 1, 4 };
+	/* (read once: the site is const to the compiler, which may read it
+	 * again where nop is used, after the poke) */
+	unsigned char nop = *(const volatile unsigned char *)sp_rt_name_site;
+	struct sigaction sa = { .sa_handler = on_trap }, old;
+	struct sp_rt_name *a, *b;
+
+	CHECK(nop != 0xcc);
+	sigaction(SIGTRAP, &sa, &old);
+	a = sp_rt_names_add(&t, 1, 2, 3, s, len, 0);
+	CHECK(a != NULL);
+	if (!a)
+		goto out;
+	sp_rt_name_use(a);		/* no one listens */
+	sp_rt_name_use(a);
+	CHECK_EQ_U(told, 0);
+	if (!poke_site(0xcc)) {
+		CHECK(!"mprotect of the marker's page");
+		goto out;
+	}
+	sp_rt_name_use(a);		/* a recorder came: told */
+	CHECK_EQ_U(told, 1);
+	sp_rt_name_use(a);		/* once */
+	CHECK_EQ_U(told, 1);
+	b = sp_rt_names_add(&t, 4, 5, 6, s, len, 0);
+	sp_rt_name_use(b);		/* made while it listens */
+	sp_rt_name_use(b);
+	CHECK_EQ_U(told, 2);
+	poke_site(nop);
+	sp_rt_name_use(a);		/* it went: nothing */
+	sp_rt_name_use(b);
+	CHECK_EQ_U(told, 2);
+	poke_site(0xcc);
+	sp_rt_name_use(b);		/* another came: each told again, once */
+	sp_rt_name_use(a);
+	sp_rt_name_use(a);
+	CHECK_EQ_U(told, 4);
+	poke_site(nop);
+out:
+	sigaction(SIGTRAP, &old, NULL);
+	free(t.slot);
+}
+
 int main(void)
 {
 	TAP_RUN(test_rt_names_many);
 	TAP_RUN(test_rt_names_strings);
+	TAP_RUN(test_rt_names_told_again);
 	return TAP_DONE();
 }

@@ -369,7 +369,9 @@ static bool poke_site(unsigned char b)
  * without, the hook's call marker's. */
 static void test_span_rings_resync_due(void)
 {
-	unsigned char nop = sp_rt_ring_site[0], call[1] = { 0x90 };
+	/* (nop read once: the site is const to the compiler, which may read
+	 * it again where nop is used, after the poke) */
+	unsigned char nop = *(const volatile unsigned char *)sp_rt_ring_site, call[1] = { 0x90 };
 	bool on = sp_rt_ring_on;
 
 	sp_rt_ring_on = true;

@@ -68,6 +68,9 @@ int sp_procfs_exe(uint32_t pid, char *buf, size_t size);
 /* This boot's id (/proc/sys/kernel/random/boot_id, newline removed) into
  * buf[40], which keys caches valid for one boot. 0, or -1 (buf zeroed). */
 int sp_procfs_boot_id(char *buf);
+/* Whether we run in the host's (the first) pid namespace, whose pids BPF's
+ * bpf_get_current_pid_tgid() gives: not in a container's. */
+bool sp_procfs_host_pidns(void);
 /* Command line, arguments joined by spaces (truncated to size). */
 int sp_procfs_cmdline(uint32_t pid, char *buf, size_t size);
 /*
