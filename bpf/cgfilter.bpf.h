@@ -33,10 +33,12 @@ struct {
 	__type(value, __u32);
 } cg_allowed SEC(".maps");
 
-/* Switch-outs left out, per CPU (slot 0), for sp-record's summary. */
+/* Switch-outs left out, per CPU: slot 0 other cgroups' (sp-record's
+ * summary), slot 1 the recorder's own (what the kernel counted and did
+ * not write, accounted at the end). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, __u64);
 } cg_dropped SEC(".maps");
@@ -52,12 +54,16 @@ __u32 cg_self = 0;
 /* Whether the current task's sample goes out: 1, or 0 (counted). */
 static __always_inline int sp_cg_keep(void)
 {
-	__u32 i, zero = 0;
+	__u32 i, zero = 0, one = 1;
 	__u64 *n;
 	long r;
 
-	if (cg_self && (__u32)(bpf_get_current_pid_tgid() >> 32) == cg_self)
-		return 0;	/* (not counted: no cgroup's) */
+	if (cg_self && (__u32)(bpf_get_current_pid_tgid() >> 32) == cg_self) {
+		n = bpf_map_lookup_elem(&cg_dropped, &one);
+		if (n)
+			*n += 1;
+		return 0;
+	}
 	if (!cg_on)
 		return 1;
 	for (i = 0; i < SP_BPF_CGFILTER_MAX; i++) {

@@ -140,6 +140,7 @@ struct offcpu {
 	struct sp_stackq *stackq;
 	bool interp;			/* the interpreters' program is on the events */
 	uint32_t self;			/* -a: our pid, whose switches are no one's waits */
+	uint64_t samples_read;		/* switch-out samples read from the rings */
 	struct sp_u64map cg_verdict;	/* cgroup id -> 1 in the filter's, 2 not */
 	unsigned int cg_known;		/* the filter's gen the verdicts saw */
 	struct sp_cgfilter_bpf *cgk;	/* the other cgroups dropped in the kernel too */
@@ -588,6 +589,7 @@ static void read_sample(struct offcpu *c, const struct perf_event_header *h)
 	struct qrec q = { .type = PERF_RECORD_SAMPLE };
 	int ctx = -1;
 
+	c->samples_read++;
 	/* Tid 0 is a CPU's idle task (-a): switched out when the CPU gets
 	 * work, in when it has none. That is no thread waiting, and the idle
 	 * tasks of every CPU share the tid. (In a pid namespace of our own,
@@ -994,6 +996,34 @@ static uint64_t offcpu_watermark(struct sp_source *s)
 	return c->q.bound;
 }
 
+/*
+ * The kernel says a ring's lost records with the next record it writes
+ * there: a burst that filled a ring at the end of a recording (or before a
+ * quiet spell) was lost in silence. Each switch-out counts on its event
+ * (a sample per switch): what the events counted, less the samples read,
+ * left out by our BPF program and said lost, was never written. Counted
+ * once the events are off and their rings drained; an inherited event
+ * counts a child once it ends, so living children make this an
+ * undercount, never an overcount (and the said losses are of any record).
+ */
+static void unwritten_lost(struct offcpu *c)
+{
+	uint64_t counted = 0, v, accounted;
+	size_t i;
+
+	for (i = 0; i < c->nfds; i++)
+		if (read(c->fds[i], &v, sizeof(v)) == sizeof(v))
+			counted += v;
+	accounted = c->samples_read + c->st.lost + sp_cgfilter_bpf_dropped(c->cgk) +
+		    sp_cgfilter_bpf_self_dropped(c->cgk);
+	if (counted <= accounted)
+		return;
+	sp_info("off-cpu: %" PRIu64 " switch-outs counted by the kernel were never written (a "
+		"ring full when the recording ended: the kernel says a loss with the next record)",
+		counted - accounted);
+	c->st.lost += counted - accounted;
+}
+
 static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 {
 	struct offcpu *c = s->priv;
@@ -1004,6 +1034,7 @@ static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 	for (i = 0; i < c->nfds; i++)
 		ioctl(c->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 	sp_perf_queue_finish(&c->q, c->rings, c->nfds);
+	unwritten_lost(c);
 	scan_modules(c);
 	held_release(c, true);
 	sp_ksym_writer_finish(&c->ksyms, "off-CPU waits");
