@@ -860,7 +860,15 @@ static int open_rings(struct offcpu *c, pid_t pid, const int *cpus, int ncpus)
 {
 	unsigned int pages = c->o.pages ? c->o.pages : 64;
 	struct epoll_event ev = { .events = EPOLLIN };
+	uint64_t quarter = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE) / 4;
 	int i, fd;
+
+	/* Woken when a ring is a quarter full (at least 32 KiB), well before
+	 * it overflows between two batches, which drain every ring anyway:
+	 * at 32 KiB, four 8 KiB stack copies, -a's 2 MiB rings woke the loop
+	 * at every fourth switch of the machine. */
+	if (quarter > c->attr.wakeup_watermark)
+		c->attr.wakeup_watermark = (uint32_t)quarter;
 
 	for (i = 0; i < ncpus; i++) {
 		fd = perf_open(&c->attr, pid, cpus[i]);
