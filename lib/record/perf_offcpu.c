@@ -140,7 +140,10 @@ struct offcpu {
 	struct sp_stackq *stackq;
 	bool interp;			/* the interpreters' program is on the events */
 	uint32_t self;			/* -a: our pid, whose switches are no one's waits */
+	bool system_wide;		/* -a: an event per CPU */
 	uint64_t samples_read;		/* switch-out samples read from the rings */
+	uint64_t counted_unmapped;	/* switch-outs the events counted before their
+					 * rings were mapped (-a: opened enabled) */
 	struct sp_u64map cg_verdict;	/* cgroup id -> 1 in the filter's, 2 not */
 	unsigned int cg_known;		/* the filter's gen the verdicts saw */
 	struct sp_cgfilter_bpf *cgk;	/* the other cgroups dropped in the kernel too */
@@ -196,7 +199,28 @@ const struct argp sp_offcpu_argp = {
 
 static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
 {
-	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	/* PERF_FORMAT_LOST is Linux 6.0's: without it, no count of losses */
+	if (fd < 0 && errno == EINVAL && (attr->read_format & PERF_FORMAT_LOST)) {
+		attr->read_format &= ~(uint64_t)PERF_FORMAT_LOST;
+		fd = (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	}
+	return fd;
+}
+
+/* An event's count, and with PERF_FORMAT_LOST the records it could not
+ * write (into *lost, else 0). 0, or -1. */
+static int read_count(const struct offcpu *c, int fd, uint64_t *count, uint64_t *lost)
+{
+	uint64_t v[2] = { 0, 0 };
+	size_t n = c->attr.read_format & PERF_FORMAT_LOST ? 2 : 1;
+
+	if (read(fd, v, n * sizeof(*v)) != (ssize_t)(n * sizeof(*v)))
+		return -1;
+	*count = v[0];
+	*lost = v[1];
+	return 0;
 }
 
 static void blocked_drop(struct offcpu *c, uint64_t tid)
@@ -887,6 +911,14 @@ static int open_rings(struct offcpu *c, pid_t pid, const int *cpus, int ncpus)
 			close(fd);
 			return sp_error_errno("off-cpu: cannot map the ring of cpu %d", cpus[i]);
 		}
+		/* counted with no ring to write to: not written, nor lost (and
+		 * those written since are subtracted twice: an undercount) */
+		{
+			uint64_t v, lost;
+
+			if (!read_count(c, fd, &v, &lost))
+				c->counted_unmapped += v;
+		}
 		ev.data.u32 = c->nfds;
 		epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev);
 		c->nfds++;
@@ -921,6 +953,9 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 		sp_ksym_writer_start(&c->ksyms, t->system_wide || sp_kernel_has_modules());
 	ncpus = sp_online_cpus(&cpus);
 	if (t->system_wide) {
+		c->system_wide = true;
+		/* what its events could not write, said or not */
+		c->attr.read_format |= PERF_FORMAT_LOST;
 		/* A CPU's event sees no exec of its own (-a with a command):
 		 * enabled from the start, as for -a alone. (Opened disabled
 		 * and enabled by ioctl, it sampled no switch at all here while
@@ -1007,29 +1042,43 @@ static uint64_t offcpu_watermark(struct sp_source *s)
 /*
  * The kernel says a ring's lost records with the next record it writes
  * there: a burst that filled a ring at the end of a recording (or before a
- * quiet spell) was lost in silence. Each switch-out counts on its event
- * (a sample per switch): what the events counted, less the samples read,
- * left out by our BPF program and said lost, was never written. Counted
- * once the events are off and their rings drained; an inherited event
- * counts a child once it ends, so living children make this an
- * undercount, never an overcount (and the said losses are of any record).
+ * quiet spell) was lost in silence. Counted once the events are off and
+ * their rings drained:
+ * - -a's events (one per CPU, none inherited) count the records they could
+ *   not write (PERF_FORMAT_LOST): the losses, said or not;
+ * - a command's or -p's count each switch-out (a sample per switch), their
+ *   children's once they end: what they counted, less the samples read,
+ *   left out by our BPF program and said lost, was never written. Living
+ *   children make that an undercount, never an overcount (the said
+ *   losses are of any record). Not for -a, whose counts also hold the
+ *   switch-outs the kernel's BPF recursion guard dropped unsaid (a task
+ *   switched out in a bpf() call: ours, mostly).
  */
 static void unwritten_lost(struct offcpu *c)
 {
-	uint64_t counted = 0, v, accounted;
+	uint64_t counted = 0, lost = 0, v, l, accounted, unsaid = 0;
 	size_t i;
 
 	for (i = 0; i < c->nfds; i++)
-		if (read(c->fds[i], &v, sizeof(v)) == sizeof(v))
+		if (!read_count(c, c->fds[i], &v, &l)) {
 			counted += v;
-	accounted = c->samples_read + c->st.lost + sp_cgfilter_bpf_dropped(c->cgk) +
-		    sp_cgfilter_bpf_self_dropped(c->cgk);
-	if (counted <= accounted)
+			lost += l;
+		}
+	if (c->system_wide) {
+		if (lost > c->st.lost)
+			unsaid = lost - c->st.lost;
+	} else {
+		accounted = c->counted_unmapped + c->samples_read + c->st.lost +
+			    sp_cgfilter_bpf_dropped(c->cgk) + sp_cgfilter_bpf_self_dropped(c->cgk);
+		if (counted > accounted)
+			unsaid = counted - accounted;
+	}
+	if (!unsaid)
 		return;
-	sp_info("off-cpu: %" PRIu64 " switch-outs counted by the kernel were never written (a "
+	sp_info("off-cpu: %" PRIu64 " switch records the kernel could not write went unsaid (a "
 		"ring full when the recording ended: the kernel says a loss with the next record)",
-		counted - accounted);
-	c->st.lost += counted - accounted;
+		unsaid);
+	c->st.lost += unsaid;
 }
 
 static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
