@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../../runtime/hook/names.c"
+#include "code_poke.h"
 #include "tap.h"
 
 /* Many names: each found again by its objects, with its own strings, at
@@ -88,16 +89,10 @@ static void on_trap(int sig)
 	told++;
 }
 
-/* Writes b at the marker's first byte (a uprobe's 0xcc, or the nop back). */
+/* The marker's first byte (code_poke.h). */
 static bool poke_site(unsigned char b)
 {
-	long pg = sysconf(_SC_PAGESIZE);
-	void *page = (void *)((uintptr_t)sp_rt_name_site & ~(uintptr_t)(pg - 1));
-
-	if (mprotect(page, pg, PROT_READ | PROT_WRITE | PROT_EXEC))
-		return false;
-	*(volatile unsigned char *)sp_rt_name_site = b;
-	return !mprotect(page, pg, PROT_READ | PROT_EXEC);
+	return code_poke(sp_rt_name_site, b);
 }
 
 /*

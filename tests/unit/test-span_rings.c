@@ -20,6 +20,7 @@
 #include "../../runtime/hook/ring.c"
 #include "procfs.h"
 #include "record/span_rings.h"
+#include "code_poke.h"
 #include "tap.h"
 
 /* What the reader delivered: the entries' lines, in order. */
@@ -348,17 +349,10 @@ static void test_span_rings_no_runs(void)
 	finish(&rs, r);
 }
 
-/* Writes b at the first byte of the rt__ring marker (a uprobe's 0xcc, or
- * the nop's own byte back): the marker is never run meanwhile. */
+/* The marker's first byte (code_poke.h). */
 static bool poke_site(unsigned char b)
 {
-	long pg = sysconf(_SC_PAGESIZE);
-	void *page = (void *)((uintptr_t)sp_rt_ring_site & ~(uintptr_t)(pg - 1));
-
-	if (mprotect(page, pg, PROT_READ | PROT_WRITE | PROT_EXEC))
-		return false;
-	*(volatile unsigned char *)sp_rt_ring_site = b;
-	return !mprotect(page, pg, PROT_READ | PROT_EXEC);
+	return code_poke(sp_rt_ring_site, b);
 }
 
 /* The hooks' side: a thread writes its open frames at its first mark after
