@@ -33,12 +33,10 @@ struct {
 	__type(value, __u32);
 } cg_allowed SEC(".maps");
 
-/* Switch-outs left out, per CPU: slot 0 other cgroups' (sp-record's
- * summary), slot 1 the recorder's own (what the kernel counted and did
- * not write, accounted at the end). */
+/* Switch-outs left out, per CPU (slot 0), for sp-record's summary. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u64);
 } cg_dropped SEC(".maps");
@@ -48,22 +46,18 @@ struct {
 __u32 cg_on = 0;
 
 /* The recorder's process id (as the kernel's first pid namespace sees
- * it), set by user space with -a; 0: none. */
+ * it), set by user space when the filter starts (-a's); 0: none. */
 __u32 cg_self = 0;
 
 /* Whether the current task's sample goes out: 1, or 0 (counted). */
 static __always_inline int sp_cg_keep(void)
 {
-	__u32 i, zero = 0, one = 1;
+	__u32 i, zero = 0;
 	__u64 *n;
 	long r;
 
-	if (cg_self && (__u32)(bpf_get_current_pid_tgid() >> 32) == cg_self) {
-		n = bpf_map_lookup_elem(&cg_dropped, &one);
-		if (n)
-			*n += 1;
-		return 0;
-	}
+	if (cg_self && (__u32)(bpf_get_current_pid_tgid() >> 32) == cg_self)
+		return 0;	/* (not counted: no cgroup's) */
 	if (!cg_on)
 		return 1;
 	for (i = 0; i < SP_BPF_CGFILTER_MAX; i++) {

@@ -194,30 +194,20 @@ int sp_cgfilter_bpf_applied(const struct sp_cgfilter_bpf *k)
 	return k && k->applied;
 }
 
-/* Slot slot of the per-CPU count, summed. */
-static uint64_t dropped(const struct sp_cgfilter_bpf *k, uint32_t slot)
+uint64_t sp_cgfilter_bpf_dropped(const struct sp_cgfilter_bpf *k)
 {
 	int ncpu = libbpf_num_possible_cpus(), i;
 	uint64_t sum = 0, *v;
+	uint32_t zero = 0;
 
 	if (!k || !k->applied || ncpu <= 0)
 		return 0;
 	v = sp_xcalloc((size_t)ncpu, sizeof(*v));
-	if (!bpf_map_lookup_elem(k->m.dropped, &slot, v))
+	if (!bpf_map_lookup_elem(k->m.dropped, &zero, v))
 		for (i = 0; i < ncpu; i++)
 			sum += v[i];
 	free(v);
 	return sum;
-}
-
-uint64_t sp_cgfilter_bpf_dropped(const struct sp_cgfilter_bpf *k)
-{
-	return dropped(k, 0);
-}
-
-uint64_t sp_cgfilter_bpf_self_dropped(const struct sp_cgfilter_bpf *k)
-{
-	return dropped(k, 1);
 }
 
 void sp_cgfilter_bpf_free(struct sp_cgfilter_bpf *k)

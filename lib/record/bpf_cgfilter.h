@@ -54,9 +54,8 @@ void sp_cgfilter_bpf_sync(struct sp_cgfilter_bpf *k, const struct sp_cgroup_filt
 /* Whether the filter is on the events (sp_cgfilter_bpf_start() succeeded). */
 int sp_cgfilter_bpf_applied(const struct sp_cgfilter_bpf *k);
 
-/* Samples the kernel dropped so far: of other cgroups; of the recorder. */
+/* Samples of other cgroups the kernel dropped so far. */
 uint64_t sp_cgfilter_bpf_dropped(const struct sp_cgfilter_bpf *k);
-uint64_t sp_cgfilter_bpf_self_dropped(const struct sp_cgfilter_bpf *k);
 
 void sp_cgfilter_bpf_free(struct sp_cgfilter_bpf *k);
 

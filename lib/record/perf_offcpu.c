@@ -55,6 +55,7 @@
 #ifndef PERF_RECORD_MISC_SWITCH_OUT_PREEMPT
 #define PERF_RECORD_MISC_SWITCH_OUT_PREEMPT (1 << 14)
 #endif
+#define SP_FORMAT_LOST	(1ull << 4)	/* PERF_FORMAT_LOST (Linux 6.0): an enum, where it is */
 
 enum { OPT_OFFCPU = 0x2100, OPT_OFFCPU_MIN };
 
@@ -140,10 +141,6 @@ struct offcpu {
 	struct sp_stackq *stackq;
 	bool interp;			/* the interpreters' program is on the events */
 	uint32_t self;			/* -a: our pid, whose switches are no one's waits */
-	bool system_wide;		/* -a: an event per CPU */
-	uint64_t samples_read;		/* switch-out samples read from the rings */
-	uint64_t counted_unmapped;	/* switch-outs the events counted before their
-					 * rings were mapped (-a: opened enabled) */
 	struct sp_u64map cg_verdict;	/* cgroup id -> 1 in the filter's, 2 not */
 	unsigned int cg_known;		/* the filter's gen the verdicts saw */
 	struct sp_cgfilter_bpf *cgk;	/* the other cgroups dropped in the kernel too */
@@ -201,26 +198,12 @@ static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
 {
 	int fd = (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 
-	/* PERF_FORMAT_LOST is Linux 6.0's: without it, no count of losses */
-	if (fd < 0 && errno == EINVAL && (attr->read_format & PERF_FORMAT_LOST)) {
-		attr->read_format &= ~(uint64_t)PERF_FORMAT_LOST;
+	/* SP_FORMAT_LOST is Linux 6.0's: without it, no count of losses */
+	if (fd < 0 && errno == EINVAL && (attr->read_format & SP_FORMAT_LOST)) {
+		attr->read_format &= ~SP_FORMAT_LOST;
 		fd = (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	}
 	return fd;
-}
-
-/* An event's count, and with PERF_FORMAT_LOST the records it could not
- * write (into *lost, else 0). 0, or -1. */
-static int read_count(const struct offcpu *c, int fd, uint64_t *count, uint64_t *lost)
-{
-	uint64_t v[2] = { 0, 0 };
-	size_t n = c->attr.read_format & PERF_FORMAT_LOST ? 2 : 1;
-
-	if (read(fd, v, n * sizeof(*v)) != (ssize_t)(n * sizeof(*v)))
-		return -1;
-	*count = v[0];
-	*lost = v[1];
-	return 0;
 }
 
 static void blocked_drop(struct offcpu *c, uint64_t tid)
@@ -613,7 +596,6 @@ static void read_sample(struct offcpu *c, const struct perf_event_header *h)
 	struct qrec q = { .type = PERF_RECORD_SAMPLE };
 	int ctx = -1;
 
-	c->samples_read++;
 	/* Tid 0 is a CPU's idle task (-a): switched out when the CPU gets
 	 * work, in when it has none. That is no thread waiting, and the idle
 	 * tasks of every CPU share the tid. (In a pid namespace of our own,
@@ -876,6 +858,8 @@ static void setup_attr(struct offcpu *c)
 		a->exclude_callchain_kernel = 1;
 	a->context_switch = 1;
 	a->wakeup_watermark = 32 << 10;
+	/* the records it could not write, said or not (unsaid_lost()) */
+	a->read_format = SP_FORMAT_LOST;
 	/* The switch happens in the kernel: excluding it would drop every sample. */
 	a->exclude_kernel = 0;
 }
@@ -884,15 +868,18 @@ static int open_rings(struct offcpu *c, pid_t pid, const int *cpus, int ncpus)
 {
 	unsigned int pages = c->o.pages ? c->o.pages : 64;
 	struct epoll_event ev = { .events = EPOLLIN };
-	uint64_t quarter = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE) / 4;
+	uint64_t ring = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t mark = ring / 4 > (32u << 10) ? ring / 4 : 32u << 10;
 	int i, fd;
 
-	/* Woken when a ring is a quarter full (at least 32 KiB), well before
-	 * it overflows between two batches, which drain every ring anyway:
-	 * at 32 KiB, four 8 KiB stack copies, -a's 2 MiB rings woke the loop
-	 * at every fourth switch of the machine. */
-	if (quarter > c->attr.wakeup_watermark)
-		c->attr.wakeup_watermark = (uint32_t)quarter;
+	/* Woken when a ring is a quarter full (32 KiB at least, half of a
+	 * small ring at most), well before it overflows between two
+	 * batches, which drain every ring anyway: at 32 KiB, four 8 KiB
+	 * stack copies, -a's 2 MiB rings woke the loop at every fourth
+	 * switch of the machine. */
+	if (mark > ring / 2)
+		mark = ring / 2;
+	c->attr.wakeup_watermark = mark > UINT32_MAX ? UINT32_MAX : mark ? (uint32_t)mark : 1;
 
 	for (i = 0; i < ncpus; i++) {
 		fd = perf_open(&c->attr, pid, cpus[i]);
@@ -910,14 +897,6 @@ static int open_rings(struct offcpu *c, pid_t pid, const int *cpus, int ncpus)
 		if (sp_perf_ring_map(&c->rings[c->nfds], fd, pages)) {
 			close(fd);
 			return sp_error_errno("off-cpu: cannot map the ring of cpu %d", cpus[i]);
-		}
-		/* counted with no ring to write to: not written, nor lost (and
-		 * those written since are subtracted twice: an undercount) */
-		{
-			uint64_t v, lost;
-
-			if (!read_count(c, fd, &v, &lost))
-				c->counted_unmapped += v;
 		}
 		ev.data.u32 = c->nfds;
 		epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev);
@@ -953,9 +932,6 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 		sp_ksym_writer_start(&c->ksyms, t->system_wide || sp_kernel_has_modules());
 	ncpus = sp_online_cpus(&cpus);
 	if (t->system_wide) {
-		c->system_wide = true;
-		/* what its events could not write, said or not */
-		c->attr.read_format |= PERF_FORMAT_LOST;
 		/* A CPU's event sees no exec of its own (-a with a command):
 		 * enabled from the start, as for -a alone. (Opened disabled
 		 * and enabled by ioctl, it sampled no switch at all here while
@@ -1042,43 +1018,28 @@ static uint64_t offcpu_watermark(struct sp_source *s)
 /*
  * The kernel says a ring's lost records with the next record it writes
  * there: a burst that filled a ring at the end of a recording (or before a
- * quiet spell) was lost in silence. Counted once the events are off and
- * their rings drained:
- * - -a's events (one per CPU, none inherited) count the records they could
- *   not write (PERF_FORMAT_LOST): the losses, said or not;
- * - a command's or -p's count each switch-out (a sample per switch), their
- *   children's once they end: what they counted, less the samples read,
- *   left out by our BPF program and said lost, was never written. Living
- *   children make that an undercount, never an overcount (the said
- *   losses are of any record). Not for -a, whose counts also hold the
- *   switch-outs the kernel's BPF recursion guard dropped unsaid (a task
- *   switched out in a bpf() call: ours, mostly).
+ * quiet spell) was lost in silence. Each event counts the records it could
+ * not write (SP_FORMAT_LOST; an inherited child's go to its parent's), said
+ * or not: what the rings said less than that went unsaid. Read once the
+ * events are off and their rings drained; an fd opened without the count
+ * (a kernel before 6.0) reads nothing.
  */
-static void unwritten_lost(struct offcpu *c)
+static void unsaid_lost(struct offcpu *c)
 {
-	uint64_t counted = 0, lost = 0, v, l, accounted, unsaid = 0;
+	uint64_t lost = 0, v[2];
 	size_t i;
 
-	for (i = 0; i < c->nfds; i++)
-		if (!read_count(c, c->fds[i], &v, &l)) {
-			counted += v;
-			lost += l;
-		}
-	if (c->system_wide) {
-		if (lost > c->st.lost)
-			unsaid = lost - c->st.lost;
-	} else {
-		accounted = c->counted_unmapped + c->samples_read + c->st.lost +
-			    sp_cgfilter_bpf_dropped(c->cgk) + sp_cgfilter_bpf_self_dropped(c->cgk);
-		if (counted > accounted)
-			unsaid = counted - accounted;
-	}
-	if (!unsaid)
+	if (!(c->attr.read_format & SP_FORMAT_LOST))
 		return;
-	sp_info("off-cpu: %" PRIu64 " switch records the kernel could not write went unsaid (a "
-		"ring full when the recording ended: the kernel says a loss with the next record)",
-		unsaid);
-	c->st.lost += unsaid;
+	for (i = 0; i < c->nfds; i++)
+		if (read(c->fds[i], v, sizeof(v)) == (ssize_t)sizeof(v))
+			lost += v[1];
+	if (lost <= c->st.lost)
+		return;
+	sp_info("off-cpu: %" PRIu64 " records the kernel could not write went unsaid (a ring "
+		"full when the recording ended: the kernel says a loss with the next record)",
+		lost - c->st.lost);
+	c->st.lost = lost;
 }
 
 static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
@@ -1091,7 +1052,7 @@ static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 	for (i = 0; i < c->nfds; i++)
 		ioctl(c->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 	sp_perf_queue_finish(&c->q, c->rings, c->nfds);
-	unwritten_lost(c);
+	unsaid_lost(c);
 	scan_modules(c);
 	held_release(c, true);
 	sp_ksym_writer_finish(&c->ksyms, "off-CPU waits");
