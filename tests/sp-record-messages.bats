@@ -243,3 +243,17 @@ switches_while_stopped() {
 	grep -qxF "sp-record: warning: $n off-CPU switch records lost (the off-CPU ring buffers overflowed: try -m; -F does not change them)" <<< "$stderr" ||
 		fail "$stderr"
 }
+
+# The kernel says a ring's losses with the next record it writes there: a
+# burst that filled the rings while sp-record did not read them, with no
+# record after (the command ended meanwhile), was lost in silence.
+@test "sp-record: CPU samples a ring could not write at the end are said lost, though the kernel never said so" {
+	switches_while_stopped -v -F 4999 -m 1
+	n=$(sed -n 's/^sp-record: warning: \([0-9]*\) samples lost (the ring buffers overflowed: try -m or a lower -F)$/\1/p' <<< "$stderr")
+	[ -n "$n" ] && [ "$n" -gt 0 ] || fail "$stderr"
+	grep -q "^sp-record: [0-9]* records the kernel could not write went unsaid" <<< "$stderr" ||
+		fail "$stderr"
+	# in the spool too, for sp-decode --stats and sp-tree
+	run -0 bash -c "sp-decode '$OUT' | jq -s '[.[] | select(.type == \"lost\" and (.what // \"samples\") == \"samples\") | .count] | add'"
+	[ "$output" = "$n" ] || fail "spool: $output, said: $n"
+}

@@ -84,7 +84,7 @@ const char *sp_perf_event_names(void)
 
 int sp_perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group)
 {
-	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+	return sp_perf_event_open(attr, pid, cpu, group);
 }
 
 int sp_perf_paranoid_level(void)

@@ -55,7 +55,6 @@
 #ifndef PERF_RECORD_MISC_SWITCH_OUT_PREEMPT
 #define PERF_RECORD_MISC_SWITCH_OUT_PREEMPT (1 << 14)
 #endif
-#define SP_FORMAT_LOST	(1ull << 4)	/* PERF_FORMAT_LOST (Linux 6.0): an enum, where it is */
 
 enum { OPT_OFFCPU = 0x2100, OPT_OFFCPU_MIN };
 
@@ -196,14 +195,7 @@ const struct argp sp_offcpu_argp = {
 
 static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
 {
-	int fd = (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-
-	/* SP_FORMAT_LOST is Linux 6.0's: without it, no count of losses */
-	if (fd < 0 && errno == EINVAL && (attr->read_format & SP_FORMAT_LOST)) {
-		attr->read_format &= ~SP_FORMAT_LOST;
-		fd = (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-	}
-	return fd;
+	return sp_perf_event_open(attr, pid, cpu, -1);
 }
 
 static void blocked_drop(struct offcpu *c, uint64_t tid)
@@ -858,8 +850,6 @@ static void setup_attr(struct offcpu *c)
 		a->exclude_callchain_kernel = 1;
 	a->context_switch = 1;
 	a->wakeup_watermark = 32 << 10;
-	/* the records it could not write, said or not (unsaid_lost()) */
-	a->read_format = SP_FORMAT_LOST;
 	/* The switch happens in the kernel: excluding it would drop every sample. */
 	a->exclude_kernel = 0;
 }
@@ -1015,26 +1005,13 @@ static uint64_t offcpu_watermark(struct sp_source *s)
 	return c->q.bound;
 }
 
-/*
- * The kernel says a ring's lost records with the next record it writes
- * there: a burst that filled a ring at the end of a recording (or before a
- * quiet spell) was lost in silence. Each event counts the records it could
- * not write (SP_FORMAT_LOST; an inherited child's go to its parent's), said
- * or not: what the rings said less than that went unsaid. Read once the
- * events are off and their rings drained; an fd opened without the count
- * (a kernel before 6.0) reads nothing.
- */
+/* Records the rings could not write and never said (sp_perf_lost_total()):
+ * lost too. */
 static void unsaid_lost(struct offcpu *c)
 {
-	uint64_t lost = 0, v[2];
-	size_t i;
+	uint64_t lost;
 
-	if (!(c->attr.read_format & SP_FORMAT_LOST))
-		return;
-	for (i = 0; i < c->nfds; i++)
-		if (read(c->fds[i], v, sizeof(v)) == (ssize_t)sizeof(v))
-			lost += v[1];
-	if (lost <= c->st.lost)
+	if (!sp_perf_lost_total(&c->attr, c->fds, c->nfds, &lost) || lost <= c->st.lost)
 		return;
 	sp_info("off-cpu: %" PRIu64 " records the kernel could not write went unsaid (a ring "
 		"full when the recording ended: the kernel says a loss with the next record)",

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,10 +27,37 @@ void sp_perf_attr_records(struct perf_event_attr *a, bool enable_on_exec)
 	a->inherit = 1;
 	a->watermark = 1;
 	a->exclude_hv = 1;
+	a->read_format = SP_PERF_FORMAT_LOST;
 	if (enable_on_exec) {
 		a->disabled = 1;
 		a->enable_on_exec = 1;
 	}
+}
+
+int sp_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group)
+{
+	int fd = (int)syscall(SYS_perf_event_open, a, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+
+	if (fd < 0 && errno == EINVAL && (a->read_format & SP_PERF_FORMAT_LOST)) {
+		a->read_format &= ~SP_PERF_FORMAT_LOST;
+		fd = (int)syscall(SYS_perf_event_open, a, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+	}
+	return fd;
+}
+
+bool sp_perf_lost_total(const struct perf_event_attr *a, const int *fds, size_t n,
+			uint64_t *lost)
+{
+	uint64_t v[2];
+	size_t i;
+
+	*lost = 0;
+	if (a->read_format != SP_PERF_FORMAT_LOST)
+		return false;	/* (or another layout than { value, lost }) */
+	for (i = 0; i < n; i++)
+		if (fds[i] >= 0 && read(fds[i], v, sizeof(v)) == (ssize_t)sizeof(v))
+			*lost += v[1];
+	return true;
 }
 
 unsigned int sp_perf_attr_user_stack(struct perf_event_attr *a, enum sp_call_graph cg,

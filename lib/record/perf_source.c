@@ -305,6 +305,25 @@ static uint64_t perf_watermark(struct sp_source *s)
 	return p->finished ? UINT64_MAX : p->q.bound;
 }
 
+/* Records the rings could not write and never said (sp_perf_lost_total()):
+ * a lost record for them, at the end. */
+static void unsaid_lost(struct perf *p)
+{
+	struct sp_record r = { .kind = SP_REC_LOST };
+	uint64_t lost;
+
+	if (!sp_perf_lost_total(&p->attr, p->fds, p->nfds, &lost) || lost <= p->st.lost)
+		return;
+	sp_info("%" PRIu64 " records the kernel could not write went unsaid (a ring full when "
+		"the recording ended: the kernel says a loss with the next record)",
+		lost - p->st.lost);
+	r.lost.time = p->q.last_pass;
+	r.lost.what = SP_LOST_SAMPLES;
+	r.lost.count = lost - p->st.lost;
+	p->st.lost = lost;
+	sp_perf_emit(p, &r);
+}
+
 static int perf_finish(struct sp_source *s, struct sp_emit *out)
 {
 	struct perf *p = s->priv;
@@ -317,6 +336,7 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	if (p->interp)
 		sp_interp_drain(p->interp, out);
 	n = (int)sp_perf_queue_finish(&p->q, p->rings, p->ncpus);
+	unsaid_lost(p);
 	sp_perf_flush_pending_execs(p, UINT64_MAX);
 	sp_perf_procs_finish(p);
 	sp_perf_ksyms_finish(p);

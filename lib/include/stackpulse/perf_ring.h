@@ -38,9 +38,27 @@ struct sp_perf_ring {
  * MMAP, COMM with exec, FORK and EXIT), a sample_id trailer on each,
  * CLOCK_MONOTONIC time stamps, inheritance by the children, wake-ups by
  * watermark, nothing of the hypervisor; with enable_on_exec, off until the
- * command execs. Sets a->size.
+ * command execs; and as its read format, the count of the records it could
+ * not write (SP_PERF_FORMAT_LOST, for sp_perf_lost_total()). Sets a->size.
  */
 void sp_perf_attr_records(struct perf_event_attr *a, bool enable_on_exec);
+
+/* PERF_FORMAT_LOST (Linux 6.0; an enum where the headers have it). */
+#define SP_PERF_FORMAT_LOST	(1ull << 4)
+
+/* perf_event_open(2), close-on-exec; an attr the kernel refuses for
+ * SP_PERF_FORMAT_LOST (before 6.0) loses it, for this open and the next. */
+int sp_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group);
+
+/*
+ * The records the events fds (opened with a) could not write, said in a
+ * ring or not (an inherited child's count as its parent's): the kernel
+ * says a ring's losses only with the next record it writes there, so a
+ * burst at the end of a recording would be lost in silence. Read once the
+ * events are off and their rings drained. False when a lacks the count.
+ */
+bool sp_perf_lost_total(const struct perf_event_attr *a, const int *fds, size_t n,
+			uint64_t *lost);
 /*
  * For --call-graph=dwarf and auto: the user registers unwind.c needs and
  * stack_size bytes of the user stack (0: 8192) with each sample, and for
