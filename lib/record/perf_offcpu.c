@@ -1005,20 +1005,6 @@ static uint64_t offcpu_watermark(struct sp_source *s)
 	return c->q.bound;
 }
 
-/* Records the rings could not write and never said (sp_perf_lost_total()):
- * lost too. */
-static void unsaid_lost(struct offcpu *c)
-{
-	uint64_t lost;
-
-	if (!sp_perf_lost_total(&c->attr, c->fds, c->nfds, &lost) || lost <= c->st.lost)
-		return;
-	sp_info("off-cpu: %" PRIu64 " records the kernel could not write went unsaid (a ring "
-		"full when the recording ended: the kernel says a loss with the next record)",
-		lost - c->st.lost);
-	c->st.lost = lost;
-}
-
 static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 {
 	struct offcpu *c = s->priv;
@@ -1029,7 +1015,7 @@ static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 	for (i = 0; i < c->nfds; i++)
 		ioctl(c->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 	sp_perf_queue_finish(&c->q, c->rings, c->nfds);
-	unsaid_lost(c);
+	c->st.lost += sp_perf_lost_unsaid(&c->attr, c->fds, c->nfds, c->st.lost, "off-cpu: ");
 	scan_modules(c);
 	held_release(c, true);
 	sp_ksym_writer_finish(&c->ksyms, "off-CPU waits");

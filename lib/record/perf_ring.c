@@ -2,6 +2,7 @@
 /* perf_event_open ring buffers: the records asked for, draining the rings
  * and decoding their records. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -45,19 +46,23 @@ int sp_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group)
 	return fd;
 }
 
-bool sp_perf_lost_total(const struct perf_event_attr *a, const int *fds, size_t n,
-			uint64_t *lost)
+uint64_t sp_perf_lost_unsaid(const struct perf_event_attr *a, const int *fds, size_t n,
+			     uint64_t said, const char *what)
 {
-	uint64_t v[2];
+	uint64_t v[2], lost = 0;
 	size_t i;
 
-	*lost = 0;
 	if (a->read_format != SP_PERF_FORMAT_LOST)
-		return false;	/* (or another layout than { value, lost }) */
+		return 0;	/* (or another layout than { value, lost }) */
 	for (i = 0; i < n; i++)
 		if (fds[i] >= 0 && read(fds[i], v, sizeof(v)) == (ssize_t)sizeof(v))
-			*lost += v[1];
-	return true;
+			lost += v[1];
+	if (lost <= said)
+		return 0;
+	sp_info("%s%" PRIu64 " records the kernel could not write went unsaid (a ring full "
+		"when the recording ended: the kernel says a loss with the next record)", what,
+		lost - said);
+	return lost - said;
 }
 
 unsigned int sp_perf_attr_user_stack(struct perf_event_attr *a, enum sp_call_graph cg,

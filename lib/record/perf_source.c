@@ -305,22 +305,17 @@ static uint64_t perf_watermark(struct sp_source *s)
 	return p->finished ? UINT64_MAX : p->q.bound;
 }
 
-/* Records the rings could not write and never said (sp_perf_lost_total()):
- * a lost record for them, at the end. */
+/* A lost record for those the rings could not write and never said. */
 static void unsaid_lost(struct perf *p)
 {
 	struct sp_record r = { .kind = SP_REC_LOST };
-	uint64_t lost;
 
-	if (!sp_perf_lost_total(&p->attr, p->fds, p->nfds, &lost) || lost <= p->st.lost)
+	r.lost.count = sp_perf_lost_unsaid(&p->attr, p->fds, p->nfds, p->st.lost, "");
+	if (!r.lost.count)
 		return;
-	sp_info("%" PRIu64 " records the kernel could not write went unsaid (a ring full when "
-		"the recording ended: the kernel says a loss with the next record)",
-		lost - p->st.lost);
 	r.lost.time = p->q.last_pass;
 	r.lost.what = SP_LOST_SAMPLES;
-	r.lost.count = lost - p->st.lost;
-	p->st.lost = lost;
+	p->st.lost += r.lost.count;
 	sp_perf_emit(p, &r);
 }
 

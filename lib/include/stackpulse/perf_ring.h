@@ -51,14 +51,16 @@ void sp_perf_attr_records(struct perf_event_attr *a, bool enable_on_exec);
 int sp_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group);
 
 /*
- * The records the events fds (opened with a) could not write, said in a
- * ring or not (an inherited child's count as its parent's): the kernel
- * says a ring's losses only with the next record it writes there, so a
- * burst at the end of a recording would be lost in silence. Read once the
- * events are off and their rings drained. False when a lacks the count.
+ * Of the records the events fds (opened with a) could not write (an
+ * inherited child's count as its parent's), those their rings never said:
+ * the kernel says a ring's losses only with the next record it writes
+ * there, so a burst at the end of a recording would be lost in silence.
+ * said: the losses the rings' lost records gave. Read once the events are
+ * off and their rings drained; said with -v, what naming whose records
+ * ("" or "off-cpu: "). 0 when a lacks the count (a kernel before 6.0).
  */
-bool sp_perf_lost_total(const struct perf_event_attr *a, const int *fds, size_t n,
-			uint64_t *lost);
+uint64_t sp_perf_lost_unsaid(const struct perf_event_attr *a, const int *fds, size_t n,
+			     uint64_t said, const char *what);
 /*
  * For --call-graph=dwarf and auto: the user registers unwind.c needs and
  * stack_size bytes of the user stack (0: 8192) with each sample, and for
