@@ -102,9 +102,11 @@ int sp_perf_paranoid_level(void)
 
 /* ---- the events of a recording ---- */
 
-static int add_fd(struct perf *p, int fd)
+static int add_fd(struct perf *p, int fd, unsigned int cpu)
 {
 	sp_grow(&p->fds, &p->fds_cap, p->nfds + 1, sizeof(*p->fds));
+	sp_grow(&p->fd_cpu, &p->fd_cpu_cap, p->nfds + 1, sizeof(*p->fd_cpu));
+	p->fd_cpu[p->nfds] = cpu;
 	p->fds[p->nfds++] = fd;
 	return fd;
 }
@@ -193,7 +195,7 @@ static int open_on(struct perf *p, pid_t pid, unsigned int i)
 		fd = sp_perf_open(&p->attr, pid, c->cpu, -1);
 	if (fd < 0)
 		return -1;
-	add_fd(p, fd);
+	add_fd(p, fd, (unsigned int)c->cpu);
 	if (c->fd < 0) {
 		p->failed_call = geteuid() ? "mmap of the ring buffer (over perf_event_mlock_kb? "
 					     "try a smaller -m)" : "mmap of the ring buffer";
@@ -220,6 +222,7 @@ static void drop_fds_from(struct perf *p, size_t from)
 			;
 		if (c < p->ncpus) {
 			ioctl(p->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+			p->fd_cpu[k] = p->fd_cpu[i];
 			p->fds[k++] = p->fds[i];
 		} else {
 			close(p->fds[i]);
@@ -424,8 +427,10 @@ void sp_perf_close_cgroup(struct perf *p, unsigned int i)
 			continue;	/* a ring's owner (none of a cgroup's now) */
 		for (k = 0; k < p->nfds && p->fds[k] != fd; k++)
 			;
-		if (k < p->nfds)
+		if (k < p->nfds) {
 			p->fds[k] = p->fds[--p->nfds];
+			p->fd_cpu[k] = p->fd_cpu[p->nfds];
+		}
 		close(fd);
 	}
 }

@@ -46,17 +46,27 @@ int sp_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group)
 	return fd;
 }
 
+bool sp_perf_fd_lost(const struct perf_event_attr *a, int fd, uint64_t *lost)
+{
+	uint64_t v[2];
+
+	*lost = 0;
+	if (a->read_format != SP_PERF_FORMAT_LOST || fd < 0 ||
+	    read(fd, v, sizeof(v)) != (ssize_t)sizeof(v))
+		return false;	/* (another layout than { value, lost } too) */
+	*lost = v[1];
+	return true;
+}
+
 uint64_t sp_perf_lost_unsaid(const struct perf_event_attr *a, const int *fds, size_t n,
 			     uint64_t said, const char *what)
 {
-	uint64_t v[2], lost = 0;
+	uint64_t lost = 0, one;
 	size_t i;
 
-	if (a->read_format != SP_PERF_FORMAT_LOST)
-		return 0;	/* (or another layout than { value, lost }) */
 	for (i = 0; i < n; i++)
-		if (fds[i] >= 0 && read(fds[i], v, sizeof(v)) == (ssize_t)sizeof(v))
-			lost += v[1];
+		if (sp_perf_fd_lost(a, fds[i], &one))
+			lost += one;
 	if (lost <= said)
 		return 0;
 	sp_info("%s%" PRIu64 " records the kernel could not write went unsaid (a ring full "

@@ -210,5 +210,10 @@ void sp_perf_on_lost(struct perf *p, const struct perf_event_header *h, const st
 	r.lost.count = v[1];
 	r.lost.cpu = (uint64_t)id->cpu + 1;
 	p->st.lost += v[1];
+	{
+		uint64_t *said = sp_u64map_get(&p->lost_said, id->cpu);
+
+		sp_u64map_put(&p->lost_said, id->cpu, (said ? *said : 0) + v[1]);
+	}
 	sp_perf_emit(p, &r);
 }

@@ -305,18 +305,41 @@ static uint64_t perf_watermark(struct sp_source *s)
 	return p->finished ? UINT64_MAX : p->q.bound;
 }
 
-/* A lost record for those the rings could not write and never said. */
+/*
+ * A lost record per CPU for those its ring could not write and never said
+ * (sp_perf_fd_lost()): each event's count against what the ring of its
+ * CPU said (an event closed before the end takes its count with it: an
+ * undercount).
+ */
 static void unsaid_lost(struct perf *p)
 {
 	struct sp_record r = { .kind = SP_REC_LOST };
+	struct sp_u64map lost = { 0 };
+	uint64_t cpu, n, *said, all = 0;
+	size_t i, it = 0;
 
-	r.lost.count = sp_perf_lost_unsaid(&p->attr, p->fds, p->nfds, p->st.lost, "");
-	if (!r.lost.count)
-		return;
-	r.lost.time = p->q.last_pass;
-	r.lost.what = SP_LOST_SAMPLES;
-	p->st.lost += r.lost.count;
-	sp_perf_emit(p, &r);
+	for (i = 0; i < p->nfds; i++)
+		if (sp_perf_fd_lost(&p->attr, p->fds[i], &n) && n) {
+			uint64_t *was = sp_u64map_get(&lost, p->fd_cpu[i]);
+
+			sp_u64map_put(&lost, p->fd_cpu[i], (was ? *was : 0) + n);
+		}
+	while (sp_u64map_next(&lost, &it, &cpu, &n)) {
+		said = sp_u64map_get(&p->lost_said, cpu);
+		if (said && *said >= n)
+			continue;
+		r.lost.time = p->q.last_pass;
+		r.lost.what = SP_LOST_SAMPLES;
+		r.lost.cpu = cpu + 1;
+		r.lost.count = n - (said ? *said : 0);
+		p->st.lost += r.lost.count;
+		all += r.lost.count;
+		sp_perf_emit(p, &r);
+	}
+	sp_u64map_release(&lost);
+	if (all)
+		sp_info("%" PRIu64 " records the kernel could not write went unsaid (a ring full "
+			"when the recording ended: the kernel says a loss with the next record)", all);
 }
 
 static int perf_finish(struct sp_source *s, struct sp_emit *out)
@@ -425,6 +448,8 @@ static void perf_free(struct sp_source *s)
 		free(p->cpus);
 		free(p->rings);
 		free(p->fds);
+		free(p->fd_cpu);
+		sp_u64map_release(&p->lost_said);
 		free(p->cg_fds);
 		free(p->roots);
 		free(p->found_pids);

@@ -187,6 +187,9 @@ struct perf {
 	unsigned int ncpus;
 	int *fds;		/* every event fd (ring owners too) */
 	size_t nfds, fds_cap;
+	unsigned int *fd_cpu;	/* the CPU of each (its ring's), fds' order */
+	size_t fd_cpu_cap;
+	struct sp_u64map lost_said;	/* CPU -> losses its ring's lost records said */
 
 	struct sp_perf_queue q;	/* records copied out of the rings */
 	bool finished;

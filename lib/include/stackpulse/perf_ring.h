@@ -61,6 +61,9 @@ int sp_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group)
  */
 uint64_t sp_perf_lost_unsaid(const struct perf_event_attr *a, const int *fds, size_t n,
 			     uint64_t said, const char *what);
+/* One event's count of the records it could not write (as above); false
+ * when a lacks it, or the read fails. */
+bool sp_perf_fd_lost(const struct perf_event_attr *a, int fd, uint64_t *lost);
 /*
  * For --call-graph=dwarf and auto: the user registers unwind.c needs and
  * stack_size bytes of the user stack (0: 8192) with each sample, and for
