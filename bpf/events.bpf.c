@@ -36,6 +36,13 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 /* Set by user space at start(): 1 records every process, not a tree. */
 __u32 trace_all = 0;
 
+/* With trace_all, the recorder's own process id (as the kernel's first
+ * pid namespace sees it), whose system calls are left out: its reads of
+ * /proc and of the files it symbolizes are not the machine's work. Its
+ * fork, exec and exit stay (the command it starts is forked by it).
+ * 0: none (a recorder in another pid namespace cannot name itself here). */
+__u32 self_tgid = 0;
+
 /* Set before load. */
 const volatile __u32 want_fork = 0;
 const volatile __u32 want_exec = 0;
@@ -153,6 +160,14 @@ static __always_inline int in_tree(__u32 tgid)
 	if (trace_all)
 		return !cgroup_filter || in_cgroups();
 	return bpf_map_lookup_elem(&tgids, &tgid) != NULL;
+}
+
+/* Whether the system calls of the process tgid are recorded. */
+static __always_inline int calls_recorded(__u32 tgid)
+{
+	if (trace_all && self_tgid && tgid == self_tgid)
+		return 0;
+	return in_tree(tgid);
 }
 
 /* id: bpf_get_current_pid_tgid(), when the caller has it already */
@@ -560,7 +575,7 @@ static __always_inline void do_capable(int cap, int ret)
 {
 	struct sp_bpf_scratch *s;
 
-	if (!want_capable || !in_tree(bpf_get_current_pid_tgid() >> 32))
+	if (!want_capable || !calls_recorded(bpf_get_current_pid_tgid() >> 32))
 		return;
 	s = rec_begin(SP_BPF_CAPABLE);
 	if (!s)
@@ -854,7 +869,7 @@ static __always_inline int enter_regs(struct pt_regs *regs, long id, const int d
 	__u32 w = want_nr(id);
 	__u64 a[6];
 
-	if (!(w & SP_WANT_ENTRY) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+	if (!(w & SP_WANT_ENTRY) || !calls_recorded(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	read_args(regs, a, direct);
 	sys_enter(id, a, w & ~SP_WANT_DNS);
@@ -872,7 +887,7 @@ static __always_inline int exit_call(struct pt_regs *regs, long id, long ret, co
 	if (!(w & (SP_WANT_PAIR | SP_WANT_DNS)))
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
-	if (!in_tree(pid_tgid >> 32))
+	if (!calls_recorded(pid_tgid >> 32))
 		return 0;
 	read_args(regs, a, direct);
 	/* the payload is still in the caller's memory: sending does not
@@ -910,7 +925,7 @@ int on_setid_tp(struct syscall_trace_enter *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 
-	if (!in_tree(id >> 32))
+	if (!calls_recorded(id >> 32))
 		return 0;
 	p.nr = ctx->nr;
 	cred_ids(&p.old_uid, &p.old_gid);
@@ -1029,7 +1044,7 @@ int on_sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 	long id = ctx->id;
 	__u32 w = want_nr(id);
 
-	if (!(w & (SP_WANT_DNS | SP_WANT_ENTRY)) || !in_tree(bpf_get_current_pid_tgid() >> 32))
+	if (!(w & (SP_WANT_DNS | SP_WANT_ENTRY)) || !calls_recorded(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	a[0] = ctx->args[0];	/* ctx only takes constant offsets */
 	a[1] = ctx->args[1];
@@ -1051,7 +1066,7 @@ int on_sys_exit_tp(struct trace_event_raw_sys_exit *ctx)
 	if (!(w & SP_WANT_PAIR))
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
-	if (!in_tree(pid_tgid >> 32))
+	if (!calls_recorded(pid_tgid >> 32))
 		return 0;
 	sys_exit(id, ctx->ret, NULL, w, pid_tgid, 0);
 	return 0;

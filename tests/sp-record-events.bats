@@ -447,6 +447,27 @@ PY
 	[ "$(jq -r 'select(.type=="event" and .event=="file_rename") | .old' "$OUT/run.json")" = "$(realpath "$D")/a" ]
 }
 
+@test "sp-record-events: -a leaves the recorder's own system calls out, not others'" {
+	need_bpf
+	"$EV" noise "$D" 3 &
+	BGPIDS=$!
+	# new processes, whose mappings the recorder reads from /proc
+	( for i in $(seq 100); do /bin/true; done ) &
+	BGPIDS="$BGPIDS $!"
+	sp-record -a --events=all -d 2 -o "$OUT/all.sp" 2> "$OUT/err" &
+	local rec=$!
+	wait "$rec"
+	sp-decode "$OUT/all.sp" > "$OUT/all.json"
+	# the others' calls are there: the noise process's opens, the loop's execs
+	[ "$(jq -r 'select(.type=="event" and ((.path // "") | test("noise")))' "$OUT/all.json" | wc -l)" -gt 10 ]
+	[ "$(jq -r 'select(.event=="proc_exec" and .filename=="/bin/true")' "$OUT/all.json" | wc -l)" -gt 10 ]
+	# the recorder is recorded (its process and CPU samples), but of its
+	# events only its threads' fork and exit
+	[ "$(jq -r --argjson p "$rec" 'select(.type=="process" and .pid==$p) | .comm' "$OUT/all.json")" = sp-record ]
+	run jq -r --argjson p "$rec" 'select(.type=="event" and .pid==$p) | .event | select(. != "proc_fork" and . != "proc_exit")' "$OUT/all.json"
+	[ "$output" = "" ]
+}
+
 @test "sp-record-events: a flood beyond the ring buffer: delivered plus lost add up" {
 	need_bpf
 	# the same program without the flood gives its baseline of events

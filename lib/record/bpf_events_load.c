@@ -531,6 +531,9 @@ void sp_ev_seed_pids(struct ev_priv *p, const struct sp_target *t)
 	int pass;
 
 	if (t->system_wide) {
+		/* our own system calls (reads of /proc and of the files we
+		 * name) are not the machine's work */
+		p->skel->bss->self_tgid = sp_procfs_host_pidns() ? (uint32_t)getpid() : 0;
 		p->skel->bss->trace_all = 1;
 		return;	/* the cgroups were set at load, and at the start */
 	}
