@@ -215,33 +215,61 @@ static void count_lost(struct sp_span_rings *rs, uint32_t pid, uint64_t n, uint6
 	sp_u64map_put(&rs->lost_by_pid, pid, (v ? *v : 0) + n);
 }
 
+/*
+ * A descriptor of the memory of the image that announced pid's rings
+ * (start_ticks: its start then), bound to that image: a pid reused, or an
+ * exec since, reads and writes nothing through it. The kept one, or past
+ * SP_SPAN_RINGS_MEM_FDS processes one opened now (*opened: the caller
+ * closes it). -1: that image is gone, or was never known.
+ */
+static int image_fd(const struct sp_span_rings *rs, uint32_t pid, uint64_t start_ticks,
+		    bool *opened)
+{
+	const uint64_t *kept = sp_u64map_get(&rs->mem_fd, pid);
+	const uint64_t *kept_start = sp_u64map_get(&rs->mem_start, pid);
+
+	*opened = false;
+	if (kept && kept_start)
+		return *kept_start == start_ticks ? (int)(*kept - 1) : -1;
+	*opened = true;
+	return sp_procfs_mem_open(pid, start_ticks);
+}
+
+/* len bytes at addr of pid's announcing image, through image_fd(): 0, or
+ * ESRCH (that image is gone) or EFAULT (not there). */
+static int image_rw(const struct sp_span_rings *rs, uint32_t pid, uint64_t start_ticks,
+		    uint64_t addr, void *buf, size_t len, bool write)
+{
+	bool opened;
+	ssize_t n;
+	int fd, err;
+
+	if (addr > (uint64_t)INT64_MAX - len)
+		return EFAULT;
+	fd = image_fd(rs, pid, start_ticks, &opened);
+	if (fd < 0)
+		return ESRCH;
+	n = write ? pwrite(fd, buf, len, (off_t)addr) : pread(fd, buf, len, (off_t)addr);
+	/* an image gone reads as the end of the file; an address not
+	 * mapped fails with EIO */
+	err = n == (ssize_t)len ? 0 : n == 0 ? ESRCH : EFAULT;
+	if (opened)
+		close(fd);
+	return err;
+}
+
 void sp_span_rings_tell_left(const struct sp_span_rings *rs, uint32_t pid, uint32_t tid,
 			     uint64_t addr, uint64_t start_ticks)
 {
-	const uint32_t left = SP_RING_LEFT;
-	const uint64_t *kept = sp_u64map_get(&rs->mem_fd, pid);
-	const uint64_t *kept_start = sp_u64map_get(&rs->mem_start, pid);
+	uint32_t left = SP_RING_LEFT;
 	struct sp_ring_head h;
-	int fd;
 
-	/* read and written through one descriptor of the process that
-	 * announced the ring: a pid reused meanwhile gets nothing */
-	if (kept && kept_start) {
-		if (*kept_start != start_ticks)
-			return;
-		fd = dup((int)(*kept - 1));
-	} else {
-		fd = sp_procfs_mem_open(pid, start_ticks);
-	}
-	if (fd < 0)
-		return;
-	if (addr <= INT64_MAX - sizeof(h) &&
-	    pread(fd, &h, sizeof(h), (off_t)addr) == (ssize_t)sizeof(h) &&
+	/* read and written through the image that announced the ring */
+	if (!image_rw(rs, pid, start_ticks, addr, &h, sizeof(h), false) &&
 	    h.magic == SP_RING_MAGIC && h.pid == pid && h.tid == tid &&
 	    (!h.claim || h.claim == rs->claim))
-		(void)!pwrite(fd, &left, sizeof(left),
-			      (off_t)(addr + offsetof(struct sp_ring_head, reader)));
-	close(fd);
+		(void)image_rw(rs, pid, start_ticks, addr + offsetof(struct sp_ring_head, reader),
+			       &left, sizeof(left), true);
 }
 
 /* r lied, or cannot be read: no more reads, no more holding the output
@@ -552,11 +580,14 @@ static int read_remote(uint32_t pid, struct iovec *local, struct iovec *remote, 
 	return n < 0 ? errno : EFAULT;
 }
 
-static int read_head(uint32_t pid, uint64_t addr, struct sp_ring_head *h)
+/* r's head, read through its announcing image (image_rw()): the entries
+ * are read by number (process_vm_readv, one call for a wrapped range)
+ * between two such reads of the head, so the image was alive, and its pid
+ * its own, when they were read. */
+static int read_head(const struct sp_span_rings *rs, const struct sp_span_ring *r,
+		     struct sp_ring_head *h)
 {
-	struct iovec local = { h, sizeof(*h) }, remote = { (void *)(uintptr_t)addr, sizeof(*h) };
-
-	return read_remote(pid, &local, &remote, 1);
+	return image_rw(rs, r->pid, r->start_ticks, r->addr, h, sizeof(*h), false);
 }
 
 /* Entries [from, to) of the ring at addr into buf (at most a ring). */
@@ -580,13 +611,12 @@ static int read_entries(uint32_t pid, uint64_t addr, uint64_t from, uint64_t to,
 	return read_remote(pid, &local, remote, nr);
 }
 
-/* Write v at offset off of the ring's head in its process. */
-static bool write_head(const struct sp_span_ring *r, size_t off, const void *v, size_t len)
+/* Write v at offset off of r's head, through its announcing image: a
+ * pid reused, or an exec since, gets nothing. */
+static bool write_head(const struct sp_span_rings *rs, const struct sp_span_ring *r,
+		       size_t off, const void *v, size_t len)
 {
-	struct iovec local = { (void *)v, len };
-	struct iovec remote = { (void *)(uintptr_t)(r->addr + off), len };
-
-	return process_vm_writev((pid_t)r->pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
+	return !image_rw(rs, r->pid, r->start_ticks, r->addr + off, (void *)v, len, true);
 }
 
 /* Whether h is still the head of r's thread's ring. */
@@ -647,7 +677,7 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 	bool own, claiming = false;
 	int err;
 
-	if ((err = read_head(r->pid, r->addr, &h))) {
+	if ((err = read_head(rs, r, &h))) {
 		failed(rs, r, err, 0, "head");
 		return 0;
 	}
@@ -663,7 +693,7 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 	r->runs = h.features & SP_RING_F_RUNS;
 	own = h.claim == rs->claim;
 	if (!own && (!h.claim || !claim_alive(rs, h.claim, now))) {
-		claiming = write_head(r, offsetof(struct sp_ring_head, claim), &rs->claim,
+		claiming = write_head(rs, r, offsetof(struct sp_ring_head, claim), &rs->claim,
 				      sizeof(rs->claim));
 		if (claiming && !r->claimed_ns)
 			r->claimed_ns = sp_now_mono_ns();
@@ -693,7 +723,7 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 		return 0;
 	}
 	*budget -= head - from;
-	if ((head > from || claiming) && (err = read_head(r->pid, r->addr, &again))) {
+	if ((head > from || claiming) && (err = read_head(rs, r, &again))) {
 		failed(rs, r, err, head - r->next, "head");
 		return 0;
 	}
@@ -729,10 +759,10 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 		r->next = sure;
 	if (own) {
 		if (h.reader != SP_RING_READING &&
-		    write_head(r, offsetof(struct sp_ring_head, reader), &reading, sizeof(reading)))
+		    write_head(rs, r, offsetof(struct sp_ring_head, reader), &reading, sizeof(reading)))
 			rs->reading++;
 		if (head > from)
-			write_head(r, offsetof(struct sp_ring_head, consumed), &head, sizeof(head));
+			write_head(rs, r, offsetof(struct sp_ring_head, consumed), &head, sizeof(head));
 	}
 	r->consumed = again.consumed;
 	r->good_ns = now;
@@ -761,12 +791,12 @@ void sp_span_rings_leave(struct sp_span_rings *rs)
 
 		/* only where the ring still is this thread's, and ours (or
 		 * nobody's) */
-		if (r->dead || r->given_up || read_head(r->pid, r->addr, &h) || !same_ring(r, &h) ||
+		if (r->dead || r->given_up || read_head(rs, r, &h) || !same_ring(r, &h) ||
 		    (h.claim && h.claim != rs->claim))
 			continue;
-		write_head(r, offsetof(struct sp_ring_head, reader), &left, sizeof(left));
+		write_head(rs, r, offsetof(struct sp_ring_head, reader), &left, sizeof(left));
 		if (h.claim)
-			write_head(r, offsetof(struct sp_ring_head, claim), &none, sizeof(none));
+			write_head(rs, r, offsetof(struct sp_ring_head, claim), &none, sizeof(none));
 	}
 }
 

@@ -173,8 +173,10 @@ int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 			const struct sp_ring_entry *e, sp_span_ring_put_fn put, void *ctx);
 
 /*
- * Read each ring from its process's memory (process_vm_readv), tell the
- * thread how far (process_vm_writev, when the ring is ours) and deliver
+ * Read each ring from its process's memory (the head through the memory
+ * descriptor of the image that announced it, the entries between two such
+ * reads with process_vm_readv), tell the thread how far (through that
+ * descriptor, when the ring is ours) and deliver
  * what is new; at most once per millisecond unless woken, at most
  * SP_SPAN_RINGS_POLL_ENTRIES entries and about SP_SPAN_RINGS_POLL_NS. A
  * ring whose process cannot be read any more is dropped at the next poll:

@@ -3,8 +3,8 @@
  * Unit tests of the span rings: the hooks' writer (runtime/hook/ring.c,
  * compiled into the hook extensions, not into the library: included here)
  * and sp-record's reader (lib/record/span_rings.c), which reads this process's own
- * rings with process_vm_readv (and writes back with process_vm_writev) as
- * it does a traced process's. What BPF would copy at a thread's end is
+ * rings as it does a traced process's (heads through /proc/PID/mem, entries
+ * with process_vm_readv), and writes back to their heads. What BPF would copy at a thread's end is
  * handed over as chunks by hand.
  */
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "procfs.h"
 #include "record/span_rings.h"
 #include "code_poke.h"
+#include "pid_reuse.h"
 #include "tap.h"
 
 /* What the reader delivered: the entries' lines, in order. */
@@ -697,6 +699,54 @@ static void test_span_rings_tell_left_start(void)
 	finish(&rs, r);
 }
 
+/* A process that ended before its ring was read, and whose pid another
+ * process took, with a head at the ring's address that names the first
+ * one's thread (a fork's copy here; any user's process could write it):
+ * nothing of it is read as the first one's, and nothing is written to it. */
+static void test_span_rings_pid_reused(void)
+{
+	struct sp_span_rings rs;
+	struct sp_ring *r = start(&rs);
+	uint32_t my_pid = r->h.pid, my_tid = r->h.tid;
+	struct sp_ring_head before, after;
+	struct iovec local, remote;
+	int go = -1, go2 = -1;
+	pid_t a, b;
+	size_t i;
+
+	mark(1);
+	mark(2);
+	a = child_waiting(&go);
+	CHECK(a > 0);
+	sp_span_rings_add(&rs, (uint32_t)a, (uint32_t)a, (uintptr_t)r, t_ns, false);
+	/* the next fork's copy of this ring names a's thread */
+	r->h.pid = r->h.tid = (uint32_t)a;
+	b = end_and_reuse(a, go, &go2);
+	before = r->h;
+	r->h.pid = my_pid;
+	r->h.tid = my_tid;
+	if (b < 0) {
+		finish(&rs, r);
+		return;
+	}
+	CHECK_EQ_U(before.claim, 0);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(got.n, 2);	/* this thread's two marks, not the copy's */
+	for (i = 0; i < got.n && i < 2; i++)
+		CHECK_EQ_U(got.tid[i], my_tid);
+	local = (struct iovec){ &after, sizeof(after) };
+	remote = (struct iovec){ r, sizeof(after) };
+	CHECK(process_vm_readv(b, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(after));
+	/* what a reader writes: its claim, that it reads, how far */
+	CHECK_EQ_U(after.claim, before.claim);
+	CHECK_EQ_U(after.reader, before.reader);
+	CHECK_EQ_U(after.consumed, before.consumed);
+	close(go2);
+	waitpid(b, NULL, 0);
+	finish(&rs, r);
+}
+
 /* ---- rings that lie: made by hand, as a hostile process would ---- */
 
 /* Stderr of what runs between quiet() and said(), which returns it. */
@@ -1196,5 +1246,9 @@ int main(void)
 	TAP_RUN(test_span_rings_comm);
 	TAP_RUN(test_span_rings_owner_wait);
 	TAP_RUN(test_span_rings_tell_left_start);
+	if (pid_reuse_possible())
+		TAP_RUN(test_span_rings_pid_reused);
+	else
+		TAP_SKIP(test_span_rings_pid_reused, "needs root (ns_last_pid)");
 	return TAP_DONE();
 }
