@@ -197,6 +197,8 @@ offcpu_lost() {
 # switches_while_stopped ARGS...: sp-record ARGS -- a command that makes
 # switches while the recorder is stopped (SIGSTOP), so its 1-page off-CPU
 # rings overflow whatever the machine's load; $stderr is the recorder's.
+# With SW_AFTER=1 in the environment the command makes more once the
+# recorder goes on (the kernel says a ring's loss with its next record).
 switches_while_stopped() {
 	local d=$BATS_TEST_TMPDIR/sw rec
 	rm -rf "$d" && mkdir "$d"
@@ -208,6 +210,10 @@ switches_while_stopped() {
 	for i in $(seq 200); do /bin/true; done
 	dd if=/dev/zero bs=1 count=20000 status=none | cat > /dev/null
 	: > "$0.done"
+	[ -z "$SW_AFTER" ] && exit 0
+	# with SW_AFTER: more switches once the recorder reads again
+	while [ ! -e "$0.cont" ]; do sleep 0.02; done
+	for i in $(seq 50); do /bin/true; done
 	EOS
 	chmod +x "$d/cmd"
 	sp-record "$@" -o "$OUT" -- "$d/cmd" 2> "$d/err" &
@@ -218,6 +224,7 @@ switches_while_stopped() {
 	: > "$d/cmd.go"
 	wait_path "$d/cmd.done" 60 || { kill -CONT $rec; fail "the command did not end"; }
 	kill -CONT $rec
+	: > "$d/cmd.cont"
 	wait $rec || fail "sp-record: exit $?: $(cat "$d/err")"
 	BGPIDS=
 	stderr=$(cat "$d/err")
@@ -242,6 +249,24 @@ switches_while_stopped() {
 		fail "$stderr"
 	grep -qxF "sp-record: warning: $n off-CPU switch records lost (the off-CPU ring buffers overflowed: try -m; -F does not change them)" <<< "$stderr" ||
 		fail "$stderr"
+}
+
+@test "sp-record --off-cpu: a loss the kernel says is a lost record at its time, naming its CPU" {
+	SW_AFTER=1 switches_while_stopped --off-cpu --call-graph=fp -m 1 -F 1
+	n=$(offcpu_lost "$stderr")
+	[ -n "$n" ] && [ "$n" -gt 0 ] || fail "$stderr"
+	sp-decode "$OUT" > "$BATS_TEST_TMPDIR/run.json"
+	# each names its CPU
+	run -0 jq -s '[.[] | select(.type == "lost" and (.what // "samples") == "samples" and .cpu == null)] | length' "$BATS_TEST_TMPDIR/run.json"
+	[ "$output" = 0 ] || fail "lost records without a CPU: $output"
+	# one at least was said before the waits of the switches after it: in
+	# a flight recorder's window with them, not only at the end
+	run -0 jq -s '([.[] | select(.type == "lost") | .time] | min) <
+		([.[] | select(.type == "sample" and .kind == "offcpu") | .time] | max)' "$BATS_TEST_TMPDIR/run.json"
+	[ "$output" = true ] || fail "no lost record before the last wait: $(jq -c 'select(.type == "lost")' "$BATS_TEST_TMPDIR/run.json")"
+	# and they add up to what the summary says, with the CPU samples' own
+	run -0 jq -s '[.[] | select(.type == "lost" and (.what // "samples") == "samples") | .count] | add' "$BATS_TEST_TMPDIR/run.json"
+	[ "$output" -ge "$n" ] || fail "spool: $output, said: $n"
 }
 
 # The kernel says a ring's losses with the next record it writes there: a

@@ -120,8 +120,10 @@ struct offcpu {
 	unsigned int nregs;
 	int epfd;
 	int *fds;
+	unsigned int *fd_cpu;		/* the CPU of each fd's ring */
 	struct sp_perf_ring *rings;
 	size_t nfds;
+	struct sp_perf_lost lost;	/* what the rings said they lost, per CPU */
 	struct sp_unwinder *unw;
 	struct sp_emit *out;
 	struct sp_perf_queue q;		/* struct qrec */
@@ -741,10 +743,15 @@ static void read_record(void *ctx, const struct perf_event_header *h)
 		queue(c, &q);
 		return;
 	case PERF_RECORD_LOST: {
-		const uint64_t *l = (const void *)(h + 1);
+		struct sp_record lost;
 
-		if (h->size >= sizeof(*h) + 16)
-			c->st.lost += l[1];
+		/* said at its time, naming its CPU: a flight recorder's dump
+		 * of the window holds it */
+		if (sp_perf_parse_id(h, c->attr.sample_type, &id) ||
+		    !sp_perf_lost_said(&c->lost, h, &id, &lost))
+			return;
+		c->st.lost += lost.lost.count;
+		c->out->emit(c->out->ctx, &lost);
 		return;
 	}
 	default:
@@ -880,10 +887,12 @@ static int open_rings(struct offcpu *c, pid_t pid, const int *cpus, int ncpus)
 					      "for pid %d on cpu %d", (int)pid, cpus[i]);
 		}
 		c->fds = realloc(c->fds, (c->nfds + 1) * sizeof(*c->fds));
+		c->fd_cpu = realloc(c->fd_cpu, (c->nfds + 1) * sizeof(*c->fd_cpu));
 		c->rings = realloc(c->rings, (c->nfds + 1) * sizeof(*c->rings));
-		if (!c->fds || !c->rings)
+		if (!c->fds || !c->fd_cpu || !c->rings)
 			sp_die("out of memory");
 		c->fds[c->nfds] = fd;
+		c->fd_cpu[c->nfds] = (unsigned int)cpus[i];
 		if (sp_perf_ring_map(&c->rings[c->nfds], fd, pages)) {
 			close(fd);
 			return sp_error_errno("off-cpu: cannot map the ring of cpu %d", cpus[i]);
@@ -1008,14 +1017,14 @@ static uint64_t offcpu_watermark(struct sp_source *s)
 static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 {
 	struct offcpu *c = s->priv;
-	struct sp_record r = { .kind = SP_REC_LOST };
 	size_t i;
 
 	c->out = out;
 	for (i = 0; i < c->nfds; i++)
 		ioctl(c->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 	sp_perf_queue_finish(&c->q, c->rings, c->nfds);
-	c->st.lost += sp_perf_lost_unsaid(&c->attr, c->fds, c->nfds, c->st.lost, "off-cpu: ");
+	c->st.lost += sp_perf_lost_unsaid(&c->lost, &c->attr, c->fds, c->fd_cpu, c->nfds,
+					  c->q.last_pass, out->emit, out->ctx, "off-cpu: ");
 	scan_modules(c);
 	held_release(c, true);
 	sp_ksym_writer_finish(&c->ksyms, "off-CPU waits");
@@ -1025,12 +1034,6 @@ static int offcpu_finish(struct sp_source *s, struct sp_emit *out)
 			"astray); their waits are kept", c->kernel_astray);
 	/* Threads still blocked when the recording stopped are not recorded:
 	 * their wait has no end. */
-	if (c->st.lost) {
-		r.lost.time = c->q.last_pass;
-		r.lost.what = SP_LOST_SAMPLES;
-		r.lost.count = c->st.lost;
-		out->emit(out->ctx, &r);
-	}
 	c->finished = true;
 	return 0;
 }
@@ -1068,6 +1071,8 @@ static void offcpu_free(struct sp_source *s)
 		sp_perf_ring_unmap(&c->rings[i]);
 		close(c->fds[i]);
 	}
+	free(c->fd_cpu);
+	sp_perf_lost_release(&c->lost);
 	sp_perf_queue_release(&c->q, drop);
 	while (sp_u64map_next(&c->blocked, &it, &k, &v)) {
 		struct blocked *b = (struct blocked *)(uintptr_t)v;

@@ -58,21 +58,66 @@ bool sp_perf_fd_lost(const struct perf_event_attr *a, int fd, uint64_t *lost)
 	return true;
 }
 
-uint64_t sp_perf_lost_unsaid(const struct perf_event_attr *a, const int *fds, size_t n,
-			     uint64_t said, const char *what)
+bool sp_perf_lost_said(struct sp_perf_lost *l, const struct perf_event_header *h,
+		       const struct sp_perf_id *id, struct sp_record *r)
 {
-	uint64_t lost = 0, one;
-	size_t i;
+	const uint64_t *v = (const void *)(h + 1);	/* { id, lost } */
+	uint64_t *said;
 
+	if (h->size < sizeof(*h) + 16)
+		return false;
+	memset(r, 0, sizeof(*r));
+	r->kind = SP_REC_LOST;
+	r->lost.time = id->time;
+	r->lost.what = SP_LOST_SAMPLES;
+	r->lost.count = v[1];
+	r->lost.cpu = (uint64_t)id->cpu + 1;
+	said = sp_u64map_get(&l->said, id->cpu);
+	sp_u64map_put(&l->said, id->cpu, (said ? *said : 0) + v[1]);
+	return true;
+}
+
+uint64_t sp_perf_lost_unsaid(const struct sp_perf_lost *l, const struct perf_event_attr *a,
+			     const int *fds, const unsigned int *fd_cpu, size_t n, uint64_t time,
+			     int (*emit)(void *ctx, const struct sp_record *r), void *ctx,
+			     const char *what)
+{
+	struct sp_record r = { .kind = SP_REC_LOST };
+	struct sp_u64map lost = { 0 };
+	uint64_t cpu, one, all = 0;
+	const uint64_t *said;
+	size_t i, it = 0;
+
+	/* (an event closed before the end takes its count with it: an
+	 * undercount) */
 	for (i = 0; i < n; i++)
-		if (sp_perf_fd_lost(a, fds[i], &one))
-			lost += one;
-	if (lost <= said)
-		return 0;
-	sp_info("%s%" PRIu64 " records the kernel could not write went unsaid (a ring full "
-		"when the recording ended: the kernel says a loss with the next record)", what,
-		lost - said);
-	return lost - said;
+		if (sp_perf_fd_lost(a, fds[i], &one) && one) {
+			uint64_t *was = sp_u64map_get(&lost, fd_cpu[i]);
+
+			sp_u64map_put(&lost, fd_cpu[i], (was ? *was : 0) + one);
+		}
+	while (sp_u64map_next(&lost, &it, &cpu, &one)) {
+		said = sp_u64map_get(&l->said, cpu);
+		if (said && *said >= one)
+			continue;
+		r.lost.time = time;
+		r.lost.what = SP_LOST_SAMPLES;
+		r.lost.cpu = cpu + 1;
+		r.lost.count = one - (said ? *said : 0);
+		all += r.lost.count;
+		emit(ctx, &r);
+	}
+	sp_u64map_release(&lost);
+	if (all)
+		sp_info("%s%" PRIu64 " records the kernel could not write went unsaid (a ring full "
+			"when the recording ended: the kernel says a loss with the next record)",
+			what, all);
+	return all;
+}
+
+void sp_perf_lost_release(struct sp_perf_lost *l)
+{
+	sp_u64map_release(&l->said);
 }
 
 unsigned int sp_perf_attr_user_stack(struct perf_event_attr *a, enum sp_call_graph cg,

@@ -200,20 +200,10 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 
 void sp_perf_on_lost(struct perf *p, const struct perf_event_header *h, const struct sp_perf_id *id)
 {
-	const uint64_t *v = (const void *)(h + 1);
-	struct sp_record r = { .kind = SP_REC_LOST };
+	struct sp_record r;
 
-	if (h->size < sizeof(*h) + 16)
+	if (!sp_perf_lost_said(&p->lost, h, id, &r))
 		return;
-	r.lost.time = id->time;
-	r.lost.what = SP_LOST_SAMPLES;
-	r.lost.count = v[1];
-	r.lost.cpu = (uint64_t)id->cpu + 1;
-	p->st.lost += v[1];
-	{
-		uint64_t *said = sp_u64map_get(&p->lost_said, id->cpu);
-
-		sp_u64map_put(&p->lost_said, id->cpu, (said ? *said : 0) + v[1]);
-	}
+	p->st.lost += r.lost.count;
 	sp_perf_emit(p, &r);
 }

@@ -305,43 +305,6 @@ static uint64_t perf_watermark(struct sp_source *s)
 	return p->finished ? UINT64_MAX : p->q.bound;
 }
 
-/*
- * A lost record per CPU for those its ring could not write and never said
- * (sp_perf_fd_lost()): each event's count against what the ring of its
- * CPU said (an event closed before the end takes its count with it: an
- * undercount).
- */
-static void unsaid_lost(struct perf *p)
-{
-	struct sp_record r = { .kind = SP_REC_LOST };
-	struct sp_u64map lost = { 0 };
-	uint64_t cpu, n, *said, all = 0;
-	size_t i, it = 0;
-
-	for (i = 0; i < p->nfds; i++)
-		if (sp_perf_fd_lost(&p->attr, p->fds[i], &n) && n) {
-			uint64_t *was = sp_u64map_get(&lost, p->fd_cpu[i]);
-
-			sp_u64map_put(&lost, p->fd_cpu[i], (was ? *was : 0) + n);
-		}
-	while (sp_u64map_next(&lost, &it, &cpu, &n)) {
-		said = sp_u64map_get(&p->lost_said, cpu);
-		if (said && *said >= n)
-			continue;
-		r.lost.time = p->q.last_pass;
-		r.lost.what = SP_LOST_SAMPLES;
-		r.lost.cpu = cpu + 1;
-		r.lost.count = n - (said ? *said : 0);
-		p->st.lost += r.lost.count;
-		all += r.lost.count;
-		sp_perf_emit(p, &r);
-	}
-	sp_u64map_release(&lost);
-	if (all)
-		sp_info("%" PRIu64 " records the kernel could not write went unsaid (a ring full "
-			"when the recording ended: the kernel says a loss with the next record)", all);
-}
-
 static int perf_finish(struct sp_source *s, struct sp_emit *out)
 {
 	struct perf *p = s->priv;
@@ -354,7 +317,8 @@ static int perf_finish(struct sp_source *s, struct sp_emit *out)
 	if (p->interp)
 		sp_interp_drain(p->interp, out);
 	n = (int)sp_perf_queue_finish(&p->q, p->rings, p->ncpus);
-	unsaid_lost(p);
+	p->st.lost += sp_perf_lost_unsaid(&p->lost, &p->attr, p->fds, p->fd_cpu, p->nfds,
+					  p->q.last_pass, p->out->emit, p->out->ctx, "");
 	sp_perf_flush_pending_execs(p, UINT64_MAX);
 	sp_perf_procs_finish(p);
 	sp_perf_ksyms_finish(p);
@@ -449,7 +413,7 @@ static void perf_free(struct sp_source *s)
 		free(p->rings);
 		free(p->fds);
 		free(p->fd_cpu);
-		sp_u64map_release(&p->lost_said);
+		sp_perf_lost_release(&p->lost);
 		free(p->cg_fds);
 		free(p->roots);
 		free(p->found_pids);

@@ -189,7 +189,7 @@ struct perf {
 	size_t nfds, fds_cap;
 	unsigned int *fd_cpu;	/* the CPU of each (its ring's), fds' order */
 	size_t fd_cpu_cap;
-	struct sp_u64map lost_said;	/* CPU -> losses its ring's lost records said */
+	struct sp_perf_lost lost;	/* what the rings said they lost, per CPU */
 
 	struct sp_perf_queue q;	/* records copied out of the rings */
 	bool finished;

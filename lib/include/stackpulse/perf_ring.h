@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <linux/perf_event.h>
 
+#include "hashmap.h"
 #include "record.h"
 
 struct sp_perf_ring {
@@ -51,16 +52,37 @@ void sp_perf_attr_records(struct perf_event_attr *a, bool enable_on_exec);
 int sp_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group);
 
 /*
- * Of the records the events fds (opened with a) could not write (an
- * inherited child's count as its parent's), those their rings never said:
- * the kernel says a ring's losses only with the next record it writes
- * there, so a burst at the end of a recording would be lost in silence.
- * said: the losses the rings' lost records gave. Read once the events are
- * off and their rings drained; said with -v, what naming whose records
- * ("" or "off-cpu: "). 0 when a lacks the count (a kernel before 6.0).
+ * The records a source's rings could not write, said per CPU (one
+ * mechanism for every perf source). A ring says its losses with a lost
+ * record, but only with the next record it writes: a burst at the end of a
+ * recording would be lost in silence. So each lost record a ring says
+ * becomes a lost record naming its CPU, at its time (sp_perf_lost_said()),
+ * and at the end each CPU's events' own counts of what they could not
+ * write (SP_PERF_FORMAT_LOST; an inherited child's count as its parent's),
+ * less what its rings said, are one lost record more (sp_perf_lost_unsaid()).
  */
-uint64_t sp_perf_lost_unsaid(const struct perf_event_attr *a, const int *fds, size_t n,
-			     uint64_t said, const char *what);
+struct sp_perf_id;
+
+struct sp_perf_lost {
+	struct sp_u64map said;	/* CPU -> losses its rings' lost records said */
+};
+
+/* h, a PERF_RECORD_LOST read from id's CPU's ring, as the lost record r,
+ * counted as said; false when h is too short to say a count. */
+bool sp_perf_lost_said(struct sp_perf_lost *l, const struct perf_event_header *h,
+		       const struct sp_perf_id *id, struct sp_record *r);
+/*
+ * Once the events fds (opened with a; fd_cpu[i] the CPU of fds[i]'s ring)
+ * are off and their rings drained: a lost record stamped time per CPU for
+ * what its rings never said, through emit(ctx, record); said with -v, what
+ * naming whose records ("" or "off-cpu: "). Returns their sum: 0 too when
+ * a lacks the count (a kernel before 6.0).
+ */
+uint64_t sp_perf_lost_unsaid(const struct sp_perf_lost *l, const struct perf_event_attr *a,
+			     const int *fds, const unsigned int *fd_cpu, size_t n, uint64_t time,
+			     int (*emit)(void *ctx, const struct sp_record *r), void *ctx,
+			     const char *what);
+void sp_perf_lost_release(struct sp_perf_lost *l);
 /* One event's count of the records it could not write (as above); false
  * when a lacks it, or the read fails. */
 bool sp_perf_fd_lost(const struct perf_event_attr *a, int fd, uint64_t *lost);
