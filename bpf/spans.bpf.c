@@ -30,6 +30,9 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
  * that continues them after sp-record runs (not before). */
 __u32 stop_new;
 const volatile __u32 audit_args = 1;	/* decode the first argument of audit events */
+/* -a: a process not tracked that runs a runtime hook's marker through a
+ * shared link is asked for (SP_BS_FIND), set by the loader */
+__u32 find_on_hit;
 
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) __ksym __weak;
@@ -134,11 +137,48 @@ static __always_inline void count_lost(void)
  * loader, per event it reads (probe health): a hash update per hit here
  * cost more than the rest of a span event.
  */
+/*
+ * -a: the processes asked for (pid -> the start of the process asked for),
+ * once each. A shared link is on a hook file a process the loader took
+ * maps, root's: another process that runs its markers carries that hook,
+ * and is taken at once, not at the loader's next look at /proc (200 ms
+ * later at most, when a short program may be gone).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} asked SEC(".maps");
+
+static __always_inline void ask_for(__u32 pid)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 start = BPF_CORE_READ(task, group_leader, start_time);
+	__u64 *was = bpf_map_lookup_elem(&asked, &pid);
+	struct sp_bs_event *e;
+
+	if (was && *was == start)
+		return;
+	bpf_map_update_elem(&asked, &pid, &start, BPF_ANY);
+	e = bpf_ringbuf_reserve(&spans, SP_BS_HEAD_SIZE, 0);
+	if (!e)
+		return;	/* the loader's next look finds it */
+	__builtin_memset(e, 0, SP_BS_HEAD_SIZE);
+	e->time_ns = bpf_ktime_get_ns();
+	e->kind = SP_BS_FIND;
+	e->pid = pid;
+	e->tid = pid;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
 static __always_inline bool tracked(__u32 pid, __u64 cookie)
 {
 	struct sp_bs_proc *t = bpf_map_lookup_elem(&tgids, &pid);
 	__u32 gen = (__u32)(cookie >> 32);
 
+	if (!t && !gen && find_on_hit)
+		ask_for(pid);
 	return t && (t->gen == gen || (!gen && t->probed));
 }
 

@@ -34,6 +34,8 @@ enum sp_bs_kind {
 	SP_BS_RING_WAKE = 12,	/* half a span ring is unread: read the rings now */
 	SP_BS_DLOPEN = 13,	/* a tracked process's ld.so changed its list of
 				 * libraries (dlopen, dlclose): look at its mappings */
+	SP_BS_FIND = 14,	/* -a: a process not tracked hit a runtime hook's
+				 * shared link: judge and take it now */
 };
 
 /* Probes, also the index into the hit counters. The attach cookie is

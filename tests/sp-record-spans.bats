@@ -931,6 +931,60 @@ while True:
 	refute_line --regexp "^$npid "
 }
 
+@test "sp-record -a --spans: a short program whose hook file is probed already is taken as it first runs a marker, not at the next look at /proc" {
+	require_python
+	local err=$BATS_TEST_TMPDIR/err short=$BATS_TEST_TMPDIR/short.py rec lp pids="" i n got full=0
+	# runs f for 50 ms, then says how many times: gone well before sp-record's
+	# next look at /proc (every 200 ms), which took none of it before
+	cat > "$short" <<-'EOS'
+	import sys, time
+	n = 0
+	def f(i): return i * 2
+	t = time.time()
+	while time.time() - t < 0.05:
+	    for i in range(100): f(i)
+	    n += 100
+	print(n, file=sys.stderr)
+	EOS
+	# a long-running one with the hook: its hook file gets the shared probes
+	PYTHONPATH="$SP_BIN/../runtime/python" $PY -c '
+import time
+def idle(): return 1
+while True:
+    idle(); time.sleep(0.01)' &
+	lp=$!
+	SPIN+=($lp)
+	sp-record -v -a --no-samples --events=none --spans=python -o "$OUT" 2> "$err" &
+	rec=$!
+	SPIN+=($rec)
+	for ((i = 0; i < 600; i++)); do
+		grep -q "spans: pid $lp carries a runtime hook" "$err" && break
+		sleep 0.05
+	done
+	grep -q "spans: pid $lp carries a runtime hook" "$err" || fail "not taken: $(cat "$err")"
+	for i in 1 2 3; do
+		PYTHONPATH="$SP_BIN/../runtime/python" $PY "$short" 2> "$BATS_TEST_TMPDIR/n.$i" &
+		pids="$pids $!:$i"
+		wait $!
+		sleep 0.3
+	done
+	kill -INT $rec
+	wait $rec || fail "sp-record: $(cat "$err")"
+	grep -q "^sp-record: -a --spans: [0-9]* processes that carry a runtime hook taken, [1-9][0-9]* of them as they first ran a marker" "$err" ||
+		fail "$(cat "$err")"
+	sp-decode "$OUT" > "$BATS_TEST_TMPDIR/run.json"
+	for p in $pids; do
+		n=$(cat "$BATS_TEST_TMPDIR/n.${p#*:}")
+		got=$(jq -r --argjson p "${p%:*}" 'select(.type == "span_start" and .pid == $p and .method == "f") | .pid' "$BATS_TEST_TMPDIR/run.json" | wc -l)
+		echo "pid ${p%:*}: $got spans of f, of $n calls" >&3
+		# each is recorded; its first few marks may come before it is
+		# taken, a few milliseconds on a loaded machine
+		[ "$got" -gt 0 ] && [ "$got" -le "$n" ] || fail "pid ${p%:*}: $got spans of f, of $n"
+		[ "$got" -lt "$n" ] || full=$((full + 1))
+	done
+	[ "$full" -gt 0 ] || fail "no short program has all its spans"
+}
+
 @test "sp-record -a --spans: a process of nobody's that maps a hook of its own, or a group-writable one, is not recorded; one with root's hook is" {
 	require_python
 	require_cmd setpriv

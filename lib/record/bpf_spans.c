@@ -9,6 +9,7 @@
  * held process go and leaves the slow detaches to a helper process.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -78,6 +79,10 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 	}
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[n > 0 ? n : 0] = 0;
+	/* -a: a process that runs the markers of a hook file already probed
+	 * (another process's) is asked for at once (spans.bpf.c, ask_for()) */
+	if (c->all)
+		c->skel->bss->find_on_hit = 1;
 	/* before the probes go on: a hook that sees them come writes its open
 	 * frames at once (span_rings.h), and that run is of this recording */
 	c->rings.since = sp_now_mono_ns();
@@ -264,7 +269,7 @@ static int spans_poll(struct sp_source *s, struct sp_emit *out)
 		return -1;
 	sp_bs_attach_dl_due(c, now);
 	sp_bs_forget_gone(c, now);
-	if (c->all && sp_bs_all_scan(c, now))
+	if (c->all && (sp_bs_all_asked(c) || sp_bs_all_scan(c, now)))
 		return -1;
 	if (sp_bs_emit_lost(c, now))
 		return -1;
@@ -317,6 +322,10 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 	}
 	if (sp_bs_emit_lost(c, now))
 		return -1;
+	if (c->all && c->all_found)
+		sp_info("-a --spans: %" PRIu64 " processes that carry a runtime hook taken, %" PRIu64
+			" of them as they first ran a marker of a hook file probed already, the "
+			"others at a look at /proc", c->all_found, c->all_asked_found);
 	if (c->all && !c->all_found && !c->npids) {
 		sp_warn("-a --spans: no process that carries a runtime hook (started with "
 			"an activator in its environment) ran: no method spans");
@@ -489,6 +498,7 @@ void sp_bs_ctx_release(struct bs_ctx *c)
 	sp_span_rings_release(&c->rings);
 	sp_u64map_release(&c->by_pid);
 	sp_u64map_release(&c->all_seen);
+	free(c->all_asked);
 	for (i = 0; i < c->nlocs; i++)
 		free(c->locs[i].bin);
 	free(c->locs);

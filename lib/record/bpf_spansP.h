@@ -281,6 +281,10 @@ struct bs_ctx {
 					 * yet: runtimes not announced */
 	struct sp_u64map all_seen;	/* pid -> start ticks, refusal said, pass
 					 * it was last listed in (bpf_spans_all.c) */
+	uint32_t *all_asked;		/* pids BPF asked for (SP_BS_FIND), to be
+					 * judged at the end of this poll */
+	size_t nasked, cap_asked;
+	uint64_t all_asked_found;	/* of c->all_found: taken when asked */
 };
 
 /* "provider:name" of each probe (enum sp_bs_probe). */
@@ -359,6 +363,11 @@ bool sp_bs_all_read_start(const uint64_t *seen, uint64_t young, uint64_t pass, u
 bool sp_bs_all_judge(const uint64_t *seen, uint64_t t, uint64_t young);
 int sp_bs_all_take(struct bs_ctx *c, uint32_t pid, uint64_t t, const char *self);
 int sp_bs_all_scan(struct bs_ctx *c, uint64_t now);
+/* BPF asked for pid (SP_BS_FIND): judged and taken at the next
+ * sp_bs_all_asked(), as a pass would. */
+void sp_bs_all_ask(struct bs_ctx *c, uint32_t pid);
+/* Judge and take the pids asked for since the last call. 0, or -1 (c->err). */
+int sp_bs_all_asked(struct bs_ctx *c);
 
 /* bpf_spans_attach.c */
 void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p);

@@ -193,6 +193,91 @@ int sp_bs_all_take(struct bs_ctx *c, uint32_t pid, uint64_t t, const char *self)
 	return 1;
 }
 
+/* The executable of sp-record, read once (what a seed leaves alone). */
+static const char *self_exe(char *self, size_t size)
+{
+	if (!self[0]) {
+		ssize_t len = readlink("/proc/self/exe", self, size - 1);
+
+		self[len > 0 ? len : 0] = 0;
+	}
+	return self;
+}
+
+/*
+ * Judge pid, which started at t (seen: its c->all_seen entry, or NULL), and
+ * take it when it carries a trusted hook and the filters take it. 0, or -1
+ * when the recording cannot go on (c->err).
+ */
+static int judge(struct bs_ctx *c, uint32_t pid, uint64_t t, uint64_t *seen, char *self,
+		 size_t self_size)
+{
+	bool said = seen && SEEN_START(*seen) == t && SEEN_SAID(*seen);
+	int r;
+
+	if (!carries_hook(c, pid, &said) || !in_filter(c, pid)) {
+		if (seen || c->all_seen.n < SP_BS_ALL_SEEN_MAX)
+			sp_u64map_put(&c->all_seen, pid, SEEN(t, said, c->all_pass));
+		return 0;
+	}
+	/* Its mappings were read: the pid still names the process that
+	 * started at t, not another (another user's) that took it
+	 * meanwhile. If not, it is judged anew at the next pass. */
+	if (!sp_procfs_same_process(pid, t)) {
+		if (seen)
+			sp_u64map_del(&c->all_seen, pid);
+		return 0;
+	}
+	if (seen || c->all_seen.n < SP_BS_ALL_SEEN_MAX)
+		sp_u64map_put(&c->all_seen, pid, SEEN(t, said, c->all_pass));
+	sp_info("spans: pid %u carries a runtime hook: recorded as with -p", pid);
+	/* one that cannot be taken (a full map) is said by the seed;
+	 * the others still are. One that ended meanwhile: its pid is
+	 * judged anew once its bookkeeping is forgotten. */
+	r = sp_bs_all_take(c, pid, t, self_exe(self, self_size));
+	if (r > 0)
+		sp_u64map_del(&c->all_seen, pid);
+	if (!r)
+		c->all_found++;
+	return r < 0 && c->err ? -1 : 0;
+}
+
+#define SP_BS_ALL_ASKED_MAX	1024	/* pids asked for between two polls, kept */
+
+void sp_bs_all_ask(struct bs_ctx *c, uint32_t pid)
+{
+	/* past the bound, the next pass of /proc finds it */
+	if (!c->all || c->nasked >= SP_BS_ALL_ASKED_MAX)
+		return;
+	sp_grow(&c->all_asked, &c->cap_asked, c->nasked + 1, sizeof(*c->all_asked));
+	c->all_asked[c->nasked++] = pid;
+}
+
+int sp_bs_all_asked(struct bs_ctx *c)
+{
+	char self[PATH_MAX] = "";
+	uint64_t t, found = c->all_found;
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < c->nasked && !r; i++) {
+		uint32_t pid = c->all_asked[i];
+
+		/* tracked already, or an earlier process of that pid not
+		 * forgotten yet (the next pass judges it) */
+		if (pid == (uint32_t)getpid() || sp_bs_proc_get(c, pid))
+			continue;
+		if (sp_procfs_start(pid, &t) || !t)
+			continue;	/* gone */
+		/* judged whatever it was judged before: it runs a hook's
+		 * markers now (one it loaded since, say) */
+		r = judge(c, pid, t, sp_u64map_get(&c->all_seen, pid), self, sizeof(self));
+	}
+	c->nasked = 0;
+	c->all_asked_found += c->all_found - found;
+	return r;
+}
+
 int sp_bs_all_scan(struct bs_ctx *c, uint64_t now)
 {
 	char self[PATH_MAX] = "";
@@ -201,7 +286,6 @@ int sp_bs_all_scan(struct bs_ctx *c, uint64_t now)
 	size_t npids = 0, i, it;
 	uint64_t k, v, *gone = NULL;
 	size_t ngone = 0;
-	int r;
 
 	if (!c->all || (c->all_next_ns && now < c->all_next_ns))
 		return 0;
@@ -212,7 +296,6 @@ int sp_bs_all_scan(struct bs_ctx *c, uint64_t now)
 	c->all_pass++;
 	for (i = 0; i < npids; i++) {
 		struct bs_proc *p = sp_bs_proc_get(c, pids[i]);
-		bool said;
 
 		/* tracked already (or by its fork), or an earlier process of
 		 * that pid whose bookkeeping forget_gone() has not dropped yet */
@@ -229,38 +312,8 @@ int sp_bs_all_scan(struct bs_ctx *c, uint64_t now)
 			*seen = SEEN(t, SEEN_SAID(*seen), c->all_pass);
 			continue;
 		}
-		said = seen && SEEN_START(*seen) == t && SEEN_SAID(*seen);
-		if (!carries_hook(c, pids[i], &said) || !in_filter(c, pids[i])) {
-			if (seen || c->all_seen.n < SP_BS_ALL_SEEN_MAX)
-				sp_u64map_put(&c->all_seen, pids[i], SEEN(t, said, c->all_pass));
-			continue;
-		}
-		/* Its mappings were read: the pid still names the process that
-		 * started at t, not another (another user's) that took it
-		 * meanwhile. If not, it is judged anew at the next pass. */
-		if (!sp_procfs_same_process(pids[i], t)) {
-			if (seen)
-				sp_u64map_del(&c->all_seen, pids[i]);
-			continue;
-		}
-		if (seen || c->all_seen.n < SP_BS_ALL_SEEN_MAX)
-			sp_u64map_put(&c->all_seen, pids[i], SEEN(t, said, c->all_pass));
-		sp_info("spans: pid %u carries a runtime hook: recorded as with -p", pids[i]);
-		if (!self[0]) {
-			ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-			self[len > 0 ? len : 0] = 0;
-		}
-		/* one that cannot be taken (a full map) is said by the seed;
-		 * the others still are. One that ended meanwhile: its pid is
-		 * judged anew once its bookkeeping is forgotten. */
-		r = sp_bs_all_take(c, pids[i], t, self);
-		if (r > 0)
-			sp_u64map_del(&c->all_seen, pids[i]);
-		if (r < 0 && c->err)
+		if (judge(c, pids[i], t, seen, self, sizeof(self)))
 			break;
-		if (!r)
-			c->all_found++;
 	}
 	free(pids);
 	/* the pids not listed in this pass are gone: forgotten */

@@ -606,6 +606,10 @@ int sp_bs_on_event(void *ctx, void *data, size_t size)
 			sp_bs_cont(c, e->pid);
 		return 0;
 	}
+	if (e->kind == SP_BS_FIND) {
+		sp_bs_all_ask(c, e->pid);	/* judged at the end of this poll */
+		return 0;
+	}
 	/* of a process tracked by mistake (sp_bs_untrack()): none of ours;
 	 * a fork's pid is the child's (a later process's, or its own) */
 	p = sp_bs_proc_get(c, e->pid);
