@@ -449,18 +449,20 @@ PY
 
 @test "sp-record-events: -a leaves the recorder's own system calls out, not others'" {
 	need_bpf
-	"$EV" noise "$D" 3 &
+	"$EV" noise "$D" 4 &
 	BGPIDS=$!
-	# new processes, whose mappings the recorder reads from /proc
+	sp-record -a --events=all -d 3 -o "$OUT/all.sp" 2> "$OUT/err" &
+	local rec=$!
+	# new processes, whose mappings the recorder reads from /proc, once
+	# it records (its header is written)
+	wait_path "$OUT/all.sp" 30 && sleep 1
 	( for i in $(seq 100); do /bin/true; done ) &
 	BGPIDS="$BGPIDS $!"
-	sp-record -a --events=all -d 2 -o "$OUT/all.sp" 2> "$OUT/err" &
-	local rec=$!
 	wait "$rec"
 	sp-decode "$OUT/all.sp" > "$OUT/all.json"
 	# the others' calls are there: the noise process's opens, the loop's execs
-	[ "$(jq -r 'select(.type=="event" and ((.path // "") | test("noise")))' "$OUT/all.json" | wc -l)" -gt 10 ]
-	[ "$(jq -r 'select(.event=="proc_exec" and .filename=="/bin/true")' "$OUT/all.json" | wc -l)" -gt 10 ]
+	[ "$(jq -c 'select(.type=="event" and ((.path // "") | test("noise")))' "$OUT/all.json" | wc -l)" -gt 10 ]
+	[ "$(jq -c 'select(.event=="proc_exec" and .filename=="/bin/true")' "$OUT/all.json" | wc -l)" -gt 10 ]
 	# the recorder is recorded (its process and CPU samples), but of its
 	# events only its threads' fork and exit
 	[ "$(jq -r --argjson p "$rec" 'select(.type=="process" and .pid==$p) | .comm' "$OUT/all.json")" = sp-record ]
