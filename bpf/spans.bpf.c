@@ -924,6 +924,10 @@ static __always_inline int rt_ring(struct pt_regs *ctx, bool multi)
 	if (!e)
 		return 0;
 	e->addr[0] = r.addr;
+	/* whose ring: the loader reads and writes it only through that
+	 * process's memory, and its pid may be another's by then */
+	e->addr[1] = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), group_leader,
+				   start_boottime);
 	e->line = (__u32)PT_REGS_PARM4(ctx);	/* 1: announced again */
 	return submit_head(e);
 }

@@ -27,7 +27,8 @@ enum sp_bs_kind {
 	SP_BS_EXIT = 7,		/* a tracked process exited */
 	SP_BS_NAME = 8,		/* a runtime hook made a name: its strings, all sent */
 	SP_BS_FIBER = 9,	/* a fiber switch: addr[0] from, addr[1] to, addr[2] fresh */
-	SP_BS_RING = 10,	/* a thread's span ring: addr[0] its address (struct sp_ring) */
+	SP_BS_RING = 10,	/* a thread's span ring: addr[0] its address (struct sp_ring),
+				 * addr[1] its process's start (ns after boot) */
 	SP_BS_CHUNK = 11,	/* entries of a span ring: addr[0] the ring, cookie the first
 				 * entry's number, line how many (up to SP_RING_CHUNK) follow
 				 * the head; flags SP_BSF_LAST: the ring's last */

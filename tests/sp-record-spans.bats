@@ -636,13 +636,13 @@ assert_honest_spans() {
 		fail "the honest Python's g: $g marks, $lost lost (of 2000000)"
 }
 
-@test "sp-record --spans: a span ring that lies (head run ahead, entries mprotected) is given up: the output goes on, memory stays bounded" {
+@test "sp-record --spans: a span ring that lies (head run ahead, entries unmapped) is given up: the output goes on, memory stays bounded" {
 	require_python
 	require_cmd setpriv util-linux
 	[ -x /usr/bin/time ] || skip "needs GNU time (/usr/bin/time) for the peak RSS"
 	# before: the watermark waited for the unreadable ring, nothing was
 	# written until the end and sp-record grew to about 1 GB
-	record_hostile_ring mprotect
+	record_hostile_ring unmap
 	[[ "$stderr" == *"spans: pid $hpid (python3"*"): the span ring of thread $hpid at 0x"*" cannot be read (its entries: Bad address): given up"* ]] ||
 		fail "$stderr"
 	[ "$(grep -c "pid $hpid (" <<<"$stderr")" = 1 ]

@@ -371,6 +371,10 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 			(unsigned long long)c->rings.gaps, (unsigned long long)c->rings.bad,
 			(unsigned long long)c->rings.dups, (unsigned long long)c->rings.late,
 			(unsigned long long)c->rings.before_run);
+	if (c->rings.by_number)
+		sp_info("spans: span rings: %llu reads and writes by pid (no descriptor of "
+			"their process's memory could be had)",
+			(unsigned long long)c->rings.by_number);
 	if (c->unprobed)
 		sp_warn("spans: %u processes left without some span probes (USDT links waiting "
 			"to be detached; counted in the spool)", c->unprobed);

@@ -574,7 +574,8 @@ static int decode_mark(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_e
 static int on_ring_event(struct bs_ctx *c, const struct sp_bs_event *e, size_t size)
 {
 	if (e->kind == SP_BS_RING) {
-		sp_span_rings_add(&c->rings, e->pid, e->tid, e->addr[0], e->time_ns, e->line != 0);
+		sp_span_rings_add(&c->rings, e->pid, e->tid, e->addr[0], e->time_ns, e->line != 0,
+				  e->addr[1]);
 		return 0;
 	}
 	if (e->kind == SP_BS_RING_WAKE) {

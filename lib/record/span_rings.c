@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -61,13 +62,24 @@ struct sp_span_ring {
 
 static unsigned int claim_checks;	/* this poll's */
 
+#define SP_SPAN_RINGS_MEM_FDS	65536u	/* processes whose descriptor is kept, at most */
+
 void sp_span_rings_init(struct sp_span_rings *rs)
 {
+	struct rlimit rl;
+
 	memset(rs, 0, sizeof(*rs));
 	rs->claim = sp_span_rings_claim_of((uint32_t)getpid());
+	/* a quarter of the descriptors sp-record may have: the rest are its
+	 * perf events', BPF's and files' */
+	rs->mem_fds_most = 256;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 > rs->mem_fds_most)
+		rs->mem_fds_most = rl.rlim_cur / 4 < SP_SPAN_RINGS_MEM_FDS ?
+				   (unsigned int)(rl.rlim_cur / 4) : SP_SPAN_RINGS_MEM_FDS;
+	else if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur == RLIM_INFINITY)
+		rs->mem_fds_most = SP_SPAN_RINGS_MEM_FDS;
 }
-
-#define SP_SPAN_RINGS_MEM_FDS	1024u	/* processes whose descriptor is kept */
 
 static void close_mem_fds(struct sp_span_rings *rs)
 {
@@ -94,8 +106,8 @@ static void mem_fd_drop(struct sp_span_rings *rs, uint32_t pid)
 /*
  * The descriptor of pid's memory, opened when its first ring is announced
  * and kept while it has rings: bound to that process's image, so after an
- * exec (same pid, same start time) or an exit it writes to nobody. Past
- * SP_SPAN_RINGS_MEM_FDS processes, each write opens its own.
+ * exec (same pid, same start time) or an exit it reads and writes nothing.
+ * Past rs->mem_fds_most processes, each read and write opens its own.
  */
 static void mem_fd_keep(struct sp_span_rings *rs, uint32_t pid, uint64_t start_ticks,
 			uint64_t addr)
@@ -109,7 +121,7 @@ static void mem_fd_keep(struct sp_span_rings *rs, uint32_t pid, uint64_t start_t
 	if (kept && pread((int)(*kept - 1), &b, 1, (off_t)(addr & INT64_MAX)) == 1)
 		return;
 	mem_fd_drop(rs, pid);
-	if (rs->mem_fd.n >= SP_SPAN_RINGS_MEM_FDS)
+	if (rs->mem_fd.n >= rs->mem_fds_most)
 		return;
 	fd = sp_procfs_mem_open(pid, start_ticks);
 	if (fd < 0)
@@ -217,10 +229,12 @@ static void count_lost(struct sp_span_rings *rs, uint32_t pid, uint64_t n, uint6
 
 /*
  * A descriptor of the memory of the image that announced pid's rings
- * (start_ticks: its start then), bound to that image: a pid reused, or an
- * exec since, reads and writes nothing through it. The kept one, or past
- * SP_SPAN_RINGS_MEM_FDS processes one opened now (*opened: the caller
- * closes it). -1: that image is gone, or was never known.
+ * (start_ticks: its start), bound to that image: a pid reused, or an exec
+ * since, reads and writes nothing through it. The kept one, or past
+ * rs->mem_fds_most processes one opened now (*opened: the caller closes
+ * it; checked against the start, which an exec keeps). -1 with errno:
+ * ESRCH or ENOENT, that image is gone (or was never known: start 0);
+ * another, no descriptor could be had (EMFILE, say).
  */
 static int image_fd(const struct sp_span_rings *rs, uint32_t pid, uint64_t start_ticks,
 		    bool *opened)
@@ -229,15 +243,36 @@ static int image_fd(const struct sp_span_rings *rs, uint32_t pid, uint64_t start
 	const uint64_t *kept_start = sp_u64map_get(&rs->mem_start, pid);
 
 	*opened = false;
-	if (kept && kept_start)
-		return *kept_start == start_ticks ? (int)(*kept - 1) : -1;
+	if (kept && kept_start) {
+		if (*kept_start == start_ticks)
+			return (int)(*kept - 1);
+		errno = ESRCH;
+		return -1;
+	}
 	*opened = true;
 	return sp_procfs_mem_open(pid, start_ticks);
 }
 
-/* len bytes at addr of pid's announcing image, through image_fd(): 0, or
- * ESRCH (that image is gone) or EFAULT (not there). */
-static int image_rw(const struct sp_span_rings *rs, uint32_t pid, uint64_t start_ticks,
+/* By pid (process_vm_readv/writev), for a process no descriptor of whose
+ * image could be had: 0, ESRCH or EFAULT. */
+static int by_number_rw(uint32_t pid, uint64_t addr, void *buf, size_t len, bool write)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n = write ? process_vm_writev((pid_t)pid, &local, 1, &remote, 1, 0) :
+			    process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
+
+	if (n == (ssize_t)len)
+		return 0;
+	return n < 0 && errno == ESRCH ? ESRCH : EFAULT;
+}
+
+/*
+ * len bytes at addr of pid's announcing image, through image_fd(): 0, or
+ * ESRCH (that image is gone) or EFAULT (not there). When no descriptor can
+ * be had but the image is not known to be gone (out of descriptors), by
+ * pid, the ring's head checked before any write: counted, said once.
+ */
+static int image_rw(struct sp_span_rings *rs, uint32_t pid, uint64_t start_ticks,
 		    uint64_t addr, void *buf, size_t len, bool write)
 {
 	bool opened;
@@ -247,8 +282,16 @@ static int image_rw(const struct sp_span_rings *rs, uint32_t pid, uint64_t start
 	if (addr > (uint64_t)INT64_MAX - len)
 		return EFAULT;
 	fd = image_fd(rs, pid, start_ticks, &opened);
-	if (fd < 0)
-		return ESRCH;
+	if (fd < 0) {
+		err = errno;
+		if (err == ESRCH || err == ENOENT)
+			return ESRCH;
+		if (!rs->by_number++)
+			sp_warn("spans: pid %u: its memory cannot be opened (%s): its span "
+				"rings are read by pid, the ring's head checked", pid,
+				strerror(err));
+		return by_number_rw(pid, addr, buf, len, write);
+	}
 	n = write ? pwrite(fd, buf, len, (off_t)addr) : pread(fd, buf, len, (off_t)addr);
 	/* an image gone reads as the end of the file; an address not
 	 * mapped fails with EIO */
@@ -263,13 +306,23 @@ void sp_span_rings_tell_left(const struct sp_span_rings *rs, uint32_t pid, uint3
 {
 	uint32_t left = SP_RING_LEFT;
 	struct sp_ring_head h;
+	bool opened;
+	int fd;
 
-	/* read and written through the image that announced the ring */
-	if (!image_rw(rs, pid, start_ticks, addr, &h, sizeof(h), false) &&
+	/* read and written through the image that announced the ring, or
+	 * not at all */
+	if (addr > INT64_MAX - sizeof(h))
+		return;
+	fd = image_fd(rs, pid, start_ticks, &opened);
+	if (fd < 0)
+		return;
+	if (pread(fd, &h, sizeof(h), (off_t)addr) == (ssize_t)sizeof(h) &&
 	    h.magic == SP_RING_MAGIC && h.pid == pid && h.tid == tid &&
 	    (!h.claim || h.claim == rs->claim))
-		(void)image_rw(rs, pid, start_ticks, addr + offsetof(struct sp_ring_head, reader),
-			       &left, sizeof(left), true);
+		(void)!pwrite(fd, &left, sizeof(left),
+			      (off_t)(addr + offsetof(struct sp_ring_head, reader)));
+	if (opened)
+		close(fd);
 }
 
 /* r lied, or cannot be read: no more reads, no more holding the output
@@ -352,14 +405,19 @@ static void refuse(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_
 
 /* The ring of tid, new or started again; NULL when past the bounds. */
 static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uint32_t tid,
-				     uint64_t addr, uint64_t time)
+				     uint64_t addr, uint64_t time, uint64_t start_ns)
 {
 	struct sp_span_ring *r = find(rs, tid);
 	uint64_t *np = sp_u64map_get(&rs->per_pid, pid);
 	uint64_t mine = np ? *np : 0, start_ticks = 0;
+	long hz = sysconf(_SC_CLK_TCK);
 
-	/* who announced it, as soon as it is known: its pid may be reused */
-	if (sp_procfs_start(pid, &start_ticks))
+	/* who announced it, as BPF saw it then (in /proc/PID/stat's clock
+	 * ticks: the kernel's nsec_to_clock_t() is this division); else as
+	 * soon as it is known here: its pid may be reused meanwhile */
+	if (start_ns && hz > 0 && 1000000000 % hz == 0)
+		start_ticks = start_ns / (1000000000 / (uint64_t)hz);
+	else if (sp_procfs_start(pid, &start_ticks))
 		start_ticks = 0;
 	if (r && r->pid != pid) {	/* the tid of a process gone */
 		drop_ring(rs, r);
@@ -391,14 +449,17 @@ static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uin
  * a new ring; an older one's: what an earlier reader left), or at what it
  * still holds: its past before we knew it is not counted lost. */
 static void ring_seen(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
-		      uint64_t time)
+		      uint64_t time, uint64_t start_ns)
 {
 	struct sp_span_ring *r = find(rs, tid);
 
 	if (!r || r->addr != addr || r->pid != pid) {
-		r = ring_new(rs, pid, tid, addr, time);
+		r = ring_new(rs, pid, tid, addr, time, start_ns);
 		if (r)
 			r->late = true;
+	} else if (!sp_u64map_get(&rs->mem_fd, pid)) {
+		/* its descriptor, now that there may be room for it */
+		mem_fd_keep(rs, pid, r->start_ticks, addr);
 	}
 }
 
@@ -410,16 +471,16 @@ static bool addr_ok(uint64_t addr)
 }
 
 void sp_span_rings_add(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
-		       uint64_t time, bool again)
+		       uint64_t time, bool again, uint64_t start_ns)
 {
 	if (!addr_ok(addr)) {
 		rs->bad++;
 		return;
 	}
 	if (again)
-		ring_seen(rs, pid, tid, addr, time);
+		ring_seen(rs, pid, tid, addr, time, start_ns);
 	else
-		ring_new(rs, pid, tid, addr, time);
+		ring_new(rs, pid, tid, addr, time, start_ns);
 }
 
 /* Whether r's head may be at number n at time t: a thread writes a mark
@@ -527,7 +588,7 @@ int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 		rs->faults++;
 	/* a ring not announced (its rt__ring record lost): known from now */
 	if (!r || r->addr != addr || r->pid != pid) {
-		r = (flags & SP_BSF_LAST) ? NULL : ring_new(rs, pid, tid, addr, time);
+		r = (flags & SP_BSF_LAST) ? NULL : ring_new(rs, pid, tid, addr, time, 0);
 		if (!r) {	/* its last, or past the bounds: deliver, forget */
 			memset(&alone, 0, sizeof(alone));
 			alone.pid = pid;
@@ -568,53 +629,36 @@ int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 	return ret;
 }
 
-/* Read remote (nr pieces) of process pid into local, whole: 0, or an
- * errno (ESRCH: the process is gone; EFAULT: a part cannot be read). */
-static int read_remote(uint32_t pid, struct iovec *local, struct iovec *remote, int nr)
-{
-	size_t len = local->iov_len;
-	ssize_t n = process_vm_readv((pid_t)pid, local, 1, remote, (unsigned long)nr, 0);
-
-	if (n == (ssize_t)len)
-		return 0;
-	return n < 0 ? errno : EFAULT;
-}
-
-/* r's head, read through its announcing image (image_rw()): the entries
- * are read by number (process_vm_readv, one call for a wrapped range)
- * between two such reads of the head, so the image was alive, and its pid
- * its own, when they were read. */
-static int read_head(const struct sp_span_rings *rs, const struct sp_span_ring *r,
+/* r's head, read through its announcing image (image_rw()). */
+static int read_head(struct sp_span_rings *rs, const struct sp_span_ring *r,
 		     struct sp_ring_head *h)
 {
 	return image_rw(rs, r->pid, r->start_ticks, r->addr, h, sizeof(*h), false);
 }
 
-/* Entries [from, to) of the ring at addr into buf (at most a ring). */
-static int read_entries(uint32_t pid, uint64_t addr, uint64_t from, uint64_t to,
-			struct sp_ring_entry *buf)
+/* Entries [from, to) of r into buf (at most a ring), through its image
+ * too: one read, or two where the range wraps. */
+static int read_entries(struct sp_span_rings *rs, const struct sp_span_ring *r, uint64_t from,
+			uint64_t to, struct sp_ring_entry *buf)
 {
 	uint64_t slot = from % SP_RING_CAP, n = to - from, first = SP_RING_CAP - slot;
-	uint64_t base = addr + sizeof(struct sp_ring_head);
-	struct iovec local = { buf, n * sizeof(*buf) }, remote[2];
-	int nr = 1;
+	uint64_t base = r->addr + sizeof(struct sp_ring_head);
+	int err;
 
 	if (first > n)
 		first = n;
-	remote[0].iov_base = (void *)(uintptr_t)(base + slot * sizeof(*buf));
-	remote[0].iov_len = first * sizeof(*buf);
-	if (n > first) {
-		remote[1].iov_base = (void *)(uintptr_t)base;
-		remote[1].iov_len = (n - first) * sizeof(*buf);
-		nr = 2;
-	}
-	return read_remote(pid, &local, remote, nr);
+	err = image_rw(rs, r->pid, r->start_ticks, base + slot * sizeof(*buf), buf,
+		       first * sizeof(*buf), false);
+	if (!err && n > first)
+		err = image_rw(rs, r->pid, r->start_ticks, base, buf + first,
+			       (n - first) * sizeof(*buf), false);
+	return err;
 }
 
 /* Write v at offset off of r's head, through its announcing image: a
  * pid reused, or an exec since, gets nothing. */
-static bool write_head(const struct sp_span_rings *rs, const struct sp_span_ring *r,
-		       size_t off, const void *v, size_t len)
+static bool write_head(struct sp_span_rings *rs, const struct sp_span_ring *r, size_t off,
+		       const void *v, size_t len)
 {
 	return !image_rw(rs, r->pid, r->start_ticks, r->addr + off, (void *)v, len, true);
 }
@@ -718,7 +762,7 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 	from = head - r->next > SP_RING_CAP ? head - SP_RING_CAP : r->next;	/* overwritten: lost */
 	if (head - from > *budget)
 		return 1;
-	if (head > from && (err = read_entries(r->pid, r->addr, from, head, rs->buf))) {
+	if (head > from && (err = read_entries(rs, r, from, head, rs->buf))) {
 		failed(rs, r, err, head - r->next, "entries");
 		return 0;
 	}
@@ -776,7 +820,7 @@ void sp_span_rings_wake(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 {
 	rs->polled_ns = 0;
 	if (addr_ok(addr))
-		ring_seen(rs, pid, tid, addr, time);
+		ring_seen(rs, pid, tid, addr, time, 0);
 }
 
 void sp_span_rings_leave(struct sp_span_rings *rs)

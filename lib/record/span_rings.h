@@ -68,6 +68,7 @@ struct sp_span_rings {
 					 * opened when its first ring was announced */
 	struct sp_u64map mem_start;	/* pid -> the start that descriptor was checked
 					 * against */
+	unsigned int mem_fds_most;	/* processes whose descriptor is kept */
 	struct {
 		uint64_t claim, at;	/* a foreign claim checked at 'at' */
 		bool alive;
@@ -99,6 +100,9 @@ struct sp_span_rings {
 	uint64_t unended;		/* rings whose last chunk never came */
 	uint64_t faults;		/* rings BPF could not read at an exit */
 	uint64_t bad;			/* entries or rings that make no sense */
+	uint64_t by_number;		/* reads and writes of rings whose image no
+					 * descriptor could be had of (out of
+					 * descriptors): by pid, the head checked */
 	uint64_t before_run;		/* marks skipped in rings found with marks from
 					 * before the recording, until their hook's run
 					 * of open frames (sp_span_rings_resync()) */
@@ -159,9 +163,12 @@ void sp_span_rings_comm(uint32_t pid, char *out, size_t size);
 /* Thread tid of pid announced its ring at addr at time (its rt__ring):
  * a new ring, or one started again (a fork child's, a new thread's); or,
  * again, a ring it has had for a while (known from then on, if it was not:
- * an attached process's). */
+ * an attached process's). start_ns: the announcing process's start, ns
+ * after boot (task start_boottime, read by BPF at the announcement), which
+ * its ring's reads and writes are bound to; 0: unknown, read from /proc
+ * now (its pid may name a later process by then). */
 void sp_span_rings_add(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
-		       uint64_t time, bool again);
+		       uint64_t time, bool again, uint64_t start_ns);
 
 /*
  * An SP_BS_CHUNK record: n entries numbered from first of the ring at addr
@@ -173,10 +180,9 @@ int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 			const struct sp_ring_entry *e, sp_span_ring_put_fn put, void *ctx);
 
 /*
- * Read each ring from its process's memory (the head through the memory
- * descriptor of the image that announced it, the entries between two such
- * reads with process_vm_readv), tell the thread how far (through that
- * descriptor, when the ring is ours) and deliver
+ * Read each ring from its process's memory (through the memory descriptor
+ * of the image that announced it), tell the thread how far (the same way,
+ * when the ring is ours) and deliver
  * what is new; at most once per millisecond unless woken, at most
  * SP_SPAN_RINGS_POLL_ENTRIES entries and about SP_SPAN_RINGS_POLL_NS. A
  * ring whose process cannot be read any more is dropped at the next poll:

@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	scribbled = false;
 	delivered = 0;
 	sp_span_rings_init(&rs);
-	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, false);
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, false, 0);
 	while (i < size) {
 		uint8_t op = data[i++], arg = i < size ? data[i++] : 0;
 		unsigned int k;
@@ -122,7 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				scribbled = true;	/* a ring known again after its end */
 			break;
 		case 3:		/* the thread's ring announced: anew, or again */
-			sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, arg & 1);
+			sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, arg & 1, 0);
 			if (r->h.head && !(arg & 1))
 				scribbled = true;	/* numbers start over, as after a fork */
 			break;
