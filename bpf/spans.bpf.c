@@ -128,22 +128,29 @@ static __always_inline void count_lost(void)
 }
 
 /*
- * Whether the probe hit counts: the current process is tracked and the
- * probe belongs to the image it runs (not one it has left by exec: its
- * generation is stale). Generation 0: a runtime hook's link for every
- * process that maps the hook (the loader's shared links), which counts in
- * a process of the tree whose image the loader gave probes, fork children
- * included (they run the image of the parent). Hits are counted by the
- * loader, per event it reads (probe health): a hash update per hit here
- * cost more than the rest of a span event.
- */
-/*
  * -a: the processes asked for (pid -> the start of the process asked for),
  * once each. A shared link is on a hook file a process the loader took
  * maps, root's: another process that runs its markers carries that hook,
  * and is taken at once, not at the loader's next look at /proc (200 ms
- * later at most, when a short program may be gone).
+ * later at most, when a short program may be gone). The loader judges a
+ * process once on an ask however often it asks (this map forgets); asks
+ * beyond ASK_BURST a CPU in ASK_WINDOW_NS wait for a later marker, or for
+ * the loader's look at /proc.
  */
+#define ASK_BURST	16
+#define ASK_WINDOW_NS	10000000ull
+
+struct ask_budget {
+	__u64 window;	/* its start */
+	__u64 n;	/* asks sent in it */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ask_budget);
+} ask_budget SEC(".maps");
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -158,20 +165,44 @@ static __always_inline void ask_for(__u32 pid)
 	__u64 *was = bpf_map_lookup_elem(&asked, &pid);
 	struct sp_bs_event *e;
 
+	__u64 now = bpf_ktime_get_ns();
+	struct ask_budget *b;
+	__u32 zero = 0;
+
 	if (was && *was == start)
 		return;
-	bpf_map_update_elem(&asked, &pid, &start, BPF_ANY);
+	b = bpf_map_lookup_elem(&ask_budget, &zero);
+	if (!b)
+		return;
+	if (now - b->window >= ASK_WINDOW_NS) {
+		b->window = now;
+		b->n = 0;
+	}
+	if (b->n >= ASK_BURST)
+		return;
 	e = bpf_ringbuf_reserve(&spans, SP_BS_HEAD_SIZE, 0);
 	if (!e)
-		return;	/* the loader's next look finds it */
+		return;	/* asked again at its next marker */
+	b->n++;
+	bpf_map_update_elem(&asked, &pid, &start, BPF_ANY);
 	__builtin_memset(e, 0, SP_BS_HEAD_SIZE);
-	e->time_ns = bpf_ktime_get_ns();
+	e->time_ns = now;
 	e->kind = SP_BS_FIND;
 	e->pid = pid;
 	e->tid = pid;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
+/*
+ * Whether the probe hit counts: the current process is tracked and the
+ * probe belongs to the image it runs (not one it has left by exec: its
+ * generation is stale). Generation 0: a runtime hook's link for every
+ * process that maps the hook (the loader's shared links), which counts in
+ * a process of the tree whose image the loader gave probes, fork children
+ * included (they run the image of the parent). Hits are counted by the
+ * loader, per event it reads (probe health): a hash update per hit here
+ * cost more than the rest of a span event.
+ */
 static __always_inline bool tracked(__u32 pid, __u64 cookie)
 {
 	struct sp_bs_proc *t = bpf_map_lookup_elem(&tgids, &pid);

@@ -269,8 +269,16 @@ static int spans_poll(struct sp_source *s, struct sp_emit *out)
 		return -1;
 	sp_bs_attach_dl_due(c, now);
 	sp_bs_forget_gone(c, now);
-	if (c->all && (sp_bs_all_asked(c) || sp_bs_all_scan(c, now)))
-		return -1;
+	if (c->all) {
+		int taken = sp_bs_all_asked(c);
+
+		if (taken < 0 || sp_bs_all_scan(c, now))
+			return -1;
+		/* the marks of those taken since: read while the processes
+		 * live, their names from their memory (a short program's) */
+		if (taken > 0 && ring_buffer__consume(c->rb) < 0 && c->err)
+			return -1;
+	}
 	if (sp_bs_emit_lost(c, now))
 		return -1;
 	return (int)(c->spans + c->raises + c->audits - before);

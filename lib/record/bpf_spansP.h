@@ -356,9 +356,11 @@ void sp_bs_ctx_release(struct bs_ctx *c);
 bool sp_bs_maps_line_hook(const char *line);
 /* an old pid judged already: its start time read again one pass in this many */
 #define SP_BS_ALL_RECHECK	25
-/* an entry of c->all_seen: start ticks, refusal said, pass last listed in */
-#define SP_BS_ALL_SEEN(t, said, pass) \
-	((uint64_t)(t) << 17 | (uint64_t)(said) << 16 | ((uint64_t)(pass) & 0xffff))
+/* an entry of c->all_seen: start ticks, judged when BPF asked for it,
+ * refusal said, pass last listed in */
+#define SP_BS_ALL_SEEN(t, asked, said, pass) \
+	((uint64_t)(t) << 18 | (uint64_t)(asked) << 17 | (uint64_t)(said) << 16 | \
+	 ((uint64_t)(pass) & 0xffff))
 bool sp_bs_all_read_start(const uint64_t *seen, uint64_t young, uint64_t pass, uint32_t pid);
 bool sp_bs_all_judge(const uint64_t *seen, uint64_t t, uint64_t young);
 int sp_bs_all_take(struct bs_ctx *c, uint32_t pid, uint64_t t, const char *self);
@@ -366,7 +368,8 @@ int sp_bs_all_scan(struct bs_ctx *c, uint64_t now);
 /* BPF asked for pid (SP_BS_FIND): judged and taken at the next
  * sp_bs_all_asked(), as a pass would. */
 void sp_bs_all_ask(struct bs_ctx *c, uint32_t pid);
-/* Judge and take the pids asked for since the last call. 0, or -1 (c->err). */
+/* Judge and take the pids asked for since the last call, each process
+ * once. How many were taken, or -1 (c->err). */
 int sp_bs_all_asked(struct bs_ctx *c);
 
 /* bpf_spans_attach.c */

@@ -120,12 +120,15 @@ static bool carries_hook(struct bs_ctx *c, uint32_t pid, bool *said)
 }
 
 /*
- * c->all_seen: each listed pid not tracked -> its start time, whether its
- * hook was refused and said (once), and the pass it was last listed in.
+ * c->all_seen: each listed pid not tracked -> its start time, whether it
+ * was judged when BPF asked for it (a process outside --cgroup that runs
+ * root's hook asks at every marker BPF's memory of asks has forgotten:
+ * judged once), whether its hook was refused and said (once), and the
+ * pass it was last listed in.
  * Bounded: past SP_BS_ALL_SEEN_MAX pids, others are judged at every pass.
  */
-#define SEEN(t, said, pass)	SP_BS_ALL_SEEN(t, said, pass)
-#define SEEN_START(v)		((v) >> 17)
+#define SEEN_START(v)		((v) >> 18)
+#define SEEN_WAS_ASKED(v)	(((v) >> 17) & 1)
 #define SEEN_SAID(v)		(((v) >> 16) & 1)
 #define SP_BS_ALL_SEEN_MAX	262144
 
@@ -205,19 +208,21 @@ static const char *self_exe(char *self, size_t size)
 }
 
 /*
- * Judge pid, which started at t (seen: its c->all_seen entry, or NULL), and
- * take it when it carries a trusted hook and the filters take it. 0, or -1
- * when the recording cannot go on (c->err).
+ * Judge pid, which started at t (seen: its c->all_seen entry, or NULL;
+ * asked: BPF asked for it), and take it when it carries a trusted hook and
+ * the filters take it. 1 when taken, 0 when not, -1 when the recording
+ * cannot go on (c->err).
  */
-static int judge(struct bs_ctx *c, uint32_t pid, uint64_t t, uint64_t *seen, char *self,
-		 size_t self_size)
+static int judge(struct bs_ctx *c, uint32_t pid, uint64_t t, uint64_t *seen, bool asked,
+		 char *self, size_t self_size)
 {
 	bool said = seen && SEEN_START(*seen) == t && SEEN_SAID(*seen);
 	int r;
 
 	if (!carries_hook(c, pid, &said) || !in_filter(c, pid)) {
 		if (seen || c->all_seen.n < SP_BS_ALL_SEEN_MAX)
-			sp_u64map_put(&c->all_seen, pid, SEEN(t, said, c->all_pass));
+			sp_u64map_put(&c->all_seen, pid, SP_BS_ALL_SEEN(t, asked, said,
+									c->all_pass));
 		return 0;
 	}
 	/* Its mappings were read: the pid still names the process that
@@ -229,7 +234,7 @@ static int judge(struct bs_ctx *c, uint32_t pid, uint64_t t, uint64_t *seen, cha
 		return 0;
 	}
 	if (seen || c->all_seen.n < SP_BS_ALL_SEEN_MAX)
-		sp_u64map_put(&c->all_seen, pid, SEEN(t, said, c->all_pass));
+		sp_u64map_put(&c->all_seen, pid, SP_BS_ALL_SEEN(t, asked, said, c->all_pass));
 	sp_info("spans: pid %u carries a runtime hook: recorded as with -p", pid);
 	/* one that cannot be taken (a full map) is said by the seed;
 	 * the others still are. One that ended meanwhile: its pid is
@@ -239,7 +244,7 @@ static int judge(struct bs_ctx *c, uint32_t pid, uint64_t t, uint64_t *seen, cha
 		sp_u64map_del(&c->all_seen, pid);
 	if (!r)
 		c->all_found++;
-	return r < 0 && c->err ? -1 : 0;
+	return r < 0 && c->err ? -1 : !r;
 }
 
 #define SP_BS_ALL_ASKED_MAX	1024	/* pids asked for between two polls, kept */
@@ -256,11 +261,11 @@ void sp_bs_all_ask(struct bs_ctx *c, uint32_t pid)
 int sp_bs_all_asked(struct bs_ctx *c)
 {
 	char self[PATH_MAX] = "";
-	uint64_t t, found = c->all_found;
+	uint64_t t, *seen;
 	size_t i;
-	int r = 0;
+	int r = 0, taken = 0;
 
-	for (i = 0; i < c->nasked && !r; i++) {
+	for (i = 0; i < c->nasked && r >= 0; i++) {
 		uint32_t pid = c->all_asked[i];
 
 		/* tracked already, or an earlier process of that pid not
@@ -269,13 +274,19 @@ int sp_bs_all_asked(struct bs_ctx *c)
 			continue;
 		if (sp_procfs_start(pid, &t) || !t)
 			continue;	/* gone */
-		/* judged whatever it was judged before: it runs a hook's
-		 * markers now (one it loaded since, say) */
-		r = judge(c, pid, t, sp_u64map_get(&c->all_seen, pid), self, sizeof(self));
+		/* judged whatever a pass judged before (it runs a hook's
+		 * markers now: one it loaded since, say), but once on an ask */
+		seen = sp_u64map_get(&c->all_seen, pid);
+		if (seen && SEEN_START(*seen) == t && SEEN_WAS_ASKED(*seen))
+			continue;
+		r = judge(c, pid, t, seen, true, self, sizeof(self));
+		if (r > 0) {
+			taken++;
+			c->all_asked_found++;
+		}
 	}
 	c->nasked = 0;
-	c->all_asked_found += c->all_found - found;
-	return r;
+	return r < 0 ? -1 : taken;
 }
 
 int sp_bs_all_scan(struct bs_ctx *c, uint64_t now)
@@ -303,16 +314,18 @@ int sp_bs_all_scan(struct bs_ctx *c, uint64_t now)
 			continue;
 		seen = sp_u64map_get(&c->all_seen, pids[i]);
 		if (!sp_bs_all_read_start(seen, young, c->all_pass, pids[i])) {
-			*seen = SEEN(SEEN_START(*seen), SEEN_SAID(*seen), c->all_pass);
+			*seen = SP_BS_ALL_SEEN(SEEN_START(*seen), SEEN_WAS_ASKED(*seen),
+					       SEEN_SAID(*seen), c->all_pass);
 			continue;
 		}
 		if (sp_procfs_start(pids[i], &t) || !t)
 			continue;	/* gone */
 		if (!sp_bs_all_judge(seen, t, young)) {
-			*seen = SEEN(t, SEEN_SAID(*seen), c->all_pass);
+			*seen = SP_BS_ALL_SEEN(t, SEEN_WAS_ASKED(*seen), SEEN_SAID(*seen),
+					       c->all_pass);
 			continue;
 		}
-		if (judge(c, pids[i], t, seen, self, sizeof(self)))
+		if (judge(c, pids[i], t, seen, false, self, sizeof(self)) < 0)
 			break;
 	}
 	free(pids);

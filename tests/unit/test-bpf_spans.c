@@ -439,7 +439,8 @@ static void test_bpf_spans_maps_line_hook(void)
 /* -a: which listed pids a pass reads again (bpf_spans_all.c) */
 static void test_bpf_spans_all_rule(void)
 {
-	uint64_t young = 100000, old = SP_BS_ALL_SEEN(5000, 0, 7), kid = SP_BS_ALL_SEEN(young, 0, 7);
+	uint64_t young = 100000, old = SP_BS_ALL_SEEN(5000, 0, 0, 7);
+	uint64_t kid = SP_BS_ALL_SEEN(young, 0, 0, 7);
 	unsigned int pass, reads = 0;
 
 	/* a new pid, a young one: its start read at every pass */
@@ -455,10 +456,15 @@ static void test_bpf_spans_all_rule(void)
 	CHECK(!sp_bs_all_judge(&old, 5000, young));
 	CHECK(sp_bs_all_judge(&old, 5001, young));
 	CHECK(sp_bs_all_judge(&kid, young, young));
-	/* the whole of a start time since boot is kept (47 bits) */
-	old = SP_BS_ALL_SEEN(1ull << 46, 1, 0xffff);
-	CHECK(!sp_bs_all_judge(&old, 1ull << 46, UINT64_MAX));
-	CHECK(sp_bs_all_judge(&old, (1ull << 46) + 1, UINT64_MAX));
+	/* judged on an ask: the same start, kept beside the bit */
+	old = SP_BS_ALL_SEEN(5000, 1, 1, 7);
+	CHECK(!sp_bs_all_judge(&old, 5000, young));
+	CHECK(sp_bs_all_judge(&old, 5001, young));
+	/* the whole of a start time since boot is kept (46 bits: 22,000
+	 * years of 100 Hz ticks) */
+	old = SP_BS_ALL_SEEN(1ull << 45, 1, 1, 0xffff);
+	CHECK(!sp_bs_all_judge(&old, 1ull << 45, UINT64_MAX));
+	CHECK(sp_bs_all_judge(&old, (1ull << 45) + 1, UINT64_MAX));
 }
 
 static int count_emit(void *ctx, const struct sp_record *r)
