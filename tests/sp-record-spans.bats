@@ -982,11 +982,61 @@ while True:
 	sp-decode "$OUT" > "$BATS_TEST_TMPDIR/run.json"
 	for p in $pids; do
 		n=$(cat "$BATS_TEST_TMPDIR/n.${p#*:}")
-		got=$(jq -r --argjson p "${p%:*}" 'select(.type == "span_start" and .pid == $p and .method == "f") | .pid' "$BATS_TEST_TMPDIR/run.json" | wc -l)
+		got=$(jq -c --argjson p "${p%:*}" 'select(.type == "span_start" and .pid == $p and .method == "f")' "$BATS_TEST_TMPDIR/run.json" | wc -l)
 		echo "pid ${p%:*}: $got spans of f, of $n calls" >&3
 		# each is recorded; taken during its 100 ms wait, it has all its
 		# calls of f, unless the machine is so loaded that the take took
 		# longer: then one of three at least
+		[ "$got" -gt 0 ] && [ "$got" -le "$n" ] || fail "pid ${p%:*}: $got spans of f, of $n"
+		[ "$got" -lt "$n" ] || full=$((full + 1))
+	done
+	[ "$full" -gt 0 ] || fail "no short program has all its spans"
+}
+
+@test "sp-record -a --spans: the first process to load sp-record's own hook is taken at its first marker: a short Ruby program has all its calls" {
+	require_ruby
+	grep -q " bpf_uprobe_multi_link_attach$" /proc/kallsyms ||
+		skip "needs uprobe_multi links (Linux 6.6) for a hook file's shared probes"
+	local err=$BATS_TEST_TMPDIR/err hook rec i n got full=0 pids=""
+	hook=$(ls "$SP_BIN"/../runtime/ruby/*/stackpulse_hook.so | head -1)
+	[ "$(stat -c %u "$hook")" = 0 ] || skip "the Ruby hook is not root's: -a takes no process by it"
+	sp-record -v -a --no-samples --events=none --spans=ruby -o "$OUT" 2> "$err" &
+	rec=$!
+	SPIN+=($rec)
+	for ((i = 0; i < 600; i++)); do
+		grep -q "stackpulse_hook.so: probed for every process that loads it" "$err" && break
+		sleep 0.05
+	done
+	grep -q "stackpulse_hook.so: probed for every process that loads it" "$err" ||
+		fail "no shared probes: $(cat "$err")"
+	sleep 0.3
+	# no other process maps the hook: each is the first, taken at its first
+	# marker (during its 100 ms wait), gone before or soon after the next
+	# look at /proc
+	for i in 1 2; do
+		RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" ruby -e '
+def f(i) i * 2 end
+sleep 0.1
+t = Time.now
+n = 0
+while Time.now - t < 0.05
+  100.times { |i| f(i) }
+  n += 100
+end
+$stderr.puts n' 2> "$BATS_TEST_TMPDIR/n.$i" &
+		pids="$pids $!:$i"
+		wait $!
+		sleep 0.5
+	done
+	kill -INT $rec
+	wait $rec || fail "sp-record: $(cat "$err")"
+	grep -q "^sp-record: -a --spans: [0-9]* processes that carry a runtime hook taken, [1-9][0-9]* of them as they first ran a marker" "$err" ||
+		fail "$(cat "$err")"
+	sp-decode "$OUT" > "$BATS_TEST_TMPDIR/run.json"
+	for p in $pids; do
+		n=$(cat "$BATS_TEST_TMPDIR/n.${p#*:}")
+		got=$(jq -c --argjson p "${p%:*}" 'select(.type == "span_start" and .pid == $p and .method == "f")' "$BATS_TEST_TMPDIR/run.json" | wc -l)
+		echo "pid ${p%:*}: $got spans of f, of $n calls" >&3
 		[ "$got" -gt 0 ] && [ "$got" -le "$n" ] || fail "pid ${p%:*}: $got spans of f, of $n"
 		[ "$got" -lt "$n" ] || full=$((full + 1))
 	done

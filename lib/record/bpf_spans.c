@@ -81,8 +81,10 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 	self[n > 0 ? n : 0] = 0;
 	/* -a: a process that runs the markers of a hook file already probed
 	 * (another process's) is asked for at once (spans.bpf.c, ask_for()) */
-	if (c->all)
+	if (c->all) {
 		c->skel->bss->find_on_hit = 1;
+		sp_bs_share_installed(c);
+	}
 	/* before the probes go on: a hook that sees them come writes its open
 	 * frames at once (span_rings.h), and that run is of this recording */
 	c->rings.since = sp_now_mono_ns();

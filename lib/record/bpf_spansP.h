@@ -242,6 +242,8 @@ struct bs_ctx {
 	 * process that maps it (bpf_spans_attach.c, attach_shared()) */
 	struct bs_shared {
 		char path[PATH_MAX];
+		uint64_t dev, ino;	/* the file's: one link per file, whatever
+					 * path a process maps it by */
 		int fd, n, found[16];
 		uint32_t group, probes[16];
 	} shared[4];
@@ -365,6 +367,9 @@ bool sp_bs_all_read_start(const uint64_t *seen, uint64_t young, uint64_t pass, u
 bool sp_bs_all_judge(const uint64_t *seen, uint64_t t, uint64_t young);
 int sp_bs_all_take(struct bs_ctx *c, uint32_t pid, uint64_t t, const char *self);
 int sp_bs_all_scan(struct bs_ctx *c, uint64_t now);
+/* -a: the hooks of sp-record's own runtime directory given their shared
+ * links at the start (bpf_spans_attach.c). */
+void sp_bs_share_installed(struct bs_ctx *c);
 /* BPF asked for pid (SP_BS_FIND): judged and taken at the next
  * sp_bs_all_asked(), as a pass would. */
 void sp_bs_all_ask(struct bs_ctx *c, uint32_t pid);

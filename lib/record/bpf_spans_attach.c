@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -202,36 +203,52 @@ static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const ch
  * a held child waits for sp-record's loop). false: per-process links
  * instead (no uprobe_multi links, other operands, too many hook files).
  */
+/* The shared link of hook's file, made now if need be (hook: a path to
+ * it; probes: what it is made with, n of them); NULL: none to be had. */
+static struct bs_shared *shared_of(struct bs_ctx *c, const char *hook, const uint32_t *probes,
+				   int n)
+{
+	struct bs_shared *sh;
+	struct stat st;
+	unsigned int i;
+	int k;
+
+	if (stat(hook, &st))
+		return NULL;
+	/* one link per file: a second would fire for every process too */
+	for (i = 0; i < c->nshared; i++)
+		if (c->shared[i].dev == (uint64_t)st.st_dev && c->shared[i].ino == (uint64_t)st.st_ino)
+			return &c->shared[i];
+	if (c->no_multi || c->nshared >= sizeof(c->shared) / sizeof(c->shared[0]) || n > 16 ||
+	    strlen(hook) >= sizeof(sh->path))
+		return NULL;
+	sh = &c->shared[c->nshared];
+	sh->fd = sp_bs_marker_link(c, hook, SP_SPANS_HOOK_ARGS, probes, n, 0, 0, sh->found);
+	for (k = 0; k < n && sh->fd >= 0; k++)
+		if (sh->found[k] < 0) {
+			close(sh->fd);
+			sh->fd = -1;
+		}
+	if (sh->fd < 0)
+		return NULL;
+	snprintf(sh->path, sizeof(sh->path), "%s", hook);
+	sh->dev = (uint64_t)st.st_dev;
+	sh->ino = (uint64_t)st.st_ino;
+	memcpy(sh->probes, probes, n * sizeof(*probes));
+	sh->n = n;
+	sh->group = ++c->groups;
+	c->nshared++;
+	return sh;
+}
+
 static bool attach_shared(struct bs_ctx *c, struct bs_proc *p, const char *hook,
 			  const uint32_t *probes, int n)
 {
-	struct bs_shared *sh = NULL;
-	unsigned int i;
+	struct bs_shared *sh = shared_of(c, hook, probes, n);
 	int j, k;
 
-	/* one link per file: a second would fire for every process too */
-	for (i = 0; i < c->nshared && !sh; i++)
-		if (!strcmp(c->shared[i].path, hook))
-			sh = &c->shared[i];
-	if (!sh) {
-		if (c->no_multi || c->nshared >= sizeof(c->shared) / sizeof(c->shared[0]) ||
-		    n > 16 || strlen(hook) >= sizeof(sh->path))
-			return false;
-		sh = &c->shared[c->nshared];
-		sh->fd = sp_bs_marker_link(c, hook, SP_SPANS_HOOK_ARGS, probes, n, 0, 0, sh->found);
-		for (k = 0; k < n && sh->fd >= 0; k++)
-			if (sh->found[k] < 0) {
-				close(sh->fd);
-				sh->fd = -1;
-			}
-		if (sh->fd < 0)
-			return false;
-		snprintf(sh->path, sizeof(sh->path), "%s", hook);
-		memcpy(sh->probes, probes, n * sizeof(*probes));
-		sh->n = n;
-		sh->group = ++c->groups;
-		c->nshared++;
-	}
+	if (!sh)
+		return false;
 	for (k = 0; k < sh->n; k++) {
 		for (j = 0; j < n && probes[j] != sh->probes[k]; j++)
 			;
@@ -245,20 +262,74 @@ static bool attach_shared(struct bs_ctx *c, struct bs_proc *p, const char *hook,
 	return true;
 }
 
-/* The markers of a runtime hook (rb__ or py__ call, return; rt__name;
- * rb__fiber or py__raise; the span rings'; with audit, py__audit). */
-static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, uint32_t call,
-			bool audit)
+/* The markers of a runtime hook whose call marker is call (rb__ or py__
+ * call, return; rt__name; rb__fiber or py__raise; the span rings'; with
+ * audit, py__audit) into probes[7]: how many. */
+static int hook_probes(uint32_t call, bool audit, uint32_t *probes)
 {
-	uint32_t probes[] = {
+	const uint32_t all[] = {
 		call, call + 1, SP_PR_RT_NAME,
 		call == SP_PR_RB_HOOK_CALL ? SP_PR_RB_HOOK_FIBER : SP_PR_PY_HOOK_RAISE,
 		/* a hook with span rings (STACKPULSE_SPAN_RING=1) marks through these */
 		SP_PR_RT_RING, SP_PR_RT_FLUSH, SP_PR_PY_HOOK_AUDIT,
 	};
 
-	if (!attach_shared(c, p, hook, probes, audit ? 7 : 6))
-		sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, probes, audit ? 7 : 6);
+	memcpy(probes, all, sizeof(all));
+	return audit ? 7 : 6;
+}
+
+/* The markers of a runtime hook (hook_probes()): the file's shared link,
+ * else links of p's own. */
+static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, uint32_t call,
+			bool audit)
+{
+	uint32_t probes[7];
+	int n = hook_probes(call, audit, probes);
+
+	if (!attach_shared(c, p, hook, probes, n))
+		sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, probes, n);
+}
+
+/* One of sp-record's own hooks, if root's and written by no one else (what
+ * -a takes a process by: bpf_spans_all.c), given its shared link. */
+static void share_installed(struct bs_ctx *c, const char *path, uint32_t call, bool audit)
+{
+	uint32_t probes[7];
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (!realpath(path, real) || stat(real, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return;
+	if (shared_of(c, real, probes, hook_probes(call, audit, probes)))
+		sp_info("spans: %s: probed for every process that loads it: each is taken at "
+			"its first marker", real);
+}
+
+void sp_bs_share_installed(struct bs_ctx *c)
+{
+	const char *dir = sp_spans_runtime_dir(c->o);
+	unsigned int m = c->o->modes;
+	char path[PATH_MAX];
+	glob_t g;
+	size_t i;
+
+	if (!dir)
+		return;
+	/* one per Ruby version built for, one per Python ABI */
+	snprintf(path, sizeof(path), "%s/ruby/*/stackpulse_hook.so", dir);
+	if ((m & SP_SPANS_RUBY) && glob(path, 0, NULL, &g) == 0) {
+		for (i = 0; i < g.gl_pathc; i++)
+			share_installed(c, g.gl_pathv[i], SP_PR_RB_HOOK_CALL, false);
+		globfree(&g);
+	}
+	snprintf(path, sizeof(path), "%s/python/_stackpulse_hook.cpython-*.so", dir);
+	if ((m & SP_SPANS_PYTHON) && glob(path, 0, NULL, &g) == 0) {
+		for (i = 0; i < g.gl_pathc; i++)
+			share_installed(c, g.gl_pathv[i], SP_PR_PY_HOOK_CALL,
+					m & SP_SPANS_PY_AUDIT);
+		globfree(&g);
+	}
 }
 
 void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
