@@ -931,13 +931,35 @@ while True:
 	refute_line --regexp "^$npid "
 }
 
+# After a -v recording in $OUT (its stderr in $1) of short programs
+# ("pid:i ...", $2) that each wrote how many times it called f to
+# $BATS_TEST_TMPDIR/n.i: each was taken as it first ran a marker and has
+# spans of f, and one at least all of them (each waits 100 ms before its
+# calls, while it is taken: all of them, unless the machine is so loaded
+# that the take took longer).
+assert_short_taken() {
+	local p n got full=0
+
+	grep -q "^sp-record: -a --spans: [0-9]* processes that carry a runtime hook taken, [1-9][0-9]* of them as they first ran a marker" "$1" ||
+		fail "$(cat "$1")"
+	sp-decode "$OUT" > "$BATS_TEST_TMPDIR/run.json"
+	for p in $2; do
+		n=$(cat "$BATS_TEST_TMPDIR/n.${p#*:}")
+		got=$(jq -c --argjson p "${p%:*}" 'select(.type == "span_start" and .pid == $p and .method == "f")' "$BATS_TEST_TMPDIR/run.json" | wc -l)
+		echo "pid ${p%:*}: $got spans of f, of $n calls" >&3
+		[ "$got" -gt 0 ] && [ "$got" -le "$n" ] || fail "pid ${p%:*}: $got spans of f, of $n"
+		[ "$got" -lt "$n" ] || full=$((full + 1))
+	done
+	[ "$full" -gt 0 ] || fail "no short program has all its spans"
+}
+
 @test "sp-record -a --spans: a short program whose hook file is probed already is taken as it first runs a marker, not at the next look at /proc" {
 	require_python
 	# a hook file's probes shared by every process that maps it are
 	# uprobe_multi links (Linux 6.6)
 	grep -q " bpf_uprobe_multi_link_attach$" /proc/kallsyms ||
 		skip "needs uprobe_multi links (Linux 6.6) for a hook file's shared probes"
-	local err=$BATS_TEST_TMPDIR/err short=$BATS_TEST_TMPDIR/short.py rec lp pids="" i n got full=0 p
+	local err=$BATS_TEST_TMPDIR/err short=$BATS_TEST_TMPDIR/short.py rec lp pids="" i
 	# runs its first marker (<module>), waits 100 ms (while it is taken),
 	# runs f for 50 ms, then says how many times: gone before or soon after
 	# sp-record's next look at /proc (every 200 ms), which took none of it
@@ -977,27 +999,14 @@ while True:
 	done
 	kill -INT $rec
 	wait $rec || fail "sp-record: $(cat "$err")"
-	grep -q "^sp-record: -a --spans: [0-9]* processes that carry a runtime hook taken, [1-9][0-9]* of them as they first ran a marker" "$err" ||
-		fail "$(cat "$err")"
-	sp-decode "$OUT" > "$BATS_TEST_TMPDIR/run.json"
-	for p in $pids; do
-		n=$(cat "$BATS_TEST_TMPDIR/n.${p#*:}")
-		got=$(jq -c --argjson p "${p%:*}" 'select(.type == "span_start" and .pid == $p and .method == "f")' "$BATS_TEST_TMPDIR/run.json" | wc -l)
-		echo "pid ${p%:*}: $got spans of f, of $n calls" >&3
-		# each is recorded; taken during its 100 ms wait, it has all its
-		# calls of f, unless the machine is so loaded that the take took
-		# longer: then one of three at least
-		[ "$got" -gt 0 ] && [ "$got" -le "$n" ] || fail "pid ${p%:*}: $got spans of f, of $n"
-		[ "$got" -lt "$n" ] || full=$((full + 1))
-	done
-	[ "$full" -gt 0 ] || fail "no short program has all its spans"
+	assert_short_taken "$err" "$pids"
 }
 
 @test "sp-record -a --spans: the first process to load sp-record's own hook is taken at its first marker: a short Ruby program has all its calls" {
 	require_ruby
 	grep -q " bpf_uprobe_multi_link_attach$" /proc/kallsyms ||
 		skip "needs uprobe_multi links (Linux 6.6) for a hook file's shared probes"
-	local err=$BATS_TEST_TMPDIR/err hook rec i n got full=0 pids=""
+	local err=$BATS_TEST_TMPDIR/err hook rec i pids=""
 	hook=$(ls "$SP_BIN"/../runtime/ruby/*/stackpulse_hook.so | head -1)
 	[ "$(stat -c %u "$hook")" = 0 ] || skip "the Ruby hook is not root's: -a takes no process by it"
 	sp-record -v -a --no-samples --events=none --spans=ruby -o "$OUT" 2> "$err" &
@@ -1030,17 +1039,7 @@ $stderr.puts n' 2> "$BATS_TEST_TMPDIR/n.$i" &
 	done
 	kill -INT $rec
 	wait $rec || fail "sp-record: $(cat "$err")"
-	grep -q "^sp-record: -a --spans: [0-9]* processes that carry a runtime hook taken, [1-9][0-9]* of them as they first ran a marker" "$err" ||
-		fail "$(cat "$err")"
-	sp-decode "$OUT" > "$BATS_TEST_TMPDIR/run.json"
-	for p in $pids; do
-		n=$(cat "$BATS_TEST_TMPDIR/n.${p#*:}")
-		got=$(jq -c --argjson p "${p%:*}" 'select(.type == "span_start" and .pid == $p and .method == "f")' "$BATS_TEST_TMPDIR/run.json" | wc -l)
-		echo "pid ${p%:*}: $got spans of f, of $n calls" >&3
-		[ "$got" -gt 0 ] && [ "$got" -le "$n" ] || fail "pid ${p%:*}: $got spans of f, of $n"
-		[ "$got" -lt "$n" ] || full=$((full + 1))
-	done
-	[ "$full" -gt 0 ] || fail "no short program has all its spans"
+	assert_short_taken "$err" "$pids"
 }
 
 @test "sp-record -a --spans: a process of nobody's that maps a hook of its own, or a group-writable one, is not recorded; one with root's hook is" {
