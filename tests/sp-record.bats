@@ -436,6 +436,40 @@ os._exit(3)'
 	assert_output "duration"
 }
 
+@test "sp-record: -p A -p B: once A ends, B is still recorded and the recorder does not spin on A's rings" {
+	require_root
+	local a b rec used
+	sleep 60 &
+	a=$!
+	# B: busy, so that it has samples after A's end
+	sh -c 'while :; do :; done' &
+	b=$!
+	BGPIDS="$a $b"
+	sp-record -v -p $a -p $b --off-cpu -o "$OUT/ab.sp" 2> "$OUT/err" &
+	rec=$!
+	BGPIDS="$a $b $rec"
+	wait_path "$OUT/ab.sp" 60 && sleep 2
+	# sp-record's CPU (clock ticks, its threads) over the 4 s after A's end
+	used=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' /proc/$rec/stat)
+	kill $a
+	sleep 4
+	used=$(( $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' /proc/$rec/stat) - used ))
+	kill -INT $rec
+	wait $rec || fail "sp-record: $(cat "$OUT/err")"
+	kill $b
+	BGPIDS=
+	# the rings the first events of A own said EPOLLHUP for good: the loop
+	# woke at once, again and again, most of a CPU (2.5 s of the 4 measured
+	# beside B's loop); a few hundredths of a second now
+	echo "sp-record's CPU in the 4 s after A's end: $used ticks of $(getconf CLK_TCK) a second" >&3
+	[ "$used" -lt "$(( $(getconf CLK_TCK) * 3 / 2 ))" ] || fail "sp-record used $used ticks: $(cat "$OUT/err")"
+	decode "$OUT/ab.sp"
+	# B's samples go on after A's end
+	run jq -s --argjson a "$a" --argjson b "$b" '([.[] | select(.type == "process_end" and .pid == $a) | .time] | first) as $gone
+		| [.[] | select(.type == "sample" and .pid == $b and .time > $gone)] | length' "$OUT/ab.sp.json"
+	[ "$output" -gt 100 ] || fail "B's samples after A's end: $output"
+}
+
 @test "sp-record: -p of a process whose binary was deleted since (an upgrade) keeps its build-id, archive and names" {
 	require_root
 	require_cmd readelf binutils

@@ -170,7 +170,11 @@ static int open_ring_owner(struct perf *p, unsigned int i)
 static int open_on(struct perf *p, pid_t pid, unsigned int i)
 {
 	struct cpu_ring *c = &p->cpus[i];
-	struct epoll_event ev = { .events = EPOLLIN };
+	/* edge-triggered: a ring whose first event was a process's that
+	 * ended (-p A -p B, A gone) says EPOLLHUP for good while B's events
+	 * still write into it; level-triggered, the loop would spin. Every
+	 * pass drains every ring anyway (perf_queue.h). */
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
 	unsigned int pages = ring_pages(p);
 	int fd;
 

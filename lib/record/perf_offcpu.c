@@ -864,7 +864,9 @@ static void setup_attr(struct offcpu *c)
 static int open_rings(struct offcpu *c, pid_t pid, const int *cpus, int ncpus)
 {
 	unsigned int pages = c->o.pages ? c->o.pages : 64;
-	struct epoll_event ev = { .events = EPOLLIN };
+	/* edge-triggered: the ring of a -p process that ended says
+	 * EPOLLHUP for good (perf_events.c); every pass drains them all */
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
 	uint64_t ring = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t mark = ring / 4 > (32u << 10) ? ring / 4 : 32u << 10;
 	int i, fd;
