@@ -152,3 +152,46 @@ spans_progs() {
 		exec "$@"' sh)
 	assert_equal "$inside" "$outside"
 }
+
+# The uprobe_multi links sp-record holds for every process (pid 0), from
+# the fdinfo of its descriptors: their files' paths, one a line.
+machine_wide_links() {
+	local f
+	for f in /proc/"$1"/fdinfo/*; do
+		grep -q "^link_type:[[:space:]]*uprobe_multi" "$f" 2>/dev/null &&
+			grep -q "^pid:[[:space:]]*0$" "$f" && sed -n 's/^path:[[:space:]]*//p' "$f"
+	done
+	true
+}
+
+@test "sp-record -p --spans: a hook of nobody's that a process of nobody's loads is probed for that process only, never for every process of the machine" {
+	require_python
+	require_cmd setpriv
+	nobody_tools
+	local own=$NOBODY_DIR/own py rec err=$BATS_TEST_TMPDIR/err links i
+	mkdir -p "$own"
+	cp -R "$NOBODY_DIR/runtime/python" "$own/"
+	chown -R 65534:65534 "$own"
+	nobody_py_loop "$own/python"
+	py=$!
+	STARTED+=($py)
+	maps_file $py _stackpulse_hook.cpython-311-x86_64-linux-gnu.so || fail "no hook loaded"
+	sp-record -v -p $py --no-samples --spans=python -d 30 -o "$OUT" 2> "$err" &
+	rec=$!
+	STARTED+=($rec)
+	for ((i = 0; i < 300; i++)); do
+		grep -q "attached" "$err" && break
+		sleep 0.1
+	done
+	sleep 2
+	links=$(machine_wide_links $rec)
+	kill -INT $rec
+	wait $rec || fail "sp-record: $(cat "$err")"
+	# a machine-wide link on a file nobody can replace (a symlink to libc by
+	# the time it is made) would put the hook's breakpoints in every process
+	echo "machine-wide links: ${links:-none}" >&3
+	! grep -qF "$own" <<< "$links" || fail "a machine-wide link on nobody's file: $links"
+	# its spans all the same, through links of its own
+	run -0 bash -c "sp-decode '$OUT' | jq -c 'select(.type == \"span_start\" and .pid == $py and .method == \"f\")' | wc -l"
+	[ "$output" -gt 10 ] || fail "spans of f: $output: $(cat "$err")"
+}

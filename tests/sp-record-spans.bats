@@ -1042,6 +1042,34 @@ $stderr.puts n' 2> "$BATS_TEST_TMPDIR/n.$i" &
 	assert_short_taken "$err" "$pids"
 }
 
+@test "sp-record -a --spans=python: a Python with probes of its own has each audit event once, its hook's shared link beside it" {
+	require_python
+	local err=$BATS_TEST_TMPDIR/err rec py i n
+	sp-record -v -a --no-samples --events=none --spans=python -o "$OUT" 2> "$err" &
+	rec=$!
+	SPIN+=($rec)
+	for ((i = 0; i < 600; i++)); do
+		grep -q "attached" "$err" && break
+		sleep 0.05
+	done
+	sleep 1
+	# Debian's python3.11 has its own python:audit probe; its hook's
+	# py__audit marker is the hook-only Pythons' (it was there twice)
+	PYTHONPATH="$SP_BIN/../runtime/python" $PY -c '
+import time
+time.sleep(0.3)
+for i in range(20): open("/etc/hostname").close()
+time.sleep(0.3)' &
+	py=$!
+	wait $py
+	sleep 0.5
+	kill -INT $rec
+	wait $rec || fail "sp-record: $(cat "$err")"
+	grep -q "spans: pid $py carries a runtime hook" "$err" || fail "$(cat "$err")"
+	n=$(sp-decode "$OUT" | jq -c --argjson p $py 'select(.type == "event" and .pid == $p and .event == "audit" and .name == "open" and .args == "/etc/hostname")' | wc -l)
+	[ "$n" = 20 ] || fail "$n audit events of the 20 opens"
+}
+
 @test "sp-record -a --spans: a process of nobody's that maps a hook of its own, or a group-writable one, is not recorded; one with root's hook is" {
 	require_python
 	require_cmd setpriv

@@ -129,6 +129,9 @@ struct bs_proc {
 	uint32_t late_probes;		/* a fork child not held: 1 << probe of its
 					 * raise and audit probes, attached once it has
 					 * lived SP_DL_AFTER_NS (sp_bs_attach_dl_due()) */
+	bool hook_audit;		/* its hook's py__audit marker was asked for: a
+					 * hook file's shared link may have it for
+					 * another process (bpf_spans_attach.c) */
 	bool ret_pending;		/* python:function__return waits for the first
 					 * function__entry (attached, no activator) */
 	bool attached;			/* running before the recording (-p): no activator */
@@ -406,7 +409,9 @@ void sp_bs_usdt_forget(struct bs_ctx *c, const char *bin);
 void sp_bs_attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
 		      struct bpf_program *usdt, const char *bin, const char *provider,
 		      const char *name, uint32_t probe);
-int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *args,
+/* file: what is read and probed (bin, or a /proc/self/fd/N of it); bin:
+ * its name, for the locations' ids */
+int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *file, const char *args,
 		      const uint32_t *probes, int n, uint32_t pid, uint32_t gen, int *found);
 void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
 			  const char *args, const uint32_t *probes, int n);

@@ -325,7 +325,9 @@ int sp_bs_all_scan(struct bs_ctx *c, uint64_t now)
 					       c->all_pass);
 			continue;
 		}
-		if (judge(c, pids[i], t, seen, false, self, sizeof(self)) < 0)
+		/* (judged on an ask at this start: still so) */
+		if (judge(c, pids[i], t, seen, seen && SEEN_START(*seen) == t && SEEN_WAS_ASKED(*seen),
+			  self, sizeof(self)) < 0)
 			break;
 	}
 	free(pids);

@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf_spansP.h"
+#include "cgroup_filter.h"
 #include "elf/dynamic.h"
 #include "procroot.h"
 #include "record.h"
@@ -203,27 +204,47 @@ static bool hook_for(struct bs_ctx *c, const struct bs_proc *p, int rt, const ch
  * a held child waits for sp-record's loop). false: per-process links
  * instead (no uprobe_multi links, other operands, too many hook files).
  */
-/* The shared link of hook's file, made now if need be (hook: a path to
- * it; probes: what it is made with, n of them); NULL: none to be had. */
+/*
+ * The shared link of hook's file, made now if need be (probes: what it is
+ * made with, n of them); NULL: none to be had. A link for every process
+ * of the machine is made only on a file root owns and no one else may
+ * write, opened once and read and probed through that descriptor: a path
+ * another user controls could name another file (libc) by the time the
+ * link is made, and breakpoints at the hook's offsets would land in every
+ * process. Another file gets links of the process's own.
+ */
 static struct bs_shared *shared_of(struct bs_ctx *c, const char *hook, const uint32_t *probes,
 				   int n)
 {
+	char file[64];
 	struct bs_shared *sh;
 	struct stat st;
 	unsigned int i;
-	int k;
+	int k, fd;
 
-	if (stat(hook, &st))
+	fd = open(hook, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		close(fd);
+		return NULL;
+	}
 	/* one link per file: a second would fire for every process too */
 	for (i = 0; i < c->nshared; i++)
-		if (c->shared[i].dev == (uint64_t)st.st_dev && c->shared[i].ino == (uint64_t)st.st_ino)
+		if (c->shared[i].dev == (uint64_t)st.st_dev && c->shared[i].ino == (uint64_t)st.st_ino) {
+			close(fd);
 			return &c->shared[i];
+		}
 	if (c->no_multi || c->nshared >= sizeof(c->shared) / sizeof(c->shared[0]) || n > 16 ||
-	    strlen(hook) >= sizeof(sh->path))
+	    strlen(hook) >= sizeof(c->shared[0].path)) {
+		close(fd);
 		return NULL;
+	}
 	sh = &c->shared[c->nshared];
-	sh->fd = sp_bs_marker_link(c, hook, SP_SPANS_HOOK_ARGS, probes, n, 0, 0, sh->found);
+	snprintf(file, sizeof(file), "/proc/self/fd/%d", fd);
+	sh->fd = sp_bs_marker_link(c, hook, file, SP_SPANS_HOOK_ARGS, probes, n, 0, 0, sh->found);
+	close(fd);
 	for (k = 0; k < n && sh->fd >= 0; k++)
 		if (sh->found[k] < 0) {
 			close(sh->fd);
@@ -241,11 +262,19 @@ static struct bs_shared *shared_of(struct bs_ctx *c, const char *hook, const uin
 	return sh;
 }
 
+/*
+ * The markers probes[0..n) of hook for p through the file's shared link;
+ * those the link was made without (for another process first), links of
+ * p's own. The link's attachments are p's under the link's name: the file
+ * is in use while p is (a container's root, bpf_spans_root.c). false: no
+ * shared link.
+ */
 static bool attach_shared(struct bs_ctx *c, struct bs_proc *p, const char *hook,
 			  const uint32_t *probes, int n)
 {
 	struct bs_shared *sh = shared_of(c, hook, probes, n);
-	int j, k;
+	uint32_t missing[16];
+	int j, k, nmissing = 0;
 
 	if (!sh)
 		return false;
@@ -254,11 +283,19 @@ static bool attach_shared(struct bs_ctx *c, struct bs_proc *p, const char *hook,
 			;
 		if (sh->found[k] <= 0 || j == n)
 			continue;	/* not in the file, or not asked for p */
-		sp_bs_att_add_link(p, sh->probes[k], 0, hook, c->skel->progs.on_marker_multi,
+		sp_bs_att_add_link(p, sh->probes[k], 0, sh->path, c->skel->progs.on_marker_multi,
 				   (struct bs_link){ .fd = -1 }, true, SP_SPANS_HOOK_ARGS);
 		p->att[p->natt - 1]->group = sh->group;
 		p->att[p->natt - 1]->shared = true;
 	}
+	for (j = 0; j < n && j < 16; j++) {
+		for (k = 0; k < sh->n && sh->probes[k] != probes[j]; k++)
+			;
+		if (k == sh->n)
+			missing[nmissing++] = probes[j];
+	}
+	if (nmissing)
+		sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, missing, nmissing);
 	return true;
 }
 
@@ -286,22 +323,23 @@ static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, u
 	uint32_t probes[7];
 	int n = hook_probes(call, audit, probes);
 
+	if (audit)
+		p->hook_audit = true;
 	if (!attach_shared(c, p, hook, probes, n))
 		sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, probes, n);
 }
 
-/* One of sp-record's own hooks, if root's and written by no one else (what
- * -a takes a process by: bpf_spans_all.c), given its shared link. */
-static void share_installed(struct bs_ctx *c, const char *path, uint32_t call, bool audit)
+/* One of sp-record's own hooks given its shared link (shared_of(): root's,
+ * written by no one else), with the markers every process asks for (not
+ * py__audit: a Python with probes of its own has its own audit probe). */
+static void share_installed(struct bs_ctx *c, const char *path, uint32_t call)
 {
 	uint32_t probes[7];
 	char real[PATH_MAX];
-	struct stat st;
 
-	if (!realpath(path, real) || stat(real, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
-	    (st.st_mode & (S_IWGRP | S_IWOTH)))
+	if (!realpath(path, real))
 		return;
-	if (shared_of(c, real, probes, hook_probes(call, audit, probes)))
+	if (shared_of(c, real, probes, hook_probes(call, false, probes)))
 		sp_info("spans: %s: probed for every process that loads it: each is taken at "
 			"its first marker", real);
 }
@@ -314,20 +352,22 @@ void sp_bs_share_installed(struct bs_ctx *c)
 	glob_t g;
 	size_t i;
 
-	if (!dir)
+	/* Not with --cgroup/--container: every process that loads the hook
+	 * pays for a probe, and until one of those cgroups' does, none of
+	 * them is recorded. */
+	if (!dir || (c->o->cgroups && sp_cgroup_filter_given(c->o->cgroups)))
 		return;
 	/* one per Ruby version built for, one per Python ABI */
 	snprintf(path, sizeof(path), "%s/ruby/*/stackpulse_hook.so", dir);
 	if ((m & SP_SPANS_RUBY) && glob(path, 0, NULL, &g) == 0) {
 		for (i = 0; i < g.gl_pathc; i++)
-			share_installed(c, g.gl_pathv[i], SP_PR_RB_HOOK_CALL, false);
+			share_installed(c, g.gl_pathv[i], SP_PR_RB_HOOK_CALL);
 		globfree(&g);
 	}
 	snprintf(path, sizeof(path), "%s/python/_stackpulse_hook.cpython-*.so", dir);
 	if ((m & SP_SPANS_PYTHON) && glob(path, 0, NULL, &g) == 0) {
 		for (i = 0; i < g.gl_pathc; i++)
-			share_installed(c, g.gl_pathv[i], SP_PR_PY_HOOK_CALL,
-					m & SP_SPANS_PY_AUDIT);
+			share_installed(c, g.gl_pathv[i], SP_PR_PY_HOOK_CALL);
 		globfree(&g);
 	}
 }

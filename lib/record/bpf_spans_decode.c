@@ -635,6 +635,10 @@ int sp_bs_on_event(void *ctx, void *data, size_t size)
 		return on_fiber(c, p, e);
 	if (e->kind == SP_BS_RING || e->kind == SP_BS_RING_WAKE || e->kind == SP_BS_CHUNK)
 		return on_ring_event(c, e, size);
+	/* a hook file's shared link made with py__audit for another process:
+	 * not this one's (a Python with its own audit probe has it twice) */
+	if (e->kind == SP_BS_AUDIT && e->probe == SP_PR_PY_HOOK_AUDIT && !p->hook_audit)
+		return 0;
 	if (e->kind == SP_BS_AUDIT)
 		decode_audit(c, p, e, size, &r);
 	else if (decode_mark(c, p, e, size, &r))

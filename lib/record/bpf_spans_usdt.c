@@ -483,7 +483,7 @@ static struct bpf_program *marker_prog(struct bs_ctx *c, uint32_t probe)
  * lacks it, -1: other operands, or no such links). The link's file
  * descriptor, or -1 (errno ESRCH: pid is gone; 0: no link was tried).
  */
-int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *args,
+int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *file, const char *args,
 		      const uint32_t *probes, int n, uint32_t pid, uint32_t gen, int *found)
 {
 	uint64_t offs[SP_MARKER_LOCS], cookies[SP_MARKER_LOCS], o[64];
@@ -495,7 +495,8 @@ int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *args,
 	for (k = 0; k < n && k < 16; k++) {
 		const char *name = strchr(sp_bs_probe_names[probes[k]], ':') + 1;
 
-		found[k] = c->no_multi ? -1 : sp_bs_offsets_cached(bin, "stackpulse", name, args, o, 64);
+		found[k] = c->no_multi ? -1 :
+			   sp_bs_offsets_cached(file, "stackpulse", name, args, o, 64);
 		if (found[k] <= 0)
 			continue;
 		for (i = 0; i < found[k] && total < SP_MARKER_LOCS; i++) {
@@ -508,7 +509,7 @@ int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *args,
 		memset(&attr, 0, sizeof(attr));
 		u->prog_fd = bpf_program__fd(c->skel->progs.on_marker_multi);
 		u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
-		u->path = (uintptr_t)bin;
+		u->path = (uintptr_t)file;
 		u->offsets = (uintptr_t)offs;
 		u->cookies = (uintptr_t)cookies;
 		u->cnt = total;
@@ -543,7 +544,7 @@ void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
 	uint32_t group;
 	bool first = true;
 
-	fd = sp_bs_marker_link(c, bin, args, probes, n, p->pid, p->gen, found);
+	fd = sp_bs_marker_link(c, bin, bin, args, probes, n, p->pid, p->gen, found);
 	if (fd < 0 && errno == ESRCH)
 		return;		/* gone: nothing to attach */
 	if (fd >= 0) {

@@ -714,8 +714,17 @@ int sp_procfs_mem_open(uint32_t pid, uint64_t start_ticks)
 	if (fd < 0)
 		return -1;
 	/* read after the open: a pid is reused only by a later process, so
-	 * the start it names now is the one it named at the open */
-	if (sp_procfs_start(pid, &now) || now != start_ticks) {
+	 * the start it names now is the one it named at the open (a start
+	 * that cannot be read for another reason than the process's end, out
+	 * of descriptors say, keeps its errno) */
+	if (sp_procfs_start(pid, &now)) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	if (now != start_ticks) {
 		close(fd);
 		errno = ESRCH;
 		return -1;

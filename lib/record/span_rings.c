@@ -253,13 +253,12 @@ static int image_fd(const struct sp_span_rings *rs, uint32_t pid, uint64_t start
 	return sp_procfs_mem_open(pid, start_ticks);
 }
 
-/* By pid (process_vm_readv/writev), for a process no descriptor of whose
- * image could be had: 0, ESRCH or EFAULT. */
-static int by_number_rw(uint32_t pid, uint64_t addr, void *buf, size_t len, bool write)
+/* By pid (process_vm_readv), for a process no descriptor of whose image
+ * could be had: 0, ESRCH or EFAULT. */
+static int by_number_read(uint32_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
-	ssize_t n = write ? process_vm_writev((pid_t)pid, &local, 1, &remote, 1, 0) :
-			    process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
+	ssize_t n = process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
 
 	if (n == (ssize_t)len)
 		return 0;
@@ -269,8 +268,8 @@ static int by_number_rw(uint32_t pid, uint64_t addr, void *buf, size_t len, bool
 /*
  * len bytes at addr of pid's announcing image, through image_fd(): 0, or
  * ESRCH (that image is gone) or EFAULT (not there). When no descriptor can
- * be had but the image is not known to be gone (out of descriptors), by
- * pid, the ring's head checked before any write: counted, said once.
+ * be had but the image is not known to be gone (out of descriptors), read
+ * by pid and never written: counted, said once.
  */
 static int image_rw(struct sp_span_rings *rs, uint32_t pid, uint64_t start_ticks,
 		    uint64_t addr, void *buf, size_t len, bool write)
@@ -288,9 +287,11 @@ static int image_rw(struct sp_span_rings *rs, uint32_t pid, uint64_t start_ticks
 			return ESRCH;
 		if (!rs->by_number++)
 			sp_warn("spans: pid %u: its memory cannot be opened (%s): its span "
-				"rings are read by pid, the ring's head checked", pid,
-				strerror(err));
-		return by_number_rw(pid, addr, buf, len, write);
+				"rings are read by pid, not written (their threads do not "
+				"wait for sp-record: marks they overwrite are counted lost)",
+				pid, strerror(err));
+		/* nothing written to a process not known by its image */
+		return write ? EFAULT : by_number_read(pid, addr, buf, len);
 	}
 	n = write ? pwrite(fd, buf, len, (off_t)addr) : pread(fd, buf, len, (off_t)addr);
 	/* an image gone reads as the end of the file; an address not
@@ -403,6 +404,30 @@ static void refuse(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_
 		pid, comm, tid, rs->n, SP_SPAN_RINGS_MAX, SP_SPAN_RINGS_PER_PROC);
 }
 
+/* The boot-time offset of our time namespace (/proc/self/timens_offsets,
+ * read once): /proc/PID/stat's starts are shifted by it for us, the
+ * kernel's own (BPF's) are not. */
+static int64_t boottime_offset_ns(void)
+{
+	static int64_t off;
+	static bool read_once;
+	long long sec, nsec;
+	char name[32];
+	FILE *f;
+
+	if (read_once)
+		return off;
+	read_once = true;
+	f = fopen("/proc/self/timens_offsets", "re");
+	if (!f)
+		return 0;
+	while (fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3)
+		if (!strcmp(name, "boottime") && sec > -(1ll << 32) && sec < (1ll << 32))
+			off = (int64_t)sec * 1000000000 + nsec;
+	fclose(f);
+	return off;
+}
+
 /* The ring of tid, new or started again; NULL when past the bounds. */
 static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uint32_t tid,
 				     uint64_t addr, uint64_t time, uint64_t start_ns)
@@ -416,7 +441,8 @@ static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uin
 	 * ticks: the kernel's nsec_to_clock_t() is this division); else as
 	 * soon as it is known here: its pid may be reused meanwhile */
 	if (start_ns && hz > 0 && 1000000000 % hz == 0)
-		start_ticks = start_ns / (1000000000 / (uint64_t)hz);
+		start_ticks = (uint64_t)((int64_t)start_ns + boottime_offset_ns()) /
+			      (1000000000 / (uint64_t)hz);
 	else if (sp_procfs_start(pid, &start_ticks))
 		start_ticks = 0;
 	if (r && r->pid != pid) {	/* the tid of a process gone */

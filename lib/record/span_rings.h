@@ -102,7 +102,7 @@ struct sp_span_rings {
 	uint64_t bad;			/* entries or rings that make no sense */
 	uint64_t by_number;		/* reads and writes of rings whose image no
 					 * descriptor could be had of (out of
-					 * descriptors): by pid, the head checked */
+					 * descriptors): read by pid, not written */
 	uint64_t before_run;		/* marks skipped in rings found with marks from
 					 * before the recording, until their hook's run
 					 * of open frames (sp_span_rings_resync()) */

@@ -122,7 +122,8 @@ int sp_procfs_start(uint32_t pid, uint64_t *ticks);
  * instead of reaching the newcomer. Note that writes through it, as a
  * debugger's, reach private mappings that are not writable (copied on
  * write, never their file). A descriptor, or -1 (errno ESRCH: another
- * process, or gone).
+ * process, or gone; another errno: neither could be told, out of
+ * descriptors say).
  */
 int sp_procfs_mem_open(uint32_t pid, uint64_t start_ticks);
 /* The last pid of an "NSpid:" value ("\t4242\t7" -> 7). 0 or -1. */
