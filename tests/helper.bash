@@ -73,6 +73,17 @@ wait_path() {
 	false
 }
 
+# wait_said FILE PATTERN [SECONDS]: waits until FILE (a recorder's stderr)
+# has a line matching PATTERN (grep's), 30 s by default; false if never.
+wait_said() {
+	local i
+	for ((i = 0; i < ${3:-30} * 20; i++)); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	false
+}
+
 # Kills the processes $@ a test started in the background (those still
 # there) and reaps them: for teardown(), which runs even when the test
 # failed half way.

@@ -179,10 +179,7 @@ machine_wide_links() {
 	sp-record -v -p $py --no-samples --spans=python -d 30 -o "$OUT" 2> "$err" &
 	rec=$!
 	STARTED+=($rec)
-	for ((i = 0; i < 300; i++)); do
-		grep -q "attached" "$err" && break
-		sleep 0.1
-	done
+	wait_said "$err" "attached" || fail "$(cat "$err")"
 	sleep 2
 	links=$(machine_wide_links $rec)
 	kill -INT $rec
