@@ -137,6 +137,7 @@ attach_found() {
 	pid=$!
 	for i in $(seq 600); do [ -e "$ready" ] && break; sleep 0.1; done
 	[ -e "$ready" ] || fail "$fix did not start"
+	local started=$SECONDS
 	sp-record -v --spans=auto --no-samples -p $pid -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
 	rec=$!
 	for i in $(seq 600); do
@@ -147,6 +148,8 @@ attach_found() {
 	touch "$go"
 	wait $pid
 	wait $rec || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	sp-decode "$OUT" | jq -r 'select(.type == "span_start") | .method' | grep -qx tick ||
+		fail "no span of tick in $((SECONDS - started)) s; sp-record said: $(cat "$BATS_TEST_TMPDIR/err")"
 }
 
 # A program of deep.py or deep.rb, run by CMD with its hook and span rings,
