@@ -841,8 +841,28 @@ int on_rt_audit(struct pt_regs *ctx)
 /* What ring_piece() copies: entries [from, to) of the ring at addr. */
 struct ring_copy_ctx {
 	__u64 ring, base, from, to;
+	__s64 clock;		/* mono_offset() of the ring's thread */
 	__u32 pid, tid, flags;
 };
+
+/*
+ * The CLOCK_MONOTONIC offset of the current task's time namespace, in ns:
+ * a hook's ring stamps are read from the clock as that namespace shows it
+ * (the kernel's, bpf_ktime_get_ns(), plus this). 0 without time namespaces.
+ */
+static __always_inline __s64 mono_offset(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct time_namespace *ns;
+
+	if (!bpf_core_field_exists(((struct nsproxy *)0)->time_ns))
+		return 0;
+	ns = BPF_CORE_READ(t, nsproxy, time_ns);
+	if (!ns)
+		return 0;
+	return BPF_CORE_READ(ns, offsets.monotonic.tv_sec) * 1000000000ll +
+	       BPF_CORE_READ(ns, offsets.monotonic.tv_nsec);
+}
 
 /*
  * Piece i of a copy (a bpf_loop() callback, so that the verifier checks
@@ -880,6 +900,7 @@ static long ring_piece(__u32 i, void *arg)
 	e->pid = x->pid;
 	e->tid = x->tid;
 	e->addr[0] = x->ring;
+	e->addr[1] = (__u64)x->clock;
 	e->cookie = lo;
 	e->line = n;
 	e->flags = x->flags | (hi >= x->to ? SP_BSF_LAST : 0);
@@ -903,6 +924,7 @@ static __always_inline void ring_copy(__u64 ring, __u32 pid, __u32 tid, __u64 fr
 {
 	struct ring_copy_ctx x = {
 		.ring = ring, .from = from, .to = to, .pid = pid, .tid = tid, .flags = flags,
+		.clock = mono_offset(),
 	};
 
 	if (to < from || to - from > SP_RING_CAP)
@@ -959,6 +981,8 @@ static __always_inline int rt_ring(struct pt_regs *ctx, bool multi)
 	 * process's memory, and its pid may be another's by then */
 	e->addr[1] = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), group_leader,
 				   start_boottime);
+	/* the clock its stamps are in */
+	e->addr[2] = (__u64)mono_offset();
 	e->line = (__u32)PT_REGS_PARM4(ctx);	/* 1: announced again */
 	return submit_head(e);
 }
@@ -996,6 +1020,7 @@ static __always_inline int rt_flush(struct pt_regs *ctx, bool multi)
 	}
 	fill_head(e, id, SP_BS_RING_WAKE, SP_PR_RT_FLUSH, cookie);
 	e->addr[0] = PT_REGS_PARM1(ctx);
+	e->addr[2] = (__u64)mono_offset();
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }

@@ -28,11 +28,15 @@ enum sp_bs_kind {
 	SP_BS_NAME = 8,		/* a runtime hook made a name: its strings, all sent */
 	SP_BS_FIBER = 9,	/* a fiber switch: addr[0] from, addr[1] to, addr[2] fresh */
 	SP_BS_RING = 10,	/* a thread's span ring: addr[0] its address (struct sp_ring),
-				 * addr[1] its process's start (ns after boot) */
-	SP_BS_CHUNK = 11,	/* entries of a span ring: addr[0] the ring, cookie the first
+				 * addr[1] its process's start (ns after boot), addr[2]
+				 * its time namespace's CLOCK_MONOTONIC offset (ns, signed:
+				 * the clock of the ring's stamps is the kernel's plus it) */
+	SP_BS_CHUNK = 11,	/* entries of a span ring: addr[0] the ring, addr[1] the
+				 * offset as SP_BS_RING's, cookie the first
 				 * entry's number, line how many (up to SP_RING_CHUNK) follow
 				 * the head; flags SP_BSF_LAST: the ring's last */
-	SP_BS_RING_WAKE = 12,	/* half a span ring is unread: read the rings now */
+	SP_BS_RING_WAKE = 12,	/* half a span ring is unread: read the rings now
+				 * (addr[0] the ring, addr[2] as SP_BS_RING's) */
 	SP_BS_DLOPEN = 13,	/* a tracked process's ld.so changed its list of
 				 * libraries (dlopen, dlclose): look at its mappings */
 	SP_BS_FIND = 14,	/* -a: a process not tracked hit a runtime hook's

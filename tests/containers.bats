@@ -243,6 +243,121 @@ check_nstids() {
 	[ "$(grep -cx map <<<"$output")" -ge 200 ] || fail "Array#map spans: $(grep -cx map <<<"$output")"
 }
 
+needs_timens() {
+	require_root
+	require_cmd unshare util-linux
+	[ -x /usr/bin/python3 ] || skip "needs Debian's python3"
+	unshare --time --monotonic 1 --fork true 2>/dev/null ||
+		skip "unshare cannot make time namespaces here (Linux 5.6, CONFIG_TIME_NS)"
+}
+
+# A Python of f calls around a 0.2 s sleep, in main(): its span ring marks
+# (the hook's stamps, read from its own clock) in $T/tn.py.
+timens_py() {
+	cat > "$T/tn.py" <<-'EOF'
+	import time
+	def f(i): return i * 2
+	def main():
+	    for i in range(2000): f(i)
+	    time.sleep(0.2)
+	    for i in range(2000): f(i)
+	main()
+	EOF
+}
+
+# The spool $1 of tn.py: 4000 spans of f, all in main()'s, which lasts the
+# sleep and a little more, within the lifetime of the python process, on
+# the clock of the spool's own records (an offset left in would put them
+# hours away, or drop them as from before the recording).
+assert_timens_spans() {
+	local py main n
+	sp-decode "$1" > "$T/tn.jsonl"
+	py=$(jq -r 'select(.type == "process" and .comm == "python3") | .time' "$T/tn.jsonl" | head -1)
+	[ -n "$py" ] || fail "no python3 process in $1"
+	main=$(jq -r 'select((.type == "span_start" or .type == "span_stop") and .method == "main") | .time' "$T/tn.jsonl" | tr '\n' ' ')
+	read -r ms me <<<"$main"
+	[ -n "$me" ] || fail "main's span: '$main'"
+	[ "$ms" -gt "$py" ] && [ "$ms" -lt $((py + 20000000000)) ] && [ "$me" -gt $((ms + 200000000)) ] && [ "$me" -lt $((ms + 20000000000)) ] ||
+		fail "main from $ms to $me, python3 recorded at $py"
+	n=$(jq -r --argjson s "$ms" --argjson e "$me" 'select(.type == "span_start" and .method == "f" and .time > $s and .time < $e) | .time' "$T/tn.jsonl" | wc -l)
+	[ "$n" = 4000 ] || fail "$n spans of f in main's"
+}
+
+@test "containers: a Python in a time namespace with shifted clocks: its span ring marks are placed at their times (sp-record --)" {
+	needs_timens
+	timens_py
+	local off
+	# a negative offset must leave the shifted clock above 0
+	for off in 3600 -60; do
+		sp-record -v --spans=python --no-samples -o "$T/tn.sp" -- unshare --time \
+			--monotonic $off --fork /usr/bin/python3 "$T/tn.py" 2> "$T/err" ||
+			fail "offset $off: $(cat "$T/err")"
+		grep -q "span rings: 1 read;.* 0 given up" "$T/err" || fail "offset $off: $(cat "$T/err")"
+		assert_timens_spans "$T/tn.sp"
+	done
+}
+
+@test "containers: sp-record -p of a Python in a time namespace with shifted clocks: its span ring, announced before, is read at its times" {
+	needs_timens
+	local go=$T/go py n
+	cat > "$T/late.py" <<-'EOF'
+	import os, sys, time
+	def f(): return 1
+	def main():
+	    open(sys.argv[1], "w").close()
+	    while not os.path.exists(sys.argv[2]):
+	        f()
+	        time.sleep(0.001)
+	main()
+	EOF
+	unshare --time --monotonic 3600 --boottime 3600 --fork env \
+		PYTHONPATH="$SP_BIN/../runtime/python" STACKPULSE_SPAN_RING=1 \
+		/usr/bin/python3 "$T/late.py" "$T/ready" "$go" &
+	BGPIDS=$!
+	for n in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.1; done
+	[ -e "$T/ready" ] || fail "late.py did not start"
+	py=$(pgrep -P "$BGPIDS" -x python3)
+	[ -n "$py" ] || fail "no python3 under unshare"
+	sp-record -v --spans=auto --no-samples -p "$py" -o "$T/tn.sp" 2> "$T/err" &
+	rec=$!
+	sleep 1.5
+	touch "$go"
+	wait "$rec" || fail "$(cat "$T/err")"
+	grep -q "span rings: 1 read;.* 0 given up" "$T/err" || fail "$(cat "$T/err")"
+	sp-decode "$T/tn.sp" > "$T/tn.jsonl"
+	start=$(jq -r 'select(.type == "header") | .start_mono_ns' "$T/tn.jsonl")
+	end=$(jq -r 'select(.type == "end") | .time' "$T/tn.jsonl")
+	# f every millisecond or so for the 1.5 s, each within the recording
+	n=$(jq -r --argjson s "$start" --argjson e "$end" 'select(.type == "span_start" and .method == "f" and .time >= $s and .time <= $e) | .time' "$T/tn.jsonl" | wc -l)
+	[ "$n" -gt 300 ] || fail "$n spans of f within the recording: $(cat "$T/err")"
+	run -0 jq -r 'select(.type == "span_start" and .method == "f") | .time' "$T/tn.jsonl"
+	[ "${#lines[@]}" = "$n" ] || fail "$(( ${#lines[@]} - n )) spans of f outside the recording"
+}
+
+@test "containers: sp-record in a time namespace of its own: samples, events, process starts and span ring marks on the kernel's clocks" {
+	needs_timens
+	timens_py
+	local up0 up1 start
+	up0=$(awk '{ printf "%.0f", $1 * 1e9 }' /proc/uptime)
+	unshare --time --monotonic 3600 --boottime 7200 --fork sp-record -v --spans=python \
+		-o "$T/tn.sp" -- /usr/bin/python3 "$T/tn.py" 2> "$T/err" || fail "$(cat "$T/err")"
+	up1=$(awk '{ printf "%.0f", $1 * 1e9 }' /proc/uptime)
+	grep -q "span rings: 1 read;.* 0 given up" "$T/err" || fail "$(cat "$T/err")"
+	! grep -q "warning" "$T/err" || fail "$(cat "$T/err")"
+	assert_timens_spans "$T/tn.sp"
+	# the samples within main's span too (perf's clock, and the header's)
+	run -0 jq -r 'select(.type == "sample") | .time' "$T/tn.jsonl"
+	[ "${#lines[@]}" -gt 10 ] || fail "${#lines[@]} samples"
+	start=$(jq -r 'select(.type == "header") | .start_mono_ns' "$T/tn.jsonl")
+	[ "$(jq -r --argjson s "$start" 'select(.type == "sample" and (.time < $s or .time > $s + 60000000000))' "$T/tn.jsonl" | wc -l)" = 0 ] ||
+		fail "samples outside the recording, which began at $start"
+	# python3's start on the host's boot clock (not 2 hours on), with the
+	# identity the kernel or /proc gave
+	start=$(jq -r 'select(.type == "process" and .comm == "python3") | .start_boot_ns' "$T/tn.jsonl" | head -1)
+	[ "$start" -ge $((up0 - 1000000000)) ] && [ "$start" -le "$up1" ] ||
+		fail "python3 started at $start ns after boot, between $up0 and $up1"
+}
+
 @test "containers: a spool written before the identity fields decodes without them" {
 	run --separate-stderr -1 sp-decode "$FIXTURES/before-identity.sp"
 	rec=$(printf '%s\n' "$output" | jq -c 'select(.type=="process" and .pid==1200)')

@@ -83,7 +83,7 @@ static uint64_t now_ns(clockid_t id)
 
 uint64_t sp_now_mono_ns(void)
 {
-	return now_ns(CLOCK_MONOTONIC);
+	return now_ns(CLOCK_MONOTONIC) - (uint64_t)sp_timens_offset_ns(false);
 }
 
 uint64_t sp_now_wall_ns(void)

@@ -312,7 +312,7 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 	size_t i;
 
 	c->finishing = true;
-	sp_span_rings_wake(&c->rings, 0, 0, 0, 0);	/* read the rings now, whenever last */
+	sp_span_rings_wake(&c->rings, 0, 0, 0, 0, 0);	/* read the rings now, whenever last */
 	if (spans_poll(s, out) < 0)
 		return -1;
 	sp_span_rings_leave(&c->rings);	/* their threads wait for us no more */

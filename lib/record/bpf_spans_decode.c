@@ -575,17 +575,18 @@ static int on_ring_event(struct bs_ctx *c, const struct sp_bs_event *e, size_t s
 {
 	if (e->kind == SP_BS_RING) {
 		sp_span_rings_add(&c->rings, e->pid, e->tid, e->addr[0], e->time_ns, e->line != 0,
-				  e->addr[1]);
+				  e->addr[1], (int64_t)e->addr[2]);
 		return 0;
 	}
 	if (e->kind == SP_BS_RING_WAKE) {
-		sp_span_rings_wake(&c->rings, e->pid, e->tid, e->addr[0], e->time_ns);
+		sp_span_rings_wake(&c->rings, e->pid, e->tid, e->addr[0], e->time_ns,
+				   (int64_t)e->addr[2]);
 		return 0;
 	}
 	if (size < SP_BS_CHUNK_SIZE)
 		return 0;
 	if (sp_span_rings_chunk(&c->rings, e->pid, e->tid, e->addr[0], e->cookie,
-				(uint32_t)e->line, e->flags, e->time_ns,
+				(uint32_t)e->line, e->flags, e->time_ns, (int64_t)e->addr[1],
 				(const void *)((const char *)e + SP_BS_HEAD_SIZE),
 				sp_bs_ring_put, c))
 		return -1;

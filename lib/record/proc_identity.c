@@ -24,7 +24,8 @@
 #define NS_PER_S 1000000000ull
 #define SLACK_NS 1000000ull	/* the two clocks are read one after the other */
 
-/* CLOCK_BOOTTIME - CLOCK_MONOTONIC now: the time suspended. */
+/* CLOCK_BOOTTIME - CLOCK_MONOTONIC now, the kernel's (not our time
+ * namespace's): the time suspended. */
 static uint64_t suspended_ns(void)
 {
 	struct timespec b, m;
@@ -32,7 +33,8 @@ static uint64_t suspended_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &m);
 	clock_gettime(CLOCK_BOOTTIME, &b);
 	return ((uint64_t)b.tv_sec - (uint64_t)m.tv_sec) * NS_PER_S +
-	       (uint64_t)b.tv_nsec - (uint64_t)m.tv_nsec;
+	       (uint64_t)b.tv_nsec - (uint64_t)m.tv_nsec -
+	       (uint64_t)(sp_timens_offset_ns(true) - sp_timens_offset_ns(false));
 }
 
 /*
@@ -152,6 +154,8 @@ int sp_proc_identity_fill(struct sp_writer *w, struct sp_ident_bpf *kb, uint32_t
 	}
 	/* Ticks are cut down, never up: a start after time is another process. */
 	start = id.start_ticks * tick;
+	/* /proc shows it on our time namespace's boot clock */
+	start -= (uint64_t)sp_timens_offset_ns(true);
 	if (time && start > time + suspended_ns() + SLACK_NS) {
 		none(pid, rec, true);
 		return -1;

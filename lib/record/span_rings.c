@@ -58,6 +58,8 @@ struct sp_span_ring {
 	uint64_t claimed_ns;	/* when we claimed it, 0: never */
 	uint64_t start_ticks;	/* its process's start when it was announced (0:
 				 * gone already): what is written goes there only */
+	int64_t clock_ns;	/* its stamps' clock less the kernel's: its time
+				 * namespace's CLOCK_MONOTONIC offset */
 };
 
 static unsigned int claim_checks;	/* this poll's */
@@ -404,33 +406,10 @@ static void refuse(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_
 		pid, comm, tid, rs->n, SP_SPAN_RINGS_MAX, SP_SPAN_RINGS_PER_PROC);
 }
 
-/* The boot-time offset of our time namespace (/proc/self/timens_offsets,
- * read once): /proc/PID/stat's starts are shifted by it for us, the
- * kernel's own (BPF's) are not. */
-static int64_t boottime_offset_ns(void)
-{
-	static int64_t off;
-	static bool read_once;
-	long long sec, nsec;
-	char name[32];
-	FILE *f;
-
-	if (read_once)
-		return off;
-	read_once = true;
-	f = fopen("/proc/self/timens_offsets", "re");
-	if (!f)
-		return 0;
-	while (fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3)
-		if (!strcmp(name, "boottime") && sec > -(1ll << 32) && sec < (1ll << 32))
-			off = (int64_t)sec * 1000000000 + nsec;
-	fclose(f);
-	return off;
-}
-
 /* The ring of tid, new or started again; NULL when past the bounds. */
 static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uint32_t tid,
-				     uint64_t addr, uint64_t time, uint64_t start_ns)
+				     uint64_t addr, uint64_t time, uint64_t start_ns,
+				     int64_t clock_ns)
 {
 	struct sp_span_ring *r = find(rs, tid);
 	uint64_t *np = sp_u64map_get(&rs->per_pid, pid);
@@ -441,7 +420,7 @@ static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uin
 	 * ticks: the kernel's nsec_to_clock_t() is this division); else as
 	 * soon as it is known here: its pid may be reused meanwhile */
 	if (start_ns && hz > 0 && 1000000000 % hz == 0)
-		start_ticks = (uint64_t)((int64_t)start_ns + boottime_offset_ns()) /
+		start_ticks = (uint64_t)((int64_t)start_ns + sp_timens_offset_ns(true)) /
 			      (1000000000 / (uint64_t)hz);
 	else if (sp_procfs_start(pid, &start_ticks))
 		start_ticks = 0;
@@ -466,6 +445,7 @@ static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uin
 	r->tid = tid;
 	r->addr = addr;
 	r->start_ticks = start_ticks;
+	r->clock_ns = clock_ns;
 	r->good_ns = time;
 	r->seen_ns = time;
 	return r;
@@ -475,15 +455,19 @@ static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uin
  * a new ring; an older one's: what an earlier reader left), or at what it
  * still holds: its past before we knew it is not counted lost. */
 static void ring_seen(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
-		      uint64_t time, uint64_t start_ns)
+		      uint64_t time, uint64_t start_ns, int64_t clock_ns)
 {
 	struct sp_span_ring *r = find(rs, tid);
 
 	if (!r || r->addr != addr || r->pid != pid) {
-		r = ring_new(rs, pid, tid, addr, time, start_ns);
+		r = ring_new(rs, pid, tid, addr, time, start_ns, clock_ns);
 		if (r)
 			r->late = true;
-	} else if (!sp_u64map_get(&rs->mem_fd, pid)) {
+		return;
+	}
+	/* a process that set its time namespace since (setns()) */
+	r->clock_ns = clock_ns;
+	if (!sp_u64map_get(&rs->mem_fd, pid)) {
 		/* its descriptor, now that there may be room for it */
 		mem_fd_keep(rs, pid, r->start_ticks, addr);
 	}
@@ -497,16 +481,16 @@ static bool addr_ok(uint64_t addr)
 }
 
 void sp_span_rings_add(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
-		       uint64_t time, bool again, uint64_t start_ns)
+		       uint64_t time, bool again, uint64_t start_ns, int64_t clock_ns)
 {
 	if (!addr_ok(addr)) {
 		rs->bad++;
 		return;
 	}
 	if (again)
-		ring_seen(rs, pid, tid, addr, time, start_ns);
+		ring_seen(rs, pid, tid, addr, time, start_ns, clock_ns);
 	else
-		ring_new(rs, pid, tid, addr, time, start_ns);
+		ring_new(rs, pid, tid, addr, time, start_ns, clock_ns);
 }
 
 /* Whether r's head may be at number n at time t: a thread writes a mark
@@ -549,8 +533,10 @@ static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t ba
 	if (r->next > base)
 		rs->dups += (r->next < to ? r->next : to) - base;
 	for (k = r->next > base ? r->next : base; k < to; k++) {
-		const struct sp_ring_entry *m = &e[k - base];
-		struct sp_ring_entry run;
+		struct sp_ring_entry here = e[k - base], *m = &here;
+
+		/* stamped on the clock of its thread's time namespace */
+		here.time -= (uint64_t)r->clock_ns;
 
 		if (m->time > now) {
 			give_up(rs, r, to - k, "has mark %llu stamped %llu ns ahead of now",
@@ -580,9 +566,7 @@ static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t ba
 			continue;
 		case SP_RESYNC_RUN:
 			r->in_run = true;
-			run = *m;
-			run.probe &= ~SP_RING_RESYNC;
-			m = &run;
+			here.probe &= ~SP_RING_RESYNC;
 			break;
 		case SP_RESYNC_DELIVER:
 			r->in_run = r->want_run = false;
@@ -600,7 +584,7 @@ static int deliver(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t ba
 }
 
 int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
-			uint64_t first, uint32_t n, uint32_t flags, uint64_t time,
+			uint64_t first, uint32_t n, uint32_t flags, uint64_t time, int64_t clock_ns,
 			const struct sp_ring_entry *e, sp_span_ring_put_fn put, void *ctx)
 {
 	struct sp_span_ring *r = find(rs, tid), alone;
@@ -614,7 +598,7 @@ int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 		rs->faults++;
 	/* a ring not announced (its rt__ring record lost): known from now */
 	if (!r || r->addr != addr || r->pid != pid) {
-		r = (flags & SP_BSF_LAST) ? NULL : ring_new(rs, pid, tid, addr, time, 0);
+		r = (flags & SP_BSF_LAST) ? NULL : ring_new(rs, pid, tid, addr, time, 0, clock_ns);
 		if (!r) {	/* its last, or past the bounds: deliver, forget */
 			memset(&alone, 0, sizeof(alone));
 			alone.pid = pid;
@@ -622,6 +606,7 @@ int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 			alone.addr = addr;
 			r = &alone;
 		}
+		r->clock_ns = clock_ns;
 		r->next = r->seen = first;
 	}
 	if (r->late) {		/* never read: it starts here */
@@ -842,11 +827,11 @@ static int poll_one(struct sp_span_rings *rs, struct sp_span_ring *r, uint64_t n
 }
 
 void sp_span_rings_wake(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
-			uint64_t time)
+			uint64_t time, int64_t clock_ns)
 {
 	rs->polled_ns = 0;
 	if (addr_ok(addr))
-		ring_seen(rs, pid, tid, addr, time, 0);
+		ring_seen(rs, pid, tid, addr, time, 0, clock_ns);
 }
 
 void sp_span_rings_leave(struct sp_span_rings *rs)

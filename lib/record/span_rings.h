@@ -166,17 +166,20 @@ void sp_span_rings_comm(uint32_t pid, char *out, size_t size);
  * an attached process's). start_ns: the announcing process's start, ns
  * after boot (task start_boottime, read by BPF at the announcement), which
  * its ring's reads and writes are bound to; 0: unknown, read from /proc
- * now (its pid may name a later process by then). */
+ * now (its pid may name a later process by then). clock_ns: the
+ * CLOCK_MONOTONIC offset of the announcing thread's time namespace (its
+ * stamps are the kernel's clock plus it; 0 in the host's). */
 void sp_span_rings_add(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
-		       uint64_t time, bool again, uint64_t start_ns);
+		       uint64_t time, bool again, uint64_t start_ns, int64_t clock_ns);
 
 /*
  * An SP_BS_CHUNK record: n entries numbered from first of the ring at addr
  * of tid, copied at time; flags SP_BSF_LAST (the ring is gone after them)
- * or SP_BSF_FAULT (BPF could not read them).
+ * or SP_BSF_FAULT (BPF could not read them); clock_ns as for
+ * sp_span_rings_add(), of the thread then.
  */
 int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
-			uint64_t first, uint32_t n, uint32_t flags, uint64_t time,
+			uint64_t first, uint32_t n, uint32_t flags, uint64_t time, int64_t clock_ns,
 			const struct sp_ring_entry *e, sp_span_ring_put_fn put, void *ctx);
 
 /*
@@ -193,9 +196,10 @@ int sp_span_rings_poll(struct sp_span_rings *rs, uint64_t now, sp_span_ring_put_
 
 /* A thread's ring at addr is half unread (SP_BS_RING_WAKE): the next poll
  * reads. A ring not known yet (announced before the recording: an attached
- * process) is read from what it still holds on. */
+ * process) is read from what it still holds on; clock_ns as for
+ * sp_span_rings_add(). */
 void sp_span_rings_wake(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint64_t addr,
-			uint64_t time);
+			uint64_t time, int64_t clock_ns);
 
 /* The recording ends: tell every ring's thread not to wait any more for
  * us, and give up our claims. */

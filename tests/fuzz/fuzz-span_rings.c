@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	scribbled = false;
 	delivered = 0;
 	sp_span_rings_init(&rs);
-	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, false, 0);
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, false, 0, 0);
 	while (i < size) {
 		uint8_t op = data[i++], arg = i < size ? data[i++] : 0;
 		unsigned int k;
@@ -113,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					end = to;
 				if (sp_span_rings_chunk(&rs, r->h.pid, r->h.tid, (uintptr_t)r, from,
 							(uint32_t)(end - from), end == to && (arg & 1) ?
-							SP_BSF_LAST : 0, t, &r->e[from % SP_RING_CAP],
+							SP_BSF_LAST : 0, t, 0, &r->e[from % SP_RING_CAP],
 							put, NULL))
 					abort();
 				from = end;
@@ -122,7 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				scribbled = true;	/* a ring known again after its end */
 			break;
 		case 3:		/* the thread's ring announced: anew, or again */
-			sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, arg & 1, 0);
+			sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, arg & 1, 0, 0);
 			if (r->h.head && !(arg & 1))
 				scribbled = true;	/* numbers start over, as after a fork */
 			break;
@@ -135,9 +135,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 5:
 			if (arg & 1)	/* found again by a wake */
-				sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t);
+				sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, 0);
 			else
-				sp_span_rings_wake(&rs, 0, 0, 0, 0);
+				sp_span_rings_wake(&rs, 0, 0, 0, 0, 0);
 			break;
 		case 6:		/* a chunk of any numbers, any count */
 			if (i + 8 <= size) {
@@ -146,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				scribbled = true;
 				if (sp_span_rings_chunk(&rs, r->h.pid, (arg & 2) ? r->h.tid + 1 : r->h.tid,
 							(uintptr_t)r, from, arg,
-							(arg & 4) ? SP_BSF_FAULT : 0, t, r->e, put, NULL))
+							(arg & 4) ? SP_BSF_FAULT : 0, t, 0, r->e, put, NULL))
 					abort();
 			}
 			break;

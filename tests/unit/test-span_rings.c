@@ -30,6 +30,7 @@
 static struct {
 	int line[4 * SP_RING_CAP];
 	uint32_t tid[4 * SP_RING_CAP];
+	uint64_t time[4 * SP_RING_CAP];
 	size_t n;
 	size_t stop_at;		/* nonzero: fail the put of that many */
 } got;
@@ -43,6 +44,7 @@ static int put(void *ctx, uint32_t pid, uint32_t tid, const struct sp_ring_entry
 	if (got.n < sizeof(got.line) / sizeof(got.line[0])) {
 		got.line[got.n] = e->line;
 		got.tid[got.n] = tid;
+		got.time[got.n] = e->time;
 	}
 	got.n++;
 	return 0;
@@ -70,7 +72,7 @@ static void mark(int line)
 static int chunk(struct sp_span_rings *rs, struct sp_ring *r, uint64_t first, uint32_t n,
 		 uint32_t flags)
 {
-	return sp_span_rings_chunk(rs, r->h.pid, r->h.tid, (uintptr_t)r, first, n, flags, 1,
+	return sp_span_rings_chunk(rs, r->h.pid, r->h.tid, (uintptr_t)r, first, n, flags, 1, 0,
 				   &r->e[first % SP_RING_CAP], put, NULL);
 }
 
@@ -95,7 +97,7 @@ static struct sp_ring *start(struct sp_span_rings *rs)
 	CHECK(r != NULL);
 	CHECK_EQ_U(r->h.magic, SP_RING_MAGIC);
 	CHECK_EQ_U(r->h.pid, (uint64_t)getpid());
-	sp_span_rings_add(rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false, 0);
+	sp_span_rings_add(rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false, 0, 0);
 	return r;
 }
 
@@ -144,7 +146,7 @@ static void test_span_rings_poll(void)
 	mark(++line);
 	CHECK_EQ_U(sp_span_rings_poll(&rs, t_ns + 10, put, NULL), 0);
 	CHECK(got_in_order((size_t)line - 1));
-	sp_span_rings_wake(&rs, 0, 0, 0, 0);
+	sp_span_rings_wake(&rs, 0, 0, 0, 0, 0);
 	CHECK_EQ_U(sp_span_rings_poll(&rs, t_ns + 20, put, NULL), 0);
 	CHECK(got_in_order((size_t)line));
 	/* the recording ends: the thread is told not to wait */
@@ -211,7 +213,7 @@ static void test_span_rings_late(void)
 		mark(++line);
 	CHECK_EQ_U(poll_now(&rs), 0);
 	CHECK_EQ_U(got.n, 0);
-	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
+	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, 0);
 	CHECK_EQ_U(rs.n, 1);
 	CHECK_EQ_U(poll_now(&rs), 0);
 	CHECK_EQ_U(got.n, 0);
@@ -221,8 +223,8 @@ static void test_span_rings_late(void)
 	CHECK(sp_rt_ring_put(SP_PR_RB_HOOK_CALL | SP_RING_RESYNC, "Cls", "meth", "file.rb",
 			     ++line));
 	/* the same ring woken, announced again: nothing starts over */
-	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
-	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, true, 0);
+	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, 0);
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, true, 0, 0);
 	mark(++line);
 	CHECK_EQ_U(poll_now(&rs), 0);
 	CHECK_EQ_U(got.n, 2);
@@ -279,7 +281,7 @@ static void test_span_rings_resync_late(void)
 	py_mark(2, 0);
 	rs.since = now_ns();
 	py_mark(3, 0);			/* in it, before the claim */
-	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
+	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, 0);
 	CHECK_EQ_U(poll_now(&rs), 0);
 	CHECK_EQ_U(got.n, 0);
 	CHECK_EQ_U(rs.before_run, 1);
@@ -313,7 +315,7 @@ static void test_span_rings_resync_ruby(void)
 	mark(1);			/* before the recording */
 	rs.since = now_ns();
 	CHECK(sp_rt_ring_put(SP_PR_RB_HOOK_RETURN, "Cls", "meth", "file.rb", 2));
-	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
+	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, 0);
 	CHECK_EQ_U(poll_now(&rs), 0);
 	CHECK_EQ_U(got.n, 0);
 	CHECK_EQ_U(rs.before_run, 1);
@@ -341,7 +343,7 @@ static void test_span_rings_no_runs(void)
 	py_mark(1, 0);			/* before the recording */
 	rs.since = now_ns();
 	py_mark(2, 0);			/* in it, before the claim */
-	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
+	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, 0);
 	CHECK_EQ_U(poll_now(&rs), 0);
 	py_mark(3, 0);			/* just after the claim */
 	CHECK_EQ_U(poll_now(&rs), 0);
@@ -443,7 +445,7 @@ static void test_span_rings_resync_whole(void)
 	sp_span_rings_init(&rs);
 	py_mark(1, 0);
 	rs.since = now_ns();
-	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns);
+	sp_span_rings_wake(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, 0);
 	CHECK_EQ_U(poll_now(&rs), 0);
 	usleep((SP_SPAN_RINGS_RUN_WAIT_NS + 5000000) / 1000);
 	py_mark(2, 0);
@@ -474,7 +476,7 @@ static void test_span_rings_ended(void)
 	CHECK_EQ_U(sp_span_rings_watermark(&rs), UINT64_MAX);
 	/* leave() writes only to rings still their threads' */
 	r->h.reader = SP_RING_READING;
-	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false, 0);
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false, 0, 0);
 	sp_span_rings_leave(&rs);
 	CHECK_EQ_U(r->h.reader, SP_RING_READING);
 	r->h.magic = SP_RING_MAGIC;
@@ -483,7 +485,7 @@ static void test_span_rings_ended(void)
 	/* marks older than what the caller has written out already: kept,
 	 * counted */
 	r->h.reader = SP_RING_READING;
-	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false, 0);
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false, 0, 0);
 	mark(2);
 	rs.released = UINT64_MAX - 1;
 	got.n = 0;
@@ -560,7 +562,7 @@ static void test_span_rings_watermark(void)
 	CHECK_EQ_U(poll_now(&rs), 0);
 	CHECK_EQ_U(sp_span_rings_watermark(&rs), t_ns);
 	before = t_ns;
-	sp_span_rings_add(&rs, (uint32_t)dead, (uint32_t)dead, (uintptr_t)r, t_ns - 5, false, 0);
+	sp_span_rings_add(&rs, (uint32_t)dead, (uint32_t)dead, (uintptr_t)r, t_ns - 5, false, 0, 0);
 	CHECK_EQ_U(rs.n, 2);
 	CHECK_EQ_U(sp_span_rings_watermark(&rs), before - 5);
 	CHECK_EQ_U(poll_now(&rs), 0);	/* cannot read it: dead */
@@ -586,7 +588,7 @@ static void *other_thread(void *arg)
 
 	mark(7);
 	sp_span_rings_add(rs, sp_rt_ring_cur->h.pid, sp_rt_ring_cur->h.tid,
-			  (uintptr_t)sp_rt_ring_cur, t_ns, false, 0);
+			  (uintptr_t)sp_rt_ring_cur, t_ns, false, 0, 0);
 	return sp_rt_ring_cur;
 }
 
@@ -719,7 +721,7 @@ static void test_span_rings_pid_reused(void)
 	mark(2);
 	a = child_waiting(&go);
 	CHECK(a > 0);
-	sp_span_rings_add(&rs, (uint32_t)a, (uint32_t)a, (uintptr_t)r, t_ns, false, 0);
+	sp_span_rings_add(&rs, (uint32_t)a, (uint32_t)a, (uintptr_t)r, t_ns, false, 0, 0);
 	/* the next fork's copy of this ring names a's thread */
 	r->h.pid = r->h.tid = (uint32_t)a;
 	b = end_and_reuse(a, go, &go2);
@@ -818,7 +820,7 @@ static void no_descriptor(int spare)
 	low.rlim_cur = (rlim_t)(fd + spare);
 	CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
 	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false,
-			  st * (1000000000ull / (uint64_t)hz));
+			  st * (1000000000ull / (uint64_t)hz), 0);
 	CHECK_EQ_U(poll_now(&rs), 0);
 	mark(3);
 	CHECK_EQ_U(poll_now(&rs), 0);
@@ -864,7 +866,7 @@ static struct sp_ring *fake_ring(uint32_t tid, uint64_t n)
 /* Known to rs from now (its rt__ring). */
 static void announce_fake(struct sp_span_rings *rs, struct sp_ring *r)
 {
-	sp_span_rings_add(rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false, 0);
+	sp_span_rings_add(rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false, 0, 0);
 }
 
 static uint64_t lost_pid, lost_n;
@@ -902,7 +904,7 @@ static void test_span_rings_lying_head(void)
 	CHECK_EQ_U(poll_now(&rs), 0);
 	r->h.head = 11;
 	CHECK_EQ_U(poll_now(&rs), 0);
-	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, true, 0);
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, true, 0, 0);
 	CHECK_EQ_U(poll_now(&rs), 0);
 	err = said();
 	snprintf(want, sizeof(want), "pid %d (", getpid());
@@ -994,6 +996,50 @@ static void test_span_rings_stamps(void)
 	sp_span_rings_release(&rs);
 }
 
+/* A thread in a time namespace stamps its marks on that namespace's clock:
+ * they are delivered on the kernel's (its offset from BPF, at the ring's
+ * announcement and in each chunk); one whose offset says its stamps are
+ * an hour ahead of now is given up. */
+static void test_span_rings_clock(void)
+{
+	const int64_t hour = 3600000000000ll;
+	struct sp_span_rings rs;
+	struct sp_ring *r = fake_ring(900010, 10), *o = fake_ring(900011, 10),
+		       *c = fake_ring(900012, 10);
+	uint64_t want[10];
+	int k;
+
+	sp_span_rings_init(&rs);
+	memset(&got, 0, sizeof(got));
+	for (k = 0; k < 10; k++) {
+		want[k] = r->e[k].time;
+		r->e[k].time += (uint64_t)hour;
+		c->e[k].time = want[k] - 60000000000ull;
+	}
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false, 0, hour);
+	sp_span_rings_add(&rs, o->h.pid, o->h.tid, (uintptr_t)o, t_ns, false, 0, -hour);
+	quiet();
+	CHECK_EQ_U(poll_now(&rs), 0);
+	CHECK_EQ_U(count_of(said(), "ahead of now"), 1);
+	CHECK_EQ_U(rs.given_up, 1);
+	CHECK_EQ_U(got.n, 10);
+	for (k = 0; k < 10; k++) {
+		CHECK_EQ_U(got.tid[k], 900010);
+		CHECK_EQ_U(got.time[k], want[k]);
+	}
+	/* a ring never announced, copied at its thread's end */
+	CHECK_EQ_U(sp_span_rings_chunk(&rs, c->h.pid, c->h.tid, (uintptr_t)c, 0, 10, SP_BSF_LAST,
+				       t_ns, -60000000000ll, c->e, put, NULL), 0);
+	CHECK_EQ_U(got.n, 20);
+	for (k = 0; k < 10; k++)
+		CHECK_EQ_U(got.time[10 + k], want[k]);
+	CHECK_EQ_U(rs.given_up, 1);
+	munmap(r, RING_MAP);
+	munmap(o, RING_MAP);
+	munmap(c, RING_MAP);
+	sp_span_rings_release(&rs);
+}
+
 /* Chunks (BPF's copies at a thread's end) are the ring's numbers too: one
  * that starts implausibly far on gives the ring up, counting nothing; one
  * after a gap counts the gap lost; one BPF could not read counts its
@@ -1016,7 +1062,7 @@ static void test_span_rings_chunk_numbers(void)
 	CHECK_EQ_U(got.n, 150);
 	quiet();
 	CHECK_EQ_U(sp_span_rings_chunk(&rs, r->h.pid, r->h.tid, (uintptr_t)r, 1ull << 62, 10, 0,
-				       t_ns, r->e, put, NULL), 0);
+				       t_ns, 0, r->e, put, NULL), 0);
 	CHECK(strstr(said(), "copied at its thread's end"));
 	CHECK_EQ_U(rs.given_up, 1);
 	CHECK_EQ_U(rs.lost, 100);
@@ -1044,13 +1090,13 @@ static void test_span_rings_bounds(void)
 	memset(&got, 0, sizeof(got));
 	quiet();
 	for (tid = 1; tid <= SP_SPAN_RINGS_PER_PROC + 10; tid++)
-		sp_span_rings_add(&rs, 7, tid, 4096ull * tid, t_ns, false, 0);
+		sp_span_rings_add(&rs, 7, tid, 4096ull * tid, t_ns, false, 0, 0);
 	CHECK_EQ_U(rs.n, SP_SPAN_RINGS_PER_PROC);
 	CHECK_EQ_U(rs.refused, 10);
 	for (pid = 8; rs.n < SP_SPAN_RINGS_MAX; pid++)
 		for (i = 0; i < SP_SPAN_RINGS_PER_PROC && rs.n < SP_SPAN_RINGS_MAX; i++, tid++)
-			sp_span_rings_add(&rs, pid, tid, 4096ull * tid, t_ns, false, 0);
-	sp_span_rings_add(&rs, pid, tid, 4096ull * tid, t_ns, false, 0);
+			sp_span_rings_add(&rs, pid, tid, 4096ull * tid, t_ns, false, 0, 0);
+	sp_span_rings_add(&rs, pid, tid, 4096ull * tid, t_ns, false, 0, 0);
 	CHECK_EQ_U(rs.n, SP_SPAN_RINGS_MAX);
 	CHECK_EQ_U(rs.refused, 11);
 	err = said();
@@ -1062,7 +1108,7 @@ static void test_span_rings_bounds(void)
 	sp_span_rings_init(&rs);
 	r[0] = fake_ring(900100, 5);
 	for (tid = 1; tid <= SP_SPAN_RINGS_PER_PROC; tid++)
-		sp_span_rings_add(&rs, r[0]->h.pid, tid, 4096ull * tid, t_ns, false, 0);
+		sp_span_rings_add(&rs, r[0]->h.pid, tid, 4096ull * tid, t_ns, false, 0, 0);
 	quiet();
 	announce_fake(&rs, r[0]);
 	said();
@@ -1140,7 +1186,7 @@ static void test_span_rings_two_readers(void)
 	sp_span_rings_init(&b);
 	b.claim = sp_span_rings_claim_of((uint32_t)other);
 	CHECK(b.claim != 0 && b.claim != a.claim);
-	sp_span_rings_add(&b, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false, 0);
+	sp_span_rings_add(&b, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false, 0, 0);
 	got_a = got_b = 0;
 	while (line < 10)
 		mark(++line);
@@ -1293,6 +1339,7 @@ int main(void)
 	TAP_RUN(test_span_rings_lying_head);
 	TAP_RUN(test_span_rings_unreadable);
 	TAP_RUN(test_span_rings_stamps);
+	TAP_RUN(test_span_rings_clock);
 	TAP_RUN(test_span_rings_chunk_numbers);
 	TAP_RUN(test_span_rings_bounds);
 	TAP_RUN(test_span_rings_two_readers);

@@ -101,9 +101,14 @@ static inline int sp_status_merge(int a, int b)
 }
 
 /* Monotonic and wall clocks in nanoseconds; the CPU time this process
- * has used, all its threads. */
+ * has used, all its threads. The monotonic clock is the kernel's (its
+ * perf and BPF stamps'), not our time namespace's (timens.c). */
 uint64_t sp_now_mono_ns(void);
 uint64_t sp_now_wall_ns(void);
 uint64_t sp_now_cpu_ns(void);
+
+/* What our time namespace adds to the kernel's CLOCK_MONOTONIC, or with
+ * boottime to its CLOCK_BOOTTIME, in ns (0 in the host's namespace). */
+int64_t sp_timens_offset_ns(bool boottime);
 
 #endif
