@@ -1062,6 +1062,45 @@ time.sleep(0.3)' &
 	[ "$n" = 20 ] || fail "$n audit events of the 20 opens"
 }
 
+@test "sp-record -a --spans=python: a hook-only Python that execs Debian's has each of the new image's audit events once" {
+	require_python
+	grep -q " bpf_uprobe_multi_link_attach$" /proc/kallsyms ||
+		skip "needs uprobe_multi links (Linux 6.6) for a hook file's shared probes"
+	local err=$BATS_TEST_TMPDIR/err rt=$BATS_TEST_TMPDIR/rt hookpy rec py n
+	hookpy=$(hook_only_python)
+	[ -n "$hookpy" ] || skip "no CPython 3.11 without USDT probes here (pyenv's, for one)"
+	# root's copy of the hook, not sp-record's own: its shared link is made
+	# for the first process that maps it, with the markers that one asks
+	# for, py__audit too (a Python without probes of its own asks for it)
+	cp -R "$SP_BIN/../runtime" "$rt"
+	chmod -R go-w "$rt"
+	[ "$(stat -c %u "$rt"/python/_stackpulse_hook.cpython-*.so | head -1)" = 0 ] ||
+		skip "the copy of the Python hook is not root's: it gets no shared probes"
+	sp-record -v -a --no-samples --events=none --spans=python -o "$OUT" 2> "$err" &
+	rec=$!
+	SPIN+=($rec)
+	wait_said "$err" "probed for every process that loads it" || fail "$(cat "$err")"
+	sleep 1
+	# taken with the hook's audit marker, it becomes Debian's python3.11,
+	# whose audit events come from its own python:audit probe
+	PYTHONPATH="$rt/python" "$hookpy" -c '
+import os, sys, time
+time.sleep(0.4)
+os.execv(sys.argv[1], [sys.argv[1], "-c", """
+import time
+time.sleep(0.4)
+for i in range(20): open("/etc/hostname").close()
+time.sleep(0.3)"""])' "$PY" &
+	py=$!
+	wait $py
+	sleep 0.5
+	kill -INT $rec
+	wait $rec || fail "sp-record: $(cat "$err")"
+	grep -q "spans: pid $py carries a runtime hook" "$err" || fail "$(cat "$err")"
+	n=$(sp-decode "$OUT" | jq -c --argjson p $py 'select(.type == "event" and .pid == $p and .event == "audit" and .name == "open" and .args == "/etc/hostname")' | wc -l)
+	[ "$n" = 20 ] || fail "$n audit events of the 20 opens"
+}
+
 @test "sp-record -a --spans: a process of nobody's that maps a hook of its own, or a group-writable one, is not recorded; one with root's hook is" {
 	require_python
 	require_cmd setpriv

@@ -599,6 +599,7 @@ int sp_bs_on_event(void *ctx, void *data, size_t size)
 	struct bs_ctx *c = ctx;
 	const struct sp_bs_event *e = data;
 	struct sp_record r = { 0 };
+	int i;
 	struct bs_proc *p;
 
 	if (size < SP_BS_HEAD_SIZE)
@@ -638,8 +639,15 @@ int sp_bs_on_event(void *ctx, void *data, size_t size)
 		return on_ring_event(c, e, size);
 	/* a hook file's shared link made with py__audit for another process:
 	 * not this one's (a Python with its own audit probe has it twice) */
-	if (e->kind == SP_BS_AUDIT && e->probe == SP_PR_PY_HOOK_AUDIT && !p->hook_audit)
+	if (e->kind == SP_BS_AUDIT && e->probe == SP_PR_PY_HOOK_AUDIT && !p->hook_audit) {
+		/* but the strings it carries: BPF sends a string once per
+		 * process, and its own probe's event of the same one (the
+		 * same str object) comes with its address only */
+		for (i = 0; i < SP_BS_NSTR; i++)
+			if (e->flags & SP_BSF_SENT(i))
+				str_id(c, p, e, size, i);
 		return 0;
+	}
 	if (e->kind == SP_BS_AUDIT)
 		decode_audit(c, p, e, size, &r);
 	else if (decode_mark(c, p, e, size, &r))

@@ -572,6 +572,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->runtimes = 0;
 		p->announced = 0;
 		p->py_active = false;
+		p->hook_audit = false;	/* the new image's hook asks again */
 		p->cm_pending = false;
 		p->late = p->no_spans = false;
 		p->ret_pending = false;
