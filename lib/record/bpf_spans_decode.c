@@ -24,6 +24,7 @@
 #include "defs.h"
 #include "events.h"
 #include "record.h"
+#include "safefile.h"
 #include "sp.h"
 #include "writer.h"
 
@@ -113,7 +114,7 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 
 		if (addr < p->map[i].start || addr >= p->map[i].end)
 			continue;
-		fd = open(p->exe, O_RDONLY | O_CLOEXEC);
+		fd = sp_safe_open(AT_FDCWD, p->exe, NULL, NULL, NULL);
 		if (fd < 0)
 			break;
 		n = pread(fd, buf, sizeof(buf) - 1, addr - p->map[i].start + p->map[i].off);

@@ -21,6 +21,7 @@
 #include "elf/usdt.h"
 #include "launch.h"
 #include "record.h"
+#include "safefile.h"
 #include "sp.h"
 
 /* A python* or libpython* ELF file that defines Py_Version (3.11 on). A
@@ -186,7 +187,9 @@ static bool file_has_probes(unsigned int modes, const char *path, int depth)
 	ssize_t n;
 	int fd, i, nlibs;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a path another user may have made a FIFO since the exec: not
+	 * opened to block on (sp_safe_open: regular files only) */
+	fd = sp_safe_open(AT_FDCWD, path, NULL, NULL, NULL);
 	if (fd < 0)
 		return false;
 	n = read(fd, head, sizeof(head) - 1);
