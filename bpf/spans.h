@@ -226,7 +226,8 @@ struct sp_bs_strval {
 #define SP_RING_RESYNC	0x80000000u
 
 struct sp_ring_entry {
-	__u64 time;		/* CLOCK_MONOTONIC, as bpf_ktime_get_ns() */
+	__u64 time;		/* CLOCK_MONOTONIC, as bpf_ktime_get_ns() (in a
+				 * time namespace, plus its offset: SP_BS_RING) */
 	__u64 arg[3];		/* a marker's %rdi, %rsi, %rdx (addr[] of an event) */
 	__s32 line;		/* its %ecx */
 	__u32 probe;		/* enum sp_bs_probe of the marker it stands for */

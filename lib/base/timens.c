@@ -13,6 +13,8 @@
 
 #include "sp.h"
 
+#define TIMENS_SEC_MAX	(INT64_MAX / 1000000000 / 2)
+
 static int64_t mono_off, boot_off;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -32,9 +34,9 @@ static void read_offsets(void)
 	f = fopen("/proc/self/timens_offsets", "re");
 	if (!f)
 		return;
-	/* bounded: the kernel allows offsets within half of KTIME_MAX */
+	/* bounded as the kernel bounds them (half of KTIME_SEC_MAX) */
 	while (fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3) {
-		if (sec <= -(1ll << 32) || sec >= (1ll << 32) || nsec < 0 || nsec >= 1000000000)
+		if (sec < -TIMENS_SEC_MAX || sec > TIMENS_SEC_MAX || nsec < 0 || nsec >= 1000000000)
 			continue;
 		if (!strcmp(name, "monotonic"))
 			mono_off = (int64_t)sec * 1000000000 + nsec;

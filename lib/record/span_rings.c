@@ -152,8 +152,14 @@ uint64_t sp_span_rings_claim_of(uint32_t pid)
 {
 	uint64_t start;
 
+	long hz = sysconf(_SC_CLK_TCK);
+
 	if (!pid || pid >= 1u << SP_RING_CLAIM_PID_BITS || sp_procfs_start(pid, &start))
 		return 0;
+	/* on the kernel's boot clock, as the hook reads it in any time
+	 * namespace (/proc shows starts on the reader's) */
+	if (hz > 0)
+		start -= (uint64_t)(sp_timens_offset_ns(true) / (1000000000 / hz));
 	start &= (1ull << (64 - SP_RING_CLAIM_PID_BITS)) - 1;
 	return SP_RING_CLAIM(pid, start);
 }
@@ -451,6 +457,18 @@ static struct sp_span_ring *ring_new(struct sp_span_rings *rs, uint32_t pid, uin
 	return r;
 }
 
+/* r's thread stamps on another clock now: it joined another time
+ * namespace (setns()). Which of its unread marks were stamped on which
+ * clock is not known: r is given up, said. */
+static bool clock_moved(struct sp_span_rings *rs, struct sp_span_ring *r, int64_t clock_ns)
+{
+	if (r->clock_ns == clock_ns || r->given_up)
+		return false;
+	give_up(rs, r, 0, "moved to another time namespace (its clock by %lld ns): which of "
+		"its marks were stamped on which clock is not known", (long long)(clock_ns - r->clock_ns));
+	return true;
+}
+
 /* A ring new to us starts where its thread says it was read up to (0 for
  * a new ring; an older one's: what an earlier reader left), or at what it
  * still holds: its past before we knew it is not counted lost. */
@@ -465,8 +483,8 @@ static void ring_seen(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, uint
 			r->late = true;
 		return;
 	}
-	/* a process that set its time namespace since (setns()) */
-	r->clock_ns = clock_ns;
+	if (clock_moved(rs, r, clock_ns))
+		return;
 	if (!sp_u64map_get(&rs->mem_fd, pid)) {
 		/* its descriptor, now that there may be room for it */
 		mem_fd_keep(rs, pid, r->start_ticks, addr);
@@ -608,6 +626,8 @@ int sp_span_rings_chunk(struct sp_span_rings *rs, uint32_t pid, uint32_t tid, ui
 		}
 		r->clock_ns = clock_ns;
 		r->next = r->seen = first;
+	} else {
+		clock_moved(rs, r, clock_ns);
 	}
 	if (r->late) {		/* never read: it starts here */
 		r->late = false;

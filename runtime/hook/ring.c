@@ -131,6 +131,31 @@ static uint64_t unread(const struct sp_ring *r, uint64_t h)
 	return c > h ? h : h - c;
 }
 
+/* Our time namespace's boot-clock offset in clock ticks: /proc shows a
+ * start on the reader's boot clock, a claim holds it on the kernel's.
+ * Read once (a race reads it twice, alike). */
+static long long boot_ticks;
+static int boot_ticks_read;
+
+static long long boot_offset_ticks(void)
+{
+	long long sec, nsec, hz = sysconf(_SC_CLK_TCK), t = 0;
+	char name[32];
+	FILE *f;
+
+	if (__atomic_load_n(&boot_ticks_read, __ATOMIC_ACQUIRE))
+		return boot_ticks;
+	f = fopen("/proc/self/timens_offsets", "re");
+	while (f && hz > 0 && fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3)
+		if (!strcmp(name, "boottime") && sec > -(1ll << 40) && sec < (1ll << 40))
+			t = sec * hz + nsec / (1000000000 / hz);
+	if (f)
+		fclose(f);
+	boot_ticks = t;
+	__atomic_store_n(&boot_ticks_read, 1, __ATOMIC_RELEASE);
+	return boot_ticks;
+}
+
 /*
  * Whether the reader a claim names (SP_RING_CLAIM(): pid and start time)
  * runs: its /proc/PID/stat says that start time, and a state in which it
@@ -165,6 +190,7 @@ static bool claim_runs(uint64_t claim)
 		p = strchr(p + 1, ' ');
 	if (!p || sscanf(p, " %llu", &start) != 1)
 		return false;
+	start -= (unsigned long long)boot_offset_ticks();
 	start &= (1ull << (64 - SP_RING_CLAIM_PID_BITS)) - 1;
 	return SP_RING_CLAIM(pid, start) == claim;
 }

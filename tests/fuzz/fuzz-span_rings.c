@@ -121,9 +121,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (arg & 1)
 				scribbled = true;	/* a ring known again after its end */
 			break;
-		case 3:		/* the thread's ring announced: anew, or again */
-			sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, arg & 1, 0, 0);
-			if (r->h.head && !(arg & 1))
+		case 3:		/* the thread's ring announced: anew, or again; on the
+				 * clock of a time namespace (up to 31 ms either way) */
+			sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t, arg & 1, 0,
+					  (arg & 2) ? ((int64_t)(arg >> 2) - 32) * 1000000 : 0);
+			if ((r->h.head && !(arg & 1)) || (arg & 2))
 				scribbled = true;	/* numbers start over, as after a fork */
 			break;
 		case 4:		/* bytes over the head */
@@ -146,7 +148,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				scribbled = true;
 				if (sp_span_rings_chunk(&rs, r->h.pid, (arg & 2) ? r->h.tid + 1 : r->h.tid,
 							(uintptr_t)r, from, arg,
-							(arg & 4) ? SP_BSF_FAULT : 0, t, 0, r->e, put, NULL))
+							(arg & 4) ? SP_BSF_FAULT : 0, t,
+							(arg & 8) ? -1000000000ll : 0, r->e, put, NULL))
 					abort();
 			}
 			break;

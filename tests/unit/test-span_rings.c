@@ -25,6 +25,7 @@
 #include "code_poke.h"
 #include "pid_reuse.h"
 #include "tap.h"
+#include "timens_child.h"
 
 /* What the reader delivered: the entries' lines, in order. */
 static struct {
@@ -1034,6 +1035,23 @@ static void test_span_rings_clock(void)
 	for (k = 0; k < 10; k++)
 		CHECK_EQ_U(got.time[10 + k], want[k]);
 	CHECK_EQ_U(rs.given_up, 1);
+	/* its thread joined another time namespace (setns()): announced
+	 * again, or copied at its end, on another clock: given up (said once
+	 * per process) */
+	sp_span_rings_release(&rs);
+	sp_span_rings_init(&rs);
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, false, 0, hour);
+	quiet();
+	sp_span_rings_add(&rs, r->h.pid, r->h.tid, (uintptr_t)r, t_ns, true, 0, hour + 7);
+	CHECK_EQ_U(count_of(said(), "moved to another time namespace (its clock by 7 ns)"), 1);
+	CHECK_EQ_U(rs.given_up, 1);
+	munmap(c, RING_MAP);
+	c = fake_ring(900013, 10);
+	sp_span_rings_add(&rs, c->h.pid, c->h.tid, (uintptr_t)c, t_ns, false, 0, 0);
+	CHECK_EQ_U(sp_span_rings_chunk(&rs, c->h.pid, c->h.tid, (uintptr_t)c, 0, 10, SP_BSF_LAST,
+				       t_ns, -3, c->e, put, NULL), 0);
+	CHECK_EQ_U(rs.given_up, 2);
+	CHECK_EQ_U(got.n, 20);
 	munmap(r, RING_MAP);
 	munmap(o, RING_MAP);
 	munmap(c, RING_MAP);
@@ -1314,6 +1332,41 @@ static void test_span_rings_owner_wait(void)
 	CHECK(!claim_runs(claim));
 }
 
+/* In a child, a time namespace whose boot clock is an hour on: 0 when the
+ * hook there takes the claim (of this process, made here) for a running
+ * reader's, 1 when not, 2 when the namespace could not be made. */
+static int claim_in_timens(uint64_t claim)
+{
+	static const char offsets[] = "boottime 3600 0\n";
+	pid_t pid = fork(), kid;
+	int status;
+
+	if (pid < 0)
+		return 2;
+	if (pid == 0) {
+		if (!timens_make(offsets, sizeof(offsets) - 1))
+			_exit(2);
+		kid = fork();
+		if (kid == 0) {
+			boot_ticks_read = 0;	/* read by this process, in another namespace */
+			_exit(claim_runs(claim) ? 0 : 1);
+		}
+		_exit(kid > 0 && waitpid(kid, &status, 0) == kid && WIFEXITED(status) ?
+		      WEXITSTATUS(status) : 2);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 2;
+	return WEXITSTATUS(status);
+}
+
+/* A hook in a time namespace whose boot clock is shifted reads the
+ * reader's start from /proc on that clock: the claim (the kernel's
+ * clock) is still the running reader's. */
+static void test_span_rings_claim_timens(void)
+{
+	CHECK_EQ_U(claim_in_timens(sp_span_rings_claim_of((uint32_t)getpid())), 0);
+}
+
 int main(void)
 {
 	setenv("STACKPULSE_SPAN_RING", "1", 1);
@@ -1346,6 +1399,10 @@ int main(void)
 	TAP_RUN(test_span_rings_comm);
 	TAP_RUN(test_span_rings_owner_wait);
 	TAP_RUN(test_span_rings_tell_left_start);
+	if (timens_possible())
+		TAP_RUN(test_span_rings_claim_timens);
+	else
+		TAP_SKIP(test_span_rings_claim_timens, "no time namespace here (needs root and CONFIG_TIME_NS)");
 	if (pid_reuse_possible())
 		TAP_RUN(test_span_rings_pid_reused);
 	else

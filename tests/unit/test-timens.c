@@ -15,10 +15,7 @@
 
 #include "sp.h"
 #include "tap.h"
-
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
+#include "timens_child.h"
 
 #define HOUR_NS 3600000000000ll
 
@@ -45,14 +42,10 @@ static void in_namespace(int fd)
 	static const char offsets[] = "monotonic 3600 0\nboottime 7200 5\n";
 	struct seen s = { 0 };
 	pid_t kid;
-	int f, status;
+	int status;
 
-	if (unshare(CLONE_NEWTIME))
+	if (!timens_make(offsets, sizeof(offsets) - 1))
 		_exit(2);
-	f = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
-	if (f < 0 || write(f, offsets, sizeof(offsets) - 1) != (ssize_t)(sizeof(offsets) - 1))
-		_exit(2);
-	close(f);
 	kid = fork();
 	if (kid < 0)
 		_exit(1);
@@ -90,11 +83,6 @@ static void test_timens_offsets(void)
 	}
 	close(p[1]);
 	CHECK_EQ_U(waitpid(pid, &status, 0), (uint64_t)pid);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
-		printf("# the kernel refused a time namespace here: not checked\n");
-		close(p[0]);
-		return;
-	}
 	CHECK_EQ_U(WEXITSTATUS(status), 0);
 	CHECK_EQ_U(read(p[0], &s, sizeof(s)), sizeof(s));
 	CHECK_EQ_U(read(p[0], &maker, sizeof(maker)), sizeof(maker));
@@ -110,9 +98,9 @@ static void test_timens_offsets(void)
 
 int main(void)
 {
-	if (geteuid() == 0)
+	if (timens_possible())
 		TAP_RUN(test_timens_offsets);
 	else
-		TAP_SKIP(test_timens_offsets, "needs root (unshare(CLONE_NEWTIME))");
+		TAP_SKIP(test_timens_offsets, "no time namespace here (needs root and CONFIG_TIME_NS)");
 	return TAP_DONE();
 }
