@@ -38,3 +38,36 @@ load helper
 		[[ "$stderr" == *"garbage.bin@0: not a StackPulse spool or JSON lines"* ]]
 	done
 }
+
+teardown() {
+	[ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"
+}
+
+@test "every tool's -o goes through no symbolic link another user made (root writing in their directory), its own and root's are followed" {
+	require_root
+	require_cmd setpriv
+	local target t
+	# nobody's directory, where root writes; root's file the link names
+	NOBODY_DIR=$(mktemp -d /tmp/sp-common.XXXXXX)
+	chmod 755 "$NOBODY_DIR"
+	mkdir "$NOBODY_DIR/theirs"
+	chown 65534 "$NOBODY_DIR/theirs"
+	target=$NOBODY_DIR/roots-file
+	setpriv --reuid=65534 --regid=65534 --clear-groups ln -s "$target" "$NOBODY_DIR/theirs/out.sp"
+	for t in $SP_TOOLS; do
+		echo keep > "$target"
+		if [ "$t" = sp-record ]; then
+			run --separate-stderr -2 "$t" -o "$NOBODY_DIR/theirs/out.sp" -- true
+		else
+			run --separate-stderr -2 "$t" -o "$NOBODY_DIR/theirs/out.sp" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
+		fi
+		assert_equal "$stderr" "$t: error: cannot open '$NOBODY_DIR/theirs/out.sp' for writing: it is a symbolic link (give the file it names)"
+		assert_equal "$(cat "$target")" keep
+	done
+	# root's own link is followed, as /dev/stdout is
+	ln -s "$target" "$NOBODY_DIR/mine.sp"
+	run --separate-stderr -0 sp-decode -o "$NOBODY_DIR/mine.sp" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
+	[ "$(cat "$target")" != keep ] || fail "not written through root's own link"
+	run --separate-stderr -0 sp-decode -o /dev/stdout "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
+	assert_line --index 0 --partial '"type":"header"'
+}

@@ -69,10 +69,27 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 				   o->out_path ? o->out_path : "",
 				   o->out_path ? "' is not a directory)" : "");
 		if (o->out_path && strcmp(o->out_path, "-")) {
-			/* "e": a command sp-record runs must not inherit it */
-			o->out = fopen(o->out_path, "we");
+			/* close-on-exec: a command sp-record runs must not
+			 * inherit it; not through a symbolic link another
+			 * user made (in a shared directory, to a file of
+			 * root's), as the kernel's protected_symlinks rule
+			 * has it in sticky directories: ours or root's
+			 * (/dev/stdout) are followed */
+			const int how = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY;
+			struct stat ln;
+			int fd = open(o->out_path, how | O_NOFOLLOW, 0666);
+
+			if (fd < 0 && errno == ELOOP && !lstat(o->out_path, &ln) &&
+			    S_ISLNK(ln.st_mode) && (ln.st_uid == 0 || ln.st_uid == geteuid()))
+				fd = open(o->out_path, how, 0666);
+
+			o->out = fd >= 0 ? fdopen(fd, "w") : NULL;
 			if (!o->out) {
-				sp_error_errno("cannot open '%s' for writing", o->out_path);
+				if (errno == ELOOP)
+					sp_error("cannot open '%s' for writing: it is a symbolic "
+						 "link (give the file it names)", o->out_path);
+				else
+					sp_error_errno("cannot open '%s' for writing", o->out_path);
 				exit(SP_EXIT_FATAL);
 			}
 		} else {

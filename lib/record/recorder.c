@@ -476,8 +476,10 @@ int sp_recorder_open_output(struct sp_recorder *r)
 	r->name = c->out_path && strcmp(c->out_path, "-") ? c->out_path : "<stdout>";
 	if (c->out == stdout && c->out_is_tty && r->o.format == SP_FORMAT_SPOOL) {
 		rename(SP_RECORDER_DEFAULT_OUTPUT, SP_RECORDER_DEFAULT_OUTPUT ".old");
-		r->fd = open(SP_RECORDER_DEFAULT_OUTPUT, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			     0644);
+		/* made anew: a name another user put there since (a link to
+		 * a file of root's) is not written through */
+		r->fd = open(SP_RECORDER_DEFAULT_OUTPUT,
+			     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (r->fd < 0)
 			return sp_error_errno("cannot open '%s' for writing",
 					      SP_RECORDER_DEFAULT_OUTPUT);
