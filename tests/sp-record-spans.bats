@@ -296,6 +296,27 @@ hook_only_python() {
 	assert_line "stackpulse.activated profile=hook"
 }
 
+@test "sp-record --spans=python: a fork child of a hook-only Python has its audit events from the hook, as its parent" {
+	require_root
+	local py child n
+	py=$(hook_only_python)
+	[ -n "$py" ] || skip "no CPython 3.11 without USDT probes here (pyenv's, for one)"
+	run -0 --separate-stderr sp-record --spans=python --no-samples --interp=none -o "$OUT" -- "$py" -c '
+import os, time
+pid = os.fork()
+if pid == 0:
+    time.sleep(0.3)
+    for i in range(20): open("/etc/hostname").close()
+    os._exit(0)
+os.waitpid(pid, 0)'
+	sp-decode "$OUT" > "$BATS_TEST_TMPDIR/run.json"
+	child=$(jq -r 'select(.type == "process" and .ppid != null) | "\(.pid) \(.ppid)"' "$BATS_TEST_TMPDIR/run.json" |
+		awk 'NR == 1 { cmd = $1 } $2 == cmd { print $1; exit }')
+	[ -n "$child" ] || fail "no fork child: $(jq -c 'select(.type == "process")' "$BATS_TEST_TMPDIR/run.json")"
+	n=$(jq -c --argjson p "$child" 'select(.type == "event" and .pid == $p and .event == "audit" and .name == "open" and .args == "/etc/hostname")' "$BATS_TEST_TMPDIR/run.json" | wc -l)
+	[ "$n" = 20 ] || fail "$n audit events of the child's 20 opens"
+}
+
 @test "sp-record --spans: a hook-only Python run with -S or -I (no activator) is said to have no function spans" {
 	require_root
 	local py flag

@@ -545,8 +545,11 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->late_probes = !(e->flags & (SP_BSF_STOPPED | SP_BSF_SHARED_MM));
 		/* BPF stops a child when its parent has probes (if the kernel
 		 * can: bpf_send_signal_task), never a vfork child */
-		if (parent)
+		if (parent) {
 			sp_bs_attach_like(c, p, parent, parent->natt && !(e->flags & SP_BSF_SHARED_MM));
+			/* its hook's audit marks: its parent asked for them */
+			p->hook_audit = parent->hook_audit;
+		}
 		p->late_probes &= ~1u;
 		if (p->late_probes)
 			sp_bs_attach_late(c, p);
