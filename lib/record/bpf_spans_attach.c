@@ -222,11 +222,14 @@ static struct bs_shared *shared_of(struct bs_ctx *c, const char *hook, const uin
 	unsigned int i;
 	int k, fd;
 
-	fd = open(hook, O_RDONLY | O_CLOEXEC);
+	/* opened as a file another user may have put there: looked at
+	 * first, so a FIFO swapped in since the maps were read is not
+	 * waited on (sp_safe_open), then root's, written by no one else */
+	fd = sp_safe_open(AT_FDCWD, hook, &(struct sp_safe_want){ .flags = SP_SAFE_PRIVATE }, &st,
+			  NULL);
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
-	    (st.st_mode & (S_IWGRP | S_IWOTH))) {
+	if (st.st_uid != 0) {
 		close(fd);
 		return NULL;
 	}

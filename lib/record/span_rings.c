@@ -153,13 +153,18 @@ uint64_t sp_span_rings_claim_of(uint32_t pid)
 	uint64_t start;
 
 	long hz = sysconf(_SC_CLK_TCK);
+	int64_t off = sp_timens_offset_ns(true), tick, q;
 
 	if (!pid || pid >= 1u << SP_RING_CLAIM_PID_BITS || sp_procfs_start(pid, &start))
 		return 0;
 	/* on the kernel's boot clock, as the hook reads it in any time
-	 * namespace (/proc shows starts on the reader's) */
-	if (hz > 0)
-		start -= (uint64_t)(sp_timens_offset_ns(true) / (1000000000 / hz));
+	 * namespace (/proc shows starts on the reader's): the offset in
+	 * ticks rounded down, as the hook rounds it */
+	if (hz > 0) {
+		tick = 1000000000 / hz;
+		q = off / tick - (off % tick < 0);
+		start -= (uint64_t)q;
+	}
 	start &= (1ull << (64 - SP_RING_CLAIM_PID_BITS)) - 1;
 	return SP_RING_CLAIM(pid, start);
 }
@@ -171,6 +176,7 @@ uint64_t sp_span_rings_claim_of(uint32_t pid)
 static bool claim_alive(struct sp_span_rings *rs, uint64_t claim, uint64_t now)
 {
 	size_t i, slot = 0;
+	uint64_t mine;
 
 	for (i = 0; i < sizeof(rs->claims) / sizeof(rs->claims[0]); i++) {
 		if (rs->claims[i].claim == claim && now - rs->claims[i].at < CLAIM_CHECK_NS)
@@ -183,9 +189,10 @@ static bool claim_alive(struct sp_span_rings *rs, uint64_t claim, uint64_t now)
 	claim_checks++;
 	rs->claims[slot].claim = claim;
 	rs->claims[slot].at = now;
-	rs->claims[slot].alive =
-		sp_span_rings_claim_of((uint32_t)(claim & ((1u << SP_RING_CLAIM_PID_BITS) - 1))) ==
-		claim;
+	mine = sp_span_rings_claim_of((uint32_t)(claim & ((1u << SP_RING_CLAIM_PID_BITS) - 1)));
+	/* a tick either way: the start as another time namespace rounds it */
+	rs->claims[slot].alive = mine && (mine == claim || mine + (1ull << SP_RING_CLAIM_PID_BITS) == claim ||
+					  mine - (1ull << SP_RING_CLAIM_PID_BITS) == claim);
 	return rs->claims[slot].alive;
 }
 

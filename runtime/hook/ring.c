@@ -131,9 +131,11 @@ static uint64_t unread(const struct sp_ring *r, uint64_t h)
 	return c > h ? h : h - c;
 }
 
-/* Our time namespace's boot-clock offset in clock ticks: /proc shows a
- * start on the reader's boot clock, a claim holds it on the kernel's.
- * Read once (a race reads it twice, alike). */
+/* Our time namespace's boot-clock offset in clock ticks, rounded down
+ * (as sp-record rounds its own): /proc shows a start on the reader's boot
+ * clock, a claim holds it on the kernel's. Read once it could be (a race
+ * reads it twice, alike); a fork child reads it again (after_fork_child:
+ * it may be in the namespace its parent made). */
 static long long boot_ticks;
 static int boot_ticks_read;
 
@@ -146,11 +148,17 @@ static long long boot_offset_ticks(void)
 	if (__atomic_load_n(&boot_ticks_read, __ATOMIC_ACQUIRE))
 		return boot_ticks;
 	f = fopen("/proc/self/timens_offsets", "re");
-	while (f && hz > 0 && fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3)
-		if (!strcmp(name, "boottime") && sec > -(1ll << 40) && sec < (1ll << 40))
+	if (!f || hz <= 0) {
+		if (f)
+			fclose(f);
+		return 0;	/* not known now (out of descriptors): asked again */
+	}
+	/* nsec is in [0, 1 s): sec's whole ticks plus nsec's, rounded down */
+	while (fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3)
+		if (!strcmp(name, "boottime") && sec > -(1ll << 40) && sec < (1ll << 40) &&
+		    nsec >= 0 && nsec < 1000000000)
 			t = sec * hz + nsec / (1000000000 / hz);
-	if (f)
-		fclose(f);
+	fclose(f);
 	boot_ticks = t;
 	__atomic_store_n(&boot_ticks_read, 1, __ATOMIC_RELEASE);
 	return boot_ticks;
@@ -191,8 +199,13 @@ static bool claim_runs(uint64_t claim)
 	if (!p || sscanf(p, " %llu", &start) != 1)
 		return false;
 	start -= (unsigned long long)boot_offset_ticks();
-	start &= (1ull << (64 - SP_RING_CLAIM_PID_BITS)) - 1;
-	return SP_RING_CLAIM(pid, start) == claim;
+	/* a tick either way: an offset that is no whole number of ticks (a
+	 * checkpoint restored elsewhere) rounds the start either way */
+	for (i = -1; i <= 1; i++)
+		if (SP_RING_CLAIM(pid, (start + (unsigned long long)(long long)i) &
+					  ((1ull << (64 - SP_RING_CLAIM_PID_BITS)) - 1)) == claim)
+			return true;
+	return false;
 }
 
 /*
@@ -308,6 +321,7 @@ static void after_fork_child(void)
 	struct sp_ring *r = sp_rt_ring_cur;
 
 	pthread_mutex_unlock(&spare_lock);
+	__atomic_store_n(&boot_ticks_read, 0, __ATOMIC_RELEASE);
 	if (r)
 		announce(r);
 }

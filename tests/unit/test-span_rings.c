@@ -1332,25 +1332,23 @@ static void test_span_rings_owner_wait(void)
 	CHECK(!claim_runs(claim));
 }
 
-/* In a child, a time namespace whose boot clock is an hour on: 0 when the
- * hook there takes the claim (of this process, made here) for a running
- * reader's, 1 when not, 2 when the namespace could not be made. */
-static int claim_in_timens(uint64_t claim)
+/* In a child, a time namespace whose boot clock is shifted by offsets
+ * (timens_offsets' text): 0 when the hook there takes the claim (of this
+ * process, made here) for a running reader's, 1 when not, 2 when the
+ * namespace could not be made. */
+static int claim_in_timens(uint64_t claim, const char *offsets)
 {
-	static const char offsets[] = "boottime 3600 0\n";
 	pid_t pid = fork(), kid;
 	int status;
 
 	if (pid < 0)
 		return 2;
 	if (pid == 0) {
-		if (!timens_make(offsets, sizeof(offsets) - 1))
+		if (!timens_make(offsets, strlen(offsets)))
 			_exit(2);
-		kid = fork();
-		if (kid == 0) {
-			boot_ticks_read = 0;	/* read by this process, in another namespace */
+		kid = fork();	/* it reads its offset anew (after_fork_child) */
+		if (kid == 0)
 			_exit(claim_runs(claim) ? 0 : 1);
-		}
 		_exit(kid > 0 && waitpid(kid, &status, 0) == kid && WIFEXITED(status) ?
 		      WEXITSTATUS(status) : 2);
 	}
@@ -1361,10 +1359,17 @@ static int claim_in_timens(uint64_t claim)
 
 /* A hook in a time namespace whose boot clock is shifted reads the
  * reader's start from /proc on that clock: the claim (the kernel's
- * clock) is still the running reader's. */
+ * clock) is still the running reader's, also when the offset is no whole
+ * number of clock ticks (it rounds the start either way); another start
+ * is not. */
 static void test_span_rings_claim_timens(void)
 {
-	CHECK_EQ_U(claim_in_timens(sp_span_rings_claim_of((uint32_t)getpid())), 0);
+	uint64_t claim = sp_span_rings_claim_of((uint32_t)getpid());
+
+	CHECK_EQ_U(claim_in_timens(claim, "boottime 3600 0\n"), 0);
+	CHECK_EQ_U(claim_in_timens(claim, "boottime -1 995000000\n"), 0);
+	CHECK_EQ_U(claim_in_timens(claim, "boottime 7 5000000\n"), 0);
+	CHECK_EQ_U(claim_in_timens(claim ^ (1ull << 40), "boottime 3600 0\n"), 1);
 }
 
 int main(void)
