@@ -153,6 +153,7 @@ struct bs_proc {
 	char exe[PATH_MAX];		/* the executable and where it is mapped: */
 	struct { uint64_t start, end, off; } map[8];	/* strings of gone processes */
 	unsigned int nmap;
+	uint64_t exe_dev, exe_ino;	/* the file those mappings are of (maps) */
 };
 
 /*

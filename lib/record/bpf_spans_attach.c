@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -656,13 +657,17 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 				*nl = 0;
 			base = strrchr(path, '/') + 1;
 			if (!strcmp(path, exe) && p->nmap < 8) {
-				unsigned long long lo, hi, off;
+				unsigned long long lo, hi, off, ino;
+				unsigned int maj, min;
 
-				if (sscanf(line, "%llx-%llx %*s %llx", &lo, &hi, &off) == 3) {
+				if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &off, &maj,
+					   &min, &ino) == 6) {
 					p->map[p->nmap].start = lo;
 					p->map[p->nmap].end = hi;
 					p->map[p->nmap].off = off;
 					p->nmap++;
+					p->exe_dev = makedev(maj, min);
+					p->exe_ino = ino;
 				}
 				continue;
 			}
@@ -769,6 +774,8 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 	memcpy(child->exe, parent->exe, sizeof(child->exe));
 	memcpy(child->map, parent->map, sizeof(child->map));
 	child->nmap = parent->nmap;
+	child->exe_dev = parent->exe_dev;
+	child->exe_ino = parent->exe_ino;
 	child->runtimes = parent->runtimes;
 	child->cm_pending = parent->cm_pending;
 	child->ret_pending = parent->ret_pending;

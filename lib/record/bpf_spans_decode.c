@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -89,6 +90,7 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 {
 	uint64_t key = sp_hash_mix(addr, UINT64_MAX), *id, sid, before;
 	char buf[SP_BS_STRLEN];
+	struct stat st;
 	unsigned int i;
 	ssize_t n;
 
@@ -114,9 +116,15 @@ static uint64_t str_from_user(struct bs_ctx *c, struct bs_proc *p, uint64_t addr
 
 		if (addr < p->map[i].start || addr >= p->map[i].end)
 			continue;
-		fd = sp_safe_open(AT_FDCWD, p->exe, NULL, NULL, NULL);
+		fd = sp_safe_open(AT_FDCWD, p->exe, NULL, &st, NULL);
 		if (fd < 0)
 			break;
+		/* the file it ran, not another its owner put at that name since
+		 * (a link to a file of root's) */
+		if ((uint64_t)st.st_dev != p->exe_dev || (uint64_t)st.st_ino != p->exe_ino) {
+			close(fd);
+			break;
+		}
 		n = pread(fd, buf, sizeof(buf) - 1, addr - p->map[i].start + p->map[i].off);
 		close(fd);
 	}
