@@ -168,7 +168,9 @@ struct sp_bs_imgkey {
 struct sp_bs_strkey {
 	__u64 addr[SP_BS_NSTR];
 	__u32 pid;
-	__u32 pad;
+	__u32 start;		/* the process's start (low bits of its ns after
+				 * boot): a pid reused is another process, whose
+				 * strings the reader does not know yet */
 };
 
 struct sp_bs_strval {
