@@ -333,8 +333,8 @@ static __always_inline int submit(struct sp_bs_event *e)
 {
 	struct sp_bs_strkey k = {
 		.addr = { e->addr[0], e->addr[1], e->addr[2] }, .pid = e->pid,
-		.start = (__u32)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(),
-					      group_leader, start_time),
+		/* two loads, no helper: this runs for every mark */
+		.start = (__u32)bpf_get_current_task_btf()->group_leader->start_time,
 	};
 	struct sp_bs_strval *v = bpf_map_lookup_elem(&strcache, &k), nv;
 	__u64 size = SP_BS_HEAD_SIZE;
