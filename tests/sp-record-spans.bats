@@ -1054,18 +1054,39 @@ $stderr.puts n' 2> "$BATS_TEST_TMPDIR/n.$i" &
 	assert_short_taken $rec "$err" "$pids"
 }
 
+# Starts sp-record -v -a --spans=python into $OUT (its pid the last of
+# SPIN, its stderr in $BATS_TEST_TMPDIR/err) and waits for its shared
+# probes on sp-record's own hooks.
+start_audit_recorder() {
+	local err=$BATS_TEST_TMPDIR/err
+	sp-record -v -a --no-samples --events=none --spans=python -o "$OUT" 2> "$err" &
+	SPIN+=($!)
+	wait_said "$err" "probed for every process that loads it" || fail "$(cat "$err")"
+	sleep 1
+}
+
+# Stops the -a recorder REC (its stderr in $BATS_TEST_TMPDIR/err) and
+# checks that it took pid PY, whose 20 opens of /etc/hostname are each one
+# audit event with its path:  assert_audit_once REC PY
+assert_audit_once() {
+	local err=$BATS_TEST_TMPDIR/err n
+	sleep 0.5
+	kill -INT $1
+	wait $1 || fail "sp-record: $(cat "$err")"
+	grep -q "spans: pid $2 carries a runtime hook" "$err" || fail "$(cat "$err")"
+	n=$(sp-decode "$OUT" | jq -c --argjson p $2 'select(.type == "event" and .pid == $p and .event == "audit" and .name == "open" and .args == "/etc/hostname")' | wc -l)
+	[ "$n" = 20 ] || fail "$n audit events of the 20 opens"
+}
+
 @test "sp-record -a --spans=python: a Python with probes of its own has each audit event once, its hook's shared link beside it" {
 	require_python
 	grep -q " bpf_uprobe_multi_link_attach$" /proc/kallsyms ||
 		skip "needs uprobe_multi links (Linux 6.6) for a hook file's shared probes"
-	local err=$BATS_TEST_TMPDIR/err rec py n
+	local err=$BATS_TEST_TMPDIR/err rec py
 	[ "$(stat -c %u "$SP_BIN"/../runtime/python/_stackpulse_hook.cpython-*.so | head -1)" = 0 ] ||
 		skip "the Python hook is not root's: it gets no shared probes"
-	sp-record -v -a --no-samples --events=none --spans=python -o "$OUT" 2> "$err" &
-	rec=$!
-	SPIN+=($rec)
-	wait_said "$err" "probed for every process that loads it" || fail "$(cat "$err")"
-	sleep 1
+	start_audit_recorder
+	rec=${SPIN[-1]}
 	# Debian's python3.11 has its own python:audit probe; its hook's
 	# py__audit marker is the hook-only Pythons' (it was there twice)
 	PYTHONPATH="$SP_BIN/../runtime/python" $PY -c '
@@ -1075,19 +1096,14 @@ for i in range(20): open("/etc/hostname").close()
 time.sleep(0.3)' &
 	py=$!
 	wait $py
-	sleep 0.5
-	kill -INT $rec
-	wait $rec || fail "sp-record: $(cat "$err")"
-	grep -q "spans: pid $py carries a runtime hook" "$err" || fail "$(cat "$err")"
-	n=$(sp-decode "$OUT" | jq -c --argjson p $py 'select(.type == "event" and .pid == $p and .event == "audit" and .name == "open" and .args == "/etc/hostname")' | wc -l)
-	[ "$n" = 20 ] || fail "$n audit events of the 20 opens"
+	assert_audit_once $rec $py
 }
 
 @test "sp-record -a --spans=python: a hook-only Python that execs Debian's has each of the new image's audit events once" {
 	require_python
 	grep -q " bpf_uprobe_multi_link_attach$" /proc/kallsyms ||
 		skip "needs uprobe_multi links (Linux 6.6) for a hook file's shared probes"
-	local err=$BATS_TEST_TMPDIR/err rt=$BATS_TEST_TMPDIR/rt hookpy rec py n
+	local err=$BATS_TEST_TMPDIR/err rt=$BATS_TEST_TMPDIR/rt hookpy rec py
 	hookpy=$(hook_only_python)
 	[ -n "$hookpy" ] || skip "no CPython 3.11 without USDT probes here (pyenv's, for one)"
 	# root's copy of the hook, not sp-record's own: its shared link is made
@@ -1097,11 +1113,8 @@ time.sleep(0.3)' &
 	chmod -R go-w "$rt"
 	[ "$(stat -c %u "$rt"/python/_stackpulse_hook.cpython-*.so | head -1)" = 0 ] ||
 		skip "the copy of the Python hook is not root's: it gets no shared probes"
-	sp-record -v -a --no-samples --events=none --spans=python -o "$OUT" 2> "$err" &
-	rec=$!
-	SPIN+=($rec)
-	wait_said "$err" "probed for every process that loads it" || fail "$(cat "$err")"
-	sleep 1
+	start_audit_recorder
+	rec=${SPIN[-1]}
 	# taken with the hook's audit marker, it becomes Debian's python3.11,
 	# whose audit events come from its own python:audit probe
 	PYTHONPATH="$rt/python" "$hookpy" -c '
@@ -1114,12 +1127,7 @@ for i in range(20): open("/etc/hostname").close()
 time.sleep(0.3)"""])' "$PY" &
 	py=$!
 	wait $py
-	sleep 0.5
-	kill -INT $rec
-	wait $rec || fail "sp-record: $(cat "$err")"
-	grep -q "spans: pid $py carries a runtime hook" "$err" || fail "$(cat "$err")"
-	n=$(sp-decode "$OUT" | jq -c --argjson p $py 'select(.type == "event" and .pid == $p and .event == "audit" and .name == "open" and .args == "/etc/hostname")' | wc -l)
-	[ "$n" = 20 ] || fail "$n audit events of the 20 opens"
+	assert_audit_once $rec $py
 }
 
 @test "sp-record -a --spans: a process of nobody's that maps a hook of its own, or a group-writable one, is not recorded; one with root's hook is" {
