@@ -98,6 +98,23 @@ syms() {
 	grep -q '|1|walk|inl.c:' "$T/ours"
 }
 
+@test "sp-symbolize: a split DWARF unit whose .dwo is a FIFO is not waited on: the unit is said unread, the symbol table names" {
+	local bin=$T/split dwo a
+	(cd "$T" && gcc -O2 -g -gsplit-dwarf -gdwarf-5 -o split "$FIXTURES/inl.c")
+	dwo=$(readelf --debug-dump=info "$bin" 2>/dev/null | awk '/DW_AT_dwo_name/ { print $NF; exit }')
+	[ -n "$dwo" ] || skip "gcc made no split DWARF unit"
+	# the binary's author names the .dwo: here a FIFO no one writes to
+	rm -f "$T/$dwo"
+	mkfifo "$T/$dwo"
+	a=$(fn_addr "$bin" main)
+	stream "$bin" "$(buildid "$bin")" 0x1 "$a" > "$T/in.jsonl"
+	run --separate-stderr timeout 60 sp-symbolize --no-system-debug --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	[ "$status" = 0 ] || fail "status $status (124: it waited on the FIFO): $stderr"
+	[[ "$stderr" == *"'$bin': 1 DWARF units could not be read"* ]] || fail "$stderr"
+	run -0 syms "$T/out.jsonl"
+	assert_output --partial "|0|main|"
+}
+
 @test "sp-symbolize: an inline level is flagged inline and from DWARF, the function it sits in is not" {
 	local bin=$T/inl
 	build_c "$bin"

@@ -219,7 +219,7 @@ static bool unit_ranges(const struct sp_dwarfidx *x, Dwarf_Die *cudie, size_t cu
  */
 static bool index_dwarf(struct sp_dwarfidx *x)
 {
-	Dwarf_Die cudie, subdie;
+	Dwarf_Die cudie;
 	Dwarf_Off *offs = NULL;
 	size_t n = 0, cap = 0, i, j;
 	Dwarf_Half version;
@@ -232,7 +232,7 @@ static bool index_dwarf(struct sp_dwarfidx *x)
 	x->dw = x->open(x->open_arg);
 	if (!x->dw)
 		return false;
-	while (dwarf_get_units(x->dw, cu, &cu, &version, &unit_type, &cudie, &subdie) == 0) {
+	while (dwarf_get_units(x->dw, cu, &cu, &version, &unit_type, &cudie, NULL) == 0) {
 		if (unit_type != DW_UT_compile || dwarf_tag(&cudie) != DW_TAG_compile_unit)
 			continue;
 		offs = sp_dwarfidx_grow(offs, &cap, n, sizeof(*offs), NULL);
@@ -298,7 +298,7 @@ static struct sp_dwarfidx *index_new(Dwarf *dw, uint64_t text_lo, uint64_t text_
 	struct cu_range *r = NULL;
 	size_t nr = 0, capr = 0, capoff = 0, i;
 	Dwarf_CU *cu = NULL;
-	Dwarf_Die cudie, subdie;
+	Dwarf_Die cudie;
 	Dwarf_Half version;
 	uint8_t unit_type;
 	uint64_t t0 = now_ns();
@@ -320,7 +320,10 @@ static struct sp_dwarfidx *index_new(Dwarf *dw, uint64_t text_lo, uint64_t text_
 	x->dw = dw;
 	x->text_lo = text_lo;
 	x->text_hi = text_hi;
-	while ((rc = dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &subdie)) == 0) {
+	/* no split unit asked for (NULL): libdw would open the .dwo file a
+	 * skeleton unit names, any path the binary's author chose, with a
+	 * plain open() (a FIFO blocks); split DWARF is not read here */
+	while ((rc = dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, NULL)) == 0) {
 		if (unit_type != DW_UT_compile || dwarf_tag(&cudie) != DW_TAG_compile_unit) {
 			if (unit_type == DW_UT_skeleton || unit_type == DW_UT_split_compile)
 				x->bad++;	/* split DWARF (.dwo) is not read */
