@@ -237,6 +237,38 @@ late_python() {
 	late_python $SHIM
 }
 
+@test "sp-record -p: pyenv's Python with more than 16 libraries mapped before its libpython still gets its hook's spans" {
+	require_shim
+	local py
+	py=$($SHIM -c 'import sys; print(sys.executable)')
+	attach_found "$FIXTURES/many_libs.py" env PYTHONPATH="$SP_BIN/../runtime/python" \
+		STACKPULSE_SPAN_RING=1 "$py"
+	# the layout this is about: more libraries listed before libpython in
+	# its maps than sp-record once looked at (16)
+	(( $(cat "$BATS_TEST_TMPDIR/ready") > 16 )) ||
+		skip "the extension modules are not mapped before libpython here ($(cat "$BATS_TEST_TMPDIR/ready"))"
+	run -0 grep -E "spans: pid [0-9]+: stackpulse:py__call [1-9]" "$BATS_TEST_TMPDIR/err"
+}
+
+@test "sp-record -p: pyenv's Python without the activator (no hook, no USDT probes) is told so once, and counted in the spool" {
+	require_shim
+	local py pid i
+	py=$($SHIM -c 'import sys; print(sys.executable)')
+	rm -f "$BATS_TEST_TMPDIR/ready"
+	"$py" "$FIXTURES/many_libs.py" "$BATS_TEST_TMPDIR/ready" "$BATS_TEST_TMPDIR/go" 3>&- &
+	pid=$!
+	for i in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/ready" ] && break; sleep 0.05; done
+	run --separate-stderr -0 sp-record --spans=auto --no-samples -p $pid -d 1 -o "$OUT"
+	touch "$BATS_TEST_TMPDIR/go"
+	wait $pid
+	[ "$(grep -c "pid $pid: Python without sp-record's activator .*no USDT probes" <<<"$stderr")" = 1 ] ||
+		fail "$stderr"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"runtime\" and .mode != \"stacks\") | \"\(.pid) \(.runtime) \(.mode) \(.library)\"'"
+	assert_output --regexp "^$pid python none .*/libpython3\.11[^/]*\$"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"lost\" and .what == \"unprobed\") | \"\(.pid) \(.count)\"'"
+	assert_output "$pid 1"
+}
+
 @test "sp-record -p: the same for a Python without span rings (a marker per mark)" {
 	require_python
 	late_python STACKPULSE_SPAN_RING=0 $PY

@@ -343,6 +343,7 @@ void sp_bs_att_add(struct bs_proc *p, uint32_t probe, uint32_t func, const char 
 void sp_bs_link_destroy(struct bs_ctx *c, struct bs_link l);
 void sp_bs_detach_link(struct bs_ctx *c, struct bs_link l, bool sync);
 void sp_bs_detach_all_how(struct bs_ctx *c, struct bs_proc *p, bool sync);
+int sp_bs_emit_unprobed(struct bs_ctx *c, struct bs_proc *p, uint64_t time);
 int sp_bs_emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool only_if_hit);
 void sp_bs_proc_capped(struct bs_proc *p, const char *what, unsigned int bound);
 void sp_bs_spans_state_release(struct bs_ctx *c, struct bs_proc *p);

@@ -385,26 +385,39 @@ void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
 	sp_bs_attach_any(c, p, multi, prog, bin, "ruby", "cmethod__return", SP_PR_RUBY_CMETHOD_RETURN);
 }
 
+static int emit_runtime(struct bs_ctx *c, struct bs_proc *p, int rt, const char *lib,
+			const char *mode);
+
 /*
  * A Python attached with -p that has no hook loaded (started without the
- * activator): CPython 3.11 fires function__entry only while a profile
- * function is set (cProfile, a debugger), and function__return on every
- * return all the same, which alone makes no span. So its return probe
- * waits for its first entry (decode_mark()); said once.
+ * activator). One with USDT probes (Debian's): CPython 3.11 fires
+ * function__entry only while a profile function is set (cProfile, a
+ * debugger), and function__return on every return all the same, which
+ * alone makes no span; so its return probe waits for its first entry
+ * (decode_mark()). One without (pyenv's, built without --with-dtrace) has
+ * nothing to attach at all: its runtime record says mode "none", and a
+ * lost record (what=unprobed) counts it. Said once.
  */
-static void py_without_hook(struct bs_proc *p)
+static void py_without_hook(struct bs_ctx *c, struct bs_proc *p, const char *bin, bool usdt)
 {
 	static bool said;
 
-	p->ret_pending = true;
+	if (usdt)
+		p->ret_pending = true;
+	else if (!(p->announced & SP_SPANS_PYTHON)) {
+		emit_runtime(c, p, SP_RT_PYTHON, bin, "none");
+		sp_bs_emit_unprobed(c, p, sp_now_mono_ns());
+		p->announced |= SP_SPANS_PYTHON;
+	}
 	if (said)
 		return;
 	said = true;
 	sp_warn("spans: pid %u: Python without sp-record's activator (started without "
-		"sp-record): no function spans unless a profile function is set in it "
-		"(cProfile, a debugger); its samples and events are recorded. For function "
-		"spans start it under sp-record, or with the activator's directory first on "
-		"PYTHONPATH (docs/spans.md)%s", p->pid,
+		"sp-record): no function spans%s; its samples and events are recorded. For "
+		"function spans start it under sp-record, or with the activator's directory "
+		"first on PYTHONPATH (docs/spans.md)%s", p->pid,
+		usdt ? " unless a profile function is set in it (cProfile, a debugger)"
+		     : " (it has no USDT probes either, as pyenv's builds have none)",
 		sp_proc_other_mnt_ns(p->pid) ? "; it runs in another mount namespace (a "
 		"container): the activator has to be in its image (docs/containers.md)" : "");
 }
@@ -467,13 +480,16 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		snprintf(p->rlib[0], sizeof(p->rlib[0]), "%s", bin);
 		any = true;
 	}
-	if ((provs & SP_SPANS_PY_HOOKABLE) && (m & SP_SPANS_PYTHON) &&
-	    hook_for(c, p, SP_RT_PYTHON, bin, hook, sizeof(hook))) {
-		/* no probes of its own: the hook's markers only, audit too */
-		attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL, m & SP_SPANS_PY_AUDIT);
-		p->runtimes |= SP_SPANS_PYTHON;
-		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
-		any = true;
+	if ((provs & SP_SPANS_PY_HOOKABLE) && (m & SP_SPANS_PYTHON)) {
+		if (hook_for(c, p, SP_RT_PYTHON, bin, hook, sizeof(hook))) {
+			/* no probes of its own: the hook's markers only, audit too */
+			attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL, m & SP_SPANS_PY_AUDIT);
+			p->runtimes |= SP_SPANS_PYTHON;
+			snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
+			any = true;
+		} else if (p->attached) {
+			py_without_hook(c, p, bin, false);
+		}
 	}
 	if ((provs & SP_SPANS_PYTHON) && (m & (SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT))) {
 		if ((m & SP_SPANS_PYTHON) && hook_for(c, p, SP_RT_PYTHON, bin, hook, sizeof(hook))) {
@@ -482,7 +498,7 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			sp_bs_attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
 					 bin, "python", "function__entry", SP_PR_PY_FUNCTION_ENTRY);
 			if (p->attached)
-				py_without_hook(p);
+				py_without_hook(c, p, bin, true);
 			else
 				sp_bs_attach_any(c, p, sk->progs.on_py_function_multi,
 						 sk->progs.on_py_function, bin, "python",
@@ -621,13 +637,49 @@ void sp_bs_scan_libs(struct bs_ctx *c, struct bs_proc *p)
 		sp_bs_announce(c, p);
 }
 
+/*
+ * The libraries a running process maps that may have probes, once each:
+ * every libruby and libpython (at most SP_BS_RUNTIME_LIBS_MAX), and with
+ * --spans=usdt every other .so (at most SP_BS_LIBS_MAX, said once when a
+ * process maps more). The maps list files by address, which ASLR shuffles:
+ * a Python that imported a few extension modules maps a dozen .so files
+ * above its libpython, so no cap may take the runtime's place.
+ */
+#define SP_BS_RUNTIME_LIBS_MAX	16
+#define SP_BS_LIBS_MAX		256
+struct lib_list {
+	char **path;
+	size_t n, cap, runtimes, others;
+	bool cut;
+};
+
+static void lib_add(struct lib_list *l, const char *path, bool runtime)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (!strcmp(l->path[i], path))
+			return;
+	if (runtime ? l->runtimes >= SP_BS_RUNTIME_LIBS_MAX : l->others >= SP_BS_LIBS_MAX) {
+		l->cut = true;
+		return;
+	}
+	sp_grow(&l->path, &l->cap, l->n + 1, sizeof(*l->path));
+	l->path[l->n++] = sp_xstrdup(path);
+	if (runtime)
+		l->runtimes++;
+	else
+		l->others++;
+}
+
 /* Attach everything for the image process p runs now. */
 void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 {
-	char exe[PATH_MAX], host[PATH_MAX], link[64], line[PATH_MAX + 256], (*libs)[4096];
+	char exe[PATH_MAX], host[PATH_MAX], link[64], line[PATH_MAX + 256];
+	struct lib_list libs = { 0 };
 	bool unreached;
 	ssize_t n;
-	int nlibs, i;
+	size_t i;
 	FILE *f;
 
 	snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
@@ -640,15 +692,14 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 	snprintf(p->exe, sizeof(p->exe), "%s", unreached ? exe : host);
 	p->nmap = 0;
 	if (c->o->modes && !unreached) {
-		libs = sp_xmalloc(16 * sizeof(*libs));
 		attach_bin(c, p, p->exe, sp_bs_providers_cached(p->exe));
 		/* Libraries: mapped ones (a running process), else what the
 		 * executable needs (stopped at exec: nothing is mapped yet). */
-		nlibs = 0;
 		snprintf(link, sizeof(link), "/proc/%u/maps", p->pid);
 		f = fopen(link, "re");
-		while (f && fgets(line, sizeof(line), f) && nlibs < 16) {
+		while (f && fgets(line, sizeof(line), f)) {
 			char *path = strchr(line, '/'), *base, *nl;
+			bool runtime;
 
 			if (!path)
 				continue;
@@ -672,35 +723,30 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 				continue;
 			}
 			/* <stackpulse/span.h> markers may be in any library */
-			if (!sp_bs_runtime_lib_name(base) &&
-			    !((c->o->modes & SP_SPANS_USDT) && strstr(base, ".so")))
-				continue;
-			for (i = 0; i < nlibs; i++)
-				if (!strcmp(libs[i], path))
-					break;
-			if (i == nlibs)
-				snprintf(libs[nlibs++], sizeof(libs[0]), "%s", path);
+			runtime = sp_bs_runtime_lib_name(base);
+			if (runtime || ((c->o->modes & SP_SPANS_USDT) && strstr(base, ".so")))
+				lib_add(&libs, path, runtime);
 		}
 		if (f)
 			fclose(f);
+		if (libs.cut)
+			sp_info("spans: pid %u maps more than %d libraries: <stackpulse/span.h> "
+				"markers in the others are not attached", p->pid, SP_BS_LIBS_MAX);
 		/* stopped at exec, only the executable and ld.so are mapped */
 		if (!p->attached) {
 			char (*need)[4096] = sp_xmalloc(16 * sizeof(*need));
 			int nn = sp_spans_needed_libs(p->exe, c->o->modes & SP_SPANS_USDT, need, 16), k;
 
-			for (k = 0; k < nn && nlibs < 16; k++) {
-				for (i = 0; i < nlibs; i++)
-					if (!strcmp(libs[i], need[k]))
-						break;
-				if (i == nlibs)
-					memcpy(libs[nlibs++], need[k], sizeof(need[k]));
-			}
+			for (k = 0; k < nn; k++)
+				lib_add(&libs, need[k], sp_bs_runtime_lib_name(strrchr(need[k], '/') + 1));
 			free(need);
 		}
-		for (i = 0; i < nlibs; i++)
-			if (!sp_bs_host_path(c, p->pid, libs[i], host, sizeof(host)))
+		for (i = 0; i < libs.n; i++) {
+			if (!sp_bs_host_path(c, p->pid, libs.path[i], host, sizeof(host)))
 				attach_bin(c, p, host, sp_bs_providers_cached(host));
-		free(libs);
+			free(libs.path[i]);
+		}
+		free(libs.path);
 	}
 	sp_bs_attach_funcs(c, p);
 	sp_bs_announce(c, p);

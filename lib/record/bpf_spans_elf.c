@@ -95,9 +95,20 @@ int sp_spans_runtime_libs(const char *exe, char paths[][4096], int n)
 	return sp_spans_needed_libs(exe, false, paths, n);
 }
 
+static bool other_lib_name(const char *name)
+{
+	return !sp_bs_runtime_lib_name(name);
+}
+
+/* The runtimes' libraries first: a program that needs more libraries than
+ * the caller takes must not lose libruby or libpython to the cut. */
 int sp_spans_needed_libs(const char *exe, bool all, char paths[][4096], int n)
 {
-	return sp_elf_needed_libs(exe, all ? NULL : sp_bs_runtime_lib_name, paths, n);
+	int k = sp_elf_needed_libs(exe, sp_bs_runtime_lib_name, paths, n);
+
+	if (all && k < n)
+		k += sp_elf_needed_libs(exe, other_lib_name, paths + k, n - k);
+	return k;
 }
 
 void sp_spans_runtime_version(const char *path, int runtime, char *buf, size_t size)

@@ -231,6 +231,23 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 	}
 }
 
+/* A runtime found in p and none of its spans: a process without working
+ * probes, in the spool (lost, what=unprobed, its pid), once. */
+int sp_bs_emit_unprobed(struct bs_ctx *c, struct bs_proc *p, uint64_t time)
+{
+	struct sp_record l = { .kind = SP_REC_LOST };
+
+	if (p->no_spans)
+		return 0;
+	p->no_spans = true;
+	l.lost.time = time;
+	l.lost.start = time;
+	l.lost.what = SP_LOST_UNPROBED;
+	l.lost.count = 1;
+	l.lost.pid = p->pid;
+	return c->out->emit(c->out->ctx, &l);
+}
+
 /* SP_REC_PROBE records (and a line on stderr) for what p has attached. */
 int sp_bs_emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool only_if_hit)
 {
@@ -294,20 +311,8 @@ int sp_bs_emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool o
 			c->idle++;
 		}
 	}
-	/* a runtime found and none of its spans: a process without working
-	 * probes, in the spool (lost, what=unprobed, its pid) */
-	if (dead && !p->no_spans) {
-		struct sp_record l = { .kind = SP_REC_LOST };
-
-		p->no_spans = true;
-		l.lost.time = time;
-		l.lost.start = time;
-		l.lost.what = SP_LOST_UNPROBED;
-		l.lost.count = 1;
-		l.lost.pid = p->pid;
-		if (c->out->emit(c->out->ctx, &l))
-			return -1;
-	}
+	if (dead && sp_bs_emit_unprobed(c, p, time))
+		return -1;
 	if (sp_verbose)
 		sp_info("%s", line);
 	return 0;

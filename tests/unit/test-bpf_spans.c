@@ -121,6 +121,50 @@ static void test_bpf_spans_runtime_libs(void)
 	CHECK_EQ_U(sp_spans_runtime_libs("/nonexistent", libs, 4), 0);
 }
 
+/* An executable needing 20 other libraries before libruby: the runtime's
+ * library is never the one a cap of 16 cuts. */
+static void test_bpf_spans_needed_libs_runtime_first(void)
+{
+	static const char *const others[] = {
+		"m", "z", "gmp", "crypt", "bz2", "lzma", "elf", "dw", "ffi", "ssl", "crypto",
+		"expat", "zstd", "yaml-0", "readline", "ncursesw", "tinfo", "sqlite3", "uuid", "cap",
+	};
+	char dir[] = "/tmp/sp-test-needed-XXXXXX", cmd[8192], exe[64], (*libs)[4096];
+	size_t i, len;
+	int n;
+
+	if (access(LIBRUBY, R_OK) || system("command -v cc > /dev/null 2>&1") ||
+	    !mkdtemp(dir)) {
+		printf("# skipped: needs Debian's ruby3.1 and a C compiler\n");
+		return;
+	}
+	snprintf(exe, sizeof(exe), "%s/needs", dir);
+	len = (size_t)snprintf(cmd, sizeof(cmd), "printf 'int main(void) { return 0; }' | "
+			       "cc -x c -o %s - -x none -Wl,--no-as-needed", exe);
+	for (i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		len += (size_t)snprintf(cmd + len, sizeof(cmd) - len,
+					" $(ls /usr/lib/x86_64-linux-gnu/lib%s.so.* | head -1)",
+					others[i]);
+	snprintf(cmd + len, sizeof(cmd) - len, " " LIBRUBY " 2>/dev/null");
+	if (system(cmd)) {
+		printf("# skipped: cannot link a program with 21 libraries\n");
+		rmdir(dir);
+		return;
+	}
+	libs = malloc(16 * sizeof(*libs));
+	n = sp_spans_needed_libs(exe, true, libs, 16);
+	CHECK_EQ_U(n, 16);
+	CHECK(n >= 1 && !strncmp(libs[0], LIBRUBY, strlen(LIBRUBY)));
+	for (i = 1; i < (size_t)n; i++)
+		CHECK(!strstr(libs[i], "libruby"));
+	n = sp_spans_needed_libs(exe, false, libs, 16);
+	CHECK_EQ_U(n, 1);
+	CHECK(sp_spans_file_has_probes(SP_SPANS_RUBY, exe));
+	free(libs);
+	unlink(exe);
+	rmdir(dir);
+}
+
 static void test_bpf_spans_runtime_version(void)
 {
 	char v[32], want[32] = "";
@@ -706,6 +750,7 @@ int main(void)
 	TAP_RUN(test_bpf_spans_split_func);
 	TAP_RUN(test_bpf_spans_elf_providers);
 	TAP_RUN(test_bpf_spans_runtime_libs);
+	TAP_RUN(test_bpf_spans_needed_libs_runtime_first);
 	TAP_RUN(test_bpf_spans_runtime_version);
 	TAP_RUN(test_bpf_spans_setup_env);
 	TAP_RUN(test_bpf_spans_usdt_parse_args);

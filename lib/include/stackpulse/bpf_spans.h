@@ -132,7 +132,8 @@ bool sp_spans_file_has_probes(unsigned int modes, const char *path);
  * standard directories) into paths[], at most n. Returns how many. */
 int sp_spans_runtime_libs(const char *exe, char paths[][4096], int n);
 /* The same for every library it needs directly when all is true (for
- * <stackpulse/span.h> markers in libraries), at most 16 of them. */
+ * <stackpulse/span.h> markers in libraries), at most n, the runtimes'
+ * libraries first. */
 int sp_spans_needed_libs(const char *exe, bool all, char paths[][4096], int n);
 /* A runtime's version read from its binary ("3.1.2"), or "" when unknown. */
 void sp_spans_runtime_version(const char *path, int runtime, char *buf, size_t size);
