@@ -448,6 +448,38 @@ C
 1000 outer"
 }
 
+@test "sp-record --spans with libbpf's USDT links (older kernels' path, SP_USDT_LINKS=1): the Ruby tree from Ruby's own probes, the C markers' tree" {
+	require_ruby
+	# libruby is a shared library: libbpf is given a descriptor's name for
+	# it, and the fork child of calls.rb gets its parent's links
+	SP_USDT_LINKS=1 STACKPULSE_RUBY_HOOK=c run -0 --separate-stderr sp-record -v --spans=ruby \
+		-o "$OUT" -- ruby "$RUBY_FIX"
+	assert_ruby_tree
+	run -0 probe_hits "ruby:method__entry"
+	(( output >= 10 ))
+	[[ "$stderr" != *"cannot attach"* ]] || fail "$stderr"
+	[ -x "$SP_EXAMPLES/spans_c" ] || skip "build/examples/spans_c not built"
+	SP_USDT_LINKS=1 run -0 sp-record --spans=usdt -o "$OUT" -- "$SP_EXAMPLES/spans_c"
+	assert_c_marker_tree
+}
+
+@test "sp-record --span-func: a binary made a FIFO during the recording is never opened to block on: the program runs, sp-record ends" {
+	require_root
+	local dir=$BATS_TEST_TMPDIR/d
+	mkdir "$dir"
+	printf '%s\n' '__attribute__((noinline)) long outer(long x) { __asm__ volatile("" ::: "memory"); return x + 1; }' \
+		'int main(void) { long s = 0; for (int i = 0; i < 1000; i++) s = outer(s); return s != 1000; }' |
+		cc -O1 -x c -o "$dir/prog" - || skip "no C compiler"
+	cp "$dir/prog" "$dir/prog.real"
+	# the path --span-func named becomes a FIFO, then the copy is run: its
+	# image gets the uprobes of the path, which must not be opened
+	run --separate-stderr timeout -k 10 60 sp-record --no-samples --spans=none \
+		--span-func="$dir/prog:outer" -o "$OUT" -- \
+		sh -c 'rm "$1" && mkfifo "$1" && exec "$1.real"' sh "$dir/prog"
+	[ "$status" = 0 ] || fail "status $status (124: sp-record blocked on the FIFO): $stderr"
+	sp-decode "$OUT" > /dev/null
+}
+
 @test "sp-record --spans=usdt: markers with generic operands (C++) give the same tree as the fixed registers of C" {
 	require_root
 	prog=$SP_EXAMPLES/spans_cxx

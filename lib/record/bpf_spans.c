@@ -623,6 +623,9 @@ struct sp_source *sp_spans_source_new(const struct sp_spans_opts *o)
 	sp_span_rings_init(&c->rings);	/* our claim on the rings we read */
 	c->rings_unread = getenv("SP_SPAN_RINGS_UNREAD") &&
 			  !strcmp(getenv("SP_SPAN_RINGS_UNREAD"), "1");
+	/* for the tests: libbpf's USDT links, as a kernel without
+	 * uprobe_multi links gets (docs/spans.md) */
+	c->no_multi = getenv("SP_USDT_LINKS") && !strcmp(getenv("SP_USDT_LINKS"), "1");
 	pthread_mutex_init(&c->bpf_lock, NULL);
 	pthread_mutex_init(&c->rq_lock, NULL);
 	pthread_cond_init(&c->rq_cond, NULL);

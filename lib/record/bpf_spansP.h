@@ -99,7 +99,10 @@ struct bs_att {
 struct bs_func {
 	char *bin;
 	char *name;
-	unsigned int skip;	/* bytes after the symbol where the uprobe goes */
+	/* the uprobe's file offset (the symbol's, past entry_skip()): libbpf is
+	 * given the offset, not the name, so that it never opens the file
+	 * itself (a path another user may have made a FIFO since) */
+	uint64_t off;
 	uint64_t name_id, bin_id, base_id;	/* interned strings */
 };
 

@@ -776,14 +776,14 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 			child->att[child->natt - 1]->shared = true;
 			continue;
 		} else if (a->probe == SP_PR_UPROBE_ENTRY || a->probe == SP_PR_UPROBE_RETURN) {
-			LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = c->funcs[a->func].name,
+			LIBBPF_OPTS(bpf_uprobe_opts, uo,
 				    .bpf_cookie = (uint64_t)child->gen << 32 | a->func,
 				    .retprobe = a->probe == SP_PR_UPROBE_RETURN);
 
 			prog = uo.retprobe ? sk->progs.on_func_return : sk->progs.on_func_entry;
 			pthread_mutex_lock(&c->bpf_lock);
 			l = bpf_program__attach_uprobe_opts(prog, child->pid, a->bin,
-							    c->funcs[a->func].skip, &uo);
+							    c->funcs[a->func].off, &uo);
 			pthread_mutex_unlock(&c->bpf_lock);
 		} else if (a->group) {	/* markers in one link: the same, once */
 			uint32_t probes[16];

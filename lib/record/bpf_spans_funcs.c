@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf_spansP.h"
+#include "elf/dynamic.h"
 #include "elf/elffile.h"
 #include "launch.h"
 #include "sp.h"
@@ -108,9 +109,11 @@ int sp_bs_resolve_funcs(struct bs_ctx *c)
 					const char *name;
 					size_t q;
 					bool dup = false;
+					int64_t off;
 
 					if (!gelf_getsym(d, j, &st) || st.st_shndx == SHN_UNDEF ||
-					    GELF_ST_TYPE(st.st_info) != STT_FUNC || !st.st_value)
+					    GELF_ST_TYPE(st.st_info) != STT_FUNC || !st.st_value ||
+					    (off = sp_elf_va_to_offset(e, st.st_value, true)) < 0)
 						continue;
 					name = elf_strptr(e, sh.sh_link, st.st_name);
 					if (!name || fnmatch(pat, name, 0))
@@ -131,7 +134,7 @@ int sp_bs_resolve_funcs(struct bs_ctx *c)
 						sizeof(*c->funcs));
 					c->funcs[c->nfuncs].bin = sp_xstrdup(full);
 					c->funcs[c->nfuncs].name = sp_xstrdup(name);
-					c->funcs[c->nfuncs].skip = entry_skip(e, &st);
+					c->funcs[c->nfuncs].off = (uint64_t)off + entry_skip(e, &st);
 					c->nfuncs++;
 				}
 			}
@@ -149,13 +152,12 @@ void sp_bs_attach_funcs(struct bs_ctx *c, struct bs_proc *p)
 	size_t i;
 
 	for (i = 0; i < c->nfuncs; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = c->funcs[i].name,
-			    .bpf_cookie = (uint64_t)p->gen << 32 | i);
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = (uint64_t)p->gen << 32 | i);
 		struct bpf_link *l;
 
 		pthread_mutex_lock(&c->bpf_lock);
 		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_func_entry, p->pid,
-						    c->funcs[i].bin, c->funcs[i].skip, &uo);
+						    c->funcs[i].bin, c->funcs[i].off, &uo);
 		pthread_mutex_unlock(&c->bpf_lock);
 		if (!l)
 			continue;
@@ -163,7 +165,7 @@ void sp_bs_attach_funcs(struct bs_ctx *c, struct bs_proc *p)
 		uo.retprobe = true;
 		pthread_mutex_lock(&c->bpf_lock);
 		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_func_return, p->pid,
-						    c->funcs[i].bin, c->funcs[i].skip, &uo);
+						    c->funcs[i].bin, c->funcs[i].off, &uo);
 		pthread_mutex_unlock(&c->bpf_lock);
 		if (l)
 			sp_bs_att_add(p, SP_PR_UPROBE_RETURN, i, c->funcs[i].bin,

@@ -27,6 +27,7 @@
 
 #include "bpf_spansP.h"
 #include "elf/usdt.h"
+#include "safefile.h"
 #include "sp.h"
 
 /*
@@ -43,7 +44,10 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 			  uint32_t probe, bool quiet)
 {
 	LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = (uint64_t)p->gen << 32 | probe);
+	const char *why = NULL;
+	char fdname[32];
 	struct bpf_link *l;
+	int fd = -1, e;
 
 	if (__atomic_load_n(&c->usdt_live, __ATOMIC_RELAXED) >= SP_SPANS_USDT_LIVE) {
 		if (!c->usdt_full)
@@ -57,12 +61,28 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 		}
 		return -1;
 	}
+	/* libbpf opens and reads the file it is given: a path another user
+	 * may have made a FIFO or a link since it was checked would hold this
+	 * thread (and the processes stopped for it) or name another file, so
+	 * it gets a checked descriptor's name, as a container's files have
+	 * (bpf_spans_root.c) */
+	if (strncmp(bin, "/proc/self/fd/", 14)) {
+		fd = sp_safe_open(AT_FDCWD, bin, NULL, NULL, &why);
+		if (fd < 0) {
+			if (!quiet)
+				sp_warn("pid %u: cannot attach %s:%s in '%s': %s", p->pid, provider,
+					name, bin, why ? why : strerror(errno));
+			return -1;
+		}
+		snprintf(fdname, sizeof(fdname), "/proc/self/fd/%d", fd);
+	}
 	pthread_mutex_lock(&c->bpf_lock);
-	l = bpf_program__attach_usdt(prog, p->pid, bin, provider, name, &uo);
+	l = bpf_program__attach_usdt(prog, p->pid, fd >= 0 ? fdname : bin, provider, name, &uo);
+	e = errno;
 	pthread_mutex_unlock(&c->bpf_lock);
+	if (fd >= 0)
+		close(fd);	/* the uprobes hold the inode */
 	if (!l) {
-		int e = errno;
-
 		if (e == ESRCH || quiet)
 			return -1;	/* the process is gone */
 		sp_warn("pid %u: cannot attach %s:%s in '%s': %s", p->pid, provider, name, bin,
