@@ -13,7 +13,8 @@
 #           docker.io beside it (its daemon is not started by the package
 #           here: the Docker tests start dockerd themselves, without
 #           iptables or a bridge);
-#           faketime, with which the flight recorder test sets the clock back
+#           faketime, with which the flight recorder test sets the clock back;
+#           dwz, which makes the shared DWARF files sp-symbolize's tests read
 set -e
 PKGS="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev
 libjansson-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
@@ -22,7 +23,7 @@ elfutils binutils ruby python3 linux-perf strace hyperfine libiberty-dev jq g++
 libxml2-utils ruby-dev python3-dev libdebuginfod-dev"
 if [ "${1:-}" = --test ]; then
 	PKGS="$PKGS chromium time valgrind golang-go debuginfod podman runc docker.io
-faketime"
+faketime dwz"
 fi
 missing=
 for p in $PKGS; do

@@ -463,7 +463,7 @@ C
 	assert_c_marker_tree
 }
 
-@test "sp-record --span-func: a binary made a FIFO during the recording is never opened to block on: the program runs, sp-record ends" {
+@test "sp-record --span-func: a binary made a FIFO during the recording is never opened to block on, another file put at its path gets no probes" {
 	require_root
 	local dir=$BATS_TEST_TMPDIR/d
 	mkdir "$dir"
@@ -478,6 +478,19 @@ C
 		sh -c 'rm "$1" && mkfifo "$1" && exec "$1.real"' sh "$dir/prog"
 	[ "$status" = 0 ] || fail "status $status (124: sp-record blocked on the FIFO): $stderr"
 	sp-decode "$OUT" > /dev/null
+	# another file at the path (a copy: the same offsets) gets no probes:
+	# they are the file's that was read at the start, whose offsets they are
+	rm "$dir/prog"
+	cp "$dir/prog.real" "$dir/prog"
+	run --separate-stderr -0 timeout -k 10 60 sp-record --no-samples --spans=none \
+		--span-func="$dir/prog:outer" -o "$OUT" -- \
+		sh -c 'cp "$1" "$1.new" && mv "$1.new" "$1" && exec "$1"' sh "$dir/prog"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | .method' | grep -c '^outer\$' || true"
+	assert_output 0
+	# and the file itself does (the control)
+	run -0 sp-record --no-samples --spans=none --span-func="$dir/prog:outer" -o "$OUT" -- "$dir/prog"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | .method' | grep -c '^outer\$'"
+	assert_output 1000
 }
 
 @test "sp-record --spans=usdt: markers with generic operands (C++) give the same tree as the fixed registers of C" {

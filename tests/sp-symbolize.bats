@@ -115,6 +115,44 @@ syms() {
 	assert_output --partial "|0|main|"
 }
 
+@test "sp-symbolize: DWARF that dwz shared out is read through its shared file; that file made a FIFO or another one is refused at once, the symbol table names" {
+	require_cmd dwz
+	local a b want
+	# (a.plain: the same binary before dwz, which addr2line reads)
+	(cd "$T" && gcc -O1 -g -o a "$FIXTURES/inl.c" && gcc -O1 -g -DVARIANT=1 -o b "$FIXTURES/inl.c" &&
+		cp a a.plain && dwz -m common.debug -M "$T/common.debug" a b) || skip "dwz made no shared file"
+	# the layout this is about: units that refer to the shared file
+	readelf -S "$T/a" | grep -q gnu_debugaltlink || skip "dwz left no .gnu_debugaltlink"
+	readelf --debug-dump=info "$T/a" 2>/dev/null | grep -q "alt" || skip "no unit refers to the shared file"
+	a=$(fn_addr "$T/a" main)
+	want=$(addr2line -e "$T/a.plain" "$a" | sed 's|.*/||')
+	[[ "$want" == inl.c:[1-9]* ]] || fail "addr2line: $want"
+	stream "$T/a" "$(buildid "$T/a")" 0x1 "$a" > "$T/in.jsonl"
+	run --separate-stderr -0 sp-symbolize --no-cache --no-system-debug --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	run -0 syms "$T/out.jsonl"
+	assert_output --partial "|0|main|$want|"
+	# the path the binary names is its author's: a FIFO there
+	mv "$T/common.debug" "$T/common.real"
+	mkfifo "$T/common.debug"
+	run --separate-stderr timeout -k 10 60 sp-symbolize --no-cache --no-system-debug --format json \
+		-o "$T/out.jsonl" "$T/in.jsonl"
+	[ "$status" = 0 ] || fail "status $status (124: it waited on the FIFO): $stderr"
+	assert_equal "$(grep -c "'$T/a': DWARF not used: the shared DWARF file .*: '$T/common.debug'" <<<"$stderr")" 1
+	run -0 syms "$T/out.jsonl"
+	assert_output --partial "|0|main|??:0|"
+	# another shared file in its place (not the build-id the link names)
+	rm "$T/common.debug"
+	printf '%s\n' 'struct other { int a; long b; };' 'int use(struct other *o) { return o->a; }' \
+		'int main(void) { struct other o = { 1, 2 }; return use(&o) - 1; }' > "$T/other.c"
+	(cd "$T" && gcc -O1 -g -o c other.c && gcc -O1 -g -DX=1 -o d other.c &&
+		dwz -m other.debug -M "$T/common.debug" c d && mv other.debug common.debug) ||
+		skip "dwz made no shared file of other.c"
+	run --separate-stderr -0 sp-symbolize --no-cache --no-system-debug --format json -o "$T/out.jsonl" "$T/in.jsonl"
+	[[ "$stderr" == *"'$T/a': DWARF not used: the shared DWARF file"* ]] || fail "$stderr"
+	run -0 syms "$T/out.jsonl"
+	assert_output --partial "|0|main|??:0|"
+}
+
 @test "sp-symbolize: an inline level is flagged inline and from DWARF, the function it sits in is not" {
 	local bin=$T/inl
 	build_c "$bin"

@@ -522,8 +522,12 @@ void sp_bs_ctx_release(struct bs_ctx *c)
 	for (i = 0; i < c->nfuncs; i++) {
 		free(c->funcs[i].bin);
 		free(c->funcs[i].name);
+		free(c->funcs[i].attach);
 	}
 	free(c->funcs);
+	for (i = 0; i < c->nfunc_fds; i++)
+		close(c->func_fds[i]);
+	free(c->func_fds);
 	ring_buffer__free(c->rb);
 	sp_spans__destroy(c->skel);
 }

@@ -103,6 +103,10 @@ struct bs_func {
 	 * given the offset, not the name, so that it never opens the file
 	 * itself (a path another user may have made a FIFO since) */
 	uint64_t off;
+	/* the name the uprobes are given: "/proc/self/fd/N" of the file read
+	 * at the start, kept open (c->func_fds), so that a file put at the
+	 * path since gets no breakpoint at an offset that is not its own */
+	char *attach;
 	uint64_t name_id, bin_id, base_id;	/* interned strings */
 };
 
@@ -140,6 +144,8 @@ struct bs_proc {
 	bool attached;			/* running before the recording (-p): no activator */
 	bool late;			/* the command's, found running when the BPF
 					 * object came (--spans=auto, deferred) */
+	bool py_none;			/* a Python attached with neither hook nor USDT
+					 * probes: announced with mode "none" */
 	bool no_spans;			/* a runtime whose spans never came: counted */
 	bool gone_seen;			/* exited: forget_gone() saw it once */
 	bool untracked;			/* tracked for a process it was not
@@ -178,6 +184,8 @@ struct bs_ctx {
 	struct sp_u64map by_pid;	/* pid -> index + 1 of the live process */
 	struct bs_func *funcs;
 	size_t nfuncs, cfuncs;
+	int *func_fds;			/* the --span-func files, open to the end */
+	size_t nfunc_fds, cfunc_fds;
 	uint64_t last_poll_ns;
 	uint64_t addr_strs;		/* new strings str_from_user() made */
 	uint64_t addr_live;		/* by_addr of the processes known */

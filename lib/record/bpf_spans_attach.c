@@ -385,9 +385,6 @@ void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
 	sp_bs_attach_any(c, p, multi, prog, bin, "ruby", "cmethod__return", SP_PR_RUBY_CMETHOD_RETURN);
 }
 
-static int emit_runtime(struct bs_ctx *c, struct bs_proc *p, int rt, const char *lib,
-			const char *mode);
-
 /*
  * A Python attached with -p that has no hook loaded (started without the
  * activator). One with USDT probes (Debian's): CPython 3.11 fires
@@ -395,20 +392,15 @@ static int emit_runtime(struct bs_ctx *c, struct bs_proc *p, int rt, const char 
  * debugger), and function__return on every return all the same, which
  * alone makes no span; so its return probe waits for its first entry
  * (decode_mark()). One without (pyenv's, built without --with-dtrace) has
- * nothing to attach at all: its runtime record says mode "none", and a
- * lost record (what=unprobed) counts it. Said once.
+ * nothing to attach at all: sp_bs_announce() writes its runtime record with
+ * mode "none" and a lost record (what=unprobed) that counts it, once its
+ * pid is known to be the process looked at (-a, -p's descendants). Said
+ * once.
  */
-static void py_without_hook(struct bs_ctx *c, struct bs_proc *p, const char *bin, bool usdt)
+static void py_without_hook_said(const struct bs_proc *p, bool usdt)
 {
 	static bool said;
 
-	if (usdt)
-		p->ret_pending = true;
-	else if (!(p->announced & SP_SPANS_PYTHON)) {
-		emit_runtime(c, p, SP_RT_PYTHON, bin, "none");
-		sp_bs_emit_unprobed(c, p, sp_now_mono_ns());
-		p->announced |= SP_SPANS_PYTHON;
-	}
 	if (said)
 		return;
 	said = true;
@@ -420,6 +412,17 @@ static void py_without_hook(struct bs_ctx *c, struct bs_proc *p, const char *bin
 		     : " (it has no USDT probes either, as pyenv's builds have none)",
 		sp_proc_other_mnt_ns(p->pid) ? "; it runs in another mount namespace (a "
 		"container): the activator has to be in its image (docs/containers.md)" : "");
+}
+
+static void py_without_hook(struct bs_proc *p, const char *bin, bool usdt)
+{
+	if (!usdt) {
+		p->py_none = true;
+		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
+		return;
+	}
+	p->ret_pending = true;
+	py_without_hook_said(p, true);
 }
 
 /*
@@ -488,7 +491,7 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
 			any = true;
 		} else if (p->attached) {
-			py_without_hook(c, p, bin, false);
+			py_without_hook(p, bin, false);
 		}
 	}
 	if ((provs & SP_SPANS_PYTHON) && (m & (SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT))) {
@@ -498,7 +501,7 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			sp_bs_attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
 					 bin, "python", "function__entry", SP_PR_PY_FUNCTION_ENTRY);
 			if (p->attached)
-				py_without_hook(c, p, bin, true);
+				py_without_hook(p, bin, true);
 			else
 				sp_bs_attach_any(c, p, sk->progs.on_py_function_multi,
 						 sk->progs.on_py_function, bin, "python",
@@ -582,6 +585,12 @@ void sp_bs_announce(struct bs_ctx *c, struct bs_proc *p)
 		emit_runtime(c, p, SP_RT_RUBY, p->rlib[0], mode);
 		p->announced |= SP_SPANS_RUBY;
 	}
+	if (p->py_none && !(p->runtimes & SP_SPANS_PYTHON) && !(p->announced & SP_SPANS_PYTHON)) {
+		py_without_hook_said(p, false);
+		emit_runtime(c, p, SP_RT_PYTHON, p->rlib[1], "none");
+		sp_bs_emit_unprobed(c, p, sp_now_mono_ns());
+		p->announced |= SP_SPANS_PYTHON;
+	}
 	if ((p->runtimes & SP_SPANS_PYTHON) && !(p->announced & SP_SPANS_PYTHON)) {
 		bool audit = sp_bs_has_probe(p, SP_PR_PY_AUDIT) || sp_bs_has_probe(p, SP_PR_PY_HOOK_AUDIT);
 
@@ -640,17 +649,22 @@ void sp_bs_scan_libs(struct bs_ctx *c, struct bs_proc *p)
 /*
  * The libraries a running process maps that may have probes, once each:
  * every libruby and libpython (at most SP_BS_RUNTIME_LIBS_MAX), and with
- * --spans=usdt every other .so (at most SP_BS_LIBS_MAX, said once when a
- * process maps more). The maps list files by address, which ASLR shuffles:
- * a Python that imported a few extension modules maps a dozen .so files
- * above its libpython, so no cap may take the runtime's place.
+ * --spans=usdt up to SP_BS_LIBS_MAX other .so files (said once per process
+ * when it maps more: each costs an ELF read, and a container's a kept
+ * descriptor of the recording's SP_BS_ROOT_FILES). The maps list files by
+ * address, which ASLR shuffles: a Python that imported a dozen extension
+ * modules maps them before its libpython, so the runtimes' libraries have
+ * a cap of their own and are attached first.
  */
 #define SP_BS_RUNTIME_LIBS_MAX	16
-#define SP_BS_LIBS_MAX		256
+#define SP_BS_LIBS_MAX		16
 struct lib_list {
-	char **path;
+	struct {
+		char *path;
+		bool runtime;
+	} *lib;
 	size_t n, cap, runtimes, others;
-	bool cut;
+	bool cut_runtimes, cut_others;
 };
 
 static void lib_add(struct lib_list *l, const char *path, bool runtime)
@@ -658,18 +672,50 @@ static void lib_add(struct lib_list *l, const char *path, bool runtime)
 	size_t i;
 
 	for (i = 0; i < l->n; i++)
-		if (!strcmp(l->path[i], path))
+		if (!strcmp(l->lib[i].path, path))
 			return;
 	if (runtime ? l->runtimes >= SP_BS_RUNTIME_LIBS_MAX : l->others >= SP_BS_LIBS_MAX) {
-		l->cut = true;
+		*(runtime ? &l->cut_runtimes : &l->cut_others) = true;
 		return;
 	}
-	sp_grow(&l->path, &l->cap, l->n + 1, sizeof(*l->path));
-	l->path[l->n++] = sp_xstrdup(path);
+	sp_grow(&l->lib, &l->cap, l->n + 1, sizeof(*l->lib));
+	l->lib[l->n].path = sp_xstrdup(path);
+	l->lib[l->n++].runtime = runtime;
 	if (runtime)
 		l->runtimes++;
 	else
 		l->others++;
+}
+
+/* Attach what the libraries of l have for p, the runtimes' first; a
+ * library not named as a runtime's gets only its <stackpulse/span.h>
+ * markers (as sp_bs_scan_libs() gives a dlopen()ed one). Frees l. */
+static void lib_attach(struct bs_ctx *c, struct bs_proc *p, struct lib_list *l)
+{
+	char host[PATH_MAX];
+	size_t i;
+	int pass, provs;
+
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < l->n; i++) {
+			if (l->lib[i].runtime != !pass ||
+			    sp_bs_host_path(c, p->pid, l->lib[i].path, host, sizeof(host)))
+				continue;
+			provs = sp_bs_providers_cached(host);
+			if (!l->lib[i].runtime)
+				provs &= SP_SPANS_USDT | SP_SPANS_USDT_REGS;
+			attach_bin(c, p, host, provs);
+		}
+	for (i = 0; i < l->n; i++)
+		free(l->lib[i].path);
+	free(l->lib);
+	if (l->cut_runtimes)
+		sp_info("spans: pid %u maps more than %d libruby or libpython libraries: the "
+			"others get no probes", p->pid, SP_BS_RUNTIME_LIBS_MAX);
+	if (l->cut_others)
+		sp_info("spans: pid %u maps more than %d other libraries: <stackpulse/span.h> "
+			"markers in the others are attached only if one is loaded later "
+			"(dlopen)", p->pid, SP_BS_LIBS_MAX);
 }
 
 /* Attach everything for the image process p runs now. */
@@ -679,7 +725,6 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 	struct lib_list libs = { 0 };
 	bool unreached;
 	ssize_t n;
-	size_t i;
 	FILE *f;
 
 	snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
@@ -729,9 +774,6 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 		}
 		if (f)
 			fclose(f);
-		if (libs.cut)
-			sp_info("spans: pid %u maps more than %d libraries: <stackpulse/span.h> "
-				"markers in the others are not attached", p->pid, SP_BS_LIBS_MAX);
 		/* stopped at exec, only the executable and ld.so are mapped */
 		if (!p->attached) {
 			char (*need)[4096] = sp_xmalloc(16 * sizeof(*need));
@@ -741,12 +783,7 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 				lib_add(&libs, need[k], sp_bs_runtime_lib_name(strrchr(need[k], '/') + 1));
 			free(need);
 		}
-		for (i = 0; i < libs.n; i++) {
-			if (!sp_bs_host_path(c, p->pid, libs.path[i], host, sizeof(host)))
-				attach_bin(c, p, host, sp_bs_providers_cached(host));
-			free(libs.path[i]);
-		}
-		free(libs.path);
+		lib_attach(c, p, &libs);
 	}
 	sp_bs_attach_funcs(c, p);
 	sp_bs_announce(c, p);
@@ -782,7 +819,8 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 
 			prog = uo.retprobe ? sk->progs.on_func_return : sk->progs.on_func_entry;
 			pthread_mutex_lock(&c->bpf_lock);
-			l = bpf_program__attach_uprobe_opts(prog, child->pid, a->bin,
+			l = bpf_program__attach_uprobe_opts(prog, child->pid,
+							    c->funcs[a->func].attach,
 							    c->funcs[a->func].off, &uo);
 			pthread_mutex_unlock(&c->bpf_lock);
 		} else if (a->group) {	/* markers in one link: the same, once */
@@ -825,6 +863,7 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 	child->runtimes = parent->runtimes;
 	child->cm_pending = parent->cm_pending;
 	child->ret_pending = parent->ret_pending;
+	child->py_none = parent->py_none;
 	child->attached = parent->attached;
 	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));
 	if (probes)	/* not a vfork child: it runs no code of the image */

@@ -4,6 +4,7 @@
  * globs resolved into functions of the ELF files (their symbol tables),
  * and the uprobe and uretprobe pair each process image gets per function.
  */
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <gelf.h>
 #include <limits.h>
@@ -63,7 +64,8 @@ int sp_bs_resolve_funcs(struct bs_ctx *c)
 		Elf_Scn *scn = NULL;
 		GElf_Shdr sh;
 		size_t matched = 0;
-		int fd;
+		char attach[32];
+		int fd, keep;
 		Elf *e;
 
 		if (sp_spans_split_func(c->o->funcs[k], bin, sizeof(bin), pat, sizeof(pat)))
@@ -93,6 +95,14 @@ int sp_bs_resolve_funcs(struct bs_ctx *c)
 		if (!e)
 			return sp_error_errno("--span-func '%s': cannot read ELF file '%s'",
 					      c->o->funcs[k], full);
+		keep = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		if (keep < 0) {
+			sp_elf_close(e, fd);
+			return sp_error_errno("--span-func '%s': '%s'", c->o->funcs[k], full);
+		}
+		sp_grow(&c->func_fds, &c->cfunc_fds, c->nfunc_fds + 1, sizeof(*c->func_fds));
+		c->func_fds[c->nfunc_fds++] = keep;
+		snprintf(attach, sizeof(attach), "/proc/self/fd/%d", keep);
 		/* .symtab if present, else .dynsym */
 		for (int pass = 0; pass < 2 && !matched; pass++) {
 			scn = NULL;
@@ -134,6 +144,7 @@ int sp_bs_resolve_funcs(struct bs_ctx *c)
 						sizeof(*c->funcs));
 					c->funcs[c->nfuncs].bin = sp_xstrdup(full);
 					c->funcs[c->nfuncs].name = sp_xstrdup(name);
+					c->funcs[c->nfuncs].attach = sp_xstrdup(attach);
 					c->funcs[c->nfuncs].off = (uint64_t)off + entry_skip(e, &st);
 					c->nfuncs++;
 				}
@@ -157,7 +168,7 @@ void sp_bs_attach_funcs(struct bs_ctx *c, struct bs_proc *p)
 
 		pthread_mutex_lock(&c->bpf_lock);
 		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_func_entry, p->pid,
-						    c->funcs[i].bin, c->funcs[i].off, &uo);
+						    c->funcs[i].attach, c->funcs[i].off, &uo);
 		pthread_mutex_unlock(&c->bpf_lock);
 		if (!l)
 			continue;
@@ -165,7 +176,7 @@ void sp_bs_attach_funcs(struct bs_ctx *c, struct bs_proc *p)
 		uo.retprobe = true;
 		pthread_mutex_lock(&c->bpf_lock);
 		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_func_return, p->pid,
-						    c->funcs[i].bin, c->funcs[i].off, &uo);
+						    c->funcs[i].attach, c->funcs[i].off, &uo);
 		pthread_mutex_unlock(&c->bpf_lock);
 		if (l)
 			sp_bs_att_add(p, SP_PR_UPROBE_RETURN, i, c->funcs[i].bin,

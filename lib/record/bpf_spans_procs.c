@@ -583,7 +583,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->hook_audit = false;	/* the new image's hook asks again */
 		p->cm_pending = false;
 		p->late = p->no_spans = false;
-		p->ret_pending = false;
+		p->ret_pending = p->py_none = false;
 		p->late_probes = 0;
 		p->ppid = 0;
 		sp_bs_spans_state_release(c, p);

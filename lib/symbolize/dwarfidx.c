@@ -13,6 +13,7 @@
 #include <dwarf.h>
 
 #include "demangle.h"
+#include "dwarf_alt.h"
 #include "dwarfidx_part.h"
 
 #define MAX_INFLATED	(2ull << 30)	/* largest decompressed debug section */
@@ -418,7 +419,7 @@ struct sp_dwarfidx *sp_dwarfidx_open(Dwarf *dw, uint64_t text_lo, uint64_t text_
 	struct sp_dwarfidx *x = index_new(dw, text_lo, text_hi, true, bad_units, why);
 
 	if (!x)
-		dwarf_end(dw);
+		sp_dwarf_end(dw);
 	return x;
 }
 
@@ -435,7 +436,7 @@ void sp_dwarfidx_free(struct sp_dwarfidx *x)
 	free(x->cl_search.top);
 	free(x->cu_off);
 	if (x->dw)
-		dwarf_end(x->dw);
+		sp_dwarf_end(x->dw);
 	if (x->release)
 		x->release(x->release_arg);
 	free(x);

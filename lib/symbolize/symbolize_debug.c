@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "buf.h"
+#include "dwarf_alt.h"
 #include "elf/archive.h"
 #include "elf/elffile.h"
 #include "sp.h"
@@ -229,9 +230,9 @@ Dwarf *sp_image_dwarf_open(struct image_file *f)
 		sp_warn("'%s': DWARF not used: %s", f->path, why);
 		return NULL;
 	}
-	dw = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);
+	dw = sp_dwarf_begin(f->elf, f->path, &why);
 	if (!dw && sp_elf_has_section(f->elf, ".debug_info", true))
-		sp_warn("'%s': DWARF not used: %s", f->path, dwarf_errmsg(-1));
+		sp_warn("'%s': DWARF not used: %s", f->path, why);
 	return dw;
 }
 
