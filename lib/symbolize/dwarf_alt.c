@@ -6,8 +6,9 @@
  * debug file's directory) and that file's build-id. libdw opens it lazily,
  * by the build-id under /usr/lib/debug/.build-id/, else by that path, with
  * a plain open() and no build-id check. The binary's author chooses the
- * path: a FIFO there held sp-symbolize forever. So it is looked for in the
- * same places here, opened as any ELF file another user may control
+ * path: a FIFO there held sp-symbolize forever. So it is looked for here,
+ * by the build-id in the debug directories sp-symbolize uses (--debug-dir,
+ * the sysroot's, the system's), then by the name, opened as any ELF file another user may control
  * (sp_elf_open(): a regular file, never waited on, at most 4 GiB), checked
  * against the build-id, and handed to libdw with dwarf_setalt(), which
  * then never looks for it. Without it the file gets no DWARF (its symbol
@@ -23,11 +24,10 @@
 
 #include "dwarf_alt.h"
 #include "elf/elffile.h"
-#include "escape.h"
+#include "dwarfidx.h"
 #include "sp.h"
 
 #define ALT_MAX_SIZE	(4ull << 30)
-#define ALT_DEBUG_DIR	"/usr/lib/debug"
 
 /* The shared files opened, by the Dwarf that refers to them. */
 struct alt {
@@ -39,19 +39,26 @@ static struct alt *alts;
 static size_t nalts, calts;
 static pthread_mutex_t alts_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The file at path opened as the shared file with build-id id (len bytes). */
+/* The file at path opened as the shared file with build-id id (len bytes):
+ * sane as a main file must be (dwarfidx.h), and with no shared file of its
+ * own, which libdw would look for itself (dwz makes none). */
 static Dwarf *alt_open(const char *path, const void *id, size_t len, Elf **elf, int *fd)
 {
-	const void *got;
+	const void *got, *id2;
+	const char *name, *why;
+	Dwarf *dw = NULL;
 	ssize_t n;
-	Dwarf *dw;
 
 	*elf = sp_elf_open(path, SP_ELF_READ, ALT_MAX_SIZE, fd, NULL);
 	if (!*elf)
 		return NULL;
 	n = dwelf_elf_gnu_build_id(*elf, &got);
-	dw = n == (ssize_t)len && !memcmp(got, id, len) ?
-		     dwarf_begin_elf(*elf, DWARF_C_READ, NULL) : NULL;
+	if (n == (ssize_t)len && !memcmp(got, id, len) && sp_dwarfidx_elf_sane(*elf, &why))
+		dw = dwarf_begin_elf(*elf, DWARF_C_READ, NULL);
+	if (dw && dwelf_dwarf_gnu_debugaltlink(dw, &name, &id2) != 0) {
+		dwarf_end(dw);
+		dw = NULL;
+	}
 	if (!dw) {
 		sp_elf_close(*elf, *fd);
 		*elf = NULL;
@@ -60,15 +67,16 @@ static Dwarf *alt_open(const char *path, const void *id, size_t len, Elf **elf, 
 	return dw;
 }
 
-Dwarf *sp_dwarf_begin(Elf *elf, const char *path, const char **why)
+Dwarf *sp_dwarf_begin(Elf *elf, const char *path, const struct sp_dwarf_where *where,
+		      const char **why)
 {
-	static __thread char reason[4 * PATH_MAX + 160];
-	char cand[PATH_MAX * 2 + 64], esc[4 * PATH_MAX];
-	const char *name, *slash;
+	static __thread char reason[2 * PATH_MAX + 160];
+	char cand[PATH_MAX * 2 + 64], hex[2 * 64 + 1];
+	const char *name, *slash, *root = where->sysroot;
 	const uint8_t *id;
 	Dwarf *dw, *alt = NULL;
 	Elf *aelf = NULL;
-	int afd = -1, k;
+	int afd = -1;
 	ssize_t len;
 	size_t i;
 
@@ -82,10 +90,18 @@ Dwarf *sp_dwarf_begin(Elf *elf, const char *path, const char **why)
 	if (len <= 0)
 		return dw;
 	if (len >= 3 && len <= 64) {
-		k = snprintf(cand, sizeof(cand), ALT_DEBUG_DIR "/.build-id/%02x/", id[0]);
-		for (i = 1; i < (size_t)len; i++)
-			k += snprintf(cand + k, sizeof(cand) - (size_t)k, "%02x", id[i]);
-		snprintf(cand + k, sizeof(cand) - (size_t)k, ".debug");
+		for (i = 0; i < (size_t)len; i++)
+			snprintf(hex + 2 * i, 3, "%02x", id[i]);
+		for (i = 0; i < where->ndirs && !alt; i++) {
+			snprintf(cand, sizeof(cand), "%s/.build-id/%.2s/%s.debug", where->dirs[i],
+				 hex, hex + 2);
+			alt = alt_open(cand, id, (size_t)len, &aelf, &afd);
+		}
+	}
+	if (root && !strcmp(root, "/"))
+		root = NULL;
+	if (!alt && name[0] == '/' && root) {
+		snprintf(cand, sizeof(cand), "%s%s", root, name);
 		alt = alt_open(cand, id, (size_t)len, &aelf, &afd);
 	}
 	if (!alt) {
@@ -97,11 +113,10 @@ Dwarf *sp_dwarf_begin(Elf *elf, const char *path, const char **why)
 		alt = alt_open(cand, id, (size_t)len, &aelf, &afd);
 	}
 	if (!alt) {
-		/* the binary's author chose the name: escaped */
-		sp_esc_text(esc, sizeof(esc), cand, strlen(cand), 0);
+		/* (sp_warn() escapes the binary's bytes) */
 		snprintf(reason, sizeof(reason), "the shared DWARF file its units refer to "
 			 "(.gnu_debugaltlink, dwz) is not found, not a regular file or not the "
-			 "one its build-id names: '%s'", esc);
+			 "one its build-id names: '%.*s'", PATH_MAX, cand);
 		*why = reason;
 		dwarf_end(dw);
 		return NULL;
@@ -116,18 +131,23 @@ Dwarf *sp_dwarf_begin(Elf *elf, const char *path, const char **why)
 
 void sp_dwarf_end(Dwarf *dw)
 {
+	struct alt a = { 0 };
 	size_t i;
 
 	if (!dw)
 		return;
-	dwarf_end(dw);
+	/* out of the table before dw is freed: its address may be reused */
 	pthread_mutex_lock(&alts_lock);
 	for (i = 0; i < nalts; i++)
 		if (alts[i].main == dw) {
-			dwarf_end(alts[i].alt);
-			sp_elf_close(alts[i].elf, alts[i].fd);
+			a = alts[i];
 			alts[i] = alts[--nalts];
 			break;
 		}
 	pthread_mutex_unlock(&alts_lock);
+	dwarf_end(dw);
+	if (a.alt) {
+		dwarf_end(a.alt);
+		sp_elf_close(a.elf, a.fd);
+	}
 }

@@ -130,25 +130,36 @@ static int fetch_debug(struct sp_symbolizer *s, struct image *img, struct image_
 	return 0;
 }
 
-static bool find_debug(struct sp_symbolizer *s, struct image *img, struct image_file *f,
-		       struct image_file *dbg)
+/* The directories debug files are looked for in, in order: --debug-dir,
+ * then the sysroot's and the system's /usr/lib/debug (unless
+ * --no-system-debug); *sysdbg (to free) holds the sysroot's. */
+static unsigned int debug_dirs(const struct sp_symbolizer *s, const char **dirs, char **sysdbg)
 {
-	const char *dirs[SP_SYMBOLIZE_MAX_DIRS + 3];
-	char hex[2 * SP_BUILD_ID_MAX + 1], *sysdbg = NULL, *p, *dir, *slash;
-	const char *link;
-	uint32_t crc = 0;
 	unsigned int nd = 0, i;
-	bool found = false;
 
+	*sysdbg = NULL;
 	for (i = 0; i < SP_SYMBOLIZE_MAX_DIRS && s->o.debug_dirs[i]; i++)
 		dirs[nd++] = s->o.debug_dirs[i];
 	if (!s->o.no_system_debug) {
 		if (s->o.sysroot && strcmp(s->o.sysroot, "/")) {
-			sysdbg = sp_xstrfmt("%s/usr/lib/debug", s->o.sysroot);
-			dirs[nd++] = sysdbg;
+			*sysdbg = sp_xstrfmt("%s/usr/lib/debug", s->o.sysroot);
+			dirs[nd++] = *sysdbg;
 		}
 		dirs[nd++] = "/usr/lib/debug";
 	}
+	return nd;
+}
+
+static bool find_debug(struct sp_symbolizer *s, struct image *img, struct image_file *f,
+		       struct image_file *dbg)
+{
+	const char *dirs[SP_SYMBOLIZE_MAX_DIRS + 3];
+	char hex[2 * SP_BUILD_ID_MAX + 1], *sysdbg, *p, *dir, *slash;
+	const char *link;
+	uint32_t crc = 0;
+	unsigned int nd = debug_dirs(s, dirs, &sysdbg), i;
+	bool found = false;
+
 	if (img->build_id_len) {
 		sp_buildid_hex(img->build_id, img->build_id_len, hex);
 		for (i = 0; i < nd && !found; i++) {
@@ -221,16 +232,20 @@ struct image_file *sp_image_debug_find(struct sp_symbolizer *s, struct image *im
 	return dbg;
 }
 
-Dwarf *sp_image_dwarf_open(struct image_file *f)
+Dwarf *sp_image_dwarf_open(const struct sp_symbolizer *s, struct image_file *f)
 {
-	const char *why;
+	const char *why, *dirs[SP_SYMBOLIZE_MAX_DIRS + 3];
+	struct sp_dwarf_where where = { .dirs = dirs, .sysroot = s->o.sysroot };
+	char *sysdbg;
 	Dwarf *dw;
 
 	if (!sp_dwarfidx_elf_sane(f->elf, &why)) {
 		sp_warn("'%s': DWARF not used: %s", f->path, why);
 		return NULL;
 	}
-	dw = sp_dwarf_begin(f->elf, f->path, &why);
+	where.ndirs = debug_dirs(s, dirs, &sysdbg);
+	dw = sp_dwarf_begin(f->elf, f->path, &where, &why);
+	free(sysdbg);
 	if (!dw && sp_elf_has_section(f->elf, ".debug_info", true))
 		sp_warn("'%s': DWARF not used: %s", f->path, why);
 	return dw;
@@ -250,7 +265,7 @@ Dwarf *sp_image_debug_late(struct image *img, bool want_dwarf)
 	if (!dwf)
 		dwf = &f;	/* queued for debuginfod: a later lookup finds it */
 	if (want_dwarf && !img->dw_elf) {
-		dw = sp_image_dwarf_open(dwf);
+		dw = sp_image_dwarf_open(img->sym, dwf);
 		if (dw) {
 			img->dw_elf = dwf->elf;
 			img->dw_fd = dwf->fd;

@@ -163,7 +163,7 @@ static void open_index(struct sp_symbolizer *s, struct image *img, struct image_
 {
 	const char *why = NULL;
 	size_t bad = 0;
-	Dwarf *dw = sp_image_dwarf_open(dwf);
+	Dwarf *dw = sp_image_dwarf_open(s, dwf);
 
 	if (!dw)
 		return;

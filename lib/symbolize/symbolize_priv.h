@@ -172,7 +172,7 @@ void sp_image_warn(struct image *img, const char *file, const char *what);
 struct image_file *sp_image_debug_find(struct sp_symbolizer *s, struct image *img,
 				       struct image_file *f, struct image_file *dbg);
 /* libdw's handle on f's DWARF, NULL (warned) if it has none that is usable. */
-Dwarf *sp_image_dwarf_open(struct image_file *f);
+Dwarf *sp_image_dwarf_open(const struct sp_symbolizer *s, struct image_file *f);
 /*
  * For an index from the cache: find the debug file after all (a lookup
  * needs a cluster the cache lacks, or the debug file's symbols), and give

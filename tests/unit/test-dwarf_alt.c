@@ -47,16 +47,24 @@ static bool names_main(Dwarf *dw)
 	return found;
 }
 
-/* sp_dwarf_begin() of the file dir/name: the Dwarf, or NULL with *why. */
-static Dwarf *begin(const char *name, const char **why, Elf **elf, int *fd)
+/* sp_dwarf_begin() of the file dir/name, with debug directory dbg if any:
+ * the Dwarf, or NULL with *why. */
+static Dwarf *begin_in(const char *name, const char *dbg, const char **why, Elf **elf, int *fd)
 {
+	const char *dirs[1] = { dbg };
+	struct sp_dwarf_where where = { .dirs = dirs, .ndirs = dbg ? 1 : 0 };
 	char path[128];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	*elf = sp_elf_open(path, SP_ELF_READ, 0, fd, NULL);
 	if (!*elf)
 		return NULL;
-	return sp_dwarf_begin(*elf, path, why);
+	return sp_dwarf_begin(*elf, path, &where, why);
+}
+
+static Dwarf *begin(const char *name, const char **why, Elf **elf, int *fd)
+{
+	return begin_in(name, NULL, why, elf, fd);
 }
 
 static void test_dwarf_alt(void)
@@ -105,6 +113,26 @@ static void test_dwarf_alt(void)
 	/* a FIFO there: refused at once, never waited on */
 	CHECK(!unlink(path));
 	CHECK(!mkfifo(path, 0600));
+	why = NULL;
+	dw = begin("a", &why, &elf, &fd);
+	CHECK(dw == NULL);
+	CHECK(why && strstr(why, "shared DWARF file"));
+	sp_elf_close(elf, fd);
+	/* the right file by its build-id in a debug directory, none at the path */
+	CHECK(!unlink(path));
+	snprintf(cmd, sizeof(cmd), "cd %s && id=$(readelf -n common.real | awk '/Build ID/ "
+		 "{ print $3 }') && mkdir -p dbg/.build-id/${id%%${id#??}} && "
+		 "cp common.real dbg/.build-id/${id%%${id#??}}/${id#??}.debug", dir);
+	CHECK(!system(cmd));
+	snprintf(cmd, sizeof(cmd), "%s/dbg", dir);
+	dw = begin_in("a", cmd, &why, &elf, &fd);
+	CHECK(dw != NULL && names_main(dw));
+	sp_dwarf_end(dw);
+	sp_elf_close(elf, fd);
+	/* a shared file that names one of its own (libdw would open that) */
+	snprintf(cmd, sizeof(cmd), "cd %s && printf 'x\\0\\1\\2\\3\\4' > link && "
+		 "objcopy --add-section .gnu_debugaltlink=link common.real common.debug", dir);
+	CHECK(!system(cmd));
 	why = NULL;
 	dw = begin("a", &why, &elf, &fd);
 	CHECK(dw == NULL);
