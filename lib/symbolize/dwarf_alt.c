@@ -22,6 +22,7 @@
 
 #include <elfutils/libdwelf.h>
 
+#include "buildid.h"
 #include "dwarf_alt.h"
 #include "elf/elffile.h"
 #include "dwarfidx.h"
@@ -71,7 +72,7 @@ Dwarf *sp_dwarf_begin(Elf *elf, const char *path, const struct sp_dwarf_where *w
 		      const char **why)
 {
 	static __thread char reason[2 * PATH_MAX + 160];
-	char cand[PATH_MAX * 2 + 64], hex[2 * 64 + 1];
+	char cand[PATH_MAX * 2 + 64], hex[2 * SP_BUILD_ID_MAX + 1];
 	const char *name, *slash, *root = where->sysroot;
 	const uint8_t *id;
 	Dwarf *dw, *alt = NULL;
@@ -89,9 +90,8 @@ Dwarf *sp_dwarf_begin(Elf *elf, const char *path, const struct sp_dwarf_where *w
 	len = dwelf_dwarf_gnu_debugaltlink(dw, &name, (const void **)&id);
 	if (len <= 0)
 		return dw;
-	if (len >= 3 && len <= 64) {
-		for (i = 0; i < (size_t)len; i++)
-			snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	if (len >= 3 && len <= SP_BUILD_ID_MAX) {
+		sp_buildid_hex(id, (unsigned int)len, hex);
 		for (i = 0; i < where->ndirs && !alt; i++) {
 			snprintf(cand, sizeof(cand), "%s/.build-id/%.2s/%s.debug", where->dirs[i],
 				 hex, hex + 2);
