@@ -242,6 +242,7 @@ teardown() {
 	kill_started "${SPIN[@]}"
 	SPIN=()
 	[ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"
+	[ -z "${SWAP_DIR:-}" ] || rm -rf "$SWAP_DIR"
 }
 
 @test "sp-record --spans=python: a loaded machine loses no marks of the command, <module> and run keep their starts" {
@@ -491,6 +492,132 @@ C
 	run -0 sp-record --no-samples --spans=none --span-func="$dir/prog:outer" -o "$OUT" -- "$dir/prog"
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | .method' | grep -c '^outer\$'"
 	assert_output 1000
+}
+
+# A program of nobody's, in nobody's directory, with markers in a library
+# there: it calls lib_outer once, waits for "go", forks; the child calls it
+# 5 times. Between the two, nobody puts another file at the library's path
+# ($1: "copy", the same bytes; "short", a file shorter than the markers'
+# offsets). The child maps its parent's file and must get the probes in
+# that one; 6 lib_outer spans in all.
+fork_after_swap() {
+	require_cmd setpriv util-linux
+	local lib=$SP_EXAMPLES/libspans_lib.so dir
+	[ -f "$lib" ] || skip "build/examples/libspans_lib.so not built"
+	dir=$(mktemp -d /tmp/sp-swap.XXXXXX)
+	SWAP_DIR=$dir
+	chmod 0755 "$dir"
+	cp "$lib" "$dir/libspans_lib.so"
+	cat > "$dir/main.c" <<'C'
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int lib_outer(int);
+int main(int argc, char **argv)
+{
+	int s = lib_outer(1), i;
+	FILE *f = fopen(argv[1], "w");
+	fclose(f);
+	for (i = 0; i < 600 && access(argv[2], F_OK); i++)
+		usleep(50000);
+	if (fork() == 0) {
+		for (i = 0; i < 5; i++)
+			s += lib_outer(i);
+		_exit(s == 0);
+	}
+	wait(NULL);
+	return 0;
+}
+C
+	cc -O1 -o "$dir/main" "$dir/main.c" -L"$dir" -lspans_lib '-Wl,-rpath,$ORIGIN' ||
+		skip "no C compiler"
+	chown -R 65534:65534 "$dir"
+	sp-record -v --no-samples --spans=usdt -o "$OUT" -- setpriv --reuid=65534 --regid=65534 \
+		--clear-groups "$dir/main" "$dir/ready" "$dir/go" 2> "$BATS_TEST_TMPDIR/err" &
+	local rec=$!
+	SPIN+=($rec)
+	wait_path "$dir/ready" 30 || fail "the program never started"
+	if [ "$1" = copy ]; then
+		setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+			'cp "$1/libspans_lib.so" "$1/new" && mv "$1/new" "$1/libspans_lib.so"' sh "$dir"
+	else
+		setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+			'echo x > "$1/new" && mv "$1/new" "$1/libspans_lib.so"' sh "$dir"
+	fi
+	touch "$dir/go"
+	wait $rec || fail "sp-record failed: $(cat "$BATS_TEST_TMPDIR/err")"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | .method' | grep -c '^lib_outer\$'"
+	[ "$output" = 6 ] || fail "$output lib_outer spans, not 6: $(cat "$BATS_TEST_TMPDIR/err")"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | .method' | grep -c '^lib_leaf\$'"
+	assert_output 12
+	# the kernel's uprobe_multi links stay on for the recording
+	run grep -c "refused" "$BATS_TEST_TMPDIR/err"
+	assert_output 0
+}
+
+@test "sp-record --spans=usdt: a fork child gets its probes in the library it maps, though its owner put a copy at its path since the parent's went on" {
+	require_root
+	fork_after_swap copy
+}
+
+@test "sp-record --spans=usdt: a fork child gets its probes in the library it maps, though its owner put a short file at its path since" {
+	require_root
+	fork_after_swap short
+}
+
+@test "sp-record --spans=usdt with libbpf's USDT links (SP_USDT_LINKS=1): a fork child's probes in the library it maps, though a copy is at its path since" {
+	require_root
+	SP_USDT_LINKS=1 fork_after_swap copy
+}
+
+@test "sp-record -p --spans=usdt: markers in a library mapped after 20 libraries without any are attached" {
+	require_root
+	local lib=$SP_EXAMPLES/libspans_lib.so dir=$BATS_TEST_TMPDIR/many i libs=
+	[ -f "$lib" ] || skip "build/examples/libspans_lib.so not built"
+	mkdir "$dir"
+	cp "$lib" "$dir/"
+	for i in $(seq 1 20); do
+		echo "int f$i(void) { return $i; }" | cc -shared -fPIC -x c -o "$dir/libnomark$i.so" - ||
+			skip "no C compiler"
+		libs="$libs -lnomark$i"
+	done
+	cat > "$dir/main.c" <<'C'
+#include <stdio.h>
+#include <unistd.h>
+int lib_outer(int);
+int main(int argc, char **argv)
+{
+	int s = 0, i;
+	FILE *f = fopen(argv[1], "w");
+	fclose(f);
+	for (i = 0; i < 3000 && access(argv[2], F_OK); i++) {
+		s += lib_outer(i);
+		usleep(20000);
+	}
+	return s == 0;
+}
+C
+	# libspans_lib first: ld.so maps it first, at the highest address, so
+	# that the maps list the 20 others before it
+	cc -O1 -o "$dir/main" "$dir/main.c" -L"$dir" -Wl,--no-as-needed -lspans_lib $libs \
+		'-Wl,-rpath,$ORIGIN'
+	"$dir/main" "$dir/ready" "$dir/stop" &
+	local pid=$!
+	SPIN+=($pid)
+	wait_path "$dir/ready" 30 || fail "the program never started"
+	run -0 bash -c "grep -o '/[^ ]*\.so' /proc/$pid/maps | uniq | grep -n libspans_lib | cut -d: -f1"
+	(( output > 17 )) || fail "libspans_lib.so is library $output of the maps"
+	sp-record -v --no-samples --spans=usdt -p $pid -o "$OUT" 2> "$BATS_TEST_TMPDIR/err" &
+	local rec=$!
+	SPIN+=($rec)
+	spans_flow "$OUT" lib_outer || fail "no span of lib_outer: $(cat "$BATS_TEST_TMPDIR/err")"
+	touch "$dir/stop"
+	wait $pid
+	wait $rec || fail "sp-record failed: $(cat "$BATS_TEST_TMPDIR/err")"
+	# each call's two lib_leaf spans inside its lib_outer
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | \"\\(.method) \\(.depth)\"' | sort | uniq -c | awk '{print \$2, \$3}'"
+	assert_output "lib_leaf 2
+lib_outer 1"
 }
 
 @test "sp-record --spans=usdt: markers with generic operands (C++) give the same tree as the fixed registers of C" {

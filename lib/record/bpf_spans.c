@@ -69,6 +69,11 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 	if (!(c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.spans), sp_bs_on_event, c, NULL)))
 		return -1;
 	start_guard(c);
+	if (!c->no_multi && !sp_bs_probe_multi(c)) {
+		c->no_multi = true;
+		if (sp_verbose)
+			sp_info("spans: this kernel has no uprobe_multi links: USDT links");
+	}
 	if (c->epfd >= 0) {
 		struct epoll_event ev = { .events = EPOLLIN };
 

@@ -92,6 +92,8 @@ struct bs_att {
 	const char *args;	/* with group: the operands their notes had to
 				 * have (fixed registers; a string that lives
 				 * for ever, for fork children's links) */
+	uint64_t dev, ino;	/* the file probed (0: not known): a fork
+				 * child's probes go on that file or none */
 	char bin[];		/* the binary */
 };
 
@@ -220,7 +222,8 @@ struct bs_ctx {
 	bool reaper_on, reaper_stop;
 	struct bs_link *rq;
 	size_t nrq, crq;
-	bool no_multi;			/* uprobe_multi links refused: USDT links */
+	bool no_multi;			/* no uprobe_multi links: USDT links */
+	bool stale_warned;		/* a fork child's file was replaced: said */
 	uint32_t groups;		/* attach_markers() links made */
 	uint64_t plain_execs, stopped_execs;	/* execs released by BPF / looked at */
 	uint64_t forks, stopped_forks;		/* forks, and those held for probes */
@@ -247,8 +250,9 @@ struct bs_ctx {
 	uint32_t *loc_free;		/* numbers of locations forgotten */
 	size_t nloc_free, cloc_free;
 	struct sp_span_rings rings;	/* the runtime hooks' span rings */
-	struct { char path[PATH_MAX]; uint64_t off; } ldso[2];	/* ld.so's
-					 * _dl_debug_state, by file (0: none) */
+	struct { char path[PATH_MAX]; uint64_t dev, ino, off; } ldso[2];
+					/* ld.so's _dl_debug_state, by file
+					 * (off 0: none; path "": a free slot) */
 	unsigned int nldso;
 	uint64_t dlopens, late_libs;	/* ld.so's changes looked at; libraries
 					 * given probes that way */
@@ -411,9 +415,11 @@ int sp_bs_offsets_cached(const char *path, const char *provider, const char *nam
 			 const char *args, uint64_t *offs, int max);
 int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
 			  const char *bin, const char *provider, const char *name,
-			  uint32_t probe, bool quiet);
+			  uint32_t probe, const struct bs_att *like);
 int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
-		       const char *bin, const char *provider, const char *name, uint32_t probe);
+		       const char *bin, const char *provider, const char *name, uint32_t probe,
+		       const struct bs_att *like);
+bool sp_bs_probe_multi(struct bs_ctx *c);
 /* sp_bs_loc_id(): the number of a marker location (struct bs_loc), 0 when
  * there are too many. sp_bs_usdt_forget(): what is known of the file named
  * bin, which is closed (its name may stand for another file next). */
@@ -427,7 +433,8 @@ void sp_bs_attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *m
 int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *file, const char *args,
 		      const uint32_t *probes, int n, uint32_t pid, uint32_t gen, int *found);
 void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
-			  const char *args, const uint32_t *probes, int n);
+			  const char *args, const uint32_t *probes, int n,
+			  const struct bs_att *like);
 
 /* bpf_spans_funcs.c */
 int sp_bs_resolve_funcs(struct bs_ctx *c);

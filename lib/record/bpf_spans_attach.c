@@ -299,7 +299,7 @@ static bool attach_shared(struct bs_ctx *c, struct bs_proc *p, const char *hook,
 			missing[nmissing++] = probes[j];
 	}
 	if (nmissing)
-		sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, missing, nmissing);
+		sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, missing, nmissing, NULL);
 	return true;
 }
 
@@ -330,7 +330,7 @@ static void attach_hook(struct bs_ctx *c, struct bs_proc *p, const char *hook, u
 	if (audit)
 		p->hook_audit = true;
 	if (!attach_shared(c, p, hook, probes, n))
-		sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, probes, n);
+		sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, probes, n, NULL);
 }
 
 /* One of sp-record's own hooks given its shared link (shared_of(): root's,
@@ -518,7 +518,7 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		if (provs & SP_SPANS_USDT_REGS) {
 			static const uint32_t marks[] = { SP_PR_SP_BEGIN, SP_PR_SP_END };
 
-			sp_bs_attach_markers(c, p, bin, SP_SPANS_USDT_REGS_ARGS, marks, 2);
+			sp_bs_attach_markers(c, p, bin, SP_SPANS_USDT_REGS_ARGS, marks, 2, NULL);
 		} else {
 			sp_bs_attach_any(c, p, sk->progs.on_sp_span_any_multi, sk->progs.on_sp_span, bin,
 					 "stackpulse", "span__begin", SP_PR_SP_BEGIN);
@@ -649,21 +649,27 @@ void sp_bs_scan_libs(struct bs_ctx *c, struct bs_proc *p)
 /*
  * The libraries a running process maps that may have probes, once each:
  * every libruby and libpython (at most SP_BS_RUNTIME_LIBS_MAX), and with
- * --spans=usdt up to SP_BS_LIBS_MAX other .so files (said once per process
- * when it maps more: each costs an ELF read, and a container's a kept
- * descriptor of the recording's SP_BS_ROOT_FILES). The maps list files by
+ * --spans=usdt the other .so files, of which up to SP_BS_LIBS_MAX that
+ * have <stackpulse/span.h> markers get them (said once per process when
+ * more have). The others are looked at up to SP_BS_LIBS_LOOKED, each an
+ * ELF read (cached by file, sp_bs_providers_cached()); in a container's
+ * mount namespace, where each looked at is a kept descriptor of the
+ * recording's SP_BS_ROOT_FILES, only SP_BS_LIBS_MAX. The maps list files by
  * address, which ASLR shuffles: a Python that imported a dozen extension
  * modules maps them before its libpython, so the runtimes' libraries have
- * a cap of their own and are attached first.
+ * a cap of their own and are attached first, and a library with markers
+ * is not crowded out by the dozens without.
  */
 #define SP_BS_RUNTIME_LIBS_MAX	16
 #define SP_BS_LIBS_MAX		16
+#define SP_BS_LIBS_LOOKED	256
 struct lib_list {
 	struct {
 		char *path;
 		bool runtime;
 	} *lib;
 	size_t n, cap, runtimes, others;
+	size_t max_others;	/* looked at: SP_BS_LIBS_LOOKED or SP_BS_LIBS_MAX */
 	bool cut_runtimes, cut_others;
 };
 
@@ -674,7 +680,7 @@ static void lib_add(struct lib_list *l, const char *path, bool runtime)
 	for (i = 0; i < l->n; i++)
 		if (!strcmp(l->lib[i].path, path))
 			return;
-	if (runtime ? l->runtimes >= SP_BS_RUNTIME_LIBS_MAX : l->others >= SP_BS_LIBS_MAX) {
+	if (runtime ? l->runtimes >= SP_BS_RUNTIME_LIBS_MAX : l->others >= l->max_others) {
 		*(runtime ? &l->cut_runtimes : &l->cut_others) = true;
 		return;
 	}
@@ -693,7 +699,7 @@ static void lib_add(struct lib_list *l, const char *path, bool runtime)
 static void lib_attach(struct bs_ctx *c, struct bs_proc *p, struct lib_list *l)
 {
 	char host[PATH_MAX];
-	size_t i;
+	size_t i, marked = 0;
 	int pass, provs;
 
 	for (pass = 0; pass < 2; pass++)
@@ -702,8 +708,13 @@ static void lib_attach(struct bs_ctx *c, struct bs_proc *p, struct lib_list *l)
 			    sp_bs_host_path(c, p->pid, l->lib[i].path, host, sizeof(host)))
 				continue;
 			provs = sp_bs_providers_cached(host);
-			if (!l->lib[i].runtime)
+			if (!l->lib[i].runtime) {
 				provs &= SP_SPANS_USDT | SP_SPANS_USDT_REGS;
+				if (provs && marked++ >= SP_BS_LIBS_MAX) {
+					l->cut_others = true;
+					continue;
+				}
+			}
 			attach_bin(c, p, host, provs);
 		}
 	for (i = 0; i < l->n; i++)
@@ -713,16 +724,16 @@ static void lib_attach(struct bs_ctx *c, struct bs_proc *p, struct lib_list *l)
 		sp_info("spans: pid %u maps more than %d libruby or libpython libraries: the "
 			"others get no probes", p->pid, SP_BS_RUNTIME_LIBS_MAX);
 	if (l->cut_others)
-		sp_info("spans: pid %u maps more than %d other libraries: <stackpulse/span.h> "
-			"markers in the others are attached only if one is loaded later "
-			"(dlopen)", p->pid, SP_BS_LIBS_MAX);
+		sp_info("spans: pid %u maps more than %zu other libraries, or more than %d with "
+			"<stackpulse/span.h> markers: markers in the others are attached only "
+			"if one is loaded later (dlopen)", p->pid, l->max_others, SP_BS_LIBS_MAX);
 }
 
 /* Attach everything for the image process p runs now. */
 void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 {
 	char exe[PATH_MAX], host[PATH_MAX], link[64], line[PATH_MAX + 256];
-	struct lib_list libs = { 0 };
+	struct lib_list libs = { .max_others = SP_BS_LIBS_LOOKED };
 	bool unreached;
 	ssize_t n;
 	FILE *f;
@@ -738,6 +749,8 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 	p->nmap = 0;
 	if (c->o->modes && !unreached) {
 		attach_bin(c, p, p->exe, sp_bs_providers_cached(p->exe));
+		if (!strncmp(p->exe, "/proc/self/fd/", 14))
+			libs.max_others = SP_BS_LIBS_MAX;	/* a container's */
 		/* Libraries: mapped ones (a running process), else what the
 		 * executable needs (stopped at exec: nothing is mapped yet). */
 		snprintf(link, sizeof(link), "/proc/%u/maps", p->pid);
@@ -833,7 +846,7 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 			for (j = i; j < parent->natt && n < 16; j++)
 				if (parent->att[j]->group == a->group)
 					probes[n++] = parent->att[j]->probe;
-			sp_bs_attach_markers(c, child, a->bin, a->args, probes, n);
+			sp_bs_attach_markers(c, child, a->bin, a->args, probes, n, a);
 			continue;
 		} else if (a->multi) {	/* a uprobe_multi link: the same */
 			const char *prov = sp_bs_probe_names[a->probe];
@@ -841,7 +854,7 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 			char provider[16];
 
 			snprintf(provider, sizeof(provider), "%.*s", (int)(name - 1 - prov), prov);
-			sp_bs_attach_multi(c, child, a->prog, a->bin, provider, name, a->probe);
+			sp_bs_attach_multi(c, child, a->prog, a->bin, provider, name, a->probe, a);
 			continue;
 		} else {	/* libbpf's USDT link */
 			const char *prov, *name = strchr(sp_bs_probe_names[a->probe], ':') + 1;
@@ -849,7 +862,7 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 
 			prov = sp_bs_probe_names[a->probe];
 			snprintf(provider, sizeof(provider), "%.*s", (int)(name - 1 - prov), prov);
-			sp_bs_attach_usdt_how(c, child, a->prog, a->bin, provider, name, a->probe, true);
+			sp_bs_attach_usdt_how(c, child, a->prog, a->bin, provider, name, a->probe, a);
 			continue;
 		}
 		if (l)
@@ -870,19 +883,26 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 		sp_bs_announce(c, child);
 }
 
-/* The ld.so process pid maps (its program interpreter), into path: false
- * when there is none (a static program) or the process is gone. */
-static bool ldso_of(uint32_t pid, char *path, size_t size)
+/*
+ * The ld.so process pid maps (its program interpreter), opened through
+ * /proc/PID/map_files: the very file it maps, whatever its path names now
+ * (another user's file, a container's), checked as sp_safe_open() does;
+ * path gets the name its maps give, for messages. -1 when there is none
+ * (a static program) or the process is gone.
+ */
+static int ldso_of(uint32_t pid, char *path, size_t size, struct stat *st)
 {
-	char maps[64], line[PATH_MAX + 256], *at, *nl, *base;
-	bool found = false;
+	char maps[64], mf[96], line[PATH_MAX + 256], *at, *nl, *base;
+	unsigned long long lo, hi;
+	unsigned int lines = 0;
+	int fd = -1;
 	FILE *f;
 
 	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
 	f = fopen(maps, "re");
-	while (f && !found && fgets(line, sizeof(line), f)) {
+	while (f && fd < 0 && lines++ < 65536 && fgets(line, sizeof(line), f)) {
 		at = strchr(line, '/');
-		if (!at)
+		if (!at || sscanf(line, "%llx-%llx", &lo, &hi) != 2)
 			continue;
 		nl = strchr(at, '\n');
 		if (nl)
@@ -891,11 +911,13 @@ static bool ldso_of(uint32_t pid, char *path, size_t size)
 		if (strncmp(base, "ld-", 3) || !strstr(base, ".so"))
 			continue;
 		snprintf(path, size, "%s", at);
-		found = true;
+		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", pid, lo, hi);
+		fd = sp_safe_open(AT_FDCWD, mf, NULL, st, NULL);
+		break;	/* its first mapping: the others are the same file's */
 	}
 	if (f)
 		fclose(f);
-	return found;
+	return fd;
 }
 
 /*
@@ -905,26 +927,34 @@ static bool ldso_of(uint32_t pid, char *path, size_t size)
  * start-up, each dlopen and dlclose), never in others: its breakpoint in
  * every process that maps ld.so would stop debuggers and valgrind, which
  * take it for their own. scan: look at the libraries p has mapped now (it
- * ran before the probe was there).
+ * ran before the probe was there). The function's offset is read from,
+ * and the probe put on, the file p maps (ldso_of()), by its descriptor's
+ * name: never a path's file that may have changed since.
  */
 void sp_bs_attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
-	char path[PATH_MAX];
+	char path[PATH_MAX], file[32];
 	struct bpf_link *l;
+	struct stat st;
 	uint64_t off = 0;
 	unsigned int i;
+	int fd;
 
-	if (!(c->o->modes & SP_SPANS_USDT) || p->exited || p->dl.link || p->dl.fd >= 0 ||
-	    !ldso_of(p->pid, path, sizeof(path)))
+	if (!(c->o->modes & SP_SPANS_USDT) || p->exited || p->dl.link || p->dl.fd >= 0)
 		return;
+	fd = ldso_of(p->pid, path, sizeof(path), &st);
+	if (fd < 0)
+		return;
+	snprintf(file, sizeof(file), "/proc/self/fd/%d", fd);
 	for (i = 0; i < c->nldso; i++)
-		if (!strcmp(c->ldso[i].path, path))
+		if (c->ldso[i].path[0] && c->ldso[i].dev == (uint64_t)st.st_dev &&
+		    c->ldso[i].ino == (uint64_t)st.st_ino)
 			break;
 	if (i < c->nldso) {
 		off = c->ldso[i].off;
 	} else {
-		off = sp_elf_func_offset(path, "_dl_debug_state");
+		off = sp_elf_func_offset(file, "_dl_debug_state");
 		if (!off)
 			sp_info("spans: no _dl_debug_state in '%s': libraries loaded with "
 				"dlopen() get no probes", path);
@@ -934,36 +964,39 @@ void sp_bs_attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan)
 		if (i == c->nldso)
 			i = c->nldso < 2 ? c->nldso++ : 1;
 		snprintf(c->ldso[i].path, sizeof(c->ldso[i].path), "%s", path);
+		c->ldso[i].dev = (uint64_t)st.st_dev;
+		c->ldso[i].ino = (uint64_t)st.st_ino;
 		c->ldso[i].off = off;
 	}
-	if (!off)
+	if (!off) {
+		close(fd);
 		return;
+	}
 	if (!c->no_multi) {
 		union bpf_attr attr;
 		struct sp_uprobe_multi_attr *u = (void *)&attr;
 		uint64_t cookie = 0;
-		int fd;
+		int lfd;
 
 		memset(&attr, 0, sizeof(attr));
 		u->prog_fd = bpf_program__fd(c->skel->progs.on_dl_state_multi);
 		u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
-		u->path = (uintptr_t)path;
+		u->path = (uintptr_t)file;
 		u->offsets = (uintptr_t)&off;
 		u->cookies = (uintptr_t)&cookie;
 		u->cnt = 1;
 		u->pid = p->pid;
-		fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
-		if (fd >= 0) {
-			fcntl(fd, F_SETFD, FD_CLOEXEC);
-			p->dl.fd = fd;
+		lfd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+		if (lfd >= 0) {
+			fcntl(lfd, F_SETFD, FD_CLOEXEC);
+			p->dl.fd = lfd;
 		} else if (errno == ESRCH) {
+			close(fd);
 			return;
-		} else if (errno == EINVAL || errno == EOPNOTSUPP || errno == E2BIG) {
-			c->no_multi = true;
-		}
+		}	/* else this link only: sp_bs_probe_multi() */
 	}
 	if (p->dl.fd < 0) {
-		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_dl_state, p->pid, path, off,
+		l = bpf_program__attach_uprobe_opts(c->skel->progs.on_dl_state, p->pid, file, off,
 						    &uo);
 		if (!l && errno != ESRCH && errno != ENOENT && !c->dl_warned) {
 			c->dl_warned = true;
@@ -972,6 +1005,7 @@ void sp_bs_attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan)
 		}
 		p->dl.link = l;
 	}
+	close(fd);	/* the probe holds the inode */
 	if (scan && (p->dl.link || p->dl.fd >= 0))
 		sp_bs_scan_libs(c, p);
 }

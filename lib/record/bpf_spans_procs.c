@@ -85,6 +85,7 @@ void sp_bs_att_add_link(struct bs_proc *p, uint32_t probe, uint32_t func, const 
 	a->group = 0;
 	a->shared = false;
 	a->args = args;
+	a->dev = a->ino = 0;
 	strcpy(a->bin, bin);
 	sp_grow(&p->att, &p->catt, p->natt + 1, sizeof(*p->att));
 	p->att[p->natt++] = a;

@@ -38,16 +38,148 @@
  * reallocates its free list to 0 bytes), so at most SP_SPANS_USDT_LIVE
  * such links live at once: beyond that a process gets none, said once.
  */
+/*
+ * The binary bin, opened to be attached to: libbpf and the kernel open the
+ * file they are given by name, and a path another user may have made a
+ * FIFO or a link since it was looked at would hold the attaching thread
+ * (and the processes stopped for it), or give another file breakpoints at
+ * offsets read from this one (an int3 mid-instruction). So the notes are
+ * read from, and the probes put on, a descriptor opened here with the file
+ * checks, by its name "/proc/self/fd/N" (a container's files are such
+ * names already, bpf_spans_root.c). like: a fork child's parent's
+ * attachment, whose file the child maps: when another is at the path
+ * since, the child's mapping of it (open_mapped()), else refused (ESTALE).
+ * Closed by bin_close() once attached: the probes hold the inode.
+ */
+struct bs_bin {
+	int fd;			/* ours, or -1 */
+	const char *name;	/* what libbpf and the kernel are given */
+	char buf[32];
+	uint64_t dev, ino;
+};
+
+/*
+ * The file (like's) that pid maps, opened through /proc/PID/map_files:
+ * its path names another file now. A line's inode is compared first, the
+ * file's device and inode once opened. -1 when pid maps it no more.
+ */
+#define SP_BS_MAPS_LINES	65536
+static int open_mapped(uint32_t pid, const struct bs_att *like, struct stat *st)
+{
+	char maps[64], path[96], line[PATH_MAX + 256];
+	unsigned long long lo, hi, ino;
+	unsigned int lines = 0;
+	int fd = -1;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
+	f = fopen(maps, "re");
+	while (f && fd < 0 && lines++ < SP_BS_MAPS_LINES && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx %*s %*s %*s %llu", &lo, &hi, &ino) != 3 ||
+		    ino != like->ino)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid, lo, hi);
+		fd = sp_safe_open(AT_FDCWD, path, NULL, st, NULL);
+		if (fd >= 0 && ((uint64_t)st->st_dev != like->dev || (uint64_t)st->st_ino != ino)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (f)
+		fclose(f);
+	return fd;
+}
+
+static int bin_open(uint32_t pid, const char *bin, const struct bs_att *like, struct bs_bin *b,
+		    const char **why)
+{
+	struct stat st;
+
+	*why = NULL;
+	b->fd = -1;
+	b->name = bin;
+	if (strncmp(bin, "/proc/self/fd/", 14)) {
+		b->fd = sp_safe_open(AT_FDCWD, bin, NULL, &st, why);
+		if (b->fd < 0)
+			return -1;
+		snprintf(b->buf, sizeof(b->buf), "/proc/self/fd/%d", b->fd);
+		b->name = b->buf;
+	} else if (stat(bin, &st)) {
+		return -1;
+	}
+	b->dev = (uint64_t)st.st_dev;
+	b->ino = (uint64_t)st.st_ino;
+	if (like && like->ino && (like->dev != b->dev || like->ino != b->ino)) {
+		/* the child maps its parent's file: that one, by the mapping */
+		if (b->fd >= 0)
+			close(b->fd);
+		b->fd = open_mapped(pid, like, &st);
+		if (b->fd < 0) {
+			*why = "another file is at its path since its parent's probes went on, "
+			       "and the process maps the parent's no more";
+			errno = ESTALE;
+			return -1;
+		}
+		snprintf(b->buf, sizeof(b->buf), "/proc/self/fd/%d", b->fd);
+		b->name = b->buf;
+		b->dev = like->dev;
+		b->ino = like->ino;
+	}
+	return 0;
+}
+
+static void bin_close(struct bs_bin *b)
+{
+	if (b->fd >= 0)
+		close(b->fd);
+	b->fd = -1;
+}
+
+/* The attachment just added to p is of the file b (for its fork children). */
+static void att_of_bin(struct bs_proc *p, const struct bs_bin *b)
+{
+	p->att[p->natt - 1]->dev = b->dev;
+	p->att[p->natt - 1]->ino = b->ino;
+}
+
+/*
+ * A fork child's probes in a file that is not its parent's (like, above):
+ * said once for the recording, the child counted as unprobed (a lost
+ * record, sp_bs_emit_lost).
+ */
+static void child_unprobed(struct bs_ctx *c, struct bs_proc *p, const char *bin, const char *why)
+{
+	if (!c->stale_warned) {
+		c->stale_warned = true;
+		sp_warn("pid %u: no probes in '%s': %s (later ones: with -v)", p->pid, bin, why);
+	} else if (sp_verbose) {
+		sp_info("spans: pid %u: no probes in '%s': %s", p->pid, bin, why);
+	}
+	if (!p->unprobed) {
+		p->unprobed = true;
+		__atomic_add_fetch(&c->unprobed, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * libbpf's USDT links, for kernels without uprobe_multi links (and
+ * operands sp_bs_attach_multi() cannot read). Each takes one or more of the
+ * 4096 specs of the BPF object until the reaper has destroyed it; libbpf
+ * 1.1 frees memory twice when an attach finds none left (its detach
+ * reallocates its free list to 0 bytes), so at most SP_SPANS_USDT_LIVE
+ * such links live at once: beyond that a process gets none, said once.
+ * like: as in bin_open() (a fork child's: not said when it fails).
+ */
 #define SP_SPANS_USDT_LIVE	512
 int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
 			  const char *bin, const char *provider, const char *name,
-			  uint32_t probe, bool quiet)
+			  uint32_t probe, const struct bs_att *like)
 {
 	LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = (uint64_t)p->gen << 32 | probe);
-	const char *why = NULL;
-	char fdname[32];
+	const char *why;
+	struct bs_bin b;
 	struct bpf_link *l;
-	int fd = -1, e;
+	int e;
 
 	if (__atomic_load_n(&c->usdt_live, __ATOMIC_RELAXED) >= SP_SPANS_USDT_LIVE) {
 		if (!c->usdt_full)
@@ -61,29 +193,21 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 		}
 		return -1;
 	}
-	/* libbpf opens and reads the file it is given: a path another user
-	 * may have made a FIFO or a link since it was checked would hold this
-	 * thread (and the processes stopped for it) or name another file, so
-	 * it gets a checked descriptor's name, as a container's files have
-	 * (bpf_spans_root.c) */
-	if (strncmp(bin, "/proc/self/fd/", 14)) {
-		fd = sp_safe_open(AT_FDCWD, bin, NULL, NULL, &why);
-		if (fd < 0) {
-			if (!quiet)
-				sp_warn("pid %u: cannot attach %s:%s in '%s': %s", p->pid, provider,
-					name, bin, why ? why : strerror(errno));
-			return -1;
-		}
-		snprintf(fdname, sizeof(fdname), "/proc/self/fd/%d", fd);
+	if (bin_open(p->pid, bin, like, &b, &why)) {
+		if (like && errno == ESTALE)
+			child_unprobed(c, p, bin, why);
+		else if (!like)
+			sp_warn("pid %u: cannot attach %s:%s in '%s': %s", p->pid, provider,
+				name, bin, why ? why : strerror(errno));
+		return -1;
 	}
 	pthread_mutex_lock(&c->bpf_lock);
-	l = bpf_program__attach_usdt(prog, p->pid, fd >= 0 ? fdname : bin, provider, name, &uo);
+	l = bpf_program__attach_usdt(prog, p->pid, b.name, provider, name, &uo);
 	e = errno;
 	pthread_mutex_unlock(&c->bpf_lock);
-	if (fd >= 0)
-		close(fd);	/* the uprobes hold the inode */
+	bin_close(&b);
 	if (!l) {
-		if (e == ESRCH || quiet)
+		if (e == ESRCH || like)
 			return -1;	/* the process is gone */
 		sp_warn("pid %u: cannot attach %s:%s in '%s': %s", p->pid, provider, name, bin,
 			strerror(e));
@@ -92,6 +216,7 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 	__atomic_add_fetch(&c->usdt_live, 1, __ATOMIC_RELAXED);
 	sp_bs_att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .link = l, .fd = -1, .usdt = true },
 			   false, NULL);
+	att_of_bin(p, &b);
 	return 0;
 }
 
@@ -99,7 +224,7 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
 		       const char *bin, const char *provider, const char *name, uint32_t probe)
 {
-	return sp_bs_attach_usdt_how(c, p, prog, bin, provider, name, probe, false);
+	return sp_bs_attach_usdt_how(c, p, prog, bin, provider, name, probe, NULL);
 }
 
 /*
@@ -301,15 +426,18 @@ static int usdt_probe_read(const char *path, const char *provider, const char *n
 	return n > 0 ? n : -1;
 }
 
+/* path: the binary's name (the cache's key); file: what is read (path,
+ * or a descriptor's name of it) */
 static const struct usdt_probe_cache *usdt_probe(struct bs_ctx *c, const char *path,
-						 const char *provider, const char *name)
+						 const char *file, const char *provider,
+						 const char *name)
 {
 	struct usdt_probe_cache *u;
 	char probe[128];
 	struct stat st;
 	size_t i;
 
-	if (stat(path, &st))
+	if (stat(file, &st))
 		return NULL;
 	snprintf(probe, sizeof(probe), "%s:%s", provider, name);
 	for (i = 0; i < c->nucache; i++) {
@@ -330,7 +458,7 @@ static const struct usdt_probe_cache *usdt_probe(struct bs_ctx *c, const char *p
 	u->dev = st.st_dev;
 	u->ino = st.st_ino;
 	u->mtime = st.st_mtim;
-	u->n = usdt_probe_read(path, provider, name, u);
+	u->n = usdt_probe_read(file, provider, name, u);
 	return u->n > 0 ? u : NULL;
 }
 
@@ -403,56 +531,74 @@ void sp_bs_usdt_forget(struct bs_ctx *c, const char *bin)
  * location of the probe in one link; the cookie is ours, no libbpf spec):
  * semaphores (reference counters) and operands included, each location's
  * operands in the map 'usdt_specs' at its number (bits 8-31 of the
- * cookie). 0, or -1: use a USDT link (operands it cannot read, or the
- * kernel refuses these links: c->no_multi).
+ * cookie). like: as in bin_open(). 0 (also when p is gone, or a fork
+ * child's file is not its parent's: said, child_unprobed()), or -1: use a
+ * USDT link (operands it cannot read, the kernel has no such links, or
+ * refused this one).
  */
 int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
-		       const char *bin, const char *provider, const char *name, uint32_t probe)
+		       const char *bin, const char *provider, const char *name, uint32_t probe,
+		       const struct bs_att *like)
 {
 	union bpf_attr attr;
 	struct sp_uprobe_multi_attr *u = (void *)&attr;
 	const struct usdt_probe_cache *uc;
 	uint64_t offs[SP_USDT_LOCS], cookies[SP_USDT_LOCS];
+	const char *why;
+	struct bs_bin b;
 	bool refs = false;
 	int n, i, fd;
 	uint32_t id;
 
 	if (c->no_multi)
 		return -1;
-	uc = usdt_probe(c, bin, provider, name);
+	if (bin_open(p->pid, bin, like, &b, &why)) {
+		if (like && errno == ESTALE) {
+			child_unprobed(c, p, bin, why);
+			return 0;
+		}
+		return -1;	/* the USDT link says why */
+	}
+	uc = usdt_probe(c, bin, b.name, provider, name);
 	n = uc ? uc->n : -1;
-	if (n <= 0)
-		return -1;
 	for (i = 0; i < n; i++) {
 		struct bs_loc *l;
 
 		offs[i] = uc->off[i];
 		id = sp_bs_loc_id(c, bin, offs[i]);
 		l = id ? &c->locs[id - 1] : NULL;
-		if (!l || id >= SP_BS_MAX_SPECS)
-			return -1;
-		if (!l->spec && bpf_map__update_elem(c->skel->maps.usdt_specs, &id, sizeof(id),
-						     &uc->spec[i], sizeof(uc->spec[i]), BPF_ANY))
-			return -1;
+		if (!l || id >= SP_BS_MAX_SPECS ||
+		    (!l->spec && bpf_map__update_elem(c->skel->maps.usdt_specs, &id, sizeof(id),
+						      &uc->spec[i], sizeof(uc->spec[i]),
+						      BPF_ANY))) {
+			n = -1;
+			break;
+		}
 		l->spec = true;
 		refs |= uc->ref[i] != 0;
 		cookies[i] = (uint64_t)p->gen << 32 | (uint64_t)id << 8 | probe;
 	}
+	if (n <= 0) {
+		bin_close(&b);
+		return -1;
+	}
 	memset(&attr, 0, sizeof(attr));
 	u->prog_fd = bpf_program__fd(prog);
 	u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
-	u->path = (uintptr_t)bin;
+	u->path = (uintptr_t)b.name;
 	u->offsets = (uintptr_t)offs;
 	u->ref_ctr_offsets = refs ? (uintptr_t)uc->ref : 0;
 	u->cookies = (uintptr_t)cookies;
 	u->cnt = n;
 	u->pid = p->pid;
 	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	bin_close(&b);
 	if (fd < 0) {
 		if (errno == ESRCH)
 			return 0;	/* gone: nothing to attach */
-		if (errno == EINVAL || errno == EOPNOTSUPP || errno == E2BIG)
-			c->no_multi = true;
+		/* this file's link only: whether the kernel has such links
+		 * was asked once, at the start (sp_bs_probe_multi()), not of
+		 * a file another user may have made */
 		if (sp_verbose)
 			sp_info("spans: uprobe_multi link for %s:%s in '%s' refused (%s): USDT links",
 				provider, name, bin, strerror(errno));
@@ -460,7 +606,38 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 	}
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
 	sp_bs_att_add_link(p, probe, 0, bin, prog, (struct bs_link){ .fd = fd }, true, NULL);
+	att_of_bin(p, &b);
 	return 0;
+}
+
+/*
+ * Whether this kernel has uprobe_multi links (Linux 6.6), asked once at the
+ * start as libbpf does: a link asked for on "/" (no regular file) is
+ * refused with EBADF by a kernel that has them, EINVAL or EOPNOTSUPP by
+ * one that does not. Asking at each attach instead would let a file
+ * another user controls (one made shorter than its notes say) turn them
+ * off for the whole recording.
+ */
+bool sp_bs_probe_multi(struct bs_ctx *c)
+{
+	union bpf_attr attr;
+	struct sp_uprobe_multi_attr *u = (void *)&attr;
+	uint64_t off = 0, cookie = 0;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	u->prog_fd = bpf_program__fd(c->skel->progs.on_marker_multi);
+	u->attach_type = SP_BPF_TRACE_UPROBE_MULTI;
+	u->path = (uintptr_t)"/";
+	u->offsets = (uintptr_t)&off;
+	u->cookies = (uintptr_t)&cookie;
+	u->cnt = 1;
+	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	if (fd >= 0) {
+		close(fd);
+		return true;
+	}
+	return errno == EBADF;
 }
 
 /* USDT probe provider:name of bin for p: by a uprobe_multi link (prog
@@ -469,7 +646,7 @@ void sp_bs_attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *m
 		      struct bpf_program *usdt, const char *bin, const char *provider,
 		      const char *name, uint32_t probe)
 {
-	if (sp_bs_attach_multi(c, p, multi, bin, provider, name, probe))
+	if (sp_bs_attach_multi(c, p, multi, bin, provider, name, probe, NULL))
 		attach_usdt(c, p, usdt, bin, provider, name, probe);
 }
 
@@ -535,8 +712,7 @@ int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *file, const
 		u->cnt = total;
 		u->pid = pid;
 		fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
-		if (fd < 0 && (errno == EINVAL || errno == EOPNOTSUPP || errno == E2BIG))
-			c->no_multi = true;
+		/* this link only (sp_bs_probe_multi()) */
 		if (fd < 0 && errno != ESRCH && sp_verbose)
 			sp_info("spans: uprobe_multi link for the markers in '%s' refused (%s): "
 				"USDT links", bin, strerror(errno));
@@ -558,15 +734,28 @@ int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *file, const
  * the link, all the same group.
  */
 void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
-			  const char *args, const uint32_t *probes, int n)
+			  const char *args, const uint32_t *probes, int n,
+			  const struct bs_att *like)
 {
 	int found[16], k, fd;
+	const char *why;
+	struct bs_bin b;
 	uint32_t group;
 	bool first = true;
 
-	fd = sp_bs_marker_link(c, bin, bin, args, probes, n, p->pid, p->gen, found);
-	if (fd < 0 && errno == ESRCH)
+	if (bin_open(p->pid, bin, like, &b, &why)) {
+		if (like && errno == ESTALE)
+			child_unprobed(c, p, bin, why);
+		else if (!like)
+			sp_warn("pid %u: cannot attach the markers in '%s': %s", p->pid, bin,
+				why ? why : strerror(errno));
+		return;
+	}
+	fd = sp_bs_marker_link(c, bin, b.name, args, probes, n, p->pid, p->gen, found);
+	if (fd < 0 && errno == ESRCH) {
+		bin_close(&b);
 		return;		/* gone: nothing to attach */
+	}
 	if (fd >= 0) {
 		group = ++c->groups;
 		for (k = 0; k < n && k < 16; k++) {
@@ -575,14 +764,16 @@ void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
 			sp_bs_att_add_link(p, probes[k], 0, bin, c->skel->progs.on_marker_multi,
 					   (struct bs_link){ .fd = first ? fd : -1 }, true, args);
 			p->att[p->natt - 1]->group = group;
+			att_of_bin(p, &b);
 			first = false;
 		}
 	}
+	bin_close(&b);
 	for (k = 0; k < n && k < 16; k++) {
 		const char *name = strchr(sp_bs_probe_names[probes[k]], ':') + 1;
 
 		if (fd < 0 || found[k] < 0)
-			attach_usdt(c, p, marker_prog(c, probes[k]), bin, "stackpulse", name,
-				    probes[k]);
+			sp_bs_attach_usdt_how(c, p, marker_prog(c, probes[k]), bin, "stackpulse",
+					      name, probes[k], like);
 	}
 }
