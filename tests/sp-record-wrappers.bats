@@ -269,6 +269,39 @@ late_python() {
 	assert_output "$pid 1"
 }
 
+@test "sp-record -p, default spans: pyenv's Python (no audit probe) with the activator in its environment has its audit events from the hook, and no per-call spans" {
+	require_shim
+	local py pid rec i ready=$BATS_TEST_TMPDIR/ready go=$BATS_TEST_TMPDIR/go
+	py=$($SHIM -c 'import sys; print(sys.executable)')
+	PYTHONPATH="$SP_BIN/../runtime/python" "$py" -c '
+import os, sys, time
+open(sys.argv[1], "w").close()
+n = 0
+while not os.path.exists(sys.argv[2]):
+    os.listdir(sys.argv[3])
+    n += 1
+    time.sleep(0.02)
+' "$ready" "$go" "$BATS_TEST_TMPDIR" &
+	pid=$!
+	wait_path "$ready" 30 || fail "the program did not start"
+	sp-record -v --no-samples -p $pid -o "$OUT" 2> "$BATS_TEST_TMPDIR/err" &
+	rec=$!
+	for i in $(seq 600); do
+		sp-decode "$OUT" 2>/dev/null | jq -r 'select(.type == "event" and .event == "audit") | .name' 2>/dev/null |
+			grep -qx os.listdir && break
+		sleep 0.1
+	done
+	touch "$go"
+	wait $pid
+	wait $rec || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"event\" and .event == \"audit\" and .name == \"os.listdir\") | .args' | sort -u"
+	[ "$output" = "$BATS_TEST_TMPDIR" ] || fail "audit os.listdir: '$output'; sp-record said: $(cat "$BATS_TEST_TMPDIR/err")"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\")' | wc -l"
+	assert_output 0
+	run grep -c "stackpulse:py__call" "$BATS_TEST_TMPDIR/err"
+	assert_output 0
+}
+
 @test "sp-record -p: the same for a Python without span rings (a marker per mark)" {
 	require_python
 	late_python STACKPULSE_SPAN_RING=0 $PY

@@ -493,6 +493,25 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		} else if (p->attached) {
 			py_without_hook(p, bin, false);
 		}
+	} else if ((provs & SP_SPANS_PY_HOOKABLE) && (m & SP_SPANS_PY_AUDIT)) {
+		/* python-audit without python (the default) in a CPython with
+		 * no audit probe (pyenv's build): the audit hook of the hook its
+		 * own environment loads (the activator on PYTHONPATH), its
+		 * marker only: no per-call spans. Not hook_for(): sp-record
+		 * puts the activator in no environment for this mode. */
+		static const uint32_t audit[] = { SP_PR_PY_HOOK_AUDIT };
+
+		if (hook_mapped(c, p->pid, SP_RT_PYTHON, hook, sizeof(hook)) ||
+		    (hook_in_environ(p->pid, SP_RT_PYTHON, bin, hook, sizeof(hook)) &&
+		     hook_usable(SP_RT_PYTHON, hook))) {
+			p->hook_audit = true;
+			if (!attach_shared(c, p, hook, audit, 1))
+				sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, audit, 1, NULL);
+		} else if (sp_verbose) {
+			sp_info("spans: pid %u: its Python has no audit probe (pyenv's build) and no "
+				"activator in its environment: no audit events (--spans=python gives "
+				"them, through the activator's hook)", p->pid);
+		}
 	}
 	if ((provs & SP_SPANS_PYTHON) && (m & (SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT))) {
 		if ((m & SP_SPANS_PYTHON) && hook_for(c, p, SP_RT_PYTHON, bin, hook, sizeof(hook))) {
