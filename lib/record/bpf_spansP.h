@@ -250,9 +250,9 @@ struct bs_ctx {
 	uint32_t *loc_free;		/* numbers of locations forgotten */
 	size_t nloc_free, cloc_free;
 	struct sp_span_rings rings;	/* the runtime hooks' span rings */
-	struct { char path[PATH_MAX]; uint64_t dev, ino, off; } ldso[2];
+	struct { char path[PATH_MAX]; uint64_t dev, ino, size, ctime_ns, off; } ldso[2];
 					/* ld.so's _dl_debug_state, by file
-					 * (off 0: none; path "": a free slot) */
+					 * (off 0: none) */
 	unsigned int nldso;
 	uint64_t dlopens, late_libs;	/* ld.so's changes looked at; libraries
 					 * given probes that way */
@@ -411,8 +411,10 @@ void sp_bs_attach_late(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now);
 
 /* bpf_spans_usdt.c */
-int sp_bs_offsets_cached(const char *path, const char *provider, const char *name,
-			 const char *args, uint64_t *offs, int max);
+/* path: the file's name (the cache's key, with its device, inode and
+ * mtime); file: what is read (path, or a descriptor's name of it) */
+int sp_bs_offsets_cached(const char *path, const char *file, const char *provider,
+			 const char *name, const char *args, uint64_t *offs, int max);
 int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
 			  const char *bin, const char *provider, const char *name,
 			  uint32_t probe, const struct bs_att *like);

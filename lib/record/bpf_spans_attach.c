@@ -159,7 +159,7 @@ static bool hook_usable(int rt, const char *path)
 	uint64_t offs[64];
 	const char *call = rt == SP_RT_RUBY ? "rb__call" : "py__call";
 
-	if (sp_bs_offsets_cached(path, "stackpulse", call, SP_SPANS_HOOK_ARGS, offs, 64) > 0)
+	if (sp_bs_offsets_cached(path, path, "stackpulse", call, SP_SPANS_HOOK_ARGS, offs, 64) > 0)
 		return true;
 	if (!warned[rt == SP_RT_RUBY]) {
 		warned[rt == SP_RT_RUBY] = true;
@@ -821,8 +821,28 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 	sp_bs_announce(c, p);
 }
 
+/* The USDT-link program of a uprobe_multi one, for the same probe
+ * (sp_bs_attach_any()'s pairs); NULL for others. */
+static struct bpf_program *usdt_twin(struct bs_ctx *c, const struct bpf_program *multi)
+{
+	struct sp_spans *sk = c->skel;
+
+	if (multi == sk->progs.on_ruby_method_multi)
+		return sk->progs.on_ruby_method;
+	if (multi == sk->progs.on_ruby_raise_multi)
+		return sk->progs.on_ruby_raise;
+	if (multi == sk->progs.on_py_function_multi)
+		return sk->progs.on_py_function;
+	if (multi == sk->progs.on_py_audit_multi)
+		return sk->progs.on_py_audit;
+	if (multi == sk->progs.on_sp_span_any_multi)
+		return sk->progs.on_sp_span;
+	return NULL;
+}
+
 /* A forked child: the same image as its parent; with probes: attach the
- * same probes (the child is stopped). */
+ * same probes (the child is stopped). A uprobe_multi link the kernel
+ * refuses the child gets as a USDT link, as its parent would have. */
 void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent,
 		       bool probes)
 {
@@ -873,7 +893,10 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 			char provider[16];
 
 			snprintf(provider, sizeof(provider), "%.*s", (int)(name - 1 - prov), prov);
-			sp_bs_attach_multi(c, child, a->prog, a->bin, provider, name, a->probe, a);
+			if (sp_bs_attach_multi(c, child, a->prog, a->bin, provider, name, a->probe,
+					       a) && (prog = usdt_twin(c, a->prog)))
+				sp_bs_attach_usdt_how(c, child, prog, a->bin, provider, name,
+						      a->probe, a);
 			continue;
 		} else {	/* libbpf's USDT link */
 			const char *prov, *name = strchr(sp_bs_probe_names[a->probe], ':') + 1;
@@ -906,22 +929,27 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
  * The ld.so process pid maps (its program interpreter), opened through
  * /proc/PID/map_files: the very file it maps, whatever its path names now
  * (another user's file, a container's), checked as sp_safe_open() does;
- * path gets the name its maps give, for messages. -1 when there is none
- * (a static program) or the process is gone.
+ * without the capability map_files asks for (CAP_SYS_ADMIN: sp-record may
+ * run with CAP_BPF and CAP_PERFMON alone), by its path, taken only if it
+ * is the file the maps line names (device and inode). path gets the name
+ * its maps give, for messages. -1 when there is none (a static program),
+ * the process is gone, or the file cannot be had (*why, said once).
  */
-static int ldso_of(uint32_t pid, char *path, size_t size, struct stat *st)
+static int ldso_of(uint32_t pid, char *path, size_t size, struct stat *st, const char **why)
 {
 	char maps[64], mf[96], line[PATH_MAX + 256], *at, *nl, *base;
-	unsigned long long lo, hi;
-	unsigned int lines = 0;
+	unsigned long long lo, hi, ino;
+	unsigned int maj, min, lines = 0;
 	int fd = -1;
 	FILE *f;
 
+	*why = NULL;
 	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
 	f = fopen(maps, "re");
-	while (f && fd < 0 && lines++ < 65536 && fgets(line, sizeof(line), f)) {
+	while (f && lines++ < 65536 && fgets(line, sizeof(line), f)) {
 		at = strchr(line, '/');
-		if (!at || sscanf(line, "%llx-%llx", &lo, &hi) != 2)
+		if (!at || sscanf(line, "%llx-%llx %*s %*s %x:%x %llu", &lo, &hi, &maj, &min,
+				  &ino) != 5)
 			continue;
 		nl = strchr(at, '\n');
 		if (nl)
@@ -931,7 +959,17 @@ static int ldso_of(uint32_t pid, char *path, size_t size, struct stat *st)
 			continue;
 		snprintf(path, size, "%s", at);
 		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", pid, lo, hi);
-		fd = sp_safe_open(AT_FDCWD, mf, NULL, st, NULL);
+		fd = sp_safe_open(AT_FDCWD, mf, NULL, st, why);
+		if (fd < 0 && errno == EPERM && !*why) {
+			fd = sp_safe_open(AT_FDCWD, at, NULL, st, why);
+			if (fd >= 0 && (st->st_dev != makedev(maj, min) || st->st_ino != ino)) {
+				close(fd);
+				fd = -1;
+				*why = "another file is at its path";
+			}
+		}
+		if (fd < 0 && !*why)
+			*why = strerror(errno);
 		break;	/* its first mapping: the others are the same file's */
 	}
 	if (f)
@@ -953,7 +991,8 @@ static int ldso_of(uint32_t pid, char *path, size_t size, struct stat *st)
 void sp_bs_attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
-	char path[PATH_MAX], file[32];
+	char path[PATH_MAX] = "", file[32];
+	const char *why;
 	struct bpf_link *l;
 	struct stat st;
 	uint64_t off = 0;
@@ -962,13 +1001,21 @@ void sp_bs_attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan)
 
 	if (!(c->o->modes & SP_SPANS_USDT) || p->exited || p->dl.link || p->dl.fd >= 0)
 		return;
-	fd = ldso_of(p->pid, path, sizeof(path), &st);
-	if (fd < 0)
+	fd = ldso_of(p->pid, path, sizeof(path), &st, &why);
+	if (fd < 0) {
+		if (why && !c->dl_warned && !p->exited) {
+			c->dl_warned = true;
+			sp_info("spans: cannot open pid %u's ld.so '%s' (%s): libraries loaded with "
+				"dlopen() get no probes", p->pid, path, why);
+		}
 		return;
+	}
 	snprintf(file, sizeof(file), "/proc/self/fd/%d", fd);
 	for (i = 0; i < c->nldso; i++)
-		if (c->ldso[i].path[0] && c->ldso[i].dev == (uint64_t)st.st_dev &&
-		    c->ldso[i].ino == (uint64_t)st.st_ino)
+		if (c->ldso[i].dev == (uint64_t)st.st_dev && c->ldso[i].ino == (uint64_t)st.st_ino &&
+		    c->ldso[i].size == (uint64_t)st.st_size &&
+		    c->ldso[i].ctime_ns == (uint64_t)st.st_ctim.tv_sec * 1000000000ull +
+					   (uint64_t)st.st_ctim.tv_nsec)
 			break;
 	if (i < c->nldso) {
 		off = c->ldso[i].off;
@@ -977,14 +1024,15 @@ void sp_bs_attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan)
 		if (!off)
 			sp_info("spans: no _dl_debug_state in '%s': libraries loaded with "
 				"dlopen() get no probes", path);
-		/* a slot emptied by a closed file (bpf_spans_root.c) first */
-		for (i = 0; i < c->nldso && c->ldso[i].path[0]; i++)
-			;
-		if (i == c->nldso)
-			i = c->nldso < 2 ? c->nldso++ : 1;
+		/* the first ld.so stays (the host's, as a rule), a third
+		 * replaces the second (containers') */
+		i = c->nldso < 2 ? c->nldso++ : 1;
 		snprintf(c->ldso[i].path, sizeof(c->ldso[i].path), "%s", path);
 		c->ldso[i].dev = (uint64_t)st.st_dev;
 		c->ldso[i].ino = (uint64_t)st.st_ino;
+		c->ldso[i].size = (uint64_t)st.st_size;
+		c->ldso[i].ctime_ns = (uint64_t)st.st_ctim.tv_sec * 1000000000ull +
+				      (uint64_t)st.st_ctim.tv_nsec;
 		c->ldso[i].off = off;
 	}
 	if (!off) {

@@ -127,7 +127,7 @@ void sp_spans_runtime_version(const char *path, int runtime, char *buf, size_t s
 
 /* Provider bits of a binary, cached by path (an executable and the
  * libraries it needs: markers may be in any of them). */
-#define PROVIDERS_CACHE	128
+#define PROVIDERS_CACHE	256	/* at least the libraries of a process looked at */
 int sp_bs_providers_cached(const char *path)
 {
 	static struct {

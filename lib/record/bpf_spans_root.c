@@ -161,9 +161,6 @@ static void forget_name(struct bs_ctx *c, const char *name)
 		} else {
 			i++;
 		}
-	for (i = 0; i < c->nldso; i++)
-		if (!strcmp(c->ldso[i].path, name))
-			c->ldso[i].path[0] = 0;
 	sp_bs_usdt_forget(c, name);
 }
 

@@ -31,14 +31,6 @@
 #include "sp.h"
 
 /*
- * libbpf's USDT links, for kernels without uprobe_multi links (and
- * operands sp_bs_attach_multi() cannot read). Each takes one or more of the
- * 4096 specs of the BPF object until the reaper has destroyed it; libbpf
- * 1.1 frees memory twice when an attach finds none left (its detach
- * reallocates its free list to 0 bytes), so at most SP_SPANS_USDT_LIVE
- * such links live at once: beyond that a process gets none, said once.
- */
-/*
  * The binary bin, opened to be attached to: libbpf and the kernel open the
  * file they are given by name, and a path another user may have made a
  * FIFO or a link since it was looked at would hold the attaching thread
@@ -47,8 +39,8 @@
  * read from, and the probes put on, a descriptor opened here with the file
  * checks, by its name "/proc/self/fd/N" (a container's files are such
  * names already, bpf_spans_root.c). like: a fork child's parent's
- * attachment, whose file the child maps: when another is at the path
- * since, the child's mapping of it (open_mapped()), else refused (ESTALE).
+ * attachment, whose file the child maps: when another, or none, is at the
+ * path since, the child's mapping of it (open_mapped()).
  * Closed by bin_close() once attached: the probes hold the inode.
  */
 struct bs_bin {
@@ -60,21 +52,29 @@ struct bs_bin {
 
 /*
  * The file (like's) that pid maps, opened through /proc/PID/map_files:
- * its path names another file now. A line's inode is compared first, the
- * file's device and inode once opened. -1 when pid maps it no more.
+ * its path names another file now, or none. A line's inode is compared
+ * first, the file's device and inode once opened; the maps are read up to
+ * SP_BS_MAPS_BYTES (the process's owner decides how long they are, and
+ * held processes wait meanwhile). -1, errno ESRCH when pid is gone, else
+ * ENOENT: it maps the file no more (or not within the bound).
  */
-#define SP_BS_MAPS_LINES	65536
+#define SP_BS_MAPS_BYTES	(4u << 20)
 static int open_mapped(uint32_t pid, const struct bs_att *like, struct stat *st)
 {
 	char maps[64], path[96], line[PATH_MAX + 256];
 	unsigned long long lo, hi, ino;
-	unsigned int lines = 0;
+	size_t bytes = 0;
 	int fd = -1;
 	FILE *f;
 
 	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
 	f = fopen(maps, "re");
-	while (f && fd < 0 && lines++ < SP_BS_MAPS_LINES && fgets(line, sizeof(line), f)) {
+	if (!f) {
+		errno = ESRCH;
+		return -1;
+	}
+	while (fd < 0 && bytes < SP_BS_MAPS_BYTES && fgets(line, sizeof(line), f)) {
+		bytes += strlen(line);
 		if (sscanf(line, "%llx-%llx %*s %*s %*s %llu", &lo, &hi, &ino) != 3 ||
 		    ino != like->ino)
 			continue;
@@ -85,46 +85,62 @@ static int open_mapped(uint32_t pid, const struct bs_att *like, struct stat *st)
 			fd = -1;
 		}
 	}
-	if (f)
-		fclose(f);
+	fclose(f);
+	if (fd < 0)
+		errno = ENOENT;
 	return fd;
 }
+
+/* bin_open()'s results besides 0 */
+#define BIN_FAILED	(-1)	/* the file cannot be opened: *why, else errno */
+#define BIN_GONE	(-2)	/* a fork child that is gone */
+#define BIN_STALE	(-3)	/* a fork child that maps its parent's file no more */
 
 static int bin_open(uint32_t pid, const char *bin, const struct bs_att *like, struct bs_bin *b,
 		    const char **why)
 {
 	struct stat st;
+	bool ok;
 
 	*why = NULL;
 	b->fd = -1;
 	b->name = bin;
 	if (strncmp(bin, "/proc/self/fd/", 14)) {
 		b->fd = sp_safe_open(AT_FDCWD, bin, NULL, &st, why);
-		if (b->fd < 0)
-			return -1;
-		snprintf(b->buf, sizeof(b->buf), "/proc/self/fd/%d", b->fd);
-		b->name = b->buf;
-	} else if (stat(bin, &st)) {
-		return -1;
-	}
-	b->dev = (uint64_t)st.st_dev;
-	b->ino = (uint64_t)st.st_ino;
-	if (like && like->ino && (like->dev != b->dev || like->ino != b->ino)) {
-		/* the child maps its parent's file: that one, by the mapping */
-		if (b->fd >= 0)
-			close(b->fd);
-		b->fd = open_mapped(pid, like, &st);
-		if (b->fd < 0) {
-			*why = "another file is at its path since its parent's probes went on, "
-			       "and the process maps the parent's no more";
-			errno = ESTALE;
-			return -1;
+		ok = b->fd >= 0;
+		if (ok) {
+			snprintf(b->buf, sizeof(b->buf), "/proc/self/fd/%d", b->fd);
+			b->name = b->buf;
 		}
-		snprintf(b->buf, sizeof(b->buf), "/proc/self/fd/%d", b->fd);
-		b->name = b->buf;
+	} else {
+		ok = stat(bin, &st) == 0;
+	}
+	if (!like || !like->ino) {
+		if (!ok)
+			return BIN_FAILED;
+		b->dev = (uint64_t)st.st_dev;
+		b->ino = (uint64_t)st.st_ino;
+		return 0;
+	}
+	if (ok && like->dev == (uint64_t)st.st_dev && like->ino == (uint64_t)st.st_ino) {
 		b->dev = like->dev;
 		b->ino = like->ino;
+		return 0;
 	}
+	/* a fork child maps its parent's file: another is at the path since,
+	 * or none (its owner replaced or removed it): that one, by the mapping */
+	if (b->fd >= 0)
+		close(b->fd);
+	b->fd = open_mapped(pid, like, &st);
+	if (b->fd < 0) {
+		*why = "another file, or none, is at its path since its parent's probes went "
+		       "on, and the process maps the parent's no more";
+		return errno == ESRCH ? BIN_GONE : BIN_STALE;
+	}
+	snprintf(b->buf, sizeof(b->buf), "/proc/self/fd/%d", b->fd);
+	b->name = b->buf;
+	b->dev = like->dev;
+	b->ino = like->ino;
 	return 0;
 }
 
@@ -179,7 +195,7 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 	const char *why;
 	struct bs_bin b;
 	struct bpf_link *l;
-	int e;
+	int e, r;
 
 	if (__atomic_load_n(&c->usdt_live, __ATOMIC_RELAXED) >= SP_SPANS_USDT_LIVE) {
 		if (!c->usdt_full)
@@ -193,10 +209,11 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 		}
 		return -1;
 	}
-	if (bin_open(p->pid, bin, like, &b, &why)) {
-		if (like && errno == ESTALE)
+	r = bin_open(p->pid, bin, like, &b, &why);
+	if (r) {
+		if (r == BIN_STALE)
 			child_unprobed(c, p, bin, why);
-		else if (!like)
+		else if (r == BIN_FAILED && !like)
 			sp_warn("pid %u: cannot attach %s:%s in '%s': %s", p->pid, provider,
 				name, bin, why ? why : strerror(errno));
 		return -1;
@@ -232,8 +249,8 @@ static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
  * probe: a forking runtime's children each get their links while they
  * wait, stopped, and the ELF notes need not be read again for each.
  */
-int sp_bs_offsets_cached(const char *path, const char *provider, const char *name,
-			 const char *args, uint64_t *offs, int max)
+int sp_bs_offsets_cached(const char *path, const char *file, const char *provider,
+			 const char *name, const char *args, uint64_t *offs, int max)
 {
 	static struct {
 		char path[PATH_MAX], probe[128];
@@ -250,8 +267,8 @@ int sp_bs_offsets_cached(const char *path, const char *provider, const char *nam
 	unsigned int i;
 	int n;
 
-	if (stat(path, &st) || max > 64)
-		return sp_usdt_offsets(path, provider, name, args, offs, max);
+	if (stat(file, &st) || max > 64)
+		return sp_usdt_offsets(file, provider, name, args, offs, max);
 	snprintf(probe, sizeof(probe), "%s:%s:%s", provider, name, args ? args : "");
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < 32; i++) {
@@ -267,7 +284,7 @@ int sp_bs_offsets_cached(const char *path, const char *provider, const char *nam
 		return n;
 	}
 	pthread_mutex_unlock(&lock);
-	n = sp_usdt_offsets(path, provider, name, args, offs, max);
+	n = sp_usdt_offsets(file, provider, name, args, offs, max);
 	pthread_mutex_lock(&lock);
 	i = next++ % 32;
 	snprintf(cache[i].path, sizeof(cache[i].path), "%s", path);
@@ -547,18 +564,18 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 	const char *why;
 	struct bs_bin b;
 	bool refs = false;
-	int n, i, fd;
+	int n, i, fd, r, e;
 	uint32_t id;
 
 	if (c->no_multi)
 		return -1;
-	if (bin_open(p->pid, bin, like, &b, &why)) {
-		if (like && errno == ESTALE) {
-			child_unprobed(c, p, bin, why);
-			return 0;
-		}
+	r = bin_open(p->pid, bin, like, &b, &why);
+	if (r == BIN_STALE)
+		child_unprobed(c, p, bin, why);
+	if (r == BIN_STALE || r == BIN_GONE)
+		return 0;
+	if (r)
 		return -1;	/* the USDT link says why */
-	}
 	uc = usdt_probe(c, bin, b.name, provider, name);
 	n = uc ? uc->n : -1;
 	for (i = 0; i < n; i++) {
@@ -592,7 +609,9 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 	u->cnt = n;
 	u->pid = p->pid;
 	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	e = errno;
 	bin_close(&b);
+	errno = e;
 	if (fd < 0) {
 		if (errno == ESRCH)
 			return 0;	/* gone: nothing to attach */
@@ -611,10 +630,13 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 }
 
 /*
- * Whether this kernel has uprobe_multi links (Linux 6.6), asked once at the
- * start as libbpf does: a link asked for on "/" (no regular file) is
- * refused with EBADF by a kernel that has them, EINVAL or EOPNOTSUPP by
- * one that does not. Asking at each attach instead would let a file
+ * Whether this kernel has uprobe_multi links (Linux 6.6) that filter by
+ * process, asked once at the start as libbpf does: a link asked for on "/"
+ * (no regular file) is refused with EBADF by a kernel that has them,
+ * EINVAL or EOPNOTSUPP by one that does not; and with pid -1, with EINVAL
+ * by a kernel whose links filter by process, not only by the thread that
+ * was given (the first kernels with them: the spans of a process's other
+ * threads would be lost). Asking at each attach instead would let a file
  * another user controls (one made shorter than its notes say) turn them
  * off for the whole recording.
  */
@@ -633,11 +655,18 @@ bool sp_bs_probe_multi(struct bs_ctx *c)
 	u->cookies = (uintptr_t)&cookie;
 	u->cnt = 1;
 	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	if (fd >= 0 || errno != EBADF) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	u->pid = (uint32_t)-1;
+	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	if (fd >= 0) {
 		close(fd);
-		return true;
+		return false;
 	}
-	return errno == EBADF;
+	return errno == EINVAL;
 }
 
 /* USDT probe provider:name of bin for p: by a uprobe_multi link (prog
@@ -693,7 +722,7 @@ int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *file, const
 		const char *name = strchr(sp_bs_probe_names[probes[k]], ':') + 1;
 
 		found[k] = c->no_multi ? -1 :
-			   sp_bs_offsets_cached(file, "stackpulse", name, args, o, 64);
+			   sp_bs_offsets_cached(bin, file, "stackpulse", name, args, o, 64);
 		if (found[k] <= 0)
 			continue;
 		for (i = 0; i < found[k] && total < SP_MARKER_LOCS; i++) {
@@ -737,16 +766,17 @@ void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
 			  const char *args, const uint32_t *probes, int n,
 			  const struct bs_att *like)
 {
-	int found[16], k, fd;
+	int found[16], k, fd, r;
 	const char *why;
 	struct bs_bin b;
 	uint32_t group;
 	bool first = true;
 
-	if (bin_open(p->pid, bin, like, &b, &why)) {
-		if (like && errno == ESTALE)
+	r = bin_open(p->pid, bin, like, &b, &why);
+	if (r) {
+		if (r == BIN_STALE)
 			child_unprobed(c, p, bin, why);
-		else if (!like)
+		else if (r == BIN_FAILED && !like)
 			sp_warn("pid %u: cannot attach the markers in '%s': %s", p->pid, bin,
 				why ? why : strerror(errno));
 		return;
