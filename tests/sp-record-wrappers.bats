@@ -15,6 +15,11 @@ RUNS=5
 
 setup() {
 	OUT=$BATS_TEST_TMPDIR/run.sp
+	STARTED=()
+}
+
+teardown() {
+	kill_started "${STARTED[@]}"
 }
 
 require_python() {
@@ -281,11 +286,13 @@ while not os.path.exists(sys.argv[2]):
     os.listdir(sys.argv[3])
     n += 1
     time.sleep(0.02)
-' "$ready" "$go" "$BATS_TEST_TMPDIR" &
+' "$ready" "$go" "$BATS_TEST_TMPDIR" 3>&- &
 	pid=$!
+	STARTED+=($pid)
 	wait_path "$ready" 30 || fail "the program did not start"
-	sp-record -v --no-samples -p $pid -o "$OUT" 2> "$BATS_TEST_TMPDIR/err" &
+	sp-record -v --no-samples -p $pid -o "$OUT" 2> "$BATS_TEST_TMPDIR/err" 3>&- &
 	rec=$!
+	STARTED+=($rec)
 	for i in $(seq 600); do
 		sp-decode "$OUT" 2>/dev/null | jq -r 'select(.type == "event" and .event == "audit") | .name' 2>/dev/null |
 			grep -qx os.listdir && break
@@ -300,6 +307,23 @@ while not os.path.exists(sys.argv[2]):
 	assert_output 0
 	run grep -c "stackpulse:py__call" "$BATS_TEST_TMPDIR/err"
 	assert_output 0
+}
+
+@test "sp-record, default spans: pyenv's Python run twice, first without the activator in its environment, then with it: the second's audit events are there" {
+	require_shim
+	local py
+	py=$($SHIM -c 'import sys; print(sys.executable)')
+	# sh is no runtime: the probes load while it sleeps
+	run -0 --separate-stderr sp-record -v --no-samples -o "$OUT" -- sh -c '
+		sleep 1
+		"$1" -c pass
+		PYTHONPATH="$2" "$1" -c "import os, sys; os.listdir(sys.argv[1])" "$3"' \
+		sh "$py" "$SP_BIN/../runtime/python" "$BATS_TEST_TMPDIR"
+	[[ "$stderr" == *"no activator in its environment: no audit events"* ]] || fail "$stderr"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"event\" and .event == \"audit\" and .name == \"os.listdir\") | .args'"
+	[ "$output" = "$BATS_TEST_TMPDIR" ] || fail "audit os.listdir: '$output'; sp-record said: $stderr"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"runtime\" and .runtime == \"python\" and .mode != \"stacks\") | .mode'"
+	assert_output "audit"
 }
 
 @test "sp-record -p: the same for a Python without span rings (a marker per mark)" {

@@ -138,6 +138,11 @@ struct bs_proc {
 	uint32_t late_probes;		/* a fork child not held: 1 << probe of its
 					 * raise and audit probes, attached once it has
 					 * lived SP_DL_AFTER_NS (sp_bs_attach_dl_due()) */
+	bool env_probes;		/* its probes depend on its environment (the
+					 * activator), not only on its file's: not
+					 * marked plain (mark_plain()) */
+	uint64_t late_dev[2], late_ino[2];	/* the files its parent's were
+					 * on (libruby, libpython): its own */
 	bool hook_audit;		/* its hook's py__audit marker was asked for: a
 					 * hook file's shared link may have it for
 					 * another process (bpf_spans_attach.c) */
@@ -429,7 +434,7 @@ uint32_t sp_bs_loc_id(struct bs_ctx *c, const char *bin, uint64_t off);
 void sp_bs_usdt_forget(struct bs_ctx *c, const char *bin);
 void sp_bs_attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
 		      struct bpf_program *usdt, const char *bin, const char *provider,
-		      const char *name, uint32_t probe);
+		      const char *name, uint32_t probe, const struct bs_att *like);
 /* file: what is read and probed (bin, or a /proc/self/fd/N of it); bin:
  * its name, for the locations' ids */
 int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *file, const char *args,

@@ -381,8 +381,8 @@ void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
 	struct bpf_program *multi = c->skel->progs.on_ruby_method_multi;
 	struct bpf_program *prog = c->skel->progs.on_ruby_method;
 
-	sp_bs_attach_any(c, p, multi, prog, bin, "ruby", "cmethod__entry", SP_PR_RUBY_CMETHOD_ENTRY);
-	sp_bs_attach_any(c, p, multi, prog, bin, "ruby", "cmethod__return", SP_PR_RUBY_CMETHOD_RETURN);
+	sp_bs_attach_any(c, p, multi, prog, bin, "ruby", "cmethod__entry", SP_PR_RUBY_CMETHOD_ENTRY, NULL);
+	sp_bs_attach_any(c, p, multi, prog, bin, "ruby", "cmethod__return", SP_PR_RUBY_CMETHOD_RETURN, NULL);
 }
 
 /*
@@ -460,9 +460,9 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			attach_hook(c, p, hook, SP_PR_RB_HOOK_CALL, false);
 		} else if (m & SP_SPANS_RUBY) {
 			sp_bs_attach_any(c, p, sk->progs.on_ruby_method_multi, sk->progs.on_ruby_method,
-					 bin, "ruby", "method__entry", SP_PR_RUBY_METHOD_ENTRY);
+					 bin, "ruby", "method__entry", SP_PR_RUBY_METHOD_ENTRY, NULL);
 			sp_bs_attach_any(c, p, sk->progs.on_ruby_method_multi, sk->progs.on_ruby_method,
-					 bin, "ruby", "method__return", SP_PR_RUBY_METHOD_RETURN);
+					 bin, "ruby", "method__return", SP_PR_RUBY_METHOD_RETURN, NULL);
 			if (p->attached)
 				rb_without_hook(p);
 		}
@@ -478,7 +478,7 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		else if (m & SP_SPANS_RUBY_C)
 			sp_bs_attach_cmethod(c, p, bin);
 		sp_bs_attach_any(c, p, sk->progs.on_ruby_raise_multi, sk->progs.on_ruby_raise, bin, "ruby",
-				 "raise", SP_PR_RUBY_RAISE);
+				 "raise", SP_PR_RUBY_RAISE, NULL);
 		p->runtimes |= SP_SPANS_RUBY;
 		snprintf(p->rlib[0], sizeof(p->rlib[0]), "%s", bin);
 		any = true;
@@ -500,13 +500,21 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		 * marker only: no per-call spans. Not hook_for(): sp-record
 		 * puts the activator in no environment for this mode. */
 		static const uint32_t audit[] = { SP_PR_PY_HOOK_AUDIT };
+		uint64_t off;
 
-		if (hook_mapped(c, p->pid, SP_RT_PYTHON, hook, sizeof(hook)) ||
-		    (hook_in_environ(p->pid, SP_RT_PYTHON, bin, hook, sizeof(hook)) &&
-		     hook_usable(SP_RT_PYTHON, hook))) {
+		/* whether this one has the activator is its environment's say,
+		 * not the file's: later execs of it are looked at again */
+		p->env_probes = true;
+		if ((hook_mapped(c, p->pid, SP_RT_PYTHON, hook, sizeof(hook)) ||
+		     (hook_in_environ(p->pid, SP_RT_PYTHON, bin, hook, sizeof(hook)) &&
+		      hook_usable(SP_RT_PYTHON, hook))) &&
+		    sp_bs_offsets_cached(hook, hook, "stackpulse", "py__audit", SP_SPANS_HOOK_ARGS,
+					 &off, 1) > 0) {
 			p->hook_audit = true;
 			if (!attach_shared(c, p, hook, audit, 1))
 				sp_bs_attach_markers(c, p, hook, SP_SPANS_HOOK_ARGS, audit, 1, NULL);
+			p->runtimes |= SP_SPANS_PYTHON;	/* its runtime record: mode audit */
+			snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
 		} else if (sp_verbose) {
 			sp_info("spans: pid %u: its Python has no audit probe (pyenv's build) and no "
 				"activator in its environment: no audit events (--spans=python gives "
@@ -518,17 +526,17 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			attach_hook(c, p, hook, SP_PR_PY_HOOK_CALL, false);
 		} else if (m & SP_SPANS_PYTHON) {
 			sp_bs_attach_any(c, p, sk->progs.on_py_function_multi, sk->progs.on_py_function,
-					 bin, "python", "function__entry", SP_PR_PY_FUNCTION_ENTRY);
+					 bin, "python", "function__entry", SP_PR_PY_FUNCTION_ENTRY, NULL);
 			if (p->attached)
 				py_without_hook(p, bin, true);
 			else
 				sp_bs_attach_any(c, p, sk->progs.on_py_function_multi,
 						 sk->progs.on_py_function, bin, "python",
-						 "function__return", SP_PR_PY_FUNCTION_RETURN);
+						 "function__return", SP_PR_PY_FUNCTION_RETURN, NULL);
 		}
 		if (m & SP_SPANS_PY_AUDIT)
 			sp_bs_attach_any(c, p, sk->progs.on_py_audit_multi, sk->progs.on_py_audit, bin,
-					 "python", "audit", SP_PR_PY_AUDIT);
+					 "python", "audit", SP_PR_PY_AUDIT, NULL);
 		p->runtimes |= SP_SPANS_PYTHON;
 		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
 		any = true;
@@ -540,9 +548,9 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			sp_bs_attach_markers(c, p, bin, SP_SPANS_USDT_REGS_ARGS, marks, 2, NULL);
 		} else {
 			sp_bs_attach_any(c, p, sk->progs.on_sp_span_any_multi, sk->progs.on_sp_span, bin,
-					 "stackpulse", "span__begin", SP_PR_SP_BEGIN);
+					 "stackpulse", "span__begin", SP_PR_SP_BEGIN, NULL);
 			sp_bs_attach_any(c, p, sk->progs.on_sp_span_any_multi, sk->progs.on_sp_span, bin,
-					 "stackpulse", "span__end", SP_PR_SP_END);
+					 "stackpulse", "span__end", SP_PR_SP_END, NULL);
 		}
 		p->runtimes |= SP_SPANS_USDT;
 		any = true;
@@ -822,7 +830,7 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 }
 
 /* The USDT-link program of a uprobe_multi one, for the same probe
- * (sp_bs_attach_any()'s pairs); NULL for others. */
+ * (sp_bs_attach_any(, NULL)'s pairs); NULL for others. */
 static struct bpf_program *usdt_twin(struct bs_ctx *c, const struct bpf_program *multi)
 {
 	struct sp_spans *sk = c->skel;
@@ -857,6 +865,8 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 		if (child->late_probes && (a->probe == SP_PR_RUBY_RAISE ||
 					   a->probe == SP_PR_PY_AUDIT)) {
 			child->late_probes |= 1u << a->probe;	/* when it lives on */
+			child->late_dev[a->probe == SP_PR_PY_AUDIT] = a->dev;
+			child->late_ino[a->probe == SP_PR_PY_AUDIT] = a->ino;
 			continue;
 		} else if (a->shared) {	/* the hook file's link covers it too */
 			sp_bs_att_add_link(child, a->probe, a->func, a->bin, a->prog,
@@ -939,14 +949,17 @@ static int ldso_of(uint32_t pid, char *path, size_t size, struct stat *st, const
 {
 	char maps[64], mf[96], line[PATH_MAX + 256], *at, *nl, *base;
 	unsigned long long lo, hi, ino;
-	unsigned int maj, min, lines = 0;
+	unsigned int maj, min;
+	size_t bytes = 0;	/* the maps read up to 4 MiB: the process's owner
+				 * decides how long they are */
 	int fd = -1;
 	FILE *f;
 
 	*why = NULL;
 	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
 	f = fopen(maps, "re");
-	while (f && lines++ < 65536 && fgets(line, sizeof(line), f)) {
+	while (f && bytes < (4u << 20) && fgets(line, sizeof(line), f)) {
+		bytes += strlen(line);
 		at = strchr(line, '/');
 		if (!at || sscanf(line, "%llx-%llx %*s %*s %x:%x %llu", &lo, &hi, &maj, &min,
 				  &ino) != 5)
@@ -1117,14 +1130,17 @@ static void attach_late_now(struct bs_ctx *c, struct bs_proc *p)
 {
 	struct sp_spans *sk = c->skel;
 	uint32_t late = p->late_probes;
+	/* on the files its parent's were on, which it maps */
+	struct bs_att rb = { .dev = p->late_dev[0], .ino = p->late_ino[0] };
+	struct bs_att py = { .dev = p->late_dev[1], .ino = p->late_ino[1] };
 
 	p->late_probes = 0;
 	if ((late & 1u << SP_PR_RUBY_RAISE) && p->rlib[0][0])
 		sp_bs_attach_any(c, p, sk->progs.on_ruby_raise_multi, sk->progs.on_ruby_raise,
-				 p->rlib[0], "ruby", "raise", SP_PR_RUBY_RAISE);
+				 p->rlib[0], "ruby", "raise", SP_PR_RUBY_RAISE, &rb);
 	if ((late & 1u << SP_PR_PY_AUDIT) && p->rlib[1][0])
 		sp_bs_attach_any(c, p, sk->progs.on_py_audit_multi, sk->progs.on_py_audit,
-				 p->rlib[1], "python", "audit", SP_PR_PY_AUDIT);
+				 p->rlib[1], "python", "audit", SP_PR_PY_AUDIT, &py);
 }
 
 /* The waiting ld.so probes (and late probes) that are due. */

@@ -474,7 +474,7 @@ static int mark_depth(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_ev
 		p->ret_pending = false;
 		sp_bs_attach_any(c, p, c->skel->progs.on_py_function_multi,
 				 c->skel->progs.on_py_function, p->rlib[1], "python",
-				 "function__return", SP_PR_PY_FUNCTION_RETURN);
+				 "function__return", SP_PR_PY_FUNCTION_RETURN, NULL);
 	}
 	if (p->cm_pending && (e->probe == SP_PR_RUBY_METHOD_ENTRY ||
 			      e->probe == SP_PR_RB_HOOK_CALL)) {

@@ -410,7 +410,7 @@ static void mark_plain(struct bs_ctx *c, struct bs_proc *p)
 	char link[64];
 	struct stat st;
 
-	if (p->runtimes || p->natt || c->nfuncs)
+	if (p->runtimes || p->natt || c->nfuncs || p->env_probes)
 		return;
 	snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
 	if (stat(link, &st))
@@ -584,7 +584,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->hook_audit = false;	/* the new image's hook asks again */
 		p->cm_pending = false;
 		p->late = p->no_spans = false;
-		p->ret_pending = p->py_none = false;
+		p->ret_pending = p->py_none = p->env_probes = false;
 		p->late_probes = 0;
 		p->ppid = 0;
 		sp_bs_spans_state_release(c, p);

@@ -55,11 +55,13 @@ struct bs_bin {
  * its path names another file now, or none. A line's inode is compared
  * first, the file's device and inode once opened; the maps are read up to
  * SP_BS_MAPS_BYTES (the process's owner decides how long they are, and
- * held processes wait meanwhile). -1, errno ESRCH when pid is gone, else
- * ENOENT: it maps the file no more (or not within the bound).
+ * held processes wait meanwhile). -1, errno ENOENT when pid is gone (or a
+ * zombie), else ESTALE: it maps the file no more (or not within the
+ * bound), or it cannot be opened (*why).
  */
 #define SP_BS_MAPS_BYTES	(4u << 20)
-static int open_mapped(uint32_t pid, const struct bs_att *like, struct stat *st)
+static int open_mapped(uint32_t pid, const struct bs_att *like, struct stat *st,
+		       const char **why)
 {
 	char maps[64], path[96], line[PATH_MAX + 256];
 	unsigned long long lo, hi, ino;
@@ -67,10 +69,13 @@ static int open_mapped(uint32_t pid, const struct bs_att *like, struct stat *st)
 	int fd = -1;
 	FILE *f;
 
+	*why = NULL;
 	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
 	f = fopen(maps, "re");
 	if (!f) {
-		errno = ESRCH;
+		if (errno != ENOENT && errno != ESRCH)
+			*why = strerror(errno);
+		errno = ENOENT;
 		return -1;
 	}
 	while (fd < 0 && bytes < SP_BS_MAPS_BYTES && fgets(line, sizeof(line), f)) {
@@ -79,15 +84,22 @@ static int open_mapped(uint32_t pid, const struct bs_att *like, struct stat *st)
 		    ino != like->ino)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid, lo, hi);
-		fd = sp_safe_open(AT_FDCWD, path, NULL, st, NULL);
+		fd = sp_safe_open(AT_FDCWD, path, NULL, st, why);
+		if (fd < 0 && errno == EPERM && !*why)
+			*why = "its /proc/PID/map_files is closed to sp-record (it has no "
+			       "CAP_SYS_ADMIN)";
 		if (fd >= 0 && ((uint64_t)st->st_dev != like->dev || (uint64_t)st->st_ino != ino)) {
 			close(fd);
 			fd = -1;
 		}
 	}
 	fclose(f);
-	if (fd < 0)
+	/* no maps at all: a zombie (killed while held), or gone: nothing to
+	 * attach; else it maps the file no more (or not within the bound) */
+	if (fd < 0 && !bytes && !*why)
 		errno = ENOENT;
+	else if (fd < 0)
+		errno = ESTALE;
 	return fd;
 }
 
@@ -131,11 +143,14 @@ static int bin_open(uint32_t pid, const char *bin, const struct bs_att *like, st
 	 * or none (its owner replaced or removed it): that one, by the mapping */
 	if (b->fd >= 0)
 		close(b->fd);
-	b->fd = open_mapped(pid, like, &st);
+	b->fd = open_mapped(pid, like, &st, why);
 	if (b->fd < 0) {
-		*why = "another file, or none, is at its path since its parent's probes went "
-		       "on, and the process maps the parent's no more";
-		return errno == ESRCH ? BIN_GONE : BIN_STALE;
+		if (errno == ENOENT)
+			return BIN_GONE;
+		if (!*why)
+			*why = "another file, or none, is at its path since its parent's probes "
+			       "went on, and the process maps the parent's no more";
+		return BIN_STALE;
 	}
 	snprintf(b->buf, sizeof(b->buf), "/proc/self/fd/%d", b->fd);
 	b->name = b->buf;
@@ -224,8 +239,12 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 	pthread_mutex_unlock(&c->bpf_lock);
 	bin_close(&b);
 	if (!l) {
-		if (e == ESRCH || like)
+		if (e == ESRCH)
 			return -1;	/* the process is gone */
+		if (like) {	/* a fork child: said once, counted */
+			child_unprobed(c, p, bin, strerror(e));
+			return -1;
+		}
 		sp_warn("pid %u: cannot attach %s:%s in '%s': %s", p->pid, provider, name, bin,
 			strerror(e));
 		return -1;
@@ -235,13 +254,6 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 			   false, NULL);
 	att_of_bin(p, &b);
 	return 0;
-}
-
-
-static int attach_usdt(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *prog,
-		       const char *bin, const char *provider, const char *name, uint32_t probe)
-{
-	return sp_bs_attach_usdt_how(c, p, prog, bin, provider, name, probe, NULL);
 }
 
 /*
@@ -630,15 +642,16 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 }
 
 /*
- * Whether this kernel has uprobe_multi links (Linux 6.6) that filter by
- * process, asked once at the start as libbpf does: a link asked for on "/"
- * (no regular file) is refused with EBADF by a kernel that has them,
- * EINVAL or EOPNOTSUPP by one that does not; and with pid -1, with EINVAL
- * by a kernel whose links filter by process, not only by the thread that
- * was given (the first kernels with them: the spans of a process's other
- * threads would be lost). Asking at each attach instead would let a file
+ * Whether this kernel has uprobe_multi links (Linux 6.6), asked once at the
+ * start as libbpf does: a link asked for on "/" (no regular file) is
+ * refused with EBADF by a kernel that has them, EINVAL or EOPNOTSUPP by
+ * one that does not. Asking at each attach instead would let a file
  * another user controls (one made shorter than its notes say) turn them
- * off for the whole recording.
+ * off for the whole recording. (Linux 6.6-6.9 without 6.10's fix filter a
+ * link with a pid by that thread, not its process; libbpf asks that too,
+ * with pid -1, and then uses no such links at all. Not asked here: the
+ * shared links, with no pid, are right there, and without them every fork
+ * child of a runtime would be held for links of its own.)
  */
 bool sp_bs_probe_multi(struct bs_ctx *c)
 {
@@ -655,28 +668,21 @@ bool sp_bs_probe_multi(struct bs_ctx *c)
 	u->cookies = (uintptr_t)&cookie;
 	u->cnt = 1;
 	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
-	if (fd >= 0 || errno != EBADF) {
-		if (fd >= 0)
-			close(fd);
-		return false;
-	}
-	u->pid = (uint32_t)-1;
-	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	if (fd >= 0) {
 		close(fd);
-		return false;
+		return true;
 	}
-	return errno == EINVAL;
+	return errno == EBADF;
 }
 
 /* USDT probe provider:name of bin for p: by a uprobe_multi link (prog
- * multi), else by libbpf's USDT link (prog usdt). */
+ * multi), else by libbpf's USDT link (prog usdt). like: as in bin_open(). */
 void sp_bs_attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
 		      struct bpf_program *usdt, const char *bin, const char *provider,
-		      const char *name, uint32_t probe)
+		      const char *name, uint32_t probe, const struct bs_att *like)
 {
-	if (sp_bs_attach_multi(c, p, multi, bin, provider, name, probe, NULL))
-		attach_usdt(c, p, usdt, bin, provider, name, probe);
+	if (sp_bs_attach_multi(c, p, multi, bin, provider, name, probe, like))
+		sp_bs_attach_usdt_how(c, p, usdt, bin, provider, name, probe, like);
 }
 
 /* The USDT-link program of a marker with fixed-register operands. */
