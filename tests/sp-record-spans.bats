@@ -412,11 +412,12 @@ p2/main span_stop spans_c#leaf_work 0 2"
 p1/main span_stop #main 14 1"
 }
 
-@test "sp-record --spans=usdt: markers in a library loaded with dlopen(), by a program without markers" {
-	require_root
+# spans_dlopen recorded by "$@" sp-record ...: its library's spans, found
+# through ld.so's probe
+assert_dlopen_spans() {
 	prog=$SP_EXAMPLES/spans_dlopen
 	[ -x "$prog" ] || skip "build/examples/spans_dlopen not built"
-	run -0 --separate-stderr sp-record -v --no-samples --spans=usdt -o "$OUT" -- "$prog"
+	run -0 --separate-stderr "$@" sp-record -v --no-samples --spans=usdt -o "$OUT" -- "$prog"
 	[[ "$stderr" == *", 1 libraries given probes then (dlopen)"* ]] || fail "$stderr"
 	run -0 lib_spans
 	assert_output "6 p1/main span_start #lib_leaf 11 2
@@ -425,25 +426,21 @@ p1/main span_stop #main 14 1"
 3 p1/main span_stop #lib_outer 21 1"
 }
 
+@test "sp-record --spans=usdt: markers in a library loaded with dlopen(), by a program without markers" {
+	require_root
+	assert_dlopen_spans
+}
+
 @test "sp-record --spans=usdt: dlopen() is followed without CAP_SYS_ADMIN (CAP_BPF and CAP_PERFMON), where /proc/PID/map_files is closed" {
 	require_root
 	require_cmd setpriv util-linux
-	prog=$SP_EXAMPLES/spans_dlopen
-	[ -x "$prog" ] || skip "build/examples/spans_dlopen not built"
 	# the check this is about: map_files refuses a root without it
 	run setpriv --bounding-set=-sys_admin,-checkpoint_restore sh -c \
 		'r=$(head -1 /proc/$$/maps | cut -d" " -f1); cat /proc/$$/map_files/$r > /dev/null'
 	[ "$status" != 0 ] || skip "map_files open without CAP_SYS_ADMIN here"
 	run sh -c 'r=$(head -1 /proc/$$/maps | cut -d" " -f1); cat /proc/$$/map_files/$r > /dev/null'
 	[ "$status" = 0 ] || skip "map_files does not open with it either"
-	run -0 --separate-stderr setpriv --bounding-set=-sys_admin,-checkpoint_restore \
-		sp-record -v --no-samples --spans=usdt -o "$OUT" -- "$prog"
-	[[ "$stderr" == *", 1 libraries given probes then (dlopen)"* ]] || fail "$stderr"
-	run -0 lib_spans
-	assert_output "6 p1/main span_start #lib_leaf 11 2
-3 p1/main span_start #lib_outer 19 1
-6 p1/main span_stop #lib_leaf 13 2
-3 p1/main span_stop #lib_outer 21 1"
+	assert_dlopen_spans setpriv --bounding-set=-sys_admin,-checkpoint_restore
 }
 
 @test "sp-record --span-func: a CET function (endbr64, push) is probed past its endbr64, spans intact" {

@@ -173,10 +173,19 @@ static void att_of_bin(struct bs_proc *p, const struct bs_bin *b)
 	p->att[p->natt - 1]->ino = b->ino;
 }
 
+/* p gets no probes of a kind it should have: counted once (a lost
+ * record, sp_bs_emit_lost) */
+static void count_unprobed(struct bs_ctx *c, struct bs_proc *p)
+{
+	if (!p->unprobed) {
+		p->unprobed = true;
+		__atomic_add_fetch(&c->unprobed, 1, __ATOMIC_RELAXED);
+	}
+}
+
 /*
  * A fork child's probes in a file that is not its parent's (like, above):
- * said once for the recording, the child counted as unprobed (a lost
- * record, sp_bs_emit_lost).
+ * said once for the recording, the child counted as unprobed.
  */
 static void child_unprobed(struct bs_ctx *c, struct bs_proc *p, const char *bin, const char *why)
 {
@@ -186,10 +195,24 @@ static void child_unprobed(struct bs_ctx *c, struct bs_proc *p, const char *bin,
 	} else if (sp_verbose) {
 		sp_info("spans: pid %u: no probes in '%s': %s", p->pid, bin, why);
 	}
-	if (!p->unprobed) {
-		p->unprobed = true;
-		__atomic_add_fetch(&c->unprobed, 1, __ATOMIC_RELAXED);
-	}
+	count_unprobed(c, p);
+}
+
+/* bin_open() for p, what failed said: a fork child's stale file as
+ * child_unprobed(), another's that cannot be opened as what (NULL: not
+ * said here). */
+static int bin_open_said(struct bs_ctx *c, struct bs_proc *p, const char *bin,
+			 const struct bs_att *like, struct bs_bin *b, const char *what)
+{
+	const char *why;
+	int r = bin_open(p->pid, bin, like, b, &why);
+
+	if (r == BIN_STALE)
+		child_unprobed(c, p, bin, why);
+	else if (r == BIN_FAILED && !like && what)
+		sp_warn("pid %u: cannot attach %s in '%s': %s", p->pid, what, bin,
+			why ? why : strerror(errno));
+	return r;
 }
 
 /*
@@ -207,10 +230,10 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 			  uint32_t probe, const struct bs_att *like)
 {
 	LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = (uint64_t)p->gen << 32 | probe);
-	const char *why;
+	char what[160];
 	struct bs_bin b;
 	struct bpf_link *l;
-	int e, r;
+	int e;
 
 	if (__atomic_load_n(&c->usdt_live, __ATOMIC_RELAXED) >= SP_SPANS_USDT_LIVE) {
 		if (!c->usdt_full)
@@ -218,21 +241,12 @@ int sp_bs_attach_usdt_how(struct bs_ctx *c, struct bs_proc *p, struct bpf_progra
 				"processes get no %s:%s until they are", SP_SPANS_USDT_LIVE,
 				p->pid, provider, name);
 		c->usdt_full = true;
-		if (!p->unprobed) {	/* a lost record counts it (sp_bs_emit_lost) */
-			p->unprobed = true;
-			__atomic_add_fetch(&c->unprobed, 1, __ATOMIC_RELAXED);
-		}
+		count_unprobed(c, p);
 		return -1;
 	}
-	r = bin_open(p->pid, bin, like, &b, &why);
-	if (r) {
-		if (r == BIN_STALE)
-			child_unprobed(c, p, bin, why);
-		else if (r == BIN_FAILED && !like)
-			sp_warn("pid %u: cannot attach %s:%s in '%s': %s", p->pid, provider,
-				name, bin, why ? why : strerror(errno));
+	snprintf(what, sizeof(what), "%s:%s", provider, name);
+	if (bin_open_said(c, p, bin, like, &b, what))
 		return -1;
-	}
 	pthread_mutex_lock(&c->bpf_lock);
 	l = bpf_program__attach_usdt(prog, p->pid, b.name, provider, name, &uo);
 	e = errno;
@@ -573,7 +587,6 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 	struct sp_uprobe_multi_attr *u = (void *)&attr;
 	const struct usdt_probe_cache *uc;
 	uint64_t offs[SP_USDT_LOCS], cookies[SP_USDT_LOCS];
-	const char *why;
 	struct bs_bin b;
 	bool refs = false;
 	int n, i, fd, r, e;
@@ -581,13 +594,11 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 
 	if (c->no_multi)
 		return -1;
-	r = bin_open(p->pid, bin, like, &b, &why);
-	if (r == BIN_STALE)
-		child_unprobed(c, p, bin, why);
+	r = bin_open_said(c, p, bin, like, &b, NULL);	/* the USDT link says why */
 	if (r == BIN_STALE || r == BIN_GONE)
 		return 0;
 	if (r)
-		return -1;	/* the USDT link says why */
+		return -1;
 	uc = usdt_probe(c, bin, b.name, provider, name);
 	n = uc ? uc->n : -1;
 	for (i = 0; i < n; i++) {
@@ -772,21 +783,13 @@ void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
 			  const char *args, const uint32_t *probes, int n,
 			  const struct bs_att *like)
 {
-	int found[16], k, fd, r;
-	const char *why;
+	int found[16], k, fd;
 	struct bs_bin b;
 	uint32_t group;
 	bool first = true;
 
-	r = bin_open(p->pid, bin, like, &b, &why);
-	if (r) {
-		if (r == BIN_STALE)
-			child_unprobed(c, p, bin, why);
-		else if (r == BIN_FAILED && !like)
-			sp_warn("pid %u: cannot attach the markers in '%s': %s", p->pid, bin,
-				why ? why : strerror(errno));
+	if (bin_open_said(c, p, bin, like, &b, "the markers"))
 		return;
-	}
 	fd = sp_bs_marker_link(c, bin, b.name, args, probes, n, p->pid, p->gen, found);
 	if (fd < 0 && errno == ESRCH) {
 		bin_close(&b);
