@@ -318,6 +318,44 @@ os.waitpid(pid, 0)'
 	[ "$n" = 20 ] || fail "$n audit events of the child's 20 opens"
 }
 
+@test "sp-record --spans=python: a fork child not held gets its late audit probe in the python it runs, though its owner put a copy at its path since" {
+	require_python
+	require_cmd setpriv util-linux
+	local dir child n
+	nobody_tools
+	dir=$NOBODY_DIR/py
+	mkdir "$dir"
+	cp $PY "$dir/python3.11"
+	chown -R 65534:65534 "$dir"
+	# the child is not held (the hook's shared link covers it): its audit
+	# probe, the executable's USDT one, comes once it has lived 100 ms
+	"$NOBODY_BIN/sp-record" --spans=python --no-samples --interp=none -o "$OUT" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$dir/python3.11" -c '
+import os, sys, time
+open(sys.argv[1], "w").close()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.02)
+pid = os.fork()
+if pid == 0:
+    time.sleep(0.5)
+    for i in range(20): open("/etc/hostname").close()
+    os._exit(0)
+os.waitpid(pid, 0)' "$dir/ready" "$dir/go" 2> "$BATS_TEST_TMPDIR/err" &
+	local rec=$!
+	SPIN+=($rec)
+	wait_path "$dir/ready" 30 || fail "the program never started: $(cat "$BATS_TEST_TMPDIR/err")"
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+		'cp "$1/python3.11" "$1/new" && mv "$1/new" "$1/python3.11"' sh "$dir"
+	touch "$dir/go"
+	wait $rec || fail "sp-record failed: $(cat "$BATS_TEST_TMPDIR/err")"
+	sp-decode "$OUT" > "$BATS_TEST_TMPDIR/run.json"
+	child=$(jq -r 'select(.type == "process" and .ppid != null) | "\(.pid) \(.ppid)"' "$BATS_TEST_TMPDIR/run.json" |
+		awk '{ pid[NR] = $1; ppid[NR] = $2 } END { for (i = 1; i <= NR; i++) for (j = 1; j <= NR; j++) if (ppid[i] == pid[j]) { print pid[i]; exit } }')
+	[ -n "$child" ] || fail "no fork child: $(jq -c 'select(.type == "process")' "$BATS_TEST_TMPDIR/run.json")"
+	n=$(jq -c --argjson p "$child" 'select(.type == "event" and .pid == $p and .event == "audit" and .name == "open" and .args == "/etc/hostname")' "$BATS_TEST_TMPDIR/run.json" | wc -l)
+	[ "$n" = 20 ] || fail "$n audit events of the child's 20 opens: $(cat "$BATS_TEST_TMPDIR/err")"
+}
+
 @test "sp-record --spans: a hook-only Python run with -S or -I (no activator) is said to have no function spans" {
 	require_root
 	local py flag
