@@ -12,7 +12,9 @@
 #ifndef SP_BPF_INTERP_SHARED_H
 #define SP_BPF_INTERP_SHARED_H
 
-#define SP_BPF_IFRAMES		128	/* interpreted frames walked per sample */
+/* interpreted frames walked per sample (a power of 2): a Python's import
+ * chains and recursions pass 128 (pydoc -k: 5.5% of its samples) */
+#define SP_BPF_IFRAMES		256
 #define SP_BPF_ITHREADS		256	/* thread states looked at to find a thread's */
 #define SP_BPF_ILAYOUTS		16	/* layouts (interp_layouts.c's table rows) */
 #define SP_BPF_IPROCS		4096	/* processes with a known interpreter */

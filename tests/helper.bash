@@ -167,3 +167,8 @@ recording_began() {
 	done
 	return 1
 }
+
+# The interpreted frames a stack walk reads at most (bpf/interp.h).
+walk_limit() {
+	awk '$1 == "#define" && $2 == "SP_BPF_IFRAMES" { print $3 }' "$BATS_TEST_DIRNAME/../bpf/interp.h"
+}

@@ -235,10 +235,10 @@ assert_tree() {
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$NOBODY_DIR/python3-forged" 1 /etc/hostname
 	[ "$status" = 0 ] || fail "status $status: $stderr"
 	# the opens the forged program makes carry its forged stack: the cycle
-	# cut at the walk's limit, 128 frames, then the mark at the root
+	# cut at the walk's limit (its frames), then the mark at the root
 	run sh -c "sp-decode '$OUT' | jq -c 'select(.type == \"event\" and .path == \"/etc/hostname\") | .stack' | sort -u"
 	[ -n "$output" ] && [ "$output" != null ] || fail "no stack on the forged program's opens: $output"
-	# the first such stack: 128 frames and the mark, its root
+	# the first such stack: the limit's frames and the mark, its root
 	run sh -c "sp-decode '$OUT' | jq -rs '
 		(map(select(.type == \"stack\")) | map({key: (.id | tostring), value: .}) | from_entries) as \$s
 		| (map(select(.type == \"symbol\")) | map({key: (.frame | tostring), value: .func}) | from_entries) as \$f
@@ -246,7 +246,7 @@ assert_tree() {
 		| [recurse(\$s[tostring].parent; . != 0 and . != null)] | map(\$f[\$s[tostring].frame | tostring])
 		| \"\\(length) \\(.[-1])\"'"
 	[ "$status" = 0 ] || fail "jq: $output"
-	[ "$output" = "129 [python: truncated]" ] || fail "$output"
+	[ "$output" = "$(($(walk_limit) + 1)) [python: truncated]" ] || fail "$output"
 	run sh -c "sp-correlate '$OUT' | sp-tree --stable | grep -B1 '/etc/hostname' | grep -m1 FRAME"
 	[ "$status" = 0 ] || fail "no frame for the forged opens"
 	[[ "$output" == *"AAAA"* || "$output" == *"[python: "* ]] || fail "$output"

@@ -224,10 +224,10 @@ assert_share() {
 	[ "$status" = 0 ] || fail "status $status: $stderr"
 	run sh -c "sp-flame --folded '$OUT' 2>/dev/null | grep '^\[python: truncated\];'"
 	[ "$status" = 0 ] || fail "no truncated stack"
-	# the cycle is cut at the walk's limit: 128 frames, then the mark
+	# the cycle is cut at the walk's limit (its frames), then the mark
 	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
 		grep -c '^AAAA\|^\[python: unreadable frame\]$\|^Z')
-	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
+	[ "$n" = "$(walk_limit)" ] || fail "$n interpreted frames: ${output:0:300}"
 	# the endless name is cut at its bound and says so
 	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
 	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes"
@@ -565,11 +565,11 @@ frames() {
 		grep -qx 'ruby stacks' || fail "not followed"
 	run sh -c "sp-flame --folded '$OUT' 2>/dev/null | grep '^\[ruby: truncated\];'"
 	[ "$status" = 0 ] || fail "no truncated stack"
-	# the endless stack is cut at the walk's limit: 128 frames, then the mark;
+	# the endless stack is cut at the walk's limit (its frames), then the mark;
 	# its C methods' frames are among them
 	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
 		grep -c 'AAAA\|^BBBB\|^\[ruby: unreadable frame\]$')
-	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
+	[ "$n" = "$(walk_limit)" ] || fail "$n interpreted frames: ${output:0:300}"
 	# the endless label is cut at its bound and says so; the method entry's
 	# singleton class, attached to itself, is shown by its address
 	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 'AAAA')
@@ -684,7 +684,7 @@ RB_OC_CHAIN='^<main>;Object#oc_main;Object#oc_serve;Integer#times;block in Objec
 	[ "$status" = 0 ] || fail "no truncated off-CPU stack"
 	n=$(sed -n 1p <<<"$output" | awk '{ sub(/ [0-9]+$/, "") } 1' | tr ';' '\n' |
 		grep -c '^AAAA\|^\[python: unreadable frame\]$\|^Z')
-	[ "$n" = 128 ] || fail "$n interpreted frames: ${output:0:300}"
+	[ "$n" = "$(walk_limit)" ] || fail "$n interpreted frames: ${output:0:300}"
 	name=$(sed -n 1p <<<"$output" | tr ';' '\n' | grep -m1 '^AAAA')
 	[ "${#name}" -le 512 ] && [[ "$name" == *... ]] || fail "name of ${#name} bytes"
 	# the stack goes on to where it slept: the kernel's frames at the leaf
