@@ -505,6 +505,28 @@ C
 1000 outer"
 }
 
+@test "sp-record --spans=ruby: a Ruby whose LD_LIBRARY_PATH names another libruby gets its probes in that one, as ld.so loads it" {
+	require_ruby
+	local lib=/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 dir=$BATS_TEST_TMPDIR/llp hook
+	mkdir "$dir"
+	cp "$lib" "$dir/"
+	# the layout this is about: ld.so takes the copy
+	LD_LIBRARY_PATH=$dir ruby -e 'exit(File.read("/proc/self/maps").include?(ARGV[0]) ? 0 : 1)' \
+		"$dir/libruby-3.1.so.3.1" || skip "ld.so does not take libruby from LD_LIBRARY_PATH here"
+	for hook in c hook; do
+		STACKPULSE_RUBY_HOOK=$hook LD_LIBRARY_PATH=$dir run -0 --separate-stderr \
+			sp-record -v --spans=ruby --no-samples -o "$OUT" -- ruby -e '
+def f; end
+def g; raise "x"; rescue; end
+100.times { f }
+g'
+		run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"f\") | .method' | wc -l"
+		[ "$output" = 100 ] || fail "$hook: $output spans of f: $stderr"
+		run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_raise\" and .file == \"-e\") | .klass'"
+		[ "$output" = RuntimeError ] || fail "$hook: raise marks: '$output': $stderr"
+	done
+}
+
 @test "sp-record --spans with libbpf's USDT links (older kernels' path, SP_USDT_LINKS=1): the Ruby tree from Ruby's own probes, the C markers' tree" {
 	require_ruby
 	# libruby is a shared library: libbpf is given a descriptor's name for

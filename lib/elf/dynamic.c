@@ -51,9 +51,10 @@ static bool is_file(const char *path)
 	return !stat(path, &st) && S_ISREG(st.st_mode);
 }
 
-/* The DT_NEEDED names want() takes (at most 16) and the RUNPATH of e. */
+/* The DT_NEEDED names want() takes (at most 16), the RUNPATH and the
+ * RPATH of e. */
 static int needed_names(Elf *e, bool (*want)(const char *name), const char **needed,
-			const char **runpath)
+			const char **runpath, const char **rpath)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
@@ -80,52 +81,75 @@ static int needed_names(Elf *e, bool (*want)(const char *name), const char **nee
 			if (dyn.d_tag == DT_NEEDED) {
 				if ((!want || want(s)) && nneeded < 16)
 					needed[nneeded++] = s;
-			} else {
+			} else if (dyn.d_tag == DT_RUNPATH) {
 				*runpath = s;
+			} else {
+				*rpath = s;
 			}
 		}
 	}
 	return nneeded;
 }
 
-int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name), char paths[][4096],
-		       int n)
+/* name in the first directory of the ':'-separated list dirs that has it
+ * as a regular file ($ORIGIN: origin), into cand; empty entries (the
+ * current directory of a process that is not ours) are skipped. */
+static bool in_dirs(const char *dirs, const char *origin, const char *name, char *cand,
+		    size_t size)
+{
+	char dir[PATH_MAX];
+	const char *p = dirs;
+
+	while (p && *p) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (len && len < sizeof(dir)) {
+			memcpy(dir, p, len);
+			dir[len] = 0;
+			if (!strncmp(dir, "$ORIGIN", 7))
+				snprintf(cand, size, "%s%s/%s", origin, dir + 7, name);
+			else
+				snprintf(cand, size, "%s/%s", dir, name);
+			if (is_file(cand))
+				return true;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name), const char *ld_path,
+		       char paths[][4096], int n)
 {
 	static const char *const std_dirs[] = {
 		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
 		"/usr/local/lib", "/lib", "/usr/lib",
 	};
-	const char *needed[16], *runpath = NULL;
-	char origin[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX * 3], *slash;
+	const char *needed[16], *runpath = NULL, *rpath = NULL;
+	char origin[PATH_MAX], cand[PATH_MAX * 3], *slash;
 	int fd, nneeded, found = 0, i;
+	struct stat st;
 	Elf *e = sp_elf_open(exe, SP_ELF_READ, 0, &fd, NULL);
 
 	if (!e)
 		return 0;
-	nneeded = needed_names(e, want, needed, &runpath);
+	/* ld.so ignores LD_LIBRARY_PATH for a set-user-ID or set-group-ID
+	 * program (AT_SECURE) */
+	if (ld_path && (fstat(fd, &st) || (st.st_mode & (S_ISUID | S_ISGID))))
+		ld_path = NULL;
+	nneeded = needed_names(e, want, needed, &runpath, &rpath);
 	snprintf(origin, sizeof(origin), "%s", exe);
 	slash = strrchr(origin, '/');
 	if (slash)
 		*slash = 0;
+	/* ld.so's order: DT_RPATH (only without DT_RUNPATH), LD_LIBRARY_PATH,
+	 * DT_RUNPATH, then the system's directories */
 	for (i = 0; i < nneeded && found < n; i++) {
-		const char *p = runpath;
-		bool ok = false;
+		bool ok = (!runpath && in_dirs(rpath, origin, needed[i], cand, sizeof(cand))) ||
+			  in_dirs(ld_path, origin, needed[i], cand, sizeof(cand)) ||
+			  in_dirs(runpath, origin, needed[i], cand, sizeof(cand));
 
-		while (p && *p && !ok) {
-			const char *end = strchr(p, ':');
-			size_t len = end ? (size_t)(end - p) : strlen(p);
-
-			if (len < sizeof(dir)) {
-				memcpy(dir, p, len);
-				dir[len] = 0;
-				if (!strncmp(dir, "$ORIGIN", 7))
-					snprintf(cand, sizeof(cand), "%s%s/%s", origin, dir + 7, needed[i]);
-				else
-					snprintf(cand, sizeof(cand), "%s/%s", dir, needed[i]);
-				ok = is_file(cand);
-			}
-			p = end ? end + 1 : NULL;
-		}
 		for (size_t d = 0; !ok && d < sizeof(std_dirs) / sizeof(std_dirs[0]); d++) {
 			snprintf(cand, sizeof(cand), "%s/%s", std_dirs[d], needed[i]);
 			ok = is_file(cand);

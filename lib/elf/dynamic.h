@@ -28,13 +28,13 @@ uint64_t sp_elf_offset_to_va(Elf *e, uint64_t off);
 
 /*
  * The libraries the executable at exe needs (DT_NEEDED, at most 16 of
- * them; only those want() says yes to, all with want NULL), each found
- * through its RUNPATH or RPATH ($ORIGIN too) or the standard directories
- * and made absolute, into paths[] (at most n). How many; 0 when exe is no
- * ELF file.
+ * them; only those want() says yes to, all with want NULL), each found as
+ * ld.so finds it: its RPATH, the process's LD_LIBRARY_PATH (ld_path; NULL:
+ * none), its RUNPATH ($ORIGIN too), the standard directories; made
+ * absolute, into paths[] (at most n). How many; 0 when exe is no ELF file.
  */
-int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name), char paths[][4096],
-		       int n);
+int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name), const char *ld_path,
+		       char paths[][4096], int n);
 
 /* The size bytes at dynamic symbol sym's address in the file at path into
  * buf. 0, or -1 when there is no such defined symbol or its bytes are not

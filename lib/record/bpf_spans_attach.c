@@ -112,28 +112,20 @@ static bool activator_dir(int rt, const char *tok, char *dir, size_t size)
  */
 static bool hook_in_environ(uint32_t pid, int rt, const char *bin, char *path, size_t size)
 {
-	const char *var = rt == SP_RT_RUBY ? "RUBYOPT=" : "PYTHONPATH=";
-	const char *mode = rt == SP_RT_RUBY ? "STACKPULSE_RUBY_HOOK=" : "STACKPULSE_PY_HOOK=";
+	const char *var = rt == SP_RT_RUBY ? "RUBYOPT" : "PYTHONPATH";
 	const char *sep = rt == SP_RT_RUBY ? " " : ":";
-	char name[64], *env = sp_xmalloc(65536), *val = NULL, *e, *tok, *save, dir[PATH_MAX];
-	bool found = false, off = false;
-	ssize_t n = 0, r;
-	int fd, dfd;
+	const char *mode, *v;
+	char *env, *val = NULL, *tok, *save, dir[PATH_MAX];
+	bool found = false, off;
+	size_t n;
+	int dfd;
 
-	snprintf(name, sizeof(name), "/proc/%u/environ", pid);
-	fd = open(name, O_RDONLY | O_CLOEXEC);
-	while (fd >= 0 && n < 65535 && (r = read(fd, env + n, 65535 - n)) > 0)
-		n += r;
-	if (fd >= 0)
-		close(fd);
-	env[n] = 0;
-	for (e = env; e < env + n; e += strlen(e) + 1) {
-		if (!strncmp(e, var, strlen(var)))
-			val = e + strlen(var);
-		else if (!strncmp(e, mode, strlen(mode)) && e[strlen(mode)] &&
-			 strcmp(e + strlen(mode), "hook"))
-			off = true;
-	}
+	env = sp_bs_proc_environ(pid, &n);
+	mode = sp_bs_env_get(env, n, rt == SP_RT_RUBY ? "STACKPULSE_RUBY_HOOK" : "STACKPULSE_PY_HOOK");
+	off = mode && *mode && strcmp(mode, "hook");
+	v = sp_bs_env_get(env, n, var);
+	if (v)
+		val = env + (v - env);	/* in env, which strtok_r() cuts */
 	for (tok = val && !off ? strtok_r(val, sep, &save) : NULL; tok && !found;
 	     tok = strtok_r(NULL, sep, &save)) {
 		if (!activator_dir(rt, tok, dir, sizeof(dir)))
@@ -817,7 +809,17 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 		/* stopped at exec, only the executable and ld.so are mapped */
 		if (!p->attached) {
 			char (*need)[4096] = sp_xmalloc(16 * sizeof(*need));
-			int nn = sp_spans_needed_libs(p->exe, c->o->modes & SP_SPANS_USDT, need, 16), k;
+			size_t elen;
+			char *env = sp_bs_proc_environ(p->pid, &elen);
+			const char *ld_path = sp_bs_env_get(env, elen, "LD_LIBRARY_PATH");
+			int nn = sp_spans_needed_libs(p->exe, c->o->modes & SP_SPANS_USDT, ld_path,
+						      need, 16), k;
+
+			/* found as ld.so will, by its LD_LIBRARY_PATH: what it
+			 * finds there is its environment's, not its file's */
+			if (ld_path && *ld_path)
+				p->env_probes = true;
+			free(env);
 
 			for (k = 0; k < nn; k++)
 				lib_add(&libs, need[k], sp_bs_runtime_lib_name(strrchr(need[k], '/') + 1));

@@ -92,7 +92,7 @@ bool sp_bs_runtime_lib_name(const char *name)
 
 int sp_spans_runtime_libs(const char *exe, char paths[][4096], int n)
 {
-	return sp_spans_needed_libs(exe, false, paths, n);
+	return sp_spans_needed_libs(exe, false, getenv("LD_LIBRARY_PATH"), paths, n);
 }
 
 static bool other_lib_name(const char *name)
@@ -102,12 +102,13 @@ static bool other_lib_name(const char *name)
 
 /* The runtimes' libraries first: a program that needs more libraries than
  * the caller takes must not lose libruby or libpython to the cut. */
-int sp_spans_needed_libs(const char *exe, bool all, char paths[][4096], int n)
+int sp_spans_needed_libs(const char *exe, bool all, const char *ld_path, char paths[][4096],
+			 int n)
 {
-	int k = sp_elf_needed_libs(exe, sp_bs_runtime_lib_name, paths, n);
+	int k = sp_elf_needed_libs(exe, sp_bs_runtime_lib_name, ld_path, paths, n);
 
 	if (all && k < n)
-		k += sp_elf_needed_libs(exe, other_lib_name, paths + k, n - k);
+		k += sp_elf_needed_libs(exe, other_lib_name, ld_path, paths + k, n - k);
 	return k;
 }
 
@@ -231,7 +232,9 @@ static bool file_has_probes(unsigned int modes, const char *path, int depth)
 	if (providers_match(sp_bs_providers_cached(path), modes))
 		return true;
 	libs = sp_xmalloc(16 * sizeof(*libs));
-	nlibs = sp_spans_needed_libs(path, modes & SP_SPANS_USDT, libs, 16);
+	/* the command's environment is sp-record's */
+	nlibs = sp_spans_needed_libs(path, modes & SP_SPANS_USDT, getenv("LD_LIBRARY_PATH"), libs,
+				     16);
 	for (i = 0; i < nlibs && !found; i++)
 		found = providers_match(sp_bs_providers_cached(libs[i]), modes);
 	free(libs);

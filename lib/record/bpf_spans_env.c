@@ -4,8 +4,10 @@
  * live (installed, build tree, $SP_RUNTIME_DIR), and the environment of
  * the command sp-record starts, which makes Ruby (RUBYOPT, RUBYLIB) and
  * Python (PYTHONPATH) load them, the hooks use span rings, and the Ruby
- * one traces only the methods --spans-match names.
+ * one traces only the methods --spans-match names; and the environment
+ * of a process found running (the activators, LD_LIBRARY_PATH in it).
  */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,4 +165,35 @@ int sp_spans_setup_env(const struct sp_spans_opts *o)
 	    setenv("STACKPULSE_SPAN_RING", (o->modes & SP_SPANS_RUBY_C) ? "0" : "1", 1))
 		return sp_error_errno("cannot set STACKPULSE_SPAN_RING");
 	return set_reader(o);
+}
+
+#define SP_BS_ENVIRON_MAX	65536
+char *sp_bs_proc_environ(uint32_t pid, size_t *len)
+{
+	char name[64], *env = sp_xmalloc(SP_BS_ENVIRON_MAX);
+	ssize_t r;
+	size_t n = 0;
+	int fd;
+
+	snprintf(name, sizeof(name), "/proc/%u/environ", pid);
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	while (fd >= 0 && n < SP_BS_ENVIRON_MAX - 1 &&
+	       (r = read(fd, env + n, SP_BS_ENVIRON_MAX - 1 - n)) > 0)
+		n += (size_t)r;
+	if (fd >= 0)
+		close(fd);
+	env[n] = 0;
+	*len = n;
+	return env;
+}
+
+const char *sp_bs_env_get(const char *env, size_t len, const char *name)
+{
+	size_t k = strlen(name);
+	const char *e, *val = NULL;
+
+	for (e = env; e < env + len; e += strlen(e) + 1)
+		if (!strncmp(e, name, k) && e[k] == '=')
+			val = e + k + 1;	/* the last one, as getenv() in it */
+	return val;
 }

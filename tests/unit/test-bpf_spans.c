@@ -152,12 +152,12 @@ static void test_bpf_spans_needed_libs_runtime_first(void)
 		return;
 	}
 	libs = malloc(16 * sizeof(*libs));
-	n = sp_spans_needed_libs(exe, true, libs, 16);
+	n = sp_spans_needed_libs(exe, true, NULL, libs, 16);
 	CHECK_EQ_U(n, 16);
 	CHECK(n >= 1 && !strncmp(libs[0], LIBRUBY, strlen(LIBRUBY)));
 	for (i = 1; i < (size_t)n; i++)
 		CHECK(!strstr(libs[i], "libruby"));
-	n = sp_spans_needed_libs(exe, false, libs, 16);
+	n = sp_spans_needed_libs(exe, false, NULL, libs, 16);
 	CHECK_EQ_U(n, 1);
 	CHECK(sp_spans_file_has_probes(SP_SPANS_RUBY, exe));
 	free(libs);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "elf/dynamic.h"
@@ -50,7 +51,7 @@ static void test_dynamic_needed_libs(void)
 	run("readelf -dW " RUBY " | grep -c NEEDED", want, sizeof(want));
 	needed = atoi(want);
 	CHECK(needed > 1);
-	n = sp_elf_needed_libs(RUBY, NULL, libs, 16);
+	n = sp_elf_needed_libs(RUBY, NULL, NULL, libs, 16);
 	CHECK_EQ_U(n, needed);
 	/* each as the loader finds it (ldd), made absolute */
 	for (i = 0; i < n; i++) {
@@ -65,13 +66,67 @@ static void test_dynamic_needed_libs(void)
 		CHECK(want[0] && realpath(want, real) && !strcmp(real, libs[i]));
 	}
 	/* only those asked for, at most n */
-	n = sp_elf_needed_libs(RUBY, is_libruby, libs, 16);
+	n = sp_elf_needed_libs(RUBY, is_libruby, NULL, libs, 16);
 	CHECK_EQ_U(n, 1);
 	CHECK(n == 1 && strstr(libs[0], "/libruby-3.1.so"));
-	CHECK_EQ_U(sp_elf_needed_libs(RUBY, NULL, libs, 2), 2);
-	CHECK_EQ_U(sp_elf_needed_libs("/nonexistent", NULL, libs, 16), 0);
-	CHECK_EQ_U(sp_elf_needed_libs("/etc/hostname", NULL, libs, 16), 0);
+	CHECK_EQ_U(sp_elf_needed_libs(RUBY, NULL, NULL, libs, 2), 2);
+	CHECK_EQ_U(sp_elf_needed_libs("/nonexistent", NULL, NULL, libs, 16), 0);
+	CHECK_EQ_U(sp_elf_needed_libs("/etc/hostname", NULL, NULL, libs, 16), 0);
 	free(libs);
+}
+
+/*
+ * The loader's order with LD_LIBRARY_PATH: a program linked with a RUNPATH
+ * to one directory and run with LD_LIBRARY_PATH naming another that has
+ * the same library gets the latter (ldd says which, with that
+ * environment); linked with an RPATH (no RUNPATH), the former; a
+ * set-user-ID copy, which the loader runs without LD_LIBRARY_PATH, the
+ * former too. Empty entries of the list are not the current directory.
+ */
+static void test_dynamic_needed_libs_ld_path(void)
+{
+	char dir[] = "/tmp/sp-test-ldpath-XXXXXX", cmd[2048], want[4096], real[PATH_MAX];
+	char a[64], b[64], ld_path[160], (*libs)[4096];
+	const char *how[] = { "--enable-new-dtags", "--disable-new-dtags" };
+	int k;
+
+	if (system("command -v cc > /dev/null 2>&1") || !mkdtemp(dir)) {
+		printf("# skipped: needs a C compiler\n");
+		return;
+	}
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(cmd, sizeof(cmd), "mkdir %s %s && printf 'int f(void) { return 1; }' | "
+		 "cc -shared -fPIC -x c -o %s/libspx.so - && cp %s/libspx.so %s/", a, b, a, a, b);
+	if (system(cmd)) {
+		printf("# skipped: cannot build a library\n");
+		return;
+	}
+	libs = malloc(16 * sizeof(*libs));
+	snprintf(ld_path, sizeof(ld_path), ":%s:/nonexistent", b);
+	for (k = 0; k < 2; k++) {
+		snprintf(cmd, sizeof(cmd), "printf 'int f(void); int main(void) { return f(); }' | "
+			 "cc -x c -o %s/prog - -L%s -lspx -Wl,%s,-rpath,%s", dir, a, how[k], a);
+		CHECK(!system(cmd));
+		CHECK_EQ_U(sp_elf_needed_libs(dir, NULL, ld_path, libs, 16), 0);	/* no ELF */
+		snprintf(cmd, sizeof(cmd), "%s/prog", dir);
+		CHECK_EQ_U(sp_elf_needed_libs(cmd, NULL, ld_path, libs, 16), 2);
+		/* what ldd finds with that LD_LIBRARY_PATH */
+		snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH='%s' ldd %s/prog | awk '$1 == \"libspx.so\" "
+			 "{ print $3 }'", ld_path, dir);
+		run(cmd, want, sizeof(want));
+		CHECK(want[0] && realpath(want, real));
+		CHECK_STR(libs[0], real);
+		CHECK(strstr(libs[0], k == 0 ? "/b/libspx.so" : "/a/libspx.so"));
+		/* set-user-ID: LD_LIBRARY_PATH is not used */
+		snprintf(cmd, sizeof(cmd), "%s/prog", dir);
+		CHECK(!chmod(cmd, 04755));
+		CHECK_EQ_U(sp_elf_needed_libs(cmd, NULL, ld_path, libs, 16), 2);
+		CHECK(strstr(libs[0], "/a/libspx.so"));
+	}
+	free(libs);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(!system(cmd));
 }
 
 static void test_dynamic_read_dynsym(void)
@@ -125,6 +180,7 @@ static void test_dynamic_func_offset(void)
 int main(void)
 {
 	TAP_RUN(test_dynamic_needed_libs);
+	TAP_RUN(test_dynamic_needed_libs_ld_path);
 	TAP_RUN(test_dynamic_read_dynsym);
 	TAP_RUN(test_dynamic_func_offset);
 	return TAP_DONE();
