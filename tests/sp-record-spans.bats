@@ -514,8 +514,9 @@ C
 	LD_LIBRARY_PATH=$dir ruby -e 'exit(File.read("/proc/self/maps").include?(ARGV[0]) ? 0 : 1)' \
 		"$dir/libruby-3.1.so.3.1" || skip "ld.so does not take libruby from LD_LIBRARY_PATH here"
 	for hook in c hook; do
-		STACKPULSE_RUBY_HOOK=$hook LD_LIBRARY_PATH=$dir run -0 --separate-stderr \
-			sp-record -v --spans=ruby --no-samples -o "$OUT" -- ruby -e '
+		# in the process's environment, not sp-record's
+		STACKPULSE_RUBY_HOOK=$hook run -0 --separate-stderr sp-record -v --spans=ruby \
+			--no-samples -o "$OUT" -- env LD_LIBRARY_PATH="$dir" ruby -e '
 def f; end
 def g; raise "x"; rescue; end
 100.times { f }

@@ -91,71 +91,103 @@ static int needed_names(Elf *e, bool (*want)(const char *name), const char **nee
 	return nneeded;
 }
 
-/* name in the first directory of the ':'-separated list dirs that has it
- * as a regular file ($ORIGIN: origin), into cand; empty entries (the
- * current directory of a process that is not ours) are skipped. */
-static bool in_dirs(const char *dirs, const char *origin, const char *name, char *cand,
-		    size_t size)
+/* Whether dir starts with the token tok ("$ORIGIN", or "${ORIGIN}"),
+ * whole: *rest gets what follows it. */
+static bool origin_token(const char *dir, const char **rest)
 {
-	char dir[PATH_MAX];
-	const char *p = dirs;
-
-	while (p && *p) {
-		const char *end = strchr(p, ':');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-
-		if (len && len < sizeof(dir)) {
-			memcpy(dir, p, len);
-			dir[len] = 0;
-			if (!strncmp(dir, "$ORIGIN", 7))
-				snprintf(cand, size, "%s%s/%s", origin, dir + 7, name);
-			else
-				snprintf(cand, size, "%s/%s", dir, name);
-			if (is_file(cand))
-				return true;
-		}
-		p = end ? end + 1 : NULL;
+	if (!strncmp(dir, "${ORIGIN}", 9)) {
+		*rest = dir + 9;
+		return true;
+	}
+	if (!strncmp(dir, "$ORIGIN", 7) && (dir[7] == 0 || dir[7] == '/')) {
+		*rest = dir + 7;
+		return true;
 	}
 	return false;
 }
 
-int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name), const char *ld_path,
-		       char paths[][4096], int n)
+/* name in the first directory of the list dirs (entries separated by
+ * seps) that has it as a regular file, into cand: $ORIGIN is origin; an
+ * empty or relative entry is under cwd (the process's working directory;
+ * NULL: skipped). */
+static bool in_dirs(const char *dirs, const char *seps, const char *origin, const char *cwd,
+		    const char *name, char *cand, size_t size)
+{
+	char dir[PATH_MAX];
+	const char *p = dirs, *rest;
+
+	while (p) {
+		size_t len = strcspn(p, seps);
+
+		if (len < sizeof(dir)) {
+			memcpy(dir, p, len);
+			dir[len] = 0;
+			if (origin_token(dir, &rest))
+				snprintf(cand, size, "%s%s/%s", origin, rest, name);
+			else if (dir[0] == '/')
+				snprintf(cand, size, "%s/%s", dir, name);
+			else if (cwd)
+				snprintf(cand, size, "%s/%s%s%s", cwd, dir, dir[0] ? "/" : "", name);
+			else
+				cand[0] = 0;
+			if (cand[0] && is_file(cand))
+				return true;
+		}
+		p = p[len] ? p + len + 1 : NULL;
+	}
+	return false;
+}
+
+int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name),
+		       struct sp_elf_libsearch *how, char paths[][4096], int n)
 {
 	static const char *const std_dirs[] = {
 		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
 		"/usr/local/lib", "/lib", "/usr/lib",
 	};
 	const char *needed[16], *runpath = NULL, *rpath = NULL;
+	const char *ld_path = how ? how->ld_path : NULL, *cwd = how ? how->cwd : NULL;
 	char origin[PATH_MAX], cand[PATH_MAX * 3], *slash;
 	int fd, nneeded, found = 0, i;
-	struct stat st;
 	Elf *e = sp_elf_open(exe, SP_ELF_READ, 0, &fd, NULL);
 
+	if (how)
+		how->via_ld_path = how->missing = false;
 	if (!e)
 		return 0;
-	/* ld.so ignores LD_LIBRARY_PATH for a set-user-ID or set-group-ID
-	 * program (AT_SECURE) */
-	if (ld_path && (fstat(fd, &st) || (st.st_mode & (S_ISUID | S_ISGID))))
-		ld_path = NULL;
 	nneeded = needed_names(e, want, needed, &runpath, &rpath);
 	snprintf(origin, sizeof(origin), "%s", exe);
 	slash = strrchr(origin, '/');
 	if (slash)
 		*slash = 0;
-	/* ld.so's order: DT_RPATH (only without DT_RUNPATH), LD_LIBRARY_PATH,
-	 * DT_RUNPATH, then the system's directories */
+	/* ld.so's order: DT_RPATH (only without DT_RUNPATH), LD_LIBRARY_PATH
+	 * (':' or ';' between entries), DT_RUNPATH, then the system's
+	 * directories; a name with a '/' is a path, searched nowhere */
 	for (i = 0; i < nneeded && found < n; i++) {
-		bool ok = (!runpath && in_dirs(rpath, origin, needed[i], cand, sizeof(cand))) ||
-			  in_dirs(ld_path, origin, needed[i], cand, sizeof(cand)) ||
-			  in_dirs(runpath, origin, needed[i], cand, sizeof(cand));
+		bool ok, via = false;
 
-		for (size_t d = 0; !ok && d < sizeof(std_dirs) / sizeof(std_dirs[0]); d++) {
-			snprintf(cand, sizeof(cand), "%s/%s", std_dirs[d], needed[i]);
+		if (strchr(needed[i], '/')) {
+			snprintf(cand, sizeof(cand), "%s", needed[i]);
 			ok = is_file(cand);
+		} else {
+			ok = !runpath && in_dirs(rpath, ":", origin, cwd, needed[i], cand, sizeof(cand));
+			if (!ok)
+				ok = via = in_dirs(ld_path, ":;", origin, cwd, needed[i], cand,
+						   sizeof(cand));
+			if (!ok)
+				ok = in_dirs(runpath, ":", origin, cwd, needed[i], cand, sizeof(cand));
+			for (size_t d = 0; !ok && d < sizeof(std_dirs) / sizeof(std_dirs[0]); d++) {
+				snprintf(cand, sizeof(cand), "%s/%s", std_dirs[d], needed[i]);
+				ok = is_file(cand);
+			}
 		}
-		if (ok && realpath(cand, paths[found]))
+		if (ok && realpath(cand, paths[found])) {
 			found++;
+			if (how && via)
+				how->via_ld_path = true;
+		} else if (how) {
+			how->missing = true;
+		}
 	}
 	sp_elf_close(e, fd);
 	return found;

@@ -26,15 +26,27 @@ int64_t sp_elf_va_to_offset(Elf *e, uint64_t va, bool exec);
  * UINT64_MAX. */
 uint64_t sp_elf_offset_to_va(Elf *e, uint64_t off);
 
+/* How sp_elf_needed_libs() searches, as ld.so would for one process. */
+struct sp_elf_libsearch {
+	const char *ld_path;	/* its LD_LIBRARY_PATH (NULL: none; the caller
+				 * leaves it out where ld.so would: AT_SECURE) */
+	const char *cwd;	/* its working directory ("/proc/PID/cwd"), for
+				 * empty and relative entries; NULL: skipped */
+	/* results */
+	bool via_ld_path;	/* a library was found through ld_path */
+	bool missing;		/* a library asked for was found nowhere */
+};
+
 /*
  * The libraries the executable at exe needs (DT_NEEDED, at most 16 of
  * them; only those want() says yes to, all with want NULL), each found as
- * ld.so finds it: its RPATH, the process's LD_LIBRARY_PATH (ld_path; NULL:
- * none), its RUNPATH ($ORIGIN too), the standard directories; made
- * absolute, into paths[] (at most n). How many; 0 when exe is no ELF file.
+ * ld.so finds it: its DT_RPATH (without a DT_RUNPATH), LD_LIBRARY_PATH
+ * (how, may be NULL), its DT_RUNPATH ($ORIGIN too), the standard
+ * directories; made absolute, into paths[] (at most n). How many; 0 when
+ * exe is no ELF file. Not searched: $LIB, $PLATFORM, glibc-hwcaps.
  */
-int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name), const char *ld_path,
-		       char paths[][4096], int n);
+int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name),
+		       struct sp_elf_libsearch *how, char paths[][4096], int n);
 
 /* The size bytes at dynamic symbol sym's address in the file at path into
  * buf. 0, or -1 when there is no such defined symbol or its bytes are not

@@ -69,13 +69,7 @@ struct sp_uprobe_multi_attr {
 #define SP_SPANS_FIBERS_PER_PROC	65536u
 #define SP_SPANS_FIBERS_LIVE		262144u	/* of the processes known */
 
-struct usdt_probe_cache;	/* bpf_spans_env.c: the environment of process pid (its first 64 KiB,
- * NUL-terminated; empty when it cannot be read), to free; the value of
- * variable name in it (the last), or NULL. */
-char *sp_bs_proc_environ(uint32_t pid, size_t *len);
-const char *sp_bs_env_get(const char *env, size_t len, const char *name);
-
-/* bpf_spans_usdt.c */
+struct usdt_probe_cache;	/* bpf_spans_usdt.c */
 
 /* An attachment to destroy: libbpf's link, or the file descriptor of a
  * uprobe_multi link (libbpf 1.1 cannot make those). */
@@ -421,11 +415,14 @@ void sp_bs_attach_dl_later(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_attach_late(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now);
 
-/* bpf_spans_env.c: the environment of process pid (its first 64 KiB,
- * NUL-terminated; empty when it cannot be read), to free; the value of
- * variable name in it (the last), or NULL. */
-char *sp_bs_proc_environ(uint32_t pid, size_t *len);
-const char *sp_bs_env_get(const char *env, size_t len, const char *name);
+/* bpf_spans_env.c: the environment of process pid (its first
+ * SP_BS_ENVIRON_MAX - 1 bytes, NUL-terminated; empty when it cannot be
+ * read), to free; *cut: it is longer (what is past the cut is unknown).
+ * The value of variable name in it, or NULL: the first (as getenv()), or
+ * with last the last (as ld.so takes LD_LIBRARY_PATH). */
+#define SP_BS_ENVIRON_MAX	65536
+char *sp_bs_proc_environ(uint32_t pid, size_t *len, bool *cut);
+const char *sp_bs_env_get(const char *env, size_t len, const char *name, bool last);
 
 /* bpf_spans_usdt.c */
 /* path: the file's name (the cache's key, with its device, inode and

@@ -25,6 +25,7 @@
 #include "bpf_spansP.h"
 #include "cgroup_filter.h"
 #include "elf/dynamic.h"
+#include "procfs.h"
 #include "procroot.h"
 #include "record.h"
 #include "safefile.h"
@@ -116,14 +117,16 @@ static bool hook_in_environ(uint32_t pid, int rt, const char *bin, char *path, s
 	const char *sep = rt == SP_RT_RUBY ? " " : ":";
 	const char *mode, *v;
 	char *env, *val = NULL, *tok, *save, dir[PATH_MAX];
-	bool found = false, off;
+	bool found = false, off, cut;
 	size_t n;
 	int dfd;
 
-	env = sp_bs_proc_environ(pid, &n);
-	mode = sp_bs_env_get(env, n, rt == SP_RT_RUBY ? "STACKPULSE_RUBY_HOOK" : "STACKPULSE_PY_HOOK");
+	env = sp_bs_proc_environ(pid, &n, &cut);
+	/* the first of each, as the runtime's getenv() takes it */
+	mode = sp_bs_env_get(env, n, rt == SP_RT_RUBY ? "STACKPULSE_RUBY_HOOK" : "STACKPULSE_PY_HOOK",
+			     false);
 	off = mode && *mode && strcmp(mode, "hook");
-	v = sp_bs_env_get(env, n, var);
+	v = sp_bs_env_get(env, n, var, false);
 	if (v)
 		val = env + (v - env);	/* in env, which strtok_r() cuts */
 	for (tok = val && !off ? strtok_r(val, sep, &save) : NULL; tok && !found;
@@ -808,16 +811,24 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 			fclose(f);
 		/* stopped at exec, only the executable and ld.so are mapped */
 		if (!p->attached) {
-			char (*need)[4096] = sp_xmalloc(16 * sizeof(*need));
+			char (*need)[4096] = sp_xmalloc(16 * sizeof(*need)), cwd[64];
+			struct sp_elf_libsearch how = { .cwd = cwd };
 			size_t elen;
-			char *env = sp_bs_proc_environ(p->pid, &elen);
-			const char *ld_path = sp_bs_env_get(env, elen, "LD_LIBRARY_PATH");
-			int nn = sp_spans_needed_libs(p->exe, c->o->modes & SP_SPANS_USDT, ld_path,
-						      need, 16), k;
+			bool cut;
+			char *env = sp_bs_proc_environ(p->pid, &elen, &cut);
+			int nn, k;
 
-			/* found as ld.so will, by its LD_LIBRARY_PATH: what it
-			 * finds there is its environment's, not its file's */
-			if (ld_path && *ld_path)
+			/* found as ld.so will for it: its LD_LIBRARY_PATH
+			 * (the last, as ld.so takes it), unless it runs
+			 * AT_SECURE (set-ID, capabilities), its directory */
+			snprintf(cwd, sizeof(cwd), "/proc/%u/cwd", p->pid);
+			if (!sp_procfs_at_secure(p->pid))
+				how.ld_path = sp_bs_env_get(env, elen, "LD_LIBRARY_PATH", true);
+			nn = sp_spans_needed_libs(p->exe, c->o->modes & SP_SPANS_USDT, &how, need, 16);
+			/* what it found there, or could not find, depends on
+			 * its environment, not only on its file: a later exec
+			 * of the file is looked at again (mark_plain()) */
+			if (how.via_ld_path || how.missing || cut)
 				p->env_probes = true;
 			free(env);
 

@@ -92,7 +92,7 @@ bool sp_bs_runtime_lib_name(const char *name)
 
 int sp_spans_runtime_libs(const char *exe, char paths[][4096], int n)
 {
-	return sp_spans_needed_libs(exe, false, getenv("LD_LIBRARY_PATH"), paths, n);
+	return sp_spans_needed_libs(exe, false, NULL, paths, n);
 }
 
 static bool other_lib_name(const char *name)
@@ -102,13 +102,18 @@ static bool other_lib_name(const char *name)
 
 /* The runtimes' libraries first: a program that needs more libraries than
  * the caller takes must not lose libruby or libpython to the cut. */
-int sp_spans_needed_libs(const char *exe, bool all, const char *ld_path, char paths[][4096],
-			 int n)
+int sp_spans_needed_libs(const char *exe, bool all, struct sp_elf_libsearch *how,
+			 char paths[][4096], int n)
 {
-	int k = sp_elf_needed_libs(exe, sp_bs_runtime_lib_name, ld_path, paths, n);
+	int k = sp_elf_needed_libs(exe, sp_bs_runtime_lib_name, how, paths, n);
+	bool via = how && how->via_ld_path, missing = how && how->missing;
 
 	if (all && k < n)
-		k += sp_elf_needed_libs(exe, other_lib_name, ld_path, paths + k, n - k);
+		k += sp_elf_needed_libs(exe, other_lib_name, how, paths + k, n - k);
+	if (how) {
+		how->via_ld_path |= via;
+		how->missing |= missing;
+	}
 	return k;
 }
 
@@ -195,7 +200,9 @@ static bool script_may_exec_runtime(const char *path, const char *head, size_t n
 static bool file_has_probes(unsigned int modes, const char *path, int depth)
 {
 	char head[4096], (*libs)[4096], *nl, *interp, *arg;
+	struct sp_elf_libsearch how = { 0 };
 	bool found = false;
+	struct stat st;
 	ssize_t n;
 	int fd, i, nlibs;
 
@@ -232,9 +239,12 @@ static bool file_has_probes(unsigned int modes, const char *path, int depth)
 	if (providers_match(sp_bs_providers_cached(path), modes))
 		return true;
 	libs = sp_xmalloc(16 * sizeof(*libs));
-	/* the command's environment is sp-record's */
-	nlibs = sp_spans_needed_libs(path, modes & SP_SPANS_USDT, getenv("LD_LIBRARY_PATH"), libs,
-				     16);
+	/* the command's environment and directory are sp-record's; ld.so
+	 * leaves LD_LIBRARY_PATH out for a set-ID program */
+	how.ld_path = stat(path, &st) || (st.st_mode & (S_ISUID | S_ISGID)) ? NULL :
+		      getenv("LD_LIBRARY_PATH");
+	how.cwd = ".";
+	nlibs = sp_spans_needed_libs(path, modes & SP_SPANS_USDT, &how, libs, 16);
 	for (i = 0; i < nlibs && !found; i++)
 		found = providers_match(sp_bs_providers_cached(libs[i]), modes);
 	free(libs);

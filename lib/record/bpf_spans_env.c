@@ -167,19 +167,21 @@ int sp_spans_setup_env(const struct sp_spans_opts *o)
 	return set_reader(o);
 }
 
-#define SP_BS_ENVIRON_MAX	65536
-char *sp_bs_proc_environ(uint32_t pid, size_t *len)
+char *sp_bs_proc_environ(uint32_t pid, size_t *len, bool *cut)
 {
-	char name[64], *env = sp_xmalloc(SP_BS_ENVIRON_MAX);
+	char name[64], *env = sp_xmalloc(SP_BS_ENVIRON_MAX), more;
 	ssize_t r;
 	size_t n = 0;
 	int fd;
 
+	*cut = false;
 	snprintf(name, sizeof(name), "/proc/%u/environ", pid);
 	fd = open(name, O_RDONLY | O_CLOEXEC);
 	while (fd >= 0 && n < SP_BS_ENVIRON_MAX - 1 &&
 	       (r = read(fd, env + n, SP_BS_ENVIRON_MAX - 1 - n)) > 0)
 		n += (size_t)r;
+	if (fd >= 0 && n == SP_BS_ENVIRON_MAX - 1)
+		*cut = read(fd, &more, 1) == 1;
 	if (fd >= 0)
 		close(fd);
 	env[n] = 0;
@@ -187,13 +189,16 @@ char *sp_bs_proc_environ(uint32_t pid, size_t *len)
 	return env;
 }
 
-const char *sp_bs_env_get(const char *env, size_t len, const char *name)
+const char *sp_bs_env_get(const char *env, size_t len, const char *name, bool last)
 {
 	size_t k = strlen(name);
 	const char *e, *val = NULL;
 
 	for (e = env; e < env + len; e += strlen(e) + 1)
-		if (!strncmp(e, name, k) && e[k] == '=')
-			val = e + k + 1;	/* the last one, as getenv() in it */
+		if (!strncmp(e, name, k) && e[k] == '=') {
+			val = e + k + 1;
+			if (!last)
+				break;
+		}
 	return val;
 }

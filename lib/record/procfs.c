@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -891,4 +892,24 @@ int sp_procfs_thread_nstid(uint32_t pid, uint32_t tid, uint32_t *nstid)
 		return -1;
 	*nstid = nr;
 	return 0;
+}
+
+bool sp_procfs_at_secure(uint32_t pid)
+{
+	unsigned long v[2 * 64];	/* (type, value) pairs: about 20 of them */
+	char path[256];
+	ssize_t n;
+	size_t i;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/auxv", sp_procfs_root, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, v, sizeof(v));
+	close(fd);
+	for (i = 0; n > 0 && i + 1 < (size_t)n / sizeof(v[0]) && v[i] != AT_NULL; i += 2)
+		if (v[i] == AT_SECURE)
+			return v[i + 1] != 0;
+	return false;
 }

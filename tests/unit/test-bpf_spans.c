@@ -328,6 +328,7 @@ static void test_bpf_spans_file_has_probes(void)
  * process, for the spool's lost record. */
 static void test_bpf_spans_usdt_full_counted(void)
 {
+	static struct bs_att like;
 	struct bs_ctx c;
 	struct bs_proc a, b;
 
@@ -338,11 +339,12 @@ static void test_bpf_spans_usdt_full_counted(void)
 	b.pid = 101;
 	c.usdt_live = 512;	/* SP_SPANS_USDT_LIVE: all wait to be detached */
 	CHECK(sp_bs_attach_usdt_how(&c, &a, NULL, "/bin/x", "python", "function__entry", 0,
-				    false) == -1);
+				    NULL) == -1);
 	CHECK(sp_bs_attach_usdt_how(&c, &a, NULL, "/bin/x", "python", "function__return", 1,
-				    false) == -1);
+				    NULL) == -1);
+	/* a fork child's (its parent's attachment given) */
 	CHECK(sp_bs_attach_usdt_how(&c, &b, NULL, "/bin/x", "python", "function__entry", 0,
-				    true) == -1);
+				    &like) == -1);
 	CHECK(c.usdt_full);
 	CHECK_EQ_U(c.unprobed, 2);
 }

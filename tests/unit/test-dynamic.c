@@ -79,15 +79,17 @@ static void test_dynamic_needed_libs(void)
  * The loader's order with LD_LIBRARY_PATH: a program linked with a RUNPATH
  * to one directory and run with LD_LIBRARY_PATH naming another that has
  * the same library gets the latter (ldd says which, with that
- * environment); linked with an RPATH (no RUNPATH), the former; a
- * set-user-ID copy, which the loader runs without LD_LIBRARY_PATH, the
- * former too. Empty entries of the list are not the current directory.
+ * environment); linked with an RPATH (no RUNPATH), the former. Entries are
+ * split at ':' and ';'; a relative one is under the process's directory
+ * (cwd); the results say whether LD_LIBRARY_PATH gave one, and whether
+ * one was found nowhere.
  */
 static void test_dynamic_needed_libs_ld_path(void)
 {
 	char dir[] = "/tmp/sp-test-ldpath-XXXXXX", cmd[2048], want[4096], real[PATH_MAX];
-	char a[64], b[64], ld_path[160], (*libs)[4096];
+	char a[64], b[64], ld_path[160], prog[64], (*libs)[4096];
 	const char *how[] = { "--enable-new-dtags", "--disable-new-dtags" };
+	struct sp_elf_libsearch s = { 0 };
 	int k;
 
 	if (system("command -v cc > /dev/null 2>&1") || !mkdtemp(dir)) {
@@ -96,34 +98,48 @@ static void test_dynamic_needed_libs_ld_path(void)
 	}
 	snprintf(a, sizeof(a), "%s/a", dir);
 	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(prog, sizeof(prog), "%s/prog", dir);
 	snprintf(cmd, sizeof(cmd), "mkdir %s %s && printf 'int f(void) { return 1; }' | "
 		 "cc -shared -fPIC -x c -o %s/libspx.so - && cp %s/libspx.so %s/", a, b, a, a, b);
+	libs = malloc(16 * sizeof(*libs));
 	if (system(cmd)) {
 		printf("# skipped: cannot build a library\n");
-		return;
+		goto out;
 	}
-	libs = malloc(16 * sizeof(*libs));
-	snprintf(ld_path, sizeof(ld_path), ":%s:/nonexistent", b);
+	snprintf(ld_path, sizeof(ld_path), "/nonexistent;%s", b);
 	for (k = 0; k < 2; k++) {
 		snprintf(cmd, sizeof(cmd), "printf 'int f(void); int main(void) { return f(); }' | "
-			 "cc -x c -o %s/prog - -L%s -lspx -Wl,%s,-rpath,%s", dir, a, how[k], a);
+			 "cc -x c -o %s - -L%s -lspx -Wl,%s,-rpath,%s", prog, a, how[k], a);
 		CHECK(!system(cmd));
-		CHECK_EQ_U(sp_elf_needed_libs(dir, NULL, ld_path, libs, 16), 0);	/* no ELF */
-		snprintf(cmd, sizeof(cmd), "%s/prog", dir);
-		CHECK_EQ_U(sp_elf_needed_libs(cmd, NULL, ld_path, libs, 16), 2);
+		s.ld_path = ld_path;
+		CHECK_EQ_U(sp_elf_needed_libs(dir, NULL, &s, libs, 16), 0);	/* no ELF */
+		CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 2);
 		/* what ldd finds with that LD_LIBRARY_PATH */
-		snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH='%s' ldd %s/prog | awk '$1 == \"libspx.so\" "
-			 "{ print $3 }'", ld_path, dir);
+		snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH='%s' ldd %s | awk '$1 == \"libspx.so\" "
+			 "{ print $3 }'", ld_path, prog);
 		run(cmd, want, sizeof(want));
-		CHECK(want[0] && realpath(want, real));
+		if (!want[0]) {
+			printf("# skipped: ldd cannot run %s\n", prog);
+			goto out;
+		}
+		CHECK(realpath(want, real));
 		CHECK_STR(libs[0], real);
 		CHECK(strstr(libs[0], k == 0 ? "/b/libspx.so" : "/a/libspx.so"));
-		/* set-user-ID: LD_LIBRARY_PATH is not used */
-		snprintf(cmd, sizeof(cmd), "%s/prog", dir);
-		CHECK(!chmod(cmd, 04755));
-		CHECK_EQ_U(sp_elf_needed_libs(cmd, NULL, ld_path, libs, 16), 2);
-		CHECK(strstr(libs[0], "/a/libspx.so"));
+		CHECK(s.via_ld_path == (k == 0));
+		CHECK(!s.missing);
 	}
+	/* a relative entry, under the process's directory (dir) */
+	snprintf(cmd, sizeof(cmd), "printf 'int f(void); int main(void) { return f(); }' | "
+		 "cc -x c -o %s - -L%s -lspx", prog, a);
+	CHECK(!system(cmd));
+	s.ld_path = "b";
+	s.cwd = dir;
+	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 2);
+	CHECK(strstr(libs[0], "/b/libspx.so") && s.via_ld_path);
+	s.cwd = NULL;	/* skipped: found nowhere (no RUNPATH) */
+	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 1);
+	CHECK(s.missing && !s.via_ld_path);
+out:
 	free(libs);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CHECK(!system(cmd));

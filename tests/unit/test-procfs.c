@@ -3,6 +3,7 @@
  * /proc tree, and this very process read from the real /proc. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,48 @@ static void test_procfs_self(void)
 	for (i = 1; i < n; i++)
 		CHECK(tids[i - 1] < tids[i]);
 	free(tids);
+}
+
+/* AT_SECURE as the kernel set it: not for this test, yes for a
+ * set-user-ID root copy of sleep run by nobody (as ld.so sees it:
+ * LD_LIBRARY_PATH ignored); false for a pid that is gone. */
+static void test_procfs_at_secure(void)
+{
+	char dir[] = "/tmp/sp-test-secure-XXXXXX", cmd[512], pidbuf[32] = "";
+	FILE *f;
+
+	CHECK(!sp_procfs_at_secure((uint32_t)getpid()));
+	CHECK(!sp_procfs_at_secure(0x7ffffff0));
+	if (geteuid() != 0 || !mkdtemp(dir)) {
+		printf("# skipped: needs root\n");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "chmod 0755 %s && cp /bin/sleep %s/sleep && chmod 4755 %s/sleep && "
+		 "(setpriv --reuid=65534 --regid=65534 --clear-groups %s/sleep 5 > /dev/null & "
+		 "echo $!)", dir, dir, dir, dir);
+	f = popen(cmd, "r");
+	if (f && fgets(pidbuf, sizeof(pidbuf), f) && atoi(pidbuf) > 0) {
+		uint32_t pid = (uint32_t)atoi(pidbuf);
+		int i;
+
+		/* once it runs sleep (setpriv execs it) */
+		for (i = 0; i < 100; i++) {
+			char exe[PATH_MAX] = "", link[64];
+
+			snprintf(link, sizeof(link), "/proc/%u/exe", pid);
+			if (readlink(link, exe, sizeof(exe) - 1) > 0 && strstr(exe, dir))
+				break;
+			usleep(20000);
+		}
+		CHECK(sp_procfs_at_secure(pid));
+		kill((pid_t)pid, SIGKILL);
+	} else {
+		printf("# skipped: cannot run a set-user-ID copy of sleep\n");
+	}
+	if (f)
+		pclose(f);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(!system(cmd));
 }
 
 static void test_procfs_cpu_list(void)
@@ -646,6 +689,7 @@ static void test_procfs_identity_reused(void)
 int main(void)
 {
 	TAP_RUN(test_procfs_cpu_list);
+	TAP_RUN(test_procfs_at_secure);
 	TAP_RUN(test_procfs_parse_map);
 	TAP_RUN(test_procfs_parse_perfmap);
 	TAP_RUN(test_procfs_fake_root);

@@ -129,15 +129,16 @@ int sp_spans_usdt_parse_args(const char *args, struct sp_bs_usdt_spec *spec);
  * counts by name). --spans=auto decides from it whether to wait for BPF. */
 bool sp_spans_file_has_probes(unsigned int modes, const char *path);
 /* Resolve the libruby/libpython an executable needs (DT_NEEDED, RPATH,
- * sp-record's LD_LIBRARY_PATH, RUNPATH, standard directories) into
- * paths[], at most n. Returns how many. */
+ * RUNPATH, standard directories) into paths[], at most n. Returns how
+ * many. */
 int sp_spans_runtime_libs(const char *exe, char paths[][4096], int n);
 /* The same for every library it needs directly when all is true (for
  * <stackpulse/span.h> markers in libraries), at most n, the runtimes'
- * libraries first, for a process whose LD_LIBRARY_PATH is ld_path (NULL:
- * none). */
-int sp_spans_needed_libs(const char *exe, bool all, const char *ld_path, char paths[][4096],
-			 int n);
+ * libraries first, searched as how says for one process (NULL: without
+ * LD_LIBRARY_PATH; lib/elf/dynamic.h), its results for all of them. */
+struct sp_elf_libsearch;
+int sp_spans_needed_libs(const char *exe, bool all, struct sp_elf_libsearch *how,
+			 char paths[][4096], int n);
 /* A runtime's version read from its binary ("3.1.2"), or "" when unknown. */
 void sp_spans_runtime_version(const char *path, int runtime, char *buf, size_t size);
 /* Split "BINARY:FUNCTION" at the last ':'. 0, or -1 when malformed. */

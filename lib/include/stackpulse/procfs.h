@@ -104,6 +104,11 @@ struct sp_proc_identity {
  * time could not be read, or the pid named another process (or none) by
  * the end of the reads (errno ESRCH; *id zeroed). */
 int sp_procfs_identity(uint32_t pid, struct sp_proc_identity *id);
+/* Whether pid runs AT_SECURE (its auxiliary vector says so: a set-user-ID
+ * or set-group-ID program, file capabilities, an LSM's transition), where
+ * ld.so ignores LD_LIBRARY_PATH and the like. false when it cannot be
+ * read (gone). */
+bool sp_procfs_at_secure(uint32_t pid);
 /* Thread tid of process pid: its tid in its own pid namespace (the last
  * field of NSpid in /proc/PID/task/TID/status). 0, or -1 (gone, no such
  * line: a kernel before 4.1). */
