@@ -110,9 +110,12 @@ int sp_spans_needed_libs(const char *exe, bool all, struct sp_elf_libsearch *how
 
 	if (all && k < n)
 		k += sp_elf_needed_libs(exe, other_lib_name, how, paths + k, n - k);
+	/* missing: a runtime's library only (another found nowhere is, as a
+	 * rule, in a directory of ld.so's cache that is not searched here:
+	 * its program would be held at every exec for nothing) */
 	if (how) {
 		how->via_ld_path |= via;
-		how->missing |= missing;
+		how->missing = missing;
 	}
 	return k;
 }

@@ -135,7 +135,8 @@ int sp_spans_runtime_libs(const char *exe, char paths[][4096], int n);
 /* The same for every library it needs directly when all is true (for
  * <stackpulse/span.h> markers in libraries), at most n, the runtimes'
  * libraries first, searched as how says for one process (NULL: without
- * LD_LIBRARY_PATH; lib/elf/dynamic.h), its results for all of them. */
+ * LD_LIBRARY_PATH; lib/elf/dynamic.h): its via_ld_path for all of them,
+ * its missing for the runtimes' only. */
 struct sp_elf_libsearch;
 int sp_spans_needed_libs(const char *exe, bool all, struct sp_elf_libsearch *how,
 			 char paths[][4096], int n);
