@@ -46,7 +46,9 @@
 #include "sp.h"
 #include "writer.h"
 
-#define PENDING_MAX	65536		/* stacks kept in all, waiting for their samples */
+/* stacks kept in all, waiting for their samples (and as many for their
+ * events): up to 8 KiB each (256 frames), 256 MiB in all at most */
+#define PENDING_MAX	32768
 #define TIDQ_LEN	1024		/* stacks kept per thread waiting for their sample
 				 * (the perf queue handles samples a pass or two later) */
 #define MAX_CODES	65536		/* code objects cached per process */
