@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)sp_elf_read_dynsym(path, "ruby_version", ver, sizeof(ver) - 1);
 	(void)sp_elf_read_dynsym(path, "Py_Version", &hex, 4);
 	(void)sp_elf_func_offset(path, "_dl_debug_state");
-	n = sp_elf_needed_libs(path, NULL, libs, 16);
+	n = sp_elf_needed_libs(path, NULL, NULL, libs, 16);
 	if (n < 0 || n > 16)
 		abort();
 	free(libs);
