@@ -69,6 +69,10 @@ struct sp_uprobe_multi_attr {
 #define SP_SPANS_FIBERS_PER_PROC	65536u
 #define SP_SPANS_FIBERS_LIVE		262144u	/* of the processes known */
 
+/* The most of a process's maps read (sp_procfs_maps()): its owner decides
+ * how long they are, and it may be held meanwhile. */
+#define SP_BS_MAPS_BYTES		(4u << 20)
+
 struct usdt_probe_cache;	/* bpf_spans_usdt.c */
 
 /* An attachment to destroy: libbpf's link, or the file descriptor of a

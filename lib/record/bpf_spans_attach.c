@@ -10,13 +10,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -32,29 +33,31 @@
 #include "sp.h"
 #include "writer.h"
 
+struct hook_ctx {
+	struct bs_ctx *c;
+	uint32_t pid;
+	const char *name;
+	char *path;
+	size_t size;
+};
+
+static int hook_line(void *ctx, const struct sp_proc_map *m)
+{
+	struct hook_ctx *h = ctx;
+
+	return m->path[0] == '/' && strstr(m->path, h->name) &&
+	       !sp_bs_host_path(h->c, h->pid, m->path, h->path, h->size) &&
+	       sp_bs_is_file(h->path);
+}
+
 /* The runtime hook of rt that process pid has mapped (an attached process
  * started with the activator in its environment), into path. */
 static bool hook_mapped(struct bs_ctx *c, uint32_t pid, int rt, char *path, size_t size)
 {
-	const char *name = rt == SP_RT_RUBY ? "/stackpulse_hook.so" : "/_stackpulse_hook.cpython-";
-	char maps[64], line[PATH_MAX + 256], *at, *nl;
-	bool found = false;
-	FILE *f;
+	struct hook_ctx h = { c, pid, rt == SP_RT_RUBY ? "/stackpulse_hook.so" :
+							 "/_stackpulse_hook.cpython-", path, size };
 
-	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
-	f = fopen(maps, "re");
-	while (f && !found && fgets(line, sizeof(line), f)) {
-		at = strchr(line, '/');
-		if (!at || !strstr(at, name))
-			continue;
-		nl = strchr(at, '\n');
-		if (nl)
-			*nl = 0;
-		found = !sp_bs_host_path(c, pid, at, path, size) && sp_bs_is_file(path);
-	}
-	if (f)
-		fclose(f);
-	return found;
+	return sp_procfs_maps(pid, SP_BS_MAPS_BYTES, hook_line, &h) > 0;
 }
 
 /* The hook of runtime rt for the library bin in an activator's directory
@@ -626,6 +629,34 @@ void sp_bs_announce(struct bs_ctx *c, struct bs_proc *p)
 	c->found |= p->runtimes;
 }
 
+struct scan_libs_ctx {
+	struct bs_ctx *c;
+	struct bs_proc *p;
+	const char *rt;		/* the activators' directory, or NULL */
+	bool any;
+};
+
+static int scan_libs_line(void *ctx, const struct sp_proc_map *m)
+{
+	struct scan_libs_ctx *s = ctx;
+	const char *base = strrchr(m->path, '/');
+	char host[PATH_MAX];
+	int provs;
+
+	if (!(m->prot & PROT_EXEC) || m->path[0] != '/' || !strstr(base, ".so") ||
+	    (s->rt && !strncmp(m->path, s->rt, strlen(s->rt))) ||
+	    sp_bs_host_path(s->c, s->p->pid, m->path, host, sizeof(host)) ||
+	    !strcmp(host, s->p->exe) || has_bin(s->p, host))
+		return 0;
+	provs = sp_bs_providers_cached(host);
+	if (!(provs & SP_SPANS_USDT))
+		return 0;
+	attach_bin(s->c, s->p, host, provs & (SP_SPANS_USDT | SP_SPANS_USDT_REGS));
+	s->c->late_libs++;
+	s->any = true;
+	return 0;
+}
+
 /*
  * ld.so of process p has changed its libraries: the mapped ones that have
  * probes for the modes asked and none yet (their markers from now on;
@@ -634,37 +665,10 @@ void sp_bs_announce(struct bs_ctx *c, struct bs_proc *p)
  */
 void sp_bs_scan_libs(struct bs_ctx *c, struct bs_proc *p)
 {
-	const char *rt = sp_spans_runtime_dir(c->o);
-	char name[64], line[PATH_MAX + 256], host[PATH_MAX];
-	bool any = false;
-	FILE *f;
+	struct scan_libs_ctx s = { c, p, sp_spans_runtime_dir(c->o), false };
 
-	snprintf(name, sizeof(name), "/proc/%u/maps", p->pid);
-	f = fopen(name, "re");
-	while (f && fgets(line, sizeof(line), f)) {
-		char perms[8], *path = strchr(line, '/'), *nl, *base;
-		int provs;
-
-		if (!path || sscanf(line, "%*x-%*x %7s", perms) != 1 || !strchr(perms, 'x'))
-			continue;
-		nl = strchr(path, '\n');
-		if (nl)
-			*nl = 0;
-		base = strrchr(path, '/') + 1;
-		if (!strstr(base, ".so") || (rt && !strncmp(path, rt, strlen(rt))) ||
-		    sp_bs_host_path(c, p->pid, path, host, sizeof(host)) ||
-		    !strcmp(host, p->exe) || has_bin(p, host))
-			continue;
-		provs = sp_bs_providers_cached(host);
-		if (!(provs & SP_SPANS_USDT))
-			continue;
-		attach_bin(c, p, host, provs & (SP_SPANS_USDT | SP_SPANS_USDT_REGS));
-		c->late_libs++;
-		any = true;
-	}
-	if (f)
-		fclose(f);
-	if (any)
+	sp_procfs_maps(p->pid, SP_BS_MAPS_BYTES, scan_libs_line, &s);
+	if (s.any)
 		sp_bs_announce(c, p);
 }
 
@@ -751,14 +755,50 @@ static void lib_attach(struct bs_ctx *c, struct bs_proc *p, struct lib_list *l)
 			"if one is loaded later (dlopen)", p->pid, l->max_others, SP_BS_LIBS_MAX);
 }
 
+struct image_ctx {
+	struct bs_ctx *c;
+	struct bs_proc *p;
+	const char *exe;	/* its executable, as its maps name it */
+	struct lib_list *libs;
+};
+
+/* A mapping of the image p runs: the executable's (where its code is, by
+ * address), or a library that may have probes. */
+static int image_line(void *ctx, const struct sp_proc_map *m)
+{
+	struct image_ctx *ic = ctx;
+	struct bs_proc *p = ic->p;
+	const char *base = strrchr(m->path, '/');
+	bool runtime;
+
+	if (m->path[0] != '/')
+		return 0;
+	if (!strcmp(m->path, ic->exe)) {
+		if (p->nmap < 8) {
+			p->map[p->nmap].start = m->start;
+			p->map[p->nmap].end = m->end;
+			p->map[p->nmap].off = m->pgoff;
+			p->nmap++;
+			p->exe_dev = m->dev;
+			p->exe_ino = m->ino;
+		}
+		return 0;
+	}
+	/* <stackpulse/span.h> markers may be in any library */
+	runtime = sp_bs_runtime_lib_name(base + 1);
+	if (runtime || ((ic->c->o->modes & SP_SPANS_USDT) && strstr(base + 1, ".so")))
+		lib_add(ic->libs, m->path, runtime);
+	return 0;
+}
+
 /* Attach everything for the image process p runs now. */
 void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 {
-	char exe[PATH_MAX], host[PATH_MAX], link[64], line[PATH_MAX + 256];
+	char exe[PATH_MAX], host[PATH_MAX], link[64];
 	struct lib_list libs = { .max_others = SP_BS_LIBS_LOOKED };
+	struct image_ctx ic = { c };
 	bool unreached;
 	ssize_t n;
-	FILE *f;
 
 	snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
 	n = readlink(link, exe, sizeof(exe) - 1);
@@ -775,40 +815,10 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 			libs.max_others = SP_BS_LIBS_MAX;	/* a container's */
 		/* Libraries: mapped ones (a running process), else what the
 		 * executable needs (stopped at exec: nothing is mapped yet). */
-		snprintf(link, sizeof(link), "/proc/%u/maps", p->pid);
-		f = fopen(link, "re");
-		while (f && fgets(line, sizeof(line), f)) {
-			char *path = strchr(line, '/'), *base, *nl;
-			bool runtime;
-
-			if (!path)
-				continue;
-			nl = strchr(path, '\n');
-			if (nl)
-				*nl = 0;
-			base = strrchr(path, '/') + 1;
-			if (!strcmp(path, exe) && p->nmap < 8) {
-				unsigned long long lo, hi, off, ino;
-				unsigned int maj, min;
-
-				if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &off, &maj,
-					   &min, &ino) == 6) {
-					p->map[p->nmap].start = lo;
-					p->map[p->nmap].end = hi;
-					p->map[p->nmap].off = off;
-					p->nmap++;
-					p->exe_dev = makedev(maj, min);
-					p->exe_ino = ino;
-				}
-				continue;
-			}
-			/* <stackpulse/span.h> markers may be in any library */
-			runtime = sp_bs_runtime_lib_name(base);
-			if (runtime || ((c->o->modes & SP_SPANS_USDT) && strstr(base, ".so")))
-				lib_add(&libs, path, runtime);
-		}
-		if (f)
-			fclose(f);
+		ic.p = p;
+		ic.exe = exe;
+		ic.libs = &libs;
+		sp_procfs_maps(p->pid, SP_BS_MAPS_BYTES, image_line, &ic);
 		/* stopped at exec, only the executable and ld.so are mapped */
 		if (!p->attached) {
 			char (*need)[4096] = sp_xmalloc(16 * sizeof(*need)), cwd[64];
@@ -948,6 +958,44 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 		sp_bs_announce(c, child);
 }
 
+struct ldso_ctx {
+	uint32_t pid;
+	char *path;
+	size_t size;
+	struct stat *st;
+	const char **why;
+	int fd;
+	bool found;
+};
+
+static int ldso_line(void *ctx, const struct sp_proc_map *m)
+{
+	struct ldso_ctx *c = ctx;
+	const char *base = strrchr(m->path, '/');
+	char mf[96];
+
+	if (m->path[0] != '/' || strncmp(base + 1, "ld-", 3) || !strstr(base, ".so"))
+		return 0;
+	/* its first mapping: the others are the same file's */
+	c->found = true;
+	snprintf(c->path, c->size, "%s", m->path);
+	snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, c->pid, m->start,
+		 m->end);
+	c->fd = sp_safe_open(AT_FDCWD, mf, NULL, c->st, c->why);
+	if (c->fd < 0 && errno == EPERM && !*c->why) {
+		c->fd = sp_safe_open(AT_FDCWD, m->path, NULL, c->st, c->why);
+		if (c->fd >= 0 && ((uint64_t)c->st->st_dev != m->dev ||
+				   (uint64_t)c->st->st_ino != m->ino)) {
+			close(c->fd);
+			c->fd = -1;
+			*c->why = "another file is at its path";
+		}
+	}
+	if (c->fd < 0 && !*c->why)
+		*c->why = strerror(errno);
+	return 1;
+}
+
 /*
  * The ld.so process pid maps (its program interpreter), opened through
  * /proc/PID/map_files: the very file it maps, whatever its path names now
@@ -955,52 +1003,17 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
  * without the capability map_files asks for (CAP_SYS_ADMIN: sp-record may
  * run with CAP_BPF and CAP_PERFMON alone), by its path, taken only if it
  * is the file the maps line names (device and inode). path gets the name
- * its maps give, for messages. -1 when there is none (a static program),
- * the process is gone, or the file cannot be had (*why, said once).
+ * its maps give, for messages. -1 when there is none (a static program, or
+ * not within SP_BS_MAPS_BYTES of its maps), the process is gone, or the
+ * file cannot be had (*why, said once).
  */
 static int ldso_of(uint32_t pid, char *path, size_t size, struct stat *st, const char **why)
 {
-	char maps[64], mf[96], line[PATH_MAX + 256], *at, *nl, *base;
-	unsigned long long lo, hi, ino;
-	unsigned int maj, min;
-	size_t bytes = 0;	/* the maps read up to 4 MiB: the process's owner
-				 * decides how long they are */
-	int fd = -1;
-	FILE *f;
+	struct ldso_ctx c = { pid, path, size, st, why, -1, false };
 
 	*why = NULL;
-	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
-	f = fopen(maps, "re");
-	while (f && bytes < (4u << 20) && fgets(line, sizeof(line), f)) {
-		bytes += strlen(line);
-		at = strchr(line, '/');
-		if (!at || sscanf(line, "%llx-%llx %*s %*s %x:%x %llu", &lo, &hi, &maj, &min,
-				  &ino) != 5)
-			continue;
-		nl = strchr(at, '\n');
-		if (nl)
-			*nl = 0;
-		base = strrchr(at, '/') + 1;
-		if (strncmp(base, "ld-", 3) || !strstr(base, ".so"))
-			continue;
-		snprintf(path, size, "%s", at);
-		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", pid, lo, hi);
-		fd = sp_safe_open(AT_FDCWD, mf, NULL, st, why);
-		if (fd < 0 && errno == EPERM && !*why) {
-			fd = sp_safe_open(AT_FDCWD, at, NULL, st, why);
-			if (fd >= 0 && (st->st_dev != makedev(maj, min) || st->st_ino != ino)) {
-				close(fd);
-				fd = -1;
-				*why = "another file is at its path";
-			}
-		}
-		if (fd < 0 && !*why)
-			*why = strerror(errno);
-		break;	/* its first mapping: the others are the same file's */
-	}
-	if (f)
-		fclose(f);
-	return fd;
+	sp_procfs_maps(pid, SP_BS_MAPS_BYTES, ldso_line, &c);
+	return c.fd;
 }
 
 /*

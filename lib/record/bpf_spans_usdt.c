@@ -8,6 +8,7 @@
  * in number. The locations come from lib/elf/usdt.c, cached per file.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -27,6 +28,7 @@
 
 #include "bpf_spansP.h"
 #include "elf/usdt.h"
+#include "procfs.h"
 #include "safefile.h"
 #include "sp.h"
 
@@ -50,57 +52,60 @@ struct bs_bin {
 	uint64_t dev, ino;
 };
 
+struct mapped_ctx {
+	uint32_t pid;
+	const struct bs_att *like;
+	struct stat *st;
+	const char **why;
+	int fd;
+	bool any;		/* a mapping seen: not a zombie */
+};
+
+static int mapped_line(void *ctx, const struct sp_proc_map *m)
+{
+	struct mapped_ctx *c = ctx;
+	char path[96];
+
+	c->any = true;
+	if (m->ino != c->like->ino)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, c->pid, m->start,
+		 m->end);
+	c->fd = sp_safe_open(AT_FDCWD, path, NULL, c->st, c->why);
+	if (c->fd < 0 && errno == EPERM && !*c->why)
+		*c->why = "its /proc/PID/map_files is closed to sp-record (it has no "
+			  "CAP_SYS_ADMIN)";
+	if (c->fd >= 0 && ((uint64_t)c->st->st_dev != c->like->dev ||
+			   (uint64_t)c->st->st_ino != m->ino)) {
+		close(c->fd);
+		c->fd = -1;
+	}
+	return c->fd >= 0;
+}
+
 /*
  * The file (like's) that pid maps, opened through /proc/PID/map_files:
  * its path names another file now, or none. A line's inode is compared
- * first, the file's device and inode once opened; the maps are read up to
- * SP_BS_MAPS_BYTES (the process's owner decides how long they are, and
- * held processes wait meanwhile). -1, errno ENOENT when pid is gone (or a
- * zombie), else ESTALE: it maps the file no more (or not within the
- * bound), or it cannot be opened (*why).
+ * first, the file's device and inode once opened. -1, errno ENOENT when
+ * pid is gone (or a zombie), else ESTALE: it maps the file no more (or not
+ * within SP_BS_MAPS_BYTES), or it cannot be opened (*why).
  */
-#define SP_BS_MAPS_BYTES	(4u << 20)
 static int open_mapped(uint32_t pid, const struct bs_att *like, struct stat *st,
 		       const char **why)
 {
-	char maps[64], path[96], line[PATH_MAX + 256];
-	unsigned long long lo, hi, ino;
-	size_t bytes = 0;
-	int fd = -1;
-	FILE *f;
+	struct mapped_ctx c = { pid, like, st, why, -1, false };
 
 	*why = NULL;
-	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
-	f = fopen(maps, "re");
-	if (!f) {
-		if (errno != ENOENT && errno != ESRCH)
-			*why = strerror(errno);
-		errno = ENOENT;
-		return -1;
-	}
-	while (fd < 0 && bytes < SP_BS_MAPS_BYTES && fgets(line, sizeof(line), f)) {
-		bytes += strlen(line);
-		if (sscanf(line, "%llx-%llx %*s %*s %*s %llu", &lo, &hi, &ino) != 3 ||
-		    ino != like->ino)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid, lo, hi);
-		fd = sp_safe_open(AT_FDCWD, path, NULL, st, why);
-		if (fd < 0 && errno == EPERM && !*why)
-			*why = "its /proc/PID/map_files is closed to sp-record (it has no "
-			       "CAP_SYS_ADMIN)";
-		if (fd >= 0 && ((uint64_t)st->st_dev != like->dev || (uint64_t)st->st_ino != ino)) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	fclose(f);
+	if (sp_procfs_maps(pid, SP_BS_MAPS_BYTES, mapped_line, &c) < 0 && !c.any &&
+	    errno != ENOENT && errno != ESRCH)
+		*why = strerror(errno);
 	/* no maps at all: a zombie (killed while held), or gone: nothing to
 	 * attach; else it maps the file no more (or not within the bound) */
-	if (fd < 0 && !bytes && !*why)
+	if (c.fd < 0 && !c.any && !*why)
 		errno = ENOENT;
-	else if (fd < 0)
+	else if (c.fd < 0)
 		errno = ESTALE;
-	return fd;
+	return c.fd;
 }
 
 /* bin_open()'s results besides 0 */

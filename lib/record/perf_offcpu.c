@@ -964,7 +964,9 @@ static int offcpu_start(struct sp_source *s, const struct sp_target *t, struct s
 		if (!rc && !c->o.enable_on_exec) {
 			void *ctx[2] = { c, (void *)(uintptr_t)t->pids[i] };
 
-			sp_procfs_maps(t->pids[i], preload_map, ctx);
+			/* a cut (EFBIG) is said by perf_procs.c, which reads
+			 * the same maps for the samples */
+			sp_procfs_maps(t->pids[i], SP_PROCFS_MAPS_BYTES, preload_map, ctx);
 		}
 	}
 	free(cpus);

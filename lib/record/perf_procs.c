@@ -639,7 +639,13 @@ int sp_perf_scan_process(struct perf *p, uint32_t pid)
 		free(tids);
 	}
 	c.pr = pr;
-	sp_procfs_maps(pid, scan_map, &c);
+	if (sp_procfs_maps(pid, SP_PROCFS_MAPS_BYTES, scan_map, &c) && errno == EFBIG &&
+	    !p->maps_cut_said) {
+		p->maps_cut_said = true;
+		sp_warn("pid %u: its /proc/PID/maps is longer than %u MiB: the code mapped beyond "
+			"is not recorded, and its samples there show bare addresses", pid,
+			SP_PROCFS_MAPS_BYTES >> 20);
+	}
 	return 0;
 }
 

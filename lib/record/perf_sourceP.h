@@ -243,6 +243,7 @@ struct perf {
 	struct sp_proc_ended ended;	/* processes recorded and ended: a late
 					 * sample of one defines it no more */
 	uint64_t ended_late;		/* samples of those, after their end was read */
+	bool maps_cut_said;		/* a process's maps longer than we read */
 	uint32_t *jit_due;		/* pids with JIT frames not named yet (perf_jit.c) */
 	uint64_t sample_time;		/* of the sample whose frames are being interned */
 	size_t njit_due, cap_jit_due;

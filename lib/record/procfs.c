@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,28 +84,45 @@ static FILE *open_proc(uint32_t pid, const char *what)
 	return fopen(path, "re");
 }
 
-int sp_procfs_maps(uint32_t pid, int (*fn)(void *ctx, const struct sp_proc_map *m), void *ctx)
+int sp_procfs_maps(uint32_t pid, size_t max_bytes,
+		   int (*fn)(void *ctx, const struct sp_proc_map *m), void *ctx)
 {
+	/* the kernel writes a path of at most PATH_MAX; a longer line is
+	 * skipped whole, never grown into */
+	char line[PATH_MAX + 256];
 	struct sp_proc_map m;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
+	size_t bytes = 0, len;
+	bool whole = true;
 	int ret = 0;
 	FILE *f;
 
 	f = open_proc(pid, "maps");
 	if (!f)
 		return -1;
-	while ((len = getline(&line, &cap, f)) > 0) {
-		if (line[len - 1] == '\n')
+	while (fgets(line, sizeof(line), f)) {
+		len = strlen(line);
+		bytes += len;
+		if (bytes > max_bytes) {
+			ret = -1;
+			errno = EFBIG;
+			break;
+		}
+		if (len && line[len - 1] == '\n') {
 			line[len - 1] = 0;
+		} else if (!feof(f)) {
+			whole = false;	/* the rest of this line comes next */
+			continue;
+		}
+		if (!whole) {		/* the end of a line too long */
+			whole = true;
+			continue;
+		}
 		if (sp_procfs_parse_map(line, &m))
 			continue;
 		ret = fn(ctx, &m);
 		if (ret)
 			break;
 	}
-	free(line);
 	fclose(f);
 	return ret;
 }

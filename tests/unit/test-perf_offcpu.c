@@ -313,7 +313,7 @@ static void test_perf_offcpu_compaction(void)
 	int go[2], rp[2], fd, status;
 	uint32_t pid;
 
-	CHECK(sp_procfs_maps(getpid(), find_map, &own) == 0 && own.path[0]);
+	CHECK(sp_procfs_maps(getpid(), SP_PROCFS_MAPS_BYTES, find_map, &own) == 0 && own.path[0]);
 	s = sp_offcpu_source_new(&o);
 	CHECK(s != NULL);
 	if (!s)

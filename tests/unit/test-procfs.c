@@ -181,6 +181,69 @@ static int self_map(void *ctx, const struct sp_proc_map *m)
 	return 0;
 }
 
+struct maps_seen {
+	unsigned int n;
+	uint64_t starts[8];
+};
+
+static int note_map(void *ctx, const struct sp_proc_map *m)
+{
+	struct maps_seen *c = ctx;
+
+	if (c->n < 8)
+		c->starts[c->n] = m->start;
+	c->n++;
+	return 0;
+}
+
+/* A process's owner decides how long its maps are: a line longer than a
+ * path can be is skipped whole (the next one still read), and no more
+ * than max_bytes are read (EFBIG, after the mappings before). */
+static void test_procfs_maps_bounds(void)
+{
+	char dir[] = "/tmp/test-procfs-XXXXXX", p[512];
+	const char *a = "1000-2000 r-xp 00000000 08:01 12 /a\n";
+	const char *b = "3000-4000 r-xp 00000000 08:01 13 /b\n";
+	size_t longlen = PATH_MAX + 4096, at = 0;
+	struct maps_seen seen = { 0 };
+	char *text = malloc(longlen + 256);
+
+	CHECK(text != NULL && mkdtemp(dir) != NULL);
+	snprintf(p, sizeof(p), "%s/42", dir);
+	mkdir(p, 0755);
+	at += (size_t)sprintf(text + at, "%s", a);
+	at += (size_t)sprintf(text + at, "5000-6000 r-xp 00000000 08:01 14 /");
+	memset(text + at, 'x', longlen);	/* a path no kernel writes */
+	at += longlen;
+	text[at++] = '\n';
+	at += (size_t)sprintf(text + at, "%s", b);
+	snprintf(p, sizeof(p), "%s/42/maps", dir);
+	put_file(p, text, at);
+	sp_procfs_root = dir;
+	CHECK(sp_procfs_maps(42, SP_PROCFS_MAPS_BYTES, note_map, &seen) == 0);
+	CHECK_EQ_U(seen.n, 2);
+	CHECK_EQ_U(seen.starts[0], 0x1000);
+	CHECK_EQ_U(seen.starts[1], 0x3000);
+	/* cut after the first line */
+	memset(&seen, 0, sizeof(seen));
+	errno = 0;
+	CHECK(sp_procfs_maps(42, strlen(a) + 10, note_map, &seen) == -1);
+	CHECK_EQ_U(errno, EFBIG);
+	CHECK_EQ_U(seen.n, 1);
+	/* exactly the whole: read whole */
+	memset(&seen, 0, sizeof(seen));
+	CHECK(sp_procfs_maps(42, at, note_map, &seen) == 0);
+	CHECK_EQ_U(seen.n, 2);
+	/* gone */
+	errno = 0;
+	CHECK(sp_procfs_maps(43, SP_PROCFS_MAPS_BYTES, note_map, &seen) == -1);
+	CHECK_EQ_U(errno, ENOENT);
+	sp_procfs_root = "/proc";
+	free(text);
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	CHECK(system(p) == 0);
+}
+
 static void test_procfs_self(void)
 {
 	static struct sp_proc_identity me;
@@ -191,7 +254,7 @@ static void test_procfs_self(void)
 
 	CHECK(sp_procfs_exe(pid, c.exe, sizeof(c.exe)) == 0);
 	CHECK(c.exe[0] == '/');
-	CHECK(sp_procfs_maps(pid, self_map, &c) == 0);
+	CHECK(sp_procfs_maps(pid, SP_PROCFS_MAPS_BYTES, self_map, &c) == 0);
 	CHECK(c.exec_maps_of_exe >= 1);
 	CHECK(c.holds_sample);
 	CHECK(sp_procfs_status(pid, &tgid, &ppid) == 0);
@@ -695,6 +758,7 @@ int main(void)
 	TAP_RUN(test_procfs_fake_root);
 	TAP_RUN(test_procfs_perfmap_refused);
 	TAP_RUN(test_procfs_self);
+	TAP_RUN(test_procfs_maps_bounds);
 	TAP_RUN(test_procfs_boot_id);
 	TAP_RUN(test_procfs_parse_start);
 	TAP_RUN(test_procfs_parse_ns);

@@ -30,9 +30,17 @@ struct sp_proc_map {
 
 /* Parse one line of /proc/PID/maps (without its newline). 0 or -1. */
 int sp_procfs_parse_map(char *line, struct sp_proc_map *m);
-/* Call fn for each mapping of pid; stops early when fn returns non-zero
- * (returned). 0 or -1. */
-int sp_procfs_maps(uint32_t pid, int (*fn)(void *ctx, const struct sp_proc_map *m), void *ctx);
+/*
+ * Call fn for each mapping of pid; stops early when fn returns non-zero
+ * (returned). 0, or -1: errno ENOENT or ESRCH when pid is gone, EFBIG when
+ * its maps are longer than max_bytes (fn was called for the mappings
+ * before). The process's owner decides how long its maps are (65,530
+ * mappings of long paths make 270 MB): SP_PROCFS_MAPS_BYTES holds some
+ * 150,000 mappings of usual paths.
+ */
+#define SP_PROCFS_MAPS_BYTES	(16u << 20)
+int sp_procfs_maps(uint32_t pid, size_t max_bytes,
+		   int (*fn)(void *ctx, const struct sp_proc_map *m), void *ctx);
 
 /* Thread ids of pid (a malloc'd array of *n, sorted). */
 int sp_procfs_tasks(uint32_t pid, uint32_t **tids, size_t *n);
