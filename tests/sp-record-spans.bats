@@ -507,12 +507,33 @@ C
 
 @test "sp-record --spans=ruby: a Ruby whose LD_LIBRARY_PATH names another libruby gets its probes in that one, as ld.so loads it" {
 	require_ruby
-	local lib=/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 dir=$BATS_TEST_TMPDIR/llp hook
+	local lib=/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 dir=$BATS_TEST_TMPDIR/llp
 	mkdir "$dir"
 	cp "$lib" "$dir/"
 	# the layout this is about: ld.so takes the copy
 	LD_LIBRARY_PATH=$dir ruby -e 'exit(File.read("/proc/self/maps").include?(ARGV[0]) ? 0 : 1)' \
 		"$dir/libruby-3.1.so.3.1" || skip "ld.so does not take libruby from LD_LIBRARY_PATH here"
+	assert_ruby_spans_with_ld_path "$dir"
+}
+
+@test "sp-record --spans=ruby: a Ruby whose libruby ld.so takes from a glibc-hwcaps subdirectory (x86-64-v2) gets its probes in that one" {
+	require_ruby
+	local lib=/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 dir=$BATS_TEST_TMPDIR/hw
+	mkdir -p "$dir/glibc-hwcaps/x86-64-v2"
+	cp "$lib" "$dir/glibc-hwcaps/x86-64-v2/"
+	LD_LIBRARY_PATH=$dir ruby -e 'exit(File.read("/proc/self/maps").include?(ARGV[0]) ? 0 : 1)' \
+		"$dir/glibc-hwcaps/x86-64-v2/libruby-3.1.so.3.1" ||
+		skip "ld.so does not take glibc-hwcaps/x86-64-v2 here (a CPU without it, or glibc before 2.33)"
+	assert_ruby_spans_with_ld_path "$dir"
+	# the runtime record names the library it maps, not the system's
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"runtime\") | .library' | sort -u"
+	assert_output "$dir/glibc-hwcaps/x86-64-v2/libruby-3.1.so.3.1"
+}
+
+# A Ruby run with LD_LIBRARY_PATH=$1 under sp-record, with Ruby's own
+# probes and with the hook: its 100 spans of f and its raise mark.
+assert_ruby_spans_with_ld_path() {
+	local dir=$1 hook
 	for hook in c hook; do
 		# in the process's environment, not sp-record's
 		STACKPULSE_RUBY_HOOK=$hook run -0 --separate-stderr sp-record -v --spans=ruby \

@@ -106,6 +106,33 @@ static bool origin_token(const char *dir, const char **rest)
 	return false;
 }
 
+/*
+ * name in dir, as ld.so (glibc 2.33 and later) looks in each directory it
+ * searches: first in the subdirectories glibc-hwcaps/x86-64-v4, -v3, -v2
+ * that this CPU can run (a distribution's or a user's builds for newer
+ * CPUs), then in dir itself; into cand. The legacy subdirectories (tls,
+ * x86_64: searched by glibc 2.36, gone in 2.37) are not looked in.
+ */
+static bool in_dir(const char *dir, const char *name, char *cand, size_t size)
+{
+#if defined(__x86_64__)
+	static const char *const levels[] = { "x86-64-v4", "x86-64-v3", "x86-64-v2" };
+	const int can[] = { __builtin_cpu_supports("x86-64-v4"),
+			    __builtin_cpu_supports("x86-64-v3"),
+			    __builtin_cpu_supports("x86-64-v2") };
+
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		if (!can[i])
+			continue;
+		snprintf(cand, size, "%s/glibc-hwcaps/%s/%s", dir, levels[i], name);
+		if (is_file(cand))
+			return true;
+	}
+#endif
+	snprintf(cand, size, "%s/%s", dir, name);
+	return is_file(cand);
+}
+
 /* name in the first directory of the list dirs (entries separated by
  * seps) that has it as a regular file, into cand: $ORIGIN is origin; an
  * empty or relative entry is under cwd (the process's working directory;
@@ -113,7 +140,7 @@ static bool origin_token(const char *dir, const char **rest)
 static bool in_dirs(const char *dirs, const char *seps, const char *origin, const char *cwd,
 		    const char *name, char *cand, size_t size)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], full[PATH_MAX * 2];
 	const char *p = dirs, *rest;
 
 	while (p) {
@@ -123,14 +150,14 @@ static bool in_dirs(const char *dirs, const char *seps, const char *origin, cons
 			memcpy(dir, p, len);
 			dir[len] = 0;
 			if (origin_token(dir, &rest))
-				snprintf(cand, size, "%s%s/%s", origin, rest, name);
+				snprintf(full, sizeof(full), "%s%s", origin, rest);
 			else if (dir[0] == '/')
-				snprintf(cand, size, "%s/%s", dir, name);
+				snprintf(full, sizeof(full), "%s", dir);
 			else if (cwd)
-				snprintf(cand, size, "%s/%s%s%s", cwd, dir, dir[0] ? "/" : "", name);
+				snprintf(full, sizeof(full), "%s%s%s", cwd, dir[0] ? "/" : "", dir);
 			else
-				cand[0] = 0;
-			if (cand[0] && is_file(cand))
+				full[0] = 0;
+			if (full[0] && in_dir(full, name, cand, size))
 				return true;
 		}
 		p = p[len] ? p + len + 1 : NULL;
@@ -176,10 +203,8 @@ int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name),
 						   sizeof(cand));
 			if (!ok)
 				ok = in_dirs(runpath, ":", origin, cwd, needed[i], cand, sizeof(cand));
-			for (size_t d = 0; !ok && d < sizeof(std_dirs) / sizeof(std_dirs[0]); d++) {
-				snprintf(cand, sizeof(cand), "%s/%s", std_dirs[d], needed[i]);
-				ok = is_file(cand);
-			}
+			for (size_t d = 0; !ok && d < sizeof(std_dirs) / sizeof(std_dirs[0]); d++)
+				ok = in_dir(std_dirs[d], needed[i], cand, sizeof(cand));
 		}
 		if (ok && realpath(cand, paths[found])) {
 			found++;

@@ -42,8 +42,11 @@ struct sp_elf_libsearch {
  * them; only those want() says yes to, all with want NULL), each found as
  * ld.so finds it: its DT_RPATH (without a DT_RUNPATH), LD_LIBRARY_PATH
  * (how, may be NULL), its DT_RUNPATH ($ORIGIN too), the standard
- * directories; made absolute, into paths[] (at most n). How many; 0 when
- * exe is no ELF file. Not searched: $LIB, $PLATFORM, glibc-hwcaps.
+ * directories; in each directory first its glibc-hwcaps subdirectories
+ * this CPU can run (x86-64-v4, -v3, -v2); made absolute, into paths[] (at
+ * most n). How many; 0 when exe is no ELF file. Not searched: $LIB,
+ * $PLATFORM, the legacy subdirectories (tls, x86_64), directories only
+ * ld.so.cache lists.
  */
 int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name),
 		       struct sp_elf_libsearch *how, char paths[][4096], int n);

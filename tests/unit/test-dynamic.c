@@ -139,6 +139,32 @@ static void test_dynamic_needed_libs_ld_path(void)
 	s.cwd = NULL;	/* skipped: found nowhere (no RUNPATH) */
 	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 1);
 	CHECK(s.missing && !s.via_ld_path);
+	/* in a glibc-hwcaps subdirectory of an LD_LIBRARY_PATH entry, which
+	 * ld.so looks in first where the CPU can run it: ldd says which */
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/glibc-hwcaps/x86-64-v2 && "
+		 "cp %s/libspx.so %s/glibc-hwcaps/x86-64-v2/", b, a, b);
+	CHECK(!system(cmd));
+	s.ld_path = b;
+	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 2);
+	snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH='%s' ldd %s | awk '$1 == \"libspx.so\" "
+		 "{ print $3 }'", b, prog);
+	run(cmd, want, sizeof(want));
+	CHECK(want[0] && realpath(want, real));
+	CHECK_STR(libs[0], real);
+	if (!strstr(real, "glibc-hwcaps"))
+		printf("# ld.so does not take glibc-hwcaps/x86-64-v2 here\n");
+	/* the same in a RUNPATH's directory */
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/glibc-hwcaps/x86-64-v2 && "
+		 "cp %s/libspx.so %s/glibc-hwcaps/x86-64-v2/ && "
+		 "printf 'int f(void); int main(void) { return f(); }' | "
+		 "cc -x c -o %s - -L%s -lspx -Wl,--enable-new-dtags,-rpath,%s", a, a, a, prog, a, a);
+	CHECK(!system(cmd));
+	s.ld_path = NULL;
+	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 2);
+	snprintf(cmd, sizeof(cmd), "ldd %s | awk '$1 == \"libspx.so\" { print $3 }'", prog);
+	run(cmd, want, sizeof(want));
+	CHECK(want[0] && realpath(want, real));
+	CHECK_STR(libs[0], real);
 out:
 	free(libs);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
