@@ -252,10 +252,15 @@ struct bs_ctx {
 	 * and its string literals can be read from the file when the process
 	 * is gone (a library's: sp-record never sees its mapping).
 	 */
-	struct bs_loc { char *bin; uint64_t off; bool spec; } *locs;	/* bin
-					 * NULL: its file closed (bpf_spans_root.c) */
+	struct bs_loc {
+		char *bin;	/* NULL: its file closed (bpf_spans_root.c) */
+		uint64_t off;
+		uint64_t dev, ino;	/* the file's: a name may stand for
+					 * another (its owner replaced it) */
+		bool spec;
+	} *locs;
 	size_t nlocs, clocs;
-	struct sp_u64map loc_ids;	/* mix(hash(bin), off) -> number */
+	struct sp_u64map loc_ids;	/* mix(hash(bin), dev, ino, off) -> number */
 	uint32_t *loc_free;		/* numbers of locations forgotten */
 	size_t nloc_free, cloc_free;
 	struct sp_span_rings rings;	/* the runtime hooks' span rings */
@@ -440,18 +445,22 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 		       const char *bin, const char *provider, const char *name, uint32_t probe,
 		       const struct bs_att *like);
 bool sp_bs_probe_multi(struct bs_ctx *c);
-/* sp_bs_loc_id(): the number of a marker location (struct bs_loc), 0 when
- * there are too many. sp_bs_usdt_forget(): what is known of the file named
- * bin, which is closed (its name may stand for another file next). */
-uint32_t sp_bs_loc_id(struct bs_ctx *c, const char *bin, uint64_t off);
+/* sp_bs_loc_id(): the number of a marker location (struct bs_loc) in the
+ * file named bin whose device and inode are dev, ino (another file at that
+ * name gets numbers, operands and literals of its own), 0 when there are
+ * too many. sp_bs_usdt_forget(): what is known of the file named bin,
+ * which is closed (its name may stand for another file next). */
+uint32_t sp_bs_loc_id(struct bs_ctx *c, const char *bin, uint64_t dev, uint64_t ino,
+		      uint64_t off);
 void sp_bs_usdt_forget(struct bs_ctx *c, const char *bin);
 void sp_bs_attach_any(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *multi,
 		      struct bpf_program *usdt, const char *bin, const char *provider,
 		      const char *name, uint32_t probe, const struct bs_att *like);
-/* file: what is read and probed (bin, or a /proc/self/fd/N of it); bin:
- * its name, for the locations' ids */
-int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *file, const char *args,
-		      const uint32_t *probes, int n, uint32_t pid, uint32_t gen, int *found);
+/* file: what is read and probed (bin, or a /proc/self/fd/N of it); bin,
+ * dev, ino: its name and its file's, for the locations' ids */
+int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *file, uint64_t dev,
+		      uint64_t ino, const char *args, const uint32_t *probes, int n, uint32_t pid,
+		      uint32_t gen, int *found);
 void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
 			  const char *args, const uint32_t *probes, int n,
 			  const struct bs_att *like);

@@ -245,7 +245,8 @@ static struct bs_shared *shared_of(struct bs_ctx *c, const char *hook, const uin
 	}
 	sh = &c->shared[c->nshared];
 	snprintf(file, sizeof(file), "/proc/self/fd/%d", fd);
-	sh->fd = sp_bs_marker_link(c, hook, file, SP_SPANS_HOOK_ARGS, probes, n, 0, 0, sh->found);
+	sh->fd = sp_bs_marker_link(c, hook, file, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+				   SP_SPANS_HOOK_ARGS, probes, n, 0, 0, sh->found);
 	close(fd);
 	for (k = 0; k < n && sh->fd >= 0; k++)
 		if (sh->found[k] < 0) {

@@ -55,6 +55,7 @@ static ssize_t read_literal(struct bs_ctx *c, const struct sp_bs_event *e, uint6
 	uint32_t id = (uint32_t)(e->cookie >> 8) & 0xffffff;
 	uint64_t ip = e->hash[0], va, base;
 	const struct bs_loc *l;
+	struct stat st;
 	ssize_t n = -1;
 	int64_t off;
 	int fd;
@@ -69,6 +70,13 @@ static ssize_t read_literal(struct bs_ctx *c, const struct sp_bs_event *e, uint6
 	el = sp_elf_open(l->bin, SP_ELF_READ, 0, &fd, NULL);
 	if (!el)
 		return -1;
+	/* another file at its name since (its owner replaced it): not its
+	 * literals */
+	if (l->ino && (fstat(fd, &st) || (uint64_t)st.st_dev != l->dev ||
+		       (uint64_t)st.st_ino != l->ino)) {
+		sp_elf_close(el, fd);
+		return -1;
+	}
 	va = sp_elf_offset_to_va(el, l->off);
 	/* the marker's address is its own (or one past a breakpoint): the
 	 * binary is loaded at a page boundary */

@@ -514,14 +514,22 @@ static const struct usdt_probe_cache *usdt_probe(struct bs_ctx *c, const char *p
  * many to number in a cookie. A forgotten location's number is given
  * again: the specs map has SP_BS_MAX_SPECS of them, and with containers
  * coming and going their files would use them up. */
-uint32_t sp_bs_loc_id(struct bs_ctx *c, const char *bin, uint64_t off)
+static uint64_t loc_key(const char *bin, uint64_t dev, uint64_t ino, uint64_t off)
 {
-	uint64_t key = sp_hash_mix(sp_hash_bytes(bin, strlen(bin)), off), *v;
+	return sp_hash_mix(sp_hash_mix(sp_hash_mix(sp_hash_bytes(bin, strlen(bin)), dev), ino),
+			   off);
+}
+
+uint32_t sp_bs_loc_id(struct bs_ctx *c, const char *bin, uint64_t dev, uint64_t ino,
+		      uint64_t off)
+{
+	uint64_t key = loc_key(bin, dev, ino, off), *v;
 	struct bs_loc *l;
 	uint32_t id;
 
 	v = sp_u64map_get(&c->loc_ids, key);
 	if (v && c->locs[*v - 1].bin && c->locs[*v - 1].off == off &&
+	    c->locs[*v - 1].dev == dev && c->locs[*v - 1].ino == ino &&
 	    !strcmp(c->locs[*v - 1].bin, bin))
 		return (uint32_t)*v;
 	if (c->nloc_free) {
@@ -535,6 +543,8 @@ uint32_t sp_bs_loc_id(struct bs_ctx *c, const char *bin, uint64_t off)
 	l = &c->locs[id - 1];
 	l->bin = sp_xstrdup(bin);
 	l->off = off;
+	l->dev = dev;
+	l->ino = ino;
 	l->spec = false;	/* its operands written at its first link */
 	if (!v)
 		sp_u64map_put(&c->loc_ids, key, id);
@@ -557,7 +567,7 @@ void sp_bs_usdt_forget(struct bs_ctx *c, const char *bin)
 
 		if (!l->bin || strcmp(l->bin, bin))
 			continue;
-		key = sp_hash_mix(sp_hash_bytes(bin, strlen(bin)), l->off);
+		key = loc_key(bin, l->dev, l->ino, l->off);
 		v = sp_u64map_get(&c->loc_ids, key);
 		if (v && *v == i + 1)
 			sp_u64map_del(&c->loc_ids, key);
@@ -610,7 +620,7 @@ int sp_bs_attach_multi(struct bs_ctx *c, struct bs_proc *p, struct bpf_program *
 		struct bs_loc *l;
 
 		offs[i] = uc->off[i];
-		id = sp_bs_loc_id(c, bin, offs[i]);
+		id = sp_bs_loc_id(c, bin, b.dev, b.ino, offs[i]);
 		l = id ? &c->locs[id - 1] : NULL;
 		if (!l || id >= SP_BS_MAX_SPECS ||
 		    (!l->spec && bpf_map__update_elem(c->skel->maps.usdt_specs, &id, sizeof(id),
@@ -731,8 +741,9 @@ static struct bpf_program *marker_prog(struct bs_ctx *c, uint32_t probe)
  * lacks it, -1: other operands, or no such links). The link's file
  * descriptor, or -1 (errno ESRCH: pid is gone; 0: no link was tried).
  */
-int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *file, const char *args,
-		      const uint32_t *probes, int n, uint32_t pid, uint32_t gen, int *found)
+int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *file, uint64_t dev,
+		      uint64_t ino, const char *args, const uint32_t *probes, int n, uint32_t pid,
+		      uint32_t gen, int *found)
 {
 	uint64_t offs[SP_MARKER_LOCS], cookies[SP_MARKER_LOCS], o[64];
 	int total = 0, k, i, fd = -1;
@@ -748,7 +759,7 @@ int sp_bs_marker_link(struct bs_ctx *c, const char *bin, const char *file, const
 		if (found[k] <= 0)
 			continue;
 		for (i = 0; i < found[k] && total < SP_MARKER_LOCS; i++) {
-			id = sp_bs_loc_id(c, bin, o[i]);
+			id = sp_bs_loc_id(c, bin, dev, ino, o[i]);
 			offs[total] = o[i];
 			cookies[total++] = (uint64_t)gen << 32 | (uint64_t)id << 8 | probes[k];
 		}
@@ -795,7 +806,8 @@ void sp_bs_attach_markers(struct bs_ctx *c, struct bs_proc *p, const char *bin,
 
 	if (bin_open_said(c, p, bin, like, &b, "the markers"))
 		return;
-	fd = sp_bs_marker_link(c, bin, b.name, args, probes, n, p->pid, p->gen, found);
+	fd = sp_bs_marker_link(c, bin, b.name, b.dev, b.ino, args, probes, n, p->pid, p->gen,
+			       found);
 	if (fd < 0 && errno == ESRCH) {
 		bin_close(&b);
 		return;		/* gone: nothing to attach */

@@ -377,7 +377,7 @@ static void test_bpf_spans_roots_sweep(void)
 	uint64_t t0 = 5000000001ull;	/* odd: idle_ns is never 0 */
 	struct bs_ctx c;
 	struct bs_proc *p;
-	uint32_t id, kept, id2;
+	uint32_t id, kept, id2, swapped;
 	int fa, fb, fk, shared;
 	size_t i;
 
@@ -399,18 +399,25 @@ static void test_bpf_spans_roots_sweep(void)
 	snprintf(c.shared[0].path, sizeof(c.shared[0].path), "%s", name);
 	c.shared[0].fd = shared;
 	c.nshared = 1;
-	id = sp_bs_loc_id(&c, name, 0x1234);
-	kept = sp_bs_loc_id(&c, other, 0x1234);
+	id = sp_bs_loc_id(&c, name, 8, 1, 0x1234);
+	kept = sp_bs_loc_id(&c, other, 8, 1, 0x1234);
 	CHECK(id && kept && id != kept);
 	c.locs[id - 1].spec = c.locs[kept - 1].spec = true;	/* attached */
-	CHECK_EQ_U(sp_bs_loc_id(&c, name, 0x1234), id);
+	CHECK_EQ_U(sp_bs_loc_id(&c, name, 8, 1, 0x1234), id);
+	/* another file at the same name (its owner replaced it): a location
+	 * of its own, its spec to be written, its literals its own */
+	swapped = sp_bs_loc_id(&c, name, 8, 2, 0x1234);
+	CHECK(swapped && swapped != id && swapped != kept);
+	CHECK(!c.locs[swapped - 1].spec && c.locs[swapped - 1].ino == 2);
+	CHECK_EQ_U(sp_bs_loc_id(&c, name, 8, 2, 0x1234), swapped);
+	CHECK_EQ_U(sp_bs_loc_id(&c, name, 8, 1, 0x1234), id);
 
 	/* unused: kept a while, a process of its container may map it again */
 	sp_bs_roots_sweep(&c, t0);
 	CHECK_EQ_U(c.nroots, 2);
 	CHECK_EQ_U(c.roots_idle, 1);
 	CHECK(fcntl(fa, F_GETFD) >= 0);
-	CHECK_EQ_U(sp_bs_loc_id(&c, name, 0x1234), id);
+	CHECK_EQ_U(sp_bs_loc_id(&c, name, 8, 1, 0x1234), id);
 	sp_bs_roots_sweep(&c, t0 + SP_BS_ROOT_IDLE_NS / 2);
 	CHECK_EQ_U(c.nroots, 2);
 	/* then closed, with its name's shared link and locations */
@@ -422,18 +429,18 @@ static void test_bpf_spans_roots_sweep(void)
 	CHECK(fcntl(fa, F_GETFD) < 0);
 	CHECK(c.locs[id - 1].bin == NULL && !c.locs[id - 1].spec);
 	/* the file still used keeps its location and its spec */
-	CHECK_EQ_U(sp_bs_loc_id(&c, other, 0x1234), kept);
+	CHECK_EQ_U(sp_bs_loc_id(&c, other, 8, 1, 0x1234), kept);
 	CHECK(c.locs[kept - 1].spec);
 
 	/* the next file gets the same number, so the same name: a location of
 	 * it is new, its spec to be written (the number itself may be reused) */
 	fb = open(b, O_RDONLY | O_CLOEXEC);
 	CHECK(fb == fa);
-	id2 = sp_bs_loc_id(&c, name, 0x1234);
+	id2 = sp_bs_loc_id(&c, name, 8, 1, 0x1234);
 	CHECK(id2 != 0 && id2 != kept);
 	CHECK(!c.locs[id2 - 1].spec);
 	CHECK_STR(c.locs[id2 - 1].bin, name);
-	CHECK_EQ_U(sp_bs_loc_id(&c, name, 0x1234), id2);
+	CHECK_EQ_U(sp_bs_loc_id(&c, name, 8, 1, 0x1234), id2);
 
 	/* the shared link went to a reaper thread: stop them, it is closed */
 	CHECK(c.reaper_on);
