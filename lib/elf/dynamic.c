@@ -5,6 +5,9 @@
  * the spans source, which reads them from the binaries of the processes
  * it records.
  */
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <gelf.h>
 #include <limits.h>
 #include <stdio.h>
@@ -106,6 +109,47 @@ static bool origin_token(const char *dir, const char **rest)
 	return false;
 }
 
+#if defined(__x86_64__)
+/*
+ * The x86-64 micro-architecture level this CPU and kernel run (2, 3, 4;
+ * 1 for the baseline), as glibc's ld.so judges it for glibc-hwcaps: the
+ * CPUID bits of each level, and for AVX and AVX-512 the registers' state
+ * the kernel saves (XCR0). With <cpuid.h>, which both compilers have
+ * (clang's __builtin_cpu_supports() does not know the levels' names).
+ */
+static int x86_level(void)
+{
+	unsigned int a, b, c, d, ext_c = 0, b7 = 0, xcr0 = 0;
+	bool v2, v3, v4;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d))
+		return 1;
+	if (__get_cpuid(0x80000001, &a, &b, &ext_c, &d) == 0)
+		ext_c = 0;
+	if (__get_cpuid_max(0, NULL) >= 7) {
+		unsigned int c7, d7;
+
+		__cpuid_count(7, 0, a, b7, c7, d7);
+		(void)c7;
+		(void)d7;
+	}
+	if (c & (1u << 27)) {	/* OSXSAVE: XGETBV may be used */
+		unsigned int hi;
+
+		__asm__ volatile("xgetbv" : "=a"(xcr0), "=d"(hi) : "c"(0));
+		(void)hi;
+	}
+	/* SSE3 SSSE3 CMPXCHG16B SSE4.1 SSE4.2 POPCNT, LAHF-SAHF */
+	v2 = (c & 0x00982201u) == 0x00982201u && (ext_c & 1u);
+	/* AVX FMA MOVBE F16C XSAVE, AVX2 BMI1 BMI2, LZCNT; YMM state saved */
+	v3 = v2 && (c & 0x34401000u) == 0x34401000u && (b7 & 0x128u) == 0x128u &&
+	     (ext_c & (1u << 5)) && (xcr0 & 6u) == 6u;
+	/* AVX512F DQ CD BW VL; opmask and ZMM state saved */
+	v4 = v3 && (b7 & 0xd0030000u) == 0xd0030000u && (xcr0 & 0xe6u) == 0xe6u;
+	return v4 ? 4 : v3 ? 3 : v2 ? 2 : 1;
+}
+#endif
+
 /*
  * name in dir, as ld.so (glibc 2.33 and later) looks in each directory it
  * searches: first in the subdirectories glibc-hwcaps/x86-64-v4, -v3, -v2
@@ -116,15 +160,12 @@ static bool origin_token(const char *dir, const char **rest)
 static bool in_dir(const char *dir, const char *name, char *cand, size_t size)
 {
 #if defined(__x86_64__)
-	static const char *const levels[] = { "x86-64-v4", "x86-64-v3", "x86-64-v2" };
-	const int can[] = { __builtin_cpu_supports("x86-64-v4"),
-			    __builtin_cpu_supports("x86-64-v3"),
-			    __builtin_cpu_supports("x86-64-v2") };
+	static int level;	/* 0: not asked yet (the same answer in any thread) */
 
-	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
-		if (!can[i])
-			continue;
-		snprintf(cand, size, "%s/glibc-hwcaps/%s/%s", dir, levels[i], name);
+	if (!level)
+		level = x86_level();
+	for (int v = level; v >= 2; v--) {
+		snprintf(cand, size, "%s/glibc-hwcaps/x86-64-v%d/%s", dir, v, name);
 		if (is_file(cand))
 			return true;
 	}

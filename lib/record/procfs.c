@@ -87,8 +87,9 @@ static FILE *open_proc(uint32_t pid, const char *what)
 int sp_procfs_maps(uint32_t pid, size_t max_bytes,
 		   int (*fn)(void *ctx, const struct sp_proc_map *m), void *ctx)
 {
-	/* the kernel writes a path of at most PATH_MAX; a longer line is
-	 * skipped whole, never grown into */
+	/* a mapping whose path is longer than PATH_MAX (a deep directory:
+	 * d_path() has no such limit) is skipped whole, never grown into,
+	 * and its end never taken for a line of its own */
 	char line[PATH_MAX + 256];
 	struct sp_proc_map m;
 	size_t bytes = 0, len;

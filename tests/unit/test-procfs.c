@@ -196,9 +196,10 @@ static int note_map(void *ctx, const struct sp_proc_map *m)
 	return 0;
 }
 
-/* A process's owner decides how long its maps are: a line longer than a
- * path can be is skipped whole (the next one still read), and no more
- * than max_bytes are read (EFBIG, after the mappings before). */
+/* A process's owner decides how long its maps are: a line longer than we
+ * read is skipped whole (its end is not taken for a line), the next one
+ * still read, and no more than max_bytes are (EFBIG, after the mappings
+ * before). */
 static void test_procfs_maps_bounds(void)
 {
 	char dir[] = "/tmp/test-procfs-XXXXXX", p[512];
@@ -213,17 +214,21 @@ static void test_procfs_maps_bounds(void)
 	mkdir(p, 0755);
 	at += (size_t)sprintf(text + at, "%s", a);
 	at += (size_t)sprintf(text + at, "5000-6000 r-xp 00000000 08:01 14 /");
-	memset(text + at, 'x', longlen);	/* a path no kernel writes */
+	memset(text + at, 'x', longlen);	/* a deep path, longer than we read */
 	at += longlen;
-	text[at++] = '\n';
+	/* whose end reads as a line of its own: not taken for one */
+	at += (size_t)sprintf(text + at, "/7000-8000 r-xp 00000000 08:01 99 /evil\n");
 	at += (size_t)sprintf(text + at, "%s", b);
+	/* the last line without its newline */
+	at += (size_t)sprintf(text + at, "9000-a000 r-xp 00000000 08:01 15 /c");
 	snprintf(p, sizeof(p), "%s/42/maps", dir);
 	put_file(p, text, at);
 	sp_procfs_root = dir;
 	CHECK(sp_procfs_maps(42, SP_PROCFS_MAPS_BYTES, note_map, &seen) == 0);
-	CHECK_EQ_U(seen.n, 2);
+	CHECK_EQ_U(seen.n, 3);
 	CHECK_EQ_U(seen.starts[0], 0x1000);
 	CHECK_EQ_U(seen.starts[1], 0x3000);
+	CHECK_EQ_U(seen.starts[2], 0x9000);
 	/* cut after the first line */
 	memset(&seen, 0, sizeof(seen));
 	errno = 0;
@@ -233,7 +238,7 @@ static void test_procfs_maps_bounds(void)
 	/* exactly the whole: read whole */
 	memset(&seen, 0, sizeof(seen));
 	CHECK(sp_procfs_maps(42, at, note_map, &seen) == 0);
-	CHECK_EQ_U(seen.n, 2);
+	CHECK_EQ_U(seen.n, 3);
 	/* gone */
 	errno = 0;
 	CHECK(sp_procfs_maps(43, SP_PROCFS_MAPS_BYTES, note_map, &seen) == -1);
