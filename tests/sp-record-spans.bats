@@ -530,6 +530,55 @@ C
 	assert_output "$dir/glibc-hwcaps/x86-64-v2/libruby-3.1.so.3.1"
 }
 
+@test "sp-record --spans=ruby: a Ruby whose libruby ld.so takes from where the search at exec does not look (a legacy x86_64 subdirectory) gets its probes in that one once it runs, said once; its C methods and a fork child made at once too" {
+	require_ruby
+	local lib=/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 dir=$BATS_TEST_TMPDIR/lg hook spans
+	mkdir -p "$dir/x86_64"
+	cp "$lib" "$dir/x86_64/"
+	LD_LIBRARY_PATH=$dir ruby -e 'exit(File.read("/proc/self/maps").include?(ARGV[0]) ? 0 : 1)' \
+		"$dir/x86_64/libruby-3.1.so.3.1" ||
+		skip "ld.so does not take the legacy x86_64 subdirectory here (glibc 2.37 and later)"
+	for spans in ruby ruby,ruby-c; do
+		for hook in c hook; do
+			# its calls come once it has run a while: the look at its
+			# maps is at 20 ms (and the next poll)
+			STACKPULSE_RUBY_HOOK=$hook run -0 --separate-stderr sp-record --spans=$spans \
+				--no-samples -o "$OUT" -- env LD_LIBRARY_PATH="$dir" ruby -e '
+def f; end
+def g; raise "x"; rescue; end
+sleep 0.5
+100.times { f }
+g
+3.times { [1].each {} }'
+			run -0 grep -c "warning: pid [0-9]*: ld.so took '$dir/x86_64/libruby-3.1.so.3.1', not '/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1[.0-9]*' that sp-record found" <<<"$stderr"
+			assert_output 1
+			run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"f\") | .method' | wc -l"
+			[ "$output" = 100 ] || fail "$spans $hook: $output spans of f: $stderr"
+			run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_raise\" and .file == \"-e\") | .klass'"
+			[ "$output" = RuntimeError ] || fail "$spans $hook: raise marks: '$output': $stderr"
+			# C methods: the probes moved with the others
+			run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"each\") | .method' | wc -l"
+			[ "$output" = "$([ $spans = ruby ] && echo 0 || echo 3)" ] ||
+				fail "$spans $hook: $output spans of each: $stderr"
+			# the last runtime record names the library it maps
+			run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"runtime\" and .mode != \"stacks\") | .library' | tail -1"
+			assert_output "$dir/x86_64/libruby-3.1.so.3.1"
+		done
+	done
+	# a fork child made before its parent's maps were looked at: its own are
+	for hook in c hook; do
+		STACKPULSE_RUBY_HOOK=$hook run -0 --separate-stderr sp-record --spans=ruby --no-samples \
+			-o "$OUT" -- env LD_LIBRARY_PATH="$dir" ruby --disable-gems -e '
+def f; end
+pid = fork { sleep 0.5; 100.times { f } }
+sleep 0.5
+50.times { f }
+Process.wait pid'
+		run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"f\") | .pid' | sort | uniq -c | awk '{print \$1}' | sort -n | tr '\n' ' '"
+		[ "$output" = "50 100 " ] || fail "fork $hook: spans of f per process: '$output': $stderr"
+	done
+}
+
 # A Ruby run with LD_LIBRARY_PATH=$1 under sp-record, with Ruby's own
 # probes and with the hook: its 100 spans of f and its raise mark.
 assert_ruby_spans_with_ld_path() {

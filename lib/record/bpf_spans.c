@@ -404,11 +404,12 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 			(unsigned long long)c->rings.lost_at_end);
 	sp_info("spans: execs: %llu held to look for runtimes, %llu released at once (file known "
 		"without probes); %llu got probes; forks: %llu, %llu held for their parent's probes; "
-		"ld.so changes: %llu, %llu libraries given probes then (dlopen)",
+		"ld.so changes: %llu, %llu libraries given probes then (dlopen); %llu runtime "
+		"libraries ld.so took from where the search at exec did not look",
 		(unsigned long long)c->stopped_execs, (unsigned long long)c->plain_execs,
 		(unsigned long long)c->probed_images, (unsigned long long)c->forks,
 		(unsigned long long)c->stopped_forks, (unsigned long long)c->dlopens,
-		(unsigned long long)c->late_libs);
+		(unsigned long long)c->late_libs, (unsigned long long)c->other_libs);
 	return 0;
 }
 

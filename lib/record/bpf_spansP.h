@@ -145,6 +145,12 @@ struct bs_proc {
 	bool env_probes;		/* its probes depend on its environment (the
 					 * activator), not only on its file's: not
 					 * marked plain (mark_plain()) */
+	bool libs_unverified;		/* its runtime libraries were found by search
+					 * at exec: its maps not looked at yet
+					 * (sp_bs_verify_libs()) */
+	struct { uint64_t hash, ino; bool py; } found[4];	/* the libruby
+					 * and libpython files the search found:
+					 * their paths' hashes, inodes (0: none) */
 	uint64_t late_dev[2], late_ino[2];	/* the files its parent's were
 					 * on (libruby, libpython): its own */
 	bool hook_audit;		/* its hook's py__audit marker was asked for: a
@@ -233,6 +239,9 @@ struct bs_ctx {
 	size_t nrq, crq;
 	bool no_multi;			/* no uprobe_multi links: USDT links */
 	bool stale_warned;		/* a fork child's file was replaced: said */
+	bool other_lib_warned;		/* ld.so took a runtime library the search
+					 * did not find: said */
+	uint64_t other_libs;		/* processes it happened to */
 	uint32_t groups;		/* attach_markers() links made */
 	uint64_t plain_execs, stopped_execs;	/* execs released by BPF / looked at */
 	uint64_t forks, stopped_forks;		/* forks, and those held for probes */
@@ -285,7 +294,9 @@ struct bs_ctx {
 	bool usdt_full;			/* too many of them: said so */
 	bool dl_warned;			/* an ld.so could not be probed: said so */
 	/* Processes whose ld.so probe waits (attach_dl_later()) */
-	struct dl_wait { struct bs_proc *p; uint64_t due; } *dlw;
+	/* processes waiting for their ld.so probe (and late probes), or for
+	 * the look at their maps (verify: of image generation gen) */
+	struct dl_wait { struct bs_proc *p; uint64_t due; uint32_t gen; bool verify; } *dlw;
 	size_t ndlw, cdlw;
 	struct usdt_probe_cache *ucache;	/* USDT locations by file and probe */
 	size_t nucache;
@@ -423,6 +434,8 @@ void sp_bs_attach_dl(struct bs_ctx *c, struct bs_proc *p, bool scan);
 void sp_bs_attach_dl_later(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_attach_late(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now);
+void sp_bs_verify_libs(struct bs_ctx *c, struct bs_proc *p, bool last);
+void sp_bs_verify_later(struct bs_ctx *c, struct bs_proc *p);
 
 /* bpf_spans_env.c: the environment of process pid (its first
  * SP_BS_ENVIRON_MAX - 1 bytes, NUL-terminated; empty when it cannot be

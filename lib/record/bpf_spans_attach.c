@@ -26,6 +26,7 @@
 #include "bpf_spansP.h"
 #include "cgroup_filter.h"
 #include "elf/dynamic.h"
+#include "escape.h"
 #include "procfs.h"
 #include "procroot.h"
 #include "record.h"
@@ -756,11 +757,36 @@ static void lib_attach(struct bs_ctx *c, struct bs_proc *p, struct lib_list *l)
 			"if one is loaded later (dlopen)", p->pid, l->max_others, SP_BS_LIBS_MAX);
 }
 
+/*
+ * A runtime library the search found for p, stopped at its exec, to be
+ * compared with what ld.so maps once it runs (sp_bs_verify_libs()). Not
+ * for a container's process: the search looked at the host's directories,
+ * and its maps name files in its root, whose inodes (overlayfs) need not
+ * be those stat() gives.
+ */
+static void found_add(struct bs_proc *p, const char *path)
+{
+	struct stat st;
+	size_t i;
+
+	if (!strncmp(p->exe, "/proc/self/fd/", 14) || stat(path, &st))
+		return;
+	for (i = 0; i < sizeof(p->found) / sizeof(p->found[0]); i++)
+		if (!p->found[i].ino) {
+			p->found[i].hash = sp_hash_bytes(path, strlen(path));
+			p->found[i].ino = (uint64_t)st.st_ino;
+			p->found[i].py = strncmp(strrchr(path, '/') + 1, "libruby", 7) != 0;
+			p->libs_unverified = true;
+			return;
+		}
+}
+
 struct image_ctx {
 	struct bs_ctx *c;
 	struct bs_proc *p;
 	const char *exe;	/* its executable, as its maps name it */
 	struct lib_list *libs;
+	bool runtime_mapped;	/* a libruby or libpython: it runs already */
 };
 
 /* A mapping of the image p runs: the executable's (where its code is, by
@@ -787,6 +813,7 @@ static int image_line(void *ctx, const struct sp_proc_map *m)
 	}
 	/* <stackpulse/span.h> markers may be in any library */
 	runtime = sp_bs_runtime_lib_name(base + 1);
+	ic->runtime_mapped |= runtime;
 	if (runtime || ((ic->c->o->modes & SP_SPANS_USDT) && strstr(base + 1, ".so")))
 		lib_add(ic->libs, m->path, runtime);
 	return 0;
@@ -843,8 +870,13 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 				p->env_probes = true;
 			free(env);
 
-			for (k = 0; k < nn; k++)
-				lib_add(&libs, need[k], sp_bs_runtime_lib_name(strrchr(need[k], '/') + 1));
+			for (k = 0; k < nn; k++) {
+				bool rt = sp_bs_runtime_lib_name(strrchr(need[k], '/') + 1);
+
+				lib_add(&libs, need[k], rt);
+				if (rt && !ic.runtime_mapped)
+					found_add(p, need[k]);
+			}
 			free(need);
 		}
 		lib_attach(c, p, &libs);
@@ -955,6 +987,12 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 	child->py_none = parent->py_none;
 	child->attached = parent->attached;
 	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));
+	/* made before its parent's maps were looked at: its own are */
+	if (probes && parent->libs_unverified) {
+		memcpy(child->found, parent->found, sizeof(child->found));
+		child->libs_unverified = true;
+		sp_bs_verify_later(c, child);
+	}
 	if (probes)	/* not a vfork child: it runs no code of the image */
 		sp_bs_announce(c, child);
 }
@@ -1134,8 +1172,7 @@ void sp_bs_attach_dl_later(struct bs_ctx *c, struct bs_proc *p)
 	if (!(c->o->modes & SP_SPANS_USDT))
 		return;
 	sp_grow(&c->dlw, &c->cdlw, c->ndlw + 1, sizeof(*c->dlw));
-	c->dlw[c->ndlw].p = p;
-	c->dlw[c->ndlw++].due = sp_now_mono_ns() + SP_DL_AFTER_NS;
+	c->dlw[c->ndlw++] = (struct dl_wait){ .p = p, .due = sp_now_mono_ns() + SP_DL_AFTER_NS };
 }
 
 /*
@@ -1149,8 +1186,7 @@ void sp_bs_attach_dl_later(struct bs_ctx *c, struct bs_proc *p)
 void sp_bs_attach_late(struct bs_ctx *c, struct bs_proc *p)
 {
 	sp_grow(&c->dlw, &c->cdlw, c->ndlw + 1, sizeof(*c->dlw));
-	c->dlw[c->ndlw].p = p;
-	c->dlw[c->ndlw++].due = sp_now_mono_ns() + SP_DL_AFTER_NS;
+	c->dlw[c->ndlw++] = (struct dl_wait){ .p = p, .due = sp_now_mono_ns() + SP_DL_AFTER_NS };
 }
 
 static void attach_late_now(struct bs_ctx *c, struct bs_proc *p)
@@ -1170,6 +1206,171 @@ static void attach_late_now(struct bs_ctx *c, struct bs_proc *p)
 				 p->rlib[1], "python", "audit", SP_PR_PY_AUDIT, &py);
 }
 
+/* the look at the maps of a process whose runtime libraries were found by
+ * search at exec: at its start-up's ld.so trap, else this long after */
+#define SP_VERIFY_AFTER_NS	20000000ull
+
+struct verify_ctx {
+	struct bs_ctx *c;
+	struct bs_proc *p;
+	bool runtime_seen;
+};
+
+/* The attachments of p in bin (a runtime library it does not map) go: a
+ * fork child's copy of them would be said to be stale. Those holding
+ * others' markers (a group) stay. What went: 1 << probe of each. */
+static uint32_t drop_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin)
+{
+	uint32_t gone = 0;
+	size_t i, k = 0;
+
+	for (i = 0; i < p->natt; i++) {
+		struct bs_att *a = p->att[i];
+
+		if (strcmp(a->bin, bin) || a->group || a->shared) {
+			p->att[k++] = a;
+			continue;
+		}
+		gone |= 1u << a->probe;
+		if (a->link.link || a->link.fd >= 0)
+			sp_bs_detach_link(c, a->link, false);
+		free(a);
+	}
+	p->natt = k;
+	return gone;
+}
+
+/* Whether p has probes in the file bin with inode ino. */
+static bool probed_file(const struct bs_proc *p, const char *bin, uint64_t ino)
+{
+	size_t i;
+
+	for (i = 0; i < p->natt; i++)
+		if (p->att[i]->ino == ino && !strcmp(p->att[i]->bin, bin))
+			return true;
+	return false;
+}
+
+/* p maps host (a libruby, rb, or libpython), not the file of that runtime
+ * the search found (was: the one with its probes, or ""): its probes go
+ * to host; said when some were on the other file. */
+static void move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
+			 const char *host, uint64_t ino, bool rb)
+{
+	struct sp_spans *sk = c->skel;
+	char esc[2 * PATH_MAX], esc_was[2 * PATH_MAX];
+	const char *was = p->rlib[rb ? 0 : 1];
+	int provs = sp_bs_providers_cached(host);
+	uint32_t gone;
+
+	if (!(provs & (rb ? SP_SPANS_RUBY : SP_SPANS_PYTHON | SP_SPANS_PY_HOOKABLE)))
+		return;
+	if (probed_file(p, host, ino)) {	/* it had them all along */
+		if (strcmp(was, host))
+			drop_bin(c, p, was);
+		snprintf(p->rlib[rb ? 0 : 1], sizeof(p->rlib[0]), "%s", host);
+		return;
+	}
+	gone = was[0] ? drop_bin(c, p, was) : 0;
+	if (gone) {
+		c->other_libs++;
+		sp_esc_text(esc, sizeof(esc), path, strlen(path), 0);
+		sp_esc_text(esc_was, sizeof(esc_was), was, strlen(was), 0);
+		if (!c->other_lib_warned || sp_verbose)
+			(c->other_lib_warned ? sp_info : sp_warn)(
+				"pid %u: ld.so took '%s', not '%s' that sp-record found as it "
+				"would (a directory only ld.so.cache lists, a $PLATFORM, tls or "
+				"x86_64 subdirectory, GLIBC_TUNABLES, or a file put at the path "
+				"meanwhile): its probes go there now, what ran before is missed%s",
+				p->pid, esc, esc_was,
+				c->other_lib_warned ? "" : " (later ones: with -v)");
+		c->other_lib_warned = true;
+	}
+	/* a new runtime record names the library it maps */
+	p->announced &= ~(unsigned int)(rb ? SP_SPANS_RUBY : SP_SPANS_PYTHON);
+	if (rb && sp_bs_has_probe(p, SP_PR_RB_HOOK_CALL)) {
+		/* its hook's marks came all along: the library's own probes */
+		snprintf(p->rlib[0], sizeof(p->rlib[0]), "%s", host);
+		if (gone & 1u << SP_PR_RUBY_RAISE)
+			sp_bs_attach_any(c, p, sk->progs.on_ruby_raise_multi, sk->progs.on_ruby_raise,
+					 host, "ruby", "raise", SP_PR_RUBY_RAISE, NULL);
+		if (gone & (1u << SP_PR_RUBY_CMETHOD_ENTRY | 1u << SP_PR_RUBY_CMETHOD_RETURN))
+			sp_bs_attach_cmethod(c, p, host);
+	} else if (!rb && (sp_bs_has_probe(p, SP_PR_PY_HOOK_CALL) ||
+			   sp_bs_has_probe(p, SP_PR_PY_HOOK_AUDIT))) {
+		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", host);
+		if (gone & 1u << SP_PR_PY_AUDIT)
+			sp_bs_attach_any(c, p, sk->progs.on_py_audit_multi, sk->progs.on_py_audit,
+					 host, "python", "audit", SP_PR_PY_AUDIT, NULL);
+	} else {
+		attach_bin(c, p, host, provs & (rb ? SP_SPANS_RUBY : SP_SPANS_PYTHON |
+							     SP_SPANS_PY_HOOKABLE));
+	}
+}
+
+static int verify_line(void *ctx, const struct sp_proc_map *m)
+{
+	struct verify_ctx *v = ctx;
+	struct bs_proc *p = v->p;
+	const char *base = strrchr(m->path, '/');
+	uint64_t hash;
+	char host[PATH_MAX];
+	bool py, kind = false;
+	size_t i, n = sizeof(p->found) / sizeof(p->found[0]);
+
+	if (!(m->prot & PROT_EXEC) || m->path[0] != '/' || !sp_bs_runtime_lib_name(base + 1))
+		return 0;
+	v->runtime_seen = true;
+	py = strncmp(base + 1, "libruby", 7) != 0;
+	hash = sp_hash_bytes(m->path, strlen(m->path));
+	for (i = 0; i < n; i++) {
+		if (!p->found[i].ino || p->found[i].py != py)
+			continue;
+		if (p->found[i].hash == hash && p->found[i].ino == m->ino)
+			return 0;	/* the very file */
+		kind = true;
+	}
+	if (!kind)		/* none found of its kind: none went elsewhere */
+		return 0;
+	for (i = 0; i < n; i++)	/* looked at once */
+		if (p->found[i].py == py)
+			p->found[i].ino = 0;
+	if (!sp_bs_host_path(v->c, p->pid, m->path, host, sizeof(host)))
+		move_runtime(v->c, p, m->path, host, m->ino, !py);
+	return 0;
+}
+
+/*
+ * p's runtime libraries were found at exec by a search done as ld.so's
+ * (sp_elf_needed_libs()), before ld.so ran: ld.so may have taken another
+ * file (a directory only its cache lists, a legacy subdirectory, a file
+ * its owner put at the path in between). Its maps say: a libruby or
+ * libpython it maps that has none of its probes gets them now (what ran
+ * before is missed), said once. last: the look is not tried again when no
+ * runtime library is mapped yet (an ld.so trap before it mapped them).
+ */
+void sp_bs_verify_libs(struct bs_ctx *c, struct bs_proc *p, bool last)
+{
+	struct verify_ctx v = { c, p, false };
+
+	sp_procfs_maps(p->pid, SP_BS_MAPS_BYTES, verify_line, &v);
+	if (v.runtime_seen || last) {
+		p->libs_unverified = false;
+		memset(p->found, 0, sizeof(p->found));
+	}
+	sp_bs_announce(c, p);
+}
+
+/* The look at p's maps (sp_bs_verify_libs()) once it has run a little:
+ * not for a later image (it exec'd again meanwhile). */
+void sp_bs_verify_later(struct bs_ctx *c, struct bs_proc *p)
+{
+	sp_grow(&c->dlw, &c->cdlw, c->ndlw + 1, sizeof(*c->dlw));
+	c->dlw[c->ndlw] = (struct dl_wait){ .p = p, .gen = p->gen, .verify = true,
+					    .due = sp_now_mono_ns() + SP_VERIFY_AFTER_NS };
+	c->ndlw++;
+}
+
 /* The waiting ld.so probes (and late probes) that are due. */
 void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now)
 {
@@ -1182,6 +1383,11 @@ void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now)
 			continue;
 		if (now < c->dlw[i].due) {
 			c->dlw[k++] = c->dlw[i];
+			continue;
+		}
+		if (c->dlw[i].verify) {
+			if (p->libs_unverified && c->dlw[i].gen == p->gen)
+				sp_bs_verify_libs(c, p, true);
 			continue;
 		}
 		if (p->late_probes)

@@ -296,6 +296,8 @@ static void on_dlopen(struct bs_ctx *c, const struct sp_bs_event *e)
 	struct bs_proc *p = sp_bs_proc_get(c, e->pid);
 
 	c->dlopens++;
+	if (p && !p->exited && p->libs_unverified)
+		sp_bs_verify_libs(c, p, false);
 	if (p && !p->exited)
 		sp_bs_scan_libs(c, p);
 }

@@ -584,7 +584,8 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->hook_audit = false;	/* the new image's hook asks again */
 		p->cm_pending = false;
 		p->late = p->no_spans = false;
-		p->ret_pending = p->py_none = p->env_probes = false;
+		p->ret_pending = p->py_none = p->env_probes = p->libs_unverified = false;
+		memset(p->found, 0, sizeof(p->found));
 		p->late_probes = 0;
 		p->ppid = 0;
 		sp_bs_spans_state_release(c, p);
@@ -599,6 +600,8 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		c->stopped_execs++;
 		sp_bs_attach_image(c, p);
 		sp_bs_attach_dl(c, p, false);
+		if (p->libs_unverified)
+			sp_bs_verify_later(c, p);
 		if (p->natt) {
 			set_tracked(c, p);
 			c->probed_images++;
