@@ -1220,6 +1220,36 @@ os._exit(0)' "$go" &
 		else
 			RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" ruby -e '
 def f; 1; end
+@test "sp-record -p: a shell whose environment has the activators starts a Ruby and pyenv's Python after the attach: both get their spans (their libraries found at their exec, as for a command)" {
+	require_ruby
+	local go=$BATS_TEST_TMPDIR/go py
+	py=$(ls /root/.pyenv/versions/3.11*/bin/python3.11 2>/dev/null | head -1)
+	RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" \
+	PYTHONPATH="$SP_BIN/../runtime/python" bash -c '
+while [ ! -e "$1" ]; do sleep 0.05; done
+ruby -e "def f; end; 100.times { f }"
+[ -z "$2" ] || "$2" -c "
+def f(): pass
+for i in range(100): f()"' sh "$go" "$py" &
+	SPIN+=($!)
+	sp-record -v --no-samples --spans=ruby,python -p ${SPIN[0]} -o "$OUT" \
+		2> "$BATS_TEST_TMPDIR/err" &
+	SPIN+=($!)
+	wait_said "$BATS_TEST_TMPDIR/err" "pid ${SPIN[0]} was started without sp-record" ||
+		fail "not attached: $(cat "$BATS_TEST_TMPDIR/err")"
+	touch "$go"
+	wait ${SPIN[1]} || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"f\") | .runtime' | sort | uniq -c | awk '{print \$1, \$2}'"
+	if [ -n "$py" ]; then
+		assert_output "100 python
+100 ruby"
+	else
+		assert_output "100 ruby"
+	fi
+	run grep "no Ruby with USDT probes ran\|no Python with USDT probes ran" "$BATS_TEST_TMPDIR/err"
+	assert_failure
+}
+
 def idle(g); File.exist?(g); end
 f
 sleep 0.01 until idle(ARGV[0])

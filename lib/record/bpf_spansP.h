@@ -423,7 +423,7 @@ void sp_bs_all_ask(struct bs_ctx *c, uint32_t pid);
 int sp_bs_all_asked(struct bs_ctx *c);
 
 /* bpf_spans_attach.c */
-void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p);
+void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p, bool at_exec);
 void sp_bs_announce(struct bs_ctx *c, struct bs_proc *p);
 bool sp_bs_has_probe(const struct bs_proc *p, uint32_t probe);
 void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_proc *parent,

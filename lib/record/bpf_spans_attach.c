@@ -819,8 +819,10 @@ static int image_line(void *ctx, const struct sp_proc_map *m)
 	return 0;
 }
 
-/* Attach everything for the image process p runs now. */
-void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
+/* Attach everything for the image process p runs now: at_exec, stopped at
+ * its exec (whether or not sp-record started its tree: a child of a -p
+ * process too), its libraries not mapped yet. */
+void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p, bool at_exec)
 {
 	char exe[PATH_MAX], host[PATH_MAX], link[64];
 	struct lib_list libs = { .max_others = SP_BS_LIBS_LOOKED };
@@ -848,7 +850,7 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p)
 		ic.libs = &libs;
 		sp_procfs_maps(p->pid, SP_BS_MAPS_BYTES, image_line, &ic);
 		/* stopped at exec, only the executable and ld.so are mapped */
-		if (!p->attached) {
+		if (at_exec || !p->attached) {
 			char (*need)[4096] = sp_xmalloc(16 * sizeof(*need)), cwd[64];
 			struct sp_elf_libsearch how = { .cwd = cwd };
 			size_t elen;

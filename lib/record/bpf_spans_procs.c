@@ -598,7 +598,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 			break;
 		}
 		c->stopped_execs++;
-		sp_bs_attach_image(c, p);
+		sp_bs_attach_image(c, p, true);
 		sp_bs_attach_dl(c, p, false);
 		if (p->libs_unverified)
 			sp_bs_verify_later(c, p);
@@ -693,7 +693,7 @@ int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool 
 		return 0;
 	p->attached = !cmd;
 	p->late = cmd && walk;
-	sp_bs_attach_image(c, p);
+	sp_bs_attach_image(c, p, false);
 	sp_bs_attach_dl(c, p, false);
 	if (p->natt)
 		set_tracked(c, p);
