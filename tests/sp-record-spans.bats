@@ -565,18 +565,42 @@ g
 			assert_output "$dir/x86_64/libruby-3.1.so.3.1"
 		done
 	done
-	# a fork child made before its parent's maps were looked at: its own are
+	# a fork child made before its parent's maps were looked at (with the
+	# hook not held: its raise probe comes late): its own are
 	for hook in c hook; do
 		STACKPULSE_RUBY_HOOK=$hook run -0 --separate-stderr sp-record --spans=ruby --no-samples \
 			-o "$OUT" -- env LD_LIBRARY_PATH="$dir" ruby --disable-gems -e '
 def f; end
-pid = fork { sleep 0.5; 100.times { f } }
+def g; raise "x"; rescue; end
+pid = fork { sleep 0.5; 100.times { f }; g }
 sleep 0.5
 50.times { f }
+g
 Process.wait pid'
 		run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"f\") | .pid' | sort | uniq -c | awk '{print \$1}' | sort -n | tr '\n' ' '"
 		[ "$output" = "50 100 " ] || fail "fork $hook: spans of f per process: '$output': $stderr"
+		run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_raise\" and .file == \"-e\") | .pid' | sort | uniq -c | awk '{print \$1}' | tr '\n' ' '"
+		[ "$output" = "1 1 " ] || fail "fork $hook: raises per process: '$output': $stderr"
+		[[ "$stderr" != *"no probes in"* ]] || fail "fork $hook: $stderr"
 	done
+}
+
+@test "sp-record --spans=ruby: a libruby found without probes while ld.so takes one with them: the program gets its spans, and a second run of it too (not remembered as a program without probes)" {
+	require_ruby
+	command -v objcopy > /dev/null || skip "needs objcopy (binutils)"
+	local lib=/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 dir=$BATS_TEST_TMPDIR/np
+	mkdir -p "$dir/x86_64"
+	cp "$lib" "$dir/x86_64/"
+	objcopy --remove-section .note.stapsdt "$lib" "$dir/libruby-3.1.so.3.1"
+	LD_LIBRARY_PATH=$dir ruby -e 'exit(File.read("/proc/self/maps").include?(ARGV[0]) ? 0 : 1)' \
+		"$dir/x86_64/libruby-3.1.so.3.1" ||
+		skip "ld.so does not take the legacy x86_64 subdirectory here (glibc 2.37 and later)"
+	STACKPULSE_RUBY_HOOK=c run -0 --separate-stderr sp-record --spans=ruby --no-samples \
+		-o "$OUT" -- sh -c 'for i in 1 2; do env LD_LIBRARY_PATH="$1" ruby -e "def f; end; sleep 0.5; 100.times { f }"; done' sh "$dir"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"f\") | .pid' | sort | uniq -c | awk '{print \$1}' | tr '\n' ' '"
+	[ "$output" = "100 100 " ] || fail "spans of f per process: '$output': $stderr"
+	run -0 grep -c "warning: pid [0-9]*: ld.so took '$dir/x86_64/libruby-3.1.so.3.1', not the library, which has no probes, that sp-record found" <<<"$stderr"
+	assert_output 1
 }
 
 # A Ruby run with LD_LIBRARY_PATH=$1 under sp-record, with Ruby's own
@@ -1196,30 +1220,6 @@ while True:
 __main__#f"
 }
 
-# The hooks name each method once (rt__name) and mark its calls with the
-# name's address only. A name made before sp-record attached was read from
-# the process's memory when its spans were read: a process gone by then
-# (a short-lived one, a container's) had its spans unnamed. The hook tells
-# a name again at its first use once a recorder listens.
-@test "sp-record -p: names made before the recording are told again once it listens: a process gone before its spans are read has them named" {
-	require_ruby
-	require_python
-	local go=$BATS_TEST_TMPDIR/go rec pid what
-	for what in python ruby; do
-		rm -f "$go"
-		if [ $what = python ]; then
-			PYTHONPATH="$SP_BIN/../runtime/python" $PY -c '
-import os, sys, time
-def f(): return 1
-def idle(): return os.path.exists(sys.argv[1])
-f()
-while not idle():
-    time.sleep(0.01)
-f(); f()
-os._exit(0)' "$go" &
-		else
-			RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" ruby -e '
-def f; 1; end
 @test "sp-record -p: a shell whose environment has the activators starts a Ruby and pyenv's Python after the attach: both get their spans (their libraries found at their exec, as for a command)" {
 	require_ruby
 	local go=$BATS_TEST_TMPDIR/go py
@@ -1250,6 +1250,30 @@ for i in range(100): f()"' sh "$go" "$py" &
 	assert_failure
 }
 
+# The hooks name each method once (rt__name) and mark its calls with the
+# name's address only. A name made before sp-record attached was read from
+# the process's memory when its spans were read: a process gone by then
+# (a short-lived one, a container's) had its spans unnamed. The hook tells
+# a name again at its first use once a recorder listens.
+@test "sp-record -p: names made before the recording are told again once it listens: a process gone before its spans are read has them named" {
+	require_ruby
+	require_python
+	local go=$BATS_TEST_TMPDIR/go rec pid what
+	for what in python ruby; do
+		rm -f "$go"
+		if [ $what = python ]; then
+			PYTHONPATH="$SP_BIN/../runtime/python" $PY -c '
+import os, sys, time
+def f(): return 1
+def idle(): return os.path.exists(sys.argv[1])
+f()
+while not idle():
+    time.sleep(0.01)
+f(); f()
+os._exit(0)' "$go" &
+		else
+			RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" ruby -e '
+def f; 1; end
 def idle(g); File.exist?(g); end
 f
 sleep 0.01 until idle(ARGV[0])

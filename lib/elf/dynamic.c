@@ -160,10 +160,13 @@ static int x86_level(void)
 static bool in_dir(const char *dir, const char *name, char *cand, size_t size)
 {
 #if defined(__x86_64__)
-	static int level;	/* 0: not asked yet (the same answer in any thread) */
+	static int asked;	/* 0: not yet (any thread gets the same answer) */
+	int level = __atomic_load_n(&asked, __ATOMIC_RELAXED);
 
-	if (!level)
+	if (!level) {
 		level = x86_level();
+		__atomic_store_n(&asked, level, __ATOMIC_RELAXED);
+	}
 	for (int v = level; v >= 2; v--) {
 		snprintf(cand, size, "%s/glibc-hwcaps/x86-64-v%d/%s", dir, v, name);
 		if (is_file(cand))

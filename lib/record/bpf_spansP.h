@@ -148,9 +148,11 @@ struct bs_proc {
 	bool libs_unverified;		/* its runtime libraries were found by search
 					 * at exec: its maps not looked at yet
 					 * (sp_bs_verify_libs()) */
-	struct { uint64_t hash, ino; bool py; } found[4];	/* the libruby
-					 * and libpython files the search found:
-					 * their paths' hashes, inodes (0: none) */
+	struct { uint64_t hash, dev, ino; bool py; } found[4];	/* the
+					 * libruby and libpython files the search
+					 * found: their paths' hashes, devices and
+					 * inodes (0: none) */
+	uint8_t verify_tries;		/* looks at its maps before ld.so mapped them */
 	uint64_t late_dev[2], late_ino[2];	/* the files its parent's were
 					 * on (libruby, libpython): its own */
 	bool hook_audit;		/* its hook's py__audit marker was asked for: a
@@ -435,6 +437,9 @@ void sp_bs_attach_dl_later(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_attach_late(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now);
 void sp_bs_verify_libs(struct bs_ctx *c, struct bs_proc *p, bool last);
+/* bpf_spans_procs.c: tell BPF p's image generation and whether it has
+ * probes now */
+void sp_bs_set_tracked(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_verify_later(struct bs_ctx *c, struct bs_proc *p);
 
 /* bpf_spans_env.c: the environment of process pid (its first

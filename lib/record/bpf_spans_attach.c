@@ -764,19 +764,24 @@ static void lib_attach(struct bs_ctx *c, struct bs_proc *p, struct lib_list *l)
  * and its maps name files in its root, whose inodes (overlayfs) need not
  * be those stat() gives.
  */
-static void found_add(struct bs_proc *p, const char *path)
+static void found_add(struct bs_ctx *c, struct bs_proc *p, const char *path)
 {
+	bool py = strncmp(strrchr(path, '/') + 1, "libruby", 7) != 0;
+	unsigned int m = c->o->modes;
 	struct stat st;
 	size_t i;
 
-	if (!strncmp(p->exe, "/proc/self/fd/", 14) || stat(path, &st))
+	if (!(m & (py ? SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT : SP_SPANS_RUBY | SP_SPANS_RUBY_C)) ||
+	    !strncmp(p->exe, "/proc/self/fd/", 14) || stat(path, &st))
 		return;
 	for (i = 0; i < sizeof(p->found) / sizeof(p->found[0]); i++)
 		if (!p->found[i].ino) {
 			p->found[i].hash = sp_hash_bytes(path, strlen(path));
+			p->found[i].dev = (uint64_t)st.st_dev;
 			p->found[i].ino = (uint64_t)st.st_ino;
-			p->found[i].py = strncmp(strrchr(path, '/') + 1, "libruby", 7) != 0;
+			p->found[i].py = py;
 			p->libs_unverified = true;
+			p->verify_tries = 0;
 			return;
 		}
 }
@@ -877,7 +882,7 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p, bool at_exec)
 
 				lib_add(&libs, need[k], rt);
 				if (rt && !ic.runtime_mapped)
-					found_add(p, need[k]);
+					found_add(c, p, need[k]);
 			}
 			free(need);
 		}
@@ -993,6 +998,7 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 	if (probes && parent->libs_unverified) {
 		memcpy(child->found, parent->found, sizeof(child->found));
 		child->libs_unverified = true;
+		child->verify_tries = 0;
 		sp_bs_verify_later(c, child);
 	}
 	if (probes)	/* not a vfork child: it runs no code of the image */
@@ -1215,7 +1221,12 @@ static void attach_late_now(struct bs_ctx *c, struct bs_proc *p)
 struct verify_ctx {
 	struct bs_ctx *c;
 	struct bs_proc *p;
-	bool runtime_seen;
+	bool seen[2];		/* a libruby, a libpython is mapped */
+	bool found_mapped[2];	/* one of the files found of that kind is */
+	bool exe_ok;		/* its executable is the image looked at */
+	/* the first other one of each kind: its name and inode */
+	char other[2][PATH_MAX];
+	uint64_t other_ino[2];
 };
 
 /* The attachments of p in bin (a runtime library it does not map) go: a
@@ -1260,36 +1271,31 @@ static void move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 			 const char *host, uint64_t ino, bool rb)
 {
 	struct sp_spans *sk = c->skel;
-	char esc[2 * PATH_MAX], esc_was[2 * PATH_MAX];
+	char esc[2 * PATH_MAX], esc_was[2 * PATH_MAX + 2], old[PATH_MAX];
 	const char *was = p->rlib[rb ? 0 : 1];
-	int provs = sp_bs_providers_cached(host);
+	int provs = sp_bs_providers_cached(host), k = rb ? 0 : 1;
+	struct stat st;
 	uint32_t gone;
+	size_t before;
 
 	if (!(provs & (rb ? SP_SPANS_RUBY : SP_SPANS_PYTHON | SP_SPANS_PY_HOOKABLE)))
 		return;
 	if (probed_file(p, host, ino)) {	/* it had them all along */
 		if (strcmp(was, host))
 			drop_bin(c, p, was);
-		snprintf(p->rlib[rb ? 0 : 1], sizeof(p->rlib[0]), "%s", host);
+		snprintf(p->rlib[k], sizeof(p->rlib[k]), "%s", host);
 		return;
 	}
 	gone = was[0] ? drop_bin(c, p, was) : 0;
-	if (gone) {
-		c->other_libs++;
-		sp_esc_text(esc, sizeof(esc), path, strlen(path), 0);
-		sp_esc_text(esc_was, sizeof(esc_was), was, strlen(was), 0);
-		if (!c->other_lib_warned || sp_verbose)
-			(c->other_lib_warned ? sp_info : sp_warn)(
-				"pid %u: ld.so took '%s', not '%s' that sp-record found as it "
-				"would (a directory only ld.so.cache lists, a $PLATFORM, tls or "
-				"x86_64 subdirectory, GLIBC_TUNABLES, or a file put at the path "
-				"meanwhile): its probes go there now, what ran before is missed%s",
-				p->pid, esc, esc_was,
-				c->other_lib_warned ? "" : " (later ones: with -v)");
-		c->other_lib_warned = true;
-	}
+	before = p->natt;
+	snprintf(old, sizeof(old), "%s", was);	/* rlib[k] changes below */
 	/* a new runtime record names the library it maps */
 	p->announced &= ~(unsigned int)(rb ? SP_SPANS_RUBY : SP_SPANS_PYTHON);
+	/* an unheld fork child's late raise and audit probes: that file */
+	if (p->late_ino[k] && !stat(host, &st) && (uint64_t)st.st_ino == ino) {
+		p->late_dev[k] = (uint64_t)st.st_dev;
+		p->late_ino[k] = ino;
+	}
 	if (rb && sp_bs_has_probe(p, SP_PR_RB_HOOK_CALL)) {
 		/* its hook's marks came all along: the library's own probes */
 		snprintf(p->rlib[0], sizeof(p->rlib[0]), "%s", host);
@@ -1301,13 +1307,60 @@ static void move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 	} else if (!rb && (sp_bs_has_probe(p, SP_PR_PY_HOOK_CALL) ||
 			   sp_bs_has_probe(p, SP_PR_PY_HOOK_AUDIT))) {
 		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", host);
-		if (gone & 1u << SP_PR_PY_AUDIT)
+		if ((gone & 1u << SP_PR_PY_AUDIT) && (provs & SP_SPANS_PYTHON))
 			sp_bs_attach_any(c, p, sk->progs.on_py_audit_multi, sk->progs.on_py_audit,
 					 host, "python", "audit", SP_PR_PY_AUDIT, NULL);
 	} else {
 		attach_bin(c, p, host, provs & (rb ? SP_SPANS_RUBY : SP_SPANS_PYTHON |
 							     SP_SPANS_PY_HOOKABLE));
 	}
+	if (p->natt)	/* BPF: it has probes (a file found had none) */
+		sp_bs_set_tracked(c, p);
+	/* said when probes moved, or came only now: what ran before is missed */
+	if (!gone && p->natt <= before)
+		return;
+	c->other_libs++;
+	if (c->other_lib_warned && !sp_verbose)
+		return;
+	sp_esc_text(esc, sizeof(esc), path, strlen(path), 0);
+	if (old[0]) {
+		esc_was[0] = '\'';
+		sp_esc_text(esc_was + 1, sizeof(esc_was) - 2, old, strlen(old), 0);
+		strcat(esc_was, "'");
+	} else {
+		snprintf(esc_was, sizeof(esc_was), "the library, which has no probes,");
+	}
+	(c->other_lib_warned ? sp_info : sp_warn)(
+		"pid %u: ld.so took '%s', not %s that sp-record found as it would (a "
+		"directory only ld.so.cache lists, a $PLATFORM, tls or x86_64 subdirectory, "
+		"GLIBC_TUNABLES, LD_PRELOAD, or a file put at the path meanwhile): its probes "
+		"go there now, what ran before is missed%s", p->pid, esc, esc_was,
+		c->other_lib_warned ? "" : " (later ones: with -v)");
+	c->other_lib_warned = true;
+}
+
+/* Whether the mapping m (a runtime library of kind py) is a file the search
+ * found: by name and inode, or (a hard link, a bind mount) by device and
+ * inode. */
+static bool is_found(const struct bs_proc *p, const struct sp_proc_map *m, bool py)
+{
+	uint64_t hash = sp_hash_bytes(m->path, strlen(m->path));
+	struct stat st;
+	bool statted = false;
+	size_t i;
+
+	for (i = 0; i < sizeof(p->found) / sizeof(p->found[0]); i++) {
+		if (!p->found[i].ino || p->found[i].py != py || p->found[i].ino != m->ino)
+			continue;
+		if (p->found[i].hash == hash)
+			return true;
+		if (!statted && stat(m->path, &st))
+			return false;
+		statted = true;
+		if ((uint64_t)st.st_ino == m->ino && (uint64_t)st.st_dev == p->found[i].dev)
+			return true;
+	}
+	return false;
 }
 
 static int verify_line(void *ctx, const struct sp_proc_map *m)
@@ -1315,51 +1368,82 @@ static int verify_line(void *ctx, const struct sp_proc_map *m)
 	struct verify_ctx *v = ctx;
 	struct bs_proc *p = v->p;
 	const char *base = strrchr(m->path, '/');
-	uint64_t hash;
-	char host[PATH_MAX];
-	bool py, kind = false;
-	size_t i, n = sizeof(p->found) / sizeof(p->found[0]);
+	int k;
 
-	if (!(m->prot & PROT_EXEC) || m->path[0] != '/' || !sp_bs_runtime_lib_name(base + 1))
+	if (m->path[0] != '/')
 		return 0;
-	v->runtime_seen = true;
-	py = strncmp(base + 1, "libruby", 7) != 0;
-	hash = sp_hash_bytes(m->path, strlen(m->path));
-	for (i = 0; i < n; i++) {
-		if (!p->found[i].ino || p->found[i].py != py)
-			continue;
-		if (p->found[i].hash == hash && p->found[i].ino == m->ino)
-			return 0;	/* the very file */
-		kind = true;
+	if (p->exe_ino && m->ino == p->exe_ino)
+		v->exe_ok = true;
+	if (!(m->prot & PROT_EXEC) || !sp_bs_runtime_lib_name(base + 1))
+		return 0;
+	k = strncmp(base + 1, "libruby", 7) != 0;
+	v->seen[k] = true;
+	if (is_found(p, m, k))
+		v->found_mapped[k] = true;
+	else if (!v->other[k][0]) {
+		snprintf(v->other[k], sizeof(v->other[k]), "%s", m->path);
+		v->other_ino[k] = m->ino;
 	}
-	if (!kind)		/* none found of its kind: none went elsewhere */
-		return 0;
-	for (i = 0; i < n; i++)	/* looked at once */
+	return 0;
+}
+
+/* Forget the files found of kind py: looked at. */
+static void found_done(struct bs_proc *p, bool py)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(p->found) / sizeof(p->found[0]); i++)
 		if (p->found[i].py == py)
 			p->found[i].ino = 0;
-	if (!sp_bs_host_path(v->c, p->pid, m->path, host, sizeof(host)))
-		move_runtime(v->c, p, m->path, host, m->ino, !py);
-	return 0;
 }
 
 /*
  * p's runtime libraries were found at exec by a search done as ld.so's
  * (sp_elf_needed_libs()), before ld.so ran: ld.so may have taken another
  * file (a directory only its cache lists, a legacy subdirectory, a file
- * its owner put at the path in between). Its maps say: a libruby or
- * libpython it maps that has none of its probes gets them now (what ran
- * before is missed), said once. last: the look is not tried again when no
- * runtime library is mapped yet (an ld.so trap before it mapped them).
+ * its owner put at the path in between). Its maps say, for each kind
+ * (libruby, libpython) they have: when none of the files found of that
+ * kind is mapped, and another is, the probes move there (what ran before
+ * is missed), said once; when one is (another beside it: a native
+ * extension built for another version), nothing changes. A kind not
+ * mapped yet is looked at again: at the next ld.so trap, or (last: the
+ * timer's look) up to SP_VERIFY_TRIES times more.
  */
+#define SP_VERIFY_TRIES	10
 void sp_bs_verify_libs(struct bs_ctx *c, struct bs_proc *p, bool last)
 {
-	struct verify_ctx v = { c, p, false };
+	struct verify_ctx *v = sp_xmalloc(sizeof(*v));
+	char host[PATH_MAX];
+	size_t i;
+	int k;
 
-	sp_procfs_maps(p->pid, SP_BS_MAPS_BYTES, verify_line, &v);
-	if (v.runtime_seen || last) {
+	memset(v, 0, sizeof(*v));
+	v->c = c;
+	v->p = p;
+	if (sp_procfs_maps(p->pid, SP_BS_MAPS_BYTES, verify_line, v) || (p->exe_ino && !v->exe_ok)) {
+		/* gone, or another image (an exec not seen yet): its own
+		 * events say what comes next */
 		p->libs_unverified = false;
 		memset(p->found, 0, sizeof(p->found));
+		free(v);
+		return;
 	}
+	for (k = 0; k < 2; k++) {
+		if (!v->seen[k])
+			continue;
+		found_done(p, k);
+		if (!v->found_mapped[k] && v->other[k][0] &&
+		    !sp_bs_host_path(c, p->pid, v->other[k], host, sizeof(host)))
+			move_runtime(c, p, v->other[k], host, v->other_ino[k], k == 0);
+	}
+	free(v);
+	for (i = 0; i < sizeof(p->found) / sizeof(p->found[0]) && !p->found[i].ino; i++)
+		;
+	p->libs_unverified = i < sizeof(p->found) / sizeof(p->found[0]);
+	if (p->libs_unverified && last && ++p->verify_tries <= SP_VERIFY_TRIES)
+		sp_bs_verify_later(c, p);
+	else if (last)
+		p->libs_unverified = false;
 	sp_bs_announce(c, p);
 }
 

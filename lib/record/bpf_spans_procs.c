@@ -387,7 +387,7 @@ static void detach_all(struct bs_ctx *c, struct bs_proc *p)
  * while: sp_bs_attach_late()), else SP_BS_PROBED (they are held for
  * their own).
  */
-static void set_tracked(struct bs_ctx *c, struct bs_proc *p)
+void sp_bs_set_tracked(struct bs_ctx *c, struct bs_proc *p)
 {
 	struct sp_bs_proc v = { .gen = p->gen, .probed = p->natt ? SP_BS_PROBED_SHARED : 0 };
 	size_t i;
@@ -410,7 +410,8 @@ static void mark_plain(struct bs_ctx *c, struct bs_proc *p)
 	char link[64];
 	struct stat st;
 
-	if (p->runtimes || p->natt || c->nfuncs || p->env_probes)
+	/* libs_unverified: what ld.so takes may have probes */
+	if (p->runtimes || p->natt || c->nfuncs || p->env_probes || p->libs_unverified)
 		return;
 	snprintf(link, sizeof(link), "/proc/%u/exe", p->pid);
 	if (stat(link, &st))
@@ -562,7 +563,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		if (parent && !(e->flags & SP_BSF_SHARED_MM))
 			sp_bs_copy_strs(c, p, parent);
 		if (p->natt)
-			set_tracked(c, p);
+			sp_bs_set_tracked(c, p);
 		/* its own ld.so probe: a vfork child gets one when it execs */
 		if (!(e->flags & SP_BSF_SHARED_MM))
 			sp_bs_attach_dl_later(c, p);
@@ -603,7 +604,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		if (p->libs_unverified)
 			sp_bs_verify_later(c, p);
 		if (p->natt) {
-			set_tracked(c, p);
+			sp_bs_set_tracked(c, p);
 			c->probed_images++;
 		} else {
 			mark_plain(c, p);
@@ -660,7 +661,7 @@ void sp_bs_forget_gone(struct bs_ctx *c, uint64_t now)
 int sp_bs_track(struct bs_ctx *c, uint32_t pid, bool cmd)
 {
 	/* a running process (-p) counts the hits of a hook's markers from
-	 * their attach on, not from set_tracked(): a hook without span rings
+	 * their attach on, not from sp_bs_set_tracked(): a hook without span rings
 	 * marks the frames open then at once, as markers (runtime/hook/ring.h:
 	 * sp_rt_resync_due()), and they would be lost */
 	struct sp_bs_proc one = { .gen = 1, .probed = cmd ? 0 : SP_BS_PROBED_SHARED };
@@ -696,7 +697,7 @@ int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool 
 	sp_bs_attach_image(c, p, false);
 	sp_bs_attach_dl(c, p, false);
 	if (p->natt)
-		set_tracked(c, p);
+		sp_bs_set_tracked(c, p);
 	/* -a takes only processes that carry a hook */
 	if (!cmd && !c->all && c->o->explicit_modes &&
 	    (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
