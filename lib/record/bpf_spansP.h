@@ -144,7 +144,10 @@ struct bs_proc {
 					 * lived SP_DL_AFTER_NS (sp_bs_attach_dl_due()) */
 	bool env_probes;		/* its probes depend on its environment (the
 					 * activator), not only on its file's: not
-					 * marked plain (mark_plain()) */
+					 * marked plain (sp_bs_mark_plain()) */
+	bool running;			/* this image ran before sp-record found it
+					 * (-p, -a, a command found late; their
+					 * fork children): not stopped at its exec */
 	bool libs_unverified;		/* its runtime libraries were found by search
 					 * at exec: its maps not looked at yet
 					 * (sp_bs_verify_libs()) */
@@ -440,6 +443,8 @@ void sp_bs_verify_libs(struct bs_ctx *c, struct bs_proc *p, bool last);
 /* bpf_spans_procs.c: tell BPF p's image generation and whether it has
  * probes now */
 void sp_bs_set_tracked(struct bs_ctx *c, struct bs_proc *p);
+/* remember p's executable as one without probes (BPF releases its execs) */
+void sp_bs_mark_plain(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_verify_later(struct bs_ctx *c, struct bs_proc *p);
 
 /* bpf_spans_env.c: the environment of process pid (its first

@@ -453,11 +453,12 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 	struct sp_spans *sk = c->skel;
 	unsigned int m = c->o->modes;
 	char hook[PATH_MAX + 64];
-	bool any = false;
+	bool any = false, hooked = false;
 
 	if ((provs & SP_SPANS_RUBY) && (m & (SP_SPANS_RUBY | SP_SPANS_RUBY_C))) {
 		if ((m & SP_SPANS_RUBY) && hook_for(c, p, SP_RT_RUBY, bin, hook, sizeof(hook))) {
 			attach_hook(c, p, hook, SP_PR_RB_HOOK_CALL, false);
+			hooked = true;
 		} else if (m & SP_SPANS_RUBY) {
 			sp_bs_attach_any(c, p, sk->progs.on_ruby_method_multi, sk->progs.on_ruby_method,
 					 bin, "ruby", "method__entry", SP_PR_RUBY_METHOD_ENTRY, NULL);
@@ -471,9 +472,12 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 		 * the cmethod probes are set while the activator's event hook is
 		 * being installed: with both families, the cmethod probes are
 		 * attached once the process's first method__entry shows that
-		 * the hook is in (docs/spans.md).
+		 * the hook is in (docs/spans.md): in sp-record's command (its
+		 * environment has the activator), or where a hook was found;
+		 * not in a process running already with it installed (-p).
 		 */
-		if ((m & SP_SPANS_RUBY_C) && (m & SP_SPANS_RUBY) && !p->attached)
+		if ((m & SP_SPANS_RUBY_C) && (m & SP_SPANS_RUBY) && (hooked || !p->attached) &&
+		    !(p->running && p->attached))
 			p->cm_pending = true;
 		else if (m & SP_SPANS_RUBY_C)
 			sp_bs_attach_cmethod(c, p, bin);
@@ -844,6 +848,7 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p, bool at_exec)
 	unreached = sp_bs_host_path(c, p->pid, exe, host, sizeof(host)) < 0;
 	snprintf(p->exe, sizeof(p->exe), "%s", unreached ? exe : host);
 	p->nmap = 0;
+	p->exe_dev = p->exe_ino = 0;
 	if (c->o->modes && !unreached) {
 		attach_bin(c, p, p->exe, sp_bs_providers_cached(p->exe));
 		if (!strncmp(p->exe, "/proc/self/fd/", 14))
@@ -855,7 +860,8 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p, bool at_exec)
 		ic.libs = &libs;
 		sp_procfs_maps(p->pid, SP_BS_MAPS_BYTES, image_line, &ic);
 		/* stopped at exec, only the executable and ld.so are mapped */
-		if (at_exec || !p->attached) {
+		/* (-a takes only processes with a hook: not their execs' runtimes) */
+		if ((at_exec && !c->all) || !p->attached) {
 			char (*need)[4096] = sp_xmalloc(16 * sizeof(*need)), cwd[64];
 			struct sp_elf_libsearch how = { .cwd = cwd };
 			size_t elen;
@@ -872,7 +878,7 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p, bool at_exec)
 			nn = sp_spans_needed_libs(p->exe, c->o->modes & SP_SPANS_USDT, &how, need, 16);
 			/* what it found there, or could not find, depends on
 			 * its environment, not only on its file: a later exec
-			 * of the file is looked at again (mark_plain()) */
+			 * of the file is looked at again (sp_bs_mark_plain()) */
 			if (how.via_ld_path || how.missing || cut)
 				p->env_probes = true;
 			free(env);
@@ -993,6 +999,7 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 	child->ret_pending = parent->ret_pending;
 	child->py_none = parent->py_none;
 	child->attached = parent->attached;
+	child->running = parent->running;
 	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));
 	/* made before its parent's maps were looked at: its own are */
 	if (probes && parent->libs_unverified) {
@@ -1218,15 +1225,17 @@ static void attach_late_now(struct bs_ctx *c, struct bs_proc *p)
  * search at exec: at its start-up's ld.so trap, else this long after */
 #define SP_VERIFY_AFTER_NS	20000000ull
 
+#define SP_VERIFY_OTHERS	4
 struct verify_ctx {
 	struct bs_ctx *c;
 	struct bs_proc *p;
 	bool seen[2];		/* a libruby, a libpython is mapped */
 	bool found_mapped[2];	/* one of the files found of that kind is */
 	bool exe_ok;		/* its executable is the image looked at */
-	/* the first other one of each kind: its name and inode */
-	char other[2][PATH_MAX];
-	uint64_t other_ino[2];
+	/* the others of each kind, by address: names and inodes */
+	char other[2][SP_VERIFY_OTHERS][PATH_MAX];
+	uint64_t other_ino[2][SP_VERIFY_OTHERS];
+	int nother[2];
 };
 
 /* The attachments of p in bin (a runtime library it does not map) go: a
@@ -1267,7 +1276,7 @@ static bool probed_file(const struct bs_proc *p, const char *bin, uint64_t ino)
 /* p maps host (a libruby, rb, or libpython), not the file of that runtime
  * the search found (was: the one with its probes, or ""): its probes go
  * to host; said when some were on the other file. */
-static void move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
+static bool move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 			 const char *host, uint64_t ino, bool rb)
 {
 	struct sp_spans *sk = c->skel;
@@ -1279,12 +1288,12 @@ static void move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 	size_t before;
 
 	if (!(provs & (rb ? SP_SPANS_RUBY : SP_SPANS_PYTHON | SP_SPANS_PY_HOOKABLE)))
-		return;
+		return false;	/* a stub (libpython3.so), or no runtime's */
 	if (probed_file(p, host, ino)) {	/* it had them all along */
 		if (strcmp(was, host))
 			drop_bin(c, p, was);
 		snprintf(p->rlib[k], sizeof(p->rlib[k]), "%s", host);
-		return;
+		return true;
 	}
 	gone = was[0] ? drop_bin(c, p, was) : 0;
 	before = p->natt;
@@ -1318,10 +1327,10 @@ static void move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 		sp_bs_set_tracked(c, p);
 	/* said when probes moved, or came only now: what ran before is missed */
 	if (!gone && p->natt <= before)
-		return;
+		return true;
 	c->other_libs++;
 	if (c->other_lib_warned && !sp_verbose)
-		return;
+		return true;
 	sp_esc_text(esc, sizeof(esc), path, strlen(path), 0);
 	if (old[0]) {
 		esc_was[0] = '\'';
@@ -1337,27 +1346,30 @@ static void move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 		"go there now, what ran before is missed%s", p->pid, esc, esc_was,
 		c->other_lib_warned ? "" : " (later ones: with -v)");
 	c->other_lib_warned = true;
+	return true;
 }
 
 /* Whether the mapping m (a runtime library of kind py) is a file the search
- * found: by name and inode, or (a hard link, a bind mount) by device and
- * inode. */
+ * found: by name and inode, or by the device and inode stat() gives (a hard
+ * link, a bind mount; overlayfs, whose maps give the lower file's inode). */
 static bool is_found(const struct bs_proc *p, const struct sp_proc_map *m, bool py)
 {
 	uint64_t hash = sp_hash_bytes(m->path, strlen(m->path));
+	size_t i, n = sizeof(p->found) / sizeof(p->found[0]);
 	struct stat st;
-	bool statted = false;
-	size_t i;
+	bool st_ok = false, st_tried = false;
 
-	for (i = 0; i < sizeof(p->found) / sizeof(p->found[0]); i++) {
-		if (!p->found[i].ino || p->found[i].py != py || p->found[i].ino != m->ino)
+	for (i = 0; i < n; i++) {
+		if (!p->found[i].ino || p->found[i].py != py)
 			continue;
-		if (p->found[i].hash == hash)
+		if (p->found[i].hash == hash && p->found[i].ino == m->ino)
 			return true;
-		if (!statted && stat(m->path, &st))
-			return false;
-		statted = true;
-		if ((uint64_t)st.st_ino == m->ino && (uint64_t)st.st_dev == p->found[i].dev)
+		if (!st_tried) {
+			st_tried = true;
+			st_ok = !stat(m->path, &st);
+		}
+		if (st_ok && (uint64_t)st.st_ino == p->found[i].ino &&
+		    (uint64_t)st.st_dev == p->found[i].dev)
 			return true;
 	}
 	return false;
@@ -1378,13 +1390,25 @@ static int verify_line(void *ctx, const struct sp_proc_map *m)
 		return 0;
 	k = strncmp(base + 1, "libruby", 7) != 0;
 	v->seen[k] = true;
-	if (is_found(p, m, k))
+	if (is_found(p, m, k)) {
 		v->found_mapped[k] = true;
-	else if (!v->other[k][0]) {
-		snprintf(v->other[k], sizeof(v->other[k]), "%s", m->path);
-		v->other_ino[k] = m->ino;
+	} else if (v->nother[k] < SP_VERIFY_OTHERS &&
+		   (!v->nother[k] || strcmp(v->other[k][v->nother[k] - 1], m->path))) {
+		snprintf(v->other[k][v->nother[k]], PATH_MAX, "%s", m->path);
+		v->other_ino[k][v->nother[k]++] = m->ino;
 	}
 	return 0;
+}
+
+/* Whether a file of kind py was found and is not looked at yet. */
+static bool found_any(const struct bs_proc *p, bool py)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(p->found) / sizeof(p->found[0]); i++)
+		if (p->found[i].ino && p->found[i].py == py)
+			return true;
+	return false;
 }
 
 /* Forget the files found of kind py: looked at. */
@@ -1414,8 +1438,7 @@ void sp_bs_verify_libs(struct bs_ctx *c, struct bs_proc *p, bool last)
 {
 	struct verify_ctx *v = sp_xmalloc(sizeof(*v));
 	char host[PATH_MAX];
-	size_t i;
-	int k;
+	int j, k;
 
 	memset(v, 0, sizeof(*v));
 	v->c = c;
@@ -1429,21 +1452,25 @@ void sp_bs_verify_libs(struct bs_ctx *c, struct bs_proc *p, bool last)
 		return;
 	}
 	for (k = 0; k < 2; k++) {
-		if (!v->seen[k])
+		/* a kind none was found of (dlopen'd, LD_PRELOAD) is not ours
+		 * to move */
+		if (!v->seen[k] || !found_any(p, k))
 			continue;
 		found_done(p, k);
-		if (!v->found_mapped[k] && v->other[k][0] &&
-		    !sp_bs_host_path(c, p->pid, v->other[k], host, sizeof(host)))
-			move_runtime(c, p, v->other[k], host, v->other_ino[k], k == 0);
+		for (j = 0; !v->found_mapped[k] && j < v->nother[k]; j++)
+			if (!sp_bs_host_path(c, p->pid, v->other[k][j], host, sizeof(host)) &&
+			    move_runtime(c, p, v->other[k][j], host, v->other_ino[k][j], k == 0))
+				break;
 	}
 	free(v);
-	for (i = 0; i < sizeof(p->found) / sizeof(p->found[0]) && !p->found[i].ino; i++)
-		;
-	p->libs_unverified = i < sizeof(p->found) / sizeof(p->found[0]);
+	p->libs_unverified = found_any(p, 0) || found_any(p, 1);
 	if (p->libs_unverified && last && ++p->verify_tries <= SP_VERIFY_TRIES)
 		sp_bs_verify_later(c, p);
 	else if (last)
 		p->libs_unverified = false;
+	/* looked at, and no probes after all: its file is remembered so */
+	if (!p->libs_unverified && !p->natt)
+		sp_bs_mark_plain(c, p);
 	sp_bs_announce(c, p);
 }
 

@@ -532,7 +532,7 @@ static bool raise_before_hook(const struct bs_proc *p, const struct sp_bs_event 
 
 	if (rings < 0)
 		rings = getenv("STACKPULSE_SPAN_RING") && !strcmp(getenv("STACKPULSE_SPAN_RING"), "1");
-	return rings && e->probe == SP_PR_RUBY_RAISE && !p->attached && !p->ppid &&
+	return rings && e->probe == SP_PR_RUBY_RAISE && !p->running && !p->ppid &&
 	       sp_bs_has_probe(p, SP_PR_RB_HOOK_CALL) && !p->hits[SP_PR_RT_RING] &&
 	       !p->hits[SP_PR_RT_NAME] && !p->hits[SP_PR_RB_HOOK_CALL] &&
 	       !p->hits[SP_PR_RB_HOOK_RETURN];

@@ -389,8 +389,14 @@ static void detach_all(struct bs_ctx *c, struct bs_proc *p)
  */
 void sp_bs_set_tracked(struct bs_ctx *c, struct bs_proc *p)
 {
-	struct sp_bs_proc v = { .gen = p->gen, .probed = p->natt ? SP_BS_PROBED_SHARED : 0 };
+	struct sp_bs_proc v = { .gen = p->gen, .probed = p->natt ? SP_BS_PROBED_SHARED : 0 }, now;
 	size_t i;
+
+	/* a running process (sp_bs_verify_libs()) may have exec'd since: its
+	 * new image's entry is BPF's */
+	if (!bpf_map__lookup_elem(c->skel->maps.tgids, &p->pid, sizeof(p->pid), &now, sizeof(now),
+				  0) && now.gen != p->gen)
+		return;
 
 	for (i = 0; i < p->natt; i++)
 		if (!p->att[i]->shared && p->att[i]->probe != SP_PR_RUBY_RAISE &&
@@ -403,7 +409,7 @@ void sp_bs_set_tracked(struct bs_ctx *c, struct bs_proc *p)
 
 /* p runs an image without probes for the modes asked: let BPF release
  * later execs of the same file (dev, inode, mtime) without stopping them. */
-static void mark_plain(struct bs_ctx *c, struct bs_proc *p)
+void sp_bs_mark_plain(struct bs_ctx *c, struct bs_proc *p)
 {
 	struct sp_bs_imgkey k = { 0 };
 	uint32_t one = 1;
@@ -586,7 +592,10 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->cm_pending = false;
 		p->late = p->no_spans = false;
 		p->ret_pending = p->py_none = p->env_probes = p->libs_unverified = false;
+		p->running = false;	/* stopped at this exec (attached stays: whose
+					 * environment it has) */
 		memset(p->found, 0, sizeof(p->found));
+		p->rlib[0][0] = p->rlib[1][0] = 0;
 		p->late_probes = 0;
 		p->ppid = 0;
 		sp_bs_spans_state_release(c, p);
@@ -607,7 +616,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 			sp_bs_set_tracked(c, p);
 			c->probed_images++;
 		} else {
-			mark_plain(c, p);
+			sp_bs_mark_plain(c, p);
 		}
 		break;
 	case SP_BS_EXIT:
@@ -693,6 +702,7 @@ int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool 
 	if (!strcmp(exe, self))
 		return 0;
 	p->attached = !cmd;
+	p->running = true;
 	p->late = cmd && walk;
 	sp_bs_attach_image(c, p, false);
 	sp_bs_attach_dl(c, p, false);
