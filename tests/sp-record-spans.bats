@@ -1250,6 +1250,25 @@ for i in range(100): f()"' sh "$go" "$py" &
 	assert_failure
 }
 
+@test "sp-record -p --spans=ruby,ruby-c: a shell without the activator starts a Ruby after the attach: its C methods' spans and its raises" {
+	require_ruby
+	local go=$BATS_TEST_TMPDIR/go
+	bash -c '
+while [ ! -e "$1" ]; do sleep 0.05; done
+ruby --disable-gems -e "def g; raise %q(x); rescue; end; 3.times { g }; 5.times { [1].each {} }"' sh "$go" &
+	SPIN+=($!)
+	sp-record -v --no-samples --spans=ruby,ruby-c -p ${SPIN[0]} -o "$OUT" 2> "$BATS_TEST_TMPDIR/err" &
+	SPIN+=($!)
+	wait_said "$BATS_TEST_TMPDIR/err" "pid ${SPIN[0]} was started without sp-record" ||
+		fail "not attached: $(cat "$BATS_TEST_TMPDIR/err")"
+	touch "$go"
+	wait ${SPIN[1]} || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"each\" and .file == \"-e\") | .method' | wc -l"
+	[ "$output" = 5 ] || fail "$output spans of each: $(cat "$BATS_TEST_TMPDIR/err")"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_raise\" and .file == \"-e\") | .klass' | wc -l"
+	assert_output 3
+}
+
 # The hooks name each method once (rt__name) and mark its calls with the
 # name's address only. A name made before sp-record attached was read from
 # the process's memory when its spans were read: a process gone by then
