@@ -1220,6 +1220,18 @@ while True:
 __main__#f"
 }
 
+# record_then_go SPANS GO: sp-record -v --spans=SPANS -p the shell
+# ${SPIN[0]} (which waits for the file GO), to $OUT (stderr in
+# $BATS_TEST_TMPDIR/err); once attached, GO is made; waits for the end.
+record_then_go() {
+	sp-record -v --no-samples --spans="$1" -p "${SPIN[0]}" -o "$OUT" 2> "$BATS_TEST_TMPDIR/err" &
+	SPIN+=($!)
+	wait_said "$BATS_TEST_TMPDIR/err" "pid ${SPIN[0]} was started without sp-record" ||
+		fail "not attached: $(cat "$BATS_TEST_TMPDIR/err")"
+	touch "$2"
+	wait "${SPIN[1]}" || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+}
+
 @test "sp-record -p: a shell whose environment has the activators starts a Ruby and pyenv's Python after the attach: both get their spans (their libraries found at their exec, as for a command)" {
 	require_ruby
 	local go=$BATS_TEST_TMPDIR/go py
@@ -1232,13 +1244,7 @@ ruby -e "def f; end; 100.times { f }"
 def f(): pass
 for i in range(100): f()"' sh "$go" "$py" &
 	SPIN+=($!)
-	sp-record -v --no-samples --spans=ruby,python -p ${SPIN[0]} -o "$OUT" \
-		2> "$BATS_TEST_TMPDIR/err" &
-	SPIN+=($!)
-	wait_said "$BATS_TEST_TMPDIR/err" "pid ${SPIN[0]} was started without sp-record" ||
-		fail "not attached: $(cat "$BATS_TEST_TMPDIR/err")"
-	touch "$go"
-	wait ${SPIN[1]} || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	record_then_go ruby,python "$go"
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"f\") | .runtime' | sort | uniq -c | awk '{print \$1, \$2}'"
 	if [ -n "$py" ]; then
 		assert_output "100 python
@@ -1257,12 +1263,7 @@ for i in range(100): f()"' sh "$go" "$py" &
 while [ ! -e "$1" ]; do sleep 0.05; done
 ruby --disable-gems -e "def g; raise %q(x); rescue; end; 3.times { g }; 5.times { [1].each {} }"' sh "$go" &
 	SPIN+=($!)
-	sp-record -v --no-samples --spans=ruby,ruby-c -p ${SPIN[0]} -o "$OUT" 2> "$BATS_TEST_TMPDIR/err" &
-	SPIN+=($!)
-	wait_said "$BATS_TEST_TMPDIR/err" "pid ${SPIN[0]} was started without sp-record" ||
-		fail "not attached: $(cat "$BATS_TEST_TMPDIR/err")"
-	touch "$go"
-	wait ${SPIN[1]} || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"
+	record_then_go ruby,ruby-c "$go"
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"each\" and .file == \"-e\") | .method' | wc -l"
 	[ "$output" = 5 ] || fail "$output spans of each: $(cat "$BATS_TEST_TMPDIR/err")"
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_raise\" and .file == \"-e\") | .klass' | wc -l"
