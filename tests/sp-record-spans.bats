@@ -552,6 +552,12 @@ g
 3.times { [1].each {} }'
 			run -0 grep -c "warning: pid [0-9]*: ld.so took '$dir/x86_64/libruby-3.1.so.3.1', not '/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1[.0-9]*' that sp-record found" <<<"$stderr"
 			assert_output 1
+			# what was missed: with the hook, only the library's own probes'
+			if [ $hook = hook ]; then
+				[[ "$stderr" == *"its hook's spans came all along; its own probes"* ]] || fail "$stderr"
+			else
+				[[ "$stderr" == *"its probes go there now, what ran before is missed"* ]] || fail "$stderr"
+			fi
 			run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"f\") | .method' | wc -l"
 			[ "$output" = 100 ] || fail "$spans $hook: $output spans of f: $stderr"
 			run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_raise\" and .file == \"-e\") | .klass'"

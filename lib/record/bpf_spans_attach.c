@@ -1286,6 +1286,7 @@ static bool move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 	struct stat st;
 	uint32_t gone;
 	size_t before;
+	bool hooked;
 
 	if (!(provs & (rb ? SP_SPANS_RUBY : SP_SPANS_PYTHON | SP_SPANS_PY_HOOKABLE)))
 		return false;	/* a stub (libpython3.so), or no runtime's */
@@ -1305,7 +1306,10 @@ static bool move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 		p->late_dev[k] = (uint64_t)st.st_dev;
 		p->late_ino[k] = ino;
 	}
-	if (rb && sp_bs_has_probe(p, SP_PR_RB_HOOK_CALL)) {
+	hooked = (rb && sp_bs_has_probe(p, SP_PR_RB_HOOK_CALL)) ||
+		 (!rb && (sp_bs_has_probe(p, SP_PR_PY_HOOK_CALL) ||
+			  sp_bs_has_probe(p, SP_PR_PY_HOOK_AUDIT)));
+	if (rb && hooked) {
 		/* its hook's marks came all along: the library's own probes */
 		snprintf(p->rlib[0], sizeof(p->rlib[0]), "%s", host);
 		if (gone & 1u << SP_PR_RUBY_RAISE)
@@ -1313,8 +1317,7 @@ static bool move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 					 host, "ruby", "raise", SP_PR_RUBY_RAISE, NULL);
 		if (gone & (1u << SP_PR_RUBY_CMETHOD_ENTRY | 1u << SP_PR_RUBY_CMETHOD_RETURN))
 			sp_bs_attach_cmethod(c, p, host);
-	} else if (!rb && (sp_bs_has_probe(p, SP_PR_PY_HOOK_CALL) ||
-			   sp_bs_has_probe(p, SP_PR_PY_HOOK_AUDIT))) {
+	} else if (hooked) {
 		snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", host);
 		if ((gone & 1u << SP_PR_PY_AUDIT) && (provs & SP_SPANS_PYTHON))
 			sp_bs_attach_any(c, p, sk->progs.on_py_audit_multi, sk->progs.on_py_audit,
@@ -1342,8 +1345,11 @@ static bool move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 	(c->other_lib_warned ? sp_info : sp_warn)(
 		"pid %u: ld.so took '%s', not %s that sp-record found as it would (a "
 		"directory only ld.so.cache lists, a $PLATFORM, tls or x86_64 subdirectory, "
-		"GLIBC_TUNABLES, LD_PRELOAD, or a file put at the path meanwhile): its probes "
-		"go there now, what ran before is missed%s", p->pid, esc, esc_was,
+		"GLIBC_TUNABLES, LD_PRELOAD, or a file put at the path meanwhile): %s%s",
+		p->pid, esc, esc_was,
+		hooked ? "its hook's spans came all along; its own probes (raises, C methods, "
+			 "audit events) go there now, those before are missed" :
+			 "its probes go there now, what ran before is missed",
 		c->other_lib_warned ? "" : " (later ones: with -v)");
 	c->other_lib_warned = true;
 	return true;

@@ -67,14 +67,18 @@ static ssize_t read_literal(struct bs_ctx *c, const struct sp_bs_event *e, uint6
 	l = &c->locs[id - 1];
 	if (!l->bin)
 		return -1;	/* its file closed: the name may be another's */
-	el = sp_elf_open(l->bin, SP_ELF_READ, 0, &fd, NULL);
-	if (!el)
+	fd = sp_safe_open(AT_FDCWD, l->bin, NULL, &st, NULL);
+	if (fd < 0)
 		return -1;
 	/* another file at its name since (its owner replaced it): not its
-	 * literals */
-	if (l->ino && (fstat(fd, &st) || (uint64_t)st.st_dev != l->dev ||
-		       (uint64_t)st.st_ino != l->ino)) {
-		sp_elf_close(el, fd);
+	 * literals, and not read at all */
+	if (l->ino && ((uint64_t)st.st_dev != l->dev || (uint64_t)st.st_ino != l->ino)) {
+		close(fd);
+		return -1;
+	}
+	el = sp_elf_begin(fd, SP_ELF_READ);
+	if (!el) {
+		close(fd);
 		return -1;
 	}
 	va = sp_elf_offset_to_va(el, l->off);
