@@ -441,8 +441,8 @@ void sp_bs_attach_late(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_attach_dl_due(struct bs_ctx *c, uint64_t now);
 void sp_bs_verify_libs(struct bs_ctx *c, struct bs_proc *p, bool last);
 /* bpf_spans_procs.c: tell BPF p's image generation and whether it has
- * probes now */
-void sp_bs_set_tracked(struct bs_ctx *c, struct bs_proc *p);
+ * probes now (running: p is not held, may have exec'd since) */
+void sp_bs_set_tracked(struct bs_ctx *c, struct bs_proc *p, bool running);
 /* remember p's executable as one without probes (BPF releases its execs) */
 void sp_bs_mark_plain(struct bs_ctx *c, struct bs_proc *p);
 void sp_bs_verify_later(struct bs_ctx *c, struct bs_proc *p);

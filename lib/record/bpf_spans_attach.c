@@ -1327,7 +1327,7 @@ static bool move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 							     SP_SPANS_PY_HOOKABLE));
 	}
 	if (p->natt)	/* BPF: it has probes (a file found had none) */
-		sp_bs_set_tracked(c, p);
+		sp_bs_set_tracked(c, p, true);
 	/* said when probes moved, or came only now: what ran before is missed */
 	if (!gone && p->natt <= before)
 		return true;

@@ -385,16 +385,18 @@ static void detach_all(struct bs_ctx *c, struct bs_proc *p)
  * they run, its markers being the hook file's shared links (and Ruby's
  * raise or Python's audit probe, which a child gets once it has lived a
  * while: sp_bs_attach_late()), else SP_BS_PROBED (they are held for
- * their own).
+ * their own). running: p was not held (a process found running, a fork
+ * child BPF could not stop, the maps look of sp_bs_verify_libs()) and may
+ * have exec'd since, its new image's entry then BPF's; the lookup that
+ * tells is kept off the path of every held exec and fork.
  */
-void sp_bs_set_tracked(struct bs_ctx *c, struct bs_proc *p)
+void sp_bs_set_tracked(struct bs_ctx *c, struct bs_proc *p, bool running)
 {
 	struct sp_bs_proc v = { .gen = p->gen, .probed = p->natt ? SP_BS_PROBED_SHARED : 0 }, now;
 	size_t i;
 
-	/* a running process (sp_bs_verify_libs()) may have exec'd since: its
-	 * new image's entry is BPF's */
-	if (!bpf_map__lookup_elem(c->skel->maps.tgids, &p->pid, sizeof(p->pid), &now, sizeof(now),
+	if (running &&
+	    !bpf_map__lookup_elem(c->skel->maps.tgids, &p->pid, sizeof(p->pid), &now, sizeof(now),
 				  0) && now.gen != p->gen)
 		return;
 
@@ -569,7 +571,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		if (parent && !(e->flags & SP_BSF_SHARED_MM))
 			sp_bs_copy_strs(c, p, parent);
 		if (p->natt)
-			sp_bs_set_tracked(c, p);
+			sp_bs_set_tracked(c, p, !(e->flags & SP_BSF_STOPPED));
 		/* its own ld.so probe: a vfork child gets one when it execs */
 		if (!(e->flags & SP_BSF_SHARED_MM))
 			sp_bs_attach_dl_later(c, p);
@@ -613,7 +615,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		if (p->libs_unverified)
 			sp_bs_verify_later(c, p);
 		if (p->natt) {
-			sp_bs_set_tracked(c, p);
+			sp_bs_set_tracked(c, p, false);
 			c->probed_images++;
 		} else {
 			sp_bs_mark_plain(c, p);
@@ -707,7 +709,7 @@ int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool 
 	sp_bs_attach_image(c, p, false);
 	sp_bs_attach_dl(c, p, false);
 	if (p->natt)
-		sp_bs_set_tracked(c, p);
+		sp_bs_set_tracked(c, p, true);
 	/* -a takes only processes that carry a hook */
 	if (!cmd && !c->all && c->o->explicit_modes &&
 	    (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
