@@ -96,6 +96,28 @@ setup() {
 	[[ "$stderr" == *"1 spans overlap lost records"* ]]
 }
 
+@test "sp-correlate: a process's late probes (lost, late_probes) take no span away: spans across stay stopped; sp-decode --stats and sp-tree count the process" {
+	sed 's/"what":"samples","count":12,"cpu":1/"what":"late_probes","count":1/' "$FIXTURES/lost.in" \
+		> "$BATS_TEST_TMPDIR/late.jsonl"
+	grep -q '"late_probes"' "$BATS_TEST_TMPDIR/late.jsonl"
+	run --separate-stderr -0 sp-correlate --format=json "$BATS_TEST_TMPDIR/late.jsonl"
+	[ "$(jq -r 'select(.type=="span") | "\(.method)=\(.end // "stopped")"' <<< "$output" | tr '\n' ' ')" = "before=stopped across=stopped after=stopped " ]
+	[[ "$stderr" != *"overlap lost records"* ]]
+	# the name survives the spool: encoded, decoded, counted
+	run -0 sp-decode --encode -o "$BATS_TEST_TMPDIR/late.sp" "$BATS_TEST_TMPDIR/late.jsonl"
+	run -0 bash -c "sp-decode '$BATS_TEST_TMPDIR/late.sp' | jq -c 'select(.type == \"lost\") | [.what, .pid, .start, .time]'"
+	assert_output '["late_probes",10,1400,1500]'
+	run -0 sp-decode --stats "$BATS_TEST_TMPDIR/late.sp"
+	assert_line --regexp '^late probes +1 processes'
+	assert_line --regexp '^lost +0 samples, 0 events, 0 spans'
+	run -0 bash -c "sp-decode --stats-json '$BATS_TEST_TMPDIR/late.sp' | jq .late_probes"
+	assert_output 1
+	run -0 bash -c "sp-tree --format=json '$BATS_TEST_TMPDIR/late.sp' | jq .late_probes"
+	assert_output 1
+	run -0 sp-tree "$BATS_TEST_TMPDIR/late.sp"
+	assert_output --partial "processes with late probes 1"
+}
+
 @test "sp-correlate: a bad JSON line is reported with its line, the rest still comes out" {
 	{ head -3 "$FIXTURES/app.in"; echo '{"type":"sample","time":"x"}'; tail -n +4 "$FIXTURES/app.in"; } \
 		> "$BATS_TEST_TMPDIR/bad.jsonl"

@@ -202,7 +202,8 @@ static void do_raise(struct sp_corr *c, struct thr *t, struct hrec *h)
 bool sp_corr_lost_spans(uint64_t what)
 {
 	return what != SP_LOST_SPAN_STOPS && what != SP_LOST_UNPROBED && what != SP_LOST_INTERP &&
-	       what != SP_LOST_INTERP_COPIES && what != SP_LOST_INTERP_EVENTS;
+	       what != SP_LOST_INTERP_COPIES && what != SP_LOST_INTERP_EVENTS &&
+	       what != SP_LOST_LATE_PROBES;
 }
 
 /* Open spans of pid (0 = all) overlap a lost window. */

@@ -90,6 +90,7 @@ static void print_other_losses(struct sp_tree *t)
 {
 	uint64_t stops = t->lost[SP_LOST_SPAN_STOPS], unprobed = t->lost[SP_LOST_UNPROBED];
 	uint64_t window = t->lost[SP_LOST_WINDOW], early = t->lost[SP_LOST_INTERP_EVENTS];
+	uint64_t late = t->lost[SP_LOST_LATE_PROBES];
 
 	if (t->json) {
 		if (stops)
@@ -101,6 +102,8 @@ static void print_other_losses(struct sp_tree *t)
 		if (early)
 			fprintf(t->out, ",\"interp_events_lost\":%llu",
 				(unsigned long long)early);
+		if (late)
+			fprintf(t->out, ",\"late_probes\":%llu", (unsigned long long)late);
 		return;
 	}
 	if (stops)
@@ -112,6 +115,8 @@ static void print_other_losses(struct sp_tree *t)
 	if (early)
 		fprintf(t->out, "  events without their interpreted stack %llu",
 			(unsigned long long)early);
+	if (late)
+		fprintf(t->out, "  processes with late probes %llu", (unsigned long long)late);
 }
 
 /* A flight dump: which trigger made it, when (wall clock, and after the

@@ -34,7 +34,7 @@ static const char *const sym_status_names[] = { "ok", "no_symbols", "stripped",
 	"build_id_mismatch", "file_missing", "jit_no_map", "no_module", "bad_file" };
 static const char *const end_names[] = { "stopped", "raised", "open", "incomplete", "synthetic" };
 static const char *const lost_names[] = { "samples", "events", "spans", "interp",
-	"span_stops", "unprobed", "window", "interp_copies", "interp_events" };
+	"span_stops", "unprobed", "window", "interp_copies", "interp_events", "late_probes" };
 static const char *const endr_names[] = { "exited", "duration", "signal", "error", "rotated",
 	"trigger" };
 

@@ -191,6 +191,8 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 		if (s->lost[SP_LOST_INTERP_EVENTS])
 			fprintf(out, ",\"interp_events_lost\":%" PRIu64,
 				s->lost[SP_LOST_INTERP_EVENTS]);
+		if (s->lost[SP_LOST_LATE_PROBES])
+			fprintf(out, ",\"late_probes\":%" PRIu64, s->lost[SP_LOST_LATE_PROBES]);
 		fprintf(out, ",\"duration_ns\":%" PRIu64, ns);
 		if (basis != SP_WALLTIME_HEADER_TO_END) {
 			fputs(",\"duration_note\":", out);
@@ -293,6 +295,10 @@ void sp_stats_print(const struct sp_stats *s, FILE *out, uint64_t input_bytes, b
 		fprintf(out, "interp events   %" PRIu64 " kernel events without the interpreted "
 			"stack they had (dropped unread: their thread's queue was full before "
 			"they were read)\n", s->lost[SP_LOST_INTERP_EVENTS]);
+	if (s->lost[SP_LOST_LATE_PROBES])
+		fprintf(out, "late probes     %" PRIu64 " processes whose span probes went on "
+			"late (ld.so took another runtime library than the one found at exec): "
+			"what each ran before is missed\n", s->lost[SP_LOST_LATE_PROBES]);
 	if (s->streams > 1)
 		fprintf(out, "streams         %" PRIu64 " (segments of a recording, or spools "
 			"joined)\n", s->streams);

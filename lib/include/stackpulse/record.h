@@ -364,7 +364,11 @@ enum sp_lost_what {
 	SP_LOST_INTERP_EVENTS = 8,	/* kernel events without the interpreted stack
 					 * they had: dropped unread (their thread's
 					 * queue was full before they were read) */
-	SP_LOST_WHAT_MAX = 9,
+	SP_LOST_LATE_PROBES = 9,	/* processes whose span probes went on late,
+					 * start..time (count = processes): their
+					 * runtime library was not the file the
+					 * search at exec found */
+	SP_LOST_WHAT_MAX = 10,
 };
 
 struct sp_lost {
