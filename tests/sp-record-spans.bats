@@ -532,7 +532,7 @@ C
 
 @test "sp-record --spans=ruby: a Ruby whose libruby ld.so takes from where the search at exec does not look (a legacy x86_64 subdirectory) gets its probes in that one once it runs, said once; its C methods and a fork child made at once too" {
 	require_ruby
-	local lib=/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 dir=$BATS_TEST_TMPDIR/lg hook spans
+	local lib=/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 dir=$BATS_TEST_TMPDIR/lg hook spans pid
 	mkdir -p "$dir/x86_64"
 	cp "$lib" "$dir/x86_64/"
 	LD_LIBRARY_PATH=$dir ruby -e 'exit(File.read("/proc/self/maps").include?(ARGV[0]) ? 0 : 1)' \
@@ -552,6 +552,15 @@ g
 3.times { [1].each {} }'
 			run -0 grep -c "warning: pid [0-9]*: ld.so took '$dir/x86_64/libruby-3.1.so.3.1', not '/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1[.0-9]*' that sp-record found" <<<"$stderr"
 			assert_output 1
+			# in the spool: one late_probes loss of that pid, from its
+			# exec to the move, before its calls of f (after 0.5 s)
+			pid=$(sed -n 's/.*warning: pid \([0-9]*\): ld.so took.*/\1/p' <<<"$stderr")
+			run -0 bash -c "sp-decode '$OUT' | jq -c 'select(.type == \"lost\" and .what == \"late_probes\") | [.pid, .count, .start > 0 and .start <= .time]'"
+			assert_output "[$pid,1,true]"
+			run -0 bash -c "sp-decode '$OUT' | jq -s '([.[] | select(.type == \"lost\" and .what == \"late_probes\") | .time] | first) < ([.[] | select(.type == \"span_start\" and .method == \"f\") | .time] | min)'"
+			assert_output true
+			run -0 sp-decode --stats "$OUT"
+			assert_line --regexp '^late probes +1 processes whose span probes went on late'
 			# what was missed: with the hook, only the library's own probes'
 			if [ $hook = hook ]; then
 				[[ "$stderr" == *"its hook's spans came all along; its own probes"* ]] || fail "$stderr"
@@ -607,6 +616,13 @@ Process.wait pid'
 	[ "$output" = "100 100 " ] || fail "spans of f per process: '$output': $stderr"
 	run -0 grep -c "warning: pid [0-9]*: ld.so took '$dir/x86_64/libruby-3.1.so.3.1', not the library, which has no probes, that sp-record found" <<<"$stderr"
 	assert_output 1
+	# said once, counted for each in the spool: the two Rubies' pids
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"lost\" and .what == \"late_probes\") | .pid' | sort | tr '\n' ' '"
+	local late=$output
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"f\") | .pid' | sort -u | tr '\n' ' '"
+	[ "$late" = "$output" ] || fail "late_probes of pids '$late', spans of f in '$output'"
+	run -0 bash -c "sp-tree --format=json '$OUT' | jq .late_probes"
+	assert_output 2
 }
 
 # A Ruby run with LD_LIBRARY_PATH=$1 under sp-record, with Ruby's own

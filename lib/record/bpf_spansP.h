@@ -156,6 +156,9 @@ struct bs_proc {
 					 * found: their paths' hashes, devices and
 					 * inodes (0: none) */
 	uint8_t verify_tries;		/* looks at its maps before ld.so mapped them */
+	uint64_t image_ns;		/* its exec, or its fork (a child of a
+					 * held image): what a late move of its
+					 * probes missed is from then on */
 	uint64_t late_dev[2], late_ino[2];	/* the files its parent's were
 					 * on (libruby, libpython): its own */
 	bool hook_audit;		/* its hook's py__audit marker was asked for: a

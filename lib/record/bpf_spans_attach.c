@@ -1273,6 +1273,22 @@ static bool probed_file(const struct bs_proc *p, const char *bin, uint64_t ino)
 	return false;
 }
 
+/* The spool's count of a process whose probes moved late: a lost record
+ * (what=late_probes, its pid) for the time from its exec (or fork) until
+ * now, in which its runtime's probes were on another file or none. */
+static void emit_late_probes(struct bs_ctx *c, const struct bs_proc *p)
+{
+	struct sp_record l = { .kind = SP_REC_LOST };
+	uint64_t now = sp_now_mono_ns();
+
+	l.lost.what = SP_LOST_LATE_PROBES;
+	l.lost.count = 1;
+	l.lost.pid = p->pid;
+	l.lost.time = now;
+	l.lost.start = p->image_ns && p->image_ns <= now ? p->image_ns : now;
+	c->out->emit(c->out->ctx, &l);	/* a write error is the writer's to say */
+}
+
 /* p maps host (a libruby, rb, or libpython), not the file of that runtime
  * the search found (was: the one with its probes, or ""): its probes go
  * to host; said when some were on the other file. */
@@ -1332,6 +1348,7 @@ static bool move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 	if (!gone && p->natt <= before)
 		return true;
 	c->other_libs++;
+	emit_late_probes(c, p);
 	if (c->other_lib_warned && !sp_verbose)
 		return true;
 	sp_esc_text(esc, sizeof(esc), path, strlen(path), 0);

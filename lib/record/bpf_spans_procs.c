@@ -551,6 +551,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p = sp_bs_proc_new(c, e->pid);
 		p->ppid = e->ppid;
 		p->gen = (uint32_t)e->cookie;
+		p->image_ns = e->time_ns;
 		parent = sp_bs_proc_get(c, e->ppid);
 		if (parent && parent->untracked) {	/* none of ours either */
 			sp_bs_untrack(c, p);
@@ -587,6 +588,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		/* stale from now on (generation): the reaper detaches them */
 		detach_all(c, p);
 		p->gen = (uint32_t)e->cookie;
+		p->image_ns = e->time_ns;
 		p->runtimes = 0;
 		p->announced = 0;
 		p->py_active = false;
