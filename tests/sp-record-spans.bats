@@ -1290,6 +1290,15 @@ ruby --disable-gems -e "def g; raise %q(x); rescue; end; 3.times { g }; 5.times 
 	[ "$output" = 5 ] || fail "$output spans of each: $(cat "$BATS_TEST_TMPDIR/err")"
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_raise\" and .file == \"-e\") | .klass' | wc -l"
 	assert_output 3
+	# no method spans: warned once, when its probes went on, not again
+	# at its exit (-v: the verdict as information); its probe record
+	# has the verdict
+	run -0 grep -c "warning: spans: pid [0-9]*: Ruby without sp-record's activator" "$BATS_TEST_TMPDIR/err"
+	assert_output 1
+	run grep "warning: .*method__entry: 0 hits" "$BATS_TEST_TMPDIR/err"
+	assert_failure
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"probe\" and .name == \"ruby:method__entry\") | .verdict'"
+	assert_output --partial "0 hits while ruby:cmethod__entry"
 }
 
 # The hooks name each method once (rt__name) and mark its calls with the

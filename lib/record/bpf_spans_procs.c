@@ -295,8 +295,13 @@ int sp_bs_emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool o
 			len += snprintf(line + len, sizeof(line) - len, " %s %llu", name,
 					(unsigned long long)hits);
 		/* Evidence of a dead probe ("0 hits while ... N") is worth a
-		 * warning; a short-lived process that ran no method is not. */
+		 * warning; a short-lived process that ran no method is not,
+		 * nor an attached Ruby's method probes: "Ruby without
+		 * sp-record's activator" said so when they went on. */
 		if (why[0] && strstr(why, " while ")) {
+			bool said = p->attached && (a->probe == SP_PR_RUBY_METHOD_ENTRY ||
+						    a->probe == SP_PR_RUBY_METHOD_RETURN);
+
 			if (p->exe[0]) {
 				const char *e = sp_bs_root_name(c, p->exe);
 
@@ -304,7 +309,10 @@ int sp_bs_emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool o
 			}
 			else
 				sp_span_rings_comm(p->pid, exe, sizeof(exe));
-			sp_warn("pid %u (%s): %s: %s", p->pid, exe, name, why);
+			if (!said)
+				sp_warn("pid %u (%s): %s: %s", p->pid, exe, name, why);
+			else if (sp_verbose)
+				sp_info("pid %u (%s): %s: %s", p->pid, exe, name, why);
 			dead |= a->probe == SP_PR_PY_HOOK_CALL || a->probe == SP_PR_RB_HOOK_CALL ||
 				a->probe == SP_PR_PY_FUNCTION_ENTRY ||
 				a->probe == SP_PR_RUBY_METHOD_ENTRY;
