@@ -306,6 +306,19 @@ PY
 	run -64 sp-tree --min-share=x "$BATS_TEST_TMPDIR/big.jsonl"
 }
 
+@test "sp-tree: --span, --tid and --events in a large tree show what they select, however short: no default --min-share" {
+	require_cmd python3
+	big_tree "$BATS_TEST_TMPDIR/big.jsonl"
+	run --separate-stderr -0 sp-tree --stable --span='Main#m12345' "$BATS_TEST_TMPDIR/big.jsonl"
+	assert_line --partial 'Main#m12345'
+	! grep -F '… ' <<< "$output"
+	run --separate-stderr -0 sp-tree --stable --tid=7 "$BATS_TEST_TMPDIR/big.jsonl"
+	[ "$(grep -c 'Main#m[0-9]' <<< "$output")" -eq 25000 ]
+	# asked for, a share still hides
+	run --separate-stderr -0 sp-tree --stable --tid=7 --min-share=0.5 "$BATS_TEST_TMPDIR/big.jsonl"
+	[ "$(grep -c 'Main#m[0-9]' <<< "$output")" -eq 0 ]
+}
+
 @test "sp-tree: a small tree hides nothing unless --min-share is given" {
 	run -0 sp-tree --stable "$FIXTURES/app.in"
 	! grep -F 'more, each under' <<< "$output"

@@ -50,7 +50,7 @@ static const struct argp_option options[] = {
 	{ "min-share", OPT_MIN_SHARE, "PERCENT", 0,
 	  "Hide spans shorter than PERCENT of the time of their top-level span (a top-level "
 	  "span: of the recording), counted on one line (default: 0.5% in a tree of more "
-	  "than 20000 spans, else 0: all)", 0 },
+	  "than 20000 spans without --span, --tid or --events, else 0: all)", 0 },
 	{ "pid", OPT_PID, "PID", 0, "Show only this process and what it started (repeatable)", 0 },
 	{ "tid", OPT_TID, "TID", 0, "Show only spans of this thread (repeatable)", 0 },
 	{ "container", OPT_CONTAINER, "ID", 0, "Show only the processes of this container: a "

@@ -209,6 +209,8 @@ void sp_tree_decide_share(struct sp_tree *t)
 	t->share_decided = true;
 	if (t->o.min_share >= 0)
 		t->share = t->o.min_share;
+	else if (t->o.nspans || t->o.ntids || t->o.event_kinds)
+		t->share = 0;	/* what was asked for is shown, however short */
 	else
 		t->share = t->nspans_total > SP_TREE_LARGE ? SP_TREE_MIN_SHARE : 0;
 }
