@@ -22,6 +22,7 @@
  * entries are read once per (process, address), at most MAX_MES of them.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -42,6 +43,7 @@
 #include "stream/schema.h"
 #include "procroot.h"
 #include "record.h"
+#include "safefile.h"
 #include "source.h"
 #include "sp.h"
 #include "writer.h"
@@ -437,18 +439,29 @@ static void elf_read(struct elf_info *e, const char *src)
 	sp_elf_close(elf, fd);
 }
 
-/* The interpreter's file as process pid maps it: in a container (another
- * mount namespace), the path inside its root (procroot.h), keyed by the
- * file's identity; NULL when it cannot be opened. */
-static const struct elf_info *elf_get(struct sp_interpreters *ip, const char *path, uint32_t pid)
+/* The interpreter's file as process pid maps it at [start, end): in a
+ * container (another mount namespace), the path inside its root
+ * (procroot.h); a file deleted since it was mapped (a libruby or python a
+ * package upgrade replaced under a running service: its path names the
+ * new one, or none) or a memfd, the mapping itself (/proc/PID/map_files);
+ * those keyed by the file's identity. NULL when it cannot be opened. */
+static const struct elf_info *elf_get(struct sp_interpreters *ip, const char *path, uint32_t pid,
+				      uint64_t start, uint64_t end)
 {
 	uint64_t h = sp_hash_bytes(path, strlen(path)), *v;
 	struct elf_info *e;
 	struct stat st;
-	char src[64];
+	char src[96];
 	int rfd, fd = -1;
 
-	if (sp_proc_other_mnt_ns(pid)) {
+	if (sp_elf_path_unlinked(path)) {
+		snprintf(src, sizeof(src), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start,
+			 end);
+		fd = sp_safe_open(AT_FDCWD, src, NULL, &st, NULL);
+		if (fd < 0)
+			return NULL;
+		h = sp_hash_mix(sp_hash_mix(h, st.st_dev), st.st_ino);
+	} else if (sp_proc_other_mnt_ns(pid)) {
 		rfd = sp_proc_root_dir(pid);
 		fd = rfd < 0 ? -1 : sp_proc_root_open(rfd, path, false);
 		if (rfd >= 0)
@@ -689,7 +702,7 @@ static void unsupported(struct sp_interpreters *ip, uint32_t pid, const struct e
 }
 
 void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
-		      const char *path, uint64_t start, uint64_t pgoff, uint64_t time)
+		      const char *path, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t time)
 {
 	const struct elf_info *e;
 	const struct sp_interp_layout *l;
@@ -699,7 +712,7 @@ void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t 
 
 	if (!ip->bpf || !candidate(ip, path))
 		return;
-	e = elf_get(ip, path, pid);
+	e = elf_get(ip, path, pid, start, end);
 	if (!e || !e->ok)
 		return;
 	for (i = 0; i < e->nload; i++)

@@ -321,12 +321,12 @@ void sp_interp_remap(struct sp_interpreters *ip, const struct sp_remap *m);
  * continue). Samples before this moment have no interpreted stack and are
  * not counted as unread. */
 int sp_interp_attach(struct sp_interpreters *ip, const int *fds, size_t nfds);
-/* An executable mapping of pid at time: path at start, file offset pgoff.
+/* An executable mapping of pid at time: path at [start, end), file offset pgoff.
  * Registers the process when path holds a supported interpreter; with out
  * (when the mapping's turn comes in time order) a runtime record says
  * which, and whether it is followed. */
 void sp_interp_on_map(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid,
-		      const char *path, uint64_t start, uint64_t pgoff, uint64_t time);
+		      const char *path, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t time);
 /* A new process pid of ppid at time (peeked at, as mappings are). */
 void sp_interp_on_fork(struct sp_interpreters *ip, uint32_t ppid, uint32_t pid, uint64_t time);
 /* pid exited or exec'd at time: forget what it mapped before. */

@@ -602,8 +602,8 @@ static int scan_map(void *ctx, const struct sp_proc_map *m)
 		      m->dev, m->ino, NULL, 0);
 	vma_add(c->p, c->pr, m->start, m->end, m->pgoff, mod, c->time);
 	if (c->p->interp)
-		sp_interp_on_map(c->p->interp, c->p->out, c->pr->pid, m->path, m->start, m->pgoff,
-				 c->time);
+		sp_interp_on_map(c->p->interp, c->p->out, c->pr->pid, m->path, m->start, m->end,
+				 m->pgoff, c->time);
 	if (c->p->unw)	/* all of them: [vdso] has CFI, anonymous code is "jit" */
 		sp_unwinder_map(c->p->unw, c->pr->pid, m->start, m->end, m->pgoff, m->path);
 	return 0;
@@ -890,7 +890,7 @@ void sp_perf_peek_mmap2(struct perf *p, const struct perf_event_header *h, uint6
 		return;
 	max = h->size - sizeof(*h) - sizeof(*m) - idsz;
 	snprintf(path, sizeof(path), "%.*s", (int)strnlen(m->filename, max), m->filename);
-	sp_interp_on_map(p->interp, NULL, m->pid, path, m->addr, m->pgoff, time);
+	sp_interp_on_map(p->interp, NULL, m->pid, path, m->addr, m->addr + m->len, m->pgoff, time);
 }
 
 void sp_perf_on_mmap2(struct perf *p, const struct perf_event_header *h, const struct sp_perf_id *id)
@@ -926,7 +926,8 @@ void sp_perf_on_mmap2(struct perf *p, const struct perf_event_header *h, const s
 		      dev, ino, bid, bid_len);
 	vma_add(p, pr, m->addr, m->addr + m->len, m->pgoff, mod, id->time);
 	if (p->interp)
-		sp_interp_on_map(p->interp, p->out, m->pid, path, m->addr, m->pgoff, id->time);
+		sp_interp_on_map(p->interp, p->out, m->pid, path, m->addr, m->addr + m->len,
+				 m->pgoff, id->time);
 	if (p->unw)	/* all of them: [vdso] has CFI, anonymous code is "jit" */
 		sp_unwinder_map(p->unw, m->pid, m->addr, m->addr + m->len, m->pgoff, path);
 }
