@@ -625,6 +625,123 @@ Process.wait pid'
 	assert_output 2
 }
 
+# Wait up to 5 s until process $1 maps a file whose path has $2.
+wait_maps() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -qF -- "$2" "/proc/$1/maps" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+@test "sp-record -p: a Ruby whose libruby was replaced since it started (a package upgrade: its maps say '(deleted)') has its C methods' spans, probed in the file it maps, and its Ruby frames in samples" {
+	require_ruby
+	local lib=/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 dir=$BATS_TEST_TMPDIR/up pid
+	mkdir "$dir"
+	cp "$lib" "$dir/"
+	LD_LIBRARY_PATH=$dir ruby -e 'def f; [1].map { 2 }; x = 0; 3000.times { x += 1 }; end; loop { f; sleep 0.002 }' &
+	pid=$!
+	SPIN+=($pid)
+	wait_maps $pid "$dir/libruby-3.1.so.3.1" || fail "the Ruby never mapped its libruby"
+	# what an upgrade does: a new file renamed over the old one's path
+	cp "$lib" "$dir/new" && mv "$dir/new" "$dir/libruby-3.1.so.3.1"
+	grep -qF "$dir/libruby-3.1.so.3.1 (deleted)" /proc/$pid/maps
+	run -0 --separate-stderr sp-record --spans=ruby-c -p $pid -d 1 -o "$OUT"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .klass == \"Array\") | .method' | grep -cx map"
+	(( output >= 50 )) || fail "$output spans of Array#map: $stderr"
+	# named as it was mapped, without the kernel's mark
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"runtime\" and .mode == \"cmethod\") | .library'"
+	assert_output "$dir/libruby-3.1.so.3.1"
+	[[ "$stderr" != *"no Ruby with USDT probes ran"* ]] || fail "$stderr"
+	# the stack walker read the mapped file too: Ruby frames in samples
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"runtime\" and .mode == \"stacks\") | .library'"
+	assert_output "$dir/libruby-3.1.so.3.1 (deleted)"
+	run -0 bash -c "sp-symbolize '$OUT' 2>/dev/null | sp-flame --format=folded 2>/dev/null | grep -c 'Object#f'"
+	(( output > 0 ))
+}
+
+@test "sp-record -p --spans=python-audit: a Python whose executable was replaced since it started has its audit events, from the file it runs" {
+	require_python_probes
+	readelf -n /usr/bin/python3.11 | grep -q 'Name: audit' || skip "python3.11 has no audit probe"
+	local dir=$BATS_TEST_TMPDIR/upy pid
+	mkdir "$dir"
+	cp /usr/bin/python3.11 "$dir/python3.11"
+	"$dir/python3.11" -c '
+import time
+while True:
+    open("/etc/hostname").close()
+    time.sleep(0.005)' &
+	pid=$!
+	SPIN+=($pid)
+	wait_maps $pid "$dir/python3.11" || fail "the Python never started"
+	cp /usr/bin/python3.11 "$dir/new" && mv "$dir/new" "$dir/python3.11"
+	[[ "$(readlink /proc/$pid/exe)" == *" (deleted)" ]]
+	run -0 --separate-stderr sp-record --no-samples --spans=python-audit -p $pid -d 1 -o "$OUT"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"event\" and .event == \"audit\" and .name == \"open\") | .args' | grep -cx /etc/hostname"
+	(( output >= 20 )) || fail "$output audit events of open: $stderr"
+	[[ "$stderr" != *"no Python with USDT probes ran"* ]] || fail "$stderr"
+}
+
+# nobody's Rubies run with LD_LIBRARY_PATH naming nobody's directory, whose
+# legacy x86_64 subdirectory has a libruby (ld.so takes it; the search at
+# exec does not look there: the maps look moves the probes to it), while
+# another process of nobody's keeps putting a FIFO, a link to a file only
+# root reads, a short file and a copy of the library at that path. Nothing
+# sp-record opens blocks; a Ruby is never left stopped; each that ran
+# has its spans, or is named in a warning that says why not.
+@test "sp-record --spans=ruby: nobody swaps a FIFO, a link, a short file and a copy at the path of the libruby ld.so takes from nobody's LD_LIBRARY_PATH: nothing blocks, no Ruby is left stopped, each has its spans or is named" {
+	require_ruby
+	require_cmd setpriv util-linux
+	local lib=/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 dir ok spans warned
+	dir=$(mktemp -d /tmp/sp-llp.XXXXXX)
+	SWAP_DIR=$dir
+	chmod 0755 "$dir"
+	mkdir "$dir/x86_64"
+	cp "$lib" "$dir/good.so"
+	cp "$lib" "$dir/x86_64/"
+	echo x > "$dir/short"
+	chown -R 65534:65534 "$dir"
+	LD_LIBRARY_PATH=$dir ruby -e 'exit(File.read("/proc/self/maps").include?(ARGV[0]) ? 0 : 1)' \
+		"$dir/x86_64/libruby-3.1.so.3.1" ||
+		skip "ld.so does not take the legacy x86_64 subdirectory here (glibc 2.37 and later)"
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '
+d=$1 t=$1/x86_64/libruby-3.1.so.3.1
+while [ ! -e "$d/stop" ]; do
+	mkfifo "$d/tmp" && mv -f "$d/tmp" "$t"
+	ln -sf /etc/shadow "$d/tmp" && mv -Tf "$d/tmp" "$t"
+	cp "$d/short" "$d/tmp" && mv -f "$d/tmp" "$t"
+	cp "$d/good.so" "$d/tmp" && mv -f "$d/tmp" "$t"
+	sleep 0.01
+done' sh "$dir" 2>/dev/null &
+	SPIN+=($!)
+	STACKPULSE_RUBY_HOOK=c run -0 --separate-stderr timeout 120 sp-record -v --no-samples \
+		--spans=ruby -o "$OUT" -- setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	# a FIFO at the path holds ld.so itself: its own
+	env LD_LIBRARY_PATH="$1" timeout 3 ruby -e "def f; end; sleep 0.1; 50.times { f }" &&
+		echo ok >&2
+done
+exit 0' sh "$dir"
+	touch "$dir/stop"
+	# none of these Rubies left stopped (other processes of nobody's may
+	# be another recording's to hold)
+	local p
+	for p in $(pgrep -u 65534); do
+		tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qxF "LD_LIBRARY_PATH=$dir" || continue
+		! grep -q '^State:.*T' "/proc/$p/status" 2>/dev/null ||
+			fail "pid $p left stopped: $(cat "/proc/$p/cmdline" | tr '\0' ' ')"
+	done
+	ok=$(grep -cx ok <<<"$stderr" || true)
+	(( ok >= 1 )) || skip "no Ruby of the ten started (the swaps won every time)"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"f\") | .pid' | sort | uniq -c | awk '\$1 == 50 {print \$2}' | wc -l"
+	spans=$output
+	warned=$(grep -E "warning: (spans: )?pid [0-9]+: (cannot attach|no probes|.*cannot be opened)" <<<"$stderr" |
+		sed -E 's/.*pid ([0-9]+).*/\1/' | sort -u | wc -l)
+	(( spans + warned >= ok )) || fail "$ok Rubies ran: $spans with their 50 spans, $warned named: $stderr"
+	(( spans >= 1 )) || fail "no Ruby had its spans: $stderr"
+}
+
 # A Ruby run with LD_LIBRARY_PATH=$1 under sp-record, with Ruby's own
 # probes and with the hook: its 100 spans of f and its raise mark.
 assert_ruby_spans_with_ld_path() {

@@ -44,6 +44,7 @@
 
 #include "bpf_spans.h"
 #include "hashmap.h"
+#include "procfs.h"
 #include "source.h"
 #include "span_rings.h"
 #include "spans.h"
@@ -321,6 +322,7 @@ struct bs_ctx {
 	size_t roots_idle;		/* of roots: unused, kept a while */
 	uint64_t roots_due;		/* the next sweep for those */
 	bool roots_full;		/* more than it keeps: said so */
+	bool unmapped_warned;		/* a mapped file that cannot be reached: said */
 	bool rings_unread;		/* SP_SPAN_RINGS_UNREAD=1 (tests): only what
 					 * BPF copies at the threads' ends */
 	/* Processes that exited: their bookkeeping goes at the next poll, as
@@ -366,6 +368,17 @@ struct sp_spans *sp_bs_preload_take(char *why, size_t size);
  * when it cannot (gone, not a regular file). sp_bs_root_name(): path as
  * the process named it, for such a name. */
 int sp_bs_host_path(struct bs_ctx *c, uint32_t pid, const char *path, char *out, size_t size);
+/* The same for the file of mapping m of pid: in our mount namespace, its
+ * path when the file there is the one mapped (device and inode), else
+ * (replaced or removed since it was mapped: a package upgraded under a
+ * running service, "... (deleted)") the mapping's own file, opened through
+ * /proc/PID/map_files and kept as a container's are. -1 when it cannot
+ * (gone, said when the file cannot be reached). */
+int sp_bs_mapped_path(struct bs_ctx *c, uint32_t pid, const struct sp_proc_map *m, char *out,
+		      size_t size);
+/* The same for pid's executable, exe as /proc/PID/exe names it (through
+ * that link when another file, or none, is at its path). */
+int sp_bs_exe_path(struct bs_ctx *c, uint32_t pid, const char *exe, char *out, size_t size);
 const char *sp_bs_root_name(const struct bs_ctx *c, const char *path);
 /* sp_bs_roots_sweep(): closes the files no process known has used for
  * SP_BS_ROOT_IDLE_NS (at once when more than half of SP_BS_ROOT_FILES are

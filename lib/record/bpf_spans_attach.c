@@ -47,7 +47,7 @@ static int hook_line(void *ctx, const struct sp_proc_map *m)
 	struct hook_ctx *h = ctx;
 
 	return m->path[0] == '/' && strstr(m->path, h->name) &&
-	       !sp_bs_host_path(h->c, h->pid, m->path, h->path, h->size) &&
+	       !sp_bs_mapped_path(h->c, h->pid, m, h->path, h->size) &&
 	       sp_bs_is_file(h->path);
 }
 
@@ -651,7 +651,7 @@ static int scan_libs_line(void *ctx, const struct sp_proc_map *m)
 
 	if (!(m->prot & PROT_EXEC) || m->path[0] != '/' || !strstr(base, ".so") ||
 	    (s->rt && !strncmp(m->path, s->rt, strlen(s->rt))) ||
-	    sp_bs_host_path(s->c, s->p->pid, m->path, host, sizeof(host)) ||
+	    sp_bs_mapped_path(s->c, s->p->pid, m, host, sizeof(host)) ||
 	    !strcmp(host, s->p->exe) || has_bin(s->p, host))
 		return 0;
 	provs = sp_bs_providers_cached(host);
@@ -699,13 +699,16 @@ struct lib_list {
 	struct {
 		char *path;
 		bool runtime;
+		struct sp_proc_map map;	/* a mapped one's (ino 0: one searched
+					 * for at exec, not mapped yet) */
 	} *lib;
 	size_t n, cap, runtimes, others;
 	size_t max_others;	/* looked at: SP_BS_LIBS_LOOKED or SP_BS_LIBS_MAX */
 	bool cut_runtimes, cut_others;
 };
 
-static void lib_add(struct lib_list *l, const char *path, bool runtime)
+static void lib_add(struct lib_list *l, const char *path, bool runtime,
+		    const struct sp_proc_map *m)
 {
 	size_t i;
 
@@ -718,6 +721,8 @@ static void lib_add(struct lib_list *l, const char *path, bool runtime)
 	}
 	sp_grow(&l->lib, &l->cap, l->n + 1, sizeof(*l->lib));
 	l->lib[l->n].path = sp_xstrdup(path);
+	l->lib[l->n].map = m ? *m : (struct sp_proc_map){ 0 };
+	l->lib[l->n].map.path = l->lib[l->n].path;
 	l->lib[l->n++].runtime = runtime;
 	if (runtime)
 		l->runtimes++;
@@ -737,7 +742,9 @@ static void lib_attach(struct bs_ctx *c, struct bs_proc *p, struct lib_list *l)
 	for (pass = 0; pass < 2; pass++)
 		for (i = 0; i < l->n; i++) {
 			if (l->lib[i].runtime != !pass ||
-			    sp_bs_host_path(c, p->pid, l->lib[i].path, host, sizeof(host)))
+			    (l->lib[i].map.ino ?
+				     sp_bs_mapped_path(c, p->pid, &l->lib[i].map, host, sizeof(host)) :
+				     sp_bs_host_path(c, p->pid, l->lib[i].path, host, sizeof(host))))
 				continue;
 			provs = sp_bs_providers_cached(host);
 			if (!l->lib[i].runtime) {
@@ -824,7 +831,7 @@ static int image_line(void *ctx, const struct sp_proc_map *m)
 	runtime = sp_bs_runtime_lib_name(base + 1);
 	ic->runtime_mapped |= runtime;
 	if (runtime || ((ic->c->o->modes & SP_SPANS_USDT) && strstr(base + 1, ".so")))
-		lib_add(ic->libs, m->path, runtime);
+		lib_add(ic->libs, m->path, runtime, m);
 	return 0;
 }
 
@@ -845,7 +852,7 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p, bool at_exec)
 		return;		/* gone */
 	exe[n] = 0;
 	/* exe and the maps name files as p sees them (a container's own) */
-	unreached = sp_bs_host_path(c, p->pid, exe, host, sizeof(host)) < 0;
+	unreached = sp_bs_exe_path(c, p->pid, exe, host, sizeof(host)) < 0;
 	snprintf(p->exe, sizeof(p->exe), "%s", unreached ? exe : host);
 	p->nmap = 0;
 	p->exe_dev = p->exe_ino = 0;
@@ -886,7 +893,7 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p, bool at_exec)
 			for (k = 0; k < nn; k++) {
 				bool rt = sp_bs_runtime_lib_name(strrchr(need[k], '/') + 1);
 
-				lib_add(&libs, need[k], rt);
+				lib_add(&libs, need[k], rt, NULL);
 				if (rt && !ic.runtime_mapped)
 					found_add(c, p, need[k]);
 			}
@@ -1232,9 +1239,9 @@ struct verify_ctx {
 	bool seen[2];		/* a libruby, a libpython is mapped */
 	bool found_mapped[2];	/* one of the files found of that kind is */
 	bool exe_ok;		/* its executable is the image looked at */
-	/* the others of each kind, by address: names and inodes */
+	/* the others of each kind, by address: names and mappings */
 	char other[2][SP_VERIFY_OTHERS][PATH_MAX];
-	uint64_t other_ino[2][SP_VERIFY_OTHERS];
+	struct sp_proc_map other_map[2][SP_VERIFY_OTHERS];
 	int nother[2];
 };
 
@@ -1418,7 +1425,9 @@ static int verify_line(void *ctx, const struct sp_proc_map *m)
 	} else if (v->nother[k] < SP_VERIFY_OTHERS &&
 		   (!v->nother[k] || strcmp(v->other[k][v->nother[k] - 1], m->path))) {
 		snprintf(v->other[k][v->nother[k]], PATH_MAX, "%s", m->path);
-		v->other_ino[k][v->nother[k]++] = m->ino;
+		v->other_map[k][v->nother[k]] = *m;
+		v->other_map[k][v->nother[k]].path = v->other[k][v->nother[k]];
+		v->nother[k]++;
 	}
 	return 0;
 }
@@ -1481,8 +1490,8 @@ void sp_bs_verify_libs(struct bs_ctx *c, struct bs_proc *p, bool last)
 			continue;
 		found_done(p, k);
 		for (j = 0; !v->found_mapped[k] && j < v->nother[k]; j++)
-			if (!sp_bs_host_path(c, p->pid, v->other[k][j], host, sizeof(host)) &&
-			    move_runtime(c, p, v->other[k][j], host, v->other_ino[k][j], k == 0))
+			if (!sp_bs_mapped_path(c, p->pid, &v->other_map[k][j], host, sizeof(host)) &&
+			    move_runtime(c, p, v->other[k][j], host, v->other_map[k][j].ino, k == 0))
 				break;
 	}
 	free(v);

@@ -27,9 +27,17 @@
  * uprobe's detach waits for the kernel, not to be done in the poll loop),
  * ld.so's offset, the marker locations' numbers (with their operand specs
  * and the name literals are read from) and the USDT locations read.
+ *
+ * The same holds, in sp-record's own mount namespace, for a file a process
+ * mapped that is at its path no more (sp_bs_mapped_path()): a package
+ * upgrade put a new libruby or python there under a running service (its
+ * maps say "... (deleted)"), or the file's owner replaced it. Its probes
+ * belong in the file the process maps, opened through
+ * /proc/PID/map_files, not in whatever the path holds now.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +48,7 @@
 #include "bpf_spansP.h"
 #include "escape.h"
 #include "procroot.h"
+#include "safefile.h"
 #include "sp.h"
 
 static int keep(struct bs_ctx *c, int fd, const struct stat *st, const char *path)
@@ -56,8 +65,9 @@ static int keep(struct bs_ctx *c, int fd, const struct stat *st, const char *pat
 	if (c->nroots >= SP_BS_ROOT_FILES) {
 		sp_esc_text(e, sizeof(e), path, strlen(path), 0);
 		if (!c->roots_full)
-			sp_warn("spans: more than %d files of containers' processes: '%s' and "
-				"later ones get no probes", SP_BS_ROOT_FILES, e);
+			sp_warn("spans: more than %d files of containers' processes, or replaced "
+				"since processes mapped them: '%s' and later ones get no probes",
+				SP_BS_ROOT_FILES, e);
 		c->roots_full = true;
 		close(fd);
 		return -1;
@@ -103,6 +113,83 @@ int sp_bs_host_path(struct bs_ctx *c, uint32_t pid, const char *path, char *out,
 		return -1;
 	snprintf(out, size, "/proc/self/fd/%d", fd);
 	return 0;
+}
+
+/*
+ * The file pid maps as path (device dev, inode ino), in our mount
+ * namespace: path when the file there is that one, else src (its
+ * /proc/PID/map_files entry, or /proc/PID/exe), opened and kept.
+ */
+static int reach_mapped(struct bs_ctx *c, uint32_t pid, const char *path, uint64_t dev,
+			uint64_t ino, const char *src, char *out, size_t size)
+{
+	char name[PATH_MAX], e[2 * PATH_MAX];
+	size_t n = strlen(path);
+	const char *why = NULL;
+	struct stat st;
+	int fd;
+
+	/* stat(), not open(): what is at a path another user owns may be a
+	 * FIFO; the file itself is opened with the checks when attached */
+	if (!stat(path, &st) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino) {
+		snprintf(out, size, "%s", path);
+		return 0;
+	}
+	/* the name shown: the path it was mapped from */
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
+		n -= 10;
+	snprintf(name, sizeof(name), "%.*s", (int)n, path);
+	fd = sp_safe_open(AT_FDCWD, src, NULL, &st, &why);
+	if (fd >= 0 && ((uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino)) {
+		close(fd);
+		fd = -1;
+		errno = ESTALE;	/* unmapped since its maps were read */
+	}
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ESTALE)
+			return -1;	/* gone, or the mapping is */
+		sp_esc_text(e, sizeof(e), name, strlen(name), 0);
+		if (!why && errno == EPERM)
+			why = "its /proc/PID/map_files is closed to sp-record (it has no "
+			      "CAP_SYS_ADMIN)";
+		if (!c->unmapped_warned || sp_verbose)
+			(c->unmapped_warned ? sp_info : sp_warn)(
+				"spans: pid %u maps '%s', which another file has replaced at its "
+				"path, or none, and its mapping cannot be opened (%s): no probes "
+				"in it%s", pid, e, why ? why : strerror(errno),
+				c->unmapped_warned ? "" : " (later ones: with -v)");
+		c->unmapped_warned = true;
+		return -1;
+	}
+	fd = keep(c, fd, &st, name);
+	if (fd < 0)
+		return -1;
+	snprintf(out, size, "/proc/self/fd/%d", fd);
+	return 0;
+}
+
+int sp_bs_mapped_path(struct bs_ctx *c, uint32_t pid, const struct sp_proc_map *m, char *out,
+		      size_t size)
+{
+	char src[96];
+
+	if (sp_proc_other_mnt_ns(pid))
+		return sp_bs_host_path(c, pid, m->path, out, size);
+	snprintf(src, sizeof(src), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+	return reach_mapped(c, pid, m->path, m->dev, m->ino, src, out, size);
+}
+
+int sp_bs_exe_path(struct bs_ctx *c, uint32_t pid, const char *exe, char *out, size_t size)
+{
+	char src[64];
+	struct stat st;
+
+	if (sp_proc_other_mnt_ns(pid))
+		return sp_bs_host_path(c, pid, exe, out, size);
+	snprintf(src, sizeof(src), "/proc/%u/exe", pid);
+	if (stat(src, &st))
+		return -1;	/* gone */
+	return reach_mapped(c, pid, exe, (uint64_t)st.st_dev, (uint64_t)st.st_ino, src, out, size);
 }
 
 const char *sp_bs_root_name(const struct bs_ctx *c, const char *path)
