@@ -225,6 +225,27 @@ need_npm() {
 	[[ "$stderr" == *"bad.folded:2: not a folded stack line"* ]]
 }
 
+@test "sp-flame: a FIFO, a process substitution and /dev/stdin on a pipe are read whole, folded stacks or records" {
+	sp-decode --encode -o "$BATS_TEST_TMPDIR/basic.sp" "$basic"
+	# folded stacks longer than the 4096 bytes looked at for the format
+	awk '{ for (i = 0; i < 40; i++) { $1 = $1 ";f" i; print } }' "$FIXTURES/basic.folded" \
+		> "$BATS_TEST_TMPDIR/long.folded"
+	(( $(wc -c < "$BATS_TEST_TMPDIR/long.folded") > 8192 ))
+	run --separate-stderr -0 sp-flame <(cat "$BATS_TEST_TMPDIR/long.folded")
+	assert_output "$(sp-flame "$BATS_TEST_TMPDIR/long.folded")"
+	run --separate-stderr -0 bash -c "cat '$BATS_TEST_TMPDIR/basic.sp' | sp-flame /dev/stdin"
+	assert_output "$(cat "$FIXTURES/basic.folded")"
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	cat "$BATS_TEST_TMPDIR/basic.sp" > "$BATS_TEST_TMPDIR/fifo" &
+	run --separate-stderr -0 sp-flame "$BATS_TEST_TMPDIR/fifo"
+	assert_output "$(cat "$FIXTURES/basic.folded")"
+	run --separate-stderr -3 sp-flame --diff --fail-above=0 <(cat "$basic") <(cat "$BATS_TEST_TMPDIR/long.folded")
+	[[ "$stderr" != *"no change"* ]]
+	# bad input through one still names it
+	run --separate-stderr -2 sp-flame <(echo garbage)
+	[[ "$stderr" == *"/dev/fd/"*"@0: not a StackPulse spool or JSON lines"* ]]
+}
+
 @test "sp-flame: the diff of a recording with itself is empty and exits 0" {
 	sp-decode --encode -o "$BATS_TEST_TMPDIR/basic.sp" "$basic"
 	run --separate-stderr -0 sp-flame --diff --fail-above=0 "$basic" "$BATS_TEST_TMPDIR/basic.sp"

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* sp-flame - folded stacks, flame graphs, differences and viewer exports. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "annotate.h"
 #include "correlate.h"
@@ -12,6 +14,7 @@
 #include "flame.h"
 #include "reader.h"
 #include "sp.h"
+#include "spill.h"
 
 /* A function's share grew by more than --fail-above. */
 #define SP_FLAME_EXIT_REGRESSION 3
@@ -281,20 +284,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-/* A named file whose first line is "frames count" text, not records. */
-static bool looks_folded(const char *path)
+/* A file whose first line is "frames count" text, not records: read from
+ * its start without moving its offset. */
+static bool looks_folded_fd(int fd)
 {
 	unsigned char buf[4096];
-	size_t n, i, eol;
-	FILE *f;
+	size_t i, eol;
+	ssize_t r = pread(fd, buf, sizeof(buf), 0);
+	size_t n = r > 0 ? (size_t)r : 0;
 
-	if (!strcmp(path, "-"))
-		return false;
-	f = fopen(path, "rb");
-	if (!f)
-		return false;
-	n = fread(buf, 1, sizeof(buf), f);
-	fclose(f);
 	if (!n || buf[0] == '{' || buf[0] == 0x93)
 		return false;
 	for (eol = 0; eol < n && buf[eol] != '\n'; eol++)
@@ -309,18 +307,29 @@ static bool looks_folded(const char *path)
 	return i < eol && i > 1 && buf[i - 1] == ' ';
 }
 
-static int read_folded(struct sp_folded *f, const char *path)
+static bool looks_folded(const char *path)
 {
-	FILE *in = fopen(path, "r");
+	int fd;
+	bool folded;
+
+	if (!strcmp(path, "-"))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	folded = looks_folded_fd(fd);
+	close(fd);
+	return folded;
+}
+
+/* Folded stacks from in (named path), which is closed. */
+static int read_folded_from(struct sp_folded *f, FILE *in, const char *path)
+{
 	char *line = NULL;
 	size_t cap = 0, lineno = 0;
 	ssize_t len;
 	int status = SP_EXIT_OK;
 
-	if (!in) {
-		sp_error_errno("cannot open '%s'", path);
-		return SP_EXIT_FATAL;
-	}
 	while ((len = getline(&line, &cap, in)) >= 0) {
 		lineno++;
 		if (len && line[len - 1] == '\n')
@@ -340,6 +349,17 @@ static int read_folded(struct sp_folded *f, const char *path)
 	free(line);
 	fclose(in);
 	return status;
+}
+
+static int read_folded(struct sp_folded *f, const char *path)
+{
+	FILE *in = fopen(path, "r");
+
+	if (!in) {
+		sp_error_errno("cannot open '%s'", path);
+		return SP_EXIT_FATAL;
+	}
+	return read_folded_from(f, in, path);
 }
 
 struct sinks {
@@ -405,16 +425,14 @@ static void corr_end(struct sp_corr **corr)
 	*corr = NULL;
 }
 
-static int read_records(struct sinks *k, char **paths, int n)
+/* The records of k->in, closed at the end. */
+static int read_records_in(struct sinks *k)
 {
 	struct sp_corr *corr = NULL;
 	struct sp_record rec;
 	bool direct = true;
 	int rc = 0;
 
-	k->in = sp_reader_open(paths, n);
-	if (!k->in)
-		return SP_EXIT_FATAL;
 	while (rc == 0 && sp_reader_next(k->in, &rec) > 0) {
 		/* Spans for --by=span: a stream sp-correlate has not seen (its
 		 * header says) is correlated on the fly, as sp-tree does. */
@@ -438,17 +456,53 @@ static int read_records(struct sinks *k, char **paths, int n)
 	return sp_reader_close(k->in);
 }
 
+static int read_records(struct sinks *k, char **paths, int n)
+{
+	k->in = sp_reader_open(paths, n);
+	return k->in ? read_records_in(k) : SP_EXIT_FATAL;
+}
+
+/* A stream (a FIFO, <(...)), kept whole in fd: folded stacks or records. */
+static int read_stream(struct sinks *k, int fd, const char *path)
+{
+	FILE *in;
+	int status;
+
+	if (!looks_folded_fd(fd)) {
+		k->in = sp_reader_open_fd(fd, path);
+		status = read_records_in(k);
+		close(fd);
+		return status;
+	}
+	in = fdopen(fd, "r");
+	if (!in) {
+		sp_error_errno("cannot read '%s'", path);
+		close(fd);
+		return SP_EXIT_FATAL;
+	}
+	return read_folded_from(k->fold, in, path);
+}
+
 static int read_input(struct sinks *k, char **paths, int n)
 {
-	int status = SP_EXIT_OK, i, first = 0;
+	int status = SP_EXIT_OK, i, first = 0, fd = -2;
 
-	/* Runs of record files go through one reader; folded files on their own. */
+	/* Runs of record files go through one reader; folded files and
+	 * streams (read once: kept in a temporary file to tell their format)
+	 * on their own. */
 	for (i = 0; i <= n; i++) {
-		if (i < n && !looks_folded(paths[i]))
-			continue;
+		if (i < n) {
+			fd = sp_spill_stream(paths[i]);
+			if (fd == -2 && !looks_folded(paths[i]))
+				continue;
+		}
 		if (i > first)
 			status = sp_status_merge(status, read_records(k, paths + first, i - first));
-		if (i < n)
+		if (i < n && fd == -1)
+			status = sp_status_merge(status, SP_EXIT_FATAL);
+		else if (i < n && fd >= 0)
+			status = sp_status_merge(status, read_stream(k, fd, paths[i]));
+		else if (i < n)
 			status = sp_status_merge(status, read_folded(k->fold, paths[i]));
 		first = i + 1;
 	}
