@@ -426,6 +426,30 @@ wait_for() {
 	assert_equal "$(cat "$T/err")" ""
 }
 
+@test "sp-decode --follow: a file its writer has not made yet is waited for, said once after a second; SIGINT meanwhile ends it, status 0" {
+	sp-decode --follow "$T/later.sp" > "$T/out" 2> "$T/err" &
+	pid=$!
+	sleep 1.5
+	kill -0 "$pid"
+	# the writer comes late: the whole recording, up to its end record
+	sp-decode --encode -o "$T/later.sp" "$SMALL"
+	wait_for "$pid"
+	assert_equal "$st" 0
+	assert_equal "$(wc -l < "$T/out")" "$(sp-decode "$T/later.sp" | wc -l)"
+	assert_equal "$(cat "$T/err")" "sp-decode: warning: '$T/later.sp' does not exist yet: waiting for it to be created (interrupt to stop)"
+	# interrupted while it waits
+	sp-decode --follow "$T/never.sp" > "$T/out" 2> "$T/err" &
+	pid=$!
+	sleep 0.3
+	kill -INT "$pid"
+	wait_for "$pid"
+	assert_equal "$st" 0
+	assert_equal "$(cat "$T/out")" ""
+	# without --follow a missing file is an error at once
+	run --separate-stderr -2 sp-decode "$T/never.sp"
+	[[ "$stderr" == *"cannot open '$T/never.sp'"* ]]
+}
+
 @test "sp-decode --follow: a file that shrinks is an error" {
 	grep -v '"type":"end"' "$SMALL" | sp-decode --encode -o "$T/live.sp"
 	sp-decode --follow "$T/live.sp" > "$T/out" 2> "$T/err" &

@@ -44,7 +44,7 @@ static const char doc[] = "Turn a spool into JSON lines, JSON lines into a spool
 	"  sp-decode run.sp | jq -c 'select(.type==\"sample\") | .frames[0].func'\n"
 	"  sp-decode run.sp | sp-decode --encode -o copy.sp     # lossless round trip\n"
 	"  sp-decode --stats run.sp\n"
-	"  sp-record -o live.sp -- ./app & sp-decode --follow live.sp\n"
+	"  rm -f live.sp; sp-record -o live.sp -- ./app & sp-decode --follow live.sp\n"
 	"  sp-decode --from=perf -e -o run.sp perf.data && sp-symbolize run.sp | sp-flame\n"
 	"  perf record -g -o - -- ./app | sp-decode --from=perf -e -o run.sp -\n\n"
 	SP_EXIT_STATUS_DOC;
@@ -129,11 +129,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 }
 
 static struct sp_reader *reader;
+static volatile sig_atomic_t stopped;
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	sp_reader_stop(reader);
+	stopped = 1;
+	if (reader)
+		sp_reader_stop(reader);
 }
 
 static int decode(struct sp_writer *w)
@@ -236,13 +239,20 @@ int main(int argc, char **argv)
 	}
 	if (env.from_perf)
 		return from_perf(argv[first]);
+	if (env.follow) {
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		/* the writer started a moment ago may not have made it yet */
+		if (!sp_reader_await(argv + first, argc - first, &stopped))
+			return SP_EXIT_OK;
+	}
 	reader = sp_reader_open(argv + first, argc - first);
 	if (!reader)
 		return SP_EXIT_FATAL;
 	if (env.follow) {
 		sp_reader_follow(reader, true, env.discard);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
+		if (stopped)	/* before the reader was there to be told */
+			sp_reader_stop(reader);
 	}
 	if (env.stats) {
 		summarise(env.common.out);

@@ -418,6 +418,27 @@ void sp_reader_stop(struct sp_reader *r)
 	r->stop = 1;
 }
 
+bool sp_reader_await(char **paths, int n, const volatile sig_atomic_t *stop)
+{
+	const struct timespec tick = { 0, 50 * 1000000 };
+	unsigned int waits;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!strcmp(paths[i], "-"))
+			continue;
+		for (waits = 0; access(paths[i], F_OK) && errno == ENOENT; waits++) {
+			if (*stop)
+				return false;
+			if (waits == 20)
+				sp_warn("'%s' does not exist yet: waiting for it to be created "
+					"(interrupt to stop)", paths[i]);
+			nanosleep(&tick, NULL);
+		}
+	}
+	return true;
+}
+
 struct sp_defs *sp_reader_defs(struct sp_reader *r)
 {
 	return r->defs;

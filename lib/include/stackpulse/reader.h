@@ -12,6 +12,7 @@
 #ifndef STACKPULSE_READER_H
 #define STACKPULSE_READER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -37,6 +38,12 @@ struct sp_reader *sp_reader_open_fd(int fd, const char *name);
 void sp_reader_follow(struct sp_reader *r, bool follow, bool discard);
 /* Async-signal-safe: make a following reader return 0 at the next wait. */
 void sp_reader_stop(struct sp_reader *r);
+/*
+ * Before following paths[0..n): wait while a named one does not exist yet
+ * (its writer, started a moment before, has not created it), said once
+ * after a second; false when *stop was set meanwhile (a signal).
+ */
+bool sp_reader_await(char **paths, int n, const volatile sig_atomic_t *stop);
 
 /*
  * Next record into *rec (its sp_bytes point into the reader's buffer until
