@@ -97,6 +97,23 @@ assert_share() {
 	sp-flame --folded "$OUT" 2>/dev/null | grep -q 'ih_hash;[^i ][^ ]* [0-9]*$'
 }
 
+@test "with a profile function on (--spans=python's hook): the eval loop's cold part is known, Python frames are spliced where they ran, none at the root" {
+	require_python
+	# imports run the eval loop again for each module; with a profile
+	# function on, the loop runs in the cold part GCC split off, which
+	# python3.11's .dynsym does not name
+	run -0 --separate-stderr sp-record -F 999 --spans=python -o "$OUT" -- $PY -c '
+import json, email.mime.text, http.client, argparse, decimal, xml.dom.minidom, logging.handlers
+for i in range(3000): json.dumps({"a": [i] * 10})'
+	sp-symbolize "$OUT" 2>/dev/null | sp-flame --folded 2>/dev/null > "$BATS_TEST_TMPDIR/f"
+	# samples with Python frames: enough to tell
+	run -0 bash -c "grep -c '<module>' '$BATS_TEST_TMPDIR/f'"
+	(( output >= 20 )) || skip "only $output samples of Python code"
+	# none starts with a Python frame: the C stacks are whole (_start)
+	run bash -c "awk '{ split(\$1, f, \";\"); if (f[1] !~ /^_start\$/ && f[1] !~ /^0x/) print }' '$BATS_TEST_TMPDIR/f' | head -3"
+	assert_output ""
+}
+
 @test "a frame's line is its current instruction's, not the function's first line" {
 	require_python
 	sp-record --spans=none -o "$OUT" -- $PY "$FIX" scale=0.3 2>/dev/null

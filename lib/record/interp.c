@@ -35,6 +35,7 @@
 
 #include <gelf.h>
 
+#include "elf/coldpart.h"
 #include "elf/elffile.h"
 #include "elf/fstarts.h"
 #include "escape.h"
@@ -97,7 +98,8 @@ struct elf_info {
 	unsigned int runtime, major, minor, micro;
 	bool micro_unknown;	/* the version is its file name's (Python before 3.11) */
 	uint64_t runtime_sym, code_type_sym, eval_sym, eval_size;	/* ELF addresses */
-	uint64_t eval2_sym, eval2_size;	/* Ruby: vm_exec_core, when the file names it */
+	uint64_t eval2_sym, eval2_size;	/* Ruby: vm_exec_core, when the file names it;
+					 * Python: _PyEval_EvalFrameDefault's cold part */
 	uint64_t symbols_sym;	/* Ruby: ruby_global_symbols (0: not found) */
 	struct sp_fstarts fstarts;	/* Ruby: where its functions start (C methods') */
 	GElf_Phdr load[8];	/* its PT_LOAD headers */
@@ -393,6 +395,39 @@ static void python_version_from_name(struct elf_info *e)
 	e->micro_unknown = true;
 }
 
+/*
+ * Python: the cold part of _PyEval_EvalFrameDefault (coldpart.h), where
+ * the eval loop runs while a profile function or tracing is on (the
+ * activator's hook, cProfile, a debugger): its frames are the loop's too.
+ * Without it, a sample there had its Python frames spliced one eval frame
+ * off, the leftovers at the root of a stack that looked complete.
+ */
+#define EVAL_SCAN_MAX	(1u << 20)	/* the hot part's bytes looked at */
+static void python_eval_cold(Elf *elf, struct elf_info *e)
+{
+	uint64_t start, end;
+	struct sp_fstarts f;
+	GElf_Sym s;
+	uint8_t *code;
+
+	if (elf_sym(elf, "_PyEval_EvalFrameDefault.cold", &s) && s.st_size) {
+		e->eval2_sym = s.st_value;	/* a full symbol table names it */
+		e->eval2_size = s.st_size;
+		return;
+	}
+	if (!e->eval_size || e->eval_size > EVAL_SCAN_MAX || sp_fstarts_read(elf, &f))
+		return;
+	code = sp_xmalloc(e->eval_size);
+	if (elf_bytes(elf, e->eval_sym, code, e->eval_size) &&
+	    !sp_cold_part(code, e->eval_size, e->eval_sym, &f, &start, &end) &&
+	    end - start <= EVAL_SCAN_MAX) {
+		e->eval2_sym = start;
+		e->eval2_size = end - start;
+	}
+	free(code);
+	sp_fstarts_release(&f);
+}
+
 /* Read, not mapped (elffile.h): the interpreter's file may be a user's or a
  * container's, who could cut it short while it is read. */
 static void elf_read(struct elf_info *e, const char *src)
@@ -425,6 +460,7 @@ static void elf_read(struct elf_info *e, const char *src)
 		if (elf_sym(elf, "_PyEval_EvalFrameDefault", &s)) {
 			e->eval_sym = s.st_value;
 			e->eval_size = s.st_size;
+			python_eval_cold(elf, e);
 		}
 		e->ok = e->code_type_sym && e->nload;
 	} else if (elf_sym(elf, "ruby_current_vm_ptr", &s)) {
