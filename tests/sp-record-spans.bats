@@ -742,6 +742,51 @@ exit 0' sh "$dir"
 	(( spans >= 1 )) || fail "no Ruby had its spans: $stderr"
 }
 
+# nobody's libruby whose section headers say its USDT notes, or its
+# section names, are 3 GiB: a sparse file of 4 MB on disk, that ld.so
+# still loads (it reads no section headers). libelf reads a section whole:
+# root's sp-record grew to 3.2 GB and held the Ruby at exec 34 s.
+@test "sp-record --spans=ruby: nobody's libruby (LD_LIBRARY_PATH) whose notes or section names say 3 GiB: refused, said, sp-record stays small" {
+	require_ruby
+	require_cmd setpriv util-linux
+	[ -x /usr/bin/time ] || skip "needs /usr/bin/time (package time)"
+	local lib=/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1 dir sec rss
+	dir=$(mktemp -d /tmp/sp-big.XXXXXX)
+	SWAP_DIR=$dir
+	chmod 0755 "$dir"
+	for sec in .note.stapsdt .shstrtab; do
+		python3 - "$lib" "$dir/libruby-3.1.so.3.1" "$sec" <<'PY'
+import os, struct, sys
+src, dst, want = sys.argv[1], sys.argv[2], sys.argv[3]
+b = bytearray(open(src, "rb").read())
+shoff, = struct.unpack_from("<Q", b, 0x28)
+shentsize, shnum, shstrndx = struct.unpack_from("<HHH", b, 0x3a)
+stroff, = struct.unpack_from("<Q", b, shoff + shstrndx * shentsize + 0x18)
+size = 3 << 30
+for i in range(shnum):
+    h = shoff + i * shentsize
+    name, = struct.unpack_from("<I", b, h)
+    if b[stroff + name:b.index(0, stroff + name)].decode() == want:
+        off, = struct.unpack_from("<Q", b, h + 0x18)
+        struct.pack_into("<Q", b, h + 0x20, size)
+open(dst, "wb").write(b)
+os.truncate(dst, off + size)
+PY
+		chown -R 65534:65534 "$dir"
+		(( $(du -k "$dir/libruby-3.1.so.3.1" | cut -f1) < 100000 ))
+		run -0 --separate-stderr /usr/bin/time -f %M -o "$dir/rss" sp-record --spans=ruby \
+			--no-samples -o "$OUT" -- setpriv --reuid=65534 --regid=65534 --clear-groups \
+			env LD_LIBRARY_PATH="$dir" ruby -e 'p 1'
+		assert_output 1
+		rss=$(cat "$dir/rss")
+		(( rss < 400000 )) || fail "$sec: sp-record grew to $rss KiB: $stderr"
+		if [ $sec = .note.stapsdt ]; then
+			[[ "$stderr" == *"'$dir/libruby-3.1.so.3.1' says its USDT notes (.note.stapsdt) are 3221225472 bytes"* ]] ||
+				fail "$stderr"
+		fi
+	done
+}
+
 # A Ruby run with LD_LIBRARY_PATH=$1 under sp-record, with Ruby's own
 # probes and with the hook: its 100 spans of f and its raise mark.
 assert_ruby_spans_with_ld_path() {

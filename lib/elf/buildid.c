@@ -61,7 +61,8 @@ static int from_elf(Elf *elf, struct sp_elf_info *info)
 			info->load[info->nloads].filesz = ph.p_filesz;
 			info->load[info->nloads].align = ph.p_align;
 			info->nloads++;
-		} else if (ph.p_type == PT_NOTE && !info->build_id_len) {
+		} else if (ph.p_type == PT_NOTE && !info->build_id_len &&
+			   ph.p_filesz <= SP_ELF_NAMES_MAX) {
 			d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, ELF_T_BYTE);
 			if (d && d->d_buf)
 				info->build_id_len = sp_buildid_from_notes(d->d_buf, d->d_size,

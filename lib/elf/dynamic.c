@@ -68,9 +68,10 @@ static int needed_names(Elf *e, bool (*want)(const char *name), const char **nee
 		GElf_Dyn dyn;
 		size_t j;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC ||
+		    !sp_elf_strtab_ok(e, sh.sh_link, SP_ELF_STRTAB_MAX))
 			continue;
-		d = elf_getdata(scn, NULL);
+		d = sp_elf_data_max(scn, &sh, SP_ELF_NAMES_MAX);
 		for (j = 0; d && sh.sh_entsize && j < sh.sh_size / sh.sh_entsize; j++) {
 			const char *s;
 
@@ -276,9 +277,10 @@ int sp_elf_read_dynsym(const char *path, const char *sym, void *buf, size_t size
 		GElf_Sym st;
 		size_t j;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize ||
+		    !sp_elf_strtab_ok(e, sh.sh_link, SP_ELF_STRTAB_MAX))
 			continue;
-		d = elf_getdata(scn, NULL);
+		d = sp_elf_data_max(scn, &sh, SP_ELF_SYMTAB_MAX);
 		for (j = 0; d && j < sh.sh_size / sh.sh_entsize; j++) {
 			const char *name;
 			Elf_Data *d2;
@@ -289,13 +291,18 @@ int sp_elf_read_dynsym(const char *path, const char *sym, void *buf, size_t size
 			if (!name || strcmp(name, sym))
 				continue;
 			s2 = elf_getscn(e, st.st_shndx);
-			if (!s2 || !gelf_getshdr(s2, &sh2) || sh2.sh_type == SHT_NOBITS)
+			if (!s2 || !gelf_getshdr(s2, &sh2) || sh2.sh_type == SHT_NOBITS ||
+			    st.st_value < sh2.sh_addr || size > sh2.sh_size ||
+			    st.st_value - sh2.sh_addr > sh2.sh_size - size)
 				break;
-			d2 = elf_getdata(s2, NULL);
-			if (!d2 || st.st_value < sh2.sh_addr ||
-			    st.st_value - sh2.sh_addr + size > d2->d_size)
+			/* those bytes only, not the section (its size is the
+			 * file's owner's to say) */
+			d2 = elf_getdata_rawchunk(e, (int64_t)(sh2.sh_offset +
+							       (st.st_value - sh2.sh_addr)),
+						  size, ELF_T_BYTE);
+			if (!d2 || !d2->d_buf || d2->d_size < size)
 				break;
-			memcpy(buf, (char *)d2->d_buf + (st.st_value - sh2.sh_addr), size);
+			memcpy(buf, d2->d_buf, size);
 			ret = 0;
 			break;
 		}
@@ -322,9 +329,10 @@ uint64_t sp_elf_func_offset(const char *path, const char *sym)
 			size_t j;
 
 			if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize ||
-			    sh.sh_type != (pass ? SHT_SYMTAB : SHT_DYNSYM))
+			    sh.sh_type != (pass ? SHT_SYMTAB : SHT_DYNSYM) ||
+			    !sp_elf_strtab_ok(e, sh.sh_link, SP_ELF_STRTAB_MAX))
 				continue;
-			d = elf_getdata(scn, NULL);
+			d = sp_elf_data_max(scn, &sh, SP_ELF_SYMTAB_MAX);
 			for (j = 0; d && j < sh.sh_size / sh.sh_entsize; j++) {
 				const char *name;
 

@@ -13,10 +13,42 @@
 #include "elffile.h"
 #include "safefile.h"
 
+/* Whether the file's own header keeps its section and program header
+ * counts within SP_ELF_MAX_HEADERS: libelf allocates a table for each at
+ * elf_begin(), as large as the count (the extended counts of section 0
+ * included). Read before libelf sees the file. */
+static bool headers_bounded(int fd)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr s0;
+	uint64_t shnum, phnum;
+
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG))
+		return true;	/* not ELF, or short: libelf says */
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64)
+		return true;	/* 32-bit: 16-bit counts, nothing extended here */
+	shnum = eh.e_shnum;
+	phnum = eh.e_phnum;
+	if ((!shnum || phnum == PN_XNUM) && eh.e_shoff) {
+		if (pread(fd, &s0, sizeof(s0), (off_t)eh.e_shoff) != (ssize_t)sizeof(s0))
+			return false;
+		if (!shnum)
+			shnum = s0.sh_size;
+		if (phnum == PN_XNUM)
+			phnum = s0.sh_info;
+	}
+	return shnum <= SP_ELF_MAX_HEADERS && phnum <= SP_ELF_MAX_HEADERS;
+}
+
 Elf *sp_elf_begin(int fd, enum sp_elf_access how)
 {
 	Elf *elf;
 
+	if (!headers_bounded(fd)) {
+		errno = ENOEXEC;
+		return NULL;
+	}
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, how == SP_ELF_MAP ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
@@ -69,12 +101,34 @@ void sp_elf_close(Elf *elf, int fd)
 	errno = e;
 }
 
+Elf_Data *sp_elf_data_max(Elf_Scn *scn, const GElf_Shdr *sh, uint64_t max)
+{
+	if (sh->sh_type != SHT_NOBITS && sh->sh_size > max)
+		return NULL;
+	return elf_getdata(scn, NULL);
+}
+
+bool sp_elf_strtab_ok(Elf *elf, size_t ndx, uint64_t max)
+{
+	Elf_Scn *scn = elf_getscn(elf, ndx);
+	GElf_Shdr sh;
+
+	return scn && gelf_getshdr(scn, &sh) && sh.sh_size <= max;
+}
+
+int sp_elf_shstrndx(Elf *elf, size_t *ndx)
+{
+	if (elf_getshdrstrndx(elf, ndx) != 0 || !sp_elf_strtab_ok(elf, *ndx, SP_ELF_NAMES_MAX))
+		return -1;
+	return 0;
+}
+
 Elf_Scn *sp_elf_section(Elf *elf, const char *name, GElf_Shdr *sh)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
 
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+	if (sp_elf_shstrndx(elf, &shstrndx) != 0)
 		return NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		const char *n;
@@ -109,7 +163,7 @@ unsigned int sp_elf_build_id(Elf *elf, uint8_t *id)
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
 			continue;
-		d = elf_getdata(scn, NULL);
+		d = sp_elf_data_max(scn, &sh, SP_ELF_STRTAB_MAX);
 		if (d && d->d_buf &&
 		    (n = sp_buildid_from_notes(d->d_buf, d->d_size, id, SP_BUILD_ID_MAX)))
 			return n;
@@ -119,7 +173,8 @@ unsigned int sp_elf_build_id(Elf *elf, uint8_t *id)
 	for (i = 0; i < nph && i < 256; i++) {
 		Elf_Data *d;
 
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE ||
+		    ph.p_filesz > SP_ELF_NAMES_MAX)
 			continue;
 		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, ELF_T_NHDR);
 		if (d && d->d_buf &&

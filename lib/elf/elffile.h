@@ -57,6 +57,25 @@ Elf *sp_elf_begin(int fd, enum sp_elf_access how);
 /* elf_end() and close(); either may be NULL or -1. errno is kept. */
 void sp_elf_close(Elf *elf, int fd);
 
+/*
+ * Bounds on what libelf reads whole and allocates for, which the file's
+ * owner chooses: a section's sh_size (a sparse file of a few MB on disk
+ * can say 3 GiB), its number of sections and program headers.
+ * sp_elf_begin() refuses a file with more than SP_ELF_MAX_HEADERS of
+ * either; sp_elf_data_max() gives a section's data only when it is at most
+ * max bytes; sp_elf_strtab_ok(): whether string section ndx (elf_strptr()
+ * reads it whole) is at most max bytes; sp_elf_shstrndx():
+ * elf_getshdrstrndx(), -1 when the section names' table is larger than
+ * SP_ELF_NAMES_MAX.
+ */
+#define SP_ELF_MAX_HEADERS	65536u
+#define SP_ELF_NAMES_MAX	(1u << 20)
+#define SP_ELF_STRTAB_MAX	(64u << 20)
+#define SP_ELF_SYMTAB_MAX	(64u << 20)
+Elf_Data *sp_elf_data_max(Elf_Scn *scn, const GElf_Shdr *sh, uint64_t max);
+bool sp_elf_strtab_ok(Elf *elf, size_t ndx, uint64_t max);
+int sp_elf_shstrndx(Elf *elf, size_t *ndx);
+
 /* Whether elf has a section of this name (with file contents, when with_bits). */
 bool sp_elf_has_section(Elf *elf, const char *name, bool with_bits);
 /* The first section of this name, its header in *sh; NULL if none. */

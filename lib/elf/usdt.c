@@ -12,9 +12,13 @@
 #include "elf/dynamic.h"
 #include "elf/elffile.h"
 #include "elf/usdt.h"
+#include "sp.h"
 
 /* NT_STAPSDT: the type of an SDT note. */
 #define SP_NT_STAPSDT	3
+/* The notes read (libelf reads the section whole): Debian's libruby has
+ * 12 KB of them, a note is about 100 bytes. */
+#define SP_USDT_NOTES_MAX	(16u << 20)
 
 int sp_usdt_notes(const char *path, void (*fn)(void *arg, const struct sp_usdt_note *n),
 		  void *arg)
@@ -27,7 +31,7 @@ int sp_usdt_notes(const char *path, void (*fn)(void *arg, const struct sp_usdt_n
 
 	if (!e)
 		return -1;
-	if (elf_getshdrstrndx(e, &shstrndx))
+	if (sp_elf_shstrndx(e, &shstrndx))
 		goto out;
 	while ((scn = elf_nextscn(e, scn))) {
 		Elf_Data *d;
@@ -40,7 +44,14 @@ int sp_usdt_notes(const char *path, void (*fn)(void *arg, const struct sp_usdt_n
 		name = elf_strptr(e, shstrndx, sh.sh_name);
 		if (!name || strcmp(name, ".note.stapsdt"))
 			continue;
-		d = elf_getdata(scn, NULL);
+		if (sh.sh_size > SP_USDT_NOTES_MAX) {
+			/* its owner's to say; said, not read */
+			sp_warn("'%s' says its USDT notes (.note.stapsdt) are %llu bytes, more "
+				"than the %u read: its probes are not used", path,
+				(unsigned long long)sh.sh_size, SP_USDT_NOTES_MAX);
+			continue;
+		}
+		d = sp_elf_data_max(scn, &sh, SP_USDT_NOTES_MAX);
 		while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
 			const char *desc = (const char *)d->d_buf + doff, *end, *pname, *z;
 			size_t head = gelf_getclass(e) == ELFCLASS64 ? 24 : 12;
@@ -118,7 +129,7 @@ int sp_usdt_locations(const char *path, const char *provider, const char *name,
 
 	if (!e)
 		return -1;
-	if (elf_getshdrstrndx(e, &shstrndx) || gelf_getclass(e) != ELFCLASS64 || fstat(fd, &st))
+	if (sp_elf_shstrndx(e, &shstrndx) || gelf_getclass(e) != ELFCLASS64 || fstat(fd, &st))
 		goto fail;
 	fsize = (uint64_t)st.st_size;	/* a location must be in the file */
 	base_addr = stapsdt_base(e, shstrndx);
@@ -131,7 +142,7 @@ int sp_usdt_locations(const char *path, const char *provider, const char *name,
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
 		    !(sn = elf_strptr(e, shstrndx, sh.sh_name)) || strcmp(sn, ".note.stapsdt"))
 			continue;
-		d = elf_getdata(scn, NULL);
+		d = sp_elf_data_max(scn, &sh, SP_USDT_NOTES_MAX);
 		while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
 			const char *desc = (const char *)d->d_buf + doff, *end = desc + nh.n_descsz;
 			const char *prov = desc + 24, *pname;

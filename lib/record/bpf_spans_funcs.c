@@ -41,12 +41,14 @@ static unsigned int entry_skip(Elf *e, const GElf_Sym *st)
 	uint64_t at;
 
 	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
-	    st->st_value < sh.sh_addr || (d = elf_getdata(scn, NULL)) == NULL)
+	    st->st_value < sh.sh_addr || sh.sh_size < 6 || st->st_value - sh.sh_addr > sh.sh_size - 6)
 		return 0;
 	at = st->st_value - sh.sh_addr;
-	if (at + 6 > d->d_size)
+	/* the 6 bytes only, not the section */
+	d = elf_getdata_rawchunk(e, (int64_t)(sh.sh_offset + at), 6, ELF_T_BYTE);
+	if (!d || !d->d_buf || d->d_size < 6)
 		return 0;
-	b = (const unsigned char *)d->d_buf + at;
+	b = (const unsigned char *)d->d_buf;
 	if (memcmp(b, endbr64, 4))
 		return 0;
 	if ((b[4] >= 0x50 && b[4] <= 0x57) || (b[4] == 0x41 && b[5] >= 0x50 && b[5] <= 0x57))
@@ -112,9 +114,10 @@ int sp_bs_resolve_funcs(struct bs_ctx *c)
 				size_t j;
 
 				if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize ||
-				    sh.sh_type != (pass ? SHT_DYNSYM : SHT_SYMTAB))
+				    sh.sh_type != (pass ? SHT_DYNSYM : SHT_SYMTAB) ||
+				    !sp_elf_strtab_ok(e, sh.sh_link, SP_ELF_STRTAB_MAX))
 					continue;
-				d = elf_getdata(scn, NULL);
+				d = sp_elf_data_max(scn, &sh, SP_ELF_SYMTAB_MAX);
 				for (j = 0; d && j < sh.sh_size / sh.sh_entsize; j++) {
 					const char *name;
 					size_t q;

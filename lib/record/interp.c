@@ -282,8 +282,9 @@ static bool elf_sym(Elf *elf, const char *name, GElf_Sym *out)
 		size_t i, n;
 
 		if (!gelf_getshdr(scn, &sh) ||
-		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
-		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || !sh.sh_entsize ||
+		    !sp_elf_strtab_ok(elf, sh.sh_link, SP_ELF_STRTAB_MAX) ||
+		    !(d = sp_elf_data_max(scn, &sh, SP_ELF_SYMTAB_MAX)))
 			continue;
 		n = sh.sh_size / sh.sh_entsize;
 		for (i = 0; i < n; i++) {
@@ -302,7 +303,9 @@ static bool elf_sym(Elf *elf, const char *name, GElf_Sym *out)
 	return false;
 }
 
-/* The n bytes at ELF address addr (Py_Version, ruby_version). */
+/* The n bytes at ELF address addr (Py_Version, ruby_version, a function's
+ * code): those bytes only, not their section, whose size is the file's
+ * owner's to say. */
 static bool elf_bytes(Elf *elf, uint64_t addr, void *v, size_t n)
 {
 	Elf_Scn *scn = NULL;
@@ -312,12 +315,13 @@ static bool elf_bytes(Elf *elf, uint64_t addr, void *v, size_t n)
 		Elf_Data *d;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
-		    addr < sh.sh_addr || addr + n > sh.sh_addr + sh.sh_size)
+		    addr < sh.sh_addr || n > sh.sh_size || addr - sh.sh_addr > sh.sh_size - n)
 			continue;
-		d = elf_getdata(scn, NULL);
-		if (!d || !d->d_buf || addr - sh.sh_addr + n > d->d_size)
+		d = elf_getdata_rawchunk(elf, (int64_t)(sh.sh_offset + (addr - sh.sh_addr)), n,
+					 ELF_T_BYTE);
+		if (!d || !d->d_buf || d->d_size < n)
 			return false;
-		memcpy(v, (const char *)d->d_buf + (addr - sh.sh_addr), n);
+		memcpy(v, d->d_buf, n);
 		return true;
 	}
 	return false;

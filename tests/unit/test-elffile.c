@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +130,100 @@ static void test_elffile_unlinked_paths(void)
 	CHECK(!sp_elf_path_unlinked(NULL));
 }
 
+/* A copy of prog at path with a change made to its bytes by fn. */
+static int copy_patched(const char *path, void (*fn)(uint8_t *b, size_t n, int fd))
+{
+	FILE *in = fopen(prog, "rb");
+	uint8_t *b = malloc(1 << 20);
+	size_t n = in && b ? fread(b, 1, 1 << 20, in) : 0;
+	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+
+	if (in)
+		fclose(in);
+	if (fd < 0 || !n) {
+		free(b);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	fn(b, n, fd);
+	if (write(fd, b, n) != (ssize_t)n)
+		n = 0;
+	close(fd);
+	free(b);
+	return n ? 0 : -1;
+}
+
+/* e_shnum 0 and section 0's sh_size (the extended count) 50 million:
+ * libelf would allocate a table that large */
+static void many_sections(uint8_t *b, size_t n, int fd)
+{
+	Elf64_Ehdr eh;
+	uint64_t count = 50000000;
+
+	(void)fd;
+	memcpy(&eh, b, sizeof(eh));
+	if (eh.e_shoff + sizeof(Elf64_Shdr) > n)
+		return;
+	eh.e_shnum = 0;
+	memcpy(b, &eh, sizeof(eh));
+	memcpy(b + eh.e_shoff + offsetof(Elf64_Shdr, sh_size), &count, 8);
+}
+
+/* the section names' table says 2 GiB, the file made that long (sparse) */
+static void huge_names(uint8_t *b, size_t n, int fd)
+{
+	Elf64_Ehdr eh;
+	uint64_t size = 2ull << 30, off;
+
+	memcpy(&eh, b, sizeof(eh));
+	off = eh.e_shoff + (uint64_t)eh.e_shstrndx * sizeof(Elf64_Shdr);
+	if (off + sizeof(Elf64_Shdr) > n)
+		return;
+	memcpy(b + off + offsetof(Elf64_Shdr, sh_size), &size, 8);
+	if (ftruncate(fd, (off_t)(4ull << 30)))
+		return;
+}
+
+static void test_elffile_bounded(void)
+{
+	char path[700];
+	size_t ndx;
+	GElf_Shdr sh;
+	int fd;
+	Elf *e;
+
+	snprintf(path, sizeof(path), "%s/many", dir);
+	CHECK(copy_patched(path, many_sections) == 0);
+	errno = 0;
+	e = sp_elf_open(path, SP_ELF_READ, 0, &fd, NULL);
+	CHECK(!e && errno == ENOEXEC);
+	sp_elf_close(e, e ? fd : -1);
+	snprintf(path, sizeof(path), "%s/names", dir);
+	CHECK(copy_patched(path, huge_names) == 0);
+	e = sp_elf_open(path, SP_ELF_READ, 0, &fd, NULL);
+	CHECK(e != NULL);
+	if (e) {
+		/* refused before elf_strptr() would read 2 GiB */
+		CHECK(sp_elf_shstrndx(e, &ndx) == -1);
+		CHECK(sp_elf_section(e, ".text", &sh) == NULL);
+		sp_elf_close(e, fd);
+	}
+	unlink(path);
+	/* the program itself: its names, its text within a bound */
+	e = sp_elf_open(prog, SP_ELF_READ, 0, &fd, NULL);
+	CHECK(e != NULL);
+	if (e) {
+		Elf_Scn *scn = sp_elf_section(e, ".text", &sh);
+
+		CHECK(sp_elf_shstrndx(e, &ndx) == 0);
+		CHECK(scn != NULL);
+		CHECK(scn && sp_elf_data_max(scn, &sh, sh.sh_size) != NULL);
+		CHECK(scn && sh.sh_size > 1 && sp_elf_data_max(scn, &sh, sh.sh_size - 1) == NULL);
+		sp_elf_close(e, fd);
+	}
+}
+
 int main(void)
 {
 	char cmd[100];
@@ -137,10 +233,12 @@ int main(void)
 	if (!mkdtemp(dir) || build()) {
 		TAP_SKIP(test_elffile_read_and_map, "cannot build a program with cc");
 		TAP_SKIP(test_elffile_refused, "cannot build a program with cc");
+		TAP_SKIP(test_elffile_bounded, "cannot build a program with cc");
 		return TAP_DONE();
 	}
 	TAP_RUN(test_elffile_read_and_map);
 	TAP_RUN(test_elffile_refused);
+	TAP_RUN(test_elffile_bounded);
 	rc = TAP_DONE();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd))
