@@ -54,6 +54,30 @@ static bool is_file(const char *path)
 	return !stat(path, &st) && S_ISREG(st.st_mode);
 }
 
+/* Whether user uid may read path (a resolved one: no links), by the owner's
+ * and the others' permission bits of the file and of each directory above
+ * it (the group's are not known here: a file only its group may read is
+ * taken as not readable, and ld.so's choice is seen once the process runs). */
+static bool readable_by(const char *path, uint32_t uid)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	if (!uid)
+		return true;
+	if (stat(path, &st) || !(st.st_mode & (st.st_uid == uid ? S_IRUSR : S_IROTH)))
+		return false;
+	snprintf(dir, sizeof(dir), "%s", path);
+	while ((slash = strrchr(dir, '/')) && slash != dir) {
+		*slash = 0;
+		if (stat(dir, &st) || !S_ISDIR(st.st_mode) ||
+		    !(st.st_mode & (st.st_uid == uid ? S_IXUSR : S_IXOTH)))
+			return false;
+	}
+	return true;
+}
+
 /* The DT_NEEDED names want() takes (at most 16), the RUNPATH and the
  * RPATH of e. */
 static int needed_names(Elf *e, bool (*want)(const char *name), const char **needed,
@@ -251,7 +275,7 @@ int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name),
 			for (size_t d = 0; !ok && d < sizeof(std_dirs) / sizeof(std_dirs[0]); d++)
 				ok = in_dir(std_dirs[d], needed[i], cand, sizeof(cand));
 		}
-		if (ok && realpath(cand, paths[found])) {
+		if (ok && realpath(cand, paths[found]) && readable_by(paths[found], how ? how->uid : 0)) {
 			found++;
 			if (how && via)
 				how->via_ld_path = true;

@@ -32,6 +32,12 @@ struct sp_elf_libsearch {
 				 * leaves it out where ld.so would: AT_SECURE) */
 	const char *cwd;	/* its working directory ("/proc/PID/cwd"), for
 				 * empty and relative entries; NULL: skipped */
+	uint32_t uid;		/* its user (0: root, any file): a file found
+				 * that this user cannot read (by the modes
+				 * for its owner and for others), or whose
+				 * directories it cannot search, is not its:
+				 * a link to root's files in a directory of
+				 * its own is not followed there */
 	/* results */
 	bool via_ld_path;	/* a library was found through ld_path */
 	bool missing;		/* a library asked for was found nowhere */

@@ -171,6 +171,52 @@ out:
 	CHECK(!system(cmd));
 }
 
+/* A library found through a user's LD_LIBRARY_PATH that is a link to a
+ * file that user cannot read (root's, mode 0600, in a directory of mode
+ * 0700): not taken for that user, as ld.so running as them could not open
+ * it; taken for root, and for the user once the file is theirs to read. */
+static void test_dynamic_needed_libs_unreadable(void)
+{
+	char dir[] = "/tmp/sp-test-unread-XXXXXX", cmd[2048], prog[64], (*libs)[4096];
+	struct sp_elf_libsearch s = { 0 };
+
+	if (geteuid() || system("command -v cc > /dev/null 2>&1") || !mkdtemp(dir)) {
+		printf("# skipped: needs root and a C compiler\n");
+		return;
+	}
+	libs = malloc(16 * sizeof(*libs));
+	snprintf(prog, sizeof(prog), "%s/prog", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && chmod 0755 . && mkdir -m 0700 secret && mkdir -m 0755 user && "
+		 "printf 'int f(void) { return 1; }' | cc -shared -fPIC -x c -o secret/libspx.so - && "
+		 "chmod 0600 secret/libspx.so && ln -s %s/secret/libspx.so user/libspx.so && "
+		 "printf 'int f(void); int main(void) { return f(); }' | "
+		 "cc -x c -o prog - -Lsecret -lspx", dir, dir);
+	if (system(cmd)) {
+		printf("# skipped: cannot build a library\n");
+		goto out;
+	}
+	snprintf(cmd, sizeof(cmd), "%s/user", dir);
+	s.ld_path = cmd;
+	s.uid = 65534;
+	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 1);	/* libc only */
+	CHECK(s.missing);
+	s.uid = 0;
+	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 2);
+	CHECK(strstr(libs[0], "/secret/libspx.so") != NULL);
+	/* readable by all, in a directory all may search: theirs too */
+	snprintf(cmd, sizeof(cmd), "chmod 0755 %s/secret && chmod 0644 %s/secret/libspx.so", dir,
+		 dir);
+	CHECK(!system(cmd));
+	snprintf(cmd, sizeof(cmd), "%s/user", dir);
+	s.uid = 65534;
+	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 2);
+out:
+	free(libs);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(!system(cmd));
+}
+
 static void test_dynamic_read_dynsym(void)
 {
 	char want[64];
@@ -223,6 +269,7 @@ int main(void)
 {
 	TAP_RUN(test_dynamic_needed_libs);
 	TAP_RUN(test_dynamic_needed_libs_ld_path);
+	TAP_RUN(test_dynamic_needed_libs_unreadable);
 	TAP_RUN(test_dynamic_read_dynsym);
 	TAP_RUN(test_dynamic_func_offset);
 	return TAP_DONE();
