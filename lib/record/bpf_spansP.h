@@ -372,10 +372,11 @@ int sp_bs_host_path(struct bs_ctx *c, uint32_t pid, const char *path, char *out,
  * path when the file there is the one mapped (device and inode), else
  * (replaced or removed since it was mapped: a package upgraded under a
  * running service, "... (deleted)") the mapping's own file, opened through
- * /proc/PID/map_files and kept as a container's are. -1 when it cannot
- * (gone, said when the file cannot be reached). */
-int sp_bs_mapped_path(struct bs_ctx *c, uint32_t pid, const struct sp_proc_map *m, char *out,
-		      size_t size);
+ * /proc/PID/map_files and kept as a container's are; always so with
+ * always (no path a user may change between this look and the attach).
+ * -1 when it cannot (gone, said when the file cannot be reached). */
+int sp_bs_mapped_path(struct bs_ctx *c, uint32_t pid, const struct sp_proc_map *m, bool always,
+		      char *out, size_t size);
 /* The same for pid's executable, exe as /proc/PID/exe names it (through
  * that link when another file, or none, is at its path). */
 int sp_bs_exe_path(struct bs_ctx *c, uint32_t pid, const char *exe, char *out, size_t size);

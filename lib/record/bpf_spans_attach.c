@@ -47,7 +47,7 @@ static int hook_line(void *ctx, const struct sp_proc_map *m)
 	struct hook_ctx *h = ctx;
 
 	return m->path[0] == '/' && strstr(m->path, h->name) &&
-	       !sp_bs_mapped_path(h->c, h->pid, m, h->path, h->size) &&
+	       !sp_bs_mapped_path(h->c, h->pid, m, false, h->path, h->size) &&
 	       sp_bs_is_file(h->path);
 }
 
@@ -651,7 +651,7 @@ static int scan_libs_line(void *ctx, const struct sp_proc_map *m)
 
 	if (!(m->prot & PROT_EXEC) || m->path[0] != '/' || !strstr(base, ".so") ||
 	    (s->rt && !strncmp(m->path, s->rt, strlen(s->rt))) ||
-	    sp_bs_mapped_path(s->c, s->p->pid, m, host, sizeof(host)) ||
+	    sp_bs_mapped_path(s->c, s->p->pid, m, false, host, sizeof(host)) ||
 	    !strcmp(host, s->p->exe) || has_bin(s->p, host))
 		return 0;
 	provs = sp_bs_providers_cached(host);
@@ -743,7 +743,8 @@ static void lib_attach(struct bs_ctx *c, struct bs_proc *p, struct lib_list *l)
 		for (i = 0; i < l->n; i++) {
 			if (l->lib[i].runtime != !pass ||
 			    (l->lib[i].map.ino ?
-				     sp_bs_mapped_path(c, p->pid, &l->lib[i].map, host, sizeof(host)) :
+				     sp_bs_mapped_path(c, p->pid, &l->lib[i].map, false, host,
+						       sizeof(host)) :
 				     sp_bs_host_path(c, p->pid, l->lib[i].path, host, sizeof(host))))
 				continue;
 			provs = sp_bs_providers_cached(host);
@@ -795,6 +796,17 @@ static void found_add(struct bs_ctx *c, struct bs_proc *p, const char *path)
 			p->verify_tries = 0;
 			return;
 		}
+}
+
+/* The user a process runs as (its /proc directory's owner: its effective
+ * uid); 0 when it is gone. */
+static uint32_t proc_uid(uint32_t pid)
+{
+	char path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	return stat(path, &st) ? 0 : (uint32_t)st.st_uid;
 }
 
 struct image_ctx {
@@ -882,6 +894,8 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p, bool at_exec)
 			snprintf(cwd, sizeof(cwd), "/proc/%u/cwd", p->pid);
 			if (!sp_procfs_at_secure(p->pid))
 				how.ld_path = sp_bs_env_get(env, elen, "LD_LIBRARY_PATH", true);
+			/* its user's: what it could not read is not taken */
+			how.uid = proc_uid(p->pid);
 			nn = sp_spans_needed_libs(p->exe, c->o->modes & SP_SPANS_USDT, &how, need, 16);
 			/* what it found there, or could not find, depends on
 			 * its environment, not only on its file: a later exec
@@ -1303,7 +1317,7 @@ static bool move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 			 const char *host, uint64_t ino, bool rb)
 {
 	struct sp_spans *sk = c->skel;
-	char esc[2 * PATH_MAX], esc_was[2 * PATH_MAX + 2], old[PATH_MAX];
+	char was_said[PATH_MAX + 2], old[PATH_MAX];
 	const char *was = p->rlib[rb ? 0 : 1];
 	int provs = sp_bs_providers_cached(host), k = rb ? 0 : 1;
 	struct stat st;
@@ -1358,19 +1372,16 @@ static bool move_runtime(struct bs_ctx *c, struct bs_proc *p, const char *path,
 	emit_late_probes(c, p);
 	if (c->other_lib_warned && !sp_verbose)
 		return true;
-	sp_esc_text(esc, sizeof(esc), path, strlen(path), 0);
-	if (old[0]) {
-		esc_was[0] = '\'';
-		sp_esc_text(esc_was + 1, sizeof(esc_was) - 2, old, strlen(old), 0);
-		strcat(esc_was, "'");
-	} else {
-		snprintf(esc_was, sizeof(esc_was), "the library, which has no probes,");
-	}
+	/* names as they are: the message printer escapes (error.c) */
+	if (old[0])
+		snprintf(was_said, sizeof(was_said), "'%s'", old);
+	else
+		snprintf(was_said, sizeof(was_said), "the library, which has no probes,");
 	(c->other_lib_warned ? sp_info : sp_warn)(
 		"pid %u: ld.so took '%s', not %s that sp-record found as it would (a "
 		"directory only ld.so.cache lists, a $PLATFORM, tls or x86_64 subdirectory, "
 		"GLIBC_TUNABLES, LD_PRELOAD, or a file put at the path meanwhile): %s%s",
-		p->pid, esc, esc_was,
+		p->pid, path, was_said,
 		hooked ? "its hook's spans came all along; its own probes (raises, C methods, "
 			 "audit events) go there now, those before are missed" :
 			 "its probes go there now, what ran before is missed",
@@ -1490,7 +1501,10 @@ void sp_bs_verify_libs(struct bs_ctx *c, struct bs_proc *p, bool last)
 			continue;
 		found_done(p, k);
 		for (j = 0; !v->found_mapped[k] && j < v->nother[k]; j++)
-			if (!sp_bs_mapped_path(c, p->pid, &v->other_map[k][j], host, sizeof(host)) &&
+			/* the very file mapped: its path is its owner's to
+			 * change while the probes move (a rare look) */
+			if (!sp_bs_mapped_path(c, p->pid, &v->other_map[k][j], true, host,
+					       sizeof(host)) &&
 			    move_runtime(c, p, v->other[k][j], host, v->other_map[k][j].ino, k == 0))
 				break;
 	}

@@ -117,13 +117,13 @@ int sp_bs_host_path(struct bs_ctx *c, uint32_t pid, const char *path, char *out,
 
 /*
  * The file pid maps as path (device dev, inode ino), in our mount
- * namespace: path when the file there is that one, else src (its
- * /proc/PID/map_files entry, or /proc/PID/exe), opened and kept.
+ * namespace: path when the file there is that one (unless always), else
+ * src (its /proc/PID/map_files entry, or /proc/PID/exe), opened and kept.
  */
 static int reach_mapped(struct bs_ctx *c, uint32_t pid, const char *path, uint64_t dev,
-			uint64_t ino, const char *src, char *out, size_t size)
+			uint64_t ino, const char *src, bool always, char *out, size_t size)
 {
-	char name[PATH_MAX], e[2 * PATH_MAX];
+	char name[PATH_MAX];
 	size_t n = strlen(path);
 	const char *why = NULL;
 	struct stat st;
@@ -131,7 +131,8 @@ static int reach_mapped(struct bs_ctx *c, uint32_t pid, const char *path, uint64
 
 	/* stat(), not open(): what is at a path another user owns may be a
 	 * FIFO; the file itself is opened with the checks when attached */
-	if (!stat(path, &st) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino) {
+	if (!always && !stat(path, &st) && (uint64_t)st.st_dev == dev &&
+	    (uint64_t)st.st_ino == ino) {
 		snprintf(out, size, "%s", path);
 		return 0;
 	}
@@ -148,7 +149,6 @@ static int reach_mapped(struct bs_ctx *c, uint32_t pid, const char *path, uint64
 	if (fd < 0) {
 		if (errno == ENOENT || errno == ESTALE)
 			return -1;	/* gone, or the mapping is */
-		sp_esc_text(e, sizeof(e), name, strlen(name), 0);
 		if (!why && errno == EPERM)
 			why = "its /proc/PID/map_files is closed to sp-record (it has no "
 			      "CAP_SYS_ADMIN)";
@@ -156,7 +156,7 @@ static int reach_mapped(struct bs_ctx *c, uint32_t pid, const char *path, uint64
 			(c->unmapped_warned ? sp_info : sp_warn)(
 				"spans: pid %u maps '%s', which another file has replaced at its "
 				"path, or none, and its mapping cannot be opened (%s): no probes "
-				"in it%s", pid, e, why ? why : strerror(errno),
+				"in it%s", pid, name, why ? why : strerror(errno),
 				c->unmapped_warned ? "" : " (later ones: with -v)");
 		c->unmapped_warned = true;
 		return -1;
@@ -168,15 +168,15 @@ static int reach_mapped(struct bs_ctx *c, uint32_t pid, const char *path, uint64
 	return 0;
 }
 
-int sp_bs_mapped_path(struct bs_ctx *c, uint32_t pid, const struct sp_proc_map *m, char *out,
-		      size_t size)
+int sp_bs_mapped_path(struct bs_ctx *c, uint32_t pid, const struct sp_proc_map *m, bool always,
+		      char *out, size_t size)
 {
 	char src[96];
 
 	if (sp_proc_other_mnt_ns(pid))
 		return sp_bs_host_path(c, pid, m->path, out, size);
 	snprintf(src, sizeof(src), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
-	return reach_mapped(c, pid, m->path, m->dev, m->ino, src, out, size);
+	return reach_mapped(c, pid, m->path, m->dev, m->ino, src, always, out, size);
 }
 
 int sp_bs_exe_path(struct bs_ctx *c, uint32_t pid, const char *exe, char *out, size_t size)
@@ -189,7 +189,8 @@ int sp_bs_exe_path(struct bs_ctx *c, uint32_t pid, const char *exe, char *out, s
 	snprintf(src, sizeof(src), "/proc/%u/exe", pid);
 	if (stat(src, &st))
 		return -1;	/* gone */
-	return reach_mapped(c, pid, exe, (uint64_t)st.st_dev, (uint64_t)st.st_ino, src, out, size);
+	return reach_mapped(c, pid, exe, (uint64_t)st.st_dev, (uint64_t)st.st_ino, src, false, out,
+			    size);
 }
 
 const char *sp_bs_root_name(const struct bs_ctx *c, const char *path)
