@@ -246,6 +246,18 @@ need_npm() {
 	[[ "$stderr" == *"/dev/fd/"*"@0: not a StackPulse spool or JSON lines"* ]]
 }
 
+@test "sp-flame: a pprof profile (gzip) is never written to a terminal; to a pipe it is" {
+	require_cmd script "util-linux's script gives a terminal"
+	run script -qec "sp-flame --pprof '$basic'" /dev/null
+	assert_equal "$status" 64
+	assert_output --partial "refusing to write a gzip-compressed pprof profile to a terminal"
+	# folded stacks to a terminal are fine; pprof to a pipe is fine
+	run script -qec "sp-flame '$basic'" /dev/null
+	assert_equal "$status" 0
+	run -0 bash -c 'sp-flame --pprof "$1" 2>/dev/null | od -An -tx1 | head -1' _ "$basic"
+	assert_output --regexp '^ 1f 8b'
+}
+
 @test "sp-flame: the diff of a recording with itself is empty and exits 0" {
 	sp-decode --encode -o "$BATS_TEST_TMPDIR/basic.sp" "$basic"
 	run --separate-stderr -0 sp-flame --diff --fail-above=0 "$basic" "$BATS_TEST_TMPDIR/basic.sp"

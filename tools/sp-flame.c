@@ -572,6 +572,11 @@ int main(int argc, char **argv)
 		sp_error("--diff takes two inputs, BASE and NEW (see --help)");
 		return SP_EXIT_USAGE;
 	}
+	if (env.fmt == FMT_PPROF && env.common.out_is_tty) {
+		sp_error("refusing to write a gzip-compressed pprof profile to a terminal: use -o "
+			 "FILE or a pipe");
+		return SP_EXIT_USAGE;
+	}
 	out = env.common.out;
 	env.fo.pids = env.pids;
 	env.fo.tids = env.tids;
