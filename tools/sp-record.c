@@ -110,13 +110,15 @@ static const struct argp_option options[] = {
 	  "pointers where CFI is missing), dwarf[,SIZE] (unwind copies of the user stack), fp "
 	  "(frame pointers only), none; -g alone is the default", 2 },
 	{ "stack-size", OPT_STACK_SIZE, "BYTES", 0, "User stack bytes copied per sample for "
-	  "dwarf and auto (default 32768; 8192 with -a and at each --off-cpu switch)", 2 },
+	  "dwarf and auto (default 32768; with -a 32768 on up to 4 CPUs, 16384 on up to 8, "
+	  "else 8192; 8192 at each --off-cpu switch)", 2 },
 	{ "user-only", OPT_USER_ONLY, NULL, 0, "Only samples and stacks in user space", 2 },
 	{ "kernel-only", OPT_KERNEL_ONLY, NULL, 0, "Only samples and stacks in the kernel", 2 },
 	{ "interp", OPT_INTERP, "WHICH", 0, "Interpreted frames in samples: auto (default: every "
 	  "supported runtime), python, ruby, none (docs/interpreters.md)", 2 },
 	{ "mmap-pages", 'm', "PAGES", 0, "Ring buffer pages per CPU, a power of 2 "
-	  "(default 128, 512 for auto and dwarf, 2048 with -a)", 2 },
+	  "(default 128 for fp; for auto and dwarf 512 per 8 KiB of stack copy, four times "
+	  "that with -a; all rings within 64 MiB)", 2 },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "batch", OPT_BATCH, "TIME", 0, "Write records at least this often (default 100ms)", 3 },
 	{ "format", OPT_FORMAT, "FORMAT", 0, "spool (default) or json (JSON lines)", 3 },
