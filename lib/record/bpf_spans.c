@@ -410,6 +410,10 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 		(unsigned long long)c->probed_images, (unsigned long long)c->forks,
 		(unsigned long long)c->stopped_forks, (unsigned long long)c->dlopens,
 		(unsigned long long)c->late_libs, (unsigned long long)c->other_libs);
+	if (c->loc_collections)
+		sp_info("spans: marker and USDT location numbers all given %llu times: those of "
+			"files no process had probes in any more were given again",
+			(unsigned long long)c->loc_collections);
 	return 0;
 }
 

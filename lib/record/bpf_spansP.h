@@ -281,6 +281,7 @@ struct bs_ctx {
 	struct sp_u64map loc_ids;	/* mix(hash(bin), dev, ino, off) -> number */
 	uint32_t *loc_free;		/* numbers of locations forgotten */
 	size_t nloc_free, cloc_free;
+	uint64_t loc_collections;	/* all numbers given: the unused came back */
 	struct sp_span_rings rings;	/* the runtime hooks' span rings */
 	struct { char path[PATH_MAX]; uint64_t dev, ino, size, ctime_ns, off; } ldso[2];
 					/* ld.so's _dl_debug_state, by file

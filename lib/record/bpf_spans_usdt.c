@@ -520,6 +520,64 @@ static uint64_t loc_key(const char *bin, uint64_t dev, uint64_t ino, uint64_t of
 			   off);
 }
 
+static uint64_t file_key(uint64_t dev, uint64_t ino)
+{
+	return sp_hash_mix(sp_hash_u64(dev) | 1, ino);
+}
+
+/* Location l goes: its number to be given again. */
+static void loc_release(struct bs_ctx *c, size_t i)
+{
+	struct bs_loc *l = &c->locs[i];
+	uint64_t key = loc_key(l->bin, l->dev, l->ino, l->off), *v;
+
+	v = sp_u64map_get(&c->loc_ids, key);
+	if (v && *v == i + 1)
+		sp_u64map_del(&c->loc_ids, key);
+	free(l->bin);
+	l->bin = NULL;
+	l->spec = false;
+	sp_grow(&c->loc_free, &c->cloc_free, c->nloc_free + 1, sizeof(*c->loc_free));
+	c->loc_free[c->nloc_free++] = (uint32_t)(i + 1);
+}
+
+static void mark_files(struct sp_u64map *used, const struct bs_proc *p)
+{
+	size_t k;
+
+	for (k = 0; k < p->natt; k++)
+		if (p->att[k]->ino)
+			sp_u64map_put(used, file_key(p->att[k]->dev, p->att[k]->ino), 1);
+}
+
+/*
+ * Every number a cookie can hold is given (SP_BS_MAX_SPECS): those of
+ * locations in files no process sp-record knows has probes in any more,
+ * nor a hook's shared link, go back. A file's owner who puts inode after
+ * inode at one path (or a stream of containers' files) takes numbers at
+ * each exec; without this they ran out for every other process of the
+ * recording, whose probes then fell back to libbpf's USDT links, slow and
+ * capped (a root Ruby held 13.5 s at its exec after 24 such execs).
+ */
+static void locs_collect(struct bs_ctx *c)
+{
+	struct sp_u64map used = { 0 };
+	uint64_t pid, at;
+	size_t it, i;
+
+	for (it = 0; sp_u64map_next(&c->by_pid, &it, &pid, &at);)
+		mark_files(&used, c->procs[at - 1]);
+	for (i = 0; i < c->ngone; i++)
+		mark_files(&used, c->gone[i]);
+	for (i = 0; i < c->nshared; i++)
+		sp_u64map_put(&used, file_key(c->shared[i].dev, c->shared[i].ino), 1);
+	for (i = 0; i < c->nlocs; i++)
+		if (c->locs[i].bin && !sp_u64map_get(&used, file_key(c->locs[i].dev, c->locs[i].ino)))
+			loc_release(c, i);
+	sp_u64map_release(&used);
+	c->loc_collections++;
+}
+
 uint32_t sp_bs_loc_id(struct bs_ctx *c, const char *bin, uint64_t dev, uint64_t ino,
 		      uint64_t off)
 {
@@ -532,6 +590,8 @@ uint32_t sp_bs_loc_id(struct bs_ctx *c, const char *bin, uint64_t dev, uint64_t 
 	    c->locs[*v - 1].dev == dev && c->locs[*v - 1].ino == ino &&
 	    !strcmp(c->locs[*v - 1].bin, bin))
 		return (uint32_t)*v;
+	if (!c->nloc_free && c->nlocs + 1 >= SP_BS_MAX_SPECS)
+		locs_collect(c);
 	if (c->nloc_free) {
 		id = c->loc_free[--c->nloc_free];
 	} else {
@@ -559,24 +619,11 @@ uint32_t sp_bs_loc_id(struct bs_ctx *c, const char *bin, uint64_t dev, uint64_t 
  */
 void sp_bs_usdt_forget(struct bs_ctx *c, const char *bin)
 {
-	uint64_t key, *v;
 	size_t i, k = 0;
 
-	for (i = 0; i < c->nlocs; i++) {
-		struct bs_loc *l = &c->locs[i];
-
-		if (!l->bin || strcmp(l->bin, bin))
-			continue;
-		key = loc_key(bin, l->dev, l->ino, l->off);
-		v = sp_u64map_get(&c->loc_ids, key);
-		if (v && *v == i + 1)
-			sp_u64map_del(&c->loc_ids, key);
-		free(l->bin);
-		l->bin = NULL;
-		l->spec = false;
-		sp_grow(&c->loc_free, &c->cloc_free, c->nloc_free + 1, sizeof(*c->loc_free));
-		c->loc_free[c->nloc_free++] = (uint32_t)(i + 1);
-	}
+	for (i = 0; i < c->nlocs; i++)
+		if (c->locs[i].bin && !strcmp(c->locs[i].bin, bin))
+			loc_release(c, i);
 	/* keyed by the file too, but no use kept */
 	for (i = 0; i < c->nucache; i++)
 		if (strcmp(c->ucache[i].path, bin))

@@ -475,6 +475,42 @@ static void test_bpf_spans_roots_sweep(void)
 	sp_u64map_release(&c.by_pid);
 }
 
+/* Location numbers all given: those of files no process known nor a
+ * shared link has probes in come back; those in use stay. */
+static void test_bpf_spans_locs_collected(void)
+{
+	struct bs_ctx c;
+	uint32_t id, kept, again;
+	size_t i;
+
+	memset(&c, 0, sizeof(c));
+	/* a hook file's shared link is on (8, 5) */
+	c.shared[0].dev = 8;
+	c.shared[0].ino = 5;
+	c.nshared = 1;
+	kept = sp_bs_loc_id(&c, "/hook.so", 8, 5, 0x10);
+	CHECK(kept);
+	/* one inode after another at one path, each its own numbers */
+	for (i = 0; c.nlocs + 1 < SP_BS_MAX_SPECS; i++)
+		CHECK(sp_bs_loc_id(&c, "/home/u/libruby.so", 8, 100 + i, 0x20));
+	CHECK_EQ_U(c.loc_collections, 0);
+	id = sp_bs_loc_id(&c, "/home/u/libruby.so", 8, 999999, 0x20);
+	CHECK(id && id < SP_BS_MAX_SPECS);
+	CHECK_EQ_U(c.loc_collections, 1);
+	/* the shared link's location kept its number and its file */
+	CHECK_EQ_U(sp_bs_loc_id(&c, "/hook.so", 8, 5, 0x10), kept);
+	CHECK(c.locs[kept - 1].bin && c.locs[kept - 1].ino == 5);
+	/* a collected one is new again: its spec to be written */
+	again = sp_bs_loc_id(&c, "/home/u/libruby.so", 8, 100, 0x20);
+	CHECK(again && again < SP_BS_MAX_SPECS && !c.locs[again - 1].spec);
+	for (i = 0; i < c.nlocs; i++)
+		free(c.locs[i].bin);
+	free(c.locs);
+	free(c.loc_free);
+	sp_u64map_release(&c.loc_ids);
+	sp_u64map_release(&c.by_pid);
+}
+
 /* -a: which mappings are a runtime hook's (bpf_spans_all.c) */
 static void test_bpf_spans_maps_line_hook(void)
 {
@@ -766,6 +802,7 @@ int main(void)
 	TAP_RUN(test_bpf_spans_file_has_probes);
 	TAP_RUN(test_bpf_spans_usdt_full_counted);
 	TAP_RUN(test_bpf_spans_roots_sweep);
+	TAP_RUN(test_bpf_spans_locs_collected);
 	TAP_RUN(test_bpf_spans_maps_line_hook);
 	TAP_RUN(test_bpf_spans_has_prepare_exec);
 	return TAP_DONE();
