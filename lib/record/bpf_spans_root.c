@@ -116,23 +116,25 @@ int sp_bs_host_path(struct bs_ctx *c, uint32_t pid, const char *path, char *out,
 }
 
 /*
- * The file pid maps as path (device dev, inode ino), in our mount
- * namespace: path when the file there is that one (unless always), else
- * src (its /proc/PID/map_files entry, or /proc/PID/exe), opened and kept.
+ * The file pid maps as path (inode ino), in our mount namespace: path when
+ * the file there is that one (unless always), else src (its
+ * /proc/PID/map_files entry, or /proc/PID/exe), opened and kept. By inode
+ * alone: btrfs's stat() gives a subvolume's device where the maps give the
+ * file system's.
  */
-static int reach_mapped(struct bs_ctx *c, uint32_t pid, const char *path, uint64_t dev,
-			uint64_t ino, const char *src, bool always, char *out, size_t size)
+static int reach_mapped(struct bs_ctx *c, uint32_t pid, const char *path, uint64_t ino,
+			const char *src, bool always, char *out, size_t size)
 {
 	char name[PATH_MAX];
 	size_t n = strlen(path);
 	const char *why = NULL;
 	struct stat st;
 	int fd;
-
 	/* stat(), not open(): what is at a path another user owns may be a
 	 * FIFO; the file itself is opened with the checks when attached */
-	if (!always && !stat(path, &st) && (uint64_t)st.st_dev == dev &&
-	    (uint64_t)st.st_ino == ino) {
+	bool there = !stat(path, &st) && (uint64_t)st.st_ino == ino && S_ISREG(st.st_mode);
+
+	if (!always && there) {
 		snprintf(out, size, "%s", path);
 		return 0;
 	}
@@ -141,10 +143,16 @@ static int reach_mapped(struct bs_ctx *c, uint32_t pid, const char *path, uint64
 		n -= 10;
 	snprintf(name, sizeof(name), "%.*s", (int)n, path);
 	fd = sp_safe_open(AT_FDCWD, src, NULL, &st, &why);
-	if (fd >= 0 && ((uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino)) {
+	if (fd >= 0 && (uint64_t)st.st_ino != ino) {
 		close(fd);
 		fd = -1;
 		errno = ESTALE;	/* unmapped since its maps were read */
+	}
+	if (fd < 0 && errno == EPERM && !why && there) {
+		/* map_files closed to us (CAP_BPF and CAP_PERFMON, no
+		 * CAP_SYS_ADMIN): the path, the file its inode says */
+		snprintf(out, size, "%s", path);
+		return 0;
 	}
 	if (fd < 0) {
 		if (errno == ENOENT || errno == ESTALE)
@@ -176,7 +184,7 @@ int sp_bs_mapped_path(struct bs_ctx *c, uint32_t pid, const struct sp_proc_map *
 	if (sp_proc_other_mnt_ns(pid))
 		return sp_bs_host_path(c, pid, m->path, out, size);
 	snprintf(src, sizeof(src), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
-	return reach_mapped(c, pid, m->path, m->dev, m->ino, src, always, out, size);
+	return reach_mapped(c, pid, m->path, m->ino, src, always, out, size);
 }
 
 int sp_bs_exe_path(struct bs_ctx *c, uint32_t pid, const char *exe, char *out, size_t size)
@@ -189,8 +197,7 @@ int sp_bs_exe_path(struct bs_ctx *c, uint32_t pid, const char *exe, char *out, s
 	snprintf(src, sizeof(src), "/proc/%u/exe", pid);
 	if (stat(src, &st))
 		return -1;	/* gone */
-	return reach_mapped(c, pid, exe, (uint64_t)st.st_dev, (uint64_t)st.st_ino, src, false, out,
-			    size);
+	return reach_mapped(c, pid, exe, (uint64_t)st.st_ino, src, false, out, size);
 }
 
 const char *sp_bs_root_name(const struct bs_ctx *c, const char *path)
