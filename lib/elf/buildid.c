@@ -41,6 +41,7 @@ unsigned int sp_buildid_from_notes(const uint8_t *p, size_t len, uint8_t *id, si
 
 static int from_elf(Elf *elf, struct sp_elf_info *info)
 {
+	unsigned int notes = 0;
 	size_t i, nph;
 	GElf_Phdr ph;
 	Elf_Data *d;
@@ -71,9 +72,10 @@ static int from_elf(Elf *elf, struct sp_elf_info *info)
 		}
 	}
 	/* Files without program-header notes (rare): look at the sections. */
-	while (!info->build_id_len && (scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+	while (!info->build_id_len && (scn = elf_nextscn(elf, scn)) && notes < 16) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || sh.sh_size > SP_ELF_NAMES_MAX)
 			continue;
+		notes++;	/* a few: libelf keeps each it reads */
 		d = elf_rawdata(scn, NULL);
 		if (d && d->d_buf)
 			info->build_id_len = sp_buildid_from_notes(d->d_buf, d->d_size,

@@ -85,7 +85,7 @@ static int needed_names(Elf *e, bool (*want)(const char *name), const char **nee
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
-	int nneeded = 0;
+	int nneeded = 0, seen = 0;
 
 	while ((scn = elf_nextscn(e, scn))) {
 		Elf_Data *d;
@@ -95,6 +95,8 @@ static int needed_names(Elf *e, bool (*want)(const char *name), const char **nee
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC ||
 		    !sp_elf_strtab_ok(e, sh.sh_link, SP_ELF_STRTAB_MAX))
 			continue;
+		if (seen++)
+			break;	/* one: libelf keeps each it reads */
 		d = sp_elf_data_max(scn, &sh, SP_ELF_NAMES_MAX);
 		for (j = 0; d && sh.sh_entsize && j < sh.sh_size / sh.sh_entsize; j++) {
 			const char *s;
@@ -291,7 +293,7 @@ int sp_elf_read_dynsym(const char *path, const char *sym, void *buf, size_t size
 {
 	Elf_Scn *scn = NULL, *s2;
 	GElf_Shdr sh, sh2;
-	int fd, ret = -1;
+	int fd, ret = -1, tables = 0;
 	Elf *e = sp_elf_open(path, SP_ELF_READ, 0, &fd, NULL);
 
 	if (!e)
@@ -304,6 +306,8 @@ int sp_elf_read_dynsym(const char *path, const char *sym, void *buf, size_t size
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize ||
 		    !sp_elf_strtab_ok(e, sh.sh_link, SP_ELF_STRTAB_MAX))
 			continue;
+		if (tables++)
+			break;	/* one: libelf keeps each it reads */
 		d = sp_elf_data_max(scn, &sh, SP_ELF_SYMTAB_MAX);
 		for (j = 0; d && j < sh.sh_size / sh.sh_entsize; j++) {
 			const char *name;
@@ -369,6 +373,7 @@ uint64_t sp_elf_func_offset(const char *path, const char *sym)
 					break;
 				}
 			}
+			break;	/* the first table of its kind only: libelf keeps each */
 		}
 	}
 	sp_elf_close(e, fd);

@@ -19,24 +19,27 @@
  * included). Read before libelf sees the file. */
 static bool headers_bounded(int fd)
 {
-	Elf64_Ehdr eh;
-	Elf64_Shdr s0;
-	uint64_t shnum, phnum;
+	union { Elf64_Ehdr e64; Elf32_Ehdr e32; } eh;
+	union { Elf64_Shdr s64; Elf32_Shdr s32; } s0;
+	uint64_t shnum, phnum, shoff;
+	bool is64;
 
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG))
+	if (pread(fd, &eh, sizeof(eh), 0) < (ssize_t)sizeof(eh.e32) ||
+	    memcmp(eh.e32.e_ident, ELFMAG, SELFMAG))
 		return true;	/* not ELF, or short: libelf says */
-	if (eh.e_ident[EI_CLASS] != ELFCLASS64)
-		return true;	/* 32-bit: 16-bit counts, nothing extended here */
-	shnum = eh.e_shnum;
-	phnum = eh.e_phnum;
-	if ((!shnum || phnum == PN_XNUM) && eh.e_shoff) {
-		if (pread(fd, &s0, sizeof(s0), (off_t)eh.e_shoff) != (ssize_t)sizeof(s0))
+	/* libelf takes the extended counts of either class */
+	is64 = eh.e32.e_ident[EI_CLASS] == ELFCLASS64;
+	shnum = is64 ? eh.e64.e_shnum : eh.e32.e_shnum;
+	phnum = is64 ? eh.e64.e_phnum : eh.e32.e_phnum;
+	shoff = is64 ? eh.e64.e_shoff : eh.e32.e_shoff;
+	if ((!shnum || phnum == PN_XNUM) && shoff) {
+		if (pread(fd, &s0, is64 ? sizeof(s0.s64) : sizeof(s0.s32), (off_t)shoff) !=
+		    (ssize_t)(is64 ? sizeof(s0.s64) : sizeof(s0.s32)))
 			return false;
 		if (!shnum)
-			shnum = s0.sh_size;
+			shnum = is64 ? s0.s64.sh_size : s0.s32.sh_size;
 		if (phnum == PN_XNUM)
-			phnum = s0.sh_info;
+			phnum = is64 ? s0.s64.sh_info : s0.s32.sh_info;
 	}
 	return shnum <= SP_ELF_MAX_HEADERS && phnum <= SP_ELF_MAX_HEADERS;
 }
@@ -152,18 +155,20 @@ bool sp_elf_has_section(Elf *elf, const char *name, bool with_bits)
 
 unsigned int sp_elf_build_id(Elf *elf, uint8_t *id)
 {
+	unsigned int notes = 0;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 	GElf_Phdr ph;
 	size_t i, nph;
 	unsigned int n;
 
-	while ((scn = elf_nextscn(elf, scn))) {
+	while ((scn = elf_nextscn(elf, scn)) && notes < 16) {
 		Elf_Data *d;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
 			continue;
-		d = sp_elf_data_max(scn, &sh, SP_ELF_STRTAB_MAX);
+		notes++;	/* a few: libelf keeps each it reads */
+		d = sp_elf_data_max(scn, &sh, SP_ELF_NAMES_MAX);
 		if (d && d->d_buf &&
 		    (n = sp_buildid_from_notes(d->d_buf, d->d_size, id, SP_BUILD_ID_MAX)))
 			return n;

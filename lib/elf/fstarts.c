@@ -59,7 +59,9 @@ int sp_fstarts_read(Elf *elf, struct sp_fstarts *f)
 
 	memset(f, 0, sizeof(*f));
 	scn = sp_elf_section(elf, ".eh_frame_hdr", &sh);
-	if (!scn || sh.sh_type != SHT_PROGBITS || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+	/* no more than the table kept can fill (the file's owner says its size) */
+	if (!scn || sh.sh_type != SHT_PROGBITS ||
+	    !(d = sp_elf_data_max(scn, &sh, 12 + 8 * (uint64_t)SP_FSTARTS_MAX)) || !d->d_buf)
 		return -1;
 	return sp_fstarts_parse(d->d_buf, d->d_size, sh.sh_addr, f);
 }

@@ -782,7 +782,7 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 	if (!f->nload)
 		goto fail;
 	f->eh = dwarf_getcfi_elf(f->elf);
-	if (!elf_getshdrstrndx(f->elf, &shstrndx)) {
+	if (!sp_elf_shstrndx(f->elf, &shstrndx)) {
 		while ((scn = elf_nextscn(f->elf, scn))) {
 			GElf_Shdr sh;
 			const char *name;

@@ -71,6 +71,7 @@ int sp_usdt_notes(const char *path, void (*fn)(void *arg, const struct sp_usdt_n
 			n.args = z && z + 1 < end && memchr(z + 1, 0, end - (z + 1)) ? z + 1 : NULL;
 			fn(arg, &n);
 		}
+		break;	/* one section of notes: libelf keeps each it reads */
 	}
 out:
 	sp_elf_close(e, fd);
@@ -162,6 +163,7 @@ int sp_usdt_locations(const char *path, const char *provider, const char *name,
 				goto fail;
 			n++;
 		}
+		break;	/* one section of notes, as sp_usdt_notes() reads */
 	}
 	sp_elf_close(e, fd);
 	return n;
