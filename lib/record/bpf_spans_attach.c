@@ -798,15 +798,15 @@ static void found_add(struct bs_ctx *c, struct bs_proc *p, const char *path)
 		}
 }
 
-/* The user a process runs as (its /proc directory's owner: its effective
- * uid); 0 when it is gone. */
+/* The user whose rights a process opens files with (its file-system uid,
+ * from /proc/PID/status: not its /proc directory's owner, which is root's
+ * for a process made non-dumpable, by an exec of a file it may not read);
+ * 0 when it is gone. */
 static uint32_t proc_uid(uint32_t pid)
 {
-	char path[32];
-	struct stat st;
+	uid_t uid;
 
-	snprintf(path, sizeof(path), "/proc/%u", pid);
-	return stat(path, &st) ? 0 : (uint32_t)st.st_uid;
+	return sp_procfs_uid(pid, &uid) ? 0 : (uint32_t)uid;
 }
 
 struct image_ctx {
