@@ -625,7 +625,9 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		if (p->libs_unverified)
 			sp_bs_verify_later(c, p);
 		if (p->natt) {
-			sp_bs_set_tracked(c, p, false);
+			/* not held (no guard, the held map full): it may have
+			 * exec'd again since */
+			sp_bs_set_tracked(c, p, !(e->flags & SP_BSF_STOPPED));
 			c->probed_images++;
 		} else {
 			sp_bs_mark_plain(c, p);
