@@ -18,7 +18,9 @@ int sp_spill_stream(const char *path)
 	ssize_t n, w, off;
 	int in, tmp;
 
-	if (!strcmp(path, "-") || stat(path, &st) || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+	/* FIFOs and sockets only: a device (/dev/zero) would fill the
+	 * temporary file's file system */
+	if (!strcmp(path, "-") || stat(path, &st) || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
 		return -2;	/* the readers say what is wrong with it, if anything */
 	/* no name: nothing of it is left behind, nor can another user's
 	 * link or file stand in for it */
@@ -26,9 +28,10 @@ int sp_spill_stream(const char *path)
 	if (tmp < 0 && dir && *dir)
 		tmp = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (tmp < 0) {
-		sp_error_errno("'%s' can be read once only, and no temporary file to keep it in "
-			       "could be made (TMPDIR, /tmp)", path);
-		return -1;
+		sp_warn("'%s' can be read once only, and no temporary file to keep it in could "
+			"be made (TMPDIR, /tmp: %s): its format is told from its first bytes, "
+			"which are then gone", path, strerror(errno));
+		return -2;
 	}
 	in = open(path, O_RDONLY | O_CLOEXEC);
 	if (in < 0) {

@@ -9,10 +9,11 @@
 #define STACKPULSE_SPILL_H
 
 /*
- * path names a stream (not a regular file, a directory or "-"): its bytes
- * until its end are copied into an unnamed file (O_TMPFILE in $TMPDIR,
- * else /tmp), whose descriptor, at offset 0, is returned. -2: path is no
- * stream (read it as it is); -1: it could not be (said, naming path).
+ * path names a stream (a FIFO or a socket, not "-"): its bytes until its
+ * end are copied into an unnamed file (O_TMPFILE in $TMPDIR, else /tmp),
+ * whose descriptor, at offset 0, is returned. -2: path is no stream, or no
+ * such file can be made (said): read it as it is; -1: it could not be
+ * read (said, naming path).
  */
 int sp_spill_stream(const char *path);
 
