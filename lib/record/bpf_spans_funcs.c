@@ -151,6 +151,7 @@ int sp_bs_resolve_funcs(struct bs_ctx *c)
 					c->funcs[c->nfuncs].off = (uint64_t)off + entry_skip(e, &st);
 					c->nfuncs++;
 				}
+				break;	/* the first table of its kind: libelf keeps each */
 			}
 		}
 		sp_elf_close(e, fd);

@@ -272,17 +272,24 @@ static int read_obj(void *ctx, uint64_t addr, void *buf, size_t len)
 
 /* ---- the interpreter's ELF file ---- */
 
+/* The first table of each kind only: libelf keeps what it read until the
+ * file is closed, and another user's file may have as many as it likes. */
 static bool elf_sym(Elf *elf, const char *name, GElf_Sym *out)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
+	bool dynsym = false, symtab = false;
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		Elf_Data *d;
 		size_t i, n;
 
 		if (!gelf_getshdr(scn, &sh) ||
-		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || !sh.sh_entsize ||
+		    (sh.sh_type == SHT_DYNSYM && dynsym) || (sh.sh_type == SHT_SYMTAB && symtab))
+			continue;
+		dynsym |= sh.sh_type == SHT_DYNSYM;
+		symtab |= sh.sh_type == SHT_SYMTAB;
+		if ((sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || !sh.sh_entsize ||
 		    !sp_elf_strtab_ok(elf, sh.sh_link, SP_ELF_STRTAB_MAX) ||
 		    !(d = sp_elf_data_max(scn, &sh, SP_ELF_SYMTAB_MAX)))
 			continue;
