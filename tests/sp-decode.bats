@@ -429,7 +429,10 @@ wait_for() {
 @test "sp-decode --follow: a file its writer has not made yet is waited for, said once after a second; SIGINT meanwhile ends it, status 0" {
 	sp-decode --follow "$T/later.sp" > "$T/out" 2> "$T/err" &
 	pid=$!
-	sleep 1.5
+	for _ in $(seq 100); do
+		grep -q "does not exist yet" "$T/err" && break
+		sleep 0.1
+	done
 	kill -0 "$pid"
 	# the writer comes late: the whole recording, up to its end record
 	sp-decode --encode -o "$T/later.sp" "$SMALL"
@@ -437,10 +440,13 @@ wait_for() {
 	assert_equal "$st" 0
 	assert_equal "$(wc -l < "$T/out")" "$(sp-decode "$T/later.sp" | wc -l)"
 	assert_equal "$(cat "$T/err")" "sp-decode: warning: '$T/later.sp' does not exist yet: waiting for it to be created (interrupt to stop)"
-	# interrupted while it waits
+	# interrupted while it waits (once it says so: its handler is in)
 	sp-decode --follow "$T/never.sp" > "$T/out" 2> "$T/err" &
 	pid=$!
-	sleep 0.3
+	for _ in $(seq 100); do
+		grep -q "does not exist yet" "$T/err" && break
+		sleep 0.1
+	done
 	kill -INT "$pid"
 	wait_for "$pid"
 	assert_equal "$st" 0

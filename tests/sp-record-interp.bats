@@ -97,7 +97,7 @@ assert_share() {
 	sp-flame --folded "$OUT" 2>/dev/null | grep -q 'ih_hash;[^i ][^ ]* [0-9]*$'
 }
 
-@test "with a profile function on (--spans=python's hook): the eval loop's cold part is known, Python frames are spliced where they ran, none at the root" {
+@test "with a profile function on (--spans=python's hook): the eval loop's cold part is known, Python frames are spliced where they ran, not at the root of a whole C stack" {
 	require_python
 	# imports run the eval loop again for each module; with a profile
 	# function on, the loop runs in the cold part GCC split off, which
@@ -109,9 +109,11 @@ for i in range(3000): json.dumps({"a": [i] * 10})'
 	# samples with Python frames: enough to tell
 	run -0 bash -c "grep -c '<module>' '$BATS_TEST_TMPDIR/f'"
 	(( output >= 20 )) || skip "only $output samples of Python code"
-	# none starts with a Python frame: the C stacks are whole (_start)
-	run bash -c "awk '{ split(\$1, f, \";\"); if (f[1] !~ /^_start\$/ && f[1] !~ /^0x/) print }' '$BATS_TEST_TMPDIR/f' | head -3"
-	assert_output ""
+	# Python frames go at the root only of a C stack cut short (a library
+	# without CFI: libcrypto's): a few; spliced one loop off, half of them
+	run -0 bash -c "awk '{ split(\$1, f, \";\"); n += \$NF; if (f[1] ~ /^(<module>|_find_and_load|_find_and_load_unlocked|_call_with_frames_removed|_load_unlocked|_handle_fromlist)\$/) bad += \$NF } END { print n, bad + 0 }' '$BATS_TEST_TMPDIR/f'"
+	read -r all bad <<<"$output"
+	(( bad * 20 <= all )) || fail "$bad of $all samples start with a Python frame: $(grep '^<module>' "$BATS_TEST_TMPDIR/f" | head -2)"
 }
 
 @test "a frame's line is its current instruction's, not the function's first line" {
