@@ -490,7 +490,7 @@ static void elf_read(struct elf_info *e, const char *src)
  * container (another mount namespace), the path inside its root
  * (procroot.h); a file deleted since it was mapped (a libruby or python a
  * package upgrade replaced under a running service: its path names the
- * new one, or none) or a memfd, the mapping itself (/proc/PID/map_files);
+ * new one, or none), the mapping itself (/proc/PID/map_files);
  * those keyed by the file's identity. NULL when it cannot be opened. */
 static const struct elf_info *elf_get(struct sp_interpreters *ip, const char *path, uint32_t pid,
 				      uint64_t start, uint64_t end)
