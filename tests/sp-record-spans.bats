@@ -705,6 +705,9 @@ while True:
 	LD_LIBRARY_PATH=$dir ruby -e 'exit(File.read("/proc/self/maps").include?(ARGV[0]) ? 0 : 1)' \
 		"$dir/x86_64/libruby-3.1.so.3.1" ||
 		skip "ld.so does not take the legacy x86_64 subdirectory here (glibc 2.37 and later)"
+	# the activator nobody's Rubies load: the checkout may be in a
+	# directory only root can enter
+	nobody_tools
 	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '
 d=$1 t=$1/x86_64/libruby-3.1.so.3.1
 while [ ! -e "$d/stop" ]; do
@@ -715,8 +718,8 @@ while [ ! -e "$d/stop" ]; do
 	sleep 0.01
 done' sh "$dir" 2>/dev/null &
 	SPIN+=($!)
-	STACKPULSE_RUBY_HOOK=c run -0 --separate-stderr timeout 120 sp-record -v --no-samples \
-		--spans=ruby -o "$OUT" -- setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '
+	STACKPULSE_RUBY_HOOK=c SP_RUNTIME_DIR=$NOBODY_DIR/runtime run -0 --separate-stderr \
+		timeout 120 sp-record -v --no-samples --spans=ruby -o "$OUT" -- setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '
 for i in 1 2 3 4 5 6 7 8 9 10; do
 	# a FIFO at the path holds ld.so itself: its own
 	env LD_LIBRARY_PATH="$1" timeout 3 ruby -e "def f; end; sleep 0.1; 50.times { f }" &&
@@ -755,6 +758,7 @@ exit 0' sh "$dir"
 	dir=$(mktemp -d /tmp/sp-big.XXXXXX)
 	SWAP_DIR=$dir
 	chmod 0755 "$dir"
+	nobody_tools	# the activator nobody's Ruby loads, where nobody reads it
 	for sec in .note.stapsdt .shstrtab; do
 		python3 - "$lib" "$dir/libruby-3.1.so.3.1" "$sec" <<'PY'
 import os, struct, sys
@@ -775,7 +779,8 @@ os.truncate(dst, off + size)
 PY
 		chown -R 65534:65534 "$dir"
 		(( $(du -k "$dir/libruby-3.1.so.3.1" | cut -f1) < 100000 ))
-		run -0 --separate-stderr /usr/bin/time -f %M -o "$dir/rss" sp-record --spans=ruby \
+		SP_RUNTIME_DIR=$NOBODY_DIR/runtime run -0 --separate-stderr \
+			/usr/bin/time -f %M -o "$dir/rss" sp-record --spans=ruby \
 			--no-samples -o "$OUT" -- setpriv --reuid=65534 --regid=65534 --clear-groups \
 			env LD_LIBRARY_PATH="$dir" ruby -e 'p 1'
 		assert_output 1
