@@ -46,7 +46,7 @@ load helper
 		.. | objects | select(.name? == \"Foo#boom\") | \"\(.end) \(.error) \(.message)\"'"
 	assert_output "raised RuntimeError no config"
 	run -0 bash -c "sp-tree --format=json '$FIXTURES/app.in' | jq -r '
-		.. | objects | select(.count? == 3) | \"\(.name) \(.dur_ns)\"'"
+		.. | objects | select(.type? == \"span\" and .count? == 3) | \"\(.name) \(.dur_ns)\"'"
 	assert_output "Foo#tick 4000000"
 }
 
@@ -416,4 +416,49 @@ PY
 	cat "$T/segment-000002.sp" "$T/segment-000003.sp" > "$T/joined.sp"
 	run --separate-stderr -0 sp-tree "$T/joined.sp"
 	assert_line --index 0 --partial "(no end record: first to last record)"
+}
+
+# Main#foo called three times, 10, 50 and 100 ms long, each calling Main#bar
+# twice (half of it each), each bar calling Main#baz for a quarter of it.
+@test "sp-tree: the children of a collapsed run sum every member's calls, not the first one's" {
+	require_cmd python3 jq
+	python3 - "$BATS_TEST_TMPDIR/runs.jsonl" <<'PY'
+import json, sys
+out = open(sys.argv[1], "w")
+def put(r): out.write(json.dumps(r) + "\n")
+def mark(kind, t, m):
+	put({"type": kind, "time": t, "pid": 7, "tid": 7, "runtime": "ruby", "klass": "Main",
+	     "method": m, "file": "/app/main.rb", "line": 1})
+put({"type": "header", "version": 1, "start_mono_ns": 1000, "clock": "monotonic"})
+put({"type": "process", "time": 1000, "pid": 7, "ppid": 1, "comm": "ruby"})
+t = 1000
+for ms in (10, 50, 100):
+	d = ms * 1000000
+	mark("span_start", t, "foo")
+	for half in (0, 1):
+		b = t + half * d // 2
+		mark("span_start", b, "bar")
+		mark("span_start", b, "baz")
+		mark("span_stop", b + d // 4, "baz")
+		mark("span_stop", b + d // 2, "bar")
+	mark("span_stop", t + d, "foo")
+	t += d + 1000
+put({"type": "end", "time": t})
+PY
+	run --separate-stderr -0 sp-tree "$BATS_TEST_TMPDIR/runs.jsonl"
+	assert_line --index 3 '└─ ×3 [SPAN tid=7 Main#foo at=main.rb:1 dur=160.0ms]'
+	assert_line --index 4 '   └─ ×6 [SPAN tid=7 Main#bar at=main.rb:1 dur=160.0ms]'
+	assert_line --index 5 '      └─ ×6 [SPAN tid=7 Main#baz at=main.rb:1 dur=80.0ms]'
+	run --separate-stderr -0 sp-tree --format=json "$BATS_TEST_TMPDIR/runs.jsonl"
+	[ "$(jq -c '.processes[0].children[0] | [.count, .dur_ns, .children[0].count,
+		.children[0].dur_ns, .children[0].children[0].count, .children[0].children[0].dur_ns]' \
+		<<< "$output")" = '[3,160000000,6,160000000,6,80000000]' ]
+	# one by one, each call has its own children
+	run --separate-stderr -0 sp-tree --no-collapse "$BATS_TEST_TMPDIR/runs.jsonl"
+	[ "$(grep -c 'Main#bar' <<< "$output")" -eq 6 ]
+	! grep -F '×' <<< "$output"
+	# --stable prints no times: the children of the run are one member's
+	run --separate-stderr -0 sp-tree --stable "$BATS_TEST_TMPDIR/runs.jsonl"
+	assert_line --index 2 '└─ ×3 [SPAN Main#foo at=main.rb:1]'
+	assert_line --index 3 '   └─ ×2 [SPAN Main#bar at=main.rb:1]'
 }

@@ -44,6 +44,11 @@ struct tnode {
 	bool matched;		/* the outermost span on its path that --span matched */
 	bool small;		/* a span hidden: under --min-share of its parent's time */
 	bool elided;		/* some of its children are small */
+	/*
+	 * How many nodes it stands for, 0 meaning 1: more once the children of
+	 * a collapsed run's other members are folded into it (sp_tree_fold_run())
+	 */
+	uint64_t mult;
 };
 
 /* Nodes are allocated one by one and freed once printed (streaming); the
@@ -75,6 +80,10 @@ struct tspan {
 	bool written_open;	/* its record came before its end (below) */
 	bool early;		/* it ended after its record: counts are partial */
 	bool reconstructed;	/* SP_SPAN_RECONSTRUCTED: began before its start */
+	/* with n.mult > 1: the summed duration of the spans it stands for, and
+	 * whether one of them is open (total and samples are summed in place) */
+	uint64_t fold_dur;
+	bool fold_open;
 };
 
 struct tevent {
@@ -203,6 +212,7 @@ bool sp_tree_compute_keep(struct sp_tree *t, struct tnode *root, bool name_ok, b
 /* The run of identical kept siblings from kept node c, summed into ag; the
  * node after it. */
 struct tnode *sp_tree_group_end(struct sp_tree *t, struct tnode *c, struct agg *ag);
+void sp_tree_fold_run(struct sp_tree *t, struct tnode *c, struct tnode *end);
 /* c, or the first kept sibling after it, or NULL. */
 struct tnode *sp_tree_next_kept(struct tnode *c);
 /*

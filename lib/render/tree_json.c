@@ -90,6 +90,8 @@ void sp_tree_print_range_json(struct sp_tree *t, struct tnode *parent, struct tn
 		}
 		c = f->next;
 		d = sp_tree_next_kept(sp_tree_group_end(t, c, &ag));
+		if (ag.count > 1)
+			sp_tree_fold_run(t, c, d);
 		f->next = d;
 		if (f->count++)
 			fputc(',', t->out);
@@ -187,7 +189,8 @@ static void json_span(struct sp_tree *t, const struct tspan *s, uint64_t base,
 	if (s->stop)
 		fprintf(f, ",\"dur_ns\":%llu",
 			(unsigned long long)(group ? ag->dur : s->stop - s->start));
-	fprintf(f, ",\"samples\":%llu,\"total_samples\":%llu", (unsigned long long)s->samples,
+	fprintf(f, ",\"samples\":%llu,\"total_samples\":%llu",
+		(unsigned long long)(group ? ag->samples : s->samples),
 		(unsigned long long)(group ? ag->total : s->total));
 	if (t->period_ns)
 		fprintf(f, ",\"cpu_ns\":%llu",

@@ -420,6 +420,30 @@ static uint64_t signature(struct sp_tree *t, struct tnode *root)
 	return root->sig;
 }
 
+static uint64_t node_mult(const struct tnode *n)
+{
+	return n->mult ? n->mult : 1;
+}
+
+/* Add node n (and what was folded into it) to the sums of ag. */
+static void agg_add(struct agg *ag, const struct tnode *n)
+{
+	const struct tspan *s = (const void *)n;
+
+	ag->count += node_mult(n);
+	if (n->type != N_SPAN)
+		return;
+	if (n->mult > 1) {
+		ag->dur += s->fold_dur;
+		ag->open |= s->fold_open;
+	} else {
+		ag->dur += s->stop > s->start ? s->stop - s->start : 0;
+		ag->open |= !s->stop;
+	}
+	ag->total += s->total;
+	ag->samples += s->samples;
+}
+
 /*
  * The kept sibling run that starts at kept node c: c and the identical kept
  * siblings that follow it (unless --no-collapse), summed into ag. Returns
@@ -430,15 +454,7 @@ struct tnode *sp_tree_group_end(struct sp_tree *t, struct tnode *c, struct agg *
 	struct tnode *next;
 
 	memset(ag, 0, sizeof(*ag));
-	ag->count = 1;
-	if (c->type == N_SPAN) {
-		const struct tspan *s = (const void *)c;
-
-		ag->dur = s->stop > s->start ? s->stop - s->start : 0;
-		ag->total = s->total;
-		ag->samples = s->samples;
-		ag->open = !s->stop;
-	}
+	agg_add(ag, c);
 	for (next = c->next; next; next = next->next) {
 		if (!next->keep)
 			continue;
@@ -446,17 +462,70 @@ struct tnode *sp_tree_group_end(struct sp_tree *t, struct tnode *c, struct agg *
 		    (!t->stable && node_tid(next) != node_tid(c)) ||
 		    signature(t, next) != signature(t, c))
 			break;
-		ag->count++;
-		if (next->type == N_SPAN) {
-			const struct tspan *s = (const void *)next;
-
-			ag->dur += s->stop > s->start ? s->stop - s->start : 0;
-			ag->total += s->total;
-			ag->samples += s->samples;
-			ag->open |= !s->stop;
-		}
+		agg_add(ag, next);
 	}
 	return next;
+}
+
+/* Node x now also stands for node y, which prints the same. */
+static void fold_node(struct tnode *x, const struct tnode *y)
+{
+	struct tspan *s = (void *)x;
+	const struct tspan *o = (const void *)y;
+	struct agg ag = { 0 };
+
+	agg_add(&ag, x);
+	agg_add(&ag, y);
+	x->mult = ag.count;
+	if (x->type != N_SPAN)
+		return;
+	s->fold_dur = ag.dur;
+	s->fold_open = ag.open;
+	s->total += o->total;
+	s->samples += o->samples;
+}
+
+/*
+ * Before the children of a collapsed run are printed under its first member
+ * c: fold what is under every other member (the kept nodes after c, up to
+ * end) into what is under c, node by node, so that a child line says how
+ * many calls it stands for and their summed times, not the first call's.
+ * The members print the same (their signatures are equal), so their kept
+ * children pair up in order; a pair that does not match (a hash collision)
+ * ends the folding of that level.
+ */
+void sp_tree_fold_run(struct sp_tree *t, struct tnode *c, struct tnode *end)
+{
+	struct tnode **st, *m, *x, *y;
+	size_t n, cap = 32;	/* entries: two per pair */
+
+	if (t->stable)	/* no times to sum; counts stay per member */
+		return;
+	st = sp_xmalloc(cap * sizeof(*st));
+	for (m = c->next; m && m != end; m = m->next) {
+		if (!m->keep)
+			continue;
+		st[0] = c;
+		st[1] = m;
+		n = 1;
+		while (n) {
+			n--;
+			x = sp_tree_next_kept(st[2 * n]->first);
+			y = sp_tree_next_kept(st[2 * n + 1]->first);
+			for (; x && y; x = sp_tree_next_kept(x->next), y = sp_tree_next_kept(y->next)) {
+				if (x->type != y->type || signature(t, x) != signature(t, y))
+					break;
+				fold_node(x, y);
+				if (!x->first || !y->first)
+					continue;
+				sp_grow(&st, &cap, 2 * (n + 1), sizeof(*st));
+				st[2 * n] = x;
+				st[2 * n + 1] = y;
+				n++;
+			}
+		}
+	}
+	free(st);
 }
 
 struct tnode *sp_tree_next_kept(struct tnode *c)

@@ -130,6 +130,8 @@ void sp_tree_print_range_text(struct sp_tree *t, struct tnode *parent, struct tn
 		}
 		c = f->next;
 		d = sp_tree_next_kept(sp_tree_group_end(t, c, &ag));
+		if (ag.count > 1)
+			sp_tree_fold_run(t, c, d);
 		f->next = d;
 		last = f->final && d == NULL && !sp_tree_elided(t, f->parent, &ns);
 		sp_tree_render_line(t, &b, c, f->base, &ag, t->stable, t->color);
