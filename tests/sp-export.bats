@@ -184,16 +184,21 @@ check_export() {
 	assert_output $'protobuf 2 3 2\njson 2 3 2\nprofiles 1 5'
 }
 
-@test "sp-export: uncorrelated input gives an empty request and says why" {
+@test "sp-export: uncorrelated input is correlated on the fly: the request sp-correlate's output gives" {
+	require_cmd jq
 	T=$BATS_TEST_TMPDIR
 	grep -v '"type":"span"' "$FIXTURES/forks.jsonl" |
 		sed -e 's/"flags":"0x8"/"flags":"0x0"/' -e 's/"span":[0-9]*,"rule":"[a-z]*",//' > "$T/raw.jsonl"
+	! grep -F '"span":' "$T/raw.jsonl"
 	run --separate-stderr -0 sp-export -o "$T/raw.pb" "$T/raw.jsonl"
-	assert_equal "$stderr" "sp-export: warning: the input is not correlated: no spans to export (run sp-correlate first)
-sp-export: warning: 3 events belong to no span: not written"
-	[ ! -s "$T/raw.pb" ]
+	assert_equal "$stderr" ""
+	sp-correlate "$T/raw.jsonl" | sp-export -o "$T/corr.pb"
+	[ -s "$T/raw.pb" ]
+	cmp "$T/raw.pb" "$T/corr.pb"
+	# every event is in a span: the three of the fixture
 	run --separate-stderr -0 sp-export --json "$T/raw.jsonl"
-	assert_output '{"resourceSpans":[]}'
+	[ "$(jq '[.resourceSpans[].scopeSpans[].spans[].events // [] | length] | add' <<< "$output")" -eq \
+	  "$(grep -c '"type":"event"' "$T/raw.jsonl")" ]
 }
 
 @test "sp-export: an event naming a span never defined is reported (exit 1)" {

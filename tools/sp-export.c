@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "correlate.h"
 #include "export.h"
 #include "flame.h"
 #include "reader.h"
@@ -19,15 +20,16 @@ static struct env {
 } env;
 
 static const char doc[] =
-	"Write a correlated recording as OpenTelemetry traces (OTLP/protobuf or OTLP/JSON),\n"
+	"Write a recording as OpenTelemetry traces (OTLP/protobuf or OTLP/JSON),\n"
 	"or its samples as OpenTelemetry profiles: export requests that an OTLP endpoint\n"
 	"takes as they are.\v"
-	"Reads spool or JSON lines from each FILE (a directory: its segments in order), or stdin if none or '-'. Every process is "
-	"a resource, every span a span, every kernel or runtime event an event of the span "
-	"that caused it. Run sp-correlate first. Ids follow from the recording: the same "
-	"input gives the same file.\n\n"
+	"Reads spool or JSON lines from each FILE (a directory: its segments in order), or "
+	"stdin if none or '-'. Every process is a resource, every span a span, every kernel or "
+	"runtime event an event of the span that caused it; a recording sp-correlate has not "
+	"seen is correlated on the fly. Ids follow from the recording: the same input gives the "
+	"same file.\n\n"
 	"Examples:\n"
-	"  sp-symbolize run.sp | sp-correlate | sp-export -o run.otlp\n"
+	"  sp-symbolize run.sp | sp-export -o run.otlp\n"
 	"  curl --data-binary @run.otlp -H 'Content-Type: application/x-protobuf' \\\n"
 	"      http://collector:4318/v1/traces\n"
 	"  sp-correlate run.sp | sp-export --json -o run.otlp.json\n"
@@ -72,13 +74,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 }
 
 /* Say once what could not be written; 1 if anything was left out. */
-static int report(const struct sp_otlp_stats *st, bool correlated)
+static int report(const struct sp_otlp_stats *st)
 {
 	int status = SP_EXIT_OK;
 
-	if (!correlated)
-		sp_warn("the input is not correlated: no spans to export (run sp-correlate first)");
-	else if (!st->spans)
+	if (!st->spans)
 		sp_warn("no spans in the input");
 	if (st->events_unowned)
 		sp_warn("%" PRIu64 " events belong to no span: not written", st->events_unowned);
@@ -95,30 +95,29 @@ static int report(const struct sp_otlp_stats *st, bool correlated)
 	return status;
 }
 
+static int to_traces(void *ctx, const struct sp_defs *defs, const struct sp_record *rec)
+{
+	return sp_otlp_traces_add(ctx, defs, rec) < 0 ? -1 : 0;
+}
+
+/* A stream sp-correlate has not seen is correlated on the fly, as sp-tree
+ * and sp-flame --by=span do. */
 static int export_traces(char **paths, int n)
 {
 	struct sp_otlp_stats st = { 0 };
 	struct sp_otlp_traces *t;
 	struct sp_reader *in;
-	struct sp_record rec;
-	bool correlated = false;
 	int status;
 
 	in = sp_reader_open(paths, n);
 	if (!in)
 		return SP_EXIT_FATAL;
 	t = sp_otlp_traces_new(env.common.out, &env.otlp);
-	while (sp_reader_next(in, &rec) > 0) {
-		if ((rec.kind == SP_REC_HEADER && rec.header.flags & SP_HDR_CORRELATED) ||
-		    rec.kind == SP_REC_SPAN)
-			correlated = true;
-		if (sp_otlp_traces_add(t, sp_reader_defs(in), &rec) < 0)
-			break;
-	}
+	sp_corr_read(in, NULL, to_traces, t, NULL);
 	status = sp_reader_close(in);
 	if (sp_otlp_traces_finish(t, &st) < 0)
 		return SP_EXIT_FATAL;
-	return sp_status_merge(status, report(&st, correlated));
+	return sp_status_merge(status, report(&st));
 }
 
 /* The samples as sp-flame takes them (CPU samples, their period). */

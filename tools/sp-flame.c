@@ -369,12 +369,12 @@ struct sinks {
 	struct sp_annotate *ann;
 	uint64_t bad;
 	struct sp_reader *in;
-	struct sp_defs *cdefs;	/* the definitions of what the correlator emits */
 };
 
-/* One record to every output; -1 to stop (a failed write). */
-static int take(struct sinks *k, const struct sp_defs *d, const struct sp_record *rec)
+/* One record to every output (k: struct sinks); -1 to stop (a failed write). */
+static int take(void *ctx, const struct sp_defs *d, const struct sp_record *rec)
 {
+	struct sinks *k = ctx;
 	const char *why = NULL;
 	uint64_t ns;
 	int r;
@@ -398,61 +398,19 @@ static int take(struct sinks *k, const struct sp_defs *d, const struct sp_record
 	return 0;
 }
 
-/*
- * What the correlator emits: its own stream, whose definitions are kept
- * apart (a span tree held over a stream's end refers to that stream's
- * definitions, which the reader has already dropped for the next one).
- */
-static int from_corr(void *ctx, const struct sp_record *rec)
-{
-	struct sinks *k = ctx;
-	const char *why = NULL;
-
-	if (sp_defs_add(k->cdefs, rec, &why)) {
-		sp_reader_skipped(k->in, rec, "%s record refers to %s", sp_rec_kind_name(rec->kind),
-				  why);
-		return 0;
-	}
-	return take(k, k->cdefs, rec);
-}
-
-static void corr_end(struct sp_corr **corr)
-{
-	if (!*corr)
-		return;
-	sp_corr_finish(*corr);
-	sp_corr_free(*corr);
-	*corr = NULL;
-}
-
 /* The records of k->in, closed at the end. */
 static int read_records_in(struct sinks *k)
 {
-	struct sp_corr *corr = NULL;
 	struct sp_record rec;
-	bool direct = true;
 	int rc = 0;
 
-	while (rc == 0 && sp_reader_next(k->in, &rec) > 0) {
-		/* Spans for --by=span: a stream sp-correlate has not seen (its
-		 * header says) is correlated on the fly, as sp-tree does. */
-		if (rec.kind == SP_REC_HEADER && (env.fo.by & SP_FLAME_BY_SPAN)) {
-			direct = rec.header.flags & SP_HDR_CORRELATED;
-			if (direct)
-				corr_end(&corr);
-			else if (!corr)
-				corr = sp_corr_new(NULL, from_corr, k);
-			if (!direct && !k->cdefs)
-				k->cdefs = sp_defs_new();
-		}
-		if (direct)
+	/* Spans for --by=span: a stream sp-correlate has not seen is
+	 * correlated on the fly, as sp-tree does. */
+	if (env.fo.by & SP_FLAME_BY_SPAN)
+		sp_corr_read(k->in, NULL, take, k, NULL);
+	else
+		while (rc == 0 && sp_reader_next(k->in, &rec) > 0)
 			rc = take(k, sp_reader_defs(k->in), &rec);
-		else
-			rc = sp_corr_add(corr, &rec);
-	}
-	corr_end(&corr);
-	sp_defs_free(k->cdefs);
-	k->cdefs = NULL;
 	return sp_reader_close(k->in);
 }
 

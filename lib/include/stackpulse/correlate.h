@@ -94,6 +94,22 @@ int sp_corr_finish(struct sp_corr *c);
 const struct sp_corr_stats *sp_corr_stats(const struct sp_corr *c);
 void sp_corr_free(struct sp_corr *c);
 
+/*
+ * Every record of in, each with the definitions it refers to, to take: a
+ * stream sp-correlate has seen (its header says) as it is, with the reader's
+ * definitions; any other stream through a correlator (opts as for
+ * sp_corr_new()), with the definitions of what the correlator emits. A
+ * non-zero return from take stops the reading. *correlated (may be NULL)
+ * is set when a stream was correlated here. Returns 0, or -1 once take or
+ * the correlator failed; the reader stays open.
+ */
+struct sp_reader;
+struct sp_defs;
+typedef int (*sp_corr_take_fn)(void *ctx, const struct sp_defs *defs,
+			       const struct sp_record *rec);
+int sp_corr_read(struct sp_reader *in, const struct sp_corr_opts *opts, sp_corr_take_fn take,
+		 void *ctx, bool *correlated);
+
 /* Name of a rule ("thread", "fork", "gap") or of a span end ("stopped", ...). */
 const char *sp_rule_name(uint64_t rule);
 const char *sp_span_end_name(uint64_t end);
