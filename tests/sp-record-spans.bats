@@ -376,6 +376,52 @@ f()'
 	[[ "$stderr" != *"warning"* ]]
 }
 
+@test "sp-record --spans=python: a program that sets its own profile function (cProfile) is told its thread's spans end there, once, and the spool has it; threads starting are not" {
+	require_root
+	local py
+	cat > "$BATS_TEST_TMPDIR/cprof.py" <<'EOF'
+import cProfile, threading
+def work(n):
+	return sum(i * i for i in range(n))
+def before():
+	work(1000)
+def profiled():
+	work(1000)
+def after():
+	work(1000)
+def threads():
+	ts = [threading.Thread(target=work, args=(1000,)) for _ in range(4)]
+	[t.start() for t in ts]
+	[t.join() for t in ts]
+threads()
+before()
+cProfile.run("profiled()", "/dev/null")
+after()
+cProfile.run("profiled()", "/dev/null")
+EOF
+	for py in /usr/bin/python3 "$(hook_only_python)"; do
+		[ -x "$py" ] || continue
+		run -0 --separate-stderr sp-record --spans=python --interp=none -o "$OUT" -- \
+			"$py" "$BATS_TEST_TMPDIR/cprof.py"
+		[ "$(grep -c 'set a profile function of its own' <<< "$stderr")" = 1 ]
+		[[ "$stderr" == *"spans: pid "*" (python"*"): the program set a profile function of its own (sys.setprofile, as cProfile, profile and debuggers do) on thread "* ]]
+		run -0 sp-decode "$OUT"
+		# once: after the first cProfile.run, the hook's profile function is gone
+		[ "$(jq -r 'select(.type == "event" and .event == "audit") | .name' <<< "$output" |
+			grep -c '^stackpulse.profile_replaced$')" = 1 ]
+		run -0 jq -r 'select(.type == "span_start") | .method' <<< "$output"
+		assert_line before
+		[ "$(grep -c '^work$' <<< "$output")" -ge 5 ]	# four threads, before
+		refute_line profiled
+		refute_line after
+	done
+	# a program that never sets one: no such warning, however many threads
+	run -0 --separate-stderr sp-record --spans=python -o "$OUT" -- /usr/bin/python3 -c '
+import concurrent.futures as cf
+with cf.ThreadPoolExecutor(4) as ex: list(ex.map(abs, range(100)))'
+	[[ "$stderr" != *"profile function of its own"* ]]
+}
+
 # The call tree of tests/fixtures/src/spans_c.c as its markers give it in
 # the recording $OUT (name, line, depth per thread and process).
 assert_c_marker_tree() {

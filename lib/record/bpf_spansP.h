@@ -139,6 +139,7 @@ struct bs_proc {
 	struct sp_u64map coro_next;	/* tid -> coroutine of its next span mark
 					 * (SP_PR_PY_HOOK_CORO): one per thread */
 	bool py_active;			/* the Python activator announced itself */
+	bool py_replaced;		/* its profile function was replaced: said */
 	bool cm_pending;		/* C-method probes wait for the first method entry */
 	uint32_t late_probes;		/* a fork child not held: 1 << probe of its
 					 * raise and audit probes, attached once it has

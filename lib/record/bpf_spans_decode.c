@@ -27,6 +27,7 @@
 #include "record.h"
 #include "safefile.h"
 #include "sp.h"
+#include "span_rings.h"
 #include "writer.h"
 
 static ssize_t read_remote(uint32_t pid, uint64_t addr, char *buf, size_t size)
@@ -407,6 +408,20 @@ static void decode_audit(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs
 	if (!p->py_active && r->event.field[0].u &&
 	    r->event.field[0].u == sp_writer_strz(c->out->w, "stackpulse.activated"))
 		p->py_active = true;
+	if (!p->py_replaced && r->event.field[0].u &&
+	    r->event.field[0].u == sp_writer_strz(c->out->w, "stackpulse.profile_replaced")) {
+		char name[80];
+
+		/* the hook's audit event (runtime/python/stackpulse_hook.c):
+		 * the event stays in the spool, the warning comes once */
+		p->py_replaced = true;
+		sp_span_rings_comm(p->pid, name, sizeof(name));
+		sp_warn("spans: pid %u (%s): the program set a profile function of its own "
+			"(sys.setprofile, as cProfile, profile and debuggers do) on thread %u: "
+			"that thread's Python spans end there (later replacements: with the "
+			"'stackpulse.profile_replaced' audit events in the recording)",
+			p->pid, name, e->tid);
+	}
 }
 
 /* The runtime a probe's marks come from (SP_RT_*); C methods flagged. */

@@ -398,10 +398,26 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 	return 0;
 }
 
+/* Set while the hook sets a profile function itself (the GIL held). */
+static int setting_own;
+
+static void set_profile(Py_tracefunc func)
+{
+	setting_own = 1;
+	PyEval_SetProfile(func, NULL);
+	setting_own = 0;
+}
+
 /*
  * An audit hook: the event and its first argument when it is a str, as the
  * interpreter's audit probe gives them (sp-record attaches this marker only
  * to a CPython built without probes). Never fails the event.
+ *
+ * A profile function the program sets over this thread's (cProfile,
+ * profile, a debugger: sys.setprofile audits first) ends the thread's spans
+ * in silence: it is told to sp-record as an audit event of its own, which
+ * the interpreter's probe or this hook's marker carries. A thread starting
+ * (threading sets thread_start) has no profile function yet.
  */
 static int audit(const char *event, PyObject *args, void *unused)
 {
@@ -414,6 +430,10 @@ static int audit(const char *event, PyObject *args, void *unused)
 			PyErr_Clear();
 	}
 	SP_RT_MARK(py__audit, event, arg, NULL, 0);
+	if (!setting_own && !strcmp(event, "sys.setprofile") &&
+	    PyThreadState_Get()->c_profilefunc == profile &&
+	    PySys_Audit("stackpulse.profile_replaced", NULL) < 0)
+		PyErr_Clear();
 	return 0;
 }
 
@@ -520,7 +540,7 @@ static PyObject *install(PyObject *self, PyObject *unused)
 		    !startup_begins())
 			mark_open_frames(0, NULL);
 		sp_rt_resync_known(sp_py_call_site);
-		PyEval_SetProfile(profile, NULL);
+		set_profile(profile);
 	}
 	if (!audit_on && PySys_AddAuditHook(audit, NULL) == 0)
 		audit_on = 1;
@@ -542,7 +562,7 @@ static PyObject *thread_start(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "OOO", &frame, &event, &arg))
 		return NULL;
 	if (match_none) {
-		PyEval_SetProfile(NULL, NULL);
+		set_profile(NULL);
 		Py_RETURN_NONE;
 	}
 	ev = PyUnicode_Check(event) ? PyUnicode_AsUTF8(event) : NULL;
@@ -559,7 +579,7 @@ static PyObject *thread_start(PyObject *self, PyObject *args)
 		mark_open_frames(0, ev && PyFrame_Check(frame) && !strcmp(ev, "call") ?
 					    (PyFrameObject *)frame : NULL);
 	sp_rt_resync_known(sp_py_call_site);
-	PyEval_SetProfile(profile, NULL);
+	set_profile(profile);
 	if (ev && PyFrame_Check(frame) && !strcmp(ev, "call"))
 		profile(NULL, (PyFrameObject *)frame, PyTrace_CALL, arg);
 	else if (ev && PyFrame_Check(frame) && !strcmp(ev, "return"))
