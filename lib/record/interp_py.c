@@ -150,6 +150,27 @@ int sp_py_str_copy(const struct sp_interp_layout *l, const uint8_t *b, size_t le
 	return 1;
 }
 
+/*
+ * Whether s can be a code object's co_qualname as compile() makes them:
+ * identifiers (non-ASCII ones too), dots, and <module>, <lambda>,
+ * <locals>, <genexpr> and the like. A frame sampled just as its code was
+ * freed (a module run once at start-up, such as getpath) can point to a
+ * name whose memory holds another string by then ("/usr"): better no name
+ * than that one.
+ */
+static bool qualname_plausible(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	if (!*p)
+		return false;
+	for (; *p; p++)
+		if (*p < 0x80 && !(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+		    !(*p >= '0' && *p <= '9') && !strchr("_.<>", *p))
+			return false;
+	return true;
+}
+
 int sp_py_code_read(const struct sp_interp_layout *l, const struct sp_interp_mem *m,
 		    uint64_t addr, uint64_t code_type, struct sp_py_code *c, const char **why)
 {
@@ -168,7 +189,7 @@ int sp_py_code_read(const struct sp_interp_layout *l, const struct sp_interp_mem
 	c->name_addr = sp_interp_u64(code, l->bpf.co_name);
 	c->file_addr = sp_interp_u64(code, l->bpf.co_file);
 	if (sp_py_str(l, m, c->name_addr, c->qualname, sizeof(c->qualname)) ||
-	    !c->qualname[0]) {
+	    !qualname_plausible(c->qualname)) {
 		*why = "bad name";
 		return -1;
 	}
@@ -219,7 +240,7 @@ int sp_py_code_copy(const struct sp_interp_layout *l, const struct sp_bpf_icode 
 	}
 	rc = sp_py_str_copy(l, r->qual, r->qual_len < sizeof(r->qual) ? r->qual_len :
 			    sizeof(r->qual), c->qualname, sizeof(c->qualname));
-	if (rc < 0 || !c->qualname[0]) {
+	if (rc < 0 || !qualname_plausible(c->qualname)) {
 		*why = "bad name";
 		return -1;
 	}

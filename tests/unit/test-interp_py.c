@@ -330,6 +330,25 @@ static void test_code_copy(void)
 	CHECK(c.cut && !c.whole);
 	CHECK(!strcmp(c.qualname + strlen(c.qualname) - 3, "..."));
 	sp_py_code_release(&c);
+	/* a name no compile() makes: the string of a name freed since */
+	put_str(&m, 1024, 1, true, 4, "/usr", 4);
+	copy_of(&m, &r, 0);
+	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == -1);
+	CHECK_STR(why, "bad name");
+	put_str(&m, 1024, 1, true, 10, "a b.<lambda>", 10);
+	copy_of(&m, &r, 0);
+	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == -1);
+	/* names compile() makes, non-ASCII identifiers too */
+	put_str(&m, 1024, 1, true, 25, "Foo.run.<locals>.<lambda>", 25);
+	copy_of(&m, &r, 0);
+	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == 0);
+	CHECK_STR(c.qualname, "Foo.run.<locals>.<lambda>");
+	sp_py_code_release(&c);
+	put_str(&m, 1024, 2, false, 2, (const uint16_t[]){ 0x3b1, 0x3b2 }, 4);	/* αβ */
+	copy_of(&m, &r, 0);
+	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == 0);
+	CHECK_STR(c.qualname, "αβ");
+	sp_py_code_release(&c);
 	/* a file not copied: "?", and said */
 	put_str(&m, 1024, 1, true, 8, "<module>", 8);
 	copy_of(&m, &r, 0);
