@@ -46,14 +46,12 @@
 #include <unistd.h>
 
 #include "bpf_spansP.h"
-#include "escape.h"
 #include "procroot.h"
 #include "safefile.h"
 #include "sp.h"
 
 static int keep(struct bs_ctx *c, int fd, const struct stat *st, const char *path)
 {
-	char e[PATH_MAX];
 	struct bs_root *r;
 	size_t i;
 
@@ -63,11 +61,11 @@ static int keep(struct bs_ctx *c, int fd, const struct stat *st, const char *pat
 			return c->roots[i].fd;
 		}
 	if (c->nroots >= SP_BS_ROOT_FILES) {
-		sp_esc_text(e, sizeof(e), path, strlen(path), 0);
+		/* (the printer escapes what it prints) */
 		if (!c->roots_full)
 			sp_warn("spans: more than %d files of containers' processes, or replaced "
 				"since processes mapped them: '%s' and later ones get no probes",
-				SP_BS_ROOT_FILES, e);
+				SP_BS_ROOT_FILES, path);
 		c->roots_full = true;
 		close(fd);
 		return -1;
@@ -87,7 +85,6 @@ static int keep(struct bs_ctx *c, int fd, const struct stat *st, const char *pat
 
 int sp_bs_host_path(struct bs_ctx *c, uint32_t pid, const char *path, char *out, size_t size)
 {
-	char e[PATH_MAX];
 	struct stat st;
 	int root, fd;
 
@@ -103,9 +100,8 @@ int sp_bs_host_path(struct bs_ctx *c, uint32_t pid, const char *path, char *out,
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		if (fd >= 0)
 			close(fd);
-		sp_esc_text(e, sizeof(e), path, strlen(path), 0);
 		sp_info("spans: '%s' of process %u cannot be reached in its root: no probes in it",
-			e, pid);
+			path, pid);
 		return -1;
 	}
 	fd = keep(c, fd, &st, path);

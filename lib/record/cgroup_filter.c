@@ -127,12 +127,10 @@ static int add_dir_q(struct sp_cgroup_filter *f, int mfd, const char *path, cons
 	if (fd < 0 && errno == ENOENT && absent)
 		return 1;
 	if (fd < 0 || fstat(fd, &st)) {
-		char e[512];
 
-		sp_esc_text(e, sizeof(e), path, strlen(path), 0);
 		if (fd >= 0)
 			close(fd);
-		return sp_error_errno("%s: cannot open cgroup '%s'", why, e);
+		return sp_error_errno("%s: cannot open cgroup '%s'", why, path);
 	}
 	/* by id, not path: a directory made again at the same path (a
 	 * container or service started again) is another cgroup */
@@ -162,11 +160,9 @@ static int add_dir_q(struct sp_cgroup_filter *f, int mfd, const char *path, cons
  * holds only the running ones'). */
 static void drop_dir(struct sp_cgroup_filter *f, unsigned int i)
 {
-	char e[512];
 
 	/* users name their own cgroups (delegated, rootless): escaped */
-	sp_esc_text(e, sizeof(e), f->path[i], strlen(f->path[i]), 0);
-	sp_info("cgroup '%s' removed: its events are closed", e);
+	sp_info("cgroup '%s' removed: its events are closed", f->path[i]);
 	close(f->fd[i]);
 	free(f->path[i]);
 	f->path[i] = NULL;
@@ -251,13 +247,12 @@ static int add_container(struct sp_cgroup_filter *f, int mfd, const char *want)
 {
 	struct sp_proc_identity *pid_id = sp_xcalloc(1, sizeof(*pid_id));
 	struct sp_cgroup_owner o;
-	char first[SP_CGROUP_UNIT_MAX + 1] = "", dir[SP_PROC_CGROUP_MAX + 1], e[600];
+	char first[SP_CGROUP_UNIT_MAX + 1] = "", dir[SP_PROC_CGROUP_MAX + 1];
 	bool prefix = is_hex(want, strlen(want));
 	uint32_t *pids = NULL;
 	size_t npids = 0, i, len = strlen(want);
 	int ret = 0, found = 0;
 
-	sp_esc_text(e, sizeof(e), want, strlen(want), 0);
 	if (sp_procfs_pids(&pids, &npids))
 		npids = 0;
 	/* an identity is one process's, read by number between two reads of
@@ -269,7 +264,7 @@ static int add_container(struct sp_cgroup_filter *f, int mfd, const char *want)
 		if (prefix ? strncmp(o.id, want, len) : strcmp(o.id, want))
 			continue;
 		if (first[0] && strcmp(first, o.id)) {
-			ret = sp_error("container '%s' is ambiguous: %.12s and %.12s", e, first, o.id);
+			ret = sp_error("container '%s' is ambiguous: %.12s and %.12s", want, first, o.id);
 			break;
 		}
 		snprintf(first, sizeof(first), "%s", o.id);
@@ -299,7 +294,7 @@ static int find_container(struct sp_cgroup_filter *f, int mfd, const char *c, bo
 
 int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f)
 {
-	char mnt[4096], e[600];
+	char mnt[4096];
 	unsigned int i;
 	int mfd, r;
 
@@ -327,9 +322,8 @@ int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f)
 		f->cgroup_seen[i] = r == 0;
 		if (r == 0)
 			continue;
-		sp_esc_text(e, sizeof(e), f->cgroups[i], strlen(f->cgroups[i]), 0);
 		sp_warn("--cgroup: '%s' does not exist (yet): its processes are recorded once it "
-			"is made", e);
+			"is made", f->cgroups[i]);
 		f->cgroup_waits[i] = true;
 		f->nwaiting++;
 	}
@@ -340,10 +334,9 @@ int sp_cgroup_filter_resolve(struct sp_cgroup_filter *f)
 		f->container_seen[i] = r == 0;
 		if (r == 0)
 			continue;
-		sp_esc_text(e, sizeof(e), f->containers[i], strlen(f->containers[i]), 0);
 		sp_warn("--container: no running process belongs to a container '%s' (an id "
 			"prefix, a systemd unit, or a name podman or docker knows) yet: its "
-			"processes are recorded once it starts", e);
+			"processes are recorded once it starts", f->containers[i]);
 		f->container_waits[i] = true;
 		f->nwaiting++;
 	}
@@ -391,10 +384,8 @@ static bool wanted_container(struct sp_cgroup_filter *f, const struct sp_cgroup_
 
 static void said_appeared(const char *dir)
 {
-	char e[512];
 
-	sp_esc_text(e, sizeof(e), dir, strlen(dir), 0);
-	sp_info("cgroup '%s' appeared: recorded from now on", e);
+	sp_info("cgroup '%s' appeared: recorded from now on", dir);
 }
 
 static bool seen_before(struct sp_cgroup_filter *f, const char *id)
@@ -675,7 +666,6 @@ bool sp_cgroup_filter_match(const struct sp_cgroup_filter *f, const char *path)
 void sp_cgroup_filter_release(struct sp_cgroup_filter *f)
 {
 	unsigned int i;
-	char e[600];
 
 	for (i = 0; i < f->ncgroups + f->ncontainers; i++) {
 		const char *name = i < f->ncgroups ? f->cgroups[i] : f->containers[i - f->ncgroups];
@@ -683,9 +673,8 @@ void sp_cgroup_filter_release(struct sp_cgroup_filter *f)
 		if (!(i < f->ncgroups ? f->cgroup_waits[i] : f->container_waits[i - f->ncgroups]) ||
 		    (i < f->ncgroups ? f->cgroup_seen[i] : f->container_seen[i - f->ncgroups]))
 			continue;
-		sp_esc_text(e, sizeof(e), name, strlen(name), 0);
 		sp_warn("%s '%s' never appeared while recording: nothing of it was recorded",
-			i < f->ncgroups ? "--cgroup" : "--container", e);
+			i < f->ncgroups ? "--cgroup" : "--container", name);
 	}
 	if (sp_cgroup_filter_following(f))
 		close(f->mfd);
