@@ -462,3 +462,63 @@ PY
 	assert_line --index 2 '└─ ×3 [SPAN Main#foo at=main.rb:1]'
 	assert_line --index 3 '   └─ ×2 [SPAN Main#bar at=main.rb:1]'
 }
+
+@test "sp-tree: forks that print the same are not one ×N line: each child's pid shows (--stable still collapses them)" {
+	require_cmd python3
+	python3 - "$BATS_TEST_TMPDIR/forks.jsonl" <<'PY'
+import json, sys
+out = open(sys.argv[1], "w")
+def put(r): out.write(json.dumps(r) + "\n")
+put({"type": "header", "version": 1, "start_mono_ns": 1000, "clock": "monotonic"})
+put({"type": "process", "time": 1000, "pid": 7, "ppid": 1, "comm": "python3"})
+for i, pid in enumerate((101, 102, 103)):
+	t = 2000 + 10000 * i
+	put({"type": "event", "time": t, "pid": 7, "tid": 7, "event": "proc_fork",
+	     "child_pid": pid, "child_tid": pid, "flags": 0})
+	put({"type": "process", "time": t, "pid": pid, "ppid": 7, "comm": "true"})
+	put({"type": "event", "time": t + 5000, "pid": pid, "tid": pid, "event": "proc_exit",
+	     "code": 0, "signal": 0, "core": 0})
+put({"type": "end", "time": 50000})
+PY
+	run --separate-stderr -0 sp-tree "$BATS_TEST_TMPDIR/forks.jsonl"
+	for pid in 101 102 103; do
+		assert_line --partial "PROC proc_fork → $pid"
+		assert_line --partial "[PROC pid=$pid comm=true parent=7"
+	done
+	! grep -F '×' <<< "$output"
+	run --separate-stderr -0 sp-tree --stable "$BATS_TEST_TMPDIR/forks.jsonl"
+	assert_line --partial '×3 PROC proc_fork'
+}
+
+@test "sp-tree: the line of spans --min-share hid says how many of them had events or a raise" {
+	require_cmd python3 jq
+	python3 - "$BATS_TEST_TMPDIR/big.jsonl" <<'PY'
+import json, sys
+out = open(sys.argv[1], "w")
+def put(r): out.write(json.dumps(r) + "\n")
+def mark(kind, t, m, klass="Main"):
+	put({"type": kind, "time": t, "pid": 7, "tid": 7, "runtime": "ruby", "klass": klass,
+	     "method": m, "file": "/app/main.rb", "line": 1})
+put({"type": "header", "version": 1, "start_mono_ns": 1000, "clock": "monotonic"})
+put({"type": "process", "time": 1000, "pid": 7, "ppid": 1, "comm": "ruby"})
+mark("span_start", 1000, "run")
+for i in range(25000):
+	t = 1001000 + 2000 * i
+	mark("span_start", t, "m%d" % i)
+	if i in (10, 20, 30):
+		put({"type": "event", "time": t + 500, "pid": 7, "tid": 7, "event": "path_open",
+		     "path": "/etc/m%d" % i, "flags": "0x0", "mode": "0x0", "result": 3})
+	if i == 40:
+		mark("span_raise", t + 500, "boom", klass="RuntimeError")
+	mark("span_stop", t + 1000, "m%d" % i)
+mark("span_stop", 1000001000, "run")
+put({"type": "end", "time": 1000001000})
+PY
+	run --separate-stderr -0 sp-tree "$BATS_TEST_TMPDIR/big.jsonl"
+	assert_line --partial "… 25000 more, each under 0.5% of the top-level span's time (25.0ms in all); 4 of them with events or a raise (--min-share=0 shows them)"
+	run --separate-stderr -0 sp-tree --format=json "$BATS_TEST_TMPDIR/big.jsonl"
+	[ "$(jq -c '.processes[0].children[0].children[0] | [.type, .count, .with_events]' <<< "$output")" = \
+	  '["elided",25000,4]' ]
+	run --separate-stderr -0 sp-tree --min-share=0 "$BATS_TEST_TMPDIR/big.jsonl"
+	assert_line --partial 'path_open → /etc/m20'
+}

@@ -61,6 +61,7 @@ struct tproc {
 	uint64_t stream;	/* the stream (t->streams) that last defined it */
 	uint64_t exit_code, exit_signal;	/* of its proc_exit event, when exit_seen */
 	uint64_t elided_n, elided_ns;	/* small children printed (streaming) before */
+	uint64_t elided_telling;	/* how many of them had events or a raise */
 	const char *comm, *exe, *runtime, *container;
 	bool defined, attached, exited, streamed, exit_seen;
 	struct tproc *next_root, *prev_root;
@@ -231,7 +232,10 @@ bool sp_tree_is_root(const struct sp_tree *t, const struct tproc *p);
  */
 void sp_tree_decide_share(struct sp_tree *t);
 /* The small children of n (hidden by --min-share): how many, their time. */
-uint64_t sp_tree_elided(const struct sp_tree *t, const struct tnode *n, uint64_t *ns);
+uint64_t sp_tree_elided(const struct sp_tree *t, const struct tnode *n, uint64_t *ns,
+			uint64_t *telling);
+/* Whether a span hidden as small held events or raised: worth saying. */
+bool sp_tree_small_telling(const struct tnode *n);
 uint64_t sp_tree_node_dur(const struct sp_tree *t, const struct tnode *n);
 
 /* tree_text.c */

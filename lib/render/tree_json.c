@@ -44,12 +44,14 @@ static bool children_json(struct sp_tree *t, struct tnode *n, unsigned int depth
 /* After the children of n: an item that counts those --min-share hid. */
 static void elided_json(struct sp_tree *t, const struct tnode *n, uint64_t count)
 {
-	uint64_t ns, k = sp_tree_elided(t, n, &ns);
+	uint64_t ns, telling, k = sp_tree_elided(t, n, &ns, &telling);
 
 	if (!k)
 		return;
 	fprintf(t->out, "%s{\"type\":\"elided\",\"count\":%llu,\"min_share\":%g", count ? "," : "",
 		(unsigned long long)k, t->share);
+	if (telling)
+		fprintf(t->out, ",\"with_events\":%llu", (unsigned long long)telling);
 	if (!t->stable)
 		fprintf(t->out, ",\"dur_ns\":%llu", (unsigned long long)ns);
 	fputc('}', t->out);

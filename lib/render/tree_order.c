@@ -215,24 +215,43 @@ void sp_tree_decide_share(struct sp_tree *t)
 		t->share = t->nspans_total > SP_TREE_LARGE ? SP_TREE_MIN_SHARE : 0;
 }
 
-uint64_t sp_tree_elided(const struct sp_tree *t, const struct tnode *n, uint64_t *ns)
+bool sp_tree_small_telling(const struct tnode *n)
 {
-	uint64_t count = 0;
+	const struct tspan *s = (const void *)n;
+	const struct tnode *c;
+
+	if (n->type != N_SPAN)
+		return false;
+	if (s->end == SP_END_RAISED || s->error)
+		return true;
+	for (c = n->first; c; c = c->next)	/* its own events (not deeper) */
+		if (c->type == N_EVENT)
+			return true;
+	return false;
+}
+
+uint64_t sp_tree_elided(const struct sp_tree *t, const struct tnode *n, uint64_t *ns,
+			uint64_t *telling)
+{
+	uint64_t count = 0, tell = 0;
 	const struct tnode *c;
 
 	*ns = 0;
 	if (n->type == N_PROC) {
 		count = ((const struct tproc *)n)->elided_n;
 		*ns = ((const struct tproc *)n)->elided_ns;
+		tell = ((const struct tproc *)n)->elided_telling;
 	}
-	if (!n->elided)
-		return count;
-	for (c = n->first; c; c = c->next) {
-		if (!c->small)
-			continue;
-		count++;
-		*ns += sp_tree_node_dur(t, c);
-	}
+	if (n->elided)
+		for (c = n->first; c; c = c->next) {
+			if (!c->small)
+				continue;
+			count++;
+			*ns += sp_tree_node_dur(t, c);
+			tell += sp_tree_small_telling(c);
+		}
+	if (telling)
+		*telling = tell;
 	return count;
 }
 
@@ -367,6 +386,10 @@ static void sign(struct sp_tree *t, struct tnode *n)
 	sp_tree_render_line(t, &b, n, 0, NULL, true, false);
 	h = text_fingerprint(0xcbf29ce484222325ull ^ n->type, sp_buf_str(&b));
 	sp_buf_release(&b);
+	/* a process prints its pid but for --stable: runs holding two
+	 * processes (forks) are not one, or the others' pids would not show */
+	if (!t->stable && n->type == N_PROC)
+		h = sp_hash_mix(h, ((const struct tproc *)n)->pid);
 	for (c = n->first; c; c = c->next)
 		if (c->keep)
 			h = sp_hash_mix(h, c->sig);

@@ -378,6 +378,7 @@ void sp_tree_stream_proc(struct sp_tree *t, struct tproc *p)
 			if (c->small) {	/* its line comes after the process's last child */
 				p->elided_n++;
 				p->elided_ns += sp_tree_node_dur(t, c);
+				p->elided_telling += sp_tree_small_telling(c);
 			}
 			sp_tree_free_subtree(t, c);
 		}

@@ -76,7 +76,7 @@ static bool children_text(struct sp_tree *t, struct tnode *n, struct prefix *pf,
 /* The line after the children of n that counts those --min-share hid. */
 static void elided_line(struct sp_tree *t, const struct tnode *n, struct prefix *pf)
 {
-	uint64_t ns, count = sp_tree_elided(t, n, &ns);
+	uint64_t ns, telling, count = sp_tree_elided(t, n, &ns, &telling);
 	char d[32];
 
 	if (!count)
@@ -88,6 +88,10 @@ static void elided_line(struct sp_tree *t, const struct tnode *n, struct prefix 
 		n->type == N_SPAN ? "top-level span's" : "recording's");
 	if (!t->stable)
 		fprintf(t->out, " (%s in all)", d);
+	/* what they did is what a reader looks for: say it is there */
+	if (telling)
+		fprintf(t->out, "; %llu of them with events or a raise (--min-share=0 shows them)",
+			(unsigned long long)telling);
 	fputc('\n', t->out);
 }
 
@@ -133,7 +137,7 @@ void sp_tree_print_range_text(struct sp_tree *t, struct tnode *parent, struct tn
 		if (ag.count > 1)
 			sp_tree_fold_run(t, c, d);
 		f->next = d;
-		last = f->final && d == NULL && !sp_tree_elided(t, f->parent, &ns);
+		last = f->final && d == NULL && !sp_tree_elided(t, f->parent, &ns, NULL);
 		sp_tree_render_line(t, &b, c, f->base, &ag, t->stable, t->color);
 		put_prefix(t, pf);
 		fprintf(t->out, "%s%s\n", last ? "└─ " : "├─ ", sp_buf_str(&b));
