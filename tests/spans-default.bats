@@ -282,3 +282,27 @@ __main__#load_late	1"
 		--span-func=/bin/true:main -o "$OUT"
 	[[ "$stderr" == *"other spans are recorded for commands and -p pids"* ]] || fail "$stderr"
 }
+
+@test "sp-record --spans-match: a raise outside the matching methods is no sign of lost starts (no warning); one inside raises its span" {
+	require_ruby_probes
+	prog=$BATS_TEST_TMPDIR/raise.rb
+	cat > "$prog" <<-'EOF'
+	def outside = raise(ArgumentError, "outside")
+	def inside = raise(KeyError, "inside")
+	3.times { begin; outside; rescue ArgumentError; end }
+	begin; inside; rescue KeyError; end
+	EOF
+	run --separate-stderr -0 sp-record --spans-match='Object#inside' -o "$OUT" -- ruby "$prog"
+	run --separate-stderr -0 sp-correlate --stats -o "$BATS_TEST_TMPDIR/c.sp" "$OUT"
+	[[ "$stderr" != *"raises came with no span open"* ]] || fail "$stderr"
+	[[ "$stderr" == *"; 3 raises outside the methods --spans-match named"* ]] || fail "$stderr"
+	run -0 sp-tree "$BATS_TEST_TMPDIR/c.sp"
+	assert_line --regexp '\[SPAN tid=[0-9]+ Object#inside at=raise.rb:2 .*\] \(raise KeyError'
+	# without --spans-match, a raise with no span open is still a warning
+	printf '%s\n' '{"type":"header","version":1,"start_mono_ns":1,"clock":"monotonic"}' \
+		'{"type":"process","time":1,"pid":7,"ppid":1,"comm":"ruby"}' \
+		'{"type":"span_raise","time":2,"pid":7,"tid":7,"runtime":"ruby","klass":"E","file":"/a.rb","line":1}' \
+		'{"type":"end","time":3}' > "$BATS_TEST_TMPDIR/raw.jsonl"
+	run --separate-stderr -0 sp-correlate -o /dev/null "$BATS_TEST_TMPDIR/raw.jsonl"
+	[[ "$stderr" == *"1 raises came with no span open"* ]]
+}

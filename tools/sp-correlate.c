@@ -137,14 +137,15 @@ static void report(const struct sp_corr_stats *st)
 		return;
 	fprintf(stderr, "%s: %llu records, %llu spans (%llu gaps), assigned: %llu thread, "
 		"%llu fork, %llu gap; %llu unwound, %llu open at the end; %llu records of "
-		"processes just after their end (their exit)\n", sp_progname,
+		"processes just after their end (their exit); %llu raises outside the methods "
+		"--spans-match named\n", sp_progname,
 		(unsigned long long)st->records, (unsigned long long)st->spans,
 		(unsigned long long)st->gap_spans,
 		(unsigned long long)st->assigned[SP_RULE_THREAD],
 		(unsigned long long)st->assigned[SP_RULE_FORK],
 		(unsigned long long)st->assigned[SP_RULE_GAP],
 		(unsigned long long)st->unwound, (unsigned long long)st->open_at_end,
-		(unsigned long long)st->after_end);
+		(unsigned long long)st->after_end, (unsigned long long)st->raise_unmatched);
 }
 
 int main(int argc, char **argv)

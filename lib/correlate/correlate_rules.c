@@ -189,7 +189,11 @@ static void do_raise(struct sp_corr *c, struct thr *t, struct hrec *h)
 	t->raise_time = m->time;
 	t->raise_class = m->klass;
 	if (!t->depth) {
-		c->st.raise_without_span++;
+		/* outside the methods --spans-match asked for: expected */
+		if (m->flags & SP_MARK_MATCH_ONLY)
+			c->st.raise_unmatched++;
+		else
+			c->st.raise_without_span++;
 		sp_corr_hold(c, assign(c, t, m->time, &rule), h, 0);
 		return;
 	}

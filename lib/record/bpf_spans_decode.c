@@ -597,6 +597,8 @@ static int decode_mark(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_e
 		return 1;
 	}
 	if (e->kind == SP_BS_RAISE) {
+		if (c->o->nglobs && m->runtime == SP_RT_RUBY)
+			m->flags |= SP_MARK_MATCH_ONLY;
 		c->raises++;
 		return 0;
 	}

@@ -68,6 +68,7 @@ struct sp_corr_stats {
 	uint64_t stop_without_start;	/* stop marks that matched no open span */
 	uint64_t carried;	/* spans open where a segment ended, opened again in the next */
 	uint64_t raise_without_span;	/* raise marks on a thread with no open span */
+	uint64_t raise_unmatched;	/* the same, outside --spans-match's methods */
 	uint64_t unwound;	/* spans closed by an outer span's stop */
 	uint64_t open_at_end;	/* spans closed by the end of a thread, process or stream */
 	uint64_t incomplete;	/* spans that overlapped lost records */

@@ -245,6 +245,9 @@ struct sp_span_mark {
 #define SP_MARK_SYNTHETIC	(1u << 1)	/* reconstructed, not observed */
 #define SP_MARK_SUSPENDED	(1u << 2)	/* a coroutine's stop: it suspended
 						 * (await, yield), it did not end */
+#define SP_MARK_MATCH_ONLY	(1u << 3)	/* a raise while only some methods
+						 * have spans (--spans-match): with
+						 * none open, it is outside them */
 
 /* Symbol of a frame, added by sp-symbolize. An inlined chain is several
  * records for the same frame: index 0 is the innermost (inlined) function
