@@ -865,6 +865,29 @@ static void test_correlate_raise_then_stop(void)
 	sp_corr_free(c);
 }
 
+/* --spans-match: a raise with no span open is outside the matching
+ * methods, counted apart; inside one it raises the span as ever. */
+static void test_correlate_raise_unmatched(void)
+{
+	struct sp_corr *c = corr(0);
+	struct sp_record r;
+
+	r = RAISE(9, 10, 10, 54);
+	r.mark.flags = SP_MARK_MATCH_ONLY;
+	add(c, r);
+	add(c, START(10, 10, 10, 1));
+	r = RAISE(11, 10, 10, 55);
+	r.mark.flags = SP_MARK_MATCH_ONLY;
+	add(c, r);
+	add(c, STOP(12, 10, 10, 1));
+	done(c);
+	CHECK(span_of(1) && span_of(1)->end == SP_END_RAISED);
+	CHECK_EQ_U(sp_corr_stats(c)->raise_without_span, 0);
+	CHECK_EQ_U(sp_corr_stats(c)->raise_unmatched, 1);
+	CHECK_EQ_U(count_kind(SP_REC_SPAN_RAISE), 2);
+	sp_corr_free(c);
+}
+
 /* A runtime that reports depths: a start at a depth closes deeper frames. */
 static void test_correlate_depth_unwind(void)
 {
@@ -1380,6 +1403,7 @@ int main(void)
 	TAP_RUN(test_correlate_start_without_stop);
 	TAP_RUN(test_correlate_raise_unwinds);
 	TAP_RUN(test_correlate_raise_then_stop);
+	TAP_RUN(test_correlate_raise_unmatched);
 	TAP_RUN(test_correlate_depth_unwind);
 	TAP_RUN(test_correlate_thread_exit);
 	TAP_RUN(test_correlate_exit_exec);
