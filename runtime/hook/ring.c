@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -165,6 +166,59 @@ static long long boot_offset_ticks(void)
 }
 
 /*
+ * The reader's /proc/PID/stat, opened once per claim and read again with
+ * pread() at each look: a program's thread waits for sp-record at every
+ * stall, and an open() per look put the hook's own opens among the
+ * program's file events (under its spans) as often. An open descriptor
+ * also names the process it was opened for, not a pid reused since (its
+ * reads fail then). Checked to be still that file before each read: a
+ * program may close descriptors it did not open (a daemon closing them
+ * all) and have the number again for a file of its own.
+ */
+static pthread_mutex_t stat_lock = PTHREAD_MUTEX_INITIALIZER;
+static int stat_fd = -1;
+static uint64_t stat_pid;
+static dev_t stat_dev;
+static ino_t stat_ino;
+
+/* The stat line of pid into buf (NUL-terminated): its length, or -1. */
+static ssize_t read_stat(uint64_t pid, char *buf, size_t size)
+{
+	char path[64];
+	struct stat st;
+	ssize_t n = -1;
+
+	pthread_mutex_lock(&stat_lock);
+	if (stat_fd >= 0) {
+		if (fstat(stat_fd, &st) || st.st_dev != stat_dev || st.st_ino != stat_ino)
+			stat_fd = -1;	/* ours no more: the number is the program's */
+		else if (stat_pid != pid)
+			close(stat_fd);	/* another reader's claim */
+		if (stat_pid != pid)
+			stat_fd = -1;
+	}
+	if (stat_fd < 0) {
+		snprintf(path, sizeof(path), "/proc/%llu/stat", (unsigned long long)pid);
+		stat_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (stat_fd >= 0 && !fstat(stat_fd, &st)) {
+			stat_pid = pid;
+			stat_dev = st.st_dev;
+			stat_ino = st.st_ino;
+		} else if (stat_fd >= 0) {
+			close(stat_fd);
+			stat_fd = -1;
+		}
+	}
+	if (stat_fd >= 0)
+		n = pread(stat_fd, buf, size - 1, 0);
+	pthread_mutex_unlock(&stat_lock);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+/*
  * Whether the reader a claim names (SP_RING_CLAIM(): pid and start time)
  * runs: its /proc/PID/stat says that start time, and a state in which it
  * can read (a stopped, traced or zombie sp-record reads nothing: Ctrl-Z,
@@ -175,21 +229,11 @@ static bool claim_runs(uint64_t claim)
 {
 	uint64_t pid = claim & ((1u << SP_RING_CLAIM_PID_BITS) - 1);
 	unsigned long long start;
-	char path[64], buf[1024], *p;
-	ssize_t n;
-	int fd, i;
+	char buf[1024], *p;
+	int i;
 
-	if (!pid)
+	if (!pid || read_stat(pid, buf, sizeof(buf)) < 0)
 		return false;
-	snprintf(path, sizeof(path), "/proc/%llu/stat", (unsigned long long)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
 	/* after the name, which may hold anything: starttime is field 22 */
 	p = strrchr(buf, ')');
 	if (!p || !p[1] || !p[2] || strchr("TtZXx", p[2]))	/* field 3, the state */
@@ -307,10 +351,12 @@ static void thread_end(void *arg)
 static void before_fork(void)
 {
 	pthread_mutex_lock(&spare_lock);
+	pthread_mutex_lock(&stat_lock);
 }
 
 static void after_fork_parent(void)
 {
+	pthread_mutex_unlock(&stat_lock);
 	pthread_mutex_unlock(&spare_lock);
 }
 
@@ -320,6 +366,8 @@ static void after_fork_child(void)
 {
 	struct sp_ring *r = sp_rt_ring_cur;
 
+	/* the reader's stat stays open: the same reader, its checks go on */
+	pthread_mutex_unlock(&stat_lock);
 	pthread_mutex_unlock(&spare_lock);
 	__atomic_store_n(&boot_ticks_read, 0, __ATOMIC_RELEASE);
 	if (r)
