@@ -822,3 +822,20 @@ PY
 		assert_output 1
 	done
 }
+
+@test "sp-flame: --by=process and --by=thread label samples with the name the process had then: before and after an exec" {
+	{
+		head -n 29 "$basic"
+		echo '{"type":"sample","time":1000000000,"pid":100,"tid":100,"cpu":0,"stack":8,"weight":1}'
+		echo '{"type":"process","time":1000500000,"pid":100,"ppid":1,"comm":"as","exe":"/usr/bin/as","flags":"0x2"}'
+		echo '{"type":"thread","time":1000500000,"tid":100,"pid":100,"name":"as"}'
+		echo '{"type":"sample","time":1001000000,"pid":100,"tid":100,"cpu":0,"stack":8,"weight":1}'
+		echo '{"type":"sample","time":1002000000,"pid":100,"tid":100,"cpu":0,"stack":8,"weight":1}'
+	} > "$BATS_TEST_TMPDIR/exec.jsonl"
+	run --separate-stderr -0 sp-flame --by=process "$BATS_TEST_TMPDIR/exec.jsonl"
+	assert_output "app-100;main 1
+as-100;main 2"
+	run --separate-stderr -0 sp-flame --by=thread "$BATS_TEST_TMPDIR/exec.jsonl"
+	assert_output "app-100;main 1
+as-100;main 2"
+}

@@ -235,15 +235,17 @@ static void who_set(struct who **w, size_t *n, size_t *cap, struct sp_idset *idx
 		sp_grow(w, cap, *n + 1, sizeof(**w));
 		x = &(*w)[*n];
 		x->id = id;
+		x->gen = 0;
 		x->name = NULL;
 		x->container = NULL;
 		sp_idset_add(idx, sp_hash_u64(id), *n + 1);
 		(*n)++;
 	}
 	x->pid = pid;
-	if (name && *name) {
+	if (name && *name && (!x->name || strcmp(x->name, name))) {
 		free(x->name);
 		x->name = sp_xstrdup(name);
+		x->gen++;	/* samples from now on are under the new name */
 	}
 }
 
@@ -441,7 +443,7 @@ static bool ctx_eq(void *cx, uint32_t id, const void *key)
 	const struct ctx *a = &((const struct ctx *)cx)[id - 1], *b = key;
 
 	return a->gen == b->gen && a->pid == b->pid && a->tid == b->tid && a->span == b->span &&
-	       a->cname == b->cname;
+	       a->cname == b->cname && a->pgen == b->pgen && a->tgen == b->tgen;
 }
 
 static uint32_t get_ctx(struct sp_folded *f, const struct sp_sample *s)
@@ -455,10 +457,21 @@ static uint32_t get_ctx(struct sp_folded *f, const struct sp_sample *s)
 
 	if (!f->o.by)
 		return 0;
+	/* a label is the name the process or thread had at the sample: an
+	 * exec or a rename starts a context of its own */
+	if (f->o.by & (SP_FLAME_BY_PROCESS | SP_FLAME_BY_THREAD)) {
+		struct who *w = who_find(f->procs, &f->proc_idx, s->pid);
+
+		k.pgen = w ? w->gen : 0;
+	}
 	if (f->o.by & SP_FLAME_BY_PROCESS)
 		k.pid = s->pid + 1;
-	if (f->o.by & SP_FLAME_BY_THREAD)
+	if (f->o.by & SP_FLAME_BY_THREAD) {
+		struct who *w = who_find(f->threads, &f->thread_idx, s->tid);
+
 		k.tid = s->tid + 1;
+		k.tgen = w ? w->gen : 0;
+	}
 	if ((f->o.by & SP_FLAME_BY_SPAN) && s->span) {
 		k.span = s->span;
 		k.gen = f->gen;
@@ -470,7 +483,7 @@ static uint32_t get_ctx(struct sp_folded *f, const struct sp_sample *s)
 					    SP_FN_PROCESS);
 	}
 	h = sp_hash_mix(sp_hash_mix(sp_hash_mix(sp_hash_u64(k.gen), k.pid), k.tid), k.span);
-	h = sp_hash_mix(h, k.cname);
+	h = sp_hash_mix(sp_hash_mix(h, k.cname), (uint64_t)k.pgen << 32 | k.tgen);
 	id = sp_idset_find(&f->ctx_idx, h, &k, ctx_eq, f->ctxs);
 	if (id)
 		return id - 1;

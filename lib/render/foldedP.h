@@ -70,6 +70,7 @@ struct ctx {
 	uint32_t gen;
 	uint32_t cname, pname, tname;	/* name ids, 0 = none */
 	uint64_t pid, tid, span;
+	uint32_t pgen, tgen;	/* the process's and thread's name generations */
 	bool cut;		/* the span path is deeper than SPAN_DEPTH_MAX */
 };
 
@@ -83,6 +84,7 @@ struct agg {
 /* A process or thread and its name. */
 struct who {
 	uint64_t id, pid;
+	uint32_t gen;		/* bumped when its name changes (an exec, a rename) */
 	char *name;
 	char *container;	/* a process's "runtime:id" or "host" (--by=container) */
 };
