@@ -99,7 +99,7 @@ p1/main span_stop Tree#run 11 1"
 	# and their stops find them: none is dropped unless marks were lost
 	local said=$stderr
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .flags == \"0x2\") | \"\(.klass)#\(.method)\"' | sort -u"
-	assert_line "StackPulseActivate#activate"
+	assert_line "#<Class:StackPulseActivate>#activate"
 	assert_line "Kernel#require"
 	if [[ "$said" != *"span marks lost"* ]]; then
 		[[ "$said" == *"; 0 stops without a start dropped"* ]] || fail "$said"

@@ -185,9 +185,10 @@ span_starts() {
 		--spans-match='Store.open_all' --spans-match='Late#*' -o "$OUT" -- ruby "$prog" "$CONF"
 	[[ "$stderr" != *warning* ]] || fail "$stderr"
 	run -0 span_starts
-	assert_output "Late#load_late	1
-Store#load_config	$(const_of "$prog" LOADS)
-Store#open_all	1"
+	# a singleton method's class: its singleton class, as Ruby names it
+	assert_output "#<Class:Store>#open_all	1
+Late#load_late	1
+Store#load_config	$(const_of "$prog" LOADS)"
 	# load_config's spans are inside open_all's
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and
 		.method == \"load_config\") | .depth' | sort -u"
@@ -305,4 +306,44 @@ __main__#load_late	1"
 		'{"type":"end","time":3}' > "$BATS_TEST_TMPDIR/raw.jsonl"
 	run --separate-stderr -0 sp-correlate -o /dev/null "$BATS_TEST_TMPDIR/raw.jsonl"
 	[[ "$stderr" == *"1 raises came with no span open"* ]]
+}
+
+@test "sp-record --spans=ruby: a singleton method is named Class.method, as Ruby's frames are, in the tree, the summary, --span and the exports" {
+	require_ruby_probes
+	require_cmd jq
+	prog=$BATS_TEST_TMPDIR/single.rb
+	cat > "$prog" <<-'EOF'
+	class Foo
+	  def self.build = new.work
+	  class << self
+	    def make = build
+	  end
+	  def work = 42
+	end
+	module Util
+	  def self.helper = Foo.make
+	end
+	obj = Object.new
+	def obj.own = Util.helper
+	obj.own
+	EOF
+	run --separate-stderr -0 sp-record --spans=ruby -o "$OUT" -- ruby "$prog"
+	run -0 sp-tree --stable "$OUT"
+	assert_line --partial '[SPAN Object#own at=single.rb:12]'
+	assert_line --partial '[SPAN Util.helper at=single.rb:9]'
+	assert_line --partial '[SPAN Foo.make at=single.rb:4]'
+	assert_line --partial '[SPAN Foo.build at=single.rb:2]'
+	assert_line --partial '[SPAN Foo#work at=single.rb:6]'
+	run -0 sp-tree --summary "$OUT"
+	assert_line --regexp ' Foo\.build +single\.rb:2$'
+	run -0 sp-tree --stable --span='Foo.b*' "$OUT"
+	assert_line --partial '[SPAN Foo.build at=single.rb:2]'
+	run -0 sp-tree --stable --span='Foo#b*' "$OUT"
+	refute_line --partial 'Foo.build'
+	run -0 bash -c "sp-export --json '$OUT' | jq -r '.resourceSpans[].scopeSpans[].spans[].name' | sort -u"
+	assert_line 'Foo.build'
+	assert_line 'Util.helper'
+	# the records keep Ruby's own name of the class: its singleton class
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"build\") | .klass'"
+	assert_output '#<Class:Foo>'
 }

@@ -239,11 +239,10 @@ static const char *span_name(struct sp_triggers *t, struct sp_defs *defs, uint64
 
 	*method = sp_defs_str(defs, method_id, NULL);
 	sp_buf_reset(&t->name);
-	if (klass && *klass)
-		sp_buf_printf(&t->name, "%s%s%s", klass, runtime == SP_RT_RUBY ? "#" : ".",
-			      *method ? *method : "?");
-	else
-		sp_buf_printf(&t->name, "%s", *method ? *method : "?");
+	char name[1024];
+
+	sp_span_name(name, sizeof(name), runtime, klass, *method);
+	sp_buf_puts(&t->name, name);
 	return sp_buf_str(&t->name);
 }
 

@@ -241,7 +241,7 @@ static void span_name(const struct sp_defs *d, uint64_t runtime, uint64_t klass,
 	const char *k = sp_defs_strz(d, klass), *m = sp_defs_strz(d, method);
 
 	if (*k && *m)
-		snprintf(buf, len, "%s%s%s", k, runtime == SP_RT_RUBY ? "#" : ".", m);
+		sp_span_name(buf, len, runtime, k, m);
 	else
 		snprintf(buf, len, "%s", *m ? m : *k ? k : gap ? SP_GAP_SPAN_NAME : "span");
 }

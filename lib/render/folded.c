@@ -319,8 +319,7 @@ static void add_span(struct sp_folded *f, const struct sp_defs *d, const struct 
 
 	f->next_span_id = id;
 	if (*klass && *method)
-		snprintf(buf, sizeof(buf), "%s%s%s", klass,
-			 s->runtime == SP_RT_RUBY ? "#" : ".", method);
+		sp_span_name(buf, sizeof(buf), s->runtime, klass, method);
 	else if (*method || *klass)
 		snprintf(buf, sizeof(buf), "%s", *method ? method : klass);
 	else if (s->end == SP_END_SYNTHETIC)

@@ -147,10 +147,12 @@ static void span_name(struct sp_otlp_traces *t, const struct sp_defs *d, const s
 	const char *k = otlp_strid(&t->b.text, d, s->klass);
 	const char *m = otlp_strid(&t->b.text, d, s->method);
 	struct sp_buf name = SP_BUF_INIT;
+	char whole[1024];
 
-	if (*k && *m)
-		sp_buf_printf(&name, "%s%s%s", k, s->runtime == SP_RT_RUBY ? "#" : ".", m);
-	else
+	if (*k && *m) {
+		sp_span_name(whole, sizeof(whole), s->runtime, k, m);
+		sp_buf_puts(&name, whole);
+	} else
 		sp_buf_puts(&name, *m ? m : *k ? k : s->end == SP_END_SYNTHETIC ? SP_GAP_SPAN_NAME : "span");
 	o->name = sp_arena_copy(&t->b.text, sp_buf_str(&name), name.len);
 	sp_buf_release(&name);

@@ -65,16 +65,14 @@ void sp_tree_fmt_dur(char *buf, size_t size, uint64_t ns)
  * interpreted frame's, sp-correlate's for events no span covers). */
 void sp_tree_span_name(struct sp_buf *b, const struct tspan *s)
 {
+	char name[1024];
+
 	if (s->end == SP_END_SYNTHETIC && !s->method) {
 		line_add(b, "<no-span>");
 		return;
 	}
-	if (s->klass && *s->klass && s->runtime == SP_RT_RUBY)
-		line_add(b, "%s#%s", s->klass, s->method ? s->method : "?");
-	else if (s->klass && *s->klass)
-		line_add(b, "%s.%s", s->klass, s->method ? s->method : "?");
-	else
-		line_add(b, "%s", s->method ? s->method : "?");
+	sp_span_name(name, sizeof(name), s->runtime, s->klass, s->method);
+	line_add(b, "%s", name);
 }
 
 static const char *group_tag(uint64_t kind)

@@ -12,8 +12,8 @@
  * fires a 5-byte nop marker with the name's addresses in registers.
  *
  * Names and lines are what the interpreter's probes gave: the class is the
- * method's owner (a module for its methods, the attached class for a
- * singleton method), the line is the line running when the method starts
+ * method's owner (a module for its methods; for a class's or module's
+ * singleton method its singleton class, "#<Class:Foo>"), the line is the line running when the method starts
  * (its first body line) and stops.
  *
  * With STACKPULSE_SPAN_RING=1 (sp-record sets it) the marks go to the
@@ -107,7 +107,13 @@ static const char *cstr(VALUE s, size_t *len)
 	return RSTRING_PTR(s);
 }
 
-/* What Ruby's probes call the owner of a method (vm.c, rb_dtrace_setup). */
+/*
+ * The owner of a method as Ruby's probes name it (vm.c, rb_dtrace_setup),
+ * but for a class's or module's singleton method: its singleton class as
+ * Ruby writes it, "#<Class:Foo>", which the tools show as "Foo.build"
+ * (record.h, sp_span_name()); the probes' "Foo" made it "Foo#build", an
+ * instance method. A singleton method of another object is its class's.
+ */
 static VALUE owner_path(VALUE klass)
 {
 	if (RB_TYPE_P(klass, T_ICLASS))
@@ -115,7 +121,9 @@ static VALUE owner_path(VALUE klass)
 	else if (FL_TEST(klass, FL_SINGLETON)) {
 		VALUE o = rb_attr_get(klass, id_attached);
 
-		klass = RB_TYPE_P(o, T_CLASS) || RB_TYPE_P(o, T_MODULE) ? o : rb_obj_class(o);
+		if (RB_TYPE_P(o, T_CLASS) || RB_TYPE_P(o, T_MODULE))
+			return rb_sprintf("#<Class:%" PRIsVALUE ">", rb_class_path(o));
+		klass = rb_obj_class(o);
 	}
 	return rb_class_path(klass);
 }

@@ -487,6 +487,16 @@ unsigned int sp_rec_kind_by_name(const char *name);
  * merge orders records by it (merge.h), so those without one go out first. */
 uint64_t sp_record_time(const struct sp_record *rec);
 
+/*
+ * The name of a method span as every tool shows it, into out (cut to
+ * size): Ruby "Foo#run", a Ruby singleton method "Foo.build" (its class
+ * as Ruby names a singleton class, "#<Class:Foo>"), others "qual.name";
+ * the method alone without a class, "?" for a missing method. The length
+ * the whole name has, as snprintf() gives it.
+ */
+size_t sp_span_name(char *out, size_t size, uint64_t runtime, const char *klass,
+		    const char *method);
+
 /* The schema as markdown tables (docs/spool.md is generated from it). */
 void sp_schema_print_markdown(FILE *out);
 
