@@ -53,7 +53,7 @@ load helper
 @test "sp-tree: durations and offsets are computed from the records" {
 	run -0 sp-tree "$FIXTURES/app.in"
 	# load: 1.0010s to 1.0134s; the open 0.2ms in; the fork 3.1ms in
-	assert_output --partial "[SPAN tid=4711 Foo#load at=app.rb:12 dur=12.4ms cpu=3.0ms self=2.0ms]"
+	assert_output --partial "[SPAN tid=4711 Foo#load at=app.rb:12 dur=12.4ms cpu=3.0ms self-cpu=2.0ms]"
 	assert_output --partial "FILE path_open → /etc/app.conf (O_RDONLY|O_CLOEXEC) = 3  @+200.0us"
 	assert_output --partial "PROC proc_fork → 4712  @+3.1ms"
 	# open at the end: stopped by the end record at 1.204s

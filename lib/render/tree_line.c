@@ -131,11 +131,11 @@ static void render_cpu(struct sp_tree *t, struct sp_buf *b, uint64_t total, uint
 		sp_tree_fmt_dur(x, sizeof(x), total * t->period_ns);
 		sp_tree_fmt_dur(y, sizeof(y), self * t->period_ns);
 		if (self != total)
-			line_add(b, " cpu=%s self=%s", x, y);
+			line_add(b, " cpu=%s self-cpu=%s", x, y);
 		else
 			line_add(b, " cpu=%s", x);
 	} else if (self != total) {
-		line_add(b, " samples=%llu self=%llu", (unsigned long long)total,
+		line_add(b, " samples=%llu self-samples=%llu", (unsigned long long)total,
 		       (unsigned long long)self);
 	} else {
 		line_add(b, " samples=%llu", (unsigned long long)total);

@@ -280,7 +280,7 @@ static void test_tree_shape(void)
 		"(no end record: first to last record)  lost 0\n"
 		"# processes 2  spans 4  events 3\n"
 		"[PROC pid=10 comm=app parent=1]\n"
-		"├─ [SPAN tid=10 main dur=5.0ms cpu=5.0ms self=2.0ms]\n"
+		"├─ [SPAN tid=10 main dur=5.0ms cpu=5.0ms self-cpu=2.0ms]\n"
 		"│  ├─ PROC proc_fork → 20  @+1.0us\n"
 		"│  │  └─ [PROC pid=20 comm=? parent=10]\n"
 		"│  │     └─ FILE path_open → /etc/x (O_RDONLY) = 3  @+2.0us\n"
