@@ -222,10 +222,14 @@ check_cut() {	# n status
 	head -c 7 "$FIXTURES/all-kinds.sp" > "$T/short"
 	run --separate-stderr -2 sp-decode "$T/short"
 	assert_equal "$stderr" "sp-decode: error: $T/short@0: not a StackPulse spool or JSON lines"
-	# An empty input has no records: nothing to say.
+	# An empty input has no records: said, not an error (as an empty
+	# directory of segments); every filter reads through the same reader
 	: > "$T/empty"
 	run --separate-stderr -0 sp-decode "$T/empty"
-	assert_equal "$stderr" ""
+	assert_equal "$output" ""
+	assert_equal "$stderr" "sp-decode: warning: '$T/empty' is empty: no recording in it (did what wrote it fail?)"
+	run --separate-stderr -0 sp-tree < "$T/empty"
+	assert_equal "$stderr" "sp-tree: warning: '<stdin>' is empty: no recording in it (did what wrote it fail?)"
 }
 
 @test "sp-decode --encode of --no-defs output says once that it cannot be read back, status 1" {

@@ -768,7 +768,7 @@ RB
 	sp-symbolize "$BATS_TEST_TMPDIR/r.sp" > "$BATS_TEST_TMPDIR/r.sym.sp" 2>/dev/null
 	run --separate-stderr -0 sp-flame --by=span --fold-runtime --comm=ruby "$BATS_TEST_TMPDIR/r.sym.sp"
 	echo "$output" > "$BATS_TEST_TMPDIR/f.folded"
-	grep -q '^Object#work;.*Object#parse;JSON#parse' "$BATS_TEST_TMPDIR/f.folded"
+	grep -q '^Object#work;.*Object#parse;JSON\.parse' "$BATS_TEST_TMPDIR/f.folded"
 	# libruby's frames, named or not, and the hook only at a leaf
 	run grep -E '(^|;)(libruby[^;]*\+0x[0-9a-f]+|rb_vm_exec|rb_yield|ruby_run_node|__libc_start_main|\[stackpulse_hook\]);' "$BATS_TEST_TMPDIR/f.folded"
 	assert_failure

@@ -666,7 +666,11 @@ static int detect(struct sp_reader *r)
 		return 0;
 	}
 	if (r->end == r->start || i == r->end) {
-		/* Empty input, or only white space: no records. */
+		/* Empty input, or only white space: no records. Said, as for an
+		 * empty directory: a pipe from a recorder that failed gives one */
+		if (r->base == 0)
+			sp_warn("'%s' is empty: no recording in it (did what wrote it fail?)",
+				r->name);
 		r->format = SP_FORMAT_JSON;
 		return 0;
 	}
