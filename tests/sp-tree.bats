@@ -83,6 +83,12 @@ load helper
 	run -64 sp-tree --format=xml "$FIXTURES/app.in"
 	run -64 sp-tree --depth=0 "$FIXTURES/app.in"
 	run -64 sp-tree --min-dur=soon "$FIXTURES/app.in"
+	# --events=none is sp-record's word for no events: --no-events
+	run -0 sp-tree --stable --events=none "$FIXTURES/app.in"
+	no_events=$output
+	run -0 sp-tree --stable --no-events "$FIXTURES/app.in"
+	assert_equal "$no_events" "$output"
+	! grep -F 'path_open' <<< "$output"
 }
 
 @test "sp-tree: a truncated spool still prints what came before, exit 2" {

@@ -20,9 +20,9 @@ static struct env {
 } env;
 
 static const char doc[] =
-	"Write a recording as OpenTelemetry traces (OTLP/protobuf or OTLP/JSON),\n"
-	"or its samples as OpenTelemetry profiles: export requests that an OTLP endpoint\n"
-	"takes as they are.\v"
+	"Write a recording as OpenTelemetry traces (OTLP/protobuf or OTLP/JSON), or its "
+	"samples as OpenTelemetry profiles: export requests that an OTLP endpoint takes as "
+	"they are.\v"
 	"Reads spool or JSON lines from each FILE (a directory: its segments in order), or "
 	"stdin if none or '-'. Every process is a resource, every span a span, every kernel or "
 	"runtime event an event of the span that caused it; a recording sp-correlate has not "

@@ -60,7 +60,7 @@ static const struct argp_option options[] = {
 	  "them (repeatable)", 0 },
 	{ "events", OPT_EVENTS, "LIST", 0,
 	  "Show only these event kinds or groups (proc,file,net,dns,priv,runtime or "
-	  "path_open,...), and the spans that hold them", 0 },
+	  "path_open,...), and the spans that hold them; none: as --no-events", 0 },
 	{ "no-events", OPT_NO_EVENTS, NULL, 0, "Processes and spans only", 0 },
 	{ "no-collapse", OPT_NO_COLLAPSE, NULL, 0,
 	  "Print repeated identical siblings one by one instead of as '×N'", 0 },
@@ -187,10 +187,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		env.spans[o->nspans++] = arg;
 		break;
 	case OPT_EVENTS:
+		if (!strcmp(arg, "none")) {	/* as sp-record's --events=none */
+			o->no_events = true;
+			break;
+		}
 		o->event_kinds = parse_events(arg);
 		if (!o->event_kinds)
 			argp_error(state, "invalid event list '%s': event kinds or groups "
-				   "(proc,file,net,dns,priv,runtime)", arg);
+				   "(proc,file,net,dns,priv,runtime), or none", arg);
 		break;
 	case OPT_NO_EVENTS:
 		o->no_events = true;
