@@ -32,6 +32,7 @@ struct cause {
 	bool offcpu;		/* STACK_SIZE: off-CPU samples, with their own copy */
 	char *module;		/* NULL = none / merged */
 	uint64_t rel;
+	uint64_t pid;		/* the process of the example (rel), 0 unknown */
 	uint64_t count;
 	uint64_t interp_whole;	/* of count, with their whole interpreted stack */
 };
@@ -112,14 +113,23 @@ void sp_stackq_set_header(struct sp_stackq *q, const struct sp_header *h, const 
 	q->offcpu_stack_size = word_value(features, "offcpu-stack-size=");
 }
 
+static void add_cause(struct sp_stackq *q, unsigned int status, unsigned int kind,
+		      const char *module, uint64_t rel, uint64_t pid, uint64_t n, uint64_t whole);
+
 void sp_stackq_add(struct sp_stackq *q, unsigned int status, unsigned int kind,
 		   const char *module, uint64_t rel, uint64_t n)
 {
-	sp_stackq_add_interp(q, status, kind, module, rel, n, 0);
+	add_cause(q, status, kind, module, rel, 0, n, 0);
 }
 
 void sp_stackq_add_interp(struct sp_stackq *q, unsigned int status, unsigned int kind,
 			  const char *module, uint64_t rel, uint64_t n, uint64_t whole)
+{
+	add_cause(q, status, kind, module, rel, 0, n, whole);
+}
+
+static void add_cause(struct sp_stackq *q, unsigned int status, unsigned int kind,
+		      const char *module, uint64_t rel, uint64_t pid, uint64_t n, uint64_t whole)
 {
 	bool offcpu = status == SP_UNWIND_STACK_SIZE && kind == SP_SAMPLE_OFFCPU;
 	struct cause *c = NULL;
@@ -150,6 +160,7 @@ void sp_stackq_add_interp(struct sp_stackq *q, unsigned int status, unsigned int
 		c->offcpu = offcpu;
 		c->module = module ? sp_xstrdup(module) : NULL;
 		c->rel = rel;
+		c->pid = pid;
 	}
 	if (!c) {
 		c = &q->overflow[status];
@@ -159,8 +170,10 @@ void sp_stackq_add_interp(struct sp_stackq *q, unsigned int status, unsigned int
 	c->count += n;
 	c->interp_whole += whole;
 	q->interp_whole += whole;
-	if (!c->rel)
+	if (!c->rel) {
 		c->rel = rel;
+		c->pid = pid;
+	}
 }
 
 /* Whether the frames of a stack (leaf first, n) hold an interpreted stack
@@ -224,8 +237,8 @@ void sp_stackq_add_sample(struct sp_stackq *q, const struct sp_defs *d, const st
 			rel = f->addr;
 		}
 	}
-	sp_stackq_add_interp(q, status, s->kind, module, rel, 1,
-			     depth > 0 && interp_whole(d, q->frames, depth));
+	add_cause(q, status, s->kind, module, rel, s->pid, 1,
+		  depth > 0 && interp_whole(d, q->frames, depth));
 }
 
 void sp_stackq_summary(const struct sp_stackq *q, struct sp_stackq_summary *s)
@@ -292,7 +305,10 @@ static void make_hint(const struct sp_stackq *q, const struct cause *c, double s
 {
 	double pct = share * 100;
 	const char *mod = c->module;
+	char in_pid[24] = "";
 
+	if (c->pid)
+		snprintf(in_pid, sizeof(in_pid), "%" PRIu64, c->pid);
 	switch (c->status) {
 	case SP_UNWIND_DEPTH:
 		if (q->max_depth)
@@ -326,15 +342,16 @@ static void make_hint(const struct sp_stackq *q, const struct cause *c, double s
 		break;
 	case SP_UNWIND_UNKNOWN_MAP:
 		snprintf(buf, len, "%.1f%% of stacks stopped at an address in no known mapping "
-			 "(e.g. 0x%" PRIx64 "): a sample inside execve (registers of the old image), "
-			 "or a missed mapping (lost records, a process gone before it was read)",
-			 pct, c->rel);
+			 "(e.g. 0x%" PRIx64 "%s%s): a sample inside execve (registers of the old "
+			 "image), or a missed mapping (lost records, a process gone before it was "
+			 "read)", pct, c->rel, c->pid ? " in pid " : "", in_pid);
 		break;
 	case SP_UNWIND_JIT:
 		snprintf(buf, len, "%.1f%% of stacks stopped in JIT-compiled code (e.g. 0x%" PRIx64
-			 "): enable the runtime's perf map and frame pointers (node "
+			 "%s%s): enable the runtime's perf map and frame pointers (node "
 			 "--perf-basic-prof, python3.12 -X perf, -XX:+PreserveFramePointer)%s",
-			 pct, c->rel, q->cg == SP_CG_AUTO ? "" : " and use --call-graph=auto");
+			 pct, c->rel, c->pid ? " in pid " : "", in_pid,
+			 q->cg == SP_CG_AUTO ? "" : " and use --call-graph=auto");
 		break;
 	default:
 		if (mod)

@@ -205,6 +205,18 @@ static void test_stackquality_from_defs(void)
 	CHECK(strstr(buf, "\nsp-record:   fp_guess: 1 stack (20.0%) left a frame without CFI "
 		     "through its frame pointer (may skip frames)\n") != NULL);
 	sp_stackq_free(q);
+
+	/* a stack in no known mapping: its example names the process */
+	q = sp_stackq_new();
+	memset(&r, 0, sizeof(r));
+	r.sample.stack = 2;
+	r.sample.pid = 4242;
+	r.sample.unwind = SP_UNWIND_UNKNOWN_MAP;
+	sp_stackq_add_sample(q, d, &r.sample);
+	CHECK(!sp_stackq_cause(q, 0, &c));
+	CHECK_EQ_U(c.status, SP_UNWIND_UNKNOWN_MAP);
+	CHECK(strstr(c.hint, "(e.g. 0x101 in pid 4242): a sample inside execve") != NULL);
+	sp_stackq_free(q);
 	sp_defs_free(d);
 }
 
