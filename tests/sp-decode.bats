@@ -433,10 +433,7 @@ wait_for() {
 @test "sp-decode --follow: a file its writer has not made yet is waited for, said once after a second; SIGINT meanwhile ends it, status 0" {
 	sp-decode --follow "$T/later.sp" > "$T/out" 2> "$T/err" &
 	pid=$!
-	for _ in $(seq 100); do
-		grep -q "does not exist yet" "$T/err" && break
-		sleep 0.1
-	done
+	wait_said "$T/err" "does not exist yet" 10
 	kill -0 "$pid"
 	# the writer comes late: the whole recording, up to its end record
 	sp-decode --encode -o "$T/later.sp" "$SMALL"
@@ -447,10 +444,7 @@ wait_for() {
 	# interrupted while it waits (once it says so: its handler is in)
 	sp-decode --follow "$T/never.sp" > "$T/out" 2> "$T/err" &
 	pid=$!
-	for _ in $(seq 100); do
-		grep -q "does not exist yet" "$T/err" && break
-		sleep 0.1
-	done
+	wait_said "$T/err" "does not exist yet" 10
 	kill -INT "$pid"
 	wait_for "$pid"
 	assert_equal "$st" 0
