@@ -14,7 +14,8 @@
 #           here: the Docker tests start dockerd themselves, without
 #           iptables or a bridge);
 #           faketime, with which the flight recorder test sets the clock back;
-#           dwz, which makes the shared DWARF files sp-symbolize's tests read
+#           dwz, which makes the shared DWARF files sp-symbolize's tests read;
+#           acl (setfacl), with which a test gives a library an ACL
 set -e
 PKGS="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev
 libjansson-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
@@ -23,7 +24,7 @@ elfutils binutils ruby python3 linux-perf strace hyperfine libiberty-dev jq g++
 libxml2-utils ruby-dev python3-dev libdebuginfod-dev"
 if [ "${1:-}" = --test ]; then
 	PKGS="$PKGS chromium time valgrind golang-go debuginfod podman runc docker.io
-faketime dwz"
+faketime dwz acl"
 fi
 missing=
 for p in $PKGS; do

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "elf/dynamic.h"
 #include "elf/elffile.h"
@@ -55,24 +56,53 @@ static bool is_file(const char *path)
 }
 
 /* Whether user uid may read path (a resolved one: no links), by the owner's
- * and the others' permission bits of the file and of each directory above
- * it (the group's are not known here: a file only its group may read is
- * taken as not readable, and ld.so's choice is seen once the process runs). */
-static bool readable_by(const char *path, uint32_t uid)
+ * group's (its file-system group or a supplementary one) and the others'
+ * permission bits of the file and of each directory above it, as the
+ * kernel picks them. An ACL's named users and groups are not looked at: a
+ * file only they may read is taken as not readable, and ld.so's choice is
+ * seen once the process runs; with an ACL the group's bits are its mask,
+ * not the group's right, and are not taken either. */
+static bool in_groups(const struct sp_elf_libsearch *how, uint32_t gid)
+{
+	unsigned int i;
+
+	if (how->uid == SP_ELF_UID_UNKNOWN)
+		return false;
+	if (gid == how->gid)
+		return true;
+	for (i = 0; i < how->ngroups && i < SP_ELF_GROUPS_MAX; i++)
+		if (how->groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* Whether the mode of st grants how's user the right of the owner's bit
+ * own (S_IRUSR, S_IXUSR). */
+static bool may(const struct sp_elf_libsearch *how, const char *path, const struct stat *st,
+		mode_t own)
+{
+	if (how->uid != SP_ELF_UID_UNKNOWN && st->st_uid == how->uid)
+		return st->st_mode & own;
+	if (in_groups(how, st->st_gid))
+		return (st->st_mode & (own >> 3)) &&
+		       getxattr(path, "system.posix_acl_access", NULL, 0) <= 0;
+	return st->st_mode & (own >> 6);
+}
+
+static bool readable_by(const char *path, const struct sp_elf_libsearch *how)
 {
 	char dir[PATH_MAX];
 	struct stat st;
 	char *slash;
 
-	if (!uid)
+	if (!how || !how->uid)
 		return true;
-	if (stat(path, &st) || !(st.st_mode & (st.st_uid == uid ? S_IRUSR : S_IROTH)))
+	if (stat(path, &st) || !may(how, path, &st, S_IRUSR))
 		return false;
 	snprintf(dir, sizeof(dir), "%s", path);
 	while ((slash = strrchr(dir, '/')) && slash != dir) {
 		*slash = 0;
-		if (stat(dir, &st) || !S_ISDIR(st.st_mode) ||
-		    !(st.st_mode & (st.st_uid == uid ? S_IXUSR : S_IXOTH)))
+		if (stat(dir, &st) || !S_ISDIR(st.st_mode) || !may(how, dir, &st, S_IXUSR))
 			return false;
 	}
 	return true;
@@ -277,7 +307,7 @@ int sp_elf_needed_libs(const char *exe, bool (*want)(const char *name),
 			for (size_t d = 0; !ok && d < sizeof(std_dirs) / sizeof(std_dirs[0]); d++)
 				ok = in_dir(std_dirs[d], needed[i], cand, sizeof(cand));
 		}
-		if (ok && realpath(cand, paths[found]) && readable_by(paths[found], how ? how->uid : 0)) {
+		if (ok && realpath(cand, paths[found]) && readable_by(paths[found], how)) {
 			found++;
 			if (how && via)
 				how->via_ld_path = true;

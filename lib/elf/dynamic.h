@@ -27,6 +27,9 @@ int64_t sp_elf_va_to_offset(Elf *e, uint64_t va, bool exec);
 uint64_t sp_elf_offset_to_va(Elf *e, uint64_t off);
 
 /* How sp_elf_needed_libs() searches, as ld.so would for one process. */
+#define SP_ELF_GROUPS_MAX	64
+#define SP_ELF_UID_UNKNOWN	UINT32_MAX
+
 struct sp_elf_libsearch {
 	const char *ld_path;	/* its LD_LIBRARY_PATH (NULL: none; the caller
 				 * leaves it out where ld.so would: AT_SECURE) */
@@ -34,10 +37,14 @@ struct sp_elf_libsearch {
 				 * empty and relative entries; NULL: skipped */
 	uint32_t uid;		/* its user (0: root, any file): a file found
 				 * that this user cannot read (by the modes
-				 * for its owner and for others), or whose
-				 * directories it cannot search, is not its:
-				 * a link to root's files in a directory of
-				 * its own is not followed there */
+				 * for its owner, its groups and others), or
+				 * whose directories it cannot search, is not
+				 * its: a link to root's files in a directory
+				 * of its own is not followed there. A user
+				 * not known: SP_ELF_UID_UNKNOWN, others' bits */
+	uint32_t gid;		/* its file-system group */
+	uint32_t groups[SP_ELF_GROUPS_MAX];	/* its supplementary groups */
+	unsigned int ngroups;
 	/* results */
 	bool via_ld_path;	/* a library was found through ld_path */
 	bool missing;		/* a library asked for was found nowhere */

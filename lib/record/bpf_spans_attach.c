@@ -798,15 +798,18 @@ static void found_add(struct bs_ctx *c, struct bs_proc *p, const char *path)
 		}
 }
 
-/* The user whose rights a process opens files with (its file-system uid,
+/* The rights a process opens files with (its file-system uid and groups,
  * from /proc/PID/status: not its /proc directory's owner, which is root's
  * for a process made non-dumpable, by an exec of a file it may not read);
- * 0 when it is gone. */
-static uint32_t proc_uid(uint32_t pid)
+ * not known when it is gone: then only what every user may read is its
+ * (a process killed while held must not make root follow its links). */
+static void proc_creds(uint32_t pid, struct sp_elf_libsearch *how)
 {
-	uid_t uid;
-
-	return sp_procfs_uid(pid, &uid) ? 0 : (uint32_t)uid;
+	if (sp_procfs_creds(pid, &how->uid, &how->gid, how->groups, SP_ELF_GROUPS_MAX,
+			    &how->ngroups)) {
+		how->uid = SP_ELF_UID_UNKNOWN;
+		how->ngroups = 0;
+	}
 }
 
 struct image_ctx {
@@ -895,7 +898,7 @@ void sp_bs_attach_image(struct bs_ctx *c, struct bs_proc *p, bool at_exec)
 			if (!sp_procfs_at_secure(p->pid))
 				how.ld_path = sp_bs_env_get(env, elen, "LD_LIBRARY_PATH", true);
 			/* its user's: what it could not read is not taken */
-			how.uid = proc_uid(p->pid);
+			proc_creds(p->pid, &how);
 			nn = sp_spans_needed_libs(p->exe, c->o->modes & SP_SPANS_USDT, &how, need, 16);
 			/* what it found there, or could not find, depends on
 			 * its environment, not only on its file: a later exec

@@ -595,6 +595,47 @@ int sp_procfs_uid(uint32_t pid, uid_t *uid)
 	return 0;
 }
 
+int sp_procfs_creds(uint32_t pid, uint32_t *uid, uint32_t *gid, uint32_t *groups,
+		    unsigned int max, unsigned int *ngroups)
+{
+	char line[4096], *p, *end;
+	unsigned long r, e, s, fs;
+	int have = 0;
+	FILE *f;
+
+	*ngroups = 0;
+	f = open_proc(pid, "status");
+	if (!f)
+		return -1;
+	/* a line longer than the buffer comes in pieces: only whole ones,
+	 * which start with their name, are taken */
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Uid:", 4) &&
+		    sscanf(line + 4, "%lu %lu %lu %lu", &r, &e, &s, &fs) == 4) {
+			*uid = (uint32_t)fs;
+			have |= 1;
+		} else if (!strncmp(line, "Gid:", 4) &&
+			   sscanf(line + 4, "%lu %lu %lu %lu", &r, &e, &s, &fs) == 4) {
+			*gid = (uint32_t)fs;
+			have |= 2;
+		} else if (!strncmp(line, "Groups:", 7)) {
+			for (p = line + 7; *ngroups < max; p = end) {
+				unsigned long g = strtoul(p, &end, 10);
+
+				if (end == p)
+					break;
+				groups[(*ngroups)++] = (uint32_t)g;
+			}
+		}
+	}
+	fclose(f);
+	if (have != 3) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
 int sp_parse_cpu_list(const char *list, int **out)
 {
 	const char *s = list;

@@ -211,6 +211,35 @@ static void test_dynamic_needed_libs_unreadable(void)
 	snprintf(cmd, sizeof(cmd), "%s/user", dir);
 	s.uid = 65534;
 	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 2);
+	/* a user not known (a process gone): what all may read is its */
+	s.uid = SP_ELF_UID_UNKNOWN;
+	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 2);
+	/* readable by its group only (group 4242): its file-system group's,
+	 * or one of its groups', not another's, not a user's not known */
+	snprintf(cmd, sizeof(cmd), "chgrp 4242 %s/secret %s/secret/libspx.so && "
+		 "chmod 0750 %s/secret && chmod 0640 %s/secret/libspx.so", dir, dir, dir, dir);
+	CHECK(!system(cmd));
+	snprintf(cmd, sizeof(cmd), "%s/user", dir);
+	s.uid = 65534;
+	s.gid = 4242;
+	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 2);
+	s.gid = 65534;
+	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 1);
+	s.groups[0] = 100;
+	s.groups[1] = 4242;
+	s.ngroups = 2;
+	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 2);
+	s.uid = SP_ELF_UID_UNKNOWN;
+	CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 1);
+	/* with an ACL the group's bits are its mask: not taken for the group */
+	snprintf(cmd, sizeof(cmd), "command -v setfacl > /dev/null && "
+		 "setfacl -m u:12345:r %s/secret/libspx.so", dir);
+	if (!system(cmd)) {
+		s.uid = 65534;
+		CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 1);
+	} else {
+		printf("# ACL case skipped: no setfacl\n");
+	}
 out:
 	free(libs);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

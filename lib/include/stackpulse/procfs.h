@@ -194,6 +194,10 @@ int sp_procfs_perfmap_fd(int fd, int (*fn)(void *ctx, uint64_t addr, uint64_t si
 			 struct sp_perfmap_result *res);
 /* The file-system user a process runs as (the Uid: line of /proc/PID/status). */
 int sp_procfs_uid(uint32_t pid, uid_t *uid);
+/* Its file-system user and group and its supplementary groups (at most
+ * max; *ngroups how many were kept): the rights it opens files with. */
+int sp_procfs_creds(uint32_t pid, uint32_t *uid, uint32_t *gid, uint32_t *groups,
+		    unsigned int max, unsigned int *ngroups);
 
 /* CPUs of a list like "0-3,8,10-11" into a new array *out (caller frees);
  * returns how many. */
