@@ -357,3 +357,50 @@ voluntary_switches() {
 	run -64 sp-record --off-cpu-min=soon -- true
 	assert_output --partial "invalid --off-cpu-min 'soon'"
 }
+
+# Another user's binary whose section headers say a CFI or DWARF section
+# is 3 GiB (a sparse file of a few KB on disk): libdw would read it whole.
+@test "sp-record-unwind: nobody's binary whose .eh_frame or .debug_info says 3 GiB: refused, said, sp-record stays small" {
+	require_root
+	require_cmd setpriv util-linux
+	require_cmd cc
+	[ -x /usr/bin/time ] || skip "needs /usr/bin/time (package time)"
+	local dir rss case
+	dir=$(mktemp -d /tmp/sp-bigcfi.XXXXXX)
+	chmod 0755 "$dir"
+	printf 'int main(void) { volatile unsigned long x = 0; for (;;) x++; }\n' |
+		cc -O1 -g -fno-asynchronous-unwind-tables -x c -o "$dir/spin" -
+	cat > "$dir/patch.py" <<'PY'
+import os, struct, sys
+src, dst, want = sys.argv[1], sys.argv[2], sys.argv[3]
+b = bytearray(open(src, "rb").read())
+shoff, = struct.unpack_from("<Q", b, 0x28)
+shentsize, shnum, shstrndx = struct.unpack_from("<HHH", b, 0x3a)
+stroff, = struct.unpack_from("<Q", b, shoff + shstrndx * shentsize + 0x18)
+size, off = 3 << 30, None
+for i in range(shnum):
+    h = shoff + i * shentsize
+    name, = struct.unpack_from("<I", b, h)
+    if b[stroff + name:b.index(0, stroff + name)].decode() == want:
+        off, = struct.unpack_from("<Q", b, h + 0x18)
+        struct.pack_into("<Q", b, h + 0x20, size)
+assert off is not None, want
+open(dst, "wb").write(b)
+os.truncate(dst, off + size)
+os.chmod(dst, 0o755)
+PY
+	for case in "/usr/bin/sha256sum .eh_frame /dev/zero" "$dir/spin .debug_info"; do
+		set -- $case
+		python3 "$dir/patch.py" "$1" "$dir/big" "$2"
+		chown 65534:65534 "$dir/big"
+		(( $(du -k "$dir/big" | cut -f1) < 10000 ))
+		run --separate-stderr /usr/bin/time -f %M -o "$dir/rss" sp-record --call-graph=dwarf \
+			-o "$dir/rec.sp" -- setpriv --reuid=65534 --regid=65534 --clear-groups \
+			timeout 1 "$dir/big" ${3:-}
+		[ "$status" = 124 ] || fail "$2: status $status: $stderr"
+		rss=$(tail -n 1 "$dir/rss")	# after time's own line on the status
+		(( rss < 400000 )) || fail "$2: sp-record grew to $rss KiB: $stderr"
+		[[ "$stderr" == *"'$dir/big' says its $2 is larger than 64 MiB"* ]] || fail "$stderr"
+	done
+	rm -rf "$dir"
+}

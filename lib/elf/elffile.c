@@ -119,6 +119,52 @@ bool sp_elf_strtab_ok(Elf *elf, size_t ndx, uint64_t max)
 	return scn && gelf_getshdr(scn, &sh) && sh.sh_size <= max;
 }
 
+static bool scn_too_big(Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	GElf_Chdr ch;
+
+	if (sh->sh_type == SHT_NOBITS)
+		return false;
+	if (sh->sh_size > SP_ELF_CFI_MAX)
+		return true;
+	return (sh->sh_flags & SHF_COMPRESSED) &&
+	       (!gelf_getchdr(scn, &ch) || ch.ch_size > SP_ELF_CFI_MAX);
+}
+
+const char *sp_elf_dwarf_too_big(Elf *elf, bool debug)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, shnum = 0, phnum = 0, i;
+	const char *name;
+	GElf_Shdr sh;
+	GElf_Phdr ph;
+
+	if (elf_getshdrnum(elf, &shnum) || !shnum) {
+		/* libdw finds .eh_frame through the segments then */
+		if (debug || elf_getphdrnum(elf, &phnum))
+			return NULL;
+		for (i = 0; i < phnum; i++)
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    ph.p_filesz > 4ull * SP_ELF_CFI_MAX)
+				return "a loadable segment";
+		return NULL;
+	}
+	if (sp_elf_shstrndx(elf, &shstrndx))
+		return ".shstrtab";
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name)
+			continue;
+		if (debug ? !strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8) :
+			    !strcmp(name, ".eh_frame") || !strcmp(name, ".eh_frame_hdr"))
+			if (scn_too_big(scn, &sh))
+				return name;
+	}
+	return NULL;
+}
+
 int sp_elf_shstrndx(Elf *elf, size_t *ndx)
 {
 	if (elf_getshdrstrndx(elf, ndx) != 0 || !sp_elf_strtab_ok(elf, *ndx, SP_ELF_NAMES_MAX))

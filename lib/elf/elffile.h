@@ -75,6 +75,16 @@ void sp_elf_close(Elf *elf, int fd);
 Elf_Data *sp_elf_data_max(Elf_Scn *scn, const GElf_Shdr *sh, uint64_t max);
 bool sp_elf_strtab_ok(Elf *elf, size_t ndx, uint64_t max);
 int sp_elf_shstrndx(Elf *elf, size_t *ndx);
+/*
+ * libdw reads whole what it takes from a file opened for reading (not
+ * mapped): .eh_frame and .eh_frame_hdr for dwarf_getcfi_elf(), every
+ * .debug_* section for dwarf_begin_elf(), a compressed one at the size its
+ * header says once inflated, and without section headers the loadable
+ * segments. The name of the first of these above SP_ELF_CFI_MAX bytes
+ * (only .debug_* ones when debug), or NULL when none is.
+ */
+#define SP_ELF_CFI_MAX	(64u << 20)
+const char *sp_elf_dwarf_too_big(Elf *elf, bool debug);
 
 /* Whether elf has a section of this name (with file contents, when with_bits). */
 bool sp_elf_has_section(Elf *elf, const char *name, bool with_bits);

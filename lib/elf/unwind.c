@@ -720,6 +720,7 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 	size_t phnum, i, shstrndx;
 	Elf_Scn *scn = NULL;
 	bool has_debug_frame = false;
+	const char *big;
 	int fd = -1;
 
 	f->loaded = true;
@@ -781,6 +782,14 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 	}
 	if (!f->nload)
 		goto fail;
+	/* another user's file is read, not mapped, and libdw reads what it
+	 * takes of it whole: at the sizes its owner wrote (a sparse file of a
+	 * few KB on disk said 3 GiB, and root's sp-record grew to that) */
+	if (f->read && (big = sp_elf_dwarf_too_big(f->elf, false))) {
+		sp_warn("'%s' says its %s is larger than %u MiB: its frames are not unwound "
+			"(a sparse or forged file)", f->path, big, SP_ELF_CFI_MAX >> 20);
+		goto fail;
+	}
 	f->eh = dwarf_getcfi_elf(f->elf);
 	if (!sp_elf_shstrndx(f->elf, &shstrndx)) {
 		while ((scn = elf_nextscn(f->elf, scn))) {
@@ -796,6 +805,11 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 			    (!strcmp(name, ".init") || !strcmp(name, ".fini")))
 				f->init_fini[name[1] == 'f'] = sh.sh_addr;
 		}
+	}
+	if (has_debug_frame && f->read && (big = sp_elf_dwarf_too_big(f->elf, true))) {
+		sp_warn("'%s' says its %s is larger than %u MiB: its .debug_frame is not read",
+			f->path, big, SP_ELF_CFI_MAX >> 20);
+		has_debug_frame = false;
 	}
 	if (has_debug_frame) {
 		f->dw = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);
