@@ -107,14 +107,16 @@ static int export_traces(char **paths, int n)
 	struct sp_otlp_stats st = { 0 };
 	struct sp_otlp_traces *t;
 	struct sp_reader *in;
-	int status;
+	int status, rc;
 
 	in = sp_reader_open(paths, n);
 	if (!in)
 		return SP_EXIT_FATAL;
 	t = sp_otlp_traces_new(env.common.out, &env.otlp);
-	sp_corr_read(in, NULL, to_traces, t, NULL);
+	rc = sp_corr_read(in, NULL, to_traces, t, NULL);
 	status = sp_reader_close(in);
+	if (rc < 0)	/* a write that failed, said where it failed */
+		status = SP_EXIT_FATAL;
 	if (sp_otlp_traces_finish(t, &st) < 0)
 		return SP_EXIT_FATAL;
 	return sp_status_merge(status, report(&st));

@@ -60,8 +60,9 @@ static bool is_file(const char *path)
  * permission bits of the file and of each directory above it, as the
  * kernel picks them. An ACL's named users and groups are not looked at: a
  * file only they may read is taken as not readable, and ld.so's choice is
- * seen once the process runs; with an ACL the group's bits are its mask,
- * not the group's right, and are not taken either. */
+ * seen once the process runs: a file or directory with an ACL is its
+ * owner's only (its named entries come first, its mask stands for the
+ * group's bits). */
 static bool in_groups(const struct sp_elf_libsearch *how, uint32_t gid)
 {
 	unsigned int i;
@@ -83,9 +84,12 @@ static bool may(const struct sp_elf_libsearch *how, const char *path, const stru
 {
 	if (how->uid != SP_ELF_UID_UNKNOWN && st->st_uid == how->uid)
 		return st->st_mode & own;
+	/* an ACL's named entries come before the group's and the others'
+	 * bits, and its mask stands for the group's: not judged here */
+	if (getxattr(path, "system.posix_acl_access", NULL, 0) > 0)
+		return false;
 	if (in_groups(how, st->st_gid))
-		return (st->st_mode & (own >> 3)) &&
-		       getxattr(path, "system.posix_acl_access", NULL, 0) <= 0;
+		return st->st_mode & (own >> 3);
 	return st->st_mode & (own >> 6);
 }
 

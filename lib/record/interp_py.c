@@ -153,7 +153,8 @@ int sp_py_str_copy(const struct sp_interp_layout *l, const uint8_t *b, size_t le
 /*
  * Whether s can be a code object's co_qualname as compile() makes them:
  * identifiers (non-ASCII ones too), dots, and <module>, <lambda>,
- * <locals>, <genexpr> and the like. A frame sampled just as its code was
+ * <locals>, <genexpr> and the like (3.12's "<generic parameters of T>":
+ * inside angle brackets, any printable character but '/'). A frame sampled just as its code was
  * freed (a module run once at start-up, such as getpath) can point to a
  * name whose memory holds another string by then ("/usr"): better no name
  * than that one.
@@ -161,13 +162,22 @@ int sp_py_str_copy(const struct sp_interp_layout *l, const uint8_t *b, size_t le
 static bool qualname_plausible(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	unsigned int angle = 0;	/* inside <...>: "<generic parameters of T>" */
 
 	if (!*p)
 		return false;
-	for (; *p; p++)
-		if (*p < 0x80 && !(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
-		    !(*p >= '0' && *p <= '9') && !strchr("_.<>", *p))
+	for (; *p; p++) {
+		if (*p == '<')
+			angle++;
+		else if (*p == '>' && angle)
+			angle--;
+		else if (*p < 0x20 || *p == 0x7f)
 			return false;
+		else if (angle ? *p == '/' :
+			 *p < 0x80 && !(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+			 !(*p >= '0' && *p <= '9') && *p != '_' && *p != '.')
+			return false;
+	}
 	return true;
 }
 

@@ -390,6 +390,8 @@ static void sign(struct sp_tree *t, struct tnode *n)
 	 * processes (forks) are not one, or the others' pids would not show */
 	if (!t->stable && n->type == N_PROC)
 		h = sp_hash_mix(h, ((const struct tproc *)n)->pid);
+	else if (!t->stable && n->type == N_THREAD)	/* the same for threads */
+		h = sp_hash_mix(h, ((const struct tthread *)n)->tid);
 	for (c = n->first; c; c = c->next)
 		if (c->keep)
 			h = sp_hash_mix(h, c->sig);

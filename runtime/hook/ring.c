@@ -171,9 +171,13 @@ static long long boot_offset_ticks(void)
  * stall, and an open() per look put the hook's own opens among the
  * program's file events (under its spans) as often. An open descriptor
  * also names the process it was opened for, not a pid reused since (its
- * reads fail then). Checked to be still that file before each read: a
- * program may close descriptors it did not open (a daemon closing them
- * all) and have the number again for a file of its own.
+ * reads fail then, and it is opened again: a reader of that pid now is
+ * another). Checked to be still that file before each read: a program
+ * may close descriptors it did not open (a daemon closing them all) and
+ * have the number again for a file of its own. (A thread closing another
+ * thread's descriptors between that check and a close here could lose a
+ * file: no correct program does.) It stays open for the program's life,
+ * close-on-exec; a fork child keeps it, as it keeps the reader.
  */
 static pthread_mutex_t stat_lock = PTHREAD_MUTEX_INITIALIZER;
 static int stat_fd = -1;
@@ -187,8 +191,10 @@ static ssize_t read_stat(uint64_t pid, char *buf, size_t size)
 	char path[64];
 	struct stat st;
 	ssize_t n = -1;
+	bool reopened = false;
 
 	pthread_mutex_lock(&stat_lock);
+again:
 	if (stat_fd >= 0) {
 		if (fstat(stat_fd, &st) || st.st_dev != stat_dev || st.st_ino != stat_ino)
 			stat_fd = -1;	/* ours no more: the number is the program's */
@@ -211,6 +217,14 @@ static ssize_t read_stat(uint64_t pid, char *buf, size_t size)
 	}
 	if (stat_fd >= 0)
 		n = pread(stat_fd, buf, size - 1, 0);
+	if (n <= 0 && stat_fd >= 0 && !reopened) {
+		/* the process it was opened for is gone (its reads fail): a
+		 * reader of that pid now is another, opened anew, once */
+		close(stat_fd);
+		stat_fd = -1;
+		reopened = true;
+		goto again;
+	}
 	pthread_mutex_unlock(&stat_lock);
 	if (n <= 0)
 		return -1;

@@ -237,6 +237,13 @@ static void test_dynamic_needed_libs_unreadable(void)
 	if (!system(cmd)) {
 		s.uid = 65534;
 		CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 1);
+		/* readable by others, but an ACL entry of its own says no */
+		snprintf(cmd, sizeof(cmd), "chmod 0755 %s/secret && chmod 0644 %s/secret/libspx.so "
+			 "&& setfacl -m u:65534:- %s/secret/libspx.so", dir, dir, dir);
+		CHECK(!system(cmd));
+		s.ngroups = 0;
+		s.gid = 65534;
+		CHECK_EQ_U(sp_elf_needed_libs(prog, NULL, &s, libs, 16), 1);
 	} else {
 		printf("# ACL case skipped: no setfacl\n");
 	}

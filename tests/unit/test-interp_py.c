@@ -338,7 +338,14 @@ static void test_code_copy(void)
 	put_str(&m, 1024, 1, true, 10, "a b.<lambda>", 10);
 	copy_of(&m, &r, 0);
 	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == -1);
-	/* names compile() makes, non-ASCII identifiers too */
+	/* names compile() makes, non-ASCII identifiers too; 3.12's scopes */
+	put_str(&m, 1024, 1, true, 27, "<generic parameters of Box>", 27);
+	copy_of(&m, &r, 0);
+	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == 0);
+	sp_py_code_release(&c);
+	put_str(&m, 1024, 1, true, 9, "<a/b>.f x", 9);
+	copy_of(&m, &r, 0);
+	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == -1);
 	put_str(&m, 1024, 1, true, 25, "Foo.run.<locals>.<lambda>", 25);
 	copy_of(&m, &r, 0);
 	CHECK(sp_py_code_copy(l, &r, fixed, type, &c, &why) == 0);
