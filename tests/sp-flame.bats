@@ -831,11 +831,15 @@ PY
 		echo '{"type":"thread","time":1000500000,"tid":100,"pid":100,"name":"as"}'
 		echo '{"type":"sample","time":1001000000,"pid":100,"tid":100,"cpu":0,"stack":8,"weight":1}'
 		echo '{"type":"sample","time":1002000000,"pid":100,"tid":100,"cpu":0,"stack":8,"weight":1}'
+		# named as before again: one line with the first name's samples
+		echo '{"type":"process","time":1002500000,"pid":100,"ppid":1,"comm":"app","exe":"/usr/bin/app","flags":"0x2"}'
+		echo '{"type":"thread","time":1002500000,"tid":100,"pid":100,"name":"app"}'
+		echo '{"type":"sample","time":1003000000,"pid":100,"tid":100,"cpu":0,"stack":8,"weight":1}'
 	} > "$BATS_TEST_TMPDIR/exec.jsonl"
 	run --separate-stderr -0 sp-flame --by=process "$BATS_TEST_TMPDIR/exec.jsonl"
-	assert_output "app-100;main 1
+	assert_output "app-100;main 2
 as-100;main 2"
 	run --separate-stderr -0 sp-flame --by=thread "$BATS_TEST_TMPDIR/exec.jsonl"
-	assert_output "app-100;main 1
+	assert_output "app-100;main 2
 as-100;main 2"
 }

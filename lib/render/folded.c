@@ -236,6 +236,7 @@ static void who_set(struct who **w, size_t *n, size_t *cap, struct sp_idset *idx
 		x = &(*w)[*n];
 		x->id = id;
 		x->gen = 0;
+		x->label = 0;
 		x->name = NULL;
 		x->container = NULL;
 		sp_idset_add(idx, sp_hash_u64(id), *n + 1);
@@ -246,6 +247,7 @@ static void who_set(struct who **w, size_t *n, size_t *cap, struct sp_idset *idx
 		free(x->name);
 		x->name = sp_xstrdup(name);
 		x->gen++;	/* samples from now on are under the new name */
+		x->label = 0;
 	}
 }
 
@@ -442,34 +444,66 @@ static bool ctx_eq(void *cx, uint32_t id, const void *key)
 	const struct ctx *a = &((const struct ctx *)cx)[id - 1], *b = key;
 
 	return a->gen == b->gen && a->pid == b->pid && a->tid == b->tid && a->span == b->span &&
-	       a->cname == b->cname && a->pgen == b->pgen && a->tgen == b->tgen;
+	       a->cname == b->cname && a->pname == b->pname && a->tname == b->tname;
 }
 
+/* A process's label, "comm-pid", with the name it has now (cached). */
+static uint32_t proc_label(struct sp_folded *f, uint64_t pid)
+{
+	struct who *w = who_find(f->procs, &f->proc_idx, pid);
+	char buf[600];
+	uint32_t id;
+
+	if (w && w->label)
+		return w->label;
+	snprintf(buf, sizeof(buf), "%s-%" PRIu64, w && w->name ? w->name : "?", pid);
+	id = sp_folded_internz(f, buf, SP_FN_PROCESS);
+	if (w)
+		w->label = id;
+	return id;
+}
+
+/* A thread's label, "name-tid", its command's name when it has none. */
+static uint32_t thread_label(struct sp_folded *f, uint64_t pid, uint64_t tid)
+{
+	struct who *t = who_find(f->threads, &f->thread_idx, tid);
+	struct who *p = who_find(f->procs, &f->proc_idx, pid);
+	uint32_t pgen = p ? p->gen : 0, id;
+	const char *name = t && t->name ? t->name : p && p->name ? p->name : "?";
+	char buf[600];
+
+	if (t && t->label && (t->name || t->label_pgen == pgen))
+		return t->label;
+	snprintf(buf, sizeof(buf), "%s-%" PRIu64, name, tid);
+	id = sp_folded_internz(f, buf, SP_FN_THREAD);
+	if (t) {
+		t->label = id;
+		t->label_pgen = pgen;
+	}
+	return id;
+}
+
+/*
+ * The context of a sample: its labels (--by), the names its process and
+ * thread have at the sample, so that an exec or a rename starts another
+ * (and a name had again is the same one).
+ */
 static uint32_t get_ctx(struct sp_folded *f, const struct sp_sample *s)
 {
 	struct ctx k = { 0 };
-	char buf[600];
 	uint32_t id;
 	uint64_t h;
-	const char *comm;
 	struct ctx *c;
 
 	if (!f->o.by)
 		return 0;
-	/* a label is the name the process or thread had at the sample: an
-	 * exec or a rename starts a context of its own */
-	if (f->o.by & (SP_FLAME_BY_PROCESS | SP_FLAME_BY_THREAD)) {
-		struct who *w = who_find(f->procs, &f->proc_idx, s->pid);
-
-		k.pgen = w ? w->gen : 0;
-	}
-	if (f->o.by & SP_FLAME_BY_PROCESS)
+	if (f->o.by & SP_FLAME_BY_PROCESS) {
 		k.pid = s->pid + 1;
+		k.pname = proc_label(f, s->pid);
+	}
 	if (f->o.by & SP_FLAME_BY_THREAD) {
-		struct who *w = who_find(f->threads, &f->thread_idx, s->tid);
-
 		k.tid = s->tid + 1;
-		k.tgen = w ? w->gen : 0;
+		k.tname = thread_label(f, s->pid, s->tid);
 	}
 	if ((f->o.by & SP_FLAME_BY_SPAN) && s->span) {
 		k.span = s->span;
@@ -482,7 +516,7 @@ static uint32_t get_ctx(struct sp_folded *f, const struct sp_sample *s)
 					    SP_FN_PROCESS);
 	}
 	h = sp_hash_mix(sp_hash_mix(sp_hash_mix(sp_hash_u64(k.gen), k.pid), k.tid), k.span);
-	h = sp_hash_mix(sp_hash_mix(h, k.cname), (uint64_t)k.pgen << 32 | k.tgen);
+	h = sp_hash_mix(sp_hash_mix(h, k.cname), (uint64_t)k.pname << 32 | k.tname);
 	id = sp_idset_find(&f->ctx_idx, h, &k, ctx_eq, f->ctxs);
 	if (id)
 		return id - 1;
@@ -490,17 +524,6 @@ static uint32_t get_ctx(struct sp_folded *f, const struct sp_sample *s)
 		const struct sp_flame_span *sp = sp_folded_span_find(f, k.gen, k.span);
 
 		k.cut = sp && sp->depth > SPAN_DEPTH_MAX;
-	}
-	comm = sp_folded_comm(f, s->pid);
-	if (k.pid) {
-		snprintf(buf, sizeof(buf), "%s-%" PRIu64, *comm ? comm : "?", s->pid);
-		k.pname = sp_folded_internz(f, buf, SP_FN_PROCESS);
-	}
-	if (k.tid) {
-		const char *tn = sp_folded_thread_name(f, s->tid);
-
-		snprintf(buf, sizeof(buf), "%s-%" PRIu64, *tn ? tn : *comm ? comm : "?", s->tid);
-		k.tname = sp_folded_internz(f, buf, SP_FN_THREAD);
 	}
 	sp_grow(&f->ctxs, &f->ctxs_cap, f->nctxs + 1, sizeof(*f->ctxs));
 	c = &f->ctxs[f->nctxs];

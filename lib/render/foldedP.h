@@ -70,7 +70,6 @@ struct ctx {
 	uint32_t gen;
 	uint32_t cname, pname, tname;	/* name ids, 0 = none */
 	uint64_t pid, tid, span;
-	uint32_t pgen, tgen;	/* the process's and thread's name generations */
 	bool cut;		/* the span path is deeper than SPAN_DEPTH_MAX */
 };
 
@@ -85,6 +84,9 @@ struct agg {
 struct who {
 	uint64_t id, pid;
 	uint32_t gen;		/* bumped when its name changes (an exec, a rename) */
+	uint32_t label;		/* its --by label's name id, 0: not made yet */
+	uint32_t label_pgen;	/* a thread's: its process's gen then (a thread
+				 * without a name is labelled with the command's) */
 	char *name;
 	char *container;	/* a process's "runtime:id" or "host" (--by=container) */
 };
