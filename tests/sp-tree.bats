@@ -528,3 +528,43 @@ PY
 	run --separate-stderr -0 sp-tree --min-share=0 "$BATS_TEST_TMPDIR/big.jsonl"
 	assert_line --partial 'path_open → /etc/m20'
 }
+
+# Main#foo three times, each with one long Main#big and 1, 5 and 5 tiny
+# calls that --min-share hides.
+@test "sp-tree: under a collapsed run, the line of hidden spans counts every member's" {
+	require_cmd python3 jq
+	python3 - "$BATS_TEST_TMPDIR/g.jsonl" <<'PY'
+import json, sys
+out = open(sys.argv[1], "w")
+def put(r): out.write(json.dumps(r) + "\n")
+def mark(kind, t, m):
+	put({"type": kind, "time": t, "pid": 7, "tid": 7, "runtime": "ruby", "klass": "Main",
+	     "method": m, "file": "/app/main.rb", "line": 1})
+put({"type": "header", "version": 1, "start_mono_ns": 1000, "clock": "monotonic"})
+put({"type": "process", "time": 1000, "pid": 7, "ppid": 1, "comm": "ruby"})
+M = 1000000
+t = 1000
+mark("span_start", t, "run")
+for ntiny in (1, 5, 5):
+	s = t + 1
+	mark("span_start", s, "foo")
+	mark("span_start", s + 1, "big")
+	mark("span_stop", s + 10 * M, "big")
+	u = s + 10 * M
+	for i in range(ntiny):
+		mark("span_start", u + 1, "tiny")
+		u += 100
+		mark("span_stop", u, "tiny")
+	t = s + 30 * M
+	mark("span_stop", t, "foo")
+mark("span_stop", t + 1, "run")
+put({"type": "end", "time": t + 2})
+PY
+	run --separate-stderr -0 sp-tree --min-share=0.01 "$BATS_TEST_TMPDIR/g.jsonl"
+	assert_line --index 4 '   └─ ×3 [SPAN tid=7 Main#foo at=main.rb:1 dur=90.0ms]'
+	assert_line --index 5 '      ├─ ×3 [SPAN tid=7 Main#big at=main.rb:1 dur=30.0ms]'
+	assert_line --index 6 "      └─ … 11 more, each under 0.01% of the top-level span's time (1.1us in all)"
+	run --separate-stderr -0 sp-tree --format=json --min-share=0.01 "$BATS_TEST_TMPDIR/g.jsonl"
+	[ "$(jq -c '.processes[0].children[0].children[0].children[1] | [.type, .count, .dur_ns]' <<< "$output")" = \
+	  '["elided",11,1089]' ]
+}

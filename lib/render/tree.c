@@ -164,6 +164,11 @@ static void free_node(struct sp_tree *t, struct tnode *n)
 	uint64_t key = 0, *v;
 	struct sp_u64map *m = NULL;
 
+	if (n->fold_elided && (v = sp_u64map_get(&t->fold_elided, n->seq))) {
+		free((void *)(uintptr_t)*v);
+		sp_u64map_del(&t->fold_elided, n->seq);
+	}
+
 	switch (n->type) {
 	case N_PROC:
 		m = &t->procs;
@@ -693,6 +698,7 @@ void sp_tree_free(struct sp_tree *t)
 	free(t->open);
 	free(t->sortbuf);
 	free(t->walk);
+	sp_u64map_release(&t->fold_elided);	/* emptied as their nodes were freed */
 	sp_u64map_release(&t->procs);
 	sp_u64map_release(&t->threads);
 	sp_u64map_release(&t->nstids);

@@ -44,6 +44,7 @@ struct tnode {
 	bool matched;		/* the outermost span on its path that --span matched */
 	bool small;		/* a span hidden: under --min-share of its parent's time */
 	bool elided;		/* some of its children are small */
+	bool fold_elided;	/* t->fold_elided has small children folded into it */
 	/*
 	 * How many nodes it stands for, 0 meaning 1: more once the children of
 	 * a collapsed run's other members are folded into it (sp_tree_fold_run())
@@ -94,8 +95,15 @@ struct tevent {
 	uint64_t vals[];
 };
 
+/* The small children of the members of a collapsed run folded into the
+ * node that prints for them (sp_tree_fold_run()), by node seq. */
+struct fold_elided {
+	uint64_t n, ns, telling;
+};
+
 struct sp_tree {
 	struct sp_tree_opts o;
+	struct sp_u64map fold_elided;	/* node seq -> struct fold_elided * */
 	struct sp_arena strings;	/* the input's strings, in their text form */
 	uint64_t seq;
 

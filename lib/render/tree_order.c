@@ -250,6 +250,16 @@ uint64_t sp_tree_elided(const struct sp_tree *t, const struct tnode *n, uint64_t
 			*ns += sp_tree_node_dur(t, c);
 			tell += sp_tree_small_telling(c);
 		}
+	if (n->fold_elided) {	/* those of the other members of its run */
+		const uint64_t *v = sp_u64map_get(&t->fold_elided, n->seq);
+		const struct fold_elided *fe = v ? (const void *)(uintptr_t)*v : NULL;
+
+		if (fe) {
+			count += fe->n;
+			*ns += fe->ns;
+			tell += fe->telling;
+		}
+	}
 	if (telling)
 		*telling = tell;
 	return count;
@@ -510,47 +520,135 @@ static void fold_node(struct tnode *x, const struct tnode *y)
 	s->samples += o->samples;
 }
 
+/* Node x now also stands for the small children of y (--min-share). */
+static void fold_small(struct sp_tree *t, struct tnode *x, const struct tnode *y)
+{
+	struct fold_elided add = { 0 }, *fe;
+	const struct tnode *c;
+	uint64_t *v;
+
+	if (y->elided)
+		for (c = y->first; c; c = c->next)
+			if (c->small) {
+				add.n++;
+				add.ns += sp_tree_node_dur(t, c);
+				add.telling += sp_tree_small_telling(c);
+			}
+	if (y->fold_elided && (v = sp_u64map_get(&t->fold_elided, y->seq))) {
+		fe = (struct fold_elided *)(uintptr_t)*v;
+		add.n += fe->n;
+		add.ns += fe->ns;
+		add.telling += fe->telling;
+	}
+	if (!add.n)
+		return;
+	v = x->fold_elided ? sp_u64map_get(&t->fold_elided, x->seq) : NULL;
+	if (!v) {
+		fe = sp_xcalloc(1, sizeof(*fe));
+		sp_u64map_put(&t->fold_elided, x->seq, (uint64_t)(uintptr_t)fe);
+		x->fold_elided = true;
+	} else {
+		fe = (struct fold_elided *)(uintptr_t)*v;
+	}
+	fe->n += add.n;
+	fe->ns += add.ns;
+	fe->telling += add.telling;
+}
+
+static size_t kept_children(struct tnode *n)
+{
+	struct tnode *c;
+	size_t k = 0;
+
+	for (c = sp_tree_next_kept(n->first); c; c = sp_tree_next_kept(c->next))
+		k++;
+	return k;
+}
+
+/* One node of a kept subtree in preorder, and how many kept children it has. */
+struct pre {
+	struct tnode *n;
+	size_t kids;
+};
+
+/* A walk of a kept subtree in preorder: the next kept child of each node
+ * on the path (explicit: a tree is as deep as the recording). */
+struct prewalk {
+	struct tnode **next;
+	size_t depth, cap;
+};
+
+static void prewalk_start(struct prewalk *w, struct tnode *root)
+{
+	w->depth = 0;
+	sp_grow(&w->next, &w->cap, 1, sizeof(*w->next));
+	w->next[w->depth++] = sp_tree_next_kept(root->first);
+}
+
+/* The next node of the walk, NULL at its end. */
+static struct tnode *prewalk_next(struct prewalk *w)
+{
+	struct tnode *x;
+
+	while (w->depth && !w->next[w->depth - 1])
+		w->depth--;
+	if (!w->depth)
+		return NULL;
+	x = w->next[w->depth - 1];
+	w->next[w->depth - 1] = sp_tree_next_kept(x->next);
+	sp_grow(&w->next, &w->cap, w->depth + 1, sizeof(*w->next));
+	w->next[w->depth++] = sp_tree_next_kept(x->first);
+	return x;
+}
+
 /*
  * Before the children of a collapsed run are printed under its first member
  * c: fold what is under every other member (the kept nodes after c, up to
  * end) into what is under c, node by node, so that a child line says how
- * many calls it stands for and their summed times, not the first call's.
- * The members print the same (their signatures are equal), so their kept
- * children pair up in order; a pair that does not match (a hash collision)
- * ends the folding of that level.
+ * many calls it stands for and their summed times, not the first call's,
+ * and a line of hidden spans counts every member's. The members print the
+ * same (their signatures are equal), so their kept subtrees pair up in
+ * preorder, c's taken once: linear in the run's nodes, however many of c's
+ * children are hidden. A member whose shape differs at a node (a hash
+ * collision) is folded up to there.
  */
 void sp_tree_fold_run(struct sp_tree *t, struct tnode *c, struct tnode *end)
 {
-	struct tnode **st, *m, *x, *y;
-	size_t n, cap = 32;	/* entries: two per pair */
+	struct pre *pre = NULL;
+	size_t npre = 0, cap = 0, i;
+	struct prewalk w = { 0 };
+	struct tnode *m, *x, *y;
 
 	if (t->stable)	/* no times to sum; counts stay per member */
 		return;
-	st = sp_xmalloc(cap * sizeof(*st));
 	for (m = c->next; m && m != end; m = m->next) {
 		if (!m->keep)
 			continue;
-		st[0] = c;
-		st[1] = m;
-		n = 1;
-		while (n) {
-			n--;
-			x = sp_tree_next_kept(st[2 * n]->first);
-			y = sp_tree_next_kept(st[2 * n + 1]->first);
-			for (; x && y; x = sp_tree_next_kept(x->next), y = sp_tree_next_kept(y->next)) {
-				if (x->type != y->type || signature(t, x) != signature(t, y))
-					break;
-				fold_node(x, y);
-				if (!x->first || !y->first)
-					continue;
-				sp_grow(&st, &cap, 2 * (n + 1), sizeof(*st));
-				st[2 * n] = x;
-				st[2 * n + 1] = y;
-				n++;
+		if (!pre) {
+			/* c's kept subtree, root first: pre[0] is c */
+			sp_grow(&pre, &cap, 1, sizeof(*pre));
+			pre[npre++] = (struct pre){ c, kept_children(c) };
+			prewalk_start(&w, c);
+			while ((x = prewalk_next(&w))) {
+				sp_grow(&pre, &cap, npre + 1, sizeof(*pre));
+				pre[npre++] = (struct pre){ x, kept_children(x) };
 			}
 		}
+		fold_small(t, c, m);
+		if (kept_children(m) != pre[0].kids)
+			continue;
+		prewalk_start(&w, m);
+		for (i = 1; i < npre && (y = prewalk_next(&w)); i++) {
+			x = pre[i].n;
+			if (x->type != y->type || signature(t, x) != signature(t, y) ||
+			    kept_children(y) != pre[i].kids)
+				break;
+			fold_node(x, y);
+			fold_small(t, x, y);
+		}
 	}
-	free(st);
+	free(pre);
+	free(w.next);
 }
 
 struct tnode *sp_tree_next_kept(struct tnode *c)
