@@ -806,23 +806,8 @@ exit 0' sh "$dir"
 	chmod 0755 "$dir"
 	nobody_tools	# the activator nobody's Ruby loads, where nobody reads it
 	for sec in .note.stapsdt .shstrtab; do
-		python3 - "$lib" "$dir/libruby-3.1.so.3.1" "$sec" <<'PY'
-import os, struct, sys
-src, dst, want = sys.argv[1], sys.argv[2], sys.argv[3]
-b = bytearray(open(src, "rb").read())
-shoff, = struct.unpack_from("<Q", b, 0x28)
-shentsize, shnum, shstrndx = struct.unpack_from("<HHH", b, 0x3a)
-stroff, = struct.unpack_from("<Q", b, shoff + shstrndx * shentsize + 0x18)
-size = 3 << 30
-for i in range(shnum):
-    h = shoff + i * shentsize
-    name, = struct.unpack_from("<I", b, h)
-    if b[stroff + name:b.index(0, stroff + name)].decode() == want:
-        off, = struct.unpack_from("<Q", b, h + 0x18)
-        struct.pack_into("<Q", b, h + 0x20, size)
-open(dst, "wb").write(b)
-os.truncate(dst, off + size)
-PY
+		python3 "$BATS_TEST_DIRNAME/fixtures/sparse_section.py" "$lib" \
+			"$dir/libruby-3.1.so.3.1" "$sec"
 		chown -R 65534:65534 "$dir"
 		(( $(du -k "$dir/libruby-3.1.so.3.1" | cut -f1) < 100000 ))
 		SP_RUNTIME_DIR=$NOBODY_DIR/runtime run -0 --separate-stderr \

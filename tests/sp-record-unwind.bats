@@ -370,28 +370,9 @@ voluntary_switches() {
 	chmod 0755 "$dir"
 	printf 'int main(void) { volatile unsigned long x = 0; for (;;) x++; }\n' |
 		cc -O1 -g -fno-asynchronous-unwind-tables -x c -o "$dir/spin" -
-	cat > "$dir/patch.py" <<'PY'
-import os, struct, sys
-src, dst, want = sys.argv[1], sys.argv[2], sys.argv[3]
-b = bytearray(open(src, "rb").read())
-shoff, = struct.unpack_from("<Q", b, 0x28)
-shentsize, shnum, shstrndx = struct.unpack_from("<HHH", b, 0x3a)
-stroff, = struct.unpack_from("<Q", b, shoff + shstrndx * shentsize + 0x18)
-size, off = 3 << 30, None
-for i in range(shnum):
-    h = shoff + i * shentsize
-    name, = struct.unpack_from("<I", b, h)
-    if b[stroff + name:b.index(0, stroff + name)].decode() == want:
-        off, = struct.unpack_from("<Q", b, h + 0x18)
-        struct.pack_into("<Q", b, h + 0x20, size)
-assert off is not None, want
-open(dst, "wb").write(b)
-os.truncate(dst, off + size)
-os.chmod(dst, 0o755)
-PY
 	for case in "/usr/bin/sha256sum .eh_frame /dev/zero" "$dir/spin .debug_info"; do
 		set -- $case
-		python3 "$dir/patch.py" "$1" "$dir/big" "$2"
+		python3 "$BATS_TEST_DIRNAME/fixtures/sparse_section.py" "$1" "$dir/big" "$2"
 		chown 65534:65534 "$dir/big"
 		(( $(du -k "$dir/big" | cut -f1) < 10000 ))
 		run --separate-stderr /usr/bin/time -f %M -o "$dir/rss" sp-record --call-graph=dwarf \

@@ -270,15 +270,11 @@ load helper
 
 # Main#run (1 s) calls Main#big (800 ms) and 25,000 methods of 1 us each.
 big_tree() {
-	python3 - "$1" <<'PY'
-import json, sys
-out = open(sys.argv[1], "w")
-def put(r): out.write(json.dumps(r) + "\n")
-def mark(kind, t, m):
-	put({"type": kind, "time": t, "pid": 7, "tid": 7, "runtime": "ruby", "klass": "Main",
-	     "method": m, "file": "/app/main.rb", "line": 1})
-put({"type": "header", "version": 1, "start_mono_ns": 1000, "clock": "monotonic"})
-put({"type": "process", "time": 1000, "pid": 7, "ppid": 1, "comm": "ruby"})
+	python3 - "$1" "$FIXTURES" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from marks import put, mark, start
+start()
 mark("span_start", 1000, "run")
 mark("span_start", 100000000, "big")
 mark("span_stop", 900000000, "big")
@@ -428,15 +424,11 @@ PY
 # twice (half of it each), each bar calling Main#baz for a quarter of it.
 @test "sp-tree: the children of a collapsed run sum every member's calls, not the first one's" {
 	require_cmd python3 jq
-	python3 - "$BATS_TEST_TMPDIR/runs.jsonl" <<'PY'
-import json, sys
-out = open(sys.argv[1], "w")
-def put(r): out.write(json.dumps(r) + "\n")
-def mark(kind, t, m):
-	put({"type": kind, "time": t, "pid": 7, "tid": 7, "runtime": "ruby", "klass": "Main",
-	     "method": m, "file": "/app/main.rb", "line": 1})
-put({"type": "header", "version": 1, "start_mono_ns": 1000, "clock": "monotonic"})
-put({"type": "process", "time": 1000, "pid": 7, "ppid": 1, "comm": "ruby"})
+	python3 - "$BATS_TEST_TMPDIR/runs.jsonl" "$FIXTURES" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from marks import put, mark, start
+start()
 t = 1000
 for ms in (10, 50, 100):
 	d = ms * 1000000
@@ -498,15 +490,11 @@ PY
 
 @test "sp-tree: the line of spans --min-share hid says how many of them had events or a raise" {
 	require_cmd python3 jq
-	python3 - "$BATS_TEST_TMPDIR/big.jsonl" <<'PY'
-import json, sys
-out = open(sys.argv[1], "w")
-def put(r): out.write(json.dumps(r) + "\n")
-def mark(kind, t, m, klass="Main"):
-	put({"type": kind, "time": t, "pid": 7, "tid": 7, "runtime": "ruby", "klass": klass,
-	     "method": m, "file": "/app/main.rb", "line": 1})
-put({"type": "header", "version": 1, "start_mono_ns": 1000, "clock": "monotonic"})
-put({"type": "process", "time": 1000, "pid": 7, "ppid": 1, "comm": "ruby"})
+	python3 - "$BATS_TEST_TMPDIR/big.jsonl" "$FIXTURES" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from marks import put, mark, start
+start()
 mark("span_start", 1000, "run")
 for i in range(25000):
 	t = 1001000 + 2000 * i
@@ -533,15 +521,11 @@ PY
 # calls that --min-share hides.
 @test "sp-tree: under a collapsed run, the line of hidden spans counts every member's" {
 	require_cmd python3 jq
-	python3 - "$BATS_TEST_TMPDIR/g.jsonl" <<'PY'
-import json, sys
-out = open(sys.argv[1], "w")
-def put(r): out.write(json.dumps(r) + "\n")
-def mark(kind, t, m):
-	put({"type": kind, "time": t, "pid": 7, "tid": 7, "runtime": "ruby", "klass": "Main",
-	     "method": m, "file": "/app/main.rb", "line": 1})
-put({"type": "header", "version": 1, "start_mono_ns": 1000, "clock": "monotonic"})
-put({"type": "process", "time": 1000, "pid": 7, "ppid": 1, "comm": "ruby"})
+	python3 - "$BATS_TEST_TMPDIR/g.jsonl" "$FIXTURES" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from marks import put, mark, start
+start()
 M = 1000000
 t = 1000
 mark("span_start", t, "run")
