@@ -368,7 +368,7 @@ require_ruby() {
 # and span rings, found inside Deep.main -> Deep#outer -> a block ->
 # Walk#middle -> Deep#inner
 late_ruby() {
-	late_spans deep.rb tick Deep#main Deep#outer Walk#middle Deep#inner -- \
+	late_spans deep.rb tick Deep.main Deep#outer Walk#middle Deep#inner -- \
 		env RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" STACKPULSE_SPAN_RING=1 "$@"
 }
 
@@ -379,14 +379,14 @@ late_ruby() {
 
 @test "sp-record -p: a Ruby inside a define_method method when found gets it named as its calls are" {
 	require_ruby
-	late_spans deep.rb tick Deep#main Deep#outer Walk#middle Deep#inner -- \
+	late_spans deep.rb tick Deep.main Deep#outer Walk#middle Deep#inner -- \
 		env RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" STACKPULSE_SPAN_RING=1 \
 		DEEP_MIDDLE=define_method $RUBY
 }
 
 @test "sp-record -p: the define_method rebuild calls Ruby's own methods, not the program's overrides of them" {
 	require_ruby
-	late_spans deep.rb tick Deep#main Deep#outer Walk#middle Deep#inner -- \
+	late_spans deep.rb tick Deep.main Deep#outer Walk#middle Deep#inner -- \
 		env RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" STACKPULSE_SPAN_RING=1 \
 		DEEP_MIDDLE=define_method DEEP_OVERRIDE=1 $RUBY
 	[ ! -e "$BATS_TEST_TMPDIR/ready.called" ] ||
@@ -396,7 +396,7 @@ late_ruby() {
 @test "sp-record -p: a Ruby with --spans-match inside matching methods when found gets those, and only those" {
 	require_ruby
 	# Walk#middle is not traced: not rebuilt, and no stop of it comes
-	late_spans deep.rb tick Deep#main Deep#outer Deep#inner -- \
+	late_spans deep.rb tick Deep.main Deep#outer Deep#inner -- \
 		env RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" STACKPULSE_SPAN_RING=1 \
 		DEEP_MIDDLE=define_method STACKPULSE_SPANS_MATCH=$'Deep.main\nDeep#outer\nDeep#inner\nDeep#tick' $RUBY
 }

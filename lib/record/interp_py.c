@@ -154,7 +154,9 @@ int sp_py_str_copy(const struct sp_interp_layout *l, const uint8_t *b, size_t le
  * Whether s can be a code object's co_qualname as compile() makes them:
  * identifiers (non-ASCII ones too), dots, and <module>, <lambda>,
  * <locals>, <genexpr> and the like (3.12's "<generic parameters of T>":
- * inside angle brackets, any printable character but '/'). A frame sampled just as its code was
+ * inside angle brackets, any printable character but '/'). Only printable
+ * ASCII is judged: control characters and what is no character are a
+ * forged name's, shown escaped, not a freed one's. A frame sampled just as its code was
  * freed (a module run once at start-up, such as getpath) can point to a
  * name whose memory holds another string by then ("/usr"): better no name
  * than that one.
@@ -171,10 +173,10 @@ static bool qualname_plausible(const char *s)
 			angle++;
 		else if (*p == '>' && angle)
 			angle--;
-		else if (*p < 0x20 || *p == 0x7f)
-			return false;
+		else if (*p < 0x20 || *p >= 0x7f)
+			continue;	/* no name's, but a forged one's: escaped when shown */
 		else if (angle ? *p == '/' :
-			 *p < 0x80 && !(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+			 !(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
 			 !(*p >= '0' && *p <= '9') && *p != '_' && *p != '.')
 			return false;
 	}
