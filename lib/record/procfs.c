@@ -571,30 +571,6 @@ int sp_procfs_perfmap_at(int dirfd, uint32_t name_pid, uint32_t pid, uid_t uid,
 	return ret;
 }
 
-int sp_procfs_uid(uint32_t pid, uid_t *uid)
-{
-	char line[256];
-	unsigned long r, e, s, fs;
-	int found = 0;
-	FILE *f;
-
-	f = open_proc(pid, "status");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Uid:", 4)) {
-			found = sscanf(line + 4, "%lu %lu %lu %lu", &r, &e, &s, &fs) == 4;
-			break;
-		}
-	fclose(f);
-	if (!found) {
-		errno = EINVAL;
-		return -1;
-	}
-	*uid = (uid_t)fs;	/* files it creates are its file-system user's */
-	return 0;
-}
-
 int sp_procfs_creds(uint32_t pid, uint32_t *uid, uint32_t *gid, uint32_t *groups,
 		    unsigned int max, unsigned int *ngroups)
 {
@@ -633,6 +609,17 @@ int sp_procfs_creds(uint32_t pid, uint32_t *uid, uint32_t *gid, uint32_t *groups
 		errno = EINVAL;
 		return -1;
 	}
+	return 0;
+}
+
+int sp_procfs_uid(uint32_t pid, uid_t *uid)
+{
+	uint32_t u, g;
+	unsigned int n;
+
+	if (sp_procfs_creds(pid, &u, &g, NULL, 0, &n))
+		return -1;
+	*uid = (uid_t)u;	/* files it creates are its file-system user's */
 	return 0;
 }
 
