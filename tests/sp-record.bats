@@ -116,9 +116,23 @@ has() {
 	fi
 }
 
-@test "sp-record: a pid that does not exist" {
+@test "sp-record: a pid that does not exist; the recording it would have replaced is kept" {
 	run --separate-stderr -2 sp-record -o "$OUT/x.sp" -p 999999999
 	[[ "$stderr" == *"pid 999999999: no such process"* ]]
+	# A recording that never starts leaves the file as it was; one that
+	# starts replaces it whole.
+	run -0 sp-record -o "$OUT/keep.sp" -- sh -c 'echo one > /dev/null'
+	cp "$OUT/keep.sp" "$OUT/keep.before"
+	run --separate-stderr -2 sp-record -o "$OUT/keep.sp" -p 1,999999999 -d 1
+	[[ "$stderr" == *"pid 999999999: no such process"* ]]
+	cmp "$OUT/keep.sp" "$OUT/keep.before"
+	run --separate-stderr -64 sp-record -o "$OUT/keep.sp" --events=bogus -- true
+	cmp "$OUT/keep.sp" "$OUT/keep.before"
+	run -0 sp-record -o "$OUT/keep.sp" -- true
+	run -0 sp-decode "$OUT/keep.sp"
+	[ "$(jq -r 'select(.type=="header") | .command' <<< "$output")" = true ] || fail "$output"
+	run -0 sp-decode --stats "$OUT/keep.sp"
+	[[ "$output" != *"echo one"* ]]
 }
 
 @test "sp-record: -p of a thread that is not its process's first is refused, naming the process to give" {

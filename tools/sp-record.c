@@ -270,6 +270,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &env.common;
 		env.common.dir_ok = true;
+		env.common.out_kept = true;	/* a recording that fails to start keeps the old one */
 		state->child_inputs[1] = &env.offcpu;
 		state->child_inputs[2] = &env.events;
 		state->child_inputs[3] = &env.spans;

@@ -75,7 +75,8 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 			 * root's), as the kernel's protected_symlinks rule
 			 * has it in sticky directories: ours or root's
 			 * (/dev/stdout) are followed */
-			const int how = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY;
+			const int how = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY |
+					(o->out_kept ? 0 : O_TRUNC);
 			struct stat ln;
 			int fd = open(o->out_path, how | O_NOFOLLOW, 0666);
 
@@ -109,6 +110,18 @@ const struct argp sp_common_argp = {
 	.options = common_options,
 	.parser = parse_common,
 };
+
+int sp_output_begin(const struct sp_common_opts *o)
+{
+	struct stat st;
+
+	if (!o->out_kept || !o->out || o->out == stdout)
+		return 0;
+	if (fstat(fileno(o->out), &st) == 0 && S_ISREG(st.st_mode) &&
+	    ftruncate(fileno(o->out), 0))
+		return sp_error_errno("cannot empty '%s' for the new recording", o->out_path);
+	return 0;
+}
 
 int sp_close_output(struct sp_common_opts *o, int status)
 {

@@ -474,6 +474,8 @@ int sp_recorder_open_output(struct sp_recorder *r)
 	}
 	r->fd = fileno(c->out);
 	r->name = c->out_path && strcmp(c->out_path, "-") ? c->out_path : "<stdout>";
+	if (sp_output_begin(c))
+		return -1;
 	if (c->out == stdout && c->out_is_tty && r->o.format == SP_FORMAT_SPOOL) {
 		rename(SP_RECORDER_DEFAULT_OUTPUT, SP_RECORDER_DEFAULT_OUTPUT ".old");
 		/* made anew: a name another user put there since (a link to

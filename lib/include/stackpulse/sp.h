@@ -84,6 +84,10 @@ struct sp_common_opts {
 				 * usage error (nothing opened) */
 	const char *out_dir;	/* then: -o DIR (an existing directory or a path
 				 * ending in '/'), not opened; out is stdout */
+	bool out_kept;		/* set by the tool: -o FILE is opened, not
+				 * emptied, until sp_output_begin() (a
+				 * recording that never starts leaves the
+				 * file it would replace as it was) */
 };
 
 extern const struct argp sp_common_argp;
@@ -93,6 +97,9 @@ extern const struct argp sp_common_argp;
  * SP_EXIT_FATAL with a message. Returns the exit status to return from main.
  */
 int sp_close_output(struct sp_common_opts *o, int status);
+/* With out_kept: empties -o FILE (a regular file) for the output about
+ * to be written; 0, or -1 with a message. */
+int sp_output_begin(const struct sp_common_opts *o);
 
 /* Worst of two statuses (FATAL > PARTIAL > OK). */
 static inline int sp_status_merge(int a, int b)
