@@ -328,6 +328,14 @@ need_npm() {
 	assert_output '[["Foo#bar",200,0,4000],["Foo#baz",200,1000,2000]]'
 	run -0 jq -c '[.traceEvents[] | select(.ph == "i") | [.name, .s, .ts, .args.path]]' "$BATS_TEST_TMPDIR/t.json"
 	assert_output '[["path_open","t",2000,"/etc/hosts"]]'
+	# An event names its span by the id its slice carries, in a spool too,
+	# where span ids are implicit (the order spans are written).
+	sp-decode --encode -o "$BATS_TEST_TMPDIR/spans.sp" "$spans"
+	for f in "$spans" "$BATS_TEST_TMPDIR/spans.sp"; do
+		sp-flame -q --chrome -o "$BATS_TEST_TMPDIR/t.json" "$f"
+		run -0 jq -c '[.traceEvents[] | select(.ph == "X" or .ph == "i") | [.name, .args.span]]' "$BATS_TEST_TMPDIR/t.json"
+		assert_output '[["Foo#bar",1],["Foo#baz",2],["path_open",2]]'
+	done
 }
 
 @test "sp-flame: a real recording of the bundled example shows its functions" {

@@ -400,7 +400,8 @@ int sp_chrome_add(struct sp_chrome *c, const struct sp_defs *d, const struct sp_
 			put_dur(c, stop - s->start);
 		fputs(",\"args\":{\"file\":", c->out);
 		sp_flame_json_str(c->out, sp_defs_strz(d, s->file));
-		fprintf(c->out, ",\"line\":%" PRIu64 ",\"span\":%" PRIu64, s->line, s->id);
+		fprintf(c->out, ",\"line\":%" PRIu64 ",\"span\":%" PRIu64, s->line,
+			sp_defs_span_id(d, s));
 		if (s->error) {
 			fputs(",\"error\":", c->out);
 			sp_flame_json_str(c->out, sp_defs_strz(d, s->error));

@@ -313,13 +313,12 @@ const struct sp_flame_span *sp_folded_span_find(const struct sp_folded *f, uint3
 static void add_span(struct sp_folded *f, const struct sp_defs *d, const struct sp_span *s)
 {
 	const char *klass = sp_defs_strz(d, s->klass), *method = sp_defs_strz(d, s->method);
-	uint64_t id = s->id ? s->id : f->next_span_id + 1;
+	uint64_t id = sp_defs_span_id(d, s);
 	const struct sp_flame_span *up;
 	struct sp_flame_span *x;
 	uint32_t depth = 1;
 	char buf[512];
 
-	f->next_span_id = id;
 	if (*klass && *method)
 		sp_span_name(buf, sizeof(buf), s->runtime, klass, method);
 	else if (*method || *klass)
@@ -403,7 +402,6 @@ static void take_header(struct sp_folded *f, const struct sp_defs *d, const stru
 		memset(f->fc, 0, f->fc_cap * sizeof(*f->fc));
 	if (f->sc)
 		memset(f->sc, 0, f->sc_cap * sizeof(*f->sc));
-	f->next_span_id = 0;
 	if (f->have_header)
 		return;
 	f->have_header = true;

@@ -133,7 +133,6 @@ struct sp_folded {
 	struct sp_flame_span *spans;
 	size_t nspans, spans_cap;
 	struct sp_idset span_idx;
-	uint64_t next_span_id;
 	struct sp_flame_fiber *fibers;
 	size_t nfibers, fibers_cap;
 

@@ -198,7 +198,7 @@ void otlp_stream_header(struct otlp_stream *s, const struct sp_header *h)
 uint64_t otlp_stream_span(struct otlp_stream *s, const struct sp_defs *d, const struct sp_span *sp,
 			  uint64_t *id, uint64_t *parent)
 {
-	uint64_t n = sp->id ? sp->id : sp_defs_nspans(d);
+	uint64_t n = sp_defs_span_id(d, sp);
 	uint64_t p = sp->parent ? sp->parent : sp->fork_span, root = n;
 
 	if (p && p < n && p <= s->nroot && s->root[p - 1])

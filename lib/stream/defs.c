@@ -477,6 +477,11 @@ uint64_t sp_defs_nspans(const struct sp_defs *d)
 	return d->nspans;
 }
 
+uint64_t sp_defs_span_id(const struct sp_defs *d, const struct sp_span *s)
+{
+	return s->id ? s->id : d->nspans;
+}
+
 unsigned int sp_defs_stack_depth(const struct sp_defs *d, uint64_t stack)
 {
 	return stack && stack <= d->nstacks ? d->stack_depth[stack] : 0;

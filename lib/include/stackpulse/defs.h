@@ -86,6 +86,11 @@ uint64_t sp_defs_nmodules(const struct sp_defs *d);
 uint64_t sp_defs_nframes(const struct sp_defs *d);
 uint64_t sp_defs_nstacks(const struct sp_defs *d);
 uint64_t sp_defs_nspans(const struct sp_defs *d);
+/* A span record's id as read: its own when the stream names it (JSON
+ * lines), else implicit (spans are numbered in the order written), the
+ * count of spans d has taken, this one the last: call it as the record
+ * comes, after the reader added it to d. */
+uint64_t sp_defs_span_id(const struct sp_defs *d, const struct sp_span *s);
 
 /*
  * Frames of a stack, leaf first, at most max of them, into frames[] (frame
