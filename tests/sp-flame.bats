@@ -577,6 +577,52 @@ modules_100() {
 	assert_line --regexp '^ +[0-9]+: 0x401700 M=1 *$'
 }
 
+@test "sp-flame: pprof places a frame another process took inside its mapping, through the file's ELF address" {
+	require_cmd go "golang-go: go tool pprof is the reader"
+	# A frame is one per file and address, with the first module record
+	# of the file: frames 8 and 10 carry another process's addresses.
+	# libc's bias (ELF address - file offset) is 0, libz's 0x2000 (learnt
+	# from frame 9, in its mapping), whichever comes first.
+	{
+		grep -v '"type":"sample"\|"type":"end"' "$basic"
+		echo '{"type":"module","id":4,"time":1000000000,"pid":100,"start":"0x7f1000000000","end":"0x7f1000010000","pgoff":"0x1000","path":"/lib/x86_64-linux-gnu/libz.so.1"}'
+		echo '{"type":"frame","id":8,"module":2,"rel":"0x2345","addr":"0x7f5500002345"}'
+		echo '{"type":"frame","id":9,"module":4,"rel":"0x3100","addr":"0x7f1000000100"}'
+		echo '{"type":"frame","id":10,"module":4,"rel":"0x3400","addr":"0x7f6600000400"}'
+		echo '{"type":"stack","id":9,"parent":3,"frame":8}'
+		echo '{"type":"stack","id":10,"parent":3,"frame":10}'
+		echo '{"type":"stack","id":11,"parent":3,"frame":9}'
+		for s in 9 10 11 5; do
+			echo '{"type":"sample","time":1000000000,"pid":100,"tid":100,"cpu":0,"stack":'$s',"weight":1}'
+		done
+	} > "$BATS_TEST_TMPDIR/o.jsonl"
+	sp-flame -q --pprof -o "$BATS_TEST_TMPDIR/o.pb.gz" "$BATS_TEST_TMPDIR/o.jsonl"
+	run -0 go tool pprof -symbolize=none -raw "$BATS_TEST_TMPDIR/o.pb.gz"
+	assert_line --regexp '^ +[0-9]+: 0x7f0000002345 M=[0-9]+ *$'
+	assert_line --regexp '^ +[0-9]+: 0x7f1000000400 M=[0-9]+ *$'
+	assert_line --regexp '^ +[0-9]+: 0x7f1000000100 M=[0-9]+ *$'
+	assert_line --regexp '^ +[0-9]+: 0x7f0000001234 M=[0-9]+ *$'
+	refute_output --partial 0x7f55
+	refute_output --partial 0x7f66
+}
+
+@test "sp-flame: pprof of a real program run twice: every location in its mapping, and pprof names its functions" {
+	require_root
+	require_cmd go "golang-go: go tool pprof is the reader"
+	[ -x "$SP_EXAMPLES/workload" ] || skip "build/examples/workload not built"
+	# the shell maps libc first; each run of workload maps it elsewhere
+	run -0 timeout 60 sp-record -F 499 -o "$BATS_TEST_TMPDIR/w.sp" -- \
+		sh -c "$SP_EXAMPLES/workload 0.2; $SP_EXAMPLES/workload 0.2"
+	sp-flame -q --pprof -o "$BATS_TEST_TMPDIR/w.pb.gz" "$BATS_TEST_TMPDIR/w.sp"
+	run -0 sh -c 'go tool pprof -symbolize=none -raw "$1" | python3 "$2"' _ \
+		"$BATS_TEST_TMPDIR/w.pb.gz" "$FIXTURES/pprof-in-mapping.py"
+	[[ "$output" == *" 0" || "$output" == *" 0 " ]] || fail "locations outside their mapping: $output"
+	[ "${output%% *}" -gt 10 ] || fail "too few locations: $output"
+	# pprof looks the addresses up in the binary itself (nothing symbolized)
+	run -0 go tool pprof -top "$BATS_TEST_TMPDIR/w.pb.gz"
+	assert_output --regexp "(hash_token|fold_constants|draw_line|mix_pixels|child_checksum)"
+}
+
 @test "sp-flame: pprof types off-CPU samples as waits and off_cpu nanoseconds, not cpu" {
 	require_cmd go "golang-go: go tool pprof is the reader"
 	sp-flame -q --pprof --off-cpu -o "$BATS_TEST_TMPDIR/off.pb.gz" "$basic"

@@ -45,6 +45,11 @@ struct pmap {
 	int64_t filename, build_id;
 	uint64_t nlocs, nfuncs, nfiles;	/* its locations: all, with a function, with a file */
 	bool has_inline, exec, kernel;
+	/* The file's ELF address minus its file offset in this mapping,
+	 * from a frame of the mapping's own process (bias_known): what
+	 * places there a frame another process took (loc_address()). */
+	int64_t bias;
+	bool bias_known;
 };
 
 struct pfunc {
@@ -60,7 +65,9 @@ struct ploc {
 	uint32_t gen;
 	uint64_t frame;
 	uint64_t mapping;	/* id, 0 = none */
-	uint64_t address;
+	uint64_t address;	/* as the frame gives it */
+	uint64_t rel;		/* its ELF address in the mapping's file */
+	bool elsewhere;		/* address is of another process, outside the mapping */
 	uint32_t line_off, nlines;
 };
 
@@ -321,9 +328,21 @@ static uint64_t location(struct sp_pprof *p, const struct sp_defs *d, uint64_t f
 	l->line_off = p->nlines;
 	if (fr) {
 		l->address = fr->addr;
+		l->rel = fr->rel;
 		l->mapping = fr->module ? mapping(p, d, fr->module) : 0;
 		m = l->mapping ? &p->maps[l->mapping - 1] : NULL;
 		l = &p->locs[p->nlocs];	/* mapping() does not move locs; be plain */
+		/* A frame is one per file and address, with the first module
+		 * record of that file: one another process took carries that
+		 * process's address, outside the mapping (pprof, symbolizing,
+		 * reads a location's file offset as address - start + offset). */
+		if (m && !m->kernel && fr->mode == SP_FRAME_USER) {
+			l->elsewhere = fr->addr < m->start || fr->addr >= m->limit;
+			if (!l->elsewhere && !m->bias_known) {
+				m->bias = (int64_t)(fr->rel - (fr->addr - m->start + m->offset));
+				m->bias_known = true;
+			}
+		}
 		sym = sp_defs_symbols(d, fid, &nsym);
 		if (sym && nsym && sym[0].func) {
 			for (i = 0; i < nsym; i++) {
@@ -586,6 +605,21 @@ static size_t main_mapping(const struct sp_pprof *p)
 	return at;
 }
 
+/* A location's address in its mapping: a frame another process took is
+ * moved to where this mapping holds the same byte of the file, through
+ * the file's ELF address (its bias learnt from a frame of the mapping's
+ * own process; without one, 0: segments at their file offsets, as GNU ld
+ * lays out a shared library's or PIE's code). */
+static uint64_t loc_address(const struct sp_pprof *p, const struct ploc *l)
+{
+	const struct pmap *m;
+
+	if (!l->elsewhere)
+		return l->address;
+	m = &p->maps[l->mapping - 1];
+	return m->start + (l->rel - (uint64_t)m->bias - m->offset);
+}
+
 /* Mappings, the main one first (ids[i]: the id of p->maps[i]). */
 static void pb_mappings(const struct sp_pprof *p, struct pb *b)
 {
@@ -652,7 +686,7 @@ static void pb_locations(const struct sp_pprof *p, struct pb *b)
 		perftools__profiles__location__init(&b->locs[i]);
 		b->locs[i].id = i + 1;
 		b->locs[i].mapping_id = p->locs[i].mapping ? b->ids[p->locs[i].mapping - 1] : 0;
-		b->locs[i].address = p->locs[i].address;
+		b->locs[i].address = loc_address(p, &p->locs[i]);
 		b->locs[i].n_line = p->locs[i].nlines;
 		b->locs[i].line = b->linep + p->locs[i].line_off;
 		b->locp[i] = &b->locs[i];
