@@ -119,6 +119,13 @@ sp-decode: warning: '$T/d': segments 3-6 are missing (deleted by the recorder's 
 	assert_success
 	assert_output ""
 	assert_equal "$stderr" "sp-decode: warning: '$T/empty' holds no segments (segment-NNNNNN.sp)"
+	# A directory of other files (a checkout, flight dumps) is no recording
+	mkdir "$T/other"
+	cp "$BATS_TEST_DIRNAME/fixtures/sp-decode/all-kinds.sp" "$T/other/dump.sp"
+	run --separate-stderr -2 sp-decode "$T/other"
+	assert_output ""
+	assert_equal "$stderr" "sp-decode: error: '$T/other' holds no segments (segment-NNNNNN.sp): not a recording (name a spool file in it, or the directory sp-record -o DIR wrote)"
+	run --separate-stderr -2 sp-tree "$T/other"
 }
 
 # wait_for PID: it ends by itself within 10 s; $st its status.
