@@ -419,6 +419,9 @@ EOF
 	head -c 2000 "$T/file.data" > "$T/cut2.data"
 	run -2 sp-decode --from=perf "$T/cut2.data"
 	[ "$output" = "sp-decode: error: $T/cut2.data@40: the data section lies outside the file" ]
+	# --stats of it: the one message, no summary of an "empty" file
+	run -2 sp-decode --from=perf --stats "$T/cut2.data"
+	[ "$output" = "sp-decode: error: $T/cut2.data@40: the data section lies outside the file" ]
 	# perf killed before it wrote the sizes and the features (data size 0,
 	# nothing after the records): the records to the end, said once.
 	python3 - "$T/file.data" "$T/unfinished.data" <<'EOF'

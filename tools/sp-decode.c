@@ -209,6 +209,10 @@ static int from_perf(const char *path)
 	status = err ? SP_EXIT_FATAL : st.bad_samples ? SP_EXIT_PARTIAL : SP_EXIT_OK;
 	if (fd < 0)
 		return sp_close_output(&env.common, status);
+	if (err && lseek(fd, 0, SEEK_END) == 0) {	/* said: nothing to sum up */
+		close(fd);
+		return sp_close_output(&env.common, status);
+	}
 	if (!env.stats_json)	/* the JSON summary stays one object */
 		sp_perfdata_stats_print(&st, env.common.out);
 	lseek(fd, 0, SEEK_SET);
