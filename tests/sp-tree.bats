@@ -552,3 +552,70 @@ PY
 	[ "$(jq -c '.processes[0].children[0].children[0].children[1] | [.type, .count, .dur_ns]' <<< "$output")" = \
 	  '["elided",11,1089]' ]
 }
+
+# Every event under a [THREAD] node (at any depth) is that thread's; the
+# gap span holds none of the worker threads' own; $1 the jq path to check.
+threads_hold_their_own() {
+	local tree=$1
+	# no event of another thread inside a thread's node
+	run -0 jq '[.. | objects | select(.type == "thread") | .tid as $t
+		| .. | objects | select(.type == "event" and .tid != $t)] | length' <<< "$tree"
+	assert_output 0
+	# no worker's event straight under the process's gap span
+	run -0 jq '[.processes[] | .pid as $p | .children[]? | select(.name == "<no-span>")
+		| .children[]? | select(.type == "event" and .tid != $p)] | length' <<< "$tree"
+	assert_output 0
+}
+
+@test "sp-tree: a worker thread's own opens, frames and exit outside every span are under its [THREAD]" {
+	require_root
+	command -v gcc > /dev/null || skip "needs gcc"
+	cat > "$BATS_TEST_TMPDIR/mt.c" <<'EOC'
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+static void *worker(void *a)
+{
+	close(open(a ? "/etc/hostname" : "/etc/passwd", O_RDONLY));
+	return 0;
+}
+int main(void)
+{
+	pthread_t t[2];
+	for (long i = 0; i < 2; i++)
+		pthread_create(&t[i], 0, worker, (void *)i);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], 0);
+	return 0;
+}
+EOC
+	gcc -O1 -pthread -o "$BATS_TEST_TMPDIR/mt" "$BATS_TEST_TMPDIR/mt.c"
+	run -0 timeout 60 sp-record -o "$BATS_TEST_TMPDIR/mt.sp" -- "$BATS_TEST_TMPDIR/mt"
+	tree=$(sp-correlate "$BATS_TEST_TMPDIR/mt.sp" | sp-tree --format=json)
+	threads_hold_their_own "$tree"
+	# each worker's open and its exit are in its own node
+	for f in /etc/hostname /etc/passwd; do
+		run -0 jq --arg f "$f" '[.. | objects | select(.type == "thread")
+			| select([.. | objects | select(.kind == "path_open" and .fields.path == $f)] | length > 0)
+			| select([.. | objects | select(.kind == "proc_exit" and .fields.thread == 1)] | length == 1)] | length' <<< "$tree"
+		assert_output 1
+	done
+	# Python's threads: their interpreted frames' lines too
+	cat > "$BATS_TEST_TMPDIR/mt.py" <<'EOP'
+import threading
+def work(path):
+    with open(path) as f:
+        f.read()
+ts = [threading.Thread(target=work, args=(p,)) for p in ("/etc/hostname", "/etc/passwd")]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+EOP
+	run -0 timeout 60 sp-record -o "$BATS_TEST_TMPDIR/py.sp" -- /usr/bin/python3 "$BATS_TEST_TMPDIR/mt.py"
+	tree=$(sp-correlate "$BATS_TEST_TMPDIR/py.sp" | sp-tree --format=json)
+	threads_hold_their_own "$tree"
+	run -0 jq '[.. | objects | select(.type == "thread") | .. | objects
+		| select(.type == "span" and .name == "work")] | length' <<< "$tree"
+	[ "$output" -ge 1 ] || fail "no frame of work under a thread: $(sp-correlate "$BATS_TEST_TMPDIR/py.sp" | sp-tree | head -60)"
+}

@@ -70,6 +70,33 @@ static void append(struct tnode *parent, struct tnode *child)
 
 /* ---- building --------------------------------------------------------- */
 
+/*
+ * A thread's node made after some of its events of the gap came (those of
+ * the gap span are written as they come, a frame's span and its events,
+ * the thread's fork among them, when the frame ends): they move under it.
+ * A gap span holds at most --gap-max records of sp-correlate's, so this
+ * is bounded per thread.
+ */
+static void adopt_gap_events(struct tspan *gap, struct tthread *th)
+{
+	struct tnode *c = gap->n.first, *prev = NULL, *next;
+
+	for (; c; c = next) {
+		next = c->next;
+		if (c->type != N_EVENT || ((struct tevent *)c)->tid != th->tid) {
+			prev = c;
+			continue;
+		}
+		if (prev)
+			prev->next = next;
+		else
+			gap->n.first = next;
+		if (gap->n.last == c)
+			gap->n.last = prev;
+		append(&th->n, c);
+	}
+}
+
 struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts)
 {
 	struct sp_tree *t = sp_xcalloc(1, sizeof(*t));
@@ -454,9 +481,20 @@ static void add_span(struct sp_tree *t, const struct sp_span *r)
 		sp_grow(&t->open, &t->capopen, t->nopen + 1, sizeof(*t->open));
 		t->open[t->nopen++] = s;
 	}
-	if (r->parent && r->parent < s->id && (v = sp_u64map_get(&t->spans, r->parent)))
+	if (r->end == SP_END_SYNTHETIC && !s->method)
+		s->gap = s;
+	if (r->parent && r->parent < s->id && (v = sp_u64map_get(&t->spans, r->parent))) {
+		const struct tspan *up;
+
 		parent = (struct tnode *)(uintptr_t)*v;
-	else if (r->fork_span && (th = thread_of(t, r->tid, r->pid)))
+		up = parent->type == N_SPAN ? (const struct tspan *)parent : NULL;
+		if (up && up->gap == up && r->end == SP_END_SYNTHETIC)
+			s->gap = up;	/* an interpreted frame's, in the gap */
+		/* another thread's frame in the gap: under that thread */
+		if (s->gap == up && r->tid != up->tid &&
+		    (th = thread_of(t, r->tid, r->pid)) && th->gap == up)
+			parent = &th->n;
+	} else if (r->fork_span && (th = thread_of(t, r->tid, r->pid)))
 		parent = &th->n;
 	else
 		parent = &proc_get(t, r->pid, r->start)->n;
@@ -535,6 +573,12 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 		parent = th ? &th->n : &proc_get(t, r->pid, r->time)->n;
 	} else if ((s = span_by_id(t, r->span))) {
 		parent = &s->n;
+		/* the gap span is the process's: an event of another of its
+		 * threads goes under that thread's node, when the thread was
+		 * made in this gap span (its node is there) */
+		if (s->gap == s && r->tid != s->tid &&
+		    (th = thread_of(t, r->tid, r->pid)) && th->gap == s)
+			parent = &th->n;
 	} else {
 		if (r->rule)
 			t->orphans++;
@@ -564,6 +608,9 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 			th->tid = ctid;
 			th->pid = r->pid;
 			th->nstid = nstid_of(t, ctid, r->pid);
+			th->gap = parent->type == N_SPAN ? ((const struct tspan *)parent)->gap : NULL;
+			if (th->gap)
+				adopt_gap_events((struct tspan *)th->gap, th);
 			sp_u64map_put(&t->threads, ctid, (uint64_t)(uintptr_t)th);
 			append(&e->n, &th->n);
 		} else if (child && child != r->pid) {

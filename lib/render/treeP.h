@@ -72,6 +72,11 @@ struct tthread {
 	struct tnode n;
 	uint64_t tid, pid;
 	uint64_t nstid;		/* its tid in its own pid namespace, 0 unknown */
+	/* The gap span its node is in (its fork event under the gap span
+	 * or one of its frames), NULL: none. The thread's own events and
+	 * frames of that gap go under the thread, not beside the main
+	 * thread's (add_span(), add_event()). */
+	const struct tspan *gap;
 };
 
 struct tspan {
@@ -82,6 +87,9 @@ struct tspan {
 	bool written_open;	/* its record came before its end (below) */
 	bool early;		/* it ended after its record: counts are partial */
 	bool reconstructed;	/* SP_SPAN_RECONSTRUCTED: began before its start */
+	/* a gap span (<no-span>) itself, or the gap span an interpreted
+	 * frame's span is in; NULL for others */
+	const struct tspan *gap;
 	/* with n.mult > 1: the summed duration of the spans it stands for, and
 	 * whether one of them is open (total and samples are summed in place) */
 	uint64_t fold_dur;

@@ -597,6 +597,55 @@ static void test_tree_thread_nstid(void)
 	sp_tree_free(tree);
 }
 
+/*
+ * The gap span is the process's: another thread's events and interpreted
+ * frames of the gap go under that thread's node, those that came before
+ * the node was made (sp-correlate writes a frame's span, and the fork in
+ * it, when the frame ends) included; a thread with no node keeps its
+ * events in the gap.
+ */
+static void test_tree_gap_threads(void)
+{
+	struct sp_tree_opts o = { .no_collapse = true };
+	uint64_t path, m_start, m_handle;
+	char *p;
+
+	tree = sp_tree_new(&o);
+	header();
+	proc(10, 1, "app");
+	path = str("/etc/x");
+	m_start = str("Thread.start");
+	m_handle = str("handle");
+	span(0, 0, 10, 10, 0, 1000, 10000, SP_END_SYNTHETIC, 0, 0);		/* gap, id 1 */
+	ev(1500, 10, 11, 1, SP_RULE_GAP, SP_EV_PATH_OPEN, path, 0, 0, 3);	/* before its node */
+	ev(1600, 10, 10, 1, SP_RULE_GAP, SP_EV_PATH_OPEN, path, 0, 0, 4);
+	ev(1700, 10, 12, 1, SP_RULE_GAP, SP_EV_PROC_EXIT, 0, 0, 1, 0);	/* no node: stays */
+	span(1, 0, 10, 10, m_start, 1100, 9000, SP_END_SYNTHETIC, 0, 0);	/* frame, id 2 */
+	ev(1200, 10, 10, 2, SP_RULE_GAP, SP_EV_PROC_FORK, 10, 11, SP_FORK_THREAD, 0);
+	span(1, 0, 10, 11, m_handle, 1300, 1400, SP_END_SYNTHETIC, 0, 0);	/* its frame, id 3 */
+	ev(1300, 10, 11, 3, SP_RULE_GAP, SP_EV_PATH_OPEN, path, 0, 0, 5);
+	ev(2000, 10, 11, 1, SP_RULE_GAP, SP_EV_PROC_EXIT, 0, 0, 1, 0);	/* after its node */
+	p = print();
+	CHECK_STR(p,
+		"# stackpulse recording  started ?  duration 9.0us "
+		"(no end record: first to last record)  lost 0\n"
+		"# processes 1  spans 3  events 6\n"
+		"[PROC pid=10 comm=app parent=1]\n"
+		"└─ [SPAN tid=10 <no-span> dur=9.0us]\n"
+		"   ├─ [FRAME tid=10 Thread.start dur=7.9us]\n"
+		"   │  └─ PROC proc_fork → thread 11  @+100ns\n"
+		"   │     └─ [THREAD tid=11]\n"
+		"   │        ├─ [FRAME tid=11 handle dur=100ns]\n"
+		"   │        │  └─ FILE path_open → /etc/x (O_RDONLY) = 5  @+0ns\n"
+		/* (times from the start of the span they are in) */
+		"   │        ├─ FILE path_open → /etc/x (O_RDONLY) = 3  @+400ns\n"
+		"   │        └─ PROC proc_exit → thread exit 0  @+900ns\n"
+		"   ├─ FILE path_open → /etc/x (O_RDONLY) = 4  @+600ns\n"
+		"   └─ PROC proc_exit → thread exit 0  @+700ns\n");
+	free(p);
+	sp_tree_free(tree);
+}
+
 /* A raise mark names the error and message of the span just before it. */
 static void test_tree_raise(void)
 {
@@ -753,6 +802,7 @@ int main(void)
 	TAP_RUN(test_tree_json);
 	TAP_RUN(test_tree_raise);
 	TAP_RUN(test_tree_thread_nstid);
+	TAP_RUN(test_tree_gap_threads);
 	TAP_RUN(test_tree_streaming);
 	TAP_RUN(test_tree_streaming_memory);
 	return TAP_DONE();
