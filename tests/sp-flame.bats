@@ -223,6 +223,14 @@ need_npm() {
 	run --separate-stderr -1 sp-flame "$BATS_TEST_TMPDIR/bad.folded"
 	assert_output "a;b 2"
 	[[ "$stderr" == *"bad.folded:2: not a folded stack line"* ]]
+	# on standard input (records only), the message says what it is and
+	# how to give it; so do the other filters'
+	run --separate-stderr -2 sp-flame < "$FIXTURES/basic.folded"
+	assert_equal "$stderr" "sp-flame: error: <stdin>@0: not a StackPulse spool or JSON lines: folded stacks, which only sp-flame reads, from a file it is given by name (sp-flame FILE; a pipe: sp-flame /dev/stdin)"
+	run --separate-stderr -0 bash -c 'cat "$1" | sp-flame /dev/stdin' _ "$FIXTURES/basic.folded"
+	assert_output "$(cat "$FIXTURES/basic.folded")"
+	run --separate-stderr -2 sp-tree "$FIXTURES/basic.folded"
+	[[ "$stderr" == *"basic.folded@0: not a StackPulse spool or JSON lines: folded stacks, which only sp-flame reads"* ]]
 }
 
 @test "sp-flame: a FIFO, a process substitution and /dev/stdin on a pipe are read whole, folded stacks or records" {

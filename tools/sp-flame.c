@@ -12,6 +12,7 @@
 #include "correlate.h"
 #include "export.h"
 #include "flame.h"
+#include "folded_text.h"
 #include "reader.h"
 #include "sp.h"
 #include "spill.h"
@@ -289,22 +290,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 static bool looks_folded_fd(int fd)
 {
 	unsigned char buf[4096];
-	size_t i, eol;
 	ssize_t r = pread(fd, buf, sizeof(buf), 0);
-	size_t n = r > 0 ? (size_t)r : 0;
 
-	if (!n || buf[0] == '{' || buf[0] == 0x93)
-		return false;
-	for (eol = 0; eol < n && buf[eol] != '\n'; eol++)
-		;
-	for (i = 0; i < n; i++)
-		if (buf[i] == 0 || (buf[i] < 0x20 && buf[i] != '\n' && buf[i] != '\r' && buf[i] != '\t'))
-			return false;
-	while (eol && (buf[eol - 1] == '\r' || buf[eol - 1] == ' '))
-		eol--;
-	for (i = eol; i > 0 && buf[i - 1] >= '0' && buf[i - 1] <= '9'; i--)
-		;
-	return i < eol && i > 1 && buf[i - 1] == ' ';
+	return sp_looks_folded(buf, r > 0 ? (size_t)r : 0);
 }
 
 static bool looks_folded(const char *path)

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "folded_text.h"
 #include "json_in.h"
 #include "reader.h"
 #include "schema.h"
@@ -697,7 +698,12 @@ static int detect(struct sp_reader *r)
 		r->format = SP_FORMAT_JSON;
 		return 0;
 	}
-	sp_error("%s@0: not a StackPulse spool or JSON lines", r->name);
+	if (sp_looks_folded(r->buf + r->start, r->end - r->start))
+		sp_error("%s@0: not a StackPulse spool or JSON lines: folded stacks, which only "
+			 "sp-flame reads, from a file it is given by name (sp-flame FILE; a "
+			 "pipe: sp-flame /dev/stdin)", r->name);
+	else
+		sp_error("%s@0: not a StackPulse spool or JSON lines", r->name);
 	set_status(r, SP_EXIT_FATAL);
 	return -1;
 }
