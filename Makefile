@@ -59,7 +59,7 @@ BINS := $(addprefix $(OUT)/bin/,$(TOOLS))
 MANPAGES := $(patsubst docs/%.md,$(OUT)/man/%.1,$(wildcard docs/sp-*.md))
 
 
-.PHONY: all check test man unit bats fuzz fuzz-run fuzz-standalone filters demo install clean deps bench \
+.PHONY: FORCE all check test man unit bats fuzz fuzz-run fuzz-standalone filters demo install clean deps bench \
 	asan-record
 .DELETE_ON_ERROR:
 .SECONDARY:
@@ -73,6 +73,18 @@ $(OUT)/lib/%.o: lib/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
+
+# What every tool's --version says: the commit it was built from (and
+# whether the checkout had changes); the stamp changes, and the one object
+# that says it is built again, only when that does.
+SP_VERSION := $(or $(shell git -C $(CURDIR) describe --always --dirty --abbrev=12 2>/dev/null),unknown)
+$(OUT)/version.stamp: FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)echo '$(SP_VERSION)' | cmp -s - $@ || echo '$(SP_VERSION)' > $@
+FORCE:
+$(foreach d,$(OUT) $(OUT)/asan $(OUT)/fuzz,$(d)/lib/base/opt.o): $(OUT)/version.stamp
+$(foreach d,$(OUT) $(OUT)/asan $(OUT)/fuzz,$(d)/lib/base/opt.o): \
+	LIB_CFLAGS += -DSP_VERSION='"$(SP_VERSION)"'
 
 # One archive per stage and build flavour (plain, sanitized, fuzzing):
 # $(1) is the flavour's output directory, $(2) the stage.

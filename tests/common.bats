@@ -14,6 +14,20 @@ load helper
 	done
 }
 
+@test "every tool says with --version which commit it was built from" {
+	# this checkout's commit, when the tools are its own build (make check)
+	rev=
+	if [ "$(realpath "$SP_BIN")" = "$(realpath "$BATS_TEST_DIRNAME/../build/bin")" ]; then
+		rev=$(git -C "$BATS_TEST_DIRNAME/.." rev-parse --short=12 HEAD 2>/dev/null) || rev=
+	fi
+	for t in $SP_TOOLS; do
+		run --separate-stderr -0 "$t" --version
+		[[ "$output" =~ ^StackPulse\ [0-9a-f]{12}(-dirty)?$|^StackPulse\ unknown$ ]] || fail "$t: $output"
+		[ -z "$rev" ] || [[ "$output" == "StackPulse $rev"* ]] || fail "$t: $output, not $rev"
+		[ -z "$stderr" ]
+	done
+}
+
 @test "every tool rejects an unknown option with status 64" {
 	for t in $SP_TOOLS; do
 		run --separate-stderr -64 "$t" --no-such-option

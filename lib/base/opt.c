@@ -11,6 +11,12 @@
 
 enum { OPT_COLOR = 0x1000 };
 
+#ifndef SP_VERSION
+#define SP_VERSION "unknown"
+#endif
+/* argp's --version (-V) in every tool: the commit it was built from */
+const char *argp_program_version = "StackPulse " SP_VERSION;
+
 static const struct argp_option common_options[] = {
 	{ "output", 'o', "FILE", 0, "Write to FILE instead of standard output", -1 },
 	{ "verbose", 'v', NULL, 0, "Say more on standard error (repeat for more)", -1 },
