@@ -619,3 +619,12 @@ EOP
 		| select(.type == "span" and .name == "work")] | length' <<< "$tree"
 	[ "$output" -ge 1 ] || fail "no frame of work under a thread: $(sp-correlate "$BATS_TEST_TMPDIR/py.sp" | sp-tree | head -60)"
 }
+
+@test "sp-tree: a --pid no process of the input has is said, naming it; one it has is not" {
+	run --separate-stderr -0 sp-tree --pid=4712 --pid=999999 "$FIXTURES/app.in"
+	assert_equal "$stderr" "sp-tree: warning: --pid=999999: no process of the input has this pid: nothing is shown for it"
+	assert_output --partial "[PROC pid=4712"
+	refute_output --partial "[PROC pid=4711"
+	run --separate-stderr -0 sp-tree --pid=4712 "$FIXTURES/app.in"
+	assert_equal "$stderr" ""
+}

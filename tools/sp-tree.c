@@ -294,6 +294,10 @@ int main(int argc, char **argv)
 	if (sp_tree_orphans(tree))
 		sp_warn("%llu events named a span that was not in the input",
 			(unsigned long long)sp_tree_orphans(tree));
+	for (size_t i = 0; i < env.tree.npids; i++)
+		if (!sp_tree_pid_seen(tree, i))
+			sp_warn("--pid=%llu: no process of the input has this pid: nothing is "
+				"shown for it", (unsigned long long)env.pids[i]);
 	if (sp_tree_print(tree, env.common.out))
 		status = SP_EXIT_FATAL;
 	sp_tree_free(tree);

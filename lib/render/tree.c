@@ -105,6 +105,7 @@ struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts)
 		t->o = *opts;
 	t->limit = t->o.buffer_nodes;
 	t->strings.block_size = 1u << 20;
+	t->pid_seen = sp_xcalloc(t->o.npids + 1, sizeof(*t->pid_seen));
 	if (t->o.summary)
 		sp_tree_summary_new(t);
 	return t;
@@ -245,9 +246,26 @@ void sp_tree_free_subtree(struct sp_tree *t, struct tnode *root)
 	}
 }
 
+/* A process of the input: one --pid named, if it is. */
+static void pid_seen(struct sp_tree *t, uint64_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < t->o.npids; i++)
+		if (t->o.pids[i] == pid)
+			t->pid_seen[i] = true;
+}
+
+bool sp_tree_pid_seen(const struct sp_tree *t, size_t i)
+{
+	return i < t->o.npids && t->pid_seen[i];
+}
+
 static struct tproc *proc_new(struct sp_tree *t, uint64_t pid, uint64_t time)
 {
 	struct tproc *p = node_new(t, sizeof(*p), N_PROC, time);
+
+	pid_seen(t, pid);
 
 	p->pid = pid;
 	sp_u64map_put(&t->procs, pid, (uint64_t)(uintptr_t)p);
@@ -651,6 +669,7 @@ void sp_tree_add(struct sp_tree *t, const struct sp_record *rec)
 		t->strs[t->nstrs++] = copy_str(t, rec->string.value.p, rec->string.value.len);
 		break;
 	case SP_REC_PROCESS:
+		pid_seen(t, rec->process.pid);
 		add_process(t, &rec->process);
 		break;
 	case SP_REC_THREAD:
@@ -751,5 +770,6 @@ void sp_tree_free(struct sp_tree *t)
 	sp_u64map_release(&t->nstids);
 	sp_u64map_release(&t->spans);
 	sp_u64map_release(&t->parts);
+	free(t->pid_seen);
 	free(t);
 }

@@ -111,6 +111,7 @@ struct fold_elided {
 
 struct sp_tree {
 	struct sp_tree_opts o;
+	bool *pid_seen;			/* [o.npids]: a process of the input had it */
 	struct sp_u64map fold_elided;	/* node seq -> struct fold_elided * */
 	struct sp_arena strings;	/* the input's strings, in their text form */
 	uint64_t seq;

@@ -89,6 +89,8 @@ int sp_tree_print(struct sp_tree *t, FILE *out);
 uint64_t sp_tree_nodes_held(const struct sp_tree *t);
 /* Records the tree could not place (their count; each is shown under the process). */
 uint64_t sp_tree_orphans(const struct sp_tree *t);
+/* Whether the i-th of opts.pids was a process of the input. */
+bool sp_tree_pid_seen(const struct sp_tree *t, size_t i);
 void sp_tree_free(struct sp_tree *t);
 
 /*
