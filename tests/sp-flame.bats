@@ -273,6 +273,26 @@ need_npm() {
 	[[ "$stderr" == *"no change"* ]]
 }
 
+@test "sp-flame: --diff names an address in no mapping [unknown] in both runs, so its stacks meet" {
+	# the same stack, its outermost frame at an address in no mapping,
+	# which each run has elsewhere
+	for a in 0x7f1111000000 0x7f2222000000; do
+		{
+			grep -v '"type":"sample"\|"type":"end"' "$basic"
+			echo '{"type":"frame","id":8,"module":0,"pid":100,"rel":"'$a'","addr":"'$a'"}'
+			echo '{"type":"stack","id":9,"parent":0,"frame":8}'
+			echo '{"type":"stack","id":10,"parent":9,"frame":1}'
+			echo '{"type":"sample","time":1000000000,"pid":100,"tid":100,"cpu":0,"stack":10,"weight":1}'
+		} > "$BATS_TEST_TMPDIR/$a.jsonl"
+	done
+	run --separate-stderr -0 sp-flame "$BATS_TEST_TMPDIR/0x7f1111000000.jsonl"
+	assert_output "0x7f1111000000;main 1"
+	run --separate-stderr -0 sp-flame --diff --diff-all "$BATS_TEST_TMPDIR/0x7f1111000000.jsonl" \
+		"$BATS_TEST_TMPDIR/0x7f2222000000.jsonl"
+	assert_output "[unknown];main 1 1"
+	[[ "$stderr" == *"no change"* ]]
+}
+
 @test "sp-flame: --diff scales BASE to NEW's total; --fail-above fails on a grown share" {
 	# base 8 samples, new 18: base counts x 18/8, rounded
 	run --separate-stderr -0 sp-flame --diff "$basic" "$FIXTURES/regressed.folded"

@@ -173,6 +173,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_DIFF:
 		env.diff = true;
+		env.fo.unknown_unnamed = true;	/* run-specific addresses never match */
 		break;
 	case OPT_DIFF_ALL:
 		env.diff_all = true;

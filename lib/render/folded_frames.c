@@ -114,7 +114,7 @@ static const struct fcache *frame_names(struct sp_folded *f, const struct sp_def
 	else if (m)
 		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base_name(sp_defs_strz(d, m->path)),
 			 fr->rel);
-	else if (f->o.no_addresses)
+	else if (f->o.no_addresses || f->o.unknown_unnamed)
 		snprintf(buf, sizeof(buf), "[unknown]");
 	else
 		snprintf(buf, sizeof(buf), "0x%" PRIx64, fr->addr);

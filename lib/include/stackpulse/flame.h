@@ -60,6 +60,8 @@ struct sp_flame_opts {
 	bool annotate;			/* suffix _[k] kernel, _[i] inline, _[j] JIT */
 	bool no_inline;			/* only the function the code belongs to */
 	bool no_addresses;		/* unresolved frames as [module], not module+0xoff */
+	bool unknown_unnamed;		/* an address in no mapping as [unknown] (a diff:
+					 * where a run loaded things is its own) */
 	bool off_cpu;			/* off-CPU samples instead of CPU samples */
 	bool keep_sequence;		/* keep the time order (flame chart, speedscope) */
 	bool keep_spans;		/* keep spans (speedscope's evented profiles) */
