@@ -67,6 +67,8 @@ bool sp_proc_ended_is(const struct sp_proc_ended *e, uint32_t pid, uint64_t time
 		return false;
 	if (time <= *end)
 		return true;
+	if (!start_boot_ns)
+		return time - *end <= SP_PROC_ENDED_TAIL_NS;
 	start = sp_u64map_get(&e->start, pid);
 	return start_boot_ns && start && *start == start_boot_ns;
 }

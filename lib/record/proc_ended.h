@@ -5,8 +5,10 @@
  * a process at its end; a sample of it that comes after (another CPU's
  * ring, read later) would define it again: a second record of one process,
  * by its pid alone when nothing else knows it (flag 0x4). A sample is the
- * ended process's when it was taken no later than its end, or when what
- * the kernel says of the pid has the ended one's start: no new record then.
+ * ended process's when it was taken no later than its end, within
+ * SP_PROC_ENDED_TAIL_NS after it while the kernel knows nothing of the
+ * pid, or when what the kernel says of the pid has the ended one's start:
+ * no new record then.
  */
 #ifndef SP_PROC_ENDED_H
 #define SP_PROC_ENDED_H
@@ -19,6 +21,10 @@
 /* Ended processes kept: the oldest half forgotten when more end (a sample
  * rarely comes more than a batch after its process's end). */
 #define SP_PROC_ENDED_MAX	65536u
+/* A sample this soon after the end, of a pid the kernel no longer knows:
+ * the ended process's own exit path (the kernel's exit record comes before
+ * the task's last instructions run), not a new process of the pid. */
+#define SP_PROC_ENDED_TAIL_NS	(10ull * 1000 * 1000)
 
 struct sp_proc_ended {
 	struct sp_u64map end;	/* pid -> end time (CLOCK_MONOTONIC ns) */

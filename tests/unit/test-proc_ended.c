@@ -16,8 +16,11 @@ static void test_proc_ended_is(void)
 	/* a sample read after the end, taken before it: the ended process */
 	CHECK(sp_proc_ended_is(&e, 100, 900, 0));
 	CHECK(sp_proc_ended_is(&e, 100, 1000, 0));
-	/* after its end, unknown to the kernel: another process of that pid */
-	CHECK(!sp_proc_ended_is(&e, 100, 1001, 0));
+	/* just after its end, unknown to the kernel: its own exit path */
+	CHECK(sp_proc_ended_is(&e, 100, 1001, 0));
+	CHECK(sp_proc_ended_is(&e, 100, 1000 + SP_PROC_ENDED_TAIL_NS, 0));
+	/* later, unknown to the kernel: another process of that pid */
+	CHECK(!sp_proc_ended_is(&e, 100, 1001 + SP_PROC_ENDED_TAIL_NS, 0));
 	/* after its end, the kernel's entry still the ended one's start */
 	CHECK(sp_proc_ended_is(&e, 100, 2000, 50));
 	CHECK(!sp_proc_ended_is(&e, 100, 2000, 60));
@@ -42,8 +45,9 @@ static void test_proc_ended_bounded(void)
 	CHECK(!sp_proc_ended_is(&e, 1, 5, 0));
 	/* the same pid again: one entry, the newer end */
 	sp_proc_ended_note(&e, 20, 500, 7);
-	CHECK(!sp_proc_ended_is(&e, 20, 501, 0));
-	CHECK(sp_proc_ended_is(&e, 20, 501, 7));
+	CHECK(!sp_proc_ended_is(&e, 20, 501 + SP_PROC_ENDED_TAIL_NS, 0));
+	CHECK(sp_proc_ended_is(&e, 20, 501 + SP_PROC_ENDED_TAIL_NS, 7));
+	CHECK(!sp_proc_ended_is(&e, 20, 501, 8));	/* the kernel says: another one */
 	sp_proc_ended_release(&e);
 }
 
