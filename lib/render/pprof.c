@@ -613,11 +613,15 @@ static size_t main_mapping(const struct sp_pprof *p)
 static uint64_t loc_address(const struct sp_pprof *p, const struct ploc *l)
 {
 	const struct pmap *m;
+	uint64_t a;
 
 	if (!l->elsewhere)
 		return l->address;
 	m = &p->maps[l->mapping - 1];
-	return m->start + (l->rel - (uint64_t)m->bias - m->offset);
+	a = m->start + (l->rel - (uint64_t)m->bias - m->offset);
+	/* (outside it all the same: another segment of the file, or a bias
+	 * a forged frame taught: left as it was) */
+	return a >= m->start && a < m->limit ? a : l->address;
 }
 
 /* Mappings, the main one first (ids[i]: the id of p->maps[i]). */
