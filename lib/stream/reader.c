@@ -5,7 +5,6 @@
  * a directory of a rotated recording's segments read in order as one input
  * (segdir.h), followed across rotations.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -320,22 +319,6 @@ static int open_dir(struct sp_reader *r, const char *p)
 	return 0;
 }
 
-/* Whether a directory holds anything: one with no segments is then some
- * other directory, not an empty input. */
-static bool dir_has_entries(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *e;
-	bool any = false;
-
-	if (!d)
-		return false;
-	while (!any && (e = readdir(d)))
-		any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	closedir(d);
-	return any;
-}
-
 /* Open the next path, or the next segment of a directory; false when there
  * is none left (r->would_block: none yet). */
 static bool open_next(struct sp_reader *r)
@@ -350,7 +333,7 @@ static bool open_next(struct sp_reader *r)
 				return true;
 			if (k < 0)
 				return false;
-			if (!r->seg && !r->stop && dir_has_entries(r->dir_path)) {
+			if (!r->seg && !r->stop && sp_segdir_others(r->dir)) {
 				sp_error("'%s' holds no segments (segment-NNNNNN.sp): not a "
 					 "recording (name a spool file in it, or the directory "
 					 "sp-record -o DIR wrote)", r->dir_path);

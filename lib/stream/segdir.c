@@ -23,6 +23,7 @@ struct sp_segdir {
 	int fd;
 	uint64_t *seqs;
 	size_t n, cap;
+	bool others;		/* the last scan saw names that are no segment's */
 };
 
 int sp_segdir_parse_name(const char *name, uint64_t *seq)
@@ -87,6 +88,7 @@ int sp_segdir_scan(struct sp_segdir *d, bool *cut)
 		return -1;
 	}
 	d->n = 0;
+	d->others = false;
 	errno = 0;
 	while ((de = readdir(dir))) {
 		uint64_t seq;
@@ -96,14 +98,22 @@ int sp_segdir_scan(struct sp_segdir *d, bool *cut)
 				*cut = true;
 			break;
 		}
-		if (sp_segdir_parse_name(de->d_name, &seq))
+		if (sp_segdir_parse_name(de->d_name, &seq)) {
+			d->others |= strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
 			continue;
+		}
 		sp_grow(&d->seqs, &d->cap, d->n + 1, sizeof(*d->seqs));
 		d->seqs[d->n++] = seq;
 	}
 	closedir(dir);
-	qsort(d->seqs, d->n, sizeof(*d->seqs), cmp_u64);
+	if (d->n > 1)
+		qsort(d->seqs, d->n, sizeof(*d->seqs), cmp_u64);
 	return 0;
+}
+
+bool sp_segdir_others(const struct sp_segdir *d)
+{
+	return d->others;
 }
 
 const uint64_t *sp_segdir_list(const struct sp_segdir *d, size_t *n)

@@ -35,6 +35,9 @@ struct sp_segdir *sp_segdir_open(const char *path);
 /* Read the directory again. 0, or -1 with errno set. *cut (may be NULL) is
  * set when it held more than SP_SEGDIR_MAX_NAMES names. */
 int sp_segdir_scan(struct sp_segdir *d, bool *cut);
+/* Whether the last scan found names that are not segments' (a directory
+ * of other files, when it found no segment). */
+bool sp_segdir_others(const struct sp_segdir *d);
 /* The segments the last scan found, ascending. */
 const uint64_t *sp_segdir_list(const struct sp_segdir *d, size_t *n);
 /* The smallest segment number of the last scan above after; false if none. */

@@ -89,6 +89,25 @@ static void test_segdir_order(void)
 	CHECK(sp_segdir_next(d, 2, &seq) && seq == 10);
 	CHECK(sp_segdir_next(d, 11, &seq) && seq == 999999);
 	CHECK(!sp_segdir_next(d, 1000000, &seq));
+	CHECK(sp_segdir_others(d));		/* notes.txt, segment-2.sp */
+	sp_segdir_free(d);
+}
+
+/* A directory of nothing but segments, or nothing at all, holds no others. */
+static void test_segdir_others(void)
+{
+	char only[] = "/tmp/sp-segdir-only-XXXXXX";
+	struct sp_segdir *d;
+	char path[128];
+
+	CHECK(mkdtemp(only) != NULL);
+	d = sp_segdir_open(only);
+	CHECK(d && sp_segdir_scan(d, NULL) == 0 && !sp_segdir_others(d));
+	snprintf(path, sizeof(path), "%s/segment-000001.sp", only);
+	close(open(path, O_WRONLY | O_CREAT | O_EXCL, 0600));
+	CHECK(d && sp_segdir_scan(d, NULL) == 0 && !sp_segdir_others(d));
+	unlink(path);
+	rmdir(only);
 	sp_segdir_free(d);
 }
 
@@ -184,6 +203,7 @@ int main(void)
 		return 1;
 	TAP_RUN(test_segdir_names);
 	TAP_RUN(test_segdir_order);
+	TAP_RUN(test_segdir_others);
 	TAP_RUN(test_segdir_refused);
 	TAP_RUN(test_segdir_reader);
 	status = TAP_DONE();
