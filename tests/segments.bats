@@ -90,6 +90,20 @@ timed() {
 	refute_output --partial 'span stops matched no open span'
 }
 
+@test "segments: sp-tree --summary counts a span that crosses segments once, whole, as of the one recording" {
+	make_segments "$T/d"
+	whole=$(sp-tree --summary "$APP")
+	# "load" runs through all three segments: one call, stopped, not open
+	grep -Eq '^ +1 +12\.4ms .* Foo#load  app\.rb:12$' <<< "$whole" || fail "$whole"
+	run --separate-stderr -0 sp-tree --summary "$T/d"
+	assert_equal "$output" "$whole"
+	run --separate-stderr -0 sh -c "sp-correlate '$T/d' | sp-tree --summary"
+	assert_equal "$output" "$whole"
+	cat "$T"/d/segment-*.sp > "$T/joined.sp"
+	run --separate-stderr -0 sp-tree --summary "$T/joined.sp"
+	assert_equal "$output" "$whole"
+}
+
 @test "segments: every filter reads a directory" {
 	make_segments "$T/d"
 	for tool in "sp-symbolize -o $T/sym.sp" "sp-correlate -o $T/c.sp" "sp-flame -f svg" \

@@ -628,3 +628,51 @@ EOP
 	run --separate-stderr -0 sp-tree --pid=4712 "$FIXTURES/app.in"
 	assert_equal "$stderr" ""
 }
+
+@test "sp-tree: Debian's python3: Python's own audit events are counted, not shown; its imports are one line a run; --all-audit shows all" {
+	require_root
+	[ -x /usr/bin/python3 ] || skip "needs Debian's /usr/bin/python3"
+	run -0 timeout 60 sp-record -o "$BATS_TEST_TMPDIR/a.sp" -- /usr/bin/python3 -c \
+		'import json, subprocess; subprocess.run(["true"]); open("/etc/hostname").close()'
+	sp-correlate "$BATS_TEST_TMPDIR/a.sp" > "$BATS_TEST_TMPDIR/c.sp"
+	n_audit=$(sp-decode "$BATS_TEST_TMPDIR/c.sp" | jq -s '[.[] | select(.type == "event" and .event == "audit")] | length')
+	[ "$n_audit" -gt 20 ] || skip "no audit events recorded ($n_audit): $(sp-record --check 2>&1 | grep -i audit)"
+	run --separate-stderr -0 sp-tree "$BATS_TEST_TMPDIR/c.sp"
+	[[ "${lines[2]}" =~ \(([0-9]+)\ audit\ events\ of\ Python\'s\ own\ not\ shown:\ --all-audit\)$ ]] ||
+		fail "counts line: ${lines[2]}"
+	hidden=${BASH_REMATCH[1]}
+	refute_output --partial "audit → exec"
+	refute_output --partial "audit → marshal.loads"
+	refute_output --partial "audit → open /etc/hostname"	# the kernel's path_open says it
+	assert_output --partial "FILE path_open → /etc/hostname"
+	assert_output --regexp "RT   audit → import ×[0-9]+: .*json"
+	assert_output --partial "RT   audit → subprocess.Popen true"
+	short=${#lines[@]}
+	# all of them: each one a line, and as many as the recording has
+	run --separate-stderr -0 sp-tree --all-audit --no-collapse "$BATS_TEST_TMPDIR/c.sp"
+	assert_output --partial "audit → exec"
+	assert_output --partial "audit → open /etc/hostname"
+	[ "$(grep -c 'RT   audit → ' <<< "$output")" -eq "$n_audit" ]
+	[ "${#lines[@]}" -gt "$((short + hidden / 2))" ]
+	run --separate-stderr -0 sp-tree --format=json "$BATS_TEST_TMPDIR/c.sp"
+	[ "$(jq .audit_hidden <<< "$output")" -eq "$hidden" ]
+	[ "$(jq '[.. | objects | select(.kind == "audit") | (.count // 1)] | add' <<< "$output")" -eq "$((n_audit - hidden))" ]
+}
+
+@test "sp-tree: a --container no process of the input is in is said (names are not recorded: ids); one that is, is not" {
+	{
+		echo '{"type":"header","version":1,"start_wall_ns":1764668400000000000,"start_mono_ns":1000000000,"command":"x"}'
+		echo '{"type":"process","time":1000000000,"pid":10,"ppid":1,"comm":"ruby","runtime":"podman","container":"d2ad567a613b"}'
+		echo '{"type":"process","time":1000000000,"pid":20,"ppid":1,"comm":"sh"}'
+	} > "$BATS_TEST_TMPDIR/c.jsonl"
+	run --separate-stderr -0 sp-tree --container=d2ad --container=podman:d2 "$BATS_TEST_TMPDIR/c.jsonl"
+	assert_equal "$stderr" ""
+	assert_output --partial "[PROC pid=10 comm=ruby"
+	refute_output --partial "pid=20"
+	run --separate-stderr -0 sp-tree --container=myapp --container=docker:d2ad "$BATS_TEST_TMPDIR/c.jsonl"
+	assert_line --index 0 --partial "# stackpulse recording"
+	refute_output --partial "[PROC"
+	[ "${#stderr_lines[@]}" -eq 2 ] || fail "$stderr"
+	[[ "${stderr_lines[0]}" == "sp-tree: warning: --container=myapp: no process of the input is in a container whose id starts so (a container's name is not recorded: give its id"* ]]
+	[[ "${stderr_lines[1]}" == "sp-tree: warning: --container=docker:d2ad: no process"* ]]
+}

@@ -12,7 +12,7 @@
 
 enum {
 	OPT_FORMAT = 0x100, OPT_STABLE, OPT_MIN_DUR, OPT_PID, OPT_TID, OPT_SPAN, OPT_EVENTS,
-	OPT_NO_COLLAPSE, OPT_NO_EVENTS, OPT_WINDOW, OPT_BUFFER, OPT_SUMMARY, OPT_SORT, OPT_TOP,
+	OPT_NO_COLLAPSE, OPT_NO_EVENTS, OPT_ALL_AUDIT, OPT_WINDOW, OPT_BUFFER, OPT_SUMMARY, OPT_SORT, OPT_TOP,
 	OPT_MIN_SHARE, OPT_CONTAINER,
 };
 
@@ -62,6 +62,9 @@ static const struct argp_option options[] = {
 	  "Show only these event kinds or groups (proc,file,net,dns,priv,runtime or "
 	  "path_open,...), and the spans that hold them; none: as --no-events", 0 },
 	{ "no-events", OPT_NO_EVENTS, NULL, 0, "Processes and spans only", 0 },
+	{ "all-audit", OPT_ALL_AUDIT, NULL, 0,
+	  "Python's own audit events too: each import's exec and marshal.loads, compile, "
+	  "attribute hooks, and opens and listings the kernel's events show already", 0 },
 	{ "no-collapse", OPT_NO_COLLAPSE, NULL, 0,
 	  "Print repeated identical siblings one by one instead of as '×N'", 0 },
 	{ "buffer", OPT_BUFFER, "NODES", 0,
@@ -199,6 +202,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_EVENTS:
 		o->no_events = true;
 		break;
+	case OPT_ALL_AUDIT:
+		o->all_audit = true;
+		break;
 	case OPT_NO_COLLAPSE:
 		o->no_collapse = true;
 		break;
@@ -292,8 +298,15 @@ int main(int argc, char **argv)
 	}
 	status = sp_reader_close(in);
 	if (sp_tree_orphans(tree))
-		sp_warn("%llu events named a span that was not in the input",
+		sp_warn("%llu events named a span that was not in the input, or another "
+			"process's: each is shown under its own process",
 			(unsigned long long)sp_tree_orphans(tree));
+	for (size_t i = 0; i < env.tree.ncontainers; i++)
+		if (!sp_tree_container_seen(tree, i))
+			sp_warn("--container=%s: no process of the input is in a container whose "
+				"id starts so (a container's name is not recorded: give its id, "
+				"or RUNTIME:ID, as the processes' \"container\" in sp-decode shows)",
+				env.containers[i]);
 	for (size_t i = 0; i < env.tree.npids; i++)
 		if (!sp_tree_pid_seen(tree, i))
 			sp_warn("--pid=%llu: no process of the input has this pid: nothing is "

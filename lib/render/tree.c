@@ -70,33 +70,6 @@ static void append(struct tnode *parent, struct tnode *child)
 
 /* ---- building --------------------------------------------------------- */
 
-/*
- * A thread's node made after some of its events of the gap came (those of
- * the gap span are written as they come, a frame's span and its events,
- * the thread's fork among them, when the frame ends): they move under it.
- * A gap span holds at most --gap-max records of sp-correlate's, so this
- * is bounded per thread.
- */
-static void adopt_gap_events(struct tspan *gap, struct tthread *th)
-{
-	struct tnode *c = gap->n.first, *prev = NULL, *next;
-
-	for (; c; c = next) {
-		next = c->next;
-		if (c->type != N_EVENT || ((struct tevent *)c)->tid != th->tid) {
-			prev = c;
-			continue;
-		}
-		if (prev)
-			prev->next = next;
-		else
-			gap->n.first = next;
-		if (gap->n.last == c)
-			gap->n.last = prev;
-		append(&th->n, c);
-	}
-}
-
 struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts)
 {
 	struct sp_tree *t = sp_xcalloc(1, sizeof(*t));
@@ -106,6 +79,7 @@ struct sp_tree *sp_tree_new(const struct sp_tree_opts *opts)
 	t->limit = t->o.buffer_nodes;
 	t->strings.block_size = 1u << 20;
 	t->pid_seen = sp_xcalloc(t->o.npids + 1, sizeof(*t->pid_seen));
+	t->container_seen = sp_xcalloc(t->o.ncontainers + 1, sizeof(*t->container_seen));
 	if (t->o.summary)
 		sp_tree_summary_new(t);
 	return t;
@@ -261,6 +235,11 @@ bool sp_tree_pid_seen(const struct sp_tree *t, size_t i)
 	return i < t->o.npids && t->pid_seen[i];
 }
 
+bool sp_tree_container_seen(const struct sp_tree *t, size_t i)
+{
+	return i < t->o.ncontainers && t->container_seen[i];
+}
+
 static struct tproc *proc_new(struct sp_tree *t, uint64_t pid, uint64_t time)
 {
 	struct tproc *p = node_new(t, sizeof(*p), N_PROC, time);
@@ -281,24 +260,32 @@ static struct tproc *proc_get(struct sp_tree *t, uint64_t pid, uint64_t time)
 	return v ? (struct tproc *)(uintptr_t)*v : proc_new(t, pid, time);
 }
 
-/* Whether process pid descends from process anc, by the parents known. */
-static bool is_ancestor(struct sp_tree *t, uint64_t anc, uint64_t pid)
+/* The process node that node n (a span, a thread, a process: what a
+ * record is placed under) is in. */
+static struct tproc *proc_of(struct tnode *n)
+{
+	switch (n->type) {
+	case N_PROC:
+		return (struct tproc *)n;
+	case N_SPAN:
+		return ((struct tspan *)n)->proc;
+	case N_THREAD:
+		return ((struct tthread *)n)->proc;
+	default:
+		return NULL;
+	}
+}
+
+/* Whether anc's node holds p's, by the forks that attached them (every
+ * record of a process is in its own node's subtree). */
+static bool holds(const struct tproc *anc, const struct tproc *p)
 {
 	unsigned int hops;
-	uint64_t *v;
 
-	for (hops = 0; pid && hops < 4096; hops++) {
-		struct tproc *p;
-
-		if (pid == anc)
+	for (hops = 0; p && hops < 1u << 20; hops++, p = p->holder)
+		if (p == anc)
 			return true;
-		v = sp_u64map_get(&t->procs, pid);
-		p = v ? (struct tproc *)(uintptr_t)*v : NULL;
-		if (!p || !p->attached)
-			return false;
-		pid = p->ppid;
-	}
-	return hops >= 4096;
+	return p != NULL;	/* (deeper than any real tree: taken as a cycle) */
 }
 
 static struct tthread *thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
@@ -307,6 +294,40 @@ static struct tthread *thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
 	struct tthread *th = v ? (struct tthread *)(uintptr_t)*v : NULL;
 
 	return th && th->pid == pid ? th : NULL;
+}
+
+struct tthread *sp_tree_thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
+{
+	return thread_of(t, tid, pid);
+}
+
+void sp_tree_adopt(struct sp_tree *t, struct tspan *g)
+{
+	struct tnode *c = g->n.first, *prev = NULL, *next;
+	struct tthread *th;
+
+	g->adopt = false;
+	for (; c; c = next) {
+		const struct tevent *e = (const struct tevent *)c;
+
+		next = c->next;
+		/* an event of its own (no fork under it), of this process, of a
+		 * thread made in g, since that thread was made (not a thread
+		 * before it with the same tid) */
+		if (c->type != N_EVENT || c->first || e->pid != g->pid || e->tid == g->tid ||
+		    !(th = thread_of(t, e->tid, e->pid)) || th->gap != g || c->time < th->n.time) {
+			prev = c;
+			continue;
+		}
+		if (prev)
+			prev->next = next;
+		else
+			g->n.first = next;
+		if (g->n.last == c)
+			g->n.last = prev;
+		append(&th->n, c);
+	}
+	g->n.sorted = false;
 }
 
 /*
@@ -318,6 +339,8 @@ static struct tthread *thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
  */
 static void reset_stream(struct sp_tree *t, bool goes_on)
 {
+	if (!goes_on && t->sum)		/* another recording: its parts end here */
+		sp_tree_summary_parts_end(t);
 	sp_tree_summary_flush(t);
 	while (t->nopen)	/* a new stream does not end them */
 		forget_open(t, t->open[0]);
@@ -333,6 +356,8 @@ static void reset_stream(struct sp_tree *t, bool goes_on)
 	}
 	sp_u64map_release(&t->spans);
 }
+
+static bool header_lists_event(const struct sp_header *h, const char *kind);
 
 static void add_header(struct sp_tree *t, const struct sp_header *h)
 {
@@ -350,6 +375,69 @@ static void add_header(struct sp_tree *t, const struct sp_header *h)
 		t->period_ns = h->sample_period;
 	if (h->command.len)
 		t->command = copy_str(t, h->command.p, h->command.len);
+	t->kernel_opens = header_lists_event(h, "path_open");
+	t->kernel_dirents = header_lists_event(h, "file_getdents");
+}
+
+/* Whether the header's features say sp-record recorded this event kind
+ * ("... events=proc_fork,path_open,... ..."). */
+static bool header_lists_event(const struct sp_header *h, const char *kind)
+{
+	const char *p = (const char *)h->features.p, *end, *e;
+	size_t k = strlen(kind);
+
+	if (!p || !h->features.len)
+		return false;
+	for (end = p + h->features.len; p < end; p = e + 1) {
+		for (e = p; e < end && *e != ' '; e++)
+			;
+		if (e - p < 7 || memcmp(p, "events=", 7))
+			continue;
+		for (p += 7; p < e; p++) {
+			const char *c = memchr(p, ',', (size_t)(e - p));
+
+			if (!c)
+				c = e;
+			if ((size_t)(c - p) == k && !memcmp(p, kind, k))
+				return true;
+			p = c;
+		}
+	}
+	return false;
+}
+
+/*
+ * A Python audit event of the interpreter's own machinery, left out of the
+ * tree unless asked for (--all-audit, or --events naming audit): each
+ * import's exec and marshal.loads, compile, the attribute and frame hooks,
+ * the interpreter's tear-down, and what the kernel's own events show
+ * already, beside them (an open, a directory listed). Imports, subprocess,
+ * sockets and the rest stay.
+ */
+static bool audit_internal(const struct sp_tree *t, const char *name)
+{
+	static const char *const own[] = {
+		"exec", "compile", "marshal.loads", "marshal.load", "marshal.dumps",
+		"marshal.dump", "object.__getattr__", "object.__setattr__",
+		"object.__delattr__", "sys._getframe", "sys._getframemodulename",
+		"code.__new__", "function.__new__", "builtins.id",
+		"cpython.PyInterpreterState_Clear", "cpython._PySys_ClearAuditHooks",
+	};
+	size_t i;
+
+	if (!name)
+		return false;
+	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!strcmp(name, own[i]))
+			return true;
+	if (t->kernel_opens && !strcmp(name, "open"))
+		return true;
+	return t->kernel_dirents && (!strcmp(name, "os.listdir") || !strcmp(name, "os.scandir"));
+}
+
+uint64_t sp_tree_audit_hidden(const struct sp_tree *t)
+{
+	return t->audit_hidden;
 }
 
 static void add_process(struct sp_tree *t, const struct sp_process *r)
@@ -380,6 +468,9 @@ static void add_process(struct sp_tree *t, const struct sp_process *r)
 	if (tstr(t, r->runtime)) {
 		p->runtime = tstr(t, r->runtime);
 		p->container = tstr(t, r->container);
+		for (size_t i = 0; i < t->o.ncontainers; i++)
+			if (sp_tree_container_matches(t->o.containers[i], p->runtime, p->container))
+				t->container_seen[i] = true;
 	}
 }
 
@@ -468,6 +559,67 @@ static struct tspan *earlier_part(struct sp_tree *t, const struct sp_span *r)
 	return s;
 }
 
+/*
+ * --summary of a rotated recording: a span open at a segment's end comes
+ * as one part per segment (earlier_part()). Its parts are held, keyed as
+ * there, and counted once, whole, with the part that says how it ended
+ * (or, still open at the end of the input, by sp_tree_summary_parts_end());
+ * meanwhile it is its children's parent, as in the tree.
+ */
+static void summary_part(struct sp_tree *t, struct tspan *s, const struct sp_span *r)
+{
+	uint64_t k = part_key(r), *v = sp_u64map_get(&t->parts, k);
+	struct tspan *prev = v ? (struct tspan *)(uintptr_t)*v : NULL;
+
+	if (prev && prev->stream < t->streams && prev->tid == r->tid && prev->pid == r->pid &&
+	    prev->start == r->start) {
+		s->samples += prev->samples;
+		s->total += prev->total;
+		s->offcpu += prev->offcpu;
+		s->reconstructed = prev->reconstructed;
+		s->part_child = prev->part_child;
+		if (!s->method) {
+			s->klass = prev->klass;
+			s->method = prev->method;
+			s->file = prev->file;
+			s->line = prev->line;
+			s->runtime = prev->runtime;
+		}
+		free(prev);
+		sp_u64map_del(&t->parts, k);
+		t->nspans_total--;	/* one span, not one a part */
+	}
+	if (r->end != SP_END_OPEN || !r->stop) {
+		sp_tree_summary_add(t, s, r->parent, false);
+		return;
+	}
+	if ((v = sp_u64map_get(&t->parts, k)))	/* a forged stream's second of one key */
+		return;
+	prev = sp_xmalloc(sizeof(*prev));
+	*prev = *s;
+	prev->stream = t->streams;
+	sp_u64map_put(&t->parts, k, (uint64_t)(uintptr_t)prev);
+	sp_tree_summary_add(t, prev, r->parent, true);
+}
+
+void sp_tree_summary_parts_end(struct sp_tree *t)
+{
+	size_t i = 0;
+	uint64_t k, v;
+
+	sp_tree_summary_flush(t);	/* the parts' children are counted in them */
+	while (sp_u64map_next(&t->parts, &i, &k, &v)) {
+		struct tspan *s = (struct tspan *)(uintptr_t)v;
+
+		s->end = SP_END_OPEN;	/* still open when the input ended */
+		s->stop = 0;
+		sp_tree_summary_add(t, s, 0, false);
+		sp_tree_summary_flush(t);	/* before s goes */
+		free(s);
+	}
+	sp_u64map_release(&t->parts);
+}
+
 static void add_span(struct sp_tree *t, const struct sp_span *r)
 {
 	struct tspan *s, one;
@@ -478,7 +630,7 @@ static void add_span(struct sp_tree *t, const struct sp_span *r)
 	if (t->sum) {
 		memset(&one, 0, sizeof(one));
 		fill_span(t, &one, r);
-		sp_tree_summary_add(t, &one, r->parent);
+		summary_part(t, &one, r);
 		return;
 	}
 	s = earlier_part(t, r);
@@ -501,7 +653,8 @@ static void add_span(struct sp_tree *t, const struct sp_span *r)
 	}
 	if (r->end == SP_END_SYNTHETIC && !s->method)
 		s->gap = s;
-	if (r->parent && r->parent < s->id && (v = sp_u64map_get(&t->spans, r->parent))) {
+	if (r->parent && r->parent < s->id && (v = sp_u64map_get(&t->spans, r->parent)) &&
+	    ((const struct tspan *)(uintptr_t)*v)->pid == r->pid) {
 		const struct tspan *up;
 
 		parent = (struct tnode *)(uintptr_t)*v;
@@ -516,6 +669,7 @@ static void add_span(struct sp_tree *t, const struct sp_span *r)
 		parent = &th->n;
 	else
 		parent = &proc_get(t, r->pid, r->start)->n;
+	s->proc = proc_of(parent);
 	/*
 	 * A top-level span: sp-correlate writes a span tree whole once its
 	 * outermost span closes, so what the process held before it is finished.
@@ -548,6 +702,14 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 
 	if (n > r->nfields)
 		n = r->nfields;
+	if (r->kind == SP_EV_AUDIT && n && !t->o.all_audit &&
+	    !(t->o.event_kinds & (1ull << SP_EV_AUDIT)) && audit_internal(t, tstr(t, r->field[0].u))) {
+		t->nevents++;
+		t->audit_hidden++;
+		if (r->time > t->max_time)
+			t->max_time = r->time;
+		return;
+	}
 	for (i = 0; i < n; i++)
 		if ((es->fields[i].type == SP_FT_ADDR || es->fields[i].type == SP_FT_BYTES) &&
 		    r->field[i].b.len && r->field[i].b.len <= 255)
@@ -589,7 +751,9 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 	if (r->rule == SP_RULE_FORK) {
 		th = thread_of(t, r->tid, r->pid);
 		parent = th ? &th->n : &proc_get(t, r->pid, r->time)->n;
-	} else if ((s = span_by_id(t, r->span))) {
+	} else if ((s = span_by_id(t, r->span)) && s->pid == r->pid) {
+		/* (a span of another process holds none of this one's records:
+		 * a forged stream's, which could put a process under itself) */
 		parent = &s->n;
 		/* the gap span is the process's: an event of another of its
 		 * threads goes under that thread's node, when the thread was
@@ -626,22 +790,30 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 			th->tid = ctid;
 			th->pid = r->pid;
 			th->nstid = nstid_of(t, ctid, r->pid);
-			th->gap = parent->type == N_SPAN ? ((const struct tspan *)parent)->gap : NULL;
-			if (th->gap)
-				adopt_gap_events((struct tspan *)th->gap, th);
+			th->proc = proc_of(parent);
+			/* the gap span it was made in: its fork's, or that of the
+			 * thread that made it */
+			th->gap = parent->type == N_SPAN ? ((const struct tspan *)parent)->gap :
+				  parent->type == N_THREAD ? ((const struct tthread *)parent)->gap :
+				  NULL;
+			if (th->gap)	/* its records that came first move under it */
+				((struct tspan *)th->gap)->adopt = true;
 			sp_u64map_put(&t->threads, ctid, (uint64_t)(uintptr_t)th);
 			append(&e->n, &th->n);
 		} else if (child && child != r->pid) {
 			struct tproc *p;
 
+			struct tproc *me = proc_of(parent);	/* where the fork is */
+
 			v = sp_u64map_get(&t->procs, child);
 			p = v ? (struct tproc *)(uintptr_t)*v : NULL;
-			/* attached, or an ancestor of the forking process (a pid
-			 * reused, or a forged stream): a process of its own, never
-			 * a cycle */
-			if (!p || p->attached || is_ancestor(t, child, r->pid))
+			/* attached, or holding the forking process (a pid reused,
+			 * or a forged stream): a process of its own, never a
+			 * cycle */
+			if (!p || p->attached || holds(p, me))
 				p = proc_new(t, child, r->time);
 			p->attached = true;
+			p->holder = me;
 			if (!p->ppid)
 				p->ppid = r->pid;
 			if (p->n.time > r->time)
@@ -757,6 +929,8 @@ void sp_tree_free(struct sp_tree *t)
 			break;
 		sp_tree_free_subtree(t, &p->n);
 	}
+	if (t->sum)
+		sp_tree_summary_parts_end(t);	/* (not printed: frees them) */
 	sp_tree_summary_free(t);
 	sp_tree_lanes_free(t);
 	sp_arena_release(&t->strings);
@@ -771,5 +945,6 @@ void sp_tree_free(struct sp_tree *t)
 	sp_u64map_release(&t->spans);
 	sp_u64map_release(&t->parts);
 	free(t->pid_seen);
+	free(t->container_seen);
 	free(t);
 }

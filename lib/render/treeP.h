@@ -66,6 +66,9 @@ struct tproc {
 	const char *comm, *exe, *runtime, *container;
 	bool defined, attached, exited, streamed, exit_seen;
 	struct tproc *next_root, *prev_root;
+	/* attached: the process whose fork event holds it (alive while it
+	 * is: it is in that one's subtree) */
+	struct tproc *holder;
 };
 
 struct tthread {
@@ -77,6 +80,7 @@ struct tthread {
 	 * frames of that gap go under the thread, not beside the main
 	 * thread's (add_span(), add_event()). */
 	const struct tspan *gap;
+	struct tproc *proc;	/* the process node it is in */
 };
 
 struct tspan {
@@ -90,10 +94,20 @@ struct tspan {
 	/* a gap span (<no-span>) itself, or the gap span an interpreted
 	 * frame's span is in; NULL for others */
 	const struct tspan *gap;
+	/* a gap span in which a thread's node was made since its children
+	 * were last looked at: that thread's records that came before its
+	 * node (sp-correlate writes a frame's span, and the thread's fork in
+	 * it, when the frame ends) move under it (sp_tree_adopt()) */
+	bool adopt;
 	/* with n.mult > 1: the summed duration of the spans it stands for, and
 	 * whether one of them is open (total and samples are summed in place) */
 	uint64_t fold_dur;
 	bool fold_open;
+	/* --summary: the time its children took in its earlier parts (a span
+	 * a rotated recording wrote in pieces) */
+	uint64_t part_child;
+	struct tproc *proc;	/* the process node it is in (not the pid's newest:
+				 * a pid used again is a node of its own) */
 };
 
 struct tevent {
@@ -112,6 +126,7 @@ struct fold_elided {
 struct sp_tree {
 	struct sp_tree_opts o;
 	bool *pid_seen;			/* [o.npids]: a process of the input had it */
+	bool *container_seen;		/* [o.ncontainers]: a process of the input was in it */
 	struct sp_u64map fold_elided;	/* node seq -> struct fold_elided * */
 	struct sp_arena strings;	/* the input's strings, in their text form */
 	uint64_t seq;
@@ -143,6 +158,8 @@ struct sp_tree {
 	uint64_t lost[SP_LOST_WHAT_MAX];	/* per enum sp_lost_what */
 	char *command;
 	uint64_t nprocs, nspans_total, nevents, orphans;
+	uint64_t audit_hidden;		/* audit events of the interpreter's own, left out */
+	bool kernel_opens, kernel_dirents;	/* the header: path_open, file_getdents recorded */
 
 	/* streaming (docs/sp-tree.md): nodes held, the process being printed */
 	uint64_t live, limit;
@@ -231,8 +248,22 @@ bool sp_tree_compute_keep(struct sp_tree *t, struct tnode *root, bool name_ok, b
  * node after it. */
 struct tnode *sp_tree_group_end(struct sp_tree *t, struct tnode *c, struct agg *ag);
 void sp_tree_fold_run(struct sp_tree *t, struct tnode *c, struct tnode *end);
+/* The records of gap span g that are a thread's of it with a node in it
+ * (made after they came) moved under that node: one pass. */
+void sp_tree_adopt(struct sp_tree *t, struct tspan *g);
+/* The node of thread tid of process pid, or NULL. */
+struct tthread *sp_tree_thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid);
 /* c, or the first kept sibling after it, or NULL. */
 struct tnode *sp_tree_next_kept(struct tnode *c);
+/*
+ * A run of consecutive audit events of one name under one parent (Python's
+ * imports at start-up, a loop's os.listdir): rendered into b as one line,
+ * "audit → import ×67: _io, marshal, … (+60 more)", and *after set to the
+ * kept node after it; false when c starts no run of two or more (or
+ * --no-collapse).
+ */
+bool sp_tree_audit_run(struct sp_tree *t, struct tnode *c, struct tnode **after,
+		       struct sp_buf *b, uint64_t base, bool stable, bool color);
 /*
  * -d counts levels from the process, or with --span from the span that
  * matched: the depth of a process's children, and of n's children when n
@@ -240,6 +271,9 @@ struct tnode *sp_tree_next_kept(struct tnode *c);
  */
 unsigned int sp_tree_top_depth(const struct sp_tree *t);
 unsigned int sp_tree_depth_below(const struct tnode *n, unsigned int depth);
+/* Whether a --container filter (an id prefix, or RUNTIME:ID-PREFIX) takes
+ * a process of this runtime and container. */
+bool sp_tree_container_matches(const char *want, const char *runtime, const char *container);
 /* Whether p is printed at the top level (not under a fork; --pid). */
 bool sp_tree_is_root(const struct sp_tree *t, const struct tproc *p);
 
@@ -286,9 +320,15 @@ void sp_tree_lanes_free(struct sp_tree *t);
 void sp_tree_summary_new(struct sp_tree *t);
 /* Span s (not a node of the tree: its id, names and times) into the table;
  * parent: its parent span's id, 0 for none. */
-void sp_tree_summary_add(struct sp_tree *t, struct tspan *s, uint64_t parent);
+/* hold: s is a part of a span going on in the next segment (tree.c,
+ * summary_part()), kept by the caller: the parent of its children, not
+ * counted; its children's time is left in s->part_child. */
+void sp_tree_summary_add(struct sp_tree *t, struct tspan *s, uint64_t parent, bool hold);
 /* A stream ends: sum what is still on the stacks (its span ids end). */
 void sp_tree_summary_flush(struct sp_tree *t);
+/* --summary: the spans held as parts of a rotated recording's (tree.c,
+ * summary_part()) counted, as open, at the end of their input. */
+void sp_tree_summary_parts_end(struct sp_tree *t);
 /* A stop mark (m: its tid, pid, names, and its time as stop): it ends a
  * span written open, if one of its thread's is. */
 void sp_tree_summary_stop(struct sp_tree *t, const struct tspan *m);

@@ -294,6 +294,60 @@ static void render_event(struct sp_buf *b, const struct tevent *e, uint64_t base
 	sp_buf_release(&tb);
 }
 
+/* The name of an audit event without children (a run's member), or NULL. */
+static const char *audit_leaf_name(const struct tnode *n)
+{
+	const struct tevent *e = (const struct tevent *)n;
+
+	if (!n || n->type != N_EVENT || n->first || e->kind != SP_EV_AUDIT || !e->nvals)
+		return NULL;
+	return e->vals[0] ? (const char *)(uintptr_t)e->vals[0] : NULL;
+}
+
+bool sp_tree_audit_run(struct sp_tree *t, struct tnode *c, struct tnode **after,
+		       struct sp_buf *b, uint64_t base, bool stable, bool color)
+{
+	const char *name = audit_leaf_name(c), *arg;
+	struct tnode *n, *end;
+	uint64_t count = 0, shown = 0;
+	size_t len;
+	char d[32];
+
+	if (!name || t->o.no_collapse)
+		return false;
+	for (end = c; audit_leaf_name(end) && !strcmp(audit_leaf_name(end), name);
+	     end = sp_tree_next_kept(end->next))
+		count++;
+	if (count < 2)
+		return false;
+	sp_buf_reset(b);
+	line_color(b, color, group_color(SP_EV_AUDIT));
+	line_add(b, "%-4s audit", group_tag(SP_EV_AUDIT));
+	line_color(b, color, "0");
+	line_add(b, " → %s ×%llu:", name, (unsigned long long)count);
+	/* the first arguments, up to about a line's worth */
+	for (n = c, len = 0; n != end; n = sp_tree_next_kept(n->next)) {
+		const struct tevent *e = (const struct tevent *)n;
+
+		arg = e->nvals > 1 && e->vals[1] ? (const char *)(uintptr_t)e->vals[1] : "";
+		if (len + strlen(arg) > 120 && shown)
+			break;
+		line_add(b, "%s %s", shown ? "," : "", *arg ? arg : "-");
+		len += strlen(arg) + 2;
+		shown++;
+	}
+	if (shown < count)
+		line_add(b, ", … (+%llu more)", (unsigned long long)(count - shown));
+	if (!stable) {
+		sp_tree_fmt_dur(d, sizeof(d), c->time >= base ? c->time - base : 0);
+		line_color(b, color, "2");
+		line_add(b, "  @+%s%s", c->time >= base ? "" : "-", d);
+		line_color(b, color, "0");
+	}
+	*after = end;
+	return true;
+}
+
 void sp_tree_render_line(struct sp_tree *t, struct sp_buf *b, const struct tnode *n,
 			 uint64_t base, const struct agg *ag, bool stable, bool color)
 {

@@ -296,6 +296,8 @@ static bool keep_enter(struct sp_tree *t, struct kframe *f)
 
 	f->self = !selective;
 	f->any = false;
+	if (n->type == N_SPAN && ((struct tspan *)n)->adopt)
+		sp_tree_adopt(t, (struct tspan *)n);
 	f->next = n->first;
 	n->small = n->elided = false;
 	switch (n->type) {
@@ -671,25 +673,31 @@ unsigned int sp_tree_depth_below(const struct tnode *n, unsigned int depth)
 }
 
 /* Whether p is in a container --container named. */
+bool sp_tree_container_matches(const char *want, const char *runtime, const char *container)
+{
+	const char *colon = strchr(want, ':');
+	size_t rl;
+
+	if (!runtime || !container)
+		return false;
+	if (colon) {
+		rl = (size_t)(colon - want);
+		if (strlen(runtime) != rl || strncmp(runtime, want, rl))
+			return false;
+		want = colon + 1;
+	}
+	return !strncmp(container, want, strlen(want));
+}
+
 static bool in_containers(const struct sp_tree *t, const struct tproc *p)
 {
-	const char *want, *colon;
-	size_t i, rl;
+	size_t i;
 
-	if (!p || !p->container || !p->runtime)
+	if (!p)
 		return false;
-	for (i = 0; i < t->o.ncontainers; i++) {
-		want = t->o.containers[i];
-		colon = strchr(want, ':');
-		if (colon) {
-			rl = (size_t)(colon - want);
-			if (strlen(p->runtime) != rl || strncmp(p->runtime, want, rl))
-				continue;
-			want = colon + 1;
-		}
-		if (!strncmp(p->container, want, strlen(want)))
+	for (i = 0; i < t->o.ncontainers; i++)
+		if (sp_tree_container_matches(t->o.containers[i], p->runtime, p->container))
 			return true;
-	}
 	return false;
 }
 

@@ -156,6 +156,25 @@ static void print_trigger(struct sp_tree *t)
 		t->trigger_detail ? ": " : "", t->trigger_detail ? t->trigger_detail : "");
 }
 
+/* The counts line, and what of them the tree leaves out by default. */
+static void print_counts(struct sp_tree *t)
+{
+	fprintf(t->out, "# processes %llu  spans %llu  events %llu",
+		(unsigned long long)t->nprocs, (unsigned long long)t->nspans_total,
+		(unsigned long long)t->nevents);
+	if (t->audit_hidden)
+		fprintf(t->out, " (%llu audit events of Python's own not shown: --all-audit)",
+			(unsigned long long)t->audit_hidden);
+	fputc('\n', t->out);
+}
+
+/* The same in the JSON object. */
+static void json_counts(struct sp_tree *t)
+{
+	if (t->audit_hidden)
+		fprintf(t->out, ",\"audit_hidden\":%llu", (unsigned long long)t->audit_hidden);
+}
+
 static void print_trailer(struct sp_tree *t)
 {
 	uint64_t ns;
@@ -174,6 +193,7 @@ static void print_trailer(struct sp_tree *t)
 			json_note(t, note);
 			print_other_losses(t);
 			print_trigger(t);
+			json_counts(t);
 		}
 		fputs("}\n", t->out);
 		return;
@@ -186,9 +206,7 @@ static void print_trailer(struct sp_tree *t)
 	print_other_losses(t);
 	fputc('\n', t->out);
 	print_trigger(t);
-	fprintf(t->out, "# processes %llu  spans %llu  events %llu\n",
-		(unsigned long long)t->nprocs, (unsigned long long)t->nspans_total,
-		(unsigned long long)t->nevents);
+	print_counts(t);
 }
 
 static void print_header(struct sp_tree *t)
@@ -209,6 +227,7 @@ static void print_header(struct sp_tree *t)
 			json_note(t, note);
 			print_other_losses(t);
 			print_trigger(t);
+			json_counts(t);
 		}
 		if (t->command) {
 			fputs(",\"command\":", t->out);
@@ -229,9 +248,7 @@ static void print_header(struct sp_tree *t)
 	print_trigger(t);
 	if (t->command)
 		fprintf(t->out, "# command: %s\n", t->command);
-	fprintf(t->out, "# processes %llu  spans %llu  events %llu\n",
-		(unsigned long long)t->nprocs, (unsigned long long)t->nspans_total,
-		(unsigned long long)t->nevents);
+	print_counts(t);
 }
 
 static uint64_t root_base(const struct sp_tree *t, const struct tnode *n)

@@ -32,6 +32,9 @@ struct sframe {
 	bool outer;		/* the outermost of its method on the stack */
 	bool known;		/* closed: dur is its duration */
 	uint64_t start, dur, child, samples, total, offcpu;
+	/* a part of a span that goes on in the next segment, not counted
+	 * here: what its children took goes to the part kept (tree.c) */
+	struct tspan *hold;
 };
 
 struct sstack {
@@ -108,6 +111,10 @@ static void pop(struct tsummary *S, size_t si)
 	struct smethod *m = &S->m[f->method];
 	uint64_t *v = sp_u64map_get(&S->active, active_key(si, f->method));
 
+	if (f->hold) {
+		f->hold->part_child = f->child;
+		return;
+	}
 	if (v && !--*v)
 		sp_u64map_del(&S->active, active_key(si, f->method));
 	m->self_samples += f->samples;
@@ -135,7 +142,7 @@ static size_t stack_of(struct tsummary *S, uint64_t tid)
 	return S->nstacks++;
 }
 
-void sp_tree_summary_add(struct sp_tree *t, struct tspan *s, uint64_t parent)
+void sp_tree_summary_add(struct sp_tree *t, struct tspan *s, uint64_t parent, bool hold)
 {
 	struct tsummary *S = t->sum;
 	size_t si;
@@ -161,6 +168,11 @@ void sp_tree_summary_add(struct sp_tree *t, struct tspan *s, uint64_t parent)
 	memset(f, 0, sizeof(*f));
 	f->id = s->id;
 	f->method = mi;
+	f->child = s->part_child;	/* its earlier parts' children */
+	if (hold) {			/* only its children's parent, for now */
+		f->hold = s;
+		return;
+	}
 	f->known = s->stop >= s->start && s->stop && s->end != SP_END_OPEN;
 	f->start = s->start;
 	f->dur = f->known ? s->stop - s->start : 0;
@@ -415,6 +427,7 @@ void sp_tree_print_summary(struct sp_tree *t)
 	uint64_t whole = 0;
 	size_t i, shown;
 
+	sp_tree_summary_parts_end(t);
 	sp_tree_summary_flush(t);
 	rows = sp_xmalloc((S->nm ? S->nm : 1) * sizeof(*rows));
 	for (i = 0; i < S->nm; i++) {

@@ -133,6 +133,13 @@ void sp_tree_print_range_text(struct sp_tree *t, struct tnode *parent, struct tn
 			continue;
 		}
 		c = f->next;
+		if (sp_tree_audit_run(t, c, &d, &b, f->base, t->stable, t->color)) {
+			f->next = d;
+			last = f->final && d == NULL && !sp_tree_elided(t, f->parent, &ns, NULL);
+			put_prefix(t, pf);
+			fprintf(t->out, "%s%s\n", last ? "└─ " : "├─ ", sp_buf_str(&b));
+			continue;
+		}
 		d = sp_tree_next_kept(sp_tree_group_end(t, c, &ag));
 		if (ag.count > 1)
 			sp_tree_fold_run(t, c, d);

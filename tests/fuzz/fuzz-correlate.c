@@ -6,7 +6,10 @@
  * that reordering, early flushes and gap changes all happen. Its output must
  * keep the stream's rules (span ids dense from 1, every span reference
  * backwards) and is fed to trees printed as text and JSON to /dev/null.
- * Nothing may crash, hang or break a rule.
+ * The input itself goes to a tree too, as sp-tree takes a stream
+ * sp-correlate has seen (a forged one: spans of one process holding
+ * another's records, forks in cycles), streamed with --pid, and to a
+ * --summary. Nothing may crash, hang or break a rule.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +64,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   .max_window = 8 };
 	struct sp_tree_opts to = { .stable = true, .max_depth = 6, .spans = spans, .nspans = 1 };
 	struct sp_tree_opts jo = { .json = true, .min_dur_ns = 10 };
+	static const uint64_t pids[] = { 100, 200 };
+	struct sp_tree_opts ro = { .pids = pids, .npids = 2, .buffer_nodes = 3 };
+	struct sp_tree_opts so = { .summary = true };
+	struct sp_tree *raw, *sum;
 	struct sink s = { .next = 1 };
 	struct sp_record rec;
 	struct sp_reader *r;
@@ -73,18 +80,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	s.text = sp_tree_new(&to);
 	s.json = sp_tree_new(&jo);
+	raw = sp_tree_new(&ro);
+	sp_tree_set_output(raw, null);
+	sum = sp_tree_new(&so);
 	c = sp_corr_new(&co, take, &s);
 	r = sp_reader_open_fd(fd, "in");
-	while (r && sp_reader_next(r, &rec) > 0)
+	while (r && sp_reader_next(r, &rec) > 0) {
+		sp_tree_add(raw, &rec);
+		sp_tree_add(sum, &rec);
 		sp_corr_add(c, &rec);
+	}
 	if (r)
 		sp_reader_close(r);
 	sp_corr_finish(c);
 	sp_corr_free(c);
 	sp_tree_print(s.text, null);
 	sp_tree_print(s.json, null);
+	sp_tree_print(raw, null);
+	sp_tree_print(sum, null);
 	sp_tree_free(s.text);
 	sp_tree_free(s.json);
+	sp_tree_free(raw);
+	sp_tree_free(sum);
 	close(fd);
 	fclose(null);
 	return 0;

@@ -646,6 +646,104 @@ static void test_tree_gap_threads(void)
 	sp_tree_free(tree);
 }
 
+/* Python's audit events in a recording whose header says the kernel's
+ * opens were recorded: n imports, an exec, a marshal.loads, an open, a
+ * subprocess.Popen, in the gap span of process 10. */
+static void audit_tree(const struct sp_tree_opts *o, const char *features)
+{
+	struct sp_record r = { .kind = SP_REC_HEADER };
+	static const char *const mods[] = { "json", "json.decoder", "re", "enum" };
+	uint64_t imp, ex, ml, op, po, path, t = 2000;
+	size_t i;
+
+	tree = sp_tree_new(o);
+	r.header.start_mono_ns = 1000;
+	r.header.features.p = (const uint8_t *)features;
+	r.header.features.len = (uint32_t)strlen(features);
+	nstr = 0;
+	sp_tree_add(tree, &r);
+	proc(10, 1, "python3");
+	imp = str("import");
+	ex = str("exec");
+	ml = str("marshal.loads");
+	op = str("open");
+	po = str("subprocess.Popen");
+	path = str("/etc/x");
+	span(0, 0, 10, 10, 0, 1000, 20000, SP_END_SYNTHETIC, 0, 0);	/* gap, id 1 */
+	for (i = 0; i < 4; i++) {
+		ev(t++, 10, 10, 1, SP_RULE_GAP, SP_EV_AUDIT, imp, str(mods[i]), 2, 0);
+		ev(t++, 10, 10, 1, SP_RULE_GAP, SP_EV_AUDIT, op, path, 2, 0);
+		ev(t++, 10, 10, 1, SP_RULE_GAP, SP_EV_AUDIT, ml, 0, 2, 0);
+		ev(t++, 10, 10, 1, SP_RULE_GAP, SP_EV_AUDIT, ex, 0, 2, 0);
+	}
+	ev(t++, 10, 10, 1, SP_RULE_GAP, SP_EV_AUDIT, po, str("true"), 2, 0);
+}
+
+/*
+ * The interpreter's own audit events are left out (each import's exec and
+ * marshal.loads; an open, when the kernel's opens are recorded beside it),
+ * counted on the header's counts line; the imports between them, now
+ * neighbours, print as one line. --all-audit, or --events naming audit,
+ * shows them all; --no-collapse prints the imports one by one.
+ */
+static void test_tree_audit_own(void)
+{
+	static const char kernel[] = "perf=cpu-clock events=proc_fork,path_open spans=python-audit";
+	struct sp_tree_opts o = { .stable = false };
+	char *p;
+
+	audit_tree(&o, kernel);
+	p = print();
+	CHECK_STR(p,
+		"# stackpulse recording  started ?  duration 19.0us "
+		"(no end record: first to last record)  lost 0\n"
+		"# processes 1  spans 1  events 17 (12 audit events of Python's own not "
+		"shown: --all-audit)\n"
+		"[PROC pid=10 comm=python3 parent=1]\n"
+		"└─ [SPAN tid=10 <no-span> dur=19.0us]\n"
+		"   ├─ RT   audit → import ×4: json, json.decoder, re, enum  @+1.0us\n"
+		"   └─ RT   audit → subprocess.Popen true  @+1.0us\n");
+	free(p);
+	sp_tree_free(tree);
+
+	/* no kernel opens in the recording: the open is the only one shown */
+	audit_tree(&o, "perf=cpu-clock events=proc_fork spans=python-audit");
+	p = print();
+	CHECK(strstr(p, "events 17 (8 audit events of Python's own") != NULL);
+	CHECK(strstr(p, "RT   audit → open /etc/x") != NULL);
+	CHECK(strstr(p, "×4") == NULL);		/* the opens part the imports */
+	free(p);
+	sp_tree_free(tree);
+
+	o.all_audit = true;
+	audit_tree(&o, kernel);
+	p = print();
+	CHECK(strstr(p, "not shown") == NULL);
+	CHECK(strstr(p, "RT   audit → exec") != NULL);
+	CHECK(strstr(p, "RT   audit → marshal.loads") != NULL);
+	free(p);
+	sp_tree_free(tree);
+
+	o.all_audit = false;
+	o.event_kinds = 1ull << SP_EV_AUDIT;
+	audit_tree(&o, kernel);
+	p = print();
+	CHECK(strstr(p, "not shown") == NULL);
+	CHECK(strstr(p, "RT   audit → exec") != NULL);
+	free(p);
+	sp_tree_free(tree);
+
+	o.event_kinds = 0;
+	o.no_collapse = true;
+	audit_tree(&o, kernel);
+	p = print();
+	CHECK(strstr(p, "RT   audit → import json  @+1.0us\n") != NULL);
+	CHECK(strstr(p, "RT   audit → import enum  @+1.0us\n") != NULL);	/* 12 ns later */
+	CHECK(strstr(p, "×") == NULL);
+	free(p);
+	sp_tree_free(tree);
+}
+
 /* A raise mark names the error and message of the span just before it. */
 static void test_tree_raise(void)
 {
@@ -803,6 +901,7 @@ int main(void)
 	TAP_RUN(test_tree_raise);
 	TAP_RUN(test_tree_thread_nstid);
 	TAP_RUN(test_tree_gap_threads);
+	TAP_RUN(test_tree_audit_own);
 	TAP_RUN(test_tree_streaming);
 	TAP_RUN(test_tree_streaming_memory);
 	return TAP_DONE();

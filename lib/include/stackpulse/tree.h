@@ -59,6 +59,9 @@ struct sp_tree_opts {
 	size_t nspans;
 	uint64_t event_kinds;	/* bit per enum sp_event_kind to show; 0 = all */
 	bool no_events;		/* spans and processes only */
+	/* Python's own audit events too (sp_tree_audit_internal()): shown
+	 * only with this, or when --events names them */
+	bool all_audit;
 	/*
 	 * Streaming: once more than this many nodes are held, print the
 	 * finished top-level subtrees of the process being printed and free
@@ -89,8 +92,13 @@ int sp_tree_print(struct sp_tree *t, FILE *out);
 uint64_t sp_tree_nodes_held(const struct sp_tree *t);
 /* Records the tree could not place (their count; each is shown under the process). */
 uint64_t sp_tree_orphans(const struct sp_tree *t);
+/* How many audit events of the interpreter's own machinery were left out
+ * (opts.all_audit shows them). */
+uint64_t sp_tree_audit_hidden(const struct sp_tree *t);
 /* Whether the i-th of opts.pids was a process of the input. */
 bool sp_tree_pid_seen(const struct sp_tree *t, size_t i);
+/* Whether a process of the input was in the i-th of opts.containers. */
+bool sp_tree_container_seen(const struct sp_tree *t, size_t i);
 void sp_tree_free(struct sp_tree *t);
 
 /*
