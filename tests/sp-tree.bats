@@ -676,3 +676,21 @@ EOP
 	[[ "${stderr_lines[0]}" == "sp-tree: warning: --container=myapp: no process of the input is in a container whose id starts so (a container's name is not recorded: give its id"* ]]
 	[[ "${stderr_lines[1]}" == "sp-tree: warning: --container=docker:d2ad: no process"* ]]
 }
+
+@test "sp-tree: a forged stream whose forks would put a process under itself ends, each process printed once" {
+	local c=$BATS_TEST_DIRNAME/fuzz/corpus/fuzz-correlate
+	# 100 forks 200 in a span of 200's; 100 and 200 fork each other
+	# through threads and a third process
+	for f in tree-fork-cycle.jsonl tree-fork-cycle-threads.jsonl tree-forged-tids.jsonl; do
+		for o in --pid=200 --pid=100 --buffer=3 --stable; do
+			# (bounded: a cycle once grew the JSON form by 1 GB a second)
+			run --separate-stderr bash -c 'ulimit -v 2000000; exec timeout 10 sp-tree "$@"' _ \
+				$o --format=json "$c/$f"
+			[ "$status" -ne 124 ] || fail "$f $o: no end"
+			[ "$status" -le 2 ] || fail "$f $o: status $status: $stderr"
+		done
+	done
+	run --separate-stderr -0 timeout 20 sp-tree --pid=200 "$c/tree-fork-cycle.jsonl"
+	assert_equal "$(grep -c '\[PROC pid=200' <<< "$output")" 1
+	assert_output --partial "[SPAN tid=200"
+}
