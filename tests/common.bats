@@ -57,6 +57,43 @@ teardown() {
 	[ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"
 }
 
+@test "every tool's -o: another user's file in a shared sticky directory is refused, untouched; a FIFO with no reader does not block (as nobody)" {
+	require_root
+	require_cmd setpriv
+	local d t
+	d=$(mktemp -d /tmp/sp-sticky.XXXXXX)
+	chmod 1777 "$d"
+	# nobody made the name first: root's recording would be theirs to read
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "echo keep > '$d/x.sp'; chmod 666 '$d/x.sp'"
+	mkfifo "$d/fifo"
+	for t in $SP_TOOLS; do
+		for f in x.sp fifo; do
+			if [ "$t" = sp-record ]; then
+				run --separate-stderr timeout 20 "$t" -o "$d/$f" -- true
+			else
+				run --separate-stderr timeout 20 "$t" -o "$d/$f" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
+			fi
+			[ "$status" -eq 2 ] || fail "$t -o $f: status $status: $stderr"
+			[ -z "$output" ]
+		done
+		assert_equal "$(cat "$d/x.sp")" keep
+	done
+	# the last tool's two messages
+	run --separate-stderr -2 sp-decode -o "$d/x.sp" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
+	assert_equal "$stderr" "sp-decode: error: refusing to write '$d/x.sp': it is another user's file (uid 65534) in a directory others may write in: what is written would be theirs to read (remove it, or give another name)"
+	run --separate-stderr -2 timeout 20 sp-decode -o "$d/fifo" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
+	assert_equal "$stderr" "sp-decode: error: cannot open '$d/fifo' for writing: a FIFO no one reads (start its reader first)"
+	# root's own file there, and a FIFO read, are written
+	run -0 sp-decode -o "$d/mine.sp" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
+	run -0 sp-decode -o "$d/mine.sp" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
+	cat "$d/fifo" > "$d/from-fifo" &
+	sleep 0.2
+	run -0 timeout 20 sp-decode -o "$d/fifo" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
+	wait
+	cmp "$d/from-fifo" "$d/mine.sp"
+	rm -rf "$d"
+}
+
 @test "every tool's -o goes through no symbolic link another user made (root writing in their directory), its own and root's are followed" {
 	require_root
 	require_cmd setpriv

@@ -33,6 +33,87 @@ static bool is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/*
+ * Whether an existing file st at path is another user's in a directory
+ * others may write in with the sticky bit (/tmp): what root writes there
+ * would be that user's to read (they made the name first). The kernel's
+ * protected_regular=2 rule, which a machine may not set.
+ */
+static bool others_in_shared_dir(const char *path, const struct stat *st)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	struct stat ds;
+	size_t n;
+
+	if (st->st_uid == geteuid())
+		return false;
+	n = slash ? (size_t)(slash - path) : 0;
+	if (n >= sizeof(dir))
+		return true;	/* (no path this long is ours to check) */
+	if (!slash)
+		strcpy(dir, ".");
+	else if (!n)
+		strcpy(dir, "/");
+	else
+		memcpy(dir, path, n), dir[n] = 0;
+	if (stat(dir, &ds))
+		return false;
+	return (ds.st_mode & S_ISVTX) && (ds.st_mode & (S_IWOTH | S_IWGRP)) &&
+	       st->st_uid != ds.st_uid;
+}
+
+/*
+ * -o FILE for writing, close-on-exec (a command sp-record runs must not
+ * inherit it): made when it is not there. An existing one is opened
+ * without following a symbolic link another user made (in a shared
+ * directory, to a file of root's; ours or root's, /dev/stdout, are
+ * followed), without blocking (a FIFO with no reader is refused, ENXIO),
+ * and not when it is another user's in a shared sticky directory (said:
+ * -2); emptied unless keep (sp_output_begin() does it then). -1 with errno.
+ */
+static int open_output(const char *path, bool keep)
+{
+	const int how = O_WRONLY | O_CLOEXEC | O_NOCTTY;
+	struct stat ln, st;
+	bool followed = false;
+	int fd = open(path, how | O_CREAT | O_EXCL | O_NOFOLLOW, 0666), fl;
+
+	if (fd >= 0 || errno != EEXIST)
+		return fd;
+	fd = open(path, how | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0 && errno == ELOOP && !lstat(path, &ln) && S_ISLNK(ln.st_mode) &&
+	    (ln.st_uid == 0 || ln.st_uid == geteuid())) {
+		fd = open(path, how | O_CREAT | O_NONBLOCK, 0666);
+		followed = true;
+	}
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st)) {
+		fl = errno;
+		close(fd);
+		errno = fl;
+		return -1;
+	}
+	if (!followed && others_in_shared_dir(path, &st)) {
+		sp_error("refusing to write '%s': it is another user's file (uid %u) in a "
+			 "directory others may write in: what is written would be theirs to "
+			 "read (remove it, or give another name)", path, (unsigned)st.st_uid);
+		close(fd);
+		return -2;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	if (!keep && S_ISREG(st.st_mode) && ftruncate(fd, 0)) {
+		fl = errno;
+		close(fd);
+		errno = fl;
+		return -1;
+	}
+	return fd;
+}
+
 static error_t parse_common(int key, char *arg, struct argp_state *state)
 {
 	struct sp_common_opts *o = state->input;
@@ -75,26 +156,18 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 				   o->out_path ? o->out_path : "",
 				   o->out_path ? "' is not a directory)" : "");
 		if (o->out_path && strcmp(o->out_path, "-")) {
-			/* close-on-exec: a command sp-record runs must not
-			 * inherit it; not through a symbolic link another
-			 * user made (in a shared directory, to a file of
-			 * root's), as the kernel's protected_symlinks rule
-			 * has it in sticky directories: ours or root's
-			 * (/dev/stdout) are followed */
-			const int how = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY |
-					(o->out_kept ? 0 : O_TRUNC);
-			struct stat ln;
-			int fd = open(o->out_path, how | O_NOFOLLOW, 0666);
-
-			if (fd < 0 && errno == ELOOP && !lstat(o->out_path, &ln) &&
-			    S_ISLNK(ln.st_mode) && (ln.st_uid == 0 || ln.st_uid == geteuid()))
-				fd = open(o->out_path, how, 0666);
+			int fd = open_output(o->out_path, o->out_kept);
 
 			o->out = fd >= 0 ? fdopen(fd, "w") : NULL;
 			if (!o->out) {
-				if (errno == ELOOP)
+				if (fd == -2)
+					;	/* said */
+				else if (errno == ELOOP)
 					sp_error("cannot open '%s' for writing: it is a symbolic "
 						 "link (give the file it names)", o->out_path);
+				else if (errno == ENXIO)
+					sp_error("cannot open '%s' for writing: a FIFO no one reads "
+						 "(start its reader first)", o->out_path);
 				else
 					sp_error_errno("cannot open '%s' for writing", o->out_path);
 				exit(SP_EXIT_FATAL);
