@@ -694,3 +694,41 @@ EOP
 	assert_equal "$(grep -c '\[PROC pid=200' <<< "$output")" 1
 	assert_output --partial "[SPAN tid=200"
 }
+
+@test "sp-tree: threads started before sp-record -p: each worker's own records of the gap under a [THREAD] of its own; --tid shows them" {
+	require_root
+	[ -x /usr/bin/python3 ] || skip "needs Debian's /usr/bin/python3"
+	cat > "$BATS_TEST_TMPDIR/workers.py" <<'EOP'
+import threading, time
+def work(path):
+    while True:
+        with open(path) as f:
+            f.read()
+        time.sleep(0.02)
+for p in ("/etc/hostname", "/etc/passwd"):
+    threading.Thread(target=work, args=(p,), daemon=True).start()
+time.sleep(30)
+EOP
+	/usr/bin/python3 "$BATS_TEST_TMPDIR/workers.py" &
+	local pid=$!
+	sleep 0.5
+	run timeout 30 sp-record -p "$pid" -d 1.5 -o "$BATS_TEST_TMPDIR/w.sp"
+	kill "$pid"; wait "$pid" 2>/dev/null || true
+	[ "$status" -eq 0 ] || fail "sp-record: $output"
+	tree=$(sp-correlate "$BATS_TEST_TMPDIR/w.sp" | sp-tree --format=json)
+	threads_hold_their_own "$tree"
+	for f in /etc/hostname /etc/passwd; do
+		run -0 jq --arg f "$f" '[.. | objects | select(.type == "thread")
+			| select([.. | objects | select(.kind == "path_open" and .fields.path == $f)] | length > 0)
+			| .tid] | unique | length' <<< "$tree"
+		assert_output 1
+	done
+	# --tid of one worker: its opens, not the other's
+	wtid=$(jq --arg f /etc/hostname '[.. | objects | select(.type == "thread")
+		| select([.. | objects | select(.kind == "path_open" and .fields.path == $f)] | length > 0)
+		| .tid][0]' <<< "$tree")
+	run -0 bash -c "sp-correlate '$BATS_TEST_TMPDIR/w.sp' | sp-tree --tid=$wtid"
+	assert_output --partial "[THREAD tid=$wtid]"
+	assert_output --partial "/etc/hostname"
+	refute_output --partial "/etc/passwd"
+}

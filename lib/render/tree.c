@@ -296,9 +296,63 @@ static struct tthread *thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
 	return th && th->pid == pid ? th : NULL;
 }
 
+static uint64_t nstid_of(struct sp_tree *t, uint64_t tid, uint64_t pid);
+
+/*
+ * The node of thread tid in gap span g, for its records of the gap: the one
+ * its fork made in g; else, for a thread whose fork is not in the input
+ * (started before -p, or before the recording), one made now under g at
+ * its first record there (forkless). NULL when the thread's node is
+ * elsewhere (its fork is in a span: its records of the gap are the gap's).
+ */
+static struct tthread *gap_thread(struct sp_tree *t, struct tspan *g, uint64_t tid,
+				  uint64_t time)
+{
+	struct tthread *th = thread_of(t, tid, g->pid);
+
+	if (th)
+		return th->gap == g ? th : NULL;
+	th = node_new(t, sizeof(*th), N_THREAD, time);
+	th->tid = tid;
+	th->pid = g->pid;
+	th->nstid = nstid_of(t, tid, g->pid);
+	th->gap = g;
+	th->proc = g->proc;
+	th->forkless = true;
+	sp_u64map_put(&t->threads, tid, (uint64_t)(uintptr_t)th);
+	append(&g->n, &th->n);
+	return th;
+}
+
 struct tthread *sp_tree_thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
 {
 	return thread_of(t, tid, pid);
+}
+
+/* A forkless thread node's records since the fork its thread's node came
+ * from moved to that node; whether none is left (an older thread of the
+ * same tid keeps those before). */
+static bool merge_forkless(struct sp_tree *t, struct tthread *f)
+{
+	struct tnode *c = f->n.first, *prev = NULL, *next;
+	struct tthread *into = f->into;
+
+	f->into = NULL;
+	for (; c; c = next) {
+		next = c->next;
+		if (c->time < into->n.time) {
+			prev = c;
+			continue;
+		}
+		if (prev)
+			prev->next = next;
+		else
+			f->n.first = next;
+		if (f->n.last == c)
+			f->n.last = prev;
+		append(&into->n, c);
+	}
+	return !f->n.first;
 }
 
 void sp_tree_adopt(struct sp_tree *t, struct tspan *g)
@@ -311,6 +365,21 @@ void sp_tree_adopt(struct sp_tree *t, struct tspan *g)
 		const struct tevent *e = (const struct tevent *)c;
 
 		next = c->next;
+		if (c->type == N_THREAD && ((struct tthread *)c)->into) {
+			if (!merge_forkless(t, (struct tthread *)c)) {
+				prev = c;
+				continue;
+			}
+			if (prev)	/* emptied: unlinked, freed at the end */
+				prev->next = next;
+			else
+				g->n.first = next;
+			if (g->n.last == c)
+				g->n.last = prev;
+			c->next = t->dead;
+			t->dead = c;
+			continue;
+		}
 		/* an event of its own (no fork under it), of this process, of a
 		 * thread made in g, since that thread was made (not a thread
 		 * before it with the same tid) */
@@ -663,7 +732,7 @@ static void add_span(struct sp_tree *t, const struct sp_span *r)
 			s->gap = up;	/* an interpreted frame's, in the gap */
 		/* another thread's frame in the gap: under that thread */
 		if (s->gap == up && r->tid != up->tid &&
-		    (th = thread_of(t, r->tid, r->pid)) && th->gap == up)
+		    (th = gap_thread(t, (struct tspan *)up, r->tid, r->start)))
 			parent = &th->n;
 	} else if (r->fork_span && (th = thread_of(t, r->tid, r->pid)))
 		parent = &th->n;
@@ -758,8 +827,7 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 		/* the gap span is the process's: an event of another of its
 		 * threads goes under that thread's node, when the thread was
 		 * made in this gap span (its node is there) */
-		if (s->gap == s && r->tid != s->tid &&
-		    (th = thread_of(t, r->tid, r->pid)) && th->gap == s)
+		if (s->gap == s && r->tid != s->tid && (th = gap_thread(t, s, r->tid, r->time)))
 			parent = &th->n;
 	} else {
 		if (r->rule)
@@ -796,8 +864,13 @@ static void add_event(struct sp_tree *t, const struct sp_event *r)
 			th->gap = parent->type == N_SPAN ? ((const struct tspan *)parent)->gap :
 				  parent->type == N_THREAD ? ((const struct tthread *)parent)->gap :
 				  NULL;
-			if (th->gap)	/* its records that came first move under it */
+			if (th->gap) {	/* its records that came first move under it */
+				struct tthread *old = thread_of(t, ctid, r->pid);
+
+				if (old && old->forkless && old->gap == th->gap)
+					old->into = th;
 				((struct tspan *)th->gap)->adopt = true;
+			}
 			sp_u64map_put(&t->threads, ctid, (uint64_t)(uintptr_t)th);
 			append(&e->n, &th->n);
 		} else if (child && child != r->pid) {
@@ -944,6 +1017,12 @@ void sp_tree_free(struct sp_tree *t)
 	sp_u64map_release(&t->nstids);
 	sp_u64map_release(&t->spans);
 	sp_u64map_release(&t->parts);
+	while (t->dead) {
+		struct tnode *n = t->dead;
+
+		t->dead = n->next;
+		free(n);
+	}
 	free(t->pid_seen);
 	free(t->container_seen);
 	free(t);

@@ -81,6 +81,12 @@ struct tthread {
 	 * thread's (add_span(), add_event()). */
 	const struct tspan *gap;
 	struct tproc *proc;	/* the process node it is in */
+	/* made for a thread whose fork is not in the input (started before
+	 * -p or the recording), under its gap span, at its first record
+	 * there; into: the node its fork made since, which its records from
+	 * then on move to (sp_tree_adopt()) */
+	bool forkless;
+	struct tthread *into;
 };
 
 struct tspan {
@@ -126,6 +132,7 @@ struct fold_elided {
 struct sp_tree {
 	struct sp_tree_opts o;
 	bool *pid_seen;			/* [o.npids]: a process of the input had it */
+	struct tnode *dead;		/* nodes emptied and unlinked (by ->next), freed at the end */
 	bool *container_seen;		/* [o.ncontainers]: a process of the input was in it */
 	struct sp_u64map fold_elided;	/* node seq -> struct fold_elided * */
 	struct sp_arena strings;	/* the input's strings, in their text form */

@@ -322,6 +322,12 @@ static bool keep_enter(struct sp_tree *t, struct kframe *f)
 			f->self = f->name_ok && f->tid_ok && !t->o.event_kinds;
 		break;
 	}
+	case N_THREAD:
+		/* its records in the gap span are its own (--tid) */
+		if (t->o.ntids && !f->tid_ok)
+			f->tid_ok = sp_tree_in_list(t->o.tids, t->o.ntids,
+						    ((const struct tthread *)n)->tid);
+		break;
 	case N_EVENT: {
 		const struct tevent *e = (const void *)n;
 		bool kind_ok = !t->o.event_kinds ||

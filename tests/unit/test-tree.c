@@ -601,8 +601,8 @@ static void test_tree_thread_nstid(void)
  * The gap span is the process's: another thread's events and interpreted
  * frames of the gap go under that thread's node, those that came before
  * the node was made (sp-correlate writes a frame's span, and the fork in
- * it, when the frame ends) included; a thread with no node keeps its
- * events in the gap.
+ * it, when the frame ends) included; a thread whose fork is not in the
+ * input gets a node of its own in the gap.
  */
 static void test_tree_gap_threads(void)
 {
@@ -619,7 +619,7 @@ static void test_tree_gap_threads(void)
 	span(0, 0, 10, 10, 0, 1000, 10000, SP_END_SYNTHETIC, 0, 0);		/* gap, id 1 */
 	ev(1500, 10, 11, 1, SP_RULE_GAP, SP_EV_PATH_OPEN, path, 0, 0, 3);	/* before its node */
 	ev(1600, 10, 10, 1, SP_RULE_GAP, SP_EV_PATH_OPEN, path, 0, 0, 4);
-	ev(1700, 10, 12, 1, SP_RULE_GAP, SP_EV_PROC_EXIT, 0, 0, 1, 0);	/* no node: stays */
+	ev(1700, 10, 12, 1, SP_RULE_GAP, SP_EV_PROC_EXIT, 0, 0, 1, 0);	/* no fork: its own node */
 	span(1, 0, 10, 10, m_start, 1100, 9000, SP_END_SYNTHETIC, 0, 0);	/* frame, id 2 */
 	ev(1200, 10, 10, 2, SP_RULE_GAP, SP_EV_PROC_FORK, 10, 11, SP_FORK_THREAD, 0);
 	span(1, 0, 10, 11, m_handle, 1300, 1400, SP_END_SYNTHETIC, 0, 0);	/* its frame, id 3 */
@@ -641,7 +641,8 @@ static void test_tree_gap_threads(void)
 		"   │        ├─ FILE path_open → /etc/x (O_RDONLY) = 3  @+400ns\n"
 		"   │        └─ PROC proc_exit → thread exit 0  @+900ns\n"
 		"   ├─ FILE path_open → /etc/x (O_RDONLY) = 4  @+600ns\n"
-		"   └─ PROC proc_exit → thread exit 0  @+700ns\n");
+		"   └─ [THREAD tid=12]\n"
+		"      └─ PROC proc_exit → thread exit 0  @+700ns\n");
 	free(p);
 	sp_tree_free(tree);
 }
@@ -740,6 +741,67 @@ static void test_tree_audit_own(void)
 	CHECK(strstr(p, "RT   audit → import json  @+1.0us\n") != NULL);
 	CHECK(strstr(p, "RT   audit → import enum  @+1.0us\n") != NULL);	/* 12 ns later */
 	CHECK(strstr(p, "×") == NULL);
+	free(p);
+	sp_tree_free(tree);
+}
+
+/*
+ * A thread whose fork is not in the input (started before -p) gets a node
+ * of its own in the gap span at its first record; when a fork of its tid
+ * comes after all (sp-correlate writes a frame's span, and the fork in it,
+ * when the frame ends), its records since that fork move to the fork's
+ * node, and an older thread's of the same tid stay. --tid shows a thread's
+ * records of the gap.
+ */
+static void test_tree_forkless_threads(void)
+{
+	struct sp_tree_opts o = { .no_collapse = true };
+	uint64_t path, m_start;
+	static const uint64_t tids[] = { 12 };
+	char *p;
+
+	tree = sp_tree_new(&o);
+	header();
+	proc(10, 1, "app");
+	path = str("/etc/x");
+	m_start = str("Thread.start");
+	span(0, 0, 10, 10, 0, 1000, 20000, SP_END_SYNTHETIC, 0, 0);		/* gap, id 1 */
+	ev(1100, 10, 12, 1, SP_RULE_GAP, SP_EV_PATH_OPEN, path, 0, 0, 3);	/* started before */
+	ev(1200, 10, 11, 1, SP_RULE_GAP, SP_EV_PATH_OPEN, path, 0, 0, 4);	/* thread 11, then */
+	ev(3000, 10, 11, 1, SP_RULE_GAP, SP_EV_PATH_OPEN, path, 0, 0, 5);	/* 11 again, made anew */
+	span(1, 0, 10, 10, m_start, 2000, 9000, SP_END_SYNTHETIC, 0, 0);	/* frame, id 2 */
+	ev(2500, 10, 10, 2, SP_RULE_GAP, SP_EV_PROC_FORK, 10, 11, SP_FORK_THREAD, 0);
+	p = print();
+	CHECK_STR(p,
+		"# stackpulse recording  started ?  duration 19.0us "
+		"(no end record: first to last record)  lost 0\n"
+		"# processes 1  spans 2  events 4\n"
+		"[PROC pid=10 comm=app parent=1]\n"
+		"└─ [SPAN tid=10 <no-span> dur=19.0us]\n"
+		"   ├─ [THREAD tid=12]\n"
+		"   │  └─ FILE path_open → /etc/x (O_RDONLY) = 3  @+100ns\n"
+		"   ├─ [THREAD tid=11]\n"
+		"   │  └─ FILE path_open → /etc/x (O_RDONLY) = 4  @+200ns\n"
+		"   └─ [FRAME tid=10 Thread.start dur=7.0us]\n"
+		"      └─ PROC proc_fork → thread 11  @+500ns\n"
+		"         └─ [THREAD tid=11]\n"
+		"            └─ FILE path_open → /etc/x (O_RDONLY) = 5  @+1.0us\n");
+	free(p);
+	sp_tree_free(tree);
+
+	o.tids = tids;
+	o.ntids = 1;
+	tree = sp_tree_new(&o);
+	header();
+	proc(10, 1, "app");
+	path = str("/etc/x");
+	span(0, 0, 10, 10, 0, 1000, 20000, SP_END_SYNTHETIC, 0, 0);
+	ev(1100, 10, 12, 1, SP_RULE_GAP, SP_EV_PATH_OPEN, path, 0, 0, 3);
+	ev(1200, 10, 11, 1, SP_RULE_GAP, SP_EV_PATH_OPEN, path, 0, 0, 4);
+	p = print();
+	CHECK(strstr(p, "[THREAD tid=12]\n") != NULL);
+	CHECK(strstr(p, "= 3  @+100ns\n") != NULL);
+	CHECK(strstr(p, "tid=11") == NULL);
 	free(p);
 	sp_tree_free(tree);
 }
@@ -902,6 +964,7 @@ int main(void)
 	TAP_RUN(test_tree_thread_nstid);
 	TAP_RUN(test_tree_gap_threads);
 	TAP_RUN(test_tree_audit_own);
+	TAP_RUN(test_tree_forkless_threads);
 	TAP_RUN(test_tree_streaming);
 	TAP_RUN(test_tree_streaming_memory);
 	return TAP_DONE();
