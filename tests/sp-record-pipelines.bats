@@ -120,3 +120,24 @@ pipeline() {
 	run --separate-stderr -64 sp-record --command-stdout=x -p $$ -d 1
 	[[ "$stderr" == *"--command-stdout needs a command"* ]]
 }
+
+@test "pipelines: --command-stdout=FILE goes through no link another user made, into no file of theirs in /tmp (as nobody)" {
+	require_root
+	require_cmd setpriv
+	local d
+	d=$(mktemp -d /tmp/sp-cmdout.XXXXXX)
+	chmod 1777 "$d"
+	echo keep > "$D/roots-file"
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+		"ln -s '$D/roots-file' '$d/link'; echo theirs > '$d/theirs'; chmod 666 '$d/theirs'"
+	run --separate-stderr -2 sp-record --command-stdout="$d/link" -o "$D/x.sp" -- sh -c 'echo hello'
+	assert_equal "$stderr" "sp-record: error: cannot open '$d/link' for the command's output: it is a symbolic link (give the file it names)"
+	assert_equal "$(cat "$D/roots-file")" keep
+	run --separate-stderr -2 sp-record --command-stdout="$d/theirs" -o "$D/x.sp" -- sh -c 'echo hello'
+	[[ "$stderr" == "sp-record: error: refusing to write '$d/theirs': it is another user's file (uid 65534)"* ]] || fail "$stderr"
+	assert_equal "$(cat "$d/theirs")" theirs
+	# a name of its own there is written
+	run --separate-stderr -0 sp-record --command-stdout="$d/mine" -o "$D/x.sp" -- sh -c 'echo hello'
+	assert_equal "$(cat "$d/mine")" hello
+	rm -rf "$d"
+}

@@ -63,16 +63,7 @@ static bool others_in_shared_dir(const char *path, const struct stat *st)
 	       st->st_uid != ds.st_uid;
 }
 
-/*
- * -o FILE for writing, close-on-exec (a command sp-record runs must not
- * inherit it): made when it is not there. An existing one is opened
- * without following a symbolic link another user made (in a shared
- * directory, to a file of root's; ours or root's, /dev/stdout, are
- * followed), without blocking (a FIFO with no reader is refused, ENXIO),
- * and not when it is another user's in a shared sticky directory (said:
- * -2); emptied unless keep (sp_output_begin() does it then). -1 with errno.
- */
-static int open_output(const char *path, bool keep)
+int sp_output_open(const char *path, bool keep)
 {
 	const int how = O_WRONLY | O_CLOEXEC | O_NOCTTY;
 	struct stat ln, st;
@@ -156,7 +147,7 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 				   o->out_path ? o->out_path : "",
 				   o->out_path ? "' is not a directory)" : "");
 		if (o->out_path && strcmp(o->out_path, "-")) {
-			int fd = open_output(o->out_path, o->out_kept);
+			int fd = sp_output_open(o->out_path, o->out_kept);
 
 			o->out = fd >= 0 ? fdopen(fd, "w") : NULL;
 			if (!o->out) {

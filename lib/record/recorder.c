@@ -576,8 +576,16 @@ static int command_stdout(struct sp_recorder *r)
 	int fd;
 
 	if (r->o.command_stdout) {
-		fd = open(r->o.command_stdout, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0)
+		/* as -o FILE: no link of another user's, no file of theirs in
+		 * /tmp, no FIFO without a reader (root's output is the command's) */
+		fd = sp_output_open(r->o.command_stdout, false);
+		if (fd == -1 && errno == ENXIO)
+			sp_error("cannot open '%s' for the command's output: a FIFO no one "
+				 "reads (start its reader first)", r->o.command_stdout);
+		else if (fd == -1 && errno == ELOOP)
+			sp_error("cannot open '%s' for the command's output: it is a symbolic "
+				 "link (give the file it names)", r->o.command_stdout);
+		else if (fd == -1)
 			sp_error_errno("cannot open '%s' for the command's output",
 				       r->o.command_stdout);
 		return fd < 0 ? -2 : fd;

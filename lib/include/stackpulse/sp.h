@@ -97,6 +97,16 @@ extern const struct argp sp_common_argp;
  * SP_EXIT_FATAL with a message. Returns the exit status to return from main.
  */
 int sp_close_output(struct sp_common_opts *o, int status);
+/*
+ * A file to write (-o FILE, --command-stdout=FILE), close-on-exec (a
+ * command sp-record runs must not inherit it): made when it is not there.
+ * An existing one is opened without following a symbolic link another
+ * user made (in a shared directory, to a file of root's; ours or root's,
+ * /dev/stdout, are followed), without blocking (a FIFO with no reader is
+ * refused: ENXIO), and not when it is another user's in a shared sticky
+ * directory (said: -2); emptied unless keep. -1 with errno.
+ */
+int sp_output_open(const char *path, bool keep);
 /* With out_kept: empties -o FILE (a regular file) for the output about
  * to be written; 0, or -1 with a message. */
 int sp_output_begin(const struct sp_common_opts *o);
