@@ -95,32 +95,6 @@ static VALUE take_own(VALUE unused)
 	return Qnil;
 }
 static bool match_mode;		/* --spans-match: TracePoints on some methods */
-
-/*
- * The methods open when the hook loads are the activator's, not the
- * program's: RubyGems' Kernel#require of it (RUBYOPT's -r), its
- * StackPulseActivate.activate, and the require of this file. They are
- * neither marked nor are their returns, which come before the program
- * runs: the thread that loaded the hook counts its calls and returns since,
- * and a return with no call of its own left to end is one of them.
- */
-static VALUE boot_thread;
-static long boot_open;		/* of those frames, still to return */
-static long boot_depth;		/* calls since, not returned yet */
-
-/* Whether this event is a return of an activator's frame (not marked). */
-static bool boot_return(rb_event_flag_t ev)
-{
-	if (!boot_open || rb_thread_current() != boot_thread)
-		return false;
-	if (ev == RUBY_EVENT_CALL)
-		boot_depth++;
-	else if (boot_depth)
-		boot_depth--;
-	else
-		return boot_open--, true;
-	return false;
-}
 static VALUE traced;		/* their iseqs (identity): StackPulseHook.traced */
 
 static const char *cstr(VALUE s, size_t *len)
@@ -322,9 +296,6 @@ static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
 	for (i = w->skip ? 1 : 0; i < n && k < SP_RT_OPEN_MAX; i++)
 		if (method_frame(dc, locs, i, &mids[k]))
 			open[k++] = i;
-	/* the outermost, the activator's, are not the program's (boot_open) */
-	if (i == n && boot_open && rb_thread_current() == boot_thread)
-		k = k > boot_open ? k - (int)boot_open : 0;
 	while (k-- > 0) {
 		i = open[k];
 		path = call_own(OWN_PATH, RARRAY_AREF(locs, i), 0, NULL);
@@ -343,23 +314,6 @@ static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
 static VALUE open_frames(VALUE data)
 {
 	return rb_debug_inspector_open(mark_open_frames, (void *)data);
-}
-
-static VALUE count_open_frames(const rb_debug_inspector_t *dc, void *data)
-{
-	VALUE locs = rb_debug_inspector_backtrace_locations(dc), mid;
-	long i, n = RB_TYPE_P(locs, T_ARRAY) ? RARRAY_LEN(locs) : 0;
-
-	for (i = 0; i < n; i++)
-		if (method_frame(dc, locs, i, &mid))
-			++*(long *)data;
-	return Qnil;
-}
-
-/* How many methods are open now, into *(long *)data. */
-static VALUE count_open(VALUE data)
-{
-	return rb_debug_inspector_open(count_open_frames, (void *)data);
 }
 
 /* A recorder came: the open methods marked, before this event's mark. An
@@ -386,8 +340,6 @@ static void on_event(VALUE data, rb_trace_arg_t *ta)
 	}
 	/* with --spans-match, of the methods traced (method_frame()): the
 	 * stops of the others never come */
-	if (boot_return(ev))
-		return;
 	if (sp_rt_resync_due(sp_rb_call_site))
 		resync(ev);
 	n = method_name(rb_tracearg_defined_class(ta), rb_tracearg_method_id(ta),
@@ -437,6 +389,7 @@ static VALUE traced_add(VALUE self, VALUE iseq)
 void Init_stackpulse_hook(void)
 {
 	const char *match = getenv("STACKPULSE_SPANS_MATCH");
+	struct open_walk boot = { .skip = false, .flag = 0 };
 	int state = 0, k;
 
 	id_attached = rb_intern("__attached__");
@@ -481,16 +434,15 @@ void Init_stackpulse_hook(void)
 		return;
 	}
 	/*
-	 * The methods open now started unseen: the activator's, not the
-	 * program's (boot_open): counted, and their returns not marked.
+	 * The methods open now started unseen: the activator's
+	 * StackPulseActivate.activate and RubyGems' Kernel#require, twice
+	 * (RUBYOPT's -r of the activator, its require of this file). Their
+	 * stops would come without a start: marked as starts now, as the
+	 * Python hook's install() marks its callers.
 	 */
-	boot_thread = rb_thread_current();
-	rb_gc_register_address(&boot_thread);
-	rb_protect(count_open, (VALUE)&boot_open, &state);
-	if (state) {
+	rb_protect(open_frames, (VALUE)&boot, &state);
+	if (state)
 		rb_set_errinfo(Qnil);
-		boot_open = 0;
-	}
 	sp_rt_resync_known(sp_rb_call_site);
 	rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))on_event,
 			   RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_FIBER_SWITCH, Qnil,
