@@ -590,7 +590,7 @@ int sp_procfs_creds(uint32_t pid, uint32_t *uid, uint32_t *gid, uint32_t *groups
 		    sscanf(line + 4, "%lu %lu %lu %lu", &r, &e, &s, &fs) == 4) {
 			*uid = (uint32_t)fs;
 			have |= 1;
-		} else if (!strncmp(line, "Gid:", 4) &&
+		} else if (gid && !strncmp(line, "Gid:", 4) &&
 			   sscanf(line + 4, "%lu %lu %lu %lu", &r, &e, &s, &fs) == 4) {
 			*gid = (uint32_t)fs;
 			have |= 2;
@@ -605,7 +605,7 @@ int sp_procfs_creds(uint32_t pid, uint32_t *uid, uint32_t *gid, uint32_t *groups
 		}
 	}
 	fclose(f);
-	if (have != 3) {
+	if (have != (gid ? 3 : 1)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -614,10 +614,10 @@ int sp_procfs_creds(uint32_t pid, uint32_t *uid, uint32_t *gid, uint32_t *groups
 
 int sp_procfs_uid(uint32_t pid, uid_t *uid)
 {
-	uint32_t u, g;
+	uint32_t u;
 	unsigned int n;
 
-	if (sp_procfs_creds(pid, &u, &g, NULL, 0, &n))
+	if (sp_procfs_creds(pid, &u, NULL, NULL, 0, &n))
 		return -1;
 	*uid = (uid_t)u;	/* files it creates are its file-system user's */
 	return 0;

@@ -195,7 +195,8 @@ int sp_procfs_perfmap_fd(int fd, int (*fn)(void *ctx, uint64_t addr, uint64_t si
 /* The file-system user a process runs as (the Uid: line of /proc/PID/status). */
 int sp_procfs_uid(uint32_t pid, uid_t *uid);
 /* Its file-system user and group and its supplementary groups (at most
- * max; *ngroups how many were kept): the rights it opens files with. */
+ * max; *ngroups how many were kept): the rights it opens files with.
+ * gid NULL: the user alone (no Gid: line needed). */
 int sp_procfs_creds(uint32_t pid, uint32_t *uid, uint32_t *gid, uint32_t *groups,
 		    unsigned int max, unsigned int *ngroups);
 
