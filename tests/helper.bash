@@ -143,7 +143,8 @@ small_stack() {
 
 # Waits (up to 60 s) until the spool $1 that an attached sp-record is
 # writing holds a span_start of method $2: the spans flow, the recording
-# found the process. Fails otherwise.
+# found the process. Fails otherwise. ($1 must not be an earlier
+# recording's: sp-record empties it only when its recording starts.)
 spans_flow() {
 	local i
 	for i in $(seq 600); do

@@ -1541,6 +1541,9 @@ exit!(0)' "$go" &
 		pid=$!
 		SPIN+=($pid)
 		sleep 1
+		# (the last round's spool would show its spans until this
+		# recording starts and empties it)
+		rm -f "$OUT"
 		sp-record --no-samples --spans=$what -p $pid -o "$OUT" 2> "$BATS_TEST_TMPDIR/err" &
 		rec=$!
 		SPIN+=($rec)
