@@ -1523,16 +1523,27 @@ samples_of_tree() {
 	sh -c "echo \$\$ > $OLD/cgroup.procs; exec sleep 30" &
 	old=$!
 	BGPIDS=$old
-	sp-record -v -a --cgroup="$OLDPATH" --cgroup="$CGPATH" -d 3s -o "$T/early.sp" 2> "$T/early.err" &
+	# sp-record shares one CPU with a busy loop, at the lowest priority:
+	# its programs load slowly until the loop ends, so the cgroup below is
+	# made while they load however fast this machine is
+	taskset -c 0 sh -c 'while :; do :; done' &
+	hog=$!
+	BGPIDS="$old $hog"
+	taskset -c 0 nice -n 19 sp-record -v -a --cgroup="$OLDPATH" --cgroup="$CGPATH" -d 3s \
+		-o "$T/early.sp" 2> "$T/early.err" &
 	RP=$!
-	BGPIDS="$old $RP"
+	BGPIDS="$old $hog $RP"
 	# made as soon as sp-record said it waits for it, while its programs
-	# load (a second or more): its process is read at the start with the
-	# other cgroup's, not at the first pass over what the kernel told
+	# load: its process is read at the start with the other cgroup's, not
+	# at the first pass over what the kernel told
 	wait_lines "$T/early.err" 1 "does not exist (yet)" || fail "sp-record did not start"
 	mkdir "$CG"
 	sh -c "echo \$\$ > $CG/cgroup.procs; exec sleep 30" &
 	new=$!
+	# (in it before the loop ends)
+	for _ in $(seq 100); do grep -qx "$new" "$CG/cgroup.procs" && break; sleep 0.05; done
+	kill $hog
+	wait $hog 2>/dev/null || true
 	BGPIDS="$old $new $RP"
 	wait $RP
 	kill $old $new
