@@ -216,6 +216,13 @@ struct sp_bs_strval {
  * seen starting. No real line is below -1. */
 #define SP_RT_LINE_SYNTHETIC(line)	(-2 - (line))
 
+/* The line of the Ruby hook's start mark for a frame open when the hook
+ * loaded: StackPulse's own (RubyGems' Kernel#require of the activator,
+ * StackPulseActivate.activate, its require of the hook), not the
+ * program's. sp-record counts them (their depth, and they tell that the
+ * hook is in) but records neither them nor their stops. */
+#define SP_RT_LINE_BOOT	(-2147483647 - 1)
+
 /* The most open frames a hook marks so, the innermost: the stops of the
  * frames beyond them find no start (sp-record counts them apart). */
 #define SP_RT_OPEN_MAX	256

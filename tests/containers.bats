@@ -232,7 +232,10 @@ check_nstids() {
 	readelf -n "$lib" 2>/dev/null | grep -q cmethod__entry || skip "needs a libruby with USDT probes"
 	# the same bytes, another inode: what a container's image has
 	cp "$lib" "$T/libruby-copy.so"
-	run --separate-stderr sp-record --no-samples --spans=ruby-c -o "$T/ns.sp" -- \
+	# Ruby's own C-method probes (no hook: C methods from the hook need
+	# no probe in the file), which a Ruby 3.1 gets only when asked
+	SP_RUBY_CMETHOD_PROBES=1 STACKPULSE_RUBY_HOOK=none \
+		run --separate-stderr sp-record --no-samples --spans=ruby-c -o "$T/ns.sp" -- \
 		unshare --mount sh -c "mount --bind '$T/libruby-copy.so' '$lib' &&
 			exec ruby -e '200.times { [1].map { 2 } }'"
 	# sp-record's status is the command's: say whose it was
@@ -1082,7 +1085,8 @@ check_offcpu_loops() {
 		2>/dev/null | grep -q cmethod__entry || skip "needs a libruby with USDT probes"
 	start_container "sp-test-$$-s" /usr/bin/ruby /app/work.rb /out/rbspans
 	wait_file "$T/out/rbspans"
-	run --separate-stderr -0 sp-record --no-samples --spans=ruby-c -p "$CPID" -d 1 -o "$T/s.sp"
+	SP_RUBY_CMETHOD_PROBES=1 run --separate-stderr -0 sp-record --no-samples --spans=ruby-c \
+		-p "$CPID" -d 1 -o "$T/s.sp"
 	run -0 sp-decode "$T/s.sp"
 	dec=$output
 	# the container's libruby is another file than the host's: probes set

@@ -371,6 +371,14 @@ static int spans_finish(struct sp_source *s, struct sp_emit *out)
 		sp_info("spans: %llu Ruby raises before the activator's hook was in (Ruby's "
 			"start-up: RubyGems rescues its own) not recorded: no span can be open then",
 			(unsigned long long)c->boot_raises);
+	if (c->cmethod_lag_ns)
+		sp_info("spans: Ruby's C-method probes attached at most %.1f ms after the hook "
+			"was in", (double)c->cmethod_lag_ns / 1e6);
+	if (c->boot_frames)
+		sp_info("spans: %llu Ruby frames open when the hook loaded (StackPulse's "
+			"activator and the requires that load it) not recorded, nor their stops "
+			"and the %llu calls they made since",
+			(unsigned long long)c->boot_frames, (unsigned long long)c->boot_calls);
 	if (c->rings.n || c->rings.reading || c->rings.shared || c->rings.given_up ||
 	    c->rings.before_run)
 		sp_info("spans: span rings: %llu read; %llu read beside another sp-record, "

@@ -68,6 +68,11 @@ struct sp_uprobe_multi_attr {
 #define SP_SPANS_ADDR_STRS_LIVE		262144u	/* of the processes known */
 #define SP_SPANS_ADDR_STRS_MAX		65536u	/* new strings, in all */
 #define SP_SPANS_FIBERS_PER_PROC	65536u
+
+/* A Ruby hook's C-method probes attached later than this after the hook
+ * was in (its first mark wakes sp-record: 0.7-4 ms here, while Ruby reads
+ * the program's file) are said to have missed the program's C methods. */
+#define SP_SPANS_CMETHOD_LAG_NS		5000000ull
 #define SP_SPANS_FIBERS_LIVE		262144u	/* of the processes known */
 
 /* The most of a process's maps read (sp_procfs_maps()): its owner decides
@@ -141,6 +146,12 @@ struct bs_proc {
 	bool py_active;			/* the Python activator announced itself */
 	bool py_replaced;		/* its profile function was replaced: said */
 	bool cm_pending;		/* C-method probes wait for the first method entry */
+	bool cm_refused;		/* C-method probes not set: they crash its Ruby */
+	/* The Ruby hook's frames open when it loaded (SP_RT_LINE_BOOT):
+	 * StackPulse's own, not recorded; on depth_key() boot_key, the
+	 * depths 1..boot_open are theirs until their stops come. */
+	uint64_t boot_key;
+	uint32_t boot_open;
 	uint32_t late_probes;		/* a fork child not held: 1 << probe of its
 					 * raise and audit probes, attached once it has
 					 * lived SP_DL_AFTER_NS (sp_bs_attach_dl_due()) */
@@ -220,6 +231,11 @@ struct bs_ctx {
 	uint64_t lost_seen, lost_since;
 	uint64_t spans, raises, audits, orphans, fiber_switches;
 	uint64_t boot_raises;		/* Ruby's before its hook was in: not kept */
+	uint64_t boot_frames;		/* the Ruby hook's own open when it loaded */
+	uint64_t boot_calls;		/* calls made by those, not recorded either */
+	uint64_t cmethod_lag_ns;	/* the longest from a Ruby hook's being in to
+					 * its C-method probes' attach (cm_pending) */
+	bool cmethod_lag_said;
 	uint64_t orphans_seen;		/* of orphans: in a lost record already */
 	uint64_t orphans_deep;		/* of orphans: beyond a run of the most
 					 * frames a hook rebuilds (SP_RT_OPEN_MAX) */

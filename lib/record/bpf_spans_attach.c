@@ -446,6 +446,59 @@ static void rb_without_hook(struct bs_proc *p)
 		"container): the activator has to be in its image (docs/containers.md)" : "");
 }
 
+/*
+ * Whether p's Ruby hook marks C methods: a process with sp-record's
+ * environment (its command, their children) was told to; a process
+ * attached (-p) says in its own environment (STACKPULSE_RUBY_EVENTS).
+ */
+static bool hook_marks_c(const struct bs_proc *p)
+{
+	const char *ev;
+	char *env;
+	size_t len;
+	bool cut, yes;
+
+	if (!p->attached)
+		return true;
+	env = sp_bs_proc_environ(p->pid, &len, &cut);
+	ev = sp_bs_env_get(env, len, "STACKPULSE_RUBY_EVENTS", true);
+	yes = ev && strstr(ev, "c_call");
+	free(env);
+	return yes;
+}
+
+/*
+ * Whether Ruby's cmethod__entry/return probes may be set in p (its Ruby is
+ * bin). Ruby 3.1's rb_dtrace_setup() crashes the program at times while
+ * they are on: `require "ostruct"` (json loads it) died in 1 run of 4 here,
+ * "[BUG] Segmentation fault" at an alias statement (docs/spans.md). Not
+ * set in a Ruby 3.1 then, said once naming the process, unless
+ * SP_RUBY_CMETHOD_PROBES=1 says to take the risk.
+ */
+static bool rb_cmethod_probes_ok(struct bs_proc *p, const char *bin)
+{
+	static bool said;
+	const char *force = getenv("SP_RUBY_CMETHOD_PROBES");
+	char ver[32], name[80];
+
+	if (force && !strcmp(force, "1"))
+		return true;
+	sp_spans_runtime_version(bin, SP_RT_RUBY, ver, sizeof(ver));
+	if (strncmp(ver, "3.1.", 4))
+		return true;
+	p->cm_refused = true;	/* its runtime record and a lost record say so */
+	if (!said) {
+		said = true;
+		sp_span_rings_comm(p->pid, name, sizeof(name));
+		sp_warn("spans: pid %u (%s): Ruby %s's C-method probes (cmethod__entry) can "
+			"crash it (a segmentation fault in rb_dtrace_setup, e.g. while it loads "
+			"ostruct): no C-method spans for it. A Ruby started under sp-record "
+			"gets them from sp-record's hook instead; SP_RUBY_CMETHOD_PROBES=1 sets "
+			"the probes all the same (docs/spans.md)", p->pid, name, ver);
+	}
+	return false;
+}
+
 /* Attach what the modes ask for in binary bin (its USDT providers are
  * provs) to process p. */
 static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int provs)
@@ -456,7 +509,7 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 	bool any = false, hooked = false;
 
 	if ((provs & SP_SPANS_RUBY) && (m & (SP_SPANS_RUBY | SP_SPANS_RUBY_C))) {
-		if ((m & SP_SPANS_RUBY) && hook_for(c, p, SP_RT_RUBY, bin, hook, sizeof(hook))) {
+		if (hook_for(c, p, SP_RT_RUBY, bin, hook, sizeof(hook))) {
 			attach_hook(c, p, hook, SP_PR_RB_HOOK_CALL, false);
 			hooked = true;
 		} else if (m & SP_SPANS_RUBY) {
@@ -468,18 +521,22 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 				rb_without_hook(p);
 		}
 		/*
-		 * Ruby 3.1.2 crashes at start-up (monitor.rb, 8 runs in 80) when
-		 * the cmethod probes are set while the activator's event hook is
-		 * being installed: with both families, the cmethod probes are
-		 * attached once the process's first method__entry shows that
-		 * the hook is in (docs/spans.md): in sp-record's command (its
-		 * environment has the activator), or where a hook was found;
-		 * not in a process running already with it installed (-p).
+		 * C methods: a hook marks them itself when its environment
+		 * asks (sp-record's command and its children, a process started
+		 * with STACKPULSE_RUBY_EVENTS naming c_call). Otherwise Ruby's
+		 * cmethod probes, where they are safe (rb_cmethod_probes_ok()).
+		 * The activator without its hook (Fiddle or TracePoint): they
+		 * wait for the process's first method__entry, which shows that
+		 * the activator's event hook is in (Ruby 3.1.2 crashed at
+		 * start-up when they were set before it: docs/spans.md).
 		 */
-		if ((m & SP_SPANS_RUBY_C) && (m & SP_SPANS_RUBY) && (hooked || !p->attached) &&
-		    !(p->running && p->attached))
+		if (!(m & SP_SPANS_RUBY_C) || (hooked && hook_marks_c(p)))
+			;
+		else if (!rb_cmethod_probes_ok(p, bin))
+			;
+		else if ((m & SP_SPANS_RUBY) && !p->attached)
 			p->cm_pending = true;
-		else if (m & SP_SPANS_RUBY_C)
+		else
 			sp_bs_attach_cmethod(c, p, bin);
 		sp_bs_attach_any(c, p, sk->progs.on_ruby_raise_multi, sk->progs.on_ruby_raise, bin, "ruby",
 				 "raise", SP_PR_RUBY_RAISE, NULL);
@@ -611,9 +668,11 @@ void sp_bs_announce(struct bs_ctx *c, struct bs_proc *p)
 	if ((p->runtimes & SP_SPANS_RUBY) && !(p->announced & SP_SPANS_RUBY)) {
 		snprintf(mode, sizeof(mode), "%s%s%s",
 			 m & SP_SPANS_RUBY ? "method" : "",
-			 (m & SP_SPANS_RUBY) && (m & SP_SPANS_RUBY_C) ? "," : "",
-			 m & SP_SPANS_RUBY_C ? "cmethod" : "");
-		emit_runtime(c, p, SP_RT_RUBY, p->rlib[0], mode);
+			 (m & SP_SPANS_RUBY) && (m & SP_SPANS_RUBY_C) && !p->cm_refused ? "," : "",
+			 (m & SP_SPANS_RUBY_C) && !p->cm_refused ? "cmethod" : "");
+		emit_runtime(c, p, SP_RT_RUBY, p->rlib[0], *mode ? mode : "none");
+		if (p->cm_refused)
+			sp_bs_emit_unprobed(c, p, sp_now_mono_ns());
 		p->announced |= SP_SPANS_RUBY;
 	}
 	if (p->py_none && !(p->runtimes & SP_SPANS_PYTHON) && !(p->announced & SP_SPANS_PYTHON)) {

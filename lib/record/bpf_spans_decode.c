@@ -313,9 +313,11 @@ static uint32_t hook_mark_kind(uint32_t probe)
 	switch (probe) {
 	case SP_PR_RB_HOOK_CALL:
 	case SP_PR_PY_HOOK_CALL:
+	case SP_PR_RUBY_CMETHOD_ENTRY:	/* the Ruby hook's own (c_call) */
 		return SP_BS_START;
 	case SP_PR_RB_HOOK_RETURN:
 	case SP_PR_PY_HOOK_RETURN:
+	case SP_PR_RUBY_CMETHOD_RETURN:
 		return SP_BS_STOP;
 	case SP_PR_PY_HOOK_RAISE:
 		return SP_BS_RAISE;
@@ -488,10 +490,33 @@ static void orphan(struct bs_ctx *c, struct bs_proc *p, uint64_t key, uint32_t t
 }
 
 /*
+ * Ruby's C-method probes attached now, for a hook that was in at time
+ * hook_ns: the C methods the program called in between are not recorded.
+ * Kept for -v; past SP_SPANS_CMETHOD_LAG_NS said, naming the process.
+ */
+static void cmethod_lag(struct bs_ctx *c, const struct bs_proc *p, uint64_t hook_ns)
+{
+	uint64_t now = sp_now_mono_ns(), lag = now > hook_ns ? now - hook_ns : 0;
+	char name[80];
+
+	if (lag > c->cmethod_lag_ns)
+		c->cmethod_lag_ns = lag;
+	if (lag <= SP_SPANS_CMETHOD_LAG_NS || c->cmethod_lag_said)
+		return;
+	c->cmethod_lag_said = true;
+	sp_span_rings_comm(p->pid, name, sizeof(name));
+	sp_warn("spans: pid %u (%s): Ruby's C-method probes were attached %.1f ms after its "
+		"hook was in: the C methods it called in between are not recorded "
+		"(sp-record was busy; its Ruby methods are all there)",
+		p->pid, name, (double)lag / 1e6);
+}
+
+/*
  * The open-span depth of a start or stop mark of p's thread (and fiber):
  * 0, or 1 when the mark is to be dropped (a stop whose start came before
- * the recording or the activator). The first Ruby method entry lets the
- * C-method probes that waited for it be attached.
+ * the recording or the activator; the Ruby hook's boot frames, counted
+ * here and left out). The first Ruby method entry lets the C-method
+ * probes that waited for it be attached.
  */
 static int mark_depth(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_event *e,
 		      struct sp_span_mark *m)
@@ -509,6 +534,7 @@ static int mark_depth(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_ev
 			      e->probe == SP_PR_RB_HOOK_CALL)) {
 		p->cm_pending = false;
 		sp_bs_attach_cmethod(c, p, p->rlib[0]);
+		cmethod_lag(c, p, e->time_ns);
 	}
 	if (e->kind == SP_BS_START) {
 		m->depth = (d ? *d : 0) + 1;
@@ -524,6 +550,19 @@ static int mark_depth(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_ev
 		} else {
 			sp_bs_proc_capped(p, "fibers", SP_SPANS_FIBERS_PER_PROC);
 		}
+		if (d && e->line == SP_RT_LINE_BOOT && e->probe == SP_PR_RB_HOOK_CALL &&
+		    (!p->boot_open || p->boot_key == key)) {
+			/* outermost first: boot_open is the deepest */
+			p->boot_key = key;
+			p->boot_open = (uint32_t)m->depth;
+			c->boot_frames++;
+			return 1;
+		}
+		if (d && p->boot_open && key == p->boot_key) {
+			/* called by them: the rest of StackPulse's loading */
+			c->boot_calls++;
+			return 1;
+		}
 		if (d && (m->flags & SP_MARK_SYNTHETIC))
 			mark_rebuilt(p, key, e->tid, m->depth);
 	} else if (!d || !*d) {
@@ -532,6 +571,13 @@ static int mark_depth(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_ev
 		return 1;
 	} else {
 		m->depth = (*d)--;
+		if (p->boot_open && key == p->boot_key) {
+			/* a boot frame returns (the innermost left), or a call
+			 * of theirs (not recorded either) */
+			if (m->depth <= p->boot_open)
+				p->boot_open = (uint32_t)m->depth - 1;
+			return 1;
+		}
 	}
 	return 0;
 }
@@ -571,7 +617,7 @@ static int decode_mark(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_e
 	m->line = e->line > 0 ? (uint64_t)e->line : 0;
 	m->runtime = mark_runtime(e->probe, m);
 	/* a frame the hook found open when it began: its start reconstructed */
-	if (e->kind == SP_BS_START && e->line <= -2 &&
+	if (e->kind == SP_BS_START && e->line <= -2 && e->line != SP_RT_LINE_BOOT &&
 	    (e->probe == SP_PR_PY_HOOK_CALL || e->probe == SP_PR_RB_HOOK_CALL)) {
 		m->flags |= SP_MARK_SYNTHETIC;
 		m->line = (uint64_t)SP_RT_LINE_SYNTHETIC(e->line);

@@ -117,7 +117,7 @@ int sp_spans_setup_env(const struct sp_spans_opts *o)
 	const char *dir = sp_spans_runtime_dir(o);
 	char path[PATH_MAX + 64];
 
-	if (!(o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
+	if (!(o->modes & (SP_SPANS_RUBY | SP_SPANS_RUBY_C | SP_SPANS_PYTHON)))
 		return 0;
 	if (!dir) {
 		if (o->explicit_modes)
@@ -127,7 +127,14 @@ int sp_spans_setup_env(const struct sp_spans_opts *o)
 			"function spans will be missing");
 		return 0;
 	}
-	if (o->modes & SP_SPANS_RUBY) {
+	if (o->modes & (SP_SPANS_RUBY | SP_SPANS_RUBY_C)) {
+		/* what its hook marks: Ruby methods, C methods (Ruby's own
+		 * probes for these can crash Ruby 3.1: docs/spans.md) */
+		if (!getenv("STACKPULSE_RUBY_EVENTS") &&
+		    setenv("STACKPULSE_RUBY_EVENTS",
+			   !(o->modes & SP_SPANS_RUBY_C) ? "call" :
+			   !(o->modes & SP_SPANS_RUBY) ? "c_call" : "call,c_call", 1))
+			return sp_error_errno("cannot set STACKPULSE_RUBY_EVENTS");
 		/*
 		 * Ruby splits RUBYOPT at white space and knows no quoting: a
 		 * directory with a space goes into RUBYLIB (split at colons),
@@ -156,13 +163,11 @@ int sp_spans_setup_env(const struct sp_spans_opts *o)
 			return -1;
 	}
 	/*
-	 * The hooks' span rings (runtime/hook/ring.h), unless Ruby's
-	 * C-method probes are recorded too: their marks come at once, and a
-	 * thread's marks must reach the loader in their order. An explicit
-	 * STACKPULSE_SPAN_RING (0: a marker per mark) is left alone.
+	 * The hooks' span rings (runtime/hook/ring.h). An explicit
+	 * STACKPULSE_SPAN_RING (0: a marker per mark, and no C methods) is
+	 * left alone.
 	 */
-	if (!getenv("STACKPULSE_SPAN_RING") &&
-	    setenv("STACKPULSE_SPAN_RING", (o->modes & SP_SPANS_RUBY_C) ? "0" : "1", 1))
+	if (!getenv("STACKPULSE_SPAN_RING") && setenv("STACKPULSE_SPAN_RING", "1", 1))
 		return sp_error_errno("cannot set STACKPULSE_SPAN_RING");
 	return set_reader(o);
 }

@@ -601,7 +601,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->announced = 0;
 		p->py_active = false;
 		p->hook_audit = false;	/* the new image's hook asks again */
-		p->cm_pending = false;
+		p->cm_pending = p->cm_refused = false;
 		p->late = p->no_spans = false;
 		p->ret_pending = p->py_none = p->env_probes = p->libs_unverified = false;
 		p->running = false;	/* stopped at this exec (attached stays: whose

@@ -534,7 +534,8 @@ bool sp_span_rings_hook(uint32_t probe)
 	return probe == SP_PR_PY_HOOK_CALL || probe == SP_PR_PY_HOOK_RETURN ||
 	       probe == SP_PR_PY_HOOK_RAISE || probe == SP_PR_PY_HOOK_CORO ||
 	       probe == SP_PR_RB_HOOK_CALL || probe == SP_PR_RB_HOOK_RETURN ||
-	       probe == SP_PR_RB_HOOK_FIBER;
+	       probe == SP_PR_RB_HOOK_FIBER || probe == SP_PR_RUBY_CMETHOD_ENTRY ||
+	       probe == SP_PR_RUBY_CMETHOD_RETURN;
 }
 
 enum sp_span_rings_resync sp_span_rings_resync(bool want_run, bool in_run, uint64_t claimed_ns,

@@ -95,6 +95,8 @@ static VALUE take_own(VALUE unused)
 	return Qnil;
 }
 static bool match_mode;		/* --spans-match: TracePoints on some methods */
+static bool ruby_calls = true;	/* Ruby methods' calls and returns are marked */
+static bool c_calls;		/* C methods' too (STACKPULSE_RUBY_EVENTS) */
 static VALUE traced;		/* their iseqs (identity): StackPulseHook.traced */
 
 static const char *cstr(VALUE s, size_t *len)
@@ -270,6 +272,25 @@ static bool method_frame(const rb_debug_inspector_t *dc, VALUE locs, long i, VAL
 }
 
 /*
+ * A C method's frame (no code of its own, a class): when the hook loads
+ * with C methods marked, the require that loads it is one, and its
+ * c_return comes.
+ */
+static bool c_frame(const rb_debug_inspector_t *dc, VALUE locs, long i, VALUE *mid)
+{
+	VALUE label;
+
+	if (!NIL_P(rb_debug_inspector_frame_iseq_get(dc, i)) ||
+	    NIL_P(rb_debug_inspector_frame_class_get(dc, i)))
+		return false;
+	label = call_own(OWN_LABEL, RARRAY_AREF(locs, i), 0, NULL);
+	if (!RB_TYPE_P(label, T_STRING))
+		return false;
+	*mid = ID2SYM(rb_intern_str(label));
+	return true;
+}
+
+/*
  * The Ruby methods open now (a recorder came: sp_rt_resync_due()):
  * their stops will come, their starts were not recorded. Marked as starts
  * with the names their :call would have had (owner, method, the iseq's
@@ -282,6 +303,7 @@ static bool method_frame(const rb_debug_inspector_t *dc, VALUE locs, long i, VAL
  */
 struct open_walk {
 	bool skip;
+	bool boot;		/* the hook loads: the frames are StackPulse's own */
 	uint32_t flag;		/* SP_RING_RESYNC for a recorder's coming, else 0 */
 };
 
@@ -294,7 +316,8 @@ static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
 	int k = 0, line;
 
 	for (i = w->skip ? 1 : 0; i < n && k < SP_RT_OPEN_MAX; i++)
-		if (method_frame(dc, locs, i, &mids[k]))
+		if (method_frame(dc, locs, i, &mids[k]) ||
+		    (w->boot && c_calls && c_frame(dc, locs, i, &mids[k])))
 			open[k++] = i;
 	while (k-- > 0) {
 		i = open[k];
@@ -302,7 +325,7 @@ static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
 		line = NUM2INT(call_own(OWN_LINENO, RARRAY_AREF(locs, i), 0, NULL));
 		nm = method_name(rb_debug_inspector_frame_class_get(dc, i), mids[k],
 				 RB_TYPE_P(path, T_STRING) ? RSTRING_PTR(path) : NULL);
-		line = SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);
+		line = w->boot ? SP_RT_LINE_BOOT : SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);
 		if (nm && (!sp_rt_ring_on ||
 			   !sp_rt_ring_put(SP_PR_RB_HOOK_CALL | w->flag, nm->str[0],
 					   nm->str[1], nm->str[2], line)))
@@ -328,6 +351,28 @@ static void resync(rb_event_flag_t ev)
 		rb_set_errinfo(Qnil);
 }
 
+/*
+ * A C method's call or return (--spans=ruby-c): marked in the span ring
+ * as Ruby's cmethod__entry/return probes would have (owner, method, the
+ * calling Ruby frame's file and line). Ruby's own probes are not used for
+ * them: Ruby 3.1's rb_dtrace_setup() crashes the program at times while
+ * they are on (docs/spans.md). In a ring only: a hook without rings
+ * (STACKPULSE_SPAN_RING=0) marks no C methods.
+ */
+static void on_c_event(rb_event_flag_t ev, rb_trace_arg_t *ta)
+{
+	struct sp_rt_name *n;
+
+	if (!sp_rt_ring_on)
+		return;
+	n = method_name(rb_tracearg_defined_class(ta), rb_tracearg_method_id(ta),
+			rb_sourcefile());
+	if (n)
+		sp_rt_ring_put(ev == RUBY_EVENT_C_CALL ? SP_PR_RUBY_CMETHOD_ENTRY :
+			       SP_PR_RUBY_CMETHOD_RETURN,
+			       n->str[0], n->str[1], n->str[2], rb_sourceline());
+}
+
 static void on_event(VALUE data, rb_trace_arg_t *ta)
 {
 	rb_event_flag_t ev = rb_tracearg_event_flag(ta);
@@ -336,6 +381,10 @@ static void on_event(VALUE data, rb_trace_arg_t *ta)
 
 	if (ev == RUBY_EVENT_FIBER_SWITCH) {
 		on_fiber_switch();
+		return;
+	}
+	if (ev == RUBY_EVENT_C_CALL || ev == RUBY_EVENT_C_RETURN) {
+		on_c_event(ev, ta);
 		return;
 	}
 	/* with --spans-match, of the methods traced (method_frame()): the
@@ -386,10 +435,25 @@ static VALUE traced_add(VALUE self, VALUE iseq)
 	return Qnil;
 }
 
+/*
+ * STACKPULSE_RUBY_EVENTS (sp-record sets it): "call" (the default) marks
+ * Ruby methods, "c_call" C methods, "call,c_call" both.
+ */
+static void events_from_env(void)
+{
+	const char *ev = getenv("STACKPULSE_RUBY_EVENTS");
+
+	if (!ev || !*ev)
+		return;
+	ruby_calls = strstr(ev, "call") == ev || strstr(ev, ",call");
+	c_calls = strstr(ev, "c_call") != NULL;
+}
+
 void Init_stackpulse_hook(void)
 {
 	const char *match = getenv("STACKPULSE_SPANS_MATCH");
-	struct open_walk boot = { .skip = false, .flag = 0 };
+	rb_event_flag_t events = RUBY_EVENT_FIBER_SWITCH;
+	struct open_walk boot = { .skip = false, .boot = true, .flag = 0 };
 	int state = 0, k;
 
 	id_attached = rb_intern("__attached__");
@@ -416,6 +480,7 @@ void Init_stackpulse_hook(void)
 		memset(own, 0, sizeof(own));
 		state = 0;
 	}
+	events_from_env();
 	sp_rt_ring_init();
 	/* announced now: sp-record knows the hook is in from here on (a raise
 	 * before was Ruby's start-up, when no span can be open) */
@@ -436,15 +501,21 @@ void Init_stackpulse_hook(void)
 	/*
 	 * The methods open now started unseen: the activator's
 	 * StackPulseActivate.activate and RubyGems' Kernel#require, twice
-	 * (RUBYOPT's -r of the activator, its require of this file). Their
-	 * stops would come without a start: marked as starts now, as the
-	 * Python hook's install() marks its callers.
+	 * (RUBYOPT's -r of the activator, its require of this file). Marked
+	 * with the line SP_RT_LINE_BOOT: sp-record leaves them and their
+	 * stops out of the recording (they are StackPulse's, not the
+	 * program's), and takes the first as the sign that the hook is in
+	 * (Ruby's C-method probes wait for it: docs/spans.md).
 	 */
-	rb_protect(open_frames, (VALUE)&boot, &state);
-	if (state)
-		rb_set_errinfo(Qnil);
+	if (ruby_calls) {
+		rb_protect(open_frames, (VALUE)&boot, &state);
+		if (state)
+			rb_set_errinfo(Qnil);
+		events |= RUBY_EVENT_CALL | RUBY_EVENT_RETURN;
+	}
+	if (c_calls)
+		events |= RUBY_EVENT_C_CALL | RUBY_EVENT_C_RETURN;
 	sp_rt_resync_known(sp_rb_call_site);
-	rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))on_event,
-			   RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_FIBER_SWITCH, Qnil,
+	rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))on_event, events, Qnil,
 			   RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);
 }
