@@ -329,6 +329,18 @@ struct tthread *sp_tree_thread_of(struct sp_tree *t, uint64_t tid, uint64_t pid)
 	return thread_of(t, tid, pid);
 }
 
+/* Take child c, which follows prev (NULL: the first), out of parent's
+ * list; c->next is left for the caller. */
+static void unlink_child(struct tnode *parent, struct tnode *prev, struct tnode *c)
+{
+	if (prev)
+		prev->next = c->next;
+	else
+		parent->first = c->next;
+	if (parent->last == c)
+		parent->last = prev;
+}
+
 /* A forkless thread node's records since the fork its thread's node came
  * from moved to that node; whether none is left (an older thread of the
  * same tid keeps those before). */
@@ -344,12 +356,7 @@ static bool merge_forkless(struct sp_tree *t, struct tthread *f)
 			prev = c;
 			continue;
 		}
-		if (prev)
-			prev->next = next;
-		else
-			f->n.first = next;
-		if (f->n.last == c)
-			f->n.last = prev;
+		unlink_child(&f->n, prev, c);
 		append(&into->n, c);
 	}
 	return !f->n.first;
@@ -370,12 +377,8 @@ void sp_tree_adopt(struct sp_tree *t, struct tspan *g)
 				prev = c;
 				continue;
 			}
-			if (prev)	/* emptied: unlinked, freed at the end */
-				prev->next = next;
-			else
-				g->n.first = next;
-			if (g->n.last == c)
-				g->n.last = prev;
+			/* emptied: unlinked, freed at the end */
+			unlink_child(&g->n, prev, c);
 			c->next = t->dead;
 			t->dead = c;
 			continue;
@@ -388,12 +391,7 @@ void sp_tree_adopt(struct sp_tree *t, struct tspan *g)
 			prev = c;
 			continue;
 		}
-		if (prev)
-			prev->next = next;
-		else
-			g->n.first = next;
-		if (g->n.last == c)
-			g->n.last = prev;
+		unlink_child(&g->n, prev, c);
 		append(&th->n, c);
 	}
 	g->n.sorted = false;
