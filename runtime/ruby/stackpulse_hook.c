@@ -316,7 +316,7 @@ static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
 	int k = 0, line;
 
 	for (i = w->skip ? 1 : 0; i < n && k < SP_RT_OPEN_MAX; i++)
-		if (method_frame(dc, locs, i, &mids[k]) ||
+		if (((ruby_calls || !w->boot) && method_frame(dc, locs, i, &mids[k])) ||
 		    (w->boot && c_calls && c_frame(dc, locs, i, &mids[k])))
 			open[k++] = i;
 	while (k-- > 0) {
@@ -505,14 +505,15 @@ void Init_stackpulse_hook(void)
 	 * with the line SP_RT_LINE_BOOT: sp-record leaves them and their
 	 * stops out of the recording (they are StackPulse's, not the
 	 * program's), and takes the first as the sign that the hook is in
-	 * (Ruby's C-method probes wait for it: docs/spans.md).
+	 * (Ruby's C-method probes wait for it: docs/spans.md). Those whose
+	 * returns will be marked: Ruby methods', C methods' (the C require
+	 * under each Kernel#require), or both.
 	 */
-	if (ruby_calls) {
-		rb_protect(open_frames, (VALUE)&boot, &state);
-		if (state)
-			rb_set_errinfo(Qnil);
+	rb_protect(open_frames, (VALUE)&boot, &state);
+	if (state)
+		rb_set_errinfo(Qnil);
+	if (ruby_calls)
 		events |= RUBY_EVENT_CALL | RUBY_EVENT_RETURN;
-	}
 	if (c_calls)
 		events |= RUBY_EVENT_C_CALL | RUBY_EVENT_C_RETURN;
 	sp_rt_resync_known(sp_rb_call_site);
