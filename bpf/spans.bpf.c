@@ -777,12 +777,6 @@ static __always_inline int rt_hook(struct pt_regs *ctx, bool multi)
 	e->addr[2] = PT_REGS_PARM3(ctx);
 	e->flags = SP_BSF_UNREAD(0) | SP_BSF_UNREAD(1) | SP_BSF_UNREAD(2);
 	e->line = (int)PT_REGS_PARM4(ctx);
-	/* the Ruby hook is in (its frames open then: a few per process):
-	 * sp-record reads it now, for the probes that wait for it */
-	if (e->line == SP_RT_LINE_BOOT) {
-		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
-		return 0;
-	}
 	return submit_head(e);
 }
 

@@ -116,6 +116,8 @@ struct sp_bs_usdt_spec {
 #define SP_BSF_LAST		(1u << 12)	/* SP_BS_CHUNK: the ring's last: it is gone */
 #define SP_BSF_FAULT		(1u << 13)	/* SP_BS_CHUNK: its entries (line of them)
 						 * could not be read: lost */
+#define SP_BSF_BOOT		(1u << 14)	/* a span ring's start mark flagged
+						 * SP_RING_BOOT (sp-record's own, never BPF's) */
 
 struct sp_bs_event {
 	__u64 time_ns;			/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
@@ -215,13 +217,9 @@ struct sp_bs_strval {
  * frame that was open when the hook began to mark: reconstructed, not
  * seen starting. No real line is below -1. */
 #define SP_RT_LINE_SYNTHETIC(line)	(-2 - (line))
-
-/* The line of the Ruby hook's start mark for a frame open when the hook
- * loaded: StackPulse's own (RubyGems' Kernel#require of the activator,
- * StackPulseActivate.activate, its require of the hook), not the
- * program's. sp-record counts them (their depth, and they tell that the
- * hook is in) but records neither them nor their stops. */
-#define SP_RT_LINE_BOOT	(-2147483647 - 1)
+/* The largest line a hook encodes so (a larger one is written as 0,
+ * unknown: -2 - line must not overflow). */
+#define SP_RT_LINE_MAX			0x3fffffff
 
 /* The most open frames a hook marks so, the innermost: the stops of the
  * frames beyond them find no start (sp-record counts them apart). */
@@ -233,6 +231,14 @@ struct sp_bs_strval {
  * read from its start (its thread's outer frames started unseen); in a
  * ring it read from its start they repeat starts it has, and are dropped. */
 #define SP_RING_RESYNC	0x80000000u
+
+/* In a ring entry's probe: the Ruby hook's start mark for a frame open
+ * when it loaded: StackPulse's own (RubyGems' Kernel#require of the
+ * activator, StackPulseActivate.activate, its require of the hook, the C
+ * require under each), not the program's. sp-record counts their depth
+ * (SP_BSF_BOOT) but records neither them, nor their stops, nor what they
+ * call. Only in a ring: a hook without one does not mark them. */
+#define SP_RING_BOOT	0x40000000u
 
 struct sp_ring_entry {
 	__u64 time;		/* CLOCK_MONOTONIC, as bpf_ktime_get_ns() (in a

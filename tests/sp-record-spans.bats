@@ -1453,6 +1453,10 @@ time.sleep(0.5)' "$go" "$ready" &
 			[[ "$stderr" != *"[BUG]"* ]] || fail "$stderr"
 			run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .klass == \"Array\" and .method == \"sort\") | .file' | wc -l"
 			[ "$output" = 10 ] || fail "$spans, run $i: $output spans of Array#sort"
+			# nothing said amiss: no dead hook, no stop without a start
+			[[ "$stderr" != *"no method spans"* && "$stderr" != *"unprobed"* ]] || fail "$stderr"
+			run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"lost\") | .what'"
+			assert_output ""
 			run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"probe\") | .name' | sort -u"
 			refute_line ruby:cmethod__entry
 		done
@@ -1460,6 +1464,34 @@ time.sleep(0.5)' "$go" "$ready" &
 	# C methods only: no Ruby method spans
 	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\" and .method == \"f\") | .method' | wc -l"
 	assert_output 0
+}
+
+@test "sp-record -p --spans=ruby-c: a Ruby whose hook marks C methods alone, attached later: the C methods open then are rebuilt, none of its stops is dropped" {
+	require_ruby
+	STACKPULSE_RUBY_EVENTS=c_call STACKPULSE_SPAN_RING=1 \
+		RUBYOPT="-r$SP_BIN/../runtime/ruby/stackpulse_activate.rb" \
+		ruby -e 'def f; [1].map { 2 }; end; loop { f; sleep 0.01 }' &
+	SPIN+=($!)
+	sleep 1
+	run -0 --separate-stderr sp-record -v --no-samples --spans=ruby-c -p "${SPIN[0]}" -d 1 -o "$OUT"
+	[[ "$stderr" == *"; 0 stops without a start dropped"* ]] || fail "$stderr"
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | \"\(.klass)#\(.method) \(.flags // 0)\"' | sort | uniq -c | awk '{print \$2, \$3, (\$1 > 20 ? \"many\" : \$1)}'"
+	assert_line "Array#map 0x1 many"
+	# open when sp-record came, its start rebuilt (reconstructed: 0x2)
+	assert_line "Kernel#loop 0x3 1"
+	# Ruby methods are not marked: C methods alone
+	refute_line --partial "Object#f"
+}
+
+@test "sp-record --spans=ruby: a method whose line is negative (eval's argument) is a span as any other, not taken for a rebuilt or StackPulse's own" {
+	require_ruby
+	run -0 --separate-stderr sp-record -v --no-samples --spans=ruby -o "$OUT" -- \
+		ruby -e 'def f; end; eval("def g; h; end; def h; end", binding, "x.rb", -2147483648); 5.times { f; g }'
+	run -0 bash -c "sp-decode '$OUT' | jq -r 'select(.type == \"span_start\") | \"\(.method) \(.flags // 0)\"' | sort | uniq -c | awk '{print \$1, \$2, \$3}'"
+	assert_line "5 f 0x1"
+	assert_line "5 g 0x1"
+	assert_line "5 h 0x1"
+	[[ "$stderr" == *"; 0 stops without a start dropped"* ]] || fail "$stderr"
 }
 
 @test "sp-record -p --spans=ruby-c: a Ruby 3.1 started without sp-record gets no C-method probes, which can crash it: said naming it, counted in the spool, and it lives on loading ostruct" {

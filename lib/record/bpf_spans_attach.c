@@ -447,22 +447,28 @@ static void rb_without_hook(struct bs_proc *p)
 }
 
 /*
- * Whether p's Ruby hook marks C methods: a process with sp-record's
- * environment (its command, their children) was told to; a process
- * attached (-p) says in its own environment (STACKPULSE_RUBY_EVENTS).
+ * Whether p's Ruby hook marks C methods: STACKPULSE_RUBY_EVENTS names
+ * c_call and its span rings are on (STACKPULSE_SPAN_RING=1), in
+ * sp-record's environment for its command and their children (what it
+ * set, or what the user had), in its own for a process attached (-p). The
+ * first of each, as getenv() takes it.
  */
 static bool hook_marks_c(const struct bs_proc *p)
 {
-	const char *ev;
-	char *env;
+	const char *ev, *ring;
+	char *env = NULL;
 	size_t len;
 	bool cut, yes;
 
-	if (!p->attached)
-		return true;
-	env = sp_bs_proc_environ(p->pid, &len, &cut);
-	ev = sp_bs_env_get(env, len, "STACKPULSE_RUBY_EVENTS", true);
-	yes = ev && strstr(ev, "c_call");
+	if (!p->attached) {
+		ev = getenv("STACKPULSE_RUBY_EVENTS");
+		ring = getenv("STACKPULSE_SPAN_RING");
+	} else {
+		env = sp_bs_proc_environ(p->pid, &len, &cut);
+		ev = sp_bs_env_get(env, len, "STACKPULSE_RUBY_EVENTS", false);
+		ring = sp_bs_env_get(env, len, "STACKPULSE_SPAN_RING", false);
+	}
+	yes = ev && strstr(ev, "c_call") && ring && !strcmp(ring, "1");
 	free(env);
 	return yes;
 }
@@ -493,8 +499,9 @@ static bool rb_cmethod_probes_ok(struct bs_proc *p, const char *bin)
 		sp_warn("spans: pid %u (%s): Ruby %s's C-method probes (cmethod__entry) can "
 			"crash it (a segmentation fault in rb_dtrace_setup, e.g. while it loads "
 			"ostruct): no C-method spans for it. A Ruby started under sp-record "
-			"gets them from sp-record's hook instead; SP_RUBY_CMETHOD_PROBES=1 sets "
-			"the probes all the same (docs/spans.md)", p->pid, name, ver);
+			"gets them from sp-record's hook instead (with its span rings: not with "
+			"STACKPULSE_SPAN_RING=0); SP_RUBY_CMETHOD_PROBES=1 sets the probes all "
+			"the same (docs/spans.md)", p->pid, name, ver);
 	}
 	return false;
 }
@@ -509,7 +516,10 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 	bool any = false, hooked = false;
 
 	if ((provs & SP_SPANS_RUBY) && (m & (SP_SPANS_RUBY | SP_SPANS_RUBY_C))) {
-		if (hook_for(c, p, SP_RT_RUBY, bin, hook, sizeof(hook))) {
+		/* with C methods alone, a hook that marks only Ruby methods
+		 * (a process attached, started with the activator) is none */
+		if (hook_for(c, p, SP_RT_RUBY, bin, hook, sizeof(hook)) &&
+		    ((m & SP_SPANS_RUBY) || hook_marks_c(p))) {
 			attach_hook(c, p, hook, SP_PR_RB_HOOK_CALL, false);
 			hooked = true;
 		} else if (m & SP_SPANS_RUBY) {
@@ -538,8 +548,12 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			p->cm_pending = true;
 		else
 			sp_bs_attach_cmethod(c, p, bin);
-		sp_bs_attach_any(c, p, sk->progs.on_ruby_raise_multi, sk->progs.on_ruby_raise, bin, "ruby",
-				 "raise", SP_PR_RUBY_RAISE, NULL);
+		/* raise marks go with spans: none without any (C methods
+		 * refused, Ruby methods not asked for) */
+		if (!p->cm_refused || (m & SP_SPANS_RUBY))
+			sp_bs_attach_any(c, p, sk->progs.on_ruby_raise_multi,
+					 sk->progs.on_ruby_raise, bin, "ruby", "raise",
+					 SP_PR_RUBY_RAISE, NULL);
 		p->runtimes |= SP_SPANS_RUBY;
 		snprintf(p->rlib[0], sizeof(p->rlib[0]), "%s", bin);
 		any = true;

@@ -375,13 +375,15 @@ int sp_bs_ring_put(void *ctx, uint32_t pid, uint32_t tid, const struct sp_ring_e
 	}
 	/* the head only (strings by address): a whole event is 500 bytes */
 	memset(e, 0, SP_BS_HEAD_SIZE);
-	e->kind = hook_mark_kind(re->probe);
-	if (!e->kind) {
+	e->kind = hook_mark_kind(re->probe & ~SP_RING_BOOT);
+	if (!e->kind || ((re->probe & SP_RING_BOOT) && e->kind != SP_BS_START)) {
 		c->rings.bad++;
 		return 0;
 	}
+	if (re->probe & SP_RING_BOOT)
+		e->flags |= SP_BSF_BOOT;
 	e->time_ns = re->time;
-	e->probe = re->probe;
+	e->probe = re->probe & ~SP_RING_BOOT;
 	e->pid = pid;
 	e->tid = tid;
 	e->line = re->line;
@@ -550,7 +552,7 @@ static int mark_depth(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_ev
 		} else {
 			sp_bs_proc_capped(p, "fibers", SP_SPANS_FIBERS_PER_PROC);
 		}
-		if (d && e->line == SP_RT_LINE_BOOT && e->probe == SP_PR_RB_HOOK_CALL &&
+		if (d && (e->flags & SP_BSF_BOOT) && e->probe == SP_PR_RB_HOOK_CALL &&
 		    (!p->boot_open || p->boot_key == key)) {
 			/* outermost first: boot_open is the deepest */
 			p->boot_key = key;
@@ -617,7 +619,7 @@ static int decode_mark(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_e
 	m->line = e->line > 0 ? (uint64_t)e->line : 0;
 	m->runtime = mark_runtime(e->probe, m);
 	/* a frame the hook found open when it began: its start reconstructed */
-	if (e->kind == SP_BS_START && e->line <= -2 && e->line != SP_RT_LINE_BOOT &&
+	if (e->kind == SP_BS_START && e->line <= -2 &&
 	    (e->probe == SP_PR_PY_HOOK_CALL || e->probe == SP_PR_RB_HOOK_CALL)) {
 		m->flags |= SP_MARK_SYNTHETIC;
 		m->line = (uint64_t)SP_RT_LINE_SYNTHETIC(e->line);

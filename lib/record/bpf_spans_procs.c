@@ -190,6 +190,8 @@ static void verdict(struct bs_ctx *c, const struct bs_proc *p, uint32_t probe, u
 		break;
 	case SP_PR_RB_HOOK_CALL:
 	case SP_PR_RB_HOOK_RETURN:
+		if (!hits && p->hits[SP_PR_RUBY_CMETHOD_ENTRY] && !(c->o->modes & SP_SPANS_RUBY))
+			break;	/* C methods alone (--spans=ruby-c): its marks are those */
 		if (!hits && probe == SP_PR_RB_HOOK_CALL && p->late)
 			late_found(buf, size);
 		else if (!hits && probe == SP_PR_RB_HOOK_CALL && p->hits[SP_PR_RT_NAME])
@@ -602,6 +604,8 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->py_active = false;
 		p->hook_audit = false;	/* the new image's hook asks again */
 		p->cm_pending = p->cm_refused = false;
+		p->boot_open = 0;	/* the new image's hook marks its own */
+		p->boot_key = 0;
 		p->late = p->no_spans = false;
 		p->ret_pending = p->py_none = p->env_probes = p->libs_unverified = false;
 		p->running = false;	/* stopped at this exec (attached stays: whose

@@ -530,7 +530,7 @@ static bool plausible(const struct sp_span_ring *r, uint64_t n, uint64_t t)
 
 bool sp_span_rings_hook(uint32_t probe)
 {
-	probe &= ~SP_RING_RESYNC;
+	probe &= ~(SP_RING_RESYNC | SP_RING_BOOT);
 	return probe == SP_PR_PY_HOOK_CALL || probe == SP_PR_PY_HOOK_RETURN ||
 	       probe == SP_PR_PY_HOOK_RAISE || probe == SP_PR_PY_HOOK_CORO ||
 	       probe == SP_PR_RB_HOOK_CALL || probe == SP_PR_RB_HOOK_RETURN ||

@@ -468,7 +468,7 @@ static void mark_open_frames(uint32_t flag, PyFrameObject *skip)
 			    NULL : code_name(open[i], co);
 		Py_DECREF(co);
 		line = PyFrame_GetLineNumber(open[i]);
-		line = SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);
+		line = SP_RT_LINE_SYNTHETIC(line > 0 && line < SP_RT_LINE_MAX ? line : 0);
 		if (n && (!sp_rt_ring_on || !sp_rt_ring_put(SP_PR_PY_HOOK_CALL | flag, n->str[0],
 							    n->str[1], n->str[2], line)))
 			mark_call(n, line);

@@ -316,8 +316,8 @@ static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
 	int k = 0, line;
 
 	for (i = w->skip ? 1 : 0; i < n && k < SP_RT_OPEN_MAX; i++)
-		if (((ruby_calls || !w->boot) && method_frame(dc, locs, i, &mids[k])) ||
-		    (w->boot && c_calls && c_frame(dc, locs, i, &mids[k])))
+		if ((ruby_calls && method_frame(dc, locs, i, &mids[k])) ||
+		    (c_calls && c_frame(dc, locs, i, &mids[k])))
 			open[k++] = i;
 	while (k-- > 0) {
 		i = open[k];
@@ -325,7 +325,14 @@ static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
 		line = NUM2INT(call_own(OWN_LINENO, RARRAY_AREF(locs, i), 0, NULL));
 		nm = method_name(rb_debug_inspector_frame_class_get(dc, i), mids[k],
 				 RB_TYPE_P(path, T_STRING) ? RSTRING_PTR(path) : NULL);
-		line = w->boot ? SP_RT_LINE_BOOT : SP_RT_LINE_SYNTHETIC(line > 0 ? line : 0);
+		/* (a line past what the encoding holds is "unknown") */
+		line = SP_RT_LINE_SYNTHETIC(line > 0 && line < SP_RT_LINE_MAX ? line : 0);
+		if (w->boot) {
+			if (nm && sp_rt_ring_on)
+				sp_rt_ring_put(SP_PR_RB_HOOK_CALL | SP_RING_BOOT, nm->str[0],
+					       nm->str[1], nm->str[2], line);
+			continue;
+		}
 		if (nm && (!sp_rt_ring_on ||
 			   !sp_rt_ring_put(SP_PR_RB_HOOK_CALL | w->flag, nm->str[0],
 					   nm->str[1], nm->str[2], line)))
@@ -343,7 +350,8 @@ static VALUE open_frames(VALUE data)
  * error on the way (none is expected) is not the program's. */
 static void resync(rb_event_flag_t ev)
 {
-	struct open_walk w = { .skip = ev == RUBY_EVENT_CALL, .flag = SP_RING_RESYNC };
+	struct open_walk w = { .skip = ev == RUBY_EVENT_CALL || ev == RUBY_EVENT_C_CALL,
+			       .flag = SP_RING_RESYNC };
 	int state = 0;
 
 	rb_protect(open_frames, (VALUE)&w, &state);
@@ -365,12 +373,17 @@ static void on_c_event(rb_event_flag_t ev, rb_trace_arg_t *ta)
 
 	if (!sp_rt_ring_on)
 		return;
+	/* a recorder came: the frames open now first (with C methods
+	 * alone, no Ruby method's event would do it) */
+	if (sp_rt_resync_due(sp_rb_call_site))
+		resync(ev);
 	n = method_name(rb_tracearg_defined_class(ta), rb_tracearg_method_id(ta),
 			rb_sourcefile());
 	if (n)
 		sp_rt_ring_put(ev == RUBY_EVENT_C_CALL ? SP_PR_RUBY_CMETHOD_ENTRY :
 			       SP_PR_RUBY_CMETHOD_RETURN,
-			       n->str[0], n->str[1], n->str[2], rb_sourceline());
+			       n->str[0], n->str[1], n->str[2],
+			       rb_sourceline() > 0 ? rb_sourceline() : 0);
 }
 
 static void on_event(VALUE data, rb_trace_arg_t *ta)
@@ -395,7 +408,10 @@ static void on_event(VALUE data, rb_trace_arg_t *ta)
 			rb_sourcefile());
 	if (!n)
 		return;
+	/* a line below 0 (eval's argument) would read as reconstructed */
 	line = rb_sourceline();
+	if (line < 0)
+		line = 0;
 	if (sp_rt_ring_on &&
 	    sp_rt_ring_put(ev == RUBY_EVENT_CALL ? SP_PR_RB_HOOK_CALL : SP_PR_RB_HOOK_RETURN,
 			   n->str[0], n->str[1], n->str[2], line))
@@ -502,7 +518,7 @@ void Init_stackpulse_hook(void)
 	 * The methods open now started unseen: the activator's
 	 * StackPulseActivate.activate and RubyGems' Kernel#require, twice
 	 * (RUBYOPT's -r of the activator, its require of this file). Marked
-	 * with the line SP_RT_LINE_BOOT: sp-record leaves them and their
+	 * in the ring with SP_RING_BOOT: sp-record leaves them and their
 	 * stops out of the recording (they are StackPulse's, not the
 	 * program's), and takes the first as the sign that the hook is in
 	 * (Ruby's C-method probes wait for it: docs/spans.md). Those whose
