@@ -147,7 +147,7 @@ struct bs_proc {
 	bool py_replaced;		/* its profile function was replaced: said */
 	bool cm_pending;		/* C-method probes wait for the first method entry */
 	bool cm_refused;		/* C-method probes not set: they crash its Ruby */
-	/* The Ruby hook's frames open when it loaded (SP_RT_LINE_BOOT):
+	/* The Ruby hook's frames open when it loaded (SP_RING_BOOT):
 	 * StackPulse's own, not recorded; on depth_key() boot_key, the
 	 * depths 1..boot_open are theirs until their stops come. */
 	uint64_t boot_key;
