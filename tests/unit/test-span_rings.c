@@ -265,6 +265,12 @@ static void test_span_rings_resync_rule(void)
 	CHECK(sp_span_rings_hook(SP_PR_RB_HOOK_CALL));
 	CHECK(sp_span_rings_hook(SP_PR_RB_HOOK_FIBER | SP_RING_RESYNC));
 	CHECK(!sp_span_rings_hook(SP_PR_RUBY_RAISE));
+	/* the Ruby hook's C methods (c_call) and its boot frames */
+	CHECK(sp_span_rings_hook(SP_PR_RUBY_CMETHOD_ENTRY));
+	CHECK(sp_span_rings_hook(SP_PR_RUBY_CMETHOD_RETURN | SP_RING_RESYNC));
+	CHECK(sp_span_rings_hook(SP_PR_RB_HOOK_CALL | SP_RING_BOOT));
+	e.probe = SP_PR_RB_HOOK_CALL | SP_RING_BOOT;	/* not a run of its own */
+	CHECK_EQ_U(sp_span_rings_resync(false, false, claimed, &e), SP_RESYNC_DELIVER);
 }
 
 /* A Python ring found with marks from before the recording (-p of a
