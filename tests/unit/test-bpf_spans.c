@@ -203,11 +203,27 @@ static void test_bpf_spans_setup_env(void)
 	CHECK(!sp_spans_setup_env(&o));
 	CHECK_STR(getenv("RUBYOPT"), "-r/opt/sp/runtime/ruby/stackpulse_activate.rb -w");
 	CHECK_STR(getenv("PYTHONPATH"), "/opt/sp/runtime/python");
-	/* C-method spans and audit events need no activator */
+	CHECK_STR(getenv("STACKPULSE_RUBY_EVENTS"), "call");
+	CHECK_STR(getenv("STACKPULSE_SPAN_RING"), "1");
+	/* C-method spans come from the activator's hook too, alone (audit
+	 * events need none) */
 	o.modes = SP_SPANS_RUBY_C | SP_SPANS_PY_AUDIT;
 	unsetenv("RUBYOPT");
+	unsetenv("STACKPULSE_RUBY_EVENTS");
 	CHECK(!sp_spans_setup_env(&o));
-	CHECK(getenv("RUBYOPT") == NULL);
+	CHECK_STR(getenv("RUBYOPT"), "-r/opt/sp/runtime/ruby/stackpulse_activate.rb");
+	CHECK_STR(getenv("STACKPULSE_RUBY_EVENTS"), "c_call");
+	o.modes = SP_SPANS_RUBY_C | SP_SPANS_RUBY;
+	unsetenv("RUBYOPT");
+	unsetenv("STACKPULSE_RUBY_EVENTS");
+	CHECK(!sp_spans_setup_env(&o));
+	CHECK_STR(getenv("STACKPULSE_RUBY_EVENTS"), "call,c_call");
+	/* the user's own is kept */
+	setenv("STACKPULSE_RUBY_EVENTS", "call", 1);
+	CHECK(!sp_spans_setup_env(&o));
+	CHECK_STR(getenv("STACKPULSE_RUBY_EVENTS"), "call");
+	unsetenv("STACKPULSE_RUBY_EVENTS");
+	unsetenv("RUBYOPT");
 	/* a directory with a space: Ruby splits RUBYOPT at white space */
 	o.modes = SP_SPANS_RUBY;
 	o.runtime_dir = "/opt/stack pulse/runtime";
@@ -697,6 +713,57 @@ static void test_bpf_spans_all_take(void)
 	ctx_close(&c);
 }
 
+/* One span ring entry of thread pid (its process) through the decoder. */
+static void ring_mark(struct bs_ctx *c, uint32_t probe, int32_t line)
+{
+	struct sp_ring_entry re = { .time = 1000, .probe = probe, .line = line };
+
+	CHECK(sp_bs_ring_put(c, (uint32_t)getpid(), (uint32_t)getpid(), &re) == 0);
+}
+
+/*
+ * The Ruby hook's frames open when it loaded (SP_RING_BOOT: StackPulse's
+ * activator and the requires of it, Ruby and C) are counted, not
+ * recorded; nor their stops, nor what they call before they return; the
+ * program's marks after them are, C methods' too. A boot flag on a stop
+ * is a bad entry. A real mark at any line (eval's -2^31) is the program's.
+ */
+static void test_bpf_spans_boot_frames(void)
+{
+	struct sp_spans_opts o = { .modes = SP_SPANS_RUBY | SP_SPANS_RUBY_C };
+	int emitted = 0, k;
+	struct sp_emit out = { .emit = count_emit, .ctx = &emitted };
+	struct bs_ctx c;
+
+	if (!ctx_open(&c, &o, &out))
+		return;
+	for (k = 0; k < 3; k++)
+		ring_mark(&c, SP_PR_RB_HOOK_CALL | SP_RING_BOOT, SP_RT_LINE_SYNTHETIC(4));
+	ring_mark(&c, SP_PR_RUBY_CMETHOD_ENTRY, 127);	/* the activator's call */
+	ring_mark(&c, SP_PR_RUBY_CMETHOD_RETURN, 127);
+	for (k = 0; k < 3; k++)
+		ring_mark(&c, SP_PR_RB_HOOK_RETURN, 85);
+	CHECK_EQ_U(emitted, 0);
+	CHECK_EQ_U(c.boot_frames, 3);
+	CHECK_EQ_U(c.boot_calls, 1);
+	/* the program's */
+	ring_mark(&c, SP_PR_RB_HOOK_CALL, 1);
+	ring_mark(&c, SP_PR_RUBY_CMETHOD_ENTRY, 2);
+	ring_mark(&c, SP_PR_RUBY_CMETHOD_RETURN, 2);
+	ring_mark(&c, SP_PR_RB_HOOK_CALL, -2147483647 - 1);
+	ring_mark(&c, SP_PR_RB_HOOK_RETURN, -2147483647 - 1);
+	ring_mark(&c, SP_PR_RB_HOOK_RETURN, 1);
+	CHECK_EQ_U(emitted, 6);
+	CHECK_EQ_U(c.orphans, 0);
+	CHECK_EQ_U(c.spans, 6);
+	CHECK_EQ_U(c.boot_frames, 3);
+	/* flagged so on a stop: not a mark */
+	ring_mark(&c, SP_PR_RB_HOOK_RETURN | SP_RING_BOOT, 1);
+	CHECK_EQ_U(emitted, 6);
+	CHECK_EQ_U(c.rings.bad, 1);
+	ctx_close(&c);
+}
+
 /* A chain of n processes, each the child of the one before, the first in
  * a process group of its own: their pids into chain[], the first's
  * returned (-1 when it could not be made). */
@@ -791,6 +858,7 @@ int main(void)
 	TAP_RUN(test_bpf_spans_parse_list);
 	TAP_RUN(test_bpf_spans_all_rule);
 	TAP_RUN(test_bpf_spans_all_take);
+	TAP_RUN(test_bpf_spans_boot_frames);
 	TAP_RUN(test_bpf_spans_seed_descendants);
 	TAP_RUN(test_bpf_spans_split_func);
 	TAP_RUN(test_bpf_spans_elf_providers);
