@@ -620,7 +620,8 @@ static int decode_mark(struct bs_ctx *c, struct bs_proc *p, const struct sp_bs_e
 	m->runtime = mark_runtime(e->probe, m);
 	/* a frame the hook found open when it began: its start reconstructed */
 	if (e->kind == SP_BS_START && e->line <= -2 &&
-	    (e->probe == SP_PR_PY_HOOK_CALL || e->probe == SP_PR_RB_HOOK_CALL)) {
+	    (e->probe == SP_PR_PY_HOOK_CALL || e->probe == SP_PR_RB_HOOK_CALL ||
+	     e->probe == SP_PR_RUBY_CMETHOD_ENTRY)) {
 		m->flags |= SP_MARK_SYNTHETIC;
 		m->line = (uint64_t)SP_RT_LINE_SYNTHETIC(e->line);
 	}

@@ -314,19 +314,24 @@ static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
 	long i, n = RB_TYPE_P(locs, T_ARRAY) ? RARRAY_LEN(locs) : 0, open[SP_RT_OPEN_MAX];
 	struct sp_rt_name *nm;
 	int k = 0, line;
+	uint32_t probe, probes[SP_RT_OPEN_MAX];
 
+	/* C frames only where their returns are marked: in a ring */
 	for (i = w->skip ? 1 : 0; i < n && k < SP_RT_OPEN_MAX; i++)
-		if ((ruby_calls && method_frame(dc, locs, i, &mids[k])) ||
-		    (c_calls && c_frame(dc, locs, i, &mids[k])))
-			open[k++] = i;
+		if (ruby_calls && method_frame(dc, locs, i, &mids[k]))
+			probes[k] = SP_PR_RB_HOOK_CALL, open[k++] = i;
+		else if (c_calls && sp_rt_ring_on && c_frame(dc, locs, i, &mids[k]))
+			probes[k] = SP_PR_RUBY_CMETHOD_ENTRY, open[k++] = i;
 	while (k-- > 0) {
 		i = open[k];
+		probe = probes[k];
 		path = call_own(OWN_PATH, RARRAY_AREF(locs, i), 0, NULL);
 		line = NUM2INT(call_own(OWN_LINENO, RARRAY_AREF(locs, i), 0, NULL));
 		nm = method_name(rb_debug_inspector_frame_class_get(dc, i), mids[k],
 				 RB_TYPE_P(path, T_STRING) ? RSTRING_PTR(path) : NULL);
 		/* (a line past what the encoding holds is "unknown") */
 		line = SP_RT_LINE_SYNTHETIC(line > 0 && line < SP_RT_LINE_MAX ? line : 0);
+		/* (boot frames are all counted as Ruby's: sp-record drops them) */
 		if (w->boot) {
 			if (nm && sp_rt_ring_on)
 				sp_rt_ring_put(SP_PR_RB_HOOK_CALL | SP_RING_BOOT, nm->str[0],
@@ -334,8 +339,9 @@ static VALUE mark_open_frames(const rb_debug_inspector_t *dc, void *data)
 			continue;
 		}
 		if (nm && (!sp_rt_ring_on ||
-			   !sp_rt_ring_put(SP_PR_RB_HOOK_CALL | w->flag, nm->str[0],
-					   nm->str[1], nm->str[2], line)))
+			   !sp_rt_ring_put(probe | w->flag, nm->str[0], nm->str[1], nm->str[2],
+					   line)) &&
+		    probe == SP_PR_RB_HOOK_CALL)
 			mark_call(nm, line);
 	}
 	return Qnil;
