@@ -1261,7 +1261,9 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	bpf_map_delete_elem(&tgids, &pid);
 	bpf_map_delete_elem(&held, &pid);	/* killed while stopped */
 	e = notify_reserve(SP_BS_EXIT, pid, 0);
-	if (e)
+	if (e) {
+		e->line = BPF_CORE_READ(p, exit_code);	/* wait status: a signal's */
 		bpf_ringbuf_submit(e, wake_flags());
+	}
 	return 0;
 }

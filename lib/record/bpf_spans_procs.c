@@ -527,6 +527,25 @@ static void drop_rings_of(struct bs_ctx *c, uint32_t pid)
 }
 
 /*
+ * A Ruby that died of a fault while Ruby's own C-method probes were set in
+ * it (SP_RUBY_CMETHOD_PROBES=1 in a Ruby 3.1, or another Ruby): said, for
+ * the probes can be why (docs/spans.md). status: its wait status.
+ */
+static void died_with_cmethod_probes(const struct bs_proc *p, int status)
+{
+	int sig = status & 0x7f;
+	char name[80];
+
+	if ((sig != SIGSEGV && sig != SIGABRT && sig != SIGBUS && sig != SIGILL) ||
+	    !sp_bs_has_probe(p, SP_PR_RUBY_CMETHOD_ENTRY))
+		return;
+	sp_span_rings_comm(p->pid, name, sizeof(name));
+	sp_warn("spans: pid %u (%s) died of signal %d (%s) while Ruby's C-method probes were "
+		"set in it: Ruby 3.1's rb_dtrace_setup() crashes with them (docs/spans.md); "
+		"the Ruby hook gives C methods without them", p->pid, name, sig, strsignal(sig));
+}
+
+/*
  * p was tracked for a process it was not: -a seeded a pid that no longer
  * named the process judged (sp_bs_all_take()), or that process's pid
  * forked the child p meanwhile. BPF tracks its pid no more and forgets
@@ -640,6 +659,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 	case SP_BS_EXIT:
 		if (!p)
 			return 0;
+		died_with_cmethod_probes(p, (int)e->line);
 		p->exited = true;	/* ran to its end: the health's verdicts */
 		sp_bs_emit_health(c, p, e->time_ns, false);
 		drop(c, p);
