@@ -1524,6 +1524,24 @@ sleep 0.5' "$go" > "$BATS_TEST_TMPDIR/out" 2>&1 &
 	assert_output "$pid"
 }
 
+@test "sp-record -p --spans=ruby-c with SP_RUBY_CMETHOD_PROBES=1: a Ruby that dies of a fault while Ruby's probes are set in it is said, naming it" {
+	require_ruby
+	local go=$BATS_TEST_TMPDIR/go
+	ruby --disable-gems -e 'sleep 0.05 until File.exist?(ARGV[0]); 3.times { [1].map { 2 } }; Process.kill(:SEGV, $$)' \
+		"$go" > /dev/null 2>&1 &
+	SPIN+=($!)
+	SP_RUBY_CMETHOD_PROBES=1 sp-record --no-samples --spans=ruby-c -p "${SPIN[0]}" -o "$OUT" \
+		2> "$BATS_TEST_TMPDIR/err" &
+	SPIN+=($!)
+	wait_said "$BATS_TEST_TMPDIR/err" "was started without sp-record\|cmethod" || sleep 1
+	sleep 0.5
+	touch "$go"
+	wait "${SPIN[1]}" || true
+	run -0 grep -c "warning: spans: pid ${SPIN[0]} (ruby) died of signal [0-9]* ([A-Za-z ]*) while Ruby's C-method probes were set in it" \
+		"$BATS_TEST_TMPDIR/err"
+	assert_output 1
+}
+
 @test "sp-record -p: a Ruby and a Python started with the activator have method spans when attached" {
 	require_ruby
 	require_python
