@@ -65,7 +65,8 @@ teardown() {
 	chmod 1777 "$d"
 	# nobody made the name first: root's recording would be theirs to read
 	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "echo keep > '$d/x.sp'; chmod 666 '$d/x.sp'"
-	mkfifo "$d/fifo"
+	# nobody's FIFO there would hold the tool: refused at once
+	setpriv --reuid=65534 --regid=65534 --clear-groups mkfifo "$d/fifo"
 	for t in $SP_TOOLS; do
 		for f in x.sp fifo; do
 			if [ "$t" = sp-record ]; then
@@ -82,14 +83,26 @@ teardown() {
 	run --separate-stderr -2 sp-decode -o "$d/x.sp" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
 	assert_equal "$stderr" "sp-decode: error: refusing to write '$d/x.sp': it is another user's file (uid 65534) in a directory others may write in: what is written would be theirs to read (remove it, or give another name)"
 	run --separate-stderr -2 timeout 20 sp-decode -o "$d/fifo" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
-	assert_equal "$stderr" "sp-decode: error: cannot open '$d/fifo' for writing: a FIFO no one reads (start its reader first)"
-	# root's own file there, and a FIFO read, are written
+	assert_equal "$stderr" "sp-decode: error: refusing to write '$d/fifo': it is another user's FIFO (uid 65534) in a directory others may write in (remove it, or give another name)"
+	# root's own FIFO no one opens: waited for a while, said, then refused
+	mkfifo "$d/own"
+	run --separate-stderr -2 timeout 20 sp-decode -o "$d/own" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
+	assert_equal "$stderr" "sp-decode: waiting for a reader of the FIFO '$d/own' (up to 5 s)
+sp-decode: error: cannot open '$d/own' for writing: a FIFO no one read in 5 s (start its reader first)"
+	# root's own file there, and a FIFO read, are written: its reader
+	# first, or the writer first (the writer waits for it)
 	run -0 sp-decode -o "$d/mine.sp" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
 	run -0 sp-decode -o "$d/mine.sp" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
-	cat "$d/fifo" > "$d/from-fifo" &
+	cat "$d/own" > "$d/from-fifo" &
 	sleep 0.2
-	run -0 timeout 20 sp-decode -o "$d/fifo" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
+	run -0 timeout 20 sp-decode -o "$d/own" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl"
 	wait
+	cmp "$d/from-fifo" "$d/mine.sp"
+	rm "$d/from-fifo"
+	sp-decode -o "$d/own" "$BATS_TEST_DIRNAME/fixtures/sp-decode/small.jsonl" &
+	sleep 0.3
+	cat "$d/own" > "$d/from-fifo"
+	wait $! || fail "the writer that came first failed"
 	cmp "$d/from-fifo" "$d/mine.sp"
 	rm -rf "$d"
 }

@@ -2,6 +2,7 @@
 /* The options every tool shares (-o, -v, --color), as an argp child. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -63,6 +64,48 @@ static bool others_in_shared_dir(const char *path, const struct stat *st)
 	       st->st_uid != ds.st_uid;
 }
 
+/* A line on stderr, as every message (not only with -v). */
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	sp_vmessage(fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * A FIFO at path with no reader yet (open gave ENXIO): another user's in
+ * a directory others may write in is refused at once (-2, said: one
+ * planted in /tmp would hold the tool); one's own is waited for, as a
+ * writer of a FIFO waits, but SP_FIFO_WAIT_MS at most (said after a
+ * second), then ENXIO. Opened as the first open was (how), so the checks
+ * after it hold for what is opened in the end.
+ */
+static int fifo_wait_reader(const char *path, int how)
+{
+	struct stat st;
+	int fd, ms;
+
+	if (!lstat(path, &st) && S_ISFIFO(st.st_mode) && others_in_shared_dir(path, &st)) {
+		sp_error("refusing to write '%s': it is another user's FIFO (uid %u) in a "
+			 "directory others may write in (remove it, or give another name)", path,
+			 (unsigned)st.st_uid);
+		return -2;
+	}
+	for (ms = 0; ms < SP_FIFO_WAIT_MS; ms += 10) {
+		if (ms == 1000)
+			say("waiting for a reader of the FIFO '%s' (up to %d s)", path,
+					SP_FIFO_WAIT_MS / 1000);
+		usleep(10000);
+		fd = open(path, how);
+		if (fd >= 0 || errno != ENXIO)
+			return fd;
+	}
+	errno = ENXIO;
+	return -1;
+}
+
 int sp_output_open(const char *path, bool keep)
 {
 	const int how = O_WRONLY | O_CLOEXEC | O_NOCTTY;
@@ -73,6 +116,10 @@ int sp_output_open(const char *path, bool keep)
 	if (fd >= 0 || errno != EEXIST)
 		return fd;
 	fd = open(path, how | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0 && errno == ENXIO)
+		fd = fifo_wait_reader(path, how | O_NOFOLLOW | O_NONBLOCK);
+	if (fd == -2)
+		return -2;
 	if (fd < 0 && errno == ELOOP && !lstat(path, &ln) && S_ISLNK(ln.st_mode) &&
 	    (ln.st_uid == 0 || ln.st_uid == geteuid())) {
 		fd = open(path, how | O_CREAT | O_NONBLOCK, 0666);
@@ -157,8 +204,9 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 					sp_error("cannot open '%s' for writing: it is a symbolic "
 						 "link (give the file it names)", o->out_path);
 				else if (errno == ENXIO)
-					sp_error("cannot open '%s' for writing: a FIFO no one reads "
-						 "(start its reader first)", o->out_path);
+					sp_error("cannot open '%s' for writing: a FIFO no one read "
+						 "in %d s (start its reader first)", o->out_path,
+						 SP_FIFO_WAIT_MS / 1000);
 				else
 					sp_error_errno("cannot open '%s' for writing", o->out_path);
 				exit(SP_EXIT_FATAL);

@@ -102,11 +102,15 @@ int sp_close_output(struct sp_common_opts *o, int status);
  * command sp-record runs must not inherit it): made when it is not there.
  * An existing one is opened without following a symbolic link another
  * user made (in a shared directory, to a file of root's; ours or root's,
- * /dev/stdout, are followed), without blocking (a FIFO with no reader is
- * refused: ENXIO), and not when it is another user's in a shared sticky
- * directory (said: -2); emptied unless keep. -1 with errno.
+ * /dev/stdout, are followed), without blocking (a FIFO with no reader:
+ * one's own is waited for, SP_FIFO_WAIT_MS at most, then ENXIO), and not
+ * when it is another user's in a shared sticky directory, a FIFO too
+ * (said: -2); emptied unless keep. -1 with errno.
  */
 int sp_output_open(const char *path, bool keep);
+
+/* How long sp_output_open() waits for a reader of one's own FIFO. */
+#define SP_FIFO_WAIT_MS	5000
 /* With out_kept: empties -o FILE (a regular file) for the output about
  * to be written; 0, or -1 with a message. */
 int sp_output_begin(const struct sp_common_opts *o);
