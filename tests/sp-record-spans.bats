@@ -1524,6 +1524,34 @@ sleep 0.5' "$go" > "$BATS_TEST_TMPDIR/out" 2>&1 &
 	assert_output "$pid"
 }
 
+@test "sp-record -p --spans=ruby-c: each Ruby 3.1 whose C-method probes are refused is named, not only the first: the one running at the attach and those its shell starts later" {
+	require_ruby
+	[[ "$(ruby -e 'print RUBY_VERSION')" == 3.1.* ]] || skip "Ruby $(ruby -e 'print RUBY_VERSION') is not 3.1"
+	local go=$BATS_TEST_TMPDIR/go pid rubies
+	# the first Ruby runs at the attach, the two others start after it
+	sh -c 'ruby --disable-gems -e "sleep 0.05 until File.exist?(ARGV[0])" "$1"
+for i in 1 2; do ruby --disable-gems -e "sleep 0.3; [2, 1].sort"; done' sh "$go" &
+	pid=$!
+	SPIN+=($pid)
+	sleep 0.3
+	sp-record --no-samples --spans=ruby-c -p $pid -o "$OUT" 2> "$BATS_TEST_TMPDIR/err" &
+	SPIN+=($!)
+	wait_said "$BATS_TEST_TMPDIR/err" "C-method probes" || fail "$(cat "$BATS_TEST_TMPDIR/err")"
+	touch "$go"
+	wait $pid
+	wait "${SPIN[1]}" || true
+	rubies=$(sp-decode "$OUT" | jq -r 'select(.type == "lost" and .what == "unprobed") | .pid' | sort -n)
+	[ "$(wc -l <<<"$rubies")" = 3 ] || fail "$rubies"
+	run -0 grep -c "C-method probes (cmethod__entry) can crash it" "$BATS_TEST_TMPDIR/err"
+	assert_output 1
+	run -0 grep -c "Ruby 3\.1\.[0-9]* too: no C-method probes set" "$BATS_TEST_TMPDIR/err"
+	assert_output 2
+	for p in $rubies; do
+		grep -q "warning: spans: pid $p (ruby): Ruby 3\.1" "$BATS_TEST_TMPDIR/err" ||
+			fail "pid $p not named: $(cat "$BATS_TEST_TMPDIR/err")"
+	done
+}
+
 @test "sp-record -p --spans=ruby-c with SP_RUBY_CMETHOD_PROBES=1: a Ruby that dies of a fault while Ruby's probes are set in it is said, naming it" {
 	require_ruby
 	local go=$BATS_TEST_TMPDIR/go

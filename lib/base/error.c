@@ -74,6 +74,21 @@ void sp_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+enum sp_say sp_say_next(unsigned int *count, const char *what)
+{
+	unsigned int n = *count;
+
+	if (n > SP_SAY_NAMED + 1)
+		return SP_SAY_NOTHING;
+	*count = n + 1;
+	if (!n)
+		return SP_SAY_FULL;
+	if (n <= SP_SAY_NAMED)
+		return SP_SAY_SHORT;
+	sp_warn("more %s are not named here (each has its runtime record in the spool)", what);
+	return SP_SAY_NOTHING;
+}
+
 void sp_info(const char *fmt, ...)
 {
 	va_list ap;

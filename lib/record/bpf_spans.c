@@ -103,9 +103,12 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 	for (i = 0; i < c->npids; i++)
 		if (sp_bs_seed(c, c->pids[i], self, c->pid_cmd[i], c->epfd >= 0))
 			return -1;
-	/* the processes they started before the attach (a command, paused
-	 * before its exec, has none) */
-	if (c->epfd >= 0 && !c->all && sp_bs_seed_descendants(c, self))
+	/* the processes they started before the attach: a -p pid's (a
+	 * shell's Ruby), a command's when the load came after its start
+	 * (c->epfd: deferred); a command paused before its exec has none */
+	for (i = 0; i < c->npids && c->pid_cmd[i] && c->epfd < 0; i++)
+		;
+	if (i < c->npids && !c->all && sp_bs_seed_descendants(c, self))
 		return -1;
 	if (sp_bs_all_scan(c, sp_now_mono_ns()))
 		return -1;

@@ -394,16 +394,26 @@ void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
  * (decode_mark()). One without (pyenv's, built without --with-dtrace) has
  * nothing to attach at all: sp_bs_announce() writes its runtime record with
  * mode "none" and a lost record (what=unprobed) that counts it, once its
- * pid is known to be the process looked at (-a, -p's descendants). Said
- * once.
+ * pid is known to be the process looked at (-a, -p's descendants). Said in
+ * full for the first, by a short line naming each of the next few
+ * (sp_say_next()).
  */
 static void py_without_hook_said(const struct bs_proc *p, bool usdt)
 {
-	static bool said;
+	static unsigned int said;
+	char name[80];
 
-	if (said)
+	switch (sp_say_next(&said, "spans: Pythons started without sp-record's activator")) {
+	case SP_SAY_FULL:
+		break;
+	case SP_SAY_SHORT:
+		sp_span_rings_comm(p->pid, name, sizeof(name));
+		sp_warn("spans: pid %u (%s): Python without sp-record's activator too: no "
+			"function spans", p->pid, name);
 		return;
-	said = true;
+	default:
+		return;
+	}
 	sp_warn("spans: pid %u: Python without sp-record's activator (started without "
 		"sp-record): no function spans%s; its samples and events are recorded. For "
 		"function spans start it under sp-record, or with the activator's directory "
@@ -428,15 +438,24 @@ static void py_without_hook(struct bs_proc *p, const char *bin, bool usdt)
 /*
  * A Ruby attached with -p that has no hook loaded: Ruby's own method probes
  * fire only while a TracePoint is enabled in it, which a program rarely
- * has; said once, as for Python.
+ * has; said as for Python.
  */
 static void rb_without_hook(struct bs_proc *p)
 {
-	static bool said;
+	static unsigned int said;
+	char name[80];
 
-	if (said)
+	switch (sp_say_next(&said, "spans: Rubies started without sp-record's activator")) {
+	case SP_SAY_FULL:
+		break;
+	case SP_SAY_SHORT:
+		sp_span_rings_comm(p->pid, name, sizeof(name));
+		sp_warn("spans: pid %u (%s): Ruby without sp-record's activator too: no "
+			"method spans", p->pid, name);
 		return;
-	said = true;
+	default:
+		return;
+	}
 	sp_warn("spans: pid %u: Ruby without sp-record's activator (started without "
 		"sp-record): no method spans unless a TracePoint is enabled in it; its samples "
 		"and events are recorded, and --spans=ruby-c gives its C methods' spans. For "
@@ -478,12 +497,12 @@ static bool hook_marks_c(const struct bs_proc *p)
  * bin). Ruby 3.1's rb_dtrace_setup() crashes the program at times while
  * they are on: `require "ostruct"` (json loads it) died in 1 run of 4 here,
  * "[BUG] Segmentation fault" at an alias statement (docs/spans.md). Not
- * set in a Ruby 3.1 then, said once naming the process, unless
+ * set in a Ruby 3.1 then, said naming the process (sp_say_next()), unless
  * SP_RUBY_CMETHOD_PROBES=1 says to take the risk.
  */
 static bool rb_cmethod_probes_ok(struct bs_proc *p, const char *bin)
 {
-	static bool said;
+	static unsigned int said;
 	const char *force = getenv("SP_RUBY_CMETHOD_PROBES");
 	char ver[32], name[80];
 
@@ -493,15 +512,22 @@ static bool rb_cmethod_probes_ok(struct bs_proc *p, const char *bin)
 	if (strncmp(ver, "3.1.", 4))
 		return true;
 	p->cm_refused = true;	/* its runtime record and a lost record say so */
-	if (!said) {
-		said = true;
-		sp_span_rings_comm(p->pid, name, sizeof(name));
+	sp_span_rings_comm(p->pid, name, sizeof(name));
+	switch (sp_say_next(&said, "spans: Rubies 3.1 given no C-method probes")) {
+	case SP_SAY_FULL:
 		sp_warn("spans: pid %u (%s): Ruby %s's C-method probes (cmethod__entry) can "
 			"crash it (a segmentation fault in rb_dtrace_setup, e.g. while it loads "
 			"ostruct): no C-method spans for it. A Ruby started under sp-record "
 			"gets them from sp-record's hook instead (with its span rings: not with "
 			"STACKPULSE_SPAN_RING=0); SP_RUBY_CMETHOD_PROBES=1 sets the probes all "
 			"the same (docs/spans.md)", p->pid, name, ver);
+		break;
+	case SP_SAY_SHORT:
+		sp_warn("spans: pid %u (%s): Ruby %s too: no C-method probes set, no C-method "
+			"spans", p->pid, name, ver);
+		break;
+	default:
+		break;
 	}
 	return false;
 }

@@ -376,6 +376,7 @@ static void resync(rb_event_flag_t ev)
 static void on_c_event(rb_event_flag_t ev, rb_trace_arg_t *ta)
 {
 	struct sp_rt_name *n;
+	int line;
 
 	if (!sp_rt_ring_on)
 		return;
@@ -385,11 +386,13 @@ static void on_c_event(rb_event_flag_t ev, rb_trace_arg_t *ta)
 		resync(ev);
 	n = method_name(rb_tracearg_defined_class(ta), rb_tracearg_method_id(ta),
 			rb_sourcefile());
-	if (n)
-		sp_rt_ring_put(ev == RUBY_EVENT_C_CALL ? SP_PR_RUBY_CMETHOD_ENTRY :
-			       SP_PR_RUBY_CMETHOD_RETURN,
-			       n->str[0], n->str[1], n->str[2],
-			       rb_sourceline() > 0 ? rb_sourceline() : 0);
+	if (!n)
+		return;
+	/* once: rb_sourceline() walks to the calling Ruby frame */
+	line = rb_sourceline();
+	sp_rt_ring_put(ev == RUBY_EVENT_C_CALL ? SP_PR_RUBY_CMETHOD_ENTRY :
+		       SP_PR_RUBY_CMETHOD_RETURN,
+		       n->str[0], n->str[1], n->str[2], line > 0 ? line : 0);
 }
 
 static void on_event(VALUE data, rb_trace_arg_t *ta)

@@ -35,6 +35,16 @@ int sp_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int sp_error_errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "sp-x: warning: <fmt>". */
 void sp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * A warning that many processes can earn (-a, a command's children): the
+ * first is said in full, the next SP_SAY_NAMED by a short line naming each,
+ * then once that the rest go unnamed (what names them: "spans: Rubies
+ * started without ..."); the spool has each all the same.
+ * *count is the caller's tally for that warning.
+ */
+enum sp_say { SP_SAY_FULL, SP_SAY_SHORT, SP_SAY_NOTHING };
+#define SP_SAY_NAMED 8
+enum sp_say sp_say_next(unsigned int *count, const char *what);
 /* "sp-x: <fmt>" when -v was given. */
 void sp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "sp-x: <fmt>" for a library's own message (libbpf's print callback), with
