@@ -1552,6 +1552,56 @@ for i in 1 2; do ruby --disable-gems -e "sleep 0.3; [2, 1].sort"; done' sh "$go"
 	done
 }
 
+@test "sp-record --check -p: what a recording of a running Ruby 3.1 and Python gets, found by recording them: interpreted frames, C methods refused, hookless spans partial; exit 1 then, not ok" {
+	require_ruby
+	[[ "$(ruby -e 'print RUBY_VERSION')" == 3.1.* ]] || skip "Ruby $(ruby -e 'print RUBY_VERSION') is not 3.1"
+	[ -x /usr/bin/python3.11 ] || skip "no /usr/bin/python3.11"
+	local rb py
+	ruby --disable-gems -e 'def spin(n) = (1..n).reduce(:+); loop { spin(5000) }' &
+	rb=$!
+	SPIN+=($rb)
+	# a generator: what C enters fires the USDT probe without a profile function
+	/usr/bin/python3.11 -c '
+def leaf(n):
+    return sum(i * i for i in range(n))
+while True:
+    leaf(20000)' &
+	py=$!
+	SPIN+=($py)
+	sleep 0.5
+	run --separate-stderr -1 sp-record --check --spans=ruby-c -p $rb
+	assert_line "  pid $rb: missing: no spans for --spans=ruby-c (refused or not probed: see what sp-record said)"
+	assert_line --regexp "^  pid $rb: ruby 3\.1\.[0-9]+ \(.*libruby.*\): interpreted frames; ruby 3\.1\.[0-9]+ \(.*\): spans none$"
+	assert_line --regexp "^  pid $rb: [0-9]+ samples, [1-9][0-9]* with interpreted frames$"
+	assert_line --regexp "^    sp-record: warning: spans: pid $rb \(ruby\): Ruby 3\.1\.[0-9]+'s C-method probes"
+	# the canaries are said to be other processes
+	assert_line --partial "the canaries below are new processes on this machine, not the -p ones"
+	run --separate-stderr -1 sp-record --check --spans=python -p $py
+	assert_line --regexp "^  pid $py: python 3\.11\.[0-9]+ \(/usr/bin/python3\.11\): interpreted frames; python 3\.11\.[0-9]+ \(/usr/bin/python3\.11\): spans profile-when-set,audit$"
+	assert_line --regexp "^  pid $py: missing: [0-9]+ spans for --spans=python, (a partial view|none): its runtime's own probes, without StackPulse's hook, fire only while tracing is on"
+	# without spans: interpreted frames of both, nothing missing
+	run --separate-stderr -0 sp-record --check -p $rb,$py
+	assert_line --regexp "^  pid $rb: [0-9]+ samples, [1-9][0-9]* with interpreted frames$"
+	assert_line --regexp "^  pid $py: [0-9]+ samples, [1-9][0-9]* with interpreted frames$"
+	refute_line --partial "missing"
+}
+
+@test "sp-record --check -p of a shell: the Ruby it started before the check is looked at too, and a Python asked for that is not there is missing" {
+	require_ruby
+	local sh
+	sh -c 'ruby --disable-gems -e "loop { [3, 1, 2].sort }"; true' &
+	sh=$!
+	SPIN+=($sh)
+	sleep 0.5
+	run --separate-stderr -1 sp-record --check --spans=ruby -p $sh
+	assert_line "  pid $sh: no Python or Ruby found in it (native stacks only)"
+	assert_line --regexp "^  pid [0-9]+ \(started by a -p one\): ruby 3\.[0-9.]+ \(.*\): interpreted frames; ruby .*: spans method-when-traced$"
+	assert_line --regexp "^  pid [0-9]+ \(started by a -p one\): missing: 0 spans for --spans=ruby, none: its runtime's own probes, without StackPulse's hook"
+	run --separate-stderr -1 sp-record --check --spans=python -p $sh
+	assert_line "  missing: no Python in the -p processes or those they started in that second, for --spans=python"
+	pkill -P $sh ruby || true
+}
+
 @test "sp-record -p --spans=ruby-c with SP_RUBY_CMETHOD_PROBES=1: a Ruby that dies of a fault while Ruby's probes are set in it is said, naming it" {
 	require_ruby
 	local go=$BATS_TEST_TMPDIR/go

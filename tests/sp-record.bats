@@ -42,7 +42,14 @@ has() {
 	sleep 30 &
 	BGPIDS=$!
 	run --separate-stderr -0 sp-record --check -p $BGPIDS
-	[[ "${lines[0]}" == "-p $BGPIDS (sleep, "*"): can be attached to; "* ]] || fail "$output"
+	[ "${lines[0]}" = "-p $BGPIDS (sleep, /usr/bin/sleep): can be attached to" ] || fail "$output"
+	# what a recording of it gets: recorded for a second
+	[ "${lines[1]}" = "-p: what a recording gets, recorded for 1 s with the default spans:" ] ||
+		fail "$output"
+	[ "${lines[2]}" = "  pid $BGPIDS: no Python or Ruby found in it (native stacks only)" ] ||
+		fail "$output"
+	[ "${lines[3]}" = "  pid $BGPIDS: no samples: it did not run on a CPU in that second" ] ||
+		fail "$output"
 	kill $BGPIDS
 	wait $BGPIDS 2>/dev/null || true
 	run --separate-stderr -2 sp-record --check -p $BGPIDS

@@ -74,7 +74,8 @@ static const char doc[] =
 	"so, stops recording, leaves the command running and exits 141.\n\n"
 	/* not SP_EXIT_STATUS_DOC: sp-record skips no records, and has more */
 	"Exit status: the command's (above); otherwise 0 ok, 1 a canary of --check "
-	"--spans recorded no span, 2 fatal, 64 usage, 141 output closed.";
+	"--spans recorded no span, or a -p process of --check got none of what was asked "
+	"(no interpreted frames, no spans), 2 fatal, 64 usage, 141 output closed.";
 
 enum {
 	OPT_BATCH = 0x2000,
@@ -123,8 +124,9 @@ static const struct argp_option options[] = {
 	{ "batch", OPT_BATCH, "TIME", 0, "Write records at least this often (default 100ms)", 3 },
 	{ "format", OPT_FORMAT, "FORMAT", 0, "spool (default) or json (JSON lines)", 3 },
 	{ "check", OPT_CHECK, NULL, 0, "Say what this machine supports and exit; with -p, first "
-	  "whether each pid can be attached to; with --spans, also record a canary "
-	  "program per span mode, without, say what the default records", 3 },
+	  "whether each pid can be attached to, then what a recording gets of each "
+	  "(recorded for a second: runtimes, interpreted frames, spans); with --spans, also "
+	  "record a canary program per span mode, without, say what the default records", 3 },
 	{ "command-stdout", OPT_COMMAND_STDOUT, "FILE", 0, "Write the command's standard output "
 	  "to FILE (default: its standard output, or standard error when the records go to "
 	  "standard output)", 3 },
@@ -470,10 +472,31 @@ static int check(void)
 	struct sp_source *ev;
 	char self[4096];
 	ssize_t n;
-	int status;
+	int status, missing = 0;
 
 	if (sp_check_pids(env.pids, env.npids, stdout))
 		return sp_close_output(&env.common, SP_EXIT_FATAL);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		sp_die("cannot find sp-record's own binary: %s", strerror(errno));
+	self[n] = 0;
+	if (env.npids) {
+		char spans[160] = "--spans=auto";
+
+		if (env.spans.explicit_modes) {
+			strcpy(spans, "--spans=");
+			sp_spans_list_str(env.spans.modes, spans + 8, sizeof(spans) - 8);
+		}
+		missing = sp_check_pids_record(self, env.pids, env.npids,
+					       env.spans.given ? spans : NULL,
+					       !env.spans.given ? 0 :
+					       ((env.spans.modes & (SP_SPANS_RUBY | SP_SPANS_RUBY_C)) ?
+						SP_CHECK_RUBY : 0) |
+					       ((env.spans.modes & SP_SPANS_PYTHON) ?
+						SP_CHECK_PYTHON : 0), stdout);
+		if (missing < 0)
+			return sp_close_output(&env.common, SP_EXIT_FATAL);
+	}
 	sp_perf_check(stdout);
 	ev = sp_events_source_new(&env.events);
 	sp_events_print_check(ev, stdout);
@@ -485,14 +508,14 @@ static int check(void)
 			"events of Python and Ruby name their methods from interpreted stacks "
 			"(--interp). Method spans: --spans=auto, ruby, python, or "
 			"--spans-match=GLOB; --check --spans=LIST tries each mode\n");
-		return sp_close_output(&env.common, SP_EXIT_OK);
+		return sp_close_output(&env.common, missing ? SP_EXIT_PARTIAL : SP_EXIT_OK);
 	}
 	fflush(stdout);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		sp_die("cannot find sp-record's own binary: %s", strerror(errno));
-	self[n] = 0;
-	status = sp_spans_canary(self, env.spans.modes, !env.spans.explicit_modes, stdout) ? SP_EXIT_PARTIAL : SP_EXIT_OK;
+	if (env.npids)
+		fprintf(stdout, "(the canaries below are new processes on this machine, not the -p "
+			"ones: what the -p ones get is above)\n");
+	status = sp_spans_canary(self, env.spans.modes, !env.spans.explicit_modes, stdout) ||
+		 missing ? SP_EXIT_PARTIAL : SP_EXIT_OK;
 	return sp_close_output(&env.common, status);
 }
 

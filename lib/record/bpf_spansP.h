@@ -147,6 +147,11 @@ struct bs_proc {
 	bool py_replaced;		/* its profile function was replaced: said */
 	bool cm_pending;		/* C-method probes wait for the first method entry */
 	bool cm_refused;		/* C-method probes not set: they crash its Ruby */
+	/* Its runtime's own method probes, without StackPulse's hook
+	 * (attached with -p): they fire only while tracing is on in it
+	 * (a TracePoint, a profile function), or for the frames C code
+	 * enters (Python's generators): its runtime record says so */
+	bool unhooked;
 	/* The Ruby hook's frames open when it loaded (SP_RING_BOOT):
 	 * StackPulse's own, not recorded; on depth_key() boot_key, the
 	 * depths 1..boot_open are theirs until their stops come. */

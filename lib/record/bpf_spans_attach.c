@@ -418,7 +418,9 @@ static void py_without_hook_said(const struct bs_proc *p, bool usdt)
 		"sp-record): no function spans%s; its samples and events are recorded. For "
 		"function spans start it under sp-record, or with the activator's directory "
 		"first on PYTHONPATH (docs/spans.md)%s", p->pid,
-		usdt ? " unless a profile function is set in it (cProfile, a debugger)"
+		usdt ? " unless a profile function is set in it (cProfile, a debugger): "
+		       "without one, only the frames C code enters (generators, callbacks) "
+		       "come, a partial view (its runtime record's mode: profile-when-set)"
 		     : " (it has no USDT probes either, as pyenv's builds have none)",
 		sp_proc_other_mnt_ns(p->pid) ? "; it runs in another mount namespace (a "
 		"container): the activator has to be in its image (docs/containers.md)" : "");
@@ -432,6 +434,7 @@ static void py_without_hook(struct bs_proc *p, const char *bin, bool usdt)
 		return;
 	}
 	p->ret_pending = true;
+	p->unhooked = true;
 	py_without_hook_said(p, true);
 }
 
@@ -440,11 +443,32 @@ static void py_without_hook(struct bs_proc *p, const char *bin, bool usdt)
  * fire only while a TracePoint is enabled in it, which a program rarely
  * has; said as for Python.
  */
-static void rb_without_hook(struct bs_proc *p)
+/*
+ * Whether Ruby's cmethod__entry/return probes are refused in the Ruby bin
+ * (its version into ver): Ruby 3.1's rb_dtrace_setup() crashes the program
+ * at times while they are on: `require "ostruct"` (json loads it) died in
+ * 1 run of 4 here, "[BUG] Segmentation fault" at an alias statement
+ * (docs/spans.md). Not refused when SP_RUBY_CMETHOD_PROBES=1 says to take
+ * the risk.
+ */
+static bool rb_cmethod_refused(const char *bin, char *ver, size_t size)
 {
+	const char *force = getenv("SP_RUBY_CMETHOD_PROBES");
+
+	ver[0] = 0;
+	if (force && !strcmp(force, "1"))
+		return false;
+	sp_spans_runtime_version(bin, SP_RT_RUBY, ver, size);
+	return !strncmp(ver, "3.1.", 4);
+}
+
+static void rb_without_hook(struct bs_proc *p, const char *bin)
+{
+	char ver[32];
 	static unsigned int said;
 	char name[80];
 
+	p->unhooked = true;
 	switch (sp_say_next(&said, "spans: Rubies started without sp-record's activator")) {
 	case SP_SAY_FULL:
 		break;
@@ -458,9 +482,10 @@ static void rb_without_hook(struct bs_proc *p)
 	}
 	sp_warn("spans: pid %u: Ruby without sp-record's activator (started without "
 		"sp-record): no method spans unless a TracePoint is enabled in it; its samples "
-		"and events are recorded, and --spans=ruby-c gives its C methods' spans. For "
-		"method spans start it under sp-record, or with the activator in RUBYOPT "
-		"(docs/spans.md)%s", p->pid,
+		"and events are recorded%s. For method spans start it under sp-record, or with "
+		"the activator in RUBYOPT (docs/spans.md)%s", p->pid,
+		rb_cmethod_refused(bin, ver, sizeof(ver)) ? "" :
+		", and --spans=ruby-c gives its C methods' spans",
 		sp_proc_other_mnt_ns(p->pid) ? "; it runs in another mount namespace (a "
 		"container): the activator has to be in its image (docs/containers.md)" : "");
 }
@@ -492,24 +517,15 @@ static bool hook_marks_c(const struct bs_proc *p)
 	return yes;
 }
 
-/*
- * Whether Ruby's cmethod__entry/return probes may be set in p (its Ruby is
- * bin). Ruby 3.1's rb_dtrace_setup() crashes the program at times while
- * they are on: `require "ostruct"` (json loads it) died in 1 run of 4 here,
- * "[BUG] Segmentation fault" at an alias statement (docs/spans.md). Not
- * set in a Ruby 3.1 then, said naming the process (sp_say_next()), unless
- * SP_RUBY_CMETHOD_PROBES=1 says to take the risk.
- */
+/* Whether Ruby's cmethod__entry/return probes may be set in p (its Ruby
+ * is bin): not where they are refused (rb_cmethod_refused()), said naming
+ * the process (sp_say_next()). */
 static bool rb_cmethod_probes_ok(struct bs_proc *p, const char *bin)
 {
 	static unsigned int said;
-	const char *force = getenv("SP_RUBY_CMETHOD_PROBES");
 	char ver[32], name[80];
 
-	if (force && !strcmp(force, "1"))
-		return true;
-	sp_spans_runtime_version(bin, SP_RT_RUBY, ver, sizeof(ver));
-	if (strncmp(ver, "3.1.", 4))
+	if (!rb_cmethod_refused(bin, ver, sizeof(ver)))
 		return true;
 	p->cm_refused = true;	/* its runtime record and a lost record say so */
 	sp_span_rings_comm(p->pid, name, sizeof(name));
@@ -554,7 +570,7 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			sp_bs_attach_any(c, p, sk->progs.on_ruby_method_multi, sk->progs.on_ruby_method,
 					 bin, "ruby", "method__return", SP_PR_RUBY_METHOD_RETURN, NULL);
 			if (p->attached)
-				rb_without_hook(p);
+				rb_without_hook(p, bin);
 		}
 		/*
 		 * C methods: a hook marks them itself when its environment
@@ -618,8 +634,10 @@ static void attach_bin(struct bs_ctx *c, struct bs_proc *p, const char *bin, int
 			snprintf(p->rlib[1], sizeof(p->rlib[1]), "%s", bin);
 		} else if (sp_verbose) {
 			sp_info("spans: pid %u: its Python has no audit probe (pyenv's build) and no "
-				"activator in its environment: no audit events (--spans=python gives "
-				"them, through the activator's hook)", p->pid);
+				"activator in its environment: no audit events (%s)", p->pid,
+				p->attached ? "a process started under sp-record with --spans=python "
+				"gets them through the activator's hook; one running cannot be given it" :
+				"--spans=python gives them, through the activator's hook");
 		}
 	}
 	if ((provs & SP_SPANS_PYTHON) && (m & (SP_SPANS_PYTHON | SP_SPANS_PY_AUDIT))) {
@@ -707,7 +725,7 @@ void sp_bs_announce(struct bs_ctx *c, struct bs_proc *p)
 
 	if ((p->runtimes & SP_SPANS_RUBY) && !(p->announced & SP_SPANS_RUBY)) {
 		snprintf(mode, sizeof(mode), "%s%s%s",
-			 m & SP_SPANS_RUBY ? "method" : "",
+			 !(m & SP_SPANS_RUBY) ? "" : p->unhooked ? "method-when-traced" : "method",
 			 (m & SP_SPANS_RUBY) && (m & SP_SPANS_RUBY_C) && !p->cm_refused ? "," : "",
 			 (m & SP_SPANS_RUBY_C) && !p->cm_refused ? "cmethod" : "");
 		emit_runtime(c, p, SP_RT_RUBY, p->rlib[0], *mode ? mode : "none");
@@ -725,7 +743,7 @@ void sp_bs_announce(struct bs_ctx *c, struct bs_proc *p)
 		bool audit = sp_bs_has_probe(p, SP_PR_PY_AUDIT) || sp_bs_has_probe(p, SP_PR_PY_HOOK_AUDIT);
 
 		snprintf(mode, sizeof(mode), "%s%s%s",
-			 m & SP_SPANS_PYTHON ? "profile" : "",
+			 !(m & SP_SPANS_PYTHON) ? "" : p->unhooked ? "profile-when-set" : "profile",
 			 (m & SP_SPANS_PYTHON) && audit ? "," : "",
 			 audit ? "audit" : "");
 		emit_runtime(c, p, SP_RT_PYTHON, p->rlib[1], mode);
@@ -1121,6 +1139,7 @@ void sp_bs_attach_like(struct bs_ctx *c, struct bs_proc *child, const struct bs_
 	child->cm_pending = parent->cm_pending;
 	child->ret_pending = parent->ret_pending;
 	child->py_none = parent->py_none;
+	child->unhooked = parent->unhooked;
 	child->attached = parent->attached;
 	child->running = parent->running;
 	memcpy(child->rlib, parent->rlib, sizeof(child->rlib));

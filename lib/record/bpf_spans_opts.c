@@ -43,6 +43,26 @@ static const struct {
 	{ "usdt", SP_SPANS_USDT },
 };
 
+void sp_spans_list_str(unsigned int modes, char *buf, size_t size)
+{
+	size_t len = 0, i;
+
+	buf[0] = 0;
+	/* words of the table whose bits are all in modes, each bit once:
+	 * "python" takes the audit bit it carries */
+	for (i = 0; i < sizeof(span_words) / sizeof(span_words[0]) && len < size; i++) {
+		unsigned int bits = span_words[i].bits;
+
+		if (!bits || bits == SP_SPANS_AUTO || (modes & bits) != bits)
+			continue;
+		len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? "," : "",
+					span_words[i].word);
+		modes &= ~bits;
+	}
+	if (!buf[0])
+		snprintf(buf, size, "none");
+}
+
 int sp_spans_parse_list(const char *list, unsigned int *modes, const char **bad, size_t *badlen)
 {
 	const char *p = list, *end;

@@ -627,6 +627,7 @@ int sp_bs_on_proc_event(struct bs_ctx *c, const struct sp_bs_event *e)
 		p->boot_key = 0;
 		p->late = p->no_spans = false;
 		p->ret_pending = p->py_none = p->env_probes = p->libs_unverified = false;
+		p->unhooked = false;
 		p->running = false;	/* stopped at this exec (attached stays: whose
 					 * environment it has) */
 		memset(p->found, 0, sizeof(p->found));
@@ -749,9 +750,12 @@ int sp_bs_seed(struct bs_ctx *c, uint32_t pid, const char *self, bool cmd, bool 
 	/* -a takes only processes that carry a hook */
 	if (!cmd && !c->all && c->o->explicit_modes &&
 	    (c->o->modes & (SP_SPANS_RUBY | SP_SPANS_PYTHON)))
-		sp_info("pid %u was started without sp-record: Ruby method spans need a "
-			"TracePoint in it, Python 3.11 function entries the eval-frame "
-			"hook (see docs/spans.md)", pid);
+		sp_info("pid %u was started without sp-record: %s (see docs/spans.md)", pid,
+			p->runtimes & SP_SPANS_RUBY ? "its Ruby method spans need a TracePoint "
+			"or sp-record's hook in it" : p->runtimes & SP_SPANS_PYTHON ? "its Python "
+			"function spans need a profile function or sp-record's hook in it" :
+			"a Ruby or Python it starts has no sp-record hook either (Ruby method spans "
+			"need a TracePoint then, Python function spans a profile function)");
 	return 0;
 }
 

@@ -11,7 +11,12 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+
 #include "check_pids.h"
+#include "defs.h"
+#include "record.h"
+#include "writer.h"
 #include "tap.h"
 
 static int said(const uint32_t *pids, size_t n, char *buf, size_t size)
@@ -70,9 +75,88 @@ static void test_check_pids_refused(void)
 	pthread_join(t, NULL);
 }
 
+/*
+ * A recording of pids 100 (given) and 200 (a child): 100 has two samples,
+ * one through an interpreted frame, a runtime record of its stacks and one
+ * of spans refused (mode none, an unprobed lost record); 200 a Python
+ * without the hook (profile-when-set) and one span; 300 nothing.
+ */
+static void test_check_pids_scan(void)
+{
+	struct sp_record r = { .kind = SP_REC_HEADER };
+	struct sp_check_pid res[3] = { { .pid = 100 } };
+	int fd = memfd_create("spool", 0);
+	struct sp_writer *w = sp_writer_new(fd, "memfd", SP_FORMAT_SPOOL);
+	uint64_t native, interp, s_native, s_interp;
+	struct sp_reader *rd;
+	size_t n = 1;
+
+	CHECK(sp_writer_put(w, &r) == 0);
+	native = sp_writer_frame(w, &(struct sp_frame){ .addr = 0x1000, .pid = 100 });
+	interp = sp_writer_frame(w, &(struct sp_frame){ .addr = 0x10, .pid = 100,
+							  .mode = SP_FRAME_INTERP });
+	s_native = sp_writer_stack_path(w, &native, 1);
+	s_interp = sp_writer_stack_path(w, (uint64_t[]){ native, interp, native }, 3);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_RUNTIME;
+	r.runtime.pid = 100;
+	r.runtime.runtime = SP_RT_RUBY;
+	r.runtime.version = sp_writer_strz(w, "3.1.2");
+	r.runtime.library = sp_writer_strz(w, "/lib/libruby\x1b[31m.so");
+	r.runtime.mode = sp_writer_strz(w, "stacks");
+	CHECK(sp_writer_put(w, &r) == 0);
+	r.runtime.mode = sp_writer_strz(w, "none");
+	CHECK(sp_writer_put(w, &r) == 0);
+	r.runtime.pid = 200;
+	r.runtime.runtime = SP_RT_PYTHON;
+	r.runtime.mode = sp_writer_strz(w, "profile-when-set,audit");
+	CHECK(sp_writer_put(w, &r) == 0);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_LOST;
+	r.lost.what = SP_LOST_UNPROBED;
+	r.lost.count = 1;
+	r.lost.pid = 100;
+	CHECK(sp_writer_put(w, &r) == 0);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SAMPLE;
+	r.sample.pid = 100;
+	r.sample.stack = s_native;
+	CHECK(sp_writer_put(w, &r) == 0);
+	r.sample.stack = s_interp;
+	CHECK(sp_writer_put(w, &r) == 0);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SPAN_START;
+	r.mark.pid = 200;
+	r.mark.method = sp_writer_strz(w, "f");
+	CHECK(sp_writer_put(w, &r) == 0);
+	CHECK(sp_writer_close(w) == 0);
+	lseek(fd, 0, SEEK_SET);
+	rd = sp_reader_open_fd(fd, "memfd");
+	/* room for one child only: 300 is not added */
+	CHECK(sp_check_pids_scan(rd, res, &n, 2) == 0);
+	sp_reader_close(rd);
+	close(fd);
+	CHECK_EQ_U(n, 2);
+	CHECK_EQ_U(res[0].samples, 2);
+	CHECK_EQ_U(res[0].interp_samples, 1);
+	CHECK_EQ_U(res[0].unprobed, 1);
+	CHECK_EQ_U(res[0].spans, 0);
+	CHECK(!res[0].span_runtime);
+	CHECK(!res[0].child);
+	/* the library escaped: it is the process's to name */
+	CHECK_STR(res[0].runtimes, "ruby 3.1.2 (/lib/libruby\\x1b[31m.so): interpreted frames; "
+		  "ruby 3.1.2 (/lib/libruby\\x1b[31m.so): spans none");
+	CHECK_EQ_U(res[1].pid, 200);
+	CHECK(res[1].child);
+	CHECK_EQ_U(res[1].spans, 1);
+	CHECK(res[1].spans_partial);
+	CHECK(!res[1].span_runtime);
+}
+
 int main(void)
 {
 	TAP_RUN(test_check_pids_self);
 	TAP_RUN(test_check_pids_refused);
+	TAP_RUN(test_check_pids_scan);
 	return TAP_DONE();
 }

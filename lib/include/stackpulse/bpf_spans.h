@@ -87,6 +87,10 @@ extern const struct argp sp_spans_argp;
  * bits. 0, or -1 with *bad pointing at the unknown word. */
 int sp_spans_parse_list(const char *list, unsigned int *modes, const char **bad, size_t *badlen);
 
+/* modes (SP_SPANS_* mode bits) spelled as a --spans= list would be, into
+ * buf: "ruby,python", "none" for none. */
+void sp_spans_list_str(unsigned int modes, char *buf, size_t size);
+
 /* Where the Ruby/Python activators and hooks live (build/runtime in the
  * build tree, PREFIX/share/stackpulse/runtime when installed; $SP_RUNTIME_DIR
  * first), or NULL. */
