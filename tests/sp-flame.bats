@@ -925,3 +925,59 @@ as-100;main 2"
 	assert_output "app-100;main 2
 as-100;main 2"
 }
+
+# basic.jsonl with a Python module's frames: "[python]" recorded with no
+# range, its frames' addresses ids; <module> of two files, <genexpr>, and
+# a C++ function (demangled, as sp-symbolize gives it) under them.
+interp_input() {
+	{
+		grep -v '"type":"sample"\|"type":"end"' "$basic"
+		echo '{"type":"module","id":4,"time":1000000000,"pid":100,"start":"0x0","end":"0x0","path":"[python]"}'
+		echo '{"type":"frame","id":8,"module":4,"rel":"0x1","addr":"0x1","mode":"interp"}'
+		echo '{"type":"frame","id":9,"module":4,"rel":"0x2","addr":"0x2","mode":"interp"}'
+		echo '{"type":"frame","id":10,"module":4,"rel":"0x3","addr":"0x3","mode":"interp"}'
+		echo '{"type":"frame","id":11,"module":4,"rel":"0x4","addr":"0x4","mode":"interp"}'
+		echo '{"type":"frame","id":12,"module":1,"rel":"0x1700","addr":"0x401700"}'
+		echo '{"type":"symbol","frame":8,"index":0,"func":"<module>","file":"app.py","line":7}'
+		echo '{"type":"symbol","frame":9,"index":0,"func":"<genexpr>","file":"app.py","line":2}'
+		echo '{"type":"symbol","frame":10,"index":0,"func":"<module>","file":"lib.py","line":1}'
+		echo '{"type":"symbol","frame":11,"index":0,"func":"<module>","file":"app.py","line":5}'
+		echo '{"type":"symbol","frame":12,"index":0,"func":"std::vector<int, std::allocator<int> >::push_back(int const&)","file":"vec.h","line":9,"column":3}'
+		echo '{"type":"stack","id":9,"parent":2,"frame":8}'
+		echo '{"type":"stack","id":10,"parent":9,"frame":9}'
+		echo '{"type":"stack","id":11,"parent":10,"frame":12}'
+		echo '{"type":"stack","id":12,"parent":2,"frame":10}'
+		echo '{"type":"stack","id":13,"parent":2,"frame":11}'
+		for s in 10 11 11 12 13; do
+			echo '{"type":"sample","time":1000000000,"pid":100,"tid":100,"cpu":0,"stack":'$s',"weight":1}'
+		done
+	} > "$BATS_TEST_TMPDIR/py.jsonl"
+}
+
+@test "sp-flame: pprof names interpreted functions as they are (<module>), still simplifies C++ names, and holds [python]'s locations in its mapping" {
+	require_cmd go "golang-go: go tool pprof is the reader"
+	interp_input
+	sp-flame -q --pprof -o "$BATS_TEST_TMPDIR/py.pb.gz" "$BATS_TEST_TMPDIR/py.jsonl"
+	# pprof strips "<...>" from a name equal to its system name, as from
+	# a demangled C++ name: <module> showed as its mapping, [[python]]
+	run -0 go tool pprof -top "$BATS_TEST_TMPDIR/py.pb.gz"
+	assert_line --regexp ' <module>$'
+	assert_line --regexp ' <genexpr>$'
+	assert_line --regexp ' std::vector::push_back$'
+	refute_output --partial '[[python]]'
+	run -0 go tool pprof -symbolize=none -raw "$BATS_TEST_TMPDIR/py.pb.gz"
+	assert_line --regexp '^[0-9]+: 0x1/0x5/0x0 \[python\] +\[FN\]\[FL\]\[LN\]$'
+}
+
+@test "sp-flame: a real Python program: pprof shows <module> by name" {
+	require_root
+	[ -x /usr/bin/python3.11 ] || skip "needs Debian's /usr/bin/python3.11"
+	printf 'def f():\n    return sum(i * i for i in range(2000000))\nf()\n' > "$BATS_TEST_TMPDIR/app.py"
+	run -0 timeout 60 sp-record -o "$BATS_TEST_TMPDIR/p.sp" -- /usr/bin/python3.11 "$BATS_TEST_TMPDIR/app.py"
+	sp-symbolize "$BATS_TEST_TMPDIR/p.sp" > "$BATS_TEST_TMPDIR/p.sym.sp" 2>/dev/null
+	require_cmd go "golang-go: go tool pprof is the reader"
+	sp-flame -q --pprof -o "$BATS_TEST_TMPDIR/p.pb.gz" "$BATS_TEST_TMPDIR/p.sym.sp"
+	run -0 go tool pprof -top "$BATS_TEST_TMPDIR/p.pb.gz"
+	assert_line --regexp ' <module>$'
+	refute_output --partial '[[python]]'
+}

@@ -10,6 +10,11 @@
  * functions, file names and lines only when every location in it has them
  * (pprof then symbolizes none of its addresses itself); off-CPU samples are
  * waits, typed off_cpu/nanoseconds, not cpu time.
+ *
+ * pprof simplifies a function's name when its system_name equals it, as
+ * a demangled C++ name ("a<int>::f(int)" becomes "a::f"), and then shows
+ * nothing of "<module>" but its mapping: an interpreted function has no
+ * system name, which tells pprof its name is final.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -45,6 +50,10 @@ struct pmap {
 	int64_t filename, build_id;
 	uint64_t nlocs, nfuncs, nfiles;	/* its locations: all, with a function, with a file */
 	bool has_inline, exec, kernel;
+	/* Its interpreted frames' lowest and highest address (ids, not
+	 * memory): the range of a module recorded without one (interp). */
+	uint64_t interp_lo, interp_hi;
+	bool has_interp;
 	/* The file's ELF address minus its file offset in this mapping,
 	 * from a frame of the mapping's own process (bias_known): what
 	 * places there a frame another process took (loc_address()). */
@@ -54,6 +63,7 @@ struct pmap {
 
 struct pfunc {
 	int64_t name, filename;
+	bool interp;		/* an interpreted function's: no system name */
 };
 
 struct pline {
@@ -281,13 +291,13 @@ static bool func_eq(void *ctx, uint32_t id, const void *key)
 {
 	const struct pfunc *f = &((const struct pfunc *)ctx)[id - 1], *k = key;
 
-	return f->name == k->name && f->filename == k->filename;
+	return f->name == k->name && f->filename == k->filename && f->interp == k->interp;
 }
 
-static uint64_t function(struct sp_pprof *p, int64_t name, int64_t filename)
+static uint64_t function(struct sp_pprof *p, int64_t name, int64_t filename, bool interp)
 {
-	struct pfunc k = { name, filename };
-	uint64_t h = sp_hash_mix(name, filename);
+	struct pfunc k = { name, filename, interp };
+	uint64_t h = sp_hash_mix(sp_hash_mix(name, filename), interp);
 	uint32_t id = sp_idset_find(&p->func_idx, h, &k, func_eq, p->funcs);
 
 	if (id)
@@ -343,6 +353,13 @@ static uint64_t location(struct sp_pprof *p, const struct sp_defs *d, uint64_t f
 				m->bias_known = true;
 			}
 		}
+		if (m && fr->mode == SP_FRAME_INTERP) {
+			if (!m->has_interp || fr->addr < m->interp_lo)
+				m->interp_lo = fr->addr;
+			if (!m->has_interp || fr->addr > m->interp_hi)
+				m->interp_hi = fr->addr;
+			m->has_interp = true;
+		}
 		sym = sp_defs_symbols(d, fid, &nsym);
 		if (sym && nsym && sym[0].func) {
 			for (i = 0; i < nsym; i++) {
@@ -355,7 +372,8 @@ static uint64_t location(struct sp_pprof *p, const struct sp_defs *d, uint64_t f
 				sp_grow(&p->lines, &p->lines_cap, p->nlines + 1, sizeof(*p->lines));
 				ln = &p->lines[p->nlines++];
 				ln->func = function(p, strz(p, sp_defs_strz(d, sym[i].func)),
-						    strz(p, sp_defs_strz(d, sym[i].file)));
+						    strz(p, sp_defs_strz(d, sym[i].file)),
+						    fr->mode == SP_FRAME_INTERP);
 				ln->line = sym[i].line;
 				ln->column = sym[i].column;
 				l->nlines++;
@@ -642,6 +660,12 @@ static void pb_mappings(const struct sp_pprof *p, struct pb *b)
 		m->id = b->ids[i];
 		m->memory_start = x->start;
 		m->memory_limit = x->limit;
+		/* "[python]", "[ruby]": recorded with no range, their frames'
+		 * addresses are ids; the range holds them, as pprof reads it */
+		if (x->start >= x->limit && x->has_interp && x->interp_hi < UINT64_MAX) {
+			m->memory_start = x->interp_lo;
+			m->memory_limit = x->interp_hi + 1;
+		}
 		m->file_offset = x->offset;
 		m->filename = x->filename;
 		m->build_id = x->build_id;
@@ -664,7 +688,7 @@ static void pb_functions(const struct sp_pprof *p, struct pb *b)
 		perftools__profiles__function__init(&b->funcs[i]);
 		b->funcs[i].id = i + 1;
 		b->funcs[i].name = p->funcs[i].name;
-		b->funcs[i].system_name = p->funcs[i].name;
+		b->funcs[i].system_name = p->funcs[i].interp ? 0 : p->funcs[i].name;
 		b->funcs[i].filename = p->funcs[i].filename;
 		b->funcp[i] = &b->funcs[i];
 	}

@@ -317,6 +317,98 @@ static void test_pprof_many_modules(void)
 	sp_defs_free(d);
 }
 
+/*
+ * A Python module's frames: "[python]" is recorded with no range and its
+ * frames' addresses are ids. The mapping spans them, and an interpreted
+ * function has no system name (pprof would strip "<module>" to nothing as
+ * a C++ template's arguments); a native one keeps its name as system name,
+ * for pprof to simplify as before.
+ */
+static void test_pprof_interpreted(void)
+{
+	struct sp_pprof *p = sp_pprof_new(false);
+	struct sp_record r;
+	Perftools__Profiles__Profile *pr;
+	char *buf = NULL;
+	size_t len = 0, i, k, seen = 0;
+	FILE *m;
+
+	setup();
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_MODULE;			/* module 2: [python] */
+	r.module.pid = 7;
+	r.module.path = str("[python]");
+	def(&r);
+	for (i = 0; i < 2; i++) {		/* frames 4 and 5, at 0x3 and 0x9 */
+		memset(&r, 0, sizeof(r));
+		r.kind = SP_REC_FRAME;
+		r.frame.module = 2;
+		r.frame.mode = SP_FRAME_INTERP;
+		r.frame.addr = r.frame.rel = i ? 0x9 : 0x3;
+		def(&r);
+	}
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SYMBOL;
+	r.symbol.frame = 4;
+	r.symbol.func = str("<module>");
+	r.symbol.file = str("app.py");
+	r.symbol.line = 4;
+	def(&r);
+	r.symbol.frame = 5;
+	r.symbol.func = str("<genexpr>");
+	r.symbol.line = 2;
+	def(&r);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_STACK;			/* stack 4: main;<module>;<genexpr> */
+	r.stack.parent = 1;
+	r.stack.frame = 4;
+	def(&r);
+	r.stack.parent = 4;
+	r.stack.frame = 5;
+	def(&r);
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_REC_SAMPLE;
+	r.sample.pid = r.sample.tid = 7;
+	r.sample.stack = 5;
+	CHECK(sp_pprof_add(p, d, &r, 1000) == 0);
+	m = open_memstream(&buf, &len);
+	CHECK(sp_pprof_write(p, m, 1000, "test") == 0);
+	fclose(m);
+	pr = decode(buf, len);
+	CHECK(pr != NULL);
+	if (pr) {
+		CHECK_EQ_U(pr->n_mapping, 2);
+		for (i = 0; i < pr->n_mapping; i++) {
+			Perftools__Profiles__Mapping *x = pr->mapping[i];
+
+			if (strcmp(pr->string_table[x->filename], "[python]"))
+				continue;
+			seen++;
+			CHECK_EQ_U(x->memory_start, 0x3);
+			CHECK_EQ_U(x->memory_limit, 0xa);
+			for (k = 0; k < pr->n_location; k++)
+				if (pr->location[k]->mapping_id == x->id)
+					CHECK(pr->location[k]->address >= x->memory_start &&
+					      pr->location[k]->address < x->memory_limit);
+		}
+		CHECK_EQ_U(seen, 1);
+		for (i = 0; i < pr->n_function; i++) {
+			const Perftools__Profiles__Function *fn = pr->function[i];
+			const char *name = pr->string_table[fn->name];
+
+			if (*name == '<')
+				CHECK_STR(pr->string_table[fn->system_name], "");
+			else
+				CHECK_STR(pr->string_table[fn->system_name], name);
+		}
+		CHECK_EQ_U(pr->n_function, 3);	/* main, <module>, <genexpr> */
+		perftools__profiles__profile__free_unpacked(pr, NULL);
+	}
+	free(buf);
+	sp_pprof_free(p);
+	sp_defs_free(d);
+}
+
 /* A stack deeper than SP_MAX_STACK_DEPTH keeps its innermost frames. */
 static void test_pprof_deep_stack(void)
 {
@@ -458,6 +550,7 @@ int main(void)
 	TAP_RUN(test_pprof_roundtrip);
 	TAP_RUN(test_pprof_many_modules);
 	TAP_RUN(test_pprof_deep_stack);
+	TAP_RUN(test_pprof_interpreted);
 	TAP_RUN(test_pprof_strings_text_form);
 	TAP_RUN(test_chrometrace_spans_and_events);
 	TAP_RUN(test_chrometrace_nesting_and_fibers);
