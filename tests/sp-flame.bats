@@ -969,15 +969,34 @@ interp_input() {
 	assert_line --regexp '^[0-9]+: 0x1/0x5/0x0 \[python\] +\[FN\]\[FL\]\[LN\]$'
 }
 
-@test "sp-flame: a real Python program: pprof shows <module> by name" {
+@test "sp-flame: speedscope frames carry their function's file, lowest line and column; one per function and file" {
+	interp_input
+	run --separate-stderr -0 sp-flame --speedscope "$BATS_TEST_TMPDIR/py.jsonl"
+	echo "$output" > "$BATS_TEST_TMPDIR/py.json"
+	run -0 jq -c '[.shared.frames[] | select(.name | test("^<|^main$|^_start$|vector"))] | sort_by(.name, .file)' \
+		"$BATS_TEST_TMPDIR/py.json"
+	assert_output '[{"name":"<genexpr>","file":"app.py","line":2},{"name":"<module>","file":"app.py","line":5},{"name":"<module>","file":"lib.py","line":1},{"name":"_start"},{"name":"main","file":"app.c","line":10},{"name":"std::vector<int, std::allocator<int> >::push_back(int const&)","file":"vec.h","line":9,"col":3}]'
+	# the folded stacks still merge by name
+	run --separate-stderr -0 sp-flame "$BATS_TEST_TMPDIR/py.jsonl"
+	assert_line '_start;main;<module> 2'
+}
+
+@test "sp-flame: a real Python program: pprof shows <module> by name, speedscope gives the script's frames its file and lines" {
 	require_root
 	[ -x /usr/bin/python3.11 ] || skip "needs Debian's /usr/bin/python3.11"
 	printf 'def f():\n    return sum(i * i for i in range(2000000))\nf()\n' > "$BATS_TEST_TMPDIR/app.py"
 	run -0 timeout 60 sp-record -o "$BATS_TEST_TMPDIR/p.sp" -- /usr/bin/python3.11 "$BATS_TEST_TMPDIR/app.py"
 	sp-symbolize "$BATS_TEST_TMPDIR/p.sp" > "$BATS_TEST_TMPDIR/p.sym.sp" 2>/dev/null
-	require_cmd go "golang-go: go tool pprof is the reader"
-	sp-flame -q --pprof -o "$BATS_TEST_TMPDIR/p.pb.gz" "$BATS_TEST_TMPDIR/p.sym.sp"
-	run -0 go tool pprof -top "$BATS_TEST_TMPDIR/p.pb.gz"
-	assert_line --regexp ' <module>$'
-	refute_output --partial '[[python]]'
+	sp-flame -q --speedscope -o "$BATS_TEST_TMPDIR/p.json" "$BATS_TEST_TMPDIR/p.sym.sp"
+	run -0 jq -r --arg f "$BATS_TEST_TMPDIR/app.py" \
+		'[.shared.frames[] | select(.file == $f) | "\(.name) \(.line)"] | sort | .[]' \
+		"$BATS_TEST_TMPDIR/p.json"
+	assert_line '<module> 3'
+	assert_line 'f 2'
+	if command -v go >/dev/null; then
+		sp-flame -q --pprof -o "$BATS_TEST_TMPDIR/p.pb.gz" "$BATS_TEST_TMPDIR/p.sym.sp"
+		run -0 go tool pprof -top "$BATS_TEST_TMPDIR/p.pb.gz"
+		assert_line --regexp ' <module>$'
+		refute_output --partial '[[python]]'
+	fi
 }

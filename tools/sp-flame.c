@@ -531,6 +531,7 @@ int main(int argc, char **argv)
 	if (env.fmt == FMT_SPEEDSCOPE) {
 		env.fo.keep_sequence = true;
 		env.fo.keep_spans = true;
+		env.fo.keep_source = true;	/* frames with file and line */
 		env.fo.by = 0;	/* one profile per thread instead */
 	}
 	if (env.flamechart)

@@ -33,6 +33,8 @@ struct name_key {
 	const char *s;
 	size_t len;
 	unsigned int kind;
+	const char *file;	/* keep_source: "" for none */
+	size_t file_len;
 };
 
 static bool name_eq(void *ctx, uint32_t id, const void *key)
@@ -41,20 +43,27 @@ static bool name_eq(void *ctx, uint32_t id, const void *key)
 	const struct name_key *k = key;
 	const struct fname *n = &f->names[id - 1];
 
-	return n->len == k->len && !memcmp(f->arena + n->off, k->s, k->len);
+	return n->len == k->len && !memcmp(f->arena + n->off, k->s, k->len) &&
+	       n->file_len == k->file_len && !memcmp(f->arena + n->file_off, k->file, k->file_len);
 }
 
-/* A name's identity is its spelling; its kind is that of its first use. */
-uint32_t sp_folded_intern(struct sp_folded *f, const char *s, size_t len, unsigned int kind)
+/* A name's identity is its spelling (and with keep_source its file); its
+ * kind is that of its first use. */
+static uint32_t intern(struct sp_folded *f, const char *s, size_t len, unsigned int kind,
+		       const char *file)
 {
-	struct name_key k = { s, len, kind };
+	size_t flen = strlen(file);
+	struct name_key k = { s, len, kind, file, flen };
 	uint64_t h = sp_hash_bytes(s, len);
-	uint32_t id = sp_idset_find(&f->name_idx, h, &k, name_eq, f);
+	uint32_t id;
 	struct fname *n;
 
+	if (flen)
+		h = sp_hash_mix(h, sp_hash_bytes(file, flen));
+	id = sp_idset_find(&f->name_idx, h, &k, name_eq, f);
 	if (id)
 		return id - 1;
-	sp_grow(&f->arena, &f->arena_cap, f->arena_len + len + 1, 1);
+	sp_grow(&f->arena, &f->arena_cap, f->arena_len + len + flen + 2, 1);
 	memcpy(f->arena + f->arena_len, s, len);
 	f->arena[f->arena_len + len] = '\0';
 	sp_grow(&f->names, &f->names_cap, f->nnames + 1, sizeof(*f->names));
@@ -62,9 +71,27 @@ uint32_t sp_folded_intern(struct sp_folded *f, const char *s, size_t len, unsign
 	n->off = f->arena_len;
 	n->len = len;
 	n->kind = kind;
+	n->file_off = n->file_len = n->line = n->col = 0;
 	f->arena_len += len + 1;
+	if (flen) {
+		memcpy(f->arena + f->arena_len, file, flen + 1);
+		n->file_off = f->arena_len;
+		n->file_len = flen;
+		f->arena_len += flen + 1;
+	}
 	sp_idset_add(&f->name_idx, h, f->nnames + 1);
 	return f->nnames++;
+}
+
+uint32_t sp_folded_intern(struct sp_folded *f, const char *s, size_t len, unsigned int kind)
+{
+	return intern(f, s, len, kind, "");
+}
+
+uint32_t sp_folded_intern_src(struct sp_folded *f, const char *s, unsigned int kind,
+			      const char *file)
+{
+	return intern(f, s, strlen(s), kind, f->o.keep_source ? file : "");
 }
 
 uint32_t sp_folded_internz(struct sp_folded *f, const char *s, unsigned int kind)
@@ -87,6 +114,29 @@ const char *sp_folded_name(const struct sp_folded *f, uint32_t id, unsigned int 
 uint32_t sp_folded_nnames(const struct sp_folded *f)
 {
 	return f->nnames;
+}
+
+void sp_folded_note_line(struct sp_folded *f, uint32_t id, uint64_t line, uint64_t col)
+{
+	struct fname *n;
+
+	if (!id || id >= f->nnames || !line || line > UINT32_MAX)
+		return;
+	n = &f->names[id];
+	if (!n->line || line < n->line) {
+		n->line = line;
+		n->col = col <= UINT32_MAX ? col : 0;
+	}
+}
+
+const char *sp_folded_name_source(const struct sp_folded *f, uint32_t id, unsigned int *line,
+				  unsigned int *col)
+{
+	const struct fname *n = id && id < f->nnames ? &f->names[id] : NULL;
+
+	*line = n && n->file_len ? n->line : 0;
+	*col = n && n->file_len ? n->col : 0;
+	return n && n->file_len ? f->arena + n->file_off : "";
 }
 
 static bool node_eq(void *ctx, uint32_t id, const void *key)

@@ -32,6 +32,11 @@
 struct fname {
 	uint32_t off, len;
 	uint32_t kind;
+	/* keep_source: its file, part of its identity (arena[file_off ..],
+	 * file_len 0: none), and the lowest line its symbols gave there
+	 * (0: none) with that line's column. */
+	uint32_t file_off, file_len;
+	uint32_t line, col;
 };
 
 /* A node of the stack trie: a name under its parent node (0: the root). */
@@ -156,6 +161,13 @@ struct node_key {
 /* The id of a name, interned; kind is that of its first use. */
 uint32_t sp_folded_intern(struct sp_folded *f, const char *s, size_t len, unsigned int kind);
 uint32_t sp_folded_internz(struct sp_folded *f, const char *s, unsigned int kind);
+/* A function's name from a symbol of source file file ("" for none): with
+ * keep_source, the same spelling in two files is two names, each keeping
+ * the lowest line (with its column) it is noted with; else sp_folded_internz(). */
+uint32_t sp_folded_intern_src(struct sp_folded *f, const char *s, unsigned int kind,
+			      const char *file);
+/* Note a line (and column, 0: none) where name id was seen. */
+void sp_folded_note_line(struct sp_folded *f, uint32_t id, uint64_t line, uint64_t col);
 /* The trie node of name under parent, made if new. */
 uint32_t sp_folded_child(struct sp_folded *f, uint32_t parent, uint32_t name);
 /* Add weight w to (ctx, node) in the current column. */

@@ -20,7 +20,8 @@ static const char *base_name(const char *path)
 	return s && s[1] ? s + 1 : path;
 }
 
-static uint32_t name_with_suffix(struct sp_folded *f, const char *s, unsigned int kind)
+static uint32_t name_with_suffix(struct sp_folded *f, const char *s, unsigned int kind,
+				 const char *file)
 {
 	static const char *const suffix[SP_FN_KIND_MAX] = {
 		[SP_FN_KERNEL] = "_[k]", [SP_FN_INLINE] = "_[i]", [SP_FN_JIT] = "_[j]",
@@ -28,9 +29,9 @@ static uint32_t name_with_suffix(struct sp_folded *f, const char *s, unsigned in
 	char buf[1024];
 
 	if (!f->o.annotate || !suffix[kind])
-		return sp_folded_internz(f, s, kind);
+		return sp_folded_intern_src(f, s, kind, file);
 	snprintf(buf, sizeof(buf), "%s%s", s, suffix[kind]);
-	return sp_folded_internz(f, buf, kind);
+	return sp_folded_intern_src(f, buf, kind, file);
 }
 
 static const struct fcache *frame_names(struct sp_folded *f, const struct sp_defs *d,
@@ -96,7 +97,10 @@ static const struct fcache *frame_names(struct sp_folded *f, const struct sp_def
 
 			if (!*fn || (f->o.no_inline && i != nsym - 1))
 				continue;
-			name = name_with_suffix(f, fn, i != nsym - 1 ? SP_FN_INLINE : kind);
+			name = name_with_suffix(f, fn, i != nsym - 1 ? SP_FN_INLINE : kind,
+						sp_defs_strz(d, sym[i].file));
+			if (f->o.keep_source)
+				sp_folded_note_line(f, name, sym[i].line, sym[i].column);
 			if (f->o.fold_runtime && sp_folded_is_glue(fn)) {
 				c->glue = name;
 				continue;

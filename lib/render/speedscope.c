@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * speedscope's file format (https://www.speedscope.app/file-format-schema.json):
- * the names as shared frames, one sampled profile per thread from the
+ * the names as shared frames (with keep_source, one per function and
+ * source file, with the file and the lowest line the symbols gave), one
+ * sampled profile per thread from the
  * time-ordered runs, and one evented profile per thread from the spans of
  * correlated input (opened and closed properly nested, as the format
  * requires), one per Ruby fiber (the spans that began while it ran: a
@@ -424,6 +426,8 @@ static void all_evented(const struct sp_folded *f, FILE *out, bool *first)
 int sp_speedscope_write(const struct sp_folded *f, const char *name, FILE *out)
 {
 	uint32_t nn = sp_folded_nnames(f), i;
+	unsigned int line, col;
+	const char *file;
 	bool first = true;
 
 	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
@@ -433,6 +437,15 @@ int sp_speedscope_write(const struct sp_folded *f, const char *name, FILE *out)
 	for (i = 1; i < nn; i++) {
 		fputs(i > 1 ? ",\n{\"name\":" : "\n{\"name\":", out);
 		sp_flame_json_str(out, sp_folded_name(f, i, NULL));
+		file = sp_folded_name_source(f, i, &line, &col);
+		if (*file) {
+			fputs(",\"file\":", out);
+			sp_flame_json_str(out, file);
+		}
+		if (*file && line)
+			fprintf(out, ",\"line\":%u", line);
+		if (*file && line && col)
+			fprintf(out, ",\"col\":%u", col);
 		putc('}', out);
 	}
 	fputs("]},\"profiles\":[", out);

@@ -65,6 +65,8 @@ struct sp_flame_opts {
 	bool off_cpu;			/* off-CPU samples instead of CPU samples */
 	bool keep_sequence;		/* keep the time order (flame chart, speedscope) */
 	bool keep_spans;		/* keep spans (speedscope's evented profiles) */
+	bool keep_source;		/* names by function and source file, with a
+					 * line (speedscope's frames) */
 	bool fold_runtime;		/* leave out the runtimes' glue (folded_runtime.c) */
 	enum sp_flame_weight weight;
 	/* Filters; a sample must match one of each list that is not empty. */
@@ -129,6 +131,11 @@ enum sp_flame_weight sp_folded_weight(const struct sp_folded *f);
 /* A name by id: NUL-terminated, raw (not escaped); *kind may be NULL. */
 const char *sp_folded_name(const struct sp_folded *f, uint32_t id, unsigned int *kind);
 uint32_t sp_folded_nnames(const struct sp_folded *f);
+/* keep_source: a function name's source file ("" when its symbols gave
+ * none) and, in *line and *col, the lowest line of it they gave and that
+ * line's column (0 when none). The string is owned by f. */
+const char *sp_folded_name_source(const struct sp_folded *f, uint32_t id, unsigned int *line,
+				  unsigned int *col);
 
 /* A node's path of name ids, root first, into buf (at most max); returns
  * the depth (which may exceed max). */
