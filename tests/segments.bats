@@ -104,6 +104,30 @@ timed() {
 	assert_equal "$output" "$whole"
 }
 
+@test "segments: sp-export names every part of a span that crosses segments, the middle one too" {
+	make_segments "$T/d"
+	run --separate-stderr -0 sh -c "sp-export --json '$T/d' | jq -r '.resourceSpans[].scopeSpans[].spans[] | .name'"
+	refute_line "span"
+	refute_line "span carried over"
+	# load runs through the three segments: a part in each, all named
+	assert_equal "$(grep -cx 'Foo#load' <<< "$output")" 3
+}
+
+@test "segments: a real Ruby method over several segments is named in each of sp-export's parts" {
+	require_root
+	require_cmd ruby
+	mkdir "$T/r"
+	printf 'def outer\n  4.times { inner }\nend\ndef inner\n  sleep 0.3\nend\nouter\n' > "$T/long.rb"
+	run --separate-stderr -0 sp-record --no-samples --spans=ruby --segment=250ms -o "$T/r" -- ruby "$T/long.rb"
+	[ "$(ls "$T/r" | wc -l)" -ge 4 ] || fail "$(ls "$T/r")"
+	run --separate-stderr -0 sh -c "sp-export --json '$T/r' | jq -r '.resourceSpans[].scopeSpans[].spans[] | \"\(.name) \(.startTimeUnixNano)\"'"
+	refute_line --regexp "^span "
+	refute_line --regexp "^span carried over "
+	# outer's parts: one start, one in each segment it was open in
+	(( $(grep -c '^Object#outer ' <<< "$output") >= 4 )) || fail "$output"
+	[ "$(grep '^Object#outer ' <<< "$output" | sort -u | wc -l)" = 1 ] || fail "$output"
+}
+
 @test "segments: every filter reads a directory" {
 	make_segments "$T/d"
 	for tool in "sp-symbolize -o $T/sym.sp" "sp-correlate -o $T/c.sp" "sp-flame -f svg" \

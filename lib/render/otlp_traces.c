@@ -12,6 +12,13 @@
  * starts a trace of its own. An event whose span went out in an earlier
  * batch (a tree sp-correlate wrote early, --max-held) is counted, not
  * written.
+ *
+ * A span open over several segments comes as parts (segments.md): the
+ * first named and open at its segment's end, then parts sp-correlate
+ * opened again unnamed (the names were the ended stream's strings), the
+ * last named by its stop. A middle part, open at both ends, has no name
+ * of its own: it takes the name its first part had (same pid, tid and
+ * start), kept until the part that stops it comes.
  */
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -23,8 +30,22 @@
 #include "otlpP.h"
 #include "sp.h"
 
+/* The names of a span part open at its segment's end (carried_name()). */
+struct carried {
+	uint64_t pid, tid, start;
+	char *klass, *method, *file;
+};
+
+/* At most this many parts' names are kept; past them a middle part has
+ * the name "span carried over" */
+#define SP_OTLP_CARRIED_MAX 65536
+
 struct sp_otlp_traces {
 	FILE *out;
+	struct sp_u64map carried_at;	/* carried_key() -> carried index + 1 */
+	struct carried *carried;
+	size_t ncarried, capcarried;
+	bool segmented;			/* the stream's header has a segment number */
 	struct sp_otlp_opts opts;
 	struct otlp_stream s;
 	struct otlp_batch b;
@@ -141,19 +162,91 @@ static int flush(struct sp_otlp_traces *t)
 	return rc;
 }
 
+static uint64_t carried_key(uint64_t pid, uint64_t tid, uint64_t start)
+{
+	uint64_t h = start * 0x9e3779b97f4a7c15ull;
+
+	h ^= (pid << 32 | (tid & 0xffffffffu)) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+	return h;
+}
+
+/* The kept names of s's earlier part, or NULL. */
+static struct carried *carried_find(struct sp_otlp_traces *t, const struct sp_span *s)
+{
+	uint64_t *i = sp_u64map_get(&t->carried_at, carried_key(s->pid, s->tid, s->start));
+	struct carried *c = i ? &t->carried[*i - 1] : NULL;
+
+	return c && c->pid == s->pid && c->tid == s->tid && c->start == s->start ? c : NULL;
+}
+
+static void carried_forget(struct sp_otlp_traces *t, struct carried *c)
+{
+	size_t i = (size_t)(c - t->carried), last = t->ncarried - 1;
+
+	sp_u64map_del(&t->carried_at, carried_key(c->pid, c->tid, c->start));
+	free(c->klass);
+	free(c->method);
+	free(c->file);
+	if (i != last) {
+		*c = t->carried[last];
+		*sp_u64map_get(&t->carried_at, carried_key(c->pid, c->tid, c->start)) = i + 1;
+	}
+	t->ncarried--;
+}
+
+/*
+ * A part of a span that goes on in the next segment: its names are kept
+ * (k, m, f) for the parts to come; a part that stops it forgets them; a
+ * middle part (unnamed, open) takes them into *k, *m, *f.
+ */
+static void carried_name(struct sp_otlp_traces *t, const struct sp_span *s, const char **k,
+			 const char **m, const char **f)
+{
+	struct carried *c = carried_find(t, s);
+
+	if (!**k && !**m && c) {
+		*k = sp_arena_copy(&t->b.text, c->klass, strlen(c->klass));
+		*m = sp_arena_copy(&t->b.text, c->method, strlen(c->method));
+		if (!**f)
+			*f = sp_arena_copy(&t->b.text, c->file, strlen(c->file));
+	}
+	if (s->end != SP_END_OPEN) {
+		if (c)
+			carried_forget(t, c);
+		return;
+	}
+	if (c || (!**k && !**m) || t->ncarried >= SP_OTLP_CARRIED_MAX)
+		return;
+	sp_grow(&t->carried, &t->capcarried, t->ncarried + 1, sizeof(*t->carried));
+	t->carried[t->ncarried] = (struct carried){ s->pid, s->tid, s->start, sp_xstrdup(*k),
+						   sp_xstrdup(*m), sp_xstrdup(*f) };
+	sp_u64map_put(&t->carried_at, carried_key(s->pid, s->tid, s->start), ++t->ncarried);
+}
+
+static void carried_release(struct sp_otlp_traces *t)
+{
+	while (t->ncarried)
+		carried_forget(t, &t->carried[t->ncarried - 1]);
+	sp_u64map_release(&t->carried_at);
+}
+
 static void span_name(struct sp_otlp_traces *t, const struct sp_defs *d, const struct sp_span *s,
-		      struct otlp_span *o)
+		      struct otlp_span *o, const char **file)
 {
 	const char *k = otlp_strid(&t->b.text, d, s->klass);
 	const char *m = otlp_strid(&t->b.text, d, s->method);
 	struct sp_buf name = SP_BUF_INIT;
 	char whole[1024];
 
+	*file = otlp_strid(&t->b.text, d, s->file);
+	if (t->segmented && s->end != SP_END_SYNTHETIC)
+		carried_name(t, s, &k, &m, file);
 	if (*k && *m) {
 		sp_span_name(whole, sizeof(whole), s->runtime, k, m);
 		sp_buf_puts(&name, whole);
 	} else
-		sp_buf_puts(&name, *m ? m : *k ? k : s->end == SP_END_SYNTHETIC ? SP_GAP_SPAN_NAME : "span");
+		sp_buf_puts(&name, *m ? m : *k ? k : s->end == SP_END_SYNTHETIC ? SP_GAP_SPAN_NAME :
+			    t->segmented ? "span carried over" : "span");
 	o->name = sp_arena_copy(&t->b.text, sp_buf_str(&name), name.len);
 	sp_buf_release(&name);
 	if (*m)
@@ -163,13 +256,14 @@ static void span_name(struct sp_otlp_traces *t, const struct sp_defs *d, const s
 }
 
 static void span_attrs(struct sp_otlp_traces *t, const struct sp_defs *d, const struct sp_span *s,
-		       uint64_t id)
+		       uint64_t id, const char *file)
 {
 	struct otlp_attrs *a = &t->b.attrs;
 	uint64_t *tn = sp_u64map_get(&t->s.thread_name, s->tid);
 
-	if (s->file)
-		otlp_attr_str(a, "code.filepath", otlp_strid(&t->b.text, d, s->file));
+	(void)d;
+	if (*file)
+		otlp_attr_str(a, "code.filepath", file);
 	if (s->line)
 		otlp_attr_int(a, "code.lineno", (int64_t)s->line);
 	otlp_attr_int(a, "thread.id", (int64_t)s->tid);
@@ -189,6 +283,7 @@ static void add_span(struct sp_otlp_traces *t, const struct sp_defs *d, const st
 {
 	uint64_t id, parent, root = otlp_stream_span(&t->s, d, s, &id, &parent);
 	struct otlp_span *o;
+	const char *file;
 
 	if (t->b.nspans >= SP_OTLP_BATCH)
 		flush(t);
@@ -210,8 +305,8 @@ static void add_span(struct sp_otlp_traces *t, const struct sp_defs *d, const st
 		o->status_msg = s->error ? otlp_strid(&t->b.text, d, s->error) : "raised";
 	}
 	o->attr_off = t->b.attrs.n;
-	span_name(t, d, s, o);
-	span_attrs(t, d, s, id);
+	span_name(t, d, s, o, &file);
+	span_attrs(t, d, s, id, file);
 	o->nattrs = t->b.attrs.n - o->attr_off;
 	sp_u64map_put(&t->b.index, id, ++t->b.nspans);
 }
@@ -313,6 +408,11 @@ int sp_otlp_traces_add(struct sp_otlp_traces *t, const struct sp_defs *d,
 	case SP_REC_HEADER:
 		flush(t);
 		otlp_stream_header(&t->s, &rec->header);
+		/* a header without a segment number starts another recording:
+		 * nothing goes on across it */
+		t->segmented = rec->header.segment != 0;
+		if (!t->segmented)
+			carried_release(t);
 		t->last_time = 0;
 		break;
 	case SP_REC_PROCESS:
@@ -358,6 +458,8 @@ int sp_otlp_traces_finish(struct sp_otlp_traces *t, struct sp_otlp_stats *st)
 	if (st)
 		*st = t->st;
 	otlp_stream_release(&t->s);
+	carried_release(t);
+	free(t->carried);
 	batch_reset(&t->b);
 	free(t->b.span);
 	free(t->b.ev);
