@@ -732,3 +732,75 @@ EOP
 	assert_output --partial "/etc/hostname"
 	refute_output --partial "/etc/passwd"
 }
+
+# A line that stands for N events (×N) states only what holds for each of
+# them: a peer's port or an fd that differs among them shows as "*".
+@test "sp-tree: a collapsed line shows '*' for a port or an fd its events differ in, not the first one's" {
+	require_root
+	require_cmd jq
+	[ -x /usr/bin/python3 ] || skip "needs /usr/bin/python3"
+	cat > "$BATS_TEST_TMPDIR/srv.py" <<'EOP'
+import socket
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(8)
+clients = [socket.create_connection(srv.getsockname()) for _ in range(4)]
+def serve():
+    for _ in range(4):
+        conn, _ = srv.accept()
+        conn.close()
+def keep_open():
+    return [open("/etc/hostname") for _ in range(3)]
+serve()
+files = keep_open()
+EOP
+	run -0 timeout 60 sp-record -o "$BATS_TEST_TMPDIR/srv.sp" -- /usr/bin/python3 "$BATS_TEST_TMPDIR/srv.py"
+	run -0 sp-tree --no-collapse "$BATS_TEST_TMPDIR/srv.sp"
+	[ "$(grep -oE 'sock_accept → from 127\.0\.0\.1:[0-9]+' <<< "$output" | sort -u | wc -l)" -eq 4 ] ||
+		skip "not 4 accepts from 4 ports recorded: $(grep accept <<< "$output")"
+	run -0 sp-tree "$BATS_TEST_TMPDIR/srv.sp"
+	assert_output --regexp '×4 NET  sock_accept → from 127\.0\.0\.1:\* = [0-9]+'
+	refute_output --regexp '×[0-9]+ NET  sock_accept → from 127\.0\.0\.1:[0-9]'
+	assert_output --regexp '×3 FILE path_open → /etc/hostname \(O_RDONLY\|O_CLOEXEC\) = \*'
+	refute_output --regexp '×[0-9]+ FILE path_open → /etc/hostname .* = [0-9]'
+	# JSON: the text says the same, a field that differs is null
+	run -0 sp-tree --format=json "$BATS_TEST_TMPDIR/srv.sp"
+	run -0 jq -c '[.. | objects | select(.kind == "sock_accept" and .count == 4)
+		| [.text, .fields.port, (.fields.addr | length > 0)]]' <<< "$output"
+	assert_output --regexp '^\[\["from 127\.0\.0\.1:\* = [0-9]+",null,true\]\]$'
+	# --stable shows neither port nor fd: one line, as before
+	run -0 sp-tree --stable "$BATS_TEST_TMPDIR/srv.sp"
+	assert_output --partial '×4 NET  sock_accept → from 127.0.0.1 = fd'
+}
+
+# sp-record -- /nonexistent/cmd: the exec fails, so no process record names
+# the command's process; its proc_exit and the header's command line do.
+@test "sp-tree: a command that could not be run shows its exit 127 and the program it was to run" {
+	require_root
+	require_cmd jq
+	run -127 sp-record -o "$BATS_TEST_TMPDIR/nf.sp" -- /nonexistent/cmd
+	run --separate-stderr -0 sp-tree "$BATS_TEST_TMPDIR/nf.sp"
+	assert_line --regexp '^\[PROC pid=[0-9]+ comm=cmd exit=127\]$'
+	assert_line --partial 'PROC proc_exit → exit 127'
+	run -0 sp-tree --format=json "$BATS_TEST_TMPDIR/nf.sp"
+	[ "$(jq -c '[.processes[] | [.comm, .exit]]' <<< "$output")" = '[["cmd",127]]' ]
+}
+
+# A Ruby program without method spans: its events are under [FRAME]s, the
+# innermost interpreted frame of their stack, which are no method calls.
+@test "sp-tree: the counts line tells spans from frames, as --summary counts spans" {
+	require_root
+	require_cmd rake
+	require_cmd jq
+	printf 'task :default do\n sh "echo hi | wc -c"\nend\n' > "$BATS_TEST_TMPDIR/Rakefile"
+	run -0 timeout 60 sp-record -o "$BATS_TEST_TMPDIR/rake.sp" -- rake -f "$BATS_TEST_TMPDIR/Rakefile"
+	run -0 sp-tree --no-collapse --min-share=0 "$BATS_TEST_TMPDIR/rake.sp"
+	frames=$(grep -c '\[FRAME ' <<< "$output") || skip "no [FRAME] in the tree: $(head -20 <<< "$output")"
+	spans=$(grep -c '\[SPAN ' <<< "$output")
+	assert_line --index 2 "# processes $(grep -c '\[PROC ' <<< "$output")  spans $spans  frames $frames  events ${lines[2]##*events }"
+	run -0 sp-tree --summary --format=json "$BATS_TEST_TMPDIR/rake.sp"
+	[ "$(jq -c '[.spans, .frames]' <<< "$output")" = "[$spans,$frames]" ]
+	run -0 sp-tree --summary "$BATS_TEST_TMPDIR/rake.sp"
+	assert_line --index 0 --regexp "^# stackpulse summary  spans $spans  methods "
+	assert_line --index 1 --partial "# $frames frames ([FRAME] in the tree"
+}

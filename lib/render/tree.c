@@ -240,11 +240,47 @@ bool sp_tree_container_seen(const struct sp_tree *t, size_t i)
 	return i < t->o.ncontainers && t->container_seen[i];
 }
 
+/*
+ * The program of the recorded command ("/nonexistent/cmd" of
+ * "/nonexistent/cmd -x", unquoted as sp-record quotes it), by its base name,
+ * or NULL: no command, or processes attached (-p, -a) rather than started.
+ */
+static const char *command_program(struct sp_tree *t)
+{
+	const char *c = t->command;
+	struct sp_buf w = SP_BUF_INIT;
+	const char *name = NULL;
+	char q;
+
+	if (!c || !*c || *c == '-')
+		return NULL;
+	for (; *c && *c != ' '; c++) {
+		if (*c == '\'' || *c == '"') {
+			for (q = *c++; *c && *c != q; c++)
+				sp_buf_addch(&w, *c);
+			if (!*c)
+				break;
+		} else if (*c == '\\' && c[1]) {
+			sp_buf_addch(&w, *++c);
+		} else {
+			sp_buf_addch(&w, *c);
+		}
+	}
+	if (w.len) {
+		name = sp_tree_base_name(sp_buf_str(&w));
+		name = *name ? sp_arena_copy(&t->strings, name, strlen(name)) : NULL;
+	}
+	sp_buf_release(&w);
+	return name;
+}
+
 static struct tproc *proc_new(struct sp_tree *t, uint64_t pid, uint64_t time)
 {
 	struct tproc *p = node_new(t, sizeof(*p), N_PROC, time);
 
 	pid_seen(t, pid);
+	if (!t->nprocs)		/* sp-record's command comes first */
+		p->tried = command_program(t);
 
 	p->pid = pid;
 	sp_u64map_put(&t->procs, pid, (uint64_t)(uintptr_t)p);
@@ -579,7 +615,10 @@ static void fill_span(struct sp_tree *t, struct tspan *s, const struct sp_span *
 	s->file = tstr(t, r->file);
 	s->error = tstr(t, r->error);
 	s->id = ++t->nspans;
-	t->nspans_total++;
+	if (r->end == SP_END_SYNTHETIC && s->method)
+		t->nframes++;
+	else
+		t->nspans_total++;
 	if (r->stop > t->max_time)
 		t->max_time = r->stop;
 }
@@ -654,7 +693,10 @@ static void summary_part(struct sp_tree *t, struct tspan *s, const struct sp_spa
 		}
 		free(prev);
 		sp_u64map_del(&t->parts, k);
-		t->nspans_total--;	/* one span, not one a part */
+		if (s->end == SP_END_SYNTHETIC && s->method)
+			t->nframes--;	/* one span, not one a part */
+		else
+			t->nspans_total--;
 	}
 	if (r->end != SP_END_OPEN || !r->stop) {
 		sp_tree_summary_add(t, s, r->parent, false);

@@ -64,6 +64,9 @@ struct tproc {
 	uint64_t elided_n, elided_ns;	/* small children printed (streaming) before */
 	uint64_t elided_telling;	/* how many of them had events or a raise */
 	const char *comm, *exe, *runtime, *container;
+	/* the recorded command's program, when this is the input's first
+	 * process: its name if no record names it (sp_tree_proc_comm()) */
+	const char *tried;
 	bool defined, attached, exited, streamed, exit_seen;
 	struct tproc *next_root, *prev_root;
 	/* attached: the process whose fork event holds it (alive while it
@@ -120,8 +123,13 @@ struct tevent {
 	struct tnode n;
 	uint64_t pid, tid, kind, rule;
 	uint32_t nvals;
+	/* with n.mult > 1: the fields (bit i: field i, TEV_RULE_VARIES: the
+	 * rule) not the same in every event it stands for (sp_event_text_run()) */
+	uint32_t varies;
 	uint64_t vals[];
 };
+
+#define TEV_RULE_VARIES	(1u << 31)
 
 /* The small children of the members of a collapsed run folded into the
  * node that prints for them (sp_tree_fold_run()), by node seq. */
@@ -164,7 +172,9 @@ struct sp_tree {
 	uint64_t trigger_time;
 	uint64_t lost[SP_LOST_WHAT_MAX];	/* per enum sp_lost_what */
 	char *command;
-	uint64_t nprocs, nspans_total, nevents, orphans;
+	/* spans: method and gap spans; frames: interpreted frames' synthetic
+	 * spans ([FRAME]), no method calls (the counts line tells them apart) */
+	uint64_t nprocs, nspans_total, nframes, nevents, orphans;
 	uint64_t audit_hidden;		/* audit events of the interpreter's own, left out */
 	bool kernel_opens, kernel_dirents;	/* the header: path_open, file_getdents recorded */
 
@@ -199,6 +209,7 @@ struct sp_tree {
 struct agg {
 	uint64_t count, dur, total, samples;
 	bool open;
+	uint32_t varies;	/* events: as tevent.varies, over the group */
 };
 
 /* The tree drawing in front of a line: one segment per level above it. */
@@ -236,6 +247,12 @@ const char *sp_tree_base_name(const char *path);
  * *core whether it dumped core.
  */
 bool sp_tree_proc_status(const struct tproc *p, uint64_t *code, uint64_t *sig, bool *core);
+/*
+ * The name of process p: its comm; for the recorded command that no record
+ * names (it could not be started: sp-record -- /nonexistent/cmd), the base
+ * name of the program the command line gives; else NULL.
+ */
+const char *sp_tree_proc_comm(const struct tproc *p);
 
 /* tree_events.c */
 /* "SIGTERM", or "signal 99", in buf. */

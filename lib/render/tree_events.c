@@ -59,11 +59,19 @@ static void tb_str(struct sp_buf *b, const char *s)
 	tb_add(b, "%s\"", s);
 }
 
-static void tb_result(struct sp_buf *b, uint64_t v)
+/* Field i is not the same in every event a collapsed line stands for. */
+#define VARIES(i)	(varies & (1u << (i)))
+
+/* " = 3", " = -ENOENT"; " = *" when the events of a collapsed line differ in it. */
+static void tb_result(struct sp_buf *b, uint64_t v, bool var)
 {
 	int64_t r = (int64_t)v;
 	const char *name;
 
+	if (var) {
+		tb_add(b, " = *");
+		return;
+	}
 	if (r >= 0) {
 		tb_add(b, " = %lld", (long long)r);
 		return;
@@ -75,7 +83,9 @@ static void tb_result(struct sp_buf *b, uint64_t v)
 		tb_add(b, " = %lld", (long long)r);
 }
 
-static void tb_addr(struct sp_buf *b, uint64_t family, uint64_t v, uint64_t port, bool stable_port)
+/* An address and, with show_port, its port ("*" with port_var). */
+static void tb_addr(struct sp_buf *b, uint64_t family, uint64_t v, uint64_t port, bool show_port,
+		    bool port_var)
 {
 	const uint8_t *a = (const uint8_t *)(uintptr_t)v;
 	char txt[INET6_ADDRSTRLEN];
@@ -93,7 +103,9 @@ static void tb_addr(struct sp_buf *b, uint64_t family, uint64_t v, uint64_t port
 		inet_ntop(AF_INET6, a + 1, txt, sizeof(txt));
 		tb_add(b, "[%s]", txt);
 	}
-	if (stable_port)
+	if (show_port && port_var)
+		tb_add(b, ":*");
+	else if (show_port)
 		tb_add(b, ":%llu", (unsigned long long)port);
 }
 
@@ -222,14 +234,19 @@ static void tb_exec(struct sp_buf *b, const char *file, const char *argv, uint64
 }
 
 /* Processes and threads: fork, exec, exit; false for a kind it does not know. */
-static bool proc_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable)
+static bool proc_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable,
+		      uint32_t varies)
 {
 	char sig[32];
 
 	switch (kind) {
 	case SP_EV_PROC_FORK:
-		if (v[2] & SP_FORK_THREAD)
+		if ((v[2] & SP_FORK_THREAD) && !stable && VARIES(1))
+			tb_add(b, "thread *");
+		else if (v[2] & SP_FORK_THREAD)
 			tb_add(b, stable ? "thread" : "thread %llu", (unsigned long long)v[1]);
+		else if (!stable && VARIES(0))
+			tb_add(b, "*");
 		else
 			tb_add(b, stable ? "child" : "%llu", (unsigned long long)v[0]);
 		break;
@@ -250,7 +267,8 @@ static bool proc_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool s
 }
 
 /* Files: opens, renames, links, modes, owners, removals; false for a kind it does not know. */
-static bool file_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable)
+static bool file_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable,
+		      uint32_t varies)
 {
 	struct sp_buf flags = SP_BUF_INIT;
 
@@ -270,11 +288,11 @@ static bool file_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool s
 		if ((int64_t)v[3] >= 0 && stable)
 			tb_add(b, " = fd");
 		else
-			tb_result(b, v[3]);
+			tb_result(b, v[3], VARIES(3));
 		break;
 	case SP_EV_FILE_GETDENTS:
 		tb_str(b, str(v[0]));
-		tb_result(b, v[2]);
+		tb_result(b, v[2], VARIES(2));
 		break;
 	case SP_EV_FILE_RENAME:
 		tb_str(b, str(v[0]));
@@ -282,35 +300,35 @@ static bool file_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool s
 		tb_str(b, str(v[1]));
 		if (v[2])
 			tb_add(b, " (flags 0x%llx)", (unsigned long long)v[2]);
-		tb_result(b, v[3]);
+		tb_result(b, v[3], VARIES(3));
 		break;
 	case SP_EV_FILE_HARDLINK:
 		tb_str(b, str(v[1]));
 		tb_add(b, " => ");
 		tb_str(b, str(v[0]));
-		tb_result(b, v[2]);
+		tb_result(b, v[2], VARIES(2));
 		break;
 	case SP_EV_FILE_SYMLINK:
 		tb_str(b, str(v[1]));
 		tb_add(b, " -> ");
 		tb_str(b, str(v[0]));
-		tb_result(b, v[2]);
+		tb_result(b, v[2], VARIES(2));
 		break;
 	case SP_EV_FILE_CHMOD:
 		tb_str(b, str(v[0]));
 		tb_add(b, " mode 0%llo", (unsigned long long)v[1]);
-		tb_result(b, v[2]);
+		tb_result(b, v[2], VARIES(2));
 		break;
 	case SP_EV_FILE_CHOWN:
 		tb_str(b, str(v[0]));
 		tb_add(b, " owner %lld:%lld", (long long)(int64_t)v[1], (long long)(int64_t)v[2]);
-		tb_result(b, v[3]);
+		tb_result(b, v[3], VARIES(3));
 		break;
 	case SP_EV_FILE_UNLINK:
 		tb_str(b, str(v[0]));
 		if (v[1] & AT_REMOVEDIR)
 			tb_add(b, " (AT_REMOVEDIR)");
-		tb_result(b, v[2]);
+		tb_result(b, v[2], VARIES(2));
 		break;
 	default:
 		return false;
@@ -319,30 +337,33 @@ static bool file_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool s
 }
 
 /* Sockets and DNS requests; false for a kind it does not know. */
-static bool net_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable)
+static bool net_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable,
+		     uint32_t varies)
 {
 	switch (kind) {
 	case SP_EV_SOCK_CONNECT:
 	case SP_EV_SOCK_BIND:
-		tb_addr(b, v[0], v[1], v[2], true);
-		tb_result(b, v[3]);
+		tb_addr(b, v[0], v[1], v[2], true, VARIES(2));
+		tb_result(b, v[3], VARIES(3));
 		break;
 	case SP_EV_SOCK_ACCEPT:
 		/* the peer's port is ephemeral: not stable */
 		tb_add(b, "from ");
-		tb_addr(b, v[0], v[1], v[2], !stable);
+		tb_addr(b, v[0], v[1], v[2], !stable, VARIES(2));
 		if ((int64_t)v[3] >= 0 && stable)
 			tb_add(b, " = fd");
 		else
-			tb_result(b, v[3]);
+			tb_result(b, v[3], VARIES(3));
 		break;
 	case SP_EV_SOCK_LISTEN:
 		if (stable)
 			tb_add(b, "backlog %llu", (unsigned long long)v[1]);
+		else if (VARIES(0))
+			tb_add(b, "fd * backlog %llu", (unsigned long long)v[1]);
 		else
 			tb_add(b, "fd %llu backlog %llu", (unsigned long long)v[0],
 			       (unsigned long long)v[1]);
-		tb_result(b, v[2]);
+		tb_result(b, v[2], VARIES(2));
 		break;
 	case SP_EV_DNS_REQ:
 		tb_str(b, str(v[0]));
@@ -352,7 +373,7 @@ static bool net_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool st
 			tb_add(b, " type %llu", (unsigned long long)v[1]);
 		if (v[2]) {
 			tb_add(b, " via ");
-			tb_addr(b, 0, v[2], v[3], true);
+			tb_addr(b, 0, v[2], v[3], true, VARIES(3));
 		}
 		break;
 	default:
@@ -362,7 +383,8 @@ static bool net_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool st
 }
 
 /* Privileges, signals, mounts and the runtime's audit events; false for a kind it does not know. */
-static bool priv_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable)
+static bool priv_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool stable,
+		      uint32_t varies)
 {
 	char sig[32];
 
@@ -370,19 +392,23 @@ static bool priv_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool s
 	case SP_EV_TASK_KILL:
 		if (stable)
 			tb_add(b, "%s", sp_tree_signal_name(sig, v[1]));
+		else if (VARIES(0))
+			tb_add(b, "%s to *", sp_tree_signal_name(sig, v[1]));
 		else
 			tb_add(b, "%s to %lld", sp_tree_signal_name(sig, v[1]),
 			       (long long)(int64_t)v[0]);
-		tb_result(b, v[2]);
+		tb_result(b, v[2], VARIES(2));
 		break;
 	case SP_EV_PTRACE_CHECK:
 		if (ptrace_name(v[0]))
 			tb_add(b, "%s", ptrace_name(v[0]));
 		else
 			tb_add(b, "request %llu", (unsigned long long)v[0]);
-		if (!stable)
+		if (!stable && VARIES(1))
+			tb_add(b, " *");
+		else if (!stable)
 			tb_add(b, " %llu", (unsigned long long)v[1]);
-		tb_result(b, v[2]);
+		tb_result(b, v[2], VARIES(2));
 		break;
 	case SP_EV_SB_MOUNT:
 		tb_str(b, str(v[0]));
@@ -392,7 +418,7 @@ static bool priv_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool s
 			tb_add(b, " type %s", str(v[2]));
 		if (v[3])
 			tb_add(b, " (flags 0x%llx)", (unsigned long long)v[3]);
-		tb_result(b, v[4]);
+		tb_result(b, v[4], VARIES(4));
 		break;
 	case SP_EV_SETID_CHANGE:
 		tb_add(b, "%s", str(v[0]) ? str(v[0]) : "set*id");
@@ -400,20 +426,20 @@ static bool priv_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool s
 			tb_add(b, " uid %llu→%llu", (unsigned long long)v[1], (unsigned long long)v[2]);
 		if (v[3] != v[4])
 			tb_add(b, " gid %llu→%llu", (unsigned long long)v[3], (unsigned long long)v[4]);
-		tb_result(b, v[5]);
+		tb_result(b, v[5], VARIES(5));
 		break;
 	case SP_EV_CAPABLE_CHECK:
 		if (cap_name(v[0]))
 			tb_add(b, "%s", cap_name(v[0]));
 		else
 			tb_add(b, "capability %llu", (unsigned long long)v[0]);
-		tb_result(b, v[1]);
+		tb_result(b, v[1], VARIES(1));
 		break;
 	case SP_EV_KERNEL_READ_FILE:
 		tb_str(b, str(v[0]));
 		if (read_file_id(v[1]))
 			tb_add(b, " (%s)", read_file_id(v[1]));
-		tb_result(b, v[2]);
+		tb_result(b, v[2], VARIES(2));
 		break;
 	case SP_EV_AUDIT:
 		tb_add(b, "%s", str(v[0]) ? str(v[0]) : "?");
@@ -427,8 +453,46 @@ static bool priv_text(struct sp_buf *b, uint64_t kind, const uint64_t *v, bool s
 	return true;
 }
 
+/* Two values of a field of type type: the same text, bytes or number. */
+static bool field_same(enum sp_field_type type, uint64_t x, uint64_t y)
+{
+	const uint8_t *p = (const uint8_t *)(uintptr_t)x, *q = (const uint8_t *)(uintptr_t)y;
+
+	if (x == y)
+		return true;
+	switch (type) {
+	case SP_FT_STR:
+		return p && q && !strcmp((const char *)p, (const char *)q);
+	case SP_FT_ADDR:
+	case SP_FT_BYTES:
+		return p && q && p[0] == q[0] && !memcmp(p + 1, q + 1, p[0]);
+	default:
+		return false;
+	}
+}
+
+uint32_t sp_event_fields_differ(uint64_t kind, const uint64_t *a, unsigned int na,
+				const uint64_t *b, unsigned int nb)
+{
+	const struct sp_event_schema *es = sp_event_schema(kind);
+	unsigned int i, n = na > nb ? na : nb;
+	uint32_t d = 0;
+
+	for (i = 0; i < n && i < SP_EVENT_MAX_FIELDS; i++)
+		if (i >= na || i >= nb || !es ||
+		    !field_same(es->fields[i].type, a[i], b[i]))
+			d |= 1u << i;
+	return d;
+}
+
 void sp_event_text(struct sp_buf *b, uint64_t kind, const uint64_t *vals, unsigned int nvals,
 		   bool stable)
+{
+	sp_event_text_run(b, kind, vals, nvals, stable, 0);
+}
+
+void sp_event_text_run(struct sp_buf *b, uint64_t kind, const uint64_t *vals, unsigned int nvals,
+		       bool stable, uint32_t varies)
 {
 	const struct sp_event_schema *es = sp_event_schema(kind);
 	uint64_t v[SP_EVENT_MAX_FIELDS] = { 0 };
@@ -440,18 +504,18 @@ void sp_event_text(struct sp_buf *b, uint64_t kind, const uint64_t *vals, unsign
 		v[i] = vals[i];
 	switch (es ? es->group : 0) {
 	case SP_EVG_PROC:
-		known = proc_text(b, kind, v, stable);
+		known = proc_text(b, kind, v, stable, varies);
 		break;
 	case SP_EVG_FILE:
-		known = file_text(b, kind, v, stable);
+		known = file_text(b, kind, v, stable, varies);
 		break;
 	case SP_EVG_NET:
 	case SP_EVG_DNS:
-		known = net_text(b, kind, v, stable);
+		known = net_text(b, kind, v, stable, varies);
 		break;
 	case SP_EVG_PRIV:
 	case SP_EVG_RUNTIME:
-		known = priv_text(b, kind, v, stable);
+		known = priv_text(b, kind, v, stable, varies);
 		break;
 	default:
 		known = false;

@@ -118,7 +118,7 @@ void sp_tree_json_proc_head(struct sp_tree *t, const struct tproc *p)
 		fprintf(f, ",\"pid\":%llu,\"ppid\":%llu", (unsigned long long)p->pid,
 			(unsigned long long)p->ppid);
 	fputs(",\"comm\":", f);
-	sp_tree_json_str(f, p->comm);
+	sp_tree_json_str(f, sp_tree_proc_comm(p));
 	if (p->exe) {
 		fputs(",\"exe\":", f);
 		sp_tree_json_str(f, p->exe);
@@ -214,7 +214,10 @@ static void json_addr(FILE *f, const uint8_t *p)
 }
 
 /* "fields":{...}: each field of the event's kind by its type. */
-static void json_event_fields(FILE *f, const struct tevent *e, const struct sp_event_schema *es)
+/* A field that is not the same in every event of a collapsed run
+ * (varies) is null. */
+static void json_event_fields(FILE *f, const struct tevent *e, const struct sp_event_schema *es,
+			      uint32_t varies)
 {
 	const uint8_t *p;
 	unsigned int i, k;
@@ -222,6 +225,10 @@ static void json_event_fields(FILE *f, const struct tevent *e, const struct sp_e
 	fputs(",\"fields\":{", f);
 	for (i = 0; i < e->nvals; i++) {
 		fprintf(f, "%s\"%s\":", i ? "," : "", es->fields[i].name);
+		if (varies & (1u << i)) {
+			fputs("null", f);
+			continue;
+		}
 		switch (es->fields[i].type) {
 		case SP_FT_STR:
 			sp_tree_json_str(f, (const char *)(uintptr_t)e->vals[i]);
@@ -253,8 +260,9 @@ static void json_event(struct sp_tree *t, const struct tevent *e, uint64_t base,
 	const struct sp_event_schema *es = sp_event_schema(e->kind);
 	FILE *f = t->out;
 	struct sp_buf txt = SP_BUF_INIT;
+	uint32_t varies = ag ? ag->varies : e->varies;
 
-	sp_event_text(&txt, e->kind, e->vals, e->nvals, t->stable);
+	sp_event_text_run(&txt, e->kind, e->vals, e->nvals, t->stable, varies);
 	fprintf(f, "{\"type\":\"event\",\"kind\":\"%s\",\"group\":\"%s\",\"text\":",
 		es ? es->name : "unknown", sp_tree_group_name(e->kind));
 	sp_tree_json_str(f, sp_buf_str(&txt));
@@ -263,11 +271,15 @@ static void json_event(struct sp_tree *t, const struct tevent *e, uint64_t base,
 		fprintf(f, ",\"count\":%llu", (unsigned long long)ag->count);
 	if (t->stable)
 		return;
-	fprintf(f, ",\"pid\":%llu,\"tid\":%llu,\"offset_ns\":%lld,\"rule\":\"%s\"",
+	fprintf(f, ",\"pid\":%llu,\"tid\":%llu,\"offset_ns\":%lld,\"rule\":",
 		(unsigned long long)e->pid, (unsigned long long)e->tid,
-		(long long)(e->n.time - base), sp_rule_name(e->rule));
+		(long long)(e->n.time - base));
+	if (varies & TEV_RULE_VARIES)
+		fputs("null", f);
+	else
+		fprintf(f, "\"%s\"", sp_rule_name(e->rule));
 	if (es)
-		json_event_fields(f, e, es);
+		json_event_fields(f, e, es, varies);
 }
 
 /* The node's object up to its children; returns the base of their offsets. */

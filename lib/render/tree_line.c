@@ -142,12 +142,28 @@ static void render_cpu(struct sp_tree *t, struct sp_buf *b, uint64_t total, uint
 	}
 }
 
+const char *sp_tree_proc_comm(const struct tproc *p)
+{
+	if (p->comm)
+		return p->comm;
+	return !p->defined && !p->attached ? p->tried : NULL;
+}
+
 bool sp_tree_proc_status(const struct tproc *p, uint64_t *code, uint64_t *sig, bool *core)
 {
 	*code = *sig = 0;
 	*core = false;
-	if (!p->exited || (p->flags & SP_PEND_EXEC))
+	if (p->flags & SP_PEND_EXEC)
 		return false;
+	if (!p->exited) {
+		/* no end record (a command sp-record could not start): its own
+		 * proc_exit event says how it ended */
+		if (!p->exit_seen)
+			return false;
+		*code = p->exit_signal ? 0 : p->exit_code & 0xff;
+		*sig = p->exit_signal;
+		return true;
+	}
 	if (p->flags & SP_PEND_SIGNALED) {
 		*sig = p->status - 128;
 		*core = p->flags & SP_PEND_CORE;
@@ -172,7 +188,7 @@ static void render_proc(struct sp_buf *b, const struct tproc *p, bool stable, bo
 		line_add(b, " pid=%llu", (unsigned long long)p->pid);
 	if (!stable && p->nspid && p->nspid != p->pid)
 		line_add(b, " nspid=%llu", (unsigned long long)p->nspid);
-	line_add(b, " comm=%s", p->comm ? p->comm : "?");
+	line_add(b, " comm=%s", sp_tree_proc_comm(p) ? sp_tree_proc_comm(p) : "?");
 	if (p->runtime)	/* a container id shortened as its runtime's tools do */
 		line_add(b, " container=%s:%.*s", p->runtime, p->container &&
 			  strlen(p->container) == 64 ? 12 : 255, p->container ? p->container : "");
@@ -271,7 +287,7 @@ static void render_event(struct sp_buf *b, const struct tevent *e, uint64_t base
 	const char *eq, *txt;
 	char d[32];
 
-	sp_event_text(&tb, e->kind, e->vals, e->nvals, stable);
+	sp_event_text_run(&tb, e->kind, e->vals, e->nvals, stable, ag ? ag->varies : e->varies);
 	txt = sp_buf_str(&tb);
 	line_color(b, color, group_color(e->kind));
 	line_add(b, "%-4s %s", group_tag(e->kind), es ? es->name : "event");

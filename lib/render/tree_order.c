@@ -212,7 +212,7 @@ void sp_tree_decide_share(struct sp_tree *t)
 	else if (t->o.nspans || t->o.ntids || t->o.event_kinds)
 		t->share = 0;	/* what was asked for is shown, however short */
 	else
-		t->share = t->nspans_total > SP_TREE_LARGE ? SP_TREE_MIN_SHARE : 0;
+		t->share = t->nspans_total + t->nframes > SP_TREE_LARGE ? SP_TREE_MIN_SHARE : 0;
 }
 
 bool sp_tree_small_telling(const struct tnode *n)
@@ -463,6 +463,19 @@ static uint64_t signature(struct sp_tree *t, struct tnode *root)
 	return root->sig;
 }
 
+/*
+ * What differs between two events that print the same line but for what
+ * --stable leaves out (a pid, an fd, a port): the collapsed line shows "*"
+ * for it rather than the first one's (sp_event_text_run()).
+ */
+static uint32_t event_differ(const struct tnode *x, const struct tnode *y)
+{
+	const struct tevent *a = (const void *)x, *b = (const void *)y;
+
+	return sp_event_fields_differ(a->kind, a->vals, a->nvals, b->vals, b->nvals) |
+	       (a->rule != b->rule ? TEV_RULE_VARIES : 0);
+}
+
 static uint64_t node_mult(const struct tnode *n)
 {
 	return n->mult ? n->mult : 1;
@@ -474,6 +487,8 @@ static void agg_add(struct agg *ag, const struct tnode *n)
 	const struct tspan *s = (const void *)n;
 
 	ag->count += node_mult(n);
+	if (n->type == N_EVENT)
+		ag->varies |= ((const struct tevent *)n)->varies;
 	if (n->type != N_SPAN)
 		return;
 	if (n->mult > 1) {
@@ -506,6 +521,8 @@ struct tnode *sp_tree_group_end(struct sp_tree *t, struct tnode *c, struct agg *
 		    signature(t, next) != signature(t, c))
 			break;
 		agg_add(ag, next);
+		if (c->type == N_EVENT)
+			ag->varies |= event_differ(c, next);
 	}
 	return next;
 }
@@ -520,6 +537,8 @@ static void fold_node(struct tnode *x, const struct tnode *y)
 	agg_add(&ag, x);
 	agg_add(&ag, y);
 	x->mult = ag.count;
+	if (x->type == N_EVENT)
+		((struct tevent *)x)->varies = ag.varies | event_differ(x, y);
 	if (x->type != N_SPAN)
 		return;
 	s->fold_dur = ag.dur;

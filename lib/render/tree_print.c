@@ -159,9 +159,11 @@ static void print_trigger(struct sp_tree *t)
 /* The counts line, and what of them the tree leaves out by default. */
 static void print_counts(struct sp_tree *t)
 {
-	fprintf(t->out, "# processes %llu  spans %llu  events %llu",
-		(unsigned long long)t->nprocs, (unsigned long long)t->nspans_total,
-		(unsigned long long)t->nevents);
+	fprintf(t->out, "# processes %llu  spans %llu", (unsigned long long)t->nprocs,
+		(unsigned long long)t->nspans_total);
+	if (t->nframes)
+		fprintf(t->out, "  frames %llu", (unsigned long long)t->nframes);
+	fprintf(t->out, "  events %llu", (unsigned long long)t->nevents);
 	if (t->audit_hidden)
 		fprintf(t->out, " (%llu audit events of Python's own not shown: --all-audit)",
 			(unsigned long long)t->audit_hidden);

@@ -52,6 +52,7 @@ struct tsummary {
 	struct sp_u64map active;	/* (stack << 32 | method) -> occurrences on it */
 	struct sp_buf key;
 	uint64_t spans, open, early;
+	uint64_t frames;	/* [FRAME]s: no method calls, left out */
 	uint64_t last_tid, last_stop;	/* the last span added, if closed */
 };
 
@@ -154,8 +155,10 @@ void sp_tree_summary_add(struct sp_tree *t, struct tspan *s, uint64_t parent, bo
 	/* A [FRAME] (sp-correlate's span for the events of an interpreted
 	 * frame outside every span) lasts from its first event to its last,
 	 * across however many calls: no call's time. Its time stays the gap's. */
-	if (s->end == SP_END_SYNTHETIC && s->method)
+	if (s->end == SP_END_SYNTHETIC && s->method) {
+		S->frames += !hold;
 		return;
+	}
 	si = stack_of(S, s->tid);
 	st = &S->stacks[si];
 	mi = method_of(t, s);
@@ -385,11 +388,11 @@ static void print_head(const struct sp_tree *t, size_t shown, uint64_t whole)
 	FILE *f = t->out;
 
 	if (t->json) {
-		fprintf(f, "{\"type\":\"summary\",\"sort\":\"%s\",\"spans\":%llu,\"methods\":%zu,"
-			"\"open_spans\":%llu,\"written_early\":%llu",
+		fprintf(f, "{\"type\":\"summary\",\"sort\":\"%s\",\"spans\":%llu,\"frames\":%llu,"
+			"\"methods\":%zu,\"open_spans\":%llu,\"written_early\":%llu",
 			t->stable ? "calls" : sort_names[t->o.summary_sort],
-			(unsigned long long)S->spans, S->nm, (unsigned long long)S->open,
-			(unsigned long long)S->early);
+			(unsigned long long)S->spans, (unsigned long long)S->frames, S->nm,
+			(unsigned long long)S->open, (unsigned long long)S->early);
 		if (!t->stable)
 			fprintf(f, ",\"span_time_ns\":%llu,\"sample_period_ns\":%llu",
 				(unsigned long long)whole, (unsigned long long)t->period_ns);
@@ -405,6 +408,10 @@ static void print_head(const struct sp_tree *t, size_t shown, uint64_t whole)
 	if (S->open)
 		fprintf(f, "# %llu spans were open at the end: their time is not counted\n",
 			(unsigned long long)S->open);
+	if (S->frames)
+		fprintf(f, "# %llu frames ([FRAME] in the tree: an interpreted function's events "
+			"outside every span) are no method calls: not in the table\n",
+			(unsigned long long)S->frames);
 	if (S->early)
 		fprintf(f, "# %llu spans were written before their end (sp-correlate --max-held): "
 			"their CPU is counted until then\n", (unsigned long long)S->early);

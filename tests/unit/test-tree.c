@@ -291,6 +291,186 @@ static void test_tree_shape(void)
 	sp_tree_free(tree);
 }
 
+/* A sock_accept from 127.0.0.1:port with result res. */
+static void ev_accept(uint64_t t, uint64_t pid, uint64_t span, uint64_t port, uint64_t res)
+{
+	static const uint8_t lo[] = { 127, 0, 0, 1 };
+	struct sp_record r = { .kind = SP_REC_EVENT };
+
+	r.event.time = t;
+	r.event.pid = pid;
+	r.event.tid = pid;
+	r.event.span = span;
+	r.event.rule = SP_RULE_THREAD;
+	r.event.kind = SP_EV_SOCK_ACCEPT;
+	r.event.nfields = sp_event_schema(SP_EV_SOCK_ACCEPT)->nfields;
+	r.event.field[0].u = 2;		/* AF_INET */
+	r.event.field[1].b.p = lo;
+	r.event.field[1].b.len = sizeof(lo);
+	r.event.field[2].u = port;
+	r.event.field[3].u = res;
+	r.event.field[4].u = 3;
+	sp_tree_add(tree, &r);
+}
+
+/*
+ * Siblings that differ only in what --stable leaves out (a peer's port, an
+ * fd) collapse into one line that shows "*" for it, not the first one's:
+ * the line holds for every member. So do the lines under a collapsed run,
+ * whose members' children are folded into the first's.
+ */
+static void test_tree_collapse_differing(void)
+{
+	struct sp_tree_opts o = { .stable = false };
+	uint64_t m, path;
+	char *p;
+
+	tree = sp_tree_new(&o);
+	header();
+	proc(10, 1, "srv");
+	m = str("handle");
+	path = str("/etc/x");
+	span(0, 0, 10, 10, m, 1000, 2000, SP_END_STOPPED, 0, 0);		/* id 1 */
+	ev_accept(1100, 10, 1, 56314, 4);
+	ev_accept(1200, 10, 1, 56320, 4);
+	ev_accept(1300, 10, 1, 56330, 4);
+	ev(1400, 10, 10, 1, SP_RULE_THREAD, SP_EV_PATH_OPEN, path, 0, 0, 5);
+	ev(1500, 10, 10, 1, SP_RULE_THREAD, SP_EV_PATH_OPEN, path, 0, 0, 6);
+	ev(1600, 10, 10, 1, SP_RULE_THREAD, SP_EV_PATH_OPEN, path, 0, 0, 6);
+	span(0, 0, 10, 10, m, 3000, 4000, SP_END_STOPPED, 0, 0);		/* id 2 */
+	ev_accept(3100, 10, 2, 56340, 4);
+	ev_accept(3200, 10, 2, 56340, 4);
+	ev(3400, 10, 10, 2, SP_RULE_THREAD, SP_EV_PATH_OPEN, path, 0, 0, 5);
+	ev(3500, 10, 10, 2, SP_RULE_THREAD, SP_EV_PATH_OPEN, path, 0, 0, 6);
+	ev(3600, 10, 10, 2, SP_RULE_THREAD, SP_EV_PATH_OPEN, path, 0, 0, 6);
+	p = print();
+	CHECK(strstr(p, "\n│  ├─ ×3 NET  sock_accept → from 127.0.0.1:* = 4\n") != NULL);
+	CHECK(strstr(p, "\n│  └─ ×3 FILE path_open → /etc/x (O_RDONLY) = *\n") != NULL);
+	CHECK(!strstr(p, "56314"));
+	CHECK(strstr(p, "×2 NET  sock_accept → from 127.0.0.1:56340 = 4\n") != NULL);
+	free(p);
+	sp_tree_free(tree);
+
+	/* two runs of two identical calls; then a port of one member differs */
+	tree = sp_tree_new(&o);
+	header();
+	proc(10, 1, "srv");
+	m = str("handle");
+	span(0, 0, 10, 10, m, 1000, 2000, SP_END_STOPPED, 0, 0);
+	ev_accept(1100, 10, 1, 56314, 4);
+	span(0, 0, 10, 10, m, 3000, 4000, SP_END_STOPPED, 0, 0);
+	ev_accept(3100, 10, 2, 56314, 4);
+	span(0, 0, 10, 10, m, 5000, 6000, SP_END_STOPPED, 0, 0);
+	ev_accept(5100, 10, 3, 56999, 4);
+	p = print();
+	CHECK_STR(p,
+		"# stackpulse recording  started ?  duration 5.0us "
+		"(no end record: first to last record)  lost 0\n"
+		"# processes 1  spans 3  events 3\n"
+		"[PROC pid=10 comm=srv parent=1]\n"
+		"└─ ×3 [SPAN tid=10 handle dur=3.0us]\n"
+		"   └─ ×3 NET  sock_accept → from 127.0.0.1:* = 4\n");
+	free(p);
+	sp_tree_free(tree);
+
+	/* the same port each time: said */
+	tree = sp_tree_new(&o);
+	header();
+	proc(10, 1, "srv");
+	ev_accept(1100, 10, 0, 56314, 4);
+	ev_accept(1200, 10, 0, 56314, 4);
+	p = print();
+	CHECK(strstr(p, "\n└─ ×2 NET  sock_accept → from 127.0.0.1:56314 = 4\n") != NULL);
+	free(p);
+	sp_tree_free(tree);
+}
+
+/* The header of a recording of command: the recorded command line. */
+static void header_command(const char *command)
+{
+	struct sp_record r = { .kind = SP_REC_HEADER };
+
+	r.header.start_mono_ns = 1000;
+	r.header.command.p = (const uint8_t *)command;
+	r.header.command.len = (uint32_t)strlen(command);
+	nstr = 0;
+	sp_tree_add(tree, &r);
+}
+
+/*
+ * A command sp-record could not start (sp-record -- /nonexistent/cmd): no
+ * process record, only its proc_exit. Its line says how it ended and names
+ * the program it was to run; a process that no record names in a recording
+ * of processes attached (-p) stays "?".
+ */
+static void test_tree_command_not_started(void)
+{
+	struct sp_tree_opts o = { .stable = false };
+	char *p;
+
+	tree = sp_tree_new(&o);
+	header_command("'/no such/cmd' -x");
+	ev(2000, 30, 30, 0, SP_RULE_GAP, SP_EV_PROC_EXIT, 127, 0, 0, 0);
+	p = print();
+	CHECK(strstr(p, "\n[PROC pid=30 comm=cmd exit=127]\n") != NULL);
+	free(p);
+	sp_tree_free(tree);
+
+	tree = sp_tree_new(&o);
+	header_command("-p 30: sleep 9");
+	ev(2000, 30, 30, 0, SP_RULE_GAP, SP_EV_PROC_EXIT, 0, 9, 0, 0);
+	p = print();
+	CHECK(strstr(p, "\n[PROC pid=30 comm=? killed=SIGKILL]\n") != NULL);
+	free(p);
+	sp_tree_free(tree);
+
+	/* a process record names it */
+	tree = sp_tree_new(&o);
+	header_command("/bin/true");
+	proc(30, 1, "true");
+	ev(2000, 30, 30, 0, SP_RULE_GAP, SP_EV_PROC_EXIT, 1, 0, 0, 0);
+	p = print();
+	CHECK(strstr(p, "\n[PROC pid=30 comm=true parent=1 exit=1]\n") != NULL);
+	free(p);
+	sp_tree_free(tree);
+}
+
+/*
+ * The counts line tells spans (method and gap spans, what --summary counts)
+ * from frames (an interpreted frame's synthetic span, [FRAME]).
+ */
+static void test_tree_frame_counts(void)
+{
+	struct sp_tree_opts o = { .stable = false };
+	uint64_t f;
+	char *p;
+
+	tree = sp_tree_new(&o);
+	header();
+	proc(10, 1, "ruby");
+	f = str("load");
+	span(0, 0, 10, 10, 0, 1000, 9000, SP_END_SYNTHETIC, 0, 0);	/* gap, id 1 */
+	span(1, 0, 10, 10, f, 2000, 3000, SP_END_SYNTHETIC, 1, 1);	/* frame, id 2 */
+	ev(2000, 10, 10, 2, SP_RULE_GAP, SP_EV_PROC_EXIT, 0, 0, 1, 0);
+	span(1, 0, 10, 10, f, 4000, 5000, SP_END_SYNTHETIC, 0, 0);	/* frame, id 3 */
+	p = print();
+	CHECK(strstr(p, "\n# processes 1  spans 1  frames 2  events 1\n") != NULL);
+	CHECK(strstr(p, "[FRAME tid=10 load dur=1.0us cpu=1.0ms]") != NULL);
+	free(p);
+	sp_tree_free(tree);
+
+	o.summary = true;
+	tree = sp_tree_new(&o);
+	header();
+	span(0, 0, 10, 10, 0, 1000, 9000, SP_END_SYNTHETIC, 0, 0);
+	span(1, 0, 10, 10, str("load"), 2000, 3000, SP_END_SYNTHETIC, 1, 1);
+	p = print();
+	CHECK(strstr(p, "# stackpulse summary  spans 1  methods 1") == p);
+	CHECK(strstr(p, "\n# 1 frames ([FRAME] in the tree") != NULL);
+	free(p);
+	sp_tree_free(tree);
+}
+
 /* Fork events that make a cycle (20 forks 10, which forked 20: a forged or
  * garbled stream): 10 stays a root, the second fork gets a process of its
  * own; nothing is lost or leaked (ASan) and printing ends. */
@@ -629,7 +809,7 @@ static void test_tree_gap_threads(void)
 	CHECK_STR(p,
 		"# stackpulse recording  started ?  duration 9.0us "
 		"(no end record: first to last record)  lost 0\n"
-		"# processes 1  spans 3  events 6\n"
+		"# processes 1  spans 1  frames 2  events 6\n"
 		"[PROC pid=10 comm=app parent=1]\n"
 		"└─ [SPAN tid=10 <no-span> dur=9.0us]\n"
 		"   ├─ [FRAME tid=10 Thread.start dur=7.9us]\n"
@@ -775,7 +955,7 @@ static void test_tree_forkless_threads(void)
 	CHECK_STR(p,
 		"# stackpulse recording  started ?  duration 19.0us "
 		"(no end record: first to last record)  lost 0\n"
-		"# processes 1  spans 2  events 4\n"
+		"# processes 1  spans 1  frames 1  events 4\n"
 		"[PROC pid=10 comm=app parent=1]\n"
 		"└─ [SPAN tid=10 <no-span> dur=19.0us]\n"
 		"   ├─ [THREAD tid=12]\n"
@@ -955,6 +1135,9 @@ int main(void)
 	TAP_RUN(test_tree_every_kind);
 	TAP_RUN(test_tree_shape);
 	TAP_RUN(test_tree_stable_collapse);
+	TAP_RUN(test_tree_collapse_differing);
+	TAP_RUN(test_tree_command_not_started);
+	TAP_RUN(test_tree_frame_counts);
 	TAP_RUN(test_tree_fork_cycle);
 	TAP_RUN(test_tree_stable_thread_order);
 	TAP_RUN(test_tree_filters);

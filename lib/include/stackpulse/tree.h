@@ -115,6 +115,21 @@ void sp_tree_free(struct sp_tree *t);
  */
 void sp_event_text(struct sp_buf *b, uint64_t kind, const uint64_t *vals, unsigned int nvals,
 		   bool stable);
+/*
+ * The same for a line that stands for several events of one kind (a
+ * collapsed run, "×4 NET sock_accept → from 127.0.0.1:* = 4"): bit i of
+ * varies set says field i is not the same in all of them, and what the text
+ * would show of it is written "*", so that the line states nothing that is
+ * false for one of them.
+ */
+void sp_event_text_run(struct sp_buf *b, uint64_t kind, const uint64_t *vals,
+		       unsigned int nvals, bool stable, uint32_t varies);
+/*
+ * Which fields of two events of kind differ, as the bits of varies above
+ * (strings and addresses by content); a field only one of them has differs.
+ */
+uint32_t sp_event_fields_differ(uint64_t kind, const uint64_t *a, unsigned int na,
+				const uint64_t *b, unsigned int nb);
 #define SP_EVENT_TEXT_MAX	2047
 
 /* Open flags as "O_WRONLY|O_CREAT|O_TRUNC" (unknown bits in hex), appended to b. */
