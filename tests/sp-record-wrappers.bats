@@ -95,7 +95,9 @@ exec(compile(open(sys.argv[2]).read(), sys.argv[2], "exec"))' "$go" "$APP" &
 	sleep 0.3
 	sp-record -v --spans=auto --no-samples -p $pid -o "$OUT" 2>"$BATS_TEST_TMPDIR/err" &
 	rec=$!
-	sleep 3
+	# its spans' probes are on (a loaded machine takes seconds to load them)
+	wait_said "$BATS_TEST_TMPDIR/err" "spans: following" 60 ||
+		fail "not attached: $(cat "$BATS_TEST_TMPDIR/err")"
 	touch "$go"
 	wait $pid
 	wait $rec || fail "sp-record: $(cat "$BATS_TEST_TMPDIR/err")"

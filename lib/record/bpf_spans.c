@@ -112,6 +112,10 @@ static int start_tracking(struct sp_source *s, struct bs_ctx *c)
 		return -1;
 	if (sp_bs_all_scan(c, sp_now_mono_ns()))
 		return -1;
+	/* from here a hook that loads, a runtime that execs, is seen */
+	if (c->npids && !c->pid_cmd[0])
+		sp_info("spans: following %zu process%s (the -p ones and those they started)",
+			c->nprocs, c->nprocs == 1 ? "" : "es");
 	c->last_poll_ns = sp_now_mono_ns();
 	c->lost_since = c->last_poll_ns;
 	c->rings.lost_since = c->last_poll_ns;
