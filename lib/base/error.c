@@ -74,19 +74,31 @@ void sp_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
-enum sp_say sp_say_next(unsigned int *count, const char *what)
+enum sp_say sp_tally_next(struct sp_tally *t, unsigned int named, uint64_t pos)
 {
-	unsigned int n = *count;
-
-	if (n > SP_SAY_NAMED + 1)
+	t->n++;
+	if (t->said > named) {
+		if (t->n - t->said == 1)
+			t->first_unsaid = pos;
 		return SP_SAY_NOTHING;
-	*count = n + 1;
-	if (!n)
-		return SP_SAY_FULL;
-	if (n <= SP_SAY_NAMED)
-		return SP_SAY_SHORT;
-	sp_warn("more %s are not named here (each has its runtime record in the spool)", what);
-	return SP_SAY_NOTHING;
+	}
+	return t->said++ ? SP_SAY_SHORT : SP_SAY_FULL;
+}
+
+void sp_tally_quiet(struct sp_tally *t, uint64_t pos)
+{
+	if (++t->n - t->said == 1)
+		t->first_unsaid = pos;
+}
+
+enum sp_say sp_say_next(struct sp_tally *t, const char *what)
+{
+	enum sp_say say = sp_tally_next(t, SP_SAY_NAMED, 0);
+
+	if (say == SP_SAY_NOTHING && sp_tally_unsaid(t) == 1)
+		sp_warn("more %s are not named here (each has its runtime record in the spool)",
+			what);
+	return say;
 }
 
 void sp_info(const char *fmt, ...)

@@ -400,7 +400,7 @@ void sp_bs_attach_cmethod(struct bs_ctx *c, struct bs_proc *p, const char *bin)
  */
 static void py_without_hook_said(const struct bs_proc *p, bool usdt)
 {
-	static unsigned int said;
+	static struct sp_tally said;
 	char name[80];
 
 	switch (sp_say_next(&said, "spans: Pythons started without sp-record's activator")) {
@@ -465,7 +465,7 @@ static bool rb_cmethod_refused(const char *bin, char *ver, size_t size)
 static void rb_without_hook(struct bs_proc *p, const char *bin)
 {
 	char ver[32];
-	static unsigned int said;
+	static struct sp_tally said;
 	char name[80];
 
 	p->unhooked = true;
@@ -522,7 +522,7 @@ static bool hook_marks_c(const struct bs_proc *p)
  * the process (sp_say_next()). */
 static bool rb_cmethod_probes_ok(struct bs_proc *p, const char *bin)
 {
-	static unsigned int said;
+	static struct sp_tally said;
 	char ver[32], name[80];
 
 	if (!rb_cmethod_refused(bin, ver, sizeof(ver)))

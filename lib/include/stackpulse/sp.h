@@ -36,15 +36,40 @@ int sp_error_errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "sp-x: warning: <fmt>". */
 void sp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
+ * A diagnostic many things can earn (-a's processes, the records after a
+ * corrupt one): said for the first few, then only counted, so that one
+ * cause gives a few lines, not one a record. *t is the caller's tally for
+ * that diagnostic (zeroed to start): t->n counts every one exactly, said or
+ * not, so a closing line can give the rest's number (sp_tally_unsaid()).
+ */
+struct sp_tally {
+	uint64_t n;		/* how many earned it, said or not */
+	uint64_t said;		/* how many of them were said */
+	uint64_t first_unsaid;	/* the caller's position of the first not said */
+};
+enum sp_say { SP_SAY_FULL, SP_SAY_SHORT, SP_SAY_NOTHING };
+/*
+ * Count one more, at position pos (the caller's: a byte offset, a line);
+ * say the first of them in full (SP_SAY_FULL), the next `named` by a short
+ * line each (SP_SAY_SHORT; a caller with one form says both alike), and
+ * the rest not (SP_SAY_NOTHING).
+ */
+enum sp_say sp_tally_next(struct sp_tally *t, unsigned int named, uint64_t pos);
+/* Count one more that is not to be said whatever the count (its like was). */
+void sp_tally_quiet(struct sp_tally *t, uint64_t pos);
+/* How many were counted and not said: what a closing line gives. */
+static inline uint64_t sp_tally_unsaid(const struct sp_tally *t)
+{
+	return t->n - t->said;
+}
+/*
  * A warning that many processes can earn (-a, a command's children): the
  * first is said in full, the next SP_SAY_NAMED by a short line naming each,
  * then once that the rest go unnamed (what names them: "spans: Rubies
  * started without ..."); the spool has each all the same.
- * *count is the caller's tally for that warning.
  */
-enum sp_say { SP_SAY_FULL, SP_SAY_SHORT, SP_SAY_NOTHING };
 #define SP_SAY_NAMED 8
-enum sp_say sp_say_next(unsigned int *count, const char *what);
+enum sp_say sp_say_next(struct sp_tally *t, const char *what);
 /* "sp-x: <fmt>" when -v was given. */
 void sp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "sp-x: <fmt>" for a library's own message (libbpf's print callback), with
