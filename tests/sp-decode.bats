@@ -88,7 +88,8 @@ make_big() {
 
 @test "sp-decode: an unknown record kind is passed on, warned about once, status 1" {
 	run --separate-stderr -1 sp-decode "$FIXTURES/unknown-kind.sp"
-	assert_equal "$stderr" "sp-decode: warning: $FIXTURES/unknown-kind.sp@10: unknown record kind 99 (from a newer StackPulse?) passed on undecoded"
+	# 99: far past the kinds of version 1 in a stream of version 1
+	assert_equal "$stderr" "sp-decode: warning: $FIXTURES/unknown-kind.sp@10: unknown record kind 99, far past the 24 kinds of this version, which the stream's header says wrote it: the input looks corrupt here; passed on undecoded"
 	assert_line --index 1 '{"type":"unknown","kind":99,"raw":"6162"}'
 	assert_equal "${#lines[@]}" 4
 	# And written back as it was.
@@ -100,11 +101,22 @@ make_big() {
 	# the small spool without its end, then a record of a kind and 0 bytes
 	grep -v '"type":"end"' "$SMALL" | sp-decode --encode -o "$T/base.sp"
 	at=$(stat -c %s "$T/base.sp")
-	# 65535, the largest a newer version may use: passed on, status 1
+	# 65535, the largest a newer version may use: passed on, status 1;
+	# from a stream of this version, more likely a corrupt byte
 	{ cat "$T/base.sp"; printf '\377\377\003\000'; } > "$T/k.sp"
 	run --separate-stderr -1 sp-decode "$T/k.sp"
-	assert_equal "$stderr" "sp-decode: warning: $T/k.sp@$at: unknown record kind 65535 (from a newer StackPulse?) passed on undecoded"
+	assert_equal "$stderr" "sp-decode: warning: $T/k.sp@$at: unknown record kind 65535, far past the 24 kinds of this version, which the stream's header says wrote it: the input looks corrupt here; passed on undecoded"
 	assert_line --index $((${#lines[@]} - 1)) '{"type":"unknown","kind":65535,"raw":""}'
+	# from a newer version's stream (its header says so), a newer kind
+	grep -v '"type":"end"' "$SMALL" | sed '1s/"version":1/"version":2/' |
+		sp-decode --encode -o "$T/newer.sp"
+	{ cat "$T/newer.sp"; printf '\377\377\003\000'; } > "$T/k.sp"
+	run --separate-stderr -1 sp-decode "$T/k.sp"
+	assert_equal "$stderr" "sp-decode: warning: $T/k.sp@$at: unknown record kind 65535 (from a newer StackPulse?) passed on undecoded"
+	# and one just past the kinds of this version, from any stream
+	{ cat "$T/base.sp"; printf '\031\000'; } > "$T/k.sp"
+	run --separate-stderr -1 sp-decode "$T/k.sp"
+	assert_equal "$stderr" "sp-decode: warning: $T/k.sp@$at: unknown record kind 25 (from a newer StackPulse?) passed on undecoded"
 	# 65536, and 3848290697215 (bytes of a corrupt spool): corrupt, status 2
 	for k in '\200\200\004' '\377\377\377\377\377\177'; do
 		{ cat "$T/base.sp"; printf "$k"'\000'; } > "$T/k.sp"
@@ -156,7 +168,7 @@ make_big() {
 	run --separate-stderr -1 sp-decode "$FIXTURES/all-kinds.sp"
 	full=$output
 	run --separate-stderr -2 sp-decode "$T/cut.sp"
-	assert_equal "${stderr_lines[0]}" "sp-decode: warning: $T/cut.sp@$unk: unknown record kind 99 (from a newer StackPulse?) passed on undecoded"
+	assert_equal "${stderr_lines[0]}" "sp-decode: warning: $T/cut.sp@$unk: unknown record kind 99, far past the 24 kinds of this version, which the stream's header says wrote it: the input looks corrupt here; passed on undecoded"
 	assert_equal "${stderr_lines[1]}" "sp-decode: error: $T/cut.sp@$last: record cut short (the spool ends $((size - 3 - last)) bytes into it)"
 	assert_equal "${#stderr_lines[@]}" 2
 	# Everything but the end record.

@@ -74,6 +74,7 @@ struct sp_reader {
 
 	uint64_t warned_kinds;	/* bit per unknown kind % 64 already reported */
 	bool nodefs_said;	/* a stream without its definitions, reported */
+	bool newer_writer;	/* the stream's header is a newer writer's */
 	unsigned int warned_limits;	/* SP_DEFS_LIMIT_* reported for this input */
 };
 
@@ -118,6 +119,7 @@ static void start_input(struct sp_reader *r, int fd, bool own, const char *name)
 		r->writer_seen = r->nolock_said = false;
 	r->warned_limits = 0;
 	r->nodefs_said = false;
+	r->newer_writer = false;
 }
 
 /* Segments from..to (inclusive) of the directory will not be read. */
@@ -716,17 +718,35 @@ static void warn_limits(struct sp_reader *r, uint64_t pos)
 			(unsigned long long)pos, SP_MAX_INLINE_DEPTH, SP_MAX_INLINE_DEPTH - 1);
 }
 
+/*
+ * A kind a newer writer plausibly uses: one of the next few past ours, or
+ * any in a stream whose header is a newer writer's. One further out is
+ * more likely a corrupt byte (a flipped one gives a kind in the hundreds).
+ */
+static bool newer_kind(const struct sp_reader *r, uint64_t kind)
+{
+	return r->newer_writer || kind < SP_REC_KIND_MAX + SP_SPOOL_NEWER_KINDS;
+}
+
 static void warn_unknown(struct sp_reader *r, const struct sp_record *rec)
 {
-	uint64_t bit = 1ull << (rec->unknown.kind % 64);
+	uint64_t bit = 1ull << (rec->unknown.kind % 64), kind = rec->unknown.kind;
+	const char *sep = r->format == SP_FORMAT_JSON ? ":" : "@";
 
 	set_status(r, SP_EXIT_PARTIAL);
 	if (r->warned_kinds & bit)
 		return;
 	r->warned_kinds |= bit;
-	sp_warn("%s%s%llu: unknown record kind %llu (from a newer StackPulse?) passed on undecoded",
-		r->name, r->format == SP_FORMAT_JSON ? ":" : "@", (unsigned long long)rec->pos,
-		(unsigned long long)rec->unknown.kind);
+	if (newer_kind(r, kind))
+		sp_warn("%s%s%llu: unknown record kind %llu (from a newer StackPulse?) passed on "
+			"undecoded", r->name, sep, (unsigned long long)rec->pos,
+			(unsigned long long)kind);
+	else
+		sp_warn("%s%s%llu: unknown record kind %llu, far past the %u kinds of this "
+			"version, which the stream's header says wrote it: the input looks "
+			"corrupt here; passed on undecoded", r->name, sep,
+			(unsigned long long)rec->pos, (unsigned long long)kind,
+			(unsigned int)SP_REC_KIND_MAX - 1);
 }
 
 /*
@@ -926,6 +946,9 @@ int sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 		if (!r->format && r->would_block)
 			return 0;	/* not even the magic is visible yet */
 		got = r->format == SP_FORMAT_SPOOL ? next_spool(r, rec) : next_json(r, rec);
+		if (got > 0 && rec->kind == SP_REC_HEADER)
+			r->newer_writer = rec->header.version > SP_SPOOL_VERSION ||
+					  rec->extra.len;
 		if (got > 0)
 			return 1;
 		if (got == 0 && r->would_block)

@@ -23,6 +23,13 @@
  * corrupt bytes, not a kind any version could use (docs/spool.md).
  */
 #define SP_SPOOL_MAX_KIND 65535u
+/*
+ * Unknown kinds a newer writer plausibly uses: the next this many past
+ * ours (kinds are added one by one). One further out, in a stream whose
+ * header is not a newer writer's (a newer version, or fields past ours),
+ * is more likely a corrupt byte: still passed on, but said as such.
+ */
+#define SP_SPOOL_NEWER_KINDS 32u
 /* Most bytes of framing before a payload (two 10-byte varints). */
 #define SP_SPOOL_MAX_FRAMING 20
 
