@@ -11,17 +11,20 @@ setup() {
 	SMALL=$FIXTURES/small.jsonl
 }
 
-# big.sp: a stream with one stack and 524288 samples (8 bytes each, made
-# here byte by byte, not by the writer), then an end record.
+# big.sp: a stream with one string, the module it names, a frame, a stack
+# and 524288 samples on it (2^$2 with a second argument; 8 bytes each, made
+# here byte by byte, not by the writer), then an end record. Sets
+# SAMPLES_AT, the first sample's offset.
 make_big() {
 	printf '%s\n' '{"type":"header","version":1,"start_mono_ns":1}' \
 		'{"type":"string","value":"app"}' \
 		'{"type":"module","pid":1,"start":"0x1000","end":"0x2000","path":"app"}' \
 		'{"type":"frame","module":1,"rel":"0x10","addr":"0x1010"}' \
 		'{"type":"stack","frame":1}' | sp-decode --encode -o "$1"
+	SAMPLES_AT=$(stat -c %s "$1")
 	# kind 8, length 6: time +1 ns, pid 1, tid 1, cpu 0, stack 1, weight 1
 	printf '\010\006\002\001\001\000\001\001' > "$T/rec"
-	for _ in $(seq 19); do
+	for _ in $(seq "${2:-19}"); do
 		cat "$T/rec" "$T/rec" > "$T/rec2" && mv "$T/rec2" "$T/rec"
 	done
 	cat "$T/rec" >> "$1"
@@ -84,6 +87,62 @@ make_big() {
 	assert_equal "$stderr" "sp-decode: error: $FIXTURES/undefined-stack.sp@10: sample record refers to an undefined stack; skipped"
 	assert_equal "$(jq -r .type <<< "$output" | tr '\n' ' ')" "header string process "
 	assert_line --index 2 '{"type":"process","time":0,"pid":7,"ppid":1,"comm":"x"}'
+}
+
+@test "sp-decode: one corrupt record says a few of those it leaves undefined and counts the rest, status 1" {
+	make_big "$T/lost.sp" 12
+	# the string (02 04 03 'app', after the header) with its kind byte
+	# flipped to f8: a kind 632 (f8 04) of 3 bytes, and the module, frame,
+	# stack and 4096 samples after it refer to what it defined
+	LOST_AT=$((8 + 2 + $(od -An -tu1 -j9 -N1 "$T/lost.sp")))	# magic, header 01 len
+	assert_equal "$(od -An -tx1 -j "$LOST_AT" -N1 "$T/lost.sp")" " 02"
+	cp "$T/lost.sp" "$T/bad.sp"
+	printf '\370' | dd of="$T/bad.sp" bs=1 seek="$LOST_AT" conv=notrunc status=none
+	run --separate-stderr -1 sp-decode "$T/bad.sp"
+	assert_equal "${#stderr_lines[@]}" 7
+	assert_equal "${stderr_lines[0]}" "sp-decode: warning: $T/bad.sp@$LOST_AT: unknown record kind 632, far past the 24 kinds of this version, which the stream's header says wrote it: the input looks corrupt here; passed on undecoded"
+	assert_equal "${stderr_lines[1]}" "sp-decode: error: $T/bad.sp@$((LOST_AT + 6)): module record refers to an undefined string; skipped"
+	assert_equal "${stderr_lines[5]}" "sp-decode: error: $T/bad.sp@$((SAMPLES_AT + 8)): sample record refers to an undefined stack; skipped"
+	# 3 definitions and 4096 samples skipped: 5 said, the rest counted
+	assert_equal "${stderr_lines[6]}" "sp-decode: error: $T/bad.sp: 4094 more records referring to undefined definitions skipped (first at $T/bad.sp@$((SAMPLES_AT + 16)))"
+	# the rest is written: the header, the corrupt record, the end
+	assert_equal "$(jq -r .type <<< "$output" | tr '\n' ' ')" "header unknown end "
+	# and so for every tool that reads records
+	for t in sp-tree sp-flame sp-correlate sp-symbolize; do
+		run --separate-stderr -1 "$t" "$T/bad.sp"
+		[ "${#stderr_lines[@]}" -le 8 ]
+		assert_equal "${stderr_lines[0]}" "$t: warning: $T/bad.sp@$LOST_AT: unknown record kind 632, far past the 24 kinds of this version, which the stream's header says wrote it: the input looks corrupt here; passed on undecoded"
+		[[ "$stderr" == *"
+$t: error: $T/bad.sp: 4094 more records referring to undefined definitions skipped (first at $T/bad.sp@$((SAMPLES_AT + 16)))"* ]]
+	done
+	# JSON lines: the stack's line cut short, its 4096 samples skipped
+	sp-decode "$T/lost.sp" | sed '5s/}$//' > "$T/bad.jsonl"
+	run --separate-stderr -1 sp-decode --stats "$T/bad.jsonl"
+	assert_equal "${#stderr_lines[@]}" 7
+	assert_equal "${stderr_lines[0]}" "sp-decode: error: $T/bad.jsonl:5: invalid JSON: '}' expected near end of file; line skipped"
+	assert_equal "${stderr_lines[1]}" "sp-decode: error: $T/bad.jsonl:6: sample record refers to an undefined stack; line skipped"
+	assert_equal "${stderr_lines[6]}" "sp-decode: error: $T/bad.jsonl: 4091 more lines referring to undefined definitions skipped (first at $T/bad.jsonl:11)"
+	assert_line --index 0 "records         5"
+}
+
+@test "sp-decode: a recording with a corrupt byte gives a few lines, the first naming it, and the exact count of the rest, status 1" {
+	require_root
+	sp-record -o "$T/run.sp" -- sh -c 'ls /usr/bin >/dev/null; sleep 0.2' 2>/dev/null
+	# the record after the header: its first string
+	sp-decode "$T/run.sp" | head -1 | sp-decode --encode -o "$T/hdr.sp"
+	at=$(stat -c %s "$T/hdr.sp")
+	assert_equal "$(od -An -tx1 -j "$at" -N1 "$T/run.sp")" " 02"
+	cp "$T/run.sp" "$T/bad.sp"
+	printf '\370' | dd of="$T/bad.sp" bs=1 seek="$at" conv=notrunc status=none
+	all=$(sp-decode "$T/run.sp" | wc -l)
+	run --separate-stderr -1 sp-decode "$T/bad.sp"
+	# what is left out: one line less per record skipped
+	skipped=$((all - ${#lines[@]}))
+	[ "$skipped" -gt 5 ]
+	assert_equal "${#stderr_lines[@]}" 7
+	[[ "${stderr_lines[0]}" == "sp-decode: warning: $T/bad.sp@$at: unknown record kind "*", far past the 24 kinds of this version, "*"the input looks corrupt here; passed on undecoded" ]]
+	[[ "${stderr_lines[1]}" == "sp-decode: error: $T/bad.sp@"*" record refers to an undefined "*"; skipped" ]]
+	[[ "${stderr_lines[6]}" == "sp-decode: error: $T/bad.sp: $((skipped - 5)) more records referring to undefined definitions skipped (first at $T/bad.sp@"*")" ]]
 }
 
 @test "sp-decode: an unknown record kind is passed on, warned about once, status 1" {
@@ -251,12 +310,18 @@ check_cut() {	# n status
 	[ "$n" -ge 2 ]
 	first=$(grep -n '"type":"sample"' "$T/nodefs.jsonl" | head -1 | cut -d: -f1)
 	run --separate-stderr -1 sp-decode --encode -o "$T/back.sp" < "$T/nodefs.jsonl"
-	assert_equal "$stderr" "sp-decode: error: <stdin>:$first: sample record refers to an undefined stack, and no stack or frame is defined before it: a stream without its definitions (as sp-decode --no-defs writes) cannot be read back; the lines that need them are skipped (said once)"
+	assert_equal "${#stderr_lines[@]}" 2
+	assert_equal "${stderr_lines[0]}" "sp-decode: error: <stdin>:$first: sample record refers to an undefined stack, and no stack or frame is defined before it: a stream without its definitions (as sp-decode --no-defs writes) cannot be read back; the lines that need them are skipped (said once)"
+	said=${stderr_lines[1]}
 	# the rest is written: of the samples, those on no stack (stack 0)
 	run -0 sp-decode "$T/back.sp"
 	assert_output --partial '"type":"header"'
 	assert_equal "$(grep -c '"type":"sample"' <<< "$output")" \
 		"$(grep -c '"type":"sample".*"stack":0,' "$T/nodefs.jsonl")"
+	# and those skipped after the first are counted in one line, exactly
+	skipped=$((n - $(grep -c '"type":"sample"' <<< "$output")))
+	[[ "$said" == "sp-decode: error: <stdin>: $((skipped - 1)) more lines needing the definitions left out skipped (first at <stdin>:"*")" ]] ||
+		fail "$said ($skipped skipped)"
 	# a stream with its stacks: a sample on another undefined stack is said itself
 	{ sp-decode "$T/all.sp"; echo '{"type":"sample","time":1,"pid":1,"tid":1,"cpu":0,"stack":999,"weight":1}'; } |
 		grep -v '"type":"end"' > "$T/one.jsonl"

@@ -11,7 +11,6 @@
 
 enum { OPT_TRACES = 0x100, OPT_PROFILES, OPT_JSON, OPT_SERVICE };
 
-#define MAX_BAD_REPORTS 5
 
 static struct env {
 	struct sp_common_opts common;
@@ -131,14 +130,13 @@ static int export_profiles(char **paths, int n)
 	struct sp_reader *in = sp_reader_open(paths, n);
 	const char *why = NULL;
 	struct sp_record rec;
-	uint64_t bad = 0, ns;
+	uint64_t ns;
 	int status = SP_EXIT_FATAL, r;
 
 	while (in && sp_reader_next(in, &rec) > 0) {
 		r = sp_folded_add(fold, sp_reader_defs(in), &rec, &why);
 		if (r == SP_FOLDED_BAD) {
-			if (++bad <= MAX_BAD_REPORTS)
-				sp_reader_skipped(in, &rec, "%s", why);
+			sp_reader_skipped(in, &rec, "%s", why);
 			continue;
 		}
 		if (rec.kind == SP_REC_SAMPLE && r != SP_FOLDED_TAKEN)
@@ -149,8 +147,6 @@ static int export_profiles(char **paths, int n)
 	}
 	if (in)
 		status = sp_reader_close(in);
-	if (bad > MAX_BAD_REPORTS)
-		sp_warn("%" PRIu64 " samples referred to undefined stacks in all (skipped)", bad);
 	if (status != SP_EXIT_FATAL && !sp_folded_stats(fold)->samples[0])
 		sp_warn("no samples in the input");
 	if (status != SP_EXIT_FATAL &&

@@ -20,7 +20,6 @@
 /* A function's share grew by more than --fail-above. */
 #define SP_FLAME_EXIT_REGRESSION 3
 #define MAX_LIST 64
-#define MAX_BAD_REPORTS 5
 
 enum fmt { FMT_FOLDED, FMT_SVG, FMT_SPEEDSCOPE, FMT_PPROF, FMT_CHROME, FMT_LINES };
 
@@ -356,7 +355,6 @@ struct sinks {
 	struct sp_pprof *pprof;
 	struct sp_chrome *chrome;
 	struct sp_annotate *ann;
-	uint64_t bad;
 	struct sp_reader *in;
 };
 
@@ -370,8 +368,7 @@ static int take(void *ctx, const struct sp_defs *d, const struct sp_record *rec)
 
 	r = sp_folded_add(k->fold, d, rec, &why);
 	if (r == SP_FOLDED_BAD) {
-		if (++k->bad <= MAX_BAD_REPORTS)
-			sp_reader_skipped(k->in, rec, "%s", why);
+		sp_reader_skipped(k->in, rec, "%s", why);
 		return 0;
 	}
 	if (k->pprof && (r == SP_FOLDED_TAKEN || rec->kind != SP_REC_SAMPLE)) {
@@ -553,8 +550,6 @@ int main(int argc, char **argv)
 	} else {
 		status = read_input(&k, argv + first, argc - first);
 	}
-	if (k.bad > MAX_BAD_REPORTS)
-		sp_warn("%" PRIu64 " samples referred to undefined stacks in all (skipped)", k.bad);
 
 	st = sp_folded_stats(k.fold);
 	sp_folded_footer(k.fold, footer, sizeof(footer));

@@ -29,6 +29,19 @@
 #define DISCARD_EVERY (1u << 20)
 #define STALE_WAITS 50u		/* looks (1 s) before a segment with a newer one is over */
 
+/*
+ * Kinds of the diagnostics said one by one for the first SP_READER_SAID of
+ * an input, then counted (reader.h): what follows a corrupt record says
+ * the same few things over and over.
+ */
+enum said_kind {
+	SAID_UNDEFINED,	/* a record referring to an undefined definition: skipped */
+	SAID_SKIPPED,	/* any other record or line skipped */
+	SAID_NODEFS,	/* JSON lines of a stream without its definitions */
+	SAID_UNKNOWN,	/* a record of an unknown kind: passed on undecoded */
+	SAID_KINDS
+};
+
 struct sp_reader {
 	char **paths;
 	int npaths, next_path;
@@ -72,8 +85,9 @@ struct sp_reader {
 	bool writer_seen;
 	bool nolock_said;	/* a followed file no writer ever locked, said */
 
-	uint64_t warned_kinds;	/* bit per unknown kind % 64 already reported */
-	bool nodefs_said;	/* a stream without its definitions, reported */
+	struct sp_tally said[SAID_KINDS];	/* of this input, until it ends */
+	uint64_t said_kinds[SP_READER_SAID];	/* the unknown kinds said (as many
+						 * as said[SAID_UNKNOWN].said) */
 	bool newer_writer;	/* the stream's header is a newer writer's */
 	unsigned int warned_limits;	/* SP_DEFS_LIMIT_* reported for this input */
 };
@@ -83,8 +97,72 @@ static void set_status(struct sp_reader *r, int s)
 	r->status = sp_status_merge(r->status, s);
 }
 
+static const char *sep(const struct sp_reader *r)
+{
+	return r->format == SP_FORMAT_JSON ? ":" : "@";
+}
+
+/*
+ * Say how many of each kind of diagnostic went unsaid (reader.h), where
+ * the first of them was, and start counting again: at the end of an input,
+ * and at the reader's close for any counted after it.
+ */
+static void say_unsaid(struct sp_reader *r)
+{
+	static const char *const what[SAID_KINDS][2] = {
+		{ "records referring to undefined definitions skipped",
+		  "lines referring to undefined definitions skipped" },
+		{ "records skipped", "lines skipped" },
+		{ "records needing the definitions left out skipped",
+		  "lines needing the definitions left out skipped" },
+		{ "records of unknown kinds passed on undecoded",
+		  "records of unknown kinds passed on undecoded" },
+	};
+	bool json = r->format == SP_FORMAT_JSON;
+	const char *name = sp_reader_name(r);
+	unsigned int k;
+
+	for (k = 0; k < SAID_KINDS; k++) {
+		uint64_t n = sp_tally_unsaid(&r->said[k]);
+
+		if (!n)
+			continue;
+		if (k == SAID_UNKNOWN)
+			sp_warn("%s: %llu more %s (first at %s%s%llu)", name,
+				(unsigned long long)n, what[k][json], name, sep(r),
+				(unsigned long long)r->said[k].first_unsaid);
+		else
+			sp_error("%s: %llu more %s (first at %s%s%llu)", name,
+				 (unsigned long long)n, what[k][json], name, sep(r),
+				 (unsigned long long)r->said[k].first_unsaid);
+	}
+	memset(r->said, 0, sizeof(r->said));
+}
+
+/*
+ * A record (a JSON line) skipped: said with its position for the first few
+ * of its kind, then counted; either way the status is PARTIAL.
+ */
+static void skipped(struct sp_reader *r, uint64_t pos, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void skipped(struct sp_reader *r, uint64_t pos, const char *fmt, ...)
+{
+	char msg[512];
+	enum said_kind k;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	set_status(r, SP_EXIT_PARTIAL);
+	k = strstr(msg, "an undefined ") ? SAID_UNDEFINED : SAID_SKIPPED;
+	if (sp_tally_next(&r->said[k], SP_READER_SAID - 1, pos) != SP_SAY_NOTHING)
+		sp_error("%s%s%llu: %s", sp_reader_name(r), sep(r), (unsigned long long)pos, msg);
+}
+
 static void close_input(struct sp_reader *r)
 {
+	say_unsaid(r);
 	if (r->open)
 		r->consumed += r->base + r->start;
 	if (r->own_fd && r->fd >= 0)
@@ -118,7 +196,6 @@ static void start_input(struct sp_reader *r, int fd, bool own, const char *name)
 	if (!r->dir)
 		r->writer_seen = r->nolock_said = false;
 	r->warned_limits = 0;
-	r->nodefs_said = false;
 	r->newer_writer = false;
 }
 
@@ -485,11 +562,7 @@ void sp_reader_skipped(struct sp_reader *r, const struct sp_record *rec, const c
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (r->format == SP_FORMAT_JSON)
-		sp_error("%s:%llu: %s", r->name, (unsigned long long)rec->pos, msg);
-	else
-		sp_error("%s@%llu: %s", r->name, (unsigned long long)rec->pos, msg);
-	set_status(r, SP_EXIT_PARTIAL);
+	skipped(r, rec->pos, "%s", msg);
 }
 
 /* Punch out the consumed, page-aligned prefix of a followed file. */
@@ -701,7 +774,6 @@ static int detect(struct sp_reader *r)
 static void warn_limits(struct sp_reader *r, uint64_t pos)
 {
 	unsigned int hit = sp_defs_limits_hit(r->defs) & ~r->warned_limits;
-	const char *sep = r->format == SP_FORMAT_JSON ? ":" : "@";
 
 	if (!hit)
 		return;
@@ -709,12 +781,12 @@ static void warn_limits(struct sp_reader *r, uint64_t pos)
 	if (hit & SP_DEFS_LIMIT_STACK)
 		sp_warn("%s%s%llu: stack %llu is deeper than %u frames: its frames past the %u "
 			"innermost are left out wherever stacks are shown or counted",
-			r->name, sep, (unsigned long long)pos,
+			r->name, sep(r), (unsigned long long)pos,
 			(unsigned long long)sp_defs_nstacks(r->defs), SP_MAX_STACK_DEPTH,
 			SP_MAX_STACK_DEPTH);
 	if (hit & SP_DEFS_LIMIT_INLINE)
 		sp_warn("%s%s%llu: a frame has more than %u inline levels: the ones between "
-			"the %u innermost and the last are left out", r->name, sep,
+			"the %u innermost and the last are left out", r->name, sep(r),
 			(unsigned long long)pos, SP_MAX_INLINE_DEPTH, SP_MAX_INLINE_DEPTH - 1);
 }
 
@@ -728,23 +800,31 @@ static bool newer_kind(const struct sp_reader *r, uint64_t kind)
 	return r->newer_writer || kind < SP_REC_KIND_MAX + SP_SPOOL_NEWER_KINDS;
 }
 
+/* An unknown kind: said once per kind, for the first few kinds, then counted. */
 static void warn_unknown(struct sp_reader *r, const struct sp_record *rec)
 {
-	uint64_t bit = 1ull << (rec->unknown.kind % 64), kind = rec->unknown.kind;
-	const char *sep = r->format == SP_FORMAT_JSON ? ":" : "@";
+	struct sp_tally *t = &r->said[SAID_UNKNOWN];
+	uint64_t kind = rec->unknown.kind;
+	unsigned int i;
 
 	set_status(r, SP_EXIT_PARTIAL);
-	if (r->warned_kinds & bit)
+	for (i = 0; i < t->said && i < SP_READER_SAID; i++) {
+		if (r->said_kinds[i] == kind) {
+			sp_tally_quiet(t, rec->pos);
+			return;
+		}
+	}
+	if (sp_tally_next(t, SP_READER_SAID - 1, rec->pos) == SP_SAY_NOTHING)
 		return;
-	r->warned_kinds |= bit;
+	r->said_kinds[t->said - 1] = kind;
 	if (newer_kind(r, kind))
 		sp_warn("%s%s%llu: unknown record kind %llu (from a newer StackPulse?) passed on "
-			"undecoded", r->name, sep, (unsigned long long)rec->pos,
+			"undecoded", r->name, sep(r), (unsigned long long)rec->pos,
 			(unsigned long long)kind);
 	else
 		sp_warn("%s%s%llu: unknown record kind %llu, far past the %u kinds of this "
 			"version, which the stream's header says wrote it: the input looks "
-			"corrupt here; passed on undecoded", r->name, sep,
+			"corrupt here; passed on undecoded", r->name, sep(r),
 			(unsigned long long)rec->pos, (unsigned long long)kind,
 			(unsigned int)SP_REC_KIND_MAX - 1);
 }
@@ -836,9 +916,8 @@ static int next_spool(struct sp_reader *r, struct sp_record *rec)
 			return 1;
 		}
 		if (sp_defs_add(r->defs, rec, &why)) {
-			sp_error("%s@%llu: %s record refers to %s; skipped", r->name,
-				 (unsigned long long)pos, sp_rec_kind_name(kind), why);
-			set_status(r, SP_EXIT_PARTIAL);
+			skipped(r, pos, "%s record refers to %s; skipped", sp_rec_kind_name(kind),
+				why);
 			continue;
 		}
 		if (rec->kind == SP_REC_STACK || rec->kind == SP_REC_SYMBOL)
@@ -853,26 +932,25 @@ static int next_spool(struct sp_reader *r, struct sp_record *rec)
  * A JSON line that could not be taken: skipped, said with its line. Lines
  * naming stacks or frames where none was defined at all are a stream
  * without its definitions (sp-decode --no-defs leaves them out): every
- * sample refers to one, so that is said once, for what it is, not once a
- * sample.
+ * sample refers to one, so that is said once, for what it is, and the
+ * rest counted, not said once a sample.
  */
 static void json_line_failed(struct sp_reader *r, const char *why)
 {
 	bool nodefs = (strstr(why, "an undefined stack") || strstr(why, "an undefined frame")) &&
 		      !sp_defs_nstacks(r->defs) && !sp_defs_nframes(r->defs);
 
-	set_status(r, SP_EXIT_PARTIAL);
-	if (nodefs && r->nodefs_said)
-		return;
-	if (nodefs) {
-		r->nodefs_said = true;
-		sp_error("%s:%llu: %s, and no stack or frame is defined before it: a stream "
-			 "without its definitions (as sp-decode --no-defs writes) cannot be "
-			 "read back; the lines that need them are skipped (said once)", r->name,
-			 (unsigned long long)r->pending_pos, why);
+	if (!nodefs) {
+		skipped(r, r->pending_pos, "%s; line skipped", why);
 		return;
 	}
-	sp_error("%s:%llu: %s; line skipped", r->name, (unsigned long long)r->pending_pos, why);
+	set_status(r, SP_EXIT_PARTIAL);
+	if (sp_tally_next(&r->said[SAID_NODEFS], 0, r->pending_pos) == SP_SAY_NOTHING)
+		return;
+	sp_error("%s:%llu: %s, and no stack or frame is defined before it: a stream "
+		 "without its definitions (as sp-decode --no-defs writes) cannot be "
+		 "read back; the lines that need them are skipped (said once)", r->name,
+		 (unsigned long long)r->pending_pos, why);
 }
 
 static int next_json(struct sp_reader *r, struct sp_record *rec)

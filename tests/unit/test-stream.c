@@ -8,6 +8,7 @@
 #include "reader.h"
 #include "records.h"
 #include "spool.h"
+#include "stderr_capture.h"
 #include "tap.h"
 #include "writer.h"
 
@@ -327,6 +328,216 @@ static void test_stream_undefined_reference_skipped(void)
 	close(fd);
 }
 
+/* Lines of s, and its line i (0-based) into out[size]. */
+static unsigned int line_count(const char *s)
+{
+	unsigned int n = 0;
+
+	for (; (s = strchr(s, '\n')); s++)
+		n++;
+	return n;
+}
+
+static const char *line_at(const char *s, unsigned int i, char *out, size_t size)
+{
+	const char *e;
+
+	while (i-- && (s = strchr(s, '\n')))
+		s++;
+	if (!s || !(e = strchr(s, '\n')))
+		return "";
+	snprintf(out, size, "%.*s", (int)(e - s), s);
+	return out;
+}
+
+/* Read all of fd as `name` with stderr into err[size]; *nrec the records. */
+static int read_quietly(int fd, const char *name, unsigned int *nrec, char *err, size_t size)
+{
+	struct stderr_capture cap;
+	struct sp_reader *r;
+	struct sp_record rec;
+	int status;
+
+	lseek(fd, 0, SEEK_SET);
+	*nrec = 0;
+	stderr_capture_begin(&cap);
+	r = sp_reader_open_fd(fd, name);
+	while (sp_reader_next(r, &rec) > 0)
+		(*nrec)++;
+	status = sp_reader_close(r);
+	stderr_capture_end(&cap, err, size);
+	return status;
+}
+
+/*
+ * A spool where a definition was lost: 100000 samples on a stack never
+ * defined. The first SP_READER_SAID are said with their offsets, the rest
+ * in one line that counts them exactly and says where the first was.
+ */
+static void test_stream_skipped_said_bounded(void)
+{
+	static const uint8_t head[] = { 0x93, 'S', 'P', 'O', 'O', 'L', '1', '\n', SP_REC_HEADER, 0 };
+	static const uint8_t sample[] = { SP_REC_SAMPLE, 5, 0, 1, 1, 0, 5 };	/* stack 5 */
+	static const uint8_t tail[] = { SP_REC_STRING, 2, 1, 'x' };
+	const unsigned int n = 100000;
+	int fd = rec_memfd();
+	unsigned int i, nrec;
+	char err[8192], line[512], want[512];
+
+	CHECK_EQ_U(write(fd, head, sizeof(head)), sizeof(head));
+	for (i = 0; i < n; i++)
+		CHECK_EQ_U(write(fd, sample, sizeof(sample)), sizeof(sample));
+	CHECK_EQ_U(write(fd, tail, sizeof(tail)), sizeof(tail));
+	CHECK_EQ_U(read_quietly(fd, "lost", &nrec, err, sizeof(err)), SP_EXIT_PARTIAL);
+	CHECK_EQ_U(nrec, 2);	/* the header and the string: nothing else lost */
+	CHECK_EQ_U(line_count(err), SP_READER_SAID + 1);
+	for (i = 0; i < SP_READER_SAID; i++) {
+		snprintf(want, sizeof(want), "%s: error: lost@%u: sample record refers to an "
+			 "undefined stack; skipped", sp_progname, 10 + 7 * i);
+		CHECK_STR(line_at(err, i, line, sizeof(line)), want);
+	}
+	snprintf(want, sizeof(want), "%s: error: lost: %u more records referring to undefined "
+		 "definitions skipped (first at lost@%u)", sp_progname, n - SP_READER_SAID,
+		 10 + 7 * SP_READER_SAID);
+	CHECK_STR(line_at(err, SP_READER_SAID, line, sizeof(line)), want);
+	close(fd);
+}
+
+/*
+ * JSON lines: references to undefined definitions, other bad lines and the
+ * lines of a stream without its definitions are three kinds, each bounded
+ * and counted apart; a tool's own skips (sp_reader_skipped()) are counted
+ * with the reader's.
+ */
+static void test_stream_skipped_said_bounded_json(void)
+{
+	const char *defs = "{\"type\":\"header\",\"version\":1}\n"
+			   "{\"type\":\"string\",\"value\":\"app\"}\n"
+			   "{\"type\":\"module\",\"pid\":1,\"start\":\"0x1000\",\"end\":\"0x2000\","
+			   "\"path\":\"app\"}\n"
+			   "{\"type\":\"frame\",\"module\":1,\"rel\":\"0x10\",\"addr\":\"0x1010\"}\n"
+			   "{\"type\":\"stack\",\"frame\":1}\n";
+	const char *undef = "{\"type\":\"sample\",\"time\":1,\"pid\":1,\"tid\":1,\"stack\":5}\n";
+	const char *good = "{\"type\":\"sample\",\"time\":1,\"pid\":1,\"tid\":1,\"stack\":1}\n";
+	int fd = rec_memfd();
+	unsigned int i, nrec;
+	char err[8192], line[512], want[512];
+
+	/* lines 1-5 defs, 6-3005 undefined stack, 3006-3012 bad JSON, 3013 good */
+	CHECK(dprintf(fd, "%s", defs) > 0);
+	for (i = 0; i < 3000; i++)
+		CHECK(dprintf(fd, "%s", undef) > 0);
+	for (i = 0; i < 7; i++)
+		CHECK(dprintf(fd, "{\"type\":\n") > 0);
+	CHECK(dprintf(fd, "%s", good) > 0);
+	CHECK_EQ_U(read_quietly(fd, "j", &nrec, err, sizeof(err)), SP_EXIT_PARTIAL);
+	CHECK_EQ_U(nrec, 6);
+	CHECK_EQ_U(line_count(err), 2 * SP_READER_SAID + 2);
+	snprintf(want, sizeof(want), "%s: error: j:6: sample record refers to an undefined stack; "
+		 "line skipped", sp_progname);
+	CHECK_STR(line_at(err, 0, line, sizeof(line)), want);
+	snprintf(want, sizeof(want), "%s: error: j:3006: invalid JSON: ", sp_progname);
+	CHECK(!strncmp(line_at(err, SP_READER_SAID, line, sizeof(line)), want, strlen(want)));
+	snprintf(want, sizeof(want), "%s: error: j: %u more lines referring to undefined "
+		 "definitions skipped (first at j:%u)", sp_progname, 3000 - SP_READER_SAID,
+		 6 + SP_READER_SAID);
+	CHECK_STR(line_at(err, 2 * SP_READER_SAID, line, sizeof(line)), want);
+	snprintf(want, sizeof(want), "%s: error: j: %u more lines skipped (first at j:%u)",
+		 sp_progname, 7 - SP_READER_SAID, 3006 + SP_READER_SAID);
+	CHECK_STR(line_at(err, 2 * SP_READER_SAID + 1, line, sizeof(line)), want);
+
+	/* without definitions: said once, for what it is, then counted */
+	CHECK_EQ_U(ftruncate(fd, 0), 0);
+	lseek(fd, 0, SEEK_SET);
+	CHECK(dprintf(fd, "{\"type\":\"header\",\"version\":1}\n") > 0);
+	for (i = 0; i < 40; i++)
+		CHECK(dprintf(fd, "%s", undef) > 0);
+	CHECK_EQ_U(read_quietly(fd, "nd", &nrec, err, sizeof(err)), SP_EXIT_PARTIAL);
+	CHECK_EQ_U(nrec, 1);
+	CHECK_EQ_U(line_count(err), 2);
+	CHECK(strstr(line_at(err, 0, line, sizeof(line)), "nd:2: sample record refers to an "
+		     "undefined stack, and no stack or frame is defined before it") != NULL);
+	snprintf(want, sizeof(want), "%s: error: nd: 39 more lines needing the definitions left "
+		 "out skipped (first at nd:3)", sp_progname);
+	CHECK_STR(line_at(err, 1, line, sizeof(line)), want);
+
+	/* a tool's skips go the same way */
+	{
+		struct stderr_capture cap;
+		struct sp_reader *r;
+		struct sp_record rec;
+
+		lseek(fd, 0, SEEK_SET);
+		stderr_capture_begin(&cap);
+		r = sp_reader_open_fd(fd, "t");
+		CHECK_EQ_U(sp_reader_next(r, &rec), 1);
+		for (i = 0; i < 1000; i++) {
+			rec.pos = 100 + i;
+			sp_reader_skipped(r, &rec, "sample refers to an undefined stack");
+		}
+		while (sp_reader_next(r, &rec) > 0)
+			;
+		CHECK_EQ_U(sp_reader_close(r), SP_EXIT_PARTIAL);
+		stderr_capture_end(&cap, err, sizeof(err));
+	}
+	/* the tool's few and their count, and the stream's own two */
+	CHECK_EQ_U(line_count(err), SP_READER_SAID + 1 + 2);
+	snprintf(want, sizeof(want), "%s: error: t: %u more lines referring to undefined "
+		 "definitions skipped (first at t:%u)", sp_progname, 1000 - SP_READER_SAID,
+		 100 + SP_READER_SAID);
+	CHECK(strstr(err, want) != NULL);
+	close(fd);
+}
+
+/*
+ * Unknown kinds: each said once, for the first few kinds, the rest counted;
+ * one just past ours may be a newer writer's, one far past it in a stream
+ * whose header is ours looks corrupt, unless the header is a newer one's.
+ */
+static void test_stream_unknown_kinds(void)
+{
+	static const uint8_t head[] = { 0x93, 'S', 'P', 'O', 'O', 'L', '1', '\n', SP_REC_HEADER, 0 };
+	static const uint8_t newer[] = { 0x93, 'S', 'P', 'O', 'O', 'L', '1', '\n',
+					 SP_REC_HEADER, 1, 2 };		/* version 2 */
+	static const uint8_t body[] = {
+		30, 0, 30, 0, 30, 0,			/* @10, 12, 14: kind 30, three times */
+		0xf8, 0x03, 0,				/* @16: kind 504 */
+		40, 0, 41, 0, 42, 0, 43, 0, 44, 0,	/* @19..27 */
+	};
+	int fd = rec_memfd();
+	unsigned int nrec;
+	char err[8192], line[512], want[512];
+
+	CHECK_EQ_U(write(fd, head, sizeof(head)), sizeof(head));
+	CHECK_EQ_U(write(fd, body, sizeof(body)), sizeof(body));
+	CHECK_EQ_U(read_quietly(fd, "u", &nrec, err, sizeof(err)), SP_EXIT_PARTIAL);
+	CHECK_EQ_U(nrec, 1 + 3 + 1 + 5);	/* all passed on */
+	CHECK_EQ_U(line_count(err), SP_READER_SAID + 1);
+	snprintf(want, sizeof(want), "%s: warning: u@10: unknown record kind 30 (from a newer "
+		 "StackPulse?) passed on undecoded", sp_progname);
+	CHECK_STR(line_at(err, 0, line, sizeof(line)), want);
+	snprintf(want, sizeof(want), "%s: warning: u@16: unknown record kind 504, far past the %u "
+		 "kinds of this version, which the stream's header says wrote it: the input "
+		 "looks corrupt here; passed on undecoded", sp_progname,
+		 (unsigned int)SP_REC_KIND_MAX - 1);
+	CHECK_STR(line_at(err, 1, line, sizeof(line)), want);
+	/* kinds 30 (twice more), 43 and 44 not said: counted, from the second 30 */
+	snprintf(want, sizeof(want), "%s: warning: u: 4 more records of unknown kinds passed on "
+		 "undecoded (first at u@12)", sp_progname);
+	CHECK_STR(line_at(err, SP_READER_SAID, line, sizeof(line)), want);
+
+	/* a newer writer's header: 504 may be one of its kinds */
+	CHECK_EQ_U(ftruncate(fd, 0), 0);
+	lseek(fd, 0, SEEK_SET);
+	CHECK_EQ_U(write(fd, newer, sizeof(newer)), sizeof(newer));
+	CHECK_EQ_U(write(fd, body + 6, 3), 3);
+	CHECK_EQ_U(read_quietly(fd, "n", &nrec, err, sizeof(err)), SP_EXIT_PARTIAL);
+	snprintf(want, sizeof(want), "%s: warning: n@11: unknown record kind 504 (from a newer "
+		 "StackPulse?) passed on undecoded\n", sp_progname);
+	CHECK_STR(err, want);
+	close(fd);
+}
+
 static void test_stream_writer_interning(void)
 {
 	int fd = rec_memfd();
@@ -422,6 +633,9 @@ int main(void)
 	TAP_RUN(test_stream_pipe);
 	TAP_RUN(test_stream_concatenated);
 	TAP_RUN(test_stream_undefined_reference_skipped);
+	TAP_RUN(test_stream_skipped_said_bounded);
+	TAP_RUN(test_stream_skipped_said_bounded_json);
+	TAP_RUN(test_stream_unknown_kinds);
 	TAP_RUN(test_stream_writer_interning);
 	TAP_RUN(test_stream_writer_refuses_undefined);
 	TAP_RUN(test_stream_write_error);

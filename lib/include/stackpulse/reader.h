@@ -8,6 +8,14 @@
  * a corrupt or truncated spool ends that input (FATAL); a bad JSON line is
  * skipped (PARTIAL); an unknown record kind is passed on as SP_REC_KIND_MAX
  * (PARTIAL for tools that drop it, see sp_reader_skipped()).
+ *
+ * One corrupt record can leave thousands after it referring to what it
+ * defined: of the records skipped or passed on undecoded, the first
+ * SP_READER_SAID of each kind of diagnostic (a reference to an undefined
+ * definition, any other, an unknown kind) are said one by one in each
+ * input, the rest counted (sp_tally, sp.h), and their number said in one
+ * line when the input ends: "<name>: N more ... (first at <name>@<pos>)".
+ * The status is PARTIAL all the same.
  */
 #ifndef STACKPULSE_READER_H
 #define STACKPULSE_READER_H
@@ -21,6 +29,9 @@
 #include "sp.h"
 
 struct sp_reader;
+
+/* Diagnostics of one kind said one by one per input (see above). */
+#define SP_READER_SAID 5
 
 /* Open paths[0..n) in turn ("-" or n == 0: stdin). NULL (reported) on failure
  * to open the first input; later inputs that fail to open are reported and
@@ -73,7 +84,8 @@ uint64_t sp_reader_bytes(const struct sp_reader *r);
 bool sp_reader_more_available(struct sp_reader *r);
 
 /* Report a record the caller could not use ("<name>@<pos>: <msg>") and mark
- * the status PARTIAL. */
+ * the status PARTIAL. Said one by one for the first few, then counted (see
+ * above): a msg with "an undefined " is of the references' kind. */
 void sp_reader_skipped(struct sp_reader *r, const struct sp_record *rec, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
