@@ -50,7 +50,7 @@
 #define FILE_BUCKETS	256
 #define RULE_CACHE	4096	/* per file, power of two */
 #define MAX_MAPS	65536	/* per process */
-#define ENTRY_CODE	64	/* bytes after e_entry taken as the process's first frame */
+#define LOADER_START	128	/* most bytes of ld.so's _start and _dl_start_user */
 
 /* perf register index (PERF_REG_X86_*) of each DWARF register. */
 static const unsigned char dwarf_to_perf[NREGS] = {
@@ -103,6 +103,9 @@ struct uw_file {
 	} load[16];
 	unsigned int nload;
 	uint64_t entry;		/* e_entry: the process's first code, when this is its entry file */
+	/* ld.so's _start and _dl_start_user (loader_start()): [entry, this),
+	 * or 0 when the code at entry is not theirs */
+	uint64_t loader_end;
 	/* Where .init and .fini start (0: none): crti's _init and _fini, called
 	 * by ld.so for every library, have no CFI */
 	uint64_t init_fini[2];
@@ -217,6 +220,7 @@ static void file_unload(struct uw_file *f)
 	f->cache = NULL;
 	f->nload = 0;
 	f->entry = 0;
+	f->loader_end = 0;
 	f->init_fini[0] = f->init_fini[1] = 0;
 	f->loaded = f->bad = false;
 }
@@ -713,6 +717,8 @@ static int load_vdso(struct uw_file *f)
 /* Open a file's ELF and CFI once; on failure the file is marked bad. The
  * mapping's own inode (/proc/PID/map_files) is preferred, so a binary
  * replaced on disk since it was mapped still unwinds with its own tables. */
+static uint64_t loader_start(struct uw_file *f);
+
 static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, struct sp_unwinder *u)
 {
 	char alt[4200];
@@ -782,6 +788,7 @@ static void file_load(struct uw_file *f, uint32_t pid, const struct uw_map *m, s
 	}
 	if (!f->nload)
 		goto fail;
+	f->loader_end = loader_start(f);
 	/* another user's file is read, not mapped, and libdw reads what it
 	 * takes of it whole: at the sizes its owner wrote (a sparse file of a
 	 * few KB on disk said 3 GiB, and root's sp-record grew to that) */
@@ -1297,6 +1304,53 @@ static bool file_bytes(struct uw_file *f, uint64_t vaddr, uint8_t *buf, size_t n
 }
 
 /*
+ * The end of ld.so's entry code when f is glibc's x86-64 ld.so, else 0:
+ * at e_entry its _start, "mov %rsp,%rdi; call _dl_start", then
+ * _dl_start_user, which calls _dl_init (the libraries' constructors) and
+ * leaves for the program's entry with "jmp *%r12". None of it has CFI;
+ * every thread of a process starts there and every frame in it is its
+ * first. Recognised by e_entry and these bytes, not by a symbol name.
+ */
+static uint64_t loader_start(struct uw_file *f)
+{
+	static const uint8_t start[] = { 0x48, 0x89, 0xe7, 0xe8 };	/* mov %rsp,%rdi; call */
+	static const uint8_t leave[] = { 0x41, 0xff, 0xe4 };		/* jmp *%r12 */
+	uint8_t b[LOADER_START];
+	size_t i;
+
+	if (!f->entry || !file_bytes(f, f->entry, b, sizeof(b)) || memcmp(b, start, sizeof(start)))
+		return 0;
+	for (i = sizeof(start) + 4; i + sizeof(leave) <= sizeof(b); i++)
+		if (!memcmp(b + i, leave, sizeof(leave)))
+			return f->entry + i + sizeof(leave);
+	return 0;
+}
+
+/*
+ * Whether pc (file-relative; a return address unless exact) is its
+ * thread's first frame because it is in the entry code of f: e_entry
+ * itself, where the kernel starts a process (a sample taken as execve
+ * returns), or ld.so's _start and _dl_start_user (loader_start()), any pc
+ * in them or a return address that follows one of their calls (of
+ * _dl_start, of _dl_init). Not any address near e_entry: what follows the
+ * jump to the program is another function.
+ */
+static bool entry_frame(struct uw_file *f, uint64_t pc, bool exact)
+{
+	uint8_t op;
+
+	if (!f->entry)
+		return false;
+	if (exact && pc == f->entry)
+		return true;
+	if (!f->loader_end || pc < f->entry || pc >= f->loader_end)
+		return false;
+	if (exact)
+		return true;
+	return pc >= f->entry + 5 && file_bytes(f, pc - 5, &op, 1) && op == 0xe8;
+}
+
+/*
  * glibc's clone and clone3 end their CFI at the syscall that starts a
  * thread and give the new thread's code its own "first frame" FDE, so the
  * few bytes right after the syscall have none: the child comes out there on
@@ -1493,10 +1547,9 @@ static int step(struct sp_unwinder *u, struct uw_ctx *c, uint32_t pid, const str
 	} else {
 		if ((!m->file->eh || dwarf_cfi_addrframe(m->file->eh, vaddr, &fr)) &&
 		    (!m->file->dbg || dwarf_cfi_addrframe(m->file->dbg, vaddr, &fr))) {
-			/* The entry code of ld.so or of a static executable (_start)
-			 * often has no CFI: there the stack is complete anyway. */
-			if (m->file->entry && vaddr >= m->file->entry &&
-			    vaddr < m->file->entry + ENTRY_CODE)
+			/* ld.so's entry code has no CFI: there the stack is
+			 * complete anyway */
+			if (entry_frame(m->file, u->stop_rel, exact))
 				return 1;
 			if (!exact || !after_thread_start_syscall(m->file, vaddr)) {
 				/* at _init's entry nothing is pushed: no guess; through a
@@ -1679,6 +1732,25 @@ int sp_unwinder_where(struct sp_unwinder *u, uint32_t pid, uint64_t addr, const 
 	if (m->file->bad || !map_vaddr(m, addr, rel))
 		*rel = addr - m->start + m->pgoff;
 	return 0;
+}
+
+unsigned int sp_unwinder_splice_fp(struct sp_unwinder *u, uint32_t pid, uint64_t *ips,
+				   unsigned int n, unsigned int max, const uint64_t *fp,
+				   unsigned int nfp, enum sp_unwind_status *status)
+{
+	unsigned int spliced = sp_unwind_splice_fp(ips, n, max, fp, nfp);
+	const struct uw_map *m;
+	uint64_t ra, vaddr;
+
+	if (spliced <= n)
+		return spliced;
+	/* the chain's last frame is a return address: looked up at ra - 1 */
+	ra = ips[spliced - 1];
+	m = ra ? file_map_at(u, pid, ra - 1) : NULL;
+	if (m && !m->file->bad && map_vaddr(m, ra - 1, &vaddr) &&
+	    entry_frame(m->file, vaddr + 1, false))
+		*status = SP_UNWIND_COMPLETE;
+	return spliced;
 }
 
 unsigned int sp_unwind_splice_fp(uint64_t *ips, unsigned int n, unsigned int max,

@@ -626,7 +626,8 @@ static void read_sample(struct offcpu *c, const struct perf_event_header *h)
 		if (c->o.call_graph == SP_CG_AUTO && nfp &&
 		    (ust == SP_UNWIND_NO_CFI || ust == SP_UNWIND_JIT || ust == SP_UNWIND_UNKNOWN_MAP)) {
 			i = nu;
-			nu = sp_unwind_splice_fp(uips, nu, MAX_FRAMES, fp, nfp);
+			nu = sp_unwinder_splice_fp(c->unw, s.pid, uips, nu, MAX_FRAMES, fp, nfp,
+						   &ust);
 			if (nu > i)
 				q.sflags = SP_SAMPLE_FP_GUESS;
 		}

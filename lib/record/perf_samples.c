@@ -159,7 +159,8 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 		    (ust == SP_UNWIND_NO_CFI || ust == SP_UNWIND_JIT ||
 		     ust == SP_UNWIND_UNKNOWN_MAP)) {
 			j = nu;
-			nu = sp_unwind_splice_fp(user, nu, MAX_FRAMES - n, fp, nfp);
+			nu = sp_unwinder_splice_fp(p->unw, s.pid, user, nu, MAX_FRAMES - n, fp,
+						   nfp, &ust);
 			guess |= nu > j;
 		}
 	} else if (p->unw && nfp) {

@@ -984,6 +984,140 @@ static void test_unwind_init_entry(void)
 	sp_unwinder_free(u);
 }
 
+/* ld.so's path and e_entry, from this process's own maps: *entry 0 if none. */
+static void own_loader(char *path, size_t size, uint64_t *entry, off_t *fsize)
+{
+	char line[4200], p[4096];
+	unsigned long long lo, hi, off;
+	FILE *f = fopen("/proc/self/maps", "r");
+	GElf_Ehdr eh;
+	struct stat sb;
+	Elf *elf;
+	int fd;
+
+	*entry = 0;
+	path[0] = 0;
+	while (f && !path[0] && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &lo, &hi, &off, p) == 4 &&
+		    strstr(p, "/ld-linux"))
+			snprintf(path, size, "%s", p);
+	if (f)
+		fclose(f);
+	fd = path[0] ? open(path, O_RDONLY) : -1;
+	if (fd < 0 || fstat(fd, &sb))
+		return;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && gelf_getehdr(elf, &eh)) {
+		*entry = eh.e_entry;
+		*fsize = sb.st_size;
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+}
+
+/*
+ * ld.so's _start ("mov %rsp,%rdi; call _dl_start") is where every process
+ * starts, and has no CFI. A frame there is the thread's first, whether the
+ * DWARF unwind reaches it or --call-graph=auto's frame-pointer chain does
+ * (a sample in a probed instruction stepped out of line in [uprobes],
+ * whose chain goes on into ld.so). Only its entry code is: not what follows
+ * the jump to the program, nor a return address after no call in it.
+ */
+static void test_unwind_loader_entry(void)
+{
+	const uint64_t base = 0x7f0000000000ULL, xol = 0x7fffffffe080ULL;
+	char path[4096];
+	uint8_t code[128];
+	uint64_t entry, ips[8], fp[3], regs[SP_UNWIND_NREGS] = { 0 }, stack[8] = { 0 };
+	uint64_t dl_start = 0, jmp = 0;
+	enum sp_unwind_status st;
+	struct sp_unwinder *u;
+	unsigned int n, k;
+	off_t size = 0;
+	int32_t rel;
+	int fd;
+
+	own_loader(path, sizeof(path), &entry, &size);
+	fd = entry ? open(path, O_RDONLY) : -1;
+	/* mapped from offset 0 below: ld.so's text is at its file offset */
+	if (fd < 0 || pread(fd, code, sizeof(code), (off_t)entry) != (ssize_t)sizeof(code) ||
+	    memcmp(code, "\x48\x89\xe7\xe8", 4)) {
+		printf("# no x86-64 glibc ld.so mapped: skipped\n");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	memcpy(&rel, code + 4, 4);
+	dl_start = entry + 8 + (uint64_t)(int64_t)rel;
+	for (k = 8; !jmp && k + 3 <= sizeof(code); k++)
+		if (!memcmp(code + k, "\x41\xff\xe4", 3))	/* jmp *%r12 */
+			jmp = entry + k;
+	CHECK(jmp != 0);
+	u = sp_unwinder_new();
+	sp_unwinder_set_proc_fallback(u, false);
+	CHECK(!sp_unwinder_map(u, 4346, base, base + (uint64_t)size, 0, path));
+	CHECK(!sp_unwinder_map(u, 4346, xol & ~0xfffULL, (xol & ~0xfffULL) + 0x1000, 0,
+			       "[uprobes]"));
+	regs[7] = 0x7ffd00001000ULL;			/* sp: the copy's first word */
+
+	/* at e_entry: nothing has run yet */
+	regs[8] = base + entry;
+	n = sp_unwinder_unwind(u, 4346, 4346, regs, SP_UNWIND_NREGS, (const uint8_t *)stack,
+			       sizeof(stack), ips, 8, &st);
+	CHECK_EQ_U(n, 1);
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	/* at _dl_start's first instruction, called by _start: complete */
+	regs[8] = base + dl_start;
+	stack[0] = base + entry + 8;
+	n = sp_unwinder_unwind(u, 4346, 4346, regs, SP_UNWIND_NREGS, (const uint8_t *)stack,
+			       sizeof(stack), ips, 8, &st);
+	CHECK_EQ_U(n, 2);
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	/* a "return address" in _start after no call: not its first frame */
+	if (code[4] != 0xe8) {
+		stack[0] = base + entry + 9;
+		n = sp_unwinder_unwind(u, 4346, 4346, regs, SP_UNWIND_NREGS,
+				       (const uint8_t *)stack, sizeof(stack), ips, 8, &st);
+		CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	}
+	/* the padding after the jump to the program, within 64 bytes of
+	 * e_entry, is no entry code */
+	if ((jmp + 3) % 16 && jmp + 3 < entry + 64) {
+		regs[8] = base + jmp + 3;
+		n = sp_unwinder_unwind(u, 4346, 4346, regs, SP_UNWIND_NREGS,
+				       (const uint8_t *)stack, sizeof(stack), ips, 8, &st);
+		CHECK_EQ_U(n, 1);
+		CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	}
+
+	/* auto: a probed instruction stepped out of line, the kernel's
+	 * frame-pointer chain through _dl_start into _start */
+	regs[8] = xol;
+	n = sp_unwinder_unwind(u, 4346, 4346, regs, SP_UNWIND_NREGS, (const uint8_t *)stack,
+			       sizeof(stack), ips, 8, &st);
+	CHECK_EQ_U(n, 1);
+	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	fp[0] = xol;
+	fp[1] = base + dl_start + 16;
+	fp[2] = base + entry + 8;
+	n = sp_unwinder_splice_fp(u, 4346, ips, n, 8, fp, 3, &st);
+	CHECK_EQ_U(n, 3);
+	CHECK_EQ_U(st, SP_UNWIND_COMPLETE);
+	/* a chain that ends elsewhere keeps the DWARF status */
+	st = SP_UNWIND_NO_CFI;
+	fp[2] = base + jmp + 3;
+	n = sp_unwinder_splice_fp(u, 4346, ips, 1, 8, fp, 3, &st);
+	CHECK_EQ_U(n, 3);
+	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	fp[2] = base + dl_start + 32;
+	n = sp_unwinder_splice_fp(u, 4346, ips, 1, 8, fp, 3, &st);
+	CHECK_EQ_U(st, SP_UNWIND_NO_CFI);
+	sp_unwinder_free(u);
+}
+
 int main(void)
 {
 	TAP_RUN(test_unwind_main_thread);
@@ -1002,6 +1136,7 @@ int main(void)
 	TAP_RUN(test_unwind_file_cut_while_loaded);
 	TAP_RUN(test_unwind_told_out_of_order);
 	TAP_RUN(test_unwind_init_entry);
+	TAP_RUN(test_unwind_loader_entry);
 	if (libc_clone3_gap())
 		TAP_RUN(test_unwind_clone3_gap);
 	else

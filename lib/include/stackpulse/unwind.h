@@ -152,4 +152,15 @@ void sp_unwinder_stats(const struct sp_unwinder *u, struct sp_unwind_stats *st);
 unsigned int sp_unwind_splice_fp(uint64_t *ips, unsigned int n, unsigned int max,
 				 const uint64_t *fp, unsigned int nfp);
 
+/*
+ * sp_unwind_splice_fp() for pid, then the spliced chain's last frame judged
+ * as a DWARF unwind's would be: when it is the thread's first frame (a
+ * return address in the dynamic loader's entry code, where a process starts
+ * and which has no CFI), *status becomes SP_UNWIND_COMPLETE. Otherwise
+ * *status is left alone. Returns the new count.
+ */
+unsigned int sp_unwinder_splice_fp(struct sp_unwinder *u, uint32_t pid, uint64_t *ips,
+				   unsigned int n, unsigned int max, const uint64_t *fp,
+				   unsigned int nfp, enum sp_unwind_status *status);
+
 #endif
