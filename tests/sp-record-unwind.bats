@@ -116,6 +116,32 @@ folded() {
 	assert_line --regexp "^  fp_guess: $marked stacks "
 }
 
+@test "sp-record-unwind: short commands' stacks that end in ld.so's entry code are complete" {
+	require_root
+	local ld=/lib64/ld-linux-x86-64.so.2 entry start ok cut
+	[ -e "$ld" ] || skip "no $ld"
+	# The return address of _start's call of _dl_start: the first frame of
+	# every process (ld.so's entry code has no CFI).
+	entry=$(readelf -h "$ld" | awk '/Entry point address/ { print $4 }')
+	start=$(printf '0x%x' $((entry + 8)))
+	# Default spans: ld.so's probes are stepped out of line in [uprobes],
+	# where the DWARF unwind stops and the frame-pointer chain goes on to
+	# _start. Often, so a few stacks of the 46 starts are sampled there.
+	run --separate-stderr sp-record -F 4999 -o "$UW_TMP/ld.sp" -- sh -c \
+		'for i in $(seq 40); do /usr/bin/true; done
+		 for i in 1 2 3; do /usr/bin/python3 -c pass; done; echo hi >/dev/null'
+	assert_success
+	refute_regex "$stderr" "stopped in ld-linux[^ ]* at $start"
+	read -r ok cut < <(sp-decode "$UW_TMP/ld.sp" 2>/dev/null | jq -r --arg s "$start" '
+		select(.type == "sample") | [.frames[] | select(.mode == "user")] as $u |
+		select($u | length > 0 and (.[-1].module // "" | test("/ld-linux")) and
+		       .[-1].rel == $s) | .unwind' |
+		awk '$1 == "complete" { c++ } $1 != "complete" { n++ } END { print c + 0, n + 0 }')
+	echo "stacks ending at ld.so's _start ($start): complete $ok, not $cut"
+	[ "$ok" -ge 10 ]
+	[ "$cut" = 0 ]
+}
+
 @test "sp-record-unwind: stacks left through a frame pointer in code without CFI are marked guesses" {
 	require_root
 	[ -x "$SP_EXAMPLES/nocfi_frames" ] || skip "build/examples/nocfi_frames missing: run make"
