@@ -997,6 +997,25 @@ bool sp_interp_is_eval(const struct sp_interpreters *ip, uint32_t pid, uint64_t 
 		      (addr >= pr->eval2_start && addr < pr->eval2_end));
 }
 
+unsigned int sp_interp_eval_calls(const struct sp_interpreters *ip, uint32_t pid,
+				  const uint64_t *pcs, const uint8_t *eval, unsigned int n)
+{
+	const struct iproc *pr = proc_find(ip, pid);
+	unsigned int i, calls = 0;
+	uint64_t at;
+
+	for (i = 0; pr && i < n; i++) {
+		if (eval[i] != 1)
+			continue;
+		at = i ? pcs[i] - 1 : pcs[i];
+		/* Python's second range is the loop's cold part: the same
+		 * call; Ruby's is vm_exec_core, called by rb_vm_exec */
+		if (!is_ruby(pr) || !(at >= pr->eval2_start && at < pr->eval2_end))
+			calls++;
+	}
+	return calls;
+}
+
 /* ---- stacks from the BPF program ---- */
 
 static struct code_ent *code_get(struct sp_interpreters *ip, struct sp_emit *out,
@@ -1556,24 +1575,59 @@ static bool frames_of(struct sp_interpreters *ip, struct sp_emit *out, struct ip
 	return complete;
 }
 
+bool sp_interp_unpushed(const struct sp_interp_frames *f, unsigned int calls)
+{
+	unsigned int i, entries = 0;
+
+	for (i = 0; i < f->n; i++)
+		entries += !!f->entry[i];
+	return f->n && entries + 1 == calls;
+}
+
+/* id, innermost, as the only frame of the innermost eval loop call. */
+static void frames_push_inner(struct sp_interp_frames *f, uint64_t id)
+{
+	if (f->n > SP_BPF_IFRAMES)
+		f->n = SP_BPF_IFRAMES;	/* the root's placeholder goes */
+	memmove(f->ids + 1, f->ids, f->n * sizeof(*f->ids));
+	memmove(f->entry + 1, f->entry, f->n * sizeof(*f->entry));
+	memmove(f->cstart + 1, f->cstart, f->n * sizeof(*f->cstart));
+	memmove(f->cend + 1, f->cend, f->n * sizeof(*f->cend));
+	memmove(f->cown + 1, f->cown, f->n * sizeof(*f->cown));
+	f->ids[0] = id;
+	f->entry[0] = 1;
+	f->cstart[0] = f->cend[0] = 0;
+	f->cown[0] = 0;
+	f->n++;
+}
+
 /* The frames of stack p, taken for a sample of pr at time, into f (its
- * count as a sample, by outcome): 1, or 0 with none. */
+ * count as a sample, by outcome): 1, or 0 with none. calls: as
+ * sp_interp_sample()'s. */
 static int sample_frames(struct sp_interpreters *ip, struct sp_emit *out, struct iproc *pr,
-			 const struct pend *p, bool taken, uint64_t time, bool no_eval,
+			 const struct pend *p, bool taken, uint64_t time, int calls,
 			 struct sp_interp_frames *f)
 {
 	struct sp_interp_seen seen = {
 		.taken = taken, .status = p->h.status,
 		.truncated = !!(p->h.flags & SP_BPF_IFL_TRUNCATED),
 		.time = time, .followed = pr->followed, .started = pr->started,
-		.no_eval = no_eval,
+		.no_eval = calls == 0,
 	};
 	enum sp_interp_outcome o;
+	uint64_t id;
 
 	f->n = 0;
 	ip->samples++;
 	seen.all_named = taken && p->h.status != SP_BPF_IST_NO_THREAD &&
 			 frames_of(ip, out, pr, p, f, &seen.no_line);
+	/* a whole walk only: a cut one's entry frames are not all there */
+	if (calls > 0 && taken && p->h.status == SP_BPF_IST_OK && !seen.truncated &&
+	    sp_interp_unpushed(f, calls) &&
+	    (id = placeholder(ip, out, pr, "frame not pushed"))) {
+		frames_push_inner(f, id);
+		seen.unpushed = true;
+	}
 	o = sp_interp_outcome(&seen);
 	ip->outcomes[o]++;
 	if (sp_interp_outcome_incomplete(o)) {
@@ -1584,7 +1638,7 @@ static int sample_frames(struct sp_interpreters *ip, struct sp_emit *out, struct
 }
 
 int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid, uint32_t tid,
-		     uint64_t time, bool no_eval, struct sp_interp_frames *f)
+		     uint64_t time, int calls, struct sp_interp_frames *f)
 {
 	struct iproc *pr = proc_find(ip, pid);
 	struct pend p = { 0 };
@@ -1595,7 +1649,7 @@ int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t p
 	if (!pr || time < ip->attached)
 		return 0;
 	taken = take(ip, pid, tid, time, &p);
-	rc = sample_frames(ip, out, pr, &p, taken, time, no_eval, f);
+	rc = sample_frames(ip, out, pr, &p, taken, time, calls, f);
 	free(p.f);
 	return rc;
 }
@@ -1645,7 +1699,7 @@ int sp_interp_offcpu_frames(struct sp_interpreters *ip, struct sp_emit *out, uin
 	f->n = 0;
 	if (!pr || pr->since > st->time)
 		return 0;	/* it ended (or exec'd) meanwhile */
-	return sample_frames(ip, out, pr, &st->p, st->taken, st->time, false, f);
+	return sample_frames(ip, out, pr, &st->p, st->taken, st->time, -1, f);
 }
 
 void sp_interp_stack_free(struct sp_interp_stack *st)

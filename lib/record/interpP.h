@@ -357,6 +357,9 @@ enum sp_interp_outcome {
 				 * table stops before it (no incomplete stack) */
 	SP_IO_NO_WALKER,	/* a Ruby's, taken while its walker was still
 				 * loading (bpf_interp.c): native stack only */
+	SP_IO_UNPUSHED,		/* the innermost eval loop call had no frame of
+				 * its own on the stack read (entering it, or
+				 * leaving it): "[x: frame not pushed]" */
 	SP_IO_N
 };
 /* What is known of a sample of a followed process. */
@@ -371,6 +374,8 @@ struct sp_interp_seen {
 				 * (0: from its start, as a fork's child) */
 	bool started;		/* its interpreter was set up by then */
 	bool no_eval;		/* its native stack, unwound whole, is in no eval loop */
+	bool unpushed;		/* one eval loop call more in it than entry frames
+				 * (sp_interp_unpushed()) */
 };
 enum sp_interp_outcome sp_interp_outcome(const struct sp_interp_seen *s);
 const char *sp_interp_outcome_name(enum sp_interp_outcome o);
@@ -390,11 +395,24 @@ struct sp_interp_frames {
 	unsigned int n;
 };
 /* The stack read for (pid, tid)'s sample at time: 1 with f filled, 0 when
- * the process runs no known interpreter. no_eval: the sample's native
- * stack was unwound whole and is in no eval loop (no interpreted code ran
- * then: sp_interp_outcome()). */
+ * the process runs no known interpreter. calls: the eval loop calls in the
+ * sample's native stack when it was unwound whole
+ * (sp_interp_eval_calls()), -1 when it was not. 0: no interpreted code ran
+ * then (sp_interp_outcome()); one more than the stack read has entry
+ * frames: the innermost call is entering or leaving its frame, which the
+ * stack read does not hold, and f starts with a placeholder for it
+ * (sp_interp_unpushed()), so that each call keeps its own frames. */
 int sp_interp_sample(struct sp_interpreters *ip, struct sp_emit *out, uint32_t pid, uint32_t tid,
-		     uint64_t time, bool no_eval, struct sp_interp_frames *f);
+		     uint64_t time, int calls, struct sp_interp_frames *f);
+/* Whether f, read for a sample whose native stack was unwound whole and
+ * holds calls eval loop calls, lacks the innermost call's frame: calls is
+ * one more than f's entry frames. The eval loop pushes its frame after its
+ * entry (CPython 3.11: tstate->cframe is the caller's until
+ * _PyEval_EvalFrameDefault's prologue is done) and pops it before it
+ * returns; Ruby's vm_exec() pops its FINISH frame before rb_vm_exec()
+ * returns. Spliced as read, that call would take its caller's frames,
+ * and every call above the next one's. */
+bool sp_interp_unpushed(const struct sp_interp_frames *f, unsigned int calls);
 /* Put f's frames in place of the eval loop's native frames in ids (leaf
  * first, *n of them, at most max <= SP_INTERP_SPLICE_MAX): eval[i] is 1
  * for a frame of the eval loop, 2 for an address in no executable mapping
@@ -426,6 +444,12 @@ int sp_interp_offcpu_frames(struct sp_interpreters *ip, struct sp_emit *out, uin
 void sp_interp_stack_free(struct sp_interp_stack *st);
 /* Whether addr in pid is the interpreter's eval loop function. */
 bool sp_interp_is_eval(const struct sp_interpreters *ip, uint32_t pid, uint64_t addr);
+/* The eval loop calls among the n frames at pcs marked 1 in eval (as
+ * sp_interp_splice() takes them): one per frame, but a Ruby's
+ * vm_exec_core (named by a full symbol table) is part of the rb_vm_exec
+ * call that called it. */
+unsigned int sp_interp_eval_calls(const struct sp_interpreters *ip, uint32_t pid,
+				  const uint64_t *pcs, const uint8_t *eval, unsigned int n);
 /* The interpreters of this recording (the perf source's), NULL if none:
  * the events source links its events to their stacks through them. */
 struct sp_interpreters *sp_interp_current(void);

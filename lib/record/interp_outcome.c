@@ -13,7 +13,9 @@
  * its first frame, is in no eval loop (start-up: ld.so, the VM's setup).
  * Every other sample without a stack read for
  * it is a failure, named by why; one taken before its Ruby walker was
- * loaded (loaded once a Ruby is found) too. A stack named whole with a
+ * loaded (loaded once a Ruby is found) too, and one read while the
+ * innermost eval loop call was entering or leaving its frame (the stack
+ * read lacks that call's frame). A stack named whole with a
  * line unknown (its code named from the BPF program's copy, whose line
  * table stopped short) is complete, and counted apart.
  */
@@ -36,6 +38,8 @@ enum sp_interp_outcome sp_interp_outcome(const struct sp_interp_seen *s)
 		return SP_IO_TRUNCATED;
 	if (!s->all_named)
 		return SP_IO_FREED;
+	if (s->unpushed)
+		return SP_IO_UNPUSHED;
 	return s->no_line ? SP_IO_NO_LINE : SP_IO_COMPLETE;
 }
 
@@ -46,7 +50,7 @@ const char *sp_interp_outcome_name(enum sp_interp_outcome o)
 		[SP_IO_NOT_FOLLOWED] = "not-followed-yet", [SP_IO_UNPAIRED] = "unpaired",
 		[SP_IO_FAULT] = "unreadable", [SP_IO_TRUNCATED] = "truncated",
 		[SP_IO_FREED] = "code-freed", [SP_IO_NO_LINE] = "line-unknown",
-		[SP_IO_NO_WALKER] = "walker-loading",
+		[SP_IO_NO_WALKER] = "walker-loading", [SP_IO_UNPUSHED] = "frame-not-pushed",
 	};
 
 	return (unsigned int)o < SP_IO_N ? names[o] : "?";

@@ -177,7 +177,9 @@ void sp_perf_on_sample(struct perf *p, const struct perf_event_header *h)
 		}
 	}
 	if (p->interp && sp_interp_sample(p->interp, p->out, s.pid, s.tid, s.time,
-					  ust == SP_UNWIND_COMPLETE && !memchr(eval, 1, n), &inf))
+					  ust == SP_UNWIND_COMPLETE ?
+					  (int)sp_interp_eval_calls(p->interp, s.pid, pcs, eval, n) :
+					  -1, &inf))
 		sp_interp_splice(&inf, ids, pcs, eval, &n, MAX_FRAMES);
 	/* Leaf first from perf; the trie wants the root first. */
 	for (i = 0; i < n / 2; i++) {

@@ -208,6 +208,56 @@ static void test_bound(void)
 	CHECK_EQ_U(n, 2 + SP_BPF_IFRAMES + 1);
 }
 
+/*
+ * CPython 3.11 resuming a generator from a builtin (all(genexpr)): the
+ * generator's _PyEval_EvalFrameDefault call is entered, but its frame not
+ * pushed yet (or popped already): the stack read holds the caller's
+ * frames only, one entry frame for two eval loop calls. The innermost
+ * call gets the placeholder, the outer one its own frames; before, the
+ * inner one took them all and the outer one stayed a native frame.
+ */
+static void test_unpushed_frame(void)
+{
+	/* leaf first: inner eval 1, builtin_all 2, outer eval 3,
+	 * PyEval_EvalCode 4, main 5; frames leaf_hash 101 .. <module> 105 */
+	uint64_t ids[16] = { 1, 2, 3, 4, 5 };
+	const uint8_t eval[] = { 1, 0, 1, 0, 0 };
+	const uint64_t want[] = { 900, 2, 101, 102, 103, 104, 105, 4, 5 };
+	const uint64_t want_pushed[] = { 100, 2, 101, 102, 103, 104, 105, 4, 5 };
+	struct sp_interp_frames f;
+	unsigned int n = 5, i;
+
+	frames(&f, 5, "00001");
+	CHECK(!sp_interp_unpushed(&f, 1));	/* one call, its entry frame */
+	CHECK(sp_interp_unpushed(&f, 2));
+	frames_push_inner(&f, 900);
+	CHECK_EQ_U(f.n, 6);
+	CHECK(f.ids[0] == 900 && f.entry[0] && f.ids[1] == 101 && !f.entry[1] && f.entry[5]);
+	CHECK(!sp_interp_unpushed(&f, 2));
+	sp_interp_splice(&f, ids, NULL, eval, &n, 64);
+	CHECK(same(ids, n, want, 9));
+	/* its frame pushed: the genexpr (100, an entry) is the inner call's */
+	memset(&f, 0, sizeof(f));
+	for (i = 0; i < 6; i++)
+		f.ids[i] = 100 + i;
+	f.entry[0] = f.entry[5] = 1;
+	f.n = 6;
+	CHECK(!sp_interp_unpushed(&f, 2));
+	n = 5;
+	memcpy(ids, (uint64_t[]){ 1, 2, 3, 4, 5 }, 5 * sizeof(*ids));
+	sp_interp_splice(&f, ids, NULL, eval, &n, 64);
+	CHECK(same(ids, n, want_pushed, 9));
+	/* no frames read: nothing to place */
+	f.n = 0;
+	CHECK(!sp_interp_unpushed(&f, 1));
+	/* a full stack: its root-most frame gives way */
+	frames(&f, SP_BPF_IFRAMES + 1, "");
+	f.entry[SP_BPF_IFRAMES] = 1;
+	frames_push_inner(&f, 900);
+	CHECK_EQ_U(f.n, SP_BPF_IFRAMES + 1);
+	CHECK(f.ids[0] == 900 && f.ids[SP_BPF_IFRAMES] == 100 + SP_BPF_IFRAMES);
+}
+
 /* Array#sort (called from Ruby) calling Array#<=> from its C code,
  * calling Integer#<=>: each C method called from C goes over its C
  * function's frame, the one called from Ruby stays over its caller. */
@@ -701,6 +751,7 @@ int main(void)
 	TAP_RUN(test_leaf_unmapped_and_none);
 	TAP_RUN(test_bound);
 	TAP_RUN(test_cfunc_from_cfunc);
+	TAP_RUN(test_unpushed_frame);
 	TAP_RUN(test_read_pid);
 	TAP_RUN(test_children);
 	TAP_RUN(test_ruby_walkers_asked);

@@ -121,6 +121,23 @@ static void test_no_walker(void)
 	CHECK_EQ_U(sp_interp_outcome(&s), SP_IO_UNPAIRED);
 }
 
+/* One eval loop call more than entry frames: the innermost call's frame
+ * is missing (a placeholder holds its place): incomplete, unless the
+ * stack is already counted as something worse. */
+static void test_unpushed(void)
+{
+	struct sp_interp_seen s = read_ok();
+
+	s.unpushed = true;
+	CHECK_EQ_U(sp_interp_outcome(&s), SP_IO_UNPUSHED);
+	CHECK(sp_interp_outcome_incomplete(SP_IO_UNPUSHED));
+	CHECK_STR(sp_interp_outcome_name(SP_IO_UNPUSHED), "frame-not-pushed");
+	s.no_line = true;
+	CHECK_EQ_U(sp_interp_outcome(&s), SP_IO_UNPUSHED);
+	s.all_named = false;
+	CHECK_EQ_U(sp_interp_outcome(&s), SP_IO_FREED);
+}
+
 static void test_names(void)
 {
 	unsigned int o;
@@ -140,6 +157,7 @@ int main(void)
 	TAP_RUN(test_failures_named);
 	TAP_RUN(test_line_unknown);
 	TAP_RUN(test_no_walker);
+	TAP_RUN(test_unpushed);
 	TAP_RUN(test_names);
 	return TAP_DONE();
 }
