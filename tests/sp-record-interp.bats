@@ -116,6 +116,65 @@ for i in range(3000): json.dumps({"a": [i] * 10})'
 	(( bad * 20 <= all )) || fail "$bad of $all samples start with a Python frame: $(grep '^<module>' "$BATS_TEST_TMPDIR/f" | head -2)"
 }
 
+@test "a generator resumed from C: each eval loop call gets its own Python frames, one entering or leaving its frame a placeholder" {
+	require_python
+	# all() resumes the generator from C (a second _PyEval_EvalFrameDefault
+	# call) 20,000 times a call: samples in that call's prologue, before
+	# it pushes its frame, or after it popped it, read the caller's frames
+	# only; they gave them all to the inner call, the outer one left a
+	# native frame (8-16% of the samples, on Debian's python3.11)
+	cat >"$BATS_TEST_TMPDIR/busy.py" <<'PY'
+def leaf_hash(n):
+    return all(i >= 0 for i in range(n))
+def compute_primes():
+    return leaf_hash(20000)
+def middle():
+    return compute_primes()
+def outer_loop():
+    while True:
+        middle()
+outer_loop()
+PY
+	$PY "$BATS_TEST_TMPDIR/busy.py" &
+	BG=$!
+	sleep 0.5
+	run --separate-stderr sp-record --spans=none -p $BG -d 3 -o "$OUT"
+	[ "$status" = 0 ] || fail "$stderr"
+	sp-symbolize "$OUT" 2>/dev/null | sp-flame --folded 2>/dev/null > "$BATS_TEST_TMPDIR/f"
+	# root first: a native eval frame over Python frames (its frames went
+	# to another call), <module> twice, or Python frames out of the
+	# program's one chain: <module> ... leaf_hash, then the generator or
+	# the placeholder, nothing after them
+	run -0 awk '{
+		n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); total += n
+		split("<module> outer_loop middle compute_primes leaf_hash", chain, " ")
+		py = 0; eval = 0; last = ""; ok = 1
+		for (i = 1; i <= k; i++) {
+			if (f[i] == "_PyEval_EvalFrameDefault") { eval = 1; continue }
+			if (f[i] == "leaf_hash.<locals>.<genexpr>" || f[i] == "[python: frame not pushed]") {
+				if (py != 5 || last != "") ok = 0
+				last = f[i]
+				if (f[i] != "leaf_hash.<locals>.<genexpr>") hole += n
+				else gen += n
+				continue
+			}
+			if (f[i] == "<module>" || f[i] ~ /^(outer_loop|middle|compute_primes|leaf_hash)$/) {
+				if (eval || last != "" || f[i] != chain[py + 1]) ok = 0
+				py++
+			}
+		}
+		if (!ok) { bad += n; if (shown++ < 3) print "bad: " $0 " " n }
+	}
+	END { print "total " total + 0 " gen " gen + 0 " hole " hole + 0 " bad " bad + 0 }' "$BATS_TEST_TMPDIR/f"
+	read -r _ total _ gen _ hole _ bad <<<"${lines[-1]}"
+	(( gen >= 50 )) || skip "only $gen samples in the generator: $output"
+	(( bad == 0 )) || fail "$output"
+	# each placeholder is a stack counted as not whole, by its kind
+	if (( hole )); then
+		grep -q "[ (]$hole frame-not-pushed" <<<"$stderr" || fail "$hole placeholders; $stderr"
+	fi
+}
+
 @test "a frame's line is its current instruction's, not the function's first line" {
 	require_python
 	sp-record --spans=none -o "$OUT" -- $PY "$FIX" scale=0.3 2>/dev/null
