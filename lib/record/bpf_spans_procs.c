@@ -304,11 +304,9 @@ int sp_bs_emit_health(struct bs_ctx *c, struct bs_proc *p, uint64_t time, bool o
 			bool said = p->attached && (a->probe == SP_PR_RUBY_METHOD_ENTRY ||
 						    a->probe == SP_PR_RUBY_METHOD_RETURN);
 
-			if (p->exe[0]) {
-				const char *e = sp_bs_root_name(c, p->exe);
-
-				sp_esc_text(exe, sizeof(exe), e, strlen(e), 0);
-			}
+			/* as it is: the message is escaped (error.c) */
+			if (p->exe[0])
+				snprintf(exe, sizeof(exe), "%s", sp_bs_root_name(c, p->exe));
 			else
 				sp_span_rings_comm(p->pid, exe, sizeof(exe));
 			if (!said)

@@ -198,22 +198,8 @@ static bool claim_alive(struct sp_span_rings *rs, uint64_t claim, uint64_t now)
 
 void sp_span_rings_comm(uint32_t pid, char *out, size_t size)
 {
-	char raw[64];
-	size_t i, o = 0;
-
-	if (sp_procfs_comm(pid, pid, raw, sizeof(raw))) {
+	if (sp_procfs_comm(pid, pid, out, size))
 		snprintf(out, size, "gone");
-		return;
-	}
-	for (i = 0; raw[i] && o + 5 < size; i++) {
-		unsigned char c = (unsigned char)raw[i];
-
-		if (c < 0x20 || c >= 0x7f || c == '\\')
-			o += (size_t)snprintf(out + o, size - o, "\\x%02x", c);
-		else
-			out[o++] = (char)c;
-	}
-	out[o] = 0;
 }
 
 /* Whether pid is to be told about what (WARNED_*) now: once per process,

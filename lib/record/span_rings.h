@@ -156,8 +156,9 @@ uint64_t sp_span_rings_claim_of(uint32_t pid);
 void sp_span_rings_tell_left(const struct sp_span_rings *rs, uint32_t pid, uint32_t tid,
 			     uint64_t addr, uint64_t start_ticks);
 
-/* The name of process pid for a message (its comm, which it chooses):
- * control bytes, backslashes and bytes outside ASCII as \xNN; "gone". */
+/* The name of process pid for a message (its comm, which it chooses), as
+ * it is: sp_warn() and sp_info() escape every message (error.c), so it is
+ * not escaped here too (it came out \x5cx1b); "gone". */
 void sp_span_rings_comm(uint32_t pid, char *out, size_t size);
 
 /* Thread tid of pid announced its ring at addr at time (its rt__ring):

@@ -36,15 +36,20 @@ struct carried {
 	char *klass, *method, *file;
 };
 
-/* At most this many parts' names are kept; past them a middle part has
- * the name "span carried over" */
+/* At most this many parts' names, and this many bytes of them, are kept;
+ * past them a middle part has the name "span carried over" */
 #define SP_OTLP_CARRIED_MAX 65536
+#define SP_OTLP_CARRIED_BYTES (16u << 20)
+/* A batch's text past this is written out before the next span, however
+ * few spans it holds: names a hostile input makes 16 MiB each, told again
+ * by every span, must not add up to gigabytes */
+#define SP_OTLP_BATCH_TEXT (64u << 20)
 
 struct sp_otlp_traces {
 	FILE *out;
 	struct sp_u64map carried_at;	/* carried_key() -> carried index + 1 */
 	struct carried *carried;
-	size_t ncarried, capcarried;
+	size_t ncarried, capcarried, carried_bytes;
 	bool segmented;			/* the stream's header has a segment number */
 	struct sp_otlp_opts opts;
 	struct otlp_stream s;
@@ -184,6 +189,7 @@ static void carried_forget(struct sp_otlp_traces *t, struct carried *c)
 	size_t i = (size_t)(c - t->carried), last = t->ncarried - 1;
 
 	sp_u64map_del(&t->carried_at, carried_key(c->pid, c->tid, c->start));
+	t->carried_bytes -= strlen(c->klass) + strlen(c->method) + strlen(c->file);
 	free(c->klass);
 	free(c->method);
 	free(c->file);
@@ -203,6 +209,8 @@ static void carried_name(struct sp_otlp_traces *t, const struct sp_span *s, cons
 			 const char **m, const char **f)
 {
 	struct carried *c = carried_find(t, s);
+	uint64_t key;
+	size_t bytes;
 
 	if (!**k && !**m && c) {
 		*k = sp_arena_copy(&t->b.text, c->klass, strlen(c->klass));
@@ -215,12 +223,18 @@ static void carried_name(struct sp_otlp_traces *t, const struct sp_span *s, cons
 			carried_forget(t, c);
 		return;
 	}
-	if (c || (!**k && !**m) || t->ncarried >= SP_OTLP_CARRIED_MAX)
+	bytes = strlen(*k) + strlen(*m) + strlen(*f);
+	/* kept by its key, which another part's (pid, tid, start) may share:
+	 * then not kept (carried_find() checks the fields) */
+	key = carried_key(s->pid, s->tid, s->start);
+	if (c || (!**k && !**m) || t->ncarried >= SP_OTLP_CARRIED_MAX ||
+	    t->carried_bytes + bytes > SP_OTLP_CARRIED_BYTES || sp_u64map_get(&t->carried_at, key))
 		return;
+	t->carried_bytes += bytes;
 	sp_grow(&t->carried, &t->capcarried, t->ncarried + 1, sizeof(*t->carried));
 	t->carried[t->ncarried] = (struct carried){ s->pid, s->tid, s->start, sp_xstrdup(*k),
 						   sp_xstrdup(*m), sp_xstrdup(*f) };
-	sp_u64map_put(&t->carried_at, carried_key(s->pid, s->tid, s->start), ++t->ncarried);
+	sp_u64map_put(&t->carried_at, key, ++t->ncarried);
 }
 
 static void carried_release(struct sp_otlp_traces *t)
@@ -285,7 +299,7 @@ static void add_span(struct sp_otlp_traces *t, const struct sp_defs *d, const st
 	struct otlp_span *o;
 	const char *file;
 
-	if (t->b.nspans >= SP_OTLP_BATCH)
+	if (t->b.nspans >= SP_OTLP_BATCH || t->b.text.memory >= SP_OTLP_BATCH_TEXT)
 		flush(t);
 	sp_grow(&t->b.span, &t->b.span_cap, t->b.nspans + 1, sizeof(*t->b.span));
 	o = &t->b.span[t->b.nspans];

@@ -24,6 +24,8 @@
 #include "record/span_rings.h"
 #include "code_poke.h"
 #include "pid_reuse.h"
+#include "sp.h"
+#include "stderr_capture.h"
 #include "tap.h"
 #include "timens_child.h"
 
@@ -1281,15 +1283,21 @@ static void test_span_rings_two_readers(void)
 	finish(&a, r);
 }
 
-/* A process names itself: its name in a message has no control bytes. */
+/* A process names itself: its name in a message has no control bytes,
+ * escaped once, by the message (not \x5cx1b: escaped twice). */
 static void test_span_rings_comm(void)
 {
-	char name[16] = "", out[80];
+	char name[16] = "", out[80], said[256];
+	struct stderr_capture cap;
 
 	prctl(PR_GET_NAME, name);
 	prctl(PR_SET_NAME, "a\x1b[2J\nb\\\xff");
 	sp_span_rings_comm((uint32_t)getpid(), out, sizeof(out));
-	CHECK_STR(out, "a\\x1b[2J\\x0ab\\x5c\\xff");
+	CHECK_STR(out, "a\x1b[2J\nb\\\xff");
+	stderr_capture_begin(&cap);
+	sp_warn("pid 1 (%s): x", out);
+	stderr_capture_end(&cap, said, sizeof(said));
+	CHECK(strstr(said, "(a\\x1b[2J\\x0ab\\\\xff): x\n") != NULL);
 	prctl(PR_SET_NAME, name);
 	sp_span_rings_comm(0x3fffff, out, sizeof(out));
 	CHECK_STR(out, "gone");
