@@ -57,6 +57,32 @@ has() {
 	[ -z "$output" ]
 }
 
+@test "sp-record: --check -p records into no path another user controls (TMPDIR theirs: nothing made there, no hang)" {
+	require_root
+	local dir=$BATS_TEST_TMPDIR/theirs pid
+	mkdir -m 0777 "$dir"
+	chown nobody "$dir"
+	runuser -u nobody -- sleep 30 &
+	pid=$!
+	sleep 0.2
+	pid=$(pgrep -P $pid -x sleep || echo $pid)
+	TMPDIR=$dir run --separate-stderr -0 timeout 60 sp-record --check --spans=usdt -p $pid
+	assert_line "-p: what a recording gets, recorded for 1 s with --spans=usdt:"
+	assert_line "  pid $pid: no Python or Ruby found in it (native stacks only)"
+	[ -z "$(ls -A "$dir")" ] || fail "made in TMPDIR: $(ls -A "$dir")"
+	kill $pid 2>/dev/null || true
+}
+
+@test "sp-record: --check -p records with the --spans-match globs given: no Ruby there is missing, exit 1" {
+	require_root
+	sleep 30 &
+	local pid=$!
+	run --separate-stderr -1 sp-record --check --spans-match='Foo#*' -p $pid
+	assert_line "-p: what a recording gets, recorded for 1 s with --spans-match=Foo#*:"
+	assert_line "  missing: no Ruby in the -p processes or those they started in that second, for --spans-match=Foo#*"
+	kill $pid
+}
+
 @test "sp-record: nothing to record is a usage error" {
 	run --separate-stderr -64 sp-record
 	[[ "$stderr" == *"nothing to record"* ]]

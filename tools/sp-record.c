@@ -465,6 +465,16 @@ fail:
 	return status;
 }
 
+/* "--name=" and its value, allocated */
+static char *option_arg(const char *name, const char *value)
+{
+	size_t len = strlen(name) + strlen(value) + 1;
+	char *s = sp_xmalloc(len);
+
+	snprintf(s, len, "%s%s", name, value);
+	return s;
+}
+
 /* sp-record --check: what this machine supports; with --spans, a canary
  * recording per span mode, else what the default records. */
 static int check(void)
@@ -481,19 +491,33 @@ static int check(void)
 		sp_die("cannot find sp-record's own binary: %s", strerror(errno));
 	self[n] = 0;
 	if (env.npids) {
-		char spans[160] = "--spans=auto";
+		const char *args[2 + SP_SPANS_MAX_GLOBS + SP_SPANS_MAX_FUNCS];
+		char spans[160] = "--spans=auto", *own[SP_SPANS_MAX_GLOBS + SP_SPANS_MAX_FUNCS];
+		unsigned int asked = 0, nargs = 0, nown = 0, k;
 
+		/* the same span options as given, for the second recorded */
 		if (env.spans.explicit_modes) {
 			strcpy(spans, "--spans=");
 			sp_spans_list_str(env.spans.modes, spans + 8, sizeof(spans) - 8);
 		}
-		missing = sp_check_pids_record(self, env.pids, env.npids,
-					       env.spans.given ? spans : NULL,
-					       !env.spans.given ? 0 :
-					       ((env.spans.modes & (SP_SPANS_RUBY | SP_SPANS_RUBY_C)) ?
-						SP_CHECK_RUBY : 0) |
-					       ((env.spans.modes & SP_SPANS_PYTHON) ?
-						SP_CHECK_PYTHON : 0), stdout);
+		if (env.spans.given)
+			args[nargs++] = spans;
+		for (k = 0; k < env.spans.nglobs; k++)
+			args[nargs++] = own[nown++] = option_arg("--spans-match=", env.spans.globs[k]);
+		for (k = 0; k < env.spans.nfuncs; k++)
+			args[nargs++] = own[nown++] = option_arg("--span-func=", env.spans.funcs[k]);
+		args[nargs] = NULL;
+		/* the runtimes whose method spans were asked for: --spans-match
+		 * names Ruby methods */
+		if ((env.spans.given && (env.spans.modes & (SP_SPANS_RUBY | SP_SPANS_RUBY_C))) ||
+		    env.spans.nglobs)
+			asked |= SP_CHECK_RUBY;
+		if (env.spans.given && (env.spans.modes & SP_SPANS_PYTHON))
+			asked |= SP_CHECK_PYTHON;
+		missing = sp_check_pids_record(self, env.pids, env.npids, nargs ? args : NULL,
+					       asked, stdout);
+		while (nown)
+			free(own[--nown]);
 		if (missing < 0)
 			return sp_close_output(&env.common, SP_EXIT_FATAL);
 	}

@@ -83,26 +83,34 @@ static bool stack_has_interp(const struct sp_defs *d, uint64_t stack)
 static void add_runtime(struct sp_check_pid *p, const struct sp_defs *d,
 			const struct sp_runtime_info *rt)
 {
-	const char *mode = sp_defs_strz(d, rt->mode);
-	char one[sizeof(p->runtimes)], lib[320];
+	const char *mode = sp_defs_strz(d, rt->mode), *l = sp_defs_strz(d, rt->library);
+	const char *v = sp_defs_strz(d, rt->version);
+	const char *name = rt->runtime == SP_RT_RUBY ? "ruby" :
+			   rt->runtime == SP_RT_PYTHON ? "python" : "markers";
+	char one[sizeof(p->runtimes)], lib[320], ver[64], emode[64];
 	size_t len = strlen(p->runtimes);
-	const char *l = sp_defs_strz(d, rt->library);
+	bool stacks = !strcmp(mode, "stacks");
 
+	/* the process's own strings (its library's version, its path) */
 	sp_esc_text(lib, sizeof(lib), l, strlen(l), 0);
-	if (!strcmp(mode, "stacks"))
-		snprintf(one, sizeof(one), "%s %s (%s): interpreted frames",
-			 rt->runtime == SP_RT_RUBY ? "ruby" : "python",
-			 sp_defs_strz(d, rt->version), lib);
-	else
-		snprintf(one, sizeof(one), "%s %s (%s): spans %s",
-			 rt->runtime == SP_RT_RUBY ? "ruby" : rt->runtime == SP_RT_PYTHON ?
-			 "python" : "markers", sp_defs_strz(d, rt->version), lib, mode);
+	sp_esc_text(ver, sizeof(ver), v, strlen(v), 0);
+	sp_esc_text(emode, sizeof(emode), mode, strlen(mode), 0);
+	if (rt->runtime == SP_RT_RUBY)
+		p->kinds |= SP_CHECK_RUBY;
+	else if (rt->runtime == SP_RT_PYTHON)
+		p->kinds |= SP_CHECK_PYTHON;
+	if (stacks)
+		p->interp = true;
 	/* "method-when-traced", "profile-when-set": the runtime's own probes
 	 * without StackPulse's hook, which fire only while tracing is on */
-	if (strcmp(mode, "stacks") && strcmp(mode, "none") && !strstr(mode, "-when-"))
-		p->span_runtime = true;
-	if (strstr(mode, "-when-"))
+	else if (strstr(mode, "-when-"))
 		p->spans_partial = true;
+	else if (strcmp(mode, "none"))
+		p->span_runtime = true;
+	if (stacks)
+		snprintf(one, sizeof(one), "%s %s (%s): interpreted frames", name, ver, lib);
+	else
+		snprintf(one, sizeof(one), "%s %s (%s): spans %s", name, ver, lib, emode);
 	if (strstr(p->runtimes, one))
 		return;
 	snprintf(p->runtimes + len, sizeof(p->runtimes) - len, "%s%s", len ? "; " : "", one);
@@ -145,13 +153,16 @@ int sp_check_pids_scan(struct sp_reader *r, struct sp_check_pid *res, size_t *n,
 	return rc < 0 ? -1 : 0;
 }
 
-/* sp-record at self on the pids for a second into spool, its standard
- * error into err; the wait status, or -1. */
-static int record_pids(const char *self, const uint32_t *pids, size_t n, const char *spans,
-		       const char *spool, int err)
+/* sp-record at self on the pids for a second, its spool into the file
+ * spool (a memfd: no path another user could put something at), its
+ * standard error into err, with the span options args (NULL-terminated,
+ * at most SP_CHECK_ARGS); the wait status, or -1. */
+#define SP_CHECK_ARGS 140
+static int record_pids(const char *self, const uint32_t *pids, size_t n,
+		       const char *const *args, int spool, int err)
 {
 	struct sp_buf list = SP_BUF_INIT;
-	const char *argv[16];
+	const char *argv[SP_CHECK_ARGS + 16];
 	int i = 0, status;
 	pid_t pid;
 	size_t k;
@@ -162,12 +173,10 @@ static int record_pids(const char *self, const uint32_t *pids, size_t n, const c
 	argv[i++] = "--events=none";
 	argv[i++] = "-d";
 	argv[i++] = "1";
-	argv[i++] = "-o";
-	argv[i++] = spool;
 	argv[i++] = "-p";
 	argv[i++] = sp_buf_str(&list);
-	if (spans)
-		argv[i++] = spans;
+	for (k = 0; args && args[k] && k < SP_CHECK_ARGS; k++)
+		argv[i++] = args[k];
 	argv[i] = NULL;
 	fflush(NULL);
 	pid = fork();
@@ -178,10 +187,9 @@ static int record_pids(const char *self, const uint32_t *pids, size_t n, const c
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
 
-		if (null >= 0) {
+		if (null >= 0)
 			dup2(null, STDIN_FILENO);
-			dup2(null, STDOUT_FILENO);
-		}
+		dup2(spool, STDOUT_FILENO);
 		dup2(err, STDERR_FILENO);
 		execv(self, (char *const *)argv);
 		_exit(127);
@@ -201,6 +209,7 @@ static void print_said(int err, FILE *out)
 	char buf[16384], *line, *next;
 	unsigned int lines = 0;
 	ssize_t got = pread(err, buf, sizeof(buf) - 1, 0);
+	bool cut = got == (ssize_t)sizeof(buf) - 1;
 
 	if (got <= 0)
 		return;
@@ -214,7 +223,7 @@ static void print_said(int err, FILE *out)
 			*next++ = 0;
 		fprintf(out, "    %s\n", line);
 	}
-	if (*line)
+	if (*line || cut)
 		fprintf(out, "    (more not shown)\n");
 }
 
@@ -235,13 +244,12 @@ static int print_pid(const struct sp_check_pid *p, const char *spans, unsigned i
 	else
 		fprintf(out, "  %s: %llu samples, %llu with interpreted frames\n", who,
 			(unsigned long long)p->samples, (unsigned long long)p->interp_samples);
-	if (p->samples && strstr(p->runtimes, "interpreted frames") && !p->interp_samples) {
+	if (p->samples && p->interp && !p->interp_samples) {
 		fprintf(out, "  %s: missing: no sample had its interpreted frames\n", who);
 		missing = 1;
 	}
-	/* spans asked of a runtime it has (add_runtime()'s words) */
-	if (!(((method_spans & SP_CHECK_RUBY) && strstr(p->runtimes, "ruby ")) ||
-	      ((method_spans & SP_CHECK_PYTHON) && strstr(p->runtimes, "python "))))
+	/* spans asked of a runtime it has */
+	if (!(method_spans & p->kinds))
 		return missing;
 	if (p->spans_partial && !p->span_runtime) {
 		fprintf(out, "  %s: missing: %llu spans for %s, %s: its runtime's own probes, "
@@ -266,62 +274,68 @@ static int print_pid(const struct sp_check_pid *p, const char *spans, unsigned i
 /* At most this many processes the -p ones started are looked at. */
 #define SP_CHECK_CHILDREN 64
 
-int sp_check_pids_record(const char *self, const uint32_t *pids, size_t n, const char *spans,
-			 unsigned int method_spans, FILE *out)
+int sp_check_pids_record(const char *self, const uint32_t *pids, size_t n,
+			 const char *const *args, unsigned int method_spans, FILE *out)
 {
-	const char *tmp = getenv("TMPDIR");
+	struct sp_buf with = SP_BUF_INIT;
 	struct sp_check_pid *res;
-	struct sp_reader *r;
-	char spool[4096];
-	int fd, err, status, missing = 0;
+	const char *opts;
+	struct sp_reader *r = NULL;
+	int spool, err, status, missing = 0;
 	size_t i, got = n, runtimes = 0;
+	bool failed;
 
-	snprintf(spool, sizeof(spool), "%s/sp-check-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	fd = mkstemp(spool);
-	if (fd < 0)
-		return sp_error_errno("cannot create '%s'", spool);
-	close(fd);
+	spool = memfd_create("sp-check-spool", MFD_CLOEXEC);
 	err = memfd_create("sp-check-stderr", MFD_CLOEXEC);
-	if (err < 0) {
-		unlink(spool);
-		return sp_error_errno("memfd_create");
+	if (spool < 0 || err < 0) {
+		sp_error_errno("memfd_create");
+		if (spool >= 0)
+			close(spool);
+		if (err >= 0)
+			close(err);
+		return -1;
 	}
-	fprintf(out, "-p: what a recording gets, recorded for 1 s with%s%s:\n",
-		spans ? " " : " the default spans", spans ? spans : "");
-	status = record_pids(self, pids, n, spans, spool, err);
-	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) > 1)
-		fprintf(out, "  note: the recording exited with status %d\n",
-			status < 0 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) :
-			128 + WTERMSIG(status));
+	for (i = 0; args && args[i]; i++)
+		sp_buf_printf(&with, " %s", args[i]);
+	opts = with.len ? sp_buf_str(&with) + 1 : "the default spans";
+	fprintf(out, "-p: what a recording gets, recorded for 1 s with %s:\n", opts);
+	status = record_pids(self, pids, n, args, spool, err);
+	/* 1: some records skipped, said; more: the recording failed */
+	failed = status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) > 1;
 	res = sp_xcalloc(n + SP_CHECK_CHILDREN, sizeof(*res));
 	for (i = 0; i < n; i++)
 		res[i].pid = pids[i];
-	r = sp_reader_open((char *[]){ spool }, 1);
-	if (!r || sp_check_pids_scan(r, res, &got, n + SP_CHECK_CHILDREN) < 0) {
+	if (failed) {
+		fprintf(out, "  failed: the recording of the -p processes ended with status %d "
+			"(see what sp-record said): nothing is known of what one would get\n",
+			status < 0 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) :
+			128 + WTERMSIG(status));
+		missing = (int)n;
+	} else if (lseek(spool, 0, SEEK_SET) < 0 ||
+		   !(r = sp_reader_open_fd(spool, "the -p processes' recording")) ||
+		   sp_check_pids_scan(r, res, &got, n + SP_CHECK_CHILDREN) < 0) {
 		fprintf(out, "  failed: the recording is unreadable\n");
 		missing = (int)n;
 	} else {
 		for (i = 0; i < got; i++) {
-			missing += print_pid(&res[i], spans, method_spans, out);
-			runtimes += (strstr(res[i].runtimes, "ruby ") &&
-				     (method_spans & SP_CHECK_RUBY)) ||
-				    (strstr(res[i].runtimes, "python ") &&
-				     (method_spans & SP_CHECK_PYTHON));
+			missing += print_pid(&res[i], opts, method_spans, out);
+			runtimes += (res[i].kinds & method_spans) != 0;
 		}
 		/* auto names no runtime: none found is no loss */
-		if (method_spans && !runtimes && strcmp(spans, "--spans=auto")) {
+		if (method_spans && !runtimes && !strstr(opts, "--spans=auto")) {
 			fprintf(out, "  missing: no %s in the -p processes or those they started "
 				"in that second, for %s\n", method_spans == SP_CHECK_RUBY ? "Ruby" :
-				method_spans == SP_CHECK_PYTHON ? "Python" : "Ruby or Python", spans);
+				method_spans == SP_CHECK_PYTHON ? "Python" : "Ruby or Python", opts);
 			missing++;
 		}
 	}
 	print_said(err, out);
 	if (r)
 		sp_reader_close(r);
+	sp_buf_release(&with);
 	free(res);
 	close(err);
-	unlink(spool);
+	close(spool);
 	fflush(out);
 	return missing;
 }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,8 +88,9 @@ static const struct canary canaries[] = {
 	  { NULL, SP_CANARY_USDT_OPTION, NULL, NULL } },
 };
 
-/* Record c's program with sp-record self into spool; the wait status. */
-static int record(const char *self, const struct canary *c, bool as_auto, const char *spool)
+/* Record c's program with sp-record self into the file spool (a memfd: no
+ * path in TMPDIR another user could put a FIFO at); the wait status. */
+static int record(const char *self, const struct canary *c, bool as_auto, int spool)
 {
 	char spans[32];
 	const char *argv[16];
@@ -100,8 +102,6 @@ static int record(const char *self, const struct canary *c, bool as_auto, const 
 	argv[n++] = "--no-samples";
 	argv[n++] = "--events=none";
 	argv[n++] = spans;
-	argv[n++] = "-o";
-	argv[n++] = spool;
 	argv[n++] = "--";
 	argv[n++] = c->argv[0] ? c->argv[0] : self;
 	for (i = 1; i < 4 && c->argv[i]; i++)
@@ -115,9 +115,9 @@ static int record(const char *self, const struct canary *c, bool as_auto, const 
 
 		if (null >= 0) {
 			dup2(null, STDIN_FILENO);
-			dup2(null, STDOUT_FILENO);
 			dup2(null, STDERR_FILENO);
 		}
+		dup2(spool, STDOUT_FILENO);
 		execv(self, (char *const *)argv);
 		_exit(127);
 	}
@@ -159,33 +159,30 @@ static void script_note(const char *full, char *buf, size_t size)
 static int run_one(const char *self, const struct canary *c, bool as_auto, FILE *out)
 {
 	char note[PATH_MAX + 200];
-	const char *tmp = getenv("TMPDIR");
 	const char *prog = c->argv[0] ? c->argv[0] : self;
 	struct sp_canary_result res;
-	struct sp_reader *r;
-	char spool[4096], full[4096];
-	int fd, status, failed = 0;
+	struct sp_reader *r = NULL;
+	char full[4096];
+	int spool, status, failed = 0;
 
 	if (!sp_launch_find(prog, full, sizeof(full))) {
 		fprintf(out, "  %-13s skipped: '%s' not found\n", c->name, prog);
 		return 0;
 	}
 
-	snprintf(spool, sizeof(spool), "%s/sp-canary-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	fd = mkstemp(spool);
-	if (fd < 0) {
-		fprintf(out, "  %-13s not run: cannot create '%s': %s\n", c->name, spool,
-			strerror(errno));
+	spool = memfd_create("sp-canary", MFD_CLOEXEC);
+	if (spool < 0) {
+		fprintf(out, "  %-13s not run: memfd_create: %s\n", c->name, strerror(errno));
 		return 1;
 	}
-	close(fd);
 	script_note(full, note, sizeof(note));
 	status = record(self, c, as_auto, spool);
 	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fprintf(out, "  %-13s note: the recording of '%s' exited with status %d\n",
 			c->name, full, status < 0 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) :
 			128 + WTERMSIG(status));
-	r = sp_reader_open((char *[]){ spool }, 1);
+	if (lseek(spool, 0, SEEK_SET) == 0)
+		r = sp_reader_open_fd(spool, "the canary's recording");
 	if (!r || sp_canary_scan(r, c->want, c->audit, &res) < 0) {
 		fprintf(out, "  %-13s failed: the canary recording is unreadable\n", c->name);
 		failed = 1;
@@ -206,7 +203,7 @@ static int run_one(const char *self, const struct canary *c, bool as_auto, FILE 
 	}
 	if (r)
 		sp_reader_close(r);
-	unlink(spool);
+	close(spool);
 	return failed;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "check_pids.h"
 #include "defs.h"
@@ -101,7 +102,7 @@ static void test_check_pids_scan(void)
 	r.kind = SP_REC_RUNTIME;
 	r.runtime.pid = 100;
 	r.runtime.runtime = SP_RT_RUBY;
-	r.runtime.version = sp_writer_strz(w, "3.1.2");
+	r.runtime.version = sp_writer_strz(w, "3.1.\x1b" "c");	/* its library's, read from it */
 	r.runtime.library = sp_writer_strz(w, "/lib/libruby\x1b[31m.so");
 	r.runtime.mode = sp_writer_strz(w, "stacks");
 	CHECK(sp_writer_put(w, &r) == 0);
@@ -109,6 +110,7 @@ static void test_check_pids_scan(void)
 	CHECK(sp_writer_put(w, &r) == 0);
 	r.runtime.pid = 200;
 	r.runtime.runtime = SP_RT_PYTHON;
+	r.runtime.library = sp_writer_strz(w, "/tmp/ruby x/python3.11");
 	r.runtime.mode = sp_writer_strz(w, "profile-when-set,audit");
 	CHECK(sp_writer_put(w, &r) == 0);
 	memset(&r, 0, sizeof(r));
@@ -144,13 +146,49 @@ static void test_check_pids_scan(void)
 	CHECK(!res[0].span_runtime);
 	CHECK(!res[0].child);
 	/* the library escaped: it is the process's to name */
-	CHECK_STR(res[0].runtimes, "ruby 3.1.2 (/lib/libruby\\x1b[31m.so): interpreted frames; "
-		  "ruby 3.1.2 (/lib/libruby\\x1b[31m.so): spans none");
+	CHECK_STR(res[0].runtimes, "ruby 3.1.\\x1bc (/lib/libruby\\x1b[31m.so): interpreted frames; "
+		  "ruby 3.1.\\x1bc (/lib/libruby\\x1b[31m.so): spans none");
+	CHECK_EQ_U(res[0].kinds, SP_CHECK_RUBY);
+	CHECK(res[0].interp);
 	CHECK_EQ_U(res[1].pid, 200);
 	CHECK(res[1].child);
 	CHECK_EQ_U(res[1].spans, 1);
 	CHECK(res[1].spans_partial);
 	CHECK(!res[1].span_runtime);
+	CHECK(!res[1].interp);
+	/* the kind from the record, not from the text a path could hold */
+	CHECK_EQ_U(res[1].kinds, SP_CHECK_PYTHON);
+}
+
+/* A recording that fails (its sp-record exits 2, saying why): every pid is
+ * missing, said with what it said; none of it is taken for a recording. */
+static void test_check_pids_record_failed(void)
+{
+	char dir[] = "/tmp/test-check-pids-XXXXXX", self[64], buf[4096];
+	uint32_t pids[2] = { 1, 2 };
+	FILE *f;
+	int rc;
+
+	if (!mkdtemp(dir)) {
+		CHECK(0);
+		return;
+	}
+	snprintf(self, sizeof(self), "%s/sp-record", dir);
+	f = fopen(self, "w");
+	fputs("#!/bin/sh\necho 'sp-record: error: pid 1: exited during attach' >&2\nexit 2\n", f);
+	fclose(f);
+	chmod(self, 0755);
+	f = fmemopen(buf, sizeof(buf), "w");
+	rc = sp_check_pids_record(self, pids, 2, NULL, 0, f);
+	fclose(f);
+	CHECK_EQ_U(rc, 2);
+	CHECK(strstr(buf, "-p: what a recording gets, recorded for 1 s with the default spans:\n"
+		  "  failed: the recording of the -p processes ended with status 2 (see what "
+		  "sp-record said): nothing is known of what one would get\n"
+		  "  what sp-record said:\n"
+		  "    sp-record: error: pid 1: exited during attach\n") == buf);
+	unlink(self);
+	rmdir(dir);
 }
 
 int main(void)
@@ -158,5 +196,6 @@ int main(void)
 	TAP_RUN(test_check_pids_self);
 	TAP_RUN(test_check_pids_refused);
 	TAP_RUN(test_check_pids_scan);
+	TAP_RUN(test_check_pids_record_failed);
 	return TAP_DONE();
 }

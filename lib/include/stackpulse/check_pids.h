@@ -22,6 +22,9 @@
 int sp_check_pids(const uint32_t *pids, size_t n, FILE *out);
 
 
+#define SP_CHECK_RUBY	1u
+#define SP_CHECK_PYTHON	2u
+
 /* What a short recording got of one -p process, or of one it started. */
 struct sp_check_pid {
 	uint32_t pid;
@@ -30,6 +33,8 @@ struct sp_check_pid {
 	uint64_t spans;				/* span starts */
 	uint64_t unprobed;			/* lost records: left without span probes */
 	char runtimes[512];	/* "ruby 3.1.2 (/usr/lib/..libruby..): spans none; ..." */
+	unsigned int kinds;	/* its runtimes: SP_CHECK_RUBY, SP_CHECK_PYTHON */
+	bool interp;		/* a runtime record of its interpreted frames */
 	bool span_runtime;	/* a runtime whose spans come: a mode other than
 				 * "none", "stacks" or "...-when-..." */
 	bool spans_partial;	/* a mode "...-when-...": only while tracing is on */
@@ -46,18 +51,18 @@ struct sp_check_pid {
 int sp_check_pids_scan(struct sp_reader *r, struct sp_check_pid *res, size_t *n, size_t cap);
 
 /*
- * Record the pids for a second with sp-record at self (spans: a --spans=
- * argument, or NULL for the default; method_spans: the runtimes it asks
- * method or function spans of, SP_CHECK_RUBY | SP_CHECK_PYTHON), then lines per pid on out (and per process they
+ * Record the pids for a second with sp-record at self (args: its span
+ * options, --spans=, --spans-match=, --span-func=, NULL-terminated, or
+ * NULL for the default; method_spans: the runtimes they ask method or
+ * function spans of, SP_CHECK_RUBY | SP_CHECK_PYTHON), then lines per pid on out (and per process they
  * started that has a runtime): what the recording got and what sp-record
  * said. Returns how many got less than was asked (a runtime without
  * interpreted frames in its samples; method spans asked and none came, or
- * only a partial view, or no runtime at all), or -1 when it could not be
- * run (said).
+ * only a partial view, or no runtime at all; every pid when the recording
+ * failed), or -1 when it could not be run (said). The recording goes to
+ * a memfd, not to a path in TMPDIR another user could put a FIFO at.
  */
-#define SP_CHECK_RUBY	1u
-#define SP_CHECK_PYTHON	2u
-int sp_check_pids_record(const char *self, const uint32_t *pids, size_t n, const char *spans,
-			 unsigned int method_spans, FILE *out);
+int sp_check_pids_record(const char *self, const uint32_t *pids, size_t n,
+			 const char *const *args, unsigned int method_spans, FILE *out);
 
 #endif
