@@ -33,7 +33,7 @@ static const char doc[] =
 	"      http://collector:4318/v1/traces\n"
 	"  sp-correlate run.sp | sp-export --json -o run.otlp.json\n"
 	"  sp-symbolize run.sp | sp-export --profiles -o run.profiles.otlp\n\n"
-	"Exit status: 0 ok, 1 some records or events skipped (each reported), 2 fatal, "
+	"Exit status: 0 ok, 1 some records or events skipped (the first 5 of a kind each named, the rest counted), 2 fatal, "
 	"64 usage.";
 
 static const struct argp_option options[] = {

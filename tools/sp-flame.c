@@ -57,7 +57,7 @@ static const char doc[] =
 	"  sp-flame --diff --fail-above=5 base.sp new.sp\n"
 	"  sp-flame --pprof -o run.pb.gz run.sym.sp && pprof -top run.pb.gz\n"
 	"  sp-flame -q --lines=hash_token run.sym.sp\n\n"
-	"Exit status: 0 ok, 1 some records skipped (each reported), 2 fatal, 3 a function's "
+	"Exit status: 0 ok, 1 some records skipped (the first 5 of a kind each named, the rest counted), 2 fatal, 3 a function's "
 	"share grew by more than --fail-above, 64 usage.";
 
 static const struct argp_option options[] = {

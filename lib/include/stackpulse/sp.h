@@ -16,13 +16,15 @@
 /* Exit codes, listed at the end of every tool's --help. */
 enum sp_exit {
 	SP_EXIT_OK = 0,		/* all input processed */
-	SP_EXIT_PARTIAL = 1,	/* output written, some records skipped (each reported) */
+	SP_EXIT_PARTIAL = 1,	/* output written, some records skipped (the first 5
+				 * of a kind each named, the rest counted) */
 	SP_EXIT_FATAL = 2,	/* output missing or cut short */
 	SP_EXIT_USAGE = 64,	/* bad command line (argp exits with it itself) */
 };
 
 #define SP_EXIT_STATUS_DOC \
-	"Exit status: 0 ok, 1 some records skipped (each reported), 2 fatal, 64 usage."
+	"Exit status: 0 ok, 1 some records skipped (the first 5 of a kind each named, the rest " \
+	"counted), 2 fatal, 64 usage."
 
 /* The program name used in messages ("sp-decode"); set by sp_common_argp. */
 extern const char *sp_progname;
